@@ -1,0 +1,37 @@
+# `make demo` and `make test` do their own set-up: a .venv with the package installed.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+OUT    := out
+
+.PHONY: demo test lint bench samples clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+
+samples: $(STAMP)
+	$(BIN)/python -m ale_cli.sample sample_data
+
+demo: samples
+	@mkdir -p $(OUT)
+	$(BIN)/ale compute --config configs/diabetes-mlp.yaml
+	$(BIN)/ale info $(OUT)/diabetes-mlp.npz
+	@echo "demo: the estimators (rhale, plot) are not built yet; the store is $(OUT)/diabetes-mlp.npz"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check ale_cli tests bench
+	$(BIN)/ruff format --check ale_cli tests bench
+	$(BIN)/mypy ale_cli/core
+
+bench: samples
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache .hypothesis sample_data/models bench/results
+	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +

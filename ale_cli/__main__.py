@@ -1,0 +1,3 @@
+from ale_cli.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Adapters: data loading, the local-effects store, summaries, file helpers."""

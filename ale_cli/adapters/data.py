@@ -1,0 +1,186 @@
+"""Load a tabular dataset (CSV or Parquet) into a float64 feature matrix.
+
+Every problem with the file is an :class:`~ale_cli.errors.InputError` whose
+one-line message names the file, the column and what was expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ale_cli.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FORMATS = ("csv", "parquet")
+_EXTENSIONS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+@dataclass(frozen=True)
+class Table:
+    """The selected feature columns of a dataset.
+
+    Attributes
+    ----------
+    X : ndarray, shape (N, D), float64
+        Feature values, rows with NaN/inf removed when ``dropna`` was asked.
+    feature_names : tuple of str, length D
+    path : Path
+    format : {"csv", "parquet"}
+    rows_read : int
+        Rows in the file.
+    rows_dropped : int
+        Rows removed because of NaN or infinite values (0 unless ``dropna``).
+    dropped_columns : tuple of str
+        The columns where the dropped rows had NaN/inf values.
+    """
+
+    X: np.ndarray
+    feature_names: tuple[str, ...]
+    path: Path
+    format: str
+    rows_read: int
+    rows_dropped: int = 0
+    dropped_columns: tuple[str, ...] = ()
+
+
+def detect_format(path: Path, fmt: str | None = None) -> str:
+    """Return ``fmt`` if given, else the format implied by the file extension."""
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise InputError(f"--format must be one of {', '.join(FORMATS)}, got '{fmt}'")
+        return fmt
+    found = _EXTENSIONS.get(path.suffix.lower())
+    if found is None:
+        raise InputError(
+            f"cannot tell the format of data file '{path}' from its extension; "
+            "pass --format csv or --format parquet"
+        )
+    return found
+
+
+def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, str]:
+    """Read the whole file into a DataFrame; returns it with the format used."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"data file '{path}' does not exist")
+    if path.is_dir():
+        raise InputError(f"data file '{path}' is a directory, expected a CSV or Parquet file")
+    fmt = detect_format(path, fmt)
+    try:
+        if fmt == "csv":
+            frame = pd.read_csv(path)
+        else:
+            frame = pd.read_parquet(path)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"data file '{path}' is empty") from None
+    except Exception as exc:  # pandas/pyarrow raise many types for unreadable files
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}") from None
+    return frame, fmt
+
+
+def select_columns(
+    frame: pd.DataFrame,
+    path: Path,
+    *,
+    features: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+) -> list[str]:
+    """The feature columns: ``features`` in that order, else all columns but ``exclude``."""
+    columns = [str(c) for c in frame.columns]
+    for name in [*(features or ()), *exclude]:
+        if name not in columns:
+            raise InputError(
+                f"data file '{path}' has no column '{name}' (columns: {', '.join(columns)})"
+            )
+    if features:
+        if len(set(features)) != len(features):
+            dup = next(f for f in features if list(features).count(f) > 1)
+            raise InputError(f"--features names column '{dup}' more than once")
+        chosen = [f for f in features if f not in exclude]
+    else:
+        chosen = [c for c in columns if c not in exclude]
+    if not chosen:
+        raise InputError(f"no feature columns left in data file '{path}' after --exclude")
+    return chosen
+
+
+def to_float_matrix(frame: pd.DataFrame, columns: Sequence[str], path: Path) -> np.ndarray:
+    """Convert the chosen columns to an (N, D) float64 array, naming any non-numeric column."""
+    import pandas as pd
+
+    out = np.empty((len(frame), len(columns)), dtype=np.float64)
+    for j, name in enumerate(columns):
+        col = frame[name]
+        if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
+            out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+            continue
+        numeric = pd.to_numeric(col, errors="coerce")
+        bad = numeric.isna() & col.notna()
+        if bad.any():
+            example = col[bad].iloc[0]
+            raise InputError(
+                f"column '{name}' in data file '{path}' is not numeric "
+                f"(example value: {example!r}); choose numeric features with --features or --exclude"
+            )
+        out[:, j] = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+    return out
+
+
+def load_table(
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    features: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    dropna: bool = False,
+) -> Table:
+    """Read a CSV/Parquet file and return its selected columns as float64.
+
+    Raises :class:`InputError` for a missing or unreadable file, an unknown or
+    non-numeric column, NaN/inf values (unless ``dropna``), an empty table or
+    fewer than 2 rows.
+    """
+    path = Path(path)
+    frame, fmt = read_frame(path, fmt)
+    rows_read = len(frame)
+    if rows_read == 0:
+        raise InputError(f"data file '{path}' has no rows")
+    columns = select_columns(frame, path, features=features, exclude=exclude)
+    X = to_float_matrix(frame, columns, path)
+
+    bad = ~np.isfinite(X)
+    bad_rows = bad.any(axis=1)
+    n_bad = int(bad_rows.sum())
+    bad_cols = tuple(c for c, b in zip(columns, bad.any(axis=0), strict=True) if b)
+    if n_bad and not dropna:
+        raise InputError(
+            f"data file '{path}' has {n_bad} row{'s' if n_bad != 1 else ''} with NaN or "
+            f"infinite values (columns: {', '.join(bad_cols)}); pass --dropna to drop them"
+        )
+    if n_bad:
+        X = X[~bad_rows]
+    if len(X) < 2:
+        left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
+        raise InputError(
+            f"data file '{path}' has {len(X)} row{'s' if len(X) != 1 else ''}{left}; "
+            "at least 2 are needed"
+        )
+    return Table(
+        X=np.ascontiguousarray(X),
+        feature_names=tuple(columns),
+        path=path,
+        format=fmt,
+        rows_read=rows_read,
+        rows_dropped=n_bad,
+        dropped_columns=bad_cols if n_bad else (),
+    )

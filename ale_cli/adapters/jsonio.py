@@ -1,0 +1,51 @@
+"""The one place where numpy values become JSON.
+
+NaN and infinities become ``null`` (plain JSON has no NaN), floats keep full
+precision (``repr`` round-trips exactly), key order is the order given, so the
+same input always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert numpy arrays/scalars, tuples and paths to JSON types; NaN/inf -> None.
+
+    >>> to_jsonable({"a": np.array([1.5, np.nan]), "b": np.int64(3), "c": (True, None)})
+    {'a': [1.5, None], 'b': 3, 'c': [True, None]}
+    """
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def dumps(value: Any) -> str:
+    """Serialise to stable, indented JSON text ending in a newline."""
+    return json.dumps(to_jsonable(value), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def float_array(values: Any) -> np.ndarray:
+    """The inverse of :func:`to_jsonable` for a float list: ``None`` -> NaN.
+
+    >>> float_array([1.0, None])
+    array([ 1., nan])
+    """
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)

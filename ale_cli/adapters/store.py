@@ -1,0 +1,170 @@
+"""The local-effects store: one ``.npz`` file per (model, data, options).
+
+Arrays (all loadable with ``np.load(path, allow_pickle=False)``):
+
+=================  ===========  ==========================================
+``X``              (N, D) f8    feature values the effects were computed at
+``local_effects``  (N, D) f8    d prediction / d x_j at each row
+``prediction``     (N,) f8      the model output that was differentiated
+``feature_names``  (D,) unicode
+``meta``           0-d unicode  JSON text, see :data:`META_KEYS`
+=================  ===========  ==========================================
+
+Stores are written atomically (temporary file, then rename) and are reused as
+a cache only when their ``cache_key`` (a hash of the model bytes, the data
+bytes and every option that changes the result) matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli.adapters.files import atomic_write
+from ale_cli.adapters.jsonio import to_jsonable
+from ale_cli.errors import InputError
+
+SCHEMA_VERSION = 1
+REQUIRED_ARRAYS = ("X", "local_effects", "prediction", "feature_names", "meta")
+META_KEYS = (
+    "schema_version",
+    "tool",
+    "created",
+    "model",
+    "data",
+    "feature_names",
+    "method",
+    "output",
+    "options",
+    "n_rows",
+    "timings",
+    "cache_key",
+)
+
+
+@dataclass(frozen=True)
+class Store:
+    """The contents of a store file.
+
+    Attributes
+    ----------
+    X : ndarray, shape (N, D), float64
+    local_effects : ndarray, shape (N, D), float64
+    prediction : ndarray, shape (N,), float64
+    feature_names : tuple of str, length D
+    meta : dict
+        Provenance and settings, keys :data:`META_KEYS`.
+    extra : dict of str to ndarray
+        Optional further arrays (later schema additions), kept on round trip.
+    """
+
+    X: np.ndarray
+    local_effects: np.ndarray
+    prediction: np.ndarray
+    feature_names: tuple[str, ...]
+    meta: dict[str, Any]
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def feature_index(self, name: str) -> int:
+        """Column of feature ``name``; InputError listing the features if unknown."""
+        try:
+            return self.feature_names.index(name)
+        except ValueError:
+            raise InputError(
+                f"store has no feature '{name}' (features: {', '.join(self.feature_names)})"
+            ) from None
+
+
+def cache_key(model_sha256: str, data_sha256: str, options: Mapping[str, Any]) -> str:
+    """Hash of everything that determines a store's arrays."""
+    payload = json.dumps(
+        {"model": model_sha256, "data": data_sha256, "options": to_jsonable(options)},
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def write_store(path: str | Path, store: Store) -> None:
+    """Write ``store`` to ``path`` atomically (never a partial file at ``path``)."""
+    n, d = store.X.shape
+    if store.local_effects.shape != (n, d) or store.prediction.shape != (n,):
+        raise ValueError("store arrays have inconsistent shapes")
+    meta = json.dumps(to_jsonable(store.meta), allow_nan=False)
+    arrays = {
+        "X": np.ascontiguousarray(store.X, dtype=np.float64),
+        "local_effects": np.ascontiguousarray(store.local_effects, dtype=np.float64),
+        "prediction": np.ascontiguousarray(store.prediction, dtype=np.float64),
+        "feature_names": np.array(store.feature_names, dtype=np.str_),
+        "meta": np.array(meta, dtype=np.str_),
+        **store.extra,
+    }
+    with atomic_write(path) as fh:
+        np.savez(fh, **arrays)
+
+
+def _open(path: Path) -> Any:
+    if not path.exists():
+        raise InputError(f"store '{path}' does not exist; create it with 'ale compute'")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError):
+        raise InputError(f"'{path}' is not a local-effects store (.npz from 'ale compute')") from None
+
+
+def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:
+    if "meta" not in npz.files:
+        raise InputError(f"'{path}' is not a local-effects store: it has no 'meta' array")
+    try:
+        meta = json.loads(str(npz["meta"][()]))
+    except (ValueError, TypeError):
+        raise InputError(f"store '{path}' has an unreadable 'meta' array") from None
+    if not isinstance(meta, dict):
+        raise InputError(f"store '{path}' has an unreadable 'meta' array")
+    version = meta.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise InputError(
+            f"store '{path}' has schema_version {version!r}; this ale reads up to {SCHEMA_VERSION}"
+        )
+    return meta
+
+
+def read_meta(path: str | Path) -> dict[str, Any]:
+    """Only the meta of a store (cheap: the big arrays are not read)."""
+    path = Path(path)
+    with _open(path) as npz:
+        return _parse_meta(path, npz)
+
+
+def read_store(path: str | Path) -> Store:
+    """Load a store written by :func:`write_store`, checking its arrays and shapes."""
+    path = Path(path)
+    with _open(path) as npz:
+        meta = _parse_meta(path, npz)
+        missing = [name for name in REQUIRED_ARRAYS if name not in npz.files]
+        if missing:
+            raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing)}")
+        arrays = {name: npz[name] for name in npz.files}
+    X = arrays.pop("X")
+    effects = arrays.pop("local_effects")
+    prediction = arrays.pop("prediction")
+    names = tuple(str(s) for s in arrays.pop("feature_names"))
+    arrays.pop("meta")
+    if X.ndim != 2 or effects.shape != X.shape or prediction.shape != (X.shape[0],):
+        raise InputError(f"store '{path}' has arrays of inconsistent shapes")
+    if len(names) != X.shape[1]:
+        raise InputError(f"store '{path}' has {len(names)} feature names for {X.shape[1]} columns")
+    return Store(
+        X=X,
+        local_effects=effects,
+        prediction=prediction,
+        feature_names=names,
+        meta=meta,
+        extra=arrays,
+    )

@@ -1,0 +1,17 @@
+"""The command-line interface: typer commands that parse, call, write and print one line.
+
+Importing this package registers every command; heavy libraries (torch, pandas,
+matplotlib, onnxruntime) are imported inside the commands that need them.
+"""
+
+from __future__ import annotations
+
+from ale_cli.cli import compute as _compute  # noqa: F401  (registers commands)
+from ale_cli.cli.app import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Console-script entry point ``ale``."""
+    app()

@@ -1,0 +1,144 @@
+"""``ale compute`` and ``ale info``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ale_cli.cli.app import app
+from ale_cli.cli.common import ConfigOption, FeaturesOption, QuietOption, split_names
+from ale_cli.errors import InputError
+
+
+@app.command(
+    epilog="Example: ale compute sample_data/models/diabetes_mlp.pt "
+    "sample_data/diabetes.csv --exclude target -o out/diabetes-mlp.npz"
+)
+def compute(
+    model: Annotated[Path, typer.Argument(help="Model file: TorchScript (.pt/.ts).")],
+    data: Annotated[Path, typer.Argument(help="Data file: CSV or Parquet.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Store to write (.npz).")
+    ] = Path("effects.npz"),
+    data_format: Annotated[
+        str | None,
+        typer.Option("--format", help="Data format, csv or parquet (default: by extension)."),
+    ] = None,
+    features: FeaturesOption = None,
+    exclude: Annotated[
+        str | None,
+        typer.Option("--exclude", help="Comma-separated columns to leave out (e.g. the target)."),
+    ] = None,
+    dropna: Annotated[
+        bool, typer.Option("--dropna", help="Drop rows with NaN/inf values and say how many.")
+    ] = False,
+    model_format: Annotated[
+        str | None,
+        typer.Option("--model-format", help="Model format (default: by extension)."),
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            help="Model output to explain: a column INDEX, or ELEMENT:INDEX for a tuple "
+            "output (default: the model's only output).",
+        ),
+    ] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option("--batch-size", help="Rows per model call (default: 8192).", min=1),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Recompute even if the store is up to date.")
+    ] = False,
+    quiet: QuietOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Compute the local effects (model gradients at every row) and cache them in a store.
+
+    Reuses the store at -o when it was made from the same model bytes, data bytes
+    and options (a cache hit); --force recomputes.
+    """
+    from ale_cli.cli.progress import ProgressBar
+    from ale_cli.compute import ComputeRequest
+    from ale_cli.compute import compute as run
+
+    request = ComputeRequest(
+        model=model,
+        data=data,
+        out=out,
+        data_format=data_format,
+        features=split_names(features, "--features"),
+        exclude=split_names(exclude, "--exclude") or (),
+        dropna=dropna,
+        model_format=model_format,
+        output=output,
+        batch_size=batch_size,
+    )
+    bars: list[ProgressBar] = []
+
+    def progress(total: int) -> ProgressBar:
+        bars.append(ProgressBar.for_terminal(total, "local effects", quiet=quiet))
+        return bars[-1]
+
+    try:
+        result = run(request, force=force, progress=progress)
+    finally:
+        for bar in bars:
+            bar.close()
+    if result.reason is not None and not quiet:
+        typer.echo(f"recomputed '{out}': {result.reason} since it was made", err=True)
+    if result.rows_dropped:
+        typer.echo(
+            f"dropped {result.rows_dropped} rows with NaN or infinite values (--dropna)", err=True
+        )
+    if result.cache_hit:
+        typer.echo(
+            f"cache hit: '{out}' already holds local effects for this model, data and options "
+            f"({result.n_rows} rows x {result.n_features} features, {result.method}); "
+            "--force recomputes"
+        )
+    else:
+        typer.echo(
+            f"computed local effects: {result.n_rows} rows x {result.n_features} features, "
+            f"{result.method}, {result.seconds:.2f} s -> '{out}' (cache miss)"
+        )
+
+
+def _flatten(prefix: str, value: object, rows: list[tuple[str, str]]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _flatten(f"{prefix}.{key}" if prefix else str(key), item, rows)
+    elif isinstance(value, list) and len(value) > 12:
+        shown = ", ".join(str(v) for v in value[:12])
+        rows.append((prefix, f"{shown}, ... ({len(value)} items)"))
+    elif isinstance(value, list):
+        rows.append((prefix, ", ".join(str(v) for v in value)))
+    elif isinstance(value, float):
+        rows.append((prefix, f"{value:.4g}"))
+    else:
+        rows.append((prefix, "-" if value is None else str(value)))
+
+
+@app.command(epilog="Example: ale info out/diabetes-mlp.npz --json")
+def info(
+    store: Annotated[Path, typer.Argument(help="Store written by 'ale compute'.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the meta as JSON.")] = False,
+) -> None:
+    """Show how a store was made: model, data, method, output, row counts and timings."""
+    from ale_cli.adapters.jsonio import dumps
+    from ale_cli.adapters.store import read_meta
+
+    if store.is_dir():
+        raise InputError(f"store '{store}' is a directory, expected an .npz file")
+    meta = read_meta(store)
+    if as_json:
+        typer.echo(dumps(meta), nl=False)
+        return
+    rows: list[tuple[str, str]] = []
+    _flatten("", meta, rows)
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        typer.echo(f"{key.ljust(width)}  {value}")

@@ -1,0 +1,190 @@
+"""``ale compute``: model + data -> local-effects store, with caching.
+
+The library function :func:`compute` does the work; the CLI only parses
+options, draws the progress bar and prints the one-line result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ale_cli import __version__
+from ale_cli.adapters.files import sha256_file
+from ale_cli.adapters.store import SCHEMA_VERSION, Store, cache_key, read_meta, write_store
+from ale_cli.errors import InputError
+from ale_cli.models.base import LoadOptions, ProgressFn
+
+
+@dataclass(frozen=True)
+class ComputeRequest:
+    """Everything ``ale compute`` was asked; the result-affecting part keys the cache."""
+
+    model: Path
+    data: Path
+    out: Path
+    data_format: str | None = None
+    features: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    dropna: bool = False
+    model_format: str | None = None
+    output: str | None = None
+    batch_size: int | None = None
+
+    def result_options(self) -> dict[str, Any]:
+        """Options that change the store's arrays (batch size does not)."""
+        options = asdict(self)
+        for name in ("model", "data", "out", "batch_size"):
+            options.pop(name)
+        return options
+
+
+@dataclass(frozen=True)
+class ComputeResult:
+    """What one ``ale compute`` run did.
+
+    ``cache_hit`` is True when an existing store was reused; ``reason`` says
+    why a store at the output path was not reused (None if there was none).
+    """
+
+    out: Path
+    cache_hit: bool
+    n_rows: int
+    n_features: int
+    method: str
+    seconds: float
+    rows_dropped: int = 0
+    reason: str | None = None
+
+
+def _stale_reason(meta: dict[str, Any], model_sha: str, data_sha: str, key: str) -> str | None:
+    if meta.get("cache_key") == key:
+        return None
+    if meta.get("model", {}).get("sha256") != model_sha:
+        return "the model file changed"
+    if meta.get("data", {}).get("sha256") != data_sha:
+        return "the data file changed"
+    return "the options changed"
+
+
+def compute(
+    request: ComputeRequest,
+    *,
+    force: bool = False,
+    progress: Callable[[int], ProgressFn] | None = None,
+) -> ComputeResult:
+    """Compute (or reuse) the local-effects store described by ``request``.
+
+    ``progress(total_rows)`` may return a callable that is told how many rows
+    each model call finished.
+    """
+    from ale_cli.adapters.data import load_table
+    from ale_cli.models import load_model
+
+    t0 = time.perf_counter()
+    for label, path in (("model", request.model), ("data", request.data)):
+        if not path.exists():
+            raise InputError(f"{label} file '{path}' does not exist")
+    model_sha = sha256_file(request.model)
+    data_sha = sha256_file(request.data)
+    key = cache_key(model_sha, data_sha, request.result_options())
+
+    reason = None
+    if request.out.exists() and not force:
+        try:
+            meta = read_meta(request.out)
+        except InputError:
+            raise InputError(
+                f"output '{request.out}' exists and is not a local-effects store; "
+                "remove it, choose another -o, or pass --force to overwrite it"
+            ) from None
+        reason = _stale_reason(meta, model_sha, data_sha, key)
+        if reason is None:
+            return ComputeResult(
+                out=request.out,
+                cache_hit=True,
+                n_rows=int(meta["n_rows"]),
+                n_features=len(meta["feature_names"]),
+                method=str(meta["method"]),
+                seconds=time.perf_counter() - t0,
+                rows_dropped=int(meta["data"].get("rows_dropped", 0)),
+            )
+
+    timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
+    t = time.perf_counter()
+    table = load_table(
+        request.data,
+        fmt=request.data_format,
+        features=request.features,
+        exclude=request.exclude,
+        dropna=request.dropna,
+    )
+    timings["load_data_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    model = load_model(
+        request.model,
+        model_format=request.model_format,
+        options=LoadOptions(output=request.output, batch_size=request.batch_size),
+    )
+    timings["load_model_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    model.check(table.X)
+    timings["check_model_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    effects = model.local_effects(table.X, progress=progress(len(table.X)) if progress else None)
+    timings["local_effects_s"] = time.perf_counter() - t
+
+    details = model.describe()
+    meta: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "ale", "version": __version__},
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "model": {
+            "path": str(request.model),
+            "sha256": model_sha,
+            "format": model.format,
+        },
+        "data": {
+            "path": str(request.data),
+            "sha256": data_sha,
+            "format": table.format,
+            "rows_read": table.rows_read,
+            "rows_dropped": table.rows_dropped,
+            "dropped_columns": list(table.dropped_columns),
+        },
+        "feature_names": list(table.feature_names),
+        "method": model.method,
+        "method_details": details,
+        "output": details.get("output"),
+        "options": request.result_options() | {"batch_size": request.batch_size},
+        "n_rows": len(table.X),
+        "timings": timings,
+        "cache_key": key,
+    }
+    store = Store(
+        X=table.X,
+        local_effects=effects.local_effects,
+        prediction=effects.prediction,
+        feature_names=table.feature_names,
+        meta=meta,
+    )
+    timings["total_before_write_s"] = time.perf_counter() - t0
+    write_store(request.out, store)
+    seconds = time.perf_counter() - t0
+    return ComputeResult(
+        out=request.out,
+        cache_hit=False,
+        n_rows=len(table.X),
+        n_features=len(table.feature_names),
+        method=model.method,
+        seconds=seconds,
+        rows_dropped=table.rows_dropped,
+        reason=reason,
+    )

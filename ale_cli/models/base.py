@@ -1,0 +1,80 @@
+"""What every model adapter provides, whatever its format.
+
+An adapter is built by :func:`ale_cli.models.load_model` and used as::
+
+    model.check(X)                     # width, output, row independence; raises ModelError
+    effects = model.local_effects(X)   # (N, D) derivatives and (N,) predictions
+    model.describe()                   # how the effects were obtained, for the store's meta
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+#: Called with the number of rows just finished; drives the progress bar.
+ProgressFn = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Effects:
+    """Local effects of one model output at the rows of X.
+
+    Attributes
+    ----------
+    local_effects : ndarray, shape (N, D), float64
+        ``local_effects[i, j]`` = d f(x_i) / d x_j.
+    prediction : ndarray, shape (N,), float64
+        f(x_i), the output that was differentiated.
+    """
+
+    local_effects: np.ndarray
+    prediction: np.ndarray
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """Options that decide how a model is loaded and which output is explained.
+
+    Attributes
+    ----------
+    output : str or None
+        Output selector (``--output``); None means "the model's only output".
+    batch_size : int or None
+        Rows per model call; None means the adapter's measured default.
+    """
+
+    output: str | None = None
+    batch_size: int | None = None
+
+
+class Model(Protocol):
+    """A loaded model that can give predictions and local effects."""
+
+    format: str
+    method: str
+
+    def check(self, X: np.ndarray) -> None:
+        """Refuse, with a ModelError, a model that cannot be explained on X."""
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """The selected output at every row, shape (N,)."""
+
+    def local_effects(self, X: np.ndarray, *, progress: ProgressFn | None = None) -> Effects:
+        """Derivatives of the selected output with respect to every column of X."""
+
+    def describe(self) -> dict[str, Any]:
+        """Method, output and settings used, recorded in the store's meta."""
+
+
+def chunks(n_rows: int, size: int) -> Iterator[slice]:
+    """Consecutive slices of at most ``size`` rows covering ``range(n_rows)``.
+
+    >>> list(chunks(5, 2))
+    [slice(0, 2, None), slice(2, 4, None), slice(4, 5, None)]
+    """
+    for start in range(0, n_rows, size):
+        yield slice(start, min(start + size, n_rows))
