@@ -1,0 +1,197 @@
+"""The summary: the JSON contract every estimator writes and plots and audits read.
+
+One :class:`FeatureSummary` per feature, inside one :class:`Summary` per run.
+Array shapes (K bins, K+1 edges):
+
+===============  =======  =================================================
+``edges``        (K+1,)   bin limits z_0 < ... < z_K
+``counts``       (K,)     rows per bin n_k (bins (z_{k-1}, z_k], z_0 in bin 1)
+``bin_effect``   (K,)     mean local effect mu_k (filled bins: interpolated)
+``bin_std``      (K,)     std of the local effects s_k, ddof=1 (NaN if n_k < 2)
+``bin_stderr``   (K,)     s_k / sqrt(n_k)
+``bin_filled``   (K,)     True where the bin was empty and mu_k was filled
+``effect``       (K+1,)   accumulated effect at the edges, centered
+``std``          (K+1,)   heterogeneity sqrt(sum_{j<=k} dz_j^2 s_j^2)
+``stderr``       (K+1,)   standard error sqrt(sum_{j<=k} dz_j^2 s_j^2 / n_j)
+===============  =======  =================================================
+
+A feature whose status is ``not_estimable`` has a ``reason`` and empty arrays.
+JSON has no NaN: NaN is written as ``null`` and read back as NaN. The file is
+byte-identical for the same inputs apart from ``created`` (omitted with
+``timestamp=False``). ``ale_cli/schema/summary.schema.json`` is its JSON Schema.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli import __version__
+from ale_cli.adapters.files import atomic_write
+from ale_cli.adapters.jsonio import dumps, float_array
+from ale_cli.errors import InputError
+
+SCHEMA_VERSION = 1
+ESTIMATORS = ("dale", "rhale", "ale")
+STATUSES = ("ok", "not_estimable")
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "summary.schema.json"
+
+_FLOAT_BIN = ("bin_effect", "bin_std", "bin_stderr")
+_FLOAT_EDGE = ("effect", "std", "stderr")
+
+
+def _empty() -> np.ndarray:
+    return np.zeros(0, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class FeatureSummary:
+    """The first-order effect of one feature; see the module docstring for shapes."""
+
+    name: str
+    status: str = "ok"
+    reason: str | None = None
+    edges: np.ndarray = field(default_factory=_empty)
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    bin_effect: np.ndarray = field(default_factory=_empty)
+    bin_std: np.ndarray = field(default_factory=_empty)
+    bin_stderr: np.ndarray = field(default_factory=_empty)
+    bin_filled: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    effect: np.ndarray = field(default_factory=_empty)
+    std: np.ndarray = field(default_factory=_empty)
+    stderr: np.ndarray = field(default_factory=_empty)
+    center_offset: float = 0.0
+    n_outside: int = 0
+    objective: float | None = None
+
+    @property
+    def n_bins(self) -> int:
+        return len(self.counts)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "status": self.status}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        out |= {
+            "n_bins": self.n_bins,
+            "edges": self.edges,
+            "counts": self.counts.astype(np.int64),
+            **{k: getattr(self, k) for k in _FLOAT_BIN},
+            "bin_filled": self.bin_filled.astype(bool),
+            **{k: getattr(self, k) for k in _FLOAT_EDGE},
+            "center_offset": self.center_offset,
+            "n_outside": self.n_outside,
+        }
+        if self.objective is not None:
+            out["objective"] = self.objective
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FeatureSummary:
+        return cls(
+            name=str(data["name"]),
+            status=str(data["status"]),
+            reason=data.get("reason"),
+            edges=float_array(data["edges"]),
+            counts=np.asarray(data["counts"], dtype=np.int64).reshape(-1),
+            **{k: float_array(data[k]) for k in (*_FLOAT_BIN, *_FLOAT_EDGE)},
+            bin_filled=np.asarray(data["bin_filled"], dtype=bool).reshape(-1),
+            center_offset=float(data["center_offset"] if data["center_offset"] is not None else np.nan),
+            n_outside=int(data.get("n_outside", 0)),
+            objective=data.get("objective"),
+        )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One estimator run over the features of one store.
+
+    ``params`` holds every parameter used, defaults included; ``store`` the
+    store's path, sha256 and the parts of its meta a reader needs (model,
+    data, method, output). ``interactions`` is reserved for second-order
+    results (a list of plain mappings until that estimator lands).
+    """
+
+    estimator: str
+    params: dict[str, Any]
+    store: dict[str, Any]
+    n_rows: int
+    features: tuple[FeatureSummary, ...]
+    interactions: tuple[dict[str, Any], ...] = ()
+    created: str | None = None
+    tool: dict[str, str] = field(default_factory=lambda: {"name": "ale", "version": __version__})
+    schema_version: int = SCHEMA_VERSION
+
+    def feature(self, name: str) -> FeatureSummary:
+        for feat in self.features:
+            if feat.name == name:
+                return feat
+        names = ", ".join(f.name for f in self.features)
+        raise InputError(f"summary has no feature '{name}' (features: {names})")
+
+    def to_dict(self, *, timestamp: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema_version": self.schema_version, "tool": self.tool}
+        if timestamp and self.created is not None:
+            out["created"] = self.created
+        out |= {
+            "estimator": self.estimator,
+            "params": self.params,
+            "store": self.store,
+            "n_rows": self.n_rows,
+            "features": [f.to_dict() for f in self.features],
+        }
+        if self.interactions:
+            out["interactions"] = list(self.interactions)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Summary:
+        return cls(
+            schema_version=int(data["schema_version"]),
+            tool=dict(data["tool"]),
+            created=data.get("created"),
+            estimator=str(data["estimator"]),
+            params=dict(data["params"]),
+            store=dict(data["store"]),
+            n_rows=int(data["n_rows"]),
+            features=tuple(FeatureSummary.from_dict(f) for f in data["features"]),
+            interactions=tuple(data.get("interactions", ())),
+        )
+
+
+def summary_json(summary: Summary, *, timestamp: bool = True) -> str:
+    """The summary as stable JSON text (same inputs, same bytes)."""
+    return dumps(summary.to_dict(timestamp=timestamp))
+
+
+def write_summary(path: str | Path, summary: Summary, *, timestamp: bool = True) -> None:
+    """Write the summary JSON atomically."""
+    text = summary_json(summary, timestamp=timestamp)
+    with atomic_write(path) as fh:
+        fh.write(text.encode("utf-8"))
+
+
+def read_summary(path: str | Path) -> Summary:
+    """Read a summary written by :func:`write_summary`; one-line errors for bad files."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"summary '{path}' does not exist")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"summary '{path}' is not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or "features" not in data or "estimator" not in data:
+        raise InputError(f"'{path}' is not an ale summary (no 'estimator'/'features')")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise InputError(
+            f"summary '{path}' has schema_version {version!r}; this ale reads up to {SCHEMA_VERSION}"
+        )
+    try:
+        return Summary.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"summary '{path}' is malformed: {exc}") from None
