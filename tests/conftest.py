@@ -1,10 +1,11 @@
-"""Shared fixtures: sample models built once per session into a temporary folder."""
+"""Shared fixtures: sample models built once per session, a CLI runner."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 
 @pytest.fixture(scope="session")
@@ -15,3 +16,26 @@ def sample_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("sample_data")
     build(root)
     return root
+
+
+@pytest.fixture(scope="session")
+def rhale_model(sample_dir: Path) -> Path:
+    return sample_dir / "models" / "rhale_synthetic.pt"
+
+
+@pytest.fixture(scope="session")
+def mlp_model(sample_dir: Path) -> Path:
+    return sample_dir / "models" / "diabetes_mlp.pt"
+
+
+@pytest.fixture()
+def cli():  # type: ignore[no-untyped-def]
+    """Run ``ale ARGS...`` in-process; returns the typer Result (exit_code, stdout, stderr)."""
+    from ale_cli.cli import app
+
+    runner = CliRunner()
+
+    def run(*args: object):  # type: ignore[no-untyped-def]
+        return runner.invoke(app, [str(a) for a in args])
+
+    return run

@@ -130,7 +130,8 @@ def to_float_matrix(frame: pd.DataFrame, columns: Sequence[str], path: Path) -> 
             example = col[bad].iloc[0]
             raise InputError(
                 f"column '{name}' in data file '{path}' is not numeric "
-                f"(example value: {example!r}); choose numeric features with --features or --exclude"
+                f"(example value: {example!r}); "
+                "choose numeric features with --features or --exclude"
             )
         out[:, j] = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
     return out

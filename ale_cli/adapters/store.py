@@ -115,7 +115,9 @@ def _open(path: Path) -> Any:
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError):
-        raise InputError(f"'{path}' is not a local-effects store (.npz from 'ale compute')") from None
+        raise InputError(
+            f"'{path}' is not a local-effects store (.npz from 'ale compute')"
+        ) from None
 
 
 def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:

@@ -100,7 +100,9 @@ class FeatureSummary:
             counts=np.asarray(data["counts"], dtype=np.int64).reshape(-1),
             **{k: float_array(data[k]) for k in (*_FLOAT_BIN, *_FLOAT_EDGE)},
             bin_filled=np.asarray(data["bin_filled"], dtype=bool).reshape(-1),
-            center_offset=float(data["center_offset"] if data["center_offset"] is not None else np.nan),
+            center_offset=float(
+                data["center_offset"] if data["center_offset"] is not None else np.nan
+            ),
             n_outside=int(data.get("n_outside", 0)),
             objective=data.get("objective"),
         )
@@ -189,7 +191,8 @@ def read_summary(path: str | Path) -> Summary:
     version = data.get("schema_version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise InputError(
-            f"summary '{path}' has schema_version {version!r}; this ale reads up to {SCHEMA_VERSION}"
+            f"summary '{path}' has schema_version {version!r}; "
+            f"this ale reads up to {SCHEMA_VERSION}"
         )
     try:
         return Summary.from_dict(data)

@@ -19,9 +19,9 @@ from ale_cli.errors import InputError
 def compute(
     model: Annotated[Path, typer.Argument(help="Model file: TorchScript (.pt/.ts).")],
     data: Annotated[Path, typer.Argument(help="Data file: CSV or Parquet.")],
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Store to write (.npz).")
-    ] = Path("effects.npz"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Store to write (.npz).")] = Path(
+        "effects.npz"
+    ),
     data_format: Annotated[
         str | None,
         typer.Option("--format", help="Data format, csv or parquet (default: by extension)."),
@@ -115,7 +115,7 @@ def _flatten(prefix: str, value: object, rows: list[tuple[str, str]]) -> None:
         shown = ", ".join(str(v) for v in value[:12])
         rows.append((prefix, f"{shown}, ... ({len(value)} items)"))
     elif isinstance(value, list):
-        rows.append((prefix, ", ".join(str(v) for v in value)))
+        rows.append((prefix, ", ".join(str(v) for v in value) or "-"))
     elif isinstance(value, float):
         rows.append((prefix, f"{value:.4g}"))
     else:

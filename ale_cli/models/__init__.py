@@ -12,7 +12,15 @@ from pathlib import Path
 from ale_cli.errors import ModelError
 from ale_cli.models.base import Effects, LoadOptions, Model, ProgressFn
 
-__all__ = ["MODEL_FORMATS", "Effects", "LoadOptions", "Model", "ProgressFn", "detect_format", "load_model"]
+__all__ = [
+    "MODEL_FORMATS",
+    "Effects",
+    "LoadOptions",
+    "Model",
+    "ProgressFn",
+    "detect_format",
+    "load_model",
+]
 
 MODEL_FORMATS = ("torchscript", "onnx", "skops", "pickle")
 _EXTENSIONS = {

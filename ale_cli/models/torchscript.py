@@ -111,7 +111,8 @@ class TorchScriptModel:
             out = out[element]
         if not isinstance(out, torch.Tensor):
             raise ModelError(
-                f"model '{self.path}' returns {type(out).__name__}, expected a tensor of predictions"
+                f"model '{self.path}' returns {type(out).__name__}, "
+                "expected a tensor of predictions"
             )
         self._output_shape = tuple(out.shape)
         if out.ndim == 0 or out.shape[0] != n_rows:

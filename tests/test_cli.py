@@ -1,0 +1,154 @@
+"""The command line as a whole: help, start-up cost, config files, progress, exit codes."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ale_cli.cli import app
+from ale_cli.cli.progress import ProgressBar
+
+
+def command_names() -> list[str]:
+    from typer.main import get_command
+
+    return sorted(get_command(app).commands)  # type: ignore[attr-defined]
+
+
+def test_top_level_help_lists_every_command(cli):
+    result = cli("--help")
+    assert result.exit_code == 0
+    for name in command_names():
+        assert f"  {name}  " in result.stdout
+    assert result.stdout.rstrip().splitlines()[-2].strip().startswith("Example: ale ")
+
+
+@pytest.mark.parametrize("name", command_names())
+def test_every_command_has_help_ending_with_an_example(cli, name):
+    result = cli(name, "--help")
+    assert result.exit_code == 0
+    tail = result.stdout.rstrip().split("\n\n")[-1]
+    assert tail.strip().startswith(f"Example: ale {name} ")
+
+
+@pytest.mark.parametrize("name", command_names())
+def test_every_command_is_in_the_readme(name):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert f"ale {name}" in readme
+
+
+def test_help_does_not_import_heavy_libraries():
+    code = (
+        "import sys; from ale_cli.cli import app\n"
+        "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('torch', 'onnxruntime', 'matplotlib', 'pandas', 'sklearn') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_unknown_option_is_a_usage_error(cli):
+    result = cli("compute", "a.pt", "b.csv", "--bins", "3")
+    assert result.exit_code == 2
+    assert "No such option: --bins" in result.stderr
+
+
+# -- config files -----------------------------------------------------------------------
+
+
+def test_config_supplies_options_and_flags_win(cli, tmp_path, rhale_model, sample_dir):
+    config = tmp_path / "run.yaml"
+    out = tmp_path / "from_config.npz"
+    config.write_text(
+        "compute:\n"
+        f"  model: {rhale_model}\n"
+        f"  data: {sample_dir / 'rhale_synthetic.csv'}\n"
+        "  exclude: [y]\n"
+        f"  out: {out}\n"
+        "info:\n  json: true\n"  # other commands' sections are not this command's business
+    )
+    result = cli("compute", "--config", config)
+    assert result.exit_code == 0, result.output
+    assert out.exists()
+    flag_out = tmp_path / "from_flag.npz"
+    result = cli("compute", "--config", config, "-o", flag_out, "--features", "x3,x2,x1")
+    assert result.exit_code == 0, result.output
+    from ale_cli.adapters.store import read_meta
+
+    assert read_meta(flag_out)["feature_names"] == ["x3", "x2", "x1"]
+    assert read_meta(flag_out)["options"]["exclude"] == ["y"]  # from the config
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "compute:\n  bins: 3\n",
+            "unknown key 'bins' for 'ale compute' (known: batch-size, "
+            "data, dropna, exclude, features, force, format, model, model-format, out, output, "
+            "quiet)",
+        ),
+        (
+            "batch-size: many\n",
+            "key 'batch-size' expects int, got 'many' (Input should be a "
+            "valid integer, unable to parse string as an integer)",
+        ),
+        ("dropna: maybe\n", "key 'dropna' expects bool, got 'maybe'"),
+        ("- a\n- b\n", "must hold a mapping of option names to values"),
+        ("compute: [1, 2]\n", "section 'compute' must be a mapping"),
+        ("a: [\n", "is not valid YAML: "),
+    ],
+)
+def test_config_errors_name_the_key(cli, tmp_path, text, message):
+    config = tmp_path / "bad.yaml"
+    config.write_text(text)
+    result = cli("compute", "--config", config, "m.pt", "d.csv")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: config file '{config}'")
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_shipped_config_is_valid(cli, tmp_path):
+    config = Path(__file__).resolve().parent.parent / "configs" / "diabetes-mlp.yaml"
+    # --help after --config: the file is parsed and checked, nothing runs
+    result = cli("compute", "--config", config, "--help")
+    assert result.exit_code == 0, result.output
+
+
+# -- progress and quiet output --------------------------------------------------------------
+
+
+def test_progress_bar_draws_and_ends_its_line():
+    stream = io.StringIO()
+    bar = ProgressBar(100, "local effects", enabled=True, stream=stream)
+    bar(40)
+    bar(60)
+    bar.close()
+    text = stream.getvalue()
+    assert "local effects [" in text and "100/100 100%" in text and text.endswith("\n")
+    silent = io.StringIO()
+    quiet = ProgressBar(100, "x", enabled=False, stream=silent)
+    quiet(100)
+    quiet.close()
+    assert silent.getvalue() == ""
+
+
+def test_not_on_a_terminal_compute_prints_only_its_result(cli, tmp_path, rhale_model, sample_dir):
+    result = cli(
+        "compute",
+        rhale_model,
+        sample_dir / "rhale_synthetic.csv",
+        "--exclude",
+        "y",
+        "-o",
+        tmp_path / "s.npz",
+    )
+    assert result.exit_code == 0
+    assert result.stderr == ""
+    assert len(result.stdout.splitlines()) == 1

@@ -1,0 +1,121 @@
+"""The .npz store: round trip, atomic writes, clear errors for files that are not stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import ale_cli.adapters.store as store_mod
+from ale_cli.adapters.store import SCHEMA_VERSION, Store, read_meta, read_store, write_store
+from ale_cli.errors import InputError
+
+
+def make_store(n: int = 5, d: int = 2) -> Store:
+    rng = np.random.default_rng(0)
+    return Store(
+        X=rng.normal(size=(n, d)),
+        local_effects=rng.normal(size=(n, d)),
+        prediction=rng.normal(size=n),
+        feature_names=tuple(f"f{j}" for j in range(d)),
+        meta={"schema_version": SCHEMA_VERSION, "n_rows": n, "note": "ünïcode"},
+    )
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    X=arrays(np.float64, st.tuples(st.integers(1, 6), st.integers(1, 4)), elements=finite),
+    # numpy's unicode arrays cannot hold trailing NULs; no column name has them
+    names=st.lists(
+        st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=8),
+        min_size=4,
+        max_size=4,
+        unique=True,
+    ),
+)
+def test_round_trip_is_exact(tmp_path_factory: pytest.TempPathFactory, X: np.ndarray, names):
+    path = tmp_path_factory.mktemp("rt") / "s.npz"
+    original = Store(
+        X=X,
+        local_effects=-X,
+        prediction=X[:, 0].copy(),
+        feature_names=tuple(names[: X.shape[1]]),
+        meta={"schema_version": SCHEMA_VERSION, "k": [1, 2.5, None]},
+    )
+    write_store(path, original)
+    back = read_store(path)
+    np.testing.assert_array_equal(back.X, original.X)
+    np.testing.assert_array_equal(back.local_effects, original.local_effects)
+    np.testing.assert_array_equal(back.prediction, original.prediction)
+    assert back.feature_names == original.feature_names
+    assert back.meta == original.meta
+
+
+def test_store_loads_without_pickle(tmp_path: Path):
+    write_store(tmp_path / "s.npz", make_store())
+    with np.load(tmp_path / "s.npz", allow_pickle=False) as npz:
+        assert set(npz.files) == {"X", "local_effects", "prediction", "feature_names", "meta"}
+        assert npz["feature_names"].dtype.kind == "U" and npz["meta"].shape == ()
+        assert npz["X"].dtype == np.float64
+
+
+def test_failure_while_writing_leaves_no_partial_file(tmp_path: Path, monkeypatch):
+    target = tmp_path / "s.npz"
+
+    def explode(fh, **arrays):  # writes half a file, then fails like a full disk would
+        fh.write(b"PK\x03\x04 half a zip")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store_mod.np, "savez", explode)
+    with pytest.raises(OSError):
+        write_store(target, make_store())
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failure_while_overwriting_keeps_the_old_store(tmp_path: Path, monkeypatch):
+    target = tmp_path / "s.npz"
+    write_store(target, make_store())
+    before = target.read_bytes()
+
+    def explode(fh, **arrays):
+        fh.write(b"garbage")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store_mod.np, "savez", explode)
+    with pytest.raises(KeyboardInterrupt):
+        write_store(target, make_store(n=7))
+    assert target.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["s.npz"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "store '{p}' does not exist; create it with 'ale compute'"),
+        (b"hello", "'{p}' is not a local-effects store (.npz from 'ale compute')"),
+    ],
+)
+def test_not_a_store(tmp_path: Path, content, message):
+    path = tmp_path / "s.npz"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(InputError) as info:
+        read_store(path)
+    assert str(info.value) == message.format(p=path)
+
+
+def test_npz_without_meta_or_newer_schema(tmp_path: Path):
+    np.savez(tmp_path / "a.npz", X=np.zeros((2, 2)))
+    with pytest.raises(InputError, match="it has no 'meta' array"):
+        read_meta(tmp_path / "a.npz")
+    np.savez(tmp_path / "b.npz", meta=np.array('{"schema_version": 99}'))
+    with pytest.raises(InputError, match="has schema_version 99; this ale reads up to 1"):
+        read_meta(tmp_path / "b.npz")

@@ -1,0 +1,168 @@
+"""TorchScript adapter: exact gradients, output selection, and refusing unsuitable models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from ale_cli.errors import ModelError
+from ale_cli.models import LoadOptions, load_model
+
+
+def save(module: nn.Module, path: Path, *, trace_with: torch.Tensor | None = None) -> Path:
+    if trace_with is None:
+        scripted = torch.jit.script(module)
+    else:
+        scripted = torch.jit.trace(module, trace_with)
+    torch.jit.save(scripted, str(path))
+    return path
+
+
+def load(path: Path, output: str | None = None, batch_size: int | None = None):  # type: ignore[no-untyped-def]
+    return load_model(path, options=LoadOptions(output=output, batch_size=batch_size))
+
+
+def test_rhale_function_effects_equal_its_analytic_gradient(rhale_model: Path):
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(500, 3))
+    model = load(rhale_model)
+    model.check(X)
+    effects = model.local_effects(X)
+    expected = np.column_stack([np.full(500, 0.2), -5.0 + 10.0 * (X[:, 2] > 0), np.zeros(500)])
+    np.testing.assert_allclose(effects.local_effects, expected, atol=1e-6, rtol=0)
+    truth = 0.2 * X[:, 0] - 5 * X[:, 1] + 10 * X[:, 1] * (X[:, 2] > 0)
+    np.testing.assert_allclose(effects.prediction, truth, atol=1e-6)
+
+
+def test_mlp_effects_equal_the_autograd_jacobian(mlp_model: Path, sample_dir: Path):
+    import pandas as pd
+
+    X = pd.read_csv(sample_dir / "diabetes.csv").drop(columns="target").to_numpy()[:6]
+    model = load(mlp_model)
+    model.check(X)
+    got = model.local_effects(X).local_effects
+    module = torch.jit.load(str(mlp_model))
+    x = torch.tensor(X, dtype=torch.float64)
+    jac = torch.autograd.functional.jacobian(module, x).numpy()  # (6, 6, 10): d y_i / d x_j
+    np.testing.assert_allclose(got, jac[np.arange(6), np.arange(6)], rtol=1e-6, atol=1e-6)
+    off_diagonal = jac.copy()
+    off_diagonal[np.arange(6), np.arange(6)] = 0.0
+    np.testing.assert_array_equal(off_diagonal, 0.0)  # rows are independent
+
+
+def test_chunking_does_not_change_the_result(mlp_model: Path, sample_dir: Path):
+    import pandas as pd
+
+    X = pd.read_csv(sample_dir / "diabetes.csv").drop(columns="target").to_numpy()
+    whole = load(mlp_model).local_effects(X)
+    calls: list[int] = []
+    small = load(mlp_model, batch_size=37).local_effects(X, progress=calls.append)
+    np.testing.assert_allclose(small.local_effects, whole.local_effects, rtol=1e-10)
+    np.testing.assert_allclose(small.prediction, whole.prediction, rtol=1e-10)
+    assert sum(calls) == len(X) and len(calls) == -(-len(X) // 37)
+    np.testing.assert_allclose(load(mlp_model).predict(X), whole.prediction, rtol=1e-10)
+
+
+def test_float32_model_gradients_match_float64_within_float32_precision(tmp_path: Path):
+    torch.manual_seed(3)
+    net = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1))
+    X = np.random.default_rng(3).normal(size=(300, 4))
+    path32 = save(net.float(), tmp_path / "f32.pt")
+    path64 = save(net.double(), tmp_path / "f64.pt")
+    m32 = load(path32)
+    assert m32.describe()["dtype"] == "float32"
+    g32 = m32.local_effects(X).local_effects
+    g64 = load(path64).local_effects(X).local_effects
+    scale = np.abs(g64).max(axis=0)
+    np.testing.assert_allclose(g32 / scale, g64 / scale, atol=1e-5, rtol=0)
+
+
+class TwoOutputs(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.stack([x[:, 0] * 2.0, x[:, 0] * x[:, 1]], dim=1)
+
+
+class TupleOutputs(nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return 3.0 * x[:, 0], torch.stack([x[:, 1], -x[:, 1]], dim=1)
+
+
+def test_output_index_selects_a_column(tmp_path: Path):
+    path = save(TwoOutputs(), tmp_path / "two.pt")
+    X = np.array([[1.0, 2.0], [3.0, 5.0]])
+    with pytest.raises(
+        ModelError,
+        match=r"output has shape \(2, 2\); choose one column with "
+        r"--output INDEX \(0\.\.1\)",
+    ):
+        load(path).check(X)
+    eff = load(path, output="1").local_effects(X)
+    np.testing.assert_allclose(eff.local_effects, [[2.0, 1.0], [5.0, 3.0]])
+    with pytest.raises(ModelError, match=r"--output 2 is out of range"):
+        load(path, output="2").check(X)
+
+
+def test_tuple_outputs_are_selected_by_element_and_column(tmp_path: Path):
+    path = save(TupleOutputs(), tmp_path / "tuple.pt")
+    X = np.array([[1.0, 2.0], [3.0, 5.0]])
+    with pytest.raises(ModelError, match=r"returns 2 outputs with shapes \(2,\), \(2, 2\)"):
+        load(path).check(X)
+    np.testing.assert_allclose(load(path, output="0").local_effects(X).local_effects[:, 0], 3.0)
+    np.testing.assert_allclose(load(path, output="1:1").local_effects(X).local_effects[:, 1], -1.0)
+    with pytest.raises(ModelError, match="not valid for a TorchScript model"):
+        load(path, output="proba:1")
+
+
+def test_width_mismatch_names_both_widths(mlp_model: Path, cli, sample_dir: Path):
+    result = cli("compute", mlp_model, sample_dir / "diabetes.csv", "-o", sample_dir / "x.npz")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"error: model '{mlp_model}' does not accept rows of 11 features ("
+    )
+    assert result.stderr.rstrip().endswith(
+        "its first layer takes 10 features; select the model's inputs with --features or --exclude"
+    )
+
+
+class Centering(nn.Module):
+    """Mixes rows: subtracts the batch mean."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - x.mean(dim=0, keepdim=True)).sum(dim=1)
+
+
+def batchnorm_in_train_mode() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 1)).train()
+
+
+def test_models_that_mix_rows_are_refused(tmp_path: Path):
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    mixing = [
+        save(Centering(), tmp_path / "center.pt"),
+        save(batchnorm_in_train_mode(), tmp_path / "bn.pt", trace_with=torch.randn(8, 3)),
+    ]
+    for path in mixing:
+        with pytest.raises(ModelError) as info:
+            load(path).check(X)
+        assert "mixes rows" in str(info.value) or "fails on a batch" in str(info.value)
+        assert "model.eval()" in str(info.value) or "on its own" in str(info.value)
+
+
+def test_dropout_in_train_mode_is_refused_as_not_deterministic(tmp_path: Path):
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Linear(3, 64), nn.Dropout(0.5), nn.Linear(64, 1)).train()
+    path = save(module, tmp_path / "drop.pt", trace_with=torch.randn(4, 3))
+    with pytest.raises(ModelError, match="is not deterministic"):
+        load(path).check(np.random.default_rng(0).normal(size=(10, 3)))
+
+
+def test_not_a_torchscript_file(tmp_path: Path):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(ModelError, match=r"is not a TorchScript archive \(torch.jit.save\)"):
+        load(bad)
