@@ -17,7 +17,7 @@ def save(module: nn.Module, path: Path, *, trace_with: torch.Tensor | None = Non
     if trace_with is None:
         scripted = torch.jit.script(module)
     else:
-        scripted = torch.jit.trace(module, trace_with)
+        scripted = torch.jit.trace(module, trace_with, check_trace=False)
     torch.jit.save(scripted, str(path))
     return path
 
