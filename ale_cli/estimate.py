@@ -28,14 +28,8 @@ from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import Store, read_store
 from ale_cli.adapters.summary import FeatureSummary, Summary
 from ale_cli.core.accumulate import CENTER_MODES
-from ale_cli.core.binning import (
-    BINNINGS,
-    assign,
-    assign_uniform_columns,
-    quantile_edges,
-    uniform_edges,
-)
-from ale_cli.core.binstats import CellStats, bin_stats, cell_stats_columns
+from ale_cli.core.binning import BINNINGS, UniformGrid, assign, quantile_edges, uniform_edges
+from ale_cli.core.binstats import CellStats, bin_stats, uniform_cells
 from ale_cli.core.effect import FirstOrderEffect, effect_from_bins, effect_from_cells
 from ale_cli.core.rhale import (
     DEFAULT_ALPHA,
@@ -153,10 +147,10 @@ def _uniform_cells(
         Xs, Es = X, E
     else:
         Xs, Es = X[:, cols], E[:, cols]
-    index = assign_uniform_columns(Xs, lo[cols], hi[cols], bins=bins)
-    if index is None:
+    grid = UniformGrid.build(lo[cols], hi[cols], bins=bins)
+    if grid is None:
         return None
-    stats = cell_stats_columns(index, Es, n_cells=bins)
+    stats = uniform_cells(Xs, Es, grid)
     return dict(zip(cols, stats, strict=True))
 
 

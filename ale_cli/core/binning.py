@@ -122,51 +122,83 @@ def assign(x: np.ndarray, edges: np.ndarray) -> Assignment:
     return Assignment(index=index, n_outside=n_outside)
 
 
-def assign_uniform_columns(
-    X: np.ndarray, lo: np.ndarray, hi: np.ndarray, *, bins: int
-) -> np.ndarray | None:
-    """Bins of every entry of X for ``uniform_edges(lo[j], hi[j], bins=bins)`` per column j.
+@dataclass(frozen=True)
+class UniformGrid:
+    """Uniform edges for D columns with K bins each, for fast membership of (N, D) arrays.
 
-    The same result as :func:`assign` column by column (every value must lie
-    in ``[lo[j], hi[j]]``), but computed for the whole (N, D) array at once:
-    ``k = ceil((x - z_0) K / (z_K - z_0)) - 1``, clipped to ``0 .. K-1``; the
-    few values within rounding distance of an edge are re-assigned by binary
-    search against the exact edges. Returns None when a column's edges are
-    not K distinct bins or the rounding margin is too wide to be useful
-    (callers then use :func:`assign`).
+    Gives the same bins as :func:`assign` with ``uniform_edges(lo[j], hi[j], bins=K)``
+    for every column j, but for the whole array at once and without a binary
+    search: ``k = ceil((x - z_0) K / (z_K - z_0)) - 1``, clipped to ``0 .. K-1``.
+    That formula can be off by one bin for a value within rounding distance
+    of an edge; such values (``u`` within ``tol`` of an integer) are checked
+    against the exact edges and moved. Build it with :meth:`build`.
 
-    Returns
-    -------
-    index : ndarray, shape (N, D), int64, or None
-
-    >>> X = np.array([[0.0, 10.0], [0.5, 11.0], [1.0, 12.0]])
-    >>> assign_uniform_columns(X, np.array([0.0, 10.0]), np.array([1.0, 12.0]), bins=2).tolist()
-    [[0, 0], [0, 0], [1, 1]]
+    Attributes
+    ----------
+    edges : ndarray, shape (D, K+1)
+        ``np.linspace(lo[j], hi[j], K+1)`` per column.
+    scale : ndarray, shape (D,)
+        ``K / (hi - lo)``.
+    tol : ndarray, shape (D,)
+        Rounding margin of ``u = (x - lo) * scale``, in units of u.
     """
-    lo = np.asarray(lo, dtype=np.float64)
-    hi = np.asarray(hi, dtype=np.float64)
-    width = hi - lo
-    if np.any(~(width > 0)):
-        return None
-    edges = [np.linspace(a, b, bins + 1) for a, b in zip(lo, hi, strict=True)]
-    if any(np.any(np.diff(z) <= 0) for z in edges):
-        return None
-    scale = bins / width
-    # u = (x - z_0) K / (z_K - z_0) carries a few ulps of error, measured in units of u
-    tol = _ULPS * np.finfo(np.float64).eps * (bins + np.maximum(np.abs(lo), np.abs(hi)) * scale)
-    if np.any(tol > 1e-3):
-        return None
-    u = X - lo
-    u *= scale
-    up = np.ceil(u)
-    frac = up - u  # in [0, 1): distance of u to the integer above
-    near = (frac < tol) | (frac > 1.0 - tol)
-    index = up.astype(np.int64)
-    index -= 1
-    np.clip(index, 0, bins - 1, out=index)
-    rows, cols = np.nonzero(near)
-    if rows.size:
-        for j in np.unique(cols):
-            sel = cols == j
-            index[rows[sel], j] = np.searchsorted(edges[j][1:-1], X[rows[sel], j], side="left")
-    return index
+
+    edges: np.ndarray
+    scale: np.ndarray
+    tol: np.ndarray
+
+    @property
+    def bins(self) -> int:
+        return int(self.edges.shape[1] - 1)
+
+    @classmethod
+    def build(cls, lo: np.ndarray, hi: np.ndarray, *, bins: int) -> UniformGrid | None:
+        """The grid, or None when a column has ``hi <= lo``, edges that round together,
+        or values so far from 0 relative to the width that the margin is useless
+        (callers then use :func:`assign` per column)."""
+        lo = np.asarray(lo, dtype=np.float64)
+        hi = np.asarray(hi, dtype=np.float64)
+        width = hi - lo
+        if bins < 1 or np.any(~(width > 0)):
+            return None
+        edges = np.linspace(lo, hi, bins + 1, axis=1)
+        if np.any(np.diff(edges, axis=1) <= 0):
+            return None
+        scale = bins / width
+        eps = np.finfo(np.float64).eps
+        tol = _ULPS * eps * (bins + np.maximum(np.abs(lo), np.abs(hi)) * scale)
+        if np.any(tol > 1e-3):
+            return None
+        return cls(edges=edges, scale=scale, tol=tol)
+
+    def index(self, X: np.ndarray) -> np.ndarray:
+        """Bin of every entry of X (n, D), all inside ``[lo, hi]`` per column; int64 (n, D).
+
+        >>> g = UniformGrid.build(np.array([0.0, 10.0]), np.array([1.0, 12.0]), bins=2)
+        >>> g.index(np.array([[0.0, 10.0], [0.5, 11.0], [0.7, 12.0]])).tolist()
+        [[0, 0], [0, 0], [1, 1]]
+        """
+        k = self.bins
+        n, d = X.shape
+        # u - 1 = (x - z_0) K / (z_K - z_0) - 1, so that ceil gives the 0-based bin directly
+        u = X * self.scale
+        u -= self.edges[:, 0] * self.scale + 1.0
+        up = np.ceil(u)
+        # |(ceil(u) - u) - 1/2| > 1/2 - tol: u within tol of an integer, i.e. of an edge
+        np.subtract(up, u, out=u)
+        u -= 0.5
+        np.abs(u, out=u)
+        near = np.flatnonzero(u > 0.5 - self.tol)
+        index: np.ndarray = up.astype(np.int64)
+        if near.size:
+            # only these can be off by one, or out of 0 .. K-1 (x = z_0 or x = z_K)
+            cols = near % d
+            x = X.reshape(-1)[near] if X.flags.c_contiguous else X[near // d, cols]
+            flat = index.reshape(-1)
+            b = np.clip(flat[near], 0, k - 1)
+            table = self.edges.reshape(-1)
+            base = cols * (k + 1)
+            b += x > table[base + b + 1]  # above the bin's upper edge: next bin
+            b -= (x <= table[base + b]) & (b > 0)  # at or below its lower edge: previous bin
+            flat[near] = b
+        return index

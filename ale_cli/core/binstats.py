@@ -21,6 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ale_cli.core.binning import UniformGrid
+
+#: rows per chunk in :func:`uniform_cells` (2048 x 32 float64 columns = 512 KiB per temporary)
+CHUNK_ROWS = 2048
+
 
 @dataclass(frozen=True)
 class CellStats:
@@ -139,32 +144,57 @@ class CellStats:
         )
 
 
-def cell_stats_columns(
-    index: np.ndarray, values: np.ndarray, *, n_cells: int, shift: np.ndarray | None = None
+def uniform_cells(
+    X: np.ndarray,
+    values: np.ndarray,
+    grid: UniformGrid,
+    *,
+    shift: np.ndarray | None = None,
+    chunk_rows: int = CHUNK_ROWS,
 ) -> list[CellStats]:
-    """:meth:`CellStats.from_values` for every column of (N, D) arrays in three bincounts.
+    """:meth:`CellStats.from_values` for every column of (N, D) arrays on a uniform grid.
 
-    Column j's cells are offset by ``j * n_cells`` so that one ``np.bincount``
-    over the flattened array fills every column's cells at once. ``index`` must
-    have no ``-1`` entries. ``shift`` (D,) defaults to the column means.
+    Rows are processed in chunks of ``chunk_rows`` (so the temporaries stay in
+    cache) and the chunks' statistics are added, as any streaming source
+    would. Within a chunk, column j's cells are offset by ``j * K`` so that one
+    ``np.bincount`` over the flattened chunk fills every column at once.
+    ``shift`` (D,) defaults to the column means of ``values``. Every value of
+    column j must lie inside the grid's ``[z_0, z_K]``.
 
-    >>> idx = np.array([[0, 1], [1, 1]])
-    >>> [c.counts.tolist() for c in cell_stats_columns(idx, np.ones((2, 2)), n_cells=2)]
+    Returns
+    -------
+    list of CellStats, length D, each with K cells
+
+    >>> g = UniformGrid.build(np.array([0.0, 0.0]), np.array([1.0, 1.0]), bins=2)
+    >>> cells = uniform_cells(np.array([[0.0, 1.0], [1.0, 1.0]]), np.ones((2, 2)), g)
+    >>> [c.counts.tolist() for c in cells]
     [[1, 1], [0, 2]]
     """
-    n, d = index.shape
+    n, d = X.shape
+    k = grid.bins
     if shift is None:
         shift = values.mean(axis=0) if n else np.zeros(d)
-    flat = index + (np.arange(d, dtype=np.int64) * n_cells)
-    flat = flat.ravel()
-    dev = values - shift
-    size = d * n_cells
-    counts = np.bincount(flat, minlength=size).reshape(d, n_cells)
-    sums = np.bincount(flat, weights=dev.ravel(), minlength=size).reshape(d, n_cells)
-    dev *= dev
-    sumsq = np.bincount(flat, weights=dev.ravel(), minlength=size).reshape(d, n_cells)
+    offsets = np.arange(d, dtype=np.int64) * k
+    size = d * k
+    counts = np.zeros(size, dtype=np.int64)
+    sums = np.zeros(size)
+    sumsq = np.zeros(size)
+    for start in range(0, n, chunk_rows):
+        index = grid.index(X[start : start + chunk_rows])
+        index += offsets
+        flat = index.ravel()
+        dev = values[start : start + chunk_rows] - shift
+        counts += np.bincount(flat, minlength=size)
+        sums += np.bincount(flat, weights=dev.ravel(), minlength=size)
+        dev *= dev
+        sumsq += np.bincount(flat, weights=dev.ravel(), minlength=size)
     return [
-        CellStats(counts=counts[j], sums=sums[j], sumsq=sumsq[j], shift=float(shift[j]))
+        CellStats(
+            counts=counts[j * k : (j + 1) * k],
+            sums=sums[j * k : (j + 1) * k],
+            sumsq=sumsq[j * k : (j + 1) * k],
+            shift=float(shift[j]),
+        )
         for j in range(d)
     ]
 
