@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.adapters.files import sha256_file
+from ale_cli.core.binning import check_edges
 from ale_cli.errors import InputError
 
 
@@ -58,15 +59,10 @@ def _check(path: Path, name: str, values: Any) -> np.ndarray:
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
             raise InputError(f"{where}: expected finite numbers, got {v!r}")
-    z = np.asarray(values, dtype=np.float64)
-    steps = np.diff(z)
-    if np.any(steps <= 0):
-        k = int(np.argmax(steps <= 0))
-        raise InputError(
-            f"{where}: edges must be strictly increasing (edge {k + 1} = {z[k + 1]!r} "
-            f"follows {z[k]!r})"
-        )
-    return z
+    try:
+        return check_edges(np.asarray(values, dtype=np.float64))
+    except ValueError as exc:
+        raise InputError(f"{where}: {exc}") from None
 
 
 def read_edges(path: str | Path) -> EdgesFile:

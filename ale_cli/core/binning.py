@@ -56,7 +56,8 @@ def check_edges(edges: np.ndarray) -> np.ndarray:
     if np.any(steps <= 0):
         k = int(np.argmax(steps <= 0))
         raise ValueError(
-            f"edges must be strictly increasing (edge {k + 1} = {z[k + 1]!r} follows {z[k]!r})"
+            f"edges must be strictly increasing (edge {k + 1} = {float(z[k + 1])!r} "
+            f"follows {float(z[k])!r})"
         )
     return z
 

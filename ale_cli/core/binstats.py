@@ -1,18 +1,19 @@
 """Per-cell sufficient statistics of the local effects, and the bin statistics from them.
 
-Every estimator here needs only, per cell of a grid, the count ``n``, the sum
-``S1`` and the sum of squares ``S2`` of the local effects in the cell. Those
-merge across data chunks (add them), and any coarser bin made of consecutive
-cells has the sums of its cells (prefix sums). The values are summed after
-subtracting a per-feature ``shift`` (a typical value such as the mean), which
-keeps ``S2 - S1^2 / n`` free of cancellation when the effects are nearly
-constant.
+Every estimator here needs only, per cell of a grid, the count, the sum and
+the sum of squares of the local effects in the cell. They are kept in the
+equivalent, numerically stable form ``(n, mean, M2)`` with ``M2`` the sum of
+squared deviations from the cell mean (``S1 = n mean``, ``S2 = M2 + n mean^2``),
+so a bin whose local effects are all equal has exactly ``M2 = 0`` however far
+they are from zero. Two sets of statistics on the same cells merge exactly
+(Chan, Golub & LeVeque's pairwise update), so data can arrive in chunks, and
+runs of consecutive cells combine into coarser bins the same way.
 
 From the statistics of a bin with ``n_k`` rows::
 
-    mu_k  = shift + S1 / n_k                           (bin effect)
-    s_k^2 = (S2 - S1^2 / n_k) / (n_k - 1)              (ddof = 1; NaN if n_k < 2)
-    se_k  = s_k / sqrt(n_k)                            (standard error of mu_k)
+    mu_k  = mean_k                                      (bin effect)
+    s_k^2 = M2_k / (n_k - 1)                            (ddof = 1; NaN if n_k < 2)
+    se_k  = s_k / sqrt(n_k)                             (standard error of mu_k)
 """
 
 from __future__ import annotations
@@ -27,25 +28,48 @@ from ale_cli.core.binning import UniformGrid
 CHUNK_ROWS = 2048
 
 
+def _moments(
+    flat: np.ndarray, values: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Two-pass (n, mean, M2) per cell for values grouped by ``flat`` in ``0 .. size-1``."""
+    counts = np.bincount(flat, minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(flat, weights=values, minlength=size) / counts
+    mean[counts == 0] = 0.0
+    dev = values - mean[flat]
+    dev *= dev
+    return counts.astype(np.int64), mean, np.bincount(flat, weights=dev, minlength=size)
+
+
+def _combine(
+    a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Chan et al.: moments of the union of two groups, elementwise."""
+    na, ma, m2a = a
+    nb, mb, m2b = b
+    n = na + nb
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wb = np.where(n > 0, nb / n, 0.0)
+    delta = mb - ma
+    return n, ma + delta * wb, m2a + m2b + delta * delta * na * wb
+
+
 @dataclass(frozen=True)
 class CellStats:
-    """Counts, sums and sums of squares of ``v - shift`` per cell of one feature.
+    """Count, mean and sum of squared deviations (M2) of the local effects per cell.
 
     Attributes
     ----------
     counts : ndarray, shape (M,), int64
-    sums : ndarray, shape (M,), float64
-        ``sum(v - shift)`` over the rows in each cell.
-    sumsq : ndarray, shape (M,), float64
-        ``sum((v - shift)^2)`` over the rows in each cell.
-    shift : float
-        The value subtracted before summing.
+    mean : ndarray, shape (M,), float64
+        Mean of the values in each cell (0 for an empty cell).
+    m2 : ndarray, shape (M,), float64
+        ``sum((v - mean)^2)`` over the rows in each cell.
     """
 
     counts: np.ndarray
-    sums: np.ndarray
-    sumsq: np.ndarray
-    shift: float = 0.0
+    mean: np.ndarray
+    m2: np.ndarray
 
     @property
     def n_cells(self) -> int:
@@ -57,109 +81,89 @@ class CellStats:
         return int(self.counts.sum())
 
     @classmethod
-    def from_values(
-        cls, index: np.ndarray, values: np.ndarray, *, n_cells: int, shift: float | None = None
-    ) -> CellStats:
+    def from_values(cls, index: np.ndarray, values: np.ndarray, *, n_cells: int) -> CellStats:
         """Statistics of ``values`` grouped by cell ``index`` (``-1`` = not in any cell).
 
-        ``shift`` defaults to the mean of the values in the cells.
-
         >>> c = CellStats.from_values(np.array([0, 0, 1, -1]), np.array([1.0, 3.0, 5.0, 9.0]),
-        ...                           n_cells=3, shift=0.0)
-        >>> c.counts.tolist(), c.sums.tolist(), c.sumsq.tolist()
-        ([2, 1, 0], [4.0, 5.0, 0.0], [10.0, 25.0, 0.0])
+        ...                           n_cells=3)
+        >>> c.counts.tolist(), c.mean.tolist(), c.m2.tolist()
+        ([2, 1, 0], [2.0, 5.0, 0.0], [2.0, 0.0, 0.0])
         """
         index = np.asarray(index, dtype=np.int64)
         values = np.asarray(values, dtype=np.float64)
         inside = index >= 0
         if not np.all(inside):
             index, values = index[inside], values[inside]
-        if shift is None:
-            shift = float(values.mean()) if values.size else 0.0
-        dev = values - shift
-        return cls(
-            counts=np.bincount(index, minlength=n_cells).astype(np.int64),
-            sums=np.bincount(index, weights=dev, minlength=n_cells),
-            sumsq=np.bincount(index, weights=dev * dev, minlength=n_cells),
-            shift=float(shift),
-        )
-
-    def rebase(self, shift: float) -> CellStats:
-        """The same statistics about another shift c: ``sum(v - c) = S1 + n (s - c)`` etc."""
-        d = self.shift - shift
-        return CellStats(
-            counts=self.counts,
-            sums=self.sums + self.counts * d,
-            sumsq=self.sumsq + 2.0 * d * self.sums + self.counts * d * d,
-            shift=float(shift),
-        )
+        return cls(*_moments(index, values, n_cells))
 
     def merge(self, other: CellStats) -> CellStats:
-        """Statistics of the union of two chunks on the same grid (in this one's shift).
+        """Statistics of the union of two chunks on the same cells.
 
         >>> a = CellStats.from_values(np.array([0, 1]), np.array([1.0, 2.0]), n_cells=2)
         >>> b = CellStats.from_values(np.array([1]), np.array([4.0]), n_cells=2)
-        >>> bin_stats(a.merge(b)).mean.tolist()
-        [1.0, 3.0]
+        >>> m = a.merge(b)
+        >>> m.mean.tolist(), m.m2.tolist()
+        ([1.0, 3.0], [0.0, 2.0])
         """
         if other.n_cells != self.n_cells:
             raise ValueError(f"cannot merge {self.n_cells} cells with {other.n_cells} cells")
-        o = other.rebase(self.shift)
         return CellStats(
-            counts=self.counts + o.counts,
-            sums=self.sums + o.sums,
-            sumsq=self.sumsq + o.sumsq,
-            shift=self.shift,
+            *_combine((self.counts, self.mean, self.m2), (other.counts, other.mean, other.m2))
         )
 
     def prefix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Prefix sums ``P[i] = sum over cells < i`` of counts, sums, sumsq; shape (M+1,)."""
-        zero = np.zeros(1)
+        """Prefix sums over cells ``< i`` of n, S1 and S2 about the overall mean c; shape (M+1,).
+
+        ``S1 = sum(v - c)``, ``S2 = sum((v - c)^2) = M2 + n (mean - c)^2`` per
+        cell; the variance of any run of cells i..j-1 is then
+        ``(S2 - S1^2 / n) / (n - 1)`` from differences of the prefix sums.
+        """
+        total = self.total
+        c = float(np.dot(self.counts, self.mean) / total) if total else 0.0
+        d = self.mean - c
+        s1 = self.counts * d
+        s2 = self.m2 + s1 * d
         return (
             np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(self.counts)]),
-            np.concatenate([zero, np.cumsum(self.sums)]),
-            np.concatenate([zero, np.cumsum(self.sumsq)]),
+            np.concatenate([np.zeros(1), np.cumsum(s1)]),
+            np.concatenate([np.zeros(1), np.cumsum(s2)]),
         )
 
     def coarsen(self, limits: np.ndarray) -> CellStats:
         """Statistics of the bins made of cells ``limits[k] .. limits[k+1] - 1``.
 
         ``limits`` are increasing cell boundaries from 0 to M (shape (K+1,)).
+        Exact for runs of equal cell means: ``M2 = sum M2_c + sum n_c (mean_c - mean)^2``.
 
-        >>> c = CellStats.from_values(np.array([0, 1, 2, 2]), np.array([1.0, 2, 3, 4]), n_cells=3,
-        ...                           shift=0.0)
-        >>> c.coarsen(np.array([0, 1, 3])).counts.tolist()
-        [1, 3]
+        >>> c = CellStats.from_values(np.array([0, 1, 2, 2]), np.array([1.0, 2, 4, 6]), n_cells=3)
+        >>> b = c.coarsen(np.array([0, 1, 3]))
+        >>> b.counts.tolist(), b.mean.tolist(), b.m2.tolist()
+        ([1, 3], [1.0, 4.0], [0.0, 8.0])
         """
         limits = np.asarray(limits, dtype=np.int64)
         if limits[0] != 0 or limits[-1] != self.n_cells or np.any(np.diff(limits) <= 0):
             raise ValueError("limits must increase strictly from 0 to the number of cells")
-        # reduceat sums each run of cells directly (no cancellation from prefix differences)
         starts = limits[:-1]
-        return CellStats(
-            counts=np.add.reduceat(self.counts, starts),
-            sums=np.add.reduceat(self.sums, starts),
-            sumsq=np.add.reduceat(self.sumsq, starts),
-            shift=self.shift,
-        )
+        counts = np.add.reduceat(self.counts, starts)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.add.reduceat(self.counts * self.mean, starts) / counts
+        mean[counts == 0] = 0.0
+        owner = np.repeat(np.arange(starts.size), np.diff(limits))
+        d = self.mean - mean[owner]
+        m2 = np.add.reduceat(self.m2 + self.counts * d * d, starts)
+        return CellStats(counts=counts, mean=mean, m2=m2)
 
 
 def uniform_cells(
-    X: np.ndarray,
-    values: np.ndarray,
-    grid: UniformGrid,
-    *,
-    shift: np.ndarray | None = None,
-    chunk_rows: int = CHUNK_ROWS,
+    X: np.ndarray, values: np.ndarray, grid: UniformGrid, *, chunk_rows: int = CHUNK_ROWS
 ) -> list[CellStats]:
     """:meth:`CellStats.from_values` for every column of (N, D) arrays on a uniform grid.
 
     Rows are processed in chunks of ``chunk_rows`` (so the temporaries stay in
-    cache) and the chunks' statistics are added, as any streaming source
-    would. Within a chunk, column j's cells are offset by ``j * K`` so that one
-    ``np.bincount`` over the flattened chunk fills every column at once.
-    ``shift`` (D,) defaults to the column means of ``values``. Every value of
-    column j must lie inside the grid's ``[z_0, z_K]``.
+    cache) and the chunks' statistics are merged, as any streaming source
+    would. Within a chunk, column j's cells are offset by ``j * K`` so that
+    ``np.bincount`` over the flattened chunk fills every column at once. Every
+    value of column j must lie inside the grid's ``[z_0, z_K]``.
 
     Returns
     -------
@@ -172,28 +176,20 @@ def uniform_cells(
     """
     n, d = X.shape
     k = grid.bins
-    if shift is None:
-        shift = values.mean(axis=0) if n else np.zeros(d)
     offsets = np.arange(d, dtype=np.int64) * k
     size = d * k
-    counts = np.zeros(size, dtype=np.int64)
-    sums = np.zeros(size)
-    sumsq = np.zeros(size)
+    acc = (np.zeros(size, dtype=np.int64), np.zeros(size), np.zeros(size))
     for start in range(0, n, chunk_rows):
         index = grid.index(X[start : start + chunk_rows])
         index += offsets
-        flat = index.ravel()
-        dev = values[start : start + chunk_rows] - shift
-        counts += np.bincount(flat, minlength=size)
-        sums += np.bincount(flat, weights=dev.ravel(), minlength=size)
-        dev *= dev
-        sumsq += np.bincount(flat, weights=dev.ravel(), minlength=size)
+        chunk = _moments(index.ravel(), values[start : start + chunk_rows].ravel(), size)
+        acc = chunk if start == 0 else _combine(acc, chunk)
+    counts, mean, m2 = acc
     return [
         CellStats(
             counts=counts[j * k : (j + 1) * k],
-            sums=sums[j * k : (j + 1) * k],
-            sumsq=sumsq[j * k : (j + 1) * k],
-            shift=float(shift[j]),
+            mean=mean[j * k : (j + 1) * k],
+            m2=m2[j * k : (j + 1) * k],
         )
         for j in range(d)
     ]
@@ -227,7 +223,7 @@ class BinStats:
 def bin_stats(cells: CellStats) -> BinStats:
     """Bin effect, std (ddof=1) and standard error of each cell of ``cells``.
 
-    ``s_k^2 = (S2 - S1^2 / n_k) / (n_k - 1)``, clipped at 0 against rounding.
+    ``s_k^2 = M2_k / (n_k - 1)``.
 
     >>> b = bin_stats(CellStats.from_values(np.array([0, 0, 0, 1]),
     ...                                     np.array([1.0, 2.0, 3.0, 7.0]), n_cells=3))
@@ -237,9 +233,8 @@ def bin_stats(cells: CellStats) -> BinStats:
     n = cells.counts
     nf = n.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(n > 0, cells.shift + cells.sums / nf, np.nan)
-        ss = np.maximum(cells.sumsq - cells.sums * cells.sums / nf, 0.0)
-        var = np.where(n > 1, ss / (nf - 1.0), np.nan)
+        mean = np.where(n > 0, cells.mean, np.nan)
+        var = np.where(n > 1, cells.m2 / (nf - 1.0), np.nan)
         std = np.sqrt(var)
         stderr = std / np.sqrt(nf)
     return BinStats(counts=n, mean=mean, var=var, std=std, stderr=stderr)
