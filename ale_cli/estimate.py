@@ -146,7 +146,7 @@ def _uniform_cells(
     if len(cols) == X.shape[1]:
         Xs, Es = X, E
     else:
-        Xs, Es = X[:, cols], E[:, cols]
+        Xs, Es = np.ascontiguousarray(X[:, cols]), np.ascontiguousarray(E[:, cols])
     grid = UniformGrid.build(lo[cols], hi[cols], bins=bins)
     if grid is None:
         return None
@@ -301,7 +301,10 @@ def _select(store: Store, features: tuple[str, ...] | None) -> tuple[list[int], 
 def _columns(store: Store, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
     if cols == list(range(store.X.shape[1])):
         return store.X, store.local_effects
-    return store.X[:, cols], store.local_effects[:, cols]
+    return (
+        np.ascontiguousarray(store.X[:, cols]),
+        np.ascontiguousarray(store.local_effects[:, cols]),
+    )
 
 
 def store_info(path: Path, store: Store) -> dict[str, Any]:

@@ -180,6 +180,7 @@ class UniformGrid:
         [[0, 0], [0, 0], [1, 1]]
         """
         k = self.bins
+        X = np.ascontiguousarray(X, dtype=np.float64)
         n, d = X.shape
         # u - 1 = (x - z_0) K / (z_K - z_0) - 1, so that ceil gives the 0-based bin directly
         u = X * self.scale
@@ -194,7 +195,7 @@ class UniformGrid:
         if near.size:
             # only these can be off by one, or out of 0 .. K-1 (x = z_0 or x = z_K)
             cols = near % d
-            x = X.reshape(-1)[near] if X.flags.c_contiguous else X[near // d, cols]
+            x = X.reshape(-1)[near]
             flat = index.reshape(-1)
             b = np.clip(flat[near], 0, k - 1)
             table = self.edges.reshape(-1)
