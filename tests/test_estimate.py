@@ -412,7 +412,8 @@ from ale_cli.cli import app
 for cmd in (["rhale"], ["rebin", "--bins", "5"]):
     r = CliRunner().invoke(app, [*cmd, {str(store)!r}, "-o", {str(tmp_path / "x.json")!r}])
     assert r.exit_code == 0, r.output
-heavy = sorted(m for m in ("torch", "pandas", "matplotlib", "onnxruntime", "sklearn") if m in sys.modules)
+heavy = ("torch", "pandas", "matplotlib", "onnxruntime", "sklearn")
+heavy = sorted(m for m in heavy if m in sys.modules)
 print(",".join(heavy) or "none")
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
