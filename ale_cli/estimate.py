@@ -342,6 +342,32 @@ def _notes(features: Sequence[FeatureSummary]) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def _result(
+    estimator: str,
+    params: dict[str, Any],
+    path: Path,
+    store: Store,
+    features: list[FeatureSummary],
+    times: tuple[float, float, float],
+) -> EstimateResult:
+    """The summary of a run and its timings (start, store loaded, estimates done)."""
+    t0, t_load, t_est = times
+    summary = Summary(
+        estimator=estimator,
+        params=params,
+        store=store_info(path, store),
+        n_rows=int(store.X.shape[0]),
+        features=tuple(features),
+        created=_now(),
+    )
+    return EstimateResult(
+        summary=summary,
+        seconds=time.perf_counter() - t0,
+        timings={"load_s": t_load - t0, "estimate_s": t_est - t_load},
+        notes=_notes(features),
+    )
+
+
 def rebin(request: RebinRequest) -> EstimateResult:
     """``ale rebin``: DALE on fixed bins for the chosen features of a store."""
     t0 = time.perf_counter()
@@ -391,21 +417,7 @@ def rebin(request: RebinRequest) -> EstimateResult:
         "features": list(request.features) if request.features is not None else None,
         "edges": edges_file.describe() if edges_file is not None else None,
     }
-    summary = Summary(
-        estimator="dale",
-        params=params,
-        store=store_info(request.store, store),
-        n_rows=int(store.X.shape[0]),
-        features=tuple(features),
-        created=_now(),
-    )
-    t1 = time.perf_counter()
-    return EstimateResult(
-        summary=summary,
-        seconds=t1 - t0,
-        timings={"load_s": t_load - t0, "estimate_s": t_est - t_load},
-        notes=_notes(features),
-    )
+    return _result("dale", params, request.store, store, features, (t0, t_load, t_est))
 
 
 def rhale(request: RhaleRequest) -> EstimateResult:
@@ -440,18 +452,4 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         "center": request.center,
         "features": list(request.features) if request.features is not None else None,
     }
-    summary = Summary(
-        estimator="rhale",
-        params=params,
-        store=store_info(request.store, store),
-        n_rows=n_rows,
-        features=tuple(features),
-        created=_now(),
-    )
-    t1 = time.perf_counter()
-    return EstimateResult(
-        summary=summary,
-        seconds=t1 - t0,
-        timings={"load_s": t_load - t0, "estimate_s": t_est - t_load},
-        notes=_notes(features),
-    )
+    return _result("rhale", params, request.store, store, features, (t0, t_load, t_est))
