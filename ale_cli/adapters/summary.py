@@ -16,6 +16,9 @@ Array shapes (K bins, K+1 edges):
 ===============  =======  =================================================
 
 A feature whose status is ``not_estimable`` has a ``reason`` and empty arrays.
+``n_outside`` counts the rows outside ``[z_0, z_K]`` left out (given edges);
+``objective`` is RHALE's ``sum_k tau_k s_k^2 dz_k`` and ``note`` says when an
+estimator had to depart from what was asked (e.g. RHALE's single-bin fallback).
 JSON has no NaN: NaN is written as ``null`` and read back as NaN. The file is
 byte-identical for the same inputs apart from ``created`` (omitted with
 ``timestamp=False``). ``ale_cli/schema/summary.schema.json`` is its JSON Schema.
@@ -67,6 +70,7 @@ class FeatureSummary:
     center_offset: float = 0.0
     n_outside: int = 0
     objective: float | None = None
+    note: str | None = None
 
     @property
     def n_bins(self) -> int:
@@ -88,6 +92,8 @@ class FeatureSummary:
         }
         if self.objective is not None:
             out["objective"] = self.objective
+        if self.note is not None:
+            out["note"] = self.note
         return out
 
     @classmethod
@@ -104,7 +110,12 @@ class FeatureSummary:
                 data["center_offset"] if data["center_offset"] is not None else np.nan
             ),
             n_outside=int(data.get("n_outside", 0)),
-            objective=data.get("objective"),
+            objective=(
+                None
+                if "objective" not in data
+                else float(data["objective"] if data["objective"] is not None else np.nan)
+            ),
+            note=data.get("note"),
         )
 
 

@@ -1,0 +1,206 @@
+"""Bin edges and bin membership.
+
+Conventions (shared with ALEPlot/PyALE, see DESIGN.md):
+
+- edges ``z_0 < z_1 < ... < z_K`` are strictly increasing; bin k (0-based) is
+  the interval ``(z_k, z_{k+1}]``, and the first bin also holds ``z_0``;
+- uniform edges split ``[min, max]`` into K equal widths;
+- quantile edges are type-1 (inverse-ECDF) quantiles at ``k/K``: the smallest
+  data value x with ``F_N(x) >= k/K`` (R's ``quantile(type = 1)``), with
+  ``z_0 = min``; duplicates are removed, so the effective K can be smaller
+  than the K asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+BINNINGS = ("uniform", "quantile")
+
+#: safety factor (in units of machine epsilon) for the uniform fast path's rounding check
+_ULPS = 16.0
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Bin membership of the rows of one feature.
+
+    Attributes
+    ----------
+    index : ndarray, shape (N,), int64
+        Bin of each row in ``0 .. K-1``; rows outside ``[z_0, z_K]`` get ``-1``.
+    n_outside : int
+        Rows outside ``[z_0, z_K]`` (index ``-1``).
+    """
+
+    index: np.ndarray
+    n_outside: int
+
+
+def check_edges(edges: np.ndarray) -> np.ndarray:
+    """Return ``edges`` as float64 if they are finite, 1-D, at least 2 and strictly increasing.
+
+    Raises ValueError saying what is wrong (callers add the feature and file).
+
+    >>> check_edges([0, 1, 3])
+    array([0., 1., 3.])
+    """
+    z = np.asarray(edges, dtype=np.float64)
+    if z.ndim != 1 or z.size < 2:
+        raise ValueError(f"expected at least 2 edges in a flat list, got shape {z.shape}")
+    if not np.all(np.isfinite(z)):
+        raise ValueError("edges must be finite numbers")
+    steps = np.diff(z)
+    if np.any(steps <= 0):
+        k = int(np.argmax(steps <= 0))
+        raise ValueError(
+            f"edges must be strictly increasing (edge {k + 1} = {float(z[k + 1])!r} "
+            f"follows {float(z[k])!r})"
+        )
+    return z
+
+
+def uniform_edges(x_min: float, x_max: float, *, bins: int) -> np.ndarray:
+    """K equal-width bins over ``[x_min, x_max]``: ``z_k = x_min + k (x_max - x_min) / K``.
+
+    ``z_K`` is exactly ``x_max``. When the range is so small relative to the
+    values that neighbouring edges round to the same float, duplicates are
+    removed (fewer bins). Requires ``x_max > x_min`` and ``bins >= 1``.
+
+    >>> uniform_edges(0.0, 1.0, bins=4)
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    """
+    if bins < 1:
+        raise ValueError(f"bins must be at least 1, got {bins}")
+    if not x_max > x_min:
+        raise ValueError(f"need x_max > x_min, got [{x_min!r}, {x_max!r}]")
+    return np.unique(np.linspace(x_min, x_max, bins + 1))
+
+
+def quantile_edges(x: np.ndarray, *, bins: int) -> np.ndarray:
+    """Type-1 quantile edges at ``k/K``, deduplicated; ``z_0 = min``, ``z_K = max``.
+
+    With the sorted values ``x_(1) <= ... <= x_(N)``, the edge at ``p = k/K`` is
+    ``x_(ceil(N p))`` (the smallest x with ``F_N(x) >= p``), computed in exact
+    integer arithmetic. The effective K is ``len(edges) - 1`` (it is 0 when x
+    has a single distinct value).
+
+    >>> quantile_edges(np.array([5.0, 1.0, 2.0, 2.0, 3.0, 4.0]), bins=3)
+    array([1., 2., 3., 5.])
+    """
+    if bins < 1:
+        raise ValueError(f"bins must be at least 1, got {bins}")
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    if n == 0:
+        raise ValueError("quantile edges need at least one value")
+    k = np.arange(bins + 1, dtype=np.int64)
+    ranks = -(-n * k // bins)  # ceil(n k / K), 1-based; 0 for k = 0
+    positions = np.maximum(ranks - 1, 0)
+    # np.partition puts every requested order statistic in place in one call
+    part = np.partition(x, np.unique(positions))
+    return np.unique(part[positions])
+
+
+def assign(x: np.ndarray, edges: np.ndarray) -> Assignment:
+    """Bin of each value for bins ``(z_k, z_{k+1}]``, the first also holding ``z_0``.
+
+    ``index = #{interior edges < x}``, by binary search; values outside
+    ``[z_0, z_K]`` get ``-1`` and are counted in ``n_outside``.
+
+    >>> a = assign(np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0]), np.array([0.0, 1.0, 2.0]))
+    >>> a.index.tolist(), a.n_outside
+    ([0, 0, 0, 1, 1, -1], 1)
+    """
+    x = np.asarray(x, dtype=np.float64)
+    index = np.searchsorted(edges[1:-1], x, side="left").astype(np.int64)
+    outside = (x < edges[0]) | (x > edges[-1])
+    n_outside = int(np.count_nonzero(outside))
+    if n_outside:
+        index[outside] = -1
+    return Assignment(index=index, n_outside=n_outside)
+
+
+@dataclass(frozen=True)
+class UniformGrid:
+    """Uniform edges for D columns with K bins each, for fast membership of (N, D) arrays.
+
+    Gives the same bins as :func:`assign` with ``uniform_edges(lo[j], hi[j], bins=K)``
+    for every column j, but for the whole array at once and without a binary
+    search: ``k = ceil((x - z_0) K / (z_K - z_0)) - 1``, clipped to ``0 .. K-1``.
+    That formula can be off by one bin for a value within rounding distance
+    of an edge; such values (``u`` within ``tol`` of an integer) are checked
+    against the exact edges and moved. Build it with :meth:`build`.
+
+    Attributes
+    ----------
+    edges : ndarray, shape (D, K+1)
+        ``np.linspace(lo[j], hi[j], K+1)`` per column.
+    scale : ndarray, shape (D,)
+        ``K / (hi - lo)``.
+    tol : ndarray, shape (D,)
+        Rounding margin of ``u = (x - lo) * scale``, in units of u.
+    """
+
+    edges: np.ndarray
+    scale: np.ndarray
+    tol: np.ndarray
+
+    @property
+    def bins(self) -> int:
+        return int(self.edges.shape[1] - 1)
+
+    @classmethod
+    def build(cls, lo: np.ndarray, hi: np.ndarray, *, bins: int) -> UniformGrid | None:
+        """The grid, or None when a column has ``hi <= lo``, edges that round together,
+        or values so far from 0 relative to the width that the margin is useless
+        (callers then use :func:`assign` per column)."""
+        lo = np.asarray(lo, dtype=np.float64)
+        hi = np.asarray(hi, dtype=np.float64)
+        width = hi - lo
+        if bins < 1 or np.any(~(width > 0)):
+            return None
+        edges = np.linspace(lo, hi, bins + 1, axis=1)
+        if np.any(np.diff(edges, axis=1) <= 0):
+            return None
+        scale = bins / width
+        eps = np.finfo(np.float64).eps
+        tol = _ULPS * eps * (bins + np.maximum(np.abs(lo), np.abs(hi)) * scale)
+        if np.any(tol > 1e-3):
+            return None
+        return cls(edges=edges, scale=scale, tol=tol)
+
+    def index(self, X: np.ndarray) -> np.ndarray:
+        """Bin of every entry of X (n, D), all inside ``[lo, hi]`` per column; int64 (n, D).
+
+        >>> g = UniformGrid.build(np.array([0.0, 10.0]), np.array([1.0, 12.0]), bins=2)
+        >>> g.index(np.array([[0.0, 10.0], [0.5, 11.0], [0.7, 12.0]])).tolist()
+        [[0, 0], [0, 0], [1, 1]]
+        """
+        k = self.bins
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        n, d = X.shape
+        # u - 1 = (x - z_0) K / (z_K - z_0) - 1, so that ceil gives the 0-based bin directly
+        u = X * self.scale
+        u -= self.edges[:, 0] * self.scale + 1.0
+        up = np.ceil(u)
+        # |(ceil(u) - u) - 1/2| > 1/2 - tol: u within tol of an integer, i.e. of an edge
+        np.subtract(up, u, out=u)
+        u -= 0.5
+        np.abs(u, out=u)
+        near = np.flatnonzero(u > 0.5 - self.tol)
+        index: np.ndarray = up.astype(np.int64)
+        if near.size:
+            # only these can be off by one, or out of 0 .. K-1 (x = z_0 or x = z_K)
+            cols = near % d
+            x = X.reshape(-1)[near]
+            flat = index.reshape(-1)
+            b = np.clip(flat[near], 0, k - 1)
+            table = self.edges.reshape(-1)
+            base = cols * (k + 1)
+            b += x > table[base + b + 1]  # above the bin's upper edge: next bin
+            b -= (x <= table[base + b]) & (b > 0)  # at or below its lower edge: previous bin
+            flat[near] = b
+        return index

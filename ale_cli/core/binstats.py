@@ -1,0 +1,261 @@
+"""Per-cell sufficient statistics of the local effects, and the bin statistics from them.
+
+Every estimator here needs only, per cell of a grid, the count, the sum and
+the sum of squares of the local effects in the cell. They are kept in the
+equivalent, numerically stable form ``(n, mean, M2)`` with ``M2`` the sum of
+squared deviations from the cell mean (``S1 = n mean``, ``S2 = M2 + n mean^2``),
+so a bin whose local effects are all equal has exactly ``M2 = 0`` however far
+they are from zero. Two sets of statistics on the same cells merge exactly
+(Chan, Golub & LeVeque's pairwise update), so data can arrive in chunks, and
+runs of consecutive cells combine into coarser bins the same way.
+
+From the statistics of a bin with ``n_k`` rows::
+
+    mu_k  = mean_k                                      (bin effect)
+    s_k^2 = M2_k / (n_k - 1)                            (ddof = 1; NaN if n_k < 2)
+    se_k  = s_k / sqrt(n_k)                             (standard error of mu_k)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ale_cli.core.binning import UniformGrid
+
+#: rows per chunk in :func:`uniform_cells` (2048 x 32 float64 columns = 512 KiB per temporary)
+CHUNK_ROWS = 2048
+
+
+def _moments(
+    flat: np.ndarray, values: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Two-pass (n, mean, M2) per cell for values grouped by ``flat`` in ``0 .. size-1``."""
+    counts = np.bincount(flat, minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(flat, weights=values, minlength=size) / counts
+    mean[counts == 0] = 0.0
+    dev = values - mean[flat]
+    dev *= dev
+    return counts.astype(np.int64), mean, np.bincount(flat, weights=dev, minlength=size)
+
+
+def _combine(
+    a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Chan et al.: moments of the union of two groups, elementwise."""
+    na, ma, m2a = a
+    nb, mb, m2b = b
+    n = na + nb
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wb = np.where(n > 0, nb / n, 0.0)
+    delta = mb - ma
+    return n, ma + delta * wb, m2a + m2b + delta * delta * na * wb
+
+
+@dataclass(frozen=True)
+class CellStats:
+    """Count, mean and sum of squared deviations (M2) of the local effects per cell.
+
+    Attributes
+    ----------
+    counts : ndarray, shape (M,), int64
+    mean : ndarray, shape (M,), float64
+        Mean of the values in each cell (0 for an empty cell).
+    m2 : ndarray, shape (M,), float64
+        ``sum((v - mean)^2)`` over the rows in each cell.
+    """
+
+    counts: np.ndarray
+    mean: np.ndarray
+    m2: np.ndarray
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.counts.size)
+
+    @property
+    def total(self) -> int:
+        """Rows in all cells together."""
+        return int(self.counts.sum())
+
+    @classmethod
+    def from_values(cls, index: np.ndarray, values: np.ndarray, *, n_cells: int) -> CellStats:
+        """Statistics of ``values`` grouped by cell ``index`` (``-1`` = not in any cell).
+
+        >>> c = CellStats.from_values(np.array([0, 0, 1, -1]), np.array([1.0, 3.0, 5.0, 9.0]),
+        ...                           n_cells=3)
+        >>> c.counts.tolist(), c.mean.tolist(), c.m2.tolist()
+        ([2, 1, 0], [2.0, 5.0, 0.0], [2.0, 0.0, 0.0])
+        """
+        index = np.asarray(index, dtype=np.int64)
+        values = np.asarray(values, dtype=np.float64)
+        inside = index >= 0
+        if not np.all(inside):
+            index, values = index[inside], values[inside]
+        return cls(*_moments(index, values, n_cells))
+
+    def merge(self, other: CellStats) -> CellStats:
+        """Statistics of the union of two chunks on the same cells.
+
+        >>> a = CellStats.from_values(np.array([0, 1]), np.array([1.0, 2.0]), n_cells=2)
+        >>> b = CellStats.from_values(np.array([1]), np.array([4.0]), n_cells=2)
+        >>> m = a.merge(b)
+        >>> m.mean.tolist(), m.m2.tolist()
+        ([1.0, 3.0], [0.0, 2.0])
+        """
+        if other.n_cells != self.n_cells:
+            raise ValueError(f"cannot merge {self.n_cells} cells with {other.n_cells} cells")
+        return CellStats(
+            *_combine((self.counts, self.mean, self.m2), (other.counts, other.mean, other.m2))
+        )
+
+    def prefix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Prefix sums over cells ``< i`` of n, S1 and S2 about the overall mean c; shape (M+1,).
+
+        ``S1 = sum(v - c)``, ``S2 = sum((v - c)^2) = M2 + n (mean - c)^2`` per
+        cell; the variance of any run of cells i..j-1 is then
+        ``(S2 - S1^2 / n) / (n - 1)`` from differences of the prefix sums.
+        """
+        total = self.total
+        c = float(np.dot(self.counts, self.mean) / total) if total else 0.0
+        d = self.mean - c
+        s1 = self.counts * d
+        s2 = self.m2 + s1 * d
+        return (
+            np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(self.counts)]),
+            np.concatenate([np.zeros(1), np.cumsum(s1)]),
+            np.concatenate([np.zeros(1), np.cumsum(s2)]),
+        )
+
+    def coarsen(self, limits: np.ndarray) -> CellStats:
+        """Statistics of the bins made of cells ``limits[k] .. limits[k+1] - 1``.
+
+        ``limits`` are increasing cell boundaries from 0 to M (shape (K+1,)).
+        Exact for runs of equal cell means: ``M2 = sum M2_c + sum n_c (mean_c - mean)^2``.
+
+        >>> c = CellStats.from_values(np.array([0, 1, 2, 2]), np.array([1.0, 2, 4, 6]), n_cells=3)
+        >>> b = c.coarsen(np.array([0, 1, 3]))
+        >>> b.counts.tolist(), b.mean.tolist(), b.m2.tolist()
+        ([1, 3], [1.0, 4.0], [0.0, 8.0])
+        """
+        limits = np.asarray(limits, dtype=np.int64)
+        if limits[0] != 0 or limits[-1] != self.n_cells or np.any(np.diff(limits) <= 0):
+            raise ValueError("limits must increase strictly from 0 to the number of cells")
+        starts = limits[:-1]
+        counts = np.add.reduceat(self.counts, starts)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.add.reduceat(self.counts * self.mean, starts) / counts
+        mean[counts == 0] = 0.0
+        owner = np.repeat(np.arange(starts.size), np.diff(limits))
+        d = self.mean - mean[owner]
+        m2 = np.add.reduceat(self.m2 + self.counts * d * d, starts)
+        return CellStats(counts=counts, mean=mean, m2=m2)
+
+
+def uniform_cells(
+    X: np.ndarray, values: np.ndarray, grid: UniformGrid, *, chunk_rows: int = CHUNK_ROWS
+) -> list[CellStats]:
+    """:meth:`CellStats.from_values` for every column of (N, D) arrays on a uniform grid.
+
+    Rows are processed in chunks of ``chunk_rows`` (so the temporaries stay in
+    cache) and the chunks' statistics are merged, as any streaming source
+    would. Within a chunk, column j's cells are offset by ``j * K`` so that
+    ``np.bincount`` over the flattened chunk fills every column at once. Every
+    value of column j must lie inside the grid's ``[z_0, z_K]``.
+
+    Returns
+    -------
+    list of CellStats, length D, each with K cells
+
+    >>> g = UniformGrid.build(np.array([0.0, 0.0]), np.array([1.0, 1.0]), bins=2)
+    >>> cells = uniform_cells(np.array([[0.0, 1.0], [1.0, 1.0]]), np.ones((2, 2)), g)
+    >>> [c.counts.tolist() for c in cells]
+    [[1, 1], [0, 2]]
+    """
+    n, d = X.shape
+    k = grid.bins
+    offsets = np.arange(d, dtype=np.int64) * k
+    size = d * k
+    acc = (np.zeros(size, dtype=np.int64), np.zeros(size), np.zeros(size))
+    for start in range(0, n, chunk_rows):
+        index = grid.index(X[start : start + chunk_rows])
+        index += offsets
+        chunk = _moments(index.ravel(), values[start : start + chunk_rows].ravel(), size)
+        acc = chunk if start == 0 else _combine(acc, chunk)
+    counts, mean, m2 = acc
+    return [
+        CellStats(
+            counts=counts[j * k : (j + 1) * k],
+            mean=mean[j * k : (j + 1) * k],
+            m2=m2[j * k : (j + 1) * k],
+        )
+        for j in range(d)
+    ]
+
+
+@dataclass(frozen=True)
+class BinStats:
+    """Statistics of the local effects per bin.
+
+    Attributes
+    ----------
+    counts : ndarray, shape (K,), int64
+        Rows per bin ``n_k``.
+    mean : ndarray, shape (K,)
+        Bin effect ``mu_k``; NaN for an empty bin.
+    var : ndarray, shape (K,)
+        ``s_k^2`` with ddof=1; NaN when ``n_k < 2``.
+    std : ndarray, shape (K,)
+        ``s_k``; NaN when ``n_k < 2``.
+    stderr : ndarray, shape (K,)
+        ``s_k / sqrt(n_k)``; NaN when ``n_k < 2``.
+    """
+
+    counts: np.ndarray
+    mean: np.ndarray
+    var: np.ndarray
+    std: np.ndarray
+    stderr: np.ndarray
+
+
+def bin_stats(cells: CellStats) -> BinStats:
+    """Bin effect, std (ddof=1) and standard error of each cell of ``cells``.
+
+    ``s_k^2 = M2_k / (n_k - 1)``.
+
+    >>> b = bin_stats(CellStats.from_values(np.array([0, 0, 0, 1]),
+    ...                                     np.array([1.0, 2.0, 3.0, 7.0]), n_cells=3))
+    >>> b.mean.tolist(), b.std.tolist()
+    ([2.0, 7.0, nan], [1.0, nan, nan])
+    """
+    n = cells.counts
+    nf = n.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, cells.mean, np.nan)
+        var = np.where(n > 1, cells.m2 / (nf - 1.0), np.nan)
+        std = np.sqrt(var)
+        stderr = std / np.sqrt(nf)
+    return BinStats(counts=n, mean=mean, var=var, std=std, stderr=stderr)
+
+
+def fill_missing(values: np.ndarray, valid: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """Replace ``values[~valid]`` by linear interpolation between valid neighbours.
+
+    Interpolates in ``centers`` (the bin midpoints); constant beyond the first
+    and last valid bin. All-invalid input gives all zeros (nothing to fill from).
+
+    >>> fill_missing(np.array([1.0, np.nan, 3.0, np.nan]), np.array([True, False, True, False]),
+    ...              np.array([0.5, 1.5, 2.5, 3.5]))
+    array([1., 2., 3., 3.])
+    """
+    values = np.asarray(values, dtype=np.float64)
+    valid = np.asarray(valid, dtype=bool)
+    if valid.all():
+        return values.copy()
+    if not valid.any():
+        return np.zeros_like(values)
+    out = values.copy()
+    out[~valid] = np.interp(centers[~valid], centers[valid], values[valid])
+    return out

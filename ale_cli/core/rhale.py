@@ -1,0 +1,163 @@
+"""RHALE automatic bin splitting (Gkolemis et al. 2023) as a shortest path over a grid.
+
+Candidate bin limits are the M+1 points ``g_0 < ... < g_M`` of a grid of M
+cells (M = K_max). A partition is a path ``0 = l_0 < l_1 < ... < l_K = M``
+through grid points; bin k covers cells ``l_{k-1} .. l_k - 1``. Its cost is::
+
+    L = sum_k tau_k s_k^2 dz_k,    tau_k = 1 - alpha n_k / N,   dz_k = g_{l_k} - g_{l_{k-1}}
+
+with ``s_k^2`` the ddof=1 variance of the local effects in the bin, and the
+hard constraint ``n_k >= N_ppb`` for every bin. ``n_k``, ``s_k^2`` of any run of
+cells come from prefix sums of the per-cell counts, sums and sums of squares,
+so the edge weights of the path graph cost O(M^2) after one O(N) pass, and
+the shortest path from grid point 0 to M is a dynamic programme over the
+points in order. Empty grid cells never produce an empty bin: every bin has
+``n_k >= N_ppb >= 2`` rows, so an empty cell always belongs to a bin with data
+(the optimiser decides on which side of an empty run the limit goes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ale_cli.core.binstats import CellStats
+
+DEFAULT_MAX_BINS = 50
+DEFAULT_ALPHA = 0.2
+
+
+@dataclass(frozen=True)
+class Partition:
+    """The optimal bins on a grid.
+
+    Attributes
+    ----------
+    limits : ndarray, shape (K+1,), int64
+        Grid points that bound the bins, from 0 to M.
+    edges : ndarray, shape (K+1,)
+        ``grid[limits]``.
+    objective : float
+        ``L = sum_k tau_k s_k^2 dz_k`` of this partition.
+    feasible : bool
+        False when no partition has ``n_k >= min_points`` in every bin (fewer
+        rows than ``min_points``); the partition is then the single bin
+        ``[g_0, g_M]``.
+    """
+
+    limits: np.ndarray
+    edges: np.ndarray
+    objective: float
+    feasible: bool
+
+    @property
+    def n_bins(self) -> int:
+        return int(self.limits.size - 1)
+
+
+def default_min_points(n_rows: int) -> int:
+    """The paper's default ``N_ppb = ceil(N / 20)``, at least 2.
+
+    >>> default_min_points(1000), default_min_points(10)
+    (50, 2)
+    """
+    return max(2, math.ceil(n_rows / 20))
+
+
+def bin_costs(grid: np.ndarray, cells: CellStats, *, alpha: float, min_points: int) -> np.ndarray:
+    """Cost ``tau s^2 dz`` of a bin from grid point i to grid point j, for all i < j.
+
+    Returns
+    -------
+    cost : ndarray, shape (M+1, M+1)
+        ``cost[i, j]`` for ``i < j`` with at least ``min_points`` rows; ``inf``
+        elsewhere.
+
+    >>> cells = CellStats.from_values(np.array([0, 0, 1, 1]), np.array([1.0, 3.0, 4.0, 4.0]),
+    ...                               n_cells=2)
+    >>> bin_costs(np.array([0.0, 1.0, 2.0]), cells, alpha=0.0, min_points=2)
+    array([[inf,  2.,  4.],
+           [inf, inf,  0.],
+           [inf, inf, inf]])
+    """
+    if min_points < 2:
+        raise ValueError(f"min_points must be at least 2, got {min_points}")
+    pn, p1, p2 = cells.prefix()
+    n = (pn[None, :] - pn[:, None]).astype(np.float64)
+    s1 = p1[None, :] - p1[:, None]
+    s2 = p2[None, :] - p2[:, None]
+    dz = grid[None, :] - grid[:, None]
+    ok = np.triu(n >= min_points, k=1)
+    total = float(pn[-1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1.0)
+        cost = (1.0 - alpha * n / total) * var * dz
+    return np.where(ok, cost, np.inf)
+
+
+def shortest_path(cost: np.ndarray) -> tuple[np.ndarray, float]:
+    """Cheapest path ``0 -> M`` over grid points with edge weights ``cost[i, j]`` (i < j).
+
+    ``best[j] = min_{i<j} best[i] + cost[i, j]``; ties go to the smallest i.
+    Returns the path (empty if M is unreachable) and its cost.
+
+    >>> c = np.full((3, 3), np.inf); c[0, 1] = 1.0; c[1, 2] = 1.0; c[0, 2] = 3.0
+    >>> shortest_path(c)
+    (array([0, 1, 2]), 2.0)
+    """
+    m = cost.shape[0] - 1
+    best = np.full(m + 1, np.inf)
+    best[0] = 0.0
+    prev = np.full(m + 1, -1, dtype=np.int64)
+    for j in range(1, m + 1):
+        total = best[:j] + cost[:j, j]
+        i = int(np.argmin(total))
+        if np.isfinite(total[i]):
+            best[j] = total[i]
+            prev[j] = i
+    if not np.isfinite(best[m]):
+        return np.zeros(0, dtype=np.int64), math.inf
+    path = [m]
+    while path[-1] != 0:
+        path.append(int(prev[path[-1]]))
+    return np.array(path[::-1], dtype=np.int64), float(best[m])
+
+
+def optimal_partition(
+    grid: np.ndarray, cells: CellStats, *, min_points: int, alpha: float = DEFAULT_ALPHA
+) -> Partition:
+    """RHALE's optimal bins: the partition of the grid minimising L with ``n_k >= min_points``.
+
+    Parameters
+    ----------
+    grid : ndarray, shape (M+1,)
+        Strictly increasing candidate limits; ``cells`` are its M cells.
+    cells : CellStats
+        Per-cell statistics of the feature's local effects (M cells).
+    min_points : int
+        ``N_ppb``, at least 2.
+    alpha : float
+        Weight of the bin-size discount in ``tau_k = 1 - alpha n_k / N``.
+
+    >>> x = np.array([0.1, 0.2, 0.3, 0.4, 1.6, 1.7, 1.8, 1.9])
+    >>> slope = np.array([1.0, 1.1, 1.0, 1.1, -1.0, -0.5, -1.0, -0.5])  # noisier on the right
+    >>> from ale_cli.core.binning import assign
+    >>> grid = np.linspace(0.0, 2.0, 5)
+    >>> p = optimal_partition(grid, CellStats.from_values(assign(x, grid).index, slope, n_cells=4),
+    ...                       min_points=2)
+    >>> p.edges.tolist(), p.feasible
+    ([0.0, 1.5, 2.0], True)
+    """
+    if cells.n_cells != grid.size - 1:
+        raise ValueError(f"{cells.n_cells} cells do not match a grid of {grid.size} points")
+    cost = bin_costs(grid, cells, alpha=alpha, min_points=min_points)
+    path, objective = shortest_path(cost)
+    feasible = path.size > 0
+    if not feasible:
+        m = cells.n_cells
+        path = np.array([0, m], dtype=np.int64)
+        relaxed = bin_costs(grid, cells, alpha=alpha, min_points=2)[0, m]
+        objective = float(relaxed) if np.isfinite(relaxed) else math.nan
+    return Partition(limits=path, edges=grid[path], objective=objective, feasible=feasible)

@@ -1,0 +1,206 @@
+"""Bin edges, membership, cell and bin statistics (ale_cli.core.binning / binstats)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from ale_cli.core.binning import (
+    UniformGrid,
+    assign,
+    check_edges,
+    quantile_edges,
+    uniform_edges,
+)
+from ale_cli.core.binstats import CellStats, bin_stats, fill_missing, uniform_cells
+
+finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
+
+
+def brute_bins(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Bin by the definition: (z_{k-1}, z_k], z_0 in the first bin, -1 outside."""
+    out = np.full(x.shape, -1)
+    for k in range(len(edges) - 1):
+        inside = (x > edges[k]) & (x <= edges[k + 1])
+        if k == 0:
+            inside |= x == edges[0]
+        out[inside] = k
+    return out
+
+
+# -- edges -----------------------------------------------------------------------------------
+
+
+def test_quantile_edges_match_r_type_1() -> None:
+    # R: quantile(1:10, probs = seq(0, 1, 0.25), type = 1) -> 1 3 5 8 10
+    np.testing.assert_array_equal(quantile_edges(np.arange(1.0, 11.0), bins=4), [1, 3, 5, 8, 10])
+    # R: quantile(c(1, 1, 1, 2, 9), probs = seq(0, 1, 0.25), type = 1) -> 1 1 1 2 9, deduplicated
+    np.testing.assert_array_equal(quantile_edges(np.array([9.0, 1, 1, 2, 1]), bins=4), [1, 2, 9])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    hnp.arrays(np.float64, st.integers(1, 60), elements=st.integers(-5, 5).map(float)),
+    st.integers(1, 12),
+)
+def test_quantile_edges_are_the_smallest_value_with_ecdf_at_least_k_over_K(
+    x: np.ndarray, bins: int
+) -> None:
+    n = x.size
+    expected = [x.min()]
+    for k in range(1, bins + 1):
+        # smallest v in the data with #{x <= v} / n >= k / K, in exact integers
+        expected.append(min(v for v in x if np.sum(x <= v) * bins >= k * n))
+    np.testing.assert_array_equal(quantile_edges(x, bins=bins), np.unique(expected))
+
+
+def test_uniform_edges() -> None:
+    np.testing.assert_array_equal(uniform_edges(-1.0, 1.0, bins=4), [-1, -0.5, 0, 0.5, 1])
+    assert uniform_edges(2.0, 3.0, bins=7)[-1] == 3.0
+    # edges that round together are removed: fewer bins
+    assert uniform_edges(1e16, 1e16 + 4, bins=8).size < 9
+
+
+@pytest.mark.parametrize(
+    ("edges", "message"),
+    [
+        ([1.0], "at least 2 edges"),
+        ([0.0, np.inf], "finite"),
+        ([0.0, 1.0, 1.0], r"strictly increasing \(edge 2 = 1.0 follows 1.0\)"),
+        ([0.0, 2.0, 1.0], r"strictly increasing \(edge 2 = 1.0 follows 2.0\)"),
+    ],
+)
+def test_check_edges_rejects(edges: list[float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        check_edges(np.array(edges))
+
+
+# -- membership ------------------------------------------------------------------------------
+
+
+def test_assign_left_open_right_closed_first_bin_holds_z0() -> None:
+    edges = np.array([0.0, 1.0, 2.0, 4.0])
+    x = np.array([-0.1, 0.0, 1e-12, 1.0, 1.0 + 1e-12, 2.0, 4.0, 4.5])
+    a = assign(x, edges)
+    np.testing.assert_array_equal(a.index, [-1, 0, 0, 0, 1, 1, 2, -1])
+    assert a.n_outside == 2
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.floats(-1e6, 1e6),
+    st.floats(1e-3, 1e3),
+    st.integers(1, 60),
+    st.integers(0, 2**31),
+)
+def test_uniform_grid_matches_binary_search(lo: float, width: float, bins: int, seed: int) -> None:
+    """Values exactly on every edge, at both ends and random ones, with offsets up to 1e6."""
+    rng = np.random.default_rng(seed)
+    hi = lo + width
+    edges = uniform_edges(lo, hi, bins=bins)
+    grid = UniformGrid.build(np.array([lo, 0.0]), np.array([hi, 1.0]), bins=bins)
+    if grid is None:  # edges rounded together: callers use assign()
+        assert edges.size < bins + 1 or width / max(abs(lo), abs(hi)) < 1e-9
+        return
+    x = np.concatenate([edges, np.nextafter(edges, np.inf), rng.uniform(lo, hi, 50)])
+    x = np.clip(x, lo, hi)
+    second = rng.integers(0, 11, x.size) / 10.0  # integer-valued column: many values on edges
+    index = grid.index(np.column_stack([x, second]))
+    np.testing.assert_array_equal(index[:, 0], brute_bins(x, edges))
+    np.testing.assert_array_equal(
+        index[:, 1], brute_bins(second, uniform_edges(0.0, 1.0, bins=bins))
+    )
+
+
+def test_uniform_grid_refuses_a_constant_column() -> None:
+    assert UniformGrid.build(np.array([0.0, 1.0]), np.array([1.0, 1.0]), bins=4) is None
+
+
+# -- statistics ------------------------------------------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    hnp.arrays(np.float64, st.integers(1, 40), elements=finite),
+    st.integers(1, 6),
+    st.integers(0, 2**31),
+)
+def test_cell_stats_merge_equals_one_pass_and_bin_stats_match_numpy(
+    values: np.ndarray, n_cells: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    index = rng.integers(-1, n_cells, values.size)
+    cut = int(rng.integers(0, values.size + 1))
+    whole = CellStats.from_values(index, values, n_cells=n_cells)
+    merged = CellStats.from_values(index[:cut], values[:cut], n_cells=n_cells).merge(
+        CellStats.from_values(index[cut:], values[cut:], n_cells=n_cells)
+    )
+    a, b = bin_stats(whole), bin_stats(merged)
+    np.testing.assert_array_equal(a.counts, b.counts)
+    for k in range(n_cells):
+        v = values[index == k]
+        assert a.counts[k] == v.size
+        if v.size == 0:
+            assert np.isnan(a.mean[k]) and np.isnan(b.mean[k])
+            continue
+        np.testing.assert_allclose([a.mean[k], b.mean[k]], v.mean(), rtol=1e-9, atol=1e-9)
+        if v.size < 2:
+            assert np.isnan(a.std[k]) and np.isnan(a.stderr[k])
+            continue
+        scale = max(1.0, float(np.abs(v).max()))
+        np.testing.assert_allclose(a.var[k], v.var(ddof=1), rtol=1e-7, atol=1e-9 * scale**2)
+        np.testing.assert_allclose(b.var[k], v.var(ddof=1), rtol=1e-7, atol=1e-9 * scale**2)
+        np.testing.assert_allclose(a.stderr[k], a.std[k] / np.sqrt(v.size))
+
+
+def test_constant_effects_have_zero_std_to_rounding() -> None:
+    # each bin constant, bins different: no heterogeneity from cancellation (a one-pass
+    # S2 - S1^2 / n would leave about sqrt(eps) x 6000 = 1e-4 here)
+    index = np.arange(1000) % 7
+    values = 0.2 + 1e3 * index
+    cells = CellStats.from_values(index, values, n_cells=7)
+    stats = bin_stats(cells)
+    np.testing.assert_allclose(stats.std, np.zeros(7), atol=1e-14 * 6000)
+    np.testing.assert_allclose(stats.mean, 0.2 + 1e3 * np.arange(7), rtol=1e-13)
+    merged = bin_stats(cells.merge(cells).coarsen(np.array([0, 1, 7])))
+    np.testing.assert_allclose(merged.std[0], 0.0, atol=1e-15)
+    constant = bin_stats(CellStats.from_values(index, np.full(1000, 0.2), n_cells=7))
+    np.testing.assert_allclose(constant.std, np.zeros(7), atol=1e-15)
+
+
+def test_coarsen_combines_runs_of_cells() -> None:
+    cells = CellStats.from_values(np.array([0, 1, 1, 3, 3, 3]), np.arange(6.0), n_cells=4)
+    c = cells.coarsen(np.array([0, 2, 4]))
+    np.testing.assert_array_equal(c.counts, [3, 3])
+    np.testing.assert_allclose(c.mean, [1.0, 4.0])
+    # sums of squared deviations: (1 + 0 + 1) and (1 + 0 + 1)
+    np.testing.assert_allclose(c.m2, [2.0, 2.0])
+    with pytest.raises(ValueError, match="limits"):
+        cells.coarsen(np.array([0, 2, 2, 4]))
+
+
+def test_uniform_cells_equal_per_column_statistics_across_chunks() -> None:
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.uniform(-2, 3, 5000), rng.integers(0, 7, 5000).astype(float)])
+    E = rng.normal(size=X.shape) + 4.0
+    grid = UniformGrid.build(X.min(0), X.max(0), bins=9)
+    assert grid is not None
+    chunked = uniform_cells(X, E, grid, chunk_rows=333)
+    for j in range(2):
+        edges = uniform_edges(X[:, j].min(), X[:, j].max(), bins=9)
+        direct = CellStats.from_values(assign(X[:, j], edges).index, E[:, j], n_cells=9)
+        np.testing.assert_array_equal(chunked[j].counts, direct.counts)
+        a, b = bin_stats(chunked[j]), bin_stats(direct)
+        np.testing.assert_allclose(a.mean, b.mean, rtol=1e-12)
+        np.testing.assert_allclose(a.var, b.var, rtol=1e-10)
+
+
+def test_fill_missing_interpolates_in_bin_centers_and_is_constant_at_the_ends() -> None:
+    centers = np.array([0.5, 1.5, 3.0, 6.0, 7.0])
+    values = np.array([np.nan, 1.0, np.nan, 4.0, np.nan])
+    filled = fill_missing(values, ~np.isnan(values), centers)
+    # (3.0 - 1.5) / (6.0 - 1.5) of the way from 1 to 4
+    np.testing.assert_allclose(filled, [1.0, 1.0, 1.0 + 3.0 * 1.5 / 4.5, 4.0, 4.0])
