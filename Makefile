@@ -18,8 +18,9 @@ samples: $(STAMP)
 demo: samples
 	@mkdir -p $(OUT)
 	$(BIN)/ale compute --config configs/diabetes-mlp.yaml
-	$(BIN)/ale info $(OUT)/diabetes-mlp.npz
-	@echo "demo: the estimators (rhale, plot) are not built yet; the store is $(OUT)/diabetes-mlp.npz"
+	$(BIN)/ale rhale --config configs/diabetes-mlp.yaml
+	$(BIN)/ale rebin --config configs/diabetes-mlp.yaml
+	@echo "demo: plots are not built yet; results are in $(OUT)/ (store, RHALE and DALE summaries)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -10,4 +10,5 @@ One module per step of the estimators:
 - :mod:`~ale_cli.core.effect`: the first-order estimate of one feature from its cell
   statistics on given edges (the composition of the three steps above).
 - :mod:`~ale_cli.core.rhale`: RHALE's automatic bin splitting as a shortest path over a grid.
+- :mod:`~ale_cli.core.second_order`: pairwise effects on a grid of cells (classic and DALE).
 """
