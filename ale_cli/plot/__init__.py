@@ -28,14 +28,24 @@ from ``Summary.interactions``.
 
 from __future__ import annotations
 
-from ale_cli.plot.first_order import feature_figure, not_estimable_figure, overview_figure
-from ale_cli.plot.render import RenderResult, render_summary, safe_stem
+from typing import Any
 
-__all__ = [
-    "RenderResult",
-    "feature_figure",
-    "not_estimable_figure",
-    "overview_figure",
-    "render_summary",
-    "safe_stem",
-]
+_EXPORTS = {
+    "feature_figure": "first_order",
+    "not_estimable_figure": "first_order",
+    "overview_figure": "first_order",
+    "RenderResult": "render",
+    "plot_files": "render",
+    "render_summary": "render",
+    "safe_stem": "render",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import the submodules on first use, so ``import ale_cli.plot`` costs nothing."""
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(f"ale_cli.plot.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'ale_cli.plot' has no attribute {name!r}")

@@ -68,8 +68,24 @@ _ESTIMATOR_LABELS = {
     "rhale": "RHALE, automatic bins",
     "ale": "classic ALE (finite differences)",
 }
-_FEATURE_SIZE = (7.5, 6.5)
 _NOT_ESTIMABLE_SIZE = (5.0, 1.8)
+
+# Fixed layout, in inches (text heights come from the number of wrapped lines).
+# A fixed layout keeps every figure of a feature the same shape, and is about
+# twice as fast to render as matplotlib's constrained layout, which lays out
+# every tick label twice before each save.
+_FIG_WIDTH = 7.5
+_LEFT = 1.1  # y tick labels (up to ~9 characters) and a two-line y label
+_RIGHT = 0.25
+_TOP_PANEL = 3.3
+_PANEL_GAP = 0.2
+_BOTTOM_PANEL = 2.2
+_X_TICKS = 0.3  # x tick labels and their padding
+_LEGEND_ROW = 0.2
+_MARGIN = 0.12
+_CELL_WIDTH, _CELL_AXES_WIDTH = 3.1, 2.45  # overview: one cell, and its axes
+_CELL_TITLE, _CELL_AXES_HEIGHT = 0.45, 1.75  # two title lines; axes
+_OVERVIEW_YLABEL = 0.3
 
 
 def estimator_label(estimator: str) -> str:
@@ -122,6 +138,24 @@ def quantile_subsample(values: np.ndarray, m: int) -> np.ndarray:
     return ordered[ranks]
 
 
+def kde_outline(values: np.ndarray, n_points: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Gaussian KDE of ``values`` (Scott's bandwidth) from their min to their max.
+
+    Returns the evaluation points (n_points,) and the density scaled to a
+    maximum of 1 (n_points,), the outline of a violin of half-width 1. The
+    bandwidth is h = s n^(-1/5) with s the sample std (ddof=1), as in
+    matplotlib's ``violinplot``. ``values`` must not be all equal.
+
+    >>> y, half = kde_outline(np.array([0.0, 1.0, 1.0, 2.0]), 5)
+    >>> y.tolist(), float(half.max()), bool(half[2] == 1.0)
+    ([0.0, 0.5, 1.0, 1.5, 2.0], 1.0, True)
+    """
+    h = np.std(values, ddof=1) * len(values) ** (-1 / 5)
+    y = np.linspace(values.min(), values.max(), n_points)
+    density = np.exp(-0.5 * ((y[:, None] - values[None, :]) / h) ** 2).sum(axis=1)
+    return y, density / density.max()
+
+
 def bin_index(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Bin of each value, bins (z_{k-1}, z_k] with z_0 in bin 0; -1 outside [z_0, z_K].
 
@@ -134,13 +168,30 @@ def bin_index(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return idx
 
 
-def _new_figure(size: tuple[float, float], *, layout: str | None = "constrained") -> Figure:
+def _new_figure(size: tuple[float, float]) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=size, layout=layout)
+    fig = Figure(figsize=size)
     FigureCanvasAgg(fig)
     return fig
+
+
+def _few_ticks(ax: Axes, nbins: int) -> None:
+    """At most ``nbins`` intervals per axis: readable, and fewer tick artists to draw."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins))
+
+
+def _lines_in(points: float, n_lines: int) -> float:
+    """Height in inches of ``n_lines`` of text of size ``points`` (line spacing 1.2)."""
+    return n_lines * points * 1.2 / 72
+
+
+def _n_lines(text: str) -> int:
+    return text.count("\n") + 1
 
 
 def _wrap(text: str, width: int, max_lines: int | None = None) -> str:
@@ -196,7 +247,9 @@ def _draw_violins(ax: Axes, feat: FeatureSummary, x: np.ndarray, effects: np.nda
     widths = 0.9 * np.diff(feat.edges)
     order = np.argsort(idx, kind="stable")
     bounds = np.searchsorted(idx[order], np.arange(-1, feat.n_bins + 1))
-    data, positions, width, ks = [], [], [], []
+    from matplotlib.collections import PolyCollection
+
+    data, ks = [], []
     labelled = False
     for k in range(feat.n_bins):
         rows = order[bounds[k + 1] : bounds[k + 2]]
@@ -217,27 +270,26 @@ def _draw_violins(ax: Axes, feat: FeatureSummary, x: np.ndarray, effects: np.nda
             labelled = True
             continue
         data.append(values)
-        positions.append(centres[k])
-        width.append(widths[k])
         ks.append(k)
-    if data:
-        parts = ax.violinplot(
-            data,
-            positions=positions,
-            widths=width,
-            showextrema=False,
-            showmeans=False,
-            showmedians=False,
+    for k, values in zip(ks, data, strict=True):
+        y, half = kde_outline(values)
+        half *= widths[k] / 2
+        outline = np.column_stack(
+            [np.concatenate([centres[k] + half, centres[k] - half[::-1]]), np.r_[y, y[::-1]]]
         )
-        for k, body in zip(ks, parts["bodies"], strict=True):
-            body.set_facecolor(style.VIOLIN)
-            body.set_edgecolor(style.VIOLIN)
-            body.set_alpha(0.4)
-            body.set_linewidth(0.5 if feat.n_bins <= 40 else 0.0)
-            body.set_zorder(1.5)
-            body.set_gid(f"violin_{k}")
-        if not labelled:
-            parts["bodies"][0].set_label(_VIOLIN_LABEL)
+        body = PolyCollection(
+            [outline],
+            facecolors=style.VIOLIN,
+            edgecolors=style.VIOLIN,
+            alpha=0.4,
+            linewidths=0.5 if feat.n_bins <= 40 else 0.0,
+            zorder=1.5,
+            gid=f"violin_{k}",
+            label=None if labelled else _VIOLIN_LABEL,
+        )
+        labelled = True
+        ax.add_collection(body, autolim=True)
+    ax.autoscale_view()
     return int(bounds[1] - bounds[0])
 
 
@@ -303,7 +355,7 @@ def _draw_bins(ax: Axes, feat: FeatureSummary) -> list[Any]:
 
 def not_estimable_figure(feat: FeatureSummary) -> Figure:
     """A small figure saying that ``feat`` could not be estimated, and why."""
-    fig = _new_figure(_NOT_ESTIMABLE_SIZE, layout=None)
+    fig = _new_figure(_NOT_ESTIMABLE_SIZE)
     reason = feat.reason or "no reason recorded"
     fig.text(
         0.5,
@@ -344,8 +396,12 @@ def feature_figure(summary: Summary, name: str, *, store: Store | None = None) -
         return not_estimable_figure(feat)
     output = output_name(summary)
     with matplotlib.rc_context(style.RC):
-        fig = _new_figure(_FEATURE_SIZE)
-        top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
+        fig = _new_figure((_FIG_WIDTH, 7.0))
+        top = fig.add_axes((0.1, 0.5, 0.8, 0.4))
+        bottom = fig.add_axes((0.1, 0.1, 0.8, 0.3), sharex=top)
+        top.tick_params(labelbottom=False)
+        _few_ticks(top, 6)
+        _few_ticks(bottom, 6)
         top.set_gid("effect_axes")
         bottom.set_gid("bins_axes")
 
@@ -385,8 +441,6 @@ def feature_figure(summary: Summary, name: str, *, store: Store | None = None) -
             f"{estimator_label(summary.estimator)}, {bins_text}, N = {summary.n_rows:,} rows",
             loc="left",
         )
-        fig.suptitle(_wrap(name, 70, 2), fontsize=12, fontweight="bold")
-
         extra = _draw_bins(bottom, feat)
         if store is not None:
             n_outside_store = _draw_violins(bottom, feat, x, effects)
@@ -416,10 +470,39 @@ def feature_figure(summary: Summary, name: str, *, store: Store | None = None) -
         for label in sorted(bottom_handles, key=_BOTTOM_ORDER.index):
             handles.append(bottom_handles[label])
             labels.append(label)
-        fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False).set_gid(
-            "legend"
+        xlabel = _wrap(name, 90, 2)
+        bottom.set_xlabel(xlabel)
+        title = _wrap(name, 70, 2)
+        legend_height = _LEGEND_ROW * -(-len(handles) // 2)
+        bottom_margin = (
+            _MARGIN + legend_height + _MARGIN + _lines_in(9, _n_lines(xlabel)) + _X_TICKS
         )
-    return fig
+        top_margin = _MARGIN + _lines_in(12, _n_lines(title)) + 0.1 + _lines_in(10, 1) + 0.05
+        height = top_margin + _TOP_PANEL + _PANEL_GAP + _BOTTOM_PANEL + bottom_margin
+        fig.set_size_inches(_FIG_WIDTH, height)
+        width = (_FIG_WIDTH - _LEFT - _RIGHT) / _FIG_WIDTH
+        bottom.set_position(
+            (_LEFT / _FIG_WIDTH, bottom_margin / height, width, _BOTTOM_PANEL / height)
+        )
+        top.set_position(
+            (
+                _LEFT / _FIG_WIDTH,
+                (bottom_margin + _BOTTOM_PANEL + _PANEL_GAP) / height,
+                width,
+                _TOP_PANEL / height,
+            )
+        )
+        fig.suptitle(title, y=1 - _MARGIN / height, va="top", fontsize=12, fontweight="bold")
+        fig.legend(
+            handles,
+            labels,
+            loc="lower center",
+            bbox_to_anchor=(0.5, _MARGIN / height),
+            ncols=2,
+            frameon=False,
+            borderaxespad=0.0,
+        ).set_gid("legend")
+        return fig
 
 
 def overview_figure(summary: Summary, names: list[str] | tuple[str, ...] | None = None) -> Figure:
@@ -435,15 +518,27 @@ def overview_figure(summary: Summary, names: list[str] | tuple[str, ...] | None 
     n = max(len(feats), 1)
     ncols = min(n, 4)
     nrows = -(-n // ncols)
+    title_height = _lines_in(11, 1) + 2 * _MARGIN
+    legend_height = _LEGEND_ROW + 2 * _MARGIN
+    row_height = _CELL_TITLE + _CELL_AXES_HEIGHT + _X_TICKS
+    width = _OVERVIEW_YLABEL + ncols * _CELL_WIDTH
+    height = title_height + nrows * row_height + legend_height
+    left_pad = _CELL_WIDTH - _CELL_AXES_WIDTH - 0.15
     with matplotlib.rc_context(style.RC):
-        fig = _new_figure((0.4 + 3.1 * ncols, 1.0 + 2.4 * nrows))
-        axes = np.atleast_1d(fig.subplots(nrows, ncols, sharey=True, squeeze=False)).ravel()
+        fig = _new_figure((width, height))
         labelled = False
-        for i, ax in enumerate(axes):
-            if i >= len(feats):
-                ax.set_visible(False)
-                continue
-            feat = feats[i]
+        axes: list[Axes] = []
+        for i, feat in enumerate(feats):
+            row, col = divmod(i, ncols)
+            rect = (
+                (_OVERVIEW_YLABEL + col * _CELL_WIDTH + left_pad) / width,
+                (legend_height + (nrows - 1 - row) * row_height + _X_TICKS) / height,
+                _CELL_AXES_WIDTH / width,
+                _CELL_AXES_HEIGHT / height,
+            )
+            ax = fig.add_axes(rect, sharey=axes[0] if axes else None)
+            axes.append(ax)
+            _few_ticks(ax, 5)
             ax.set_gid(f"f{i}.axes")
             ax.set_title(_wrap(feat.name, 36, 2), fontsize=9)
             if feat.status != "ok" or feat.n_bins == 0:
@@ -462,20 +557,28 @@ def overview_figure(summary: Summary, names: list[str] | tuple[str, ...] | None 
                 continue
             _effect_artists(ax, feat, f"f{i}.", labels=not labelled)
             labelled = True
-            ax.tick_params(labelleft=True)
-        for row in range(nrows):
-            axes[row * ncols].set_ylabel(f"effect on {_wrap(output_name(summary), 24, 1)}")
+            if col == 0:
+                ax.set_ylabel(f"effect on {_wrap(output_name(summary), 24, 1)}")
         fig.suptitle(
             f"{estimator_label(summary.estimator)}: {len(feats)} features, "
             f"N = {summary.n_rows:,} rows, common y scale",
+            y=1 - _MARGIN / height,
+            va="top",
             fontsize=11,
         )
-        if labelled:
-            handles, labels = axes[0].get_legend_handles_labels()
-            for ax in axes[1:]:
-                if not handles:
-                    handles, labels = ax.get_legend_handles_labels()
-            fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False).set_gid(
-                "legend"
-            )
-    return fig
+        handles: list[Any] = []
+        labels: list[str] = []
+        for ax in axes:
+            handles, labels = ax.get_legend_handles_labels()
+            if handles:
+                fig.legend(
+                    handles,
+                    labels,
+                    loc="lower center",
+                    bbox_to_anchor=(0.5, _MARGIN / height),
+                    ncols=3,
+                    frameon=False,
+                    borderaxespad=0.0,
+                ).set_gid("legend")
+                break
+        return fig
