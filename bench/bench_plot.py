@@ -2,7 +2,8 @@
 
 Runs the real command as a subprocess (what a cron job or CI step pays):
 10 per-feature PNGs with violins from a 20,000-row store plus the overview at
-the default DPI. The reference, measured in the same run, is the bare start-up
+the default DPI, with the default worker processes (one per core, at most 4)
+and with ``--jobs 1``. The reference, measured in the same run, is the bare start-up
 of a Python process that imports matplotlib and saves one empty PNG figure.
 Target: under 3 s for the whole command.
 """
@@ -71,7 +72,10 @@ def synthetic(tmp: Path) -> tuple[Path, Path]:
         ),
     )
     summary = Summary(
-        estimator="dale", params={}, store={"path": str(store_path)}, n_rows=N_ROWS,
+        estimator="dale",
+        params={},
+        store={"path": str(store_path)},
+        n_rows=N_ROWS,
         features=tuple(feats),
     )
     write_summary(summary_path, summary, timestamp=False)
@@ -100,8 +104,19 @@ def main() -> int:
             "ale --help (start-up)": [sys.executable, "-m", "ale_cli", "--help"],
             "ale plot, 10 features + overview, PNG": base,
             "ale plot, same with --store (rug, violins)": [*base, "--store", str(store_path)],
+            "ale plot, same, --jobs 1 (one process)": [
+                *base,
+                "--store",
+                str(store_path),
+                "-j",
+                "1",
+            ],
             "ale plot, --store --format svg": [
-                *base, "--store", str(store_path), "--format", "svg"
+                *base,
+                "--store",
+                str(store_path),
+                "--format",
+                "svg",
             ],
         }
         times = {label: min(timed(cmd) for _ in range(REPEATS)) for label, cmd in runs.items()}

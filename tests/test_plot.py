@@ -28,6 +28,7 @@ from ale_cli.errors import InputError
 LONG = "mean_arterial_pressure_at_admission_mmHg"  # 40 characters
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 runner = CliRunner()
+PLOT = ["plot", "--jobs", "1"]  # in-process: never fork the test process
 
 
 @pytest.fixture(autouse=True)
@@ -161,7 +162,13 @@ def make_summary(
     n_rows: int | None = None,
 ) -> Summary:
     if features is None:
-        features = (linear_feature(), gap_feature(), CONST, linear_feature(LONG), many_bins_feature())
+        features = (
+            linear_feature(),
+            gap_feature(),
+            CONST,
+            linear_feature(LONG),
+            many_bins_feature(),
+        )
     return Summary(
         estimator=estimator,
         params=params or {},
@@ -455,7 +462,7 @@ def test_png_has_the_signature_the_requested_dpi_and_no_timestamp(tmp_path, file
     result = runner.invoke(
         app,
         [
-            "plot",
+            *PLOT,
             str(summary_path),
             "--store",
             str(store_path),
@@ -468,14 +475,20 @@ def test_png_has_the_signature_the_requested_dpi_and_no_timestamp(tmp_path, file
         ],
     )
     assert result.exit_code == 0, result.output
-    for stem, size in (("lin", (7.5, 6.5)), ("overview", None)):
+    from ale_cli.plot import feature_figure, overview_figure
+
+    sizes = {
+        "lin": feature_figure(make_summary(), "lin", store=make_store()).get_size_inches(),
+        "overview": overview_figure(make_summary(), ["lin"]).get_size_inches(),
+    }
+    assert sizes["lin"][0] == 7.5
+    for stem, size in sizes.items():
         chunks = dict(png_chunks((tmp_path / "out" / f"{stem}.png").read_bytes()))
         x_ppm, y_ppm, unit = struct.unpack(">IIB", chunks[b"pHYs"])
         assert unit == 1  # metres
         np.testing.assert_allclose([x_ppm, y_ppm], [dpi / 0.0254] * 2, atol=1)
         width, height = struct.unpack(">II", chunks[b"IHDR"][:8])
-        if size is not None:
-            assert (width, height) == (round(size[0] * dpi), round(size[1] * dpi))
+        np.testing.assert_allclose([width, height], size * dpi, atol=1)  # pixels, truncated
         assert b"tIME" not in chunks
         assert b"Software" not in chunks.get(b"tEXt", b"")
 
@@ -484,7 +497,8 @@ def test_svg_parses_as_xml_without_a_date(tmp_path, files):
     summary_path, store_path = files
     out = tmp_path / "svg"
     result = runner.invoke(
-        app, ["plot", str(summary_path), "--store", str(store_path), "-o", str(out), "--format", "svg"]
+        app,
+        [*PLOT, str(summary_path), "--store", str(store_path), "-o", str(out), "--format", "svg"],
     )
     assert result.exit_code == 0, result.output
     svgs = sorted(out.glob("*.svg"))
@@ -498,12 +512,13 @@ def test_svg_parses_as_xml_without_a_date(tmp_path, files):
 
 def test_two_runs_write_byte_identical_svgs(tmp_path, files):
     summary_path, store_path = files
-    args = ["plot", str(summary_path), "--store", str(store_path), "--format", "svg"]
-    first = runner.invoke(app, [*args, "-o", str(tmp_path / "a")])
+    args = [*PLOT, str(summary_path), "--store", str(store_path), "--format", "svg"]
+    first = runner.invoke(app, [*args, "-o", str(tmp_path / "a"), "--jobs", "1"])
     assert first.exit_code == 0, first.output
-    # the second run in a fresh process: nothing shared but the inputs
+    # the second run in a fresh process (with its default worker processes, so
+    # parallel drawing is checked against serial drawing too)
     subprocess.run(
-        [sys.executable, "-m", "ale_cli", *args, "-o", str(tmp_path / "b")],
+        [sys.executable, "-m", "ale_cli", *args, "-o", str(tmp_path / "b"), "--jobs", "2"],
         check=True,
         capture_output=True,
     )
@@ -517,7 +532,7 @@ def test_two_runs_write_identical_pngs(tmp_path, files):
     summary_path, store_path = files
     for sub in ("a", "b"):
         result = runner.invoke(
-            app, ["plot", str(summary_path), "--store", str(store_path), "-o", str(tmp_path / sub)]
+            app, [*PLOT, str(summary_path), "--store", str(store_path), "-o", str(tmp_path / sub)]
         )
         assert result.exit_code == 0, result.output
     for path in (tmp_path / "a").iterdir():
@@ -532,15 +547,13 @@ def test_cli_prints_the_paths_it_wrote_and_nothing_else_is_left(tmp_path, files)
     out = tmp_path / "figs"
     result = runner.invoke(
         app,
-        ["plot", str(summary_path), "--store", str(store_path), "-o", str(out), "--format", "both"],
+        [*PLOT, str(summary_path), "--store", str(store_path), "-o", str(out), "--format", "both"],
     )
     assert result.exit_code == 0, result.output
     stems = ["lin", "gap", "const", LONG, "many", "overview"]
     expected = [str(out / f"{s}.{fmt}") for s in stems for fmt in ("png", "svg")]
     assert result.stdout.splitlines() == expected
-    assert result.stderr.strip() == (
-        f"wrote 12 files for 5 features, 1 not estimable to '{out}'"
-    )
+    assert result.stderr.strip() == (f"wrote 12 files for 5 features, 1 not estimable to '{out}'")
     assert sorted(p.name for p in out.iterdir()) == sorted(Path(p).name for p in expected)
 
 
@@ -549,7 +562,7 @@ def test_cli_features_and_config(tmp_path, files):
     config = tmp_path / "plot.yaml"
     config.write_text("plot:\n  format: svg\n  features: [gap, lin]\n  dpi: 80\n")
     out = tmp_path / "sel"
-    result = runner.invoke(app, ["plot", str(summary_path), "-o", str(out), "--config", str(config)])
+    result = runner.invoke(app, [*PLOT, str(summary_path), "-o", str(out), "--config", str(config)])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [str(out / f"{s}.svg") for s in ("gap", "lin", "overview")]
 
@@ -559,7 +572,7 @@ def test_unsafe_feature_names_become_safe_unique_file_names(tmp_path):
     summary_path = tmp_path / "s.json"
     write_summary(summary_path, make_summary(tuple(linear_feature(n) for n in names)))
     out = tmp_path / "o"
-    result = runner.invoke(app, ["plot", str(summary_path), "-o", str(out)])
+    result = runner.invoke(app, [*PLOT, str(summary_path), "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert [Path(p).name for p in result.stdout.splitlines()] == [
         "a_b.png",
@@ -570,6 +583,13 @@ def test_unsafe_feature_names_become_safe_unique_file_names(tmp_path):
         "overview.png",
     ]
     assert all(Path(p).parent == out for p in result.stdout.splitlines())
+
+
+def test_default_jobs():
+    from ale_cli.plot.render import default_jobs
+
+    assert default_jobs(3) == 1
+    assert 1 <= default_jobs(11) <= 4
 
 
 @pytest.mark.parametrize(
@@ -599,7 +619,9 @@ def test_error_store_without_the_summary_features(tmp_path, files):
     summary_path, _ = files
     other = tmp_path / "other.npz"
     write_store(other, make_store(("lin", "gap", "const", "age", "many")))
-    code, err = _invoke_error(["plot", str(summary_path), "--store", str(other), "-o", str(tmp_path)])
+    code, err = _invoke_error(
+        [*PLOT, str(summary_path), "--store", str(other), "-o", str(tmp_path)]
+    )
     assert code == 2
     assert err == (
         f"error: store '{other}' does not match summary '{summary_path}': the store has no "
@@ -621,7 +643,9 @@ def test_error_store_with_other_rows(tmp_path, files):
             meta=store.meta,
         ),
     )
-    code, err = _invoke_error(["plot", str(summary_path), "--store", str(other), "-o", str(tmp_path)])
+    code, err = _invoke_error(
+        [*PLOT, str(summary_path), "--store", str(other), "-o", str(tmp_path)]
+    )
     assert (code, err) == (
         2,
         f"error: store '{other}' does not match summary '{summary_path}': the store has 10 rows, "
@@ -649,15 +673,14 @@ def test_error_store_from_another_run(tmp_path):
     [
         (
             ["--features", "lin,nope"],
-            "error: summary has no feature 'nope' (features: lin, gap, const, "
-            f"{LONG}, many)",
+            f"error: summary has no feature 'nope' (features: lin, gap, const, {LONG}, many)",
         ),
         (["--features", "lin,"], "error: --features expects comma-separated names, got 'lin,'"),
     ],
 )
 def test_error_bad_features(tmp_path, files, extra, message):
     summary_path, _ = files
-    assert _invoke_error(["plot", str(summary_path), "-o", str(tmp_path / "x"), *extra]) == (
+    assert _invoke_error([*PLOT, str(summary_path), "-o", str(tmp_path / "x"), *extra]) == (
         2,
         message,
     )
@@ -667,19 +690,19 @@ def test_error_bad_features(tmp_path, files, extra, message):
 def test_error_missing_or_broken_inputs(tmp_path, files):
     summary_path, _ = files
     missing = tmp_path / "nope.json"
-    assert _invoke_error(["plot", str(missing), "-o", str(tmp_path)]) == (
+    assert _invoke_error([*PLOT, str(missing), "-o", str(tmp_path)]) == (
         2,
         f"error: summary '{missing}' does not exist",
     )
     not_store = tmp_path / "bad.npz"
     not_store.write_text("hello")
-    assert _invoke_error(["plot", str(summary_path), "--store", str(not_store)]) == (
+    assert _invoke_error([*PLOT, str(summary_path), "--store", str(not_store)]) == (
         2,
         f"error: '{not_store}' is not a local-effects store (.npz from 'ale compute')",
     )
     as_file = tmp_path / "file"
     as_file.write_text("")
-    assert _invoke_error(["plot", str(summary_path), "-o", str(as_file)]) == (
+    assert _invoke_error([*PLOT, str(summary_path), "-o", str(as_file)]) == (
         2,
         f"error: output directory '{as_file}' is a file",
     )
@@ -688,7 +711,7 @@ def test_error_missing_or_broken_inputs(tmp_path, files):
 def test_error_bad_format_and_dpi(tmp_path, files):
     summary_path, _ = files
     for args in (["--format", "gif"], ["--dpi", "5"]):
-        result = runner.invoke(app, ["plot", str(summary_path), "-o", str(tmp_path), *args])
+        result = runner.invoke(app, [*PLOT, str(summary_path), "-o", str(tmp_path), *args])
         assert result.exit_code == 2
         assert "Invalid value for" in result.stderr
         assert "Traceback" not in result.output

@@ -48,6 +48,17 @@ def plot(
         int,
         typer.Option("--dpi", help="Resolution of PNG figures (dots per inch).", min=30, max=1200),
     ] = DEFAULT_DPI,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            help="Worker processes drawing figures (default: one per core, at most 4; "
+            "1 draws in this process).",
+            min=1,
+            show_default=False,
+        ),
+    ] = None,
     config: ConfigOption = None,
 ) -> None:
     """Draw one figure per feature (effect curve with bands above, bin effects below) and an
@@ -63,6 +74,7 @@ def plot(
         features=split_names(features, "--features"),
         formats=formats,
         dpi=dpi,
+        jobs=jobs,
     )
     for path in result.paths:
         typer.echo(str(path))

@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ale_cli.errors import InputError
 
@@ -127,9 +127,59 @@ def save_figure(fig: Figure, path: Path, fmt: str, *, dpi: int) -> None:
     from ale_cli.adapters.files import atomic_write
     from ale_cli.plot import style
 
-    metadata = style.SVG_METADATA if fmt == "svg" else style.PNG_METADATA
+    kwargs: dict[str, Any] = {"metadata": style.SVG_METADATA}
+    if fmt == "png":
+        # zlib level 3: 40% faster than the default 6 for 10% larger files
+        kwargs = {"metadata": style.PNG_METADATA, "pil_kwargs": {"compress_level": 3}}
     with matplotlib.rc_context(style.RC), atomic_write(path) as fh:
-        fig.savefig(fh, format=fmt, dpi=dpi, metadata=metadata)
+        fig.savefig(fh, format=fmt, dpi=dpi, **kwargs)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """Everything a worker needs to draw and save figures (inherited by forked workers)."""
+
+    summary: Summary
+    store: Store | None
+    names: tuple[str, ...]
+    out: Path
+    formats: tuple[str, ...]
+    dpi: int
+
+
+_JOB: _Job | None = None  # set in the parent just before forking the workers
+
+
+def _render_task(task: tuple[str | None, str]) -> list[Path]:
+    """Draw one figure (a feature, or the overview when the name is None) and save it."""
+    from ale_cli.plot.first_order import feature_figure, overview_figure
+
+    job = _JOB
+    if job is None:  # pragma: no cover - set by render_summary before any task runs
+        raise RuntimeError("no render job")
+    name, stem = task
+    if name is None:
+        fig = overview_figure(job.summary, job.names)
+    else:
+        fig = feature_figure(job.summary, name, store=job.store)
+    paths = []
+    for fmt in job.formats:
+        path = job.out / f"{stem}.{fmt}"
+        save_figure(fig, path, fmt, dpi=job.dpi)
+        paths.append(path)
+    fig.clear()
+    return paths
+
+
+def default_jobs(n_figures: int) -> int:
+    """Worker processes for ``n_figures``: one per usable core, at most 4; 1 for a few figures."""
+    import multiprocessing
+    import os
+
+    if n_figures < 4 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, 4, n_figures // 2))
 
 
 def render_summary(
@@ -140,42 +190,50 @@ def render_summary(
     features: Sequence[str] | None = None,
     formats: Sequence[str] = ("png",),
     dpi: int = DEFAULT_DPI,
+    jobs: int = 1,
 ) -> RenderResult:
     """Write one figure per feature and the overview of ``summary`` into ``out_dir``.
 
     ``features`` (default: all, in summary order) must be features of the
     summary; ``store`` must match it (see :func:`check_store`, which the caller
-    runs). Each figure is closed (released) right after it is saved.
+    runs). Each figure is released right after it is saved. With ``jobs`` > 1
+    the figures are drawn by that many forked worker processes (figures are
+    independent, so the files are the same bytes as with ``jobs=1``); where
+    ``fork`` is not available they are drawn in this process.
     """
-    from ale_cli.plot.first_order import feature_figure, overview_figure
+    global _JOB
+    import multiprocessing
 
     for fmt in formats:
         if fmt not in FORMATS:
             raise InputError(
                 f"unknown figure format '{fmt}' (expected one of {', '.join(FORMATS)})"
             )
+    if jobs < 1:
+        raise InputError(f"jobs must be at least 1, got {jobs}")
     if features is None:
         features = [f.name for f in summary.features]
-    names = list(dict.fromkeys(features))
+    names = tuple(dict.fromkeys(features))
     feats = [summary.feature(n) for n in names]
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError(f"output directory '{out}' is a file")
-    paths: list[Path] = []
-
-    def save(fig: Figure, stem: str) -> None:
-        for fmt in formats:
-            path = out / f"{stem}.{fmt}"
-            save_figure(fig, path, fmt, dpi=dpi)
-            paths.append(path)
-        fig.clear()
-
-    for name, stem in zip(names, file_stems(names), strict=True):
-        save(feature_figure(summary, name, store=store), stem)
-    save(overview_figure(summary, names), OVERVIEW)
+    tasks: list[tuple[str | None, str]] = [*zip(names, file_stems(names), strict=True)]
+    tasks.append((None, OVERVIEW))
+    _JOB = _Job(summary, store, names, out, tuple(formats), dpi)
+    try:
+        if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
+            # the overview (the biggest figure) first, so no worker is left with a long tail
+            with multiprocessing.get_context("fork").Pool(min(jobs, len(tasks))) as pool:
+                written = pool.map(_render_task, [tasks[-1], *tasks[:-1]], chunksize=1)
+            written = [*written[1:], written[0]]
+        else:
+            written = [_render_task(task) for task in tasks]
+    finally:
+        _JOB = None
     return RenderResult(
-        paths=tuple(paths),
-        features=tuple(names),
+        paths=tuple(p for paths in written for p in paths),
+        features=names,
         not_estimable=tuple(f.name for f in feats if f.status != "ok" or f.n_bins == 0),
     )
 
@@ -188,8 +246,12 @@ def plot_files(
     features: Sequence[str] | None = None,
     formats: Sequence[str] = ("png",),
     dpi: int = DEFAULT_DPI,
+    jobs: int | None = 1,
 ) -> RenderResult:
-    """Read a summary (and its store), check them, and render every figure (``ale plot``)."""
+    """Read a summary (and its store), check them, and render every figure (``ale plot``).
+
+    ``jobs=None`` picks :func:`default_jobs`.
+    """
     from ale_cli.adapters.summary import read_summary
 
     summary = read_summary(summary_path)
@@ -202,4 +264,8 @@ def plot_files(
 
         store = read_store(store_path)
         check_store(summary, store, names, summary_path=summary_path, store_path=store_path)
-    return render_summary(summary, out_dir, store=store, features=names, formats=formats, dpi=dpi)
+    if jobs is None:
+        jobs = default_jobs(len(dict.fromkeys(names)) + 1)
+    return render_summary(
+        summary, out_dir, store=store, features=names, formats=formats, dpi=dpi, jobs=jobs
+    )
