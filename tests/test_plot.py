@@ -512,11 +512,11 @@ def test_svg_parses_as_xml_without_a_date(tmp_path, files):
 
 def test_two_runs_write_byte_identical_svgs(tmp_path, files):
     summary_path, store_path = files
-    args = [*PLOT, str(summary_path), "--store", str(store_path), "--format", "svg"]
+    args = ["plot", str(summary_path), "--store", str(store_path), "--format", "svg"]
     first = runner.invoke(app, [*args, "-o", str(tmp_path / "a"), "--jobs", "1"])
     assert first.exit_code == 0, first.output
-    # the second run in a fresh process (with its default worker processes, so
-    # parallel drawing is checked against serial drawing too)
+    # the second run in a fresh process, drawing with two worker processes, so
+    # parallel drawing is checked against serial drawing too
     subprocess.run(
         [sys.executable, "-m", "ale_cli", *args, "-o", str(tmp_path / "b"), "--jobs", "2"],
         check=True,
