@@ -436,7 +436,9 @@ def feature_figure(summary: Summary, name: str, *, store: Store | None = None) -
                 )
         top.set_ylabel(f"centered effect on {_wrap(output, 40, 2)}")
         n_filled = int(feat.bin_filled.sum())
-        bins_text = f"K = {feat.n_bins} bins" + (f", {n_filled} empty" if n_filled else "")
+        bins_text = f"K = {feat.n_bins} bin{'s' if feat.n_bins != 1 else ''}" + (
+            f", {n_filled} empty" if n_filled else ""
+        )
         top.set_title(
             f"{estimator_label(summary.estimator)}, {bins_text}, N = {summary.n_rows:,} rows",
             loc="left",
