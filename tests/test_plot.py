@@ -192,6 +192,14 @@ def by_gid(fig, gid: str):
     return found[0]
 
 
+def invoke_plot(summary_path: Path, store_path: Path, out: Path, *extra: str):
+    result = runner.invoke(
+        app, [*PLOT, str(summary_path), "--store", str(store_path), "-o", str(out), *extra]
+    )
+    assert result.exit_code == 0, result.output
+    return result
+
+
 def legend_texts(fig) -> list[str]:
     return [t.get_text() for t in by_gid(fig, "legend").get_texts()]
 
@@ -496,11 +504,7 @@ def test_png_has_the_signature_the_requested_dpi_and_no_timestamp(tmp_path, file
 def test_svg_parses_as_xml_without_a_date(tmp_path, files):
     summary_path, store_path = files
     out = tmp_path / "svg"
-    result = runner.invoke(
-        app,
-        [*PLOT, str(summary_path), "--store", str(store_path), "-o", str(out), "--format", "svg"],
-    )
-    assert result.exit_code == 0, result.output
+    invoke_plot(summary_path, store_path, out, "--format", "svg")
     svgs = sorted(out.glob("*.svg"))
     assert len(svgs) == 6
     for path in svgs:
@@ -545,11 +549,7 @@ def test_two_runs_write_identical_pngs(tmp_path, files):
 def test_cli_prints_the_paths_it_wrote_and_nothing_else_is_left(tmp_path, files):
     summary_path, store_path = files
     out = tmp_path / "figs"
-    result = runner.invoke(
-        app,
-        [*PLOT, str(summary_path), "--store", str(store_path), "-o", str(out), "--format", "both"],
-    )
-    assert result.exit_code == 0, result.output
+    result = invoke_plot(summary_path, store_path, out, "--format", "both")
     stems = ["lin", "gap", "const", LONG, "many", "overview"]
     expected = [str(out / f"{s}.{fmt}") for s in stems for fmt in ("png", "svg")]
     assert result.stdout.splitlines() == expected

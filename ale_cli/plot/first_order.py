@@ -185,6 +185,19 @@ def _few_ticks(ax: Axes, nbins: int) -> None:
     ax.yaxis.set_major_locator(MaxNLocator(nbins))
 
 
+def _figure_legend(fig: Figure, handles: list[Any], labels: list[str], *, ncols: int) -> None:
+    """The legend of every mark, centred in the bottom margin of the figure."""
+    fig.legend(
+        handles,
+        labels,
+        loc="lower center",
+        bbox_to_anchor=(0.5, _MARGIN / fig.get_figheight()),
+        ncols=ncols,
+        frameon=False,
+        borderaxespad=0.0,
+    ).set_gid("legend")
+
+
 def _lines_in(points: float, n_lines: int) -> float:
     """Height in inches of ``n_lines`` of text of size ``points`` (line spacing 1.2)."""
     return n_lines * points * 1.2 / 72
@@ -495,15 +508,7 @@ def feature_figure(summary: Summary, name: str, *, store: Store | None = None) -
             )
         )
         fig.suptitle(title, y=1 - _MARGIN / height, va="top", fontsize=12, fontweight="bold")
-        fig.legend(
-            handles,
-            labels,
-            loc="lower center",
-            bbox_to_anchor=(0.5, _MARGIN / height),
-            ncols=2,
-            frameon=False,
-            borderaxespad=0.0,
-        ).set_gid("legend")
+        _figure_legend(fig, handles, labels, ncols=2)
         return fig
 
 
@@ -573,14 +578,6 @@ def overview_figure(summary: Summary, names: list[str] | tuple[str, ...] | None 
         for ax in axes:
             handles, labels = ax.get_legend_handles_labels()
             if handles:
-                fig.legend(
-                    handles,
-                    labels,
-                    loc="lower center",
-                    bbox_to_anchor=(0.5, _MARGIN / height),
-                    ncols=3,
-                    frameon=False,
-                    borderaxespad=0.0,
-                ).set_gid("legend")
+                _figure_legend(fig, handles, labels, ncols=3)
                 break
         return fig
