@@ -6,6 +6,10 @@ check that they belong together (:func:`check_store`), then
 ``<dir>/overview.<fmt>``. File names come from :func:`safe_stem`, made unique
 (case-insensitively, and never ``overview``) by appending ``-<position>``.
 
+Figures are independent, so ``jobs`` > 1 draws them in forked worker
+processes (``ale plot`` uses one per core, at most 4); the files are the same
+bytes either way.
+
 Output is reproducible: SVG files are byte-identical for the same inputs
 (fixed ``svg.hashsalt``, no date or creator metadata) and PNG files carry no
 timestamp or software version, only the pixels and their DPI (pHYs chunk).
