@@ -1,0 +1,85 @@
+"""``ale plot``: PNG/SVG figures of a summary."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ale_cli.cli.app import app
+from ale_cli.cli.common import ConfigOption, FeaturesOption, split_names
+from ale_cli.plot.render import DEFAULT_DPI
+
+
+class FigureFormat(StrEnum):
+    png = "png"
+    svg = "svg"
+    both = "both"
+
+
+@app.command(
+    epilog="Example: ale plot out/diabetes-mlp-rhale.json --store out/diabetes-mlp.npz "
+    "-o out/plots --format both"
+)
+def plot(
+    summary: Annotated[
+        Path,
+        typer.Argument(help="Summary JSON written by 'ale rebin', 'ale rhale' or 'ale classic'."),
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory to write the figures to.")
+    ] = Path("plots"),
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            "--store",
+            help="The store the summary was made from: adds the rug of data values, the "
+            "average prediction and violins of the local effects per bin.",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Annotated[
+        FigureFormat, typer.Option("--format", help="png, svg or both.")
+    ] = FigureFormat.png,
+    features: FeaturesOption = None,
+    dpi: Annotated[
+        int,
+        typer.Option("--dpi", help="Resolution of PNG figures (dots per inch).", min=30, max=1200),
+    ] = DEFAULT_DPI,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            help="Worker processes drawing figures (default: one per core, at most 4; "
+            "1 draws in this process).",
+            min=1,
+            show_default=False,
+        ),
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Draw one figure per feature (effect curve with bands above, bin effects below) and an
+    overview of all features; print the paths written.
+    """
+    from ale_cli.plot.render import plot_files
+
+    formats = ("png", "svg") if fmt is FigureFormat.both else (fmt.value,)
+    result = plot_files(
+        summary,
+        out,
+        store_path=store,
+        features=split_names(features, "--features"),
+        formats=formats,
+        dpi=dpi,
+        jobs=jobs,
+    )
+    for path in result.paths:
+        typer.echo(str(path))
+    note = f", {len(result.not_estimable)} not estimable" if result.not_estimable else ""
+    typer.echo(
+        f"wrote {len(result.paths)} files for {len(result.features)} features{note} to '{out}'",
+        err=True,
+    )

@@ -1,0 +1,275 @@
+"""Render a summary's figures to files: names, store checks, reproducible atomic saves.
+
+:func:`plot_files` is what ``ale plot`` runs: read the summary (and the store),
+check that they belong together (:func:`check_store`), then
+:func:`render_summary` writes ``<dir>/<feature>.<fmt>`` for each feature and
+``<dir>/overview.<fmt>``. File names come from :func:`safe_stem`, made unique
+(case-insensitively, and never ``overview``) by appending ``-<position>``.
+
+Figures are independent, so ``jobs`` > 1 draws them in forked worker
+processes (``ale plot`` uses one per core, at most 4); the files are the same
+bytes either way.
+
+Output is reproducible: SVG files are byte-identical for the same inputs
+(fixed ``svg.hashsalt``, no date or creator metadata) and PNG files carry no
+timestamp or software version, only the pixels and their DPI (pHYs chunk).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ale_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ale_cli.adapters.store import Store
+    from ale_cli.adapters.summary import Summary
+
+FORMATS = ("png", "svg")
+DEFAULT_DPI = 120
+OVERVIEW = "overview"
+_MAX_STEM = 100
+_WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {
+    f"{p}{i}" for p in ("COM", "LPT") for i in range(1, 10)
+}
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    """What one render wrote.
+
+    ``paths`` in the order written (per feature in summary order, then the
+    overview; png before svg); ``features`` the features drawn;
+    ``not_estimable`` those drawn as a not-estimable note.
+    """
+
+    paths: tuple[Path, ...]
+    features: tuple[str, ...]
+    not_estimable: tuple[str, ...]
+
+
+def safe_stem(name: str) -> str:
+    """A file-name stem for ``name``: ASCII letters, digits, ``.``, ``_``, ``-`` only.
+
+    Other runs of characters become one ``_``; leading dots, dashes and
+    underscores go (no hidden files, no option-like names), the result is at
+    most 100 characters, Windows device names get a trailing ``_`` and an
+    empty result becomes ``feature``.
+
+    >>> safe_stem("BMI (kg/m²)"), safe_stem("../etc/passwd"), safe_stem("  "), safe_stem("con")
+    ('BMI_kg_m2', 'etc_passwd', 'feature', 'con_')
+    """
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", ascii_name)
+    stem = stem.lstrip("._-")[:_MAX_STEM].rstrip("._")
+    if not stem:
+        return "feature"
+    if stem.split(".")[0].upper() in _WINDOWS_RESERVED:
+        stem += "_"
+    return stem
+
+
+def file_stems(names: Sequence[str]) -> list[str]:
+    """Unique stems for ``names`` (case-insensitively, ``overview`` reserved).
+
+    >>> file_stems(["a/b", "a_b", "A_B", "overview"])
+    ['a_b', 'a_b-2', 'A_B-3', 'overview-4']
+    """
+    used = {OVERVIEW}
+    stems = []
+    for i, name in enumerate(names, start=1):
+        stem = safe_stem(name)
+        if stem.casefold() in used:
+            stem = f"{stem}-{i}"
+            while stem.casefold() in used:
+                stem += "_"
+        used.add(stem.casefold())
+        stems.append(stem)
+    return stems
+
+
+def check_store(
+    summary: Summary,
+    store: Store,
+    features: Sequence[str],
+    *,
+    summary_path: str | Path = "summary",
+    store_path: str | Path = "store",
+) -> None:
+    """InputError unless ``store`` holds ``features`` and the rows ``summary`` was made from."""
+    prefix = f"store '{store_path}' does not match summary '{summary_path}'"
+    missing = [f for f in features if f not in store.feature_names]
+    if missing:
+        raise InputError(
+            f"{prefix}: the store has no feature(s) {', '.join(missing)} "
+            f"(store features: {', '.join(store.feature_names)})"
+        )
+    n_store = store.X.shape[0]
+    if n_store != summary.n_rows:
+        raise InputError(
+            f"{prefix}: the store has {n_store} rows, the summary was made from {summary.n_rows}"
+        )
+    want, have = summary.store.get("cache_key"), store.meta.get("cache_key")
+    if want and have and want != have:
+        raise InputError(
+            f"{prefix}: the summary was made from another store (cache_key {str(want)[:12]}..., "
+            f"this store {str(have)[:12]}...)"
+        )
+
+
+def save_figure(fig: Figure, path: Path, fmt: str, *, dpi: int) -> None:
+    """Save ``fig`` atomically to ``path`` as ``fmt``, without dates or version strings."""
+    import matplotlib
+
+    from ale_cli.adapters.files import atomic_write
+    from ale_cli.plot import style
+
+    kwargs: dict[str, Any] = {"metadata": style.SVG_METADATA}
+    if fmt == "png":
+        # zlib level 3: 40% faster than the default 6 for 10% larger files
+        kwargs = {"metadata": style.PNG_METADATA, "pil_kwargs": {"compress_level": 3}}
+    with matplotlib.rc_context(style.RC), atomic_write(path) as fh:
+        fig.savefig(fh, format=fmt, dpi=dpi, **kwargs)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """Everything a worker needs to draw and save figures (inherited by forked workers)."""
+
+    summary: Summary
+    store: Store | None
+    names: tuple[str, ...]
+    out: Path
+    formats: tuple[str, ...]
+    dpi: int
+
+
+_JOB: _Job | None = None  # set in the parent just before forking the workers
+
+
+def _render_task(task: tuple[str | None, str]) -> list[Path]:
+    """Draw one figure (a feature, or the overview when the name is None) and save it."""
+    from ale_cli.plot.first_order import feature_figure, overview_figure
+
+    job = _JOB
+    if job is None:  # pragma: no cover - set by render_summary before any task runs
+        raise RuntimeError("no render job")
+    name, stem = task
+    if name is None:
+        fig = overview_figure(job.summary, job.names)
+    else:
+        fig = feature_figure(job.summary, name, store=job.store)
+    paths = []
+    for fmt in job.formats:
+        path = job.out / f"{stem}.{fmt}"
+        save_figure(fig, path, fmt, dpi=job.dpi)
+        paths.append(path)
+    fig.clear()
+    return paths
+
+
+def default_jobs(n_figures: int) -> int:
+    """Worker processes for ``n_figures``: one per usable core, at most 4; 1 for a few figures."""
+    import multiprocessing
+    import os
+
+    if n_figures < 4 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, 4, n_figures // 2))
+
+
+def render_summary(
+    summary: Summary,
+    out_dir: str | Path,
+    *,
+    store: Store | None = None,
+    features: Sequence[str] | None = None,
+    formats: Sequence[str] = ("png",),
+    dpi: int = DEFAULT_DPI,
+    jobs: int = 1,
+) -> RenderResult:
+    """Write one figure per feature and the overview of ``summary`` into ``out_dir``.
+
+    ``features`` (default: all, in summary order) must be features of the
+    summary; ``store`` must match it (see :func:`check_store`, which the caller
+    runs). Each figure is released right after it is saved. With ``jobs`` > 1
+    the figures are drawn by that many forked worker processes (figures are
+    independent, so the files are the same bytes as with ``jobs=1``); where
+    ``fork`` is not available they are drawn in this process.
+    """
+    global _JOB
+    import multiprocessing
+
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise InputError(
+                f"unknown figure format '{fmt}' (expected one of {', '.join(FORMATS)})"
+            )
+    if jobs < 1:
+        raise InputError(f"jobs must be at least 1, got {jobs}")
+    if features is None:
+        features = [f.name for f in summary.features]
+    names = tuple(dict.fromkeys(features))
+    feats = [summary.feature(n) for n in names]
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"output directory '{out}' is a file")
+    tasks: list[tuple[str | None, str]] = [*zip(names, file_stems(names), strict=True)]
+    tasks.append((None, OVERVIEW))
+    _JOB = _Job(summary, store, names, out, tuple(formats), dpi)
+    try:
+        if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
+            # the overview (the biggest figure) first, so no worker is left with a long tail
+            with multiprocessing.get_context("fork").Pool(min(jobs, len(tasks))) as pool:
+                written = pool.map(_render_task, [tasks[-1], *tasks[:-1]], chunksize=1)
+            written = [*written[1:], written[0]]
+        else:
+            written = [_render_task(task) for task in tasks]
+    finally:
+        _JOB = None
+    return RenderResult(
+        paths=tuple(p for paths in written for p in paths),
+        features=names,
+        not_estimable=tuple(f.name for f in feats if f.status != "ok" or f.n_bins == 0),
+    )
+
+
+def plot_files(
+    summary_path: str | Path,
+    out_dir: str | Path,
+    *,
+    store_path: str | Path | None = None,
+    features: Sequence[str] | None = None,
+    formats: Sequence[str] = ("png",),
+    dpi: int = DEFAULT_DPI,
+    jobs: int | None = 1,
+) -> RenderResult:
+    """Read a summary (and its store), check them, and render every figure (``ale plot``).
+
+    ``jobs=None`` picks :func:`default_jobs`.
+    """
+    from ale_cli.adapters.summary import read_summary
+
+    summary = read_summary(summary_path)
+    names = list(features) if features is not None else [f.name for f in summary.features]
+    for name in names:
+        summary.feature(name)
+    store = None
+    if store_path is not None:
+        from ale_cli.adapters.store import read_store
+
+        store = read_store(store_path)
+        check_store(summary, store, names, summary_path=summary_path, store_path=store_path)
+    if jobs is None:
+        jobs = default_jobs(len(dict.fromkeys(names)) + 1)
+    return render_summary(
+        summary, out_dir, store=store, features=names, formats=formats, dpi=dpi, jobs=jobs
+    )
