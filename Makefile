@@ -20,7 +20,11 @@ demo: samples
 	$(BIN)/ale compute --config configs/diabetes-mlp.yaml
 	$(BIN)/ale rhale --config configs/diabetes-mlp.yaml
 	$(BIN)/ale rebin --config configs/diabetes-mlp.yaml
-	@echo "demo: plots are not built yet; results are in $(OUT)/ (store, RHALE and DALE summaries)"
+	$(BIN)/ale plot --config configs/diabetes-mlp.yaml > /dev/null
+	$(BIN)/ale compute --config configs/rhale-paper.yaml
+	$(BIN)/ale rhale --config configs/rhale-paper.yaml
+	$(BIN)/ale plot --config configs/rhale-paper.yaml > /dev/null
+	@echo "demo: figures in $(OUT)/plots/diabetes-mlp/ and $(OUT)/plots/rhale-paper/ (overview.png first); summaries and stores in $(OUT)/"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
