@@ -78,7 +78,7 @@ def credit_frame(n: int = CREDIT_N, seed: int = CREDIT_SEED):  # type: ignore[no
     import pandas as pd
 
     rng = np.random.default_rng(seed)
-    age = rng.integers(21, 70, n).astype(float)
+    age = rng.integers(21, 70, n)
     income = np.round(np.exp(rng.normal(np.log(40_000), 0.45, n)), -2)
     debt = np.round(rng.uniform(0.0, 1.0, n), 3)
     regions = np.array(["north", "south", "east", "west"])

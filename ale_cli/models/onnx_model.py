@@ -368,7 +368,7 @@ class OnnxModel:
         return Effects(local_effects=grads, prediction=preds)
 
     def _finite_differences(self, X: np.ndarray, progress: ProgressFn | None) -> Effects:
-        fixed = self.columns.fixed_mask() if self.columns.names else None
+        fixed = self.columns.fixed_mask() if self.columns.names else np.zeros(X.shape[1], bool)
         if self.steps is None:
             scale = fd.feature_scale(X)
             smooth = fd.FLOAT32_STEP if self.dtype == np.float32 else fd.SMALL_STEP
@@ -382,7 +382,7 @@ class OnnxModel:
                 fixed=fixed,
                 dtype=self.dtype,
             )
-            self.steps = self.step.rel_step * scale * (1 - (fixed if fixed is not None else 0))
+            self.steps = self.step.rel_step * scale * ~fixed
         return fd.central_differences(
             self.ort_predict,
             X,
