@@ -136,7 +136,7 @@ class OnnxModel:
         for node in graph.node:
             if node.op_type.endswith("Classifier"):
                 for at in node.attribute:
-                    if at.name == "classlabels_int64s":
+                    if at.name in ("classlabels_int64s", "classlabels_ints"):
                         return [str(v) for v in at.ints]
                     if at.name == "classlabels_strings":
                         return [v.decode() for v in at.strings]

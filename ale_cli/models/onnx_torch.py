@@ -177,7 +177,7 @@ def _gather(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[T
     axis = _axis(a.get("axis", 0), t.ndim)
     idx = torch.where(idx < 0, idx + t.shape[axis], idx)
     out = torch.index_select(t, axis, idx.reshape(-1))
-    return [out.reshape(*t.shape[:axis], *idx.shape, *t.shape[axis + 1 :])]
+    return [out.reshape((*t.shape[:axis], *idx.shape, *t.shape[axis + 1 :]))]
 
 
 def _slice(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
