@@ -18,6 +18,7 @@ samples: $(STAMP)
 demo: samples
 	@mkdir -p $(OUT)
 	$(BIN)/ale compute --config configs/diabetes-mlp.yaml
+	$(BIN)/ale compute --config configs/diabetes-hgb.yaml
 	$(BIN)/ale info $(OUT)/diabetes-mlp.npz
 	@echo "demo: the estimators (rhale, plot) are not built yet; the store is $(OUT)/diabetes-mlp.npz"
 

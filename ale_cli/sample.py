@@ -85,7 +85,10 @@ def credit_frame(n: int = CREDIT_N, seed: int = CREDIT_SEED):  # type: ignore[no
     region = regions[rng.integers(0, 4, n)]
     offset = {"north": 0.0, "south": -0.6, "east": 0.4, "west": 0.2}
     logit = (
-        -0.5 + 0.04 * (age - 45) + 1.2 * np.log(income / 40_000) - 3.0 * (debt - 0.4)
+        -0.5
+        + 0.04 * (age - 45)
+        + 1.2 * np.log(income / 40_000)
+        - 3.0 * (debt - 0.4)
         + np.array([offset[r] for r in region])
     )
     approved = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-logit))).astype(int)
@@ -240,7 +243,9 @@ def build_diabetes_gbr_onnx(path: Path) -> Path:
     model = GradientBoostingRegressor(n_estimators=100, max_depth=3, random_state=SKLEARN_SEED)
     model.fit(X, frame["target"].to_numpy())
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(to_onnx(model, X[:1], target_opset={"": 17, "ai.onnx.ml": 3}).SerializeToString())
+    path.write_bytes(
+        to_onnx(model, X[:1], target_opset={"": 17, "ai.onnx.ml": 3}).SerializeToString()
+    )
     return path
 
 
@@ -263,7 +268,9 @@ def build(root: Path, *, force: bool = False) -> list[Path]:
     root.mkdir(parents=True, exist_ok=True)
     for name, make in DATASETS.items():
         base = root / name
-        if force or not (base.with_suffix(".csv").exists() and base.with_suffix(".parquet").exists()):
+        if force or not (
+            base.with_suffix(".csv").exists() and base.with_suffix(".parquet").exists()
+        ):
             written += write_frame(make(), base)
     for name, builder in MODEL_BUILDERS.items():
         path = root / "models" / name
@@ -276,7 +283,9 @@ def build(root: Path, *, force: bool = False) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m ale_cli.sample", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m ale_cli.sample", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("root", nargs="?", default="sample_data", type=Path)
     parser.add_argument("--force", action="store_true", help="rebuild everything")
     args = parser.parse_args(argv)
@@ -284,8 +293,10 @@ def main(argv: list[str] | None = None) -> None:
     written = build(args.root, force=args.force)
     for path in written:
         print(f"wrote {path}")
-    print(f"sample data ready in '{args.root}' ({len(written)} files built, "
-          f"{time.perf_counter() - t0:.1f} s)")
+    print(
+        f"sample data ready in '{args.root}' ({len(written)} files built, "
+        f"{time.perf_counter() - t0:.1f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -65,7 +65,9 @@ def test_logistic_regression_proba_is_p_one_minus_p_times_w(linear_data) -> None
     _, by_label = sklearn_effects(clf, Z, output="proba:True")
     np.testing.assert_array_equal(by_label.local_effects, got.local_effects)
     _, decision = sklearn_effects(clf, Z, output="decision")
-    np.testing.assert_allclose(decision.local_effects, np.broadcast_to(clf.coef_[0], Z.shape), rtol=1e-7)
+    np.testing.assert_allclose(
+        decision.local_effects, np.broadcast_to(clf.coef_[0], Z.shape), rtol=1e-7
+    )
 
 
 def test_constant_feature_has_zero_effect() -> None:
@@ -181,16 +183,12 @@ def test_declared_integer_categorical_is_held_fixed(tmp_path: Path) -> None:
     rng = np.random.default_rng(4)
     frame = pd.DataFrame({"x": rng.normal(size=300), "grade": rng.integers(1, 4, 300)})
     y = 2 * frame["x"] + frame["grade"].map({1: 0.0, 2: 5.0, 3: -1.0})
-    prep = ColumnTransformer(
-        [("cat", OneHotEncoder(), ["grade"])], remainder="passthrough"
-    )
+    prep = ColumnTransformer([("cat", OneHotEncoder(), ["grade"])], remainder="passthrough")
     est = make_pipeline(prep, LinearRegression()).fit(frame, y)
     data = tmp_path / "grades.csv"
     frame.assign(y=y).to_csv(data, index=False)
     table = load_table(data, exclude=["y"], categorical=["grade"], encode_text=True)
-    columns = Columns(
-        names=table.feature_names, fixed=table.categorical, dtypes=table.dtypes
-    )
+    columns = Columns(names=table.feature_names, fixed=table.categorical, dtypes=table.dtypes)
     model = SklearnModel(est, Path("m.pkl"), "pickle", LoadOptions(), columns)
     model.check(table.X)
     got = model.local_effects(table.X)

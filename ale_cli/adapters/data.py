@@ -156,7 +156,8 @@ def to_float_matrix(
             example = col[bad].iloc[0]
             raise InputError(
                 f"column '{name}' in data file '{path}' is not numeric "
-                f"(example value: {example!r}); choose numeric features with --features or --exclude"
+                f"(example value: {example!r}); choose numeric features with --features "
+                "or --exclude"
             )
         out[:, j] = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
     return out

@@ -25,9 +25,9 @@ def compute(
         ),
     ],
     data: Annotated[Path, typer.Argument(help="Data file: CSV or Parquet.")],
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Store to write (.npz).")
-    ] = Path("effects.npz"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Store to write (.npz).")] = Path(
+        "effects.npz"
+    ),
     data_format: Annotated[
         str | None,
         typer.Option("--format", help="Data format, csv or parquet (default: by extension)."),

@@ -52,7 +52,9 @@ class OnnxModel:
 
     format = "onnx"
 
-    def __init__(self, path: Path, proto: Any, session: Any, options: LoadOptions, columns: Columns):
+    def __init__(
+        self, path: Path, proto: Any, session: Any, options: LoadOptions, columns: Columns
+    ):
         self.path = path
         self.options = options
         self.columns = columns
@@ -107,7 +109,9 @@ class OnnxModel:
         try:
             proto = onnx.load(str(path))
         except Exception as exc:  # protobuf DecodeError and friends
-            raise ModelError(f"model file '{path}' is not an ONNX model: {_first_line(exc)}") from None
+            raise ModelError(
+                f"model file '{path}' is not an ONNX model: {_first_line(exc)}"
+            ) from None
         if proto.ir_version <= 0 or len(proto.graph.output) == 0:
             raise ModelError(f"model file '{path}' is not an ONNX model: it holds no graph")
         zipmap = [n for n in proto.graph.node if n.op_type == "ZipMap"]

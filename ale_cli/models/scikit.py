@@ -69,7 +69,9 @@ def load_pickle(path: Path, trust_pickle: bool) -> Any:
     try:
         return joblib.load(path)
     except Exception as exc:  # anything can go wrong while unpickling
-        raise ModelError(f"cannot load model file '{path}' as a pickle: {_first_line(exc)}") from None
+        raise ModelError(
+            f"cannot load model file '{path}' as a pickle: {type(exc).__name__}: {_first_line(exc)}"
+        ) from None
 
 
 def final_estimator(est: Any) -> Any:
@@ -152,7 +154,12 @@ class SklearnModel:
                 )
             return "predict", None, None
         kind, _, arg = spec.partition(":")
-        if kind == "proba" and arg and self.is_classifier and hasattr(self.estimator, "predict_proba"):
+        if (
+            kind == "proba"
+            and arg
+            and self.is_classifier
+            and hasattr(self.estimator, "predict_proba")
+        ):
             classes = [str(c) for c in self.estimator.classes_]
             if arg in classes:
                 return "proba", classes.index(arg), arg
@@ -243,8 +250,10 @@ class SklearnModel:
             missing = [n for n in self.names_in if n not in names]
             extra = [n for n in names if n not in self.names_in]
             if missing or extra:
-                parts = [f"lack {', '.join(missing)}" if missing else "",
-                         f"add {', '.join(extra)}" if extra else ""]
+                parts = [
+                    f"lack {', '.join(missing)}" if missing else "",
+                    f"add {', '.join(extra)}" if extra else "",
+                ]
                 raise ModelError(
                     f"model '{self.path}' was fitted on columns {', '.join(self.names_in)}; "
                     f"the selected features {' and '.join(p for p in parts if p)}; select the "
