@@ -125,6 +125,9 @@ class OnnxModel:
         so.intra_op_num_threads = available_cores()
         so.inter_op_num_threads = 1
         so.log_severity_level = 3
+        # idle onnxruntime threads otherwise spin for a while after each run and starve
+        # torch (the autodiff path) and the other processes on a small machine
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
         except Exception as exc:
