@@ -112,6 +112,16 @@ class Model(Protocol):
         """Method, output and settings used, recorded in the store's meta."""
 
 
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message (its type name if empty).
+
+    >>> first_line(ValueError("bad width\\nmore detail"))
+    'bad width'
+    """
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
 def chunks(n_rows: int, size: int) -> Iterator[slice]:
     """Consecutive slices of at most ``size`` rows covering ``range(n_rows)``.
 

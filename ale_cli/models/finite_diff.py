@@ -205,6 +205,32 @@ def choose_step(
     return StepChoice(smooth_step, "smooth default", share)
 
 
+def plan_steps(
+    f: PredictFn,
+    X: np.ndarray,
+    *,
+    user_step: float | None,
+    piecewise_type: bool,
+    smooth_step: float,
+    fixed: np.ndarray,
+    dtype: type[np.floating] | np.dtype = np.float64,
+) -> tuple[StepChoice, np.ndarray]:
+    """The step choice (see :func:`choose_step`) and the absolute steps (D,), 0 for
+    held-fixed columns."""
+    scale = feature_scale(X)
+    step = choose_step(
+        f,
+        X,
+        scale,
+        user_step=user_step,
+        piecewise_type=piecewise_type,
+        smooth_step=smooth_step,
+        fixed=fixed,
+        dtype=dtype,
+    )
+    return step, step.rel_step * scale * ~fixed
+
+
 def rows_independent(f: PredictFn, X: np.ndarray, *, rtol: float) -> bool:
     """True when the outputs of the first rows do not change if the other rows of
     the batch change, or if they are evaluated alone."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from ale_cli.errors import ModelError, RunError
 from ale_cli.models import finite_diff as fd
-from ale_cli.models.base import Columns, Effects, LoadOptions, ProgressFn, chunks
+from ale_cli.models.base import Columns, Effects, LoadOptions, ProgressFn, chunks, first_line
 
 #: Rows per forward+backward call on the torch path (as for TorchScript).
 TORCH_BATCH_SIZE = 8192
@@ -27,11 +27,6 @@ RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-9}
 _ELEM_DTYPES = {1: np.float32, 11: np.float64}  # onnx.TensorProto.FLOAT / DOUBLE
 _FLOAT_OUTPUTS = ("tensor(float)", "tensor(double)")
 _PROBA_NAMES = ("probabilities", "output_probability")
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
 def available_cores() -> int:
@@ -110,7 +105,7 @@ class OnnxModel:
             proto = onnx.load(str(path))
         except Exception as exc:  # protobuf DecodeError and friends
             raise ModelError(
-                f"model file '{path}' is not an ONNX model: {_first_line(exc)}"
+                f"model file '{path}' is not an ONNX model: {first_line(exc)}"
             ) from None
         if proto.ir_version <= 0 or len(proto.graph.output) == 0:
             raise ModelError(f"model file '{path}' is not an ONNX model: it holds no graph")
@@ -132,7 +127,7 @@ class OnnxModel:
             session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise ModelError(
-                f"onnxruntime cannot load ONNX model '{path}': {_first_line(exc)}"
+                f"onnxruntime cannot load ONNX model '{path}': {first_line(exc)}"
             ) from None
         return cls(path, proto, session, options, columns)
 
@@ -314,7 +309,7 @@ class OnnxModel:
         except Exception as exc:
             raise ModelError(
                 f"ONNX model '{self.path}' fails on rows of {X.shape[1]} features "
-                f"({_first_line(exc)}); select the model's inputs with --features or --exclude"
+                f"({first_line(exc)}); select the model's inputs with --features or --exclude"
             ) from None
         if not fd.rows_independent(self.ort_predict, X, rtol=RTOL[self.dtype]):
             raise ModelError(
@@ -335,7 +330,7 @@ class OnnxModel:
         except ModelError:
             raise
         except Exception as exc:
-            self._fall_back(f"the torch translation fails ({_first_line(exc)})")
+            self._fall_back(f"the torch translation fails ({first_line(exc)})")
             return
         rtol = RTOL[self.dtype]
         scale = max(float(np.max(np.abs(reference))), 1e-12)
@@ -361,7 +356,7 @@ class OnnxModel:
         except (ModelError, RunError):
             raise
         except Exception as exc:
-            raise RunError(f"ONNX model '{self.path}' failed: {_first_line(exc)}") from None
+            raise RunError(f"ONNX model '{self.path}' failed: {first_line(exc)}") from None
 
     def _autodiff(self, X: np.ndarray, progress: ProgressFn | None) -> Effects:
         n, d = X.shape
@@ -377,19 +372,15 @@ class OnnxModel:
     def _finite_differences(self, X: np.ndarray, progress: ProgressFn | None) -> Effects:
         fixed = self.columns.fixed_mask() if self.columns.names else np.zeros(X.shape[1], bool)
         if self.steps is None:
-            scale = fd.feature_scale(X)
-            smooth = fd.FLOAT32_STEP if self.dtype == np.float32 else fd.SMALL_STEP
-            self.step = fd.choose_step(
+            self.step, self.steps = fd.plan_steps(
                 self.ort_predict,
                 X,
-                scale,
                 user_step=self.options.step,
                 piecewise_type=self.tree_ensemble,
-                smooth_step=smooth,
+                smooth_step=fd.FLOAT32_STEP if self.dtype == np.float32 else fd.SMALL_STEP,
                 fixed=fixed,
                 dtype=self.dtype,
             )
-            self.steps = self.step.rel_step * scale * ~fixed
         return fd.central_differences(
             self.ort_predict,
             X,

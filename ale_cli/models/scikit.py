@@ -17,7 +17,7 @@ import numpy as np
 
 from ale_cli.errors import ModelError, RunError
 from ale_cli.models import finite_diff as fd
-from ale_cli.models.base import Columns, Effects, LoadOptions, ProgressFn
+from ale_cli.models.base import Columns, Effects, LoadOptions, ProgressFn, first_line
 
 #: Final-estimator class names (substrings) whose predictions are piecewise constant.
 PIECEWISE_CONSTANT = (
@@ -32,11 +32,6 @@ PIECEWISE_CONSTANT = (
 )
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
 def load_skops(path: Path, trust: tuple[str, ...]) -> tuple[Any, list[str]]:
     """Load a skops file, trusting only the types the user named; returns (estimator, trusted)."""
     import skops.io as sio
@@ -44,7 +39,7 @@ def load_skops(path: Path, trust: tuple[str, ...]) -> tuple[Any, list[str]]:
     try:
         untrusted = list(sio.get_untrusted_types(file=path))
     except Exception as exc:  # skops raises zipfile/json/key errors for foreign files
-        raise ModelError(f"model file '{path}' is not a skops file: {_first_line(exc)}") from None
+        raise ModelError(f"model file '{path}' is not a skops file: {first_line(exc)}") from None
     missing = [t for t in untrusted if t not in trust]
     if missing:
         raise ModelError(
@@ -54,7 +49,7 @@ def load_skops(path: Path, trust: tuple[str, ...]) -> tuple[Any, list[str]]:
     try:
         return sio.load(path, trusted=untrusted or None), untrusted
     except Exception as exc:
-        raise ModelError(f"cannot load skops file '{path}': {_first_line(exc)}") from None
+        raise ModelError(f"cannot load skops file '{path}': {first_line(exc)}") from None
 
 
 def load_pickle(path: Path, trust_pickle: bool) -> Any:
@@ -70,7 +65,7 @@ def load_pickle(path: Path, trust_pickle: bool) -> Any:
         return joblib.load(path)
     except Exception as exc:  # anything can go wrong while unpickling
         raise ModelError(
-            f"cannot load model file '{path}' as a pickle: {type(exc).__name__}: {_first_line(exc)}"
+            f"cannot load model file '{path}' as a pickle: {type(exc).__name__}: {first_line(exc)}"
         ) from None
 
 
@@ -278,7 +273,7 @@ class SklearnModel:
             raise
         except Exception as exc:
             raise ModelError(
-                f"model '{self.path}' fails on the selected features: {_first_line(exc)}"
+                f"model '{self.path}' fails on the selected features: {first_line(exc)}"
             ) from None
 
     def predict(self, X: np.ndarray) -> np.ndarray:
@@ -286,18 +281,15 @@ class SklearnModel:
         return self._f(X)
 
     def _choose_step(self, X: np.ndarray) -> np.ndarray:
-        scale = fd.feature_scale(X)
         final = type(final_estimator(self.estimator)).__name__
-        self.step = fd.choose_step(
+        self.step, self.steps = fd.plan_steps(
             self._f,
             X,
-            scale,
             user_step=self.options.step,
             piecewise_type=any(s in final for s in PIECEWISE_CONSTANT),
             smooth_step=fd.SMALL_STEP,
             fixed=self.columns.fixed_mask(),
         )
-        self.steps = self.step.rel_step * scale * ~self.columns.fixed_mask()
         return self.steps
 
     def local_effects(self, X: np.ndarray, *, progress: ProgressFn | None = None) -> Effects:
@@ -316,7 +308,7 @@ class SklearnModel:
         except (ModelError, RunError):
             raise
         except Exception as exc:
-            raise RunError(f"model '{self.path}' failed: {_first_line(exc)}") from None
+            raise RunError(f"model '{self.path}' failed: {first_line(exc)}") from None
 
     def describe(self) -> dict[str, Any]:
         est = self.estimator
