@@ -25,9 +25,9 @@ from ale_cli.errors import RunError
 from ale_cli.models.base import Effects, ProgressFn, chunks
 
 #: Evaluation rows (stacked perturbed rows) per model call; measured with
-#: bench/bench_formats.py: on 2 cores HistGradientBoosting at D = 8 and D = 50
-#: ran within a few percent for 16k-100k rows per call, 50k being about the best
-#: and keeping memory bounded (50k x D float64).
+#: bench/bench_formats.py on 2 shared cores (HistGradientBoosting, D = 8 and D = 50):
+#: 16k-50k rows per call were best (within noise of each other), 8k up to 1.3x and
+#: 100k-200k up to 1.9x slower at D = 50; 50k keeps memory bounded (50k x D float64).
 DEFAULT_EVAL_ROWS = 50_000
 #: Step for smooth float64 models, as a fraction of each feature's std.
 SMALL_STEP = 1e-5
