@@ -18,6 +18,7 @@ samples: $(STAMP)
 demo: samples
 	@mkdir -p $(OUT)
 	$(BIN)/ale compute --config configs/diabetes-mlp.yaml
+	$(BIN)/ale compute --config configs/diabetes-hgb.yaml
 	$(BIN)/ale rhale --config configs/diabetes-mlp.yaml
 	$(BIN)/ale rebin --config configs/diabetes-mlp.yaml
 	$(BIN)/ale plot --config configs/diabetes-mlp.yaml > /dev/null

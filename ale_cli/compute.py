@@ -34,11 +34,16 @@ class ComputeRequest:
     model_format: str | None = None
     output: str | None = None
     batch_size: int | None = None
+    categorical: tuple[str, ...] = ()
+    method: str = "auto"
+    step: float | None = None
+    trust: tuple[str, ...] = ()
+    trust_pickle: bool = False
 
     def result_options(self) -> dict[str, Any]:
-        """Options that change the store's arrays (batch size does not)."""
+        """Options that change the store's arrays (batch size and trust do not)."""
         options = asdict(self)
-        for name in ("model", "data", "out", "batch_size"):
+        for name in ("model", "data", "out", "batch_size", "trust", "trust_pickle"):
             options.pop(name)
         return options
 
@@ -59,6 +64,7 @@ class ComputeResult:
     seconds: float
     rows_dropped: int = 0
     reason: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 def _stale_reason(meta: dict[str, Any], model_sha: str, data_sha: str, key: str) -> str | None:
@@ -83,7 +89,7 @@ def compute(
     each model call finished.
     """
     from ale_cli.adapters.data import load_table
-    from ale_cli.models import load_model
+    from ale_cli.models import Columns, detect_format, load_model
 
     t0 = time.perf_counter()
     for label, path in (("model", request.model), ("data", request.data)):
@@ -115,6 +121,7 @@ def compute(
             )
 
     timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
+    model_format = detect_format(request.model, request.model_format)
     t = time.perf_counter()
     table = load_table(
         request.data,
@@ -122,14 +129,30 @@ def compute(
         features=request.features,
         exclude=request.exclude,
         dropna=request.dropna,
+        categorical=request.categorical,
+        # scikit-learn pipelines can take text columns; tensor models cannot
+        encode_text=model_format in ("skops", "pickle"),
     )
     timings["load_data_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
     model = load_model(
         request.model,
-        model_format=request.model_format,
-        options=LoadOptions(output=request.output, batch_size=request.batch_size),
+        model_format=model_format,
+        options=LoadOptions(
+            output=request.output,
+            batch_size=request.batch_size,
+            method=request.method,
+            step=request.step,
+            trust=request.trust,
+            trust_pickle=request.trust_pickle,
+        ),
+        columns=Columns(
+            names=table.feature_names,
+            fixed=table.categorical,
+            levels=table.levels,
+            dtypes=table.dtypes,
+        ),
     )
     timings["load_model_s"] = time.perf_counter() - t
 
@@ -140,6 +163,11 @@ def compute(
     t = time.perf_counter()
     effects = model.local_effects(table.X, progress=progress(len(table.X)) if progress else None)
     timings["local_effects_s"] = time.perf_counter() - t
+    local_effects = effects.local_effects
+    fixed = [table.feature_names.index(name) for name in table.categorical]
+    if fixed:  # categorical columns are held fixed: no local effect (autodiff gives one)
+        local_effects = local_effects.copy()
+        local_effects[:, fixed] = 0.0
 
     details = model.describe()
     meta: dict[str, Any] = {
@@ -158,19 +186,29 @@ def compute(
             "rows_read": table.rows_read,
             "rows_dropped": table.rows_dropped,
             "dropped_columns": list(table.dropped_columns),
+            "dtypes": table.dtypes,
         },
         "feature_names": list(table.feature_names),
+        # held fixed, local effect 0; the estimators report them as not estimable
+        "categorical_features": list(table.categorical),
+        # text columns are stored as integer codes: levels[name][code] is the value
+        "categorical_levels": {name: list(values) for name, values in table.levels.items()},
         "method": model.method,
         "method_details": details,
         "output": details.get("output"),
-        "options": request.result_options() | {"batch_size": request.batch_size},
+        "options": request.result_options()
+        | {
+            "batch_size": request.batch_size,
+            "trust": list(request.trust),
+            "trust_pickle": request.trust_pickle,
+        },
         "n_rows": len(table.X),
         "timings": timings,
         "cache_key": key,
     }
     store = Store(
         X=table.X,
-        local_effects=effects.local_effects,
+        local_effects=local_effects,
         prediction=effects.prediction,
         feature_names=table.feature_names,
         meta=meta,
@@ -187,4 +225,5 @@ def compute(
         seconds=seconds,
         rows_dropped=table.rows_dropped,
         reason=reason,
+        notes=tuple(details.get("notes", ())),
     )

@@ -7,6 +7,8 @@ Datasets (small, committed under ``sample_data/``):
   scikit-learn package, no download.
 - ``rhale_synthetic.csv`` / ``.parquet``: the RHALE paper's example,
   y = 0.2 x1 - 5 x2 + 10 x2 1{x3 > 0} + e with x1, x2, x3 ~ U(-1, 1), N = 1000.
+- ``credit.csv`` / ``.parquet``: a small synthetic classification set (600 rows):
+  age, income, debt_ratio, a text column ``region`` and the 0/1 label ``approved``.
 
 Models (rebuilt in seconds with fixed seeds, not committed; ``models/``):
 
@@ -17,12 +19,21 @@ Models (rebuilt in seconds with fixed seeds, not committed; ``models/``):
   exercised by the tests with their own tolerances.
 - ``rhale_synthetic.pt``: the RHALE example's function itself (no noise), so its
   local effects are known exactly: (0.2, -5 + 10 1{x3 > 0}, 0).
+- ``diabetes_mlp.onnx``: the same trained MLP (same weights) exported to ONNX.
+- ``diabetes_hgb.skops``: a HistGradientBoostingRegressor on the diabetes data.
+- ``credit_logreg.skops``: a LogisticRegression pipeline (scaler on the numeric
+  columns, one-hot encoder on ``region``) on the credit data.
+- ``diabetes_gbr.onnx``: a GradientBoostingRegressor on the diabetes data,
+  exported with skl2onnx (a TreeEnsembleRegressor graph; needs the ``test`` extra).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,6 +44,10 @@ from torch import nn
 RHALE_N = 1000
 RHALE_SEED = 2023
 MLP_SEED = 0
+CREDIT_N = 600
+CREDIT_SEED = 7
+SKLEARN_SEED = 0
+CREDIT_NUMERIC = ("age", "income", "debt_ratio")
 DIABETES_FEATURES = ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")
 
 
@@ -57,6 +72,31 @@ def rhale_frame(n: int = RHALE_N, seed: int = RHALE_SEED, noise: float = 0.1):  
     x = rng.uniform(-1.0, 1.0, size=(n, 3))
     y = 0.2 * x[:, 0] - 5.0 * x[:, 1] + 10.0 * x[:, 1] * (x[:, 2] > 0) + rng.normal(0, noise, n)
     return pd.DataFrame({"x1": x[:, 0], "x2": x[:, 1], "x3": x[:, 2], "y": y})
+
+
+def credit_frame(n: int = CREDIT_N, seed: int = CREDIT_SEED):  # type: ignore[no-untyped-def]
+    """Synthetic loan approvals: logit = -0.5 + 0.04 (age - 45) + 1.2 log(income / 40k)
+    - 3 (debt_ratio - 0.4) + region offset (north 0, south -0.6, east 0.4, west 0.2)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    age = rng.integers(21, 70, n)
+    income = np.round(np.exp(rng.normal(np.log(40_000), 0.45, n)), -2)
+    debt = np.round(rng.uniform(0.0, 1.0, n), 3)
+    regions = np.array(["north", "south", "east", "west"])
+    region = regions[rng.integers(0, 4, n)]
+    offset = {"north": 0.0, "south": -0.6, "east": 0.4, "west": 0.2}
+    logit = (
+        -0.5
+        + 0.04 * (age - 45)
+        + 1.2 * np.log(income / 40_000)
+        - 3.0 * (debt - 0.4)
+        + np.array([offset[r] for r in region])
+    )
+    approved = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-logit))).astype(int)
+    return pd.DataFrame(
+        {"age": age, "income": income, "debt_ratio": debt, "region": region, "approved": approved}
+    )
 
 
 def write_frame(frame, base: Path) -> list[Path]:  # type: ignore[no-untyped-def]
@@ -97,6 +137,7 @@ class StandardisedMLP(nn.Module):
         return self.net(z).squeeze(-1) * self.y_std + self.y_mean
 
 
+@functools.lru_cache(maxsize=1)
 def train_diabetes_mlp(steps: int = 150) -> StandardisedMLP:
     """Fit the MLP on the diabetes data with a fixed seed (about a second on a CPU).
 
@@ -139,13 +180,98 @@ def build_rhale_model(path: Path) -> Path:
     return save_torchscript(RhaleFunction(), path)
 
 
-#: model file name (under ``models/``) -> builder; later formats add entries here.
+def save_onnx(module: nn.Module, width: int, path: Path) -> Path:
+    """Export with the TorchScript-based exporter (no onnxscript needed), dynamic batch."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "legacy exporter" deprecation notice
+        torch.onnx.export(
+            module.eval(),
+            (torch.zeros(2, width, dtype=next(module.parameters()).dtype),),
+            str(path),
+            dynamo=False,
+            input_names=["x"],
+            output_names=["y"],
+            dynamic_axes={"x": {0: "n"}, "y": {0: "n"}},
+        )
+    return path
+
+
+def build_diabetes_mlp_onnx(path: Path) -> Path:
+    return save_onnx(train_diabetes_mlp(), len(DIABETES_FEATURES), path)
+
+
+def save_skops(estimator, path: Path) -> Path:  # type: ignore[no-untyped-def]
+    import skops.io as sio
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sio.dump(estimator, path)
+    return path
+
+
+def build_diabetes_hgb(path: Path) -> Path:
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    frame = diabetes_frame()
+    model = HistGradientBoostingRegressor(max_iter=100, random_state=SKLEARN_SEED)
+    model.fit(frame[list(DIABETES_FEATURES)], frame["target"])
+    return save_skops(model, path)
+
+
+def build_credit_logreg(path: Path) -> Path:
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    frame = credit_frame()
+    prep = ColumnTransformer(
+        [
+            ("num", StandardScaler(), list(CREDIT_NUMERIC)),
+            ("cat", OneHotEncoder(handle_unknown="ignore"), ["region"]),
+        ]
+    )
+    model = Pipeline([("prep", prep), ("clf", LogisticRegression())])
+    model.fit(frame[[*CREDIT_NUMERIC, "region"]], frame["approved"])
+    return save_skops(model, path)
+
+
+class MissingDependency(RuntimeError):
+    """A sample model needs a package that is not installed."""
+
+
+def build_diabetes_gbr_onnx(path: Path) -> Path:
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    try:
+        from skl2onnx import to_onnx
+    except ImportError:
+        raise MissingDependency(
+            f"{path.name} needs skl2onnx, which is not installed; "
+            "install the test extra: pip install -e '.[test]'"
+        ) from None
+    frame = diabetes_frame()
+    X = frame[list(DIABETES_FEATURES)].to_numpy(dtype=np.float32)
+    model = GradientBoostingRegressor(n_estimators=100, max_depth=3, random_state=SKLEARN_SEED)
+    model.fit(X, frame["target"].to_numpy())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(
+        to_onnx(model, X[:1], target_opset={"": 17, "ai.onnx.ml": 3}).SerializeToString()
+    )
+    return path
+
+
+#: model file name (under ``models/``) -> builder.
 MODEL_BUILDERS: dict[str, Callable[[Path], Path]] = {
     "diabetes_mlp.pt": build_diabetes_mlp,
     "rhale_synthetic.pt": build_rhale_model,
+    "diabetes_mlp.onnx": build_diabetes_mlp_onnx,
+    "diabetes_hgb.skops": build_diabetes_hgb,
+    "credit_logreg.skops": build_credit_logreg,
+    "diabetes_gbr.onnx": build_diabetes_gbr_onnx,
 }
 
-DATASETS = {"diabetes": diabetes_frame, "rhale_synthetic": rhale_frame}
+DATASETS = {"diabetes": diabetes_frame, "rhale_synthetic": rhale_frame, "credit": credit_frame}
 
 
 def build(root: Path, *, force: bool = False) -> list[Path]:
@@ -161,7 +287,10 @@ def build(root: Path, *, force: bool = False) -> list[Path]:
     for name, builder in MODEL_BUILDERS.items():
         path = root / "models" / name
         if force or not path.exists():
-            written.append(builder(path))
+            try:
+                written.append(builder(path))
+            except MissingDependency as exc:
+                print(f"skipped {path}: {exc}", file=sys.stderr)
     return written
 
 

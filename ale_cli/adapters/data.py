@@ -7,9 +7,9 @@ one-line message names the file, the column and what was expected.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +39,13 @@ class Table:
         Rows removed because of NaN or infinite values (0 unless ``dropna``).
     dropped_columns : tuple of str
         The columns where the dropped rows had NaN/inf values.
+    categorical : tuple of str
+        Columns held fixed (declared with ``--categorical`` or non-numeric and encoded).
+    levels : dict of str to tuple
+        For non-numeric columns encoded as integer codes: ``levels[name][code]`` is the
+        original value. Empty unless ``encode_text`` was asked.
+    dtypes : dict of str to str
+        The pandas dtype of every selected column in the file.
     """
 
     X: np.ndarray
@@ -48,6 +55,9 @@ class Table:
     rows_read: int
     rows_dropped: int = 0
     dropped_columns: tuple[str, ...] = ()
+    categorical: tuple[str, ...] = ()
+    levels: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    dtypes: dict[str, str] = field(default_factory=dict)
 
 
 def detect_format(path: Path, fmt: str | None = None) -> str:
@@ -114,8 +124,19 @@ def select_columns(
     return chosen
 
 
-def to_float_matrix(frame: pd.DataFrame, columns: Sequence[str], path: Path) -> np.ndarray:
-    """Convert the chosen columns to an (N, D) float64 array, naming any non-numeric column."""
+def to_float_matrix(
+    frame: pd.DataFrame,
+    columns: Sequence[str],
+    path: Path,
+    *,
+    levels: dict[str, tuple[Any, ...]] | None = None,
+) -> np.ndarray:
+    """Convert the chosen columns to an (N, D) float64 array, naming any non-numeric column.
+
+    When ``levels`` is a dict, a non-numeric column is not an error: it is encoded
+    as integer codes 0..L-1 (levels sorted; a missing value becomes NaN) and
+    ``levels[name]`` receives the original values in code order.
+    """
     import pandas as pd
 
     out = np.empty((len(frame), len(columns)), dtype=np.float64)
@@ -126,6 +147,11 @@ def to_float_matrix(frame: pd.DataFrame, columns: Sequence[str], path: Path) -> 
             continue
         numeric = pd.to_numeric(col, errors="coerce")
         bad = numeric.isna() & col.notna()
+        if bad.any() and levels is not None:
+            codes, uniques = pd.factorize(col, sort=True, use_na_sentinel=True)
+            out[:, j] = np.where(codes < 0, np.nan, codes).astype(np.float64)
+            levels[name] = tuple(v.item() if hasattr(v, "item") else v for v in uniques)
+            continue
         if bad.any():
             example = col[bad].iloc[0]
             raise InputError(
@@ -144,12 +170,19 @@ def load_table(
     features: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
     dropna: bool = False,
+    categorical: Sequence[str] = (),
+    encode_text: bool = False,
 ) -> Table:
     """Read a CSV/Parquet file and return its selected columns as float64.
 
+    ``categorical`` names columns to hold fixed (integer-coded categories);
+    with ``encode_text`` every non-numeric column is encoded as integer codes
+    (see :func:`to_float_matrix`) and held fixed too.
+
     Raises :class:`InputError` for a missing or unreadable file, an unknown or
-    non-numeric column, NaN/inf values (unless ``dropna``), an empty table or
-    fewer than 2 rows.
+    non-numeric column (unless ``encode_text``), a ``categorical`` name that is
+    not a selected feature, NaN/inf values (unless ``dropna``), an empty table
+    or fewer than 2 rows.
     """
     path = Path(path)
     frame, fmt = read_frame(path, fmt)
@@ -157,7 +190,16 @@ def load_table(
     if rows_read == 0:
         raise InputError(f"data file '{path}' has no rows")
     columns = select_columns(frame, path, features=features, exclude=exclude)
-    X = to_float_matrix(frame, columns, path)
+    for name in categorical:
+        if name not in columns:
+            raise InputError(
+                f"--categorical names '{name}', which is not a selected feature of data file "
+                f"'{path}' (features: {', '.join(columns)})"
+            )
+    levels: dict[str, tuple[Any, ...]] | None = {} if encode_text else None
+    X = to_float_matrix(frame, columns, path, levels=levels)
+    levels = levels or {}
+    fixed = tuple(c for c in columns if c in categorical or c in levels)
 
     bad = ~np.isfinite(X)
     bad_rows = bad.any(axis=1)
@@ -184,4 +226,7 @@ def load_table(
         rows_read=rows_read,
         rows_dropped=n_bad,
         dropped_columns=bad_cols if n_bad else (),
+        categorical=fixed,
+        levels=levels,
+        dtypes={c: str(frame[c].dtype) for c in columns},
     )

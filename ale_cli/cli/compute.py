@@ -17,7 +17,13 @@ from ale_cli.errors import InputError
     "sample_data/diabetes.csv --exclude target -o out/diabetes-mlp.npz"
 )
 def compute(
-    model: Annotated[Path, typer.Argument(help="Model file: TorchScript (.pt/.ts).")],
+    model: Annotated[
+        Path,
+        typer.Argument(
+            help="Model file: TorchScript (.pt/.ts), ONNX (.onnx), skops (.skops) or a "
+            "pickle (.pkl/.pickle/.joblib, needs --trust-pickle)."
+        ),
+    ],
     data: Annotated[Path, typer.Argument(help="Data file: CSV or Parquet.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Store to write (.npz).")] = Path(
         "effects.npz"
@@ -42,13 +48,62 @@ def compute(
         str | None,
         typer.Option(
             "--output",
-            help="Model output to explain: a column INDEX, or ELEMENT:INDEX for a tuple "
-            "output (default: the model's only output).",
+            help="Model output to explain. Tensor models: a column INDEX, ELEMENT:INDEX for a "
+            "tuple output, or NAME / NAME:INDEX for ONNX outputs. scikit-learn: predict "
+            "(regressors' default), proba:CLASS (label or index), decision or decision:INDEX. "
+            "Default: the model's only output; classifiers must choose.",
         ),
     ] = None,
+    categorical: Annotated[
+        str | None,
+        typer.Option(
+            "--categorical",
+            help="Comma-separated integer-coded categorical columns: held fixed (never "
+            "perturbed) and reported as not estimable. Text columns of scikit-learn models "
+            "are categorical automatically.",
+        ),
+    ] = None,
+    method: Annotated[
+        str,
+        typer.Option(
+            "--method",
+            help="auto, autodiff or finite-differences. auto: autodiff for TorchScript and "
+            "translatable ONNX graphs, finite differences otherwise.",
+        ),
+    ] = "auto",
+    step: Annotated[
+        float | None,
+        typer.Option(
+            "--step",
+            help="Finite-difference step as a fraction of each feature's std (default: "
+            "1e-5 for smooth float64 models, 1e-2 for float32 ONNX graphs, 0.05 for "
+            "piecewise-constant models such as trees, chosen automatically).",
+        ),
+    ] = None,
+    trust: Annotated[
+        str | None,
+        typer.Option(
+            "--trust",
+            help="Comma-separated types a skops file may load beyond the safe defaults "
+            "(ale lists them when they are needed).",
+        ),
+    ] = None,
+    trust_pickle: Annotated[
+        bool,
+        typer.Option(
+            "--trust-pickle",
+            help="Allow loading a pickle; this runs code stored in the file, so only for "
+            "files from a trusted source.",
+        ),
+    ] = False,
     batch_size: Annotated[
         int | None,
-        typer.Option("--batch-size", help="Rows per model call (default: 8192).", min=1),
+        typer.Option(
+            "--batch-size",
+            help="Rows per model call (default: 8192 for autodiff, 50000 stacked "
+            "evaluation rows for finite differences).",
+            min=1,
+        ),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Recompute even if the store is up to date.")
@@ -64,7 +119,12 @@ def compute(
     from ale_cli.cli.progress import ProgressBar
     from ale_cli.compute import ComputeRequest
     from ale_cli.compute import compute as run
+    from ale_cli.models.base import METHODS
 
+    if method not in METHODS:
+        raise InputError(f"--method must be one of {', '.join(METHODS)}, got '{method}'")
+    if step is not None and not step > 0:
+        raise InputError(f"--step must be a positive fraction of each feature's std, got {step}")
     request = ComputeRequest(
         model=model,
         data=data,
@@ -76,6 +136,11 @@ def compute(
         model_format=model_format,
         output=output,
         batch_size=batch_size,
+        categorical=split_names(categorical, "--categorical") or (),
+        method=method,
+        step=step,
+        trust=split_names(trust, "--trust") or (),
+        trust_pickle=trust_pickle,
     )
     bars: list[ProgressBar] = []
 
@@ -88,6 +153,8 @@ def compute(
     finally:
         for bar in bars:
             bar.close()
+    for note in () if quiet else result.notes:
+        typer.echo(f"note: {note}", err=True)
     if result.reason is not None and not quiet:
         typer.echo(f"recomputed '{out}': {result.reason} since it was made", err=True)
     if result.rows_dropped:

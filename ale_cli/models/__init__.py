@@ -10,16 +10,19 @@ import zipfile
 from pathlib import Path
 
 from ale_cli.errors import ModelError
-from ale_cli.models.base import Effects, LoadOptions, Model, ProgressFn
+from ale_cli.models.base import METHODS, Columns, Effects, LoadOptions, Model, ProgressFn
 
 __all__ = [
+    "METHODS",
     "MODEL_FORMATS",
+    "Columns",
     "Effects",
     "LoadOptions",
     "Model",
     "ProgressFn",
     "detect_format",
     "load_model",
+    "sniff_format",
 ]
 
 MODEL_FORMATS = ("torchscript", "onnx", "skops", "pickle")
@@ -52,28 +55,82 @@ def detect_format(path: Path, override: str | None = None) -> str:
     return fmt
 
 
-def _looks_like_torchscript(path: Path) -> bool:
-    if not zipfile.is_zipfile(path):
-        return False
-    with zipfile.ZipFile(path) as zf:
-        return any(name.endswith("constants.pkl") or "/code/" in name for name in zf.namelist())
+_LABELS = {
+    "torchscript": "a TorchScript archive (torch.jit.save)",
+    "onnx": "an ONNX model",
+    "skops": "a skops file",
+    "pickle": "a pickle",
+}
 
 
-def load_model(path: str | Path, *, model_format: str | None = None, options: LoadOptions) -> Model:
-    """Load ``path`` with the adapter for its format."""
+def sniff_format(path: Path) -> str | None:
+    """The format the file's first bytes show, or None when they do not tell.
+
+    TorchScript and skops files are zip archives (told apart by their members);
+    a pickle starts with the PROTO opcode 0x80; an ONNX ModelProto starts with
+    field 1 (ir_version, a varint): byte 0x08.
+    """
+    if zipfile.is_zipfile(path):
+        try:
+            with zipfile.ZipFile(path) as zf:
+                names = zf.namelist()
+        except (zipfile.BadZipFile, OSError):
+            return None
+        if any(n.endswith("constants.pkl") or "/code/" in n for n in names):
+            return "torchscript"
+        if "schema.json" in names:
+            return "skops"
+        return None
+    with open(path, "rb") as fh:
+        head = fh.read(2)
+    if head[:1] == b"\x80":
+        return "pickle"
+    if head[:1] == b"\x08":
+        return "onnx"
+    return None
+
+
+def load_model(
+    path: str | Path,
+    *,
+    model_format: str | None = None,
+    options: LoadOptions,
+    columns: Columns | None = None,
+) -> Model:
+    """Load ``path`` with the adapter for its format.
+
+    ``columns`` describes the feature columns (names, held-fixed categorical
+    columns, text levels, dtypes); the scikit-learn adapter needs it to rebuild
+    DataFrames.
+    """
     path = Path(path)
     if not path.exists():
         raise ModelError(f"model file '{path}' does not exist")
     if path.is_dir():
         raise ModelError(f"model file '{path}' is a directory")
     fmt = detect_format(path, model_format)
+    found = sniff_format(path)
+    if found is not None and found != fmt:
+        raise ModelError(
+            f"model file '{path}' is not {_LABELS[fmt]}: its content looks like "
+            f"{_LABELS[found]}; rename it or pass --model-format {found}"
+        )
+    columns = columns or Columns(names=())
     if fmt == "torchscript":
-        if not _looks_like_torchscript(path):
+        if found is None:
             raise ModelError(f"model file '{path}' is not a TorchScript archive (torch.jit.save)")
+        if options.method == "finite-differences" or options.step is not None:
+            raise ModelError(
+                "--method finite-differences and --step apply to ONNX and scikit-learn models; "
+                f"TorchScript model '{path}' is differentiated exactly (autodiff)"
+            )
         from ale_cli.models.torchscript import TorchScriptModel
 
         return TorchScriptModel.load(path, options)
-    raise ModelError(
-        f"model format '{fmt}' of '{path}' is not supported yet; this version of ale "
-        "explains TorchScript models only"
-    )
+    if fmt == "onnx":
+        from ale_cli.models.onnx_model import OnnxModel
+
+        return OnnxModel.load(path, options, columns)
+    from ale_cli.models.scikit import SklearnModel
+
+    return SklearnModel.load(path, fmt, options, columns)

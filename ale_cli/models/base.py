@@ -9,8 +9,8 @@ An adapter is built by :func:`ale_cli.models.load_model` and used as::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -45,10 +45,52 @@ class LoadOptions:
         Output selector (``--output``); None means "the model's only output".
     batch_size : int or None
         Rows per model call; None means the adapter's measured default.
+    method : {"auto", "autodiff", "finite-differences"}
+        How local effects are obtained; "auto" picks the best the format allows.
+    step : float or None
+        Finite-difference step as a fraction of each feature's std; None lets
+        the adapter choose (small for smooth models, large for piecewise-constant).
+    trust : tuple of str
+        skops types the user trusts by name (``--trust``).
+    trust_pickle : bool
+        Allow loading pickles, which runs code stored in the file.
     """
 
     output: str | None = None
     batch_size: int | None = None
+    method: str = "auto"
+    step: float | None = None
+    trust: tuple[str, ...] = ()
+    trust_pickle: bool = False
+
+
+METHODS = ("auto", "autodiff", "finite-differences")
+
+
+@dataclass(frozen=True)
+class Columns:
+    """What an adapter needs to know about the feature columns of X.
+
+    Attributes
+    ----------
+    names : tuple of str, length D
+        Column names, in the order of the columns of X.
+    fixed : tuple of str
+        Categorical columns held fixed: never perturbed, local effect 0.
+    levels : mapping of str to tuple
+        For non-numeric columns encoded as integer codes in X: code -> original value.
+    dtypes : mapping of str to str
+        The pandas dtype each column had in the data file.
+    """
+
+    names: tuple[str, ...]
+    fixed: tuple[str, ...] = ()
+    levels: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    dtypes: Mapping[str, str] = field(default_factory=dict)
+
+    def fixed_mask(self) -> np.ndarray:
+        """Boolean (D,): True for the columns held fixed."""
+        return np.array([name in self.fixed for name in self.names], dtype=bool)
 
 
 class Model(Protocol):
@@ -68,6 +110,16 @@ class Model(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """Method, output and settings used, recorded in the store's meta."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message (its type name if empty).
+
+    >>> first_line(ValueError("bad width\\nmore detail"))
+    'bad width'
+    """
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def chunks(n_rows: int, size: int) -> Iterator[slice]:

@@ -1,0 +1,246 @@
+"""Central finite differences on stacked evaluation batches, shared by the
+onnxruntime and scikit-learn adapters.
+
+For a chunk of m rows and the P perturbed features, one model call evaluates
+the (2P + 1) m rows ``[x; x + h_1 e_1; ...; x + h_P e_P; x - h_1 e_1; ...]``
+and the local effect of feature j at row i is
+
+    (f(x_i + h_j e_j) - f(x_i - h_j e_j)) / (x_ij^+ - x_ij^-)
+
+where x^+ and x^- are the perturbed values *as the model saw them* (rounded to
+the model's input dtype), so rounding never biases the slope. The step h_j is
+``rel_step * scale_j``, scale_j the feature's std (or max(|mean|, 1) for a
+constant feature). Held-fixed (categorical) columns are never perturbed and get
+a local effect of 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ale_cli.errors import RunError
+from ale_cli.models.base import Effects, ProgressFn, chunks
+
+#: Evaluation rows (stacked perturbed rows) per model call; measured with
+#: bench/bench_formats.py on 2 shared cores (HistGradientBoosting, D = 8 and D = 50):
+#: 16k-50k rows per call were best (within noise of each other), 8k up to 1.3x and
+#: 100k-200k up to 1.9x slower at D = 50; 50k keeps memory bounded (50k x D float64).
+DEFAULT_EVAL_ROWS = 50_000
+#: Step for smooth float64 models, as a fraction of each feature's std.
+SMALL_STEP = 1e-5
+#: Step for float32 graphs (onnxruntime): rounding error ~1e-7 |f| / h must stay small.
+FLOAT32_STEP = 1e-2
+#: Step for piecewise-constant models (trees, boosting, neighbours), measured to match
+#: Apley's ALE on gradient-boosting models.
+LARGE_STEP = 5e-2
+#: Share of exactly-zero small-step derivatives (over the features the model uses)
+#: above which a model is treated as piecewise constant.
+ZERO_SHARE_LIMIT = 0.5
+_SAMPLE_ROWS = 200
+
+#: ``f(X)`` for X of shape (M, D) float64 -> (M,) float64.
+PredictFn = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class StepChoice:
+    """The relative step used and why.
+
+    Attributes
+    ----------
+    rel_step : float
+        Step as a fraction of each feature's scale.
+    rule : str
+        "user" (``--step``), "piecewise-constant model type", "zero share on a sample"
+        or "smooth default".
+    zero_share : float or None
+        Share of exactly-zero small-step derivatives on the sample, if measured.
+    """
+
+    rel_step: float
+    rule: str
+    zero_share: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rel_step": self.rel_step, "rule": self.rule, "zero_share": self.zero_share}
+
+
+def describe_step(step: StepChoice) -> str:
+    """One line saying which step was used and why.
+
+    >>> describe_step(StepChoice(0.05, "piecewise-constant model type"))
+    'finite-difference step 0.05 x std per feature (piecewise-constant model type)'
+    """
+    why = step.rule
+    if step.zero_share is not None:
+        why += f"; {step.zero_share:.0%} of small-step derivatives exactly zero on a sample"
+    return f"finite-difference step {step.rel_step:g} x std per feature ({why})"
+
+
+def feature_scale(X: np.ndarray) -> np.ndarray:
+    """Per-column scale for the step: the std, or max(|mean|, 1) for a constant column.
+
+    >>> feature_scale(np.array([[0.0, 5.0], [2.0, 5.0]])).tolist()
+    [1.0, 5.0]
+    """
+    std = X.std(axis=0)
+    fallback = np.maximum(np.abs(X.mean(axis=0)), 1.0)
+    return np.where(std > 0, std, fallback)
+
+
+def central_differences(
+    f: PredictFn,
+    X: np.ndarray,
+    steps: np.ndarray,
+    *,
+    fixed: np.ndarray | None = None,
+    dtype: type[np.floating] | np.dtype = np.float64,
+    eval_rows: int = DEFAULT_EVAL_ROWS,
+    progress: ProgressFn | None = None,
+    label: str = "model",
+) -> Effects:
+    """Local effects (N, D) and predictions (N,) of ``f`` by central differences.
+
+    Parameters
+    ----------
+    f : callable
+        (M, D) float64 -> (M,) float64, the selected model output.
+    X : ndarray, shape (N, D)
+    steps : ndarray, shape (D,)
+        Absolute step per feature.
+    fixed : ndarray of bool, shape (D,), optional
+        Columns not perturbed (their local effect is 0).
+    dtype : numpy float dtype
+        The model's input dtype; perturbed values are rounded to it before the
+        actual difference is taken.
+    eval_rows : int
+        Stacked evaluation rows per call of ``f``.
+    """
+    n, d = X.shape
+    fixed = np.zeros(d, dtype=bool) if fixed is None else fixed
+    moved = np.flatnonzero(~fixed)
+    p = len(moved)
+    blocks = 2 * p + 1
+    rows = max(1, eval_rows // blocks)
+    effects = np.zeros((n, d), dtype=np.float64)
+    prediction = np.empty(n, dtype=np.float64)
+    for sl in chunks(n, rows):
+        xc = X[sl]
+        m = len(xc)
+        stack = np.tile(xc, (blocks, 1))
+        plus = (xc[:, moved] + steps[moved]).astype(dtype).astype(np.float64)
+        minus = (xc[:, moved] - steps[moved]).astype(dtype).astype(np.float64)
+        for k, j in enumerate(moved):
+            stack[(1 + k) * m : (2 + k) * m, j] = plus[:, k]
+            stack[(1 + p + k) * m : (2 + p + k) * m, j] = minus[:, k]
+        out = np.asarray(f(stack), dtype=np.float64).reshape(blocks, m)
+        dx = plus - minus  # (m, p)
+        if p and np.any(dx == 0):
+            j = int(moved[np.flatnonzero((dx == 0).any(axis=0))[0]])
+            raise RunError(
+                f"the finite-difference step of feature {j} is too small to change its "
+                f"value in the {label}'s input precision; pass a larger --step"
+            )
+        prediction[sl] = out[0]
+        if p:
+            effects[sl, moved] = (out[1 : 1 + p] - out[1 + p :]).T / dx
+        if progress is not None:
+            progress(m)
+    return Effects(local_effects=effects, prediction=prediction)
+
+
+def zero_share(
+    f: PredictFn,
+    X: np.ndarray,
+    steps: np.ndarray,
+    *,
+    fixed: np.ndarray | None = None,
+    dtype: type[np.floating] | np.dtype = np.float64,
+) -> float:
+    """Share of exactly-zero derivatives on up to 200 rows of X, over the features
+    with at least one non-zero derivative (0.0 if the model looks constant).
+
+    A step function is flat except at the 2 of 50 rows that sit on a jump (0 and 1):
+
+    >>> X = np.linspace(0, 1, 50).reshape(-1, 1)
+    >>> zero_share(lambda Z: np.floor(4 * Z[:, 0]), X, np.array([1e-6]))
+    0.96
+    >>> zero_share(lambda Z: (Z[:, 0] + 1) ** 2, X, np.array([1e-6]))
+    0.0
+    """
+    if len(X) > _SAMPLE_ROWS:
+        rows = np.random.default_rng(0).choice(len(X), size=_SAMPLE_ROWS, replace=False)
+        X = X[np.sort(rows)]
+    grads = central_differences(f, X, steps, fixed=fixed, dtype=dtype).local_effects
+    used = (grads != 0).any(axis=0)
+    if not used.any():
+        return 0.0
+    return float(np.mean(grads[:, used] == 0))
+
+
+def choose_step(
+    f: PredictFn,
+    X: np.ndarray,
+    scale: np.ndarray,
+    *,
+    user_step: float | None,
+    piecewise_type: bool,
+    smooth_step: float,
+    fixed: np.ndarray | None = None,
+    dtype: type[np.floating] | np.dtype = np.float64,
+) -> StepChoice:
+    """The relative step: ``--step`` if given; the large step for a piecewise-constant
+    model type; else the large step if most small-step derivatives on a sample are
+    exactly zero; else ``smooth_step``."""
+    if user_step is not None:
+        return StepChoice(user_step, "user")
+    if piecewise_type:
+        return StepChoice(LARGE_STEP, "piecewise-constant model type")
+    share = zero_share(f, X, smooth_step * scale, fixed=fixed, dtype=dtype)
+    if share > ZERO_SHARE_LIMIT:
+        return StepChoice(LARGE_STEP, "zero share on a sample", share)
+    return StepChoice(smooth_step, "smooth default", share)
+
+
+def plan_steps(
+    f: PredictFn,
+    X: np.ndarray,
+    *,
+    user_step: float | None,
+    piecewise_type: bool,
+    smooth_step: float,
+    fixed: np.ndarray,
+    dtype: type[np.floating] | np.dtype = np.float64,
+) -> tuple[StepChoice, np.ndarray]:
+    """The step choice (see :func:`choose_step`) and the absolute steps (D,), 0 for
+    held-fixed columns."""
+    scale = feature_scale(X)
+    step = choose_step(
+        f,
+        X,
+        scale,
+        user_step=user_step,
+        piecewise_type=piecewise_type,
+        smooth_step=smooth_step,
+        fixed=fixed,
+        dtype=dtype,
+    )
+    return step, step.rel_step * scale * ~fixed
+
+
+def rows_independent(f: PredictFn, X: np.ndarray, *, rtol: float) -> bool:
+    """True when the outputs of the first rows do not change if the other rows of
+    the batch change, or if they are evaluated alone."""
+    rows = X[:8]
+    half = max(1, len(rows) // 2)
+    other = rows.copy()
+    other[half:] = rows[half:] + X.std(axis=0) + 1.0
+    a, b, c = f(rows), f(other), f(rows[:1])
+    scale = max(float(np.max(np.abs(a), initial=0.0)), 1e-12)
+    return bool(
+        np.all(np.abs(a[:half] - b[:half]) <= rtol * scale)
+        and np.all(np.abs(a[:1] - c) <= rtol * scale)
+    )

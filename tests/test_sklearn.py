@@ -1,0 +1,220 @@
+"""scikit-learn models: known answers for linear models, the large step for
+tree ensembles, classifiers' outputs, pipelines on DataFrames with categorical columns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ale_cli.adapters.data import load_table
+from ale_cli.adapters.store import read_store
+from ale_cli.compute import ComputeRequest, compute
+from ale_cli.errors import ModelError
+from ale_cli.models import Columns, LoadOptions
+from ale_cli.models.scikit import SklearnModel
+
+HGB_TRUST = ("sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",)
+
+
+def sklearn_effects(estimator, X, names=None, **options):  # type: ignore[no-untyped-def]
+    names = names or tuple(f"x{j}" for j in range(X.shape[1]))
+    model = SklearnModel(
+        estimator, Path("m.skops"), "skops", LoadOptions(**options), Columns(names=tuple(names))
+    )
+    model.check(X)
+    return model, model.local_effects(X)
+
+
+@pytest.fixture(scope="module")
+def linear_data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 4)) * [1.0, 10.0, 0.01, 1000.0] + [0.0, 50.0, 0.0, 1e4]
+    y = X @ [1.5, -0.2, 30.0, 0.001] + rng.normal(0, 0.1, 500)
+    return X, y
+
+
+@pytest.mark.parametrize("name", ["LinearRegression", "Ridge"])
+def test_linear_models_local_effects_are_the_coefficients(linear_data, name) -> None:  # type: ignore[no-untyped-def]
+    import sklearn.linear_model as lm
+
+    X, y = linear_data
+    est = getattr(lm, name)().fit(X, y)
+    model, got = sklearn_effects(est, X)
+    assert model.describe()["step"]["rule"] == "smooth default"
+    np.testing.assert_allclose(got.local_effects, np.broadcast_to(est.coef_, X.shape), rtol=1e-8)
+    np.testing.assert_allclose(got.prediction, est.predict(X), rtol=1e-12)
+
+
+def test_logistic_regression_proba_is_p_one_minus_p_times_w(linear_data) -> None:  # type: ignore[no-untyped-def]
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = linear_data
+    Z = (X - X.mean(0)) / X.std(0)
+    clf = LogisticRegression().fit(Z, y > np.median(y))
+    _, got = sklearn_effects(clf, Z, output="proba:1")
+    p = clf.predict_proba(Z)[:, 1]
+    expected = (p * (1 - p))[:, None] * clf.coef_[0]
+    # 1e-6 relative; where p saturates (p (1 - p) ~ 1e-6) float64 rounding of p near 1
+    # leaves ~1e-11 absolute, so the floor is 1e-6 of the column's largest effect
+    np.testing.assert_allclose(
+        got.local_effects, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max()
+    )
+    _, by_label = sklearn_effects(clf, Z, output="proba:True")
+    np.testing.assert_array_equal(by_label.local_effects, got.local_effects)
+    _, decision = sklearn_effects(clf, Z, output="decision")
+    np.testing.assert_allclose(
+        decision.local_effects, np.broadcast_to(clf.coef_[0], Z.shape), rtol=1e-7
+    )
+
+
+def test_constant_feature_has_zero_effect() -> None:
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(1)
+    X = np.column_stack([rng.normal(size=100), np.full(100, 3.0)])
+    est = LinearRegression().fit(X, 2 * X[:, 0])
+    _, got = sklearn_effects(est, X)
+    np.testing.assert_allclose(got.local_effects[:, 1], 0.0, atol=1e-9)
+
+
+# -- piecewise-constant models ------------------------------------------------------------
+
+
+def quantile_dale(x: np.ndarray, effects: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Centered DALE curve at quantile edges, written from DESIGN.md's conventions:
+    type-1 quantile edges (deduplicated), bins (z_{k-1}, z_k] with z_0 in the first,
+    f(z_k) = sum of mean effect x bin width, count-weighted trapezoid centering.
+    (Stands in for `ale rebin --bins 20 --binning quantile` until it is merged.)"""
+    xs = np.sort(x)
+    n = len(x)
+    probs = np.arange(bins + 1) / bins
+    edges = np.unique(xs[np.maximum(np.ceil(n * probs).astype(int) - 1, 0)])
+    k = np.clip(np.searchsorted(edges, x, side="left") - 1, 0, len(edges) - 2)
+    counts = np.bincount(k, minlength=len(edges) - 1)
+    means = np.bincount(k, weights=effects, minlength=len(edges) - 1) / counts
+    curve = np.concatenate([[0.0], np.cumsum(means * np.diff(edges))])
+    return edges, center(curve, counts)
+
+
+def center(curve: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    return curve - np.sum(counts * (curve[:-1] + curve[1:]) / 2) / counts.sum()
+
+
+def test_hist_gradient_boosting_gets_the_large_step_and_recovers_the_effects() -> None:
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-2, 2, size=(10_000, 3))
+    y = X[:, 0] + X[:, 1] ** 2 + rng.normal(0, 0.1, len(X))
+    est = HistGradientBoostingRegressor(random_state=0).fit(X, y)
+    model, got = sklearn_effects(est, X)
+    assert model.describe()["step"]["rel_step"] == 0.05
+    assert model.describe()["step"]["rule"] == "piecewise-constant model type"
+    zero_share = np.mean(got.local_effects[:, :2] == 0, axis=0)
+    assert np.all(zero_share < 0.05), zero_share
+    for j, truth in ((0, lambda v: v), (1, lambda v: v**2)):
+        edges, curve = quantile_dale(X[:, j], got.local_effects[:, j], 20)
+        k = np.clip(np.searchsorted(edges, X[:, j], side="left") - 1, 0, len(edges) - 2)
+        expected = center(truth(edges), np.bincount(k, minlength=len(edges) - 1))
+        rmse = float(np.sqrt(np.mean((curve - expected) ** 2)))
+        assert rmse < 0.1, (j, rmse)
+
+
+def test_piecewise_constant_detected_from_zero_share() -> None:
+    """A model type not on the list still gets the large step when a sample shows
+    mostly exactly-zero small-step derivatives (here a bagged tree)."""
+    from sklearn.ensemble import BaggingRegressor
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, size=(400, 2))
+    est = BaggingRegressor(n_estimators=5, random_state=0).fit(X, X[:, 0] - X[:, 1])
+    model, _ = sklearn_effects(est, X)
+    step = model.describe()["step"]
+    assert step["rule"] == "zero share on a sample" and step["rel_step"] == 0.05
+    assert step["zero_share"] > 0.5
+    user, _ = sklearn_effects(est, X, step=0.2)
+    assert user.describe()["step"]["rule"] == "user"
+    np.testing.assert_allclose(user.describe()["step"]["absolute"], 0.2 * X.std(0))
+
+
+# -- pipelines on DataFrames, categorical columns -----------------------------------------
+
+
+def test_sample_pipeline_with_text_column_through_compute(sample_dir: Path, tmp_path: Path) -> None:
+    import skops.io as sio
+
+    out = tmp_path / "credit.npz"
+    request = ComputeRequest(
+        model=sample_dir / "models" / "credit_logreg.skops",
+        data=sample_dir / "credit.csv",
+        out=out,
+        exclude=("approved",),
+        output="proba:1",
+    )
+    compute(request)
+    store = read_store(out)
+    assert store.meta["categorical_features"] == ["region"]
+    levels = store.meta["categorical_levels"]["region"]
+    assert levels == ["east", "north", "south", "west"]
+    frame = pd.read_csv(sample_dir / "credit.csv")
+    np.testing.assert_array_equal(np.array(levels)[store.X[:, 3].astype(int)], frame["region"])
+    np.testing.assert_array_equal(store.local_effects[:, 3], 0.0)
+    pipe = sio.load(sample_dir / "models" / "credit_logreg.skops")
+    inputs = frame[["age", "income", "debt_ratio", "region"]]
+    p = pipe.predict_proba(inputs)[:, 1]
+    np.testing.assert_allclose(store.prediction, p, rtol=1e-12)
+    # logit is linear in the scaled numeric columns: d p / d x_j = p (1 - p) w_j / scale_j
+    scaler = pipe.named_steps["prep"].named_transformers_["num"]
+    w = pipe.named_steps["clf"].coef_[0][:3] / scaler.scale_
+    expected = (p * (1 - p))[:, None] * w
+    np.testing.assert_allclose(store.local_effects[:, :3], expected, rtol=1e-5, atol=1e-12)
+    assert store.meta["method_details"]["dataframe_input"] is True
+
+
+def test_declared_integer_categorical_is_held_fixed(tmp_path: Path) -> None:
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"x": rng.normal(size=300), "grade": rng.integers(1, 4, 300)})
+    y = 2 * frame["x"] + frame["grade"].map({1: 0.0, 2: 5.0, 3: -1.0})
+    prep = ColumnTransformer([("cat", OneHotEncoder(), ["grade"])], remainder="passthrough")
+    est = make_pipeline(prep, LinearRegression()).fit(frame, y)
+    data = tmp_path / "grades.csv"
+    frame.assign(y=y).to_csv(data, index=False)
+    table = load_table(data, exclude=["y"], categorical=["grade"], encode_text=True)
+    columns = Columns(names=table.feature_names, fixed=table.categorical, dtypes=table.dtypes)
+    model = SklearnModel(est, Path("m.pkl"), "pickle", LoadOptions(), columns)
+    model.check(table.X)
+    got = model.local_effects(table.X)
+    np.testing.assert_allclose(got.local_effects[:, 0], 2.0, rtol=1e-7)
+    np.testing.assert_array_equal(got.local_effects[:, 1], 0.0)
+    np.testing.assert_allclose(got.prediction, est.predict(frame), rtol=1e-12)
+
+
+def test_hgb_skops_needs_trust_and_records_it(sample_dir: Path, tmp_path: Path) -> None:
+    path = sample_dir / "models" / "diabetes_hgb.skops"
+    columns = Columns(names=("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6"))
+    with pytest.raises(ModelError, match="pass --trust sklearn.ensemble._hist_gradient"):
+        SklearnModel.load(path, "skops", LoadOptions(), columns)
+    model = SklearnModel.load(path, "skops", LoadOptions(trust=HGB_TRUST), columns)
+    assert model.describe()["trusted_types"] == list(HGB_TRUST)
+
+
+def test_pickle_loads_with_trust(tmp_path: Path) -> None:
+    import joblib
+    from sklearn.linear_model import LinearRegression
+
+    X = np.random.default_rng(5).normal(size=(50, 2))
+    path = tmp_path / "lin.pkl"
+    joblib.dump(LinearRegression().fit(X, X @ [3.0, -1.0]), path)
+    model = SklearnModel.load(
+        path, "pickle", LoadOptions(trust_pickle=True), Columns(names=("a", "b"))
+    )
+    model.check(X)
+    np.testing.assert_allclose(model.local_effects(X).local_effects, [[3.0, -1.0]] * 50, rtol=1e-8)
