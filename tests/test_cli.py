@@ -89,9 +89,9 @@ def test_config_supplies_options_and_flags_win(cli, tmp_path, rhale_model, sampl
     [
         (
             "compute:\n  bins: 3\n",
-            "unknown key 'bins' for 'ale compute' (known: batch-size, "
-            "data, dropna, exclude, features, force, format, model, model-format, out, output, "
-            "quiet)",
+            "unknown key 'bins' for 'ale compute' (known: batch-size, categorical, "
+            "data, dropna, exclude, features, force, format, method, model, model-format, "
+            "out, output, quiet, step, trust, trust-pickle)",
         ),
         (
             "batch-size: many\n",

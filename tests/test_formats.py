@@ -135,7 +135,7 @@ def test_output_that_does_not_exist(models: Path, sample_dir: Path, diabetes: Pa
     assert run(mlp, diabetes, "--exclude", "target", "--output", "score") == (
         2,
         f"error: --output 'score': ONNX model '{mlp}' has no such output (outputs: y: "
-        "tensor(float) ['n']); use NAME, NAME:INDEX or INDEX\n",
+        "tensor(double) ['n']); use NAME, NAME:INDEX or INDEX\n",
     )
 
 

@@ -83,28 +83,19 @@ def test_constant_feature_has_zero_effect() -> None:
 # -- piecewise-constant models ------------------------------------------------------------
 
 
-def quantile_dale(x: np.ndarray, effects: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
-    """Centered DALE curve at quantile edges, written from DESIGN.md's conventions:
-    type-1 quantile edges (deduplicated), bins (z_{k-1}, z_k] with z_0 in the first,
-    f(z_k) = sum of mean effect x bin width, count-weighted trapezoid centering.
-    (Stands in for `ale rebin --bins 20 --binning quantile` until it is merged.)"""
-    xs = np.sort(x)
-    n = len(x)
-    probs = np.arange(bins + 1) / bins
-    edges = np.unique(xs[np.maximum(np.ceil(n * probs).astype(int) - 1, 0)])
-    k = np.clip(np.searchsorted(edges, x, side="left") - 1, 0, len(edges) - 2)
-    counts = np.bincount(k, minlength=len(edges) - 1)
-    means = np.bincount(k, weights=effects, minlength=len(edges) - 1) / counts
-    curve = np.concatenate([[0.0], np.cumsum(means * np.diff(edges))])
-    return edges, center(curve, counts)
-
-
 def center(curve: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Count-weighted trapezoid centering (DESIGN.md), applied to the true curve."""
     return curve - np.sum(counts * (curve[:-1] + curve[1:]) / 2) / counts.sum()
 
 
-def test_hist_gradient_boosting_gets_the_large_step_and_recovers_the_effects() -> None:
+def test_hist_gradient_boosting_gets_the_large_step_and_recovers_the_effects(
+    tmp_path: Path, cli
+) -> None:
+    import pandas as pd
+    import skops.io as sio
     from sklearn.ensemble import HistGradientBoostingRegressor
+
+    from ale_cli.adapters.summary import read_summary
 
     rng = np.random.default_rng(2)
     X = rng.uniform(-2, 2, size=(10_000, 3))
@@ -115,12 +106,22 @@ def test_hist_gradient_boosting_gets_the_large_step_and_recovers_the_effects() -
     assert model.describe()["step"]["rule"] == "piecewise-constant model type"
     zero_share = np.mean(got.local_effects[:, :2] == 0, axis=0)
     assert np.all(zero_share < 0.05), zero_share
-    for j, truth in ((0, lambda v: v), (1, lambda v: v**2)):
-        edges, curve = quantile_dale(X[:, j], got.local_effects[:, j], 20)
-        k = np.clip(np.searchsorted(edges, X[:, j], side="left") - 1, 0, len(edges) - 2)
-        expected = center(truth(edges), np.bincount(k, minlength=len(edges) - 1))
-        rmse = float(np.sqrt(np.mean((curve - expected) ** 2)))
-        assert rmse < 0.1, (j, rmse)
+
+    # the whole pipeline: compute -> rebin --bins 20 --binning quantile
+    sio.dump(est, tmp_path / "hgb.skops")
+    pd.DataFrame(X, columns=["x1", "x2", "x3"]).to_csv(tmp_path / "d.csv", index=False)
+    trust = [t for t in sio.get_untrusted_types(file=tmp_path / "hgb.skops")]
+    trust_args = [a for t in trust for a in ("--trust", t)]
+    store, summary = tmp_path / "s.npz", tmp_path / "dale.json"
+    result = cli("compute", tmp_path / "hgb.skops", tmp_path / "d.csv", "-o", store, *trust_args)
+    assert result.exit_code == 0, result.output
+    result = cli("rebin", store, "--bins", "20", "--binning", "quantile", "-o", summary)
+    assert result.exit_code == 0, result.output
+    for name, truth in (("x1", lambda v: v), ("x2", lambda v: v**2)):
+        feat = read_summary(summary).feature(name)
+        expected = center(truth(feat.edges), feat.counts)
+        rmse = float(np.sqrt(np.mean((feat.effect - expected) ** 2)))
+        assert rmse < 0.1, (name, rmse)
 
 
 def test_piecewise_constant_detected_from_zero_share() -> None:
