@@ -11,13 +11,17 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ale_cli import __version__
 from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import SCHEMA_VERSION, Store, cache_key, read_meta, write_store
 from ale_cli.errors import InputError
 from ale_cli.models.base import LoadOptions, ProgressFn
+
+if TYPE_CHECKING:
+    from ale_cli.adapters.data import Table
+    from ale_cli.models.base import Model
 
 
 @dataclass(frozen=True)
@@ -77,50 +81,18 @@ def _stale_reason(meta: dict[str, Any], model_sha: str, data_sha: str, key: str)
     return "the options changed"
 
 
-def compute(
-    request: ComputeRequest,
-    *,
-    force: bool = False,
-    progress: Callable[[int], ProgressFn] | None = None,
-) -> ComputeResult:
-    """Compute (or reuse) the local-effects store described by ``request``.
+def open_inputs(
+    request: ComputeRequest, *, timings: dict[str, float] | None = None
+) -> tuple[Table, Model]:
+    """Load the data table and the model of ``request`` and check the model on the data.
 
-    ``progress(total_rows)`` may return a callable that is told how many rows
-    each model call finished.
+    Shared by every command that needs the model (compute, classic, interact).
+    ``timings`` (if given) receives load_data_s, load_model_s and check_model_s.
     """
     from ale_cli.adapters.data import load_table
     from ale_cli.models import Columns, detect_format, load_model
 
-    t0 = time.perf_counter()
-    for label, path in (("model", request.model), ("data", request.data)):
-        if not path.exists():
-            raise InputError(f"{label} file '{path}' does not exist")
-    model_sha = sha256_file(request.model)
-    data_sha = sha256_file(request.data)
-    key = cache_key(model_sha, data_sha, request.result_options())
-
-    reason = None
-    if request.out.exists() and not force:
-        try:
-            meta = read_meta(request.out)
-        except InputError:
-            raise InputError(
-                f"output '{request.out}' exists and is not a local-effects store; "
-                "remove it, choose another -o, or pass --force to overwrite it"
-            ) from None
-        reason = _stale_reason(meta, model_sha, data_sha, key)
-        if reason is None:
-            return ComputeResult(
-                out=request.out,
-                cache_hit=True,
-                n_rows=int(meta["n_rows"]),
-                n_features=len(meta["feature_names"]),
-                method=str(meta["method"]),
-                seconds=time.perf_counter() - t0,
-                rows_dropped=int(meta["data"].get("rows_dropped", 0)),
-            )
-
-    timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
+    timings = {} if timings is None else timings
     model_format = detect_format(request.model, request.model_format)
     t = time.perf_counter()
     table = load_table(
@@ -159,6 +131,51 @@ def compute(
     t = time.perf_counter()
     model.check(table.X)
     timings["check_model_s"] = time.perf_counter() - t
+    return table, model
+
+
+def compute(
+    request: ComputeRequest,
+    *,
+    force: bool = False,
+    progress: Callable[[int], ProgressFn] | None = None,
+) -> ComputeResult:
+    """Compute (or reuse) the local-effects store described by ``request``.
+
+    ``progress(total_rows)`` may return a callable that is told how many rows
+    each model call finished.
+    """
+    t0 = time.perf_counter()
+    for label, path in (("model", request.model), ("data", request.data)):
+        if not path.exists():
+            raise InputError(f"{label} file '{path}' does not exist")
+    model_sha = sha256_file(request.model)
+    data_sha = sha256_file(request.data)
+    key = cache_key(model_sha, data_sha, request.result_options())
+
+    reason = None
+    if request.out.exists() and not force:
+        try:
+            meta = read_meta(request.out)
+        except InputError:
+            raise InputError(
+                f"output '{request.out}' exists and is not a local-effects store; "
+                "remove it, choose another -o, or pass --force to overwrite it"
+            ) from None
+        reason = _stale_reason(meta, model_sha, data_sha, key)
+        if reason is None:
+            return ComputeResult(
+                out=request.out,
+                cache_hit=True,
+                n_rows=int(meta["n_rows"]),
+                n_features=len(meta["feature_names"]),
+                method=str(meta["method"]),
+                seconds=time.perf_counter() - t0,
+                rows_dropped=int(meta["data"].get("rows_dropped", 0)),
+            )
+
+    timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
+    table, model = open_inputs(request, timings=timings)
 
     t = time.perf_counter()
     effects = model.local_effects(table.X, progress=progress(len(table.X)) if progress else None)
