@@ -12,7 +12,6 @@ Every list must hold at least 2 finite numbers, strictly increasing.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.adapters.files import sha256_file
+from ale_cli.adapters.jsonio import read_json_file
 from ale_cli.core.binning import check_edges
 from ale_cli.errors import InputError
 
@@ -68,12 +68,7 @@ def _check(path: Path, name: str, values: Any) -> np.ndarray:
 def read_edges(path: str | Path) -> EdgesFile:
     """Read and check the edges in ``path``; one-line InputError naming file and feature."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"edges file '{path}' does not exist")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"edges file '{path}' is not valid JSON: {exc}") from None
+    data = read_json_file(path, "edges file")
     if not isinstance(data, dict):
         raise InputError(
             f"edges file '{path}' must hold a summary or a mapping of feature names to edge lists"

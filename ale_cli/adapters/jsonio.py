@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.errors import InputError
+
 
 def to_jsonable(value: Any) -> Any:
     """Convert numpy arrays/scalars, tuples and paths to JSON types; NaN/inf -> None.
@@ -49,3 +51,17 @@ def float_array(values: Any) -> np.ndarray:
     array([ 1., nan])
     """
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def read_json_file(path: str | Path, what: str) -> Any:
+    """Parse a JSON file; a missing file or invalid JSON is a one-line InputError.
+
+    ``what`` names the file's role in the message, e.g. ``"summary"``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{what} '{path}' does not exist")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{what} '{path}' is not valid JSON: {exc}") from None

@@ -26,7 +26,6 @@ byte-identical for the same inputs apart from ``created`` (omitted with
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ import numpy as np
 
 from ale_cli import __version__
 from ale_cli.adapters.files import atomic_write
-from ale_cli.adapters.jsonio import dumps, float_array
+from ale_cli.adapters.jsonio import dumps, float_array, read_json_file
 from ale_cli.errors import InputError
 
 SCHEMA_VERSION = 1
@@ -191,12 +190,7 @@ def write_summary(path: str | Path, summary: Summary, *, timestamp: bool = True)
 def read_summary(path: str | Path) -> Summary:
     """Read a summary written by :func:`write_summary`; one-line errors for bad files."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"summary '{path}' does not exist")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"summary '{path}' is not valid JSON: {exc}") from None
+    data = read_json_file(path, "summary")
     if not isinstance(data, dict) or "features" not in data or "estimator" not in data:
         raise InputError(f"'{path}' is not an ale summary (no 'estimator'/'features')")
     version = data.get("schema_version")
