@@ -32,6 +32,77 @@ FeaturesOption = Annotated[
 ]
 
 
+# -- reading a model and its data (ale compute, ale interact) -------------------------------
+
+ModelArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="Model file: TorchScript (.pt/.ts), ONNX (.onnx), skops (.skops) or a "
+        "pickle (.pkl/.pickle/.joblib, needs --trust-pickle)."
+    ),
+]
+DataArgument = Annotated[Path, typer.Argument(help="Data file: CSV or Parquet.")]
+DataFormatOption = Annotated[
+    str | None,
+    typer.Option("--format", help="Data format, csv or parquet (default: by extension)."),
+]
+ExcludeOption = Annotated[
+    str | None,
+    typer.Option("--exclude", help="Comma-separated columns to leave out (e.g. the target)."),
+]
+DropnaOption = Annotated[
+    bool, typer.Option("--dropna", help="Drop rows with NaN/inf values and say how many.")
+]
+ModelFormatOption = Annotated[
+    str | None,
+    typer.Option("--model-format", help="Model format (default: by extension)."),
+]
+OutputOption = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        help="Model output to explain. Tensor models: a column INDEX, ELEMENT:INDEX for a "
+        "tuple output, or NAME / NAME:INDEX for ONNX outputs. scikit-learn: predict "
+        "(regressors' default), proba:CLASS (label or index), decision or decision:INDEX. "
+        "Default: the model's only output; classifiers must choose.",
+    ),
+]
+CategoricalOption = Annotated[
+    str | None,
+    typer.Option(
+        "--categorical",
+        help="Comma-separated integer-coded categorical columns: held fixed (never "
+        "perturbed) and reported as not estimable. Text columns of scikit-learn models "
+        "are categorical automatically.",
+    ),
+]
+TrustOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trust",
+        help="Comma-separated types a skops file may load beyond the safe defaults "
+        "(ale lists them when they are needed).",
+    ),
+]
+TrustPickleOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-pickle",
+        help="Allow loading a pickle; this runs code stored in the file, so only for "
+        "files from a trusted source.",
+    ),
+]
+BatchSizeOption = Annotated[
+    int | None,
+    typer.Option(
+        "--batch-size",
+        help="Rows per model call (default: 8192 for autodiff, 50000 stacked "
+        "evaluation rows for finite differences).",
+        min=1,
+    ),
+]
+
+
 def split_names(value: str | None, option: str) -> tuple[str, ...] | None:
     """``"a, b"`` -> ``("a", "b")``; None stays None; empty names are an error.
 
