@@ -136,7 +136,7 @@ class FeatureSummary:
 
 def _matrix(values: Any, dtype: Any) -> np.ndarray:
     """A JSON list of rows as a 2-D array (``null`` -> NaN for floats); [] -> shape (0, 0)."""
-    if not values:
+    if len(values) == 0:
         return np.zeros((0, 0), dtype=dtype)
     if dtype is np.float64:
         return np.array([float_array(row) for row in values], dtype=np.float64)

@@ -113,12 +113,12 @@ def bilinear(effect: np.ndarray, r: int) -> np.ndarray:
 
 
 def sub_cells(shape: tuple[int, int]) -> int:
-    """R: sub-cells per cell and axis, about 120 across the larger axis (at least 1).
+    """R: sub-cells per cell and axis, about 80 across the larger axis (at least 1).
 
     >>> sub_cells((10, 10)), sub_cells((200, 3))
-    (12, 1)
+    (8, 1)
     """
-    return max(1, -(-120 // max(shape)))
+    return max(1, -(-80 // max(shape)))
 
 
 def colour_limit(item: InteractionSummary) -> float:
@@ -184,6 +184,7 @@ def interaction_figure(summary: Summary, index: int, *, store: Store | None = No
             cmap=CMAP,
             norm=Normalize(-lim, lim),
             gid="surface",
+            rasterized=True,  # one image in SVG files, not thousands of shaded triangles
         )
         segments = [[(z, zb[0]), (z, zb[-1])] for z in za] + [[(za[0], w), (za[-1], w)] for w in zb]
         ax.add_collection(
