@@ -262,7 +262,7 @@ class OnnxModel:
             if grad:
                 (g,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
                 g = torch.zeros_like(x) if g is None else g
-                grads.append(g.numpy()[:n])
+                grads.append(g.detach().numpy()[:n])
             preds.append(y.detach().numpy()[:n])
         pred = np.concatenate(preds).astype(np.float64)
         return pred, (np.concatenate(grads).astype(np.float64) if grad else None)

@@ -145,7 +145,7 @@ class TorchScriptModel:
         (grad,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
         if grad is None:  # the output does not depend on the input at all
             grad = torch.zeros_like(x)
-        return y.detach().numpy(), grad.numpy()
+        return y.detach().numpy(), grad.detach().numpy()
 
     # -- the adapter interface ---------------------------------------------------------
 
