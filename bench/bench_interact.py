@@ -13,8 +13,7 @@ Set BENCH_QUICK=1 for a smaller run.
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +24,12 @@ from ale_cli.core.second_order import second_order_effect
 from ale_cli.interact import second_differences
 from ale_cli.models import LoadOptions, load_model
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_formats import interleaved  # noqa: E402  (best time of each, in turn per round)
+
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 ROOT = Path(__file__).resolve().parent.parent
 N = 20_000 if QUICK else 100_000
-
-
-def interleaved(fns: dict[str, Callable[[], object]], repeat: int = 3) -> dict[str, float]:
-    """Best time of each function over ``repeat`` rounds, run in turn within each round."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t)
-    return best
 
 
 def main() -> None:
@@ -63,7 +54,8 @@ def main() -> None:
             "core (dale)": lambda: second_order_effect(
                 ia, ib, values, edges_a=ea, edges_b=eb, route="dale"
             ),
-        }
+        },
+        repeat=3,
     )
     print(f"N = {N:,} rows, D = {X.shape[1]}, pair (s1, s2), 10 x 10 quantile cells")
     for name, seconds in t.items():

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ale_cli.cli.config import config_callback
 from ale_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from ale_cli.compute import ComputeRequest
 
 ConfigOption = Annotated[
     Path | None,
@@ -115,3 +118,41 @@ def split_names(value: str | None, option: str) -> tuple[str, ...] | None:
     if not names or any(not n for n in names):
         raise InputError(f"{option} expects comma-separated names, got '{value}'")
     return names
+
+
+def inputs_request(
+    model: Path,
+    data: Path,
+    out: Path,
+    *,
+    data_format: str | None,
+    features: str | None,
+    exclude: str | None,
+    dropna: bool,
+    model_format: str | None,
+    output: str | None,
+    batch_size: int | None,
+    categorical: str | None,
+    trust: str | None,
+    trust_pickle: bool,
+    **more: Any,
+) -> ComputeRequest:
+    """The ComputeRequest of the shared model/data options (``more``: compute's own)."""
+    from ale_cli.compute import ComputeRequest
+
+    return ComputeRequest(
+        model=model,
+        data=data,
+        out=out,
+        data_format=data_format,
+        features=split_names(features, "--features"),
+        exclude=split_names(exclude, "--exclude") or (),
+        dropna=dropna,
+        model_format=model_format,
+        output=output,
+        batch_size=batch_size,
+        categorical=split_names(categorical, "--categorical") or (),
+        trust=split_names(trust, "--trust") or (),
+        trust_pickle=trust_pickle,
+        **more,
+    )

@@ -23,7 +23,7 @@ from ale_cli.cli.common import (
     QuietOption,
     TrustOption,
     TrustPickleOption,
-    split_names,
+    inputs_request,
 )
 from ale_cli.errors import InputError
 
@@ -86,7 +86,6 @@ def compute(
     and options (a cache hit); --force recomputes.
     """
     from ale_cli.cli.progress import ProgressBar
-    from ale_cli.compute import ComputeRequest
     from ale_cli.compute import compute as run
     from ale_cli.models.base import METHODS
     from ale_cli.pairs import parse_pairs
@@ -95,22 +94,22 @@ def compute(
         raise InputError(f"--method must be one of {', '.join(METHODS)}, got '{method}'")
     if step is not None and not step > 0:
         raise InputError(f"--step must be a positive fraction of each feature's std, got {step}")
-    request = ComputeRequest(
-        model=model,
-        data=data,
-        out=out,
+    request = inputs_request(
+        model,
+        data,
+        out,
         data_format=data_format,
-        features=split_names(features, "--features"),
-        exclude=split_names(exclude, "--exclude") or (),
+        features=features,
+        exclude=exclude,
         dropna=dropna,
         model_format=model_format,
         output=output,
         batch_size=batch_size,
-        categorical=split_names(categorical, "--categorical") or (),
+        categorical=categorical,
+        trust=trust,
+        trust_pickle=trust_pickle,
         method=method,
         step=step,
-        trust=split_names(trust, "--trust") or (),
-        trust_pickle=trust_pickle,
         pairs=parse_pairs(pairs, "--pairs"),
     )
     bars: list[ProgressBar] = []

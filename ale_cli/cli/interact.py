@@ -23,9 +23,9 @@ from ale_cli.cli.common import (
     QuietOption,
     TrustOption,
     TrustPickleOption,
-    split_names,
+    inputs_request,
 )
-from ale_cli.cli.estimate import OutOption, TimestampOption
+from ale_cli.cli.estimate import EdgesOption, OutOption, TimestampOption
 
 
 @app.command(
@@ -57,7 +57,10 @@ def interact(
     bins: Annotated[
         int | None,
         typer.Option(
-            "--bins", help="Bins per feature (default: 10), K x K cells.", show_default=False
+            "--bins",
+            help="Bins per feature (default: 10), K x K cells.",
+            min=1,
+            show_default=False,
         ),
     ] = None,
     binning: Annotated[
@@ -69,15 +72,7 @@ def interact(
             show_default=False,
         ),
     ] = None,
-    edges: Annotated[
-        Path | None,
-        typer.Option(
-            "--edges",
-            help="JSON file with the edges per feature (a previous summary or "
-            '{"feature": [edges]}); rows outside are left out and counted.',
-            show_default=False,
-        ),
-    ] = None,
+    edges: EdgesOption = None,
     store: Annotated[
         Path | None,
         typer.Option(
@@ -106,25 +101,24 @@ def interact(
     """
     from ale_cli.adapters.summary import write_summary
     from ale_cli.cli.progress import ProgressBar
-    from ale_cli.compute import ComputeRequest
     from ale_cli.interact import InteractRequest
     from ale_cli.interact import interact as run
     from ale_cli.pairs import parse_pairs
 
     request = InteractRequest(
-        inputs=ComputeRequest(
-            model=model,
-            data=data,
-            out=out,
+        inputs=inputs_request(
+            model,
+            data,
+            out,
             data_format=data_format,
-            features=split_names(features, "--features"),
-            exclude=split_names(exclude, "--exclude") or (),
+            features=features,
+            exclude=exclude,
             dropna=dropna,
             model_format=model_format,
             output=output,
             batch_size=batch_size,
-            categorical=split_names(categorical, "--categorical") or (),
-            trust=split_names(trust, "--trust") or (),
+            categorical=categorical,
+            trust=trust,
             trust_pickle=trust_pickle,
         ),
         pairs=parse_pairs(pair, "--pair"),
