@@ -22,10 +22,12 @@ demo: samples
 	$(BIN)/ale rhale --config configs/diabetes-mlp.yaml
 	$(BIN)/ale rebin --config configs/diabetes-mlp.yaml
 	$(BIN)/ale plot --config configs/diabetes-mlp.yaml > /dev/null
+	$(BIN)/ale interact --config configs/diabetes-mlp.yaml
+	$(BIN)/ale plot $(OUT)/diabetes-mlp-interact.json --store $(OUT)/diabetes-mlp.npz -o $(OUT)/plots/diabetes-mlp-interact > /dev/null
 	$(BIN)/ale compute --config configs/rhale-paper.yaml
 	$(BIN)/ale rhale --config configs/rhale-paper.yaml
 	$(BIN)/ale plot --config configs/rhale-paper.yaml > /dev/null
-	@echo "demo: figures in $(OUT)/plots/diabetes-mlp/ and $(OUT)/plots/rhale-paper/ (overview.png first); summaries and stores in $(OUT)/"
+	@echo "demo: figures in $(OUT)/plots/diabetes-mlp/ and $(OUT)/plots/rhale-paper/ (overview.png first), the s1 x s2 interaction in $(OUT)/plots/diabetes-mlp-interact/; summaries and stores in $(OUT)/"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

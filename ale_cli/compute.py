@@ -13,11 +13,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ale_cli import __version__
 from ale_cli.adapters.files import sha256_file
-from ale_cli.adapters.store import SCHEMA_VERSION, Store, cache_key, read_meta, write_store
+from ale_cli.adapters.store import (
+    MIXED,
+    PAIRS,
+    SCHEMA_VERSION,
+    Store,
+    cache_key,
+    read_meta,
+    write_store,
+)
 from ale_cli.errors import InputError
 from ale_cli.models.base import LoadOptions, ProgressFn
+from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
+from ale_cli.pairs import pair_columns
 
 if TYPE_CHECKING:
     from ale_cli.adapters.data import Table
@@ -43,6 +55,7 @@ class ComputeRequest:
     step: float | None = None
     trust: tuple[str, ...] = ()
     trust_pickle: bool = False
+    pairs: tuple[tuple[str, str], ...] = ()
 
     def result_options(self) -> dict[str, Any]:
         """Options that change the store's arrays (batch size and trust do not)."""
@@ -134,6 +147,29 @@ def open_inputs(
     return table, model
 
 
+def _pair_plan(
+    request: ComputeRequest, table: Table, model: Model
+) -> tuple[list[tuple[int, int]], MixedFn | None]:
+    """Columns of ``--pairs`` and the model's mixed-derivative function (None without pairs)."""
+    if not request.pairs:
+        return [], None
+    cols = pair_columns(
+        request.pairs, table.feature_names, option="--pairs", where=f"data '{request.data}'"
+    )
+    fixed = next((n for pair in request.pairs for n in pair if n in table.categorical), None)
+    if fixed is not None:
+        raise InputError(
+            f"--pairs: feature '{fixed}' is categorical (held fixed), so it has no derivative"
+        )
+    mixed = require_mixed_derivatives(
+        model,
+        request.model,
+        option="--pairs",
+        hint="leave out --pairs and use 'ale interact --estimator ale'",
+    )
+    return cols, mixed
+
+
 def compute(
     request: ComputeRequest,
     *,
@@ -176,6 +212,7 @@ def compute(
 
     timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
     table, model = open_inputs(request, timings=timings)
+    pair_cols, mixed = _pair_plan(request, table, model)
 
     t = time.perf_counter()
     effects = model.local_effects(table.X, progress=progress(len(table.X)) if progress else None)
@@ -185,6 +222,15 @@ def compute(
     if fixed:  # categorical columns are held fixed: no local effect (autodiff gives one)
         local_effects = local_effects.copy()
         local_effects[:, fixed] = 0.0
+
+    extra: dict[str, Any] = {}
+    if mixed is not None:
+        t = time.perf_counter()
+        extra = {
+            PAIRS: np.array(request.pairs, dtype=np.str_).reshape(-1, 2),
+            MIXED: mixed(table.X, pair_cols, progress=progress(len(table.X)) if progress else None),
+        }
+        timings["mixed_derivatives_s"] = time.perf_counter() - t
 
     details = model.describe()
     meta: dict[str, Any] = {
@@ -220,6 +266,8 @@ def compute(
             "trust_pickle": request.trust_pickle,
         },
         "n_rows": len(table.X),
+        # optional arrays: mixed derivatives d2f/dx_a dx_b of these pairs (ale compute --pairs)
+        "pairs": [list(p) for p in request.pairs],
         "timings": timings,
         "cache_key": key,
     }
@@ -229,6 +277,7 @@ def compute(
         prediction=effects.prediction,
         feature_names=table.feature_names,
         meta=meta,
+        extra=extra,
     )
     timings["total_before_write_s"] = time.perf_counter() - t0
     write_store(request.out, store)

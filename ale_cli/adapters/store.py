@@ -10,6 +10,13 @@ Arrays (all loadable with ``np.load(path, allow_pickle=False)``):
 ``meta``           0-d unicode  JSON text, see :data:`META_KEYS`
 =================  ===========  ==========================================
 
+Optional arrays (``ale compute --pairs a,b``; the meta's ``pairs`` lists them):
+
+=====================  ===========  ======================================
+``pairs``              (P, 2) str   feature pairs (a, b)
+``mixed_derivatives``  (P, N) f8    d2 prediction / dx_a dx_b at each row
+=====================  ===========  ======================================
+
 Stores are written atomically (temporary file, then rename) and are reused as
 a cache only when their ``cache_key`` (a hash of the model bytes, the data
 bytes and every option that changes the result) matches.
@@ -47,6 +54,8 @@ META_KEYS = (
     "timings",
     "cache_key",
 )
+PAIRS = "pairs"
+MIXED = "mixed_derivatives"
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,14 @@ class Store:
             raise InputError(
                 f"store has no feature '{name}' (features: {', '.join(self.feature_names)})"
             ) from None
+
+    def mixed_derivatives(self) -> dict[tuple[str, str], np.ndarray]:
+        """The cached mixed derivatives by pair (a, b), each (N,); empty if there are none."""
+        if PAIRS not in self.extra or MIXED not in self.extra:
+            return {}
+        pairs = self.extra[PAIRS].reshape(-1, 2)
+        values = self.extra[MIXED].reshape(len(pairs), -1)
+        return {(str(a), str(b)): values[p] for p, (a, b) in enumerate(pairs)}
 
 
 def cache_key(model_sha256: str, data_sha256: str, options: Mapping[str, Any]) -> str:

@@ -19,6 +19,21 @@ A feature whose status is ``not_estimable`` has a ``reason`` and empty arrays.
 ``n_outside`` counts the rows outside ``[z_0, z_K]`` left out (given edges);
 ``objective`` is RHALE's ``sum_k tau_k s_k^2 dz_k`` and ``note`` says when an
 estimator had to depart from what was asked (e.g. RHALE's single-bin fallback).
+Second-order effects (``ale interact``) are :class:`InteractionSummary` items of
+``Summary.interactions`` (an interact summary has an empty ``features`` list):
+
+=================  ==============  ============================================
+``edges_a``        (K_a+1,)        limits of the first feature's bins
+``edges_b``        (K_b+1,)        limits of the second feature's bins
+``counts``         (K_a, K_b)      rows per cell (z_{k-1}, z_k] x (w_{l-1}, w_l]
+``cell_effect``    (K_a, K_b)      mean per-row value in the cell: second-order
+                                   difference (ale) or mixed derivative (dale),
+                                   filled from the nearest non-empty cell
+``cell_std``       (K_a, K_b)      dale only: std of the mixed derivatives, ddof=1
+``filled``         (K_a, K_b)      True where the cell was empty and filled
+``effect``         (K_a+1, K_b+1)  doubly-centered effect at the grid corners
+=================  ==============  ============================================
+
 JSON has no NaN: NaN is written as ``null`` and read back as NaN. The file is
 byte-identical for the same inputs apart from ``created`` (omitted with
 ``timestamp=False``). ``ale_cli/schema/summary.schema.json`` is its JSON Schema.
@@ -118,14 +133,106 @@ class FeatureSummary:
         )
 
 
+def _matrix(values: Any, dtype: Any) -> np.ndarray:
+    """A JSON list of rows as a 2-D array (``null`` -> NaN for floats); [] -> shape (0, 0)."""
+    if len(values) == 0:
+        return np.zeros((0, 0), dtype=dtype)
+    if dtype is np.float64:
+        return np.array([float_array(row) for row in values], dtype=np.float64)
+    return np.array(values, dtype=dtype)
+
+
+@dataclass(frozen=True)
+class InteractionSummary:
+    """The second-order effect of one feature pair; see the module docstring for shapes.
+
+    ``estimator`` is ``"ale"`` (second-order finite differences at the cell
+    corners) or ``"dale"`` (mixed derivatives at the data points); ``cell_std``
+    is None for ``"ale"``. A pair whose grid cannot be built (a constant or
+    categorical feature, no rows inside the given edges) has status
+    ``not_estimable``, a ``reason`` and empty arrays.
+    """
+
+    features: tuple[str, str]
+    estimator: str
+    status: str = "ok"
+    reason: str | None = None
+    edges_a: np.ndarray = field(default_factory=_empty)
+    edges_b: np.ndarray = field(default_factory=_empty)
+    counts: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    cell_effect: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    cell_std: np.ndarray | None = None
+    filled: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool))
+    effect: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    center_offset: float = 0.0
+    n_outside: int = 0
+    note: str | None = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(K_a, K_b)."""
+        return len(self.edges_a) - 1 if len(self.edges_a) else 0, (
+            len(self.edges_b) - 1 if len(self.edges_b) else 0
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "features": list(self.features),
+            "estimator": self.estimator,
+            "status": self.status,
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        out |= {
+            "n_bins": list(self.shape),
+            "edges_a": self.edges_a,
+            "edges_b": self.edges_b,
+            "counts": self.counts.astype(np.int64),
+            "cell_effect": self.cell_effect,
+        }
+        if self.cell_std is not None:
+            out["cell_std"] = self.cell_std
+        out |= {
+            "filled": self.filled.astype(bool),
+            "effect": self.effect,
+            "center_offset": self.center_offset,
+            "n_outside": self.n_outside,
+        }
+        if self.note is not None:
+            out["note"] = self.note
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> InteractionSummary:
+        a, b = (str(n) for n in data["features"])
+        return cls(
+            features=(a, b),
+            estimator=str(data["estimator"]),
+            status=str(data["status"]),
+            reason=data.get("reason"),
+            edges_a=float_array(data["edges_a"]),
+            edges_b=float_array(data["edges_b"]),
+            counts=_matrix(data["counts"], np.int64),
+            cell_effect=_matrix(data["cell_effect"], np.float64),
+            cell_std=_matrix(data["cell_std"], np.float64) if "cell_std" in data else None,
+            filled=_matrix(data["filled"], bool),
+            effect=_matrix(data["effect"], np.float64),
+            center_offset=float(
+                data["center_offset"] if data["center_offset"] is not None else np.nan
+            ),
+            n_outside=int(data.get("n_outside", 0)),
+            note=data.get("note"),
+        )
+
+
 @dataclass(frozen=True)
 class Summary:
     """One estimator run over the features of one store.
 
     ``params`` holds every parameter used, defaults included; ``store`` the
     store's path, sha256 and the parts of its meta a reader needs (model,
-    data, method, output). ``interactions`` is reserved for second-order
-    results (a list of plain mappings until that estimator lands).
+    data, method, output). ``interactions`` holds the second-order effects
+    (``ale interact``), empty for first-order estimators.
     """
 
     estimator: str
@@ -133,7 +240,7 @@ class Summary:
     store: dict[str, Any]
     n_rows: int
     features: tuple[FeatureSummary, ...]
-    interactions: tuple[dict[str, Any], ...] = ()
+    interactions: tuple[InteractionSummary, ...] = ()
     created: str | None = None
     tool: dict[str, str] = field(default_factory=lambda: {"name": "ale", "version": __version__})
     schema_version: int = SCHEMA_VERSION
@@ -157,7 +264,7 @@ class Summary:
             "features": [f.to_dict() for f in self.features],
         }
         if self.interactions:
-            out["interactions"] = list(self.interactions)
+            out["interactions"] = [i.to_dict() for i in self.interactions]
         return out
 
     @classmethod
@@ -171,7 +278,9 @@ class Summary:
             store=dict(data["store"]),
             n_rows=int(data["n_rows"]),
             features=tuple(FeatureSummary.from_dict(f) for f in data["features"]),
-            interactions=tuple(data.get("interactions", ())),
+            interactions=tuple(
+                InteractionSummary.from_dict(i) for i in data.get("interactions", ())
+            ),
         )
 
 

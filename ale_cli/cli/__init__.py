@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ale_cli.cli import compute as _compute  # noqa: F401  (registers commands)
 from ale_cli.cli import estimate as _estimate  # noqa: F401  (registers commands)
+from ale_cli.cli import interact as _interact  # noqa: F401  (registers commands)
 from ale_cli.cli import plot as _plot  # noqa: F401  (registers commands)
 from ale_cli.cli.app import app
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ale_cli.cli.config import config_callback
 from ale_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from ale_cli.compute import ComputeRequest
 
 ConfigOption = Annotated[
     Path | None,
@@ -32,6 +35,77 @@ FeaturesOption = Annotated[
 ]
 
 
+# -- reading a model and its data (ale compute, ale interact) -------------------------------
+
+ModelArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="Model file: TorchScript (.pt/.ts), ONNX (.onnx), skops (.skops) or a "
+        "pickle (.pkl/.pickle/.joblib, needs --trust-pickle)."
+    ),
+]
+DataArgument = Annotated[Path, typer.Argument(help="Data file: CSV or Parquet.")]
+DataFormatOption = Annotated[
+    str | None,
+    typer.Option("--format", help="Data format, csv or parquet (default: by extension)."),
+]
+ExcludeOption = Annotated[
+    str | None,
+    typer.Option("--exclude", help="Comma-separated columns to leave out (e.g. the target)."),
+]
+DropnaOption = Annotated[
+    bool, typer.Option("--dropna", help="Drop rows with NaN/inf values and say how many.")
+]
+ModelFormatOption = Annotated[
+    str | None,
+    typer.Option("--model-format", help="Model format (default: by extension)."),
+]
+OutputOption = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        help="Model output to explain. Tensor models: a column INDEX, ELEMENT:INDEX for a "
+        "tuple output, or NAME / NAME:INDEX for ONNX outputs. scikit-learn: predict "
+        "(regressors' default), proba:CLASS (label or index), decision or decision:INDEX. "
+        "Default: the model's only output; classifiers must choose.",
+    ),
+]
+CategoricalOption = Annotated[
+    str | None,
+    typer.Option(
+        "--categorical",
+        help="Comma-separated integer-coded categorical columns: held fixed (never "
+        "perturbed) and reported as not estimable. Text columns of scikit-learn models "
+        "are categorical automatically.",
+    ),
+]
+TrustOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trust",
+        help="Comma-separated types a skops file may load beyond the safe defaults "
+        "(ale lists them when they are needed).",
+    ),
+]
+TrustPickleOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-pickle",
+        help="Allow loading a pickle; this runs code stored in the file, so only for "
+        "files from a trusted source.",
+    ),
+]
+BatchSizeOption = Annotated[
+    int | None,
+    typer.Option(
+        "--batch-size",
+        help="Rows per model call (default: 8192 for autodiff, 50000 stacked "
+        "evaluation rows for finite differences).",
+        min=1,
+    ),
+]
+
+
 def split_names(value: str | None, option: str) -> tuple[str, ...] | None:
     """``"a, b"`` -> ``("a", "b")``; None stays None; empty names are an error.
 
@@ -44,3 +118,41 @@ def split_names(value: str | None, option: str) -> tuple[str, ...] | None:
     if not names or any(not n for n in names):
         raise InputError(f"{option} expects comma-separated names, got '{value}'")
     return names
+
+
+def inputs_request(
+    model: Path,
+    data: Path,
+    out: Path,
+    *,
+    data_format: str | None,
+    features: str | None,
+    exclude: str | None,
+    dropna: bool,
+    model_format: str | None,
+    output: str | None,
+    batch_size: int | None,
+    categorical: str | None,
+    trust: str | None,
+    trust_pickle: bool,
+    **more: Any,
+) -> ComputeRequest:
+    """The ComputeRequest of the shared model/data options (``more``: compute's own)."""
+    from ale_cli.compute import ComputeRequest
+
+    return ComputeRequest(
+        model=model,
+        data=data,
+        out=out,
+        data_format=data_format,
+        features=split_names(features, "--features"),
+        exclude=split_names(exclude, "--exclude") or (),
+        dropna=dropna,
+        model_format=model_format,
+        output=output,
+        batch_size=batch_size,
+        categorical=split_names(categorical, "--categorical") or (),
+        trust=split_names(trust, "--trust") or (),
+        trust_pickle=trust_pickle,
+        **more,
+    )

@@ -3,7 +3,8 @@
 The file is either flat (keys are the command's option names, with ``-`` or
 ``_``) or holds one section per command (``compute:``, ``rhale:``, ...) so a
 single file can drive a whole pipeline. Values from the file become the
-option defaults, so flags given on the command line win. An unknown key or a
+option defaults, so flags given on the command line win. A repeatable option
+(``--pair``) takes one value or a list of them. An unknown key or a
 value of the wrong type is an error that names the key.
 """
 
@@ -69,7 +70,12 @@ def config_callback(ctx: Any, param: Any, value: Path | None) -> Path | None:
                 f"config file '{value}': unknown key '{key}' for 'ale {ctx.info_name}' "
                 f"(known: {known})"
             )
-        if isinstance(item, list):
+        if getattr(target, "multiple", False):
+            # a repeatable option (--pair a,b --pair c,d): a value or a list of values,
+            # each of which may itself be a list ([[a, b], [c, d]])
+            values = item if isinstance(item, list) else [item]
+            item = [",".join(map(str, v)) if isinstance(v, list) else v for v in values]
+        elif isinstance(item, list):
             item = ",".join(str(v) for v in item)
         try:
             # typer >= 0.29 converts values through the parameter's runtime type

@@ -24,6 +24,15 @@ CenterOption = Annotated[
         help="Centering: mean (count-weighted mean of the curve is 0), start (f(z_0) = 0) or none.",
     ),
 ]
+EdgesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--edges",
+        help="JSON file with the edges per feature: a previous summary or "
+        '{"feature": [edges]}; rows outside are left out and counted.',
+        show_default=False,
+    ),
+]
 TimestampOption = Annotated[
     bool,
     typer.Option(
@@ -69,15 +78,7 @@ def rebin(
             show_default=False,
         ),
     ] = None,
-    edges: Annotated[
-        Path | None,
-        typer.Option(
-            "--edges",
-            help="JSON file with the edges per feature: a previous summary or "
-            '{"feature": [edges]}; rows outside are left out and counted.',
-            show_default=False,
-        ),
-    ] = None,
+    edges: EdgesOption = None,
     center: CenterOption = "mean",
     features: FeaturesOption = None,
     timestamp: TimestampOption = True,

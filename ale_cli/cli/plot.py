@@ -26,7 +26,10 @@ class FigureFormat(StrEnum):
 def plot(
     summary: Annotated[
         Path,
-        typer.Argument(help="Summary JSON written by 'ale rebin', 'ale rhale' or 'ale classic'."),
+        typer.Argument(
+            help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
+            "'ale interact'."
+        ),
     ],
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Directory to write the figures to.")
@@ -36,7 +39,8 @@ def plot(
         typer.Option(
             "--store",
             help="The store the summary was made from: adds the rug of data values, the "
-            "average prediction and violins of the local effects per bin.",
+            "average prediction and violins of the local effects per bin (the data points "
+            "on interaction heat maps).",
             show_default=False,
         ),
     ] = None,
@@ -61,8 +65,9 @@ def plot(
     ] = None,
     config: ConfigOption = None,
 ) -> None:
-    """Draw one figure per feature (effect curve with bands above, bin effects below) and an
-    overview of all features; print the paths written.
+    """Draw one figure per feature (effect curve with bands above, bin effects below), an
+    overview of all features, and a heat map per second-order interaction ('ale interact');
+    print the paths written.
     """
     from ale_cli.plot.render import plot_files
 
@@ -79,6 +84,9 @@ def plot(
     for path in result.paths:
         typer.echo(str(path))
     note = f", {len(result.not_estimable)} not estimable" if result.not_estimable else ""
+    if result.interactions:
+        n = len(result.interactions)
+        note += f" and {n} interaction{'s' if n != 1 else ''}"
     typer.echo(
         f"wrote {len(result.paths)} files for {len(result.features)} features{note} to '{out}'",
         err=True,

@@ -5,6 +5,11 @@ An adapter is built by :func:`ale_cli.models.load_model` and used as::
     model.check(X)                     # width, output, row independence; raises ModelError
     effects = model.local_effects(X)   # (N, D) derivatives and (N,) predictions
     model.describe()                   # how the effects were obtained, for the store's meta
+
+Optional capability of the adapters with autodiff (TorchScript, the ONNX torch
+path): ``model.mixed_derivatives(X, pairs)`` -> (P, N) second derivatives
+d2f / dx_a dx_b (DALE second order); :func:`ale_cli.models.mixed.mixed_derivatives_of`
+says whether a loaded model has it.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ graphs (float32 kernels differ in summation order) and 1e-9 for float64 ones.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -261,7 +262,7 @@ class OnnxModel:
             if grad:
                 (g,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
                 g = torch.zeros_like(x) if g is None else g
-                grads.append(g.numpy()[:n])
+                grads.append(g.detach().numpy()[:n])
             preds.append(y.detach().numpy()[:n])
         pred = np.concatenate(preds).astype(np.float64)
         return pred, (np.concatenate(grads).astype(np.float64) if grad else None)
@@ -391,6 +392,47 @@ class OnnxModel:
             progress=progress,
             label=f"ONNX model '{self.path}'",
         )
+
+    def mixed_derivatives(
+        self,
+        X: np.ndarray,
+        pairs: Sequence[tuple[int, int]],
+        *,
+        progress: ProgressFn | None = None,
+    ) -> np.ndarray:
+        """``d2f / dx_a dx_b`` at every row for each pair (a, b), shape (P, N), through the
+        torch translation (see :func:`ale_cli.models.mixed.mixed_partials`)."""
+        from ale_cli.models.mixed import mixed_partials
+
+        if self.torch_graph is None:
+            raise ModelError(
+                f"ONNX model '{self.path}' has no mixed derivatives: it is evaluated by "
+                f"finite differences ({self.fallback_reason})"
+            )
+
+        def forward(x: Any) -> Any:
+            return self._select(self.torch_graph(x)[self.out_name], len(x))
+
+        label = f"ONNX model '{self.path}'"
+        if self.fixed_batch is None:
+            return mixed_partials(
+                forward,
+                X,
+                pairs,
+                dtype=self._torch_dtype(),
+                batch_size=self.batch_size or TORCH_BATCH_SIZE,
+                label=label,
+                progress=progress,
+            )
+        parts = []
+        for piece, n in self._padded(X):  # a graph with a fixed batch size: padded pieces
+            part = mixed_partials(
+                forward, piece, pairs, dtype=self._torch_dtype(), batch_size=len(piece), label=label
+            )
+            parts.append(part[:, :n])
+            if progress is not None:
+                progress(n)
+        return np.concatenate(parts, axis=1) if parts else np.empty((len(pairs), 0))
 
     def describe(self) -> dict[str, Any]:
         details: dict[str, Any] = {

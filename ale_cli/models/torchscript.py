@@ -9,6 +9,7 @@ makes sure that premise holds before any effect is computed.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -144,7 +145,7 @@ class TorchScriptModel:
         (grad,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
         if grad is None:  # the output does not depend on the input at all
             grad = torch.zeros_like(x)
-        return y.detach().numpy(), grad.numpy()
+        return y.detach().numpy(), grad.detach().numpy()
 
     # -- the adapter interface ---------------------------------------------------------
 
@@ -238,6 +239,27 @@ class TorchScriptModel:
             if progress is not None:
                 progress(sl.stop - sl.start)
         return Effects(local_effects=grads, prediction=preds)
+
+    def mixed_derivatives(
+        self,
+        X: np.ndarray,
+        pairs: Sequence[tuple[int, int]],
+        *,
+        progress: ProgressFn | None = None,
+    ) -> np.ndarray:
+        """``d2f / dx_a dx_b`` at every row for each pair (a, b), shape (P, N); see
+        :func:`ale_cli.models.mixed.mixed_partials`."""
+        from ale_cli.models.mixed import mixed_partials
+
+        return mixed_partials(
+            lambda x: self._select(self.module(x), len(x)),
+            X,
+            pairs,
+            dtype=self.dtype,
+            batch_size=self.batch_size,
+            label=f"model '{self.path}'",
+            progress=progress,
+        )
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -2,9 +2,11 @@
 
 :func:`plot_files` is what ``ale plot`` runs: read the summary (and the store),
 check that they belong together (:func:`check_store`), then
-:func:`render_summary` writes ``<dir>/<feature>.<fmt>`` for each feature and
-``<dir>/overview.<fmt>``. File names come from :func:`safe_stem`, made unique
-(case-insensitively, and never ``overview``) by appending ``-<position>``.
+:func:`render_summary` writes ``<dir>/<feature>.<fmt>`` for each feature,
+``<dir>/overview.<fmt>`` (when there are features) and ``<dir>/<a>__<b>.<fmt>``
+for each second-order interaction. File names come from :func:`safe_stem`,
+made unique (case-insensitively, and never ``overview``) by appending
+``-<position>``.
 
 Figures are independent, so ``jobs`` > 1 draws them in forked worker
 processes (``ale plot`` uses one per core, at most 4); the files are the same
@@ -46,13 +48,15 @@ class RenderResult:
     """What one render wrote.
 
     ``paths`` in the order written (per feature in summary order, then the
-    overview; png before svg); ``features`` the features drawn;
-    ``not_estimable`` those drawn as a not-estimable note.
+    overview, then the interactions; png before svg); ``features`` the features
+    drawn; ``not_estimable`` those drawn as a not-estimable note;
+    ``interactions`` the pairs drawn, as ``"a,b"``.
     """
 
     paths: tuple[Path, ...]
     features: tuple[str, ...]
     not_estimable: tuple[str, ...]
+    interactions: tuple[str, ...] = ()
 
 
 def safe_stem(name: str) -> str:
@@ -103,7 +107,10 @@ def check_store(
     summary_path: str | Path = "summary",
     store_path: str | Path = "store",
 ) -> None:
-    """InputError unless ``store`` holds ``features`` and the rows ``summary`` was made from."""
+    """InputError unless ``store`` holds ``features`` (and both features of every
+    interaction) and the rows ``summary`` was made from."""
+    features = [*features, *(n for item in summary.interactions for n in item.features)]
+    features = list(dict.fromkeys(features))
     prefix = f"store '{store_path}' does not match summary '{summary_path}'"
     missing = [f for f in features if f not in store.feature_names]
     if missing:
@@ -153,19 +160,27 @@ class _Job:
 
 _JOB: _Job | None = None  # set in the parent just before forking the workers
 
+#: A figure to draw: ("feature", name, stem), ("overview", None, stem) or
+#: ("interaction", index into summary.interactions, stem).
+_Task = tuple[str, str | int | None, str]
 
-def _render_task(task: tuple[str | None, str]) -> list[Path]:
-    """Draw one figure (a feature, or the overview when the name is None) and save it."""
+
+def _render_task(task: _Task) -> list[Path]:
+    """Draw one figure and save it in every format."""
     from ale_cli.plot.first_order import feature_figure, overview_figure
 
     job = _JOB
     if job is None:  # pragma: no cover - set by render_summary before any task runs
         raise RuntimeError("no render job")
-    name, stem = task
-    if name is None:
+    kind, key, stem = task
+    if kind == "overview":
         fig = overview_figure(job.summary, job.names)
+    elif kind == "interaction":
+        from ale_cli.plot.second_order import interaction_figure
+
+        fig = interaction_figure(job.summary, int(key or 0), store=job.store)
     else:
-        fig = feature_figure(job.summary, name, store=job.store)
+        fig = feature_figure(job.summary, str(key), store=job.store)
     paths = []
     for fmt in job.formats:
         path = job.out / f"{stem}.{fmt}"
@@ -196,7 +211,8 @@ def render_summary(
     dpi: int = DEFAULT_DPI,
     jobs: int = 1,
 ) -> RenderResult:
-    """Write one figure per feature and the overview of ``summary`` into ``out_dir``.
+    """Write one figure per feature, the overview and one figure per interaction of
+    ``summary`` into ``out_dir`` (no overview when the summary has no features).
 
     ``features`` (default: all, in summary order) must be features of the
     summary; ``store`` must match it (see :func:`check_store`, which the caller
@@ -222,23 +238,29 @@ def render_summary(
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError(f"output directory '{out}' is a file")
-    tasks: list[tuple[str | None, str]] = [*zip(names, file_stems(names), strict=True)]
-    tasks.append((None, OVERVIEW))
+    pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
+    stems = file_stems([*names, *pairs])
+    tasks: list[_Task] = [("feature", n, s) for n, s in zip(names, stems, strict=False)]
+    if names:
+        tasks.insert(0, ("overview", None, OVERVIEW))
+    tasks += [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
     _JOB = _Job(summary, store, names, out, tuple(formats), dpi)
     try:
         if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
             # the overview (the biggest figure) first, so no worker is left with a long tail
             with multiprocessing.get_context("fork").Pool(min(jobs, len(tasks))) as pool:
-                written = pool.map(_render_task, [tasks[-1], *tasks[:-1]], chunksize=1)
-            written = [*written[1:], written[0]]
+                written = pool.map(_render_task, tasks, chunksize=1)
         else:
             written = [_render_task(task) for task in tasks]
+        if names:  # files are listed with the overview after the features
+            written = [*written[1 : len(names) + 1], written[0], *written[len(names) + 1 :]]
     finally:
         _JOB = None
     return RenderResult(
         paths=tuple(p for paths in written for p in paths),
         features=names,
         not_estimable=tuple(f.name for f in feats if f.status != "ok" or f.n_bins == 0),
+        interactions=tuple(",".join(item.features) for item in summary.interactions),
     )
 
 
@@ -269,7 +291,7 @@ def plot_files(
         store = read_store(store_path)
         check_store(summary, store, names, summary_path=summary_path, store_path=store_path)
     if jobs is None:
-        jobs = default_jobs(len(dict.fromkeys(names)) + 1)
+        jobs = default_jobs(len(dict.fromkeys(names)) + 1 + len(summary.interactions))
     return render_summary(
         summary, out_dir, store=store, features=names, formats=formats, dpi=dpi, jobs=jobs
     )

@@ -1,0 +1,471 @@
+"""``ale interact``: second-order (pairwise) ALE of feature pairs, classic or DALE.
+
+For each pair (a, b) the two features get their one-dimensional partitions
+(type-1 quantile bins by default, as ALEPlot; uniform; or the edges of a file),
+which make a K_a x K_b grid of cells. The per-row values come from one of two
+routes and go to :func:`ale_cli.core.second_order.second_order_effect`:
+
+- ``ale`` (Apley & Zhu Eq. 13-15): the model at the four corners of each row's
+  cell, ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``,
+  4 evaluations per row and pair stacked into few model calls
+  (:func:`ale_cli.models.evaluate.predict_moved`); every model format.
+- ``dale`` (Gkolemis et al. Eq. 9): the mixed derivative d2f/dx_a dx_b at each
+  row, by autodiff (TorchScript, the ONNX torch path); taken from a store made
+  with ``ale compute --pairs`` when it matches the model and data, computed
+  otherwise. The default when the model has autodiff.
+
+Rows outside the given edges (``--edges``) are left out and counted; a pair
+with a constant or categorical feature is reported as not estimable.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ale_cli.adapters.edges import EdgesFile, read_edges
+from ale_cli.adapters.files import sha256_file
+from ale_cli.adapters.store import read_meta, read_store
+from ale_cli.adapters.summary import InteractionSummary, Summary
+from ale_cli.compute import ComputeRequest
+from ale_cli.core.binning import BINNINGS, assign, quantile_edges, uniform_edges
+from ale_cli.core.second_order import second_order_effect
+from ale_cli.errors import InputError, RunError
+from ale_cli.estimate import CATEGORICAL_REASON, CONSTANT_REASON, EstimateResult, store_info
+from ale_cli.pairs import Pair, pair_columns
+
+if TYPE_CHECKING:
+    from ale_cli.models.base import Model, ProgressFn
+
+ESTIMATORS = ("dale", "ale")
+DEFAULT_BINS = 10
+DEFAULT_BINNING = "quantile"
+#: Options of ``ale compute`` that decide the rows and the output; a store matches an
+#: ``ale interact`` run when these, the model bytes and the data bytes are the same.
+MATCH_OPTIONS = (
+    "data_format",
+    "features",
+    "exclude",
+    "dropna",
+    "model_format",
+    "output",
+    "categorical",
+)
+_ROUTES = {"ale": "classic", "dale": "dale"}
+
+
+@dataclass(frozen=True)
+class InteractRequest:
+    """Options of ``ale interact``.
+
+    ``inputs`` says how to read the model and the data (as ``ale compute``; its
+    ``out`` and ``pairs`` are not used). ``estimator`` None means dale when the
+    model has autodiff, else ale; ``bins``/``binning`` None mean the defaults
+    (10 type-1 quantile bins per feature) unless ``edges`` gives the bins.
+    """
+
+    inputs: ComputeRequest
+    pairs: tuple[Pair, ...]
+    bins: int | None = None
+    binning: str | None = None
+    estimator: str | None = None
+    store: Path | None = None
+    edges: Path | None = None
+
+
+@dataclass
+class _Inputs:
+    """The rows, and where the mixed derivatives come from."""
+
+    X: np.ndarray
+    names: tuple[str, ...]
+    categorical: tuple[str, ...]
+    store_part: dict[str, Any]
+    cached: dict[Pair, np.ndarray]
+    model: Model | None = None
+
+
+def _check_options(request: InteractRequest) -> EdgesFile | None:
+    if not request.pairs:
+        raise InputError("ale interact needs at least one --pair A,B")
+    if request.estimator is not None and request.estimator not in ESTIMATORS:
+        raise InputError(
+            f"--estimator must be one of {', '.join(ESTIMATORS)}, got '{request.estimator}'"
+        )
+    if request.binning is not None and request.binning not in BINNINGS:
+        raise InputError(f"--binning must be one of {', '.join(BINNINGS)}, got '{request.binning}'")
+    if request.bins is not None and request.bins < 1:
+        raise InputError(f"--bins must be at least 1, got {request.bins}")
+    for label, path in (("model", request.inputs.model), ("data", request.inputs.data)):
+        if not path.exists():
+            raise InputError(f"{label} file '{path}' does not exist")
+    if request.edges is None:
+        return None
+    if request.bins is not None or request.binning is not None:
+        raise InputError(
+            f"--edges takes the bins from '{request.edges}'; leave out --bins and --binning"
+        )
+    return read_edges(request.edges)
+
+
+def store_mismatch(meta: dict[str, Any], request: ComputeRequest) -> str | None:
+    """Why a store's meta does not describe the rows of ``request`` (None if it does)."""
+    if meta.get("model", {}).get("sha256") != sha256_file(request.model):
+        return "the model file differs"
+    if meta.get("data", {}).get("sha256") != sha256_file(request.data):
+        return "the data file differs"
+    wanted = {k: v for k, v in request.result_options().items() if k in MATCH_OPTIONS}
+    from ale_cli.adapters.jsonio import to_jsonable
+
+    have = meta.get("options") or {}
+    for key, value in to_jsonable(wanted).items():
+        if have.get(key) != value:
+            return f"it was made with other options ({key})"
+    return None
+
+
+def _from_store(request: InteractRequest, notes: list[str]) -> _Inputs | None:
+    """The store's rows and cached mixed derivatives when it matches, else None (with a note)."""
+    path = request.store
+    if path is None:
+        return None
+    if request.estimator == "ale":
+        notes.append(f"--store '{path}' is not used by --estimator ale (it needs the model)")
+        return None
+    why = store_mismatch(read_meta(path), request.inputs)
+    if why is not None:
+        notes.append(f"store '{path}' does not match ({why}); computing from the model")
+        return None
+    store = read_store(path)
+    return _Inputs(
+        X=store.X,
+        names=store.feature_names,
+        categorical=tuple(store.meta.get("categorical_features") or ()),
+        store_part=store_info(path, store),
+        cached=_both_orders(store.mixed_derivatives()),
+    )
+
+
+def _both_orders(cached: dict[Pair, np.ndarray]) -> dict[Pair, np.ndarray]:
+    """d2f/dx_a dx_b = d2f/dx_b dx_a: a cached pair serves both orders."""
+    return {(b, a): v for (a, b), v in cached.items()} | cached
+
+
+def _open_model(request: InteractRequest, timings: dict[str, float]) -> tuple[_Inputs, Model]:
+    from ale_cli.compute import open_inputs
+
+    table, model = open_inputs(request.inputs, timings=timings)
+    details = model.describe()
+    store_part = {
+        "path": None,
+        "model": {
+            "path": str(request.inputs.model),
+            "sha256": sha256_file(request.inputs.model),
+            "format": model.format,
+        },
+        "data": {"path": str(request.inputs.data), "sha256": sha256_file(request.inputs.data)},
+        "method": model.method,
+        "output": details.get("output"),
+        "n_rows": len(table.X),
+    }
+    inputs = _Inputs(
+        X=table.X,
+        names=table.feature_names,
+        categorical=tuple(table.categorical),
+        store_part=store_part,
+        cached={},
+        model=model,
+    )
+    return inputs, model
+
+
+def _pair_edges(
+    x: np.ndarray, name: str, *, bins: int, binning: str, edges: EdgesFile | None
+) -> np.ndarray | str:
+    """The feature's edges, or the reason why it has none."""
+    if edges is not None:
+        if name not in edges.edges:
+            raise InputError(f"edges file '{edges.path}' has no edges for feature '{name}'")
+        return edges.edges[name]
+    if len(x) == 0 or not x.max() > x.min():
+        return CONSTANT_REASON
+    if binning == "uniform":
+        return uniform_edges(float(x.min()), float(x.max()), bins=bins)
+    return quantile_edges(x, bins=bins)
+
+
+def corner_moves(
+    j_a: int, j_b: int, ea: np.ndarray, eb: np.ndarray, ia: np.ndarray, ib: np.ndarray
+) -> list[Any]:
+    """The four moves of the classic route, in the order (k, l), (k-1, l), (k, l-1), (k-1, l-1).
+
+    Row i (in cell (ia_i, ib_i), 0-based) gets ``(x_a, x_b)`` set to the corners
+    ``(z_{k}, w_{l})`` etc. of its cell, with z_k = ``ea[ia + 1]``, z_{k-1} = ``ea[ia]``.
+    """
+    from ale_cli.models.evaluate import Move
+
+    hi_a, lo_a, hi_b, lo_b = ea[ia + 1], ea[ia], eb[ib + 1], eb[ib]
+    return [
+        Move((j_a, j_b), np.column_stack([za, wb]))
+        for za, wb in ((hi_a, hi_b), (lo_a, hi_b), (hi_a, lo_b), (lo_a, lo_b))
+    ]
+
+
+def second_differences(
+    predict: Callable[[np.ndarray], np.ndarray],
+    X: np.ndarray,
+    cols: tuple[int, int],
+    ea: np.ndarray,
+    eb: np.ndarray,
+    ia: np.ndarray,
+    ib: np.ndarray,
+    *,
+    progress: ProgressFn | None = None,
+) -> np.ndarray:
+    """Per-row second-order finite differences at the corners of each row's cell, (N,).
+
+    ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``, the
+    four evaluations of every row stacked into the same model calls.
+
+    >>> X = np.array([[0.5, 0.5], [1.5, 0.2]])
+    >>> e = np.array([0.0, 1.0, 2.0])
+    >>> second_differences(lambda a: a[:, 0] * a[:, 1], X, (0, 1), e, e,
+    ...                    np.array([0, 1]), np.array([0, 0])).tolist()
+    [1.0, 1.0]
+    """
+    from ale_cli.models.evaluate import predict_moved
+
+    f = predict_moved(predict, X, corner_moves(*cols, ea, eb, ia, ib), progress=progress)
+    out: np.ndarray = (f[0] - f[1]) - (f[2] - f[3])
+    return out
+
+
+def _not_estimable(
+    pair: Pair, estimator: str, reason: str, n_outside: int = 0
+) -> InteractionSummary:
+    return InteractionSummary(
+        features=pair,
+        estimator=estimator,
+        status="not_estimable",
+        reason=reason,
+        n_outside=n_outside,
+    )
+
+
+def _loaded(model: Model | None) -> Model:
+    if model is None:  # pragma: no cover - the model is loaded whenever something is not cached
+        raise RunError("internal error: the model was not loaded")
+    return model
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """The cells of one pair: edges, the rows inside them and their 0-based cells."""
+
+    ea: np.ndarray
+    eb: np.ndarray
+    rows: np.ndarray
+    ia: np.ndarray
+    ib: np.ndarray
+    n_outside: int
+
+
+def _grid(
+    pair: Pair,
+    cols: tuple[int, int],
+    inputs: _Inputs,
+    *,
+    estimator: str,
+    bins: int,
+    binning: str,
+    edges: EdgesFile | None,
+) -> _Grid | InteractionSummary:
+    """The pair's grid, or its not-estimable summary."""
+    for name in pair:
+        if name in inputs.categorical:
+            return _not_estimable(pair, estimator, f"'{name}': {CATEGORICAL_REASON}")
+    limits = []
+    for name, j in zip(pair, cols, strict=True):
+        z = _pair_edges(inputs.X[:, j], name, bins=bins, binning=binning, edges=edges)
+        if isinstance(z, str):
+            return _not_estimable(pair, estimator, f"'{name}': {z}")
+        limits.append(z)
+    ea, eb = limits
+    ia = assign(inputs.X[:, cols[0]], ea).index
+    ib = assign(inputs.X[:, cols[1]], eb).index
+    rows = np.flatnonzero((ia >= 0) & (ib >= 0))
+    n_outside = int(len(ia) - len(rows))
+    if len(rows) == 0:
+        reason = "no rows inside the given edges of both features"
+        return _not_estimable(pair, estimator, reason, n_outside)
+    return _Grid(ea, eb, rows, ia[rows], ib[rows], n_outside)
+
+
+def _pair_summary(
+    pair: Pair, estimator: str, grid: _Grid, per_row: np.ndarray
+) -> InteractionSummary:
+    """The second-order effect of one pair from its per-row values on ``grid``."""
+    res = second_order_effect(
+        grid.ia, grid.ib, per_row, edges_a=grid.ea, edges_b=grid.eb, route=_ROUTES[estimator]
+    )
+    note = None
+    if estimator == "dale" and not np.any(per_row):
+        note = (
+            "every mixed derivative is exactly 0: an additive model, or a piecewise-linear one "
+            "(e.g. a ReLU network) whose second derivatives vanish almost everywhere; "
+            "--estimator ale measures the interactions of piecewise-linear models"
+        )
+    return InteractionSummary(
+        features=pair,
+        estimator=estimator,
+        edges_a=res.edges_a,
+        edges_b=res.edges_b,
+        counts=res.counts,
+        cell_effect=res.cell_effect,
+        cell_std=res.cell_std if estimator == "dale" else None,
+        filled=res.filled,
+        effect=res.effect,
+        center_offset=res.center_offset,
+        n_outside=grid.n_outside,
+        note=note,
+    )
+
+
+def _notes(interactions: Sequence[InteractionSummary]) -> list[str]:
+    notes = []
+    for item in interactions:
+        label = ",".join(item.features)
+        if item.status != "ok":
+            notes.append(f"{label}: not estimable ({item.reason})")
+        if item.n_outside:
+            s = "s" if item.n_outside != 1 else ""
+            notes.append(f"{label}: {item.n_outside} row{s} outside the given edges left out")
+        if item.note:
+            notes.append(f"{label}: {item.note}")
+    return notes
+
+
+def interact(
+    request: InteractRequest,
+    *,
+    progress: Callable[[int, str], ProgressFn] | None = None,
+) -> EstimateResult:
+    """``ale interact``: the second-order effect of every requested pair.
+
+    ``progress(total, label)`` may return a callable told how many rows each
+    model call finished (one bar for the mixed derivatives, one per pair for
+    the classic route).
+    """
+    from ale_cli.models.mixed import require_mixed_derivatives
+
+    t0 = time.perf_counter()
+    edges = _check_options(request)
+    bins = request.bins if request.bins is not None else DEFAULT_BINS
+    binning = request.binning or DEFAULT_BINNING
+    notes: list[str] = []
+    timings: dict[str, float] = {}
+
+    inputs = _from_store(request, notes)
+    wanted_dale = request.estimator in (None, "dale")
+    if inputs is not None:
+        cols = pair_columns(
+            request.pairs, inputs.names, option="--pair", where=f"store '{request.store}'"
+        )
+        missing = [p for p in request.pairs if p not in inputs.cached]
+        if missing:
+            listed = " ".join(",".join(p) for p in missing)
+            notes.append(
+                f"store '{request.store}' has no mixed derivatives of {listed}; computing "
+                "them (add them to the store with 'ale compute --pairs')"
+            )
+            loaded, _ = _open_model(request, timings)
+            inputs.model = loaded.model
+    else:
+        inputs, _ = _open_model(request, timings)
+        cols = pair_columns(
+            request.pairs, inputs.names, option="--pair", where=f"data '{request.inputs.data}'"
+        )
+    t_load = time.perf_counter()
+
+    model = inputs.model
+    estimator = request.estimator
+    if estimator is None:
+        has_autodiff = model is None or model.method == "autodiff"
+        estimator = "dale" if wanted_dale and has_autodiff else "ale"
+    values: dict[Pair, np.ndarray] = {}
+    if estimator == "dale":
+        todo = [(p, c) for p, c in zip(request.pairs, cols, strict=True) if p not in inputs.cached]
+        values = {p: inputs.cached[p] for p in request.pairs if p in inputs.cached}
+        if todo:
+            mixed = require_mixed_derivatives(
+                _loaded(model),
+                request.inputs.model,
+                option="--estimator dale",
+                hint="use --estimator ale",
+            )
+            bar = progress(len(inputs.X), "mixed derivatives") if progress else None
+            t = time.perf_counter()
+            computed = mixed(inputs.X, [c for _, c in todo], progress=bar)
+            timings["mixed_derivatives_s"] = time.perf_counter() - t
+            values |= {p: computed[i] for i, (p, _) in enumerate(todo)}
+
+    interactions = []
+    t_eval = 0.0
+    for pair, pc in zip(request.pairs, cols, strict=True):
+        grid = _grid(pair, pc, inputs, estimator=estimator, bins=bins, binning=binning, edges=edges)
+        if isinstance(grid, InteractionSummary):
+            interactions.append(grid)
+            continue
+        if estimator == "dale":
+            per_row = values[pair][grid.rows]
+        else:
+            bar = progress(len(grid.rows), f"{pair[0]} x {pair[1]}") if progress else None
+            t = time.perf_counter()
+            per_row = second_differences(
+                _loaded(model).predict,
+                inputs.X[grid.rows],
+                pc,
+                grid.ea,
+                grid.eb,
+                grid.ia,
+                grid.ib,
+                progress=bar,
+            )
+            t_eval += time.perf_counter() - t
+        interactions.append(_pair_summary(pair, estimator, grid, per_row))
+    if estimator == "ale":
+        timings["model_evaluations_s"] = t_eval
+    t_end = time.perf_counter()
+    timings |= {"load_s": t_load - t0, "estimate_s": t_end - t_load}
+    params: dict[str, Any] = {
+        "pairs": [list(p) for p in request.pairs],
+        "estimator": estimator,
+        "bins": None if edges is not None else bins,
+        "binning": "edges" if edges is not None else binning,
+        "center": "mean",
+        "edges": edges.describe() if edges is not None else None,
+        "cached_pairs": [list(p) for p in request.pairs if p in inputs.cached]
+        if estimator == "dale"
+        else [],
+    }
+    summary = Summary(
+        estimator=estimator,
+        params=params,
+        store=inputs.store_part,
+        n_rows=int(inputs.X.shape[0]),
+        features=(),
+        interactions=tuple(interactions),
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    return EstimateResult(
+        summary=summary,
+        seconds=time.perf_counter() - t0,
+        timings=timings,
+        notes=tuple(notes + _notes(interactions)),
+    )

@@ -1,0 +1,126 @@
+"""Mixed second derivatives d2f / dx_a dx_b at the data points, by autodiff (DALE second order).
+
+For a chunk of rows, one forward pass and one backward pass with
+``create_graph=True`` give the gradient g (n, D) as a differentiable function of
+the input; then for every distinct first feature a of the requested pairs one
+more backward pass of ``g[:, a].sum()`` gives ``d2f / dx_a dx_b`` for every b at
+once (rows are independent, so the sum separates them as for the gradient).
+P pairs with A distinct first features cost one forward and 1 + A backward
+passes per chunk.
+
+Adapters with autodiff (TorchScript, the ONNX torch path) expose this as
+``model.mixed_derivatives(X, pairs)``; :func:`mixed_derivatives_of` tells whether
+a loaded model has it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ale_cli.errors import ModelError, RunError
+from ale_cli.models.base import ProgressFn, chunks, first_line
+
+if TYPE_CHECKING:
+    import torch
+
+    from ale_cli.models.base import Model
+
+#: ``pairs`` are (a, b) column indices; the result is (P, N).
+MixedFn = Callable[..., np.ndarray]
+
+
+def mixed_derivatives_of(model: Model) -> MixedFn | None:
+    """``model.mixed_derivatives`` when the model is differentiated by autodiff, else None."""
+    if getattr(model, "method", None) != "autodiff":
+        return None
+    fn: MixedFn | None = getattr(model, "mixed_derivatives", None)
+    return fn
+
+
+def require_mixed_derivatives(model: Model, path: object, *, option: str, hint: str) -> MixedFn:
+    """``model.mixed_derivatives``, or a one-line ModelError saying that ``option`` needs it."""
+    fn = mixed_derivatives_of(model)
+    if fn is None:
+        raise ModelError(
+            f"{option} needs mixed second derivatives (autodiff), which {model.format} model "
+            f"'{path}' does not have (it is evaluated by finite differences); {hint}"
+        )
+    return fn
+
+
+def _chunk_hessian_columns(
+    forward: Callable[[torch.Tensor], torch.Tensor],
+    x_np: np.ndarray,
+    by_first: dict[int, list[int]],
+    pairs: Sequence[tuple[int, int]],
+    dtype: Any,
+    out: np.ndarray,
+) -> None:
+    import torch
+
+    x = torch.from_numpy(np.ascontiguousarray(x_np)).to(dtype).requires_grad_(True)
+    y = forward(x)
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True, allow_unused=True)
+    for a, ps in by_first.items():
+        h = None
+        if g is not None and g.requires_grad:
+            (h,) = torch.autograd.grad(g[:, a].sum(), x, retain_graph=True, allow_unused=True)
+        for p in ps:
+            b = pairs[p][1]
+            out[p] = 0.0 if h is None else h[:, b].detach().numpy()
+
+
+def mixed_partials(
+    forward: Callable[[torch.Tensor], torch.Tensor],
+    X: np.ndarray,
+    pairs: Sequence[tuple[int, int]],
+    *,
+    dtype: Any,
+    batch_size: int,
+    label: str,
+    progress: ProgressFn | None = None,
+) -> np.ndarray:
+    """``out[p, i] = d2 f(x_i) / dx_a dx_b`` for ``pairs[p] = (a, b)``, shape (P, N) float64.
+
+    Parameters
+    ----------
+    forward : callable
+        Tensor (n, D) -> tensor (n,) of the selected output, differentiable.
+    X : ndarray, shape (N, D)
+    pairs : sequence of (int, int)
+        Column indices, a != b.
+    dtype : torch.dtype
+        The model's floating dtype (the rows are converted to it).
+    batch_size : int
+        Rows per forward pass.
+    label : str
+        Names the model in a RunError (``"model 'm.pt'"``).
+
+    >>> import torch
+    >>> X = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+    >>> f = lambda x: x[:, 0] ** 2 * x[:, 1] + x[:, 2]  # d2f/dx0dx1 = 2 x0, d2f/dx1dx2 = 0
+    >>> mixed_partials(f, X, [(0, 1), (1, 2)], dtype=torch.float64, batch_size=8,
+    ...                label="f").tolist()
+    [[2.0, 1.0], [0.0, 0.0]]
+    """
+    n = len(X)
+    out = np.empty((len(pairs), n), dtype=np.float64)
+    by_first: dict[int, list[int]] = {}
+    for p, (a, _) in enumerate(pairs):
+        by_first.setdefault(a, []).append(p)
+    for sl in chunks(n, batch_size):
+        try:
+            _chunk_hessian_columns(forward, X[sl], by_first, pairs, dtype, out[:, sl])
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise RunError(
+                f"{label} failed computing mixed derivatives on rows "
+                f"{sl.start}..{sl.stop - 1}: {first_line(exc)}"
+            ) from None
+        if progress is not None:
+            progress(sl.stop - sl.start)
+    return out

@@ -1,0 +1,252 @@
+"""Second-order ALE figures: the doubly-centered surface of a feature pair as a heat map.
+
+:func:`interaction_figure` returns a :class:`matplotlib.figure.Figure` (Agg
+canvas, never pyplot). Artists carry a ``gid`` so tests find the plotted data:
+
+    ``surface_axes``   the heat-map axes: x = first feature, y = second feature
+    ``surface``        QuadMesh (Gouraud shading) of the summary's surface,
+                       bilinear inside each cell: every cell is split into
+                       R x R sub-cells (:func:`refine`), so the mesh's array is
+                       (K_b R + 1, K_a R + 1) and ``array[::R, ::R]`` is
+                       ``effect.T``; diverging colour map with limits symmetric
+                       about 0 (white = no interaction), set by the corners of
+                       the cells that hold data (:func:`colour_limit`; larger
+                       values in filled cells saturate, the colour bar then has
+                       arrows)
+    ``filled_cells``   PolyCollection of the cells that held no rows (their effect
+                       is the nearest non-empty cell's), hatched, one rectangle
+                       per True of ``filled`` in row-major (k, l) order
+    ``cell_edges``     LineCollection of the bin limits of both features (thin)
+    ``data_points``    Line2D of the rows' (x_a, x_b) (store only; a fixed
+                       subsample of :data:`SCATTER_MAX` rows when there are more)
+    ``colorbar``       the colour-bar axes, centred at 0
+    ``legend``         the figure legend (filled cells, data points)
+
+Cells are (z_{k-1}, z_k] x (w_{l-1}, w_l] as in the summary.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ale_cli.plot import style
+from ale_cli.plot.first_order import (
+    _figure_legend,
+    _new_figure,
+    _wrap,
+    not_estimable_figure,
+    output_name,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ale_cli.adapters.store import Store
+    from ale_cli.adapters.summary import InteractionSummary, Summary
+
+SCATTER_MAX = 2000
+#: Diverging, colour-blind-safe (ColorBrewer RdBu), reversed: red = positive effect.
+CMAP = "RdBu_r"
+_LABELS = {
+    "dale": "DALE (mixed derivatives at the data points)",
+    "ale": "classic ALE (finite differences at cell corners)",
+}
+_FILLED_LABEL = "empty cell (effect of the nearest non-empty cell)"
+# fixed layout in inches: legend (2 rows) and x label below the axes, two title lines above
+_WIDTH, _HEIGHT = 7.2, 6.25
+_BOTTOM, _AXES = 1.1, 4.2
+
+
+def pair_label(item: InteractionSummary) -> str:
+    """``"a × b"``.
+
+    >>> from ale_cli.adapters.summary import InteractionSummary
+    >>> pair_label(InteractionSummary(features=("s1", "s2"), estimator="dale"))
+    's1 × s2'
+    """
+    return f"{item.features[0]} × {item.features[1]}"
+
+
+def scatter_rows(n_rows: int, m: int = SCATTER_MAX) -> np.ndarray:
+    """Rows to scatter: all if at most ``m``, else ``m`` rows of a fixed-seed draw (sorted).
+
+    >>> scatter_rows(3).tolist(), len(scatter_rows(10_000, 50))
+    ([0, 1, 2], 50)
+    """
+    if n_rows <= m:
+        return np.arange(n_rows)
+    return np.sort(np.random.default_rng(0).choice(n_rows, size=m, replace=False))
+
+
+def _cell_rectangles(item: InteractionSummary) -> list[np.ndarray]:
+    za, zb = item.edges_a, item.edges_b
+    return [
+        np.array([[za[k], zb[m]], [za[k + 1], zb[m]], [za[k + 1], zb[m + 1]], [za[k], zb[m + 1]]])
+        for k, m in zip(*np.nonzero(item.filled), strict=True)
+    ]
+
+
+def refine(edges: np.ndarray, r: int) -> np.ndarray:
+    """Each interval of ``edges`` split into ``r`` equal parts, (K r + 1,).
+
+    >>> refine(np.array([0.0, 1.0, 3.0]), 2).tolist()
+    [0.0, 0.5, 1.0, 2.0, 3.0]
+    """
+    t = np.linspace(0.0, 1.0, r + 1)[:-1]
+    inner = (edges[:-1, None] + np.diff(edges)[:, None] * t[None, :]).ravel()
+    return np.append(inner, edges[-1])
+
+
+def bilinear(effect: np.ndarray, r: int) -> np.ndarray:
+    """The corner surface (K_a+1, K_b+1) interpolated bilinearly on ``r`` x ``r`` sub-cells.
+
+    >>> bilinear(np.array([[0.0, 2.0], [2.0, 4.0]]), 2).tolist()
+    [[0.0, 1.0, 2.0], [1.0, 2.0, 3.0], [2.0, 3.0, 4.0]]
+    """
+    ka, kb = effect.shape[0] - 1, effect.shape[1] - 1
+    ia = np.arange(ka + 1)
+    ib = np.arange(kb + 1)
+    rows = np.array([np.interp(refine(ia.astype(float), r), ia, col) for col in effect.T]).T
+    return np.array([np.interp(refine(ib.astype(float), r), ib, row) for row in rows])
+
+
+def sub_cells(shape: tuple[int, int]) -> int:
+    """R: sub-cells per cell and axis, about 80 across the larger axis (at least 1).
+
+    >>> sub_cells((10, 10)), sub_cells((200, 3))
+    (8, 1)
+    """
+    return max(1, -(-80 // max(shape)))
+
+
+def colour_limit(item: InteractionSummary) -> float:
+    """max |effect| over the corners of the cells that hold rows (all corners if none do).
+
+    >>> from ale_cli.adapters.summary import InteractionSummary
+    >>> item = InteractionSummary(features=("a", "b"), estimator="ale",
+    ...     effect=np.array([[1.0, -2.0, 9.0], [0.5, 0.0, 9.0]]),
+    ...     filled=np.array([[False, True]]))
+    >>> colour_limit(item)
+    2.0
+    """
+    data = np.zeros(item.effect.shape, dtype=bool)
+    for k, m in zip(*np.nonzero(~item.filled), strict=True):
+        data[k : k + 2, m : m + 2] = True
+    values = item.effect[data] if data.any() else item.effect
+    values = values[np.isfinite(values)]
+    top = float(np.max(np.abs(values))) if values.size else 0.0
+    return top if top > 0 else 1.0
+
+
+def interaction_figure(summary: Summary, index: int, *, store: Store | None = None) -> Figure:
+    """The heat map of ``summary.interactions[index]``; artists as in the module docstring.
+
+    Parameters
+    ----------
+    summary : Summary
+        An ``ale interact`` run.
+    index : int
+        Which interaction to draw. A not-estimable pair gives a note figure.
+    store : Store, optional
+        Holding both features: adds the scatter of the data points.
+    """
+    import matplotlib
+    from matplotlib.collections import LineCollection, PolyCollection
+    from matplotlib.colors import Normalize
+    from matplotlib.patches import Patch
+
+    item = summary.interactions[index]
+    a, b = item.features
+    if item.status != "ok" or 0 in item.shape:
+        from ale_cli.adapters.summary import FeatureSummary
+
+        return not_estimable_figure(
+            FeatureSummary(name=pair_label(item), status="not_estimable", reason=item.reason)
+        )
+    za, zb = item.edges_a, item.edges_b
+    with matplotlib.rc_context(style.RC | {"axes.grid": False}):
+        fig = _new_figure((_WIDTH, _HEIGHT))
+        rect = (0.13, _BOTTOM / _HEIGHT, 0.66, _AXES / _HEIGHT)
+        ax = fig.add_axes(rect)
+        cax = fig.add_axes((0.83, rect[1], 0.03, rect[3]))
+        ax.set_gid("surface_axes")
+        cax.set_gid("colorbar")
+        lim = colour_limit(item)
+        r = sub_cells(item.shape)
+        gx, gy = np.meshgrid(refine(za, r), refine(zb, r))
+        mesh = ax.pcolormesh(
+            gx,
+            gy,
+            bilinear(item.effect, r).T,
+            shading="gouraud",
+            cmap=CMAP,
+            norm=Normalize(-lim, lim),
+            gid="surface",
+            rasterized=True,  # one image in SVG files, not thousands of shaded triangles
+        )
+        segments = [[(z, zb[0]), (z, zb[-1])] for z in za] + [[(za[0], w), (za[-1], w)] for w in zb]
+        ax.add_collection(
+            LineCollection(segments, colors=style.GREY, linewidths=0.3, alpha=0.5, gid="cell_edges")
+        )
+        handles: list[Any] = []
+        n_filled = int(item.filled.sum())
+        if n_filled:
+            ax.add_collection(
+                PolyCollection(
+                    _cell_rectangles(item),
+                    facecolors="none",
+                    edgecolors=style.GREY,
+                    linewidths=0.4,
+                    hatch="///",
+                    gid="filled_cells",
+                )
+            )
+            handles.append(
+                Patch(facecolor="none", edgecolor=style.GREY, hatch="///", label=_FILLED_LABEL)
+            )
+        if store is not None:
+            rows = scatter_rows(store.X.shape[0])
+            xa = store.X[rows, store.feature_index(a)]
+            xb = store.X[rows, store.feature_index(b)]
+            shown = "all" if len(rows) == store.X.shape[0] else f"{len(rows):,} of"
+            (points,) = ax.plot(
+                xa,
+                xb,
+                linestyle="none",
+                marker=".",
+                markersize=2.5,
+                color=style.BLACK,
+                alpha=0.4 if len(rows) > 300 else 0.7,
+                gid="data_points",
+                label=f"data points ({shown} {store.X.shape[0]:,} rows)",
+            )
+            handles.append(points)
+        ax.set_xlim(za[0], za[-1])
+        ax.set_ylim(zb[0], zb[-1])
+        ax.set_xlabel(_wrap(a, 80, 2))
+        ax.set_ylabel(_wrap(b, 60, 2))
+        top = float(np.nanmax(item.effect)) > lim
+        bottom = float(np.nanmin(item.effect)) < -lim
+        extend = {(True, True): "both", (True, False): "max", (False, True): "min"}
+        bar = fig.colorbar(mesh, cax=cax, extend=extend.get((top, bottom), "neither"))
+        bar.set_label(f"doubly-centered effect on {_wrap(output_name(summary), 30, 1)}")
+        ka, kb = item.shape
+        empty = f", {n_filled} empty" if n_filled else ""
+        ax.set_title(
+            f"{_LABELS.get(item.estimator, item.estimator)}\n"
+            f"{ka} × {kb} cells{empty}, N = {summary.n_rows:,} rows",
+            loc="left",
+        )
+        fig.suptitle(
+            _wrap(f"Interaction {pair_label(item)}", 70, 1),
+            x=0.13,
+            ha="left",
+            y=0.97,
+            fontsize=12,
+            fontweight="bold",
+        )
+        if handles:
+            _figure_legend(fig, handles, [h.get_label() for h in handles], ncols=1)
+        return fig
