@@ -86,8 +86,14 @@ def plot(
     note = f", {len(result.not_estimable)} not estimable" if result.not_estimable else ""
     if result.interactions:
         n = len(result.interactions)
-        note += f" and {n} interaction{'s' if n != 1 else ''}"
+        note += f" and {_count(n, 'interaction')}"
     typer.echo(
-        f"wrote {len(result.paths)} files for {len(result.features)} features{note} to '{out}'",
+        f"wrote {_count(len(result.paths), 'file')} for "
+        f"{_count(len(result.features), 'feature')}{note} to '{out}'",
         err=True,
     )
+
+
+def _count(n: int, noun: str) -> str:
+    """``_count(1, "file")`` -> "1 file"; ``_count(2, "file")`` -> "2 files"."""
+    return f"{n} {noun}{'s' if n != 1 else ''}"
