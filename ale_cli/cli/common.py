@@ -32,6 +32,68 @@ FeaturesOption = Annotated[
 ]
 
 
+# -- the model and data options of every command that loads the model (compute, classic)
+
+ModelArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="Model file: TorchScript (.pt/.ts), ONNX (.onnx), skops (.skops) or a "
+        "pickle (.pkl/.pickle/.joblib, needs --trust-pickle)."
+    ),
+]
+DataArgument = Annotated[Path, typer.Argument(help="Data file: CSV or Parquet.")]
+DataFormatOption = Annotated[
+    str | None,
+    typer.Option("--format", help="Data format, csv or parquet (default: by extension)."),
+]
+ExcludeOption = Annotated[
+    str | None,
+    typer.Option("--exclude", help="Comma-separated columns to leave out (e.g. the target)."),
+]
+DropnaOption = Annotated[
+    bool, typer.Option("--dropna", help="Drop rows with NaN/inf values and say how many.")
+]
+ModelFormatOption = Annotated[
+    str | None,
+    typer.Option("--model-format", help="Model format (default: by extension)."),
+]
+OutputOption = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        help="Model output to explain. Tensor models: a column INDEX, ELEMENT:INDEX for a "
+        "tuple output, or NAME / NAME:INDEX for ONNX outputs. scikit-learn: predict "
+        "(regressors' default), proba:CLASS (label or index), decision or decision:INDEX. "
+        "Default: the model's only output; classifiers must choose.",
+    ),
+]
+CategoricalOption = Annotated[
+    str | None,
+    typer.Option(
+        "--categorical",
+        help="Comma-separated integer-coded categorical columns: held fixed (never "
+        "perturbed) and reported as not estimable. Text columns of scikit-learn models "
+        "are categorical automatically.",
+    ),
+]
+TrustOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trust",
+        help="Comma-separated types a skops file may load beyond the safe defaults "
+        "(ale lists them when they are needed).",
+    ),
+]
+TrustPickleOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-pickle",
+        help="Allow loading a pickle; this runs code stored in the file, so only for "
+        "files from a trusted source.",
+    ),
+]
+
+
 def split_names(value: str | None, option: str) -> tuple[str, ...] | None:
     """``"a, b"`` -> ``("a", "b")``; None stays None; empty names are an error.
 

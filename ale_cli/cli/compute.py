@@ -8,7 +8,22 @@ from typing import Annotated
 import typer
 
 from ale_cli.cli.app import app
-from ale_cli.cli.common import ConfigOption, FeaturesOption, QuietOption, split_names
+from ale_cli.cli.common import (
+    CategoricalOption,
+    ConfigOption,
+    DataArgument,
+    DataFormatOption,
+    DropnaOption,
+    ExcludeOption,
+    FeaturesOption,
+    ModelArgument,
+    ModelFormatOption,
+    OutputOption,
+    QuietOption,
+    TrustOption,
+    TrustPickleOption,
+    split_names,
+)
 from ale_cli.errors import InputError
 
 
@@ -17,52 +32,18 @@ from ale_cli.errors import InputError
     "sample_data/diabetes.csv --exclude target -o out/diabetes-mlp.npz"
 )
 def compute(
-    model: Annotated[
-        Path,
-        typer.Argument(
-            help="Model file: TorchScript (.pt/.ts), ONNX (.onnx), skops (.skops) or a "
-            "pickle (.pkl/.pickle/.joblib, needs --trust-pickle)."
-        ),
-    ],
-    data: Annotated[Path, typer.Argument(help="Data file: CSV or Parquet.")],
+    model: ModelArgument,
+    data: DataArgument,
     out: Annotated[Path, typer.Option("--out", "-o", help="Store to write (.npz).")] = Path(
         "effects.npz"
     ),
-    data_format: Annotated[
-        str | None,
-        typer.Option("--format", help="Data format, csv or parquet (default: by extension)."),
-    ] = None,
+    data_format: DataFormatOption = None,
     features: FeaturesOption = None,
-    exclude: Annotated[
-        str | None,
-        typer.Option("--exclude", help="Comma-separated columns to leave out (e.g. the target)."),
-    ] = None,
-    dropna: Annotated[
-        bool, typer.Option("--dropna", help="Drop rows with NaN/inf values and say how many.")
-    ] = False,
-    model_format: Annotated[
-        str | None,
-        typer.Option("--model-format", help="Model format (default: by extension)."),
-    ] = None,
-    output: Annotated[
-        str | None,
-        typer.Option(
-            "--output",
-            help="Model output to explain. Tensor models: a column INDEX, ELEMENT:INDEX for a "
-            "tuple output, or NAME / NAME:INDEX for ONNX outputs. scikit-learn: predict "
-            "(regressors' default), proba:CLASS (label or index), decision or decision:INDEX. "
-            "Default: the model's only output; classifiers must choose.",
-        ),
-    ] = None,
-    categorical: Annotated[
-        str | None,
-        typer.Option(
-            "--categorical",
-            help="Comma-separated integer-coded categorical columns: held fixed (never "
-            "perturbed) and reported as not estimable. Text columns of scikit-learn models "
-            "are categorical automatically.",
-        ),
-    ] = None,
+    exclude: ExcludeOption = None,
+    dropna: DropnaOption = False,
+    model_format: ModelFormatOption = None,
+    output: OutputOption = None,
+    categorical: CategoricalOption = None,
     method: Annotated[
         str,
         typer.Option(
@@ -80,22 +61,8 @@ def compute(
             "piecewise-constant models such as trees, chosen automatically).",
         ),
     ] = None,
-    trust: Annotated[
-        str | None,
-        typer.Option(
-            "--trust",
-            help="Comma-separated types a skops file may load beyond the safe defaults "
-            "(ale lists them when they are needed).",
-        ),
-    ] = None,
-    trust_pickle: Annotated[
-        bool,
-        typer.Option(
-            "--trust-pickle",
-            help="Allow loading a pickle; this runs code stored in the file, so only for "
-            "files from a trusted source.",
-        ),
-    ] = False,
+    trust: TrustOption = None,
+    trust_pickle: TrustPickleOption = False,
     batch_size: Annotated[
         int | None,
         typer.Option(

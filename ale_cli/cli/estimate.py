@@ -33,7 +33,7 @@ TimestampOption = Annotated[
 ]
 
 
-def _finish(name: str, result: EstimateResult, out: Path, timestamp: bool) -> None:
+def finish_summary(name: str, result: EstimateResult, out: Path, timestamp: bool) -> None:
     """Write the summary, print the notes (stderr) and the one-line result."""
     from ale_cli.adapters.summary import write_summary
 
@@ -95,7 +95,7 @@ def rebin(
         features=split_names(features, "--features"),
         edges=edges,
     )
-    _finish("rebin", run(request), out, timestamp)
+    finish_summary("rebin", run(request), out, timestamp)
 
 
 @app.command(epilog="Example: ale rhale out/diabetes-mlp.npz -o out/diabetes-rhale.json")
@@ -143,4 +143,4 @@ def rhale(
         center=center,
         features=split_names(features, "--features"),
     )
-    _finish("rhale", run(request), out, timestamp)
+    finish_summary("rhale", run(request), out, timestamp)
