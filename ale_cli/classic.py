@@ -34,7 +34,7 @@ import numpy as np
 from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.summary import FeatureSummary, Summary
 from ale_cli.compute import ComputeRequest, open_inputs
-from ale_cli.core.binning import assign, quantile_edges, uniform_edges
+from ale_cli.core.binning import Assignment, assign, quantile_edges, uniform_edges
 from ale_cli.errors import AleError, InputError, RunError
 from ale_cli.estimate import (
     DEFAULT_BINS,
@@ -129,11 +129,14 @@ def classic_features(
     """
     cols = _estimated(names, features)
     chosen = [names[j] for j in cols]
-    Xs = X if cols == list(range(X.shape[1])) else np.ascontiguousarray(X[:, cols])
-    lo, hi = column_ranges(Xs)
+    # one row per feature: the column operations below (quantiles, binary search,
+    # bincount) then read contiguous memory; Xs.T / pseudo.T are the (N, D) views
+    Xs = np.ascontiguousarray(X[:, cols].T)
+    lo, hi = column_ranges(Xs.T)
     skip = skip_reasons(chosen, lo, hi, categorical)
-    plans: list[tuple[int, int, np.ndarray, np.ndarray]] = []  # (j, column of X, edges, bin)
+    plans: list[tuple[int, int, str]] = []  # (row of Xs, column of X, name)
     used: dict[str, np.ndarray] = {}
+    assigned: dict[str, Assignment] = {}
     for j, (col, name) in enumerate(zip(cols, chosen, strict=True)):
         if name in skip or (edges is not None and name not in edges):
             continue  # reported by rebin_features with the reason
@@ -142,27 +145,38 @@ def classic_features(
         elif binning == "uniform":
             z = uniform_edges(lo[j], hi[j], bins=bins)
         else:
-            z = quantile_edges(Xs[:, j], bins=bins)
-        used[name] = z
-        plans.append((j, col, z, assign(Xs[:, j], z).index))
-    total = sum(int(np.count_nonzero(index >= 0)) for *_, index in plans)
+            z = quantile_edges(Xs[j], bins=bins)
+        used[name], assigned[name] = z, assign(Xs[j], z)
+        plans.append((j, col, name))
+    total = sum(len(X) - a.n_outside for a in assigned.values())
     bar = progress(total) if progress is not None else None
     pseudo = np.zeros(Xs.shape, dtype=np.float64)
-    for j, col, z, index in plans:
-        inside = np.flatnonzero(index >= 0)
-        whole = inside.size == len(X)
-        k = index if whole else index[inside]
+    for j, col, name in plans:
+        z, a = used[name], assigned[name]
+        if a.n_outside:
+            inside = np.flatnonzero(a.index >= 0)
+            rows, k = X[inside], a.index[inside]
+        else:
+            inside, rows, k = slice(None), X, a.index
         lower, upper = z[k], z[k + 1]
         out = predict_moved(
             f,
-            X if whole else X[inside],
+            rows,
             [Move((col,), lower[:, None]), Move((col,), upper[:, None])],
             eval_rows=eval_rows,
             progress=bar,
         )
-        pseudo[inside, j] = (out[1] - out[0]) / (upper - lower)
+        pseudo[j, inside] = (out[1] - out[0]) / (upper - lower)
     # the same skip reasons, edges and bins again: one path for filling, accumulating, centering
-    return rebin_features(Xs, pseudo, chosen, edges=used, center=center, categorical=categorical)
+    return rebin_features(
+        Xs.T,
+        pseudo.T,
+        chosen,
+        edges=used,
+        center=center,
+        categorical=categorical,
+        assigned=assigned,
+    )
 
 
 def _sources(request: ComputeRequest, model: Model, n_rows: int) -> dict[str, Any]:

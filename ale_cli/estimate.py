@@ -15,7 +15,7 @@ the given edges.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +28,14 @@ from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import Store, read_store
 from ale_cli.adapters.summary import FeatureSummary, Summary
 from ale_cli.core.accumulate import CENTER_MODES
-from ale_cli.core.binning import BINNINGS, UniformGrid, assign, quantile_edges, uniform_edges
+from ale_cli.core.binning import (
+    BINNINGS,
+    Assignment,
+    UniformGrid,
+    assign,
+    quantile_edges,
+    uniform_edges,
+)
 from ale_cli.core.binstats import CellStats, bin_stats, uniform_cells
 from ale_cli.core.effect import FirstOrderEffect, effect_from_bins, effect_from_cells
 from ale_cli.core.rhale import (
@@ -216,8 +223,10 @@ def _uniform_cells(
     return dict(zip(cols, stats, strict=True))
 
 
-def _column_cells(x: np.ndarray, e: np.ndarray, edges: np.ndarray) -> tuple[CellStats, int]:
-    a = assign(x, edges)
+def _column_cells(
+    x: np.ndarray, e: np.ndarray, edges: np.ndarray, a: Assignment | None = None
+) -> tuple[CellStats, int]:
+    a = assign(x, edges) if a is None else a
     return CellStats.from_values(a.index, e, n_cells=edges.size - 1), a.n_outside
 
 
@@ -234,11 +243,14 @@ def rebin_features(
     center: str = "mean",
     edges: dict[str, np.ndarray] | None = None,
     categorical: Sequence[str] = (),
+    assigned: Mapping[str, Assignment] | None = None,
 ) -> list[FeatureSummary]:
     """DALE on fixed bins for every column of X (N, D) with local effects E (N, D).
 
     Bins are ``bins`` uniform or type-1 quantile bins of each feature, or the
     given ``edges[name]`` (rows outside them are left out and counted).
+    ``assigned[name]``, if given, is the rows' bin membership on ``edges[name]``
+    already computed by the caller (``ale classic`` needs it to move the rows).
     """
     check_center(center)
     if binning not in BINNINGS:
@@ -269,7 +281,8 @@ def rebin_features(
                 z = uniform_edges(lo[j], hi[j], bins=bins)
             else:
                 z = quantile_edges(X[:, j], bins=bins)
-            cell, n_outside = _column_cells(X[:, j], E[:, j], z)
+            known = assigned.get(name) if assigned is not None and edges is not None else None
+            cell, n_outside = _column_cells(X[:, j], E[:, j], z, known)
         if cell.total == 0:
             out.append(
                 _not_estimable(
