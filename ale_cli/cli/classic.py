@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -23,7 +22,14 @@ from ale_cli.cli.common import (
     TrustPickleOption,
     split_names,
 )
-from ale_cli.cli.estimate import CenterOption, OutOption, TimestampOption, finish_summary
+from ale_cli.cli.estimate import (
+    BinsOption,
+    CenterOption,
+    EdgesOption,
+    OutOption,
+    TimestampOption,
+    finish_summary,
+)
 
 
 @app.command(
@@ -34,10 +40,7 @@ def classic(
     model: ModelArgument,
     data: DataArgument,
     out: OutOption,
-    bins: Annotated[
-        int | None,
-        typer.Option("--bins", help="Bins per feature (default: 20).", min=1, show_default=False),
-    ] = None,
+    bins: BinsOption = None,
     binning: Annotated[
         str | None,
         typer.Option(
@@ -47,15 +50,7 @@ def classic(
             show_default=False,
         ),
     ] = None,
-    edges: Annotated[
-        Path | None,
-        typer.Option(
-            "--edges",
-            help="JSON file with the edges per feature: a previous summary or "
-            '{"feature": [edges]}; rows outside are not evaluated and are counted.',
-            show_default=False,
-        ),
-    ] = None,
+    edges: EdgesOption = None,
     center: CenterOption = "mean",
     features: Annotated[
         str | None,
@@ -95,7 +90,7 @@ def classic(
     """
     from ale_cli.classic import ClassicRequest
     from ale_cli.classic import classic as run
-    from ale_cli.cli.progress import ProgressBar
+    from ale_cli.cli.progress import ProgressBars
     from ale_cli.compute import ComputeRequest
 
     request = ClassicRequest(
@@ -119,15 +114,6 @@ def classic(
         center=center,
         features=split_names(features, "--features"),
     )
-    bars: list[ProgressBar] = []
-
-    def progress(total: int) -> ProgressBar:
-        bars.append(ProgressBar.for_terminal(total, "classic ALE", quiet=quiet))
-        return bars[-1]
-
-    try:
+    with ProgressBars("classic ALE", quiet=quiet) as progress:
         result = run(request, progress=progress)
-    finally:
-        for bar in bars:
-            bar.close()
     finish_summary("classic", result, out, timestamp)

@@ -83,7 +83,7 @@ def compute(
     Reuses the store at -o when it was made from the same model bytes, data bytes
     and options (a cache hit); --force recomputes.
     """
-    from ale_cli.cli.progress import ProgressBar
+    from ale_cli.cli.progress import ProgressBars
     from ale_cli.compute import ComputeRequest
     from ale_cli.compute import compute as run
     from ale_cli.models.base import METHODS
@@ -109,17 +109,8 @@ def compute(
         trust=split_names(trust, "--trust") or (),
         trust_pickle=trust_pickle,
     )
-    bars: list[ProgressBar] = []
-
-    def progress(total: int) -> ProgressBar:
-        bars.append(ProgressBar.for_terminal(total, "local effects", quiet=quiet))
-        return bars[-1]
-
-    try:
+    with ProgressBars("local effects", quiet=quiet) as progress:
         result = run(request, force=force, progress=progress)
-    finally:
-        for bar in bars:
-            bar.close()
     for note in () if quiet else result.notes:
         typer.echo(f"note: {note}", err=True)
     if result.reason is not None and not quiet:

@@ -24,6 +24,19 @@ CenterOption = Annotated[
         help="Centering: mean (count-weighted mean of the curve is 0), start (f(z_0) = 0) or none.",
     ),
 ]
+BinsOption = Annotated[
+    int | None,
+    typer.Option("--bins", help="Bins per feature (default: 20).", min=1, show_default=False),
+]
+EdgesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--edges",
+        help="JSON file with the edges per feature: a previous summary or "
+        '{"feature": [edges]}; rows outside are left out and counted.',
+        show_default=False,
+    ),
+]
 TimestampOption = Annotated[
     bool,
     typer.Option(
@@ -56,10 +69,7 @@ def finish_summary(name: str, result: EstimateResult, out: Path, timestamp: bool
 def rebin(
     store: StoreArgument,
     out: OutOption,
-    bins: Annotated[
-        int | None,
-        typer.Option("--bins", help="Bins per feature (default: 20).", min=1, show_default=False),
-    ] = None,
+    bins: BinsOption = None,
     binning: Annotated[
         str | None,
         typer.Option(
@@ -69,15 +79,7 @@ def rebin(
             show_default=False,
         ),
     ] = None,
-    edges: Annotated[
-        Path | None,
-        typer.Option(
-            "--edges",
-            help="JSON file with the edges per feature: a previous summary or "
-            '{"feature": [edges]}; rows outside are left out and counted.',
-            show_default=False,
-        ),
-    ] = None,
+    edges: EdgesOption = None,
     center: CenterOption = "mean",
     features: FeaturesOption = None,
     timestamp: TimestampOption = True,
