@@ -127,6 +127,8 @@ def classic_features(
     -------
     list of FeatureSummary, one per estimated feature, in the order asked.
     """
+    FixedBins.from_options(bins=bins, binning=binning, edges=None, default=DEFAULT_BINNING)
+    check_center(center)  # both checked again by rebin_features, but before the model runs
     cols = _estimated(names, features)
     chosen = [names[j] for j in cols]
     # one row per feature: the column operations below (quantiles, binary search,
@@ -167,7 +169,7 @@ def classic_features(
             progress=bar,
         )
         pseudo[j, inside] = (out[1] - out[0]) / (upper - lower)
-    # the same skip reasons, edges and bins again: one path for filling, accumulating, centering
+    # DALE's path on the quotients: skip reasons, filling, accumulation, centering, summary
     return rebin_features(
         Xs.T,
         pseudo.T,

@@ -9,6 +9,7 @@ exact error messages.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -19,7 +20,7 @@ import pytest
 from ale_cli.adapters.summary import SCHEMA_PATH, read_summary
 from ale_cli.classic import ClassicRequest, classic, classic_features
 from ale_cli.compute import ComputeRequest
-from ale_cli.errors import RunError
+from ale_cli.errors import InputError, RunError
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
@@ -117,6 +118,21 @@ def test_fixed_and_constant_features_are_not_estimable_and_not_evaluated():
         ("not_estimable", "categorical feature (held fixed)"),
     ]
     assert sum(f.calls) == 2 * 50
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"binning": "kmeans"}, "--binning must be one of uniform, quantile, got 'kmeans'"),
+        ({"bins": 0}, "--bins must be at least 1, got 0"),
+        ({"center": "median"}, "--center must be one of mean, start, none, got 'median'"),
+    ],
+)
+def test_bad_options_fail_before_the_model_runs(options, message):
+    f = Counting(additive)
+    with pytest.raises(InputError, match=f"^{re.escape(message)}$"):
+        classic_features(f, uniform_rows(n=20), ["a", "b", "c"], **options)
+    assert f.calls == []
 
 
 def test_features_chooses_and_orders_the_estimated_features():
