@@ -133,7 +133,7 @@ def classic_features(
     chosen = [names[j] for j in cols]
     # one row per feature: the column operations below (quantiles, binary search,
     # bincount) then read contiguous memory; Xs.T / pseudo.T are the (N, D) views
-    Xs = np.ascontiguousarray(X[:, cols].T)
+    Xs = np.ascontiguousarray(X.T[cols])
     lo, hi = column_ranges(Xs.T)
     skip = skip_reasons(chosen, lo, hi, categorical)
     plans: list[tuple[int, int, str]] = []  # (row of Xs, column of X, name)
