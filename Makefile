@@ -19,6 +19,8 @@ demo: samples
 	@mkdir -p $(OUT)
 	$(BIN)/ale compute --config configs/diabetes-mlp.yaml
 	$(BIN)/ale compute --config configs/diabetes-hgb.yaml
+	$(BIN)/ale classic --config configs/diabetes-hgb.yaml
+	$(BIN)/ale plot --config configs/diabetes-hgb.yaml > /dev/null
 	$(BIN)/ale rhale --config configs/diabetes-mlp.yaml
 	$(BIN)/ale rebin --config configs/diabetes-mlp.yaml
 	$(BIN)/ale plot --config configs/diabetes-mlp.yaml > /dev/null
@@ -27,7 +29,7 @@ demo: samples
 	$(BIN)/ale compute --config configs/rhale-paper.yaml
 	$(BIN)/ale rhale --config configs/rhale-paper.yaml
 	$(BIN)/ale plot --config configs/rhale-paper.yaml > /dev/null
-	@echo "demo: figures in $(OUT)/plots/diabetes-mlp/ and $(OUT)/plots/rhale-paper/ (overview.png first), the s1 x s2 interaction in $(OUT)/plots/diabetes-mlp-interact/; summaries and stores in $(OUT)/"
+	@echo "demo: figures in $(OUT)/plots/diabetes-mlp/, $(OUT)/plots/diabetes-hgb-classic/ and $(OUT)/plots/rhale-paper/ (overview.png first), the s1 x s2 interaction in $(OUT)/plots/diabetes-mlp-interact/; summaries and stores in $(OUT)/"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -15,7 +15,7 @@ the given edges.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +28,14 @@ from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import Store, read_store
 from ale_cli.adapters.summary import FeatureSummary, Summary
 from ale_cli.core.accumulate import CENTER_MODES
-from ale_cli.core.binning import BINNINGS, UniformGrid, assign, quantile_edges, uniform_edges
+from ale_cli.core.binning import (
+    BINNINGS,
+    Assignment,
+    UniformGrid,
+    assign,
+    quantile_edges,
+    uniform_edges,
+)
 from ale_cli.core.binstats import CellStats, bin_stats, uniform_cells
 from ale_cli.core.effect import FirstOrderEffect, effect_from_bins, effect_from_cells
 from ale_cli.core.rhale import (
@@ -79,6 +86,68 @@ class EstimateResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True)
+class FixedBins:
+    """Fixed bins as asked on the command line: K bins of a binning, or an edges file.
+
+    Shared by ``ale rebin`` and ``ale classic``; :meth:`from_options` checks
+    the options before anything is loaded.
+    """
+
+    bins: int
+    binning: str
+    edges_file: EdgesFile | None = None
+
+    @classmethod
+    def from_options(
+        cls, *, bins: int | None, binning: str | None, edges: Path | None, default: str
+    ) -> FixedBins:
+        """Check ``--bins/--binning/--edges`` (None = not given) and read the edges file."""
+        if edges is not None:
+            if bins is not None or binning is not None:
+                raise InputError(
+                    f"--edges takes the bins from '{edges}'; leave out --bins and --binning"
+                )
+            return cls(bins=DEFAULT_BINS, binning=default, edges_file=read_edges(edges))
+        k = DEFAULT_BINS if bins is None else bins
+        if k < 1:
+            raise InputError(f"--bins must be at least 1, got {k}")
+        chosen = binning or default
+        if chosen not in BINNINGS:
+            raise InputError(f"--binning must be one of {', '.join(BINNINGS)}, got '{chosen}'")
+        return cls(bins=k, binning=chosen)
+
+    def check_features(
+        self, features: Sequence[str] | None, available: Sequence[str], source: str
+    ) -> None:
+        """With an edges file: every feature asked for has edges, and when none were
+        asked for, the file names no feature that ``source`` lacks."""
+        if self.edges_file is None:
+            return
+        missing = [n for n in features or () if n not in self.edges_file.edges]
+        if missing:
+            raise InputError(
+                f"edges file '{self.edges_file.path}' has no edges for feature '{missing[0]}'"
+            )
+        unknown = [n for n in self.edges_file.edges if n not in available]
+        if features is None and unknown:
+            raise InputError(
+                f"edges file '{self.edges_file.path}' has edges for '{unknown[0]}', which "
+                f"{source} does not have; choose features with --features"
+            )
+
+    def params(self, center: str, features: Sequence[str] | None) -> dict[str, Any]:
+        """The binning part of a summary's ``params`` (defaults included)."""
+        by_file = self.edges_file is not None
+        return {
+            "bins": None if by_file else self.bins,
+            "binning": "edges" if by_file else self.binning,
+            "center": center,
+            "features": list(features) if features is not None else None,
+            "edges": self.edges_file.describe() if self.edges_file is not None else None,
+        }
+
+
 # -- shared ----------------------------------------------------------------------------------
 
 
@@ -112,18 +181,18 @@ def _not_estimable(name: str, reason: str, *, n_outside: int = 0) -> FeatureSumm
     return FeatureSummary(name=name, status="not_estimable", reason=reason, n_outside=n_outside)
 
 
-def _check_center(center: str) -> None:
+def check_center(center: str) -> None:
     if center not in CENTER_MODES:
         raise InputError(f"--center must be one of {', '.join(CENTER_MODES)}, got '{center}'")
 
 
-def _ranges(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def column_ranges(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if X.shape[0] == 0:
         return np.zeros(X.shape[1]), np.zeros(X.shape[1])
     return X.min(axis=0), X.max(axis=0)
 
 
-def _skip_reasons(
+def skip_reasons(
     names: Sequence[str], lo: np.ndarray, hi: np.ndarray, categorical: Sequence[str]
 ) -> dict[str, str]:
     """Features that are not estimable, with the reason; the others are absent."""
@@ -154,8 +223,10 @@ def _uniform_cells(
     return dict(zip(cols, stats, strict=True))
 
 
-def _column_cells(x: np.ndarray, e: np.ndarray, edges: np.ndarray) -> tuple[CellStats, int]:
-    a = assign(x, edges)
+def _column_cells(
+    x: np.ndarray, e: np.ndarray, edges: np.ndarray, a: Assignment | None = None
+) -> tuple[CellStats, int]:
+    a = assign(x, edges) if a is None else a
     return CellStats.from_values(a.index, e, n_cells=edges.size - 1), a.n_outside
 
 
@@ -172,17 +243,20 @@ def rebin_features(
     center: str = "mean",
     edges: dict[str, np.ndarray] | None = None,
     categorical: Sequence[str] = (),
+    assigned: Mapping[str, Assignment] | None = None,
 ) -> list[FeatureSummary]:
     """DALE on fixed bins for every column of X (N, D) with local effects E (N, D).
 
     Bins are ``bins`` uniform or type-1 quantile bins of each feature, or the
     given ``edges[name]`` (rows outside them are left out and counted).
+    ``assigned[name]``, if given, is the rows' bin membership on ``edges[name]``
+    already computed by the caller (``ale classic`` needs it to move the rows).
     """
-    _check_center(center)
+    check_center(center)
     if binning not in BINNINGS:
         raise InputError(f"--binning must be one of {', '.join(BINNINGS)}, got '{binning}'")
-    lo, hi = _ranges(X)
-    skip = _skip_reasons(names, lo, hi, categorical)
+    lo, hi = column_ranges(X)
+    skip = skip_reasons(names, lo, hi, categorical)
     if edges is not None:
         for name in names:
             if name not in edges and name not in skip:
@@ -207,7 +281,8 @@ def rebin_features(
                 z = uniform_edges(lo[j], hi[j], bins=bins)
             else:
                 z = quantile_edges(X[:, j], bins=bins)
-            cell, n_outside = _column_cells(X[:, j], E[:, j], z)
+            known = assigned.get(name) if assigned is not None and edges is not None else None
+            cell, n_outside = _column_cells(X[:, j], E[:, j], z, known)
         if cell.total == 0:
             out.append(
                 _not_estimable(
@@ -245,7 +320,7 @@ def rhale_features(
     is found from the per-cell statistics, which are then summed per bin (no
     second pass over the rows).
     """
-    _check_center(center)
+    check_center(center)
     if grid not in BINNINGS:
         raise InputError(f"--grid must be one of {', '.join(BINNINGS)}, got '{grid}'")
     if max_bins < 1:
@@ -254,8 +329,8 @@ def rhale_features(
         raise InputError(f"--min-points must be at least 2, got {min_points}")
     if not 0.0 <= alpha <= 1.0:
         raise InputError(f"--alpha must be between 0 and 1, got {alpha}")
-    lo, hi = _ranges(X)
-    skip = _skip_reasons(names, lo, hi, categorical)
+    lo, hi = column_ranges(X)
+    skip = skip_reasons(names, lo, hi, categorical)
     todo = [j for j, name in enumerate(names) if name not in skip]
     cells = _uniform_cells(X, E, todo, lo, hi, max_bins) if grid == "uniform" else None
     out: list[FeatureSummary] = []
@@ -323,11 +398,11 @@ def store_info(path: Path, store: Store) -> dict[str, Any]:
     }
 
 
-def _now() -> str:
+def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _notes(features: Sequence[FeatureSummary]) -> tuple[str, ...]:
+def run_notes(features: Sequence[FeatureSummary]) -> tuple[str, ...]:
     notes: list[str] = []
     for f in features:
         if f.status != "ok":
@@ -358,65 +433,39 @@ def _result(
         store=store_info(path, store),
         n_rows=int(store.X.shape[0]),
         features=tuple(features),
-        created=_now(),
+        created=utc_now(),
     )
     return EstimateResult(
         summary=summary,
         seconds=time.perf_counter() - t0,
         timings={"load_s": t_load - t0, "estimate_s": t_est - t_load},
-        notes=_notes(features),
+        notes=run_notes(features),
     )
 
 
 def rebin(request: RebinRequest) -> EstimateResult:
     """``ale rebin``: DALE on fixed bins for the chosen features of a store."""
     t0 = time.perf_counter()
-    edges_file: EdgesFile | None = None
-    if request.edges is not None:
-        if request.bins is not None or request.binning is not None:
-            raise InputError(
-                f"--edges takes the bins from '{request.edges}'; leave out --bins and --binning"
-            )
-        edges_file = read_edges(request.edges)
-    bins = DEFAULT_BINS if request.bins is None else request.bins
-    if bins < 1:
-        raise InputError(f"--bins must be at least 1, got {bins}")
-    binning = request.binning or "uniform"
+    fixed = FixedBins.from_options(
+        bins=request.bins, binning=request.binning, edges=request.edges, default="uniform"
+    )
     store = read_store(request.store)
     cols, names = _select(store, request.features)
-    if edges_file is not None:
-        wanted = request.features or ()
-        missing = [n for n in wanted if n not in edges_file.edges]
-        if missing:
-            raise InputError(
-                f"edges file '{edges_file.path}' has no edges for feature '{missing[0]}'"
-            )
-        unknown = [n for n in edges_file.edges if n not in store.feature_names]
-        if request.features is None and unknown:
-            raise InputError(
-                f"edges file '{edges_file.path}' has edges for '{unknown[0]}', which the store "
-                f"'{request.store}' does not have; choose features with --features"
-            )
+    fixed.check_features(request.features, store.feature_names, f"the store '{request.store}'")
     X, E = _columns(store, cols)
     t_load = time.perf_counter()
     features = rebin_features(
         X,
         E,
         names,
-        bins=bins,
-        binning=binning,
+        bins=fixed.bins,
+        binning=fixed.binning,
         center=request.center,
-        edges=edges_file.edges if edges_file is not None else None,
+        edges=fixed.edges_file.edges if fixed.edges_file is not None else None,
         categorical=store.meta.get("categorical_features") or (),
     )
     t_est = time.perf_counter()
-    params: dict[str, Any] = {
-        "bins": None if edges_file is not None else bins,
-        "binning": "edges" if edges_file is not None else binning,
-        "center": request.center,
-        "features": list(request.features) if request.features is not None else None,
-        "edges": edges_file.describe() if edges_file is not None else None,
-    }
+    params = fixed.params(request.center, request.features)
     return _result("dale", params, request.store, store, features, (t0, t_load, t_est))
 
 

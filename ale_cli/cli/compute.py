@@ -85,7 +85,7 @@ def compute(
     Reuses the store at -o when it was made from the same model bytes, data bytes
     and options (a cache hit); --force recomputes.
     """
-    from ale_cli.cli.progress import ProgressBar
+    from ale_cli.cli.progress import ProgressBars
     from ale_cli.compute import compute as run
     from ale_cli.models.base import METHODS
     from ale_cli.pairs import parse_pairs
@@ -112,18 +112,8 @@ def compute(
         step=step,
         pairs=parse_pairs(pairs, "--pairs"),
     )
-    bars: list[ProgressBar] = []
-
-    def progress(total: int) -> ProgressBar:
-        label = "local effects" if not bars else "mixed derivatives"
-        bars.append(ProgressBar.for_terminal(total, label, quiet=quiet))
-        return bars[-1]
-
-    try:
+    with ProgressBars("local effects", "mixed derivatives", quiet=quiet) as progress:
         result = run(request, force=force, progress=progress)
-    finally:
-        for bar in bars:
-            bar.close()
     for note in () if quiet else result.notes:
         typer.echo(f"note: {note}", err=True)
     if result.reason is not None and not quiet:

@@ -24,6 +24,10 @@ CenterOption = Annotated[
         help="Centering: mean (count-weighted mean of the curve is 0), start (f(z_0) = 0) or none.",
     ),
 ]
+BinsOption = Annotated[
+    int | None,
+    typer.Option("--bins", help="Bins per feature (default: 20).", min=1, show_default=False),
+]
 EdgesOption = Annotated[
     Path | None,
     typer.Option(
@@ -42,7 +46,7 @@ TimestampOption = Annotated[
 ]
 
 
-def _finish(name: str, result: EstimateResult, out: Path, timestamp: bool) -> None:
+def finish_summary(name: str, result: EstimateResult, out: Path, timestamp: bool) -> None:
     """Write the summary, print the notes (stderr) and the one-line result."""
     from ale_cli.adapters.summary import write_summary
 
@@ -65,10 +69,7 @@ def _finish(name: str, result: EstimateResult, out: Path, timestamp: bool) -> No
 def rebin(
     store: StoreArgument,
     out: OutOption,
-    bins: Annotated[
-        int | None,
-        typer.Option("--bins", help="Bins per feature (default: 20).", min=1, show_default=False),
-    ] = None,
+    bins: BinsOption = None,
     binning: Annotated[
         str | None,
         typer.Option(
@@ -96,7 +97,7 @@ def rebin(
         features=split_names(features, "--features"),
         edges=edges,
     )
-    _finish("rebin", run(request), out, timestamp)
+    finish_summary("rebin", run(request), out, timestamp)
 
 
 @app.command(epilog="Example: ale rhale out/diabetes-mlp.npz -o out/diabetes-rhale.json")
@@ -144,4 +145,4 @@ def rhale(
         center=center,
         features=split_names(features, "--features"),
     )
-    _finish("rhale", run(request), out, timestamp)
+    finish_summary("rhale", run(request), out, timestamp)

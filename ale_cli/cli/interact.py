@@ -100,7 +100,7 @@ def interact(
     of cells, with empty cells filled from the nearest non-empty cell.
     """
     from ale_cli.adapters.summary import write_summary
-    from ale_cli.cli.progress import ProgressBar
+    from ale_cli.cli.progress import ProgressBars
     from ale_cli.interact import InteractRequest
     from ale_cli.interact import interact as run
     from ale_cli.pairs import parse_pairs
@@ -128,17 +128,8 @@ def interact(
         store=store,
         edges=edges,
     )
-    bars: list[ProgressBar] = []
-
-    def progress(total: int, label: str) -> ProgressBar:
-        bars.append(ProgressBar.for_terminal(total, label, quiet=quiet))
-        return bars[-1]
-
-    try:
+    with ProgressBars("interact", quiet=quiet) as progress:
         result = run(request, progress=progress)
-    finally:
-        for bar in bars:
-            bar.close()
     write_summary(out, result.summary, timestamp=timestamp)
     for note in result.notes:
         typer.echo(f"note: {note}", err=True)

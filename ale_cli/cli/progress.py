@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from types import TracebackType
 from typing import TextIO
 
 
@@ -51,3 +52,37 @@ class ProgressBar:
         if self.enabled and self.done:
             self.stream.write("\n")
             self.stream.flush()
+
+
+class ProgressBars:
+    """``progress(total) -> ProgressBar`` for a library call, closing every bar it made.
+
+    The i-th bar asked for gets ``labels[i]`` (the last label once they run out),
+    unless the caller names it: ``progress(total, "mixed derivatives")``.
+
+    >>> with ProgressBars("rows", quiet=True) as progress:
+    ...     progress(10)(4)
+    """
+
+    def __init__(self, *labels: str, quiet: bool) -> None:
+        self.labels = labels
+        self.quiet = quiet
+        self.bars: list[ProgressBar] = []
+
+    def __call__(self, total: int, label: str | None = None) -> ProgressBar:
+        if label is None:
+            label = self.labels[min(len(self.bars), len(self.labels) - 1)]
+        self.bars.append(ProgressBar.for_terminal(total, label, quiet=self.quiet))
+        return self.bars[-1]
+
+    def __enter__(self) -> ProgressBars:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for bar in self.bars:
+            bar.close()

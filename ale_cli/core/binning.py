@@ -115,7 +115,7 @@ def assign(x: np.ndarray, edges: np.ndarray) -> Assignment:
     ([0, 0, 0, 1, 1, -1], 1)
     """
     x = np.asarray(x, dtype=np.float64)
-    index = np.searchsorted(edges[1:-1], x, side="left").astype(np.int64)
+    index = np.searchsorted(edges[1:-1], x, side="left").astype(np.int64, copy=False)
     outside = (x < edges[0]) | (x > edges[-1])
     n_outside = int(np.count_nonzero(outside))
     if n_outside:

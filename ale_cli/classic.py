@@ -1,0 +1,255 @@
+"""``ale classic``: Apley-Zhu first-order ALE by finite differences at the bin edges.
+
+For feature s with edges ``z_0 < ... < z_K`` and row i in bin k, the interval
+``(z_{k-1}, z_k]`` (the first bin also holds ``z_0``), the model is evaluated
+with ``x_s`` moved to both limits of the row's bin (2 evaluations per row and
+feature, all rows of a chunk stacked into one model call by
+:func:`~ale_cli.models.evaluate.predict_moved`)::
+
+    D_i      = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})
+    ALE(z_k) = sum_{j <= k} (1 / n_j) sum_{i in bin j} D_i           (Apley & Zhu, Eq. 11-12)
+
+Since ``mean_j(D_i / dz_j) dz_j = mean_j(D_i)``, the per-row quotients
+``e_i = D_i / dz_k`` ("pseudo local effects") fed to the DALE estimator on the
+same edges (:func:`~ale_cli.estimate.rebin_features`) give exactly this
+estimate; the filling of empty bins, the accumulation and the centering
+(count-weighted trapezoid mean by default) are then the ones every estimator
+shares, and the heterogeneity is the per-bin std of ``D_i / dz_k``. The
+summary has the same schema as DALE's and RHALE's, with ``estimator: "ale"``.
+
+Rows outside given edges are not evaluated; they are counted in ``n_outside``.
+Categorical (held-fixed) and constant features are reported not estimable.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli.adapters.files import sha256_file
+from ale_cli.adapters.summary import FeatureSummary, Summary
+from ale_cli.compute import ComputeRequest, open_inputs
+from ale_cli.core.binning import Assignment, assign, quantile_edges, uniform_edges
+from ale_cli.errors import AleError, InputError, RunError
+from ale_cli.estimate import (
+    DEFAULT_BINS,
+    EstimateResult,
+    FixedBins,
+    check_center,
+    column_ranges,
+    rebin_features,
+    run_notes,
+    skip_reasons,
+    utc_now,
+)
+from ale_cli.models.base import Model, ProgressFn, first_line
+from ale_cli.models.evaluate import Move, predict_moved
+from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
+
+#: Default binning of ``ale classic``: quantile bins, as ALEPlot and PyALE.
+DEFAULT_BINNING = "quantile"
+METHOD = "model at the bin limits (Apley-Zhu finite differences)"
+
+
+@dataclass(frozen=True)
+class ClassicRequest:
+    """Options of ``ale classic``.
+
+    ``inputs`` holds the model and data options (as ``ale compute``'s; its
+    ``features`` stays None: the model's inputs are all data columns but
+    ``exclude``). ``features`` are the features to estimate (default: every
+    input); None for ``bins``/``binning`` means the default (20 quantile bins)
+    or, with ``edges``, not used.
+    """
+
+    inputs: ComputeRequest
+    bins: int | None = None
+    binning: str | None = None
+    edges: Path | None = None
+    center: str = "mean"
+    features: tuple[str, ...] | None = None
+
+
+def _estimated(names: Sequence[str], features: Sequence[str] | None) -> list[int]:
+    """Columns of the features to estimate; InputError for unknown or repeated names."""
+    if features is None:
+        return list(range(len(names)))
+    cols: list[int] = []
+    for name in features:
+        if name not in names:
+            raise InputError(
+                f"--features: '{name}' is not one of the model's input columns ({', '.join(names)})"
+            )
+        if names.index(name) in cols:
+            raise InputError(f"--features names feature '{name}' more than once")
+        cols.append(names.index(name))
+    return cols
+
+
+def classic_features(
+    f: PredictFn,
+    X: np.ndarray,
+    names: Sequence[str],
+    *,
+    features: Sequence[str] | None = None,
+    bins: int = DEFAULT_BINS,
+    binning: str = DEFAULT_BINNING,
+    edges: dict[str, np.ndarray] | None = None,
+    center: str = "mean",
+    categorical: Sequence[str] = (),
+    eval_rows: int = DEFAULT_EVAL_ROWS,
+    progress: Callable[[int], ProgressFn] | None = None,
+) -> list[FeatureSummary]:
+    """Classic first-order ALE of ``features`` (default: all) of the model ``f`` on X.
+
+    Parameters
+    ----------
+    f : callable
+        (M, D) float64 -> (M,) float64, the model output (``model.predict``).
+    X : ndarray, shape (N, D)
+        Every input column of the model.
+    names : sequence of str, length D
+    bins, binning : int, {"quantile", "uniform"}
+        K bins per feature (type-1 quantiles, deduplicated, or equal widths).
+    edges : dict of str to ndarray (K+1,), optional
+        Given edges per feature instead (a feature without edges is not estimable).
+    eval_rows : int
+        Stacked evaluation rows per model call.
+    progress : callable, optional
+        ``progress(total_rows)`` returns a callable told the rows finished per call.
+
+    Returns
+    -------
+    list of FeatureSummary, one per estimated feature, in the order asked.
+    """
+    FixedBins.from_options(bins=bins, binning=binning, edges=None, default=DEFAULT_BINNING)
+    check_center(center)  # both checked again by rebin_features, but before the model runs
+    cols = _estimated(names, features)
+    chosen = [names[j] for j in cols]
+    # one row per feature: the column operations below (quantiles, binary search,
+    # bincount) then read contiguous memory; Xs.T / pseudo.T are the (N, D) views
+    Xs = np.ascontiguousarray(X.T[cols])
+    lo, hi = column_ranges(Xs.T)
+    skip = skip_reasons(chosen, lo, hi, categorical)
+    plans: list[tuple[int, int, str]] = []  # (row of Xs, column of X, name)
+    used: dict[str, np.ndarray] = {}
+    assigned: dict[str, Assignment] = {}
+    for j, (col, name) in enumerate(zip(cols, chosen, strict=True)):
+        if name in skip or (edges is not None and name not in edges):
+            continue  # reported by rebin_features with the reason
+        if edges is not None:
+            z = edges[name]
+        elif binning == "uniform":
+            z = uniform_edges(lo[j], hi[j], bins=bins)
+        else:
+            z = quantile_edges(Xs[j], bins=bins)
+        used[name], assigned[name] = z, assign(Xs[j], z)
+        plans.append((j, col, name))
+    total = sum(len(X) - a.n_outside for a in assigned.values())
+    bar = progress(total) if progress is not None else None
+    pseudo = np.zeros(Xs.shape, dtype=np.float64)
+    for j, col, name in plans:
+        z, a = used[name], assigned[name]
+        if a.n_outside:
+            inside = np.flatnonzero(a.index >= 0)
+            rows, k = X[inside], a.index[inside]
+        else:
+            inside, rows, k = slice(None), X, a.index
+        lower, upper = z[k], z[k + 1]
+        out = predict_moved(
+            f,
+            rows,
+            [Move((col,), lower[:, None]), Move((col,), upper[:, None])],
+            eval_rows=eval_rows,
+            progress=bar,
+        )
+        pseudo[j, inside] = (out[1] - out[0]) / (upper - lower)
+    # DALE's path on the quotients: skip reasons, filling, accumulation, centering, summary
+    return rebin_features(
+        Xs.T,
+        pseudo.T,
+        chosen,
+        edges=used,
+        center=center,
+        categorical=categorical,
+        assigned=assigned,
+    )
+
+
+def _sources(request: ComputeRequest, model: Model, n_rows: int) -> dict[str, Any]:
+    """The summary's ``store`` part: no store here, so the model and data it came from."""
+    return {
+        "path": None,
+        "model": {
+            "path": str(request.model),
+            "sha256": sha256_file(request.model),
+            "format": model.format,
+        },
+        "data": {"path": str(request.data), "sha256": sha256_file(request.data)},
+        "method": METHOD,
+        "output": model.describe().get("output"),
+        "n_rows": n_rows,
+    }
+
+
+def classic(
+    request: ClassicRequest, *, progress: Callable[[int], ProgressFn] | None = None
+) -> EstimateResult:
+    """``ale classic``: load the model and data, estimate, and return the summary."""
+    t0 = time.perf_counter()
+    fixed = FixedBins.from_options(
+        bins=request.bins, binning=request.binning, edges=request.edges, default=DEFAULT_BINNING
+    )
+    check_center(request.center)
+    for label, path in (("model", request.inputs.model), ("data", request.inputs.data)):
+        if not path.exists():
+            raise InputError(f"{label} file '{path}' does not exist")
+    timings: dict[str, float] = {}
+    table, model = open_inputs(request.inputs, timings=timings)
+    names = list(table.feature_names)
+    _estimated(names, request.features)
+    fixed.check_features(request.features, names, f"the data '{request.inputs.data}'")
+    t_load = time.perf_counter()
+    try:
+        features = classic_features(
+            model.predict,
+            table.X,
+            names,
+            features=request.features,
+            bins=fixed.bins,
+            binning=fixed.binning,
+            edges=fixed.edges_file.edges if fixed.edges_file is not None else None,
+            center=request.center,
+            categorical=table.categorical,
+            eval_rows=request.inputs.batch_size or DEFAULT_EVAL_ROWS,
+            progress=progress,
+        )
+    except AleError:
+        raise
+    except Exception as exc:  # anything the model raises while running
+        raise RunError(f"model '{request.inputs.model}' failed: {first_line(exc)}") from None
+    t_est = time.perf_counter()
+    timings["estimate_s"] = t_est - t_load
+    n_rows = len(table.X)
+    summary = Summary(
+        estimator="ale",
+        params=fixed.params(request.center, request.features),
+        store=_sources(request.inputs, model, n_rows),
+        n_rows=n_rows,
+        features=tuple(features),
+        created=utc_now(),
+    )
+    notes = run_notes(features)
+    if table.rows_dropped:
+        notes = (
+            f"dropped {table.rows_dropped} rows with NaN or infinite values (--dropna)",
+            *notes,
+        )
+    return EstimateResult(
+        summary=summary, seconds=time.perf_counter() - t0, timings=timings, notes=notes
+    )
