@@ -204,3 +204,24 @@ def test_fill_missing_interpolates_in_bin_centers_and_is_constant_at_the_ends() 
     filled = fill_missing(values, ~np.isnan(values), centers)
     # (3.0 - 1.5) / (6.0 - 1.5) of the way from 1 to 4
     np.testing.assert_allclose(filled, [1.0, 1.0, 1.0 + 3.0 * 1.5 / 4.5, 4.0, 4.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n_edges=st.sampled_from([2, 3, 21, 66, 67, 200]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_assign_counting_and_binary_search_paths_agree(n_edges: int, seed: int) -> None:
+    """Few edges are counted edge by edge, many by binary search: same bins either way,
+    also for values exactly on an edge and outside the range."""
+    rng = np.random.default_rng(seed)
+    edges = np.unique(rng.normal(size=n_edges))
+    if edges.size < 2:
+        return
+    x = np.concatenate([rng.normal(size=500) * 1.5, edges, edges[:3]])
+    got = assign(x, edges)
+    expected = np.searchsorted(edges[1:-1], x, side="left")
+    inside = (x >= edges[0]) & (x <= edges[-1])
+    np.testing.assert_array_equal(got.index[inside], expected[inside])
+    np.testing.assert_array_equal(got.index[~inside], -1)
+    assert got.n_outside == int((~inside).sum())
