@@ -27,13 +27,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.summary import FeatureSummary, Summary
-from ale_cli.compute import ComputeRequest, open_inputs
+from ale_cli.compute import ComputeRequest, model_source, open_inputs
 from ale_cli.core.binning import Assignment, assign, quantile_edges, uniform_edges
 from ale_cli.errors import AleError, InputError, RunError
 from ale_cli.estimate import (
@@ -47,7 +45,7 @@ from ale_cli.estimate import (
     skip_reasons,
     utc_now,
 )
-from ale_cli.models.base import Model, ProgressFn, first_line
+from ale_cli.models.base import ProgressFn, first_line
 from ale_cli.models.evaluate import Move, predict_moved
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 
@@ -181,22 +179,6 @@ def classic_features(
     )
 
 
-def _sources(request: ComputeRequest, model: Model, n_rows: int) -> dict[str, Any]:
-    """The summary's ``store`` part: no store here, so the model and data it came from."""
-    return {
-        "path": None,
-        "model": {
-            "path": str(request.model),
-            "sha256": sha256_file(request.model),
-            "format": model.format,
-        },
-        "data": {"path": str(request.data), "sha256": sha256_file(request.data)},
-        "method": METHOD,
-        "output": model.describe().get("output"),
-        "n_rows": n_rows,
-    }
-
-
 def classic(
     request: ClassicRequest, *, progress: Callable[[int], ProgressFn] | None = None
 ) -> EstimateResult:
@@ -206,9 +188,6 @@ def classic(
         bins=request.bins, binning=request.binning, edges=request.edges, default=DEFAULT_BINNING
     )
     check_center(request.center)
-    for label, path in (("model", request.inputs.model), ("data", request.inputs.data)):
-        if not path.exists():
-            raise InputError(f"{label} file '{path}' does not exist")
     timings: dict[str, float] = {}
     table, model = open_inputs(request.inputs, timings=timings)
     names = list(table.feature_names)
@@ -239,7 +218,7 @@ def classic(
     summary = Summary(
         estimator="ale",
         params=fixed.params(request.center, request.features),
-        store=_sources(request.inputs, model, n_rows),
+        store=model_source(request.inputs, model, n_rows, method=METHOD),
         n_rows=n_rows,
         features=tuple(features),
         created=utc_now(),

@@ -57,6 +57,12 @@ class ComputeRequest:
     trust_pickle: bool = False
     pairs: tuple[tuple[str, str], ...] = ()
 
+    def check_files(self) -> None:
+        """InputError naming the model or data file that does not exist (before hashing)."""
+        for label, path in (("model", self.model), ("data", self.data)):
+            if not path.exists():
+                raise InputError(f"{label} file '{path}' does not exist")
+
     def result_options(self) -> dict[str, Any]:
         """Options that change the store's arrays (batch size and trust do not)."""
         options = asdict(self)
@@ -170,6 +176,24 @@ def _pair_plan(
     return cols, mixed
 
 
+def model_source(
+    request: ComputeRequest, model: Model, n_rows: int, *, method: str
+) -> dict[str, Any]:
+    """A summary's ``store`` part when it was made from the model, not from a store."""
+    return {
+        "path": None,
+        "model": {
+            "path": str(request.model),
+            "sha256": sha256_file(request.model),
+            "format": model.format,
+        },
+        "data": {"path": str(request.data), "sha256": sha256_file(request.data)},
+        "method": method,
+        "output": model.describe().get("output"),
+        "n_rows": n_rows,
+    }
+
+
 def compute(
     request: ComputeRequest,
     *,
@@ -182,9 +206,7 @@ def compute(
     each model call finished.
     """
     t0 = time.perf_counter()
-    for label, path in (("model", request.model), ("data", request.data)):
-        if not path.exists():
-            raise InputError(f"{label} file '{path}' does not exist")
+    request.check_files()
     model_sha = sha256_file(request.model)
     data_sha = sha256_file(request.data)
     key = cache_key(model_sha, data_sha, request.result_options())

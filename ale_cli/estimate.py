@@ -26,7 +26,7 @@ import numpy as np
 from ale_cli.adapters.edges import EdgesFile, read_edges
 from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import Store, read_store
-from ale_cli.adapters.summary import FeatureSummary, Summary
+from ale_cli.adapters.summary import FeatureSummary, InteractionSummary, Summary
 from ale_cli.core.accumulate import CENTER_MODES
 from ale_cli.core.binning import (
     BINNINGS,
@@ -100,16 +100,23 @@ class FixedBins:
 
     @classmethod
     def from_options(
-        cls, *, bins: int | None, binning: str | None, edges: Path | None, default: str
+        cls,
+        *,
+        bins: int | None,
+        binning: str | None,
+        edges: Path | None,
+        default: str,
+        default_bins: int = DEFAULT_BINS,
     ) -> FixedBins:
-        """Check ``--bins/--binning/--edges`` (None = not given) and read the edges file."""
+        """Check ``--bins/--binning/--edges`` (None = not given) and read the edges file;
+        ``default``/``default_bins`` are the command's defaults."""
         if edges is not None:
             if bins is not None or binning is not None:
                 raise InputError(
                     f"--edges takes the bins from '{edges}'; leave out --bins and --binning"
                 )
-            return cls(bins=DEFAULT_BINS, binning=default, edges_file=read_edges(edges))
-        k = DEFAULT_BINS if bins is None else bins
+            return cls(bins=default_bins, binning=default, edges_file=read_edges(edges))
+        k = default_bins if bins is None else bins
         if k < 1:
             raise InputError(f"--bins must be at least 1, got {k}")
         chosen = binning or default
@@ -402,7 +409,8 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def run_notes(features: Sequence[FeatureSummary]) -> tuple[str, ...]:
+def run_notes(features: Sequence[FeatureSummary | InteractionSummary]) -> tuple[str, ...]:
+    """One line per not-estimable item, per item with rows outside its edges, per note."""
     notes: list[str] = []
     for f in features:
         if f.status != "ok":

@@ -21,23 +21,30 @@ with a constant or categorical feature is reported as not estimable.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.adapters.edges import EdgesFile, read_edges
+from ale_cli.adapters.edges import EdgesFile
 from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import read_meta, read_store
 from ale_cli.adapters.summary import InteractionSummary, Summary
 from ale_cli.compute import ComputeRequest
-from ale_cli.core.binning import BINNINGS, assign, quantile_edges, uniform_edges
+from ale_cli.core.binning import assign, quantile_edges, uniform_edges
 from ale_cli.core.second_order import second_order_effect
 from ale_cli.errors import InputError, RunError
-from ale_cli.estimate import CATEGORICAL_REASON, CONSTANT_REASON, EstimateResult, store_info
+from ale_cli.estimate import (
+    CATEGORICAL_REASON,
+    CONSTANT_REASON,
+    EstimateResult,
+    FixedBins,
+    run_notes,
+    store_info,
+    utc_now,
+)
 from ale_cli.pairs import Pair, pair_columns
 
 if TYPE_CHECKING:
@@ -91,27 +98,23 @@ class _Inputs:
     model: Model | None = None
 
 
-def _check_options(request: InteractRequest) -> EdgesFile | None:
+def _check_options(request: InteractRequest) -> FixedBins:
+    """The options that need neither model nor data, checked before anything is loaded."""
     if not request.pairs:
         raise InputError("ale interact needs at least one --pair A,B")
     if request.estimator is not None and request.estimator not in ESTIMATORS:
         raise InputError(
             f"--estimator must be one of {', '.join(ESTIMATORS)}, got '{request.estimator}'"
         )
-    if request.binning is not None and request.binning not in BINNINGS:
-        raise InputError(f"--binning must be one of {', '.join(BINNINGS)}, got '{request.binning}'")
-    if request.bins is not None and request.bins < 1:
-        raise InputError(f"--bins must be at least 1, got {request.bins}")
-    for label, path in (("model", request.inputs.model), ("data", request.inputs.data)):
-        if not path.exists():
-            raise InputError(f"{label} file '{path}' does not exist")
-    if request.edges is None:
-        return None
-    if request.bins is not None or request.binning is not None:
-        raise InputError(
-            f"--edges takes the bins from '{request.edges}'; leave out --bins and --binning"
-        )
-    return read_edges(request.edges)
+    fixed = FixedBins.from_options(
+        bins=request.bins,
+        binning=request.binning,
+        edges=request.edges,
+        default=DEFAULT_BINNING,
+        default_bins=DEFAULT_BINS,
+    )
+    request.inputs.check_files()
+    return fixed
 
 
 def store_mismatch(meta: dict[str, Any], request: ComputeRequest) -> str | None:
@@ -158,22 +161,10 @@ def _both_orders(cached: dict[Pair, np.ndarray]) -> dict[Pair, np.ndarray]:
 
 
 def _open_model(request: InteractRequest, timings: dict[str, float]) -> tuple[_Inputs, Model]:
-    from ale_cli.compute import open_inputs
+    from ale_cli.compute import model_source, open_inputs
 
     table, model = open_inputs(request.inputs, timings=timings)
-    details = model.describe()
-    store_part = {
-        "path": None,
-        "model": {
-            "path": str(request.inputs.model),
-            "sha256": sha256_file(request.inputs.model),
-            "format": model.format,
-        },
-        "data": {"path": str(request.inputs.data), "sha256": sha256_file(request.inputs.data)},
-        "method": model.method,
-        "output": details.get("output"),
-        "n_rows": len(table.X),
-    }
+    store_part = model_source(request.inputs, model, len(table.X), method=model.method)
     inputs = _Inputs(
         X=table.X,
         names=table.feature_names,
@@ -337,20 +328,6 @@ def _pair_summary(
     )
 
 
-def _notes(interactions: Sequence[InteractionSummary]) -> list[str]:
-    notes = []
-    for item in interactions:
-        label = ",".join(item.features)
-        if item.status != "ok":
-            notes.append(f"{label}: not estimable ({item.reason})")
-        if item.n_outside:
-            s = "s" if item.n_outside != 1 else ""
-            notes.append(f"{label}: {item.n_outside} row{s} outside the given edges left out")
-        if item.note:
-            notes.append(f"{label}: {item.note}")
-    return notes
-
-
 def interact(
     request: InteractRequest,
     *,
@@ -365,9 +342,8 @@ def interact(
     from ale_cli.models.mixed import require_mixed_derivatives
 
     t0 = time.perf_counter()
-    edges = _check_options(request)
-    bins = request.bins if request.bins is not None else DEFAULT_BINS
-    binning = request.binning or DEFAULT_BINNING
+    fixed = _check_options(request)
+    edges, bins, binning = fixed.edges_file, fixed.bins, fixed.binning
     notes: list[str] = []
     timings: dict[str, float] = {}
 
@@ -446,10 +422,7 @@ def interact(
     params: dict[str, Any] = {
         "pairs": [list(p) for p in request.pairs],
         "estimator": estimator,
-        "bins": None if edges is not None else bins,
-        "binning": "edges" if edges is not None else binning,
-        "center": "mean",
-        "edges": edges.describe() if edges is not None else None,
+        **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
         "cached_pairs": [list(p) for p in request.pairs if p in inputs.cached]
         if estimator == "dale"
         else [],
@@ -461,11 +434,11 @@ def interact(
         n_rows=int(inputs.X.shape[0]),
         features=(),
         interactions=tuple(interactions),
-        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        created=utc_now(),
     )
     return EstimateResult(
         summary=summary,
         seconds=time.perf_counter() - t0,
         timings=timings,
-        notes=tuple(notes + _notes(interactions)),
+        notes=(*notes, *run_notes(interactions)),
     )

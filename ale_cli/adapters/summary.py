@@ -169,6 +169,11 @@ class InteractionSummary:
     note: str | None = None
 
     @property
+    def name(self) -> str:
+        """``"a,b"``: how messages name the pair."""
+        return ",".join(self.features)
+
+    @property
     def shape(self) -> tuple[int, int]:
         """(K_a, K_b)."""
         return len(self.edges_a) - 1 if len(self.edges_a) else 0, (

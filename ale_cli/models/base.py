@@ -135,3 +135,24 @@ def chunks(n_rows: int, size: int) -> Iterator[slice]:
     """
     for start in range(0, n_rows, size):
         yield slice(start, min(start + size, n_rows))
+
+
+def stacked_chunks(X: np.ndarray, blocks: int, rows: int) -> Iterator[tuple[slice, np.ndarray]]:
+    """Chunks of at most ``rows`` rows of X, each with ``blocks`` copies of it stacked.
+
+    Yields ``(sl, stack)`` with ``stack`` of shape (blocks * m, D) holding
+    ``X[sl]`` in each of its ``blocks`` blocks of m rows, for the caller to
+    perturb block by block and evaluate in one model call. ``stack`` lives in
+    one buffer reused for every chunk (a fresh array per chunk pays its page
+    faults again, about as much as the copying): use it before the next chunk.
+
+    >>> [(sl.start, s.tolist()) for sl, s in stacked_chunks(np.array([[1.0], [2.0]]), 2, 1)]
+    [(0, [[1.0], [1.0]]), (1, [[2.0], [2.0]])]
+    """
+    n = len(X)
+    buffer = np.empty((blocks * min(rows, n), X.shape[1]), dtype=X.dtype)
+    for sl in chunks(n, rows):
+        m = sl.stop - sl.start
+        stack = buffer[: blocks * m]
+        stack.reshape(blocks, m, -1)[...] = X[sl]
+        yield sl, stack

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.models.base import ProgressFn, chunks
+from ale_cli.models.base import ProgressFn, stacked_chunks
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 
 
@@ -66,17 +66,10 @@ def predict_moved(
     out = np.empty((blocks, n), dtype=np.float64)
     if blocks == 0:
         return out
-    rows = max(1, eval_rows // blocks)
-    # one buffer for every chunk: a fresh array per call costs its page faults again
-    # (about 9 ns per value, as much as the copying; bench/bench_classic.py)
-    buffer = np.empty((blocks * min(rows, n), X.shape[1]), dtype=X.dtype)
-    for sl in chunks(n, rows):
+    for sl, stack in stacked_chunks(X, blocks, max(1, eval_rows // blocks)):
         m = sl.stop - sl.start
-        stack = buffer[: blocks * m]
         for b, move in enumerate(moves):
-            block = stack[b * m : (b + 1) * m]
-            block[...] = X[sl]
-            block[:, list(move.columns)] = move.values[sl]
+            stack[b * m : (b + 1) * m, list(move.columns)] = move.values[sl]
         # copied out before the next chunk overwrites the buffer
         out[:, sl] = np.asarray(f(stack), dtype=np.float64).reshape(blocks, m)
         if progress is not None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ale_cli.errors import RunError
-from ale_cli.models.base import Effects, ProgressFn, chunks
+from ale_cli.models.base import Effects, ProgressFn, stacked_chunks
 
 #: Evaluation rows (stacked perturbed rows) per model call; measured with
 #: bench/bench_formats.py on 2 shared cores (HistGradientBoosting, D = 8 and D = 50):
@@ -127,10 +127,9 @@ def central_differences(
     rows = max(1, eval_rows // blocks)
     effects = np.zeros((n, d), dtype=np.float64)
     prediction = np.empty(n, dtype=np.float64)
-    for sl in chunks(n, rows):
+    for sl, stack in stacked_chunks(X, blocks, rows):
         xc = X[sl]
         m = len(xc)
-        stack = np.tile(xc, (blocks, 1))
         plus = (xc[:, moved] + steps[moved]).astype(dtype).astype(np.float64)
         minus = (xc[:, moved] - steps[moved]).astype(dtype).astype(np.float64)
         for k, j in enumerate(moved):
