@@ -152,3 +152,15 @@ def test_not_on_a_terminal_compute_prints_only_its_result(cli, tmp_path, rhale_m
     assert result.exit_code == 0
     assert result.stderr == ""
     assert len(result.stdout.splitlines()) == 1
+
+
+def test_rhale_option_defaults_are_the_core_defaults():
+    """The CLI spells the paper's defaults as literals (importing the numpy core would
+    slow down `ale --help`); they must stay the core's values."""
+    from typer.main import get_command
+
+    from ale_cli.core.rhale import DEFAULT_ALPHA, DEFAULT_MAX_BINS
+
+    params = {p.name: p for p in get_command(app).commands["rhale"].params}  # type: ignore[attr-defined]
+    assert params["max_bins"].default == DEFAULT_MAX_BINS
+    assert params["alpha"].default == DEFAULT_ALPHA
