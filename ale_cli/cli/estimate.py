@@ -46,13 +46,18 @@ TimestampOption = Annotated[
 ]
 
 
-def finish_summary(name: str, result: EstimateResult, out: Path, timestamp: bool) -> None:
-    """Write the summary, print the notes (stderr) and the one-line result."""
+def write_with_notes(result: EstimateResult, out: Path, timestamp: bool) -> None:
+    """Write the summary and print the run's notes on stderr."""
     from ale_cli.adapters.summary import write_summary
 
     write_summary(out, result.summary, timestamp=timestamp)
     for note in result.notes:
         typer.echo(f"note: {note}", err=True)
+
+
+def finish_summary(name: str, result: EstimateResult, out: Path, timestamp: bool) -> None:
+    """Write the summary, print the notes (stderr) and the one-line result."""
+    write_with_notes(result, out, timestamp)
     feats = result.summary.features
     ok = sum(f.status == "ok" for f in feats)
     bins = " ".join(f"{f.name}={f.n_bins}" if f.status == "ok" else f"{f.name}=-" for f in feats)

@@ -25,7 +25,7 @@ from ale_cli.cli.common import (
     TrustPickleOption,
     inputs_request,
 )
-from ale_cli.cli.estimate import EdgesOption, OutOption, TimestampOption
+from ale_cli.cli.estimate import EdgesOption, OutOption, TimestampOption, write_with_notes
 
 
 @app.command(
@@ -99,7 +99,6 @@ def interact(
     """Second-order ALE of feature pairs: the doubly-centered interaction surface on a grid
     of cells, with empty cells filled from the nearest non-empty cell.
     """
-    from ale_cli.adapters.summary import write_summary
     from ale_cli.cli.progress import ProgressBars
     from ale_cli.interact import InteractRequest
     from ale_cli.interact import interact as run
@@ -130,9 +129,7 @@ def interact(
     )
     with ProgressBars("interact", quiet=quiet) as progress:
         result = run(request, progress=progress)
-    write_summary(out, result.summary, timestamp=timestamp)
-    for note in result.notes:
-        typer.echo(f"note: {note}", err=True)
+    write_with_notes(result, out, timestamp)
     items = result.summary.interactions
     ok = sum(i.status == "ok" for i in items)
     grids = " ".join(
