@@ -33,7 +33,7 @@ from ale_cli.core.binning import (
     Assignment,
     UniformGrid,
     assign,
-    quantile_edges,
+    quantile_bins,
     uniform_edges,
 )
 from ale_cli.core.binstats import CellStats, bin_stats, uniform_cells
@@ -282,13 +282,14 @@ def rebin_features(
             z = np.linspace(lo[j], hi[j], bins + 1)
             cell = cells[j]
         else:
+            known: Assignment | None = None
             if edges is not None:
                 z = edges[name]
+                known = assigned.get(name) if assigned is not None else None
             elif binning == "uniform":
                 z = uniform_edges(lo[j], hi[j], bins=bins)
             else:
-                z = quantile_edges(X[:, j], bins=bins)
-            known = assigned.get(name) if assigned is not None and edges is not None else None
+                z, known = quantile_bins(X[:, j], bins=bins)
             cell, n_outside = _column_cells(X[:, j], E[:, j], z, known)
         if cell.total == 0:
             out.append(
@@ -349,12 +350,11 @@ def rhale_features(
             g = np.linspace(lo[j], hi[j], max_bins + 1)
             cell = cells[j]
         else:
-            g = (
-                uniform_edges(lo[j], hi[j], bins=max_bins)
-                if grid == "uniform"
-                else quantile_edges(X[:, j], bins=max_bins)
-            )
-            cell, _ = _column_cells(X[:, j], E[:, j], g)
+            if grid == "uniform":
+                g, known = uniform_edges(lo[j], hi[j], bins=max_bins), None
+            else:
+                g, known = quantile_bins(X[:, j], bins=max_bins)
+            cell, _ = _column_cells(X[:, j], E[:, j], g, known)
         part = optimal_partition(g, cell, min_points=min_points, alpha=alpha)
         note = None
         if not part.feasible:

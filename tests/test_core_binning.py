@@ -12,6 +12,7 @@ from ale_cli.core.binning import (
     UniformGrid,
     assign,
     check_edges,
+    quantile_bins,
     quantile_edges,
     uniform_edges,
 )
@@ -55,6 +56,93 @@ def test_quantile_edges_are_the_smallest_value_with_ecdf_at_least_k_over_K(
         # smallest v in the data with #{x <= v} / n >= k / K, in exact integers
         expected.append(min(v for v in x if np.sum(x <= v) * bins >= k * n))
     np.testing.assert_array_equal(quantile_edges(x, bins=bins), np.unique(expected))
+
+
+def _sample(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    if kind == "normal":
+        return rng.normal(size=n)
+    if kind == "rounded":  # heavy ties: about 80 distinct values
+        return np.round(rng.normal(size=n), 1)
+    if kind == "integers":  # a few distinct values, thousands of copies each
+        return rng.integers(0, 7, size=n).astype(float)
+    if kind == "resampled":  # like a bootstrap of a small data set
+        return rng.choice(rng.normal(size=300), size=n)
+    if kind == "lognormal":  # very skewed
+        return rng.lognormal(sigma=3.0, size=n)
+    if kind == "outlier":
+        return np.concatenate([rng.normal(size=n - 1), [1e12]])
+    if kind == "tiny range":  # neighbouring floats
+        return 1.0 + rng.integers(0, 5, size=n) * np.finfo(np.float64).eps
+    if kind == "huge range":  # hi - lo overflows
+        return np.concatenate([rng.normal(size=n - 2) * 1e307, [-1.7e308, 1.7e308]])
+    if kind == "signed zeros":
+        return rng.choice(np.array([-1.0, -0.0, 0.0, 2.0]), size=n)
+    raise AssertionError(kind)
+
+
+KINDS = [
+    "normal",
+    "rounded",
+    "integers",
+    "resampled",
+    "lognormal",
+    "outlier",
+    "tiny range",
+    "huge range",
+    "signed zeros",
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    kind=st.sampled_from(KINDS),
+    n=st.sampled_from([1, 7, 4095, 4096, 5000, 30_001]),
+    bins=st.sampled_from([1, 2, 3, 7, 20, 64, 65, 100]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_quantile_bins_equal_type_1_quantiles_and_the_bin_definition(
+    kind: str, n: int, bins: int, seed: int
+) -> None:
+    """The bucketed selection gives the type-1 quantiles of a full sort, deduplicated, and
+    the bins of the definition, whatever the distribution.
+
+    (Not ``np.quantile(method="inverted_cdf")``: it computes ``n q`` in floating
+    point, so for n = 5000 and q = 7/100 it takes the 351st value, not the 350th.)"""
+    x = _sample(
+        kind, max(n, 2) if kind in ("outlier", "huge range") else n, np.random.default_rng(seed)
+    )
+    edges, a = quantile_bins(x, bins=bins)
+    k = np.arange(bins + 1)
+    ranks = np.maximum((x.size * k + bins - 1) // bins, 1)  # ceil(n k / K), 1-based
+    expected = np.unique(np.sort(x)[ranks - 1])
+    np.testing.assert_array_equal(edges, expected)
+    assert a.n_outside == 0
+    assert a.index.dtype == np.int64
+    if expected.size >= 2:  # one distinct value has no bins (not estimable upstream)
+        np.testing.assert_array_equal(a.index, brute_bins(x, expected))
+
+
+@pytest.mark.parametrize(
+    ("kind", "bucketed"),
+    [("normal", True), ("rounded", True), ("resampled", True), ("lognormal", False)],
+)
+def test_quantile_bins_select_from_buckets_unless_too_skewed(
+    kind: str, bucketed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ties (buckets of one repeated value) still take the bucketed path; very skewed
+    data falls back to partitioning every value."""
+    import ale_cli.core.binning as binning
+
+    calls: list[int] = []
+    real = binning.quantile_edges
+    monkeypatch.setattr(
+        binning, "quantile_edges", lambda v, bins: calls.append(1) or real(v, bins=bins)
+    )
+    x = _sample(kind, 50_000, np.random.default_rng(3))
+    edges, a = binning.quantile_bins(x, bins=20)
+    assert (not calls) == bucketed
+    np.testing.assert_array_equal(edges, real(x, bins=20))
+    np.testing.assert_array_equal(a.index, assign(x, edges).index)
 
 
 def test_uniform_edges() -> None:
