@@ -4,7 +4,7 @@ For feature s with edges ``z_0 < ... < z_K`` and row i in bin k, the interval
 ``(z_{k-1}, z_k]`` (the first bin also holds ``z_0``), the model is evaluated
 with ``x_s`` moved to both limits of the row's bin (2 evaluations per row and
 feature, all rows of a chunk stacked into one model call by
-:func:`~ale_cli.models.evaluate.predict_moved`)::
+:func:`~ale_cli.models.evaluate.evaluate_moved`)::
 
     D_i      = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})
     ALE(z_k) = sum_{j <= k} (1 / n_j) sum_{i in bin j} D_i           (Apley & Zhu, Eq. 11-12)
@@ -18,6 +18,9 @@ shares, and the heterogeneity is the per-bin std of ``D_i / dz_k``. The
 summary has the same schema as DALE's and RHALE's, with ``estimator: "ale"``.
 
 Rows outside given edges are not evaluated; they are counted in ``n_outside``.
+The model calls go chunk by chunk, one call per feature on a stack of the
+chunk's rows copied once for all features (quantile edges and bin membership
+come from :func:`~ale_cli.core.binning.quantile_bins`, in a few passes).
 Categorical (held-fixed) and constant features are reported not estimable.
 """
 
@@ -32,7 +35,7 @@ import numpy as np
 
 from ale_cli.adapters.summary import FeatureSummary, Summary
 from ale_cli.compute import ComputeRequest, model_source, open_inputs
-from ale_cli.core.binning import Assignment, assign, quantile_edges, uniform_edges
+from ale_cli.core.binning import Assignment, assign, quantile_bins, uniform_edges
 from ale_cli.errors import AleError, InputError, RunError
 from ale_cli.estimate import (
     DEFAULT_BINS,
@@ -46,7 +49,7 @@ from ale_cli.estimate import (
     utc_now,
 )
 from ale_cli.models.base import ProgressFn, first_line
-from ale_cli.models.evaluate import Move, predict_moved
+from ale_cli.models.evaluate import Lookup, Move, evaluate_moved
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 
 #: Default binning of ``ale classic``: quantile bins, as ALEPlot and PyALE.
@@ -87,6 +90,49 @@ def _estimated(names: Sequence[str], features: Sequence[str] | None) -> list[int
             raise InputError(f"--features names feature '{name}' more than once")
         cols.append(names.index(name))
     return cols
+
+
+@dataclass(frozen=True)
+class _Feature:
+    """A feature to estimate: its row of Xs, its column of X, its edges and the rows' bins."""
+
+    j: int
+    col: int
+    edges: np.ndarray
+    bins: Assignment
+
+
+def _quotients(
+    f: PredictFn,
+    X: np.ndarray,
+    todo: Sequence[_Feature],
+    pseudo: np.ndarray,
+    *,
+    eval_rows: int,
+    progress: ProgressFn | None,
+) -> None:
+    """``pseudo[t.j, i] = (f(x_i, x_s = z_k) - f(x_i, x_s = z_{k-1})) / (z_k - z_{k-1})``.
+
+    Only for the rows inside the feature's edges. The features whose rows are
+    all inside share one stack per chunk (:func:`evaluate_moved`: the chunk is
+    copied once, then each feature's column moved in turn); a feature with
+    rows outside given edges is evaluated on its inside rows alone.
+    """
+    shared = [t for t in todo if t.bins.n_outside == 0]
+    runs = [(shared, None)] + [
+        ([t], np.flatnonzero(t.bins.index >= 0)) for t in todo if t.bins.n_outside
+    ]
+    for feats, rows in runs:
+        k = [t.bins.index if rows is None else t.bins.index[rows] for t in feats]
+        groups = [
+            [Move((t.col,), Lookup(t.edges[:-1], kt)), Move((t.col,), Lookup(t.edges[1:], kt))]
+            for t, kt in zip(feats, k, strict=True)
+        ]
+        rows_x = X if rows is None else X[rows]
+        for i, sl, out in evaluate_moved(f, rows_x, groups, eval_rows=eval_rows, progress=progress):
+            t = feats[i]
+            target = sl if rows is None else rows[sl]
+            pseudo[t.j, target] = (out[1] - out[0]) / np.diff(t.edges)[k[i][sl]]
 
 
 def classic_features(
@@ -134,48 +180,35 @@ def classic_features(
     Xs = np.ascontiguousarray(X.T[cols])
     lo, hi = column_ranges(Xs.T)
     skip = skip_reasons(chosen, lo, hi, categorical)
-    plans: list[tuple[int, int, str]] = []  # (row of Xs, column of X, name)
-    used: dict[str, np.ndarray] = {}
-    assigned: dict[str, Assignment] = {}
+    todo: list[_Feature] = []
     for j, (col, name) in enumerate(zip(cols, chosen, strict=True)):
         if name in skip or (edges is not None and name not in edges):
             continue  # reported by rebin_features with the reason
-        if edges is not None:
-            z = edges[name]
-        elif binning == "uniform":
-            z = uniform_edges(lo[j], hi[j], bins=bins)
+        if edges is None and binning == "quantile":
+            z, a = quantile_bins(Xs[j], bins=bins)
         else:
-            z = quantile_edges(Xs[j], bins=bins)
-        used[name], assigned[name] = z, assign(Xs[j], z)
-        plans.append((j, col, name))
-    total = sum(len(X) - a.n_outside for a in assigned.values())
-    bar = progress(total) if progress is not None else None
+            z = edges[name] if edges is not None else uniform_edges(lo[j], hi[j], bins=bins)
+            a = assign(Xs[j], z)
+        todo.append(_Feature(j, col, z, a))
+    total = sum(len(X) - t.bins.n_outside for t in todo)
     pseudo = np.zeros(Xs.shape, dtype=np.float64)
-    for j, col, name in plans:
-        z, a = used[name], assigned[name]
-        if a.n_outside:
-            inside = np.flatnonzero(a.index >= 0)
-            rows, k = X[inside], a.index[inside]
-        else:
-            inside, rows, k = slice(None), X, a.index
-        lower, upper = z[k], z[k + 1]
-        out = predict_moved(
-            f,
-            rows,
-            [Move((col,), lower[:, None]), Move((col,), upper[:, None])],
-            eval_rows=eval_rows,
-            progress=bar,
-        )
-        pseudo[j, inside] = (out[1] - out[0]) / (upper - lower)
+    _quotients(
+        f,
+        X,
+        todo,
+        pseudo,
+        eval_rows=eval_rows,
+        progress=progress(total) if progress is not None else None,
+    )
     # DALE's path on the quotients: skip reasons, filling, accumulation, centering, summary
     return rebin_features(
         Xs.T,
         pseudo.T,
         chosen,
-        edges=used,
+        edges={chosen[t.j]: t.edges for t in todo},
         center=center,
         categorical=categorical,
-        assigned=assigned,
+        assigned={chosen[t.j]: t.bins for t in todo},
     )
 
 
