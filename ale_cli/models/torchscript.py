@@ -68,6 +68,8 @@ class TorchScriptModel:
         self.batch_size = options.batch_size or DEFAULT_BATCH_SIZE
         self.dtype = dtype
         self._output_shape: tuple[int, ...] | None = None
+        # (shape of one output row, column) once an output tensor has been checked
+        self._picked: tuple[Any, int] | None = None
 
     @classmethod
     def load(cls, path: Path, options: LoadOptions) -> TorchScriptModel:
@@ -92,6 +94,14 @@ class TorchScriptModel:
     def _select(self, out: Any, n_rows: int) -> torch.Tensor:
         import torch
 
+        picked = self._picked
+        if (
+            picked is not None
+            and isinstance(out, torch.Tensor)
+            and out.shape[1:] == picked[0]
+            and out.shape[0] == n_rows
+        ):  # the same kind of output as checked before: skip the checks
+            return out.reshape(n_rows, -1)[:, picked[1]]
         element, column = self._element, self._column
         if isinstance(out, tuple | list):
             if element is None and len(out) == 1:
@@ -129,12 +139,14 @@ class TorchScriptModel:
                     f"model '{self.path}' output has shape {tuple(out.shape)}; "
                     f"choose one column with --output INDEX (0..{width - 1})"
                 )
+            self._picked = (out.shape[1:], 0) if self._element is None else None
             return flat[:, 0]
         if column >= width:
             raise ModelError(
                 f"--output {self.output} is out of range: model '{self.path}' output has "
                 f"shape {tuple(out.shape)}, columns 0..{width - 1}"
             )
+        self._picked = (out.shape[1:], column) if self._element is None else None
         return flat[:, column]
 
     def _forward_backward(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -217,8 +229,10 @@ class TorchScriptModel:
         out = np.empty(len(X), dtype=np.float64)
         with torch.inference_mode():
             for sl in chunks(len(X), self.batch_size):
-                x = torch.from_numpy(X[sl]).to(self.dtype)
-                out[sl] = self._select(self.module(x), len(x)).numpy()
+                x = torch.from_numpy(X[sl])
+                if x.dtype != self.dtype:
+                    x = x.to(self.dtype)
+                out[sl] = self._select(self.module(x), sl.stop - sl.start).numpy()
         return out
 
     def local_effects(self, X: np.ndarray, *, progress: ProgressFn | None = None) -> Effects:
