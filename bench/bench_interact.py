@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.allocator import keep_freed_memory
 from ale_cli.core.binning import assign, quantile_edges
 from ale_cli.core.second_order import second_order_effect
 from ale_cli.interact import second_differences
@@ -33,6 +34,7 @@ N = 20_000 if QUICK else 100_000
 
 
 def main() -> None:
+    keep_freed_memory()  # as the ale command does (ale_cli.allocator)
     from ale_cli.sample import DIABETES_FEATURES, build, diabetes_frame
 
     build(ROOT / "sample_data")
