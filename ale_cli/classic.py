@@ -130,9 +130,16 @@ def _quotients(
         ]
         rows_x = X if rows is None else X[rows]
         for i, sl, out in evaluate_moved(f, rows_x, groups, eval_rows=eval_rows, progress=progress):
-            t = feats[i]
-            target = sl if rows is None else rows[sl]
-            pseudo[t.j, target] = (out[1] - out[0]) / np.diff(t.edges)[k[i][sl]]
+            j = feats[i].j
+            if rows is None:
+                np.subtract(out[1], out[0], out=pseudo[j, sl])
+            else:
+                pseudo[j, rows[sl]] = out[1] - out[0]
+        for t, kt in zip(feats, k, strict=True):  # the differences over the bin widths
+            if rows is None:
+                pseudo[t.j] /= np.diff(t.edges)[kt]
+            else:
+                pseudo[t.j, rows] /= np.diff(t.edges)[kt]
 
 
 def classic_features(
