@@ -537,6 +537,20 @@ def test_plot_writes_one_file_per_interaction(cli, tmp_path, models, agg):
     assert result.stderr == (
         f"wrote 4 files for 0 features and 2 interactions to '{tmp_path / 'plots'}'\n"
     )
+    # --features picks the interactions that involve any of the names
+    picked = cli("plot", out, "-o", tmp_path / "one", "--jobs", 1, "--features", "x/3")
+    assert picked.exit_code == 0, picked.output
+    assert sorted(p.name for p in (tmp_path / "one").iterdir()) == ["x2__x_3.png"]
+    assert picked.stderr.endswith(
+        "for 0 features and 1 interaction to '" + str(tmp_path / "one") + "'\n"
+    )
+    both = cli("plot", out, "-o", tmp_path / "two", "--jobs", 1, "--features", "x1,x2")
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == ["x1__x2.png", "x2__x_3.png"]
+    assert both.exit_code == 0
+    bad = cli("plot", out, "-o", tmp_path / "bad", "--features", "x9")
+    assert bad.exit_code == 2
+    assert bad.stderr == "error: summary has no feature 'x9' (features: x1, x2, x/3)\n"
+    assert not (tmp_path / "bad").exists()
     first = (tmp_path / "plots" / "x1__x2.svg").read_bytes()
     assert cli("plot", out, "-o", tmp_path / "again", "--jobs", 1, "--format", "svg").exit_code == 0
     assert (tmp_path / "again" / "x1__x2.svg").read_bytes() == first

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ale_cli.cli.app import app
-from ale_cli.cli.common import ConfigOption, FeaturesOption, split_names
+from ale_cli.cli.common import ConfigOption, split_names
 from ale_cli.plot.render import DEFAULT_DPI
 
 
@@ -47,7 +47,15 @@ def plot(
     fmt: Annotated[
         FigureFormat, typer.Option("--format", help="png, svg or both.")
     ] = FigureFormat.png,
-    features: FeaturesOption = None,
+    features: Annotated[
+        str | None,
+        typer.Option(
+            "--features",
+            help="Comma-separated feature names (default: all): their figures, and the "
+            "heat maps of the interactions that involve any of them.",
+            show_default=False,
+        ),
+    ] = None,
     dpi: Annotated[
         int,
         typer.Option("--dpi", help="Resolution of PNG figures (dots per inch).", min=30, max=1200),

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -264,6 +264,33 @@ def render_summary(
     )
 
 
+def select_features(summary: Summary, features: Sequence[str]) -> tuple[Summary, list[str]]:
+    """The named first-order features, and the summary with only the interactions that
+    involve at least one of the names (``ale plot --features``).
+
+    InputError for a name that is neither a first-order feature nor in an interaction.
+
+    >>> from ale_cli.adapters.summary import InteractionSummary, Summary
+    >>> s = Summary(estimator="dale", params={}, store={}, n_rows=0, features=(), interactions=(
+    ...     InteractionSummary(features=("a", "b"), estimator="dale", status="not_estimable",
+    ...                        reason="r"),
+    ...     InteractionSummary(features=("c", "d"), estimator="dale", status="not_estimable",
+    ...                        reason="r")))
+    >>> kept, names = select_features(s, ["b"])
+    >>> [i.name for i in kept.interactions], names
+    (['a,b'], [])
+    """
+    first = [f.name for f in summary.features]
+    paired = [n for item in summary.interactions for n in item.features]
+    for name in features:
+        if name not in first and name not in paired:
+            known = ", ".join(dict.fromkeys([*first, *paired]))
+            raise InputError(f"summary has no feature '{name}' (features: {known})")
+    chosen = set(features)
+    kept = tuple(i for i in summary.interactions if chosen.intersection(i.features))
+    return replace(summary, interactions=kept), [n for n in features if n in first]
+
+
 def plot_files(
     summary_path: str | Path,
     out_dir: str | Path,
@@ -281,9 +308,10 @@ def plot_files(
     from ale_cli.adapters.summary import read_summary
 
     summary = read_summary(summary_path)
-    names = list(features) if features is not None else [f.name for f in summary.features]
-    for name in names:
-        summary.feature(name)
+    if features is None:
+        names = [f.name for f in summary.features]
+    else:
+        summary, names = select_features(summary, features)
     store = None
     if store_path is not None:
         from ale_cli.adapters.store import read_store
