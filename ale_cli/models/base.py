@@ -127,6 +127,30 @@ def first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
+#: Rows of X that :func:`other_batch` takes the columns' spread from.
+_SPREAD_ROWS = 4096
+
+
+def other_batch(rows: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, int]:
+    """A copy of ``rows`` with its second half moved by each column's spread + 1, and
+    the size of the unchanged first half.
+
+    For the row-independence checks: the outputs of the first half must not
+    change when the rest of the batch does. The spread (std) is that of a
+    systematic sample of at most 4096 rows of X: the whole column costs more
+    than the check it serves (5 ms for 100k x 10).
+
+    >>> other, half = other_batch(np.zeros((4, 1)), np.array([[0.0], [2.0]]))
+    >>> other.ravel().tolist(), half
+    ([0.0, 0.0, 2.0, 2.0], 2)
+    """
+    half = max(1, len(rows) // 2)
+    sample = X[:: max(1, len(X) // _SPREAD_ROWS)]
+    other = rows.copy()
+    other[half:] = rows[half:] + sample.std(axis=0) + 1.0
+    return other, half
+
+
 def chunks(n_rows: int, size: int) -> Iterator[slice]:
     """As few consecutive slices of at most ``size`` rows as cover ``range(n_rows)``,
     of equal lengths (within one row).

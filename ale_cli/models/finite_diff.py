@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ale_cli.errors import RunError
-from ale_cli.models.base import Effects, ProgressFn, stacked_chunks
+from ale_cli.models.base import Effects, ProgressFn, other_batch, stacked_chunks
 
 #: Evaluation rows (stacked perturbed rows) per model call; measured with
 #: bench/bench_formats.py on 2 shared cores (HistGradientBoosting, D = 8 and D = 50):
@@ -236,9 +236,7 @@ def rows_independent(f: PredictFn, X: np.ndarray, *, rtol: float) -> bool:
     """True when the outputs of the first rows do not change if the other rows of
     the batch change, or if they are evaluated alone."""
     rows = X[:8]
-    half = max(1, len(rows) // 2)
-    other = rows.copy()
-    other[half:] = rows[half:] + X.std(axis=0) + 1.0
+    other, half = other_batch(rows, X)
     a, b, c = f(rows), f(other), f(rows[:1])
     scale = max(float(np.max(np.abs(a), initial=0.0)), 1e-12)
     return bool(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ale_cli.errors import ModelError, RunError
-from ale_cli.models.base import Effects, LoadOptions, ProgressFn, chunks
+from ale_cli.models.base import Effects, LoadOptions, ProgressFn, chunks, other_batch
 
 if TYPE_CHECKING:
     import torch
@@ -177,9 +177,7 @@ class TorchScriptModel:
                 "outputs on two calls (dropout or another random layer is active); "
                 "save the model after model.eval()"
             )
-        half = max(1, len(rows) // 2)
-        other = rows.copy()
-        other[half:] = rows[half:] + X.std(axis=0) + 1.0
+        other, half = other_batch(rows, X)
         try:
             p_other, g_other = self._forward_backward(other)
             p_one, g_one = self._forward_backward(rows[:1])
