@@ -137,9 +137,9 @@ def _quotients(
                 pseudo[j, rows[sl]] = out[1] - out[0]
         for t, kt in zip(feats, k, strict=True):  # the differences over the bin widths
             if rows is None:
-                pseudo[t.j] /= np.diff(t.edges)[kt]
+                pseudo[t.j] /= np.diff(t.edges).take(kt)
             else:
-                pseudo[t.j, rows] /= np.diff(t.edges)[kt]
+                pseudo[t.j, rows] /= np.diff(t.edges).take(kt)
 
 
 def classic_features(

@@ -184,7 +184,7 @@ class _Buckets:
         targets = np.unique(home)
         is_target = np.zeros(n_buckets, dtype=bool)
         is_target[targets] = True
-        candidates = np.flatnonzero(is_target[self.bucket])
+        candidates = np.flatnonzero(is_target.take(self.bucket))
         values = x[candidates]
         within = self.bucket[candidates]
         some = np.zeros(n_buckets, dtype=np.float64)
@@ -257,7 +257,7 @@ def _bucketed_bins(x: np.ndarray, bins: int) -> tuple[np.ndarray, Assignment] | 
     interior = z[1:-1]
     edge_bucket = buckets.of(interior)
     below = np.searchsorted(edge_bucket, np.arange(buckets.counts.size), side="left")
-    index = below.astype(np.int64)[buckets.bucket]
+    index = below.astype(np.int64).take(buckets.bucket)
     compare = np.zeros(buckets.counts.size, dtype=bool)
     compare[edge_bucket] = True
     compare &= varied

@@ -36,7 +36,7 @@ def _moments(
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.bincount(flat, weights=values, minlength=size) / counts
     mean[counts == 0] = 0.0
-    dev = values - mean[flat]
+    dev = values - mean.take(flat)
     dev *= dev
     return counts.astype(np.int64), mean, np.bincount(flat, weights=dev, minlength=size)
 

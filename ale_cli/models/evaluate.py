@@ -48,7 +48,7 @@ class Lookup:
     index: np.ndarray
 
     def __getitem__(self, sl: slice) -> np.ndarray:
-        return self.table[self.index[sl]][:, None]
+        return self.table.take(self.index[sl])[:, None]  # take: ~2x faster than []
 
 
 @dataclass(frozen=True)
