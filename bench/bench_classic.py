@@ -26,11 +26,23 @@ differences go straight into the quotient rows. The ale command and these
 benchmarks raise glibc's allocator thresholds (ale_cli.allocator), without
 which every 100k-row temporary is page-faulted in again.
 
-Measured 2026-11-22 on 2 shared cores, whose speed varies by 20-30% within
-seconds (the reference alone read 250-365 ms across runs; hence the paired
-ratios): the MLP 1.14-1.18 (median of 30 paired ratios; ours ~35 ms, model
-calls 1.01-1.02 of the reference), HistGradientBoosting 1.02-1.07. Before this
-session's changes the MLP read 1.27-1.31 with ~76 ms of our own work.
+Measured on 2 shared cores, whose speed varies by 20-30% within seconds
+(hence the paired ratios). 2026-11-22 morning (reference 250-365 ms): the MLP
+1.12-1.23 over nine runs (median of 30 paired ratios; ours ~35 ms, model calls
+0.99-1.04 of the reference), HistGradientBoosting 1.02-1.07; before that day's
+changes the MLP read 1.27-1.31 with ~76 ms of our own work. 2026-11-22 evening
+(reference 321-388 ms): the MLP 1.16-1.20, ours 42-60 ms, HGB 1.07.
+
+Where the MLP's remaining ~45 ms go (timed inside the loop with the real model):
+quantile edges and membership ~12-14 ms, the final estimate ~9 ms, and ~25 ms
+moving and restoring the column in the stack. The last is memory traffic: after
+each model call the stack is no longer in cache (the same strided writes cost
+~4 ms in all with a do-nothing model, ~11 ms after a 64 MB sweep), so every
+call's restore reads the whole stack back. A column-major stack makes those
+writes contiguous (25 -> 9 ms) but the model itself ~4% slower on such input
+(addmm on a transposed operand; median of 60 paired calls): no net gain.
+Restoring in L2-sized row blocks, or writing two adjacent columns at once, was
+slower. Smaller or larger chunks (2k-64k rows) made no difference beyond noise.
 """
 
 from __future__ import annotations
