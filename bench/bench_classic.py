@@ -31,7 +31,8 @@ Measured on 2 shared cores, whose speed varies by 20-30% within seconds
 1.12-1.23 over nine runs (median of 30 paired ratios; ours ~35 ms, model calls
 0.99-1.04 of the reference), HistGradientBoosting 1.02-1.07; before that day's
 changes the MLP read 1.27-1.31 with ~76 ms of our own work. 2026-11-22 evening
-(reference 321-388 ms): the MLP 1.16-1.20, ours 42-60 ms, HGB 1.07.
+(reference 321-388 ms): the MLP's median paired ratio 1.16-1.20 over five
+runs, ours 42-60 ms, HGB 1.07.
 
 Where the MLP's remaining ~45 ms go (timed inside the loop with the real model):
 quantile edges and membership ~12-14 ms, the final estimate ~9 ms, and ~25 ms
@@ -40,9 +41,10 @@ each model call the stack is no longer in cache (the same strided writes cost
 ~4 ms in all with a do-nothing model, ~11 ms after a 64 MB sweep), so every
 call's restore reads the whole stack back. A column-major stack makes those
 writes contiguous (25 -> 9 ms) but the model itself ~4% slower on such input
-(addmm on a transposed operand; median of 60 paired calls): no net gain.
-Restoring in L2-sized row blocks, or writing two adjacent columns at once, was
-slower. Smaller or larger chunks (2k-64k rows) made no difference beyond noise.
+(addmm on a transposed operand; median of 60 paired rounds of 10 calls): no net
+gain. Restoring in L2-sized row blocks, or writing two adjacent columns at
+once, was slower. Smaller or larger chunks (2k-64k rows) made no difference
+beyond noise.
 """
 
 from __future__ import annotations
