@@ -106,7 +106,7 @@ def quantile_edges(x: np.ndarray, *, bins: int) -> np.ndarray:
 _BUCKETING_MIN_ROWS = 4096
 #: Average values per bucket in :func:`quantile_bins` (more buckets: fewer candidates to
 #: select from, but a larger count table).
-_ROWS_PER_BUCKET = 32
+_ROWS_PER_BUCKET = 8
 #: :func:`quantile_bins` falls back to partitioning all values when more than this share
 #: of them would have to be selected from (very skewed data, or an outlier).
 _MAX_CANDIDATE_SHARE = 0.25
