@@ -11,11 +11,13 @@ feature, all rows of a chunk stacked into one model call by
 
 Since ``mean_j(D_i / dz_j) dz_j = mean_j(D_i)``, the per-row quotients
 ``e_i = D_i / dz_k`` ("pseudo local effects") fed to the DALE estimator on the
-same edges (:func:`~ale_cli.estimate.rebin_features`) give exactly this
-estimate; the filling of empty bins, the accumulation and the centering
-(count-weighted trapezoid mean by default) are then the ones every estimator
-shares, and the heterogeneity is the per-bin std of ``D_i / dz_k``. The
-summary has the same schema as DALE's and RHALE's, with ``estimator: "ale"``.
+same edges give exactly this estimate. Their bin statistics are those of the
+``D_i`` divided by the bin width (:meth:`~ale_cli.core.binstats.CellStats.divided_by`),
+so no pass over the rows divides; the filling of empty bins, the accumulation
+and the centering (count-weighted trapezoid mean by default) are then the ones
+every estimator shares (:func:`~ale_cli.estimate.summary_from_cells`), and the
+heterogeneity is the per-bin std of ``D_i / dz_k``. The summary has the same
+schema as DALE's and RHALE's, with ``estimator: "ale"``.
 
 Rows outside given edges are not evaluated; they are counted in ``n_outside``.
 The model calls go chunk by chunk, one call per feature on a stack of the
@@ -36,6 +38,7 @@ import numpy as np
 from ale_cli.adapters.summary import FeatureSummary, Summary
 from ale_cli.compute import ComputeRequest, model_source, open_inputs
 from ale_cli.core.binning import Assignment, assign, quantile_bins, uniform_edges
+from ale_cli.core.binstats import CellStats
 from ale_cli.errors import AleError, InputError, RunError
 from ale_cli.estimate import (
     DEFAULT_BINS,
@@ -43,9 +46,10 @@ from ale_cli.estimate import (
     FixedBins,
     check_center,
     column_ranges,
-    rebin_features,
+    not_estimable,
     run_notes,
     skip_reasons,
+    summary_from_cells,
     utc_now,
 )
 from ale_cli.models.base import ProgressFn, first_line
@@ -102,21 +106,23 @@ class _Feature:
     bins: Assignment
 
 
-def _quotients(
+def _differences(
     f: PredictFn,
     X: np.ndarray,
+    Xs: np.ndarray,
     todo: Sequence[_Feature],
-    pseudo: np.ndarray,
+    diffs: np.ndarray,
     *,
     eval_rows: int,
     progress: ProgressFn | None,
 ) -> None:
-    """``pseudo[t.j, i] = (f(x_i, x_s = z_k) - f(x_i, x_s = z_{k-1})) / (z_k - z_{k-1})``.
+    """``diffs[t.j, i] = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})``.
 
-    Only for the rows inside the feature's edges. The features whose rows are
-    all inside share one stack per chunk (:func:`evaluate_moved`: the chunk is
-    copied once, then each feature's column moved in turn); a feature with
-    rows outside given edges is evaluated on its inside rows alone.
+    Only for the rows inside the feature's edges (the others are left as they
+    are). The features whose rows are all inside share one stack per chunk
+    (:func:`evaluate_moved`: the chunk is copied once, then each feature's
+    column moved in turn and put back from ``Xs``); a feature with rows
+    outside given edges is evaluated on its inside rows alone.
     """
     shared = [t for t in todo if t.bins.n_outside == 0]
     runs = [(shared, None)] + [
@@ -129,17 +135,16 @@ def _quotients(
             for t, kt in zip(feats, k, strict=True)
         ]
         rows_x = X if rows is None else X[rows]
-        for i, sl, out in evaluate_moved(f, rows_x, groups, eval_rows=eval_rows, progress=progress):
+        columns = {t.col: Xs[t.j] for t in feats} if rows is None else None
+        moved = evaluate_moved(
+            f, rows_x, groups, eval_rows=eval_rows, progress=progress, columns=columns
+        )
+        for i, sl, out in moved:
             j = feats[i].j
             if rows is None:
-                np.subtract(out[1], out[0], out=pseudo[j, sl])
+                np.subtract(out[1], out[0], out=diffs[j, sl])
             else:
-                pseudo[j, rows[sl]] = out[1] - out[0]
-        for t, kt in zip(feats, k, strict=True):  # the differences over the bin widths
-            if rows is None:
-                pseudo[t.j] /= np.diff(t.edges).take(kt)
-            else:
-                pseudo[t.j, rows] /= np.diff(t.edges).take(kt)
+                diffs[j, rows[sl]] = out[1] - out[0]
 
 
 def classic_features(
@@ -183,14 +188,14 @@ def classic_features(
     cols = _estimated(names, features)
     chosen = [names[j] for j in cols]
     # one row per feature: the column operations below (quantiles, binary search,
-    # bincount) then read contiguous memory; Xs.T / pseudo.T are the (N, D) views
+    # bincount) then read contiguous memory
     Xs = np.ascontiguousarray(X.T[cols])
     lo, hi = column_ranges(Xs.T)
-    skip = skip_reasons(chosen, lo, hi, categorical)
+    skip = skip_reasons(chosen, lo, hi, categorical, edges)
     todo: list[_Feature] = []
     for j, (col, name) in enumerate(zip(cols, chosen, strict=True)):
-        if name in skip or (edges is not None and name not in edges):
-            continue  # reported by rebin_features with the reason
+        if name in skip:
+            continue  # reported below with the reason
         if edges is None and binning == "quantile":
             z, a = quantile_bins(Xs[j], bins=bins)
         else:
@@ -198,25 +203,32 @@ def classic_features(
             a = assign(Xs[j], z)
         todo.append(_Feature(j, col, z, a))
     total = sum(len(X) - t.bins.n_outside for t in todo)
-    pseudo = np.zeros(Xs.shape, dtype=np.float64)
-    _quotients(
+    diffs = np.empty(Xs.shape, dtype=np.float64)  # rows outside the edges are never read
+    _differences(
         f,
         X,
+        Xs,
         todo,
-        pseudo,
+        diffs,
         eval_rows=eval_rows,
         progress=progress(total) if progress is not None else None,
     )
-    # DALE's path on the quotients: skip reasons, filling, accumulation, centering, summary
-    return rebin_features(
-        Xs.T,
-        pseudo.T,
-        chosen,
-        edges={chosen[t.j]: t.edges for t in todo},
-        center=center,
-        categorical=categorical,
-        assigned={chosen[t.j]: t.bins for t in todo},
-    )
+    # the bins' statistics of D_i / dz_k, then DALE's filling, accumulation and centering
+    out = {
+        t.j: summary_from_cells(
+            chosen[t.j],
+            t.edges,
+            CellStats.from_values(t.bins.index, diffs[t.j], n_cells=t.edges.size - 1).divided_by(
+                np.diff(t.edges)
+            ),
+            n_outside=t.bins.n_outside,
+            center=center,
+        )
+        for t in todo
+    }
+    return [
+        out[j] if j in out else not_estimable(name, skip[name]) for j, name in enumerate(chosen)
+    ]
 
 
 def classic(

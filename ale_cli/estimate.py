@@ -49,6 +49,7 @@ from ale_cli.errors import InputError
 DEFAULT_BINS = 20
 CATEGORICAL_REASON = "categorical feature (held fixed)"
 CONSTANT_REASON = "single distinct value"
+NO_EDGES_REASON = "no edges for this feature in the --edges file"
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,7 @@ def _feature_summary(
     )
 
 
-def _not_estimable(name: str, reason: str, *, n_outside: int = 0) -> FeatureSummary:
+def not_estimable(name: str, reason: str, *, n_outside: int = 0) -> FeatureSummary:
     return FeatureSummary(name=name, status="not_estimable", reason=reason, n_outside=n_outside)
 
 
@@ -200,9 +201,16 @@ def column_ranges(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def skip_reasons(
-    names: Sequence[str], lo: np.ndarray, hi: np.ndarray, categorical: Sequence[str]
+    names: Sequence[str],
+    lo: np.ndarray,
+    hi: np.ndarray,
+    categorical: Sequence[str],
+    edges: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, str]:
-    """Features that are not estimable, with the reason; the others are absent."""
+    """Features that are not estimable, with the reason; the others are absent.
+
+    With given ``edges``, a feature that has none is not estimable either.
+    """
     cats = set(categorical)
     skip: dict[str, str] = {}
     for j, name in enumerate(names):
@@ -210,7 +218,24 @@ def skip_reasons(
             skip[name] = CATEGORICAL_REASON
         elif not hi[j] > lo[j]:
             skip[name] = CONSTANT_REASON
+        elif edges is not None and name not in edges:
+            skip[name] = NO_EDGES_REASON
     return skip
+
+
+def summary_from_cells(
+    name: str, edges: np.ndarray, cells: CellStats, *, n_outside: int, center: str
+) -> FeatureSummary:
+    """A feature's summary from the statistics of its bins (not estimable if all are empty)."""
+    if cells.total == 0:
+        return not_estimable(
+            name,
+            f"no rows inside the given edges [{edges[0]!r}, {edges[-1]!r}]",
+            n_outside=n_outside,
+        )
+    return _feature_summary(
+        name, effect_from_cells(edges, cells, center=center), n_outside=n_outside
+    )
 
 
 def _uniform_cells(
@@ -250,24 +275,17 @@ def rebin_features(
     center: str = "mean",
     edges: dict[str, np.ndarray] | None = None,
     categorical: Sequence[str] = (),
-    assigned: Mapping[str, Assignment] | None = None,
 ) -> list[FeatureSummary]:
     """DALE on fixed bins for every column of X (N, D) with local effects E (N, D).
 
     Bins are ``bins`` uniform or type-1 quantile bins of each feature, or the
     given ``edges[name]`` (rows outside them are left out and counted).
-    ``assigned[name]``, if given, is the rows' bin membership on ``edges[name]``
-    already computed by the caller (``ale classic`` needs it to move the rows).
     """
     check_center(center)
     if binning not in BINNINGS:
         raise InputError(f"--binning must be one of {', '.join(BINNINGS)}, got '{binning}'")
     lo, hi = column_ranges(X)
-    skip = skip_reasons(names, lo, hi, categorical)
-    if edges is not None:
-        for name in names:
-            if name not in edges and name not in skip:
-                skip[name] = "no edges for this feature in the --edges file"
+    skip = skip_reasons(names, lo, hi, categorical, edges)
     todo = [j for j, name in enumerate(names) if name not in skip]
     cells: dict[int, CellStats] | None = None
     if edges is None and binning == "uniform":
@@ -275,7 +293,7 @@ def rebin_features(
     out: list[FeatureSummary] = []
     for j, name in enumerate(names):
         if name in skip:
-            out.append(_not_estimable(name, skip[name]))
+            out.append(not_estimable(name, skip[name]))
             continue
         n_outside = 0
         if cells is not None:
@@ -285,24 +303,12 @@ def rebin_features(
             known: Assignment | None = None
             if edges is not None:
                 z = edges[name]
-                known = assigned.get(name) if assigned is not None else None
             elif binning == "uniform":
                 z = uniform_edges(lo[j], hi[j], bins=bins)
             else:
                 z, known = quantile_bins(X[:, j], bins=bins)
             cell, n_outside = _column_cells(X[:, j], E[:, j], z, known)
-        if cell.total == 0:
-            out.append(
-                _not_estimable(
-                    name,
-                    f"no rows inside the given edges [{z[0]!r}, {z[-1]!r}]",
-                    n_outside=n_outside,
-                )
-            )
-            continue
-        out.append(
-            _feature_summary(name, effect_from_cells(z, cell, center=center), n_outside=n_outside)
-        )
+        out.append(summary_from_cells(name, z, cell, n_outside=n_outside, center=center))
     return out
 
 
@@ -344,7 +350,7 @@ def rhale_features(
     out: list[FeatureSummary] = []
     for j, name in enumerate(names):
         if name in skip:
-            out.append(_not_estimable(name, skip[name]))
+            out.append(not_estimable(name, skip[name]))
             continue
         if cells is not None:
             g = np.linspace(lo[j], hi[j], max_bins + 1)

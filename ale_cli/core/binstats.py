@@ -96,6 +96,19 @@ class CellStats:
             index, values = index[inside], values[inside]
         return cls(*_moments(index, values, n_cells))
 
+    def divided_by(self, widths: np.ndarray) -> CellStats:
+        """Statistics of the values divided by a constant per cell (``widths``, shape (M,)).
+
+        ``mean(v / w) = mean(v) / w`` and ``M2(v / w) = M2(v) / w^2``: the
+        finite differences of a cell become the slopes without a pass over the rows.
+
+        >>> c = CellStats.from_values(np.array([0, 0, 1]), np.array([1.0, 3.0, 5.0]), n_cells=2)
+        >>> d = c.divided_by(np.array([2.0, 0.5]))
+        >>> d.mean.tolist(), d.m2.tolist()
+        ([1.0, 10.0], [0.5, 0.0])
+        """
+        return CellStats(counts=self.counts, mean=self.mean / widths, m2=self.m2 / widths**2)
+
     def merge(self, other: CellStats) -> CellStats:
         """Statistics of the union of two chunks on the same cells.
 

@@ -15,7 +15,7 @@ are copied once per chunk rather than once per chunk and group.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -73,6 +73,7 @@ def evaluate_moved(
     *,
     eval_rows: int = DEFAULT_EVAL_ROWS,
     progress: ProgressFn | None = None,
+    columns: Mapping[int, np.ndarray] | None = None,
 ) -> Iterator[tuple[int, slice, np.ndarray]]:
     """Yield ``(g, sl, out)`` with ``out[b, i] = f(X[sl][i] with groups[g][b] applied)``.
 
@@ -91,6 +92,10 @@ def evaluate_moved(
         Stacked evaluation rows per call of ``f``.
     progress : callable, optional
         Told the number of data rows finished after each call (G N in all).
+    columns : mapping of int to ndarray (N,), optional
+        ``X[:, c]`` as a contiguous array for every column c the groups move,
+        if the caller has it: the data are put back from it rather than from
+        a transposed copy of each chunk.
 
     >>> X = np.array([[1.0, 2.0], [3.0, 4.0]])
     >>> f = lambda a: a[:, 0] * 10 + a[:, 1]
@@ -109,7 +114,7 @@ def evaluate_moved(
     for sl, stack in stacked_chunks(X, blocks, max(1, eval_rows // blocks)):
         m = sl.stop - sl.start
         view = stack.reshape(blocks, m, -1)
-        if len(groups) > 1:
+        if len(groups) > 1 and columns is None:
             data = np.ascontiguousarray(X[sl].T)  # the chunk's columns, each contiguous
         for g, group in enumerate(groups):
             for b, move in enumerate(group):
@@ -121,7 +126,7 @@ def evaluate_moved(
                 out = out.copy()
             if g + 1 < len(groups):
                 for c in touched[g]:  # the data back for the next group
-                    view[:, :, c] = data[c]
+                    view[:, :, c] = data[c] if columns is None else columns[c][sl]
             yield g, sl, out
             if progress is not None:
                 progress(m)
