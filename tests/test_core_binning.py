@@ -244,6 +244,31 @@ def test_cell_stats_merge_equals_one_pass_and_bin_stats_match_numpy(
         np.testing.assert_allclose(a.stderr[k], a.std[k] / np.sqrt(v.size))
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    hnp.arrays(np.float64, st.integers(1, 40), elements=finite),
+    st.lists(st.floats(1e-3, 1e3), min_size=6, max_size=6),
+    st.integers(0, 2**31),
+)
+def test_cell_stats_divided_by_widths_equal_the_stats_of_the_quotients(
+    values: np.ndarray, widths: list[float], seed: int
+) -> None:
+    # what ale classic relies on: the bins' statistics of D_i / dz_k without dividing each row
+    w = np.array(widths)
+    index = np.random.default_rng(seed).integers(-1, w.size, values.size)
+    divided = bin_stats(CellStats.from_values(index, values, n_cells=w.size).divided_by(w))
+    quotients = np.where(index >= 0, values / w[index], 0.0)
+    direct = bin_stats(CellStats.from_values(index, quotients, n_cells=w.size))
+    np.testing.assert_array_equal(divided.counts, direct.counts)
+    filled = direct.counts > 0
+    scale = max(1.0, float(np.abs(quotients).max()))
+    np.testing.assert_allclose(
+        divided.mean[filled], direct.mean[filled], rtol=1e-12, atol=1e-12 * scale
+    )
+    two = direct.counts > 1
+    np.testing.assert_allclose(divided.var[two], direct.var[two], rtol=1e-7, atol=1e-9 * scale**2)
+
+
 def test_constant_effects_have_zero_std_to_rounding() -> None:
     # each bin constant, bins different: no heterogeneity from cancellation (a one-pass
     # S2 - S1^2 / n would leave about sqrt(eps) x 6000 = 1e-4 here)
