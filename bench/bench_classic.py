@@ -18,33 +18,42 @@ membership, stacking, the estimate) shows apart from the model's own cost.
 Set BENCH_QUICK=1 for a smaller run.
 
 How our side works (see ale_cli/classic.py): quantile edges and bin membership
-come from binning.quantile_bins (bucketed selection, ~0.8 ms per 100k-row
-column against ~3.5 ms for np.partition + assign); the rows are evaluated
-chunk by chunk (32k stacked rows per call), every feature sharing the chunk's
-stack (one copy, then one column moved and put back per feature); the
-differences go straight into the quotient rows. The ale command and these
-benchmarks raise glibc's allocator thresholds (ale_cli.allocator), without
-which every 100k-row temporary is page-faulted in again.
+come from binning.quantile_bins (bucketed selection, ~1 ms per 100k-row column
+against ~3.5-4.5 ms for np.partition + assign); the rows are evaluated chunk by
+chunk (32k stacked rows per call), every feature sharing the chunk's stack (one
+copy, then one column moved and put back from classic's own feature rows per
+feature); the differences go straight into one row per feature, and the bins'
+statistics of the slopes are those of the differences divided by the bin
+widths (no division pass over the rows). The ale command and these benchmarks
+raise glibc's allocator thresholds (ale_cli.allocator), without which every
+100k-row temporary is page-faulted in again.
 
 Measured on 2 shared cores, whose speed varies by 20-30% within seconds
-(hence the paired ratios). 2026-11-22 morning (reference 250-365 ms): the MLP
-1.12-1.23 over nine runs (median of 30 paired ratios; ours ~35 ms, model calls
-0.99-1.04 of the reference), HistGradientBoosting 1.02-1.07; before that day's
-changes the MLP read 1.27-1.31 with ~76 ms of our own work. 2026-11-22 evening
-(reference 321-388 ms): the MLP's median paired ratio 1.16-1.20 over five
-runs, ours 42-60 ms, HGB 1.07.
+(hence the paired ratios). 2026-11-22 (reference 250-388 ms): the MLP's median
+paired ratio 1.12-1.23 over fourteen runs, ours 35-60 ms; before that day's
+changes 1.27-1.31 with ~76 ms of our own work. 2026-11-23, after the division
+was folded into the bin statistics and the buckets made smaller (reference
+304-339 ms), nine runs: best-vs-best 1.14 in six, 1.15 in one, 1.16 in two;
+median paired 1.10-1.17, median of the nine 1.15; ours 36-44 ms (39 ms against
+46 ms for the previous code, median of 20 rounds A/B in one process, same
+numbers to 1e-12). HistGradientBoosting 1.01-1.07.
 
-Where the MLP's remaining ~45 ms go (timed inside the loop with the real model):
-quantile edges and membership ~12-14 ms, the final estimate ~9 ms, and ~25 ms
-moving and restoring the column in the stack. The last is memory traffic: after
-each model call the stack is no longer in cache (the same strided writes cost
-~4 ms in all with a do-nothing model, ~11 ms after a 64 MB sweep), so every
-call's restore reads the whole stack back. A column-major stack makes those
-writes contiguous (25 -> 9 ms) but the model itself ~4% slower on such input
-(addmm on a transposed operand; median of 60 paired rounds of 10 calls): no net
-gain. Restoring in L2-sized row blocks, or writing two adjacent columns at
-once, was slower. Smaller or larger chunks (2k-64k rows) made no difference
-beyond noise.
+Where the MLP's remaining ~40 ms go (line profiler, real model): quantile
+edges and membership ~10 ms, the estimate ~6 ms, looking up the limits ~4 ms,
+~15 ms moving and restoring the column in the stack, the transposed copy of the
+estimated columns ~2.5 ms, the differences ~2.5 ms, the chunk copies ~2 ms. The
+moves are memory traffic: after each model call the stack is no longer in cache
+(the same strided writes cost ~4 ms in all with a do-nothing model, ~11 ms
+after a 64 MB sweep), so every call's restore reads the whole stack back. A
+column-major stack makes those writes contiguous (25 -> 9 ms) but the model
+itself ~4% slower on such input (addmm on a transposed operand; median of 60
+paired rounds of 10 calls): no net gain. Restoring in L2-sized row blocks, or
+writing two adjacent columns at once, was slower. Smaller or larger chunks
+(2k-64k rows) made no difference beyond noise; neither did a float32 stack for
+a float32 model (the conversion is 0.05 ms per call). The model calls
+themselves run 1-4% slower inside the loop than back to back: a stack just
+written before the call costs the model ~2-4% (25 paired rounds of 70 calls),
+and anything that evicts the cache between calls more (a 64 MB sweep: +13%).
 """
 
 from __future__ import annotations
