@@ -3,15 +3,52 @@
 Every error a user can cause is an :class:`AleError` raised deep in the code and
 caught once, in the CLI, where it is printed as one line and turned into an exit
 code: 2 for bad input or options, 1 for a failure while running.
+
+The library names its *parameters*, never command-line flags: an error about
+one option value is raised with ``param=`` and a message holding the
+placeholder ``{param}``::
+
+    raise InputError("{param} must be at least 1, got 0", param="max_bins")
+
+``str(exc)`` reads "max_bins must be at least 1, got 0" (what a Python caller
+passed); the CLI renders the same error with the flag of that parameter
+("--max-bins must be at least 1, got 0") through :meth:`AleError.render`, so
+the mapping from parameter names to flags lives in one place, the CLI.
+
+>>> str(InputError("{param} must be at least 1, got 0", param="max_bins"))
+'max_bins must be at least 1, got 0'
+>>> InputError("{param} must be at least 1, got 0", param="max_bins").render(
+...     lambda p: "--" + p.replace("_", "-"))
+'--max-bins must be at least 1, got 0'
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+PLACEHOLDER = "{param}"
+
 
 class AleError(Exception):
-    """An error reported to the user as one line; exit code 1 unless a subclass says 2."""
+    """An error reported to the user as one line; exit code 1 unless a subclass says 2.
+
+    ``param`` names the parameter the message is about (its ``{param}``
+    placeholder is replaced by that name, or by the CLI's flag for it).
+    """
 
     exit_code = 1
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        self.template = message
+        self.param = param
+        super().__init__(self.render())
+
+    def render(self, name_of: Callable[[str], str] | None = None) -> str:
+        """The message with ``{param}`` replaced by ``name_of(param)`` (default: the name)."""
+        if self.param is None:
+            return self.template
+        name = name_of(self.param) if name_of is not None else self.param
+        return self.template.replace(PLACEHOLDER, name)
 
 
 class InputError(AleError):
@@ -28,3 +65,7 @@ class RunError(AleError):
     """A failure while running on valid input (the model raised, a write failed)."""
 
     exit_code = 1
+
+
+class ModelFailed(RunError):
+    """The user's model raised (or returned garbage) while it was being evaluated."""
