@@ -15,7 +15,7 @@ same edges give exactly this estimate. Their bin statistics are those of the
 ``D_i`` divided by the bin width (:meth:`~ale_cli.core.binstats.CellStats.divided_by`),
 so no pass over the rows divides; the filling of empty bins, the accumulation
 and the centering (count-weighted trapezoid mean by default) are then the ones
-every estimator shares (:func:`~ale_cli.estimate.summary_from_cells`), and the
+every estimator shares (:func:`~ale_cli.results.summary_from_cells`), and the
 heterogeneity is the per-bin std of ``D_i / dz_k``. The summary has the same
 schema as DALE's and RHALE's, with ``estimator: "ale"``.
 
@@ -36,15 +36,15 @@ from pathlib import Path
 import numpy as np
 
 from ale_cli.adapters.summary import FeatureSummary, Summary
-from ale_cli.compute import ComputeRequest, model_source, open_inputs
+from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.core.binning import Assignment, assign, quantile_bins, uniform_edges
 from ale_cli.core.binstats import CellStats
-from ale_cli.errors import AleError, InputError, RunError
-from ale_cli.estimate import (
-    DEFAULT_BINS,
+from ale_cli.inputs import ModelInputs, feature_columns, model_source, open_inputs
+from ale_cli.models.base import ProgressFn
+from ale_cli.models.evaluate import Lookup, Move, evaluate_moved
+from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
+from ale_cli.results import (
     EstimateResult,
-    FixedBins,
-    check_center,
     column_ranges,
     not_estimable,
     run_notes,
@@ -52,9 +52,6 @@ from ale_cli.estimate import (
     summary_from_cells,
     utc_now,
 )
-from ale_cli.models.base import ProgressFn, first_line
-from ale_cli.models.evaluate import Lookup, Move, evaluate_moved
-from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 
 #: Default binning of ``ale classic``: quantile bins, as ALEPlot and PyALE.
 DEFAULT_BINNING = "quantile"
@@ -65,35 +62,23 @@ METHOD = "model at the bin limits (Apley-Zhu finite differences)"
 class ClassicRequest:
     """Options of ``ale classic``.
 
-    ``inputs`` holds the model and data options (as ``ale compute``'s; its
-    ``features`` stays None: the model's inputs are all data columns but
-    ``exclude``). ``features`` are the features to estimate (default: every
-    input); None for ``bins``/``binning`` means the default (20 quantile bins)
-    or, with ``edges``, not used.
+    ``inputs`` describes the model, the data and the features to explain
+    (default: every model input); None for ``bins``/``binning`` means the
+    default (20 quantile bins) or, with ``edges``, not used.
     """
 
-    inputs: ComputeRequest
+    inputs: ModelInputs
     bins: int | None = None
     binning: str | None = None
     edges: Path | None = None
     center: str = "mean"
-    features: tuple[str, ...] | None = None
 
-
-def _estimated(names: Sequence[str], features: Sequence[str] | None) -> list[int]:
-    """Columns of the features to estimate; InputError for unknown or repeated names."""
-    if features is None:
-        return list(range(len(names)))
-    cols: list[int] = []
-    for name in features:
-        if name not in names:
-            raise InputError(
-                f"--features: '{name}' is not one of the model's input columns ({', '.join(names)})"
+    def __post_init__(self) -> None:
+        check_center(self.center)
+        if self.edges is None:  # the edges file is read (and checked) when the run starts
+            FixedBins.from_options(
+                bins=self.bins, binning=self.binning, edges=None, default=DEFAULT_BINNING
             )
-        if names.index(name) in cols:
-            raise InputError(f"--features names feature '{name}' more than once")
-        cols.append(names.index(name))
-    return cols
 
 
 @dataclass(frozen=True)
@@ -184,9 +169,9 @@ def classic_features(
     list of FeatureSummary, one per estimated feature, in the order asked.
     """
     FixedBins.from_options(bins=bins, binning=binning, edges=None, default=DEFAULT_BINNING)
-    check_center(center)  # both checked again by rebin_features, but before the model runs
-    cols = _estimated(names, features)
-    chosen = [names[j] for j in cols]
+    check_center(center)
+    chosen_t, cols_t = feature_columns(features, names, where="the data")
+    chosen, cols = list(chosen_t), list(cols_t)
     # one row per feature: the column operations below (quantiles, binary search,
     # bincount) then read contiguous memory
     Xs = np.ascontiguousarray(X.T[cols])
@@ -239,48 +224,38 @@ def classic(
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default=DEFAULT_BINNING
     )
-    check_center(request.center)
-    timings: dict[str, float] = {}
-    table, model = open_inputs(request.inputs, timings=timings)
-    names = list(table.feature_names)
-    _estimated(names, request.features)
-    fixed.check_features(request.features, names, f"the data '{request.inputs.data}'")
+    opened = open_inputs(request.inputs)
+    table = opened.table
+    fixed.check_features(
+        request.inputs.features, table.feature_names, f"the data '{request.inputs.data}'"
+    )
     t_load = time.perf_counter()
-    try:
-        features = classic_features(
-            model.predict,
-            table.X,
-            names,
-            features=request.features,
-            bins=fixed.bins,
-            binning=fixed.binning,
-            edges=fixed.edges_file.edges if fixed.edges_file is not None else None,
-            center=request.center,
-            categorical=table.categorical,
-            eval_rows=request.inputs.batch_size or DEFAULT_EVAL_ROWS,
-            progress=progress,
-        )
-    except AleError:
-        raise
-    except Exception as exc:  # anything the model raises while running
-        raise RunError(f"model '{request.inputs.model}' failed: {first_line(exc)}") from None
+    features = classic_features(
+        opened.model.predict,
+        table.X,
+        table.feature_names,
+        features=opened.features,
+        bins=fixed.bins,
+        binning=fixed.binning,
+        edges=fixed.edges,
+        center=request.center,
+        categorical=table.categorical,
+        eval_rows=request.inputs.batch_size or DEFAULT_EVAL_ROWS,
+        progress=progress,
+    )
     t_est = time.perf_counter()
-    timings["estimate_s"] = t_est - t_load
-    n_rows = len(table.X)
+    timings = {**opened.timings, "estimate_s": t_est - t_load}
     summary = Summary(
         estimator="ale",
-        params=fixed.params(request.center, request.features),
-        store=model_source(request.inputs, model, n_rows, method=METHOD),
-        n_rows=n_rows,
+        params=fixed.params(request.center, request.inputs.features),
+        store=model_source(request.inputs, opened, method=METHOD),
+        n_rows=len(table.X),
         features=tuple(features),
         created=utc_now(),
     )
     notes = run_notes(features)
     if table.rows_dropped:
-        notes = (
-            f"dropped {table.rows_dropped} rows with NaN or infinite values (--dropna)",
-            *notes,
-        )
+        notes = (f"dropped {table.rows_dropped} rows with NaN or infinite values (dropna)", *notes)
     return EstimateResult(
         summary=summary, seconds=time.perf_counter() - t0, timings=timings, notes=notes
     )

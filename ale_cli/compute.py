@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -27,48 +27,24 @@ from ale_cli.adapters.store import (
     write_store,
 )
 from ale_cli.errors import InputError
-from ale_cli.models.base import LoadOptions, ProgressFn
+from ale_cli.inputs import ModelInputs, Opened, open_inputs
+from ale_cli.models.base import Effects, ProgressFn
 from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
-from ale_cli.pairs import pair_columns
-
-if TYPE_CHECKING:
-    from ale_cli.adapters.data import Table
-    from ale_cli.models.base import Model
+from ale_cli.pairs import Pair, pair_columns
 
 
 @dataclass(frozen=True)
 class ComputeRequest:
-    """Everything ``ale compute`` was asked; the result-affecting part keys the cache."""
+    """What ``ale compute`` is asked: the model and data, the store to write, the pairs
+    whose mixed derivatives to cache. The result-affecting part keys the cache."""
 
-    model: Path
-    data: Path
+    inputs: ModelInputs
     out: Path
-    data_format: str | None = None
-    features: tuple[str, ...] | None = None
-    exclude: tuple[str, ...] = ()
-    dropna: bool = False
-    model_format: str | None = None
-    output: str | None = None
-    batch_size: int | None = None
-    categorical: tuple[str, ...] = ()
-    method: str = "auto"
-    step: float | None = None
-    trust: tuple[str, ...] = ()
-    trust_pickle: bool = False
-    pairs: tuple[tuple[str, str], ...] = ()
-
-    def check_files(self) -> None:
-        """InputError naming the model or data file that does not exist (before hashing)."""
-        for label, path in (("model", self.model), ("data", self.data)):
-            if not path.exists():
-                raise InputError(f"{label} file '{path}' does not exist")
+    pairs: tuple[Pair, ...] = ()
 
     def result_options(self) -> dict[str, Any]:
         """Options that change the store's arrays (batch size and trust do not)."""
-        options = asdict(self)
-        for name in ("model", "data", "out", "batch_size", "trust", "trust_pickle"):
-            options.pop(name)
-        return options
+        return self.inputs.result_options() | {"pairs": [list(p) for p in self.pairs]}
 
 
 @dataclass(frozen=True)
@@ -90,107 +66,159 @@ class ComputeResult:
     notes: tuple[str, ...] = ()
 
 
-def _stale_reason(meta: dict[str, Any], model_sha: str, data_sha: str, key: str) -> str | None:
-    if meta.get("cache_key") == key:
+@dataclass(frozen=True)
+class _Hashes:
+    """The inputs' content hashes and the cache key they make with the options."""
+
+    model: str
+    data: str
+    key: str
+
+    @classmethod
+    def of(cls, request: ComputeRequest) -> _Hashes:
+        model = sha256_file(request.inputs.model)
+        data = sha256_file(request.inputs.data)
+        return cls(model, data, cache_key(model, data, request.result_options()))
+
+    def stale_reason(self, meta: dict[str, Any]) -> str | None:
+        """Why a store with this meta is not a cache hit (None when it is)."""
+        if meta.get("cache_key") == self.key:
+            return None
+        if meta.get("model", {}).get("sha256") != self.model:
+            return "the model file changed"
+        if meta.get("data", {}).get("sha256") != self.data:
+            return "the data file changed"
+        return "the options changed"
+
+
+def _cached(request: ComputeRequest, hashes: _Hashes, t0: float) -> ComputeResult | str | None:
+    """The cache hit at ``request.out``, else why the store there is stale (None: no store)."""
+    if not request.out.exists():
         return None
-    if meta.get("model", {}).get("sha256") != model_sha:
-        return "the model file changed"
-    if meta.get("data", {}).get("sha256") != data_sha:
-        return "the data file changed"
-    return "the options changed"
-
-
-def open_inputs(
-    request: ComputeRequest, *, timings: dict[str, float] | None = None
-) -> tuple[Table, Model]:
-    """Load the data table and the model of ``request`` and check the model on the data.
-
-    Shared by every command that needs the model (compute, classic, interact).
-    ``timings`` (if given) receives load_data_s, load_model_s and check_model_s.
-    """
-    from ale_cli.adapters.data import load_table
-    from ale_cli.models import Columns, detect_format, load_model
-
-    timings = {} if timings is None else timings
-    model_format = detect_format(request.model, request.model_format)
-    t = time.perf_counter()
-    table = load_table(
-        request.data,
-        fmt=request.data_format,
-        features=request.features,
-        exclude=request.exclude,
-        dropna=request.dropna,
-        categorical=request.categorical,
-        # scikit-learn pipelines can take text columns; tensor models cannot
-        encode_text=model_format in ("skops", "pickle"),
+    try:
+        meta = read_meta(request.out)
+    except InputError:
+        raise InputError(
+            f"output '{request.out}' exists and is not a local-effects store; "
+            "remove it, choose another output, or pass {param} to overwrite it",
+            param="force",
+        ) from None
+    reason = hashes.stale_reason(meta)
+    if reason is not None:
+        return reason
+    return ComputeResult(
+        out=request.out,
+        cache_hit=True,
+        n_rows=int(meta["n_rows"]),
+        n_features=len(meta["feature_names"]),
+        method=str(meta["method"]),
+        seconds=time.perf_counter() - t0,
+        rows_dropped=int(meta["data"].get("rows_dropped", 0)),
     )
-    timings["load_data_s"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    model = load_model(
-        request.model,
-        model_format=model_format,
-        options=LoadOptions(
-            output=request.output,
-            batch_size=request.batch_size,
-            method=request.method,
-            step=request.step,
-            trust=request.trust,
-            trust_pickle=request.trust_pickle,
-        ),
-        columns=Columns(
-            names=table.feature_names,
-            fixed=table.categorical,
-            levels=table.levels,
-            dtypes=table.dtypes,
-        ),
-    )
-    timings["load_model_s"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    model.check(table.X)
-    timings["check_model_s"] = time.perf_counter() - t
-    return table, model
 
 
 def _pair_plan(
-    request: ComputeRequest, table: Table, model: Model
+    request: ComputeRequest, opened: Opened
 ) -> tuple[list[tuple[int, int]], MixedFn | None]:
-    """Columns of ``--pairs`` and the model's mixed-derivative function (None without pairs)."""
+    """Columns of the pairs and the model's mixed-derivative function (None without pairs)."""
     if not request.pairs:
         return [], None
+    table = opened.table
     cols = pair_columns(
-        request.pairs, table.feature_names, option="--pairs", where=f"data '{request.data}'"
+        request.pairs,
+        table.feature_names,
+        param="pairs",
+        where=f"data '{request.inputs.data}'",
     )
     fixed = next((n for pair in request.pairs for n in pair if n in table.categorical), None)
     if fixed is not None:
         raise InputError(
-            f"--pairs: feature '{fixed}' is categorical (held fixed), so it has no derivative"
+            f"{{param}}: feature '{fixed}' is categorical (held fixed), so it has no derivative",
+            param="pairs",
         )
     mixed = require_mixed_derivatives(
-        model,
-        request.model,
-        option="--pairs",
-        hint="leave out --pairs and use 'ale interact --estimator ale'",
+        opened.model,
+        request.inputs.model,
+        option="{param:pairs}",
+        hint="leave out {param:pairs} and use 'ale interact --estimator ale'",
     )
     return cols, mixed
 
 
-def model_source(
-    request: ComputeRequest, model: Model, n_rows: int, *, method: str
+def _effects(
+    request: ComputeRequest,
+    opened: Opened,
+    timings: dict[str, float],
+    progress: Callable[[int], ProgressFn] | None,
+) -> tuple[Effects, dict[str, np.ndarray]]:
+    """The local effects of the explained features (categorical ones held at 0) and the
+    optional arrays (cached mixed derivatives)."""
+    pair_cols, mixed = _pair_plan(request, opened)
+    table = opened.table
+    bar = progress(len(table.X)) if progress else None
+    t = time.perf_counter()
+    effects = opened.model.local_effects(table.X, progress=bar)  # SHIM
+    effects = Effects(effects.local_effects[:, list(opened.columns)], effects.prediction)
+    timings["local_effects_s"] = time.perf_counter() - t
+    held = [k for k, name in enumerate(opened.features) if name in table.categorical]
+    if held:  # categorical columns are held fixed: no local effect (autodiff gives one)
+        local = effects.local_effects.copy()
+        local[:, held] = 0.0
+        effects = Effects(local_effects=local, prediction=effects.prediction)
+    extra: dict[str, np.ndarray] = {}
+    if mixed is not None:
+        t = time.perf_counter()
+        bar = progress(len(table.X)) if progress else None
+        extra = {
+            PAIRS: np.array(request.pairs, dtype=np.str_).reshape(-1, 2),
+            MIXED: mixed(table.X, pair_cols, progress=bar),
+        }
+        timings["mixed_derivatives_s"] = time.perf_counter() - t
+    return effects, extra
+
+
+def _meta(
+    request: ComputeRequest, opened: Opened, hashes: _Hashes, timings: dict[str, float]
 ) -> dict[str, Any]:
-    """A summary's ``store`` part when it was made from the model, not from a store."""
+    """The store's meta: provenance, columns, method and options (:data:`META_KEYS`)."""
+    table, model, inputs = opened.table, opened.model, request.inputs
+    details = model.describe()
     return {
-        "path": None,
-        "model": {
-            "path": str(request.model),
-            "sha256": sha256_file(request.model),
-            "format": model.format,
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "ale", "version": __version__},
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "model": {"path": str(inputs.model), "sha256": hashes.model, "format": model.format},
+        "data": {
+            "path": str(inputs.data),
+            "sha256": hashes.data,
+            "format": table.format,
+            "rows_read": table.rows_read,
+            "rows_dropped": table.rows_dropped,
+            "dropped_columns": list(table.dropped_columns),
+            "dtypes": table.dtypes,
         },
-        "data": {"path": str(request.data), "sha256": sha256_file(request.data)},
-        "method": method,
-        "output": model.describe().get("output"),
-        "n_rows": n_rows,
+        # the explained features (columns of local_effects) and every model input (of X)
+        "feature_names": list(opened.features),
+        "features": list(opened.features),
+        "inputs": list(table.feature_names),
+        # held fixed, local effect 0; the estimators report them as not estimable
+        "categorical_features": list(table.categorical),
+        # text columns are stored as integer codes: levels[name][code] is the value
+        "categorical_levels": {name: list(values) for name, values in table.levels.items()},
+        "method": model.method,
+        "method_details": details,
+        "output": details.get("output"),
+        "options": request.result_options()
+        | {
+            "batch_size": inputs.batch_size,
+            "trust": list(inputs.trust),
+            "trust_pickle": inputs.trust_pickle,
+        },
+        "n_rows": len(table.X),
+        # optional arrays: mixed derivatives d2f/dx_a dx_b of these pairs (ale compute --pairs)
+        "pairs": [list(p) for p in request.pairs],
+        "timings": timings,
+        "cache_key": hashes.key,
     }
 
 
@@ -206,112 +234,36 @@ def compute(
     each model call finished.
     """
     t0 = time.perf_counter()
-    request.check_files()
-    model_sha = sha256_file(request.model)
-    data_sha = sha256_file(request.data)
-    key = cache_key(model_sha, data_sha, request.result_options())
-
-    reason = None
-    if request.out.exists() and not force:
-        try:
-            meta = read_meta(request.out)
-        except InputError:
-            raise InputError(
-                f"output '{request.out}' exists and is not a local-effects store; "
-                "remove it, choose another -o, or pass --force to overwrite it"
-            ) from None
-        reason = _stale_reason(meta, model_sha, data_sha, key)
-        if reason is None:
-            return ComputeResult(
-                out=request.out,
-                cache_hit=True,
-                n_rows=int(meta["n_rows"]),
-                n_features=len(meta["feature_names"]),
-                method=str(meta["method"]),
-                seconds=time.perf_counter() - t0,
-                rows_dropped=int(meta["data"].get("rows_dropped", 0)),
-            )
-
+    request.inputs.check_files()
+    hashes = _Hashes.of(request)
+    cached = None if force else _cached(request, hashes, t0)
+    if isinstance(cached, ComputeResult):
+        return cached
     timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
-    table, model = open_inputs(request, timings=timings)
-    pair_cols, mixed = _pair_plan(request, table, model)
-
-    t = time.perf_counter()
-    effects = model.local_effects(table.X, progress=progress(len(table.X)) if progress else None)
-    timings["local_effects_s"] = time.perf_counter() - t
-    local_effects = effects.local_effects
-    fixed = [table.feature_names.index(name) for name in table.categorical]
-    if fixed:  # categorical columns are held fixed: no local effect (autodiff gives one)
-        local_effects = local_effects.copy()
-        local_effects[:, fixed] = 0.0
-
-    extra: dict[str, Any] = {}
-    if mixed is not None:
-        t = time.perf_counter()
-        extra = {
-            PAIRS: np.array(request.pairs, dtype=np.str_).reshape(-1, 2),
-            MIXED: mixed(table.X, pair_cols, progress=progress(len(table.X)) if progress else None),
-        }
-        timings["mixed_derivatives_s"] = time.perf_counter() - t
-
-    details = model.describe()
-    meta: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "ale", "version": __version__},
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "model": {
-            "path": str(request.model),
-            "sha256": model_sha,
-            "format": model.format,
-        },
-        "data": {
-            "path": str(request.data),
-            "sha256": data_sha,
-            "format": table.format,
-            "rows_read": table.rows_read,
-            "rows_dropped": table.rows_dropped,
-            "dropped_columns": list(table.dropped_columns),
-            "dtypes": table.dtypes,
-        },
-        "feature_names": list(table.feature_names),
-        # held fixed, local effect 0; the estimators report them as not estimable
-        "categorical_features": list(table.categorical),
-        # text columns are stored as integer codes: levels[name][code] is the value
-        "categorical_levels": {name: list(values) for name, values in table.levels.items()},
-        "method": model.method,
-        "method_details": details,
-        "output": details.get("output"),
-        "options": request.result_options()
-        | {
-            "batch_size": request.batch_size,
-            "trust": list(request.trust),
-            "trust_pickle": request.trust_pickle,
-        },
-        "n_rows": len(table.X),
-        # optional arrays: mixed derivatives d2f/dx_a dx_b of these pairs (ale compute --pairs)
-        "pairs": [list(p) for p in request.pairs],
-        "timings": timings,
-        "cache_key": key,
-    }
+    opened = open_inputs(request.inputs)
+    timings |= opened.timings
+    effects, extra = _effects(request, opened, timings, progress)
+    meta = _meta(request, opened, hashes, timings)
+    table = opened.table
     store = Store(
         X=table.X,
-        local_effects=local_effects,
+        local_effects=effects.local_effects,
         prediction=effects.prediction,
-        feature_names=table.feature_names,
+        feature_names=opened.features,
+        input_names=table.feature_names,
         meta=meta,
         extra=extra,
     )
     timings["total_before_write_s"] = time.perf_counter() - t0
     write_store(request.out, store)
-    seconds = time.perf_counter() - t0
     return ComputeResult(
         out=request.out,
         cache_hit=False,
         n_rows=len(table.X),
-        n_features=len(table.feature_names),
-        method=model.method,
-        seconds=seconds,
+        n_features=len(opened.features),
+        method=opened.model.method,
+        seconds=time.perf_counter() - t0,
         rows_dropped=table.rows_dropped,
-        reason=reason,
-        notes=tuple(details.get("notes", ())),
+        reason=cached,
+        notes=tuple(opened.model.describe().get("notes", ())),
     )

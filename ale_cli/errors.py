@@ -20,13 +20,20 @@ the mapping from parameter names to flags lives in one place, the CLI.
 >>> InputError("{param} must be at least 1, got 0", param="max_bins").render(
 ...     lambda p: "--" + p.replace("_", "-"))
 '--max-bins must be at least 1, got 0'
+
+A message may name other parameters as ``{param:NAME}``:
+
+>>> str(InputError("{param} replaces {param:bins}", param="edges"))
+'edges replaces bins'
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 PLACEHOLDER = "{param}"
+_PLACEHOLDERS = re.compile(r"\{param(?::([A-Za-z_][A-Za-z0-9_]*))?\}")
 
 
 class AleError(Exception):
@@ -44,11 +51,16 @@ class AleError(Exception):
         super().__init__(self.render())
 
     def render(self, name_of: Callable[[str], str] | None = None) -> str:
-        """The message with ``{param}`` replaced by ``name_of(param)`` (default: the name)."""
-        if self.param is None:
+        """The message with ``{param}`` replaced by ``name_of(param)`` and every
+        ``{param:OTHER}`` by ``name_of("OTHER")`` (default: the names themselves)."""
+        name = name_of or (lambda p: p)
+
+        def other(match: re.Match[str]) -> str:
+            return name(match.group(1)) if match.group(1) else name(self.param or "")
+
+        if self.param is None and ":" not in self.template:
             return self.template
-        name = name_of(self.param) if name_of is not None else self.param
-        return self.template.replace(PLACEHOLDER, name)
+        return _PLACEHOLDERS.sub(other, self.template)
 
 
 class InputError(AleError):

@@ -1,33 +1,32 @@
 """``ale rebin`` and ``ale rhale``: the estimators on a cached local-effects store.
 
 The functions :func:`rebin` and :func:`rhale` read a store, run the numeric
-core on every chosen feature and return a :class:`~ale_cli.adapters.summary.Summary`
-(the CLI writes it and prints one line). :func:`rebin_features` and
-:func:`rhale_features` do the work on arrays (no I/O) and are what the
-benchmark times.
+core on every chosen feature and return an
+:class:`~ale_cli.results.EstimateResult` (the CLI writes its summary and
+prints one line). :func:`rebin_features` and :func:`rhale_features` do the
+work on arrays (no I/O) and are what the benchmark times.
 
 A feature is reported ``not_estimable`` (the run goes on) when it is listed
 in the store's ``categorical_features``, when it has a single distinct value,
-when ``--edges`` has no edges for it, or when none of its rows lies inside
+when the edges file has no edges for it, or when none of its rows lies inside
 the given edges.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ale_cli.adapters.edges import EdgesFile, read_edges
-from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import Store, read_store
-from ale_cli.adapters.summary import FeatureSummary, InteractionSummary, Summary
-from ale_cli.core.accumulate import CENTER_MODES
+from ale_cli.adapters.summary import FeatureSummary, Summary
+from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
+from ale_cli.checks import check_choice, check_count, names_tuple
 from ale_cli.core.binning import (
     BINNINGS,
     Assignment,
@@ -37,7 +36,7 @@ from ale_cli.core.binning import (
     uniform_edges,
 )
 from ale_cli.core.binstats import CellStats, bin_stats, uniform_cells
-from ale_cli.core.effect import FirstOrderEffect, effect_from_bins, effect_from_cells
+from ale_cli.core.effect import effect_from_bins
 from ale_cli.core.rhale import (
     DEFAULT_ALPHA,
     DEFAULT_MAX_BINS,
@@ -45,16 +44,24 @@ from ale_cli.core.rhale import (
     optimal_partition,
 )
 from ale_cli.errors import InputError
-
-DEFAULT_BINS = 20
-CATEGORICAL_REASON = "categorical feature (held fixed)"
-CONSTANT_REASON = "single distinct value"
-NO_EDGES_REASON = "no edges for this feature in the --edges file"
+from ale_cli.results import (
+    EstimateResult,
+    column_ranges,
+    not_estimable,
+    run_notes,
+    skip_reasons,
+    store_info,
+    summary_from_cells,
+    utc_now,
+)
 
 
 @dataclass(frozen=True)
 class RebinRequest:
-    """Options of ``ale rebin``; None means the default (or, with ``edges``, not used)."""
+    """Options of ``ale rebin``; None means the default (or, with ``edges``, not used).
+
+    The options are checked here, naming the parameter at fault.
+    """
 
     store: Path
     bins: int | None = None
@@ -62,6 +69,13 @@ class RebinRequest:
     center: str = "mean"
     features: tuple[str, ...] | None = None
     edges: Path | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "features", names_tuple(self.features, "features"))
+        check_center(self.center)
+        if self.bins is not None:
+            check_count(self.bins, "bins")
+        check_choice(self.binning, BINNINGS, "binning")
 
 
 @dataclass(frozen=True)
@@ -76,166 +90,30 @@ class RhaleRequest:
     center: str = "mean"
     features: tuple[str, ...] | None = None
 
-
-@dataclass(frozen=True)
-class EstimateResult:
-    """One estimator run: the summary, timings and notes for the user (stderr)."""
-
-    summary: Summary
-    seconds: float
-    timings: dict[str, float]
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-@dataclass(frozen=True)
-class FixedBins:
-    """Fixed bins as asked on the command line: K bins of a binning, or an edges file.
-
-    Shared by ``ale rebin`` and ``ale classic``; :meth:`from_options` checks
-    the options before anything is loaded.
-    """
-
-    bins: int
-    binning: str
-    edges_file: EdgesFile | None = None
-
-    @classmethod
-    def from_options(
-        cls,
-        *,
-        bins: int | None,
-        binning: str | None,
-        edges: Path | None,
-        default: str,
-        default_bins: int = DEFAULT_BINS,
-    ) -> FixedBins:
-        """Check ``--bins/--binning/--edges`` (None = not given) and read the edges file;
-        ``default``/``default_bins`` are the command's defaults."""
-        if edges is not None:
-            if bins is not None or binning is not None:
-                raise InputError(
-                    f"--edges takes the bins from '{edges}'; leave out --bins and --binning"
-                )
-            return cls(bins=default_bins, binning=default, edges_file=read_edges(edges))
-        k = default_bins if bins is None else bins
-        if k < 1:
-            raise InputError(f"--bins must be at least 1, got {k}")
-        chosen = binning or default
-        if chosen not in BINNINGS:
-            raise InputError(f"--binning must be one of {', '.join(BINNINGS)}, got '{chosen}'")
-        return cls(bins=k, binning=chosen)
-
-    def check_features(
-        self, features: Sequence[str] | None, available: Sequence[str], source: str
-    ) -> None:
-        """With an edges file: every feature asked for has edges, and when none were
-        asked for, the file names no feature that ``source`` lacks."""
-        if self.edges_file is None:
-            return
-        missing = [n for n in features or () if n not in self.edges_file.edges]
-        if missing:
-            raise InputError(
-                f"edges file '{self.edges_file.path}' has no edges for feature '{missing[0]}'"
-            )
-        unknown = [n for n in self.edges_file.edges if n not in available]
-        if features is None and unknown:
-            raise InputError(
-                f"edges file '{self.edges_file.path}' has edges for '{unknown[0]}', which "
-                f"{source} does not have; choose features with --features"
-            )
-
-    def params(self, center: str, features: Sequence[str] | None) -> dict[str, Any]:
-        """The binning part of a summary's ``params`` (defaults included)."""
-        by_file = self.edges_file is not None
-        return {
-            "bins": None if by_file else self.bins,
-            "binning": "edges" if by_file else self.binning,
-            "center": center,
-            "features": list(features) if features is not None else None,
-            "edges": self.edges_file.describe() if self.edges_file is not None else None,
-        }
-
-
-# -- shared ----------------------------------------------------------------------------------
-
-
-def _feature_summary(
-    name: str,
-    effect: FirstOrderEffect,
-    *,
-    n_outside: int = 0,
-    objective: float | None = None,
-    note: str | None = None,
-) -> FeatureSummary:
-    return FeatureSummary(
-        name=name,
-        edges=effect.edges,
-        counts=effect.counts,
-        bin_effect=effect.bin_effect,
-        bin_std=effect.bin_std,
-        bin_stderr=effect.bin_stderr,
-        bin_filled=effect.bin_filled,
-        effect=effect.effect,
-        std=effect.std,
-        stderr=effect.stderr,
-        center_offset=effect.center_offset,
-        n_outside=n_outside,
-        objective=objective,
-        note=note,
-    )
-
-
-def not_estimable(name: str, reason: str, *, n_outside: int = 0) -> FeatureSummary:
-    return FeatureSummary(name=name, status="not_estimable", reason=reason, n_outside=n_outside)
-
-
-def check_center(center: str) -> None:
-    if center not in CENTER_MODES:
-        raise InputError(f"--center must be one of {', '.join(CENTER_MODES)}, got '{center}'")
-
-
-def column_ranges(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if X.shape[0] == 0:
-        return np.zeros(X.shape[1]), np.zeros(X.shape[1])
-    return X.min(axis=0), X.max(axis=0)
-
-
-def skip_reasons(
-    names: Sequence[str],
-    lo: np.ndarray,
-    hi: np.ndarray,
-    categorical: Sequence[str],
-    edges: Mapping[str, np.ndarray] | None = None,
-) -> dict[str, str]:
-    """Features that are not estimable, with the reason; the others are absent.
-
-    With given ``edges``, a feature that has none is not estimable either.
-    """
-    cats = set(categorical)
-    skip: dict[str, str] = {}
-    for j, name in enumerate(names):
-        if name in cats:
-            skip[name] = CATEGORICAL_REASON
-        elif not hi[j] > lo[j]:
-            skip[name] = CONSTANT_REASON
-        elif edges is not None and name not in edges:
-            skip[name] = NO_EDGES_REASON
-    return skip
-
-
-def summary_from_cells(
-    name: str, edges: np.ndarray, cells: CellStats, *, n_outside: int, center: str
-) -> FeatureSummary:
-    """A feature's summary from the statistics of its bins (not estimable if all are empty)."""
-    if cells.total == 0:
-        return not_estimable(
-            name,
-            f"no rows inside the given edges [{edges[0]!r}, {edges[-1]!r}]",
-            n_outside=n_outside,
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "features", names_tuple(self.features, "features"))
+        check_rhale_options(
+            max_bins=self.max_bins,
+            min_points=self.min_points,
+            alpha=self.alpha,
+            grid=self.grid,
+            center=self.center,
         )
-    return _feature_summary(
-        name, effect_from_cells(edges, cells, center=center), n_outside=n_outside
-    )
+
+
+def check_rhale_options(
+    *, max_bins: int, min_points: int | None, alpha: float, grid: str, center: str
+) -> None:
+    """InputError naming the first RHALE option out of its range."""
+    check_center(center)
+    check_choice(grid, BINNINGS, "grid")
+    check_count(max_bins, "max_bins")
+    if min_points is not None:
+        check_count(min_points, "min_points", least=2)
+    if isinstance(alpha, bool) or not (
+        isinstance(alpha, int | float) and math.isfinite(alpha) and 0.0 <= alpha <= 1.0
+    ):
+        raise InputError(f"{{param}} must be a number from 0 to 1, got {alpha}", param="alpha")
 
 
 def _uniform_cells(
@@ -282,8 +160,7 @@ def rebin_features(
     given ``edges[name]`` (rows outside them are left out and counted).
     """
     check_center(center)
-    if binning not in BINNINGS:
-        raise InputError(f"--binning must be one of {', '.join(BINNINGS)}, got '{binning}'")
+    check_choice(binning, BINNINGS, "binning")
     lo, hi = column_ranges(X)
     skip = skip_reasons(names, lo, hi, categorical, edges)
     todo = [j for j, name in enumerate(names) if name not in skip]
@@ -334,15 +211,9 @@ def rhale_features(
     is found from the per-cell statistics, which are then summed per bin (no
     second pass over the rows).
     """
-    check_center(center)
-    if grid not in BINNINGS:
-        raise InputError(f"--grid must be one of {', '.join(BINNINGS)}, got '{grid}'")
-    if max_bins < 1:
-        raise InputError(f"--max-bins must be at least 1, got {max_bins}")
-    if min_points < 2:
-        raise InputError(f"--min-points must be at least 2, got {min_points}")
-    if not 0.0 <= alpha <= 1.0:
-        raise InputError(f"--alpha must be between 0 and 1, got {alpha}")
+    check_rhale_options(
+        max_bins=max_bins, min_points=min_points, alpha=alpha, grid=grid, center=center
+    )
     lo, hi = column_ranges(X)
     skip = skip_reasons(names, lo, hi, categorical)
     todo = [j for j, name in enumerate(names) if name not in skip]
@@ -365,70 +236,29 @@ def rhale_features(
         note = None
         if not part.feasible:
             note = (
-                f"no partition has at least {min_points} rows (--min-points) in every bin; "
+                f"no partition has at least {min_points} rows (min_points) in every bin; "
                 "one bin over the whole range"
             )
         stats = bin_stats(cell.coarsen(part.limits))
         effect = effect_from_bins(part.edges, stats, center=center)
-        out.append(_feature_summary(name, effect, objective=part.objective, note=note))
+        out.append(
+            FeatureSummary.from_effect(
+                name, effect, objective=part.objective, note=note, n_outside=0
+            )
+        )
     return out
 
 
 # -- from a store ----------------------------------------------------------------------------
 
 
-def _select(store: Store, features: tuple[str, ...] | None) -> tuple[list[int], list[str]]:
-    if features is None:
-        return list(range(len(store.feature_names))), list(store.feature_names)
-    if len(set(features)) != len(features):
-        dup = next(f for f in features if features.count(f) > 1)
-        raise InputError(f"--features names feature '{dup}' more than once")
-    return [store.feature_index(f) for f in features], list(features)
-
-
-def _columns(store: Store, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    if cols == list(range(store.X.shape[1])):
-        return store.X, store.local_effects
-    return (
-        np.ascontiguousarray(store.X[:, cols]),
-        np.ascontiguousarray(store.local_effects[:, cols]),
-    )
-
-
-def store_info(path: Path, store: Store) -> dict[str, Any]:
-    """The store's identity and the parts of its meta a summary's reader needs."""
-    meta = store.meta
-    model = meta.get("model") or {}
-    data = meta.get("data") or {}
-    return {
-        "path": str(path),
-        "sha256": sha256_file(path),
-        "model": {k: model.get(k) for k in ("path", "sha256", "format")},
-        "data": {k: data.get(k) for k in ("path", "sha256")},
-        "method": meta.get("method"),
-        "output": meta.get("output"),
-        "n_rows": int(store.X.shape[0]),
-    }
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def run_notes(features: Sequence[FeatureSummary | InteractionSummary]) -> tuple[str, ...]:
-    """One line per not-estimable item, per item with rows outside its edges, per note."""
-    notes: list[str] = []
-    for f in features:
-        if f.status != "ok":
-            notes.append(f"{f.name}: not estimable ({f.reason})")
-        if f.n_outside:
-            notes.append(
-                f"{f.name}: {f.n_outside} row{'s' if f.n_outside != 1 else ''} outside the "
-                "given edges left out"
-            )
-        if f.note:
-            notes.append(f"{f.name}: {f.note}")
-    return tuple(notes)
+def _select(
+    store: Store, features: tuple[str, ...] | None
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The features asked for (default: every explained feature), their values and effects."""
+    names = list(store.feature_names) if features is None else list(features)
+    X, E = store.feature_data(names)
+    return names, X, E
 
 
 def _result(
@@ -464,9 +294,8 @@ def rebin(request: RebinRequest) -> EstimateResult:
         bins=request.bins, binning=request.binning, edges=request.edges, default="uniform"
     )
     store = read_store(request.store)
-    cols, names = _select(store, request.features)
+    names, X, E = _select(store, request.features)
     fixed.check_features(request.features, store.feature_names, f"the store '{request.store}'")
-    X, E = _columns(store, cols)
     t_load = time.perf_counter()
     features = rebin_features(
         X,
@@ -475,7 +304,7 @@ def rebin(request: RebinRequest) -> EstimateResult:
         bins=fixed.bins,
         binning=fixed.binning,
         center=request.center,
-        edges=fixed.edges_file.edges if fixed.edges_file is not None else None,
+        edges=fixed.edges,
         categorical=store.meta.get("categorical_features") or (),
     )
     t_est = time.perf_counter()
@@ -487,8 +316,7 @@ def rhale(request: RhaleRequest) -> EstimateResult:
     """``ale rhale``: RHALE with automatic bins for the chosen features of a store."""
     t0 = time.perf_counter()
     store = read_store(request.store)
-    cols, names = _select(store, request.features)
-    X, E = _columns(store, cols)
+    names, X, E = _select(store, request.features)
     n_rows = int(X.shape[0])
     min_points = (
         request.min_points if request.min_points is not None else default_min_points(n_rows)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,20 +33,21 @@ from ale_cli.adapters.edges import EdgesFile
 from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import read_meta, read_store
 from ale_cli.adapters.summary import InteractionSummary, Summary
-from ale_cli.compute import ComputeRequest
+from ale_cli.bins import FixedBins
+from ale_cli.checks import check_choice
 from ale_cli.core.binning import assign, quantile_edges, uniform_edges
 from ale_cli.core.second_order import second_order_effect
-from ale_cli.errors import InputError, RunError
-from ale_cli.estimate import (
+from ale_cli.errors import InputError
+from ale_cli.inputs import ModelInputs, model_source, open_inputs
+from ale_cli.pairs import Pair, pair_columns, parse_pairs
+from ale_cli.results import (
     CATEGORICAL_REASON,
     CONSTANT_REASON,
     EstimateResult,
-    FixedBins,
     run_notes,
     store_info,
     utc_now,
 )
-from ale_cli.pairs import Pair, pair_columns
 
 if TYPE_CHECKING:
     from ale_cli.models.base import Model, ProgressFn
@@ -57,7 +59,7 @@ DEFAULT_BINNING = "quantile"
 #: ``ale interact`` run when these, the model bytes and the data bytes are the same.
 MATCH_OPTIONS = (
     "data_format",
-    "features",
+    "inputs",
     "exclude",
     "dropna",
     "model_format",
@@ -71,19 +73,49 @@ _ROUTES = {"ale": "classic", "dale": "dale"}
 class InteractRequest:
     """Options of ``ale interact``.
 
-    ``inputs`` says how to read the model and the data (as ``ale compute``; its
-    ``out`` and ``pairs`` are not used). ``estimator`` None means dale when the
-    model has autodiff, else ale; ``bins``/``binning`` None mean the defaults
-    (10 type-1 quantile bins per feature) unless ``edges`` gives the bins.
+    ``inputs`` says how to read the model and the data. ``pairs`` are the
+    pairs to estimate; without pairs, every pair of ``inputs.features`` (at
+    least two); with both, the pairs' features must be among those features.
+    ``estimator`` None means dale when the model has autodiff, else ale;
+    ``bins``/``binning`` None mean the defaults (10 type-1 quantile bins per
+    feature) unless ``edges`` gives the bins.
     """
 
-    inputs: ComputeRequest
-    pairs: tuple[Pair, ...]
+    inputs: ModelInputs
+    pairs: tuple[Pair, ...] = ()
     bins: int | None = None
     binning: str | None = None
     estimator: str | None = None
     store: Path | None = None
     edges: Path | None = None
+
+    def __post_init__(self) -> None:
+        pairs = parse_pairs(self.pairs)
+        features = self.inputs.features
+        if not pairs and features is not None:
+            pairs = tuple(combinations(features, 2))
+        if not pairs:
+            raise InputError(
+                "{param}: ale interact needs at least one pair A,B (or two features)",
+                param="pairs",
+            )
+        outside = [n for p in pairs for n in p if features is not None and n not in features]
+        if outside:
+            raise InputError(
+                f"{{param}} names '{outside[0]}', which is not among the features to explain "
+                f"({', '.join(features or ())})",
+                param="pairs",
+            )
+        object.__setattr__(self, "pairs", pairs)
+        check_choice(self.estimator, ESTIMATORS, "estimator")
+        if self.edges is None:
+            FixedBins.from_options(
+                bins=self.bins,
+                binning=self.binning,
+                edges=None,
+                default=DEFAULT_BINNING,
+                default_bins=DEFAULT_BINS,
+            )
 
 
 @dataclass
@@ -98,14 +130,8 @@ class _Inputs:
     model: Model | None = None
 
 
-def _check_options(request: InteractRequest) -> FixedBins:
-    """The options that need neither model nor data, checked before anything is loaded."""
-    if not request.pairs:
-        raise InputError("ale interact needs at least one --pair A,B")
-    if request.estimator is not None and request.estimator not in ESTIMATORS:
-        raise InputError(
-            f"--estimator must be one of {', '.join(ESTIMATORS)}, got '{request.estimator}'"
-        )
+def _bins(request: InteractRequest) -> FixedBins:
+    """The bins asked for (the edges file read), before the model or data are loaded."""
     fixed = FixedBins.from_options(
         bins=request.bins,
         binning=request.binning,
@@ -117,7 +143,7 @@ def _check_options(request: InteractRequest) -> FixedBins:
     return fixed
 
 
-def store_mismatch(meta: dict[str, Any], request: ComputeRequest) -> str | None:
+def store_mismatch(meta: dict[str, Any], request: ModelInputs) -> str | None:
     """Why a store's meta does not describe the rows of ``request`` (None if it does)."""
     if meta.get("model", {}).get("sha256") != sha256_file(request.model):
         return "the model file differs"
@@ -139,7 +165,7 @@ def _from_store(request: InteractRequest, notes: list[str]) -> _Inputs | None:
     if path is None:
         return None
     if request.estimator == "ale":
-        notes.append(f"--store '{path}' is not used by --estimator ale (it needs the model)")
+        notes.append(f"store '{path}' is not used by the ale estimator (it needs the model)")
         return None
     why = store_mismatch(read_meta(path), request.inputs)
     if why is not None:
@@ -148,7 +174,7 @@ def _from_store(request: InteractRequest, notes: list[str]) -> _Inputs | None:
     store = read_store(path)
     return _Inputs(
         X=store.X,
-        names=store.feature_names,
+        names=store.input_names,
         categorical=tuple(store.meta.get("categorical_features") or ()),
         store_part=store_info(path, store),
         cached=_both_orders(store.mixed_derivatives()),
@@ -160,20 +186,18 @@ def _both_orders(cached: dict[Pair, np.ndarray]) -> dict[Pair, np.ndarray]:
     return {(b, a): v for (a, b), v in cached.items()} | cached
 
 
-def _open_model(request: InteractRequest, timings: dict[str, float]) -> tuple[_Inputs, Model]:
-    from ale_cli.compute import model_source, open_inputs
-
-    table, model = open_inputs(request.inputs, timings=timings)
-    store_part = model_source(request.inputs, model, len(table.X), method=model.method)
-    inputs = _Inputs(
-        X=table.X,
-        names=table.feature_names,
-        categorical=tuple(table.categorical),
-        store_part=store_part,
+def _open_model(request: InteractRequest, timings: dict[str, float]) -> _Inputs:
+    """The data's rows and the loaded model."""
+    opened = open_inputs(request.inputs)
+    timings |= opened.timings
+    return _Inputs(
+        X=opened.table.X,
+        names=opened.table.feature_names,
+        categorical=tuple(opened.table.categorical),
+        store_part=model_source(request.inputs, opened, method=opened.model.method),
         cached={},
-        model=model,
+        model=opened.model,
     )
-    return inputs, model
 
 
 def _pair_edges(
@@ -251,7 +275,7 @@ def _not_estimable(
 
 def _loaded(model: Model | None) -> Model:
     if model is None:  # pragma: no cover - the model is loaded whenever something is not cached
-        raise RunError("internal error: the model was not loaded")
+        raise RuntimeError("internal error: the model was not loaded")
     return model
 
 
@@ -328,6 +352,110 @@ def _pair_summary(
     )
 
 
+def _rows(
+    request: InteractRequest, notes: list[str], timings: dict[str, float]
+) -> tuple[_Inputs, list[tuple[int, int]]]:
+    """The rows (from a matching store, else from the data with the model loaded) and the
+    columns of every pair; the model is loaded too when the store lacks a pair."""
+    inputs = _from_store(request, notes)
+    if inputs is None:
+        inputs = _open_model(request, timings)
+        where = f"data '{request.inputs.data}'"
+        return inputs, pair_columns(request.pairs, inputs.names, param="pairs", where=where)
+    cols = pair_columns(
+        request.pairs, inputs.names, param="pairs", where=f"store '{request.store}'"
+    )
+    missing = [p for p in request.pairs if p not in inputs.cached]
+    if missing:
+        listed = " ".join(",".join(p) for p in missing)
+        notes.append(
+            f"store '{request.store}' has no mixed derivatives of {listed}; computing "
+            "them (add them to the store with 'ale compute --pairs')"
+        )
+        inputs.model = _open_model(request, timings).model
+    return inputs, cols
+
+
+def _estimator(request: InteractRequest, model: Model | None) -> str:
+    """The estimator asked for, else dale when the model has autodiff (or none is needed)."""
+    if request.estimator is not None:
+        return request.estimator
+    has_autodiff = model is None or model.method == "autodiff"
+    return "dale" if has_autodiff else "ale"
+
+
+def _mixed_values(
+    request: InteractRequest,
+    inputs: _Inputs,
+    cols: list[tuple[int, int]],
+    timings: dict[str, float],
+    progress: Callable[[int, str], ProgressFn] | None,
+) -> dict[Pair, np.ndarray]:
+    """The mixed derivatives of every pair, (N,) each: cached ones, the rest by autodiff."""
+    from ale_cli.models.mixed import require_mixed_derivatives
+
+    values = {p: inputs.cached[p] for p in request.pairs if p in inputs.cached}
+    todo = [(p, c) for p, c in zip(request.pairs, cols, strict=True) if p not in inputs.cached]
+    if not todo:
+        return values
+    mixed = require_mixed_derivatives(
+        _loaded(inputs.model),
+        request.inputs.model,
+        option="{param:estimator} dale",
+        hint="use {param:estimator} ale",
+    )
+    bar = progress(len(inputs.X), "mixed derivatives") if progress else None
+    t = time.perf_counter()
+    computed = mixed(inputs.X, [c for _, c in todo], progress=bar)
+    timings["mixed_derivatives_s"] = time.perf_counter() - t
+    return values | {p: computed[i] for i, (p, _) in enumerate(todo)}
+
+
+def _pair_effects(
+    request: InteractRequest,
+    fixed: FixedBins,
+    inputs: _Inputs,
+    cols: list[tuple[int, int]],
+    estimator: str,
+    values: dict[Pair, np.ndarray],
+    progress: Callable[[int, str], ProgressFn] | None,
+) -> tuple[list[InteractionSummary], float]:
+    """Every pair's summary, and the seconds spent evaluating the model (ale route)."""
+    interactions: list[InteractionSummary] = []
+    t_eval = 0.0
+    for pair, pc in zip(request.pairs, cols, strict=True):
+        grid = _grid(
+            pair,
+            pc,
+            inputs,
+            estimator=estimator,
+            bins=fixed.bins,
+            binning=fixed.binning,
+            edges=fixed.edges_file,
+        )
+        if isinstance(grid, InteractionSummary):
+            interactions.append(grid)
+            continue
+        if estimator == "dale":
+            per_row = values[pair][grid.rows]
+        else:
+            bar = progress(len(grid.rows), f"{pair[0]} x {pair[1]}") if progress else None
+            t = time.perf_counter()
+            per_row = second_differences(
+                _loaded(inputs.model).predict,
+                inputs.X[grid.rows],
+                pc,
+                grid.ea,
+                grid.eb,
+                grid.ia,
+                grid.ib,
+                progress=bar,
+            )
+            t_eval += time.perf_counter() - t
+        interactions.append(_pair_summary(pair, estimator, grid, per_row))
+    return interactions, t_eval
+
+
 def interact(
     request: InteractRequest,
     *,
@@ -339,93 +467,25 @@ def interact(
     model call finished (one bar for the mixed derivatives, one per pair for
     the classic route).
     """
-    from ale_cli.models.mixed import require_mixed_derivatives
-
     t0 = time.perf_counter()
-    fixed = _check_options(request)
-    edges, bins, binning = fixed.edges_file, fixed.bins, fixed.binning
+    fixed = _bins(request)
     notes: list[str] = []
     timings: dict[str, float] = {}
-
-    inputs = _from_store(request, notes)
-    wanted_dale = request.estimator in (None, "dale")
-    if inputs is not None:
-        cols = pair_columns(
-            request.pairs, inputs.names, option="--pair", where=f"store '{request.store}'"
-        )
-        missing = [p for p in request.pairs if p not in inputs.cached]
-        if missing:
-            listed = " ".join(",".join(p) for p in missing)
-            notes.append(
-                f"store '{request.store}' has no mixed derivatives of {listed}; computing "
-                "them (add them to the store with 'ale compute --pairs')"
-            )
-            loaded, _ = _open_model(request, timings)
-            inputs.model = loaded.model
-    else:
-        inputs, _ = _open_model(request, timings)
-        cols = pair_columns(
-            request.pairs, inputs.names, option="--pair", where=f"data '{request.inputs.data}'"
-        )
+    inputs, cols = _rows(request, notes, timings)
     t_load = time.perf_counter()
-
-    model = inputs.model
-    estimator = request.estimator
-    if estimator is None:
-        has_autodiff = model is None or model.method == "autodiff"
-        estimator = "dale" if wanted_dale and has_autodiff else "ale"
-    values: dict[Pair, np.ndarray] = {}
-    if estimator == "dale":
-        todo = [(p, c) for p, c in zip(request.pairs, cols, strict=True) if p not in inputs.cached]
-        values = {p: inputs.cached[p] for p in request.pairs if p in inputs.cached}
-        if todo:
-            mixed = require_mixed_derivatives(
-                _loaded(model),
-                request.inputs.model,
-                option="--estimator dale",
-                hint="use --estimator ale",
-            )
-            bar = progress(len(inputs.X), "mixed derivatives") if progress else None
-            t = time.perf_counter()
-            computed = mixed(inputs.X, [c for _, c in todo], progress=bar)
-            timings["mixed_derivatives_s"] = time.perf_counter() - t
-            values |= {p: computed[i] for i, (p, _) in enumerate(todo)}
-
-    interactions = []
-    t_eval = 0.0
-    for pair, pc in zip(request.pairs, cols, strict=True):
-        grid = _grid(pair, pc, inputs, estimator=estimator, bins=bins, binning=binning, edges=edges)
-        if isinstance(grid, InteractionSummary):
-            interactions.append(grid)
-            continue
-        if estimator == "dale":
-            per_row = values[pair][grid.rows]
-        else:
-            bar = progress(len(grid.rows), f"{pair[0]} x {pair[1]}") if progress else None
-            t = time.perf_counter()
-            per_row = second_differences(
-                _loaded(model).predict,
-                inputs.X[grid.rows],
-                pc,
-                grid.ea,
-                grid.eb,
-                grid.ia,
-                grid.ib,
-                progress=bar,
-            )
-            t_eval += time.perf_counter() - t
-        interactions.append(_pair_summary(pair, estimator, grid, per_row))
+    estimator = _estimator(request, inputs.model)
+    values = _mixed_values(request, inputs, cols, timings, progress) if estimator == "dale" else {}
+    interactions, t_eval = _pair_effects(request, fixed, inputs, cols, estimator, values, progress)
     if estimator == "ale":
         timings["model_evaluations_s"] = t_eval
     t_end = time.perf_counter()
     timings |= {"load_s": t_load - t0, "estimate_s": t_end - t_load}
+    cached = [list(p) for p in request.pairs if p in inputs.cached] if estimator == "dale" else []
     params: dict[str, Any] = {
         "pairs": [list(p) for p in request.pairs],
         "estimator": estimator,
         **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
-        "cached_pairs": [list(p) for p in request.pairs if p in inputs.cached]
-        if estimator == "dale"
-        else [],
+        "cached_pairs": cached,
     }
     summary = Summary(
         estimator=estimator,

@@ -19,8 +19,8 @@ import pytest
 
 from ale_cli.adapters.summary import SCHEMA_PATH, read_summary
 from ale_cli.classic import ClassicRequest, classic, classic_features
-from ale_cli.compute import ComputeRequest
 from ale_cli.errors import InputError, RunError
+from ale_cli.inputs import ModelInputs
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
@@ -102,7 +102,7 @@ def test_rows_outside_given_edges_are_counted_and_not_evaluated():
     a, b, c = feats
     assert a.n_outside == outside and b.n_outside == 0
     assert c.status == "not_estimable"
-    assert c.reason == "no edges for this feature in the --edges file"
+    assert c.reason == "no edges for this feature in the edges file"
     assert sum(f.calls) == 2 * (200 - outside) + 2 * 200  # nothing for c, nor outside rows
     assert int(a.counts.sum()) == 200 - outside
 
@@ -123,9 +123,9 @@ def test_fixed_and_constant_features_are_not_estimable_and_not_evaluated():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"binning": "kmeans"}, "--binning must be one of uniform, quantile, got 'kmeans'"),
-        ({"bins": 0}, "--bins must be at least 1, got 0"),
-        ({"center": "median"}, "--center must be one of mean, start, none, got 'median'"),
+        ({"binning": "kmeans"}, "binning must be one of uniform, quantile, got 'kmeans'"),
+        ({"bins": 0}, "bins must be a whole number of at least 1, got 0"),
+        ({"center": "median"}, "center must be one of mean, start, none, got 'median'"),
     ],
 )
 def test_bad_options_fail_before_the_model_runs(options, message):
@@ -352,17 +352,17 @@ def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case):
 
     real = module.open_inputs
 
-    def failing(request, **kwargs):  # type: ignore[no-untyped-def]
-        table, loaded = real(request, **kwargs)
+    def failing(inputs):  # type: ignore[no-untyped-def]
+        opened = real(inputs)
 
-        def predict(X: np.ndarray) -> np.ndarray:
+        def raises(X: np.ndarray) -> np.ndarray:
             raise ValueError("out of memory\nmore detail")
 
-        loaded.predict = predict
-        return table, loaded
+        opened.model._predict_raw = raises  # the model's own code, behind the guarded call
+        return opened
 
     monkeypatch.setattr(module, "open_inputs", failing)
-    request = ClassicRequest(inputs=ComputeRequest(model=model, data=data, out=Path("x")))
+    request = ClassicRequest(inputs=ModelInputs(model=model, data=data))
     with pytest.raises(RunError, match=f"^model '{model}' failed: out of memory$"):
         classic(request)
 
@@ -385,9 +385,10 @@ def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case):
         (["--center", "median"], "error: --center must be one of mean, start, none, got 'median'"),
         (
             ["--features", "a,zz"],
-            "error: --features: 'zz' is not one of the model's input columns (a, b, c)",
+            "error: --features: 'zz' is not one of the model's inputs in data file '{data}' "
+            "(a, b, c)",
         ),
-        (["--features", "a,a"], "error: --features names feature 'a' more than once"),
+        (["--features", "a,a"], "error: --features names 'a' more than once"),
         (["--features", "a,"], "error: --features expects comma-separated names, got 'a,'"),
         (
             ["--edges", "{edges}", "--features", "a,b"],
@@ -396,7 +397,7 @@ def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case):
         (
             ["--edges", "{foreign}"],
             "error: edges file '{foreign}' has edges for 'zz', which the data '{data}' does "
-            "not have; choose features with --features",
+            "not have; choose the features to explain with --features",
         ),
         (["--edges", "{missing}"], "error: edges file '{missing}' does not exist"),
     ],

@@ -123,7 +123,7 @@ def test_output_that_is_not_a_store_is_not_overwritten(cli, rhale_inputs, tmp_pa
     assert result.exit_code == 2
     assert result.stderr == (
         f"error: output '{out}' exists and is not a local-effects store; remove it, "
-        "choose another -o, or pass --force to overwrite it\n"
+        "choose another output, or pass --force to overwrite it\n"
     )
     assert out.read_text() == "my notes"
 
@@ -134,7 +134,8 @@ def test_info_prints_meta_as_table_and_json(cli, rhale_inputs, tmp_path):
     cli("compute", model, data, "--exclude", "y", "-o", out)
     as_json = cli("info", out, "--json")
     assert as_json.exit_code == 0
-    assert json.loads(as_json.stdout) == read_store(out).meta
+    result = json.loads(as_json.stdout)
+    assert result["command"] == "info" and result["details"]["meta"] == read_store(out).meta
     table = cli("info", out)
     rows = dict(line.split(None, 1) for line in table.stdout.splitlines())
     assert rows["method"] == "autodiff" and rows["n_rows"] == "1000"

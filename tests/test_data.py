@@ -30,7 +30,7 @@ def test_csv_and_parquet_give_the_same_float64_matrix(tmp_path: Path, frame: pd.
 
 def test_features_select_and_order_columns(tmp_path: Path, frame: pd.DataFrame):
     frame.to_csv(tmp_path / "d.csv", index=False)
-    table = load_table(tmp_path / "d.csv", features=["y", "a"])
+    table = load_table(tmp_path / "d.csv", inputs=["y", "a"])
     assert table.feature_names == ("y", "a")
     np.testing.assert_array_equal(table.X[:, 1], [1, 2, 3])
 
@@ -70,14 +70,14 @@ BAD_INPUTS = [
         "d.csv",
         "a,b\n1,2\n3,4\n",
         ["--features", "a,zz"],
-        "error: data file '{p}' has no column 'zz' (columns: a, b)",
+        "error: --features: 'zz' is not one of the model's inputs in data file '{p}' (a, b)",
     ),
     (
         "d.csv",
         "a,b\n1,x\n3,4\n",
         [],
         "error: column 'b' in data file '{p}' is not numeric (example value: 'x'); "
-        "choose numeric features with --features or --exclude",
+        "leave it out with --exclude or list the model's inputs with --inputs",
     ),
     (
         "d.csv",
@@ -100,7 +100,7 @@ BAD_INPUTS = [
         "d.csv",
         "a,b\n1,2\n3,4\n",
         ["--exclude", "a,b"],
-        "error: no feature columns left in data file '{p}' after --exclude",
+        "error: no input columns left in data file '{p}' after --exclude",
     ),
     (
         "d.xyz",

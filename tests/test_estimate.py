@@ -117,14 +117,17 @@ def test_additive_model_components_recovered_up_to_centering(tmp_path: Path) -> 
 def test_rhale_paper_example(sample_dir: Path, tmp_path: Path) -> None:
     """y = 0.2 x1 - 5 x2 + 10 x2 1{x3>0}, N = 1000, through its TorchScript model."""
     from ale_cli.compute import ComputeRequest, compute
+    from ale_cli.inputs import ModelInputs
 
     store = tmp_path / "rhale.npz"
     compute(
         ComputeRequest(
-            model=sample_dir / "models" / "rhale_synthetic.pt",
-            data=sample_dir / "rhale_synthetic.csv",
+            inputs=ModelInputs(
+                model=sample_dir / "models" / "rhale_synthetic.pt",
+                data=sample_dir / "rhale_synthetic.csv",
+                exclude=("y",),
+            ),
             out=store,
-            exclude=("y",),
         )
     )
     out = tmp_path / "rhale.json"
@@ -279,7 +282,7 @@ def test_edges_from_a_previous_summary_and_rows_outside(tmp_path: Path) -> None:
     c = validated(tmp_path / "c.json")
     assert c.feature("u").n_bins == 2
     assert c.feature("v").status == "not_estimable"
-    assert c.feature("v").reason == "no edges for this feature in the --edges file"
+    assert c.feature("v").reason == "no edges for this feature in the edges file"
 
 
 def test_categorical_features_are_not_estimable(tmp_path: Path) -> None:
@@ -302,7 +305,7 @@ def test_rhale_falls_back_to_one_bin_and_says_so(tmp_path: Path) -> None:
     assert code == 0
     f = validated(tmp_path / "f.json").feature("x")
     assert f.n_bins == 1 and f.note is not None
-    assert "x: no partition has at least 40 rows (--min-points) in every bin" in stderr
+    assert "x: no partition has at least 40 rows (min_points) in every bin" in stderr
 
 
 def test_config_file_supplies_options(
@@ -373,7 +376,7 @@ def test_edges_errors(
         ),
         (
             ["rhale", "{store}", "--features", "a,a"],
-            "error: --features names feature 'a' more than once",
+            "error: --features names 'a' more than once",
         ),
         (
             ["rhale", "missing.npz"],

@@ -141,7 +141,7 @@ def test_output_that_does_not_exist(models: Path, sample_dir: Path, diabetes: Pa
 
 def test_input_width_differs_from_selected_features(models: Path, diabetes: Path) -> None:
     mlp = models / "diabetes_mlp.onnx"
-    code, err = run(mlp, diabetes, "--features", "age,bmi,bp")
+    code, err = run(mlp, diabetes, "--inputs", "age,bmi,bp")
     assert (code, err) == (
         2,
         f"error: ONNX model '{mlp}' input 'x' has shape ['n', 10], but 3 features are "
@@ -162,7 +162,7 @@ def test_sklearn_array_model_width(tmp_path: Path, diabetes: Path) -> None:
 
     path = tmp_path / "lin.joblib"
     joblib.dump(LinearRegression().fit(np.ones((3, 2)) * [[1], [2], [3]], [1, 2, 3]), path)
-    assert run(path, diabetes, "--features", "age,bmi,bp", "--trust-pickle") == (
+    assert run(path, diabetes, "--inputs", "age,bmi,bp", "--trust-pickle") == (
         2,
         f"error: model '{path}' takes 2 features but 3 are selected (age, bmi, bp); select "
         "the model's inputs with --features or --exclude\n",
@@ -175,7 +175,8 @@ def test_text_column_is_an_error_for_tensor_models(models: Path, sample_dir: Pat
     assert code == 2
     assert err == (
         f"error: column 'region' in data file '{sample_dir / 'credit.csv'}' is not numeric "
-        "(example value: 'south'); choose numeric features with --features or --exclude\n"
+        "(example value: 'south'); leave it out with --exclude or list the model's inputs "
+        "with --inputs\n"
     )
 
 
@@ -187,7 +188,7 @@ def test_bad_method_and_step(models: Path, diabetes: Path) -> None:
     )
     assert run(mlp, diabetes, "--step", "0") == (
         2,
-        "error: --step must be a positive fraction of each feature's std, got 0.0\n",
+        "error: --step must be a positive finite fraction of each feature's std, got 0\n",
     )
     pt = models / "diabetes_mlp.pt"
     assert run(pt, diabetes, "--exclude", "target", "--method", "finite-differences") == (

@@ -408,7 +408,7 @@ def test_default_estimator_without_autodiff_is_classic(cli, tmp_path, linear_sko
             ["--pair", "x1,x2,x3"],
             "--pair expects two comma-separated feature names A,B, got 'x1,x2,x3'",
         ),
-        ([], "ale interact needs at least one --pair A,B"),
+        ([], "--pair: ale interact needs at least one pair A,B (or two features)"),
         (
             ["--pair", "x1,x2", "--estimator", "rhale"],
             "--estimator must be one of dale, ale, got 'rhale'",

@@ -13,6 +13,7 @@ from ale_cli.adapters.data import load_table
 from ale_cli.adapters.store import read_store
 from ale_cli.compute import ComputeRequest, compute
 from ale_cli.errors import ModelError
+from ale_cli.inputs import ModelInputs
 from ale_cli.models import Columns, LoadOptions
 from ale_cli.models.scikit import SklearnModel
 
@@ -149,11 +150,13 @@ def test_sample_pipeline_with_text_column_through_compute(sample_dir: Path, tmp_
 
     out = tmp_path / "credit.npz"
     request = ComputeRequest(
-        model=sample_dir / "models" / "credit_logreg.skops",
-        data=sample_dir / "credit.csv",
+        inputs=ModelInputs(
+            model=sample_dir / "models" / "credit_logreg.skops",
+            data=sample_dir / "credit.csv",
+            exclude=("approved",),
+            output="proba:1",
+        ),
         out=out,
-        exclude=("approved",),
-        output="proba:1",
     )
     compute(request)
     store = read_store(out)

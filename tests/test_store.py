@@ -61,7 +61,14 @@ def test_round_trip_is_exact(tmp_path_factory: pytest.TempPathFactory, X: np.nda
 def test_store_loads_without_pickle(tmp_path: Path):
     write_store(tmp_path / "s.npz", make_store())
     with np.load(tmp_path / "s.npz", allow_pickle=False) as npz:
-        assert set(npz.files) == {"X", "local_effects", "prediction", "feature_names", "meta"}
+        assert set(npz.files) == {
+            "X",
+            "input_names",
+            "local_effects",
+            "prediction",
+            "feature_names",
+            "meta",
+        }
         assert npz["feature_names"].dtype.kind == "U" and npz["meta"].shape == ()
         assert npz["X"].dtype == np.float64
 
@@ -117,5 +124,5 @@ def test_npz_without_meta_or_newer_schema(tmp_path: Path):
     with pytest.raises(InputError, match="it has no 'meta' array"):
         read_meta(tmp_path / "a.npz")
     np.savez(tmp_path / "b.npz", meta=np.array('{"schema_version": 99}'))
-    with pytest.raises(InputError, match="has schema_version 99; this ale reads up to 1"):
+    with pytest.raises(InputError, match="has schema_version 99; this ale reads up to 2"):
         read_meta(tmp_path / "b.npz")

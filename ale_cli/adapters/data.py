@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMATS = ("csv", "parquet")
+_COMPRESSED = {".gz", ".bz2", ".xz", ".zst", ".zip"}
 _EXTENSIONS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
@@ -64,13 +65,22 @@ def detect_format(path: Path, fmt: str | None = None) -> str:
     """Return ``fmt`` if given, else the format implied by the file extension."""
     if fmt is not None:
         if fmt not in FORMATS:
-            raise InputError(f"--format must be one of {', '.join(FORMATS)}, got '{fmt}'")
+            raise InputError(
+                "{param} must be one of " + ", ".join(FORMATS) + f", got '{fmt}'",
+                param="data_format",
+            )
         return fmt
-    found = _EXTENSIONS.get(path.suffix.lower())
+    suffixes = [s.lower() for s in path.suffixes]
+    if len(suffixes) > 1 and suffixes[-1] in _COMPRESSED:
+        suffixes.pop()  # data.csv.gz: pandas reads the compressed file
+    found = _EXTENSIONS.get(suffixes[-1]) if suffixes else None
+    if found == "parquet" and path.suffix.lower() in _COMPRESSED:
+        found = None  # Parquet compresses inside the file, never as a whole
     if found is None:
         raise InputError(
             f"cannot tell the format of data file '{path}' from its extension; "
-            "pass --format csv or --format parquet"
+            "pass {param} csv or {param} parquet",
+            param="data_format",
         )
     return found
 
@@ -102,25 +112,24 @@ def select_columns(
     frame: pd.DataFrame,
     path: Path,
     *,
-    features: Sequence[str] | None = None,
+    inputs: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
 ) -> list[str]:
-    """The feature columns: ``features`` in that order, else all columns but ``exclude``."""
+    """The model's input columns: ``inputs`` in that order, else all columns but ``exclude``."""
     columns = [str(c) for c in frame.columns]
-    for name in [*(features or ()), *exclude]:
+    for name in [*(inputs or ()), *exclude]:
         if name not in columns:
             raise InputError(
                 f"data file '{path}' has no column '{name}' (columns: {', '.join(columns)})"
             )
-    if features:
-        if len(set(features)) != len(features):
-            dup = next(f for f in features if list(features).count(f) > 1)
-            raise InputError(f"--features names column '{dup}' more than once")
-        chosen = [f for f in features if f not in exclude]
+    if inputs:
+        chosen = [f for f in inputs if f not in exclude]
     else:
         chosen = [c for c in columns if c not in exclude]
     if not chosen:
-        raise InputError(f"no feature columns left in data file '{path}' after --exclude")
+        raise InputError(
+            f"no input columns left in data file '{path}' after {{param}}", param="exclude"
+        )
     return chosen
 
 
@@ -157,7 +166,8 @@ def to_float_matrix(
             raise InputError(
                 f"column '{name}' in data file '{path}' is not numeric "
                 f"(example value: {example!r}); "
-                "choose numeric features with --features or --exclude"
+                "leave it out with {param} or list the model's inputs with {param:inputs}",
+                param="exclude",
             )
         out[:, j] = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
     return out
@@ -167,7 +177,7 @@ def load_table(
     path: str | Path,
     *,
     fmt: str | None = None,
-    features: Sequence[str] | None = None,
+    inputs: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
     dropna: bool = False,
     categorical: Sequence[str] = (),
@@ -189,12 +199,13 @@ def load_table(
     rows_read = len(frame)
     if rows_read == 0:
         raise InputError(f"data file '{path}' has no rows")
-    columns = select_columns(frame, path, features=features, exclude=exclude)
+    columns = select_columns(frame, path, inputs=inputs, exclude=exclude)
     for name in categorical:
         if name not in columns:
             raise InputError(
-                f"--categorical names '{name}', which is not a selected feature of data file "
-                f"'{path}' (features: {', '.join(columns)})"
+                f"{{param}} names '{name}', which is not an input column of data file "
+                f"'{path}' (inputs: {', '.join(columns)})",
+                param="categorical",
             )
     levels: dict[str, tuple[Any, ...]] | None = {} if encode_text else None
     X = to_float_matrix(frame, columns, path, levels=levels)
@@ -208,7 +219,8 @@ def load_table(
     if n_bad and not dropna:
         raise InputError(
             f"data file '{path}' has {n_bad} row{'s' if n_bad != 1 else ''} with NaN or "
-            f"infinite values (columns: {', '.join(bad_cols)}); pass --dropna to drop them"
+            f"infinite values (columns: {', '.join(bad_cols)}); pass {{param}} to drop them",
+            param="dropna",
         )
     if n_bad:
         X = X[~bad_rows]

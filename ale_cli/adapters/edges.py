@@ -12,6 +12,7 @@ Every list must hold at least 2 finite numbers, strictly increasing.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.adapters.files import sha256_file
-from ale_cli.adapters.jsonio import read_json_file
+from ale_cli.adapters.jsonio import parse_json, read_bytes
 from ale_cli.core.binning import check_edges
 from ale_cli.errors import InputError
 
@@ -68,7 +68,8 @@ def _check(path: Path, name: str, values: Any) -> np.ndarray:
 def read_edges(path: str | Path) -> EdgesFile:
     """Read and check the edges in ``path``; one-line InputError naming file and feature."""
     path = Path(path)
-    data = read_json_file(path, "edges file")
+    content = read_bytes(path, "edges file")
+    data = parse_json(content, path, "edges file")
     if not isinstance(data, dict):
         raise InputError(
             f"edges file '{path}' must hold a summary or a mapping of feature names to edge lists"
@@ -90,4 +91,4 @@ def read_edges(path: str | Path) -> EdgesFile:
     if not raw:
         raise InputError(f"edges file '{path}' has no edges")
     edges = {name: _check(path, name, values) for name, values in raw.items()}
-    return EdgesFile(path=path, sha256=sha256_file(path), kind=kind, edges=edges)
+    return EdgesFile(path=path, sha256=hashlib.sha256(content).hexdigest(), kind=kind, edges=edges)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -53,15 +54,36 @@ def float_array(values: Any) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
-def read_json_file(path: str | Path, what: str) -> Any:
-    """Parse a JSON file; a missing file or invalid JSON is a one-line InputError.
+STDIN = "-"
 
-    ``what`` names the file's role in the message, e.g. ``"summary"``.
-    """
+
+def read_bytes(path: str | Path, what: str) -> bytes:
+    """The bytes of a file, or of standard input for ``-``; one-line InputError if missing."""
+    if str(path) == STDIN:
+        return sys.stdin.buffer.read()
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"{what} '{path}' does not exist")
+    if not path.is_file():
+        raise InputError(f"{what} '{path}' is not a regular file")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
+
+
+def parse_json(raw: bytes, path: str | Path, what: str) -> Any:
+    """Parse JSON bytes read from ``path``; invalid JSON is a one-line InputError."""
+    where = "standard input" if str(path) == STDIN else f"'{path}'"
+    try:
+        return json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{what} '{path}' is not valid JSON: {exc}") from None
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{what} {where} is not valid JSON: {reason}") from None
+
+
+def read_json_file(path: str | Path, what: str) -> Any:
+    """Parse a JSON file (``-``: standard input); a missing file or invalid JSON is a
+    one-line InputError. ``what`` names the file's role in the message, e.g. ``"summary"``.
+    """
+    return parse_json(read_bytes(path, what), path, what)

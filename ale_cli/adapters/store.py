@@ -1,12 +1,18 @@
 """The local-effects store: one ``.npz`` file per (model, data, options).
 
-Arrays (all loadable with ``np.load(path, allow_pickle=False)``):
+Arrays (all loadable with ``np.load(path, allow_pickle=False)``), for N rows,
+D model inputs and F explained features (``ale compute --features``; F = D by
+default):
 
 =================  ===========  ==========================================
-``X``              (N, D) f8    feature values the effects were computed at
-``local_effects``  (N, D) f8    d prediction / d x_j at each row
+``X``              (N, D) f8    every model input at each row, in the
+                                model's column order
+``input_names``    (D,) unicode the model's inputs (schema 2; a schema-1
+                                store has none: its inputs are its features)
+``local_effects``  (N, F) f8    d prediction / d x_j of each explained feature
 ``prediction``     (N,) f8      the model output that was differentiated
-``feature_names``  (D,) unicode
+``feature_names``  (F,) unicode the explained features, in the order of
+                                the columns of ``local_effects``
 ``meta``           0-d unicode  JSON text, see :data:`META_KEYS`
 =================  ===========  ==========================================
 
@@ -27,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +44,7 @@ from ale_cli.adapters.files import atomic_write
 from ale_cli.adapters.jsonio import to_jsonable
 from ale_cli.errors import InputError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 REQUIRED_ARRAYS = ("X", "local_effects", "prediction", "feature_names", "meta")
 META_KEYS = (
     "schema_version",
@@ -47,6 +53,8 @@ META_KEYS = (
     "model",
     "data",
     "feature_names",
+    "inputs",
+    "features",
     "method",
     "output",
     "options",
@@ -65,13 +73,18 @@ class Store:
     Attributes
     ----------
     X : ndarray, shape (N, D), float64
-    local_effects : ndarray, shape (N, D), float64
+        Every model input.
+    local_effects : ndarray, shape (N, F), float64
+        The local effects of the explained features.
     prediction : ndarray, shape (N,), float64
-    feature_names : tuple of str, length D
+    feature_names : tuple of str, length F
+        The explained features.
     meta : dict
         Provenance and settings, keys :data:`META_KEYS`.
     extra : dict of str to ndarray
         Optional further arrays (later schema additions), kept on round trip.
+    input_names : tuple of str, length D
+        The model's inputs, the columns of X (default: ``feature_names``).
     """
 
     X: np.ndarray
@@ -80,15 +93,42 @@ class Store:
     feature_names: tuple[str, ...]
     meta: dict[str, Any]
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    input_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.input_names:
+            object.__setattr__(self, "input_names", tuple(self.feature_names))
 
     def feature_index(self, name: str) -> int:
-        """Column of feature ``name``; InputError listing the features if unknown."""
+        """Column of ``local_effects`` of feature ``name``; InputError if it is not explained."""
         try:
             return self.feature_names.index(name)
         except ValueError:
             raise InputError(
                 f"store has no feature '{name}' (features: {', '.join(self.feature_names)})"
             ) from None
+
+    def input_index(self, name: str) -> int:
+        """Column of X of the model input ``name``; InputError listing the inputs if unknown."""
+        try:
+            return self.input_names.index(name)
+        except ValueError:
+            raise InputError(
+                f"store has no input '{name}' (inputs: {', '.join(self.input_names)})"
+            ) from None
+
+    def feature_data(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The values (N, F') and local effects (N, F') of the explained features ``names``."""
+        e_cols = [self.feature_index(n) for n in names]
+        x_cols = [self.input_index(n) for n in names]
+        if x_cols == list(range(self.X.shape[1])) and e_cols == x_cols:
+            return self.X, self.local_effects
+        if e_cols == list(range(self.local_effects.shape[1])):
+            return np.ascontiguousarray(self.X[:, x_cols]), self.local_effects
+        return (
+            np.ascontiguousarray(self.X[:, x_cols]),
+            np.ascontiguousarray(self.local_effects[:, e_cols]),
+        )
 
     def mixed_derivatives(self) -> dict[tuple[str, str], np.ndarray]:
         """The cached mixed derivatives by pair (a, b), each (N,); empty if there are none."""
@@ -111,14 +151,18 @@ def cache_key(model_sha256: str, data_sha256: str, options: Mapping[str, Any]) -
 def write_store(path: str | Path, store: Store) -> None:
     """Write ``store`` to ``path`` atomically (never a partial file at ``path``)."""
     n, d = store.X.shape
-    if store.local_effects.shape != (n, d) or store.prediction.shape != (n,):
+    f = len(store.feature_names)
+    if store.local_effects.shape != (n, f) or store.prediction.shape != (n,):
         raise ValueError("store arrays have inconsistent shapes")
+    if len(store.input_names) != d or not set(store.feature_names) <= set(store.input_names):
+        raise ValueError("store feature names are not among its input names")
     meta = json.dumps(to_jsonable(store.meta), allow_nan=False)
     arrays = {
         "X": np.ascontiguousarray(store.X, dtype=np.float64),
         "local_effects": np.ascontiguousarray(store.local_effects, dtype=np.float64),
         "prediction": np.ascontiguousarray(store.prediction, dtype=np.float64),
         "feature_names": np.array(store.feature_names, dtype=np.str_),
+        "input_names": np.array(store.input_names, dtype=np.str_),
         "meta": np.array(meta, dtype=np.str_),
         **store.extra,
     }
@@ -174,12 +218,27 @@ def read_store(path: str | Path) -> Store:
     effects = arrays.pop("local_effects")
     prediction = arrays.pop("prediction")
     names = tuple(str(s) for s in arrays.pop("feature_names"))
+    inputs = tuple(str(s) for s in arrays.pop("input_names", names))
     arrays.pop("meta")
-    if X.ndim != 2 or effects.shape != X.shape or prediction.shape != (X.shape[0],):
+    if (
+        X.ndim != 2
+        or effects.ndim != 2
+        or effects.shape[0] != X.shape[0]
+        or prediction.shape != (X.shape[0],)
+    ):
         raise InputError(f"store '{path}' has arrays of inconsistent shapes")
-    if len(names) != X.shape[1]:
-        raise InputError(f"store '{path}' has {len(names)} feature names for {X.shape[1]} columns")
+    if len(inputs) != X.shape[1]:
+        raise InputError(f"store '{path}' has {len(inputs)} input names for {X.shape[1]} columns")
+    if len(names) != effects.shape[1]:
+        raise InputError(
+            f"store '{path}' has {len(names)} feature names for {effects.shape[1]} "
+            "columns of local effects"
+        )
+    unknown = [n for n in names if n not in inputs]
+    if unknown:
+        raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
     return Store(
+        input_names=inputs,
         X=X,
         local_effects=effects,
         prediction=prediction,

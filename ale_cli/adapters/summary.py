@@ -41,9 +41,9 @@ byte-identical for the same inputs apart from ``created`` (omitted with
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -51,6 +51,9 @@ from ale_cli import __version__
 from ale_cli.adapters.files import atomic_write
 from ale_cli.adapters.jsonio import dumps, float_array, read_json_file
 from ale_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from ale_cli.core.effect import FirstOrderEffect
 
 SCHEMA_VERSION = 1
 ESTIMATORS = ("dale", "rhale", "ale")
@@ -89,6 +92,13 @@ class FeatureSummary:
     @property
     def n_bins(self) -> int:
         return len(self.counts)
+
+    @classmethod
+    def from_effect(cls, name: str, effect: FirstOrderEffect, **more: Any) -> FeatureSummary:
+        """The summary of an estimated feature: every array of ``effect`` and ``more``
+        (``n_outside``, ``objective``, ``note``)."""
+        arrays = {f.name: getattr(effect, f.name) for f in fields(effect)}
+        return cls(name=name, **arrays, **more)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "status": self.status}

@@ -11,17 +11,29 @@ from ale_cli.errors import AleError
 
 
 class _AleGroup(TyperGroup):
-    """Runs a sub-command; an AleError becomes one line on stderr and its exit code."""
+    """Runs a sub-command; an AleError becomes one line on stderr and its exit code.
+
+    The library names parameters (``max_bins``); the line names the running
+    command's flag for it (``--max-bins``), looked up among its options.
+    """
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except AleError as exc:
-            typer.echo(f"error: {exc}", err=True)
+            typer.echo(f"error: {exc.render(self._flag_namer(ctx))}", err=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             typer.echo("error: interrupted", err=True)
             raise typer.Exit(130) from None
+
+    def _flag_namer(self, ctx: Any) -> Any:
+        from ale_cli.cli.command import flag_of
+
+        name = ctx.invoked_subcommand or (ctx.protected_args or [None])[0]
+        sub = self.get_command(ctx, name) if name else None
+        params = list(getattr(sub, "params", ()) or ())
+        return lambda param: flag_of(params, param)
 
 
 app = typer.Typer(
@@ -37,7 +49,22 @@ app = typer.Typer(
         "ale info effects.npz"
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+@app.callback(invoke_without_command=False)
+def _root(
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", is_eager=True
+    ),
+) -> None:
+    """Accumulated Local Effects for trained models."""
+    if version:
+        from ale_cli import __version__
+
+        typer.echo(f"ale {__version__}")
+        raise typer.Exit(0)

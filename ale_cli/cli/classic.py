@@ -2,44 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ale_cli.cli.app import app
-from ale_cli.cli.common import (
-    CategoricalOption,
-    ConfigOption,
-    DataArgument,
-    DataFormatOption,
-    DropnaOption,
-    ExcludeOption,
-    ModelArgument,
-    ModelFormatOption,
-    OutputOption,
-    QuietOption,
-    TrustOption,
-    TrustPickleOption,
-    inputs_request,
-    split_names,
-)
-from ale_cli.cli.estimate import (
+from ale_cli.cli.command import Outcome, Run, command
+from ale_cli.cli.options import (
     BinsOption,
     CenterOption,
     EdgesOption,
     OutOption,
     TimestampOption,
-    finish_summary,
+    model_data_options,
 )
+from ale_cli.cli.outcomes import summary_outcome
+
+if TYPE_CHECKING:
+    from ale_cli.inputs import ModelInputs
 
 
-@app.command(
+@command(
     epilog="Example: ale classic sample_data/models/diabetes_mlp.pt sample_data/diabetes.csv "
     "--exclude target --bins 20 -o out/diabetes-mlp-classic.json"
 )
+@model_data_options
 def classic(
-    model: ModelArgument,
-    data: DataArgument,
+    inputs: ModelInputs,
+    run: Run,
     out: OutOption,
     bins: BinsOption = None,
     binning: Annotated[
@@ -53,68 +42,19 @@ def classic(
     ] = None,
     edges: EdgesOption = None,
     center: CenterOption = "mean",
-    features: Annotated[
-        str | None,
-        typer.Option(
-            "--features",
-            help="Comma-separated features to estimate (default: all). The model's inputs "
-            "are all data columns but --exclude.",
-            show_default=False,
-        ),
-    ] = None,
-    data_format: DataFormatOption = None,
-    exclude: ExcludeOption = None,
-    dropna: DropnaOption = False,
-    model_format: ModelFormatOption = None,
-    output: OutputOption = None,
-    categorical: CategoricalOption = None,
-    trust: TrustOption = None,
-    trust_pickle: TrustPickleOption = False,
-    batch_size: Annotated[
-        int | None,
-        typer.Option(
-            "--batch-size",
-            help="Stacked evaluation rows per model call (default: 50000).",
-            min=1,
-            show_default=False,
-        ),
-    ] = None,
     timestamp: TimestampOption = True,
-    quiet: QuietOption = False,
-    config: ConfigOption = None,
-) -> None:
+) -> Outcome:
     """Classic ALE (Apley-Zhu): the model at both limits of each row's bin, per feature.
 
-    2 model evaluations per row and feature; works for every model format, with
-    or without gradients. Writes the same summary as rebin/rhale (estimator "ale");
-    heterogeneity is the per-bin std of the differences divided by the bin width.
+    2 model evaluations per row and explained feature; works for every model
+    format, with or without gradients. Writes the same summary as rebin/rhale
+    (estimator "ale"); heterogeneity is the per-bin std of the differences
+    divided by the bin width.
     """
     from ale_cli.classic import ClassicRequest
-    from ale_cli.classic import classic as run
-    from ale_cli.cli.progress import ProgressBars
+    from ale_cli.classic import classic as run_classic
 
-    request = ClassicRequest(
-        inputs=inputs_request(
-            model,
-            data,
-            out,
-            data_format=data_format,
-            features=None,  # the model's inputs: every column but --exclude
-            exclude=exclude,
-            dropna=dropna,
-            model_format=model_format,
-            output=output,
-            batch_size=batch_size,
-            categorical=categorical,
-            trust=trust,
-            trust_pickle=trust_pickle,
-        ),
-        bins=bins,
-        binning=binning,
-        edges=edges,
-        center=center,
-        features=split_names(features, "--features"),
-    )
-    with ProgressBars("classic ALE", quiet=quiet) as progress:
-        result = run(request, progress=progress)
-    finish_summary("classic", result, out, timestamp)
+    request = ClassicRequest(inputs=inputs, bins=bins, binning=binning, edges=edges, center=center)
+    with run.progress("classic ALE") as progress:
+        result = run_classic(request, progress=progress)
+    return summary_outcome("classic", result, out, timestamp, run)

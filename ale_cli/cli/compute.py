@@ -2,49 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ale_cli.cli.app import app
-from ale_cli.cli.common import (
-    BatchSizeOption,
-    CategoricalOption,
-    ConfigOption,
-    DataArgument,
-    DataFormatOption,
-    DropnaOption,
-    ExcludeOption,
-    FeaturesOption,
-    ModelArgument,
-    ModelFormatOption,
-    OutputOption,
-    QuietOption,
-    TrustOption,
-    TrustPickleOption,
-    inputs_request,
-)
-from ale_cli.errors import InputError
+from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.options import model_data_options
+
+if TYPE_CHECKING:
+    from ale_cli.inputs import ModelInputs
 
 
-@app.command(
+@command(
     epilog="Example: ale compute sample_data/models/diabetes_mlp.pt "
     "sample_data/diabetes.csv --exclude target -o out/diabetes-mlp.npz"
 )
+@model_data_options
 def compute(
-    model: ModelArgument,
-    data: DataArgument,
+    inputs: ModelInputs,
+    run: Run,
     out: Annotated[Path, typer.Option("--out", "-o", help="Store to write (.npz).")] = Path(
         "effects.npz"
     ),
-    data_format: DataFormatOption = None,
-    features: FeaturesOption = None,
-    exclude: ExcludeOption = None,
-    dropna: DropnaOption = False,
-    model_format: ModelFormatOption = None,
-    output: OutputOption = None,
-    categorical: CategoricalOption = None,
     method: Annotated[
         str,
         typer.Option(
@@ -60,11 +41,9 @@ def compute(
             help="Finite-difference step as a fraction of each feature's std (default: "
             "1e-5 for smooth float64 models, 1e-2 for float32 ONNX graphs, 0.05 for "
             "piecewise-constant models such as trees, chosen automatically).",
+            show_default=False,
         ),
     ] = None,
-    trust: TrustOption = None,
-    trust_pickle: TrustPickleOption = False,
-    batch_size: BatchSizeOption = None,
     pairs: Annotated[
         list[str] | None,
         typer.Option(
@@ -77,62 +56,53 @@ def compute(
     force: Annotated[
         bool, typer.Option("--force", help="Recompute even if the store is up to date.")
     ] = False,
-    quiet: QuietOption = False,
-    config: ConfigOption = None,
-) -> None:
+) -> Outcome:
     """Compute the local effects (model gradients at every row) and cache them in a store.
 
     Reuses the store at -o when it was made from the same model bytes, data bytes
-    and options (a cache hit); --force recomputes.
+    and options (a cache hit); --force recomputes. --features chooses the inputs
+    to explain (finite differences perturb only those); the model still gets
+    every input (--inputs, or every column but --exclude).
     """
-    from ale_cli.cli.progress import ProgressBars
-    from ale_cli.compute import compute as run
-    from ale_cli.models.base import METHODS
+    from ale_cli.compute import ComputeRequest
+    from ale_cli.compute import compute as run_compute
     from ale_cli.pairs import parse_pairs
 
-    if method not in METHODS:
-        raise InputError(f"--method must be one of {', '.join(METHODS)}, got '{method}'")
-    if step is not None and not step > 0:
-        raise InputError(f"--step must be a positive fraction of each feature's std, got {step}")
-    request = inputs_request(
-        model,
-        data,
-        out,
-        data_format=data_format,
-        features=features,
-        exclude=exclude,
-        dropna=dropna,
-        model_format=model_format,
-        output=output,
-        batch_size=batch_size,
-        categorical=categorical,
-        trust=trust,
-        trust_pickle=trust_pickle,
-        method=method,
-        step=step,
-        pairs=parse_pairs(pairs, "--pairs"),
+    refuse_stdio(out, "out", "a store")
+    request = ComputeRequest(
+        inputs=replace(inputs, method=method, step=step),
+        out=out,
+        pairs=parse_pairs(pairs, "pairs"),
     )
-    with ProgressBars("local effects", "mixed derivatives", quiet=quiet) as progress:
-        result = run(request, force=force, progress=progress)
-    for note in () if quiet else result.notes:
-        typer.echo(f"note: {note}", err=True)
-    if result.reason is not None and not quiet:
-        typer.echo(f"recomputed '{out}': {result.reason} since it was made", err=True)
+    with run.progress("local effects", "mixed derivatives") as progress:
+        result = run_compute(request, force=force, progress=progress)
+    notes = list(result.notes)
+    if result.reason is not None:
+        notes.append(f"recomputed '{out}': {result.reason} since it was made")
     if result.rows_dropped:
-        typer.echo(
-            f"dropped {result.rows_dropped} rows with NaN or infinite values (--dropna)", err=True
-        )
+        notes.append(f"dropped {result.rows_dropped} rows with NaN or infinite values (--dropna)")
+    shape = f"{result.n_rows} rows x {result.n_features} features, {result.method}"
     if result.cache_hit:
-        typer.echo(
+        message = (
             f"cache hit: '{out}' already holds local effects for this model, data and options "
-            f"({result.n_rows} rows x {result.n_features} features, {result.method}); "
-            "--force recomputes"
+            f"({shape}); --force recomputes"
         )
     else:
-        typer.echo(
-            f"computed local effects: {result.n_rows} rows x {result.n_features} features, "
-            f"{result.method}, {result.seconds:.2f} s -> '{out}' (cache miss)"
-        )
+        message = f"computed local effects: {shape}, {result.seconds:.2f} s -> '{out}' (cache miss)"
+    return Outcome(
+        command="compute",
+        message=message,
+        outputs=() if result.cache_hit else (str(out),),
+        counts={
+            "rows": result.n_rows,
+            "features": result.n_features,
+            "rows_dropped": result.rows_dropped,
+        },
+        notes=tuple(notes),
+        seconds=result.seconds,
+        cache_hit=result.cache_hit,
+        details={"store": str(out), "method": result.method, "stale_reason": result.reason},
+    )
 
 
 def _flatten(prefix: str, value: object, rows: list[tuple[str, str]]) -> None:
@@ -150,23 +120,31 @@ def _flatten(prefix: str, value: object, rows: list[tuple[str, str]]) -> None:
         rows.append((prefix, "-" if value is None else str(value)))
 
 
-@app.command(epilog="Example: ale info out/diabetes-mlp.npz --json")
+@command(epilog="Example: ale info out/diabetes-mlp.npz --json")
 def info(
     store: Annotated[Path, typer.Argument(help="Store written by 'ale compute'.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the meta as JSON.")] = False,
-) -> None:
-    """Show how a store was made: model, data, method, output, row counts and timings."""
-    from ale_cli.adapters.jsonio import dumps
-    from ale_cli.adapters.store import read_meta
+) -> Outcome:
+    """Show how a store was made: model, data, method, output, row counts and timings.
 
+    With --json the store's meta is the result's "details.meta".
+    """
+    from ale_cli.adapters.store import read_meta
+    from ale_cli.errors import InputError
+
+    refuse_stdio(store, "store", "a store")
     if store.is_dir():
         raise InputError(f"store '{store}' is a directory, expected an .npz file")
     meta = read_meta(store)
-    if as_json:
-        typer.echo(dumps(meta), nl=False)
-        return
     rows: list[tuple[str, str]] = []
     _flatten("", meta, rows)
     width = max(len(k) for k, _ in rows)
-    for key, value in rows:
-        typer.echo(f"{key.ljust(width)}  {value}")
+    lines = tuple(f"{key.ljust(width)}  {value}" for key, value in rows)
+    n_rows = meta.get("n_rows")
+    features = meta.get("feature_names") or []
+    return Outcome(
+        command="info",
+        message=f"store '{store}': {n_rows} rows x {len(features)} features",
+        counts={"rows": int(n_rows) if isinstance(n_rows, int) else 0, "features": len(features)},
+        lines=lines,
+        details={"store": str(store), "meta": meta},
+    )

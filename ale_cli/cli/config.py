@@ -55,7 +55,7 @@ def config_callback(ctx: Any, param: Any, value: Path | None) -> Path | None:
     # a key may be the flag's long name ("format", "batch-size") or the parameter's name
     params: dict[str, Any] = {}
     for p in command.params:
-        if p.name in ("config", "help"):
+        if p.name in ("config", "help", "version"):
             continue
         params[p.name] = p
         for opt in getattr(p, "opts", ()):

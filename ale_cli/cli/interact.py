@@ -3,44 +3,33 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ale_cli.cli.app import app
-from ale_cli.cli.common import (
-    BatchSizeOption,
-    CategoricalOption,
-    ConfigOption,
-    DataArgument,
-    DataFormatOption,
-    DropnaOption,
-    ExcludeOption,
-    FeaturesOption,
-    ModelArgument,
-    ModelFormatOption,
-    OutputOption,
-    QuietOption,
-    TrustOption,
-    TrustPickleOption,
-    inputs_request,
-)
-from ale_cli.cli.estimate import EdgesOption, OutOption, TimestampOption, write_with_notes
+from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.options import EdgesOption, OutOption, TimestampOption, model_data_options
+from ale_cli.cli.outcomes import summary_outcome
+
+if TYPE_CHECKING:
+    from ale_cli.inputs import ModelInputs
 
 
-@app.command(
+@command(
     epilog="Example: ale interact sample_data/models/diabetes_mlp.pt sample_data/diabetes.csv "
-    "--exclude target --pair s1,s2 --store out/diabetes-mlp.npz -o out/diabetes-interact.json"
+    "--exclude target --pair s1,s2 --store out/diabetes-mlp.npz -o out/diabetes-mlp-interact.json"
 )
+@model_data_options
 def interact(
-    model: ModelArgument,
-    data: DataArgument,
+    inputs: ModelInputs,
+    run: Run,
     out: OutOption,
-    pair: Annotated[
+    pairs: Annotated[
         list[str] | None,
         typer.Option(
             "--pair",
-            help="Two features A,B whose second-order effect to estimate (repeat for more pairs).",
+            help="Two features A,B whose second-order effect to estimate (repeat for more "
+            "pairs). Default: every pair of --features.",
             show_default=False,
         ),
     ] = None,
@@ -82,65 +71,24 @@ def interact(
             show_default=False,
         ),
     ] = None,
-    data_format: DataFormatOption = None,
-    features: FeaturesOption = None,
-    exclude: ExcludeOption = None,
-    dropna: DropnaOption = False,
-    model_format: ModelFormatOption = None,
-    output: OutputOption = None,
-    categorical: CategoricalOption = None,
-    trust: TrustOption = None,
-    trust_pickle: TrustPickleOption = False,
-    batch_size: BatchSizeOption = None,
     timestamp: TimestampOption = True,
-    quiet: QuietOption = False,
-    config: ConfigOption = None,
-) -> None:
+) -> Outcome:
     """Second-order ALE of feature pairs: the doubly-centered interaction surface on a grid
     of cells, with empty cells filled from the nearest non-empty cell.
     """
-    from ale_cli.cli.progress import ProgressBars
     from ale_cli.interact import InteractRequest
-    from ale_cli.interact import interact as run
-    from ale_cli.pairs import parse_pairs
+    from ale_cli.interact import interact as run_interact
 
+    refuse_stdio(store, "store", "a store")
     request = InteractRequest(
-        inputs=inputs_request(
-            model,
-            data,
-            out,
-            data_format=data_format,
-            features=features,
-            exclude=exclude,
-            dropna=dropna,
-            model_format=model_format,
-            output=output,
-            batch_size=batch_size,
-            categorical=categorical,
-            trust=trust,
-            trust_pickle=trust_pickle,
-        ),
-        pairs=parse_pairs(pair, "--pair"),
+        inputs=inputs,
+        pairs=tuple(pairs or ()),
         bins=bins,
         binning=binning,
         estimator=estimator,
         store=store,
         edges=edges,
     )
-    with ProgressBars("interact", quiet=quiet) as progress:
-        result = run(request, progress=progress)
-    write_with_notes(result, out, timestamp)
-    items = result.summary.interactions
-    ok = sum(i.status == "ok" for i in items)
-    grids = " ".join(
-        f"{a},{b}={i.shape[0]}x{i.shape[1]}" if i.status == "ok" else f"{a},{b}=-"
-        for i in items
-        for a, b in [i.features]
-    )
-    cached = result.summary.params.get("cached_pairs") or []
-    source = f", {len(cached)} from the store" if cached else ""
-    typer.echo(
-        f"interact ({result.summary.estimator}{source}): {len(items)} "
-        f"pair{'s' if len(items) != 1 else ''} ({ok} ok), cells {grids}, "
-        f"{result.seconds:.2f} s -> '{out}'"
-    )
+    with run.progress("interact") as progress:
+        result = run_interact(request, progress=progress)
+    return summary_outcome("interact", result, out, timestamp, run)

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.app import app
-from ale_cli.cli.common import ConfigOption, split_names
+from ale_cli.checks import names_tuple
+from ale_cli.cli.command import Outcome, command, refuse_stdio
 from ale_cli.plot.render import DEFAULT_DPI
 
 
@@ -19,7 +19,7 @@ class FigureFormat(StrEnum):
     both = "both"
 
 
-@app.command(
+@command(
     epilog="Example: ale plot out/diabetes-mlp-rhale.json --store out/diabetes-mlp.npz "
     "-o out/plots --format both"
 )
@@ -28,7 +28,7 @@ def plot(
         Path,
         typer.Argument(
             help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
-            "'ale interact'."
+            "'ale interact' ('-': standard input)."
         ),
     ],
     out: Annotated[
@@ -71,34 +71,42 @@ def plot(
             show_default=False,
         ),
     ] = None,
-    config: ConfigOption = None,
-) -> None:
+) -> Outcome:
     """Draw one figure per feature (effect curve with bands above, bin effects below), an
     overview of all features, and a heat map per second-order interaction ('ale interact');
     print the paths written.
     """
     from ale_cli.plot.render import plot_files
 
+    refuse_stdio(out, "out", "a figure directory")
+    refuse_stdio(store, "store", "a store")
     formats = ("png", "svg") if fmt is FigureFormat.both else (fmt.value,)
     result = plot_files(
         summary,
         out,
         store_path=store,
-        features=split_names(features, "--features"),
+        features=names_tuple(features, "features"),
         formats=formats,
         dpi=dpi,
         jobs=jobs,
     )
-    for path in result.paths:
-        typer.echo(str(path))
     note = f", {len(result.not_estimable)} not estimable" if result.not_estimable else ""
     if result.interactions:
-        n = len(result.interactions)
-        note += f" and {_count(n, 'interaction')}"
-    typer.echo(
-        f"wrote {_count(len(result.paths), 'file')} for "
+        note += f" and {_count(len(result.interactions), 'interaction')}"
+    return Outcome(
+        command="plot",
+        message=f"wrote {_count(len(result.paths), 'file')} for "
         f"{_count(len(result.features), 'feature')}{note} to '{out}'",
-        err=True,
+        outputs=tuple(str(p) for p in result.paths),
+        counts={
+            "files": len(result.paths),
+            "features": len(result.features),
+            "not_estimable": len(result.not_estimable),
+            "interactions": len(result.interactions),
+        },
+        lines=tuple(str(p) for p in result.paths),
+        details={"directory": str(out)},
+        data_on_stdout=True,
     )
 
 

@@ -1,0 +1,62 @@
+"""Checks of option values shared by the library's requests; pure Python (cheap to import).
+
+Each raises an :class:`~ale_cli.errors.InputError` naming the parameter (see
+:mod:`ale_cli.errors` for how the CLI turns it into a flag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ale_cli.errors import InputError
+
+
+def names_tuple(value: str | Sequence[str] | None, param: str) -> tuple[str, ...] | None:
+    """A list of names as a tuple: ``"a, b"`` or ``["a", "b"]`` -> ``("a", "b")``; None stays.
+
+    Empty and repeated names are an InputError naming ``param``.
+
+    >>> names_tuple("age, bmi", "features")
+    ('age', 'bmi')
+    >>> names_tuple(["bmi", "bmi"], "features")
+    Traceback (most recent call last):
+    ale_cli.errors.InputError: features names 'bmi' more than once
+    """
+    if value is None:
+        return None
+    raw = value.split(",") if isinstance(value, str) else list(value)
+    if not raw:
+        return ()
+    names = tuple(str(part).strip() for part in raw)
+    if not names or any(not n for n in names):
+        shown = value if isinstance(value, str) else ",".join(map(str, raw))
+        raise InputError("{param} expects comma-separated names, got '" + shown + "'", param=param)
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError("{param} names '" + name + "' more than once", param=param)
+        seen.add(name)
+    return names
+
+
+def check_choice(value: str | None, choices: Sequence[str], param: str) -> None:
+    """InputError naming ``param`` unless ``value`` is None or one of ``choices``."""
+    if value is not None and value not in choices:
+        raise InputError(
+            "{param} must be one of " + ", ".join(choices) + f", got '{value}'", param=param
+        )
+
+
+def check_count(value: int, param: str, *, least: int = 1) -> None:
+    """InputError naming ``param`` unless ``value`` is a whole number >= ``least``.
+
+    A boolean is refused (``bins: true`` in YAML is not one bin).
+
+    >>> check_count(0, "bins")
+    Traceback (most recent call last):
+    ale_cli.errors.InputError: bins must be a whole number of at least 1, got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InputError(
+            f"{{param}} must be a whole number of at least {least}, got {value!s}", param=param
+        )

@@ -1,0 +1,271 @@
+"""How a command is declared once and reports once.
+
+Every ``ale`` command is a function decorated with :func:`command`. The
+decorator adds the options every command has (``--json``, ``--quiet``,
+``--config``, ``--version``; ``-h``/``--help`` come from the app), calls the
+function, and prints the :class:`Outcome` it returns:
+
+- by default, the notes on stderr (unless ``--quiet``) and the one-line
+  result on stdout (on stderr when stdout carries data, e.g. ``-o -``);
+- with ``--json``, exactly one JSON object on stdout and nothing else there
+  (schema: ``ale_cli/schema/result.schema.json``).
+
+:func:`model_data_options` adds the model-and-data option group (shared by
+``compute``, ``classic`` and ``interact``) and hands the command one
+:class:`~ale_cli.inputs.ModelInputs`. Both decorators rewrite the function's
+signature, which is what typer reads to build the options.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ale_cli import __version__
+from ale_cli.cli.app import app
+from ale_cli.cli.config import config_callback
+from ale_cli.errors import InputError
+
+#: Written as a file name, ``-`` means standard output (or input).
+STDIO = "-"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a command did, for people (``message``) and for programs (``--json``).
+
+    Attributes
+    ----------
+    command : str
+    message : str
+        The one-line result.
+    outputs : tuple of str
+        Files written ("-" for standard output).
+    counts : mapping of str to int
+        Rows, features, files... as fits the command.
+    notes : tuple of str
+        Things the user should know (not estimable features, dropped rows).
+    timings : mapping of str to float
+        Seconds per step.
+    seconds : float or None
+        Wall time of the command's work.
+    cache_hit : bool or None
+        ``ale compute``: whether an existing store was reused.
+    details : mapping
+        Further command-specific values (``--json`` only).
+    lines : tuple of str
+        More stdout lines shown before the message in text mode (e.g. paths).
+    data_on_stdout : bool
+        Standard output carries data (``-o -``): the message goes to stderr.
+    """
+
+    command: str
+    message: str
+    outputs: tuple[str, ...] = ()
+    counts: Mapping[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+    seconds: float | None = None
+    cache_hit: bool | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    lines: tuple[str, ...] = ()
+    data_on_stdout: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` object."""
+        return {
+            "command": self.command,
+            "status": "ok",
+            "message": self.message,
+            "outputs": list(self.outputs),
+            "counts": dict(self.counts),
+            "notes": list(self.notes),
+            "cache_hit": self.cache_hit,
+            "seconds": self.seconds,
+            "timings": dict(self.timings),
+            "details": dict(self.details),
+        }
+
+
+@dataclass(frozen=True)
+class Run:
+    """How this invocation reports: ``--json`` and ``--quiet``."""
+
+    json: bool = False
+    quiet: bool = False
+
+    def progress(self, *labels: str) -> Any:
+        """Progress bars on stderr (shown only on a terminal, never with --quiet/--json)."""
+        from ale_cli.cli.progress import ProgressBars
+
+        return ProgressBars(*labels, quiet=self.quiet or self.json)
+
+    def claim_stdout(self, path: Path | str, param: str) -> bool:
+        """True when ``path`` is ``-`` (standard output); refused together with --json."""
+        if str(path) != STDIO:
+            return False
+        if self.json:
+            raise InputError(
+                "{param} - writes to standard output, which --json needs for its result; "
+                "write to a file or leave out --json",
+                param=param,
+            )
+        return True
+
+
+def is_stdio(path: Path | str | None) -> bool:
+    """True for the file name ``-`` (standard input or output)."""
+    return path is not None and str(path) == STDIO
+
+
+def refuse_stdio(path: Path | str | None, param: str, what: str) -> None:
+    """InputError naming ``param`` when ``path`` is ``-``: ``what`` cannot be streamed."""
+    if is_stdio(path):
+        raise InputError(
+            f"{{param}} - (standard input/output) cannot be used for {what}; give a path",
+            param=param,
+        )
+
+
+def emit(outcome: Outcome, run: Run) -> None:
+    """Print an outcome: one JSON object (``--json``) or the notes and the result line."""
+    if run.json:
+        from ale_cli.adapters.jsonio import dumps
+
+        typer.echo(dumps(outcome.to_dict()), nl=False)
+        return
+    for note in outcome.notes:
+        typer.echo(f"note: {note}", err=True)
+    for line in outcome.lines:
+        typer.echo(line)
+    typer.echo(outcome.message, err=outcome.data_on_stdout)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ale {__version__}")
+        raise typer.Exit(0)
+
+
+VersionOption = Annotated[
+    bool,
+    typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True),
+]
+JsonOption = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print one JSON object on stdout (what was written, counts, notes, timings) "
+        "and nothing else there.",
+    ),
+]
+QuietOption = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress bar (notes still go to stderr).")
+]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="YAML file supplying any option of this command (flat, or a section per "
+        "command); flags given on the command line win; relative paths in it are relative "
+        "to the file.",
+        callback=config_callback,
+        is_eager=True,
+        show_default=False,
+    ),
+]
+
+_COMMON = [
+    inspect.Parameter(
+        "json_", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOption
+    ),
+    inspect.Parameter(
+        "quiet", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=QuietOption
+    ),
+    inspect.Parameter(
+        "config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ConfigOption
+    ),
+    inspect.Parameter(
+        "version", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=VersionOption
+    ),
+]
+
+
+def _with_params(
+    func: Callable[..., Any],
+    add: Sequence[inspect.Parameter],
+    wrapper: Callable[..., Any],
+    *,
+    drop: Sequence[str] = (),
+    first: Sequence[inspect.Parameter] = (),
+) -> Callable[..., Any]:
+    """``wrapper`` with ``func``'s signature less ``drop``, plus ``first`` before and ``add``
+    after its parameters (all keyword-only: typer passes every value by name)."""
+    sig = inspect.signature(func)
+    scope = getattr(inspect.unwrap(func), "__globals__", {})
+    own = [
+        p.replace(
+            kind=inspect.Parameter.KEYWORD_ONLY,
+            # string annotations (from __future__ import annotations) evaluated here: a
+            # dropped parameter's type may exist only for type checkers
+            annotation=eval(p.annotation, scope) if isinstance(p.annotation, str) else p.annotation,
+        )
+        for p in sig.parameters.values()
+        if p.name not in drop
+    ]
+    params = [*first, *own, *add]
+    functools.update_wrapper(wrapper, func)
+    del wrapper.__wrapped__  # typer must read the new signature, not the function's
+    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper
+
+
+def command(*, epilog: str, name: str | None = None) -> Callable[..., Any]:
+    """Register a command that returns an :class:`Outcome`; add the common options.
+
+    The function may take ``run: Run`` (not an option) to learn about
+    ``--json``/``--quiet``.
+    """
+
+    def register(func: Callable[..., Outcome]) -> Callable[..., None]:
+        wants_run = "run" in inspect.signature(func).parameters
+
+        def wrapper(*, json_: bool, quiet: bool, config: Path | None, version: bool, **kw: Any):
+            run = Run(json=json_, quiet=quiet)
+            if wants_run:
+                kw["run"] = run
+            emit(func(**kw), run)
+
+        cli_func = _with_params(func, _COMMON, wrapper, drop=("run",))
+        app.command(name=name, epilog=epilog)(cli_func)
+        return cli_func
+
+    return register
+
+
+def flag_of(params: Sequence[Any], name: str) -> str:
+    """The long flag of the command parameter called ``name`` (``--name`` if there is none)."""
+    for param in params:
+        if getattr(param, "name", None) == name:
+            longs = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+            if longs:
+                return max(longs, key=len) if name == "json_" else longs[0]
+            return str(getattr(param, "human_readable_name", name)).upper()
+    return "--" + name.replace("_", "-")
+
+
+def out_message(path: Path | str) -> str:
+    """How a result line names an output: the path, or standard output."""
+    return "standard output" if is_stdio(path) else f"'{path}'"
+
+
+def echo_data(text: str) -> None:
+    """Write data (a summary, a table) to standard output."""
+    typer.echo(text, nl=False)

@@ -1,0 +1,250 @@
+"""Options shared by several commands, declared once.
+
+:func:`model_data_options` is the model-and-data group of ``compute``,
+``classic`` and ``interact``: the two arguments and eleven options that make
+one :class:`~ale_cli.inputs.ModelInputs`, which the command receives as
+``inputs``. The store-based commands share :data:`FeaturesOption`,
+:data:`OutOption`, :data:`CenterOption` and friends.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ale_cli.cli.command import _with_params
+
+FeaturesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--features",
+        help="Comma-separated features to explain (default: every model input).",
+        show_default=False,
+    ),
+]
+OutOption = Annotated[
+    Path,
+    typer.Option(
+        "--out", "-o", help="Summary JSON to write ('-': standard output).", show_default=False
+    ),
+]
+CenterOption = Annotated[
+    str,
+    typer.Option(
+        "--center",
+        help="Centering: mean (count-weighted mean of the curve is 0), start (f(z_0) = 0) or none.",
+    ),
+]
+BinsOption = Annotated[
+    int | None,
+    typer.Option("--bins", help="Bins per feature (default: 20).", min=1, show_default=False),
+]
+EdgesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--edges",
+        help="JSON file with the edges per feature ('-': standard input): a previous summary "
+        'or {"feature": [edges]}; rows outside are left out and counted.',
+        show_default=False,
+    ),
+]
+TimestampOption = Annotated[
+    bool,
+    typer.Option(
+        "--timestamp/--no-timestamp",
+        help="Record the creation time; --no-timestamp makes reruns byte-identical.",
+    ),
+]
+StoreArgument = Annotated[Path, typer.Argument(help="Store written by 'ale compute' (.npz).")]
+
+# -- the model-and-data group ---------------------------------------------------------------
+
+_K = inspect.Parameter.KEYWORD_ONLY
+
+
+def _option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, _K, default=default, annotation=annotation)
+
+
+_ARGUMENTS = [
+    inspect.Parameter(
+        "model",
+        _K,
+        annotation=Annotated[
+            Path,
+            typer.Argument(
+                help="Model file: TorchScript (.pt/.ts), ONNX (.onnx), skops (.skops) or a "
+                "pickle (.pkl/.pickle/.joblib, needs --trust-pickle)."
+            ),
+        ],
+    ),
+    inspect.Parameter(
+        "data",
+        _K,
+        annotation=Annotated[
+            Path, typer.Argument(help="Data file: CSV (also .csv.gz) or Parquet.")
+        ],
+    ),
+]
+_GROUP = [
+    _option(
+        "features",
+        Annotated[
+            str | None,
+            typer.Option(
+                "--features",
+                help="Comma-separated model inputs to explain (default: all). Finite "
+                "differences perturb only these.",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    _option(
+        "inputs",
+        Annotated[
+            str | None,
+            typer.Option(
+                "--inputs",
+                help="Comma-separated data columns the model takes, in the model's order "
+                "(default: every column but --exclude, in the file's order).",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    _option(
+        "exclude",
+        Annotated[
+            str | None,
+            typer.Option(
+                "--exclude",
+                help="Comma-separated columns that are not model inputs (e.g. the target).",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    _option(
+        "data_format",
+        Annotated[
+            str | None,
+            typer.Option(
+                "--format",
+                help="Data format, csv or parquet (default: by extension).",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    _option(
+        "dropna",
+        Annotated[
+            bool, typer.Option("--dropna", help="Drop rows with NaN/inf values and say how many.")
+        ],
+        False,
+    ),
+    _option(
+        "model_format",
+        Annotated[
+            str | None,
+            typer.Option(
+                "--model-format",
+                help="Model format: torchscript, onnx, skops or pickle (default: by extension).",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    _option(
+        "output",
+        Annotated[
+            str | None,
+            typer.Option(
+                "--output",
+                help="Model output to explain. Tensor models: a column INDEX, ELEMENT:INDEX "
+                "for a tuple output, or NAME / NAME:INDEX for ONNX outputs. scikit-learn: "
+                "predict (regressors' default), proba:CLASS (label or index), decision or "
+                "decision:INDEX. Default: the model's only output; classifiers must choose.",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    _option(
+        "categorical",
+        Annotated[
+            str | None,
+            typer.Option(
+                "--categorical",
+                help="Comma-separated integer-coded categorical columns: held fixed (never "
+                "perturbed) and reported as not estimable. Text columns of scikit-learn "
+                "models are categorical automatically.",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    _option(
+        "trust",
+        Annotated[
+            str | None,
+            typer.Option(
+                "--trust",
+                help="Comma-separated types a skops file may load beyond the safe defaults "
+                "(ale lists them when they are needed).",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    _option(
+        "trust_pickle",
+        Annotated[
+            bool,
+            typer.Option(
+                "--trust-pickle",
+                help="Allow loading a pickle; this runs code stored in the file, so only for "
+                "files from a trusted source.",
+            ),
+        ],
+        False,
+    ),
+    _option(
+        "batch_size",
+        Annotated[
+            int | None,
+            typer.Option(
+                "--batch-size",
+                help="Rows per model call (default: chosen by the model format; see "
+                "'ale info' of a store for what was used).",
+                min=1,
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+]
+GROUP_NAMES = tuple(p.name for p in (*_ARGUMENTS, *_GROUP))
+
+
+def model_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the model-and-data group to a command; the command receives ``inputs``.
+
+    The model and data arguments come first, then the command's own
+    options, then the group's. Values are checked by
+    :class:`~ale_cli.inputs.ModelInputs` (errors name the flag).
+    """
+
+    def wrapper(**kw: Any) -> Any:
+        from ale_cli.inputs import ModelInputs
+
+        group = {name: kw.pop(name) for name in GROUP_NAMES}
+        kw["inputs"] = ModelInputs(**group)
+        return func(**kw)
+
+    return _with_params(func, _GROUP, wrapper, drop=("inputs",), first=_ARGUMENTS)

@@ -1,0 +1,64 @@
+"""The outcome of a command that writes a summary (rebin, rhale, classic, interact)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ale_cli.cli.command import Outcome, Run, echo_data, out_message
+
+if TYPE_CHECKING:
+    from ale_cli.results import EstimateResult
+
+
+def summary_outcome(
+    name: str, result: EstimateResult, out: Path, timestamp: bool, run: Run
+) -> Outcome:
+    """Write the summary (``-``: standard output) and describe it in one line."""
+    from ale_cli.adapters.summary import summary_json, write_summary
+
+    to_stdout = run.claim_stdout(out, "out")
+    if to_stdout:
+        echo_data(summary_json(result.summary, timestamp=timestamp))
+    else:
+        write_summary(out, result.summary, timestamp=timestamp)
+    feats = result.summary.features
+    items = result.summary.interactions
+    ok = sum(f.status == "ok" for f in feats) + sum(i.status == "ok" for i in items)
+    if items:
+        grids = " ".join(
+            f"{i.name}={i.shape[0]}x{i.shape[1]}" if i.status == "ok" else f"{i.name}=-"
+            for i in items
+        )
+        cached = result.summary.params.get("cached_pairs") or []
+        source = f", {len(cached)} from the store" if cached else ""
+        what = (
+            f"{name} ({result.summary.estimator}{source}): {len(items)} "
+            f"pair{'s' if len(items) != 1 else ''} ({ok} ok), cells {grids}"
+        )
+    else:
+        bins = " ".join(
+            f"{f.name}={f.n_bins}" if f.status == "ok" else f"{f.name}=-" for f in feats[:50]
+        )
+        more = f" ... ({len(feats) - 50} more)" if len(feats) > 50 else ""
+        what = (
+            f"{name}: {len(feats)} feature{'s' if len(feats) != 1 else ''} ({ok} ok), "
+            f"bins {bins}{more}"
+        )
+    return Outcome(
+        command=name,
+        message=f"{what}, {result.seconds:.2f} s -> {out_message(out)}",
+        outputs=(str(out),),
+        counts={
+            "rows": result.summary.n_rows,
+            "features": len(feats),
+            "pairs": len(items),
+            "ok": ok,
+            "not_estimable": len(feats) + len(items) - ok,
+        },
+        notes=result.notes,
+        timings=result.timings,
+        seconds=result.seconds,
+        details={"estimator": result.summary.estimator, "params": result.summary.params},
+        data_on_stdout=to_stdout,
+    )

@@ -1,0 +1,267 @@
+"""The one description of a model and its data, shared by every command that runs the model.
+
+:class:`ModelInputs` says which model file to load and how (format, output,
+trust), which data file to read and how (format, NaN rows), which data columns
+the model takes (``inputs``, or every column but ``exclude``) and which of them
+to explain (``features``, default: every input). ``ale compute``, ``ale
+classic``, ``ale interact`` and the Python API (:mod:`ale_cli.api`) all build
+one; its constructor checks every value and names the parameter at fault.
+
+:func:`open_inputs` then reads the data, loads the model and checks it on the
+rows, returning an :class:`Opened` whose model is final (method and steps
+decided); :func:`model_source` is the provenance a summary records when it
+was made from the model rather than from a store.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ale_cli.adapters.data import FORMATS as DATA_FORMATS
+from ale_cli.adapters.files import sha256_file
+from ale_cli.checks import check_choice, names_tuple
+from ale_cli.errors import InputError
+from ale_cli.models import MODEL_FORMATS
+from ale_cli.models.base import METHODS
+
+if TYPE_CHECKING:
+    from ale_cli.adapters.data import Table
+    from ale_cli.models.base import Model
+
+__all__ = ["DATA_FORMATS", "METHODS", "MODEL_FORMATS", "ModelInputs", "Opened", "open_inputs"]
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    """A model file, a data file, how to read both, and which features to explain.
+
+    Attributes
+    ----------
+    model, data : Path
+        The model file (TorchScript, ONNX, skops, pickle) and the data (CSV, Parquet).
+    data_format, model_format : str or None
+        Override the format told by the file extension.
+    inputs : tuple of str or None
+        The data columns the model takes, in the model's order; None: every
+        column but ``exclude``, in the file's order.
+    exclude : tuple of str
+        Columns that are not model inputs (e.g. the target).
+    features : tuple of str or None
+        The inputs to explain (None: every input). Finite differences perturb
+        only these.
+    dropna : bool
+        Drop rows with NaN or infinite values (and count them) instead of refusing.
+    output : str or None
+        Which model output to explain (see ``ale compute --help``).
+    categorical : tuple of str
+        Integer-coded categorical inputs, held fixed.
+    trust : tuple of str
+        skops types trusted by name.
+    trust_pickle : bool
+        Allow loading a pickle (runs code from the file).
+    batch_size : int or None
+        Rows per model call (None: the adapter's default).
+    method : {"auto", "autodiff", "finite-differences"}
+    step : float or None
+        Finite-difference step as a fraction of each feature's std (None: chosen
+        by the adapter).
+
+    Names may be given as tuples, lists or comma-separated strings.
+
+    >>> ModelInputs(model=Path("m.pt"), data=Path("d.csv"), exclude="target").exclude
+    ('target',)
+    >>> ModelInputs(model=Path("m.pt"), data=Path("d.csv"), method="fast")
+    Traceback (most recent call last):
+    ale_cli.errors.InputError: method must be one of auto, autodiff, finite-differences, got 'fast'
+    """
+
+    model: Path
+    data: Path
+    data_format: str | None = None
+    inputs: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    features: tuple[str, ...] | None = None
+    dropna: bool = False
+    model_format: str | None = None
+    output: str | None = None
+    categorical: tuple[str, ...] = ()
+    trust: tuple[str, ...] = ()
+    trust_pickle: bool = False
+    batch_size: int | None = None
+    method: str = "auto"
+    step: float | None = None
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "model", Path(self.model))
+        set_(self, "data", Path(self.data))
+        for name in ("inputs", "features"):
+            set_(self, name, names_tuple(getattr(self, name), name))
+        for name in ("exclude", "categorical", "trust"):
+            set_(self, name, names_tuple(getattr(self, name), name) or ())
+        check_choice(self.data_format, DATA_FORMATS, "data_format")
+        check_choice(self.model_format, MODEL_FORMATS, "model_format")
+        check_choice(self.method, METHODS, "method")
+        if self.batch_size is not None and (
+            isinstance(self.batch_size, bool) or not int(self.batch_size) >= 1
+        ):
+            raise InputError(
+                f"{{param}} must be a whole number of at least 1, got {self.batch_size}",
+                param="batch_size",
+            )
+        if self.step is not None and not (math.isfinite(self.step) and self.step > 0):
+            raise InputError(
+                "{param} must be a positive finite fraction of each feature's std, "
+                f"got {self.step:g}",
+                param="step",
+            )
+        if self.inputs is not None:
+            both = [n for n in self.exclude if n in self.inputs]
+            if both:
+                raise InputError(
+                    f"{{param}} names '{both[0]}', which inputs lists as a model input",
+                    param="exclude",
+                )
+        if self.features is not None:
+            left_out = [n for n in self.features if n in self.exclude]
+            if left_out:
+                raise InputError(
+                    f"{{param}} names '{left_out[0]}', which exclude leaves out of the "
+                    "model's inputs",
+                    param="features",
+                )
+
+    def check_files(self) -> None:
+        """InputError naming the model or data file that is missing or not a file."""
+        for label, path in (("model", self.model), ("data", self.data)):
+            if not path.exists():
+                raise InputError(f"{label} file '{path}' does not exist")
+            if path.is_dir():
+                raise InputError(f"{label} file '{path}' is a directory, expected a file")
+
+    def result_options(self) -> dict[str, Any]:
+        """The options that change the numbers (batch size and trust do not), for cache keys."""
+        options = asdict(self)
+        for name in ("model", "data", "batch_size", "trust", "trust_pickle"):
+            options.pop(name)
+        return options
+
+    def load_options(self) -> Any:
+        """The model adapter's :class:`~ale_cli.models.base.LoadOptions`."""
+        from ale_cli.models.base import LoadOptions
+
+        return LoadOptions(
+            output=self.output,
+            batch_size=self.batch_size,
+            method=self.method,
+            step=self.step,
+            trust=self.trust,
+            trust_pickle=self.trust_pickle,
+        )
+
+
+@dataclass(frozen=True)
+class Opened:
+    """The data read and the model loaded and checked for one :class:`ModelInputs`.
+
+    Attributes
+    ----------
+    table : Table
+        Every model input, ``table.X`` of shape (N, D).
+    model : Model
+        Final: its method, steps and ``describe()`` do not change afterwards.
+    features : tuple of str, length F
+        The features to explain.
+    columns : tuple of int, length F
+        Their columns in ``table.X``.
+    timings : dict of str to float
+        ``load_data_s`` and ``load_model_s`` (the latter includes the checks).
+    """
+
+    table: Table
+    model: Model
+    features: tuple[str, ...]
+    columns: tuple[int, ...]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def feature_columns(
+    features: Sequence[str] | None, names: Sequence[str], *, where: str
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The features to explain and their columns among ``names`` (None: all of them).
+
+    >>> feature_columns(["b"], ["a", "b"], where="the data")
+    (('b',), (1,))
+    """
+    if features is None:
+        return tuple(names), tuple(range(len(names)))
+    index = {name: j for j, name in enumerate(names)}
+    for name in features:
+        if name not in index:
+            raise InputError(
+                f"{{param}}: '{name}' is not one of the model's inputs in {where} "
+                f"({', '.join(names)})",
+                param="features",
+            )
+    return tuple(features), tuple(index[n] for n in features)
+
+
+def open_inputs(inputs: ModelInputs) -> Opened:
+    """Read the data, load the model and check it on the rows (see :class:`Opened`)."""
+    from ale_cli.adapters.data import load_table
+    from ale_cli.models import Columns, detect_format, load_model
+
+    inputs.check_files()
+    model_format = detect_format(inputs.model, inputs.model_format)
+    t = time.perf_counter()
+    table = load_table(
+        inputs.data,
+        fmt=inputs.data_format,
+        inputs=inputs.inputs,
+        exclude=inputs.exclude,
+        dropna=inputs.dropna,
+        categorical=inputs.categorical,
+        # scikit-learn pipelines can take text columns; tensor models cannot
+        encode_text=model_format in ("skops", "pickle"),
+    )
+    features, columns = feature_columns(
+        inputs.features, table.feature_names, where=f"data file '{inputs.data}'"
+    )
+    timings = {"load_data_s": time.perf_counter() - t}
+    t = time.perf_counter()
+    model = load_model(
+        inputs.model,
+        model_format=model_format,
+        options=inputs.load_options(),
+        columns=Columns(
+            names=table.feature_names,
+            fixed=table.categorical,
+            levels=table.levels,
+            dtypes=table.dtypes,
+        ),
+    )
+    model.check(table.X)  # SHIM until the model layer decides everything at load
+    timings["load_model_s"] = time.perf_counter() - t
+    return Opened(table=table, model=model, features=features, columns=columns, timings=timings)
+
+
+def model_source(inputs: ModelInputs, opened: Opened, *, method: str) -> dict[str, Any]:
+    """A summary's ``store`` part when it was made from the model, not from a store."""
+    return {
+        "path": None,
+        "model": {
+            "path": str(inputs.model),
+            "sha256": sha256_file(inputs.model),
+            "format": opened.model.format,
+        },
+        "data": {"path": str(inputs.data), "sha256": sha256_file(inputs.data)},
+        "method": method,
+        "output": opened.model.describe().get("output"),
+        "n_rows": len(opened.table.X),
+        "inputs": list(opened.table.feature_names),
+    }
