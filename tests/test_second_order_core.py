@@ -10,8 +10,10 @@ from ale_cli.core.second_order import (
     accumulate_2d,
     cell_means,
     fill_nearest,
+    pair_cells,
     remove_main_effects,
     second_order_effect,
+    second_order_from_cells,
 )
 
 
@@ -110,3 +112,102 @@ def test_centering_gives_zero_weighted_mean_and_no_main_effect(ka, kb, seed):
     again, offset = remove_main_effects(h, counts)
     np.testing.assert_allclose(again, h, atol=1e-12)
     np.testing.assert_allclose(offset, 0.0, atol=1e-12)
+
+
+# -- from mergeable cell statistics -----------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ka=st.integers(1, 6),
+    kb=st.integers(1, 6),
+    n=st.integers(1, 300),
+    n_chunks=st.integers(2, 5),
+    route=st.sampled_from(["classic", "dale"]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_statistics_merged_from_chunks_give_the_effect_of_all_rows(
+    ka, kb, n, n_chunks, route, seed
+):
+    rng = np.random.default_rng(seed)
+    edges_a = np.cumsum(rng.uniform(0.1, 2.0, ka + 1))
+    edges_b = np.cumsum(rng.uniform(0.1, 2.0, kb + 1))
+    # rows in a corner of the grid only, so that some grids have empty cells to fill
+    ia = rng.integers(0, max(1, ka - 1), n) if rng.random() < 0.5 else rng.integers(0, ka, n)
+    ib = rng.integers(0, kb, n)
+    values = rng.normal(3.0, 2.0, n)
+    whole = second_order_effect(ia, ib, values, edges_a=edges_a, edges_b=edges_b, route=route)
+
+    cuts = np.sort(rng.integers(0, n + 1, n_chunks - 1))  # chunks may be empty
+    bounds = [0, *cuts.tolist(), n]
+    chunks = [
+        pair_cells(ia[s:e], ib[s:e], values[s:e], shape=(ka, kb))
+        for s, e in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
+    merged = chunks[0]
+    for chunk in chunks[1:]:
+        merged = merged.merge(chunk)
+    res = second_order_from_cells(merged, edges_a=edges_a, edges_b=edges_b, route=route)
+
+    np.testing.assert_array_equal(res.counts, whole.counts)
+    np.testing.assert_array_equal(res.filled, whole.filled)
+    # entries that cancel to ~0 carry the rounding of the larger terms they came from
+    scale = np.abs(whole.effect).max()
+    np.testing.assert_allclose(res.effect, whole.effect, rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_allclose(res.cell_effect, whole.cell_effect, rtol=1e-12)
+    np.testing.assert_allclose(res.cell_std, whole.cell_std, rtol=1e-12)
+    np.testing.assert_allclose(res.center_offset, whole.center_offset, rtol=1e-12, atol=1e-12)
+
+
+def test_pair_cells_leave_out_rows_outside_either_axis():
+    c = pair_cells(np.array([0, -1, 1, 1]), np.array([0, 0, -1, 1]), np.ones(4), shape=(2, 2))
+    assert c.counts.tolist() == [1, 0, 0, 1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    ka=st.integers(1, 6),
+    kb=st.integers(1, 6),
+    route=st.sampled_from(["classic", "dale"]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_product_model_gives_the_doubly_centered_product_at_the_corners(ka, kb, route, seed):
+    """f = x_a x_b with cell counts n_kl = r_k c_l (the two features independent).
+
+    Derivation, independent of the code: the second-order difference of f over
+    cell (k, l) is dz_k dw_l (and the mixed derivative is 1, times the cell
+    area for DALE), so the accumulated surface is (z_k - z_0)(w_l - w_0). Its
+    a-difference at corner l is dz_k (w_l - w_0); averaged over the two corners
+    of each cell and weighted by c_l it is dz_k (w_bar - w_0) in every row k,
+    with w_bar = sum_l c_l (w_{l-1} + w_l)/2 / sum c. Removing both main effects
+    leaves (z_k - z_bar)(w_l - w_bar) plus a constant, and the count-weighted
+    corner average of (z_k - z_bar)(w_l - w_bar) is already zero, so the effect
+    is exactly the doubly-centered product.
+    """
+    rng = np.random.default_rng(seed)
+    za = np.cumsum(rng.uniform(0.2, 2.0, ka + 1)) - 1.0
+    wb = np.cumsum(rng.uniform(0.2, 2.0, kb + 1)) - 3.0
+    r, c = rng.integers(1, 6, ka), rng.integers(1, 6, kb)
+    counts = np.outer(r, c)
+    ia = np.repeat(np.repeat(np.arange(ka), kb), counts.ravel())
+    ib = np.repeat(np.tile(np.arange(kb), ka), counts.ravel())
+
+    def f(xa, xb):
+        return xa * xb
+
+    if route == "classic":
+        values = (
+            f(za[ia + 1], wb[ib + 1])
+            - f(za[ia], wb[ib + 1])
+            - f(za[ia + 1], wb[ib])
+            + f(za[ia], wb[ib])
+        )
+    else:
+        values = np.ones(ia.size)  # d2(x_a x_b) / dx_a dx_b
+    res = second_order_effect(ia, ib, values, edges_a=za, edges_b=wb, route=route)
+
+    z_bar = np.sum(r * (za[:-1] + za[1:]) / 2) / r.sum()
+    w_bar = np.sum(c * (wb[:-1] + wb[1:]) / 2) / c.sum()
+    expected = np.outer(za - z_bar, wb - w_bar)
+    np.testing.assert_array_equal(res.counts, counts)
+    np.testing.assert_allclose(res.effect, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())

@@ -10,6 +10,7 @@ from ale_cli.allocator import keep_freed_memory
 from ale_cli.cli import classic as _classic  # noqa: F401  (registers commands)
 from ale_cli.cli import compute as _compute  # noqa: F401  (registers commands)
 from ale_cli.cli import estimate as _estimate  # noqa: F401  (registers commands)
+from ale_cli.cli import export as _export  # noqa: F401  (registers commands)
 from ale_cli.cli import interact as _interact  # noqa: F401  (registers commands)
 from ale_cli.cli import plot as _plot  # noqa: F401  (registers commands)
 from ale_cli.cli.app import app

@@ -14,6 +14,10 @@ between cell centres, each axis divided by its range, as ALEPlot), the
 increments are summed over both axes to the grid corners, the main effects of
 both features implied by that surface are removed, and the result is centered
 so that its count-weighted mean over the cells (corner average) is zero.
+
+The per-cell statistics are :class:`~ale_cli.core.binstats.CellStats` on the
+flattened grid (cell ``(k, l)`` at ``k * K_b + l``, :func:`pair_cells`), so
+chunks of rows merge before :func:`second_order_from_cells`.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from ale_cli.core.binstats import CellStats, bin_stats
 
 #: The two per-row routes; ``classic`` values are differences, ``dale`` derivatives.
 ROUTES = ("classic", "dale")
@@ -79,6 +85,48 @@ class SecondOrderEffect:
     center_offset: float
 
 
+def pair_cells(
+    ia: np.ndarray, ib: np.ndarray, values: np.ndarray, *, shape: tuple[int, int]
+) -> CellStats:
+    """Mergeable statistics of ``values`` per cell ``(ia, ib)`` of a (K_a, K_b) grid.
+
+    Cell ``(k, l)`` is flattened to ``k * K_b + l`` (row-major), so the result
+    has ``K_a * K_b`` cells; statistics of chunks of rows built this way merge
+    with :meth:`CellStats.merge` before :func:`second_order_from_cells`.
+
+    Parameters
+    ----------
+    ia, ib : ndarray, shape (N,), int
+        0-based bin of each row along each feature; a row with ``-1`` on
+        either axis is in no cell.
+    values : ndarray, shape (N,)
+    shape : (K_a, K_b)
+
+    >>> c = pair_cells(np.array([0, 0, 1]), np.array([1, 1, 0]), np.array([1.0, 3.0, 5.0]),
+    ...                shape=(2, 2))
+    >>> c.counts.tolist(), c.mean.tolist()
+    ([0, 2, 1, 0], [0.0, 2.0, 5.0, 0.0])
+    """
+    ia = np.asarray(ia, dtype=np.int64)
+    ib = np.asarray(ib, dtype=np.int64)
+    flat = np.where((ia >= 0) & (ib >= 0), ia * shape[1] + ib, -1)
+    return CellStats.from_values(flat, values, n_cells=shape[0] * shape[1])
+
+
+def cell_means_from_cells(cells: CellStats, *, shape: tuple[int, int]) -> CellMeans:
+    """Count, mean (NaN if empty) and std (ddof=1, NaN if n < 2) of flattened cells.
+
+    ``s^2 = M2 / (n - 1)`` per cell (:func:`~ale_cli.core.binstats.bin_stats`),
+    reshaped to ``shape`` = (K_a, K_b).
+    """
+    if cells.n_cells != shape[0] * shape[1]:
+        raise ValueError(f"{cells.n_cells} cells do not match a {shape[0]} x {shape[1]} grid")
+    stats = bin_stats(cells)
+    return CellMeans(
+        stats.counts.reshape(shape), stats.mean.reshape(shape), stats.std.reshape(shape)
+    )
+
+
 def cell_means(
     ia: np.ndarray, ib: np.ndarray, values: np.ndarray, *, shape: tuple[int, int]
 ) -> CellMeans:
@@ -96,16 +144,7 @@ def cell_means(
     >>> cm.counts.tolist(), cm.mean.tolist()
     ([[0, 2], [1, 0]], [[nan, 2.0], [5.0, nan]])
     """
-    size = shape[0] * shape[1]
-    flat = ia.astype(np.int64) * shape[1] + ib.astype(np.int64)
-    counts = np.bincount(flat, minlength=size)
-    sums = np.bincount(flat, weights=values, minlength=size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-        centered = values - mean[flat]
-        ss = np.bincount(flat, weights=centered * centered, minlength=size)
-        std = np.where(counts > 1, np.sqrt(ss / np.maximum(counts - 1, 1)), np.nan)
-    return CellMeans(counts.reshape(shape), mean.reshape(shape), std.reshape(shape))
+    return cell_means_from_cells(pair_cells(ia, ib, values, shape=shape), shape=shape)
 
 
 def fill_nearest(
@@ -190,6 +229,64 @@ def remove_main_effects(surface: np.ndarray, counts: np.ndarray) -> tuple[np.nda
     return h - offset, offset
 
 
+def second_order_from_cells(
+    cells: CellStats, *, edges_a: np.ndarray, edges_b: np.ndarray, route: str
+) -> SecondOrderEffect:
+    """The doubly-centered second-order effect from per-cell statistics.
+
+    Needs only the count, mean and M2 of the per-row values in each cell, so
+    it can start from statistics merged over chunks of rows.
+
+    Parameters
+    ----------
+    cells : CellStats, K_a * K_b cells
+        Statistics of the per-row values, cell ``(k, l)`` at flat index
+        ``k * K_b + l`` (see :func:`pair_cells`). ``route="classic"``: second-order
+        finite differences at the cell corners; ``route="dale"``: mixed
+        derivatives d2f/dx_a dx_b.
+    edges_a, edges_b : ndarray, shapes (K_a + 1,), (K_b + 1,)
+    route : {"classic", "dale"}
+
+    Returns
+    -------
+    SecondOrderEffect
+        The cell increments are the cell means (classic) or the cell means
+        times ``dz_k * dw_l`` (dale), summed to the corners by
+        :func:`accumulate_2d`, then :func:`remove_main_effects`.
+
+    Examples
+    --------
+    Two chunks of rows merged give the effect of all rows at once:
+
+    >>> e = np.array([0.0, 1.0, 2.0])
+    >>> a = pair_cells(np.array([0, 1]), np.array([0, 1]), np.ones(2), shape=(2, 2))
+    >>> b = pair_cells(np.array([0, 1]), np.array([1, 0]), np.ones(2), shape=(2, 2))
+    >>> res = second_order_from_cells(a.merge(b), edges_a=e, edges_b=e, route="dale")
+    >>> res.effect.tolist()
+    [[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 1.0]]
+    """
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
+    shape = (len(edges_a) - 1, len(edges_b) - 1)
+    stats = cell_means_from_cells(cells, shape=shape)
+    empty = stats.counts == 0
+    mean = fill_nearest(stats.mean, empty, edges_a, edges_b)
+    increments = mean
+    if route == "dale":
+        increments = mean * np.outer(np.diff(edges_a), np.diff(edges_b))
+    surface, offset = remove_main_effects(accumulate_2d(increments), stats.counts)
+    return SecondOrderEffect(
+        edges_a=edges_a,
+        edges_b=edges_b,
+        counts=stats.counts,
+        cell_effect=mean,
+        cell_std=stats.std,
+        filled=empty,
+        effect=surface,
+        center_offset=offset,
+    )
+
+
 def second_order_effect(
     ia: np.ndarray,
     ib: np.ndarray,
@@ -200,6 +297,8 @@ def second_order_effect(
     route: str,
 ) -> SecondOrderEffect:
     """The doubly-centered second-order effect from per-row values.
+
+    :func:`pair_cells` then :func:`second_order_from_cells`.
 
     Parameters
     ----------
@@ -224,20 +323,6 @@ def second_order_effect(
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     shape = (len(edges_a) - 1, len(edges_b) - 1)
-    cells = cell_means(ia, ib, values, shape=shape)
-    empty = cells.counts == 0
-    mean = fill_nearest(cells.mean, empty, edges_a, edges_b)
-    increments = mean
-    if route == "dale":
-        increments = mean * np.outer(np.diff(edges_a), np.diff(edges_b))
-    surface, offset = remove_main_effects(accumulate_2d(increments), cells.counts)
-    return SecondOrderEffect(
-        edges_a=edges_a,
-        edges_b=edges_b,
-        counts=cells.counts,
-        cell_effect=mean,
-        cell_std=cells.std,
-        filled=empty,
-        effect=surface,
-        center_offset=offset,
+    return second_order_from_cells(
+        pair_cells(ia, ib, values, shape=shape), edges_a=edges_a, edges_b=edges_b, route=route
     )

@@ -1,0 +1,75 @@
+"""``ale export``: a summary as one long CSV/Parquet table for pandas, R and BI tools."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from ale_cli.cli.app import app
+from ale_cli.errors import AleError
+
+#: flags of the library's parameters (until the CLI maps them in one place)
+_FLAGS = {"fmt": "--format", "out": "--out", "summary": "SUMMARY"}
+
+
+class TableFormat(StrEnum):
+    csv = "csv"
+    parquet = "parquet"
+
+
+@app.command(
+    name="export",
+    epilog="Example: ale export out/diabetes-rhale.json -o out/effects.parquet; "
+    "ale export out/diabetes-rhale.json -o - | head",
+)
+def export(
+    summary: Annotated[
+        str,
+        typer.Argument(
+            help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
+            "'ale interact'; '-' reads it from standard input.",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[
+        str,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Table to write: .csv, .parquet or .pq (written atomically); '-' writes "
+            "CSV to standard output.",
+            show_default=False,
+        ),
+    ],
+    fmt: Annotated[
+        TableFormat | None,
+        typer.Option("--format", help="csv or parquet (default: by the extension of --out)."),
+    ] = None,
+) -> None:
+    """Write the summary as ONE long table with a 'kind' column: a row per feature and
+    edge (kind 'edge': index, x, effect, std, stderr, lower, upper, where lower/upper =
+    effect -/+ 2 stderr, the band 'ale plot' draws) and per feature and bin (kind 'bin':
+    index, left, right, count, bin_effect, bin_std, bin_stderr, filled); interactions give
+    a row per pair and cell (kind 'cell') and per grid corner (kind 'corner', the effect);
+    effect-size statistics give rows of kind 'stat' (statistic, value). Every row has
+    estimator and feature; columns of other kinds are empty. Not-estimable features have
+    no rows and are counted in the result line, which goes to stderr (stdout carries only
+    the table).
+    """
+    from ale_cli.export import export_summary
+
+    try:
+        result = export_summary(summary, out, fmt=fmt.value if fmt is not None else None)
+    except AleError as exc:
+        # render the parameter as its flag; the lead's central mapping replaces _FLAGS
+        exc.args = (exc.render(lambda p: _FLAGS.get(p, p)),)
+        raise
+    per = ", ".join(f"{name}={n}" for name, n in result.rows.items())
+    line = f"export: {result.n_rows} rows" + (f" ({per})" if per else "")
+    if result.not_estimable:
+        skipped = ", ".join(result.not_estimable)
+        line += f"; {len(result.not_estimable)} not estimable, left out ({skipped})"
+    target = "stdout" if out == "-" else f"'{out}'"
+    typer.echo(f"{line} -> {target} ({result.fmt})", err=True)
