@@ -7,11 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.app import app
-from ale_cli.errors import AleError
-
-#: flags of the library's parameters (until the CLI maps them in one place)
-_FLAGS = {"fmt": "--format", "out": "--out", "summary": "SUMMARY"}
+from ale_cli.cli.command import Outcome, Run, command
 
 
 class TableFormat(StrEnum):
@@ -19,7 +15,7 @@ class TableFormat(StrEnum):
     parquet = "parquet"
 
 
-@app.command(
+@command(
     name="export",
     epilog="Example: ale export out/diabetes-rhale.json -o out/effects.parquet; "
     "ale export out/diabetes-rhale.json -o - | head",
@@ -47,7 +43,8 @@ def export(
         TableFormat | None,
         typer.Option("--format", help="csv or parquet (default: by the extension of --out)."),
     ] = None,
-) -> None:
+    run: Run = Run(),
+) -> Outcome:
     """Write the summary as ONE long table with a 'kind' column: a row per feature and
     edge (kind 'edge': index, x, effect, std, stderr, lower, upper, where lower/upper =
     effect -/+ 2 stderr, the band 'ale plot' draws) and per feature and bin (kind 'bin':
@@ -60,16 +57,19 @@ def export(
     """
     from ale_cli.export import export_summary
 
-    try:
-        result = export_summary(summary, out, fmt=fmt.value if fmt is not None else None)
-    except AleError as exc:
-        # render the parameter as its flag; the lead's central mapping replaces _FLAGS
-        exc.args = (exc.render(lambda p: _FLAGS.get(p, p)),)
-        raise
+    run.claim_stdout(out, "out")
+    result = export_summary(summary, out, fmt=fmt.value if fmt is not None else None)
     per = ", ".join(f"{name}={n}" for name, n in result.rows.items())
     line = f"export: {result.n_rows} rows" + (f" ({per})" if per else "")
     if result.not_estimable:
         skipped = ", ".join(result.not_estimable)
         line += f"; {len(result.not_estimable)} not estimable, left out ({skipped})"
     target = "stdout" if out == "-" else f"'{out}'"
-    typer.echo(f"{line} -> {target} ({result.fmt})", err=True)
+    return Outcome(
+        command="export",
+        message=f"{line} -> {target} ({result.fmt})",
+        outputs=(out,),
+        counts={"rows": result.n_rows, **result.rows, "not_estimable": len(result.not_estimable)},
+        details={"format": result.fmt, "not_estimable": list(result.not_estimable)},
+        data_on_stdout=True,
+    )
