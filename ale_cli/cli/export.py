@@ -21,6 +21,7 @@ class TableFormat(StrEnum):
     "ale export out/diabetes-rhale.json -o - | head",
 )
 def export(
+    run: Run,
     summary: Annotated[
         str,
         typer.Argument(
@@ -43,7 +44,6 @@ def export(
         TableFormat | None,
         typer.Option("--format", help="csv or parquet (default: by the extension of --out)."),
     ] = None,
-    run: Run = Run(),
 ) -> Outcome:
     """Write the summary as ONE long table with a 'kind' column: a row per feature and
     edge (kind 'edge': index, x, effect, std, stderr, lower, upper, where lower/upper =
