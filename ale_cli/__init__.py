@@ -1,3 +1,32 @@
-"""ale: Accumulated Local Effects for trained models, from the command line."""
+"""ale: Accumulated Local Effects for trained models, from the command line and from Python.
+
+The Python API lives in :mod:`ale_cli.api` (``from ale_cli import api``); its
+functions are also reachable here (``ale_cli.rhale(...)``), imported on first
+use so that ``import ale_cli`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+
+_API = (
+    "classic",
+    "compute",
+    "interact",
+    "plot",
+    "read_store",
+    "read_summary",
+    "rebin",
+    "rhale",
+    "summary_frame",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from ale_cli import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'ale_cli' has no attribute {name!r}")

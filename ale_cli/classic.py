@@ -227,7 +227,7 @@ def classic(
     opened = open_inputs(request.inputs)
     table = opened.table
     fixed.check_features(
-        request.inputs.features, table.feature_names, f"the data '{request.inputs.data}'"
+        request.inputs.features, table.feature_names, f"the data '{request.inputs.data_label}'"
     )
     t_load = time.perf_counter()
     features = classic_features(

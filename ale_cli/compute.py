@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli import __version__
+from ale_cli.adapters.data import data_sha256
 from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import (
     MIXED,
@@ -77,7 +78,7 @@ class _Hashes:
     @classmethod
     def of(cls, request: ComputeRequest) -> _Hashes:
         model = sha256_file(request.inputs.model)
-        data = sha256_file(request.inputs.data)
+        data = data_sha256(request.inputs.data)
         return cls(model, data, cache_key(model, data, request.result_options()))
 
     def stale_reason(self, meta: dict[str, Any]) -> str | None:
@@ -128,7 +129,7 @@ def _pair_plan(
         request.pairs,
         table.feature_names,
         param="pairs",
-        where=f"data '{request.inputs.data}'",
+        where=f"data '{request.inputs.data_label}'",
     )
     fixed = next((n for pair in request.pairs for n in pair if n in table.categorical), None)
     if fixed is not None:
@@ -189,7 +190,7 @@ def _meta(
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "model": {"path": str(inputs.model), "sha256": hashes.model, "format": model.format},
         "data": {
-            "path": str(inputs.data),
+            "path": inputs.data_label,
             "sha256": hashes.data,
             "format": table.format,
             "rows_read": table.rows_read,

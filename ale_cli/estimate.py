@@ -63,7 +63,7 @@ class RebinRequest:
     The options are checked here, naming the parameter at fault.
     """
 
-    store: Path
+    store: Path | Store
     bins: int | None = None
     binning: str | None = None
     center: str = "mean"
@@ -82,7 +82,7 @@ class RebinRequest:
 class RhaleRequest:
     """Options of ``ale rhale``; ``min_points`` None means ``ceil(N / 20)``, at least 2."""
 
-    store: Path
+    store: Path | Store
     max_bins: int = DEFAULT_MAX_BINS
     min_points: int | None = None
     alpha: float = DEFAULT_ALPHA
@@ -252,6 +252,13 @@ def rhale_features(
 # -- from a store ----------------------------------------------------------------------------
 
 
+def _open(store: Path | Store) -> tuple[Path | None, Store]:
+    """A store given by path (read and checked) or in memory (a :class:`Store`)."""
+    if isinstance(store, Store):
+        return None, store
+    return Path(store), read_store(store)
+
+
 def _select(
     store: Store, features: tuple[str, ...] | None
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -264,7 +271,7 @@ def _select(
 def _result(
     estimator: str,
     params: dict[str, Any],
-    path: Path,
+    path: Path | None,
     store: Store,
     features: list[FeatureSummary],
     times: tuple[float, float, float],
@@ -293,9 +300,9 @@ def rebin(request: RebinRequest) -> EstimateResult:
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default="uniform"
     )
-    store = read_store(request.store)
+    path, store = _open(request.store)
     names, X, E = _select(store, request.features)
-    fixed.check_features(request.features, store.feature_names, f"the store '{request.store}'")
+    fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
     t_load = time.perf_counter()
     features = rebin_features(
         X,
@@ -309,13 +316,13 @@ def rebin(request: RebinRequest) -> EstimateResult:
     )
     t_est = time.perf_counter()
     params = fixed.params(request.center, request.features)
-    return _result("dale", params, request.store, store, features, (t0, t_load, t_est))
+    return _result("dale", params, path, store, features, (t0, t_load, t_est))
 
 
 def rhale(request: RhaleRequest) -> EstimateResult:
     """``ale rhale``: RHALE with automatic bins for the chosen features of a store."""
     t0 = time.perf_counter()
-    store = read_store(request.store)
+    path, store = _open(request.store)
     names, X, E = _select(store, request.features)
     n_rows = int(X.shape[0])
     min_points = (
@@ -343,4 +350,4 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         "center": request.center,
         "features": list(request.features) if request.features is not None else None,
     }
-    return _result("rhale", params, request.store, store, features, (t0, t_load, t_est))
+    return _result("rhale", params, path, store, features, (t0, t_load, t_est))

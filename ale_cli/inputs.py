@@ -18,11 +18,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ale_cli.adapters.data import FORMATS as DATA_FORMATS
+from ale_cli.adapters.data import IN_MEMORY, data_sha256, is_frame
 from ale_cli.adapters.files import sha256_file
 from ale_cli.checks import check_choice, names_tuple
 from ale_cli.errors import InputError
@@ -42,8 +43,10 @@ class ModelInputs:
 
     Attributes
     ----------
-    model, data : Path
-        The model file (TorchScript, ONNX, skops, pickle) and the data (CSV, Parquet).
+    model : Path
+        The model file (TorchScript, ONNX, skops, pickle).
+    data : Path or pandas.DataFrame
+        The data: a CSV or Parquet file, or a DataFrame in memory.
     data_format, model_format : str or None
         Override the format told by the file extension.
     inputs : tuple of str or None
@@ -81,7 +84,7 @@ class ModelInputs:
     """
 
     model: Path
-    data: Path
+    data: Path | Any
     data_format: str | None = None
     inputs: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
@@ -99,7 +102,8 @@ class ModelInputs:
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         set_(self, "model", Path(self.model))
-        set_(self, "data", Path(self.data))
+        if not is_frame(self.data):
+            set_(self, "data", Path(self.data))
         for name in ("inputs", "features"):
             set_(self, name, names_tuple(getattr(self, name), name))
         for name in ("exclude", "categorical", "trust"):
@@ -138,7 +142,8 @@ class ModelInputs:
 
     def check_files(self) -> None:
         """InputError naming the model or data file that is missing or not a file."""
-        for label, path in (("model", self.model), ("data", self.data)):
+        files = [("model", self.model)] + ([] if is_frame(self.data) else [("data", self.data)])
+        for label, path in files:
             if not path.exists():
                 raise InputError(f"{label} file '{path}' does not exist")
             if path.is_dir():
@@ -146,10 +151,13 @@ class ModelInputs:
 
     def result_options(self) -> dict[str, Any]:
         """The options that change the numbers (batch size and trust do not), for cache keys."""
-        options = asdict(self)
-        for name in ("model", "data", "batch_size", "trust", "trust_pickle"):
-            options.pop(name)
-        return options
+        skip = ("model", "data", "batch_size", "trust", "trust_pickle")
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+
+    @property
+    def data_label(self) -> str:
+        """How messages and provenance name the data: its path, or ``<DataFrame>``."""
+        return IN_MEMORY if is_frame(self.data) else str(self.data)
 
     def load_options(self) -> Any:
         """The model adapter's :class:`~ale_cli.models.base.LoadOptions`."""
@@ -230,7 +238,7 @@ def open_inputs(inputs: ModelInputs) -> Opened:
         encode_text=model_format in ("skops", "pickle"),
     )
     features, columns = feature_columns(
-        inputs.features, table.feature_names, where=f"data file '{inputs.data}'"
+        inputs.features, table.feature_names, where=f"data file '{inputs.data_label}'"
     )
     timings = {"load_data_s": time.perf_counter() - t}
     t = time.perf_counter()
@@ -259,7 +267,7 @@ def model_source(inputs: ModelInputs, opened: Opened, *, method: str) -> dict[st
             "sha256": sha256_file(inputs.model),
             "format": opened.model.format,
         },
-        "data": {"path": str(inputs.data), "sha256": sha256_file(inputs.data)},
+        "data": {"path": inputs.data_label, "sha256": data_sha256(inputs.data)},
         "method": method,
         "output": opened.model.describe().get("output"),
         "n_rows": len(opened.table.X),

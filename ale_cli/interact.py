@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ale_cli.adapters.data import data_sha256
 from ale_cli.adapters.edges import EdgesFile
 from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import read_meta, read_store
@@ -147,7 +148,7 @@ def store_mismatch(meta: dict[str, Any], request: ModelInputs) -> str | None:
     """Why a store's meta does not describe the rows of ``request`` (None if it does)."""
     if meta.get("model", {}).get("sha256") != sha256_file(request.model):
         return "the model file differs"
-    if meta.get("data", {}).get("sha256") != sha256_file(request.data):
+    if meta.get("data", {}).get("sha256") != data_sha256(request.data):
         return "the data file differs"
     wanted = {k: v for k, v in request.result_options().items() if k in MATCH_OPTIONS}
     from ale_cli.adapters.jsonio import to_jsonable
@@ -360,7 +361,7 @@ def _rows(
     inputs = _from_store(request, notes)
     if inputs is None:
         inputs = _open_model(request, timings)
-        where = f"data '{request.inputs.data}'"
+        where = f"data '{request.inputs.data_label}'"
         return inputs, pair_columns(request.pairs, inputs.names, param="pairs", where=where)
     cols = pair_columns(
         request.pairs, inputs.names, param="pairs", where=f"store '{request.store}'"

@@ -113,14 +113,15 @@ def run_notes(features: Sequence[FeatureSummary | InteractionSummary]) -> tuple[
     return tuple(notes)
 
 
-def store_info(path: Path, store: Store) -> dict[str, Any]:
-    """The store's identity and the parts of its meta a summary's reader needs."""
+def store_info(path: Path | None, store: Store) -> dict[str, Any]:
+    """The store's identity and the parts of its meta a summary's reader needs
+    (``path`` None: a store built in memory, which has no file hash)."""
     meta = store.meta
     model = meta.get("model") or {}
     data = meta.get("data") or {}
     return {
-        "path": str(path),
-        "sha256": sha256_file(path),
+        "path": None if path is None else str(path),
+        "sha256": None if path is None else sha256_file(path),
         "model": {k: model.get(k) for k in ("path", "sha256", "format")},
         "data": {k: data.get(k) for k in ("path", "sha256")},
         "method": meta.get("method"),

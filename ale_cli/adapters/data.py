@@ -173,8 +173,33 @@ def to_float_matrix(
     return out
 
 
+def is_frame(data: object) -> bool:
+    """True for a pandas DataFrame (without importing pandas)."""
+    return type(data).__name__ == "DataFrame" and hasattr(data, "columns")
+
+
+#: How a DataFrame passed in memory is named in messages and provenance.
+IN_MEMORY = "<DataFrame>"
+
+
+def data_sha256(data: str | Path | pd.DataFrame) -> str:
+    """Hex SHA-256 of a data file's bytes, or of a DataFrame's column names and values."""
+    from ale_cli.adapters.files import sha256_file
+
+    if not is_frame(data):
+        return sha256_file(Path(data))  # type: ignore[arg-type]
+    import hashlib
+
+    import pandas as pd
+
+    frame = data
+    digest = hashlib.sha256("\x1f".join(map(str, frame.columns)).encode())  # type: ignore[union-attr]
+    digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
 def load_table(
-    path: str | Path,
+    path: str | Path | pd.DataFrame,
     *,
     fmt: str | None = None,
     inputs: Sequence[str] | None = None,
@@ -194,8 +219,11 @@ def load_table(
     not a selected feature, NaN/inf values (unless ``dropna``), an empty table
     or fewer than 2 rows.
     """
-    path = Path(path)
-    frame, fmt = read_frame(path, fmt)
+    if is_frame(path):
+        frame, fmt, path = path, "dataframe", Path(IN_MEMORY)
+    else:
+        path = Path(path)  # type: ignore[arg-type]
+        frame, fmt = read_frame(path, fmt)
     rows_read = len(frame)
     if rows_read == 0:
         raise InputError(f"data file '{path}' has no rows")

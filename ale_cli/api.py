@@ -1,0 +1,241 @@
+"""The Python API: every command as a function of plain values, returning frozen results.
+
+The command-line interface is a thin layer over these functions; a notebook
+uses them directly::
+
+    from ale_cli import api
+
+    api.compute("model.pt", "data.csv", out="effects.npz", exclude=["target"])
+    summary = api.rhale("effects.npz")               # a Summary (frozen dataclass)
+    frame = api.summary_frame(summary)               # one tidy pandas DataFrame
+    fig = api.plot(summary, "bmi", store="effects.npz")   # a matplotlib Figure
+
+Arguments
+---------
+- ``model``: a path to a TorchScript, ONNX, skops or pickle file.
+- ``data``: a path to a CSV or Parquet file, or a pandas DataFrame.
+- ``store``: a path to a store written by :func:`compute`, or a
+  :class:`~ale_cli.adapters.store.Store` built in memory from arrays.
+- names (``features``, ``inputs``, ``exclude``, ...): a list of strings or one
+  comma-separated string.
+- every other option takes the value of the command-line option of the same
+  name (``max_bins`` is ``--max-bins``); errors are
+  :class:`~ale_cli.errors.InputError` (bad input, naming the parameter) or
+  :class:`~ale_cli.errors.RunError` (a failure while running, e.g. the model
+  raised).
+
+Results
+-------
+:func:`compute` returns a :class:`~ale_cli.compute.ComputeResult` (what was
+written, whether it was a cache hit); the estimators return a
+:class:`~ale_cli.adapters.summary.Summary` whose ``features`` (first order)
+or ``interactions`` (second order) hold the arrays documented there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ale_cli.adapters.store import Store, read_store
+from ale_cli.adapters.summary import FeatureSummary, Summary, read_summary, write_summary
+from ale_cli.compute import ComputeResult
+from ale_cli.inputs import ModelInputs
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "FeatureSummary",
+    "ModelInputs",
+    "Store",
+    "Summary",
+    "classic",
+    "compute",
+    "interact",
+    "plot",
+    "read_store",
+    "read_summary",
+    "rebin",
+    "rhale",
+    "summary_frame",
+    "write_summary",
+]
+
+Names = str | Sequence[str] | None
+
+
+def compute(
+    model: str | Path,
+    data: str | Path | pd.DataFrame,
+    *,
+    out: str | Path,
+    features: Names = None,
+    pairs: Sequence[str | Sequence[str]] = (),
+    force: bool = False,
+    **options: Any,
+) -> ComputeResult:
+    """Compute the local effects of ``features`` (default: every input) and write a store.
+
+    ``options`` are the other fields of :class:`~ale_cli.inputs.ModelInputs`
+    (``inputs``, ``exclude``, ``output``, ``method``, ``step``, ``trust``...).
+    A store at ``out`` made from the same model bytes, data and options is
+    reused (``result.cache_hit``) unless ``force``.
+    """
+    from ale_cli.compute import ComputeRequest
+    from ale_cli.compute import compute as run
+    from ale_cli.pairs import parse_pairs
+
+    inputs = ModelInputs(model=model, data=data, features=features, **options)
+    return run(ComputeRequest(inputs=inputs, out=Path(out), pairs=parse_pairs(pairs)), force=force)
+
+
+def rebin(
+    store: str | Path | Store,
+    *,
+    bins: int | None = None,
+    binning: str | None = None,
+    edges: str | Path | None = None,
+    center: str = "mean",
+    features: Names = None,
+) -> Summary:
+    """DALE on fixed bins (default: 20 uniform bins) from a store."""
+    from ale_cli.estimate import RebinRequest
+    from ale_cli.estimate import rebin as run
+
+    request = RebinRequest(
+        store=_store(store),
+        bins=bins,
+        binning=binning,
+        center=center,
+        features=features,  # type: ignore[arg-type]
+        edges=Path(edges) if edges is not None else None,
+    )
+    return run(request).summary
+
+
+def rhale(
+    store: str | Path | Store,
+    *,
+    max_bins: int = 50,
+    min_points: int | None = None,
+    alpha: float = 0.2,
+    grid: str = "uniform",
+    center: str = "mean",
+    features: Names = None,
+) -> Summary:
+    """RHALE with automatic bins from a store (``min_points`` None: ceil(N/20), at least 2)."""
+    from ale_cli.estimate import RhaleRequest
+    from ale_cli.estimate import rhale as run
+
+    request = RhaleRequest(
+        store=_store(store),
+        max_bins=max_bins,
+        min_points=min_points,
+        alpha=alpha,
+        grid=grid,
+        center=center,
+        features=features,  # type: ignore[arg-type]
+    )
+    return run(request).summary
+
+
+def classic(
+    model: str | Path,
+    data: str | Path | pd.DataFrame,
+    *,
+    features: Names = None,
+    bins: int | None = None,
+    binning: str | None = None,
+    edges: str | Path | None = None,
+    center: str = "mean",
+    **options: Any,
+) -> Summary:
+    """Classic ALE (Apley-Zhu) from the model at the bin limits (default: 20 quantile bins)."""
+    from ale_cli.classic import ClassicRequest
+    from ale_cli.classic import classic as run
+
+    inputs = ModelInputs(model=model, data=data, features=features, **options)
+    request = ClassicRequest(
+        inputs=inputs,
+        bins=bins,
+        binning=binning,
+        edges=Path(edges) if edges is not None else None,
+        center=center,
+    )
+    return run(request).summary
+
+
+def interact(
+    model: str | Path,
+    data: str | Path | pd.DataFrame,
+    *,
+    pairs: Sequence[str | Sequence[str]] = (),
+    features: Names = None,
+    estimator: str | None = None,
+    bins: int | None = None,
+    binning: str | None = None,
+    edges: str | Path | None = None,
+    store: str | Path | None = None,
+    **options: Any,
+) -> Summary:
+    """Second-order effects of ``pairs`` (default: every pair of ``features``)."""
+    from ale_cli.interact import InteractRequest
+    from ale_cli.interact import interact as run
+    from ale_cli.pairs import parse_pairs
+
+    inputs = ModelInputs(model=model, data=data, features=features, **options)
+    request = InteractRequest(
+        inputs=inputs,
+        pairs=parse_pairs(pairs),
+        bins=bins,
+        binning=binning,
+        estimator=estimator,
+        store=Path(store) if store is not None else None,
+        edges=Path(edges) if edges is not None else None,
+    )
+    return run(request).summary
+
+
+def plot(
+    summary: Summary | str | Path,
+    feature: str | tuple[str, str] | None = None,
+    *,
+    store: Store | str | Path | None = None,
+) -> Figure:
+    """A matplotlib Figure of one feature (or pair ``(a, b)`` of an interact summary);
+    without ``feature``, the overview of every feature. Nothing is shown or saved."""
+    from ale_cli.plot.first_order import feature_figure, overview_figure
+    from ale_cli.plot.second_order import interaction_figure
+
+    summary = read_summary(summary) if not isinstance(summary, Summary) else summary
+    loaded = read_store(store) if store is not None and not isinstance(store, Store) else store
+    if isinstance(feature, tuple):
+        for index, item in enumerate(summary.interactions):
+            if set(item.features) == set(feature):
+                return interaction_figure(summary, index, store=loaded)
+        raise _no_item(summary, ",".join(feature))
+    if feature is None:
+        return overview_figure(summary)
+    summary.feature(feature)  # InputError listing the features if unknown
+    return feature_figure(summary, feature, store=loaded)
+
+
+def summary_frame(summary: Summary | str | Path) -> pd.DataFrame:
+    """The summary as one long pandas DataFrame (a row per feature and edge, per bin...)."""
+    from ale_cli.export import summary_frame as frame
+
+    return frame(read_summary(summary) if not isinstance(summary, Summary) else summary)
+
+
+def _store(store: str | Path | Store) -> Path | Store:
+    return store if isinstance(store, Store) else Path(store)
+
+
+def _no_item(summary: Summary, name: str) -> Exception:
+    from ale_cli.errors import InputError
+
+    pairs = ", ".join(i.name for i in summary.interactions) or "none"
+    return InputError(f"summary has no interaction {name} (interactions: {pairs})")
