@@ -17,21 +17,10 @@ samples: $(STAMP)
 
 demo: samples
 	@mkdir -p $(OUT)
-	$(BIN)/ale compute --config configs/diabetes-mlp.yaml
-	$(BIN)/ale compute --config configs/diabetes-hgb.yaml
-	$(BIN)/ale classic --config configs/diabetes-hgb.yaml
-	$(BIN)/ale plot --config configs/diabetes-hgb.yaml > /dev/null
-	$(BIN)/ale rhale --config configs/diabetes-mlp.yaml
-	$(BIN)/ale rebin --config configs/diabetes-mlp.yaml
-	$(BIN)/ale plot --config configs/diabetes-mlp.yaml > /dev/null
-	$(BIN)/ale interact --config configs/diabetes-mlp.yaml
-	$(BIN)/ale plot $(OUT)/diabetes-mlp-interact.json --store $(OUT)/diabetes-mlp.npz -o $(OUT)/plots/diabetes-mlp-interact > /dev/null
-	$(BIN)/ale compute --config configs/rhale-paper.yaml
-	$(BIN)/ale rhale --config configs/rhale-paper.yaml
-	$(BIN)/ale plot --config configs/rhale-paper.yaml > /dev/null
-	@echo "demo: figures in $(OUT)/plots/diabetes-mlp/, $(OUT)/plots/diabetes-hgb-classic/ and $(OUT)/plots/rhale-paper/ (overview.png first), the s1 x s2 interaction in $(OUT)/plots/diabetes-mlp-interact/; summaries and stores in $(OUT)/"
+	$(BIN)/python scripts/tour.py README.md
+	@echo "demo: figures in $(OUT)/plots/ (overview.png first in each directory), summaries, stores and tables in $(OUT)/"
 
-test: $(STAMP)
+test: samples
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

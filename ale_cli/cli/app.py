@@ -56,15 +56,26 @@ app = typer.Typer(
 )
 
 
-@app.callback(invoke_without_command=False)
-def _root(
-    version: bool = typer.Option(
-        False, "--version", help="Print the version and exit.", is_eager=True
-    ),
-) -> None:
-    """Accumulated Local Effects for trained models."""
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         from ale_cli import __version__
 
         typer.echo(f"ale {__version__}")
         raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the version and exit.",
+        is_eager=True,
+        callback=_print_version,
+    ),
+) -> None:
+    """Accumulated Local Effects for trained models.
+
+    compute the local effects once (the expensive step), then re-bin, run RHALE
+    and plot from the cached store in milliseconds.
+    """
