@@ -39,7 +39,7 @@ from ale_cli.adapters.summary import FeatureSummary, Summary
 from ale_cli.compute import ComputeRequest, model_source, open_inputs
 from ale_cli.core.binning import Assignment, assign, quantile_bins, uniform_edges
 from ale_cli.core.binstats import CellStats
-from ale_cli.errors import AleError, InputError, RunError
+from ale_cli.errors import InputError
 from ale_cli.estimate import (
     DEFAULT_BINS,
     EstimateResult,
@@ -52,7 +52,7 @@ from ale_cli.estimate import (
     summary_from_cells,
     utc_now,
 )
-from ale_cli.models.base import ProgressFn, first_line
+from ale_cli.models.base import ProgressFn
 from ale_cli.models.evaluate import Lookup, Move, evaluate_moved
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 
@@ -246,24 +246,19 @@ def classic(
     _estimated(names, request.features)
     fixed.check_features(request.features, names, f"the data '{request.inputs.data}'")
     t_load = time.perf_counter()
-    try:
-        features = classic_features(
-            model.predict,
-            table.X,
-            names,
-            features=request.features,
-            bins=fixed.bins,
-            binning=fixed.binning,
-            edges=fixed.edges_file.edges if fixed.edges_file is not None else None,
-            center=request.center,
-            categorical=table.categorical,
-            eval_rows=request.inputs.batch_size or DEFAULT_EVAL_ROWS,
-            progress=progress,
-        )
-    except AleError:
-        raise
-    except Exception as exc:  # anything the model raises while running
-        raise RunError(f"model '{request.inputs.model}' failed: {first_line(exc)}") from None
+    features = classic_features(
+        model.predict,
+        table.X,
+        names,
+        features=request.features,
+        bins=fixed.bins,
+        binning=fixed.binning,
+        edges=fixed.edges_file.edges if fixed.edges_file is not None else None,
+        center=request.center,
+        categorical=table.categorical,
+        eval_rows=request.inputs.batch_size or DEFAULT_EVAL_ROWS,
+        progress=progress,
+    )
     t_est = time.perf_counter()
     timings["estimate_s"] = t_est - t_load
     n_rows = len(table.X)

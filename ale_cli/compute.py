@@ -106,7 +106,8 @@ def open_inputs(
     """Load the data table and the model of ``request`` and check the model on the data.
 
     Shared by every command that needs the model (compute, classic, interact).
-    ``timings`` (if given) receives load_data_s, load_model_s and check_model_s.
+    ``timings`` (if given) receives load_data_s and load_model_s (loading and
+    checking the model on the data).
     """
     from ale_cli.adapters.data import load_table
     from ale_cli.models import Columns, detect_format, load_model
@@ -144,12 +145,9 @@ def open_inputs(
             levels=table.levels,
             dtypes=table.dtypes,
         ),
+        X=table.X,
     )
     timings["load_model_s"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    model.check(table.X)
-    timings["check_model_s"] = time.perf_counter() - t
     return table, model
 
 
@@ -170,7 +168,7 @@ def _pair_plan(
     mixed = require_mixed_derivatives(
         model,
         request.model,
-        option="--pairs",
+        param="pairs",
         hint="leave out --pairs and use 'ale interact --estimator ale'",
     )
     return cols, mixed

@@ -382,7 +382,8 @@ def interact(
             mixed = require_mixed_derivatives(
                 _loaded(model),
                 request.inputs.model,
-                option="--estimator dale",
+                param="estimator",
+                value="dale",
                 hint="use --estimator ale",
             )
             bar = progress(len(inputs.X), "mixed derivatives") if progress else None

