@@ -140,8 +140,8 @@ def _pair_plan(
     mixed = require_mixed_derivatives(
         opened.model,
         request.inputs.model,
-        option="{param:pairs}",
-        hint="leave out {param:pairs} and use 'ale interact --estimator ale'",
+        param="pairs",
+        hint="leave out {param} and use 'ale interact --estimator ale'",
     )
     return cols, mixed
 
@@ -152,20 +152,14 @@ def _effects(
     timings: dict[str, float],
     progress: Callable[[int], ProgressFn] | None,
 ) -> tuple[Effects, dict[str, np.ndarray]]:
-    """The local effects of the explained features (categorical ones held at 0) and the
-    optional arrays (cached mixed derivatives)."""
+    """The local effects of the explained features (the adapters hold categorical ones
+    at 0) and the optional arrays (cached mixed derivatives)."""
     pair_cols, mixed = _pair_plan(request, opened)
     table = opened.table
     bar = progress(len(table.X)) if progress else None
     t = time.perf_counter()
-    effects = opened.model.local_effects(table.X, progress=bar)  # SHIM
-    effects = Effects(effects.local_effects[:, list(opened.columns)], effects.prediction)
+    effects = opened.model.local_effects(table.X, features=list(opened.columns), progress=bar)
     timings["local_effects_s"] = time.perf_counter() - t
-    held = [k for k, name in enumerate(opened.features) if name in table.categorical]
-    if held:  # categorical columns are held fixed: no local effect (autodiff gives one)
-        local = effects.local_effects.copy()
-        local[:, held] = 0.0
-        effects = Effects(local_effects=local, prediction=effects.prediction)
     extra: dict[str, np.ndarray] = {}
     if mixed is not None:
         t = time.perf_counter()

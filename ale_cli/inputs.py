@@ -252,8 +252,8 @@ def open_inputs(inputs: ModelInputs) -> Opened:
             levels=table.levels,
             dtypes=table.dtypes,
         ),
+        X=table.X,
     )
-    model.check(table.X)  # SHIM until the model layer decides everything at load
     timings["load_model_s"] = time.perf_counter() - t
     return Opened(table=table, model=model, features=features, columns=columns, timings=timings)
 

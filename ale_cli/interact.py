@@ -402,8 +402,9 @@ def _mixed_values(
     mixed = require_mixed_derivatives(
         _loaded(inputs.model),
         request.inputs.model,
-        option="{param:estimator} dale",
-        hint="use {param:estimator} ale",
+        param="estimator",
+        value="dale",
+        hint="use {param} ale",
     )
     bar = progress(len(inputs.X), "mixed derivatives") if progress else None
     t = time.perf_counter()

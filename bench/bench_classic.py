@@ -151,8 +151,8 @@ def mlp() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         _, X = make_data(Path(tmp))
     X = np.ascontiguousarray(X[:N_ROWS])
-    model = load_model(MODEL, options=LoadOptions())
-    model.check(X)
+    columns = Columns(names=tuple(f"x{j}" for j in range(X.shape[1])))
+    model = load_model(MODEL, options=LoadOptions(), columns=columns, X=X)
     module = torch.jit.load(str(MODEL))
     module.eval()
     dtype = next(module.parameters()).dtype
@@ -169,8 +169,9 @@ def mlp() -> None:
 def hgb() -> None:
     X, est = hgb_data(N_ROWS, 8)
     names = tuple(f"x{j}" for j in range(X.shape[1]))
-    model = SklearnModel(est, Path("hgb"), "skops", LoadOptions(), Columns(names=names))
-    model.check(X)
+    model = SklearnModel.from_estimator(
+        est, Path("hgb"), "skops", LoadOptions(), Columns(names=names), X
+    )
     report("HistGradientBoostingRegressor", X, model.predict, lambda: est.predict(X), repeat=3)
 
 

@@ -58,13 +58,10 @@ def onnx_mlp(n: int) -> None:
     X = base[rng.integers(0, len(base), n)] + rng.normal(0, 0.01, (n, base.shape[1]))
     names = tuple(f"x{j}" for j in range(X.shape[1]))
 
-    auto = load_model(path, options=LoadOptions(), columns=Columns(names=names))
-    fdm = load_model(
-        path, options=LoadOptions(method="finite-differences"), columns=Columns(names=names)
-    )
-    auto.check(X)
-    fdm.check(X)
-    forward = best_of(lambda: fdm.ort_predict(X))  # one onnxruntime pass, all rows in one call
+    columns = Columns(names=names)
+    auto = load_model(path, options=LoadOptions(), columns=columns, X=X)
+    fdm = load_model(path, options=LoadOptions(method="finite-differences"), columns=columns, X=X)
+    forward = best_of(lambda: fdm.graph.run(X))  # one onnxruntime pass, all rows in one call
     t_torch = best_of(lambda: auto.local_effects(X))
     t_fd = best_of(lambda: fdm.local_effects(X))
     print(f"ONNX MLP (diabetes, D = {X.shape[1]}), N = {n}, float32 graph")
@@ -93,8 +90,9 @@ def hgb_data(n: int, d: int, seed: int = 0):  # type: ignore[no-untyped-def]
 def hgb_ratio(n: int, d: int) -> None:
     X, est = hgb_data(n, d)
     names = tuple(f"x{j}" for j in range(d))
-    model = SklearnModel(est, Path("hgb"), "skops", LoadOptions(), Columns(names=names))
-    model.check(X)
+    model = SklearnModel.from_estimator(
+        est, Path("hgb"), "skops", LoadOptions(), Columns(names=names), X
+    )
     # the reference really runs 2 D bare passes, so that load from other processes on a
     # shared machine weighs on both sides alike
     times = interleaved(

@@ -23,7 +23,7 @@ from ale_cli.allocator import keep_freed_memory
 from ale_cli.core.binning import assign, quantile_edges
 from ale_cli.core.second_order import second_order_effect
 from ale_cli.interact import second_differences
-from ale_cli.models import LoadOptions, load_model
+from ale_cli.models import Columns, LoadOptions, load_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_formats import interleaved  # noqa: E402  (best time of each, in turn per round)
@@ -38,10 +38,15 @@ def main() -> None:
     from ale_cli.sample import DIABETES_FEATURES, build, diabetes_frame
 
     build(ROOT / "sample_data")
-    model: Any = load_model(ROOT / "sample_data/models/diabetes_mlp.pt", options=LoadOptions())
     base = diabetes_frame()[list(DIABETES_FEATURES)].to_numpy(dtype=np.float64)
     rng = np.random.default_rng(0)
     X = base[rng.integers(0, len(base), N)] * (1 + 0.01 * rng.normal(size=(N, base.shape[1])))
+    model: Any = load_model(
+        ROOT / "sample_data/models/diabetes_mlp.pt",
+        options=LoadOptions(),
+        columns=Columns(names=tuple(DIABETES_FEATURES)),
+        X=X,
+    )
     a, b = DIABETES_FEATURES.index("s1"), DIABETES_FEATURES.index("s2")
     ea, eb = quantile_edges(X[:, a], bins=10), quantile_edges(X[:, b], bins=10)
     ia, ib = assign(X[:, a], ea).index, assign(X[:, b], eb).index

@@ -19,7 +19,7 @@ import pytest
 
 from ale_cli.adapters.summary import SCHEMA_PATH, read_summary
 from ale_cli.classic import ClassicRequest, classic, classic_features
-from ale_cli.errors import InputError, RunError
+from ale_cli.errors import InputError, ModelFailed
 from ale_cli.inputs import ModelInputs
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
@@ -347,24 +347,31 @@ def test_rows_outside_the_edges_are_reported(cli, tmp_path, linear_case):
 
 
 def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case):
-    model, data, _ = linear_case
+    """The estimator raises once it has been loaded and checked: one ModelFailed line."""
+    from sklearn.linear_model import LinearRegression
+
     import ale_cli.classic as module
 
-    real = module.open_inputs
+    model, data, _ = linear_case
+    real_predict, real_open = LinearRegression.predict, module.open_inputs
+    loaded: list[bool] = []
 
-    def failing(inputs):  # type: ignore[no-untyped-def]
-        opened = real(inputs)
-
-        def raises(X: np.ndarray) -> np.ndarray:
+    def predict(self, X):  # type: ignore[no-untyped-def]
+        if loaded:
             raise ValueError("out of memory\nmore detail")
+        return real_predict(self, X)
 
-        opened.model._predict_raw = raises  # the model's own code, behind the guarded call
+    def open_inputs(inputs):  # type: ignore[no-untyped-def]
+        opened = real_open(inputs)
+        loaded.append(True)
         return opened
 
-    monkeypatch.setattr(module, "open_inputs", failing)
+    monkeypatch.setattr(LinearRegression, "predict", predict)
+    monkeypatch.setattr(module, "open_inputs", open_inputs)
     request = ClassicRequest(inputs=ModelInputs(model=model, data=data))
-    with pytest.raises(RunError, match=f"^model '{model}' failed: out of memory$"):
+    with pytest.raises(ModelFailed, match=f"^model '{model}' failed: out of memory$"):
         classic(request)
+    assert loaded
 
 
 @pytest.mark.parametrize(

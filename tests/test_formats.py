@@ -1,5 +1,6 @@
 """Format detection, safety refusals and one-line errors of `ale compute` for every
-model format (exact text and exit code), and what the store records."""
+model format (exact text and exit code), and what the store records.
+"""
 
 from __future__ import annotations
 
@@ -145,13 +146,13 @@ def test_input_width_differs_from_selected_features(models: Path, diabetes: Path
     assert (code, err) == (
         2,
         f"error: ONNX model '{mlp}' input 'x' has shape ['n', 10], but 3 features are "
-        "selected (age, bmi, bp); select the model's inputs with --features or --exclude\n",
+        "selected (age, bmi, bp); select the model's inputs with --inputs or --exclude\n",
     )
     hgb = models / "diabetes_hgb.skops"
     assert run(hgb, diabetes, "--trust", HGB_TRUST) == (
         2,
         f"error: model '{hgb}' was fitted on columns age, sex, bmi, bp, s1, s2, s3, s4, s5, "
-        "s6; the selected features add target; select the model's inputs with --features "
+        "s6; the selected features add target; select the model's inputs with --inputs "
         "or --exclude\n",
     )
 
@@ -165,7 +166,7 @@ def test_sklearn_array_model_width(tmp_path: Path, diabetes: Path) -> None:
     assert run(path, diabetes, "--inputs", "age,bmi,bp", "--trust-pickle") == (
         2,
         f"error: model '{path}' takes 2 features but 3 are selected (age, bmi, bp); select "
-        "the model's inputs with --features or --exclude\n",
+        "the model's inputs with --inputs or --exclude\n",
     )
 
 
@@ -193,7 +194,12 @@ def test_bad_method_and_step(models: Path, diabetes: Path) -> None:
     pt = models / "diabetes_mlp.pt"
     assert run(pt, diabetes, "--exclude", "target", "--method", "finite-differences") == (
         2,
-        "error: --method finite-differences and --step apply to ONNX and scikit-learn models; "
+        "error: --method finite-differences applies to ONNX and scikit-learn models; "
+        f"TorchScript model '{pt}' is differentiated exactly (autodiff)\n",
+    )
+    assert run(pt, diabetes, "--exclude", "target", "--step", "0.1") == (
+        2,
+        "error: --step applies to ONNX and scikit-learn models; "
         f"TorchScript model '{pt}' is differentiated exactly (autodiff)\n",
     )
 

@@ -352,14 +352,19 @@ def test_constant_feature_pair_is_not_estimable(cli, tmp_path, models):
 
 def test_mixed_derivatives_of_the_mlp_match_differences_of_its_gradient(sample_dir, mlp_model):
     from ale_cli.adapters.data import load_table
-    from ale_cli.models import LoadOptions, load_model
+    from ale_cli.models import Columns, LoadOptions, load_model
 
     table = load_table(sample_dir / "diabetes.csv", exclude=("target",))
     X = table.X[:50]
     pairs = [(4, 5), (4, 0), (2, 3)]
-    ts = load_model(mlp_model, options=LoadOptions())
-    onnx = load_model(sample_dir / "models" / "diabetes_mlp.onnx", options=LoadOptions())
-    onnx.check(table.X)
+    columns = Columns(names=table.feature_names)
+    ts = load_model(mlp_model, options=LoadOptions(), columns=columns, X=table.X)
+    onnx = load_model(
+        sample_dir / "models" / "diabetes_mlp.onnx",
+        options=LoadOptions(),
+        columns=columns,
+        X=table.X,
+    )
     mixed = ts.mixed_derivatives(X, pairs)  # type: ignore[attr-defined]
     from_onnx = onnx.mixed_derivatives(X, pairs)  # type: ignore[attr-defined]
     np.testing.assert_allclose(from_onnx, mixed, rtol=1e-8, atol=1e-12)

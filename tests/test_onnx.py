@@ -22,10 +22,14 @@ def diabetes_X(sample_dir: Path) -> np.ndarray:
     return load_table(sample_dir / "diabetes.csv", exclude=["target"]).X
 
 
-def effects(path: Path, X: np.ndarray, **options):  # type: ignore[no-untyped-def]
+def load(path: Path, X: np.ndarray, **options):  # type: ignore[no-untyped-def]
+    """Load and check the model on X."""
     names = tuple(f"x{j}" for j in range(X.shape[1]))
-    model = load_model(path, options=LoadOptions(**options), columns=Columns(names=names))
-    model.check(X)
+    return load_model(path, options=LoadOptions(**options), columns=Columns(names=names), X=X)
+
+
+def effects(path: Path, X: np.ndarray, **options):  # type: ignore[no-untyped-def]
+    model = load(path, X, **options)
     return model, model.local_effects(X)
 
 
@@ -62,7 +66,7 @@ def test_onnx_mlp_finite_differences_match_torchscript(sample_dir: Path, twin) -
     assert model.method == "finite-differences"
     # the sample MLP (and so its ONNX twin) is float64: the smooth float64 step, 1e-5 std
     assert details["step"]["rel_step"] == 1e-5 and details["step"]["rule"] == "smooth default"
-    assert "--method finite-differences" in details["fallback_reason"]
+    assert details["fallback_reason"] == "finite differences asked (method finite-differences)"
     np.testing.assert_allclose(got.prediction, reference.prediction, rtol=1e-5)
     assert column_scaled_error(got.local_effects, reference.local_effects).max() <= 1e-3
 
@@ -278,7 +282,7 @@ def test_disagreeing_translation_falls_back(tmp_path: Path, monkeypatch) -> None
     model, got = effects(path, X, output="y:0")
     assert model.method == "finite-differences"
     assert "disagrees with onnxruntime" in model.describe()["fallback_reason"]
-    with pytest.raises(ModelError, match="--method autodiff: ONNX model .* disagrees"):
+    with pytest.raises(ModelError, match="^method autodiff: ONNX model .* disagrees"):
         effects(path, X, output="y:0", method="autodiff")
 
 
@@ -303,10 +307,14 @@ def test_unsupported_op_falls_back_with_reason(tmp_path: Path) -> None:
 
 def test_multiple_outputs_need_a_choice(tmp_path: Path) -> None:
     path = kitchen_sink(tmp_path / "ops.onnx")
+    X = np.random.default_rng(8).normal(size=(10, 4))
     with pytest.raises(ModelError, match=r"has 2 outputs \(y: tensor\(double\)"):
-        load_model(path, options=LoadOptions())
-    model = load_model(path, options=LoadOptions(output="1"))
-    assert model.out_name == "p" and model.column is None
+        load(path, X)
+    # "1" picks the second output, p, whose 12 columns need an INDEX: said when loading
+    with pytest.raises(ModelError, match=r"output 'p' has 12 columns; choose one with output p:"):
+        load(path, X, output="1")
+    model = load(path, X, output="p:3")
+    assert model.out_name == "p" and model.column == 3
 
 
 # -- skl2onnx graphs: ai.onnx.ml ops go through onnxruntime --------------------------------
@@ -341,14 +349,14 @@ def test_skl2onnx_classifier(tmp_path: Path) -> None:
     zipmap = tmp_path / "zipmap.onnx"
     zipmap.write_bytes(skl2onnx.to_onnx(clf, X[:1].astype(np.float32)).SerializeToString())
     with pytest.raises(ModelError, match=r"has a ZipMap output \('output_probability'\)"):
-        load_model(zipmap, options=LoadOptions())
+        load(zipmap, X)
     plain = tmp_path / "plain.onnx"
     proto = skl2onnx.to_onnx(clf, X[:1].astype(np.float32), options={id(clf): {"zipmap": False}})
     plain.write_bytes(proto.SerializeToString())
-    with pytest.raises(ModelError, match="choose one with --output .* --output proba:1"):
-        load_model(plain, options=LoadOptions())
+    with pytest.raises(ModelError, match="choose one with output .* output proba:1"):
+        load(plain, X)
     with pytest.raises(ModelError, match="output 'label' .* is tensor\\(int64\\)"):
-        load_model(plain, options=LoadOptions(output="label"))
+        load(plain, X, output="label")
     model, got = effects(plain, X, output="proba:1")
     assert (model.out_name, model.column) == ("probabilities", 1)
     p = clf.predict_proba(X)[:, 1]

@@ -22,10 +22,9 @@ HGB_TRUST = ("sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
 
 def sklearn_effects(estimator, X, names=None, **options):  # type: ignore[no-untyped-def]
     names = names or tuple(f"x{j}" for j in range(X.shape[1]))
-    model = SklearnModel(
-        estimator, Path("m.skops"), "skops", LoadOptions(**options), Columns(names=tuple(names))
+    model = SklearnModel.from_estimator(
+        estimator, Path("m.skops"), "skops", LoadOptions(**options), Columns(names=tuple(names)), X
     )
-    model.check(X)
     return model, model.local_effects(X)
 
 
@@ -193,8 +192,9 @@ def test_declared_integer_categorical_is_held_fixed(tmp_path: Path) -> None:
     frame.assign(y=y).to_csv(data, index=False)
     table = load_table(data, exclude=["y"], categorical=["grade"], encode_text=True)
     columns = Columns(names=table.feature_names, fixed=table.categorical, dtypes=table.dtypes)
-    model = SklearnModel(est, Path("m.pkl"), "pickle", LoadOptions(), columns)
-    model.check(table.X)
+    model = SklearnModel.from_estimator(
+        est, Path("m.pkl"), "pickle", LoadOptions(), columns, table.X
+    )
     got = model.local_effects(table.X)
     np.testing.assert_allclose(got.local_effects[:, 0], 2.0, rtol=1e-7)
     np.testing.assert_array_equal(got.local_effects[:, 1], 0.0)
@@ -203,10 +203,12 @@ def test_declared_integer_categorical_is_held_fixed(tmp_path: Path) -> None:
 
 def test_hgb_skops_needs_trust_and_records_it(sample_dir: Path, tmp_path: Path) -> None:
     path = sample_dir / "models" / "diabetes_hgb.skops"
-    columns = Columns(names=("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6"))
-    with pytest.raises(ModelError, match="pass --trust sklearn.ensemble._hist_gradient"):
-        SklearnModel.load(path, "skops", LoadOptions(), columns)
-    model = SklearnModel.load(path, "skops", LoadOptions(trust=HGB_TRUST), columns)
+    table = load_table(sample_dir / "diabetes.csv", exclude=["target"])
+    columns = Columns(names=table.feature_names)
+    with pytest.raises(ModelError, match="pass trust sklearn.ensemble._hist_gradient") as info:
+        SklearnModel.load(path, "skops", LoadOptions(), columns, table.X)
+    assert info.value.param == "trust"
+    model = SklearnModel.load(path, "skops", LoadOptions(trust=HGB_TRUST), columns, table.X)
     assert model.describe()["trusted_types"] == list(HGB_TRUST)
 
 
@@ -217,8 +219,9 @@ def test_pickle_loads_with_trust(tmp_path: Path) -> None:
     X = np.random.default_rng(5).normal(size=(50, 2))
     path = tmp_path / "lin.pkl"
     joblib.dump(LinearRegression().fit(X, X @ [3.0, -1.0]), path)
+    with pytest.raises(ModelError, match="pass trust_pickle if you trust its source"):
+        SklearnModel.load(path, "pickle", LoadOptions(), Columns(names=("a", "b")), X)
     model = SklearnModel.load(
-        path, "pickle", LoadOptions(trust_pickle=True), Columns(names=("a", "b"))
+        path, "pickle", LoadOptions(trust_pickle=True), Columns(names=("a", "b")), X
     )
-    model.check(X)
     np.testing.assert_allclose(model.local_effects(X).local_effects, [[3.0, -1.0]] * 50, rtol=1e-8)

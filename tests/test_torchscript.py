@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ale_cli.errors import ModelError
-from ale_cli.models import LoadOptions, load_model
+from ale_cli.models import Columns, LoadOptions, load_model
 
 
 def save(module: nn.Module, path: Path, *, trace_with: torch.Tensor | None = None) -> Path:
@@ -22,15 +22,20 @@ def save(module: nn.Module, path: Path, *, trace_with: torch.Tensor | None = Non
     return path
 
 
-def load(path: Path, output: str | None = None, batch_size: int | None = None):  # type: ignore[no-untyped-def]
-    return load_model(path, options=LoadOptions(output=output, batch_size=batch_size))
+def load(path: Path, X: np.ndarray, output: str | None = None, batch_size: int | None = None):  # type: ignore[no-untyped-def]
+    """Load and check the model on X."""
+    return load_model(
+        path,
+        options=LoadOptions(output=output, batch_size=batch_size),
+        columns=Columns(names=tuple(f"x{j}" for j in range(X.shape[1]))),
+        X=X,
+    )
 
 
 def test_rhale_function_effects_equal_its_analytic_gradient(rhale_model: Path):
     rng = np.random.default_rng(1)
     X = rng.uniform(-1, 1, size=(500, 3))
-    model = load(rhale_model)
-    model.check(X)
+    model = load(rhale_model, X)
     effects = model.local_effects(X)
     expected = np.column_stack([np.full(500, 0.2), -5.0 + 10.0 * (X[:, 2] > 0), np.zeros(500)])
     np.testing.assert_allclose(effects.local_effects, expected, atol=1e-6, rtol=0)
@@ -42,8 +47,7 @@ def test_mlp_effects_equal_the_autograd_jacobian(mlp_model: Path, sample_dir: Pa
     import pandas as pd
 
     X = pd.read_csv(sample_dir / "diabetes.csv").drop(columns="target").to_numpy()[:6]
-    model = load(mlp_model)
-    model.check(X)
+    model = load(mlp_model, X)
     got = model.local_effects(X).local_effects
     module = torch.jit.load(str(mlp_model))
     x = torch.tensor(X, dtype=torch.float64)
@@ -58,13 +62,13 @@ def test_chunking_does_not_change_the_result(mlp_model: Path, sample_dir: Path):
     import pandas as pd
 
     X = pd.read_csv(sample_dir / "diabetes.csv").drop(columns="target").to_numpy()
-    whole = load(mlp_model).local_effects(X)
+    whole = load(mlp_model, X).local_effects(X)
     calls: list[int] = []
-    small = load(mlp_model, batch_size=37).local_effects(X, progress=calls.append)
+    small = load(mlp_model, X, batch_size=37).local_effects(X, progress=calls.append)
     np.testing.assert_allclose(small.local_effects, whole.local_effects, rtol=1e-10)
     np.testing.assert_allclose(small.prediction, whole.prediction, rtol=1e-10)
     assert sum(calls) == len(X) and len(calls) == -(-len(X) // 37)
-    np.testing.assert_allclose(load(mlp_model).predict(X), whole.prediction, rtol=1e-10)
+    np.testing.assert_allclose(load(mlp_model, X).predict(X), whole.prediction, rtol=1e-10)
 
 
 def test_float32_model_gradients_match_float64_within_float32_precision(tmp_path: Path):
@@ -73,10 +77,10 @@ def test_float32_model_gradients_match_float64_within_float32_precision(tmp_path
     X = np.random.default_rng(3).normal(size=(300, 4))
     path32 = save(net.float(), tmp_path / "f32.pt")
     path64 = save(net.double(), tmp_path / "f64.pt")
-    m32 = load(path32)
+    m32 = load(path32, X)
     assert m32.describe()["dtype"] == "float32"
     g32 = m32.local_effects(X).local_effects
-    g64 = load(path64).local_effects(X).local_effects
+    g64 = load(path64, X).local_effects(X).local_effects
     scale = np.abs(g64).max(axis=0)
     np.testing.assert_allclose(g32 / scale, g64 / scale, atol=1e-5, rtol=0)
 
@@ -97,24 +101,26 @@ def test_output_index_selects_a_column(tmp_path: Path):
     with pytest.raises(
         ModelError,
         match=r"output has shape \(2, 2\); choose one column with "
-        r"--output INDEX \(0\.\.1\)",
+        r"output INDEX \(0\.\.1\)",
     ):
-        load(path).check(X)
-    eff = load(path, output="1").local_effects(X)
+        load(path, X)
+    eff = load(path, X, output="1").local_effects(X)
     np.testing.assert_allclose(eff.local_effects, [[2.0, 1.0], [5.0, 3.0]])
-    with pytest.raises(ModelError, match=r"--output 2 is out of range"):
-        load(path, output="2").check(X)
+    with pytest.raises(ModelError, match=r"^output 2 is out of range"):
+        load(path, X, output="2")
 
 
 def test_tuple_outputs_are_selected_by_element_and_column(tmp_path: Path):
     path = save(TupleOutputs(), tmp_path / "tuple.pt")
     X = np.array([[1.0, 2.0], [3.0, 5.0]])
     with pytest.raises(ModelError, match=r"returns 2 outputs with shapes \(2,\), \(2, 2\)"):
-        load(path).check(X)
-    np.testing.assert_allclose(load(path, output="0").local_effects(X).local_effects[:, 0], 3.0)
-    np.testing.assert_allclose(load(path, output="1:1").local_effects(X).local_effects[:, 1], -1.0)
-    with pytest.raises(ModelError, match="not valid for a TorchScript model"):
-        load(path, output="proba:1")
+        load(path, X)
+    np.testing.assert_allclose(load(path, X, output="0").local_effects(X).local_effects[:, 0], 3.0)
+    np.testing.assert_allclose(
+        load(path, X, output="1:1").local_effects(X).local_effects[:, 1], -1.0
+    )
+    with pytest.raises(ModelError, match="^output 'proba:1' is not valid for a TorchScript model"):
+        load(path, X, output="proba:1")
 
 
 def test_width_mismatch_names_both_widths(mlp_model: Path, cli, sample_dir: Path):
@@ -124,7 +130,7 @@ def test_width_mismatch_names_both_widths(mlp_model: Path, cli, sample_dir: Path
         f"error: model '{mlp_model}' does not accept rows of 11 features ("
     )
     assert result.stderr.rstrip().endswith(
-        "its first layer takes 10 features; select the model's inputs with --features or --exclude"
+        "its first layer takes 10 features; select the model's inputs with --inputs or --exclude"
     )
 
 
@@ -148,7 +154,7 @@ def test_models_that_mix_rows_are_refused(tmp_path: Path):
     ]
     for path in mixing:
         with pytest.raises(ModelError) as info:
-            load(path).check(X)
+            load(path, X)
         assert "mixes rows" in str(info.value) or "fails on a batch" in str(info.value)
         assert "model.eval()" in str(info.value) or "on its own" in str(info.value)
 
@@ -158,11 +164,11 @@ def test_dropout_in_train_mode_is_refused_as_not_deterministic(tmp_path: Path):
     module = nn.Sequential(nn.Linear(3, 64), nn.Dropout(0.5), nn.Linear(64, 1)).train()
     path = save(module, tmp_path / "drop.pt", trace_with=torch.randn(4, 3))
     with pytest.raises(ModelError, match="is not deterministic"):
-        load(path).check(np.random.default_rng(0).normal(size=(10, 3)))
+        load(path, np.random.default_rng(0).normal(size=(10, 3)))
 
 
 def test_not_a_torchscript_file(tmp_path: Path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a zip")
     with pytest.raises(ModelError, match=r"is not a TorchScript archive \(torch.jit.save\)"):
-        load(bad)
+        load(bad, np.zeros((3, 2)))

@@ -9,8 +9,18 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from ale_cli.errors import ModelError
-from ale_cli.models.base import METHODS, Columns, Effects, LoadOptions, Model, ProgressFn
+import numpy as np
+
+from ale_cli.errors import InputError, ModelError
+from ale_cli.models.base import (
+    METHODS,
+    Columns,
+    Effects,
+    LoadOptions,
+    Model,
+    ProgressFn,
+    call_model,
+)
 
 __all__ = [
     "METHODS",
@@ -20,6 +30,7 @@ __all__ = [
     "LoadOptions",
     "Model",
     "ProgressFn",
+    "call_model",
     "detect_format",
     "load_model",
     "sniff_format",
@@ -43,14 +54,16 @@ def detect_format(path: Path, override: str | None = None) -> str:
     if override is not None:
         if override not in MODEL_FORMATS:
             raise ModelError(
-                f"--model-format must be one of {', '.join(MODEL_FORMATS)}, got '{override}'"
+                f"{{param}} must be one of {', '.join(MODEL_FORMATS)}, got '{override}'",
+                param="model_format",
             )
         return override
     fmt = _EXTENSIONS.get(path.suffix.lower())
     if fmt is None:
         raise ModelError(
             f"cannot tell the format of model file '{path}' from its extension "
-            f"(known: {', '.join(sorted(_EXTENSIONS))}); pass --model-format"
+            f"(known: {', '.join(sorted(_EXTENSIONS))}); pass {{param}}",
+            param="model_format",
         )
     return fmt
 
@@ -90,20 +103,74 @@ def sniff_format(path: Path) -> str | None:
     return None
 
 
+def check_options(options: LoadOptions) -> None:
+    """InputError naming the option of ``options`` whose value cannot be used."""
+    if options.method not in METHODS:
+        raise InputError(
+            f"{{param}} must be one of {', '.join(METHODS)}, got '{options.method}'",
+            param="method",
+        )
+    if options.step is not None and not options.step > 0:
+        raise InputError(
+            f"{{param}} must be a positive fraction of each feature's std, got {options.step:g}",
+            param="step",
+        )
+    if options.batch_size is not None and options.batch_size < 1:
+        raise InputError(
+            f"{{param}} must be at least 1, got {options.batch_size}", param="batch_size"
+        )
+
+
+def _check_data(X: np.ndarray, columns: Columns) -> None:
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or not np.issubdtype(X.dtype, np.floating):
+        raise InputError("{param} must be a 2-D float array (rows x features)", param="X")
+    if len(X) == 0:
+        raise InputError("{param} has no rows to check the model on", param="X")
+    if len(columns.names) != X.shape[1]:
+        raise InputError(
+            f"{{param}} names {len(columns.names)} columns but X has {X.shape[1]}",
+            param="columns",
+        )
+
+
 def load_model(
     path: str | Path,
     *,
     model_format: str | None = None,
     options: LoadOptions,
-    columns: Columns | None = None,
+    columns: Columns,
+    X: np.ndarray,
 ) -> Model:
-    """Load ``path`` with the adapter for its format.
+    """Load ``path`` with the adapter for its format and check the model on X.
 
-    ``columns`` describes the feature columns (names, held-fixed categorical
-    columns, text levels, dtypes); the scikit-learn adapter needs it to rebuild
-    DataFrames.
+    Parameters
+    ----------
+    path : str or Path
+        The model file.
+    model_format : str, optional
+        One of :data:`MODEL_FORMATS`; default: from the file's extension.
+    options : LoadOptions
+        Output selector, batch size, method, step, trust.
+    columns : Columns
+        The feature columns of X (names, held-fixed categorical columns, text
+        levels, dtypes); the scikit-learn adapter rebuilds DataFrames from it.
+    X : ndarray, shape (N, D), float
+        The data the model will be explained on. The model is checked on it
+        (input width, the output to explain, row independence, the ONNX torch
+        translation against onnxruntime) and the finite-difference steps are
+        chosen from it (per feature: its std, and for models not known to be
+        piecewise constant the share of exactly-zero derivatives on a sample).
+
+    Returns
+    -------
+    Model
+        Final: its ``method``, steps and ``describe()`` do not change afterwards.
+        Every call into the model's code raises :class:`~ale_cli.errors.ModelFailed`
+        if the model raises.
     """
     path = Path(path)
+    check_options(options)
+    _check_data(X, columns)
     if not path.exists():
         raise ModelError(f"model file '{path}' does not exist")
     if path.is_dir():
@@ -113,24 +180,30 @@ def load_model(
     if found is not None and found != fmt:
         raise ModelError(
             f"model file '{path}' is not {_LABELS[fmt]}: its content looks like "
-            f"{_LABELS[found]}; rename it or pass --model-format {found}"
+            f"{_LABELS[found]}; rename it or pass {{param}} {found}",
+            param="model_format",
         )
-    columns = columns or Columns(names=())
     if fmt == "torchscript":
         if found is None:
             raise ModelError(f"model file '{path}' is not a TorchScript archive (torch.jit.save)")
-        if options.method == "finite-differences" or options.step is not None:
-            raise ModelError(
-                "--method finite-differences and --step apply to ONNX and scikit-learn models; "
-                f"TorchScript model '{path}' is differentiated exactly (autodiff)"
-            )
+        for param, asked in (
+            ("method", options.method == "finite-differences"),
+            ("step", options.step is not None),
+        ):
+            if asked:
+                value = " finite-differences" if param == "method" else ""
+                raise ModelError(
+                    f"{{param}}{value} applies to ONNX and scikit-learn models; "
+                    f"TorchScript model '{path}' is differentiated exactly (autodiff)",
+                    param=param,
+                )
         from ale_cli.models.torchscript import TorchScriptModel
 
-        return TorchScriptModel.load(path, options)
+        return TorchScriptModel.load(path, options, columns, X)
     if fmt == "onnx":
         from ale_cli.models.onnx_model import OnnxModel
 
-        return OnnxModel.load(path, options, columns)
+        return OnnxModel.load(path, options, columns, X)
     from ale_cli.models.scikit import SklearnModel
 
-    return SklearnModel.load(path, fmt, options, columns)
+    return SklearnModel.load(path, fmt, options, columns, X)

@@ -1,24 +1,38 @@
 """What every model adapter provides, whatever its format.
 
-An adapter is built by :func:`ale_cli.models.load_model` and used as::
+An adapter is built by :func:`ale_cli.models.load_model`, which loads the file
+*and checks the model on the data* (input width, the output to explain, row
+independence, the ONNX torch translation against onnxruntime, the
+piecewise-constant detection and the finite-difference step of every feature).
+The adapter it returns is final: its ``method``, steps and :meth:`Model.describe`
+never change afterwards. It is used as::
 
-    model.check(X)                     # width, output, row independence; raises ModelError
-    effects = model.local_effects(X)   # (N, D) derivatives and (N,) predictions
-    model.describe()                   # how the effects were obtained, for the store's meta
+    effects = model.local_effects(X)                  # (N, D) derivatives, (N,) predictions
+    effects = model.local_effects(X, features=[2, 3]) # (N, 2): only columns 2 and 3
+    model.predict(X)                                  # (N,) the explained output
+    model.describe()                                  # how the effects are obtained (store meta)
 
 Optional capability of the adapters with autodiff (TorchScript, the ONNX torch
 path): ``model.mixed_derivatives(X, pairs)`` -> (P, N) second derivatives
 d2f / dx_a dx_b (DALE second order); :func:`ale_cli.models.mixed.mixed_derivatives_of`
 says whether a loaded model has it.
+
+Every call into the user's model code goes through :func:`call_model`, which
+turns whatever the model raises into one :class:`~ale_cli.errors.ModelFailed`
+line; our own code around those calls is not wrapped, so its bugs keep their
+traceback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 import numpy as np
+
+from ale_cli.errors import AleError, InputError, ModelFailed
 
 #: Called with the number of rows just finished; drives the progress bar.
 ProgressFn = Callable[[int], None]
@@ -30,8 +44,9 @@ class Effects:
 
     Attributes
     ----------
-    local_effects : ndarray, shape (N, D), float64
-        ``local_effects[i, j]`` = d f(x_i) / d x_j.
+    local_effects : ndarray, shape (N, F), float64
+        ``local_effects[i, k]`` = d f(x_i) / d x_j for the k-th explained column j
+        (every column of X unless ``features`` were given; 0 for held-fixed columns).
     prediction : ndarray, shape (N,), float64
         f(x_i), the output that was differentiated.
     """
@@ -47,7 +62,7 @@ class LoadOptions:
     Attributes
     ----------
     output : str or None
-        Output selector (``--output``); None means "the model's only output".
+        Output selector; None means "the model's only output".
     batch_size : int or None
         Rows per model call; None means the adapter's measured default.
     method : {"auto", "autodiff", "finite-differences"}
@@ -56,7 +71,7 @@ class LoadOptions:
         Finite-difference step as a fraction of each feature's std; None lets
         the adapter choose (small for smooth models, large for piecewise-constant).
     trust : tuple of str
-        skops types the user trusts by name (``--trust``).
+        skops types the user trusts by name.
     trust_pickle : bool
         Allow loading pickles, which runs code stored in the file.
     """
@@ -99,32 +114,111 @@ class Columns:
 
 
 class Model(Protocol):
-    """A loaded model that can give predictions and local effects."""
+    """A loaded and checked model that gives predictions and local effects.
 
-    format: str
-    method: str
+    Built only by :func:`ale_cli.models.load_model`, which has already checked
+    it on the data and decided everything: ``format``, ``method`` and
+    :meth:`describe` are the same before and after any call.
+    """
 
-    def check(self, X: np.ndarray) -> None:
-        """Refuse, with a ModelError, a model that cannot be explained on X."""
+    @property
+    def format(self) -> str:
+        """The file format: torchscript, onnx, skops or pickle."""
+
+    @property
+    def method(self) -> str:
+        """autodiff or finite-differences, decided when the model was loaded."""
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output at every row, shape (N,)."""
 
-    def local_effects(self, X: np.ndarray, *, progress: ProgressFn | None = None) -> Effects:
-        """Derivatives of the selected output with respect to every column of X."""
+    def local_effects(
+        self,
+        X: np.ndarray,
+        *,
+        features: Sequence[int] | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Effects:
+        """Derivatives of the selected output with respect to the columns ``features``
+        of X (column indices; None: every column), shape (N, F) in that order."""
 
     def describe(self) -> dict[str, Any]:
         """Method, output and settings used, recorded in the store's meta."""
 
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def call_model(path: Path | str, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """``fn(*args, **kwargs)``, a call into the user's model code, with whatever it
+    raises (but an :class:`~ale_cli.errors.AleError`) turned into one
+    :class:`~ale_cli.errors.ModelFailed` line: "model 'PATH' failed: REASON".
+
+    The original exception stays the ``__cause__``. Only the model call is
+    wrapped: our own code around it keeps its tracebacks.
+
+    >>> call_model("m.pt", lambda x: 1 / x, 0)
+    Traceback (most recent call last):
+    ...
+    ale_cli.errors.ModelFailed: model 'm.pt' failed: division by zero
+    """
+    try:
+        return fn(*args, **kwargs)
+    except AleError:
+        raise
+    except Exception as exc:
+        raise ModelFailed(f"model '{path}' failed: {first_line(exc)}") from exc
+
+
+def failure_reason(exc: ModelFailed) -> str:
+    """The model's own reason inside a :class:`ModelFailed` of :func:`call_model`."""
+    return first_line(exc.__cause__) if exc.__cause__ is not None else str(exc)
+
+
+def feature_indices(features: Sequence[int] | None, width: int) -> np.ndarray:
+    """``features`` as an index array into the ``width`` columns of X (all if None).
+
+    >>> feature_indices([2, 0], 3).tolist(), feature_indices(None, 2).tolist()
+    ([2, 0], [0, 1])
+    """
+    if features is None:
+        return np.arange(width)
+    index = np.asarray(features)
+    if index.ndim != 1 or (index.size and not np.issubdtype(index.dtype, np.integer)):
+        raise InputError("{param} must be a sequence of column indices", param="features")
+    bad = [int(j) for j in index if not 0 <= j < width]
+    if bad:
+        raise InputError(
+            f"{{param}} index {bad[0]} is out of range for X with {width} columns",
+            param="features",
+        )
+    return index.astype(np.intp)
+
+
+_TORCHSCRIPT_PREAMBLE = "The following operation failed in the TorchScript interpreter"
+
+
 def first_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's message (its type name if empty).
 
+    For an error raised inside TorchScript, whose message starts with the
+    interpreter's tracebacks, the line after them that holds the reason
+    (without its ``builtins.ValueError:`` prefix).
+
     >>> first_line(ValueError("bad width\\nmore detail"))
     'bad width'
+    >>> first_line(RuntimeError(_TORCHSCRIPT_PREAMBLE + ".\\nTraceback of TorchScript:\\n"
+    ...                         "  File x\\nbuiltins.ValueError: negative input\\nmore"))
+    'negative input'
     """
-    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-    return lines[0] if lines else type(exc).__name__
+    lines = [ln.rstrip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    if lines and lines[0].startswith(_TORCHSCRIPT_PREAMBLE):
+        last = max((i for i, ln in enumerate(lines) if ln.startswith("Traceback")), default=0)
+        reason = next((ln for ln in lines[last + 1 :] if not ln[0].isspace()), lines[-1])
+        head, sep, tail = reason.partition(": ")
+        return tail if sep and head.rpartition(".")[2].endswith(("Error", "Exception")) else reason
+    return lines[0].strip() if lines else type(exc).__name__
 
 
 #: Rows of X that :func:`other_batch` takes the columns' spread from.

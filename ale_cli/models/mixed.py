@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.errors import ModelError, RunError
-from ale_cli.models.base import ProgressFn, chunks, first_line
+from ale_cli.errors import ModelError
+from ale_cli.models.base import ProgressFn, call_model, chunks
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import torch
 
     from ale_cli.models.base import Model
@@ -40,37 +42,37 @@ def mixed_derivatives_of(model: Model) -> MixedFn | None:
     return fn
 
 
-def require_mixed_derivatives(model: Model, path: object, *, option: str, hint: str) -> MixedFn:
-    """``model.mixed_derivatives``, or a one-line ModelError saying that ``option`` needs it."""
+def require_mixed_derivatives(
+    model: Model, path: object, *, param: str, hint: str, value: str | None = None
+) -> MixedFn:
+    """``model.mixed_derivatives``, or a one-line ModelError saying that the option
+    ``param`` (set to ``value``, if given) needs it."""
     fn = mixed_derivatives_of(model)
     if fn is None:
+        option = "{param}" if value is None else "{param} " + value
         raise ModelError(
             f"{option} needs mixed second derivatives (autodiff), which {model.format} model "
-            f"'{path}' does not have (it is evaluated by finite differences); {hint}"
+            f"'{path}' does not have (it is evaluated by finite differences); {hint}",
+            param=param,
         )
     return fn
 
 
-def _chunk_hessian_columns(
-    forward: Callable[[torch.Tensor], torch.Tensor],
-    x_np: np.ndarray,
-    by_first: dict[int, list[int]],
-    pairs: Sequence[tuple[int, int]],
-    dtype: Any,
-    out: np.ndarray,
-) -> None:
+def _hessian_rows(
+    forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, firsts: Sequence[int]
+) -> list[torch.Tensor | None]:
+    """``d grad_a / dx`` (n, D) for every a in ``firsts`` (None where it is 0): the
+    model's forward pass and the backward passes, the part run under call_model."""
     import torch
 
-    x = torch.from_numpy(np.ascontiguousarray(x_np)).to(dtype).requires_grad_(True)
     y = forward(x)
     (g,) = torch.autograd.grad(y.sum(), x, create_graph=True, allow_unused=True)
-    for a, ps in by_first.items():
-        h = None
-        if g is not None and g.requires_grad:
-            (h,) = torch.autograd.grad(g[:, a].sum(), x, retain_graph=True, allow_unused=True)
-        for p in ps:
-            b = pairs[p][1]
-            out[p] = 0.0 if h is None else h[:, b].detach().numpy()
+    if g is None or not g.requires_grad:
+        return [None] * len(firsts)
+    return [
+        torch.autograd.grad(g[:, a].sum(), x, retain_graph=True, allow_unused=True)[0]
+        for a in firsts
+    ]
 
 
 def mixed_partials(
@@ -80,7 +82,7 @@ def mixed_partials(
     *,
     dtype: Any,
     batch_size: int,
-    label: str,
+    path: Path | str,
     progress: ProgressFn | None = None,
 ) -> np.ndarray:
     """``out[p, i] = d2 f(x_i) / dx_a dx_b`` for ``pairs[p] = (a, b)``, shape (P, N) float64.
@@ -96,31 +98,31 @@ def mixed_partials(
         The model's floating dtype (the rows are converted to it).
     batch_size : int
         Rows per forward pass.
-    label : str
-        Names the model in a RunError (``"model 'm.pt'"``).
+    path : str or Path
+        The model file, named in the ModelFailed of a model that raises (each
+        chunk's forward and backward passes go through
+        :func:`~ale_cli.models.base.call_model`).
 
     >>> import torch
     >>> X = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
     >>> f = lambda x: x[:, 0] ** 2 * x[:, 1] + x[:, 2]  # d2f/dx0dx1 = 2 x0, d2f/dx1dx2 = 0
     >>> mixed_partials(f, X, [(0, 1), (1, 2)], dtype=torch.float64, batch_size=8,
-    ...                label="f").tolist()
+    ...                path="f.pt").tolist()
     [[2.0, 1.0], [0.0, 0.0]]
     """
+    import torch
+
     n = len(X)
     out = np.empty((len(pairs), n), dtype=np.float64)
     by_first: dict[int, list[int]] = {}
     for p, (a, _) in enumerate(pairs):
         by_first.setdefault(a, []).append(p)
     for sl in chunks(n, batch_size):
-        try:
-            _chunk_hessian_columns(forward, X[sl], by_first, pairs, dtype, out[:, sl])
-        except ModelError:
-            raise
-        except Exception as exc:
-            raise RunError(
-                f"{label} failed computing mixed derivatives on rows "
-                f"{sl.start}..{sl.stop - 1}: {first_line(exc)}"
-            ) from None
+        x = torch.from_numpy(np.ascontiguousarray(X[sl])).to(dtype).requires_grad_(True)
+        rows = call_model(path, _hessian_rows, forward, x, list(by_first))
+        for h, ps in zip(rows, by_first.values(), strict=True):
+            for p in ps:
+                out[p, sl] = 0.0 if h is None else h[:, pairs[p][1]].detach().numpy()
         if progress is not None:
             progress(sl.stop - sl.start)
     return out

@@ -6,24 +6,40 @@ The translated forward pass is compared with onnxruntime on up to
 :data:`CHECK_ROWS` rows of the data before it is trusted: the largest absolute
 difference must stay within ``rtol * max|output|``, rtol = 1e-4 for float32
 graphs (float32 kernels differ in summation order) and 1e-9 for float64 ones.
+All of it happens in :meth:`OnnxModel.load`: the model it returns has its method
+(and, for finite differences, its steps) decided. Every onnxruntime run and every
+run of the translated graph goes through :func:`~ale_cli.models.base.call_model`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ale_cli.errors import ModelError, RunError
+from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models import finite_diff as fd
-from ale_cli.models.base import Columns, Effects, LoadOptions, ProgressFn, chunks, first_line
+from ale_cli.models.base import (
+    Columns,
+    Effects,
+    LoadOptions,
+    ProgressFn,
+    call_model,
+    chunks,
+    failure_reason,
+    feature_indices,
+    first_line,
+)
 
 #: Rows per forward+backward call on the torch path (as for TorchScript).
 TORCH_BATCH_SIZE = 8192
 CHECK_ROWS = 256
+#: Rows of X the graph is first run on (width, output, row independence).
+FIRST_ROWS = 8
 RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-9}
 _ELEM_DTYPES = {1: np.float32, 11: np.float64}  # onnx.TensorProto.FLOAT / DOUBLE
 _FLOAT_OUTPUTS = ("tensor(float)", "tensor(double)")
@@ -43,168 +59,214 @@ def _dims(value_info: Any) -> list[int | str]:
     return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in shape.dim]
 
 
-class OnnxModel:
-    """An ONNX graph run by onnxruntime, differentiated through torch when possible."""
+def _class_labels(graph: Any) -> tuple[str, ...]:
+    for node in graph.node:
+        if node.op_type.endswith("Classifier"):
+            for at in node.attribute:
+                if at.name in ("classlabels_int64s", "classlabels_ints"):
+                    return tuple(str(v) for v in at.ints)
+                if at.name == "classlabels_strings":
+                    return tuple(v.decode() for v in at.strings)
+    return ()
 
-    format = "onnx"
 
-    def __init__(
-        self, path: Path, proto: Any, session: Any, options: LoadOptions, columns: Columns
-    ):
-        self.path = path
-        self.options = options
-        self.columns = columns
-        self.session = session
-        graph = proto.graph
-        init_names = {t.name for t in graph.initializer}
-        inputs = [i for i in graph.input if i.name not in init_names]
-        if len(inputs) != 1:
-            names = ", ".join(i.name for i in inputs)
-            raise ModelError(
-                f"ONNX model '{path}' has {len(inputs)} inputs ({names}); ale explains models "
-                "with one input tensor of shape (N, D)"
-            )
-        inp = inputs[0]
-        self.input_name = inp.name
-        elem = inp.type.tensor_type.elem_type
-        if elem not in _ELEM_DTYPES:
-            from onnx.helper import tensor_dtype_to_np_dtype
+Outputs = tuple[tuple[str, str, Any], ...]  # (name, type, shape) of every graph output
 
+
+def _listing(outputs: Outputs) -> str:
+    return ", ".join(f"{name}: {kind} {shape}" for name, kind, shape in outputs)
+
+
+def _float_output(name: str, outputs: Outputs, path: Path) -> str:
+    kind = next(k for n, k, _ in outputs if n == name)
+    if kind not in _FLOAT_OUTPUTS:
+        raise ModelError(
+            f"output '{name}' of ONNX model '{path}' is {kind}, not a float tensor; "
+            f"choose a float output with {{param}} (outputs: {_listing(outputs)})",
+            param="output",
+        )
+    return name
+
+
+def parse_output(
+    spec: str | None, outputs: Outputs, labels: Sequence[str], path: Path
+) -> tuple[str, int | None]:
+    """(output name, column or None) of the selector ``spec``: NAME, NAME:INDEX, INDEX
+    (an output, or a column of the only output) or proba:CLASS."""
+    names = [name for name, _, _ in outputs]
+    if spec is None:
+        if len(names) == 1:
+            return _float_output(names[0], outputs, path), None
+        proba = next((n for n in names if n in _PROBA_NAMES), None)
+        hint = f" (e.g. {{param}} proba:1 or {proba}:1)" if proba else ""
+        raise ModelError(
+            f"ONNX model '{path}' has {len(names)} outputs ({_listing(outputs)}); choose "
+            f"one with {{param}} NAME, NAME:INDEX or INDEX{hint}",
+            param="output",
+        )
+    head, sep, tail = spec.rpartition(":") if ":" in spec else (spec, "", "")
+    if head == "proba" and sep:
+        proba = next((n for n in names if n in _PROBA_NAMES), None)
+        if proba is None:
             raise ModelError(
-                f"ONNX model '{path}' input '{inp.name}' has element type "
-                f"{np.dtype(tensor_dtype_to_np_dtype(elem)).name}; ale feeds float32 or float64"
+                f"{{param}} {spec}: ONNX model '{path}' has no probabilities output "
+                f"(outputs: {_listing(outputs)})",
+                param="output",
             )
-        self.dtype = np.dtype(_ELEM_DTYPES[elem])
-        self.input_shape = _dims(inp)
-        if len(self.input_shape) != 2:
-            raise ModelError(
-                f"ONNX model '{path}' input '{inp.name}' has shape {self.input_shape}; "
-                "ale explains models with one input of shape (N, D)"
-            )
-        batch = self.input_shape[0]
-        self.fixed_batch = batch if isinstance(batch, int) and batch > 0 else None
-        self.ops = sorted({n.op_type for n in graph.node})
-        self.tree_ensemble = any(op.startswith("TreeEnsemble") for op in self.ops)
-        self.outputs = [(o.name, o.type, o.shape) for o in session.get_outputs()]
-        self.labels = self._class_labels(graph)
-        self.out_name, self.column = self._parse_output(options.output)
-        self.batch_size = options.batch_size
-        self.torch_graph: Any = None
-        self.fallback_reason: str | None = None
-        self.check_result: dict[str, Any] | None = None
-        self.step: fd.StepChoice | None = None
-        self.steps: np.ndarray | None = None
-        self._out_shape: list[int] = []
-        self._init_method(proto)
+        if tail in labels:
+            return _float_output(proba, outputs, path), list(labels).index(tail)
+        if tail.isdigit():
+            return _float_output(proba, outputs, path), int(tail)
+        raise ModelError(
+            f"{{param}} {spec}: ONNX model '{path}' has no class '{tail}' "
+            f"(classes: {', '.join(labels) or 'unknown'})",
+            param="output",
+        )
+    if sep and tail.isdigit() and head in names:
+        return _float_output(head, outputs, path), int(tail)
+    if not sep and spec in names:
+        return _float_output(spec, outputs, path), None
+    if not sep and spec.isdigit():
+        if len(names) == 1:
+            return _float_output(names[0], outputs, path), int(spec)
+        if int(spec) < len(names):
+            return _float_output(names[int(spec)], outputs, path), None
+    raise ModelError(
+        f"{{param}} '{spec}': ONNX model '{path}' has no such output "
+        f"(outputs: {_listing(outputs)}); use NAME, NAME:INDEX or INDEX",
+        param="output",
+    )
+
+
+def _open_session(path: Path, threads: int) -> tuple[Any, Any]:
+    """(ModelProto, onnxruntime session) of the file, or a ModelError saying why not."""
+    import onnx
+    import onnxruntime as ort
+
+    try:
+        proto = onnx.load(str(path))
+    except Exception as exc:  # protobuf DecodeError and friends
+        raise ModelError(f"model file '{path}' is not an ONNX model: {first_line(exc)}") from None
+    if proto.ir_version <= 0 or len(proto.graph.output) == 0:
+        raise ModelError(f"model file '{path}' is not an ONNX model: it holds no graph")
+    zipmap = [n for n in proto.graph.node if n.op_type == "ZipMap"]
+    if zipmap:
+        raise ModelError(
+            f"ONNX model '{path}' has a ZipMap output ('{zipmap[0].output[0]}'), which gives "
+            "dictionaries, not tensors; export the classifier with skl2onnx option "
+            "zipmap=False: to_onnx(model, X, options={id(model): {'zipmap': False}})"
+        )
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    # idle onnxruntime threads otherwise spin for a while after each run and starve
+    # torch (the autodiff path) and the other processes on a small machine
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    try:
+        session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise ModelError(
+            f"onnxruntime cannot load ONNX model '{path}': {first_line(exc)}"
+        ) from None
+    return proto, session
+
+
+def _graph_input(proto: Any, path: Path) -> tuple[str, np.dtype, list[int | str]]:
+    """(name, dtype, shape) of the graph's one (N, D) float input, or a ModelError."""
+    graph = proto.graph
+    init_names = {t.name for t in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in init_names]
+    if len(inputs) != 1:
+        names = ", ".join(i.name for i in inputs)
+        raise ModelError(
+            f"ONNX model '{path}' has {len(inputs)} inputs ({names}); ale explains models "
+            "with one input tensor of shape (N, D)"
+        )
+    inp = inputs[0]
+    elem = inp.type.tensor_type.elem_type
+    if elem not in _ELEM_DTYPES:
+        from onnx.helper import tensor_dtype_to_np_dtype
+
+        raise ModelError(
+            f"ONNX model '{path}' input '{inp.name}' has element type "
+            f"{np.dtype(tensor_dtype_to_np_dtype(elem)).name}; ale feeds float32 or float64"
+        )
+    shape = _dims(inp)
+    if len(shape) != 2:
+        raise ModelError(
+            f"ONNX model '{path}' input '{inp.name}' has shape {shape}; "
+            "ale explains models with one input of shape (N, D)"
+        )
+    return inp.name, np.dtype(_ELEM_DTYPES[elem]), shape
+
+
+@dataclass(frozen=True, eq=False)
+class OnnxGraph:
+    """An ONNX file opened in onnxruntime: its one input, the selected output, and
+    the two ways of running it (onnxruntime, or a torch translation).
+
+    Attributes
+    ----------
+    input_shape : list of int or str
+        The declared (N, D) input shape (symbolic dims as strings).
+    fixed_batch : int or None
+        N when the graph takes batches of exactly N rows (the last one is padded).
+    out_name, column
+        The explained output and its column (None: the output has one column).
+    """
+
+    path: Path
+    session: Any
+    input_name: str
+    dtype: np.dtype
+    input_shape: list[int | str]
+    fixed_batch: int | None
+    ops: tuple[str, ...]
+    outputs: Outputs
+    labels: tuple[str, ...]
+    selector: str | None
+    out_name: str
+    column: int | None
+    threads: int
 
     @classmethod
-    def load(cls, path: Path, options: LoadOptions, columns: Columns) -> OnnxModel:
-        import onnx
-        import onnxruntime as ort
-
-        try:
-            proto = onnx.load(str(path))
-        except Exception as exc:  # protobuf DecodeError and friends
-            raise ModelError(
-                f"model file '{path}' is not an ONNX model: {first_line(exc)}"
-            ) from None
-        if proto.ir_version <= 0 or len(proto.graph.output) == 0:
-            raise ModelError(f"model file '{path}' is not an ONNX model: it holds no graph")
-        zipmap = [n for n in proto.graph.node if n.op_type == "ZipMap"]
-        if zipmap:
-            raise ModelError(
-                f"ONNX model '{path}' has a ZipMap output ('{zipmap[0].output[0]}'), which gives "
-                "dictionaries, not tensors; export the classifier with skl2onnx option "
-                "zipmap=False: to_onnx(model, X, options={id(model): {'zipmap': False}})"
-            )
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = available_cores()
-        so.inter_op_num_threads = 1
-        so.log_severity_level = 3
-        # idle onnxruntime threads otherwise spin for a while after each run and starve
-        # torch (the autodiff path) and the other processes on a small machine
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            raise ModelError(
-                f"onnxruntime cannot load ONNX model '{path}': {first_line(exc)}"
-            ) from None
-        return cls(path, proto, session, options, columns)
-
-    # -- output selection ----------------------------------------------------------------
-
-    @staticmethod
-    def _class_labels(graph: Any) -> list[str]:
-        for node in graph.node:
-            if node.op_type.endswith("Classifier"):
-                for at in node.attribute:
-                    if at.name in ("classlabels_int64s", "classlabels_ints"):
-                        return [str(v) for v in at.ints]
-                    if at.name == "classlabels_strings":
-                        return [v.decode() for v in at.strings]
-        return []
-
-    def _listing(self) -> str:
-        return ", ".join(f"{name}: {kind} {shape}" for name, kind, shape in self.outputs)
-
-    def _parse_output(self, spec: str | None) -> tuple[str, int | None]:
-        names = [name for name, _, _ in self.outputs]
-        if spec is None:
-            if len(names) == 1:
-                return self._float_output(names[0], spec), None
-            proba = next((n for n in names if n in _PROBA_NAMES), None)
-            hint = f" (e.g. --output proba:1 or {proba}:1)" if proba else ""
-            raise ModelError(
-                f"ONNX model '{self.path}' has {len(names)} outputs ({self._listing()}); choose "
-                f"one with --output NAME, NAME:INDEX or INDEX{hint}"
-            )
-        head, sep, tail = spec.rpartition(":") if ":" in spec else (spec, "", "")
-        if head == "proba" and sep:
-            proba = next((n for n in names if n in _PROBA_NAMES), None)
-            if proba is None:
-                raise ModelError(
-                    f"--output {spec}: ONNX model '{self.path}' has no probabilities output "
-                    f"(outputs: {self._listing()})"
-                )
-            if tail in self.labels:
-                return self._float_output(proba, spec), self.labels.index(tail)
-            if tail.isdigit():
-                return self._float_output(proba, spec), int(tail)
-            raise ModelError(
-                f"--output {spec}: ONNX model '{self.path}' has no class '{tail}' "
-                f"(classes: {', '.join(self.labels) or 'unknown'})"
-            )
-        if sep and tail.isdigit() and head in names:
-            return self._float_output(head, spec), int(tail)
-        if not sep and spec in names:
-            return self._float_output(spec, spec), None
-        if not sep and spec.isdigit():
-            if len(names) == 1:
-                return self._float_output(names[0], spec), int(spec)
-            if int(spec) < len(names):
-                return self._float_output(names[int(spec)], spec), None
-        raise ModelError(
-            f"--output '{spec}': ONNX model '{self.path}' has no such output "
-            f"(outputs: {self._listing()}); use NAME, NAME:INDEX or INDEX"
+    def open(cls, path: Path, selector: str | None) -> tuple[OnnxGraph, Any]:
+        """The graph of the file and its ModelProto."""
+        threads = available_cores()
+        proto, session = _open_session(path, threads)
+        input_name, dtype, input_shape = _graph_input(proto, path)
+        batch = input_shape[0]
+        outputs = tuple((o.name, o.type, o.shape) for o in session.get_outputs())
+        labels = _class_labels(proto.graph)
+        out_name, column = parse_output(selector, outputs, labels, path)
+        graph = cls(
+            path=path,
+            session=session,
+            input_name=input_name,
+            dtype=dtype,
+            input_shape=input_shape,
+            fixed_batch=batch if isinstance(batch, int) and batch > 0 else None,
+            ops=tuple(sorted({n.op_type for n in proto.graph.node})),
+            outputs=outputs,
+            labels=labels,
+            selector=selector,
+            out_name=out_name,
+            column=column,
+            threads=threads,
         )
+        return graph, proto
 
-    def _float_output(self, name: str, spec: str | None) -> str:
-        kind = next(k for n, k, _ in self.outputs if n == name)
-        if kind not in _FLOAT_OUTPUTS:
-            raise ModelError(
-                f"output '{name}' of ONNX model '{self.path}' is {kind}, not a float tensor; "
-                f"choose a float output with --output (outputs: {self._listing()})"
-            )
-        return name
+    @property
+    def tree_ensemble(self) -> bool:
+        return any(op.startswith("TreeEnsemble") for op in self.ops)
 
-    def _select(self, out: Any, n_rows: int) -> Any:
+    def select(self, out: Any, n_rows: int) -> Any:
         """Column ``self.column`` of an (n,), (n, 1) or (n, K) array or tensor."""
-        self._out_shape = list(out.shape)
         if out.ndim == 0 or out.shape[0] != n_rows:
             raise ModelError(
-                f"ONNX model '{self.path}' output '{self.out_name}' has shape {tuple(out.shape)} "
-                f"for {n_rows} rows; expected one prediction per row"
+                f"ONNX model '{self.path}' output '{self.out_name}' has shape "
+                f"{tuple(out.shape)} for {n_rows} rows; expected one prediction per row"
             )
         flat = out.reshape(n_rows, -1)
         width = flat.shape[1]
@@ -212,19 +274,19 @@ class OnnxModel:
             if width != 1:
                 raise ModelError(
                     f"ONNX model '{self.path}' output '{self.out_name}' has {width} columns; "
-                    f"choose one with --output {self.out_name}:INDEX (0..{width - 1})"
+                    f"choose one with {{param}} {self.out_name}:INDEX (0..{width - 1})",
+                    param="output",
                 )
             return flat[:, 0]
         if self.column >= width:
             raise ModelError(
-                f"--output {self.options.output} is out of range: ONNX model '{self.path}' "
-                f"output '{self.out_name}' has columns 0..{width - 1}"
+                f"{{param}} {self.selector} is out of range: ONNX model '{self.path}' "
+                f"output '{self.out_name}' has columns 0..{width - 1}",
+                param="output",
             )
         return flat[:, self.column]
 
-    # -- the two ways of running the graph ----------------------------------------------------
-
-    def _padded(self, X: np.ndarray) -> list[tuple[np.ndarray, int]]:
+    def padded(self, X: np.ndarray) -> list[tuple[np.ndarray, int]]:
         """Pieces of X of exactly ``fixed_batch`` rows (the last padded), with their real length."""
         if self.fixed_batch is None:
             return [(X, len(X))]
@@ -238,160 +300,243 @@ class OnnxModel:
             pieces.append((piece, n))
         return pieces
 
-    def ort_predict(self, X: np.ndarray) -> np.ndarray:
-        """The selected output through onnxruntime, (M,) float64."""
-        parts = []
-        for piece, n in self._padded(X):
-            (out,) = self.session.run([self.out_name], {self.input_name: piece.astype(self.dtype)})
-            parts.append(np.asarray(self._select(np.asarray(out), len(piece)))[:n])
+    def raw(self, X: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
+        """onnxruntime's output for each padded piece of X, with the piece's length
+        and its number of real rows."""
+        pieces = []
+        for piece, n in self.padded(X):
+            feed = {self.input_name: piece.astype(self.dtype)}
+            (out,) = call_model(self.path, self.session.run, [self.out_name], feed)
+            pieces.append((np.asarray(out), len(piece), n))
+        return pieces
+
+    def selected(self, pieces: list[tuple[np.ndarray, int, int]]) -> np.ndarray:
+        """The selected output of :meth:`raw`'s pieces, (M,) float64."""
+        parts = [np.asarray(self.select(out, m))[:n] for out, m, n in pieces]
         return np.concatenate(parts).astype(np.float64)
 
-    def _torch_dtype(self) -> Any:
+    def run(self, X: np.ndarray) -> np.ndarray:
+        """The selected output through onnxruntime, (M,) float64."""
+        return self.selected(self.raw(X))
+
+    def torch_dtype(self) -> Any:
         import torch
 
         return torch.float32 if self.dtype == np.float32 else torch.float64
 
-    def _torch_forward(self, X: np.ndarray, grad: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    def torch_output(self, torch_graph: Any, x: Any) -> Any:
+        """The selected output of the translated graph at the tensor ``x``, (n,)."""
+        return self.select(torch_graph(x)[self.out_name], len(x))
+
+    def _torch_run(self, torch_graph: Any, x: Any, grad: bool) -> tuple[Any, Any]:
+        import torch
+
+        y = self.torch_output(torch_graph, x)
+        if not grad:
+            return y, None
+        (g,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
+        return y, (torch.zeros_like(x) if g is None else g)
+
+    def torch_forward(
+        self, torch_graph: Any, X: np.ndarray, grad: bool
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Predictions (M,) and, if ``grad``, gradients (M, D) through the translation."""
         import torch
 
         preds, grads = [], []
-        for piece, n in self._padded(X):
-            x = torch.from_numpy(np.ascontiguousarray(piece)).to(self._torch_dtype())
+        for piece, n in self.padded(X):
+            x = torch.from_numpy(np.ascontiguousarray(piece)).to(self.torch_dtype())
             x.requires_grad_(grad)
-            y = self._select(self.torch_graph(x)[self.out_name], len(piece))
-            if grad:
-                (g,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
-                g = torch.zeros_like(x) if g is None else g
+            y, g = call_model(self.path, self._torch_run, torch_graph, x, grad)
+            if g is not None:
                 grads.append(g.detach().numpy()[:n])
             preds.append(y.detach().numpy()[:n])
         pred = np.concatenate(preds).astype(np.float64)
         return pred, (np.concatenate(grads).astype(np.float64) if grad else None)
 
-    # -- choosing the method ------------------------------------------------------------------
 
-    def _init_method(self, proto: Any) -> None:
-        from ale_cli.models.onnx_torch import UnsupportedGraph, translate
+def check_graph(graph: OnnxGraph, columns: Columns, X: np.ndarray) -> tuple[int, ...]:
+    """Width, output and row independence through onnxruntime on the first rows of X;
+    returns the shape of one row of the selected output."""
+    width = graph.input_shape[1]
+    hint = "select the model's inputs with {param:inputs} or {param:exclude}"
+    if isinstance(width, int) and width > 0 and width != X.shape[1]:
+        raise ModelError(
+            f"ONNX model '{graph.path}' input '{graph.input_name}' has shape "
+            f"{graph.input_shape}, but {X.shape[1]} features are selected "
+            f"({', '.join(columns.names)}); {hint}",
+            param="features",
+        )
+    rows = X[:FIRST_ROWS]
+    try:
+        pieces = graph.raw(rows)
+    except ModelFailed as exc:
+        raise ModelError(
+            f"ONNX model '{graph.path}' fails on rows of {X.shape[1]} features "
+            f"({failure_reason(exc)}); {hint}",
+            param="features",
+        ) from None
+    first = graph.selected(pieces)
+    if not fd.rows_independent(graph.run, X, rtol=RTOL[graph.dtype], first=first):
+        raise ModelError(
+            f"ONNX model '{graph.path}' mixes rows: a row's output changes when other rows "
+            "of the batch change; local effects need each output row to depend on its own "
+            "input row only (export the model in eval mode)"
+        )
+    return tuple(pieces[0][0].shape[1:])
 
-        if self.options.method == "finite-differences":
-            self.fallback_reason = "finite differences asked with --method finite-differences"
-            return
-        try:
-            self.torch_graph = translate(proto, self.input_name)
-        except UnsupportedGraph as exc:
-            self._fall_back(f"the graph cannot be run in torch: {exc}")
 
-    def _fall_back(self, reason: str) -> None:
-        if self.options.method == "autodiff":
-            raise ModelError(f"--method autodiff: ONNX model '{self.path}': {reason}")
-        self.torch_graph = None
-        self.fallback_reason = reason
+@dataclass(frozen=True)
+class MethodChoice:
+    """How the local effects are obtained: through ``torch_graph`` (autodiff) when it
+    is not None, else by finite differences through onnxruntime for ``fallback_reason``.
+
+    ``check`` holds the comparison of the translation with onnxruntime (rows,
+    max_abs_diff, rtol, scale) when it was made.
+    """
+
+    torch_graph: Any
+    fallback_reason: str | None
+    check: dict[str, Any] | None = None
+
+
+def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> MethodChoice:
+    """Translate the graph to torch and check it against onnxruntime on up to
+    :data:`CHECK_ROWS` rows of X; fall back to finite differences (or, with
+    ``method="autodiff"``, refuse) when either fails."""
+    from ale_cli.models.onnx_torch import UnsupportedGraph, translate
+
+    def fall_back(reason: str, check: dict[str, Any] | None = None) -> MethodChoice:
+        if method == "autodiff":
+            raise ModelError(
+                f"{{param}} autodiff: ONNX model '{graph.path}': {reason}", param="method"
+            )
+        return MethodChoice(None, reason, check)
+
+    if method == "finite-differences":
+        return MethodChoice(None, "finite differences asked (method finite-differences)")
+    try:
+        torch_graph = translate(proto, graph.input_name)
+    except UnsupportedGraph as exc:
+        return fall_back(f"the graph cannot be run in torch: {exc}")
+    rows = X
+    if len(X) > CHECK_ROWS:
+        rows = X[np.linspace(0, len(X) - 1, CHECK_ROWS).astype(int)]
+    reference = graph.run(rows)
+    try:
+        translated, _ = graph.torch_forward(torch_graph, rows, grad=False)
+    except ModelFailed as exc:
+        return fall_back(f"the torch translation fails ({failure_reason(exc)})")
+    rtol = RTOL[graph.dtype]
+    scale = max(float(np.max(np.abs(reference))), 1e-12)
+    diff = float(np.max(np.abs(translated - reference)))
+    check = {"rows": len(rows), "max_abs_diff": diff, "rtol": rtol, "scale": scale}
+    if not diff <= rtol * scale:
+        return fall_back(
+            f"the torch translation disagrees with onnxruntime on {len(rows)} rows "
+            f"(max difference {diff:.3g} > {rtol:g} x max|output| {scale:.3g})",
+            check,
+        )
+    return MethodChoice(torch_graph, None, check)
+
+
+@dataclass(frozen=True, eq=False)
+class OnnxModel:
+    """An ONNX graph run by onnxruntime, differentiated through torch when possible;
+    checked on the data, with its method and steps decided. Build it with :meth:`load`.
+
+    Attributes
+    ----------
+    step, steps
+        The finite-difference step choice and absolute steps (D,) (None on the
+        autodiff path).
+    row_shape : tuple of int
+        Shape of one row of the selected output, as seen when it was checked.
+    """
+
+    graph: OnnxGraph
+    choice: MethodChoice
+    batch_size: int | None
+    fixed: np.ndarray
+    row_shape: tuple[int, ...]
+    step: fd.StepChoice | None = None
+    steps: np.ndarray | None = None
+    format: ClassVar[str] = "onnx"
+
+    @classmethod
+    def load(cls, path: Path, options: LoadOptions, columns: Columns, X: np.ndarray) -> OnnxModel:
+        """Open the file, check the graph on X, choose the method (and steps)."""
+        graph, proto = OnnxGraph.open(path, options.output)
+        row_shape = check_graph(graph, columns, X)
+        choice = choose_method(graph, proto, options.method, X)
+        fixed = columns.fixed_mask()
+        step, steps = None, None
+        if choice.torch_graph is None:
+            step, steps = fd.plan_steps(
+                graph.run,
+                X,
+                user_step=options.step,
+                piecewise_type=graph.tree_ensemble,
+                smooth_step=fd.FLOAT32_STEP if graph.dtype == np.float32 else fd.SMALL_STEP,
+                fixed=fixed,
+                dtype=graph.dtype,
+            )
+        return cls(graph, choice, options.batch_size, fixed, row_shape, step, steps)
 
     @property
     def method(self) -> str:
-        return "autodiff" if self.torch_graph is not None else "finite-differences"
+        return "autodiff" if self.choice.torch_graph is not None else "finite-differences"
 
-    # -- the adapter interface ---------------------------------------------------------------
+    @property
+    def path(self) -> Path:
+        return self.graph.path
 
-    def check(self, X: np.ndarray) -> None:
-        """Width, output and row independence through onnxruntime; then the torch
-        translation's forward pass against onnxruntime on a sample of rows."""
-        width = self.input_shape[1]
-        if isinstance(width, int) and width > 0 and width != X.shape[1]:
-            raise ModelError(
-                f"ONNX model '{self.path}' input '{self.input_name}' has shape "
-                f"{self.input_shape}, but {X.shape[1]} features are selected "
-                f"({', '.join(self.columns.names)}); select the model's inputs with "
-                "--features or --exclude"
-            )
-        try:
-            self.ort_predict(X[:8])
-        except ModelError:
-            raise
-        except Exception as exc:
-            raise ModelError(
-                f"ONNX model '{self.path}' fails on rows of {X.shape[1]} features "
-                f"({first_line(exc)}); select the model's inputs with --features or --exclude"
-            ) from None
-        if not fd.rows_independent(self.ort_predict, X, rtol=RTOL[self.dtype]):
-            raise ModelError(
-                f"ONNX model '{self.path}' mixes rows: a row's output changes when other rows "
-                "of the batch change; local effects need each output row to depend on its own "
-                "input row only (export the model in eval mode)"
-            )
-        if self.torch_graph is not None:
-            self._check_translation(X)
+    @property
+    def out_name(self) -> str:
+        return self.graph.out_name
 
-    def _check_translation(self, X: np.ndarray) -> None:
-        rows = X
-        if len(X) > CHECK_ROWS:
-            rows = X[np.linspace(0, len(X) - 1, CHECK_ROWS).astype(int)]
-        reference = self.ort_predict(rows)
-        try:
-            translated, _ = self._torch_forward(rows, grad=False)
-        except ModelError:
-            raise
-        except Exception as exc:
-            self._fall_back(f"the torch translation fails ({first_line(exc)})")
-            return
-        rtol = RTOL[self.dtype]
-        scale = max(float(np.max(np.abs(reference))), 1e-12)
-        diff = float(np.max(np.abs(translated - reference)))
-        self.check_result = {"rows": len(rows), "max_abs_diff": diff, "rtol": rtol, "scale": scale}
-        if not diff <= rtol * scale:
-            self._fall_back(
-                f"the torch translation disagrees with onnxruntime on {len(rows)} rows "
-                f"(max difference {diff:.3g} > {rtol:g} x max|output| {scale:.3g})"
-            )
+    @property
+    def column(self) -> int | None:
+        return self.graph.column
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output through onnxruntime, shape (N,)."""
         size = self.batch_size or fd.DEFAULT_EVAL_ROWS
-        return np.concatenate([self.ort_predict(X[sl]) for sl in chunks(len(X), size)])
+        return np.concatenate([self.graph.run(X[sl]) for sl in chunks(len(X), size)])
 
-    def local_effects(self, X: np.ndarray, *, progress: ProgressFn | None = None) -> Effects:
-        """Autodiff through the torch translation, or central differences via onnxruntime."""
-        try:
-            if self.torch_graph is not None:
-                return self._autodiff(X, progress)
-            return self._finite_differences(X, progress)
-        except (ModelError, RunError):
-            raise
-        except Exception as exc:
-            raise RunError(f"ONNX model '{self.path}' failed: {first_line(exc)}") from None
-
-    def _autodiff(self, X: np.ndarray, progress: ProgressFn | None) -> Effects:
-        n, d = X.shape
-        grads = np.empty((n, d), dtype=np.float64)
+    def local_effects(
+        self,
+        X: np.ndarray,
+        *,
+        features: Sequence[int] | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Effects:
+        """Autodiff through the torch translation (the full gradient, the columns
+        ``features`` kept), or central differences via onnxruntime perturbing only
+        the columns ``features``; held-fixed columns get 0."""
+        index = feature_indices(features, X.shape[1])
+        if self.choice.torch_graph is None:
+            return fd.central_differences(
+                self.graph.run,
+                X,
+                self.steps if self.steps is not None else np.zeros(X.shape[1]),
+                features=index,
+                fixed=self.fixed,
+                dtype=self.graph.dtype,
+                eval_rows=self.batch_size or fd.DEFAULT_EVAL_ROWS,
+                progress=progress,
+                label=f"ONNX model '{self.path}'",
+            )
+        n = len(X)
+        grads = np.empty((n, len(index)), dtype=np.float64)
         preds = np.empty(n, dtype=np.float64)
         for sl in chunks(n, self.batch_size or TORCH_BATCH_SIZE):
-            preds[sl], g = self._torch_forward(X[sl], grad=True)
-            grads[sl] = g
+            preds[sl], full = self.graph.torch_forward(self.choice.torch_graph, X[sl], grad=True)
+            grads[sl] = full[:, index]  # type: ignore[index]
             if progress is not None:
                 progress(sl.stop - sl.start)
+        grads[:, self.fixed[index]] = 0.0
         return Effects(local_effects=grads, prediction=preds)
-
-    def _finite_differences(self, X: np.ndarray, progress: ProgressFn | None) -> Effects:
-        fixed = self.columns.fixed_mask() if self.columns.names else np.zeros(X.shape[1], bool)
-        if self.steps is None:
-            self.step, self.steps = fd.plan_steps(
-                self.ort_predict,
-                X,
-                user_step=self.options.step,
-                piecewise_type=self.tree_ensemble,
-                smooth_step=fd.FLOAT32_STEP if self.dtype == np.float32 else fd.SMALL_STEP,
-                fixed=fixed,
-                dtype=self.dtype,
-            )
-        return fd.central_differences(
-            self.ort_predict,
-            X,
-            self.steps,
-            fixed=fixed,
-            dtype=self.dtype,
-            eval_rows=self.batch_size or fd.DEFAULT_EVAL_ROWS,
-            progress=progress,
-            label=f"ONNX model '{self.path}'",
-        )
 
     def mixed_derivatives(
         self,
@@ -404,30 +549,26 @@ class OnnxModel:
         torch translation (see :func:`ale_cli.models.mixed.mixed_partials`)."""
         from ale_cli.models.mixed import mixed_partials
 
-        if self.torch_graph is None:
+        torch_graph = self.choice.torch_graph
+        if torch_graph is None:
             raise ModelError(
                 f"ONNX model '{self.path}' has no mixed derivatives: it is evaluated by "
-                f"finite differences ({self.fallback_reason})"
+                f"finite differences ({self.choice.fallback_reason})"
             )
 
         def forward(x: Any) -> Any:
-            return self._select(self.torch_graph(x)[self.out_name], len(x))
+            return self.graph.torch_output(torch_graph, x)
 
-        label = f"ONNX model '{self.path}'"
-        if self.fixed_batch is None:
+        dtype = self.graph.torch_dtype()
+        if self.graph.fixed_batch is None:
+            size = self.batch_size or TORCH_BATCH_SIZE
             return mixed_partials(
-                forward,
-                X,
-                pairs,
-                dtype=self._torch_dtype(),
-                batch_size=self.batch_size or TORCH_BATCH_SIZE,
-                label=label,
-                progress=progress,
+                forward, X, pairs, dtype=dtype, batch_size=size, path=self.path, progress=progress
             )
         parts = []
-        for piece, n in self._padded(X):  # a graph with a fixed batch size: padded pieces
+        for piece, n in self.graph.padded(X):  # a graph with a fixed batch size: padded pieces
             part = mixed_partials(
-                forward, piece, pairs, dtype=self._torch_dtype(), batch_size=len(piece), label=label
+                forward, piece, pairs, dtype=dtype, batch_size=len(piece), path=self.path
             )
             parts.append(part[:, :n])
             if progress is not None:
@@ -435,28 +576,29 @@ class OnnxModel:
         return np.concatenate(parts, axis=1) if parts else np.empty((len(pairs), 0))
 
     def describe(self) -> dict[str, Any]:
+        graph, choice = self.graph, self.choice
         details: dict[str, Any] = {
             "method": self.method,
             "format": self.format,
-            "dtype": self.dtype.name,
-            "input": {"name": self.input_name, "shape": self.input_shape},
-            "batch": self.fixed_batch or "dynamic",
-            "ops": self.ops,
-            "threads": available_cores(),
+            "dtype": graph.dtype.name,
+            "input": {"name": graph.input_name, "shape": list(graph.input_shape)},
+            "batch": graph.fixed_batch or "dynamic",
+            "ops": list(graph.ops),
+            "threads": graph.threads,
             "output": {
-                "selector": self.options.output,
-                "name": self.out_name,
-                "column": self.column,
-                "shape": self._out_shape,
+                "selector": graph.selector,
+                "name": graph.out_name,
+                "column": graph.column,
+                "shape": ["n", *self.row_shape],
             },
         }
-        if self.torch_graph is not None:
-            details["translation"] = {"engine": "onnx->torch", "check": self.check_result}
+        if choice.torch_graph is not None:
+            details["translation"] = {"engine": "onnx->torch", "check": choice.check}
             details["batch_size"] = self.batch_size or TORCH_BATCH_SIZE
-        else:
-            details["fallback_reason"] = self.fallback_reason
-            details["eval_rows_per_call"] = self.batch_size or fd.DEFAULT_EVAL_ROWS
-            details["notes"] = [f"finite differences through onnxruntime: {self.fallback_reason}"]
+            return details
+        details["fallback_reason"] = choice.fallback_reason
+        details["eval_rows_per_call"] = self.batch_size or fd.DEFAULT_EVAL_ROWS
+        details["notes"] = [f"finite differences through onnxruntime: {choice.fallback_reason}"]
         if self.step is not None and self.steps is not None:
             details["step"] = self.step.to_dict() | {"absolute": self.steps.tolist()}
             details["notes"].append(fd.describe_step(self.step))

@@ -5,19 +5,32 @@ The estimator is called with a DataFrame carrying the original column names
 when it was fitted on one (``feature_names_in_``), so pipelines with a
 ColumnTransformer / OneHotEncoder get the columns they expect; text columns are
 rebuilt from their integer codes. Only numeric, non-categorical columns are
-perturbed. The step is chosen per model (see :func:`finite_diff.choose_step`).
+perturbed. The step is chosen per model when it is loaded (see
+:func:`finite_diff.choose_step`); every estimator call goes through
+:func:`~ale_cli.models.base.call_model`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ale_cli.errors import ModelError, RunError
+from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models import finite_diff as fd
-from ale_cli.models.base import Columns, Effects, LoadOptions, ProgressFn, first_line
+from ale_cli.models.base import (
+    Columns,
+    Effects,
+    LoadOptions,
+    ProgressFn,
+    call_model,
+    failure_reason,
+    feature_indices,
+    first_line,
+)
 
 #: Final-estimator class names (substrings) whose predictions are piecewise constant.
 PIECEWISE_CONSTANT = (
@@ -44,7 +57,8 @@ def load_skops(path: Path, trust: tuple[str, ...]) -> tuple[Any, list[str]]:
     if missing:
         raise ModelError(
             f"skops file '{path}' holds types that are not trusted by default: "
-            f"{', '.join(missing)}; check them and pass --trust {','.join(missing)} to load it"
+            f"{', '.join(missing)}; check them and pass {{param}} {','.join(missing)} to load it",
+            param="trust",
         )
     try:
         return sio.load(path, trusted=untrusted or None), untrusted
@@ -57,7 +71,8 @@ def load_pickle(path: Path, trust_pickle: bool) -> Any:
     if not trust_pickle:
         raise ModelError(
             f"model file '{path}' is a pickle, and loading a pickle runs code stored in it; "
-            "pass --trust-pickle if you trust its source (or save the model with skops)"
+            "pass {param} if you trust its source (or save the model with skops)",
+            param="trust_pickle",
         )
     import joblib
 
@@ -80,115 +95,115 @@ def final_estimator(est: Any) -> Any:
             return est
 
 
-class SklearnModel:
-    """A fitted scikit-learn estimator explained by central finite differences."""
+#: Rows the estimator is first called on when it is loaded.
+CHECK_ROWS = 8
 
-    method = "finite-differences"
 
-    def __init__(
-        self,
-        estimator: Any,
-        path: Path,
-        fmt: str,
-        options: LoadOptions,
-        columns: Columns,
-        trusted: list[str] | None = None,
-    ) -> None:
-        from sklearn.base import is_classifier
+def _choices(estimator: Any, is_classifier: bool) -> str:
+    if not is_classifier:
+        return "predict (or predict:INDEX for a multi-output regressor)"
+    classes = ", ".join(str(c) for c in getattr(estimator, "classes_", []))
+    decision = " or decision[:INDEX]" if hasattr(estimator, "decision_function") else ""
+    return f"proba:CLASS (classes: {classes}){decision}"
 
-        if options.method == "autodiff":
+
+def parse_output(
+    estimator: Any, spec: str | None, path: Path
+) -> tuple[str, int | None, str | None]:
+    """(kind, column, class label) of the output selector ``spec`` for ``estimator``:
+    kind is "predict", "proba" or "decision"."""
+    from sklearn.base import is_classifier
+
+    classifier = bool(is_classifier(estimator))
+    name = type(estimator).__name__
+    if spec is None:
+        if classifier:
             raise ModelError(
-                "--method autodiff is not available for scikit-learn models; "
-                "they are differentiated by finite differences"
+                f"model '{path}' is a classifier ({name}); choose the output to "
+                f"explain with {{param}}: {_choices(estimator, classifier)}",
+                param="output",
             )
-        if not any(hasattr(estimator, m) for m in ("predict", "predict_proba")):
-            raise ModelError(
-                f"model file '{path}' holds a {type(estimator).__name__}, "
-                "not a fitted scikit-learn estimator (it has no predict method)"
-            )
-        self.estimator = estimator
-        self.path = path
-        self.format = fmt
-        self.columns = columns
-        self.options = options
-        self.trusted = trusted
-        self.is_classifier = bool(is_classifier(estimator))
-        self.eval_rows = options.batch_size or fd.DEFAULT_EVAL_ROWS
-        self.kind, self.column, self.label = self._parse_output(options.output)
-        names_in = getattr(estimator, "feature_names_in_", None)
-        self.names_in = None if names_in is None else [str(n) for n in names_in]
-        self.level_values = {
-            name: np.array(values, dtype=object) for name, values in columns.levels.items()
-        }
-        self.step: fd.StepChoice | None = None
-        self.steps: np.ndarray | None = None
+        return "predict", None, None
+    kind, _, arg = spec.partition(":")
+    if kind == "proba" and arg and classifier and hasattr(estimator, "predict_proba"):
+        classes = [str(c) for c in estimator.classes_]
+        if arg in classes:
+            return "proba", classes.index(arg), arg
+        if arg.isdigit() and int(arg) < len(classes):
+            return "proba", int(arg), classes[int(arg)]
+        raise ModelError(
+            f"{{param}} {spec}: model '{path}' has no class '{arg}' "
+            f"(classes: {', '.join(classes)}; or an index 0..{len(classes) - 1})",
+            param="output",
+        )
+    allowed = kind == "decision" and hasattr(estimator, "decision_function")
+    allowed = allowed or (kind == "predict" and not classifier)
+    if allowed and (not arg or arg.isdigit()):
+        return kind, (int(arg) if arg else None), None
+    raise ModelError(
+        f"{{param}} '{spec}' is not an output of model '{path}' ({name}); "
+        f"choose {_choices(estimator, classifier)}",
+        param="output",
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class SklearnCaller:
+    """Calls the estimator on rows of X (as a DataFrame if it was fitted on one) and
+    returns the selected output, (M,) float64.
+
+    Attributes
+    ----------
+    kind : {"predict", "proba", "decision"}
+        The estimator method called.
+    column : int or None
+        Column of that method's 2-D result (None: it gives one value per row).
+    label : str or None
+        The class of a "proba" output.
+    names_in : tuple of str or None
+        ``feature_names_in_`` of the estimator (None: it takes an array).
+    """
+
+    estimator: Any
+    path: Path
+    columns: Columns
+    selector: str | None
+    kind: str
+    column: int | None
+    label: str | None
+    names_in: tuple[str, ...] | None
+    level_values: Mapping[str, np.ndarray]
 
     @classmethod
-    def load(cls, path: Path, fmt: str, options: LoadOptions, columns: Columns) -> SklearnModel:
-        if fmt == "skops":
-            est, trusted = load_skops(path, options.trust)
-            return cls(est, path, fmt, options, columns, trusted)
-        return cls(load_pickle(path, options.trust_pickle), path, fmt, options, columns)
-
-    # -- output selection --------------------------------------------------------------
-
-    def _choices(self) -> str:
-        if not self.is_classifier:
-            return "predict (or predict:INDEX for a multi-output regressor)"
-        classes = ", ".join(str(c) for c in getattr(self.estimator, "classes_", []))
-        decision = " or decision[:INDEX]" if hasattr(self.estimator, "decision_function") else ""
-        return f"proba:CLASS (classes: {classes}){decision}"
-
-    def _parse_output(self, spec: str | None) -> tuple[str, int | None, str | None]:
-        name = type(self.estimator).__name__
-        if spec is None:
-            if self.is_classifier:
-                raise ModelError(
-                    f"model '{self.path}' is a classifier ({name}); choose the output to "
-                    f"explain with --output: {self._choices()}"
-                )
-            return "predict", None, None
-        kind, _, arg = spec.partition(":")
-        if (
-            kind == "proba"
-            and arg
-            and self.is_classifier
-            and hasattr(self.estimator, "predict_proba")
-        ):
-            classes = [str(c) for c in self.estimator.classes_]
-            if arg in classes:
-                return "proba", classes.index(arg), arg
-            if arg.isdigit() and int(arg) < len(classes):
-                return "proba", int(arg), classes[int(arg)]
-            raise ModelError(
-                f"--output {spec}: model '{self.path}' has no class '{arg}' "
-                f"(classes: {', '.join(classes)}; or an index 0..{len(classes) - 1})"
-            )
-        if kind == "decision" and hasattr(self.estimator, "decision_function"):
-            if not arg:
-                return "decision", None, None
-            if arg.isdigit():
-                return "decision", int(arg), None
-        if kind == "predict" and not self.is_classifier:
-            if not arg:
-                return "predict", None, None
-            if arg.isdigit():
-                return "predict", int(arg), None
-        raise ModelError(
-            f"--output '{spec}' is not an output of model '{self.path}' ({name}); "
-            f"choose {self._choices()}"
+    def build(cls, estimator: Any, path: Path, spec: str | None, columns: Columns) -> SklearnCaller:
+        kind, column, label = parse_output(estimator, spec, path)
+        names_in = getattr(estimator, "feature_names_in_", None)
+        return cls(
+            estimator=estimator,
+            path=path,
+            columns=columns,
+            selector=spec,
+            kind=kind,
+            column=column,
+            label=label,
+            names_in=None if names_in is None else tuple(str(n) for n in names_in),
+            level_values={
+                name: np.array(values, dtype=object) for name, values in columns.levels.items()
+            },
         )
 
-    def _output_name(self) -> str:
+    def output_name(self) -> str:
         return self.kind + ("" if self.column is None else f":{self.column}")
 
-    def _raw(self, X: np.ndarray) -> np.ndarray:
+    def __call__(self, X: np.ndarray) -> np.ndarray:
         data = self._frame(X)
-        if self.kind == "proba":
-            return np.asarray(self.estimator.predict_proba(data))
-        if self.kind == "decision":
-            return np.asarray(self.estimator.decision_function(data))
-        return np.asarray(self.estimator.predict(data))
+        method = {
+            "proba": "predict_proba",
+            "decision": "decision_function",
+            "predict": "predict",
+        }[self.kind]
+        out = call_model(self.path, getattr(self.estimator, method), data)
+        return self._select(np.asarray(out), len(X))
 
     def _select(self, out: np.ndarray, n_rows: int) -> np.ndarray:
         if out.ndim == 2 and out.shape[1] == 1 and self.column is None:
@@ -196,8 +211,9 @@ class SklearnModel:
         if out.ndim == 1:
             if self.column is not None:
                 raise ModelError(
-                    f"--output {self.options.output}: model '{self.path}' gives one "
-                    f"{self.kind} value per row; drop the :INDEX"
+                    f"{{param}} {self.selector}: model '{self.path}' gives one "
+                    f"{self.kind} value per row; drop the :INDEX",
+                    param="output",
                 )
             return out.astype(np.float64, copy=False)
         if out.ndim != 2 or out.shape[0] != n_rows:
@@ -207,12 +223,14 @@ class SklearnModel:
         if self.column is None:
             raise ModelError(
                 f"model '{self.path}' {self.kind} gives {out.shape[1]} columns; "
-                f"choose one with --output {self.kind}:INDEX (0..{out.shape[1] - 1})"
+                f"choose one with {{param}} {self.kind}:INDEX (0..{out.shape[1] - 1})",
+                param="output",
             )
         if self.column >= out.shape[1]:
             raise ModelError(
-                f"--output {self.options.output} is out of range: model '{self.path}' "
-                f"{self.kind} gives columns 0..{out.shape[1] - 1}"
+                f"{{param}} {self.selector} is out of range: model '{self.path}' "
+                f"{self.kind} gives columns 0..{out.shape[1] - 1}",
+                param="output",
             )
         return out[:, self.column].astype(np.float64, copy=False)
 
@@ -222,117 +240,183 @@ class SklearnModel:
         import pandas as pd
 
         cols: dict[str, Any] = {}
+        fixed, dtypes = self.columns.fixed, self.columns.dtypes
         for j, name in enumerate(self.columns.names):
             values = X[:, j]
             if name in self.level_values:
                 cols[name] = self.level_values[name][values.astype(np.intp)]
-            elif name in self.columns.fixed and self.columns.dtypes.get(name, "").startswith("int"):
-                cols[name] = values.astype(self.columns.dtypes[name])
+            elif name in fixed and dtypes.get(name, "").startswith("int"):
+                cols[name] = values.astype(dtypes[name])
             else:
                 cols[name] = values
-        return pd.DataFrame(cols, columns=self.names_in, copy=False)
+        return pd.DataFrame(cols, columns=list(self.names_in), copy=False)
 
-    def _f(self, X: np.ndarray) -> np.ndarray:
-        return self._select(self._raw(X), len(X))
 
-    # -- the adapter interface ---------------------------------------------------------
-
-    def check(self, X: np.ndarray) -> None:
-        """Refuse a model whose inputs differ from the selected features."""
-        names = list(self.columns.names)
-        width = X.shape[1]
-        if self.names_in is not None:
-            missing = [n for n in self.names_in if n not in names]
-            extra = [n for n in names if n not in self.names_in]
-            if missing or extra:
-                parts = [
-                    f"lack {', '.join(missing)}" if missing else "",
-                    f"add {', '.join(extra)}" if extra else "",
-                ]
-                raise ModelError(
-                    f"model '{self.path}' was fitted on columns {', '.join(self.names_in)}; "
-                    f"the selected features {' and '.join(p for p in parts if p)}; select the "
-                    "model's inputs with --features or --exclude"
-                )
-        else:
-            if self.level_values:
-                text = next(iter(self.level_values))
-                raise ModelError(
-                    f"column '{text}' is not numeric and model '{self.path}' was fitted on an "
-                    "array without column names; it can only take numeric features"
-                )
-            expected = getattr(self.estimator, "n_features_in_", None)
-            if expected is not None and expected != width:
-                raise ModelError(
-                    f"model '{self.path}' takes {expected} features but {width} are selected "
-                    f"({', '.join(names)}); select the model's inputs with --features or --exclude"
-                )
-        try:
-            self._f(X[:8])
-        except ModelError:
-            raise
-        except Exception as exc:
+def check_inputs(caller: SklearnCaller, X: np.ndarray) -> None:
+    """Refuse a model whose inputs differ from the selected features, or that fails
+    (or gives an unusable output) on the first rows."""
+    names = list(caller.columns.names)
+    width = X.shape[1]
+    hint = "select the model's inputs with {param:inputs} or {param:exclude}"
+    if caller.names_in is not None:
+        missing = [n for n in caller.names_in if n not in names]
+        extra = [n for n in names if n not in caller.names_in]
+        if missing or extra:
+            parts = [
+                f"lack {', '.join(missing)}" if missing else "",
+                f"add {', '.join(extra)}" if extra else "",
+            ]
             raise ModelError(
-                f"model '{self.path}' fails on the selected features: {first_line(exc)}"
-            ) from None
+                f"model '{caller.path}' was fitted on columns {', '.join(caller.names_in)}; "
+                f"the selected features {' and '.join(p for p in parts if p)}; {hint}",
+                param="features",
+            )
+    else:
+        if caller.level_values:
+            text = next(iter(caller.level_values))
+            raise ModelError(
+                f"column '{text}' is not numeric and model '{caller.path}' was fitted on an "
+                "array without column names; it can only take numeric features"
+            )
+        expected = getattr(caller.estimator, "n_features_in_", None)
+        if expected is not None and expected != width:
+            raise ModelError(
+                f"model '{caller.path}' takes {expected} features but {width} are selected "
+                f"({', '.join(names)}); {hint}",
+                param="features",
+            )
+    try:
+        caller(X[:CHECK_ROWS])
+    except ModelFailed as exc:
+        raise ModelError(
+            f"model '{caller.path}' fails on the selected features: {failure_reason(exc)}"
+        ) from None
+
+
+@dataclass(frozen=True, eq=False)
+class SklearnModel:
+    """A fitted scikit-learn estimator, checked on the data, explained by central
+    finite differences with steps chosen when it was loaded.
+
+    Build it with :meth:`load` or :meth:`from_estimator`.
+    """
+
+    caller: SklearnCaller
+    format: str
+    eval_rows: int
+    step: fd.StepChoice
+    steps: np.ndarray
+    fixed: np.ndarray
+    trusted: tuple[str, ...] | None = None
+    method: ClassVar[str] = "finite-differences"
+
+    @classmethod
+    def load(
+        cls, path: Path, fmt: str, options: LoadOptions, columns: Columns, X: np.ndarray
+    ) -> SklearnModel:
+        """Load a skops file or a trusted pickle and check it on X."""
+        if fmt == "skops":
+            est, trusted = load_skops(path, options.trust)
+            return cls.from_estimator(est, path, fmt, options, columns, X, trusted=trusted)
+        est = load_pickle(path, options.trust_pickle)
+        return cls.from_estimator(est, path, fmt, options, columns, X)
+
+    @classmethod
+    def from_estimator(
+        cls,
+        estimator: Any,
+        path: Path,
+        fmt: str,
+        options: LoadOptions,
+        columns: Columns,
+        X: np.ndarray,
+        *,
+        trusted: Sequence[str] | None = None,
+    ) -> SklearnModel:
+        """Check a fitted estimator on X and choose its finite-difference steps."""
+        if options.method == "autodiff":
+            raise ModelError(
+                "{param} autodiff is not available for scikit-learn models; "
+                "they are differentiated by finite differences",
+                param="method",
+            )
+        if not any(hasattr(estimator, m) for m in ("predict", "predict_proba")):
+            raise ModelError(
+                f"model file '{path}' holds a {type(estimator).__name__}, "
+                "not a fitted scikit-learn estimator (it has no predict method)"
+            )
+        caller = SklearnCaller.build(estimator, path, options.output, columns)
+        check_inputs(caller, X)
+        fixed = columns.fixed_mask()
+        final = type(final_estimator(estimator)).__name__
+        step, steps = fd.plan_steps(
+            caller,
+            X,
+            user_step=options.step,
+            piecewise_type=any(s in final for s in PIECEWISE_CONSTANT),
+            smooth_step=fd.SMALL_STEP,
+            fixed=fixed,
+        )
+        return cls(
+            caller=caller,
+            format=fmt,
+            eval_rows=options.batch_size or fd.DEFAULT_EVAL_ROWS,
+            step=step,
+            steps=steps,
+            fixed=fixed,
+            trusted=None if trusted is None else tuple(trusted),
+        )
+
+    @property
+    def estimator(self) -> Any:
+        return self.caller.estimator
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output at every row, shape (N,)."""
-        return self._f(X)
+        return self.caller(X)
 
-    def _choose_step(self, X: np.ndarray) -> np.ndarray:
-        final = type(final_estimator(self.estimator)).__name__
-        self.step, self.steps = fd.plan_steps(
-            self._f,
+    def local_effects(
+        self,
+        X: np.ndarray,
+        *,
+        features: Sequence[int] | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Effects:
+        """Central differences of the selected output in the columns ``features``
+        (held-fixed ones get 0), stacked and chunked: (2F + 1) N rows evaluated."""
+        return fd.central_differences(
+            self.caller,
             X,
-            user_step=self.options.step,
-            piecewise_type=any(s in final for s in PIECEWISE_CONSTANT),
-            smooth_step=fd.SMALL_STEP,
-            fixed=self.columns.fixed_mask(),
+            self.steps,
+            features=feature_indices(features, X.shape[1]),
+            fixed=self.fixed,
+            eval_rows=self.eval_rows,
+            progress=progress,
+            label=f"model '{self.caller.path}'",
         )
-        return self.steps
-
-    def local_effects(self, X: np.ndarray, *, progress: ProgressFn | None = None) -> Effects:
-        """Central differences of the selected output, stacked and chunked."""
-        steps = self.steps if self.steps is not None else self._choose_step(X)
-        try:
-            return fd.central_differences(
-                self._f,
-                X,
-                steps,
-                fixed=self.columns.fixed_mask(),
-                eval_rows=self.eval_rows,
-                progress=progress,
-                label=f"model '{self.path}'",
-            )
-        except (ModelError, RunError):
-            raise
-        except Exception as exc:
-            raise RunError(f"model '{self.path}' failed: {first_line(exc)}") from None
 
     def describe(self) -> dict[str, Any]:
-        est = self.estimator
+        est, caller = self.estimator, self.caller
         details: dict[str, Any] = {
             "method": self.method,
             "format": self.format,
             "estimator": type(est).__name__,
             "final_estimator": type(final_estimator(est)).__name__,
             "output": {
-                "selector": self.options.output,
-                "kind": self.kind,
-                "column": self.column,
-                "class": self.label,
-                "name": self._output_name(),
+                "selector": caller.selector,
+                "kind": caller.kind,
+                "column": caller.column,
+                "class": caller.label,
+                "name": caller.output_name(),
             },
             "dtype": "float64",
             "eval_rows_per_call": self.eval_rows,
-            "dataframe_input": self.names_in is not None,
+            "dataframe_input": caller.names_in is not None,
+            "step": self.step.to_dict() | {"absolute": self.steps.tolist()},
+            "notes": [fd.describe_step(self.step)],
         }
         if hasattr(est, "steps"):
             details["pipeline"] = [f"{n}: {type(s).__name__}" for n, s in est.steps]
-        if self.step is not None and self.steps is not None:
-            details["step"] = self.step.to_dict() | {"absolute": self.steps.tolist()}
-            details["notes"] = [fd.describe_step(self.step)]
         if self.trusted is not None:
-            details["trusted_types"] = self.trusted
+            details["trusted_types"] = list(self.trusted)
         return details

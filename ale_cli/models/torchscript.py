@@ -2,35 +2,42 @@
 
 Because row i of the output depends on row i of the input only, the gradient
 of the *summed* output with respect to the input batch holds every row's
-gradient: one forward and one backward pass per chunk of rows. :meth:`check`
-makes sure that premise holds before any effect is computed.
+gradient: one forward and one backward pass per chunk of rows.
+:meth:`TorchScriptModel.load` makes sure that premise holds (and decides which
+output is explained) before it returns the model.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ale_cli.errors import ModelError, RunError
-from ale_cli.models.base import Effects, LoadOptions, ProgressFn, chunks, other_batch
+from ale_cli.errors import ModelError, ModelFailed
+from ale_cli.models.base import (
+    Columns,
+    Effects,
+    LoadOptions,
+    ProgressFn,
+    call_model,
+    chunks,
+    failure_reason,
+    feature_indices,
+    first_line,
+    other_batch,
+)
 
 if TYPE_CHECKING:
     import torch
 
 #: Rows per forward+backward call; measured with bench/bench_compute.py (see README).
 DEFAULT_BATCH_SIZE = 8192
-_CHECK_ROWS = 8
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-    # TorchScript errors start with a "The following operation failed..." preamble;
-    # the last line holds the actual reason.
-    return lines[-1] if lines else type(exc).__name__
+#: Rows the model is first called on when it is loaded.
+CHECK_ROWS = 8
 
 
 def parse_output(spec: str | None) -> tuple[int | None, int | None]:
@@ -48,128 +55,189 @@ def parse_output(spec: str | None) -> tuple[int | None, int | None]:
         numbers = []
     if len(parts) not in (1, 2) or len(numbers) != len(parts) or min(numbers) < 0:
         raise ModelError(
-            f"--output '{spec}' is not valid for a TorchScript model; "
-            "expected an output column INDEX or ELEMENT:INDEX for a tuple output"
+            f"{{param}} '{spec}' is not valid for a TorchScript model; "
+            "expected an output column INDEX or ELEMENT:INDEX for a tuple output",
+            param="output",
         )
     return (None, numbers[0]) if len(numbers) == 1 else (numbers[0], numbers[1])
 
 
+@dataclass(frozen=True)
+class OutputPick:
+    """Which part of the module's output is explained, decided on its first output.
+
+    Attributes
+    ----------
+    element : int or None
+        Element of a tuple/list output (None: the output is a tensor).
+    column : int
+        Column of the output flattened to (n, -1).
+    row_shape : tuple of int
+        Shape of one row of the picked tensor (``out.shape[1:]``).
+    """
+
+    element: int | None
+    column: int
+    row_shape: tuple[int, ...]
+
+
+def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPick:
+    """The :class:`OutputPick` for the selector ``spec`` (see :func:`parse_output`),
+    given the module's output ``out`` for ``n_rows`` rows; ModelError if it has none."""
+    import torch
+
+    element, column = parse_output(spec)
+    if isinstance(out, tuple | list):
+        if element is None and len(out) == 1:
+            element = 0
+        elif element is None and column is not None:
+            element, column = column, None  # a single number picks the tuple element
+        elif element is None:
+            shapes = ", ".join(str(tuple(o.shape)) for o in out if isinstance(o, torch.Tensor))
+            raise ModelError(
+                f"model '{path}' returns {len(out)} outputs with shapes {shapes}; "
+                "choose one with {param} ELEMENT or ELEMENT:INDEX",
+                param="output",
+            )
+        if element >= len(out):
+            raise ModelError(
+                f"{{param}} {spec} is out of range: model '{path}' returns "
+                f"{len(out)} outputs (0..{len(out) - 1})",
+                param="output",
+            )
+        out = out[element]
+    elif element is not None:
+        raise ModelError(
+            f"{{param}} {spec} selects an element of a tuple, but model '{path}' returns "
+            "one tensor; choose a column with INDEX",
+            param="output",
+        )
+    if not isinstance(out, torch.Tensor):
+        raise ModelError(
+            f"model '{path}' returns {type(out).__name__}, expected a tensor of predictions"
+        )
+    if out.ndim == 0 or out.shape[0] != n_rows:
+        raise ModelError(
+            f"model '{path}' returned shape {tuple(out.shape)} for {n_rows} rows; "
+            "expected one prediction per row along the first dimension"
+        )
+    width = out.reshape(n_rows, -1).shape[1]
+    if column is None and width != 1:
+        raise ModelError(
+            f"model '{path}' output has shape {tuple(out.shape)}; "
+            f"choose one column with {{param}} INDEX (0..{width - 1})",
+            param="output",
+        )
+    if column is not None and column >= width:
+        raise ModelError(
+            f"{{param}} {spec} is out of range: model '{path}' output has "
+            f"shape {tuple(out.shape)}, columns 0..{width - 1}",
+            param="output",
+        )
+    return OutputPick(element=element, column=column or 0, row_shape=tuple(out.shape[1:]))
+
+
+def _width_message(module: Any, path: Path, width: int, reason: str) -> str:
+    expected = next((p.shape[1] for p in module.parameters() if p.ndim == 2), None)
+    hint = ""
+    if expected is not None and expected != width:
+        hint = f"; its first layer takes {expected} features"
+    return (
+        f"model '{path}' does not accept rows of {width} features "
+        f"({reason}){hint}; select the model's inputs with {{param:inputs}} or {{param:exclude}}"
+    )
+
+
+@dataclass(frozen=True, eq=False)
 class TorchScriptModel:
-    """A ``torch.jit`` module in eval mode with frozen parameters."""
+    """A ``torch.jit`` module in eval mode with frozen parameters, checked on the data.
 
-    format = "torchscript"
-    method = "autodiff"
+    Build it with :meth:`load`.
+    """
 
-    def __init__(self, module: Any, path: Path, options: LoadOptions, dtype: torch.dtype) -> None:
-        self.module = module
-        self.path = path
-        self.output = options.output
-        self._element, self._column = parse_output(options.output)
-        self.batch_size = options.batch_size or DEFAULT_BATCH_SIZE
-        self.dtype = dtype
-        self._output_shape: tuple[int, ...] | None = None
-        # (shape of one output row, column) once an output tensor has been checked
-        self._picked: tuple[Any, int] | None = None
+    module: Any
+    path: Path
+    dtype: Any  # torch.dtype
+    batch_size: int
+    selector: str | None
+    pick: OutputPick
+    fixed: np.ndarray
+    format: ClassVar[str] = "torchscript"
+    method: ClassVar[str] = "autodiff"
 
     @classmethod
-    def load(cls, path: Path, options: LoadOptions) -> TorchScriptModel:
-        """Load with ``torch.jit.load`` on the CPU, switch to eval mode, freeze parameters."""
+    def load(
+        cls, path: Path, options: LoadOptions, columns: Columns, X: np.ndarray
+    ) -> TorchScriptModel:
+        """Load with ``torch.jit.load`` on the CPU in eval mode with frozen parameters,
+        pick the output on the first rows of X and check that rows are independent."""
         import torch
 
         try:
             module = torch.jit.load(str(path), map_location="cpu")
         except Exception as exc:  # torch raises RuntimeError/ValueError/... for bad archives
             raise ModelError(
-                f"cannot load model file '{path}' as TorchScript: {_first_line(exc)}"
+                f"cannot load model file '{path}' as TorchScript: {first_line(exc)}"
             ) from None
         module.eval()
         for param in module.parameters():
             param.requires_grad_(False)
         tensors = itertools.chain(module.parameters(), module.buffers())
         dtype = next((t.dtype for t in tensors if t.is_floating_point()), torch.float64)
-        return cls(module, path, options, dtype)
+        rows = X[:CHECK_ROWS]
+        try:
+            with torch.inference_mode():
+                first = call_model(path, module, torch.from_numpy(rows).to(dtype))
+        except ModelFailed as exc:
+            message = _width_message(module, path, X.shape[1], failure_reason(exc))
+            raise ModelError(message, param="features") from None
+        model = cls(
+            module=module,
+            path=path,
+            dtype=dtype,
+            batch_size=options.batch_size or DEFAULT_BATCH_SIZE,
+            selector=options.output,
+            pick=pick_output(first, len(rows), options.output, path),
+            fixed=columns.fixed_mask(),
+        )
+        model._check_rows(rows, X)
+        return model
 
     # -- the one forward pass everything goes through --------------------------------------
 
     def _select(self, out: Any, n_rows: int) -> torch.Tensor:
-        import torch
-
-        picked = self._picked
-        if (
-            picked is not None
-            and isinstance(out, torch.Tensor)
-            and out.shape[1:] == picked[0]
-            and out.shape[0] == n_rows
-        ):  # the same kind of output as checked before: skip the checks
-            return out.reshape(n_rows, -1)[:, picked[1]]
-        element, column = self._element, self._column
-        if isinstance(out, tuple | list):
-            if element is None and len(out) == 1:
-                element = 0
-            elif element is None and column is not None:
-                element, column = column, None  # a single number picks the tuple element
-            elif element is None:
-                shapes = ", ".join(str(tuple(o.shape)) for o in out if isinstance(o, torch.Tensor))
-                raise ModelError(
-                    f"model '{self.path}' returns {len(out)} outputs with shapes {shapes}; "
-                    "choose one with --output ELEMENT or ELEMENT:INDEX"
-                )
-            if element >= len(out):
-                raise ModelError(
-                    f"--output {self.output} is out of range: model '{self.path}' returns "
-                    f"{len(out)} outputs (0..{len(out) - 1})"
-                )
-            out = out[element]
-        if not isinstance(out, torch.Tensor):
-            raise ModelError(
-                f"model '{self.path}' returns {type(out).__name__}, "
-                "expected a tensor of predictions"
-            )
-        self._output_shape = tuple(out.shape)
-        if out.ndim == 0 or out.shape[0] != n_rows:
+        if self.pick.element is not None:
+            out = out[self.pick.element]
+        if tuple(out.shape) != (n_rows, *self.pick.row_shape):
             raise ModelError(
                 f"model '{self.path}' returned shape {tuple(out.shape)} for {n_rows} rows; "
-                "expected one prediction per row along the first dimension"
+                f"it gave shape {('n', *self.pick.row_shape)} when it was checked"
             )
-        flat = out.reshape(n_rows, -1)
-        width = flat.shape[1]
-        if column is None:
-            if width != 1:
-                raise ModelError(
-                    f"model '{self.path}' output has shape {tuple(out.shape)}; "
-                    f"choose one column with --output INDEX (0..{width - 1})"
-                )
-            self._picked = (out.shape[1:], 0) if self._element is None else None
-            return flat[:, 0]
-        if column >= width:
-            raise ModelError(
-                f"--output {self.output} is out of range: model '{self.path}' output has "
-                f"shape {tuple(out.shape)}, columns 0..{width - 1}"
-            )
-        self._picked = (out.shape[1:], column) if self._element is None else None
-        return flat[:, column]
+        return out.reshape(n_rows, -1)[:, self.pick.column]
+
+    def _forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The selected output of the module at ``x``, (n,)."""
+        return self._select(self.module(x), len(x))
+
+    def _gradient(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        import torch
+
+        y = self._forward(x)
+        (grad,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
+        return y, (torch.zeros_like(x) if grad is None else grad)
 
     def _forward_backward(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         import torch
 
         x = torch.from_numpy(X).to(self.dtype).requires_grad_(True)
-        y = self._select(self.module(x), len(X))
-        (grad,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
-        if grad is None:  # the output does not depend on the input at all
-            grad = torch.zeros_like(x)
+        y, grad = call_model(self.path, self._gradient, x)
         return y.detach().numpy(), grad.detach().numpy()
 
-    # -- the adapter interface ---------------------------------------------------------
+    # -- the checks made when the model is loaded -------------------------------------------
 
-    def check(self, X: np.ndarray) -> None:
-        """Refuse a model that does not take D inputs or whose rows are not independent."""
-        rows = X[:_CHECK_ROWS]
-        try:
-            pred, grad = self._forward_backward(rows)
-        except ModelError:
-            raise
-        except Exception as exc:
-            raise ModelError(self._width_message(X.shape[1], exc)) from None
+    def _check_rows(self, rows: np.ndarray, X: np.ndarray) -> None:
+        """Refuse a model that is not deterministic or whose rows are not independent."""
+        pred, grad = self._forward_backward(rows)
         again = self._forward_backward(rows)
         if not (self._close(pred, again[0]) and self._close(grad, again[1])):
             raise ModelError(
@@ -181,10 +249,10 @@ class TorchScriptModel:
         try:
             p_other, g_other = self._forward_backward(other)
             p_one, g_one = self._forward_backward(rows[:1])
-        except Exception as exc:
+        except ModelFailed as exc:
             raise ModelError(
                 f"model '{self.path}' fails on a batch of other size or content "
-                f"({_first_line(exc)}); it must treat every row on its own"
+                f"({failure_reason(exc)}); it must treat every row on its own"
             ) from None
         same_rows = (
             self._close(pred[:half], p_other[:half])
@@ -207,18 +275,7 @@ class TorchScriptModel:
         scale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)))
         return a.shape == b.shape and bool(np.all(np.abs(a - b) <= rtol * max(scale, 1e-12)))
 
-    def _width_message(self, width: int, exc: BaseException) -> str:
-        expected = next(
-            (p.shape[1] for p in self.module.parameters() if p.ndim == 2),
-            None,
-        )
-        hint = ""
-        if expected is not None and expected != width:
-            hint = f"; its first layer takes {expected} features"
-        return (
-            f"model '{self.path}' does not accept rows of {width} features "
-            f"({_first_line(exc)}){hint}; select the model's inputs with --features or --exclude"
-        )
+    # -- the adapter interface ---------------------------------------------------------
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output, computed under ``torch.inference_mode``."""
@@ -230,26 +287,28 @@ class TorchScriptModel:
                 x = torch.from_numpy(X[sl])
                 if x.dtype != self.dtype:
                     x = x.to(self.dtype)
-                out[sl] = self._select(self.module(x), sl.stop - sl.start).numpy()
+                out[sl] = call_model(self.path, self._forward, x).numpy()
         return out
 
-    def local_effects(self, X: np.ndarray, *, progress: ProgressFn | None = None) -> Effects:
-        """Gradients of the selected output, one forward+backward pass per chunk."""
-        n, d = X.shape
-        grads = np.empty((n, d), dtype=np.float64)
+    def local_effects(
+        self,
+        X: np.ndarray,
+        *,
+        features: Sequence[int] | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Effects:
+        """Gradients of the selected output, one forward+backward pass per chunk; the
+        full gradient is computed and the columns ``features`` kept (held-fixed ones 0)."""
+        index = feature_indices(features, X.shape[1])
+        n = len(X)
+        grads = np.empty((n, len(index)), dtype=np.float64)
         preds = np.empty(n, dtype=np.float64)
         for sl in chunks(n, self.batch_size):
-            try:
-                preds[sl], grads[sl] = self._forward_backward(X[sl])
-            except ModelError:
-                raise
-            except Exception as exc:
-                raise RunError(
-                    f"model '{self.path}' failed on rows {sl.start}..{sl.stop - 1}: "
-                    f"{_first_line(exc)}"
-                ) from None
+            preds[sl], full = self._forward_backward(X[sl])
+            grads[sl] = full[:, index]
             if progress is not None:
                 progress(sl.stop - sl.start)
+        grads[:, self.fixed[index]] = 0.0
         return Effects(local_effects=grads, prediction=preds)
 
     def mixed_derivatives(
@@ -264,12 +323,12 @@ class TorchScriptModel:
         from ale_cli.models.mixed import mixed_partials
 
         return mixed_partials(
-            lambda x: self._select(self.module(x), len(x)),
+            self._forward,
             X,
             pairs,
             dtype=self.dtype,
             batch_size=self.batch_size,
-            label=f"model '{self.path}'",
+            path=self.path,
             progress=progress,
         )
 
@@ -279,5 +338,5 @@ class TorchScriptModel:
             "format": self.format,
             "dtype": str(self.dtype).removeprefix("torch."),
             "batch_size": self.batch_size,
-            "output": {"selector": self.output, "shape": list(self._output_shape or ())},
+            "output": {"selector": self.selector, "shape": ["n", *self.pick.row_shape]},
         }
