@@ -126,6 +126,33 @@ def test_sklearn_estimator_whose_predict_raises_is_model_failed(monkeypatch) -> 
         model.predict(X)
 
 
+def test_onnxruntime_and_the_torch_translation_failing_are_model_failed(  # type: ignore[no-untyped-def]
+    monkeypatch, sample_dir: Path, diabetes
+) -> None:
+    import onnxruntime as ort
+
+    from ale_cli.models.onnx_torch import TorchGraph
+
+    path = sample_dir / "models" / "diabetes_mlp.onnx"
+    autodiff = load(path, diabetes)
+    finite = load(path, diabetes, method="finite-differences")
+
+    def raising(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("kernel crashed\ndetails")
+
+    monkeypatch.setattr(ort.InferenceSession, "run", raising)
+    monkeypatch.setattr(TorchGraph, "__call__", raising)
+    message = f"^model '{path}' failed: kernel crashed$"
+    for call in (
+        lambda: finite.local_effects(diabetes.X),
+        lambda: finite.predict(diabetes.X),
+        lambda: autodiff.local_effects(diabetes.X),
+        lambda: autodiff.mixed_derivatives(diabetes.X, [(2, 3)]),
+    ):
+        with pytest.raises(ModelFailed, match=message):
+            call()
+
+
 def test_a_bug_in_our_code_is_not_turned_into_model_failed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from sklearn.linear_model import LinearRegression
 
