@@ -388,7 +388,7 @@ def test_overview_has_one_panel_per_feature_on_a_common_scale():
         "± STD (heterogeneity)",
         "± 2 SE (estimation uncertainty)",
     ]
-    sub = overview_figure(summary, ["gap", "lin"])
+    sub = overview_figure(summary, names=["gap", "lin"])
     assert [ax.get_title() for ax in sub.axes if ax.get_visible()] == ["gap", "lin"]
 
 
@@ -487,7 +487,7 @@ def test_png_has_the_signature_the_requested_dpi_and_no_timestamp(tmp_path, file
 
     sizes = {
         "lin": feature_figure(make_summary(), "lin", store=make_store()).get_size_inches(),
-        "overview": overview_figure(make_summary(), ["lin"]).get_size_inches(),
+        "overview": overview_figure(make_summary(), names=["lin"]).get_size_inches(),
     }
     assert sizes["lin"][0] == 7.5
     for stem, size in sizes.items():

@@ -174,7 +174,7 @@ def _render_task(task: _Task) -> list[Path]:
         raise RuntimeError("no render job")
     kind, key, stem = task
     if kind == "overview":
-        fig = overview_figure(job.summary, job.names)
+        fig = overview_figure(job.summary, names=job.names)
     elif kind == "interaction":
         from ale_cli.plot.second_order import interaction_figure
 
