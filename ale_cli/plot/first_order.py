@@ -72,6 +72,8 @@ _ESTIMATOR_LABELS = {
     "ale": "classic ALE (finite differences)",
 }
 _NOT_ESTIMABLE_SIZE = (5.0, 1.8)
+#: How effect axes name the output when the summary records none.
+GENERIC_OUTPUT = "the model output"
 
 # Fixed layout, in inches (text heights come from the number of wrapped lines).
 # A fixed layout keeps every figure of a feature the same shape, and is about
@@ -103,21 +105,80 @@ def estimator_label(estimator: str) -> str:
     return _ESTIMATOR_LABELS.get(estimator, estimator)
 
 
-def output_name(summary: Summary) -> str:
-    """Name of the explained model output, from the store part of the summary.
+def output_name(summary: Summary) -> str | None:
+    """How figures name the explained model output recorded in ``summary.store["output"]``.
 
-    Accepts the store meta's ``output`` as a string or as a mapping with a
-    ``name`` or a ``selector``; falls back to ``"prediction"``.
+    The store records the output as the model adapter describes it: a string,
+    or a mapping with the user's ``selector`` and, depending on the format, the
+    scikit-learn ``kind`` (``predict``, ``proba``, ``decision``) with its
+    ``column`` and ``class``, or the ONNX output ``name`` and ``column``.
+    A class probability reads "probability of class <label>", a regressor's
+    only prediction "prediction", anything else the recorded name (with
+    ``:<column>`` for an ONNX output column) or ``output <selector>``; None
+    when nothing is recorded (a single-output TorchScript model).
+
+    >>> from ale_cli.adapters.summary import Summary
+    >>> def named(output):
+    ...     return output_name(Summary("dale", {}, {"output": output}, 0, ()))
+    >>> named({"selector": "proba:1", "kind": "proba", "column": 1, "class": "yes",
+    ...        "name": "proba:1"})
+    'probability of class yes'
+    >>> named({"selector": None, "kind": "predict", "column": None, "name": "predict"})
+    'prediction'
+    >>> named({"selector": None, "name": "probabilities", "column": 1})
+    'probabilities:1'
+    >>> named({"selector": "2", "shape": [10, 3]}), named({"selector": None}), named(None)
+    ('output 2', None, None)
     """
     out = summary.store.get("output")
-    if isinstance(out, str) and out:
-        return out
-    if isinstance(out, dict):
-        if out.get("name"):
-            return str(out["name"])
-        if out.get("selector") not in (None, ""):
-            return f"output {out['selector']}"
-    return "prediction"
+    if isinstance(out, str):
+        return out or None
+    if not isinstance(out, dict):
+        return None
+    kind, column = out.get("kind"), out.get("column")
+    if kind == "proba" and out.get("class") not in (None, ""):
+        return f"probability of class {out['class']}"
+    if kind == "predict" and column is None:
+        return "prediction"
+    name = out.get("name")
+    if name:
+        name = str(name)
+        return name if column is None or ":" in name else f"{name}:{column}"
+    if out.get("selector") not in (None, ""):
+        return f"output {out['selector']}"
+    return None
+
+
+def effect_label(
+    summary: Summary,
+    words: str,
+    ylabel: str | None,
+    *,
+    width: int,
+    name_width: int,
+    max_lines: int = 2,
+) -> str:
+    """The label of an effect axis.
+
+    ``ylabel`` when given, wrapped to ``max_lines`` lines of ``width``
+    characters (its own line breaks kept, cut with "…" beyond); else
+    "<words> on <output>" with the summary's :func:`output_name` wrapped to
+    ``max_lines`` lines of ``name_width`` characters ("the model output" when
+    the summary records none).
+
+    >>> from ale_cli.adapters.summary import Summary
+    >>> s = Summary("dale", {}, {"output": {"kind": "predict", "name": "predict"}}, 0, ())
+    >>> effect_label(s, "effect", None, width=20, name_width=20)
+    'effect on prediction'
+    >>> effect_label(Summary("dale", {}, {}, 0, ()), "effect", None, width=20, name_width=20)
+    'effect on the model output'
+    >>> print(effect_label(s, "effect", "a long label of many words", width=10, name_width=8))
+    a long
+    label of …
+    """
+    if ylabel is not None:
+        return _wrap_lines(ylabel, width, max_lines)
+    return f"{words} on {_wrap(output_name(summary) or GENERIC_OUTPUT, name_width, max_lines)}"
 
 
 def centered_on_mean(summary: Summary) -> bool:
@@ -206,6 +267,20 @@ def _wrap(text: str, width: int, max_lines: int | None = None) -> str:
     if max_lines is not None:
         kwargs |= {"max_lines": max_lines, "placeholder": "…"}
     return textwrap.fill(text, **kwargs) or text
+
+
+def _wrap_lines(text: str, width: int, max_lines: int) -> str:
+    """``text`` with its own line breaks kept, each line wrapped to ``width`` characters,
+    at most ``max_lines`` lines (the last one ending in "…" when text was left out)."""
+    lines = [
+        part
+        for line in text.splitlines()
+        for part in (textwrap.wrap(line, width, break_on_hyphens=False) or [""])
+    ]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: width - 2].rstrip() + " …"
+    return "\n".join(lines)
 
 
 def _effect_artists(ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels: bool) -> None:
@@ -377,7 +452,9 @@ def not_estimable_figure(feat: FeatureSummary) -> Figure:
     return fig
 
 
-def feature_figure(summary: Summary, name: str, *, store: Store | None = None) -> Figure:
+def feature_figure(
+    summary: Summary, name: str, *, store: Store | None = None, ylabel: str | None = None
+) -> Figure:
     """The two-panel figure of feature ``name``: the effect curve above, the bins below.
 
     Parameters
@@ -390,6 +467,11 @@ def feature_figure(summary: Summary, name: str, *, store: Store | None = None) -
     store : Store, optional
         The store the summary was made from; adds the rug of data values, the
         average-prediction line and the violins of local effects per bin.
+    ylabel : str, optional
+        Label of the effect axis (two lines of at most 45 characters). Default: "centered
+        effect on <output>" with the output recorded in the summary (see
+        :func:`output_name`), "effect on <output>" when the curve is not
+        centered on the average prediction.
 
     Returns
     -------
@@ -408,7 +490,8 @@ def feature_figure(summary: Summary, name: str, *, store: Store | None = None) -
         column = _store_column(store, name) if store is not None else None
         if store is not None and column is not None:
             _draw_store_marks(top, summary, store, column[0])
-        top.set_ylabel(f"centered effect on {_wrap(output_name(summary), 40, 2)}")
+        words = "centered effect" if centered_on_mean(summary) else "effect"
+        top.set_ylabel(effect_label(summary, words, ylabel, width=45, name_width=40))
         top.set_title(_bins_title(summary, feat), loc="left")
         extra = _draw_bins(bottom, feat)
         n_outside_store = _draw_violins(bottom, feat, *column) if column is not None else 0
@@ -532,12 +615,30 @@ def _lay_out_feature(fig: Figure, top: Axes, bottom: Axes, name: str, *, n_legen
     fig.suptitle(title, y=1 - _MARGIN / height, va="top", fontsize=12, fontweight="bold")
 
 
-def overview_figure(summary: Summary, *, names: Sequence[str] | None = None) -> Figure:
+def overview_figure(
+    summary: Summary, *, names: Sequence[str] | None = None, ylabel: str | None = None
+) -> Figure:
     """All features (or ``names``) in a grid of small effect plots on a common y scale.
 
     Each cell is the curve with its +/- STD band and +/- 2 SE lines, titled with
-    the feature name; a not-estimable feature's cell says so. Artists as in the
-    module docstring.
+    the feature name; a not-estimable feature's cell says so.
+
+    Parameters
+    ----------
+    summary : Summary
+        An estimator run.
+    names : sequence of str, optional
+        The features to show, in this order (default: all, in summary order).
+    ylabel : str, optional
+        Label of the effect axis of the first column (one line of at most 28
+        characters, cut with "…"). Default: "effect on <output>" (see
+        :func:`output_name`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes per feature, ``len(names)`` of them in a grid of at most 4
+        columns; artists as listed in the module docstring.
     """
     import matplotlib
 
@@ -559,7 +660,10 @@ def overview_figure(summary: Summary, *, names: Sequence[str] | None = None) -> 
             _effect_artists(ax, feat, f"f{i}.", labels=not labelled)
             labelled = True
             if i % grid.ncols == 0:
-                ax.set_ylabel(f"effect on {_wrap(output_name(summary), 24, 1)}")
+                label = effect_label(
+                    summary, "effect", ylabel, width=28, name_width=24, max_lines=1
+                )
+                ax.set_ylabel(label)
         fig.suptitle(
             f"{estimator_label(summary.estimator)}: {len(feats)} features, "
             f"N = {summary.n_rows:,} rows, common y scale",

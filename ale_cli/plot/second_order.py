@@ -36,8 +36,8 @@ from ale_cli.plot.first_order import (
     _figure_legend,
     _new_figure,
     _wrap,
+    effect_label,
     not_estimable_figure,
-    output_name,
 )
 
 if TYPE_CHECKING:
@@ -69,6 +69,40 @@ def pair_label(item: InteractionSummary) -> str:
     's1 × s2'
     """
     return f"{item.features[0]} × {item.features[1]}"
+
+
+def find_interaction(summary: Summary, pair: int | tuple[str, str]) -> InteractionSummary:
+    """The interaction at position ``pair`` of ``summary``, or the one of the two named
+    features; InputError naming the parameter ``pair`` otherwise.
+
+    >>> from ale_cli.adapters.summary import InteractionSummary, Summary
+    >>> s = Summary("dale", {}, {}, 0, (), interactions=(
+    ...     InteractionSummary(features=("a", "b"), estimator="dale"),))
+    >>> find_interaction(s, ("a", "b")).name, find_interaction(s, 0).name
+    ('a,b', 'a,b')
+    >>> find_interaction(s, ("b", "c"))
+    Traceback (most recent call last):
+    ...
+    ale_cli.errors.InputError: pair must be an interaction of the summary (a,b), got b,c
+    """
+    from ale_cli.errors import InputError
+
+    known = ", ".join(item.name for item in summary.interactions) or "none"
+    if isinstance(pair, int):
+        if not 0 <= pair < len(summary.interactions):
+            raise InputError(
+                f"{{param}} must be an index below {len(summary.interactions)} "
+                f"(interactions: {known}), got {pair}",
+                param="pair",
+            )
+        return summary.interactions[pair]
+    for item in summary.interactions:
+        if tuple(item.features) == tuple(pair):
+            return item
+    raise InputError(
+        f"{{param}} must be an interaction of the summary ({known}), got {','.join(pair)}",
+        param="pair",
+    )
 
 
 def scatter_rows(n_rows: int, m: int = SCATTER_MAX) -> np.ndarray:
@@ -142,21 +176,39 @@ def colour_limit(item: InteractionSummary) -> float:
     return top if top > 0 else 1.0
 
 
-def interaction_figure(summary: Summary, index: int, *, store: Store | None = None) -> Figure:
-    """The heat map of ``summary.interactions[index]``; artists as in the module docstring.
+def interaction_figure(
+    summary: Summary,
+    pair: int | tuple[str, str],
+    *,
+    store: Store | None = None,
+    ylabel: str | None = None,
+) -> Figure:
+    """The heat map of one second-order interaction of ``summary``.
 
     Parameters
     ----------
     summary : Summary
         An ``ale interact`` run.
-    index : int
-        Which interaction to draw. A not-estimable pair gives a note figure.
+    pair : int or (str, str)
+        Which interaction to draw: its position in ``summary.interactions`` or
+        its two feature names in the order of the summary. A not-estimable
+        pair gives a note figure.
     store : Store, optional
         Holding both features: adds the scatter of the data points.
+    ylabel : str, optional
+        Label of the effect axis, here the colour bar (one line of at most 45
+        characters). Default: "doubly-centered effect on <output>" (see
+        :func:`ale_cli.plot.first_order.output_name`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The surface of the (K_a + 1, K_b + 1) corner effects over the cells;
+        artists as listed in the module docstring.
     """
     import matplotlib
 
-    item = summary.interactions[index]
+    item = find_interaction(summary, pair)
     if item.status != "ok" or 0 in item.shape:
         from ale_cli.adapters.summary import FeatureSummary
 
@@ -180,7 +232,10 @@ def interaction_figure(summary: Summary, index: int, *, store: Store | None = No
         ax.set_ylim(zb[0], zb[-1])
         ax.set_xlabel(_wrap(item.features[0], 80, 2))
         ax.set_ylabel(_wrap(item.features[1], 60, 2))
-        _colour_bar(fig, mesh, cax, item, lim, summary)
+        label = effect_label(
+            summary, "doubly-centered effect", ylabel, width=45, name_width=30, max_lines=1
+        )
+        _colour_bar(fig, mesh, cax, item, lim, label)
         _interaction_titles(fig, ax, summary, item)
         if handles:
             _figure_legend(fig, handles, [h.get_label() for h in handles], ncols=1)
@@ -253,14 +308,14 @@ def _draw_data_points(ax: Axes, item: InteractionSummary, store: Store) -> Any:
 
 
 def _colour_bar(
-    fig: Figure, mesh: QuadMesh, cax: Axes, item: InteractionSummary, lim: float, summary: Summary
+    fig: Figure, mesh: QuadMesh, cax: Axes, item: InteractionSummary, lim: float, label: str
 ) -> None:
     """The colour bar of the effect, with arrows at the ends where values exceed ``lim``."""
     top = float(np.nanmax(item.effect)) > lim
     bottom = float(np.nanmin(item.effect)) < -lim
     extend = {(True, True): "both", (True, False): "max", (False, True): "min"}
     bar = fig.colorbar(mesh, cax=cax, extend=extend.get((top, bottom), "neither"))
-    bar.set_label(f"doubly-centered effect on {_wrap(output_name(summary), 30, 1)}")
+    bar.set_label(label)
 
 
 def _interaction_titles(fig: Figure, ax: Axes, summary: Summary, item: InteractionSummary) -> None:
