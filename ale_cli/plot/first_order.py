@@ -224,6 +224,7 @@ def kde_outline(values: np.ndarray, n_points: int = 100) -> tuple[np.ndarray, np
 
 
 def _new_figure(size: tuple[float, float]) -> Figure:
+    """A Figure of ``size`` inches on its own Agg canvas (not in pyplot's figure list)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -259,10 +260,12 @@ def _lines_in(points: float, n_lines: int) -> float:
 
 
 def _n_lines(text: str) -> int:
+    """Lines of ``text``."""
     return text.count("\n") + 1
 
 
 def _wrap(text: str, width: int, max_lines: int | None = None) -> str:
+    """``text`` filled to lines of ``width`` characters (at most ``max_lines``, cut with "…")."""
     kwargs: dict[str, Any] = {"width": width, "break_on_hyphens": False}
     if max_lines is not None:
         kwargs |= {"max_lines": max_lines, "placeholder": "…"}
@@ -318,6 +321,7 @@ def _effect_artists(ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels:
 
 
 def _store_column(store: Store, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The store's values (N,) and local effects (N,) of feature ``name``."""
     j = store.feature_index(name)
     return store.X[:, j], store.local_effects[:, j]
 
@@ -468,15 +472,18 @@ def feature_figure(
         The store the summary was made from; adds the rug of data values, the
         average-prediction line and the violins of local effects per bin.
     ylabel : str, optional
-        Label of the effect axis (two lines of at most 45 characters). Default: "centered
-        effect on <output>" with the output recorded in the summary (see
-        :func:`output_name`), "effect on <output>" when the curve is not
-        centered on the average prediction.
+        Label of the effect axis (two lines of at most 45 characters).
+        Default: "centered effect on <output>" with the output recorded in the
+        summary (see :func:`output_name`), "effect on <output>" when the curve
+        is not centered on the average prediction.
 
     Returns
     -------
     matplotlib.figure.Figure
-        Artists as listed in the module docstring.
+        Not saved, not shown, not in pyplot's figure list. Two axes sharing x:
+        ``effect_axes`` with the curve over the feature's K+1 edges, and
+        ``bins_axes`` with its K bins; artists as listed in the module
+        docstring. A not-estimable feature gives a figure without axes.
     """
     import matplotlib
 

@@ -42,6 +42,9 @@ from typing import TYPE_CHECKING, Any
 from ale_cli.errors import InputError, RunError
 
 if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
     from matplotlib.figure import Figure
 
     from ale_cli.adapters.store import Store
@@ -344,6 +347,23 @@ def _init_worker() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def _worker(tasks: list[_Task], mine: list[int], conn: Connection) -> None:
+    """Draw ``tasks[i]`` for ``i`` in ``mine``, sending ``(i, paths, None)`` for each; on
+    an error ``(i, None, error)`` and stop."""
+    _init_worker()
+    for i in mine:
+        try:
+            paths = _render_task(tasks[i])
+        except Exception as exc:
+            try:
+                conn.send((i, None, exc))
+            except Exception:  # an exception that does not pickle
+                conn.send((i, None, RunError(f"{type(exc).__name__}: {exc}")))
+            break
+        conn.send((i, paths, None))
+    conn.close()
+
+
 def default_jobs(n_figures: int) -> int:
     """Worker processes for ``n_figures``: one per usable core, at most 4; 1 for a few figures."""
     import multiprocessing
@@ -355,6 +375,7 @@ def default_jobs(n_figures: int) -> int:
 
 
 def _check_options(formats: Sequence[str], jobs: int) -> None:
+    """InputError for an unknown figure format or fewer than one job."""
     for fmt in formats:
         if fmt not in FORMATS:
             raise InputError(
@@ -377,23 +398,67 @@ def _tasks(summary: Summary, names: tuple[str, ...]) -> list[_Task]:
 
 
 def _run_tasks(job: _Job, tasks: list[_Task], jobs: int) -> list[list[Path]]:
-    """Draw ``tasks`` here or in ``jobs`` forked workers; the paths written per task.
-
-    An exception here (KeyboardInterrupt included) terminates the workers and
-    waits for them before it propagates, so none writes after the caller cleans up.
-    """
+    """Draw ``tasks`` here or in ``jobs`` forked workers; the paths written per task."""
     global _JOB
     import multiprocessing
 
     _JOB = job
     try:
         if jobs > 1 and len(tasks) > 1 and "fork" in multiprocessing.get_all_start_methods():
-            context = multiprocessing.get_context("fork")
-            with context.Pool(min(jobs, len(tasks)), initializer=_init_worker) as pool:
-                return pool.map(_render_task, tasks, chunksize=1)
+            return _run_forked(tasks, min(jobs, len(tasks)))
         return [_render_task(task) for task in tasks]
     finally:
         _JOB = None
+
+
+def _run_forked(tasks: list[_Task], jobs: int) -> list[list[Path]]:
+    """Draw ``tasks`` in ``jobs`` forked workers, worker ``w`` taking ``tasks[w::jobs]``.
+
+    Each worker reports every figure on its own pipe. A worker's error is raised
+    here; a worker that dies before it reports all its figures is a RunError
+    (a pool would wait for it forever). Whatever ends this function (an error,
+    KeyboardInterrupt) first terminates the workers and waits for them, so none
+    writes after the caller removes the directory.
+    """
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    context = multiprocessing.get_context("fork")
+    workers: dict[Any, tuple[BaseProcess, list[int]]] = {}
+    results: dict[int, list[Path]] = {}
+    try:
+        for w in range(jobs):
+            mine = list(range(w, len(tasks), jobs))
+            reader, writer = context.Pipe(duplex=False)
+            proc = context.Process(target=_worker, args=(tasks, mine, writer), daemon=True)
+            proc.start()
+            writer.close()
+            workers[reader] = (proc, mine)
+        pending = dict(workers)
+        while pending:
+            for conn in wait(list(pending)):
+                try:
+                    i, paths, error = conn.recv()
+                except EOFError:  # the worker is done, or died
+                    proc, mine = pending.pop(conn)
+                    proc.join()
+                    if not all(i in results for i in mine):
+                        raise RunError(
+                            f"a process drawing figures ended (exit code {proc.exitcode}) "
+                            "before it drew all of its figures"
+                        ) from None
+                    continue
+                if error is not None:
+                    raise error
+                results[i] = paths
+        return [results[i] for i in range(len(tasks))]
+    finally:
+        for proc, _ in workers.values():
+            if proc.is_alive():
+                proc.terminate()
+        for conn, (proc, _) in workers.items():
+            proc.join()
+            conn.close()
 
 
 def render_summary(

@@ -117,6 +117,7 @@ def scatter_rows(n_rows: int, m: int = SCATTER_MAX) -> np.ndarray:
 
 
 def _cell_rectangles(item: InteractionSummary) -> list[np.ndarray]:
+    """The corners (4, 2) of every empty (filled) cell, in row-major (k, l) order."""
     za, zb = item.edges_a, item.edges_b
     return [
         np.array([[za[k], zb[m]], [za[k + 1], zb[m]], [za[k + 1], zb[m + 1]], [za[k], zb[m + 1]]])
