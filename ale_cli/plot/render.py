@@ -37,7 +37,7 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ale_cli.errors import InputError, RunError
 
@@ -424,27 +424,29 @@ def _run_forked(tasks: list[_Task], jobs: int) -> list[list[Path]]:
     from multiprocessing.connection import wait
 
     context = multiprocessing.get_context("fork")
-    workers: dict[Any, tuple[BaseProcess, list[int]]] = {}
+    workers: dict[Connection, tuple[BaseProcess, list[int]]] = {}
+    worker: BaseProcess
     results: dict[int, list[Path]] = {}
     try:
         for w in range(jobs):
             mine = list(range(w, len(tasks), jobs))
             reader, writer = context.Pipe(duplex=False)
-            proc = context.Process(target=_worker, args=(tasks, mine, writer), daemon=True)
-            proc.start()
+            worker = context.Process(target=_worker, args=(tasks, mine, writer), daemon=True)
+            worker.start()
             writer.close()
-            workers[reader] = (proc, mine)
+            workers[reader] = (worker, mine)
         pending = dict(workers)
         while pending:
-            for conn in wait(list(pending)):
+            for ready in wait(list(pending)):
+                conn = cast("Connection", ready)
                 try:
                     i, paths, error = conn.recv()
                 except EOFError:  # the worker is done, or died
-                    proc, mine = pending.pop(conn)
-                    proc.join()
-                    if not all(i in results for i in mine):
+                    done, mine = pending.pop(conn)
+                    done.join()
+                    if not all(k in results for k in mine):
                         raise RunError(
-                            f"a process drawing figures ended (exit code {proc.exitcode}) "
+                            f"a process drawing figures ended (exit code {done.exitcode}) "
                             "before it drew all of its figures"
                         ) from None
                     continue
@@ -453,12 +455,12 @@ def _run_forked(tasks: list[_Task], jobs: int) -> list[list[Path]]:
                 results[i] = paths
         return [results[i] for i in range(len(tasks))]
     finally:
-        for proc, _ in workers.values():
-            if proc.is_alive():
-                proc.terminate()
-        for conn, (proc, _) in workers.items():
-            proc.join()
-            conn.close()
+        for worker, _ in workers.values():
+            if worker.is_alive():
+                worker.terminate()
+        for reader, (worker, _) in workers.items():
+            worker.join()
+            reader.close()
 
 
 def render_summary(
