@@ -572,6 +572,18 @@ def test_svg_labels_are_text_elements_in_a_font_stack_browsers_have(tmp_path, fi
     assert not [el for el in root.iter(f"{SVG}path") if (el.get("id") or "").startswith("DejaVu")]
 
 
+def test_dollar_signs_in_names_are_text_not_tex(tmp_path):
+    from ale_cli.plot import feature_figure
+    from ale_cli.plot.render import save_figure
+
+    name = "price ($) per $unit"
+    fig = feature_figure(make_summary((linear_feature(name),)), name)
+    save_figure(fig, tmp_path / "f.svg", "svg", dpi=72)
+    assert name in svg_texts(tmp_path / "f.svg")
+    assert fig.axes[1].xaxis.label.get_text() == name
+    assert fig.axes[1].xaxis.label.get_parse_math() is False
+
+
 def test_svg_renders_in_one_process_are_byte_identical(tmp_path):
     from ale_cli.plot import feature_figure
     from ale_cli.plot.render import save_figure

@@ -57,6 +57,8 @@ RC: dict[str, Any] = {
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans"],
     # reproducible output: fixed SVG ids; text as <text> elements (searchable, readable)
+    # feature names are data, not TeX: "price ($) per $unit" is drawn as written
+    "text.parse_math": False,
     "svg.hashsalt": "ale",
     "svg.fonttype": "none",
     "path.simplify": True,
