@@ -128,6 +128,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    """Signal handler: raise KeyboardInterrupt where the main thread is."""
     raise KeyboardInterrupt
 
 

@@ -10,8 +10,8 @@ SVG text stays text (``svg.fonttype: none``): every label is a ``<text>``
 element that a browser can search and a screen reader can read, in the font
 stack ``'DejaVu Sans', sans-serif``. Matplotlib lays text out with DejaVu Sans
 (it ships with matplotlib, so layout and PNG files do not depend on the
-installed fonts); a viewer without it uses its own sans-serif font, at most as
-wide for these labels.
+installed fonts); a viewer without it uses its own sans-serif font, usually
+narrower (DejaVu Sans is one of the wide ones), so labels keep their room.
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ RC: dict[str, Any] = {
     # font-family is "'DejaVu Sans', sans-serif"
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans"],
-    # reproducible output: fixed SVG ids; text as <text> elements (searchable, readable)
     # feature names are data, not TeX: "price ($) per $unit" is drawn as written
     "text.parse_math": False,
+    # reproducible output: fixed SVG ids; text as <text> elements (searchable, readable)
     "svg.hashsalt": "ale",
     "svg.fonttype": "none",
     "path.simplify": True,
