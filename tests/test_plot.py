@@ -388,7 +388,7 @@ def test_overview_has_one_panel_per_feature_on_a_common_scale():
         "± STD (heterogeneity)",
         "± 2 SE (estimation uncertainty)",
     ]
-    sub = overview_figure(summary, ["gap", "lin"])
+    sub = overview_figure(summary, names=["gap", "lin"])
     assert [ax.get_title() for ax in sub.axes if ax.get_visible()] == ["gap", "lin"]
 
 
@@ -487,7 +487,7 @@ def test_png_has_the_signature_the_requested_dpi_and_no_timestamp(tmp_path, file
 
     sizes = {
         "lin": feature_figure(make_summary(), "lin", store=make_store()).get_size_inches(),
-        "overview": overview_figure(make_summary(), ["lin"]).get_size_inches(),
+        "overview": overview_figure(make_summary(), names=["lin"]).get_size_inches(),
     }
     assert sizes["lin"][0] == 7.5
     for stem, size in sizes.items():
@@ -541,6 +541,178 @@ def test_two_runs_write_identical_pngs(tmp_path, files):
         assert result.exit_code == 0, result.output
     for path in (tmp_path / "a").iterdir():
         assert path.read_bytes() == (tmp_path / "b" / path.name).read_bytes(), path.name
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_texts(path: Path) -> list[str]:
+    """The text of every <text> element of an SVG file, in document order."""
+    root = ET.parse(path).getroot()
+    return ["".join(el.itertext()) for el in root.iter(f"{SVG}text")]
+
+
+def test_svg_labels_are_text_elements_in_a_font_stack_browsers_have(tmp_path, files):
+    summary_path, store_path = files
+    out = tmp_path / "svg"
+    invoke_plot(summary_path, store_path, out, "--format", "svg", "--features", f"lin,{LONG}")
+    for name in ("lin", LONG):
+        texts = svg_texts(out / f"{name}.svg")
+        assert name in texts  # the x label and the title, as text a browser can search
+        assert "centered effect on disease progression" in texts
+        assert "ALE (centered effect)" in texts
+    overview = svg_texts(out / "overview.svg")
+    assert "lin" in overview
+    # the overview's cell title is wrapped: two lines, two <text> elements
+    assert LONG in {a + b for a, b in zip(overview, overview[1:], strict=False)}
+    root = ET.parse(out / "lin.svg").getroot()
+    styles = [el.get("style", "") for el in root.iter(f"{SVG}text")]
+    assert styles and all("font-family: 'DejaVu Sans', sans-serif" in st for st in styles)
+    # no glyph outlines: text is not drawn as paths
+    assert not [el for el in root.iter(f"{SVG}path") if (el.get("id") or "").startswith("DejaVu")]
+
+
+def test_dollar_signs_in_names_are_text_not_tex(tmp_path):
+    from ale_cli.plot import feature_figure
+    from ale_cli.plot.render import save_figure
+
+    name = "price ($) per $unit"
+    fig = feature_figure(make_summary((linear_feature(name),)), name)
+    save_figure(fig, tmp_path / "f.svg", "svg", dpi=72)
+    assert name in svg_texts(tmp_path / "f.svg")
+    assert fig.axes[1].xaxis.label.get_text() == name
+    assert fig.axes[1].xaxis.label.get_parse_math() is False
+
+
+def test_svg_renders_in_one_process_are_byte_identical(tmp_path):
+    from ale_cli.plot import feature_figure
+    from ale_cli.plot.render import save_figure
+
+    paths = [tmp_path / "a.svg", tmp_path / "b.svg"]
+    for path in paths:
+        save_figure(feature_figure(make_summary(), "gap", store=make_store()), path, "svg", dpi=72)
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    assert "gap" in svg_texts(paths[0])
+
+
+def test_ylabel_labels_every_effect_axis():
+    from ale_cli.plot import feature_figure, interaction_figure, overview_figure
+
+    label = "risk score (points)"
+    fig = feature_figure(make_summary(), "lin", store=make_store(), ylabel=label)
+    assert by_gid(fig, "effect_axes").get_ylabel() == label
+    assert by_gid(fig, "bins_axes").get_ylabel() == "bin effect\n(d output / d feature)"
+    overview = overview_figure(make_summary(), ylabel=label)
+    ylabels = [by_gid(overview, f"f{i}.axes").get_ylabel() for i in range(5)]
+    assert ylabels == [label, "", "", "", label]  # the first column of 4
+    heat = interaction_figure(interaction_summary(), ("lin", "gap"), ylabel=label)
+    assert by_gid(heat, "colorbar").get_ylabel() == label
+    long = "a label " * 20
+    wrapped = by_gid(feature_figure(make_summary(), "lin", ylabel=long), "effect_axes")
+    lines = wrapped.get_ylabel().split("\n")
+    assert len(lines) == 2 and lines[1].endswith("…") and max(map(len, lines)) <= 45
+
+
+def interaction_summary(output: object = None) -> Summary:
+    from ale_cli.adapters.summary import InteractionSummary
+
+    ea, eb = np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 3.0])
+    item = InteractionSummary(
+        features=("lin", "gap"),
+        estimator="dale",
+        edges_a=ea,
+        edges_b=eb,
+        counts=np.ones((2, 2), dtype=np.int64),
+        cell_effect=np.zeros((2, 2)),
+        filled=np.zeros((2, 2), dtype=bool),
+        effect=np.outer(ea - 1.0, eb - 1.0),
+    )
+    store = {} if output is None else {"output": output}
+    return Summary(
+        estimator="dale", params={}, store=store, n_rows=10, features=(), interactions=(item,)
+    )
+
+
+SKLEARN_PROBA = {
+    "selector": "proba:1",
+    "kind": "proba",
+    "column": 1,
+    "class": "1",
+    "name": "proba:1",
+}
+
+
+@pytest.mark.parametrize(
+    ("output", "params", "feature", "overview", "heat"),
+    [
+        (
+            SKLEARN_PROBA,
+            {},
+            "centered effect on probability of class 1",
+            "effect on probability of class 1",
+            "doubly-centered effect on probability of class 1",
+        ),
+        (
+            {"selector": None, "kind": "predict", "column": None, "name": "predict"},
+            {"center": "start"},
+            "effect on prediction",
+            "effect on prediction",
+            "doubly-centered effect on prediction",
+        ),
+        (
+            {"selector": "2", "shape": [100, 3]},
+            {"center": "mean"},
+            "centered effect on output 2",
+            "effect on output 2",
+            "doubly-centered effect on output 2",
+        ),
+        (
+            None,
+            {},
+            "centered effect on the model output",
+            "effect on the model output",
+            "doubly-centered effect on the model output",
+        ),
+    ],
+)
+def test_default_ylabel_names_the_recorded_output(output, params, feature, overview, heat):
+    from ale_cli.plot import feature_figure, interaction_figure, overview_figure
+
+    summary = make_summary(params=params)
+    store = {"path": "store.npz"} | ({} if output is None else {"output": output})
+    summary = Summary(**{**summary.__dict__, "store": store})
+    assert by_gid(feature_figure(summary, "lin"), "effect_axes").get_ylabel() == feature
+    assert by_gid(overview_figure(summary), "f0.axes").get_ylabel() == overview
+    heat_fig = interaction_figure(interaction_summary(output), 0)
+    assert by_gid(heat_fig, "colorbar").get_ylabel() == heat
+
+
+def test_cli_ylabel_reaches_the_svg_text(tmp_path, files):
+    summary_path, store_path = files
+    out = tmp_path / "y"
+    invoke_plot(
+        summary_path, store_path, out, "--format", "svg", "--features", "lin", "--ylabel", "Risk"
+    )
+    assert "Risk" in svg_texts(out / "lin.svg")
+    assert "Risk" in svg_texts(out / "overview.svg")
+    assert "centered effect on disease progression" not in svg_texts(out / "lin.svg")
+
+
+def test_interaction_figure_by_names_or_index_and_bad_pairs():
+    from ale_cli.plot import interaction_figure
+
+    summary = interaction_summary()
+    by_name = by_gid(interaction_figure(summary, ("lin", "gap")), "surface")
+    by_index = by_gid(interaction_figure(summary, 0), "surface")
+    np.testing.assert_array_equal(by_name.get_array(), by_index.get_array())
+    with pytest.raises(
+        InputError, match=r"^pair must be an interaction of the summary \(lin,gap\), got gap,lin$"
+    ):
+        interaction_figure(summary, ("gap", "lin"))
+    with pytest.raises(
+        InputError, match=r"^pair must be an index below 1 \(interactions: lin,gap\), got 3$"
+    ):
+        interaction_figure(summary, 3)
 
 
 # ---------------------------------------------------------------- CLI
@@ -653,18 +825,52 @@ def test_error_store_with_other_rows(tmp_path, files):
     )
 
 
-def test_error_store_from_another_run(tmp_path):
+def test_error_store_from_another_run():
     from ale_cli.plot.render import check_store
 
     summary = make_summary()
-    summary = Summary(**{**summary.__dict__, "store": {"cache_key": "a" * 64}})
+    summary = Summary(**{**summary.__dict__, "store": {"path": "s.npz", "sha256": "a" * 64}})
     store = make_store()
-    store = Store(**{**store.__dict__, "meta": {**store.meta, "cache_key": "b" * 64}})
+    check_store(summary, store, ["lin"], store_sha256="a" * 64)  # the same file: no error
+    check_store(summary, store, ["lin"])  # no hash to compare: no error
     with pytest.raises(InputError) as exc:
-        check_store(summary, store, ["lin"], summary_path="s.json", store_path="e.npz")
+        check_store(
+            summary,
+            store,
+            ["lin"],
+            summary_path="s.json",
+            store_path="e.npz",
+            store_sha256="b" * 64,
+        )
     assert str(exc.value) == (
-        "store 'e.npz' does not match summary 's.json': the summary was made from another store "
-        "(cache_key aaaaaaaaaaaa..., this store bbbbbbbbbbbb...)"
+        "store 'e.npz' does not match summary 's.json': the summary was made from store "
+        "'s.npz' (sha256 aaaaaaaaaaaa...), this store's sha256 is bbbbbbbbbbbb..."
+    )
+
+
+@pytest.mark.parametrize("part", ["model", "data"])
+def test_error_store_from_other_inputs_than_a_summary_made_from_the_model(part):
+    from ale_cli.plot.render import check_store
+
+    inputs = {
+        "model": {"path": "m.pt", "sha256": "1" * 64},
+        "data": {"path": "d.csv", "sha256": "2" * 64},
+    }
+    summary = make_summary()
+    summary = Summary(**{**summary.__dict__, "store": {"path": None, **inputs}})
+    store = make_store()
+    same = Store(**{**store.__dict__, "meta": {**store.meta, **inputs}})
+    check_store(summary, same, ["lin"], store_sha256="f" * 64)  # no store hash to compare
+    other = {**inputs, part: {"path": f"other.{part}", "sha256": "9" * 64}}
+    store = Store(**{**store.__dict__, "meta": {**store.meta, **other}})
+    with pytest.raises(InputError) as exc:
+        check_store(summary, store, ["lin"], summary_path="c.json", store_path="e.npz")
+    path = inputs[part]["path"]
+    digest = inputs[part]["sha256"][:12]
+    assert str(exc.value) == (
+        f"store 'e.npz' does not match summary 'c.json': the summary was made from {part} "
+        f"'{path}' (sha256 {digest}...), the store from {part} 'other.{part}' "
+        "(sha256 999999999999...)"
     )
 
 
@@ -746,7 +952,9 @@ def test_cli_import_does_not_import_matplotlib():
     assert out.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("module", ["ale_cli.plot.first_order", "ale_cli.plot.render"])
+@pytest.mark.parametrize(
+    "module", ["ale_cli.plot.first_order", "ale_cli.plot.second_order", "ale_cli.plot.render"]
+)
 def test_doctests(module):
     import importlib
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -60,6 +65,15 @@ def plot(
         int,
         typer.Option("--dpi", help="Resolution of PNG figures (dots per inch).", min=30, max=1200),
     ] = DEFAULT_DPI,
+    ylabel: Annotated[
+        str | None,
+        typer.Option(
+            "--ylabel",
+            help="Label of the effect axes (default: names the model output the summary "
+            "records, e.g. 'centered effect on probability of class 1').",
+            show_default=False,
+        ),
+    ] = None,
     jobs: Annotated[
         int | None,
         typer.Option(
@@ -75,21 +89,27 @@ def plot(
     """Draw one figure per feature (effect curve with bands above, bin effects below), an
     overview of all features, and a heat map per second-order interaction ('ale interact');
     print the paths written.
+
+    The output directory is replaced as a whole when every figure is written; it must be
+    new, empty or hold only figures. Interrupted (Ctrl-C, SIGTERM), the previous figures
+    stay as they were.
     """
     from ale_cli.plot.render import plot_files
 
     refuse_stdio(out, "out", "a figure directory")
     refuse_stdio(store, "store", "a store")
     formats = ("png", "svg") if fmt is FigureFormat.both else (fmt.value,)
-    result = plot_files(
-        summary,
-        out,
-        store_path=store,
-        features=names_tuple(features, "features"),
-        formats=formats,
-        dpi=dpi,
-        jobs=jobs,
-    )
+    with _terminate_as_interrupt():
+        result = plot_files(
+            summary,
+            out,
+            store_path=store,
+            features=names_tuple(features, "features"),
+            formats=formats,
+            dpi=dpi,
+            jobs=jobs,
+            ylabel=ylabel,
+        )
     note = f", {len(result.not_estimable)} not estimable" if result.not_estimable else ""
     if result.interactions:
         note += f" and {_count(len(result.interactions), 'interaction')}"
@@ -113,3 +133,22 @@ def plot(
 def _count(n: int, noun: str) -> str:
     """``_count(1, "file")`` -> "1 file"; ``_count(2, "file")`` -> "2 files"."""
     return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    """Signal handler: raise KeyboardInterrupt where the main thread is."""
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt while the block runs (main thread only), so a
+    terminated run removes its temporary files like an interrupted one."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -7,6 +7,24 @@ and importing this package does not import matplotlib (every module imports it
 inside its functions, so ``ale --help``, ``ale rebin`` and ``ale rhale`` stay
 free of it).
 
+The figure API for Python users: three functions that take a
+:class:`~ale_cli.adapters.summary.Summary` (and optionally the
+:class:`~ale_cli.adapters.store.Store` it was made from) and return a Figure,
+neither saved nor shown; every parameter after the first two is keyword-only.
+
+``feature_figure(summary, name, *, store=None, ylabel=None)``
+    One feature: the centered effect over its K+1 edges above, the K bin
+    effects below.
+``overview_figure(summary, *, names=None, ylabel=None)``
+    Every feature (or ``names``) in a grid on a common y scale.
+``interaction_figure(summary, pair, *, store=None, ylabel=None)``
+    The heat map of one second-order interaction, ``pair`` its index in
+    ``summary.interactions`` or its two feature names.
+
+>>> from ale_cli.plot import feature_figure  # doctest: +SKIP
+>>> fig = feature_figure(summary, "bmi", store=store, ylabel="risk")  # doctest: +SKIP
+>>> fig.savefig("bmi.svg")  # doctest: +SKIP
+
 Modules
 -------
 :mod:`ale_cli.plot.first_order`
@@ -14,16 +32,16 @@ Modules
     of all features (:func:`overview_figure`) and the small figure for a
     feature that could not be estimated (:func:`not_estimable_figure`). Its
     docstring lists every artist and the ``gid`` by which tests find it.
+:mod:`ale_cli.plot.second_order`
+    The heat map of a feature pair's doubly-centered surface
+    (:func:`interaction_figure`).
 :mod:`ale_cli.plot.render`
     Picks the features, matches the store to the summary, names the files and
-    saves every figure atomically and reproducibly (:func:`render_summary`).
+    saves every figure reproducibly into a directory that replaces the
+    previous one as a whole (:func:`render_summary`).
 :mod:`ale_cli.plot.style`
     The colour-blind-safe palette (Okabe-Ito) and the rc settings that make
-    output byte-reproducible.
-
-Second-order (interaction) heat maps will live in their own module beside
-``first_order`` and be listed by :func:`ale_cli.plot.render.render_summary`
-from ``Summary.interactions``.
+    output byte-reproducible and keep SVG text as text.
 """
 
 from __future__ import annotations
@@ -32,7 +50,9 @@ from typing import Any
 
 _EXPORTS = {
     "feature_figure": "first_order",
+    "interaction_figure": "second_order",
     "not_estimable_figure": "first_order",
+    "output_name": "first_order",
     "overview_figure": "first_order",
     "RenderResult": "render",
     "plot_files": "render",

@@ -47,6 +47,8 @@ the store outside [z_0, z_K] are in no violin and the figure says how many.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -70,6 +72,8 @@ _ESTIMATOR_LABELS = {
     "ale": "classic ALE (finite differences)",
 }
 _NOT_ESTIMABLE_SIZE = (5.0, 1.8)
+#: How effect axes name the output when the summary records none.
+GENERIC_OUTPUT = "the model output"
 
 # Fixed layout, in inches (text heights come from the number of wrapped lines).
 # A fixed layout keeps every figure of a feature the same shape, and is about
@@ -87,6 +91,9 @@ _MARGIN = 0.12
 _CELL_WIDTH, _CELL_AXES_WIDTH = 3.1, 2.45  # overview: one cell, and its axes
 _CELL_TITLE, _CELL_AXES_HEIGHT = 0.45, 1.75  # two title lines; axes
 _OVERVIEW_YLABEL = 0.3
+_OVERVIEW_TITLE = 11 * 1.2 / 72 + 2 * _MARGIN  # one title line of 11 points
+_OVERVIEW_ROW = _CELL_TITLE + _CELL_AXES_HEIGHT + _X_TICKS
+_OVERVIEW_LEGEND = _LEGEND_ROW + 2 * _MARGIN
 
 
 def estimator_label(estimator: str) -> str:
@@ -98,21 +105,80 @@ def estimator_label(estimator: str) -> str:
     return _ESTIMATOR_LABELS.get(estimator, estimator)
 
 
-def output_name(summary: Summary) -> str:
-    """Name of the explained model output, from the store part of the summary.
+def output_name(summary: Summary) -> str | None:
+    """How figures name the explained model output recorded in ``summary.store["output"]``.
 
-    Accepts the store meta's ``output`` as a string or as a mapping with a
-    ``name`` or a ``selector``; falls back to ``"prediction"``.
+    The store records the output as the model adapter describes it: a string,
+    or a mapping with the user's ``selector`` and, depending on the format, the
+    scikit-learn ``kind`` (``predict``, ``proba``, ``decision``) with its
+    ``column`` and ``class``, or the ONNX output ``name`` and ``column``.
+    A class probability reads "probability of class <label>", a regressor's
+    only prediction "prediction", anything else the recorded name (with
+    ``:<column>`` for an ONNX output column) or ``output <selector>``; None
+    when nothing is recorded (a single-output TorchScript model).
+
+    >>> from ale_cli.adapters.summary import Summary
+    >>> def named(output):
+    ...     return output_name(Summary("dale", {}, {"output": output}, 0, ()))
+    >>> named({"selector": "proba:1", "kind": "proba", "column": 1, "class": "yes",
+    ...        "name": "proba:1"})
+    'probability of class yes'
+    >>> named({"selector": None, "kind": "predict", "column": None, "name": "predict"})
+    'prediction'
+    >>> named({"selector": None, "name": "probabilities", "column": 1})
+    'probabilities:1'
+    >>> named({"selector": "2", "shape": [10, 3]}), named({"selector": None}), named(None)
+    ('output 2', None, None)
     """
     out = summary.store.get("output")
-    if isinstance(out, str) and out:
-        return out
-    if isinstance(out, dict):
-        if out.get("name"):
-            return str(out["name"])
-        if out.get("selector") not in (None, ""):
-            return f"output {out['selector']}"
-    return "prediction"
+    if isinstance(out, str):
+        return out or None
+    if not isinstance(out, dict):
+        return None
+    kind, column = out.get("kind"), out.get("column")
+    if kind == "proba" and out.get("class") not in (None, ""):
+        return f"probability of class {out['class']}"
+    if kind == "predict" and column is None:
+        return "prediction"
+    name = out.get("name")
+    if name:
+        name = str(name)
+        return name if column is None or ":" in name else f"{name}:{column}"
+    if out.get("selector") not in (None, ""):
+        return f"output {out['selector']}"
+    return None
+
+
+def effect_label(
+    summary: Summary,
+    words: str,
+    ylabel: str | None,
+    *,
+    width: int,
+    name_width: int,
+    max_lines: int = 2,
+) -> str:
+    """The label of an effect axis.
+
+    ``ylabel`` when given, wrapped to ``max_lines`` lines of ``width``
+    characters (its own line breaks kept, cut with "…" beyond); else
+    "<words> on <output>" with the summary's :func:`output_name` wrapped to
+    ``max_lines`` lines of ``name_width`` characters ("the model output" when
+    the summary records none).
+
+    >>> from ale_cli.adapters.summary import Summary
+    >>> s = Summary("dale", {}, {"output": {"kind": "predict", "name": "predict"}}, 0, ())
+    >>> effect_label(s, "effect", None, width=20, name_width=20)
+    'effect on prediction'
+    >>> effect_label(Summary("dale", {}, {}, 0, ()), "effect", None, width=20, name_width=20)
+    'effect on the model output'
+    >>> print(effect_label(s, "effect", "a long label of many words", width=10, name_width=8))
+    a long
+    label of …
+    """
+    if ylabel is not None:
+        return _wrap_lines(ylabel, width, max_lines)
+    return f"{words} on {_wrap(output_name(summary) or GENERIC_OUTPUT, name_width, max_lines)}"
 
 
 def centered_on_mean(summary: Summary) -> bool:
@@ -158,6 +224,7 @@ def kde_outline(values: np.ndarray, n_points: int = 100) -> tuple[np.ndarray, np
 
 
 def _new_figure(size: tuple[float, float]) -> Figure:
+    """A Figure of ``size`` inches on its own Agg canvas (not in pyplot's figure list)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -193,14 +260,30 @@ def _lines_in(points: float, n_lines: int) -> float:
 
 
 def _n_lines(text: str) -> int:
+    """Lines of ``text``."""
     return text.count("\n") + 1
 
 
 def _wrap(text: str, width: int, max_lines: int | None = None) -> str:
+    """``text`` filled to lines of ``width`` characters (at most ``max_lines``, cut with "…")."""
     kwargs: dict[str, Any] = {"width": width, "break_on_hyphens": False}
     if max_lines is not None:
         kwargs |= {"max_lines": max_lines, "placeholder": "…"}
     return textwrap.fill(text, **kwargs) or text
+
+
+def _wrap_lines(text: str, width: int, max_lines: int) -> str:
+    """``text`` with its own line breaks kept, each line wrapped to ``width`` characters,
+    at most ``max_lines`` lines (the last one ending in "…" when text was left out)."""
+    lines = [
+        part
+        for line in text.splitlines()
+        for part in (textwrap.wrap(line, width, break_on_hyphens=False) or [""])
+    ]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: width - 2].rstrip() + " …"
+    return "\n".join(lines)
 
 
 def _effect_artists(ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels: bool) -> None:
@@ -238,8 +321,9 @@ def _effect_artists(ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels:
 
 
 def _store_column(store: Store, name: str) -> tuple[np.ndarray, np.ndarray]:
-    j = store.feature_index(name)
-    return store.X[:, j], store.local_effects[:, j]
+    """The store's values (N,) and local effects (N,) of feature ``name``."""
+    x, e = store.feature_data([name])
+    return x[:, 0], e[:, 0]
 
 
 def _draw_violins(ax: Axes, feat: FeatureSummary, x: np.ndarray, effects: np.ndarray) -> int:
@@ -372,7 +456,9 @@ def not_estimable_figure(feat: FeatureSummary) -> Figure:
     return fig
 
 
-def feature_figure(summary: Summary, name: str, *, store: Store | None = None) -> Figure:
+def feature_figure(
+    summary: Summary, name: str, *, store: Store | None = None, ylabel: str | None = None
+) -> Figure:
     """The two-panel figure of feature ``name``: the effect curve above, the bins below.
 
     Parameters
@@ -385,188 +471,263 @@ def feature_figure(summary: Summary, name: str, *, store: Store | None = None) -
     store : Store, optional
         The store the summary was made from; adds the rug of data values, the
         average-prediction line and the violins of local effects per bin.
+    ylabel : str, optional
+        Label of the effect axis (two lines of at most 45 characters).
+        Default: "centered effect on <output>" with the output recorded in the
+        summary (see :func:`output_name`), "effect on <output>" when the curve
+        is not centered on the average prediction.
 
     Returns
     -------
     matplotlib.figure.Figure
-        Artists as listed in the module docstring.
+        Not saved, not shown, not in pyplot's figure list. Two axes sharing x:
+        ``effect_axes`` with the curve over the feature's K+1 edges, and
+        ``bins_axes`` with its K bins; artists as listed in the module
+        docstring. A not-estimable feature gives a figure without axes.
     """
     import matplotlib
 
     feat = summary.feature(name)
     if feat.status != "ok" or feat.n_bins == 0:
         return not_estimable_figure(feat)
-    output = output_name(summary)
     with matplotlib.rc_context(style.RC):
         fig = _new_figure((_FIG_WIDTH, 7.0))
-        top = fig.add_axes((0.1, 0.5, 0.8, 0.4))
-        bottom = fig.add_axes((0.1, 0.1, 0.8, 0.3), sharex=top)
-        top.tick_params(labelbottom=False)
-        _few_ticks(top, 6)
-        _few_ticks(bottom, 6)
-        top.set_gid("effect_axes")
-        bottom.set_gid("bins_axes")
-
+        top, bottom = _feature_axes(fig)
         _effect_artists(top, feat, labels=True)
-        n_outside_store = 0
-        if store is not None:
-            x, effects = _store_column(store, name)
-            rug = quantile_subsample(x, RUG_MAX)
-            shown = "all" if len(rug) == len(x) else f"{len(rug):,} of"
-            top.plot(
-                rug,
-                np.full(len(rug), 0.02),
-                linestyle="none",
-                marker="|",
-                markersize=7,
-                markeredgewidth=0.6,
-                color=style.RUG,
-                alpha=0.25 if len(rug) > 300 else 0.5,
-                transform=top.get_xaxis_transform(),
-                gid="rug",
-                label=f"data values ({shown} {len(x):,} rows)",
-            )
-            if centered_on_mean(summary):
-                mean_prediction = float(np.mean(store.prediction))
-                top.axhline(
-                    0.0,
-                    color=style.GREY,
-                    linestyle=":",
-                    linewidth=1.0,
-                    gid="mean_prediction",
-                    label=f"average prediction ({mean_prediction:.4g})",
-                )
-        top.set_ylabel(f"centered effect on {_wrap(output, 40, 2)}")
-        n_filled = int(feat.bin_filled.sum())
-        bins_text = f"K = {feat.n_bins} bin{'s' if feat.n_bins != 1 else ''}" + (
-            f", {n_filled} empty" if n_filled else ""
-        )
-        top.set_title(
-            f"{estimator_label(summary.estimator)}, {bins_text}, N = {summary.n_rows:,} rows",
-            loc="left",
-        )
+        column = _store_column(store, name) if store is not None else None
+        if store is not None and column is not None:
+            _draw_store_marks(top, summary, store, column[0])
+        words = "centered effect" if centered_on_mean(summary) else "effect"
+        top.set_ylabel(effect_label(summary, words, ylabel, width=45, name_width=40))
+        top.set_title(_bins_title(summary, feat), loc="left")
         extra = _draw_bins(bottom, feat)
-        if store is not None:
-            n_outside_store = _draw_violins(bottom, feat, x, effects)
-        bottom.axhline(0.0, color=style.BLACK, linewidth=0.6, zorder=2, gid="zero")
-        bottom.set_ylabel("bin effect\n(d output / d feature)")
-        bottom.set_xlabel(_wrap(name, 90, 2))
-        outside = max(feat.n_outside, n_outside_store)
-        if outside:
-            bottom.text(
-                1.0,
-                1.0,
-                f"{outside:,} rows outside [z₀, z_K] not shown",
-                transform=bottom.transAxes,
-                ha="right",
-                va="bottom",
-                fontsize=7,
-                color=style.GREY,
-                gid="outside_note",
-            )
-        lo, hi = feat.edges[0], feat.edges[-1]
-        pad = 0.02 * (hi - lo) if hi > lo else 0.5
-        bottom.set_xlim(lo - pad, hi + pad)
-        handles, labels = top.get_legend_handles_labels()
-        bottom_handles = dict(zip(*reversed(bottom.get_legend_handles_labels()), strict=True))
-        bottom_handles |= {p.get_label(): p for p in extra}
-        # bottom panel in reading order: bars, empty bins, whiskers, violins
-        for label in sorted(bottom_handles, key=_BOTTOM_ORDER.index):
-            handles.append(bottom_handles[label])
-            labels.append(label)
-        xlabel = _wrap(name, 90, 2)
-        bottom.set_xlabel(xlabel)
-        title = _wrap(name, 70, 2)
-        legend_height = _LEGEND_ROW * -(-len(handles) // 2)
-        bottom_margin = (
-            _MARGIN + legend_height + _MARGIN + _lines_in(9, _n_lines(xlabel)) + _X_TICKS
-        )
-        top_margin = _MARGIN + _lines_in(12, _n_lines(title)) + 0.1 + _lines_in(10, 1) + 0.05
-        height = top_margin + _TOP_PANEL + _PANEL_GAP + _BOTTOM_PANEL + bottom_margin
-        fig.set_size_inches(_FIG_WIDTH, height)
-        width = (_FIG_WIDTH - _LEFT - _RIGHT) / _FIG_WIDTH
-        bottom.set_position(
-            (_LEFT / _FIG_WIDTH, bottom_margin / height, width, _BOTTOM_PANEL / height)
-        )
-        top.set_position(
-            (
-                _LEFT / _FIG_WIDTH,
-                (bottom_margin + _BOTTOM_PANEL + _PANEL_GAP) / height,
-                width,
-                _TOP_PANEL / height,
-            )
-        )
-        fig.suptitle(title, y=1 - _MARGIN / height, va="top", fontsize=12, fontweight="bold")
+        n_outside_store = _draw_violins(bottom, feat, *column) if column is not None else 0
+        _finish_bins_panel(bottom, feat, name, n_outside=max(feat.n_outside, n_outside_store))
+        handles, labels = _feature_legend_entries(top, bottom, extra)
+        _lay_out_feature(fig, top, bottom, name, n_legend=len(handles))
         _figure_legend(fig, handles, labels, ncols=2)
         return fig
 
 
-def overview_figure(summary: Summary, names: list[str] | tuple[str, ...] | None = None) -> Figure:
+def _feature_axes(fig: Figure) -> tuple[Axes, Axes]:
+    """The effect axes above and the bins axes below, sharing x (placed by
+    :func:`_lay_out_feature` once the text sizes are known)."""
+    top = fig.add_axes((0.1, 0.5, 0.8, 0.4))
+    bottom = fig.add_axes((0.1, 0.1, 0.8, 0.3), sharex=top)
+    top.tick_params(labelbottom=False)
+    _few_ticks(top, 6)
+    _few_ticks(bottom, 6)
+    top.set_gid("effect_axes")
+    bottom.set_gid("bins_axes")
+    return top, bottom
+
+
+def _draw_store_marks(ax: Axes, summary: Summary, store: Store, x: np.ndarray) -> None:
+    """The rug of the data values ``x`` and, with the default centering, the line of the
+    average prediction (y = 0) on the effect axes."""
+    rug = quantile_subsample(x, RUG_MAX)
+    shown = "all" if len(rug) == len(x) else f"{len(rug):,} of"
+    ax.plot(
+        rug,
+        np.full(len(rug), 0.02),
+        linestyle="none",
+        marker="|",
+        markersize=7,
+        markeredgewidth=0.6,
+        color=style.RUG,
+        alpha=0.25 if len(rug) > 300 else 0.5,
+        transform=ax.get_xaxis_transform(),
+        gid="rug",
+        label=f"data values ({shown} {len(x):,} rows)",
+    )
+    if centered_on_mean(summary):
+        mean_prediction = float(np.mean(store.prediction))
+        ax.axhline(
+            0.0,
+            color=style.GREY,
+            linestyle=":",
+            linewidth=1.0,
+            gid="mean_prediction",
+            label=f"average prediction ({mean_prediction:.4g})",
+        )
+
+
+def _bins_title(summary: Summary, feat: FeatureSummary) -> str:
+    """The estimator, the number of bins (and of empty ones) and of rows, one line."""
+    n_filled = int(feat.bin_filled.sum())
+    bins_text = f"K = {feat.n_bins} bin{'s' if feat.n_bins != 1 else ''}" + (
+        f", {n_filled} empty" if n_filled else ""
+    )
+    return f"{estimator_label(summary.estimator)}, {bins_text}, N = {summary.n_rows:,} rows"
+
+
+def _finish_bins_panel(ax: Axes, feat: FeatureSummary, name: str, *, n_outside: int) -> None:
+    """The zero line, the axis labels, the note of rows outside the edges and the x range
+    of the bins axes."""
+    ax.axhline(0.0, color=style.BLACK, linewidth=0.6, zorder=2, gid="zero")
+    ax.set_ylabel("bin effect\n(d output / d feature)")
+    ax.set_xlabel(_wrap(name, 90, 2))
+    if n_outside:
+        ax.text(
+            1.0,
+            1.0,
+            f"{n_outside:,} rows outside [z₀, z_K] not shown",
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color=style.GREY,
+            gid="outside_note",
+        )
+    lo, hi = feat.edges[0], feat.edges[-1]
+    pad = 0.02 * (hi - lo) if hi > lo else 0.5
+    ax.set_xlim(lo - pad, hi + pad)
+
+
+def _feature_legend_entries(
+    top: Axes, bottom: Axes, extra: list[Any]
+) -> tuple[list[Any], list[str]]:
+    """Legend handles and labels: the effect panel's marks, then the bins panel's in
+    reading order (bars, empty bins, whiskers, violins)."""
+    handles, labels = top.get_legend_handles_labels()
+    bottom_handles = dict(zip(*reversed(bottom.get_legend_handles_labels()), strict=True))
+    bottom_handles |= {p.get_label(): p for p in extra}
+    for label in sorted(bottom_handles, key=_BOTTOM_ORDER.index):
+        handles.append(bottom_handles[label])
+        labels.append(label)
+    return handles, labels
+
+
+def _lay_out_feature(fig: Figure, top: Axes, bottom: Axes, name: str, *, n_legend: int) -> None:
+    """Size the figure and place both panels and the title in a fixed layout (inches):
+    title, effect panel, gap, bins panel, x label, legend of ``n_legend`` entries in two
+    columns, from the top down."""
+    xlabel = _wrap(name, 90, 2)
+    title = _wrap(name, 70, 2)
+    legend_height = _LEGEND_ROW * -(-n_legend // 2)
+    bottom_margin = _MARGIN + legend_height + _MARGIN + _lines_in(9, _n_lines(xlabel)) + _X_TICKS
+    top_margin = _MARGIN + _lines_in(12, _n_lines(title)) + 0.1 + _lines_in(10, 1) + 0.05
+    height = top_margin + _TOP_PANEL + _PANEL_GAP + _BOTTOM_PANEL + bottom_margin
+    fig.set_size_inches(_FIG_WIDTH, height)
+    width = (_FIG_WIDTH - _LEFT - _RIGHT) / _FIG_WIDTH
+    bottom.set_position((_LEFT / _FIG_WIDTH, bottom_margin / height, width, _BOTTOM_PANEL / height))
+    top.set_position(
+        (
+            _LEFT / _FIG_WIDTH,
+            (bottom_margin + _BOTTOM_PANEL + _PANEL_GAP) / height,
+            width,
+            _TOP_PANEL / height,
+        )
+    )
+    fig.suptitle(title, y=1 - _MARGIN / height, va="top", fontsize=12, fontweight="bold")
+
+
+def overview_figure(
+    summary: Summary, *, names: Sequence[str] | None = None, ylabel: str | None = None
+) -> Figure:
     """All features (or ``names``) in a grid of small effect plots on a common y scale.
 
     Each cell is the curve with its +/- STD band and +/- 2 SE lines, titled with
-    the feature name; a not-estimable feature's cell says so. Artists as in the
-    module docstring.
+    the feature name; a not-estimable feature's cell says so.
+
+    Parameters
+    ----------
+    summary : Summary
+        An estimator run.
+    names : sequence of str, optional
+        The features to show, in this order (default: all, in summary order).
+    ylabel : str, optional
+        Label of the effect axis of the first column (one line of at most 28
+        characters, cut with "…"). Default: "effect on <output>" (see
+        :func:`output_name`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes per feature, ``len(names)`` of them in a grid of at most 4
+        columns; artists as listed in the module docstring.
     """
     import matplotlib
 
     feats = [summary.feature(n) for n in names] if names is not None else list(summary.features)
-    n = max(len(feats), 1)
-    ncols = min(n, 4)
-    nrows = -(-n // ncols)
-    title_height = _lines_in(11, 1) + 2 * _MARGIN
-    legend_height = _LEGEND_ROW + 2 * _MARGIN
-    row_height = _CELL_TITLE + _CELL_AXES_HEIGHT + _X_TICKS
-    width = _OVERVIEW_YLABEL + ncols * _CELL_WIDTH
-    height = title_height + nrows * row_height + legend_height
-    left_pad = _CELL_WIDTH - _CELL_AXES_WIDTH - 0.15
+    grid = _OverviewGrid.for_cells(len(feats))
     with matplotlib.rc_context(style.RC):
-        fig = _new_figure((width, height))
+        fig = _new_figure((grid.width, grid.height))
         labelled = False
         axes: list[Axes] = []
         for i, feat in enumerate(feats):
-            row, col = divmod(i, ncols)
-            rect = (
-                (_OVERVIEW_YLABEL + col * _CELL_WIDTH + left_pad) / width,
-                (legend_height + (nrows - 1 - row) * row_height + _X_TICKS) / height,
-                _CELL_AXES_WIDTH / width,
-                _CELL_AXES_HEIGHT / height,
-            )
-            ax = fig.add_axes(rect, sharey=axes[0] if axes else None)
+            ax = fig.add_axes(grid.rect(i), sharey=axes[0] if axes else None)
             axes.append(ax)
             _few_ticks(ax, 5)
             ax.set_gid(f"f{i}.axes")
             ax.set_title(_wrap(feat.name, 36, 2), fontsize=9)
             if feat.status != "ok" or feat.n_bins == 0:
-                ax.text(
-                    0.5,
-                    0.5,
-                    "not estimable\n" + _wrap(feat.reason or "no reason recorded", 36, 4),
-                    transform=ax.transAxes,
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color=style.GREY,
-                    gid=f"f{i}.not_estimable",
-                )
-                ax.set_axis_off()
+                _not_estimable_cell(ax, feat, i)
                 continue
             _effect_artists(ax, feat, f"f{i}.", labels=not labelled)
             labelled = True
-            if col == 0:
-                ax.set_ylabel(f"effect on {_wrap(output_name(summary), 24, 1)}")
+            if i % grid.ncols == 0:
+                label = effect_label(
+                    summary, "effect", ylabel, width=28, name_width=24, max_lines=1
+                )
+                ax.set_ylabel(label)
         fig.suptitle(
             f"{estimator_label(summary.estimator)}: {len(feats)} features, "
             f"N = {summary.n_rows:,} rows, common y scale",
-            y=1 - _MARGIN / height,
+            y=1 - _MARGIN / grid.height,
             va="top",
             fontsize=11,
         )
-        handles: list[Any] = []
-        labels: list[str] = []
         for ax in axes:
             handles, labels = ax.get_legend_handles_labels()
             if handles:
                 _figure_legend(fig, handles, labels, ncols=3)
                 break
         return fig
+
+
+@dataclass(frozen=True)
+class _OverviewGrid:
+    """The fixed layout of the overview (inches): a title line, ``nrows`` x ``ncols``
+    cells (title, axes, x tick labels), a legend row."""
+
+    ncols: int
+    nrows: int
+    width: float
+    height: float
+
+    @classmethod
+    def for_cells(cls, n_cells: int) -> _OverviewGrid:
+        """At most 4 columns, as many rows as needed (one cell for an empty overview)."""
+        n = max(n_cells, 1)
+        ncols = min(n, 4)
+        nrows = -(-n // ncols)
+        height = _OVERVIEW_TITLE + nrows * _OVERVIEW_ROW + _OVERVIEW_LEGEND
+        return cls(ncols, nrows, _OVERVIEW_YLABEL + ncols * _CELL_WIDTH, height)
+
+    def rect(self, i: int) -> tuple[float, float, float, float]:
+        """The axes rectangle of cell ``i`` (row-major) in figure coordinates."""
+        row, col = divmod(i, self.ncols)
+        left_pad = _CELL_WIDTH - _CELL_AXES_WIDTH - 0.15
+        return (
+            (_OVERVIEW_YLABEL + col * _CELL_WIDTH + left_pad) / self.width,
+            (_OVERVIEW_LEGEND + (self.nrows - 1 - row) * _OVERVIEW_ROW + _X_TICKS) / self.height,
+            _CELL_AXES_WIDTH / self.width,
+            _CELL_AXES_HEIGHT / self.height,
+        )
+
+
+def _not_estimable_cell(ax: Axes, feat: FeatureSummary, i: int) -> None:
+    """An overview cell without axes saying that ``feat`` is not estimable, and why."""
+    ax.text(
+        0.5,
+        0.5,
+        "not estimable\n" + _wrap(feat.reason or "no reason recorded", 36, 4),
+        transform=ax.transAxes,
+        ha="center",
+        va="center",
+        fontsize=8,
+        color=style.GREY,
+        gid=f"f{i}.not_estimable",
+    )
+    ax.set_axis_off()

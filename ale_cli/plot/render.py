@@ -8,9 +8,17 @@ for each second-order interaction. File names come from :func:`safe_stem`,
 made unique (case-insensitively, and never ``overview``) by appending
 ``-<position>``.
 
+The output directory is replaced as a whole or not at all: the figures are
+drawn into a new directory beside it, which is then swapped into its place
+(:func:`replacing_directory`); a failure or an interruption leaves the previous
+figures as they were and no temporary file behind. A directory holding
+anything other than figures (``*.png``, ``*.svg``) is refused, so a mistyped
+``-o`` never deletes other files (:func:`check_output_dir`).
+
 Figures are independent, so ``jobs`` > 1 draws them in forked worker
 processes (``ale plot`` uses one per core, at most 4); the files are the same
-bytes either way.
+bytes either way. Workers ignore SIGINT and die on SIGTERM; the parent, when
+interrupted, stops them before it removes the temporary directory.
 
 Output is reproducible: SVG files are byte-identical for the same inputs
 (fixed ``svg.hashsalt``, no date or creator metadata) and PNG files carry no
@@ -19,16 +27,24 @@ timestamp or software version, only the pixels and their DPI (pHYs chunk).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import secrets
+import shutil
+import signal
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ale_cli.errors import InputError
+from ale_cli.errors import InputError, RunError
 
 if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
     from matplotlib.figure import Figure
 
     from ale_cli.adapters.store import Store
@@ -106,13 +122,22 @@ def check_store(
     *,
     summary_path: str | Path = "summary",
     store_path: str | Path = "store",
+    store_sha256: str | None = None,
 ) -> None:
-    """InputError unless ``store`` holds ``features`` (and both features of every
-    interaction) and the rows ``summary`` was made from."""
-    features = [*features, *(n for item in summary.interactions for n in item.features)]
-    features = list(dict.fromkeys(features))
+    """InputError unless ``store`` is the store ``summary`` was made from.
+
+    The store must hold ``features`` (and both features of every interaction)
+    and as many rows as the summary. A summary made from a store records that
+    store's sha256: ``store_sha256`` (the hash of the file at ``store_path``,
+    checked when given) must equal it. A summary made from the model and data
+    directly (``ale classic``/``ale interact`` without a store: its
+    ``store["path"]`` is None) records the model's and the data's sha256, which
+    must equal those in the store's meta.
+    """
+    paired = [n for item in summary.interactions for n in item.features]
     prefix = f"store '{store_path}' does not match summary '{summary_path}'"
     missing = [f for f in features if f not in store.feature_names]
+    missing += [f for f in dict.fromkeys(paired) if f not in store.input_names]
     if missing:
         raise InputError(
             f"{prefix}: the store has no feature(s) {', '.join(missing)} "
@@ -123,12 +148,136 @@ def check_store(
         raise InputError(
             f"{prefix}: the store has {n_store} rows, the summary was made from {summary.n_rows}"
         )
-    want, have = summary.store.get("cache_key"), store.meta.get("cache_key")
-    if want and have and want != have:
+    source = summary.store
+    if "path" in source and source["path"] is None:
+        _check_inputs(source, store.meta, prefix)
+        return
+    want = source.get("sha256")
+    if want and store_sha256 and want != store_sha256:
         raise InputError(
-            f"{prefix}: the summary was made from another store (cache_key {str(want)[:12]}..., "
-            f"this store {str(have)[:12]}...)"
+            f"{prefix}: the summary was made from store '{source.get('path')}' "
+            f"(sha256 {_short(want)}), this store's sha256 is {_short(store_sha256)}"
         )
+
+
+def _check_inputs(source: dict[str, Any], meta: dict[str, Any], prefix: str) -> None:
+    """InputError when the model or the data the summary records is not the store's."""
+    for part in ("model", "data"):
+        want, have = source.get(part) or {}, meta.get(part) or {}
+        if want.get("sha256") and have.get("sha256") and want["sha256"] != have["sha256"]:
+            raise InputError(
+                f"{prefix}: the summary was made from {part} '{want.get('path')}' "
+                f"(sha256 {_short(want['sha256'])}), the store from {part} "
+                f"'{have.get('path')}' (sha256 {_short(have['sha256'])})"
+            )
+
+
+def _short(digest: str) -> str:
+    """The first 12 hex digits of a hash, for messages."""
+    return f"{str(digest)[:12]}..."
+
+
+def check_output_dir(out: Path) -> None:
+    """InputError unless ``out`` is absent, or a directory holding only figures.
+
+    Figures replace the whole directory, so anything other than ``*.png`` and
+    ``*.svg`` files in it (another file, a subdirectory, a hidden file) means
+    the path is not a figure directory, and it is refused.
+    """
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise InputError(f"output directory '{out}' is a file", param="out_dir")
+    others = sorted(
+        p.name
+        for p in out.iterdir()
+        if p.is_symlink() or not p.is_file() or p.suffix.lower() not in (".png", ".svg")
+    )
+    if others:
+        more = f" and {len(others) - 1} more" if len(others) > 1 else ""
+        raise InputError(
+            f"output directory '{out}' holds '{others[0]}'{more}, which is not a figure "
+            "(.png/.svg); the figures replace the whole directory, so choose a new or "
+            "empty one",
+            param="out_dir",
+        )
+
+
+@contextlib.contextmanager
+def replacing_directory(target: Path) -> Iterator[Path]:
+    """Yield a new empty directory beside ``target``; on success it replaces ``target``.
+
+    The new directory is renamed into place (an existing ``target`` is renamed
+    aside first and removed after; a symlink is followed, so the directory it
+    points to is replaced). On any exception, KeyboardInterrupt included, the
+    new directory is removed and ``target`` is untouched. SIGINT and SIGTERM are
+    held back during the swap itself, so it is never left half done.
+    """
+    if target.is_symlink():
+        target = target.resolve()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _new_directory(target.parent, f".{target.name}.", ".tmp")
+    except OSError as exc:
+        raise RunError(f"cannot write '{target}': {exc.strerror or exc}") from exc
+    try:
+        yield tmp
+        try:
+            if target.exists():
+                tmp.chmod(target.stat().st_mode & 0o7777)
+            with _signals_held():
+                _swap(tmp, target)
+        except OSError as exc:
+            raise RunError(f"cannot replace '{target}': {exc.strerror or exc}") from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _new_directory(parent: Path, prefix: str, suffix: str) -> Path:
+    """A new directory with a random name in ``parent`` (mode from the umask, unlike
+    ``tempfile.mkdtemp``'s 0o700, so the final directory has the usual permissions)."""
+    for _ in range(100):
+        path = parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no free temporary name in '{parent}'")
+
+
+def _swap(new: Path, target: Path) -> None:
+    """Rename ``new`` to ``target``; an existing ``target`` is renamed aside, then removed."""
+    if not target.exists():
+        os.rename(new, target)
+        return
+    old = target.parent / f".{target.name}.{secrets.token_hex(4)}.old"
+    os.rename(target, old)
+    try:
+        os.rename(new, target)
+    except BaseException:
+        os.rename(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Delay SIGINT and SIGTERM until the block is done (main thread on POSIX only)."""
+    import threading
+
+    held = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
+        threading.main_thread()
+    ):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def save_figure(fig: Figure, path: Path, fmt: str, *, dpi: int) -> None:
@@ -156,6 +305,7 @@ class _Job:
     out: Path
     formats: tuple[str, ...]
     dpi: int
+    ylabel: str | None = None
 
 
 _JOB: _Job | None = None  # set in the parent just before forking the workers
@@ -174,13 +324,13 @@ def _render_task(task: _Task) -> list[Path]:
         raise RuntimeError("no render job")
     kind, key, stem = task
     if kind == "overview":
-        fig = overview_figure(job.summary, job.names)
+        fig = overview_figure(job.summary, names=job.names, ylabel=job.ylabel)
     elif kind == "interaction":
         from ale_cli.plot.second_order import interaction_figure
 
-        fig = interaction_figure(job.summary, int(key or 0), store=job.store)
+        fig = interaction_figure(job.summary, int(key or 0), store=job.store, ylabel=job.ylabel)
     else:
-        fig = feature_figure(job.summary, str(key), store=job.store)
+        fig = feature_figure(job.summary, str(key), store=job.store, ylabel=job.ylabel)
     paths = []
     for fmt in job.formats:
         path = job.out / f"{stem}.{fmt}"
@@ -190,15 +340,127 @@ def _render_task(task: _Task) -> list[Path]:
     return paths
 
 
+def _init_worker() -> None:
+    """In a forked worker: SIGINT is the parent's to handle (it stops the workers and
+    cleans up), SIGTERM (how the parent stops them) ends the worker at once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _worker(tasks: list[_Task], mine: list[int], conn: Connection) -> None:
+    """Draw ``tasks[i]`` for ``i`` in ``mine``, sending ``(i, paths, None)`` for each; on
+    an error ``(i, None, error)`` and stop."""
+    _init_worker()
+    for i in mine:
+        try:
+            paths = _render_task(tasks[i])
+        except Exception as exc:
+            try:
+                conn.send((i, None, exc))
+            except Exception:  # an exception that does not pickle
+                conn.send((i, None, RunError(f"{type(exc).__name__}: {exc}")))
+            break
+        conn.send((i, paths, None))
+    conn.close()
+
+
 def default_jobs(n_figures: int) -> int:
     """Worker processes for ``n_figures``: one per usable core, at most 4; 1 for a few figures."""
     import multiprocessing
-    import os
 
     if n_figures < 4 or "fork" not in multiprocessing.get_all_start_methods():
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(cores or 1, 4, n_figures // 2))
+
+
+def _check_options(formats: Sequence[str], jobs: int) -> None:
+    """InputError for an unknown figure format or fewer than one job."""
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise InputError(
+                f"{{param}} must be one of {', '.join(FORMATS)}, got '{fmt}'", param="formats"
+            )
+    if jobs < 1:
+        raise InputError(f"{{param}} must be at least 1, got {jobs}", param="jobs")
+
+
+def _tasks(summary: Summary, names: tuple[str, ...]) -> list[_Task]:
+    """The figures to draw: the overview first (the biggest, so no worker is left with a
+    long tail), then the features, then the interactions."""
+    pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
+    stems = file_stems([*names, *pairs])
+    tasks: list[_Task] = [("feature", n, s) for n, s in zip(names, stems, strict=False)]
+    if names:
+        tasks.insert(0, ("overview", None, OVERVIEW))
+    tasks += [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
+    return tasks
+
+
+def _run_tasks(job: _Job, tasks: list[_Task], jobs: int) -> list[list[Path]]:
+    """Draw ``tasks`` here or in ``jobs`` forked workers; the paths written per task."""
+    global _JOB
+    import multiprocessing
+
+    _JOB = job
+    try:
+        if jobs > 1 and len(tasks) > 1 and "fork" in multiprocessing.get_all_start_methods():
+            return _run_forked(tasks, min(jobs, len(tasks)))
+        return [_render_task(task) for task in tasks]
+    finally:
+        _JOB = None
+
+
+def _run_forked(tasks: list[_Task], jobs: int) -> list[list[Path]]:
+    """Draw ``tasks`` in ``jobs`` forked workers, worker ``w`` taking ``tasks[w::jobs]``.
+
+    Each worker reports every figure on its own pipe. A worker's error is raised
+    here; a worker that dies before it reports all its figures is a RunError
+    (a pool would wait for it forever). Whatever ends this function (an error,
+    KeyboardInterrupt) first terminates the workers and waits for them, so none
+    writes after the caller removes the directory.
+    """
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    context = multiprocessing.get_context("fork")
+    workers: dict[Connection, tuple[BaseProcess, list[int]]] = {}
+    worker: BaseProcess
+    results: dict[int, list[Path]] = {}
+    try:
+        for w in range(jobs):
+            mine = list(range(w, len(tasks), jobs))
+            reader, writer = context.Pipe(duplex=False)
+            worker = context.Process(target=_worker, args=(tasks, mine, writer), daemon=True)
+            worker.start()
+            writer.close()
+            workers[reader] = (worker, mine)
+        pending = dict(workers)
+        while pending:
+            for ready in wait(list(pending)):
+                conn = cast("Connection", ready)
+                try:
+                    i, paths, error = conn.recv()
+                except EOFError:  # the worker is done, or died
+                    done, mine = pending.pop(conn)
+                    done.join()
+                    if not all(k in results for k in mine):
+                        raise RunError(
+                            f"a process drawing figures ended (exit code {done.exitcode}) "
+                            "before it drew all of its figures"
+                        ) from None
+                    continue
+                if error is not None:
+                    raise error
+                results[i] = paths
+        return [results[i] for i in range(len(tasks))]
+    finally:
+        for worker, _ in workers.values():
+            if worker.is_alive():
+                worker.terminate()
+        for reader, (worker, _) in workers.items():
+            worker.join()
+            reader.close()
 
 
 def render_summary(
@@ -210,54 +472,38 @@ def render_summary(
     formats: Sequence[str] = ("png",),
     dpi: int = DEFAULT_DPI,
     jobs: int = 1,
+    ylabel: str | None = None,
 ) -> RenderResult:
     """Write one figure per feature, the overview and one figure per interaction of
-    ``summary`` into ``out_dir`` (no overview when the summary has no features).
+    ``summary`` into the directory ``out_dir``, replacing it as a whole (no overview
+    when the summary has no features).
 
     ``features`` (default: all, in summary order) must be features of the
     summary; ``store`` must match it (see :func:`check_store`, which the caller
-    runs). Each figure is released right after it is saved. With ``jobs`` > 1
-    the figures are drawn by that many forked worker processes (figures are
-    independent, so the files are the same bytes as with ``jobs=1``); where
-    ``fork`` is not available they are drawn in this process.
+    runs); ``ylabel`` labels every effect axis (default: from the output the
+    summary records). ``out_dir`` must be absent or hold only figures
+    (:func:`check_output_dir`); the figures are drawn into a new directory that
+    replaces it only when all are written (:func:`replacing_directory`). Each
+    figure is released right after it is saved. With ``jobs`` > 1 the figures
+    are drawn by that many forked worker processes (figures are independent,
+    so the files are the same bytes as with ``jobs=1``); where ``fork`` is not
+    available they are drawn in this process.
     """
-    global _JOB
-    import multiprocessing
-
-    for fmt in formats:
-        if fmt not in FORMATS:
-            raise InputError(
-                f"unknown figure format '{fmt}' (expected one of {', '.join(FORMATS)})"
-            )
-    if jobs < 1:
-        raise InputError(f"jobs must be at least 1, got {jobs}")
+    _check_options(formats, jobs)
     if features is None:
         features = [f.name for f in summary.features]
     names = tuple(dict.fromkeys(features))
     feats = [summary.feature(n) for n in names]
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"output directory '{out}' is a file")
-    pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
-    stems = file_stems([*names, *pairs])
-    tasks: list[_Task] = [("feature", n, s) for n, s in zip(names, stems, strict=False)]
-    if names:
-        tasks.insert(0, ("overview", None, OVERVIEW))
-    tasks += [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
-    _JOB = _Job(summary, store, names, out, tuple(formats), dpi)
-    try:
-        if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
-            # the overview (the biggest figure) first, so no worker is left with a long tail
-            with multiprocessing.get_context("fork").Pool(min(jobs, len(tasks))) as pool:
-                written = pool.map(_render_task, tasks, chunksize=1)
-        else:
-            written = [_render_task(task) for task in tasks]
-        if names:  # files are listed with the overview after the features
-            written = [*written[1 : len(names) + 1], written[0], *written[len(names) + 1 :]]
-    finally:
-        _JOB = None
+    check_output_dir(out)
+    tasks = _tasks(summary, names)
+    with replacing_directory(out) as tmp:
+        job = _Job(summary, store, names, tmp, tuple(formats), dpi, ylabel)
+        written = _run_tasks(job, tasks, jobs)
+    if names:  # files are listed with the overview after the features
+        written = [*written[1 : len(names) + 1], written[0], *written[len(names) + 1 :]]
     return RenderResult(
-        paths=tuple(p for paths in written for p in paths),
+        paths=tuple(out / p.name for paths in written for p in paths),
         features=names,
         not_estimable=tuple(f.name for f in feats if f.status != "ok" or f.n_bins == 0),
         interactions=tuple(",".join(item.features) for item in summary.interactions),
@@ -300,6 +546,7 @@ def plot_files(
     formats: Sequence[str] = ("png",),
     dpi: int = DEFAULT_DPI,
     jobs: int | None = 1,
+    ylabel: str | None = None,
 ) -> RenderResult:
     """Read a summary (and its store), check them, and render every figure (``ale plot``).
 
@@ -314,12 +561,27 @@ def plot_files(
         summary, names = select_features(summary, features)
     store = None
     if store_path is not None:
+        from ale_cli.adapters.files import sha256_file
         from ale_cli.adapters.store import read_store
 
         store = read_store(store_path)
-        check_store(summary, store, names, summary_path=summary_path, store_path=store_path)
+        check_store(
+            summary,
+            store,
+            names,
+            summary_path=summary_path,
+            store_path=store_path,
+            store_sha256=sha256_file(store_path),
+        )
     if jobs is None:
         jobs = default_jobs(len(dict.fromkeys(names)) + 1 + len(summary.interactions))
     return render_summary(
-        summary, out_dir, store=store, features=names, formats=formats, dpi=dpi, jobs=jobs
+        summary,
+        out_dir,
+        store=store,
+        features=names,
+        formats=formats,
+        dpi=dpi,
+        jobs=jobs,
+        ylabel=ylabel,
     )

@@ -36,11 +36,13 @@ from ale_cli.plot.first_order import (
     _figure_legend,
     _new_figure,
     _wrap,
+    effect_label,
     not_estimable_figure,
-    output_name,
 )
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.collections import QuadMesh
     from matplotlib.figure import Figure
 
     from ale_cli.adapters.store import Store
@@ -69,6 +71,40 @@ def pair_label(item: InteractionSummary) -> str:
     return f"{item.features[0]} × {item.features[1]}"
 
 
+def find_interaction(summary: Summary, pair: int | tuple[str, str]) -> InteractionSummary:
+    """The interaction at position ``pair`` of ``summary``, or the one of the two named
+    features; InputError naming the parameter ``pair`` otherwise.
+
+    >>> from ale_cli.adapters.summary import InteractionSummary, Summary
+    >>> s = Summary("dale", {}, {}, 0, (), interactions=(
+    ...     InteractionSummary(features=("a", "b"), estimator="dale"),))
+    >>> find_interaction(s, ("a", "b")).name, find_interaction(s, 0).name
+    ('a,b', 'a,b')
+    >>> find_interaction(s, ("b", "c"))
+    Traceback (most recent call last):
+    ...
+    ale_cli.errors.InputError: pair must be an interaction of the summary (a,b), got b,c
+    """
+    from ale_cli.errors import InputError
+
+    known = ", ".join(item.name for item in summary.interactions) or "none"
+    if isinstance(pair, int):
+        if not 0 <= pair < len(summary.interactions):
+            raise InputError(
+                f"{{param}} must be an index below {len(summary.interactions)} "
+                f"(interactions: {known}), got {pair}",
+                param="pair",
+            )
+        return summary.interactions[pair]
+    for item in summary.interactions:
+        if tuple(item.features) == tuple(pair):
+            return item
+    raise InputError(
+        f"{{param}} must be an interaction of the summary ({known}), got {','.join(pair)}",
+        param="pair",
+    )
+
+
 def scatter_rows(n_rows: int, m: int = SCATTER_MAX) -> np.ndarray:
     """Rows to scatter: all if at most ``m``, else ``m`` rows of a fixed-seed draw (sorted).
 
@@ -81,6 +117,7 @@ def scatter_rows(n_rows: int, m: int = SCATTER_MAX) -> np.ndarray:
 
 
 def _cell_rectangles(item: InteractionSummary) -> list[np.ndarray]:
+    """The corners (4, 2) of every empty (filled) cell, in row-major (k, l) order."""
     za, zb = item.edges_a, item.edges_b
     return [
         np.array([[za[k], zb[m]], [za[k + 1], zb[m]], [za[k + 1], zb[m + 1]], [za[k], zb[m + 1]]])
@@ -140,32 +177,45 @@ def colour_limit(item: InteractionSummary) -> float:
     return top if top > 0 else 1.0
 
 
-def interaction_figure(summary: Summary, index: int, *, store: Store | None = None) -> Figure:
-    """The heat map of ``summary.interactions[index]``; artists as in the module docstring.
+def interaction_figure(
+    summary: Summary,
+    pair: int | tuple[str, str],
+    *,
+    store: Store | None = None,
+    ylabel: str | None = None,
+) -> Figure:
+    """The heat map of one second-order interaction of ``summary``.
 
     Parameters
     ----------
     summary : Summary
         An ``ale interact`` run.
-    index : int
-        Which interaction to draw. A not-estimable pair gives a note figure.
+    pair : int or (str, str)
+        Which interaction to draw: its position in ``summary.interactions`` or
+        its two feature names in the order of the summary. A not-estimable
+        pair gives a note figure.
     store : Store, optional
         Holding both features: adds the scatter of the data points.
+    ylabel : str, optional
+        Label of the effect axis, here the colour bar (one line of at most 45
+        characters). Default: "doubly-centered effect on <output>" (see
+        :func:`ale_cli.plot.first_order.output_name`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The surface of the (K_a + 1, K_b + 1) corner effects over the cells;
+        artists as listed in the module docstring.
     """
     import matplotlib
-    from matplotlib.collections import LineCollection, PolyCollection
-    from matplotlib.colors import Normalize
-    from matplotlib.patches import Patch
 
-    item = summary.interactions[index]
-    a, b = item.features
+    item = find_interaction(summary, pair)
     if item.status != "ok" or 0 in item.shape:
         from ale_cli.adapters.summary import FeatureSummary
 
         return not_estimable_figure(
             FeatureSummary(name=pair_label(item), status="not_estimable", reason=item.reason)
         )
-    za, zb = item.edges_a, item.edges_b
     with matplotlib.rc_context(style.RC | {"axes.grid": False}):
         fig = _new_figure((_WIDTH, _HEIGHT))
         rect = (0.13, _BOTTOM / _HEIGHT, 0.66, _AXES / _HEIGHT)
@@ -174,79 +224,116 @@ def interaction_figure(summary: Summary, index: int, *, store: Store | None = No
         ax.set_gid("surface_axes")
         cax.set_gid("colorbar")
         lim = colour_limit(item)
-        r = sub_cells(item.shape)
-        gx, gy = np.meshgrid(refine(za, r), refine(zb, r))
-        mesh = ax.pcolormesh(
-            gx,
-            gy,
-            bilinear(item.effect, r).T,
-            shading="gouraud",
-            cmap=CMAP,
-            norm=Normalize(-lim, lim),
-            gid="surface",
-            rasterized=True,  # one image in SVG files, not thousands of shaded triangles
-        )
-        segments = [[(z, zb[0]), (z, zb[-1])] for z in za] + [[(za[0], w), (za[-1], w)] for w in zb]
-        ax.add_collection(
-            LineCollection(segments, colors=style.GREY, linewidths=0.3, alpha=0.5, gid="cell_edges")
-        )
-        handles: list[Any] = []
-        n_filled = int(item.filled.sum())
-        if n_filled:
-            ax.add_collection(
-                PolyCollection(
-                    _cell_rectangles(item),
-                    facecolors="none",
-                    edgecolors=style.GREY,
-                    linewidths=0.4,
-                    hatch="///",
-                    gid="filled_cells",
-                )
-            )
-            handles.append(
-                Patch(facecolor="none", edgecolor=style.GREY, hatch="///", label=_FILLED_LABEL)
-            )
+        mesh = _draw_surface(ax, item, lim)
+        handles = _draw_cells(ax, item)
         if store is not None:
-            rows = scatter_rows(store.X.shape[0])
-            xa = store.X[rows, store.feature_index(a)]
-            xb = store.X[rows, store.feature_index(b)]
-            shown = "all" if len(rows) == store.X.shape[0] else f"{len(rows):,} of"
-            (points,) = ax.plot(
-                xa,
-                xb,
-                linestyle="none",
-                marker=".",
-                markersize=2.5,
-                color=style.BLACK,
-                alpha=0.4 if len(rows) > 300 else 0.7,
-                gid="data_points",
-                label=f"data points ({shown} {store.X.shape[0]:,} rows)",
-            )
-            handles.append(points)
+            handles.append(_draw_data_points(ax, item, store))
+        za, zb = item.edges_a, item.edges_b
         ax.set_xlim(za[0], za[-1])
         ax.set_ylim(zb[0], zb[-1])
-        ax.set_xlabel(_wrap(a, 80, 2))
-        ax.set_ylabel(_wrap(b, 60, 2))
-        top = float(np.nanmax(item.effect)) > lim
-        bottom = float(np.nanmin(item.effect)) < -lim
-        extend = {(True, True): "both", (True, False): "max", (False, True): "min"}
-        bar = fig.colorbar(mesh, cax=cax, extend=extend.get((top, bottom), "neither"))
-        bar.set_label(f"doubly-centered effect on {_wrap(output_name(summary), 30, 1)}")
-        ka, kb = item.shape
-        empty = f", {n_filled} empty" if n_filled else ""
-        ax.set_title(
-            f"{_LABELS.get(item.estimator, item.estimator)}\n"
-            f"{ka} × {kb} cells{empty}, N = {summary.n_rows:,} rows",
-            loc="left",
+        ax.set_xlabel(_wrap(item.features[0], 80, 2))
+        ax.set_ylabel(_wrap(item.features[1], 60, 2))
+        label = effect_label(
+            summary, "doubly-centered effect", ylabel, width=45, name_width=30, max_lines=1
         )
-        fig.suptitle(
-            _wrap(f"Interaction {pair_label(item)}", 70, 1),
-            x=0.13,
-            ha="left",
-            y=0.97,
-            fontsize=12,
-            fontweight="bold",
-        )
+        _colour_bar(fig, mesh, cax, item, lim, label)
+        _interaction_titles(fig, ax, summary, item)
         if handles:
             _figure_legend(fig, handles, [h.get_label() for h in handles], ncols=1)
         return fig
+
+
+def _draw_surface(ax: Axes, item: InteractionSummary, lim: float) -> QuadMesh:
+    """The bilinear surface as a Gouraud-shaded mesh, colours from -``lim`` to ``lim``."""
+    from matplotlib.colors import Normalize
+
+    r = sub_cells(item.shape)
+    gx, gy = np.meshgrid(refine(item.edges_a, r), refine(item.edges_b, r))
+    return ax.pcolormesh(
+        gx,
+        gy,
+        bilinear(item.effect, r).T,
+        shading="gouraud",
+        cmap=CMAP,
+        norm=Normalize(-lim, lim),
+        gid="surface",
+        rasterized=True,  # one image in SVG files, not thousands of shaded triangles
+    )
+
+
+def _draw_cells(ax: Axes, item: InteractionSummary) -> list[Any]:
+    """The bin limits of both features and the hatched empty cells; returns the legend
+    handle of the empty cells (none when every cell held rows)."""
+    from matplotlib.collections import LineCollection, PolyCollection
+    from matplotlib.patches import Patch
+
+    za, zb = item.edges_a, item.edges_b
+    segments = [[(z, zb[0]), (z, zb[-1])] for z in za] + [[(za[0], w), (za[-1], w)] for w in zb]
+    ax.add_collection(
+        LineCollection(segments, colors=style.GREY, linewidths=0.3, alpha=0.5, gid="cell_edges")
+    )
+    if not item.filled.any():
+        return []
+    ax.add_collection(
+        PolyCollection(
+            _cell_rectangles(item),
+            facecolors="none",
+            edgecolors=style.GREY,
+            linewidths=0.4,
+            hatch="///",
+            gid="filled_cells",
+        )
+    )
+    return [Patch(facecolor="none", edgecolor=style.GREY, hatch="///", label=_FILLED_LABEL)]
+
+
+def _draw_data_points(ax: Axes, item: InteractionSummary, store: Store) -> Any:
+    """The rows' (x_a, x_b) as dots (a fixed subsample, :func:`scatter_rows`); returns the
+    Line2D for the legend."""
+    a, b = item.features
+    n_rows = store.X.shape[0]
+    rows = scatter_rows(n_rows)
+    shown = "all" if len(rows) == n_rows else f"{len(rows):,} of"
+    (points,) = ax.plot(
+        store.X[rows, store.input_index(a)],
+        store.X[rows, store.input_index(b)],
+        linestyle="none",
+        marker=".",
+        markersize=2.5,
+        color=style.BLACK,
+        alpha=0.4 if len(rows) > 300 else 0.7,
+        gid="data_points",
+        label=f"data points ({shown} {n_rows:,} rows)",
+    )
+    return points
+
+
+def _colour_bar(
+    fig: Figure, mesh: QuadMesh, cax: Axes, item: InteractionSummary, lim: float, label: str
+) -> None:
+    """The colour bar of the effect, with arrows at the ends where values exceed ``lim``."""
+    top = float(np.nanmax(item.effect)) > lim
+    bottom = float(np.nanmin(item.effect)) < -lim
+    extend = {(True, True): "both", (True, False): "max", (False, True): "min"}
+    bar = fig.colorbar(mesh, cax=cax, extend=extend.get((top, bottom), "neither"))
+    bar.set_label(label)
+
+
+def _interaction_titles(fig: Figure, ax: Axes, summary: Summary, item: InteractionSummary) -> None:
+    """The pair as the figure title; the estimator, the cells and the rows above the axes."""
+    ka, kb = item.shape
+    n_filled = int(item.filled.sum())
+    empty = f", {n_filled} empty" if n_filled else ""
+    ax.set_title(
+        f"{_LABELS.get(item.estimator, item.estimator)}\n"
+        f"{ka} × {kb} cells{empty}, N = {summary.n_rows:,} rows",
+        loc="left",
+    )
+    fig.suptitle(
+        _wrap(f"Interaction {pair_label(item)}", 70, 1),
+        x=0.13,
+        ha="left",
+        y=0.97,
+        fontsize=12,
+        fontweight="bold",
+    )

@@ -5,6 +5,13 @@ colour blindness; no meaning is carried by colour alone (the standard-error
 band is also dashed, filled bins are also hatched). The rc settings fix what
 would otherwise make two renders of the same figure differ (SVG ids, the
 creation date) and give the defaults a readable size.
+
+SVG text stays text (``svg.fonttype: none``): every label is a ``<text>``
+element that a browser can search and a screen reader can read, in the font
+stack ``'DejaVu Sans', sans-serif``. Matplotlib lays text out with DejaVu Sans
+(it ships with matplotlib, so layout and PNG files do not depend on the
+installed fonts); a viewer without it uses its own sans-serif font, usually
+narrower (DejaVu Sans is one of the wide ones), so labels keep their room.
 """
 
 from __future__ import annotations
@@ -45,9 +52,15 @@ RC: dict[str, Any] = {
     "grid.linewidth": 0.6,
     "hatch.color": GREY,
     "hatch.linewidth": 0.6,
-    # reproducible output: fixed SVG ids, text as paths (no font lookup on the viewer)
+    # one font, shipped with matplotlib: the same layout everywhere; in SVG files the
+    # font-family is "'DejaVu Sans', sans-serif"
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"],
+    # feature names are data, not TeX: "price ($) per $unit" is drawn as written
+    "text.parse_math": False,
+    # reproducible output: fixed SVG ids; text as <text> elements (searchable, readable)
     "svg.hashsalt": "ale",
-    "svg.fonttype": "path",
+    "svg.fonttype": "none",
     "path.simplify": True,
 }
 
