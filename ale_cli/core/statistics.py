@@ -5,12 +5,17 @@ summary was written with: with K bins, edge values ``f(z_0..z_K)`` and counts
 ``n_k`` (N = sum n_k), the bin value is the trapezoid midpoint
 ``m_k = (f(z_{k-1}) + f(z_k)) / 2`` and the curve is shifted so that
 ``sum_k n_k m_k = 0`` (the tool's default centering, see
-:mod:`~ale_cli.core.accumulate`). Then
+:mod:`~ale_cli.core.accumulate`). A bin whose segment crosses zero
+(``u = f(z_{k-1})`` and ``v = f(z_k)`` of opposite signs) is split at the crossing
+into two pieces with values ``u/2`` and ``v/2`` and weights
+``n_k |u| / (|u| + |v|)`` and ``n_k |v| / (|u| + |v|)`` (:func:`pieces`); every
+other bin is one piece ``(m_k, n_k)``. Then
 
-- ALED (ALE deviation): ``sum_k n_k |m_k| / N``, the count-weighted mean absolute
-  effect, in output units;
+- ALED (ALE deviation): ``sum_i w_i |p_i| / N`` over the pieces, the
+  count-weighted mean absolute effect, in output units (exact for rows spread
+  evenly within each bin);
 - ALER (ALE range): ``(min_k f(z_k), max_k f(z_k))`` over the K+1 edges;
-- NALED and NALER: the same with every effect value ``a`` first mapped to
+- NALED and NALER: the same with every value ``a`` (piece or edge) first mapped to
   percentile points of the model's predictions, ``norm(a) = 100 (F(M + a) - 1/2)``
   clipped to [-50, 50], where ``F`` is the distribution function of the
   predictions on the data and ``M`` their median (see :func:`normalize`);
@@ -29,7 +34,10 @@ midpoints of the ALE values at the bin limits by the bin counts (R merges the
 rows at the minimum into the first bin, which our bins (z_0, z_1] already
 hold), ALER and NALER are the extremes of the values at the bin limits, and
 ``norm`` is 50 x the empirical CDF of the upper (or lower) half of the
-median-centred predictions. We record the predictions as 101 percentiles, so
+median-centred predictions. Two departures: the split of a bin that crosses
+zero (R's 100 default bins make the midpoint of that one bin a small error;
+RHALE's few wide bins do not -- a one-bin curve would have ALED 0), and the
+prediction distribution: we record the predictions as 101 percentiles, so
 ``F`` is the piecewise-linear CDF through them: equal to R's mapping up to the
 interpolation between percentiles when no prediction ties the median.
 """
@@ -117,21 +125,46 @@ def mean_centered(*, effect: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return effect - float(np.dot(counts, _midpoints(effect)) / n)
 
 
+def pieces(*, effect: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Values and weights of the curve's pieces: ``(m_k, n_k)`` per bin, or two pieces
+    ``(u/2, n_k |u|/(|u|+|v|))``, ``(v/2, n_k |v|/(|u|+|v|))`` for a bin whose values
+    ``u``, ``v`` at its limits have opposite signs.
+
+    >>> values, weights = pieces(effect=np.array([-1.0, 3.0, 5.0]), counts=np.array([4, 2]))
+    >>> values.tolist(), weights.tolist()
+    ([-0.5, 1.5, 4.0], [1.0, 3.0, 2.0])
+    """
+    u, v = effect[:-1], effect[1:]
+    w = np.asarray(counts, dtype=np.float64)
+    cross = u * v < 0
+    if not cross.any():
+        return _midpoints(effect), w
+    span = np.where(cross, np.abs(u) + np.abs(v), 1.0)
+    values = np.where(cross, u / 2.0, (u + v) / 2.0)
+    weights = np.where(cross, w * np.abs(u) / span, w)
+    k = np.flatnonzero(cross)
+    values = np.insert(values, k + 1, v[k] / 2.0)
+    weights = np.insert(weights, k + 1, w[k] * np.abs(v[k]) / span[k])
+    return values, weights
+
+
 def aled(*, effect: np.ndarray, counts: np.ndarray) -> float:
-    """ALE deviation ``sum_k n_k |m_k| / N`` of the mean-centered curve.
+    """ALE deviation ``sum_i w_i |p_i| / N`` over the pieces of the mean-centered curve.
 
     ``effect`` (K+1,) at the edges, ``counts`` (K,). For ``f(z) = b z`` this is
-    ``|b|`` times the count-weighted mean absolute deviation of the bin
-    midpoints about the centering point.
+    ``|b|`` times the count-weighted mean absolute deviation of x about the
+    centering point, rows spread evenly within each bin.
 
     >>> aled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
     1.0
+    >>> aled(effect=np.array([-1.0, 1.0]), counts=np.array([10]))  # mean |x| on [-1, 1]
+    0.5
     """
     n = counts.sum()
     if n == 0:
         return 0.0
-    mids = _midpoints(mean_centered(effect=effect, counts=counts))
-    return float(np.dot(counts, np.abs(mids)) / n)
+    values, weights = pieces(effect=mean_centered(effect=effect, counts=counts), counts=counts)
+    return float(np.dot(weights, np.abs(values)) / n)
 
 
 def aler(*, effect: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
@@ -187,7 +220,8 @@ def normalize(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
 
 
 def naled(*, effect: np.ndarray, counts: np.ndarray, quantiles: np.ndarray) -> float:
-    """Normalised ALED ``sum_k n_k |norm(m_k)| / N`` of the mean-centered curve, in [0, 50].
+    """Normalised ALED ``sum_i w_i |norm(p_i)| / N`` over the pieces of the mean-centered
+    curve, in [0, 50].
 
     >>> round(naled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
     ...             quantiles=np.arange(101.0)), 9)
@@ -196,8 +230,8 @@ def naled(*, effect: np.ndarray, counts: np.ndarray, quantiles: np.ndarray) -> f
     n = counts.sum()
     if n == 0:
         return 0.0
-    mids = _midpoints(mean_centered(effect=effect, counts=counts))
-    return float(np.dot(counts, np.abs(normalize(mids, quantiles=quantiles))) / n)
+    values, weights = pieces(effect=mean_centered(effect=effect, counts=counts), counts=counts)
+    return float(np.dot(weights, np.abs(normalize(values, quantiles=quantiles))) / n)
 
 
 def naler(*, effect: np.ndarray, counts: np.ndarray, quantiles: np.ndarray) -> tuple[float, float]:
