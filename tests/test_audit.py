@@ -550,3 +550,47 @@ def test_audit_imports_no_torch_onnxruntime_or_matplotlib(tmp_path: Path) -> Non
         cwd=Path(__file__).parent.parent,
     )
     assert done.stdout.splitlines()[-1] == "EXIT 0 HEAVY []", done.stdout + done.stderr
+
+
+# -- the example rule files --------------------------------------------------------------------
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("audit-*.yaml")), ids=lambda p: p.name)
+def test_example_rule_files_are_valid(path: Path) -> None:
+    from ale_cli.audit import read_rules
+
+    assert read_rules(path).rules
+
+
+def test_example_rules_pass_on_the_sample_mlp(sample_dir: Path, tmp_path: Path) -> None:
+    from ale_cli.adapters.summary import write_summary
+    from ale_cli.compute import ComputeRequest, compute
+    from ale_cli.estimate import RebinRequest, RhaleRequest, rebin, rhale
+    from ale_cli.interact import InteractRequest, interact
+
+    store = tmp_path / "mlp.npz"
+    inputs = ComputeRequest(
+        model=sample_dir / "models" / "diabetes_mlp.pt",
+        data=sample_dir / "diabetes.csv",
+        out=store,
+        exclude=("target",),
+    )
+    compute(inputs)
+    pairs_json = tmp_path / "i.json"
+    write_summary(
+        pairs_json, interact(InteractRequest(inputs=inputs, pairs=(("s1", "s2"),))).summary
+    )
+    rhale_json, dale_json, again_json = (tmp_path / n for n in ("r.json", "d.json", "a.json"))
+    write_summary(rhale_json, rhale(RhaleRequest(store=store)).summary)
+    write_summary(dale_json, rebin(RebinRequest(store=store, bins=20, binning="quantile")).summary)
+    write_summary(again_json, rebin(RebinRequest(store=store, edges=dale_json)).summary)
+    rules = CONFIGS / "audit-diabetes-mlp.yaml"
+    code, out, err = run(rhale_json, dale_json, pairs_json, "--rules", rules)
+    assert code == 0, out + err
+    assert "audit: 0 failed," in out
+    code, out, err = run(
+        again_json, "--baseline", dale_json, "--rules", CONFIGS / "audit-drift.yaml"
+    )
+    assert code == 0, out + err
