@@ -38,6 +38,8 @@ from ale_cli.adapters.summary import (
 
 #: differences within this share of the curves' largest |value| count as rounding
 ROUNDING = 1e-9
+#: the recorded statistics that are computable from the curve alone (recomputed when null)
+_NEEDED = ("aled", "aler_min", "aler_max", "heterogeneity_share", "rank")
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,12 @@ class FeatureComparison:
 def summary_statistics(summary: Summary) -> dict[str, dict[str, Any]]:
     """Per estimable feature, its recorded statistics, any ``null`` or missing value
     computed from the curve (older summaries have none)."""
+    estimable = [f for f in summary.features if f.status == "ok" and f.n_bins > 0]
+    if all(
+        f.statistics is not None and all(f.statistics.get(k) is not None for k in _NEEDED)
+        for f in estimable
+    ):
+        return {f.name: dict(f.statistics or {}) for f in estimable}
     computed = feature_statistics(summary.features, prediction_quantiles(summary))
     out: dict[str, dict[str, Any]] = {}
     for feat, fresh in zip(summary.features, computed, strict=True):

@@ -164,7 +164,7 @@ def aled(*, effect: np.ndarray, counts: np.ndarray) -> float:
     if n == 0:
         return 0.0
     values, weights = pieces(effect=mean_centered(effect=effect, counts=counts), counts=counts)
-    return float(np.dot(weights, np.abs(values)) / n)
+    return float(np.dot(weights, np.abs(values)) / weights.sum())
 
 
 def aler(*, effect: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
@@ -231,7 +231,8 @@ def naled(*, effect: np.ndarray, counts: np.ndarray, quantiles: np.ndarray) -> f
     if n == 0:
         return 0.0
     values, weights = pieces(effect=mean_centered(effect=effect, counts=counts), counts=counts)
-    return float(np.dot(weights, np.abs(normalize(values, quantiles=quantiles))) / n)
+    mean = float(np.dot(weights, np.abs(normalize(values, quantiles=quantiles))) / weights.sum())
+    return min(mean, 50.0)  # the split weights sum to N only up to rounding
 
 
 def naler(*, effect: np.ndarray, counts: np.ndarray, quantiles: np.ndarray) -> tuple[float, float]:
