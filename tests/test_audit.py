@@ -522,6 +522,24 @@ def test_bad_rules_are_one_line_input_errors(tmp_path: Path, text: str, message:
     assert err.count("\n") == 1 and message in err, err
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--format", "html"), "error: --format must be one of text, github, got 'html'\n"),
+        (
+            ("--json", "--format", "github"),
+            "error: --json prints the JSON report on stdout; leave out --format\n",
+        ),
+    ],
+)
+def test_bad_options_are_input_errors(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    path = tmp_path / "s.json"
+    write_summary(path, hand_summary())
+    rules = rules_file(tmp_path / "r.yaml", "rules:\n  - feature: up\n    max_aled: 1\n")
+    code, out, err = run(path, "--rules", rules, *args)
+    assert (code, out, err) == (2, "", message)
+
+
 def test_rules_parse_without_a_file() -> None:
     rules = parse_rules({"rules": [{"feature": "*", "drift": {"max_z": 3}}]}, path=Path("x"))
     assert rules.rules[0].params == {"max_abs": None, "max_z": 3.0}
@@ -565,7 +583,6 @@ def test_example_rule_files_are_valid(path: Path) -> None:
 
 
 def test_example_rules_pass_on_the_sample_mlp(sample_dir: Path, tmp_path: Path) -> None:
-    from ale_cli.adapters.summary import write_summary
     from ale_cli.compute import ComputeRequest, compute
     from ale_cli.estimate import RebinRequest, RhaleRequest, rebin, rhale
     from ale_cli.interact import InteractRequest, interact

@@ -33,8 +33,8 @@ def _write(path: Path, data: bytes) -> None:
     epilog="Exit codes: 0 all error-severity rules passed (warnings allowed); 3 at least one "
     "error-severity rule failed; 2 bad input (a summary, the rules file, an option); 1 a "
     "failure while running.\n\n"
-    "Example: ale audit out/diabetes-rhale.json --rules configs/audit-diabetes-mlp.yaml "
-    "--junit out/audit.xml"
+    "Example: ale audit out/diabetes-mlp-rhale.json out/diabetes-mlp-interact.json "
+    "--rules configs/audit-diabetes-mlp.yaml --junit out/audit.xml"
 )
 def audit(
     summaries: Annotated[
