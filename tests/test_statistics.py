@@ -269,3 +269,15 @@ def test_statistics_round_trip_and_validate_and_old_summaries_still_read(tmp_pat
     again = with_statistics(back, None)
     np.testing.assert_array_equal(again.prediction["quantiles"], back.prediction["quantiles"])
     assert again.features[0].statistics["naled"] == back.features[0].statistics["naled"]
+
+
+def test_with_statistics_leaves_out_non_finite_predictions_and_keeps_interact_summaries():
+    rng = np.random.default_rng(12)
+    x = rng.uniform(0, 1, 300)
+    f = feature("x", x, np.full(x.size, 2.0), uniform_edges(0.0, 1.0, bins=5))
+    pred = np.concatenate([rng.normal(size=300), [np.nan, np.inf]])
+    s = with_statistics(summary_of(f), pred)
+    assert s.prediction["n"] == 300
+    assert with_statistics(summary_of(f), np.full(3, np.nan)).prediction is None
+    pairs_only = with_statistics(summary_of(), pred)
+    assert pairs_only.features == () and pairs_only.prediction["n"] == 300

@@ -375,17 +375,19 @@ def with_statistics(summary: Summary, prediction: np.ndarray | None) -> Summary:
     """The summary with the distribution of ``prediction`` (N,) and per-feature statistics.
 
     Every first-order estimator calls this on its summary with the model's
-    predictions on the rows it used (``store.prediction``). With ``prediction``
-    None the summary's recorded distribution (if any) is kept and used; without
-    one, the normalised statistics (NALED, NALER) are ``null``. Features that
-    are not estimable get no ``statistics``.
+    predictions on the rows it used (``store.prediction``; NaN/inf are left out).
+    With ``prediction`` None (or without a finite value) the summary's recorded
+    distribution (if any) is kept and used; without one, the normalised
+    statistics (NALED, NALER) are ``null``. Features that are not estimable get
+    no ``statistics``. Interact summaries get the prediction distribution only
+    (``max_interaction`` reads its spread).
     """
     from dataclasses import replace
 
     from ale_cli.core.statistics import prediction_distribution
 
     recorded = summary.prediction
-    if prediction is not None:
+    if prediction is not None and np.isfinite(prediction).any():
         dist = prediction_distribution(prediction=prediction)
         recorded = {"n": dist.n, "mean": dist.mean, "quantiles": dist.quantiles}
     quantiles = None if recorded is None else np.asarray(recorded["quantiles"], dtype=np.float64)
