@@ -365,9 +365,10 @@ def feature_statistics(
                 "heterogeneity_share": s.heterogeneity_share,
             }
         )
-    estimable = [s for s in stats if s is not None]
-    for s, r in zip(estimable, ranks(np.array([s["aled"] for s in estimable])), strict=True):
-        s["rank"] = int(r)
+    estimable = [item for item in stats if item is not None]
+    aleds = np.array([item["aled"] for item in estimable])
+    for item, r in zip(estimable, ranks(aleds), strict=True):
+        item["rank"] = int(r)
     return stats
 
 

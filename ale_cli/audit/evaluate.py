@@ -102,6 +102,10 @@ class AuditResult:
         return EXIT_PASSED if self.passed else EXIT_RULES_FAILED
 
 
+#: what a rule function returns: passed, observed text, limit text, main value, details
+_Outcome = tuple[bool, str, str, float, dict[str, Any]]
+
+
 def _fmt(value: float) -> str:
     if np.isnan(value):
         return "n/a"
@@ -167,7 +171,7 @@ def monotonic_dip(
     }
 
 
-def _monotonic(feat: FeatureSummary, p: dict[str, Any]) -> tuple[bool, str, str, float, dict]:
+def _monotonic(feat: FeatureSummary, p: dict[str, Any]) -> _Outcome:
     d = monotonic_dip(
         edges=feat.edges,
         effect=feat.effect,
@@ -190,7 +194,7 @@ def _monotonic(feat: FeatureSummary, p: dict[str, Any]) -> tuple[bool, str, str,
     return not d["violated"], observed, limit, d["drop"], d
 
 
-def _sign(feat: FeatureSummary, p: dict[str, Any]) -> tuple[bool, str, str, float, dict]:
+def _sign(feat: FeatureSummary, p: dict[str, Any]) -> _Outcome:
     n = feat.counts.astype(np.float64)
     slope = float(np.dot(n, feat.bin_effect) / n.sum())
     var = float(np.dot(n, np.nan_to_num(feat.bin_std) ** 2)) / n.sum() ** 2
@@ -201,7 +205,7 @@ def _sign(feat: FeatureSummary, p: dict[str, Any]) -> tuple[bool, str, str, floa
     return ok, observed, p["sign"], slope, {"slope": slope, "z": float(z)}
 
 
-def _range(feat: FeatureSummary, p: dict[str, Any]) -> tuple[bool, str, str, float, dict]:
+def _range(feat: FeatureSummary, p: dict[str, Any]) -> _Outcome:
     lo, hi = float(np.nanmin(feat.effect)), float(np.nanmax(feat.effect))
     ok = (p["lo"] is None or lo >= p["lo"]) and (p["hi"] is None or hi <= p["hi"])
     bounds = [
@@ -217,9 +221,7 @@ def _range(feat: FeatureSummary, p: dict[str, Any]) -> tuple[bool, str, str, flo
     )
 
 
-def _statistic(
-    name: str, stats: dict[str, Any], p: dict[str, Any]
-) -> tuple[bool, str, str, float, dict]:
+def _statistic(name: str, stats: dict[str, Any], p: dict[str, Any]) -> _Outcome:
     key = {
         "max_aled": "aled",
         "min_aled": "aled",

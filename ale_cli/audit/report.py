@@ -149,7 +149,7 @@ def junit_xml(result: AuditResult) -> bytes:
                 out = ET.SubElement(case, "system-out")
                 out.text = f"warning (severity warn, not failing): {text}"
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    return bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True)) + b"\n"
 
 
 def _escape_data(text: str) -> str:

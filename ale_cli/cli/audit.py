@@ -117,7 +117,7 @@ def _diff_rows(comparisons: list[FeatureComparison]) -> list[tuple[str, ...]]:
     def num(v: float) -> str:
         return "inf" if v == float("inf") else f"{v:.4g}"
 
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for c in comparisons:
         rank = "-"
         if c.rank_base is not None or c.rank_other is not None:
