@@ -611,3 +611,20 @@ def test_example_rules_pass_on_the_sample_mlp(sample_dir: Path, tmp_path: Path) 
         again_json, "--baseline", dale_json, "--rules", CONFIGS / "audit-drift.yaml"
     )
     assert code == 0, out + err
+
+
+def test_recorded_and_computed_statistics_give_the_same_verdicts(tmp_path: Path) -> None:
+    from ale_cli.adapters.summary import with_statistics
+
+    plain, recorded = tmp_path / "plain.json", tmp_path / "recorded.json"
+    write_summary(plain, hand_summary())
+    write_summary(recorded, with_statistics(hand_summary(), np.linspace(0, 1, 50)))
+    rules = rules_file(
+        tmp_path / "r.yaml",
+        'rules:\n  - feature: "*"\n    max_aled: 0.3\n    rank_at_most: 2\n'
+        "    max_heterogeneity_share: 0.15\n",
+    )
+    a, b = audit_files([plain], rules), audit_files([recorded], rules)
+    assert [(c.feature, c.rule, c.verdict, c.value) for c in a.checks] == [
+        (c.feature, c.rule, c.verdict, c.value) for c in b.checks
+    ]
