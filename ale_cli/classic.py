@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ale_cli.adapters.summary import FeatureSummary, Summary
+from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics
 from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.core.binning import Assignment, assign, quantile_bins, uniform_edges
 from ale_cli.core.binstats import CellStats
@@ -244,14 +244,22 @@ def classic(
         progress=progress,
     )
     t_est = time.perf_counter()
-    timings = {**opened.timings, "estimate_s": t_est - t_load}
-    summary = Summary(
-        estimator="ale",
-        params=fixed.params(request.center, request.inputs.features),
-        store=model_source(request.inputs, opened, method=METHOD),
-        n_rows=len(table.X),
-        features=tuple(features),
-        created=utc_now(),
+    prediction = opened.model.predict(table.X)  # for the normalised statistics (NALED)
+    timings = {
+        **opened.timings,
+        "estimate_s": t_est - t_load,
+        "prediction_s": time.perf_counter() - t_est,
+    }
+    summary = with_statistics(
+        Summary(
+            estimator="ale",
+            params=fixed.params(request.center, request.inputs.features),
+            store=model_source(request.inputs, opened, method=METHOD),
+            n_rows=len(table.X),
+            features=tuple(features),
+            created=utc_now(),
+        ),
+        prediction,
     )
     notes = run_notes(features)
     if table.rows_dropped:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.adapters.store import Store, read_store
-from ale_cli.adapters.summary import FeatureSummary, Summary
+from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics
 from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.checks import check_choice, check_count, names_tuple
 from ale_cli.core.binning import (
@@ -278,13 +278,16 @@ def _result(
 ) -> EstimateResult:
     """The summary of a run and its timings (start, store loaded, estimates done)."""
     t0, t_load, t_est = times
-    summary = Summary(
-        estimator=estimator,
-        params=params,
-        store=store_info(path, store),
-        n_rows=int(store.X.shape[0]),
-        features=tuple(features),
-        created=utc_now(),
+    summary = with_statistics(
+        Summary(
+            estimator=estimator,
+            params=params,
+            store=store_info(path, store),
+            n_rows=int(store.X.shape[0]),
+            features=tuple(features),
+            created=utc_now(),
+        ),
+        store.prediction,
     )
     return EstimateResult(
         summary=summary,

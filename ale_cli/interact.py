@@ -33,7 +33,7 @@ from ale_cli.adapters.data import data_sha256
 from ale_cli.adapters.edges import EdgesFile
 from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import read_meta, read_store
-from ale_cli.adapters.summary import InteractionSummary, Summary
+from ale_cli.adapters.summary import InteractionSummary, Summary, with_statistics
 from ale_cli.bins import FixedBins
 from ale_cli.checks import check_choice
 from ale_cli.core.binning import assign, quantile_edges, uniform_edges
@@ -129,6 +129,7 @@ class _Inputs:
     store_part: dict[str, Any]
     cached: dict[Pair, np.ndarray]
     model: Model | None = None
+    prediction: np.ndarray | None = None
 
 
 def _bins(request: InteractRequest) -> FixedBins:
@@ -179,6 +180,7 @@ def _from_store(request: InteractRequest, notes: list[str]) -> _Inputs | None:
         categorical=tuple(store.meta.get("categorical_features") or ()),
         store_part=store_info(path, store),
         cached=_both_orders(store.mixed_derivatives()),
+        prediction=store.prediction,
     )
 
 
@@ -489,14 +491,20 @@ def interact(
         **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
         "cached_pairs": cached,
     }
-    summary = Summary(
-        estimator=estimator,
-        params=params,
-        store=inputs.store_part,
-        n_rows=int(inputs.X.shape[0]),
-        features=(),
-        interactions=tuple(interactions),
-        created=utc_now(),
+    prediction = inputs.prediction
+    if prediction is None and inputs.model is not None:
+        prediction = inputs.model.predict(inputs.X)  # the spread max_interaction reads
+    summary = with_statistics(
+        Summary(
+            estimator=estimator,
+            params=params,
+            store=inputs.store_part,
+            n_rows=int(inputs.X.shape[0]),
+            features=(),
+            interactions=tuple(interactions),
+            created=utc_now(),
+        ),
+        prediction,
     )
     return EstimateResult(
         summary=summary,

@@ -82,7 +82,11 @@ def test_every_command_prints_one_schema_valid_json_object(cli, linear, tmp_path
         ),
         "plot": cli("plot", rhale, "-o", tmp_path / "plots", "--jobs", 1, "--json"),
         "export": cli("export", rhale, "-o", tmp_path / "t.csv", "--json"),
+        "diff": cli("diff", dale, rhale, "--json"),
     }
+    rules = tmp_path / "rules.yaml"
+    rules.write_text('rules:\n  - feature: "*"\n    max_aled: 100\n')
+    results["audit"] = cli("audit", rhale, "--rules", rules, "--json")
     values = {name: json_of(r) for name, r in results.items()}
     assert values["compute"]["cache_hit"] is False and values["compute"]["outputs"] == [str(store)]
     assert values["compute-again"]["cache_hit"] is True

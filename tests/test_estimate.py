@@ -237,6 +237,7 @@ def test_no_timestamp_gives_byte_identical_files_and_store_provenance(
         "params",
         "store",
         "n_rows",
+        "prediction",
         "features",
     ]
     assert data["estimator"] == "rhale"

@@ -34,6 +34,15 @@ Second-order effects (``ale interact``) are :class:`InteractionSummary` items of
 ``effect``         (K_a+1, K_b+1)  doubly-centered effect at the grid corners
 =================  ==============  ============================================
 
+Effect-size statistics (optional; :func:`with_statistics` adds them, older
+summaries have none): ``Summary.prediction`` records the model's predictions on
+the data as ``{"n", "mean", "quantiles"}`` (the 101 percentiles 0..100 %), and
+each estimable feature's ``statistics`` holds ``aled``, ``aler_min``,
+``aler_max``, ``naled``, ``naler_min``, ``naler_max`` (``null`` without a
+prediction distribution), ``heterogeneity_share`` (``null`` when ALED is 0 and
+the heterogeneity is not: the ratio is infinite) and ``rank`` (1 = largest ALED
+in the summary); definitions in :mod:`ale_cli.core.statistics`.
+
 JSON has no NaN: NaN is written as ``null`` and read back as NaN. The file is
 byte-identical for the same inputs apart from ``created`` (omitted with
 ``timestamp=False``). ``ale_cli/schema/summary.schema.json`` is its JSON Schema.
@@ -41,6 +50,7 @@ byte-identical for the same inputs apart from ``created`` (omitted with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +98,7 @@ class FeatureSummary:
     n_outside: int = 0
     objective: float | None = None
     note: str | None = None
+    statistics: dict[str, Any] | None = None
 
     @property
     def n_bins(self) -> int:
@@ -118,6 +129,8 @@ class FeatureSummary:
             out["objective"] = self.objective
         if self.note is not None:
             out["note"] = self.note
+        if self.statistics is not None:
+            out["statistics"] = self.statistics
         return out
 
     @classmethod
@@ -140,7 +153,18 @@ class FeatureSummary:
                 else float(data["objective"] if data["objective"] is not None else np.nan)
             ),
             note=data.get("note"),
+            statistics=_statistics(data.get("statistics")),
         )
+
+
+def _statistics(data: Any) -> dict[str, Any] | None:
+    """A feature's ``statistics`` as read (``null`` stays None, ``rank`` an int)."""
+    if data is None:
+        return None
+    return {
+        k: (None if v is None else int(v) if k == "rank" else float(v))
+        for k, v in dict(data).items()
+    }
 
 
 def _matrix(values: Any, dtype: Any) -> np.ndarray:
@@ -256,6 +280,7 @@ class Summary:
     n_rows: int
     features: tuple[FeatureSummary, ...]
     interactions: tuple[InteractionSummary, ...] = ()
+    prediction: dict[str, Any] | None = None
     created: str | None = None
     tool: dict[str, str] = field(default_factory=lambda: {"name": "ale", "version": __version__})
     schema_version: int = SCHEMA_VERSION
@@ -276,8 +301,10 @@ class Summary:
             "params": self.params,
             "store": self.store,
             "n_rows": self.n_rows,
-            "features": [f.to_dict() for f in self.features],
         }
+        if self.prediction is not None:
+            out["prediction"] = self.prediction
+        out["features"] = [f.to_dict() for f in self.features]
         if self.interactions:
             out["interactions"] = [i.to_dict() for i in self.interactions]
         return out
@@ -292,11 +319,92 @@ class Summary:
             params=dict(data["params"]),
             store=dict(data["store"]),
             n_rows=int(data["n_rows"]),
+            prediction=_prediction(data.get("prediction")),
             features=tuple(FeatureSummary.from_dict(f) for f in data["features"]),
             interactions=tuple(
                 InteractionSummary.from_dict(i) for i in data.get("interactions", ())
             ),
         )
+
+
+def _prediction(data: Any) -> dict[str, Any] | None:
+    if data is None:
+        return None
+    return {
+        "n": int(data["n"]),
+        "mean": float(data["mean"]),
+        "quantiles": float_array(data["quantiles"]),
+    }
+
+
+def prediction_quantiles(summary: Summary) -> np.ndarray | None:
+    """The 101 percentiles of the predictions a summary records, or None."""
+    if summary.prediction is None:
+        return None
+    return np.asarray(summary.prediction["quantiles"], dtype=np.float64)
+
+
+def feature_statistics(
+    features: Sequence[FeatureSummary], quantiles: np.ndarray | None
+) -> list[dict[str, Any] | None]:
+    """The ``statistics`` object of every feature (None where not estimable).
+
+    Keys: ``aled``, ``aler_min``, ``aler_max``, ``naled``, ``naler_min``,
+    ``naler_max`` (None without prediction quantiles), ``heterogeneity_share``
+    (``inf`` when ALED is 0 and the heterogeneity is not; JSON ``null``) and
+    ``rank`` (1 = largest ALED among the estimable features given).
+    """
+    from ale_cli.core.statistics import effect_statistics, ranks
+
+    stats: list[dict[str, Any] | None] = []
+    for feat in features:
+        if feat.status != "ok" or feat.n_bins == 0:
+            stats.append(None)
+            continue
+        s = effect_statistics(
+            effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles
+        )
+        stats.append(
+            {
+                "aled": s.aled,
+                "aler_min": s.aler_min,
+                "aler_max": s.aler_max,
+                "naled": s.naled,
+                "naler_min": s.naler_min,
+                "naler_max": s.naler_max,
+                "heterogeneity_share": s.heterogeneity_share,
+            }
+        )
+    estimable = [item for item in stats if item is not None]
+    aleds = np.array([item["aled"] for item in estimable])
+    for item, r in zip(estimable, ranks(aleds), strict=True):
+        item["rank"] = int(r)
+    return stats
+
+
+def with_statistics(summary: Summary, prediction: np.ndarray | None) -> Summary:
+    """The summary with the distribution of ``prediction`` (N,) and per-feature statistics.
+
+    Every first-order estimator calls this on its summary with the model's
+    predictions on the rows it used (``store.prediction``; NaN/inf are left out).
+    With ``prediction`` None (or without a finite value) the summary's recorded
+    distribution (if any) is kept and used; without one, the normalised
+    statistics (NALED, NALER) are ``null``. Features that are not estimable get
+    no ``statistics``. Interact summaries get the prediction distribution only
+    (``max_interaction`` reads its spread).
+    """
+    from dataclasses import replace
+
+    from ale_cli.core.statistics import prediction_distribution
+
+    recorded = summary.prediction
+    if prediction is not None and np.isfinite(prediction).any():
+        dist = prediction_distribution(prediction=prediction)
+        recorded = {"n": dist.n, "mean": dist.mean, "quantiles": dist.quantiles}
+    quantiles = None if recorded is None else np.asarray(recorded["quantiles"], dtype=np.float64)
+    stats = feature_statistics(summary.features, quantiles)
+    features = tuple(replace(f, statistics=s) for f, s in zip(summary.features, stats, strict=True))
+    return replace(summary, prediction=recorded, features=features)
 
 
 def summary_json(summary: Summary, *, timestamp: bool = True) -> str:

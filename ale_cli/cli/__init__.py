@@ -7,6 +7,7 @@ matplotlib, onnxruntime) are imported inside the commands that need them.
 from __future__ import annotations
 
 from ale_cli.allocator import keep_freed_memory
+from ale_cli.cli import audit as _audit  # noqa: F401  (registers commands)
 from ale_cli.cli import classic as _classic  # noqa: F401  (registers commands)
 from ale_cli.cli import compute as _compute  # noqa: F401  (registers commands)
 from ale_cli.cli import estimate as _estimate  # noqa: F401  (registers commands)

@@ -63,6 +63,8 @@ class Outcome:
         More stdout lines shown before the message in text mode (e.g. paths).
     data_on_stdout : bool
         Standard output carries data (``-o -``): the message goes to stderr.
+    exit_code : int
+        Non-zero for a verdict that is not an error (``ale audit``: 3, a rule failed).
     """
 
     command: str
@@ -76,12 +78,13 @@ class Outcome:
     details: Mapping[str, Any] = field(default_factory=dict)
     lines: tuple[str, ...] = ()
     data_on_stdout: bool = False
+    exit_code: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object."""
         return {
             "command": self.command,
-            "status": "ok",
+            "status": "ok" if self.exit_code == 0 else "failed",
             "message": self.message,
             "outputs": list(self.outputs),
             "counts": dict(self.counts),
@@ -237,11 +240,17 @@ def command(*, epilog: str, name: str | None = None) -> Callable[..., Any]:
     def register(func: Callable[..., Outcome]) -> Callable[..., None]:
         wants_run = "run" in inspect.signature(func).parameters
 
-        def wrapper(*, json_: bool, quiet: bool, config: Path | None, version: bool, **kw: Any):
+        def wrapper(
+            *, json_: bool, quiet: bool, config: Path | None, version: bool, **kw: Any
+        ) -> int:
             run = Run(json=json_, quiet=quiet)
             if wants_run:
                 kw["run"] = run
-            emit(func(**kw), run)
+            outcome = func(**kw)
+            emit(outcome, run)
+            if outcome.exit_code:
+                raise typer.Exit(outcome.exit_code)
+            return 0
 
         cli_func = _with_params(func, _COMMON, wrapper, drop=("run",))
         app.command(name=name, epilog=epilog)(cli_func)

@@ -1,0 +1,270 @@
+"""The rules file of ``ale audit``: read with ``yaml.safe_load``, checked, typed.
+
+Shape: a mapping with a list under ``rules:``; each entry names a ``feature``
+(or ``"*"`` for every feature) and one or more rules, and may set
+``severity: error|warn`` (default ``error``) for its rules::
+
+    rules:
+      - feature: bmi
+        monotonic: increasing
+      - feature: "*"
+        max_heterogeneity_share: 0.8
+        severity: warn
+      - feature: bp
+        drift: {max_abs: 5.0}
+
+Rules and their values:
+
+====================== =====================================================================
+``monotonic``          ``increasing`` | ``decreasing``, or a mapping
+                       ``{direction: ..., z: 2}`` / ``{direction: ..., tolerance: 0.1}``
+``sign``               ``positive`` | ``negative``
+``range``              ``[lo, hi]`` (``null`` for an open end)
+``max_aled``           number >= 0
+``min_aled``           number >= 0
+``max_heterogeneity_share``  number >= 0
+``rank_at_most``       integer >= 1
+``max_interaction``    number >= 0 (the largest absolute second-order effect), or a mapping
+                       ``{max_abs: ..., max_share: ...}`` (at least one)
+``drift``              mapping ``{max_abs: ..., max_z: ...}`` (at least one); needs a baseline
+``not_estimable``      ``fail`` | ``warn`` | ``ignore`` (its value is its severity;
+                       ``severity:`` does not apply to it)
+====================== =====================================================================
+
+For one feature and one rule name, entries that name the feature replace the
+``"*"`` entries (``"*": {max_aled: 1}`` and ``bmi: {max_aled: 5}`` check bmi
+against 5 only). Every error is an :class:`~ale_cli.errors.InputError` of one
+line naming the rules file, the entry (position and line) and its feature.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ale_cli.errors import InputError
+
+SEVERITIES = ("error", "warn")
+DIRECTIONS = ("increasing", "decreasing")
+SIGNS = ("positive", "negative")
+NOT_ESTIMABLE = ("fail", "warn", "ignore")
+DEFAULT_Z = 2.0
+RULE_NAMES = (
+    "monotonic",
+    "sign",
+    "range",
+    "max_aled",
+    "min_aled",
+    "max_heterogeneity_share",
+    "rank_at_most",
+    "max_interaction",
+    "drift",
+    "not_estimable",
+)
+_ENTRY_KEYS = ("feature", "severity")
+WILDCARD = "*"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of one entry: ``name``, its checked ``params``, the entry's feature and severity.
+
+    ``params`` per rule: monotonic ``{direction, z, tolerance}`` (one of z and
+    tolerance is None); sign ``{sign}``; range ``{lo, hi}`` (None = open);
+    max_aled/min_aled/max_heterogeneity_share ``{limit}``; rank_at_most
+    ``{limit}`` (int); max_interaction and drift ``{max_abs, max_share}`` /
+    ``{max_abs, max_z}`` (None = not checked); not_estimable ``{action}``.
+    """
+
+    name: str
+    feature: str
+    severity: str
+    params: dict[str, Any]
+    entry: int  # 1-based position in the list
+    line: int | None = None  # 1-based line of the entry in the file
+
+    @property
+    def where(self) -> str:
+        at = f", line {self.line}" if self.line is not None else ""
+        return f"rule {self.entry}{at} ({self.name}) on feature '{self.feature}'"
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The rules of a file, in file order."""
+
+    path: Path
+    rules: tuple[Rule, ...] = field(default_factory=tuple)
+
+    def needs_baseline(self) -> list[Rule]:
+        return [r for r in self.rules if r.name == "drift"]
+
+
+def _number(value: Any, what: str, *, minimum: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        hint = ""
+        if isinstance(value, str) and re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE]\d+", value):
+            hint = " (YAML reads an exponent without a sign as text: write 1.0e+9, not 1.0e9)"
+        raise ValueError(f"{what} must be a number, got {value!r}{hint}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{what} must be at least {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def _choice(value: Any, what: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{what} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _mapping(value: Any, what: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be a mapping with {' and/or '.join(keys)}, got {value!r}")
+    unknown = [k for k in value if k not in keys]
+    if unknown:
+        raise ValueError(f"{what} has unknown key {unknown[0]!r} (known: {', '.join(keys)})")
+    return value
+
+
+def _limits(value: Any, name: str, keys: tuple[str, str]) -> dict[str, float | None]:
+    given = _mapping(value, name, keys)
+    out = {
+        k: None if given.get(k) is None else _number(given[k], f"{name}.{k}", minimum=0)
+        for k in keys
+    }
+    if all(v is None for v in out.values()):
+        raise ValueError(f"{name} needs {' and/or '.join(keys)}")
+    return out
+
+
+def parse_rule(name: str, value: Any) -> dict[str, Any]:
+    """The checked parameters of rule ``name`` with the YAML ``value``; ValueError if wrong.
+
+    >>> parse_rule("monotonic", "increasing")
+    {'direction': 'increasing', 'z': 2.0, 'tolerance': None}
+    >>> parse_rule("range", [None, 3])
+    {'lo': None, 'hi': 3.0}
+    """
+    if name == "monotonic":
+        if isinstance(value, str):
+            return {
+                "direction": _choice(value, name, DIRECTIONS),
+                "z": DEFAULT_Z,
+                "tolerance": None,
+            }
+        given = _mapping(value, name, ("direction", "z", "tolerance"))
+        if "direction" not in given:
+            raise ValueError("monotonic needs a direction (increasing or decreasing)")
+        if "z" in given and "tolerance" in given:
+            raise ValueError("monotonic takes z or tolerance, not both")
+        tolerance = given.get("tolerance")
+        return {
+            "direction": _choice(given["direction"], "monotonic.direction", DIRECTIONS),
+            "z": None
+            if tolerance is not None
+            else _number(given.get("z", DEFAULT_Z), "monotonic.z", minimum=0),
+            "tolerance": None
+            if tolerance is None
+            else _number(tolerance, "monotonic.tolerance", minimum=0),
+        }
+    if name == "sign":
+        return {"sign": _choice(value, name, SIGNS)}
+    if name == "range":
+        if not isinstance(value, list) or len(value) != 2:
+            raise ValueError(f"range must be a list [lo, hi], got {value!r}")
+        lo, hi = (None if v is None else _number(v, "range") for v in value)
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(f"range [lo, hi] needs lo <= hi, got {value!r}")
+        return {"lo": lo, "hi": hi}
+    if name in ("max_aled", "min_aled", "max_heterogeneity_share"):
+        return {"limit": _number(value, name, minimum=0)}
+    if name == "rank_at_most":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"rank_at_most must be an integer of at least 1, got {value!r}")
+        return {"limit": int(value)}
+    if name == "max_interaction":
+        if not isinstance(value, dict):
+            return {"max_abs": _number(value, name, minimum=0), "max_share": None}
+        return _limits(value, name, ("max_abs", "max_share"))
+    if name == "drift":
+        return _limits(value, name, ("max_abs", "max_z"))
+    if name == "not_estimable":
+        return {"action": _choice(value, name, NOT_ESTIMABLE)}
+    raise ValueError(f"unknown rule {name!r} (known: {', '.join(RULE_NAMES)})")
+
+
+def _entry_lines(text: str) -> list[int | None]:
+    """1-based line of each entry of the ``rules`` list (best effort, for messages)."""
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return []
+    if not isinstance(root, yaml.MappingNode):
+        return []
+    for key, value in root.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "rules":
+            if isinstance(value, yaml.SequenceNode):
+                return [item.start_mark.line + 1 for item in value.value]
+    return []
+
+
+def parse_rules(data: Any, *, path: Path, lines: list[int | None] | None = None) -> RuleSet:
+    """Check the loaded YAML ``data`` of a rules file and return its rules."""
+    prefix = f"rules file '{path}'"
+    if not isinstance(data, dict) or "rules" not in data:
+        raise InputError(f"{prefix} must be a mapping with a list under 'rules:'")
+    extra = [k for k in data if k != "rules"]
+    if extra:
+        raise InputError(f"{prefix}: unknown top-level key '{extra[0]}' (expected only 'rules')")
+    entries = data["rules"]
+    if not isinstance(entries, list) or not entries:
+        raise InputError(f"{prefix}: 'rules' must be a non-empty list of entries")
+    lines = lines or []
+    rules: list[Rule] = []
+    for i, entry in enumerate(entries, start=1):
+        line = lines[i - 1] if i - 1 < len(lines) else None
+        at = f"{prefix}: rule {i}" + (f", line {line}" if line is not None else "")
+        if not isinstance(entry, dict):
+            raise InputError(f"{at}: an entry must be a mapping with 'feature' and rules")
+        feature = entry.get("feature")
+        if not isinstance(feature, str) or not feature:
+            raise InputError(f"{at}: 'feature' must be a feature name or \"*\", got {feature!r}")
+        at += f" (feature '{feature}')"
+        try:
+            severity = _choice(entry.get("severity", "error"), "severity", SEVERITIES)
+        except ValueError as exc:
+            raise InputError(f"{at}: {exc}") from None
+        names = [k for k in entry if k not in _ENTRY_KEYS]
+        if not names:
+            raise InputError(f"{at}: no rule given (rules: {', '.join(RULE_NAMES)})")
+        for name in names:
+            if name not in RULE_NAMES:
+                raise InputError(f"{at}: unknown rule '{name}' (rules: {', '.join(RULE_NAMES)})")
+            try:
+                params = parse_rule(name, entry[name])
+            except ValueError as exc:
+                raise InputError(f"{at}: {exc}") from None
+            rules.append(Rule(name, feature, severity, params, entry=i, line=line))
+    return RuleSet(path=path, rules=tuple(rules))
+
+
+def read_rules(path: str | Path) -> RuleSet:
+    """Read and check a rules file (YAML, ``yaml.safe_load``)."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"rules file '{path}' does not exist")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise InputError(f"rules file '{path}' is not valid YAML{where}") from None
+    return parse_rules(data, path=path, lines=_entry_lines(text))

@@ -1,0 +1,320 @@
+"""Effect-size statistics of a first-order ALE curve: ALED, ALER, NALED, NALER, heterogeneity share.
+
+All statistics are of the *mean-centered* curve, whatever centering the
+summary was written with: with K bins, edge values ``f(z_0..z_K)`` and counts
+``n_k`` (N = sum n_k), the bin value is the trapezoid midpoint
+``m_k = (f(z_{k-1}) + f(z_k)) / 2`` and the curve is shifted so that
+``sum_k n_k m_k = 0`` (the tool's default centering, see
+:mod:`~ale_cli.core.accumulate`). A bin whose segment crosses zero
+(``u = f(z_{k-1})`` and ``v = f(z_k)`` of opposite signs) is split at the crossing
+into two pieces with values ``u/2`` and ``v/2`` and weights
+``n_k |u| / (|u| + |v|)`` and ``n_k |v| / (|u| + |v|)`` (:func:`pieces`); every
+other bin is one piece ``(m_k, n_k)``. Then
+
+- ALED (ALE deviation): ``sum_i w_i |p_i| / N`` over the pieces, the
+  count-weighted mean absolute effect, in output units (exact for rows spread
+  evenly within each bin);
+- ALER (ALE range): ``(min_k f(z_k), max_k f(z_k))`` over the K+1 edges;
+- NALED and NALER: the same with every value ``a`` (piece or edge) first mapped to
+  percentile points of the model's predictions, ``norm(a) = 100 (F(M + a) - 1/2)``
+  clipped to [-50, 50], where ``F`` is the distribution function of the
+  predictions on the data and ``M`` their median (see :func:`normalize`);
+  NALED lies in [0, 50], NALER in [-50, 50];
+- heterogeneity share: ``(sum_k n_k (STD(z_{k-1}) + STD(z_k)) / 2 / N) / ALED``,
+  the count-weighted mean heterogeneity over the mean absolute effect; 0 when
+  every row has the same local effect in its bin (an exactly additive model),
+  infinite when ALED is 0 and the heterogeneity is not;
+- rank: 1 for the largest ALED in a set of features (ties share the smaller rank).
+
+These are the definitions of Okoli (2023), "Statistical inference using machine
+learning and classical techniques based on accumulated local effects (ALE)",
+arXiv:2310.09877, as implemented in R's ``ale`` package (``calc_stats`` and
+``create_ale_y_norm_function`` in R/calc_stats.R): ALED and NALED weight the
+midpoints of the ALE values at the bin limits by the bin counts (R merges the
+rows at the minimum into the first bin, which our bins (z_0, z_1] already
+hold), ALER and NALER are the extremes of the values at the bin limits, and
+``norm`` is 50 x the empirical CDF of the upper (or lower) half of the
+median-centred predictions. Two departures: the split of a bin that crosses
+zero (R's 100 default bins make the midpoint of that one bin a small error;
+RHALE's few wide bins do not -- a one-bin curve would have ALED 0), and the
+prediction distribution: we record the predictions as 101 percentiles, so
+``F`` is the piecewise-linear CDF through them: equal to R's mapping up to the
+interpolation between percentiles when no prediction ties the median.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: the percentile levels recorded for the prediction distribution: 0, 1, ..., 100 %
+N_QUANTILES = 101
+_LEVELS = np.linspace(0.0, 1.0, N_QUANTILES)
+
+
+@dataclass(frozen=True)
+class PredictionDistribution:
+    """The model's predictions on the data, summarised.
+
+    Attributes
+    ----------
+    n : int
+        Number of finite predictions.
+    mean : float
+    quantiles : ndarray, shape (101,)
+        Percentiles 0, 1, ..., 100 (numpy's default linear interpolation, R's type 7).
+    """
+
+    n: int
+    mean: float
+    quantiles: np.ndarray
+
+    @property
+    def median(self) -> float:
+        return float(self.quantiles[N_QUANTILES // 2])
+
+
+@dataclass(frozen=True)
+class EffectStatistics:
+    """The statistics of one feature's curve (see the module docstring).
+
+    ``naled``, ``naler_min``, ``naler_max`` are None without a prediction distribution.
+    """
+
+    aled: float
+    aler_min: float
+    aler_max: float
+    heterogeneity_share: float
+    naled: float | None = None
+    naler_min: float | None = None
+    naler_max: float | None = None
+
+
+def prediction_distribution(*, prediction: np.ndarray) -> PredictionDistribution:
+    """Count, mean and the 101 percentiles of the finite values of ``prediction`` (N,).
+
+    >>> d = prediction_distribution(prediction=np.arange(101.0))
+    >>> d.n, d.mean, d.quantiles[[0, 50, 100]].tolist()
+    (101, 50.0, [0.0, 50.0, 100.0])
+    """
+    values = np.asarray(prediction, dtype=np.float64).reshape(-1)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        raise ValueError("no finite predictions to summarise")
+    return PredictionDistribution(
+        n=int(values.size), mean=float(values.mean()), quantiles=np.quantile(values, _LEVELS)
+    )
+
+
+def _midpoints(effect: np.ndarray) -> np.ndarray:
+    mids: np.ndarray = (effect[:-1] + effect[1:]) / 2.0
+    return mids
+
+
+def mean_centered(*, effect: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The curve at the edges (K+1,) shifted so that ``sum_k n_k m_k = 0`` (counts (K,)).
+
+    >>> mean_centered(effect=np.array([0.0, 1.0, 3.0]), counts=np.array([1, 3])).tolist()
+    [-1.625, -0.625, 1.375]
+    """
+    effect = np.asarray(effect, dtype=np.float64)
+    n = counts.sum()
+    if n == 0:
+        return effect.copy()
+    return effect - float(np.dot(counts, _midpoints(effect)) / n)
+
+
+def pieces(*, effect: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Values and weights of the curve's pieces: ``(m_k, n_k)`` per bin, or two pieces
+    ``(u/2, n_k |u|/(|u|+|v|))``, ``(v/2, n_k |v|/(|u|+|v|))`` for a bin whose values
+    ``u``, ``v`` at its limits have opposite signs.
+
+    >>> values, weights = pieces(effect=np.array([-1.0, 3.0, 5.0]), counts=np.array([4, 2]))
+    >>> values.tolist(), weights.tolist()
+    ([-0.5, 1.5, 4.0], [1.0, 3.0, 2.0])
+    """
+    u, v = effect[:-1], effect[1:]
+    w = np.asarray(counts, dtype=np.float64)
+    cross = u * v < 0
+    if not cross.any():
+        return _midpoints(effect), w
+    span = np.where(cross, np.abs(u) + np.abs(v), 1.0)
+    values = np.where(cross, u / 2.0, (u + v) / 2.0)
+    weights = np.where(cross, w * np.abs(u) / span, w)
+    k = np.flatnonzero(cross)
+    values = np.insert(values, k + 1, v[k] / 2.0)
+    weights = np.insert(weights, k + 1, w[k] * np.abs(v[k]) / span[k])
+    return values, weights
+
+
+def aled(*, effect: np.ndarray, counts: np.ndarray) -> float:
+    """ALE deviation ``sum_i w_i |p_i| / N`` over the pieces of the mean-centered curve.
+
+    ``effect`` (K+1,) at the edges, ``counts`` (K,). For ``f(z) = b z`` this is
+    ``|b|`` times the count-weighted mean absolute deviation of x about the
+    centering point, rows spread evenly within each bin.
+
+    >>> aled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
+    1.0
+    >>> aled(effect=np.array([-1.0, 1.0]), counts=np.array([10]))  # mean |x| on [-1, 1]
+    0.5
+    """
+    n = counts.sum()
+    if n == 0:
+        return 0.0
+    values, weights = pieces(effect=mean_centered(effect=effect, counts=counts), counts=counts)
+    return float(np.dot(weights, np.abs(values)) / weights.sum())
+
+
+def aler(*, effect: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
+    """ALE range ``(min_k f(z_k), max_k f(z_k))`` of the mean-centered curve.
+
+    >>> aler(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
+    (-2.0, 2.0)
+    """
+    centered = mean_centered(effect=effect, counts=counts)
+    return float(centered.min()), float(centered.max())
+
+
+def cdf(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
+    """The piecewise-linear distribution function through equally spaced ``quantiles``.
+
+    ``F(q_i) = i / (Q - 1)`` for Q quantiles; 0 below the first, 1 above the
+    last. A value repeated in ``quantiles`` (a point mass) takes the middle of
+    the levels it spans.
+
+    >>> cdf(np.array([-1.0, 0.0, 0.5, 2.0, 3.0]), quantiles=np.array([0.0, 1.0, 2.0])).tolist()
+    [0.0, 0.0, 0.25, 1.0, 1.0]
+    >>> cdf(np.array([1.0]), quantiles=np.array([0.0, 1.0, 1.0, 1.0, 2.0])).tolist()
+    [0.5]
+    """
+    q = np.asarray(quantiles, dtype=np.float64)
+    levels = np.linspace(0.0, 1.0, q.size)
+    xs, first, counts = np.unique(q, return_index=True, return_counts=True)
+    fs = (levels[first] + levels[first + counts - 1]) / 2.0
+    if xs.size == 1:
+        v = np.asarray(values, dtype=np.float64)
+        return np.where(v < xs[0], 0.0, np.where(v > xs[0], 1.0, fs[0]))
+    out: np.ndarray = np.interp(values, xs, fs, left=0.0, right=1.0)
+    return out
+
+
+def normalize(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
+    """Effect values in percentile points of the predictions: ``100 (F(M + a) - 1/2)``.
+
+    ``M`` is the median (the middle of ``quantiles``), ``F`` is :func:`cdf`; the
+    result lies in [-50, 50] and is 0 for ``a = 0``. An effect of ``a`` moves a
+    median prediction to the percentile ``50 + norm(a)``: R ``ale``'s
+    ``create_ale_y_norm_function`` (Okoli 2023).
+
+    >>> norm = normalize(np.array([-100.0, -25.0, 0.0, 10.0]), quantiles=np.arange(101.0))
+    >>> np.round(norm, 9).tolist()
+    [-50.0, -25.0, 0.0, 10.0]
+    """
+    q = np.asarray(quantiles, dtype=np.float64)
+    median = float(q[q.size // 2])
+    norm = 100.0 * (cdf(median + np.asarray(values, dtype=np.float64), quantiles=q) - 0.5)
+    norm = np.where(np.asarray(values) == 0.0, 0.0, norm)
+    return np.clip(norm, -50.0, 50.0)
+
+
+def naled(*, effect: np.ndarray, counts: np.ndarray, quantiles: np.ndarray) -> float:
+    """Normalised ALED ``sum_i w_i |norm(p_i)| / N`` over the pieces of the mean-centered
+    curve, in [0, 50].
+
+    >>> round(naled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
+    ...             quantiles=np.arange(101.0)), 9)
+    1.0
+    """
+    n = counts.sum()
+    if n == 0:
+        return 0.0
+    values, weights = pieces(effect=mean_centered(effect=effect, counts=counts), counts=counts)
+    mean = float(np.dot(weights, np.abs(normalize(values, quantiles=quantiles))) / weights.sum())
+    return min(mean, 50.0)  # the split weights sum to N only up to rounding
+
+
+def naler(*, effect: np.ndarray, counts: np.ndarray, quantiles: np.ndarray) -> tuple[float, float]:
+    """Normalised ALER: ``norm`` of the ALER limits, in [-50, 50].
+
+    >>> lo, hi = naler(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
+    ...                quantiles=np.arange(101.0))
+    >>> round(lo, 9), round(hi, 9)
+    (-2.0, 2.0)
+    """
+    lo, hi = aler(effect=effect, counts=counts)
+    norm = normalize(np.array([lo, hi]), quantiles=quantiles)
+    return float(norm[0]), float(norm[1])
+
+
+def heterogeneity_share(*, effect: np.ndarray, std: np.ndarray, counts: np.ndarray) -> float:
+    """``(sum_k n_k (STD(z_{k-1}) + STD(z_k)) / 2 / N) / ALED``; ``std`` (K+1,) is the
+    accumulated heterogeneity at the edges.
+
+    0 when the heterogeneity is 0 everywhere (also when ALED is 0); ``inf``
+    when ALED is 0 and the heterogeneity is not.
+
+    >>> heterogeneity_share(effect=np.array([0.0, 2.0, 4.0]), std=np.array([0.0, 1.0, 1.0]),
+    ...                     counts=np.array([1, 1]))
+    0.75
+    """
+    n = counts.sum()
+    if n == 0:
+        return 0.0
+    std = np.asarray(std, dtype=np.float64)
+    mean_std = float(np.dot(counts, _midpoints(np.nan_to_num(std))) / n)
+    deviation = aled(effect=effect, counts=counts)
+    if mean_std == 0.0:
+        return 0.0
+    if deviation == 0.0:
+        return float("inf")
+    return mean_std / deviation
+
+
+def ranks(values: np.ndarray) -> np.ndarray:
+    """Rank 1 for the largest value; ties share the smaller rank (1, 2, 2, 4); NaN last.
+
+    >>> ranks(np.array([0.5, 2.0, 0.5, 0.1])).tolist()
+    [2, 1, 2, 4]
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = np.where(np.isnan(v), -np.inf, v)
+    return np.array([1 + int(np.sum(v > x)) for x in v], dtype=np.int64)
+
+
+def effect_statistics(
+    *,
+    effect: np.ndarray,
+    std: np.ndarray,
+    counts: np.ndarray,
+    quantiles: np.ndarray | None = None,
+) -> EffectStatistics:
+    """Every statistic of one curve: ``effect`` and ``std`` (K+1,), ``counts`` (K,);
+    the normalised ones only with the prediction ``quantiles`` (101,).
+
+    >>> s = effect_statistics(effect=np.array([0.0, 2.0, 4.0]), std=np.zeros(3),
+    ...                       counts=np.array([1, 1]))
+    >>> s.aled, s.aler_min, s.aler_max, s.heterogeneity_share, s.naled
+    (1.0, -2.0, 2.0, 0.0, None)
+    """
+    counts = np.asarray(counts)
+    lo, hi = aler(effect=effect, counts=counts)
+    stats = EffectStatistics(
+        aled=aled(effect=effect, counts=counts),
+        aler_min=lo,
+        aler_max=hi,
+        heterogeneity_share=heterogeneity_share(effect=effect, std=std, counts=counts),
+    )
+    if quantiles is None:
+        return stats
+    nlo, nhi = naler(effect=effect, counts=counts, quantiles=quantiles)
+    return EffectStatistics(
+        aled=stats.aled,
+        aler_min=lo,
+        aler_max=hi,
+        heterogeneity_share=stats.heterogeneity_share,
+        naled=naled(effect=effect, counts=counts, quantiles=quantiles),
+        naler_min=nlo,
+        naler_max=nhi,
+    )

@@ -1,0 +1,194 @@
+"""``ale diff -o``: overlay figures of two summaries' curves, per feature and an overview.
+
+Per-feature figure, :func:`diff_figure` (one axes, gid ``diff_axes``):
+    ``a_effect``, ``b_effect``   Line2D of each curve at its own edges; B is drawn
+                                 minus the centering offset ``c`` of the comparison
+                                 (:mod:`ale_cli.compare`), so the vertical gap is the
+                                 difference that ``max |diff|`` reports
+    ``a_band``, ``b_band``       PolyCollection ``effect +/- 2 stderr`` of each curve
+    ``max_abs``                  Line2D (vertical) where ``|diff|`` is largest
+    ``legend``                   the legend
+A feature that cannot be compared gets the Text ``not_compared`` with the reason.
+
+Overview, :func:`diff_overview`: one axes per feature ``f<i>.axes`` holding
+``f<i>.a_effect`` and ``f<i>.b_effect`` (same meaning), in rows of three.
+
+Files: ``<dir>/<feature>.<fmt>`` and ``<dir>/overview.<fmt>``, named and saved
+(atomically, reproducibly) by the helpers of :mod:`ale_cli.plot.render`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ale_cli.plot import style
+from ale_cli.plot.render import DEFAULT_DPI, OVERVIEW, file_stems, save_figure
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ale_cli.adapters.summary import FeatureSummary, Summary
+    from ale_cli.compare import FeatureComparison
+
+A_COLOUR = style.BLUE
+B_COLOUR = style.VERMILLION
+_COLS = 3
+
+
+def _figure(size: tuple[float, float]) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _curve(
+    ax: Axes,
+    feat: FeatureSummary,
+    shift: float,
+    colour: str,
+    prefix: str,
+    label: str | None,
+    band: bool,
+) -> None:
+    y = feat.effect - shift
+    (line,) = ax.plot(
+        feat.edges, y, color=colour, lw=1.6, label=label, ls="-" if prefix.endswith("a") else "--"
+    )
+    line.set_gid(f"{prefix}_effect")
+    if band:
+        se = np.nan_to_num(feat.stderr)
+        poly = ax.fill_between(
+            feat.edges,
+            y - 2 * se,
+            y + 2 * se,
+            color=colour,
+            alpha=0.18,
+            lw=0,
+            label=None if label is None else f"{label}: +/- 2 SE",
+        )
+        poly.set_gid(f"{prefix}_band")
+
+
+def _both(
+    ax: Axes,
+    a: FeatureSummary,
+    b: FeatureSummary,
+    comp: FeatureComparison,
+    labels: tuple[str, str],
+    prefix: str = "",
+    band: bool = True,
+) -> None:
+    offset = comp.difference.offset if comp.difference is not None else 0.0
+    _curve(ax, a, 0.0, A_COLOUR, f"{prefix}a", labels[0] if not prefix else None, band)
+    _curve(ax, b, offset, B_COLOUR, f"{prefix}b", labels[1] if not prefix else None, band)
+
+
+def diff_figure(
+    a: FeatureSummary | None,
+    b: FeatureSummary | None,
+    comp: FeatureComparison,
+    *,
+    labels: tuple[str, str] = ("A", "B"),
+) -> Figure:
+    """Both curves of one feature with their +/- 2 SE bands on the same axes."""
+    fig = _figure((7.0, 4.2))
+    ax = fig.add_subplot()
+    ax.set_gid("diff_axes")
+    if comp.difference is None or a is None or b is None:
+        ax.set_axis_off()
+        ax.text(
+            0.5,
+            0.5,
+            f"{comp.name}: not compared\n{comp.reason}",
+            ha="center",
+            va="center",
+            wrap=True,
+            transform=ax.transAxes,
+        ).set_gid("not_compared")
+        return fig
+    d = comp.difference
+    _both(ax, a, b, comp, labels)
+    ax.axvline(
+        d.max_abs_at, color=style.GREY, lw=0.8, ls=":", label=f"max |diff| {d.max_abs:.4g}"
+    ).set_gid("max_abs")
+    shift = f" (B shifted by {-d.offset:+.4g} to A's centering)" if d.offset else ""
+    ax.set_title(
+        f"{comp.name}: max |diff| {d.max_abs:.4g} at {d.max_abs_at:.4g}, "
+        f"max z {d.max_z:.3g}{shift}",
+        fontsize=9,
+    )
+    ax.set_xlabel(comp.name)
+    ax.set_ylabel("centered effect")
+    ax.legend(loc="best", frameon=False).set_gid("legend")
+    return fig
+
+
+def diff_overview(
+    sa: Summary,
+    sb: Summary,
+    comparisons: Sequence[FeatureComparison],
+    *,
+    labels: tuple[str, str] = ("A", "B"),
+) -> Figure:
+    """Small overlays of every compared feature, three per row."""
+    fa, fb = {f.name: f for f in sa.features}, {f.name: f for f in sb.features}
+    n = max(len(comparisons), 1)
+    rows = -(-n // _COLS)
+    fig = _figure((3.2 * min(n, _COLS), 2.5 * rows + 0.4))
+    for i, comp in enumerate(comparisons):
+        ax = fig.add_subplot(rows, min(n, _COLS), i + 1)
+        ax.set_gid(f"f{i}.axes")
+        a, b = fa.get(comp.name), fb.get(comp.name)
+        if comp.difference is None or a is None or b is None:
+            ax.set_axis_off()
+            ax.set_title(comp.name, fontsize=9)
+            ax.text(
+                0.5, 0.5, "not compared", ha="center", va="center", transform=ax.transAxes
+            ).set_gid(f"f{i}.not_compared")
+            continue
+        _both(ax, a, b, comp, labels, prefix=f"f{i}.", band=False)
+        ax.set_title(f"{comp.name}: max |diff| {comp.difference.max_abs:.3g}", fontsize=9)
+    fig.suptitle(f"A = {labels[0]} (solid), B = {labels[1]} (dashed)", fontsize=9)
+    return fig
+
+
+def render_diff(
+    sa: Summary,
+    sb: Summary,
+    comparisons: Sequence[FeatureComparison],
+    out_dir: str | Path,
+    *,
+    labels: tuple[str, str] = ("A", "B"),
+    formats: Sequence[str] = ("png",),
+    dpi: int = DEFAULT_DPI,
+) -> list[Path]:
+    """Write the overview and one overlay per feature; returns the paths written."""
+    out = Path(out_dir)
+    fa, fb = {f.name: f for f in sa.features}, {f.name: f for f in sb.features}
+    stems = file_stems([c.name for c in comparisons])
+    figures: list[tuple[str, Figure]] = [
+        (OVERVIEW, diff_overview(sa, sb, comparisons, labels=labels))
+    ]
+    written: list[Path] = []
+    for stem, fig in figures:
+        for fmt in formats:
+            path = out / f"{stem}.{fmt}"
+            save_figure(fig, path, fmt, dpi=dpi)
+            written.append(path)
+        fig.clear()
+    for comp, stem in zip(comparisons, stems, strict=True):
+        fig = diff_figure(fa.get(comp.name), fb.get(comp.name), comp, labels=labels)
+        for fmt in formats:
+            path = out / f"{stem}.{fmt}"
+            save_figure(fig, path, fmt, dpi=dpi)
+            written.append(path)
+        fig.clear()
+    return written
