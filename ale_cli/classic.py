@@ -146,7 +146,8 @@ def classic_features(
     eval_rows: int = DEFAULT_EVAL_ROWS,
     progress: Callable[[int], ProgressFn] | None = None,
 ) -> list[FeatureSummary]:
-    """Classic first-order ALE of ``features`` (default: all) of the model ``f`` on X.
+    """Classic first-order ALE of ``features`` (default: all) of the model ``f`` on X:
+    one FeatureSummary per feature, in the order asked.
 
     Parameters
     ----------
@@ -164,9 +165,6 @@ def classic_features(
     progress : callable, optional
         ``progress(total_rows)`` returns a callable told the rows finished per call.
 
-    Returns
-    -------
-    list of FeatureSummary, one per estimated feature, in the order asked.
     """
     FixedBins.from_options(bins=bins, binning=binning, edges=None, default=DEFAULT_BINNING)
     check_center(center)

@@ -15,6 +15,43 @@ if TYPE_CHECKING:
     from ale_cli.inputs import ModelInputs
 
 
+StoreOutOption = Annotated[Path, typer.Option("--out", "-o", help="Store to write (.npz).")]
+
+MethodOption = Annotated[
+    str,
+    typer.Option(
+        "--method",
+        help="auto, autodiff or finite-differences. auto: autodiff for TorchScript and "
+        "translatable ONNX graphs, finite differences otherwise.",
+    ),
+]
+
+StepOption = Annotated[
+    float | None,
+    typer.Option(
+        "--step",
+        help="Finite-difference step as a fraction of each feature's std (default: "
+        "1e-5 for smooth float64 models, 1e-2 for float32 ONNX graphs, 0.05 for "
+        "piecewise-constant models such as trees, chosen automatically).",
+        show_default=False,
+    ),
+]
+
+PairsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pairs",
+        help="Also cache the mixed derivatives d2f/dx_a dx_b of the pair A,B for "
+        "'ale interact' (repeat for more pairs; needs autodiff).",
+        show_default=False,
+    ),
+]
+
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="Recompute even if the store is up to date.")
+]
+
+
 @command(
     epilog="Example: ale compute sample_data/models/diabetes_mlp.pt "
     "sample_data/diabetes.csv --exclude target -o out/diabetes-mlp.npz"
@@ -23,39 +60,11 @@ if TYPE_CHECKING:
 def compute(
     inputs: ModelInputs,
     run: Run,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Store to write (.npz).")] = Path(
-        "effects.npz"
-    ),
-    method: Annotated[
-        str,
-        typer.Option(
-            "--method",
-            help="auto, autodiff or finite-differences. auto: autodiff for TorchScript and "
-            "translatable ONNX graphs, finite differences otherwise.",
-        ),
-    ] = "auto",
-    step: Annotated[
-        float | None,
-        typer.Option(
-            "--step",
-            help="Finite-difference step as a fraction of each feature's std (default: "
-            "1e-5 for smooth float64 models, 1e-2 for float32 ONNX graphs, 0.05 for "
-            "piecewise-constant models such as trees, chosen automatically).",
-            show_default=False,
-        ),
-    ] = None,
-    pairs: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--pairs",
-            help="Also cache the mixed derivatives d2f/dx_a dx_b of the pair A,B for "
-            "'ale interact' (repeat for more pairs; needs autodiff).",
-            show_default=False,
-        ),
-    ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Recompute even if the store is up to date.")
-    ] = False,
+    out: StoreOutOption = Path("effects.npz"),
+    method: MethodOption = "auto",
+    step: StepOption = None,
+    pairs: PairsOption = None,
+    force: ForceOption = False,
 ) -> Outcome:
     """Compute the local effects (model gradients at every row) and cache them in a store.
 

@@ -24,67 +24,80 @@ class FigureFormat(StrEnum):
     both = "both"
 
 
+SummaryArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
+        "'ale interact' ('-': standard input)."
+    ),
+]
+
+OutOption = Annotated[Path, typer.Option("--out", "-o", help="Directory to write the figures to.")]
+
+StoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        help="The store the summary was made from: adds the rug of data values, the "
+        "average prediction and violins of the local effects per bin (the data points "
+        "on interaction heat maps).",
+        show_default=False,
+    ),
+]
+
+FmtOption = Annotated[FigureFormat, typer.Option("--format", help="png, svg or both.")]
+
+FeaturesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--features",
+        help="Comma-separated feature names (default: all): their figures, and the "
+        "heat maps of the interactions that involve any of them.",
+        show_default=False,
+    ),
+]
+
+DpiOption = Annotated[
+    int,
+    typer.Option("--dpi", help="Resolution of PNG figures (dots per inch).", min=30, max=1200),
+]
+
+YlabelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ylabel",
+        help="Label of the effect axes (default: names the model output the summary "
+        "records, e.g. 'centered effect on probability of class 1').",
+        show_default=False,
+    ),
+]
+
+JobsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        help="Worker processes drawing figures (default: one per core, at most 4; "
+        "1 draws in this process).",
+        min=1,
+        show_default=False,
+    ),
+]
+
+
 @command(
     epilog="Example: ale plot out/diabetes-mlp-rhale.json --store out/diabetes-mlp.npz "
     "-o out/plots --format both"
 )
 def plot(
-    summary: Annotated[
-        Path,
-        typer.Argument(
-            help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
-            "'ale interact' ('-': standard input)."
-        ),
-    ],
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Directory to write the figures to.")
-    ] = Path("plots"),
-    store: Annotated[
-        Path | None,
-        typer.Option(
-            "--store",
-            help="The store the summary was made from: adds the rug of data values, the "
-            "average prediction and violins of the local effects per bin (the data points "
-            "on interaction heat maps).",
-            show_default=False,
-        ),
-    ] = None,
-    fmt: Annotated[
-        FigureFormat, typer.Option("--format", help="png, svg or both.")
-    ] = FigureFormat.png,
-    features: Annotated[
-        str | None,
-        typer.Option(
-            "--features",
-            help="Comma-separated feature names (default: all): their figures, and the "
-            "heat maps of the interactions that involve any of them.",
-            show_default=False,
-        ),
-    ] = None,
-    dpi: Annotated[
-        int,
-        typer.Option("--dpi", help="Resolution of PNG figures (dots per inch).", min=30, max=1200),
-    ] = DEFAULT_DPI,
-    ylabel: Annotated[
-        str | None,
-        typer.Option(
-            "--ylabel",
-            help="Label of the effect axes (default: names the model output the summary "
-            "records, e.g. 'centered effect on probability of class 1').",
-            show_default=False,
-        ),
-    ] = None,
-    jobs: Annotated[
-        int | None,
-        typer.Option(
-            "--jobs",
-            "-j",
-            help="Worker processes drawing figures (default: one per core, at most 4; "
-            "1 draws in this process).",
-            min=1,
-            show_default=False,
-        ),
-    ] = None,
+    summary: SummaryArgument,
+    out: OutOption = Path("plots"),
+    store: StoreOption = None,
+    fmt: FmtOption = FigureFormat.png,
+    features: FeaturesOption = None,
+    dpi: DpiOption = DEFAULT_DPI,
+    ylabel: YlabelOption = None,
+    jobs: JobsOption = None,
 ) -> Outcome:
     """Draw one figure per feature (effect curve with bands above, bin effects below), an
     overview of all features, and a heat map per second-order interaction ('ale interact');
