@@ -231,3 +231,61 @@ def test_no_colour_codes_in_any_output(cli, monkeypatch):
     for args in (["--help"], ["rhale", "--help"], ["rhale", "nope.npz", "-o", "x.json"]):
         result = cli(*args)
         assert "\x1b[" not in result.stdout + result.stderr
+
+
+def test_compute_features_perturb_only_those_columns_of_a_tree_model(
+    cli, sample_dir, tmp_path, monkeypatch
+):
+    """`ale compute MODEL DATA --exclude target --features bmi,bp` on the sample
+    HistGradientBoosting (skops): the model sees every input, but finite differences
+    move only bmi and bp -- counted at the estimator -- and the store feeds rebin, rhale
+    and plot."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    from ale_cli.adapters.store import read_store
+
+    seen: list[np.ndarray] = []
+    real = HistGradientBoostingRegressor.predict
+
+    def counting(self, X):  # type: ignore[no-untyped-def]
+        seen.append(np.asarray(X, dtype=np.float64).copy())
+        return real(self, X)
+
+    monkeypatch.setattr(HistGradientBoostingRegressor, "predict", counting)
+    data = sample_dir / "diabetes.csv"
+    frame = pd.read_csv(data)
+    inputs = [c for c in frame.columns if c != "target"]
+    store = tmp_path / "hgb.npz"
+    result = cli(
+        "compute",
+        sample_dir / "models/diabetes_hgb.skops",
+        data,
+        "--exclude",
+        "target",
+        "--features",
+        "bmi,bp",
+        "--trust",
+        "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+        "-o",
+        store,
+    )
+    assert result.exit_code == 0, result.output
+    rows = np.vstack(seen)
+    assert rows.shape[1] == len(inputs) == 10
+    # every evaluated row is a data row with at most bmi or bp moved (never both, never others)
+    X = frame[inputs].to_numpy(dtype=np.float64)
+    moved = rows[:, None, :] != X[None, :, :]  # (rows, data rows, columns)
+    best = moved.sum(axis=2).argmin(axis=1)
+    changed = moved[np.arange(len(rows)), best]
+    assert changed.sum(axis=1).max() == 1
+    assert set(np.flatnonzero(changed.any(axis=0))) == {inputs.index("bmi"), inputs.index("bp")}
+    # central differences: 2 evaluations per row and explained feature after the load checks
+    assert int(changed.any(axis=1).sum()) == 2 * 2 * len(X)
+    s = read_store(store)
+    assert s.feature_names == ("bmi", "bp") and s.input_names == tuple(inputs)
+    for command in ("rebin", "rhale"):
+        out = tmp_path / f"{command}.json"
+        assert cli(command, store, "-o", out).exit_code == 0
+        assert [f.name for f in read_summary(out).features] == ["bmi", "bp"]
+    plots = cli("plot", tmp_path / "rhale.json", "--store", store, "-o", tmp_path / "p", "-j", 1)
+    assert plots.exit_code == 0, plots.output
