@@ -12,7 +12,7 @@ from hypothesis.extra.numpy import arrays
 
 import ale_cli.adapters.store as store_mod
 from ale_cli.adapters.store import SCHEMA_VERSION, Store, read_meta, read_store, write_store
-from ale_cli.errors import InputError
+from ale_cli.errors import InputError, RunError
 
 
 def make_store(n: int = 5, d: int = 2) -> Store:
@@ -74,7 +74,7 @@ def test_failure_while_writing_leaves_no_partial_file(tmp_path: Path, monkeypatc
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(store_mod.np, "savez", explode)
-    with pytest.raises(OSError):
+    with pytest.raises(RunError, match="No space left on device"):
         write_store(target, make_store())
     assert not target.exists()
     assert list(tmp_path.iterdir()) == []
