@@ -47,7 +47,7 @@ def test_round_trip_is_exact(tmp_path_factory: pytest.TempPathFactory, X: np.nda
         local_effects=-X,
         prediction=X[:, 0].copy(),
         feature_names=tuple(names[: X.shape[1]]),
-        meta={"schema_version": SCHEMA_VERSION, "k": [1, 2.5, None]},
+        meta={"schema_version": SCHEMA_VERSION, "n_rows": len(X), "k": [1, 2.5, None]},
     )
     write_store(path, original)
     back = read_store(path)

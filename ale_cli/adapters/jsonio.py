@@ -65,3 +65,5 @@ def read_json_file(path: str | Path, what: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{what} '{path}' is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{what} '{path}' is nested too deeply to be an ale file") from None

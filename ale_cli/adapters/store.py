@@ -36,6 +36,7 @@ import numpy as np
 
 from ale_cli.adapters.files import atomic_write
 from ale_cli.adapters.jsonio import to_jsonable
+from ale_cli.adapters.validate import load_npz, validate_npz
 from ale_cli.errors import InputError
 
 SCHEMA_VERSION = 1
@@ -129,6 +130,8 @@ def write_store(path: str | Path, store: Store) -> None:
 def _open(path: Path) -> Any:
     if not path.exists():
         raise InputError(f"store '{path}' does not exist; create it with 'ale compute'")
+    if path.is_dir():
+        raise InputError(f"store '{path}' is a directory, expected an .npz file")
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError):
@@ -147,18 +150,22 @@ def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise InputError(f"store '{path}' has an unreadable 'meta' array")
     version = meta.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
         raise InputError(
-            f"store '{path}' has schema_version {version!r}; this ale reads up to {SCHEMA_VERSION}"
+            f"store '{path}' has schema_version {str(version)[:40]}; "
+            f"this ale reads up to {SCHEMA_VERSION}"
         )
     return meta
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:
-    """Only the meta of a store (cheap: the big arrays are not read)."""
+    """The meta of a store, after checking the whole file (:func:`validate_npz`: one read
+    of the file, the big arrays are not kept); a damaged store is an InputError."""
     path = Path(path)
     with _open(path) as npz:
-        return _parse_meta(path, npz)
+        meta = _parse_meta(path, npz)
+        validate_npz(path, npz, meta)
+        return meta
 
 
 def read_store(path: str | Path) -> Store:
@@ -169,7 +176,7 @@ def read_store(path: str | Path) -> Store:
         missing = [name for name in REQUIRED_ARRAYS if name not in npz.files]
         if missing:
             raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing)}")
-        arrays = {name: npz[name] for name in npz.files}
+        arrays = load_npz(path, npz, meta)
     X = arrays.pop("X")
     effects = arrays.pop("local_effects")
     prediction = arrays.pop("prediction")
