@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ale_cli.adapters.files import atomic_write, check_output, write_target
+from ale_cli.adapters.files import atomic_write, check_output, sha256_file, write_target
 from ale_cli.adapters.store import SCHEMA_VERSION, Store, write_store
 from ale_cli.errors import InputError, RunError
 
@@ -70,10 +70,28 @@ def test_refuses_a_socket(tmp_path: Path):
         sock.close()
 
 
-def test_refuses_a_device():
-    with pytest.raises(InputError, match="cannot write '/dev/null': it is a device"):
-        write(Path("/dev/null"))
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+def test_refuses_a_device(tmp_path: Path):
+    """A character device (a copy of /dev/null's node, so a regression cannot replace a real
+    device of the machine)."""
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("creating a device node needs root")
+    with pytest.raises(InputError, match="cannot write '.*null': it is a device"):
+        write(device)
+    assert stat.S_ISCHR(os.lstat(device).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["null"]
+
+
+def test_hashing_refuses_what_is_not_a_regular_file(tmp_path: Path):
+    os.mkfifo(tmp_path / "fifo")  # reading it would block forever
+    with pytest.raises(InputError, match="data file '.*fifo' is a FIFO .*, expected a regular"):
+        sha256_file(tmp_path / "fifo", "data file")
+    with pytest.raises(InputError, match="model file '.*' is a directory, expected a regular"):
+        sha256_file(tmp_path, "model file")
+    with pytest.raises(InputError, match="file '.*nothing' does not exist"):
+        sha256_file(tmp_path / "nothing")
 
 
 def test_refuses_a_symlink_loop(tmp_path: Path):

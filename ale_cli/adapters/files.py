@@ -20,8 +20,8 @@ import errno
 import hashlib
 import json
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
@@ -32,8 +32,21 @@ _HASH_CHUNK = 1 << 20
 _SNIFF = 4096
 
 
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks."""
+def sha256_file(path: str | os.PathLike[str], what: str = "file") -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks.
+
+    Only a regular file is read (a FIFO would block, a directory fails): anything
+    else is an InputError naming ``what`` (e.g. "data file") and the path.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{what} '{path}' does not exist") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
+    kind = _what(mode)
+    if kind is not None:
+        raise InputError(f"{what} '{path}' is {kind}, expected a regular file")
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while chunk := fh.read(_HASH_CHUNK):
@@ -116,11 +129,23 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
         existing = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
         raise RunError(f"cannot write '{given}': {exc.strerror or exc}") from None
-    tmp = Path(tmp_name)
+    # The temporary file's name is known before it exists, so an exception raised by a
+    # signal handler at any point after its creation (even inside os.open's return) finds
+    # it to remove; tempfile.mkstemp would leave it behind in that window.
+    tmp: Path | None = None
     try:
+        fd = -1
+        for _ in range(100):
+            tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                break
+            except FileExistsError:
+                tmp = None
+        if tmp is None:
+            raise OSError(errno.EEXIST, "no free temporary file name")
         os.fchmod(fd, existing if existing is not None else 0o666 & ~_umask())
         with os.fdopen(fd, mode) as fh:
             yield fh
@@ -128,10 +153,12 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise RunError(f"cannot write '{given}': {exc.strerror or exc}") from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise
 
 

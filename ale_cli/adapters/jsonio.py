@@ -59,8 +59,12 @@ def read_json_file(path: str | Path, what: str) -> Any:
     ``what`` names the file's role in the message, e.g. ``"summary"``.
     """
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise InputError(f"{what} '{path}' is a directory, expected a JSON file")
+    if not path.exists():
         raise InputError(f"{what} '{path}' does not exist")
+    if not path.is_file():
+        raise InputError(f"{what} '{path}' is not a regular file, expected a JSON file")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:

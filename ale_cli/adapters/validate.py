@@ -155,6 +155,12 @@ def _load(path: Path, npz: Any, name: str) -> np.ndarray:
         raise InputError(f"store '{path}': array '{name}' is damaged ({exc})") from None
 
 
+def _only_arrays(path: Path, zf: zipfile.ZipFile) -> None:
+    for info in zf.infolist():
+        if not info.filename.endswith(".npy"):
+            raise InputError(f"store '{path}': member '{info.filename}' is not a .npy array")
+
+
 def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any]) -> None:
     """Check an open store (``np.load`` result) without keeping its big arrays.
 
@@ -170,6 +176,7 @@ def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any]) -> None:
     """
     path = Path(path)
     zf: zipfile.ZipFile = npz.zip
+    _only_arrays(path, zf)
     specs: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
     for info in zf.infolist():
         name = _member(info.filename)
@@ -193,6 +200,7 @@ def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any]) -> None:
 def load_npz(path: str | Path, npz: Any, meta: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Every array of an open store, checked as :func:`validate_npz` checks them."""
     path = Path(path)
+    _only_arrays(path, npz.zip)
     arrays = {name: _load(path, npz, name) for name in npz.files}
     _layout(path, {name: (a.shape, a.dtype) for name, a in arrays.items()}, meta)
     _names(path, arrays["feature_names"])
@@ -272,9 +280,9 @@ def schema_errors(
         if not any(_TYPES[t](value) for t in types):
             yield (), f"expected {' or '.join(types)}, got {_describe(value)}"
             return
-    if "const" in schema and value != schema["const"]:
+    if "const" in schema and not _same(value, schema["const"]):
         yield (), f"expected {_describe(schema['const'])}, got {_describe(value)}"
-    if "enum" in schema and value not in schema["enum"]:
+    if "enum" in schema and not any(_same(value, v) for v in schema["enum"]):
         yield (
             (),
             (
@@ -308,6 +316,17 @@ def schema_errors(
         yield from schema_errors(value, sub, root)
     if "if" in schema and not any(True for _ in schema_errors(value, schema["if"], root)):
         yield from schema_errors(value, schema.get("then", {}), root)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: ``true`` is not ``1`` (Python's ``True == 1`` is)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b if isinstance(a, str) or isinstance(b, str) else a == b
 
 
 def _resolve(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any]:
