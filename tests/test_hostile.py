@@ -804,6 +804,74 @@ DATA_CASES += [
     )
     for name, build, bad_name, message in BROKEN_MODELS
 ]
+BROKEN_MODEL_FILES: list[tuple[str, Builder, str, str]] = [
+    ("model-empty-pt", raw(b""), "bad.pt", "is not a TorchScript archive"),
+    ("model-garbage-pt", raw(bytes(range(256)) * 8), "bad.pt", "is not a TorchScript archive"),
+    ("model-zip-pt", zip_with_text_member, "bad.pt", "is not a TorchScript archive"),
+    ("model-empty-onnx", raw(b""), "bad.onnx", "is not an ONNX model"),
+    ("model-garbage-onnx", raw(bytes(range(256)) * 8), "bad.onnx", "is not an ONNX model"),
+    ("model-garbage-skops", text("not a zip"), "bad.skops", "is not a skops file"),
+    ("model-pickle-untrusted", raw(b"\x80\x04K\x01."), "bad.pkl", "pass --trust-pickle"),
+    ("model-csv", csv_lines(*GOOD_ROWS), "bad.csv", "cannot tell the format of model file"),
+]
+DATA_CASES += [
+    Case(
+        name,
+        ("compute", "{bad}", "{ws}/data.csv", "--exclude", "y", "-o", "{ws}/out.npz", "-q"),
+        2,
+        message,
+        build,
+        bad_name,
+    )
+    for name, build, bad_name, message in BROKEN_MODEL_FILES
+]
+# the other commands that read a store or an edges file next to a model
+DATA_CASES += [
+    Case(
+        f"store-{name}-interact",
+        (
+            "interact",
+            "{model}",
+            "{ws}/data.csv",
+            "--exclude",
+            "y",
+            "--pair",
+            "x1,x2",
+            "--store",
+            "{bad}",
+            "-o",
+            "{ws}/out.json",
+            "-q",
+        ),
+        2,
+        message,
+        build,
+        "bad.npz",
+    )
+    for name, build, message in BROKEN_STORES[:12] + BROKEN_STORES[-6:]
+]
+DATA_CASES += [
+    Case(
+        f"edges-{name}-classic",
+        (
+            "classic",
+            "{model}",
+            "{ws}/data.csv",
+            "--exclude",
+            "y",
+            "--edges",
+            "{bad}",
+            "-o",
+            "{ws}/out.json",
+            "-q",
+        ),
+        2,
+        message,
+        text(content),
+        "bad.json",
+    )
+    for name, content, message in BROKEN_EDGES
+]
 DATA_CASES += [
     Case(
         "compute-over-notes",
@@ -935,6 +1003,17 @@ def test_unexpected_exception_is_one_line_with_a_traceback_file(cli, ws: Path, m
     finally:
         trace.unlink()
     assert snapshot(ws) == before
+
+
+def test_os_error_from_the_machine_is_one_line_not_a_bug(cli, ws: Path, monkeypatch):
+    import ale_cli.estimate as estimate
+
+    def denied(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied", str(ws / "good.npz"))
+
+    monkeypatch.setattr(estimate, "rebin", denied)
+    result = cli("rebin", ws / "good.npz", "-o", ws / "out.json")
+    assert (result.exit_code, result.stderr) == (1, f"error: Permission denied '{ws}/good.npz'\n")
 
 
 @pytest.mark.parametrize(

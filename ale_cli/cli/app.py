@@ -6,9 +6,10 @@ Whatever goes wrong, ``ale`` prints exactly one line on stderr, starting with
 - 2 for bad input or options (an :class:`~ale_cli.errors.InputError`, an
   option-parsing error: unknown option, missing argument, a value of the wrong
   type, NaN or infinity where a finite number is expected);
-- 1 for a failure while running (a :class:`~ale_cli.errors.RunError`) and for
-  an unexpected exception, which is a bug in ``ale``: its traceback is written
-  to a file under the temporary directory and the line says where;
+- 1 for a failure while running (a :class:`~ale_cli.errors.RunError`, an
+  ``OSError`` from the machine: a disk error, a permission) and for an
+  unexpected exception, which is a bug in ``ale``: its traceback is written to
+  a file under the temporary directory and the line says where;
 - 130 for Ctrl-C and 143 for SIGTERM (temporary files are removed first).
 """
 
@@ -109,6 +110,12 @@ class _AleGroup(TyperGroup):
             raise typer.Exit(130) from None
         except (click_errors.ClickException, typer.Exit, typer.Abort):
             raise
+        except BrokenPipeError:
+            raise  # stdout closed (``ale info s.npz | head -1``): click exits quietly
+        except OSError as exc:  # the machine, not ale: a disk error, a permission
+            where = f" '{exc.filename}'" if exc.filename else ""
+            typer.echo(f"error: {exc.strerror or type(exc).__name__}{where}", err=True)
+            raise typer.Exit(1) from None
         except Exception as exc:
             typer.echo(f"error: {_internal_error(exc)}", err=True)
             raise typer.Exit(1) from None
