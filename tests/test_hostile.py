@@ -190,6 +190,18 @@ def damaged_member(member: str) -> Builder:
     return build
 
 
+def short_member(path: Path) -> None:
+    """A store whose local_effects member is shorter than its header says (CRC consistent)."""
+    import io
+
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, value in good_arrays().items():
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, value)
+            data = buf.getvalue()
+            zf.writestr(f"{name}.npy", data[:-80] if name == "local_effects" else data)
+
+
 def truncated(path: Path) -> None:
     npz()(path)
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
@@ -265,6 +277,7 @@ BROKEN_STORES: list[tuple[str, Builder, str]] = [
     ("crc-local-effects", damaged_member("local_effects"), "array 'local_effects' is damaged"),
     ("crc-prediction", damaged_member("prediction"), "array 'prediction' is damaged"),
     ("crc-X", damaged_member("X"), "array 'X' is damaged"),
+    ("short-member", short_member, "array 'local_effects' is"),
     ("text-member", zip_with_text_member, "member 'readme.txt' is not a .npy array"),
     ("no-X", npz(X=None), "lacks the array(s) X"),
     ("no-local-effects", npz(local_effects=None), "lacks the array(s) local_effects"),

@@ -21,7 +21,7 @@ about one read of the file (see :func:`validate_npz`).
 
 Summaries: the shipped JSON Schema (``ale_cli/schema/summary.schema.json``,
 interpreted by :func:`schema_errors`, a small validator for the keywords that
-schema uses; importing ``jsonschema`` alone costs ~60 ms per command) plus what
+schema uses; importing ``jsonschema`` alone costs 60-80 ms per command) plus what
 a schema cannot say: edges strictly increasing with a finite span, array
 lengths (K counts, K+1 edges, ...), ``n_bins`` equal to K, distinct names.
 """
@@ -54,12 +54,21 @@ def _member(name: str) -> str:
 
 
 def _header(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from a member's ``.npy`` header; ValueError if its size disagrees."""
     with zf.open(info) as fh:
         version = np.lib.format.read_magic(fh)
         if version == (1, 0):
             shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
         else:
             shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+        header_bytes = fh.tell()
+    if not dtype.hasobject:
+        expected = header_bytes + math.prod(shape) * dtype.itemsize
+        if info.file_size != expected:
+            raise ValueError(
+                f"its header promises {expected - header_bytes} bytes of data, "
+                f"it holds {info.file_size - header_bytes}"
+            )
     return tuple(shape), dtype
 
 
@@ -185,11 +194,12 @@ def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any]) -> None:
         except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
             raise InputError(f"store '{path}': array '{name}' is damaged ({exc})") from None
     _layout(path, specs, meta)
-    _names(path, _load(path, npz, "feature_names"))
+    names = _load(path, npz, "feature_names")
+    _names(path, names)
     for info in zf.infolist():
         name = _member(info.filename)
         if name == "X":
-            _finite_x(path, _load(path, npz, "X"), _load(path, npz, "feature_names"))
+            _finite_x(path, _load(path, npz, "X"), names)
             continue
         try:
             _crc_ok(zf, info)
