@@ -280,9 +280,11 @@ def schema_errors(
     validator does not know is a ``ValueError``: the schema and the validator
     must change together.
     """
-    unknown = set(schema) - KNOWN_KEYWORDS
-    if unknown:
-        raise ValueError(f"schema keyword(s) {', '.join(sorted(unknown))} not supported")
+    if id(schema) not in _KNOWN:
+        unknown = set(schema) - KNOWN_KEYWORDS
+        if unknown:
+            raise ValueError(f"schema keyword(s) {', '.join(sorted(unknown))} not supported")
+        _KNOWN[id(schema)] = schema
     if "$ref" in schema:
         yield from schema_errors(value, _resolve(schema["$ref"], root), root)
     if "type" in schema:
@@ -319,13 +321,53 @@ def schema_errors(
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             yield (), f"expected at most {schema['maxItems']} items, got {len(value)}"
         if "items" in schema:
+            quick = _quick_check(schema["items"], root)
             for i, item in enumerate(value):
+                if quick is not None and quick(item):
+                    continue  # the common case, a valid number, without a generator
                 for loc, msg in schema_errors(item, schema["items"], root):
                     yield (i, *loc), msg
     for sub in schema.get("allOf", ()):
         yield from schema_errors(value, sub, root)
     if "if" in schema and not any(True for _ in schema_errors(value, schema["if"], root)):
         yield from schema_errors(value, schema.get("then", {}), root)
+
+
+# caches by id of a schema object, holding the object so that its id is never reused
+_QUICK: dict[int, tuple[Mapping[str, Any], Any]] = {}
+_KNOWN: dict[int, Mapping[str, Any]] = {}
+
+
+def _quick_check(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Any:
+    """A plain predicate for a schema made only of ``type`` and ``minimum`` (after ``$ref``),
+    or None; ``schema_errors`` then runs only for the items it rejects, to say why."""
+    key, given = id(schema), schema
+    if key not in _QUICK:
+        while set(schema) == {"$ref"}:
+            schema = _resolve(schema["$ref"], root)
+        check = None
+        if "type" in schema and set(schema) <= {"type", "minimum", "description"}:
+            kinds = set(schema["type"] if isinstance(schema["type"], list) else [schema["type"]])
+            ints = bool(kinds & {"number", "integer"})
+            floats, integral = "number" in kinds, "integer" in kinds
+            low = schema.get("minimum")
+
+            def check(v: Any) -> bool:
+                t = type(v)
+                if t is int:
+                    return ints and (low is None or v >= low)
+                if t is float:
+                    if not (floats or integral and v.is_integer()) or not math.isfinite(v):
+                        return False
+                    return low is None or v >= low
+                if v is None:
+                    return "null" in kinds
+                if t is bool:
+                    return "boolean" in kinds
+                return t is str and "string" in kinds
+
+        _QUICK[key] = (given, check)
+    return _QUICK[key][1]
 
 
 def _same(a: Any, b: Any) -> bool:
