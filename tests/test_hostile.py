@@ -332,6 +332,11 @@ BROKEN_STORES: list[tuple[str, Builder, str]] = [
         "array 'X' has 60 NaN or infinite values (first: row 0, feature 'c')",
     ),
     (
+        "X-huge-span",
+        npz(X=np.where(np.arange(N_ROWS)[:, None] % 2 == 0, 1e308, -1e308) * np.ones((1, 3))),
+        "feature 'a' spans [-1e+308, 1e+308], too wide to compute with",
+    ),
+    (
         "pairs-alone",
         npz(pairs=np.array([["a", "b"]])),
         "arrays 'pairs' and 'mixed_derivatives' come together",

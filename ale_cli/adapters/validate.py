@@ -13,7 +13,7 @@ Stores (``.npz``):
 - shapes agree: ``X`` and ``local_effects`` (N, D), ``prediction`` (N,),
   ``feature_names`` (D,), distinct and non-empty; the optional ``pairs``
   (P, 2) and ``mixed_derivatives`` (P, N) likewise;
-- ``X`` is finite and the meta's ``n_rows`` is N.
+- ``X`` is finite, so is each column's range, and the meta's ``n_rows`` is N.
 
 :func:`validate_npz` does all of that without keeping the big arrays (it reads
 them once, in the CRC check): it is what makes a cache hit sound, and costs
@@ -141,6 +141,7 @@ def _names(path: Path, names: np.ndarray) -> None:
 
 
 def _finite_x(path: Path, X: np.ndarray, names: np.ndarray) -> None:
+    """X finite, and every column's range too (max - min must not overflow to inf)."""
     bad = ~np.isfinite(X)
     if bad.any():
         rows, cols = np.nonzero(bad)
@@ -148,6 +149,17 @@ def _finite_x(path: Path, X: np.ndarray, names: np.ndarray) -> None:
         raise InputError(
             f"store '{path}': array 'X' has {len(rows)} NaN or infinite value"
             f"{'s' if len(rows) != 1 else ''} (first: row {int(rows[0])}, feature '{feature}')"
+        )
+    if X.size == 0:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = X.max(axis=0) - X.min(axis=0)
+    wide = np.nonzero(~np.isfinite(span))[0]
+    if len(wide):
+        j = int(wide[0])
+        raise InputError(
+            f"store '{path}': feature '{names[j]}' spans [{X[:, j].min():.6g}, "
+            f"{X[:, j].max():.6g}], too wide to compute with (its range overflows)"
         )
 
 
