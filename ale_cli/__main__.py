@@ -1,3 +1,3 @@
-from ale_cli.cli import main
+from ale_cli.entry import main
 
 main()

@@ -470,7 +470,7 @@ def test_exit_codes_through_the_cli(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
     code, _, err = run(path, "--rules", ok, "--junit", blocker / "j.xml")  # parent is a file
-    assert code == 1 and err.startswith("error: cannot write")
+    assert code == 2 and err.startswith("error: cannot write")  # a bad output path
 
 
 @pytest.mark.parametrize(

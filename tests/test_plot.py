@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from ale_cli.adapters.store import Store, write_store
 from ale_cli.adapters.summary import FeatureSummary, Summary, write_summary
 from ale_cli.cli import app
-from ale_cli.errors import InputError
+from ale_cli.errors import InputError, RunError
 
 LONG = "mean_arterial_pressure_at_admission_mmHg"  # 40 characters
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -150,7 +150,7 @@ def make_store(names: tuple[str, ...] = ("lin", "gap", "const", LONG, "many")) -
         local_effects=LE,
         prediction=np.linspace(90.0, 110.0, n),  # mean 100
         feature_names=names,
-        meta={"schema_version": 1, "output": {"selector": None, "shape": [n]}},
+        meta={"schema_version": 1, "n_rows": n, "output": {"selector": None, "shape": [n]}},
     )
 
 
@@ -812,7 +812,7 @@ def test_error_store_with_other_rows(tmp_path, files):
             local_effects=store.local_effects[:10],
             prediction=store.prediction[:10],
             feature_names=store.feature_names,
-            meta=store.meta,
+            meta={**store.meta, "n_rows": 10},
         ),
     )
     code, err = _invoke_error(
@@ -937,7 +937,7 @@ def test_a_failed_save_leaves_no_partial_file(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(Figure, "savefig", broken)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(RunError, match="disk full"):
         render_summary(make_summary((linear_feature(),)), out)
     assert sorted(p.name for p in out.iterdir()) == ["lin.png"]
     assert (out / "lin.png").read_bytes() == b"old"

@@ -95,6 +95,7 @@ def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, 
     if path.is_dir():
         raise InputError(f"data file '{path}' is a directory, expected a CSV or Parquet file")
     fmt = detect_format(path, fmt)
+    _refuse_duplicate_headers(path, fmt)
     try:
         if fmt == "csv":
             frame = pd.read_csv(path)
@@ -106,6 +107,34 @@ def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, 
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}") from None
     return frame, fmt
+
+
+def _refuse_duplicate_headers(path: Path, fmt: str) -> None:
+    """A column name given twice is an error (pandas would rename the CSV's second ``bmi``
+    to ``bmi.1``, and a model would get a column under a name that is not in the file).
+
+    Only the header is read; a file whose header cannot be read is left to the full read,
+    which says why.
+    """
+    try:
+        if fmt == "csv":  # the header row as data: the names as written, before renaming
+            import pandas as pd
+
+            row = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+            names = [v for v in row.iloc[0] if v != ""]  # pandas names empty ones itself
+        else:
+            import pyarrow.parquet as pq
+
+            names = list(pq.read_schema(path).names)
+    except Exception:  # pandas/pyarrow raise many types for unreadable files
+        return
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(
+                f"data file '{path}' has two columns named '{name}'; rename one of them"
+            )
+        seen.add(name)
 
 
 def select_columns(

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.adapters.jsonio import parse_json, read_bytes
+from ale_cli.adapters.validate import edges_problem, validate_summary
 from ale_cli.core.binning import check_edges
 from ale_cli.errors import InputError
 
@@ -58,11 +59,26 @@ def _check(path: Path, name: str, values: Any) -> np.ndarray:
         raise InputError(f"{where}: expected a list of at least 2 numbers")
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            raise InputError(f"{where}: expected finite numbers, got {v!r}")
+            raise InputError(f"{where}: expected finite numbers, got {_shown(v)}")
+    problem = edges_problem(values)
+    if problem is not None:
+        raise InputError(f"{where}: {problem}")
     try:
         return check_edges(np.asarray(values, dtype=np.float64))
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         raise InputError(f"{where}: {exc}") from None
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, float) and math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, str):
+        return f"'{value[:40]}'"
+    if isinstance(value, int | float | None):
+        return str(value)[:40]
+    return f"a {type(value).__name__}"
 
 
 def read_edges(path: str | Path) -> EdgesFile:
@@ -76,9 +92,8 @@ def read_edges(path: str | Path) -> EdgesFile:
         )
     if _is_summary(data):
         kind = "summary"
+        validate_summary(path, data)
         features = data["features"]
-        if not isinstance(features, list):
-            raise InputError(f"edges file '{path}': 'features' must be a list")
         raw: dict[str, Any] = {}
         for item in features:
             if not isinstance(item, dict) or "name" not in item:

@@ -62,10 +62,12 @@ def read_bytes(path: str | Path, what: str) -> bytes:
     if str(path) == STDIN:
         return sys.stdin.buffer.read()
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{what} '{path}' is a directory, expected a JSON file")
     if not path.exists():
         raise InputError(f"{what} '{path}' does not exist")
     if not path.is_file():
-        raise InputError(f"{what} '{path}' is not a regular file")
+        raise InputError(f"{what} '{path}' is not a regular file, expected a JSON file")
     try:
         return path.read_bytes()
     except OSError as exc:
@@ -80,6 +82,8 @@ def parse_json(raw: bytes, path: str | Path, what: str) -> Any:
     except (ValueError, UnicodeDecodeError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError(f"{what} {where} is not valid JSON: {reason}") from None
+    except RecursionError:
+        raise InputError(f"{what} {where} is nested too deeply to be an ale file") from None
 
 
 def read_json_file(path: str | Path, what: str) -> Any:

@@ -42,6 +42,7 @@ import numpy as np
 
 from ale_cli.adapters.files import atomic_write
 from ale_cli.adapters.jsonio import to_jsonable
+from ale_cli.adapters.validate import load_npz, validate_npz
 from ale_cli.errors import InputError
 
 SCHEMA_VERSION = 2
@@ -156,7 +157,9 @@ def write_store(path: str | Path, store: Store) -> None:
         raise ValueError("store arrays have inconsistent shapes")
     if len(store.input_names) != d or not set(store.feature_names) <= set(store.input_names):
         raise ValueError("store feature names are not among its input names")
-    meta = json.dumps(to_jsonable(store.meta), allow_nan=False)
+    # the keys every reader checks, filled in for stores built by hand (tests, the API)
+    defaults = {"schema_version": SCHEMA_VERSION, "n_rows": n}
+    meta = json.dumps(to_jsonable(defaults | store.meta), allow_nan=False)
     arrays = {
         "X": np.ascontiguousarray(store.X, dtype=np.float64),
         "local_effects": np.ascontiguousarray(store.local_effects, dtype=np.float64),
@@ -173,6 +176,8 @@ def write_store(path: str | Path, store: Store) -> None:
 def _open(path: Path) -> Any:
     if not path.exists():
         raise InputError(f"store '{path}' does not exist; create it with 'ale compute'")
+    if path.is_dir():
+        raise InputError(f"store '{path}' is a directory, expected an .npz file")
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError):
@@ -191,18 +196,22 @@ def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise InputError(f"store '{path}' has an unreadable 'meta' array")
     version = meta.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
         raise InputError(
-            f"store '{path}' has schema_version {version!r}; this ale reads up to {SCHEMA_VERSION}"
+            f"store '{path}' has schema_version {str(version)[:40]}; "
+            f"this ale reads up to {SCHEMA_VERSION}"
         )
     return meta
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:
-    """Only the meta of a store (cheap: the big arrays are not read)."""
+    """The meta of a store, after checking the whole file (:func:`validate_npz`: one read
+    of the file, the big arrays are not kept); a damaged store is an InputError."""
     path = Path(path)
     with _open(path) as npz:
-        return _parse_meta(path, npz)
+        meta = _parse_meta(path, npz)
+        validate_npz(path, npz, meta)
+        return meta
 
 
 def read_store(path: str | Path) -> Store:
@@ -213,7 +222,7 @@ def read_store(path: str | Path) -> Store:
         missing = [name for name in REQUIRED_ARRAYS if name not in npz.files]
         if missing:
             raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing)}")
-        arrays = {name: npz[name] for name in npz.files}
+        arrays = load_npz(path, npz, meta)
     X = arrays.pop("X")
     effects = arrays.pop("local_effects")
     prediction = arrays.pop("prediction")

@@ -60,6 +60,7 @@ import numpy as np
 from ale_cli import __version__
 from ale_cli.adapters.files import atomic_write
 from ale_cli.adapters.jsonio import dumps, float_array, read_json_file
+from ale_cli.adapters.validate import validate_summary
 from ale_cli.errors import InputError
 
 if TYPE_CHECKING:
@@ -419,6 +420,11 @@ def write_summary(path: str | Path, summary: Summary, *, timestamp: bool = True)
         fh.write(text.encode("utf-8"))
 
 
+def _shown(value: Any) -> str:
+    text = str(value) if isinstance(value, int | float | None) else type(value).__name__
+    return text[:40]
+
+
 def read_summary(path: str | Path) -> Summary:
     """Read a summary written by :func:`write_summary`; one-line errors for bad files."""
     path = Path(path)
@@ -426,11 +432,12 @@ def read_summary(path: str | Path) -> Summary:
     if not isinstance(data, dict) or "features" not in data or "estimator" not in data:
         raise InputError(f"'{path}' is not an ale summary (no 'estimator'/'features')")
     version = data.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
         raise InputError(
-            f"summary '{path}' has schema_version {version!r}; "
+            f"summary '{path}' has schema_version {_shown(version)}; "
             f"this ale reads up to {SCHEMA_VERSION}"
         )
+    validate_summary(path, data)
     try:
         return Summary.from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:

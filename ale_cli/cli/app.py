@@ -1,31 +1,129 @@
-"""The typer application and the one place where errors become exit codes."""
+"""The typer application and the one place where errors become exit codes.
+
+Whatever goes wrong, ``ale`` prints exactly one line on stderr, starting with
+``error:``, and exits with
+
+- 2 for bad input or options (an :class:`~ale_cli.errors.InputError`, an
+  option-parsing error: unknown option, missing argument, a value of the wrong
+  type, NaN or infinity where a finite number is expected);
+- 1 for a failure while running (a :class:`~ale_cli.errors.RunError`, an
+  ``OSError`` from the machine: a disk error, a permission) and for an
+  unexpected exception, which is a bug in ``ale``: its traceback is written to
+  a file under the temporary directory and the line says where;
+- 130 for Ctrl-C and 143 for SIGTERM (temporary files are removed first).
+"""
 
 from __future__ import annotations
 
+import math
+import sys
+import tempfile
+import traceback
 from typing import Any
 
 import typer
+from typer._click import exceptions as click_errors
 from typer.core import TyperGroup
 
 from ale_cli.errors import AleError
+from ale_cli.signals import Terminated, sigterm_raises
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _internal_error(exc: BaseException) -> str:
+    """Write the traceback to a file under the temp directory; the line that says so."""
+    what = f"{type(exc).__name__}: {_one_line(str(exc), 200)}".rstrip(": ")
+    try:
+        fd, name = tempfile.mkstemp(prefix="ale-internal-error-", suffix=".txt")
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(f"ale {' '.join(sys.argv[1:])}\n\n")
+            fh.write("".join(traceback.format_exception(exc)))
+        where = f"the traceback is in {name}"
+    except OSError as err:
+        where = f"the traceback could not be written ({err.strerror or err})"
+    return f"internal error (a bug in ale): {what}; {where}"
+
+
+class _FiniteRuntime:
+    """The runtime coercion of a float parameter, refusing NaN and infinities first.
+
+    typer coerces every value (command line, config file, default) through
+    ``param.get_runtime_param().coerce``; this wraps that object, so ``--alpha nan``
+    is "expected a finite number" rather than a range check that NaN slips past.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is not None and not isinstance(value, bool):
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                number = 0.0  # not a number at all: the inner coercion says so
+            if not math.isfinite(number):
+                raise click_errors.BadParameter(
+                    f"expected a finite number, got '{value}'", ctx=ctx, param=param
+                )
+        return self.inner.coerce(value, param=param, ctx=ctx)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _guard_floats(command: Any) -> None:
+    """Make every float parameter of ``command`` refuse NaN and infinities (idempotent)."""
+    for param in getattr(command, "params", ()):
+        descriptor = getattr(param, "type_descriptor", None)
+        if descriptor is None or descriptor.annotation is not float:
+            continue
+        runtime = param.get_runtime_param()
+        if not isinstance(runtime, _FiniteRuntime):
+            param._runtime_param = _FiniteRuntime(runtime)
 
 
 class _AleGroup(TyperGroup):
-    """Runs a sub-command; an AleError becomes one line on stderr and its exit code.
+    """Runs a sub-command; every error becomes one line on stderr and an exit code.
 
     The library names parameters (``max_bins``); the line names the running
     command's flag for it (``--max-bins``), looked up among its options.
     """
 
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _guard_floats(command)
+        return command
+
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            with sigterm_raises():
+                return super().invoke(ctx)
         except AleError as exc:
-            typer.echo(f"error: {exc.render(self._flag_namer(ctx))}", err=True)
+            message = exc.render(self._flag_namer(ctx))
+            typer.echo(f"error: {_one_line(message, 2000)}", err=True)
             raise typer.Exit(exc.exit_code) from None
+        except Terminated:
+            typer.echo("error: terminated", err=True)
+            raise typer.Exit(Terminated.exit_code) from None
         except KeyboardInterrupt:
             typer.echo("error: interrupted", err=True)
             raise typer.Exit(130) from None
+        except (click_errors.ClickException, typer.Exit, typer.Abort):
+            raise
+        except BrokenPipeError:
+            raise  # stdout closed (``ale info s.npz | head -1``): click exits quietly
+        except OSError as exc:  # the machine, not ale: a disk error, a permission
+            where = f" '{exc.filename}'" if exc.filename else ""
+            typer.echo(f"error: {exc.strerror or type(exc).__name__}{where}", err=True)
+            raise typer.Exit(1) from None
+        except Exception as exc:
+            typer.echo(f"error: {_internal_error(exc)}", err=True)
+            raise typer.Exit(1) from None
 
     def _flag_namer(self, ctx: Any) -> Any:
         from ale_cli.cli.command import flag_of
@@ -34,6 +132,46 @@ class _AleGroup(TyperGroup):
         sub = self.get_command(ctx, name) if name else None
         params = list(getattr(sub, "params", ()) or ())
         return lambda param: flag_of(params, param)
+
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Option-parsing errors as one line (``error: ...``, exit 2), not Usage/Try/Error."""
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_errors.NoArgsIsHelpError as exc:  # ``ale`` alone: the help
+            if not standalone_mode:
+                raise
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click_errors.ClickException as exc:
+            if not standalone_mode:
+                raise
+            typer.echo(f"error: {_usage_line(exc)}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            typer.echo("error: aborted", err=True)
+            sys.exit(1)
+        if not standalone_mode:
+            return rv
+        # without standalone mode click returns an Exit's code, else the command's value
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _usage_line(exc: Any) -> str:
+    """A click error as one line, with where to find the command's help."""
+    line = _one_line(exc.format_message(), 2000).rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and ctx.command_path:
+        line += f" (see '{ctx.command_path} --help')"
+    return line
 
 
 app = typer.Typer(

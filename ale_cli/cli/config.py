@@ -6,11 +6,19 @@ single file can drive a whole pipeline. Values from the file become the
 option defaults, so flags given on the command line win. A repeatable option
 (``--pair``) takes one value or a list of them. An unknown key or a
 value of the wrong type is an error that names the key.
+
+The file is read with :func:`ale_cli.adapters.yamlsafe.load_yaml` (size cap,
+alias limit, duplicate keys refused). A boolean where a number is expected
+(``bins: true``) and NaN or infinity where a finite number is expected are
+refused. A relative path in the file (any option whose type is a path) is
+relative to the config file's directory, not to the current directory, so a
+config works from wherever it is run.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
+from pathlib import Path, PurePath
 from typing import Any
 
 from ale_cli.errors import InputError
@@ -18,15 +26,9 @@ from ale_cli.errors import InputError
 
 def load_config(path: Path, command: str, known_commands: set[str]) -> dict[str, Any]:
     """The mapping of option values for ``command`` found in ``path``."""
-    import yaml
+    from ale_cli.adapters.yamlsafe import load_yaml
 
-    if not path.is_file():
-        raise InputError(f"config file '{path}' does not exist")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        reason = str(exc).splitlines()[0]
-        raise InputError(f"config file '{path}' is not valid YAML: {reason}") from None
+    data = load_yaml(path, "config file")
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -77,6 +79,7 @@ def config_callback(ctx: Any, param: Any, value: Path | None) -> Path | None:
             item = [",".join(map(str, v)) if isinstance(v, list) else v for v in values]
         elif isinstance(item, list):
             item = ",".join(str(v) for v in item)
+        _check_number(value, key, item, target)
         try:
             # typer >= 0.29 converts values through the parameter's runtime type
             defaults[target.name] = target.get_runtime_param().coerce(item, param=target, ctx=ctx)
@@ -85,11 +88,42 @@ def config_callback(ctx: Any, param: Any, value: Path | None) -> Path | None:
             type_name = getattr(annotation, "__name__", str(annotation))
             why = str(getattr(exc, "message", "") or "").strip().splitlines()
             raise InputError(
-                f"config file '{value}': key '{key}' expects {type_name}, got {item!r}"
+                f"config file '{value}': key '{key}' expects {type_name}, got {_shown(item)}"
                 + (f" ({why[0].rstrip('.')})" if why else "")
             ) from None
+        if target.type_descriptor.is_path or isinstance(defaults[target.name], PurePath):
+            defaults[target.name] = _relative_to(Path(value).parent, defaults[target.name])
     ctx.default_map = {**(ctx.default_map or {}), **defaults}
     return Path(value)
+
+
+def _shown(item: Any) -> str:
+    """A config value in a message: its repr, cut short (never a whole alias bomb)."""
+    text = repr(item)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_number(path: Any, key: str, item: Any, target: Any) -> None:
+    """A boolean where a number is expected, or NaN/infinity: an error naming the key."""
+    annotation = target.type_descriptor.annotation
+    if annotation not in (int, float):
+        return
+    if isinstance(item, bool):
+        raise InputError(
+            f"config file '{path}': key '{key}' expects {annotation.__name__}, "
+            f"got a boolean ({str(item).lower()})"
+        )
+    if isinstance(item, float) and not math.isfinite(item):
+        raise InputError(f"config file '{path}': key '{key}' expects a finite number, got {item}")
+
+
+def _relative_to(base: Path, value: Any) -> Any:
+    """A relative path (or each of a list of them) joined to ``base``."""
+    if isinstance(value, list | tuple):
+        return type(value)(_relative_to(base, v) for v in value)
+    if isinstance(value, PurePath) and not value.is_absolute():
+        return base / value
+    return value
 
 
 def _display_name(param: Any) -> str:
