@@ -122,8 +122,8 @@ def test_output_that_is_not_a_store_is_not_overwritten(cli, rhale_inputs, tmp_pa
     result = cli("compute", model, data, "--exclude", "y", "-o", out)
     assert result.exit_code == 2
     assert result.stderr == (
-        f"error: output '{out}' exists and is not a local-effects store; remove it, "
-        "choose another output, or pass --force to overwrite it\n"
+        f"error: output '{out}' exists and is not an ale local-effects store (.npz with a "
+        "readable meta); remove it, choose another output, or pass --force to overwrite it\n"
     )
     assert out.read_text() == "my notes"
 

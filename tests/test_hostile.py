@@ -665,21 +665,18 @@ WRITE_CASES: list[Case] = [
         ("rebin", "{ws}/good.npz", "-o", "{ws}/good.npz"),
         2,
         "is the same file as the input",
-        xfail="the commands call check_output once the lead wires it",
     ),
     Case(
         "write-summary-over-notes",
         ("rebin", "{ws}/good.npz", "-o", "{ws}/notes.txt"),
         2,
         "exists and is not an ale summary",
-        xfail="the commands call check_output once the lead wires it",
     ),
     Case(
         "write-summary-over-edges-input",
         ("rebin", "{ws}/good.npz", "--edges", "{ws}/edges.json", "-o", "{ws}/edges.json"),
         2,
         "is the same file as the input",
-        xfail="the commands call check_output once the lead wires it",
     ),
 ]
 CASES.extend(WRITE_CASES)
@@ -895,13 +892,13 @@ DATA_CASES += [
         "compute-over-notes",
         ("compute", "{model}", "{ws}/data.csv", "--exclude", "y", "-o", "{ws}/notes.txt"),
         2,
-        "exists and is not a local-effects store",
+        "exists and is not an ale local-effects store",
     ),
     Case(
         "compute-output-dir",
         ("compute", "{model}", "{ws}/data.csv", "--exclude", "y", "-o", "{ws}/adir", "-q"),
         2,
-        "adir' exists and is not a local-effects store",
+        "adir': it is a directory, not a regular file",
     ),
     Case(
         "compute-force-output-dir",
@@ -921,7 +918,6 @@ DATA_CASES += [
         ("compute", "{model}", "{ws}/data.csv", "--exclude", "y", "-o", "{ws}/data.csv", "--force"),
         2,
         "is the same file as the input",
-        xfail="compute calls check_output once the lead wires it",
     ),
 ]
 
@@ -986,7 +982,7 @@ def test_damaged_store_is_not_a_cache_hit(cli, tmp_path: Path, rhale_model: Path
     damage(out)
     before = out.read_bytes()
     result = cli("compute", rhale_model, data, "--exclude", "y", "-o", out)
-    check_one_line(result, "is not a local-effects store", 2)
+    check_one_line(result, "is not an ale local-effects store", 2)
     assert "cache hit" not in result.stdout
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.npz"]

@@ -228,7 +228,17 @@ OUTPUT_KINDS: dict[str, tuple[str, Callable[[Path], bool]]] = {
     "png": ("PNG image", _is_png),
     "svg": ("SVG image", _is_svg),
     "html": ("HTML page", _is_html),
+    "parquet": ("Parquet file", lambda p: _starts_with(p, b"PAR1")),
+    "xml": ("XML file", lambda p: _starts_with(p, b"<?xml") or _starts_with(p, b"<")),
 }
+
+
+def _starts_with(path: Path, magic: bytes) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(magic)) == magic
+    except OSError:
+        return False
 
 
 def check_output(

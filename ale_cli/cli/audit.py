@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ale_cli.checks import check_choice, names_tuple
-from ale_cli.cli.command import Outcome, Run, command
+from ale_cli.cli.command import Outcome, Run, command, guard_output
 from ale_cli.cli.options import FeaturesOption
 from ale_cli.errors import InputError
 
@@ -90,6 +90,8 @@ def audit(
         raise InputError(
             "--json prints one JSON object on stdout; leave out {param}", param="output_format"
         )
+    for path, kind in ((report, "json"), (junit, "xml")):
+        guard_output(path, inputs=[*summaries, rules, baseline], kind=kind)
     result = audit_files(summaries, rules, baseline=baseline)
     from datetime import UTC, datetime
 

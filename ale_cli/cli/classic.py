@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command
+from ale_cli.cli.command import Outcome, Run, command, guard_output
 from ale_cli.cli.options import (
     BinsOption,
     CenterOption,
@@ -54,6 +54,7 @@ def classic(
     from ale_cli.classic import ClassicRequest
     from ale_cli.classic import classic as run_classic
 
+    guard_output(out, inputs=[inputs.model, inputs.data_label, edges], kind="summary")
     request = ClassicRequest(inputs=inputs, bins=bins, binning=binning, edges=edges, center=center)
     with run.progress("classic ALE") as progress:
         result = run_classic(request, progress=progress)

@@ -136,6 +136,24 @@ def refuse_stdio(path: Path | str | None, param: str, what: str) -> None:
         )
 
 
+def guard_output(
+    out: Path | str | None,
+    *,
+    inputs: Sequence[Path | str | None] = (),
+    kind: str,
+    force: bool = False,
+) -> None:
+    """Refuse, before any work, an output that would overwrite an input of the run, a
+    non-regular file, or an existing file that is not an ale output of ``kind``
+    (unless ``force``); ``-`` (standard output) and None are not files."""
+    if out is None or is_stdio(out):
+        return
+    from ale_cli.adapters.files import check_output
+
+    files = [p for p in inputs if p is not None and not is_stdio(p)]
+    check_output(out, inputs=files, kind=kind, force=force)
+
+
 def emit(outcome: Outcome, run: Run) -> None:
     """Print an outcome: one JSON object (``--json``) or the notes and the result line."""
     if run.json:

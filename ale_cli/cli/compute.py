@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, guard_output, refuse_stdio
 from ale_cli.cli.options import model_data_options
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ def compute(
     from ale_cli.pairs import parse_pairs
 
     refuse_stdio(out, "out", "a store")
+    guard_output(out, inputs=[inputs.model, inputs.data_label], kind="store", force=force)
     request = ComputeRequest(
         inputs=replace(inputs, method=method, step=step),
         out=out,

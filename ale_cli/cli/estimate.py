@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, guard_output, refuse_stdio
 from ale_cli.cli.options import (
     BinsOption,
     CenterOption,
@@ -47,6 +47,7 @@ def rebin(
     from ale_cli.estimate import rebin as run_rebin
 
     refuse_stdio(store, "store", "a store")
+    guard_output(out, inputs=[store, edges], kind="summary")
     request = RebinRequest(
         store=store, bins=bins, binning=binning, center=center, features=features, edges=edges
     )
@@ -90,6 +91,7 @@ def rhale(
     from ale_cli.estimate import rhale as run_rhale
 
     refuse_stdio(store, "store", "a store")
+    guard_output(out, inputs=[store], kind="summary")
     request = RhaleRequest(
         store=store,
         max_bins=max_bins,

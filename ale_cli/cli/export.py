@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command
+from ale_cli.cli.command import Outcome, Run, command, guard_output
 
 
 class TableFormat(StrEnum):
@@ -55,9 +55,12 @@ def export(
     no rows and are counted in the result line, which goes to stderr (stdout carries only
     the table).
     """
-    from ale_cli.export import export_summary
+    from ale_cli.export import export_summary, table_format
 
     run.claim_stdout(out, "out")
+    if out != "-":
+        kind = table_format(out, fmt.value if fmt is not None else None)
+        guard_output(out, inputs=[summary], kind="csv" if kind == "csv" else "parquet")
     result = export_summary(summary, out, fmt=fmt.value if fmt is not None else None)
     per = ", ".join(f"{name}={n}" for name, n in result.rows.items())
     line = f"export: {result.n_rows} rows" + (f" ({per})" if per else "")

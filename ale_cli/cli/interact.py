@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, guard_output, refuse_stdio
 from ale_cli.cli.options import EdgesOption, OutOption, TimestampOption, model_data_options
 from ale_cli.cli.outcomes import summary_outcome
 
@@ -80,6 +80,7 @@ def interact(
     from ale_cli.interact import interact as run_interact
 
     refuse_stdio(store, "store", "a store")
+    guard_output(out, inputs=[inputs.model, inputs.data_label, store, edges], kind="summary")
     request = InteractRequest(
         inputs=inputs,
         pairs=tuple(pairs or ()),
