@@ -26,7 +26,7 @@ _API = (
 
 def __getattr__(name: str) -> Any:
     if name in _API:
-        from ale_cli import api
+        import importlib
 
-        return getattr(api, name)
+        return getattr(importlib.import_module("ale_cli.api"), name)
     raise AttributeError(f"module 'ale_cli' has no attribute {name!r}")
