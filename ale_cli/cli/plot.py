@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
-from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
@@ -112,17 +107,18 @@ def plot(
     refuse_stdio(out, "out", "a figure directory")
     refuse_stdio(store, "store", "a store")
     formats = ("png", "svg") if fmt is FigureFormat.both else (fmt.value,)
-    with _terminate_as_interrupt():
-        result = plot_files(
-            summary,
-            out,
-            store_path=store,
-            features=names_tuple(features, "features"),
-            formats=formats,
-            dpi=dpi,
-            jobs=jobs,
-            ylabel=ylabel,
-        )
+    # SIGTERM raises like Ctrl-C around every command (ale_cli.signals): the figure
+    # directory is then left as it was and the workers are stopped
+    result = plot_files(
+        summary,
+        out,
+        store_path=store,
+        features=names_tuple(features, "features"),
+        formats=formats,
+        dpi=dpi,
+        jobs=jobs,
+        ylabel=ylabel,
+    )
     note = f", {len(result.not_estimable)} not estimable" if result.not_estimable else ""
     if result.interactions:
         note += f" and {_count(len(result.interactions), 'interaction')}"
@@ -146,22 +142,3 @@ def plot(
 def _count(n: int, noun: str) -> str:
     """``_count(1, "file")`` -> "1 file"; ``_count(2, "file")`` -> "2 files"."""
     return f"{n} {noun}{'s' if n != 1 else ''}"
-
-
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    """Signal handler: raise KeyboardInterrupt where the main thread is."""
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt while the block runs (main thread only), so a
-    terminated run removes its temporary files like an interrupted one."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
