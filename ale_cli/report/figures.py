@@ -4,8 +4,9 @@
 settings as ``ale plot`` (:mod:`ale_cli.plot.style`: text stays ``<text>``,
 fixed ids, no date), then makes it fit inside an HTML page: the XML prolog,
 the DOCTYPE and the RDF metadata go, coordinates are written to 0.1 pt, and
-every ``id`` (and every reference to one) gets the figure's own prefix, since ids must be unique in one document
-and matplotlib gives the same ids (``effect``, ``bin_0``...) in every figure.
+every ``id`` (and every reference to one) gets the figure's own prefix, since
+ids must be unique in one document and matplotlib gives the same ids
+(``effect``, ``bin_0``...) in every figure.
 Matplotlib escapes the text it writes, so a feature name stays text.
 """
 
