@@ -217,27 +217,22 @@ def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta
 
 
 def _estimate(spec: JobSpec, name: str, store: Path, opts: dict[str, Any]) -> Any:
-    from dataclasses import replace
-
+    """Run estimator ``name`` on the store (options checked when the job was read)."""
     from ale_cli import estimate
-    from ale_cli.classic import ClassicRequest, classic
-    from ale_cli.interact import InteractRequest, interact
-    from ale_cli.pairs import parse_pairs
+    from ale_cli.classic import classic
+    from ale_cli.interact import interact
+    from ale_cli.job.spec import request_of
 
-    given = {k: v for k, v in opts.items() if k != "inputs" and v is not None}
+    given = {k: v for k, v in opts.items() if k != "inputs"}
+    request = request_of(name, given, inputs=spec.inputs, store=store)
+    run = {
+        "rhale": estimate.rhale,
+        "rebin": estimate.rebin,
+        "classic": classic,
+        "interact": interact,
+    }[name]
     try:
-        if name == "rhale":
-            return estimate.rhale(estimate.RhaleRequest(store=store, **given)).summary
-        if name == "rebin":
-            return estimate.rebin(estimate.RebinRequest(store=store, **given)).summary
-        if name == "classic":
-            return classic(ClassicRequest(inputs=spec.inputs, **given)).summary
-        given["pairs"] = parse_pairs(given.get("pairs") or ())
-        inputs = spec.inputs
-        if not given["pairs"] and inputs.features is None:
-            raise InputError("{param}: name the pairs to estimate", param="pairs")
-        request = InteractRequest(inputs=replace(inputs), store=store, **given)
-        return interact(request).summary
+        return run(request).summary
     except InputError as exc:
         raise InputError(f"job '{spec.path}': estimators.{name}: {exc}") from None
 

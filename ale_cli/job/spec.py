@@ -125,6 +125,25 @@ def _estimators(job: Path, base: Path, value: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
+def request_of(name: str, opts: dict[str, Any], *, inputs: ModelInputs, store: Path) -> Any:
+    """The request of estimator ``name`` (its constructor checks every option)."""
+    from dataclasses import replace
+
+    from ale_cli.classic import ClassicRequest
+    from ale_cli.estimate import RebinRequest, RhaleRequest
+    from ale_cli.interact import InteractRequest
+
+    given = {k: v for k, v in opts.items() if v is not None}
+    if name == "rhale":
+        return RhaleRequest(store=store, **given)
+    if name == "rebin":
+        return RebinRequest(store=store, **given)
+    if name == "classic":
+        return ClassicRequest(inputs=inputs, **given)
+    given["pairs"] = parse_pairs(given.get("pairs") or ())
+    return InteractRequest(inputs=replace(inputs), store=store, **given)
+
+
 def read_job(path: str | Path) -> JobSpec:
     """Parse and check a job file (JobError naming the file and the field)."""
     import yaml
@@ -171,10 +190,16 @@ def read_job(path: str | Path) -> JobSpec:
     keep = top.get("keep", DEFAULT_KEEP)
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
         raise _fail(job, "keep", f"expected a whole number of at least 1, got {keep!r}")
+    estimators = _estimators(job, base, top["estimators"])
+    for name, opts in estimators.items():
+        try:
+            request_of(name, opts, inputs=inputs, store=job)
+        except AleError as exc:
+            raise _fail(job, f"estimators.{name}", str(exc)) from None
     return JobSpec(
         path=job,
         inputs=inputs,
-        estimators=_estimators(job, base, top["estimators"]),
+        estimators=estimators,
         plots=plots,
         rules=_path(base, audit["rules"], job, "audit.rules") if audit.get("rules") else None,
         baseline=(
