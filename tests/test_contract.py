@@ -87,6 +87,13 @@ def test_every_command_prints_one_schema_valid_json_object(cli, linear, tmp_path
     rules = tmp_path / "rules.yaml"
     rules.write_text('rules:\n  - feature: "*"\n    max_aled: 100\n')
     results["audit"] = cli("audit", rhale, "--rules", rules, "--json")
+    results["report"] = cli("report", rhale, "--store", store, "-o", tmp_path / "r.html", "--json")
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        f"model: {model}\ndata: {data}\nexclude: [target]\nestimators: [rhale]\n"
+        f"audit: {{rules: {rules}}}\nplots: false\nreport: false\n"
+    )
+    results["run"] = cli("run", job, "-o", tmp_path / "run", "--json")
     values = {name: json_of(r) for name, r in results.items()}
     assert values["compute"]["cache_hit"] is False and values["compute"]["outputs"] == [str(store)]
     assert values["compute-again"]["cache_hit"] is True
@@ -94,6 +101,8 @@ def test_every_command_prints_one_schema_valid_json_object(cli, linear, tmp_path
     assert values["info"]["details"]["meta"]["inputs"] == ["a", "b", "c"]
     assert values["rhale"]["counts"]["features"] == 3
     assert values["plot"]["counts"]["features"] == 3
+    assert values["report"]["counts"]["features"] == 3 and values["report"]["outputs"]
+    assert values["run"]["details"]["manifest"]["audit"]["passed"] is True
     # every command names itself; the commands shown in the table are all here
     from typer.main import get_command
 

@@ -14,6 +14,8 @@ from ale_cli.cli import estimate as _estimate  # noqa: F401  (registers commands
 from ale_cli.cli import export as _export  # noqa: F401  (registers commands)
 from ale_cli.cli import interact as _interact  # noqa: F401  (registers commands)
 from ale_cli.cli import plot as _plot  # noqa: F401  (registers commands)
+from ale_cli.cli import report as _report  # noqa: F401  (registers commands)
+from ale_cli.cli import run as _run  # noqa: F401  (registers commands)
 from ale_cli.cli.app import app
 
 __all__ = ["app", "main"]

@@ -65,6 +65,8 @@ class Outcome:
         Standard output carries data (``-o -``): the message goes to stderr.
     exit_code : int
         Non-zero for a verdict that is not an error (``ale audit``: 3, a rule failed).
+    silent : bool
+        Print nothing in text mode (``ale run --quiet`` on success: cron mails any output).
     """
 
     command: str
@@ -79,6 +81,7 @@ class Outcome:
     lines: tuple[str, ...] = ()
     data_on_stdout: bool = False
     exit_code: int = 0
+    silent: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object."""
@@ -160,6 +163,8 @@ def emit(outcome: Outcome, run: Run) -> None:
         from ale_cli.adapters.jsonio import dumps
 
         typer.echo(dumps(outcome.to_dict()), nl=False)
+        return
+    if outcome.silent:
         return
     for note in outcome.notes:
         typer.echo(f"note: {note}", err=True)

@@ -1,0 +1,93 @@
+"""``ale report``: one self-contained HTML page of summaries, a store, an audit, a history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ale_cli.cli.command import Outcome, command, refuse_stdio
+from ale_cli.cli.options import TimestampOption
+
+
+@command(
+    epilog="Example: ale report out/diabetes-mlp-rhale.json out/diabetes-mlp-interact.json "
+    "--store out/diabetes-mlp.npz --audit out/audit.json -o out/report.html"
+)
+def report(
+    summaries: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Summary JSON files; the first first-order one ranks the features, "
+            "interact summaries add heat maps."
+        ),
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="The HTML file to write.", show_default=False)
+    ],
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            "--store",
+            help="The store the summaries were made from: rug, violins and data points.",
+            show_default=False,
+        ),
+    ] = None,
+    audit: Annotated[
+        Path | None,
+        typer.Option(
+            "--audit",
+            help="JSON report of 'ale audit --report': the verdict banner and its table.",
+            show_default=False,
+        ),
+    ] = None,
+    history: Annotated[
+        Path | None,
+        typer.Option(
+            "--history",
+            help="Directory of earlier runs (one subdirectory of summaries per run, names "
+            "in time order, as 'ale run' keeps them): drift per feature and the features "
+            "that moved most.",
+            show_default=False,
+        ),
+    ] = None,
+    timestamp: TimestampOption = True,
+) -> Outcome:
+    """One self-contained HTML page: header, audit verdict, features ranked by importance
+    (sortable), every feature's figure and notes, interaction heat maps, drift over runs.
+
+    Nothing on the page is fetched from elsewhere (inline SVG, CSS and script);
+    it opens offline and prints.
+    """
+    import time
+
+    from ale_cli.report import build_report, write_report
+
+    for path, param in ((out, "out"), (store, "store"), (audit, "audit")):
+        if path is not None:
+            refuse_stdio(path, param, "a file")
+    t0 = time.perf_counter()
+    result = build_report(summaries, store=store, audit=audit, history=history, timestamp=timestamp)
+    size = write_report(out, result.html)
+    seconds = time.perf_counter() - t0
+    verdict = ""
+    if result.audit_passed is not None:
+        verdict = f", audit {'passed' if result.audit_passed else 'failed'}"
+    runs = f", {result.history_runs} earlier runs" if history is not None else ""
+    return Outcome(
+        command="report",
+        message=f"report: {result.features} features, {result.figures} figures{verdict}{runs}, "
+        f"{size / 1024:.0f} KiB, {seconds:.2f} s -> '{out}'",
+        outputs=(str(out),),
+        counts={
+            "features": result.features,
+            "figures": result.figures,
+            "interactions": result.interactions,
+            "history_runs": result.history_runs,
+            "bytes": size,
+        },
+        timings=result.timings,
+        seconds=seconds,
+        details={"audit_passed": result.audit_passed},
+    )

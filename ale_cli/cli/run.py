@@ -1,0 +1,86 @@
+"""``ale run``: a whole job (compute, estimators, plots, audit, report) from one YAML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.errors import InputError
+
+
+@command(
+    epilog="Exit codes: 0 done (audit passed or no audit); 3 an error-severity audit rule "
+    "failed; 2 bad input (the job file, a path, an option); 1 a failure while running, or "
+    "another 'ale run' holds DIR (without --wait).\n\n"
+    "Crontab: 30 2 * * * cd /srv/models && ale run nightly.yaml --quiet\n\n"
+    "Example: ale run configs/demo-job.yaml -o out/demo-job",
+    name="run",
+)
+def run_command(
+    run: Run,
+    job: Annotated[Path, typer.Argument(help="The job file (YAML): model, data, estimators...")],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Directory of the run (default: 'out' in the job file). Holds the store, "
+            "summaries, plots, audit, report, history/ and the manifest run.json.",
+            show_default=False,
+        ),
+    ] = None,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="If another 'ale run' holds DIR, wait for it instead of failing at once.",
+        ),
+    ] = False,
+) -> Outcome:
+    """Run a job: compute the local effects (cached), the estimators, figures, the audit
+    and the report into DIR; every step whose inputs and options are unchanged is
+    skipped. Writes the manifest DIR/run.json; the exit code is the audit's.
+
+    With --quiet nothing is printed unless the run fails or the audit fails.
+    """
+    from ale_cli.job import read_job, run_job
+
+    refuse_stdio(job, "job", "a job file")
+    spec = read_job(job)
+    target = out if out is not None else spec.out
+    if target is None:
+        raise InputError("{param}: give the run's directory, or 'out' in the job file", param="out")
+    refuse_stdio(target, "out", "a run directory")
+    result = run_job(spec, target, wait=wait)
+    m = result.manifest
+    steps = m["steps"]
+    audit = m["audit"]
+    verdict = ""
+    if audit is not None:
+        verdict = f", audit {'passed' if audit['passed'] else 'failed'}"
+    report = next((s for s in steps if s["name"] == "report"), None)
+    where = f"; report '{target / 'report.html'}'" if report is not None else ""
+    message = (
+        f"run: {len(steps)} steps ({m['cache_hits']} cached, {m['steps_run']} run){verdict}, "
+        f"{m['seconds']:.2f} s -> '{target}'{where}"
+    )
+    notes = tuple(f"{s['name']}: {n}" for s in steps for n in s["notes"] if not s["cache_hit"])
+    return Outcome(
+        command="run",
+        message=message,
+        outputs=tuple(
+            str(target / o["path"]) for s in steps if not s["cache_hit"] for o in s["outputs"]
+        )
+        + (str(target / "run.json"),),
+        counts={"steps": len(steps), "cache_hits": m["cache_hits"], "steps_run": m["steps_run"]},
+        notes=() if run.quiet else notes,
+        timings={s["name"]: s["seconds"] for s in steps},
+        seconds=m["seconds"],
+        cache_hit=m["steps_run"] == 0,
+        details={"manifest": m},
+        exit_code=result.exit_code,
+        silent=run.quiet and result.exit_code == 0,
+    )

@@ -1,0 +1,410 @@
+"""``ale run``: compute -> estimators -> plots -> audit -> history -> report, each step cached.
+
+Every step has a key: the sha256 of its name, its options, the tool version
+and the sha256 of each of its inputs (model, data, store, summaries, rules,
+the earlier runs of the history). The manifest ``DIR/run.json`` records each
+step's key and the sha256 of each file it wrote. A step whose key equals the
+one recorded and whose outputs are still the recorded bytes is a cache hit
+and does not run; so a rerun with unchanged inputs runs nothing, and a step
+whose output was changed or removed by hand runs again. The compute step uses
+the store's own cache (:func:`ale_cli.compute.compute`).
+
+Outputs (in ``DIR``): ``store.npz``; ``<estimator>.json`` per estimator
+(summaries written without a timestamp, so equal inputs give equal bytes);
+``plots/<estimator>/``; ``audit.json``; ``report.html``; ``history/<UTC
+time>/`` (the summaries and audit report of each run whose summaries changed,
+the newest ``keep``); ``run.json`` (schema ``ale_cli/schema/run.schema.json``,
+written last). This module orchestrates the library's command modules (it is
+the one place that chains them) and runs them in this process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ale_cli import __version__
+from ale_cli.adapters.files import atomic_write, sha256_file
+from ale_cli.adapters.jsonio import dumps, read_json_file
+from ale_cli.errors import InputError
+from ale_cli.job.lock import run_lock
+from ale_cli.job.spec import JobSpec
+
+MANIFEST = "run.json"
+STORE = "store.npz"
+AUDIT = "audit.json"
+REPORT = "report.html"
+HISTORY = "history"
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "run.schema.json"
+
+
+@dataclass
+class Step:
+    """One step of the manifest (``outputs``: path relative to DIR -> sha256)."""
+
+    name: str
+    options: dict[str, Any]
+    inputs: dict[str, str]
+    key: str = ""
+    cache_hit: bool = False
+    seconds: float = 0.0
+    outputs: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "options": self.options,
+            "inputs": self.inputs,
+            "key": self.key,
+            "cache_hit": self.cache_hit,
+            "seconds": round(self.seconds, 4),
+            "outputs": [{"path": p, "sha256": h} for p, h in self.outputs.items()],
+            "notes": self.notes,
+        }
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """A finished run: its manifest (``run.json``) and exit code (the audit's: 0 or 3)."""
+
+    manifest: dict[str, Any]
+    exit_code: int
+    out: Path
+
+
+def _readable(paths: Sequence[Path]) -> None:
+    """Give files the mode the umask allows (atomic writes make them 0600 first): the
+    report of a nightly run is read by a web server, not only by its owner."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in paths:
+        os.chmod(path, 0o666 & ~mask)
+
+
+def _key(name: str, options: dict[str, Any], inputs: dict[str, str]) -> str:
+    text = dumps({"step": name, "version": __version__, "options": options, "inputs": inputs})
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    """Options as JSON values (paths as strings, tuples as lists)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+class _Runner:
+    """The state of one run: DIR, the previous manifest's steps, the steps so far."""
+
+    def __init__(self, spec: JobSpec, out: Path) -> None:
+        self.spec = spec
+        self.out = out
+        self.steps: list[Step] = []
+        self.previous = self._previous_steps()
+
+    def _previous_steps(self) -> dict[str, dict[str, Any]]:
+        path = self.out / MANIFEST
+        if not path.is_file():
+            return {}
+        try:
+            data = read_json_file(path, "run manifest")
+            return {s["name"]: s for s in data.get("steps", [])}
+        except (InputError, AttributeError, KeyError, TypeError):
+            return {}  # an unreadable manifest: every step runs
+
+    def _hit(self, step: Step) -> bool:
+        before = self.previous.get(step.name)
+        if before is None or before.get("key") != step.key:
+            return False
+        outputs = {o["path"]: o["sha256"] for o in before.get("outputs", [])}
+        if not outputs:
+            return False
+        for rel, digest in outputs.items():
+            path = self.out / rel
+            if not path.is_file() or sha256_file(path) != digest:
+                return False
+        step.outputs = outputs
+        step.notes = list(before.get("notes", []))
+        return True
+
+    def step(
+        self,
+        name: str,
+        options: dict[str, Any],
+        inputs: dict[str, str],
+        action: Callable[[Step], Sequence[Path]],
+    ) -> Step:
+        """Run ``action`` (returning the files it wrote) unless the step is a cache hit."""
+        t0 = time.perf_counter()
+        step = Step(name, _plain(options), inputs)
+        step.key = _key(name, step.options, inputs)
+        if self._hit(step):
+            step.cache_hit = True
+        else:
+            written = action(step)
+            _readable(written)
+            step.outputs = {
+                p.relative_to(self.out).as_posix(): sha256_file(p) for p in sorted(written)
+            }
+        step.seconds = time.perf_counter() - t0
+        self.steps.append(step)
+        return step
+
+    def digest(self, rel: str) -> str:
+        return sha256_file(self.out / rel)
+
+
+def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
+    from ale_cli.adapters.store import read_meta
+    from ale_cli.compute import ComputeRequest, compute
+    from ale_cli.pairs import parse_pairs
+
+    spec = r.spec
+    pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
+    request = ComputeRequest(inputs=spec.inputs, out=r.out / STORE, pairs=pairs)
+    t0 = time.perf_counter()
+    result = compute(request)
+    meta = read_meta(r.out / STORE)
+    if not result.cache_hit:
+        _readable([r.out / STORE])
+    step = Step(
+        "compute",
+        _plain(request.result_options()),
+        {"model": meta["model"]["sha256"], "data": meta["data"]["sha256"]},
+        key=str(meta["cache_key"]),
+        cache_hit=result.cache_hit,
+        seconds=time.perf_counter() - t0,
+        outputs={STORE: sha256_file(r.out / STORE)},
+        notes=list(result.notes) + ([f"recomputed: {result.reason}"] if result.reason else []),
+    )
+    r.steps.append(step)
+    return step, meta
+
+
+def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta: dict) -> Step:
+    from ale_cli.adapters.summary import write_summary
+    from ale_cli.results import run_notes
+
+    spec = r.spec
+    out = r.out / f"{name}.json"
+    inputs = {"store": store_sha}
+    if name in ("classic", "interact"):
+        inputs = {"model": meta["model"]["sha256"], "data": meta["data"]["sha256"]} | inputs
+        opts = {"inputs": spec.inputs.result_options()} | opts
+    if opts.get("edges"):
+        inputs["edges"] = sha256_file(opts["edges"])
+
+    def action(step: Step) -> list[Path]:
+        summary = _estimate(spec, name, r.out / STORE, opts)
+        write_summary(out, summary, timestamp=False)
+        step.notes = list(run_notes([*summary.features, *summary.interactions]))
+        return [out]
+
+    return r.step(name, opts, inputs, action)
+
+
+def _estimate(spec: JobSpec, name: str, store: Path, opts: dict[str, Any]) -> Any:
+    """Run estimator ``name`` on the store (options checked when the job was read)."""
+    from ale_cli import estimate
+    from ale_cli.classic import classic
+    from ale_cli.interact import interact
+    from ale_cli.job.spec import request_of
+
+    given = {k: v for k, v in opts.items() if k != "inputs"}
+    request = request_of(name, given, inputs=spec.inputs, store=store)
+    run = {
+        "rhale": estimate.rhale,
+        "rebin": estimate.rebin,
+        "classic": classic,
+        "interact": interact,
+    }[name]
+    try:
+        return run(request).summary
+    except InputError as exc:
+        raise InputError(f"job '{spec.path}': estimators.{name}: {exc}") from None
+
+
+def _plots(r: _Runner, names: list[str], store_sha: str) -> None:
+    spec = r.spec
+    if spec.plots is None:
+        return
+    from ale_cli.plot.render import plot_files
+
+    for name in names:
+        summary = f"{name}.json"
+        inputs = {"summary": r.digest(summary), "store": store_sha}
+
+        def action(step: Step, name: str = name) -> list[Path]:
+            result = plot_files(
+                r.out / f"{name}.json",
+                r.out / "plots" / name,
+                store_path=r.out / STORE,
+                formats=spec.plots["formats"],  # type: ignore[index]
+                dpi=int(spec.plots["dpi"]),  # type: ignore[index]
+                jobs=None,
+            )
+            return list(result.paths)
+
+        r.step(f"plot-{name}", dict(spec.plots), inputs, action)
+
+
+def _audit(r: _Runner, names: list[str]) -> tuple[Step | None, dict[str, Any] | None]:
+    spec = r.spec
+    if spec.rules is None:
+        return None, None
+    from ale_cli.audit import audit_files
+    from ale_cli.audit.report import report_dict
+
+    summaries = [f"{n}.json" for n in names]
+    inputs = {s: r.digest(s) for s in summaries} | {"rules": sha256_file(spec.rules)}
+    if spec.baseline is not None:
+        inputs["baseline"] = sha256_file(spec.baseline)
+    options = {"rules": str(spec.rules), "baseline": spec.baseline}
+
+    def action(step: Step) -> list[Path]:
+        result = audit_files([r.out / s for s in summaries], spec.rules, baseline=spec.baseline)
+        with atomic_write(r.out / AUDIT) as fh:
+            fh.write(dumps(report_dict(result)).encode("utf-8"))
+        return [r.out / AUDIT]
+
+    step = r.step("audit", options, inputs, action)
+    data = read_json_file(r.out / AUDIT, "audit report")
+    return step, data
+
+
+def _history_label() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+def _history(r: _Runner, files: list[str]) -> dict[str, Any]:
+    """Keep this run's files under history/<UTC time>/ unless the newest entry holds the
+    same bytes; prune to ``keep``. Returns the manifest's ``history`` part."""
+    root = r.out / HISTORY
+    root.mkdir(exist_ok=True)
+    entries = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    digests = {f: r.digest(f) for f in files}
+    newest = entries[-1] if entries else None
+    same = (
+        newest is not None
+        and all((newest / f).is_file() and sha256_file(newest / f) == d for f, d in digests.items())
+        and sorted(p.name for p in newest.iterdir()) == sorted(files)
+    )
+    if same and newest is not None:
+        label, added = newest.name, False
+    else:
+        label, added = _history_label(), True
+        tmp = root / f".{label}.tmp"
+        tmp.mkdir()
+        for f in files:
+            shutil.copy2(r.out / f, tmp / f)
+        (tmp).rename(root / label)
+        entries.append(root / label)
+    pruned = [p.name for p in entries[: max(0, len(entries) - r.spec.keep)]]
+    for name in pruned:
+        shutil.rmtree(root / name, ignore_errors=True)
+    kept = [p.name for p in entries if p.name not in pruned]
+    return {"entry": label, "added": added, "runs": kept, "pruned": pruned}
+
+
+def _report(r: _Runner, names: list[str], history: dict[str, Any], store_sha: str) -> None:
+    spec = r.spec
+    if spec.report is None:
+        return
+    from ale_cli.report import build_report, write_report
+
+    summaries = [f"{n}.json" for n in names]
+    inputs = {s: r.digest(s) for s in summaries} | {"store": store_sha}
+    if (r.out / AUDIT).is_file() and spec.rules is not None:
+        inputs[AUDIT] = r.digest(AUDIT)
+    earlier = [h for h in history["runs"] if h != history["entry"]]
+    for label in earlier:
+        for f in sorted((r.out / HISTORY / label).iterdir()):
+            inputs[f"{HISTORY}/{label}/{f.name}"] = sha256_file(f)
+
+    def action(step: Step) -> list[Path]:
+        result = build_report(
+            [r.out / s for s in summaries],
+            store=r.out / STORE,
+            audit=r.out / AUDIT if AUDIT in inputs else None,
+            history=r.out / HISTORY,
+            history_exclude=[history["entry"]],
+            timestamp=bool(spec.report["timestamp"]),  # type: ignore[index]
+        )
+        write_report(r.out / REPORT, result.html)
+        return [r.out / REPORT]
+
+    r.step("report", dict(spec.report), inputs, action)
+
+
+def run_job(spec: JobSpec, out: Path, *, wait: bool = False) -> JobResult:
+    """Run the job into ``out`` under its lock (see the module docstring)."""
+    t0 = time.perf_counter()
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    with run_lock(out, wait=wait):
+        r = _Runner(spec, out)
+        compute_step, meta = _compute(r)
+        names = list(spec.estimators)
+        for name in names:
+            _estimator(r, name, dict(spec.estimators[name]), compute_step.outputs[STORE], meta)
+        _plots(r, names, compute_step.outputs[STORE])
+        audit_step, audit = _audit(r, names)
+        files = [f"{n}.json" for n in names] + ([AUDIT] if audit_step is not None else [])
+        history = _history(r, files)
+        _report(r, names, history, compute_step.outputs[STORE])
+        exit_code = int(audit["exit_code"]) if audit is not None else 0
+        manifest = _manifest(r, meta, audit, history, exit_code, started, t0)
+        with atomic_write(out / MANIFEST) as fh:
+            fh.write(dumps(manifest).encode("utf-8"))
+        _readable([out / MANIFEST])
+    return JobResult(manifest=manifest, exit_code=exit_code, out=out)
+
+
+def _manifest(
+    r: _Runner,
+    meta: dict[str, Any],
+    audit: dict[str, Any] | None,
+    history: dict[str, Any],
+    exit_code: int,
+    started: str,
+    t0: float,
+) -> dict[str, Any]:
+    spec = r.spec
+    inputs: dict[str, Any] = {
+        "job": {"path": str(spec.path), "sha256": sha256_file(spec.path)},
+        "model": {"path": str(spec.inputs.model), "sha256": meta["model"]["sha256"]},
+        "data": {"path": str(spec.inputs.data), "sha256": meta["data"]["sha256"]},
+    }
+    for label, path in (("rules", spec.rules), ("baseline", spec.baseline)):
+        if path is not None:
+            inputs[label] = {"path": str(path), "sha256": sha256_file(path)}
+    hits = sum(s.cache_hit for s in r.steps)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "ale", "version": __version__},
+        "started": started,
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "seconds": round(time.perf_counter() - t0, 4),
+        "out": str(r.out),
+        "inputs": inputs,
+        "steps": [s.to_dict() for s in r.steps],
+        "cache_hits": hits,
+        "steps_run": len(r.steps) - hits,
+        "audit": None
+        if audit is None
+        else {k: audit[k] for k in ("passed", "exit_code", "counts")},
+        "history": history,
+        "exit_code": exit_code,
+    }

@@ -1,0 +1,355 @@
+"""Gather what the report shows from summaries, a store, an audit report and a history.
+
+:func:`build_report` returns the HTML text; :func:`write_report` writes it
+atomically. The page is rendered from ``templates/report.html.j2`` by Jinja2
+with autoescaping on: every string that comes from the data, the model or the
+summaries (feature names, paths, notes, audit text, run labels) is escaped,
+and only the SVG figures drawn here (matplotlib escapes the text it writes)
+are inserted as markup.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ale_cli import __version__
+from ale_cli.adapters.summary import FeatureSummary, Summary, read_summary
+from ale_cli.compare import summary_statistics
+from ale_cli.errors import InputError
+from ale_cli.report.history import FeatureDrift, HistoryRun, feature_drifts, read_history
+
+if TYPE_CHECKING:
+    from ale_cli.adapters.store import Store
+
+TEMPLATE = "report.html.j2"
+#: audit report keys the banner and the table need
+_AUDIT_KEYS = ("passed", "exit_code", "counts", "checks")
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What :func:`build_report` made: the page and what is in it."""
+
+    html: str
+    features: int
+    figures: int
+    interactions: int
+    history_runs: int
+    audit_passed: bool | None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _num(value: Any) -> str:
+    """A number for people: 4 significant digits; ``-`` for a missing one."""
+    if value is None:
+        return "-"
+    v = float(value)
+    if math.isnan(v):
+        return "-"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return f"{v:.4g}"
+
+
+def _sort_key(value: Any) -> str:
+    """The ``data-sort`` value of a table cell: the number in full, empty when missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return repr(float(value))
+
+
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent / "templates")),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["num"] = _num
+    env.filters["sortkey"] = _sort_key
+    env.filters["zip"] = lambda a, b: list(zip(a, b, strict=True))
+    return env
+
+
+def _markup(text: str) -> Any:
+    import markupsafe
+
+    return markupsafe.Markup(text)  # noqa: S704 (SVG drawn here; matplotlib escapes its text)
+
+
+def read_audit(path: str | Path) -> dict[str, Any]:
+    """The JSON report of ``ale audit --report`` (InputError naming the file if it is not)."""
+    from ale_cli.adapters.jsonio import read_json_file
+
+    data = read_json_file(path, "audit report")
+    if not isinstance(data, dict) or any(k not in data for k in _AUDIT_KEYS):
+        raise InputError(
+            f"'{path}' is not an ale audit report (written by 'ale audit --report'): "
+            f"it needs {', '.join(_AUDIT_KEYS)}"
+        )
+    return data
+
+
+def _params(params: dict[str, Any]) -> str:
+    parts = []
+    for key, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, list):
+            value = ",".join(
+                ",".join(map(str, v)) if isinstance(v, list) else str(v) for v in value
+            )
+        parts.append(f"{key}={value}")
+    return ", ".join(parts)
+
+
+def _notes(feat: FeatureSummary) -> list[str]:
+    notes = []
+    if feat.status != "ok":
+        notes.append(f"not estimable: {feat.reason}")
+    if feat.n_outside:
+        notes.append(f"{feat.n_outside} row(s) outside the edges left out")
+    if feat.note:
+        notes.append(feat.note)
+    return notes
+
+
+def _header(summaries: list[tuple[str, Summary]], store: Store | None) -> dict[str, Any]:
+    first = summaries[0][1]
+    source = first.store
+    model, data = source.get("model") or {}, source.get("data") or {}
+    meta = store.meta if store is not None else {}
+    details = meta.get("method_details") or {}
+    method = [f"{k}: {v}" for k, v in details.items() if k not in ("output", "method")]
+    features = list(dict.fromkeys(f.name for _, s in summaries for f in s.features))
+    return {
+        "model": model.get("path") or "-",
+        "model_sha256": model.get("sha256") or "",
+        "model_format": model.get("format") or "",
+        "data": data.get("path") or "-",
+        "data_sha256": data.get("sha256") or "",
+        "rows": first.n_rows,
+        "features": len(features),
+        "method": source.get("method") or "-",
+        "method_details": method,
+        "output": _params(source.get("output") or {}) or "-",
+        "estimators": [
+            {"file": Path(label).name, "estimator": s.estimator, "params": _params(s.params)}
+            for label, s in summaries
+        ],
+        "version": __version__,
+    }
+
+
+def _feature_rows(
+    name: str,
+    summary: Summary,
+    store: Store | None,
+    drifts: dict[str, FeatureDrift],
+) -> tuple[list[dict[str, Any]], int]:
+    from ale_cli.plot.first_order import feature_figure
+    from ale_cli.report.figures import svg_text, trend
+
+    stats = summary_statistics(summary)
+    rows = []
+    n_figures = 0
+    for i, feat in enumerate(summary.features):
+        s = stats.get(feat.name) or {}
+        figures = [
+            {
+                "label": f"{summary.estimator} ({Path(name).name})",
+                "svg": _markup(
+                    svg_text(feature_figure(summary, feat.name, store=store), prefix=f"f{i}-0-")
+                ),
+            }
+        ]
+        n_figures += len(figures)
+        drift = drifts.get(feat.name)
+        rows.append(
+            {
+                "anchor": f"feature-{i + 1}",
+                "name": feat.name,
+                "status": feat.status,
+                "bins": feat.n_bins,
+                "rank": s.get("rank"),
+                "aled": s.get("aled"),
+                "aler_min": s.get("aler_min"),
+                "aler_max": s.get("aler_max"),
+                "naled": s.get("naled"),
+                "heterogeneity_share": s.get("heterogeneity_share"),
+                "notes": _notes(feat),
+                "figures": figures,
+                "drift": drift,
+                "trend": None if drift is None else trend(drift.values, drift.runs),
+            }
+        )
+    rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["anchor"]))
+    return rows, n_figures
+
+
+def _interactions(
+    summaries: list[tuple[str, Summary]], store: Store | None
+) -> list[dict[str, Any]]:
+    from ale_cli.plot.second_order import interaction_figure
+    from ale_cli.report.figures import svg_text
+
+    items = []
+    for name, summary in summaries:
+        for i, item in enumerate(summary.interactions):
+            n = len(items) + 1
+            fig = interaction_figure(summary, i, store=store)
+            notes = [f"not estimable: {item.reason}"] if item.status != "ok" else []
+            if item.note:
+                notes.append(item.note)
+            items.append(
+                {
+                    "anchor": f"interaction-{n}",
+                    "a": item.features[0],
+                    "b": item.features[1],
+                    "label": f"{item.estimator} ({Path(name).name})",
+                    "notes": notes,
+                    "svg": _markup(svg_text(fig, prefix=f"i{n}-")),
+                }
+            )
+    return items
+
+
+def _load(
+    paths: Sequence[str | Path], store_path: str | Path | None
+) -> tuple[list[tuple[str, Summary]], Store | None]:
+    if not paths:
+        raise InputError("{param}: give at least one summary", param="summaries")
+    summaries = [(str(p), read_summary(p)) for p in paths]
+    if store_path is None:
+        return summaries, None
+    from ale_cli.adapters.files import sha256_file
+    from ale_cli.adapters.store import read_store
+    from ale_cli.plot.render import check_store
+
+    store = read_store(store_path)
+    digest = sha256_file(store_path)
+    for label, summary in summaries:
+        check_store(
+            summary,
+            store,
+            [f.name for f in summary.features],
+            summary_path=label,
+            store_path=store_path,
+            store_sha256=digest,
+        )
+    return summaries, store
+
+
+def build_report(
+    summaries: Sequence[str | Path],
+    *,
+    store: str | Path | None = None,
+    audit: str | Path | None = None,
+    history: str | Path | None = None,
+    history_exclude: Sequence[str] = (),
+    timestamp: bool = True,
+) -> ReportResult:
+    """The report page of ``summaries`` (first-order and interact summaries, any order).
+
+    The first first-order summary is the main one: its statistics rank the
+    features table, its curves are drawn with the ``store`` (rug, violins) and
+    compared with ``history``. Other first-order summaries add their overview
+    figure; interact summaries add heat maps. ``audit`` is a JSON report
+    of ``ale audit --report``; ``history`` a directory of earlier runs
+    (:mod:`ale_cli.report.history`) less ``history_exclude``. With
+    ``timestamp=False`` the same inputs give the same bytes.
+    """
+    t0 = time.perf_counter()
+    loaded, store_obj = _load(summaries, store)
+    audit_data = read_audit(audit) if audit is not None else None
+    runs: list[HistoryRun] = (
+        read_history(history, exclude=history_exclude) if history is not None else []
+    )
+    first_order = [(n, s) for n, s in loaded if s.features]
+    timings = {"read_s": time.perf_counter() - t0}
+    t = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    moved: list[FeatureDrift] = []
+    n_figures = 0
+    overview = None
+    main_label = None
+    others: list[dict[str, Any]] = []
+    if first_order:
+        from ale_cli.plot.first_order import overview_figure
+        from ale_cli.report.figures import svg_text
+
+        main_name, main = first_order[0]
+        main_label = f"{main.estimator} ({Path(main_name).name})"
+        drifts = {d.name: d for d in feature_drifts(Path(main_name).name, main, runs)}
+        rows, n_figures = _feature_rows(main_name, main, store_obj, drifts)
+        overview = _markup(svg_text(overview_figure(main), prefix="overview-"))
+        n_figures += 1
+        for j, (name, other) in enumerate(first_order[1:], start=1):
+            fig = overview_figure(other)
+            others.append(
+                {
+                    "label": f"{other.estimator} ({Path(name).name})",
+                    "svg": _markup(svg_text(fig, prefix=f"overview{j}-")),
+                }
+            )
+        n_figures += len(others)
+        moved = sorted(
+            (d for d in drifts.values() if d.previous is not None),
+            key=lambda d: (-float(d.previous or 0.0), d.name),
+        )
+    interactions = _interactions(loaded, store_obj)
+    timings["figures_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    anchors = {r["name"]: r["anchor"] for r in rows}
+    context = {
+        "header": _header(loaded, store_obj),
+        "generated": _now() if timestamp else None,
+        "audit": audit_data,
+        "main_label": main_label,
+        "features": rows,
+        "overview": overview,
+        "others": others,
+        "interactions": interactions,
+        "history": {
+            "runs": [r.label for r in runs],
+            "moved": [{"drift": d, "anchor": anchors.get(d.name)} for d in moved],
+        }
+        if runs
+        else None,
+    }
+    html = _environment().get_template(TEMPLATE).render(**context)
+    timings["template_s"] = time.perf_counter() - t
+    return ReportResult(
+        html=html,
+        features=len(rows),
+        figures=n_figures + len(interactions),
+        interactions=len(interactions),
+        history_runs=len(runs),
+        audit_passed=None if audit_data is None else bool(audit_data["passed"]),
+        timings=timings,
+    )
+
+
+def _now() -> str:
+    from ale_cli.results import utc_now
+
+    return utc_now()
+
+
+def write_report(path: str | Path, html: str) -> int:
+    """Write the page atomically; its size in bytes."""
+    from ale_cli.adapters.files import atomic_write
+
+    data = html.encode("utf-8")
+    with atomic_write(path) as fh:
+        fh.write(data)
+    return len(data)

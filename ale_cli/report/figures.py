@@ -1,0 +1,108 @@
+"""Figures as inline SVG text for the report, and the small drift trend line.
+
+:func:`svg_text` saves a matplotlib Figure to SVG in memory with the same rc
+settings as ``ale plot`` (:mod:`ale_cli.plot.style`: text stays ``<text>``,
+fixed ids, no date), then makes it fit inside an HTML page: the XML prolog,
+the DOCTYPE and the RDF metadata go, coordinates are written to 0.1 pt, and
+every ``id`` (and every reference to one) gets the figure's own prefix, since
+ids must be unique in one document and matplotlib gives the same ids
+(``effect``, ``bin_0``...) in every figure.
+Matplotlib escapes the text it writes, so a feature name stays text.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+_PROLOG = re.compile(r"\A.*?(?=<svg\b)", re.S)
+_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
+_ID = re.compile(r'\bid="([^"]+)"')
+_URL = re.compile(r"url\(#([^)]+)\)")
+_HREF = re.compile(r'(xlink:href|href)="#([^"]+)"')
+_COORDS = re.compile(r'\b(d|x|y|x1|x2|y1|y2|width|height|points)="([^"]*)"')
+_DECIMALS = re.compile(r"(-?\d+\.\d)\d+")
+_SIZE = re.compile(r'<svg([^>]*?) width="([0-9.]+)pt" height="([0-9.]+)pt"')
+
+
+def svg_text(fig: Figure, *, prefix: str) -> str:
+    """The figure as one ``<svg>`` element whose ids all start with ``prefix``."""
+    import matplotlib
+
+    from ale_cli.plot import style
+
+    buffer = io.StringIO()
+    with matplotlib.rc_context(style.RC):
+        fig.savefig(buffer, format="svg", metadata=style.SVG_METADATA)
+    fig.clear()
+    text = _METADATA.sub("", _PROLOG.sub("", buffer.getvalue(), count=1), count=1)
+    # coordinates to 0.1 pt: a third smaller, the same picture
+    text = _COORDS.sub(lambda m: f'{m.group(1)}="{_DECIMALS.sub(_round, m.group(2))}"', text)
+    text = _ID.sub(lambda m: f'id="{prefix}{m.group(1)}"', text)
+    text = _URL.sub(lambda m: f"url(#{prefix}{m.group(1)})", text)
+    text = _HREF.sub(lambda m: f'{m.group(1)}="#{prefix}{m.group(2)}"', text)
+    # a width/height in pt fixes the size; the page scales it down to its column instead
+    return _SIZE.sub(
+        lambda m: (
+            f'<svg{m.group(1)} class="figure" width="{m.group(2)}pt" '
+            f'height="{m.group(3)}pt" role="img"'
+        ),
+        text,
+        count=1,
+    ).strip()
+
+
+def _round(match: re.Match[str]) -> str:
+    """A number written with more than one decimal, to one decimal (trailing 0 kept)."""
+    return f"{float(match.group(0)):.1f}"
+
+
+@dataclass(frozen=True)
+class Trend:
+    """A small line chart of values over runs, in SVG user units (``width`` x ``height``).
+
+    ``points`` are ``(x, y, value, label)`` for the runs with a value (None are
+    gaps); ``polyline`` the ``points`` attribute of the line through them.
+    """
+
+    width: int
+    height: int
+    points: tuple[tuple[float, float, float, str], ...]
+    polyline: str
+    maximum: float
+
+
+def trend(
+    values: Sequence[float | None], labels: Sequence[str], *, width: int = 180, height: int = 40
+) -> Trend:
+    """The trend line of ``values`` (one per run, oldest first) scaled to the box,
+    0 at the bottom and the largest value at the top.
+
+    >>> t = trend([2.0, None, 0.0], ["a", "b", "c"], width=100, height=20)
+    >>> [(x, y) for x, y, _, _ in t.points], t.polyline
+    ([(4.0, 4.0), (96.0, 16.0)], '4.0,4.0 96.0,16.0')
+    """
+    pad = 4.0
+    known = [v for v in values if v is not None]
+    top = max(known, default=0.0)
+    n = len(values)
+    points = []
+    for i, (v, label) in enumerate(zip(values, labels, strict=True)):
+        if v is None:
+            continue
+        x = pad + (width - 2 * pad) * (i / (n - 1) if n > 1 else 0.5)
+        y = height - pad - ((height - 2 * pad) * v / top if top > 0 else 0.0)
+        points.append((round(x, 2), round(y, 2), v, label))
+    return Trend(
+        width=width,
+        height=height,
+        points=tuple(points),
+        polyline=" ".join(f"{x},{y}" for x, y, _, _ in points),
+        maximum=top,
+    )

@@ -1,0 +1,106 @@
+"""Earlier runs of a report: read a history directory and measure how each feature moved.
+
+A history directory holds one subdirectory per run, named so that names sort
+in time order (``ale run`` uses the UTC time, ``20261123T133405.123456Z``), each
+holding that run's summary files (and its audit report). A summary of the
+current report is matched in a run by file name, else by the first summary
+there with the same estimator.
+
+The drift of a feature against an earlier run is ``ale diff``'s measure
+(:func:`ale_cli.compare.compare_feature`): the largest absolute difference of
+the two centered curves on the current summary's edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ale_cli.adapters.summary import Summary, read_summary
+from ale_cli.compare import compare_feature
+from ale_cli.errors import InputError
+
+
+@dataclass(frozen=True)
+class HistoryRun:
+    """One earlier run: its directory name and its summaries by file name."""
+
+    label: str
+    summaries: dict[str, Summary]
+
+    def match(self, name: str, summary: Summary) -> Summary | None:
+        """The summary of this run that corresponds to ``summary`` (file ``name``)."""
+        if name in self.summaries:
+            return self.summaries[name]
+        for other in self.summaries.values():
+            if other.estimator == summary.estimator and other.features:
+                return other
+        return None
+
+
+def read_history(directory: str | Path, *, exclude: Sequence[str] = ()) -> list[HistoryRun]:
+    """The runs under ``directory`` in name (time) order, leaving out the names in
+    ``exclude``; a run's ``*.json`` files that are not summaries (an audit report) are
+    skipped."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise InputError(f"history directory '{root}' does not exist or is not a directory")
+    runs = []
+    for sub in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if sub.name in exclude:
+            continue
+        summaries = {}
+        for path in sorted(sub.glob("*.json")):
+            try:
+                summaries[path.name] = read_summary(path)
+            except InputError:
+                continue  # the audit report, or another JSON file
+        runs.append(HistoryRun(sub.name, summaries))
+    return runs
+
+
+@dataclass(frozen=True)
+class FeatureDrift:
+    """How one feature of the current summary moved against each earlier run.
+
+    ``values[i]`` is the max abs difference against ``runs[i]`` (None where
+    the run has no comparable curve); ``previous`` against the newest run
+    that has one, ``previous_at`` where on the grid, ``previous_run`` its label.
+    """
+
+    name: str
+    runs: tuple[str, ...]
+    values: tuple[float | None, ...]
+    previous: float | None
+    previous_at: float | None
+    previous_run: str | None
+
+
+def feature_drifts(name: str, summary: Summary, runs: Sequence[HistoryRun]) -> list[FeatureDrift]:
+    """Per first-order feature of ``summary`` (file ``name``), its drift against ``runs``."""
+    earlier = [run.match(name, summary) for run in runs]
+    out = []
+    for feat in summary.features:
+        values: list[float | None] = []
+        at: list[float | None] = []
+        for other in earlier:
+            found = (
+                next((f for f in other.features if f.name == feat.name), None) if other else None
+            )
+            c = compare_feature(feat.name, feat, found)
+            d = c.difference
+            values.append(None if d is None else d.max_abs)
+            at.append(None if d is None else d.max_abs_at)
+        last = max((i for i, v in enumerate(values) if v is not None), default=None)
+        out.append(
+            FeatureDrift(
+                name=feat.name,
+                runs=tuple(r.label for r in runs),
+                values=tuple(values),
+                previous=None if last is None else values[last],
+                previous_at=None if last is None else at[last],
+                previous_run=None if last is None else runs[last].label,
+            )
+        )
+    return out

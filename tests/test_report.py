@@ -1,0 +1,156 @@
+"""``ale report``: one self-contained HTML page; escaping, reproducibility, history drift."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ale_cli import api
+from ale_cli.adapters.store import Store, write_store
+from ale_cli.adapters.summary import write_summary
+from ale_cli.errors import InputError
+from ale_cli.report import build_report
+from ale_cli.report.figures import trend
+from ale_cli.report.history import feature_drifts, read_history
+
+EVIL = "<script>alert(1)</script>"
+
+
+def make_store(path: Path, *, slope_b: float = 1.0, n: int = 400, seed: int = 0) -> Path:
+    """A store of f(x) = x_evil^2 + slope_b * b + 0.2 c (local effects written directly)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 3))
+    E = np.column_stack([2 * X[:, 0], np.full(n, slope_b), np.full(n, 0.2)])
+    E = E + rng.normal(scale=0.05, size=E.shape)
+    names = (EVIL, "b", "c")
+    meta = {
+        "schema_version": 2,
+        "feature_names": list(names),
+        "model": {"path": "model<b>.pt", "sha256": "ab" * 32, "format": "torchscript"},
+        "data": {"path": "data&co.csv", "sha256": "cd" * 32},
+        "method": "autodiff",
+        "n_rows": n,
+    }
+    pred = X[:, 0] ** 2 + slope_b * X[:, 1] + 0.2 * X[:, 2]
+    write_store(path, Store(X=X, local_effects=E, prediction=pred, feature_names=names, meta=meta))
+    return path
+
+
+@pytest.fixture()
+def run_files(tmp_path: Path) -> dict[str, Path]:
+    store = make_store(tmp_path / "s.npz")
+    rhale = tmp_path / "rhale.json"
+    write_summary(rhale, api.rhale(store), timestamp=False)
+    dale = tmp_path / "rebin.json"
+    write_summary(dale, api.rebin(store, bins=8), timestamp=False)
+    return {"store": store, "rhale": rhale, "rebin": dale}
+
+
+def test_strings_from_the_data_are_escaped(run_files):
+    result = build_report(
+        [run_files["rhale"], run_files["rebin"]], store=run_files["store"], timestamp=False
+    )
+    html = result.html
+    assert EVIL not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    # the only script element is the page's own sorting script
+    assert html.count("<script") == 1
+    assert "model&lt;b&gt;.pt" in html and "data&amp;co.csv" in html
+    assert result.features == 3
+
+
+def test_the_page_asks_for_nothing_outside_itself(run_files):
+    html = build_report([run_files["rhale"]], store=run_files["store"], timestamp=False).html
+    # no attribute that would load something: src=, href= other than in-page anchors
+    assert not re.search(r"\bsrc\s*=", html.replace('src="data:', ""))
+    hrefs = re.findall(r'href="([^"]*)"', html)
+    assert hrefs and all(h.startswith("#") for h in hrefs)
+    assert "@import" not in html and "url(http" not in html and "@font-face" not in html
+
+
+def test_byte_reproducible_without_timestamp(run_files, tmp_path, cli):
+    args = [run_files["rhale"], run_files["rebin"], "--store", run_files["store"]]
+    a, b = tmp_path / "a.html", tmp_path / "b.html"
+    assert cli("report", *args, "-o", a, "--no-timestamp").exit_code == 0
+    assert cli("report", *args, "-o", b, "--no-timestamp").exit_code == 0
+    assert a.read_bytes() == b.read_bytes()
+    assert cli("report", *args, "-o", b).exit_code == 0
+    assert a.read_bytes() != b.read_bytes()  # the run time is in the header
+
+
+def test_ids_are_unique_across_inline_figures(run_files):
+    html = build_report([run_files["rhale"], run_files["rebin"]], timestamp=False).html
+    ids = re.findall(r'\bid="([^"]+)"', html)
+    assert len(ids) == len(set(ids))
+    refs = set(re.findall(r'(?:href="#|url\(#)([^")]+)', html))
+    assert refs <= set(ids)
+
+
+def test_features_table_is_ranked_by_aled_and_links_to_sections(run_files):
+    html = build_report([run_files["rhale"]], timestamp=False).html
+    table = html[
+        html.index('id="features-table"') : html.index("</table>", html.index("features-table"))
+    ]
+    names = re.findall(r'<a href="#(feature-\d)">([^<]+)</a>', table)
+    # ALED: b 0.5, x^2 about 0.26, c 0.1: b first, c last
+    assert [n for _, n in names] == ["b", "&lt;script&gt;alert(1)&lt;/script&gt;", "c"]
+    for anchor, _ in names:
+        assert f'id="{anchor}"' in html
+
+
+def test_audit_banner_and_table(run_files, tmp_path, cli):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text('rules:\n  - feature: "*"\n    max_aled: 0.3\n')
+    audit = tmp_path / "audit.json"
+    result = cli("audit", run_files["rhale"], "--rules", rules, "--report", audit)
+    assert result.exit_code == 3
+    html = build_report([run_files["rhale"]], audit=audit, timestamp=False).html
+    assert 'class="banner fail"' in html and "Audit failed" in html
+    # ALED: b (slope 1 on [-1, 1]) 0.5; x^2 about 0.26; c (slope 0.2) 0.1
+    fails = re.findall(r'<tr><td>([^<]+)</td><td>max_aled</td>.*?class="verdict-(\w+)"', html)
+    assert [name for name, verdict in fails if verdict == "fail"] == ["b"]
+
+
+def test_not_an_audit_report_is_one_line(run_files, tmp_path):
+    with pytest.raises(InputError, match="is not an ale audit report"):
+        build_report([run_files["rhale"]], audit=run_files["rebin"])
+
+
+def test_store_of_another_run_is_refused(run_files, tmp_path):
+    other = make_store(tmp_path / "other.npz", n=300)
+    with pytest.raises(InputError, match="does not match summary"):
+        build_report([run_files["rhale"]], store=other)
+
+
+def test_history_drift_ranks_the_shifted_feature_first(tmp_path):
+    history = tmp_path / "history"
+    for label, slope in (("2026-01-01", 1.0), ("2026-01-02", 1.0)):
+        (history / label).mkdir(parents=True)
+        store = make_store(tmp_path / f"{label}.npz", slope_b=slope)
+        write_summary(history / label / "rhale.json", api.rhale(store), timestamp=False)
+    current = tmp_path / "now" / "rhale.json"
+    current.parent.mkdir()
+    write_summary(current, api.rhale(make_store(tmp_path / "now.npz", slope_b=3.0)))
+    runs = read_history(history)
+    assert [r.label for r in runs] == ["2026-01-01", "2026-01-02"]
+    from ale_cli.adapters.summary import read_summary
+
+    drifts = {d.name: d for d in feature_drifts("rhale.json", read_summary(current), runs)}
+    # b's curve went from slope 1 to slope 3 on [-1, 1]: centered difference 2x, max 2
+    np.testing.assert_allclose(drifts["b"].previous, 2.0, rtol=0.1)
+    assert drifts["c"].previous < 0.1
+    html = build_report([current], history=history, timestamp=False).html
+    moved = html[html.index('id="moved-table"') :]
+    first = re.search(r'<a href="#feature-\d">([^<]+)</a>', moved)
+    assert first is not None and first.group(1) == "b"
+    assert html.count('class="trend"') == 3
+
+
+def test_trend_scales_zero_to_the_bottom():
+    t = trend([0.0, 1.0, None, 0.5], ["a", "b", "c", "d"], width=104, height=24)
+    ys = {label: y for _, y, _, label in t.points}
+    assert ys["a"] == 20.0 and ys["b"] == 4.0 and ys["d"] == 12.0
+    assert "c" not in ys

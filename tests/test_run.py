@@ -1,0 +1,246 @@
+"""``ale run``: a job file run end to end, cached steps, the manifest, the lock, the history."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pandas as pd
+import pytest
+
+from ale_cli.adapters.files import sha256_file
+from ale_cli.job.lock import run_lock
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_SCHEMA = json.loads((ROOT / "ale_cli/schema/run.schema.json").read_text())
+RESULT_SCHEMA = json.loads((ROOT / "ale_cli/schema/result.schema.json").read_text())
+
+
+def validated_manifest(directory: Path) -> dict:
+    """run.json, checked against its schema and against the files it lists."""
+    manifest = json.loads((directory / "run.json").read_text())
+    jsonschema.validate(manifest, RUN_SCHEMA)
+    for step in manifest["steps"]:
+        for out in step["outputs"]:
+            assert sha256_file(directory / out["path"]) == out["sha256"], out["path"]
+    return manifest
+
+
+@pytest.fixture(scope="module")
+def product_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TorchScript f(x) = x0 * x1 + x2: x0's ALE slope is the mean of x1 (a data property)."""
+    import torch
+
+    class Product(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x[:, 0] * x[:, 1] + x[:, 2]
+
+    path = tmp_path_factory.mktemp("product") / "product.pt"
+    torch.jit.save(torch.jit.script(Product()), str(path))
+    return path
+
+
+def product_data(path: Path, *, shift_x1: float = 0.0, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(300, 3))
+    X[:, 1] += shift_x1
+    pd.DataFrame(X, columns=["x0", "x1", "x2"]).round(6).to_csv(path, index=False)
+    return path
+
+
+def write_job(path: Path, **fields: object) -> Path:
+    import yaml
+
+    path.write_text(yaml.safe_dump(fields, sort_keys=False))
+    return path
+
+
+@pytest.fixture()
+def sample_job(tmp_path: Path, mlp_model: Path, sample_dir: Path) -> Path:
+    """The demo job on the sample MLP, with a copy of the data (tests change it)."""
+    data = tmp_path / "diabetes.csv"
+    data.write_bytes((sample_dir / "diabetes.csv").read_bytes())
+    return write_job(
+        tmp_path / "job.yaml",
+        model=str(mlp_model),
+        data="diabetes.csv",  # relative to the job file
+        exclude=["target"],
+        estimators={
+            "rhale": {"max_bins": 50},
+            "rebin": {"bins": 20, "binning": "quantile"},
+            "interact": {"pairs": ["s1", "s2"]},
+        },
+        plots={"formats": ["png"]},
+        audit={"rules": str(ROOT / "configs/audit-diabetes-mlp.yaml")},
+        report={"timestamp": False},
+        keep=5,
+    )
+
+
+def test_sample_job_runs_every_step_then_caches_them_all(cli, sample_job, tmp_path):
+    out = tmp_path / "run"
+    first = cli("run", sample_job, "-o", out, "--json")
+    assert first.exit_code == 0, first.output
+    value = json.loads(first.stdout)
+    jsonschema.validate(value, RESULT_SCHEMA)
+    manifest = validated_manifest(out)
+    assert value["details"]["manifest"] == manifest
+    names = [s["name"] for s in manifest["steps"]]
+    assert names == [
+        "compute", "rhale", "rebin", "interact",
+        "plot-rhale", "plot-rebin", "plot-interact", "audit", "report",
+    ]  # fmt: skip
+    assert manifest["cache_hits"] == 0 and manifest["audit"]["passed"] is True
+    assert (out / "plots/rhale/bmi.png").is_file() and (out / "report.html").is_file()
+    assert manifest["history"]["added"] is True
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "run.json"}
+
+    second = cli("run", sample_job, "-o", out, "--json")
+    assert second.exit_code == 0, second.output
+    again = validated_manifest(out)
+    assert again["cache_hits"] == len(again["steps"]) and again["steps_run"] == 0
+    assert all(s["cache_hit"] for s in again["steps"])
+    assert again["history"] == {**manifest["history"], "added": False}
+    after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "run.json"}
+    assert after == before
+
+
+def test_one_changed_data_byte_recomputes_and_the_report_shows_drift(cli, sample_job, tmp_path):
+    out = tmp_path / "run"
+    assert cli("run", sample_job, "-o", out).exit_code == 0
+    data = tmp_path / "diabetes.csv"
+    raw = bytearray(data.read_bytes())
+    # the last digit of the second row's bmi value (a digit, so the file stays valid)
+    row = raw.index(b"\n") + 1
+    fields = raw[row : raw.index(b"\n", row)].split(b",")
+    last = row + len(b",".join(fields[:3])) - 1
+    raw[last] = ord("1") if raw[last] != ord("1") else ord("2")
+    data.write_bytes(bytes(raw))
+
+    result = cli("run", sample_job, "-o", out, "--json")
+    assert result.exit_code == 0, result.output
+    manifest = validated_manifest(out)
+    steps = {s["name"]: s for s in manifest["steps"]}
+    assert steps["compute"]["cache_hit"] is False
+    assert any("the data file changed" in n for n in steps["compute"]["notes"])
+    assert steps["rhale"]["cache_hit"] is False and steps["report"]["cache_hit"] is False
+    assert len(manifest["history"]["runs"]) == 2
+    html = (out / "report.html").read_text()
+    moved = html[html.index('id="moved-table"') : html.index("</table>", html.index("moved-table"))]
+    values = [float(v) for v in re.findall(r'data-sort="([0-9.e+-]+)"', moved)]
+    assert values and max(values) > 0
+
+
+def test_history_of_three_runs_lists_the_shifted_feature_first(cli, product_model, tmp_path):
+    data = tmp_path / "data.csv"
+    job = write_job(
+        tmp_path / "job.yaml",
+        model=str(product_model),
+        data="data.csv",
+        estimators=["rhale"],
+        plots=False,
+        report={"timestamp": False},
+        keep=2,
+    )
+    out = tmp_path / "run"
+    for seed_shift in ((0, 0.0), (1, 0.0), (1, 2.0)):  # run 3: x1 shifted by 2
+        product_data(data, seed=seed_shift[0], shift_x1=seed_shift[1])
+        result = cli("run", job, "-o", out, "--quiet")
+        assert result.exit_code == 0 and result.output == "", result.output
+    manifest = validated_manifest(out)
+    assert len(manifest["history"]["runs"]) == 2 and len(manifest["history"]["pruned"]) == 1
+    html = (out / "report.html").read_text()
+    moved = html[html.index('id="moved-table"') :]
+    order = re.findall(r'<a href="#feature-\d">([^<]+)</a>', moved[: moved.index("</table>")])
+    # x0's slope is the mean of x1: it moved by 2 per unit of x0 (about 2 at the ends)
+    assert order[0] == "x0"
+
+
+def test_quiet_prints_nothing_on_success_and_one_line_on_error(cli, product_model, tmp_path):
+    product_data(tmp_path / "data.csv")
+    job = write_job(
+        tmp_path / "job.yaml", model=str(product_model), data="data.csv", estimators=["rebin"],
+        plots=False, report=False,
+    )  # fmt: skip
+    ok = cli("run", job, "-o", tmp_path / "run", "--quiet")
+    assert ok.exit_code == 0 and ok.stdout == "" and ok.stderr == ""
+    bad = write_job(tmp_path / "bad.yaml", model=str(product_model), data="data.csv",
+                    estimators={"rebin": {"bins": 0}})  # fmt: skip
+    result = cli("run", bad, "-o", tmp_path / "run", "--quiet")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert "estimators.rebin" in result.stderr and "bins" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"estimators": ["rhale"], "plot": {}}, "unknown key 'plot'"),
+        ({}, "missing 'estimators'"),
+        ({"estimators": ["kmeans"]}, "estimators: unknown key 'kmeans'"),
+        ({"estimators": ["rhale"], "keep": 0}, "keep: expected a whole number"),
+        ({"estimators": {"interact": {"pairs": ["a"]}}}, "estimators.interact"),
+        ({"estimators": ["rhale"], "method": "fast"}, "method must be one of"),
+    ],
+)
+def test_job_file_errors_name_the_file_and_field(cli, tmp_path, fields, message):
+    job = write_job(tmp_path / "job.yaml", model="m.pt", data="d.csv", **fields)
+    result = cli("run", job, "-o", tmp_path / "run")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: job '{job}'"), result.stderr
+    assert message in result.stderr
+
+
+def test_a_held_lock_refuses_at_once(cli, product_model, tmp_path):
+    product_data(tmp_path / "data.csv")
+    job = write_job(tmp_path / "job.yaml", model=str(product_model), data="data.csv",
+                    estimators=["rhale"], plots=False, report=False)  # fmt: skip
+    out = tmp_path / "run"
+    with run_lock(out):
+        result = cli("run", job, "-o", out)
+    assert result.exit_code == 1
+    assert result.stderr == f"error: another 'ale run' holds '{out}' (pid {os.getpid()})\n"
+    assert not (out / "run.json").exists()
+
+
+def _start(job: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "ale_cli", "run", str(job), "-o", str(out), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wait", [False, True])
+def test_two_concurrent_runs_never_interleave(product_model, tmp_path, wait):
+    product_data(tmp_path / "data.csv")
+    job = write_job(tmp_path / "job.yaml", model=str(product_model), data="data.csv",
+                    estimators=["rhale", "rebin"], plots={"formats": ["svg"]},
+                    report={"timestamp": False})  # fmt: skip
+    out = tmp_path / "run"
+    extra = ("--wait",) if wait else ()
+    procs = [_start(job, out, *extra) for _ in range(2)]
+    results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
+    codes = sorted(code for code, _, _ in results)
+    if wait:
+        assert codes == [0, 0], results
+    else:
+        # one refuses at once, unless the first was done before the second started
+        assert codes in ([0, 1], [0, 0]), results
+        for code, stdout, stderr in results:
+            if code == 1:
+                assert stdout == ""
+                assert re.fullmatch(
+                    rf"error: another 'ale run' holds '{re.escape(str(out))}' \(pid \d+\)\n",
+                    stderr,
+                ), stderr
+    manifest = validated_manifest(out)
+    assert len(manifest["history"]["runs"]) == 1  # the same inputs: one run's summaries
+    assert not [p for p in out.rglob(".*") if p.name != ".lock"]  # no temporary files left
