@@ -132,6 +132,7 @@ def _header(summaries: list[tuple[str, Summary]], store: Store | None) -> dict[s
     method = [f"{k}: {v}" for k, v in details.items() if k not in ("output", "method")]
     features = list(dict.fromkeys(f.name for _, s in summaries for f in s.features))
     return {
+        "title": Path(str(model.get("path") or "model")).name,
         "model": model.get("path") or "-",
         "model_sha256": model.get("sha256") or "",
         "model_format": model.get("format") or "",
@@ -189,7 +190,9 @@ def _feature_rows(
                 "notes": _notes(feat),
                 "figures": figures,
                 "drift": drift,
-                "trend": None if drift is None else trend(drift.values, drift.runs),
+                "trend": None
+                if drift is None or not drift.runs
+                else trend(drift.values, drift.runs),
             }
         )
     rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["anchor"]))
@@ -271,6 +274,10 @@ def build_report(
     t0 = time.perf_counter()
     loaded, store_obj = _load(summaries, store)
     audit_data = read_audit(audit) if audit is not None else None
+    if audit_data is not None:
+        for check in audit_data["checks"]:
+            check["summary_file"] = Path(str(check.get("summary") or "")).name
+        audit_data["several"] = len({c["summary_file"] for c in audit_data["checks"]}) > 1
     runs: list[HistoryRun] = (
         read_history(history, exclude=history_exclude) if history is not None else []
     )
