@@ -154,3 +154,10 @@ def test_trend_scales_zero_to_the_bottom():
     ys = {label: y for _, y, _, label in t.points}
     assert ys["a"] == 20.0 and ys["b"] == 4.0 and ys["d"] == 12.0
     assert "c" not in ys
+
+
+def test_api_report_writes_the_same_page(run_files, tmp_path):
+    out = tmp_path / "page.html"
+    html = api.report([run_files["rhale"]], out=out, timestamp=False)
+    assert out.read_text(encoding="utf-8") == html
+    assert html == build_report([run_files["rhale"]], timestamp=False).html
