@@ -268,7 +268,8 @@ def build_report(
     compared with ``history``. Other first-order summaries add their overview
     figure; interact summaries add heat maps. ``audit`` is a JSON report
     of ``ale audit --report``; ``history`` a directory of earlier runs
-    (:mod:`ale_cli.report.history`) less ``history_exclude``. With
+    (:mod:`ale_cli.report.history`) less ``history_exclude``, and less its newest
+    run when that holds the main summary itself (the same numbers). With
     ``timestamp=False`` the same inputs give the same bytes.
     """
     t0 = time.perf_counter()
@@ -282,6 +283,8 @@ def build_report(
         read_history(history, exclude=history_exclude) if history is not None else []
     )
     first_order = [(n, s) for n, s in loaded if s.features]
+    if runs and first_order:
+        runs = _without_this_run(runs, *first_order[0])
     timings = {"read_s": time.perf_counter() - t0}
     t = time.perf_counter()
     rows: list[dict[str, Any]] = []
@@ -344,6 +347,19 @@ def build_report(
         audit_passed=None if audit_data is None else bool(audit_data["passed"]),
         timings=timings,
     )
+
+
+def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> list[HistoryRun]:
+    """The runs less the newest when it holds this very summary (same numbers, any
+    timestamp): ``ale report DIR/rhale.json --history DIR/history`` after ``ale run``."""
+    from ale_cli.adapters.summary import summary_json
+
+    newest = runs[-1].match(Path(name).name, summary)
+    if newest is not None and summary_json(newest, timestamp=False) == summary_json(
+        summary, timestamp=False
+    ):
+        return runs[:-1]
+    return runs
 
 
 def _now() -> str:
