@@ -59,7 +59,9 @@ __all__ = [
     "read_store",
     "read_summary",
     "rebin",
+    "report",
     "rhale",
+    "run",
     "summary_frame",
     "write_summary",
 ]
@@ -221,6 +223,37 @@ def plot(
         return overview_figure(summary)
     summary.feature(feature)  # InputError listing the features if unknown
     return feature_figure(summary, feature, store=loaded)
+
+
+def report(
+    summaries: Sequence[str | Path],
+    *,
+    out: str | Path | None = None,
+    store: str | Path | None = None,
+    audit: str | Path | None = None,
+    history: str | Path | None = None,
+    timestamp: bool = True,
+) -> str:
+    """The self-contained HTML page of ``ale report`` (written to ``out`` when given)."""
+    from ale_cli.report import build_report, write_report
+
+    page = build_report(summaries, store=store, audit=audit, history=history, timestamp=timestamp)
+    if out is not None:
+        write_report(out, page.html)
+    return page.html
+
+
+def run(job: str | Path, *, out: str | Path | None = None, wait: bool = False) -> Any:
+    """Run a job file as ``ale run`` does; a :class:`~ale_cli.job.JobResult` (``manifest``,
+    ``exit_code``: the audit's, 0 or 3)."""
+    from ale_cli.errors import InputError
+    from ale_cli.job import read_job, run_job
+
+    spec = read_job(job)
+    target = Path(out) if out is not None else spec.out
+    if target is None:
+        raise InputError("{param}: give the run's directory, or 'out' in the job file", param="out")
+    return run_job(spec, target, wait=wait)
 
 
 def summary_frame(summary: Summary | str | Path) -> pd.DataFrame:

@@ -154,3 +154,24 @@ def test_trend_scales_zero_to_the_bottom():
     ys = {label: y for _, y, _, label in t.points}
     assert ys["a"] == 20.0 and ys["b"] == 4.0 and ys["d"] == 12.0
     assert "c" not in ys
+
+
+def test_api_report_writes_the_same_page(run_files, tmp_path):
+    out = tmp_path / "page.html"
+    html = api.report([run_files["rhale"]], out=out, timestamp=False)
+    assert out.read_text(encoding="utf-8") == html
+    assert html == build_report([run_files["rhale"]], timestamp=False).html
+
+
+def test_the_newest_history_run_holding_this_summary_is_left_out(run_files, tmp_path):
+    history = tmp_path / "history"
+    (history / "1").mkdir(parents=True)
+    (history / "2").mkdir(parents=True)
+    other = make_store(tmp_path / "other.npz", slope_b=2.0)
+    write_summary(history / "1" / "rhale.json", api.rhale(other), timestamp=False)
+    (history / "2" / "rhale.json").write_bytes(run_files["rhale"].read_bytes())
+    result = build_report([history / "2" / "rhale.json"], history=history, timestamp=False)
+    assert result.history_runs == 1
+    moved = result.html[result.html.index('id="moved-table"') :]
+    assert re.search(r'<a href="#feature-\d">b</a>', moved[: moved.index("</table>")])
+    assert ">1</td>" in moved  # against run 1, not against itself

@@ -97,7 +97,8 @@ def test_sample_job_runs_every_step_then_caches_them_all(cli, sample_job, tmp_pa
         "plot-rhale", "plot-rebin", "plot-interact", "audit", "report",
     ]  # fmt: skip
     assert manifest["cache_hits"] == 0 and manifest["audit"]["passed"] is True
-    assert (out / "plots/rhale/bmi.png").is_file() and (out / "report.html").is_file()
+    assert (out / "plots/rhale/bmi.png").is_file()
+    assert 0 < (out / "report.html").stat().st_size < 2 * 1024 * 1024  # 10 features, 13 figures
     assert manifest["history"]["added"] is True
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "run.json"}
 
@@ -178,6 +179,22 @@ def test_quiet_prints_nothing_on_success_and_one_line_on_error(cli, product_mode
     assert "estimators.rebin" in result.stderr and "bins" in result.stderr
 
 
+def test_an_output_changed_by_hand_reruns_its_step_only(cli, product_model, tmp_path):
+    product_data(tmp_path / "data.csv")
+    job = write_job(tmp_path / "job.yaml", model=str(product_model), data="data.csv",
+                    estimators=["rhale", "rebin"], plots={"formats": ["svg"]},
+                    report={"timestamp": False})  # fmt: skip
+    out = tmp_path / "run"
+    assert cli("run", job, "-o", out).exit_code == 0
+    (out / "plots/rebin/x1.svg").unlink()
+    (out / "report.html").write_text("edited")
+    assert cli("run", job, "-o", out).exit_code == 0
+    manifest = validated_manifest(out)
+    ran = [s["name"] for s in manifest["steps"] if not s["cache_hit"]]
+    assert ran == ["plot-rebin", "report"]
+    assert (out / "plots/rebin/x1.svg").is_file()
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
@@ -244,3 +261,14 @@ def test_two_concurrent_runs_never_interleave(product_model, tmp_path, wait):
     manifest = validated_manifest(out)
     assert len(manifest["history"]["runs"]) == 1  # the same inputs: one run's summaries
     assert not [p for p in out.rglob(".*") if p.name != ".lock"]  # no temporary files left
+
+
+def test_api_run_returns_the_manifest(product_model, tmp_path):
+    from ale_cli import api
+
+    product_data(tmp_path / "data.csv")
+    job = write_job(tmp_path / "job.yaml", model=str(product_model), data="data.csv",
+                    estimators=["rhale"], plots=False, report=False, out="run")  # fmt: skip
+    result = api.run(job)
+    assert result.exit_code == 0 and result.out == tmp_path / "run"
+    assert result.manifest == validated_manifest(tmp_path / "run")

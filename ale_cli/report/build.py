@@ -132,6 +132,7 @@ def _header(summaries: list[tuple[str, Summary]], store: Store | None) -> dict[s
     method = [f"{k}: {v}" for k, v in details.items() if k not in ("output", "method")]
     features = list(dict.fromkeys(f.name for _, s in summaries for f in s.features))
     return {
+        "title": Path(str(model.get("path") or "model")).name,
         "model": model.get("path") or "-",
         "model_sha256": model.get("sha256") or "",
         "model_format": model.get("format") or "",
@@ -189,7 +190,9 @@ def _feature_rows(
                 "notes": _notes(feat),
                 "figures": figures,
                 "drift": drift,
-                "trend": None if drift is None else trend(drift.values, drift.runs),
+                "trend": None
+                if drift is None or not drift.runs
+                else trend(drift.values, drift.runs),
             }
         )
     rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["anchor"]))
@@ -265,16 +268,23 @@ def build_report(
     compared with ``history``. Other first-order summaries add their overview
     figure; interact summaries add heat maps. ``audit`` is a JSON report
     of ``ale audit --report``; ``history`` a directory of earlier runs
-    (:mod:`ale_cli.report.history`) less ``history_exclude``. With
+    (:mod:`ale_cli.report.history`) less ``history_exclude``, and less its newest
+    run when that holds the main summary itself (the same numbers). With
     ``timestamp=False`` the same inputs give the same bytes.
     """
     t0 = time.perf_counter()
     loaded, store_obj = _load(summaries, store)
     audit_data = read_audit(audit) if audit is not None else None
+    if audit_data is not None:
+        for check in audit_data["checks"]:
+            check["summary_file"] = Path(str(check.get("summary") or "")).name
+        audit_data["several"] = len({c["summary_file"] for c in audit_data["checks"]}) > 1
     runs: list[HistoryRun] = (
         read_history(history, exclude=history_exclude) if history is not None else []
     )
     first_order = [(n, s) for n, s in loaded if s.features]
+    if runs and first_order:
+        runs = _without_this_run(runs, *first_order[0])
     timings = {"read_s": time.perf_counter() - t0}
     t = time.perf_counter()
     rows: list[dict[str, Any]] = []
@@ -337,6 +347,19 @@ def build_report(
         audit_passed=None if audit_data is None else bool(audit_data["passed"]),
         timings=timings,
     )
+
+
+def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> list[HistoryRun]:
+    """The runs less the newest when it holds this very summary (same numbers, any
+    timestamp): ``ale report DIR/rhale.json --history DIR/history`` after ``ale run``."""
+    from ale_cli.adapters.summary import summary_json
+
+    newest = runs[-1].match(Path(name).name, summary)
+    if newest is not None and summary_json(newest, timestamp=False) == summary_json(
+        summary, timestamp=False
+    ):
+        return runs[:-1]
+    return runs
 
 
 def _now() -> str:
