@@ -19,7 +19,9 @@ _API = (
     "read_store",
     "read_summary",
     "rebin",
+    "report",
     "rhale",
+    "run",
     "summary_frame",
 )
 

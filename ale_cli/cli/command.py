@@ -192,7 +192,10 @@ JsonOption = Annotated[
     ),
 ]
 QuietOption = Annotated[
-    bool, typer.Option("--quiet", "-q", help="No progress bar (notes still go to stderr).")
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No progress bar ('ale run': no output at all unless it fails)."
+    ),
 ]
 ConfigOption = Annotated[
     Path | None,
