@@ -18,7 +18,7 @@ samples: $(STAMP)
 demo: samples
 	@mkdir -p $(OUT)
 	$(BIN)/python scripts/tour.py README.md
-	@echo "demo: figures in $(OUT)/plots/ (overview.png first in each directory), summaries, stores and tables in $(OUT)/"
+	@echo "demo: figures in $(OUT)/plots/, summaries, stores and tables in $(OUT)/; the nightly job's report: $(OUT)/demo-job/report.html"
 
 test: samples
 	$(BIN)/python -m pytest -q
