@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics
+from ale_cli.bands import Bootstrap, with_bands
 from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.core.binning import Assignment, assign, quantile_bins, uniform_edges
 from ale_cli.core.binstats import CellStats
@@ -72,6 +73,7 @@ class ClassicRequest:
     binning: str | None = None
     edges: Path | None = None
     center: str = "mean"
+    bootstrap: Bootstrap = Bootstrap()
 
     def __post_init__(self) -> None:
         check_center(self.center)
@@ -145,6 +147,7 @@ def classic_features(
     categorical: Sequence[str] = (),
     eval_rows: int = DEFAULT_EVAL_ROWS,
     progress: Callable[[int], ProgressFn] | None = None,
+    bootstrap: Bootstrap | None = None,
 ) -> list[FeatureSummary]:
     """Classic first-order ALE of ``features`` (default: all) of the model ``f`` on X:
     one FeatureSummary per feature, in the order asked.
@@ -164,6 +167,9 @@ def classic_features(
         Stacked evaluation rows per model call.
     progress : callable, optional
         ``progress(total_rows)`` returns a callable told the rows finished per call.
+    bootstrap : Bootstrap, optional
+        Percentile bands from the same differences ``D_i`` with the rows
+        resampled (:mod:`ale_cli.bands`; no further model call).
 
     """
     FixedBins.from_options(bins=bins, binning=binning, edges=None, default=DEFAULT_BINNING)
@@ -209,9 +215,14 @@ def classic_features(
         )
         for t in todo
     }
-    return [
+    feats = [
         out[j] if j in out else not_estimable(name, skip[name]) for j, name in enumerate(chosen)
     ]
+    if bootstrap is None or not bootstrap.replicates:
+        return feats
+    index = {chosen[t.j]: t.bins.index for t in todo}
+    values = {chosen[t.j]: diffs[t.j] for t in todo}
+    return with_bands(feats, index, values, bootstrap, center=center, differences=True)
 
 
 def classic(
@@ -240,6 +251,7 @@ def classic(
         categorical=table.categorical,
         eval_rows=request.inputs.batch_size or DEFAULT_EVAL_ROWS,
         progress=progress,
+        bootstrap=request.bootstrap,
     )
     t_est = time.perf_counter()
     prediction = opened.model.predict(table.X)  # for the normalised statistics (NALED)
@@ -251,7 +263,8 @@ def classic(
     summary = with_statistics(
         Summary(
             estimator="ale",
-            params=fixed.params(request.center, request.inputs.features),
+            params=fixed.params(request.center, request.inputs.features)
+            | request.bootstrap.params(),
             store=model_source(request.inputs, opened, method=METHOD),
             n_rows=len(table.X),
             features=tuple(features),

@@ -15,6 +15,13 @@ Array shapes (K bins, K+1 edges):
 ``stderr``       (K+1,)   standard error sqrt(sum_{j<=k} dz_j^2 s_j^2 / n_j)
 ===============  =======  =================================================
 
+Bootstrap bands (optional; ``--bootstrap B``): ``ci_low`` and ``ci_high``
+(K+1,) are the percentile band of the effect at each edge over B replicates
+with rows resampled and the edges fixed (:mod:`ale_cli.core.bootstrap`), at the
+level ``params["ci"]``; the statistics then also have ``aled_ci_low``,
+``aled_ci_high`` (and the same for ``aler_min``, ``aler_max``, ``naled``,
+``naler_min``, ``naler_max``).
+
 A feature whose status is ``not_estimable`` has a ``reason`` and empty arrays.
 ``n_outside`` counts the rows outside ``[z_0, z_K]`` left out (given edges);
 ``objective`` is RHALE's ``sum_k tau_k s_k^2 dz_k`` and ``note`` says when an
@@ -99,6 +106,10 @@ class FeatureSummary:
     objective: float | None = None
     note: str | None = None
     statistics: dict[str, Any] | None = None
+    ci_low: np.ndarray | None = None
+    ci_high: np.ndarray | None = None
+    #: the bootstrap replicates (in memory only, for the statistics' bands)
+    replicates: Replicates | None = field(default=None, compare=False, repr=False)
 
     @property
     def n_bins(self) -> int:
@@ -131,6 +142,8 @@ class FeatureSummary:
             out["note"] = self.note
         if self.statistics is not None:
             out["statistics"] = self.statistics
+        if self.ci_low is not None and self.ci_high is not None:
+            out["ci_low"], out["ci_high"] = self.ci_low, self.ci_high
         return out
 
     @classmethod
@@ -154,7 +167,19 @@ class FeatureSummary:
             ),
             note=data.get("note"),
             statistics=_statistics(data.get("statistics")),
+            ci_low=float_array(data["ci_low"]) if "ci_low" in data else None,
+            ci_high=float_array(data["ci_high"]) if "ci_high" in data else None,
         )
+
+
+@dataclass(frozen=True)
+class Replicates:
+    """Bootstrap replicates of a feature's effect: ``effect`` (B, K+1), ``counts`` (B, K),
+    and the band level ``ci``."""
+
+    effect: np.ndarray
+    counts: np.ndarray
+    ci: float
 
 
 def _statistics(data: Any) -> dict[str, Any] | None:
@@ -375,6 +400,11 @@ def feature_statistics(
                 "heterogeneity_share": s.heterogeneity_share,
             }
         )
+        if feat.replicates is not None:
+            from ale_cli.core.bootstrap import statistics_bands
+
+            r = feat.replicates
+            stats[-1] |= statistics_bands(r.effect, r.counts, quantiles=quantiles, ci=r.ci)
     estimable = [item for item in stats if item is not None]
     aleds = np.array([item["aled"] for item in estimable])
     for item, r in zip(estimable, ranks(aleds), strict=True):

@@ -60,6 +60,27 @@ TimestampOption = Annotated[
     ),
 ]
 StoreArgument = Annotated[Path, typer.Argument(help="Store written by 'ale compute' (.npz).")]
+BootstrapOption = Annotated[
+    int,
+    typer.Option(
+        "--bootstrap",
+        help="B replicates with rows resampled (edges fixed) for percentile bands "
+        "ci_low/ci_high (0: none; no model call).",
+        min=0,
+    ),
+]
+CiOption = Annotated[
+    float, typer.Option("--ci", help="Level of the bootstrap bands, between 0 and 1.")
+]
+SeedOption = Annotated[
+    int | None,
+    typer.Option(
+        "--seed",
+        help="Seed of the bootstrap (same seed, same bands; default: fresh).",
+        min=0,
+        show_default=False,
+    ),
+]
 
 # -- the model-and-data group ---------------------------------------------------------------
 
