@@ -112,7 +112,7 @@ def replicate_cells(
     >>> w.tolist(), rc[0].counts.tolist(), rc[0].sums.tolist()
     ([[0.0, 2.0, 1.0], [3.0, 0.0, 0.0]], [[2.0, 1.0], [3.0, 0.0]], [[6.0, 5.0], [3.0, 0.0]])
     """
-    import scipy.sparse
+    import scipy.sparse  # type: ignore[import-untyped]
 
     index = np.asarray(index, dtype=np.int64)
     values = np.asarray(values, dtype=np.float64)

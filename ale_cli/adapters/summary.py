@@ -119,7 +119,7 @@ class FeatureSummary:
     def from_effect(cls, name: str, effect: FirstOrderEffect, **more: Any) -> FeatureSummary:
         """The summary of an estimated feature: every array of ``effect`` and ``more``
         (``n_outside``, ``objective``, ``note``)."""
-        arrays = {f.name: getattr(effect, f.name) for f in fields(effect)}
+        arrays: dict[str, Any] = {f.name: getattr(effect, f.name) for f in fields(effect)}
         return cls(name=name, **arrays, **more)
 
     def to_dict(self) -> dict[str, Any]:
@@ -148,13 +148,14 @@ class FeatureSummary:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FeatureSummary:
+        floats: dict[str, Any] = {k: float_array(data[k]) for k in (*_FLOAT_BIN, *_FLOAT_EDGE)}
         return cls(
             name=str(data["name"]),
             status=str(data["status"]),
             reason=data.get("reason"),
             edges=float_array(data["edges"]),
             counts=np.asarray(data["counts"], dtype=np.int64).reshape(-1),
-            **{k: float_array(data[k]) for k in (*_FLOAT_BIN, *_FLOAT_EDGE)},
+            **floats,
             bin_filled=np.asarray(data["bin_filled"], dtype=bool).reshape(-1),
             center_offset=float(
                 data["center_offset"] if data["center_offset"] is not None else np.nan
@@ -389,22 +390,21 @@ def feature_statistics(
         s = effect_statistics(
             effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles
         )
-        stats.append(
-            {
-                "aled": s.aled,
-                "aler_min": s.aler_min,
-                "aler_max": s.aler_max,
-                "naled": s.naled,
-                "naler_min": s.naler_min,
-                "naler_max": s.naler_max,
-                "heterogeneity_share": s.heterogeneity_share,
-            }
-        )
+        item: dict[str, Any] = {
+            "aled": s.aled,
+            "aler_min": s.aler_min,
+            "aler_max": s.aler_max,
+            "naled": s.naled,
+            "naler_min": s.naler_min,
+            "naler_max": s.naler_max,
+            "heterogeneity_share": s.heterogeneity_share,
+        }
         if feat.replicates is not None:
             from ale_cli.core.bootstrap import statistics_bands
 
             r = feat.replicates
-            stats[-1] |= statistics_bands(r.effect, r.counts, quantiles=quantiles, ci=r.ci)
+            item |= statistics_bands(r.effect, r.counts, quantiles=quantiles, ci=r.ci)
+        stats.append(item)
     estimable = [item for item in stats if item is not None]
     aleds = np.array([item["aled"] for item in estimable])
     for item, r in zip(estimable, ranks(aleds), strict=True):
