@@ -212,6 +212,10 @@ def compare_feature(
     if sides:
         why = "; ".join(f"not estimable in the {label} ({f.reason})" for label, f in sides)
         return FeatureComparison(name, "not_estimable", why)
+    if base.kind is not None or other.kind is not None:
+        return FeatureComparison(
+            name, "not_estimable", "per-level (discrete or categorical) effects are not curves"
+        )
     diff = curve_difference(
         base_edges=base.edges,
         base_effect=base.effect,

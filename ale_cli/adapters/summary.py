@@ -22,6 +22,14 @@ level ``params["ci"]``; the statistics then also have ``aled_ci_low``,
 ``aled_ci_high`` (and the same for ``aler_min``, ``aler_max``, ``naled``,
 ``naler_min``, ``naler_max``).
 
+Discrete and categorical features (``kind`` ``"discrete"`` or ``"categorical"``,
+:mod:`ale_cli.categorical`) have K *levels* instead of bins: ``levels`` (K,) in
+the estimated order (numbers, or the text of a text column), ``order`` (K,) the
+index of each among the sorted distinct values, ``edges`` (K,) the levels' values
+(codes for text), and per level ``counts``, ``effect``, ``std``, ``stderr`` (K,);
+``bin_effect``, ``bin_std``, ``bin_stderr``, ``bin_filled`` (K-1,) describe the
+jumps between adjacent levels. Without ``kind`` a feature is continuous.
+
 A feature whose status is ``not_estimable`` has a ``reason`` and empty arrays.
 ``n_outside`` counts the rows outside ``[z_0, z_K]`` left out (given edges);
 ``objective`` is RHALE's ``sum_k tau_k s_k^2 dz_k`` and ``note`` says when an
@@ -108,6 +116,9 @@ class FeatureSummary:
     statistics: dict[str, Any] | None = None
     ci_low: np.ndarray | None = None
     ci_high: np.ndarray | None = None
+    kind: str | None = None
+    levels: tuple[Any, ...] | None = None
+    order: np.ndarray | None = None
     #: the bootstrap replicates (in memory only, for the statistics' bands)
     replicates: Replicates | None = field(default=None, compare=False, repr=False)
 
@@ -126,6 +137,10 @@ class FeatureSummary:
         out: dict[str, Any] = {"name": self.name, "status": self.status}
         if self.reason is not None:
             out["reason"] = self.reason
+        if self.kind is not None:
+            out["kind"] = self.kind
+            out["levels"] = list(self.levels or ())
+            out["order"] = np.asarray(self.order, dtype=np.int64)
         out |= {
             "n_bins": self.n_bins,
             "edges": self.edges,
@@ -170,6 +185,9 @@ class FeatureSummary:
             statistics=_statistics(data.get("statistics")),
             ci_low=float_array(data["ci_low"]) if "ci_low" in data else None,
             ci_high=float_array(data["ci_high"]) if "ci_high" in data else None,
+            kind=data.get("kind"),
+            levels=tuple(data["levels"]) if "levels" in data else None,
+            order=np.asarray(data["order"], dtype=np.int64) if "order" in data else None,
         )
 
 
@@ -386,6 +404,15 @@ def feature_statistics(
     for feat in features:
         if feat.status != "ok" or feat.n_bins == 0:
             stats.append(None)
+            continue
+        if feat.kind is not None:
+            from ale_cli.core.discrete import level_statistics
+
+            stats.append(
+                level_statistics(
+                    effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles
+                )
+            )
             continue
         s = effect_statistics(
             effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles

@@ -12,6 +12,7 @@ from ale_cli.cli.options import (
     BootstrapOption,
     CenterOption,
     CiOption,
+    DiscreteOption,
     EdgesOption,
     OutOption,
     SeedOption,
@@ -49,6 +50,7 @@ def classic(
     bootstrap: BootstrapOption = 0,
     ci: CiOption = 0.95,
     seed: SeedOption = None,
+    discrete: DiscreteOption = None,
 ) -> Outcome:
     """Classic ALE (Apley-Zhu): the model at both limits of each row's bin, per feature.
 
@@ -69,6 +71,11 @@ def classic(
         edges=edges,
         center=center,
         bootstrap=Bootstrap(bootstrap, ci, seed),
+        discrete=None
+        if discrete is None
+        else discrete.strip()
+        if discrete.strip() == "auto"
+        else tuple(n.strip() for n in discrete.split(",") if n.strip()),
     )
     with run.progress("classic ALE") as progress:
         result = run_classic(request, progress=progress)

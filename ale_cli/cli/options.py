@@ -60,6 +60,16 @@ TimestampOption = Annotated[
     ),
 ]
 StoreArgument = Annotated[Path, typer.Argument(help="Store written by 'ale compute' (.npz).")]
+DiscreteOption = Annotated[
+    str | None,
+    typer.Option(
+        "--discrete",
+        help="Comma-separated numeric features estimated per distinct value (adjacent-value "
+        "differences), or 'auto': every numeric input with 2 to 10 distinct values. Text and "
+        "--categorical columns are always estimated per level.",
+        show_default=False,
+    ),
+]
 BootstrapOption = Annotated[
     int,
     typer.Option(

@@ -517,6 +517,10 @@ def feature_figure(
     feat = summary.feature(name)
     if feat.status != "ok" or feat.n_bins == 0:
         return not_estimable_figure(feat)
+    if feat.kind is not None:  # discrete or categorical: a dot per level
+        from ale_cli.plot.levels import level_figure
+
+        return level_figure(summary, feat, ylabel=ylabel)
     with matplotlib.rc_context(style.RC):
         fig = _new_figure((_FIG_WIDTH, 7.0))
         top, bottom = _feature_axes(fig)
@@ -690,6 +694,11 @@ def overview_figure(
             ax.set_title(_wrap(feat.name, 36, 2), fontsize=9)
             if feat.status != "ok" or feat.n_bins == 0:
                 _not_estimable_cell(ax, feat, i)
+                continue
+            if feat.kind is not None:
+                from ale_cli.plot.levels import level_artists
+
+                level_artists(ax, feat, f"f{i}.", labels=False)
                 continue
             _effect_artists(ax, feat, f"f{i}.", labels=not labelled, band=bootstrap_label(summary))
             labelled = True
