@@ -218,7 +218,8 @@ def level_order(
     dist = level_distances(codes, n_levels, numeric=numeric, categorical=categorical)
     if not np.any(dist > 0):
         return np.arange(n_levels)
-    return np.argsort(mds_1d(dist), kind="stable")
+    order: np.ndarray = np.argsort(mds_1d(dist), kind="stable")
+    return order
 
 
 def level_statistics(

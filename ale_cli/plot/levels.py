@@ -38,7 +38,7 @@ def level_artists(ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels: b
         linewidth=8,
         alpha=0.5,
         gid=f"{prefix}level_std",
-        label="± STD (heterogeneity)" if labels else None,
+        label="± STD (heterogeneity)" if labels else "_nolegend_",
     )
     ax.vlines(
         x,
@@ -47,7 +47,7 @@ def level_artists(ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels: b
         color=style.STDERR,
         linewidth=1.5,
         gid=f"{prefix}level_se",
-        label="± 2 SE (estimation uncertainty)" if labels else None,
+        label="± 2 SE (estimation uncertainty)" if labels else "_nolegend_",
     )
     ax.plot(
         x,
@@ -57,7 +57,7 @@ def level_artists(ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels: b
         color=style.CURVE,
         zorder=3,
         gid=f"{prefix}levels",
-        label=f"ALE per level ({feat.kind})" if labels else None,
+        label=f"ALE per level ({feat.kind})" if labels else "_nolegend_",
     )
     ax.axhline(0.0, color=style.GREY, linewidth=0.8, gid=f"{prefix}zero")
     ax.set_xticks(x, [f"{v:g}" if isinstance(v, float) else str(v) for v in feat.levels or ()])
