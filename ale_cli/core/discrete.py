@@ -192,7 +192,7 @@ def mds_1d(dist: np.ndarray) -> np.ndarray:
     j = np.eye(k) - np.full((k, k), 1.0 / k)
     b = -j @ (dist * dist) @ j / 2.0
     vals, vecs = np.linalg.eigh((b + b.T) / 2.0)
-    coord = vecs[:, -1] * np.sqrt(max(vals[-1], 0.0))
+    coord: np.ndarray = vecs[:, -1] * np.sqrt(max(float(vals[-1]), 0.0))
     if coord[0] > coord[-1]:
         coord = -coord
     return coord
