@@ -23,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.adapters.summary import FeatureSummary
+from ale_cli.adapters.summary import FeatureSummary, Replicates
+from ale_cli.bands import Bootstrap, replicate_cells
+from ale_cli.core.bootstrap import percentile_band
 from ale_cli.core.discrete import MAX_DISCRETE_LEVELS, level_effect, level_order
 from ale_cli.errors import InputError
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
@@ -84,6 +86,7 @@ def level_features(
     center: str = "mean",
     eval_rows: int = DEFAULT_EVAL_ROWS,
     base: np.ndarray | None = None,
+    bootstrap: Bootstrap | None = None,
 ) -> dict[str, FeatureSummary]:
     """The per-level effect of each feature in ``kinds`` (name -> "discrete"/"categorical").
 
@@ -100,6 +103,9 @@ def level_features(
         The original values of text columns, indexed by code.
     base : ndarray, shape (N,), optional
         ``f(X)`` if already known.
+    bootstrap : Bootstrap, optional
+        Percentile bands of the per-level effects from the same differences with
+        the rows resampled (:func:`level_bands`; no further model call).
 
     Returns
     -------
@@ -154,7 +160,11 @@ def level_features(
             level_names = tuple(float(v) for v in shown)
         with np.errstate(invalid="ignore", divide="ignore"):
             jump_se = eff.jump_std / np.sqrt(eff.jump_count)
+        bands: dict[str, Any] = {}
+        if bootstrap is not None and bootstrap.replicates:
+            bands = level_bands(pos, up, down, k, bootstrap, center=center)
         out[name] = FeatureSummary(
+            **bands,
             name=name,
             kind=kind,
             levels=level_names,
@@ -171,3 +181,46 @@ def level_features(
             center_offset=eff.center_offset,
         )
     return out
+
+
+def level_bands(
+    position: np.ndarray,
+    up: np.ndarray,
+    down: np.ndarray,
+    n_levels: int,
+    boot: Bootstrap,
+    *,
+    center: str,
+) -> dict[str, Any]:
+    """``ci_low``, ``ci_high`` (K,) and the replicates of a per-level effect, rows resampled.
+
+    A row at level k holds ``up`` for jump k and ``down`` for jump k-1, so the
+    replicates' jump sums and counts are those of two "features" on the K-1
+    jumps (:func:`~ale_cli.bands.replicate_cells`, the rows drawn alike), and a
+    third gives each replicate's rows per level for its centering.
+    """
+    k = n_levels
+    rise = np.where(position < k - 1, position, -1)
+    fall = np.where(position > 0, position - 1, -1)
+    cells = replicate_cells(
+        np.column_stack([rise, fall, position]),
+        np.column_stack([up, down, np.zeros(len(position))]),
+        [k - 1, k - 1, k],
+        replicates=boot.replicates,
+        rng=np.random.default_rng(boot.seed),
+    )
+    counts = cells[0].counts + cells[1].counts
+    with np.errstate(invalid="ignore", divide="ignore"):
+        jump = (cells[0].sums + cells[1].sums) / counts
+    jump = np.where(counts > 0, jump, 0.0)  # a jump no drawn row crosses: no change
+    effect = np.zeros((boot.replicates, k))
+    np.cumsum(jump, axis=1, out=effect[:, 1:])
+    n_level = cells[2].counts
+    if center == "mean":
+        effect -= ((n_level * effect).sum(axis=1) / n_level.sum(axis=1))[:, None]
+    low, high = percentile_band(effect, ci=boot.ci)
+    return {
+        "ci_low": low,
+        "ci_high": high,
+        "replicates": Replicates(effect=effect, counts=n_level, ci=boot.ci),
+    }

@@ -199,7 +199,7 @@ def classic_features(
     }
     by_level = level_features(
         f, X, list(names), kinds, categorical=categorical, labels=labels, center=center,
-        eval_rows=eval_rows,
+        eval_rows=eval_rows, bootstrap=bootstrap,
     )  # fmt: skip
     skip = skip_reasons(chosen, lo, hi, (), edges)
     for name in kinds:

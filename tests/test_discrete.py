@@ -245,3 +245,31 @@ def test_export_diff_and_audit_read_per_level_records(cli, sample_dir, mlp_model
     result = cli("audit", out, "--rules", rules)
     assert result.exit_code == 0, result.output
     assert cli("diff", out, out).exit_code == 0
+
+
+def test_level_bootstrap_band_of_an_additive_model_is_the_centering_spread() -> None:
+    """f = L[c] + x: every row's jump is exact, so replicate b's effect is
+    L - sum_k n_bk L_k / N with n_bk its rows per level; the band is the percentiles of
+    that, with the rows drawn as the bootstrap draws them (one replicate after another)."""
+    from ale_cli.bands import Bootstrap
+
+    rng = np.random.default_rng(5)
+    n = 800
+    L = np.array([1.0, -2.0, 4.0])
+    c = rng.integers(0, 3, n)
+    X = np.column_stack([c, rng.normal(size=n)]).astype(float)
+
+    def f(Z: np.ndarray) -> np.ndarray:
+        return L[Z[:, 0].astype(int)] + Z[:, 1]
+
+    boot = Bootstrap(80, 0.9, 12)
+    (feat,) = classic_features(f, X, ["c", "x"], features=["c"], discrete=["c"], bootstrap=boot)
+    draws = np.random.default_rng(12)
+    effects = []
+    for _ in range(80):
+        nb = np.bincount(c[draws.integers(0, n, n)], minlength=3)
+        effects.append(L - np.dot(nb, L) / n)
+    lo, hi = np.quantile(np.array(effects), [0.05, 0.95], axis=0)
+    np.testing.assert_allclose(feat.ci_low, lo, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(feat.ci_high, hi, rtol=1e-9, atol=1e-12)
+    assert feat.statistics is None  # statistics come with the summary (with_statistics)

@@ -408,11 +408,15 @@ def feature_statistics(
         if feat.kind is not None:
             from ale_cli.core.discrete import level_statistics
 
-            stats.append(
-                level_statistics(
-                    effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles
-                )
+            level = level_statistics(
+                effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles
             )
+            if feat.replicates is not None:
+                from ale_cli.core.discrete import level_statistics_bands
+
+                r = feat.replicates
+                level |= level_statistics_bands(r.effect, r.counts, quantiles=quantiles, ci=r.ci)
+            stats.append(level)
             continue
         s = effect_statistics(
             effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles

@@ -262,3 +262,32 @@ def level_statistics(
             "naler_max": float(norm.max()),
         }
     return out
+
+
+def level_statistics_bands(
+    effect: np.ndarray, counts: np.ndarray, *, quantiles: np.ndarray | None, ci: float
+) -> dict[str, float | None]:
+    """Percentile bands of :func:`level_statistics` over replicates ``effect`` (B, K) with
+    their rows per level ``counts`` (B, K): keys ``aled_ci_low``, ``aled_ci_high``, ...
+
+    >>> e = np.array([[-1.0, 1.0], [-2.0, 2.0], [-3.0, 3.0]]); n = np.ones((3, 2))
+    >>> b = level_statistics_bands(e, n, quantiles=None, ci=0.5)
+    >>> b["aled_ci_low"], b["aled_ci_high"], b["naled_ci_low"]
+    (1.5, 2.5, None)
+    """
+    from ale_cli.core.bootstrap import percentile_band
+
+    keys = ("aled", "aler_min", "aler_max", "naled", "naler_min", "naler_max")
+    rows = [
+        level_statistics(effect=e, std=np.zeros_like(e), counts=n, quantiles=quantiles)
+        for e, n in zip(effect, counts, strict=True)
+    ]
+    out: dict[str, float | None] = {}
+    for key in keys:
+        values = [r[key] for r in rows]
+        if any(v is None for v in values):
+            out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = None
+            continue
+        lo, hi = percentile_band(np.array(values, dtype=np.float64)[:, None], ci=ci)
+        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(lo[0]), float(hi[0])
+    return out

@@ -5,6 +5,8 @@ Artists (``gid``), for a feature with K levels at x = 0 .. K-1:
 ``levels``      Line2D of dots, y = ``effect`` (K,)
 ``level_se``    LineCollection of bars ``effect +/- 2 stderr`` (estimation uncertainty)
 ``level_std``   LineCollection of wide light bars ``effect +/- std`` (heterogeneity)
+``level_ci``    LineCollection of dotted bars from ``ci_low`` to ``ci_high`` beside each
+                dot (bootstrap band; only when the summary has one)
 ``zero``        Line2D at y = 0
 ``legend``      the figure legend (single-feature figure)
 
@@ -27,9 +29,23 @@ if TYPE_CHECKING:
     from ale_cli.adapters.summary import FeatureSummary, Summary
 
 
-def level_artists(ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels: bool) -> None:
-    """Dots, +/- 2 SE bars and +/- STD bars of one per-level feature on ``ax``."""
+def level_artists(
+    ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels: bool, band: str = ""
+) -> None:
+    """Dots, +/- 2 SE bars and +/- STD bars of one per-level feature on ``ax``; the
+    bootstrap band (legend text ``band``) when the feature has one."""
     x = np.arange(len(feat.effect), dtype=np.float64)
+    if feat.ci_low is not None and feat.ci_high is not None:
+        ax.vlines(
+            x + 0.15,
+            feat.ci_low,
+            feat.ci_high,
+            color=style.ORANGE,
+            linestyle=":",
+            linewidth=1.6,
+            gid=f"{prefix}level_ci",
+            label=band if labels else "_nolegend_",
+        )
     ax.vlines(
         x,
         feat.effect - feat.std,
@@ -68,13 +84,18 @@ def level_figure(summary: Summary, feat: FeatureSummary, *, ylabel: str | None =
     """One feature's per-level effect: dots with +/- 2 SE and +/- STD bars, legend below."""
     import matplotlib
 
-    from ale_cli.plot.first_order import _figure_legend, _new_figure, effect_label
+    from ale_cli.plot.first_order import (
+        _figure_legend,
+        _new_figure,
+        bootstrap_label,
+        effect_label,
+    )
 
     with matplotlib.rc_context(style.RC):
         fig = _new_figure((7.0, 5.0))
         ax = fig.add_axes((0.14, 0.3, 0.8, 0.58))
         ax.set_gid("effect_axes")
-        level_artists(ax, feat, labels=True)
+        level_artists(ax, feat, labels=True, band=bootstrap_label(summary))
         ax.set_ylabel(effect_label(summary, "centered effect", ylabel, width=45, name_width=40))
         order = "estimated order" if feat.kind == "categorical" else "numeric order"
         ax.set_xlabel(f"{feat.name} (levels in {order})")
