@@ -226,4 +226,4 @@ def test_plot_draws_the_band_with_a_legend_entry() -> None:
         np.testing.assert_allclose(line.get_ydata(), values)
     (legend,) = fig.findobj(lambda a: a.get_gid() == "legend")
     texts = [t.get_text() for t in legend.get_texts()]
-    assert "bootstrap 90 % band (60 resamples of rows)" in texts
+    assert "bootstrap 90 % band (B = 60)" in texts

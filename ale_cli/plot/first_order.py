@@ -289,14 +289,14 @@ def _wrap_lines(text: str, width: int, max_lines: int) -> str:
 
 
 def bootstrap_label(summary: Summary) -> str:
-    """Legend text of the bootstrap band, e.g. "bootstrap 95 % band (200 resamples of rows)".
+    """Legend text of the bootstrap band, e.g. "bootstrap 95 % band (B = 200)".
 
     >>> from ale_cli.adapters.summary import Summary
     >>> bootstrap_label(Summary("dale", {"bootstrap": 200, "ci": 0.95}, {}, 10, ()))
-    'bootstrap 95 % band (200 resamples of rows)'
+    'bootstrap 95 % band (B = 200)'
     """
     level = float(summary.params.get("ci", 0.95)) * 100
-    return f"bootstrap {level:g} % band ({summary.params.get('bootstrap')} resamples of rows)"
+    return f"bootstrap {level:g} % band (B = {summary.params.get('bootstrap')})"
 
 
 def _effect_artists(
