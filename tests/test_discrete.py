@@ -273,3 +273,30 @@ def test_level_bootstrap_band_of_an_additive_model_is_the_centering_spread() -> 
     np.testing.assert_allclose(feat.ci_low, lo, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(feat.ci_high, hi, rtol=1e-9, atol=1e-12)
     assert feat.statistics is None  # statistics come with the summary (with_statistics)
+
+
+def test_diff_of_per_level_records_is_the_change_of_each_level() -> None:
+    """Two additive models differing at one level by 3: the difference per level is
+    3 at that level minus its count-weighted mean; a curve is not compared with levels."""
+    from ale_cli.compare import compare_feature
+
+    rng = np.random.default_rng(2)
+    n = 600
+    c = rng.integers(0, 3, n)
+    X = np.column_stack([c, rng.normal(size=n)]).astype(float)
+    L = np.array([1.0, -2.0, 4.0])
+
+    def model(levels: np.ndarray):  # type: ignore[no-untyped-def]
+        return lambda Z: levels[Z[:, 0].astype(int)] + Z[:, 1]
+
+    kw = {"features": ["c"], "discrete": ["c"]}
+    (base,) = classic_features(model(L), X, ["c", "x"], **kw)
+    (other,) = classic_features(model(L + [0.0, 0.0, 3.0]), X, ["c", "x"], **kw)
+    cmp = compare_feature("c", base, other)
+    assert cmp.status == "ok" and cmp.difference is not None
+    shift = np.array([0.0, 0.0, 3.0])
+    expected = shift - np.dot(np.bincount(c, minlength=3), shift) / n
+    np.testing.assert_allclose(cmp.difference.difference, expected, atol=1e-12)
+    np.testing.assert_allclose(cmp.difference.max_abs, np.abs(expected).max())
+    (curve,) = classic_features(model(L), X, ["c", "x"], features=["c"], bins=2)
+    assert compare_feature("c", base, curve).status == "not_estimable"
