@@ -52,12 +52,8 @@ class Bootstrap:
 
 def check_bootstrap(replicates: int, ci: float, seed: int | None) -> None:
     """InputError naming the first bootstrap option out of its range."""
-    if (
-        isinstance(replicates, bool)
-        or not isinstance(replicates, int)
-        or replicates in (1,)
-        or (isinstance(replicates, int) and replicates < 0)
-    ):
+    whole = isinstance(replicates, int) and not isinstance(replicates, bool)
+    if not whole or replicates < 0 or replicates == 1:
         raise InputError(
             f"{{param}} must be 0 (no bands) or a whole number of at least 2, got {replicates!s}",
             param="bootstrap",

@@ -43,6 +43,7 @@ from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics
 from ale_cli.bands import Bootstrap, with_bands
 from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.categorical import discrete_names, level_features
+from ale_cli.checks import names_tuple
 from ale_cli.core.binning import Assignment, assign, quantile_bins, uniform_edges
 from ale_cli.core.binstats import CellStats
 from ale_cli.inputs import ModelInputs, feature_columns, model_source, open_inputs
@@ -79,10 +80,13 @@ class ClassicRequest:
     edges: Path | None = None
     center: str = "mean"
     bootstrap: Bootstrap = Bootstrap()
+    #: features estimated per value: names ("a,b" or a tuple), "auto" or None
     discrete: tuple[str, ...] | str | None = None
 
     def __post_init__(self) -> None:
         check_center(self.center)
+        if self.discrete is not None and self.discrete != "auto":
+            object.__setattr__(self, "discrete", names_tuple(self.discrete, "discrete"))
         if self.edges is None:  # the edges file is read (and checked) when the run starts
             FixedBins.from_options(
                 bins=self.bins, binning=self.binning, edges=None, default=DEFAULT_BINNING
@@ -202,12 +206,10 @@ def classic_features(
         eval_rows=eval_rows, bootstrap=bootstrap,
     )  # fmt: skip
     skip = skip_reasons(chosen, lo, hi, (), edges)
-    for name in kinds:
-        skip[name] = "per level"
     todo: list[_Feature] = []
     for j, (col, name) in enumerate(zip(cols, chosen, strict=True)):
-        if name in skip:
-            continue  # reported below with the reason
+        if name in skip or name in kinds:
+            continue  # reported below with the reason, or estimated per level above
         if edges is None and binning == "quantile":
             z, a = quantile_bins(Xs[j], bins=bins)
         else:
@@ -239,7 +241,11 @@ def classic_features(
         for t in todo
     }
     feats = [
-        out[j] if j in out else by_level.get(name) or not_estimable(name, skip[name])
+        out[j]
+        if j in out
+        else by_level[name]
+        if name in by_level
+        else not_estimable(name, skip[name])
         for j, name in enumerate(chosen)
     ]
     if bootstrap is None or not bootstrap.replicates:

@@ -227,3 +227,19 @@ def test_plot_draws_the_band_with_a_legend_entry() -> None:
     (legend,) = fig.findobj(lambda a: a.get_gid() == "legend")
     texts = [t.get_text() for t in legend.get_texts()]
     assert "bootstrap 90 % band (B = 60)" in texts
+
+
+def test_python_api_takes_the_bootstrap_options() -> None:
+    from ale_cli import api
+
+    X, E = noisy_linear(4, n=300)
+    store = store_of(X, E, ("x",))
+    a = api.rebin(store, bins=4, bootstrap=20, ci=0.8, seed=2)
+    b = api.rhale(store, bootstrap=20, ci=0.8, seed=2)
+    for summary in (a, b):
+        feat = summary.feature("x")
+        assert feat.ci_low is not None and feat.ci_high is not None
+        assert np.all(feat.ci_low <= feat.ci_high)
+        assert summary.params["bootstrap"] == 20 and summary.params["ci"] == 0.8
+    with pytest.raises(InputError, match="^bootstrap must be 0"):
+        api.rebin(store, bootstrap=1)

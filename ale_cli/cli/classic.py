@@ -71,11 +71,7 @@ def classic(
         edges=edges,
         center=center,
         bootstrap=Bootstrap(bootstrap, ci, seed),
-        discrete=None
-        if discrete is None
-        else discrete.strip()
-        if discrete.strip() == "auto"
-        else tuple(n.strip() for n in discrete.split(",") if n.strip()),
+        discrete=discrete,
     )
     with run.progress("classic ALE") as progress:
         result = run_classic(request, progress=progress)
