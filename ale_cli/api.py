@@ -102,8 +102,13 @@ def rebin(
     edges: str | Path | None = None,
     center: str = "mean",
     features: Names = None,
+    bootstrap: int = 0,
+    ci: float = 0.95,
+    seed: int | None = None,
 ) -> Summary:
-    """DALE on fixed bins (default: 20 uniform bins) from a store."""
+    """DALE on fixed bins (default: 20 uniform bins) from a store; ``bootstrap`` B > 0 adds
+    percentile bands at level ``ci`` (rows resampled, ``seed`` for the same bands)."""
+    from ale_cli.bands import Bootstrap
     from ale_cli.estimate import RebinRequest
     from ale_cli.estimate import rebin as run
 
@@ -114,6 +119,7 @@ def rebin(
         center=center,
         features=features,  # type: ignore[arg-type]
         edges=Path(edges) if edges is not None else None,
+        bootstrap=Bootstrap(bootstrap, ci, seed),
     )
     return run(request).summary
 
@@ -127,8 +133,13 @@ def rhale(
     grid: str = "uniform",
     center: str = "mean",
     features: Names = None,
+    bootstrap: int = 0,
+    ci: float = 0.95,
+    seed: int | None = None,
 ) -> Summary:
-    """RHALE with automatic bins from a store (``min_points`` None: ceil(N/20), at least 2)."""
+    """RHALE with automatic bins from a store (``min_points`` None: ceil(N/20), at least 2);
+    ``bootstrap`` as in :func:`rebin`, on the chosen bins."""
+    from ale_cli.bands import Bootstrap
     from ale_cli.estimate import RhaleRequest
     from ale_cli.estimate import rhale as run
 
@@ -140,6 +151,7 @@ def rhale(
         grid=grid,
         center=center,
         features=features,  # type: ignore[arg-type]
+        bootstrap=Bootstrap(bootstrap, ci, seed),
     )
     return run(request).summary
 
@@ -153,9 +165,16 @@ def classic(
     binning: str | None = None,
     edges: str | Path | None = None,
     center: str = "mean",
+    bootstrap: int = 0,
+    ci: float = 0.95,
+    seed: int | None = None,
+    discrete: Names = None,
     **options: Any,
 ) -> Summary:
-    """Classic ALE (Apley-Zhu) from the model at the bin limits (default: 20 quantile bins)."""
+    """Classic ALE (Apley-Zhu) from the model at the bin limits (default: 20 quantile bins);
+    ``bootstrap`` as in :func:`rebin`; ``discrete`` names (or ``"auto"``) the numeric
+    features estimated per value (text and categorical columns always are)."""
+    from ale_cli.bands import Bootstrap
     from ale_cli.classic import ClassicRequest
     from ale_cli.classic import classic as run
 
@@ -166,6 +185,8 @@ def classic(
         binning=binning,
         edges=Path(edges) if edges is not None else None,
         center=center,
+        bootstrap=Bootstrap(bootstrap, ci, seed),
+        discrete=discrete,  # type: ignore[arg-type]
     )
     return run(request).summary
 

@@ -23,7 +23,10 @@ Rows outside given edges are not evaluated; they are counted in ``n_outside``.
 The model calls go chunk by chunk, one call per feature on a stack of the
 chunk's rows copied once for all features (quantile edges and bin membership
 come from :func:`~ale_cli.core.binning.quantile_bins`, in a few passes).
-Categorical (held-fixed) and constant features are reported not estimable.
+Constant features are reported not estimable. Categorical features (text
+columns, ``categorical``) and the ``discrete`` ones are estimated per level
+(:mod:`ale_cli.categorical`: ALEPlot's adjacent-level differences, nominal
+levels ordered by Apley-Zhu's method).
 """
 
 from __future__ import annotations
@@ -32,11 +35,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics
+from ale_cli.bands import Bootstrap, with_bands
 from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
+from ale_cli.categorical import discrete_names, level_features
+from ale_cli.checks import names_tuple
 from ale_cli.core.binning import Assignment, assign, quantile_bins, uniform_edges
 from ale_cli.core.binstats import CellStats
 from ale_cli.inputs import ModelInputs, feature_columns, model_source, open_inputs
@@ -72,9 +79,14 @@ class ClassicRequest:
     binning: str | None = None
     edges: Path | None = None
     center: str = "mean"
+    bootstrap: Bootstrap = Bootstrap()
+    #: features estimated per value: names ("a,b" or a tuple), "auto" or None
+    discrete: tuple[str, ...] | str | None = None
 
     def __post_init__(self) -> None:
         check_center(self.center)
+        if self.discrete is not None and self.discrete != "auto":
+            object.__setattr__(self, "discrete", names_tuple(self.discrete, "discrete"))
         if self.edges is None:  # the edges file is read (and checked) when the run starts
             FixedBins.from_options(
                 bins=self.bins, binning=self.binning, edges=None, default=DEFAULT_BINNING
@@ -145,6 +157,9 @@ def classic_features(
     categorical: Sequence[str] = (),
     eval_rows: int = DEFAULT_EVAL_ROWS,
     progress: Callable[[int], ProgressFn] | None = None,
+    bootstrap: Bootstrap | None = None,
+    discrete: Sequence[str] = (),
+    labels: dict[str, tuple[Any, ...]] | None = None,
 ) -> list[FeatureSummary]:
     """Classic first-order ALE of ``features`` (default: all) of the model ``f`` on X:
     one FeatureSummary per feature, in the order asked.
@@ -164,6 +179,13 @@ def classic_features(
         Stacked evaluation rows per model call.
     progress : callable, optional
         ``progress(total_rows)`` returns a callable told the rows finished per call.
+    bootstrap : Bootstrap, optional
+        Percentile bands from the same differences ``D_i`` with the rows
+        resampled (:mod:`ale_cli.bands`; no further model call).
+    discrete : sequence of str
+        Numeric features estimated per distinct value (:mod:`ale_cli.categorical`).
+    labels : dict of str to tuple
+        The values of text columns by code (their levels' names in the summary).
 
     """
     FixedBins.from_options(bins=bins, binning=binning, edges=None, default=DEFAULT_BINNING)
@@ -174,11 +196,20 @@ def classic_features(
     # bincount) then read contiguous memory
     Xs = np.ascontiguousarray(X.T[cols])
     lo, hi = column_ranges(Xs.T)
-    skip = skip_reasons(chosen, lo, hi, categorical, edges)
+    kinds = {
+        name: "categorical" if name in categorical else "discrete"
+        for name in chosen
+        if name in categorical or name in discrete
+    }
+    by_level = level_features(
+        f, X, list(names), kinds, categorical=categorical, labels=labels, center=center,
+        eval_rows=eval_rows, bootstrap=bootstrap,
+    )  # fmt: skip
+    skip = skip_reasons(chosen, lo, hi, (), edges)
     todo: list[_Feature] = []
     for j, (col, name) in enumerate(zip(cols, chosen, strict=True)):
-        if name in skip:
-            continue  # reported below with the reason
+        if name in skip or name in kinds:
+            continue  # reported below with the reason, or estimated per level above
         if edges is None and binning == "quantile":
             z, a = quantile_bins(Xs[j], bins=bins)
         else:
@@ -209,9 +240,26 @@ def classic_features(
         )
         for t in todo
     }
-    return [
-        out[j] if j in out else not_estimable(name, skip[name]) for j, name in enumerate(chosen)
+    feats = [
+        out[j]
+        if j in out
+        else by_level[name]
+        if name in by_level
+        else not_estimable(name, skip[name])
+        for j, name in enumerate(chosen)
     ]
+    if bootstrap is None or not bootstrap.replicates:
+        return feats
+    index = {chosen[t.j]: t.bins.index for t in todo}
+    values = {chosen[t.j]: diffs[t.j] for t in todo}
+    return with_bands(feats, index, values, bootstrap, center=center, differences=True)
+
+
+def _discrete_param(discrete: tuple[str, ...] | str | None) -> dict[str, Any]:
+    """``params["discrete"]`` when asked (absent otherwise: summaries as before)."""
+    if discrete is None:
+        return {}
+    return {"discrete": discrete if isinstance(discrete, str) else list(discrete)}
 
 
 def classic(
@@ -240,6 +288,11 @@ def classic(
         categorical=table.categorical,
         eval_rows=request.inputs.batch_size or DEFAULT_EVAL_ROWS,
         progress=progress,
+        bootstrap=request.bootstrap,
+        discrete=discrete_names(
+            table.X, table.feature_names, request.discrete, exclude=table.categorical
+        ),
+        labels=table.levels,
     )
     t_est = time.perf_counter()
     prediction = opened.model.predict(table.X)  # for the normalised statistics (NALED)
@@ -251,7 +304,9 @@ def classic(
     summary = with_statistics(
         Summary(
             estimator="ale",
-            params=fixed.params(request.center, request.inputs.features),
+            params=fixed.params(request.center, request.inputs.features)
+            | request.bootstrap.params()
+            | _discrete_param(request.discrete),
             store=model_source(request.inputs, opened, method=METHOD),
             n_rows=len(table.X),
             features=tuple(features),

@@ -74,6 +74,48 @@ class CurveDifference:
     offset: float = 0.0
 
 
+def level_difference(base: FeatureSummary, other: FeatureSummary) -> CurveDifference | None:
+    """``other - base`` per level of two per-level records with the same levels (None if not).
+
+    The grid is the base's level positions ``0 .. K-1`` (its estimated order);
+    ``d_k`` is the other's effect at the same level minus the base's, centered
+    with the base's rows per level (``c = sum_k n_k d_k / N``), and
+    ``z_k = |d_k - d_0| / sqrt(SE_b(k)^2 + SE_o(k)^2 + SE_b(0)^2 + SE_o(0)^2)``
+    (each side's error at both levels counted in full: a bound, since the levels
+    need not be in the same order on both sides).
+    """
+    if base.levels is None or other.levels is None:
+        return None
+    where = {level: i for i, level in enumerate(other.levels)}
+    if len(where) != len(base.levels) or any(level not in where for level in base.levels):
+        return None
+    idx = np.array([where[level] for level in base.levels])
+    d = other.effect[idx] - base.effect
+    n = base.counts.astype(np.float64)
+    offset = float(np.dot(n, d) / n.sum())
+    centered = d - offset
+    var_o = other.stderr[idx] ** 2
+    var = np.nan_to_num(base.stderr**2 + var_o + base.stderr[0] ** 2 + var_o[0])
+    change = np.abs(d - d[0])
+    scale = max(float(np.nanmax(np.abs(base.effect))), float(np.nanmax(np.abs(other.effect))))
+    tiny = ROUNDING * max(scale, np.finfo(np.float64).tiny)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(change <= tiny, 0.0, np.where(var > 0, change / np.sqrt(var), np.inf))
+    grid = np.arange(d.size, dtype=np.float64)
+    i_abs, i_z = int(np.argmax(np.abs(centered))), int(np.argmax(z))
+    return CurveDifference(
+        grid=grid,
+        difference=centered,
+        z=z,
+        max_abs=float(abs(centered[i_abs])),
+        max_abs_at=float(grid[i_abs]),
+        max_z=float(z[i_z]),
+        max_z_at=float(grid[i_z]),
+        n_outside=0,
+        offset=offset,
+    )
+
+
 def curve_difference(
     *,
     base_edges: np.ndarray,
@@ -212,6 +254,17 @@ def compare_feature(
     if sides:
         why = "; ".join(f"not estimable in the {label} ({f.reason})" for label, f in sides)
         return FeatureComparison(name, "not_estimable", why)
+    if base.kind is not None or other.kind is not None:
+        if base.kind is None or other.kind is None:
+            return FeatureComparison(
+                name, "not_estimable", "a per-level effect is not compared with a curve"
+            )
+        level_diff = level_difference(base, other)
+        if level_diff is None:
+            return FeatureComparison(
+                name, "no_overlap", f"the {base_label} and the {other_label} have other levels"
+            )
+        return FeatureComparison(name, "ok", difference=level_diff)
     diff = curve_difference(
         base_edges=base.edges,
         base_effect=base.effect,

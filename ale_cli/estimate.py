@@ -25,6 +25,7 @@ import numpy as np
 
 from ale_cli.adapters.store import Store, read_store
 from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics
+from ale_cli.bands import Bootstrap, with_bands
 from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.checks import check_choice, check_count, names_tuple
 from ale_cli.core.binning import (
@@ -69,6 +70,7 @@ class RebinRequest:
     center: str = "mean"
     features: tuple[str, ...] | None = None
     edges: Path | None = None
+    bootstrap: Bootstrap = Bootstrap()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
@@ -89,6 +91,7 @@ class RhaleRequest:
     grid: str = "uniform"
     center: str = "mean"
     features: tuple[str, ...] | None = None
+    bootstrap: Bootstrap = Bootstrap()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
@@ -153,11 +156,13 @@ def rebin_features(
     center: str = "mean",
     edges: dict[str, np.ndarray] | None = None,
     categorical: Sequence[str] = (),
+    bootstrap: Bootstrap | None = None,
 ) -> list[FeatureSummary]:
     """DALE on fixed bins for every column of X (N, D) with local effects E (N, D).
 
     Bins are ``bins`` uniform or type-1 quantile bins of each feature, or the
-    given ``edges[name]`` (rows outside them are left out and counted).
+    given ``edges[name]`` (rows outside them are left out and counted). With
+    ``bootstrap``, percentile bands on the same bins (:mod:`ale_cli.bands`).
     """
     check_center(center)
     check_choice(binning, BINNINGS, "binning")
@@ -186,7 +191,25 @@ def rebin_features(
                 z, known = quantile_bins(X[:, j], bins=bins)
             cell, n_outside = _column_cells(X[:, j], E[:, j], z, known)
         out.append(summary_from_cells(name, z, cell, n_outside=n_outside, center=center))
-    return out
+    return _banded(out, X, E, names, bootstrap, center)
+
+
+def _banded(
+    features: list[FeatureSummary],
+    X: np.ndarray,
+    E: np.ndarray,
+    names: Sequence[str],
+    bootstrap: Bootstrap | None,
+    center: str,
+) -> list[FeatureSummary]:
+    """The features with bootstrap bands on their own edges (unchanged without replicates)."""
+    if bootstrap is None or not bootstrap.replicates:
+        return features
+    index, values = {}, {}
+    for j, (name, f) in enumerate(zip(names, features, strict=True)):
+        if f.status == "ok":
+            index[name], values[name] = assign(X[:, j], f.edges).index, E[:, j]
+    return with_bands(features, index, values, bootstrap, center=center)
 
 
 # -- rhale -----------------------------------------------------------------------------------
@@ -203,13 +226,15 @@ def rhale_features(
     grid: str = "uniform",
     center: str = "mean",
     categorical: Sequence[str] = (),
+    bootstrap: Bootstrap | None = None,
 ) -> list[FeatureSummary]:
     """RHALE with automatic bins for every column of X (N, D) with local effects E (N, D).
 
     Each feature's grid has ``max_bins`` uniform (or type-1 quantile) cells
     over its range; the optimal partition (:func:`~ale_cli.core.rhale.optimal_partition`)
     is found from the per-cell statistics, which are then summed per bin (no
-    second pass over the rows).
+    second pass over the rows). With ``bootstrap``, percentile bands on the
+    chosen bins (the partition itself is not resampled).
     """
     check_rhale_options(
         max_bins=max_bins, min_points=min_points, alpha=alpha, grid=grid, center=center
@@ -246,7 +271,7 @@ def rhale_features(
                 name, effect, objective=part.objective, note=note, n_outside=0
             )
         )
-    return out
+    return _banded(out, X, E, names, bootstrap, center)
 
 
 # -- from a store ----------------------------------------------------------------------------
@@ -316,9 +341,10 @@ def rebin(request: RebinRequest) -> EstimateResult:
         center=request.center,
         edges=fixed.edges,
         categorical=store.meta.get("categorical_features") or (),
+        bootstrap=request.bootstrap,
     )
     t_est = time.perf_counter()
-    params = fixed.params(request.center, request.features)
+    params = fixed.params(request.center, request.features) | request.bootstrap.params()
     return _result("dale", params, path, store, features, (t0, t_load, t_est))
 
 
@@ -342,6 +368,7 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         grid=request.grid,
         center=request.center,
         categorical=store.meta.get("categorical_features") or (),
+        bootstrap=request.bootstrap,
     )
     t_est = time.perf_counter()
     params: dict[str, Any] = {
@@ -352,5 +379,6 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         "grid": request.grid,
         "center": request.center,
         "features": list(request.features) if request.features is not None else None,
+        **request.bootstrap.params(),
     }
     return _result("rhale", params, path, store, features, (t0, t_load, t_est))

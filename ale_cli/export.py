@@ -230,10 +230,11 @@ def _frame(summary: Summary, statistics: Mapping[str, Any]) -> pd.DataFrame:
             "bin",
             est,
             name,
-            index=np.arange(f.n_bins),
+            index=np.arange(len(f.bin_effect)),
             left=f.edges[:-1],
             right=f.edges[1:],
-            count=f.counts,
+            # per-level records: the bins are the jumps between adjacent levels (n_{k-1} + n_k)
+            count=f.counts if f.kind is None else f.counts[:-1] + f.counts[1:],
             bin_effect=f.bin_effect,
             bin_std=f.bin_std,
             bin_stderr=f.bin_stderr,

@@ -107,17 +107,21 @@ def test_rows_outside_given_edges_are_counted_and_not_evaluated():
     assert int(a.counts.sum()) == 200 - outside
 
 
-def test_fixed_and_constant_features_are_not_estimable_and_not_evaluated():
+def test_constant_features_are_not_estimable_and_categorical_ones_go_per_level():
     X = uniform_rows(n=50)
     X[:, 1] = 3.0
     f = Counting(additive)
     feats = classic_features(f, X, ["a", "b", "c"], categorical=["c"], bins=4)
-    assert [(x.status, x.reason) for x in feats] == [
-        ("ok", None),
-        ("not_estimable", "single distinct value"),
-        ("not_estimable", "categorical feature (held fixed)"),
+    assert [(x.status, x.reason, x.kind) for x in feats] == [
+        ("ok", None, None),
+        ("not_estimable", "single distinct value", None),
+        ("ok", None, "categorical"),  # per level (tests/test_discrete.py)
     ]
-    assert sum(f.calls) == 2 * 50
+    # a: 2 per row; c: the rows as they are, those not at the last level (in the estimated
+    # order) moved up, those not at the first moved down
+    c, levels = X[:, 2], feats[2].levels
+    up, down = int(np.sum(c != levels[-1])), int(np.sum(c != levels[0]))
+    assert sorted(f.calls) == sorted([2 * 50, 50, up, down])
 
 
 @pytest.mark.parametrize(
@@ -329,8 +333,8 @@ def test_every_model_format(cli, tmp_path, sample_dir):
         np.testing.assert_allclose(a.effect, b.effect, rtol=0, atol=1e-4 * scale)
     assert all(f.status == "ok" for f in summaries["gbr"].features)
     credit = summaries["credit"]
-    text = [f for f in credit.features if f.status != "ok"]
-    assert text and all(f.reason == "categorical feature (held fixed)" for f in text)
+    text = [f for f in credit.features if f.kind is not None]
+    assert [(f.name, f.kind, f.status) for f in text] == [("region", "categorical", "ok")]
 
 
 def test_rows_outside_the_edges_are_reported(cli, tmp_path, linear_case):

@@ -15,6 +15,21 @@ Array shapes (K bins, K+1 edges):
 ``stderr``       (K+1,)   standard error sqrt(sum_{j<=k} dz_j^2 s_j^2 / n_j)
 ===============  =======  =================================================
 
+Bootstrap bands (optional; ``--bootstrap B``): ``ci_low`` and ``ci_high``
+(K+1,) are the percentile band of the effect at each edge over B replicates
+with rows resampled and the edges fixed (:mod:`ale_cli.core.bootstrap`), at the
+level ``params["ci"]``; the statistics then also have ``aled_ci_low``,
+``aled_ci_high`` (and the same for ``aler_min``, ``aler_max``, ``naled``,
+``naler_min``, ``naler_max``).
+
+Discrete and categorical features (``kind`` ``"discrete"`` or ``"categorical"``,
+:mod:`ale_cli.categorical`) have K *levels* instead of bins: ``levels`` (K,) in
+the estimated order (numbers, or the text of a text column), ``order`` (K,) the
+index of each among the sorted distinct values, ``edges`` (K,) the levels' values
+(codes for text), and per level ``counts``, ``effect``, ``std``, ``stderr`` (K,);
+``bin_effect``, ``bin_std``, ``bin_stderr``, ``bin_filled`` (K-1,) describe the
+jumps between adjacent levels. Without ``kind`` a feature is continuous.
+
 A feature whose status is ``not_estimable`` has a ``reason`` and empty arrays.
 ``n_outside`` counts the rows outside ``[z_0, z_K]`` left out (given edges);
 ``objective`` is RHALE's ``sum_k tau_k s_k^2 dz_k`` and ``note`` says when an
@@ -100,6 +115,13 @@ class FeatureSummary:
     objective: float | None = None
     note: str | None = None
     statistics: dict[str, Any] | None = None
+    ci_low: np.ndarray | None = None
+    ci_high: np.ndarray | None = None
+    kind: str | None = None
+    levels: tuple[Any, ...] | None = None
+    order: np.ndarray | None = None
+    #: the bootstrap replicates (in memory only, for the statistics' bands)
+    replicates: Replicates | None = field(default=None, compare=False, repr=False)
 
     @property
     def n_bins(self) -> int:
@@ -109,13 +131,17 @@ class FeatureSummary:
     def from_effect(cls, name: str, effect: FirstOrderEffect, **more: Any) -> FeatureSummary:
         """The summary of an estimated feature: every array of ``effect`` and ``more``
         (``n_outside``, ``objective``, ``note``)."""
-        arrays = {f.name: getattr(effect, f.name) for f in fields(effect)}
+        arrays: dict[str, Any] = {f.name: getattr(effect, f.name) for f in fields(effect)}
         return cls(name=name, **arrays, **more)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "status": self.status}
         if self.reason is not None:
             out["reason"] = self.reason
+        if self.kind is not None:
+            out["kind"] = self.kind
+            out["levels"] = list(self.levels or ())
+            out["order"] = np.asarray(self.order, dtype=np.int64)
         out |= {
             "n_bins": self.n_bins,
             "edges": self.edges,
@@ -132,17 +158,20 @@ class FeatureSummary:
             out["note"] = self.note
         if self.statistics is not None:
             out["statistics"] = self.statistics
+        if self.ci_low is not None and self.ci_high is not None:
+            out["ci_low"], out["ci_high"] = self.ci_low, self.ci_high
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FeatureSummary:
+        floats: dict[str, Any] = {k: float_array(data[k]) for k in (*_FLOAT_BIN, *_FLOAT_EDGE)}
         return cls(
             name=str(data["name"]),
             status=str(data["status"]),
             reason=data.get("reason"),
             edges=float_array(data["edges"]),
             counts=np.asarray(data["counts"], dtype=np.int64).reshape(-1),
-            **{k: float_array(data[k]) for k in (*_FLOAT_BIN, *_FLOAT_EDGE)},
+            **floats,
             bin_filled=np.asarray(data["bin_filled"], dtype=bool).reshape(-1),
             center_offset=float(
                 data["center_offset"] if data["center_offset"] is not None else np.nan
@@ -155,7 +184,22 @@ class FeatureSummary:
             ),
             note=data.get("note"),
             statistics=_statistics(data.get("statistics")),
+            ci_low=float_array(data["ci_low"]) if "ci_low" in data else None,
+            ci_high=float_array(data["ci_high"]) if "ci_high" in data else None,
+            kind=data.get("kind"),
+            levels=tuple(data["levels"]) if "levels" in data else None,
+            order=np.asarray(data["order"], dtype=np.int64) if "order" in data else None,
         )
+
+
+@dataclass(frozen=True)
+class Replicates:
+    """Bootstrap replicates of a feature's effect: ``effect`` (B, K+1), ``counts`` (B, K),
+    and the band level ``ci``."""
+
+    effect: np.ndarray
+    counts: np.ndarray
+    ci: float
 
 
 def _statistics(data: Any) -> dict[str, Any] | None:
@@ -362,20 +406,37 @@ def feature_statistics(
         if feat.status != "ok" or feat.n_bins == 0:
             stats.append(None)
             continue
+        if feat.kind is not None:
+            from ale_cli.core.discrete import level_statistics
+
+            level = level_statistics(
+                effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles
+            )
+            if feat.replicates is not None:
+                from ale_cli.core.discrete import level_statistics_bands
+
+                r = feat.replicates
+                level |= level_statistics_bands(r.effect, r.counts, quantiles=quantiles, ci=r.ci)
+            stats.append(level)
+            continue
         s = effect_statistics(
             effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles
         )
-        stats.append(
-            {
-                "aled": s.aled,
-                "aler_min": s.aler_min,
-                "aler_max": s.aler_max,
-                "naled": s.naled,
-                "naler_min": s.naler_min,
-                "naler_max": s.naler_max,
-                "heterogeneity_share": s.heterogeneity_share,
-            }
-        )
+        item: dict[str, Any] = {
+            "aled": s.aled,
+            "aler_min": s.aler_min,
+            "aler_max": s.aler_max,
+            "naled": s.naled,
+            "naler_min": s.naler_min,
+            "naler_max": s.naler_max,
+            "heterogeneity_share": s.heterogeneity_share,
+        }
+        if feat.replicates is not None:
+            from ale_cli.core.bootstrap import statistics_bands
+
+            r = feat.replicates
+            item |= statistics_bands(r.effect, r.counts, quantiles=quantiles, ci=r.ci)
+        stats.append(item)
     estimable = [item for item in stats if item is not None]
     aleds = np.array([item["aled"] for item in estimable])
     for item, r in zip(estimable, ranks(aleds), strict=True):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import zipfile
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
@@ -271,6 +272,7 @@ KNOWN_KEYWORDS = frozenset(
         "enum",
         "required",
         "properties",
+        "patternProperties",
         "additionalProperties",
         "items",
         "minItems",
@@ -339,11 +341,17 @@ def schema_errors(
             if key not in value:
                 yield (key,), "is missing"
         props = schema.get("properties", {})
+        patterns = [(re.compile(p), s) for p, s in schema.get("patternProperties", {}).items()]
         for key, item in value.items():
             if key in props:
                 for loc, msg in schema_errors(item, props[key], root):
                     yield (key, *loc), msg
-            elif schema.get("additionalProperties", True) is False:
+                continue
+            matched = [sub for pattern, sub in patterns if pattern.search(key)]
+            for sub_schema in matched:
+                for loc, msg in schema_errors(item, sub_schema, root):
+                    yield (key, *loc), msg
+            if not matched and schema.get("additionalProperties", True) is False:
                 yield (key,), "is not a known field"
     if isinstance(value, list):
         if "minItems" in schema and len(value) < schema["minItems"]:
@@ -480,7 +488,25 @@ def edges_problem(values: list[float]) -> str | None:
     return None
 
 
+def _level_errors(feat: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """A per-level record (kind discrete/categorical): K levels, K-1 jumps between them."""
+    k = len(feat["counts"])
+    per_level = ("edges", "effect", "std", "stderr", "levels", "order")
+    jumps = ("bin_effect", "bin_std", "bin_stderr", "bin_filled")
+    if feat["status"] == "ok" and k < 2:
+        yield "counts", "a per-level feature with status ok needs at least 2 levels"
+    for name in per_level:
+        if name in feat and len(feat[name]) != k:
+            yield name, f"has {len(feat[name])} values, expected {k} for {k} levels"
+    for name in jumps:
+        if len(feat[name]) != max(k - 1, 0):
+            yield name, f"has {len(feat[name])} values, expected {max(k - 1, 0)} for {k} levels"
+
+
 def _feature_errors(feat: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    if feat.get("kind") in ("discrete", "categorical"):
+        yield from _level_errors(feat)
+        return
     k = len(feat["counts"])
     lengths = {
         "bin_effect": k,

@@ -9,9 +9,13 @@ import typer
 from ale_cli.cli.command import Outcome, Run, command, guard_output
 from ale_cli.cli.options import (
     BinsOption,
+    BootstrapOption,
     CenterOption,
+    CiOption,
+    DiscreteOption,
     EdgesOption,
     OutOption,
+    SeedOption,
     TimestampOption,
     model_data_options,
 )
@@ -43,19 +47,33 @@ def classic(
     edges: EdgesOption = None,
     center: CenterOption = "mean",
     timestamp: TimestampOption = True,
+    bootstrap: BootstrapOption = 0,
+    ci: CiOption = 0.95,
+    seed: SeedOption = None,
+    discrete: DiscreteOption = None,
 ) -> Outcome:
     """Classic ALE (Apley-Zhu): the model at both limits of each row's bin, per feature.
 
     2 model evaluations per row and explained feature; works for every model
     format, with or without gradients. Writes the same summary as rebin/rhale
     (estimator "ale"); heterogeneity is the per-bin std of the differences
-    divided by the bin width.
+    divided by the bin width. --bootstrap B resamples the rows' differences
+    for percentile bands (no further model call).
     """
+    from ale_cli.bands import Bootstrap
     from ale_cli.classic import ClassicRequest
     from ale_cli.classic import classic as run_classic
 
     guard_output(out, inputs=[inputs.model, inputs.data_label, edges], kind="summary")
-    request = ClassicRequest(inputs=inputs, bins=bins, binning=binning, edges=edges, center=center)
+    request = ClassicRequest(
+        inputs=inputs,
+        bins=bins,
+        binning=binning,
+        edges=edges,
+        center=center,
+        bootstrap=Bootstrap(bootstrap, ci, seed),
+        discrete=discrete,
+    )
     with run.progress("classic ALE") as progress:
         result = run_classic(request, progress=progress)
     return summary_outcome("classic", result, out, timestamp, run)

@@ -9,10 +9,13 @@ import typer
 from ale_cli.cli.command import Outcome, Run, command, guard_output, refuse_stdio
 from ale_cli.cli.options import (
     BinsOption,
+    BootstrapOption,
     CenterOption,
+    CiOption,
     EdgesOption,
     FeaturesOption,
     OutOption,
+    SeedOption,
     StoreArgument,
     TimestampOption,
 )
@@ -41,15 +44,28 @@ def rebin(
     center: CenterOption = "mean",
     features: FeaturesOption = None,
     timestamp: TimestampOption = True,
+    bootstrap: BootstrapOption = 0,
+    ci: CiOption = 0.95,
+    seed: SeedOption = None,
 ) -> Outcome:
-    """DALE on fixed bins: bin effects, heterogeneity and standard error from the store."""
+    """DALE on fixed bins: bin effects, heterogeneity and standard error from the store.
+
+    --bootstrap B adds percentile bands (rows resampled, bins fixed).
+    """
+    from ale_cli.bands import Bootstrap
     from ale_cli.estimate import RebinRequest
     from ale_cli.estimate import rebin as run_rebin
 
     refuse_stdio(store, "store", "a store")
     guard_output(out, inputs=[store, edges], kind="summary")
     request = RebinRequest(
-        store=store, bins=bins, binning=binning, center=center, features=features, edges=edges
+        store=store,
+        bins=bins,
+        binning=binning,
+        center=center,
+        features=features,
+        edges=edges,
+        bootstrap=Bootstrap(bootstrap, ci, seed),
     )
     return summary_outcome("rebin", run_rebin(request), out, timestamp, run)
 
@@ -85,8 +101,12 @@ def rhale(
     center: CenterOption = "mean",
     features: FeaturesOption = None,
     timestamp: TimestampOption = True,
+    bootstrap: BootstrapOption = 0,
+    ci: CiOption = 0.95,
+    seed: SeedOption = None,
 ) -> Outcome:
     """RHALE: automatic variable-size bins minimising heterogeneity, from the store."""
+    from ale_cli.bands import Bootstrap
     from ale_cli.estimate import RhaleRequest
     from ale_cli.estimate import rhale as run_rhale
 
@@ -100,5 +120,6 @@ def rhale(
         grid=grid,
         center=center,
         features=features,
+        bootstrap=Bootstrap(bootstrap, ci, seed),
     )
     return summary_outcome("rhale", run_rhale(request), out, timestamp, run)

@@ -60,6 +60,37 @@ TimestampOption = Annotated[
     ),
 ]
 StoreArgument = Annotated[Path, typer.Argument(help="Store written by 'ale compute' (.npz).")]
+DiscreteOption = Annotated[
+    str | None,
+    typer.Option(
+        "--discrete",
+        help="Comma-separated numeric features estimated per distinct value (adjacent-value "
+        "differences), or 'auto': every numeric input with 2 to 10 distinct values. Text and "
+        "--categorical columns are always estimated per level.",
+        show_default=False,
+    ),
+]
+BootstrapOption = Annotated[
+    int,
+    typer.Option(
+        "--bootstrap",
+        help="B replicates with rows resampled (edges fixed) for percentile bands "
+        "ci_low/ci_high (0: none; no model call).",
+        min=0,
+    ),
+]
+CiOption = Annotated[
+    float, typer.Option("--ci", help="Level of the bootstrap bands, between 0 and 1.")
+]
+SeedOption = Annotated[
+    int | None,
+    typer.Option(
+        "--seed",
+        help="Seed of the bootstrap (same seed, same bands; default: fresh).",
+        min=0,
+        show_default=False,
+    ),
+]
 
 # -- the model-and-data group ---------------------------------------------------------------
 

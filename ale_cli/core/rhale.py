@@ -14,6 +14,18 @@ the shortest path from grid point 0 to M is a dynamic programme over the
 points in order. Empty grid cells never produce an empty bin: every bin has
 ``n_k >= N_ppb >= 2`` rows, so an empty cell always belongs to a bin with data
 (the optimiser decides on which side of an empty run the limit goes).
+
+Exact ties (a relative tolerance on the cost): a feature whose local effects
+are equal up to rounding (a linear term) has ``s_k^2`` of order ``eps^2 mu^2``
+in every bin, and minimising L over such noise splits it into arbitrary bins.
+So a bin's variance counts as zero in the cost when
+``s_k <= RTOL * rms``, with ``rms = sqrt(mean(e^2))`` over the feature's rows
+and ``RTOL = 1e-6``: float64 rounding is about 1e-16 and float32 rounding
+(TorchScript and ONNX models) about 6e-8 of the values, while a spread of one
+part in a million of the local effects' size is too small to be worth a bin
+limit. Every partition of a feature whose bins are all below the tolerance
+costs 0, and the shortest path then takes the single bin (ties go to the
+fewest bins: the path from grid point 0 is tried first).
 """
 
 from __future__ import annotations
@@ -27,6 +39,8 @@ from ale_cli.core.binstats import CellStats
 
 DEFAULT_MAX_BINS = 50
 DEFAULT_ALPHA = 0.2
+#: relative tolerance on a bin's std in the cost (see the module docstring)
+RTOL = 1e-6
 
 
 @dataclass(frozen=True)
@@ -66,8 +80,13 @@ def default_min_points(n_rows: int) -> int:
     return max(2, math.ceil(n_rows / 20))
 
 
-def bin_costs(grid: np.ndarray, cells: CellStats, *, alpha: float, min_points: int) -> np.ndarray:
+def bin_costs(
+    grid: np.ndarray, cells: CellStats, *, alpha: float, min_points: int, rtol: float = RTOL
+) -> np.ndarray:
     """Cost ``tau s^2 dz`` of a bin from grid point i to grid point j, for all i < j.
+
+    ``s^2`` counts as 0 where ``s <= rtol * rms`` (``rms`` the root mean square
+    of all the cells' values): rounding noise in equal local effects costs nothing.
 
     Returns
     -------
@@ -81,6 +100,10 @@ def bin_costs(grid: np.ndarray, cells: CellStats, *, alpha: float, min_points: i
     array([[inf,  2.,  4.],
            [inf, inf,  0.],
            [inf, inf, inf]])
+    >>> noisy = CellStats.from_values(np.array([0, 0, 1, 1]), 3.0 + np.array([0, 1, 0, 1]) * 1e-15,
+    ...                               n_cells=2)
+    >>> bin_costs(np.array([0.0, 1.0, 2.0]), noisy, alpha=0.0, min_points=2)[0, 2]
+    np.float64(0.0)
     """
     if min_points < 2:
         raise ValueError(f"min_points must be at least 2, got {min_points}")
@@ -93,8 +116,17 @@ def bin_costs(grid: np.ndarray, cells: CellStats, *, alpha: float, min_points: i
     total = float(pn[-1])
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1.0)
+        var[var <= rtol * rtol * _mean_square(cells)] = 0.0
         cost = (1.0 - alpha * n / total) * var * dz
     return np.where(ok, cost, np.inf)
+
+
+def _mean_square(cells: CellStats) -> float:
+    """``mean(e^2)`` over every row of the cells: ``(sum M2 + sum n mean^2) / N``."""
+    total = cells.total
+    if total == 0:
+        return 0.0
+    return float((cells.m2.sum() + np.dot(cells.counts, cells.mean * cells.mean)) / total)
 
 
 def shortest_path(cost: np.ndarray) -> tuple[np.ndarray, float]:
@@ -126,7 +158,12 @@ def shortest_path(cost: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def optimal_partition(
-    grid: np.ndarray, cells: CellStats, *, min_points: int, alpha: float = DEFAULT_ALPHA
+    grid: np.ndarray,
+    cells: CellStats,
+    *,
+    min_points: int,
+    alpha: float = DEFAULT_ALPHA,
+    rtol: float = RTOL,
 ) -> Partition:
     """RHALE's optimal bins: the partition of the grid minimising L with ``n_k >= min_points``.
 
@@ -140,6 +177,8 @@ def optimal_partition(
         ``N_ppb``, at least 2.
     alpha : float
         Weight of the bin-size discount in ``tau_k = 1 - alpha n_k / N``.
+    rtol : float
+        A bin's std below ``rtol`` times the root mean square of the values costs nothing.
 
     >>> x = np.array([0.1, 0.2, 0.3, 0.4, 1.6, 1.7, 1.8, 1.9])
     >>> slope = np.array([1.0, 1.1, 1.0, 1.1, -1.0, -0.5, -1.0, -0.5])  # noisier on the right
@@ -152,12 +191,12 @@ def optimal_partition(
     """
     if cells.n_cells != grid.size - 1:
         raise ValueError(f"{cells.n_cells} cells do not match a grid of {grid.size} points")
-    cost = bin_costs(grid, cells, alpha=alpha, min_points=min_points)
+    cost = bin_costs(grid, cells, alpha=alpha, min_points=min_points, rtol=rtol)
     path, objective = shortest_path(cost)
     feasible = path.size > 0
     if not feasible:
         m = cells.n_cells
         path = np.array([0, m], dtype=np.int64)
-        relaxed = bin_costs(grid, cells, alpha=alpha, min_points=2)[0, m]
+        relaxed = bin_costs(grid, cells, alpha=alpha, min_points=2, rtol=rtol)[0, m]
         objective = float(relaxed) if np.isfinite(relaxed) else math.nan
     return Partition(limits=path, edges=grid[path], objective=objective, feasible=feasible)

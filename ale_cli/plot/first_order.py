@@ -12,6 +12,8 @@ Per-feature figure, :func:`feature_figure` (two panels sharing the x axis)
                            ``effect + std`` at the edges (heterogeneity)
     ``stderr_upper``,      dashed Line2D, y = ``effect +/- 2 stderr`` (estimation
     ``stderr_lower``       uncertainty)
+    ``ci_high``,           dotted Line2D, y = ``ci_high`` / ``ci_low`` (bootstrap
+    ``ci_low``             percentile band; only when the summary has one)
     ``rug``                Line2D of ``|`` markers, x = the feature's data values
                            (store only; a quantile subsample of :data:`RUG_MAX`
                            rows when there are more), y in axes coordinates
@@ -286,8 +288,22 @@ def _wrap_lines(text: str, width: int, max_lines: int) -> str:
     return "\n".join(lines)
 
 
-def _effect_artists(ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels: bool) -> None:
-    """Curve, +/- STD band and dashed +/- 2 SE lines of one feature on ``ax``."""
+def bootstrap_label(summary: Summary) -> str:
+    """Legend text of the bootstrap band, e.g. "bootstrap 95 % band (B = 200)".
+
+    >>> from ale_cli.adapters.summary import Summary
+    >>> bootstrap_label(Summary("dale", {"bootstrap": 200, "ci": 0.95}, {}, 10, ()))
+    'bootstrap 95 % band (B = 200)'
+    """
+    level = float(summary.params.get("ci", 0.95)) * 100
+    return f"bootstrap {level:g} % band (B = {summary.params.get('bootstrap')})"
+
+
+def _effect_artists(
+    ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels: bool, band: str = ""
+) -> None:
+    """Curve, +/- STD band and dashed +/- 2 SE lines of one feature on ``ax``; the
+    bootstrap band (dotted, legend text ``band``) when the feature has one."""
     z = feat.edges
     ax.plot(
         z,
@@ -318,6 +334,17 @@ def _effect_artists(ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels:
             gid=f"{prefix}stderr_{side}",
             label="± 2 SE (estimation uncertainty)" if labels and sign == 1 else None,
         )
+    if feat.ci_low is not None and feat.ci_high is not None:
+        for values, side in ((feat.ci_high, "high"), (feat.ci_low, "low")):
+            ax.plot(
+                z,
+                values,
+                color=style.ORANGE,
+                linestyle=":",
+                linewidth=1.4,
+                gid=f"{prefix}ci_{side}",
+                label=band if labels and side == "high" else None,
+            )
 
 
 def _store_column(store: Store, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -490,10 +517,14 @@ def feature_figure(
     feat = summary.feature(name)
     if feat.status != "ok" or feat.n_bins == 0:
         return not_estimable_figure(feat)
+    if feat.kind is not None:  # discrete or categorical: a dot per level
+        from ale_cli.plot.levels import level_figure
+
+        return level_figure(summary, feat, ylabel=ylabel)
     with matplotlib.rc_context(style.RC):
         fig = _new_figure((_FIG_WIDTH, 7.0))
         top, bottom = _feature_axes(fig)
-        _effect_artists(top, feat, labels=True)
+        _effect_artists(top, feat, labels=True, band=bootstrap_label(summary))
         column = _store_column(store, name) if store is not None else None
         if store is not None and column is not None:
             _draw_store_marks(top, summary, store, column[0])
@@ -664,7 +695,12 @@ def overview_figure(
             if feat.status != "ok" or feat.n_bins == 0:
                 _not_estimable_cell(ax, feat, i)
                 continue
-            _effect_artists(ax, feat, f"f{i}.", labels=not labelled)
+            if feat.kind is not None:
+                from ale_cli.plot.levels import level_artists
+
+                level_artists(ax, feat, f"f{i}.", labels=False)
+                continue
+            _effect_artists(ax, feat, f"f{i}.", labels=not labelled, band=bootstrap_label(summary))
             labelled = True
             if i % grid.ncols == 0:
                 label = effect_label(

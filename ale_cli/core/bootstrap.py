@@ -1,0 +1,175 @@
+"""Bootstrap bands: rows resampled with replacement, the edges held fixed.
+
+A replicate b draws N rows with replacement; row i is drawn ``w_bi`` times,
+``w_b ~ Multinomial(N, 1/N, ..., 1/N)`` (the counts of N uniform draws). With
+the bins of a feature fixed, a replicate's cell statistics are weighted sums
+over the rows::
+
+    n_bk = sum_{i in bin k} w_bi
+    S_bk = sum_{i in bin k} w_bi e_i = n_bk mu_k + sum_{i in bin k} w_bi (e_i - mu_k)
+
+with ``mu_k`` the bin's mean on the data (summing the deviations keeps a bin
+whose values are all equal exact). Those sums over the rows are sparse matrix
+products, computed for every feature at once by
+:func:`ale_cli.bands.replicate_cells` (scipy, outside this numpy-only layer).
+From ``(n_bk, S_bk)`` every replicate is estimated as the data are:
+empty bins filled by interpolation, accumulated, and centered with its own
+counts (:func:`replicate_effects`). The band at each edge is the pair of
+percentiles ``(1 - ci) / 2`` and ``(1 + ci) / 2`` of the replicates
+(:func:`percentile_band`, linear interpolation between order statistics).
+
+The rows drawn depend only on the seed and N, one replicate after another, so
+a seed gives the same replicates for any block size and any features.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ale_cli.core.accumulate import CENTER_MODES
+
+#: at most this many weights (replicates x rows) are held at once
+BLOCK_WEIGHTS = 1 << 23
+
+
+def resampled_weights(
+    n_rows: int, *, replicates: int, rng: np.random.Generator
+) -> Iterator[np.ndarray]:
+    """Blocks of rows of ``W``: how often each row is drawn in each replicate.
+
+    Yields float64 arrays of shape (b, N) whose rows sum to N, b replicates at a
+    time (``b * N <= BLOCK_WEIGHTS``, at least 1), ``replicates`` rows in all.
+    Replicate r is ``bincount(rng.integers(0, N, N))``, in order.
+
+    >>> [w.sum(axis=1).tolist() for w in resampled_weights(3, replicates=2,
+    ...                                                    rng=np.random.default_rng(0))]
+    [[3.0, 3.0]]
+    """
+    block = max(1, BLOCK_WEIGHTS // max(n_rows, 1))
+    for start in range(0, replicates, block):
+        b = min(block, replicates - start)
+        out = np.empty((b, n_rows))
+        for r in range(b):
+            out[r] = np.bincount(rng.integers(0, n_rows, n_rows), minlength=n_rows)
+        yield out
+
+
+@dataclass(frozen=True)
+class ReplicateCells:
+    """Count and sum of the values per bin and replicate of one feature.
+
+    Attributes
+    ----------
+    counts : ndarray, shape (B, K), float64
+        ``n_bk`` (whole numbers).
+    sums : ndarray, shape (B, K), float64
+        ``S_bk``.
+    """
+
+    counts: np.ndarray
+    sums: np.ndarray
+
+
+def replicate_effects(
+    edges: np.ndarray,
+    cells: ReplicateCells,
+    *,
+    center: str = "mean",
+    widths: np.ndarray | None = None,
+) -> np.ndarray:
+    """The effect at the K+1 edges of every replicate; shape (B, K+1).
+
+    ``mu_bk = S_bk / n_bk`` (divided by ``widths`` (K,) when the values are
+    differences across the bins, as classic ALE's), empty bins filled by
+    linear interpolation between the neighbouring non-empty bins' centers
+    (constant at the ends), ``f_b(z_k) = sum_{j<=k} mu_bj dz_j`` minus the
+    replicate's own centering constant
+    (``sum_k n_bk (f_b(z_{k-1}) + f_b(z_k)) / 2 / sum_k n_bk`` for ``mean``).
+
+    >>> rc = ReplicateCells(counts=np.array([[2.0, 0.0, 2.0]]), sums=np.array([[2.0, 0.0, 6.0]]))
+    >>> replicate_effects(np.array([0.0, 1.0, 2.0, 3.0]), rc, center="start").tolist()
+    [[0.0, 1.0, 3.0, 6.0]]
+    """
+    if center not in CENTER_MODES:
+        raise ValueError(f"center must be one of {', '.join(CENTER_MODES)}, got {center!r}")
+    n = cells.counts
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = cells.sums / n
+    if widths is not None:
+        mu = mu / widths
+    empty = n == 0
+    if empty.any():
+        centers = (edges[:-1] + edges[1:]) / 2.0
+        for b in np.flatnonzero(empty.any(axis=1)):
+            ok = ~empty[b]
+            if not ok.any():
+                mu[b] = 0.0
+                continue
+            mu[b, ~ok] = np.interp(centers[~ok], centers[ok], mu[b, ok])
+    dz = np.diff(edges)
+    effect = np.zeros((n.shape[0], edges.size))
+    np.cumsum(mu * dz, axis=1, out=effect[:, 1:])
+    if center == "mean":
+        total = n.sum(axis=1)
+        mids = (effect[:, :-1] + effect[:, 1:]) / 2.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            offset = np.where(total > 0, (n * mids).sum(axis=1) / total, 0.0)
+        effect -= offset[:, None]
+    return effect
+
+
+def percentile_band(values: np.ndarray, *, ci: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(1 - ci) / 2`` and ``(1 + ci) / 2`` percentiles over the replicates (axis 0).
+
+    >>> lo, hi = percentile_band(np.arange(101.0)[:, None], ci=0.9)  # 101 replicates, 1 edge
+    >>> np.round(lo, 12).tolist(), np.round(hi, 12).tolist()
+    ([5.0], [95.0])
+    """
+    if not 0.0 < ci < 1.0:
+        raise ValueError(f"ci must be between 0 and 1, got {ci}")
+    q = np.quantile(values, [(1.0 - ci) / 2.0, (1.0 + ci) / 2.0], axis=0)
+    return q[0], q[1]
+
+
+def statistics_bands(
+    effect: np.ndarray, counts: np.ndarray, *, quantiles: np.ndarray | None, ci: float
+) -> dict[str, float | None]:
+    """Percentile bands of the effect-size statistics over the replicates.
+
+    ``effect`` (B, K+1) and ``counts`` (B, K) of the replicates; ALED and ALER
+    of every replicate (:mod:`~ale_cli.core.statistics`), and NALED and NALER
+    with the prediction ``quantiles`` (101,) held at the data's (None: their
+    bands are None). Keys ``aled_ci_low``, ``aled_ci_high``, ``aler_min_ci_low``, ...
+    The heterogeneity share has no band (the replicates keep no second moments).
+
+    >>> e = np.array([[-1.0, 1.0], [-2.0, 2.0], [-3.0, 3.0]]); n = np.ones((3, 1))
+    >>> b = statistics_bands(e, n, quantiles=None, ci=0.5)
+    >>> b["aled_ci_low"], b["aled_ci_high"], b["naled_ci_low"]
+    (0.75, 1.25, None)
+    """
+    from ale_cli.core.statistics import aled, aler, naled, naler
+
+    rows: dict[str, list[float]] = {k: [] for k in ("aled", "aler_min", "aler_max")}
+    if quantiles is not None:
+        rows |= {k: [] for k in ("naled", "naler_min", "naler_max")}
+    for e, n in zip(effect, counts, strict=True):
+        rows["aled"].append(aled(effect=e, counts=n))
+        lo, hi = aler(effect=e, counts=n)
+        rows["aler_min"].append(lo)
+        rows["aler_max"].append(hi)
+        if quantiles is not None:
+            rows["naled"].append(naled(effect=e, counts=n, quantiles=quantiles))
+            nlo, nhi = naler(effect=e, counts=n, quantiles=quantiles)
+            rows["naler_min"].append(nlo)
+            rows["naler_max"].append(nhi)
+    out: dict[str, float | None] = {}
+    for key in ("aled", "aler_min", "aler_max", "naled", "naler_min", "naler_max"):
+        if key in rows:
+            lo_q, hi_q = percentile_band(np.array(rows[key])[:, None], ci=ci)
+            out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(lo_q[0]), float(hi_q[0])
+        else:
+            out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = None
+    return out

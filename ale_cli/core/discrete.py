@@ -1,0 +1,293 @@
+"""ALE of a discrete or nominal feature: effects per level from adjacent-level differences.
+
+Levels ``l_0, ..., l_{K-1}`` in a given order (numeric order for a discrete
+feature, :func:`level_order` for a nominal one), ``n_k`` rows at level k.
+Following ALEPlot's method for factors (Apley & Zhu 2020, Sec. 5.4), each
+row at level k is moved to level k+1 (if k < K-1) and to level k-1 (if
+k > 0)::
+
+    up_i   = f(x_i with x_s = l_{k+1}) - f(x_i)           rows at level k < K-1
+    down_i = f(x_i) - f(x_i with x_s = l_{k-1})           rows at level k > 0
+
+The jump from level k-1 to k pools the ``up`` of the rows at k-1 and the
+``down`` of the rows at k (``m_k = n_{k-1} + n_k`` values)::
+
+    d_k     = mean of the pooled values                   (k = 1 .. K-1)
+    f(l_0)  = 0,   f(l_k) = sum_{j<=k} d_j
+    center: subtract sum_k n_k f(l_k) / N                 ("mean", as ALEPlot and PyALE)
+    STD(l_k) = sqrt(sum_{j<=k} s_j^2),  SE(l_k) = sqrt(sum_{j<=k} s_j^2 / m_j)
+
+with ``s_j`` the std (ddof=1) of jump j's pooled values. The jump statistics
+are :class:`~ale_cli.core.binstats.CellStats` of the pooled values (K-1 cells).
+
+The order of nominal levels (:func:`level_order`) is ALEPlot's: the distance
+between levels a and b sums, over the other features, the Kolmogorov-Smirnov
+distance between the feature's distributions at a and at b (numeric features;
+the two ECDFs compared at the 100 quantiles ``0, 1/99, ..., 1`` of the whole
+column, R's default type-7) or their total-variation distance (categorical
+features, ``sum |p_a - p_b| / 2``); the levels are then sorted by their
+one-dimensional classical MDS coordinate (R's ``cmdscale(D, k = 1)``: the
+leading eigenvector of the doubly-centered ``-D^2 / 2``). An eigenvector's
+sign is arbitrary: it is fixed here so that the first level in the input
+order is not after the last one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ale_cli.core.binstats import CellStats, bin_stats
+
+#: numeric features with at most this many distinct values are discrete under ``auto``
+MAX_DISCRETE_LEVELS = 10
+#: quantile levels at which the KS distance compares two ECDFs (ALEPlot: 100 points)
+KS_POINTS = 100
+
+
+@dataclass(frozen=True)
+class LevelEffect:
+    """One discrete or nominal feature's effect per level, K levels in the estimated order.
+
+    Attributes
+    ----------
+    counts : ndarray, shape (K,), int64
+        ``n_k``, rows at each level.
+    effect : ndarray, shape (K,)
+        ``f(l_k)`` after centering.
+    std : ndarray, shape (K,)
+        Accumulated heterogeneity ``sqrt(sum_{j<=k} s_j^2)``.
+    stderr : ndarray, shape (K,)
+        Accumulated standard error ``sqrt(sum_{j<=k} s_j^2 / m_j)``.
+    jump : ndarray, shape (K-1,)
+        ``d_k``, the mean difference from level k-1 to level k.
+    jump_std : ndarray, shape (K-1,)
+        ``s_k`` (ddof=1; NaN with fewer than 2 values).
+    jump_count : ndarray, shape (K-1,), int64
+        ``m_k = n_{k-1} + n_k``.
+    center_offset : float
+    """
+
+    counts: np.ndarray
+    effect: np.ndarray
+    std: np.ndarray
+    stderr: np.ndarray
+    jump: np.ndarray
+    jump_std: np.ndarray
+    jump_count: np.ndarray
+    center_offset: float
+
+
+def level_effect(
+    *, position: np.ndarray, up: np.ndarray, down: np.ndarray, n_levels: int, center: str = "mean"
+) -> LevelEffect:
+    """The per-level effect from the rows' positions and their adjacent-level differences.
+
+    Parameters
+    ----------
+    position : ndarray, shape (N,), int
+        Each row's level in the estimated order, ``0 .. K-1``.
+    up, down : ndarray, shape (N,)
+        ``up_i`` (read where ``position < K-1``) and ``down_i`` (read where ``position > 0``).
+    n_levels : int
+        K, at least 2.
+    center : {"mean", "start", "none"}
+        ``mean``: the count-weighted mean of the effects is 0 (ALEPlot, PyALE).
+
+    >>> pos = np.array([0, 0, 1, 1, 2])
+    >>> e = level_effect(position=pos, up=np.array([1.0, 3.0, 5.0, 5.0, 0.0]),
+    ...                  down=np.array([0.0, 0.0, 2.0, 2.0, 5.0]), n_levels=3, center="start")
+    >>> e.jump.tolist(), e.effect.tolist(), e.counts.tolist()
+    ([2.0, 5.0], [0.0, 2.0, 7.0], [2, 2, 1])
+    """
+    position = np.asarray(position, dtype=np.int64)
+    if n_levels < 2:
+        raise ValueError(f"n_levels must be at least 2, got {n_levels}")
+    rise = position < n_levels - 1
+    fall = position > 0
+    cells = CellStats.from_values(
+        np.concatenate([position[rise], position[fall] - 1]),
+        np.concatenate([np.asarray(up)[rise], np.asarray(down)[fall]]),
+        n_cells=n_levels - 1,
+    )
+    stats = bin_stats(cells)
+    counts = np.bincount(position, minlength=n_levels).astype(np.int64)
+    jump = np.where(stats.counts > 0, stats.mean, 0.0)
+    var = np.where(np.isfinite(stats.var), stats.var, 0.0)
+    effect = np.concatenate([[0.0], np.cumsum(jump)])
+    std = np.sqrt(np.concatenate([[0.0], np.cumsum(var)]))
+    stderr = np.sqrt(np.concatenate([[0.0], np.cumsum(var / np.maximum(stats.counts, 1))]))
+    if center not in ("mean", "start", "none"):
+        raise ValueError(f"center must be one of mean, start, none, got {center!r}")
+    offset = float(np.dot(counts, effect) / counts.sum()) if center == "mean" else 0.0
+    return LevelEffect(
+        counts=counts,
+        effect=effect - offset,
+        std=std,
+        stderr=stderr,
+        jump=stats.mean,
+        jump_std=stats.std,
+        jump_count=stats.counts,
+        center_offset=offset,
+    )
+
+
+def _ecdf_at(values: np.ndarray, points: np.ndarray) -> np.ndarray:
+    s = np.sort(values)
+    return np.searchsorted(s, points, side="right") / max(s.size, 1)
+
+
+def level_distances(
+    codes: np.ndarray,
+    n_levels: int,
+    *,
+    numeric: Sequence[np.ndarray] = (),
+    categorical: Sequence[np.ndarray] = (),
+) -> np.ndarray:
+    """Summed distances between the levels of a nominal feature; shape (K, K).
+
+    Parameters
+    ----------
+    codes : ndarray, shape (N,), int
+        Each row's level, ``0 .. K-1`` (every level present).
+    numeric : sequence of ndarray (N,)
+        The other numeric features: Kolmogorov-Smirnov distance between the
+        ECDFs at two levels, at the 100 type-7 quantiles of the whole column.
+    categorical : sequence of ndarray (N,), int codes
+        The other categorical features: total variation ``sum |p_a - p_b| / 2``.
+
+    >>> codes = np.array([0, 0, 1, 1, 2, 2])
+    >>> level_distances(codes, 3, numeric=[np.array([0.0, 0.1, 1.0, 1.1, 2.0, 2.1])]).tolist()
+    [[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    dist = np.zeros((n_levels, n_levels))
+    for col in numeric:
+        points = np.quantile(col, np.linspace(0.0, 1.0, KS_POINTS))
+        F = np.stack([_ecdf_at(col[codes == k], points) for k in range(n_levels)])
+        dist += np.abs(F[:, None, :] - F[None, :, :]).max(axis=2)
+    for col in categorical:
+        c = np.asarray(col, dtype=np.int64)
+        table = np.zeros((n_levels, int(c.max()) + 1))
+        np.add.at(table, (codes, c), 1.0)
+        p = table / table.sum(axis=1, keepdims=True)
+        dist += np.abs(p[:, None, :] - p[None, :, :]).sum(axis=2) / 2.0
+    return dist
+
+
+def mds_1d(dist: np.ndarray) -> np.ndarray:
+    """Classical (Torgerson) MDS in one dimension: coordinate of each of the K points.
+
+    ``B = -J D^2 J / 2`` with ``J = I - 11'/K``; the coordinate is
+    ``sqrt(lambda_1) v_1`` for the largest eigenvalue, the sign chosen so that
+    the first point's coordinate is at most the last one's.
+
+    >>> d = np.abs(np.subtract.outer([0.0, 3.0, 1.0], [0.0, 3.0, 1.0]))
+    >>> np.round(mds_1d(d), 12).tolist()
+    [-1.333333333333, 1.666666666667, -0.333333333333]
+    """
+    k = dist.shape[0]
+    j = np.eye(k) - np.full((k, k), 1.0 / k)
+    b = -j @ (dist * dist) @ j / 2.0
+    vals, vecs = np.linalg.eigh((b + b.T) / 2.0)
+    coord: np.ndarray = vecs[:, -1] * np.sqrt(max(float(vals[-1]), 0.0))
+    if coord[0] > coord[-1]:
+        coord = -coord
+    return coord
+
+
+def level_order(
+    codes: np.ndarray,
+    n_levels: int,
+    *,
+    numeric: Sequence[np.ndarray] = (),
+    categorical: Sequence[np.ndarray] = (),
+) -> np.ndarray:
+    """ALEPlot's order of nominal levels: sorted by the 1-D MDS of :func:`level_distances`.
+
+    Returns ``order`` (K,): ``order[p]`` is the level at position p. Without
+    other features (or all distances 0) the input order is kept.
+
+    >>> codes = np.repeat([0, 1, 2], 300)   # another feature centred at 0, 2 and 1 per level
+    >>> other = np.array([0.0, 2.0, 1.0])[codes] + np.random.default_rng(0).normal(size=900)
+    >>> level_order(codes, 3, numeric=[other]).tolist()
+    [0, 2, 1]
+    """
+    dist = level_distances(codes, n_levels, numeric=numeric, categorical=categorical)
+    if not np.any(dist > 0):
+        return np.arange(n_levels)
+    order: np.ndarray = np.argsort(mds_1d(dist), kind="stable")
+    return order
+
+
+def level_statistics(
+    *, effect: np.ndarray, std: np.ndarray, counts: np.ndarray, quantiles: np.ndarray | None
+) -> dict[str, float | None]:
+    """Effect-size statistics of a per-level effect (R ``ale``'s for categorical features).
+
+    With ``N = sum n_k`` over the K levels: ``aled = sum_k n_k |f_k| / N``;
+    ``aler_min/max`` = min/max of ``f_k``; ``naled``/``naler_*`` the same after
+    :func:`~ale_cli.core.statistics.normalize` (None without ``quantiles``);
+    ``heterogeneity_share = (sum_k n_k STD_k / N) / aled`` (None when aled is 0
+    and the heterogeneity is not).
+
+    >>> s = level_statistics(effect=np.array([-1.0, 3.0]), std=np.zeros(2),
+    ...                      counts=np.array([3, 1]), quantiles=None)
+    >>> s["aled"], s["aler_min"], s["aler_max"], s["heterogeneity_share"]
+    (1.5, -1.0, 3.0, 0.0)
+    """
+    from ale_cli.core.statistics import normalize
+
+    n = np.asarray(counts, dtype=np.float64)
+    total = n.sum()
+    aled = float(np.dot(n, np.abs(effect)) / total)
+    het = float(np.dot(n, std) / total)
+    share = (het / aled if aled > 0 else (0.0 if het == 0 else None)) if total else None
+    out: dict[str, float | None] = {
+        "aled": aled,
+        "aler_min": float(np.min(effect)),
+        "aler_max": float(np.max(effect)),
+        "naled": None,
+        "naler_min": None,
+        "naler_max": None,
+        "heterogeneity_share": share,
+    }
+    if quantiles is not None:
+        norm = normalize(effect, quantiles=quantiles)
+        out |= {
+            "naled": float(np.dot(n, np.abs(norm)) / total),
+            "naler_min": float(norm.min()),
+            "naler_max": float(norm.max()),
+        }
+    return out
+
+
+def level_statistics_bands(
+    effect: np.ndarray, counts: np.ndarray, *, quantiles: np.ndarray | None, ci: float
+) -> dict[str, float | None]:
+    """Percentile bands of :func:`level_statistics` over replicates ``effect`` (B, K) with
+    their rows per level ``counts`` (B, K): keys ``aled_ci_low``, ``aled_ci_high``, ...
+
+    >>> e = np.array([[-1.0, 1.0], [-2.0, 2.0], [-3.0, 3.0]]); n = np.ones((3, 2))
+    >>> b = level_statistics_bands(e, n, quantiles=None, ci=0.5)
+    >>> b["aled_ci_low"], b["aled_ci_high"], b["naled_ci_low"]
+    (1.5, 2.5, None)
+    """
+    from ale_cli.core.bootstrap import percentile_band
+
+    keys = ("aled", "aler_min", "aler_max", "naled", "naler_min", "naler_max")
+    rows = [
+        level_statistics(effect=e, std=np.zeros_like(e), counts=n, quantiles=quantiles)
+        for e, n in zip(effect, counts, strict=True)
+    ]
+    out: dict[str, float | None] = {}
+    for key in keys:
+        values = [r[key] for r in rows]
+        if any(v is None for v in values):
+            out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = None
+            continue
+        lo, hi = percentile_band(np.array(values, dtype=np.float64)[:, None], ci=ci)
+        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(lo[0]), float(hi[0])
+    return out
