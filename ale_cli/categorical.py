@@ -115,72 +115,107 @@ def level_features(
     the K-1 jumps between adjacent levels.
     """
     labels = labels or {}
-    cats = set(categorical)
     out: dict[str, FeatureSummary] = {}
-    y = base
+    base_pred: list[np.ndarray] = [] if base is None else [base]
     for name, kind in kinds.items():
         j = list(names).index(name)
         values, codes = np.unique(X[:, j], return_inverse=True)
-        k = values.size
-        if k < 2:
+        if values.size < 2:
             out[name] = FeatureSummary(
                 name=name, status="not_estimable", reason="single distinct value"
             )
             continue
-        if kind == "categorical":
-            others = [i for i, n in enumerate(names) if n != name]
-            order = level_order(
-                codes,
-                k,
-                numeric=[X[:, i] for i in others if names[i] not in cats],
-                categorical=[
-                    np.unique(X[:, i], return_inverse=True)[1] for i in others if names[i] in cats
-                ],
-            )
-        else:
-            order = np.arange(k)
-        position = np.empty(k, dtype=np.int64)
-        position[order] = np.arange(k)
-        pos = position[codes]
-        if y is None:
-            y = _predict_chunked(f, X, eval_rows)
-        up = np.zeros(len(X))
-        down = np.zeros(len(X))
-        for step, target in ((1, up), (-1, down)):
-            rows = np.flatnonzero((pos + step >= 0) & (pos + step < k))
-            moved = X[rows].copy()
-            moved[:, j] = values[order[pos[rows] + step]]
-            pred = _predict_chunked(f, moved, eval_rows)
-            target[rows] = pred - y[rows] if step == 1 else y[rows] - pred
-        eff = level_effect(position=pos, up=up, down=down, n_levels=k, center=center)
-        shown = values[order]
-        if name in labels:
-            level_names: tuple[Any, ...] = tuple(labels[name][int(c)] for c in shown)
-        else:
-            level_names = tuple(float(v) for v in shown)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            jump_se = eff.jump_std / np.sqrt(eff.jump_count)
-        bands: dict[str, Any] = {}
-        if bootstrap is not None and bootstrap.replicates:
-            bands = level_bands(pos, up, down, k, bootstrap, center=center)
-        out[name] = FeatureSummary(
-            **bands,
-            name=name,
-            kind=kind,
-            levels=level_names,
-            order=order.astype(np.int64),
-            edges=shown.astype(np.float64),
-            counts=eff.counts,
-            bin_effect=eff.jump,
-            bin_std=eff.jump_std,
-            bin_stderr=jump_se,
-            bin_filled=eff.jump_count == 0,
-            effect=eff.effect,
-            std=eff.std,
-            stderr=eff.stderr,
-            center_offset=eff.center_offset,
-        )
+        order = _order(X, names, j, codes, values.size, kind, set(categorical))
+        if not base_pred:
+            base_pred.append(_predict_chunked(f, X, eval_rows))
+        out[name] = _level_record(
+            f, X, j, name, kind, values, codes, order, base_pred[0],
+            labels=labels, center=center, eval_rows=eval_rows, bootstrap=bootstrap,
+        )  # fmt: skip
     return out
+
+
+def _order(
+    X: np.ndarray,
+    names: Sequence[str],
+    j: int,
+    codes: np.ndarray,
+    k: int,
+    kind: str,
+    cats: set[str],
+) -> np.ndarray:
+    """The levels' order: Apley-Zhu's for a categorical feature, numeric order otherwise."""
+    if kind != "categorical":
+        return np.arange(k)
+    others = [i for i, n in enumerate(names) if n != names[j]]
+    return level_order(
+        codes,
+        k,
+        numeric=[X[:, i] for i in others if names[i] not in cats],
+        categorical=[
+            np.unique(X[:, i], return_inverse=True)[1] for i in others if names[i] in cats
+        ],
+    )
+
+
+def _level_record(
+    f: PredictFn,
+    X: np.ndarray,
+    j: int,
+    name: str,
+    kind: str,
+    values: np.ndarray,
+    codes: np.ndarray,
+    order: np.ndarray,
+    y: np.ndarray,
+    *,
+    labels: dict[str, tuple[Any, ...]],
+    center: str,
+    eval_rows: int,
+    bootstrap: Bootstrap | None,
+) -> FeatureSummary:
+    """One feature's per-level record: every row moved to the next and the previous
+    level (in ``order``), the jumps' means accumulated and centred."""
+    k = values.size
+    position = np.empty(k, dtype=np.int64)
+    position[order] = np.arange(k)
+    pos = position[codes]
+    up = np.zeros(len(X))
+    down = np.zeros(len(X))
+    for step, target in ((1, up), (-1, down)):
+        rows = np.flatnonzero((pos + step >= 0) & (pos + step < k))
+        moved = X[rows].copy()
+        moved[:, j] = values[order[pos[rows] + step]]
+        pred = _predict_chunked(f, moved, eval_rows)
+        target[rows] = pred - y[rows] if step == 1 else y[rows] - pred
+    eff = level_effect(position=pos, up=up, down=down, n_levels=k, center=center)
+    shown = values[order]
+    if name in labels:
+        level_names: tuple[Any, ...] = tuple(labels[name][int(c)] for c in shown)
+    else:
+        level_names = tuple(float(v) for v in shown)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        jump_se = eff.jump_std / np.sqrt(eff.jump_count)
+    bands: dict[str, Any] = {}
+    if bootstrap is not None and bootstrap.replicates:
+        bands = level_bands(pos, up, down, k, bootstrap, center=center)
+    return FeatureSummary(
+        **bands,
+        name=name,
+        kind=kind,
+        levels=level_names,
+        order=order.astype(np.int64),
+        edges=shown.astype(np.float64),
+        counts=eff.counts,
+        bin_effect=eff.jump,
+        bin_std=eff.jump_std,
+        bin_stderr=jump_se,
+        bin_filled=eff.jump_count == 0,
+        effect=eff.effect,
+        std=eff.std,
+        stderr=eff.stderr,
+        center_offset=eff.center_offset,
+    )
 
 
 def level_bands(

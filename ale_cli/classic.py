@@ -32,7 +32,7 @@ levels ordered by Apley-Zhu's method).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,16 +206,7 @@ def classic_features(
         eval_rows=eval_rows, bootstrap=bootstrap,
     )  # fmt: skip
     skip = skip_reasons(chosen, lo, hi, (), edges)
-    todo: list[_Feature] = []
-    for j, (col, name) in enumerate(zip(cols, chosen, strict=True)):
-        if name in skip or name in kinds:
-            continue  # reported below with the reason, or estimated per level above
-        if edges is None and binning == "quantile":
-            z, a = quantile_bins(Xs[j], bins=bins)
-        else:
-            z = edges[name] if edges is not None else uniform_edges(lo[j], hi[j], bins=bins)
-            a = assign(Xs[j], z)
-        todo.append(_Feature(j, col, z, a))
+    todo = _binned(Xs, cols, chosen, lo, hi, skip, kinds, bins=bins, binning=binning, edges=edges)
     total = sum(len(X) - t.bins.n_outside for t in todo)
     diffs = np.empty(Xs.shape, dtype=np.float64)  # rows outside the edges are never read
     _differences(
@@ -227,8 +218,66 @@ def classic_features(
         eval_rows=eval_rows,
         progress=progress(total) if progress is not None else None,
     )
-    # the bins' statistics of D_i / dz_k, then DALE's filling, accumulation and centering
-    out = {
+    out = _summaries(todo, diffs, chosen, center=center)
+    feats = [
+        out[j] if j in out else by_level.get(name) or not_estimable(name, skip[name])
+        for j, name in enumerate(chosen)
+    ]
+    return _banded(feats, todo, diffs, chosen, bootstrap, center=center)
+
+
+def _banded(
+    feats: list[FeatureSummary],
+    todo: list[_Feature],
+    diffs: np.ndarray,
+    chosen: list[str],
+    bootstrap: Bootstrap | None,
+    *,
+    center: str,
+) -> list[FeatureSummary]:
+    """The summaries with bootstrap bands from the same differences (when asked)."""
+    if bootstrap is None or not bootstrap.replicates:
+        return feats
+    index = {chosen[t.j]: t.bins.index for t in todo}
+    values = {chosen[t.j]: diffs[t.j] for t in todo}
+    return with_bands(feats, index, values, bootstrap, center=center, differences=True)
+
+
+def _binned(
+    Xs: np.ndarray,
+    cols: list[int],
+    chosen: list[str],
+    lo: np.ndarray,
+    hi: np.ndarray,
+    skip: Mapping[str, str],
+    kinds: Mapping[str, str],
+    *,
+    bins: int,
+    binning: str,
+    edges: dict[str, np.ndarray] | None,
+) -> list[_Feature]:
+    """The features estimated on bins (not skipped, not per level), with their edges
+    and every row's bin: type-1 quantile bins, uniform bins or the given edges."""
+    todo: list[_Feature] = []
+    for j, (col, name) in enumerate(zip(cols, chosen, strict=True)):
+        if name in skip or name in kinds:
+            continue  # reported with the reason, or estimated per level
+        if edges is None and binning == "quantile":
+            z, a = quantile_bins(Xs[j], bins=bins)
+        else:
+            z = edges[name] if edges is not None else uniform_edges(lo[j], hi[j], bins=bins)
+            a = assign(Xs[j], z)
+        todo.append(_Feature(j, col, z, a))
+    return todo
+
+
+def _summaries(
+    todo: list[_Feature], diffs: np.ndarray, chosen: list[str], *, center: str
+) -> dict[int, FeatureSummary]:
+    """Each feature's summary: the bins' statistics of D_i / dz_k (those of the
+    differences divided by the bin widths), then DALE's filling, accumulation and
+    centering."""
+    return {
         t.j: summary_from_cells(
             chosen[t.j],
             t.edges,
@@ -240,19 +289,6 @@ def classic_features(
         )
         for t in todo
     }
-    feats = [
-        out[j]
-        if j in out
-        else by_level[name]
-        if name in by_level
-        else not_estimable(name, skip[name])
-        for j, name in enumerate(chosen)
-    ]
-    if bootstrap is None or not bootstrap.replicates:
-        return feats
-    index = {chosen[t.j]: t.bins.index for t in todo}
-    values = {chosen[t.j]: diffs[t.j] for t in todo}
-    return with_bands(feats, index, values, bootstrap, center=center, differences=True)
 
 
 def _discrete_param(discrete: tuple[str, ...] | str | None) -> dict[str, Any]:
