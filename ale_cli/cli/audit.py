@@ -30,6 +30,15 @@ def _write(path: Path, data: bytes) -> None:
         fh.write(data)
 
 
+AuditFormatOption = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        help="text: the table; github: the table and ::error/::warning annotation lines.",
+    ),
+]
+
+
 @command(
     epilog="Exit codes: 0 all error-severity rules passed (warnings allowed); 3 at least one "
     "error-severity rule failed; 2 bad input (a summary, the rules file, an option); 1 a "
@@ -68,13 +77,7 @@ def audit(
             show_default=False,
         ),
     ] = None,
-    output_format: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            help="text: the table; github: the table and ::error/::warning annotation lines.",
-        ),
-    ] = "text",
+    output_format: AuditFormatOption = "text",
 ) -> Outcome:
     """Check summaries against rules (monotonic, sign, range, max_aled, min_aled,
     max_heterogeneity_share, rank_at_most, max_interaction, drift, not_estimable).

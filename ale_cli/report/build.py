@@ -274,11 +274,7 @@ def build_report(
     """
     t0 = time.perf_counter()
     loaded, store_obj = _load(summaries, store)
-    audit_data = read_audit(audit) if audit is not None else None
-    if audit_data is not None:
-        for check in audit_data["checks"]:
-            check["summary_file"] = Path(str(check.get("summary") or "")).name
-        audit_data["several"] = len({c["summary_file"] for c in audit_data["checks"]}) > 1
+    audit_data = _audit_section(audit)
     runs: list[HistoryRun] = (
         read_history(history, exclude=history_exclude) if history is not None else []
     )
@@ -287,35 +283,8 @@ def build_report(
         runs = _without_this_run(runs, *first_order[0])
     timings = {"read_s": time.perf_counter() - t0}
     t = time.perf_counter()
-    rows: list[dict[str, Any]] = []
-    moved: list[FeatureDrift] = []
-    n_figures = 0
-    overview = None
-    main_label = None
-    others: list[dict[str, Any]] = []
-    if first_order:
-        from ale_cli.plot.first_order import overview_figure
-        from ale_cli.report.figures import svg_text
-
-        main_name, main = first_order[0]
-        main_label = f"{main.estimator} ({Path(main_name).name})"
-        drifts = {d.name: d for d in feature_drifts(Path(main_name).name, main, runs)}
-        rows, n_figures = _feature_rows(main_name, main, store_obj, drifts)
-        overview = _markup(svg_text(overview_figure(main), prefix="overview-"))
-        n_figures += 1
-        for j, (name, other) in enumerate(first_order[1:], start=1):
-            fig = overview_figure(other)
-            others.append(
-                {
-                    "label": f"{other.estimator} ({Path(name).name})",
-                    "svg": _markup(svg_text(fig, prefix=f"overview{j}-")),
-                }
-            )
-        n_figures += len(others)
-        moved = sorted(
-            (d for d in drifts.values() if d.previous is not None),
-            key=lambda d: (-float(d.previous or 0.0), d.name),
-        )
+    section = _first_order_section(first_order, store_obj, runs)
+    rows, n_figures, overview, main_label, others, moved = section
     interactions = _interactions(loaded, store_obj)
     timings["figures_s"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -347,6 +316,46 @@ def build_report(
         audit_passed=None if audit_data is None else bool(audit_data["passed"]),
         timings=timings,
     )
+
+
+def _audit_section(audit: str | Path | None) -> dict[str, Any] | None:
+    """The audit report (``ale audit --report``), each check knowing its summary's file."""
+    if audit is None:
+        return None
+    data = read_audit(audit)
+    for check in data["checks"]:
+        check["summary_file"] = Path(str(check.get("summary") or "")).name
+    data["several"] = len({c["summary_file"] for c in data["checks"]}) > 1
+    return data
+
+
+def _first_order_section(
+    first_order: list[tuple[str, Summary]], store_obj: Any, runs: list[HistoryRun]
+) -> tuple[list[dict[str, Any]], int, Any, str | None, list[dict[str, Any]], list[FeatureDrift]]:
+    """The features' rows and figures of the main (first) first-order summary, the
+    overviews of the others, and the features that moved most since the last run."""
+    if not first_order:
+        return [], 0, None, None, [], []
+    from ale_cli.plot.first_order import overview_figure
+    from ale_cli.report.figures import svg_text
+
+    main_name, main = first_order[0]
+    main_label = f"{main.estimator} ({Path(main_name).name})"
+    drifts = {d.name: d for d in feature_drifts(Path(main_name).name, main, runs)}
+    rows, n_figures = _feature_rows(main_name, main, store_obj, drifts)
+    overview = _markup(svg_text(overview_figure(main), prefix="overview-"))
+    others = [
+        {
+            "label": f"{other.estimator} ({Path(name).name})",
+            "svg": _markup(svg_text(overview_figure(other), prefix=f"overview{j}-")),
+        }
+        for j, (name, other) in enumerate(first_order[1:], start=1)
+    ]
+    moved = sorted(
+        (d for d in drifts.values() if d.previous is not None),
+        key=lambda d: (-float(d.previous or 0.0), d.name),
+    )
+    return rows, n_figures + 1 + len(others), overview, main_label, others, moved
 
 
 def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> list[HistoryRun]:
