@@ -141,12 +141,13 @@ class ModelInputs:
                 )
 
     def check_files(self) -> None:
-        """InputError naming the model or data file that is missing or not a file."""
+        """InputError naming the model or data file that is missing or not a file (the data
+        may be a directory: a partitioned Parquet dataset, read by the streaming compute)."""
         files = [("model", self.model)] + ([] if is_frame(self.data) else [("data", self.data)])
         for label, path in files:
             if not path.exists():
                 raise InputError(f"{label} file '{path}' does not exist")
-            if path.is_dir():
+            if path.is_dir() and label == "model":
                 raise InputError(f"{label} file '{path}' is a directory, expected a file")
 
     def result_options(self) -> dict[str, Any]:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.cli.options import model_data_options
 
@@ -47,6 +53,16 @@ PairsOption = Annotated[
     ),
 ]
 
+ChunkRowsOption = Annotated[
+    int,
+    typer.Option(
+        "--chunk-rows",
+        help="Rows read, computed and written at a time by the streaming compute (TorchScript "
+        "models): memory grows with it, the results do not change.",
+        min=2,
+    ),
+]
+
 ForceOption = Annotated[
     bool, typer.Option("--force", help="Recompute even if the store is up to date.")
 ]
@@ -64,6 +80,7 @@ def compute(
     method: MethodOption = "auto",
     step: StepOption = None,
     pairs: PairsOption = None,
+    chunk_rows: ChunkRowsOption = DEFAULT_CHUNK_ROWS,
     force: ForceOption = False,
 ) -> Outcome:
     """Compute the local effects (model gradients at every row) and cache them in a store.
@@ -82,8 +99,9 @@ def compute(
         inputs=replace(inputs, method=method, step=step),
         out=out,
         pairs=parse_pairs(pairs, "pairs"),
+        chunk_rows=chunk_rows,
     )
-    with run.progress("local effects", "mixed derivatives") as progress:
+    with _terminate_as_interrupt(), run.progress("local effects", "mixed derivatives") as progress:
         result = run_compute(request, force=force, progress=progress)
     notes = list(result.notes)
     if result.reason is not None:
@@ -112,6 +130,24 @@ def compute(
         cache_hit=result.cache_hit,
         details={"store": str(out), "method": result.method, "stale_reason": result.reason},
     )
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt while the block runs (main thread only), so a
+    terminated compute removes its temporary store and leaves the old one in place."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _flatten(prefix: str, value: object, rows: list[tuple[str, str]]) -> None:
