@@ -264,8 +264,23 @@ def test_old_single_array_stores_are_read_whole_and_by_chunks(tmp_path: Path, sc
 # -- interrupted runs --------------------------------------------------------------------
 
 
+def _slow_model(path: Path) -> Path:
+    """About a second per 500 rows: 40 tanh layers of width 256."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    layers: list[nn.Module] = [nn.Linear(4, 256)]
+    for _ in range(40):
+        layers += [nn.Tanh(), nn.Linear(256, 256)]
+    module = nn.Sequential(*layers, nn.Linear(256, 1), nn.Flatten(0))
+    torch.jit.save(torch.jit.script(module.eval()), str(path))
+    return path
+
+
 def test_sigterm_during_a_streaming_compute_leaves_the_old_store(model64, tmp_path: Path):
-    data = _parquet(_frame(400_000), tmp_path / "d.parquet", row_group=10_000)
+    slow = _slow_model(tmp_path / "slow.pt")
+    data = _parquet(_frame(40_000), tmp_path / "d.parquet", row_group=5_000)
     out = tmp_path / "s.npz"
     _compute(model64, _parquet(_frame(50), tmp_path / "small.parquet"), out, chunk=10)
     before = out.read_bytes()
@@ -275,7 +290,7 @@ def test_sigterm_during_a_streaming_compute_leaves_the_old_store(model64, tmp_pa
         "-m",
         "ale_cli",
         "compute",
-        str(model64),
+        str(slow),
         str(data),
         "--exclude",
         "y",
@@ -293,8 +308,8 @@ def test_sigterm_during_a_streaming_compute_leaves_the_old_store(model64, tmp_pa
         if proc.poll() is not None:
             break
         time.sleep(0.02)
+    time.sleep(1.0)  # some chunks are written
     assert proc.poll() is None, "compute ended before it could be interrupted"
-    time.sleep(0.3)
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert proc.returncode != 0

@@ -191,10 +191,9 @@ class TableStream:
         try:
             for frame in frames:
                 self.rows_read += len(frame)
-                for c in self.feature_names:
-                    dt = str(frame[c].dtype)
+                X, dtypes = _matrix(frame, self.feature_names, self.path)
+                for c, dt in dtypes.items():
                     self.dtypes[c] = _combined_dtype(self.dtypes.get(c, dt), dt)
-                X = to_float_matrix(frame, self.feature_names, self.path)
                 bad = ~np.isfinite(X)
                 bad_rows = bad.any(axis=1)
                 if bad_rows.any():
@@ -256,6 +255,47 @@ class TableStream:
                 r.close()
 
 
+def _arrow_dtype(column: Any) -> str | None:
+    """The pandas dtype name a numeric or boolean Arrow column becomes (None: other types)."""
+    import pyarrow as pa
+
+    t = column.type
+    if pa.types.is_floating(t):
+        return "float32" if t.bit_width == 32 else "float64"
+    if pa.types.is_integer(t):
+        return "float64" if column.null_count else str(t.to_pandas_dtype().__name__)
+    if pa.types.is_boolean(t):
+        return "object" if column.null_count else "bool"
+    return None
+
+
+def _matrix(frame: Any, columns: Sequence[str], path: Path) -> tuple[np.ndarray, dict[str, str]]:
+    """(n, D) float64 values of ``columns`` and their pandas dtype names, from a pandas
+    DataFrame or an Arrow RecordBatch (converted without pandas when every column is
+    numeric or boolean; pandas is imported only for other columns, to report them)."""
+    if hasattr(frame, "schema"):  # pyarrow.RecordBatch
+        cols = [frame.column(frame.schema.get_field_index(c)) for c in columns]
+        dtypes = [_arrow_dtype(c) for c in cols]
+        if any(dt is None for dt in dtypes):
+            frame = frame.to_pandas()
+        else:
+            out = np.empty((frame.num_rows, len(columns)), dtype=np.float64)
+            for j, c in enumerate(cols):
+                if c.null_count:
+                    c = c.cast("float64").fill_null(float("nan"))
+                out[:, j] = c.to_numpy(zero_copy_only=False)
+            return out, dict(zip(columns, dtypes, strict=True))  # type: ignore[arg-type]
+    X = to_float_matrix(frame, columns, path)
+    return X, {c: str(frame[c].dtype) for c in columns}
+
+
+@dataclass(frozen=True)
+class _Header:
+    """The column names of a Parquet schema, where select_columns expects a frame."""
+
+    columns: tuple[str, ...]
+
+
 def _read_error(path: Path, fmt: str, exc: BaseException) -> InputError:
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}")
@@ -269,8 +309,7 @@ def _parquet_frames(
     for reader in readers:
         try:
             pf = pq.ParquetFile(reader)
-            for rb in pf.iter_batches(batch_size=batch, columns=columns):
-                yield rb.to_pandas()
+            yield from pf.iter_batches(batch_size=batch, columns=columns)
         except InputError:
             raise
         except Exception as exc:  # pyarrow raises many types for unreadable files
@@ -310,8 +349,6 @@ def open_stream(
     """Open ``path`` (a CSV or Parquet file, or a directory of Parquet files) for reading
     its input columns chunk by chunk; the columns are chosen and checked here, from the
     header or schema (see :func:`ale_cli.adapters.data.select_columns`)."""
-    import pandas as pd
-
     path = Path(path)
     if not path.exists():
         raise InputError(f"data file '{path}' does not exist")
@@ -327,10 +364,12 @@ def open_stream(
                 schema = metas[0].schema.to_arrow_schema()
             except Exception as exc:
                 raise _read_error(path, fmt, exc) from None
-            header = pd.DataFrame(columns=list(schema.names))
+            header: Any = _Header(tuple(schema.names))
             total: int | None = sum(m.num_rows for m in metas)
             arrow_types = {name: str(schema.field(name).type) for name in schema.names}
         else:
+            import pandas as pd
+
             try:
                 header = pd.read_csv(files[0], nrows=0)
             except pd.errors.EmptyDataError:
