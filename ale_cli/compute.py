@@ -250,6 +250,9 @@ def _chunk_arrays(
     effects: Effects = model.local_effects(X, features=list(columns), progress=bars[0])
     timings["local_effects_s"] = timings.get("local_effects_s", 0.0) + time.perf_counter() - t
     arrays = {"X": X, "local_effects": effects.local_effects, "prediction": effects.prediction}
+    if effects_dtype(model) == np.float32:  # float32 numbers: exact in float32
+        arrays["local_effects"] = effects.local_effects.astype(np.float32)
+        arrays["prediction"] = effects.prediction.astype(np.float32)
     cols, mixed = pairs
     if mixed is not None:
         t = time.perf_counter()
@@ -258,6 +261,15 @@ def _chunk_arrays(
             timings.get("mixed_derivatives_s", 0.0) + time.perf_counter() - t
         )
     return arrays
+
+
+def effects_dtype(model: Model) -> type[np.floating]:
+    """float32 for a float32 model differentiated by autodiff (its gradients and outputs
+    are float32 numbers, which float32 holds exactly: half the store), else float64
+    (finite-difference quotients carry float64 digits)."""
+    if model.method == "autodiff" and model.describe().get("dtype") == "float32":
+        return np.float32
+    return np.float64
 
 
 def streams(inputs: ModelInputs) -> bool:

@@ -95,13 +95,27 @@ def test_chunked_store_layout_and_manifest(model32, tmp_path: Path):
     with np.load(out, allow_pickle=False) as npz:
         assert npz["X.00000"].dtype == np.float32  # float32 source, float32 X
         assert npz["local_effects.00002"].shape == (50, 4)
-        assert npz["local_effects.00000"].dtype == np.float64
+        # a float32 model's gradients and outputs are float32 numbers: stored as such
+        assert npz["local_effects.00000"].dtype == np.float32
+        assert npz["prediction.00000"].dtype == np.float32
     X = load_table(data, exclude=("y",)).X
     np.testing.assert_array_equal(meta["chunks"]["x_min"], X.min(axis=0))
     np.testing.assert_array_equal(meta["chunks"]["x_max"], X.max(axis=0))
     store = read_store(out)
     np.testing.assert_array_equal(store.X, X)  # the float32 values exactly, as float64
-    assert store.X.dtype == np.float64
+    assert store.X.dtype == store.local_effects.dtype == np.float64
+    from ale_cli.models import Columns, load_model
+
+    model = load_model(
+        model32,
+        model_format="torchscript",
+        options=ModelInputs(model=model32, data=data).load_options(),
+        columns=Columns(names=store.input_names),
+        X=X,
+    )
+    effects = model.local_effects(X)  # float64 arrays of float32 numbers
+    np.testing.assert_array_equal(store.local_effects, effects.local_effects)
+    np.testing.assert_array_equal(store.prediction, effects.prediction)
 
 
 @settings(

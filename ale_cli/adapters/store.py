@@ -35,12 +35,14 @@ the meta's ``chunks`` manifest lists ``rows`` (n_i per chunk), ``arrays`` and
 the per-input ``x_min`` / ``x_max`` over all rows. The archive is zip64 (no
 4 GiB limit) and written entry by entry, so compute never holds more than
 one chunk. ``X`` keeps the source dtype (float32 data stay float32: the values
-are those float32 numbers exactly); ``local_effects``, ``prediction`` and
-``mixed_derivatives`` are float64, because finite-difference quotients carry
-float64 digits and every estimator accumulates in float64 (a float32 model's
-gradients are float32 numbers, held exactly). :func:`read_store` concatenates
-the chunks (X as float64, as for the older layouts); :func:`iter_store_chunks`
-yields them one at a time for the streaming estimators.
+are those float32 numbers exactly). ``local_effects`` and ``prediction`` are
+float32 when a float32 model is differentiated by autodiff (its gradients and
+outputs are float32 numbers, held exactly, in half the space) and float64
+otherwise (finite-difference quotients carry float64 digits); estimators
+accumulate in float64 either way. ``mixed_derivatives`` are float64.
+:func:`read_store` concatenates the chunks as float64 (as the older layouts
+hold them); :func:`iter_store_chunks` yields them one at a time, as stored, for
+the streaming estimators.
 """
 
 from __future__ import annotations
@@ -251,9 +253,7 @@ def _concatenated(path: Path, npz: Any, rows: list[int]) -> dict[str, np.ndarray
         missing = [e for e in entries if e not in npz.files]
         if missing:
             raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing[:3])}")
-        parts = [npz[e] for e in entries]
-        if name == "X":
-            parts = [p.astype(np.float64, copy=False) for p in parts]
+        parts = [npz[e].astype(np.float64, copy=False) for e in entries]
         out[name] = np.concatenate(parts, axis=1 if name == MIXED else 0)
     return out
 
@@ -366,8 +366,9 @@ class StoreFile:
                 yield {name: npz[chunk_entry(name, i)] for name in arrays}
 
     def prediction(self) -> np.ndarray:
-        """The (N,) predictions, concatenated."""
-        return np.concatenate([c["prediction"] for c in self.chunks(("prediction",))])
+        """The (N,) predictions, concatenated, as float64."""
+        parts = [c["prediction"] for c in self.chunks(("prediction",))]
+        return np.concatenate(parts).astype(np.float64, copy=False)
 
 
 def open_store(path: str | Path) -> StoreFile:
