@@ -308,7 +308,9 @@ def _parquet_frames(
 
     for reader in readers:
         try:
-            pf = pq.ParquetFile(reader)
+            # pre_buffer (the default) reads ahead every row group asked for: the whole
+            # file in memory; without it, memory is about one row group
+            pf = pq.ParquetFile(reader, pre_buffer=False)
             yield from pf.iter_batches(batch_size=batch, columns=columns)
         except InputError:
             raise
