@@ -21,7 +21,7 @@ Two paths write the same chunked store (:class:`~ale_cli.adapters.store.StoreWri
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -281,6 +281,49 @@ def streams(inputs: ModelInputs) -> bool:
     return detect_format(inputs.model, inputs.model_format) == "torchscript"
 
 
+def prefetched(chunks: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    """The items of ``chunks``, the next one read by a helper thread while the caller works
+    on the current one (reading Parquet/CSV and hashing release the GIL, as does torch):
+    at most two chunks in memory. An error of the reader is raised here, in order.
+
+    >>> list(prefetched(iter([1, 2, 3])))
+    [1, 2, 3]
+    """
+    import queue
+    import threading
+
+    items: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for item in chunks:
+                while not stop.is_set():
+                    try:
+                        items.put(("item", item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            items.put(("end", None))
+        except BaseException as exc:  # handed to the caller, raised there
+            items.put(("error", exc))
+
+    thread = threading.Thread(target=read, name="ale-read", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = items.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+
+
 def _bars(
     progress: Callable[[int], ProgressFn] | None, total: int | None, pairs: bool
 ) -> tuple[ProgressFn | None, ProgressFn | None]:
@@ -314,7 +357,7 @@ def _stream(
     features, columns = feature_columns(
         inputs.features, stream.feature_names, where=f"data file '{inputs.data_label}'"
     )
-    chunks = iter(stream)
+    chunks = prefetched(iter(stream))
     first = next(chunks)
     timings["load_data_s"] = time.perf_counter() - t
     t = time.perf_counter()
