@@ -19,11 +19,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ale_cli.adapters.store import Store, StoreFile, open_store
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics
 from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.checks import check_choice, check_count, names_tuple
@@ -258,12 +261,43 @@ def rhale_summary(
 # -- from a store ----------------------------------------------------------------------------
 
 
-def _open(store: Path | Store) -> tuple[Path | None, Store | StoreFile]:
+@dataclass(frozen=True)
+class _Opened:
+    """A store to estimate from: its path (None in memory), the store, and its file's
+    sha256 being computed in the background (None in memory)."""
+
+    path: Path | None
+    store: Store | StoreFile
+    sha256: Future[str] | None = None
+
+
+def _open(store: Path | Store) -> _Opened:
     """A store given by path (opened for reading chunk by chunk: only its meta and names
     are read here) or in memory (a :class:`Store`)."""
     if isinstance(store, Store):
-        return None, store
-    return Path(store), open_store(store)
+        return _Opened(None, store)
+    handle = open_store(store)
+    return _Opened(handle.path, handle, _hash_in_background(handle.path))
+
+
+def _hash_in_background(path: Path) -> Future[str]:
+    """sha256 of ``path`` in a helper thread (hashlib releases the GIL): on a large store
+    it takes seconds, which then overlap with the estimator's passes."""
+    from concurrent.futures import Future
+    from threading import Thread
+
+    from ale_cli.adapters.files import sha256_file
+
+    future: Future[str] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(sha256_file(path))
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    Thread(target=run, name="ale-hash", daemon=True).start()
+    return future
 
 
 def _select(
@@ -278,19 +312,19 @@ def _select(
 def _result(
     estimator: str,
     params: dict[str, Any],
-    path: Path | None,
-    store: Store | StoreFile,
+    opened: _Opened,
     features: list[FeatureSummary],
     times: tuple[float, float, float],
 ) -> EstimateResult:
     """The summary of a run and its timings (start, store loaded, estimates done)."""
     t0, t_load, t_est = times
+    path, store, digest = opened.path, opened.store, opened.sha256
     prediction = store.prediction() if isinstance(store, StoreFile) else store.prediction
     summary = with_statistics(
         Summary(
             estimator=estimator,
             params=params,
-            store=store_info(path, store),
+            store=store_info(path, store, sha256=digest.result() if digest else None),
             n_rows=store.n_rows,
             features=tuple(features),
             created=utc_now(),
@@ -312,7 +346,8 @@ def rebin(request: RebinRequest) -> EstimateResult:
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default="uniform"
     )
-    path, store = _open(request.store)
+    opened = _open(request.store)
+    path, store = opened.path, opened.store
     categorical = store.meta.get("categorical_features") or ()
     if isinstance(store, StoreFile):
         cols = Columns.of(store, request.features)
@@ -343,7 +378,7 @@ def rebin(request: RebinRequest) -> EstimateResult:
         )
     t_est = time.perf_counter()
     params = fixed.params(request.center, request.features)
-    return _result("dale", params, path, store, features, (t0, t_load, t_est))
+    return _result("dale", params, opened, features, (t0, t_load, t_est))
 
 
 def _rhale_store(
@@ -376,7 +411,8 @@ def rhale(request: RhaleRequest) -> EstimateResult:
     """``ale rhale``: RHALE with automatic bins for the chosen features of a store (a store
     file is read chunk by chunk)."""
     t0 = time.perf_counter()
-    path, store = _open(request.store)
+    opened = _open(request.store)
+    store = opened.store
     n_rows = store.n_rows
     min_points = (
         request.min_points if request.min_points is not None else default_min_points(n_rows)
@@ -409,4 +445,4 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         "center": request.center,
         "features": list(request.features) if request.features is not None else None,
     }
-    return _result("rhale", params, path, store, features, (t0, t_load, t_est))
+    return _result("rhale", params, opened, features, (t0, t_load, t_est))

@@ -113,15 +113,18 @@ def run_notes(features: Sequence[FeatureSummary | InteractionSummary]) -> tuple[
     return tuple(notes)
 
 
-def store_info(path: Path | None, store: Store | StoreFile) -> dict[str, Any]:
+def store_info(
+    path: Path | None, store: Store | StoreFile, *, sha256: str | None = None
+) -> dict[str, Any]:
     """The store's identity and the parts of its meta a summary's reader needs
-    (``path`` None: a store built in memory, which has no file hash)."""
+    (``path`` None: a store built in memory, which has no file hash; ``sha256``: the
+    file's hash when the caller has it already)."""
     meta = store.meta
     model = meta.get("model") or {}
     data = meta.get("data") or {}
     return {
         "path": None if path is None else str(path),
-        "sha256": None if path is None else sha256_file(path),
+        "sha256": None if path is None else (sha256 or sha256_file(path)),
         "model": {k: model.get(k) for k in ("path", "sha256", "format")},
         "data": {k: data.get(k) for k in ("path", "sha256")},
         "method": meta.get("method"),

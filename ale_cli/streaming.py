@@ -51,9 +51,16 @@ class Columns:
 def _pairs(store: StoreFile, cols: Columns) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(X_cols (n, F) float64, E_cols (n, F)) per chunk."""
     for chunk in store.chunks(("X", "local_effects")):
-        X = np.ascontiguousarray(chunk["X"][:, list(cols.x)], dtype=np.float64)
-        E = np.ascontiguousarray(chunk["local_effects"][:, list(cols.e)], dtype=np.float64)
-        yield X, E
+        yield _columns(chunk["X"], cols.x), _columns(chunk["local_effects"], cols.e)
+
+
+def _columns(A: np.ndarray, cols: Sequence[int]) -> np.ndarray:
+    """``A[:, cols]`` as a C-contiguous float64 array, with one copy at most."""
+    if list(cols) == list(range(A.shape[1])):
+        return np.ascontiguousarray(A, dtype=np.float64)
+    if A.dtype == np.float64:
+        return A[:, list(cols)]  # fancy indexing makes a C-contiguous copy
+    return np.ascontiguousarray(A[:, list(cols)], dtype=np.float64)
 
 
 def ranges(store: StoreFile, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
@@ -98,9 +105,7 @@ def _uniform(
     for X, E in _pairs(store, cols):
         if not len(X):
             continue
-        stats = uniform_cells(
-            np.ascontiguousarray(X[:, todo]), np.ascontiguousarray(E[:, todo]), grid
-        )
+        stats = uniform_cells(_columns(X, todo), _columns(E, todo), grid)
         acc = stats if acc is None else [a.merge(s) for a, s in zip(acc, stats, strict=True)]
     if acc is None:
         raise ValueError("the store has no rows")

@@ -358,17 +358,66 @@ class StoreFile:
 
         X keeps its stored dtype; mixed derivatives are (P, n_i).
         """
-        with _open(self.path) as npz:
-            if self.meta.get("chunks") is None:
+        if self.meta.get("chunks") is None:
+            with _open(self.path) as npz:
                 yield {name: npz[name] for name in arrays}
-                return
+            return
+        with open(self.path, "rb") as fh:
+            entries = _entry_offsets(self.path, fh)
             for i in range(len(self.rows)):
-                yield {name: npz[chunk_entry(name, i)] for name in arrays}
+                yield {
+                    name: _read_entry(self.path, fh, entries, chunk_entry(name, i))
+                    for name in arrays
+                }
 
     def prediction(self) -> np.ndarray:
         """The (N,) predictions, concatenated, as float64."""
         parts = [c["prediction"] for c in self.chunks(("prediction",))]
         return np.concatenate(parts).astype(np.float64, copy=False)
+
+
+def _entry_offsets(path: Path, fh: Any) -> dict[str, tuple[int, int]]:
+    """Where each uncompressed ``.npy`` entry's bytes start in the zip, and its size."""
+    out: dict[str, tuple[int, int]] = {}
+    with zipfile.ZipFile(fh) as zf:
+        for info in zf.infolist():
+            if info.compress_type != zipfile.ZIP_STORED:
+                continue
+            fh.seek(info.header_offset)
+            local = fh.read(30)
+            if len(local) < 30 or local[:4] != b"PK\x03\x04":
+                raise InputError(f"store '{path}' has a damaged entry '{info.filename}'")
+            name_len = int.from_bytes(local[26:28], "little")
+            extra_len = int.from_bytes(local[28:30], "little")
+            start = info.header_offset + 30 + name_len + extra_len
+            out[info.filename.removesuffix(".npy")] = (start, info.file_size)
+    return out
+
+
+def _read_entry(path: Path, fh: Any, entries: dict[str, tuple[int, int]], name: str) -> np.ndarray:
+    """One ``.npy`` entry of a stored (uncompressed) zip, read straight into its array
+    (one read, no CRC pass: the store's identity is its sha256)."""
+    if name not in entries:
+        raise InputError(f"store '{path}' lacks the array(s) {name}")
+    start, size = entries[name]
+    fh.seek(start)
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+    else:  # newer headers: numpy's own reader
+        fh.seek(start)
+        return np.lib.format.read_array(fh, allow_pickle=False)
+    if dtype.hasobject:
+        raise InputError(f"store '{path}': array {name} holds Python objects")
+    count = int(np.prod(shape, dtype=np.int64))
+    if fh.tell() + count * dtype.itemsize > start + size:
+        raise InputError(f"store '{path}': array {name} is shorter than its header says")
+    array = np.empty(count, dtype=dtype)
+    if count and fh.readinto(memoryview(array).cast("B")) != count * dtype.itemsize:
+        raise InputError(f"store '{path}': array {name} is shorter than its header says")
+    return array.reshape(shape, order="F" if fortran else "C")
 
 
 def open_store(path: str | Path) -> StoreFile:
