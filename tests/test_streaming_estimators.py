@@ -174,3 +174,23 @@ def test_float32_x_is_read_as_float64_values(tmp_path: Path, chunk: int):
     whole = _in_memory(X32.astype(np.float64), E)
     for run in REQUESTS:
         _assert_same(run(path), run(whole))
+
+
+def test_damaged_chunked_stores_are_input_errors(tmp_path: Path):
+    from ale_cli.errors import InputError
+
+    X, E = _data(200, 2)
+    path = _chunked(tmp_path / "s.npz", X, E, [100])
+    data = path.read_bytes()
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match="is not a local-effects store"):
+        rhale(RhaleRequest(store=cut))
+    # a chunk's local header overwritten: named, not a crash
+    bad = bytearray(data)
+    start = bad.index(b"PK\x03\x04", 10)  # the second entry's local header
+    bad[start : start + 4] = b"XXXX"
+    broken = tmp_path / "broken.npz"
+    broken.write_bytes(bytes(bad))
+    with pytest.raises(InputError, match="damaged entry"):
+        rhale(RhaleRequest(store=broken))
