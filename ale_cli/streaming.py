@@ -28,7 +28,7 @@ from ale_cli.adapters.store import StoreFile
 from ale_cli.adapters.summary import FeatureSummary
 from ale_cli.core.binning import UniformGrid, assign, uniform_edges
 from ale_cli.core.binstats import CellStats, uniform_cells
-from ale_cli.core.outofcore import chunked_quantile_edges
+from ale_cli.core.outofcore import EdgeIndex, chunked_quantile_edges
 from ale_cli.results import not_estimable, skip_reasons, summary_from_cells
 
 
@@ -126,7 +126,16 @@ def _quantile(
 
     found = chunked_quantile_edges(chunks, n=store.n_rows, bins=bins, lo=lo[todo], hi=hi[todo])
     edges = dict(zip(todo, found, strict=True))
-    return edges, _cells_on_edges(store, cols, todo, edges)[0]
+    lookups = {j: EdgeIndex.build(edges[j]) for j in todo}
+    if any(ix is None for ix in lookups.values()):
+        return edges, _cells_on_edges(store, cols, todo, edges)[0]
+    cells: dict[int, CellStats] = {}
+    for X, E in _pairs(store, cols):
+        for j in todo:
+            index = lookups[j].index(X[:, j])  # type: ignore[union-attr]
+            c = CellStats.from_values(index, E[:, j], n_cells=edges[j].size - 1)
+            cells[j] = c if j not in cells else cells[j].merge(c)
+    return edges, cells
 
 
 def rebin_store(

@@ -38,18 +38,29 @@ Chunks = Callable[[], Iterable[np.ndarray]]
 
 @dataclass(frozen=True)
 class _Level:
-    """One bucketing: ``b(x) = min(floor((x - lo) scale), size - 1)`` for x >= lo."""
+    """One bucketing: ``b(x) = min(floor((x - lo) / width * size), size - 1)`` for x >= lo.
+
+    Dividing by the width (rather than multiplying by ``size / width``) stays finite
+    for subnormal widths; every step is monotone, so is ``b``.
+    """
 
     lo: float
-    scale: float
+    width: float
     size: int
 
     def of(self, x: np.ndarray) -> np.ndarray:
-        u = (x - self.lo) * self.scale
+        with np.errstate(over="ignore"):  # a huge quotient is clipped to the last bucket
+            u = x - self.lo
+            u /= self.width
+            u *= self.size
         np.maximum(u, 0.0, out=u)
-        b = u.astype(np.intp)
-        np.minimum(b, self.size - 1, out=b)
-        return b
+        np.minimum(u, self.size - 1, out=u)
+        return u.astype(np.intp)
+
+    def bucket_range(self, b: int) -> tuple[float, float]:
+        """About the values of bucket b (exact bounds do not matter, only monotonicity)."""
+        step = self.width / self.size
+        return self.lo + b * step, self.lo + (b + 1) * step
 
 
 @dataclass
@@ -137,18 +148,21 @@ def order_statistics(
     d = len(lo)
     out = np.empty((d, positions.size), dtype=np.float64)
     size = int(np.clip(n // 8, 64, MAX_BUCKETS))
-    roots = [_Level(float(lo[j]), size / float(hi[j] - lo[j]), size) for j in range(d)]
+    roots = [_Level(float(lo[j]), float(hi[j]) - float(lo[j]), size) for j in range(d)]
     everything = [_Group(j, [], n, positions.copy(), np.arange(positions.size)) for j in range(d)]
     for g, level in zip(everything, roots, strict=True):
-        g.sub, g.sub_counts = level, np.zeros(size, dtype=np.int64)
+        if np.isfinite(level.width) and level.width > 0:
+            g.sub, g.sub_counts = level, np.zeros(size, dtype=np.int64)
+        # else (a range wider than the largest float): the column is gathered whole
     active = everything
     while active:
         for g in active:
-            if g.sub is None and g.count > max_candidates:
-                lo_g, hi_g = _range(g)
-                if hi_g > lo_g:
+            if g.sub is None and g.chain and g.count > max_candidates:
+                level, b = g.chain[-1]
+                lo_g, hi_g = level.bucket_range(b)
+                if np.isfinite(hi_g - lo_g) and hi_g > lo_g:
                     sub_size = int(np.clip(g.count // 8, 64, MAX_BUCKETS))
-                    g.sub = _Level(lo_g, sub_size / (hi_g - lo_g), sub_size)
+                    g.sub = _Level(lo_g, hi_g - lo_g, sub_size)
                     g.sub_counts = np.zeros(sub_size, dtype=np.int64)
         _pass(chunks, active, roots)
         following: list[_Group] = []
@@ -166,34 +180,65 @@ def order_statistics(
     return out
 
 
-def _range(g: _Group) -> tuple[float, float]:
-    """The value range of the last bucket of a group's chain."""
-    level, b = g.chain[-1]
-    lo = level.lo + b / level.scale
-    return lo, lo + 1.0 / level.scale
-
-
 def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
-    """One pass: count (groups with ``sub``) or gather (the others) each group's values."""
+    """One pass: count (groups with ``sub``) or gather (the others) each group's values.
+
+    Per chunk and column the root bucket of every value is computed once; the
+    values of the root buckets that groups live in are picked out together
+    (a lookup table and one stable sort), not group by group.
+    """
     by_column: dict[int, list[_Group]] = {}
     for g in groups:
         by_column.setdefault(g.column, []).append(g)
+    tables: dict[int, tuple[np.ndarray, list[list[_Group]]]] = {}
+    for j, gs in by_column.items():
+        homes = sorted({g.chain[0][1] for g in gs if g.chain})
+        lut = np.full(roots[j].size, -1, dtype=np.intp)
+        lut[homes] = np.arange(len(homes))
+        members: list[list[_Group]] = [[] for _ in homes]
+        for g in gs:
+            if g.chain:
+                members[int(lut[g.chain[0][1]])].append(g)
+        tables[j] = (lut, members)
     for chunk in chunks():
         for j, gs in by_column.items():
             x = np.ascontiguousarray(chunk[:, j], dtype=np.float64)
+            lut, members = tables[j]
+            whole = [g for g in gs if not g.chain]
+            if whole and whole[0].sub is None:  # a column gathered whole (see above)
+                _take(whole[0], x, None)
+                continue
             root = roots[j].of(x)
-            for g in gs:
-                v = x if not g.chain else _members(x[root == g.chain[0][1]], g.chain)
-                if not v.size:
+            for g in whole:  # the whole column, counted in the root buckets
+                _take(g, x, root)
+            if not members:
+                continue
+            slot = lut.take(root)
+            inside = np.flatnonzero(slot >= 0)
+            if not inside.size:
+                continue
+            slot = slot[inside]
+            order = np.argsort(slot, kind="stable")
+            values = x[inside][order]
+            bounds = np.searchsorted(slot[order], np.arange(len(members) + 1))
+            for k, gs_k in enumerate(members):
+                v0 = values[bounds[k] : bounds[k + 1]]
+                if not v0.size:
                     continue
-                if g.sub is not None and g.sub_counts is not None:
-                    g.sub_counts += np.bincount(
-                        root if not g.chain else g.sub.of(v), minlength=g.sub.size
-                    )
-                    g.vmin = min(g.vmin, float(v.min()))
-                    g.vmax = max(g.vmax, float(v.max()))
-                else:
-                    g.gathered.append(v)
+                for g in gs_k:
+                    v = _members(v0, g.chain)
+                    if v.size:
+                        _take(g, v, None)
+
+
+def _take(g: _Group, v: np.ndarray, bucket: np.ndarray | None) -> None:
+    """Count ``v`` in the group's sub-buckets (``bucket``: already known) or gather it."""
+    if g.sub is not None and g.sub_counts is not None:
+        g.sub_counts += np.bincount(g.sub.of(v) if bucket is None else bucket, minlength=g.sub.size)
+        g.vmin = min(g.vmin, float(v.min()))
+        g.vmax = max(g.vmax, float(v.max()))
+    else:
+        g.gathered.append(v)
 
 
 def quantile_positions(n: int, bins: int) -> np.ndarray:
@@ -225,3 +270,49 @@ def chunked_quantile_edges(
         np.unique(np.concatenate(([float(lo[j])], stats[j], [float(hi[j])])))
         for j in range(len(lo))
     ]
+
+
+@dataclass(frozen=True)
+class EdgeIndex:
+    """Bin membership on given edges by a bucket lookup: the same numbers as
+    :func:`~ale_cli.core.binning.assign` for values in ``[z_0, z_K]``, in about two passes
+    over the values whatever K is.
+
+    Bucketing is monotone, so a value in a bucket holding no interior edge is above
+    exactly the edges of the lower buckets (a table lookup); only values sharing a
+    bucket with an edge are compared with the edges.
+
+    >>> ix = EdgeIndex.build(np.array([0.0, 1.0, 2.5, 4.0]))
+    >>> ix.index(np.array([0.0, 1.0, 1.5, 2.5, 3.0, 4.0])).tolist()
+    [0, 0, 1, 1, 2, 2]
+    """
+
+    edges: np.ndarray
+    level: _Level
+    below: np.ndarray
+    compare: np.ndarray
+
+    @classmethod
+    def build(cls, edges: np.ndarray, *, size: int = MAX_BUCKETS) -> EdgeIndex | None:
+        """The lookup for ``edges`` (K+1,), None when their range is not a finite width."""
+        lo, hi = float(edges[0]), float(edges[-1])
+        width = hi - lo
+        if not (np.isfinite(width) and width > 0):
+            return None
+        level = _Level(lo, width, size)
+        edge_bucket = level.of(np.asarray(edges[1:-1], dtype=np.float64))
+        below = np.searchsorted(edge_bucket, np.arange(size), side="left").astype(np.int64)
+        compare = np.zeros(size, dtype=bool)
+        compare[edge_bucket] = True
+        return cls(np.asarray(edges, dtype=np.float64), level, below, compare)
+
+    def index(self, x: np.ndarray) -> np.ndarray:
+        """Bin of each value of x (all in ``[z_0, z_K]``), int64."""
+        from ale_cli.core.binning import assign
+
+        bucket = self.level.of(np.asarray(x, dtype=np.float64))
+        index = self.below.take(bucket)
+        near = np.flatnonzero(self.compare.take(bucket))
+        if near.size:
+            index[near] = assign(x[near], self.edges).index
+        return index
