@@ -2,34 +2,48 @@
 
 The library function :func:`compute` does the work; the CLI only parses
 options, draws the progress bar and prints the one-line result.
+
+Two paths write the same chunked store (:class:`~ale_cli.adapters.store.StoreWriter`):
+
+- streaming (TorchScript models on a CSV/Parquet file or a directory of
+  Parquet files): the data are read ``chunk_rows`` rows at a time
+  (:mod:`ale_cli.adapters.stream`), the model is loaded and checked once on
+  the first chunk, each chunk's local effects are written as they come, and
+  the data bytes are hashed while they are read. Peak memory is a chunk,
+  not N. A TorchScript gradient depends on its row only (checked at load),
+  so the result does not depend on the chunks.
+- whole table (other formats, and DataFrames): finite-difference steps are
+  relative to each feature's std over all rows and the piecewise-constant
+  detection samples all rows, so the table is read at once as before; the
+  store is still written in chunks.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ale_cli import __version__
-from ale_cli.adapters.data import data_sha256
+from ale_cli.adapters.data import data_sha256, is_frame
 from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import (
     MIXED,
     PAIRS,
     SCHEMA_VERSION,
-    Store,
+    StoreWriter,
     cache_key,
     read_meta,
-    write_store,
 )
+from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS, dataset_sha256
 from ale_cli.errors import InputError
-from ale_cli.inputs import ModelInputs, Opened, open_inputs
-from ale_cli.models.base import Effects, ProgressFn
+from ale_cli.inputs import ModelInputs, open_inputs
+from ale_cli.models.base import Effects, Model, ProgressFn
 from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
 from ale_cli.pairs import Pair, pair_columns
 
@@ -42,6 +56,7 @@ class ComputeRequest:
     inputs: ModelInputs
     out: Path
     pairs: tuple[Pair, ...] = ()
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
 
     def result_options(self) -> dict[str, Any]:
         """Options that change the store's arrays (batch size and trust do not)."""
@@ -76,9 +91,11 @@ class _Hashes:
     key: str
 
     @classmethod
-    def of(cls, request: ComputeRequest) -> _Hashes:
+    def of(cls, request: ComputeRequest, data: str | None = None) -> _Hashes:
+        """The hashes; ``data`` when the data were hashed while they were read."""
         model = sha256_file(request.inputs.model)
-        data = data_sha256(request.inputs.data)
+        if data is None:
+            data = _data_hash(request.inputs.data)
         return cls(model, data, cache_key(model, data, request.result_options()))
 
     def stale_reason(self, meta: dict[str, Any]) -> str | None:
@@ -90,6 +107,10 @@ class _Hashes:
         if meta.get("data", {}).get("sha256") != self.data:
             return "the data file changed"
         return "the options changed"
+
+
+def _data_hash(data: Any) -> str:
+    return data_sha256(data) if is_frame(data) else dataset_sha256(Path(data))
 
 
 def _cached(request: ComputeRequest, hashes: _Hashes, t0: float) -> ComputeResult | str | None:
@@ -119,26 +140,25 @@ def _cached(request: ComputeRequest, hashes: _Hashes, t0: float) -> ComputeResul
 
 
 def _pair_plan(
-    request: ComputeRequest, opened: Opened
+    request: ComputeRequest, names: tuple[str, ...], categorical: tuple[str, ...], model: Model
 ) -> tuple[list[tuple[int, int]], MixedFn | None]:
     """Columns of the pairs and the model's mixed-derivative function (None without pairs)."""
     if not request.pairs:
         return [], None
-    table = opened.table
     cols = pair_columns(
         request.pairs,
-        table.feature_names,
+        names,
         param="pairs",
         where=f"data '{request.inputs.data_label}'",
     )
-    fixed = next((n for pair in request.pairs for n in pair if n in table.categorical), None)
+    fixed = next((n for pair in request.pairs for n in pair if n in categorical), None)
     if fixed is not None:
         raise InputError(
             f"{{param}}: feature '{fixed}' is categorical (held fixed), so it has no derivative",
             param="pairs",
         )
     mixed = require_mixed_derivatives(
-        opened.model,
+        model,
         request.inputs.model,
         param="pairs",
         hint="leave out {param} and use 'ale interact --estimator ale'",
@@ -146,37 +166,36 @@ def _pair_plan(
     return cols, mixed
 
 
-def _effects(
-    request: ComputeRequest,
-    opened: Opened,
-    timings: dict[str, float],
-    progress: Callable[[int], ProgressFn] | None,
-) -> tuple[Effects, dict[str, np.ndarray]]:
-    """The local effects of the explained features (the adapters hold categorical ones
-    at 0) and the optional arrays (cached mixed derivatives)."""
-    pair_cols, mixed = _pair_plan(request, opened)
-    table = opened.table
-    bar = progress(len(table.X)) if progress else None
-    t = time.perf_counter()
-    effects = opened.model.local_effects(table.X, features=list(opened.columns), progress=bar)
-    timings["local_effects_s"] = time.perf_counter() - t
-    extra: dict[str, np.ndarray] = {}
-    if mixed is not None:
-        t = time.perf_counter()
-        bar = progress(len(table.X)) if progress else None
-        extra = {
-            PAIRS: np.array(request.pairs, dtype=np.str_).reshape(-1, 2),
-            MIXED: mixed(table.X, pair_cols, progress=bar),
-        }
-        timings["mixed_derivatives_s"] = time.perf_counter() - t
-    return effects, extra
+class _Source(Protocol):
+    """What the meta records of the data read: a Table or a TableStream after its last chunk."""
+
+    format: str
+    feature_names: tuple[str, ...]
+    rows_read: int
+    rows_dropped: int
+    dropped_columns: tuple[str, ...]
+    categorical: tuple[str, ...]
+    dtypes: dict[str, str]
+
+    @property
+    def levels(self) -> dict[str, tuple[Any, ...]]: ...
+
+
+@dataclass(frozen=True)
+class _Written:
+    """What a compute path wrote, for the meta and the result."""
+
+    source: _Source
+    model: Model
+    features: tuple[str, ...]
+    n_rows: int
 
 
 def _meta(
-    request: ComputeRequest, opened: Opened, hashes: _Hashes, timings: dict[str, float]
+    request: ComputeRequest, written: _Written, hashes: _Hashes, timings: dict[str, float]
 ) -> dict[str, Any]:
     """The store's meta: provenance, columns, method and options (:data:`META_KEYS`)."""
-    table, model, inputs = opened.table, opened.model, request.inputs
+    table, model, inputs = written.source, written.model, request.inputs
     details = model.describe()
     return {
         "schema_version": SCHEMA_VERSION,
@@ -193,8 +212,8 @@ def _meta(
             "dtypes": table.dtypes,
         },
         # the explained features (columns of local_effects) and every model input (of X)
-        "feature_names": list(opened.features),
-        "features": list(opened.features),
+        "feature_names": list(written.features),
+        "features": list(written.features),
         "inputs": list(table.feature_names),
         # held fixed, local effect 0; the estimators report them as not estimable
         "categorical_features": list(table.categorical),
@@ -208,13 +227,183 @@ def _meta(
             "batch_size": inputs.batch_size,
             "trust": list(inputs.trust),
             "trust_pickle": inputs.trust_pickle,
+            "chunk_rows": request.chunk_rows,
         },
-        "n_rows": len(table.X),
+        "n_rows": written.n_rows,
         # optional arrays: mixed derivatives d2f/dx_a dx_b of these pairs (ale compute --pairs)
         "pairs": [list(p) for p in request.pairs],
         "timings": timings,
         "cache_key": hashes.key,
     }
+
+
+def _chunk_arrays(
+    model: Model,
+    X: np.ndarray,
+    columns: Sequence[int],
+    pairs: tuple[list[tuple[int, int]], MixedFn | None],
+    bars: tuple[ProgressFn | None, ProgressFn | None],
+    timings: dict[str, float],
+) -> dict[str, np.ndarray]:
+    """The store entries of one chunk of rows X (n, D)."""
+    t = time.perf_counter()
+    effects: Effects = model.local_effects(X, features=list(columns), progress=bars[0])
+    timings["local_effects_s"] = timings.get("local_effects_s", 0.0) + time.perf_counter() - t
+    arrays = {"X": X, "local_effects": effects.local_effects, "prediction": effects.prediction}
+    if effects_dtype(model) == np.float32:  # float32 numbers: exact in float32
+        arrays["local_effects"] = effects.local_effects.astype(np.float32)
+        arrays["prediction"] = effects.prediction.astype(np.float32)
+    cols, mixed = pairs
+    if mixed is not None:
+        t = time.perf_counter()
+        arrays[MIXED] = mixed(X, cols, progress=bars[1])
+        timings["mixed_derivatives_s"] = (
+            timings.get("mixed_derivatives_s", 0.0) + time.perf_counter() - t
+        )
+    return arrays
+
+
+def effects_dtype(model: Model) -> type[np.floating]:
+    """float32 for a float32 model differentiated by autodiff (its gradients and outputs
+    are float32 numbers, which float32 holds exactly: half the store), else float64
+    (finite-difference quotients carry float64 digits)."""
+    if model.method == "autodiff" and model.describe().get("dtype") == "float32":
+        return np.float32
+    return np.float64
+
+
+def streams(inputs: ModelInputs) -> bool:
+    """True when ``ale compute`` reads these inputs chunk by chunk (TorchScript on files)."""
+    from ale_cli.models import detect_format
+
+    if is_frame(inputs.data):
+        return False
+    return detect_format(inputs.model, inputs.model_format) == "torchscript"
+
+
+def prefetched(chunks: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    """The items of ``chunks``, the next one read by a helper thread while the caller works
+    on the current one (reading Parquet/CSV and hashing release the GIL, as does torch):
+    at most two chunks in memory. An error of the reader is raised here, in order.
+
+    >>> list(prefetched(iter([1, 2, 3])))
+    [1, 2, 3]
+    """
+    import queue
+    import threading
+
+    items: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for item in chunks:
+                while not stop.is_set():
+                    try:
+                        items.put(("item", item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            items.put(("end", None))
+        except BaseException as exc:  # handed to the caller, raised there
+            items.put(("error", exc))
+
+    thread = threading.Thread(target=read, name="ale-read", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = items.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+
+
+def _bars(
+    progress: Callable[[int], ProgressFn] | None, total: int | None, pairs: bool
+) -> tuple[ProgressFn | None, ProgressFn | None]:
+    if progress is None or total is None:
+        return None, None
+    return progress(total), (progress(total) if pairs else None)
+
+
+def _stream(
+    request: ComputeRequest,
+    writer: StoreWriter,
+    timings: dict[str, float],
+    progress: Callable[[int], ProgressFn] | None,
+) -> tuple[_Written, str]:
+    """Read, compute and write chunk by chunk; returns what was written and the data hash."""
+    from ale_cli.adapters.stream import open_stream
+    from ale_cli.inputs import feature_columns
+    from ale_cli.models import Columns, load_model
+
+    inputs = request.inputs
+    t = time.perf_counter()
+    stream = open_stream(
+        inputs.data,
+        fmt=inputs.data_format,
+        inputs=inputs.inputs,
+        exclude=inputs.exclude,
+        dropna=inputs.dropna,
+        categorical=inputs.categorical,
+        chunk_rows=request.chunk_rows,
+    )
+    features, columns = feature_columns(
+        inputs.features, stream.feature_names, where=f"data file '{inputs.data_label}'"
+    )
+    chunks = prefetched(iter(stream))
+    first = next(chunks)
+    timings["load_data_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    model = load_model(
+        inputs.model,
+        model_format="torchscript",
+        options=inputs.load_options(),
+        columns=Columns(names=stream.feature_names, fixed=stream.categorical, dtypes={}),
+        X=first,
+    )
+    timings["load_model_s"] = time.perf_counter() - t
+    pairs = _pair_plan(request, stream.feature_names, stream.categorical, model)
+    bars = _bars(progress, stream.total_rows, pairs[1] is not None)
+    n_rows = 0
+    X: np.ndarray | None = first
+    while X is not None:
+        writer.add(_chunk_arrays(model, X, columns, pairs, bars, timings))
+        n_rows += len(X)
+        t = time.perf_counter()
+        X = next(chunks, None)
+        timings["load_data_s"] += time.perf_counter() - t
+    if stream.sha256 is None:  # the iteration ended early (it raises instead)
+        raise RuntimeError("the data stream ended before its hash")
+    return _Written(stream, model, features, n_rows), stream.sha256
+
+
+def _whole(
+    request: ComputeRequest,
+    writer: StoreWriter,
+    timings: dict[str, float],
+    progress: Callable[[int], ProgressFn] | None,
+) -> _Written:
+    """Read the whole table, load the model on all rows, write the rows in chunks."""
+    opened = open_inputs(request.inputs)
+    timings |= opened.timings
+    table = opened.table
+    pairs = _pair_plan(request, table.feature_names, table.categorical, opened.model)
+    bars = _bars(progress, len(table.X), pairs[1] is not None)
+    f32 = bool(table.dtypes) and all(v == "float32" for v in table.dtypes.values())
+    for start in range(0, len(table.X), request.chunk_rows):
+        X = table.X[start : start + request.chunk_rows]
+        arrays = _chunk_arrays(opened.model, X, opened.columns, pairs, bars, timings)
+        if f32:  # float32 source values, held exactly in float32
+            arrays["X"] = X.astype(np.float32)
+        writer.add(arrays)
+    return _Written(table, opened.model, opened.features, len(table.X))
 
 
 def compute(
@@ -226,39 +415,46 @@ def compute(
     """Compute (or reuse) the local-effects store described by ``request``.
 
     ``progress(total_rows)`` may return a callable that is told how many rows
-    each model call finished.
+    each model call finished. A store at ``request.out`` is checked for a cache
+    hit first (hashing the inputs); without one the data are hashed while they
+    are read.
     """
     t0 = time.perf_counter()
     request.inputs.check_files()
-    hashes = _Hashes.of(request)
-    cached = None if force else _cached(request, hashes, t0)
-    if isinstance(cached, ComputeResult):
-        return cached
+    hashes: _Hashes | None = None
+    cached: ComputeResult | str | None = None
+    if not force and request.out.exists():
+        hashes = _Hashes.of(request)
+        cached = _cached(request, hashes, t0)
+        if isinstance(cached, ComputeResult):
+            return cached
     timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
-    opened = open_inputs(request.inputs)
-    timings |= opened.timings
-    effects, extra = _effects(request, opened, timings, progress)
-    meta = _meta(request, opened, hashes, timings)
-    table = opened.table
-    store = Store(
-        X=table.X,
-        local_effects=effects.local_effects,
-        prediction=effects.prediction,
-        feature_names=opened.features,
-        input_names=table.feature_names,
-        meta=meta,
-        extra=extra,
-    )
-    timings["total_before_write_s"] = time.perf_counter() - t0
-    write_store(request.out, store)
+    with StoreWriter(request.out) as writer:
+        if streams(request.inputs):
+            writer_written, data_hash = _stream(request, writer, timings, progress)
+            hashes = hashes or _Hashes.of(request, data=data_hash)
+        else:
+            hashes = hashes or _Hashes.of(request)
+            writer_written = _whole(request, writer, timings, progress)
+        written = writer_written
+        t = time.perf_counter()
+        if request.pairs:
+            writer.add_array(PAIRS, np.array(request.pairs, dtype=np.str_).reshape(-1, 2))
+        meta = _meta(request, written, hashes, timings)
+        writer.finish(
+            feature_names=written.features,
+            input_names=written.source.feature_names,
+            meta=meta,
+        )
+    timings["finish_s"] = time.perf_counter() - t
     return ComputeResult(
         out=request.out,
         cache_hit=False,
-        n_rows=len(table.X),
-        n_features=len(opened.features),
-        method=opened.model.method,
+        n_rows=written.n_rows,
+        n_features=len(written.features),
+        method=written.model.method,
         seconds=time.perf_counter() - t0,
-        rows_dropped=table.rows_dropped,
-        reason=cached,
-        notes=tuple(opened.model.describe().get("notes", ())),
+        rows_dropped=written.source.rows_dropped,
+        reason=cached if isinstance(cached, str) else None,
+        notes=tuple(written.model.describe().get("notes", ())),
     )

@@ -19,11 +19,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.adapters.store import Store, read_store
+from ale_cli.adapters.store import Store, StoreFile, open_store, read_store
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics
 from ale_cli.bands import Bootstrap, with_bands
 from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
@@ -55,6 +58,7 @@ from ale_cli.results import (
     summary_from_cells,
     utc_now,
 )
+from ale_cli.streaming import Columns, rebin_store, rhale_cells
 
 
 @dataclass(frozen=True)
@@ -257,31 +261,70 @@ def rhale_features(
             else:
                 g, known = quantile_bins(X[:, j], bins=max_bins)
             cell, _ = _column_cells(X[:, j], E[:, j], g, known)
-        part = optimal_partition(g, cell, min_points=min_points, alpha=alpha)
-        note = None
-        if not part.feasible:
-            note = (
-                f"no partition has at least {min_points} rows (min_points) in every bin; "
-                "one bin over the whole range"
-            )
-        stats = bin_stats(cell.coarsen(part.limits))
-        effect = effect_from_bins(part.edges, stats, center=center)
-        out.append(
-            FeatureSummary.from_effect(
-                name, effect, objective=part.objective, note=note, n_outside=0
-            )
-        )
+        out.append(rhale_summary(name, g, cell, min_points=min_points, alpha=alpha, center=center))
     return _banded(out, X, E, names, bootstrap, center)
+
+
+def rhale_summary(
+    name: str, g: np.ndarray, cell: CellStats, *, min_points: int, alpha: float, center: str
+) -> FeatureSummary:
+    """One feature's RHALE summary from its statistics on the grid ``g`` (K_max + 1 edges)."""
+    part = optimal_partition(g, cell, min_points=min_points, alpha=alpha)
+    note = None
+    if not part.feasible:
+        note = (
+            f"no partition has at least {min_points} rows (min_points) in every bin; "
+            "one bin over the whole range"
+        )
+    stats = bin_stats(cell.coarsen(part.limits))
+    effect = effect_from_bins(part.edges, stats, center=center)
+    return FeatureSummary.from_effect(
+        name, effect, objective=part.objective, note=note, n_outside=0
+    )
 
 
 # -- from a store ----------------------------------------------------------------------------
 
 
-def _open(store: Path | Store) -> tuple[Path | None, Store]:
-    """A store given by path (read and checked) or in memory (a :class:`Store`)."""
+@dataclass(frozen=True)
+class _Opened:
+    """A store to estimate from: its path (None in memory), the store, and its file's
+    sha256 being computed in the background (None in memory)."""
+
+    path: Path | None
+    store: Store | StoreFile
+    sha256: Future[str] | None = None
+
+
+def _open(store: Path | Store, *, whole: bool = False) -> _Opened:
+    """A store given by path (opened for reading chunk by chunk: only its meta and names
+    are read here; ``whole``: read into memory) or in memory (a :class:`Store`)."""
     if isinstance(store, Store):
-        return None, store
-    return Path(store), read_store(store)
+        return _Opened(None, store)
+    if whole:
+        return _Opened(Path(store), read_store(store), _hash_in_background(Path(store)))
+    handle = open_store(store)
+    return _Opened(handle.path, handle, _hash_in_background(handle.path))
+
+
+def _hash_in_background(path: Path) -> Future[str]:
+    """sha256 of ``path`` in a helper thread (hashlib releases the GIL): on a large store
+    it takes seconds, which then overlap with the estimator's passes."""
+    from concurrent.futures import Future
+    from threading import Thread
+
+    from ale_cli.adapters.files import sha256_file
+
+    future: Future[str] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(sha256_file(path))
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    Thread(target=run, name="ale-hash", daemon=True).start()
+    return future
 
 
 def _select(
@@ -296,23 +339,24 @@ def _select(
 def _result(
     estimator: str,
     params: dict[str, Any],
-    path: Path | None,
-    store: Store,
+    opened: _Opened,
     features: list[FeatureSummary],
     times: tuple[float, float, float],
 ) -> EstimateResult:
     """The summary of a run and its timings (start, store loaded, estimates done)."""
     t0, t_load, t_est = times
+    path, store, digest = opened.path, opened.store, opened.sha256
+    prediction = store.prediction() if isinstance(store, StoreFile) else store.prediction
     summary = with_statistics(
         Summary(
             estimator=estimator,
             params=params,
-            store=store_info(path, store),
-            n_rows=int(store.X.shape[0]),
+            store=store_info(path, store, sha256=digest.result() if digest else None),
+            n_rows=store.n_rows,
             features=tuple(features),
             created=utc_now(),
         ),
-        store.prediction,
+        prediction,
     )
     return EstimateResult(
         summary=summary,
@@ -323,53 +367,105 @@ def _result(
 
 
 def rebin(request: RebinRequest) -> EstimateResult:
-    """``ale rebin``: DALE on fixed bins for the chosen features of a store."""
+    """``ale rebin``: DALE on fixed bins for the chosen features of a store (a store file is
+    read chunk by chunk, :func:`ale_cli.streaming.rebin_store`)."""
     t0 = time.perf_counter()
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default="uniform"
     )
-    path, store = _open(request.store)
-    names, X, E = _select(store, request.features)
-    fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
-    t_load = time.perf_counter()
-    features = rebin_features(
-        X,
-        E,
-        names,
-        bins=fixed.bins,
-        binning=fixed.binning,
-        center=request.center,
-        edges=fixed.edges,
-        categorical=store.meta.get("categorical_features") or (),
-        bootstrap=request.bootstrap,
-    )
+    # bootstrap replicates resample rows: the store is read whole, else chunk by chunk
+    opened = _open(request.store, whole=request.bootstrap.replicates > 0)
+    path, store = opened.path, opened.store
+    categorical = store.meta.get("categorical_features") or ()
+    if isinstance(store, StoreFile):
+        cols = Columns.of(store, request.features)
+        fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
+        t_load = time.perf_counter()
+        features = rebin_store(
+            store,
+            cols,
+            bins=fixed.bins,
+            binning=fixed.binning,
+            center=request.center,
+            edges=fixed.edges,
+            categorical=categorical,
+        )
+    else:
+        names, X, E = _select(store, request.features)
+        fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
+        t_load = time.perf_counter()
+        features = rebin_features(
+            X,
+            E,
+            names,
+            bins=fixed.bins,
+            binning=fixed.binning,
+            center=request.center,
+            edges=fixed.edges,
+            categorical=categorical,
+            bootstrap=request.bootstrap,
+        )
     t_est = time.perf_counter()
     params = fixed.params(request.center, request.features) | request.bootstrap.params()
-    return _result("dale", params, path, store, features, (t0, t_load, t_est))
+    return _result("dale", params, opened, features, (t0, t_load, t_est))
+
+
+def _rhale_store(
+    store: StoreFile, request: RhaleRequest, min_points: int, categorical: Sequence[str]
+) -> list[FeatureSummary]:
+    """:func:`rhale_features` over a store file's chunks."""
+    cols = Columns.of(store, request.features)
+    skip, grids, cells = rhale_cells(
+        store, cols, max_bins=request.max_bins, grid=request.grid, categorical=categorical
+    )
+    out: list[FeatureSummary] = []
+    for j, name in enumerate(cols.names):
+        if name in skip:
+            out.append(not_estimable(name, skip[name]))
+            continue
+        out.append(
+            rhale_summary(
+                name,
+                grids[j],
+                cells[j],
+                min_points=min_points,
+                alpha=request.alpha,
+                center=request.center,
+            )
+        )
+    return out
 
 
 def rhale(request: RhaleRequest) -> EstimateResult:
-    """``ale rhale``: RHALE with automatic bins for the chosen features of a store."""
+    """``ale rhale``: RHALE with automatic bins for the chosen features of a store (a store
+    file is read chunk by chunk)."""
     t0 = time.perf_counter()
-    path, store = _open(request.store)
-    names, X, E = _select(store, request.features)
-    n_rows = int(X.shape[0])
+    # bootstrap replicates resample rows: the store is read whole, else chunk by chunk
+    opened = _open(request.store, whole=request.bootstrap.replicates > 0)
+    store = opened.store
+    n_rows = store.n_rows
     min_points = (
         request.min_points if request.min_points is not None else default_min_points(n_rows)
     )
-    t_load = time.perf_counter()
-    features = rhale_features(
-        X,
-        E,
-        names,
-        max_bins=request.max_bins,
-        min_points=min_points,
-        alpha=request.alpha,
-        grid=request.grid,
-        center=request.center,
-        categorical=store.meta.get("categorical_features") or (),
-        bootstrap=request.bootstrap,
-    )
+    categorical = store.meta.get("categorical_features") or ()
+    if isinstance(store, StoreFile):
+        t_load = time.perf_counter()
+        features = _rhale_store(store, request, min_points, categorical)
+    else:
+        names, X, E = _select(store, request.features)
+        t_load = time.perf_counter()
+        features = rhale_features(
+            X,
+            E,
+            names,
+            max_bins=request.max_bins,
+            min_points=min_points,
+            alpha=request.alpha,
+            grid=request.grid,
+            center=request.center,
+            categorical=categorical,
+            bootstrap=request.bootstrap,
+        )
     t_est = time.perf_counter()
     params: dict[str, Any] = {
         "max_bins": request.max_bins,
@@ -381,4 +477,4 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         "features": list(request.features) if request.features is not None else None,
         **request.bootstrap.params(),
     }
-    return _result("rhale", params, path, store, features, (t0, t_load, t_est))
+    return _result("rhale", params, opened, features, (t0, t_load, t_est))

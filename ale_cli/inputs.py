@@ -16,6 +16,7 @@ was made from the model rather than from a store.
 from __future__ import annotations
 
 import math
+import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -141,13 +142,20 @@ class ModelInputs:
                 )
 
     def check_files(self) -> None:
-        """InputError naming the model or data file that is missing or not a file."""
+        """InputError naming the model or data file that is missing or not a file (the data
+        may be a directory: a partitioned Parquet dataset, read by the streaming compute)."""
         files = [("model", self.model)] + ([] if is_frame(self.data) else [("data", self.data)])
         for label, path in files:
             if not path.exists():
                 raise InputError(f"{label} file '{path}' does not exist")
-            if path.is_dir():
+            if path.is_dir() and label == "model":
                 raise InputError(f"{label} file '{path}' is a directory, expected a file")
+            if not path.is_dir() and not path.is_file():  # reading a FIFO would block
+                raise InputError(
+                    f"{label} file '{path}' is a FIFO (named pipe), expected a regular file"
+                    if stat.S_ISFIFO(path.stat().st_mode)
+                    else f"{label} file '{path}' is not a regular file"
+                )
 
     def result_options(self) -> dict[str, Any]:
         """The options that change the numbers (batch size and trust do not), for cache keys."""

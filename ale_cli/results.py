@@ -23,7 +23,7 @@ from ale_cli.core.binstats import CellStats
 from ale_cli.core.effect import effect_from_cells
 
 if TYPE_CHECKING:
-    from ale_cli.adapters.store import Store
+    from ale_cli.adapters.store import Store, StoreFile
 
 CATEGORICAL_REASON = "categorical feature (held fixed)"
 CONSTANT_REASON = "single distinct value"
@@ -113,19 +113,22 @@ def run_notes(features: Sequence[FeatureSummary | InteractionSummary]) -> tuple[
     return tuple(notes)
 
 
-def store_info(path: Path | None, store: Store) -> dict[str, Any]:
+def store_info(
+    path: Path | None, store: Store | StoreFile, *, sha256: str | None = None
+) -> dict[str, Any]:
     """The store's identity and the parts of its meta a summary's reader needs
-    (``path`` None: a store built in memory, which has no file hash)."""
+    (``path`` None: a store built in memory, which has no file hash; ``sha256``: the
+    file's hash when the caller has it already)."""
     meta = store.meta
     model = meta.get("model") or {}
     data = meta.get("data") or {}
     return {
         "path": None if path is None else str(path),
-        "sha256": None if path is None else sha256_file(path),
+        "sha256": None if path is None else (sha256 or sha256_file(path)),
         "model": {k: model.get(k) for k in ("path", "sha256", "format")},
         "data": {k: data.get(k) for k in ("path", "sha256")},
         "method": meta.get("method"),
         "output": meta.get("output"),
-        "n_rows": int(store.X.shape[0]),
+        "n_rows": store.n_rows,
         "inputs": list(store.input_names),
     }

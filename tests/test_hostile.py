@@ -963,10 +963,13 @@ def resave(path: Path, **changes: Any) -> None:
 @pytest.mark.parametrize(
     "damage",
     [
-        lambda p: flip_member(p, "local_effects"),
-        lambda p: resave(p, local_effects=None),
-        lambda p: resave(p, local_effects=lambda a: a["local_effects"][:, :2]),
-        lambda p: resave(p, X=lambda a: np.where(a["X"] > 1, np.nan, a["X"])),
+        # compute writes chunked stores (schema 3): the row arrays are X.00000, ...
+        lambda p: flip_member(p, "local_effects.00000"),
+        lambda p: resave(p, **{"local_effects.00000": None}),
+        lambda p: resave(p, **{"local_effects.00000": lambda a: a["local_effects.00000"][:, :2]}),
+        lambda p: resave(
+            p, **{"X.00000": lambda a: np.where(a["X.00000"] > 1, np.nan, a["X.00000"])}
+        ),
     ],
     ids=["crc", "missing-member", "wrong-shape", "nan-in-X"],
 )

@@ -125,5 +125,5 @@ def test_npz_without_meta_or_newer_schema(tmp_path: Path):
     with pytest.raises(InputError, match="it has no 'meta' array"):
         read_meta(tmp_path / "a.npz")
     np.savez(tmp_path / "b.npz", meta=np.array('{"schema_version": 99}'))
-    with pytest.raises(InputError, match="has schema_version 99; this ale reads up to 2"):
+    with pytest.raises(InputError, match="has schema_version 99; this ale reads up to 3"):
         read_meta(tmp_path / "b.npz")

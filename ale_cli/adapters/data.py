@@ -95,7 +95,7 @@ def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, 
     if path.is_dir():
         raise InputError(f"data file '{path}' is a directory, expected a CSV or Parquet file")
     fmt = detect_format(path, fmt)
-    _refuse_duplicate_headers(path, fmt)
+    refuse_duplicate_headers(path, fmt)
     try:
         if fmt == "csv":
             frame = pd.read_csv(path)
@@ -109,7 +109,7 @@ def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, 
     return frame, fmt
 
 
-def _refuse_duplicate_headers(path: Path, fmt: str) -> None:
+def refuse_duplicate_headers(path: Path, fmt: str) -> None:
     """A column name given twice is an error (pandas would rename the CSV's second ``bmi``
     to ``bmi.1``, and a model would get a column under a name that is not in the file).
 

@@ -26,6 +26,23 @@ Optional arrays (``ale compute --pairs a,b``; the meta's ``pairs`` lists them):
 Stores are written atomically (temporary file, then rename) and are reused as
 a cache only when their ``cache_key`` (a hash of the model bytes, the data
 bytes and every option that changes the result) matches.
+
+Chunked stores (schema 3, written by ``ale compute`` through
+:class:`StoreWriter`): the row arrays are split into chunks of consecutive
+rows, one zip entry per chunk and array, ``X.00000``, ``local_effects.00000``,
+``prediction.00000`` (and ``mixed_derivatives.00000``, shape (P, n_i)), ...;
+the meta's ``chunks`` manifest lists ``rows`` (n_i per chunk), ``arrays`` and
+the per-input ``x_min`` / ``x_max`` over all rows. The archive is zip64 (no
+4 GiB limit) and written entry by entry, so compute never holds more than
+one chunk. ``X`` keeps the source dtype (float32 data stay float32: the values
+are those float32 numbers exactly). ``local_effects`` and ``prediction`` are
+float32 when a float32 model is differentiated by autodiff (its gradients and
+outputs are float32 numbers, held exactly, in half the space) and float64
+otherwise (finite-difference quotients carry float64 digits); estimators
+accumulate in float64 either way. ``mixed_derivatives`` are float64.
+:func:`read_store` concatenates the chunks as float64 (as the older layouts
+hold them); :func:`iter_store_chunks` yields them one at a time, as stored, for
+the streaming estimators.
 """
 
 from __future__ import annotations
@@ -33,7 +50,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,8 +62,10 @@ from ale_cli.adapters.jsonio import to_jsonable
 from ale_cli.adapters.validate import load_npz, validate_npz
 from ale_cli.errors import InputError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 REQUIRED_ARRAYS = ("X", "local_effects", "prediction", "feature_names", "meta")
+#: the arrays split into row chunks in a schema-3 store
+ROW_ARRAYS = ("X", "local_effects", "prediction")
 META_KEYS = (
     "schema_version",
     "tool",
@@ -100,6 +119,11 @@ class Store:
         if not self.input_names:
             object.__setattr__(self, "input_names", tuple(self.feature_names))
 
+    @property
+    def n_rows(self) -> int:
+        """N, the rows of X."""
+        return int(self.X.shape[0])
+
     def feature_index(self, name: str) -> int:
         """Column of ``local_effects`` of feature ``name``; InputError if it is not explained."""
         try:
@@ -150,7 +174,9 @@ def cache_key(model_sha256: str, data_sha256: str, options: Mapping[str, Any]) -
 
 
 def write_store(path: str | Path, store: Store) -> None:
-    """Write ``store`` to ``path`` atomically (never a partial file at ``path``)."""
+    """Write ``store`` to ``path`` atomically (never a partial file at ``path``), as one
+    array per name (the layout of schema 1 and 2; ``ale compute`` writes chunks with
+    :class:`StoreWriter`)."""
     n, d = store.X.shape
     f = len(store.feature_names)
     if store.local_effects.shape != (n, f) or store.prediction.shape != (n,):
@@ -214,15 +240,45 @@ def read_meta(path: str | Path) -> dict[str, Any]:
         return meta
 
 
+def _chunk_names(meta: dict[str, Any]) -> list[int] | None:
+    """Rows per chunk of a chunked (schema-3) store, None for a single-array store."""
+    chunks = meta.get("chunks")
+    if not isinstance(chunks, dict):
+        return None
+    return [int(n) for n in chunks.get("rows", [])]
+
+
+def chunk_entry(name: str, i: int) -> str:
+    """The zip entry (without ``.npy``) of chunk ``i`` of the row array ``name``."""
+    return f"{name}.{i:05d}"
+
+
+def _concatenated(path: Path, npz: Any, rows: list[int]) -> dict[str, np.ndarray]:
+    """The row arrays of a chunked store, concatenated (X as float64)."""
+    names = [n for n in (*ROW_ARRAYS, MIXED) if chunk_entry(n, 0) in npz.files or n == "X"]
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        entries = [chunk_entry(name, i) for i in range(len(rows))]
+        missing = [e for e in entries if e not in npz.files]
+        if missing:
+            raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing[:3])}")
+        parts = [npz[e].astype(np.float64, copy=False) for e in entries]
+        out[name] = np.concatenate(parts, axis=1 if name == MIXED else 0)
+    return out
+
+
 def read_store(path: str | Path) -> Store:
-    """Load a store written by :func:`write_store`, checking its arrays and shapes."""
+    """Load a store written by :func:`write_store` or :class:`StoreWriter` (its chunks
+    concatenated), checking its arrays and shapes."""
     path = Path(path)
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
-        missing = [name for name in REQUIRED_ARRAYS if name not in npz.files]
+        rows = _chunk_names(meta)
+        arrays = _concatenated(path, npz, rows) if rows is not None else {}
+        missing = [name for name in REQUIRED_ARRAYS if name not in npz.files and name not in arrays]
         if missing:
             raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing)}")
-        arrays = load_npz(path, npz, meta)
+        arrays = load_npz(path, npz, meta, whole=arrays)
     X = arrays.pop("X")
     effects = arrays.pop("local_effects")
     prediction = arrays.pop("prediction")
@@ -255,3 +311,245 @@ def read_store(path: str | Path) -> Store:
         meta=meta,
         extra=arrays,
     )
+
+
+@dataclass(frozen=True)
+class StoreFile:
+    """A store on disk, opened for reading chunk by chunk (:func:`open_store`).
+
+    Holds the meta and the names, not the row arrays: peak memory of a reader
+    that walks :meth:`chunks` is one chunk.
+    """
+
+    path: Path
+    meta: dict[str, Any]
+    feature_names: tuple[str, ...]
+    input_names: tuple[str, ...]
+    rows: tuple[int, ...]
+
+    @property
+    def n_rows(self) -> int:
+        return int(sum(self.rows))
+
+    def feature_index(self, name: str) -> int:
+        try:
+            return self.feature_names.index(name)
+        except ValueError:
+            raise InputError(
+                f"store has no feature '{name}' (features: {', '.join(self.feature_names)})"
+            ) from None
+
+    def input_index(self, name: str) -> int:
+        try:
+            return self.input_names.index(name)
+        except ValueError:
+            raise InputError(
+                f"store has no input '{name}' (inputs: {', '.join(self.input_names)})"
+            ) from None
+
+    def x_range(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per-input minimum and maximum over all rows from the manifest (None if absent)."""
+        chunks = self.meta.get("chunks") or {}
+        if "x_min" not in chunks or "x_max" not in chunks:
+            return None
+        return np.asarray(chunks["x_min"], dtype=np.float64), np.asarray(
+            chunks["x_max"], dtype=np.float64
+        )
+
+    def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[dict[str, np.ndarray]]:
+        """The row arrays ``arrays`` chunk by chunk (a single-array store is one chunk).
+
+        X keeps its stored dtype; mixed derivatives are (P, n_i).
+        """
+        if self.meta.get("chunks") is None:
+            with _open(self.path) as npz:
+                yield {name: npz[name] for name in arrays}
+            return
+        with open(self.path, "rb") as fh:
+            entries = _entry_offsets(self.path, fh)
+            for i in range(len(self.rows)):
+                yield {
+                    name: _read_entry(self.path, fh, entries, chunk_entry(name, i))
+                    for name in arrays
+                }
+
+    def prediction(self) -> np.ndarray:
+        """The (N,) predictions, concatenated, as float64."""
+        parts = [c["prediction"] for c in self.chunks(("prediction",))]
+        return np.concatenate(parts).astype(np.float64, copy=False)
+
+
+def _entry_offsets(path: Path, fh: Any) -> dict[str, tuple[int, int]]:
+    """Where each uncompressed ``.npy`` entry's bytes start in the zip, and its size."""
+    out: dict[str, tuple[int, int]] = {}
+    with zipfile.ZipFile(fh) as zf:
+        for info in zf.infolist():
+            if info.compress_type != zipfile.ZIP_STORED:
+                continue
+            fh.seek(info.header_offset)
+            local = fh.read(30)
+            if len(local) < 30 or local[:4] != b"PK\x03\x04":
+                raise InputError(f"store '{path}' has a damaged entry '{info.filename}'")
+            name_len = int.from_bytes(local[26:28], "little")
+            extra_len = int.from_bytes(local[28:30], "little")
+            start = info.header_offset + 30 + name_len + extra_len
+            out[info.filename.removesuffix(".npy")] = (start, info.file_size)
+    return out
+
+
+def _read_entry(path: Path, fh: Any, entries: dict[str, tuple[int, int]], name: str) -> np.ndarray:
+    """One ``.npy`` entry of a stored (uncompressed) zip, read straight into its array
+    (one read, no CRC pass: the store's identity is its sha256)."""
+    if name not in entries:
+        raise InputError(f"store '{path}' lacks the array(s) {name}")
+    start, size = entries[name]
+    fh.seek(start)
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+    else:  # newer headers: numpy's own reader
+        fh.seek(start)
+        return np.lib.format.read_array(fh, allow_pickle=False)
+    if dtype.hasobject:
+        raise InputError(f"store '{path}': array {name} holds Python objects")
+    count = int(np.prod(shape, dtype=np.int64))
+    if fh.tell() + count * dtype.itemsize > start + size:
+        raise InputError(f"store '{path}': array {name} is shorter than its header says")
+    array = np.empty(count, dtype=dtype)
+    if count and fh.readinto(memoryview(array).cast("B")) != count * dtype.itemsize:
+        raise InputError(f"store '{path}': array {name} is shorter than its header says")
+    return array.reshape(shape, order="F" if fortran else "C")
+
+
+def open_store(path: str | Path) -> StoreFile:
+    """Open a store of any schema for chunk-by-chunk reading.
+
+    A single-array store (schema 1, 2) is checked whole, as :func:`read_meta` does;
+    a chunked one by its headers, layout and names (one pass over every byte of a
+    store of millions of rows would cost as much as the estimator)."""
+    path = Path(path)
+    with _open(path) as npz:
+        meta = _parse_meta(path, npz)
+        rows = _chunk_names(meta)
+        validate_npz(path, npz, meta, full=rows is None)
+        needed = ["feature_names"] + (["X"] if rows is None else [])
+        missing = [name for name in needed if name not in npz.files]
+        if missing:
+            raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing)}")
+        names = tuple(str(s) for s in npz["feature_names"])
+        inputs = tuple(str(s) for s in npz["input_names"]) if "input_names" in npz.files else names
+        if rows is None:
+            n = int(meta.get("n_rows") or npz["X"].shape[0])
+            rows = [n]
+    unknown = [n for n in names if n not in inputs]
+    if unknown:
+        raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
+    return StoreFile(
+        path=path, meta=meta, feature_names=names, input_names=inputs, rows=tuple(rows)
+    )
+
+
+def iter_store_chunks(
+    path: str | Path, arrays: Sequence[str] = ROW_ARRAYS
+) -> Iterator[dict[str, np.ndarray]]:
+    """The row arrays of the store at ``path``, one chunk at a time (:meth:`StoreFile.chunks`)."""
+    return open_store(path).chunks(arrays)
+
+
+class StoreWriter:
+    """Write a chunked store entry by entry into a zip64 ``.npz``, atomically.
+
+    ::
+
+        with StoreWriter(path) as w:
+            for X, effects, prediction in ...:
+                w.add({"X": X, "local_effects": effects, "prediction": prediction})
+            w.finish(feature_names=..., input_names=..., meta=meta)
+
+    Nothing appears at ``path`` before the block ends without an error (the
+    entries go to a temporary file beside it that is then renamed), so an
+    interrupted compute leaves an older store at ``path`` as it was.
+    ``finish`` adds the manifest (``meta["chunks"]``: rows per chunk, the row
+    arrays, per-input ``x_min``/``x_max``) and must be called.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.rows: list[int] = []
+        self.arrays: list[str] = []
+        self._lo: np.ndarray | None = None
+        self._hi: np.ndarray | None = None
+        self._finished = False
+
+    def __enter__(self) -> StoreWriter:
+        self._target = atomic_write(self.path)
+        fh = self._target.__enter__()
+        self._zip = zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True)
+        return self
+
+    def _entry(self, name: str, array: np.ndarray) -> None:
+        with self._zip.open(f"{name}.npy", "w", force_zip64=True) as f:
+            array = np.asarray(array)  # np.ascontiguousarray would make a 0-d array 1-d
+            if not array.flags.c_contiguous:
+                array = array.copy(order="C")
+            np.lib.format.write_array(f, array, allow_pickle=False)
+
+    def add(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Write the next chunk: ``X`` (n, D), ``local_effects`` (n, F), ``prediction`` (n,)
+        and optionally ``mixed_derivatives`` (P, n)."""
+        i = len(self.rows)
+        if not self.arrays:
+            self.arrays = list(arrays)
+        X = arrays["X"]
+        if len(X):
+            lo, hi = X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
+            self._lo = lo if self._lo is None else np.minimum(self._lo, lo)
+            self._hi = hi if self._hi is None else np.maximum(self._hi, hi)
+        for name, array in arrays.items():
+            self._entry(chunk_entry(name, i), array)
+        self.rows.append(int(len(X)))
+
+    def add_array(self, name: str, array: np.ndarray) -> None:
+        """Write an array that is not split by rows (e.g. ``pairs``)."""
+        self._entry(name, array)
+
+    def finish(
+        self, *, feature_names: Sequence[str], input_names: Sequence[str], meta: dict[str, Any]
+    ) -> None:
+        """Write the names and the meta with the chunk manifest."""
+        meta = dict(meta)
+        meta["chunks"] = {
+            "rows": list(self.rows),
+            "arrays": list(self.arrays),
+            "x_min": [] if self._lo is None else [float(v) for v in self._lo],
+            "x_max": [] if self._hi is None else [float(v) for v in self._hi],
+        }
+        self._entry("feature_names", np.array(list(feature_names), dtype=np.str_))
+        self._entry("input_names", np.array(list(input_names), dtype=np.str_))
+        text = json.dumps(to_jsonable(meta), allow_nan=False)
+        self._entry("meta", np.array(text, dtype=np.str_))
+        self._finished = True
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        failure: BaseException | None = None
+        try:
+            self._zip.close()
+        except BaseException as err:  # a full disk while writing the central directory
+            failure = err
+        if exc_type is None and failure is None and not self._finished:
+            failure = RuntimeError("StoreWriter.finish was not called")
+        if exc_type is None and failure is None:
+            self._target.__exit__(None, None, None)
+            return False
+        if exc_type is None and failure is not None:
+            exc_type, exc, tb = type(failure), failure, failure.__traceback__
+        try:
+            self._target.__exit__(exc_type, exc, tb)  # removes the temporary file
+        except BaseException:
+            if failure is None:
+                raise
+        if failure is not None:
+            raise failure
+        return False

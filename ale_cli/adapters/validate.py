@@ -193,7 +193,49 @@ def _only_arrays(path: Path, zf: zipfile.ZipFile) -> None:
             raise InputError(f"store '{path}': member '{info.filename}' is not a .npy array")
 
 
-def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any]) -> None:
+#: a row array's chunk in a schema-3 (chunked) store: ``X.00003``
+_CHUNK = re.compile(r"^(X|local_effects|prediction|mixed_derivatives)\.(\d{5})$")
+
+
+def _virtual_specs(
+    path: Path, specs: Mapping[str, tuple[tuple[int, ...], np.dtype]], meta: Mapping[str, Any]
+) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """A chunked store's specs as if its row arrays were whole (chunks stacked), after
+    checking that every chunk has its rows from the meta's manifest and the same columns
+    and kind of values as the first."""
+    chunks = meta.get("chunks") or {}
+    rows = [int(n) for n in chunks.get("rows", [])] if isinstance(chunks, Mapping) else []
+    out = {name: spec for name, spec in specs.items() if not _CHUNK.match(name)}
+    grouped: dict[str, list[tuple[int, tuple[int, ...], np.dtype]]] = {}
+    for name, (shape, dtype) in specs.items():
+        m = _CHUNK.match(name)
+        if m:
+            grouped.setdefault(m.group(1), []).append((int(m.group(2)), shape, dtype))
+    for array, parts in grouped.items():
+        parts.sort()
+        if [i for i, _, _ in parts] != list(range(len(rows))):
+            raise InputError(
+                f"store '{path}': array '{array}' has {len(parts)} chunks, its manifest "
+                f"lists {len(rows)}"
+            )
+        axis = 1 if array == "mixed_derivatives" else 0
+        first_shape, first_dtype = parts[0][1], parts[0][2]
+        for (i, shape, dtype), n in zip(parts, rows, strict=True):
+            if len(shape) < axis + 1 or shape[axis] != n or dtype.kind != first_dtype.kind:
+                raise InputError(
+                    f"store '{path}': chunk {i} of array '{array}' has shape {shape} "
+                    f"({dtype.name}), expected {n} rows"
+                )
+            other = shape[:axis] + shape[axis + 1 :]
+            if other != first_shape[:axis] + first_shape[axis + 1 :]:
+                raise InputError(f"store '{path}': chunk {i} of array '{array}' has shape {shape}")
+        whole = list(first_shape)
+        whole[axis] = sum(rows)
+        out[array] = (tuple(whole), first_dtype)
+    return out
+
+
+def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: bool = True) -> None:
     """Check an open store (``np.load`` result) without keeping its big arrays.
 
     Reads every member's ``.npy`` header (dtypes, shapes), reads every member
@@ -216,16 +258,19 @@ def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any]) -> None:
             specs[name] = _header(zf, info)
         except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
             raise InputError(f"store '{path}': array '{name}' is damaged ({exc})") from None
-    _layout(path, specs, meta)
+    chunked = any(_CHUNK.match(name) for name in specs)
+    _layout(path, _virtual_specs(path, specs, meta) if chunked else specs, meta)
     names = _load(path, npz, "feature_names")
     _names(path, names)
     if "input_names" in specs:
         names = _load(path, npz, "input_names")
         _names(path, names, "input_names")
+    if not full:  # headers and layout only: the readers of the chunks check their bytes
+        return
     for info in zf.infolist():
         name = _member(info.filename)
-        if name == "X":
-            _finite_x(path, _load(path, npz, "X"), names)
+        if name == "X" or (name.startswith("X.") and _CHUNK.match(name)):
+            _finite_x(path, _load(path, npz, name), names)
             continue
         try:
             _crc_ok(zf, info)
@@ -233,11 +278,19 @@ def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any]) -> None:
             raise InputError(f"store '{path}': array '{name}' is damaged ({exc})") from None
 
 
-def load_npz(path: str | Path, npz: Any, meta: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """Every array of an open store, checked as :func:`validate_npz` checks them."""
+def load_npz(
+    path: str | Path,
+    npz: Any,
+    meta: Mapping[str, Any],
+    whole: Mapping[str, np.ndarray] | None = None,
+) -> dict[str, np.ndarray]:
+    """Every array of an open store, checked as :func:`validate_npz` checks them;
+    ``whole`` holds a chunked store's row arrays already stacked (their chunks are
+    then not loaded again)."""
     path = Path(path)
     _only_arrays(path, npz.zip)
-    arrays = {name: _load(path, npz, name) for name in npz.files}
+    arrays = {name: _load(path, npz, name) for name in npz.files if not _CHUNK.match(name)}
+    arrays |= dict(whole or {})
     _layout(path, {name: (a.shape, a.dtype) for name, a in arrays.items()}, meta)
     _names(path, arrays["feature_names"])
     inputs = arrays.get("input_names", arrays["feature_names"])

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.cli.command import Outcome, Run, command, guard_output, refuse_stdio
 from ale_cli.cli.options import model_data_options
 
@@ -47,6 +48,16 @@ PairsOption = Annotated[
     ),
 ]
 
+ChunkRowsOption = Annotated[
+    int,
+    typer.Option(
+        "--chunk-rows",
+        help="Rows read, computed and written at a time by the streaming compute (TorchScript "
+        "models): memory grows with it, the results do not change.",
+        min=2,
+    ),
+]
+
 ForceOption = Annotated[
     bool, typer.Option("--force", help="Recompute even if the store is up to date.")
 ]
@@ -64,6 +75,7 @@ def compute(
     method: MethodOption = "auto",
     step: StepOption = None,
     pairs: PairsOption = None,
+    chunk_rows: ChunkRowsOption = DEFAULT_CHUNK_ROWS,
     force: ForceOption = False,
 ) -> Outcome:
     """Compute the local effects (model gradients at every row) and cache them in a store.
@@ -83,6 +95,7 @@ def compute(
         inputs=replace(inputs, method=method, step=step),
         out=out,
         pairs=parse_pairs(pairs, "pairs"),
+        chunk_rows=chunk_rows,
     )
     with run.progress("local effects", "mixed derivatives") as progress:
         result = run_compute(request, force=force, progress=progress)

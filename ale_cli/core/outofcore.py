@@ -1,0 +1,318 @@
+"""Exact type-1 quantile edges of columns that arrive in chunks (out of core).
+
+The in-memory :func:`~ale_cli.core.binning.quantile_bins` counts the values in
+equal-width buckets and selects each quantile inside its own bucket. Here the
+same happens in passes over the chunks, for every column at once:
+
+1. count the values of each column in ``B`` equal-width buckets over its
+   ``[lo, hi]``; the order statistic at sorted position ``p`` lies in the
+   bucket where the cumulative count first exceeds ``p``, at rank
+   ``p - (count below it)`` among that bucket's values (bucketing is monotone
+   in x, so every value of a lower bucket is smaller);
+2. gather the values of the buckets that hold a position and select the rank
+   among them (``np.partition``).
+
+A bucket with more than ``max_candidates`` values (very skewed data) is
+bucketed again within its own range in a further pass, and so on; a bucket
+whose values are all equal gives its value without being gathered. Memory is
+the chunk plus the gathered values, never N.
+
+``chunks`` is a function returning a fresh iterable of (n_i, D) arrays, the
+same rows in the same order on every call (one pass each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: buckets per level (the in-memory path uses up to 65536 too)
+MAX_BUCKETS = 1 << 16
+#: a bucket holding at most this many values is gathered, a larger one is split again
+MAX_CANDIDATES = 1 << 16
+
+Chunks = Callable[[], Iterable[np.ndarray]]
+
+
+@dataclass(frozen=True)
+class _Level:
+    """One bucketing: ``b(x) = min(floor((x - lo) / width * size), size - 1)`` for x >= lo.
+
+    Dividing by the width (rather than multiplying by ``size / width``) stays finite
+    for subnormal widths; every step is monotone, so is ``b``.
+    """
+
+    lo: float
+    width: float
+    size: int
+
+    def of(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):  # a huge quotient is clipped to the last bucket
+            u = x - self.lo
+            u /= self.width
+            u *= self.size
+        np.maximum(u, 0.0, out=u)
+        np.minimum(u, self.size - 1, out=u)
+        return u.astype(np.intp)
+
+    def bucket_range(self, b: int) -> tuple[float, float]:
+        """About the values of bucket b (exact bounds do not matter, only monotonicity)."""
+        step = self.width / self.size
+        return self.lo + b * step, self.lo + (b + 1) * step
+
+
+@dataclass
+class _Group:
+    """The values of one column lying in a chain of buckets, and the ranks wanted among them.
+
+    ``chain`` is [(level, bucket), ...] from the column's root bucketing down;
+    ``ranks`` are 0-based ranks among the group's ``count`` values, ``slots`` where
+    each answer goes in the column's result.
+    """
+
+    column: int
+    chain: list[tuple[_Level, int]]
+    count: int
+    ranks: np.ndarray
+    slots: np.ndarray
+    gathered: list[np.ndarray] = field(default_factory=list)
+    sub: _Level | None = None
+    sub_counts: np.ndarray | None = None
+    vmin: float = np.inf
+    vmax: float = -np.inf
+
+
+def _split(group: _Group, level: _Level, counts: np.ndarray) -> list[_Group]:
+    """Children of ``group`` by ``level`` holding its ranks (``counts`` per bucket)."""
+    upto = np.cumsum(counts)
+    home = np.searchsorted(upto, group.ranks, side="right")
+    below = upto[home] - counts[home]
+    out = []
+    for b in np.unique(home):
+        pick = home == b
+        out.append(
+            _Group(
+                column=group.column,
+                chain=[*group.chain, (level, int(b))],
+                count=int(counts[b]),
+                ranks=group.ranks[pick] - below[pick],
+                slots=group.slots[pick],
+            )
+        )
+    return out
+
+
+def _members(x: np.ndarray, chain: list[tuple[_Level, int]]) -> np.ndarray:
+    """The values of x in every bucket of ``chain`` after the first (already selected)."""
+    for level, b in chain[1:]:
+        x = x[level.of(x) == b]
+    return x
+
+
+def order_statistics(
+    chunks: Chunks,
+    *,
+    n: int,
+    positions: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    max_candidates: int = MAX_CANDIDATES,
+) -> np.ndarray:
+    """``np.sort(column)[positions]`` for every column of data given in chunks.
+
+    Parameters
+    ----------
+    chunks : callable
+        Returns an iterable of (n_i, D) arrays; called once per pass.
+    n : int
+        Rows in all chunks together.
+    positions : ndarray of int, shape (P,)
+        0-based positions in sorted order (``0 <= p < n``).
+    lo, hi : ndarray, shape (D,)
+        Each column's minimum and maximum (``hi > lo``).
+    max_candidates : int
+        Largest bucket gathered in memory; larger ones are bucketed again.
+
+    Returns
+    -------
+    ndarray, shape (D, P), float64
+
+    >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
+    >>> order_statistics(lambda: [X[:4], X[4:]], n=6, positions=np.array([1, 3, 5]),
+    ...                  lo=np.array([1.0]), hi=np.array([5.0])).tolist()
+    [[2.0, 3.0, 5.0]]
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    d = len(lo)
+    out = np.empty((d, positions.size), dtype=np.float64)
+    size = int(np.clip(n // 8, 64, MAX_BUCKETS))
+    roots = [_Level(float(lo[j]), float(hi[j]) - float(lo[j]), size) for j in range(d)]
+    everything = [_Group(j, [], n, positions.copy(), np.arange(positions.size)) for j in range(d)]
+    for g, level in zip(everything, roots, strict=True):
+        if np.isfinite(level.width) and level.width > 0:
+            g.sub, g.sub_counts = level, np.zeros(size, dtype=np.int64)
+        # else (a range wider than the largest float): the column is gathered whole
+    active = everything
+    while active:
+        for g in active:
+            if g.sub is None and g.chain and g.count > max_candidates:
+                level, b = g.chain[-1]
+                lo_g, hi_g = level.bucket_range(b)
+                if np.isfinite(hi_g - lo_g) and hi_g > lo_g:
+                    sub_size = int(np.clip(g.count // 8, 64, MAX_BUCKETS))
+                    g.sub = _Level(lo_g, hi_g - lo_g, sub_size)
+                    g.sub_counts = np.zeros(sub_size, dtype=np.int64)
+        _pass(chunks, active, roots)
+        following: list[_Group] = []
+        for g in active:
+            if g.sub is not None and g.sub_counts is not None:
+                if g.vmin == g.vmax and g.chain:  # one distinct value
+                    out[g.column, g.slots] = g.vmin
+                    continue
+                following += _split(g, g.sub, g.sub_counts)
+            else:
+                values = np.concatenate(g.gathered) if g.gathered else np.empty(0)
+                keys, inverse = np.unique(g.ranks, return_inverse=True)
+                out[g.column, g.slots] = np.partition(values, keys)[keys][inverse]
+        active = following
+    return out
+
+
+def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
+    """One pass: count (groups with ``sub``) or gather (the others) each group's values.
+
+    Per chunk and column the root bucket of every value is computed once; the
+    values of the root buckets that groups live in are picked out together
+    (a lookup table and one stable sort), not group by group.
+    """
+    by_column: dict[int, list[_Group]] = {}
+    for g in groups:
+        by_column.setdefault(g.column, []).append(g)
+    tables: dict[int, tuple[np.ndarray, list[list[_Group]]]] = {}
+    for j, gs in by_column.items():
+        homes = sorted({g.chain[0][1] for g in gs if g.chain})
+        lut = np.full(roots[j].size, -1, dtype=np.intp)
+        lut[homes] = np.arange(len(homes))
+        members: list[list[_Group]] = [[] for _ in homes]
+        for g in gs:
+            if g.chain:
+                members[int(lut[g.chain[0][1]])].append(g)
+        tables[j] = (lut, members)
+    for chunk in chunks():
+        for j, gs in by_column.items():
+            x = np.ascontiguousarray(chunk[:, j], dtype=np.float64)
+            lut, members = tables[j]
+            whole = [g for g in gs if not g.chain]
+            if whole and whole[0].sub is None:  # a column gathered whole (see above)
+                _take(whole[0], x, None)
+                continue
+            root = roots[j].of(x)
+            for g in whole:  # the whole column, counted in the root buckets
+                _take(g, x, root)
+            if not members:
+                continue
+            slot = lut.take(root)
+            inside = np.flatnonzero(slot >= 0)
+            if not inside.size:
+                continue
+            slot = slot[inside]
+            order = np.argsort(slot, kind="stable")
+            values = x[inside][order]
+            bounds = np.searchsorted(slot[order], np.arange(len(members) + 1))
+            for k, gs_k in enumerate(members):
+                v0 = values[bounds[k] : bounds[k + 1]]
+                if not v0.size:
+                    continue
+                for g in gs_k:
+                    v = _members(v0, g.chain)
+                    if v.size:
+                        _take(g, v, None)
+
+
+def _take(g: _Group, v: np.ndarray, bucket: np.ndarray | None) -> None:
+    """Count ``v`` in the group's sub-buckets (``bucket``: already known) or gather it."""
+    if g.sub is not None and g.sub_counts is not None:
+        g.sub_counts += np.bincount(g.sub.of(v) if bucket is None else bucket, minlength=g.sub.size)
+        g.vmin = min(g.vmin, float(v.min()))
+        g.vmax = max(g.vmax, float(v.max()))
+    else:
+        g.gathered.append(v)
+
+
+def quantile_positions(n: int, bins: int) -> np.ndarray:
+    """0-based sorted positions of the type-1 quantiles at ``k/K``, k = 0..K.
+
+    >>> quantile_positions(6, 3).tolist()
+    [0, 1, 3, 5]
+    """
+    k = np.arange(bins + 1, dtype=np.int64)
+    return np.maximum(-(-n * k // bins) - 1, 0)
+
+
+def chunked_quantile_edges(
+    chunks: Chunks, *, n: int, bins: int, lo: np.ndarray, hi: np.ndarray
+) -> list[np.ndarray]:
+    """Type-1 quantile edges at ``k/K`` of every column (deduplicated), from chunks.
+
+    The same edges as :func:`~ale_cli.core.binning.quantile_edges` of each whole
+    column; ``z_0 = lo``, ``z_K = hi``.
+
+    >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
+    >>> chunked_quantile_edges(lambda: [X[:2], X[2:]], n=6, bins=3,
+    ...                        lo=np.array([1.0]), hi=np.array([5.0]))[0].tolist()
+    [1.0, 2.0, 3.0, 5.0]
+    """
+    interior = quantile_positions(n, bins)[1:-1]
+    stats = order_statistics(chunks, n=n, positions=interior, lo=lo, hi=hi)
+    return [
+        np.unique(np.concatenate(([float(lo[j])], stats[j], [float(hi[j])])))
+        for j in range(len(lo))
+    ]
+
+
+@dataclass(frozen=True)
+class EdgeIndex:
+    """Bin membership on given edges by a bucket lookup: the same numbers as
+    :func:`~ale_cli.core.binning.assign` for values in ``[z_0, z_K]``, in about two passes
+    over the values whatever K is.
+
+    Bucketing is monotone, so a value in a bucket holding no interior edge is above
+    exactly the edges of the lower buckets (a table lookup); only values sharing a
+    bucket with an edge are compared with the edges.
+
+    >>> ix = EdgeIndex.build(np.array([0.0, 1.0, 2.5, 4.0]))
+    >>> ix.index(np.array([0.0, 1.0, 1.5, 2.5, 3.0, 4.0])).tolist()
+    [0, 0, 1, 1, 2, 2]
+    """
+
+    edges: np.ndarray
+    level: _Level
+    below: np.ndarray
+    compare: np.ndarray
+
+    @classmethod
+    def build(cls, edges: np.ndarray, *, size: int = MAX_BUCKETS) -> EdgeIndex | None:
+        """The lookup for ``edges`` (K+1,), None when their range is not a finite width."""
+        lo, hi = float(edges[0]), float(edges[-1])
+        width = hi - lo
+        if not (np.isfinite(width) and width > 0):
+            return None
+        level = _Level(lo, width, size)
+        edge_bucket = level.of(np.asarray(edges[1:-1], dtype=np.float64))
+        below = np.searchsorted(edge_bucket, np.arange(size), side="left").astype(np.int64)
+        compare = np.zeros(size, dtype=bool)
+        compare[edge_bucket] = True
+        return cls(np.asarray(edges, dtype=np.float64), level, below, compare)
+
+    def index(self, x: np.ndarray) -> np.ndarray:
+        """Bin of each value of x (all in ``[z_0, z_K]``), int64."""
+        from ale_cli.core.binning import assign
+
+        bucket = self.level.of(np.asarray(x, dtype=np.float64))
+        index = self.below.take(bucket)
+        near = np.flatnonzero(self.compare.take(bucket))
+        if near.size:
+            index[near] = assign(x[near], self.edges).index
+        return index

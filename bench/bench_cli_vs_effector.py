@@ -1,0 +1,243 @@
+"""Side by side: a bare forward+backward pass, effector's RHALE in process, and
+``ale compute`` + ``ale rhale`` as CLI processes; and the fixed costs of ``ale compute``.
+
+Setup: MLP D -> 256 -> 256 -> 1 (float32, ReLU), D = 32, Toeplitz-correlated
+normal data (rho = 0.5) in a float32 Parquet file, one thread everywhere
+(OMP/MKL_NUM_THREADS=1, torch.set_num_threads(1)). Rounds are interleaved
+(bare, effector, CLI, bare, ...) so that the load of the shared machine hits
+all three alike; each reports the median and the min-max over the rounds.
+
+- bare: in this process, the rows already a tensor, one forward+backward per
+  8192 rows (ale's default batch), gradient copied out to numpy.
+- effector: ``effector.RHALE(X, model, model_jac, nof_instances="all")``,
+  ``fit("all", binning_method="dp")``, in a child process of a separate venv
+  (``EFFECTOR_PYTHON``, default /tmp/effector-venv/bin/python); timed inside
+  it from the data in memory to the fitted RHALE (Jacobian + DP). Skipped with a
+  message when that interpreter cannot import effector. (Install:
+  ``python -m venv /tmp/effector-venv && /tmp/effector-venv/bin/pip install
+  effector`` -- it is not a dependency of ale.)
+- CLI: ``ale compute MODEL DATA -o S --force`` then ``ale rhale S -o R``, wall
+  time of both processes (start-up, imports and exit included).
+
+Fixed costs (N = 1e5): python start-up (``python -c pass``), the imports of
+``ale_cli.cli``, of torch, of pyarrow.parquet (each a fresh process, minus the
+start-up), the command's own time (``seconds`` of ``--json``) and what is left
+of the wall time (typer, exit).
+
+Usage: python bench/bench_cli_vs_effector.py [--rows 1e5,1e6] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+D = 32
+BATCH = 8192
+ENV = {
+    **os.environ,
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+}
+EFFECTOR_PYTHON = os.environ.get("EFFECTOR_PYTHON", "/tmp/effector-venv/bin/python")
+
+EFFECTOR_SCRIPT = r"""
+import sys, time, json
+import numpy as np, torch, pyarrow.parquet as pq
+torch.set_num_threads(1)
+import effector
+model = torch.jit.load(sys.argv[1]).eval()
+X = np.column_stack([c.to_numpy() for c in pq.read_table(sys.argv[2]).columns])
+def f(x):
+    with torch.inference_mode():
+        return model(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))).numpy()
+def jac(x):
+    out = np.empty(x.shape, dtype=np.float64)
+    for s in range(0, len(x), 8192):
+        t = torch.from_numpy(np.ascontiguousarray(x[s:s + 8192], dtype=np.float32))
+        t.requires_grad_(True)
+        (g,) = torch.autograd.grad(model(t).sum(), t)
+        out[s:s + 8192] = g.numpy()
+    return out
+t0 = time.perf_counter()
+r = effector.RHALE(X, f, jac, nof_instances="all")
+r.fit("all", binning_method="dp")
+print(json.dumps({"seconds": time.perf_counter() - t0}))
+"""
+
+
+def make_inputs(folder: Path, n: int) -> tuple[Path, Path]:
+    """The MLP (TorchScript) and n rows of float32 data (Parquet), made once per folder."""
+    import pandas as pd
+    import torch
+    from torch import nn
+
+    model = folder / "mlp.pt"
+    if not model.exists():
+        torch.manual_seed(0)
+        mlp = nn.Sequential(
+            nn.Linear(D, 256),
+            nn.ReLU(),
+            nn.Linear(256, 256),
+            nn.ReLU(),
+            nn.Linear(256, 1),
+            nn.Flatten(0),
+        )
+        torch.jit.save(torch.jit.script(mlp.eval()), str(model))
+    data = folder / f"data-{n}.parquet"
+    if not data.exists():
+        rng = np.random.default_rng(0)
+        cov = 0.5 ** np.abs(np.subtract.outer(np.arange(D), np.arange(D)))
+        X = (rng.standard_normal((n, D)) @ np.linalg.cholesky(cov).T).astype(np.float32)
+        frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(D)])
+        frame.to_parquet(data, index=False, row_group_size=65536)
+    return model, data
+
+
+def bare_pass(model_path: Path, data: Path) -> float:
+    """One forward+backward pass over the rows in memory, in this process."""
+    import pyarrow.parquet as pq
+    import torch
+
+    torch.set_num_threads(1)
+    model = torch.jit.load(str(model_path)).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    X = np.column_stack([c.to_numpy() for c in pq.read_table(data).columns])
+    x = torch.from_numpy(X)
+    grads = np.empty(X.shape, dtype=np.float64)
+    t0 = time.perf_counter()
+    for s in range(0, len(X), BATCH):
+        xb = x[s : s + BATCH].clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(model(xb).sum(), xb)
+        grads[s : s + BATCH] = g.numpy()
+    return time.perf_counter() - t0
+
+
+def effector_run(model: Path, data: Path) -> float | None:
+    try:
+        out = subprocess.run(
+            [EFFECTOR_PYTHON, "-c", EFFECTOR_SCRIPT, str(model), str(data)],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=3600,
+        )
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"effector: skipped ({str(exc).splitlines()[0]})", file=sys.stderr)
+        return None
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
+
+
+def cli_run(model: Path, data: Path, folder: Path) -> tuple[float, float, dict]:  # type: ignore[type-arg]
+    """Wall time of ``ale compute`` + ``ale rhale``; also compute's wall and its --json."""
+    store, summary = folder / "s.npz", folder / "r.json"
+    ale = [sys.executable, "-m", "ale_cli"]
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [*ale, "compute", str(model), str(data), "-o", str(store), "--force", "--json"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    t1 = time.perf_counter()
+    subprocess.run(
+        [*ale, "rhale", str(store), "-o", str(summary), "--quiet"],
+        env=ENV,
+        capture_output=True,
+        check=True,
+    )
+    t2 = time.perf_counter()
+    return t2 - t0, t1 - t0, json.loads(out.stdout)
+
+
+def process_time(code: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], env=ENV, check=True)
+    return time.perf_counter() - t0
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):6.2f} s ({min(values):.2f}-{max(values):.2f})"
+
+
+def fixed_costs(model: Path, data: Path, folder: Path, rounds: int) -> None:
+    parts: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        start = process_time("pass")
+        parts.setdefault("start-up (python -c pass)", []).append(start)
+        for label, code in (
+            ("import ale_cli.cli", "import ale_cli.cli"),
+            ("import torch", "import torch"),
+            ("import pyarrow.parquet", "import numpy, pyarrow.parquet"),
+        ):
+            parts.setdefault(label, []).append(process_time(code) - start)
+        _, wall, result = cli_run(model, data, folder)
+        parts.setdefault("ale compute wall", []).append(wall)
+        parts.setdefault("  its command time (--json seconds)", []).append(result["seconds"])
+        parts.setdefault("  wall - command - start-up - CLI import (typer, exit)", []).append(
+            wall - result["seconds"] - start - parts["import ale_cli.cli"][-1]
+        )
+        parts.setdefault("  wall - torch import", []).append(wall - parts["import torch"][-1])
+    print(f"fixed costs of ale compute at N = {len(_rows(data))}: median (min-max) of {rounds}")
+    for label, values in parts.items():
+        print(f"  {label:58s} {spread(values)}")
+
+
+def _rows(data: Path) -> range:
+    import pyarrow.parquet as pq
+
+    return range(pq.ParquetFile(data).metadata.num_rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", default="1e5,1e6")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--folder", default=None)
+    args = parser.parse_args()
+    folder = Path(args.folder or tempfile.mkdtemp(prefix="ale-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for n in [int(float(r)) for r in args.rows.split(",")]:
+        model, data = make_inputs(folder, n)
+        bare, eff, cli = [], [], []
+        for _ in range(args.rounds):
+            bare.append(bare_pass(model, data))
+            e = effector_run(model, data)
+            if e is not None:
+                eff.append(e)
+            cli.append(cli_run(model, data, folder)[0])
+        b = statistics.median(bare)
+        print(f"N = {n:,}, D = {D}, one thread, {args.rounds} interleaved rounds")
+        print(f"  bare forward+backward       {spread(bare)}")
+        if eff:
+            e = statistics.median(eff)
+            print(f"  effector RHALE in process   {spread(eff)}  {e / b:.2f}x bare")
+        else:
+            print("  effector RHALE in process   skipped (effector not importable)")
+        c = statistics.median(cli)
+        line = f"  ale compute + ale rhale     {spread(cli)}  {c / b:.2f}x bare"
+        if eff:
+            line += f", {c / statistics.median(eff):.2f}x effector"
+        print(line, flush=True)
+        if n == 100_000:
+            fixed_costs(model, data, folder, args.rounds)
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""Streaming rebin/rhale over chunked stores: equal to the in-memory estimators to 1e-12,
+whatever the chunk sizes; out-of-core type-1 quantiles against a full sort."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from ale_cli.adapters.store import Store, StoreWriter, open_store, write_store
+from ale_cli.core.binning import quantile_edges
+from ale_cli.core.outofcore import chunked_quantile_edges, order_statistics
+from ale_cli.estimate import RebinRequest, RhaleRequest, rebin, rhale
+
+NAMES = ("smooth", "heavy", "ties", "const")
+
+
+def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Columns: normal, heavy-tailed with an outlier, few distinct values, constant."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack(
+        [
+            rng.normal(size=n),
+            rng.standard_cauchy(size=n),
+            rng.integers(0, 4, size=n).astype(float),
+            np.full(n, 2.5),
+        ]
+    )
+    X[0, 1] = 1e6
+    E = np.column_stack([3.0 * X[:, 0] ** 2, np.sin(X[:, 1]), X[:, 2] - 1, np.ones(n)])
+    E += rng.normal(scale=0.1, size=E.shape)
+    return X, E
+
+
+def _chunked(path: Path, X: np.ndarray, E: np.ndarray, cuts: list[int]) -> Path:
+    meta = {"schema_version": 3, "n_rows": len(X), "categorical_features": []}
+    bounds = [0, *sorted(set(cuts)), len(X)]
+    with StoreWriter(path) as w:
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            if b > a:
+                w.add({"X": X[a:b], "local_effects": E[a:b], "prediction": E[a:b].sum(1)})
+        w.finish(feature_names=NAMES, input_names=NAMES, meta=meta)
+    return path
+
+
+def _in_memory(X: np.ndarray, E: np.ndarray) -> Store:
+    meta = {"schema_version": 3, "n_rows": len(X), "categorical_features": []}
+    return Store(X=X, local_effects=E, prediction=E.sum(1), feature_names=NAMES, meta=meta)
+
+
+def _assert_same(a, b) -> None:  # type: ignore[no-untyped-def]
+    a, b = a.summary, b.summary
+    assert a.n_rows == b.n_rows
+    assert len(a.features) == len(b.features)
+    for fa, fb in zip(a.features, b.features, strict=True):
+        assert fa.name == fb.name and fa.status == fb.status and fa.reason == fb.reason
+        if fa.status != "ok":
+            continue
+        np.testing.assert_array_equal(fa.edges, fb.edges)
+        np.testing.assert_array_equal(fa.counts, fb.counts)
+        for field in ("effect", "std", "stderr", "bin_effect", "bin_std", "bin_stderr"):
+            np.testing.assert_allclose(
+                getattr(fa, field), getattr(fb, field), rtol=1e-12, atol=1e-12, err_msg=field
+            )
+        assert fa.n_outside == fb.n_outside and fa.note == fb.note
+        if fa.objective is not None:
+            np.testing.assert_allclose(fa.objective, fb.objective, rtol=1e-12, atol=1e-12)
+
+
+REQUESTS = [
+    lambda s: rebin(RebinRequest(store=s, bins=7)),
+    lambda s: rebin(RebinRequest(store=s, bins=20, binning="quantile")),
+    lambda s: rhale(RhaleRequest(store=s, max_bins=30)),
+    lambda s: rhale(RhaleRequest(store=s, max_bins=25, grid="quantile", min_points=5)),
+]
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    n=st.integers(min_value=30, max_value=600),
+    seed=st.integers(0, 2**16),
+    cuts=st.lists(st.integers(1, 599), max_size=6),
+    which=st.integers(0, len(REQUESTS) - 1),
+)
+def test_streaming_equals_in_memory_for_any_chunks(tmp_path: Path, n, seed, cuts, which):
+    X, E = _data(n, seed)
+    path = _chunked(tmp_path / f"s{n}-{seed}.npz", X, E, [c for c in cuts if c < n])
+    run = REQUESTS[which]
+    _assert_same(run(path), run(_in_memory(X, E)))
+
+
+def test_given_edges_and_rows_outside(tmp_path: Path):
+    X, E = _data(500, 3)
+    edges = tmp_path / "edges.json"
+    edges.write_text('{"smooth": [-1.0, 0.0, 0.5, 1.5], "ties": [0.5, 1.5, 2.5]}')
+    path = _chunked(tmp_path / "s.npz", X, E, [100, 333])
+    request = RebinRequest(store=path, edges=edges, features=("smooth", "ties"))
+    streamed = rebin(request)
+    whole = rebin(RebinRequest(store=_in_memory(X, E), edges=edges, features=("smooth", "ties")))
+    _assert_same(streamed, whole)
+    assert streamed.summary.features[0].n_outside == int(np.sum((X[:, 0] < -1) | (X[:, 0] > 1.5)))
+
+
+def test_old_layout_store_file_gives_the_in_memory_numbers(tmp_path: Path):
+    X, E = _data(300, 9)
+    path = tmp_path / "old.npz"
+    write_store(path, _in_memory(X, E))  # schema-2 single arrays
+    for run in REQUESTS:
+        _assert_same(run(path), run(_in_memory(X, E)))
+
+
+def test_summary_records_the_store_file(tmp_path: Path):
+    X, E = _data(200, 1)
+    path = _chunked(tmp_path / "s.npz", X, E, [50])
+    summary = rhale(RhaleRequest(store=path)).summary
+    assert summary.n_rows == 200 and summary.store["path"] == str(path)
+    assert summary.params["min_points"] == 10  # ceil(200 / 20)
+    assert open_store(path).rows == (50, 150)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.floats(-1e3, 1e3, allow_nan=False),
+            st.sampled_from([0.0, 1.0, 1.0 + 2**-40]),
+            st.sampled_from([-1.7e308, 1.7e308, 5e-324, 1e-310]),
+        ),
+        min_size=2,
+        max_size=400,
+    ),
+    bins=st.integers(1, 30),
+    split=st.integers(1, 50),
+    cap=st.sampled_from([1, 3, 10_000]),
+)
+def test_out_of_core_quantiles_match_a_full_sort(values, bins, split, cap):
+    x = np.array(values)
+    assume(x.max() > x.min())
+    X = x[:, None]
+    chunks = lambda: [X[i : i + split] for i in range(0, len(X), split)]  # noqa: E731
+    n = len(x)
+    positions = np.arange(n)
+    stats = order_statistics(
+        chunks, n=n, positions=positions, lo=X.min(0), hi=X.max(0), max_candidates=cap
+    )
+    np.testing.assert_array_equal(stats[0], np.sort(x))
+    (z,) = chunked_quantile_edges(chunks, n=n, bins=bins, lo=X.min(0), hi=X.max(0))
+    np.testing.assert_array_equal(z, quantile_edges(x, bins=bins))
+
+
+def test_point_mass_bigger_than_the_gather_limit():
+    x = np.concatenate([np.zeros(5000), np.linspace(1, 2, 50)])
+    X = x[:, None]
+    stats = order_statistics(
+        lambda: [X[:1000], X[1000:]],
+        n=x.size,
+        positions=np.array([0, 2500, 4999, 5000, 5049]),
+        lo=np.array([0.0]),
+        hi=np.array([2.0]),
+        max_candidates=100,
+    )
+    np.testing.assert_array_equal(stats[0], np.sort(x)[[0, 2500, 4999, 5000, 5049]])
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1000])
+def test_float32_x_is_read_as_float64_values(tmp_path: Path, chunk: int):
+    rng = np.random.default_rng(0)
+    X32 = rng.normal(size=(300, 4)).astype(np.float32)
+    X32[:, 3] = 2.5
+    E = rng.normal(size=(300, 4))
+    path = _chunked(tmp_path / "s.npz", X32, E, list(range(chunk, 300, chunk)))
+    whole = _in_memory(X32.astype(np.float64), E)
+    for run in REQUESTS:
+        _assert_same(run(path), run(whole))
+
+
+def test_damaged_chunked_stores_are_input_errors(tmp_path: Path):
+    from ale_cli.errors import InputError
+
+    X, E = _data(200, 2)
+    path = _chunked(tmp_path / "s.npz", X, E, [100])
+    data = path.read_bytes()
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match="is not a local-effects store"):
+        rhale(RhaleRequest(store=cut))
+    # a chunk's local header overwritten: named, not a crash
+    bad = bytearray(data)
+    start = bad.index(b"PK\x03\x04", 10)  # the second entry's local header
+    bad[start : start + 4] = b"XXXX"
+    broken = tmp_path / "broken.npz"
+    broken.write_bytes(bytes(bad))
+    with pytest.raises(InputError, match="is damaged"):
+        rhale(RhaleRequest(store=broken))
