@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -255,6 +256,8 @@ def main() -> None:
         if n == 100_000:
             fixed_costs(model, data, folder, args.rounds)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    if args.folder is None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -193,6 +193,8 @@ def main() -> None:
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     if not args.keep:
         store.unlink(missing_ok=True)
+        if args.folder is None:  # a temporary folder of ours: the 1.9 GB dataset too
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
