@@ -418,7 +418,7 @@ def _read_entry(path: Path, fh: Any, entries: dict[str, tuple[int, int]], name: 
     if fh.tell() + count * dtype.itemsize > start + size:
         raise InputError(f"store '{path}': array {name} is shorter than its header says")
     array = np.empty(count, dtype=dtype)
-    if count and fh.readinto(memoryview(array).cast("B")) != count * dtype.itemsize:
+    if count and fh.readinto(array.data.cast("B")) != count * dtype.itemsize:
         raise InputError(f"store '{path}': array {name} is shorter than its header says")
     return array.reshape(shape, order="F" if fortran else "C")
 
@@ -548,7 +548,7 @@ class StoreWriter:
         self._entry("meta", np.array(text, dtype=np.str_))
         self._finished = True
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         failure: BaseException | None = None
         try:
             self._wait()
@@ -563,26 +563,15 @@ class StoreWriter:
             failure = RuntimeError("StoreWriter.finish was not called")
         if exc_type is None and failure is None:
             self._target.__exit__(None, None, None)  # renames the file into place
-            return False
+            return
         if exc_type is None and failure is not None:
             exc_type, exc, tb = type(failure), failure, failure.__traceback__
         try:
             self._target.__exit__(exc_type, exc, tb)  # removes the temporary file
         except BaseException:
-            if exc is not failure:  # the block's own exception, re-raised by the helper
-                pass
-            else:
+            if exc is failure:
                 raise
+            # else the block's own exception, re-raised by the helper: it propagates
         if exc is failure:
             raise failure
-        return False  # the block's exception propagates
-        if exc_type is None and failure is not None:
-            exc_type, exc, tb = type(failure), failure, failure.__traceback__
-        try:
-            self._target.__exit__(exc_type, exc, tb)  # removes the temporary file
-        except BaseException:
-            if failure is None:
-                raise
-        if failure is not None:
-            raise failure
-        return False
+        # returning None: the block's own exception propagates
