@@ -169,14 +169,20 @@ def _pair_plan(
 class _Source(Protocol):
     """What the meta records of the data read: a Table or a TableStream after its last chunk."""
 
-    format: str
-    feature_names: tuple[str, ...]
-    rows_read: int
-    rows_dropped: int
-    dropped_columns: tuple[str, ...]
-    categorical: tuple[str, ...]
-    dtypes: dict[str, str]
-
+    @property
+    def format(self) -> str: ...
+    @property
+    def feature_names(self) -> tuple[str, ...]: ...
+    @property
+    def rows_read(self) -> int: ...
+    @property
+    def rows_dropped(self) -> int: ...
+    @property
+    def dropped_columns(self) -> tuple[str, ...]: ...
+    @property
+    def categorical(self) -> tuple[str, ...]: ...
+    @property
+    def dtypes(self) -> dict[str, str]: ...
     @property
     def levels(self) -> dict[str, tuple[Any, ...]]: ...
 

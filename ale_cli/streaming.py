@@ -120,9 +120,11 @@ def _quantile(
     if not todo:
         return {}, {}
 
-    def chunks() -> Iterator[np.ndarray]:
-        for X, _ in _pairs(store, cols):
-            yield X[:, todo]
+    x_cols = [cols.x[j] for j in todo]
+
+    def chunks() -> Iterator[np.ndarray]:  # X only: the local effects are not needed here
+        for chunk in store.chunks(("X",)):
+            yield chunk["X"][:, x_cols]
 
     found = chunked_quantile_edges(chunks, n=store.n_rows, bins=bins, lo=lo[todo], hi=hi[todo])
     edges = dict(zip(todo, found, strict=True))

@@ -25,6 +25,24 @@ start-up), the command's own time (``seconds`` of ``--json``) and what is left
 of the wall time (typer, exit).
 
 Usage: python bench/bench_cli_vs_effector.py [--rows 1e5,1e6] [--rounds 3]
+
+Measured 2026-11-23 on the shared 2-core VM, 3 interleaved rounds, median (min-max);
+effector 0.6.0 in /tmp/effector-venv:
+
+============  ===============  =================  =======================
+N             bare fwd+bwd     effector RHALE     ale compute + ale rhale
+============  ===============  =================  =======================
+1e5 (load 2.5) 0.58 (0.52-0.66) 1.39 (1.38-1.44)  2.50 (2.50-2.73): 4.3x bare
+1e6 (load 0.6) 5.50 (5.14-5.89) 13.87 (13.6-14.5) 7.00 (6.92-7.02): 1.27x bare,
+                                                   0.50x effector
+============  ===============  =================  =======================
+
+Fixed costs of ale compute at N = 1e5 (load 2.5): wall 2.22 s (2.17-2.30) = python
+start-up 0.02 + import ale_cli.cli 0.13 + the command 1.95 (of which import torch
+1.42 and the local effects about the bare pass, 0.6) + typer/exit 0.11; everything
+but the torch import: 0.84 s (0.77-0.88), of it about 0.25 s that is neither torch
+nor the model's own pass. A second run of the same rounds under load 4-5 gave
+ratios up to 1.4x at 1e6: the noise of this machine is of that order.
 """
 
 from __future__ import annotations
@@ -32,6 +50,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -237,6 +256,8 @@ def main() -> None:
         if n == 100_000:
             fixed_costs(model, data, folder, args.rounds)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    if args.folder is None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

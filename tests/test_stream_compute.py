@@ -346,3 +346,20 @@ def test_readme_numpy_snippet_reads_a_chunked_store(mlp_model, sample_dir, tmp_p
         scope["effect_bmi"], store.local_effects[:, store.feature_index("bmi")]
     )
     assert len(read_meta(out)["chunks"]["rows"]) == 5  # 442 rows in chunks of 100
+
+
+def test_store_writer_failures_leave_the_older_store(tmp_path: Path):
+    from ale_cli.adapters.store import StoreWriter
+
+    path = tmp_path / "s.npz"
+    path.write_bytes(b"older")
+    chunk = {"X": np.zeros((3, 2)), "local_effects": np.ones((3, 2)), "prediction": np.ones(3)}
+    with pytest.raises(RuntimeError, match="finish was not called"):
+        with StoreWriter(path) as w:
+            w.add(chunk)
+    with pytest.raises(KeyError, match="boom"):
+        with StoreWriter(path) as w:
+            w.add(chunk)
+            raise KeyError("boom")
+    assert path.read_bytes() == b"older"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.npz"]

@@ -53,7 +53,7 @@ import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -61,6 +61,9 @@ from ale_cli.adapters.files import atomic_write
 from ale_cli.adapters.jsonio import to_jsonable
 from ale_cli.adapters.validate import load_npz, validate_npz
 from ale_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 SCHEMA_VERSION = 3
 REQUIRED_ARRAYS = ("X", "local_effects", "prediction", "feature_names", "meta")
@@ -418,7 +421,7 @@ def _read_entry(path: Path, fh: Any, entries: dict[str, tuple[int, int]], name: 
     if fh.tell() + count * dtype.itemsize > start + size:
         raise InputError(f"store '{path}': array {name} is shorter than its header says")
     array = np.empty(count, dtype=dtype)
-    if count and fh.readinto(memoryview(array).cast("B")) != count * dtype.itemsize:
+    if count and fh.readinto(array.data.cast("B")) != count * dtype.itemsize:
         raise InputError(f"store '{path}': array {name} is shorter than its header says")
     return array.reshape(shape, order="F" if fortran else "C")
 
@@ -468,6 +471,8 @@ class StoreWriter:
                 w.add({"X": X, "local_effects": effects, "prediction": prediction})
             w.finish(feature_names=..., input_names=..., meta=meta)
 
+    ``add`` hands the chunk to a helper thread that writes it while the caller goes on
+    (the arrays must not change afterwards); the next ``add`` waits for it.
     Nothing appears at ``path`` before the block ends without an error (the
     entries go to a temporary file beside it that is then renamed), so an
     interrupted compute leaves an older store at ``path`` as it was.
@@ -484,6 +489,12 @@ class StoreWriter:
         self._finished = False
 
     def __enter__(self) -> StoreWriter:
+        from concurrent.futures import ThreadPoolExecutor
+
+        # chunks are written by a helper thread while the next one is computed (writing
+        # and the zip's CRC release the GIL); one chunk at a time, so at most one waits
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-write")
+        self._pending: Future[None] | None = None
         self._target = atomic_write(self.path)
         fh = self._target.__enter__()
         self._zip = zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True)
@@ -507,18 +518,31 @@ class StoreWriter:
             lo, hi = X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
             self._lo = lo if self._lo is None else np.minimum(self._lo, lo)
             self._hi = hi if self._hi is None else np.maximum(self._hi, hi)
-        for name, array in arrays.items():
-            self._entry(chunk_entry(name, i), array)
+        self._wait()
+        entries = [(chunk_entry(name, i), array) for name, array in arrays.items()]
+        self._pending = self._writer.submit(self._entries, entries)
         self.rows.append(int(len(X)))
+
+    def _entries(self, entries: list[tuple[str, np.ndarray]]) -> None:
+        for name, array in entries:
+            self._entry(name, array)
+
+    def _wait(self) -> None:
+        """Wait for the chunk being written (its error is raised here)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
 
     def add_array(self, name: str, array: np.ndarray) -> None:
         """Write an array that is not split by rows (e.g. ``pairs``)."""
+        self._wait()
         self._entry(name, array)
 
     def finish(
         self, *, feature_names: Sequence[str], input_names: Sequence[str], meta: dict[str, Any]
     ) -> None:
         """Write the names and the meta with the chunk manifest."""
+        self._wait()
         meta = dict(meta)
         meta["chunks"] = {
             "rows": list(self.rows),
@@ -532,24 +556,30 @@ class StoreWriter:
         self._entry("meta", np.array(text, dtype=np.str_))
         self._finished = True
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         failure: BaseException | None = None
+        try:
+            self._wait()
+        except BaseException as err:  # the helper's write failed (a full disk)
+            failure = err
+        self._writer.shutdown(wait=True)
         try:
             self._zip.close()
         except BaseException as err:  # a full disk while writing the central directory
-            failure = err
-        if exc_type is None and failure is None and not self._finished:
+            failure = failure or err
+        if failure is None and not self._finished:
             failure = RuntimeError("StoreWriter.finish was not called")
         if exc_type is None and failure is None:
-            self._target.__exit__(None, None, None)
-            return False
+            self._target.__exit__(None, None, None)  # renames the file into place
+            return
         if exc_type is None and failure is not None:
             exc_type, exc, tb = type(failure), failure, failure.__traceback__
         try:
             self._target.__exit__(exc_type, exc, tb)  # removes the temporary file
         except BaseException:
-            if failure is None:
+            if exc is failure:
                 raise
-        if failure is not None:
+            # else the block's own exception, re-raised by the helper: it propagates
+        if exc is failure:
             raise failure
-        return False
+        # returning None: the block's own exception propagates

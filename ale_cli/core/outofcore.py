@@ -49,12 +49,18 @@ class _Level:
     size: int
 
     def of(self, x: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore"):  # a huge quotient is clipped to the last bucket
-            u = x - self.lo
-            u /= self.width
-            u *= self.size
-        np.maximum(u, 0.0, out=u)
-        np.minimum(u, self.size - 1, out=u)
+        scale = self.size / self.width
+        bound = (abs(self.lo) + self.width) * scale  # |x| * scale for x near the range
+        if np.isfinite(scale) and bound < 1e300:
+            with np.errstate(over="ignore"):  # inf (x far above the range) is clipped
+                u = x * scale  # (x - lo) * scale in two passes: x * scale - lo * scale
+            u -= self.lo * scale
+        else:  # a subnormal width: divide, which stays finite
+            with np.errstate(over="ignore"):
+                u = x - self.lo
+                u /= self.width
+                u *= self.size
+        np.clip(u, 0.0, self.size - 1, out=u)
         return u.astype(np.intp)
 
     def bucket_range(self, b: int) -> tuple[float, float]:
@@ -201,8 +207,9 @@ def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
                 members[int(lut[g.chain[0][1]])].append(g)
         tables[j] = (lut, members)
     for chunk in chunks():
+        columns = np.ascontiguousarray(chunk.T, dtype=np.float64)  # one pass, rows = columns
         for j, gs in by_column.items():
-            x = np.ascontiguousarray(chunk[:, j], dtype=np.float64)
+            x = columns[j]
             lut, members = tables[j]
             whole = [g for g in gs if not g.chain]
             if whole and whole[0].sub is None:  # a column gathered whole (see above)
