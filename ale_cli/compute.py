@@ -30,6 +30,7 @@ from ale_cli.adapters.store import (
 from ale_cli.errors import InputError
 from ale_cli.inputs import ModelInputs, Opened, open_inputs
 from ale_cli.models.base import Effects, ProgressFn
+from ale_cli.models.checks import screen_effects
 from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
 from ale_cli.pairs import Pair, pair_columns
 
@@ -65,6 +66,7 @@ class ComputeResult:
     rows_dropped: int = 0
     reason: str | None = None
     notes: tuple[str, ...] = ()
+    rows_nonfinite: int = 0
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ def _cached(request: ComputeRequest, hashes: _Hashes, t0: float) -> ComputeResul
         method=str(meta["method"]),
         seconds=time.perf_counter() - t0,
         rows_dropped=int(meta["data"].get("rows_dropped", 0)),
+        rows_nonfinite=int(meta["data"].get("rows_nonfinite", 0)),
     )
 
 
@@ -238,12 +241,28 @@ def compute(
     opened = open_inputs(request.inputs)
     timings |= opened.timings
     effects, extra = _effects(request, opened, timings, progress)
-    meta = _meta(request, opened, hashes, timings)
+    screened = screen_effects(
+        request.inputs.model,
+        effects.prediction,
+        effects.local_effects,
+        extra.get(MIXED),
+        drop=request.inputs.drop_nonfinite,
+    )
+    keep = screened.keep if len(screened.dropped) else slice(None)
+    if MIXED in extra:
+        extra[MIXED] = extra[MIXED][:, keep]
     table = opened.table
+    X = table.X[keep]
+    meta = _meta(request, opened, hashes, timings)
+    meta["n_rows"] = len(X)
+    meta["data"]["rows_nonfinite"] = len(screened.dropped)
+    notes = (*opened.notes, *opened.model.describe().get("notes", ()))
+    notes += (screened.note,) if screened.note else ()
+    meta["notes"] = list(notes)
     store = Store(
-        X=table.X,
-        local_effects=effects.local_effects,
-        prediction=effects.prediction,
+        X=X,
+        local_effects=effects.local_effects[keep],
+        prediction=effects.prediction[keep],
         feature_names=opened.features,
         input_names=table.feature_names,
         meta=meta,
@@ -254,11 +273,12 @@ def compute(
     return ComputeResult(
         out=request.out,
         cache_hit=False,
-        n_rows=len(table.X),
+        n_rows=len(X),
         n_features=len(opened.features),
         method=opened.model.method,
         seconds=time.perf_counter() - t0,
         rows_dropped=table.rows_dropped,
         reason=cached,
-        notes=tuple(opened.model.describe().get("notes", ())),
+        notes=notes,
+        rows_nonfinite=len(screened.dropped),
     )

@@ -25,7 +25,7 @@ import numpy as np
 
 from ale_cli.adapters.store import Store, read_store
 from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics
-from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
+from ale_cli.bins import DEFAULT_BINS, FixedBins, check_bins_rows, check_center
 from ale_cli.checks import check_choice, check_count, names_tuple
 from ale_cli.core.binning import (
     BINNINGS,
@@ -306,6 +306,7 @@ def rebin(request: RebinRequest) -> EstimateResult:
     path, store = _open(request.store)
     names, X, E = _select(store, request.features)
     fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
+    fixed.check_rows(len(X), f"store '{path}'")
     t_load = time.perf_counter()
     features = rebin_features(
         X,
@@ -328,6 +329,13 @@ def rhale(request: RhaleRequest) -> EstimateResult:
     path, store = _open(request.store)
     names, X, E = _select(store, request.features)
     n_rows = int(X.shape[0])
+    check_bins_rows(
+        request.max_bins,
+        n_rows,
+        f"store '{path}'",
+        param="max_bins",
+        asked=request.max_bins != DEFAULT_MAX_BINS,  # the default is never refused
+    )
     min_points = (
         request.min_points if request.min_points is not None else default_min_points(n_rows)
     )

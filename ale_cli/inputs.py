@@ -59,6 +59,9 @@ class ModelInputs:
         only these.
     dropna : bool
         Drop rows with NaN or infinite values (and count them) instead of refusing.
+    drop_nonfinite : bool
+        Drop the rows where the model gives a NaN or infinite value (prediction,
+        local effect, evaluation) and count them, instead of refusing the run.
     output : str or None
         Which model output to explain (see ``ale compute --help``).
     categorical : tuple of str
@@ -90,6 +93,7 @@ class ModelInputs:
     exclude: tuple[str, ...] = ()
     features: tuple[str, ...] | None = None
     dropna: bool = False
+    drop_nonfinite: bool = False
     model_format: str | None = None
     output: str | None = None
     categorical: tuple[str, ...] = ()
@@ -189,6 +193,8 @@ class Opened:
         Their columns in ``table.X``.
     timings : dict of str to float
         ``load_data_s`` and ``load_model_s`` (the latter includes the checks).
+    notes : tuple of str
+        How the data's columns were matched to the model's inputs.
     """
 
     table: Table
@@ -196,6 +202,7 @@ class Opened:
     features: tuple[str, ...]
     columns: tuple[int, ...]
     timings: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
 
 def feature_columns(

@@ -123,7 +123,8 @@ def store_info(path: Path | None, store: Store) -> dict[str, Any]:
         "path": None if path is None else str(path),
         "sha256": None if path is None else sha256_file(path),
         "model": {k: model.get(k) for k in ("path", "sha256", "format")},
-        "data": {k: data.get(k) for k in ("path", "sha256")},
+        "data": {k: data.get(k) for k in ("path", "sha256")}
+        | {"rows_nonfinite": int(data.get("rows_nonfinite", 0))},
         "method": meta.get("method"),
         "output": meta.get("output"),
         "n_rows": int(store.X.shape[0]),

@@ -334,6 +334,8 @@ class OnnxGraph:
         y = self.torch_output(torch_graph, x)
         if not grad:
             return y, None
+        if not y.requires_grad:  # the output does not depend on the input
+            return y, torch.zeros_like(x)
         (g,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
         return y, (torch.zeros_like(x) if g is None else g)
 
