@@ -159,9 +159,9 @@ def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> 
     expected = next((p.shape[1] for p in module.parameters() if p.ndim == 2), None)
     if expected is not None and expected != width:
         return ModelError(
-            f"model '{path}' takes rows of {expected} features (its first layer) but the "
-            f"data give {width} ({reason}); select the model's inputs with {{param:inputs}} "
-            "or {param:exclude}",
+            f"model '{path}' does not accept rows of {width} features ({reason}); its first "
+            f"layer takes {expected} features; select the model's inputs with "
+            "{param:inputs} or {param:exclude}",
             param="features",
         )
     return ModelFailed(f"model '{path}' failed on the first rows of the data: {reason}")
