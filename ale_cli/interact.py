@@ -189,10 +189,11 @@ def _both_orders(cached: dict[Pair, np.ndarray]) -> dict[Pair, np.ndarray]:
     return {(b, a): v for (a, b), v in cached.items()} | cached
 
 
-def _open_model(request: InteractRequest, timings: dict[str, float]) -> _Inputs:
-    """The data's rows and the loaded model."""
+def _open_model(request: InteractRequest, timings: dict[str, float], notes: list[str]) -> _Inputs:
+    """The data's rows and the loaded model (and the notes on its columns)."""
     opened = open_inputs(request.inputs)
     timings |= opened.timings
+    notes.extend(opened.notes)
     return _Inputs(
         X=opened.table.X,
         names=opened.table.feature_names,
@@ -362,7 +363,7 @@ def _rows(
     columns of every pair; the model is loaded too when the store lacks a pair."""
     inputs = _from_store(request, notes)
     if inputs is None:
-        inputs = _open_model(request, timings)
+        inputs = _open_model(request, timings, notes)
         where = f"data '{request.inputs.data_label}'"
         return inputs, pair_columns(request.pairs, inputs.names, param="pairs", where=where)
     cols = pair_columns(
@@ -375,7 +376,7 @@ def _rows(
             f"store '{request.store}' has no mixed derivatives of {listed}; computing "
             "them (add them to the store with 'ale compute --pairs')"
         )
-        inputs.model = _open_model(request, timings).model
+        inputs.model = _open_model(request, timings, notes).model
     return inputs, cols
 
 

@@ -427,6 +427,7 @@ class SklearnModel:
             "dtype": "float64",
             "eval_rows_per_call": self.eval_rows,
             "dataframe_input": caller.names_in is not None,
+            "feature_names_in": None if caller.names_in is None else list(caller.names_in),
             "step": self.step.to_dict() | {"absolute": self.steps.tolist()},
             "notes": [fd.describe_step(self.step)],
         }
