@@ -161,6 +161,7 @@ class ModelInputs:
         skip = ("model", "data", "batch_size", "trust", "trust_pickle")
         options = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         # the model's columns file decides which column is which: it keys the cache too
+        # (an ONNX graph's input names are part of the model's bytes, already in the key)
         names = model_column_order(self.model).names
         return options | {"model_columns": None if names is None else list(names)}
 
@@ -240,7 +241,7 @@ def open_inputs(inputs: ModelInputs) -> Opened:
 
     inputs.check_files()
     model_format = detect_format(inputs.model, inputs.model_format)
-    order = model_column_order(inputs.model)
+    order = model_column_order(inputs.model, model_format)
     t = time.perf_counter()
     try:
         table = load_table(

@@ -163,3 +163,50 @@ def test_sklearn_feature_names_in_realign_by_name(cli, files, tmp_path: Path):
     store = read_store(tmp_path / "s.npz")
     slopes = dict(zip(store.feature_names, store.local_effects.mean(axis=0), strict=True))
     np.testing.assert_allclose([slopes["a"], slopes["b"], slopes["c"]], [1.5, -2.0, 1.0])
+
+
+def per_column_onnx(path: Path, names: list[str], weights: list[float]) -> Path:
+    """y = sum_j w_j name_j^2, one float64 input of shape (N, 1) per name."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    inputs = [helper.make_tensor_value_info(n, TensorProto.DOUBLE, ["N", 1]) for n in names]
+    w = helper.make_tensor("w", TensorProto.DOUBLE, [len(names), 1], weights)
+    nodes = [
+        helper.make_node("Concat", names, ["x"], axis=1),
+        helper.make_node("Mul", ["x", "x"], ["x2"]),
+        helper.make_node("MatMul", ["x2", "w"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "per_column",
+        inputs,
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, ["N", 1])],
+        initializer=[w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_onnx_with_one_input_per_column_realigns_by_input_name(cli, files, tmp_path: Path):
+    model = per_column_onnx(tmp_path / "cols.onnx", ["a", "b", "c"], [1.0, -2.0, 0.5])
+    ordered = compute(cli, model, files["ordered"], tmp_path / "o.npz")
+    shuffled = compute(cli, model, files["shuffled"], tmp_path / "s.npz")
+    assert (
+        f"columns realigned by name to the order of the input names of ONNX model '{model}': "
+        "a, b, c"
+    ) in shuffled["notes"]
+    assert not any("columns" in n for n in ordered["notes"])
+    one, two = read_store(tmp_path / "o.npz"), read_store(tmp_path / "s.npz")
+    assert one.input_names == two.input_names == ("a", "b", "c")
+    np.testing.assert_array_equal(one.X, two.X)
+    np.testing.assert_allclose(one.local_effects, two.local_effects, rtol=1e-12)
+    # d/dx_j of w_j x_j^2 is 2 w_j x_j (central differences are exact for a quadratic)
+    expected = 2 * np.array([1.0, -2.0, 0.5]) * two.X
+    np.testing.assert_allclose(two.local_effects, expected, rtol=1e-6, atol=1e-8)
+    missing = per_column_onnx(tmp_path / "more.onnx", ["a", "b", "d"], [1.0, 1.0, 1.0])
+    result = cli("compute", missing, files["ordered"], "-o", tmp_path / "m.npz")
+    assert result.exit_code == 2
+    assert "has no column 'd'" in result.stderr and "input names of ONNX model" in result.stderr

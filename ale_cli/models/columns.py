@@ -12,8 +12,10 @@ next to the model says so::
 training columns, in the order the model takes them (unique, non-empty
 strings); other members are ignored. With it, data whose columns come in
 another order are realigned by name, and data that lack one of them are
-refused naming it. scikit-learn estimators fitted on a DataFrame carry the
-same list as ``feature_names_in_`` (the adapter matches columns by name).
+refused naming it. ONNX graphs with one input of shape (N, 1) or (N,) per
+column name their columns by their input names, and scikit-learn estimators
+fitted on a DataFrame carry the same list as ``feature_names_in_`` (the
+adapter matches columns by name).
 """
 
 from __future__ import annotations
@@ -88,12 +90,31 @@ class ColumnOrder:
     source: str | None = None
 
 
-def model_column_order(model: Path) -> ColumnOrder:
-    """The order from the model's columns file, or an unknown order without one."""
+def model_column_order(model: Path, model_format: str | None = None) -> ColumnOrder:
+    """The order from the model's columns file; without one, for an ONNX graph with one
+    input per column, its input names; else an unknown order."""
     path = columns_file(model)
-    if not path.exists():
-        return ColumnOrder()
-    return ColumnOrder(read_columns_file(path), f"columns file '{path}'")
+    if path.exists():
+        return ColumnOrder(read_columns_file(path), f"columns file '{path}'")
+    if model_format == "onnx":
+        names = _onnx_input_names(model)
+        if names is not None:
+            return ColumnOrder(names, f"the input names of ONNX model '{model}'")
+    return ColumnOrder()
+
+
+def _onnx_input_names(model: Path) -> tuple[str, ...] | None:
+    """The per-column input names of an ONNX graph (None: not such a graph, or a file
+    onnx cannot read, which the adapter reports when it loads the model)."""
+    import onnx
+
+    from ale_cli.models.onnx_model import column_inputs
+
+    try:
+        proto = onnx.load(str(model), load_external_data=False)
+    except Exception:  # protobuf DecodeError and friends: reported by the adapter
+        return None
+    return column_inputs(proto)
 
 
 def order_note(
