@@ -256,7 +256,7 @@ def compute(
     meta = _meta(request, opened, hashes, timings)
     meta["n_rows"] = len(X)
     meta["data"]["rows_nonfinite"] = len(screened.dropped)
-    notes = (*opened.notes, *opened.model.describe().get("notes", ()))
+    notes = (*opened.model.describe().get("notes", ()), *opened.notes)
     notes += (screened.note,) if screened.note else ()
     meta["notes"] = list(notes)
     store = Store(
