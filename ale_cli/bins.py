@@ -22,6 +22,15 @@ from ale_cli.errors import InputError
 DEFAULT_BINS = 20
 
 
+def check_bins_rows(k: int, n_rows: int, source: str, *, param: str, asked: bool) -> None:
+    """InputError naming ``param`` when ``k`` bins were asked for on fewer rows."""
+    if asked and k > n_rows:
+        raise InputError(
+            f"{{param}} {k} is more than the {n_rows} rows of {source}; ask for at most {n_rows}",
+            param=param,
+        )
+
+
 def check_center(center: str) -> None:
     """InputError naming ``center`` unless it is a centering mode."""
     check_choice(center, CENTER_MODES, "center")
@@ -34,6 +43,7 @@ class FixedBins:
     bins: int
     binning: str
     edges_file: EdgesFile | None = None
+    asked: bool = False
 
     @classmethod
     def from_options(
@@ -59,7 +69,18 @@ class FixedBins:
         check_count(k, "bins")
         chosen = binning or default
         check_choice(chosen, BINNINGS, "binning")
-        return cls(bins=k, binning=chosen)
+        return cls(bins=k, binning=chosen, asked=bins is not None)
+
+    def check_rows(self, n_rows: int, source: str) -> None:
+        """Refuse a number of bins asked for that exceeds the ``n_rows`` rows of ``source``
+        (most bins would be empty; the default is never refused).
+
+        >>> FixedBins(bins=50, binning="quantile", asked=True).check_rows(40, "d.csv")
+        Traceback (most recent call last):
+        ...
+        ale_cli.errors.InputError: bins 50 is more than the 40 rows of d.csv; ask for at most 40
+        """
+        check_bins_rows(self.bins, n_rows, source, param="bins", asked=self.asked)
 
     @property
     def edges(self) -> dict[str, Any] | None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ from ale_cli.core.binning import Assignment, assign, quantile_bins, uniform_edge
 from ale_cli.core.binstats import CellStats
 from ale_cli.inputs import ModelInputs, feature_columns, model_source, open_inputs
 from ale_cli.models.base import ProgressFn
+from ale_cli.models.checks import Screened, screen_rows
 from ale_cli.models.evaluate import Lookup, Move, evaluate_moved
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 from ale_cli.results import (
@@ -144,6 +146,26 @@ def _differences(
                 diffs[j, rows[sl]] = out[1] - out[0]
 
 
+def _with_nonfinite(source: dict[str, Any], count: int) -> dict[str, Any]:
+    """A summary's ``store`` part counting the rows dropped for non-finite model values."""
+    return source | {"data": source["data"] | {"rows_nonfinite": count}}
+
+
+def _inside_diffs(todo: Sequence[_Feature], diffs: np.ndarray) -> np.ndarray:
+    """(T, N): the differences of the features ``todo``, 0 for rows outside their edges
+    (``diffs`` is not written there)."""
+    return np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in todo])
+
+
+def _without(index: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``index`` with ``rows`` set to -1 (in no bin)."""
+    if not len(rows):
+        return index
+    index = index.copy()
+    index[rows] = -1
+    return index
+
+
 def classic_features(
     f: PredictFn,
     X: np.ndarray,
@@ -160,6 +182,7 @@ def classic_features(
     bootstrap: Bootstrap | None = None,
     discrete: Sequence[str] = (),
     labels: dict[str, tuple[Any, ...]] | None = None,
+    screen: Callable[[list[tuple[str, np.ndarray, int]]], Screened] | None = None,
 ) -> list[FeatureSummary]:
     """Classic first-order ALE of ``features`` (default: all) of the model ``f`` on X:
     one FeatureSummary per feature, in the order asked.
@@ -186,7 +209,12 @@ def classic_features(
         Numeric features estimated per distinct value (:mod:`ale_cli.categorical`).
     labels : dict of str to tuple
         The values of text columns by code (their levels' names in the summary).
-
+    screen : callable, optional
+        Given ``[(label, values (T, N), 1)]``, the differences of the evaluations
+        at the bin limits (0 where a row is outside a feature's edges), returns
+        the :class:`~ale_cli.models.checks.Screened` rows to keep, or raises;
+        default: :func:`~ale_cli.models.checks.screen_rows`, which refuses any
+        NaN or infinite difference. Rows not kept leave every feature's bins.
     """
     FixedBins.from_options(bins=bins, binning=binning, edges=None, default=DEFAULT_BINNING)
     check_center(center)
@@ -218,12 +246,15 @@ def classic_features(
         eval_rows=eval_rows,
         progress=progress(total) if progress is not None else None,
     )
-    out = _summaries(todo, diffs, chosen, center=center)
+    checks = [("evaluations at the bin limits", _inside_diffs(todo, diffs), 1)] if todo else []
+    screened = (screen or partial(screen_rows, "model", len(X), drop=False))(checks)
+    dropped = screened.dropped
+    out = _summaries(todo, diffs, chosen, center=center, dropped=dropped)
     feats = [
         out[j] if j in out else by_level.get(name) or not_estimable(name, skip[name])
         for j, name in enumerate(chosen)
     ]
-    return _banded(feats, todo, diffs, chosen, bootstrap, center=center)
+    return _banded(feats, todo, diffs, chosen, bootstrap, center=center, dropped=dropped)
 
 
 def _banded(
@@ -234,11 +265,13 @@ def _banded(
     bootstrap: Bootstrap | None,
     *,
     center: str,
+    dropped: np.ndarray,
 ) -> list[FeatureSummary]:
-    """The summaries with bootstrap bands from the same differences (when asked)."""
+    """The summaries with bootstrap bands from the same differences (when asked; rows
+    left out for non-finite values stay out)."""
     if bootstrap is None or not bootstrap.replicates:
         return feats
-    index = {chosen[t.j]: t.bins.index for t in todo}
+    index = {chosen[t.j]: _without(t.bins.index, dropped) for t in todo}
     values = {chosen[t.j]: diffs[t.j] for t in todo}
     return with_bands(feats, index, values, bootstrap, center=center, differences=True)
 
@@ -272,7 +305,12 @@ def _binned(
 
 
 def _summaries(
-    todo: list[_Feature], diffs: np.ndarray, chosen: list[str], *, center: str
+    todo: list[_Feature],
+    diffs: np.ndarray,
+    chosen: list[str],
+    *,
+    center: str,
+    dropped: np.ndarray,
 ) -> dict[int, FeatureSummary]:
     """Each feature's summary: the bins' statistics of D_i / dz_k (those of the
     differences divided by the bin widths), then DALE's filling, accumulation and
@@ -281,9 +319,9 @@ def _summaries(
         t.j: summary_from_cells(
             chosen[t.j],
             t.edges,
-            CellStats.from_values(t.bins.index, diffs[t.j], n_cells=t.edges.size - 1).divided_by(
-                np.diff(t.edges)
-            ),
+            CellStats.from_values(
+                _without(t.bins.index, dropped), diffs[t.j], n_cells=t.edges.size - 1
+            ).divided_by(np.diff(t.edges)),
             n_outside=t.bins.n_outside,
             center=center,
         )
@@ -311,7 +349,21 @@ def classic(
     fixed.check_features(
         request.inputs.features, table.feature_names, f"the data '{request.inputs.data_label}'"
     )
+    fixed.check_rows(len(table.X), f"data '{request.inputs.data_label}'")
     t_load = time.perf_counter()
+    prediction = opened.model.predict(table.X)  # for the normalised statistics (NALED)
+    found: list[Screened] = []
+
+    def screen(checks: list[tuple[str, np.ndarray, int]]) -> Screened:
+        done = screen_rows(
+            request.inputs.model,
+            len(table.X),
+            [("predictions", prediction, 0), *checks],
+            drop=request.inputs.drop_nonfinite,
+        )
+        found.append(done)
+        return done
+
     features = classic_features(
         opened.model.predict,
         table.X,
@@ -329,28 +381,27 @@ def classic(
             table.X, table.feature_names, request.discrete, exclude=table.categorical
         ),
         labels=table.levels,
+        screen=screen,
     )
-    t_est = time.perf_counter()
-    prediction = opened.model.predict(table.X)  # for the normalised statistics (NALED)
-    timings = {
-        **opened.timings,
-        "estimate_s": t_est - t_load,
-        "prediction_s": time.perf_counter() - t_est,
-    }
+    screened = found[0] if found else screen([])
+    keep = screened.keep
+    timings = {**opened.timings, "estimate_s": time.perf_counter() - t_load}
     summary = with_statistics(
         Summary(
             estimator="ale",
             params=fixed.params(request.center, request.inputs.features)
             | request.bootstrap.params()
             | _discrete_param(request.discrete),
-            store=model_source(request.inputs, opened, method=METHOD),
-            n_rows=len(table.X),
+            store=_with_nonfinite(
+                model_source(request.inputs, opened, method=METHOD), len(screened.dropped)
+            ),
+            n_rows=int(keep.sum()),
             features=tuple(features),
             created=utc_now(),
         ),
-        prediction,
+        prediction[keep],
     )
-    notes = run_notes(features)
+    notes = (*opened.notes, *((screened.note,) if screened.note else ()), *run_notes(features))
     if table.rows_dropped:
         notes = (f"dropped {table.rows_dropped} rows with NaN or infinite values (dropna)", *notes)
     return EstimateResult(

@@ -41,9 +41,11 @@ from ale_cli.adapters.store import (
     read_meta,
 )
 from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS, dataset_sha256
-from ale_cli.errors import InputError
+from ale_cli.errors import InputError, ModelFailed
 from ale_cli.inputs import ModelInputs, open_inputs
 from ale_cli.models.base import Effects, Model, ProgressFn
+from ale_cli.models.checks import row_list, screen_effects
+from ale_cli.models.columns import ColumnOrder, order_note
 from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
 from ale_cli.pairs import Pair, pair_columns
 
@@ -80,6 +82,7 @@ class ComputeResult:
     rows_dropped: int = 0
     reason: str | None = None
     notes: tuple[str, ...] = ()
+    rows_nonfinite: int = 0
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,7 @@ def _cached(request: ComputeRequest, hashes: _Hashes, t0: float) -> ComputeResul
         method=str(meta["method"]),
         seconds=time.perf_counter() - t0,
         rows_dropped=int(meta["data"].get("rows_dropped", 0)),
+        rows_nonfinite=int(meta["data"].get("rows_nonfinite", 0)),
     )
 
 
@@ -187,6 +191,45 @@ class _Source(Protocol):
     def levels(self) -> dict[str, tuple[Any, ...]]: ...
 
 
+class _Screen:
+    """Every chunk's predictions, local effects and mixed derivatives checked for NaN and
+    infinite values (:func:`~ale_cli.models.checks.screen_effects`): the run is refused
+    naming the rows, or with ``drop`` those rows are left out and counted."""
+
+    def __init__(self, path: Path, *, drop: bool) -> None:
+        self.path = path
+        self.drop = drop
+        self.rows: list[np.ndarray] = []
+
+    @property
+    def count(self) -> int:
+        return int(sum(len(r) for r in self.rows))
+
+    def apply(self, arrays: dict[str, np.ndarray], offset: int) -> dict[str, np.ndarray]:
+        """The chunk's arrays without its non-finite rows (``offset``: its first row)."""
+        found = screen_effects(
+            self.path,
+            arrays["prediction"],
+            arrays["local_effects"],
+            arrays.get(MIXED),
+            drop=self.drop,
+            offset=offset,
+            allow_empty=True,
+        )
+        if not len(found.dropped):
+            return arrays
+        self.rows.append(found.dropped + offset)
+        keep = found.keep
+        return {k: (v[:, keep] if k == MIXED else v[keep]) for k, v in arrays.items()}
+
+    def note(self) -> str:
+        rows = np.concatenate(self.rows)
+        return (
+            f"dropped {len(rows)} row{'s' if len(rows) != 1 else ''} where model "
+            f"'{self.path}' gave NaN or infinite values ({row_list(rows)})"
+        )
+
+
 @dataclass(frozen=True)
 class _Written:
     """What a compute path wrote, for the meta and the result."""
@@ -195,6 +238,8 @@ class _Written:
     model: Model
     features: tuple[str, ...]
     n_rows: int
+    screen: _Screen
+    notes: tuple[str, ...] = ()
 
 
 def _meta(
@@ -281,9 +326,12 @@ def effects_dtype(model: Model) -> type[np.floating]:
 def streams(inputs: ModelInputs) -> bool:
     """True when ``ale compute`` reads these inputs chunk by chunk (TorchScript on files)."""
     from ale_cli.models import detect_format
+    from ale_cli.models.columns import model_column_order
 
     if is_frame(inputs.data):
         return False
+    if model_column_order(inputs.model).names is not None:
+        return False  # a columns file realigns the data by name: the whole-table path
     return detect_format(inputs.model, inputs.model_format) == "torchscript"
 
 
@@ -377,17 +425,22 @@ def _stream(
     timings["load_model_s"] = time.perf_counter() - t
     pairs = _pair_plan(request, stream.feature_names, stream.categorical, model)
     bars = _bars(progress, stream.total_rows, pairs[1] is not None)
-    n_rows = 0
+    screen = _Screen(inputs.model, drop=inputs.drop_nonfinite)
+    n_rows = read = 0
     X: np.ndarray | None = first
     while X is not None:
-        writer.add(_chunk_arrays(model, X, columns, pairs, bars, timings))
-        n_rows += len(X)
+        arrays = screen.apply(_chunk_arrays(model, X, columns, pairs, bars, timings), read)
+        writer.add(arrays)
+        n_rows += len(arrays["prediction"])
+        read += len(X)
         t = time.perf_counter()
         X = next(chunks, None)
         timings["load_data_s"] += time.perf_counter() - t
     if stream.sha256 is None:  # the iteration ended early (it raises instead)
         raise RuntimeError("the data stream ended before its hash")
-    return _Written(stream, model, features, n_rows), stream.sha256
+    note = order_note(ColumnOrder(), stream.feature_names, stream.feature_names, positional=True)
+    notes = (note,) if note is not None and inputs.inputs is None else ()
+    return _Written(stream, model, features, n_rows, screen, notes), stream.sha256
 
 
 def _whole(
@@ -403,13 +456,17 @@ def _whole(
     pairs = _pair_plan(request, table.feature_names, table.categorical, opened.model)
     bars = _bars(progress, len(table.X), pairs[1] is not None)
     f32 = bool(table.dtypes) and all(v == "float32" for v in table.dtypes.values())
+    screen = _Screen(request.inputs.model, drop=request.inputs.drop_nonfinite)
+    n_rows = 0
     for start in range(0, len(table.X), request.chunk_rows):
         X = table.X[start : start + request.chunk_rows]
         arrays = _chunk_arrays(opened.model, X, opened.columns, pairs, bars, timings)
         if f32:  # float32 source values, held exactly in float32
             arrays["X"] = X.astype(np.float32)
+        arrays = screen.apply(arrays, start)
         writer.add(arrays)
-    return _Written(table, opened.model, opened.features, len(table.X))
+        n_rows += len(arrays["prediction"])
+    return _Written(table, opened.model, opened.features, n_rows, screen, opened.notes)
 
 
 def compute(
@@ -443,10 +500,20 @@ def compute(
             hashes = hashes or _Hashes.of(request)
             writer_written = _whole(request, writer, timings, progress)
         written = writer_written
+        if written.n_rows == 0:
+            raise ModelFailed(
+                f"model '{request.inputs.model}' gave NaN or infinite values on every row: "
+                "nothing is left to explain"
+            )
         t = time.perf_counter()
         if request.pairs:
             writer.add_array(PAIRS, np.array(request.pairs, dtype=np.str_).reshape(-1, 2))
         meta = _meta(request, written, hashes, timings)
+        meta["n_rows"] = written.n_rows
+        meta["data"]["rows_nonfinite"] = written.screen.count
+        notes = (*written.model.describe().get("notes", ()), *written.notes)
+        notes += (written.screen.note(),) if written.screen.count else ()
+        meta["notes"] = list(notes)
         writer.finish(
             feature_names=written.features,
             input_names=written.source.feature_names,
@@ -462,5 +529,6 @@ def compute(
         seconds=time.perf_counter() - t0,
         rows_dropped=written.source.rows_dropped,
         reason=cached if isinstance(cached, str) else None,
-        notes=tuple(written.model.describe().get("notes", ())),
+        notes=notes,
+        rows_nonfinite=written.screen.count,
     )

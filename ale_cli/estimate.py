@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics
 from ale_cli.bands import Bootstrap, with_bands
-from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
+from ale_cli.bins import DEFAULT_BINS, FixedBins, check_bins_rows, check_center
 from ale_cli.checks import check_choice, check_count, names_tuple
 from ale_cli.core.binning import (
     BINNINGS,
@@ -377,6 +377,7 @@ def rebin(request: RebinRequest) -> EstimateResult:
     opened = _open(request.store, whole=request.bootstrap.replicates > 0)
     path, store = opened.path, opened.store
     categorical = store.meta.get("categorical_features") or ()
+    fixed.check_rows(store.n_rows, f"store '{path}'")
     if isinstance(store, StoreFile):
         cols = Columns.of(store, request.features)
         fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
@@ -444,6 +445,13 @@ def rhale(request: RhaleRequest) -> EstimateResult:
     opened = _open(request.store, whole=request.bootstrap.replicates > 0)
     store = opened.store
     n_rows = store.n_rows
+    check_bins_rows(
+        request.max_bins,
+        n_rows,
+        f"store '{opened.path}'",
+        param="max_bins",
+        asked=request.max_bins != DEFAULT_MAX_BINS,  # the default is never refused
+    )
     min_points = (
         request.min_points if request.min_points is not None else default_min_points(n_rows)
     )

@@ -34,6 +34,7 @@ from ale_cli.models.base import METHODS
 if TYPE_CHECKING:
     from ale_cli.adapters.data import Table
     from ale_cli.models.base import Model
+    from ale_cli.models.columns import ColumnOrder
 
 __all__ = ["DATA_FORMATS", "METHODS", "MODEL_FORMATS", "ModelInputs", "Opened", "open_inputs"]
 
@@ -60,6 +61,9 @@ class ModelInputs:
         only these.
     dropna : bool
         Drop rows with NaN or infinite values (and count them) instead of refusing.
+    drop_nonfinite : bool
+        Drop the rows where the model gives a NaN or infinite value (prediction,
+        local effect, evaluation) and count them, instead of refusing the run.
     output : str or None
         Which model output to explain (see ``ale compute --help``).
     categorical : tuple of str
@@ -91,6 +95,7 @@ class ModelInputs:
     exclude: tuple[str, ...] = ()
     features: tuple[str, ...] | None = None
     dropna: bool = False
+    drop_nonfinite: bool = False
     model_format: str | None = None
     output: str | None = None
     categorical: tuple[str, ...] = ()
@@ -159,8 +164,14 @@ class ModelInputs:
 
     def result_options(self) -> dict[str, Any]:
         """The options that change the numbers (batch size and trust do not), for cache keys."""
+        from ale_cli.models.columns import model_column_order
+
         skip = ("model", "data", "batch_size", "trust", "trust_pickle")
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        options = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        # the model's columns file decides which column is which: it keys the cache too
+        # (an ONNX graph's input names are part of the model's bytes, already in the key)
+        names = model_column_order(self.model).names
+        return options | {"model_columns": None if names is None else list(names)}
 
     @property
     def data_label(self) -> str:
@@ -197,6 +208,8 @@ class Opened:
         Their columns in ``table.X``.
     timings : dict of str to float
         ``load_data_s`` and ``load_model_s`` (the latter includes the checks).
+    notes : tuple of str
+        How the data's columns were matched to the model's inputs.
     """
 
     table: Table
@@ -204,6 +217,7 @@ class Opened:
     features: tuple[str, ...]
     columns: tuple[int, ...]
     timings: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
 
 def feature_columns(
@@ -231,20 +245,27 @@ def open_inputs(inputs: ModelInputs) -> Opened:
     """Read the data, load the model and check it on the rows (see :class:`Opened`)."""
     from ale_cli.adapters.data import load_table
     from ale_cli.models import Columns, detect_format, load_model
+    from ale_cli.models.columns import ColumnOrder, model_column_order, order_note
 
     inputs.check_files()
     model_format = detect_format(inputs.model, inputs.model_format)
+    order = model_column_order(inputs.model, model_format)
     t = time.perf_counter()
-    table = load_table(
-        inputs.data,
-        fmt=inputs.data_format,
-        inputs=inputs.inputs,
-        exclude=inputs.exclude,
-        dropna=inputs.dropna,
-        categorical=inputs.categorical,
-        # scikit-learn pipelines can take text columns; tensor models cannot
-        encode_text=model_format in ("skops", "pickle"),
-    )
+    try:
+        table = load_table(
+            inputs.data,
+            fmt=inputs.data_format,
+            inputs=_model_order(inputs, order),
+            exclude=inputs.exclude,
+            dropna=inputs.dropna,
+            categorical=inputs.categorical,
+            # scikit-learn pipelines can take text columns; tensor models cannot
+            encode_text=model_format in ("skops", "pickle"),
+        )
+    except InputError as exc:
+        if order.names is None or "has no column" not in str(exc):
+            raise
+        raise InputError(f"{exc}, which {order.source} lists as a model input") from None
     features, columns = feature_columns(
         inputs.features, table.feature_names, where=f"data file '{inputs.data_label}'"
     )
@@ -263,7 +284,44 @@ def open_inputs(inputs: ModelInputs) -> Opened:
         X=table.X,
     )
     timings["load_model_s"] = time.perf_counter() - t
-    return Opened(table=table, model=model, features=features, columns=columns, timings=timings)
+    names_in = model.describe().get("feature_names_in")
+    if names_in is not None:  # scikit-learn: the adapter matches the columns by name
+        order = ColumnOrder(tuple(names_in), "the model's feature_names_in_")
+    used = order.names or table.feature_names
+    note = order_note(
+        order,
+        [c for c in table.file_columns if c in table.feature_names],
+        used,
+        positional=model_format in ("torchscript", "onnx") and inputs.inputs is None,
+    )
+    return Opened(
+        table=table,
+        model=model,
+        features=features,
+        columns=columns,
+        timings=timings,
+        notes=() if note is None else (note,),
+    )
+
+
+def _model_order(inputs: ModelInputs, order: ColumnOrder) -> tuple[str, ...] | None:
+    """The columns to read, in the model's order: from the model's columns file when it
+    has one (which ``inputs`` and ``exclude`` must agree with), else ``inputs``."""
+    if order.names is None:
+        return inputs.inputs
+    if inputs.inputs is not None and tuple(inputs.inputs) != order.names:
+        raise InputError(
+            f"{{param}} lists {', '.join(inputs.inputs)}, but {order.source} says the model "
+            f"takes {', '.join(order.names)}; leave out {{param}}",
+            param="inputs",
+        )
+    clash = [n for n in inputs.exclude if n in order.names]
+    if clash:
+        raise InputError(
+            f"{{param}} names '{clash[0]}', which {order.source} lists as a model input",
+            param="exclude",
+        )
+    return order.names
 
 
 def model_source(inputs: ModelInputs, opened: Opened, *, method: str) -> dict[str, Any]:

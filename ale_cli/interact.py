@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -189,10 +189,11 @@ def _both_orders(cached: dict[Pair, np.ndarray]) -> dict[Pair, np.ndarray]:
     return {(b, a): v for (a, b), v in cached.items()} | cached
 
 
-def _open_model(request: InteractRequest, timings: dict[str, float]) -> _Inputs:
-    """The data's rows and the loaded model."""
+def _open_model(request: InteractRequest, timings: dict[str, float], notes: list[str]) -> _Inputs:
+    """The data's rows and the loaded model (and the notes on its columns)."""
     opened = open_inputs(request.inputs)
     timings |= opened.timings
+    notes.extend(opened.notes)
     return _Inputs(
         X=opened.table.X,
         names=opened.table.feature_names,
@@ -362,7 +363,7 @@ def _rows(
     columns of every pair; the model is loaded too when the store lacks a pair."""
     inputs = _from_store(request, notes)
     if inputs is None:
-        inputs = _open_model(request, timings)
+        inputs = _open_model(request, timings, notes)
         where = f"data '{request.inputs.data_label}'"
         return inputs, pair_columns(request.pairs, inputs.names, param="pairs", where=where)
     cols = pair_columns(
@@ -375,7 +376,7 @@ def _rows(
             f"store '{request.store}' has no mixed derivatives of {listed}; computing "
             "them (add them to the store with 'ale compute --pairs')"
         )
-        inputs.model = _open_model(request, timings).model
+        inputs.model = _open_model(request, timings, notes).model
     return inputs, cols
 
 
@@ -423,6 +424,7 @@ def _pair_effects(
     estimator: str,
     values: dict[Pair, np.ndarray],
     progress: Callable[[int, str], ProgressFn] | None,
+    notes: list[str],
 ) -> tuple[list[InteractionSummary], float]:
     """Every pair's summary, and the seconds spent evaluating the model (ale route)."""
     interactions: list[InteractionSummary] = []
@@ -456,8 +458,39 @@ def _pair_effects(
                 progress=bar,
             )
             t_eval += time.perf_counter() - t
+        grid, per_row = _screened(
+            request, len(inputs.X), grid, per_row, estimator, notes, inputs.prediction
+        )
         interactions.append(_pair_summary(pair, estimator, grid, per_row))
     return interactions, t_eval
+
+
+def _screened(
+    request: InteractRequest,
+    n_rows: int,
+    grid: _Grid,
+    per_row: np.ndarray,
+    estimator: str,
+    notes: list[str],
+    prediction: np.ndarray | None,
+) -> tuple[_Grid, np.ndarray]:
+    """The grid and per-row values without the rows whose value is not finite (with
+    ``drop_nonfinite``, and a note), else a ModelFailed naming those rows."""
+    from ale_cli.models.checks import screen_rows
+
+    label = "mixed derivatives" if estimator == "dale" else "evaluations at the cell corners"
+    full = np.zeros(n_rows)
+    full[grid.rows] = per_row  # row numbers of the data in the message
+    checks = [(label, full, 0)]
+    if prediction is not None:
+        checks.insert(0, ("predictions", prediction, 0))
+    screened = screen_rows(request.inputs.model, n_rows, checks, drop=request.inputs.drop_nonfinite)
+    if screened.note is None:
+        return grid, per_row
+    notes.append(screened.note)
+    inside = screened.keep[grid.rows]
+    kept = replace(grid, rows=grid.rows[inside], ia=grid.ia[inside], ib=grid.ib[inside])
+    return kept, per_row[inside]
 
 
 def interact(
@@ -476,10 +509,18 @@ def interact(
     notes: list[str] = []
     timings: dict[str, float] = {}
     inputs, cols = _rows(request, notes, timings)
+    fixed.check_rows(len(inputs.X), f"data '{request.inputs.data_label}'")
     t_load = time.perf_counter()
     estimator = _estimator(request, inputs.model)
     values = _mixed_values(request, inputs, cols, timings, progress) if estimator == "dale" else {}
-    interactions, t_eval = _pair_effects(request, fixed, inputs, cols, estimator, values, progress)
+    prediction = inputs.prediction
+    if prediction is None and inputs.model is not None:
+        prediction = inputs.model.predict(inputs.X)  # the spread max_interaction reads
+    if prediction is not None:
+        inputs.prediction = prediction
+    interactions, t_eval = _pair_effects(
+        request, fixed, inputs, cols, estimator, values, progress, notes
+    )
     if estimator == "ale":
         timings["model_evaluations_s"] = t_eval
     t_end = time.perf_counter()
@@ -491,9 +532,8 @@ def interact(
         **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
         "cached_pairs": cached,
     }
-    prediction = inputs.prediction
-    if prediction is None and inputs.model is not None:
-        prediction = inputs.model.predict(inputs.X)  # the spread max_interaction reads
+    if prediction is not None:
+        prediction = prediction[np.isfinite(prediction)]  # the others were refused or dropped
     summary = with_statistics(
         Summary(
             estimator=estimator,

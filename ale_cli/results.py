@@ -126,7 +126,8 @@ def store_info(
         "path": None if path is None else str(path),
         "sha256": None if path is None else (sha256 or sha256_file(path)),
         "model": {k: model.get(k) for k in ("path", "sha256", "format")},
-        "data": {k: data.get(k) for k in ("path", "sha256")},
+        "data": {k: data.get(k) for k in ("path", "sha256")}
+        | {"rows_nonfinite": int(data.get("rows_nonfinite", 0))},
         "method": meta.get("method"),
         "output": meta.get("output"),
         "n_rows": store.n_rows,

@@ -97,7 +97,12 @@ def test_every_command_prints_one_schema_valid_json_object(cli, linear, tmp_path
     values = {name: json_of(r) for name, r in results.items()}
     assert values["compute"]["cache_hit"] is False and values["compute"]["outputs"] == [str(store)]
     assert values["compute-again"]["cache_hit"] is True
-    assert values["compute"]["counts"] == {"rows": 300, "features": 3, "rows_dropped": 0}
+    assert values["compute"]["counts"] == {
+        "rows": 300,
+        "features": 3,
+        "rows_dropped": 0,
+        "rows_nonfinite": 0,
+    }
     assert values["info"]["details"]["meta"]["inputs"] == ["a", "b", "c"]
     assert values["rhale"]["counts"]["features"] == 3
     assert values["plot"]["counts"]["features"] == 3

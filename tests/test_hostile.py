@@ -681,6 +681,22 @@ WRITE_CASES: list[Case] = [
 ]
 CASES.extend(WRITE_CASES)
 
+# absurd requests: more bins than rows (the good store has 60 rows)
+CASES += [
+    Case(
+        "bins-over-rows-rebin",
+        ("rebin", "{ws}/good.npz", "-o", "{ws}/out.json", "--bins", "61"),
+        2,
+        "--bins 61 is more than the 60 rows of store",
+    ),
+    Case(
+        "max-bins-over-rows-rhale",
+        ("rhale", "{ws}/good.npz", "-o", "{ws}/out.json", "--max-bins", "100000"),
+        2,
+        "--max-bins 100000 is more than the 60 rows of store",
+    ),
+]
+
 
 def _param(case: Case) -> Any:
     marks = [pytest.mark.xfail(strict=True, reason=case.xfail)] if case.xfail else []
@@ -918,6 +934,128 @@ DATA_CASES += [
         ("compute", "{model}", "{ws}/data.csv", "--exclude", "y", "-o", "{ws}/data.csv", "--force"),
         2,
         "is the same file as the input",
+    ),
+]
+
+
+def torch_model(kind: str) -> Builder:
+    """A TorchScript model of three inputs that misbehaves as ``kind`` says."""
+
+    def build(path: Path) -> None:
+        import torch
+        from torch import nn
+
+        class NanPredictions(nn.Module):  # log of x1 + 1: NaN where x1 < -1
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return torch.log(x[:, 0] + 1.0) + x[:, 1]
+
+        class NanGradients(nn.Module):  # finite, the gradient inf * 0 = NaN where x1 < 0
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return torch.sqrt(x[:, 0] * (x[:, 0] > 0).to(x.dtype)) + x[:, 1]
+
+        class Integer(nn.Module):
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return (x[:, 0] > 0).to(torch.int64)
+
+        class Wide(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.lin = nn.Linear(5, 1)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return self.lin(x)
+
+        class Raises(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.lin = nn.Linear(3, 1)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                if bool((x[:, 0] > -1e9).any()):
+                    raise ValueError("no rows please")
+                return self.lin(x)
+
+        class Dropout(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.drop = nn.Dropout(0.5)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return self.drop(x).sum(dim=1)
+
+        if kind == "dropout":  # traced in training mode: the dropout is baked in
+            traced = torch.jit.trace(Dropout().train(), torch.ones(4, 3), check_trace=False)
+            traced.save(str(path))
+            return
+        modules = {
+            "nan-predictions": NanPredictions,
+            "nan-gradients": NanGradients,
+            "integer": Integer,
+            "wide": Wide,
+            "raises": Raises,
+        }
+        torch.jit.script(modules[kind]()).save(str(path))
+
+    return build
+
+
+MISBEHAVING_MODELS: list[tuple[str, str, int, str]] = [
+    ("nan-predictions", "compute", 1, "gave NaN or infinite predictions on "),
+    ("nan-predictions", "classic", 1, "gave NaN or infinite predictions on "),
+    ("nan-gradients", "compute", 1, "gave NaN or infinite local effects on "),
+    ("integer", "compute", 2, "returns integer values (int64): an integer-valued output"),
+    ("wide", "compute", 2, "its first layer takes 5 features"),
+    ("raises", "compute", 1, "failed on the first rows of the data: no rows please"),
+    ("raises", "classic", 1, "failed on the first rows of the data: no rows please"),
+    ("dropout", "compute", 2, "its graph calls aten::dropout, still active"),
+]
+for kind, command, code, message in MISBEHAVING_MODELS:
+    out = "{ws}/out.npz" if command == "compute" else "{ws}/out.json"
+    DATA_CASES.append(
+        Case(
+            f"model-{kind}-{command}",
+            (command, "{bad}", "{ws}/data.csv", "--exclude", "y", "-o", out, "-q"),
+            code,
+            message,
+            torch_model(kind),
+            "bad.pt",
+        )
+    )
+# more bins than the 40 rows of data.csv
+DATA_CASES += [
+    Case(
+        "bins-over-rows-classic",
+        (
+            "classic",
+            "{model}",
+            "{ws}/data.csv",
+            "--exclude",
+            "y",
+            "-o",
+            "{ws}/o.json",
+            "--bins",
+            "41",
+        ),
+        2,
+        "--bins 41 is more than the 40 rows of data",
+    ),
+    Case(
+        "bins-over-rows-interact",
+        (
+            "interact",
+            "{model}",
+            "{ws}/data.csv",
+            "--exclude",
+            "y",
+            "--pair",
+            "x1,x2",
+            "-o",
+            "{ws}/o.json",
+            "--bins",
+            "100000",
+        ),
+        2,
+        "--bins 100000 is more than the 40 rows of data",
     ),
 ]
 

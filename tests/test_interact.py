@@ -303,12 +303,14 @@ def test_interact_notes_a_store_that_does_not_match(cli, tmp_path, models, small
     assert result.stderr == (
         f"note: store '{store}' has no mixed derivatives of x1,x2; computing them "
         "(add them to the store with 'ale compute --pairs')\n"
+        "note: columns taken by position: x1, x2\n"
     )
     _, result = interact(
         cli, models["product"], small_data, tmp_path / "b.json", "--pair", "x1,x2", "--store", store
     )
     assert result.stderr == (
         f"note: store '{store}' does not match (the model file differs); computing from the model\n"
+        "note: columns taken by position: x1, x2\n"
     )
 
 

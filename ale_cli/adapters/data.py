@@ -47,6 +47,9 @@ class Table:
         original value. Empty unless ``encode_text`` was asked.
     dtypes : dict of str to str
         The pandas dtype of every selected column in the file.
+    file_columns : tuple of str
+        Every column of the file, in the file's order (``feature_names`` are in
+        the order asked for).
     """
 
     X: np.ndarray
@@ -59,6 +62,7 @@ class Table:
     categorical: tuple[str, ...] = ()
     levels: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     dtypes: dict[str, str] = field(default_factory=dict)
+    file_columns: tuple[str, ...] = ()
 
 
 def detect_format(path: Path, fmt: str | None = None) -> str:
@@ -298,4 +302,5 @@ def load_table(
         categorical=fixed,
         levels=levels,
         dtypes={c: str(frame[c].dtype) for c in columns},
+        file_columns=tuple(str(c) for c in frame.columns),
     )

@@ -120,6 +120,7 @@ def compute(
             "rows": result.n_rows,
             "features": result.n_features,
             "rows_dropped": result.rows_dropped,
+            "rows_nonfinite": result.rows_nonfinite,
         },
         notes=tuple(notes),
         seconds=result.seconds,

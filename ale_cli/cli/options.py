@@ -180,6 +180,18 @@ _GROUP = [
         False,
     ),
     _option(
+        "drop_nonfinite",
+        Annotated[
+            bool,
+            typer.Option(
+                "--drop-nonfinite",
+                help="Drop the rows where the model gives NaN/inf (prediction, local effect "
+                "or evaluation) and say how many, instead of stopping with exit 1.",
+            ),
+        ],
+        False,
+    ),
+    _option(
         "model_format",
         Annotated[
             str | None,

@@ -25,6 +25,7 @@ traceback.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,6 +148,9 @@ class Model(Protocol):
 
 
 _P = ParamSpec("_P")
+#: numpy's floating-point warnings (np.errstate's "warn" messages).
+_FP_WARNINGS = r"(invalid value|overflow|divide by zero|underflow) encountered"
+
 _T = TypeVar("_T")
 
 
@@ -156,7 +160,10 @@ def call_model(path: Path | str, fn: Callable[_P, _T], *args: _P.args, **kwargs:
     :class:`~ale_cli.errors.ModelFailed` line: "model 'PATH' failed: REASON".
 
     The original exception stays the ``__cause__``. Only the model call is
-    wrapped: our own code around it keeps its tracebacks.
+    wrapped: our own code around it keeps its tracebacks. numpy's floating-point
+    RuntimeWarnings inside the call (invalid value, overflow, divide by zero) are
+    silenced: the NaN and infinite values they announce are found row by row
+    afterwards and reported in one line (:mod:`ale_cli.models.checks`).
 
     >>> call_model("m.pt", lambda x: 1 / x, 0)
     Traceback (most recent call last):
@@ -164,11 +171,23 @@ def call_model(path: Path | str, fn: Callable[_P, _T], *args: _P.args, **kwargs:
     ale_cli.errors.ModelFailed: model 'm.pt' failed: division by zero
     """
     try:
-        return fn(*args, **kwargs)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=RuntimeWarning, message=_FP_WARNINGS)
+            return fn(*args, **kwargs)
     except AleError:
         raise
     except Exception as exc:
         raise ModelFailed(f"model '{path}' failed: {first_line(exc)}") from exc
+
+
+def integer_output_message(path: Path, dtype: str) -> str:
+    """Why an integer-valued output cannot have local effects, and what to do instead."""
+    return (
+        f"model '{path}' returns integer values ({dtype}): an integer-valued output has no "
+        "gradient, so it has no local effects; explain a probability instead "
+        "({param} proba:CLASS for a scikit-learn classifier, or the column of a "
+        "probability output) or use 'ale classic', which needs no gradient"
+    )
 
 
 def failure_reason(exc: ModelFailed) -> str:
@@ -219,6 +238,30 @@ def first_line(exc: BaseException) -> str:
         head, sep, tail = reason.partition(": ")
         return tail if sep and head.rpartition(".")[2].endswith(("Error", "Exception")) else reason
     return lines[0].strip() if lines else type(exc).__name__
+
+
+def close_with_nonfinite(a: np.ndarray, b: np.ndarray, *, rtol: float) -> bool:
+    """True when ``a`` and ``b`` have one shape, their NaN and infinite values in the
+    same places (infinities of the same sign), and their finite values within
+    ``rtol`` of the largest finite magnitude of either.
+
+    For the determinism and row-independence checks: a model that gives NaN on
+    a row gives it every time, which is not a sign of randomness.
+
+    >>> a = np.array([1.0, np.nan, np.inf])
+    >>> close_with_nonfinite(a, a.copy(), rtol=1e-9)
+    True
+    >>> close_with_nonfinite(a, np.array([1.0, 2.0, np.inf]), rtol=1e-9)
+    False
+    """
+    if a.shape != b.shape:
+        return False
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    if not np.array_equal(fa, fb) or not np.array_equal(a[~fa], b[~fb], equal_nan=True):
+        return False
+    a, b = a[fa], b[fb]
+    scale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)))
+    return bool(np.all(np.abs(a - b) <= rtol * max(scale, 1e-12)))
 
 
 #: Rows of X that :func:`other_batch` takes the columns' spread from.

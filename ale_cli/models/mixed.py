@@ -66,6 +66,8 @@ def _hessian_rows(
     import torch
 
     y = forward(x)
+    if not y.requires_grad:  # a constant model: every derivative is 0
+        return [None] * len(firsts)
     (g,) = torch.autograd.grad(y.sum(), x, create_graph=True, allow_unused=True)
     if g is None or not g.requires_grad:
         return [None] * len(firsts)

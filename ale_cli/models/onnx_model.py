@@ -172,33 +172,69 @@ def _open_session(path: Path, threads: int) -> tuple[Any, Any]:
     return proto, session
 
 
-def _graph_input(proto: Any, path: Path) -> tuple[str, np.dtype, list[int | str]]:
-    """(name, dtype, shape) of the graph's one (N, D) float input, or a ModelError."""
-    graph = proto.graph
-    init_names = {t.name for t in graph.initializer}
-    inputs = [i for i in graph.input if i.name not in init_names]
-    if len(inputs) != 1:
+def _graph_inputs(proto: Any) -> list[Any]:
+    """The graph's inputs that are not initializers (the ones a caller feeds)."""
+    init_names = {t.name for t in proto.graph.initializer}
+    return [i for i in proto.graph.input if i.name not in init_names]
+
+
+def column_inputs(proto: Any) -> tuple[str, ...] | None:
+    """The input names of a graph that takes one tensor per column (several inputs, each
+    of shape (N, 1) or (N,)), in the graph's order; None for any other graph.
+
+    Such graphs (a DataFrame exported input by input) name their columns: ale gives
+    each data column to the input of its name.
+    """
+    inputs = _graph_inputs(proto)
+    if len(inputs) < 2:
+        return None
+    for inp in inputs:
+        shape = _dims(inp)
+        if not (len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)):
+            return None
+    return tuple(i.name for i in inputs)
+
+
+def _graph_input(
+    proto: Any, path: Path
+) -> tuple[str, np.dtype, list[int | str], tuple[tuple[str, int], ...]]:
+    """(name, dtype, shape, per-column inputs) of the graph's (N, D) float input, or a
+    ModelError. A graph with one input per column gives its first input's name, the
+    shape (N, D) and every input's (name, rank); a graph with one matrix input ()."""
+    inputs = _graph_inputs(proto)
+    per_column = column_inputs(proto)
+    if len(inputs) != 1 and per_column is None:
         names = ", ".join(i.name for i in inputs)
         raise ModelError(
             f"ONNX model '{path}' has {len(inputs)} inputs ({names}); ale explains models "
-            "with one input tensor of shape (N, D)"
+            "with one input tensor of shape (N, D), or one input of shape (N, 1) per column"
+        )
+    elems = {i.type.tensor_type.elem_type for i in inputs}
+    for inp in inputs:
+        elem = inp.type.tensor_type.elem_type
+        if elem not in _ELEM_DTYPES:
+            from onnx.helper import tensor_dtype_to_np_dtype
+
+            raise ModelError(
+                f"ONNX model '{path}' input '{inp.name}' has element type "
+                f"{np.dtype(tensor_dtype_to_np_dtype(elem)).name}; ale feeds float32 or float64"
+            )
+    if len(elems) > 1:
+        raise ModelError(
+            f"ONNX model '{path}' inputs mix float32 and float64; ale feeds one float type"
         )
     inp = inputs[0]
-    elem = inp.type.tensor_type.elem_type
-    if elem not in _ELEM_DTYPES:
-        from onnx.helper import tensor_dtype_to_np_dtype
-
-        raise ModelError(
-            f"ONNX model '{path}' input '{inp.name}' has element type "
-            f"{np.dtype(tensor_dtype_to_np_dtype(elem)).name}; ale feeds float32 or float64"
-        )
+    dtype = np.dtype(_ELEM_DTYPES[inp.type.tensor_type.elem_type])
+    if per_column is not None:
+        ranks = tuple((i.name, len(_dims(i))) for i in inputs)
+        return inp.name, dtype, [_dims(inp)[0], len(inputs)], ranks
     shape = _dims(inp)
     if len(shape) != 2:
         raise ModelError(
             f"ONNX model '{path}' input '{inp.name}' has shape {shape}; "
             "ale explains models with one input of shape (N, D)"
         )
-    return inp.name, np.dtype(_ELEM_DTYPES[elem]), shape
+    return inp.name, dtype, shape, ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -214,6 +250,9 @@ class OnnxGraph:
         N when the graph takes batches of exactly N rows (the last one is padded).
     out_name, column
         The explained output and its column (None: the output has one column).
+    per_column : tuple of (str, int)
+        For a graph with one input per column: each input's name and rank (1 or 2),
+        in the order of the columns of X; () for a graph with one (N, D) input.
     """
 
     path: Path
@@ -229,13 +268,14 @@ class OnnxGraph:
     out_name: str
     column: int | None
     threads: int
+    per_column: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def open(cls, path: Path, selector: str | None) -> tuple[OnnxGraph, Any]:
         """The graph of the file and its ModelProto."""
         threads = available_cores()
         proto, session = _open_session(path, threads)
-        input_name, dtype, input_shape = _graph_input(proto, path)
+        input_name, dtype, input_shape, per_column = _graph_input(proto, path)
         batch = input_shape[0]
         outputs = tuple((o.name, o.type, o.shape) for o in session.get_outputs())
         labels = _class_labels(proto.graph)
@@ -254,6 +294,7 @@ class OnnxGraph:
             out_name=out_name,
             column=column,
             threads=threads,
+            per_column=per_column,
         )
         return graph, proto
 
@@ -305,10 +346,20 @@ class OnnxGraph:
         and its number of real rows."""
         pieces = []
         for piece, n in self.padded(X):
-            feed = {self.input_name: piece.astype(self.dtype)}
+            feed = self.feed(piece)
             (out,) = call_model(self.path, self.session.run, [self.out_name], feed)
             pieces.append((np.asarray(out), len(piece), n))
         return pieces
+
+    def feed(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """onnxruntime's inputs for the rows X: X itself, or one column per input."""
+        X = X.astype(self.dtype, copy=False)
+        if not self.per_column:
+            return {self.input_name: X}
+        return {
+            name: np.ascontiguousarray(X[:, j : j + 1] if rank == 2 else X[:, j])
+            for j, (name, rank) in enumerate(self.per_column)
+        }
 
     def selected(self, pieces: list[tuple[np.ndarray, int, int]]) -> np.ndarray:
         """The selected output of :meth:`raw`'s pieces, (M,) float64."""
@@ -334,6 +385,8 @@ class OnnxGraph:
         y = self.torch_output(torch_graph, x)
         if not grad:
             return y, None
+        if not y.requires_grad:  # the output does not depend on the input
+            return y, torch.zeros_like(x)
         (g,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
         return y, (torch.zeros_like(x) if g is None else g)
 
@@ -415,6 +468,8 @@ def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> M
 
     if method == "finite-differences":
         return MethodChoice(None, "finite differences asked (method finite-differences)")
+    if graph.per_column:
+        return fall_back("the graph takes one input per column (the torch path takes one matrix)")
     try:
         torch_graph = translate(proto, graph.input_name)
     except UnsupportedGraph as exc:
@@ -581,7 +636,8 @@ class OnnxModel:
             "method": self.method,
             "format": self.format,
             "dtype": graph.dtype.name,
-            "input": {"name": graph.input_name, "shape": list(graph.input_shape)},
+            "input": {"name": graph.input_name, "shape": list(graph.input_shape)}
+            | ({"per_column": [n for n, _ in graph.per_column]} if graph.per_column else {}),
             "batch": graph.fixed_batch or "dynamic",
             "ops": list(graph.ops),
             "threads": graph.threads,

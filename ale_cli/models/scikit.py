@@ -30,6 +30,7 @@ from ale_cli.models.base import (
     failure_reason,
     feature_indices,
     first_line,
+    integer_output_message,
 )
 
 #: Final-estimator class names (substrings) whose predictions are piecewise constant.
@@ -196,14 +197,17 @@ class SklearnCaller:
         return self.kind + ("" if self.column is None else f":{self.column}")
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
+        return self._select(self.raw(X), len(X))
+
+    def raw(self, X: np.ndarray) -> np.ndarray:
+        """The estimator's output as it returns it (any dtype, every column)."""
         data = self._frame(X)
         method = {
             "proba": "predict_proba",
             "decision": "decision_function",
             "predict": "predict",
         }[self.kind]
-        out = call_model(self.path, getattr(self.estimator, method), data)
-        return self._select(np.asarray(out), len(X))
+        return np.asarray(call_model(self.path, getattr(self.estimator, method), data))
 
     def _select(self, out: np.ndarray, n_rows: int) -> np.ndarray:
         if out.ndim == 2 and out.shape[1] == 1 and self.column is None:
@@ -252,9 +256,10 @@ class SklearnCaller:
         return pd.DataFrame(cols, columns=list(self.names_in), copy=False)
 
 
-def check_inputs(caller: SklearnCaller, X: np.ndarray) -> None:
+def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
     """Refuse a model whose inputs differ from the selected features, or that fails
-    (or gives an unusable output) on the first rows."""
+    (or gives an unusable output) on the first rows; returns the dtype of an output
+    that does not hold floats (integers, booleans: no derivative), else None."""
     names = list(caller.columns.names)
     width = X.shape[1]
     hint = "select the model's inputs with {param:inputs} or {param:exclude}"
@@ -286,11 +291,13 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> None:
                 param="features",
             )
     try:
-        caller(X[:CHECK_ROWS])
+        out = caller.raw(X[:CHECK_ROWS])
     except ModelFailed as exc:
-        raise ModelError(
-            f"model '{caller.path}' fails on the selected features: {failure_reason(exc)}"
+        raise ModelFailed(
+            f"model '{caller.path}' failed on the first rows of the data: {failure_reason(exc)}"
         ) from None
+    caller._select(out, len(X[:CHECK_ROWS]))
+    return None if np.issubdtype(out.dtype, np.floating) else out.dtype.name
 
 
 @dataclass(frozen=True, eq=False)
@@ -308,6 +315,7 @@ class SklearnModel:
     steps: np.ndarray
     fixed: np.ndarray
     trusted: tuple[str, ...] | None = None
+    integer_output: str | None = None
     method: ClassVar[str] = "finite-differences"
 
     @classmethod
@@ -346,7 +354,7 @@ class SklearnModel:
                 "not a fitted scikit-learn estimator (it has no predict method)"
             )
         caller = SklearnCaller.build(estimator, path, options.output, columns)
-        check_inputs(caller, X)
+        integer = check_inputs(caller, X)
         fixed = columns.fixed_mask()
         final = type(final_estimator(estimator)).__name__
         step, steps = fd.plan_steps(
@@ -365,6 +373,7 @@ class SklearnModel:
             steps=steps,
             fixed=fixed,
             trusted=None if trusted is None else tuple(trusted),
+            integer_output=integer,
         )
 
     @property
@@ -383,7 +392,13 @@ class SklearnModel:
         progress: ProgressFn | None = None,
     ) -> Effects:
         """Central differences of the selected output in the columns ``features``
-        (held-fixed ones get 0), stacked and chunked: (2F + 1) N rows evaluated."""
+        (held-fixed ones get 0), stacked and chunked: (2F + 1) N rows evaluated.
+
+        Refused for an integer-valued output, which has no derivative."""
+        if self.integer_output is not None:
+            raise ModelError(
+                integer_output_message(self.caller.path, self.integer_output), param="output"
+            )
         return fd.central_differences(
             self.caller,
             X,
@@ -412,6 +427,7 @@ class SklearnModel:
             "dtype": "float64",
             "eval_rows_per_call": self.eval_rows,
             "dataframe_input": caller.names_in is not None,
+            "feature_names_in": None if caller.names_in is None else list(caller.names_in),
             "step": self.step.to_dict() | {"absolute": self.steps.tolist()},
             "notes": [fd.describe_step(self.step)],
         }

@@ -25,9 +25,11 @@ from ale_cli.models.base import (
     ProgressFn,
     call_model,
     chunks,
+    close_with_nonfinite,
     failure_reason,
     feature_indices,
     first_line,
+    integer_output_message,
     other_batch,
 )
 
@@ -74,11 +76,19 @@ class OutputPick:
         Column of the output flattened to (n, -1).
     row_shape : tuple of int
         Shape of one row of the picked tensor (``out.shape[1:]``).
+    dtype : str
+        Its dtype ("float32", "int64", ...); an integer output has no gradient.
     """
 
     element: int | None
     column: int
     row_shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    @property
+    def integer(self) -> bool:
+        """True when the output holds integers (or booleans): no gradient."""
+        return not self.dtype.startswith(("float", "bfloat", "complex"))
 
 
 def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPick:
@@ -134,18 +144,48 @@ def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPi
             f"shape {tuple(out.shape)}, columns 0..{width - 1}",
             param="output",
         )
-    return OutputPick(element=element, column=column or 0, row_shape=tuple(out.shape[1:]))
-
-
-def _width_message(module: Any, path: Path, width: int, reason: str) -> str:
-    expected = next((p.shape[1] for p in module.parameters() if p.ndim == 2), None)
-    hint = ""
-    if expected is not None and expected != width:
-        hint = f"; its first layer takes {expected} features"
-    return (
-        f"model '{path}' does not accept rows of {width} features "
-        f"({reason}){hint}; select the model's inputs with {{param:inputs}} or {{param:exclude}}"
+    return OutputPick(
+        element=element,
+        column=column or 0,
+        row_shape=tuple(out.shape[1:]),
+        dtype=str(out.dtype).removeprefix("torch."),
     )
+
+
+def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> Exception:
+    """The error for a model that raises on the first rows: a width mismatch when its
+    first layer says it takes another number of features, the model's own failure
+    (exit 1) when its first layer takes this many, else (no layer tells) a failure
+    that may be the columns' (exit 2), without claiming which."""
+    reason = failure_reason(exc)
+    expected = next((p.shape[1] for p in module.parameters() if p.ndim == 2), None)
+    if expected is not None and expected != width:
+        return ModelError(
+            f"model '{path}' does not accept rows of {width} features ({reason}); its first "
+            f"layer takes {expected} features; select the model's inputs with "
+            "{param:inputs} or {param:exclude}",
+            param="features",
+        )
+    if expected is not None:  # the width is right: the model itself fails
+        return ModelFailed(f"model '{path}' failed on the first rows of the data: {reason}")
+    return ModelError(
+        f"model '{path}' fails on the first rows of the data, which have {width} "
+        f"feature{'' if width == 1 else 's'} ({reason}); if it takes other columns, select "
+        "them with {param:inputs} or {param:exclude}",
+        param="features",
+    )
+
+
+_RANDOM_OPS = ("dropout", "bernoulli", "rand", "randn", "randint", "normal", "multinomial")
+
+
+def _random_ops(module: Any) -> list[str]:
+    """The random operations (``aten::dropout``, ``aten::rand``...) in the module's graph."""
+    try:
+        graph = str(module.inlined_graph)
+    except Exception:  # not every ScriptModule exposes a graph (e.g. methods only)
+        return []
+    return [op for op in _RANDOM_OPS if f"aten::{op}(" in graph or f"aten::{op}_(" in graph]
 
 
 @dataclass(frozen=True, eq=False)
@@ -189,8 +229,7 @@ class TorchScriptModel:
             with torch.inference_mode():
                 first = call_model(path, module, torch.from_numpy(rows).to(dtype))
         except ModelFailed as exc:
-            message = _width_message(module, path, X.shape[1], failure_reason(exc))
-            raise ModelError(message, param="features") from None
+            raise _first_call_error(module, path, X.shape[1], exc) from None
         model = cls(
             module=module,
             path=path,
@@ -223,6 +262,10 @@ class TorchScriptModel:
         import torch
 
         y = self._forward(x)
+        if not y.is_floating_point():
+            raise ModelError(integer_output_message(self.path, self.pick.dtype), param="output")
+        if not y.requires_grad:  # the output does not depend on the input: a constant model
+            return y, torch.zeros_like(x)
         (grad,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
         return y, (torch.zeros_like(x) if grad is None else grad)
 
@@ -235,20 +278,37 @@ class TorchScriptModel:
 
     # -- the checks made when the model is loaded -------------------------------------------
 
+    def _evaluate(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predictions and gradients; for an integer output (no gradient) zeros instead,
+        so that the checks of :meth:`load` hold for ``ale classic``, which needs none."""
+        if not self.pick.integer:
+            return self._forward_backward(X)
+        return self.predict(X), np.zeros_like(X)
+
     def _check_rows(self, rows: np.ndarray, X: np.ndarray) -> None:
-        """Refuse a model that is not deterministic or whose rows are not independent."""
-        pred, grad = self._forward_backward(rows)
-        again = self._forward_backward(rows)
+        """Refuse a model that is not deterministic or whose rows are not independent.
+
+        NaN and infinite values compare equal to themselves here: they are not a
+        sign of randomness, and every row's values are checked for them later.
+        """
+        pred, grad = self._evaluate(rows)
+        again = self._evaluate(rows)
         if not (self._close(pred, again[0]) and self._close(grad, again[1])):
+            found = _random_ops(self.module)
+            cause = (
+                f"its graph calls {', '.join('aten::' + op for op in found)}, still active "
+                "in the saved model; save it after model.eval()"
+                if found
+                else "it must give the same output for the same input"
+            )
             raise ModelError(
                 f"model '{self.path}' is not deterministic: the same rows give different "
-                "outputs on two calls (dropout or another random layer is active); "
-                "save the model after model.eval()"
+                f"outputs on two calls ({cause})"
             )
         other, half = other_batch(rows, X)
         try:
-            p_other, g_other = self._forward_backward(other)
-            p_one, g_one = self._forward_backward(rows[:1])
+            p_other, g_other = self._evaluate(other)
+            p_one, g_one = self._evaluate(rows[:1])
         except ModelFailed as exc:
             raise ModelError(
                 f"model '{self.path}' fails on a batch of other size or content "
@@ -272,8 +332,7 @@ class TorchScriptModel:
         import torch
 
         rtol = 1e-4 if self.dtype != torch.float64 else 1e-9
-        scale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)))
-        return a.shape == b.shape and bool(np.all(np.abs(a - b) <= rtol * max(scale, 1e-12)))
+        return close_with_nonfinite(a, b, rtol=rtol)
 
     # -- the adapter interface ---------------------------------------------------------
 

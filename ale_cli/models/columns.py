@@ -1,0 +1,138 @@
+"""The order in which a model takes its input columns, when the model file tells it.
+
+TorchScript and ONNX models with one matrix input take their columns by
+position: nothing in the file says that column 0 is ``age``. A *columns file*
+next to the model says so::
+
+    m.pt                # the model
+    m.columns.json      # {"columns": ["age", "sex", "bmi", ...]}
+
+``MODEL.columns.json`` is the model's path with its extension replaced by
+``.columns.json``. It holds one JSON object whose ``columns`` member lists the
+training columns, in the order the model takes them (unique, non-empty
+strings); other members are ignored. With it, data whose columns come in
+another order are realigned by name, and data that lack one of them are
+refused naming it. ONNX graphs with one input of shape (N, 1) or (N,) per
+column name their columns by their input names, and scikit-learn estimators
+fitted on a DataFrame carry the same list as ``feature_names_in_`` (the
+adapter matches columns by name).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ale_cli.errors import InputError
+
+SUFFIX = ".columns.json"
+#: A columns file larger than this is not a list of column names.
+MAX_BYTES = 1 << 20
+
+
+def columns_file(model: Path) -> Path:
+    """The columns file of a model: its path with ``.columns.json`` for its extension.
+
+    >>> columns_file(Path("models/m.pt")).as_posix()
+    'models/m.columns.json'
+    """
+    return model.with_suffix(SUFFIX)
+
+
+def read_columns_file(path: Path) -> tuple[str, ...]:
+    """The ``columns`` list of a columns file; InputError naming the file if it is not one.
+
+    Raises
+    ------
+    InputError
+        Not a regular file, larger than 1 MiB, not UTF-8 JSON, no ``columns``
+        list of non-empty strings, or a name listed twice.
+    """
+    if not path.is_file():
+        raise InputError(f"columns file '{path}' is not a regular file")
+    if path.stat().st_size > MAX_BYTES:
+        raise InputError(f"columns file '{path}' is larger than {MAX_BYTES >> 10} KiB")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"columns file '{path}' is not valid JSON: {reason}") from None
+    names = data.get("columns") if isinstance(data, dict) else None
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise InputError(
+            f"columns file '{path}' must hold {{\"columns\": [...]}}: a list of the model's "
+            "column names in its order"
+        )
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"columns file '{path}' lists column '{name}' twice")
+        seen.add(name)
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class ColumnOrder:
+    """The model's column order, when known.
+
+    Attributes
+    ----------
+    names : tuple of str or None
+        The model's input columns in its order; None when the model takes its
+        columns by position and nothing says which.
+    source : str or None
+        Where ``names`` come from, for notes ("columns file 'm.columns.json'").
+    """
+
+    names: tuple[str, ...] | None = None
+    source: str | None = None
+
+
+def model_column_order(model: Path, model_format: str | None = None) -> ColumnOrder:
+    """The order from the model's columns file; without one, for an ONNX graph with one
+    input per column, its input names; else an unknown order."""
+    path = columns_file(model)
+    if path.exists():
+        return ColumnOrder(read_columns_file(path), f"columns file '{path}'")
+    if model_format == "onnx":
+        names = _onnx_input_names(model)
+        if names is not None:
+            return ColumnOrder(names, f"the input names of ONNX model '{model}'")
+    return ColumnOrder()
+
+
+def _onnx_input_names(model: Path) -> tuple[str, ...] | None:
+    """The per-column input names of an ONNX graph (None: not such a graph, or a file
+    onnx cannot read, which the adapter reports when it loads the model)."""
+    import onnx
+
+    from ale_cli.models.onnx_model import column_inputs
+
+    try:
+        proto = onnx.load(str(model), load_external_data=False)
+    except Exception:  # protobuf DecodeError and friends: reported by the adapter
+        return None
+    return column_inputs(proto)
+
+
+def order_note(
+    order: ColumnOrder, data_order: Sequence[str], used: Sequence[str], *, positional: bool
+) -> str | None:
+    """The note that says how the data's columns were given to the model.
+
+    ``data_order`` is the data's input columns in the file's order, ``used``
+    the order given to the model.
+
+    >>> order_note(ColumnOrder(), ["a", "b"], ["a", "b"], positional=True)
+    'columns taken by position: a, b'
+    >>> order_note(ColumnOrder(("b", "a"), "columns file 'm.columns.json'"), ["a", "b"],
+    ...            ["b", "a"], positional=True)
+    "columns realigned by name to the order of columns file 'm.columns.json': b, a"
+    """
+    if order.names is None:
+        return f"columns taken by position: {', '.join(used)}" if positional else None
+    if list(data_order) == list(used):
+        return None
+    return f"columns realigned by name to the order of {order.source}: {', '.join(used)}"
