@@ -203,18 +203,12 @@ def classic_features(
     progress : callable, optional
         ``progress(total_rows)`` returns a callable told the rows finished per call.
     bootstrap : Bootstrap, optional
-        Percentile bands from the same differences ``D_i`` with the rows
-        resampled (:mod:`ale_cli.bands`; no further model call).
-    discrete : sequence of str
-        Numeric features estimated per distinct value (:mod:`ale_cli.categorical`).
-    labels : dict of str to tuple
-        The values of text columns by code (their levels' names in the summary).
+        Percentile bands from the same differences (:mod:`ale_cli.bands`).
+    discrete, labels : sequence of str, dict of str to tuple
+        Features estimated per level (:mod:`ale_cli.categorical`); text levels by code.
     screen : callable, optional
-        Given ``[(label, values (T, N), 1)]``, the differences of the evaluations
-        at the bin limits (0 where a row is outside a feature's edges), returns
-        the :class:`~ale_cli.models.checks.Screened` rows to keep, or raises;
-        default: :func:`~ale_cli.models.checks.screen_rows`, which refuses any
-        NaN or infinite difference. Rows not kept leave every feature's bins.
+        Checks the differences for NaN/inf (:func:`_screened`); rows it drops leave
+        every feature's bins.
     """
     FixedBins.from_options(bins=bins, binning=binning, edges=None, default=DEFAULT_BINNING)
     check_center(center)
@@ -237,24 +231,29 @@ def classic_features(
     todo = _binned(Xs, cols, chosen, lo, hi, skip, kinds, bins=bins, binning=binning, edges=edges)
     total = sum(len(X) - t.bins.n_outside for t in todo)
     diffs = np.empty(Xs.shape, dtype=np.float64)  # rows outside the edges are never read
-    _differences(
-        f,
-        X,
-        Xs,
-        todo,
-        diffs,
-        eval_rows=eval_rows,
-        progress=progress(total) if progress is not None else None,
-    )
-    checks = [("evaluations at the bin limits", _inside_diffs(todo, diffs), 1)] if todo else []
-    screened = (screen or partial(screen_rows, "model", len(X), drop=False))(checks)
-    dropped = screened.dropped
+    bar = progress(total) if progress is not None else None
+    _differences(f, X, Xs, todo, diffs, eval_rows=eval_rows, progress=bar)
+    dropped = _screened(todo, diffs, len(X), screen)
     out = _summaries(todo, diffs, chosen, center=center, dropped=dropped)
     feats = [
         out[j] if j in out else by_level.get(name) or not_estimable(name, skip[name])
         for j, name in enumerate(chosen)
     ]
     return _banded(feats, todo, diffs, chosen, bootstrap, center=center, dropped=dropped)
+
+
+def _screened(
+    todo: list[_Feature],
+    diffs: np.ndarray,
+    n_rows: int,
+    screen: Callable[[list[tuple[str, np.ndarray, int]]], Screened] | None,
+) -> np.ndarray:
+    """The rows to leave out: ``screen`` gets ``[(label, values (T, N), 1)]``, the
+    differences at the bin limits (0 outside a feature's edges), and returns the
+    :class:`~ale_cli.models.checks.Screened` rows or raises; by default
+    :func:`~ale_cli.models.checks.screen_rows` refuses any NaN or infinite one."""
+    checks = [("evaluations at the bin limits", _inside_diffs(todo, diffs), 1)] if todo else []
+    return (screen or partial(screen_rows, "model", n_rows, drop=False))(checks).dropped
 
 
 def _banded(
