@@ -89,8 +89,34 @@ PAIRS = "pairs"
 MIXED = "mixed_derivatives"
 
 
+class _Columns:
+    """Where a store's named columns are: shared by :class:`Store` (in memory) and
+    :class:`StoreFile` (read chunk by chunk)."""
+
+    feature_names: tuple[str, ...]
+    input_names: tuple[str, ...]
+
+    def feature_index(self, name: str) -> int:
+        """Column of ``local_effects`` of feature ``name``; InputError if it is not explained."""
+        try:
+            return self.feature_names.index(name)
+        except ValueError:
+            raise InputError(
+                f"store has no feature '{name}' (features: {', '.join(self.feature_names)})"
+            ) from None
+
+    def input_index(self, name: str) -> int:
+        """Column of X of the model input ``name``; InputError listing the inputs if unknown."""
+        try:
+            return self.input_names.index(name)
+        except ValueError:
+            raise InputError(
+                f"store has no input '{name}' (inputs: {', '.join(self.input_names)})"
+            ) from None
+
+
 @dataclass(frozen=True)
-class Store:
+class Store(_Columns):
     """The contents of a store file.
 
     Attributes
@@ -127,23 +153,6 @@ class Store:
         """N, the rows of X."""
         return int(self.X.shape[0])
 
-    def feature_index(self, name: str) -> int:
-        """Column of ``local_effects`` of feature ``name``; InputError if it is not explained."""
-        try:
-            return self.feature_names.index(name)
-        except ValueError:
-            raise InputError(
-                f"store has no feature '{name}' (features: {', '.join(self.feature_names)})"
-            ) from None
-
-    def input_index(self, name: str) -> int:
-        """Column of X of the model input ``name``; InputError listing the inputs if unknown."""
-        try:
-            return self.input_names.index(name)
-        except ValueError:
-            raise InputError(
-                f"store has no input '{name}' (inputs: {', '.join(self.input_names)})"
-            ) from None
 
     def feature_data(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The values (N, F') and local effects (N, F') of the explained features ``names``."""
@@ -317,7 +326,7 @@ def read_store(path: str | Path) -> Store:
 
 
 @dataclass(frozen=True)
-class StoreFile:
+class StoreFile(_Columns):
     """A store on disk, opened for reading chunk by chunk (:func:`open_store`).
 
     Holds the meta and the names, not the row arrays: peak memory of a reader
@@ -334,21 +343,6 @@ class StoreFile:
     def n_rows(self) -> int:
         return int(sum(self.rows))
 
-    def feature_index(self, name: str) -> int:
-        try:
-            return self.feature_names.index(name)
-        except ValueError:
-            raise InputError(
-                f"store has no feature '{name}' (features: {', '.join(self.feature_names)})"
-            ) from None
-
-    def input_index(self, name: str) -> int:
-        try:
-            return self.input_names.index(name)
-        except ValueError:
-            raise InputError(
-                f"store has no input '{name}' (inputs: {', '.join(self.input_names)})"
-            ) from None
 
     def x_range(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Per-input minimum and maximum over all rows from the manifest (None if absent)."""
