@@ -231,6 +231,17 @@ def data_sha256(data: str | Path | pd.DataFrame) -> str:
     return digest.hexdigest()
 
 
+def check_categorical(categorical: Sequence[str], columns: Sequence[str], path: Path) -> None:
+    """InputError naming ``categorical`` when one of its names is not an input column."""
+    for name in categorical:
+        if name not in columns:
+            raise InputError(
+                f"{{param}} names '{name}', which is not an input column of data file "
+                f"'{path}' (inputs: {', '.join(columns)})",
+                param="categorical",
+            )
+
+
 def load_table(
     path: str | Path | pd.DataFrame,
     *,
@@ -261,13 +272,7 @@ def load_table(
     if rows_read == 0:
         raise InputError(f"data file '{path}' has no rows")
     columns = select_columns(frame, path, inputs=inputs, exclude=exclude)
-    for name in categorical:
-        if name not in columns:
-            raise InputError(
-                f"{{param}} names '{name}', which is not an input column of data file "
-                f"'{path}' (inputs: {', '.join(columns)})",
-                param="categorical",
-            )
+    check_categorical(categorical, columns, path)
     levels: dict[str, tuple[Any, ...]] | None = {} if encode_text else None
     X = to_float_matrix(frame, columns, path, levels=levels)
     levels = levels or {}

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.adapters.data import (
+    check_categorical,
     detect_format,
     refuse_duplicate_headers,
     select_columns,
@@ -390,13 +391,7 @@ def open_stream(
                 raise _read_error(path, fmt, exc) from None
             total, arrow_types = None, {}
         columns = select_columns(header, path, inputs=inputs, exclude=exclude)
-        for name in categorical:
-            if name not in columns:
-                raise InputError(
-                    f"{{param}} names '{name}', which is not an input column of data file "
-                    f"'{path}' (inputs: {', '.join(columns)})",
-                    param="categorical",
-                )
+        check_categorical(categorical, columns, path)
         f32 = bool(columns) and all(arrow_types.get(c) == "float" for c in columns)
         if fmt == "parquet":
             frames = _parquet_frames(files, readers, columns, chunk_rows, path)
