@@ -153,7 +153,6 @@ class Store(_Columns):
         """N, the rows of X."""
         return int(self.X.shape[0])
 
-
     def feature_data(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The values (N, F') and local effects (N, F') of the explained features ``names``."""
         e_cols = [self.feature_index(n) for n in names]
@@ -342,7 +341,6 @@ class StoreFile(_Columns):
     @property
     def n_rows(self) -> int:
         return int(sum(self.rows))
-
 
     def x_range(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Per-input minimum and maximum over all rows from the manifest (None if absent)."""
