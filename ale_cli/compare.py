@@ -74,6 +74,24 @@ class CurveDifference:
     offset: float = 0.0
 
 
+def _difference(
+    grid: np.ndarray, centered: np.ndarray, z: np.ndarray, *, n_outside: int, offset: float
+) -> CurveDifference:
+    """The difference on ``grid`` with where its largest absolute value and z fall."""
+    i_abs, i_z = int(np.argmax(np.abs(centered))), int(np.argmax(z))
+    return CurveDifference(
+        grid=grid,
+        difference=centered,
+        z=z,
+        max_abs=float(abs(centered[i_abs])),
+        max_abs_at=float(grid[i_abs]),
+        max_z=float(z[i_z]),
+        max_z_at=float(grid[i_z]),
+        n_outside=n_outside,
+        offset=offset,
+    )
+
+
 def level_difference(base: FeatureSummary, other: FeatureSummary) -> CurveDifference | None:
     """``other - base`` per level of two per-level records with the same levels (None if not).
 
@@ -102,18 +120,7 @@ def level_difference(base: FeatureSummary, other: FeatureSummary) -> CurveDiffer
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(change <= tiny, 0.0, np.where(var > 0, change / np.sqrt(var), np.inf))
     grid = np.arange(d.size, dtype=np.float64)
-    i_abs, i_z = int(np.argmax(np.abs(centered))), int(np.argmax(z))
-    return CurveDifference(
-        grid=grid,
-        difference=centered,
-        z=z,
-        max_abs=float(abs(centered[i_abs])),
-        max_abs_at=float(grid[i_abs]),
-        max_z=float(z[i_z]),
-        max_z_at=float(grid[i_z]),
-        n_outside=0,
-        offset=offset,
-    )
+    return _difference(grid, centered, z, n_outside=0, offset=offset)
 
 
 def curve_difference(
@@ -166,19 +173,7 @@ def curve_difference(
             np.where(np.abs(change) <= tiny, 0.0, np.inf),
         )
     z = np.where(np.abs(change) <= tiny, 0.0, z)
-    i_abs = int(np.argmax(np.abs(centered)))
-    i_z = int(np.argmax(z))
-    return CurveDifference(
-        grid=x,
-        difference=centered,
-        z=z,
-        max_abs=float(abs(centered[i_abs])),
-        max_abs_at=float(x[i_abs]),
-        max_z=float(z[i_z]),
-        max_z_at=float(x[i_z]),
-        n_outside=int(grid.size - keep.size),
-        offset=offset,
-    )
+    return _difference(x, centered, z, n_outside=int(grid.size - keep.size), offset=offset)
 
 
 @dataclass(frozen=True)
