@@ -226,6 +226,25 @@ def test_a_held_lock_refuses_at_once(cli, product_model, tmp_path):
     assert not (out / "run.json").exists()
 
 
+def test_a_holder_that_has_not_yet_written_its_pid_is_named_once_it_has(tmp_path):
+    import fcntl
+    import threading
+
+    from ale_cli.job.lock import LOCK_NAME, Locked
+
+    tmp_path.joinpath(LOCK_NAME).touch()
+    fd = os.open(tmp_path / LOCK_NAME, os.O_RDWR)  # a holder with the lock and an empty file
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    later = threading.Timer(0.2, os.pwrite, (fd, b"4242\n", 0))
+    later.start()
+    try:
+        with pytest.raises(Locked, match=r"\(pid 4242\)$"), run_lock(tmp_path):
+            pass
+    finally:
+        later.join()
+        os.close(fd)
+
+
 def _start(job: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,26 @@ class Locked(RunError):
     """Another ``ale run`` holds the output directory (exit code 1)."""
 
 
+def _take_or_refuse(fd: int, directory: Path, *, attempts: int = 40) -> None:
+    """Take the lock at once or raise :class:`Locked` naming the holder's pid.
+
+    A run that has just taken the lock (or is releasing it) may not have
+    written its pid yet, so an empty file is retried for up to about a second
+    rather than reported as an unknown holder.
+    """
+    holder = "unknown"
+    for _ in range(attempts):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        if holder != "unknown":
+            break
+        time.sleep(0.025)
+    raise Locked(f"another 'ale run' holds '{directory}' (pid {holder})")
+
+
 @contextlib.contextmanager
 def run_lock(directory: Path, *, wait: bool = False) -> Iterator[Path]:
     """Hold the lock of ``directory`` (created if missing) for the block."""
@@ -34,13 +55,13 @@ def run_lock(directory: Path, *, wait: bool = False) -> Iterator[Path]:
     except OSError as exc:
         raise RunError(f"cannot lock '{directory}': {exc.strerror or exc}") from exc
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            raise Locked(f"another 'ale run' holds '{directory}' (pid {holder})") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        if wait:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            _take_or_refuse(fd, directory)
+        pid = f"{os.getpid()}\n".encode("ascii")
+        os.pwrite(fd, pid, 0)
+        os.ftruncate(fd, len(pid))
         try:
             yield directory / LOCK_NAME
         finally:
