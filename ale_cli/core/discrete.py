@@ -102,6 +102,24 @@ def level_effect(
     >>> e.jump.tolist(), e.effect.tolist(), e.counts.tolist()
     ([2.0, 5.0], [0.0, 2.0, 7.0], [2, 2, 1])
     """
+    cells, counts = level_cells(position=position, up=up, down=down, n_levels=n_levels)
+    return level_effect_from_cells(cells, counts, center=center)
+
+
+def level_cells(
+    *, position: np.ndarray, up: np.ndarray, down: np.ndarray, n_levels: int
+) -> tuple[CellStats, np.ndarray]:
+    """The jumps' statistics (K-1 cells of the pooled ``up``/``down`` values) and ``n_k`` (K,).
+
+    Both merge across chunks of rows (:meth:`CellStats.merge`, counts add), so
+    :func:`level_effect_from_cells` on the merged parts is :func:`level_effect`
+    on all rows, to rounding.
+
+    >>> cells, counts = level_cells(position=np.array([0, 1, 1]), up=np.array([2.0, 0, 0]),
+    ...                             down=np.array([0, 4.0, 6.0]), n_levels=2)
+    >>> cells.counts.tolist(), cells.mean.tolist(), counts.tolist()
+    ([3], [4.0], [1, 2])
+    """
     position = np.asarray(position, dtype=np.int64)
     if n_levels < 2:
         raise ValueError(f"n_levels must be at least 2, got {n_levels}")
@@ -112,15 +130,28 @@ def level_effect(
         np.concatenate([np.asarray(up)[rise], np.asarray(down)[fall]]),
         n_cells=n_levels - 1,
     )
-    stats = bin_stats(cells)
     counts = np.bincount(position, minlength=n_levels).astype(np.int64)
+    return cells, counts
+
+
+def level_effect_from_cells(
+    cells: CellStats, counts: np.ndarray, *, center: str = "mean"
+) -> LevelEffect:
+    """The per-level effect from the jumps' statistics ``cells`` (K-1 cells) and ``n_k`` (K,).
+
+    >>> cells = CellStats.from_values(np.array([0, 0, 1]), np.array([1.0, 3.0, 5.0]), n_cells=2)
+    >>> level_effect_from_cells(cells, np.array([1, 1, 2]), center="start").effect.tolist()
+    [0.0, 2.0, 7.0]
+    """
+    if center not in ("mean", "start", "none"):
+        raise ValueError(f"center must be one of mean, start, none, got {center!r}")
+    stats = bin_stats(cells)
+    counts = np.asarray(counts, dtype=np.int64)
     jump = np.where(stats.counts > 0, stats.mean, 0.0)
     var = np.where(np.isfinite(stats.var), stats.var, 0.0)
     effect = np.concatenate([[0.0], np.cumsum(jump)])
     std = np.sqrt(np.concatenate([[0.0], np.cumsum(var)]))
     stderr = np.sqrt(np.concatenate([[0.0], np.cumsum(var / np.maximum(stats.counts, 1))]))
-    if center not in ("mean", "start", "none"):
-        raise ValueError(f"center must be one of mean, start, none, got {center!r}")
     offset = float(np.dot(counts, effect) / counts.sum()) if center == "mean" else 0.0
     return LevelEffect(
         counts=counts,
