@@ -77,6 +77,7 @@ def compute(
     features: Names = None,
     pairs: Sequence[str | Sequence[str]] = (),
     force: bool = False,
+    discrete: Names = None,
     **options: Any,
 ) -> ComputeResult:
     """Compute the local effects of ``features`` (default: every input) and write a store.
@@ -84,14 +85,22 @@ def compute(
     ``options`` are the other fields of :class:`~ale_cli.inputs.ModelInputs`
     (``inputs``, ``exclude``, ``output``, ``method``, ``step``, ``trust``...).
     A store at ``out`` made from the same model bytes, data and options is
-    reused (``result.cache_hit``) unless ``force``.
+    reused (``result.cache_hit``) unless ``force``. ``discrete`` names (or ``"auto"``)
+    the numeric features whose jumps to the adjacent values are stored, as text and
+    categorical columns' are, so that :func:`rebin` and :func:`rhale` report them per level.
     """
     from ale_cli.compute import ComputeRequest
     from ale_cli.compute import compute as run
     from ale_cli.pairs import parse_pairs
 
     inputs = ModelInputs(model=model, data=data, features=features, **options)
-    return run(ComputeRequest(inputs=inputs, out=Path(out), pairs=parse_pairs(pairs)), force=force)
+    request = ComputeRequest(
+        inputs=inputs,
+        out=Path(out),
+        pairs=parse_pairs(pairs),
+        discrete=discrete,  # type: ignore[arg-type]
+    )
+    return run(request, force=force)
 
 
 def rebin(

@@ -1,4 +1,4 @@
-"""Discrete and nominal features in ``ale classic``: the effect per level.
+"""Discrete and nominal features: the effect per level (``ale classic`` and stores).
 
 A *discrete* feature is numeric with few distinct values (named with
 ``discrete``, or every numeric input with at most
@@ -18,19 +18,34 @@ the per-level effect.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ale_cli.adapters.store import Store, StoreFile
 from ale_cli.adapters.summary import FeatureSummary, Replicates
+from ale_cli.adapters.validate import level_problem
 from ale_cli.bands import Bootstrap, replicate_cells
+from ale_cli.core.binstats import CellStats
 from ale_cli.core.bootstrap import percentile_band
-from ale_cli.core.discrete import MAX_DISCRETE_LEVELS, level_effect, level_order
+from ale_cli.core.discrete import (
+    MAX_DISCRETE_LEVELS,
+    LevelEffect,
+    level_cells,
+    level_effect,
+    level_effect_from_cells,
+    level_order,
+)
 from ale_cli.errors import InputError
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 
 KINDS = ("discrete", "categorical")
+#: store arrays (N, L): each row's difference to the next and from the previous level of
+#: each of the L features in the meta's ``levels`` (chunked as ``level_up.00000``, ...)
+LEVEL_UP = "level_up"
+LEVEL_DOWN = "level_down"
 
 
 def discrete_names(
@@ -75,6 +90,188 @@ def _predict_chunked(f: PredictFn, X: np.ndarray, eval_rows: int) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class LevelPlan:
+    """One feature estimated per level: its distinct values and their estimated order.
+
+    Attributes
+    ----------
+    name : str
+    kind : {"discrete", "categorical"}
+    values : ndarray, shape (K,), float64
+        The column's distinct values, sorted (integer codes for a text column).
+    order : ndarray, shape (K,), int64
+        The levels in the estimated order: ``values[order]`` (numeric order for
+        a discrete feature, Apley-Zhu's for a categorical one).
+    labels : tuple, optional
+        A text column's values, indexed by code.
+    """
+
+    name: str
+    kind: str
+    values: np.ndarray
+    order: np.ndarray
+    labels: tuple[Any, ...] | None = None
+
+    @property
+    def n_levels(self) -> int:
+        return int(self.values.size)
+
+    def positions(self, x: np.ndarray) -> np.ndarray:
+        """Each row's level in the estimated order, (n,) int64 in ``0 .. K-1``; ValueError
+        naming the first value that is not a level.
+
+        >>> plan = LevelPlan("s", "discrete", np.array([1.0, 2.0, 5.0]), np.array([0, 1, 2]))
+        >>> plan.positions(np.array([5.0, 1.0, 2.0])).tolist()
+        [2, 0, 1]
+        """
+        x = np.asarray(x, dtype=np.float64)
+        code = np.minimum(np.searchsorted(self.values, x), self.n_levels - 1)
+        unknown = self.values[code] != x
+        if unknown.any():
+            raise ValueError(f"value {float(x[unknown][0]):.10g} is not one of its levels")
+        position = np.empty(self.n_levels, dtype=np.int64)
+        position[self.order] = np.arange(self.n_levels)
+        return position[code]
+
+    def level_names(self) -> tuple[Any, ...]:
+        """The levels in the estimated order: the text of a text column, else the values."""
+        shown = self.values[self.order]
+        if self.labels is not None:
+            return tuple(self.labels[int(c)] for c in shown)
+        return tuple(float(v) for v in shown)
+
+    def to_meta(self) -> dict[str, Any]:
+        """The store meta's record of this plan (an item of ``levels``)."""
+        return {
+            "feature": self.name,
+            "kind": self.kind,
+            "values": [float(v) for v in self.values],
+            "order": [int(i) for i in self.order],
+            "labels": None if self.labels is None else list(self.labels),
+        }
+
+    @classmethod
+    def from_meta(cls, item: Any, where: str) -> LevelPlan:
+        """The plan in a store meta's ``levels`` item; InputError naming ``where`` if the
+        record is not one :meth:`to_meta` writes."""
+        if not isinstance(item, Mapping) or not isinstance(item.get("feature"), str):
+            raise InputError(f"{where}: a 'levels' record of its meta names no feature")
+        problem = level_problem(item)
+        if problem is not None:
+            raise InputError(f"{where}: the levels of feature '{item['feature']}': {problem}")
+        labels = item.get("labels")
+        return cls(
+            item["feature"],
+            item["kind"],
+            np.asarray(item["values"], dtype=np.float64),
+            np.asarray(item["order"], dtype=np.int64),
+            None if labels is None else tuple(labels),
+        )
+
+
+def plan_levels(
+    X: np.ndarray,
+    names: Sequence[str],
+    kinds: Mapping[str, str],
+    *,
+    categorical: Sequence[str] = (),
+    labels: Mapping[str, tuple[Any, ...]] | None = None,
+) -> dict[str, LevelPlan | str]:
+    """The :class:`LevelPlan` of each feature in ``kinds`` (name -> kind), or the reason it
+    is not estimable (a single distinct value). No model call.
+
+    X (N, D) holds every input (categorical columns as codes); a categorical feature's
+    order comes from the other inputs (:func:`~ale_cli.core.discrete.level_order`,
+    ``categorical`` compared by total variation).
+
+    >>> X = np.column_stack([[2.0, 1.0, 2.0, 1.0], [0.5, 0.1, 0.7, 0.2]])
+    >>> plan = plan_levels(X, ["s", "x"], {"s": "discrete"})["s"]
+    >>> plan.values.tolist(), plan.order.tolist()
+    ([1.0, 2.0], [0, 1])
+    """
+    labels = labels or {}
+    out: dict[str, LevelPlan | str] = {}
+    for name, kind in kinds.items():
+        j = list(names).index(name)
+        values, codes = np.unique(X[:, j], return_inverse=True)
+        if values.size < 2:
+            out[name] = "single distinct value"
+            continue
+        order = _order(X, names, j, codes, values.size, kind, set(categorical))
+        out[name] = LevelPlan(
+            name, kind, values.astype(np.float64), order.astype(np.int64), labels.get(name)
+        )
+    return out
+
+
+def level_jumps(
+    f: PredictFn,
+    X: np.ndarray,
+    column: int,
+    plan: LevelPlan,
+    *,
+    base: np.ndarray,
+    eval_rows: int = DEFAULT_EVAL_ROWS,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's differences to the adjacent levels (in ``plan.order``)::
+
+        up_i   = f(x_i with x_s = next level) - f(x_i)      0 at the last level
+        down_i = f(x_i) - f(x_i with x_s = previous level)  0 at the first level
+
+    Parameters
+    ----------
+    f : callable
+        (M, D) float64 -> (M,) float64, the model.
+    X : ndarray, shape (N, D)
+    column : int
+        The feature's column of X.
+    base : ndarray, shape (N,)
+        ``f(X)``.
+
+    Returns
+    -------
+    up, down : ndarray, shape (N,), float64
+
+    >>> plan = LevelPlan("s", "discrete", np.array([0.0, 1.0, 3.0]), np.array([0, 1, 2]))
+    >>> X = np.array([[0.0], [1.0], [3.0]])
+    >>> up, down = level_jumps(lambda Z: Z[:, 0] ** 2, X, 0, plan, base=X[:, 0] ** 2)
+    >>> up.tolist(), down.tolist()
+    ([1.0, 8.0, 0.0], [0.0, 1.0, 8.0])
+    """
+    k = plan.n_levels
+    pos = plan.positions(X[:, column])
+    up = np.zeros(len(X))
+    down = np.zeros(len(X))
+    for step, target in ((1, up), (-1, down)):
+        rows = np.flatnonzero((pos + step >= 0) & (pos + step < k))
+        moved = X[rows].copy()
+        moved[:, column] = plan.values[plan.order[pos[rows] + step]]
+        pred = _predict_chunked(f, moved, eval_rows)
+        target[rows] = pred - base[rows] if step == 1 else base[rows] - pred
+    return up, down
+
+
+def level_arrays(
+    f: PredictFn,
+    X: np.ndarray,
+    names: Sequence[str],
+    plans: Sequence[LevelPlan],
+    *,
+    eval_rows: int = DEFAULT_EVAL_ROWS,
+) -> dict[str, np.ndarray]:
+    """A store chunk's ``level_up`` and ``level_down`` (n, L) float64 for the rows X (n, D),
+    a column per plan (``f(X)`` is evaluated here, as :func:`level_features` does)."""
+    up = np.zeros((len(X), len(plans)))
+    down = np.zeros((len(X), len(plans)))
+    if len(X) and plans:
+        base = _predict_chunked(f, X, eval_rows)
+        for i, plan in enumerate(plans):
+            j = list(names).index(plan.name)
+            up[:, i], down[:, i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
+    return {LEVEL_UP: up, LEVEL_DOWN: down}
+
+
 def level_features(
     f: PredictFn,
     X: np.ndarray,
@@ -88,7 +285,8 @@ def level_features(
     base: np.ndarray | None = None,
     bootstrap: Bootstrap | None = None,
 ) -> dict[str, FeatureSummary]:
-    """The per-level effect of each feature in ``kinds`` (name -> "discrete"/"categorical").
+    """The per-level effect of each feature in ``kinds`` (name -> "discrete"/"categorical"):
+    :func:`plan_levels`, :func:`level_jumps`, :func:`level_record`.
 
     Parameters
     ----------
@@ -114,24 +312,18 @@ def level_features(
     and per level ``counts``, ``effect``, ``std``, ``stderr`` (K,); ``bin_*`` hold
     the K-1 jumps between adjacent levels.
     """
-    labels = labels or {}
+    plans = plan_levels(X, names, kinds, categorical=categorical, labels=labels)
     out: dict[str, FeatureSummary] = {}
-    base_pred: list[np.ndarray] = [] if base is None else [base]
-    for name, kind in kinds.items():
-        j = list(names).index(name)
-        values, codes = np.unique(X[:, j], return_inverse=True)
-        if values.size < 2:
-            out[name] = FeatureSummary(
-                name=name, status="not_estimable", reason="single distinct value"
-            )
+    for name, plan in plans.items():
+        if isinstance(plan, str):
+            out[name] = FeatureSummary(name=name, status="not_estimable", reason=plan)
             continue
-        order = _order(X, names, j, codes, values.size, kind, set(categorical))
-        if not base_pred:
-            base_pred.append(_predict_chunked(f, X, eval_rows))
-        out[name] = _level_record(
-            f, X, j, name, kind, values, codes, order, base_pred[0],
-            labels=labels, center=center, eval_rows=eval_rows, bootstrap=bootstrap,
-        )  # fmt: skip
+        if base is None:
+            base = _predict_chunked(f, X, eval_rows)
+        j = list(names).index(name)
+        up, down = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
+        position = plan.positions(X[:, j])
+        out[name] = level_record(plan, position, up, down, center=center, bootstrap=bootstrap)
     return out
 
 
@@ -158,54 +350,37 @@ def _order(
     )
 
 
-def _level_record(
-    f: PredictFn,
-    X: np.ndarray,
-    j: int,
-    name: str,
-    kind: str,
-    values: np.ndarray,
-    codes: np.ndarray,
-    order: np.ndarray,
-    y: np.ndarray,
+def level_record(
+    plan: LevelPlan,
+    position: np.ndarray,
+    up: np.ndarray,
+    down: np.ndarray,
     *,
-    labels: dict[str, tuple[Any, ...]],
-    center: str,
-    eval_rows: int,
-    bootstrap: Bootstrap | None,
+    center: str = "mean",
+    bootstrap: Bootstrap | None = None,
 ) -> FeatureSummary:
-    """One feature's per-level record: every row moved to the next and the previous
-    level (in ``order``), the jumps' means accumulated and centred."""
-    k = values.size
-    position = np.empty(k, dtype=np.int64)
-    position[order] = np.arange(k)
-    pos = position[codes]
-    up = np.zeros(len(X))
-    down = np.zeros(len(X))
-    for step, target in ((1, up), (-1, down)):
-        rows = np.flatnonzero((pos + step >= 0) & (pos + step < k))
-        moved = X[rows].copy()
-        moved[:, j] = values[order[pos[rows] + step]]
-        pred = _predict_chunked(f, moved, eval_rows)
-        target[rows] = pred - y[rows] if step == 1 else y[rows] - pred
-    eff = level_effect(position=pos, up=up, down=down, n_levels=k, center=center)
-    shown = values[order]
-    if name in labels:
-        level_names: tuple[Any, ...] = tuple(labels[name][int(c)] for c in shown)
-    else:
-        level_names = tuple(float(v) for v in shown)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        jump_se = eff.jump_std / np.sqrt(eff.jump_count)
+    """One feature's per-level record from every row's position (N,) and its differences
+    ``up``, ``down`` (N,) (:func:`level_jumps`): the jumps' means accumulated and centred
+    (:func:`~ale_cli.core.discrete.level_effect`), with bootstrap bands when asked. No
+    model call."""
+    k = plan.n_levels
+    eff = level_effect(position=position, up=up, down=down, n_levels=k, center=center)
     bands: dict[str, Any] = {}
     if bootstrap is not None and bootstrap.replicates:
-        bands = level_bands(pos, up, down, k, bootstrap, center=center)
+        bands = level_bands(position, up, down, k, bootstrap, center=center)
+    return _record(plan, eff, bands)
+
+
+def _record(plan: LevelPlan, eff: LevelEffect, bands: dict[str, Any]) -> FeatureSummary:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        jump_se = eff.jump_std / np.sqrt(eff.jump_count)
     return FeatureSummary(
         **bands,
-        name=name,
-        kind=kind,
-        levels=level_names,
-        order=order.astype(np.int64),
-        edges=shown.astype(np.float64),
+        name=plan.name,
+        kind=plan.kind,
+        levels=plan.level_names(),
+        order=plan.order.astype(np.int64),
+        edges=plan.values[plan.order].astype(np.float64),
         counts=eff.counts,
         bin_effect=eff.jump,
         bin_std=eff.jump_std,
@@ -216,6 +391,105 @@ def _level_record(
         stderr=eff.stderr,
         center_offset=eff.center_offset,
     )
+
+
+# -- from a store ------------------------------------------------------------------------------
+
+
+def stored_plans(meta: Mapping[str, Any], where: str) -> tuple[LevelPlan, ...]:
+    """The plans in a store's meta ``levels``, in the order of the columns of its
+    ``level_up``/``level_down`` arrays (empty for a store without them)."""
+    items = meta.get("levels") or []
+    if not isinstance(items, list):
+        raise InputError(f"{where}: its meta's 'levels' is not a list")
+    return tuple(LevelPlan.from_meta(item, where) for item in items)
+
+
+def stored_level_names(store: Store | StoreFile, names: Sequence[str]) -> tuple[str, ...]:
+    """The features among ``names`` whose per-row jumps the store holds (estimated per
+    level by ``rebin``/``rhale``)."""
+    held = {p.name for p in stored_plans(store.meta, f"store '{_label(store)}'")}
+    return tuple(n for n in names if n in held)
+
+
+def _label(store: Store | StoreFile) -> str:
+    return str(getattr(store, "path", "in memory"))
+
+
+def stored_level_features(
+    store: Store | StoreFile,
+    names: Sequence[str],
+    *,
+    center: str = "mean",
+    bootstrap: Bootstrap | None = None,
+) -> dict[str, FeatureSummary]:
+    """The per-level records of the features among ``names`` whose jumps the store holds,
+    from its ``level_up``/``level_down`` arrays and X (no model call): equal to
+    :func:`level_features` on the rows and model the store was computed from.
+
+    An in-memory :class:`~ale_cli.adapters.store.Store` runs :func:`level_record` on the
+    whole arrays (with ``bootstrap`` bands); a store file is read chunk by chunk, its
+    jump statistics merged (:func:`~ale_cli.core.discrete.level_cells`; bootstrap bands
+    need the whole store).
+    """
+    where = f"store '{_label(store)}'"
+    plans = {p.name: (i, p) for i, p in enumerate(stored_plans(store.meta, where))}
+    todo = [n for n in names if n in plans]
+    if not todo:
+        return {}
+    cols = {n: store.input_index(n) for n in todo}
+    if isinstance(store, Store):
+        arrays = store.extra
+        if LEVEL_UP not in arrays or LEVEL_DOWN not in arrays:
+            raise InputError(f"{where} lacks the array(s) {LEVEL_UP}, {LEVEL_DOWN}")
+        out = {}
+        for n in todo:
+            i, plan = plans[n]
+            position = _positions(plan, store.X[:, cols[n]], where)
+            up, down = arrays[LEVEL_UP][:, i], arrays[LEVEL_DOWN][:, i]
+            out[n] = level_record(plan, position, up, down, center=center, bootstrap=bootstrap)
+        return out
+    if bootstrap is not None and bootstrap.replicates:
+        raise ValueError("bootstrap bands of a store need it in memory (read_store)")
+    acc: dict[str, tuple[CellStats, np.ndarray]] = {}
+    for chunk in store.chunks(("X", LEVEL_UP, LEVEL_DOWN)):
+        for n in todo:
+            i, plan = plans[n]
+            position = _positions(plan, chunk["X"][:, cols[n]], where)
+            cells, counts = level_cells(
+                position=position,
+                up=chunk[LEVEL_UP][:, i],
+                down=chunk[LEVEL_DOWN][:, i],
+                n_levels=plan.n_levels,
+            )
+            if n in acc:
+                cells, counts = acc[n][0].merge(cells), acc[n][1] + counts
+            acc[n] = (cells, counts)
+    return {
+        n: _record(plans[n][1], level_effect_from_cells(*acc[n], center=center), {}) for n in todo
+    }
+
+
+def _positions(plan: LevelPlan, x: np.ndarray, where: str) -> np.ndarray:
+    try:
+        return plan.positions(x)
+    except ValueError as exc:
+        raise InputError(f"{where}: feature '{plan.name}': {exc}") from None
+
+
+def with_stored_levels(
+    features: Sequence[FeatureSummary],
+    store: Store | StoreFile,
+    *,
+    center: str = "mean",
+    bootstrap: Bootstrap | None = None,
+) -> list[FeatureSummary]:
+    """``features`` with the record of each feature whose jumps the store holds replaced by
+    its per-level record (:func:`stored_level_features`)."""
+    found = stored_level_features(
+        store, [f.name for f in features], center=center, bootstrap=bootstrap
+    )
+    return [found.get(f.name, f) for f in features]
 
 
 def level_bands(

@@ -16,6 +16,14 @@ Two paths write the same chunked store (:class:`~ale_cli.adapters.store.StoreWri
   relative to each feature's std over all rows and the piecewise-constant
   detection samples all rows, so the table is read at once as before; the
   store is still written in chunks.
+
+Features estimated per level (text and ``categorical`` columns, and the
+``discrete`` ones) get, beside their local effect, every row's jumps to the
+adjacent levels (:func:`~ale_cli.categorical.level_arrays`, arrays
+``level_up``/``level_down``; the levels and their order in the meta's
+``levels``), from which ``rebin``/``rhale`` estimate them per level with no
+model call. Their levels and order depend on every row, so a TorchScript
+store with such features is computed on the whole table (a note says so).
 """
 
 from __future__ import annotations
@@ -41,11 +49,14 @@ from ale_cli.adapters.store import (
     read_meta,
 )
 from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS, dataset_sha256
+from ale_cli.categorical import LevelPlan, discrete_names, level_arrays, plan_levels
+from ale_cli.checks import names_tuple
 from ale_cli.errors import InputError, ModelFailed
 from ale_cli.inputs import ModelInputs, open_inputs
 from ale_cli.models.base import Effects, Model, ProgressFn
 from ale_cli.models.checks import row_list, screen_effects
 from ale_cli.models.columns import ColumnOrder, order_note
+from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
 from ale_cli.pairs import Pair, pair_columns
 
@@ -59,10 +70,22 @@ class ComputeRequest:
     out: Path
     pairs: tuple[Pair, ...] = ()
     chunk_rows: int = DEFAULT_CHUNK_ROWS
+    #: numeric features whose per-row jumps to the adjacent values are stored (names,
+    #: "a,b", "auto" or None); text and categorical columns always get them
+    discrete: tuple[str, ...] | str | None = None
+
+    def __post_init__(self) -> None:
+        if self.discrete is not None and self.discrete != "auto":
+            object.__setattr__(self, "discrete", names_tuple(self.discrete, "discrete"))
 
     def result_options(self) -> dict[str, Any]:
         """Options that change the store's arrays (batch size and trust do not)."""
-        return self.inputs.result_options() | {"pairs": [list(p) for p in self.pairs]}
+        out = self.inputs.result_options() | {"pairs": [list(p) for p in self.pairs]}
+        if self.discrete is not None:  # absent otherwise: earlier stores stay cache hits
+            out["discrete"] = (
+                self.discrete if isinstance(self.discrete, str) else list(self.discrete)
+            )
+        return out
 
 
 @dataclass(frozen=True)
@@ -240,6 +263,7 @@ class _Written:
     n_rows: int
     screen: _Screen
     notes: tuple[str, ...] = ()
+    levels: tuple[LevelPlan, ...] = ()
 
 
 def _meta(
@@ -283,6 +307,8 @@ def _meta(
         "n_rows": written.n_rows,
         # optional arrays: mixed derivatives d2f/dx_a dx_b of these pairs (ale compute --pairs)
         "pairs": [list(p) for p in request.pairs],
+        # features estimated per level: the columns of level_up / level_down
+        "levels": [plan.to_meta() for plan in written.levels],
         "timings": timings,
         "cache_key": hashes.key,
     }
@@ -295,8 +321,10 @@ def _chunk_arrays(
     pairs: tuple[list[tuple[int, int]], MixedFn | None],
     bars: tuple[ProgressFn | None, ProgressFn | None],
     timings: dict[str, float],
+    levels: tuple[Sequence[str], Sequence[LevelPlan], int] | None = None,
 ) -> dict[str, np.ndarray]:
-    """The store entries of one chunk of rows X (n, D)."""
+    """The store entries of one chunk of rows X (n, D); ``levels`` (the input names, the
+    plans and the rows per model call) adds the per-level jumps (:func:`level_arrays`)."""
     t = time.perf_counter()
     effects: Effects = model.local_effects(X, features=list(columns), progress=bars[0])
     timings["local_effects_s"] = timings.get("local_effects_s", 0.0) + time.perf_counter() - t
@@ -311,6 +339,11 @@ def _chunk_arrays(
         timings["mixed_derivatives_s"] = (
             timings.get("mixed_derivatives_s", 0.0) + time.perf_counter() - t
         )
+    if levels is not None and levels[1]:
+        t = time.perf_counter()
+        names, plans, eval_rows = levels
+        arrays |= level_arrays(model.predict, X, names, plans, eval_rows=eval_rows)
+        timings["level_jumps_s"] = timings.get("level_jumps_s", 0.0) + time.perf_counter() - t
     return arrays
 
 
@@ -457,16 +490,60 @@ def _whole(
     bars = _bars(progress, len(table.X), pairs[1] is not None)
     f32 = bool(table.dtypes) and all(v == "float32" for v in table.dtypes.values())
     screen = _Screen(request.inputs.model, drop=request.inputs.drop_nonfinite)
+    plans, notes = _level_plans(request, table, opened.features)
+    levels = (table.feature_names, plans, request.inputs.batch_size or DEFAULT_EVAL_ROWS)
     n_rows = 0
     for start in range(0, len(table.X), request.chunk_rows):
         X = table.X[start : start + request.chunk_rows]
-        arrays = _chunk_arrays(opened.model, X, opened.columns, pairs, bars, timings)
+        arrays = _chunk_arrays(opened.model, X, opened.columns, pairs, bars, timings, levels)
         if f32:  # float32 source values, held exactly in float32
             arrays["X"] = X.astype(np.float32)
         arrays = screen.apply(arrays, start)
         writer.add(arrays)
         n_rows += len(arrays["prediction"])
-    return _Written(table, opened.model, opened.features, n_rows, screen, opened.notes)
+    return _Written(
+        table, opened.model, opened.features, n_rows, screen, (*opened.notes, *notes), plans
+    )
+
+
+def _level_plans(
+    request: ComputeRequest, table: Any, features: Sequence[str]
+) -> tuple[tuple[LevelPlan, ...], tuple[str, ...]]:
+    """The explained features estimated per level (text and categorical columns, and the
+    ``discrete`` ones), planned on the whole table (:func:`plan_levels`: their levels and
+    order; no model call), and a note naming them."""
+    discrete = discrete_names(
+        table.X, table.feature_names, request.discrete, exclude=table.categorical
+    )
+    kinds = {
+        name: "categorical" if name in table.categorical else "discrete"
+        for name in features
+        if name in table.categorical or name in discrete
+    }
+    found = plan_levels(
+        table.X, table.feature_names, kinds, categorical=table.categorical, labels=table.levels
+    )
+    plans = tuple(p for p in found.values() if isinstance(p, LevelPlan))
+    if not plans:
+        return (), ()
+    named = ", ".join(f"{p.name} ({p.n_levels} levels)" for p in plans)
+    note = (
+        f"stored the jumps to the adjacent levels of {named}: rebin and rhale report them per level"
+    )
+    if streams(request.inputs):
+        note += " (the whole table was read: the levels must be known before the first chunk)"
+    return plans, (note,)
+
+
+def _needs_levels(request: ComputeRequest) -> bool:
+    """True when the store may get per-level jumps (``discrete`` asked, or a declared
+    categorical column explained): their levels come from every row, so the
+    streaming path is not taken."""
+    inputs = request.inputs
+    if request.discrete is not None:
+        return True
+    explained = inputs.categorical if inputs.features is None else inputs.features
+    return any(name in explained for name in inputs.categorical)
 
 
 def compute(
@@ -493,7 +570,7 @@ def compute(
             return cached
     timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
     with StoreWriter(request.out) as writer:
-        if streams(request.inputs):
+        if streams(request.inputs) and not _needs_levels(request):
             writer_written, data_hash = _stream(request, writer, timings, progress)
             hashes = hashes or _Hashes.of(request, data=data_hash)
         else:

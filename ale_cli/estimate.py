@@ -6,8 +6,11 @@ core on every chosen feature and return an
 prints one line). :func:`rebin_features` and :func:`rhale_features` do the
 work on arrays (no I/O) and are what the benchmark times.
 
-A feature is reported ``not_estimable`` (the run goes on) when it is listed
-in the store's ``categorical_features``, when it has a single distinct value,
+A feature whose per-row jumps to the adjacent levels the store holds (meta
+``levels``: text, categorical and ``discrete`` columns) is reported per level,
+as ``ale classic`` reports it (:func:`ale_cli.categorical.with_stored_levels`,
+no model call). Otherwise a feature is reported ``not_estimable`` (the run goes
+on) when it is listed in the store's ``categorical_features``, when it has a single distinct value,
 when the edges file has no edges for it, or when none of its rows lies inside
 the given edges.
 """
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics
 from ale_cli.bands import Bootstrap, with_bands
 from ale_cli.bins import DEFAULT_BINS, FixedBins, check_bins_rows, check_center
+from ale_cli.categorical import stored_level_names, with_stored_levels
 from ale_cli.checks import check_choice, check_count, names_tuple
 from ale_cli.core.binning import (
     BINNINGS,
@@ -376,7 +380,9 @@ def rebin(request: RebinRequest) -> EstimateResult:
     # bootstrap replicates resample rows: the store is read whole, else chunk by chunk
     opened = _open(request.store, whole=request.bootstrap.replicates > 0)
     path, store = opened.path, opened.store
-    categorical = store.meta.get("categorical_features") or ()
+    levels = stored_level_names(store, request.features or store.feature_names)
+    # features with stored per-level jumps are skipped here and estimated per level below
+    categorical = (*(store.meta.get("categorical_features") or ()), *levels)
     fixed.check_rows(store.n_rows, f"store '{path}'")
     if isinstance(store, StoreFile):
         cols = Columns.of(store, request.features)
@@ -405,6 +411,10 @@ def rebin(request: RebinRequest) -> EstimateResult:
             edges=fixed.edges,
             categorical=categorical,
             bootstrap=request.bootstrap,
+        )
+    if levels:
+        features = with_stored_levels(
+            features, store, center=request.center, bootstrap=request.bootstrap
         )
     t_est = time.perf_counter()
     params = fixed.params(request.center, request.features) | request.bootstrap.params()
@@ -455,7 +465,9 @@ def rhale(request: RhaleRequest) -> EstimateResult:
     min_points = (
         request.min_points if request.min_points is not None else default_min_points(n_rows)
     )
-    categorical = store.meta.get("categorical_features") or ()
+    levels = stored_level_names(store, request.features or store.feature_names)
+    # features with stored per-level jumps are skipped here and estimated per level below
+    categorical = (*(store.meta.get("categorical_features") or ()), *levels)
     if isinstance(store, StoreFile):
         t_load = time.perf_counter()
         features = _rhale_store(store, request, min_points, categorical)
@@ -473,6 +485,10 @@ def rhale(request: RhaleRequest) -> EstimateResult:
             center=request.center,
             categorical=categorical,
             bootstrap=request.bootstrap,
+        )
+    if levels:
+        features = with_stored_levels(
+            features, store, center=request.center, bootstrap=request.bootstrap
         )
     t_est = time.perf_counter()
     params: dict[str, Any] = {

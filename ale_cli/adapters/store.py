@@ -23,6 +23,18 @@ Optional arrays (``ale compute --pairs a,b``; the meta's ``pairs`` lists them):
 ``mixed_derivatives``  (P, N) f8    d2 prediction / dx_a dx_b at each row
 =====================  ===========  ======================================
 
+Optional arrays of the features estimated per level (``ale compute`` on text,
+``categorical`` or ``discrete`` columns; the meta's ``levels`` lists, per
+column, the feature, its kind, its sorted distinct ``values``, their estimated
+``order`` and the text ``labels`` of a text column):
+
+================  ===========  ===========================================
+``level_up``      (N, L) f8    f(row moved to its next level) - f(row);
+                               0 at the last level
+``level_down``    (N, L) f8    f(row) - f(row moved to its previous
+                               level); 0 at the first level
+================  ===========  ===========================================
+
 Stores are written atomically (temporary file, then rename) and are reused as
 a cache only when their ``cache_key`` (a hash of the model bytes, the data
 bytes and every option that changes the result) matches.
@@ -87,6 +99,8 @@ META_KEYS = (
 )
 PAIRS = "pairs"
 MIXED = "mixed_derivatives"
+#: optional row arrays (N, L) of the features estimated per level (meta ``levels``)
+LEVEL_ARRAYS = ("level_up", "level_down")
 
 
 class _Columns:
@@ -266,7 +280,9 @@ def chunk_entry(name: str, i: int) -> str:
 
 def _concatenated(path: Path, npz: Any, rows: list[int]) -> dict[str, np.ndarray]:
     """The row arrays of a chunked store, concatenated (X as float64)."""
-    names = [n for n in (*ROW_ARRAYS, MIXED) if chunk_entry(n, 0) in npz.files or n == "X"]
+    names = [
+        n for n in (*ROW_ARRAYS, MIXED, *LEVEL_ARRAYS) if chunk_entry(n, 0) in npz.files or n == "X"
+    ]
     out: dict[str, np.ndarray] = {}
     for name in names:
         entries = [chunk_entry(name, i) for i in range(len(rows))]

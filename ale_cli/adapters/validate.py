@@ -12,7 +12,8 @@ Stores (``.npz``):
   ``local_effects`` and ``prediction``, unicode ``feature_names`` and ``meta``;
 - shapes agree: ``X`` and ``local_effects`` (N, D), ``prediction`` (N,),
   ``feature_names`` (D,), distinct and non-empty; the optional ``pairs``
-  (P, 2) and ``mixed_derivatives`` (P, N) likewise;
+  (P, 2) and ``mixed_derivatives`` (P, N) likewise, and ``level_up`` /
+  ``level_down`` (N, L) with the meta's ``levels`` (L records);
 - ``X`` is finite, so is each column's range, and the meta's ``n_rows`` is N.
 
 :func:`validate_npz` does all of that without keeping the big arrays (it reads
@@ -133,11 +134,83 @@ def _layout(
                 f"{where}: array 'mixed_derivatives' must hold floats of shape "
                 f"({p_shape[0]}, {n}), it has {m_dtype.name} {m_shape}"
             )
+    _level_layout(where, specs, meta, n)
     rows = meta.get("n_rows")
     if isinstance(rows, bool) or not isinstance(rows, int):
         raise InputError(f"{where}: its meta has no integer 'n_rows'")
     if rows != n:
         raise InputError(f"{where}: its meta says n_rows {rows}, array 'X' has {n} rows")
+
+
+def _level_layout(
+    where: str,
+    specs: Mapping[str, tuple[tuple[int, ...], np.dtype]],
+    meta: Mapping[str, Any],
+    n: int,
+) -> None:
+    """``level_up`` and ``level_down`` come together, as floats (N, L) with L the records
+    of the meta's ``levels`` (each naming a distinct feature; their contents are read by
+    :func:`ale_cli.categorical.stored_plans`)."""
+    levels = meta.get("levels")
+    present = [name for name in ("level_up", "level_down") if name in specs]
+    if not present and not levels:
+        return
+    if levels is not None and not isinstance(levels, list):
+        raise InputError(f"{where}: its meta's 'levels' is not a list")
+    if len(present) != 2:
+        raise InputError(f"{where}: arrays 'level_up' and 'level_down' come with meta 'levels'")
+    names = [item.get("feature") if isinstance(item, Mapping) else None for item in levels or []]
+    if any(not isinstance(x, str) for x in names) or len(set(names)) != len(names):
+        raise InputError(f"{where}: its meta's 'levels' records must name distinct features")
+    for item, name in zip(levels or [], names, strict=True):
+        problem = level_problem(item)
+        if problem is not None:
+            raise InputError(f"{where}: the levels of feature '{name}': {problem}")
+    for name in present:
+        shape, dtype = specs[name]
+        if dtype.kind != "f" or shape != (n, len(names)):
+            raise InputError(
+                f"{where}: array '{name}' must hold floats of shape ({n}, {len(names)}), "
+                f"it has {dtype.name} {shape}"
+            )
+
+
+def level_problem(item: Mapping[str, Any]) -> str | None:
+    """What is wrong with a record of a store meta's ``levels`` (None if nothing): its
+    ``kind``, its ``values`` (at least 2, finite, strictly increasing), its ``order`` (a
+    permutation of the levels) and its ``labels`` (None, or text for every level code).
+
+    >>> level_problem({"kind": "discrete", "values": [1, 2], "order": [1, 0], "labels": None})
+    >>> level_problem({"kind": "discrete", "values": [2, 1], "order": [0, 1], "labels": None})
+    'its values are not strictly increasing'
+    """
+    kind, values, order = item.get("kind"), item.get("values"), item.get("order")
+    labels = item.get("labels")
+    if kind not in ("discrete", "categorical"):
+        return f"kind '{str(kind)[:40]}' is not one of discrete, categorical"
+    number = (int, float)
+    if (
+        not isinstance(values, list)
+        or len(values) < 2
+        or not all(isinstance(v, number) and not isinstance(v, bool) for v in values)
+        or not all(math.isfinite(v) for v in values)
+    ):
+        return "its values are not at least 2 finite numbers"
+    if any(b <= a for a, b in zip(values, values[1:], strict=False)):
+        return "its values are not strictly increasing"
+    k = len(values)
+    if (
+        not isinstance(order, list)
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in order)
+        or sorted(order) != list(range(k))
+    ):
+        return f"its order is not an ordering of its {k} levels"
+    if labels is not None and (
+        not isinstance(labels, list)
+        or not all(float(v).is_integer() and 0 <= v < len(labels) for v in values)
+    ):
+        return "its labels do not cover its level codes"
+    return None
 
 
 def _names(path: Path, names: np.ndarray, array: str = "feature_names") -> None:
@@ -194,7 +267,9 @@ def _only_arrays(path: Path, zf: zipfile.ZipFile) -> None:
 
 
 #: a row array's chunk in a schema-3 (chunked) store: ``X.00003``
-_CHUNK = re.compile(r"^(X|local_effects|prediction|mixed_derivatives)\.(\d{5})$")
+_CHUNK = re.compile(
+    r"^(X|local_effects|prediction|mixed_derivatives|level_up|level_down)\.(\d{5})$"
+)
 
 
 def _virtual_specs(

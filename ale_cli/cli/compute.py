@@ -10,7 +10,7 @@ import typer
 
 from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.cli.command import Outcome, Run, command, guard_output, refuse_stdio
-from ale_cli.cli.options import model_data_options
+from ale_cli.cli.options import DiscreteOption, model_data_options
 
 if TYPE_CHECKING:
     from ale_cli.inputs import ModelInputs
@@ -76,6 +76,7 @@ def compute(
     step: StepOption = None,
     pairs: PairsOption = None,
     chunk_rows: ChunkRowsOption = DEFAULT_CHUNK_ROWS,
+    discrete: DiscreteOption = None,
     force: ForceOption = False,
 ) -> Outcome:
     """Compute the local effects (model gradients at every row) and cache them in a store.
@@ -83,7 +84,9 @@ def compute(
     Reuses the store at -o when it was made from the same model bytes, data bytes
     and options (a cache hit); --force recomputes. --features chooses the inputs
     to explain (finite differences perturb only those); the model still gets
-    every input (--inputs, or every column but --exclude).
+    every input (--inputs, or every column but --exclude). Text, --categorical and
+    --discrete features also get every row's jumps to the adjacent levels (model
+    calls), so rebin and rhale report them per level as classic does.
     """
     from ale_cli.compute import ComputeRequest
     from ale_cli.compute import compute as run_compute
@@ -96,6 +99,7 @@ def compute(
         out=out,
         pairs=parse_pairs(pairs, "pairs"),
         chunk_rows=chunk_rows,
+        discrete=discrete,
     )
     with run.progress("local effects", "mixed derivatives") as progress:
         result = run_compute(request, force=force, progress=progress)
