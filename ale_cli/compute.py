@@ -49,12 +49,19 @@ from ale_cli.adapters.store import (
     read_meta,
 )
 from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS, dataset_sha256
-from ale_cli.categorical import LevelPlan, discrete_names, level_arrays, plan_levels
+from ale_cli.categorical import (
+    LEVEL_DOWN,
+    LEVEL_UP,
+    LevelPlan,
+    discrete_names,
+    level_arrays,
+    plan_levels,
+)
 from ale_cli.checks import names_tuple
 from ale_cli.errors import InputError, ModelFailed
 from ale_cli.inputs import ModelInputs, open_inputs
 from ale_cli.models.base import Effects, Model, ProgressFn
-from ale_cli.models.checks import row_list, screen_effects
+from ale_cli.models.checks import row_list, screen_rows
 from ale_cli.models.columns import ColumnOrder, order_note
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
@@ -215,8 +222,9 @@ class _Source(Protocol):
 
 
 class _Screen:
-    """Every chunk's predictions, local effects and mixed derivatives checked for NaN and
-    infinite values (:func:`~ale_cli.models.checks.screen_effects`): the run is refused
+    """Every chunk's predictions, local effects, mixed derivatives and jumps to adjacent
+    levels checked for NaN and infinite values (:func:`~ale_cli.models.checks.screen_rows`,
+    as :func:`~ale_cli.models.checks.screen_effects` does): the run is refused
     naming the rows, or with ``drop`` those rows are left out and counted."""
 
     def __init__(self, path: Path, *, drop: bool) -> None:
@@ -230,15 +238,18 @@ class _Screen:
 
     def apply(self, arrays: dict[str, np.ndarray], offset: int) -> dict[str, np.ndarray]:
         """The chunk's arrays without its non-finite rows (``offset``: its first row)."""
-        found = screen_effects(
-            self.path,
-            arrays["prediction"],
-            arrays["local_effects"],
-            arrays.get(MIXED),
-            drop=self.drop,
-            offset=offset,
+        checks = [("predictions", arrays["prediction"], 0)]
+        checks.append(("local effects", arrays["local_effects"], 0))
+        if MIXED in arrays:
+            checks.append(("mixed derivatives", arrays[MIXED], 1))
+        if LEVEL_UP in arrays:  # the model moved to the adjacent levels
+            checks += [
+                ("jumps to the adjacent levels", arrays[a], 0) for a in (LEVEL_UP, LEVEL_DOWN)
+            ]
+        found = screen_rows(
+            self.path, len(arrays["prediction"]), checks, drop=self.drop, offset=offset,
             allow_empty=True,
-        )
+        )  # fmt: skip
         if not len(found.dropped):
             return arrays
         self.rows.append(found.dropped + offset)

@@ -334,3 +334,33 @@ def test_a_level_value_missing_from_the_stored_levels_is_refused(tmp_path: Path)
     write_store(path, store)
     with pytest.raises(InputError, match="feature 's': value 7 is not one of its levels"):
         rebin(RebinRequest(store=path))
+
+
+def test_nan_jumps_are_refused_or_dropped_naming_them(cli, tmp_path: Path) -> None:
+    """log(a + 1.5 - s) is finite (with a finite gradient) at every row, but rows at s = 1
+    with a < 0.5 moved up to s = 2 give log of a negative number: compute refuses naming
+    the jumps, or with --drop-nonfinite drops exactly those rows from the store."""
+    import torch
+    from torch import nn
+
+    class LogGap(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.log(x[:, 0] + 1.5 - x[:, 1])
+
+    rng = np.random.default_rng(2)
+    s = rng.integers(1, 3, 200).astype(float)
+    a = np.where(s == 2, rng.uniform(0.6, 1.0, 200), rng.uniform(0.0, 1.0, 200))
+    data = tmp_path / "d.csv"
+    pd.DataFrame({"a": a, "s": s}).to_csv(data, index=False)
+    model = tmp_path / "m.pt"
+    torch.jit.script(LogGap().double().eval()).save(str(model))
+    store = tmp_path / "s.npz"
+    result = cli("compute", model, data, "--discrete", "s", "-o", store, "-q")
+    assert result.exit_code == 1
+    assert "gave NaN or infinite jumps to the adjacent levels" in result.stderr
+    bad = (s == 1) & (a < 0.5)
+    _run(cli, "compute", model, data, "--discrete", "s", "--drop-nonfinite", "-o", store, "-q")
+    kept = read_store(store)
+    assert kept.n_rows == int((~bad).sum()) and bad.any()
+    np.testing.assert_array_equal(kept.X[:, 1], s[~bad])
+    assert np.all(np.isfinite(kept.extra["level_up"]))
