@@ -275,3 +275,25 @@ def test_prediction_spool_equals_the_in_memory_distribution(values, split):
     assert found is not None and found["n"] == want.n
     np.testing.assert_allclose(found["mean"], want.mean, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(found["quantiles"], want.quantiles, rtol=1e-12, atol=1e-12)
+
+
+def test_cli_chunk_rows_and_interact_drop_nonfinite_counts_kept_rows(cli, gap, tmp_path: Path):
+    """Through the CLI: --chunk-rows changes nothing in the summary, and ale interact
+    --drop-nonfinite reports the kept rows in n_rows (it used to count every row)."""
+    model, data = gap["model"], gap["data"]
+    outs = []
+    for rows in ("5", "65536"):
+        out = tmp_path / f"i{rows}.json"
+        args = ("interact", model, data, "--pair", "a,b", "--estimator", "ale", "--bins", "4")
+        result = cli(*args, "--drop-nonfinite", "--chunk-rows", rows, "-o", out, "-q")
+        assert result.exit_code == 0, result.stderr
+        outs.append(json.loads(out.read_text()))
+    assert_same(
+        {k: v for k, v in outs[0].items() if k != "created"},
+        {k: v for k, v in outs[1].items() if k != "created"},
+    )
+    dropped = outs[0]["store"]["data"]["rows_nonfinite"]
+    assert dropped > 4 and outs[0]["n_rows"] == 400 - dropped
+    assert int(np.sum(outs[0]["interactions"][0]["counts"])) == 400 - dropped
+    bad = cli("classic", model, data, "--chunk-rows", "1", "-o", tmp_path / "c.json", "-q")
+    assert bad.exit_code == 2 and "--chunk-rows" in bad.stderr
