@@ -297,3 +297,75 @@ def test_cli_chunk_rows_and_interact_drop_nonfinite_counts_kept_rows(cli, gap, t
     assert int(np.sum(outs[0]["interactions"][0]["counts"])) == 400 - dropped
     bad = cli("classic", model, data, "--chunk-rows", "1", "-o", tmp_path / "c.json", "-q")
     assert bad.exit_code == 2 and "--chunk-rows" in bad.stderr
+
+
+@pytest.fixture(scope="module")
+def sklearn_case(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A scikit-learn pipeline fitted on a DataFrame (matched by column name), with a text
+    column in a second data file."""
+    import pickle
+
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, PolynomialFeatures
+
+    root = tmp_path_factory.mktemp("sk")
+    rng = np.random.default_rng(11)
+    frame = pd.DataFrame(rng.normal(size=(150, 3)), columns=["u", "v", "w"])
+    y = frame.u * frame.v + frame.w**2
+    numeric = make_pipeline(PolynomialFeatures(2), LinearRegression()).fit(frame, y)
+    text = frame.assign(g=rng.choice(["x", "y", "z"], size=150))
+    encode = ColumnTransformer(
+        [("g", OneHotEncoder(), ["g"])], remainder="passthrough", verbose_feature_names_out=False
+    )
+    with_text = make_pipeline(encode, LinearRegression()).fit(text, y + (text.g == "y"))
+    paths = {"numeric": root / "numeric.pkl", "text": root / "text.pkl"}
+    for key, est in (("numeric", numeric), ("text", with_text)):
+        paths[key].write_bytes(pickle.dumps(est))
+    frame.to_csv(root / "numeric.csv", index=False)
+    text.to_csv(root / "text.csv", index=False)
+    parts = root / "parts"
+    for k, start in enumerate(range(0, 150, 40)):
+        (parts / f"part={k}").mkdir(parents=True)
+        frame.iloc[start : start + 40].to_parquet(parts / f"part={k}" / "data.parquet")
+    return {"root": root, **paths, "parts": parts}
+
+
+def test_scikit_learn_pipelines_stream_and_text_columns_read_the_whole_table(sklearn_case):
+    root = sklearn_case["root"]
+    numeric = ModelInputs(
+        model=sklearn_case["numeric"], data=root / "numeric.csv", trust_pickle=True
+    )
+    whole = classic(ClassicRequest(inputs=numeric, chunk_rows=None, bins=6))
+    with mock.patch.object(DataPasses, "open", autospec=True, side_effect=DataPasses.open) as spy:
+        streamed = classic(ClassicRequest(inputs=numeric, chunk_rows=9, bins=6))
+    assert spy.call_count == 4  # ranges, two for the quantile edges, the model
+    assert_same(_numbers(streamed), _numbers(whole))
+    assert streamed.notes == whole.notes
+    text = ModelInputs(model=sklearn_case["text"], data=root / "text.csv", trust_pickle=True)
+    result = classic(ClassicRequest(inputs=replace(text, features=("u",)), chunk_rows=9))
+    assert result.notes[0] == (
+        "read the whole table: a text column is encoded with the levels of the whole file"
+    )
+    assert result.summary.features[0].status == "ok"
+
+
+def test_a_directory_of_parquet_files_is_read_part_by_part(sklearn_case):
+    """The whole-table reader takes one file; the streamed one a partitioned dataset too,
+    with the numbers of the same rows in one file."""
+    parts = ModelInputs(
+        model=sklearn_case["numeric"], data=sklearn_case["parts"], trust_pickle=True
+    )
+    one = ModelInputs(
+        model=sklearn_case["numeric"], data=sklearn_case["root"] / "numeric.csv", trust_pickle=True
+    )
+    for run in (
+        lambda i: classic(ClassicRequest(inputs=i, chunk_rows=16, bins=5)),
+        lambda i: interact(InteractRequest(inputs=i, pairs=(("u", "v"),), chunk_rows=16)),
+    ):
+        a, b = _numbers(run(parts)), _numbers(run(one))
+        assert a["store"]["data"].pop("path") == str(sklearn_case["parts"])
+        assert a["store"]["data"].pop("sha256") != b["store"]["data"].pop("sha256")
+        b["store"]["data"].pop("path")
+        assert_same(a, b)
