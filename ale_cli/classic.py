@@ -370,6 +370,7 @@ def classic(
     the same numbers in memory bounded by ``request.chunk_rows``) unless
     :func:`whole_table_reason` says why not; that reason is then a note.
     """
+    started = time.perf_counter()
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default=DEFAULT_BINNING
     )
@@ -383,7 +384,7 @@ def classic(
         except NeedsWholeTable as exc:
             reason = str(exc)
         else:
-            return classic_streamed(request, fixed, streamed, progress=progress)
+            return classic_streamed(request, fixed, streamed, progress=progress, started=started)
     result = _whole_table(request, fixed, progress)
     if reason:
         return replace(result, notes=(reason, *result.notes))

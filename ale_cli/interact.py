@@ -569,7 +569,7 @@ def interact(
         except NeedsWholeTable as exc:
             reason = str(exc)
         else:
-            return interact_streamed(request, fixed, streamed, progress=progress)
+            return interact_streamed(request, fixed, streamed, progress=progress, started=t0)
     notes: list[str] = [reason] if reason else []
     timings: dict[str, float] = {}
     inputs, cols = _rows(request, notes, timings)

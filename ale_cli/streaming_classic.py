@@ -94,9 +94,11 @@ def classic_streamed(
     streamed: Streamed,
     *,
     progress: Callable[[int], ProgressFn] | None = None,
+    started: float | None = None,
 ) -> EstimateResult:
     """``ale classic`` on ``streamed`` data (see the module docstring); the summary is the
-    in-memory path's (:func:`ale_cli.classic.classic`)."""
+    in-memory path's (:func:`ale_cli.classic.classic`). ``started``: when the run began
+    (``perf_counter``), for the result's seconds."""
     from ale_cli.classic import (
         METHOD,
         BinnedFeature,
@@ -108,6 +110,7 @@ def classic_streamed(
     )
 
     t0 = time.perf_counter()
+    started = t0 if started is None else started
     inputs, scan, model = request.inputs, streamed.scan, streamed.model
     label = inputs.data_label
     fixed.check_features(inputs.features, scan.names, f"the data '{label}'")
@@ -210,5 +213,5 @@ def classic_streamed(
         notes = (f"dropped {scan.rows_dropped} rows with NaN or infinite values (dropna)", *notes)
     timings = {**streamed.timings, "estimate_s": time.perf_counter() - t0}
     return EstimateResult(
-        summary=summary, seconds=time.perf_counter() - t0, timings=timings, notes=notes
+        summary=summary, seconds=time.perf_counter() - started, timings=timings, notes=notes
     )
