@@ -369,3 +369,23 @@ def test_a_directory_of_parquet_files_is_read_part_by_part(sklearn_case):
         assert a["store"]["data"].pop("sha256") != b["store"]["data"].pop("sha256")
         b["store"]["data"].pop("path")
         assert_same(a, b)
+
+
+@pytest.mark.parametrize("chunk_rows", [6, 50])
+def test_rows_dropped_for_nan_data_renumber_the_rows_as_the_whole_table(gap, tmp_path, chunk_rows):
+    """With dropna, the row numbers in messages and notes are those of the table left
+    (as the whole-table path gives them), chunk by chunk too."""
+    frame = pd.read_csv(gap["data"])
+    frame.loc[[3, 20, 56], "b"] = np.nan  # before the rows with a = 100
+    data = tmp_path / "nan.csv"
+    frame.to_csv(data, index=False)
+    inputs = ModelInputs(
+        model=gap["model"], data=data, dropna=True, drop_nonfinite=True, features=("b",)
+    )
+    streamed = classic(ClassicRequest(inputs=inputs, chunk_rows=chunk_rows, bins=5))
+    whole = classic(ClassicRequest(inputs=inputs, chunk_rows=None, bins=5))
+    assert_same(_numbers(streamed), _numbers(whole))
+    assert streamed.notes == whole.notes
+    assert streamed.notes[0] == "dropped 3 rows with NaN or infinite values (dropna)"
+    assert any(n.endswith("(rows 54, 55, 298, 330)") for n in streamed.notes)
+    assert streamed.summary.n_rows == 400 - 3 - 4
