@@ -55,7 +55,7 @@ def _grid_edges(
     fixed: FixedBins,
     streamed: Streamed,
     cols: list[tuple[int, int]],
-) -> dict[int, tuple[np.ndarray, np.ndarray] | str]:
+) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, str]]:
     """Per pair (by position): its two edge arrays, or why it is not estimable; the
     quantile edges of every feature that needs them in one out-of-core run."""
     scan = streamed.scan
@@ -100,7 +100,9 @@ def _grid_edges(
                 strict=True,
             )
         )
-    return {p: v if isinstance(v, str) else (by_col[v[0]], by_col[v[1]]) for p, v in plan.items()}
+    reasons = {p: v for p, v in plan.items() if isinstance(v, str)}
+    grids = {p: (by_col[v[0]], by_col[v[1]]) for p, v in plan.items() if not isinstance(v, str)}
+    return grids, reasons
 
 
 def interact_streamed(
@@ -134,9 +136,9 @@ def interact_streamed(
         mixed = require_mixed_derivatives(
             model, inputs.model, param="estimator", value="dale", hint="use {param} ale"
         )
-    grids = _grid_edges(request, fixed, streamed, cols)
-    todo = [p for p, g in grids.items() if not isinstance(g, str)]
-    shapes = {p: (grids[p][0].size - 1, grids[p][1].size - 1) for p in todo}  # type: ignore[index]
+    grids, reasons = _grid_edges(request, fixed, streamed, cols)
+    todo = sorted(grids)
+    shapes = {p: (grids[p][0].size - 1, grids[p][1].size - 1) for p in todo}
     cells = {
         p: CellStats.from_values(np.empty(0), np.empty(0), n_cells=shapes[p][0] * shapes[p][1])
         for p in todo
@@ -153,7 +155,7 @@ def interact_streamed(
             prediction = model.predict(X)
             found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
             for p in todo:
-                ea, eb = grids[p]  # type: ignore[misc]
+                ea, eb = grids[p]
                 a, b = cols[p]
                 ia, ib = assign(X[:, a], ea).index, assign(X[:, b], eb).index
                 rows = np.flatnonzero((ia >= 0) & (ib >= 0))
@@ -166,7 +168,7 @@ def interact_streamed(
             elif todo:
                 found = [
                     (r, ia, ib, second_differences(
-                        model.predict, X[r], cols[p], *grids[p], ia, ib,  # type: ignore[misc]
+                        model.predict, X[r], cols[p], grids[p][0], grids[p][1], ia, ib,
                         progress=bar,
                     ))
                     for p, (r, ia, ib, _) in zip(todo, found, strict=True)
@@ -200,11 +202,10 @@ def interact_streamed(
         )
     interactions: list[InteractionSummary] = []
     for p, pair in enumerate(request.pairs):
-        g = grids[p]
-        if isinstance(g, str):
+        if p in reasons:
             interactions.append(
                 InteractionSummary(
-                    features=pair, estimator=estimator, status="not_estimable", reason=g
+                    features=pair, estimator=estimator, status="not_estimable", reason=reasons[p]
                 )
             )
         elif cells[p].total == 0:
@@ -219,7 +220,7 @@ def interact_streamed(
             )
         else:
             res = second_order_from_cells(
-                cells[p], edges_a=g[0], edges_b=g[1], route=_ROUTES[estimator]
+                cells[p], edges_a=grids[p][0], edges_b=grids[p][1], route=_ROUTES[estimator]
             )
             interactions.append(
                 pair_summary(pair, estimator, res, n_outside=outside[p], all_zero=not nonzero[p])
