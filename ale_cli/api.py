@@ -178,11 +178,13 @@ def classic(
     ci: float = 0.95,
     seed: int | None = None,
     discrete: Names = None,
+    chunk_rows: int | None = 1 << 16,
     **options: Any,
 ) -> Summary:
     """Classic ALE (Apley-Zhu) from the model at the bin limits (default: 20 quantile bins);
     ``bootstrap`` as in :func:`rebin`; ``discrete`` names (or ``"auto"``) the numeric
-    features estimated per value (text and categorical columns always are)."""
+    features estimated per value (text and categorical columns always are). A data file
+    is read ``chunk_rows`` rows at a time (None: the whole table at once)."""
     from ale_cli.bands import Bootstrap
     from ale_cli.classic import ClassicRequest
     from ale_cli.classic import classic as run
@@ -196,6 +198,7 @@ def classic(
         center=center,
         bootstrap=Bootstrap(bootstrap, ci, seed),
         discrete=discrete,  # type: ignore[arg-type]
+        chunk_rows=chunk_rows,
     )
     return run(request).summary
 
@@ -211,9 +214,11 @@ def interact(
     binning: str | None = None,
     edges: str | Path | None = None,
     store: str | Path | None = None,
+    chunk_rows: int | None = 1 << 16,
     **options: Any,
 ) -> Summary:
-    """Second-order effects of ``pairs`` (default: every pair of ``features``)."""
+    """Second-order effects of ``pairs`` (default: every pair of ``features``); a data file
+    is read ``chunk_rows`` rows at a time (None: the whole table at once)."""
     from ale_cli.interact import InteractRequest
     from ale_cli.interact import interact as run
     from ale_cli.pairs import parse_pairs
@@ -227,6 +232,7 @@ def interact(
         estimator=estimator,
         store=Path(store) if store is not None else None,
         edges=Path(edges) if edges is not None else None,
+        chunk_rows=chunk_rows,
     )
     return run(request).summary
 

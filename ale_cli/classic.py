@@ -33,18 +33,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics
 from ale_cli.bands import Bootstrap, with_bands
 from ale_cli.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.categorical import discrete_names, level_features
-from ale_cli.checks import names_tuple
+from ale_cli.checks import check_count, names_tuple
 from ale_cli.core.binning import Assignment, assign, quantile_bins, uniform_edges
 from ale_cli.core.binstats import CellStats
 from ale_cli.inputs import ModelInputs, feature_columns, model_source, open_inputs
@@ -84,11 +85,16 @@ class ClassicRequest:
     bootstrap: Bootstrap = Bootstrap()
     #: features estimated per value: names ("a,b" or a tuple), "auto" or None
     discrete: tuple[str, ...] | str | None = None
+    #: rows read at a time from a data file (:mod:`ale_cli.streaming_classic`);
+    #: None reads the whole table at once
+    chunk_rows: int | None = DEFAULT_CHUNK_ROWS
 
     def __post_init__(self) -> None:
         check_center(self.center)
         if self.discrete is not None and self.discrete != "auto":
             object.__setattr__(self, "discrete", names_tuple(self.discrete, "discrete"))
+        if self.chunk_rows is not None:
+            check_count(self.chunk_rows, "chunk_rows", least=2)
         if self.edges is None:  # the edges file is read (and checked) when the run starts
             FixedBins.from_options(
                 bins=self.bins, binning=self.binning, edges=None, default=DEFAULT_BINNING
@@ -96,7 +102,7 @@ class ClassicRequest:
 
 
 @dataclass(frozen=True)
-class _Feature:
+class BinnedFeature:
     """A feature to estimate: its row of Xs, its column of X, its edges and the rows' bins."""
 
     j: int
@@ -105,11 +111,11 @@ class _Feature:
     bins: Assignment
 
 
-def _differences(
+def limit_differences(
     f: PredictFn,
     X: np.ndarray,
     Xs: np.ndarray,
-    todo: Sequence[_Feature],
+    todo: Sequence[BinnedFeature],
     diffs: np.ndarray,
     *,
     eval_rows: int,
@@ -146,18 +152,18 @@ def _differences(
                 diffs[j, rows[sl]] = out[1] - out[0]
 
 
-def _with_nonfinite(source: dict[str, Any], count: int) -> dict[str, Any]:
+def with_nonfinite(source: dict[str, Any], count: int) -> dict[str, Any]:
     """A summary's ``store`` part counting the rows dropped for non-finite model values."""
     return source | {"data": source["data"] | {"rows_nonfinite": count}}
 
 
-def _inside_diffs(todo: Sequence[_Feature], diffs: np.ndarray) -> np.ndarray:
+def inside_differences(todo: Sequence[BinnedFeature], diffs: np.ndarray) -> np.ndarray:
     """(T, N): the differences of the features ``todo``, 0 for rows outside their edges
     (``diffs`` is not written there)."""
     return np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in todo])
 
 
-def _without(index: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def without_rows(index: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``index`` with ``rows`` set to -1 (in no bin)."""
     if not len(rows):
         return index
@@ -232,7 +238,7 @@ def classic_features(
     total = sum(len(X) - t.bins.n_outside for t in todo)
     diffs = np.empty(Xs.shape, dtype=np.float64)  # rows outside the edges are never read
     bar = progress(total) if progress is not None else None
-    _differences(f, X, Xs, todo, diffs, eval_rows=eval_rows, progress=bar)
+    limit_differences(f, X, Xs, todo, diffs, eval_rows=eval_rows, progress=bar)
     dropped = _screened(todo, diffs, len(X), screen)
     out = _summaries(todo, diffs, chosen, center=center, dropped=dropped)
     feats = [
@@ -243,7 +249,7 @@ def classic_features(
 
 
 def _screened(
-    todo: list[_Feature],
+    todo: list[BinnedFeature],
     diffs: np.ndarray,
     n_rows: int,
     screen: Callable[[list[tuple[str, np.ndarray, int]]], Screened] | None,
@@ -252,13 +258,13 @@ def _screened(
     differences at the bin limits (0 outside a feature's edges), and returns the
     :class:`~ale_cli.models.checks.Screened` rows or raises; by default
     :func:`~ale_cli.models.checks.screen_rows` refuses any NaN or infinite one."""
-    checks = [("evaluations at the bin limits", _inside_diffs(todo, diffs), 1)] if todo else []
+    checks = [("evaluations at the bin limits", inside_differences(todo, diffs), 1)] if todo else []
     return (screen or partial(screen_rows, "model", n_rows, drop=False))(checks).dropped
 
 
 def _banded(
     feats: list[FeatureSummary],
-    todo: list[_Feature],
+    todo: list[BinnedFeature],
     diffs: np.ndarray,
     chosen: list[str],
     bootstrap: Bootstrap | None,
@@ -270,7 +276,7 @@ def _banded(
     left out for non-finite values stay out)."""
     if bootstrap is None or not bootstrap.replicates:
         return feats
-    index = {chosen[t.j]: _without(t.bins.index, dropped) for t in todo}
+    index = {chosen[t.j]: without_rows(t.bins.index, dropped) for t in todo}
     values = {chosen[t.j]: diffs[t.j] for t in todo}
     return with_bands(feats, index, values, bootstrap, center=center, differences=True)
 
@@ -287,10 +293,10 @@ def _binned(
     bins: int,
     binning: str,
     edges: dict[str, np.ndarray] | None,
-) -> list[_Feature]:
+) -> list[BinnedFeature]:
     """The features estimated on bins (not skipped, not per level), with their edges
     and every row's bin: type-1 quantile bins, uniform bins or the given edges."""
-    todo: list[_Feature] = []
+    todo: list[BinnedFeature] = []
     for j, (col, name) in enumerate(zip(cols, chosen, strict=True)):
         if name in skip or name in kinds:
             continue  # reported with the reason, or estimated per level
@@ -299,12 +305,12 @@ def _binned(
         else:
             z = edges[name] if edges is not None else uniform_edges(lo[j], hi[j], bins=bins)
             a = assign(Xs[j], z)
-        todo.append(_Feature(j, col, z, a))
+        todo.append(BinnedFeature(j, col, z, a))
     return todo
 
 
 def _summaries(
-    todo: list[_Feature],
+    todo: list[BinnedFeature],
     diffs: np.ndarray,
     chosen: list[str],
     *,
@@ -319,7 +325,7 @@ def _summaries(
             chosen[t.j],
             t.edges,
             CellStats.from_values(
-                _without(t.bins.index, dropped), diffs[t.j], n_cells=t.edges.size - 1
+                without_rows(t.bins.index, dropped), diffs[t.j], n_cells=t.edges.size - 1
             ).divided_by(np.diff(t.edges)),
             n_outside=t.bins.n_outside,
             center=center,
@@ -328,21 +334,70 @@ def _summaries(
     }
 
 
-def _discrete_param(discrete: tuple[str, ...] | str | None) -> dict[str, Any]:
+def discrete_param(discrete: tuple[str, ...] | str | None) -> dict[str, Any]:
     """``params["discrete"]`` when asked (absent otherwise: summaries as before)."""
     if discrete is None:
         return {}
     return {"discrete": discrete if isinstance(discrete, str) else list(discrete)}
 
 
+def whole_table_reason(request: ClassicRequest) -> str | None:
+    """Why ``request`` reads the whole table (a note; "" when that needs none), None when
+    it streams the data (:mod:`ale_cli.streaming_classic`)."""
+    from ale_cli.streaming_inputs import whole_table_reason as inputs_reason
+
+    reason = inputs_reason(request.inputs, request.chunk_rows)
+    if reason is not None:
+        return reason
+    inputs = request.inputs
+    explained = inputs.features
+    cats = [c for c in inputs.categorical if explained is None or c in explained]
+    if cats:
+        return f"read the whole table: categorical feature '{cats[0]}' is estimated per level"
+    if request.discrete is not None:
+        return "read the whole table: discrete features are estimated per level"
+    if request.bootstrap.replicates:
+        return "read the whole table: bootstrap bands resample every row's differences"
+    return None
+
+
 def classic(
     request: ClassicRequest, *, progress: Callable[[int], ProgressFn] | None = None
 ) -> EstimateResult:
-    """``ale classic``: load the model and data, estimate, and return the summary."""
-    t0 = time.perf_counter()
+    """``ale classic``: load the model and data, estimate, and return the summary.
+
+    A data file is read chunk by chunk (:func:`~ale_cli.streaming_classic.classic_streamed`,
+    the same numbers in memory bounded by ``request.chunk_rows``) unless
+    :func:`whole_table_reason` says why not; that reason is then a note.
+    """
+    started = time.perf_counter()
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default=DEFAULT_BINNING
     )
+    reason = whole_table_reason(request)
+    if reason is None and request.chunk_rows is not None:
+        from ale_cli.streaming_classic import classic_streamed
+        from ale_cli.streaming_inputs import NeedsWholeTable, open_streamed
+
+        try:
+            streamed = open_streamed(request.inputs, chunk_rows=request.chunk_rows)
+        except NeedsWholeTable as exc:
+            reason = str(exc)
+        else:
+            return classic_streamed(request, fixed, streamed, progress=progress, started=started)
+    result = _whole_table(request, fixed, progress)
+    if reason:
+        return replace(result, notes=(reason, *result.notes))
+    return result
+
+
+def _whole_table(
+    request: ClassicRequest,
+    fixed: FixedBins,
+    progress: Callable[[int], ProgressFn] | None,
+) -> EstimateResult:
+    """``ale classic`` on the whole table in memory."""
+    t0 = time.perf_counter()
     opened = open_inputs(request.inputs)
     table = opened.table
     fixed.check_features(
@@ -390,8 +445,8 @@ def classic(
             estimator="ale",
             params=fixed.params(request.center, request.inputs.features)
             | request.bootstrap.params()
-            | _discrete_param(request.discrete),
-            store=_with_nonfinite(
+            | discrete_param(request.discrete),
+            store=with_nonfinite(
                 model_source(request.inputs, opened, method=METHOD), len(screened.dropped)
             ),
             n_rows=int(keep.sum()),

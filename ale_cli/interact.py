@@ -33,11 +33,12 @@ from ale_cli.adapters.data import data_sha256
 from ale_cli.adapters.edges import EdgesFile
 from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import read_meta, read_store
+from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.adapters.summary import InteractionSummary, Summary, with_statistics
 from ale_cli.bins import FixedBins
-from ale_cli.checks import check_choice
+from ale_cli.checks import check_choice, check_count
 from ale_cli.core.binning import assign, quantile_edges, uniform_edges
-from ale_cli.core.second_order import second_order_effect
+from ale_cli.core.second_order import SecondOrderEffect, second_order_effect
 from ale_cli.errors import InputError
 from ale_cli.inputs import ModelInputs, model_source, open_inputs
 from ale_cli.pairs import Pair, pair_columns, parse_pairs
@@ -52,6 +53,7 @@ from ale_cli.results import (
 
 if TYPE_CHECKING:
     from ale_cli.models.base import Model, ProgressFn
+    from ale_cli.models.checks import Screened
 
 ESTIMATORS = ("dale", "ale")
 DEFAULT_BINS = 10
@@ -89,8 +91,13 @@ class InteractRequest:
     estimator: str | None = None
     store: Path | None = None
     edges: Path | None = None
+    #: rows read at a time from a data file (:mod:`ale_cli.streaming_interact`);
+    #: None reads the whole table at once
+    chunk_rows: int | None = DEFAULT_CHUNK_ROWS
 
     def __post_init__(self) -> None:
+        if self.chunk_rows is not None:
+            check_count(self.chunk_rows, "chunk_rows", least=2)
         pairs = parse_pairs(self.pairs)
         features = self.inputs.features
         if not pairs and features is not None:
@@ -277,6 +284,11 @@ def _not_estimable(
     )
 
 
+def _with_nonfinite(source: dict[str, Any], count: int) -> dict[str, Any]:
+    """A summary's ``store`` part counting the rows dropped for non-finite model values."""
+    return source | {"data": source["data"] | {"rows_nonfinite": count}}
+
+
 def _loaded(model: Model | None) -> Model:
     if model is None:  # pragma: no cover - the model is loaded whenever something is not cached
         raise RuntimeError("internal error: the model was not loaded")
@@ -333,8 +345,18 @@ def _pair_summary(
     res = second_order_effect(
         grid.ia, grid.ib, per_row, edges_a=grid.ea, edges_b=grid.eb, route=_ROUTES[estimator]
     )
+    return pair_summary(
+        pair, estimator, res, n_outside=grid.n_outside, all_zero=not np.any(per_row)
+    )
+
+
+def pair_summary(
+    pair: Pair, estimator: str, res: SecondOrderEffect, *, n_outside: int, all_zero: bool
+) -> InteractionSummary:
+    """A pair's summary from its effect; ``all_zero``: every per-row value was exactly 0
+    (for DALE, a note says what that means)."""
     note = None
-    if estimator == "dale" and not np.any(per_row):
+    if estimator == "dale" and all_zero:
         note = (
             "every mixed derivative is exactly 0: an additive model, or a piecewise-linear one "
             "(e.g. a ReLU network) whose second derivatives vanish almost everywhere; "
@@ -351,7 +373,7 @@ def _pair_summary(
         filled=res.filled,
         effect=res.effect,
         center_offset=res.center_offset,
-        n_outside=grid.n_outside,
+        n_outside=n_outside,
         note=note,
     )
 
@@ -425,9 +447,11 @@ def _pair_effects(
     values: dict[Pair, np.ndarray],
     progress: Callable[[int, str], ProgressFn] | None,
     notes: list[str],
-) -> tuple[list[InteractionSummary], float]:
-    """Every pair's summary, and the seconds spent evaluating the model (ale route)."""
-    interactions: list[InteractionSummary] = []
+) -> tuple[list[InteractionSummary], float, Screened]:
+    """Every pair's summary, the seconds spent evaluating the model (ale route) and the
+    rows screened out (:func:`screen_pairs`: a row with a non-finite value in any pair
+    leaves every pair)."""
+    found: list[tuple[Pair, _Grid | InteractionSummary, np.ndarray | None]] = []
     t_eval = 0.0
     for pair, pc in zip(request.pairs, cols, strict=True):
         grid = _grid(
@@ -440,7 +464,7 @@ def _pair_effects(
             edges=fixed.edges_file,
         )
         if isinstance(grid, InteractionSummary):
-            interactions.append(grid)
+            found.append((pair, grid, None))
             continue
         if estimator == "dale":
             per_row = values[pair][grid.rows]
@@ -458,39 +482,68 @@ def _pair_effects(
                 progress=bar,
             )
             t_eval += time.perf_counter() - t
-        grid, per_row = _screened(
-            request, len(inputs.X), grid, per_row, estimator, notes, inputs.prediction
-        )
+        found.append((pair, grid, per_row))
+    screened = screen_pairs(
+        request.inputs.model,
+        len(inputs.X),
+        [(g.rows, v) for _, g, v in found if isinstance(g, _Grid) and v is not None],
+        estimator,
+        inputs.prediction,
+        drop=request.inputs.drop_nonfinite,
+    )
+    if screened.note is not None:
+        notes.append(screened.note)
+    interactions: list[InteractionSummary] = []
+    for pair, grid, per_row in found:
+        if isinstance(grid, InteractionSummary) or per_row is None:
+            interactions.append(grid)  # type: ignore[arg-type]
+            continue
+        inside = screened.keep[grid.rows]
+        if not inside.all():
+            grid = replace(grid, rows=grid.rows[inside], ia=grid.ia[inside], ib=grid.ib[inside])
+            per_row = per_row[inside]
         interactions.append(_pair_summary(pair, estimator, grid, per_row))
-    return interactions, t_eval
+    return interactions, t_eval, screened
 
 
-def _screened(
-    request: InteractRequest,
+def screen_pairs(
+    path: Path,
     n_rows: int,
-    grid: _Grid,
-    per_row: np.ndarray,
+    values: list[tuple[np.ndarray, np.ndarray]],
     estimator: str,
-    notes: list[str],
     prediction: np.ndarray | None,
-) -> tuple[_Grid, np.ndarray]:
-    """The grid and per-row values without the rows whose value is not finite (with
-    ``drop_nonfinite``, and a note), else a ModelFailed naming those rows."""
+    *,
+    drop: bool,
+    offset: int = 0,
+    allow_empty: bool = False,
+) -> Screened:
+    """The rows whose prediction or any pair's value is not finite: a ModelFailed naming
+    them, or with ``drop`` the :class:`~ale_cli.models.checks.Screened` rows to leave out
+    of every pair.
+
+    ``values`` are ``(rows, per_row)`` per estimable pair (the rows inside its grid);
+    ``offset`` is the first row's number in the data (a chunk's rows).
+    """
     from ale_cli.models.checks import screen_rows
 
     label = "mixed derivatives" if estimator == "dale" else "evaluations at the cell corners"
-    full = np.zeros(n_rows)
-    full[grid.rows] = per_row  # row numbers of the data in the message
-    checks = [(label, full, 0)]
+    checks: list[tuple[str, np.ndarray, int]] = []
     if prediction is not None:
-        checks.insert(0, ("predictions", prediction, 0))
-    screened = screen_rows(request.inputs.model, n_rows, checks, drop=request.inputs.drop_nonfinite)
-    if screened.note is None:
-        return grid, per_row
-    notes.append(screened.note)
-    inside = screened.keep[grid.rows]
-    kept = replace(grid, rows=grid.rows[inside], ia=grid.ia[inside], ib=grid.ib[inside])
-    return kept, per_row[inside]
+        checks.append(("predictions", prediction, 0))
+    if values:
+        full = np.zeros((len(values), n_rows))
+        for p, (rows, per_row) in enumerate(values):
+            full[p, rows] = per_row  # row numbers of the data in the message
+        checks.append((label, full, 1))
+    return screen_rows(path, n_rows, checks, drop=drop, offset=offset, allow_empty=allow_empty)
+
+
+def _whole_table_reason(request: InteractRequest) -> str | None:
+    """Why the data are read as a whole table (a note; "" when that needs none), None when
+    they are streamed (:mod:`ale_cli.streaming_interact`)."""
+    from ale_cli.streaming_inputs import whole_table_reason
+
+    return whole_table_reason(request.inputs, request.chunk_rows)
 
 
 def interact(
@@ -506,7 +559,18 @@ def interact(
     """
     t0 = time.perf_counter()
     fixed = _bins(request)
-    notes: list[str] = []
+    reason = None if request.store is not None else _whole_table_reason(request)
+    if reason is None and request.store is None and request.chunk_rows is not None:
+        from ale_cli.streaming_inputs import NeedsWholeTable, open_streamed
+        from ale_cli.streaming_interact import interact_streamed
+
+        try:
+            streamed = open_streamed(request.inputs, chunk_rows=request.chunk_rows)
+        except NeedsWholeTable as exc:
+            reason = str(exc)
+        else:
+            return interact_streamed(request, fixed, streamed, progress=progress, started=t0)
+    notes: list[str] = [reason] if reason else []
     timings: dict[str, float] = {}
     inputs, cols = _rows(request, notes, timings)
     fixed.check_rows(len(inputs.X), f"data '{request.inputs.data_label}'")
@@ -518,7 +582,7 @@ def interact(
         prediction = inputs.model.predict(inputs.X)  # the spread max_interaction reads
     if prediction is not None:
         inputs.prediction = prediction
-    interactions, t_eval = _pair_effects(
+    interactions, t_eval, screened = _pair_effects(
         request, fixed, inputs, cols, estimator, values, progress, notes
     )
     if estimator == "ale":
@@ -533,13 +597,16 @@ def interact(
         "cached_pairs": cached,
     }
     if prediction is not None:
-        prediction = prediction[np.isfinite(prediction)]  # the others were refused or dropped
+        prediction = prediction[screened.keep]  # the others were refused or dropped
+    store_part = inputs.store_part
+    if inputs.model is not None and store_part.get("path") is None:  # made from the model
+        store_part = _with_nonfinite(store_part, len(screened.dropped))
     summary = with_statistics(
         Summary(
             estimator=estimator,
             params=params,
-            store=inputs.store_part,
-            n_rows=int(inputs.X.shape[0]),
+            store=store_part,
+            n_rows=int(screened.keep.sum()),
             features=(),
             interactions=tuple(interactions),
             created=utc_now(),

@@ -350,14 +350,18 @@ def test_rows_outside_the_edges_are_reported(cli, tmp_path, linear_case):
     assert f"note: a: {n_outside} rows outside the given edges left out" in result.stderr
 
 
-def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case):
-    """The estimator raises once it has been loaded and checked: one ModelFailed line."""
+@pytest.mark.parametrize("chunk_rows", [None, 64])
+def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case, chunk_rows):
+    """The estimator raises once it has been loaded and checked: one ModelFailed line
+    (whole table, and read chunk by chunk)."""
     from sklearn.linear_model import LinearRegression
 
     import ale_cli.classic as module
+    import ale_cli.streaming_inputs as streaming
 
     model, data, _ = linear_case
-    real_predict, real_open = LinearRegression.predict, module.open_inputs
+    real_predict = LinearRegression.predict
+    real_open, real_streamed = module.open_inputs, streaming.open_streamed
     loaded: list[bool] = []
 
     def predict(self, X):  # type: ignore[no-untyped-def]
@@ -370,9 +374,15 @@ def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case):
         loaded.append(True)
         return opened
 
+    def open_streamed(inputs, **kwargs):  # type: ignore[no-untyped-def]
+        opened = real_streamed(inputs, **kwargs)
+        loaded.append(True)
+        return opened
+
     monkeypatch.setattr(LinearRegression, "predict", predict)
     monkeypatch.setattr(module, "open_inputs", open_inputs)
-    request = ClassicRequest(inputs=ModelInputs(model=model, data=data))
+    monkeypatch.setattr(streaming, "open_streamed", open_streamed)
+    request = ClassicRequest(inputs=ModelInputs(model=model, data=data), chunk_rows=chunk_rows)
     with pytest.raises(ModelFailed, match=f"^model '{model}' failed: out of memory$"):
         classic(request)
     assert loaded

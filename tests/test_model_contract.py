@@ -172,15 +172,20 @@ def test_a_bug_in_our_code_is_not_turned_into_model_failed(monkeypatch) -> None:
         model.local_effects(X)
 
 
-def test_a_core_bug_in_classic_keeps_its_traceback(monkeypatch, sample_dir: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("chunk_rows", [None, 128])
+def test_a_core_bug_in_classic_keeps_its_traceback(
+    monkeypatch, sample_dir: Path, chunk_rows
+) -> None:  # type: ignore[no-untyped-def]
     import ale_cli.classic as classic_module
+    import ale_cli.streaming_classic as streaming_module
     from ale_cli.classic import ClassicRequest, classic
     from ale_cli.inputs import ModelInputs
 
     def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise ZeroDivisionError("core bug")
 
-    monkeypatch.setattr(classic_module, "quantile_bins", broken)
+    monkeypatch.setattr(classic_module, "quantile_bins", broken)  # the whole table
+    monkeypatch.setattr(streaming_module, "chunked_quantile_edges", broken)  # chunk by chunk
     inputs = ModelInputs(
         model=sample_dir / "models" / "diabetes_mlp.pt",
         data=sample_dir / "diabetes.csv",
@@ -188,7 +193,7 @@ def test_a_core_bug_in_classic_keeps_its_traceback(monkeypatch, sample_dir: Path
         features=("bmi",),
     )
     with pytest.raises(ZeroDivisionError, match="core bug"):
-        classic(ClassicRequest(inputs=inputs))
+        classic(ClassicRequest(inputs=inputs, chunk_rows=chunk_rows))
 
 
 # -- explaining a subset of the columns ----------------------------------------------------

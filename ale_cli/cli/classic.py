@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.cli.command import Outcome, Run, command, guard_output
 from ale_cli.cli.options import (
     BinsOption,
@@ -15,6 +16,7 @@ from ale_cli.cli.options import (
     DiscreteOption,
     EdgesOption,
     OutOption,
+    ReadChunkOption,
     SeedOption,
     TimestampOption,
     model_data_options,
@@ -51,6 +53,7 @@ def classic(
     ci: CiOption = 0.95,
     seed: SeedOption = None,
     discrete: DiscreteOption = None,
+    chunk_rows: ReadChunkOption = DEFAULT_CHUNK_ROWS,
 ) -> Outcome:
     """Classic ALE (Apley-Zhu): the model at both limits of each row's bin, per feature.
 
@@ -58,7 +61,8 @@ def classic(
     format, with or without gradients. Writes the same summary as rebin/rhale
     (estimator "ale"); heterogeneity is the per-bin std of the differences
     divided by the bin width. --bootstrap B resamples the rows' differences
-    for percentile bands (no further model call).
+    for percentile bands (no further model call). A data file is read --chunk-rows
+    rows at a time (bootstrap bands, --discrete and --categorical features read it whole).
     """
     from ale_cli.bands import Bootstrap
     from ale_cli.classic import ClassicRequest
@@ -73,6 +77,7 @@ def classic(
         center=center,
         bootstrap=Bootstrap(bootstrap, ci, seed),
         discrete=discrete,
+        chunk_rows=chunk_rows,
     )
     with run.progress("classic ALE") as progress:
         result = run_classic(request, progress=progress)

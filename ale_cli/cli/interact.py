@@ -7,8 +7,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.cli.command import Outcome, Run, command, guard_output, refuse_stdio
-from ale_cli.cli.options import EdgesOption, OutOption, TimestampOption, model_data_options
+from ale_cli.cli.options import (
+    EdgesOption,
+    OutOption,
+    ReadChunkOption,
+    TimestampOption,
+    model_data_options,
+)
 from ale_cli.cli.outcomes import summary_outcome
 
 if TYPE_CHECKING:
@@ -72,9 +79,11 @@ def interact(
         ),
     ] = None,
     timestamp: TimestampOption = True,
+    chunk_rows: ReadChunkOption = DEFAULT_CHUNK_ROWS,
 ) -> Outcome:
     """Second-order ALE of feature pairs: the doubly-centered interaction surface on a grid
-    of cells, with empty cells filled from the nearest non-empty cell.
+    of cells, with empty cells filled from the nearest non-empty cell. A data file is read
+    --chunk-rows rows at a time (with --store, the store is read whole).
     """
     from ale_cli.interact import InteractRequest
     from ale_cli.interact import interact as run_interact
@@ -89,6 +98,7 @@ def interact(
         estimator=estimator,
         store=store,
         edges=edges,
+        chunk_rows=chunk_rows,
     )
     with run.progress("interact") as progress:
         result = run_interact(request, progress=progress)

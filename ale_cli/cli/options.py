@@ -91,6 +91,16 @@ SeedOption = Annotated[
         show_default=False,
     ),
 ]
+ReadChunkOption = Annotated[
+    int,
+    typer.Option(
+        "--chunk-rows",
+        help="Rows of the data file read and evaluated at a time: memory grows with it, the "
+        "results do not change (the whole table is read when the inputs need it; a note says "
+        "why).",
+        min=2,
+    ),
+]
 
 # -- the model-and-data group ---------------------------------------------------------------
 

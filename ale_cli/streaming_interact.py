@@ -1,0 +1,261 @@
+"""``ale interact`` over a data file read chunk by chunk, in memory bounded by a chunk.
+
+Both second-order estimators need, per cell of a pair's grid, only the count,
+mean and M2 of the per-row values (:func:`~ale_cli.core.second_order.pair_cells`,
+mergeable :class:`~ale_cli.core.binstats.CellStats`), so after the edges
+(the ranges from a first pass; exact type-1 quantiles out of core in two more,
+:func:`~ale_cli.streaming_classic.edges_of`) one pass over the data does, per chunk:
+
+- every row's cell in each pair's grid;
+- ``ale``: the model at the four corners of the row's cell
+  (:func:`ale_cli.interact.second_differences`); ``dale``: the mixed derivatives
+  d2f/dx_a dx_b by autodiff, every pair of the chunk at once;
+- the predictions, and the non-finite screen with the row numbers of the whole
+  table (:func:`ale_cli.interact.screen_pairs`: refused, or with
+  ``drop_nonfinite`` the row leaves every pair);
+- the cells merged.
+
+Then :func:`~ale_cli.core.second_order.second_order_from_cells`, as the in-memory
+path. The results equal it to rounding (tested to 1e-12) whatever the chunk size.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ale_cli.adapters.passes import PredictionSpool
+from ale_cli.adapters.summary import InteractionSummary, Summary, with_statistics
+from ale_cli.bins import FixedBins
+from ale_cli.core.binning import assign
+from ale_cli.core.binstats import CellStats
+from ale_cli.core.second_order import pair_cells, second_order_from_cells
+from ale_cli.errors import InputError, ModelFailed
+from ale_cli.models.base import ProgressFn
+from ale_cli.pairs import pair_columns
+from ale_cli.results import (
+    CATEGORICAL_REASON,
+    CONSTANT_REASON,
+    EstimateResult,
+    run_notes,
+    utc_now,
+)
+from ale_cli.streaming_classic import dropped_note, edges_of
+from ale_cli.streaming_inputs import Streamed
+
+if TYPE_CHECKING:
+    from ale_cli.interact import InteractRequest
+
+
+def _grid_edges(
+    request: InteractRequest,
+    fixed: FixedBins,
+    streamed: Streamed,
+    cols: list[tuple[int, int]],
+) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, str]]:
+    """Per pair (by position): its two edge arrays, or why it is not estimable; the
+    quantile edges of every feature that needs them in one out-of-core run."""
+    scan = streamed.scan
+    given = fixed.edges_file
+    wanted: dict[int, str] = {}  # data column -> name, for the quantile edges
+    plan: dict[int, list[int] | str] = {}
+    for p, (pair, pc) in enumerate(zip(request.pairs, cols, strict=True)):
+        cat = next((n for n in pair if n in scan.categorical), None)
+        if cat is not None:
+            plan[p] = f"'{cat}': {CATEGORICAL_REASON}"
+            continue
+        for name, c in zip(pair, pc, strict=True):
+            if given is not None:
+                if name not in given.edges:
+                    raise InputError(f"edges file '{given.path}' has no edges for feature '{name}'")
+            elif not scan.hi[c] > scan.lo[c]:
+                plan[p] = f"'{name}': {CONSTANT_REASON}"
+                break
+            elif fixed.binning != "uniform":
+                wanted[c] = name
+        else:
+            plan[p] = list(pc)
+    if given is not None:
+        by_col = {c: np.asarray(given.edges[n], dtype=np.float64)
+                  for pair, pc in zip(request.pairs, cols, strict=True)
+                  for n, c in zip(pair, pc, strict=True) if n in given.edges}  # fmt: skip
+    else:
+        needed = sorted({c for v in plan.values() if not isinstance(v, str) for c in v})
+        uniform = [c for c in needed if c not in wanted]
+        q = sorted(wanted)
+        by_col = dict(
+            zip(
+                uniform,
+                edges_of(streamed, uniform, [], bins=fixed.bins, binning="uniform", given=None),
+                strict=True,
+            )
+        )
+        by_col |= dict(
+            zip(
+                q,
+                edges_of(streamed, q, [], bins=fixed.bins, binning="quantile", given=None),
+                strict=True,
+            )
+        )
+    reasons = {p: v for p, v in plan.items() if isinstance(v, str)}
+    grids = {p: (by_col[v[0]], by_col[v[1]]) for p, v in plan.items() if not isinstance(v, str)}
+    return grids, reasons
+
+
+def interact_streamed(
+    request: InteractRequest,
+    fixed: FixedBins,
+    streamed: Streamed,
+    *,
+    progress: Callable[[int, str], ProgressFn] | None = None,
+    started: float | None = None,
+) -> EstimateResult:
+    """``ale interact`` on ``streamed`` data (see the module docstring); the summary is
+    the in-memory path's (:func:`ale_cli.interact.interact`). ``started``: when the run
+    began (``perf_counter``), for the result's seconds."""
+    from ale_cli.interact import (
+        _ROUTES,
+        pair_summary,
+        screen_pairs,
+        second_differences,
+    )
+    from ale_cli.models.mixed import require_mixed_derivatives
+
+    t0 = time.perf_counter()
+    started = t0 if started is None else started
+    inputs, scan, model = request.inputs, streamed.scan, streamed.model
+    label = inputs.data_label
+    cols = pair_columns(request.pairs, scan.names, param="pairs", where=f"data '{label}'")
+    fixed.check_rows(scan.n_rows, f"data '{label}'")
+    estimator = request.estimator or ("dale" if model.method == "autodiff" else "ale")
+    mixed = None
+    if estimator == "dale":
+        mixed = require_mixed_derivatives(
+            model, inputs.model, param="estimator", value="dale", hint="use {param} ale"
+        )
+    grids, reasons = _grid_edges(request, fixed, streamed, cols)
+    todo = sorted(grids)
+    shapes = {p: (grids[p][0].size - 1, grids[p][1].size - 1) for p in todo}
+    cells = {
+        p: CellStats.from_values(np.empty(0), np.empty(0), n_cells=shapes[p][0] * shapes[p][1])
+        for p in todo
+    }
+    outside = dict.fromkeys(todo, 0)
+    nonzero = dict.fromkeys(todo, False)
+    what = "mixed derivatives" if estimator == "dale" else "cell corners"
+    bar = progress(scan.n_rows * (1 if mixed else len(todo)), what) if progress else None
+    t_model = 0.0
+    dropped: list[np.ndarray] = []
+    offset = 0
+    with PredictionSpool(streamed.passes.chunk_rows) as spool:
+        for X in streamed.passes():
+            prediction = model.predict(X)
+            found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+            for p in todo:
+                ea, eb = grids[p]
+                a, b = cols[p]
+                ia, ib = assign(X[:, a], ea).index, assign(X[:, b], eb).index
+                rows = np.flatnonzero((ia >= 0) & (ib >= 0))
+                outside[p] += len(X) - len(rows)
+                found.append((rows, ia[rows], ib[rows], np.empty(0)))
+            t = time.perf_counter()
+            if mixed is not None and todo:
+                values = mixed(X, [cols[p] for p in todo], progress=bar)
+                found = [(r, ia, ib, values[i][r]) for i, (r, ia, ib, _) in enumerate(found)]
+            elif todo:
+                found = [
+                    (r, ia, ib, second_differences(
+                        model.predict, X[r], cols[p], grids[p][0], grids[p][1], ia, ib,
+                        progress=bar,
+                    ))
+                    for p, (r, ia, ib, _) in zip(todo, found, strict=True)
+                ]  # fmt: skip
+            t_model += time.perf_counter() - t
+            screened = screen_pairs(
+                inputs.model,
+                len(X),
+                [(r, v) for r, _, _, v in found],
+                estimator,
+                prediction,
+                drop=inputs.drop_nonfinite,
+                offset=offset,
+                allow_empty=True,
+            )
+            if len(screened.dropped):
+                dropped.append(screened.dropped + offset)
+            for p, (r, ia, ib, v) in zip(todo, found, strict=True):
+                keep = screened.keep[r]
+                c = pair_cells(ia[keep], ib[keep], v[keep], shape=shapes[p])
+                cells[p] = cells[p].merge(c)
+                nonzero[p] = nonzero[p] or bool(np.any(v[keep]))
+            spool.add(prediction[screened.keep])
+            offset += len(X)
+        kept = spool.n
+        distribution = spool.distribution()
+    if kept == 0:
+        raise ModelFailed(
+            f"model '{inputs.model}' gave NaN or infinite values on every row: "
+            "nothing is left to explain"
+        )
+    interactions: list[InteractionSummary] = []
+    for p, pair in enumerate(request.pairs):
+        if p in reasons:
+            interactions.append(
+                InteractionSummary(
+                    features=pair, estimator=estimator, status="not_estimable", reason=reasons[p]
+                )
+            )
+        elif cells[p].total == 0:
+            interactions.append(
+                InteractionSummary(
+                    features=pair,
+                    estimator=estimator,
+                    status="not_estimable",
+                    reason="no rows inside the given edges of both features",
+                    n_outside=outside[p],
+                )
+            )
+        else:
+            res = second_order_from_cells(
+                cells[p], edges_a=grids[p][0], edges_b=grids[p][1], route=_ROUTES[estimator]
+            )
+            interactions.append(
+                pair_summary(pair, estimator, res, n_outside=outside[p], all_zero=not nonzero[p])
+            )
+    rows_out = np.concatenate(dropped) if dropped else np.empty(0, dtype=np.intp)
+    timings: dict[str, float] = dict(streamed.timings)
+    timings["mixed_derivatives_s" if estimator == "dale" else "model_evaluations_s"] = t_model
+    t_end = time.perf_counter()
+    timings |= {"load_s": t0 - started, "estimate_s": t_end - t0}
+    params: dict[str, Any] = {
+        "pairs": [list(p) for p in request.pairs],
+        "estimator": estimator,
+        **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
+        "cached_pairs": [],
+    }
+    source = streamed.source(inputs, method=model.method)
+    source["data"] |= {"rows_nonfinite": len(rows_out)}
+    summary = with_statistics(
+        Summary(
+            estimator=estimator,
+            params=params,
+            store=source,
+            n_rows=kept,
+            features=(),
+            interactions=tuple(interactions),
+            created=utc_now(),
+            prediction=distribution,
+        ),
+        None,
+    )
+    notes = (
+        *streamed.notes,
+        *((dropped_note(inputs.model, rows_out),) if len(rows_out) else ()),
+        *run_notes(interactions),
+    )
+    return EstimateResult(
+        summary=summary, seconds=time.perf_counter() - started, timings=timings, notes=notes
+    )
