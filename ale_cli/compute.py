@@ -47,6 +47,7 @@ from ale_cli.models.base import Effects, Model, ProgressFn
 from ale_cli.models.checks import row_list, screen_effects
 from ale_cli.models.columns import ColumnOrder, order_note
 from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
+from ale_cli.models.secant import for_compute, store_extras
 from ale_cli.pairs import Pair, pair_columns
 
 
@@ -453,6 +454,14 @@ def _whole(
     opened = open_inputs(request.inputs)
     timings |= opened.timings
     table = opened.table
+    # piecewise-constant models: secants across a fine grid (ale_cli.models.secant)
+    model = for_compute(
+        opened.model,
+        table.X,
+        columns=opened.columns,
+        names=table.feature_names,
+        categorical=table.categorical,
+    )
     pairs = _pair_plan(request, table.feature_names, table.categorical, opened.model)
     bars = _bars(progress, len(table.X), pairs[1] is not None)
     f32 = bool(table.dtypes) and all(v == "float32" for v in table.dtypes.values())
@@ -460,13 +469,13 @@ def _whole(
     n_rows = 0
     for start in range(0, len(table.X), request.chunk_rows):
         X = table.X[start : start + request.chunk_rows]
-        arrays = _chunk_arrays(opened.model, X, opened.columns, pairs, bars, timings)
+        arrays = _chunk_arrays(model, X, opened.columns, pairs, bars, timings)
         if f32:  # float32 source values, held exactly in float32
             arrays["X"] = X.astype(np.float32)
         arrays = screen.apply(arrays, start)
         writer.add(arrays)
         n_rows += len(arrays["prediction"])
-    return _Written(table, opened.model, opened.features, n_rows, screen, opened.notes)
+    return _Written(table, model, opened.features, n_rows, screen, opened.notes)
 
 
 def compute(
@@ -509,6 +518,10 @@ def compute(
         if request.pairs:
             writer.add_array(PAIRS, np.array(request.pairs, dtype=np.str_).reshape(-1, 2))
         meta = _meta(request, written, hashes, timings)
+        extra_arrays, extra_meta = store_extras(written.model)
+        for name, array in extra_arrays.items():
+            writer.add_array(name, array)
+        meta |= extra_meta
         meta["n_rows"] = written.n_rows
         meta["data"]["rows_nonfinite"] = written.screen.count
         notes = (*written.model.describe().get("notes", ()), *written.notes)

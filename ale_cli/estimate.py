@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ale_cli import secants
 from ale_cli.adapters.store import Store, StoreFile, open_store, read_store
 
 if TYPE_CHECKING:
@@ -355,6 +356,7 @@ def _result(
             n_rows=store.n_rows,
             features=tuple(features),
             created=utc_now(),
+            notes=secants.summary_notes(store.meta),
         ),
         prediction,
     )
@@ -362,7 +364,7 @@ def _result(
         summary=summary,
         seconds=time.perf_counter() - t0,
         timings={"load_s": t_load - t0, "estimate_s": t_est - t_load},
-        notes=run_notes(features),
+        notes=secants.summary_notes(store.meta) + run_notes(features),
     )
 
 
@@ -378,7 +380,21 @@ def rebin(request: RebinRequest) -> EstimateResult:
     path, store = opened.path, opened.store
     categorical = store.meta.get("categorical_features") or ()
     fixed.check_rows(store.n_rows, f"store '{path}'")
-    if isinstance(store, StoreFile):
+    if secants.is_secant(store.meta):  # piecewise-constant model: ale_cli.secants
+        fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
+        t_load = time.perf_counter()
+        features = secants.rebin(
+            store,
+            path,
+            features=request.features,
+            bins=fixed.bins,
+            binning=fixed.binning,
+            center=request.center,
+            edges=fixed.edges,
+            categorical=categorical,
+            bootstrap=request.bootstrap,
+        )
+    elif isinstance(store, StoreFile):
         cols = Columns.of(store, request.features)
         fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
         t_load = time.perf_counter()
@@ -456,7 +472,19 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         request.min_points if request.min_points is not None else default_min_points(n_rows)
     )
     categorical = store.meta.get("categorical_features") or ()
-    if isinstance(store, StoreFile):
+    if secants.is_secant(store.meta):  # piecewise-constant model: ale_cli.secants
+        t_load = time.perf_counter()
+        features = secants.rhale(
+            store,
+            opened.path,
+            features=request.features,
+            min_points=min_points,
+            alpha=request.alpha,
+            center=request.center,
+            categorical=categorical,
+            bootstrap=request.bootstrap,
+        )
+    elif isinstance(store, StoreFile):
         t_load = time.perf_counter()
         features = _rhale_store(store, request, min_points, categorical)
     else:

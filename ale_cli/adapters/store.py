@@ -87,6 +87,10 @@ META_KEYS = (
 )
 PAIRS = "pairs"
 MIXED = "mixed_derivatives"
+#: optional arrays of a store of secants (method "secant", :mod:`ale_cli.models.secant`):
+#: the fine grids of the explained features, flat, and where each feature's starts (F+1,)
+FINE_EDGES = "fine_edges"
+FINE_OFFSETS = "fine_offsets"
 
 
 class _Columns:

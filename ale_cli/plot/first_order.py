@@ -32,12 +32,16 @@ Per-feature figure, :func:`feature_figure` (two panels sharing the x axis)
                            with more than :data:`VIOLIN_MAX` are quantile-subsampled
                            (min and max kept)
     ``zero``               Line2D at y = 0
+    ``method_note``        Text above the bins panel when the local effects are
+                           secants of a piecewise-constant model (feature
+                           ``method`` "secant"): what they are, from its ``note``
     ``legend``             the figure legend (every mark above is in it)
 
 Overview, :func:`overview_figure`: one axes per feature ``f<i>.axes`` (i = the
 position in the figure) titled with the feature name, holding ``f<i>.effect``,
 ``f<i>.std_band``, ``f<i>.stderr_upper``/``f<i>.stderr_lower`` as above, all on a
 common y scale; a not-estimable feature's axes hold the Text ``f<i>.not_estimable``.
+The title says when the local effects are secants.
 
 Not estimable, :func:`not_estimable_figure`: the Text ``not_estimable`` gives the
 feature name and the summary's ``reason``.
@@ -534,6 +538,7 @@ def feature_figure(
         extra = _draw_bins(bottom, feat)
         n_outside_store = _draw_violins(bottom, feat, *column) if column is not None else 0
         _finish_bins_panel(bottom, feat, name, n_outside=max(feat.n_outside, n_outside_store))
+        _method_note(bottom, feat)
         handles, labels = _feature_legend_entries(top, bottom, extra)
         _lay_out_feature(fig, top, bottom, name, n_legend=len(handles))
         _figure_legend(fig, handles, labels, ncols=2)
@@ -613,6 +618,38 @@ def _finish_bins_panel(ax: Axes, feat: FeatureSummary, name: str, *, n_outside: 
     lo, hi = feat.edges[0], feat.edges[-1]
     pad = 0.02 * (hi - lo) if hi > lo else 0.5
     ax.set_xlim(lo - pad, hi + pad)
+
+
+def method_text(feat: FeatureSummary) -> str | None:
+    """The short line a figure shows when the local effects are not derivatives.
+
+    >>> from ale_cli.adapters.summary import FeatureSummary
+    >>> method_text(FeatureSummary(name="x", method="secant", note="secants on a fine grid"))
+    'local effects: secants on a fine grid (piecewise-constant model)'
+    """
+    if feat.method != "secant":
+        return None
+    detail = (feat.note or "secants across the bins of a fine grid").split(";")[0]
+    return f"local effects: {detail} (piecewise-constant model)"
+
+
+def _method_note(ax: Axes, feat: FeatureSummary) -> None:
+    """The method line above the bins panel, on the left (the rows-outside note is on
+    the right)."""
+    text = method_text(feat)
+    if text is None:
+        return
+    ax.text(
+        0.0,
+        1.0,
+        _wrap(text, 95, 2),
+        transform=ax.transAxes,
+        ha="left",
+        va="bottom",
+        fontsize=7,
+        color=style.GREY,
+        gid="method_note",
+    )
 
 
 def _feature_legend_entries(
@@ -707,9 +744,11 @@ def overview_figure(
                     summary, "effect", ylabel, width=28, name_width=24, max_lines=1
                 )
                 ax.set_ylabel(label)
+        secant = any(f.method == "secant" for f in feats)
         fig.suptitle(
             f"{estimator_label(summary.estimator)}: {len(feats)} features, "
-            f"N = {summary.n_rows:,} rows, common y scale",
+            f"N = {summary.n_rows:,} rows, common y scale"
+            + ("; local effects: secants (piecewise-constant model)" if secant else ""),
             y=1 - _MARGIN / grid.height,
             va="top",
             fontsize=11,
