@@ -10,6 +10,10 @@ A feature is reported ``not_estimable`` (the run goes on) when it is listed
 in the store's ``categorical_features``, when it has a single distinct value,
 when the edges file has no edges for it, or when none of its rows lies inside
 the given edges.
+
+A store of secants (a piecewise-constant model, store ``method`` "secant") is
+estimated by :mod:`ale_cli.secants`, which accumulates the fine-grid effect to
+the coarse edges instead of averaging the secants per bin.
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ A feature whose median fine bin holds fewer than
 :data:`~ale_cli.core.finegrid.MIN_ROWS_PER_FINE_BIN` rows is refused (not
 estimable, with a one-line pointer to ``ale classic``): each fine slope then
 rests on a few rows and the fine curve drifts from the ALE on coarse bins
-(measured on the 442-row diabetes data, bench/bench_secant.py).
+(the threshold and its measurement: :func:`~ale_cli.core.finegrid.sparse_reason`;
+bench/bench_secant.py).
 """
 
 from __future__ import annotations

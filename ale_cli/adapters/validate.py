@@ -13,7 +13,10 @@ Stores (``.npz``):
 - shapes agree: ``X`` and ``local_effects`` (N, D), ``prediction`` (N,),
   ``feature_names`` (D,), distinct and non-empty; the optional ``pairs``
   (P, 2) and ``mixed_derivatives`` (P, N) likewise;
-- ``X`` is finite, so is each column's range, and the meta's ``n_rows`` is N.
+- ``X`` is finite, so is each column's range, and the meta's ``n_rows`` is N;
+- a store of secants (meta ``method`` "secant", piecewise-constant models) has
+  float ``fine_edges`` (M,), integer ``fine_offsets`` (F+1,) and a meta ``secant``
+  entry with a whole ``k_fine``; those arrays appear only in such a store.
 
 :func:`validate_npz` does all of that without keeping the big arrays (it reads
 them once, in the CRC check): it is what makes a cache hit sound, and costs
