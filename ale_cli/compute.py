@@ -47,7 +47,7 @@ from ale_cli.models.base import Effects, Model, ProgressFn
 from ale_cli.models.checks import row_list, screen_effects
 from ale_cli.models.columns import ColumnOrder, order_note
 from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
-from ale_cli.models.secant import for_compute, store_extras
+from ale_cli.models.secant import for_compute, outdated, store_extras
 from ale_cli.pairs import Pair, pair_columns
 
 
@@ -129,7 +129,7 @@ def _cached(request: ComputeRequest, hashes: _Hashes, t0: float) -> ComputeResul
             "remove it, choose another output, or pass {param} to overwrite it",
             param="force",
         ) from None
-    reason = hashes.stale_reason(meta)
+    reason = hashes.stale_reason(meta) or outdated(meta)
     if reason is not None:
         return reason
     return ComputeResult(

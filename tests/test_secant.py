@@ -336,3 +336,36 @@ def test_diabetes_trees_agree_with_classic_or_are_refused(cli, tmp_path) -> None
     assert "bmi: not estimable (secants on a fine grid of 140 bins have a median of 3 rows" in (
         result.stderr
     )
+
+
+def test_a_cached_finite_difference_store_of_a_tree_is_recomputed(small_tree, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A store written before secants (same model, data and options) is not a cache hit."""
+    import io
+    import zipfile
+
+    from ale_cli import api
+
+    model, data, trust = small_tree
+    out = tmp_path / "s.npz"
+    api.compute(model, data, out=out, trust=trust, features=("x1",))
+    old = tmp_path / "old.npz"
+    with zipfile.ZipFile(out) as src, zipfile.ZipFile(old, "w") as dst:
+        for info in src.infolist():
+            if info.filename in ("fine_edges.npy", "fine_offsets.npy"):
+                continue
+            data_bytes = src.read(info)
+            if info.filename == "meta.npy":
+                meta = json.loads(str(np.load(io.BytesIO(data_bytes))))
+                meta["method"] = "finite-differences"
+                meta.pop("secant")
+                buf = io.BytesIO()
+                np.save(buf, np.array(json.dumps(meta), dtype=np.str_))
+                data_bytes = buf.getvalue()
+            dst.writestr(info.filename, data_bytes)
+    old.replace(out)
+    again = api.compute(model, data, out=out, trust=trust, features=("x1",))
+    assert not again.cache_hit and again.method == "secant"
+    assert (
+        again.reason
+        == "the method for piecewise-constant models changed (finite differences -> secants)"
+    )

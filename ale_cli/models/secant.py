@@ -183,6 +183,21 @@ def for_compute(
     return SecantModel.plan(model, X, columns=columns, fixed=fixed)
 
 
+def outdated(meta: dict[str, Any]) -> str | None:
+    """Why a cached store of a piecewise-constant model made before secants must be
+    recomputed (finite differences with the large step the type chose), else None.
+
+    >>> outdated({"method": "finite-differences",
+    ...           "method_details": {"step": {"rule": "piecewise-constant model type"}}})
+    'the method for piecewise-constant models changed (finite differences -> secants)'
+    >>> outdated({"method": "finite-differences", "method_details": {"step": {"rule": "user"}}})
+    """
+    step = (meta.get("method_details") or {}).get("step") or {}
+    if meta.get("method") == "finite-differences" and step.get("rule") in PIECEWISE_RULES:
+        return "the method for piecewise-constant models changed (finite differences -> secants)"
+    return None
+
+
 def store_extras(model: Model) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The arrays and meta entries a store of ``model``'s effects adds (none but for secants)."""
     if not isinstance(model, SecantModel):
