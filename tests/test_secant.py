@@ -369,3 +369,13 @@ def test_a_cached_finite_difference_store_of_a_tree_is_recomputed(small_tree, tm
         again.reason
         == "the method for piecewise-constant models changed (finite differences -> secants)"
     )
+
+
+def test_json_result_names_the_method_and_carries_the_note(small_store, cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    result = cli("rebin", small_store, "--bins", "20", "-o", tmp_path / "r.json", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["details"]["method"] == "secant"
+    assert any(
+        n.startswith("piecewise-constant model: local effects are secants") for n in (data["notes"])
+    )
