@@ -379,3 +379,22 @@ def test_json_result_names_the_method_and_carries_the_note(small_store, cli, tmp
     assert any(
         n.startswith("piecewise-constant model: local effects are secants") for n in (data["notes"])
     )
+
+
+def test_fine_grids_that_do_not_fit_their_features_are_refused(small_store) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    from ale_cli import api
+    from ale_cli.adapters.store import FINE_EDGES, FINE_OFFSETS, read_store
+
+    store = read_store(small_store)
+    bad_offsets = dataclasses.replace(
+        store, extra=store.extra | {FINE_OFFSETS: np.array([0, 5, 3, 723])}
+    )
+    with pytest.raises(InputError, match="^store: array 'fine_offsets' does not cut"):
+        api.rebin(bad_offsets, bins=10)
+    flat = store.extra[FINE_EDGES].copy()
+    flat[[1, 2]] = flat[[2, 1]]
+    unsorted = dataclasses.replace(store, extra=store.extra | {FINE_EDGES: flat})
+    with pytest.raises(InputError, match="^store: fine edges of feature 'x1': edges must be"):
+        api.rebin(unsorted, bins=10)
