@@ -158,6 +158,8 @@ def _summary(
     n_outside: int = 0,
     **more: Any,
 ) -> FeatureSummary:
+    """One feature's summary on coarse edges ``z`` from its fine curve and the secants'
+    statistics per coarse bin (``more``: ``objective``, ``note``)."""
     if coarse.total == 0:
         return not_estimable(
             name,

@@ -64,8 +64,13 @@ class SecantModel:
         The loaded model (its ``predict`` is what is called).
     edges : dict of int to ndarray
         Fine edges (M_j + 1,) of each moved column j of X.
+    columns : tuple of int
+        The explained columns of X, in the store's order (some without edges:
+        held fixed or constant, local effect 0).
     k_fine : int
         Fine bins asked for per feature.
+    eval_rows : int
+        Stacked evaluation rows per model call.
     """
 
     inner: Model

@@ -753,7 +753,7 @@ def overview_figure(
         fig.suptitle(
             f"{estimator_label(summary.estimator)}: {len(feats)} features, "
             f"N = {summary.n_rows:,} rows, common y scale"
-            + ("; local effects: secants (piecewise-constant model)" if secant else ""),
+            + ("; local effects: secants" if secant else ""),
             y=1 - _MARGIN / grid.height,
             va="top",
             fontsize=11,
