@@ -65,6 +65,7 @@ from ale_cli.models.checks import row_list, screen_rows
 from ale_cli.models.columns import ColumnOrder, order_note
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
+from ale_cli.models.secant import for_compute, outdated, store_extras
 from ale_cli.pairs import Pair, pair_columns
 
 
@@ -158,7 +159,7 @@ def _cached(request: ComputeRequest, hashes: _Hashes, t0: float) -> ComputeResul
             "remove it, choose another output, or pass {param} to overwrite it",
             param="force",
         ) from None
-    reason = hashes.stale_reason(meta)
+    reason = hashes.stale_reason(meta) or outdated(meta)
     if reason is not None:
         return reason
     return ComputeResult(
@@ -497,24 +498,31 @@ def _whole(
     opened = open_inputs(request.inputs)
     timings |= opened.timings
     table = opened.table
+    plans, notes = _level_plans(request, table, opened.features)
+    # piecewise-constant models: secants across a fine grid (ale_cli.models.secant); the
+    # features estimated per level are held fixed there (their jumps are stored instead)
+    model = for_compute(
+        opened.model,
+        table.X,
+        columns=opened.columns,
+        names=table.feature_names,
+        categorical=(*table.categorical, *(plan.name for plan in plans)),
+    )
     pairs = _pair_plan(request, table.feature_names, table.categorical, opened.model)
     bars = _bars(progress, len(table.X), pairs[1] is not None)
     f32 = bool(table.dtypes) and all(v == "float32" for v in table.dtypes.values())
     screen = _Screen(request.inputs.model, drop=request.inputs.drop_nonfinite)
-    plans, notes = _level_plans(request, table, opened.features)
     levels = (table.feature_names, plans, request.inputs.batch_size or DEFAULT_EVAL_ROWS)
     n_rows = 0
     for start in range(0, len(table.X), request.chunk_rows):
         X = table.X[start : start + request.chunk_rows]
-        arrays = _chunk_arrays(opened.model, X, opened.columns, pairs, bars, timings, levels)
+        arrays = _chunk_arrays(model, X, opened.columns, pairs, bars, timings, levels)
         if f32:  # float32 source values, held exactly in float32
             arrays["X"] = X.astype(np.float32)
         arrays = screen.apply(arrays, start)
         writer.add(arrays)
         n_rows += len(arrays["prediction"])
-    return _Written(
-        table, opened.model, opened.features, n_rows, screen, (*opened.notes, *notes), plans
-    )
+    return _Written(table, model, opened.features, n_rows, screen, (*opened.notes, *notes), plans)
 
 
 def _level_plans(
@@ -597,6 +605,10 @@ def compute(
         if request.pairs:
             writer.add_array(PAIRS, np.array(request.pairs, dtype=np.str_).reshape(-1, 2))
         meta = _meta(request, written, hashes, timings)
+        extra_arrays, extra_meta = store_extras(written.model)
+        for name, array in extra_arrays.items():
+            writer.add_array(name, array)
+        meta |= extra_meta
         meta["n_rows"] = written.n_rows
         meta["data"]["rows_nonfinite"] = written.screen.count
         notes = (*written.model.describe().get("notes", ()), *written.notes)

@@ -13,6 +13,10 @@ no model call). Otherwise a feature is reported ``not_estimable`` (the run goes
 on) when it is listed in the store's ``categorical_features``, when it has a single distinct value,
 when the edges file has no edges for it, or when none of its rows lies inside
 the given edges.
+
+A store of secants (a piecewise-constant model, store ``method`` "secant") is
+estimated by :mod:`ale_cli.secants`, which accumulates the fine-grid effect to
+the coarse edges instead of averaging the secants per bin.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ale_cli import secants
 from ale_cli.adapters.store import Store, StoreFile, open_store, read_store
 
 if TYPE_CHECKING:
@@ -359,6 +364,7 @@ def _result(
             n_rows=store.n_rows,
             features=tuple(features),
             created=utc_now(),
+            notes=secants.summary_notes(store.meta),
         ),
         prediction,
     )
@@ -366,7 +372,7 @@ def _result(
         summary=summary,
         seconds=time.perf_counter() - t0,
         timings={"load_s": t_load - t0, "estimate_s": t_est - t_load},
-        notes=run_notes(features),
+        notes=secants.summary_notes(store.meta) + run_notes(features),
     )
 
 
@@ -384,7 +390,21 @@ def rebin(request: RebinRequest) -> EstimateResult:
     # features with stored per-level jumps are skipped here and estimated per level below
     categorical = (*(store.meta.get("categorical_features") or ()), *levels)
     fixed.check_rows(store.n_rows, f"store '{path}'")
-    if isinstance(store, StoreFile):
+    if secants.is_secant(store.meta):  # piecewise-constant model: ale_cli.secants
+        fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
+        t_load = time.perf_counter()
+        features = secants.rebin(
+            store,
+            path,
+            features=request.features,
+            bins=fixed.bins,
+            binning=fixed.binning,
+            center=request.center,
+            edges=fixed.edges,
+            categorical=categorical,
+            bootstrap=request.bootstrap,
+        )
+    elif isinstance(store, StoreFile):
         cols = Columns.of(store, request.features)
         fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
         t_load = time.perf_counter()
@@ -468,7 +488,19 @@ def rhale(request: RhaleRequest) -> EstimateResult:
     levels = stored_level_names(store, request.features or store.feature_names)
     # features with stored per-level jumps are skipped here and estimated per level below
     categorical = (*(store.meta.get("categorical_features") or ()), *levels)
-    if isinstance(store, StoreFile):
+    if secants.is_secant(store.meta):  # piecewise-constant model: ale_cli.secants
+        t_load = time.perf_counter()
+        features = secants.rhale(
+            store,
+            opened.path,
+            features=request.features,
+            min_points=min_points,
+            alpha=request.alpha,
+            center=request.center,
+            categorical=categorical,
+            bootstrap=request.bootstrap,
+        )
+    elif isinstance(store, StoreFile):
         t_load = time.perf_counter()
         features = _rhale_store(store, request, min_points, categorical)
     else:

@@ -251,7 +251,7 @@ def test_compute_features_perturb_only_those_columns_of_a_tree_model(
     cli, sample_dir, tmp_path, monkeypatch
 ):
     """`ale compute MODEL DATA --exclude target --features bmi,bp` on the sample
-    HistGradientBoosting (skops): the model sees every input, but finite differences
+    HistGradientBoosting (skops): the model sees every input, but the secants
     move only bmi and bp -- counted at the estimator -- and the store feeds rebin, rhale
     and plot."""
     from sklearn.ensemble import HistGradientBoostingRegressor
@@ -293,9 +293,15 @@ def test_compute_features_perturb_only_those_columns_of_a_tree_model(
     changed = moved[np.arange(len(rows)), best]
     assert changed.sum(axis=1).max() == 1
     assert set(np.flatnonzero(changed.any(axis=0))) == {inputs.index("bmi"), inputs.index("bp")}
-    # central differences: 2 evaluations per row and explained feature after the load checks
-    assert int(changed.any(axis=1).sum()) == 2 * 2 * len(X)
+    # secants (a piecewise-constant model): each moved value is a limit of the row's fine
+    # bin (a row on a fine edge is "moved" to its own value there, so it looks unchanged)
     s = read_store(store)
+    offsets = s.extra["fine_offsets"]
+    for k, name in enumerate(("bmi", "bp")):
+        j = inputs.index(name)
+        fine = s.extra["fine_edges"][offsets[k] : offsets[k + 1]]
+        values = rows[changed[:, j], j]
+        assert values.size > len(X) and np.isin(values, fine).all()
     assert s.feature_names == ("bmi", "bp") and s.input_names == tuple(inputs)
     for command in ("rebin", "rhale"):
         out = tmp_path / f"{command}.json"

@@ -212,7 +212,10 @@ def test_store_records_method_output_step_and_cache_key(
     args = (hgb, diabetes, "--exclude", "target", "--trust", HGB_TRUST, "-o", out)
     assert run(*args)[0] == 0
     meta = read_meta(out)
-    assert meta["method"] == "finite-differences"
+    # a piecewise-constant model: secants across a fine grid (tests/test_secant.py)
+    assert meta["method"] == "secant"
+    assert meta["method_details"]["inner_method"] == "finite-differences"
+    assert meta["secant"]["k_fine"] == 240
     assert meta["model"]["format"] == "skops"
     assert meta["output"]["name"] == "predict"
     assert meta["method_details"]["step"]["rule"] == "piecewise-constant model type"
@@ -224,6 +227,7 @@ def test_store_records_method_output_step_and_cache_key(
     result = CliRunner().invoke(app, ["compute", *map(str, args), "--step", "0.1"])
     assert "recomputed" in result.stderr and "the options changed" in result.stderr
     assert read_meta(out)["method_details"]["step"]["rule"] == "user"
+    assert read_meta(out)["method"] == "finite-differences"  # the user's step is kept
     result = CliRunner().invoke(app, ["compute", *map(str, args), "--categorical", "sex"])
     store = read_store(out)
     assert store.meta["categorical_features"] == ["sex"]
@@ -248,4 +252,4 @@ def test_onnx_fallback_is_said(models: Path, diabetes: Path, tmp_path: Path) -> 
         "note: finite differences through onnxruntime: the graph cannot be run in torch: "
         "op TreeEnsembleRegressor (domain ai.onnx.ml) has no torch translation"
     )
-    assert "finite-differences" in result.stdout
+    assert "secant" in result.stdout  # a tree ensemble: secants across a fine grid

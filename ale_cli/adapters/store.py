@@ -101,6 +101,10 @@ PAIRS = "pairs"
 MIXED = "mixed_derivatives"
 #: optional row arrays (N, L) of the features estimated per level (meta ``levels``)
 LEVEL_ARRAYS = ("level_up", "level_down")
+#: optional arrays of a store of secants (method "secant", :mod:`ale_cli.models.secant`):
+#: the fine grids of the explained features, flat, and where each feature's starts (F+1,)
+FINE_EDGES = "fine_edges"
+FINE_OFFSETS = "fine_offsets"
 
 
 class _Columns:

@@ -120,6 +120,8 @@ class FeatureSummary:
     kind: str | None = None
     levels: tuple[Any, ...] | None = None
     order: np.ndarray | None = None
+    #: how the local effects were obtained when it is not a derivative ("secant")
+    method: str | None = None
     #: the bootstrap replicates (in memory only, for the statistics' bands)
     replicates: Replicates | None = field(default=None, compare=False, repr=False)
 
@@ -156,6 +158,8 @@ class FeatureSummary:
             out["objective"] = self.objective
         if self.note is not None:
             out["note"] = self.note
+        if self.method is not None:
+            out["method"] = self.method
         if self.statistics is not None:
             out["statistics"] = self.statistics
         if self.ci_low is not None and self.ci_high is not None:
@@ -189,6 +193,7 @@ class FeatureSummary:
             kind=data.get("kind"),
             levels=tuple(data["levels"]) if "levels" in data else None,
             order=np.asarray(data["order"], dtype=np.int64) if "order" in data else None,
+            method=data.get("method"),
         )
 
 
@@ -329,6 +334,9 @@ class Summary:
     created: str | None = None
     tool: dict[str, str] = field(default_factory=lambda: {"name": "ale", "version": __version__})
     schema_version: int = SCHEMA_VERSION
+    #: what a reader must know about how the numbers were made (e.g. secants of a
+    #: piecewise-constant model); written only when there are some
+    notes: tuple[str, ...] = ()
 
     def feature(self, name: str) -> FeatureSummary:
         for feat in self.features:
@@ -347,6 +355,8 @@ class Summary:
             "store": self.store,
             "n_rows": self.n_rows,
         }
+        if self.notes:
+            out["notes"] = list(self.notes)
         if self.prediction is not None:
             out["prediction"] = self.prediction
         out["features"] = [f.to_dict() for f in self.features]
@@ -364,6 +374,7 @@ class Summary:
             params=dict(data["params"]),
             store=dict(data["store"]),
             n_rows=int(data["n_rows"]),
+            notes=tuple(str(n) for n in data.get("notes", ())),
             prediction=_prediction(data.get("prediction")),
             features=tuple(FeatureSummary.from_dict(f) for f in data["features"]),
             interactions=tuple(

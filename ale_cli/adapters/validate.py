@@ -14,7 +14,10 @@ Stores (``.npz``):
   ``feature_names`` (D,), distinct and non-empty; the optional ``pairs``
   (P, 2) and ``mixed_derivatives`` (P, N) likewise, and ``level_up`` /
   ``level_down`` (N, L) with the meta's ``levels`` (L records);
-- ``X`` is finite, so is each column's range, and the meta's ``n_rows`` is N.
+- ``X`` is finite, so is each column's range, and the meta's ``n_rows`` is N;
+- a store of secants (meta ``method`` "secant", piecewise-constant models) has
+  float ``fine_edges`` (M,), integer ``fine_offsets`` (F+1,) and a meta ``secant``
+  entry with a whole ``k_fine``; those arrays appear only in such a store.
 
 :func:`validate_npz` does all of that without keeping the big arrays (it reads
 them once, in the CRC check): it is what makes a cache hit sound, and costs
@@ -135,6 +138,7 @@ def _layout(
                 f"({p_shape[0]}, {n}), it has {m_dtype.name} {m_shape}"
             )
     _level_layout(where, specs, meta, n)
+    _fine_layout(where, specs, meta, f)
     rows = meta.get("n_rows")
     if isinstance(rows, bool) or not isinstance(rows, int):
         raise InputError(f"{where}: its meta has no integer 'n_rows'")
@@ -211,6 +215,41 @@ def level_problem(item: Mapping[str, Any]) -> str | None:
     ):
         return "its labels do not cover its level codes"
     return None
+
+
+def _fine_layout(
+    where: str,
+    specs: Mapping[str, tuple[tuple[int, ...], np.dtype]],
+    meta: Mapping[str, Any],
+    n_features: int,
+) -> None:
+    """A store of secants (meta ``method`` "secant") has its fine grids: float
+    ``fine_edges`` (M,) and integer ``fine_offsets`` (F+1,), and a ``secant`` meta entry
+    with an integer ``k_fine``; the arrays come together. (Their values are checked
+    where they are read, :func:`ale_cli.secants.fine_grids`.)"""
+    secant = meta.get("method") == "secant"
+    present = [name for name in ("fine_edges", "fine_offsets") if name in specs]
+    if not secant and not present:
+        return
+    if len(present) != 2:
+        raise InputError(
+            f"{where}: a store of secants needs the arrays 'fine_edges' and 'fine_offsets'"
+        )
+    if not secant:
+        raise InputError(f"{where}: arrays 'fine_edges' and 'fine_offsets' need method 'secant'")
+    e_shape, e_dtype = specs["fine_edges"]
+    if e_dtype.kind != "f" or len(e_shape) != 1:
+        raise InputError(f"{where}: array 'fine_edges' must hold a flat list of floats")
+    o_shape, o_dtype = specs["fine_offsets"]
+    if o_dtype.kind not in "iu" or o_shape != (n_features + 1,):
+        raise InputError(
+            f"{where}: array 'fine_offsets' must hold {n_features + 1} integers "
+            f"(one more than the features), it has {o_dtype.name} {o_shape}"
+        )
+    info = meta.get("secant")
+    k_fine = info.get("k_fine") if isinstance(info, Mapping) else None
+    if isinstance(k_fine, bool) or not isinstance(k_fine, int) or k_fine < 1:
+        raise InputError(f"{where}: its meta has no 'secant' entry with a whole 'k_fine'")
 
 
 def _names(path: Path, names: np.ndarray, array: str = "feature_names") -> None:

@@ -59,6 +59,11 @@ def summary_outcome(
         notes=result.notes,
         timings=result.timings,
         seconds=result.seconds,
-        details={"estimator": result.summary.estimator, "params": result.summary.params},
+        details={
+            "estimator": result.summary.estimator,
+            "params": result.summary.params,
+            # how the store's local effects were made (secant: a piecewise-constant model)
+            "method": result.summary.store.get("method"),
+        },
         data_on_stdout=to_stdout,
     )

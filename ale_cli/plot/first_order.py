@@ -32,12 +32,16 @@ Per-feature figure, :func:`feature_figure` (two panels sharing the x axis)
                            with more than :data:`VIOLIN_MAX` are quantile-subsampled
                            (min and max kept)
     ``zero``               Line2D at y = 0
+    ``method_note``        Text above the bins panel when the local effects are
+                           secants of a piecewise-constant model (feature
+                           ``method`` "secant"): what they are, from its ``note``
     ``legend``             the figure legend (every mark above is in it)
 
 Overview, :func:`overview_figure`: one axes per feature ``f<i>.axes`` (i = the
 position in the figure) titled with the feature name, holding ``f<i>.effect``,
 ``f<i>.std_band``, ``f<i>.stderr_upper``/``f<i>.stderr_lower`` as above, all on a
 common y scale; a not-estimable feature's axes hold the Text ``f<i>.not_estimable``.
+The title says when the local effects are secants.
 
 Not estimable, :func:`not_estimable_figure`: the Text ``not_estimable`` gives the
 feature name and the summary's ``reason``.
@@ -534,8 +538,9 @@ def feature_figure(
         extra = _draw_bins(bottom, feat)
         n_outside_store = _draw_violins(bottom, feat, *column) if column is not None else 0
         _finish_bins_panel(bottom, feat, name, n_outside=max(feat.n_outside, n_outside_store))
+        note_lines = _method_note(bottom, feat)
         handles, labels = _feature_legend_entries(top, bottom, extra)
-        _lay_out_feature(fig, top, bottom, name, n_legend=len(handles))
+        _lay_out_feature(fig, top, bottom, name, n_legend=len(handles), note_lines=note_lines)
         _figure_legend(fig, handles, labels, ncols=2)
         return fig
 
@@ -615,6 +620,40 @@ def _finish_bins_panel(ax: Axes, feat: FeatureSummary, name: str, *, n_outside: 
     ax.set_xlim(lo - pad, hi + pad)
 
 
+def method_text(feat: FeatureSummary) -> str | None:
+    """The short line a figure shows when the local effects are not derivatives.
+
+    >>> from ale_cli.adapters.summary import FeatureSummary
+    >>> method_text(FeatureSummary(name="x", method="secant", note="secants on a fine grid"))
+    'piecewise-constant model: secants on a fine grid'
+    """
+    if feat.method != "secant":
+        return None
+    detail = (feat.note or "secants across the bins of a fine grid").split(";")[0]
+    return f"piecewise-constant model: {detail}"
+
+
+def _method_note(ax: Axes, feat: FeatureSummary) -> int:
+    """The method line above the bins panel, on the left (the rows-outside note is on
+    the right); returns its number of lines (0: none), for the layout's panel gap."""
+    text = method_text(feat)
+    if text is None:
+        return 0
+    wrapped = _wrap(text, 100, 2)
+    ax.text(
+        0.0,
+        1.0,
+        wrapped,
+        transform=ax.transAxes,
+        ha="left",
+        va="bottom",
+        fontsize=7,
+        color=style.GREY,
+        gid="method_note",
+    )
+    return _n_lines(wrapped)
+
+
 def _feature_legend_entries(
     top: Axes, bottom: Axes, extra: list[Any]
 ) -> tuple[list[Any], list[str]]:
@@ -629,23 +668,26 @@ def _feature_legend_entries(
     return handles, labels
 
 
-def _lay_out_feature(fig: Figure, top: Axes, bottom: Axes, name: str, *, n_legend: int) -> None:
+def _lay_out_feature(
+    fig: Figure, top: Axes, bottom: Axes, name: str, *, n_legend: int, note_lines: int = 0
+) -> None:
     """Size the figure and place both panels and the title in a fixed layout (inches):
-    title, effect panel, gap, bins panel, x label, legend of ``n_legend`` entries in two
-    columns, from the top down."""
+    title, effect panel, gap (with ``note_lines`` lines of a 7-point note), bins panel,
+    x label, legend of ``n_legend`` entries in two columns, from the top down."""
+    gap = _PANEL_GAP + (_lines_in(7, note_lines) + 0.05 if note_lines else 0.0)
     xlabel = _wrap(name, 90, 2)
     title = _wrap(name, 70, 2)
     legend_height = _LEGEND_ROW * -(-n_legend // 2)
     bottom_margin = _MARGIN + legend_height + _MARGIN + _lines_in(9, _n_lines(xlabel)) + _X_TICKS
     top_margin = _MARGIN + _lines_in(12, _n_lines(title)) + 0.1 + _lines_in(10, 1) + 0.05
-    height = top_margin + _TOP_PANEL + _PANEL_GAP + _BOTTOM_PANEL + bottom_margin
+    height = top_margin + _TOP_PANEL + gap + _BOTTOM_PANEL + bottom_margin
     fig.set_size_inches(_FIG_WIDTH, height)
     width = (_FIG_WIDTH - _LEFT - _RIGHT) / _FIG_WIDTH
     bottom.set_position((_LEFT / _FIG_WIDTH, bottom_margin / height, width, _BOTTOM_PANEL / height))
     top.set_position(
         (
             _LEFT / _FIG_WIDTH,
-            (bottom_margin + _BOTTOM_PANEL + _PANEL_GAP) / height,
+            (bottom_margin + _BOTTOM_PANEL + gap) / height,
             width,
             _TOP_PANEL / height,
         )
@@ -707,9 +749,11 @@ def overview_figure(
                     summary, "effect", ylabel, width=28, name_width=24, max_lines=1
                 )
                 ax.set_ylabel(label)
+        secant = any(f.method == "secant" for f in feats)
         fig.suptitle(
             f"{estimator_label(summary.estimator)}: {len(feats)} features, "
-            f"N = {summary.n_rows:,} rows, common y scale",
+            f"N = {summary.n_rows:,} rows, common y scale"
+            + ("; local effects: secants" if secant else ""),
             y=1 - _MARGIN / grid.height,
             va="top",
             fontsize=11,

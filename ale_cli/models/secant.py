@@ -1,0 +1,210 @@
+"""Local effects of piecewise-constant models as secants across a fine grid.
+
+A model detected as piecewise constant when it was loaded (trees, forests,
+boosting, neighbours: by type or by the share of exactly-zero derivatives, see
+:func:`~ale_cli.models.finite_diff.choose_step`) has no useful derivative. For
+``ale compute`` it is wrapped in a :class:`SecantModel`: each explained numeric
+feature gets a fine grid of type-1 quantile edges over all rows
+(:func:`ale_cli.core.finegrid.fine_edges`, ``K_fine = 240``), and each row's
+local effect is the model's secant across its fine bin,
+``(f(upper) - f(lower)) / (upper - lower)`` with the row moved to both limits
+(:mod:`ale_cli.core.finegrid`). ``rebin`` and ``rhale`` then accumulate the
+fine-grid effect (:mod:`ale_cli.secants`), which is Apley-Zhu's ALE on the
+fine grid. The user's own ``step`` keeps central finite differences.
+
+One model call evaluates ``(2P + 1) m`` stacked rows for a chunk of m rows and
+P moved features, as the finite differences do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ale_cli.adapters.store import FINE_EDGES, FINE_OFFSETS
+from ale_cli.core.finegrid import K_FINE, fine_edges, row_limits, secants
+from ale_cli.models.base import Effects, Model, ProgressFn, feature_indices, stacked_chunks
+
+#: Step rules (:class:`~ale_cli.models.finite_diff.StepChoice`) of a piecewise-constant model.
+PIECEWISE_RULES = ("piecewise-constant model type", "zero share on a sample")
+METHOD = "secant"
+#: Stacked evaluation rows per model call when the model does not say.
+DEFAULT_EVAL_ROWS = 32_768
+
+
+def piecewise_constant(model: Model) -> bool:
+    """True when the model was loaded as piecewise constant and the step was not the user's."""
+    step = model.describe().get("step") or {}
+    return step.get("rule") in PIECEWISE_RULES
+
+
+def method_note(k_fine: int) -> str:
+    """The note every store, summary and figure from secants carries.
+
+    >>> method_note(240)[:40]
+    'piecewise-constant model: local effects '
+    """
+    return (
+        "piecewise-constant model: local effects are secants across the bins of a fine grid "
+        f"of {k_fine} type-1 quantile bins per feature; the curve is the fine-grid ALE "
+        "accumulated to the edges"
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class SecantModel:
+    """A piecewise-constant model explained by secants across fine bins.
+
+    Attributes
+    ----------
+    inner : Model
+        The loaded model (its ``predict`` is what is called).
+    edges : dict of int to ndarray
+        Fine edges (M_j + 1,) of each moved column j of X.
+    columns : tuple of int
+        The explained columns of X, in the store's order (some without edges:
+        held fixed or constant, local effect 0).
+    k_fine : int
+        Fine bins asked for per feature.
+    eval_rows : int
+        Stacked evaluation rows per model call.
+    """
+
+    inner: Model
+    edges: dict[int, np.ndarray]
+    columns: tuple[int, ...]
+    k_fine: int
+    eval_rows: int
+    method: ClassVar[str] = METHOD
+
+    @classmethod
+    def plan(
+        cls,
+        model: Model,
+        X: np.ndarray,
+        *,
+        columns: Sequence[int],
+        fixed: np.ndarray,
+        k_fine: int = K_FINE,
+    ) -> SecantModel:
+        """Fine grids of the explained, not held-fixed, non-constant columns over all rows X."""
+        edges: dict[int, np.ndarray] = {}
+        for j in columns:
+            j = int(j)
+            if fixed[j] or not X[:, j].max() > X[:, j].min():
+                continue
+            edges[j] = fine_edges(X[:, j], k_fine=k_fine)
+        rows = model.describe().get("eval_rows_per_call") or DEFAULT_EVAL_ROWS
+        return cls(
+            inner=model,
+            edges=edges,
+            columns=tuple(int(j) for j in columns),
+            k_fine=k_fine,
+            eval_rows=int(rows),
+        )
+
+    @property
+    def format(self) -> str:
+        return self.inner.format
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return self.inner.predict(X)
+
+    def local_effects(
+        self,
+        X: np.ndarray,
+        *,
+        features: Sequence[int] | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Effects:
+        """Secants (N, F) in the columns ``features`` (0 for held-fixed or constant ones)
+        and predictions (N,)."""
+        features_ = feature_indices(features, X.shape[1])
+        where = [k for k, j in enumerate(features_) if int(j) in self.edges]
+        moved = [int(features_[k]) for k in where]
+        p = len(moved)
+        blocks = 2 * p + 1
+        rows = max(1, self.eval_rows // blocks)
+        effects = np.zeros((len(X), len(features_)), dtype=np.float64)
+        prediction = np.empty(len(X), dtype=np.float64)
+        X = np.asarray(X, dtype=np.float64)
+        for sl, stack in stacked_chunks(X, blocks, rows):
+            m = sl.stop - sl.start
+            limits = [row_limits(X[sl, j], self.edges[j]) for j in moved]
+            for k, (j, lim) in enumerate(zip(moved, limits, strict=True)):
+                stack[(1 + k) * m : (2 + k) * m, j] = lim.upper
+                stack[(1 + p + k) * m : (2 + p + k) * m, j] = lim.lower
+            out = np.asarray(self.inner.predict(stack), dtype=np.float64).reshape(blocks, m)
+            prediction[sl] = out[0]
+            for k, lim in enumerate(limits):
+                effects[sl, where[k]] = secants(out[1 + p + k], out[1 + k], lim.lower, lim.upper)
+            if progress is not None:
+                progress(m)
+        return Effects(local_effects=effects, prediction=prediction)
+
+    def store_arrays(self) -> dict[str, np.ndarray]:
+        """The store entries of the fine grids of the explained columns:
+        ``fine_edges`` (all features' edges, one after the other) and ``fine_offsets``
+        (F+1,): feature k's edges are ``fine_edges[offsets[k]:offsets[k + 1]]``
+        (none for a feature without secants)."""
+        parts = [self.edges.get(j, np.zeros(0)) for j in self.columns]
+        offsets = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(np.int64)
+        flat = np.concatenate(parts) if parts else np.zeros(0)
+        return {FINE_EDGES: flat.astype(np.float64), FINE_OFFSETS: offsets}
+
+    def store_meta(self) -> dict[str, Any]:
+        """The store meta's ``secant`` entry."""
+        return {"k_fine": self.k_fine, "note": method_note(self.k_fine)}
+
+    def describe(self) -> dict[str, Any]:
+        details = dict(self.inner.describe())
+        inner_notes = [n for n in details.get("notes", []) if "finite-difference step" not in n]
+        details |= {
+            "method": METHOD,
+            "inner_method": self.inner.method,
+            "secant": {"k_fine": self.k_fine, "eval_rows_per_call": self.eval_rows},
+            "notes": [*inner_notes, method_note(self.k_fine)],
+        }
+        return details
+
+
+def for_compute(
+    model: Model,
+    X: np.ndarray,
+    *,
+    columns: Sequence[int],
+    names: Sequence[str],
+    categorical: Sequence[str],
+) -> Model:
+    """The model ``ale compute`` differentiates: a :class:`SecantModel` for a
+    piecewise-constant one (fine grids over all rows X (N, D), explained ``columns``;
+    the ``categorical`` names of the D columns ``names`` are held fixed), else ``model``."""
+    if not piecewise_constant(model):
+        return model
+    fixed = np.array([n in set(categorical) for n in names], dtype=bool)
+    return SecantModel.plan(model, X, columns=columns, fixed=fixed)
+
+
+def outdated(meta: dict[str, Any]) -> str | None:
+    """Why a cached store of a piecewise-constant model made before secants must be
+    recomputed (finite differences with the large step the type chose), else None.
+
+    >>> outdated({"method": "finite-differences",
+    ...           "method_details": {"step": {"rule": "piecewise-constant model type"}}})
+    'the method for piecewise-constant models changed (finite differences -> secants)'
+    >>> outdated({"method": "finite-differences", "method_details": {"step": {"rule": "user"}}})
+    """
+    step = (meta.get("method_details") or {}).get("step") or {}
+    if meta.get("method") == "finite-differences" and step.get("rule") in PIECEWISE_RULES:
+        return "the method for piecewise-constant models changed (finite differences -> secants)"
+    return None
+
+
+def store_extras(model: Model) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The arrays and meta entries a store of ``model``'s effects adds (none but for secants)."""
+    if not isinstance(model, SecantModel):
+        return {}, {}
+    return model.store_arrays(), {"secant": model.store_meta()}
