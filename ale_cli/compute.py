@@ -59,6 +59,15 @@ class ComputeRequest:
     out: Path
     pairs: tuple[Pair, ...] = ()
     chunk_rows: int = DEFAULT_CHUNK_ROWS
+    #: where the work runs: "local" or "dask" (:mod:`ale_cli.engines`); not a result option
+    engine: str = "local"
+    #: a Dask scheduler's address (None with dask: a LocalCluster on this machine)
+    scheduler: str | None = None
+
+    def __post_init__(self) -> None:
+        from ale_cli.engines import check_engine
+
+        check_engine(self.engine, self.scheduler)
 
     def result_options(self) -> dict[str, Any]:
         """Options that change the store's arrays (batch size and trust do not)."""
@@ -482,6 +491,10 @@ def compute(
     hit first (hashing the inputs); without one the data are hashed while they
     are read.
     """
+    if request.engine == "dask":  # partitions on Dask workers, a directory store
+        from ale_cli.engines.dask import compute_dask
+
+        return compute_dask(request, force=force, progress=progress)
     t0 = time.perf_counter()
     request.inputs.check_files()
     hashes: _Hashes | None = None
