@@ -77,6 +77,8 @@ def compute(
     features: Names = None,
     pairs: Sequence[str | Sequence[str]] = (),
     force: bool = False,
+    engine: str = "local",
+    scheduler: str | None = None,
     **options: Any,
 ) -> ComputeResult:
     """Compute the local effects of ``features`` (default: every input) and write a store.
@@ -84,14 +86,23 @@ def compute(
     ``options`` are the other fields of :class:`~ale_cli.inputs.ModelInputs`
     (``inputs``, ``exclude``, ``output``, ``method``, ``step``, ``trust``...).
     A store at ``out`` made from the same model bytes, data and options is
-    reused (``result.cache_hit``) unless ``force``.
+    reused (``result.cache_hit``) unless ``force``. ``engine="dask"`` computes the
+    partitions on the Dask cluster at ``scheduler`` (None: a local one) and writes a
+    directory store.
     """
     from ale_cli.compute import ComputeRequest
     from ale_cli.compute import compute as run
     from ale_cli.pairs import parse_pairs
 
     inputs = ModelInputs(model=model, data=data, features=features, **options)
-    return run(ComputeRequest(inputs=inputs, out=Path(out), pairs=parse_pairs(pairs)), force=force)
+    request = ComputeRequest(
+        inputs=inputs,
+        out=Path(out),
+        pairs=parse_pairs(pairs),
+        engine=engine,
+        scheduler=scheduler,
+    )
+    return run(request, force=force)
 
 
 def rebin(
@@ -105,9 +116,12 @@ def rebin(
     bootstrap: int = 0,
     ci: float = 0.95,
     seed: int | None = None,
+    engine: str = "local",
+    scheduler: str | None = None,
 ) -> Summary:
     """DALE on fixed bins (default: 20 uniform bins) from a store; ``bootstrap`` B > 0 adds
-    percentile bands at level ``ci`` (rows resampled, ``seed`` for the same bands)."""
+    percentile bands at level ``ci`` (rows resampled, ``seed`` for the same bands);
+    ``engine="dask"`` reduces the store's parts on the Dask cluster at ``scheduler``."""
     from ale_cli.bands import Bootstrap
     from ale_cli.estimate import RebinRequest
     from ale_cli.estimate import rebin as run
@@ -120,6 +134,8 @@ def rebin(
         features=features,  # type: ignore[arg-type]
         edges=Path(edges) if edges is not None else None,
         bootstrap=Bootstrap(bootstrap, ci, seed),
+        engine=engine,
+        scheduler=scheduler,
     )
     return run(request).summary
 
@@ -136,6 +152,8 @@ def rhale(
     bootstrap: int = 0,
     ci: float = 0.95,
     seed: int | None = None,
+    engine: str = "local",
+    scheduler: str | None = None,
 ) -> Summary:
     """RHALE with automatic bins from a store (``min_points`` None: ceil(N/20), at least 2);
     ``bootstrap`` as in :func:`rebin`, on the chosen bins."""
@@ -152,6 +170,8 @@ def rhale(
         center=center,
         features=features,  # type: ignore[arg-type]
         bootstrap=Bootstrap(bootstrap, ci, seed),
+        engine=engine,
+        scheduler=scheduler,
     )
     return run(request).summary
 

@@ -151,13 +151,14 @@ def _assert_same(one, other) -> None:  # type: ignore[no-untyped-def]
     ],
     ids=["rebin-uniform", "rebin-quantile", "rhale-uniform", "rhale-quantile"],
 )
-def test_estimators_equal_between_engines(stores, cluster, make):
+def test_estimators_equal_between_engines(stores, cluster, make, monkeypatch):
     local, dask = stores
     reference = make(local).summary
     on_dask = make(dask, engine="dask", scheduler=cluster).summary
     _assert_same(reference, on_dask)
     _assert_same(reference, make(dask).summary)  # the local engine reads a directory store
-    _assert_same(reference, make(local, engine="dask", scheduler=cluster).summary)  # by chunks
+    monkeypatch.setattr("ale_cli.engines.dask.CHUNKS_PER_TASK", 5)  # a file store: 3 ranges
+    _assert_same(reference, make(local, engine="dask", scheduler=cluster).summary)
     assert on_dask.store["sha256"] == store_sha256(dask)
 
 
@@ -209,6 +210,35 @@ def test_cache_hit_and_a_failed_run_leaves_the_older_store(dataset, cluster, tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "s"]  # no hidden leftovers
     dropped = run(ModelInputs(model=model, data=bad, dropna=True), force=True)
     assert dropped.n_rows == 11999 and dropped.rows_dropped == 1
+
+
+def test_tiny_and_empty_partitions_as_the_local_engine(dataset, cluster, tmp_path: Path):
+    model, _, _ = dataset
+    data = tmp_path / "data"
+    data.mkdir()
+    X = np.random.default_rng(2).normal(size=(401, 4))
+    for name, rows in (("p0", X[:1]), ("p1", X[:0]), ("p2", X[1:])):
+        pd.DataFrame(rows, columns=NAMES).to_parquet(data / f"{name}.parquet", index=False)
+    inputs = ModelInputs(model=model, data=data)
+    local = compute(ComputeRequest(inputs=inputs, out=tmp_path / "l.npz")).out
+    dask = compute(
+        ComputeRequest(inputs=inputs, out=tmp_path / "d", engine="dask", scheduler=cluster)
+    ).out
+    np.testing.assert_array_equal(read_store(dask).X, X)
+    np.testing.assert_array_equal(read_store(dask).local_effects, read_store(local).local_effects)
+    assert [p["rows"] for p in read_meta(dask)["parts"]] == [1, 400]  # no part for p1
+    single = tmp_path / "one"
+    single.mkdir()
+    pd.DataFrame(X[:1], columns=NAMES).to_parquet(single / "p.parquet", index=False)
+    with pytest.raises(InputError, match=r"has 1 row; at least 2 are needed"):
+        compute(
+            ComputeRequest(
+                inputs=ModelInputs(model=model, data=single),
+                out=tmp_path / "e",
+                engine="dask",
+                scheduler=cluster,
+            )
+        )
 
 
 def test_part_store_writer_is_atomic(tmp_path: Path):

@@ -225,6 +225,8 @@ class TableStream:
     chunk_rows: int
     dropna: bool
     total_rows: int | None
+    #: fewest rows the whole stream must keep (0: a partition of a dataset read on its own)
+    min_rows: int = 2
     dtypes: dict[str, str] = field(default_factory=dict)
     rows_read: int = 0
     rows_dropped: int = 0
@@ -283,10 +285,10 @@ class TableStream:
                     f"NaN or infinite values (columns: {cols}); pass {{param}} to drop them",
                     param="dropna",
                 )
-            if self.rows_read == 0:
+            if self.rows_read == 0 and self.min_rows:
                 raise InputError(f"data file '{self.path}' has no rows")
             n_left = n_kept + n_pending
-            if n_left < 2:
+            if n_left < self.min_rows:
                 left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
                 raise InputError(
                     f"data file '{self.path}' has {n_left} row{'s' if n_left != 1 else ''}"
@@ -406,10 +408,13 @@ def open_stream(
     dropna: bool = False,
     categorical: Sequence[str] = (),
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    min_rows: int = 2,
 ) -> TableStream:
     """Open ``path`` (a CSV or Parquet file, or a directory of Parquet files) for reading
     its input columns chunk by chunk; the columns are chosen and checked here, from the
-    header or schema (see :func:`ale_cli.adapters.data.select_columns`)."""
+    header or schema (see :func:`ale_cli.adapters.data.select_columns`). Fewer than
+    ``min_rows`` rows kept is an error (the Dask engine reads each partition with 0 and
+    checks the whole dataset's count)."""
     path = Path(path)
     if not path.exists() and not is_glob(path):
         raise InputError(f"data file '{path}' does not exist")
@@ -460,6 +465,7 @@ def open_stream(
         chunk_rows=chunk_rows,
         dropna=dropna,
         total_rows=total,
+        min_rows=min_rows,
         _frames=frames,
         _readers=readers,
     )

@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,25 +94,33 @@ class _PartSpec:
     categorical: tuple[str, ...]
     features: tuple[str, ...]
     columns: tuple[int, ...]
+    data_format: str
     dropna: bool
     drop_nonfinite: bool
     chunk_rows: int
 
+
+#: a file the client puts in the store's temporary directory when the run fails: the
+#: workers still computing a partition stop at their next chunk
+STOP = ".stop"
 
 _MODELS: dict[str, Any] = {}
 _MODELS_LOCK = threading.Lock()
 
 
 def _worker_model(model_bytes: bytes, spec: _PartSpec, first: np.ndarray) -> Any:
-    """The model, loaded once per worker process (checked on the first chunk it sees).
+    """The model, loaded once per worker process and set of load options (checked on the
+    first chunk it sees).
 
     Loaded from the user's path when the worker sees the same bytes there (messages
     then name that path), else from the bytes sent, written to a temporary file."""
     from ale_cli.adapters.files import sha256_file
     from ale_cli.models import Columns, load_model
 
+    # a long-lived worker may serve runs with other options (output, batch size, columns)
+    key = repr((spec.model_sha256, spec.load_options, spec.names, spec.categorical))
     with _MODELS_LOCK:
-        model = _MODELS.get(spec.model_sha256)
+        model = _MODELS.get(key)
         if model is not None:
             return model
         path = Path(spec.model_path)
@@ -130,7 +138,7 @@ def _worker_model(model_bytes: bytes, spec: _PartSpec, first: np.ndarray) -> Any
             columns=Columns(names=spec.names, fixed=spec.categorical, dtypes={}),
             X=first,
         )
-        _MODELS[spec.model_sha256] = model
+        _MODELS[key] = model
         return model
 
 
@@ -149,11 +157,12 @@ def compute_part(
 
     stream = open_stream(
         file,
-        fmt="parquet" if file.endswith(".parquet") else None,
+        fmt=spec.data_format,
         inputs=spec.names,
         dropna=spec.dropna,
         categorical=spec.categorical,
         chunk_rows=spec.chunk_rows,
+        min_rows=0,  # the whole dataset's count is checked by the client
     )
     timings: dict[str, float] = {}
     screen = _Screen(Path(spec.model_path), drop=spec.drop_nonfinite)
@@ -161,8 +170,11 @@ def compute_part(
     lo = hi = None
     model = None
     n_rows = read = 0
-    try:
+    stop = Path(out).parent / STOP
+    with ExitStack() as stack:  # the part file appears only when the block ends cleanly
         for X in stream:
+            if stop.exists() or not stop.parent.is_dir():  # another partition failed
+                raise RunError(f"stopped computing '{file}': the run failed")
             if model is None:
                 t = time.perf_counter()
                 model = _worker_model(model_bytes, spec, X)
@@ -173,7 +185,7 @@ def compute_part(
             if not len(arrays["prediction"]):
                 continue
             if writer is None:
-                writer = StoreWriter(out).__enter__()
+                writer = stack.enter_context(StoreWriter(out))
             writer.add(arrays)
             n_rows += len(arrays["prediction"])
             x = arrays["X"]
@@ -186,14 +198,6 @@ def compute_part(
                 input_names=spec.names,
                 meta={"schema_version": 3, "n_rows": n_rows, "source": file},
             )
-    except BaseException as exc:
-        if writer is not None:
-            writer.__exit__(type(exc), exc, exc.__traceback__)
-        raise
-    if writer is not None:
-        writer.__exit__(None, None, None)
-    if model is None:  # open_stream refuses empty partitions; kept for the type checker
-        raise InputError(f"data file '{file}' has no rows")
     dropped = np.concatenate(screen.rows) if screen.rows else np.empty(0, dtype=np.int64)
     return {
         "file": file,
@@ -208,7 +212,9 @@ def compute_part(
         "x_min": lo,
         "x_max": hi,
         "arrays": list(writer.arrays) if writer is not None else [],
-        "model": {"describe": model.describe(), "method": model.method, "format": model.format},
+        "model": None
+        if model is None
+        else {"describe": model.describe(), "method": model.method, "format": model.format},
         "timings": timings,
     }
 
@@ -321,6 +327,7 @@ def compute_dask(
         categorical=header.categorical,
         features=features,
         columns=columns,
+        data_format=header.format,
         dropna=inputs.dropna,
         drop_nonfinite=inputs.drop_nonfinite,
         chunk_rows=request.chunk_rows,
@@ -344,7 +351,11 @@ def compute_dask(
             )
             for i, file in enumerate(files)
         ]
-        results = _gather_in_order(dask_client, futures, bar, file_rows)
+        try:
+            results = _gather_in_order(dask_client, futures, bar, file_rows, cancel=False)
+        except BaseException:
+            _stop(dask_client, futures, writer.tmp)
+            raise
         timings["parts_s"] = time.perf_counter() - t
         source = _Partitioned(format="parquet", feature_names=names, categorical=header.categorical)
         kept_before = 0
@@ -377,6 +388,17 @@ def compute_dask(
             lo = res["x_min"] if lo is None else np.minimum(lo, res["x_min"])
             hi = res["x_max"] if hi is None else np.maximum(hi, res["x_max"])
         n_rows = sum(p["rows"] for p in parts)
+        n_left = source.rows_read - source.rows_dropped
+        if n_left < 2:  # the local engine's check, on the whole dataset
+            left = (
+                f" left after dropping {source.rows_dropped} with NaN or infinite values"
+                if source.rows_dropped
+                else ""
+            )
+            raise InputError(
+                f"data file '{data_path}' has {n_left} row{'s' if n_left != 1 else ''}"
+                f"{left}; at least 2 are needed"
+            )
         if n_rows == 0:
             raise ModelFailed(
                 f"model '{inputs.model}' gave NaN or infinite values on every row: "
@@ -386,7 +408,7 @@ def compute_dask(
             data_path, [(f, r["data_sha256"]) for f, r in zip(files, results, strict=True)]
         )
         hashes = hashes or local._Hashes.of(request, data=data_sha)
-        first = results[0]["model"]
+        first = next(r["model"] for r in results if r["model"] is not None)
         model = _Described(first["format"], first["method"], first["describe"])
         note = order_note(ColumnOrder(), names, names, positional=True)
         written = local._Written(
@@ -416,7 +438,7 @@ def compute_dask(
             parts=parts,
             x_min=lo,
             x_max=hi,
-            arrays=results[0]["arrays"],
+            arrays=next(r["arrays"] for r in results if r["arrays"]),
         )
     return local.ComputeResult(
         out=request.out,
@@ -432,11 +454,34 @@ def compute_dask(
     )
 
 
+def _stop(dask_client: Client, futures: list[Any], folder: Path) -> None:
+    """After a failed partition: tell the tasks to stop (:data:`STOP`) and wait until they
+    have (a cancelled task would go on running on its worker), so that no worker writes
+    into ``folder`` once it is removed."""
+    from distributed import wait
+
+    try:
+        (folder / STOP).touch()
+    except OSError:
+        pass
+    try:
+        wait(futures, timeout=120)  # the tasks end at their next chunk (or fail at once)
+    except Exception:  # a timeout: the folder is removed anyway
+        pass
+    dask_client.cancel(futures)
+
+
 def _gather_in_order(
-    dask_client: Client, futures: list[Any], bar: ProgressFn | None, rows: Sequence[int]
+    dask_client: Client,
+    futures: list[Any],
+    bar: ProgressFn | None,
+    rows: Sequence[int],
+    *,
+    cancel: bool = True,
 ) -> list[Any]:
-    """The futures' results in submission order; the first error is raised (the other
-    tasks are cancelled); ``bar`` is told each partition's rows as it finishes."""
+    """The futures' results in submission order; the first error is raised (with
+    ``cancel`` the other tasks are cancelled); ``bar`` is told each partition's rows as
+    it finishes."""
     from distributed import as_completed
 
     index = {f.key: i for i, f in enumerate(futures)}
@@ -448,7 +493,8 @@ def _gather_in_order(
             if bar is not None:
                 bar(rows[i])
     except BaseException:
-        dask_client.cancel(futures)
+        if cancel:
+            dask_client.cancel(futures)
         raise
     return results
 
@@ -474,26 +520,33 @@ class ChunkRange(StoreFile):
                 }
 
 
+#: chunks per task of the estimators (16 chunks of 65536 rows: about 1e6 rows a task)
+CHUNKS_PER_TASK = 16
+
+
+def _ranges(store: StoreFile) -> list[StoreFile]:
+    """A single-file store as ranges of :data:`CHUNKS_PER_TASK` chunks (a store of one
+    array per name, schema 1-2, is one range)."""
+    if store.meta.get("chunks") is None:
+        return [store]
+    return [
+        ChunkRange(
+            path=store.path,
+            meta={},
+            feature_names=store.feature_names,
+            input_names=store.input_names,
+            rows=tuple(store.rows[i : i + CHUNKS_PER_TASK]),
+            first=i,
+        )
+        for i in range(0, len(store.rows), CHUNKS_PER_TASK)
+    ]
+
+
 def store_parts(store: StoreFile) -> list[StoreFile]:
-    """The pieces a store is reduced in, one task each: a directory store's parts, a
-    single-file store's chunks (a store of one array is one piece); empty ones left out."""
-    if isinstance(store, PartStore):
-        pieces: list[StoreFile] = list(store.parts)
-    elif store.meta.get("chunks") is None:
-        pieces = [store]
-    else:
-        pieces = [
-            ChunkRange(
-                path=store.path,
-                meta={},
-                feature_names=store.feature_names,
-                input_names=store.input_names,
-                rows=(n,),
-                first=i,
-            )
-            for i, n in enumerate(store.rows)
-        ]
-    return [p for p in pieces if p.n_rows]
+    """The pieces a store is reduced in, one task each, in row order: ranges of chunks of
+    each part of a directory store, or of a single-file store; empty ones left out."""
+    files = list(store.parts) if isinstance(store, PartStore) else [store]
+    return [piece for f in files for piece in _ranges(f) if piece.n_rows]
 
 
 def _merge_cells(acc: dict[int, CellStats], cells: dict[int, CellStats]) -> dict[int, CellStats]:
@@ -576,4 +629,9 @@ def _part_pass(part: StoreFile, x_cols: list[int], groups: list[Any], roots: lis
         for chunk in part.chunks(("X",)):
             yield chunk["X"][:, x_cols]
 
-    return pass_accumulators(chunks, groups, roots)
+    out = pass_accumulators(chunks, groups, roots)
+    # counts travel as uint32 when they fit (half the bytes: 65536 buckets per column)
+    return [
+        (c.astype(np.uint32) if c is not None and c.max(initial=0) < 2**32 else c, *rest)
+        for c, *rest in out
+    ]
