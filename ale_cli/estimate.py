@@ -353,15 +353,13 @@ def _hash_in_background(path: Path) -> Future[str]:
     from concurrent.futures import Future
     from threading import Thread
 
-    from ale_cli.adapters.files import sha256_file
-    from ale_cli.adapters.partstore import store_sha256
+    from ale_cli.adapters.store import store_sha256
 
-    digest = store_sha256 if path.is_dir() else sha256_file  # a directory store's identity
     future: Future[str] = Future()
 
     def run() -> None:
         try:
-            future.set_result(digest(path))
+            future.set_result(store_sha256(path))  # a file's, or a directory store's
         except BaseException as exc:
             future.set_exception(exc)
 

@@ -290,6 +290,9 @@ def test_cli_engine_options(stores, dataset, cluster, cli, tmp_path: Path):
     assert r.exit_code == 0, r.output
     r = cli("info", out)
     assert r.exit_code == 0 and "12000 rows x 4 features" in r.stdout
+    r = cli("plot", tmp_path / "r.json", "--store", out, "-o", tmp_path / "plots")
+    assert r.exit_code == 0, r.output  # the rug and violins read the directory store
+    assert json.loads((tmp_path / "r.json").read_text())["store"]["sha256"] == store_sha256(out)
     r = cli("rebin", dask, "-o", tmp_path / "x.json", "--scheduler", cluster)
     assert r.exit_code == 2
     assert "--scheduler is the address of a Dask scheduler: it needs --engine dask" in r.stderr

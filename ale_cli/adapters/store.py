@@ -459,6 +459,19 @@ def open_store(path: str | Path) -> StoreFile:
     )
 
 
+def store_sha256(path: str | Path) -> str:
+    """A store's identity: the sha256 of its file, or of a directory store's manifest after
+    checking its parts' bytes (:func:`ale_cli.adapters.partstore.store_sha256`)."""
+    from ale_cli.adapters.files import sha256_file
+
+    path = Path(path)
+    if path.is_dir():
+        from ale_cli.adapters.partstore import store_sha256 as parts_sha256
+
+        return parts_sha256(path)
+    return sha256_file(path)
+
+
 def iter_store_chunks(
     path: str | Path, arrays: Sequence[str] = ROW_ARRAYS
 ) -> Iterator[dict[str, np.ndarray]]:
