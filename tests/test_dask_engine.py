@@ -53,9 +53,14 @@ def _model(path: Path) -> Path:
 def cluster():  # type: ignore[no-untyped-def]
     from distributed import LocalCluster
 
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as local:
+    from ale_cli.engines.dask import _environ_kept
+
+    with (
+        _environ_kept(),  # the nannies set MALLOC_TRIM_THRESHOLD_... in this process
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as local,
+    ):
         yield local.scheduler_address
 
 
@@ -320,6 +325,15 @@ app(["rhale", {str(dask)!r}, "-o", {str(tmp_path / "r.json")!r}, "--engine", "da
         "error: --engine dask needs the optional packages dask and distributed: "
         "pip install ale-cli[dask]"
     ]
+
+
+def test_a_local_cluster_leaves_the_environment_as_it_was(stores, dataset, tmp_path: Path):
+    import os
+
+    _, dask = stores
+    before = dict(os.environ)
+    rhale(RhaleRequest(store=dask, engine="dask"))  # no scheduler: a LocalCluster of its own
+    assert dict(os.environ) == before
 
 
 def test_the_local_engine_never_imports_dask(dataset, stores, tmp_path: Path):

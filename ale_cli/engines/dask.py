@@ -28,6 +28,7 @@ Without a scheduler address a :class:`distributed.LocalCluster` of worker proces
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 import threading
 import time
@@ -69,15 +70,29 @@ def client(scheduler: str | None) -> Iterator[Client]:
             yield connected
         return
     with (
+        _environ_kept(),
         LocalCluster(
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",
             silence_logs=logging.ERROR,
         ) as cluster,
         Client(cluster) as local,
     ):
         yield local
+
+
+@contextmanager
+def _environ_kept() -> Iterator[None]:
+    """Give ``os.environ`` back as it was: a LocalCluster's nannies set their pre-spawn
+    variables (``OMP_NUM_THREADS``, ``MALLOC_TRIM_THRESHOLD_``...) in this process's
+    environment, where they would outlive the run (e.g. in a notebook)."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 # -- compute: one task per partition ----------------------------------------------------------
@@ -499,6 +514,21 @@ def _gather_in_order(
     return results
 
 
+def _as_completed(dask_client: Client, futures: list[Any]) -> Iterator[Any]:
+    """The futures' results as they finish, each released once taken (the client holds
+    one at a time); the first error is raised and the other tasks are cancelled."""
+    from distributed import as_completed
+
+    try:
+        for future in as_completed(futures):
+            result = future.result()
+            future.release()
+            yield result
+    except BaseException:
+        dask_client.cancel(futures)
+        raise
+
+
 # -- estimators: one task per part (or chunk) of a store --------------------------------------
 
 
@@ -609,7 +639,7 @@ def dask_passes(scheduler: str | None) -> Iterator[Passes]:
                     dask_client.submit(_part_pass, part, x_cols, sent, roots, pure=False)
                     for part in parts
                 ]
-                for result in _gather_in_order(dask_client, futures, None, ()):
+                for result in _as_completed(dask_client, futures):  # any order: sums
                     absorb(groups, result)
 
             found = chunked_quantile_edges(
