@@ -82,8 +82,8 @@ def _manifest(path: Path) -> dict[str, Any]:
         meta = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(
-            f"{where} is a directory without a {MANIFEST}; expected an .npz file or a "
-            "directory store from 'ale compute --engine dask'"
+            f"{where} is a directory, expected an .npz file or a directory store (a "
+            f"{MANIFEST} and its parts, from 'ale compute --engine dask')"
         ) from None
     except (OSError, UnicodeDecodeError, ValueError):
         raise InputError(f"{where} has an unreadable {MANIFEST}") from None
