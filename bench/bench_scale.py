@@ -30,28 +30,30 @@ ale rhale                                    4.7 s     300 MB
 ale rebin --bins 20 --binning quantile      13.6 s     332 MB
 =========================================  ========  ==============
 
-Both engines in one run, 2026-11-23, the same VM under load average 5 to 10 (other
+Both engines, two runs on 2026-11-23 on the same VM under load average 5 to 10 (other
 test suites running: every wall time is 2-4x the quiet one above, and the two Dask
-workers and the client share the same 2 cores with them):
+workers and the client share the same 2 cores with them); run 1 / run 2:
 
-======================================  ======  ===========  ========================
-step                                    local   dask (wall)  dask peak RSS: client;
-                                        wall /                each worker; scheduler
-                                        peak                  and nannies
-======================================  ======  ===========  ========================
-ale compute (10 partitions of 1e6)      47.7 s  97.5 s       114 MB; 499, 502 MB;
-                                        620 MB                64 MB
-ale rhale                               20.2 s  49.6 s       344 MB; 149, 149 MB;
-                                        301 MB                64 MB
-ale rebin --bins 20 --binning quantile  49.2 s  101.5 s      424 MB; 181, 181 MB;
-                                        330 MB                79 MB
-======================================  ======  ===========  ========================
+======================================  ===============  ===============  ==================
+step                                    local wall       dask wall        dask peak RSS
+                                        (peak RSS)                        client; each
+                                                                          worker; scheduler
+======================================  ===============  ===============  ==================
+ale compute (10 partitions of 1e6)      47.7 / 48.0 s    97.5 / 104.1 s   115; 500; 64 MB
+                                        (620 / 634 MB)
+ale rhale                               20.2 / 18.5 s    49.6 / 46.5 s    344; 149; 64 MB
+                                        (301 / 301 MB)
+ale rebin --bins 20 --binning quantile  49.2 / 44.8 s    101.5 / 121.7 s  424 / 374; 181 /
+                                        (330 / 405 MB)                    156; 79 MB
+======================================  ===============  ===============  ==================
 
-Starting the cluster (not in the walls above): 2.9-4.2 s. The summaries of the two
+Starting the cluster (not in the walls above): 2.3-4.2 s. The summaries of the two
 engines differ by at most 1.4e-17 (rhale) and 4.2e-17 (rebin) in the effects. On 2
 shared cores the Dask engine cannot be faster: its two workers take the cores the
-local engine had, and it adds the client, the scheduler and a torch import and model
-load per worker (11.5 s of worker time under that load).
+local engine had (whose reader and writer threads already overlap with the model),
+and it adds the client, the scheduler and a torch import and model load per worker.
+A probe at the same time (np.sort of 2e6 x 8, 5 times) took 9.1 s in one worker and
+16.7-17.7 s in each of two workers at once: the two cores were not free to share.
 """
 
 from __future__ import annotations

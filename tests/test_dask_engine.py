@@ -305,6 +305,13 @@ def test_cli_engine_options(stores, dataset, cluster, cli, tmp_path: Path):
     assert r.exit_code == 2 and "--engine must be one of local, dask, got 'spark'" in r.stderr
     r = cli("rebin", dask, "-o", tmp_path / "x.json", "--engine", "dask", "--bootstrap", "5")
     assert r.exit_code == 2 and "--bootstrap resamples the rows in memory" in r.stderr
+    (tmp_path / "m.pkl").write_bytes(b"not read")
+    r = cli("compute", tmp_path / "m.pkl", data, "-o", tmp_path / "p", "--engine", "dask")
+    assert r.exit_code == 2
+    assert "--engine dask computes TorchScript models on data files" in r.stderr
+    r = cli("compute", model, data, "-o", tmp_path / "p", "--engine", "dask", "--pairs", "a,b")
+    assert r.exit_code == 2
+    assert "--pairs (mixed derivatives) is not computed by the Dask engine" in r.stderr
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "keep.txt").write_text("mine")
     r = cli("compute", model, data, "-o", tmp_path / "plain", "--engine", "dask", "--force")
