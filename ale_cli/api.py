@@ -78,6 +78,8 @@ def compute(
     pairs: Sequence[str | Sequence[str]] = (),
     force: bool = False,
     discrete: Names = None,
+    engine: str = "local",
+    scheduler: str | None = None,
     **options: Any,
 ) -> ComputeResult:
     """Compute the local effects of ``features`` (default: every input) and write a store.
@@ -88,6 +90,8 @@ def compute(
     reused (``result.cache_hit``) unless ``force``. ``discrete`` names (or ``"auto"``)
     the numeric features whose jumps to the adjacent values are stored, as text and
     categorical columns' are, so that :func:`rebin` and :func:`rhale` report them per level.
+    ``engine="dask"`` computes the partitions on the Dask cluster at ``scheduler`` (None:
+    a local one) and writes a directory store.
     """
     from ale_cli.compute import ComputeRequest
     from ale_cli.compute import compute as run
@@ -99,6 +103,8 @@ def compute(
         out=Path(out),
         pairs=parse_pairs(pairs),
         discrete=discrete,  # type: ignore[arg-type]
+        engine=engine,
+        scheduler=scheduler,
     )
     return run(request, force=force)
 
@@ -114,9 +120,12 @@ def rebin(
     bootstrap: int = 0,
     ci: float = 0.95,
     seed: int | None = None,
+    engine: str = "local",
+    scheduler: str | None = None,
 ) -> Summary:
     """DALE on fixed bins (default: 20 uniform bins) from a store; ``bootstrap`` B > 0 adds
-    percentile bands at level ``ci`` (rows resampled, ``seed`` for the same bands)."""
+    percentile bands at level ``ci`` (rows resampled, ``seed`` for the same bands);
+    ``engine="dask"`` reduces the store's parts on the Dask cluster at ``scheduler``."""
     from ale_cli.bands import Bootstrap
     from ale_cli.estimate import RebinRequest
     from ale_cli.estimate import rebin as run
@@ -129,6 +138,8 @@ def rebin(
         features=features,  # type: ignore[arg-type]
         edges=Path(edges) if edges is not None else None,
         bootstrap=Bootstrap(bootstrap, ci, seed),
+        engine=engine,
+        scheduler=scheduler,
     )
     return run(request).summary
 
@@ -145,6 +156,8 @@ def rhale(
     bootstrap: int = 0,
     ci: float = 0.95,
     seed: int | None = None,
+    engine: str = "local",
+    scheduler: str | None = None,
 ) -> Summary:
     """RHALE with automatic bins from a store (``min_points`` None: ceil(N/20), at least 2);
     ``bootstrap`` as in :func:`rebin`, on the chosen bins."""
@@ -161,6 +174,8 @@ def rhale(
         center=center,
         features=features,  # type: ignore[arg-type]
         bootstrap=Bootstrap(bootstrap, ci, seed),
+        engine=engine,
+        scheduler=scheduler,
     )
     return run(request).summary
 

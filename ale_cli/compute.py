@@ -81,8 +81,15 @@ class ComputeRequest:
     #: numeric features whose per-row jumps to the adjacent values are stored (names,
     #: "a,b", "auto" or None); text and categorical columns always get them
     discrete: tuple[str, ...] | str | None = None
+    #: where the work runs: "local" or "dask" (:mod:`ale_cli.engines`); not a result option
+    engine: str = "local"
+    #: a Dask scheduler's address (None with dask: a LocalCluster on this machine)
+    scheduler: str | None = None
 
     def __post_init__(self) -> None:
+        from ale_cli.engines import check_engine
+
+        check_engine(self.engine, self.scheduler)
         if self.discrete is not None and self.discrete != "auto":
             object.__setattr__(self, "discrete", names_tuple(self.discrete, "discrete"))
 
@@ -578,6 +585,10 @@ def compute(
     hit first (hashing the inputs); without one the data are hashed while they
     are read.
     """
+    if request.engine == "dask":  # partitions on Dask workers, a directory store
+        from ale_cli.engines.dask import compute_dask
+
+        return compute_dask(request, force=force, progress=progress)
     t0 = time.perf_counter()
     request.inputs.check_files()
     hashes: _Hashes | None = None

@@ -50,6 +50,11 @@ class AleError(Exception):
         self.param = param
         super().__init__(self.render())
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle the template and ``param`` (a Dask worker's error reaches the CLI whole,
+        so it still names the flag)."""
+        return (_rebuild, (type(self), self.template, self.param))
+
     def render(self, name_of: Callable[[str], str] | None = None) -> str:
         """The message with ``{param}`` replaced by ``name_of(param)`` and every
         ``{param:OTHER}`` by ``name_of("OTHER")`` (default: the names themselves)."""
@@ -81,3 +86,14 @@ class RunError(AleError):
 
 class ModelFailed(RunError):
     """The user's model raised (or returned garbage) while it was being evaluated."""
+
+
+def _rebuild(cls: type[AleError], template: str, param: str | None) -> AleError:
+    """An error from :meth:`AleError.__reduce__`'s parts.
+
+    >>> import pickle
+    >>> e = pickle.loads(pickle.dumps(InputError("{param} is bad", param="bins")))
+    >>> type(e).__name__, e.render(lambda p: "--" + p)
+    ('InputError', '--bins is bad')
+    """
+    return cls(template, param=param)

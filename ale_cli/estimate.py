@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,7 +68,7 @@ from ale_cli.results import (
     summary_from_cells,
     utc_now,
 )
-from ale_cli.streaming import Columns, rebin_store, rhale_cells
+from ale_cli.streaming import LOCAL, Columns, Passes, rebin_store, rhale_cells
 
 
 @dataclass(frozen=True)
@@ -84,9 +85,12 @@ class RebinRequest:
     features: tuple[str, ...] | None = None
     edges: Path | None = None
     bootstrap: Bootstrap = Bootstrap()
+    engine: str = "local"
+    scheduler: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
+        check_engine_request(self.engine, self.scheduler, self.store, self.bootstrap)
         check_center(self.center)
         if self.bins is not None:
             check_count(self.bins, "bins")
@@ -105,9 +109,12 @@ class RhaleRequest:
     center: str = "mean"
     features: tuple[str, ...] | None = None
     bootstrap: Bootstrap = Bootstrap()
+    engine: str = "local"
+    scheduler: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
+        check_engine_request(self.engine, self.scheduler, self.store, self.bootstrap)
         check_rhale_options(
             max_bins=self.max_bins,
             min_points=self.min_points,
@@ -115,6 +122,39 @@ class RhaleRequest:
             grid=self.grid,
             center=self.center,
         )
+
+
+def check_engine_request(
+    engine: str, scheduler: str | None, store: Path | Store, bootstrap: Bootstrap
+) -> None:
+    """InputError naming ``engine`` (or ``scheduler``/``bootstrap``) when the Dask engine is
+    asked for what it does not do: a store in memory, bootstrap bands."""
+    from ale_cli.engines import check_engine
+
+    check_engine(engine, scheduler)
+    if engine != "dask":
+        return
+    if isinstance(store, Store):
+        raise InputError(
+            "{param} dask estimates from a store on disk, not in memory", param="engine"
+        )
+    if bootstrap.replicates:
+        raise InputError(
+            "{param} resamples the rows in memory; it is not computed by {param:engine} dask",
+            param="bootstrap",
+        )
+
+
+@contextmanager
+def _passes(engine: str, scheduler: str | None) -> Iterator[Passes]:
+    """How the streaming estimators gather cells: here, or on Dask workers."""
+    if engine != "dask":
+        yield LOCAL
+        return
+    from ale_cli.engines.dask import dask_passes
+
+    with dask_passes(scheduler) as passes:
+        yield passes
 
 
 def check_rhale_options(
@@ -322,13 +362,13 @@ def _hash_in_background(path: Path) -> Future[str]:
     from concurrent.futures import Future
     from threading import Thread
 
-    from ale_cli.adapters.files import sha256_file
+    from ale_cli.adapters.store import store_sha256
 
     future: Future[str] = Future()
 
     def run() -> None:
         try:
-            future.set_result(sha256_file(path))
+            future.set_result(store_sha256(path))  # a file's, or a directory store's
         except BaseException as exc:
             future.set_exception(exc)
 
@@ -408,15 +448,17 @@ def rebin(request: RebinRequest) -> EstimateResult:
         cols = Columns.of(store, request.features)
         fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
         t_load = time.perf_counter()
-        features = rebin_store(
-            store,
-            cols,
-            bins=fixed.bins,
-            binning=fixed.binning,
-            center=request.center,
-            edges=fixed.edges,
-            categorical=categorical,
-        )
+        with _passes(request.engine, request.scheduler) as passes:
+            features = rebin_store(
+                store,
+                cols,
+                bins=fixed.bins,
+                binning=fixed.binning,
+                center=request.center,
+                edges=fixed.edges,
+                categorical=categorical,
+                passes=passes,
+            )
     else:
         names, X, E = _select(store, request.features)
         fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
@@ -446,9 +488,15 @@ def _rhale_store(
 ) -> list[FeatureSummary]:
     """:func:`rhale_features` over a store file's chunks."""
     cols = Columns.of(store, request.features)
-    skip, grids, cells = rhale_cells(
-        store, cols, max_bins=request.max_bins, grid=request.grid, categorical=categorical
-    )
+    with _passes(request.engine, request.scheduler) as passes:
+        skip, grids, cells = rhale_cells(
+            store,
+            cols,
+            max_bins=request.max_bins,
+            grid=request.grid,
+            categorical=categorical,
+            passes=passes,
+        )
     out: list[FeatureSummary] = []
     for j, name in enumerate(cols.names):
         if name in skip:

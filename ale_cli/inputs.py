@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ale_cli.adapters.data import FORMATS as DATA_FORMATS
 from ale_cli.adapters.data import IN_MEMORY, data_sha256, is_frame
 from ale_cli.adapters.files import sha256_file
+from ale_cli.adapters.stream import is_glob
 from ale_cli.checks import check_choice, names_tuple
 from ale_cli.errors import InputError
 from ale_cli.models import MODEL_FORMATS
@@ -151,6 +152,8 @@ class ModelInputs:
         may be a directory: a partitioned Parquet dataset, read by the streaming compute)."""
         files = [("model", self.model)] + ([] if is_frame(self.data) else [("data", self.data)])
         for label, path in files:
+            if label == "data" and is_glob(path):  # a partitioned dataset given as a glob
+                continue
             if not path.exists():
                 raise InputError(f"{label} file '{path}' does not exist")
             if path.is_dir() and label == "model":

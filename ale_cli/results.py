@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.adapters.files import sha256_file
+from ale_cli.adapters.store import store_sha256
 from ale_cli.adapters.summary import FeatureSummary, InteractionSummary, Summary
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.effect import effect_from_cells
@@ -124,7 +124,7 @@ def store_info(
     data = meta.get("data") or {}
     return {
         "path": None if path is None else str(path),
-        "sha256": None if path is None else (sha256 or sha256_file(path)),
+        "sha256": None if path is None else (sha256 or store_sha256(path)),
         "model": {k: model.get(k) for k in ("path", "sha256", "format")},
         "data": {k: data.get(k) for k in ("path", "sha256")}
         | {"rows_nonfinite": int(data.get("rows_nonfinite", 0))},

@@ -19,8 +19,9 @@ the merges, ~1e-15 relative) and do not depend on the chunk sizes (tested).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -140,6 +141,22 @@ def _quantile(
     return edges, cells
 
 
+@dataclass(frozen=True)
+class Passes:
+    """How the cells are gathered: the functions above over a store's chunks in this
+    process (:data:`LOCAL`), or the same reductions per partition on Dask workers
+    (:func:`ale_cli.engines.dask.dask_passes`). Each has the signature of its local
+    counterpart: ``cells_on_edges`` of :func:`_cells_on_edges`, ``uniform`` of
+    :func:`_uniform`, ``quantile`` of :func:`_quantile`."""
+
+    cells_on_edges: Callable[..., Any]
+    uniform: Callable[..., Any]
+    quantile: Callable[..., Any]
+
+
+LOCAL = Passes(cells_on_edges=_cells_on_edges, uniform=_uniform, quantile=_quantile)
+
+
 def rebin_store(
     store: StoreFile,
     cols: Columns,
@@ -149,6 +166,7 @@ def rebin_store(
     center: str,
     edges: dict[str, np.ndarray] | None,
     categorical: Sequence[str],
+    passes: Passes = LOCAL,
 ) -> list[FeatureSummary]:
     """:func:`ale_cli.estimate.rebin_features` over a store's chunks."""
     lo, hi = ranges(store, cols)
@@ -157,11 +175,11 @@ def rebin_store(
     outside: dict[int, int] = {}
     if edges is not None:
         z = {j: edges[cols.names[j]] for j in todo}
-        cells, outside = _cells_on_edges(store, cols, todo, z)
+        cells, outside = passes.cells_on_edges(store, cols, todo, z)
     elif binning == "uniform":
-        z, cells = _uniform(store, cols, todo, lo, hi, bins)
+        z, cells = passes.uniform(store, cols, todo, lo, hi, bins)
     else:
-        z, cells = _quantile(store, cols, todo, lo, hi, bins)
+        z, cells = passes.quantile(store, cols, todo, lo, hi, bins)
     out: list[FeatureSummary] = []
     for j, name in enumerate(cols.names):
         if name in skip:
@@ -180,11 +198,12 @@ def rhale_cells(
     max_bins: int,
     grid: str,
     categorical: Sequence[str],
+    passes: Passes = LOCAL,
 ) -> tuple[dict[str, str], dict[int, np.ndarray], dict[int, CellStats]]:
     """The skipped features (with reasons) and every other feature's grid and cells."""
     lo, hi = ranges(store, cols)
     skip = skip_reasons(cols.names, lo, hi, categorical)
     todo = [j for j, name in enumerate(cols.names) if name not in skip]
-    build = _uniform if grid == "uniform" else _quantile
+    build = passes.uniform if grid == "uniform" else passes.quantile
     g, cells = build(store, cols, todo, lo, hi, max_bins)
     return skip, g, cells

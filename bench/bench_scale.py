@@ -1,17 +1,26 @@
 """Scale: ``ale compute`` on N = 1e7, D = 32 from a partitioned Parquet dataset, then
 ``ale rhale`` and ``ale rebin --bins 20 --binning quantile`` on that store, each a
-fresh process; wall time and peak RSS per process (VmHWM from /proc while it runs).
+fresh process, with the local engine and with the Dask engine on 2 workers; wall time
+and peak RSS per process (VmHWM from /proc while it runs; for Dask also the scheduler
+and every worker process).
 
 Data: a directory of 10 Parquet files of 1e6 rows (float32, Toeplitz-correlated
 normal, rho = 0.5, row groups of 65536 rows): 1.28 GB of values. Model: a
 float32 MLP D -> 64 -> 64 -> 1 (TorchScript; a narrower one than the side-by-side
-bench so that the run fits a shared 2-core machine), one thread. The local
-engine only: the Dask engine is not built.
+bench so that the run fits a shared 2-core machine), one thread per process.
+
+Dask: for each step a fresh ``LocalCluster(n_workers=2, threads_per_worker=1,
+processes=True)`` is started by a helper process (as a long-lived cluster would be
+running already, its start-up is reported apart), and the command gets
+``--engine dask --scheduler ADDRESS``; the peaks are of that step alone. The store is
+a directory store (one part per partition) beside the local engine's file store; the
+summaries of both engines are compared (largest difference of the effects).
 
 Usage: python bench/bench_scale.py [--rows 1e7] [--folder DIR] [--keep]
+       [--engines local,dask]
 
 Measured 2026-11-23 on the shared 2-core VM (load average 1.1-1.4), store 2.60 GB
-(X, local effects and predictions float32):
+(X, local effects and predictions float32), local engine:
 
 =========================================  ========  ==============
 step                                       wall      peak RSS
@@ -21,7 +30,30 @@ ale rhale                                    4.7 s     300 MB
 ale rebin --bins 20 --binning quantile      13.6 s     332 MB
 =========================================  ========  ==============
 
-Under load 3-5 the same steps took 20-25 s, 5.5-6.6 s and 19-20 s.
+Both engines, two runs on 2026-11-23 on the same VM under load average 5 to 10 (other
+test suites running: every wall time is 2-4x the quiet one above, and the two Dask
+workers and the client share the same 2 cores with them); run 1 / run 2:
+
+======================================  ===============  ===============  ==================
+step                                    local wall       dask wall        dask peak RSS
+                                        (peak RSS)                        client; each
+                                                                          worker; scheduler
+======================================  ===============  ===============  ==================
+ale compute (10 partitions of 1e6)      47.7 / 48.0 s    97.5 / 104.1 s   115; 500; 64 MB
+                                        (620 / 634 MB)
+ale rhale                               20.2 / 18.5 s    49.6 / 46.5 s    344; 149; 64 MB
+                                        (301 / 301 MB)
+ale rebin --bins 20 --binning quantile  49.2 / 44.8 s    101.5 / 121.7 s  424 / 374; 181 /
+                                        (330 / 405 MB)                    156; 79 MB
+======================================  ===============  ===============  ==================
+
+Starting the cluster (not in the walls above): 2.3-4.2 s. The summaries of the two
+engines differ by at most 1.4e-17 (rhale) and 4.2e-17 (rebin) in the effects. On 2
+shared cores the Dask engine cannot be faster: its two workers take the cores the
+local engine had (whose reader and writer threads already overlap with the model),
+and it adds the client, the scheduler and a torch import and model load per worker.
+A probe at the same time (np.sort of 2e6 x 8, 5 times) took 9.1 s in one worker and
+16.7-17.7 s in each of two workers at once: the two cores were not free to share.
 """
 
 from __future__ import annotations
@@ -130,11 +162,173 @@ def run_measured(args: list[str]) -> tuple[float, float, str]:
         return wall, peak, out.read()
 
 
+def _children() -> dict[int, list[int]]:
+    """Every live process's children, from /proc."""
+    out: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        out.setdefault(ppid, []).append(int(entry))
+    return out
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants."""
+    children = _children()
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo += children.get(p, [])
+    return found
+
+
+def _name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            args = fh.read().split(b"\0")
+    except OSError:
+        return "?"
+    text = b" ".join(args).decode(errors="replace")
+    if "resource_tracker" in text:
+        return "multiprocessing resource tracker"
+    if "spawn_main" in text or "multiprocessing" in text:
+        return "worker process"
+    return "cluster (scheduler, nannies)" if "ale-bench-cluster" in text else text[:40]
+
+
+CLUSTER = """
+import sys, time
+from distributed import LocalCluster
+sys.argv[0] = "ale-bench-cluster"
+if __name__ == "__main__":
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster:
+        print(cluster.scheduler_address, flush=True)
+        sys.stdin.read()  # until the bench closes it
+"""
+
+
+class Cluster:
+    """A LocalCluster of 2 worker processes in a helper process (one per step)."""
+
+    def __enter__(self) -> Cluster:
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", CLUSTER, "ale-bench-cluster"],
+            env=ENV,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.address = self.proc.stdout.readline().strip()
+        if not self.address:
+            raise SystemExit("the Dask cluster did not start")
+        self.start_s = time.perf_counter() - t0
+        return self
+
+    def peaks(self) -> list[tuple[str, float]]:
+        """(what, VmHWM MB) of the helper and its descendants, workers last."""
+        out = []
+        for pid in _tree(self.proc.pid):
+            hwm = _hwm_mb(pid)
+            if hwm is not None:
+                out.append((_name(pid), hwm))
+        return out
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def run_tree(args: list[str], cluster: Cluster) -> tuple[float, float, str, dict[int, tuple]]:
+    """:func:`run_measured` for a Dask step, also following every process of the cluster:
+    returns the command's wall, its peak, its stdout and {pid: (what, peak MB)}."""
+    t0 = time.perf_counter()
+    peak = 0.0
+    others: dict[int, tuple[str, float]] = {}
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ale_cli", *args], env=ENV, stdout=out, stderr=err
+        )
+        tick = 0
+        while proc.poll() is None:
+            peak = max(peak, _hwm_mb(proc.pid) or 0.0)
+            if tick % 10 == 0:  # the process tree every 0.2 s (walking /proc costs)
+                for pid in _tree(cluster.proc.pid):
+                    hwm = _hwm_mb(pid)
+                    if hwm is not None:
+                        what = others.get(pid, (_name(pid), 0.0))[0]
+                        others[pid] = (what, max(hwm, others.get(pid, ("", 0.0))[1]))
+            tick += 1
+            time.sleep(0.02)
+        wall = time.perf_counter() - t0
+        for pid in _tree(cluster.proc.pid):  # the last word: VmHWM only grows
+            hwm = _hwm_mb(pid)
+            if hwm is not None and pid in others:
+                others[pid] = (others[pid][0], max(hwm, others[pid][1]))
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(f"ale {' '.join(args)} failed ({proc.returncode}): {err.read()}")
+        return wall, peak, out.read(), others
+
+
+def steps_for(model: Path, data: Path, store: Path, folder: Path, tag: str) -> list:
+    return [
+        (
+            "ale compute",
+            ["compute", str(model), str(data), "-o", str(store), "--force", "--json"],
+        ),
+        ("ale rhale", ["rhale", str(store), "-o", str(folder / f"rhale-{tag}.json"), "--quiet"]),
+        (
+            "ale rebin --bins 20 --binning quantile",
+            [
+                "rebin",
+                str(store),
+                "--bins",
+                "20",
+                "--binning",
+                "quantile",
+                "-o",
+                str(folder / f"rebin-{tag}.json"),
+                "--quiet",
+            ],
+        ),
+    ]
+
+
+def _largest_difference(folder: Path) -> str:
+    """The largest |difference| of the effects between the engines' summaries."""
+    out = []
+    for kind in ("rhale", "rebin"):
+        a = json.loads((folder / f"{kind}-local.json").read_text())
+        b = json.loads((folder / f"{kind}-dask.json").read_text())
+        worst = max(
+            float(np.max(np.abs(np.subtract(fa["effect"], fb["effect"]))))
+            for fa, fb in zip(a["features"], b["features"], strict=True)
+        )
+        out.append(f"{kind} {worst:.1e}")
+    return ", ".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="1e7")
     parser.add_argument("--folder", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the data and the store")
+    parser.add_argument("--engines", default="local,dask", help="local, dask or local,dask")
     args = parser.parse_args()
     n = int(float(args.rows))
     folder = Path(args.folder or tempfile.mkdtemp(prefix="ale-scale-"))
@@ -149,50 +343,52 @@ def main() -> None:
         flush=True,
     )
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    engines = args.engines.split(",")
     store = folder / "store.npz"
-    steps = [
-        (
-            "ale compute (local engine)",
-            ["compute", str(model), str(data), "-o", str(store), "--force", "--json"],
-        ),
-        ("ale rhale", ["rhale", str(store), "-o", str(folder / "rhale.json"), "--quiet"]),
-        (
-            "ale rebin --bins 20 --binning quantile",
-            [
-                "rebin",
-                str(store),
-                "--bins",
-                "20",
-                "--binning",
-                "quantile",
-                "-o",
-                str(folder / "rebin.json"),
-                "--quiet",
-            ],
-        ),
-        (
-            "ale rhale (second run, store in page cache)",
-            ["rhale", str(store), "-o", str(folder / "rhale.json"), "--quiet"],
-        ),
-    ]
-    for label, cli in steps:
-        wall, rss, out = run_measured(cli)
-        print(f"  {label:45s} wall {wall:8.2f} s   peak RSS {rss:7.0f} MB", flush=True)
-        if cli[0] == "compute":
-            result = json.loads(out)
+    parts = folder / "store.parts"
+    if "local" in engines:
+        print("local engine:", flush=True)
+        for label, cli in steps_for(model, data, store, folder, "local"):
+            wall, rss, out = run_measured(cli)
+            print(f"  {label:45s} wall {wall:8.2f} s   peak RSS {rss:7.0f} MB", flush=True)
+            if cli[0] == "compute":
+                result = json.loads(out)
+                print(
+                    f"    store {store.stat().st_size / 1e9:.2f} GB; in-command "
+                    f"{result['seconds']:.1f} s",
+                    flush=True,
+                )
+                from ale_cli.adapters.store import read_meta
+
+                timings = read_meta(store)["timings"]
+                print("    " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
+    if "dask" in engines:
+        print("dask engine, 2 worker processes x 1 thread (a fresh cluster per step):")
+        for label, cli in steps_for(model, data, parts, folder, "dask"):
+            cli = [cli[0], *cli[1:]]
+            with Cluster() as cluster:
+                cli += ["--engine", "dask", "--scheduler", cluster.address]
+                wall, rss, out, others = run_tree(cli, cluster)
             print(
-                f"    store {store.stat().st_size / 1e9:.2f} GB; in-command "
-                f"{result['seconds']:.1f} s",
+                f"  {label:45s} wall {wall:8.2f} s   peak RSS {rss:7.0f} MB (client); "
+                f"cluster start {cluster.start_s:.1f} s",
                 flush=True,
             )
-            from ale_cli.adapters.store import read_meta
+            for what, mb in sorted(others.values()):
+                print(f"    {what:43s}             peak RSS {mb:7.0f} MB")
+            if cli[0] == "compute":
+                size = sum(p.stat().st_size for p in parts.iterdir())
+                from ale_cli.adapters.store import read_meta
 
-            timings = read_meta(store)["timings"]
-            print("    " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
-    print("  dask engine: not built (no --engine dask in this version)")
+                timings = read_meta(parts)["timings"]
+                print(f"    store {size / 1e9:.2f} GB in {len(list(parts.iterdir())) - 1} parts")
+                print("    " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
+    if engines == ["local", "dask"]:
+        print(f"largest |difference| of the effects, dask vs local: {_largest_difference(folder)}")
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     if not args.keep:
         store.unlink(missing_ok=True)
+        shutil.rmtree(parts, ignore_errors=True)
         if args.folder is None:  # a temporary folder of ours: the 1.9 GB dataset too
             shutil.rmtree(folder, ignore_errors=True)
 

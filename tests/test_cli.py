@@ -90,9 +90,9 @@ def test_config_supplies_options_and_flags_win(cli, tmp_path, rhale_model, sampl
         (
             "compute:\n  bins: 3\n",
             "unknown key 'bins' for 'ale compute' (known: batch-size, categorical, "
-            "chunk-rows, data, discrete, drop-nonfinite, dropna, exclude, features, force, format, "
-            "inputs, json, method, model, model-format, out, output, pairs, quiet, step, trust, "
-            "trust-pickle)",
+            "chunk-rows, data, discrete, drop-nonfinite, dropna, engine, exclude, features, force, "
+            "format, inputs, json, method, model, model-format, out, output, pairs, quiet, "
+            "scheduler, step, trust, trust-pickle)",
         ),
         (
             "batch-size: many\n",

@@ -263,6 +263,10 @@ def read_meta(path: str | Path) -> dict[str, Any]:
     """The meta of a store, after checking the whole file (:func:`validate_npz`: one read
     of the file, the big arrays are not kept); a damaged store is an InputError."""
     path = Path(path)
+    if path.is_dir():  # a directory store (ale compute --engine dask)
+        from ale_cli.adapters.partstore import read_part_meta
+
+        return read_part_meta(path)
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
         validate_npz(path, npz, meta)
@@ -300,8 +304,12 @@ def _concatenated(path: Path, npz: Any, rows: list[int]) -> dict[str, np.ndarray
 
 def read_store(path: str | Path) -> Store:
     """Load a store written by :func:`write_store` or :class:`StoreWriter` (its chunks
-    concatenated), checking its arrays and shapes."""
+    concatenated; or a directory store's parts), checking its arrays and shapes."""
     path = Path(path)
+    if path.is_dir():
+        from ale_cli.adapters.partstore import read_part_store
+
+        return read_part_store(path)
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
         rows = _chunk_names(meta)
@@ -443,8 +451,13 @@ def open_store(path: str | Path) -> StoreFile:
 
     A single-array store (schema 1, 2) is checked whole, as :func:`read_meta` does;
     a chunked one by its headers, layout and names (one pass over every byte of a
-    store of millions of rows would cost as much as the estimator)."""
+    store of millions of rows would cost as much as the estimator). A directory store
+    (:mod:`ale_cli.adapters.partstore`) is opened as its parts."""
     path = Path(path)
+    if path.is_dir():
+        from ale_cli.adapters.partstore import open_part_store
+
+        return open_part_store(path)
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
         rows = _chunk_names(meta)
@@ -464,6 +477,19 @@ def open_store(path: str | Path) -> StoreFile:
     return StoreFile(
         path=path, meta=meta, feature_names=names, input_names=inputs, rows=tuple(rows)
     )
+
+
+def store_sha256(path: str | Path) -> str:
+    """A store's identity: the sha256 of its file, or of a directory store's manifest after
+    checking its parts' bytes (:func:`ale_cli.adapters.partstore.store_sha256`)."""
+    from ale_cli.adapters.files import sha256_file
+
+    path = Path(path)
+    if path.is_dir():
+        from ale_cli.adapters.partstore import store_sha256 as parts_sha256
+
+        return parts_sha256(path)
+    return sha256_file(path)
 
 
 def iter_store_chunks(

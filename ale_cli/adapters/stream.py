@@ -1,4 +1,8 @@
-"""Read a CSV file, a Parquet file or a directory of Parquet files chunk by chunk.
+"""Read a CSV file, a Parquet file or a partitioned Parquet dataset chunk by chunk.
+
+A partitioned dataset is a directory (its ``*.parquet`` files, recursively) or a glob
+pattern (``data/part-*.parquet``, ``data/**/*.parquet``); either way its files are
+read in name order, one partition after the other (:func:`dataset_files`).
 
 :func:`open_stream` gives a :class:`TableStream`: iterating it yields the
 model inputs as (n, D) arrays of ``chunk_rows`` rows (the last one shorter),
@@ -28,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,9 +123,51 @@ class HashingReader(io.RawIOBase):
         super().close()
 
 
+_GLOB = re.compile(r"[*?\[]")
+
+
+def is_glob(path: Path) -> bool:
+    """True when ``path`` does not exist and holds a glob pattern (``*``, ``?``, ``[``).
+
+    >>> is_glob(Path("no/such/part-*.parquet")), is_glob(Path("no/such/file.parquet"))
+    (True, False)
+    """
+    return not path.exists() and bool(_GLOB.search(str(path)))
+
+
+def is_dataset(path: Path) -> bool:
+    """True for a partitioned dataset: a directory or a glob pattern."""
+    return path.is_dir() or is_glob(path)
+
+
+def dataset_root(path: Path) -> Path:
+    """The directory a dataset's file names are relative to: the directory itself, or the
+    part of a glob before its first pattern.
+
+    >>> dataset_root(Path("no/such/part=*/data.parquet")).as_posix()
+    'no/such'
+    """
+    if not is_glob(path):
+        return path
+    fixed = []
+    for part in path.parts:
+        if _GLOB.search(part):
+            break
+        fixed.append(part)
+    return Path(*fixed) if fixed else Path(".")
+
+
 def dataset_files(path: Path) -> list[Path]:
-    """The files of a data path: itself, or a directory's ``*.parquet`` files in name order
-    (recursively, as a partitioned dataset ``year=2026/part-0.parquet`` is laid out)."""
+    """The files of a data path: itself, a directory's ``*.parquet`` files in name order
+    (recursively, as a partitioned dataset ``year=2026/part-0.parquet`` is laid out), or
+    the files a glob pattern matches, in name order."""
+    if is_glob(path):
+        root = dataset_root(path)
+        pattern = path.relative_to(root).as_posix() if root != Path(".") else str(path)
+        matched = sorted(p for p in root.glob(pattern) if p.is_file())
+        if not matched:
+            raise InputError(f"data '{path}' matches no files")
+        return matched
     if not path.is_dir():
         return [path]
     files = sorted(p for p in path.rglob("*.parquet") if p.is_file())
@@ -136,12 +183,15 @@ def dataset_sha256(path: Path) -> str:
     """SHA-256 of a data file, or of a directory's files: of each relative name and hash."""
     from ale_cli.adapters.files import sha256_file
 
-    if not path.is_dir():
+    if not is_dataset(path):
         return sha256_file(path)
-    return _combine_hashes(path, [(p, sha256_file(p)) for p in dataset_files(path)])
+    return combine_hashes(path, [(p, sha256_file(p)) for p in dataset_files(path)])
 
 
-def _combine_hashes(root: Path, hashes: Sequence[tuple[Path, str]]) -> str:
+def combine_hashes(path: Path, hashes: Sequence[tuple[Path, str]]) -> str:
+    """The sha256 of dataset ``path`` from its files' sha256 (each named relative to the
+    :func:`dataset_root`): a directory and a glob matching the same files hash alike."""
+    root = dataset_root(path)
     digest = hashlib.sha256()
     for p, h in hashes:
         digest.update(f"{p.relative_to(root).as_posix()}\0{h}\n".encode())
@@ -175,6 +225,8 @@ class TableStream:
     chunk_rows: int
     dropna: bool
     total_rows: int | None
+    #: fewest rows the whole stream must keep (0: a partition of a dataset read on its own)
+    min_rows: int = 2
     dtypes: dict[str, str] = field(default_factory=dict)
     rows_read: int = 0
     rows_dropped: int = 0
@@ -233,10 +285,10 @@ class TableStream:
                     f"NaN or infinite values (columns: {cols}); pass {{param}} to drop them",
                     param="dropna",
                 )
-            if self.rows_read == 0:
+            if self.rows_read == 0 and self.min_rows:
                 raise InputError(f"data file '{self.path}' has no rows")
             n_left = n_kept + n_pending
-            if n_left < 2:
+            if n_left < self.min_rows:
                 left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
                 raise InputError(
                     f"data file '{self.path}' has {n_left} row{'s' if n_left != 1 else ''}"
@@ -250,9 +302,9 @@ class TableStream:
 
     def _finish_hash(self) -> None:
         hashes = [(r, r.hexdigest()) for r in self._readers]
-        if self.path.is_dir():
+        if is_dataset(self.path):
             files = dataset_files(self.path)
-            self.sha256 = _combine_hashes(
+            self.sha256 = combine_hashes(
                 self.path, list(zip(files, [h for _, h in hashes], strict=True))
             )
         else:
@@ -356,15 +408,18 @@ def open_stream(
     dropna: bool = False,
     categorical: Sequence[str] = (),
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    min_rows: int = 2,
 ) -> TableStream:
     """Open ``path`` (a CSV or Parquet file, or a directory of Parquet files) for reading
     its input columns chunk by chunk; the columns are chosen and checked here, from the
-    header or schema (see :func:`ale_cli.adapters.data.select_columns`)."""
+    header or schema (see :func:`ale_cli.adapters.data.select_columns`). Fewer than
+    ``min_rows`` rows kept is an error (the Dask engine reads each partition with 0 and
+    checks the whole dataset's count)."""
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not is_glob(path):
         raise InputError(f"data file '{path}' does not exist")
     files = dataset_files(path)
-    fmt = "parquet" if path.is_dir() else detect_format(path, fmt)
+    fmt = "parquet" if is_dataset(path) else detect_format(path, fmt)
     for file in files:  # pandas would rename a second 'bmi' to 'bmi.1'
         refuse_duplicate_headers(file, fmt)
     readers = [HashingReader(p) for p in files]
@@ -410,6 +465,7 @@ def open_stream(
         chunk_rows=chunk_rows,
         dropna=dropna,
         total_rows=total,
+        min_rows=min_rows,
         _frames=frames,
         _readers=readers,
     )

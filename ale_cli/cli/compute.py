@@ -10,13 +10,26 @@ import typer
 
 from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.cli.command import Outcome, Run, command, guard_output, refuse_stdio
-from ale_cli.cli.options import DiscreteOption, model_data_options
+from ale_cli.cli.options import (
+    DiscreteOption,
+    EngineOption,
+    SchedulerOption,
+    model_data_options,
+)
 
 if TYPE_CHECKING:
     from ale_cli.inputs import ModelInputs
 
 
-StoreOutOption = Annotated[Path, typer.Option("--out", "-o", help="Store to write (.npz).")]
+StoreOutOption = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Store to write (.npz; with --engine dask a directory store: a manifest and one "
+        "part per partition).",
+    ),
+]
 
 MethodOption = Annotated[
     str,
@@ -78,6 +91,8 @@ def compute(
     chunk_rows: ChunkRowsOption = DEFAULT_CHUNK_ROWS,
     discrete: DiscreteOption = None,
     force: ForceOption = False,
+    engine: EngineOption = "local",
+    scheduler: SchedulerOption = None,
 ) -> Outcome:
     """Compute the local effects (model gradients at every row) and cache them in a store.
 
@@ -93,14 +108,21 @@ def compute(
     from ale_cli.pairs import parse_pairs
 
     refuse_stdio(out, "out", "a store")
-    guard_output(out, inputs=[inputs.model, inputs.data_label], kind="store", force=force)
     request = ComputeRequest(
         inputs=replace(inputs, method=method, step=step),
         out=out,
         pairs=parse_pairs(pairs, "pairs"),
         chunk_rows=chunk_rows,
         discrete=discrete,
+        engine=engine,
+        scheduler=scheduler,
     )
+    if engine == "dask":  # a directory store
+        from ale_cli.adapters.partstore import check_store_dir_output
+
+        check_store_dir_output(out, force=force)
+    else:
+        guard_output(out, inputs=[inputs.model, inputs.data_label], kind="store", force=force)
     with run.progress("local effects", "mixed derivatives") as progress:
         result = run_compute(request, force=force, progress=progress)
     notes = list(result.notes)
@@ -157,12 +179,9 @@ def info(
     With --json the store's meta is the result's "details.meta".
     """
     from ale_cli.adapters.store import read_meta
-    from ale_cli.errors import InputError
 
     refuse_stdio(store, "store", "a store")
-    if store.is_dir():
-        raise InputError(f"store '{store}' is a directory, expected an .npz file")
-    meta = read_meta(store)
+    meta = read_meta(store)  # a file, or a directory store's manifest
     rows: list[tuple[str, str]] = []
     _flatten("", meta, rows)
     width = max(len(k) for k, _ in rows)

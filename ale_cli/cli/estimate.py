@@ -13,8 +13,10 @@ from ale_cli.cli.options import (
     CenterOption,
     CiOption,
     EdgesOption,
+    EngineOption,
     FeaturesOption,
     OutOption,
+    SchedulerOption,
     SeedOption,
     StoreArgument,
     TimestampOption,
@@ -47,6 +49,8 @@ def rebin(
     bootstrap: BootstrapOption = 0,
     ci: CiOption = 0.95,
     seed: SeedOption = None,
+    engine: EngineOption = "local",
+    scheduler: SchedulerOption = None,
 ) -> Outcome:
     """DALE on fixed bins: bin effects, heterogeneity and standard error from the store.
 
@@ -66,6 +70,8 @@ def rebin(
         features=features,
         edges=edges,
         bootstrap=Bootstrap(bootstrap, ci, seed),
+        engine=engine,
+        scheduler=scheduler,
     )
     return summary_outcome("rebin", run_rebin(request), out, timestamp, run)
 
@@ -104,6 +110,8 @@ def rhale(
     bootstrap: BootstrapOption = 0,
     ci: CiOption = 0.95,
     seed: SeedOption = None,
+    engine: EngineOption = "local",
+    scheduler: SchedulerOption = None,
 ) -> Outcome:
     """RHALE: automatic variable-size bins minimising heterogeneity, from the store."""
     from ale_cli.bands import Bootstrap
@@ -121,5 +129,7 @@ def rhale(
         center=center,
         features=features,
         bootstrap=Bootstrap(bootstrap, ci, seed),
+        engine=engine,
+        scheduler=scheduler,
     )
     return summary_outcome("rhale", run_rhale(request), out, timestamp, run)

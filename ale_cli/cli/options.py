@@ -59,7 +59,12 @@ TimestampOption = Annotated[
         help="Record the creation time; --no-timestamp makes reruns byte-identical.",
     ),
 ]
-StoreArgument = Annotated[Path, typer.Argument(help="Store written by 'ale compute' (.npz).")]
+StoreArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="Store written by 'ale compute' (.npz, or a directory store from --engine dask)."
+    ),
+]
 DiscreteOption = Annotated[
     str | None,
     typer.Option(
@@ -102,6 +107,24 @@ ReadChunkOption = Annotated[
     ),
 ]
 
+EngineOption = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="Where the work runs: local (this process) or dask (the partitions on the "
+        "workers of a Dask cluster; needs pip install ale-cli[dask]). Same results.",
+    ),
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Address of the Dask scheduler for --engine dask (e.g. tcp://10.0.0.5:8786; "
+        "default: a local cluster of worker processes on this machine).",
+        show_default=False,
+    ),
+]
+
 # -- the model-and-data group ---------------------------------------------------------------
 
 _K = inspect.Parameter.KEYWORD_ONLY
@@ -127,7 +150,11 @@ _ARGUMENTS = [
         "data",
         _K,
         annotation=Annotated[
-            Path, typer.Argument(help="Data file: CSV (also .csv.gz) or Parquet.")
+            Path,
+            typer.Argument(
+                help="Data file: CSV (also .csv.gz) or Parquet, or a partitioned Parquet "
+                "dataset: a directory of .parquet files or a quoted glob ('data/part-*.parquet')."
+            ),
         ],
     ),
 ]

@@ -34,6 +34,8 @@ MAX_BUCKETS = 1 << 16
 MAX_CANDIDATES = 1 << 16
 
 Chunks = Callable[[], Iterable[np.ndarray]]
+#: one pass over the data for the groups (see :func:`order_statistics`' ``run_pass``)
+PassFn = Callable[[list["_Group"], list["_Level"]], None]
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,7 @@ def order_statistics(
     lo: np.ndarray,
     hi: np.ndarray,
     max_candidates: int = MAX_CANDIDATES,
+    run_pass: PassFn | None = None,
 ) -> np.ndarray:
     """``np.sort(column)[positions]`` for every column of data given in chunks.
 
@@ -140,6 +143,10 @@ def order_statistics(
         Each column's minimum and maximum (``hi > lo``).
     max_candidates : int
         Largest bucket gathered in memory; larger ones are bucketed again.
+    run_pass : callable, optional
+        ``run_pass(groups, roots)`` makes one pass (default: over ``chunks`` here). A
+        distributed pass runs :func:`pass_accumulators` on each partition and merges
+        the results into ``groups`` with :func:`absorb` (the Dask engine).
 
     Returns
     -------
@@ -160,6 +167,11 @@ def order_statistics(
         if np.isfinite(level.width) and level.width > 0:
             g.sub, g.sub_counts = level, np.zeros(size, dtype=np.int64)
         # else (a range wider than the largest float): the column is gathered whole
+    if run_pass is None:
+
+        def run_pass(groups: list[_Group], levels: list[_Level]) -> None:
+            _pass(chunks, groups, levels)
+
     active = everything
     while active:
         for g in active:
@@ -170,7 +182,7 @@ def order_statistics(
                     sub_size = int(np.clip(g.count // 8, 64, MAX_BUCKETS))
                     g.sub = _Level(lo_g, hi_g - lo_g, sub_size)
                     g.sub_counts = np.zeros(sub_size, dtype=np.int64)
-        _pass(chunks, active, roots)
+        run_pass(active, roots)
         following: list[_Group] = []
         for g in active:
             if g.sub is not None and g.sub_counts is not None:
@@ -238,6 +250,39 @@ def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
                         _take(g, v, None)
 
 
+def pass_accumulators(
+    chunks: Chunks, groups: list[_Group], roots: list[_Level]
+) -> list[tuple[np.ndarray | None, float, float, list[np.ndarray]]]:
+    """One pass over ``chunks`` (a partition) for copies of ``groups`` that start empty;
+    per group its counts (None for a gathering group), minimum, maximum and gathered
+    values, for :func:`absorb`. Groups arrive without their count arrays (small to send)."""
+    fresh = []
+    for g in groups:
+        counts = None if g.sub is None else np.zeros(g.sub.size, dtype=np.int64)
+        fresh.append(_Group(g.column, g.chain, g.count, g.ranks, g.slots, [], g.sub, counts))
+    _pass(chunks, fresh, roots)
+    return [(g.sub_counts, g.vmin, g.vmax, g.gathered) for g in fresh]
+
+
+def shipped(groups: list[_Group]) -> list[_Group]:
+    """Copies of ``groups`` without their count arrays and values, to send to workers."""
+    return [_Group(g.column, g.chain, g.count, g.ranks, g.slots, [], g.sub, None) for g in groups]
+
+
+def absorb(
+    groups: list[_Group],
+    results: list[tuple[np.ndarray | None, float, float, list[np.ndarray]]],
+) -> None:
+    """Merge one partition's :func:`pass_accumulators` into ``groups`` (counts add up,
+    values are gathered; partitions may come in any order: the answers are the same)."""
+    for g, (counts, vmin, vmax, gathered) in zip(groups, results, strict=True):
+        if counts is not None and g.sub_counts is not None:
+            g.sub_counts += counts
+            g.vmin, g.vmax = min(g.vmin, vmin), max(g.vmax, vmax)
+        else:
+            g.gathered.extend(gathered)
+
+
 def _take(g: _Group, v: np.ndarray, bucket: np.ndarray | None) -> None:
     """Count ``v`` in the group's sub-buckets (``bucket``: already known) or gather it."""
     if g.sub is not None and g.sub_counts is not None:
@@ -259,7 +304,13 @@ def quantile_positions(n: int, bins: int) -> np.ndarray:
 
 
 def chunked_quantile_edges(
-    chunks: Chunks, *, n: int, bins: int, lo: np.ndarray, hi: np.ndarray
+    chunks: Chunks,
+    *,
+    n: int,
+    bins: int,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    run_pass: PassFn | None = None,
 ) -> list[np.ndarray]:
     """Type-1 quantile edges at ``k/K`` of every column (deduplicated), from chunks.
 
@@ -272,7 +323,7 @@ def chunked_quantile_edges(
     [1.0, 2.0, 3.0, 5.0]
     """
     interior = quantile_positions(n, bins)[1:-1]
-    stats = order_statistics(chunks, n=n, positions=interior, lo=lo, hi=hi)
+    stats = order_statistics(chunks, n=n, positions=interior, lo=lo, hi=hi, run_pass=run_pass)
     return [
         np.unique(np.concatenate(([float(lo[j])], stats[j], [float(hi[j])])))
         for j in range(len(lo))

@@ -561,8 +561,7 @@ def plot_files(
         summary, names = select_features(summary, features)
     store = None
     if store_path is not None:
-        from ale_cli.adapters.files import sha256_file
-        from ale_cli.adapters.store import read_store
+        from ale_cli.adapters.store import read_store, store_sha256
 
         store = read_store(store_path)
         check_store(
@@ -571,7 +570,7 @@ def plot_files(
             names,
             summary_path=summary_path,
             store_path=store_path,
-            store_sha256=sha256_file(store_path),
+            store_sha256=store_sha256(store_path),  # a file's, or a directory store's
         )
     if jobs is None:
         jobs = default_jobs(len(dict.fromkeys(names)) + 1 + len(summary.interactions))

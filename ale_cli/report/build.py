@@ -234,12 +234,11 @@ def _load(
     summaries = [(str(p), read_summary(p)) for p in paths]
     if store_path is None:
         return summaries, None
-    from ale_cli.adapters.files import sha256_file
-    from ale_cli.adapters.store import read_store
+    from ale_cli.adapters.store import read_store, store_sha256
     from ale_cli.plot.render import check_store
 
     store = read_store(store_path)
-    digest = sha256_file(store_path)
+    digest = store_sha256(store_path)
     for label, summary in summaries:
         check_store(
             summary,

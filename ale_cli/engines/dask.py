@@ -1,0 +1,676 @@
+"""The Dask engine: partitions on the workers of a Dask cluster (``--engine dask``).
+
+``ale compute``: each partition of the data (a file of a partitioned Parquet dataset;
+a single file is one partition) is read, differentiated and written on a worker, as
+the local engine's streaming compute does it chunk by chunk (the same
+:func:`~ale_cli.compute._chunk_arrays` and NaN/inf screening). The model file is
+sent to every worker once (``Client.scatter(broadcast=True)``) and loaded once per
+worker process (a cache keyed by its sha256). Each worker writes its part of a
+directory store (:mod:`ale_cli.adapters.partstore`) on a path every worker and this
+process share; this process writes the manifest and moves the store into place.
+TorchScript models only: finite-difference steps (other formats) are relative to
+each feature's std over all rows, which the local engine reads whole.
+
+``ale rebin`` / ``ale rhale``: each part of a directory store (or each chunk of a
+single-file store) is a task; the workers compute its cell statistics with the same
+functions the local engine uses (:mod:`ale_cli.streaming`), and this process merges
+them in part order (:meth:`~ale_cli.core.binstats.CellStats.merge`). Exact type-1
+quantile edges take the out-of-core passes of :mod:`ale_cli.core.outofcore`: the
+workers count (and then gather) each part's values per bucket
+(:func:`~ale_cli.core.outofcore.pass_accumulators`), this process adds the counts
+(:func:`~ale_cli.core.outofcore.absorb`) and selects. The results equal the local
+engine's (counts and selections exactly; merged means and M2 to rounding).
+
+Without a scheduler address a :class:`distributed.LocalCluster` of worker processes
+(one thread each) is started on this machine for the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ale_cli.adapters.partstore import PartStore, PartStoreWriter
+from ale_cli.adapters.store import StoreFile, StoreWriter, chunk_entry
+from ale_cli.engines import require_dask
+from ale_cli.errors import InputError, ModelFailed, RunError
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+    from ale_cli.compute import ComputeRequest, ComputeResult
+    from ale_cli.core.binstats import CellStats
+    from ale_cli.models.base import ProgressFn
+    from ale_cli.streaming import Columns, Passes
+
+
+@contextmanager
+def client(scheduler: str | None) -> Iterator[Client]:
+    """A client of the cluster at ``scheduler``, or of a LocalCluster started for the run."""
+    require_dask()
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        try:
+            connected = Client(scheduler, timeout=30)
+        except (OSError, TimeoutError) as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise RunError(f"cannot reach the Dask scheduler at '{scheduler}': {reason}") from None
+        with connected:
+            yield connected
+        return
+    with (
+        _environ_kept(),
+        LocalCluster(
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as local,
+    ):
+        yield local
+
+
+@contextmanager
+def _environ_kept() -> Iterator[None]:
+    """Give ``os.environ`` back as it was: a LocalCluster's nannies set their pre-spawn
+    variables (``OMP_NUM_THREADS``, ``MALLOC_TRIM_THRESHOLD_``...) in this process's
+    environment, where they would outlive the run (e.g. in a notebook)."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+# -- compute: one task per partition ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _PartSpec:
+    """What a worker needs to compute one partition (the model comes as bytes)."""
+
+    model_path: str
+    model_sha256: str
+    load_options: Any
+    names: tuple[str, ...]
+    categorical: tuple[str, ...]
+    features: tuple[str, ...]
+    columns: tuple[int, ...]
+    data_format: str
+    dropna: bool
+    drop_nonfinite: bool
+    chunk_rows: int
+
+
+#: a file the client puts in the store's temporary directory when the run fails: the
+#: workers still computing a partition stop at their next chunk
+STOP = ".stop"
+
+_MODELS: dict[str, Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _worker_model(model_bytes: bytes, spec: _PartSpec, first: np.ndarray) -> Any:
+    """The model, loaded once per worker process and set of load options (checked on the
+    first chunk it sees).
+
+    Loaded from the user's path when the worker sees the same bytes there (messages
+    then name that path), else from the bytes sent, written to a temporary file."""
+    from ale_cli.adapters.files import sha256_file
+    from ale_cli.models import Columns, load_model
+
+    # a long-lived worker may serve runs with other options (output, batch size, columns)
+    key = repr((spec.model_sha256, spec.load_options, spec.names, spec.categorical))
+    with _MODELS_LOCK:
+        model = _MODELS.get(key)
+        if model is not None:
+            return model
+        path = Path(spec.model_path)
+        try:
+            same = path.is_file() and sha256_file(path) == spec.model_sha256
+        except OSError:
+            same = False
+        if not same:
+            path = Path(tempfile.mkdtemp(prefix="ale-model-")) / path.name
+            path.write_bytes(model_bytes)
+        model = load_model(
+            path,
+            model_format="torchscript",
+            options=spec.load_options,
+            columns=Columns(names=spec.names, fixed=spec.categorical, dtypes={}),
+            X=first,
+        )
+        _MODELS[key] = model
+        return model
+
+
+def compute_part(
+    model_bytes: bytes, spec: _PartSpec, file: str, out: str, offset: int
+) -> dict[str, Any]:
+    """On a worker: read partition ``file`` chunk by chunk, compute its local effects and
+    write them as the part store ``out`` (no file when every row was dropped).
+
+    ``offset`` is the partition's first row in the dataset (for row numbers in messages).
+    Returns what the manifest and the meta need (rows, hashes, ranges, dtypes, timings).
+    """
+    from ale_cli.adapters.files import sha256_file
+    from ale_cli.adapters.stream import open_stream
+    from ale_cli.compute import _chunk_arrays, _Screen
+
+    stream = open_stream(
+        file,
+        fmt=spec.data_format,
+        inputs=spec.names,
+        dropna=spec.dropna,
+        categorical=spec.categorical,
+        chunk_rows=spec.chunk_rows,
+        min_rows=0,  # the whole dataset's count is checked by the client
+    )
+    timings: dict[str, float] = {}
+    screen = _Screen(Path(spec.model_path), drop=spec.drop_nonfinite)
+    writer: StoreWriter | None = None
+    lo = hi = None
+    model = None
+    n_rows = read = 0
+    stop = Path(out).parent / STOP
+    with ExitStack() as stack:  # the part file appears only when the block ends cleanly
+        for X in stream:
+            if stop.exists() or not stop.parent.is_dir():  # another partition failed
+                raise RunError(f"stopped computing '{file}': the run failed")
+            if model is None:
+                t = time.perf_counter()
+                model = _worker_model(model_bytes, spec, X)
+                timings["load_model_s"] = time.perf_counter() - t
+            arrays = _chunk_arrays(model, X, spec.columns, ([], None), (None, None), timings)
+            arrays = screen.apply(arrays, offset + read)
+            read += len(X)
+            if not len(arrays["prediction"]):
+                continue
+            if writer is None:
+                writer = stack.enter_context(StoreWriter(out))
+            writer.add(arrays)
+            n_rows += len(arrays["prediction"])
+            x = arrays["X"]
+            c_lo, c_hi = x.min(axis=0).astype(np.float64), x.max(axis=0).astype(np.float64)
+            lo = c_lo if lo is None else np.minimum(lo, c_lo)
+            hi = c_hi if hi is None else np.maximum(hi, c_hi)
+        if writer is not None:
+            writer.finish(
+                feature_names=spec.features,
+                input_names=spec.names,
+                meta={"schema_version": 3, "n_rows": n_rows, "source": file},
+            )
+    dropped = np.concatenate(screen.rows) if screen.rows else np.empty(0, dtype=np.int64)
+    return {
+        "file": file,
+        "rows": n_rows,
+        "sha256": sha256_file(out) if n_rows else None,
+        "data_sha256": stream.sha256,
+        "rows_read": stream.rows_read,
+        "rows_dropped": stream.rows_dropped,
+        "dropped_columns": list(stream.dropped_columns),
+        "dtypes": dict(stream.dtypes),
+        "nonfinite_rows": dropped,
+        "x_min": lo,
+        "x_max": hi,
+        "arrays": list(writer.arrays) if writer is not None else [],
+        "model": None
+        if model is None
+        else {"describe": model.describe(), "method": model.method, "format": model.format},
+        "timings": timings,
+    }
+
+
+@dataclass(frozen=True)
+class _Described:
+    """The model as the meta sees it, from a worker's answer (no model in this process)."""
+
+    format: str
+    method: str
+    details: dict[str, Any]
+
+    def describe(self) -> dict[str, Any]:
+        return self.details
+
+
+@dataclass
+class _Partitioned:
+    """The data read by the workers, as the meta records it (a TableStream after its end)."""
+
+    format: str
+    feature_names: tuple[str, ...]
+    categorical: tuple[str, ...]
+    rows_read: int = 0
+    rows_dropped: int = 0
+    dropped_columns: tuple[str, ...] = ()
+    dtypes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def levels(self) -> dict[str, tuple[Any, ...]]:
+        return {}
+
+
+def _file_rows(files: Sequence[Path]) -> list[int]:
+    """Rows per Parquet file from its footer (0 for files that are not Parquet)."""
+    import pyarrow.parquet as pq
+
+    rows = []
+    for f in files:
+        try:
+            rows.append(int(pq.ParquetFile(f).metadata.num_rows))
+        except Exception:  # a CSV file, or a damaged one: the worker reports it
+            rows.append(0)
+    return rows
+
+
+def compute_dask(
+    request: ComputeRequest,
+    *,
+    force: bool = False,
+    progress: Callable[[int], ProgressFn] | None = None,
+) -> ComputeResult:
+    """:func:`ale_cli.compute.compute` with the partitions computed on Dask workers; the
+    store at ``request.out`` is a directory store (a cache hit is found as locally)."""
+    from ale_cli import compute as local
+    from ale_cli.adapters.files import sha256_file
+    from ale_cli.adapters.stream import _combined_dtype, combine_hashes, dataset_files, open_stream
+    from ale_cli.inputs import feature_columns
+    from ale_cli.models.columns import ColumnOrder, order_note
+
+    t0 = time.perf_counter()
+    inputs = request.inputs
+    inputs.check_files()
+    from ale_cli.models import detect_format
+
+    torchscript = detect_format(inputs.model, inputs.model_format) == "torchscript"
+    if not (torchscript and local.streams(inputs)):
+        raise InputError(
+            "{param} dask computes TorchScript models on data files; other model formats "
+            "need every row at once (finite-difference steps), use {param} local",
+            param="engine",
+        )
+    if local._needs_levels(request):
+        raise InputError(
+            "{param} dask does not store the jumps of features estimated per level "
+            "(discrete, or explained categorical ones); use {param} local",
+            param="engine",
+        )
+    if request.pairs:
+        raise InputError(
+            "{param} (mixed derivatives) is not computed by the Dask engine; use "
+            "{param:engine} local",
+            param="pairs",
+        )
+    require_dask()
+    hashes = None
+    cached = None
+    if not force and request.out.exists():
+        hashes = local._Hashes.of(request)
+        cached = local._cached(request, hashes, t0)
+        if isinstance(cached, local.ComputeResult):
+            return cached
+    timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
+    header = open_stream(
+        inputs.data,
+        fmt=inputs.data_format,
+        inputs=inputs.inputs,
+        exclude=inputs.exclude,
+        dropna=inputs.dropna,
+        categorical=inputs.categorical,
+        chunk_rows=request.chunk_rows,
+    )
+    header.close()
+    names = header.feature_names
+    features, columns = feature_columns(
+        inputs.features, names, where=f"data file '{inputs.data_label}'"
+    )
+    data_path = Path(inputs.data)
+    files = dataset_files(data_path)
+    file_rows = _file_rows(files)
+    offsets = np.concatenate(([0], np.cumsum(file_rows)[:-1])).astype(int)
+    model_bytes = inputs.model.read_bytes()
+    model_sha = hashes.model if hashes is not None else sha256_file(inputs.model)
+    spec = _PartSpec(
+        model_path=str(inputs.model),
+        model_sha256=model_sha,
+        load_options=inputs.load_options(),
+        names=names,
+        categorical=header.categorical,
+        features=features,
+        columns=columns,
+        data_format=header.format,
+        dropna=inputs.dropna,
+        drop_nonfinite=inputs.drop_nonfinite,
+        chunk_rows=request.chunk_rows,
+    )
+    bar = progress(header.total_rows) if progress is not None and header.total_rows else None
+    t = time.perf_counter()
+    with client(request.scheduler) as dask_client, PartStoreWriter(request.out) as writer:
+        timings["start_cluster_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        sent = dask_client.scatter(model_bytes, broadcast=True, hash=False)
+        futures = [
+            dask_client.submit(
+                compute_part,
+                sent,
+                spec,
+                str(file),
+                str(writer.part_path(i)),
+                int(offsets[i]),
+                pure=False,
+                key=f"ale-compute-part-{i}-{writer.tmp.name}",
+            )
+            for i, file in enumerate(files)
+        ]
+        try:
+            results = _gather_in_order(dask_client, futures, bar, file_rows, cancel=False)
+        except BaseException:
+            _stop(dask_client, futures, writer.tmp)
+            raise
+        timings["parts_s"] = time.perf_counter() - t
+        source = _Partitioned(format="parquet", feature_names=names, categorical=header.categorical)
+        kept_before = 0
+        screen = local._Screen(inputs.model, drop=inputs.drop_nonfinite)
+        lo = hi = None
+        parts: list[dict[str, Any]] = []
+        for i, res in enumerate(results):
+            source.rows_read += res["rows_read"]
+            source.rows_dropped += res["rows_dropped"]
+            for c, dt in res["dtypes"].items():
+                source.dtypes[c] = _combined_dtype(source.dtypes.get(c, dt), dt)
+            source.dropped_columns = tuple(
+                c for c in names if c in source.dropped_columns or c in res["dropped_columns"]
+            )
+            if len(res["nonfinite_rows"]):  # partition rows -> rows read before screening
+                screen.rows.append(res["nonfinite_rows"] - int(offsets[i]) + kept_before)
+            kept_before += res["rows_read"] - res["rows_dropped"]
+            for key, value in res["timings"].items():
+                timings[key] = timings.get(key, 0.0) + value
+            if not res["rows"]:
+                continue
+            parts.append(
+                {
+                    "file": writer.part_path(i).name,
+                    "rows": res["rows"],
+                    "sha256": res["sha256"],
+                    "source": Path(res["file"]).as_posix(),
+                }
+            )
+            lo = res["x_min"] if lo is None else np.minimum(lo, res["x_min"])
+            hi = res["x_max"] if hi is None else np.maximum(hi, res["x_max"])
+        n_rows = sum(p["rows"] for p in parts)
+        n_left = source.rows_read - source.rows_dropped
+        if n_left < 2:  # the local engine's check, on the whole dataset
+            left = (
+                f" left after dropping {source.rows_dropped} with NaN or infinite values"
+                if source.rows_dropped
+                else ""
+            )
+            raise InputError(
+                f"data file '{data_path}' has {n_left} row{'s' if n_left != 1 else ''}"
+                f"{left}; at least 2 are needed"
+            )
+        if n_rows == 0:
+            raise ModelFailed(
+                f"model '{inputs.model}' gave NaN or infinite values on every row: "
+                "nothing is left to explain"
+            )
+        data_sha = combine_hashes(
+            data_path, [(f, r["data_sha256"]) for f, r in zip(files, results, strict=True)]
+        )
+        hashes = hashes or local._Hashes.of(request, data=data_sha)
+        first = next(r["model"] for r in results if r["model"] is not None)
+        model = _Described(first["format"], first["method"], first["describe"])
+        note = order_note(ColumnOrder(), names, names, positional=True)
+        written = local._Written(
+            source,
+            model,
+            features,
+            n_rows,
+            screen,  # type: ignore[arg-type]
+            (note,) if note is not None and inputs.inputs is None else (),
+        )
+        meta = local._meta(request, written, hashes, timings)
+        meta["data"]["rows_nonfinite"] = screen.count
+        notes = (*model.describe().get("notes", ()), *written.notes)
+        notes += (screen.note(),) if screen.count else ()
+        meta["notes"] = list(notes)
+        meta["engine"] = {
+            "name": "dask",
+            "workers": len(dask_client.scheduler_info().get("workers", {})),
+            "partitions": len(files),
+        }
+        if lo is None or hi is None:  # unreachable: n_rows > 0, so some part has rows
+            raise RuntimeError("no part holds rows")
+        writer.finish(
+            meta,
+            feature_names=features,
+            input_names=names,
+            parts=parts,
+            x_min=lo,
+            x_max=hi,
+            arrays=next(r["arrays"] for r in results if r["arrays"]),
+        )
+    return local.ComputeResult(
+        out=request.out,
+        cache_hit=False,
+        n_rows=n_rows,
+        n_features=len(features),
+        method=model.method,
+        seconds=time.perf_counter() - t0,
+        rows_dropped=source.rows_dropped,
+        reason=cached if isinstance(cached, str) else None,
+        notes=notes,
+        rows_nonfinite=screen.count,
+    )
+
+
+def _stop(dask_client: Client, futures: list[Any], folder: Path) -> None:
+    """After a failed partition: tell the tasks to stop (:data:`STOP`) and wait until they
+    have (a cancelled task would go on running on its worker), so that no worker writes
+    into ``folder`` once it is removed."""
+    from distributed import wait
+
+    try:
+        (folder / STOP).touch()
+    except OSError:
+        pass
+    try:
+        wait(futures, timeout=120)  # the tasks end at their next chunk (or fail at once)
+    except Exception:  # a timeout: the folder is removed anyway
+        pass
+    dask_client.cancel(futures)
+
+
+def _gather_in_order(
+    dask_client: Client,
+    futures: list[Any],
+    bar: ProgressFn | None,
+    rows: Sequence[int],
+    *,
+    cancel: bool = True,
+) -> list[Any]:
+    """The futures' results in submission order; the first error is raised (with
+    ``cancel`` the other tasks are cancelled); ``bar`` is told each partition's rows as
+    it finishes."""
+    from distributed import as_completed
+
+    index = {f.key: i for i, f in enumerate(futures)}
+    results: list[Any] = [None] * len(futures)
+    try:
+        for future in as_completed(futures):
+            i = index[future.key]
+            results[i] = future.result()
+            if bar is not None:
+                bar(rows[i])
+    except BaseException:
+        if cancel:
+            dask_client.cancel(futures)
+        raise
+    return results
+
+
+def _as_completed(dask_client: Client, futures: list[Any]) -> Iterator[Any]:
+    """The futures' results as they finish, each released once taken (the client holds
+    one at a time); the first error is raised and the other tasks are cancelled."""
+    from distributed import as_completed
+
+    try:
+        for future in as_completed(futures):
+            result = future.result()
+            future.release()
+            yield result
+    except BaseException:
+        dask_client.cancel(futures)
+        raise
+
+
+# -- estimators: one task per part (or chunk) of a store --------------------------------------
+
+
+@dataclass(frozen=True)
+class ChunkRange(StoreFile):
+    """Chunks ``first, first + 1, ...`` (``rows`` of them) of a single-file chunked store."""
+
+    first: int = 0
+
+    def chunks(self, arrays: Sequence[str] = ("X", "local_effects", "prediction")) -> Any:
+        from ale_cli.adapters.store import _entry_offsets, _read_entry
+
+        with open(self.path, "rb") as fh:
+            entries = _entry_offsets(self.path, fh)
+            for i in range(self.first, self.first + len(self.rows)):
+                yield {
+                    name: _read_entry(self.path, fh, entries, chunk_entry(name, i))
+                    for name in arrays
+                }
+
+
+#: chunks per task of the estimators (16 chunks of 65536 rows: about 1e6 rows a task)
+CHUNKS_PER_TASK = 16
+
+
+def _ranges(store: StoreFile) -> list[StoreFile]:
+    """A single-file store as ranges of :data:`CHUNKS_PER_TASK` chunks (a store of one
+    array per name, schema 1-2, is one range)."""
+    if store.meta.get("chunks") is None:
+        return [store]
+    return [
+        ChunkRange(
+            path=store.path,
+            meta={},
+            feature_names=store.feature_names,
+            input_names=store.input_names,
+            rows=tuple(store.rows[i : i + CHUNKS_PER_TASK]),
+            first=i,
+        )
+        for i in range(0, len(store.rows), CHUNKS_PER_TASK)
+    ]
+
+
+def store_parts(store: StoreFile) -> list[StoreFile]:
+    """The pieces a store is reduced in, one task each, in row order: ranges of chunks of
+    each part of a directory store, or of a single-file store; empty ones left out."""
+    files = list(store.parts) if isinstance(store, PartStore) else [store]
+    return [piece for f in files for piece in _ranges(f) if piece.n_rows]
+
+
+def _merge_cells(acc: dict[int, CellStats], cells: dict[int, CellStats]) -> dict[int, CellStats]:
+    for j, c in cells.items():
+        acc[j] = c if j not in acc else acc[j].merge(c)
+    return acc
+
+
+@contextmanager
+def dask_passes(scheduler: str | None) -> Iterator[Passes]:
+    """The streaming estimators' passes (:class:`~ale_cli.streaming.Passes`) run per store
+    part on the workers of the cluster at ``scheduler`` (None: a LocalCluster)."""
+    from ale_cli.core.outofcore import absorb, chunked_quantile_edges, shipped
+    from ale_cli.streaming import Passes, _cells_on_edges, _uniform
+
+    with client(scheduler) as dask_client:
+
+        def cells_on_edges(
+            store: StoreFile, cols: Columns, todo: list[int], edges: dict[int, np.ndarray]
+        ) -> tuple[dict[int, CellStats], dict[int, int]]:
+            futures = [
+                dask_client.submit(_cells_on_edges, part, cols, todo, edges, pure=False)
+                for part in store_parts(store)
+            ]
+            cells: dict[int, CellStats] = {}
+            outside = dict.fromkeys(todo, 0)
+            for part_cells, part_outside in _gather_in_order(dask_client, futures, None, ()):
+                _merge_cells(cells, part_cells)
+                for j, n in part_outside.items():
+                    outside[j] += n
+            return cells, outside
+
+        def uniform(
+            store: StoreFile, cols: Columns, todo: list[int], lo: Any, hi: Any, bins: int
+        ) -> tuple[dict[int, np.ndarray], dict[int, CellStats]]:
+            if not todo:
+                return {}, {}
+            futures = [
+                dask_client.submit(_uniform, part, cols, todo, lo, hi, bins, pure=False)
+                for part in store_parts(store)
+            ]
+            edges: dict[int, np.ndarray] = {}
+            cells: dict[int, CellStats] = {}
+            for part_edges, part_cells in _gather_in_order(dask_client, futures, None, ()):
+                edges = part_edges  # the same on every part: from lo, hi and bins
+                _merge_cells(cells, part_cells)
+            return edges, cells
+
+        def quantile(
+            store: StoreFile, cols: Columns, todo: list[int], lo: Any, hi: Any, bins: int
+        ) -> tuple[dict[int, np.ndarray], dict[int, CellStats]]:
+            if not todo:
+                return {}, {}
+            x_cols = [cols.x[j] for j in todo]
+            parts = store_parts(store)
+
+            def run_pass(groups: list[Any], roots: list[Any]) -> None:
+                sent = shipped(groups)
+                futures = [
+                    dask_client.submit(_part_pass, part, x_cols, sent, roots, pure=False)
+                    for part in parts
+                ]
+                for result in _as_completed(dask_client, futures):  # any order: sums
+                    absorb(groups, result)
+
+            found = chunked_quantile_edges(
+                lambda: (), n=store.n_rows, bins=bins, lo=lo[todo], hi=hi[todo], run_pass=run_pass
+            )
+            edges = dict(zip(todo, found, strict=True))
+            return edges, cells_on_edges(store, cols, todo, edges)[0]
+
+        yield Passes(cells_on_edges=cells_on_edges, uniform=uniform, quantile=quantile)
+
+
+def _part_pass(part: StoreFile, x_cols: list[int], groups: list[Any], roots: list[Any]) -> Any:
+    """On a worker: one quantile pass over a store part's columns ``x_cols`` of X."""
+    from ale_cli.core.outofcore import pass_accumulators
+
+    def chunks() -> Iterator[np.ndarray]:
+        for chunk in part.chunks(("X",)):
+            yield chunk["X"][:, x_cols]
+
+    out = pass_accumulators(chunks, groups, roots)
+    # counts travel as uint32 when they fit (half the bytes: 65536 buckets per column)
+    return [
+        (c.astype(np.uint32) if c is not None and c.max(initial=0) < 2**32 else c, *rest)
+        for c, *rest in out
+    ]

@@ -1,0 +1,369 @@
+"""The Dask engine (``--engine dask``): the same stores and summaries as the local engine on
+a partitioned Parquet dataset, directory stores (layout, checks on read, atomic writes),
+and a local path that never imports dask.
+
+One LocalCluster of 2 worker processes serves the module; the library calls and the CLI
+are given its address (the ``--scheduler`` path).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ale_cli.adapters.partstore import MANIFEST, PartStoreWriter, open_part_store, store_sha256
+from ale_cli.adapters.store import open_store, read_meta, read_store
+from ale_cli.adapters.stream import dataset_sha256
+from ale_cli.compute import ComputeRequest, compute
+from ale_cli.errors import InputError
+from ale_cli.estimate import RebinRequest, RhaleRequest, rebin, rhale
+from ale_cli.inputs import ModelInputs
+
+pytest.importorskip("distributed", reason="the dask extra is not installed")
+
+NAMES = ["a", "b", "c", "d"]
+W = np.array([-1.0, 0.0, 1.0, 2.0])
+
+
+def _model(path: Path) -> Path:
+    """f(x) = sum_j w_j tanh(x_j) + x_a x_b in float64 (known gradients)."""
+    import torch
+    from torch import nn
+
+    class F(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("w", torch.tensor(W, dtype=torch.float64))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return (torch.tanh(x) * self.w).sum(1) + x[:, 0] * x[:, 1]
+
+    torch.jit.save(torch.jit.script(F().eval()), str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster():  # type: ignore[no-untyped-def]
+    from distributed import LocalCluster
+
+    from ale_cli.engines.dask import _environ_kept
+
+    with (
+        _environ_kept(),  # the nannies set MALLOC_TRIM_THRESHOLD_... in this process
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as local,
+    ):
+        yield local.scheduler_address
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, np.ndarray]:
+    """A model and 4 partitions of 3000 rows (row groups of 700), and all rows in order."""
+    root = tmp_path_factory.mktemp("dask")
+    model = _model(root / "f.pt")
+    rng = np.random.default_rng(1)
+    parts = []
+    for k in range(4):
+        X = rng.normal(size=(3000, 4))
+        X[:, 3] = rng.exponential(size=3000)  # a skewed column for the quantile passes
+        folder = root / "data" / f"day={k}"
+        folder.mkdir(parents=True)
+        pd.DataFrame(X, columns=NAMES).to_parquet(
+            folder / "part.parquet", row_group_size=700, index=False
+        )
+        parts.append(X)
+    return model, root / "data", np.concatenate(parts)
+
+
+@pytest.fixture(scope="module")
+def stores(
+    dataset: tuple[Path, Path, np.ndarray], cluster: str, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    """The local engine's file store and the Dask engine's directory store."""
+    model, data, _ = dataset
+    root = tmp_path_factory.mktemp("stores")
+    inputs = ModelInputs(model=model, data=data)
+    local = compute(ComputeRequest(inputs=inputs, out=root / "local.npz", chunk_rows=1000))
+    dask = compute(
+        ComputeRequest(
+            inputs=inputs, out=root / "dask", chunk_rows=1000, engine="dask", scheduler=cluster
+        )
+    )
+    assert not local.cache_hit and not dask.cache_hit
+    return local.out, dask.out
+
+
+def test_dask_store_holds_the_local_rows_and_known_gradients(stores, dataset):
+    local, dask = stores
+    _, _, X = dataset
+    a, b = read_store(local), read_store(dask)
+    np.testing.assert_array_equal(b.X, X)  # partition order, rows in file order
+    np.testing.assert_array_equal(b.X, a.X)
+    np.testing.assert_array_equal(b.local_effects, a.local_effects)
+    expected = W / np.cosh(X) ** 2 + np.column_stack([X[:, 1], X[:, 0], 0 * X[:, :2]])
+    np.testing.assert_allclose(b.local_effects, expected, rtol=1e-12, atol=1e-12)
+    assert read_meta(dask)["cache_key"] == read_meta(local)["cache_key"]
+
+
+def test_directory_store_layout(stores, dataset):
+    _, dask = stores
+    _, data, _ = dataset
+    manifest = json.loads((dask / MANIFEST).read_text())
+    assert manifest["layout"] == "parts"
+    assert [p["file"] for p in manifest["parts"]] == [f"part-0000{i}.npz" for i in range(4)]
+    assert manifest["chunks"]["rows"] == [3000] * 4 and manifest["n_rows"] == 12000
+    assert manifest["engine"]["name"] == "dask" and manifest["engine"]["partitions"] == 4
+    assert manifest["data"]["sha256"] == dataset_sha256(data)
+    assert sorted(p.name for p in dask.iterdir()) == sorted(
+        [MANIFEST] + [p["file"] for p in manifest["parts"]]
+    )
+    part = open_store(dask / "part-00002.npz")  # each part is a store file of its own
+    assert part.rows == (1000, 1000, 1000)
+    assert not [p for p in dask.parent.iterdir() if p.name.startswith(".")]  # no leftovers
+
+
+def _numbers(summary) -> list[tuple[str, str, np.ndarray]]:  # type: ignore[no-untyped-def]
+    keys = ("edges", "counts", "bin_effect", "bin_std", "bin_stderr", "effect", "std", "stderr")
+    return [
+        (f.name, k, np.asarray(getattr(f, k), dtype=np.float64))
+        for f in summary.features
+        for k in keys
+    ]
+
+
+def _assert_same(one, other) -> None:  # type: ignore[no-untyped-def]
+    a, b = _numbers(one), _numbers(other)
+    assert [(n, k, v.shape) for n, k, v in a] == [(n, k, v.shape) for n, k, v in b]
+    for (name, key, x), (_, _, y) in zip(a, b, strict=True):
+        np.testing.assert_allclose(y, x, rtol=1e-12, atol=1e-12, err_msg=f"{name} {key}")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda store, **kw: rebin(RebinRequest(store=store, bins=12, **kw)),
+        lambda store, **kw: rebin(RebinRequest(store=store, bins=12, binning="quantile", **kw)),
+        lambda store, **kw: rhale(RhaleRequest(store=store, max_bins=30, **kw)),
+        lambda store, **kw: rhale(RhaleRequest(store=store, max_bins=30, grid="quantile", **kw)),
+    ],
+    ids=["rebin-uniform", "rebin-quantile", "rhale-uniform", "rhale-quantile"],
+)
+def test_estimators_equal_between_engines(stores, cluster, make, monkeypatch):
+    local, dask = stores
+    reference = make(local).summary
+    on_dask = make(dask, engine="dask", scheduler=cluster).summary
+    _assert_same(reference, on_dask)
+    _assert_same(reference, make(dask).summary)  # the local engine reads a directory store
+    monkeypatch.setattr("ale_cli.engines.dask.CHUNKS_PER_TASK", 5)  # a file store: 3 ranges
+    _assert_same(reference, make(local, engine="dask", scheduler=cluster).summary)
+    assert on_dask.store["sha256"] == store_sha256(dask)
+
+
+def test_quantile_edges_are_the_exact_type1_quantiles(stores, cluster, dataset):
+    _, dask = stores
+    _, _, X = dataset
+    summary = rebin(
+        RebinRequest(store=dask, bins=7, binning="quantile", engine="dask", scheduler=cluster)
+    ).summary
+    n = len(X)
+    for j, f in enumerate(summary.features):
+        s = np.sort(X[:, j])
+        k = np.arange(8)
+        expected = np.unique(s[np.maximum(-(-n * k // 7) - 1, 0)])
+        np.testing.assert_array_equal(np.asarray(f.edges), expected)
+
+
+def test_glob_reads_the_same_dataset(dataset, tmp_path: Path):
+    model, data, X = dataset
+    glob = data / "day=*" / "*.parquet"
+    assert dataset_sha256(glob) == dataset_sha256(data)
+    out = compute(
+        ComputeRequest(inputs=ModelInputs(model=model, data=glob), out=tmp_path / "g.npz")
+    ).out
+    np.testing.assert_array_equal(read_store(out).X, X)
+    with pytest.raises(InputError, match="matches no files"):
+        dataset_sha256(data / "nothing-*.parquet")
+
+
+def test_cache_hit_and_a_failed_run_leaves_the_older_store(dataset, cluster, tmp_path: Path):
+    model, data, _ = dataset
+    out = tmp_path / "s"
+
+    def run(inputs: ModelInputs, force: bool = False):  # type: ignore[no-untyped-def]
+        request = ComputeRequest(inputs=inputs, out=out, engine="dask", scheduler=cluster)
+        return compute(request, force=force)
+
+    run(ModelInputs(model=model, data=data))
+    assert run(ModelInputs(model=model, data=data)).cache_hit
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    bad = tmp_path / "bad"
+    shutil.copytree(data, bad)
+    frame = pd.read_parquet(bad / "day=2" / "part.parquet")
+    frame.iloc[5, 1] = np.nan
+    frame.to_parquet(bad / "day=2" / "part.parquet", index=False)
+    with pytest.raises(InputError, match=r"day=2/part.parquet' has 1 row with NaN.*dropna"):
+        run(ModelInputs(model=model, data=bad), force=True)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "s"]  # no hidden leftovers
+    dropped = run(ModelInputs(model=model, data=bad, dropna=True), force=True)
+    assert dropped.n_rows == 11999 and dropped.rows_dropped == 1
+
+
+def test_tiny_and_empty_partitions_as_the_local_engine(dataset, cluster, tmp_path: Path):
+    model, _, _ = dataset
+    data = tmp_path / "data"
+    data.mkdir()
+    X = np.random.default_rng(2).normal(size=(401, 4))
+    for name, rows in (("p0", X[:1]), ("p1", X[:0]), ("p2", X[1:])):
+        pd.DataFrame(rows, columns=NAMES).to_parquet(data / f"{name}.parquet", index=False)
+    inputs = ModelInputs(model=model, data=data)
+    local = compute(ComputeRequest(inputs=inputs, out=tmp_path / "l.npz")).out
+    dask = compute(
+        ComputeRequest(inputs=inputs, out=tmp_path / "d", engine="dask", scheduler=cluster)
+    ).out
+    np.testing.assert_array_equal(read_store(dask).X, X)
+    np.testing.assert_array_equal(read_store(dask).local_effects, read_store(local).local_effects)
+    assert [p["rows"] for p in read_meta(dask)["parts"]] == [1, 400]  # no part for p1
+    single = tmp_path / "one"
+    single.mkdir()
+    pd.DataFrame(X[:1], columns=NAMES).to_parquet(single / "p.parquet", index=False)
+    with pytest.raises(InputError, match=r"has 1 row; at least 2 are needed"):
+        compute(
+            ComputeRequest(
+                inputs=ModelInputs(model=model, data=single),
+                out=tmp_path / "e",
+                engine="dask",
+                scheduler=cluster,
+            )
+        )
+
+
+def test_part_store_writer_is_atomic(tmp_path: Path):
+    out = tmp_path / "store"
+    out.mkdir()
+    (out / MANIFEST).write_text("old")
+    with pytest.raises(RuntimeError, match="boom"), PartStoreWriter(out) as writer:
+        (writer.part_path(0)).write_bytes(b"x")
+        raise RuntimeError("boom")
+    assert [p.name for p in tmp_path.iterdir()] == ["store"]
+    assert (out / MANIFEST).read_text() == "old"
+
+
+def test_damaged_directory_stores_are_refused(stores, tmp_path: Path):
+    _, dask = stores
+    copy = tmp_path / "copy"
+    shutil.copytree(dask, copy)
+    assert open_part_store(copy).n_rows == 12000
+    (copy / "part-00001.npz").unlink()
+    with pytest.raises(InputError, match=r"lacks its part 'part-00001.npz'"):
+        open_store(copy)
+    shutil.rmtree(copy)
+    shutil.copytree(dask, copy)
+    manifest = json.loads((copy / MANIFEST).read_text())
+    manifest["parts"][0]["rows"] = 2999
+    manifest["chunks"]["rows"][0] = 2999
+    manifest["n_rows"] = 11999
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(InputError, match=r"part 'part-00000.npz' has 3000 rows, its manifest"):
+        read_meta(copy)
+    shutil.rmtree(copy)
+    shutil.copytree(dask, copy)
+    shutil.copy(dask / "part-00000.npz", copy / "part-00003.npz")  # same shape, other bytes
+    with pytest.raises(InputError, match=r"part 'part-00003.npz' changed since"):
+        store_sha256(copy)
+    (copy / MANIFEST).write_text("{")
+    with pytest.raises(InputError, match="unreadable manifest.json"):
+        open_store(copy)
+
+
+def test_cli_engine_options(stores, dataset, cluster, cli, tmp_path: Path):
+    model, data, _ = dataset
+    _, dask = stores
+    out = tmp_path / "cli"
+    r = cli("compute", model, data, "-o", out, "--engine", "dask", "--scheduler", cluster)
+    assert r.exit_code == 0, r.output
+    assert "computed local effects: 12000 rows x 4 features" in r.stdout
+    r = cli("rhale", out, "-o", tmp_path / "r.json", "--engine", "dask", "--scheduler", cluster)
+    assert r.exit_code == 0, r.output
+    r = cli("info", out)
+    assert r.exit_code == 0 and "12000 rows x 4 features" in r.stdout
+    r = cli("plot", tmp_path / "r.json", "--store", out, "-o", tmp_path / "plots")
+    assert r.exit_code == 0, r.output  # the rug and violins read the directory store
+    assert json.loads((tmp_path / "r.json").read_text())["store"]["sha256"] == store_sha256(out)
+    r = cli("rebin", dask, "-o", tmp_path / "x.json", "--scheduler", cluster)
+    assert r.exit_code == 2
+    assert "--scheduler is the address of a Dask scheduler: it needs --engine dask" in r.stderr
+    r = cli("rebin", dask, "-o", tmp_path / "x.json", "--engine", "spark")
+    assert r.exit_code == 2 and "--engine must be one of local, dask, got 'spark'" in r.stderr
+    r = cli("rebin", dask, "-o", tmp_path / "x.json", "--engine", "dask", "--bootstrap", "5")
+    assert r.exit_code == 2 and "--bootstrap resamples the rows in memory" in r.stderr
+    (tmp_path / "m.pkl").write_bytes(b"not read")
+    r = cli("compute", tmp_path / "m.pkl", data, "-o", tmp_path / "p", "--engine", "dask")
+    assert r.exit_code == 2
+    assert "--engine dask computes TorchScript models on data files" in r.stderr
+    r = cli("compute", model, data, "-o", tmp_path / "p", "--engine", "dask", "--pairs", "a,b")
+    assert r.exit_code == 2
+    assert "--pairs (mixed derivatives) is not computed by the Dask engine" in r.stderr
+    r = cli("compute", model, data, "-o", tmp_path / "p", "--engine", "dask", "--discrete", "a")
+    assert r.exit_code == 2
+    assert "--engine dask does not store the jumps of features estimated per level" in r.stderr
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "keep.txt").write_text("mine")
+    r = cli("compute", model, data, "-o", tmp_path / "plain", "--engine", "dask", "--force")
+    assert r.exit_code == 2 and "is a directory that is not an ale directory store" in r.stderr
+
+
+def test_engine_dask_without_the_extra_is_one_line_exit_2(stores, tmp_path: Path):
+    _, dask = stores
+    code = f"""
+import sys
+sys.modules["distributed"] = None  # as if the extra were not installed
+from ale_cli.cli import app
+app(["rhale", {str(dask)!r}, "-o", {str(tmp_path / "r.json")!r}, "--engine", "dask"])
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: --engine dask needs the optional packages dask and distributed: "
+        "pip install ale-cli[dask]"
+    ]
+
+
+def test_a_local_cluster_leaves_the_environment_as_it_was(stores, dataset, tmp_path: Path):
+    import os
+
+    _, dask = stores
+    before = dict(os.environ)
+    rhale(RhaleRequest(store=dask, engine="dask"))  # no scheduler: a LocalCluster of its own
+    assert dict(os.environ) == before
+
+
+def test_the_local_engine_never_imports_dask(dataset, stores, tmp_path: Path):
+    model, data, _ = dataset
+    _, dask = stores
+    code = f"""
+import sys
+from typer.testing import CliRunner
+from ale_cli.cli import app
+runs = (
+    ["compute", {str(model)!r}, {str(data)!r}, "-o", {str(tmp_path / "s.npz")!r}],
+    ["rebin", {str(tmp_path / "s.npz")!r}, "--binning", "quantile", "-o",
+     {str(tmp_path / "a.json")!r}],
+    ["rhale", {str(dask)!r}, "-o", {str(tmp_path / "b.json")!r}],
+)
+for args in runs:
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("dask", "distributed")))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
