@@ -59,6 +59,9 @@ from ale_cli.streaming_classic import dropped_note
 from ale_cli.streaming_interact import PairCells
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+    from pathlib import Path
+
     from ale_cli.interact import InteractRequest
     from ale_cli.models.base import Model, ProgressFn
 
@@ -173,6 +176,18 @@ def _load_model(request: InteractRequest, timings: dict[str, float], notes: list
     return opened.model
 
 
+def _sha256_in_background(path: Path) -> Future[str]:
+    """The file's sha256 computed by a helper thread (hashlib releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ale_cli.adapters.files import sha256_file
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
+    future = pool.submit(sha256_file, path)
+    pool.shutdown(wait=False)  # the thread ends with the hash
+    return future
+
+
 def _loaded(model: Model | None) -> Model:
     if model is None:  # pragma: no cover - the model is loaded whenever a pair is missing
         raise RuntimeError("internal error: the model was not loaded")
@@ -209,6 +224,7 @@ def interact_store_streamed(
     if unused is not None:
         return unused
     store = opened[0]
+    digest = _sha256_in_background(store.path)  # overlaps the passes below
     cols = pair_columns(request.pairs, store.input_names, param="pairs", where=f"store '{path}'")
     stored = store.pairs()
     cached = {pair: i for i, pair in enumerate(stored)}
@@ -318,7 +334,7 @@ def interact_store_streamed(
         Summary(
             estimator=estimator,
             params=params,
-            store=store_info(path, store),
+            store=store_info(path, store, sha256=digest.result()),
             n_rows=kept,
             features=(),
             interactions=tuple(interactions),
