@@ -276,3 +276,20 @@ def test_nonfinite_stored_values_are_named_by_their_row_in_the_store(case, tmp_p
     assert streamed.notes == whole_run.notes
     assert any(n.endswith("(rows 57, 58, 201)") for n in streamed.notes)
     assert_same(_numbers(streamed), _numbers(whole_run))
+
+
+def test_a_model_matched_by_column_names_is_loaded_with_the_whole_table(case, tmp_path):
+    """A pair the store lacks needs the model; a columns file matches the data's columns by
+    name, which the streamed reader does not: the whole table is read, with a note."""
+    model = tmp_path / "m.pt"
+    model.write_bytes(case["inputs"].model.read_bytes())  # the same bytes: the store matches
+    (tmp_path / "m.columns.json").write_text(json.dumps({"columns": ["a", "b", "c", "d"]}))
+    inputs = ModelInputs(model=model, data=case["inputs"].data)
+    request = InteractRequest(
+        inputs=inputs, store=case["store"], pairs=(("a", "b"), ("a", "c")), chunk_rows=64
+    )
+    streamed, whole = interact(request), interact(replace(request, chunk_rows=None))
+    assert streamed.notes[1].startswith("read the whole table: columns file ")
+    assert streamed.notes[:1] + streamed.notes[2:] == whole.notes
+    assert streamed.summary.params["cached_pairs"] == [["a", "b"]]
+    assert_same(_numbers(streamed), _numbers(whole))
