@@ -233,7 +233,8 @@ def interact(
     **options: Any,
 ) -> Summary:
     """Second-order effects of ``pairs`` (default: every pair of ``features``); a data file
-    is read ``chunk_rows`` rows at a time (None: the whole table at once)."""
+    is read ``chunk_rows`` rows at a time and a ``store`` by its own chunks (None: the
+    whole table, or store, at once)."""
     from ale_cli.interact import InteractRequest
     from ale_cli.interact import interact as run
     from ale_cli.pairs import parse_pairs

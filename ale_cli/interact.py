@@ -91,8 +91,9 @@ class InteractRequest:
     estimator: str | None = None
     store: Path | None = None
     edges: Path | None = None
-    #: rows read at a time from a data file (:mod:`ale_cli.streaming_interact`);
-    #: None reads the whole table at once
+    #: rows read at a time from a data file (:mod:`ale_cli.streaming_interact`; a store
+    #: is read by its own chunks, :mod:`ale_cli.streaming_interact_store`); None reads
+    #: the whole table (or store) at once
     chunk_rows: int | None = DEFAULT_CHUNK_ROWS
 
     def __post_init__(self) -> None:
@@ -168,17 +169,26 @@ def store_mismatch(meta: dict[str, Any], request: ModelInputs) -> str | None:
     return None
 
 
+def store_unused(request: InteractRequest, meta: Callable[[], dict[str, Any]]) -> str | None:
+    """Why the store of ``request`` is not used (a note), None when it is; ``meta`` reads
+    the store's meta (only when the estimator may use it)."""
+    path = request.store
+    if request.estimator == "ale":
+        return f"store '{path}' is not used by the ale estimator (it needs the model)"
+    why = store_mismatch(meta(), request.inputs)
+    if why is not None:
+        return f"store '{path}' does not match ({why}); computing from the model"
+    return None
+
+
 def _from_store(request: InteractRequest, notes: list[str]) -> _Inputs | None:
     """The store's rows and cached mixed derivatives when it matches, else None (with a note)."""
     path = request.store
     if path is None:
         return None
-    if request.estimator == "ale":
-        notes.append(f"store '{path}' is not used by the ale estimator (it needs the model)")
-        return None
-    why = store_mismatch(read_meta(path), request.inputs)
-    if why is not None:
-        notes.append(f"store '{path}' does not match ({why}); computing from the model")
+    unused = store_unused(request, lambda: read_meta(path))
+    if unused is not None:
+        notes.append(unused)
         return None
     store = read_store(path)
     return _Inputs(
@@ -559,6 +569,14 @@ def interact(
     """
     t0 = time.perf_counter()
     fixed = _bins(request)
+    unused: tuple[str, ...] = ()  # why a store given is not used
+    if request.store is not None and request.chunk_rows is not None:
+        from ale_cli.streaming_interact_store import interact_store_streamed
+
+        found = interact_store_streamed(request, fixed, progress=progress, started=t0)
+        if isinstance(found, EstimateResult):
+            return found
+        unused, request = (found,), replace(request, store=None)
     reason = None if request.store is not None else _whole_table_reason(request)
     if reason is None and request.store is None and request.chunk_rows is not None:
         from ale_cli.streaming_inputs import NeedsWholeTable, open_streamed
@@ -569,8 +587,9 @@ def interact(
         except NeedsWholeTable as exc:
             reason = str(exc)
         else:
-            return interact_streamed(request, fixed, streamed, progress=progress, started=t0)
-    notes: list[str] = [reason] if reason else []
+            result = interact_streamed(request, fixed, streamed, progress=progress, started=t0)
+            return replace(result, notes=(*unused, *result.notes))
+    notes: list[str] = [*unused, *([reason] if reason else [])]
     timings: dict[str, float] = {}
     inputs, cols = _rows(request, notes, timings)
     fixed.check_rows(len(inputs.X), f"data '{request.inputs.data_label}'")

@@ -22,7 +22,8 @@ path. The results equal it to rounding (tested to 1e-12) whatever the chunk size
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from ale_cli.core.binstats import CellStats
 from ale_cli.core.second_order import pair_cells, second_order_from_cells
 from ale_cli.errors import InputError, ModelFailed
 from ale_cli.models.base import ProgressFn
-from ale_cli.pairs import pair_columns
+from ale_cli.pairs import Pair, pair_columns
 from ale_cli.results import (
     CATEGORICAL_REASON,
     CONSTANT_REASON,
@@ -105,6 +106,116 @@ def _grid_edges(
     return grids, reasons
 
 
+@dataclass
+class PairCells:
+    """The cell statistics of every estimable pair, merged chunk by chunk.
+
+    ``grids`` maps a pair's position in the request to its edges (z (K_a+1,),
+    w (K_b+1,)); ``cols`` are the pairs' columns in the chunks. Per chunk,
+    :meth:`locate` gives each pair's rows inside its grid and their cells (the
+    others are counted outside), the caller gets the per-row values of those rows
+    and screens them, and :meth:`add` merges the kept ones
+    (:func:`~ale_cli.core.second_order.pair_cells`). :meth:`interactions` then makes
+    every pair's summary as the in-memory path does.
+    """
+
+    grids: dict[int, tuple[np.ndarray, np.ndarray]]
+    cols: list[tuple[int, int]]
+    cells: dict[int, CellStats] = field(default_factory=dict)
+    outside: dict[int, int] = field(default_factory=dict)
+    nonzero: dict[int, bool] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for p in self.todo:
+            empty = np.empty(0)
+            self.cells[p] = CellStats.from_values(empty, empty, n_cells=self._n_cells(p))
+            self.outside[p] = 0
+            self.nonzero[p] = False
+
+    @property
+    def todo(self) -> list[int]:
+        """The estimable pairs, by position in the request."""
+        return sorted(self.grids)
+
+    def _shape(self, p: int) -> tuple[int, int]:
+        ea, eb = self.grids[p]
+        return ea.size - 1, eb.size - 1
+
+    def _n_cells(self, p: int) -> int:
+        ka, kb = self._shape(p)
+        return ka * kb
+
+    def locate(self, X: np.ndarray) -> list[Located]:
+        """Per pair of :attr:`todo`: the rows of X (n, D) inside its grid and their 0-based
+        cells along both features; the other rows are counted outside."""
+        out = []
+        for p in self.todo:
+            ea, eb = self.grids[p]
+            a, b = self.cols[p]
+            ia, ib = assign(X[:, a], ea).index, assign(X[:, b], eb).index
+            rows = np.flatnonzero((ia >= 0) & (ib >= 0))
+            self.outside[p] += len(X) - len(rows)
+            out.append(Located(rows, ia[rows], ib[rows]))
+        return out
+
+    def add(self, located: list[Located], values: list[np.ndarray], keep: np.ndarray) -> None:
+        """Merge each pair's per-row ``values`` (one per located row) of the rows ``keep``
+        (n,) bool over the chunk's rows leaves in."""
+        for p, at, v in zip(self.todo, located, values, strict=True):
+            kept = keep[at.rows]
+            c = pair_cells(at.ia[kept], at.ib[kept], v[kept], shape=self._shape(p))
+            self.cells[p] = self.cells[p].merge(c)
+            self.nonzero[p] = self.nonzero[p] or bool(np.any(v[kept]))
+
+    def interactions(
+        self, pairs: Sequence[Pair], estimator: str, reasons: dict[int, str]
+    ) -> list[InteractionSummary]:
+        """Every pair's summary: not estimable (``reasons``, or no row inside its grid), else
+        :func:`~ale_cli.core.second_order.second_order_from_cells`."""
+        from ale_cli.interact import _ROUTES, pair_summary
+
+        out: list[InteractionSummary] = []
+        for p, pair in enumerate(pairs):
+            if p in reasons:
+                out.append(
+                    InteractionSummary(
+                        features=pair, estimator=estimator, status="not_estimable",
+                        reason=reasons[p],
+                    )
+                )  # fmt: skip
+            elif self.cells[p].total == 0:
+                out.append(
+                    InteractionSummary(
+                        features=pair,
+                        estimator=estimator,
+                        status="not_estimable",
+                        reason="no rows inside the given edges of both features",
+                        n_outside=self.outside[p],
+                    )
+                )
+            else:
+                ea, eb = self.grids[p]
+                res = second_order_from_cells(
+                    self.cells[p], edges_a=ea, edges_b=eb, route=_ROUTES[estimator]
+                )
+                out.append(
+                    pair_summary(
+                        pair, estimator, res, n_outside=self.outside[p],
+                        all_zero=not self.nonzero[p],
+                    )
+                )  # fmt: skip
+        return out
+
+
+@dataclass(frozen=True)
+class Located:
+    """A chunk's rows inside one pair's grid (indices into the chunk) and their cells."""
+
+    rows: np.ndarray
+    ia: np.ndarray
+    ib: np.ndarray
+
+
 def interact_streamed(
     request: InteractRequest,
     fixed: FixedBins,
@@ -116,12 +227,7 @@ def interact_streamed(
     """``ale interact`` on ``streamed`` data (see the module docstring); the summary is
     the in-memory path's (:func:`ale_cli.interact.interact`). ``started``: when the run
     began (``perf_counter``), for the result's seconds."""
-    from ale_cli.interact import (
-        _ROUTES,
-        pair_summary,
-        screen_pairs,
-        second_differences,
-    )
+    from ale_cli.interact import screen_pairs, second_differences
     from ale_cli.models.mixed import require_mixed_derivatives
 
     t0 = time.perf_counter()
@@ -137,14 +243,8 @@ def interact_streamed(
             model, inputs.model, param="estimator", value="dale", hint="use {param} ale"
         )
     grids, reasons = _grid_edges(request, fixed, streamed, cols)
-    todo = sorted(grids)
-    shapes = {p: (grids[p][0].size - 1, grids[p][1].size - 1) for p in todo}
-    cells = {
-        p: CellStats.from_values(np.empty(0), np.empty(0), n_cells=shapes[p][0] * shapes[p][1])
-        for p in todo
-    }
-    outside = dict.fromkeys(todo, 0)
-    nonzero = dict.fromkeys(todo, False)
+    acc = PairCells(grids, cols)
+    todo = acc.todo
     what = "mixed derivatives" if estimator == "dale" else "cell corners"
     bar = progress(scan.n_rows * (1 if mixed else len(todo)), what) if progress else None
     t_model = 0.0
@@ -153,31 +253,25 @@ def interact_streamed(
     with PredictionSpool(streamed.passes.chunk_rows) as spool:
         for X in streamed.passes():
             prediction = model.predict(X)
-            found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-            for p in todo:
-                ea, eb = grids[p]
-                a, b = cols[p]
-                ia, ib = assign(X[:, a], ea).index, assign(X[:, b], eb).index
-                rows = np.flatnonzero((ia >= 0) & (ib >= 0))
-                outside[p] += len(X) - len(rows)
-                found.append((rows, ia[rows], ib[rows], np.empty(0)))
+            located = acc.locate(X)
             t = time.perf_counter()
+            values: list[np.ndarray] = []
             if mixed is not None and todo:
-                values = mixed(X, [cols[p] for p in todo], progress=bar)
-                found = [(r, ia, ib, values[i][r]) for i, (r, ia, ib, _) in enumerate(found)]
+                mixed_values = mixed(X, [cols[p] for p in todo], progress=bar)
+                values = [mixed_values[i][at.rows] for i, at in enumerate(located)]
             elif todo:
-                found = [
-                    (r, ia, ib, second_differences(
-                        model.predict, X[r], cols[p], grids[p][0], grids[p][1], ia, ib,
-                        progress=bar,
-                    ))
-                    for p, (r, ia, ib, _) in zip(todo, found, strict=True)
+                values = [
+                    second_differences(
+                        model.predict, X[at.rows], cols[p], grids[p][0], grids[p][1], at.ia,
+                        at.ib, progress=bar,
+                    )
+                    for p, at in zip(todo, located, strict=True)
                 ]  # fmt: skip
             t_model += time.perf_counter() - t
             screened = screen_pairs(
                 inputs.model,
                 len(X),
-                [(r, v) for r, _, _, v in found],
+                [(at.rows, v) for at, v in zip(located, values, strict=True)],
                 estimator,
                 prediction,
                 drop=inputs.drop_nonfinite,
@@ -186,11 +280,7 @@ def interact_streamed(
             )
             if len(screened.dropped):
                 dropped.append(screened.dropped + offset)
-            for p, (r, ia, ib, v) in zip(todo, found, strict=True):
-                keep = screened.keep[r]
-                c = pair_cells(ia[keep], ib[keep], v[keep], shape=shapes[p])
-                cells[p] = cells[p].merge(c)
-                nonzero[p] = nonzero[p] or bool(np.any(v[keep]))
+            acc.add(located, values, screened.keep)
             spool.add(prediction[screened.keep])
             offset += len(X)
         kept = spool.n
@@ -200,31 +290,7 @@ def interact_streamed(
             f"model '{inputs.model}' gave NaN or infinite values on every row: "
             "nothing is left to explain"
         )
-    interactions: list[InteractionSummary] = []
-    for p, pair in enumerate(request.pairs):
-        if p in reasons:
-            interactions.append(
-                InteractionSummary(
-                    features=pair, estimator=estimator, status="not_estimable", reason=reasons[p]
-                )
-            )
-        elif cells[p].total == 0:
-            interactions.append(
-                InteractionSummary(
-                    features=pair,
-                    estimator=estimator,
-                    status="not_estimable",
-                    reason="no rows inside the given edges of both features",
-                    n_outside=outside[p],
-                )
-            )
-        else:
-            res = second_order_from_cells(
-                cells[p], edges_a=grids[p][0], edges_b=grids[p][1], route=_ROUTES[estimator]
-            )
-            interactions.append(
-                pair_summary(pair, estimator, res, n_outside=outside[p], all_zero=not nonzero[p])
-            )
+    interactions = acc.interactions(request.pairs, estimator, reasons)
     rows_out = np.concatenate(dropped) if dropped else np.empty(0, dtype=np.intp)
     timings: dict[str, float] = dict(streamed.timings)
     timings["mixed_derivatives_s" if estimator == "dale" else "model_evaluations_s"] = t_model

@@ -401,6 +401,17 @@ class StoreFile(_Columns):
         parts = [c["prediction"] for c in self.chunks(("prediction",))]
         return np.concatenate(parts).astype(np.float64, copy=False)
 
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """The pairs (a, b) whose mixed derivatives the store holds (``ale compute --pairs``),
+        in the order of the rows of ``mixed_derivatives`` (read with :meth:`chunks`); empty
+        when it holds none."""
+        with _open(self.path) as npz:
+            held = MIXED in npz.files or chunk_entry(MIXED, 0) in npz.files
+            if PAIRS not in npz.files or not held:
+                return ()
+            pairs = npz[PAIRS].reshape(-1, 2)
+        return tuple((str(a), str(b)) for a, b in pairs)
+
 
 def _entry_offsets(path: Path, fh: Any) -> dict[str, tuple[int, int]]:
     """Where each uncompressed ``.npy`` entry's bytes start in the zip, and its size."""

@@ -83,7 +83,7 @@ def interact(
 ) -> Outcome:
     """Second-order ALE of feature pairs: the doubly-centered interaction surface on a grid
     of cells, with empty cells filled from the nearest non-empty cell. A data file is read
-    --chunk-rows rows at a time (with --store, the store is read whole).
+    --chunk-rows rows at a time; a store (--store) by its own chunks.
     """
     from ale_cli.interact import InteractRequest
     from ale_cli.interact import interact as run_interact
