@@ -280,11 +280,16 @@ def other_batch(rows: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, int]:
     >>> other, half = other_batch(np.zeros((4, 1)), np.array([[0.0], [2.0]]))
     >>> other.ravel().tolist(), half
     ([0.0, 0.0, 2.0, 2.0], 2)
+    >>> other_batch(np.zeros((2, 1)), np.array([[0.0], [1.7e308]]))[0].ravel().tolist()
+    [0.0, 1.0]
     """
     half = max(1, len(rows) // 2)
     sample = X[:: max(1, len(X) // _SPREAD_ROWS)]
     other = rows.copy()
-    other[half:] = rows[half:] + sample.std(axis=0) + 1.0
+    with np.errstate(over="ignore", invalid="ignore"):  # near-max floats: an inf spread
+        spread = sample.std(axis=0)
+    spread = np.where(np.isfinite(spread), spread, 0.0)
+    other[half:] = rows[half:] + spread + 1.0
     return other, half
 
 
