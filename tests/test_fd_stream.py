@@ -132,24 +132,27 @@ _ONE_CHUNK = 100_000
 FD_RTOL = 1e-9
 
 
-def _whole_store(inputs: ModelInputs, out: Path, chunk: int) -> None:
+def _whole_store(request: ComputeRequest, out: Path, chunk: int) -> None:
+    from dataclasses import replace
+
     real = compute_module.streams
     compute_module.streams = lambda inputs: False  # type: ignore[assignment]
     try:
-        compute(ComputeRequest(inputs=inputs, out=out, chunk_rows=chunk), force=True)
+        compute(replace(request, out=out, chunk_rows=chunk), force=True)
     finally:
         compute_module.streams = real
 
 
-def _stores(model: Path, data: Path, tmp: Path, chunk: int, tag: str, **kw):  # type: ignore[no-untyped-def]
+def _stores(model: Path, data: Path, tmp: Path, chunk: int, tag: str, pairs=(), **kw):  # type: ignore[no-untyped-def]
     """The stores streamed and read whole in chunks of ``chunk`` rows, and the
     whole-table store computed in one chunk (once per data file)."""
     inputs = ModelInputs(model=model, data=data, exclude=("y",), **kw)
     streamed, whole, one = (tmp / f"{tag}-{name}.npz" for name in (f"s{chunk}", f"w{chunk}", "1"))
-    compute(ComputeRequest(inputs=inputs, out=streamed, chunk_rows=chunk), force=True)
-    _whole_store(inputs, whole, chunk)
+    request = ComputeRequest(inputs=inputs, out=streamed, chunk_rows=chunk, pairs=pairs)
+    compute(request, force=True)
+    _whole_store(request, whole, chunk)
     if not one.exists():
-        _whole_store(inputs, one, _ONE_CHUNK)
+        _whole_store(request, one, _ONE_CHUNK)
     return read_store(streamed), read_store(whole), read_store(one)
 
 
@@ -160,6 +163,10 @@ def _assert_same(streamed, whole, *, rtol: float = 0.0) -> None:  # type: ignore
     assert streamed.X.dtype == whole.X.dtype
     for name in ("local_effects", "prediction"):
         np.testing.assert_allclose(getattr(streamed, name), getattr(whole, name), rtol=rtol)
+    mixed = streamed.mixed_derivatives()
+    assert mixed.keys() == whole.mixed_derivatives().keys()
+    for pair, values in mixed.items():
+        np.testing.assert_allclose(values, whole.mixed_derivatives()[pair], rtol=rtol)
     a, b = ({k: v for k, v in s.meta.items() if k not in _RUN_META} for s in (streamed, whole))
     for meta in (a, b):
         meta["options"] = {k: v for k, v in meta["options"].items() if k != "chunk_rows"}
@@ -235,7 +242,8 @@ def test_onnx_finite_difference_store_equals_the_whole_table(onnx_mlp, tmp_path:
 def test_onnx_autodiff_streams_and_equals_the_whole_table(onnx_mlp, tmp_path: Path):
     data = tmp_path / "d.csv"
     _frame(150, seed=5).to_csv(data, index=False)
-    streamed, whole, one = _stores(onnx_mlp, data, tmp_path, 37, "ad")
+    streamed, whole, one = _stores(onnx_mlp, data, tmp_path, 37, "ad", pairs=(("a", "b"),))
+    assert len(streamed.mixed_derivatives()[("a", "b")]) == 150
     _assert_same(streamed, whole)
     _assert_same(streamed, one, rtol=1e-6)  # float32 autodiff in other batch shapes
     assert streamed.meta["method"] == "autodiff"
