@@ -496,6 +496,8 @@ def _stream(
     inputs = request.inputs
     fmt = detect_format(inputs.model, inputs.model_format)
     fd_model = None
+    if fmt == "onnx" and inputs.step is None and _onnx_trees(inputs.model):
+        return None  # piecewise constant whatever the data: no first pass for nothing
     if fmt != "torchscript":  # finite differences: steps from all rows, a first pass
         fd_model = _fd_model(request, fmt, _open_stream(request), timings)
         if fd_model is None:
@@ -548,6 +550,12 @@ def _stream(
     )
     notes = (note,) if note is not None else ()
     return _Written(stream, model, features, n_rows, screen, notes), stream.sha256
+
+
+def _onnx_trees(path: Path) -> bool:
+    from ale_cli.models.onnx_model import tree_ensemble_file
+
+    return tree_ensemble_file(path)
 
 
 def _open_stream(request: ComputeRequest) -> TableStream:

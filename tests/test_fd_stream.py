@@ -293,6 +293,29 @@ def test_piecewise_constant_models_keep_the_whole_table_path(
     assert meta["method_details"]["step"]["rule"] == "piecewise-constant model type"
 
 
+def test_an_onnx_tree_ensemble_keeps_the_whole_table_path_without_a_first_pass(
+    tmp_path: Path, monkeypatch
+):
+    skl2onnx = pytest.importorskip("skl2onnx")
+    from sklearn.tree import DecisionTreeRegressor
+
+    frame = _frame(60, seed=7)
+    X = frame[["a", "b"]].to_numpy(np.float32)
+    tree = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, frame["y"])
+    model = tmp_path / "tree.onnx"
+    model.write_bytes(skl2onnx.to_onnx(tree, X[:1]).SerializeToString())
+    data = tmp_path / "d.csv"
+    frame.to_csv(data, index=False)
+    taken = _paths_taken(monkeypatch)
+    inputs = ModelInputs(model=model, data=data, inputs=("a", "b"))
+    out = tmp_path / "s.npz"
+    compute(ComputeRequest(inputs=inputs, out=out, chunk_rows=16), force=True)
+    assert taken == ["stream declined", "whole"]
+    meta = read_store(out).meta
+    assert meta["method_details"]["step"]["rule"] == "piecewise-constant model type"
+    assert "first_pass_s" not in meta["timings"]
+
+
 def test_a_pipeline_reading_text_columns_keeps_the_whole_table_path(tmp_path: Path, monkeypatch):
     from sklearn.compose import make_column_transformer
     from sklearn.linear_model import Ridge

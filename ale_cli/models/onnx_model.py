@@ -173,6 +173,19 @@ def _open_session(path: Path, threads: int) -> tuple[Any, Any]:
     return proto, session
 
 
+def tree_ensemble_file(path: Path) -> bool:
+    """True when the graph of ONNX file ``path`` holds a TreeEnsemble op (a piecewise-constant
+    model); False for any other graph and for a file onnx cannot read (the adapter says
+    why when it loads it)."""
+    import onnx
+
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception:  # protobuf DecodeError and friends: reported by the adapter
+        return False
+    return any(node.op_type.startswith("TreeEnsemble") for node in proto.graph.node)
+
+
 def _graph_inputs(proto: Any) -> list[Any]:
     """The graph's inputs that are not initializers (the ones a caller feeds)."""
     init_names = {t.name for t in proto.graph.initializer}
