@@ -5,25 +5,30 @@ options, draws the progress bar and prints the one-line result.
 
 Two paths write the same chunked store (:class:`~ale_cli.adapters.store.StoreWriter`):
 
-- streaming (TorchScript models on a CSV/Parquet file or a directory of
-  Parquet files): the data are read ``chunk_rows`` rows at a time
-  (:mod:`ale_cli.adapters.stream`), the model is loaded and checked once on
-  the first chunk, each chunk's local effects are written as they come, and
-  the data bytes are hashed while they are read. Peak memory is a chunk,
-  not N. A TorchScript gradient depends on its row only (checked at load),
-  so the result does not depend on the chunks.
-- whole table (other formats, and DataFrames): finite-difference steps are
-  relative to each feature's std over all rows and the piecewise-constant
-  detection samples all rows, so the table is read at once as before; the
-  store is still written in chunks.
+- streaming (any model format on a CSV/Parquet file or a directory of Parquet
+  files): the data are read ``chunk_rows`` rows at a time
+  (:mod:`ale_cli.adapters.stream`), each chunk's local effects are written as
+  they come, and the data bytes are hashed while they are read. Peak memory is a
+  chunk, not N. A TorchScript model is loaded and checked on the first chunk (its
+  gradient depends on its row only, checked at load). An ONNX or scikit-learn
+  model is checked and its finite-difference steps chosen from all rows, so the
+  file is read twice: first for the data profile
+  (:mod:`ale_cli.adapters.profiling`: each column's std, a sample of rows, the
+  first rows, the same for any chunking), then for the local effects. Either way
+  the store equals the whole-table path's whatever the chunk size.
+- whole table (DataFrames; a columns file or an ONNX graph with one input per
+  column, which realign the data by name; the per-level stores below;
+  scikit-learn pipelines that read text columns, whose levels come from every
+  row; piecewise-constant models, whose local effects are planned on all rows):
+  the table is read at once; the store is still written in chunks.
 
 Features estimated per level (text and ``categorical`` columns, and the
 ``discrete`` ones) get, beside their local effect, every row's jumps to the
 adjacent levels (:func:`~ale_cli.categorical.level_arrays`, arrays
 ``level_up``/``level_down``; the levels and their order in the meta's
 ``levels``), from which ``rebin``/``rhale`` estimate them per level with no
-model call. Their levels and order depend on every row, so a TorchScript
-store with such features is computed on the whole table (a note says so).
+model call. Their levels and order depend on every row, so a store with such
+features is computed on the whole table (a note says so).
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from ale_cli.adapters.store import (
     cache_key,
     read_meta,
 )
-from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS, dataset_sha256
+from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS, TableStream, dataset_sha256
 from ale_cli.categorical import (
     LEVEL_DOWN,
     LEVEL_UP,
@@ -58,14 +63,14 @@ from ale_cli.categorical import (
     plan_levels,
 )
 from ale_cli.checks import names_tuple
-from ale_cli.errors import InputError, ModelFailed
+from ale_cli.errors import InputError, ModelFailed, NotNumeric, RunError
 from ale_cli.inputs import ModelInputs, open_inputs
 from ale_cli.models.base import Effects, Model, ProgressFn
 from ale_cli.models.checks import row_list, screen_rows
-from ale_cli.models.columns import ColumnOrder, order_note
+from ale_cli.models.columns import ColumnOrder
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
-from ale_cli.models.secant import for_compute, outdated, store_extras
+from ale_cli.models.secant import for_compute, outdated, piecewise_constant, store_extras
 from ale_cli.pairs import Pair, pair_columns
 
 
@@ -376,15 +381,56 @@ def effects_dtype(model: Model) -> type[np.floating]:
 
 
 def streams(inputs: ModelInputs) -> bool:
-    """True when ``ale compute`` reads these inputs chunk by chunk (TorchScript on files)."""
+    """True when ``ale compute`` reads these inputs chunk by chunk: a model file of any
+    format on a data file, unless a columns file realigns the data by name (or an ONNX
+    graph takes one input per column). ONNX and scikit-learn models read the file
+    twice (:func:`_fd_model`); a scikit-learn model that turns out to read text columns,
+    or to be piecewise constant, is computed on the whole table after all."""
     from ale_cli.models import detect_format
     from ale_cli.models.columns import model_column_order
 
     if is_frame(inputs.data):
         return False
-    if model_column_order(inputs.model).names is not None:
-        return False  # a columns file realigns the data by name: the whole-table path
-    return detect_format(inputs.model, inputs.model_format) == "torchscript"
+    fmt = detect_format(inputs.model, inputs.model_format)
+    # a columns file (or one ONNX input per column) realigns the data by name: whole table
+    return model_column_order(inputs.model, fmt).names is None
+
+
+def _fd_model(
+    request: ComputeRequest, fmt: str, stream: TableStream, timings: dict[str, float]
+) -> tuple[Model, str] | None:
+    """The first pass of a streaming compute for an ONNX or scikit-learn model: read the
+    data for the profile its checks and steps are chosen from
+    (:func:`~ale_cli.adapters.profiling.first_pass`), load the model on it; returns the
+    model and the data hash of that read, or None when the model is computed on the
+    whole table (a scikit-learn model reading text columns; a piecewise-constant one)."""
+    from ale_cli.adapters.profiling import first_pass
+    from ale_cli.models import Columns, load_model
+
+    inputs = request.inputs
+    t = time.perf_counter()
+    try:
+        found = first_pass(stream, prefetched(iter(stream)))
+    except NotNumeric:
+        if fmt == "onnx":  # takes numbers only: the whole-table reader refuses it the same way
+            raise
+        return None  # a pipeline encodes text columns: their levels come from every row
+    finally:
+        stream.close()
+    timings["first_pass_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    model = load_model(
+        inputs.model,
+        model_format=fmt,
+        options=inputs.load_options(),
+        columns=Columns(names=stream.feature_names, fixed=stream.categorical, dtypes=found.dtypes),
+        X=found.profile.head,
+        profile=found.profile,
+    )
+    timings["load_model_s"] = time.perf_counter() - t
+    if piecewise_constant(model):  # its secants across a fine grid need the whole table
+        return None
+    return model, found.sha256
 
 
 def prefetched(chunks: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
@@ -443,45 +489,52 @@ def _stream(
     writer: StoreWriter,
     timings: dict[str, float],
     progress: Callable[[int], ProgressFn] | None,
-) -> tuple[_Written, str]:
-    """Read, compute and write chunk by chunk; returns what was written and the data hash."""
-    from ale_cli.adapters.stream import open_stream
-    from ale_cli.inputs import feature_columns
-    from ale_cli.models import Columns, load_model
+) -> tuple[_Written, str] | None:
+    """Read, compute and write chunk by chunk; returns what was written and the data
+    hash, or None (nothing written) when the model is computed on the whole table after
+    all (see :func:`_fd_model`)."""
+    from ale_cli.inputs import columns_note, feature_columns
+    from ale_cli.models import Columns, detect_format, load_model
 
     inputs = request.inputs
+    fmt = detect_format(inputs.model, inputs.model_format)
+    fd_model = None
+    if fmt == "onnx" and inputs.step is None and _onnx_trees(inputs.model):
+        return None  # piecewise constant whatever the data: no first pass for nothing
+    if fmt != "torchscript":  # finite differences: steps from all rows, a first pass
+        fd_model = _fd_model(request, fmt, _open_stream(request), timings)
+        if fd_model is None:
+            return None
     t = time.perf_counter()
-    stream = open_stream(
-        inputs.data,
-        fmt=inputs.data_format,
-        inputs=inputs.inputs,
-        exclude=inputs.exclude,
-        dropna=inputs.dropna,
-        categorical=inputs.categorical,
-        chunk_rows=request.chunk_rows,
-    )
+    stream = _open_stream(request)
     features, columns = feature_columns(
         inputs.features, stream.feature_names, where=f"data file '{inputs.data_label}'"
     )
     chunks = prefetched(iter(stream))
     first = next(chunks)
     timings["load_data_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    model = load_model(
-        inputs.model,
-        model_format="torchscript",
-        options=inputs.load_options(),
-        columns=Columns(names=stream.feature_names, fixed=stream.categorical, dtypes={}),
-        X=first,
-    )
-    timings["load_model_s"] = time.perf_counter() - t
+    if fd_model is None:
+        t = time.perf_counter()
+        model = load_model(
+            inputs.model,
+            model_format="torchscript",
+            options=inputs.load_options(),
+            columns=Columns(names=stream.feature_names, fixed=stream.categorical, dtypes={}),
+            X=first,
+        )
+        timings["load_model_s"] = time.perf_counter() - t
+    else:
+        model = fd_model[0]
     pairs = _pair_plan(request, stream.feature_names, stream.categorical, model)
     bars = _bars(progress, stream.total_rows, pairs[1] is not None)
     screen = _Screen(inputs.model, drop=inputs.drop_nonfinite)
     n_rows = read = 0
     X: np.ndarray | None = first
     while X is not None:
-        arrays = screen.apply(_chunk_arrays(model, X, columns, pairs, bars, timings), read)
+        # finite differences on float64 rows, as the whole table gives them; X as read
+        model_X = X if fd_model is None else X.astype(np.float64, copy=False)
+        arrays = _chunk_arrays(model, model_X, columns, pairs, bars, timings)
+        arrays = screen.apply(arrays | {"X": X}, read)
         writer.add(arrays)
         n_rows += len(arrays["prediction"])
         read += len(X)
@@ -490,9 +543,37 @@ def _stream(
         timings["load_data_s"] += time.perf_counter() - t
     if stream.sha256 is None:  # the iteration ended early (it raises instead)
         raise RuntimeError("the data stream ended before its hash")
-    note = order_note(ColumnOrder(), stream.feature_names, stream.feature_names, positional=True)
-    notes = (note,) if note is not None and inputs.inputs is None else ()
+    if fd_model is not None and fd_model[1] != stream.sha256:
+        raise RunError(
+            f"data file '{inputs.data_label}' changed while it was read (its two reads "
+            "differ); run again once it is written"
+        )
+    note = columns_note(
+        inputs, fmt, ColumnOrder(), stream.file_columns, stream.feature_names, model
+    )
+    notes = (note,) if note is not None else ()
     return _Written(stream, model, features, n_rows, screen, notes), stream.sha256
+
+
+def _onnx_trees(path: Path) -> bool:
+    from ale_cli.models.onnx_model import tree_ensemble_file
+
+    return tree_ensemble_file(path)
+
+
+def _open_stream(request: ComputeRequest) -> TableStream:
+    from ale_cli.adapters.stream import open_stream
+
+    inputs = request.inputs
+    return open_stream(
+        inputs.data,
+        fmt=inputs.data_format,
+        inputs=inputs.inputs,
+        exclude=inputs.exclude,
+        dropna=inputs.dropna,
+        categorical=inputs.categorical,
+        chunk_rows=request.chunk_rows,
+    )
 
 
 def _whole(
@@ -600,13 +681,15 @@ def compute(
             return cached
     timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
     with StoreWriter(request.out) as writer:
+        streamed = None
         if streams(request.inputs) and not _needs_levels(request):
-            writer_written, data_hash = _stream(request, writer, timings, progress)
+            streamed = _stream(request, writer, timings, progress)
+        if streamed is not None:
+            written, data_hash = streamed
             hashes = hashes or _Hashes.of(request, data=data_hash)
         else:
             hashes = hashes or _Hashes.of(request)
-            writer_written = _whole(request, writer, timings, progress)
-        written = writer_written
+            written = _whole(request, writer, timings, progress)
         if written.n_rows == 0:
             raise ModelFailed(
                 f"model '{request.inputs.model}' gave NaN or infinite values on every row: "

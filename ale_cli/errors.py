@@ -74,6 +74,11 @@ class InputError(AleError):
     exit_code = 2
 
 
+class NotNumeric(InputError):
+    """A data column holds text where only numbers can be read (tensor models, the
+    streaming reader); a scikit-learn pipeline reads it on the whole-table path."""
+
+
 class ModelError(InputError):
     """The model file cannot be used as asked (wrong format, width, output, unsafe)."""
 

@@ -248,7 +248,7 @@ def open_inputs(inputs: ModelInputs) -> Opened:
     """Read the data, load the model and check it on the rows (see :class:`Opened`)."""
     from ale_cli.adapters.data import load_table
     from ale_cli.models import Columns, detect_format, load_model
-    from ale_cli.models.columns import ColumnOrder, model_column_order, order_note
+    from ale_cli.models.columns import model_column_order
 
     inputs.check_files()
     model_format = detect_format(inputs.model, inputs.model_format)
@@ -287,16 +287,7 @@ def open_inputs(inputs: ModelInputs) -> Opened:
         X=table.X,
     )
     timings["load_model_s"] = time.perf_counter() - t
-    names_in = model.describe().get("feature_names_in")
-    if names_in is not None:  # scikit-learn: the adapter matches the columns by name
-        order = ColumnOrder(tuple(names_in), "the model's feature_names_in_")
-    used = order.names or table.feature_names
-    note = order_note(
-        order,
-        [c for c in table.file_columns if c in table.feature_names],
-        used,
-        positional=model_format in ("torchscript", "onnx") and inputs.inputs is None,
-    )
+    note = columns_note(inputs, model_format, order, table.file_columns, table.feature_names, model)
     return Opened(
         table=table,
         model=model,
@@ -304,6 +295,29 @@ def open_inputs(inputs: ModelInputs) -> Opened:
         columns=columns,
         timings=timings,
         notes=() if note is None else (note,),
+    )
+
+
+def columns_note(
+    inputs: ModelInputs,
+    model_format: str,
+    order: ColumnOrder,
+    file_columns: Sequence[str],
+    feature_names: Sequence[str],
+    model: Model,
+) -> str | None:
+    """The note saying how the data's columns (``file_columns`` in the file's order, the
+    inputs ``feature_names`` among them) were given to the loaded ``model``."""
+    from ale_cli.models.columns import ColumnOrder, order_note
+
+    names_in = model.describe().get("feature_names_in")
+    if names_in is not None:  # scikit-learn: the adapter matches the columns by name
+        order = ColumnOrder(tuple(names_in), "the model's feature_names_in_")
+    return order_note(
+        order,
+        [c for c in file_columns if c in feature_names],
+        order.names or feature_names,
+        positional=model_format in ("torchscript", "onnx") and inputs.inputs is None,
     )
 
 

@@ -291,3 +291,50 @@ def test_api_run_returns_the_manifest(product_model, tmp_path):
     result = api.run(job)
     assert result.exit_code == 0 and result.out == tmp_path / "run"
     assert result.manifest == validated_manifest(tmp_path / "run")
+
+
+def test_discrete_key_reaches_compute_and_classic(cli, product_model, tmp_path):
+    from ale_cli.adapters.store import read_store
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(
+        {"x0": rng.uniform(-1, 1, 200), "x1": rng.integers(0, 3, 200).astype(float),
+         "x2": rng.uniform(-1, 1, 200)}
+    )  # fmt: skip
+    frame.round(6).to_csv(tmp_path / "data.csv", index=False)
+    fields = {"model": str(product_model), "data": "data.csv",
+              "estimators": ["rebin", "classic"], "plots": False, "report": False}  # fmt: skip
+    job = write_job(tmp_path / "job.yaml", **fields, discrete=["x1"])
+    out = tmp_path / "run"
+    assert cli("run", job, "-o", out).exit_code == 0
+    store = read_store(out / "store.npz")
+    assert [item["feature"] for item in store.meta["levels"]] == ["x1"]
+    assert store.meta["options"]["discrete"] == ["x1"]
+    classic = json.loads((out / "classic.json").read_text())
+    x1 = next(f for f in classic["features"] if f["name"] == "x1")
+    assert x1["kind"] == "discrete" and classic["params"]["discrete"] == ["x1"]
+    # the known answer: f = x0 x1 + x2 moves by x0 per level of x1; the mean jump
+    # between adjacent levels is the mean of x0 over the rows of those two levels
+    x0, level = frame["x0"].round(6), frame["x1"]
+    jumps = [x0[level.isin([k, k + 1])].mean() for k in (0, 1)]
+    np.testing.assert_allclose(x1["bin_effect"], jumps, rtol=1e-9)
+    np.testing.assert_allclose(np.diff(x1["effect"]), jumps, rtol=1e-9)
+    # without the key both steps run again and x1 is binned as a number
+    write_job(tmp_path / "job.yaml", **fields)
+    assert cli("run", job, "-o", out).exit_code == 0
+    manifest = validated_manifest(out)
+    ran = {s["name"] for s in manifest["steps"] if not s["cache_hit"]}
+    assert {"compute", "classic"} <= ran
+    assert read_store(out / "store.npz").meta["levels"] == []
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [(3, "discrete: expected auto or a list of column names, got 3"),
+     (["a", "a"], "discrete names 'a' more than once")],
+)  # fmt: skip
+def test_discrete_key_errors_name_the_field(cli, tmp_path, value, message):
+    job = write_job(tmp_path / "job.yaml", model="m.pt", data="d.csv", estimators=["rhale"],
+                    discrete=value)  # fmt: skip
+    result = cli("run", job, "-o", tmp_path / "run")
+    assert result.exit_code == 2 and message in result.stderr, result.stderr

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.errors import InputError
+from ale_cli.errors import InputError, NotNumeric
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -196,7 +196,7 @@ def to_float_matrix(
             continue
         if bad.any():
             example = col[bad].iloc[0]
-            raise InputError(
+            raise NotNumeric(
                 f"column '{name}' in data file '{path}' is not numeric "
                 f"(example value: {example!r}); "
                 "leave it out with {param} or list the model's inputs with {param:inputs}",

@@ -232,6 +232,8 @@ class TableStream:
     rows_dropped: int = 0
     dropped_columns: tuple[str, ...] = ()
     sha256: str | None = None
+    #: every column of the file, in its order (the inputs are among them)
+    file_columns: tuple[str, ...] = ()
     _frames: Iterator[Any] | None = None
     _readers: list[HashingReader] = field(default_factory=list)
 
@@ -460,6 +462,7 @@ def open_stream(
         path=path,
         format=fmt,
         feature_names=tuple(columns),
+        file_columns=tuple(str(c) for c in header.columns),
         categorical=tuple(c for c in columns if c in categorical),
         dtype=np.dtype(np.float32 if f32 else np.float64),
         chunk_rows=chunk_rows,

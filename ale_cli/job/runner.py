@@ -174,7 +174,9 @@ def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
 
     spec = r.spec
     pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
-    request = ComputeRequest(inputs=spec.inputs, out=r.out / STORE, pairs=pairs)
+    request = ComputeRequest(
+        inputs=spec.inputs, out=r.out / STORE, pairs=pairs, discrete=spec.discrete
+    )
     t0 = time.perf_counter()
     result = compute(request)
     meta = read_meta(r.out / STORE)

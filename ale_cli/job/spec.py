@@ -5,6 +5,7 @@
     model: ../sample_data/models/diabetes_mlp.pt    # relative to this file
     data: ../sample_data/diabetes.csv
     exclude: [target]              # any field of ModelInputs: inputs, features, output...
+    discrete: auto                 # or [sex, s4]: per-level effects (compute and classic)
     estimators:                    # any of rhale, rebin, classic, interact (null: defaults)
       rhale: {max_bins: 50}
       rebin: {bins: 20, binning: quantile}
@@ -41,7 +42,7 @@ ESTIMATOR_OPTIONS: dict[str, tuple[str, ...]] = {
     "interact": ("pairs", "bins", "binning", "estimator", "edges"),
 }
 _INPUT_FIELDS = tuple(f.name for f in fields(ModelInputs))
-_TOP = (*_INPUT_FIELDS, "estimators", "plots", "audit", "report", "keep", "out")
+_TOP = (*_INPUT_FIELDS, "discrete", "estimators", "plots", "audit", "report", "keep", "out")
 _PLOT_OPTIONS = ("formats", "dpi")
 _AUDIT_OPTIONS = ("rules", "baseline")
 _REPORT_OPTIONS = ("timestamp",)
@@ -54,7 +55,8 @@ class JobSpec:
 
     ``estimators`` maps each estimator to run (in :data:`ESTIMATOR_OPTIONS`
     order) to its options; ``plots`` None: no figure files; ``rules`` None: no
-    audit; ``report`` None: no report page.
+    audit; ``report`` None: no report page. ``discrete`` ("auto", names or None)
+    goes to the compute step and to the classic estimator (in its options).
     """
 
     path: Path
@@ -66,6 +68,22 @@ class JobSpec:
     report: dict[str, Any] | None = field(default_factory=lambda: {"timestamp": True})
     keep: int = DEFAULT_KEEP
     out: Path | None = None
+    discrete: tuple[str, ...] | str | None = None
+
+
+def _discrete(job: Path, value: Any) -> tuple[str, ...] | str | None:
+    """The ``discrete`` key: null, "auto", a list of names or "a,b"."""
+    if value is None or value == "auto":
+        return value
+    names = isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+    )
+    if not names:
+        raise _fail(job, "discrete", f"expected auto or a list of column names, got {value!r}")
+    try:
+        return names_tuple(value, "discrete")
+    except AleError as exc:
+        raise _fail(job, "", str(exc)) from None
 
 
 class JobError(InputError):
@@ -191,6 +209,9 @@ def read_job(path: str | Path) -> JobSpec:
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
         raise _fail(job, "keep", f"expected a whole number of at least 1, got {keep!r}")
     estimators = _estimators(job, base, top["estimators"])
+    discrete = _discrete(job, top.get("discrete"))
+    if discrete is not None and "classic" in estimators:  # in its options: its cache key
+        estimators["classic"]["discrete"] = discrete if discrete == "auto" else list(discrete)
     for name, opts in estimators.items():
         try:
             request_of(name, opts, inputs=inputs, store=job)
@@ -208,4 +229,5 @@ def read_job(path: str | Path) -> JobSpec:
         report=report,
         keep=keep,
         out=_path(base, top["out"], job, "out") if top.get("out") else None,
+        discrete=discrete,
     )

@@ -21,6 +21,7 @@ from ale_cli.models.base import (
     ProgressFn,
     call_model,
 )
+from ale_cli.models.profile import DataProfile
 
 __all__ = [
     "METHODS",
@@ -140,6 +141,7 @@ def load_model(
     options: LoadOptions,
     columns: Columns,
     X: np.ndarray,
+    profile: DataProfile | None = None,
 ) -> Model:
     """Load ``path`` with the adapter for its format and check the model on X.
 
@@ -160,6 +162,11 @@ def load_model(
         translation against onnxruntime) and the finite-difference steps are
         chosen from it (per feature: its std, and for models not known to be
         piecewise constant the share of exactly-zero derivatives on a sample).
+    profile : DataProfile, optional
+        For ONNX and scikit-learn models: what they are checked and their steps chosen
+        on (:mod:`ale_cli.models.profile`: first rows, each column's std, a sample of
+        rows), when the caller built it from all rows chunk by chunk; X is then only
+        its first rows. Default: the profile of X. TorchScript models take X only.
 
     Returns
     -------
@@ -203,7 +210,7 @@ def load_model(
     if fmt == "onnx":
         from ale_cli.models.onnx_model import OnnxModel
 
-        return OnnxModel.load(path, options, columns, X)
+        return OnnxModel.load(path, options, columns, X, profile)
     from ale_cli.models.scikit import SklearnModel
 
-    return SklearnModel.load(path, fmt, options, columns, X)
+    return SklearnModel.load(path, fmt, options, columns, X, profile)

@@ -268,14 +268,17 @@ def close_with_nonfinite(a: np.ndarray, b: np.ndarray, *, rtol: float) -> bool:
 _SPREAD_ROWS = 4096
 
 
-def other_batch(rows: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, int]:
+def other_batch(
+    rows: np.ndarray, X: np.ndarray, *, spread: np.ndarray | None = None
+) -> tuple[np.ndarray, int]:
     """A copy of ``rows`` with its second half moved by each column's spread + 1, and
     the size of the unchanged first half.
 
     For the row-independence checks: the outputs of the first half must not
-    change when the rest of the batch does. The spread (std) is that of a
-    systematic sample of at most 4096 rows of X: the whole column costs more
-    than the check it serves (5 ms for 100k x 10).
+    change when the rest of the batch does. The spread (std) is ``spread`` (D,) when
+    the caller knows it (a :class:`~ale_cli.models.profile.DataProfile`'s std), else
+    that of a systematic sample of at most 4096 rows of X: the whole column costs
+    more than the check it serves (5 ms for 100k x 10).
 
     >>> other, half = other_batch(np.zeros((4, 1)), np.array([[0.0], [2.0]]))
     >>> other.ravel().tolist(), half
@@ -284,11 +287,11 @@ def other_batch(rows: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, int]:
     [0.0, 1.0]
     """
     half = max(1, len(rows) // 2)
-    sample = X[:: max(1, len(X) // _SPREAD_ROWS)]
-    other = rows.copy()
-    with np.errstate(over="ignore", invalid="ignore"):  # near-max floats: an inf spread
-        spread = sample.std(axis=0)
+    if spread is None:
+        with np.errstate(over="ignore", invalid="ignore"):  # near-max floats: an inf spread
+            spread = X[:: max(1, len(X) // _SPREAD_ROWS)].std(axis=0)
     spread = np.where(np.isfinite(spread), spread, 0.0)
+    other = rows.copy()
     other[half:] = rows[half:] + spread + 1.0
     return other, half
 

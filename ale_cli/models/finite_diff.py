@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from ale_cli.models.base import (
     other_batch,
     stacked_chunks,
 )
+
+if TYPE_CHECKING:
+    from ale_cli.models.profile import DataProfile
 
 #: Evaluation rows (stacked perturbed rows) per model call; measured with
 #: bench/bench_formats.py on 2 shared cores (HistGradientBoosting, D = 8 and D = 50):
@@ -239,10 +243,18 @@ def plan_steps(
     smooth_step: float,
     fixed: np.ndarray,
     dtype: type[np.floating] | np.dtype = np.float64,
+    profile: DataProfile | None = None,
 ) -> tuple[StepChoice, np.ndarray]:
     """The step choice (see :func:`choose_step`) and the absolute steps (D,), 0 for
-    held-fixed columns."""
-    scale = feature_scale(X)
+    held-fixed columns.
+
+    With a ``profile`` of all rows (what the adapters pass), the scale is its blockwise
+    std and the zero share is measured on its 200-row sample, so a profile built chunk
+    by chunk gives the same steps; without one, both come from X."""
+    if profile is not None:
+        scale, X = profile.scale(), profile.rows(_SAMPLE_ROWS)
+    else:
+        scale = feature_scale(X)
     step = choose_step(
         f,
         X,
@@ -257,13 +269,19 @@ def plan_steps(
 
 
 def rows_independent(
-    f: PredictFn, X: np.ndarray, *, rtol: float, first: np.ndarray | None = None
+    f: PredictFn,
+    X: np.ndarray,
+    *,
+    rtol: float,
+    first: np.ndarray | None = None,
+    spread: np.ndarray | None = None,
 ) -> bool:
     """True when the outputs of the first 8 rows do not change if the other rows of
     the batch change, or if they are evaluated alone.
 
     ``first`` is ``f(X[:8])`` if the caller has it already (17 rows evaluated
-    without it, 9 with it).
+    without it, 9 with it); ``spread`` (D,) is how far the other rows are moved
+    (see :func:`~ale_cli.models.base.other_batch`).
 
     >>> X = np.arange(20.0).reshape(10, 2)
     >>> rows_independent(lambda Z: Z.sum(axis=1), X, rtol=1e-9)
@@ -272,7 +290,7 @@ def rows_independent(
     False
     """
     rows = X[:8]
-    other, half = other_batch(rows, X)
+    other, half = other_batch(rows, X, spread=spread)
     a = f(rows) if first is None else first
     b, c = f(other), f(rows[:1])
     # NaN where the model gives NaN every time is not a sign of mixed rows

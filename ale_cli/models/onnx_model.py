@@ -34,6 +34,7 @@ from ale_cli.models.base import (
     feature_indices,
     first_line,
 )
+from ale_cli.models.profile import DataProfile
 
 #: Rows per forward+backward call on the torch path (as for TorchScript).
 TORCH_BATCH_SIZE = 8192
@@ -170,6 +171,19 @@ def _open_session(path: Path, threads: int) -> tuple[Any, Any]:
             f"onnxruntime cannot load ONNX model '{path}': {first_line(exc)}"
         ) from None
     return proto, session
+
+
+def tree_ensemble_file(path: Path) -> bool:
+    """True when the graph of ONNX file ``path`` holds a TreeEnsemble op (a piecewise-constant
+    model); False for any other graph and for a file onnx cannot read (the adapter says
+    why when it loads it)."""
+    import onnx
+
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception:  # protobuf DecodeError and friends: reported by the adapter
+        return False
+    return any(node.op_type.startswith("TreeEnsemble") for node in proto.graph.node)
 
 
 def _graph_inputs(proto: Any) -> list[Any]:
@@ -408,8 +422,11 @@ class OnnxGraph:
         return pred, (np.concatenate(grads).astype(np.float64) if grad else None)
 
 
-def check_graph(graph: OnnxGraph, columns: Columns, X: np.ndarray) -> tuple[int, ...]:
-    """Width, output and row independence through onnxruntime on the first rows of X;
+def check_graph(
+    graph: OnnxGraph, columns: Columns, X: np.ndarray, *, spread: np.ndarray | None = None
+) -> tuple[int, ...]:
+    """Width, output and row independence through onnxruntime on the first rows of X
+    (``spread``: each column's std, see :func:`~ale_cli.models.base.other_batch`);
     returns the shape of one row of the selected output."""
     width = graph.input_shape[1]
     hint = "select the model's inputs with {param:inputs} or {param:exclude}"
@@ -430,7 +447,7 @@ def check_graph(graph: OnnxGraph, columns: Columns, X: np.ndarray) -> tuple[int,
             param="features",
         ) from None
     first = graph.selected(pieces)
-    if not fd.rows_independent(graph.run, X, rtol=RTOL[graph.dtype], first=first):
+    if not fd.rows_independent(graph.run, X, rtol=RTOL[graph.dtype], first=first, spread=spread):
         raise ModelError(
             f"ONNX model '{graph.path}' mixes rows: a row's output changes when other rows "
             "of the batch change; local effects need each output row to depend on its own "
@@ -519,17 +536,31 @@ class OnnxModel:
     format: ClassVar[str] = "onnx"
 
     @classmethod
-    def load(cls, path: Path, options: LoadOptions, columns: Columns, X: np.ndarray) -> OnnxModel:
-        """Open the file, check the graph on X, choose the method (and steps)."""
+    def load(
+        cls,
+        path: Path,
+        options: LoadOptions,
+        columns: Columns,
+        X: np.ndarray,
+        profile: DataProfile | None = None,
+    ) -> OnnxModel:
+        """Open the file, check the graph on the data, choose the method (and steps).
+
+        Everything is decided from ``profile`` (of X when not given; see
+        :mod:`ale_cli.models.profile`): the first rows, each column's std and a
+        sample of 256 rows for the translation check, so that a profile built chunk
+        by chunk gives the same model."""
+        profile = DataProfile.of(X) if profile is None else profile
         graph, proto = OnnxGraph.open(path, options.output)
-        row_shape = check_graph(graph, columns, X)
-        choice = choose_method(graph, proto, options.method, X)
+        row_shape = check_graph(graph, columns, profile.head, spread=profile.std)
+        choice = choose_method(graph, proto, options.method, profile.rows(CHECK_ROWS))
         fixed = columns.fixed_mask()
         step, steps = None, None
         if choice.torch_graph is None:
             step, steps = fd.plan_steps(
                 graph.run,
-                X,
+                profile.head,
+                profile=profile,
                 user_step=options.step,
                 piecewise_type=graph.tree_ensemble,
                 smooth_step=fd.FLOAT32_STEP if graph.dtype == np.float32 else fd.SMALL_STEP,

@@ -32,6 +32,7 @@ from ale_cli.models.base import (
     first_line,
     integer_output_message,
 )
+from ale_cli.models.profile import DataProfile
 
 #: Final-estimator class names (substrings) whose predictions are piecewise constant.
 PIECEWISE_CONSTANT = (
@@ -320,14 +321,22 @@ class SklearnModel:
 
     @classmethod
     def load(
-        cls, path: Path, fmt: str, options: LoadOptions, columns: Columns, X: np.ndarray
+        cls,
+        path: Path,
+        fmt: str,
+        options: LoadOptions,
+        columns: Columns,
+        X: np.ndarray,
+        profile: DataProfile | None = None,
     ) -> SklearnModel:
-        """Load a skops file or a trusted pickle and check it on X."""
+        """Load a skops file or a trusted pickle and check it on X (or ``profile``)."""
         if fmt == "skops":
             est, trusted = load_skops(path, options.trust)
-            return cls.from_estimator(est, path, fmt, options, columns, X, trusted=trusted)
+            return cls.from_estimator(
+                est, path, fmt, options, columns, X, trusted=trusted, profile=profile
+            )
         est = load_pickle(path, options.trust_pickle)
-        return cls.from_estimator(est, path, fmt, options, columns, X)
+        return cls.from_estimator(est, path, fmt, options, columns, X, profile=profile)
 
     @classmethod
     def from_estimator(
@@ -340,8 +349,12 @@ class SklearnModel:
         X: np.ndarray,
         *,
         trusted: Sequence[str] | None = None,
+        profile: DataProfile | None = None,
     ) -> SklearnModel:
-        """Check a fitted estimator on X and choose its finite-difference steps."""
+        """Check a fitted estimator on the data and choose its finite-difference steps
+        from ``profile`` (of X when not given: its first rows, each column's std and
+        a 200-row sample; see :mod:`ale_cli.models.profile`)."""
+        profile = DataProfile.of(X) if profile is None else profile
         if options.method == "autodiff":
             raise ModelError(
                 "{param} autodiff is not available for scikit-learn models; "
@@ -354,12 +367,13 @@ class SklearnModel:
                 "not a fitted scikit-learn estimator (it has no predict method)"
             )
         caller = SklearnCaller.build(estimator, path, options.output, columns)
-        integer = check_inputs(caller, X)
+        integer = check_inputs(caller, profile.head)
         fixed = columns.fixed_mask()
         final = type(final_estimator(estimator)).__name__
         step, steps = fd.plan_steps(
             caller,
-            X,
+            profile.head,
+            profile=profile,
             user_step=options.step,
             piecewise_type=any(s in final for s in PIECEWISE_CONSTANT),
             smooth_step=fd.SMALL_STEP,
