@@ -21,7 +21,7 @@ Two paths write the same chunked store (:class:`~ale_cli.adapters.store.StoreWri
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +48,7 @@ from ale_cli.models.checks import row_list, screen_effects
 from ale_cli.models.columns import ColumnOrder, order_note
 from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
 from ale_cli.pairs import Pair, pair_columns
+from ale_cli.threads import prefetched
 
 
 @dataclass(frozen=True)
@@ -333,49 +334,6 @@ def streams(inputs: ModelInputs) -> bool:
     if model_column_order(inputs.model).names is not None:
         return False  # a columns file realigns the data by name: the whole-table path
     return detect_format(inputs.model, inputs.model_format) == "torchscript"
-
-
-def prefetched(chunks: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
-    """The items of ``chunks``, the next one read by a helper thread while the caller works
-    on the current one (reading Parquet/CSV and hashing release the GIL, as does torch):
-    at most two chunks in memory. An error of the reader is raised here, in order.
-
-    >>> list(prefetched(iter([1, 2, 3])))
-    [1, 2, 3]
-    """
-    import queue
-    import threading
-
-    items: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
-    stop = threading.Event()
-
-    def read() -> None:
-        try:
-            for item in chunks:
-                while not stop.is_set():
-                    try:
-                        items.put(("item", item), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            items.put(("end", None))
-        except BaseException as exc:  # handed to the caller, raised there
-            items.put(("error", exc))
-
-    thread = threading.Thread(target=read, name="ale-read", daemon=True)
-    thread.start()
-    try:
-        while True:
-            kind, value = items.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                raise value
-            yield value
-    finally:
-        stop.set()
 
 
 def _bars(
