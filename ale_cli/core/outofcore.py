@@ -651,11 +651,11 @@ def quantile_cells(
     list of QuantileCells or None, length D
 
     >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
-    >>> E = X * 10
+    >>> E = X * 3
     >>> out = quantile_cells(lambda: [X[:4], X[4:]], lambda: [(X[:4], E[:4]), (X[4:], E[4:])],
     ...                      n=6, bins=3, lo=np.array([1.0]), hi=np.array([5.0]))
     >>> out[0].edges.tolist(), out[0].cells.counts.tolist(), out[0].cells.mean.tolist()
-    ([1.0, 2.0, 3.0, 5.0], [3, 1, 2], [16.666666666666668, 30.0, 45.0])
+    ([1.0, 2.0, 3.0, 5.0], [3, 1, 2], [5.0, 9.0, 13.5])
     """
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
