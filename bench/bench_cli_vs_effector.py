@@ -61,15 +61,21 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's ale_cli (the store's timings)
 D = 32
 BATCH = 8192
 ENV = {
     **os.environ,
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
+    "ALE_THREADS": "1",  # one worker thread in ale's estimators too
     "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
 }
-EFFECTOR_PYTHON = os.environ.get("EFFECTOR_PYTHON", "/tmp/effector-venv/bin/python")
+# effector is not a dependency of ale: it lives in a venv of its own (made on first use),
+# pinned, with numpy/torch/scipy/matplotlib taken from this environment (a .pth file)
+EFFECTOR_VENV = Path(os.environ.get("EFFECTOR_VENV", "/tmp/effector-venv"))
+EFFECTOR_PINS = ("effector==0.6.0", "tqdm==4.70.1")
+EFFECTOR_PYTHON = os.environ.get("EFFECTOR_PYTHON", str(EFFECTOR_VENV / "bin" / "python"))
 
 EFFECTOR_SCRIPT = r"""
 import sys, time, json
@@ -125,7 +131,9 @@ def make_inputs(folder: Path, n: int) -> tuple[Path, Path]:
 
 
 def bare_pass(model_path: Path, data: Path) -> float:
-    """One forward+backward pass over the rows in memory, in this process."""
+    """One forward+backward pass over the rows in memory, in this process (the graph
+    executor's optimisation off, as ale runs TorchScript: the same per-batch speed, no
+    profiling runs)."""
     import pyarrow.parquet as pq
     import torch
 
@@ -137,11 +145,46 @@ def bare_pass(model_path: Path, data: Path) -> float:
     x = torch.from_numpy(X)
     grads = np.empty(X.shape, dtype=np.float64)
     t0 = time.perf_counter()
-    for s in range(0, len(X), BATCH):
-        xb = x[s : s + BATCH].clone().requires_grad_(True)
-        (g,) = torch.autograd.grad(model(xb).sum(), xb)
-        grads[s : s + BATCH] = g.numpy()
+    with torch.jit.optimized_execution(False):
+        for s in range(0, len(X), BATCH):
+            xb = x[s : s + BATCH].clone().requires_grad_(True)
+            (g,) = torch.autograd.grad(model(xb).sum(), xb)
+            grads[s : s + BATCH] = g.numpy()
     return time.perf_counter() - t0
+
+
+def ensure_effector() -> bool:
+    """True when ``EFFECTOR_PYTHON`` imports effector; else make the venv (pip, pinned,
+    ``--no-deps``: its dependencies are numpy, scipy, matplotlib and tqdm, the first
+    three taken from this interpreter's site-packages) and try again."""
+
+    def importable() -> bool:
+        try:
+            probe = [EFFECTOR_PYTHON, "-c", "import effector, torch, pyarrow"]
+            return subprocess.run(probe, capture_output=True, timeout=300).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    if importable() or "EFFECTOR_PYTHON" in os.environ:
+        return importable()
+    import sysconfig
+
+    print(f"making {EFFECTOR_VENV} with {', '.join(EFFECTOR_PINS)}", flush=True)
+    venv_python = str(EFFECTOR_VENV / "bin" / "python")
+    try:
+        base = getattr(sys, "_base_executable", sys.executable)
+        subprocess.run([base, "-m", "venv", str(EFFECTOR_VENV)], check=True)
+        pip = [venv_python, "-m", "pip", "install", "--quiet", "--no-deps"]
+        subprocess.run([*pip, *EFFECTOR_PINS], check=True)
+        where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+        site = subprocess.run(
+            [venv_python, "-c", where], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        Path(site, "ale-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"effector: cannot make its venv ({exc})", file=sys.stderr)
+        return False
+    return importable()
 
 
 def effector_run(model: Path, data: Path) -> float | None:
@@ -160,8 +203,11 @@ def effector_run(model: Path, data: Path) -> float | None:
     return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
 
 
-def cli_run(model: Path, data: Path, folder: Path) -> tuple[float, float, dict]:  # type: ignore[type-arg]
-    """Wall time of ``ale compute`` + ``ale rhale``; also compute's wall and its --json."""
+def cli_run(model: Path, data: Path, folder: Path) -> tuple[float, float, dict, dict]:  # type: ignore[type-arg]
+    """Wall time of ``ale compute`` + ``ale rhale``; compute's wall, its --json and the
+    timings its store records."""
+    from ale_cli.adapters.store import read_meta
+
     store, summary = folder / "s.npz", folder / "r.json"
     ale = [sys.executable, "-m", "ale_cli"]
     t0 = time.perf_counter()
@@ -180,38 +226,55 @@ def cli_run(model: Path, data: Path, folder: Path) -> tuple[float, float, dict]:
         check=True,
     )
     t2 = time.perf_counter()
-    return t2 - t0, t1 - t0, json.loads(out.stdout)
+    return t2 - t0, t1 - t0, json.loads(out.stdout), read_meta(store)["timings"]
 
 
-def process_time(code: str) -> float:
+def process_time(args: list[str]) -> float:
+    """Wall time of a fresh ``python ARGS`` process."""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], env=ENV, check=True)
+    subprocess.run([sys.executable, *args], env=ENV, check=True, capture_output=True)
     return time.perf_counter() - t0
 
 
 def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):6.2f} s ({min(values):.2f}-{max(values):.2f})"
+    """Median (min-max) and the spread as a share of the median."""
+    m = statistics.median(values)
+    noise = (max(values) - min(values)) / m if m else 0.0
+    return f"{m:6.2f} s ({min(values):.2f}-{max(values):.2f}, spread {noise:4.0%})"
 
 
 def fixed_costs(model: Path, data: Path, folder: Path, rounds: int) -> None:
+    """The parts of ``ale compute``'s wall time at this N, each process fresh."""
     parts: dict[str, list[float]] = {}
+
+    def add(label: str, value: float) -> None:
+        parts.setdefault(label, []).append(value)
+
     for _ in range(rounds):
-        start = process_time("pass")
-        parts.setdefault("start-up (python -c pass)", []).append(start)
-        for label, code in (
-            ("import ale_cli.cli", "import ale_cli.cli"),
-            ("import torch", "import torch"),
-            ("import pyarrow.parquet", "import numpy, pyarrow.parquet"),
-        ):
-            parts.setdefault(label, []).append(process_time(code) - start)
-        _, wall, result = cli_run(model, data, folder)
-        parts.setdefault("ale compute wall", []).append(wall)
-        parts.setdefault("  its command time (--json seconds)", []).append(result["seconds"])
-        parts.setdefault("  wall - command - start-up - CLI import (typer, exit)", []).append(
-            wall - result["seconds"] - start - parts["import ale_cli.cli"][-1]
+        start = process_time(["-c", "pass"])
+        add("python start-up (python -c pass)", start)
+        cli = process_time(["-c", "import ale_cli.cli"]) - start
+        add("import ale_cli.cli (typer, the commands)", cli)
+        torch_import = process_time(["-c", "import torch"]) - start
+        add("import torch", torch_import)
+        add("import pyarrow.parquet", process_time(["-c", "import pyarrow.parquet"]) - start)
+        add(
+            "ale --version (start-up, CLI import, exit)",
+            process_time(["-m", "ale_cli", "--version"]),
         )
-        parts.setdefault("  wall - torch import", []).append(wall - parts["import torch"][-1])
-    print(f"fixed costs of ale compute at N = {len(_rows(data))}: median (min-max) of {rounds}")
+        _, wall, result, timings = cli_run(model, data, folder)
+        add("ale compute wall", wall)
+        add("  in the command (--json seconds)", result["seconds"])
+        for key in ("load_data_s", "load_model_s", "local_effects_s", "finish_s"):
+            if key in timings:
+                add(f"    {key} (store meta timings)", timings[key])
+        add("  outside the command (start-up, CLI, typer, exit)", wall - result["seconds"])
+        add("  wall - torch import", wall - torch_import)
+        add(
+            "  wall - torch import - local effects (the fixed costs)",
+            wall - torch_import - timings.get("local_effects_s", 0.0),
+        )
+    print(f"fixed costs of ale compute at N = {len(_rows(data)):,}: median (min-max) of {rounds}")
     for label, values in parts.items():
         print(f"  {label:58s} {spread(values)}")
 
@@ -230,18 +293,24 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(args.folder or tempfile.mkdtemp(prefix="ale-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
+    have_effector = ensure_effector()
+    if not have_effector:
+        print("effector: not importable, its column is skipped", file=sys.stderr)
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for n in [int(float(r)) for r in args.rows.split(",")]:
         model, data = make_inputs(folder, n)
         bare, eff, cli = [], [], []
-        for _ in range(args.rounds):
+        for _ in range(args.rounds):  # interleaved: the machine's load hits all three alike
             bare.append(bare_pass(model, data))
-            e = effector_run(model, data)
+            e = effector_run(model, data) if have_effector else None
             if e is not None:
                 eff.append(e)
             cli.append(cli_run(model, data, folder)[0])
         b = statistics.median(bare)
-        print(f"N = {n:,}, D = {D}, one thread, {args.rounds} interleaved rounds")
+        print(
+            f"N = {n:,}, D = {D}, one thread, {args.rounds} interleaved rounds "
+            f"(load average now {os.getloadavg()[0]:.1f})"
+        )
         print(f"  bare forward+backward       {spread(bare)}")
         if eff:
             e = statistics.median(eff)
@@ -253,6 +322,8 @@ def main() -> None:
         if eff:
             line += f", {c / statistics.median(eff):.2f}x effector"
         print(line, flush=True)
+        ratios = [ci / bi for ci, bi in zip(cli, bare, strict=True)]
+        print(f"  per-round ratio CLI / bare: {', '.join(f'{r:.2f}' for r in ratios)}")
         if n == 100_000:
             fixed_costs(model, data, folder, args.rounds)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
