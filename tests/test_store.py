@@ -127,3 +127,41 @@ def test_npz_without_meta_or_newer_schema(tmp_path: Path):
     np.savez(tmp_path / "b.npz", meta=np.array('{"schema_version": 99}'))
     with pytest.raises(InputError, match="has schema_version 99; this ale reads up to 3"):
         read_meta(tmp_path / "b.npz")
+
+
+def test_meta_of_a_chunked_store_without_reading_every_byte(tmp_path: Path):
+    """``read_meta(full=False)`` (the cache check of ``ale compute``) checks a chunked
+    store's headers and layout as the estimators do; the full check also reads the bytes
+    (CRC), so it alone notices a damaged chunk. ``parse_meta`` only parses the meta."""
+    from ale_cli.adapters.store import StoreWriter, parse_meta
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    path = tmp_path / "s.npz"
+    with StoreWriter(path) as w:
+        for a in (0, 200):
+            w.add(
+                {
+                    "X": X[a : a + 200],
+                    "local_effects": X[a : a + 200],
+                    "prediction": X[a : a + 200, 0],
+                }
+            )
+        w.finish(
+            feature_names=("a", "b", "c"),
+            input_names=("a", "b", "c"),
+            meta={"schema_version": 3, "n_rows": 400},
+        )
+    full = read_meta(path)
+    assert read_meta(path, full=False) == full == parse_meta(path)
+    data = bytearray(path.read_bytes())
+    start = data.index(X[250].tobytes())  # inside the second chunk's X, past its header
+    data[start] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert read_meta(path, full=False)["n_rows"] == 400
+    with pytest.raises(InputError):
+        read_meta(path)
+    assert parse_meta(path)["n_rows"] == 400
+    (tmp_path / "text.npz").write_text("not a zip")
+    with pytest.raises(InputError, match="is not a local-effects store"):
+        parse_meta(tmp_path / "text.npz")

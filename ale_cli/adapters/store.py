@@ -241,14 +241,27 @@ def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:
     return meta
 
 
-def read_meta(path: str | Path) -> dict[str, Any]:
+def read_meta(path: str | Path, *, full: bool = True) -> dict[str, Any]:
     """The meta of a store, after checking the whole file (:func:`validate_npz`: one read
-    of the file, the big arrays are not kept); a damaged store is an InputError."""
+    of the file, the big arrays are not kept); a damaged store is an InputError.
+
+    ``full=False`` checks a chunked store as :func:`open_store` does (headers, layout,
+    names; not every byte, which is a read of the whole file: seconds for a store of
+    millions of rows, e.g. on every cache hit of ``ale compute``); a single-array store
+    is still checked whole."""
     path = Path(path)
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
-        validate_npz(path, npz, meta)
+        validate_npz(path, npz, meta, full=full or _chunk_names(meta) is None)
         return meta
+
+
+def parse_meta(path: str | Path) -> dict[str, Any]:
+    """The meta of a store without checking its arrays (an InputError if it has none that
+    parses): enough to tell a store from another file."""
+    path = Path(path)
+    with _open(path) as npz:
+        return _parse_meta(path, npz)
 
 
 def _chunk_names(meta: dict[str, Any]) -> list[int] | None:
