@@ -105,7 +105,7 @@ def _hwm_mb(pid: int) -> float | None:
     return None
 
 
-def run_measured(args: list[str]) -> tuple[float, float, str]:
+def run_measured(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MB) of that one process and its stdout.
 
     The peak is VmHWM read from /proc every 20 ms while the process lives (the
@@ -116,7 +116,10 @@ def run_measured(args: list[str]) -> tuple[float, float, str]:
     peak = 0.0
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ale_cli", *args], env=ENV, stdout=out, stderr=err
+            [sys.executable, "-m", "ale_cli", *args],
+            env={**ENV, **(env or {})},
+            stdout=out,
+            stderr=err,
         )
         while proc.poll() is None:
             hwm = _hwm_mb(proc.pid)
@@ -175,9 +178,13 @@ def main() -> None:
             ["rhale", str(store), "-o", str(folder / "rhale.json"), "--quiet"],
         ),
     ]
+    # the estimators work on chunks in threads (ALE_THREADS, default: the CPUs): once more
+    # with one worker thread
+    one = {"ALE_THREADS": "1"}
+    steps += [(f"{label} [ALE_THREADS=1]", cli) for label, cli in steps[1:3]]
     for label, cli in steps:
-        wall, rss, out = run_measured(cli)
-        print(f"  {label:45s} wall {wall:8.2f} s   peak RSS {rss:7.0f} MB", flush=True)
+        wall, rss, out = run_measured(cli, one if "ALE_THREADS=1" in label else None)
+        print(f"  {label:60s} wall {wall:8.2f} s   peak RSS {rss:7.0f} MB", flush=True)
         if cli[0] == "compute":
             result = json.loads(out)
             print(

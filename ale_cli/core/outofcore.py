@@ -337,6 +337,8 @@ class EdgeIndex:
 MAX_BUCKET_ROWS = 1 << 16
 #: Rows gathered in pass 2 over all columns together (x and effect: 16 bytes a row)
 MAX_GATHERED_ROWS = 1 << 22
+#: Rows of a chunk worked on at once in pass 2 (4096 x 32 float64 columns: 1 MiB)
+SCAN_ROWS = 4096
 
 Mapper = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
 
@@ -494,26 +496,38 @@ class QuantilePlan:
         return cls(grid, n, bins, tuple(homes), tuple(ranks), tuple(where), base, lut, kind)
 
     def scan(self, X: np.ndarray, E: np.ndarray) -> _Scan:
-        """Pass 2 over one chunk: X (n, D) and its local effects E (n, D)."""
-        cell = self.lut.take(self.grid.flat(X).ravel())
-        e = np.asarray(E, dtype=np.float64).ravel()
+        """Pass 2 over one chunk: X (n, D) and its local effects E (n, D).
+
+        The chunk is worked on :data:`SCAN_ROWS` rows at a time, so that the
+        temporaries stay in the CPU's cache (about twice as fast as whole chunks)."""
         n_cells = self.kind.size
-        stats = CellStats.from_values(cell, e, n_cells=n_cells, all_inside=True)
-        special = np.flatnonzero(self.kind.take(cell))
-        cell, e = cell[special], e[special]
-        x = np.asarray(X).ravel()[special].astype(np.float64)
-        kind = self.kind.take(cell)
-        keep = kind == 1
-        big = ~keep
+        stats = CellStats.empty(n_cells)
+        rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        big: list[tuple[np.ndarray, np.ndarray]] = []
+        for start in range(0, len(X), SCAN_ROWS):
+            Xb, Eb = X[start : start + SCAN_ROWS], E[start : start + SCAN_ROWS]
+            cell = self.lut.take(self.grid.flat(Xb).ravel())
+            e = np.asarray(Eb, dtype=np.float64).ravel()
+            stats = stats.merge(CellStats.from_values(cell, e, n_cells=n_cells, all_inside=True))
+            special = np.flatnonzero(self.kind.take(cell))
+            if not special.size:
+                continue
+            cell, e = cell[special], e[special]
+            x = np.asarray(Xb).ravel()[special].astype(np.float64)
+            keep = self.kind.take(cell) == 1
+            rows.append((cell[keep], x[keep], e[keep]))
+            if not keep.all():
+                big.append((cell[~keep], x[~keep]))
         seen = np.zeros(n_cells, dtype=bool)
         rep = np.zeros(n_cells)
         varied = np.zeros(n_cells, dtype=bool)
-        if big.any():
-            bc, bx = cell[big], x[big]
+        if big:
+            bc = np.concatenate([c for c, _ in big])
+            bx = np.concatenate([x for _, x in big])
             seen[bc] = True
             rep[bc] = bx  # one of each big bucket's values
             varied[bc[bx != rep.take(bc)]] = True
-        return _Scan(stats, ((cell[keep], x[keep], e[keep]),), seen, rep, varied)
+        return _Scan(stats, tuple(rows), seen, rep, varied)
 
     def empty_scan(self) -> _Scan:
         n_cells = self.kind.size
