@@ -122,7 +122,7 @@ def _cached(request: ComputeRequest, hashes: _Hashes, t0: float) -> ComputeResul
     if not request.out.exists():
         return None
     try:
-        meta = read_meta(request.out, full=False)  # headers and layout: no read of every byte
+        meta = read_meta(request.out)  # checked whole once per process (see read_meta)
     except InputError:
         raise InputError(
             f"output '{request.out}' exists and is not a local-effects store; "

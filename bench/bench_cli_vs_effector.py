@@ -8,21 +8,27 @@ normal data (rho = 0.5) in a float32 Parquet file, one thread everywhere
 all three alike; each reports the median and the min-max over the rounds.
 
 - bare: in this process, the rows already a tensor, one forward+backward per
-  8192 rows (ale's default batch), gradient copied out to numpy.
+  8192 rows (ale's default batch), gradient copied out to numpy, the graph
+  executor's optimisation off as ale runs TorchScript (same per-batch speed).
 - effector: ``effector.RHALE(X, model, model_jac, nof_instances="all")``,
-  ``fit("all", binning_method="dp")``, in a child process of a separate venv
-  (``EFFECTOR_PYTHON``, default /tmp/effector-venv/bin/python); timed inside
-  it from the data in memory to the fitted RHALE (Jacobian + DP). Skipped with a
-  message when that interpreter cannot import effector. (Install:
-  ``python -m venv /tmp/effector-venv && /tmp/effector-venv/bin/pip install
-  effector`` -- it is not a dependency of ale.)
+  ``fit("all", binning_method="dp")``, in a child process of a venv of its own
+  (``EFFECTOR_VENV``, default /tmp/effector-venv; made on first use with pip:
+  ``effector==0.6.0`` and ``tqdm==4.70.1`` without dependencies, numpy, scipy,
+  matplotlib and torch taken from this environment by a ``.pth`` file; or give
+  ``EFFECTOR_PYTHON``); timed inside it from the data in memory to the fitted
+  RHALE (Jacobian + DP). Skipped with a message when it cannot be had.
 - CLI: ``ale compute MODEL DATA -o S --force`` then ``ale rhale S -o R``, wall
-  time of both processes (start-up, imports and exit included).
+  time of both processes (start-up, imports and exit included), ``ALE_THREADS=1``.
+
+Each row gives the median, min-max and the spread (max - min) / median over the
+rounds: the noise of the shared machine.
 
 Fixed costs (N = 1e5): python start-up (``python -c pass``), the imports of
 ``ale_cli.cli``, of torch, of pyarrow.parquet (each a fresh process, minus the
-start-up), the command's own time (``seconds`` of ``--json``) and what is left
-of the wall time (typer, exit).
+start-up), ``ale --version``, the command's own time (``seconds`` of ``--json``)
+with the steps its store records (``import_torch_s``: torch imported inside ale,
+cheaper than in a fresh process), what is left of the wall time (start-up, CLI,
+typer, exit), and wall - torch import - local effects: the fixed costs.
 
 Usage: python bench/bench_cli_vs_effector.py [--rows 1e5,1e6] [--rounds 3]
 

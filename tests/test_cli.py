@@ -250,3 +250,21 @@ def test_rhale_option_defaults_are_the_core_defaults():
     params = {p.name: p for p in get_command(app).commands["rhale"].params}  # type: ignore[attr-defined]
     assert params["max_bins"].default == DEFAULT_MAX_BINS
     assert params["alpha"].default == DEFAULT_ALPHA
+
+
+def test_a_config_with_other_commands_sections_runs_from_the_console_script(tmp_path):
+    """The console script builds only the invoked command, except with --config, whose
+    file may hold sections for the other commands."""
+    from ale_cli.adapters.store import Store, write_store
+
+    X = np.random.default_rng(1).normal(size=(40, 2))
+    meta = {"schema_version": 2, "n_rows": 40}
+    store = Store(X=X, local_effects=X, prediction=X[:, 0], feature_names=("a", "b"), meta=meta)
+    write_store(tmp_path / "s.npz", store)
+    config = tmp_path / "c.yaml"
+    config.write_text("compute:\n  out: other.npz\nrebin:\n  bins: 4\n")
+    out = tmp_path / "r.json"
+    cmd = [sys.executable, "-m", "ale_cli", "rebin", str(tmp_path / "s.npz"), "-o", str(out)]
+    proc = subprocess.run([*cmd, "--config", str(config)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "bins a=4 b=4" in proc.stdout

@@ -193,10 +193,10 @@ def _is_text(path: Path) -> bool:
 
 
 def _is_store(path: Path) -> bool:
-    from ale_cli.adapters.store import parse_meta
+    from ale_cli.adapters.store import read_meta
 
     try:
-        parse_meta(path)
+        read_meta(path)
     except InputError:
         return False
     return True

@@ -60,13 +60,16 @@ def _exit(code: int | str | None) -> None:
 def _only_the_invoked_command() -> None:
     """When the first argument names a command, typer builds only that command's click
     object (it builds every command's from its signature otherwise: 0.05-0.1 s). Help,
-    an unknown name and shell completion see them all."""
+    an unknown name, shell completion and ``--config`` (whose file may have sections for
+    the other commands) see them all."""
     import os
     import sys
 
     from typer.main import get_command_name
 
     if len(sys.argv) < 2 or any(key.endswith("_COMPLETE") for key in os.environ):
+        return
+    if any(arg == "--config" or arg.startswith("--config=") for arg in sys.argv[2:]):
         return
     wanted = [
         info
