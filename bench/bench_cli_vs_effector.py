@@ -32,23 +32,23 @@ typer, exit), and wall - torch import - local effects: the fixed costs.
 
 Usage: python bench/bench_cli_vs_effector.py [--rows 1e5,1e6] [--rounds 3]
 
-Measured 2026-11-23 on the shared 2-core VM, 3 interleaved rounds, median (min-max);
-effector 0.6.0 in /tmp/effector-venv:
+Measured 2026-11-23 (one run, 3 interleaved rounds, median (min-max, spread)),
+shared 2-core VM, load average 1.1 at 1e5 and 2.5 at 1e6; effector 0.6.0:
 
-============  ===============  =================  =======================
-N             bare fwd+bwd     effector RHALE     ale compute + ale rhale
-============  ===============  =================  =======================
-1e5 (load 2.5) 0.58 (0.52-0.66) 1.39 (1.38-1.44)  2.50 (2.50-2.73): 4.3x bare
-1e6 (load 0.6) 5.50 (5.14-5.89) 13.87 (13.6-14.5) 7.00 (6.92-7.02): 1.27x bare,
-                                                   0.50x effector
-============  ===============  =================  =======================
+====  ==================  ===================  ========================================
+N     bare fwd+bwd        effector RHALE       ale compute + ale rhale
+====  ==================  ===================  ========================================
+1e5   0.50 (0.49-0.68)    1.43 (1.41-1.51)     2.38 (2.27-2.39): 4.8x bare, 1.66x effector
+1e6   6.22 (5.21-6.67)    16.49 (14.9-17.6)    9.57 (9.17-10.16): 1.54x bare, 0.58x
+                                               effector (per round 1.43-1.76x bare)
+====  ==================  ===================  ========================================
 
-Fixed costs of ale compute at N = 1e5 (load 2.5): wall 2.22 s (2.17-2.30) = python
-start-up 0.02 + import ale_cli.cli 0.13 + the command 1.95 (of which import torch
-1.42 and the local effects about the bare pass, 0.6) + typer/exit 0.11; everything
-but the torch import: 0.84 s (0.77-0.88), of it about 0.25 s that is neither torch
-nor the model's own pass. A second run of the same rounds under load 4-5 gave
-ratios up to 1.4x at 1e6: the noise of this machine is of that order.
+Fixed costs of ale compute at N = 1e5 (spread 2-11 %): wall 1.98 s = python start-up
+0.02 + CLI import, parsing and exit 0.19 + torch imported inside ale 1.02 (1.46 in a
+fresh process) + local effects 0.52 + reading 0.08 + model load and checks 0.07 +
+hashing, screening and writing 0.07. Wall - ale's torch import - local effects:
+0.43 s (0.40-0.45); wall - a fresh process's torch import: 0.52 s. The same rounds
+under load 3-7 gave 1.5-2.3x bare at 1e6: the noise of this machine is that large.
 """
 
 from __future__ import annotations

@@ -372,21 +372,27 @@ class BucketGrid:
     def build(cls, lo: np.ndarray, hi: np.ndarray, *, size: int, dtype: Any) -> BucketGrid:
         """The grid over ``[lo, hi]`` per column, in float32 if ``dtype`` is and every column
         has a finite float32 scale, else in float64."""
-        for ftype in (np.float32, np.float64) if dtype == np.float32 else (np.float64,):
-            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-                lo_t = np.asarray(lo, dtype=ftype)
-                width = np.asarray(hi, dtype=ftype) - lo_t
-                scale = (ftype(size) / width) * ftype(1.0 - 2.0**-20)
-            usable = np.isfinite(width) & (width > 0) & np.isfinite(scale) & (scale > 0)
-            if usable.all() or ftype == np.float64:
-                return cls(lo_t, np.where(usable, scale, 0).astype(ftype), size, usable)
-        raise AssertionError("unreachable")  # the float64 round always returns
+        if dtype == np.float32:
+            grid = cls._in(np.dtype(np.float32), lo, hi, size)
+            if grid.usable.all():
+                return grid
+        return cls._in(np.dtype(np.float64), lo, hi, size)
+
+    @classmethod
+    def _in(cls, ftype: np.dtype[Any], lo: np.ndarray, hi: np.ndarray, size: int) -> BucketGrid:
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            lo_t: np.ndarray = np.asarray(lo, dtype=ftype)
+            width: np.ndarray = np.asarray(hi, dtype=ftype) - lo_t
+            scale: np.ndarray = np.asarray(size, dtype=ftype) / width
+            scale *= np.asarray(1.0 - 2.0**-20, dtype=ftype)
+        usable = np.isfinite(width) & (width > 0) & np.isfinite(scale) & (scale > 0)
+        return cls(lo_t, np.where(usable, scale, 0).astype(ftype), size, usable)
 
     def flat(self, X: np.ndarray) -> np.ndarray:
         """Bucket of each value of X (n, D) as ``j * size + b_j(x)``: shape (n, D), intp."""
         u = np.subtract(X, self.lo, dtype=self.lo.dtype)
         u *= self.scale
-        b = u.astype(np.intp)  # u >= 0: truncation is floor
+        b: np.ndarray = u.astype(np.intp)  # u >= 0: truncation is floor
         b += np.arange(0, self.lo.size * self.size, self.size, dtype=np.intp)
         return b
 
