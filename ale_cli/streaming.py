@@ -29,8 +29,9 @@ from ale_cli.adapters.store import StoreFile
 from ale_cli.adapters.summary import FeatureSummary
 from ale_cli.core.binning import UniformGrid, assign, uniform_edges
 from ale_cli.core.binstats import CellStats, uniform_cells
-from ale_cli.core.outofcore import EdgeIndex, chunked_quantile_edges
+from ale_cli.core.outofcore import EdgeIndex, chunked_quantile_edges, quantile_cells
 from ale_cli.results import not_estimable, skip_reasons, summary_from_cells
+from ale_cli.threads import ordered_map
 
 
 @dataclass(frozen=True)
@@ -77,18 +78,36 @@ def ranges(store: StoreFile, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def _chunks(
+    store: StoreFile, x_cols: list[int], e_cols: list[int]
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(X[:, x_cols], E[:, e_cols]) per chunk in the store's dtypes (converted by the
+    workers of :func:`~ale_cli.threads.ordered_map`, not by the reading thread)."""
+    for chunk in store.chunks(("X", "local_effects")):
+        yield _select(chunk["X"], x_cols), _select(chunk["local_effects"], e_cols)
+
+
 def _cells_on_edges(
     store: StoreFile, cols: Columns, todo: list[int], edges: dict[int, np.ndarray]
 ) -> tuple[dict[int, CellStats], dict[int, int]]:
     """Per feature j in ``todo``: cell statistics on ``edges[j]`` and rows outside them."""
-    cells: dict[int, CellStats] = {}
+
+    def one(chunk: tuple[np.ndarray, np.ndarray]) -> list[tuple[CellStats, int]]:
+        X, E = chunk
+        out = []
+        for i, j in enumerate(todo):
+            a = assign(X[:, i], edges[j])
+            c = CellStats.from_values(a.index, E[:, i], n_cells=edges[j].size - 1)
+            out.append((c, a.n_outside))
+        return out
+
+    cells = {j: CellStats.empty(edges[j].size - 1) for j in todo}
     outside = dict.fromkeys(todo, 0)
-    for X, E in _pairs(store, cols):
-        for j in todo:
-            a = assign(X[:, j], edges[j])
-            c = CellStats.from_values(a.index, E[:, j], n_cells=edges[j].size - 1)
-            cells[j] = c if j not in cells else cells[j].merge(c)
-            outside[j] += a.n_outside
+    x_cols, e_cols = [cols.x[j] for j in todo], [cols.e[j] for j in todo]
+    for found in ordered_map(one, _chunks(store, x_cols, e_cols)):
+        for j, (c, n_out) in zip(todo, found, strict=True):
+            cells[j] = cells[j].merge(c)
+            outside[j] += n_out
     return cells, outside
 
 
@@ -102,25 +121,74 @@ def _uniform(
     if grid is None:
         edges = {j: uniform_edges(lo[j], hi[j], bins=bins) for j in todo}
         return edges, _cells_on_edges(store, cols, todo, edges)[0]
-    acc: list[CellStats] | None = None
-    for X, E in _pairs(store, cols):
+
+    def one(chunk: tuple[np.ndarray, np.ndarray]) -> list[CellStats] | None:
+        X, E = chunk
         if not len(X):
-            continue
-        stats = uniform_cells(_columns(X, todo), _columns(E, todo), grid)
-        acc = stats if acc is None else [a.merge(s) for a, s in zip(acc, stats, strict=True)]
+            return None
+        every = list(range(X.shape[1]))
+        return uniform_cells(_columns(X, every), _columns(E, every), grid)
+
+    acc: list[CellStats] | None = None
+    x_cols, e_cols = [cols.x[j] for j in todo], [cols.e[j] for j in todo]
+    for stats in ordered_map(one, _chunks(store, x_cols, e_cols)):
+        if stats is not None:
+            acc = stats if acc is None else [a.merge(s) for a, s in zip(acc, stats, strict=True)]
     if acc is None:
         raise ValueError("the store has no rows")
     edges = {j: np.linspace(lo[j], hi[j], bins + 1) for j in todo}
     return edges, dict(zip(todo, acc, strict=True))
 
 
+def _select(A: np.ndarray, cols: list[int]) -> np.ndarray:
+    """``A[:, cols]`` in A's dtype, without a copy when cols are all of A's columns."""
+    return A if cols == list(range(A.shape[1])) else A[:, cols]
+
+
 def _quantile(
     store: StoreFile, cols: Columns, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int
 ) -> tuple[dict[int, np.ndarray], dict[int, CellStats]]:
-    """Exact type-1 quantile edges out of core (two passes), then the cells (one pass)."""
+    """Exact type-1 quantile edges and their cells in two passes
+    (:func:`~ale_cli.core.outofcore.quantile_cells`); a column that needs more (a bucket
+    holding a quantile and many distinct values: very skewed data) takes
+    :func:`_quantile_slow`."""
     if not todo:
         return {}, {}
+    x_cols = [cols.x[j] for j in todo]
+    e_cols = [cols.e[j] for j in todo]
 
+    def x_chunks() -> Iterator[np.ndarray]:  # X only: pass 1 counts
+        for chunk in store.chunks(("X",)):
+            yield _select(chunk["X"], x_cols)
+
+    def xe_chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for chunk in store.chunks(("X", "local_effects")):
+            yield _select(chunk["X"], x_cols), _select(chunk["local_effects"], e_cols)
+
+    found = quantile_cells(
+        x_chunks,
+        xe_chunks,
+        n=store.n_rows,
+        bins=bins,
+        lo=lo[todo],
+        hi=hi[todo],
+        map_chunks=ordered_map,
+    )
+    edges = {j: f.edges for j, f in zip(todo, found, strict=True) if f is not None}
+    cells = {j: f.cells for j, f in zip(todo, found, strict=True) if f is not None}
+    rest = [j for j, f in zip(todo, found, strict=True) if f is None]
+    if rest:
+        more_edges, more_cells = _quantile_slow(store, cols, rest, lo, hi, bins)
+        edges |= more_edges
+        cells |= more_cells
+    return edges, cells
+
+
+def _quantile_slow(
+    store: StoreFile, cols: Columns, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int
+) -> tuple[dict[int, np.ndarray], dict[int, CellStats]]:
+    """Exact type-1 quantile edges out of core (two passes or more, buckets split again
+    where needed), then the cells (one pass)."""
     x_cols = [cols.x[j] for j in todo]
 
     def chunks() -> Iterator[np.ndarray]:  # X only: the local effects are not needed here

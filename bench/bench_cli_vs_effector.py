@@ -8,41 +8,47 @@ normal data (rho = 0.5) in a float32 Parquet file, one thread everywhere
 all three alike; each reports the median and the min-max over the rounds.
 
 - bare: in this process, the rows already a tensor, one forward+backward per
-  8192 rows (ale's default batch), gradient copied out to numpy.
+  8192 rows (ale's default batch), gradient copied out to numpy, the graph
+  executor's optimisation off as ale runs TorchScript (same per-batch speed).
 - effector: ``effector.RHALE(X, model, model_jac, nof_instances="all")``,
-  ``fit("all", binning_method="dp")``, in a child process of a separate venv
-  (``EFFECTOR_PYTHON``, default /tmp/effector-venv/bin/python); timed inside
-  it from the data in memory to the fitted RHALE (Jacobian + DP). Skipped with a
-  message when that interpreter cannot import effector. (Install:
-  ``python -m venv /tmp/effector-venv && /tmp/effector-venv/bin/pip install
-  effector`` -- it is not a dependency of ale.)
+  ``fit("all", binning_method="dp")``, in a child process of a venv of its own
+  (``EFFECTOR_VENV``, default /tmp/effector-venv; made on first use with pip:
+  ``effector==0.6.0`` and ``tqdm==4.70.1`` without dependencies, numpy, scipy,
+  matplotlib and torch taken from this environment by a ``.pth`` file; or give
+  ``EFFECTOR_PYTHON``); timed inside it from the data in memory to the fitted
+  RHALE (Jacobian + DP). Skipped with a message when it cannot be had.
 - CLI: ``ale compute MODEL DATA -o S --force`` then ``ale rhale S -o R``, wall
-  time of both processes (start-up, imports and exit included).
+  time of both processes (start-up, imports and exit included), ``ALE_THREADS=1``.
+
+Each row gives the median, min-max and the spread (max - min) / median over the
+rounds: the noise of the shared machine.
 
 Fixed costs (N = 1e5): python start-up (``python -c pass``), the imports of
 ``ale_cli.cli``, of torch, of pyarrow.parquet (each a fresh process, minus the
-start-up), the command's own time (``seconds`` of ``--json``) and what is left
-of the wall time (typer, exit).
+start-up), ``ale --version``, the command's own time (``seconds`` of ``--json``)
+with the steps its store records (``import_torch_s``: torch imported inside ale,
+cheaper than in a fresh process), what is left of the wall time (start-up, CLI,
+typer, exit), and wall - torch import - local effects: the fixed costs.
 
 Usage: python bench/bench_cli_vs_effector.py [--rows 1e5,1e6] [--rounds 3]
 
-Measured 2026-11-23 on the shared 2-core VM, 3 interleaved rounds, median (min-max);
-effector 0.6.0 in /tmp/effector-venv:
+Measured 2026-11-23 (one run, 3 interleaved rounds, median (min-max, spread)),
+shared 2-core VM, load average 1.1 at 1e5 and 2.5 at 1e6; effector 0.6.0:
 
-============  ===============  =================  =======================
-N             bare fwd+bwd     effector RHALE     ale compute + ale rhale
-============  ===============  =================  =======================
-1e5 (load 2.5) 0.58 (0.52-0.66) 1.39 (1.38-1.44)  2.50 (2.50-2.73): 4.3x bare
-1e6 (load 0.6) 5.50 (5.14-5.89) 13.87 (13.6-14.5) 7.00 (6.92-7.02): 1.27x bare,
-                                                   0.50x effector
-============  ===============  =================  =======================
+====  ==================  ===================  ========================================
+N     bare fwd+bwd        effector RHALE       ale compute + ale rhale
+====  ==================  ===================  ========================================
+1e5   0.50 (0.49-0.68)    1.43 (1.41-1.51)     2.38 (2.27-2.39): 4.8x bare, 1.66x effector
+1e6   6.22 (5.21-6.67)    16.49 (14.9-17.6)    9.57 (9.17-10.16): 1.54x bare, 0.58x
+                                               effector (per round 1.43-1.76x bare)
+====  ==================  ===================  ========================================
 
-Fixed costs of ale compute at N = 1e5 (load 2.5): wall 2.22 s (2.17-2.30) = python
-start-up 0.02 + import ale_cli.cli 0.13 + the command 1.95 (of which import torch
-1.42 and the local effects about the bare pass, 0.6) + typer/exit 0.11; everything
-but the torch import: 0.84 s (0.77-0.88), of it about 0.25 s that is neither torch
-nor the model's own pass. A second run of the same rounds under load 4-5 gave
-ratios up to 1.4x at 1e6: the noise of this machine is of that order.
+Fixed costs of ale compute at N = 1e5 (spread 2-11 %): wall 1.98 s = python start-up
+0.02 + CLI import, parsing and exit 0.19 + torch imported inside ale 1.02 (1.46 in a
+fresh process) + local effects 0.52 + reading 0.08 + model load and checks 0.07 +
+hashing, screening and writing 0.07. Wall - ale's torch import - local effects:
+0.43 s (0.40-0.45); wall - a fresh process's torch import: 0.52 s. The same rounds
+under load 3-7 gave 1.5-2.3x bare at 1e6: the noise of this machine is that large.
 """
 
 from __future__ import annotations
@@ -61,15 +67,21 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's ale_cli (the store's timings)
 D = 32
 BATCH = 8192
 ENV = {
     **os.environ,
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
+    "ALE_THREADS": "1",  # one worker thread in ale's estimators too
     "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
 }
-EFFECTOR_PYTHON = os.environ.get("EFFECTOR_PYTHON", "/tmp/effector-venv/bin/python")
+# effector is not a dependency of ale: it lives in a venv of its own (made on first use),
+# pinned, with numpy/torch/scipy/matplotlib taken from this environment (a .pth file)
+EFFECTOR_VENV = Path(os.environ.get("EFFECTOR_VENV", "/tmp/effector-venv"))
+EFFECTOR_PINS = ("effector==0.6.0", "tqdm==4.70.1")
+EFFECTOR_PYTHON = os.environ.get("EFFECTOR_PYTHON", str(EFFECTOR_VENV / "bin" / "python"))
 
 EFFECTOR_SCRIPT = r"""
 import sys, time, json
@@ -125,7 +137,9 @@ def make_inputs(folder: Path, n: int) -> tuple[Path, Path]:
 
 
 def bare_pass(model_path: Path, data: Path) -> float:
-    """One forward+backward pass over the rows in memory, in this process."""
+    """One forward+backward pass over the rows in memory, in this process (the graph
+    executor's optimisation off, as ale runs TorchScript: the same per-batch speed, no
+    profiling runs)."""
     import pyarrow.parquet as pq
     import torch
 
@@ -137,11 +151,46 @@ def bare_pass(model_path: Path, data: Path) -> float:
     x = torch.from_numpy(X)
     grads = np.empty(X.shape, dtype=np.float64)
     t0 = time.perf_counter()
-    for s in range(0, len(X), BATCH):
-        xb = x[s : s + BATCH].clone().requires_grad_(True)
-        (g,) = torch.autograd.grad(model(xb).sum(), xb)
-        grads[s : s + BATCH] = g.numpy()
+    with torch.jit.optimized_execution(False):
+        for s in range(0, len(X), BATCH):
+            xb = x[s : s + BATCH].clone().requires_grad_(True)
+            (g,) = torch.autograd.grad(model(xb).sum(), xb)
+            grads[s : s + BATCH] = g.numpy()
     return time.perf_counter() - t0
+
+
+def ensure_effector() -> bool:
+    """True when ``EFFECTOR_PYTHON`` imports effector; else make the venv (pip, pinned,
+    ``--no-deps``: its dependencies are numpy, scipy, matplotlib and tqdm, the first
+    three taken from this interpreter's site-packages) and try again."""
+
+    def importable() -> bool:
+        try:
+            probe = [EFFECTOR_PYTHON, "-c", "import effector, torch, pyarrow"]
+            return subprocess.run(probe, capture_output=True, timeout=300).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    if importable() or "EFFECTOR_PYTHON" in os.environ:
+        return importable()
+    import sysconfig
+
+    print(f"making {EFFECTOR_VENV} with {', '.join(EFFECTOR_PINS)}", flush=True)
+    venv_python = str(EFFECTOR_VENV / "bin" / "python")
+    try:
+        base = getattr(sys, "_base_executable", sys.executable)
+        subprocess.run([base, "-m", "venv", str(EFFECTOR_VENV)], check=True)
+        pip = [venv_python, "-m", "pip", "install", "--quiet", "--no-deps"]
+        subprocess.run([*pip, *EFFECTOR_PINS], check=True)
+        where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+        site = subprocess.run(
+            [venv_python, "-c", where], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        Path(site, "ale-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"effector: cannot make its venv ({exc})", file=sys.stderr)
+        return False
+    return importable()
 
 
 def effector_run(model: Path, data: Path) -> float | None:
@@ -160,8 +209,11 @@ def effector_run(model: Path, data: Path) -> float | None:
     return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
 
 
-def cli_run(model: Path, data: Path, folder: Path) -> tuple[float, float, dict]:  # type: ignore[type-arg]
-    """Wall time of ``ale compute`` + ``ale rhale``; also compute's wall and its --json."""
+def cli_run(model: Path, data: Path, folder: Path) -> tuple[float, float, dict, dict]:  # type: ignore[type-arg]
+    """Wall time of ``ale compute`` + ``ale rhale``; compute's wall, its --json and the
+    timings its store records."""
+    from ale_cli.adapters.store import read_meta
+
     store, summary = folder / "s.npz", folder / "r.json"
     ale = [sys.executable, "-m", "ale_cli"]
     t0 = time.perf_counter()
@@ -180,38 +232,57 @@ def cli_run(model: Path, data: Path, folder: Path) -> tuple[float, float, dict]:
         check=True,
     )
     t2 = time.perf_counter()
-    return t2 - t0, t1 - t0, json.loads(out.stdout)
+    return t2 - t0, t1 - t0, json.loads(out.stdout), read_meta(store)["timings"]
 
 
-def process_time(code: str) -> float:
+def process_time(args: list[str]) -> float:
+    """Wall time of a fresh ``python ARGS`` process."""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], env=ENV, check=True)
+    subprocess.run([sys.executable, *args], env=ENV, check=True, capture_output=True)
     return time.perf_counter() - t0
 
 
 def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):6.2f} s ({min(values):.2f}-{max(values):.2f})"
+    """Median (min-max) and the spread as a share of the median."""
+    m = statistics.median(values)
+    noise = (max(values) - min(values)) / m if m else 0.0
+    return f"{m:6.2f} s ({min(values):.2f}-{max(values):.2f}, spread {noise:4.0%})"
 
 
 def fixed_costs(model: Path, data: Path, folder: Path, rounds: int) -> None:
+    """The parts of ``ale compute``'s wall time at this N, each process fresh."""
     parts: dict[str, list[float]] = {}
+
+    def add(label: str, value: float) -> None:
+        parts.setdefault(label, []).append(value)
+
     for _ in range(rounds):
-        start = process_time("pass")
-        parts.setdefault("start-up (python -c pass)", []).append(start)
-        for label, code in (
-            ("import ale_cli.cli", "import ale_cli.cli"),
-            ("import torch", "import torch"),
-            ("import pyarrow.parquet", "import numpy, pyarrow.parquet"),
-        ):
-            parts.setdefault(label, []).append(process_time(code) - start)
-        _, wall, result = cli_run(model, data, folder)
-        parts.setdefault("ale compute wall", []).append(wall)
-        parts.setdefault("  its command time (--json seconds)", []).append(result["seconds"])
-        parts.setdefault("  wall - command - start-up - CLI import (typer, exit)", []).append(
-            wall - result["seconds"] - start - parts["import ale_cli.cli"][-1]
+        start = process_time(["-c", "pass"])
+        add("python start-up (python -c pass)", start)
+        cli = process_time(["-c", "import ale_cli.cli"]) - start
+        add("import ale_cli.cli (typer, the commands)", cli)
+        torch_import = process_time(["-c", "import torch"]) - start
+        add("import torch", torch_import)
+        add("import pyarrow.parquet", process_time(["-c", "import pyarrow.parquet"]) - start)
+        add(
+            "ale --version (start-up, CLI import, exit)",
+            process_time(["-m", "ale_cli", "--version"]),
         )
-        parts.setdefault("  wall - torch import", []).append(wall - parts["import torch"][-1])
-    print(f"fixed costs of ale compute at N = {len(_rows(data))}: median (min-max) of {rounds}")
+        _, wall, result, timings = cli_run(model, data, folder)
+        add("ale compute wall", wall)
+        add("  in the command (--json seconds)", result["seconds"])
+        for key in ("import_torch_s", "load_data_s", "load_model_s", "local_effects_s"):
+            if key in timings:
+                add(f"    {key} (store meta timings)", timings[key])
+        add("  outside the command (start-up, CLI, typer, exit)", wall - result["seconds"])
+        # torch imported inside ale (after numpy, pyarrow) is cheaper than in a fresh process
+        inside = timings.get("import_torch_s", torch_import)
+        add("  wall - torch import (ale's own)", wall - inside)
+        add(
+            "  wall - torch import - local effects (the fixed costs)",
+            wall - inside - timings.get("local_effects_s", 0.0),
+        )
+    print(f"fixed costs of ale compute at N = {len(_rows(data)):,}: median (min-max) of {rounds}")
     for label, values in parts.items():
         print(f"  {label:58s} {spread(values)}")
 
@@ -230,18 +301,24 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(args.folder or tempfile.mkdtemp(prefix="ale-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
+    have_effector = ensure_effector()
+    if not have_effector:
+        print("effector: not importable, its column is skipped", file=sys.stderr)
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for n in [int(float(r)) for r in args.rows.split(",")]:
         model, data = make_inputs(folder, n)
         bare, eff, cli = [], [], []
-        for _ in range(args.rounds):
+        for _ in range(args.rounds):  # interleaved: the machine's load hits all three alike
             bare.append(bare_pass(model, data))
-            e = effector_run(model, data)
+            e = effector_run(model, data) if have_effector else None
             if e is not None:
                 eff.append(e)
             cli.append(cli_run(model, data, folder)[0])
         b = statistics.median(bare)
-        print(f"N = {n:,}, D = {D}, one thread, {args.rounds} interleaved rounds")
+        print(
+            f"N = {n:,}, D = {D}, one thread, {args.rounds} interleaved rounds "
+            f"(load average now {os.getloadavg()[0]:.1f})"
+        )
         print(f"  bare forward+backward       {spread(bare)}")
         if eff:
             e = statistics.median(eff)
@@ -253,6 +330,8 @@ def main() -> None:
         if eff:
             line += f", {c / statistics.median(eff):.2f}x effector"
         print(line, flush=True)
+        ratios = [ci / bi for ci, bi in zip(cli, bare, strict=True)]
+        print(f"  per-round ratio CLI / bare: {', '.join(f'{r:.2f}' for r in ratios)}")
         if n == 100_000:
             fixed_costs(model, data, folder, args.rounds)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")

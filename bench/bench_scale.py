@@ -19,16 +19,24 @@ summaries of both engines are compared (largest difference of the effects).
 Usage: python bench/bench_scale.py [--rows 1e7] [--folder DIR] [--keep]
        [--engines local,dask]
 
-Measured 2026-11-23 on the shared 2-core VM (load average 1.1-1.4), store 2.60 GB
-(X, local effects and predictions float32), local engine:
+Measured 2026-11-23 (one run, load average 3.0 at the start, 2.6 at the end), store
+2.60 GB (X, local effects and predictions float32):
 
-=========================================  ========  ==============
-step                                       wall      peak RSS
-=========================================  ========  ==============
-ale compute (local engine, 65536-row chunks)  12.3 s    613 MB
-ale rhale                                    4.7 s     300 MB
-ale rebin --bins 20 --binning quantile      13.6 s     332 MB
-=========================================  ========  ==============
+======================================================  ========  ==========
+step                                                    wall      peak RSS
+======================================================  ========  ==========
+ale compute (local engine, 65536-row chunks)             15.6 s    624 MB
+ale rhale                                                 5.0 s    388 MB
+ale rebin --bins 20 --binning quantile                    6.2 s    372 MB
+ale rhale (second run)                                    4.6 s    388 MB
+ale rhale, ALE_THREADS=1                                  4.7 s    344 MB
+ale rebin --bins 20 --binning quantile, ALE_THREADS=1     7.3 s    366 MB
+======================================================  ========  ==========
+
+Under load 5-7 the same steps took 48 s, 6-10 s and 12-16 s. The rebin against the
+three-pass version before it, same store, one after the other at load 1.1: 15.3 s wall,
+17.2 s CPU (user + sys) before; 5.9 s wall, 9.6 s CPU after (edges and counts equal,
+effects and std within 3e-13 relative).
 
 Both engines, two runs on 2026-11-23 on the same VM under load average 5 to 10 (other
 test suites running: every wall time is 2-4x the quiet one above, and the two Dask
@@ -137,7 +145,7 @@ def _hwm_mb(pid: int) -> float | None:
     return None
 
 
-def run_measured(args: list[str]) -> tuple[float, float, str]:
+def run_measured(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MB) of that one process and its stdout.
 
     The peak is VmHWM read from /proc every 20 ms while the process lives (the
@@ -148,7 +156,10 @@ def run_measured(args: list[str]) -> tuple[float, float, str]:
     peak = 0.0
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ale_cli", *args], env=ENV, stdout=out, stderr=err
+            [sys.executable, "-m", "ale_cli", *args],
+            env={**ENV, **(env or {})},
+            stdout=out,
+            stderr=err,
         )
         while proc.poll() is None:
             hwm = _hwm_mb(proc.pid)
@@ -348,8 +359,13 @@ def main() -> None:
     parts = folder / "store.parts"
     if "local" in engines:
         print("local engine:", flush=True)
-        for label, cli in steps_for(model, data, store, folder, "local"):
-            wall, rss, out = run_measured(cli)
+        steps = steps_for(model, data, store, folder, "local")
+        # the estimators work on chunks in threads (ALE_THREADS, default: the CPUs): once
+        # more with one worker thread
+        steps += [(f"{label} [ALE_THREADS=1]", cli) for label, cli in steps[1:3]]
+        for label, cli in steps:
+            one = {"ALE_THREADS": "1"} if "ALE_THREADS=1" in label else None
+            wall, rss, out = run_measured(cli, one)
             print(f"  {label:45s} wall {wall:8.2f} s   peak RSS {rss:7.0f} MB", flush=True)
             if cli[0] == "compute":
                 result = json.loads(out)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -127,3 +129,42 @@ def test_npz_without_meta_or_newer_schema(tmp_path: Path):
     np.savez(tmp_path / "b.npz", meta=np.array('{"schema_version": 99}'))
     with pytest.raises(InputError, match="has schema_version 99; this ale reads up to 3"):
         read_meta(tmp_path / "b.npz")
+
+
+def test_a_store_checked_once_is_not_read_again_until_it_changes(tmp_path: Path, monkeypatch):
+    """``read_meta`` checks every byte of a store once per process; an unchanged file is
+    not read again (``ale compute`` asks twice), a changed one is, and its damage found."""
+    from ale_cli.adapters.store import StoreWriter
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    path = tmp_path / "s.npz"
+    with StoreWriter(path) as w:
+        for a in (0, 200):
+            rows = slice(a, a + 200)
+            w.add({"X": X[rows], "local_effects": X[rows], "prediction": X[rows, 0]})
+        w.finish(
+            feature_names=("a", "b", "c"),
+            input_names=("a", "b", "c"),
+            meta={"schema_version": 3, "n_rows": 400},
+        )
+    monkeypatch.setattr(store_mod, "SETTLED_SECONDS", 0.0)  # (utime cannot age the ctime)
+    checks = []
+    real = store_mod.validate_npz
+    monkeypatch.setattr(
+        store_mod, "validate_npz", lambda *a, **k: checks.append(1) or real(*a, **k)
+    )
+    first = read_meta(path)
+    first["n_rows"] = -1  # the caller's copy
+    assert read_meta(path)["n_rows"] == 400 and len(checks) == 1
+    data = bytearray(path.read_bytes())
+    data[data.index(X[250].tobytes())] ^= 0xFF  # inside the second chunk's X
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(time.time_ns() - 5 * 10**9,) * 2)  # a different mtime, settled
+    with pytest.raises(InputError):
+        read_meta(path)
+    assert len(checks) == 2
+    monkeypatch.setattr(store_mod, "SETTLED_SECONDS", 60.0)  # changed too recently: read
+    with pytest.raises(InputError):
+        read_meta(path)
+    assert len(checks) == 3

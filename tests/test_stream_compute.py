@@ -363,3 +363,41 @@ def test_store_writer_failures_leave_the_older_store(tmp_path: Path):
             raise KeyError("boom")
     assert path.read_bytes() == b"older"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.npz"]
+
+
+@pytest.mark.parametrize(
+    "kind", ["float32", "float64", "int8", "uint16", "int64", "bool", "float64-nulls"]
+)
+def test_arrow_values_equal_to_numpy(kind: str):
+    """Numeric Arrow columns without nulls are viewed in their buffer (also when sliced,
+    with an offset); the values are those of ``to_numpy``."""
+    import pyarrow as pa
+
+    from ale_cli.adapters.stream import _arrow_values
+
+    rng = np.random.default_rng(1)
+    if kind == "bool":
+        full = pa.array(rng.random(50) < 0.5)
+    elif kind == "float64-nulls":
+        full = pa.array([None if i % 7 == 0 else float(i) for i in range(50)])
+    else:
+        full = pa.array((rng.normal(size=50) * 50).astype(kind))
+    for column in (full, full.slice(13, 20)):
+        expected = column.to_numpy(zero_copy_only=False)
+        np.testing.assert_array_equal(_arrow_values(column), expected)
+
+
+def test_streaming_compute_of_numeric_parquet_does_not_import_pandas(model32, tmp_path: Path):
+    data = _parquet(_frame(120, "float32").drop(columns="y"), tmp_path / "d.parquet")
+    code = (
+        "import sys\nfrom pathlib import Path\n"
+        "from ale_cli.compute import ComputeRequest, compute\n"
+        "from ale_cli.inputs import ModelInputs\n"
+        f"inputs = ModelInputs(model=Path({str(model32)!r}), data=Path({str(data)!r}))\n"
+        f"out = Path({str(tmp_path / 's.npz')!r})\n"
+        "compute(ComputeRequest(inputs=inputs, out=out, chunk_rows=50))\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"

@@ -1,0 +1,106 @@
+"""Overlapping work on chunks with threads: reading ahead, and mapping chunks in order.
+
+numpy's array operations, ``np.bincount``, file reads, hashing and torch all release
+the GIL, so a chunk can be read while the previous one is worked on, and two chunks
+can be worked on at once on two cores. Results always come back in the order of the
+chunks, so merging them gives the same numbers as one thread does.
+
+``ALE_THREADS`` sets how many worker threads :func:`ordered_map` uses (default: the
+CPUs this process may run on, at most 4); 1 still reads the next chunk while the
+current one is worked on.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: at most this many worker threads by default
+MAX_THREADS = 4
+
+
+def thread_count() -> int:
+    """Worker threads for :func:`ordered_map`: ``ALE_THREADS`` if set (at least 1), else
+    the CPUs this process may use, at most :data:`MAX_THREADS`."""
+    given = os.environ.get("ALE_THREADS", "").strip()
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_THREADS))
+
+
+def prefetched(chunks: Iterator[T]) -> Iterator[T]:
+    """The items of ``chunks``, the next one read by a helper thread while the caller works
+    on the current one: at most two items in memory. An error of the reader is raised
+    here, in order; closing the generator stops the reader.
+
+    >>> list(prefetched(iter([1, 2, 3])))
+    [1, 2, 3]
+    """
+    items: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for item in chunks:
+                while not stop.is_set():
+                    try:
+                        items.put(("item", item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            items.put(("end", None))
+        except BaseException as exc:  # handed to the caller, raised there
+            items.put(("error", exc))
+
+    thread = threading.Thread(target=read, name="ale-read", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = items.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+
+
+def ordered_map(
+    fn: Callable[[T], R], items: Iterable[T], *, threads: int | None = None
+) -> Iterator[R]:
+    """``map(fn, items)`` with ``fn`` run by worker threads, results in the order of
+    ``items``; at most ``threads + 1`` items are taken ahead of the one yielded, so memory
+    stays a few chunks. The first error (of ``fn`` or of the iteration) is raised here.
+
+    >>> list(ordered_map(lambda x: x * x, range(5), threads=2))
+    [0, 1, 4, 9, 16]
+    """
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    n = thread_count() if threads is None else max(1, threads)
+    pending: deque[Future[R]] = deque()
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="ale-chunk") as pool:
+        try:
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                while len(pending) > n:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
