@@ -590,6 +590,19 @@ def interact(
             result = interact_streamed(request, fixed, streamed, progress=progress, started=t0)
             return replace(result, notes=(*unused, *result.notes))
     notes: list[str] = [*unused, *([reason] if reason else [])]
+    return _whole_table(request, fixed, notes, progress=progress, started=t0)
+
+
+def _whole_table(
+    request: InteractRequest,
+    fixed: FixedBins,
+    notes: list[str],
+    *,
+    progress: Callable[[int, str], ProgressFn] | None,
+    started: float,
+) -> EstimateResult:
+    """``ale interact`` on rows held in memory (a matching store's, else the whole table's),
+    after the ``notes`` so far; ``started``: when the run began (``perf_counter``)."""
     timings: dict[str, float] = {}
     inputs, cols = _rows(request, notes, timings)
     fixed.check_rows(len(inputs.X), f"data '{request.inputs.data_label}'")
@@ -607,7 +620,7 @@ def interact(
     if estimator == "ale":
         timings["model_evaluations_s"] = t_eval
     t_end = time.perf_counter()
-    timings |= {"load_s": t_load - t0, "estimate_s": t_end - t_load}
+    timings |= {"load_s": t_load - started, "estimate_s": t_end - t_load}
     cached = [list(p) for p in request.pairs if p in inputs.cached] if estimator == "dale" else []
     params: dict[str, Any] = {
         "pairs": [list(p) for p in request.pairs],
@@ -634,7 +647,7 @@ def interact(
     )
     return EstimateResult(
         summary=summary,
-        seconds=time.perf_counter() - t0,
+        seconds=time.perf_counter() - started,
         timings=timings,
         notes=(*notes, *run_notes(interactions)),
     )

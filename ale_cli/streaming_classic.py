@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ from ale_cli.core.binstats import CellStats
 from ale_cli.core.outofcore import chunked_quantile_edges
 from ale_cli.errors import ModelFailed
 from ale_cli.models.base import ProgressFn
-from ale_cli.models.checks import row_list, screen_rows
+from ale_cli.models.checks import Screened, row_list, screen_rows
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.results import (
     EstimateResult,
@@ -52,7 +53,8 @@ from ale_cli.results import (
 from ale_cli.streaming_inputs import Streamed
 
 if TYPE_CHECKING:
-    from ale_cli.classic import ClassicRequest
+    from ale_cli.classic import BinnedFeature, ClassicRequest
+    from ale_cli.inputs import ModelInputs
 
 
 def edges_of(
@@ -88,56 +90,79 @@ def dropped_note(path: object, rows: np.ndarray) -> str:
     return f"dropped {count} where model '{path}' gave NaN or infinite values ({row_list(rows)})"
 
 
-def classic_streamed(
-    request: ClassicRequest,
-    fixed: FixedBins,
-    streamed: Streamed,
-    *,
-    progress: Callable[[int], ProgressFn] | None = None,
-    started: float | None = None,
-) -> EstimateResult:
-    """``ale classic`` on ``streamed`` data (see the module docstring); the summary is the
-    in-memory path's (:func:`ale_cli.classic.classic`). ``started``: when the run began
-    (``perf_counter``), for the result's seconds."""
-    from ale_cli.classic import (
-        METHOD,
-        BinnedFeature,
-        discrete_param,
-        inside_differences,
-        limit_differences,
-        with_nonfinite,
-        without_rows,
+@dataclass(frozen=True)
+class _Passed:
+    """What the pass over the chunks gives: per estimable feature (by position among the
+    features) its merged cells of the differences ``D_i`` and its rows outside the edges;
+    the rows dropped (numbers in the whole table), the rows kept and the distribution of
+    their predictions."""
+
+    cells: dict[int, CellStats]
+    outside: dict[int, int]
+    dropped: np.ndarray
+    kept: int
+    distribution: dict[str, Any] | None
+
+
+def _feature_edges(
+    fixed: FixedBins, streamed: Streamed, chosen: list[str], skip: dict[str, str]
+) -> dict[int, np.ndarray]:
+    """The edges of every feature not in ``skip``, by its position in ``chosen``."""
+    cols = list(streamed.columns)
+    todo = [j for j, name in enumerate(chosen) if name not in skip]
+    found = edges_of(
+        streamed,
+        [cols[j] for j in todo],
+        [chosen[j] for j in todo],
+        bins=fixed.bins,
+        binning=fixed.binning,
+        given=fixed.edges,
+    )
+    return dict(zip(todo, found, strict=True))
+
+
+def _screened(
+    inputs: ModelInputs,
+    n_rows: int,
+    prediction: np.ndarray,
+    feats: list[BinnedFeature],
+    diffs: np.ndarray,
+    offset: int,
+) -> Screened:
+    """The chunk's ``n_rows`` rows screened for non-finite predictions or evaluations at
+    the bin limits (:func:`~ale_cli.models.checks.screen_rows`, numbered from ``offset``)."""
+    from ale_cli.classic import inside_differences
+
+    checks = [("predictions", prediction, 0)]
+    if feats:
+        checks.append(("evaluations at the bin limits", inside_differences(feats, diffs), 1))
+    return screen_rows(
+        inputs.model,
+        n_rows,
+        checks,
+        drop=inputs.drop_nonfinite,
+        offset=offset,
+        allow_empty=True,
     )
 
-    t0 = time.perf_counter()
-    started = t0 if started is None else started
-    inputs, scan, model = request.inputs, streamed.scan, streamed.model
-    label = inputs.data_label
-    fixed.check_features(inputs.features, scan.names, f"the data '{label}'")
-    fixed.check_rows(scan.n_rows, f"data '{label}'")
-    chosen, cols = list(streamed.features), list(streamed.columns)
-    lo, hi = scan.lo[cols], scan.hi[cols]
-    skip = skip_reasons(chosen, lo, hi, (), fixed.edges)
-    todo = [j for j, name in enumerate(chosen) if name not in skip]
-    edges = dict(
-        zip(
-            todo,
-            edges_of(
-                streamed,
-                [cols[j] for j in todo],
-                [chosen[j] for j in todo],
-                bins=fixed.bins,
-                binning=fixed.binning,
-                given=fixed.edges,
-            ),
-            strict=True,
-        )
-    )
+
+def _difference_cells(
+    inputs: ModelInputs,
+    streamed: Streamed,
+    edges: dict[int, np.ndarray],
+    progress: Callable[[int], ProgressFn] | None,
+) -> _Passed:
+    """One pass over the chunks: the cells of the differences of every feature of ``edges``
+    merged without the rows screened out, and the distribution of the kept predictions."""
+    from ale_cli.classic import BinnedFeature, limit_differences, without_rows
+
+    model, cols = streamed.model, list(streamed.columns)
+    todo = list(edges)  # the estimable features, in order
     cells = {j: CellStats.from_values(np.empty(0), np.empty(0), n_cells=edges[j].size - 1)
              for j in todo}  # fmt: skip
     outside = dict.fromkeys(todo, 0)
     eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
-    bar = progress(scan.n_rows * len(todo)) if progress is not None else None
+    bar = progress(streamed.scan.n_rows * len(todo)) if progress is not None else None
     dropped: list[np.ndarray] = []
     offset = 0
     with PredictionSpool(streamed.passes.chunk_rows) as spool:
@@ -147,19 +172,7 @@ def classic_streamed(
             diffs = np.empty(Xs.shape, dtype=np.float64)
             limit_differences(model.predict, X, Xs, feats, diffs, eval_rows=eval_rows, progress=bar)
             prediction = model.predict(X)
-            checks = [("predictions", prediction, 0)]
-            if feats:
-                checks.append(
-                    ("evaluations at the bin limits", inside_differences(feats, diffs), 1)
-                )
-            found = screen_rows(
-                inputs.model,
-                len(X),
-                checks,
-                drop=inputs.drop_nonfinite,
-                offset=offset,
-                allow_empty=True,
-            )
+            found = _screened(inputs, len(X), prediction, feats, diffs, offset)
             if len(found.dropped):
                 dropped.append(found.dropped + offset)
             for t in feats:
@@ -173,7 +186,58 @@ def classic_streamed(
         kept = spool.n
         distribution = spool.distribution()
     rows_out = np.concatenate(dropped) if dropped else np.empty(0, dtype=np.intp)
-    if kept == 0:
+    return _Passed(cells, outside, rows_out, kept, distribution)
+
+
+def _summary(
+    request: ClassicRequest,
+    fixed: FixedBins,
+    streamed: Streamed,
+    features: list[FeatureSummary],
+    passed: _Passed,
+) -> Summary:
+    """The run's summary, its prediction statistics from the spooled distribution."""
+    from ale_cli.classic import METHOD, discrete_param, with_nonfinite
+
+    inputs = request.inputs
+    return with_statistics(
+        Summary(
+            estimator="ale",
+            params=fixed.params(request.center, inputs.features)
+            | request.bootstrap.params()
+            | discrete_param(request.discrete),
+            store=with_nonfinite(streamed.source(inputs, method=METHOD), len(passed.dropped)),
+            n_rows=passed.kept,
+            features=tuple(features),
+            created=utc_now(),
+            prediction=passed.distribution,
+        ),
+        None,
+    )
+
+
+def classic_streamed(
+    request: ClassicRequest,
+    fixed: FixedBins,
+    streamed: Streamed,
+    *,
+    progress: Callable[[int], ProgressFn] | None = None,
+    started: float | None = None,
+) -> EstimateResult:
+    """``ale classic`` on ``streamed`` data (see the module docstring); the summary is the
+    in-memory path's (:func:`ale_cli.classic.classic`). ``started``: when the run began
+    (``perf_counter``), for the result's seconds."""
+    t0 = time.perf_counter()
+    started = t0 if started is None else started
+    inputs, scan = request.inputs, streamed.scan
+    label = inputs.data_label
+    fixed.check_features(inputs.features, scan.names, f"the data '{label}'")
+    fixed.check_rows(scan.n_rows, f"data '{label}'")
+    chosen, cols = list(streamed.features), list(streamed.columns)
+    skip = skip_reasons(chosen, scan.lo[cols], scan.hi[cols], (), fixed.edges)
+    edges = _feature_edges(fixed, streamed, chosen, skip)
+    passed = _difference_cells(inputs, streamed, edges, progress)
+    if passed.kept == 0:
         raise ModelFailed(
             f"model '{inputs.model}' gave NaN or infinite values on every row: "
             "nothing is left to explain"
@@ -182,28 +246,16 @@ def classic_streamed(
         summary_from_cells(
             name,
             edges[j],
-            cells[j].divided_by(np.diff(edges[j])),
-            n_outside=outside[j],
+            passed.cells[j].divided_by(np.diff(edges[j])),
+            n_outside=passed.outside[j],
             center=request.center,
         )
         if j in edges
         else not_estimable(name, skip[name])
         for j, name in enumerate(chosen)
     ]
-    summary = with_statistics(
-        Summary(
-            estimator="ale",
-            params=fixed.params(request.center, inputs.features)
-            | request.bootstrap.params()
-            | discrete_param(request.discrete),
-            store=with_nonfinite(streamed.source(inputs, method=METHOD), len(rows_out)),
-            n_rows=kept,
-            features=tuple(features),
-            created=utc_now(),
-            prediction=distribution,
-        ),
-        None,
-    )
+    summary = _summary(request, fixed, streamed, features, passed)
+    rows_out = passed.dropped
     notes = (
         *streamed.notes,
         *((dropped_note(inputs.model, rows_out),) if len(rows_out) else ()),

@@ -35,7 +35,7 @@ from ale_cli.core.binning import assign
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.second_order import pair_cells, second_order_from_cells
 from ale_cli.errors import InputError, ModelFailed
-from ale_cli.models.base import ProgressFn
+from ale_cli.models.base import Model, ProgressFn
 from ale_cli.pairs import Pair, pair_columns
 from ale_cli.results import (
     CATEGORICAL_REASON,
@@ -49,6 +49,7 @@ from ale_cli.streaming_inputs import Streamed
 
 if TYPE_CHECKING:
     from ale_cli.interact import InteractRequest
+    from ale_cli.models.mixed import MixedFn
 
 
 def _grid_edges(
@@ -216,37 +217,61 @@ class Located:
     ib: np.ndarray
 
 
-def interact_streamed(
-    request: InteractRequest,
-    fixed: FixedBins,
-    streamed: Streamed,
-    *,
-    progress: Callable[[int, str], ProgressFn] | None = None,
-    started: float | None = None,
-) -> EstimateResult:
-    """``ale interact`` on ``streamed`` data (see the module docstring); the summary is
-    the in-memory path's (:func:`ale_cli.interact.interact`). ``started``: when the run
-    began (``perf_counter``), for the result's seconds."""
-    from ale_cli.interact import screen_pairs, second_differences
-    from ale_cli.models.mixed import require_mixed_derivatives
+@dataclass(frozen=True)
+class _Passed:
+    """What the pass over the chunks gives besides the pairs' cells: the rows dropped
+    (numbers in the whole table), the rows kept, the distribution of their predictions and
+    the seconds spent on the per-row values."""
 
-    t0 = time.perf_counter()
-    started = t0 if started is None else started
-    inputs, scan, model = request.inputs, streamed.scan, streamed.model
-    label = inputs.data_label
-    cols = pair_columns(request.pairs, scan.names, param="pairs", where=f"data '{label}'")
-    fixed.check_rows(scan.n_rows, f"data '{label}'")
-    estimator = request.estimator or ("dale" if model.method == "autodiff" else "ale")
-    mixed = None
-    if estimator == "dale":
-        mixed = require_mixed_derivatives(
-            model, inputs.model, param="estimator", value="dale", hint="use {param} ale"
+    dropped: np.ndarray
+    kept: int
+    distribution: dict[str, Any] | None
+    model_s: float
+
+
+def _pair_values(
+    model: Model,
+    mixed: MixedFn | None,
+    X: np.ndarray,
+    acc: PairCells,
+    located: list[Located],
+    bar: ProgressFn | None,
+) -> list[np.ndarray]:
+    """Per estimable pair, the values of its located rows of the chunk X: the mixed
+    derivatives (with ``mixed``), else the second differences at the cell corners."""
+    from ale_cli.interact import second_differences
+
+    todo, cols, grids = acc.todo, acc.cols, acc.grids
+    if not todo:
+        return []
+    if mixed is not None:
+        mixed_values = mixed(X, [cols[p] for p in todo], progress=bar)
+        return [mixed_values[i][at.rows] for i, at in enumerate(located)]
+    return [
+        second_differences(
+            model.predict, X[at.rows], cols[p], grids[p][0], grids[p][1], at.ia, at.ib,
+            progress=bar,
         )
-    grids, reasons = _grid_edges(request, fixed, streamed, cols)
-    acc = PairCells(grids, cols)
-    todo = acc.todo
+        for p, at in zip(todo, located, strict=True)
+    ]  # fmt: skip
+
+
+def _accumulate(
+    request: InteractRequest,
+    streamed: Streamed,
+    acc: PairCells,
+    estimator: str,
+    mixed: MixedFn | None,
+    progress: Callable[[int, str], ProgressFn] | None,
+) -> _Passed:
+    """One pass over the chunks merging every pair's values of the rows kept into ``acc``
+    (:func:`ale_cli.interact.screen_pairs` screens them), and what else it gives."""
+    from ale_cli.interact import screen_pairs
+
+    inputs, model = request.inputs, streamed.model
     what = "mixed derivatives" if estimator == "dale" else "cell corners"
-    bar = progress(scan.n_rows * (1 if mixed else len(todo)), what) if progress else None
+    n_bars = 1 if mixed else len(acc.todo)
+    bar = progress(streamed.scan.n_rows * n_bars, what) if progress else None
     t_model = 0.0
     dropped: list[np.ndarray] = []
     offset = 0
@@ -255,18 +280,7 @@ def interact_streamed(
             prediction = model.predict(X)
             located = acc.locate(X)
             t = time.perf_counter()
-            values: list[np.ndarray] = []
-            if mixed is not None and todo:
-                mixed_values = mixed(X, [cols[p] for p in todo], progress=bar)
-                values = [mixed_values[i][at.rows] for i, at in enumerate(located)]
-            elif todo:
-                values = [
-                    second_differences(
-                        model.predict, X[at.rows], cols[p], grids[p][0], grids[p][1], at.ia,
-                        at.ib, progress=bar,
-                    )
-                    for p, at in zip(todo, located, strict=True)
-                ]  # fmt: skip
+            values = _pair_values(model, mixed, X, acc, located, bar)
             t_model += time.perf_counter() - t
             screened = screen_pairs(
                 inputs.model,
@@ -285,41 +299,86 @@ def interact_streamed(
             offset += len(X)
         kept = spool.n
         distribution = spool.distribution()
-    if kept == 0:
-        raise ModelFailed(
-            f"model '{inputs.model}' gave NaN or infinite values on every row: "
-            "nothing is left to explain"
-        )
-    interactions = acc.interactions(request.pairs, estimator, reasons)
     rows_out = np.concatenate(dropped) if dropped else np.empty(0, dtype=np.intp)
-    timings: dict[str, float] = dict(streamed.timings)
-    timings["mixed_derivatives_s" if estimator == "dale" else "model_evaluations_s"] = t_model
-    t_end = time.perf_counter()
-    timings |= {"load_s": t0 - started, "estimate_s": t_end - t0}
+    return _Passed(rows_out, kept, distribution, t_model)
+
+
+def _summary(
+    request: InteractRequest,
+    fixed: FixedBins,
+    streamed: Streamed,
+    estimator: str,
+    interactions: list[InteractionSummary],
+    passed: _Passed,
+) -> Summary:
+    """The run's summary, its prediction statistics from the spooled distribution."""
+    inputs = request.inputs
     params: dict[str, Any] = {
         "pairs": [list(p) for p in request.pairs],
         "estimator": estimator,
         **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
         "cached_pairs": [],
     }
-    source = streamed.source(inputs, method=model.method)
-    source["data"] |= {"rows_nonfinite": len(rows_out)}
-    summary = with_statistics(
+    source = streamed.source(inputs, method=streamed.model.method)
+    source["data"] |= {"rows_nonfinite": len(passed.dropped)}
+    return with_statistics(
         Summary(
             estimator=estimator,
             params=params,
             store=source,
-            n_rows=kept,
+            n_rows=passed.kept,
             features=(),
             interactions=tuple(interactions),
             created=utc_now(),
-            prediction=distribution,
+            prediction=passed.distribution,
         ),
         None,
     )
+
+
+def interact_streamed(
+    request: InteractRequest,
+    fixed: FixedBins,
+    streamed: Streamed,
+    *,
+    progress: Callable[[int, str], ProgressFn] | None = None,
+    started: float | None = None,
+) -> EstimateResult:
+    """``ale interact`` on ``streamed`` data (see the module docstring); the summary is
+    the in-memory path's (:func:`ale_cli.interact.interact`). ``started``: when the run
+    began (``perf_counter``), for the result's seconds."""
+    from ale_cli.models.mixed import require_mixed_derivatives
+
+    t0 = time.perf_counter()
+    started = t0 if started is None else started
+    inputs, scan, model = request.inputs, streamed.scan, streamed.model
+    label = inputs.data_label
+    cols = pair_columns(request.pairs, scan.names, param="pairs", where=f"data '{label}'")
+    fixed.check_rows(scan.n_rows, f"data '{label}'")
+    estimator = request.estimator or ("dale" if model.method == "autodiff" else "ale")
+    mixed = None
+    if estimator == "dale":
+        mixed = require_mixed_derivatives(
+            model, inputs.model, param="estimator", value="dale", hint="use {param} ale"
+        )
+    grids, reasons = _grid_edges(request, fixed, streamed, cols)
+    acc = PairCells(grids, cols)
+    passed = _accumulate(request, streamed, acc, estimator, mixed, progress)
+    if passed.kept == 0:
+        raise ModelFailed(
+            f"model '{inputs.model}' gave NaN or infinite values on every row: "
+            "nothing is left to explain"
+        )
+    interactions = acc.interactions(request.pairs, estimator, reasons)
+    timings: dict[str, float] = dict(streamed.timings)
+    spent = "mixed_derivatives_s" if estimator == "dale" else "model_evaluations_s"
+    timings[spent] = passed.model_s
+    t_end = time.perf_counter()
+    timings |= {"load_s": t0 - started, "estimate_s": t_end - t0}
+    summary = _summary(request, fixed, streamed, estimator, interactions, passed)
     notes = (
         *streamed.notes,
-        *((dropped_note(inputs.model, rows_out),) if len(rows_out) else ()),
+        *((dropped_note(inputs.model, passed.dropped),) if len(passed.dropped) else ()),
         *run_notes(interactions),
     )
     return EstimateResult(

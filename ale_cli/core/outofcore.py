@@ -671,6 +671,23 @@ class QuantilePlan:
         return QuantileCells(edges=edges, cells=cells)
 
 
+def _bucket_counts(
+    x_chunks: Chunks, *, n: int, lo: np.ndarray, hi: np.ndarray, map_chunks: Mapper
+) -> tuple[BucketGrid, np.ndarray]:
+    """The bucket grid over ``[lo, hi]`` and the values per bucket of all rows (pass 1)."""
+    size = int(np.clip(n // 1024, 64, 1 << 14))
+    chunks = iter(x_chunks())
+    first = next(chunks, None)
+    if first is None:
+        raise ValueError("quantile edges need at least one value")
+    # float32 values are bucketed in float32 (the store's X keeps the data's dtype)
+    grid = BucketGrid.build(lo, hi, size=size, dtype=first.dtype)
+    counts = np.zeros(lo.size * size, dtype=np.int64)
+    for c in map_chunks(grid.counts, itertools.chain([first], chunks)):
+        counts += c
+    return grid, counts
+
+
 def quantile_cells(
     x_chunks: Chunks,
     xe_chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]],
@@ -730,17 +747,7 @@ def quantile_cells(
     """
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
-    size = int(np.clip(n // 1024, 64, 1 << 14))
-    chunks = iter(x_chunks())
-    first = next(chunks, None)
-    if first is None:
-        raise ValueError("quantile edges need at least one value")
-    # float32 values are bucketed in float32 (the store's X keeps the data's dtype)
-    grid = BucketGrid.build(lo, hi, size=size, dtype=first.dtype)
-    counts = np.zeros(lo.size * size, dtype=np.int64)
-    for c in map_chunks(grid.counts, itertools.chain([first], chunks)):
-        counts += c
-    del first
+    grid, counts = _bucket_counts(x_chunks, n=n, lo=lo, hi=hi, map_chunks=map_chunks)
     plan = QuantilePlan.build(
         grid,
         counts,
