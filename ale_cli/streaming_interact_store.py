@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,7 +57,7 @@ from ale_cli.results import (
     utc_now,
 )
 from ale_cli.streaming_classic import dropped_note
-from ale_cli.streaming_interact import PairCells
+from ale_cli.streaming_interact import Located, PairCells
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 
     from ale_cli.interact import InteractRequest
     from ale_cli.models.base import Model, ProgressFn
+    from ale_cli.models.mixed import MixedFn
 
 
 def _x_chunks(store: StoreFile) -> Iterator[np.ndarray]:
@@ -206,14 +208,60 @@ def interact_store_streamed(
     ``chunk_rows=None``), or the note saying why the store is not used (the ``ale``
     estimator, or a store made from another model, data or options).
     ``started``: when the run began (``perf_counter``), for the result's seconds."""
-    from ale_cli.interact import screen_pairs, second_differences, store_unused
-    from ale_cli.models.mixed import require_mixed_derivatives
-
     t0 = time.perf_counter()
     started = t0 if started is None else started
     path, inputs = request.store, request.inputs
     if path is None:
         raise ValueError("interact_store_streamed needs request.store")
+    store = _usable_store(request, path)
+    if isinstance(store, str):
+        return store
+    digest = _sha256_in_background(store.path)  # overlaps the passes below
+    cols = pair_columns(request.pairs, store.input_names, param="pairs", where=f"store '{path}'")
+    cached = _stored_pairs(store)
+    notes: list[str] = []
+    timings: dict[str, float] = {}
+    model = _model_for_missing(request, cached, timings, notes)
+    fixed.check_rows(store.n_rows, f"data '{inputs.data_label}'")
+    estimator = request.estimator or (
+        "dale" if model is None or model.method == "autodiff" else "ale"
+    )
+    t_load = time.perf_counter()
+    grids, reasons = pair_grids(store, request.pairs, cols, fixed)
+    src = _pair_sources(request, estimator, cached, PairCells(grids, cols), model)
+    passed = _pass_over_store(request, store, src, _progress_bar(progress, src, store.n_rows))
+    interactions = src.acc.interactions(request.pairs, estimator, reasons)
+    if src.from_model:
+        key = "mixed_derivatives_s" if estimator == "dale" else "model_evaluations_s"
+        timings[key] = passed.t_model
+    t_end = time.perf_counter()
+    timings |= {"load_s": t_load - started, "estimate_s": t_end - t_load}
+    summary = with_statistics(
+        Summary(
+            estimator=estimator,
+            params=_params(request, fixed, estimator, cached),
+            store=store_info(path, store, sha256=digest.result()),
+            n_rows=passed.kept,
+            features=(),
+            interactions=tuple(interactions),
+            created=utc_now(),
+            prediction=passed.distribution,
+        ),
+        None,
+    )
+    notes += [dropped_note(inputs.model, passed.dropped)] if len(passed.dropped) else []
+    return EstimateResult(
+        summary=summary,
+        seconds=time.perf_counter() - started,
+        timings=timings,
+        notes=(*notes, *run_notes(interactions)),
+    )
+
+
+def _usable_store(request: InteractRequest, path: Path) -> StoreFile | str:
+    """The store at ``path``, or the note saying why the estimator does not use it."""
+    from ale_cli.interact import store_unused
+
     opened: list[StoreFile] = []
 
     def meta() -> dict[str, Any]:  # the store is opened only when the estimator may use it
@@ -223,30 +271,62 @@ def interact_store_streamed(
     unused = store_unused(request, meta)
     if unused is not None:
         return unused
-    store = opened[0]
-    digest = _sha256_in_background(store.path)  # overlaps the passes below
-    cols = pair_columns(request.pairs, store.input_names, param="pairs", where=f"store '{path}'")
-    stored = store.pairs()
-    cached = {pair: i for i, pair in enumerate(stored)}
+    return opened[0]
+
+
+def _stored_pairs(store: StoreFile) -> dict[Pair, int]:
+    """Each pair the store holds (either order) -> its row in the stored mixed derivatives."""
+    cached = {pair: i for i, pair in enumerate(store.pairs())}
     cached |= {(b, a): i for (a, b), i in cached.items() if (b, a) not in cached}
-    notes: list[str] = []
-    timings: dict[str, float] = {}
+    return cached
+
+
+def _model_for_missing(
+    request: InteractRequest,
+    cached: dict[Pair, int],
+    timings: dict[str, float],
+    notes: list[str],
+) -> Model | None:
+    """The model when the store lacks some requested pairs (a note says which), else None."""
     missing = [p for p in request.pairs if p not in cached]
-    model: Model | None = None
-    if missing:
-        listed = " ".join(",".join(p) for p in missing)
-        notes.append(
-            f"store '{path}' has no mixed derivatives of {listed}; computing "
-            "them (add them to the store with 'ale compute --pairs')"
-        )
-        model = _load_model(request, timings, notes)
-    fixed.check_rows(store.n_rows, f"data '{inputs.data_label}'")
-    estimator = request.estimator or (
-        "dale" if model is None or model.method == "autodiff" else "ale"
+    if not missing:
+        return None
+    listed = " ".join(",".join(p) for p in missing)
+    notes.append(
+        f"store '{request.store}' has no mixed derivatives of {listed}; computing "
+        "them (add them to the store with 'ale compute --pairs')"
     )
-    t_load = time.perf_counter()
-    grids, reasons = pair_grids(store, request.pairs, cols, fixed)
-    acc = PairCells(grids, cols)
+    return _load_model(request, timings, notes)
+
+
+@dataclass(frozen=True)
+class _PairSources:
+    """Where the values of every estimable pair come from in the pass over the store."""
+
+    estimator: str
+    #: the cells of the estimable pairs (their grids and columns), merged chunk by chunk
+    acc: PairCells
+    #: each stored pair (either order) -> its row in the stored mixed derivatives
+    cached: dict[Pair, int]
+    #: estimable pairs (by position) read from the store, and those the model gives
+    from_store: list[int]
+    from_model: list[int]
+    #: the model (None when no pair is missing from the store)
+    model: Model | None
+    #: the model's mixed derivatives (dale on pairs the store lacks), else None
+    mixed: MixedFn | None
+
+
+def _pair_sources(
+    request: InteractRequest,
+    estimator: str,
+    cached: dict[Pair, int],
+    acc: PairCells,
+    model: Model | None,
+) -> _PairSources:
+    """The estimable pairs split into those read from the store and those the model gives."""
+    from ale_cli.models.mixed import require_mixed_derivatives
+
     todo = acc.todo
     from_store = [p for p in todo if request.pairs[p] in cached] if estimator == "dale" else []
     from_model = [p for p in todo if p not in from_store]
@@ -254,16 +334,46 @@ def interact_store_streamed(
     if estimator == "dale" and from_model:
         mixed = require_mixed_derivatives(
             _loaded(model),
-            inputs.model,
+            request.inputs.model,
             param="estimator",
             value="dale",
             hint="use {param} ale",
         )
-    bar = None
-    if progress is not None and from_model:
-        label = "mixed derivatives" if mixed is not None else "cell corners"
-        bar = progress(store.n_rows * (1 if mixed is not None else len(from_model)), label)
-    arrays = ("X", "prediction", *((MIXED,) if from_store else ()))
+    return _PairSources(estimator, acc, cached, from_store, from_model, model, mixed)
+
+
+def _progress_bar(
+    progress: Callable[[int, str], ProgressFn] | None, src: _PairSources, n_rows: int
+) -> ProgressFn | None:
+    """The bar of the model's work on the pairs the store lacks (None when there is none)."""
+    if progress is None or not src.from_model:
+        return None
+    label = "mixed derivatives" if src.mixed is not None else "cell corners"
+    return progress(n_rows * (1 if src.mixed is not None else len(src.from_model)), label)
+
+
+@dataclass(frozen=True)
+class _Passed:
+    """What the pass over the store leaves besides the merged cells."""
+
+    #: rows kept (finite values)
+    kept: int
+    #: the kept rows' predictions, as the summary records them
+    distribution: dict[str, Any] | None
+    #: seconds spent in the model
+    t_model: float
+    #: the store's rows dropped for NaN or infinite values (M,)
+    dropped: np.ndarray
+
+
+def _pass_over_store(
+    request: InteractRequest, store: StoreFile, src: _PairSources, bar: ProgressFn | None
+) -> _Passed:
+    """The pass over the store's chunks, the cells merged into ``src.acc`` (see module)."""
+    from ale_cli.interact import screen_pairs
+
+    inputs, acc, todo = request.inputs, src.acc, src.acc.todo
+    arrays = ("X", "prediction", *((MIXED,) if src.from_store else ()))
     t_model = 0.0
     dropped: list[np.ndarray] = []
     offset = 0
@@ -274,30 +384,19 @@ def interact_store_streamed(
             prediction = np.asarray(chunk["prediction"], dtype=np.float64)
             located = dict(zip(todo, acc.locate(X), strict=True))
             values = {
-                p: np.asarray(chunk[MIXED][cached[request.pairs[p]]], dtype=np.float64)[
+                p: np.asarray(chunk[MIXED][src.cached[request.pairs[p]]], dtype=np.float64)[
                     located[p].rows
                 ]
-                for p in from_store
+                for p in src.from_store
             }
             t = time.perf_counter()
-            if mixed is not None:
-                computed = mixed(X, [cols[p] for p in from_model], progress=bar)
-                values |= {p: computed[i][located[p].rows] for i, p in enumerate(from_model)}
-            elif from_model:
-                predict = _loaded(model).predict
-                values |= {
-                    p: second_differences(
-                        predict, X[located[p].rows], cols[p], *grids[p], located[p].ia,
-                        located[p].ib, progress=bar,
-                    )
-                    for p in from_model
-                }  # fmt: skip
+            values |= _model_values(X, located, src, bar)
             t_model += time.perf_counter() - t
             screened = screen_pairs(
                 inputs.model,
                 len(X),
                 [(located[p].rows, values[p]) for p in todo],
-                estimator,
+                src.estimator,
                 prediction,
                 drop=inputs.drop_nonfinite,
                 offset=offset,
@@ -315,14 +414,37 @@ def interact_store_streamed(
             f"model '{inputs.model}' gave NaN or infinite values on every row: "
             "nothing is left to explain"
         )
-    interactions = acc.interactions(request.pairs, estimator, reasons)
-    if from_model:
-        key = "mixed_derivatives_s" if estimator == "dale" else "model_evaluations_s"
-        timings[key] = t_model
     rows_out = np.concatenate(dropped) if dropped else np.empty(0, dtype=np.intp)
-    t_end = time.perf_counter()
-    timings |= {"load_s": t_load - started, "estimate_s": t_end - t_load}
-    params: dict[str, Any] = {
+    return _Passed(kept=kept, distribution=distribution, t_model=t_model, dropped=rows_out)
+
+
+def _model_values(
+    X: np.ndarray, located: dict[int, Located], src: _PairSources, bar: ProgressFn | None
+) -> dict[int, np.ndarray]:
+    """The model's values of the pairs the store lacks, at each pair's located rows of X."""
+    from ale_cli.interact import second_differences
+
+    cols, grids = src.acc.cols, src.acc.grids
+    if src.mixed is not None:
+        computed = src.mixed(X, [cols[p] for p in src.from_model], progress=bar)
+        return {p: computed[i][located[p].rows] for i, p in enumerate(src.from_model)}
+    if not src.from_model:
+        return {}
+    predict = _loaded(src.model).predict
+    return {
+        p: second_differences(
+            predict, X[located[p].rows], cols[p], *grids[p], located[p].ia,
+            located[p].ib, progress=bar,
+        )
+        for p in src.from_model
+    }  # fmt: skip
+
+
+def _params(
+    request: InteractRequest, fixed: FixedBins, estimator: str, cached: dict[Pair, int]
+) -> dict[str, Any]:
+    """The summary's params: the pairs, estimator, binning and the pairs read from the store."""
+    return {
         "pairs": [list(p) for p in request.pairs],
         "estimator": estimator,
         **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
@@ -330,23 +452,3 @@ def interact_store_streamed(
         if estimator == "dale"
         else [],
     }
-    summary = with_statistics(
-        Summary(
-            estimator=estimator,
-            params=params,
-            store=store_info(path, store, sha256=digest.result()),
-            n_rows=kept,
-            features=(),
-            interactions=tuple(interactions),
-            created=utc_now(),
-            prediction=distribution,
-        ),
-        None,
-    )
-    notes += [dropped_note(inputs.model, rows_out)] if len(rows_out) else []
-    return EstimateResult(
-        summary=summary,
-        seconds=time.perf_counter() - started,
-        timings=timings,
-        notes=(*notes, *run_notes(interactions)),
-    )

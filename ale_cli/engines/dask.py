@@ -48,7 +48,7 @@ from ale_cli.errors import InputError, ModelFailed, RunError
 if TYPE_CHECKING:
     from distributed import Client
 
-    from ale_cli.compute import ComputeRequest, ComputeResult
+    from ale_cli.compute import ComputeRequest, ComputeResult, _Hashes, _Screen
     from ale_cli.core.binstats import CellStats
     from ale_cli.models.base import ProgressFn
     from ale_cli.streaming import Columns, Passes
@@ -285,16 +285,57 @@ def compute_dask(
     """:func:`ale_cli.compute.compute` with the partitions computed on Dask workers; the
     store at ``request.out`` is a directory store (a cache hit is found as locally)."""
     from ale_cli import compute as local
-    from ale_cli.adapters.files import sha256_file
-    from ale_cli.adapters.stream import _combined_dtype, combine_hashes, dataset_files, open_stream
-    from ale_cli.inputs import feature_columns
-    from ale_cli.models.columns import ColumnOrder, order_note
 
     t0 = time.perf_counter()
-    inputs = request.inputs
-    inputs.check_files()
+    _check_request(request)
+    hashes = None
+    cached = None
+    if not force and request.out.exists():
+        hashes = local._Hashes.of(request)
+        cached = local._cached(request, hashes, t0)
+        if isinstance(cached, local.ComputeResult):
+            return cached
+    timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
+    plan = _plan_parts(request, hashes)
+    bar = progress(plan.total_rows) if progress is not None and plan.total_rows else None
+    t = time.perf_counter()
+    with client(request.scheduler) as dask_client, PartStoreWriter(request.out) as writer:
+        timings["start_cluster_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        results = _run_parts(dask_client, writer, plan, bar)
+        timings["parts_s"] = time.perf_counter() - t
+        merged = _merge_parts(results, plan, writer, request.inputs.model, timings)
+        _check_rows_left(merged, plan.data_path, request.inputs.model)
+        data_sha = _data_sha256(plan, results)
+        hashes = hashes or local._Hashes.of(request, data=data_sha)
+        stored = _store_meta(request, plan, merged, results, hashes, timings)
+        stored.meta["engine"] = {
+            "name": "dask",
+            "workers": len(dask_client.scheduler_info().get("workers", {})),
+            "partitions": len(plan.files),
+        }
+        _finish_store(writer, stored.meta, plan, merged, results)
+    return local.ComputeResult(
+        out=request.out,
+        cache_hit=False,
+        n_rows=merged.n_rows,
+        n_features=len(plan.spec.features),
+        method=stored.method,
+        seconds=time.perf_counter() - t0,
+        rows_dropped=merged.source.rows_dropped,
+        reason=cached if isinstance(cached, str) else None,
+        notes=stored.notes,
+        rows_nonfinite=merged.screen.count,
+    )
+
+
+def _check_request(request: ComputeRequest) -> None:
+    """Refuse (InputError) what the Dask engine does not compute; return None otherwise."""
+    from ale_cli import compute as local
     from ale_cli.models import detect_format
 
+    inputs = request.inputs
+    inputs.check_files()
     torchscript = detect_format(inputs.model, inputs.model_format) == "torchscript"
     if not (torchscript and local.streams(inputs)):
         raise InputError(
@@ -315,14 +356,31 @@ def compute_dask(
             param="pairs",
         )
     require_dask()
-    hashes = None
-    cached = None
-    if not force and request.out.exists():
-        hashes = local._Hashes.of(request)
-        cached = local._cached(request, hashes, t0)
-        if isinstance(cached, local.ComputeResult):
-            return cached
-    timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The partitions of a :func:`compute_dask` run and what every task is given."""
+
+    spec: _PartSpec
+    model_bytes: bytes
+    data_path: Path
+    files: tuple[Path, ...]
+    #: rows per file from its Parquet footer (0 when unknown)
+    file_rows: tuple[int, ...]
+    #: each file's first row in the dataset, by the footers' counts
+    offsets: tuple[int, ...]
+    #: rows of the whole dataset when the footers tell (for the progress bar)
+    total_rows: int | None
+
+
+def _plan_parts(request: ComputeRequest, hashes: _Hashes | None) -> _Plan:
+    """The run's plan: the data's files and offsets, the model's bytes and the task spec."""
+    from ale_cli.adapters.files import sha256_file
+    from ale_cli.adapters.stream import dataset_files, open_stream
+    from ale_cli.inputs import feature_columns
+
+    inputs = request.inputs
     header = open_stream(
         inputs.data,
         fmt=inputs.data_format,
@@ -356,125 +414,193 @@ def compute_dask(
         drop_nonfinite=inputs.drop_nonfinite,
         chunk_rows=request.chunk_rows,
     )
-    bar = progress(header.total_rows) if progress is not None and header.total_rows else None
-    t = time.perf_counter()
-    with client(request.scheduler) as dask_client, PartStoreWriter(request.out) as writer:
-        timings["start_cluster_s"] = time.perf_counter() - t
-        t = time.perf_counter()
-        sent = dask_client.scatter(model_bytes, broadcast=True, hash=False)
-        futures = [
-            dask_client.submit(
-                compute_part,
-                sent,
-                spec,
-                str(file),
-                str(writer.part_path(i)),
-                int(offsets[i]),
-                pure=False,
-                key=f"ale-compute-part-{i}-{writer.tmp.name}",
-            )
-            for i, file in enumerate(files)
-        ]
-        try:
-            results = _gather_in_order(dask_client, futures, bar, file_rows, cancel=False)
-        except BaseException:
-            _stop(dask_client, futures, writer.tmp)
-            raise
-        timings["parts_s"] = time.perf_counter() - t
-        source = _Partitioned(format="parquet", feature_names=names, categorical=header.categorical)
-        kept_before = 0
-        screen = local._Screen(inputs.model, drop=inputs.drop_nonfinite)
-        lo = hi = None
-        parts: list[dict[str, Any]] = []
-        for i, res in enumerate(results):
-            source.rows_read += res["rows_read"]
-            source.rows_dropped += res["rows_dropped"]
-            for c, dt in res["dtypes"].items():
-                source.dtypes[c] = _combined_dtype(source.dtypes.get(c, dt), dt)
-            source.dropped_columns = tuple(
-                c for c in names if c in source.dropped_columns or c in res["dropped_columns"]
-            )
-            if len(res["nonfinite_rows"]):  # partition rows -> rows read before screening
-                screen.rows.append(res["nonfinite_rows"] - int(offsets[i]) + kept_before)
-            kept_before += res["rows_read"] - res["rows_dropped"]
-            for key, value in res["timings"].items():
-                timings[key] = timings.get(key, 0.0) + value
-            if not res["rows"]:
-                continue
-            parts.append(
-                {
-                    "file": writer.part_path(i).name,
-                    "rows": res["rows"],
-                    "sha256": res["sha256"],
-                    "source": Path(res["file"]).as_posix(),
-                }
-            )
-            lo = res["x_min"] if lo is None else np.minimum(lo, res["x_min"])
-            hi = res["x_max"] if hi is None else np.maximum(hi, res["x_max"])
-        n_rows = sum(p["rows"] for p in parts)
-        n_left = source.rows_read - source.rows_dropped
-        if n_left < 2:  # the local engine's check, on the whole dataset
-            left = (
-                f" left after dropping {source.rows_dropped} with NaN or infinite values"
-                if source.rows_dropped
-                else ""
-            )
-            raise InputError(
-                f"data file '{data_path}' has {n_left} row{'s' if n_left != 1 else ''}"
-                f"{left}; at least 2 are needed"
-            )
-        if n_rows == 0:
-            raise ModelFailed(
-                f"model '{inputs.model}' gave NaN or infinite values on every row: "
-                "nothing is left to explain"
-            )
-        data_sha = combine_hashes(
-            data_path, [(f, r["data_sha256"]) for f, r in zip(files, results, strict=True)]
+    return _Plan(
+        spec=spec,
+        model_bytes=model_bytes,
+        data_path=data_path,
+        files=tuple(files),
+        file_rows=tuple(file_rows),
+        offsets=tuple(int(o) for o in offsets),
+        total_rows=header.total_rows,
+    )
+
+
+def _run_parts(
+    dask_client: Client, writer: PartStoreWriter, plan: _Plan, bar: ProgressFn | None
+) -> list[dict[str, Any]]:
+    """Every partition's answer (:func:`compute_part`) in file order; a failure stops all."""
+    sent = dask_client.scatter(plan.model_bytes, broadcast=True, hash=False)
+    futures = [
+        dask_client.submit(
+            compute_part,
+            sent,
+            plan.spec,
+            str(file),
+            str(writer.part_path(i)),
+            plan.offsets[i],
+            pure=False,
+            key=f"ale-compute-part-{i}-{writer.tmp.name}",
         )
-        hashes = hashes or local._Hashes.of(request, data=data_sha)
-        first = next(r["model"] for r in results if r["model"] is not None)
-        model = _Described(first["format"], first["method"], first["describe"])
-        note = order_note(ColumnOrder(), names, names, positional=True)
-        written = local._Written(
-            source,
-            model,
-            features,
-            n_rows,
-            screen,  # type: ignore[arg-type]
-            (note,) if note is not None and inputs.inputs is None else (),
+        for i, file in enumerate(plan.files)
+    ]
+    try:
+        return _gather_in_order(dask_client, futures, bar, plan.file_rows, cancel=False)
+    except BaseException:
+        _stop(dask_client, futures, writer.tmp)
+        raise
+
+
+@dataclass(frozen=True)
+class _Merged:
+    """The partitions' answers added up, as the meta and the manifest need them."""
+
+    source: _Partitioned
+    screen: _Screen
+    #: the manifest's entries of the parts that hold rows, in file order
+    parts: list[dict[str, Any]]
+    #: every input's minimum and maximum over the rows kept (None: no row kept)
+    lo: np.ndarray | None
+    hi: np.ndarray | None
+
+    @property
+    def n_rows(self) -> int:
+        return sum(p["rows"] for p in self.parts)
+
+
+def _merge_parts(
+    results: list[dict[str, Any]],
+    plan: _Plan,
+    writer: PartStoreWriter,
+    model_path: Path,
+    timings: dict[str, float],
+) -> _Merged:
+    """The answers merged in file order (the workers' timings are added to ``timings``)."""
+    from ale_cli import compute as local
+    from ale_cli.adapters.stream import _combined_dtype
+
+    names = plan.spec.names
+    source = _Partitioned(format="parquet", feature_names=names, categorical=plan.spec.categorical)
+    kept_before = 0
+    screen = local._Screen(model_path, drop=plan.spec.drop_nonfinite)
+    lo = hi = None
+    parts: list[dict[str, Any]] = []
+    for i, res in enumerate(results):
+        source.rows_read += res["rows_read"]
+        source.rows_dropped += res["rows_dropped"]
+        for c, dt in res["dtypes"].items():
+            source.dtypes[c] = _combined_dtype(source.dtypes.get(c, dt), dt)
+        source.dropped_columns = tuple(
+            c for c in names if c in source.dropped_columns or c in res["dropped_columns"]
         )
-        meta = local._meta(request, written, hashes, timings)
-        meta["data"]["rows_nonfinite"] = screen.count
-        notes = (*model.describe().get("notes", ()), *written.notes)
-        notes += (screen.note(),) if screen.count else ()
-        meta["notes"] = list(notes)
-        meta["engine"] = {
-            "name": "dask",
-            "workers": len(dask_client.scheduler_info().get("workers", {})),
-            "partitions": len(files),
-        }
-        if lo is None or hi is None:  # unreachable: n_rows > 0, so some part has rows
-            raise RuntimeError("no part holds rows")
-        writer.finish(
-            meta,
-            feature_names=features,
-            input_names=names,
-            parts=parts,
-            x_min=lo,
-            x_max=hi,
-            arrays=next(r["arrays"] for r in results if r["arrays"]),
+        if len(res["nonfinite_rows"]):  # partition rows -> rows read before screening
+            screen.rows.append(res["nonfinite_rows"] - plan.offsets[i] + kept_before)
+        kept_before += res["rows_read"] - res["rows_dropped"]
+        for key, value in res["timings"].items():
+            timings[key] = timings.get(key, 0.0) + value
+        if not res["rows"]:
+            continue
+        parts.append(
+            {
+                "file": writer.part_path(i).name,
+                "rows": res["rows"],
+                "sha256": res["sha256"],
+                "source": Path(res["file"]).as_posix(),
+            }
         )
-    return local.ComputeResult(
-        out=request.out,
-        cache_hit=False,
-        n_rows=n_rows,
-        n_features=len(features),
-        method=model.method,
-        seconds=time.perf_counter() - t0,
-        rows_dropped=source.rows_dropped,
-        reason=cached if isinstance(cached, str) else None,
-        notes=notes,
-        rows_nonfinite=screen.count,
+        lo = res["x_min"] if lo is None else np.minimum(lo, res["x_min"])
+        hi = res["x_max"] if hi is None else np.maximum(hi, res["x_max"])
+    return _Merged(source=source, screen=screen, parts=parts, lo=lo, hi=hi)
+
+
+def _check_rows_left(merged: _Merged, data_path: Path, model_path: Path) -> None:
+    """Refuse under 2 rows left or no finite model output; return None otherwise."""
+    source = merged.source
+    n_left = source.rows_read - source.rows_dropped
+    if n_left < 2:  # the local engine's check, on the whole dataset
+        left = (
+            f" left after dropping {source.rows_dropped} with NaN or infinite values"
+            if source.rows_dropped
+            else ""
+        )
+        raise InputError(
+            f"data file '{data_path}' has {n_left} row{'s' if n_left != 1 else ''}"
+            f"{left}; at least 2 are needed"
+        )
+    if merged.n_rows == 0:
+        raise ModelFailed(
+            f"model '{model_path}' gave NaN or infinite values on every row: "
+            "nothing is left to explain"
+        )
+
+
+def _data_sha256(plan: _Plan, results: list[dict[str, Any]]) -> str:
+    """The dataset's sha256, combined from the files' hashes the workers computed."""
+    from ale_cli.adapters.stream import combine_hashes
+
+    return combine_hashes(
+        plan.data_path, [(f, r["data_sha256"]) for f, r in zip(plan.files, results, strict=True)]
+    )
+
+
+@dataclass(frozen=True)
+class _StoreMeta:
+    """The store's meta with the method and notes the result reports."""
+
+    meta: dict[str, Any]
+    method: str
+    notes: tuple[str, ...]
+
+
+def _store_meta(
+    request: ComputeRequest,
+    plan: _Plan,
+    merged: _Merged,
+    results: list[dict[str, Any]],
+    hashes: _Hashes,
+    timings: dict[str, float],
+) -> _StoreMeta:
+    """The store's meta as the local engine writes it, with the result's method and notes."""
+    from ale_cli import compute as local
+    from ale_cli.models.columns import ColumnOrder, order_note
+
+    names = plan.spec.names
+    first = next(r["model"] for r in results if r["model"] is not None)
+    model = _Described(first["format"], first["method"], first["describe"])
+    note = order_note(ColumnOrder(), names, names, positional=True)
+    written = local._Written(
+        merged.source,
+        model,  # type: ignore[arg-type]
+        plan.spec.features,
+        merged.n_rows,
+        merged.screen,
+        (note,) if note is not None and request.inputs.inputs is None else (),
+    )
+    meta = local._meta(request, written, hashes, timings)
+    meta["data"]["rows_nonfinite"] = merged.screen.count
+    notes = (*model.describe().get("notes", ()), *written.notes)
+    notes += (merged.screen.note(),) if merged.screen.count else ()
+    meta["notes"] = list(notes)
+    return _StoreMeta(meta=meta, method=model.method, notes=notes)
+
+
+def _finish_store(
+    writer: PartStoreWriter,
+    meta: dict[str, Any],
+    plan: _Plan,
+    merged: _Merged,
+    results: list[dict[str, Any]],
+) -> None:
+    """Write the directory store's manifest (``meta``, parts, ranges); return None."""
+    if merged.lo is None or merged.hi is None:  # unreachable: n_rows > 0, so a part has rows
+        raise RuntimeError("no part holds rows")
+    writer.finish(
+        meta,
+        feature_names=plan.spec.features,
+        input_names=plan.spec.names,
+        parts=merged.parts,
+        x_min=merged.lo,
+        x_max=merged.hi,
+        arrays=next(r["arrays"] for r in results if r["arrays"]),
     )
 
 
