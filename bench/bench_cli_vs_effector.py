@@ -43,6 +43,12 @@ N     bare fwd+bwd        effector RHALE       ale compute + ale rhale
                                                effector (per round 1.43-1.76x bare)
 ====  ==================  ===================  ========================================
 
+A later run the same day on a quiet machine (load average 0.7-1.0, 3 rounds): 1e5: bare
+0.58 s, effector 1.41 s, ale 2.46 s (4.27x bare, 1.75x effector); 1e6: bare 5.24 s
+(5.15-5.50), effector 14.41 s, ale 7.38 s (7.23-7.42): 1.41x bare (per round 1.43, 1.42,
+1.32), 0.51x effector; fixed costs 0.49 s (0.48-0.52), of which 0.27 s outside the
+command (start-up, CLI import and parsing, exit) and 0.10 s reading the Parquet file.
+
 Fixed costs of ale compute at N = 1e5 (spread 2-11 %): wall 1.98 s = python start-up
 0.02 + CLI import, parsing and exit 0.19 + torch imported inside ale 1.02 (1.46 in a
 fresh process) + local effects 0.52 + reading 0.08 + model load and checks 0.07 +

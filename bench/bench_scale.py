@@ -33,6 +33,10 @@ ale rhale, ALE_THREADS=1                                  4.7 s    344 MB
 ale rebin --bins 20 --binning quantile, ALE_THREADS=1     7.3 s    366 MB
 ======================================================  ========  ==========
 
+On a quiet machine later that day (load average 0.6 at the start, 1.4 at the end):
+compute 13.6 s / 562 MB, rhale 4.97 s / 389 MB, rebin 5.77 s / 373 MB, and with
+ALE_THREADS=1 rhale 4.65 s / 344 MB, rebin 6.89 s / 365 MB.
+
 Under load 5-7 the same steps took 48 s, 6-10 s and 12-16 s. The rebin against the
 three-pass version before it, same store, one after the other at load 1.1: 15.3 s wall,
 17.2 s CPU (user + sys) before; 5.9 s wall, 9.6 s CPU after (edges and counts equal,
