@@ -63,10 +63,10 @@ from ale_cli.categorical import (
     plan_levels,
 )
 from ale_cli.checks import names_tuple
-from ale_cli.errors import InputError, ModelFailed, NotNumeric, RunError
+from ale_cli.errors import InputError, NotNumeric, RunError
 from ale_cli.inputs import ModelInputs, open_inputs
 from ale_cli.models.base import Effects, Model, ProgressFn
-from ale_cli.models.checks import row_list, screen_rows
+from ale_cli.models.checks import nothing_left, row_list, screen_rows
 from ale_cli.models.columns import ColumnOrder
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
@@ -656,10 +656,7 @@ def compute(
             hashes = hashes or _Hashes.of(request)
             written = _whole(request, writer, timings, progress)
         if written.n_rows == 0:
-            raise ModelFailed(
-                f"model '{request.inputs.model}' gave NaN or infinite values on every row: "
-                "nothing is left to explain"
-            )
+            raise nothing_left(request.inputs.model)
         t = time.perf_counter()
         if request.pairs:
             writer.add_array(PAIRS, np.array(request.pairs, dtype=np.str_).reshape(-1, 2))

@@ -21,7 +21,7 @@ with a constant or categorical feature is reported as not estimable.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
 from pathlib import Path
@@ -151,6 +151,19 @@ def _bins(request: InteractRequest) -> FixedBins:
     )
     request.inputs.check_files()
     return fixed
+
+
+def interaction_params(
+    pairs: Sequence[Pair], estimator: str, fixed: FixedBins, cached: Container[Pair]
+) -> dict[str, Any]:
+    """A summary's ``params``: the pairs, the estimator, the binning and the pairs whose
+    mixed derivatives came from the store (``cached``; only DALE reads them)."""
+    return {
+        "pairs": [list(p) for p in pairs],
+        "estimator": estimator,
+        **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
+        "cached_pairs": [list(p) for p in pairs if p in cached] if estimator == "dale" else [],
+    }
 
 
 def store_mismatch(meta: dict[str, Any], request: ModelInputs) -> str | None:
@@ -621,13 +634,7 @@ def _whole_table(
         timings["model_evaluations_s"] = t_eval
     t_end = time.perf_counter()
     timings |= {"load_s": t_load - started, "estimate_s": t_end - t_load}
-    cached = [list(p) for p in request.pairs if p in inputs.cached] if estimator == "dale" else []
-    params: dict[str, Any] = {
-        "pairs": [list(p) for p in request.pairs],
-        "estimator": estimator,
-        **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
-        "cached_pairs": cached,
-    }
+    params = interaction_params(request.pairs, estimator, fixed, inputs.cached)
     if prediction is not None:
         prediction = prediction[screened.keep]  # the others were refused or dropped
     store_part = inputs.store_part

@@ -38,9 +38,8 @@ from ale_cli.bins import FixedBins
 from ale_cli.core.binning import assign, uniform_edges
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.outofcore import chunked_quantile_edges
-from ale_cli.errors import ModelFailed
 from ale_cli.models.base import ProgressFn
-from ale_cli.models.checks import Screened, row_list, screen_rows
+from ale_cli.models.checks import Screened, nothing_left, row_list, screen_rows
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.results import (
     EstimateResult,
@@ -238,10 +237,7 @@ def classic_streamed(
     edges = _feature_edges(fixed, streamed, chosen, skip)
     passed = _difference_cells(inputs, streamed, edges, progress)
     if passed.kept == 0:
-        raise ModelFailed(
-            f"model '{inputs.model}' gave NaN or infinite values on every row: "
-            "nothing is left to explain"
-        )
+        raise nothing_left(inputs.model)
     features: list[FeatureSummary] = [
         summary_from_cells(
             name,

@@ -34,8 +34,9 @@ from ale_cli.bins import FixedBins
 from ale_cli.core.binning import assign
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.second_order import pair_cells, second_order_from_cells
-from ale_cli.errors import InputError, ModelFailed
+from ale_cli.errors import InputError
 from ale_cli.models.base import Model, ProgressFn
+from ale_cli.models.checks import nothing_left
 from ale_cli.pairs import Pair, pair_columns
 from ale_cli.results import (
     CATEGORICAL_REASON,
@@ -313,12 +314,9 @@ def _summary(
 ) -> Summary:
     """The run's summary, its prediction statistics from the spooled distribution."""
     inputs = request.inputs
-    params: dict[str, Any] = {
-        "pairs": [list(p) for p in request.pairs],
-        "estimator": estimator,
-        **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
-        "cached_pairs": [],
-    }
+    from ale_cli.interact import interaction_params
+
+    params = interaction_params(request.pairs, estimator, fixed, ())  # no store read
     source = streamed.source(inputs, method=streamed.model.method)
     source["data"] |= {"rows_nonfinite": len(passed.dropped)}
     return with_statistics(
@@ -365,10 +363,7 @@ def interact_streamed(
     acc = PairCells(grids, cols)
     passed = _accumulate(request, streamed, acc, estimator, mixed, progress)
     if passed.kept == 0:
-        raise ModelFailed(
-            f"model '{inputs.model}' gave NaN or infinite values on every row: "
-            "nothing is left to explain"
-        )
+        raise nothing_left(inputs.model)
     interactions = acc.interactions(request.pairs, estimator, reasons)
     timings: dict[str, float] = dict(streamed.timings)
     spent = "mixed_derivatives_s" if estimator == "dale" else "model_evaluations_s"

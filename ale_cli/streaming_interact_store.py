@@ -46,7 +46,8 @@ from ale_cli.adapters.summary import Summary, with_statistics
 from ale_cli.bins import FixedBins
 from ale_cli.core.binning import uniform_edges
 from ale_cli.core.outofcore import chunked_quantile_edges
-from ale_cli.errors import InputError, ModelFailed
+from ale_cli.errors import InputError
+from ale_cli.models.checks import nothing_left
 from ale_cli.pairs import Pair, pair_columns
 from ale_cli.results import (
     CATEGORICAL_REASON,
@@ -236,10 +237,12 @@ def interact_store_streamed(
         timings[key] = passed.t_model
     t_end = time.perf_counter()
     timings |= {"load_s": t_load - started, "estimate_s": t_end - t_load}
+    from ale_cli.interact import interaction_params
+
     summary = with_statistics(
         Summary(
             estimator=estimator,
-            params=_params(request, fixed, estimator, cached),
+            params=interaction_params(request.pairs, estimator, fixed, cached),
             store=store_info(path, store, sha256=digest.result()),
             n_rows=passed.kept,
             features=(),
@@ -410,10 +413,7 @@ def _pass_over_store(
         kept = spool.n
         distribution = spool.distribution()
     if kept == 0:
-        raise ModelFailed(
-            f"model '{inputs.model}' gave NaN or infinite values on every row: "
-            "nothing is left to explain"
-        )
+        raise nothing_left(inputs.model)
     rows_out = np.concatenate(dropped) if dropped else np.empty(0, dtype=np.intp)
     return _Passed(kept=kept, distribution=distribution, t_model=t_model, dropped=rows_out)
 
@@ -438,17 +438,3 @@ def _model_values(
         )
         for p in src.from_model
     }  # fmt: skip
-
-
-def _params(
-    request: InteractRequest, fixed: FixedBins, estimator: str, cached: dict[Pair, int]
-) -> dict[str, Any]:
-    """The summary's params: the pairs, estimator, binning and the pairs read from the store."""
-    return {
-        "pairs": [list(p) for p in request.pairs],
-        "estimator": estimator,
-        **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
-        "cached_pairs": [list(p) for p in request.pairs if p in cached]
-        if estimator == "dale"
-        else [],
-    }

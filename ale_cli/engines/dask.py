@@ -43,7 +43,8 @@ import numpy as np
 from ale_cli.adapters.partstore import PartStore, PartStoreWriter
 from ale_cli.adapters.store import StoreFile, StoreWriter, chunk_entry
 from ale_cli.engines import require_dask
-from ale_cli.errors import InputError, ModelFailed, RunError
+from ale_cli.errors import InputError, RunError
+from ale_cli.models.checks import nothing_left
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -527,10 +528,7 @@ def _check_rows_left(merged: _Merged, data_path: Path, model_path: Path) -> None
             f"{left}; at least 2 are needed"
         )
     if merged.n_rows == 0:
-        raise ModelFailed(
-            f"model '{model_path}' gave NaN or infinite values on every row: "
-            "nothing is left to explain"
-        )
+        raise nothing_left(model_path)
 
 
 def _data_sha256(plan: _Plan, results: list[dict[str, Any]]) -> str:

@@ -50,6 +50,14 @@ def nonfinite_rows(values: np.ndarray, *, axis: int = 0) -> np.ndarray:
     return np.flatnonzero(~finite)
 
 
+def nothing_left(model: str | Path) -> ModelFailed:
+    """The error of a run where every row gave the model NaN or infinite values (each row
+    refused or dropped): nothing is left to explain."""
+    return ModelFailed(
+        f"model '{model}' gave NaN or infinite values on every row: nothing is left to explain"
+    )
+
+
 def row_list(rows: np.ndarray, *, shown: int = SHOWN_ROWS) -> str:
     """``rows`` as a message names them: every index up to ``shown``, then a count.
 
