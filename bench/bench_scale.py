@@ -81,6 +81,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from installed import compile_ale, installed_environ
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -88,7 +89,7 @@ ROOT = Path(__file__).resolve().parent.parent
 D = 32
 PART_ROWS = 1_000_000
 ENV = {
-    **os.environ,
+    **installed_environ(),
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
     "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
@@ -348,6 +349,7 @@ def main() -> None:
     n = int(float(args.rows))
     folder = Path(args.folder or tempfile.mkdtemp(prefix="ale-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
+    compile_ale()  # as an installed ale runs (bench/installed.py)
     t = time.perf_counter()
     data = make_dataset(folder, n)
     model = make_model(folder)

@@ -44,6 +44,61 @@ def test_every_command_is_in_the_readme(name):
     assert f"ale {name}" in readme
 
 
+def test_the_command_table_names_each_commands_module_in_help_order():
+    """``ale NAME`` imports only COMMAND_MODULES[NAME]: the table must say which module
+    registers each command (a module is imported alone and what it adds is listed)."""
+    code = (
+        "import importlib\n"
+        "from typer.main import get_command_name\n"
+        "from ale_cli.cli.application import app\n"
+        "from ale_cli.cli import COMMAND_MODULES\n"
+        "for module in dict.fromkeys(COMMAND_MODULES.values()):\n"
+        "    before = len(app.registered_commands)\n"
+        "    importlib.import_module('ale_cli.cli.' + module)\n"
+        "    for info in app.registered_commands[before:]:\n"
+        "        print(info.name or get_command_name(info.callback.__name__), module)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    from ale_cli.cli import COMMAND_MODULES
+
+    registered = [tuple(line.split()) for line in out.stdout.splitlines()]
+    assert registered == list(COMMAND_MODULES.items())
+    assert sorted(COMMAND_MODULES) == command_names()
+
+
+def test_running_a_command_imports_no_other_command_module(tmp_path):
+    from ale_cli.adapters.store import Store, write_store
+
+    X = np.random.default_rng(1).normal(size=(40, 2))
+    store = Store(
+        X=X,
+        local_effects=X * 2,
+        prediction=X.sum(1),
+        feature_names=("a", "b"),
+        meta={"schema_version": 2, "n_rows": 40},
+    )
+    write_store(tmp_path / "s.npz", store)
+    code = (
+        "import sys\n"
+        "from ale_cli.cli import _exit, main\n"
+        f"sys.argv = ['ale', 'rebin', {str(tmp_path / 's.npz')!r}, '-o', "
+        f"{str(tmp_path / 'r.json')!r}, '--quiet']\n"
+        "import ale_cli.cli as c\n"
+        "c._exit = lambda code: print(code, sorted(m for m in sys.modules "
+        "if m.startswith('ale_cli.cli.')))\n"
+        "main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    code_line = out.stdout.strip().splitlines()[-1]
+    assert code_line.startswith("0 ")
+    loaded = {m.rsplit(".", 1)[1] for m in eval(code_line[2:])}  # noqa: S307 (our own list)
+    from ale_cli.cli import COMMAND_MODULES
+
+    assert "estimate" in loaded
+    assert not loaded & (set(COMMAND_MODULES.values()) - {"estimate"})
+
+
 def test_help_does_not_import_heavy_libraries():
     code = (
         "import sys; from ale_cli.cli import app\n"
@@ -102,7 +157,7 @@ def test_plain_coercion_equals_typers_where_it_applies(value, kind, bounds):
     from typer._coercion import build_runtime_param, resolve_type_descriptor
     from typer.models import OptionInfo
 
-    from ale_cli.cli.app import _NOT_PLAIN, _plain_value
+    from ale_cli.cli.application import _NOT_PLAIN, _plain_value
 
     info = OptionInfo(min=bounds[0], max=bounds[1]) if kind in (int, float) else OptionInfo()
     fast = _plain_value(kind, info, value)
@@ -122,7 +177,7 @@ def test_plain_path_coercion_equals_typers(tmp_path):
     from typer._coercion import build_runtime_param, resolve_type_descriptor
     from typer.models import OptionInfo
 
-    from ale_cli.cli.app import _plain_value
+    from ale_cli.cli.application import _plain_value
 
     (tmp_path / "f.txt").write_text("x")
     runtime = build_runtime_param(resolve_type_descriptor(Path, OptionInfo()))

@@ -1,30 +1,62 @@
 """The command-line interface: typer commands that parse, call, write and print one line.
 
-Importing this package registers every command; heavy libraries (torch, pandas,
-matplotlib, onnxruntime) are imported inside the commands that need them.
+``from ale_cli.cli import app`` imports every command module (each registers its
+commands on the typer application). The ``ale`` script imports only the module of the
+command it runs (:data:`COMMAND_MODULES`): the others' imports cost 0.05-0.1 s.
+Heavy libraries (torch, pandas, matplotlib, onnxruntime) are imported inside the
+commands that need them.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from ale_cli.allocator import keep_freed_memory
-from ale_cli.cli import audit as _audit  # noqa: F401  (registers commands)
-from ale_cli.cli import classic as _classic  # noqa: F401  (registers commands)
-from ale_cli.cli import compute as _compute  # noqa: F401  (registers commands)
-from ale_cli.cli import estimate as _estimate  # noqa: F401  (registers commands)
-from ale_cli.cli import export as _export  # noqa: F401  (registers commands)
-from ale_cli.cli import interact as _interact  # noqa: F401  (registers commands)
-from ale_cli.cli import plot as _plot  # noqa: F401  (registers commands)
-from ale_cli.cli import report as _report  # noqa: F401  (registers commands)
-from ale_cli.cli import run as _run  # noqa: F401  (registers commands)
-from ale_cli.cli.app import app
 
-__all__ = ["app", "main"]
+__all__ = ["COMMAND_MODULES", "app", "invoked_app", "load_commands", "main"]
+
+#: Each command and the module of ``ale_cli.cli`` that registers it, in the order of
+#: ``ale --help`` (a test checks it against what the modules register).
+COMMAND_MODULES: dict[str, str] = {
+    "audit": "audit",
+    "diff": "audit",
+    "classic": "classic",
+    "compute": "compute",
+    "info": "compute",
+    "rebin": "estimate",
+    "rhale": "estimate",
+    "export": "export",
+    "interact": "interact",
+    "plot": "plot",
+    "report": "report",
+    "run": "run",
+}
 
 
-def main() -> None:
-    """Console-script entry point ``ale``; ends the process quickly (:func:`_exit`)."""
+def load_commands(command: str | None = None) -> Any:
+    """Import the module of ``command`` (of every command if None); the typer app."""
+    wanted = [COMMAND_MODULES[command]] if command else dict.fromkeys(COMMAND_MODULES.values())
+    for module in wanted:
+        importlib.import_module(f"ale_cli.cli.{module}")
+    from ale_cli.cli.application import app
+
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    """``app``: the typer application with every command registered."""
+    if name == "app":
+        return load_commands()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def main(app: Any = None) -> None:
+    """Run ``app`` (default: :func:`invoked_app`) on ``sys.argv``; end the process quickly
+    (:func:`_exit`)."""
     keep_freed_memory()  # freed numpy buffers are reused, not page-faulted in again
-    _only_the_invoked_command()
+    if app is None:
+        app = invoked_app()
     try:
         app()
     except SystemExit as exc:  # click ends every run with sys.exit
@@ -57,24 +89,29 @@ def _exit(code: int | str | None) -> None:
     os._exit(code)
 
 
-def _only_the_invoked_command() -> None:
-    """When the first argument names a command, typer builds only that command's click
-    object (it builds every command's from its signature otherwise: 0.05-0.1 s). Help,
-    an unknown name, shell completion and ``--config`` (whose file may have sections for
-    the other commands) see them all."""
+def invoked_app() -> Any:
+    """The typer app to run. When the first argument names a command, only its module is
+    imported and typer builds only its click object (it builds every command's from its
+    signature otherwise: 0.05-0.1 s). Help, an unknown name, shell completion and
+    ``--config`` (whose file may have sections for the other commands) see them all."""
     import os
     import sys
 
+    command = sys.argv[1] if len(sys.argv) > 1 else None
+    if (
+        command not in COMMAND_MODULES
+        or any(key.endswith("_COMPLETE") for key in os.environ)
+        or any(arg == "--config" or arg.startswith("--config=") for arg in sys.argv[2:])
+    ):
+        return load_commands()
     from typer.main import get_command_name
 
-    if len(sys.argv) < 2 or any(key.endswith("_COMPLETE") for key in os.environ):
-        return
-    if any(arg == "--config" or arg.startswith("--config=") for arg in sys.argv[2:]):
-        return
+    app = load_commands(command)
     wanted = [
         info
         for info in app.registered_commands
-        if (info.name or get_command_name(getattr(info.callback, "__name__", ""))) == sys.argv[1]
+        if (info.name or get_command_name(getattr(info.callback, "__name__", ""))) == command
     ]
     if len(wanted) == 1:
         app.registered_commands = wanted
+    return app

@@ -28,7 +28,7 @@ from typing import Annotated, Any
 import typer
 
 from ale_cli import __version__
-from ale_cli.cli.app import app
+from ale_cli.cli.application import app
 from ale_cli.cli.config import config_callback
 from ale_cli.errors import InputError
 

@@ -226,7 +226,8 @@ class TorchScriptModel:
         dtype = next((t.dtype for t in tensors if t.is_floating_point()), torch.float64)
         rows = X[:CHECK_ROWS]
         try:
-            with torch.inference_mode():
+            # as every later call (see _forward): no profiling of the first calls
+            with torch.inference_mode(), torch.jit.optimized_execution(False):
                 first = call_model(path, module, torch.from_numpy(rows).to(dtype))
         except ModelFailed as exc:
             raise _first_call_error(module, path, X.shape[1], exc) from None
