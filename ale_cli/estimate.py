@@ -395,7 +395,11 @@ def _result(
     """The summary of a run and its timings (start, store loaded, estimates done)."""
     t0, t_load, t_est = times
     path, store, digest = opened.path, opened.store, opened.sha256
-    prediction = store.prediction() if isinstance(store, StoreFile) else store.prediction
+    if isinstance(store, StoreFile):  # the manifest's distribution, else read them all
+        recorded = store.recorded_prediction()
+        prediction = None if recorded is not None else store.prediction()
+    else:
+        recorded, prediction = None, store.prediction
     summary = with_statistics(
         Summary(
             estimator=estimator,
@@ -405,6 +409,7 @@ def _result(
             features=tuple(features),
             created=utc_now(),
             notes=secants.summary_notes(store.meta),
+            prediction=recorded,
         ),
         prediction,
     )

@@ -329,3 +329,85 @@ def test_columns_past_the_gather_limit_take_the_slower_path(tmp_path: Path, monk
     monkeypatch.setattr(outofcore, "MAX_BUCKET_ROWS", 2)
     for run in (REQUESTS[1], REQUESTS[3]):
         _assert_same(run(path), run(_in_memory(X, E)))
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    n=st.integers(min_value=30, max_value=400),
+    seed=st.integers(0, 2**16),
+    cuts=st.lists(st.integers(1, 399), max_size=5),
+    nonfinite=st.integers(0, 5),
+)
+def test_the_manifest_records_the_prediction_distribution_the_summary_reports(
+    tmp_path_factory, n, seed, cuts, nonfinite
+):
+    """The manifest's percentiles of the predictions are the numbers the estimators would
+    get from reading them all: the same summary statistics, bit for bit."""
+    from ale_cli.core.statistics import prediction_distribution
+
+    X, E = _data(n, seed)
+    E[:nonfinite, 0] = np.nan  # their predictions are NaN: left out of the distribution
+    path = _chunked(tmp_path_factory.mktemp("m") / "s.npz", X, E, [c for c in cuts if c < n])
+    want = prediction_distribution(prediction=E.sum(1))
+    found = open_store(path).recorded_prediction()
+    assert found is not None and found["n"] == n - nonfinite
+    assert found["mean"] == want.mean
+    np.testing.assert_array_equal(found["quantiles"], want.quantiles)
+    for run in REQUESTS:
+        streamed, whole = run(path).summary, run(_in_memory(X, E)).summary
+        assert streamed.prediction["n"] == whole.prediction["n"]
+        np.testing.assert_array_equal(
+            streamed.prediction["quantiles"], whole.prediction["quantiles"]
+        )
+        for fa, fb in zip(streamed.features, whole.features, strict=True):
+            assert (fa.statistics is None) == (fb.statistics is None)
+            for key in fa.statistics or {}:  # the effects agree to rounding (the merges)
+                a, b = fa.statistics[key], fb.statistics[key]
+                if a is None or b is None:
+                    assert a is b, key
+                else:
+                    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=key)
+
+
+def test_estimators_do_not_read_the_predictions_when_the_manifest_has_them(
+    tmp_path: Path, monkeypatch
+):
+    from ale_cli.adapters.store import StoreFile
+
+    X, E = _data(300, 4)
+    path = _chunked(tmp_path / "s.npz", X, E, [120])
+
+    def refuse(self):  # type: ignore[no-untyped-def]
+        raise AssertionError("the predictions were read")
+
+    monkeypatch.setattr(StoreFile, "prediction", refuse)
+    summary = rebin(RebinRequest(store=path, bins=10, binning="quantile")).summary
+    assert summary.prediction["n"] == 300
+
+
+def test_a_store_without_a_finite_prediction_records_none_and_a_damaged_record_is_refused(
+    tmp_path: Path,
+):
+    import json
+    import zipfile
+
+    from ale_cli.errors import InputError
+
+    X, E = _data(100, 5)
+    E[:, 0] = np.inf
+    assert open_store(_chunked(tmp_path / "inf.npz", X, E, [40])).recorded_prediction() is None
+    X, E = _data(100, 6)
+    path = _chunked(tmp_path / "s.npz", X, E, [40])
+    with zipfile.ZipFile(path) as zf:
+        entries = {name: zf.read(name) for name in zf.namelist()}
+    meta = json.loads(np.load(path)["meta"].item())
+    meta["chunks"]["prediction"]["quantiles"][3] = 1e9  # no longer increasing
+    damaged = tmp_path / "damaged.npz"
+    with zipfile.ZipFile(damaged, "w") as zf:
+        for name, data in entries.items():
+            if name != "meta.npy":
+                zf.writestr(name, data)
+        with zf.open("meta.npy", "w") as f:
+            np.lib.format.write_array(f, np.array(json.dumps(meta), dtype=np.str_))
+    with pytest.raises(InputError, match="damaged.npz.*prediction distribution is damaged"):
+        rhale(RhaleRequest(store=damaged))

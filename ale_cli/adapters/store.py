@@ -43,8 +43,11 @@ Chunked stores (schema 3, written by ``ale compute`` through
 :class:`StoreWriter`): the row arrays are split into chunks of consecutive
 rows, one zip entry per chunk and array, ``X.00000``, ``local_effects.00000``,
 ``prediction.00000`` (and ``mixed_derivatives.00000``, shape (P, n_i)), ...;
-the meta's ``chunks`` manifest lists ``rows`` (n_i per chunk), ``arrays`` and
-the per-input ``x_min`` / ``x_max`` over all rows. The archive is zip64 (no
+the meta's ``chunks`` manifest lists ``rows`` (n_i per chunk), ``arrays``,
+the per-input ``x_min`` / ``x_max`` over all rows and ``prediction``: the count,
+mean and 101 percentiles of the finite predictions, as every estimator's summary
+reports them (so that they do not read and sort N predictions again; absent when
+no prediction is finite, and in stores written before). The archive is zip64 (no
 4 GiB limit) and written entry by entry, so compute never holds more than
 one chunk. ``X`` keeps the source dtype (float32 data stay float32: the values
 are those float32 numbers exactly). ``local_effects`` and ``prediction`` are
@@ -427,6 +430,11 @@ class StoreFile(_Columns):
                     for name in arrays
                 }
 
+    def recorded_prediction(self) -> dict[str, Any] | None:
+        """The distribution of the predictions the manifest records (see
+        :func:`recorded_prediction`), or None."""
+        return recorded_prediction(self.path, self.meta)
+
     def prediction(self) -> np.ndarray:
         """The (N,) predictions, concatenated, as float64."""
         parts = [c["prediction"] for c in self.chunks(("prediction",))]
@@ -541,6 +549,49 @@ def iter_store_chunks(
     return open_store(path).chunks(arrays)
 
 
+def _distribution(parts: list[np.ndarray]) -> dict[str, Any] | None:
+    """The manifest's ``prediction``: count, mean and percentiles of the finite values of
+    the chunks, as :func:`~ale_cli.core.statistics.prediction_distribution` gives them on
+    the whole column (the same numbers: the same values in the same order)."""
+    from ale_cli.core.statistics import prediction_distribution
+
+    if not parts:
+        return None
+    values = np.concatenate(parts).astype(np.float64, copy=False)
+    if not np.isfinite(values).any():
+        return None
+    dist = prediction_distribution(prediction=values)
+    return {"n": dist.n, "mean": dist.mean, "quantiles": [float(q) for q in dist.quantiles]}
+
+
+def recorded_prediction(path: Path, meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The distribution of the predictions a chunked store's manifest records (None for a
+    store without one); a damaged one is refused with one line."""
+    from ale_cli.core.statistics import N_QUANTILES
+
+    found = (meta.get("chunks") or {}).get("prediction")
+    if found is None:
+        return None
+    try:
+        n, mean = int(found["n"]), float(found["mean"])
+        quantiles = np.asarray(found["quantiles"], dtype=np.float64)
+    except (TypeError, KeyError, ValueError):
+        quantiles, n, mean = np.zeros(0), 0, 0.0
+    total = sum(int(r) for r in meta["chunks"].get("rows", ()))
+    if (
+        quantiles.shape != (N_QUANTILES,)
+        or not np.isfinite(quantiles).all()
+        or np.any(np.diff(quantiles) < 0)
+        or not 0 < n <= total
+        or not quantiles[0] <= mean <= quantiles[-1]
+    ):
+        raise InputError(
+            f"store '{path}': its manifest's prediction distribution is damaged (expected the "
+            f"count, mean and {N_QUANTILES} increasing percentiles of the predictions)"
+        )
+    return {"n": n, "mean": mean, "quantiles": quantiles}
+
+
 class StoreWriter:
     """Write a chunked store entry by entry into a zip64 ``.npz``, atomically.
 
@@ -566,6 +617,7 @@ class StoreWriter:
         self.arrays: list[str] = []
         self._lo: np.ndarray | None = None
         self._hi: np.ndarray | None = None
+        self._predictions: list[np.ndarray] = []
         self._finished = False
 
     def __enter__(self) -> StoreWriter:
@@ -598,6 +650,8 @@ class StoreWriter:
             lo, hi = X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
             self._lo = lo if self._lo is None else np.minimum(self._lo, lo)
             self._hi = hi if self._hi is None else np.maximum(self._hi, hi)
+        if "prediction" in arrays:
+            self._predictions.append(arrays["prediction"])
         self._wait()
         entries = [(chunk_entry(name, i), array) for name, array in arrays.items()]
         self._pending = self._writer.submit(self._entries, entries)
@@ -630,6 +684,10 @@ class StoreWriter:
             "x_min": [] if self._lo is None else [float(v) for v in self._lo],
             "x_max": [] if self._hi is None else [float(v) for v in self._hi],
         }
+        recorded = _distribution(self._predictions)
+        self._predictions = []
+        if recorded is not None:
+            meta["chunks"]["prediction"] = recorded
         self._entry("feature_names", np.array(list(feature_names), dtype=np.str_))
         self._entry("input_names", np.array(list(input_names), dtype=np.str_))
         text = json.dumps(to_jsonable(meta), allow_nan=False)
