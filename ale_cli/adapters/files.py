@@ -140,7 +140,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
         for _ in range(100):
             tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
             try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
                 break
             except FileExistsError:
                 tmp = None

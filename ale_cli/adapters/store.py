@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -530,16 +531,17 @@ def open_store(path: str | Path) -> StoreFile:
 
 
 def store_sha256(path: str | Path) -> str:
-    """A store's identity: the sha256 of its file, or of a directory store's manifest after
+    """A store's identity: the sha256 of its file (hashed once, then recorded with the
+    file: :mod:`ale_cli.adapters.digest`), or of a directory store's manifest after
     checking its parts' bytes (:func:`ale_cli.adapters.partstore.store_sha256`)."""
-    from ale_cli.adapters.files import sha256_file
+    from ale_cli.adapters.digest import store_file_sha256
 
     path = Path(path)
     if path.is_dir():
         from ale_cli.adapters.partstore import store_sha256 as parts_sha256
 
         return parts_sha256(path)
-    return sha256_file(path)
+    return store_file_sha256(path)
 
 
 def iter_store_chunks(
@@ -629,7 +631,11 @@ class StoreWriter:
         self._pending: Future[None] | None = None
         self._target = atomic_write(self.path)
         fh = self._target.__enter__()
+        self._fh = fh
         self._zip = zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True)
+        # the file's sha256, of its bytes as they are final (see _hash_written)
+        self._digest = hashlib.sha256()
+        self._hashed = 0
         return self
 
     def _entry(self, name: str, array: np.ndarray) -> None:
@@ -638,6 +644,22 @@ class StoreWriter:
             if not array.flags.c_contiguous:
                 array = array.copy(order="C")
             np.lib.format.write_array(f, array, allow_pickle=False)
+        self._hash_written()
+
+    def _hash_written(self) -> None:
+        """Hash the bytes written since the last call: every entry before the file's end is
+        final (zipfile patches an entry's header before the next one starts), so they are
+        read back (from the page cache) on the writing thread, which the model's thread
+        leaves idle; the file is then never read again to learn its digest."""
+        self._fh.flush()
+        end = self._fh.tell()
+        fd = self._fh.fileno()
+        while self._hashed < end:
+            block = os.pread(fd, min(end - self._hashed, 1 << 20), self._hashed)
+            if not block:
+                raise OSError(f"store '{self.path}': could not read back what was written")
+            self._digest.update(block)
+            self._hashed += len(block)
 
     def add(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Write the next chunk: ``X`` (n, D), ``local_effects`` (n, F), ``prediction`` (n,)
@@ -708,6 +730,14 @@ class StoreWriter:
         if failure is None and not self._finished:
             failure = RuntimeError("StoreWriter.finish was not called")
         if exc_type is None and failure is None:
+            try:
+                self._hash_written()  # the central directory
+            except OSError as err:
+                failure = err
+        if exc_type is None and failure is None:
+            from ale_cli.adapters.digest import record_written
+
+            record_written(self._fh.fileno(), self._digest.hexdigest())
             self._target.__exit__(None, None, None)  # renames the file into place
             return
         if exc_type is None and failure is not None:
