@@ -559,10 +559,11 @@ def _distribution(parts: list[np.ndarray]) -> dict[str, Any] | None:
 
     if not parts:
         return None
-    values = np.concatenate(parts).astype(np.float64, copy=False)
+    values = np.concatenate(parts, dtype=np.float64)
+    parts.clear()  # the chunks' own arrays can go: peak N float64 values, not three copies
     if not np.isfinite(values).any():
         return None
-    dist = prediction_distribution(prediction=values)
+    dist = prediction_distribution(prediction=values, scratch=True)
     return {"n": dist.n, "mean": dist.mean, "quantiles": [float(q) for q in dist.quantiles]}
 
 
@@ -706,8 +707,7 @@ class StoreWriter:
             "x_min": [] if self._lo is None else [float(v) for v in self._lo],
             "x_max": [] if self._hi is None else [float(v) for v in self._hi],
         }
-        recorded = _distribution(self._predictions)
-        self._predictions = []
+        recorded = _distribution(self._predictions)  # empties the list
         if recorded is not None:
             meta["chunks"]["prediction"] = recorded
         self._entry("feature_names", np.array(list(feature_names), dtype=np.str_))

@@ -91,20 +91,28 @@ class EffectStatistics:
     naler_max: float | None = None
 
 
-def prediction_distribution(*, prediction: np.ndarray) -> PredictionDistribution:
+def prediction_distribution(
+    *, prediction: np.ndarray, scratch: bool = False
+) -> PredictionDistribution:
     """Count, mean and the 101 percentiles of the finite values of ``prediction`` (N,).
+
+    ``scratch``: ``prediction`` is a float64 array the caller no longer needs, which the
+    percentiles may reorder (no copy of N values; the same numbers).
 
     >>> d = prediction_distribution(prediction=np.arange(101.0))
     >>> d.n, d.mean, d.quantiles[[0, 50, 100]].tolist()
     (101, 50.0, [0.0, 50.0, 100.0])
     """
     values = np.asarray(prediction, dtype=np.float64).reshape(-1)
-    values = values[np.isfinite(values)]
+    finite = np.isfinite(values)
+    if not finite.all():
+        values, scratch = values[finite], True  # a copy of ours
+    del finite
     if values.size == 0:
         raise ValueError("no finite predictions to summarise")
-    return PredictionDistribution(
-        n=int(values.size), mean=float(values.mean()), quantiles=np.quantile(values, _LEVELS)
-    )
+    mean = float(values.mean())  # before the percentiles may reorder the values
+    quantiles = np.quantile(values, _LEVELS, overwrite_input=scratch)
+    return PredictionDistribution(n=int(values.size), mean=mean, quantiles=quantiles)
 
 
 def _midpoints(effect: np.ndarray) -> np.ndarray:
