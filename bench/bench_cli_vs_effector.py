@@ -23,38 +23,47 @@ all three alike; each reports the median and the min-max over the rounds.
 Each row gives the median, min-max and the spread (max - min) / median over the
 rounds: the noise of the shared machine.
 
-Fixed costs (N = 1e5): python start-up (``python -c pass``), the imports of
-``ale_cli.cli``, of torch, of pyarrow.parquet (each a fresh process, minus the
-start-up), ``ale --version``, the command's own time (``seconds`` of ``--json``)
-with the steps its store records (``import_torch_s``: torch imported inside ale,
-cheaper than in a fresh process), what is left of the wall time (start-up, CLI,
-typer, exit), and wall - torch import - local effects: the fixed costs.
+Fixed costs, at N = 1e5 and at N = 100 (where nothing that grows with N is left: the
+fixed costs proper): python start-up (``python -c pass``), the imports of the compute
+command (numpy, typer, ale's modules), of torch, of pyarrow.parquet (each a fresh
+process, minus the start-up), ``ale --version``, the command's own time (``seconds``
+of ``--json``) with the steps its store records (``import_torch_s``: torch imported
+inside ale, cheaper than in a fresh process), what is left of the wall time
+(start-up, CLI, typer, exit), and wall - torch import - local effects. ale's modules
+are byte-compiled first and PYTHONDONTWRITEBYTECODE is dropped (bench/installed.py):
+an installed ale does not compile its modules on every run.
 
 Usage: python bench/bench_cli_vs_effector.py [--rows 1e5,1e6] [--rounds 3]
 
-Measured 2026-11-23 (one run, 3 interleaved rounds, median (min-max, spread)),
-shared 2-core VM, load average 1.1 at 1e5 and 2.5 at 1e6; effector 0.6.0:
+Measured 2026-11-23, 17:42-17:50 UTC (one run, 3 interleaved rounds, median
+(min-max, spread)), shared 2-core VM, load average 0.5 at the start, 1.3 at 1e6;
+effector 0.6.0:
 
 ====  ==================  ===================  ========================================
 N     bare fwd+bwd        effector RHALE       ale compute + ale rhale
 ====  ==================  ===================  ========================================
-1e5   0.50 (0.49-0.68)    1.43 (1.41-1.51)     2.38 (2.27-2.39): 4.8x bare, 1.66x effector
-1e6   6.22 (5.21-6.67)    16.49 (14.9-17.6)    9.57 (9.17-10.16): 1.54x bare, 0.58x
-                                               effector (per round 1.43-1.76x bare)
+1e5   0.66 (0.51-0.66)    1.51 (1.43-1.56)     2.45 (2.27-2.49): 3.7x bare, 1.62x effector
+1e6   5.02 (4.53-5.11)    14.05 (13.6-14.1)    6.36 (6.32-6.63): 1.27x bare (per round
+                                               1.32, 1.25, 1.39), 0.45x effector
 ====  ==================  ===================  ========================================
 
-A later run the same day on a quiet machine (load average 0.7-1.0, 3 rounds): 1e5: bare
-0.58 s, effector 1.41 s, ale 2.46 s (4.27x bare, 1.75x effector); 1e6: bare 5.24 s
-(5.15-5.50), effector 14.41 s, ale 7.38 s (7.23-7.42): 1.41x bare (per round 1.43, 1.42,
-1.32), 0.51x effector; fixed costs 0.49 s (0.48-0.52), of which 0.27 s outside the
-command (start-up, CLI import and parsing, exit) and 0.10 s reading the Parquet file.
+Fixed costs of ale compute (median, min-max of 3):
 
-Fixed costs of ale compute at N = 1e5 (spread 2-11 %): wall 1.98 s = python start-up
-0.02 + CLI import, parsing and exit 0.19 + torch imported inside ale 1.02 (1.46 in a
-fresh process) + local effects 0.52 + reading 0.08 + model load and checks 0.07 +
-hashing, screening and writing 0.07. Wall - ale's torch import - local effects:
-0.43 s (0.40-0.45); wall - a fresh process's torch import: 0.52 s. The same rounds
-under load 3-7 gave 1.5-2.3x bare at 1e6: the noise of this machine is that large.
+- N = 100: wall 1.16 s = torch imported inside ale 0.93 + the rest 0.24 s (0.21-0.27):
+  start-up, imports, parsing and exit 0.15 (python 0.02, the compute command's
+  imports 0.10), reading (pyarrow's import) 0.04, model load and checks 0.01-0.02,
+  the rest of the command (hashing the inputs, writing the store) 0.03. Everything but
+  the torch import: 0.24 s.
+- N = 1e5: wall 1.97 s = torch 1.02 + local effects 0.52 + 0.41 s (0.37-0.45), of which
+  0.17 s grows with N (reading 12.8 MB of Parquet, screening, writing and hashing a
+  38 MB store, its fsync, the percentiles of the predictions).
+
+Earlier the same day, before the command modules were imported lazily, the first
+TorchScript call ran without the profiling executor, the manifest recorded the
+prediction percentiles and the store's digest was kept with the file: 1e6 at 1.41x
+bare (quiet machine) and 1.54x (load 2.5); N = 1e5 wall - torch - local effects
+0.43-0.49 s, with ale's modules compiled on every run. Under load 3-7 the same
+rounds gave 1.5-2.3x bare at 1e6: the noise of this machine is that large.
 """
 
 from __future__ import annotations
