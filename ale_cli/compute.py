@@ -397,14 +397,27 @@ def streams(inputs: ModelInputs) -> bool:
     return model_column_order(inputs.model, fmt).names is None
 
 
+@dataclass(frozen=True)
+class FdFirst:
+    """What the first pass of a streaming compute gave for an ONNX or scikit-learn model:
+    the model loaded on the data's profile, and what loading it again elsewhere (a Dask
+    worker) takes to give the same model: the profile, the columns' dtypes, the data's
+    hash on that read."""
+
+    model: Model
+    sha256: str
+    profile: Any  # ale_cli.models.profile.DataProfile
+    dtypes: dict[str, str]
+
+
 def _fd_model(
     request: ComputeRequest, fmt: str, stream: TableStream, timings: dict[str, float]
-) -> tuple[Model, str] | None:
+) -> FdFirst | None:
     """The first pass of a streaming compute for an ONNX or scikit-learn model: read the
     data for the profile its checks and steps are chosen from
-    (:func:`~ale_cli.adapters.profiling.first_pass`), load the model on it; returns the
-    model and the data hash of that read, or None when the model is computed on the
-    whole table (a scikit-learn model reading text columns; a piecewise-constant one)."""
+    (:func:`~ale_cli.adapters.profiling.first_pass`), load the model on it; None when the
+    model is computed on the whole table (a scikit-learn model reading text columns; a
+    piecewise-constant one)."""
     from ale_cli.adapters.profiling import first_pass
     from ale_cli.models import Columns, load_model
 
@@ -431,7 +444,7 @@ def _fd_model(
     timings["load_model_s"] = time.perf_counter() - t
     if piecewise_constant(model):  # its secants across a fine grid need the whole table
         return None
-    return model, found.sha256
+    return FdFirst(model, found.sha256, found.profile, dict(found.dtypes))
 
 
 def _bars(
@@ -489,7 +502,7 @@ def _stream(
         )
         timings["load_model_s"] = time.perf_counter() - t
     else:
-        model = fd_model[0]
+        model = fd_model.model
     pairs = _pair_plan(request, stream.feature_names, stream.categorical, model)
     bars = _bars(progress, stream.total_rows, pairs[1] is not None)
     screen = _Screen(inputs.model, drop=inputs.drop_nonfinite)
@@ -508,7 +521,7 @@ def _stream(
         timings["load_data_s"] += time.perf_counter() - t
     if stream.sha256 is None:  # the iteration ended early (it raises instead)
         raise RuntimeError("the data stream ended before its hash")
-    if fd_model is not None and fd_model[1] != stream.sha256:
+    if fd_model is not None and fd_model.sha256 != stream.sha256:
         raise RunError(
             f"data file '{inputs.data_label}' changed while it was read (its two reads "
             "differ); run again once it is written"

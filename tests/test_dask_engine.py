@@ -9,9 +9,11 @@ are given its address (the ``--scheduler`` path).
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -305,10 +307,30 @@ def test_cli_engine_options(stores, dataset, cluster, cli, tmp_path: Path):
     assert r.exit_code == 2 and "--engine must be one of local, dask, got 'spark'" in r.stderr
     r = cli("rebin", dask, "-o", tmp_path / "x.json", "--engine", "dask", "--bootstrap", "5")
     assert r.exit_code == 2 and "--bootstrap resamples the rows in memory" in r.stderr
-    (tmp_path / "m.pkl").write_bytes(b"not read")
-    r = cli("compute", tmp_path / "m.pkl", data, "-o", tmp_path / "p", "--engine", "dask")
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    gb = tmp_path / "gb.pkl"
+    _, _, X = dataset
+    gb.write_bytes(pickle.dumps(GradientBoostingRegressor(n_estimators=5).fit(X, X[:, 0])))
+    r = cli(
+        "compute",
+        gb,
+        data,
+        "-o",
+        tmp_path / "p",
+        "--engine",
+        "dask",
+        "--trust-pickle",
+        "--scheduler",
+        cluster,
+    )
     assert r.exit_code == 2
-    assert "--engine dask computes TorchScript models on data files" in r.stderr
+    assert "--engine dask cannot compute this model (piecewise constant" in r.stderr
+    assert not (tmp_path / "p").exists()
+    onnx_trees = Path(__file__).resolve().parent.parent / "sample_data/models/diabetes_gbr.onnx"
+    r = cli("compute", onnx_trees, data, "-o", tmp_path / "p", "--engine", "dask")
+    assert r.exit_code == 2
+    assert "--engine dask cannot compute a tree-ensemble ONNX model" in r.stderr
     r = cli("compute", model, data, "-o", tmp_path / "p", "--engine", "dask", "--pairs", "a,b")
     assert r.exit_code == 2
     assert "--pairs (mixed derivatives) is not computed by the Dask engine" in r.stderr
@@ -367,3 +389,39 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("dask", "distributed"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _mlp(path: Path, X: np.ndarray) -> Path:
+    """A smooth scikit-learn model (tanh MLP) as a pickle: finite differences."""
+    from sklearn.neural_network import MLPRegressor
+
+    est = MLPRegressor(hidden_layer_sizes=(8,), activation="tanh", max_iter=200, random_state=0)
+    with warnings.catch_warnings():  # not converged in 200 iterations: smooth all the same
+        warnings.simplefilter("ignore")
+        est.fit(X[:2000], np.tanh(X[:2000]) @ W + X[:2000, 0] * X[:2000, 1])
+    path.write_bytes(pickle.dumps(est))
+    return path
+
+
+def test_a_scikit_learn_model_on_dask_gives_the_local_store(dataset, cluster, tmp_path: Path):
+    """Its steps come from a profile of all rows, read once by the client and sent with the
+    model: every worker loads the model the local engine loads, and the stores agree."""
+    _, data, X = dataset
+    model = _mlp(tmp_path / "mlp.pkl", X)
+    inputs = ModelInputs(model=model, data=data, trust_pickle=True)
+    local = compute(ComputeRequest(inputs=inputs, out=tmp_path / "l.npz", chunk_rows=1000))
+    dask = compute(
+        ComputeRequest(
+            inputs=inputs, out=tmp_path / "d", chunk_rows=1000, engine="dask", scheduler=cluster
+        )
+    )
+    a, b = read_store(local.out), read_store(dask.out)
+    assert local.method == dask.method == "finite-differences"
+    np.testing.assert_array_equal(b.X, a.X)
+    np.testing.assert_allclose(b.local_effects, a.local_effects, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(b.prediction, a.prediction, rtol=1e-12, atol=1e-12)
+    ma, mb = read_meta(local.out), read_meta(dask.out)
+    assert mb["cache_key"] == ma["cache_key"]
+    assert mb["method_details"] == ma["method_details"]  # the same steps on every worker
+    one, other = (rhale(RhaleRequest(store=s)).summary for s in (local.out, dask.out))
+    _assert_same(one, other)

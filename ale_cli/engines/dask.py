@@ -8,8 +8,12 @@ sent to every worker once (``Client.scatter(broadcast=True)``) and loaded once p
 worker process (a cache keyed by its sha256). Each worker writes its part of a
 directory store (:mod:`ale_cli.adapters.partstore`) on a path every worker and this
 process share; this process writes the manifest and moves the store into place.
-TorchScript models only: finite-difference steps (other formats) are relative to
-each feature's std over all rows, which the local engine reads whole.
+ONNX and scikit-learn models choose their finite-difference steps and checks from a
+profile of all rows (:mod:`ale_cli.models.profile`): this process reads the data once
+for it, as the local engine's first pass does, and sends it with the model, so every
+worker loads the same model with the same steps (and the store is the local one's).
+Tree models (secants on a fine grid of all rows), scikit-learn pipelines that read
+text columns and features estimated per level are refused: they need the whole table.
 
 ``ale rebin`` / ``ale rhale``: each part of a directory store (or each chunk of a
 single-file store) is a task; the workers compute its cell statistics with the same
@@ -114,6 +118,12 @@ class _PartSpec:
     dropna: bool
     drop_nonfinite: bool
     chunk_rows: int
+    model_format: str = "torchscript"
+    #: an ONNX or scikit-learn model's profile of all rows, its columns' dtypes and the
+    #: data hash of the read that made it (None, {}, None for TorchScript)
+    profile: Any = None
+    dtypes: dict[str, str] = field(default_factory=dict)
+    data_sha256: str | None = None
 
 
 #: a file the client puts in the store's temporary directory when the run fails: the
@@ -134,7 +144,10 @@ def _worker_model(model_bytes: bytes, spec: _PartSpec, first: np.ndarray) -> Any
     from ale_cli.models import Columns, load_model
 
     # a long-lived worker may serve runs with other options (output, batch size, columns)
-    key = repr((spec.model_sha256, spec.load_options, spec.names, spec.categorical))
+    # and, for a model whose steps come from the data, other data
+    key = repr(
+        (spec.model_sha256, spec.load_options, spec.names, spec.categorical, spec.data_sha256)
+    )
     with _MODELS_LOCK:
         model = _MODELS.get(key)
         if model is not None:
@@ -149,10 +162,11 @@ def _worker_model(model_bytes: bytes, spec: _PartSpec, first: np.ndarray) -> Any
             path.write_bytes(model_bytes)
         model = load_model(
             path,
-            model_format="torchscript",
+            model_format=spec.model_format,
             options=spec.load_options,
-            columns=Columns(names=spec.names, fixed=spec.categorical, dtypes={}),
-            X=first,
+            columns=Columns(names=spec.names, fixed=spec.categorical, dtypes=spec.dtypes),
+            X=first if spec.profile is None else spec.profile.head,
+            profile=spec.profile,
         )
         _MODELS[key] = model
         return model
@@ -195,8 +209,10 @@ def compute_part(
                 t = time.perf_counter()
                 model = _worker_model(model_bytes, spec, X)
                 timings["load_model_s"] = time.perf_counter() - t
-            arrays = _chunk_arrays(model, X, spec.columns, ([], None), (None, None), timings)
-            arrays = screen.apply(arrays, offset + read)
+            # finite differences on float64 rows, as the local engine gives them; X as read
+            model_X = X if spec.profile is None else X.astype(np.float64, copy=False)
+            arrays = _chunk_arrays(model, model_X, spec.columns, ([], None), (None, None), timings)
+            arrays = screen.apply(arrays | {"X": X}, offset + read)
             read += len(X)
             if not len(arrays["prediction"]):
                 continue
@@ -297,7 +313,7 @@ def compute_dask(
         if isinstance(cached, local.ComputeResult):
             return cached
     timings: dict[str, float] = {"hash_inputs_s": time.perf_counter() - t0}
-    plan = _plan_parts(request, hashes)
+    plan = _with_profile(request, _plan_parts(request, hashes), timings)
     bar = progress(plan.total_rows) if progress is not None and plan.total_rows else None
     t = time.perf_counter()
     with client(request.scheduler) as dask_client, PartStoreWriter(request.out) as writer:
@@ -308,6 +324,11 @@ def compute_dask(
         merged = _merge_parts(results, plan, writer, request.inputs.model, timings)
         _check_rows_left(merged, plan.data_path, request.inputs.model)
         data_sha = _data_sha256(plan, results)
+        if plan.spec.data_sha256 not in (None, data_sha):
+            raise RunError(
+                f"data file '{request.inputs.data_label}' changed while it was read (its "
+                "two reads differ); run again once it is written"
+            )
         hashes = hashes or local._Hashes.of(request, data=data_sha)
         stored = _store_meta(request, plan, merged, results, hashes, timings)
         stored.meta["engine"] = {
@@ -337,13 +358,16 @@ def _check_request(request: ComputeRequest) -> None:
 
     inputs = request.inputs
     inputs.check_files()
-    torchscript = detect_format(inputs.model, inputs.model_format) == "torchscript"
-    if not (torchscript and local.streams(inputs)):
+    fmt = detect_format(inputs.model, inputs.model_format)
+    if not local.streams(inputs):
         raise InputError(
-            "{param} dask computes TorchScript models on data files; other model formats "
-            "need every row at once (finite-difference steps), use {param} local",
+            "{param} dask computes models on data files whose columns they take by "
+            "position; a model that matches columns by name reads the whole table, use "
+            "{param} local",
             param="engine",
         )
+    if fmt == "onnx" and inputs.step is None and local._onnx_trees(inputs.model):
+        raise _whole_table("a tree-ensemble ONNX model")
     if local._needs_levels(request):
         raise InputError(
             "{param} dask does not store the jumps of features estimated per level "
@@ -357,6 +381,39 @@ def _check_request(request: ComputeRequest) -> None:
             param="pairs",
         )
     require_dask()
+
+
+def _whole_table(what: str) -> InputError:
+    return InputError(
+        f"{{param}} dask cannot compute {what}: its secants on a fine grid (or the levels "
+        "of its text columns) need every row at once; use {param} local",
+        param="engine",
+    )
+
+
+def _with_profile(request: ComputeRequest, plan: _Plan, timings: dict[str, float]) -> _Plan:
+    """The plan with an ONNX or scikit-learn model's profile of all rows (one read of the
+    data in this process, :func:`ale_cli.compute._fd_model`); TorchScript: as it is."""
+    from dataclasses import replace
+
+    from ale_cli import compute as local
+    from ale_cli.models import detect_format
+
+    inputs = request.inputs
+    fmt = detect_format(inputs.model, inputs.model_format)
+    if fmt == "torchscript":
+        return plan
+    first = local._fd_model(request, fmt, local._open_stream(request), timings)
+    if first is None:
+        raise _whole_table("this model (piecewise constant, or reading text columns)")
+    spec = replace(
+        plan.spec,
+        model_format=fmt,
+        profile=first.profile,
+        dtypes=first.dtypes,
+        data_sha256=first.sha256,
+    )
+    return replace(plan, spec=spec)
 
 
 @dataclass(frozen=True)
