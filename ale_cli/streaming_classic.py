@@ -90,7 +90,7 @@ def dropped_note(path: object, rows: np.ndarray) -> str:
 
 
 @dataclass(frozen=True)
-class _Passed:
+class Passed:
     """What the pass over the chunks gives: per estimable feature (by position among the
     features) its merged cells of the differences ``D_i`` and its rows outside the edges;
     the rows dropped (numbers in the whole table), the rows kept and the distribution of
@@ -145,47 +145,83 @@ def _screened(
     )
 
 
+@dataclass(frozen=True)
+class ChunkCells:
+    """One chunk's part of the evaluation pass: per feature (by position) the cells of its
+    differences without the rows screened out and its rows outside the edges; the rows
+    dropped (numbers in the whole table) and the predictions on the rows kept."""
+
+    cells: dict[int, CellStats]
+    outside: dict[int, int]
+    dropped: np.ndarray
+    prediction: np.ndarray
+
+
+def chunk_cells(
+    inputs: ModelInputs,
+    model: Any,
+    X: np.ndarray,
+    cols: list[int],
+    edges: dict[int, np.ndarray],
+    *,
+    offset: int,
+    bar: ProgressFn | None = None,
+) -> ChunkCells:
+    """The evaluation pass on the chunk X (n, D) whose first row is row ``offset`` of the
+    table: the model at both limits of every row's bin, its predictions, the non-finite
+    screen and the cells (also run by the Dask engine's workers on their partitions)."""
+    from ale_cli.classic import BinnedFeature, limit_differences, without_rows
+
+    Xs = np.ascontiguousarray(X.T[cols])
+    feats = [BinnedFeature(j, cols[j], edges[j], assign(Xs[j], edges[j])) for j in edges]
+    diffs = np.empty(Xs.shape, dtype=np.float64)
+    eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
+    limit_differences(model.predict, X, Xs, feats, diffs, eval_rows=eval_rows, progress=bar)
+    prediction = model.predict(X)
+    found = _screened(inputs, len(X), prediction, feats, diffs, offset)
+    cells = {
+        t.j: CellStats.from_values(
+            without_rows(t.bins.index, found.dropped), diffs[t.j], n_cells=t.edges.size - 1
+        )
+        for t in feats
+    }
+    outside = {t.j: t.bins.n_outside for t in feats}
+    return ChunkCells(cells, outside, found.dropped + offset, prediction[found.keep])
+
+
+def empty_cells(edges: dict[int, np.ndarray]) -> dict[int, CellStats]:
+    """No rows yet in the cells of every feature of ``edges``."""
+    return {j: CellStats.empty(e.size - 1) for j, e in edges.items()}
+
+
 def _difference_cells(
     inputs: ModelInputs,
     streamed: Streamed,
     edges: dict[int, np.ndarray],
     progress: Callable[[int], ProgressFn] | None,
-) -> _Passed:
+) -> Passed:
     """One pass over the chunks: the cells of the differences of every feature of ``edges``
     merged without the rows screened out, and the distribution of the kept predictions."""
-    from ale_cli.classic import BinnedFeature, limit_differences, without_rows
-
-    model, cols = streamed.model, list(streamed.columns)
-    todo = list(edges)  # the estimable features, in order
-    cells = {j: CellStats.from_values(np.empty(0), np.empty(0), n_cells=edges[j].size - 1)
-             for j in todo}  # fmt: skip
-    outside = dict.fromkeys(todo, 0)
-    eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
-    bar = progress(streamed.scan.n_rows * len(todo)) if progress is not None else None
+    cols = list(streamed.columns)
+    cells = empty_cells(edges)
+    outside = dict.fromkeys(edges, 0)
+    bar = progress(streamed.scan.n_rows * len(edges)) if progress is not None else None
     dropped: list[np.ndarray] = []
     offset = 0
     with PredictionSpool(streamed.passes.chunk_rows) as spool:
         for X in streamed.passes():
-            Xs = np.ascontiguousarray(X.T[cols])
-            feats = [BinnedFeature(j, cols[j], edges[j], assign(Xs[j], edges[j])) for j in todo]
-            diffs = np.empty(Xs.shape, dtype=np.float64)
-            limit_differences(model.predict, X, Xs, feats, diffs, eval_rows=eval_rows, progress=bar)
-            prediction = model.predict(X)
-            found = _screened(inputs, len(X), prediction, feats, diffs, offset)
-            if len(found.dropped):
-                dropped.append(found.dropped + offset)
-            for t in feats:
-                c = CellStats.from_values(
-                    without_rows(t.bins.index, found.dropped), diffs[t.j], n_cells=t.edges.size - 1
-                )
-                cells[t.j] = cells[t.j].merge(c)
-                outside[t.j] += t.bins.n_outside
-            spool.add(prediction[found.keep])
+            part = chunk_cells(inputs, streamed.model, X, cols, edges, offset=offset, bar=bar)
+            if len(part.dropped):
+                dropped.append(part.dropped)
+            for j, c in part.cells.items():
+                cells[j] = cells[j].merge(c)
+                outside[j] += part.outside[j]
+            spool.add(part.prediction)
             offset += len(X)
         kept = spool.n
         distribution = spool.distribution()
     rows_out = np.concatenate(dropped) if dropped else np.empty(0, dtype=np.intp)
-    return _Passed(cells, outside, rows_out, kept, distribution)
+    return Passed(cells, outside, rows_out, kept, distribution)
 
 
 def _summary(
@@ -193,7 +229,7 @@ def _summary(
     fixed: FixedBins,
     streamed: Streamed,
     features: list[FeatureSummary],
-    passed: _Passed,
+    passed: Passed,
 ) -> Summary:
     """The run's summary, its prediction statistics from the spooled distribution."""
     from ale_cli.classic import METHOD, discrete_param, with_nonfinite
@@ -222,10 +258,13 @@ def classic_streamed(
     *,
     progress: Callable[[int], ProgressFn] | None = None,
     started: float | None = None,
+    evaluate: Callable[..., Passed] | None = None,
 ) -> EstimateResult:
     """``ale classic`` on ``streamed`` data (see the module docstring); the summary is the
     in-memory path's (:func:`ale_cli.classic.classic`). ``started``: when the run began
-    (``perf_counter``), for the result's seconds."""
+    (``perf_counter``), for the result's seconds. ``evaluate``: the evaluation pass
+    (default: in this process; the Dask engine's runs on its workers), with the
+    signature of :func:`_difference_cells`."""
     t0 = time.perf_counter()
     started = t0 if started is None else started
     inputs, scan = request.inputs, streamed.scan
@@ -235,7 +274,7 @@ def classic_streamed(
     chosen, cols = list(streamed.features), list(streamed.columns)
     skip = skip_reasons(chosen, scan.lo[cols], scan.hi[cols], (), fixed.edges)
     edges = _feature_edges(fixed, streamed, chosen, skip)
-    passed = _difference_cells(inputs, streamed, edges, progress)
+    passed = (evaluate or _difference_cells)(inputs, streamed, edges, progress)
     if passed.kept == 0:
         raise nothing_left(inputs.model)
     features: list[FeatureSummary] = [

@@ -425,3 +425,46 @@ def test_a_scikit_learn_model_on_dask_gives_the_local_store(dataset, cluster, tm
     assert mb["method_details"] == ma["method_details"]  # the same steps on every worker
     one, other = (rhale(RhaleRequest(store=s)).summary for s in (local.out, dask.out))
     _assert_same(one, other)
+
+
+@pytest.mark.parametrize("binning", ["quantile", "uniform"])
+def test_classic_on_dask_equals_the_local_engine(dataset, cluster, binning, tmp_path: Path):
+    """The model evaluations of ale classic on the workers, one task per partition: the
+    summary is the local engine's (cells merged in partition order, to rounding)."""
+    from ale_cli.classic import ClassicRequest, classic
+
+    model, data, X = dataset
+    for inputs in (
+        ModelInputs(model=model, data=data),
+        ModelInputs(model=_mlp(tmp_path / "mlp.pkl", X), data=data, trust_pickle=True),
+    ):
+        runs = [
+            classic(
+                ClassicRequest(inputs=inputs, bins=10, binning=binning, chunk_rows=1000, **kw)
+            ).summary
+            for kw in ({}, {"engine": "dask", "scheduler": cluster})
+        ]
+        local, dask = runs
+        assert local.n_rows == dask.n_rows == 12000
+        _assert_same(local, dask)
+        assert local.prediction["n"] == dask.prediction["n"]
+        np.testing.assert_allclose(
+            dask.prediction["quantiles"], local.prediction["quantiles"], rtol=1e-12, atol=0
+        )
+        assert dask.store["data"] == local.store["data"]
+
+
+def test_classic_on_dask_from_the_command_line(dataset, cluster, cli, tmp_path: Path):
+    model, data, _ = dataset
+    out = tmp_path / "c.json"
+    r = cli("classic", model, data, "-o", out, "--engine", "dask", "--scheduler", cluster)
+    assert r.exit_code == 0, r.output
+    assert json.loads(out.read_text())["n_rows"] == 12000
+    r = cli("classic", model, data, "-o", out, "--engine", "dask", "--bootstrap", "5")
+    assert r.exit_code == 2
+    assert r.stderr.strip() == (
+        "error: --engine dask evaluates the model on partitions of a data file, but bootstrap "
+        "bands resample every row's differences; use --engine local"
+    )
+    r = cli("classic", model, data, "-o", out, "--scheduler", cluster)
+    assert r.exit_code == 2 and "--scheduler is the address of a Dask scheduler" in r.stderr

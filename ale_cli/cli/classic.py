@@ -15,8 +15,10 @@ from ale_cli.cli.options import (
     CiOption,
     DiscreteOption,
     EdgesOption,
+    EngineOption,
     OutOption,
     ReadChunkOption,
+    SchedulerOption,
     SeedOption,
     TimestampOption,
     model_data_options,
@@ -54,6 +56,8 @@ def classic(
     seed: SeedOption = None,
     discrete: DiscreteOption = None,
     chunk_rows: ReadChunkOption = DEFAULT_CHUNK_ROWS,
+    engine: EngineOption = "local",
+    scheduler: SchedulerOption = None,
 ) -> Outcome:
     """Classic ALE (Apley-Zhu): the model at both limits of each row's bin, per feature.
 
@@ -63,6 +67,8 @@ def classic(
     divided by the bin width. --bootstrap B resamples the rows' differences
     for percentile bands (no further model call). A data file is read --chunk-rows
     rows at a time (bootstrap bands, --discrete and --categorical features read it whole).
+    --engine dask evaluates the model on the partitions of the data on the workers of a
+    Dask cluster (this process reads the columns for the ranges and quantile edges).
     """
     from ale_cli.bands import Bootstrap
     from ale_cli.classic import ClassicRequest
@@ -78,6 +84,8 @@ def classic(
         bootstrap=Bootstrap(bootstrap, ci, seed),
         discrete=discrete,
         chunk_rows=chunk_rows,
+        engine=engine,
+        scheduler=scheduler,
     )
     with run.progress("classic ALE") as progress:
         result = run_classic(request, progress=progress)
