@@ -48,7 +48,6 @@ from ale_cli.categorical import discrete_names, level_features
 from ale_cli.checks import check_count, names_tuple
 from ale_cli.core.binning import Assignment, assign, quantile_bins, uniform_edges
 from ale_cli.core.binstats import CellStats
-from ale_cli.errors import InputError
 from ale_cli.inputs import ModelInputs, feature_columns, model_source, open_inputs
 from ale_cli.models.base import ProgressFn
 from ale_cli.models.checks import Screened, screen_rows
@@ -89,7 +88,7 @@ class ClassicRequest:
     #: rows read at a time from a data file (:mod:`ale_cli.streaming_classic`);
     #: None reads the whole table at once
     chunk_rows: int | None = DEFAULT_CHUNK_ROWS
-    #: where the model evaluations run: local, or dask (:mod:`ale_cli.engines.dask_classic`)
+    #: where the model evaluations run: local, or dask (:mod:`ale_cli.engines.dask_model`)
     engine: str = "local"
     scheduler: str | None = None
 
@@ -381,9 +380,11 @@ def classic(
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default=DEFAULT_BINNING
     )
+    from ale_cli.engines import needs_local
+
     reason = whole_table_reason(request)
     if request.engine == "dask" and reason is not None:
-        raise _needs_local(reason or "the data are not a file")
+        raise needs_local(reason or "the data are not a file")
     if reason is None and request.chunk_rows is not None:
         from ale_cli.streaming_classic import classic_streamed
         from ale_cli.streaming_inputs import NeedsWholeTable, open_streamed
@@ -392,12 +393,12 @@ def classic(
             streamed = open_streamed(request.inputs, chunk_rows=request.chunk_rows)
         except NeedsWholeTable as exc:
             if request.engine == "dask":
-                raise _needs_local(str(exc)) from None
+                raise needs_local(str(exc)) from None
             reason = str(exc)
         else:
             evaluate = None
             if request.engine == "dask":
-                from ale_cli.engines.dask_classic import dask_evaluate
+                from ale_cli.engines.dask_model import dask_evaluate
 
                 evaluate = dask_evaluate(request.scheduler)
             return classic_streamed(
@@ -407,16 +408,6 @@ def classic(
     if reason:
         return replace(result, notes=(reason, *result.notes))
     return result
-
-
-def _needs_local(reason: str) -> InputError:
-    """The refusal of ``--engine dask`` for inputs only the whole table handles."""
-    why = reason.removeprefix("read the whole table: ")
-    return InputError(
-        f"{{param}} dask evaluates the model on partitions of a data file, but {why}; use "
-        "{param} local",
-        param="engine",
-    )
 
 
 def _whole_table(

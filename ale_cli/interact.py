@@ -95,8 +95,21 @@ class InteractRequest:
     #: is read by its own chunks, :mod:`ale_cli.streaming_interact_store`); None reads
     #: the whole table (or store) at once
     chunk_rows: int | None = DEFAULT_CHUNK_ROWS
+    #: where the model calls run: local, or dask (:mod:`ale_cli.engines.dask_model`)
+    engine: str = "local"
+    scheduler: str | None = None
 
     def __post_init__(self) -> None:
+        from ale_cli.engines import check_engine
+
+        check_engine(self.engine, self.scheduler)
+        if self.engine == "dask" and self.store is not None:
+            raise InputError(
+                "{param} reads mixed derivatives from a store in this process: it is not "
+                "used by {param:engine} dask (compute them from the data, or use "
+                "{param:engine} local)",
+                param="store",
+            )
         if self.chunk_rows is not None:
             check_count(self.chunk_rows, "chunk_rows", least=2)
         pairs = parse_pairs(self.pairs)
@@ -580,6 +593,8 @@ def interact(
     model call finished (one bar for the mixed derivatives, one per pair for
     the classic route).
     """
+    from ale_cli.engines import needs_local
+
     t0 = time.perf_counter()
     fixed = _bins(request)
     unused: tuple[str, ...] = ()  # why a store given is not used
@@ -591,6 +606,8 @@ def interact(
             return found
         unused, request = (found,), replace(request, store=None)
     reason = None if request.store is not None else _whole_table_reason(request)
+    if request.engine == "dask" and reason is not None:
+        raise needs_local(reason or "the data are not a file")
     if reason is None and request.store is None and request.chunk_rows is not None:
         from ale_cli.streaming_inputs import NeedsWholeTable, open_streamed
         from ale_cli.streaming_interact import interact_streamed
@@ -598,9 +615,18 @@ def interact(
         try:
             streamed = open_streamed(request.inputs, chunk_rows=request.chunk_rows)
         except NeedsWholeTable as exc:
+            if request.engine == "dask":
+                raise needs_local(str(exc)) from None
             reason = str(exc)
         else:
-            result = interact_streamed(request, fixed, streamed, progress=progress, started=t0)
+            evaluate = None
+            if request.engine == "dask":
+                from ale_cli.engines.dask_model import dask_accumulate
+
+                evaluate = dask_accumulate(request.scheduler)
+            result = interact_streamed(
+                request, fixed, streamed, progress=progress, started=t0, evaluate=evaluate
+            )
             return replace(result, notes=(*unused, *result.notes))
     notes: list[str] = [*unused, *([reason] if reason else [])]
     return _whole_table(request, fixed, notes, progress=progress, started=t0)

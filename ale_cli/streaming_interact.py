@@ -169,6 +169,18 @@ class PairCells:
             self.cells[p] = self.cells[p].merge(c)
             self.nonzero[p] = self.nonzero[p] or bool(np.any(v[kept]))
 
+    def merge_from(
+        self,
+        cells: dict[int, CellStats],
+        outside: dict[int, int],
+        nonzero: dict[int, bool],
+    ) -> None:
+        """Merge another part's statistics of the same pairs (its rows after these)."""
+        for p in self.todo:
+            self.cells[p] = self.cells[p].merge(cells[p])
+            self.outside[p] += outside[p]
+            self.nonzero[p] = self.nonzero[p] or nonzero[p]
+
     def interactions(
         self, pairs: Sequence[Pair], estimator: str, reasons: dict[int, str]
     ) -> list[InteractionSummary]:
@@ -219,7 +231,7 @@ class Located:
 
 
 @dataclass(frozen=True)
-class _Passed:
+class Passed:
     """What the pass over the chunks gives besides the pairs' cells: the rows dropped
     (numbers in the whole table), the rows kept, the distribution of their predictions and
     the seconds spent on the per-row values."""
@@ -257,6 +269,42 @@ def _pair_values(
     ]  # fmt: skip
 
 
+def chunk_pairs(
+    inputs: Any,
+    model: Model,
+    mixed: MixedFn | None,
+    X: np.ndarray,
+    acc: PairCells,
+    estimator: str,
+    *,
+    offset: int,
+    bar: ProgressFn | None = None,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The pass on the chunk X (n, D) whose first row is row ``offset`` of the table: merge
+    every pair's values of the rows kept into ``acc`` (:func:`ale_cli.interact.screen_pairs`
+    screens them); the rows dropped (numbers in the whole table), the predictions kept
+    and the seconds spent on the per-row values (also run by the Dask engine's workers)."""
+    from ale_cli.interact import screen_pairs
+
+    prediction = model.predict(X)
+    located = acc.locate(X)
+    t = time.perf_counter()
+    values = _pair_values(model, mixed, X, acc, located, bar)
+    spent = time.perf_counter() - t
+    screened = screen_pairs(
+        inputs.model,
+        len(X),
+        [(at.rows, v) for at, v in zip(located, values, strict=True)],
+        estimator,
+        prediction,
+        drop=inputs.drop_nonfinite,
+        offset=offset,
+        allow_empty=True,
+    )
+    acc.add(located, values, screened.keep)
+    return screened.dropped + offset, prediction[screened.keep], spent
+
+
 def _accumulate(
     request: InteractRequest,
     streamed: Streamed,
@@ -264,12 +312,9 @@ def _accumulate(
     estimator: str,
     mixed: MixedFn | None,
     progress: Callable[[int, str], ProgressFn] | None,
-) -> _Passed:
-    """One pass over the chunks merging every pair's values of the rows kept into ``acc``
-    (:func:`ale_cli.interact.screen_pairs` screens them), and what else it gives."""
-    from ale_cli.interact import screen_pairs
-
-    inputs, model = request.inputs, streamed.model
+) -> Passed:
+    """One pass over the chunks merging every pair's values of the rows kept into ``acc``,
+    and what else it gives."""
     what = "mixed derivatives" if estimator == "dale" else "cell corners"
     n_bars = 1 if mixed else len(acc.todo)
     bar = progress(streamed.scan.n_rows * n_bars, what) if progress else None
@@ -278,30 +323,18 @@ def _accumulate(
     offset = 0
     with PredictionSpool(streamed.passes.chunk_rows) as spool:
         for X in streamed.passes():
-            prediction = model.predict(X)
-            located = acc.locate(X)
-            t = time.perf_counter()
-            values = _pair_values(model, mixed, X, acc, located, bar)
-            t_model += time.perf_counter() - t
-            screened = screen_pairs(
-                inputs.model,
-                len(X),
-                [(at.rows, v) for at, v in zip(located, values, strict=True)],
-                estimator,
-                prediction,
-                drop=inputs.drop_nonfinite,
-                offset=offset,
-                allow_empty=True,
+            rows_out, kept, spent = chunk_pairs(
+                request.inputs, streamed.model, mixed, X, acc, estimator, offset=offset, bar=bar
             )
-            if len(screened.dropped):
-                dropped.append(screened.dropped + offset)
-            acc.add(located, values, screened.keep)
-            spool.add(prediction[screened.keep])
+            t_model += spent
+            if len(rows_out):
+                dropped.append(rows_out)
+            spool.add(kept)
             offset += len(X)
-        kept = spool.n
+        n_kept = spool.n
         distribution = spool.distribution()
     rows_out = np.concatenate(dropped) if dropped else np.empty(0, dtype=np.intp)
-    return _Passed(rows_out, kept, distribution, t_model)
+    return Passed(rows_out, n_kept, distribution, t_model)
 
 
 def _summary(
@@ -310,7 +343,7 @@ def _summary(
     streamed: Streamed,
     estimator: str,
     interactions: list[InteractionSummary],
-    passed: _Passed,
+    passed: Passed,
 ) -> Summary:
     """The run's summary, its prediction statistics from the spooled distribution."""
     inputs = request.inputs
@@ -341,10 +374,13 @@ def interact_streamed(
     *,
     progress: Callable[[int, str], ProgressFn] | None = None,
     started: float | None = None,
+    evaluate: Callable[..., Passed] | None = None,
 ) -> EstimateResult:
     """``ale interact`` on ``streamed`` data (see the module docstring); the summary is
     the in-memory path's (:func:`ale_cli.interact.interact`). ``started``: when the run
-    began (``perf_counter``), for the result's seconds."""
+    began (``perf_counter``), for the result's seconds. ``evaluate``: the pass over the
+    rows (default: in this process; the Dask engine's runs on its workers), with the
+    signature of :func:`_accumulate`."""
     from ale_cli.models.mixed import require_mixed_derivatives
 
     t0 = time.perf_counter()
@@ -361,7 +397,7 @@ def interact_streamed(
         )
     grids, reasons = _grid_edges(request, fixed, streamed, cols)
     acc = PairCells(grids, cols)
-    passed = _accumulate(request, streamed, acc, estimator, mixed, progress)
+    passed = (evaluate or _accumulate)(request, streamed, acc, estimator, mixed, progress)
     if passed.kept == 0:
         raise nothing_left(inputs.model)
     interactions = acc.interactions(request.pairs, estimator, reasons)

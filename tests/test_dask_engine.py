@@ -468,3 +468,59 @@ def test_classic_on_dask_from_the_command_line(dataset, cluster, cli, tmp_path: 
     )
     r = cli("classic", model, data, "-o", out, "--scheduler", cluster)
     assert r.exit_code == 2 and "--scheduler is the address of a Dask scheduler" in r.stderr
+
+
+@pytest.mark.parametrize("estimator", ["ale", "dale"])
+def test_interact_on_dask_equals_the_local_engine(dataset, cluster, estimator):
+    """The second-order pass on the workers (corners, or mixed derivatives by autodiff):
+    the summary is the local engine's; the TorchScript model's x_a x_b term shows."""
+    from ale_cli.interact import InteractRequest, interact
+
+    model, data, _ = dataset
+    inputs = ModelInputs(model=model, data=data)
+    runs = [
+        interact(
+            InteractRequest(
+                inputs=inputs,
+                pairs=(("a", "b"), ("c", "d")),
+                bins=6,
+                estimator=estimator,
+                chunk_rows=1000,
+                **kw,
+            )
+        ).summary
+        for kw in ({}, {"engine": "dask", "scheduler": cluster})
+    ]
+    local, dask = runs
+    assert local.n_rows == dask.n_rows == 12000
+    for a, b in zip(local.interactions, dask.interactions, strict=True):
+        assert (a.features, a.status) == (b.features, b.status)
+        for key in ("effect", "cell_effect", "counts", "edges_a", "edges_b"):
+            np.testing.assert_allclose(
+                np.asarray(getattr(b, key), dtype=float),
+                np.asarray(getattr(a, key), dtype=float),
+                rtol=1e-12,
+                atol=1e-12,
+                err_msg=key,
+            )
+    np.testing.assert_allclose(
+        dask.prediction["quantiles"], local.prediction["quantiles"], rtol=1e-12, atol=0
+    )
+    ab = np.asarray(dask.interactions[0].effect)
+    assert np.ptp(ab) > 0.5  # f has x_a x_b: a real surface
+
+
+def test_interact_on_dask_refuses_a_store(dataset, cluster, stores, cli, tmp_path: Path):
+    model, data, _ = dataset
+    local, _ = stores
+    r = cli(
+        "interact", model, data, "--pair", "a,b", "--store", local, "-o", tmp_path / "i.json",
+        "--engine", "dask", "--scheduler", cluster,
+    )  # fmt: skip
+    assert r.exit_code == 2
+    assert "--store reads mixed derivatives from a store in this process" in r.stderr
+    r = cli(
+        "interact", model, data, "--pair", "a,b", "-o", tmp_path / "i.json",
+        "--engine", "dask", "--scheduler", cluster,
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output

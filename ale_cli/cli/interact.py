@@ -11,8 +11,10 @@ from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.cli.command import Outcome, Run, command, guard_output, refuse_stdio
 from ale_cli.cli.options import (
     EdgesOption,
+    EngineOption,
     OutOption,
     ReadChunkOption,
+    SchedulerOption,
     TimestampOption,
     model_data_options,
 )
@@ -20,6 +22,14 @@ from ale_cli.cli.outcomes import summary_outcome
 
 if TYPE_CHECKING:
     from ale_cli.inputs import ModelInputs
+
+
+PairBinsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--bins", help="Bins per feature (default: 10), K x K cells.", min=1, show_default=False
+    ),
+]
 
 
 @command(
@@ -50,15 +60,7 @@ def interact(
             show_default=False,
         ),
     ] = None,
-    bins: Annotated[
-        int | None,
-        typer.Option(
-            "--bins",
-            help="Bins per feature (default: 10), K x K cells.",
-            min=1,
-            show_default=False,
-        ),
-    ] = None,
+    bins: PairBinsOption = None,
     binning: Annotated[
         str | None,
         typer.Option(
@@ -80,10 +82,13 @@ def interact(
     ] = None,
     timestamp: TimestampOption = True,
     chunk_rows: ReadChunkOption = DEFAULT_CHUNK_ROWS,
+    engine: EngineOption = "local",
+    scheduler: SchedulerOption = None,
 ) -> Outcome:
     """Second-order ALE of feature pairs: the doubly-centered interaction surface on a grid
     of cells, with empty cells filled from the nearest non-empty cell. A data file is read
-    --chunk-rows rows at a time; a store (--store) by its own chunks.
+    --chunk-rows rows at a time; a store (--store) by its own chunks. --engine dask runs
+    the model calls on the partitions of the data on the workers of a Dask cluster.
     """
     from ale_cli.interact import InteractRequest
     from ale_cli.interact import interact as run_interact
@@ -99,6 +104,8 @@ def interact(
         store=store,
         edges=edges,
         chunk_rows=chunk_rows,
+        engine=engine,
+        scheduler=scheduler,
     )
     with run.progress("interact") as progress:
         result = run_interact(request, progress=progress)

@@ -41,3 +41,14 @@ def require_dask() -> None:
             f"{{param}} dask needs the optional packages dask and distributed: {INSTALL_HINT}",
             param="engine",
         ) from None
+
+
+def needs_local(reason: str) -> InputError:
+    """The refusal of ``--engine dask`` for inputs only the whole table handles (``reason``:
+    the note the local engine gives for reading the whole table)."""
+    why = reason.removeprefix("read the whole table: ")
+    return InputError(
+        f"{{param}} dask evaluates the model on partitions of a data file, but {why}; use "
+        "{param} local",
+        param="engine",
+    )

@@ -15,8 +15,8 @@ worker loads the same model with the same steps (and the store is the local one'
 Tree models (secants on a fine grid of all rows), scikit-learn pipelines that read
 text columns and features estimated per level are refused: they need the whole table.
 
-``ale classic``: the model evaluations per partition on the workers
-(:mod:`ale_cli.engines.dask_classic`).
+``ale classic`` / ``ale interact``: the model calls per partition on the workers
+(:mod:`ale_cli.engines.dask_model`).
 
 ``ale rebin`` / ``ale rhale``: each part of a directory store (or each chunk of a
 single-file store) is a task; the workers compute its cell statistics with the same
