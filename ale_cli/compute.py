@@ -43,7 +43,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ale_cli import __version__
-from ale_cli.adapters.data import data_sha256, is_frame
+from ale_cli.adapters.data import is_frame
 from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import (
     MIXED,
@@ -53,7 +53,7 @@ from ale_cli.adapters.store import (
     cache_key,
     read_meta,
 )
-from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS, TableStream, dataset_sha256
+from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS, TableStream, inputs_sha256
 from ale_cli.categorical import (
     LEVEL_DOWN,
     LEVEL_UP,
@@ -142,7 +142,7 @@ class _Hashes:
         """The hashes; ``data`` when the data were hashed while they were read."""
         model = sha256_file(request.inputs.model)
         if data is None:
-            data = _data_hash(request.inputs.data)
+            data = inputs_sha256(request.inputs.data)
         return cls(model, data, cache_key(model, data, request.result_options()))
 
     def stale_reason(self, meta: dict[str, Any]) -> str | None:
@@ -154,10 +154,6 @@ class _Hashes:
         if meta.get("data", {}).get("sha256") != self.data:
             return "the data file changed"
         return "the options changed"
-
-
-def _data_hash(data: Any) -> str:
-    return data_sha256(data) if is_frame(data) else dataset_sha256(Path(data))
 
 
 def _cached(request: ComputeRequest, hashes: _Hashes, t0: float) -> ComputeResult | str | None:
@@ -187,12 +183,11 @@ def _cached(request: ComputeRequest, hashes: _Hashes, t0: float) -> ComputeResul
     )
 
 
-def _pair_plan(
-    request: ComputeRequest, names: tuple[str, ...], categorical: tuple[str, ...], model: Model
-) -> tuple[list[tuple[int, int]], MixedFn | None]:
-    """Columns of the pairs and the model's mixed-derivative function (None without pairs)."""
-    if not request.pairs:
-        return [], None
+def pair_plan_columns(
+    request: ComputeRequest, names: tuple[str, ...], categorical: tuple[str, ...]
+) -> list[tuple[int, int]]:
+    """The columns of ``request.pairs`` among the inputs ``names`` (refused: a pair naming
+    no input, or a categorical one, held fixed)."""
     cols = pair_columns(
         request.pairs,
         names,
@@ -205,6 +200,16 @@ def _pair_plan(
             f"{{param}}: feature '{fixed}' is categorical (held fixed), so it has no derivative",
             param="pairs",
         )
+    return cols
+
+
+def _pair_plan(
+    request: ComputeRequest, names: tuple[str, ...], categorical: tuple[str, ...], model: Model
+) -> tuple[list[tuple[int, int]], MixedFn | None]:
+    """Columns of the pairs and the model's mixed-derivative function (None without pairs)."""
+    if not request.pairs:
+        return [], None
+    cols = pair_plan_columns(request, names, categorical)
     mixed = require_mixed_derivatives(
         model,
         request.inputs.model,

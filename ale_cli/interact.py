@@ -29,11 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.adapters.data import data_sha256
 from ale_cli.adapters.edges import EdgesFile
 from ale_cli.adapters.files import sha256_file
 from ale_cli.adapters.store import read_meta, read_store
-from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
+from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS, inputs_sha256
 from ale_cli.adapters.summary import InteractionSummary, Summary, with_statistics
 from ale_cli.bins import FixedBins
 from ale_cli.checks import check_choice, check_count
@@ -183,7 +182,7 @@ def store_mismatch(meta: dict[str, Any], request: ModelInputs) -> str | None:
     """Why a store's meta does not describe the rows of ``request`` (None if it does)."""
     if meta.get("model", {}).get("sha256") != sha256_file(request.model):
         return "the model file differs"
-    if meta.get("data", {}).get("sha256") != data_sha256(request.data):
+    if meta.get("data", {}).get("sha256") != inputs_sha256(request.data):
         return "the data file differs"
     wanted = {k: v for k, v in request.result_options().items() if k in MATCH_OPTIONS}
     from ale_cli.adapters.jsonio import to_jsonable

@@ -180,13 +180,14 @@ def _load_model(request: InteractRequest, timings: dict[str, float], notes: list
 
 
 def _sha256_in_background(path: Path) -> Future[str]:
-    """The file's sha256 computed by a helper thread (hashlib releases the GIL)."""
+    """The store's sha256 (:func:`~ale_cli.adapters.store.store_sha256`: a file's, kept with
+    it once hashed, or a directory store's) by a helper thread (hashlib releases the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ale_cli.adapters.files import sha256_file
+    from ale_cli.adapters.store import store_sha256
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
-    future = pool.submit(sha256_file, path)
+    future = pool.submit(store_sha256, path)
     pool.shutdown(wait=False)  # the thread ends with the hash
     return future
 

@@ -331,9 +331,6 @@ def test_cli_engine_options(stores, dataset, cluster, cli, tmp_path: Path):
     r = cli("compute", onnx_trees, data, "-o", tmp_path / "p", "--engine", "dask")
     assert r.exit_code == 2
     assert "--engine dask cannot compute a tree-ensemble ONNX model" in r.stderr
-    r = cli("compute", model, data, "-o", tmp_path / "p", "--engine", "dask", "--pairs", "a,b")
-    assert r.exit_code == 2
-    assert "--pairs (mixed derivatives) is not computed by the Dask engine" in r.stderr
     r = cli("compute", model, data, "-o", tmp_path / "p", "--engine", "dask", "--discrete", "a")
     assert r.exit_code == 2
     assert "--engine dask does not store the jumps of features estimated per level" in r.stderr
@@ -524,3 +521,33 @@ def test_interact_on_dask_refuses_a_store(dataset, cluster, stores, cli, tmp_pat
         "--engine", "dask", "--scheduler", cluster,
     )  # fmt: skip
     assert r.exit_code == 0, r.output
+
+
+def test_pairs_on_dask_store_the_local_mixed_derivatives(dataset, cluster, tmp_path: Path):
+    """compute --pairs on the workers: every part holds the mixed derivatives of its rows
+    (d2f/da db = 1 for f's x_a x_b term, 0 for c, d), and interact --store reads the
+    directory store as the file store."""
+    from ale_cli.interact import InteractRequest, interact
+
+    model, data, _ = dataset
+    inputs = ModelInputs(model=model, data=data)
+    pairs = (("a", "b"), ("c", "d"))
+    local, dask = (
+        compute(
+            ComputeRequest(inputs=inputs, out=tmp_path / out, pairs=pairs, chunk_rows=1000, **kw)
+        )
+        for out, kw in (("l.npz", {}), ("d", {"engine": "dask", "scheduler": cluster}))
+    )
+    a, b = read_store(local.out), read_store(dask.out)
+    mixed = b.mixed_derivatives()
+    np.testing.assert_array_equal(mixed[("a", "b")], a.mixed_derivatives()[("a", "b")])
+    np.testing.assert_allclose(mixed[("a", "b")], 1.0, rtol=1e-12)
+    np.testing.assert_allclose(mixed[("c", "d")], 0.0, atol=1e-12)
+    assert open_part_store(dask.out).pairs() == pairs
+    runs = [
+        interact(InteractRequest(inputs=inputs, pairs=pairs, bins=5, store=s, chunk_rows=1000))
+        for s in (local.out, dask.out)
+    ]
+    for x, y in zip(runs[0].summary.interactions, runs[1].summary.interactions, strict=True):
+        np.testing.assert_allclose(y.effect, x.effect, rtol=1e-12, atol=1e-12)
+    assert not [n for n in runs[1].notes if "not used" in n]  # the store's derivatives were read

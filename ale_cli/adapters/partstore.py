@@ -39,7 +39,15 @@ from typing import Any
 import numpy as np
 
 from ale_cli.adapters.jsonio import to_jsonable
-from ale_cli.adapters.store import ROW_ARRAYS, SCHEMA_VERSION, Store, StoreFile, open_store
+from ale_cli.adapters.store import (
+    MIXED,
+    PAIRS,
+    ROW_ARRAYS,
+    SCHEMA_VERSION,
+    Store,
+    StoreFile,
+    open_store,
+)
 from ale_cli.errors import InputError, RunError
 
 MANIFEST = "manifest.json"
@@ -74,6 +82,13 @@ class PartStore(StoreFile):
         """The row arrays chunk by chunk, part after part."""
         for part in self.parts:
             yield from part.chunks(arrays)
+
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """The pairs whose mixed derivatives every part holds (``compute --pairs``)."""
+        found = {part.pairs() for part in self.parts}
+        if len(found) != 1:
+            raise InputError(f"store '{self.path}': its parts hold different pairs")
+        return found.pop()
 
 
 def _manifest(path: Path) -> dict[str, Any]:
@@ -175,6 +190,11 @@ def read_part_store(path: str | Path) -> Store:
         for name in ROW_ARRAYS:
             arrays[name].append(chunk[name].astype(np.float64, copy=False))
     whole = {name: np.concatenate(parts) for name, parts in arrays.items()}
+    extra: dict[str, np.ndarray] = {}
+    pairs = handle.pairs()
+    if pairs:  # compute --pairs: each part's mixed derivatives (P, n_i), side by side
+        mixed = [c[MIXED].astype(np.float64, copy=False) for c in handle.chunks((MIXED,))]
+        extra = {PAIRS: np.array(pairs, dtype=np.str_), MIXED: np.concatenate(mixed, axis=1)}
     return Store(
         X=whole["X"],
         local_effects=whole["local_effects"],
@@ -182,18 +202,20 @@ def read_part_store(path: str | Path) -> Store:
         feature_names=handle.feature_names,
         input_names=handle.input_names,
         meta=handle.meta,
+        extra=extra,
     )
 
 
 def store_sha256(path: str | Path) -> str:
     """The identity of a directory store: the sha256 of its manifest, after checking that
     every part's bytes have the sha256 the manifest records (InputError naming the part)."""
+    from ale_cli.adapters.digest import store_file_sha256
     from ale_cli.adapters.files import sha256_file
 
     path = Path(path)
     meta = _manifest(path)
-    for entry in meta["parts"]:
-        if sha256_file(path / entry["file"]) != entry["sha256"]:
+    for entry in meta["parts"]:  # each hashed once, then kept with it (adapters.digest)
+        if store_file_sha256(path / entry["file"]) != entry["sha256"]:
             raise InputError(
                 f"store '{path}': part '{entry['file']}' changed since the store was written "
                 "(its sha256 differs from the manifest's)"

@@ -622,6 +622,8 @@ class StoreWriter:
         self._hi: np.ndarray | None = None
         self._predictions: list[np.ndarray] = []
         self._finished = False
+        #: the written file's sha256, once the block has ended without an error
+        self.sha256: str | None = None
 
     def __enter__(self) -> StoreWriter:
         from concurrent.futures import ThreadPoolExecutor
@@ -737,7 +739,8 @@ class StoreWriter:
         if exc_type is None and failure is None:
             from ale_cli.adapters.digest import record_written
 
-            record_written(self._fh.fileno(), self._digest.hexdigest())
+            self.sha256 = self._digest.hexdigest()
+            record_written(self._fh.fileno(), self.sha256)
             self._target.__exit__(None, None, None)  # renames the file into place
             return
         if exc_type is None and failure is not None:

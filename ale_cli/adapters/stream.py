@@ -188,6 +188,14 @@ def dataset_sha256(path: Path) -> str:
     return combine_hashes(path, [(p, sha256_file(p)) for p in dataset_files(path)])
 
 
+def inputs_sha256(data: Any) -> str:
+    """The data's hash as a store records it: of a DataFrame's columns and values, of a
+    data file, or of a partitioned dataset's files (:func:`dataset_sha256`)."""
+    from ale_cli.adapters.data import data_sha256, is_frame
+
+    return data_sha256(data) if is_frame(data) else dataset_sha256(Path(data))
+
+
 def combine_hashes(path: Path, hashes: Sequence[tuple[Path, str]]) -> str:
     """The sha256 of dataset ``path`` from its files' sha256 (each named relative to the
     :func:`dataset_root`): a directory and a glob matching the same files hash alike."""

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ale_cli.adapters.partstore import PartStore, PartStoreWriter
-from ale_cli.adapters.store import StoreFile, StoreWriter, chunk_entry
+from ale_cli.adapters.store import PAIRS, StoreFile, StoreWriter, chunk_entry
 from ale_cli.engines import require_dask
 from ale_cli.errors import InputError, RunError
 from ale_cli.models.checks import nothing_left
@@ -122,6 +122,9 @@ class _PartSpec:
     drop_nonfinite: bool
     chunk_rows: int
     model_format: str = "torchscript"
+    #: pairs of ``--pairs`` and their columns (mixed derivatives stored per part)
+    pairs: tuple[tuple[str, str], ...] = ()
+    pair_cols: tuple[tuple[int, int], ...] = ()
     #: an ONNX or scikit-learn model's profile of all rows, its columns' dtypes and the
     #: data hash of the read that made it (None, {}, None for TorchScript)
     profile: Any = None
@@ -184,7 +187,6 @@ def compute_part(
     ``offset`` is the partition's first row in the dataset (for row numbers in messages).
     Returns what the manifest and the meta need (rows, hashes, ranges, dtypes, timings).
     """
-    from ale_cli.adapters.files import sha256_file
     from ale_cli.adapters.stream import open_stream
     from ale_cli.compute import _chunk_arrays, _Screen
 
@@ -202,6 +204,7 @@ def compute_part(
     writer: StoreWriter | None = None
     lo = hi = None
     model = None
+    pairs: tuple[list[tuple[int, int]], Any] = ([], None)
     n_rows = read = 0
     stop = Path(out).parent / STOP
     with ExitStack() as stack:  # the part file appears only when the block ends cleanly
@@ -212,9 +215,10 @@ def compute_part(
                 t = time.perf_counter()
                 model = _worker_model(model_bytes, spec, X)
                 timings["load_model_s"] = time.perf_counter() - t
+                pairs = _pair_fn(spec, model)
             # finite differences on float64 rows, as the local engine gives them; X as read
             model_X = X if spec.profile is None else X.astype(np.float64, copy=False)
-            arrays = _chunk_arrays(model, model_X, spec.columns, ([], None), (None, None), timings)
+            arrays = _chunk_arrays(model, model_X, spec.columns, pairs, (None, None), timings)
             arrays = screen.apply(arrays | {"X": X}, offset + read)
             read += len(X)
             if not len(arrays["prediction"]):
@@ -228,6 +232,8 @@ def compute_part(
             lo = c_lo if lo is None else np.minimum(lo, c_lo)
             hi = c_hi if hi is None else np.maximum(hi, c_hi)
         if writer is not None:
+            if spec.pairs:
+                writer.add_array(PAIRS, np.array(spec.pairs, dtype=np.str_).reshape(-1, 2))
             writer.finish(
                 feature_names=spec.features,
                 input_names=spec.names,
@@ -237,7 +243,7 @@ def compute_part(
     return {
         "file": file,
         "rows": n_rows,
-        "sha256": sha256_file(out) if n_rows else None,
+        "sha256": writer.sha256 if writer is not None else None,
         "data_sha256": stream.sha256,
         "rows_read": stream.rows_read,
         "rows_dropped": stream.rows_dropped,
@@ -252,6 +258,21 @@ def compute_part(
         else {"describe": model.describe(), "method": model.method, "format": model.format},
         "timings": timings,
     }
+
+
+def _pair_fn(spec: _PartSpec, model: Any) -> tuple[list[tuple[int, int]], Any]:
+    """The pairs' columns and the model's mixed-derivative function (none without pairs)."""
+    if not spec.pairs:
+        return [], None
+    from ale_cli.models.mixed import require_mixed_derivatives
+
+    mixed = require_mixed_derivatives(
+        model,
+        spec.model_path,
+        param="pairs",
+        hint="leave out {param} and use 'ale interact --estimator ale'",
+    )
+    return list(spec.pair_cols), mixed
 
 
 @dataclass(frozen=True)
@@ -377,12 +398,6 @@ def _check_request(request: ComputeRequest) -> None:
             "(discrete, or explained categorical ones); use {param} local",
             param="engine",
         )
-    if request.pairs:
-        raise InputError(
-            "{param} (mixed derivatives) is not computed by the Dask engine; use "
-            "{param:engine} local",
-            param="pairs",
-        )
     require_dask()
 
 
@@ -439,6 +454,7 @@ def _plan_parts(request: ComputeRequest, hashes: _Hashes | None) -> _Plan:
     """The run's plan: the data's files and offsets, the model's bytes and the task spec."""
     from ale_cli.adapters.files import sha256_file
     from ale_cli.adapters.stream import dataset_files, open_stream
+    from ale_cli.compute import pair_plan_columns
     from ale_cli.inputs import feature_columns
 
     inputs = request.inputs
@@ -474,6 +490,8 @@ def _plan_parts(request: ComputeRequest, hashes: _Hashes | None) -> _Plan:
         dropna=inputs.dropna,
         drop_nonfinite=inputs.drop_nonfinite,
         chunk_rows=request.chunk_rows,
+        pairs=tuple(request.pairs),
+        pair_cols=tuple(pair_plan_columns(request, names, header.categorical)),
     )
     return _Plan(
         spec=spec,
