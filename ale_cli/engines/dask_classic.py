@@ -2,10 +2,11 @@
 
 Apley-Zhu's estimate evaluates the model at both limits of every row's bin for every
 feature: 2 F model calls per row, nearly all of the run's time. Those run on the
-workers, one task per partition of the data (a file of a partitioned Parquet dataset;
-a single file is one partition), chunk by chunk with the function the local engine
-uses (:func:`ale_cli.streaming_classic.chunk_cells`). The model file is sent to every
-worker once and loaded once per worker process (:func:`ale_cli.engines.dask._worker_model`).
+workers, one task per partition of the data (a file of a partitioned Parquet dataset,
+or a range of row groups of a large Parquet file: :mod:`ale_cli.engines.partitions`),
+chunk by chunk with the function the local engine uses
+(:func:`ale_cli.streaming_classic.chunk_cells`). The model file is sent to every worker
+once and loaded once per worker process (:func:`ale_cli.engines.dask._worker_model`).
 
 This process makes the cheap passes that read the columns only, as the local engine
 does: the first (ranges, row count, hash; the model is checked on the first chunk)
@@ -14,8 +15,8 @@ workers' cells in partition order (:meth:`~ale_cli.core.binstats.CellStats.merge
 and spools their predictions for the summary's distribution, one partition at a time.
 The summary equals the local engine's (to rounding of the merges, ~1e-16).
 
-Row numbers in messages (non-finite values) count from each file's first row by the
-Parquet footers' row counts, as ``ale compute --engine dask`` counts them.
+Row numbers in messages (non-finite values) count from each partition's first row by
+the Parquet footers' row counts, as ``ale compute --engine dask`` counts them.
 """
 
 from __future__ import annotations
@@ -46,22 +47,15 @@ def classic_part(
     file: str,
     offset: int,
     edges: dict[int, np.ndarray],
+    row_groups: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """On a worker: the evaluation pass over the partition ``file`` (its first row is row
-    ``offset`` of the dataset), chunk by chunk: its cells merged in order, its rows
-    outside the edges, the rows dropped and the kept predictions of each chunk."""
-    from ale_cli.adapters.stream import open_stream
-    from ale_cli.engines.dask import _worker_model
+    """On a worker: the evaluation pass over the partition ``file`` (its row groups
+    ``row_groups``, None: all of it; its first row is row ``offset`` of the dataset),
+    chunk by chunk: its cells merged in order, its rows outside the edges, the rows
+    dropped and the kept predictions of each chunk."""
+    from ale_cli.engines.dask import _worker_model, open_partition
 
-    stream = open_stream(
-        file,
-        fmt=spec.data_format,
-        inputs=spec.names,
-        dropna=spec.dropna,
-        categorical=spec.categorical,
-        chunk_rows=spec.chunk_rows,
-        min_rows=0,  # the whole dataset's count was checked by the client
-    )
+    stream = open_partition(spec, file, row_groups)
     cols = list(spec.columns)
     cells = empty_cells(edges)
     outside = dict.fromkeys(edges, 0)
@@ -99,14 +93,14 @@ def dask_evaluate(scheduler: str | None) -> Callable[..., Passed]:
         edges: dict[int, np.ndarray],
         progress: Callable[[int], ProgressFn] | None,
     ) -> Passed:
-        from ale_cli.engines.dask import client
+        from ale_cli.engines.dask import client, worker_slots
 
-        plan = _plan(inputs, streamed)
         bar = progress(streamed.scan.n_rows) if progress is not None else None
         cells = empty_cells(edges)
         outside = dict.fromkeys(edges, 0)
         dropped: list[np.ndarray] = []
         with client(scheduler) as dask_client, PredictionSpool(streamed.passes.chunk_rows) as spool:
+            plan = _plan(inputs, streamed, worker_slots(dask_client))
             for found in _in_order(dask_client, plan, edges):
                 for j, (counts, mean, m2) in found["cells"].items():
                     cells[j] = cells[j].merge(CellStats(counts=counts, mean=mean, m2=m2))
@@ -123,16 +117,17 @@ def dask_evaluate(scheduler: str | None) -> Callable[..., Passed]:
     return evaluate
 
 
-def _plan(inputs: ModelInputs, streamed: Streamed) -> dict[str, Any]:
-    """The partitions, their first rows, the model's bytes and what every task is given."""
+def _plan(inputs: ModelInputs, streamed: Streamed, slots: int) -> dict[str, Any]:
+    """The partitions for ``slots`` worker threads (:func:`~ale_cli.engines.partitions.
+    plan_partitions`), the model's bytes and what every task is given."""
     from ale_cli.adapters.files import sha256_file
     from ale_cli.adapters.stream import dataset_files
-    from ale_cli.engines.dask import _file_rows, _PartSpec
+    from ale_cli.engines.dask import _PartSpec
+    from ale_cli.engines.partitions import plan_partitions
     from ale_cli.models import detect_format
 
-    files = dataset_files(Path(inputs.data))
-    rows = _file_rows(files)
     scan = streamed.scan
+    files = dataset_files(Path(inputs.data))
     spec = _PartSpec(
         model_path=str(inputs.model),
         model_sha256=sha256_file(inputs.model),
@@ -149,13 +144,11 @@ def _plan(inputs: ModelInputs, streamed: Streamed) -> dict[str, Any]:
         dtypes=dict(scan.dtypes),
         data_sha256=scan.sha256,
     )
-    offsets = np.concatenate(([0], np.cumsum(rows)[:-1])).astype(int)
     return {
         "spec": spec,
         "model_bytes": Path(inputs.model).read_bytes(),
         "inputs": inputs,
-        "files": [str(f) for f in files],
-        "offsets": [int(o) for o in offsets],
+        "partitions": plan_partitions(files, fmt=scan.format, slots=slots),
     }
 
 
@@ -172,12 +165,13 @@ def _in_order(
             sent,
             plan["spec"],
             plan["inputs"],
-            file,
-            offset,
+            str(part.file),
+            part.offset,
             edges,
+            part.row_groups,
             pure=False,
         )
-        for file, offset in zip(plan["files"], plan["offsets"], strict=True)
+        for part in plan["partitions"]
     ]
     try:
         for future in futures:
