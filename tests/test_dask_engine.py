@@ -1,6 +1,6 @@
 """The Dask engine (``--engine dask``): the same stores and summaries as the local engine on
-a partitioned Parquet dataset, directory stores (layout, checks on read, atomic writes),
-and a local path that never imports dask.
+a partitioned Parquet dataset and on one file cut into row-group ranges, directory stores
+(layout, checks on read, atomic writes), and a local path that never imports dask.
 
 One LocalCluster of 2 worker processes serves the module; the library calls and the CLI
 are given its address (the ``--scheduler`` path).
@@ -19,11 +19,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ale_cli.adapters.partstore import MANIFEST, PartStoreWriter, open_part_store, store_sha256
 from ale_cli.adapters.store import open_store, read_meta, read_store
 from ale_cli.adapters.stream import dataset_sha256
 from ale_cli.compute import ComputeRequest, compute
+from ale_cli.engines.partitions import Partition, plan_partitions, split_row_groups
 from ale_cli.errors import InputError
 from ale_cli.estimate import RebinRequest, RhaleRequest, rebin, rhale
 from ale_cli.inputs import ModelInputs
@@ -551,3 +554,190 @@ def test_pairs_on_dask_store_the_local_mixed_derivatives(dataset, cluster, tmp_p
     for x, y in zip(runs[0].summary.interactions, runs[1].summary.interactions, strict=True):
         np.testing.assert_allclose(y.effect, x.effect, rtol=1e-12, atol=1e-12)
     assert not [n for n in runs[1].notes if "not used" in n]  # the store's derivatives were read
+
+
+# -- row-group partitions of a large Parquet file ---------------------------------------------
+
+
+@given(
+    sizes=st.lists(st.integers(0, 5000), max_size=60),
+    target=st.integers(1, 40000),
+)
+@settings(max_examples=300, deadline=None)
+def test_row_group_ranges_cover_every_row_group_once_in_order(sizes: list[int], target: int):
+    ranges = split_row_groups(sizes, target=target)
+    bounds = [b for r in ranges for b in r]
+    assert bounds == sorted(bounds) and all(a < b for a, b in ranges)  # in order, not empty
+    covered = [i for a, b in ranges for i in range(a, b)]
+    assert covered == list(range(len(sizes)))  # every row group exactly once
+    total = sum(sizes)
+    k = max(1, -(-total // target))
+    assert len(ranges) <= k
+    for a, b in ranges:  # each range holds about T / k <= target rows
+        assert sum(sizes[a:b]) * k <= total + k * max(sizes)
+    if sizes and total <= target:
+        assert ranges == [(0, len(sizes))]
+
+
+def test_partitions_are_files_then_row_group_ranges(dataset, tmp_path: Path, monkeypatch):
+    _, data, X = dataset
+    files = sorted(data.rglob("*.parquet"))
+    default = plan_partitions(files, fmt="parquet", slots=2)  # 12000 rows: no file is cut
+    assert [(p.file, p.row_groups, p.rows, p.offset) for p in default] == [
+        (f, None, 3000, 3000 * i) for i, f in enumerate(files)
+    ]
+    monkeypatch.setattr("ale_cli.engines.partitions.MIN_PARTITION_ROWS", 1)
+    parts = plan_partitions(files, fmt="parquet", slots=2)  # about 12000 / 8 rows a task
+    sizes = [700, 700, 700, 700, 200]  # each file's row groups
+    assert [p.file_index for p in parts] == sorted(p.file_index for p in parts)
+    for i, f in enumerate(files):
+        mine = [p for p in parts if p.file == f]
+        assert len(mine) > 1 and [p.file_index for p in mine] == [i] * len(mine)
+        assert [g for p in mine for g in range(*p.row_groups)] == list(range(5))
+        assert [p.rows for p in mine] == [sum(sizes[slice(*p.row_groups)]) for p in mine]
+    assert [p.offset for p in parts] == list(np.cumsum([0] + [p.rows for p in parts])[:-1])
+    assert max(p.rows for p in parts) <= 12000 / 8 + 700
+    csv = tmp_path / "d.csv"
+    pd.DataFrame(X, columns=NAMES).to_csv(csv, index=False)
+    assert plan_partitions([csv], fmt="csv", slots=2) == (Partition(csv, 0, None, 0, 0),)
+
+
+def test_a_dataset_of_files_cut_into_ranges_hashes_as_the_local_engine(
+    stores, dataset, cluster, tmp_path: Path, monkeypatch
+):
+    """Every file cut in two ranges: the files are hashed by tasks of their own, and the
+    dataset's hash, cache key and rows are the local engine's."""
+    local, _ = stores
+    model, data, X = dataset
+    monkeypatch.setattr("ale_cli.engines.partitions.MIN_PARTITION_ROWS", 1)
+    request = ComputeRequest(
+        inputs=ModelInputs(model=model, data=data),
+        out=tmp_path / "d",
+        chunk_rows=1000,
+        engine="dask",
+        scheduler=cluster,
+    )
+    dask = compute(request).out
+    meta = read_meta(dask)
+    assert [p["row_groups"] for p in meta["parts"]] == [[0, 3], [3, 5]] * 4
+    assert [p["rows"] for p in meta["parts"]] == [2100, 900] * 4
+    assert meta["data"]["sha256"] == dataset_sha256(data)
+    assert meta["cache_key"] == read_meta(local)["cache_key"]
+    np.testing.assert_array_equal(read_store(dask).X, X)
+    np.testing.assert_allclose(
+        read_store(dask).local_effects, read_store(local).local_effects, rtol=1e-12, atol=1e-12
+    )
+
+
+@pytest.fixture(scope="module")
+def one_file(dataset, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    """One Parquet file of 5000 rows in 17 row groups (16 of 300, one of 200), NaN in b at
+    rows 1234 and 4500, and its rows without them."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(5000, 4))
+    X[[1234, 4500], 1] = np.nan
+    path = tmp_path_factory.mktemp("one") / "big.parquet"
+    pd.DataFrame(X, columns=NAMES).to_parquet(path, row_group_size=300, index=False)
+    return path, X[np.isfinite(X).all(axis=1)]
+
+
+def test_one_parquet_file_is_split_into_row_group_partitions(
+    dataset, one_file, cluster, tmp_path: Path, monkeypatch
+):
+    import pyarrow.parquet as pq
+
+    model, _, _ = dataset
+    path, kept = one_file
+    monkeypatch.setattr("ale_cli.engines.partitions.MIN_PARTITION_ROWS", 1)  # ~5000/8 a task
+    inputs = ModelInputs(model=model, data=path, dropna=True)
+    local = compute(ComputeRequest(inputs=inputs, out=tmp_path / "l.npz", chunk_rows=256)).out
+    request = ComputeRequest(
+        inputs=inputs, out=tmp_path / "d", chunk_rows=256, engine="dask", scheduler=cluster
+    )
+    dask = compute(request).out
+    a, b = read_store(local), read_store(dask)
+    np.testing.assert_array_equal(b.X, kept)
+    np.testing.assert_array_equal(b.X, a.X)
+    np.testing.assert_allclose(b.local_effects, a.local_effects, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(b.prediction, a.prediction, rtol=1e-12, atol=1e-12)
+    expected = W / np.cosh(kept) ** 2 + np.column_stack([kept[:, 1], kept[:, 0], 0 * kept[:, :2]])
+    np.testing.assert_allclose(b.local_effects, expected, rtol=1e-12, atol=1e-12)
+    ma, mb = read_meta(local), read_meta(dask)
+    assert mb["cache_key"] == ma["cache_key"]
+    assert mb["data"]["sha256"] == ma["data"]["sha256"] == dataset_sha256(path)
+    assert mb["data"]["rows_dropped"] == ma["data"]["rows_dropped"] == 2
+    parts = mb["parts"]
+    assert len(parts) > 2 and mb["engine"]["partitions"] == len(parts)
+    assert {p["source"] for p in parts} == {path.as_posix()}
+    assert [g for p in parts for g in range(*p["row_groups"])] == list(range(17))
+    footer = pq.ParquetFile(path).metadata
+    sizes = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
+    starts = np.cumsum([0, *sizes])
+    for p in parts:  # the footer's rows of its row groups, less the NaN rows among them
+        first, last = starts[p["row_groups"][0]], starts[p["row_groups"][1]]
+        nan_rows = sum(first <= r < last for r in (1234, 4500))
+        assert p["rows"] == last - first - nan_rows
+    refused = ComputeRequest(
+        inputs=ModelInputs(model=model, data=path),
+        out=tmp_path / "e",
+        engine="dask",
+        scheduler=cluster,
+    )
+    with pytest.raises(InputError, match=r"big.parquet' \(row groups \d+-\d+\) has 1 row with"):
+        compute(refused)
+    assert not (tmp_path / "e").exists()
+
+
+@pytest.mark.parametrize("binning", ["quantile", "uniform"])
+def test_classic_on_dask_splits_one_file_into_row_groups(
+    dataset, one_file, cluster, binning, tmp_path: Path, monkeypatch
+):
+    from ale_cli.classic import ClassicRequest, classic
+    from ale_cli.engines import dask_model
+
+    model, _, _ = dataset
+    path, kept = one_file
+    monkeypatch.setattr("ale_cli.engines.partitions.MIN_PARTITION_ROWS", 1)
+    planned: list = []
+    in_order = dask_model._in_order
+
+    def spy(dask_client, plan, task, *args):  # type: ignore[no-untyped-def]
+        planned.extend(plan["partitions"])
+        return in_order(dask_client, plan, task, *args)
+
+    monkeypatch.setattr(dask_model, "_in_order", spy)
+    inputs = ModelInputs(model=model, data=path, dropna=True)
+    local, dask = (
+        classic(ClassicRequest(inputs=inputs, bins=10, binning=binning, chunk_rows=256, **kw))
+        for kw in ({}, {"engine": "dask", "scheduler": cluster})
+    )
+    assert len(planned) > 2 and all(p.file == path for p in planned)
+    assert [g for p in planned for g in range(*p.row_groups)] == list(range(17))
+    assert local.summary.n_rows == dask.summary.n_rows == len(kept)
+    _assert_same(local.summary, dask.summary)
+    np.testing.assert_allclose(
+        dask.summary.prediction["quantiles"],
+        local.summary.prediction["quantiles"],
+        rtol=1e-12,
+        atol=0,
+    )
+    assert dask.summary.store["data"] == local.summary.store["data"]
+
+
+def test_interact_on_dask_splits_one_file_into_row_groups(dataset, one_file, cluster, monkeypatch):
+    from ale_cli.interact import InteractRequest, interact
+
+    model, _, _ = dataset
+    path, kept = one_file
+    monkeypatch.setattr("ale_cli.engines.partitions.MIN_PARTITION_ROWS", 1)
+    inputs = ModelInputs(model=model, data=path, dropna=True)
+    local, dask = (
+        interact(
+            InteractRequest(inputs=inputs, pairs=(("a", "b"),), bins=5, chunk_rows=256, **kw)
+        ).summary
+        for kw in ({}, {"engine": "dask", "scheduler": cluster})
+    )
+    assert local.n_rows == dask.n_rows == len(kept)
+    np.testing.assert_allclose(
+        dask.interactions[0].effect, local.interactions[0].effect, rtol=1e-12, atol=1e-12
+    )

@@ -401,3 +401,80 @@ def test_streaming_compute_of_numeric_parquet_does_not_import_pandas(model32, tm
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+@pytest.fixture(scope="module")
+def grouped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
+    """A Parquet file of 12 row groups of 50 rows: a float column with a NaN in row group
+    5, an int column with a null in row group 8 only (float64 there, int64 elsewhere)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=600)
+    a[263] = np.nan
+    b = pa.array([None if i == 420 else int(v) for i, v in enumerate(rng.integers(0, 9, 600))])
+    table = pa.table({"a": a, "b": b, "c": rng.normal(size=600).astype(np.float32)})
+    path = tmp_path_factory.mktemp("rg") / "g.parquet"
+    pq.write_table(table, path, row_group_size=50)
+    return path, table.to_pandas()
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    start=st.integers(0, 11),
+    length=st.integers(1, 12),
+    chunk=st.integers(1, 130),
+    dropna=st.booleans(),
+)
+def test_a_row_group_range_reads_as_a_file_of_those_row_groups(
+    grouped, tmp_path: Path, start: int, length: int, chunk: int, dropna: bool
+):
+    import pyarrow.parquet as pq
+
+    path, frame = grouped
+    stop = min(start + length, 12)
+    rows = frame.iloc[start * 50 : stop * 50]
+    alone = tmp_path / f"alone-{start}-{stop}.parquet"  # a file of those row groups only
+    pq.write_table(pq.read_table(path).slice(start * 50, len(rows)), alone, row_group_size=50)
+    ranged = open_stream(path, chunk_rows=chunk, dropna=dropna, row_groups=(start, stop))
+    reference = open_stream(alone, chunk_rows=chunk, dropna=dropna)
+    assert ranged.total_rows == len(rows) and ranged.dtype == reference.dtype == np.float64
+    kept = rows.dropna().to_numpy(np.float64)
+    if not dropna and len(kept) < len(rows):  # NaN in row group 5, a null in row group 8
+        message = _error(lambda: list(ranged))
+        groups = f"row group {start}" if stop - start == 1 else f"row groups {start}-{stop - 1}"
+        n_bad = len(rows) - len(kept)
+        cols = ", ".join(c for c in "ab" if rows[c].isna().any())
+        assert message == (
+            f"data file '{path}' ({groups}) has {n_bad} row{'s' if n_bad > 1 else ''} with "
+            f"NaN or infinite values (columns: {cols}); pass dropna to drop them"
+        )
+        assert _error(lambda: list(reference)) == message.replace(
+            f"'{path}' ({groups})", f"'{alone}'"
+        )
+        return
+    chunks = list(ranged)
+    assert [len(c) for c in chunks] == [len(c) for c in reference]  # chunks of `chunk` rows
+    assert [len(c) for c in chunks][:-1] == [chunk] * (len(chunks) - 1)
+    np.testing.assert_array_equal(np.concatenate(chunks), kept)
+    assert ranged.dtypes == reference.dtypes  # b: float64 only when row group 8 is read
+    assert ranged.dtypes["b"] == ("float64" if start <= 8 < stop else "int64")
+    assert ranged.rows_read == len(rows) and ranged.rows_dropped == len(rows) - len(kept)
+    assert ranged.sha256 is None and reference.sha256 == sha256_file(alone)  # not hashed
+
+
+def test_row_groups_are_refused_outside_one_parquet_file(grouped, tmp_path: Path):
+    path, frame = grouped
+    for bad in ((3, 3), (0, 13), (-1, 2)):
+        assert _error(lambda bad=bad: open_stream(path, row_groups=bad)) == (
+            "row_groups must be a range start < stop within the 12 row groups of data file "
+            f"'{path}', got {bad[0]}, {bad[1]}"
+        )
+    csv = tmp_path / "g.csv"
+    frame.to_csv(csv, index=False)
+    assert _error(lambda: open_stream(csv, row_groups=(0, 1))) == (
+        f"row_groups selects row groups of one Parquet file, got data '{csv}'"
+    )

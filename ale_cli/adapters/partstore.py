@@ -3,7 +3,9 @@
 Layout of a store directory ``STORE/``::
 
     STORE/manifest.json      the store's meta (as in a single-file store) plus
-                             "layout": "parts" and "parts": [{"file", "rows", "sha256"}]
+                             "layout": "parts" and "parts": [{"file", "rows", "sha256",
+                             "source", "row_groups" (a range of the source's row
+                             groups [start, stop], when not the whole file)}]
     STORE/part-00000.npz     part 0: itself a complete chunked store (schema 3) of the
     STORE/part-00001.npz     rows of partition 0, with its own small meta; ...
 

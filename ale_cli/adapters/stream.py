@@ -25,6 +25,11 @@ models, which take numbers only), they are refused as by ``load_table``.
 
 The data bytes are hashed while they are read (:class:`HashingReader`), so
 the store's data sha256 costs no second pass over the file.
+
+``open_stream(..., row_groups=(start, stop))`` reads the row groups ``start`` to
+``stop - 1`` of one Parquet file only (a partition of the Dask engine): the rows,
+dtypes, dropped rows and chunks are those of a file that held only those row groups.
+Such a stream is not hashed (``sha256`` stays None): a file's hash is of all its bytes.
 """
 
 from __future__ import annotations
@@ -242,12 +247,25 @@ class TableStream:
     sha256: str | None = None
     #: every column of the file, in its order (the inputs are among them)
     file_columns: tuple[str, ...] = ()
+    #: the row groups ``(start, stop)`` read of a Parquet file (None: every row)
+    row_groups: tuple[int, int] | None = None
     _frames: Iterator[Any] | None = None
-    _readers: list[HashingReader] = field(default_factory=list)
+    #: HashingReaders, or one plain file for a range of row groups (not hashed)
+    _readers: list[Any] = field(default_factory=list)
 
     @property
     def levels(self) -> dict[str, tuple[Any, ...]]:
         return {}
+
+    @property
+    def where(self) -> str:
+        """The data file (and its row groups when a range is read) as messages name it."""
+        where = f"data file '{self.path}'"
+        if self.row_groups is None:
+            return where
+        start, stop = self.row_groups
+        groups = f"row group {start}" if stop - start == 1 else f"row groups {start}-{stop - 1}"
+        return f"{where} ({groups})"
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Chunks of exactly ``chunk_rows`` kept rows (the last one may be shorter)."""
@@ -291,17 +309,17 @@ class TableStream:
             if refused:
                 cols = ", ".join(self.dropped_columns)
                 raise InputError(
-                    f"data file '{self.path}' has {n_bad} row{'s' if n_bad != 1 else ''} with "
+                    f"{self.where} has {n_bad} row{'s' if n_bad != 1 else ''} with "
                     f"NaN or infinite values (columns: {cols}); pass {{param}} to drop them",
                     param="dropna",
                 )
             if self.rows_read == 0 and self.min_rows:
-                raise InputError(f"data file '{self.path}' has no rows")
+                raise InputError(f"{self.where} has no rows")
             n_left = n_kept + n_pending
             if n_left < self.min_rows:
                 left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
                 raise InputError(
-                    f"data file '{self.path}' has {n_left} row{'s' if n_left != 1 else ''}"
+                    f"{self.where} has {n_left} row{'s' if n_left != 1 else ''}"
                     f"{left}; at least 2 are needed"
                 )
             if pending:
@@ -311,6 +329,8 @@ class TableStream:
             self.close()
 
     def _finish_hash(self) -> None:
+        if self.row_groups is not None:  # a part of the file: its hash is of every byte
+            return
         hashes = [(r, r.hexdigest()) for r in self._readers]
         if is_dataset(self.path):
             files = dataset_files(self.path)
@@ -390,16 +410,21 @@ def _read_error(path: Path, fmt: str, exc: BaseException) -> InputError:
 
 
 def _parquet_frames(
-    files: list[Path], readers: list[HashingReader], columns: list[str], batch: int, label: Path
+    readers: list[Any],
+    columns: list[str],
+    batch: int,
+    label: Path,
+    row_groups: tuple[int, int] | None = None,
 ) -> Iterator[Any]:
     import pyarrow.parquet as pq
 
+    groups = None if row_groups is None else range(*row_groups)
     for reader in readers:
         try:
             # pre_buffer (the default) reads ahead every row group asked for: the whole
             # file in memory; without it, memory is about one row group
             pf = pq.ParquetFile(reader, pre_buffer=False)
-            yield from pf.iter_batches(batch_size=batch, columns=columns)
+            yield from pf.iter_batches(batch_size=batch, columns=columns, row_groups=groups)
         except InputError:
             raise
         except Exception as exc:  # pyarrow raises many types for unreadable files
@@ -426,6 +451,49 @@ def _csv_frames(reader: HashingReader, path: Path, batch: int, usecols: list[str
         raise _read_error(path, "csv", exc) from None
 
 
+def _parquet_header(
+    readers: list[Any], path: Path, row_groups: tuple[int, int] | None
+) -> tuple[_Header, int, dict[str, str]]:
+    """The column names, the rows (of the row groups read) and the Arrow type names of
+    the Parquet files' schema (the first file's); an InputError for a row-group range
+    that is not one of the file's."""
+    import pyarrow.parquet as pq
+
+    try:
+        metas = [pq.ParquetFile(r).metadata for r in readers]
+        schema = metas[0].schema.to_arrow_schema()
+    except Exception as exc:
+        raise _read_error(path, "parquet", exc) from None
+    arrow_types = {name: str(schema.field(name).type) for name in schema.names}
+    if row_groups is None:
+        return _Header(tuple(schema.names)), sum(m.num_rows for m in metas), arrow_types
+    start, stop = row_groups
+    n = metas[0].num_row_groups
+    if not 0 <= start < stop <= n:
+        raise InputError(
+            f"{{param}} must be a range start < stop within the {n} row groups of data file "
+            f"'{path}', got {start}, {stop}",
+            param="row_groups",
+        )
+    total = sum(metas[0].row_group(i).num_rows for i in range(start, stop))
+    return _Header(tuple(schema.names)), total, arrow_types
+
+
+def _open_readers(
+    path: Path, files: list[Path], fmt: str, row_groups: tuple[int, int] | None
+) -> list[Any]:
+    """A HashingReader per file, or a plain file for a range of row groups of one Parquet
+    file (the only data a range may be asked of: else an InputError)."""
+    if row_groups is None:
+        return [HashingReader(p) for p in files]
+    if fmt != "parquet" or is_dataset(path):
+        raise InputError(
+            f"{{param}} selects row groups of one Parquet file, got data '{path}'",
+            param="row_groups",
+        )
+    return [open(files[0], "rb")]  # noqa: SIM115 -- closed by TableStream.close
+
+
 def open_stream(
     path: str | Path,
     *,
@@ -436,12 +504,15 @@ def open_stream(
     categorical: Sequence[str] = (),
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     min_rows: int = 2,
+    row_groups: tuple[int, int] | None = None,
 ) -> TableStream:
     """Open ``path`` (a CSV or Parquet file, or a directory of Parquet files) for reading
     its input columns chunk by chunk; the columns are chosen and checked here, from the
     header or schema (see :func:`ale_cli.adapters.data.select_columns`). Fewer than
     ``min_rows`` rows kept is an error (the Dask engine reads each partition with 0 and
-    checks the whole dataset's count)."""
+    checks the whole dataset's count). ``row_groups=(start, stop)`` reads only those row
+    groups of one Parquet file (a Dask partition), as if the file held only them; such a
+    stream is not hashed."""
     path = Path(path)
     if not path.exists() and not is_glob(path):
         raise InputError(f"data file '{path}' does not exist")
@@ -449,19 +520,10 @@ def open_stream(
     fmt = "parquet" if is_dataset(path) else detect_format(path, fmt)
     for file in files:  # pandas would rename a second 'bmi' to 'bmi.1'
         refuse_duplicate_headers(file, fmt)
-    readers = [HashingReader(p) for p in files]
+    readers = _open_readers(path, files, fmt, row_groups)
     try:
         if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            try:
-                metas = [pq.ParquetFile(r).metadata for r in readers]
-                schema = metas[0].schema.to_arrow_schema()
-            except Exception as exc:
-                raise _read_error(path, fmt, exc) from None
-            header: Any = _Header(tuple(schema.names))
-            total: int | None = sum(m.num_rows for m in metas)
-            arrow_types = {name: str(schema.field(name).type) for name in schema.names}
+            header, total, arrow_types = _parquet_header(readers, path, row_groups)
         else:
             import pandas as pd
 
@@ -476,7 +538,7 @@ def open_stream(
         check_categorical(categorical, columns, path)
         f32 = bool(columns) and all(arrow_types.get(c) == "float" for c in columns)
         if fmt == "parquet":
-            frames = _parquet_frames(files, readers, columns, chunk_rows, path)
+            frames = _parquet_frames(readers, columns, chunk_rows, path, row_groups)
         else:
             frames = _csv_frames(readers[0], path, chunk_rows, columns)
     except BaseException:
@@ -494,6 +556,7 @@ def open_stream(
         dropna=dropna,
         total_rows=total,
         min_rows=min_rows,
+        row_groups=row_groups,
         _frames=frames,
         _readers=readers,
     )

@@ -1,13 +1,17 @@
 """The Dask engine: partitions on the workers of a Dask cluster (``--engine dask``).
 
-``ale compute``: each partition of the data (a file of a partitioned Parquet dataset;
-a single file is one partition) is read, differentiated and written on a worker, as
-the local engine's streaming compute does it chunk by chunk (the same
-:func:`~ale_cli.compute._chunk_arrays` and NaN/inf screening). The model file is
+``ale compute``: each partition of the data (a file of a partitioned Parquet dataset,
+or a range of row groups of a large Parquet file: :mod:`ale_cli.engines.partitions`)
+is read, differentiated and written on a worker, as the local engine's streaming
+compute does it chunk by chunk (the same :func:`~ale_cli.compute._chunk_arrays` and
+NaN/inf screening). The model file is
 sent to every worker once (``Client.scatter(broadcast=True)``) and loaded once per
 worker process (a cache keyed by its sha256). Each worker writes its part of a
 directory store (:mod:`ale_cli.adapters.partstore`) on a path every worker and this
 process share; this process writes the manifest and moves the store into place.
+The data hash is the local engine's: a worker reading a whole file hashes it as it
+reads; a file read in row-group ranges is hashed by a task of its own
+(:func:`~ale_cli.adapters.files.sha256_file`, started first, beside the partitions).
 ONNX and scikit-learn models choose their finite-difference steps and checks from a
 profile of all rows (:mod:`ale_cli.models.profile`): this process reads the data once
 for it, as the local engine's first pass does, and sends it with the model, so every
@@ -56,8 +60,10 @@ from ale_cli.models.checks import nothing_left
 if TYPE_CHECKING:
     from distributed import Client
 
+    from ale_cli.adapters.stream import TableStream
     from ale_cli.compute import ComputeRequest, ComputeResult, _Hashes, _Screen
     from ale_cli.core.binstats import CellStats
+    from ale_cli.engines.partitions import Partition
     from ale_cli.models.base import ProgressFn
     from ale_cli.streaming import Columns, Passes
 
@@ -178,27 +184,43 @@ def _worker_model(model_bytes: bytes, spec: _PartSpec, first: np.ndarray) -> Any
         return model
 
 
-def compute_part(
-    model_bytes: bytes, spec: _PartSpec, file: str, out: str, offset: int
-) -> dict[str, Any]:
-    """On a worker: read partition ``file`` chunk by chunk, compute its local effects and
-    write them as the part store ``out`` (no file when every row was dropped).
-
-    ``offset`` is the partition's first row in the dataset (for row numbers in messages).
-    Returns what the manifest and the meta need (rows, hashes, ranges, dtypes, timings).
-    """
+def open_partition(spec: _PartSpec, file: str, row_groups: tuple[int, int] | None) -> TableStream:
+    """On a worker: the partition ``file`` (its row groups ``row_groups``, None: all of it)
+    opened for reading chunk by chunk as the local engine reads the data, without the
+    check of 2 rows left (the client checks the whole dataset's count)."""
     from ale_cli.adapters.stream import open_stream
-    from ale_cli.compute import _chunk_arrays, _Screen
 
-    stream = open_stream(
+    return open_stream(
         file,
         fmt=spec.data_format,
         inputs=spec.names,
         dropna=spec.dropna,
         categorical=spec.categorical,
         chunk_rows=spec.chunk_rows,
-        min_rows=0,  # the whole dataset's count is checked by the client
+        min_rows=0,
+        row_groups=row_groups,
     )
+
+
+def compute_part(
+    model_bytes: bytes,
+    spec: _PartSpec,
+    file: str,
+    out: str,
+    offset: int,
+    row_groups: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """On a worker: read partition ``file`` (its row groups ``row_groups``, None: all of
+    it) chunk by chunk, compute its local effects and write them as the part store
+    ``out`` (no file when every row was dropped).
+
+    ``offset`` is the partition's first row in the dataset (for row numbers in messages).
+    Returns what the manifest and the meta need (rows, hashes, ranges, dtypes, timings);
+    the file's hash only when the whole file was read.
+    """
+    from ale_cli.compute import _chunk_arrays, _Screen
+
+    stream = open_partition(spec, file, row_groups)
     timings: dict[str, float] = {}
     screen = _Screen(Path(spec.model_path), drop=spec.drop_nonfinite)
     writer: StoreWriter | None = None
@@ -210,7 +232,7 @@ def compute_part(
     with ExitStack() as stack:  # the part file appears only when the block ends cleanly
         for X in stream:
             if stop.exists() or not stop.parent.is_dir():  # another partition failed
-                raise RunError(f"stopped computing '{file}': the run failed")
+                raise RunError(f"stopped computing {stream.where}: the run failed")
             if model is None:
                 t = time.perf_counter()
                 model = _worker_model(model_bytes, spec, X)
@@ -237,11 +259,13 @@ def compute_part(
             writer.finish(
                 feature_names=spec.features,
                 input_names=spec.names,
-                meta={"schema_version": 3, "n_rows": n_rows, "source": file},
+                meta={"schema_version": 3, "n_rows": n_rows, "source": file}
+                | ({} if row_groups is None else {"row_groups": list(row_groups)}),
             )
     dropped = np.concatenate(screen.rows) if screen.rows else np.empty(0, dtype=np.int64)
     return {
         "file": file,
+        "row_groups": row_groups,
         "rows": n_rows,
         "sha256": writer.sha256 if writer is not None else None,
         "data_sha256": stream.sha256,
@@ -304,19 +328,6 @@ class _Partitioned:
         return {}
 
 
-def _file_rows(files: Sequence[Path]) -> list[int]:
-    """Rows per Parquet file from its footer (0 for files that are not Parquet)."""
-    import pyarrow.parquet as pq
-
-    rows = []
-    for f in files:
-        try:
-            rows.append(int(pq.ParquetFile(f).metadata.num_rows))
-        except Exception:  # a CSV file, or a damaged one: the worker reports it
-            rows.append(0)
-    return rows
-
-
 def compute_dask(
     request: ComputeRequest,
     *,
@@ -342,12 +353,13 @@ def compute_dask(
     t = time.perf_counter()
     with client(request.scheduler) as dask_client, PartStoreWriter(request.out) as writer:
         timings["start_cluster_s"] = time.perf_counter() - t
+        plan = _partitioned(plan, dask_client)
         t = time.perf_counter()
-        results = _run_parts(dask_client, writer, plan, bar)
+        results, file_hashes = _run_parts(dask_client, writer, plan, bar)
         timings["parts_s"] = time.perf_counter() - t
         merged = _merge_parts(results, plan, writer, request.inputs.model, timings)
         _check_rows_left(merged, plan.data_path, request.inputs.model)
-        data_sha = _data_sha256(plan, results)
+        data_sha = _data_sha256(plan, results, file_hashes)
         if plan.spec.data_sha256 not in (None, data_sha):
             raise RunError(
                 f"data file '{request.inputs.data_label}' changed while it was read (its "
@@ -358,7 +370,7 @@ def compute_dask(
         stored.meta["engine"] = {
             "name": "dask",
             "workers": len(dask_client.scheduler_info().get("workers", {})),
-            "partitions": len(plan.files),
+            "partitions": len(plan.partitions),
         }
         _finish_store(writer, stored.meta, plan, merged, results)
     return local.ComputeResult(
@@ -442,16 +454,29 @@ class _Plan:
     model_bytes: bytes
     data_path: Path
     files: tuple[Path, ...]
-    #: rows per file from its Parquet footer (0 when unknown)
-    file_rows: tuple[int, ...]
-    #: each file's first row in the dataset, by the footers' counts
-    offsets: tuple[int, ...]
     #: rows of the whole dataset when the footers tell (for the progress bar)
     total_rows: int | None
+    #: the tasks' data in row order (:func:`_partitioned`, once the cluster's size is known)
+    partitions: tuple[Partition, ...] = ()
+
+
+def worker_slots(dask_client: Client) -> int:
+    """The threads of the cluster's workers (at least 1): the tasks that run at once."""
+    return max(1, sum(dask_client.nthreads().values()))
+
+
+def _partitioned(plan: _Plan, dask_client: Client) -> _Plan:
+    """The plan with its partitions for the cluster of ``dask_client``."""
+    from dataclasses import replace
+
+    from ale_cli.engines.partitions import plan_partitions
+
+    parts = plan_partitions(plan.files, fmt=plan.spec.data_format, slots=worker_slots(dask_client))
+    return replace(plan, partitions=parts)
 
 
 def _plan_parts(request: ComputeRequest, hashes: _Hashes | None) -> _Plan:
-    """The run's plan: the data's files and offsets, the model's bytes and the task spec."""
+    """The run's plan: the data's files, the model's bytes and the task spec."""
     from ale_cli.adapters.files import sha256_file
     from ale_cli.adapters.stream import dataset_files, open_stream
     from ale_cli.compute import pair_plan_columns
@@ -474,8 +499,6 @@ def _plan_parts(request: ComputeRequest, hashes: _Hashes | None) -> _Plan:
     )
     data_path = Path(inputs.data)
     files = dataset_files(data_path)
-    file_rows = _file_rows(files)
-    offsets = np.concatenate(([0], np.cumsum(file_rows)[:-1])).astype(int)
     model_bytes = inputs.model.read_bytes()
     model_sha = hashes.model if hashes is not None else sha256_file(inputs.model)
     spec = _PartSpec(
@@ -498,33 +521,50 @@ def _plan_parts(request: ComputeRequest, hashes: _Hashes | None) -> _Plan:
         model_bytes=model_bytes,
         data_path=data_path,
         files=tuple(files),
-        file_rows=tuple(file_rows),
-        offsets=tuple(int(o) for o in offsets),
         total_rows=header.total_rows,
     )
 
 
 def _run_parts(
     dask_client: Client, writer: PartStoreWriter, plan: _Plan, bar: ProgressFn | None
-) -> list[dict[str, Any]]:
-    """Every partition's answer (:func:`compute_part`) in file order; a failure stops all."""
+) -> tuple[list[dict[str, Any]], dict[int, str]]:
+    """Every partition's answer (:func:`compute_part`) in partition order, and the sha256
+    of each file read in row-group ranges (by its index); a failure stops all."""
+    from ale_cli.adapters.files import sha256_file
+
+    split = sorted({p.file_index for p in plan.partitions if p.row_groups is not None})
+    hashing = {  # submitted first, with priority: a worker hashes while the others compute
+        i: dask_client.submit(
+            sha256_file,
+            str(plan.files[i]),
+            "data file",
+            pure=False,
+            priority=1,
+            key=f"ale-hash-file-{i}-{writer.tmp.name}",
+        )
+        for i in split
+    }
     sent = dask_client.scatter(plan.model_bytes, broadcast=True, hash=False)
     futures = [
         dask_client.submit(
             compute_part,
             sent,
             plan.spec,
-            str(file),
+            str(part.file),
             str(writer.part_path(i)),
-            plan.offsets[i],
+            part.offset,
+            part.row_groups,
             pure=False,
             key=f"ale-compute-part-{i}-{writer.tmp.name}",
         )
-        for i, file in enumerate(plan.files)
+        for i, part in enumerate(plan.partitions)
     ]
+    rows = [p.rows for p in plan.partitions]
     try:
-        return _gather_in_order(dask_client, futures, bar, plan.file_rows, cancel=False)
+        results = _gather_in_order(dask_client, futures, bar, rows, cancel=False)
+        return results, {i: future.result() for i, future in hashing.items()}
     except BaseException:
+        dask_client.cancel(list(hashing.values()))  # they write nothing: no need to wait
         _stop(dask_client, futures, writer.tmp)
         raise
 
@@ -553,7 +593,7 @@ def _merge_parts(
     model_path: Path,
     timings: dict[str, float],
 ) -> _Merged:
-    """The answers merged in file order (the workers' timings are added to ``timings``)."""
+    """The answers merged in partition order (the workers' timings are added to ``timings``)."""
     from ale_cli import compute as local
     from ale_cli.adapters.stream import _combined_dtype
 
@@ -572,20 +612,22 @@ def _merge_parts(
             c for c in names if c in source.dropped_columns or c in res["dropped_columns"]
         )
         if len(res["nonfinite_rows"]):  # partition rows -> rows read before screening
-            screen.rows.append(res["nonfinite_rows"] - plan.offsets[i] + kept_before)
+            offset = plan.partitions[i].offset
+            screen.rows.append(res["nonfinite_rows"] - offset + kept_before)
         kept_before += res["rows_read"] - res["rows_dropped"]
         for key, value in res["timings"].items():
             timings[key] = timings.get(key, 0.0) + value
         if not res["rows"]:
             continue
-        parts.append(
-            {
-                "file": writer.part_path(i).name,
-                "rows": res["rows"],
-                "sha256": res["sha256"],
-                "source": Path(res["file"]).as_posix(),
-            }
-        )
+        entry = {
+            "file": writer.part_path(i).name,
+            "rows": res["rows"],
+            "sha256": res["sha256"],
+            "source": Path(res["file"]).as_posix(),
+        }
+        if res["row_groups"] is not None:
+            entry["row_groups"] = list(res["row_groups"])
+        parts.append(entry)
         lo = res["x_min"] if lo is None else np.minimum(lo, res["x_min"])
         hi = res["x_max"] if hi is None else np.maximum(hi, res["x_max"])
     return _Merged(source=source, screen=screen, parts=parts, lo=lo, hi=hi)
@@ -609,13 +651,19 @@ def _check_rows_left(merged: _Merged, data_path: Path, model_path: Path) -> None
         raise nothing_left(model_path)
 
 
-def _data_sha256(plan: _Plan, results: list[dict[str, Any]]) -> str:
-    """The dataset's sha256, combined from the files' hashes the workers computed."""
-    from ale_cli.adapters.stream import combine_hashes
+def _data_sha256(plan: _Plan, results: list[dict[str, Any]], file_hashes: dict[int, str]) -> str:
+    """The dataset's sha256 (:func:`~ale_cli.adapters.stream.dataset_sha256`), combined
+    from the files' hashes the workers computed: as they read a whole file, or in a task
+    of its own for a file read in row-group ranges (``file_hashes``, by file index)."""
+    from ale_cli.adapters.stream import combine_hashes, is_dataset
 
-    return combine_hashes(
-        plan.data_path, [(f, r["data_sha256"]) for f, r in zip(plan.files, results, strict=True)]
-    )
+    hashes = dict(file_hashes)
+    for part, res in zip(plan.partitions, results, strict=True):
+        if part.row_groups is None:
+            hashes[part.file_index] = res["data_sha256"]
+    if not is_dataset(plan.data_path):
+        return hashes[0]
+    return combine_hashes(plan.data_path, [(f, hashes[i]) for i, f in enumerate(plan.files)])
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ Apley-Zhu's first-order estimate evaluates the model at both limits of every row
 bin for every feature (2 F calls per row); the second-order estimators at the four
 corners of every row's cell for every pair, or the mixed derivatives by autodiff.
 That is nearly all of a run's time, and it runs on the workers: one task per
-partition of the data (a file of a partitioned Parquet dataset; a single file is one
-partition), chunk by chunk with the functions the local engine uses
-(:func:`ale_cli.streaming_classic.chunk_cells`,
+partition of the data (a file of a partitioned Parquet dataset, or a range of row
+groups of a large Parquet file: :mod:`ale_cli.engines.partitions`), chunk by chunk
+with the functions the local engine uses (:func:`ale_cli.streaming_classic.chunk_cells`,
 :func:`ale_cli.streaming_interact.chunk_pairs`). The model file is sent to every
 worker once and loaded once per worker process
 (:func:`ale_cli.engines.dask._worker_model`).
@@ -18,8 +18,8 @@ workers' cells in partition order (:meth:`~ale_cli.core.binstats.CellStats.merge
 and spools their predictions for the summary's distribution, one partition at a
 time. The summaries equal the local engine's (to rounding of the merges, ~1e-16).
 
-Row numbers in messages (non-finite values) count from each file's first row by the
-Parquet footers' row counts, as ``ale compute --engine dask`` counts them.
+Row numbers in messages (non-finite values) count from each partition's first row by
+the Parquet footers' row counts, as ``ale compute --engine dask`` counts them.
 """
 
 from __future__ import annotations
@@ -54,10 +54,12 @@ def classic_part(
     file: str,
     offset: int,
     edges: dict[int, np.ndarray],
+    row_groups: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """On a worker: the evaluation pass over the partition ``file`` (its first row is row
-    ``offset`` of the dataset), chunk by chunk: its cells merged in order, its rows
-    outside the edges, the rows dropped and the kept predictions of each chunk."""
+    """On a worker: the evaluation pass over the partition ``file`` (its row groups
+    ``row_groups``, None: all of it; its first row is row ``offset`` of the dataset),
+    chunk by chunk: its cells merged in order, its rows outside the edges, the rows
+    dropped and the kept predictions of each chunk."""
     from ale_cli.engines.dask import _worker_model
 
     cols = list(spec.columns)
@@ -67,7 +69,7 @@ def classic_part(
     predictions: list[np.ndarray] = []
     model = None
     read = 0
-    for X in _partition(spec, file):
+    for X in _partition(spec, file, row_groups):
         if model is None:
             model = _worker_model(model_bytes, spec, X)
         part = chunk_cells(inputs, model, X, cols, edges, offset=offset + read)
@@ -96,14 +98,14 @@ def dask_evaluate(scheduler: str | None) -> Callable[..., Passed]:
         edges: dict[int, np.ndarray],
         progress: Callable[[int], ProgressFn] | None,
     ) -> Passed:
-        from ale_cli.engines.dask import client
+        from ale_cli.engines.dask import client, worker_slots
 
-        plan = _plan(inputs, streamed)
         bar = progress(streamed.scan.n_rows) if progress is not None else None
         cells = empty_cells(edges)
         outside = dict.fromkeys(edges, 0)
         dropped: list[np.ndarray] = []
         with client(scheduler) as dask_client, PredictionSpool(streamed.passes.chunk_rows) as spool:
+            plan = _plan(inputs, streamed, worker_slots(dask_client))
             for found in _in_order(dask_client, plan, classic_part, edges):
                 for j, (counts, mean, m2) in found["cells"].items():
                     cells[j] = cells[j].merge(CellStats(counts=counts, mean=mean, m2=m2))
@@ -120,16 +122,17 @@ def dask_evaluate(scheduler: str | None) -> Callable[..., Passed]:
     return evaluate
 
 
-def _plan(inputs: ModelInputs, streamed: Streamed) -> dict[str, Any]:
-    """The partitions, their first rows, the model's bytes and what every task is given."""
+def _plan(inputs: ModelInputs, streamed: Streamed, slots: int) -> dict[str, Any]:
+    """The partitions for ``slots`` worker threads (:func:`~ale_cli.engines.partitions.
+    plan_partitions`), the model's bytes and what every task is given."""
     from ale_cli.adapters.files import sha256_file
     from ale_cli.adapters.stream import dataset_files
-    from ale_cli.engines.dask import _file_rows, _PartSpec
+    from ale_cli.engines.dask import _PartSpec
+    from ale_cli.engines.partitions import plan_partitions
     from ale_cli.models import detect_format
 
-    files = dataset_files(Path(inputs.data))
-    rows = _file_rows(files)
     scan = streamed.scan
+    files = dataset_files(Path(inputs.data))
     spec = _PartSpec(
         model_path=str(inputs.model),
         model_sha256=sha256_file(inputs.model),
@@ -146,27 +149,34 @@ def _plan(inputs: ModelInputs, streamed: Streamed) -> dict[str, Any]:
         dtypes=dict(scan.dtypes),
         data_sha256=scan.sha256,
     )
-    offsets = np.concatenate(([0], np.cumsum(rows)[:-1])).astype(int)
     return {
         "spec": spec,
         "model_bytes": Path(inputs.model).read_bytes(),
         "inputs": inputs,
-        "files": [str(f) for f in files],
-        "offsets": [int(o) for o in offsets],
+        "partitions": plan_partitions(files, fmt=scan.format, slots=slots),
     }
 
 
 def _in_order(dask_client: Client, plan: dict[str, Any], task: Any, *args: Any) -> Iterator[Any]:
-    """``task(model, spec, inputs, file, offset, *args)`` of every partition on the workers,
+    """``task(model, spec, inputs, file, offset, *args, row_groups=...)`` of every
+    partition on the workers,
     the answers in partition order, one at a time (memory: one answer); the first error
     in that order is raised, as the local pass would meet it, and the other tasks are
     cancelled."""
     sent = dask_client.scatter(plan["model_bytes"], broadcast=True, hash=False)
     futures = [
         dask_client.submit(
-            task, sent, plan["spec"], plan["inputs"], file, offset, *args, pure=False
+            task,
+            sent,
+            plan["spec"],
+            plan["inputs"],
+            str(part.file),
+            part.offset,
+            *args,
+            row_groups=part.row_groups,
+            pure=False,
         )
-        for file, offset in zip(plan["files"], plan["offsets"], strict=True)
+        for part in plan["partitions"]
     ]
     try:
         for future in futures:
@@ -176,20 +186,14 @@ def _in_order(dask_client: Client, plan: dict[str, Any], task: Any, *args: Any) 
         dask_client.cancel(futures)
 
 
-def _partition(spec: _PartSpec, file: str) -> Iterator[np.ndarray]:
-    """The float64 chunks of the partition ``file``, as the local passes give them."""
-    from ale_cli.adapters.stream import open_stream
+def _partition(
+    spec: _PartSpec, file: str, row_groups: tuple[int, int] | None
+) -> Iterator[np.ndarray]:
+    """The float64 chunks of the partition ``file`` (its row groups ``row_groups``, None:
+    all of it), as the local passes give them."""
+    from ale_cli.engines.dask import open_partition
 
-    stream = open_stream(
-        file,
-        fmt=spec.data_format,
-        inputs=spec.names,
-        dropna=spec.dropna,
-        categorical=spec.categorical,
-        chunk_rows=spec.chunk_rows,
-        min_rows=0,  # the whole dataset's count was checked by the client
-    )
-    for X in stream:
+    for X in open_partition(spec, file, row_groups):
         yield np.asarray(X, dtype=np.float64)
 
 
@@ -202,6 +206,7 @@ def interact_part(
     grids: dict[int, tuple[np.ndarray, np.ndarray]],
     cols: list[tuple[int, int]],
     estimator: str,
+    row_groups: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """On a worker: the pass of ``ale interact`` over the partition ``file`` (its first row
     is row ``offset`` of the dataset), chunk by chunk into a fresh :class:`PairCells`: its
@@ -216,7 +221,7 @@ def interact_part(
     dropped: list[np.ndarray] = []
     predictions: list[np.ndarray] = []
     read, spent = 0, 0.0
-    for X in _partition(spec, file):
+    for X in _partition(spec, file, row_groups):
         if model is None:
             model = _worker_model(model_bytes, spec, X)
             if estimator == "dale":
@@ -253,15 +258,15 @@ def dask_accumulate(scheduler: str | None) -> Callable[..., PairsPassed]:
         mixed: MixedFn | None,
         progress: Callable[[int, str], ProgressFn] | None,
     ) -> PairsPassed:
-        from ale_cli.engines.dask import client
+        from ale_cli.engines.dask import client, worker_slots
 
         what = "mixed derivatives" if estimator == "dale" else "cell corners"
         bar = progress(streamed.scan.n_rows, what) if progress is not None else None
-        plan = _plan(request.inputs, streamed)
         dropped: list[np.ndarray] = []
         spent = 0.0
         args = (acc.grids, acc.cols, estimator)
         with client(scheduler) as dask_client, PredictionSpool(streamed.passes.chunk_rows) as spool:
+            plan = _plan(request.inputs, streamed, worker_slots(dask_client))
             for found in _in_order(dask_client, plan, interact_part, *args):
                 cells = {
                     p: CellStats(counts=n, mean=m, m2=m2)

@@ -1,0 +1,128 @@
+"""The partitions of the data for the Dask engine: files, and row-group ranges of large files.
+
+A partition is one task's data: a whole file (a CSV file, a small Parquet file, a
+Parquet file whose footer cannot be read: the worker then reports why) or a range of
+consecutive row groups of one Parquet file. Partitions are in file order, then in
+row-group order, so their rows one after the other are the local engine's rows in
+the local engine's order; each partition's ``offset`` (its first row in the dataset)
+comes from the Parquet footers' row counts.
+
+How big: the Parquet files are cut into ranges of about ``target`` rows
+(:func:`target_rows`): enough tasks for :data:`TASKS_PER_SLOT` per worker thread of
+the cluster (several tasks per worker even out slower and faster ones, and a file of
+50 GB keeps every worker busy), at most :data:`PARTITION_ROWS` rows a task (about one
+row group as pyarrow writes them by default; a failed task is rerun at a bounded cost
+and each part of the store stays small) and not under :data:`MIN_PARTITION_ROWS` (one
+default chunk of the compute: below that a task's fixed costs, the scheduler's round
+trip, the footer read and the part file, weigh as much as its rows). A file of no more
+than ``target`` rows stays one partition. Row groups are never cut: a single row group
+larger than the target is a partition of its own.
+
+This module imports neither dask nor distributed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+#: most rows a partition is cut to (1 Mi rows: pyarrow's default row group)
+PARTITION_ROWS = 1 << 20
+#: fewest rows a file is cut to (64 Ki rows: one default chunk of ``ale compute``)
+MIN_PARTITION_ROWS = 1 << 16
+#: the tasks aimed at per worker thread when the data is smaller than that many full tasks
+TASKS_PER_SLOT = 4
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One task's data: ``file`` (the ``file_index``-th of the dataset), whole when
+    ``row_groups`` is None, else its row groups ``start`` to ``stop - 1``; ``rows`` by
+    the footer (0 when unknown: a CSV file) and ``offset``, its first row in the dataset
+    by the footers."""
+
+    file: Path
+    file_index: int
+    row_groups: tuple[int, int] | None
+    rows: int
+    offset: int
+
+
+def target_rows(total_rows: int, slots: int) -> int:
+    """Rows a partition is cut to for ``total_rows`` rows on ``slots`` worker threads:
+    ``clip(ceil(total_rows / (TASKS_PER_SLOT * slots)), MIN_PARTITION_ROWS, PARTITION_ROWS)``.
+
+    >>> target_rows(10**9, 8), target_rows(4 * 10**6, 8), target_rows(10**4, 2)
+    (1048576, 125000, 65536)
+    """
+    wanted = math.ceil(total_rows / (TASKS_PER_SLOT * max(slots, 1)))
+    return min(PARTITION_ROWS, max(MIN_PARTITION_ROWS, wanted))
+
+
+def split_row_groups(sizes: Sequence[int], *, target: int) -> list[tuple[int, int]]:
+    """Consecutive row-group ranges ``(start, stop)`` of a file whose row groups hold
+    ``sizes`` rows, about ``target`` rows each.
+
+    With ``T = sum(sizes)`` and ``k = max(1, ceil(T / target))`` ranges aimed at, range
+    ``j`` starts at the first row group boundary with at least ``j T / k`` rows before it
+    (boundaries met twice, and those at the file's end, are dropped). So the ranges
+    cover every row group once, in order; there are at most ``k``; each holds fewer than
+    ``T / k + max(sizes)`` rows; a file of at most ``target`` rows is one range. No row
+    groups: no range.
+
+    >>> split_row_groups([700] * 10, target=2000)
+    [(0, 3), (3, 5), (5, 8), (8, 10)]
+    >>> split_row_groups([100, 5000, 100], target=1000)
+    [(0, 2), (2, 3)]
+    >>> split_row_groups([10, 10], target=1000), split_row_groups([], target=1000)
+    ([(0, 2)], [])
+    """
+    if target < 1:
+        raise ValueError(f"target must be at least 1 row, got {target}")
+    n = len(sizes)
+    if not n:
+        return []
+    before = [0]
+    for size in sizes:
+        before.append(before[-1] + int(size))
+    total = before[-1]
+    k = max(1, math.ceil(total / target))
+    scaled = [b * k for b in before]  # rows before each boundary, times k: exact integers
+    cuts = sorted({bisect.bisect_left(scaled, j * total) for j in range(1, k)} - {0, n})
+    bounds = [0, *cuts, n]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def row_group_rows(file: Path) -> list[int] | None:
+    """Rows of each row group of a Parquet file, by its footer (None when unreadable)."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(file).metadata
+    except Exception:  # a damaged file: the worker reading it reports why
+        return None
+    return [int(meta.row_group(i).num_rows) for i in range(meta.num_row_groups)]
+
+
+def plan_partitions(files: Sequence[Path], *, fmt: str, slots: int) -> tuple[Partition, ...]:
+    """The partitions of the dataset ``files`` (format ``fmt``) for ``slots`` worker
+    threads, in file order then row-group order (see the module's docstring)."""
+    sizes = [row_group_rows(f) if fmt == "parquet" else None for f in files]
+    target = target_rows(sum(sum(s) for s in sizes if s), slots)
+    parts: list[Partition] = []
+    offset = 0
+    for i, (file, groups) in enumerate(zip(files, sizes, strict=True)):
+        ranges = split_row_groups(groups, target=target) if groups else []
+        if len(ranges) < 2:
+            rows = sum(groups or ())
+            parts.append(Partition(file, i, None, rows, offset))
+            offset += rows
+            continue
+        for start, stop in ranges:
+            rows = sum(groups[start:stop])  # type: ignore[index]
+            parts.append(Partition(file, i, (start, stop), rows, offset))
+            offset += rows
+    return tuple(parts)
