@@ -411,3 +411,20 @@ def test_a_store_without_a_finite_prediction_records_none_and_a_damaged_record_i
             np.lib.format.write_array(f, np.array(json.dumps(meta), dtype=np.str_))
     with pytest.raises(InputError, match="damaged.npz.*prediction distribution is damaged"):
         rhale(RhaleRequest(store=damaged))
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(1, 50_000), seed=st.integers(0, 2**16), f32=st.booleans())
+def test_bucket_counts_in_blocks_equal_one_bincount(n, seed, f32):
+    """Pass 1 counts a chunk COUNT_ROWS rows at a time: the same counts as one bincount of
+    every value's bucket, and every value counted once."""
+    from ale_cli.core.outofcore import COUNT_ROWS, BucketGrid
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 3)) * [1.0, 1e3, 1e-3]
+    X = X.astype(np.float32) if f32 else X
+    grid = BucketGrid.build(X.min(0), X.max(0), size=97, dtype=X.dtype)
+    counts = grid.counts(X)
+    np.testing.assert_array_equal(counts, np.bincount(grid.flat(X).ravel(), minlength=3 * 97))
+    assert counts.sum() == 3 * n
+    assert n <= COUNT_ROWS or counts.dtype == np.int64
