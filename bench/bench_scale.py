@@ -35,6 +35,12 @@ ale rhale, ALE_THREADS=1                                        3.57 s    113 MB
 ale rebin --bins 20 --binning quantile, ALE_THREADS=1           5.88 s    224 MB
 =============================================================  ========  ==========
 
+A second run with both engines (18:11 UTC, load average 0.6 at the start, 2.6 at the end;
+rebin as the first reader 5.19 s, again 4.13 s, rhale 2.94 s, compute 14.7 s / 670 MB),
+and compute then rebin twice more by hand: first reader 4.27 s and 4.37 s, the next
+4.28 s and 4.61 s; warm runs 3.96-4.67 s. So the quantile rebin takes 4.0-4.7 s here,
+once 5.2 s.
+
 Compute hashes the store as it writes it and keeps the digest with the file
 (ale_cli/adapters/digest.py), and its manifest records the percentiles of the
 predictions, so no estimator reads the store once more to hash it (1.5 s of CPU) or
@@ -42,6 +48,19 @@ reads and sorts 1e7 predictions (0.5 s). Before those two changes, the same day 
 quiet machine: compute 13.6 s / 562 MB, rhale 4.97 s / 389 MB, rebin 5.77 s / 373 MB
 (5.23 s with byte-compiled modules); the percentiles cost compute about 100 MB more at
 its end.
+
+The Dask engine in that second run (2 worker processes x 1 thread, a fresh cluster per
+step, on the same 2 cores as the client and the scheduler; effects equal to the local
+engine's within 4.2e-17):
+
+======================================  ==========  =====================================
+step                                    wall        peak RSS: client; each worker;
+                                                    scheduler and nannies
+======================================  ==========  =====================================
+ale compute (10 partitions of 1e6)      22.1 s      106 MB; 452 MB; 61 MB
+ale rhale                               7.45 s      257 MB; 183 MB; 62 MB
+ale rebin --bins 20 --binning quantile  18.4 s      287 MB; 147 MB; 79 MB
+======================================  ==========  =====================================
 
 Under load 5-7 the same steps took 48 s, 6-10 s and 12-16 s. The rebin against the
 three-pass version before it, same store, one after the other at load 1.1: 15.3 s wall,
