@@ -682,17 +682,30 @@ class QuantilePlan:
         return QuantileCells(edges=edges, cells=cells)
 
 
+def bucket_grid(*, n: int, lo: np.ndarray, hi: np.ndarray, dtype: Any) -> BucketGrid:
+    """The equal-width buckets of pass 1 over ``[lo, hi]`` for ``n`` values per column of
+    ``dtype`` (float32 values are bucketed in float32: the store's X keeps the data's
+    dtype): ``n / 1024`` buckets, between 64 and 16384.
+
+    >>> bucket_grid(n=10**6, lo=np.zeros(2), hi=np.ones(2), dtype=np.float64).size
+    976
+    """
+    size = int(np.clip(n // 1024, 64, 1 << 14))
+    return BucketGrid.build(
+        np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64), size=size, dtype=dtype
+    )
+
+
 def _bucket_counts(
     x_chunks: Chunks, *, n: int, lo: np.ndarray, hi: np.ndarray, map_chunks: Mapper
 ) -> tuple[BucketGrid, np.ndarray]:
     """The bucket grid over ``[lo, hi]`` and the values per bucket of all rows (pass 1)."""
-    size = int(np.clip(n // 1024, 64, 1 << 14))
     chunks = iter(x_chunks())
     first = next(chunks, None)
     if first is None:
         raise ValueError("quantile edges need at least one value")
-    # float32 values are bucketed in float32 (the store's X keeps the data's dtype)
-    grid = BucketGrid.build(lo, hi, size=size, dtype=first.dtype)
+    grid = bucket_grid(n=n, lo=lo, hi=hi, dtype=first.dtype)
+    size = grid.size
     counts = np.zeros(lo.size * size, dtype=np.int64)
     for c in map_chunks(grid.counts, itertools.chain([first], chunks)):
         counts += c

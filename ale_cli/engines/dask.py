@@ -887,8 +887,24 @@ def dask_passes(scheduler: str | None) -> Iterator[Passes]:
         def quantile(
             store: StoreFile, cols: Columns, todo: list[int], lo: Any, hi: Any, bins: int
         ) -> tuple[dict[int, np.ndarray], dict[int, CellStats]]:
+            """The local engine's two passes (:func:`ale_cli.streaming._quantile`) per part:
+            bucket counts, then cells and gathered rows, merged in part order; the columns
+            they cannot finish take :func:`quantile_slow`."""
             if not todo:
                 return {}, {}
+            found = _two_pass_quantiles(dask_client, store, cols, todo, lo, hi, bins)
+            edges = {j: f.edges for j, f in zip(todo, found, strict=True) if f is not None}
+            cells = {j: f.cells for j, f in zip(todo, found, strict=True) if f is not None}
+            rest = [j for j, f in zip(todo, found, strict=True) if f is None]
+            if rest:
+                more_edges, more_cells = quantile_slow(store, cols, rest, lo, hi, bins)
+                edges |= more_edges
+                cells |= more_cells
+            return edges, cells
+
+        def quantile_slow(
+            store: StoreFile, cols: Columns, todo: list[int], lo: Any, hi: Any, bins: int
+        ) -> tuple[dict[int, np.ndarray], dict[int, CellStats]]:
             x_cols = [cols.x[j] for j in todo]
             parts = store_parts(store)
 
@@ -908,6 +924,65 @@ def dask_passes(scheduler: str | None) -> Iterator[Passes]:
             return edges, cells_on_edges(store, cols, todo, edges)[0]
 
         yield Passes(cells_on_edges=cells_on_edges, uniform=uniform, quantile=quantile)
+
+
+def _two_pass_quantiles(
+    dask_client: Client,
+    store: StoreFile,
+    cols: Columns,
+    todo: list[int],
+    lo: Any,
+    hi: Any,
+    bins: int,
+) -> list[Any]:
+    """:func:`~ale_cli.core.outofcore.quantile_cells` with each pass run per store part on
+    the workers: the counts added up (exact), the scans merged in part order."""
+    from ale_cli.core import outofcore
+    from ale_cli.core.outofcore import QuantilePlan, bucket_grid
+
+    parts = store_parts(store)
+    x_cols, e_cols = [cols.x[j] for j in todo], [cols.e[j] for j in todo]
+    dtype = next(parts[0].chunks(("X",)))["X"].dtype  # as the local pass 1 builds its grid
+    grid = bucket_grid(n=store.n_rows, lo=lo[todo], hi=hi[todo], dtype=dtype)
+    futures = [dask_client.submit(_part_counts, p, x_cols, grid, pure=False) for p in parts]
+    counts = np.zeros(len(todo) * grid.size, dtype=np.int64)
+    for part_counts in _as_completed(dask_client, futures):  # any order: integer sums
+        counts += part_counts
+    plan = QuantilePlan.build(
+        grid,
+        counts,
+        n=store.n_rows,
+        bins=bins,
+        max_bucket=outofcore.MAX_BUCKET_ROWS,  # read now, as quantile_cells reads them
+        max_gathered=outofcore.MAX_GATHERED_ROWS,
+    )
+    futures = [dask_client.submit(_part_scan, p, x_cols, e_cols, plan, pure=False) for p in parts]
+    scan = plan.empty_scan()
+    for part_scan in _gather_in_order(dask_client, futures, None, ()):
+        scan = scan.merge(part_scan)
+    return plan.finish(scan, lo[todo], hi[todo])
+
+
+def _part_counts(part: StoreFile, x_cols: list[int], grid: Any) -> np.ndarray:
+    """On a worker: pass 1 over a store part, its values per bucket of ``grid``."""
+    from ale_cli.streaming import _select
+
+    counts = np.zeros(len(x_cols) * grid.size, dtype=np.int64)
+    for chunk in part.chunks(("X",)):
+        counts += grid.counts(_select(chunk["X"], x_cols))
+    return counts
+
+
+def _part_scan(part: StoreFile, x_cols: list[int], e_cols: list[int], plan: Any) -> Any:
+    """On a worker: pass 2 over a store part (:meth:`~ale_cli.core.outofcore.QuantilePlan.
+    scan` of each chunk, merged in order)."""
+    from ale_cli.streaming import _select
+
+    scan = plan.empty_scan()
+    for chunk in part.chunks(("X", "local_effects")):
+        X, E = _select(chunk["X"], x_cols), _select(chunk["local_effects"], e_cols)
+        scan = scan.merge(plan.scan(X, E))
+    return scan
 
 
 def _part_pass(part: StoreFile, x_cols: list[int], groups: list[Any], roots: list[Any]) -> Any:
