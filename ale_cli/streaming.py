@@ -174,11 +174,22 @@ def _quantile(
         hi=hi[todo],
         map_chunks=ordered_map,
     )
+    return with_slower(todo, found, lambda rest: _quantile_slow(store, cols, rest, lo, hi, bins))
+
+
+def with_slower(
+    todo: list[int],
+    found: Sequence[Any],
+    slower: Callable[[list[int]], tuple[dict[int, np.ndarray], dict[int, CellStats]]],
+) -> tuple[dict[int, np.ndarray], dict[int, CellStats]]:
+    """The edges and cells of the columns ``todo`` that the two passes finished (``found``,
+    :class:`~ale_cli.core.outofcore.QuantileCells` or None per column), and those of the
+    others from ``slower(rest)``."""
     edges = {j: f.edges for j, f in zip(todo, found, strict=True) if f is not None}
     cells = {j: f.cells for j, f in zip(todo, found, strict=True) if f is not None}
     rest = [j for j, f in zip(todo, found, strict=True) if f is None]
     if rest:
-        more_edges, more_cells = _quantile_slow(store, cols, rest, lo, hi, bins)
+        more_edges, more_cells = slower(rest)
         edges |= more_edges
         cells |= more_cells
     return edges, cells

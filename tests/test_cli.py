@@ -16,6 +16,18 @@ from ale_cli.cli import app
 from ale_cli.cli.progress import ProgressBar
 
 
+def _tiny_store(path: Path, *, rows: int, seed: int) -> None:
+    """A store of ``rows`` rows of two features whose local effects are 2 x."""
+    from ale_cli.adapters.store import Store, write_store
+
+    X = np.random.default_rng(seed).normal(size=(rows, 2))
+    meta = {"schema_version": 2, "n_rows": rows}
+    store = Store(
+        X=X, local_effects=X * 2, prediction=X.sum(1), feature_names=("a", "b"), meta=meta
+    )
+    write_store(path, store)
+
+
 def command_names() -> list[str]:
     from typer.main import get_command
 
@@ -67,17 +79,7 @@ def test_the_command_table_names_each_commands_module_in_help_order():
 
 
 def test_running_a_command_imports_no_other_command_module(tmp_path):
-    from ale_cli.adapters.store import Store, write_store
-
-    X = np.random.default_rng(1).normal(size=(40, 2))
-    store = Store(
-        X=X,
-        local_effects=X * 2,
-        prediction=X.sum(1),
-        feature_names=("a", "b"),
-        meta={"schema_version": 2, "n_rows": 40},
-    )
-    write_store(tmp_path / "s.npz", store)
+    _tiny_store(tmp_path / "s.npz", rows=40, seed=1)
     code = (
         "import sys\n"
         "from ale_cli.cli import _exit, main\n"
@@ -113,18 +115,7 @@ def test_help_does_not_import_heavy_libraries():
 def test_plain_options_are_coerced_without_pydantic(tmp_path):
     """typer builds a pydantic adapter per parameter (0.1-0.2 s of every run); plain
     values of plain parameters skip it: running a command imports no pydantic."""
-    from ale_cli.adapters.store import Store, write_store
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(50, 2))
-    store = Store(
-        X=X,
-        local_effects=X * 2,
-        prediction=X.sum(1),
-        feature_names=("a", "b"),
-        meta={"schema_version": 2, "n_rows": 50},
-    )
-    write_store(tmp_path / "s.npz", store)
+    _tiny_store(tmp_path / "s.npz", rows=50, seed=0)
     code = (
         "import sys; from ale_cli.cli import app\n"
         "try:\n"

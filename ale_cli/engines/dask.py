@@ -849,7 +849,7 @@ def dask_passes(scheduler: str | None) -> Iterator[Passes]:
     """The streaming estimators' passes (:class:`~ale_cli.streaming.Passes`) run per store
     part on the workers of the cluster at ``scheduler`` (None: a LocalCluster)."""
     from ale_cli.core.outofcore import absorb, chunked_quantile_edges, shipped
-    from ale_cli.streaming import Passes, _cells_on_edges, _uniform
+    from ale_cli.streaming import Passes, _cells_on_edges, _uniform, with_slower
 
     with client(scheduler) as dask_client:
 
@@ -893,14 +893,9 @@ def dask_passes(scheduler: str | None) -> Iterator[Passes]:
             if not todo:
                 return {}, {}
             found = _two_pass_quantiles(dask_client, store, cols, todo, lo, hi, bins)
-            edges = {j: f.edges for j, f in zip(todo, found, strict=True) if f is not None}
-            cells = {j: f.cells for j, f in zip(todo, found, strict=True) if f is not None}
-            rest = [j for j, f in zip(todo, found, strict=True) if f is None]
-            if rest:
-                more_edges, more_cells = quantile_slow(store, cols, rest, lo, hi, bins)
-                edges |= more_edges
-                cells |= more_cells
-            return edges, cells
+            return with_slower(
+                todo, found, lambda rest: quantile_slow(store, cols, rest, lo, hi, bins)
+            )
 
         def quantile_slow(
             store: StoreFile, cols: Columns, todo: list[int], lo: Any, hi: Any, bins: int
