@@ -384,7 +384,7 @@ def classic(
 
     reason = whole_table_reason(request)
     if request.engine == "dask" and reason is not None:
-        raise needs_local(reason or "the data are not a file")
+        raise needs_local(reason or "the data are read whole (a DataFrame, or no chunk size)")
     if reason is None and request.chunk_rows is not None:
         from ale_cli.streaming_classic import classic_streamed
         from ale_cli.streaming_inputs import NeedsWholeTable, open_streamed

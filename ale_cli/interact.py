@@ -606,7 +606,7 @@ def interact(
         unused, request = (found,), replace(request, store=None)
     reason = None if request.store is not None else _whole_table_reason(request)
     if request.engine == "dask" and reason is not None:
-        raise needs_local(reason or "the data are not a file")
+        raise needs_local(reason or "the data are read whole (a DataFrame, or no chunk size)")
     if reason is None and request.store is None and request.chunk_rows is not None:
         from ale_cli.streaming_inputs import NeedsWholeTable, open_streamed
         from ale_cli.streaming_interact import interact_streamed

@@ -159,10 +159,9 @@ def _plan(inputs: ModelInputs, streamed: Streamed, slots: int) -> dict[str, Any]
 
 def _in_order(dask_client: Client, plan: dict[str, Any], task: Any, *args: Any) -> Iterator[Any]:
     """``task(model, spec, inputs, file, offset, *args, row_groups=...)`` of every
-    partition on the workers,
-    the answers in partition order, one at a time (memory: one answer); the first error
-    in that order is raised, as the local pass would meet it, and the other tasks are
-    cancelled."""
+    partition on the workers, the answers in partition order, one at a time (memory: one
+    answer); the first error in that order is raised, as the local pass would meet it,
+    and the other tasks are cancelled."""
     sent = dask_client.scatter(plan["model_bytes"], broadcast=True, hash=False)
     futures = [
         dask_client.submit(
@@ -208,8 +207,9 @@ def interact_part(
     estimator: str,
     row_groups: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """On a worker: the pass of ``ale interact`` over the partition ``file`` (its first row
-    is row ``offset`` of the dataset), chunk by chunk into a fresh :class:`PairCells`: its
+    """On a worker: the pass of ``ale interact`` over the partition ``file`` (its row groups
+    ``row_groups``, None: all of it; its first row is row ``offset`` of the dataset), chunk
+    by chunk into a fresh :class:`PairCells`: its
     statistics, the rows dropped, the kept predictions of each chunk and the seconds in
     the model."""
     from ale_cli.engines.dask import _worker_model
