@@ -194,12 +194,16 @@ def classic(
     seed: int | None = None,
     discrete: Names = None,
     chunk_rows: int | None = 1 << 16,
+    engine: str = "local",
+    scheduler: str | None = None,
     **options: Any,
 ) -> Summary:
     """Classic ALE (Apley-Zhu) from the model at the bin limits (default: 20 quantile bins);
     ``bootstrap`` as in :func:`rebin`; ``discrete`` names (or ``"auto"``) the numeric
     features estimated per value (text and categorical columns always are). A data file
-    is read ``chunk_rows`` rows at a time (None: the whole table at once)."""
+    is read ``chunk_rows`` rows at a time (None: the whole table at once).
+    ``engine="dask"`` runs the model calls per partition on the Dask cluster at
+    ``scheduler`` (None: a local cluster)."""
     from ale_cli.bands import Bootstrap
     from ale_cli.classic import ClassicRequest
     from ale_cli.classic import classic as run
@@ -214,6 +218,8 @@ def classic(
         bootstrap=Bootstrap(bootstrap, ci, seed),
         discrete=discrete,  # type: ignore[arg-type]
         chunk_rows=chunk_rows,
+        engine=engine,
+        scheduler=scheduler,
     )
     return run(request).summary
 
@@ -230,11 +236,14 @@ def interact(
     edges: str | Path | None = None,
     store: str | Path | None = None,
     chunk_rows: int | None = 1 << 16,
+    engine: str = "local",
+    scheduler: str | None = None,
     **options: Any,
 ) -> Summary:
     """Second-order effects of ``pairs`` (default: every pair of ``features``); a data file
     is read ``chunk_rows`` rows at a time and a ``store`` by its own chunks (None: the
-    whole table, or store, at once)."""
+    whole table, or store, at once). ``engine="dask"`` runs the model calls per partition
+    on the Dask cluster at ``scheduler`` (None: a local cluster)."""
     from ale_cli.interact import InteractRequest
     from ale_cli.interact import interact as run
     from ale_cli.pairs import parse_pairs
@@ -249,6 +258,8 @@ def interact(
         store=Path(store) if store is not None else None,
         edges=Path(edges) if edges is not None else None,
         chunk_rows=chunk_rows,
+        engine=engine,
+        scheduler=scheduler,
     )
     return run(request).summary
 

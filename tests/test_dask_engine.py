@@ -755,3 +755,17 @@ def test_dask_quantiles_past_the_gather_limit_take_the_slower_path(stores, clust
         lambda s, **kw: rhale(RhaleRequest(store=s, max_bins=30, grid="quantile", **kw)),
     ):
         _assert_same(make(local).summary, make(dask, engine="dask", scheduler=cluster).summary)
+
+
+def test_the_python_api_runs_classic_and_interact_on_dask(dataset, cluster):
+    from ale_cli import api
+
+    model, data, _ = dataset
+    for run, kw in ((api.classic, {"bins": 8}), (api.interact, {"pairs": ["a,b"], "bins": 4})):
+        local = run(model, data, chunk_rows=1000, **kw)
+        dask = run(model, data, chunk_rows=1000, engine="dask", scheduler=cluster, **kw)
+        assert dask.n_rows == local.n_rows == 12000
+        one, other = (s.features or s.interactions for s in (local, dask))
+        assert len(one) == len(other) > 0
+        for a, b in zip(one, other, strict=True):
+            np.testing.assert_allclose(b.effect, a.effect, rtol=1e-12, atol=1e-12)
