@@ -380,30 +380,26 @@ def classic(
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default=DEFAULT_BINNING
     )
-    from ale_cli.engines import needs_local
+    from ale_cli.streaming_inputs import Streamed, streamed_or_reason
 
-    reason = whole_table_reason(request)
-    if request.engine == "dask" and reason is not None:
-        raise needs_local(reason or "the data are read whole (a DataFrame, or no chunk size)")
-    if reason is None and request.chunk_rows is not None:
+    opened = streamed_or_reason(
+        request.inputs,
+        chunk_rows=request.chunk_rows,
+        reason=whole_table_reason(request),
+        engine=request.engine,
+    )
+    if isinstance(opened, Streamed):
         from ale_cli.streaming_classic import classic_streamed
-        from ale_cli.streaming_inputs import NeedsWholeTable, open_streamed
 
-        try:
-            streamed = open_streamed(request.inputs, chunk_rows=request.chunk_rows)
-        except NeedsWholeTable as exc:
-            if request.engine == "dask":
-                raise needs_local(str(exc)) from None
-            reason = str(exc)
-        else:
-            evaluate = None
-            if request.engine == "dask":
-                from ale_cli.engines.dask_model import dask_evaluate
+        evaluate = None
+        if request.engine == "dask":
+            from ale_cli.engines.dask_model import dask_evaluate
 
-                evaluate = dask_evaluate(request.scheduler)
-            return classic_streamed(
-                request, fixed, streamed, progress=progress, started=started, evaluate=evaluate
-            )
+            evaluate = dask_evaluate(request.scheduler)
+        return classic_streamed(
+            request, fixed, opened, progress=progress, started=started, evaluate=evaluate
+        )
+    reason = opened
     result = _whole_table(request, fixed, progress)
     if reason:
         return replace(result, notes=(reason, *result.notes))

@@ -592,8 +592,6 @@ def interact(
     model call finished (one bar for the mixed derivatives, one per pair for
     the classic route).
     """
-    from ale_cli.engines import needs_local
-
     t0 = time.perf_counter()
     fixed = _bins(request)
     unused: tuple[str, ...] = ()  # why a store given is not used
@@ -604,29 +602,27 @@ def interact(
         if isinstance(found, EstimateResult):
             return found
         unused, request = (found,), replace(request, store=None)
-    reason = None if request.store is not None else _whole_table_reason(request)
-    if request.engine == "dask" and reason is not None:
-        raise needs_local(reason or "the data are read whole (a DataFrame, or no chunk size)")
-    if reason is None and request.store is None and request.chunk_rows is not None:
-        from ale_cli.streaming_inputs import NeedsWholeTable, open_streamed
+    from ale_cli.streaming_inputs import Streamed, streamed_or_reason
+
+    opened = streamed_or_reason(  # a store given (and matching) is read whole here
+        request.inputs,
+        chunk_rows=request.chunk_rows,
+        reason="" if request.store is not None else _whole_table_reason(request),
+        engine=request.engine,
+    )
+    if isinstance(opened, Streamed):
         from ale_cli.streaming_interact import interact_streamed
 
-        try:
-            streamed = open_streamed(request.inputs, chunk_rows=request.chunk_rows)
-        except NeedsWholeTable as exc:
-            if request.engine == "dask":
-                raise needs_local(str(exc)) from None
-            reason = str(exc)
-        else:
-            evaluate = None
-            if request.engine == "dask":
-                from ale_cli.engines.dask_model import dask_accumulate
+        evaluate = None
+        if request.engine == "dask":
+            from ale_cli.engines.dask_model import dask_accumulate
 
-                evaluate = dask_accumulate(request.scheduler)
-            result = interact_streamed(
-                request, fixed, streamed, progress=progress, started=t0, evaluate=evaluate
-            )
-            return replace(result, notes=(*unused, *result.notes))
+            evaluate = dask_accumulate(request.scheduler)
+        result = interact_streamed(
+            request, fixed, opened, progress=progress, started=t0, evaluate=evaluate
+        )
+        return replace(result, notes=(*unused, *result.notes))
+    reason = opened
     notes: list[str] = [*unused, *([reason] if reason else [])]
     return _whole_table(request, fixed, notes, progress=progress, started=t0)
 

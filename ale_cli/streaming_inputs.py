@@ -138,3 +138,23 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
         timings=timings,
         notes=() if note is None else (note,),
     )
+
+
+def streamed_or_reason(
+    inputs: ModelInputs, *, chunk_rows: int | None, reason: str | None, engine: str
+) -> Streamed | str | None:
+    """The data opened for the streaming passes (:func:`open_streamed`), or why the whole
+    table is read instead (the note: ``reason``, or what the first pass found; "" or None
+    for no note). ``engine="dask"`` refuses inputs that need the whole table."""
+    from ale_cli.engines import needs_local
+
+    if engine == "dask" and reason is not None:
+        raise needs_local(reason or "the data are read whole (a DataFrame, or no chunk size)")
+    if reason is not None or chunk_rows is None:
+        return reason
+    try:
+        return open_streamed(inputs, chunk_rows=chunk_rows)
+    except NeedsWholeTable as exc:
+        if engine == "dask":
+            raise needs_local(str(exc)) from None
+        return str(exc)
