@@ -46,8 +46,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
+from ale_cli import __version__
 from ale_cli.adapters.files import atomic_write
+from ale_cli.adapters.guard import PARQUET_KEY, TOOL
 from ale_cli.adapters.summary import SCHEMA_VERSION, Summary
+from ale_cli.adapters.tables import KIND_COLUMNS, table_columns
 from ale_cli.errors import InputError
 
 if TYPE_CHECKING:
@@ -61,25 +64,6 @@ STDIO = "-"
 #: the width of the band in standard errors (as ``ale plot``)
 BAND_SE = 2.0
 
-_BASE = ("estimator", "feature", "kind")
-_COLUMNS = {
-    "edge": ("index", "x", "effect", "std", "stderr", "lower", "upper"),
-    "bin": ("index", "left", "right", "count", "bin_effect", "bin_std", "bin_stderr", "filled"),
-    "cell": (
-        "index_a",
-        "index_b",
-        "x_a_left",
-        "x_a_right",
-        "x_b_left",
-        "x_b_right",
-        "count",
-        "cell_effect",
-        "cell_std",
-        "filled",
-    ),
-    "corner": ("index_a", "index_b", "x_a", "x_b", "effect"),
-    "stat": ("statistic", "value"),
-}
 _INTEGER = ("index", "count", "index_a", "index_b")
 _BOOLEAN = ("filled",)
 _TEXT = ("estimator", "feature", "kind", "statistic")
@@ -181,10 +165,7 @@ class _Blocks:
     def frame(self) -> pd.DataFrame:
         import pandas as pd
 
-        kinds = [k for k in _COLUMNS if k in self.kinds] or ["edge", "bin"]
-        names = list(_BASE)
-        for kind in kinds:
-            names += [c for c in _COLUMNS[kind] if c not in names]
+        names = table_columns([k for k in KIND_COLUMNS if k in self.kinds] or ["edge", "bin"])
         out: dict[str, Any] = {}
         for name in names:
             if name in _TEXT:
@@ -387,9 +368,11 @@ def write_table(
     fmt : {"csv", "parquet"}, optional
         Default: from the extension (.csv, .parquet, .pq).
 
-    CSV: comma-separated, a header row, no index column, floats written so that
+    CSV: comma-separated, a header row (the mark of an ``ale export`` CSV,
+    :mod:`ale_cli.adapters.tables`), no index column, floats written so that
     they read back exactly, empty entries for NaN/null. Parquet (pyarrow):
-    nullable integer and boolean columns kept. A failed write leaves no
+    nullable integer and boolean columns kept, the schema metadata key ``ale``
+    names the tool. A failed write leaves no
     partial file and an existing ``path`` untouched.
     """
     fmt = table_format(path, fmt)
@@ -400,9 +383,24 @@ def write_table(
         with atomic_write(path) as fh:
             fh.write(data)
     else:
+        table = _marked_arrow_table(frame)
+        import pyarrow.parquet as pq
+
         with atomic_write(path) as fh:
-            frame.to_parquet(fh, index=False, engine="pyarrow")
+            pq.write_table(table, fh)
     return fmt
+
+
+def _marked_arrow_table(frame: pd.DataFrame) -> Any:
+    """``frame`` as a pyarrow Table whose schema metadata names ``ale`` (key ``ale``: tool,
+    version and kind), the mark the output guard recognises a Parquet export by."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    mark = json.dumps({"name": TOOL, "version": __version__, "kind": "table"})
+    return table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), PARQUET_KEY: mark.encode()}
+    )
 
 
 # -- the command's work -----------------------------------------------------------------------

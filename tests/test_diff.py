@@ -154,7 +154,8 @@ def test_diff_figures_plot_both_curves_on_the_same_axes(two: tuple[Path, Path], 
     result = runner.invoke(app, ["diff", str(a), str(b), "-o", str(out), "--formats", "png,svg"])
     assert result.exit_code == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        f"{n}.{e}" for n in ("overview", "x", "y", "c", "z") for e in ("png", "svg")
+        [".ale-plots.json"]
+        + [f"{n}.{e}" for n in ("overview", "x", "y", "c", "z") for e in ("png", "svg")]
     )
     sa, sb = read_summary(a), read_summary(b)
     shifted = replace(sb.feature("x"), effect=sb.feature("x").effect + 3.0)

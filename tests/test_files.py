@@ -1,8 +1,7 @@
-"""Safe writes: what atomic_write refuses, the modes it gives, and check_output."""
+"""Safe writes: what atomic_write refuses and the modes it gives (the guard: test_guard)."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import stat
@@ -14,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ale_cli.adapters.files import atomic_write, check_output, sha256_file, write_target
+from ale_cli.adapters.files import atomic_write, sha256_file, write_target
 from ale_cli.adapters.store import SCHEMA_VERSION, Store, write_store
 from ale_cli.errors import InputError, RunError
 
@@ -176,100 +175,6 @@ def test_unwritable_directory_is_a_run_error(tmp_path: Path):
             write(locked / "f")
     finally:
         locked.chmod(0o700)
-
-
-# -- check_output ----------------------------------------------------------------------------
-
-
-def test_check_output_new_file_passes(tmp_path: Path):
-    check_output(tmp_path / "new.npz", inputs=[tmp_path / "in.csv"], kind="store")
-
-
-@pytest.mark.parametrize("force", [False, True])
-def test_check_output_refuses_an_input(tmp_path: Path, force: bool):
-    data = tmp_path / "data.csv"
-    data.write_text("a,b\n1,2\n")
-    with pytest.raises(InputError, match="is the same file as the input"):
-        check_output(data, inputs=[data], kind="csv", force=force)
-    other_spelling = tmp_path / "." / "data.csv"
-    with pytest.raises(InputError, match="is the same file as the input"):
-        check_output(other_spelling, inputs=[data], kind="csv", force=force)
-    hard = tmp_path / "hard.csv"
-    os.link(data, hard)
-    with pytest.raises(InputError, match="is the same file as the input"):
-        check_output(hard, inputs=[data], kind="csv", force=force)
-    link = tmp_path / "link.csv"
-    link.symlink_to(data)
-    with pytest.raises(InputError, match="is the same file as the input"):
-        check_output(link, inputs=[data], kind="csv", force=force)
-    assert data.read_text() == "a,b\n1,2\n"
-
-
-def test_check_output_store_over_its_own_store(tmp_path: Path):
-    store = tmp_path / "s.npz"
-    small_store(store)
-    with pytest.raises(InputError, match="same file as the input"):
-        check_output(store, inputs=[store], kind="store", force=True)
-
-
-@pytest.mark.parametrize("force", [False, True])
-def test_check_output_refuses_non_regular_even_with_force(tmp_path: Path, force: bool):
-    (tmp_path / "d").mkdir()
-    with pytest.raises(InputError, match="it is a directory"):
-        check_output(tmp_path / "d", kind="summary", force=force)
-
-
-@pytest.mark.parametrize(
-    ("kind", "ours", "foreign"),
-    [
-        ("summary", {"schema_version": 1, "estimator": "dale"}, {"name": "x"}),
-        ("json", {"anything": 1}, None),
-    ],
-)
-def test_check_output_json_kinds(tmp_path: Path, kind, ours, foreign):
-    path = tmp_path / "out.json"
-    path.write_text(json.dumps(ours))
-    check_output(path, kind=kind)
-    path.write_text("not json" if foreign is None else json.dumps(foreign))
-    with pytest.raises(InputError) as info:
-        check_output(path, kind=kind)
-    assert "exists and is not an ale" in str(info.value)
-    assert info.value.render(lambda p: "--" + p).endswith("pass --force to overwrite it")
-    check_output(path, kind=kind, force=True)
-
-
-def test_check_output_store_kind(tmp_path: Path):
-    path = tmp_path / "s.npz"
-    small_store(path)
-    check_output(path, kind="store")
-    path.write_bytes(b"PK\x03\x04 not really")
-    with pytest.raises(InputError, match="not an ale local-effects store"):
-        check_output(path, kind="store")
-    check_output(path, kind="store", force=True)
-
-
-@pytest.mark.parametrize(
-    ("kind", "ok", "bad"),
-    [
-        ("csv", b"a,b\n1,2\n", b"\x00\x01\x02binary"),
-        ("text", "ünïcode\n".encode(), b"\xff\xfe\x00"),
-        ("png", b"\x89PNG\r\n\x1a\n rest", b"GIF89a"),
-        ("svg", b'<?xml version="1.0"?>\n<svg xmlns="x"></svg>', b"<html></html>"),
-        ("html", b"<!DOCTYPE html><html></html>", b"plain text"),
-    ],
-)
-def test_check_output_sniffed_kinds(tmp_path: Path, kind, ok, bad):
-    path = tmp_path / "f"
-    path.write_bytes(ok)
-    check_output(path, kind=kind)
-    path.write_bytes(bad)
-    with pytest.raises(InputError, match="exists and is not an ale"):
-        check_output(path, kind=kind)
-
-
-def test_check_output_unknown_kind_is_a_bug():
-    with pytest.raises(ValueError, match="unknown output kind 'pdf'"):
-        check_output("x.pdf", kind="pdf")
 
 
 # -- signals and start-up --------------------------------------------------------------------

@@ -498,7 +498,7 @@ def test_png_has_the_signature_the_requested_dpi_and_no_timestamp(tmp_path, file
         width, height = struct.unpack(">II", chunks[b"IHDR"][:8])
         np.testing.assert_allclose([width, height], size * dpi, atol=1)  # pixels, truncated
         assert b"tIME" not in chunks
-        assert b"Software" not in chunks.get(b"tEXt", b"")
+        assert chunks[b"tEXt"] == b"Software\x00ale"  # the tool, not its version
 
 
 def test_svg_parses_as_xml_without_a_date(tmp_path, files):
@@ -726,7 +726,9 @@ def test_cli_prints_the_paths_it_wrote_and_nothing_else_is_left(tmp_path, files)
     expected = [str(out / f"{s}.{fmt}") for s in stems for fmt in ("png", "svg")]
     assert result.stdout.splitlines() == expected
     assert result.stderr.strip() == (f"wrote 12 files for 5 features, 1 not estimable to '{out}'")
-    assert sorted(p.name for p in out.iterdir()) == sorted(Path(p).name for p in expected)
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [".ale-plots.json", *(Path(p).name for p in expected)]
+    )
 
 
 def test_cli_features_and_config(tmp_path, files):
@@ -792,7 +794,7 @@ def test_error_store_without_the_summary_features(tmp_path, files):
     other = tmp_path / "other.npz"
     write_store(other, make_store(("lin", "gap", "const", "age", "many")))
     code, err = _invoke_error(
-        [*PLOT, str(summary_path), "--store", str(other), "-o", str(tmp_path)]
+        [*PLOT, str(summary_path), "--store", str(other), "-o", str(tmp_path / "figs")]
     )
     assert code == 2
     assert err == (
@@ -816,7 +818,7 @@ def test_error_store_with_other_rows(tmp_path, files):
         ),
     )
     code, err = _invoke_error(
-        [*PLOT, str(summary_path), "--store", str(other), "-o", str(tmp_path)]
+        [*PLOT, str(summary_path), "--store", str(other), "-o", str(tmp_path / "figs")]
     )
     assert (code, err) == (
         2,
@@ -896,7 +898,7 @@ def test_error_bad_features(tmp_path, files, extra, message):
 def test_error_missing_or_broken_inputs(tmp_path, files):
     summary_path, _ = files
     missing = tmp_path / "nope.json"
-    assert _invoke_error([*PLOT, str(missing), "-o", str(tmp_path)]) == (
+    assert _invoke_error([*PLOT, str(missing), "-o", str(tmp_path / "figs")]) == (
         2,
         f"error: summary '{missing}' does not exist",
     )
@@ -931,6 +933,9 @@ def test_a_failed_save_leaves_no_partial_file(tmp_path, monkeypatch):
     out = tmp_path / "o"
     out.mkdir()
     (out / "lin.png").write_bytes(b"old")
+    from ale_cli.adapters.figures import write_manifest
+
+    write_manifest(out, [out / "lin.png"])
 
     def broken(self, fh, **kwargs):
         fh.write(b"partial")
@@ -939,7 +944,7 @@ def test_a_failed_save_leaves_no_partial_file(tmp_path, monkeypatch):
     monkeypatch.setattr(Figure, "savefig", broken)
     with pytest.raises(RunError, match="disk full"):
         render_summary(make_summary((linear_feature(),)), out)
-    assert sorted(p.name for p in out.iterdir()) == ["lin.png"]
+    assert sorted(p.name for p in out.iterdir()) == [".ale-plots.json", "lin.png"]
     assert (out / "lin.png").read_bytes() == b"old"
 
 

@@ -166,7 +166,10 @@ def _old_figures(out: Path) -> dict[str, bytes]:
     old = {"feature_00.png": b"old png", "stale.svg": b"<svg/>", "overview.png": b"old"}
     for name, data in old.items():
         (out / name).write_bytes(data)
-    return old
+    from ale_cli.adapters.figures import MANIFEST, write_manifest
+
+    write_manifest(out, [out / name for name in old])  # as an earlier 'ale plot' left it
+    return {**old, MANIFEST: (out / MANIFEST).read_bytes()}
 
 
 def _listing(out: Path) -> dict[str, bytes]:
@@ -175,7 +178,11 @@ def _listing(out: Path) -> dict[str, bytes]:
 
 def _hidden(root: Path) -> list[str]:
     """Temporary files or directories left anywhere under ``root``."""
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.name.startswith("."))
+    return sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.name.startswith(".") and p.name != ".ale-plots.json"  # the manifest is ours
+    )
 
 
 def test_an_existing_figure_directory_is_replaced_as_a_whole(tmp_path):
@@ -185,8 +192,14 @@ def test_an_existing_figure_directory_is_replaced_as_a_whole(tmp_path):
     out.chmod(0o751)
     result = ok("plot", summary, "--store", store, "-o", out, "-j", 1)
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["feature_00.png", "feature_01.png", "feature_02.png", "overview.png"]
-    assert sorted(Path(p).name for p in result.stdout.splitlines()) == names
+    assert names == [
+        ".ale-plots.json",
+        "feature_00.png",
+        "feature_01.png",
+        "feature_02.png",
+        "overview.png",
+    ]
+    assert sorted(Path(p).name for p in result.stdout.splitlines()) == names[1:]
     assert (out / "feature_00.png").read_bytes()[:4] == b"\x89PNG"
     assert out.stat().st_mode & 0o777 == 0o751
     assert _hidden(tmp_path) == []
@@ -203,11 +216,13 @@ def test_a_directory_that_is_not_a_figure_directory_is_refused(tmp_path, what):
         (out / name).mkdir()
     else:
         (out / name).write_text("keep me")
-    result = ale("plot", summary, "-o", out, "-j", 1)
+    result = ale("plot", summary, "-o", out, "-j", 1, "--force")  # --force cannot lose them
+    first = min("a.png", name)
     assert (result.exit_code, result.stderr) == (
         2,
-        f"error: output directory '{out}' holds '{name}', which is not a figure (.png/.svg); "
-        "the figures replace the whole directory, so choose a new or empty one\n",
+        f"error: output directory '{out}' holds '{first}' and 1 more, which ale did not write "
+        "there (not in its .ale-plots.json); the figures replace the whole directory, so "
+        "choose a new or empty one\n",
     )
     assert sorted(p.name for p in out.iterdir()) == sorted(["a.png", name])
 
@@ -216,7 +231,7 @@ def test_an_empty_directory_is_used(tmp_path):
     summary, _ = _small(tmp_path)
     (tmp_path / "figs").mkdir()
     ok("plot", summary, "-o", tmp_path / "figs", "-j", 1)
-    assert len(list((tmp_path / "figs").iterdir())) == 4
+    assert len(list((tmp_path / "figs").iterdir())) == 5  # the figures and the manifest
 
 
 @pytest.mark.parametrize("error", [OSError("disk full"), KeyboardInterrupt()])
@@ -263,7 +278,7 @@ def test_interrupted_plot_leaves_no_temporary_files_and_the_old_figures(tmp_path
     out = tmp_path / "figs"
     old = _old_figures(out)
     expected = {f"feature_{j:02d}.{fmt}" for j in range(40) for fmt in ("png", "svg")}
-    expected |= {"overview.png", "overview.svg"}
+    expected |= {"overview.png", "overview.svg", ".ale-plots.json"}
     interrupted = 0
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGINT, signal.SIGTERM):
         code, workers = _plot_and_signal(summary, store, out, sig)

@@ -1,14 +1,13 @@
-"""File helpers shared by every writer: safe atomic writes, output checks, content hashes.
+"""File helpers shared by every writer: safe atomic writes and content hashes.
 
-Every file ``ale`` writes goes through :func:`atomic_write`, and every command
-checks its outputs first with :func:`check_output`, so that
+Every file ``ale`` writes goes through :func:`atomic_write` (what it may
+write over is decided before any work by :mod:`ale_cli.adapters.guard`), so that
 
-- a failure, Ctrl-C or SIGTERM never leaves a partial file or a temporary file;
+- a failure, Ctrl-C or SIGTERM never leaves a partial file or a temporary file,
+  and the temporaries a killed process (``kill -9``) left beside a target are
+  removed by the next write to that target (:func:`remove_stale_temporaries`);
 - nothing that is not a regular file (a directory, a device such as
   ``/dev/full``, a FIFO, a socket) is ever replaced by a file;
-- no input of the same run is overwritten by its output;
-- an existing file that is not an ``ale`` output of the same kind is replaced
-  only when the caller says so (``force``);
 - permissions are those of an ordinary new file (``0666 & ~umask``), and a
   rewritten file keeps its mode.
 """
@@ -18,18 +17,21 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import json
 import os
+import re
 import secrets
 import stat
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from ale_cli.errors import InputError, RunError
 
 _HASH_CHUNK = 1 << 20
-_SNIFF = 4096
+#: When this process began writing files: a temporary file older than this is not ours
+#: (this module is imported before any write of the process).
+STARTED = time.time()
 
 
 def sha256_file(path: str | os.PathLike[str], what: str = "file") -> str:
@@ -44,7 +46,7 @@ def sha256_file(path: str | os.PathLike[str], what: str = "file") -> str:
         raise InputError(f"{what} '{path}' does not exist") from None
     except OSError as exc:
         raise InputError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
-    kind = _what(mode)
+    kind = what_is(mode)
     if kind is not None:
         raise InputError(f"{what} '{path}' is {kind}, expected a regular file")
     digest = hashlib.sha256()
@@ -54,7 +56,7 @@ def sha256_file(path: str | os.PathLike[str], what: str = "file") -> str:
     return digest.hexdigest()
 
 
-def _what(mode: int) -> str | None:
+def what_is(mode: int) -> str | None:
     """What a non-regular file is ("a directory", ...); None for a regular file."""
     if stat.S_ISREG(mode):
         return None
@@ -96,7 +98,7 @@ def write_target(path: str | os.PathLike[str]) -> Path:
         if exc.errno == errno.ELOOP:
             raise InputError(f"cannot write '{given}': it is a symlink loop") from None
         raise InputError(f"cannot write '{given}': {exc.strerror or exc}") from None
-    what = _what(mode)
+    what = what_is(mode)
     if what is not None:
         raise InputError(f"cannot write '{given}': it is {what}, not a regular file")
     return target
@@ -134,11 +136,12 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
     # The temporary file's name is known before it exists, so an exception raised by a
     # signal handler at any point after its creation (even inside os.open's return) finds
     # it to remove; tempfile.mkstemp would leave it behind in that window.
+    remove_stale_temporaries(target)
     tmp: Path | None = None
     try:
         fd = -1
         for _ in range(100):
-            tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+            tmp = target.parent / temporary_name(target.name)
             try:
                 fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
                 break
@@ -162,128 +165,34 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
         raise
 
 
-# -- what an existing output is -------------------------------------------------------------
+def temporary_name(name: str) -> str:
+    """The name of a temporary file for ``name``: ``.NAME.<12 hex digits>.tmp``."""
+    return f".{name}.{secrets.token_hex(6)}.tmp"
 
 
-def _head(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(_SNIFF)
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Remove the temporaries of ``target`` that a killed process left; the paths removed.
 
-
-def _is_json_object(path: Path, *keys: str) -> bool:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return False
-    return isinstance(data, dict) and all(k in data for k in keys)
-
-
-def _is_text(path: Path) -> bool:
-    try:
-        head = _head(path)
-    except OSError:
-        return False
-    if b"\0" in head:
-        return False
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:  # a multi-byte character cut at the end is fine
-        return exc.start >= len(head) - 3
-    return True
-
-
-def _is_store(path: Path) -> bool:
-    from ale_cli.adapters.store import read_meta
-
-    try:
-        read_meta(path)
-    except InputError:
-        return False
-    return True
-
-
-def _is_png(path: Path) -> bool:
-    return _head(path).startswith(b"\x89PNG\r\n\x1a\n")
-
-
-def _is_svg(path: Path) -> bool:
-    return _is_text(path) and b"<svg" in _head(path)
-
-
-def _is_html(path: Path) -> bool:
-    head = _head(path).lstrip().lower()
-    return _is_text(path) and (head.startswith(b"<!doctype html") or head.startswith(b"<html"))
-
-
-#: What each output kind of :func:`check_output` accepts as "an ale output of that kind".
-OUTPUT_KINDS: dict[str, tuple[str, Callable[[Path], bool]]] = {
-    "store": ("local-effects store (.npz with a readable meta)", _is_store),
-    "summary": (
-        "summary (JSON with schema_version and estimator)",
-        lambda p: _is_json_object(p, "schema_version", "estimator"),
-    ),
-    "json": ("JSON file", _is_json_object),
-    "csv": ("CSV (text) file", _is_text),
-    "text": ("text file", _is_text),
-    "png": ("PNG image", _is_png),
-    "svg": ("SVG image", _is_svg),
-    "html": ("HTML page", _is_html),
-    "parquet": ("Parquet file", lambda p: _starts_with(p, b"PAR1")),
-    "xml": ("XML file", lambda p: _starts_with(p, b"<?xml") or _starts_with(p, b"<")),
-}
-
-
-def _starts_with(path: Path, magic: bytes) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(len(magic)) == magic
-    except OSError:
-        return False
-
-
-def check_output(
-    path: str | os.PathLike[str],
-    *,
-    inputs: Sequence[str | os.PathLike[str]] = (),
-    kind: str,
-    force: bool = False,
-) -> None:
-    """Refuse (InputError, exit 2, one line) to write ``path`` when that would lose data.
-
-    Call it for every output before any work is done. Refused, whatever ``force``:
-
-    - ``path`` exists and is not a regular file (directory, device, FIFO, socket)
-      or is a symlink loop;
-    - ``path`` is the same file as one of ``inputs`` (same device and inode, so
-      another spelling, a hard link or a symlink to an input is caught too).
-
-    Refused unless ``force``: ``path`` exists and is not an ``ale`` output of
-    ``kind`` (one of :data:`OUTPUT_KINDS`: ``"store"`` is an ``.npz`` whose meta
-    parses, ``"summary"`` a JSON object with ``schema_version`` and
-    ``estimator``, ``"json"`` a JSON object, ``"csv"``/``"text"`` UTF-8 text,
-    ``"png"``/``"svg"``/``"html"`` by their first bytes).
-
-    The message names ``force`` as ``{param}`` so the CLI can name its flag.
+    Only regular files (never links, never followed) beside ``target`` whose name is
+    exactly :func:`temporary_name`'s pattern for ``target.name`` and whose last
+    change is older than :data:`STARTED` (so not a temporary this process, or a
+    writer that is still going, is writing now). Errors are ignored: a file that
+    cannot be removed is left as it was.
     """
-    if kind not in OUTPUT_KINDS:
-        raise ValueError(f"unknown output kind '{kind}' (kinds: {', '.join(OUTPUT_KINDS)})")
-    out = Path(path)
-    target = write_target(out)
-    if not target.exists():
-        return
-    for item in inputs:
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[0-9a-f]{{12}}\.tmp")
+    removed = []
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not pattern.fullmatch(entry.name):
+            continue
         try:
-            same = os.path.samefile(target, item)
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and info.st_mtime < STARTED:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
         except OSError:
             continue
-        if same:
-            raise InputError(
-                f"output '{out}' is the same file as the input '{item}'; choose another output"
-            )
-    description, accepts = OUTPUT_KINDS[kind]
-    if not force and not accepts(target):
-        raise InputError(
-            f"output '{out}' exists and is not an ale {description}; remove it, choose "
-            "another output, or pass {param} to overwrite it",
-            param="force",
-        )
+    return removed

@@ -225,29 +225,6 @@ def store_sha256(path: str | Path) -> str:
     return sha256_file(path / MANIFEST)
 
 
-def check_store_dir_output(path: Path, *, force: bool) -> None:
-    """Refuse, before any work, to write a directory store over what is not a store: a
-    directory store or a store file there is replaced, anything else only with ``force``
-    when it is a file, never when it is a directory (its files would be lost)."""
-    from ale_cli.adapters.files import OUTPUT_KINDS
-
-    if not path.exists() and not path.is_symlink():
-        return
-    if path.is_dir():
-        if is_part_store(path):
-            return
-        raise InputError(
-            f"output '{path}' is a directory that is not an ale directory store; "
-            "choose another output"
-        )
-    if not force and not OUTPUT_KINDS["store"][1](path):
-        raise InputError(
-            f"output '{path}' exists and is not an ale local-effects store; remove it, "
-            "choose another output, or pass {param} to overwrite it",
-            param="force",
-        )
-
-
 def _exchange(a: Path, b: Path) -> bool:
     """Swap ``a`` and ``b`` in one step (Linux renameat2 RENAME_EXCHANGE); False if the
     system has no such call (then the caller renames in two steps)."""

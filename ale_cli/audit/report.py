@@ -5,7 +5,9 @@
   ASCII, no colour, so it reads the same in any CI log.
 - :func:`report_dict`: the JSON report, described by
   ``ale_cli/schema/audit.schema.json`` (:data:`SCHEMA_PATH`).
-- :func:`junit_xml`: one ``<testsuite>`` per audited summary, one ``<testcase>``
+- :func:`junit_xml`: after the XML declaration the comment
+  ``<!-- generator: ale VERSION: ale audit, JUnit report -->`` (how the output guard
+  knows the file is ours), then one ``<testsuite>`` per audited summary, one ``<testcase>``
   per check (name ``"<feature>: <rule>"``): a failed error-severity rule is a
   ``<failure>`` whose message gives the observed value and the limit; a failed
   warn-severity rule passes and says so in ``<system-out>``; a skipped check
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ale_cli import __version__
+from ale_cli.adapters.guard import JUNIT_MARKER
 from ale_cli.audit.evaluate import AuditResult, Check
 
 SCHEMA_VERSION = 1
@@ -149,7 +152,10 @@ def junit_xml(result: AuditResult) -> bytes:
                 out = ET.SubElement(case, "system-out")
                 out.text = f"warning (severity warn, not failing): {text}"
     ET.indent(root)
-    return bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True)) + b"\n"
+    text = bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True))
+    declaration, _, body = text.partition(b"\n")
+    mark = f"{JUNIT_MARKER} {__version__}: ale audit, JUnit report -->\n".encode()
+    return declaration + b"\n" + mark + body + b"\n"
 
 
 def _escape_data(text: str) -> str:

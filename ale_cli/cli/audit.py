@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ale_cli.checks import check_choice, names_tuple
-from ale_cli.cli.command import Outcome, Run, command, guard_output
+from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio
 from ale_cli.cli.options import FeaturesOption
 from ale_cli.errors import InputError
 
@@ -24,10 +24,26 @@ DIFF_FORMATS = ("png", "svg")
 
 
 def _write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, or to standard output for ``-``."""
     from ale_cli.adapters.files import atomic_write
 
+    if is_stdio(path):
+        echo_data(data.decode("utf-8"))
+        return
     with atomic_write(path) as fh:
         fh.write(data)
+
+
+def _stdout_output(run: Run, report: Path | None, junit: Path | None) -> bool:
+    """True when --report or --junit is ``-``; refused for both, or with --json."""
+    if is_stdio(report) and is_stdio(junit):
+        raise InputError(
+            "{param} - and {param:junit} - both write to standard output; give one a path",
+            param="report",
+        )
+    if is_stdio(report):
+        return run.claim_stdout(report, "report")
+    return is_stdio(junit) and run.claim_stdout(junit, "junit")
 
 
 AuditFormatOption = Annotated[
@@ -44,7 +60,9 @@ AuditFormatOption = Annotated[
     "error-severity rule failed; 2 bad input (a summary, the rules file, an option); 1 a "
     "failure while running.\n\n"
     "Example: ale audit out/diabetes-mlp-rhale.json out/diabetes-mlp-interact.json "
-    "--rules configs/audit-diabetes-mlp.yaml --junit out/audit.xml"
+    "--rules configs/audit-diabetes-mlp.yaml --junit out/audit.xml",
+    outputs={"report": "audit-json", "junit": "junit"},
+    inputs=("summaries", "rules", "baseline"),
 )
 def audit(
     run: Run,
@@ -66,14 +84,18 @@ def audit(
     report: Annotated[
         Path | None,
         typer.Option(
-            "--report", help="Also write the JSON report to this file.", show_default=False
+            "--report",
+            help="Also write the JSON report to this file ('-': standard output; the table "
+            "then goes to stderr).",
+            show_default=False,
         ),
     ] = None,
     junit: Annotated[
         Path | None,
         typer.Option(
             "--junit",
-            help="Write JUnit XML (one test case per feature x rule) for GitLab/Jenkins.",
+            help="Write JUnit XML (one test case per feature x rule) for GitLab/Jenkins "
+            "('-': standard output; the table then goes to stderr).",
             show_default=False,
         ),
     ] = None,
@@ -93,8 +115,7 @@ def audit(
         raise InputError(
             "--json prints one JSON object on stdout; leave out {param}", param="output_format"
         )
-    for path, kind in ((report, "json"), (junit, "xml")):
-        guard_output(path, inputs=[*summaries, rules, baseline], kind=kind)
+    to_stdout = _stdout_output(run, report, junit)
     result = audit_files(summaries, rules, baseline=baseline)
     from datetime import UTC, datetime
 
@@ -120,6 +141,8 @@ def audit(
         lines=tuple(lines),
         details={"report": data},
         exit_code=result.exit_code,
+        data_on_stdout=to_stdout,
+        lines_to_stderr=to_stdout,
     )
 
 
@@ -182,7 +205,11 @@ def diff_dict(comparisons: list[FeatureComparison], a: str, b: str) -> dict[str,
     return {"a": a, "b": b, "grid": "a", "features": features}
 
 
-@command(epilog="Example: ale diff out/release-1.json out/release-2.json -o out/plots/diff")
+@command(
+    epilog="Example: ale diff out/release-1.json out/release-2.json -o out/plots/diff",
+    outputs={"out": "figures"},
+    inputs=("a", "b"),
+)
 def diff(
     a: Annotated[Path, typer.Argument(help="First summary (its edges are the common grid).")],
     b: Annotated[Path, typer.Argument(help="Second summary.")],
@@ -191,7 +218,8 @@ def diff(
         typer.Option(
             "--out",
             "-o",
-            help="Directory for one overlay figure per feature and an overview.",
+            help="Directory for one overlay figure per feature and an overview (replaced "
+            "as a whole; it must be new, empty or a figure directory ale wrote).",
             show_default=False,
         ),
     ] = None,

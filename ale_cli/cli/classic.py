@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
-from ale_cli.cli.command import Outcome, Run, command, guard_output
+from ale_cli.cli.command import Outcome, Run, command
 from ale_cli.cli.options import (
     BinsOption,
     BootstrapOption,
@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 
 @command(
     epilog="Example: ale classic sample_data/models/diabetes_mlp.pt sample_data/diabetes.csv "
-    "--exclude target --bins 20 -o out/diabetes-mlp-classic.json"
+    "--exclude target --bins 20 -o out/diabetes-mlp-classic.json",
+    outputs={"out": "summary"},
+    inputs=("model", "data", "edges"),
 )
 @model_data_options
 def classic(
@@ -74,7 +76,6 @@ def classic(
     from ale_cli.classic import ClassicRequest
     from ale_cli.classic import classic as run_classic
 
-    guard_output(out, inputs=[inputs.model, inputs.data_label, edges], kind="summary")
     request = ClassicRequest(
         inputs=inputs,
         bins=bins,

@@ -28,6 +28,7 @@ from typing import Annotated, Any
 import typer
 
 from ale_cli import __version__
+from ale_cli.adapters.guard import guard
 from ale_cli.cli.application import app
 from ale_cli.cli.config import config_callback
 from ale_cli.errors import InputError
@@ -67,6 +68,8 @@ class Outcome:
         Non-zero for a verdict that is not an error (``ale audit``: 3, a rule failed).
     silent : bool
         Print nothing in text mode (``ale run --quiet`` on success: cron mails any output).
+    lines_to_stderr : bool
+        ``lines`` go to stderr (stdout carries data: ``ale audit --report -``).
     """
 
     command: str
@@ -82,6 +85,7 @@ class Outcome:
     data_on_stdout: bool = False
     exit_code: int = 0
     silent: bool = False
+    lines_to_stderr: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object."""
@@ -139,24 +143,6 @@ def refuse_stdio(path: Path | str | None, param: str, what: str) -> None:
         )
 
 
-def guard_output(
-    out: Path | str | None,
-    *,
-    inputs: Sequence[Path | str | None] = (),
-    kind: str,
-    force: bool = False,
-) -> None:
-    """Refuse, before any work, an output that would overwrite an input of the run, a
-    non-regular file, or an existing file that is not an ale output of ``kind``
-    (unless ``force``); ``-`` (standard output) and None are not files."""
-    if out is None or is_stdio(out):
-        return
-    from ale_cli.adapters.files import check_output
-
-    files = [p for p in inputs if p is not None and not is_stdio(p)]
-    check_output(out, inputs=files, kind=kind, force=force)
-
-
 def emit(outcome: Outcome, run: Run) -> None:
     """Print an outcome: one JSON object (``--json``) or the notes and the result line."""
     if run.json:
@@ -169,7 +155,7 @@ def emit(outcome: Outcome, run: Run) -> None:
     for note in outcome.notes:
         typer.echo(f"note: {note}", err=True)
     for line in outcome.lines:
-        typer.echo(line)
+        typer.echo(line, err=outcome.lines_to_stderr)
     typer.echo(outcome.message, err=outcome.data_on_stdout)
 
 
@@ -210,6 +196,17 @@ ConfigOption = Annotated[
     ),
 ]
 
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Overwrite an output that exists and is not recognisably this kind of ale "
+        "output (never an input, a directory where a file goes, or files ale did not "
+        "write in a figure directory).",
+    ),
+]
+
+
 _COMMON = [
     inspect.Parameter(
         "json_", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOption
@@ -224,6 +221,9 @@ _COMMON = [
         "version", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=VersionOption
     ),
 ]
+_FORCE = inspect.Parameter(
+    "force", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=ForceOption
+)
 
 
 def _with_params(
@@ -256,20 +256,70 @@ def _with_params(
     return wrapper
 
 
-def command(*, epilog: str, name: str | None = None) -> Callable[..., Any]:
+#: The kind of an output option: a name in :data:`ale_cli.adapters.guard.KINDS`, or a
+#: function of the command's option values that returns one (the format chosen by -o).
+KindOf = str | Callable[[Mapping[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A command's files: ``outputs`` (parameter -> kind) and ``inputs`` (parameters)."""
+
+    outputs: Mapping[str, KindOf]
+    inputs: tuple[str, ...]
+
+    def check(self, values: Mapping[str, Any], force: bool) -> None:
+        """Run :func:`ale_cli.adapters.guard.guard` on every output, before any work."""
+        paths: list[Any] = []
+        for name in self.inputs:
+            value = values.get(name)
+            paths += list(value) if isinstance(value, list | tuple) else [value]
+        for name, kind in self.outputs.items():
+            value = values.get(name)
+            if value is None:
+                continue
+            chosen = kind(values) if callable(kind) else kind
+            guard(value, kind=chosen, inputs=paths, force=force, param=name)
+
+
+#: Every registered command's declaration (a test checks it against the options).
+DECLARED: dict[str, Declared] = {}
+
+
+def command(
+    *,
+    epilog: str,
+    name: str | None = None,
+    outputs: Mapping[str, KindOf] | None = None,
+    inputs: Sequence[str] = (),
+) -> Callable[..., Any]:
     """Register a command that returns an :class:`Outcome`; add the common options.
 
     The function may take ``run: Run`` (not an option) to learn about
-    ``--json``/``--quiet``.
+    ``--json``/``--quiet``. ``outputs`` maps each parameter whose value is
+    written to its kind of output, and ``inputs`` names the parameters whose
+    values are read: before the function runs, every output goes through the
+    output guard (:func:`ale_cli.adapters.guard.guard`: never an input, a
+    non-regular file, or an existing file that is not this kind of ale output
+    unless ``--force``). A command with outputs gets ``--force`` unless it has
+    its own (``ale compute``'s also means "recompute").
     """
+    declared = Declared(dict(outputs or {}), tuple(inputs))
 
     def register(func: Callable[..., Outcome]) -> Callable[..., None]:
-        wants_run = "run" in inspect.signature(func).parameters
+        params = inspect.signature(func).parameters
+        wants_run = "run" in params
+        own_force = "force" in params
+        for key in [*declared.outputs, *declared.inputs]:
+            if key not in params:
+                raise TypeError(f"{func.__name__}: declared file parameter '{key}' is unknown")
 
         def wrapper(
             *, json_: bool, quiet: bool, config: Path | None, version: bool, **kw: Any
         ) -> int:
             run = Run(json=json_, quiet=quiet)
+            force = bool(kw.get("force") if own_force else kw.pop("force", False))
+            declared.check(kw, force)
             if wants_run:
                 kw["run"] = run
             outcome = func(**kw)
@@ -278,8 +328,12 @@ def command(*, epilog: str, name: str | None = None) -> Callable[..., Any]:
                 raise typer.Exit(outcome.exit_code)
             return 0
 
-        cli_func = _with_params(func, _COMMON, wrapper, drop=("run",))
+        extra = list(_COMMON)
+        if declared.outputs and not own_force:
+            extra.insert(0, _FORCE)
+        cli_func = _with_params(func, extra, wrapper, drop=("run",))
         app.command(name=name, epilog=epilog)(cli_func)
+        DECLARED[name or func.__name__.replace("_", "-")] = declared
         return cli_func
 
     return register

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
-from ale_cli.cli.command import Outcome, Run, command, guard_output, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.cli.options import (
     DiscreteOption,
     EngineOption,
@@ -73,13 +74,27 @@ ChunkRowsOption = Annotated[
 ]
 
 ForceOption = Annotated[
-    bool, typer.Option("--force", help="Recompute even if the store is up to date.")
+    bool,
+    typer.Option(
+        "--force",
+        help="Recompute even if the store is up to date, and overwrite a file at -o that is "
+        "not recognisably an ale store.",
+    ),
 ]
+
+
+def _store_kind(values: Mapping[str, Any]) -> str:
+    """A directory store with --engine dask (a store file there is replaced by one)."""
+    if values.get("engine") == "dask" and not Path(values["out"]).is_file():
+        return "store-dir"
+    return "store"
 
 
 @command(
     epilog="Example: ale compute sample_data/models/diabetes_mlp.pt "
-    "sample_data/diabetes.csv --exclude target -o out/diabetes-mlp.npz"
+    "sample_data/diabetes.csv --exclude target -o out/diabetes-mlp.npz",
+    outputs={"out": _store_kind},
+    inputs=("model", "data"),
 )
 @model_data_options
 def compute(
@@ -108,7 +123,6 @@ def compute(
     from ale_cli.compute import compute as run_compute
     from ale_cli.pairs import parse_pairs
 
-    refuse_stdio(out, "out", "a store")
     request = ComputeRequest(
         inputs=replace(inputs, method=method, step=step),
         out=out,
@@ -118,12 +132,6 @@ def compute(
         engine=engine,
         scheduler=scheduler,
     )
-    if engine == "dask":  # a directory store
-        from ale_cli.adapters.partstore import check_store_dir_output
-
-        check_store_dir_output(out, force=force)
-    else:
-        guard_output(out, inputs=[inputs.model, inputs.data_label], kind="store", force=force)
     with run.progress("local effects", "mixed derivatives") as progress:
         result = run_compute(request, force=force, progress=progress)
     notes = list(result.notes)
@@ -171,7 +179,7 @@ def _flatten(prefix: str, value: object, rows: list[tuple[str, str]]) -> None:
         rows.append((prefix, "-" if value is None else str(value)))
 
 
-@command(epilog="Example: ale info out/diabetes-mlp.npz --json")
+@command(epilog="Example: ale info out/diabetes-mlp.npz --json", inputs=("store",))
 def info(
     store: Annotated[Path, typer.Argument(help="Store written by 'ale compute'.")],
 ) -> Outcome:

@@ -12,7 +12,7 @@ alias limit, duplicate keys refused). A boolean where a number is expected
 (``bins: true``) and NaN or infinity where a finite number is expected are
 refused. A relative path in the file (any option whose type is a path) is
 relative to the config file's directory, not to the current directory, so a
-config works from wherever it is run.
+config works from wherever it is run; ``-`` (standard input or output) stays ``-``.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def _relative_to(base: Path, value: Any) -> Any:
     """A relative path (or each of a list of them) joined to ``base``."""
     if isinstance(value, list | tuple):
         return type(value)(_relative_to(base, v) for v in value)
-    if isinstance(value, PurePath) and not value.is_absolute():
+    if isinstance(value, PurePath) and not value.is_absolute() and str(value) != "-":
         return base / value
     return value
 

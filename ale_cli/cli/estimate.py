@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command, guard_output, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.cli.options import (
     BinsOption,
     BootstrapOption,
@@ -26,7 +26,9 @@ from ale_cli.cli.outcomes import summary_outcome
 
 @command(
     epilog="Example: ale rebin out/diabetes-mlp.npz --bins 20 --binning quantile "
-    "-o out/diabetes-mlp-dale.json"
+    "-o out/diabetes-mlp-dale.json",
+    outputs={"out": "summary"},
+    inputs=("store", "edges"),
 )
 def rebin(
     store: StoreArgument,
@@ -61,7 +63,6 @@ def rebin(
     from ale_cli.estimate import rebin as run_rebin
 
     refuse_stdio(store, "store", "a store")
-    guard_output(out, inputs=[store, edges], kind="summary")
     request = RebinRequest(
         store=store,
         bins=bins,
@@ -76,7 +77,11 @@ def rebin(
     return summary_outcome("rebin", run_rebin(request), out, timestamp, run)
 
 
-@command(epilog="Example: ale rhale out/diabetes-mlp.npz -o out/diabetes-mlp-rhale.json")
+@command(
+    epilog="Example: ale rhale out/diabetes-mlp.npz -o out/diabetes-mlp-rhale.json",
+    outputs={"out": "summary"},
+    inputs=("store",),
+)
 def rhale(
     store: StoreArgument,
     out: OutOption,
@@ -119,7 +124,6 @@ def rhale(
     from ale_cli.estimate import rhale as run_rhale
 
     refuse_stdio(store, "store", "a store")
-    guard_output(out, inputs=[store], kind="summary")
     request = RhaleRequest(
         store=store,
         max_bins=max_bins,

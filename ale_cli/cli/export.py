@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command, guard_output
+from ale_cli.cli.command import Outcome, Run, command, is_stdio
 
 
 class TableFormat(StrEnum):
@@ -15,15 +17,25 @@ class TableFormat(StrEnum):
     parquet = "parquet"
 
 
+def _table_kind(values: Mapping[str, Any]) -> str:
+    """The output kind of -o: a CSV or a Parquet export, by --format or the extension."""
+    from ale_cli.export import table_format
+
+    fmt = values.get("fmt")
+    return "table-" + table_format(values["out"], fmt.value if fmt is not None else None)
+
+
 @command(
     name="export",
+    outputs={"out": _table_kind},
+    inputs=("summary",),
     epilog="Example: ale export out/diabetes-rhale.json -o out/effects.parquet; "
     "ale export out/diabetes-rhale.json -o - | head",
 )
 def export(
     run: Run,
     summary: Annotated[
-        str,
+        Path,
         typer.Argument(
             help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
             "'ale interact'; '-' reads it from standard input.",
@@ -31,7 +43,7 @@ def export(
         ),
     ],
     out: Annotated[
-        str,
+        Path,
         typer.Option(
             "--out",
             "-o",
@@ -55,23 +67,20 @@ def export(
     no rows and are counted in the result line, which goes to stderr (stdout carries only
     the table).
     """
-    from ale_cli.export import export_summary, table_format
+    from ale_cli.export import export_summary
 
     run.claim_stdout(out, "out")
-    if out != "-":
-        kind = table_format(out, fmt.value if fmt is not None else None)
-        guard_output(out, inputs=[summary], kind="csv" if kind == "csv" else "parquet")
     result = export_summary(summary, out, fmt=fmt.value if fmt is not None else None)
     per = ", ".join(f"{name}={n}" for name, n in result.rows.items())
     line = f"export: {result.n_rows} rows" + (f" ({per})" if per else "")
     if result.not_estimable:
         skipped = ", ".join(result.not_estimable)
         line += f"; {len(result.not_estimable)} not estimable, left out ({skipped})"
-    target = "stdout" if out == "-" else f"'{out}'"
+    target = "stdout" if is_stdio(out) else f"'{out}'"
     return Outcome(
         command="export",
         message=f"{line} -> {target} ({result.fmt})",
-        outputs=(out,),
+        outputs=(str(out),),
         counts={"rows": result.n_rows, **result.rows, "not_estimable": len(result.not_estimable)},
         details={"format": result.fmt, "not_estimable": list(result.not_estimable)},
         data_on_stdout=True,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS
-from ale_cli.cli.command import Outcome, Run, command, guard_output, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.cli.options import (
     EdgesOption,
     EngineOption,
@@ -34,7 +34,9 @@ PairBinsOption = Annotated[
 
 @command(
     epilog="Example: ale interact sample_data/models/diabetes_mlp.pt sample_data/diabetes.csv "
-    "--exclude target --pair s1,s2 --store out/diabetes-mlp.npz -o out/diabetes-mlp-interact.json"
+    "--exclude target --pair s1,s2 --store out/diabetes-mlp.npz -o out/diabetes-mlp-interact.json",
+    outputs={"out": "summary"},
+    inputs=("model", "data", "store", "edges"),
 )
 @model_data_options
 def interact(
@@ -94,7 +96,6 @@ def interact(
     from ale_cli.interact import interact as run_interact
 
     refuse_stdio(store, "store", "a store")
-    guard_output(out, inputs=[inputs.model, inputs.data_label, store, edges], kind="summary")
     request = InteractRequest(
         inputs=inputs,
         pairs=tuple(pairs or ()),

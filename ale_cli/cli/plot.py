@@ -27,7 +27,15 @@ SummaryArgument = Annotated[
     ),
 ]
 
-OutOption = Annotated[Path, typer.Option("--out", "-o", help="Directory to write the figures to.")]
+OutOption = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Directory to write the figures to (replaced as a whole; it must be new, empty "
+        "or a figure directory ale wrote).",
+    ),
+]
 
 StoreOption = Annotated[
     Path | None,
@@ -82,7 +90,9 @@ JobsOption = Annotated[
 
 @command(
     epilog="Example: ale plot out/diabetes-mlp-rhale.json --store out/diabetes-mlp.npz "
-    "-o out/plots --format both"
+    "-o out/plots --format both",
+    outputs={"out": "figures"},
+    inputs=("summary", "store"),
 )
 def plot(
     summary: SummaryArgument,
@@ -99,12 +109,12 @@ def plot(
     print the paths written.
 
     The output directory is replaced as a whole when every figure is written; it must be
-    new, empty or hold only figures. Interrupted (Ctrl-C, SIGTERM), the previous figures
-    stay as they were.
+    new, empty or hold only what ale wrote there (its manifest, .ale-plots.json, lists
+    the figures; a figure changed since is replaced only with --force, another file never).
+    Interrupted (Ctrl-C, SIGTERM), the previous figures stay as they were.
     """
     from ale_cli.plot.render import plot_files
 
-    refuse_stdio(out, "out", "a figure directory")
     refuse_stdio(store, "store", "a store")
     formats = ("png", "svg") if fmt is FigureFormat.both else (fmt.value,)
     # SIGTERM raises like Ctrl-C around every command (ale_cli.signals): the figure

@@ -7,15 +7,18 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, command, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, echo_data, out_message, refuse_stdio
 from ale_cli.cli.options import TimestampOption
 
 
 @command(
     epilog="Example: ale report out/diabetes-mlp-rhale.json out/diabetes-mlp-interact.json "
-    "--store out/diabetes-mlp.npz --audit out/audit.json -o out/report.html"
+    "--store out/diabetes-mlp.npz --audit out/audit.json -o out/report.html",
+    outputs={"out": "html"},
+    inputs=("summaries", "store", "audit", "history"),
 )
 def report(
+    run: Run,
     summaries: Annotated[
         list[Path],
         typer.Argument(
@@ -24,7 +27,10 @@ def report(
         ),
     ],
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="The HTML file to write.", show_default=False)
+        Path,
+        typer.Option(
+            "--out", "-o", help="The HTML file to write ('-': standard output).", show_default=False
+        ),
     ],
     store: Annotated[
         Path | None,
@@ -64,12 +70,17 @@ def report(
 
     from ale_cli.report import build_report, write_report
 
-    for path, param in ((out, "out"), (store, "store"), (audit, "audit")):
+    for path, param in ((store, "store"), (audit, "audit")):
         if path is not None:
             refuse_stdio(path, param, "a file")
+    to_stdout = run.claim_stdout(out, "out")
     t0 = time.perf_counter()
     result = build_report(summaries, store=store, audit=audit, history=history, timestamp=timestamp)
-    size = write_report(out, result.html)
+    if to_stdout:
+        echo_data(result.html)
+        size = len(result.html.encode("utf-8"))
+    else:
+        size = write_report(out, result.html)
     seconds = time.perf_counter() - t0
     verdict = ""
     if result.audit_passed is not None:
@@ -78,7 +89,7 @@ def report(
     return Outcome(
         command="report",
         message=f"report: {result.features} features, {result.figures} figures{verdict}{runs}, "
-        f"{size / 1024:.0f} KiB, {seconds:.2f} s -> '{out}'",
+        f"{size / 1024:.0f} KiB, {seconds:.2f} s -> {out_message(out)}",
         outputs=(str(out),),
         counts={
             "features": result.features,
@@ -90,4 +101,5 @@ def report(
         timings=result.timings,
         seconds=seconds,
         details={"audit_passed": result.audit_passed},
+        data_on_stdout=to_stdout,
     )

@@ -14,7 +14,8 @@ Overview, :func:`diff_overview`: one axes per feature ``f<i>.axes`` holding
 ``f<i>.a_effect`` and ``f<i>.b_effect`` (same meaning), in rows of three.
 
 Files: ``<dir>/<feature>.<fmt>`` and ``<dir>/overview.<fmt>``, named and saved
-(atomically, reproducibly) by the helpers of :mod:`ale_cli.plot.render`.
+(atomically, reproducibly) by the helpers of :mod:`ale_cli.plot.render`; the
+directory is replaced as a whole, like ``ale plot``'s, with its manifest.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ale_cli.plot import style
-from ale_cli.plot.render import DEFAULT_DPI, OVERVIEW, file_stems, save_figure
+from ale_cli.plot.render import DEFAULT_DPI, OVERVIEW, figure_directory, file_stems, save_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -170,25 +171,23 @@ def render_diff(
     formats: Sequence[str] = ("png",),
     dpi: int = DEFAULT_DPI,
 ) -> list[Path]:
-    """Write the overview and one overlay per feature; returns the paths written."""
+    """Write the overview and one overlay per feature into the directory ``out_dir``,
+    replacing it as a whole (:func:`~ale_cli.plot.render.figure_directory`); returns the
+    paths written."""
     out = Path(out_dir)
     fa, fb = {f.name: f for f in sa.features}, {f.name: f for f in sb.features}
     stems = file_stems([c.name for c in comparisons])
-    figures: list[tuple[str, Figure]] = [
-        (OVERVIEW, diff_overview(sa, sb, comparisons, labels=labels))
-    ]
     written: list[Path] = []
-    for stem, fig in figures:
-        for fmt in formats:
-            path = out / f"{stem}.{fmt}"
-            save_figure(fig, path, fmt, dpi=dpi)
-            written.append(path)
-        fig.clear()
-    for comp, stem in zip(comparisons, stems, strict=True):
-        fig = diff_figure(fa.get(comp.name), fb.get(comp.name), comp, labels=labels)
-        for fmt in formats:
-            path = out / f"{stem}.{fmt}"
-            save_figure(fig, path, fmt, dpi=dpi)
-            written.append(path)
-        fig.clear()
+    with figure_directory(out) as tmp:
+        figures = [(OVERVIEW, lambda: diff_overview(sa, sb, comparisons, labels=labels))]
+        figures += [
+            (stem, lambda c=comp: diff_figure(fa.get(c.name), fb.get(c.name), c, labels=labels))
+            for comp, stem in zip(comparisons, stems, strict=True)
+        ]
+        for stem, draw in figures:
+            fig = draw()
+            for fmt in formats:
+                save_figure(fig, tmp / f"{stem}.{fmt}", fmt, dpi=dpi)
+                written.append(out / f"{stem}.{fmt}")
+            fig.clear()
     return written

@@ -11,8 +11,9 @@ made unique (case-insensitively, and never ``overview``) by appending
 The output directory is replaced as a whole or not at all: the figures are
 drawn into a new directory beside it, which is then swapped into its place
 (:func:`replacing_directory`); a failure or an interruption leaves the previous
-figures as they were and no temporary file behind. A directory holding
-anything other than figures (``*.png``, ``*.svg``) is refused, so a mistyped
+figures as they were and no temporary file behind. The new directory lists its
+files in a manifest (``.ale-plots.json``, :mod:`ale_cli.adapters.figures`); a
+directory holding anything its manifest does not list is refused, so a mistyped
 ``-o`` never deletes other files (:func:`check_output_dir`).
 
 Figures are independent, so ``jobs`` > 1 draws them in forked worker
@@ -21,8 +22,9 @@ bytes either way. Workers ignore SIGINT and die on SIGTERM; the parent, when
 interrupted, stops them before it removes the temporary directory.
 
 Output is reproducible: SVG files are byte-identical for the same inputs
-(fixed ``svg.hashsalt``, no date or creator metadata) and PNG files carry no
-timestamp or software version, only the pixels and their DPI (pHYs chunk).
+(fixed ``svg.hashsalt``, no date, creator ``ale``) and PNG files carry no
+timestamp or software version, only the pixels, their DPI (pHYs chunk) and
+``Software: ale`` (tEXt).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ale_cli.adapters import figures
 from ale_cli.errors import InputError, RunError
 
 if TYPE_CHECKING:
@@ -178,29 +181,31 @@ def _short(digest: str) -> str:
 
 
 def check_output_dir(out: Path) -> None:
-    """InputError unless ``out`` is absent, or a directory holding only figures.
+    """InputError unless ``out`` is absent, or a directory holding only what ale wrote.
 
-    Figures replace the whole directory, so anything other than ``*.png`` and
-    ``*.svg`` files in it (another file, a subdirectory, a hidden file) means
-    the path is not a figure directory, and it is refused.
+    Figures replace the whole directory, so anything in it that its manifest
+    (:mod:`ale_cli.adapters.figures`) does not list -- a user's own picture, a
+    subdirectory, a link, any file of a directory without a manifest -- means
+    the path is not a figure directory of ours, and it is refused.
     """
     if not out.exists():
         return
     if not out.is_dir():
         raise InputError(f"output directory '{out}' is a file", param="out_dir")
-    others = sorted(
-        p.name
-        for p in out.iterdir()
-        if p.is_symlink() or not p.is_file() or p.suffix.lower() not in (".png", ".svg")
-    )
-    if others:
-        more = f" and {len(others) - 1} more" if len(others) > 1 else ""
-        raise InputError(
-            f"output directory '{out}' holds '{others[0]}'{more}, which is not a figure "
-            "(.png/.svg); the figures replace the whole directory, so choose a new or "
-            "empty one",
-            param="out_dir",
-        )
+    reason = figures.refusal(out)
+    if reason is not None:
+        raise InputError(reason, param="out_dir")
+
+
+@contextlib.contextmanager
+def figure_directory(out: Path) -> Iterator[Path]:
+    """Yield a new directory to draw figures into; on success it replaces ``out`` with
+    the manifest of its files written into it (:func:`check_output_dir` first)."""
+    check_output_dir(out)
+    with replacing_directory(out) as tmp:
+        yield tmp
+        drawn = sorted(p for p in tmp.iterdir() if p.is_file() and not p.is_symlink())
+        figures.write_manifest(tmp, drawn)
 
 
 @contextlib.contextmanager
@@ -495,9 +500,8 @@ def render_summary(
     names = tuple(dict.fromkeys(features))
     feats = [summary.feature(n) for n in names]
     out = Path(out_dir)
-    check_output_dir(out)
     tasks = _tasks(summary, names)
-    with replacing_directory(out) as tmp:
+    with figure_directory(out) as tmp:
         job = _Job(summary, store, names, tmp, tuple(formats), dpi, ylabel)
         written = _run_tasks(job, tasks, jobs)
     if names:  # files are listed with the overview after the features

@@ -64,6 +64,7 @@ RC: dict[str, Any] = {
     "path.simplify": True,
 }
 
-# savefig metadata: no creation date, no software version (both change between runs/installs)
-SVG_METADATA: dict[str, Any] = {"Date": None, "Creator": None}
-PNG_METADATA: dict[str, Any] = {"Software": None}
+# savefig metadata: no creation date, no software version (both change between runs/installs);
+# the tool's name marks the file as written by ale
+SVG_METADATA: dict[str, Any] = {"Date": None, "Creator": "ale"}
+PNG_METADATA: dict[str, Any] = {"Software": "ale"}
