@@ -201,8 +201,7 @@ def test_summary_to_stdout_and_from_stdin(cli, linear, tmp_path):
         ),
         (
             ["plot", "{summary}", "-o", "-"],
-            "error: --out - (standard input/output) cannot be "
-            "used for a figure directory; give a path",
+            "error: --out - (standard output) cannot be used for a figure directory; give a path",
         ),
         (
             ["rhale", "{store}", "-o", "-", "--json"],

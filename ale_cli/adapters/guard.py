@@ -295,7 +295,7 @@ def guard(
     elif what is not None:
         raise InputError(f"cannot write '{out}': it is {what}, not a regular file")
     if not force and not spec.recognise(out):
-        how = "a directory that is not" if spec.directory else "exists and is not"
+        how = "is a directory that is not" if spec.directory else "exists and is not"
         raise InputError(
             f"output '{out}' {how} an ale {spec.description}; remove it, choose another "
             "output, or pass {param:force} to overwrite it",

@@ -1,0 +1,324 @@
+"""The output guard: each kind recognised by what ale wrote, refusals, --force, '-',
+stale temporaries, and every command re-running over its own outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ale_cli.adapters import figures
+from ale_cli.adapters.files import STARTED, atomic_write, remove_stale_temporaries
+from ale_cli.adapters.guard import KINDS, OutputKind, guard, register_kind
+from ale_cli.adapters.store import SCHEMA_VERSION, Store, write_store
+from ale_cli.errors import InputError
+
+
+def small_store(path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    write_store(
+        path,
+        Store(
+            X=X,
+            local_effects=np.column_stack([np.ones(40), 2 * X[:, 1]]),
+            prediction=X.sum(axis=1),
+            feature_names=("a", "b"),
+            meta={"schema_version": SCHEMA_VERSION, "n_rows": 40},
+        ),
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def made_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real output of every file kind, written by the commands themselves."""
+    from typer.testing import CliRunner
+
+    from ale_cli.cli import app
+
+    tmp_path = tmp_path_factory.mktemp("made")
+    store = small_store(tmp_path / "s.npz")
+    summary = tmp_path / "s.json"
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - feature: a\n    max_aled: 100\n")
+    steps = [
+        ("rebin", store, "-o", summary, "--bins", "4"),
+        ("audit", summary, "--rules", rules, "--report", tmp_path / "a.json"),
+        ("audit", summary, "--rules", rules, "--junit", tmp_path / "a.xml"),
+        ("export", summary, "-o", tmp_path / "t.csv"),
+        ("export", summary, "-o", tmp_path / "t.parquet"),
+        ("report", summary, "-o", tmp_path / "r.html", "--no-timestamp"),
+        ("plot", summary, "-o", tmp_path / "figs", "-j", "1"),
+    ]
+    for argv in steps:
+        result = CliRunner().invoke(app, [str(a) for a in argv])
+        assert result.exit_code == 0, (argv, result.stderr)
+    return tmp_path
+
+
+@pytest.fixture()
+def made(made_once: Path, tmp_path: Path) -> dict[str, Path]:
+    """A copy of :func:`made_once`'s outputs for one test, by kind."""
+    tmp_path = tmp_path / "made"
+    shutil.copytree(made_once, tmp_path)
+    return {
+        "store": tmp_path / "s.npz",
+        "summary": tmp_path / "s.json",
+        "audit-json": tmp_path / "a.json",
+        "junit": tmp_path / "a.xml",
+        "table-csv": tmp_path / "t.csv",
+        "table-parquet": tmp_path / "t.parquet",
+        "html": tmp_path / "r.html",
+        "figures": tmp_path / "figs",
+        "rules": tmp_path / "rules.yaml",
+    }
+
+
+FILE_KINDS = ("store", "summary", "audit-json", "junit", "table-csv", "table-parquet", "html")
+
+
+def test_every_kind_recognises_what_ale_wrote_and_no_other_kind_does(made):
+    for kind in (*FILE_KINDS, "figures"):
+        assert KINDS[kind].recognise(made[kind]), kind
+        others = [k for k in FILE_KINDS if k != kind and KINDS[k].recognise(made[kind])]
+        assert others == [], (kind, others)
+        assert guard(made[kind], kind=kind).path == made[kind]
+
+
+FOREIGN = {
+    "summary": b'{"schema_version": 1, "estimator": "dale", "features": []}',
+    "audit-json": b'{"name": "my-app", "version": "1.0.0", "rules": [], "checks": []}',
+    "junit": b'<?xml version="1.0"?>\n<testsuites name="pytest"><testsuite/></testsuites>\n',
+    "table-csv": b"estimator,feature,kind,mine\ndale,a,edge,1\n",
+    "table-parquet": b"PAR1 not really parquet PAR1",
+    "html": b'<!DOCTYPE html>\n<html><head><meta name="generator" content="Hugo 0.1">',
+    "store": b"PK\x03\x04 a zip that is not a store",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FOREIGN))
+def test_a_look_alike_is_refused_unless_force(tmp_path: Path, kind: str):
+    path = tmp_path / "out"
+    path.write_bytes(FOREIGN[kind])
+    with pytest.raises(InputError) as info:
+        guard(path, kind=kind)
+    message = info.value.render(lambda p: "--" + p.replace("_", "-"))
+    assert message == (
+        f"output '{path}' exists and is not an ale {KINDS[kind].description}; remove it, "
+        "choose another output, or pass --force to overwrite it"
+    )
+    assert guard(path, kind=kind, force=True).path == path
+    assert path.read_bytes() == FOREIGN[kind]
+
+
+def test_a_parquet_file_without_the_ale_key_is_not_an_export(tmp_path: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "mine.parquet"
+    pq.write_table(pa.table({"estimator": ["x"], "feature": ["a"], "kind": ["edge"]}), path)
+    assert not KINDS["table-parquet"].recognise(path)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["schema_version", "estimator", "features", "tool", "rules", "checks"]),
+        st.one_of(st.integers(), st.text(max_size=5), st.just([]), st.just({"name": "other"})),
+    )
+)
+def test_json_without_tool_ale_is_never_a_summary_or_an_audit_report(tmp_path_factory, data):
+    path = tmp_path_factory.mktemp("j") / "x.json"
+    path.write_text(json.dumps(data))
+    assert not KINDS["summary"].recognise(path)
+    assert not KINDS["audit-json"].recognise(path)
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_an_input_is_refused_under_any_spelling_even_with_force(tmp_path: Path, force: bool):
+    data = tmp_path / "data.csv"
+    data.write_text("a,b\n1,2\n")
+    hard = tmp_path / "hard.csv"
+    os.link(data, hard)
+    link = tmp_path / "link.csv"
+    link.symlink_to(data)
+    for spelling in (data, tmp_path / "." / "data.csv", hard, link):
+        with pytest.raises(InputError, match="is the same file as the input"):
+            guard(spelling, kind="table-csv", inputs=[data], force=force)
+    assert data.read_text() == "a,b\n1,2\n"
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_not_a_regular_file_is_refused_even_with_force(tmp_path: Path, force: bool):
+    (tmp_path / "d").mkdir()
+    with pytest.raises(InputError, match="it is a directory, not a regular file"):
+        guard(tmp_path / "d", kind="summary", force=force)
+    os.mkfifo(tmp_path / "p")
+    with pytest.raises(InputError, match=r"it is a FIFO \(named pipe\)"):
+        guard(tmp_path / "p", kind="html", force=force)
+    with pytest.raises(InputError, match="output directory '.*' is a FIFO"):
+        guard(tmp_path / "p", kind="figures", force=force)
+
+
+def test_standard_output_only_for_kinds_that_stream():
+    assert guard("-", kind="summary").stdout
+    assert guard("-", kind="junit").stdout
+    for kind in ("store", "figures", "table-parquet", "store-dir"):
+        with pytest.raises(InputError) as info:
+            guard("-", kind=kind, param="out")
+        assert info.value.render(lambda p: "--" + p).startswith(
+            "--out - (standard output) cannot be used for a"
+        )
+
+
+def test_the_kind_table_holds_new_kinds_once():
+    kind = OutputKind("test-lock", "lock", lambda p: True)
+    register_kind(kind)
+    try:
+        assert KINDS["test-lock"] is kind
+        with pytest.raises(ValueError, match="already registered"):
+            register_kind(kind)
+    finally:
+        del KINDS["test-lock"]
+
+
+# -- figure directories ------------------------------------------------------------------------
+
+
+def test_a_figure_directory_is_ours_only_with_its_manifest_and_unchanged_files(made):
+    figs = made["figures"]
+    assert figures.read_manifest(figs) is not None
+    png = figs / "a.png"
+    png.write_bytes(png.read_bytes() + b"edited")  # a figure changed since
+    with pytest.raises(InputError, match="is a directory that is not an ale figure directory"):
+        guard(figs, kind="figures")
+    guard(figs, kind="figures", force=True)
+    (figs / "holiday.jpg").write_bytes(b"mine")  # not ours: never, even with --force
+    for force in (False, True):
+        with pytest.raises(InputError, match="holds 'holiday.jpg', which ale did not write"):
+            guard(figs, kind="figures", force=force)
+
+
+def test_a_directory_without_a_manifest_is_refused_whatever_it_holds(tmp_path: Path):
+    old = tmp_path / "plots"
+    old.mkdir()
+    (old / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n")  # an earlier ale's figures, or a user's
+    for force in (False, True):
+        with pytest.raises(InputError, match="holds 'a.png', which ale did not write there"):
+            guard(old, kind="figures", force=force)
+    (old / "a.png").unlink()
+    assert guard(old, kind="figures").path == old  # empty: ours to fill
+
+
+def test_a_directory_output_holding_an_input_is_refused(tmp_path: Path):
+    summary = tmp_path / "sub" / "s.json"
+    summary.parent.mkdir()
+    summary.write_text("{}")
+    with pytest.raises(InputError, match="holds the input .* which replacing it would delete"):
+        guard(tmp_path, kind="figures", inputs=[summary])
+
+
+# -- stale temporaries -------------------------------------------------------------------------
+
+
+def test_stale_temporaries_of_the_target_are_removed_and_nothing_else(tmp_path: Path):
+    target = tmp_path / "out.json"
+    old = time.time() - 3600
+    stale = tmp_path / ".out.json.0123456789ab.tmp"
+    stale.write_text("half")
+    os.utime(stale, (old, old))
+    fresh = tmp_path / ".out.json.ba9876543210.tmp"  # a writer that is still going
+    fresh.write_text("busy")
+    other = tmp_path / ".other.json.0123456789ab.tmp"  # another target's
+    other.write_text("x")
+    os.utime(other, (old, old))
+    looks = tmp_path / ".out.json.0123456789xy.tmp"  # not our exact pattern
+    looks.write_text("x")
+    os.utime(looks, (old, old))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    link = tmp_path / ".out.json.aaaaaaaaaaaa.tmp"
+    link.symlink_to(victim)
+    os.utime(link, (old, old), follow_symlinks=False)
+    folder = tmp_path / ".out.json.bbbbbbbbbbbb.tmp"
+    folder.mkdir()
+    os.utime(folder, (old, old))
+    assert os.stat(fresh).st_mtime >= STARTED
+    with atomic_write(target) as fh:
+        fh.write(b"{}")
+    assert not stale.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [p.name for p in (fresh, other, looks, victim, link, folder)] + ["out.json"]
+    )
+    assert victim.read_text() == "keep" and link.is_symlink()
+    assert remove_stale_temporaries(target) == []
+
+
+# -- '-' and re-runs through the commands ------------------------------------------------------
+
+
+def test_every_command_overwrites_its_own_outputs_without_force(made, cli):
+    """A second run over the outputs the first one wrote: no refusal, no --force."""
+    summary, rules, d = made["summary"], made["rules"], made["summary"].parent
+    steps = [
+        ("rebin", made["store"], "-o", summary, "--bins", "3"),
+        ("audit", summary, "--rules", rules, "--report", made["audit-json"]),
+        ("audit", summary, "--rules", rules, "--junit", made["junit"]),
+        ("export", summary, "-o", made["table-csv"]),
+        ("export", summary, "-o", made["table-parquet"]),
+        ("report", summary, "-o", made["html"]),
+        ("plot", summary, "-o", made["figures"], "-j", "1"),
+        ("diff", summary, summary, "-o", d / "diff"),
+        ("diff", summary, summary, "-o", d / "diff"),
+    ]
+    for argv in steps:
+        result = cli(*argv)
+        assert result.exit_code == 0, (argv, result.stderr)
+    assert figures.read_manifest(d / "diff") is not None
+
+
+def test_audit_report_and_junit_to_standard_output(made, cli):
+    summary, rules = made["summary"], made["rules"]
+    result = cli("audit", summary, "--rules", rules, "--report", "-")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["tool"]["name"] == "ale"
+    assert "FEATURE" in result.stderr  # the table goes to stderr
+    result = cli("audit", summary, "--rules", rules, "--junit", "-")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("<?xml") and "<!-- generator: ale " in result.stdout
+    assert not Path("-").exists()
+    both = cli("audit", summary, "--rules", rules, "--report", "-", "--junit", "-")
+    assert (both.exit_code, both.stderr) == (
+        2,
+        "error: --report - and --junit - both write to standard output; give one a path\n",
+    )
+
+
+def test_report_to_standard_output_and_diff_refuses_it(made, cli):
+    result = cli("report", made["summary"], "-o", "-")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("<!DOCTYPE html>")
+    assert '<meta name="generator" content="ale ' in result.stdout
+    result = cli("diff", made["summary"], made["summary"], "-o", "-")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: --out - (standard output) cannot be used for a figure directory; give a path\n",
+    )
+    assert not Path("-").exists()
+
+
+def test_export_paths_in_a_config_file_are_relative_to_it(made, cli, tmp_path: Path):
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "export.yaml").write_text("export:\n  summary: ../made/s.json\n  out: table.csv\n")
+    result = cli("export", "--config", conf / "export.yaml")
+    assert result.exit_code == 0, result.stderr
+    assert (conf / "table.csv").read_text().startswith("estimator,feature,kind,")
