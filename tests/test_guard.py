@@ -9,32 +9,15 @@ import shutil
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_config import small_store
 
 from ale_cli.adapters import figures
 from ale_cli.adapters.files import STARTED, atomic_write, remove_stale_temporaries
 from ale_cli.adapters.guard import KINDS, OutputKind, guard, register_kind
-from ale_cli.adapters.store import SCHEMA_VERSION, Store, write_store
 from ale_cli.errors import InputError
-
-
-def small_store(path: Path) -> Path:
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(40, 2))
-    write_store(
-        path,
-        Store(
-            X=X,
-            local_effects=np.column_stack([np.ones(40), 2 * X[:, 1]]),
-            prediction=X.sum(axis=1),
-            feature_names=("a", "b"),
-            meta={"schema_version": SCHEMA_VERSION, "n_rows": 40},
-        ),
-    )
-    return path
 
 
 @pytest.fixture(scope="module")

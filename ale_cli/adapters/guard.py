@@ -99,7 +99,7 @@ def _head(path: Path, size: int = _HEAD) -> bytes:
 
 def _json_object(path: Path) -> dict[str, object] | None:
     """The JSON object in ``path`` when it names ``ale`` as its tool (else None)."""
-    if b'"tool"' not in _head(path) and b'"tool"' not in _head(path, 1 << 16):
+    if b'"tool"' not in _head(path, 1 << 16):  # ours name it near the top
         return None
     try:
         if path.stat().st_size > _JSON_LIMIT:

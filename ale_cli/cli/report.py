@@ -10,6 +10,13 @@ import typer
 from ale_cli.cli.command import Outcome, Run, command, echo_data, out_message, refuse_stdio
 from ale_cli.cli.options import TimestampOption
 
+ReportOutOption = Annotated[
+    Path,
+    typer.Option(
+        "--out", "-o", help="The HTML file to write ('-': standard output).", show_default=False
+    ),
+]
+
 
 @command(
     epilog="Example: ale report out/diabetes-mlp-rhale.json out/diabetes-mlp-interact.json "
@@ -26,12 +33,7 @@ def report(
             "interact summaries add heat maps."
         ),
     ],
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out", "-o", help="The HTML file to write ('-': standard output).", show_default=False
-        ),
-    ],
+    out: ReportOutOption,
     store: Annotated[
         Path | None,
         typer.Option(
@@ -68,7 +70,7 @@ def report(
     """
     import time
 
-    from ale_cli.report import build_report, write_report
+    from ale_cli.report import build_report
 
     for path, param in ((store, "store"), (audit, "audit")):
         if path is not None:
@@ -76,11 +78,7 @@ def report(
     to_stdout = run.claim_stdout(out, "out")
     t0 = time.perf_counter()
     result = build_report(summaries, store=store, audit=audit, history=history, timestamp=timestamp)
-    if to_stdout:
-        echo_data(result.html)
-        size = len(result.html.encode("utf-8"))
-    else:
-        size = write_report(out, result.html)
+    size = _write(out, result.html, to_stdout)
     seconds = time.perf_counter() - t0
     verdict = ""
     if result.audit_passed is not None:
@@ -103,3 +101,13 @@ def report(
         details={"audit_passed": result.audit_passed},
         data_on_stdout=to_stdout,
     )
+
+
+def _write(out: Path, html: str, to_stdout: bool) -> int:
+    """Write the page to ``out`` (or standard output); its size in bytes."""
+    from ale_cli.report import write_report
+
+    if to_stdout:
+        echo_data(html)
+        return len(html.encode("utf-8"))
+    return write_report(out, html)
