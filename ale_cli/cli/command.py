@@ -10,6 +10,13 @@ function, and prints the :class:`Outcome` it returns:
 - with ``--json``, exactly one JSON object on stdout and nothing else there
   (schema: ``ale_cli/schema/result.schema.json``).
 
+A command declares its files in :func:`command`: ``outputs`` maps each option
+whose value is written to its kind (:data:`ale_cli.adapters.guard.KINDS`),
+``inputs`` names the options whose values are read. The decorator runs the output
+guard on every output before the function is called and adds ``--force``, so no
+command has to remember to (a test enumerates every command's path options and
+fails on one that is not declared).
+
 :func:`model_data_options` adds the model-and-data option group (shared by
 ``compute``, ``classic`` and ``interact``) and hands the command one
 :class:`~ale_cli.inputs.ModelInputs`. Both decorators rewrite the function's
