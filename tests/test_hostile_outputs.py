@@ -407,6 +407,21 @@ CASES: list[Case] = [
         "is a directory that is not an ale directory store",
     ),
     Case(
+        "compute-dask-over-a-folder-force",
+        (
+            "compute",
+            "{ws}/m.pt",
+            "{ws}/data.csv",
+            "--engine",
+            "dask",
+            "-o",
+            "{ws}/photos",
+            "--force",
+        ),
+        2,
+        "is a directory that is not an ale directory store; choose another output",
+    ),
+    Case(
         "compute-over-zip",
         ("compute", "{ws}/m.pt", "{ws}/data.csv", "-o", "{bad}"),
         2,

@@ -172,6 +172,14 @@ def is_parquet_export(path: Path) -> bool:
     return PARQUET_KEY in metadata
 
 
+def _not_ours_unless_empty(path: Path, ours: Callable[[Path], bool], what: str) -> str | None:
+    """Why a directory that is neither empty nor ours is refused even with ``force``
+    (replacing it would delete what is in it); None when it may be replaced."""
+    if ours(path) or not any(os.scandir(path)):
+        return None
+    return f"output '{path}' is a directory that is not an ale {what}; choose another output"
+
+
 # -- the table of kinds ------------------------------------------------------------------------
 
 KINDS: dict[str, OutputKind] = {}
@@ -186,8 +194,14 @@ def register_kind(kind: OutputKind) -> OutputKind:
 
 
 for _kind in (
-    OutputKind("store", "local-effects store", is_store),
-    OutputKind("store-dir", "directory store", is_store_directory, directory=True),
+    OutputKind("store", "local-effects store (.npz with a readable meta)", is_store),
+    OutputKind(
+        "store-dir",
+        "directory store",
+        is_store_directory,
+        directory=True,
+        refusal=lambda p: _not_ours_unless_empty(p, is_store_directory, "directory store"),
+    ),
     OutputKind("summary", "summary", is_summary, stdout=True),
     OutputKind("edges", "edges file (a summary)", is_summary, stdout=True),
     OutputKind("html", "HTML report", is_html_report, stdout=True),
