@@ -201,7 +201,7 @@ def test_an_output_changed_by_hand_reruns_its_step_only(cli, product_model, tmp_
         ({"estimators": ["rhale"], "plot": {}}, "unknown key 'plot'"),
         ({}, "missing 'estimators'"),
         ({"estimators": ["kmeans"]}, "estimators: unknown key 'kmeans'"),
-        ({"estimators": ["rhale"], "keep": 0}, "keep: expected a whole number"),
+        ({"estimators": ["rhale"], "keep": 0}, "keep: must be at least 1, got 0"),
         ({"estimators": {"interact": {"pairs": ["a"]}}}, "estimators.interact"),
         ({"estimators": ["rhale"], "method": "fast"}, "method must be one of"),
     ],
