@@ -124,7 +124,7 @@ JOB_CASES = [
     job_case("keep-bool", "keep: expected a whole number, got True", keep=True),
     job_case(
         "rebin-bins-zero",
-        f"{ERR}estimators.rebin.bins must be at least 1",
+        f"{ERR}estimators.rebin.bins must be a whole number of at least 1, got 0",
         estimators={"rebin": {"bins": 0}},
     ),  # fmt: skip
     job_case(
@@ -253,13 +253,13 @@ RUN_DIR_CASES = [
         "user-summary-in-dir",
         "'{ws}/mine/rhale.json' in the run directory was not written by an earlier run",
         out="{ws}/mine",
-        extra={"mine": directory, "mine/rhale.json": '{"mine": 1}'},
+        extra={"mine": directory, "mine/.lock": "", "mine/rhale.json": '{"mine": 1}'},
     ),  # fmt: skip
     job_case(
         "user-run-json",
         "'{ws}/mine/run.json' is not the manifest of an 'ale run'",
         out="{ws}/mine",
-        extra={"mine": directory, "mine/run.json": '{"name": "pkg"}'},
+        extra={"mine": directory, "mine/.lock": "", "mine/run.json": '{"name": "pkg"}'},
     ),  # fmt: skip
     job_case(
         "user-png-in-plots",
@@ -268,6 +268,7 @@ RUN_DIR_CASES = [
         plots={"formats": ["svg"]},
         extra={
             "mine": directory,
+            "mine/.lock": "",
             "mine/plots": directory,
             "mine/plots/rhale": directory,
             "mine/plots/rhale/photo.png": b"\x89PNG mine",
@@ -278,7 +279,7 @@ RUN_DIR_CASES = [
         "'{ws}/mine/plots' in the run directory is a link",
         out="{ws}/mine",
         plots={"formats": ["svg"]},
-        extra={"mine": directory, "mine/plots": link("../adir")},
+        extra={"mine": directory, "mine/.lock": "", "mine/plots": link("../adir")},
     ),  # fmt: skip
 ]
 

@@ -24,7 +24,7 @@ runs: its shape against :func:`job_schema` (unknown keys, types, the limits
 ``ale plot`` applies to ``plots``), every option through the request of its
 estimator, every file it names (model, data, rules, baseline, edges) exists,
 and the rules file is read. Every error names the file and the key path
-(``job 'nightly.yaml': estimators.rebin.bins must be at least 1, got 0``),
+(``job 'nightly.yaml': estimators.rebin.bins must be a whole number ...``),
 never a command-line flag.
 """
 
