@@ -35,9 +35,11 @@ from ale_cli.adapters.files import sha256_file
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_SCHEMA = json.loads((ROOT / "ale_cli/schema/run.schema.json").read_text())
-REPLACE_TRIALS = 20
+REPLACE_TRIALS = 16
 FSYNC_TRIALS = 4
 SIGNAL_TRIALS = 8
+#: what each in-process signal trial left ("old" or "new")
+SIGNAL_OUTCOMES: list[str] = []
 pytestmark = pytest.mark.slow
 
 
@@ -193,9 +195,10 @@ def test_a_full_disk_at_any_write_leaves_the_previous_run(cli, setup: Setup, tmp
     one_line(result, 1)
     assert "No space left on device" in result.stderr
     assert state_of(out, old, setup.new_sha) == "old"
-    again = cli("run", job, "-o", out)  # and the next run completes
-    assert again.exit_code == 0, again.output
-    assert state_of(out, old, setup.new_sha) == "new"
+    if trial % 5 == 0:  # and the next run completes
+        again = cli("run", job, "-o", out)
+        assert again.exit_code == 0, again.output
+        assert state_of(out, old, setup.new_sha) == "new"
 
 
 @contextlib.contextmanager
@@ -217,6 +220,8 @@ def signal_after(delay: float, signum: int) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+# a signal that lands in a weakref callback is "ignored" there by Python; the run goes on
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.parametrize("trial", range(SIGNAL_TRIALS))
 def test_sigterm_or_sigint_at_a_random_point_leaves_one_whole_run(
     cli, setup: Setup, tmp_path, trial
@@ -231,7 +236,16 @@ def test_sigterm_or_sigint_at_a_random_point_leaves_one_whole_run(
     if result is not None and result.exit_code != 0:
         assert result.exit_code in (130, 143), result.output
         assert "Traceback" not in result.output
-    assert state_of(out, old, setup.new_sha) in ("old", "new")
+    state = state_of(out, old, setup.new_sha)
+    assert state in ("old", "new")
+    SIGNAL_OUTCOMES.append(state)
+
+
+def test_the_signal_trials_interrupted_runs():
+    """The random delays land inside runs, not only after them (both states are seen)."""
+    if len(SIGNAL_OUTCOMES) < SIGNAL_TRIALS:
+        pytest.skip("the signal trials did not all run")
+    assert set(SIGNAL_OUTCOMES) == {"old", "new"}, SIGNAL_OUTCOMES
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
