@@ -75,10 +75,14 @@ def directory(path: Path) -> None:
     path.mkdir()
 
 
+def with_rules(id: str, message: str, rules: str | bytes) -> Case:
+    """A job whose ``audit.rules`` is the file ``bad.yaml`` holding ``rules``."""
+    return job_case(id, message, audit={"rules": "bad.yaml"}, extra={"bad.yaml": rules})
+
+
 GOOD = job_text()
 RULES = "rules:\n  - feature: x1\n    max_aled: 100\n"
 JOB = "{ws}/job.yaml"
-WITH_RULES = {"rules": "bad.yaml"}
 ERR = "error: job '{ws}/job.yaml': "
 
 JOB_CASES = [
@@ -173,37 +177,22 @@ JOB_CASES = [
         "audit.baseline",
         audit={"rules": "rules.yaml", "baseline": "notes.txt"},
     ),  # fmt: skip
-    job_case(
+    with_rules(
         "drift-without-baseline",
         "audit.baseline: rule 1, line 2 (drift) on feature 'x1'",
-        audit=WITH_RULES,
-        extra={"bad.yaml": "rules:\n  - feature: x1\n    drift: {max_abs: 1}\n"},
-    ),  # fmt: skip
+        "rules:\n  - feature: x1\n    drift: {max_abs: 1}\n",
+    ),
     # the rules file a job names goes through the same loader
-    job_case(
-        "rules-alias-bomb",
-        "audit.rules: rules file '{ws}/bad.yaml' is refused",
-        audit=WITH_RULES,
-        extra={"bad.yaml": BOMB},
-    ),  # fmt: skip
-    job_case(
-        "rules-duplicate-key",
-        "key 'max_aled' appears twice",
-        audit=WITH_RULES,
-        extra={"bad.yaml": RULES + "    max_aled: 1000\n"},
-    ),  # fmt: skip
-    job_case(
-        "rules-utf16",
-        "rules file '{ws}/bad.yaml' is not UTF-8 text",
-        audit=WITH_RULES,
-        extra={"bad.yaml": RULES.encode("utf-16")},
-    ),  # fmt: skip
-    job_case(
-        "rules-unknown-rule",
-        "unknown rule 'max_ale'",
-        audit=WITH_RULES,
-        extra={"bad.yaml": "rules:\n  - feature: x1\n    max_ale: 1\n"},
-    ),  # fmt: skip
+    with_rules("rules-alias-bomb", "audit.rules: rules file '{ws}/bad.yaml' is refused", BOMB),
+    with_rules(
+        "rules-duplicate-key", "key 'max_aled' appears twice", RULES + "    max_aled: 1000\n"
+    ),
+    with_rules(
+        "rules-utf16", "rules file '{ws}/bad.yaml' is not UTF-8 text", RULES.encode("utf-16")
+    ),
+    with_rules(
+        "rules-unknown-rule", "unknown rule 'max_ale'", "rules:\n  - feature: x1\n    max_ale: 1\n"
+    ),
     job_case(
         "out-is-a-file",
         "run directory '{ws}/notes.txt' exists and is not a directory",
@@ -212,76 +201,44 @@ JOB_CASES = [
 ]
 
 PREV = "{ws}/prev"
+
+
+def in_prev(id: str, message: str, name: str, content: str | bytes | Builder) -> Case:
+    """A run into ``prev/`` (a finished run) after ``prev/NAME`` was replaced."""
+    return job_case(id, message, out=PREV, extra={f"prev/{name}": content})
+
+
+def in_mine(id: str, message: str, files: dict[str, Any], **changes: Any) -> Case:
+    """A run into ``mine/``, a user's directory holding ``files`` (and an earlier lock, so
+    taking it adds no entry to the workspace)."""
+    extra = {"mine": directory, "mine/.lock": "", **{f"mine/{k}": v for k, v in files.items()}}
+    return job_case(id, message, out="{ws}/mine", extra=extra, **changes)
+
+
+NOT_OURS = "in the run directory was not written by an earlier run"
+SVG = {"formats": ["svg"]}
 RUN_DIR_CASES = [
-    job_case(
-        "lock-symlink",
-        f"the lock file '{PREV}/.lock' is a symbolic link",
-        out=PREV,
-        extra={"prev/.lock": link("../notes.txt")},
-    ),  # fmt: skip
-    job_case(
-        "lock-dangling-symlink",
-        "is a symbolic link",
-        out=PREV,
-        extra={"prev/.lock": link("../created-by-ale")},
-    ),  # fmt: skip
-    job_case(
-        "lock-directory",
-        f"the lock file '{PREV}/.lock' is not a regular file",
-        out=PREV,
-        extra={"prev/.lock": directory},
-    ),  # fmt: skip
-    job_case(
-        "lock-hard-link",
-        f"the lock file '{PREV}/.lock' is a hard link",
-        out=PREV,
-        extra={"prev/.lock": hardlink("../notes.txt")},
-    ),  # fmt: skip
-    job_case(
-        "store-symlink",
-        f"'{PREV}/store.npz' in the run directory is a link",
-        out=PREV,
-        extra={"prev/store.npz": link("../notes.txt")},
-    ),  # fmt: skip
-    job_case(
-        "history-symlink",
-        f"'{PREV}/history' in the run directory is a link",
-        out=PREV,
-        extra={"prev/history": link("../adir")},
-    ),  # fmt: skip
-    job_case(
-        "user-summary-in-dir",
-        "'{ws}/mine/rhale.json' in the run directory was not written by an earlier run",
-        out="{ws}/mine",
-        extra={"mine": directory, "mine/.lock": "", "mine/rhale.json": '{"mine": 1}'},
-    ),  # fmt: skip
-    job_case(
-        "user-run-json",
-        "'{ws}/mine/run.json' is not the manifest of an 'ale run'",
-        out="{ws}/mine",
-        extra={"mine": directory, "mine/.lock": "", "mine/run.json": '{"name": "pkg"}'},
-    ),  # fmt: skip
-    job_case(
-        "user-png-in-plots",
-        "'{ws}/mine/plots/rhale/photo.png' in the run directory",
-        out="{ws}/mine",
-        plots={"formats": ["svg"]},
-        extra={
-            "mine": directory,
-            "mine/.lock": "",
-            "mine/plots": directory,
-            "mine/plots/rhale": directory,
-            "mine/plots/rhale/photo.png": b"\x89PNG mine",
-        },
-    ),  # fmt: skip
-    job_case(
-        "plots-symlink",
-        "'{ws}/mine/plots' in the run directory is a link",
-        out="{ws}/mine",
-        plots={"formats": ["svg"]},
-        extra={"mine": directory, "mine/.lock": "", "mine/plots": link("../adir")},
-    ),  # fmt: skip
-]
+    in_prev("lock-symlink", f"the lock file '{PREV}/.lock' is a symbolic link", ".lock",
+            link("../notes.txt")),
+    in_prev("lock-dangling-symlink", "is a symbolic link", ".lock", link("../created-by-ale")),
+    in_prev("lock-directory", f"the lock file '{PREV}/.lock' is not a regular file", ".lock",
+            directory),
+    in_prev("lock-hard-link", f"the lock file '{PREV}/.lock' is a hard link", ".lock",
+            hardlink("../notes.txt")),
+    in_prev("store-symlink", f"'{PREV}/store.npz' in the run directory is a link", "store.npz",
+            link("../notes.txt")),
+    in_prev("history-symlink", f"'{PREV}/history' in the run directory is a link", "history",
+            link("../adir")),
+    in_mine("user-summary-in-dir", f"'{{ws}}/mine/rhale.json' {NOT_OURS}",
+            {"rhale.json": '{"mine": 1}'}),
+    in_mine("user-run-json", "'{ws}/mine/run.json' is not the manifest of an 'ale run'",
+            {"run.json": '{"name": "pkg"}'}),
+    in_mine("user-png-in-plots", f"'{{ws}}/mine/plots/rhale/photo.png' {NOT_OURS}",
+            {"plots": directory, "plots/rhale": directory,
+             "plots/rhale/photo.png": b"\x89PNG mine"}, plots=SVG),
+    in_mine("plots-symlink", "'{ws}/mine/plots' in the run directory is a link",
+            {"plots": link("../adir")}, plots=SVG),
+]  # fmt: skip
 
 AUDIT = ("audit", "{ws}/prev/rhale.json", "--rules", "{ws}/bad.yaml")
 AUDIT_CASES = [

@@ -223,6 +223,15 @@ def _expected(schema: dict[str, Any]) -> str:
     return " or ".join(_TYPE_NAMES.get(k, k) for k in kinds)
 
 
+_BOUNDS = {
+    "minimum": "must be at least {limit}, got {value!r}",
+    "maximum": "must be at most {limit}, got {value!r}",
+    "minLength": "must not be empty, got {value!r}",
+    "minProperties": "must name at least {limit} key{s}",
+    "minItems": "must hold at least {limit} item{s}",
+}
+
+
 def _describe(error: Any) -> str:
     """One readable sentence for a jsonschema error (its key path is said by the caller)."""
     value, kind, limit = error.instance, error.validator, error.validator_value
@@ -239,16 +248,8 @@ def _describe(error: Any) -> str:
         return f"expected {' or '.join(_expected(s) for s in limit)}, got {value!r}"
     if kind == "enum":
         return f"must be one of {', '.join(map(str, limit))}, got {value!r}"
-    if kind == "minimum":
-        return f"must be at least {limit}, got {value!r}"
-    if kind == "maximum":
-        return f"must be at most {limit}, got {value!r}"
-    if kind == "minLength":
-        return f"must not be empty, got {value!r}"
-    if kind == "minProperties":
-        return f"must name at least {limit} key{'s' if limit != 1 else ''}"
-    if kind == "minItems":
-        return f"must hold at least {limit} item{'s' if limit != 1 else ''}"
+    if kind in _BOUNDS:
+        return _BOUNDS[kind].format(limit=limit, value=value, s="" if limit == 1 else "s")
     return str(error.message)
 
 
