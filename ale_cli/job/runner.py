@@ -38,7 +38,7 @@ from typing import Any
 from ale_cli import __version__
 from ale_cli.adapters.files import atomic_write, sha256_file
 from ale_cli.adapters.jsonio import dumps, read_json_file
-from ale_cli.errors import AleError, InputError
+from ale_cli.errors import AleError, InputError, RunError
 from ale_cli.job import history as entries
 from ale_cli.job.lock import run_lock
 from ale_cli.job.spec import JobError, JobSpec, job_key
@@ -432,6 +432,9 @@ def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
             with atomic_write(r.out / MANIFEST) as fh:
                 fh.write(dumps(manifest).encode("utf-8"))
             _readable([r.out / MANIFEST])
+        except OSError as exc:  # a copy into the staging directory (a full disk)
+            staging.discard()
+            raise RunError(f"cannot write the run into '{out}': {exc.strerror or exc}") from None
         except BaseException:
             staging.discard()
             raise

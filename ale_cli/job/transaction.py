@@ -203,9 +203,11 @@ class Staging:
         new_files = set(outputs)
         new_entries = {f"{HISTORY}/{e}" for e in entries}
         old_entries = {f"{HISTORY}/{e}" for e in self.entries}
-        units = sorted((new_files | set(self.recorded)) - {MANIFEST}) + sorted(
-            new_entries ^ old_entries
-        )
+        # an output no longer written is removed, unless it was changed since: then it is
+        # someone's work, left where it is
+        edited = {rel for rels in self.changed.values() for rel in rels}
+        obsolete = set(self.recorded) - new_files - edited
+        units = sorted((new_files | obsolete) - {MANIFEST}) + sorted(new_entries ^ old_entries)
         units.append(MANIFEST)
         aside = self.final / f".prev-{self.stage.name[len('.next-') :]}"
         done: list[tuple[Path, Path]] = []
