@@ -201,7 +201,7 @@ def test_an_output_changed_by_hand_reruns_its_step_only(cli, product_model, tmp_
         ({"estimators": ["rhale"], "plot": {}}, "unknown key 'plot'"),
         ({}, "missing 'estimators'"),
         ({"estimators": ["kmeans"]}, "estimators: unknown key 'kmeans'"),
-        ({"estimators": ["rhale"], "keep": 0}, "keep: expected a whole number"),
+        ({"estimators": ["rhale"], "keep": 0}, "keep: must be at least 1, got 0"),
         ({"estimators": {"interact": {"pairs": ["a"]}}}, "estimators.interact"),
         ({"estimators": ["rhale"], "method": "fast"}, "method must be one of"),
     ],
@@ -339,3 +339,49 @@ def test_discrete_key_errors_name_the_field(cli, tmp_path, value, message):
                     discrete=value)  # fmt: skip
     result = cli("run", job, "-o", tmp_path / "run")
     assert result.exit_code == 2 and message in result.stderr, result.stderr
+
+
+def test_a_missing_rules_file_is_refused_before_any_step(cli, product_model, tmp_path):
+    product_data(tmp_path / "data.csv")
+    job = write_job(tmp_path / "job.yaml", model=str(product_model), data="data.csv",
+                    estimators=["rhale"], plots={"dpi": 120}, report=False,
+                    audit={"rules": "missing-rules.yaml"})  # fmt: skip
+    result = cli("run", job, "-o", tmp_path / "run")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: job '{job}': audit.rules: '{tmp_path / 'missing-rules.yaml'}' does not exist\n"
+    )
+    assert not (tmp_path / "run").exists()  # no lock, no store: nothing ran
+
+
+@pytest.mark.parametrize(
+    ("plots", "message"),
+    [({"dpi": 5}, "plots.dpi: must be at least 30, got 5"),
+     ({"formats": ["png", "gif"]}, "plots.formats[1]: must be one of png, svg, got 'gif'")],
+)  # fmt: skip
+def test_plot_options_in_a_job_have_the_limits_of_ale_plot(cli, tmp_path, plots, message):
+    job = write_job(tmp_path / "job.yaml", model="m.pt", data="d.csv", estimators=["rhale"],
+                    plots=plots)  # fmt: skip
+    result = cli("run", job, "-o", tmp_path / "run")
+    assert result.exit_code == 2 and result.stderr == f"error: job '{job}': {message}\n"
+    if "dpi" in plots:
+        flag = cli("plot", tmp_path / "s.json", "-o", tmp_path / "p", "--dpi", "5")
+        assert flag.exit_code == 2 and "30" in flag.stderr  # the command's own limit
+
+
+def test_a_dropped_estimator_leaves_no_outputs_but_an_edited_one_is_kept(
+    cli, product_model, tmp_path
+):
+    product_data(tmp_path / "data.csv")
+    fields = {"model": str(product_model), "data": "data.csv", "plots": {"formats": ["svg"]},
+              "report": False}  # fmt: skip
+    job = write_job(tmp_path / "job.yaml", estimators=["rhale", "rebin"], **fields)
+    out = tmp_path / "run"
+    assert cli("run", job, "-o", out).exit_code == 0
+    (out / "rebin.json").write_text((out / "rebin.json").read_text() + "\n")  # someone's edit
+    write_job(tmp_path / "job.yaml", estimators=["rhale"], **fields)
+    assert cli("run", job, "-o", out).exit_code == 0
+    manifest = validated_manifest(out)
+    assert [s["name"] for s in manifest["steps"]] == ["compute", "rhale", "plot-rhale"]
+    assert not (out / "plots" / "rebin").exists()  # ours, unchanged: removed
+    assert (out / "rebin.json").is_file()  # changed since it was written: left

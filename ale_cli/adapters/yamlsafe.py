@@ -1,4 +1,4 @@
-"""A YAML loader for files a user hands to ``ale`` (configs, later jobs): safe and bounded.
+"""A YAML loader for files a user hands to ``ale`` (configs, job and rules files): safe and bounded.
 
 ``yaml.safe_load`` never runs code, but it still lets a small file cost a lot:
 a 335-byte "billion laughs" document of nested aliases expands to gigabytes
@@ -11,7 +11,11 @@ naming the file (and the key or line):
   one that expands to more than :data:`MAX_NODES` values;
 - a key given twice in the same mapping;
 - anything ``safe_load`` refuses (tags such as ``!!python/object``, bad syntax),
-  and nesting too deep to parse.
+  and nesting too deep to parse;
+- text that is not UTF-8 (a UTF-16 or Latin-1 file).
+
+:func:`check_document` then checks the loaded document against a JSON Schema
+and names the key path of the first problem (``estimators.interact.pairs``).
 """
 
 from __future__ import annotations
@@ -103,10 +107,18 @@ def _expanded_size(root: Any) -> int:
     return size(root)
 
 
-def load_yaml(path: str | Path, what: str = "config file") -> Any:
-    """Parse ``path`` with the limits above; one-line InputError naming ``what`` and the file."""
-    import yaml
+class YamlSyntaxError(InputError):
+    """A file that is not valid YAML; ``line`` (1-based) where the parser stopped, if known."""
 
+    def __init__(self, message: str, *, line: int | None = None, reason: str = "") -> None:
+        self.line = line
+        self.reason = reason
+        super().__init__(message)
+
+
+def read_text(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> str:
+    """The UTF-8 text of ``path``: a regular file of at most ``max_bytes`` bytes, else a
+    one-line InputError naming ``what`` and the file (UTF-16, Latin-1: not UTF-8 text)."""
     path = Path(path)
     where = f"{what} '{path}'"
     if not path.exists():
@@ -115,15 +127,22 @@ def load_yaml(path: str | Path, what: str = "config file") -> Any:
         raise InputError(f"{where} is not a regular file")
     try:
         with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
+            raw = fh.read(max_bytes + 1)
     except OSError as exc:
         raise InputError(f"cannot read {where}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise InputError(f"{where} is larger than {MAX_BYTES // 1024} KiB; is it the right file?")
+    if len(raw) > max_bytes:
+        raise InputError(f"{where} is larger than {max_bytes // 1024} KiB; is it the right file?")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{where} is not UTF-8 text") from None
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """The document of ``text`` with the limits above; ``where`` ("config file 'x'")
+    begins every message."""
+    import yaml
+
     loader = _loader_class()(text)
     try:
         node = loader.get_single_node()
@@ -134,9 +153,122 @@ def load_yaml(path: str | Path, what: str = "config file") -> Any:
     except _TooLarge as exc:
         raise InputError(f"{where} is refused: {exc}") from None
     except yaml.YAMLError as exc:
-        reason = " ".join(str(exc).split())
-        raise InputError(f"{where} is not valid YAML: {reason[:200]}") from None
+        reason = " ".join(str(exc).split())[:200]
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise YamlSyntaxError(
+            f"{where} is not valid YAML: {reason}", line=line, reason=reason
+        ) from None
     except RecursionError:
         raise InputError(f"{where} is nested too deeply to be a config") from None
     finally:
         loader.dispose()
+
+
+def load_yaml(path: str | Path, what: str = "config file", *, max_bytes: int = MAX_BYTES) -> Any:
+    """Parse ``path`` with the limits above; one-line InputError naming ``what`` and the file."""
+    return parse_yaml(read_text(path, what, max_bytes=max_bytes), f"{what} '{Path(path)}'")
+
+
+# -- typed checks that name the key path ------------------------------------------------------
+
+
+def key_path(parts: Any) -> str:
+    """A location in a document as its user writes it.
+
+    >>> key_path(["estimators", "interact", "pairs"])
+    'estimators.interact.pairs'
+    >>> key_path(["rules", 2, "feature"])
+    'rules[2].feature'
+    """
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+_TYPE_NAMES = {
+    "integer": "a whole number",
+    "number": "a number",
+    "string": "text",
+    "boolean": "true or false",
+    "object": "a mapping",
+    "array": "a list",
+    "null": "null",
+}
+
+
+def _leaf(error: Any) -> Any:
+    """The error to report: inside ``anyOf``, the alternative that got deepest into the
+    value (``plots.dpi`` rather than "plots is not false"), or whose type matched; the
+    ``anyOf`` itself when every alternative has the wrong type."""
+    while error.validator in ("anyOf", "oneOf") and error.context:
+        deepest = max(
+            error.context,
+            key=lambda e: (len(e.absolute_path), e.validator not in ("type", "const")),
+        )
+        if deepest.validator in ("type", "const") and len(deepest.absolute_path) == len(
+            error.absolute_path
+        ):
+            return error
+        error = deepest
+    return error
+
+
+def _expected(schema: dict[str, Any]) -> str:
+    if "const" in schema:
+        return "null" if schema["const"] is None else str(schema["const"]).lower()
+    kinds = schema.get("type", "a value")
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    return " or ".join(_TYPE_NAMES.get(k, k) for k in kinds)
+
+
+_BOUNDS = {
+    "minimum": "must be at least {limit}, got {value!r}",
+    "maximum": "must be at most {limit}, got {value!r}",
+    "minLength": "must not be empty, got {value!r}",
+    "minProperties": "must name at least {limit} key{s}",
+    "minItems": "must hold at least {limit} item{s}",
+}
+
+
+def _describe(error: Any) -> str:
+    """One readable sentence for a jsonschema error (its key path is said by the caller)."""
+    value, kind, limit = error.instance, error.validator, error.validator_value
+    if kind == "additionalProperties":
+        known = list(error.schema.get("properties", {}))
+        extra = [str(k) for k in value if k not in known]
+        return f"unknown key '{extra[0]}' (known: {', '.join(known)})"
+    if kind == "required":
+        missing = [k for k in limit if k not in value]
+        return f"missing '{missing[0]}'"
+    if kind in ("type", "const"):
+        return f"expected {_expected(error.schema)}, got {value!r}"
+    if kind in ("anyOf", "oneOf"):
+        return f"expected {' or '.join(_expected(s) for s in limit)}, got {value!r}"
+    if kind == "enum":
+        return f"must be one of {', '.join(map(str, limit))}, got {value!r}"
+    if kind in _BOUNDS:
+        return _BOUNDS[kind].format(limit=limit, value=value, s="" if limit == 1 else "s")
+    return str(error.message)
+
+
+def check_document(data: Any, schema: dict[str, Any], where: str) -> None:
+    """InputError ``"{where}: {key.path}: {what is wrong}"`` for the first place ``data``
+    breaks the JSON Schema ``schema`` (the deepest, so the message is precise).
+
+    >>> schema = {"type": "object", "properties": {"keep": {"type": "integer", "minimum": 1}}}
+    >>> check_document({"keep": 0}, schema, "job 'j.yaml'")
+    Traceback (most recent call last):
+    ...
+    ale_cli.errors.InputError: job 'j.yaml': keep: must be at least 1, got 0
+    """
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = [_leaf(e) for e in validator.iter_errors(data)]
+    if not errors:
+        return
+    error = max(errors, key=lambda e: len(e.absolute_path))
+    at = key_path(error.absolute_path)
+    raise InputError(f"{where}: {at + ': ' if at else ''}{_describe(error)}")

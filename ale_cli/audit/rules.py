@@ -1,4 +1,9 @@
-"""The rules file of ``ale audit``: read with ``yaml.safe_load``, checked, typed.
+"""The rules file of ``ale audit``: read with the hardened YAML loader, checked, typed.
+
+The file is at most :data:`MAX_RULES_BYTES` of UTF-8 text; aliases that
+expand, a document that refers to itself and a key given twice in one mapping
+(``max_aled: 1`` then ``max_aled: 1000``) are refused
+(:func:`ale_cli.adapters.yamlsafe.load_yaml`).
 
 Shape: a mapping with a list under ``rules:``; each entry names a ``feature``
 (or ``"*"`` for every feature) and one or more rules, and may set
@@ -66,6 +71,8 @@ RULE_NAMES = (
 )
 _ENTRY_KEYS = ("feature", "severity")
 WILDCARD = "*"
+#: the largest rules file read (a rules file of a few hundred rules is a few KiB)
+MAX_RULES_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -200,7 +207,7 @@ def _entry_lines(text: str) -> list[int | None]:
     """1-based line of each entry of the ``rules`` list (best effort, for messages)."""
     import yaml
 
-    try:
+    try:  # composing (no alias expansion) a text the bounded loader has already read
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:
         return []
@@ -254,17 +261,15 @@ def parse_rules(data: Any, *, path: Path, lines: list[int | None] | None = None)
 
 
 def read_rules(path: str | Path) -> RuleSet:
-    """Read and check a rules file (YAML, ``yaml.safe_load``)."""
-    import yaml
+    """Read and check a rules file with the hardened loader (:mod:`ale_cli.adapters.yamlsafe`:
+    at most :data:`MAX_RULES_BYTES`, UTF-8, no alias expansion, no key given twice)."""
+    from ale_cli.adapters.yamlsafe import YamlSyntaxError, parse_yaml, read_text
 
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"rules file '{path}' does not exist")
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "rules file", max_bytes=MAX_RULES_BYTES)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise InputError(f"rules file '{path}' is not valid YAML{where}") from None
+        data = parse_yaml(text, f"rules file '{path}'")
+    except YamlSyntaxError as exc:
+        where = f" at line {exc.line}" if exc.line is not None else ""
+        raise InputError(f"rules file '{path}' is not valid YAML{where}: {exc.reason}") from None
     return parse_rules(data, path=path, lines=_entry_lines(text))

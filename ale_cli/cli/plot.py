@@ -10,7 +10,7 @@ import typer
 
 from ale_cli.checks import names_tuple
 from ale_cli.cli.command import Outcome, command, refuse_stdio
-from ale_cli.plot.render import DEFAULT_DPI
+from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE
 
 
 class FigureFormat(StrEnum):
@@ -62,7 +62,12 @@ FeaturesOption = Annotated[
 
 DpiOption = Annotated[
     int,
-    typer.Option("--dpi", help="Resolution of PNG figures (dots per inch).", min=30, max=1200),
+    typer.Option(
+        "--dpi",
+        help="Resolution of PNG figures (dots per inch).",
+        min=DPI_RANGE[0],
+        max=DPI_RANGE[1],
+    ),
 ]
 
 YlabelOption = Annotated[

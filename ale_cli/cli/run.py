@@ -68,6 +68,10 @@ def run_command(
         f"{m['seconds']:.2f} s -> '{target}'{where}"
     )
     notes = tuple(f"{s['name']}: {n}" for s in steps for n in s["notes"] if not s["cache_hit"])
+    notes += tuple(
+        f"history: '{target / 'history' / name}' is not an entry ale wrote; left as it is"
+        for name in m["history"].get("left", [])
+    )
     return Outcome(
         command="run",
         message=message,

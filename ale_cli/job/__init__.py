@@ -1,5 +1,7 @@
 """``ale run``: a whole job from one YAML file (:mod:`.spec`), run under a lock
-(:mod:`.lock`) with every step cached and a manifest (:mod:`.runner`)."""
+(:mod:`.lock`) with every step cached and a manifest (:mod:`.runner`), the run
+directory changing as a whole (:mod:`.transaction`), its history entries marked as
+ours (:mod:`.history`)."""
 
 from __future__ import annotations
 

@@ -3,21 +3,25 @@
 The lock is held for the whole run and released by the kernel when the
 process ends, however it ends (a crash or ``kill -9`` leaves no stale lock;
 the file itself stays and is reused). The holder writes its pid into the file
-so the refusal can name it. Without ``wait`` a second run fails at once
-(cron: an overrunning job must not pile up copies of itself); with ``wait``
-it blocks until the first run is done.
+so the refusal can name it. The lock file is ours: it is opened without
+following a symbolic link (``O_NOFOLLOW``) and must be a regular file, so a
+``.lock`` planted as a link to another file never truncates that file. Without
+``wait`` a second run fails at once (cron: an overrunning job must not pile up
+copies of itself); with ``wait`` it blocks until the first run is done.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ale_cli.errors import RunError
+from ale_cli.errors import InputError, RunError
 
 LOCK_NAME = ".lock"
 
@@ -46,14 +50,40 @@ def _take_or_refuse(fd: int, directory: Path, *, attempts: int = 40) -> None:
     raise Locked(f"another 'ale run' holds '{directory}' (pid {holder})")
 
 
+def _open_lock(directory: Path) -> int:
+    """The descriptor of ``directory/.lock``, created if missing; never through a link.
+
+    InputError (exit 2) when ``.lock`` is a symbolic link, a hard link or not a
+    regular file (it is left as it is); RunError when the directory cannot be created or written.
+    """
+    lock = directory / LOCK_NAME
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    if directory.exists() and not directory.is_dir():
+        raise InputError(f"run directory '{directory}' exists and is not a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or lock.is_symlink():
+            raise InputError(
+                f"the lock file '{lock}' is a symbolic link; ale does not follow it "
+                "(remove the link)"
+            ) from None
+        if exc.errno in (errno.ENXIO, errno.EISDIR):
+            raise InputError(f"the lock file '{lock}' is not a regular file; remove it") from None
+        raise RunError(f"cannot lock '{directory}': {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        what = "not a regular file" if not stat.S_ISREG(info.st_mode) else "a hard link"
+        raise InputError(f"the lock file '{lock}' is {what}; ale does not write it (remove it)")
+    return fd
+
+
 @contextlib.contextmanager
 def run_lock(directory: Path, *, wait: bool = False) -> Iterator[Path]:
     """Hold the lock of ``directory`` (created if missing) for the block."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise RunError(f"cannot lock '{directory}': {exc.strerror or exc}") from exc
+    fd = _open_lock(directory)
     try:
         if wait:
             fcntl.flock(fd, fcntl.LOCK_EX)

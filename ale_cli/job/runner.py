@@ -13,9 +13,14 @@ Outputs (in ``DIR``): ``store.npz``; ``<estimator>.json`` per estimator
 (summaries written without a timestamp, so equal inputs give equal bytes);
 ``plots/<estimator>/``; ``audit.json``; ``report.html``; ``history/<UTC
 time>/`` (the summaries and audit report of each run whose summaries changed,
-the newest ``keep``); ``run.json`` (schema ``ale_cli/schema/run.schema.json``,
-written last). This module orchestrates the library's command modules (it is
-the one place that chains them) and runs them in this process.
+the newest ``keep`` of the entries ale wrote, :mod:`ale_cli.job.history`);
+``run.json`` (schema ``ale_cli/schema/run.schema.json``). The steps run in a
+staging directory and the new run replaces the old one as a whole at the end
+(:mod:`ale_cli.job.transaction`): an interrupted or failed run leaves the
+previous one as it was. An output whose bytes differ from the previous
+manifest's record (edited, damaged) is not reused: its step runs again, with
+a note. This module orchestrates the library's command modules (it is the one
+place that chains them) and runs them in this process.
 """
 
 from __future__ import annotations
@@ -33,9 +38,11 @@ from typing import Any
 from ale_cli import __version__
 from ale_cli.adapters.files import atomic_write, sha256_file
 from ale_cli.adapters.jsonio import dumps, read_json_file
-from ale_cli.errors import InputError
+from ale_cli.errors import AleError, InputError, RunError
+from ale_cli.job import history as entries
 from ale_cli.job.lock import run_lock
-from ale_cli.job.spec import JobSpec
+from ale_cli.job.spec import JobError, JobSpec, job_key
+from ale_cli.job.transaction import Staging, recorded_outputs, refuse_foreign, remove_stale
 
 MANIFEST = "run.json"
 STORE = "store.npz"
@@ -107,23 +114,23 @@ def _plain(value: Any) -> Any:
 
 
 class _Runner:
-    """The state of one run: DIR, the previous manifest's steps, the steps so far."""
+    """The state of one run: the staging directory the steps write (``out``), the
+    previous manifest's steps, the steps so far."""
 
-    def __init__(self, spec: JobSpec, out: Path) -> None:
+    def __init__(self, spec: JobSpec, staging: Staging, previous: dict[str, Any] | None) -> None:
         self.spec = spec
-        self.out = out
+        self.out = staging.stage
+        self.final = staging.final
+        self.changed = staging.changed
         self.steps: list[Step] = []
-        self.previous = self._previous_steps()
+        self.previous = {s["name"]: s for s in (previous or {}).get("steps", [])}
 
-    def _previous_steps(self) -> dict[str, dict[str, Any]]:
-        path = self.out / MANIFEST
-        if not path.is_file():
-            return {}
-        try:
-            data = read_json_file(path, "run manifest")
-            return {s["name"]: s for s in data.get("steps", [])}
-        except (InputError, AttributeError, KeyError, TypeError):
-            return {}  # an unreadable manifest: every step runs
+    def changed_notes(self, name: str) -> list[str]:
+        """Notes for the outputs of step ``name`` that differ from the previous record."""
+        return [
+            f"'{rel}' differs from its record in {MANIFEST} (changed or damaged): written again"
+            for rel in self.changed.get(name, [])
+        ]
 
     def _hit(self, step: Step) -> bool:
         before = self.previous.get(step.name)
@@ -155,6 +162,7 @@ class _Runner:
             step.cache_hit = True
         else:
             written = action(step)
+            step.notes = self.changed_notes(name) + step.notes
             _readable(written)
             step.outputs = {
                 p.relative_to(self.out).as_posix(): sha256_file(p) for p in sorted(written)
@@ -190,7 +198,9 @@ def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
         cache_hit=result.cache_hit,
         seconds=time.perf_counter() - t0,
         outputs={STORE: sha256_file(r.out / STORE)},
-        notes=list(result.notes) + ([f"recomputed: {result.reason}"] if result.reason else []),
+        notes=r.changed_notes("compute")
+        + list(result.notes)
+        + ([f"recomputed: {result.reason}"] if result.reason else []),
     )
     r.steps.append(step)
     return step, meta
@@ -236,7 +246,11 @@ def _estimate(spec: JobSpec, name: str, store: Path, opts: dict[str, Any]) -> An
     try:
         return run(request).summary
     except InputError as exc:
-        raise InputError(f"job '{spec.path}': estimators.{name}: {exc}") from None
+        where = f"estimators.{name}"
+        message = exc.render(lambda p: f"{where}.{p}")
+        raise InputError(
+            f"job '{spec.path}': {message if exc.param else f'{where}: {message}'}"
+        ) from None
 
 
 def _plots(r: _Runner, names: list[str], store_sha: str) -> None:
@@ -287,38 +301,25 @@ def _audit(r: _Runner, names: list[str]) -> tuple[Step | None, dict[str, Any] | 
     return step, data
 
 
-def _history_label() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-
-
-def _history(r: _Runner, files: list[str]) -> dict[str, Any]:
-    """Keep this run's files under history/<UTC time>/ unless the newest entry holds the
-    same bytes; prune to ``keep``. Returns the manifest's ``history`` part."""
+def _history(r: _Runner, files: list[str], theirs: list[str]) -> dict[str, Any]:
+    """Keep this run's files in a new history entry unless the newest entry of ours holds
+    the same bytes; prune ours to ``keep`` (others are left, and named). Returns the
+    manifest's ``history`` part."""
     root = r.out / HISTORY
-    root.mkdir(exist_ok=True)
-    entries = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    ours = sorted(p.name for p in root.iterdir())
     digests = {f: r.digest(f) for f in files}
-    newest = entries[-1] if entries else None
-    same = (
-        newest is not None
-        and all((newest / f).is_file() and sha256_file(newest / f) == d for f, d in digests.items())
-        and sorted(p.name for p in newest.iterdir()) == sorted(files)
-    )
-    if same and newest is not None:
-        label, added = newest.name, False
+    if ours and entries.holds(root / ours[-1], digests):
+        label, added = ours[-1], False
     else:
-        label, added = _history_label(), True
-        tmp = root / f".{label}.tmp"
-        tmp.mkdir()
-        for f in files:
-            shutil.copy2(r.out / f, tmp / f)
-        (tmp).rename(root / label)
-        entries.append(root / label)
-    pruned = [p.name for p in entries[: max(0, len(entries) - r.spec.keep)]]
+        label, added = entries.new_label(), True
+        entries.write_entry(root / label, {f: r.out / f for f in files})
+        ours.append(label)
+    pruned = ours[: max(0, len(ours) - r.spec.keep)]
     for name in pruned:
-        shutil.rmtree(root / name, ignore_errors=True)
-    kept = [p.name for p in entries if p.name not in pruned]
-    return {"entry": label, "added": added, "runs": kept, "pruned": pruned}
+        shutil.rmtree(root / name)  # hard links in the staging directory
+    kept = [name for name in ours if name not in pruned]
+    left = {"left": theirs} if theirs else {}
+    return {"entry": label, "added": added, "runs": kept, "pruned": pruned} | left
 
 
 def _report(r: _Runner, names: list[str], history: dict[str, Any], store_sha: str) -> None:
@@ -351,26 +352,94 @@ def _report(r: _Runner, names: list[str], history: dict[str, Any], store_sha: st
     r.step("report", dict(spec.report), inputs, action)
 
 
+def _expected(spec: JobSpec) -> list[str]:
+    """The paths of ``DIR`` the run writes that are known before it runs."""
+    names = list(spec.estimators)
+    paths = [STORE, *(f"{n}.json" for n in names)]
+    paths += [f"plots/{n}/" for n in names] if spec.plots is not None else []
+    paths += [AUDIT] if spec.rules is not None else []
+    return paths + ([REPORT] if spec.report is not None else [])
+
+
+def _previous(out: Path) -> dict[str, Any] | None:
+    """The previous run's manifest; InputError for a ``run.json`` that is not one of ours."""
+    path = out / MANIFEST
+    if not os.path.lexists(path):
+        return None
+    if path.is_symlink() or not path.is_file():
+        raise InputError(f"'{path}' is a link or not a regular file; ale does not replace it")
+    try:
+        data = read_json_file(path, "run manifest")
+    except InputError:
+        data = None
+    steps = data.get("steps") if isinstance(data, dict) else None
+    tool = data.get("tool") if isinstance(data, dict) else None
+    if not (isinstance(tool, dict) and tool.get("name") == "ale" and isinstance(steps, list)):
+        raise InputError(
+            f"'{path}' is not the manifest of an 'ale run'; ale does not replace it "
+            "(move it away or choose another directory)"
+        )
+    if not all(isinstance(s, dict) and isinstance(s.get("outputs"), list) for s in steps):
+        raise InputError(f"'{path}' is a damaged 'ale run' manifest; move it away")
+    return data
+
+
+def _steps(
+    r: _Runner, theirs: list[str]
+) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
+    """Every step in the staging directory; (the history part, the audit report, the
+    store's meta)."""
+    spec = r.spec
+    compute_step, meta = _compute(r)
+    names = list(spec.estimators)
+    for name in names:
+        _estimator(r, name, dict(spec.estimators[name]), compute_step.outputs[STORE], meta)
+    _plots(r, names, compute_step.outputs[STORE])
+    audit_step, audit = _audit(r, names)
+    files = [f"{n}.json" for n in names] + ([AUDIT] if audit_step is not None else [])
+    history = _history(r, files, theirs)
+    _report(r, names, history, compute_step.outputs[STORE])
+    return history, audit, meta
+
+
 def run_job(spec: JobSpec, out: Path, *, wait: bool = False) -> JobResult:
     """Run the job into ``out`` under its lock (see the module docstring)."""
+    try:
+        return _run_job(spec, out, wait=wait)
+    except AleError as exc:
+        if exc.param is None:
+            raise
+        # a job names its keys (estimators.interact.pairs), never the CLI's flags
+        raise JobError(f"job '{spec.path}': {exc.render(job_key)}") from None
+
+
+def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
     t0 = time.perf_counter()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     with run_lock(out, wait=wait):
-        r = _Runner(spec, out)
-        compute_step, meta = _compute(r)
-        names = list(spec.estimators)
-        for name in names:
-            _estimator(r, name, dict(spec.estimators[name]), compute_step.outputs[STORE], meta)
-        _plots(r, names, compute_step.outputs[STORE])
-        audit_step, audit = _audit(r, names)
-        files = [f"{n}.json" for n in names] + ([AUDIT] if audit_step is not None else [])
-        history = _history(r, files)
-        _report(r, names, history, compute_step.outputs[STORE])
-        exit_code = int(audit["exit_code"]) if audit is not None else 0
-        manifest = _manifest(r, meta, audit, history, exit_code, started, t0)
-        with atomic_write(out / MANIFEST) as fh:
-            fh.write(dumps(manifest).encode("utf-8"))
-        _readable([out / MANIFEST])
+        remove_stale(out)
+        previous = _previous(out)
+        recorded = recorded_outputs(previous)
+        refuse_foreign(out, _expected(spec), recorded)
+        ours, theirs = entries.scan(out / HISTORY)
+        staging = Staging(out, recorded, tuple(ours))
+        try:
+            staging.open()
+            r = _Runner(spec, staging, previous)
+            history, audit, meta = _steps(r, theirs)
+            exit_code = int(audit["exit_code"]) if audit is not None else 0
+            manifest = _manifest(r, meta, audit, history, exit_code, started, t0)
+            with atomic_write(r.out / MANIFEST) as fh:
+                fh.write(dumps(manifest).encode("utf-8"))
+            _readable([r.out / MANIFEST])
+        except OSError as exc:  # a copy into the staging directory (a full disk)
+            staging.discard()
+            raise RunError(f"cannot write the run into '{out}': {exc.strerror or exc}") from None
+        except BaseException:
+            staging.discard()
+            raise
+        outputs = [rel for s in r.steps for rel in s.outputs]
+        staging.commit(outputs, history["runs"])
     return JobResult(manifest=manifest, exit_code=exit_code, out=out)
 
 
@@ -399,7 +468,7 @@ def _manifest(
         "started": started,
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "seconds": round(time.perf_counter() - t0, 4),
-        "out": str(r.out),
+        "out": str(r.final),
         "inputs": inputs,
         "steps": [s.to_dict() for s in r.steps],
         "cache_hits": hits,

@@ -17,22 +17,31 @@
     out: ../out/nightly                  # used when -o is not given
 
 Relative paths (model, data, rules, baseline, edges, out) resolve against the
-job file's directory. Every error names the file and the field
-(``job 'nightly.yaml': estimators.rebin.bins must be ...``).
+job file's directory. The file is read with the hardened loader
+(:func:`ale_cli.adapters.yamlsafe.load_yaml`: at most :data:`MAX_JOB_BYTES`,
+no alias expansion, no key given twice) and checked whole before any step
+runs: its shape against :func:`job_schema` (unknown keys, types, the limits
+``ale plot`` applies to ``plots``), every option through the request of its
+estimator, every file it names (model, data, rules, baseline, edges) exists,
+and the rules file is read. Every error names the file and the key path
+(``job 'nightly.yaml': estimators.rebin.bins must be a whole number ...``),
+never a command-line flag.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ale_cli.adapters.yamlsafe import check_document, load_yaml
 from ale_cli.checks import names_tuple
 from ale_cli.errors import AleError, InputError
 from ale_cli.inputs import ModelInputs
 from ale_cli.pairs import parse_pairs
+from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE, FORMATS
 
 #: the estimators in the order they run, with the options each takes
 ESTIMATOR_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -42,11 +51,26 @@ ESTIMATOR_OPTIONS: dict[str, tuple[str, ...]] = {
     "interact": ("pairs", "bins", "binning", "estimator", "edges"),
 }
 _INPUT_FIELDS = tuple(f.name for f in fields(ModelInputs))
-_TOP = (*_INPUT_FIELDS, "discrete", "estimators", "plots", "audit", "report", "keep", "out")
-_PLOT_OPTIONS = ("formats", "dpi")
-_AUDIT_OPTIONS = ("rules", "baseline")
-_REPORT_OPTIONS = ("timestamp",)
 DEFAULT_KEEP = 30
+#: the largest job file read (a job is a few hundred bytes)
+MAX_JOB_BYTES = 64 * 1024
+#: the job key of each parameter an error can name (the CLI would name its flag)
+JOB_KEYS = {
+    "pairs": "estimators.interact.pairs",
+    "formats": "plots.formats",
+    "dpi": "plots.dpi",
+    "rules": "audit.rules",
+    "baseline": "audit.baseline",
+}
+
+
+def job_key(param: str) -> str:
+    """The key path a user writes in a job file for library parameter ``param``.
+
+    >>> job_key("pairs"), job_key("exclude")
+    ('estimators.interact.pairs', 'exclude')
+    """
+    return JOB_KEYS.get(param, param)
 
 
 @dataclass(frozen=True)
@@ -62,13 +86,128 @@ class JobSpec:
     path: Path
     inputs: ModelInputs
     estimators: dict[str, dict[str, Any]]
-    plots: dict[str, Any] | None = field(default_factory=lambda: {"formats": ["png"], "dpi": 120})
+    plots: dict[str, Any] | None = field(
+        default_factory=lambda: {"formats": ["png"], "dpi": DEFAULT_DPI}
+    )
     rules: Path | None = None
     baseline: Path | None = None
     report: dict[str, Any] | None = field(default_factory=lambda: {"timestamp": True})
     keep: int = DEFAULT_KEEP
     out: Path | None = None
     discrete: tuple[str, ...] | str | None = None
+
+
+class JobError(InputError):
+    """A job file that cannot be run as written (exit code 2)."""
+
+
+def _fail(path: Path, where: str, message: str) -> JobError:
+    return JobError(f"job '{path}': {where}{': ' if where else ''}{message}")
+
+
+def _named(path: Path, exc: AleError, name_of: Callable[[str], str], where: str = "") -> JobError:
+    """``exc`` as a JobError naming the job file, its parameter as a key path (``where``
+    when it names none)."""
+    if exc.param is None:
+        return _fail(path, where, exc.render(name_of))
+    return JobError(f"job '{path}': {exc.render(name_of)}")
+
+
+def job_schema() -> dict[str, Any]:
+    """The JSON Schema of a job file's shape (option values are checked by the requests)."""
+    nullable = {"type": ["string", "null"]}
+    estimators = {
+        name: {
+            "anyOf": [
+                {"type": "null"},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {o: {} for o in options},
+                },
+            ]
+        }
+        for name, options in ESTIMATOR_OPTIONS.items()
+    }
+    low, high = DPI_RANGE
+    plots = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "formats": {"type": "array", "minItems": 1, "items": {"enum": list(FORMATS)}},
+            "dpi": {"type": "integer", "minimum": low, "maximum": high},
+        },
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["model", "data", "estimators"],
+        "properties": {f: {} for f in _INPUT_FIELDS}
+        | {
+            "model": {"type": "string", "minLength": 1},
+            "data": {"type": "string", "minLength": 1},
+            "discrete": {},
+            "estimators": {
+                "type": "object",
+                "additionalProperties": False,
+                "minProperties": 1,
+                "properties": estimators,
+            },
+            "plots": {"anyOf": [{"const": False}, {"type": "null"}, plots]},
+            "audit": {
+                "anyOf": [
+                    {"type": "null"},
+                    {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {"rules": nullable, "baseline": nullable},
+                    },
+                ]
+            },
+            "report": {
+                "anyOf": [
+                    {"const": False},
+                    {"type": "null"},
+                    {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {"timestamp": {"type": "boolean"}},
+                    },
+                ]
+            },
+            "keep": {"type": "integer", "minimum": 1},
+            "out": nullable,
+        },
+    }
+
+
+def _normalised(data: Any) -> Any:
+    """Shorthands written out: ``estimators: [rhale]`` as a mapping, ``formats: png,svg``
+    as a list (so the schema sees one shape)."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    names = data.get("estimators")
+    if isinstance(names, list) and all(isinstance(v, str) for v in names):
+        data["estimators"] = {v: None for v in names}
+    plots = data.get("plots")
+    if isinstance(plots, dict) and isinstance(plots.get("formats"), str):
+        data["plots"] = plots | {"formats": [f.strip() for f in plots["formats"].split(",")]}
+    return data
+
+
+def _path(base: Path, value: Any) -> Path:
+    p = Path(value).expanduser()
+    return Path(os.path.normpath(p if p.is_absolute() else base / p))
+
+
+def _existing(job: Path, where: str, path: Path, *, file: bool = True) -> Path:
+    """``path`` if it exists (a regular file when ``file``), else a JobError naming ``where``."""
+    if not path.exists():
+        raise _fail(job, where, f"'{path}' does not exist")
+    if file and not path.is_file():
+        raise _fail(job, where, f"'{path}' is not a regular file")
+    return path
 
 
 def _discrete(job: Path, value: Any) -> tuple[str, ...] | str | None:
@@ -83,70 +222,50 @@ def _discrete(job: Path, value: Any) -> tuple[str, ...] | str | None:
     try:
         return names_tuple(value, "discrete")
     except AleError as exc:
-        raise _fail(job, "", str(exc)) from None
+        raise _named(job, exc, job_key, "discrete") from None
 
 
-class JobError(InputError):
-    """A job file that cannot be run as written (exit code 2)."""
+def _pairs(job: Path, value: Any) -> list[str]:
+    """``estimators.interact.pairs`` as "a,b" strings: [s1, s2] is one pair, [[s1, s2],
+    [bmi, bp]] or ["s1,s2", "bmi,bp"] several."""
+    pairs = value or []
+    pairs = [pairs] if isinstance(pairs, str) else pairs
+    if not isinstance(pairs, list):
+        raise _fail(job, "estimators.interact.pairs", f"expected a list of pairs, got {value!r}")
+    if len(pairs) == 2 and all(isinstance(p, str) and "," not in p for p in pairs):
+        pairs = [pairs]  # [s1, s2]: one pair written as a YAML list
+    out = [",".join(map(str, p)) if isinstance(p, list | tuple) else str(p) for p in pairs]
+    try:
+        parse_pairs(out)
+    except AleError as exc:
+        raise _named(job, exc, job_key, "estimators.interact.pairs") from None
+    return out
 
 
-def _fail(path: Path, where: str, message: str) -> JobError:
-    return JobError(f"job '{path}': {where}{': ' if where else ''}{message}")
-
-
-def _mapping(path: Path, value: Any, where: str, allowed: tuple[str, ...]) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise _fail(path, where, f"expected a mapping, got {type(value).__name__}")
-    unknown = [str(k) for k in value if k not in allowed]
-    if unknown:
-        raise _fail(path, where, f"unknown key '{unknown[0]}' (known: {', '.join(allowed)})")
-    return dict(value)
-
-
-def _path(base: Path, value: Any, job: Path, where: str) -> Path:
-    if not isinstance(value, str | Path) or not str(value):
-        raise _fail(job, where, f"expected a path, got {value!r}")
-    p = Path(value).expanduser()
-    return Path(os.path.normpath(p if p.is_absolute() else base / p))
-
-
-def _estimators(job: Path, base: Path, value: Any) -> dict[str, dict[str, Any]]:
-    if isinstance(value, list):  # a list of names: every one with its defaults
-        value = {str(v): None for v in value}
-    raw = _mapping(job, value, "estimators", tuple(ESTIMATOR_OPTIONS))
-    if not raw:
-        raise _fail(job, "estimators", f"name at least one of {', '.join(ESTIMATOR_OPTIONS)}")
+def _estimators(job: Path, base: Path, raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name in ESTIMATOR_OPTIONS:  # a fixed order: the summaries feed each other in it
         if name not in raw:
             continue
-        opts = _mapping(job, raw[name], f"estimators.{name}", ESTIMATOR_OPTIONS[name])
-        if "edges" in opts and opts["edges"] is not None:
-            opts["edges"] = _path(base, opts["edges"], job, f"estimators.{name}.edges")
+        opts = dict(raw[name] or {})
+        where = f"estimators.{name}"
+        if opts.get("edges") is not None:
+            if not isinstance(opts["edges"], str) or not opts["edges"]:
+                raise _fail(job, f"{where}.edges", f"expected a path, got {opts['edges']!r}")
+            opts["edges"] = _existing(job, f"{where}.edges", _path(base, opts["edges"]))
         if name == "interact":
-            pairs = opts.get("pairs") or []
-            pairs = [pairs] if isinstance(pairs, str) else list(pairs)
-            if len(pairs) == 2 and all(isinstance(p, str) and "," not in p for p in pairs):
-                pairs = [pairs]  # [s1, s2]: one pair written as a YAML list
-            opts["pairs"] = [
-                ",".join(map(str, p)) if isinstance(p, list | tuple) else str(p) for p in pairs
-            ]
-            try:
-                parse_pairs(opts["pairs"])
-            except AleError as exc:
-                raise _fail(job, "estimators.interact", str(exc)) from None
+            opts["pairs"] = _pairs(job, opts.get("pairs"))
         if "features" in opts:
-            opts["features"] = names_tuple(opts["features"], "features")
+            try:
+                opts["features"] = names_tuple(opts["features"], "features")
+            except AleError as exc:
+                raise _named(job, exc, lambda p, w=where: f"{w}.{p}", where) from None
         out[name] = opts
     return out
 
 
 def request_of(name: str, opts: dict[str, Any], *, inputs: ModelInputs, store: Path) -> Any:
     """The request of estimator ``name`` (its constructor checks every option)."""
-    from dataclasses import replace
-
     from ale_cli.classic import ClassicRequest
     from ale_cli.estimate import RebinRequest, RhaleRequest
     from ale_cli.interact import InteractRequest
@@ -162,72 +281,98 @@ def request_of(name: str, opts: dict[str, Any], *, inputs: ModelInputs, store: P
     return InteractRequest(inputs=replace(inputs), store=store, **given)
 
 
-def read_job(path: str | Path) -> JobSpec:
-    """Parse and check a job file (JobError naming the file and the field)."""
-    import yaml
-
-    job = Path(path)
-    if not job.is_file():
-        raise JobError(f"job file '{job}' does not exist or is not a file")
+def _inputs(job: Path, base: Path, top: dict[str, Any]) -> ModelInputs:
+    values = {k: v for k, v in top.items() if k in _INPUT_FIELDS}
+    values["model"] = _path(base, top["model"])
+    values["data"] = _path(base, top["data"])
     try:
-        data = yaml.safe_load(job.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise JobError(f"job file '{job}' is not valid YAML: {first}") from None
-    base = job.resolve().parent
-    top = _mapping(job, data, "", _TOP)
-    for key in ("model", "data", "estimators"):
-        if key not in top:
-            raise _fail(job, "", f"missing '{key}'")
-    input_values = {k: v for k, v in top.items() if k in _INPUT_FIELDS}
-    input_values["model"] = _path(base, top["model"], job, "model")
-    input_values["data"] = _path(base, top["data"], job, "data")
-    try:
-        inputs = ModelInputs(**input_values)
+        return ModelInputs(**values)
     except AleError as exc:
-        raise _fail(job, "", str(exc)) from None
+        raise _named(job, exc, job_key) from None
     except TypeError as exc:
         raise _fail(job, "", str(exc)) from None
-    plots_value = top.get("plots", {})
-    plots = None
-    if plots_value is not False:
-        plots = {"formats": ["png"], "dpi": 120} | _mapping(
-            job, plots_value, "plots", _PLOT_OPTIONS
-        )
-        formats = plots["formats"]
-        plots["formats"] = list(names_tuple(formats, "formats") or ("png",))
-    audit = _mapping(job, top.get("audit"), "audit", _AUDIT_OPTIONS)
-    if audit.get("baseline") and not audit.get("rules"):
+
+
+def _audit(job: Path, base: Path, audit: dict[str, Any]) -> tuple[Path | None, Path | None]:
+    """The rules file (read and checked now) and the baseline summary of ``audit:``."""
+    from ale_cli.adapters.summary import read_summary
+    from ale_cli.audit.rules import read_rules
+
+    rules = audit.get("rules")
+    baseline = audit.get("baseline")
+    if baseline and not rules:
         raise _fail(job, "audit.baseline", "needs audit.rules (the drift rule reads it)")
-    report_value = top.get("report", {})
-    report = None
-    if report_value is not False:
-        report = {"timestamp": True} | _mapping(job, report_value, "report", _REPORT_OPTIONS)
-        if not isinstance(report["timestamp"], bool):
-            raise _fail(job, "report.timestamp", "expected true or false")
-    keep = top.get("keep", DEFAULT_KEEP)
-    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
-        raise _fail(job, "keep", f"expected a whole number of at least 1, got {keep!r}")
-    estimators = _estimators(job, base, top["estimators"])
-    discrete = _discrete(job, top.get("discrete"))
+    if not rules:
+        return None, None
+    rules_path = _path(base, rules)
+    _existing(job, "audit.rules", rules_path)
+    try:
+        rule_set = read_rules(rules_path)
+    except AleError as exc:
+        raise _named(job, exc, job_key, "audit.rules") from None
+    if not baseline:
+        drift = rule_set.needs_baseline()
+        if drift:
+            raise _fail(job, "audit.baseline", f"{drift[0].where} needs a baseline summary")
+        return rules_path, None
+    baseline_path = _existing(job, "audit.baseline", _path(base, baseline))
+    try:
+        read_summary(baseline_path)
+    except AleError as exc:
+        raise _named(job, exc, job_key, "audit.baseline") from None
+    return rules_path, baseline_path
+
+
+def _check_requests(job: Path, spec: JobSpec) -> None:
+    """Every estimator's options through its request, the compute request's too."""
+    from ale_cli.compute import ComputeRequest
+
+    for name, opts in spec.estimators.items():
+        try:
+            request_of(name, opts, inputs=spec.inputs, store=job)
+        except AleError as exc:
+            where = f"estimators.{name}"
+            raise _named(job, exc, lambda p, w=where: f"{w}.{p}", where) from None
+    pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
+    try:
+        ComputeRequest(inputs=spec.inputs, out=job, pairs=pairs, discrete=spec.discrete)
+    except AleError as exc:
+        raise _named(job, exc, job_key) from None
+
+
+def read_job(path: str | Path) -> JobSpec:
+    """Parse and check a job file whole (JobError naming the file and the key path)."""
+    job = Path(path)
+    try:
+        data = _normalised(load_yaml(job, "job file", max_bytes=MAX_JOB_BYTES))
+        check_document(data, job_schema(), f"job '{job}'")
+    except InputError as exc:
+        raise JobError(str(exc)) from None
+    base = job.resolve().parent
+    inputs = _inputs(job, base, data)
+    estimators = _estimators(job, base, data["estimators"])
+    discrete = _discrete(job, data.get("discrete"))
     if discrete is not None and "classic" in estimators:  # in its options: its cache key
         estimators["classic"]["discrete"] = discrete if discrete == "auto" else list(discrete)
-    for name, opts in estimators.items():
-        try:
-            request_of(name, opts, inputs=inputs, store=job)
-        except AleError as exc:
-            raise _fail(job, f"estimators.{name}", str(exc)) from None
-    return JobSpec(
+    plots = None
+    if data.get("plots") is not False:
+        plots = {"formats": ["png"], "dpi": DEFAULT_DPI} | (data.get("plots") or {})
+        plots["dpi"] = int(plots["dpi"])
+    report = None
+    if data.get("report") is not False:
+        report = {"timestamp": True} | (data.get("report") or {})
+    spec = JobSpec(
         path=job,
         inputs=inputs,
         estimators=estimators,
         plots=plots,
-        rules=_path(base, audit["rules"], job, "audit.rules") if audit.get("rules") else None,
-        baseline=(
-            _path(base, audit["baseline"], job, "audit.baseline") if audit.get("baseline") else None
-        ),
         report=report,
-        keep=keep,
-        out=_path(base, top["out"], job, "out") if top.get("out") else None,
+        keep=data.get("keep", DEFAULT_KEEP),
+        out=_path(base, data["out"]) if data.get("out") else None,
         discrete=discrete,
     )
+    _check_requests(job, spec)
+    _existing(job, "model", inputs.model, file=False)
+    _existing(job, "data", Path(inputs.data), file=False)
+    rules, baseline = _audit(job, base, data.get("audit") or {})
+    return replace(spec, rules=rules, baseline=baseline)

@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 
 FORMATS = ("png", "svg")
 DEFAULT_DPI = 120
+#: the resolutions a figure may have (``ale plot --dpi``, a job's ``plots.dpi``)
+DPI_RANGE = (30, 1200)
 OVERVIEW = "overview"
 _MAX_STEM = 100
 _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {
