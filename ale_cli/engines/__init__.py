@@ -6,6 +6,9 @@ This module imports neither dask nor distributed: the local path never does.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from ale_cli.checks import check_choice
 from ale_cli.errors import InputError
 
@@ -29,6 +32,53 @@ def check_engine(engine: str, scheduler: str | None) -> None:
             "{param} is the address of a Dask scheduler: it needs {param:engine} dask",
             param="scheduler",
         )
+    if scheduler is not None:
+        scheduler_target(scheduler)
+
+
+#: the protocols of Dask's comms a scheduler listens on
+PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+_HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^/:\[\]\s]+):(?P<port>[0-9]{1,5})/?")
+
+
+def scheduler_target(scheduler: str) -> tuple[str, str]:
+    """``("address", ADDRESS)`` for a scheduler address (``tcp://host:port``, ``tls://``,
+    ``ws://``, ``wss://``, ``ucx://``, ``inproc://`` or ``host:port``, which Dask reads as
+    tcp), or ``("file", PATH)`` for an existing scheduler file (the JSON ``dask scheduler
+    --scheduler-file`` writes); an InputError naming ``scheduler`` and these forms for
+    anything else. No connection is tried.
+
+    >>> scheduler_target("tcp://10.0.0.5:8786"), scheduler_target("node7:8786")
+    (('address', 'tcp://10.0.0.5:8786'), ('address', 'node7:8786'))
+    >>> scheduler_target("http://node7:8787/status")
+    Traceback (most recent call last):
+    ale_cli.errors.InputError: scheduler must be a Dask scheduler address \
+(tcp://host:port, tls://host:port, ws://host:port, host:port) or an existing scheduler \
+file (JSON), got 'http://node7:8787/status' (http is not a Dask protocol)
+    """
+    if "://" not in scheduler and Path(scheduler).is_file():
+        return "file", scheduler
+    scheme, sep, rest = scheduler.partition("://")
+    if not sep:
+        scheme, rest = "tcp", scheduler
+    scheme = scheme.lower()
+    found = _HOST_PORT.fullmatch(rest)
+    if scheme not in PROTOCOLS:
+        why = f" ({scheme} is not a Dask protocol)"
+    elif scheme == "inproc":
+        return "address", scheduler
+    elif found is None:
+        why = " (no host:port)" if sep else " (neither host:port nor an existing file)"
+    elif not 1 <= int(found.group("port")) <= 65535:
+        why = f" (port {found.group('port')} is not between 1 and 65535)"
+    else:
+        return "address", scheduler
+    raise InputError(
+        "{param} must be a Dask scheduler address (tcp://host:port, tls://host:port, "
+        f"ws://host:port, host:port) or an existing scheduler file (JSON), got "
+        f"'{scheduler}'{why}",
+        param="scheduler",
+    )
 
 
 def require_dask() -> None:
