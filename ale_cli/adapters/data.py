@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.adapters.dataset import dataset_files, is_dataset, part_names, read_parts
+from ale_cli.adapters.dataset import (
+    dataset_files,
+    dataset_sha256,
+    is_dataset,
+    part_names,
+    read_parts,
+)
 from ale_cli.errors import InputError, NotNumeric
 
 if TYPE_CHECKING:
@@ -243,6 +249,8 @@ def data_sha256(data: str | Path | pd.DataFrame) -> str:
     from ale_cli.adapters.files import sha256_file
 
     if not is_frame(data):
+        if is_dataset(Path(data)):  # type: ignore[arg-type]
+            return dataset_sha256(Path(data))  # type: ignore[arg-type]
         return sha256_file(Path(data))  # type: ignore[arg-type]
     import hashlib
 

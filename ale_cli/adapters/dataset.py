@@ -14,11 +14,13 @@ differently or hold more of them; a missing one is never filled by another colum
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ale_cli.adapters.files import sha256_file
 from ale_cli.errors import InputError
 
 if TYPE_CHECKING:
@@ -79,6 +81,23 @@ def dataset_files(path: Path) -> list[Path]:
             "file, or a directory of .parquet files (a partitioned dataset)"
         )
     return files
+
+
+def dataset_sha256(path: Path) -> str:
+    """SHA-256 of a data file, or of a directory's files: of each relative name and hash."""
+    if not is_dataset(path):
+        return sha256_file(path)
+    return combine_hashes(path, [(p, sha256_file(p)) for p in dataset_files(path)])
+
+
+def combine_hashes(path: Path, hashes: Sequence[tuple[Path, str]]) -> str:
+    """The sha256 of dataset ``path`` from its files' sha256 (each named relative to the
+    :func:`dataset_root`): a directory and a glob matching the same files hash alike."""
+    root = dataset_root(path)
+    digest = hashlib.sha256()
+    for p, h in hashes:
+        digest.update(f"{p.relative_to(root).as_posix()}\0{h}\n".encode())
+    return digest.hexdigest()
 
 
 def check_part(file: Path, names: Sequence[str], columns: Sequence[str]) -> None:

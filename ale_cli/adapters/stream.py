@@ -53,8 +53,10 @@ from ale_cli.adapters.data import (
 )
 from ale_cli.adapters.dataset import (
     check_part,
+    combine_hashes,
     dataset_files,
     dataset_root,
+    dataset_sha256,
     is_dataset,
     is_glob,
     open_part,
@@ -148,31 +150,12 @@ class HashingReader(io.RawIOBase):
         super().close()
 
 
-def dataset_sha256(path: Path) -> str:
-    """SHA-256 of a data file, or of a directory's files: of each relative name and hash."""
-    from ale_cli.adapters.files import sha256_file
-
-    if not is_dataset(path):
-        return sha256_file(path)
-    return combine_hashes(path, [(p, sha256_file(p)) for p in dataset_files(path)])
-
-
 def inputs_sha256(data: Any) -> str:
     """The data's hash as a store records it: of a DataFrame's columns and values, of a
     data file, or of a partitioned dataset's files (:func:`dataset_sha256`)."""
     from ale_cli.adapters.data import data_sha256, is_frame
 
     return data_sha256(data) if is_frame(data) else dataset_sha256(Path(data))
-
-
-def combine_hashes(path: Path, hashes: Sequence[tuple[Path, str]]) -> str:
-    """The sha256 of dataset ``path`` from its files' sha256 (each named relative to the
-    :func:`dataset_root`): a directory and a glob matching the same files hash alike."""
-    root = dataset_root(path)
-    digest = hashlib.sha256()
-    for p, h in hashes:
-        digest.update(f"{p.relative_to(root).as_posix()}\0{h}\n".encode())
-    return digest.hexdigest()
 
 
 def _combined_dtype(a: str, b: str) -> str:
