@@ -6,6 +6,7 @@ This module imports neither dask nor distributed: the local path never does.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def check_engine(engine: str, scheduler: str | None) -> None:
             param="scheduler",
         )
     if scheduler is not None:
-        scheduler_target(scheduler)
+        scheduler_address(scheduler)
 
 
 #: the protocols of Dask's comms a scheduler listens on
@@ -102,3 +103,29 @@ def needs_local(reason: str) -> InputError:
         "{param} local",
         param="engine",
     )
+
+
+def scheduler_address(scheduler: str) -> str:
+    """The address of the scheduler given as an address or a scheduler file
+    (:func:`~ale_cli.engines.scheduler_target`); InputError for a file that holds none."""
+    kind, value = scheduler_target(scheduler)
+    if kind == "address":
+        return value
+    try:
+        address = json.loads(Path(value).read_text(encoding="utf-8")).get("address")
+    except (OSError, ValueError, AttributeError):
+        address = None
+    if not isinstance(address, str) or not _is_address(address):
+        raise InputError(
+            f"{{param}} file '{value}' is not a Dask scheduler file (a JSON object whose "
+            "'address' is tcp://host:port, as 'dask scheduler --scheduler-file' writes)",
+            param="scheduler",
+        )
+    return address
+
+
+def _is_address(value: str) -> bool:
+    try:
+        return "://" in value and scheduler_target(value)[0] == "address"
+    except InputError:
+        return False

@@ -38,7 +38,6 @@ Without a scheduler address a :class:`distributed.LocalCluster` of worker proces
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import tempfile
@@ -54,7 +53,7 @@ import numpy as np
 
 from ale_cli.adapters.partstore import PartStore, PartStoreWriter
 from ale_cli.adapters.store import PAIRS, StoreFile, StoreWriter, chunk_entry
-from ale_cli.engines import require_dask, scheduler_target
+from ale_cli.engines import require_dask, scheduler_address
 from ale_cli.errors import InputError, RunError
 from ale_cli.models.checks import nothing_left
 
@@ -96,25 +95,6 @@ def client(scheduler: str | None) -> Iterator[Client]:
         Client(cluster) as local,
     ):
         yield local
-
-
-def scheduler_address(scheduler: str) -> str:
-    """The address of the scheduler given as an address or a scheduler file
-    (:func:`~ale_cli.engines.scheduler_target`); InputError for a file that holds none."""
-    kind, value = scheduler_target(scheduler)
-    if kind == "address":
-        return value
-    try:
-        address = json.loads(Path(value).read_text(encoding="utf-8")).get("address")
-    except (OSError, ValueError, AttributeError):
-        address = None
-    if not isinstance(address, str) or scheduler_target(address)[0] != "address":
-        raise InputError(
-            f"{{param}} file '{value}' is not a Dask scheduler file (a JSON object whose "
-            "'address' is tcp://host:port, as 'dask scheduler --scheduler-file' writes)",
-            param="scheduler",
-        )
-    return address
 
 
 @contextmanager
