@@ -294,6 +294,12 @@ MODEL_FAILURES = [
         1,
         "model '{ws}/later.pt' failed: ",
     ),
+    Case(  # the worker's own log of the failed task is not a second report
+        "raises-later-compute-dask",
+        _compute("{ws}/late.csv", *DASK, model="{ws}/later.pt"),
+        1,
+        "model '{ws}/later.pt' failed: x2 below -5",
+    ),
     Case(
         "sklearn-raises-compute",
         _compute("{ws}/data.csv", "--trust-pickle", model="{ws}/raises.pkl"),

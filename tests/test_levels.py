@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ale_cli import categorical
 from ale_cli.categorical import plan_levels
 from ale_cli.core import discrete
 from ale_cli.core.discrete import KS_POINTS, MAX_LEVELS, level_distances, mds_1d
@@ -71,7 +72,7 @@ def test_mds_equals_the_centering_matrix_form():
     np.testing.assert_allclose(mds_1d(d), expected, rtol=0, atol=1e-12)
 
 
-def test_the_cap_on_levels_is_refused_naming_the_feature():
+def test_the_cap_on_levels_is_refused_naming_the_feature(monkeypatch):
     k = MAX_LEVELS + 1
     X = np.column_stack([np.arange(k, dtype=float), np.linspace(0, 1, k)])
     with pytest.raises(
@@ -80,8 +81,11 @@ def test_the_cap_on_levels_is_refused_naming_the_feature():
         r"an effect per level for; group its levels, or leave it out of features$",
     ):
         plan_levels(X, ["g", "x"], {"g": "categorical"}, categorical=["g"])
-    at_cap = plan_levels(X[:-1], ["g", "x"], {"g": "categorical"}, categorical=["g"])["g"]
-    assert at_cap.n_levels == MAX_LEVELS  # the cap itself is estimated
+    monkeypatch.setattr(categorical, "MAX_LEVELS", 40)  # the cap itself is estimated
+    plans = plan_levels(X[:40], ["g", "x"], {"g": "categorical"}, categorical=["g"])
+    assert plans["g"].n_levels == 40
+    with pytest.raises(InputError, match="has 41 levels, more than the 40 ale estimates"):
+        plan_levels(X[:41], ["g", "x"], {"g": "categorical"}, categorical=["g"])
 
 
 @pytest.mark.parametrize("command", ["compute", "classic"])

@@ -90,7 +90,10 @@ def client(scheduler: str | None) -> Iterator[Client]:
             threads_per_worker=1,
             processes=True,
             dashboard_address=":0",
-            silence_logs=logging.ERROR,
+            # a task's failure reaches the client, which reports it in one line; the
+            # worker's own "Compute Failed" record (ERROR, with a traceback) would be a
+            # second report on stderr
+            silence_logs=logging.CRITICAL,
         ) as cluster,
         Client(cluster) as local,
     ):
