@@ -129,9 +129,16 @@ def _interact(data: str, *extra: str, model: str = "{model}") -> tuple[str, ...]
     return (*argv, "-o", "{ws}/out.json", "-q", *extra)
 
 
+def _store(command: str, *extra: str) -> tuple[str, ...]:
+    return (command, "{ws}/good.npz", "-o", "{ws}/o.json", *extra)
+
+
 GAP = "data file '{ws}/gap/part-1.parquet' has no column 'x3' (columns: x1, x2, y)"
 DASK = ("--engine", "dask")
-SCHEDULER_FORMS = "must be a Dask scheduler address (tcp://host:port, tls://host:port"
+SCHEDULER_FORMS = (
+    "must be a Dask scheduler address (tcp://host:port, tls://host:port, ws://host:port, "
+    "host:port) or an existing scheduler file (JSON), got"
+)
 
 PARTITIONED = [
     Case("gap-compute", _compute("{ws}/gap"), 2, GAP),
@@ -214,61 +221,47 @@ CATEGORICAL = [
     ),
 ]
 
-DASK_OPTIONS = [
-    Case(
-        "scheduler-bogus",
-        _compute("{ws}/data.csv", *DASK, "--scheduler", "bogus"),
-        2,
-        f"--scheduler {SCHEDULER_FORMS}",
-    ),
-    Case(
-        "scheduler-http",
+SCHEDULERS = [  # (id, argv, message): every command that takes --scheduler
+    ("bogus", _compute("{ws}/data.csv", *DASK, "--scheduler", "bogus"), SCHEDULER_FORMS),
+    (
+        "http",
         _classic("{ws}/data.csv", *DASK, "--scheduler", "http://node7:8787/status"),
-        2,
-        "got 'http://node7:8787/status' (http is not a Dask protocol)",
+        f"{SCHEDULER_FORMS} 'http://node7:8787/status' (http is not a Dask protocol)",
     ),
-    Case(
-        "scheduler-port-out-of-range",
-        ("rebin", "{ws}/good.npz", "-o", "{ws}/o.json", *DASK, "--scheduler", "tcp://h:99999"),
-        2,
-        "(port 99999 is not between 1 and 65535)",
+    (
+        "port-out-of-range",
+        _store("rebin", *DASK, "--scheduler", "tcp://h:99999"),
+        f"{SCHEDULER_FORMS} 'tcp://h:99999' (port 99999 is not between 1 and 65535)",
     ),
-    Case(
-        "scheduler-without-port",
-        ("rhale", "{ws}/good.npz", "-o", "{ws}/o.json", *DASK, "--scheduler", "tcp://node7"),
-        2,
-        "got 'tcp://node7' (no host:port)",
+    (
+        "without-port",
+        _store("rhale", *DASK, "--scheduler", "tcp://node7"),
+        f"{SCHEDULER_FORMS} 'tcp://node7' (no host:port)",
     ),
-    Case(
-        "scheduler-empty",
-        _interact("{ws}/data.csv", *DASK, "--scheduler", ""),
-        2,
-        f"--scheduler {SCHEDULER_FORMS}",
-    ),
-    Case(
-        "scheduler-file-without-address",
+    ("empty", _interact("{ws}/data.csv", *DASK, "--scheduler", ""), SCHEDULER_FORMS),
+    (
+        "file-without-address",
         _compute("{ws}/data.csv", *DASK, "--scheduler", "{ws}/scheduler.json"),
-        2,
-        "--scheduler file '{ws}/scheduler.json' is not a Dask scheduler file",
+        "file '{ws}/scheduler.json' is not a Dask scheduler file",
     ),
-    Case(
-        "scheduler-file-of-notes",
+    (
+        "file-of-notes",
         _compute("{ws}/data.csv", *DASK, "--scheduler", "{ws}/notes.txt"),
-        2,
-        "--scheduler file '{ws}/notes.txt' is not a Dask scheduler file",
+        "file '{ws}/notes.txt' is not a Dask scheduler file",
     ),
-    Case(
-        "scheduler-file-with-http",
+    (
+        "file-with-http",
         _compute("{ws}/data.csv", *DASK, "--scheduler", "{ws}/scheduler-bad.json"),
-        2,
-        "is not a Dask scheduler file",
+        "file '{ws}/scheduler-bad.json' is not a Dask scheduler file",
     ),
-    Case(
-        "scheduler-without-dask-engine",
+    (
+        "without-dask-engine",
         _compute("{ws}/data.csv", "--scheduler", "tcp://node7:8786"),
-        2,
-        "--scheduler is the address of a Dask scheduler: it needs --engine dask",
+        "is the address of a Dask scheduler: it needs --engine dask",
     ),
+]
+DASK_OPTIONS = [
+    *(Case(f"scheduler-{name}", argv, 2, f"--scheduler {m}") for name, argv, m in SCHEDULERS),
     Case(
         "engine-unknown",
         _compute("{ws}/data.csv", "--engine", "spark"),
@@ -315,39 +308,25 @@ MODEL_FAILURES = [
 ]
 
 CAP = "--bootstrap must be at most 10,000 replicates"
+WHY = "(each one is a curve per feature, held in memory and in the summary)"
 BOOTSTRAP = [
-    Case(
-        "bootstrap-huge-rebin",
-        ("rebin", "{ws}/good.npz", "-o", "{ws}/o.json", "--bootstrap", "100000000"),
-        2,
-        f"{CAP} (each one is a curve per feature, "
-        "held in memory and in the summary), got 100,000,000",
-    ),
-    Case(
-        "bootstrap-over-rhale",
-        ("rhale", "{ws}/good.npz", "-o", "{ws}/o.json", "--bootstrap", "10001"),
-        2,
-        f"{CAP}",
-    ),
-    Case("bootstrap-huge-classic", _classic("{ws}/data.csv", "--bootstrap", "100000000"), 2, CAP),
-    Case(
-        "bootstrap-20-digits",
-        ("rebin", "{ws}/good.npz", "-o", "{ws}/o.json", "--bootstrap", "9" * 20),
-        2,
-        CAP,
-    ),
-    Case(
-        "bootstrap-one",
-        ("rebin", "{ws}/good.npz", "-o", "{ws}/o.json", "--bootstrap", "1"),
-        2,
-        "--bootstrap must be 0 (no bands) or a whole number of at least 2, got 1",
-    ),
-    Case(
-        "bootstrap-negative",
-        ("rebin", "{ws}/good.npz", "-o", "{ws}/o.json", "--bootstrap", "-3"),
-        2,
-        "Invalid value for '--bootstrap'",
-    ),
+    Case(f"bootstrap-{name}", argv, 2, message)
+    for name, argv, message in [
+        (
+            "huge-rebin",
+            _store("rebin", "--bootstrap", "100000000"),
+            f"{CAP} {WHY}, got 100,000,000",
+        ),
+        (
+            "over-rhale",
+            _store("rhale", "--bootstrap", "10001"),
+            f"{CAP} {WHY}, got 10,001",
+        ),
+        ("huge-classic", _classic("{ws}/data.csv", "--bootstrap", "100000000"), CAP),
+        ("20-digits", _store("rebin", "--bootstrap", "9" * 20), CAP),
+        ("one", _store("rebin", "--bootstrap", "1"), "a whole number of at least 2, got 1"),
+        ("negative", _store("rebin", "--bootstrap", "-3"), "Invalid value for '--bootstrap'"),
+    ]
 ]
 
 DATA_CASES = PARTITIONED + CATEGORICAL + DASK_OPTIONS + MODEL_FAILURES + BOOTSTRAP
