@@ -28,6 +28,8 @@ from ale_cli.core.bootstrap import (
 from ale_cli.errors import InputError
 
 DEFAULT_CI = 0.95
+#: most replicates asked for: each holds a curve per feature in memory and in the summary
+MAX_BOOTSTRAP = 10_000
 #: rows per chunk of the sparse products in :func:`replicate_cells`
 CHUNK_ROWS = 8192
 
@@ -51,11 +53,24 @@ class Bootstrap:
 
 
 def check_bootstrap(replicates: int, ci: float, seed: int | None) -> None:
-    """InputError naming the first bootstrap option out of its range."""
+    """InputError naming the first bootstrap option out of its range (``replicates`` 0, or
+    2 to :data:`MAX_BOOTSTRAP`).
+
+    >>> check_bootstrap(20_000, 0.9, None)
+    Traceback (most recent call last):
+    ale_cli.errors.InputError: bootstrap must be at most 10,000 replicates (each one is a \
+curve per feature, held in memory and in the summary), got 20,000
+    """
     whole = isinstance(replicates, int) and not isinstance(replicates, bool)
     if not whole or replicates < 0 or replicates == 1:
         raise InputError(
             f"{{param}} must be 0 (no bands) or a whole number of at least 2, got {replicates!s}",
+            param="bootstrap",
+        )
+    if replicates > MAX_BOOTSTRAP:
+        raise InputError(
+            f"{{param}} must be at most {MAX_BOOTSTRAP:,} replicates (each one is a curve per "
+            f"feature, held in memory and in the summary), got {replicates:,}",
             param="bootstrap",
         )
     if isinstance(ci, bool) or not (

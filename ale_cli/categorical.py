@@ -32,6 +32,7 @@ from ale_cli.core.binstats import CellStats
 from ale_cli.core.bootstrap import percentile_band
 from ale_cli.core.discrete import (
     MAX_DISCRETE_LEVELS,
+    MAX_LEVELS,
     LevelEffect,
     level_cells,
     level_effect,
@@ -179,7 +180,8 @@ def plan_levels(
     labels: Mapping[str, tuple[Any, ...]] | None = None,
 ) -> dict[str, LevelPlan | str]:
     """The :class:`LevelPlan` of each feature in ``kinds`` (name -> kind), or the reason it
-    is not estimable (a single distinct value). No model call.
+    is not estimable (a single distinct value). No model call. A feature with more than
+    :data:`~ale_cli.core.discrete.MAX_LEVELS` levels is refused (InputError naming it).
 
     X (N, D) holds every input (categorical columns as codes); a categorical feature's
     order comes from the other inputs (:func:`~ale_cli.core.discrete.level_order`,
@@ -198,6 +200,13 @@ def plan_levels(
         if values.size < 2:
             out[name] = "single distinct value"
             continue
+        if values.size > MAX_LEVELS:
+            raise InputError(
+                f"{kind} feature '{name}' has {values.size:,} levels, more than the "
+                f"{MAX_LEVELS:,} ale estimates an effect per level for; group its levels, or "
+                "leave it out of {param}",
+                param="features",
+            )
         order = _order(X, names, j, codes, values.size, kind, set(categorical))
         out[name] = LevelPlan(
             name, kind, values.astype(np.float64), order.astype(np.int64), labels.get(name)

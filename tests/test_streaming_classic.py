@@ -352,8 +352,8 @@ def test_scikit_learn_pipelines_stream_and_text_columns_read_the_whole_table(skl
 
 
 def test_a_directory_of_parquet_files_is_read_part_by_part(sklearn_case):
-    """The whole-table reader takes one file; the streamed one a partitioned dataset too,
-    with the numbers of the same rows in one file."""
+    """The streamed reader takes a partitioned dataset, with the numbers of the same rows
+    in one file (the whole-table reader too: tests/test_partitions.py)."""
     parts = ModelInputs(
         model=sklearn_case["numeric"], data=sklearn_case["parts"], trust_pickle=True
     )

@@ -13,6 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ale_cli.adapters.dataset import (
+    dataset_files,
+    dataset_sha256,
+    is_dataset,
+    part_names,
+    read_parts,
+)
 from ale_cli.errors import InputError, NotNumeric
 
 if TYPE_CHECKING:
@@ -111,6 +118,28 @@ def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, 
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}") from None
     return frame, fmt
+
+
+def read_dataset(
+    path: Path, *, inputs: Sequence[str] | None = None, exclude: Sequence[str] = ()
+) -> tuple[pd.DataFrame, list[str], tuple[str, ...]]:
+    """A partitioned dataset's input columns as one DataFrame, the columns chosen from the
+    first file's (:func:`select_columns`), and the first file's columns; every file is read
+    by name (:func:`~ale_cli.adapters.dataset.read_parts`: a file lacking one of the
+    columns is refused)."""
+    files = dataset_files(path)
+    for file in files:
+        refuse_duplicate_headers(file, "parquet")
+    file_columns = part_names(files[0])
+    columns = select_columns(_Names(file_columns), path, inputs=inputs, exclude=exclude)
+    return read_parts(files, columns), columns, file_columns
+
+
+@dataclass(frozen=True)
+class _Names:
+    """Column names where :func:`select_columns` expects a frame."""
+
+    columns: tuple[str, ...]
 
 
 def refuse_duplicate_headers(path: Path, fmt: str) -> None:
@@ -220,6 +249,8 @@ def data_sha256(data: str | Path | pd.DataFrame) -> str:
     from ale_cli.adapters.files import sha256_file
 
     if not is_frame(data):
+        if is_dataset(Path(data)):  # type: ignore[arg-type]
+            return dataset_sha256(Path(data))  # type: ignore[arg-type]
         return sha256_file(Path(data))  # type: ignore[arg-type]
     import hashlib
 
@@ -265,13 +296,20 @@ def load_table(
     """
     if is_frame(path):
         frame, fmt, path = path, "dataframe", Path(IN_MEMORY)
+        columns = select_columns(frame, path, inputs=inputs, exclude=exclude)
+        file_columns = tuple(str(c) for c in frame.columns)
+    elif is_dataset(Path(path)):  # type: ignore[arg-type]
+        path = Path(path)  # type: ignore[arg-type]
+        frame, columns, file_columns = read_dataset(path, inputs=inputs, exclude=exclude)
+        fmt = "parquet"
     else:
         path = Path(path)  # type: ignore[arg-type]
         frame, fmt = read_frame(path, fmt)
+        columns = select_columns(frame, path, inputs=inputs, exclude=exclude)
+        file_columns = tuple(str(c) for c in frame.columns)
     rows_read = len(frame)
     if rows_read == 0:
         raise InputError(f"data file '{path}' has no rows")
-    columns = select_columns(frame, path, inputs=inputs, exclude=exclude)
     check_categorical(categorical, columns, path)
     levels: dict[str, tuple[Any, ...]] | None = {} if encode_text else None
     X = to_float_matrix(frame, columns, path, levels=levels)
@@ -307,5 +345,5 @@ def load_table(
         categorical=fixed,
         levels=levels,
         dtypes={c: str(frame[c].dtype) for c in columns},
-        file_columns=tuple(str(c) for c in frame.columns),
+        file_columns=file_columns,
     )

@@ -1,8 +1,8 @@
 """Read a CSV file, a Parquet file or a partitioned Parquet dataset chunk by chunk.
 
-A partitioned dataset is a directory (its ``*.parquet`` files, recursively) or a glob
-pattern (``data/part-*.parquet``, ``data/**/*.parquet``); either way its files are
-read in name order, one partition after the other (:func:`dataset_files`).
+A partitioned dataset is a directory of Parquet files or a glob pattern
+(:mod:`ale_cli.adapters.dataset`); each of its files is opened through
+:func:`~ale_cli.adapters.dataset.open_part`, which refuses a file lacking an input column.
 
 :func:`open_stream` gives a :class:`TableStream`: iterating it yields the
 model inputs as (n, D) arrays of ``chunk_rows`` rows (the last one shorter),
@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +51,30 @@ from ale_cli.adapters.data import (
     select_columns,
     to_float_matrix,
 )
+from ale_cli.adapters.dataset import (
+    check_part,
+    combine_hashes,
+    dataset_files,
+    dataset_root,
+    dataset_sha256,
+    is_dataset,
+    is_glob,
+    open_part,
+)
 from ale_cli.errors import InputError
+
+__all__ = [  # the dataset helpers stay importable from here
+    "DEFAULT_CHUNK_ROWS",
+    "TableStream",
+    "combine_hashes",
+    "dataset_files",
+    "dataset_root",
+    "dataset_sha256",
+    "inputs_sha256",
+    "is_dataset",
+    "is_glob",
+    "open_stream",
+]
 
 #: rows per chunk of ``ale compute`` (65536 x 32 float64 inputs = 16 MiB)
 DEFAULT_CHUNK_ROWS = 1 << 16
@@ -128,87 +150,12 @@ class HashingReader(io.RawIOBase):
         super().close()
 
 
-_GLOB = re.compile(r"[*?\[]")
-
-
-def is_glob(path: Path) -> bool:
-    """True when ``path`` does not exist and holds a glob pattern (``*``, ``?``, ``[``).
-
-    >>> is_glob(Path("no/such/part-*.parquet")), is_glob(Path("no/such/file.parquet"))
-    (True, False)
-    """
-    return not path.exists() and bool(_GLOB.search(str(path)))
-
-
-def is_dataset(path: Path) -> bool:
-    """True for a partitioned dataset: a directory or a glob pattern."""
-    return path.is_dir() or is_glob(path)
-
-
-def dataset_root(path: Path) -> Path:
-    """The directory a dataset's file names are relative to: the directory itself, or the
-    part of a glob before its first pattern.
-
-    >>> dataset_root(Path("no/such/part=*/data.parquet")).as_posix()
-    'no/such'
-    """
-    if not is_glob(path):
-        return path
-    fixed = []
-    for part in path.parts:
-        if _GLOB.search(part):
-            break
-        fixed.append(part)
-    return Path(*fixed) if fixed else Path(".")
-
-
-def dataset_files(path: Path) -> list[Path]:
-    """The files of a data path: itself, a directory's ``*.parquet`` files in name order
-    (recursively, as a partitioned dataset ``year=2026/part-0.parquet`` is laid out), or
-    the files a glob pattern matches, in name order."""
-    if is_glob(path):
-        root = dataset_root(path)
-        pattern = path.relative_to(root).as_posix() if root != Path(".") else str(path)
-        matched = sorted(p for p in root.glob(pattern) if p.is_file())
-        if not matched:
-            raise InputError(f"data '{path}' matches no files")
-        return matched
-    if not path.is_dir():
-        return [path]
-    files = sorted(p for p in path.rglob("*.parquet") if p.is_file())
-    if not files:
-        raise InputError(
-            f"data '{path}' is a directory holding no .parquet files; give a CSV or Parquet "
-            "file, or a directory of .parquet files (a partitioned dataset)"
-        )
-    return files
-
-
-def dataset_sha256(path: Path) -> str:
-    """SHA-256 of a data file, or of a directory's files: of each relative name and hash."""
-    from ale_cli.adapters.files import sha256_file
-
-    if not is_dataset(path):
-        return sha256_file(path)
-    return combine_hashes(path, [(p, sha256_file(p)) for p in dataset_files(path)])
-
-
 def inputs_sha256(data: Any) -> str:
     """The data's hash as a store records it: of a DataFrame's columns and values, of a
     data file, or of a partitioned dataset's files (:func:`dataset_sha256`)."""
     from ale_cli.adapters.data import data_sha256, is_frame
 
     return data_sha256(data) if is_frame(data) else dataset_sha256(Path(data))
-
-
-def combine_hashes(path: Path, hashes: Sequence[tuple[Path, str]]) -> str:
-    """The sha256 of dataset ``path`` from its files' sha256 (each named relative to the
-    :func:`dataset_root`): a directory and a glob matching the same files hash alike."""
-    root = dataset_root(path)
-    digest = hashlib.sha256()
-    for p, h in hashes:
-        digest.update(f"{p.relative_to(root).as_posix()}\0{h}\n".encode())
-    return digest.hexdigest()
 
 
 def _combined_dtype(a: str, b: str) -> str:
@@ -365,7 +312,10 @@ def _matrix(frame: Any, columns: Sequence[str], path: Path) -> tuple[np.ndarray,
     DataFrame or an Arrow RecordBatch (converted without pandas when every column is
     numeric or boolean; pandas is imported only for other columns, to report them)."""
     if hasattr(frame, "schema"):  # pyarrow.RecordBatch
-        cols = [frame.column(frame.schema.get_field_index(c)) for c in columns]
+        index = [frame.schema.get_field_index(c) for c in columns]
+        if min(index, default=0) < 0:  # -1 would read the last column: never by position
+            raise InputError(f"data file '{path}' has no column '{columns[index.index(-1)]}'")
+        cols = [frame.column(i) for i in index]
         dtypes = [_arrow_dtype(c) for c in cols]
         if any(dt is None for dt in dtypes):
             frame = frame.to_pandas()
@@ -411,20 +361,17 @@ def _read_error(path: Path, fmt: str, exc: BaseException) -> InputError:
 
 def _parquet_frames(
     readers: list[Any],
+    files: Sequence[Path],
     columns: list[str],
     batch: int,
     label: Path,
     row_groups: tuple[int, int] | None = None,
 ) -> Iterator[Any]:
-    import pyarrow.parquet as pq
-
     groups = None if row_groups is None else range(*row_groups)
-    for reader in readers:
+    for reader, file in zip(readers, files, strict=True):
+        part = open_part(reader, file, columns)  # a part lacking a column is refused
         try:
-            # pre_buffer (the default) reads ahead every row group asked for: the whole
-            # file in memory; without it, memory is about one row group
-            pf = pq.ParquetFile(reader, pre_buffer=False)
-            yield from pf.iter_batches(batch_size=batch, columns=columns, row_groups=groups)
+            yield from part.iter_batches(batch_size=batch, columns=columns, row_groups=groups)
         except InputError:
             raise
         except Exception as exc:  # pyarrow raises many types for unreadable files
@@ -453,20 +400,22 @@ def _csv_frames(reader: HashingReader, path: Path, batch: int, usecols: list[str
 
 def _parquet_header(
     readers: list[Any], path: Path, row_groups: tuple[int, int] | None
-) -> tuple[_Header, int, dict[str, str]]:
+) -> tuple[_Header, int, dict[str, str], list[tuple[str, ...]]]:
     """The column names, the rows (of the row groups read) and the Arrow type names of
-    the Parquet files' schema (the first file's); an InputError for a row-group range
-    that is not one of the file's."""
+    the Parquet files' schema (the first file's), and every file's column names; an
+    InputError for a row-group range that is not one of the file's."""
     import pyarrow.parquet as pq
 
     try:
         metas = [pq.ParquetFile(r).metadata for r in readers]
-        schema = metas[0].schema.to_arrow_schema()
+        schemas = [m.schema.to_arrow_schema() for m in metas]
     except Exception as exc:
         raise _read_error(path, "parquet", exc) from None
+    schema = schemas[0]
+    names = [tuple(s.names) for s in schemas]
     arrow_types = {name: str(schema.field(name).type) for name in schema.names}
     if row_groups is None:
-        return _Header(tuple(schema.names)), sum(m.num_rows for m in metas), arrow_types
+        return _Header(names[0]), sum(m.num_rows for m in metas), arrow_types, names
     start, stop = row_groups
     n = metas[0].num_row_groups
     if not 0 <= start < stop <= n:
@@ -476,7 +425,7 @@ def _parquet_header(
             param="row_groups",
         )
     total = sum(metas[0].row_group(i).num_rows for i in range(start, stop))
-    return _Header(tuple(schema.names)), total, arrow_types
+    return _Header(names[0]), total, arrow_types, names
 
 
 def _open_readers(
@@ -523,7 +472,7 @@ def open_stream(
     readers = _open_readers(path, files, fmt, row_groups)
     try:
         if fmt == "parquet":
-            header, total, arrow_types = _parquet_header(readers, path, row_groups)
+            header, total, arrow_types, schemas = _parquet_header(readers, path, row_groups)
         else:
             import pandas as pd
 
@@ -533,12 +482,14 @@ def open_stream(
                 raise InputError(f"data file '{path}' is empty") from None
             except Exception as exc:
                 raise _read_error(path, fmt, exc) from None
-            total, arrow_types = None, {}
+            total, arrow_types, schemas = None, {}, []
         columns = select_columns(header, path, inputs=inputs, exclude=exclude)
+        for file, names in zip(files, schemas, strict=False):  # every part, before any read
+            check_part(file, names, columns)
         check_categorical(categorical, columns, path)
         f32 = bool(columns) and all(arrow_types.get(c) == "float" for c in columns)
         if fmt == "parquet":
-            frames = _parquet_frames(readers, columns, chunk_rows, path, row_groups)
+            frames = _parquet_frames(readers, files, columns, chunk_rows, path, row_groups)
         else:
             frames = _csv_frames(readers[0], path, chunk_rows, columns)
     except BaseException:

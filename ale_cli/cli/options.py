@@ -80,7 +80,7 @@ BootstrapOption = Annotated[
     typer.Option(
         "--bootstrap",
         help="B replicates with rows resampled (edges fixed) for percentile bands "
-        "ci_low/ci_high (0: none; no model call).",
+        "ci_low/ci_high (0: none; at most 10,000; no model call).",
         min=0,
     ),
 ]

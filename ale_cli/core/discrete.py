@@ -43,6 +43,9 @@ from ale_cli.core.binstats import CellStats, bin_stats
 
 #: numeric features with at most this many distinct values are discrete under ``auto``
 MAX_DISCRETE_LEVELS = 10
+#: most levels a feature is estimated per level with (its K x K level distances and
+#: their eigendecomposition grow with K^2 and K^3)
+MAX_LEVELS = 2_000
 #: quantile levels at which the KS distance compares two ECDFs (ALEPlot: 100 points)
 KS_POINTS = 100
 
@@ -165,9 +168,52 @@ def level_effect_from_cells(
     )
 
 
-def _ecdf_at(values: np.ndarray, points: np.ndarray) -> np.ndarray:
-    s = np.sort(values)
-    return np.searchsorted(s, points, side="right") / max(s.size, 1)
+#: bytes of the (block, K, 100) differences compared at once in :func:`level_distances`
+_BLOCK_BYTES = 16 << 20
+
+
+def _level_ecdfs(codes: np.ndarray, col: np.ndarray, n_levels: int) -> np.ndarray:
+    """Each level's ECDF of ``col`` at the column's :data:`KS_POINTS` type-7 quantiles,
+    shape (K, KS_POINTS): one sort of the rows by (level, value), then a slice per level."""
+    points = np.quantile(col, np.linspace(0.0, 1.0, KS_POINTS))
+    order = np.lexsort((col, codes))
+    values = col[order]
+    bounds = np.searchsorted(codes[order], np.arange(n_levels + 1))
+    F = np.empty((n_levels, KS_POINTS))
+    for k in range(n_levels):
+        seg = values[bounds[k] : bounds[k + 1]]
+        F[k] = np.searchsorted(seg, points, side="right") / max(seg.size, 1)
+    return F
+
+
+def _max_abs_differences(F: np.ndarray) -> np.ndarray:
+    """``max_p |F[a, p] - F[b, p]|`` for every pair of rows, (K, K), a block of rows at a
+    time (memory ``K^2`` plus one block, never ``K^2 x KS_POINTS``)."""
+    k, p = F.shape
+    out = np.empty((k, k))
+    step = max(1, _BLOCK_BYTES // max(k * p * 8, 1))
+    for start in range(0, k, step):
+        out[start : start + step] = np.abs(F[start : start + step, None, :] - F[None, :, :]).max(
+            axis=2
+        )
+    return out
+
+
+def _total_variation(codes: np.ndarray, other: np.ndarray, n_levels: int) -> np.ndarray:
+    """``sum_c |p_ac - p_bc| / 2 = 1 - sum_c min(p_ac, p_bc)`` for every pair of levels,
+    (K, K), from the (level, other level) pairs present (at most N): memory ``K^2 + N``,
+    never ``K^2`` times the other column's levels."""
+    width = int(other.max()) + 1
+    keys, counts = np.unique(codes * width + other, return_counts=True)
+    level, value = keys // width, keys % width
+    share = counts / np.bincount(codes, minlength=n_levels)[level]
+    overlap = np.zeros((n_levels, n_levels))
+    order = np.argsort(value, kind="stable")
+    level, value, share = level[order], value[order], share[order]
+    cuts = np.flatnonzero(np.diff(value)) + 1
+    for rows, shares in zip(np.split(level, cuts), np.split(share, cuts), strict=True):
+        overlap[np.ix_(rows, rows)] += np.minimum.outer(shares, shares)
+    return np.maximum(1.0 - overlap, 0.0)
 
 
 def level_distances(
@@ -178,6 +224,9 @@ def level_distances(
     categorical: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
     """Summed distances between the levels of a nominal feature; shape (K, K).
+
+    Memory is ``K^2`` plus the rows (K at most N, every level present), whatever the
+    levels of the other columns.
 
     Parameters
     ----------
@@ -192,26 +241,23 @@ def level_distances(
     >>> codes = np.array([0, 0, 1, 1, 2, 2])
     >>> level_distances(codes, 3, numeric=[np.array([0.0, 0.1, 1.0, 1.1, 2.0, 2.1])]).tolist()
     [[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]
+    >>> level_distances(codes, 3, categorical=[np.array([0, 1, 0, 0, 1, 1])]).tolist()
+    [[0.0, 0.5, 0.5], [0.5, 0.0, 1.0], [0.5, 1.0, 0.0]]
     """
     codes = np.asarray(codes, dtype=np.int64)
     dist = np.zeros((n_levels, n_levels))
     for col in numeric:
-        points = np.quantile(col, np.linspace(0.0, 1.0, KS_POINTS))
-        F = np.stack([_ecdf_at(col[codes == k], points) for k in range(n_levels)])
-        dist += np.abs(F[:, None, :] - F[None, :, :]).max(axis=2)
+        dist += _max_abs_differences(_level_ecdfs(codes, np.asarray(col), n_levels))
     for col in categorical:
-        c = np.asarray(col, dtype=np.int64)
-        table = np.zeros((n_levels, int(c.max()) + 1))
-        np.add.at(table, (codes, c), 1.0)
-        p = table / table.sum(axis=1, keepdims=True)
-        dist += np.abs(p[:, None, :] - p[None, :, :]).sum(axis=2) / 2.0
+        dist += _total_variation(codes, np.asarray(col, dtype=np.int64), n_levels)
     return dist
 
 
 def mds_1d(dist: np.ndarray) -> np.ndarray:
     """Classical (Torgerson) MDS in one dimension: coordinate of each of the K points.
 
-    ``B = -J D^2 J / 2`` with ``J = I - 11'/K``; the coordinate is
+    ``B = -J D^2 J / 2`` with ``J = I - 11'/K`` (the double centering of ``D^2``: its
+    row and column means subtracted, its grand mean added); the coordinate is
     ``sqrt(lambda_1) v_1`` for the largest eigenvalue, the sign chosen so that
     the first point's coordinate is at most the last one's.
 
@@ -219,10 +265,13 @@ def mds_1d(dist: np.ndarray) -> np.ndarray:
     >>> np.round(mds_1d(d), 12).tolist()
     [-1.333333333333, 1.666666666667, -0.333333333333]
     """
-    k = dist.shape[0]
-    j = np.eye(k) - np.full((k, k), 1.0 / k)
-    b = -j @ (dist * dist) @ j / 2.0
-    vals, vecs = np.linalg.eigh((b + b.T) / 2.0)
+    d2 = dist * dist
+    rows = d2.mean(axis=1)
+    b = d2 - rows[:, None] - d2.mean(axis=0)[None, :] + rows.mean()
+    b *= -0.5
+    b += b.T
+    b *= 0.5
+    vals, vecs = np.linalg.eigh(b)
     coord: np.ndarray = vecs[:, -1] * np.sqrt(max(float(vals[-1]), 0.0))
     if coord[0] > coord[-1]:
         coord = -coord

@@ -53,7 +53,7 @@ import numpy as np
 
 from ale_cli.adapters.partstore import PartStore, PartStoreWriter
 from ale_cli.adapters.store import PAIRS, StoreFile, StoreWriter, chunk_entry
-from ale_cli.engines import require_dask
+from ale_cli.engines import require_dask, scheduler_address
 from ale_cli.errors import InputError, RunError
 from ale_cli.models.checks import nothing_left
 
@@ -75,8 +75,9 @@ def client(scheduler: str | None) -> Iterator[Client]:
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
+        address = scheduler_address(scheduler)
         try:
-            connected = Client(scheduler, timeout=30)
+            connected = Client(address, timeout=30)
         except (OSError, TimeoutError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise RunError(f"cannot reach the Dask scheduler at '{scheduler}': {reason}") from None
@@ -89,7 +90,10 @@ def client(scheduler: str | None) -> Iterator[Client]:
             threads_per_worker=1,
             processes=True,
             dashboard_address=":0",
-            silence_logs=logging.ERROR,
+            # a task's failure reaches the client, which reports it in one line; the
+            # worker's own "Compute Failed" record (ERROR, with a traceback) would be a
+            # second report on stderr
+            silence_logs=logging.CRITICAL,
         ) as cluster,
         Client(cluster) as local,
     ):

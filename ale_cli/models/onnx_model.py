@@ -440,9 +440,9 @@ def check_graph(
     rows = X[:FIRST_ROWS]
     try:
         pieces = graph.raw(rows)
-    except ModelFailed as exc:
-        raise ModelError(
-            f"ONNX model '{graph.path}' fails on rows of {X.shape[1]} features "
+    except ModelFailed as exc:  # the width was checked above when the graph tells it
+        raise ModelFailed(
+            f"ONNX model '{graph.path}' failed on rows of {X.shape[1]} features "
             f"({failure_reason(exc)}); {hint}",
             param="features",
         ) from None

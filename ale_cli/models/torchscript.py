@@ -153,10 +153,9 @@ def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPi
 
 
 def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> Exception:
-    """The error for a model that raises on the first rows: a width mismatch when its
-    first layer says it takes another number of features, the model's own failure
-    (exit 1) when its first layer takes this many, else (no layer tells) a failure
-    that may be the columns' (exit 2), without claiming which."""
+    """The error for a model that raises on the first rows: a width mismatch (exit 2) when
+    its first layer says it takes another number of features, else the model's own
+    failure (exit 1), with a hint at the columns when no layer tells the width."""
     reason = failure_reason(exc)
     expected = next((p.shape[1] for p in module.parameters() if p.ndim == 2), None)
     if expected is not None and expected != width:
@@ -168,8 +167,8 @@ def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> 
         )
     if expected is not None:  # the width is right: the model itself fails
         return ModelFailed(f"model '{path}' failed on the first rows of the data: {reason}")
-    return ModelError(
-        f"model '{path}' fails on the first rows of the data, which have {width} "
+    return ModelFailed(
+        f"model '{path}' failed on the first rows of the data, which have {width} "
         f"feature{'' if width == 1 else 's'} ({reason}); if it takes other columns, select "
         "them with {param:inputs} or {param:exclude}",
         param="features",
