@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
+from ale_cli.adapters.verify import DamagedStore
 from ale_cli.errors import InputError, RunError
 
 _HASH_CHUNK = 1 << 20
@@ -197,6 +198,8 @@ def _is_store(path: Path) -> bool:
 
     try:
         read_meta(path)
+    except DamagedStore:  # ours (its meta is intact) with damaged bytes: compute redoes it
+        return True
     except InputError:
         return False
     return True

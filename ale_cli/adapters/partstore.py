@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.adapters.jsonio import to_jsonable
+from ale_cli.adapters.jsonio import loads, to_jsonable
 from ale_cli.adapters.store import (
     MIXED,
     PAIRS,
@@ -49,7 +49,9 @@ from ale_cli.adapters.store import (
     Store,
     StoreFile,
     open_store,
+    read_meta,
 )
+from ale_cli.adapters.validate import meta_problem
 from ale_cli.errors import InputError, RunError
 
 MANIFEST = "manifest.json"
@@ -96,7 +98,7 @@ class PartStore(StoreFile):
 def _manifest(path: Path) -> dict[str, Any]:
     where = f"store '{path}'"
     try:
-        meta = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+        meta = loads((path / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(
             f"{where} is a directory, expected an .npz file or a directory store (a "
@@ -111,6 +113,9 @@ def _manifest(path: Path) -> dict[str, Any]:
         raise InputError(
             f"{where} has schema_version {str(version)[:40]}; this ale reads up to {SCHEMA_VERSION}"
         )
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise InputError(f"{where}: its {MANIFEST} is malformed: {problem}")
     parts = meta.get("parts")
     chunks = meta.get("chunks")
     if (
@@ -180,8 +185,13 @@ def open_part_store(path: str | Path) -> PartStore:
 
 
 def read_part_meta(path: str | Path) -> dict[str, Any]:
-    """The meta (manifest) of a directory store, after checking its manifest and parts."""
-    return open_part_store(path).meta
+    """The meta (manifest) of a directory store, after checking its manifest and every
+    byte of its parts (:func:`~ale_cli.adapters.store.read_meta` of each: what makes a
+    cache hit sound)."""
+    handle = open_part_store(path)
+    for part in handle.parts:
+        read_meta(part.path)
+    return handle.meta
 
 
 def read_part_store(path: str | Path) -> Store:

@@ -75,8 +75,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ale_cli.adapters.files import atomic_write
-from ale_cli.adapters.jsonio import to_jsonable
-from ale_cli.adapters.validate import check_finite, load_npz, validate_npz
+from ale_cli.adapters.jsonio import loads, to_jsonable
+from ale_cli.adapters.validate import check_finite, load_npz, meta_problem, validate_npz
 from ale_cli.adapters.verify import Archive, DamagedStore
 from ale_cli.errors import InputError
 
@@ -250,7 +250,7 @@ def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:
     if "meta" not in npz.files:
         raise InputError(f"'{path}' is not a local-effects store: it has no 'meta' array")
     try:
-        meta = json.loads(str(npz["meta"][()]))
+        meta = loads(str(npz["meta"][()]))
     except DamagedStore as exc:  # without its meta, nothing says ale wrote it
         raise InputError(str(exc)) from None
     except (ValueError, TypeError, RecursionError):
@@ -263,6 +263,9 @@ def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:
             f"store '{path}' has schema_version {str(version)[:40]}; "
             f"this ale reads up to {SCHEMA_VERSION}"
         )
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise InputError(f"store '{path}': its meta is malformed: {problem}")
     return meta
 
 
@@ -338,9 +341,21 @@ def _concatenated(path: Path, npz: Any, rows: list[int]) -> dict[str, np.ndarray
         missing = [e for e in entries if e not in npz.files]
         if missing:
             raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing[:3])}")
-        parts = [npz[e].astype(np.float64, copy=False) for e in entries]
+        labels = _labels(npz, name)
+        parts = []
+        for entry in entries:  # each chunk checked as the chunked read checks it
+            part = npz[entry]
+            check_finite(path, entry, part, labels)
+            parts.append(part.astype(np.float64, copy=False))
         out[name] = np.concatenate(parts, axis=1 if name == MIXED else 0)
     return out
+
+
+def _labels(npz: Archive, name: str) -> list[str]:
+    """The names of the columns of row array ``name`` (X: the inputs), for messages."""
+    if name == "X" and "input_names" in npz.files:
+        return [str(n) for n in npz["input_names"]]
+    return [str(n) for n in npz["feature_names"]] if name in ("X", "local_effects") else []
 
 
 def read_store(path: str | Path) -> Store:
@@ -511,6 +526,12 @@ def open_store(path: str | Path) -> StoreFile:
     unknown = [n for n in names if n not in inputs]
     if unknown:
         raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
+    x_min = (meta.get("chunks") or {}).get("x_min")
+    if x_min is not None and len(x_min) != len(inputs):
+        raise InputError(
+            f"store '{path}': its meta is malformed: 'chunks.x_min' has {len(x_min)} values "
+            f"for {len(inputs)} inputs"
+        )
     return StoreFile(
         path=path, meta=meta, feature_names=names, input_names=inputs, rows=tuple(rows)
     )

@@ -27,7 +27,7 @@ import os
 import struct
 import zipfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -60,6 +60,8 @@ class Member:
     size: int
     crc: int
     stored: bool
+    #: what is wrong with its zip headers (None: nothing); such a member is never read
+    problem: str | None = None
 
 
 def _dos(info: zipfile.ZipInfo) -> tuple[int, int]:
@@ -120,7 +122,9 @@ class Archive:
         return DamagedStore(f"store '{self.path}': array '{name}' is damaged ({why})")
 
     def _structure(self) -> dict[str, Member]:
-        """The members, after the structural checks of the module docstring."""
+        """The members, after the structural checks of the module docstring (a member
+        whose headers are wrong is kept with its ``problem``: it is refused when read, so
+        that the intact members, the meta first, can still say whose store it was)."""
         fh = self._fh
         try:
             with zipfile.ZipFile(fh) as zf:
@@ -134,44 +138,49 @@ class Archive:
         fh.seek(0, 2)
         self._end_records(fh.tell(), start_dir, len(infos))
         members: dict[str, Member] = {}
-        expected = 0
-        for info in sorted(infos, key=lambda i: i.header_offset):
+        ordered = sorted(infos, key=lambda i: i.header_offset)
+        ends = [i.header_offset for i in ordered[1:]] + [start_dir]
+        if ordered and ordered[0].header_offset != 0:
+            raise InputError(f"store '{self.path}' is damaged (bytes before its first member)")
+        for info, end in zip(ordered, ends, strict=True):
             name = info.filename.removesuffix(".npy")
-            if info.header_offset != expected:
-                raise self.damaged(name, "the members do not follow one another")
             member = self._local(info, name)
+            if member.problem is None:
+                last = member.start + info.compress_size
+                if info.flag_bits & _DESCRIPTOR:
+                    last += self._descriptor_size(member, info)
+                if last != end:
+                    member = replace(member, problem="the members do not follow one another")
             members[name] = member
-            expected = member.start + info.compress_size
-            if info.flag_bits & _DESCRIPTOR:
-                expected += self._descriptor_size(member, info)
-        if expected != start_dir:
-            raise InputError(f"store '{self.path}' is damaged (bytes between its members)")
         return {name: members[name] for name in (i.filename.removesuffix(".npy") for i in infos)}
 
     def _local(self, info: zipfile.ZipInfo, name: str) -> Member:
         """The member of ``info``, its local header checked against its central record."""
+        start = info.header_offset + _LOCAL.size + len(info.orig_filename)
+        stored = info.compress_type == zipfile.ZIP_STORED
+        member = Member(name, start, info.compress_size, info.CRC, stored)
+        extras = _extra_records(info.extra)
         if (
             info.create_version != info.extract_version
             or info.volume != 0
             or info.internal_attr != 0
             or info.comment
-            or set(_extra_records(info.extra) or {}) - {_ZIP64_EXTRA}
-            or _extra_records(info.extra) is None
+            or extras is None
+            or set(extras) - {_ZIP64_EXTRA}
         ):
-            raise self.damaged(name, "its central directory record is damaged")
+            return replace(member, problem="its central directory record is damaged")
         fh = self._fh
         fh.seek(info.header_offset)
         head = fh.read(_LOCAL.size)
         if len(head) < _LOCAL.size:
-            raise self.damaged(name, "its local header is cut short")
+            return replace(member, problem="its local header is cut short")
         (sig, version, system, flags, method, t, d, crc, csize, fsize, n_len, e_len) = (
             _LOCAL.unpack(head)
         )
         raw_name = fh.read(n_len)
-        extra = fh.read(e_len)
+        records = _extra_records(fh.read(e_len))
         encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
         sizes = (csize, fsize)
-        records = _extra_records(extra)
         if records is not None and _ZIP64_EXTRA in records and 0xFFFFFFFF in sizes:
             big = records[_ZIP64_EXTRA]
             if len(big) >= 16:
@@ -191,13 +200,10 @@ class Archive:
             or raw_name != info.orig_filename.encode(encoding)
             or records is None
             or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+            or (stored and info.compress_size != info.file_size)
         ):  # fmt: skip
-            raise self.damaged(name, "its local header differs from the central directory")
-        start = info.header_offset + _LOCAL.size + n_len + e_len
-        stored = info.compress_type == zipfile.ZIP_STORED
-        if stored and info.compress_size != info.file_size:
-            raise self.damaged(name, "its sizes disagree")
-        return Member(name, start, info.compress_size, info.CRC, stored)
+            return replace(member, problem="its local header differs from the central directory")
+        return replace(member, start=info.header_offset + _LOCAL.size + n_len + e_len)
 
     def _descriptor_size(self, member: Member, info: zipfile.ZipInfo) -> int:
         """The data descriptor after a member written to a stream, checked."""
@@ -252,9 +258,13 @@ class Archive:
     # -- members ------------------------------------------------------------------------------
 
     def member(self, name: str) -> Member:
+        """Member ``name``; DamagedStore if its zip headers are wrong."""
         if name not in self.members:
             raise InputError(f"store '{self.path}' lacks the array(s) {name}")
-        return self.members[name]
+        member = self.members[name]
+        if member.problem is not None:
+            raise self.damaged(name, member.problem)
+        return member
 
     def _stream(self, member: Member) -> Any:
         """A file object over the member's (uncompressed) bytes; for a deflated member,

@@ -382,7 +382,7 @@ def compute_dask(
         seconds=time.perf_counter() - t0,
         rows_dropped=merged.source.rows_dropped,
         reason=cached if isinstance(cached, str) else None,
-        notes=stored.notes,
+        notes=(*stored.notes, cached.note) if isinstance(cached, local.Damaged) else stored.notes,
         rows_nonfinite=merged.screen.count,
     )
 
