@@ -12,6 +12,7 @@ and asserts every reader refuses it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 import zipfile
@@ -22,11 +23,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_hostile import check_one_line, snapshot
 
 from ale_cli.adapters.partstore import PartStoreWriter
-from ale_cli.adapters.store import StoreWriter
+from ale_cli.adapters.store import StoreWriter, open_store, read_meta, read_store
+from ale_cli.adapters.verify import DamagedStore
+from ale_cli.errors import InputError
 
+CI = os.environ.get("CI", "").lower() == "true"
 N_ROWS = 200
 CHUNK = "64"  # 4 chunks of 64, 64, 64 and 8 rows
 
@@ -391,4 +397,191 @@ def test_hostile_store(cli, sws: Path, case: Case):
     before = snapshot(sws)
     result = cli(*(a.format(ws=sws) for a in case.argv))
     check_one_line(result, case.message.format(ws=sws), case.code)
+    assert snapshot(sws) == before
+
+
+# -- one flipped byte anywhere: refused by every reader -----------------------------------------
+
+
+def _inert(path: Path) -> set[int]:
+    """The bytes no reader uses: each central directory record's ``made by`` system and
+    external file attributes (a change there changes no number: checked below)."""
+    data = path.read_bytes()
+    out: set[int] = set()
+    with zipfile.ZipFile(path) as zf:
+        pos = zf.start_dir
+        for _ in zf.infolist():
+            out |= {pos + 5, *range(pos + 38, pos + 42)}
+            n, e, c = struct.unpack("<HHH", data[pos + 28 : pos + 34])
+            pos += 46 + n + e + c
+    return out
+
+
+def _readers(path: Path, ws: Path, cli: Any) -> list[tuple[str, Callable[[], Any]]]:
+    from ale_cli.bands import Bootstrap
+    from ale_cli.estimate import RebinRequest, RhaleRequest, rebin, rhale
+
+    boot = Bootstrap(8, seed=1)
+
+    def command(*argv: str) -> Callable[[], Any]:
+        return lambda: cli(*(a.format(ws=ws) for a in argv))
+
+    return [
+        ("info", lambda: read_meta(path)),
+        ("in-memory", lambda: read_store(path)),
+        ("open+chunks", lambda: [c for c in open_store(path).chunks()]),
+        ("rebin", lambda: rebin(RebinRequest(store=path, bins=4)).summary),
+        ("rhale", lambda: rhale(RhaleRequest(store=path)).summary),
+        ("bootstrap", lambda: rebin(RebinRequest(store=path, bins=4, bootstrap=boot)).summary),
+        ("plot", command("plot", "{ws}/p.json", "--store", str(path), "-o", "{ws}/plots")),
+        ("interact", command(*INTERACT[:-2], "-o", "{ws}/i.json", "--no-timestamp")),
+    ]  # fmt: skip
+
+
+def _outcome(reader: Callable[[], Any]) -> Any:
+    """What a reader gave: the error line it refused with, or its result."""
+    try:
+        found = reader()
+    except InputError as exc:
+        return ("refused", str(exc))
+    if hasattr(found, "exit_code"):  # the CLI
+        if found.exit_code == 0:
+            return ("ok", found.stdout)
+        check_one_line(found, "store '", 2)
+        return ("refused", found.stderr)
+    return ("ok", found)
+
+
+@pytest.fixture(scope="module")
+def pairs_summary(stores_base: Path) -> Path:
+    from typer.testing import CliRunner
+
+    from ale_cli.cli import app
+
+    out = stores_base / "p.json"
+    if not out.exists():
+        argv = ["rebin", str(stores_base / "p.npz"), "-o", str(out), "--bins", "4"]
+        assert CliRunner().invoke(app, argv).exit_code == 0
+    return out
+
+
+@settings(
+    max_examples=12 if not CI else 60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(where=st.data())
+def test_one_flipped_byte_is_refused_by_every_reader(
+    cli, stores_base: Path, pairs_summary: Path, tmp_path_factory, where
+):
+    """A chunked store from ``ale compute --pairs`` (4 chunks), one byte changed anywhere
+    (any member's data or headers, the central directory, the end records): every reader
+    refuses it in one line naming the store; only the bytes no reader uses may change
+    and then every result is the good store's."""
+    ws = tmp_path_factory.mktemp("flip")
+    for name in ("p.npz", "p.json", "m.pt", "data.csv"):
+        shutil.copy(stores_base / name, ws / name)
+    path = ws / "p.npz"
+    size = path.stat().st_size
+    with zipfile.ZipFile(path) as zf:
+        members = [i.filename.removesuffix(".npy") for i in zf.infolist()]
+    member = where.draw(st.sampled_from(members))
+    start, length = _data_start(path, member)
+    offset = where.draw(
+        st.one_of(st.integers(0, size - 1), st.integers(start, start + length - 1)),
+        label="offset",
+    )
+    xor = where.draw(st.integers(1, 255), label="xor")
+    _flip(path, offset, xor)
+    inert = offset in _inert(path)
+    for name, reader in _readers(path, ws, cli):
+        kind, found = _outcome(reader)
+        if not inert:
+            assert kind == "refused", (name, offset, xor)
+            assert str(path) in found, found
+    if inert:  # the results are the good store's
+        from ale_cli.estimate import RebinRequest, rebin
+
+        damaged = rebin(RebinRequest(store=path, bins=4)).summary
+        good = rebin(RebinRequest(store=stores_base / "p.npz", bins=4)).summary
+        for a, b in zip(damaged.features, good.features, strict=True):
+            np.testing.assert_array_equal(a.effect, b.effect)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(where=st.data())
+def test_a_flipped_byte_in_a_part_is_refused_and_never_a_cache_hit(
+    stores_base: Path, tmp_path_factory, where
+):
+    """A directory store, one byte changed in one of its parts: its meta (what compute's
+    cache check reads) and every reader refuse it, as damage (so compute recomputes)."""
+    from ale_cli.estimate import RhaleRequest, rhale
+
+    ws = tmp_path_factory.mktemp("flip-dir")
+    shutil.copytree(stores_base / "d", ws / "d")
+    part = ws / "d" / where.draw(st.sampled_from(["part-00000.npz", "part-00001.npz"]))
+    offset = where.draw(st.integers(0, part.stat().st_size - 1), label="offset")
+    _flip(part, offset, where.draw(st.integers(1, 255), label="xor"))
+    if offset in _inert(part):
+        return
+    with pytest.raises(InputError, match=str(part)):
+        read_meta(ws / "d")
+    with pytest.raises(InputError, match=str(part)):
+        rhale(RhaleRequest(store=ws / "d"))
+    with pytest.raises(InputError, match=str(part)):
+        read_store(ws / "d")
+
+
+# -- compute on its own damaged output ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        data_byte("c.npz", "local_effects.00001"),
+        local_byte("c.npz", "X.00003", 10),
+        rewrite("c.npz", set_value("X.00002", 1, 1, np.nan)),
+    ],
+    ids=["crc", "local-header", "nan-in-X"],
+)
+def test_compute_recomputes_its_own_damaged_store_and_says_so(cli, sws: Path, damage):
+    good = read_store(sws / "c.npz")
+    damage(sws)
+    argv = ["compute", "m.pt", "data.csv", "--exclude", "y", "--chunk-rows", CHUNK]
+    result = cli(*[a if "." not in a else str(sws / a) for a in argv], "-o", sws / "c.npz")
+    assert result.exit_code == 0, result.output
+    assert "cache hit" not in result.stdout
+    assert f"note: store '{sws / 'c.npz'}' was damaged; recomputed (" in result.stderr
+    again = read_store(sws / "c.npz")  # whole again, the same numbers
+    np.testing.assert_array_equal(again.X, good.X)
+    np.testing.assert_array_equal(again.local_effects, good.local_effects)
+
+
+def test_a_damaged_directory_store_is_not_a_cache_hit(sws: Path):
+    from ale_cli.compute import Damaged, _cached
+
+    data_byte("d/part-00001.npz", "X.00000")(sws)
+    with pytest.raises(DamagedStore, match="part-00001.npz': array 'X.00000' is damaged"):
+        read_meta(sws / "d")
+
+    class Request:  # what the cache check reads of a request
+        out = sws / "d"
+
+    found = _cached(Request(), None, 0.0)  # type: ignore[arg-type]
+    assert isinstance(found, Damaged) and "was damaged; recomputed" in found.note
+
+
+# -- the Dask engine reads through the same reader ---------------------------------------------
+
+
+def test_the_dask_engine_refuses_a_damaged_chunk(cli, sws: Path):
+    pytest.importorskip("distributed", reason="the dask extra is not installed")
+    from distributed import LocalCluster
+
+    data_byte("c.npz", "local_effects.00002")(sws)
+    before = snapshot(sws)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as local:
+        argv = (*RHALE, "--engine", "dask", "--scheduler", local.scheduler_address)
+        result = cli(*(a.format(ws=sws) for a in argv))
+    check_one_line(result, "array 'local_effects.00002' is damaged", 2)
     assert snapshot(sws) == before
