@@ -175,7 +175,8 @@ def _cached(
     try:
         meta = read_meta(request.out)  # checked whole once per process (see read_meta)
     except DamagedStore as exc:  # ours (its meta is intact), its bytes changed
-        return Damaged(f"store '{request.out}' was damaged; recomputed ({exc})")
+        detail = str(exc).removeprefix(f"store '{request.out}': ")
+        return Damaged(f"store '{request.out}' was damaged; recomputed ({detail})")
     except InputError:
         raise InputError(
             f"output '{request.out}' exists and is not a local-effects store; "

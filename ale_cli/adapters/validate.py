@@ -266,9 +266,9 @@ def check_finite(
     )
 
 
-def _finite_x(path: Path, X: np.ndarray, names: np.ndarray) -> None:
+def _finite_x(path: Path, X: np.ndarray, names: np.ndarray, member: str = "X") -> None:
     """X finite, and every column's range too (max - min must not overflow to inf)."""
-    check_finite(path, "X", X, [str(n) for n in names])
+    check_finite(path, member, X, [str(n) for n in names])
     if X.size == 0:
         return
     with np.errstate(over="ignore", invalid="ignore"):
@@ -475,7 +475,7 @@ def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: b
             array = _load(path, npz, name)
             base = name.split(".")[0]
             if base == "X":
-                _finite_x(path, array, inputs)
+                _finite_x(path, array, inputs, name)
             else:
                 labels = [str(n) for n in names] if base == "local_effects" else []
                 check_finite(path, name, array, labels)
