@@ -51,7 +51,7 @@ from ale_cli.adapters.store import (
     open_store,
     read_meta,
 )
-from ale_cli.adapters.validate import meta_problem
+from ale_cli.adapters.storemeta import meta_problem
 from ale_cli.errors import InputError, RunError
 
 MANIFEST = "manifest.json"

@@ -76,7 +76,8 @@ import numpy as np
 
 from ale_cli.adapters.files import atomic_write
 from ale_cli.adapters.jsonio import loads, to_jsonable
-from ale_cli.adapters.validate import check_finite, load_npz, meta_problem, validate_npz
+from ale_cli.adapters.storemeta import meta_problem
+from ale_cli.adapters.validate import check_finite, load_npz, validate_npz
 from ale_cli.adapters.verify import Archive, DamagedStore
 from ale_cli.errors import InputError
 
@@ -502,8 +503,9 @@ def open_store(path: str | Path) -> StoreFile:
     """Open a store of any schema for chunk-by-chunk reading.
 
     A single-array store (schema 1, 2) is checked whole, as :func:`read_meta` does;
-    a chunked one by its headers, layout and names (one pass over every byte of a
-    store of millions of rows would cost as much as the estimator). A directory store
+    a chunked one by its zip structure, headers, layout, names and small members here,
+    and each chunk's members (CRC-32, finite values) as :meth:`StoreFile.chunks`
+    reads them: the bytes are read once. A directory store
     (:mod:`ale_cli.adapters.partstore`) is opened as its parts."""
     path = Path(path)
     if path.is_dir():
@@ -675,6 +677,9 @@ class StoreWriter:
         """Write the next chunk: ``X`` (n, D), ``local_effects`` (n, F), ``prediction`` (n,)
         and optionally ``mixed_derivatives`` (P, n)."""
         i = len(self.rows)
+        for name, array in arrays.items():  # what every reader refuses (check_finite)
+            if np.asarray(array).dtype.kind == "f" and not np.isfinite(array).all():
+                raise ValueError(f"chunk {i} of '{name}' holds NaN or infinite values")
         if not self.arrays:
             self.arrays = list(arrays)
         X = arrays["X"]
