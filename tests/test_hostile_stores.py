@@ -235,6 +235,17 @@ def part_byte(member: str, part: str = "part-00001.npz") -> Damage:
     return damage
 
 
+def manifest_digit() -> Damage:
+    """One input's minimum in the directory store's manifest moved (valid JSON still)."""
+
+    def damage(ws: Path) -> None:
+        manifest = json.loads((ws / "d" / "manifest.json").read_text())
+        manifest["chunks"]["x_min"][1] -= 0.5
+        (ws / "d" / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+    return damage
+
+
 def summary_edge(literal: str) -> Damage:
     """The summary's first feature's last edge written as ``literal`` (a JSON number)."""
 
@@ -380,6 +391,8 @@ CASES: list[Case] = [
          "part-00000.npz': array 'X.00000' is damaged"),
     Case("dir-part-prediction", part_byte("prediction.00001"),
          ("rhale", "{ws}/d", "-o", "{ws}/out.json"), "array 'prediction.00001' is damaged"),
+    Case("dir-manifest-range", manifest_digit(), DIR_REBIN,
+         "manifest.json has other input ranges (x_min, x_max) than its parts"),
     Case("dir-part-plot", part_byte("X.00001"),
          ("plot", "{ws}/c.json", "--store", "{ws}/d", "-o", "{ws}/plots"),
          "array 'X.00001' is damaged"),

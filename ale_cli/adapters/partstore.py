@@ -164,6 +164,27 @@ def _part(path: Path, entry: dict[str, Any], meta: dict[str, Any]) -> StoreFile:
     return part
 
 
+def _check_ranges(path: Path, meta: dict[str, Any], parts: Sequence[StoreFile]) -> None:
+    """The manifest's per-input ``x_min``/``x_max`` (what the estimators' grids start
+    from) are the extremes of its parts' own (each checked with its part's bytes)."""
+    ranges = [part.x_range() for part in parts]
+    if meta["chunks"].get("x_min") is None or any(
+        r is None or len(r[0]) != len(meta["input_names"]) for r in ranges
+    ):
+        return
+    lo = np.min([r[0] for r in ranges if r is not None], axis=0)
+    hi = np.max([r[1] for r in ranges if r is not None], axis=0)
+    found_lo = np.asarray(meta["chunks"]["x_min"], dtype=np.float64)
+    found_hi = np.asarray(meta["chunks"].get("x_max"), dtype=np.float64)
+    if found_lo.shape != lo.shape or not (
+        np.array_equal(found_lo, lo) and np.array_equal(found_hi, hi)
+    ):
+        raise InputError(
+            f"store '{path}': its {MANIFEST} has other input ranges (x_min, x_max) than its "
+            "parts; it was changed after it was written"
+        )
+
+
 def open_part_store(path: str | Path) -> PartStore:
     """Open a directory store for chunk-by-chunk reading, checking its manifest and parts."""
     path = Path(path)
@@ -174,6 +195,7 @@ def open_part_store(path: str | Path) -> PartStore:
     unknown = [n for n in names if n not in inputs]
     if unknown:
         raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
+    _check_ranges(path, meta, parts)
     return PartStore(
         path=path,
         meta=meta,
