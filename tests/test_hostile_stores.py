@@ -290,7 +290,6 @@ INTERACT = (
 )  # fmt: skip
 DIR_REBIN = ("rebin", "{ws}/d", "-o", "{ws}/out.json")
 C = "store '{ws}/c.npz'"
-DAMAGED = "is damaged"
 
 CASES: list[Case] = [
     # one flipped byte in a member's values (the CRC-32 gap of the chunked read)

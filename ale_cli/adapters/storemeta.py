@@ -53,8 +53,6 @@ def meta_problem(meta: Mapping[str, Any]) -> str | None:
     for key in _NAME_LISTS:
         if not all(isinstance(n, str) for n in meta.get(key) or ()):
             return f"'{key}' holds something other than names"
-    if "n_rows" in meta and not _count(meta["n_rows"]):
-        return "'n_rows' is not a count of rows"
     for key, fields in (("model", ("path", "sha256", "format")), ("data", ("path", "sha256"))):
         found = meta.get(key) or {}
         for field in fields:
