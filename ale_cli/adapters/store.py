@@ -451,8 +451,9 @@ class StoreFile(_Columns):
         yield from self.read_chunks(range(len(self.rows)), arrays)
 
     def labels(self, name: str) -> Sequence[str]:
-        """What the columns of row array ``name`` are, for messages."""
-        return self.input_names if name == "X" else self.feature_names
+        """What the columns of row array ``name`` are, for messages (X: the inputs, the
+        local effects: the features; the others' are numbered)."""
+        return {"X": self.input_names, "local_effects": self.feature_names}.get(name, ())
 
     def read_chunks(
         self, indices: Iterable[int], arrays: Sequence[str] = ROW_ARRAYS

@@ -257,8 +257,8 @@ def check_finite(
     row, col = int(spots[0][0]), int(spots[1][0])
     what = f"row {row0 + row}"
     if array.ndim == 2:
-        label = f"'{labels[col]}'" if col < len(labels) else f"column {col}"
-        what += f", {'pair' if name.startswith('mixed') else 'feature'} {label}"
+        kind = "pair" if name.startswith("mixed") else "feature"
+        what += f", {kind} '{labels[col]}'" if col < len(labels) else f", {kind} {col + 1}"
     count = len(spots[0])
     raise DamagedStore(
         f"store '{path}': array '{name}' has {count} NaN or infinite value"
