@@ -14,8 +14,10 @@ A store is a zip of ``.npy`` members (:mod:`ale_cli.adapters.store`). An
 A member's bytes are read whole (:meth:`Archive.array`, :meth:`Archive.verify`),
 the CRC-32 computed as they stream (``zlib.crc32``, chunk by chunk) and compared
 with the recorded one when the member ends: a reader never gets an array whose
-member did not match, and the bytes are read once. Any mismatch is a
-:class:`DamagedStore` naming the store and the member.
+member did not match, and the bytes are read once. A member's mismatch (its bytes or
+its headers) is a :class:`DamagedStore` naming the store and the member, raised when
+the member is read, so that the intact meta still says whose store it is; a damaged
+end record is an :class:`InputError` naming the store.
 
 Not covered: the fields no reader uses, a central record's ``made by`` system and
 file attributes; a change there changes no number.
