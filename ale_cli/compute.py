@@ -54,6 +54,7 @@ from ale_cli.adapters.store import (
     read_meta,
 )
 from ale_cli.adapters.stream import DEFAULT_CHUNK_ROWS, TableStream, inputs_sha256
+from ale_cli.adapters.verify import DamagedStore
 from ale_cli.categorical import (
     LEVEL_DOWN,
     LEVEL_UP,
@@ -156,12 +157,26 @@ class _Hashes:
         return "the options changed"
 
 
-def _cached(request: ComputeRequest, hashes: _Hashes, t0: float) -> ComputeResult | str | None:
-    """The cache hit at ``request.out``, else why the store there is stale (None: no store)."""
+@dataclass(frozen=True)
+class Damaged:
+    """The store at the output is ours but its bytes changed: it is recomputed, and the
+    result's notes say so with ``note``."""
+
+    note: str
+
+
+def _cached(
+    request: ComputeRequest, hashes: _Hashes, t0: float
+) -> ComputeResult | Damaged | str | None:
+    """The cache hit at ``request.out``, else why the store there is stale (None: no store;
+    :class:`Damaged`: a damaged store of ours, never a cache hit)."""
     if not request.out.exists():
         return None
     try:
         meta = read_meta(request.out)  # checked whole once per process (see read_meta)
+    except DamagedStore as exc:  # ours (its meta is intact), its bytes changed
+        detail = str(exc).removeprefix(f"store '{request.out}': ")
+        return Damaged(f"store '{request.out}' was damaged; recomputed ({detail})")
     except InputError:
         raise InputError(
             f"output '{request.out}' exists and is not a local-effects store; "
@@ -656,7 +671,7 @@ def compute(
     t0 = time.perf_counter()
     request.inputs.check_files()
     hashes: _Hashes | None = None
-    cached: ComputeResult | str | None = None
+    cached: ComputeResult | Damaged | str | None = None
     if not force and request.out.exists():
         hashes = _Hashes.of(request)
         cached = _cached(request, hashes, t0)
@@ -688,6 +703,7 @@ def compute(
         notes = (*written.model.describe().get("notes", ()), *written.notes)
         notes += (written.screen.note(),) if written.screen.count else ()
         meta["notes"] = list(notes)
+        notes += (cached.note,) if isinstance(cached, Damaged) else ()
         writer.finish(
             feature_names=written.features,
             input_names=written.source.feature_names,

@@ -24,7 +24,7 @@ from ale_cli.adapters.store import MIXED, PAIRS, Store, StoreFile, StoreWriter, 
 from ale_cli.adapters.store import write_store as write_old_store
 from ale_cli.adapters.summary import summary_json
 from ale_cli.compute import ComputeRequest, compute
-from ale_cli.errors import ModelFailed
+from ale_cli.errors import InputError
 from ale_cli.inputs import ModelInputs
 from ale_cli.interact import InteractRequest, interact
 
@@ -237,12 +237,11 @@ def test_a_schema_2_store_is_read_as_one_chunk(case, tmp_path):
 
 
 @pytest.mark.parametrize("drop", [False, True])
-def test_nonfinite_stored_values_are_named_by_their_row_in_the_store(case, tmp_path, drop):
-    """A stored mixed derivative that is NaN (a store built by hand) is refused naming its
-    row in the whole store, or dropped from every pair, as the whole-store path does."""
+def test_nonfinite_stored_values_are_refused_naming_the_member_and_row(case, tmp_path, drop):
+    """A stored mixed derivative that is NaN (a store changed by hand: ale writes none,
+    its writer refuses one) is refused naming the member and its row, with or without
+    ``drop_nonfinite`` (which is about the model's values, not a damaged store's)."""
     whole = read_store(case["store"])
-    mixed = whole.extra[MIXED].copy()
-    mixed[0, [57, 58, 201]] = np.nan
     bad = tmp_path / "bad.npz"
     meta = {k: v for k, v in whole.meta.items() if k != "chunks"}
     with StoreWriter(bad) as writer:
@@ -252,30 +251,24 @@ def test_nonfinite_stored_values_are_named_by_their_row_in_the_store(case, tmp_p
                     "X": whole.X[lo : lo + 50],
                     "local_effects": whole.local_effects[lo : lo + 50],
                     "prediction": whole.prediction[lo : lo + 50],
-                    MIXED: mixed[:, lo : lo + 50],
+                    MIXED: whole.extra[MIXED][:, lo : lo + 50],
                 }
             )
         writer.add_array(PAIRS, whole.extra[PAIRS])
         writer.finish(feature_names=whole.feature_names, input_names=whole.input_names, meta=meta)
+    with np.load(bad) as z:
+        arrays = {name: z[name] for name in z.files}
+    arrays[f"{MIXED}.00001"][0, [7, 8]] = np.nan  # rows 57 and 58 of the store
+    with open(bad, "wb") as fh:
+        np.savez(fh, **arrays)
     inputs = ModelInputs(model=case["inputs"].model, data=case["inputs"].data, drop_nonfinite=drop)
-
-    def run(chunk_rows: int | None) -> Any:
-        return interact(
-            InteractRequest(inputs=inputs, store=bad, pairs=STORED[:2], chunk_rows=chunk_rows)
-        )
-
-    if not drop:
-        with pytest.raises(ModelFailed) as info:
-            run(64)
-        # chunk by chunk, the first chunk holding such rows stops the run
-        assert "mixed derivatives on 2 rows (rows 57, 58)" in str(info.value)
-        return
-    streamed, whole_run = run(64), run(None)
-    assert streamed.summary.n_rows == N - 3 == whole_run.summary.n_rows
-    assert streamed.summary.prediction["n"] == N - 3
-    assert streamed.notes == whole_run.notes
-    assert any(n.endswith("(rows 57, 58, 201)") for n in streamed.notes)
-    assert_same(_numbers(streamed), _numbers(whole_run))
+    for chunk_rows in (64, None):
+        with pytest.raises(InputError) as info:
+            interact(
+                InteractRequest(inputs=inputs, store=bad, pairs=STORED[:2], chunk_rows=chunk_rows)
+            )
+        assert f"store '{bad}': array 'mixed_derivatives" in str(info.value)
+        assert "has 2 NaN or infinite values (first: row 7" in str(info.value)
 
 
 def test_a_model_matched_by_column_names_is_loaded_with_the_whole_table(case, tmp_path):

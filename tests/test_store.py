@@ -168,3 +168,16 @@ def test_a_store_checked_once_is_not_read_again_until_it_changes(tmp_path: Path,
     with pytest.raises(InputError):
         read_meta(path)
     assert len(checks) == 3
+
+
+def test_the_writer_refuses_what_every_reader_refuses(tmp_path: Path):
+    """ale writes no NaN or infinity into a store (compute screens its rows first), and
+    a store holding one is refused by every reader: the writer refuses it too."""
+    from ale_cli.adapters.store import StoreWriter
+
+    X = np.zeros((4, 2))
+    E = np.array([[0.0, 1.0], [np.inf, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    with pytest.raises(ValueError, match="chunk 0 of 'local_effects' holds NaN or infinite"):
+        with StoreWriter(tmp_path / "s.npz") as w:
+            w.add({"X": X, "local_effects": E, "prediction": X.sum(1)})
+    assert list(tmp_path.iterdir()) == []

@@ -140,13 +140,17 @@ def is_junit(path: Path) -> bool:
 
 
 def is_store(path: Path) -> bool:
-    """A local-effects store file whose meta reads and checks (a damaged one is not)."""
+    """A local-effects store file whose meta reads and checks; one of ours whose meta is
+    intact but whose members are damaged counts too (compute recomputes it)."""
     from ale_cli.adapters.store import read_meta  # numpy and the store reader: only here
+    from ale_cli.adapters.verify import DamagedStore
 
     if not path.is_file():
         return False
     try:
         read_meta(path)
+    except DamagedStore:
+        return True
     except InputError:
         return False
     return True

@@ -74,11 +74,32 @@ def read_bytes(path: str | Path, what: str) -> bytes:
         raise InputError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
 
 
+_FLOAT_MAX = int(sys.float_info.max)
+
+
+def _number(text: str) -> int | float:
+    """A JSON integer; one past the range of a float is infinite, as ``1e400`` is.
+
+    >>> _number("9" * 400), _number("-" + "9" * 400), _number("12")
+    (inf, -inf, 12)
+    """
+    value = int(text)
+    if abs(value) > _FLOAT_MAX:
+        return math.inf if value > 0 else -math.inf
+    return value
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` whose integers too large for a float are infinite (so that every
+    check of finite numbers sees them; a float conversion would raise OverflowError)."""
+    return json.loads(text, parse_int=_number)
+
+
 def parse_json(raw: bytes, path: str | Path, what: str) -> Any:
     """Parse JSON bytes read from ``path``; invalid JSON is a one-line InputError."""
     where = "standard input" if str(path) == STDIN else f"'{path}'"
     try:
-        return json.loads(raw.decode("utf-8"))
+        return loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError(f"{what} {where} is not valid JSON: {reason}") from None

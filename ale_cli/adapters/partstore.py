@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.adapters.jsonio import to_jsonable
+from ale_cli.adapters.jsonio import loads, to_jsonable
 from ale_cli.adapters.store import (
     MIXED,
     PAIRS,
@@ -49,7 +49,9 @@ from ale_cli.adapters.store import (
     Store,
     StoreFile,
     open_store,
+    read_meta,
 )
+from ale_cli.adapters.storemeta import meta_problem
 from ale_cli.errors import InputError, RunError
 
 MANIFEST = "manifest.json"
@@ -96,7 +98,7 @@ class PartStore(StoreFile):
 def _manifest(path: Path) -> dict[str, Any]:
     where = f"store '{path}'"
     try:
-        meta = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+        meta = loads((path / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(
             f"{where} is a directory, expected an .npz file or a directory store (a "
@@ -111,6 +113,9 @@ def _manifest(path: Path) -> dict[str, Any]:
         raise InputError(
             f"{where} has schema_version {str(version)[:40]}; this ale reads up to {SCHEMA_VERSION}"
         )
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise InputError(f"{where}: its {MANIFEST} is malformed: {problem}")
     parts = meta.get("parts")
     chunks = meta.get("chunks")
     if (
@@ -159,6 +164,27 @@ def _part(path: Path, entry: dict[str, Any], meta: dict[str, Any]) -> StoreFile:
     return part
 
 
+def _check_ranges(path: Path, meta: dict[str, Any], parts: Sequence[StoreFile]) -> None:
+    """The manifest's per-input ``x_min``/``x_max`` (what the estimators' grids start
+    from) are the extremes of its parts' own (each checked with its part's bytes)."""
+    ranges = [part.x_range() for part in parts]
+    if meta["chunks"].get("x_min") is None or any(
+        r is None or len(r[0]) != len(meta["input_names"]) for r in ranges
+    ):
+        return
+    lo = np.min([r[0] for r in ranges if r is not None], axis=0)
+    hi = np.max([r[1] for r in ranges if r is not None], axis=0)
+    found_lo = np.asarray(meta["chunks"]["x_min"], dtype=np.float64)
+    found_hi = np.asarray(meta["chunks"].get("x_max"), dtype=np.float64)
+    if found_lo.shape != lo.shape or not (
+        np.array_equal(found_lo, lo) and np.array_equal(found_hi, hi)
+    ):
+        raise InputError(
+            f"store '{path}': its {MANIFEST} has other input ranges (x_min, x_max) than its "
+            "parts; it was changed after it was written"
+        )
+
+
 def open_part_store(path: str | Path) -> PartStore:
     """Open a directory store for chunk-by-chunk reading, checking its manifest and parts."""
     path = Path(path)
@@ -169,6 +195,7 @@ def open_part_store(path: str | Path) -> PartStore:
     unknown = [n for n in names if n not in inputs]
     if unknown:
         raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
+    _check_ranges(path, meta, parts)
     return PartStore(
         path=path,
         meta=meta,
@@ -180,8 +207,13 @@ def open_part_store(path: str | Path) -> PartStore:
 
 
 def read_part_meta(path: str | Path) -> dict[str, Any]:
-    """The meta (manifest) of a directory store, after checking its manifest and parts."""
-    return open_part_store(path).meta
+    """The meta (manifest) of a directory store, after checking its manifest and every
+    byte of its parts (:func:`~ale_cli.adapters.store.read_meta` of each: what makes a
+    cache hit sound)."""
+    handle = open_part_store(path)
+    for part in handle.parts:
+        read_meta(part.path)
+    return handle.meta
 
 
 def read_part_store(path: str | Path) -> Store:

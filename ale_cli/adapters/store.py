@@ -67,7 +67,7 @@ import json
 import os
 import time
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,8 +75,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ale_cli.adapters.files import atomic_write
-from ale_cli.adapters.jsonio import to_jsonable
-from ale_cli.adapters.validate import load_npz, validate_npz
+from ale_cli.adapters.jsonio import loads, to_jsonable
+from ale_cli.adapters.storemeta import meta_problem
+from ale_cli.adapters.validate import check_finite, load_npz, validate_npz
+from ale_cli.adapters.verify import Archive, DamagedStore
 from ale_cli.errors import InputError
 
 if TYPE_CHECKING:
@@ -233,25 +235,26 @@ def write_store(path: str | Path, store: Store) -> None:
         np.savez(fh, **arrays)
 
 
-def _open(path: Path) -> Any:
+def _open(path: Path) -> Archive:
+    """The store file at ``path`` opened for verified reading (:class:`Archive`)."""
     if not path.exists():
         raise InputError(f"store '{path}' does not exist; create it with 'ale compute'")
     if path.is_dir():
         raise InputError(f"store '{path}' is a directory, expected an .npz file")
     try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError):
-        raise InputError(
-            f"'{path}' is not a local-effects store (.npz from 'ale compute')"
-        ) from None
+        return Archive(path)
+    except OSError as exc:
+        raise InputError(f"cannot read store '{path}': {exc.strerror or exc}") from None
 
 
 def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:
     if "meta" not in npz.files:
         raise InputError(f"'{path}' is not a local-effects store: it has no 'meta' array")
     try:
-        meta = json.loads(str(npz["meta"][()]))
-    except (ValueError, TypeError):
+        meta = loads(str(npz["meta"][()]))
+    except DamagedStore as exc:  # without its meta, nothing says ale wrote it
+        raise InputError(str(exc)) from None
+    except (ValueError, TypeError, RecursionError):
         raise InputError(f"store '{path}' has an unreadable 'meta' array") from None
     if not isinstance(meta, dict):
         raise InputError(f"store '{path}' has an unreadable 'meta' array")
@@ -261,8 +264,15 @@ def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:
             f"store '{path}' has schema_version {str(version)[:40]}; "
             f"this ale reads up to {SCHEMA_VERSION}"
         )
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise InputError(f"store '{path}': its meta is malformed: {problem}")
     return meta
 
+
+#: members of chunked stores CRC-checked in this process: (file identity, member)
+_VERIFIED: set[tuple[tuple[int, ...], str]] = set()
+_ROW_MEMBERS = (*ROW_ARRAYS, MIXED, "level_up", "level_down")
 
 #: stores checked whole in this process: (path, device, inode, size, mtime, ctime) -> meta
 _CHECKED: dict[tuple[str, int, int, int, int, int], dict[str, Any]] = {}
@@ -332,9 +342,21 @@ def _concatenated(path: Path, npz: Any, rows: list[int]) -> dict[str, np.ndarray
         missing = [e for e in entries if e not in npz.files]
         if missing:
             raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing[:3])}")
-        parts = [npz[e].astype(np.float64, copy=False) for e in entries]
+        labels = _labels(npz, name)
+        parts = []
+        for entry in entries:  # each chunk checked as the chunked read checks it
+            part = npz[entry]
+            check_finite(path, entry, part, labels)
+            parts.append(part.astype(np.float64, copy=False))
         out[name] = np.concatenate(parts, axis=1 if name == MIXED else 0)
     return out
+
+
+def _labels(npz: Archive, name: str) -> list[str]:
+    """The names of the columns of row array ``name`` (X: the inputs), for messages."""
+    if name == "X" and "input_names" in npz.files:
+        return [str(n) for n in npz["input_names"]]
+    return [str(n) for n in npz["feature_names"]] if name in ("X", "local_effects") else []
 
 
 def read_store(path: str | Path) -> Store:
@@ -421,15 +443,40 @@ class StoreFile(_Columns):
         """
         if self.meta.get("chunks") is None:
             with _open(self.path) as npz:
-                yield {name: npz[name] for name in arrays}
+                chunk = {name: npz[name] for name in arrays}
+            for name, array in chunk.items():
+                check_finite(self.path, name, array, self.labels(name))
+            yield chunk
             return
-        with open(self.path, "rb") as fh:
-            entries = _entry_offsets(self.path, fh)
-            for i in range(len(self.rows)):
-                yield {
-                    name: _read_entry(self.path, fh, entries, chunk_entry(name, i))
-                    for name in arrays
-                }
+        yield from self.read_chunks(range(len(self.rows)), arrays)
+
+    def labels(self, name: str) -> Sequence[str]:
+        """What the columns of row array ``name`` are, for messages (X: the inputs, the
+        local effects: the features; the others' are numbered)."""
+        return {"X": self.input_names, "local_effects": self.feature_names}.get(name, ())
+
+    def read_chunks(
+        self, indices: Iterable[int], arrays: Sequence[str] = ROW_ARRAYS
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """Chunks ``indices`` of a chunked store: the row arrays ``arrays`` of each, every
+        member read whole and checked (CRC-32, finite values); the chunk's other members
+        are CRC-checked too, once per process while the file is unchanged, so a reader
+        never gets a chunk of a store with a damaged member there."""
+        with _open(self.path) as archive:
+            identity = archive.identity()
+            for i in indices:
+                chunk = {}
+                for name in arrays:
+                    entry = chunk_entry(name, i)
+                    chunk[name] = archive.array(entry)
+                    check_finite(self.path, entry, chunk[name], self.labels(name))
+                    _VERIFIED.add((identity, entry))
+                for other in _ROW_MEMBERS:
+                    entry = chunk_entry(other, i)
+                    if entry in archive.members and (identity, entry) not in _VERIFIED:
+                        archive.verify(entry)
+                        _VERIFIED.add((identity, entry))
+                yield chunk
 
     def recorded_prediction(self) -> dict[str, Any] | None:
         """The distribution of the predictions the manifest records (see
@@ -453,56 +500,13 @@ class StoreFile(_Columns):
         return tuple((str(a), str(b)) for a, b in pairs)
 
 
-def _entry_offsets(path: Path, fh: Any) -> dict[str, tuple[int, int]]:
-    """Where each uncompressed ``.npy`` entry's bytes start in the zip, and its size."""
-    out: dict[str, tuple[int, int]] = {}
-    with zipfile.ZipFile(fh) as zf:
-        for info in zf.infolist():
-            if info.compress_type != zipfile.ZIP_STORED:
-                continue
-            fh.seek(info.header_offset)
-            local = fh.read(30)
-            if len(local) < 30 or local[:4] != b"PK\x03\x04":
-                raise InputError(f"store '{path}' has a damaged entry '{info.filename}'")
-            name_len = int.from_bytes(local[26:28], "little")
-            extra_len = int.from_bytes(local[28:30], "little")
-            start = info.header_offset + 30 + name_len + extra_len
-            out[info.filename.removesuffix(".npy")] = (start, info.file_size)
-    return out
-
-
-def _read_entry(path: Path, fh: Any, entries: dict[str, tuple[int, int]], name: str) -> np.ndarray:
-    """One ``.npy`` entry of a stored (uncompressed) zip, read straight into its array
-    (one read, no CRC pass: the store's identity is its sha256)."""
-    if name not in entries:
-        raise InputError(f"store '{path}' lacks the array(s) {name}")
-    start, size = entries[name]
-    fh.seek(start)
-    version = np.lib.format.read_magic(fh)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
-    elif version == (2, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
-    else:  # newer headers: numpy's own reader
-        fh.seek(start)
-        return np.lib.format.read_array(fh, allow_pickle=False)
-    if dtype.hasobject:
-        raise InputError(f"store '{path}': array {name} holds Python objects")
-    count = int(np.prod(shape, dtype=np.int64))
-    if fh.tell() + count * dtype.itemsize > start + size:
-        raise InputError(f"store '{path}': array {name} is shorter than its header says")
-    array = np.empty(count, dtype=dtype)
-    if count and fh.readinto(array.data.cast("B")) != count * dtype.itemsize:
-        raise InputError(f"store '{path}': array {name} is shorter than its header says")
-    return array.reshape(shape, order="F" if fortran else "C")
-
-
 def open_store(path: str | Path) -> StoreFile:
     """Open a store of any schema for chunk-by-chunk reading.
 
     A single-array store (schema 1, 2) is checked whole, as :func:`read_meta` does;
-    a chunked one by its headers, layout and names (one pass over every byte of a
-    store of millions of rows would cost as much as the estimator). A directory store
+    a chunked one by its zip structure, headers, layout, names and small members here,
+    and each chunk's members (CRC-32, finite values) as :meth:`StoreFile.chunks`
+    reads them: the bytes are read once. A directory store
     (:mod:`ale_cli.adapters.partstore`) is opened as its parts."""
     path = Path(path)
     if path.is_dir():
@@ -520,11 +524,17 @@ def open_store(path: str | Path) -> StoreFile:
         names = tuple(str(s) for s in npz["feature_names"])
         inputs = tuple(str(s) for s in npz["input_names"]) if "input_names" in npz.files else names
         if rows is None:
-            n = int(meta.get("n_rows") or npz["X"].shape[0])
+            n = int(meta.get("n_rows") or npz.spec("X")[0][0])
             rows = [n]
     unknown = [n for n in names if n not in inputs]
     if unknown:
         raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
+    x_min = (meta.get("chunks") or {}).get("x_min")
+    if x_min is not None and len(x_min) != len(inputs):
+        raise InputError(
+            f"store '{path}': its meta is malformed: 'chunks.x_min' has {len(x_min)} values "
+            f"for {len(inputs)} inputs"
+        )
     return StoreFile(
         path=path, meta=meta, feature_names=names, input_names=inputs, rows=tuple(rows)
     )
@@ -668,6 +678,9 @@ class StoreWriter:
         """Write the next chunk: ``X`` (n, D), ``local_effects`` (n, F), ``prediction`` (n,)
         and optionally ``mixed_derivatives`` (P, n)."""
         i = len(self.rows)
+        for name, array in arrays.items():  # what every reader refuses (check_finite)
+            if np.asarray(array).dtype.kind == "f" and not np.isfinite(array).all():
+                raise ValueError(f"chunk {i} of '{name}' holds NaN or infinite values")
         if not self.arrays:
             self.arrays = list(arrays)
         X = arrays["X"]

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ale_cli.adapters.partstore import PartStore, PartStoreWriter
-from ale_cli.adapters.store import PAIRS, StoreFile, StoreWriter, chunk_entry
+from ale_cli.adapters.store import PAIRS, StoreFile, StoreWriter
 from ale_cli.engines import require_dask, scheduler_address
 from ale_cli.errors import InputError, RunError
 from ale_cli.models.checks import nothing_left
@@ -386,7 +386,7 @@ def compute_dask(
         seconds=time.perf_counter() - t0,
         rows_dropped=merged.source.rows_dropped,
         reason=cached if isinstance(cached, str) else None,
-        notes=stored.notes,
+        notes=(*stored.notes, cached.note) if isinstance(cached, local.Damaged) else stored.notes,
         rows_nonfinite=merged.screen.count,
     )
 
@@ -802,15 +802,8 @@ class ChunkRange(StoreFile):
     first: int = 0
 
     def chunks(self, arrays: Sequence[str] = ("X", "local_effects", "prediction")) -> Any:
-        from ale_cli.adapters.store import _entry_offsets, _read_entry
-
-        with open(self.path, "rb") as fh:
-            entries = _entry_offsets(self.path, fh)
-            for i in range(self.first, self.first + len(self.rows)):
-                yield {
-                    name: _read_entry(self.path, fh, entries, chunk_entry(name, i))
-                    for name in arrays
-                }
+        """The chunks of the range, every member verified as the store's reader does."""
+        return self.read_chunks(range(self.first, self.first + len(self.rows)), arrays)
 
 
 #: chunks per task of the estimators (16 chunks of 65536 rows: about 1e6 rows a task)
