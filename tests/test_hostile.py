@@ -10,7 +10,7 @@ hostile file of the case) and asserts:
 - nothing in the workspace changed, appeared or disappeared (names, sizes,
   modification times, modes; directories included).
 
-Cases that need work owned elsewhere (commands calling ``check_output``) are
+Cases that need work owned elsewhere are
 strict xfails: they start failing, as a reminder to drop the mark, once the
 behaviour is there. A hypothesis test feeds generated CSV/Parquet tables through
 ``ale compute`` (200 examples when ``CI=true``).

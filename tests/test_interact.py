@@ -540,19 +540,24 @@ def test_plot_writes_one_file_per_interaction(cli, tmp_path, models, agg):
     result = cli("plot", out, "-o", tmp_path / "plots", "--jobs", 1, "--format", "both")
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in (tmp_path / "plots").iterdir())
-    assert names == ["x1__x2.png", "x1__x2.svg", "x2__x_3.png", "x2__x_3.svg"]
+    manifest = ".ale-plots.json"  # the list of the files ale wrote there
+    assert names == [manifest, "x1__x2.png", "x1__x2.svg", "x2__x_3.png", "x2__x_3.svg"]
     assert result.stderr == (
         f"wrote 4 files for 0 features and 2 interactions to '{tmp_path / 'plots'}'\n"
     )
     # --features picks the interactions that involve any of the names
     picked = cli("plot", out, "-o", tmp_path / "one", "--jobs", 1, "--features", "x/3")
     assert picked.exit_code == 0, picked.output
-    assert sorted(p.name for p in (tmp_path / "one").iterdir()) == ["x2__x_3.png"]
+    assert sorted(p.name for p in (tmp_path / "one").iterdir()) == [manifest, "x2__x_3.png"]
     assert picked.stderr.endswith(
         "for 0 features and 1 interaction to '" + str(tmp_path / "one") + "'\n"
     )
     both = cli("plot", out, "-o", tmp_path / "two", "--jobs", 1, "--features", "x1,x2")
-    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == ["x1__x2.png", "x2__x_3.png"]
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == [
+        manifest,
+        "x1__x2.png",
+        "x2__x_3.png",
+    ]
     assert both.exit_code == 0
     bad = cli("plot", out, "-o", tmp_path / "bad", "--features", "x9")
     assert bad.exit_code == 2
