@@ -38,8 +38,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ale_cli.adapters import summary as _summary
+from ale_cli.adapters.guard import guard
 from ale_cli.adapters.store import Store, read_store
-from ale_cli.adapters.summary import FeatureSummary, Summary, read_summary, write_summary
+from ale_cli.adapters.summary import FeatureSummary, Summary, read_summary
 from ale_cli.compute import ComputeResult
 from ale_cli.inputs import ModelInputs
 
@@ -98,6 +100,8 @@ def compute(
     from ale_cli.pairs import parse_pairs
 
     inputs = ModelInputs(model=model, data=data, features=features, **options)
+    kind = "store-dir" if engine == "dask" else "store"
+    guard(out, kind=kind, inputs=_paths(model, data), force=force)
     request = ComputeRequest(
         inputs=inputs,
         out=Path(out),
@@ -296,10 +300,13 @@ def report(
     audit: str | Path | None = None,
     history: str | Path | None = None,
     timestamp: bool = True,
+    force: bool = False,
 ) -> str:
-    """The self-contained HTML page of ``ale report`` (written to ``out`` when given)."""
+    """The self-contained HTML page of ``ale report`` (written to ``out`` when given; an
+    existing ``out`` that is not an ale report is replaced only with ``force``)."""
     from ale_cli.report import build_report, write_report
 
+    guard(out, kind="html", inputs=_paths(*summaries, store, audit, history), force=force)
     page = build_report(summaries, store=store, audit=audit, history=history, timestamp=timestamp)
     if out is not None:
         write_report(out, page.html)
@@ -317,6 +324,20 @@ def run(job: str | Path, *, out: str | Path | None = None, wait: bool = False) -
     if target is None:
         raise InputError("{param}: give the run's directory, or 'out' in the job file", param="out")
     return run_job(spec, target, wait=wait)
+
+
+def write_summary(
+    path: str | Path, summary: Summary, *, timestamp: bool = True, force: bool = False
+) -> None:
+    """Write ``summary`` as JSON to ``path`` atomically; an existing ``path`` that is not an
+    ale summary is replaced only with ``force``."""
+    guard(path, kind="summary", force=force)
+    _summary.write_summary(path, summary, timestamp=timestamp)
+
+
+def _paths(*values: Any) -> list[str | Path]:
+    """The arguments that name files (a DataFrame or an in-memory Store does not)."""
+    return [v for v in values if isinstance(v, str | Path)]
 
 
 def summary_frame(summary: Summary | str | Path) -> pd.DataFrame:

@@ -6,6 +6,11 @@ action kills the process at once: temporary files stay behind. While
 ``KeyboardInterrupt``, so code that cleans up after Ctrl-C cleans up after it
 too) in the main thread; the CLI prints one line and exits with 143
 (128 + SIGTERM), as a shell reports a terminated program.
+
+A signal can arrive while a C extension (matplotlib's renderer, say) is calling
+back into Python; the extension may then report the exception as one of its own
+(a ``ValueError``). :func:`arrived` remembers the last signal handled, so the CLI
+still reports "terminated" or "interrupted" with 143 or 130, not an internal error.
 """
 
 from __future__ import annotations
@@ -21,6 +26,14 @@ EXIT_TERMINATED = 128 + signal.SIGTERM
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
+_ARRIVED: list[int] = []
+
+
+def arrived() -> int | None:
+    """The last SIGTERM or SIGINT handled by this module's handlers (None: none yet)."""
+    return _ARRIVED[-1] if _ARRIVED else None
+
+
 class Terminated(KeyboardInterrupt):
     """The process received SIGTERM (exit code 143)."""
 
@@ -30,7 +43,13 @@ class Terminated(KeyboardInterrupt):
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     # a second SIGTERM during the clean-up must not abort the clean-up
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _ARRIVED.append(signal.SIGTERM)
     raise Terminated()
+
+
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    _ARRIVED.append(signal.SIGINT)
+    raise KeyboardInterrupt()
 
 
 def install() -> None:
@@ -45,8 +64,14 @@ def sigterm_raises() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _ARRIVED.clear()  # a block remembers its own signals only
     previous: Any = signal.signal(signal.SIGTERM, _raise_terminated)
+    previous_int: Any = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:  # only Python's own: keep a test's
+        signal.signal(signal.SIGINT, _raise_interrupted)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous_int)

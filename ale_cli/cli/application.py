@@ -29,7 +29,7 @@ from typer._click import exceptions as click_errors
 from typer.core import TyperGroup
 
 from ale_cli.errors import AleError
-from ale_cli.signals import Terminated, sigterm_raises
+from ale_cli.signals import EXIT_INTERRUPTED, Terminated, arrived, sigterm_raises
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -247,6 +247,12 @@ class _AleGroup(TyperGroup):
             typer.echo(f"error: {exc.strerror or type(exc).__name__}{where}", err=True)
             raise typer.Exit(1) from None
         except Exception as exc:
+            if arrived() is not None:  # a signal surfaced as a C extension's own exception
+                interrupted = arrived() == EXIT_INTERRUPTED - 128
+                typer.echo(f"error: {'interrupted' if interrupted else 'terminated'}", err=True)
+                raise typer.Exit(
+                    EXIT_INTERRUPTED if interrupted else Terminated.exit_code
+                ) from None
             typer.echo(f"error: {_internal_error(exc)}", err=True)
             raise typer.Exit(1) from None
 

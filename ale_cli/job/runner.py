@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ale_cli import __version__
+from ale_cli.adapters.figures import MANIFEST as FIGURES_MANIFEST
 from ale_cli.adapters.files import atomic_write, sha256_file
 from ale_cli.adapters.jsonio import dumps, read_json_file
 from ale_cli.errors import AleError, InputError, RunError
@@ -264,6 +265,9 @@ def _plots(r: _Runner, names: list[str], store_sha: str) -> None:
         inputs = {"summary": r.digest(summary), "store": store_sha}
 
         def action(step: Step, name: str = name) -> list[Path]:
+            # the staged figures are links to the previous run's, which this step replaces
+            # whole (a run directory from before figure manifests has none to vouch for them)
+            shutil.rmtree(r.out / "plots" / name, ignore_errors=True)
             result = plot_files(
                 r.out / f"{name}.json",
                 r.out / "plots" / name,
@@ -272,7 +276,7 @@ def _plots(r: _Runner, names: list[str], store_sha: str) -> None:
                 dpi=int(spec.plots["dpi"]),  # type: ignore[index]
                 jobs=None,
             )
-            return list(result.paths)
+            return [*result.paths, r.out / "plots" / name / FIGURES_MANIFEST]
 
         r.step(f"plot-{name}", dict(spec.plots), inputs, action)
 
