@@ -383,7 +383,7 @@ def test_estimators_do_not_read_the_predictions_when_the_manifest_has_them(
     assert summary.prediction["n"] == 300
 
 
-def test_a_store_without_a_finite_prediction_records_none_and_a_damaged_record_is_refused(
+def test_a_store_of_infinite_values_is_not_written_and_a_damaged_record_is_refused(
     tmp_path: Path,
 ):
     import json
@@ -392,8 +392,9 @@ def test_a_store_without_a_finite_prediction_records_none_and_a_damaged_record_i
     from ale_cli.errors import InputError
 
     X, E = _data(100, 5)
-    E[:, 0] = np.inf
-    assert open_store(_chunked(tmp_path / "inf.npz", X, E, [40])).recorded_prediction() is None
+    E[:, 0] = np.inf  # every reader refuses such a store: the writer writes none
+    with pytest.raises(ValueError, match="chunk 0 of 'local_effects' holds NaN or infinite"):
+        _chunked(tmp_path / "inf.npz", X, E, [40])
     X, E = _data(100, 6)
     path = _chunked(tmp_path / "s.npz", X, E, [40])
     with zipfile.ZipFile(path) as zf:
