@@ -31,6 +31,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from ale_cli.adapters.figures import MANIFEST as FIGURES_MANIFEST
 from ale_cli.adapters.files import sha256_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +60,8 @@ def state_of(directory: Path, old: dict[str, bytes | str], new_data_sha: str) ->
     leftovers = [
         p
         for p in directory.rglob("*")
-        if (p.name.startswith(".") and p.name != ".lock") or p.name.endswith(".tmp")
+        if (p.name.startswith(".") and p.name not in (".lock", FIGURES_MANIFEST))
+        or p.name.endswith(".tmp")
     ]
     assert not leftovers, leftovers
     manifest = json.loads((directory / "run.json").read_text())
