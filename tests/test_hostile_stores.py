@@ -544,6 +544,42 @@ def test_a_flipped_byte_in_a_part_is_refused_and_never_a_cache_hit(
         read_store(ws / "d")
 
 
+def _central_offsets(path: Path) -> list[int]:
+    """The offset of each central directory record of ``path``."""
+    data = path.read_bytes()
+    out = []
+    with zipfile.ZipFile(path) as zf:
+        pos = zf.start_dir
+        for _ in zf.infolist():
+            out.append(pos)
+            n, e, c = struct.unpack("<HHH", data[pos + 28 : pos + 34])
+            pos += 46 + n + e + c
+    return out
+
+
+@pytest.mark.parametrize("store", ["p.npz", "d/part-00000.npz"])
+@pytest.mark.parametrize(
+    "where",
+    ["zip64-local-size", "last-name-length", "last-extra-length", "last-comment-length"],
+)
+def test_header_bytes_zipfile_tolerates_are_refused(stores_base: Path, tmp_path, store, where):
+    """Bytes Python's zipfile reads past: one zip64 size marker of a local header changed
+    (the other still marks zip64), and the lengths in the last central record (zipfile
+    reads the directory from a buffer that cuts a longer name short)."""
+    path = tmp_path / "s.npz"
+    shutil.copyfile(stores_base / store, path)
+    last = _central_offsets(path)[-1]
+    offset = {
+        "zip64-local-size": 18,  # the first member's compressed size (0xFFFFFFFF)
+        "last-name-length": last + 28,
+        "last-extra-length": last + 30,
+        "last-comment-length": last + 32,
+    }[where]
+    _flip(path, offset, 1)
+    with pytest.raises(InputError, match="is damaged"):
+        read_store(path)
+
+
 # -- compute on its own damaged output ----------------------------------------------------------
 
 

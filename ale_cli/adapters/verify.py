@@ -43,6 +43,7 @@ _LOCAL = struct.Struct("<4s2B4HL2L2H")
 _END = struct.Struct("<4s4H2LH")
 _END64 = struct.Struct("<4sQ2H2L4Q")
 _LOCATOR = struct.Struct("<4sLQL")
+_CENTRAL = struct.Struct("<4s4B4HL2L5H2L")
 _ZIP64_EXTRA = 0x0001
 _DESCRIPTOR = 0x08
 
@@ -139,6 +140,7 @@ class Archive:
         self.raw_names = [info.filename for info in infos]
         fh.seek(0, 2)
         self._end_records(fh.tell(), start_dir, len(infos))
+        self._central_records(start_dir, infos)
         members: dict[str, Member] = {}
         ordered = sorted(infos, key=lambda i: i.header_offset)
         ends = [i.header_offset for i in ordered[1:]] + [start_dir]
@@ -183,7 +185,9 @@ class Archive:
         records = _extra_records(fh.read(e_len))
         encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
         sizes = (csize, fsize)
-        if records is not None and _ZIP64_EXTRA in records and 0xFFFFFFFF in sizes:
+        # a zip64 local header marks both sizes (as zipfile writes it); one marker alone
+        # is a changed byte, which the comparison below then sees
+        if records is not None and _ZIP64_EXTRA in records and sizes == (0xFFFFFFFF,) * 2:
             big = records[_ZIP64_EXTRA]
             if len(big) >= 16:
                 fsize, csize = struct.unpack_from("<QQ", big)
@@ -221,6 +225,32 @@ class Archive:
         if tuple(big) == want:
             return lead + 20
         raise self.damaged(member.name, "its data descriptor differs from the central directory")
+
+    def _central_records(self, start_dir: int, infos: list[zipfile.ZipInfo]) -> None:
+        """The central directory walked as written: each record's name bytes are its
+        member's, and the records end where the end record says (zipfile tolerates a
+        changed name length in the last record)."""
+        fh = self._fh
+        fh.seek(start_dir)
+        end = fh.seek(0, 2) - _END.size
+        fh.seek(start_dir)
+        raw = fh.read(max(end - start_dir, 0))
+        pos = 0
+        for info in infos:
+            head = raw[pos : pos + _CENTRAL.size]
+            if len(head) < _CENTRAL.size:
+                break
+            n_len, e_len, c_len = struct.unpack_from("<3H", head, 28)
+            encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+            if raw[pos + _CENTRAL.size : pos + _CENTRAL.size + n_len] != (
+                info.orig_filename.encode(encoding)
+            ):
+                break
+            pos += _CENTRAL.size + n_len + e_len + c_len
+        else:
+            if pos == len(raw) or raw[pos : pos + 4] == zipfile.stringEndArchive64:
+                return
+        raise InputError(f"store '{self.path}' is damaged (its central directory)")
 
     def _end_records(self, size: int, start_dir: int, count: int) -> None:
         """The end of central directory record (and the zip64 ones) as the directory is."""
