@@ -116,11 +116,16 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture()
-def ws(base: Path, tmp_path: Path) -> Path:
+def copy_workspace(base: Path, tmp_path: Path) -> Path:
+    """A fresh copy of a suite's good files (links copied as links) for one case."""
     work = tmp_path / "ws"
     shutil.copytree(base, work, symlinks=True)
     return work
+
+
+@pytest.fixture()
+def ws(base: Path, tmp_path: Path) -> Path:
+    return copy_workspace(base, tmp_path)
 
 
 def snapshot(root: Path) -> dict[str, tuple[Any, ...]]:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_hostile import Case, base, check_one_line, snapshot
+from test_hostile import Case, base, check_one_line, copy_workspace, snapshot
 
 from ale_cli.core.discrete import MAX_LEVELS
 
@@ -111,9 +111,7 @@ def data_base(base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture()
 def dws(data_base: Path, tmp_path: Path) -> Path:
-    work = tmp_path / "ws"
-    shutil.copytree(data_base, work, symlinks=True)
-    return work
+    return copy_workspace(data_base, tmp_path)
 
 
 def _compute(data: str, *extra: str, model: str = "{model}") -> tuple[str, ...]:

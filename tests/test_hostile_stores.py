@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_hostile import check_one_line, snapshot
+from test_hostile import check_one_line, copy_workspace, snapshot
 
 from ale_cli.adapters.partstore import PartStoreWriter
 from ale_cli.adapters.store import StoreWriter, open_store, read_meta, read_store
@@ -92,9 +92,7 @@ def _directory_store(path: Path, X: np.ndarray) -> None:
 
 @pytest.fixture()
 def sws(stores_base: Path, tmp_path: Path) -> Path:
-    work = tmp_path / "ws"
-    shutil.copytree(stores_base, work, symlinks=True)
-    return work
+    return copy_workspace(stores_base, tmp_path)
 
 
 # -- damage ------------------------------------------------------------------------------------

@@ -138,9 +138,9 @@ class Archive:
                 f"'{self.path}' is not a local-effects store (.npz from 'ale compute')"
             ) from None
         self.raw_names = [info.filename for info in infos]
-        fh.seek(0, 2)
-        self._end_records(fh.tell(), start_dir, len(infos))
-        self._central_records(start_dir, infos)
+        size = fh.seek(0, 2)
+        self._end_records(size, start_dir, len(infos))
+        self._central_records(start_dir, size - _END.size, infos)
         members: dict[str, Member] = {}
         ordered = sorted(infos, key=lambda i: i.header_offset)
         ends = [i.header_offset for i in ordered[1:]] + [start_dir]
@@ -226,15 +226,12 @@ class Archive:
             return lead + 20
         raise self.damaged(member.name, "its data descriptor differs from the central directory")
 
-    def _central_records(self, start_dir: int, infos: list[zipfile.ZipInfo]) -> None:
+    def _central_records(self, start_dir: int, end: int, infos: list[zipfile.ZipInfo]) -> None:
         """The central directory walked as written: each record's name bytes are its
         member's, and the records end where the end record says (zipfile tolerates a
         changed name length in the last record)."""
-        fh = self._fh
-        fh.seek(start_dir)
-        end = fh.seek(0, 2) - _END.size
-        fh.seek(start_dir)
-        raw = fh.read(max(end - start_dir, 0))
+        self._fh.seek(start_dir)
+        raw = self._fh.read(max(end - start_dir, 0))
         pos = 0
         for info in infos:
             head = raw[pos : pos + _CENTRAL.size]
