@@ -15,7 +15,7 @@ Arguments
 - ``model``: a path to a TorchScript, ONNX, skops or pickle file.
 - ``data``: a path to a CSV or Parquet file, or a pandas DataFrame.
 - ``store``: a path to a store written by :func:`compute`, or a
-  :class:`~ale_cli.adapters.store.Store` built in memory from arrays.
+  :class:`~ale_cli.store.npz.Store` built in memory from arrays.
 - names (``features``, ``inputs``, ``exclude``, ...): a list of strings or one
   comma-separated string.
 - every other option takes the value of the command-line option of the same
@@ -26,9 +26,9 @@ Arguments
 
 Results
 -------
-:func:`compute` returns a :class:`~ale_cli.compute.ComputeResult` (what was
+:func:`compute` returns a :class:`~ale_cli.estimators.local_effects.ComputeResult` (what was
 written, whether it was a cache hit); the estimators return a
-:class:`~ale_cli.adapters.summary.Summary` whose ``features`` (first order)
+:class:`~ale_cli.summary.model.Summary` whose ``features`` (first order)
 or ``interactions`` (second order) hold the arrays documented there.
 """
 
@@ -38,12 +38,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ale_cli.adapters import summary as _summary
-from ale_cli.adapters.guard import guard
-from ale_cli.adapters.store import Store, read_store
-from ale_cli.adapters.summary import FeatureSummary, Summary, read_summary
-from ale_cli.compute import ComputeResult
-from ale_cli.inputs import ModelInputs
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.local_effects import ComputeResult
+from ale_cli.outputs.guard import guard
+from ale_cli.store.npz import Store, read_store
+from ale_cli.summary import model as _summary
+from ale_cli.summary.model import FeatureSummary, Summary, read_summary
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -86,7 +86,7 @@ def compute(
 ) -> ComputeResult:
     """Compute the local effects of ``features`` (default: every input) and write a store.
 
-    ``options`` are the other fields of :class:`~ale_cli.inputs.ModelInputs`
+    ``options`` are the other fields of :class:`~ale_cli.estimators.inputs.ModelInputs`
     (``inputs``, ``exclude``, ``output``, ``method``, ``step``, ``trust``...).
     A store at ``out`` made from the same model bytes, data and options is
     reused (``result.cache_hit``) unless ``force``. ``discrete`` names (or ``"auto"``)
@@ -95,9 +95,9 @@ def compute(
     ``engine="dask"`` computes the partitions on the Dask cluster at ``scheduler`` (None:
     a local one) and writes a directory store.
     """
-    from ale_cli.compute import ComputeRequest
-    from ale_cli.compute import compute as run
-    from ale_cli.pairs import parse_pairs
+    from ale_cli.estimators.local_effects import ComputeRequest
+    from ale_cli.estimators.local_effects import compute as run
+    from ale_cli.estimators.pairs import parse_pairs
 
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     kind = "store-dir" if engine == "dask" else "store"
@@ -130,9 +130,9 @@ def rebin(
     """DALE on fixed bins (default: 20 uniform bins) from a store; ``bootstrap`` B > 0 adds
     percentile bands at level ``ci`` (rows resampled, ``seed`` for the same bands);
     ``engine="dask"`` reduces the store's parts on the Dask cluster at ``scheduler``."""
-    from ale_cli.bands import Bootstrap
-    from ale_cli.estimate import RebinRequest
-    from ale_cli.estimate import rebin as run
+    from ale_cli.estimators.bands import Bootstrap
+    from ale_cli.estimators.dale import RebinRequest
+    from ale_cli.estimators.dale import rebin as run
 
     request = RebinRequest(
         store=_store(store),
@@ -165,9 +165,9 @@ def rhale(
 ) -> Summary:
     """RHALE with automatic bins from a store (``min_points`` None: ceil(N/20), at least 2);
     ``bootstrap`` as in :func:`rebin`, on the chosen bins."""
-    from ale_cli.bands import Bootstrap
-    from ale_cli.estimate import RhaleRequest
-    from ale_cli.estimate import rhale as run
+    from ale_cli.estimators.bands import Bootstrap
+    from ale_cli.estimators.dale import RhaleRequest
+    from ale_cli.estimators.dale import rhale as run
 
     request = RhaleRequest(
         store=_store(store),
@@ -208,9 +208,9 @@ def classic(
     is read ``chunk_rows`` rows at a time (None: the whole table at once).
     ``engine="dask"`` runs the model calls per partition on the Dask cluster at
     ``scheduler`` (None: a local cluster)."""
-    from ale_cli.bands import Bootstrap
-    from ale_cli.classic import ClassicRequest
-    from ale_cli.classic import classic as run
+    from ale_cli.estimators.bands import Bootstrap
+    from ale_cli.estimators.classic import ClassicRequest
+    from ale_cli.estimators.classic import classic as run
 
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     request = ClassicRequest(
@@ -248,9 +248,9 @@ def interact(
     is read ``chunk_rows`` rows at a time and a ``store`` by its own chunks (None: the
     whole table, or store, at once). ``engine="dask"`` runs the model calls per partition
     on the Dask cluster at ``scheduler`` (None: a local cluster)."""
-    from ale_cli.interact import InteractRequest
-    from ale_cli.interact import interact as run
-    from ale_cli.pairs import parse_pairs
+    from ale_cli.estimators.interact import InteractRequest
+    from ale_cli.estimators.interact import interact as run
+    from ale_cli.estimators.pairs import parse_pairs
 
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     request = InteractRequest(
@@ -342,7 +342,7 @@ def _paths(*values: Any) -> list[str | Path]:
 
 def summary_frame(summary: Summary | str | Path) -> pd.DataFrame:
     """The summary as one long pandas DataFrame (a row per feature and edge, per bin...)."""
-    from ale_cli.export import summary_frame as frame
+    from ale_cli.summary.export import summary_frame as frame
 
     return frame(read_summary(summary) if not isinstance(summary, Summary) else summary)
 

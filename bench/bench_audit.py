@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ale_cli.adapters.summary import FeatureSummary, Summary, with_statistics, write_summary
 from ale_cli.core.binning import assign, uniform_edges
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.effect import effect_from_cells
+from ale_cli.summary.model import FeatureSummary, Summary, with_statistics, write_summary
 
 N_ROWS = 5_000
 N_FEATURES = 30

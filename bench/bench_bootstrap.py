@@ -16,8 +16,8 @@ import time
 
 import numpy as np
 
-from ale_cli.bands import Bootstrap
-from ale_cli.estimate import rebin_features
+from ale_cli.estimators.bands import Bootstrap
+from ale_cli.estimators.dale import rebin_features
 
 
 def main(argv: list[str]) -> None:

@@ -10,14 +10,14 @@ same run, interleaved (shared machine):
 2. a HistGradientBoostingRegressor, D = 8 (as bench_formats.py); reference:
    2 D bare ``est.predict(X)`` calls over the N rows.
 
-Our side is :func:`ale_cli.classic.classic_features` on the loaded adapter: bin
+Our side is :func:`ale_cli.estimators.classic.classic_features` on the loaded adapter: bin
 edges (20 quantile bins), bin membership, the stacked evaluations, the
 estimate. Target ratio <= 1.15. The time spent inside the model calls (in the
 best run) is reported too, so the overhead that is ours (quantile edges, bin
 membership, stacking, the estimate) shows apart from the model's own cost.
 Set BENCH_QUICK=1 for a smaller run.
 
-How our side works (see ale_cli/classic.py): quantile edges and bin membership
+How our side works (see ale_cli/estimators/classic.py): quantile edges and bin membership
 come from binning.quantile_bins (bucketed selection, ~1 ms per 100k-row column
 against ~3.5-4.5 ms for np.partition + assign); the rows are evaluated chunk by
 chunk (32k stacked rows per call), every feature sharing the chunk's stack (one
@@ -25,7 +25,7 @@ copy, then one column moved and put back from classic's own feature rows per
 feature); the differences go straight into one row per feature, and the bins'
 statistics of the slopes are those of the differences divided by the bin
 widths (no division pass over the rows). The ale command and these benchmarks
-raise glibc's allocator thresholds (ale_cli.allocator), without which every
+raise glibc's allocator thresholds (ale_cli.io.allocator), without which every
 100k-row temporary is page-faulted in again.
 
 Measured on 2 shared cores, whose speed varies by 20-30% within seconds
@@ -68,9 +68,9 @@ import numpy as np
 from bench_compute import MODEL, make_data
 from bench_formats import best_of, hgb_data
 
-from ale_cli.allocator import keep_freed_memory
-from ale_cli.classic import classic_features
 from ale_cli.core.binning import assign, quantile_bins, quantile_edges
+from ale_cli.estimators.classic import classic_features
+from ale_cli.io.allocator import keep_freed_memory
 from ale_cli.models import Columns, LoadOptions, load_model
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.models.scikit import SklearnModel

@@ -5,7 +5,7 @@ file in row groups of 65536 rows, 256 MB of values), every input explained with
 20 quantile bins (2 x 32 model evaluations per row). The model is a cheap float64
 TorchScript function, tanh(x w) + 0.1 x_0 x_1, so the run measures ale's own
 memory rather than a network's. Each variant runs in a fresh process
-(:func:`ale_cli.classic.classic`, the library call behind the command, after the
+(:func:`ale_cli.estimators.classic.classic`, the library call behind the command, after the
 allocator settings the ``ale`` command makes); the peak RSS is that process's
 VmHWM, the baseline its RSS after the imports (torch included) before the run.
 
@@ -119,10 +119,10 @@ def child(model: str, data: str, chunk_rows: str, out: str) -> None:
     sys.path.insert(0, str(ROOT))
     import torch  # noqa: F401 -- in the baseline, as in any run of a TorchScript model
 
-    from ale_cli.adapters.summary import write_summary
-    from ale_cli.allocator import keep_freed_memory
-    from ale_cli.classic import ClassicRequest, classic
-    from ale_cli.inputs import ModelInputs
+    from ale_cli.estimators.classic import ClassicRequest, classic
+    from ale_cli.estimators.inputs import ModelInputs
+    from ale_cli.io.allocator import keep_freed_memory
+    from ale_cli.summary.model import write_summary
 
     keep_freed_memory()
     baseline = _status("VmRSS")

@@ -228,7 +228,7 @@ def effector_run(model: Path, data: Path) -> float | None:
 def cli_run(model: Path, data: Path, folder: Path) -> tuple[float, float, dict, dict]:  # type: ignore[type-arg]
     """Wall time of ``ale compute`` + ``ale rhale``; compute's wall, its --json and the
     timings its store records."""
-    from ale_cli.adapters.store import read_meta
+    from ale_cli.store.npz import read_meta
 
     store, summary = folder / "s.npz", folder / "r.json"
     ale = [sys.executable, "-m", "ale_cli"]

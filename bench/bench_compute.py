@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ale_cli.allocator import keep_freed_memory
+from ale_cli.io.allocator import keep_freed_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "sample_data" / "models" / "diabetes_mlp.pt"
@@ -56,7 +56,7 @@ def make_data(folder: Path) -> tuple[Path, np.ndarray]:
 
 
 def main() -> None:
-    keep_freed_memory()  # as the ale command does (ale_cli.allocator)
+    keep_freed_memory()  # as the ale command does (ale_cli.io.allocator)
     import torch
 
     from ale_cli.models import Columns, LoadOptions, load_model
@@ -136,7 +136,7 @@ def main() -> None:
             ).stdout
         )
         t = meta["timings"]
-        from ale_cli.adapters.store import read_store, write_store
+        from ale_cli.store.npz import read_store, write_store
 
         stored = read_store(out)
         write = best_of(lambda: write_store(folder / "again.npz", stored), 3)

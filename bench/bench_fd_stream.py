@@ -10,7 +10,7 @@ D -> 64 -> 64 -> 1 exported with torch.onnx.export. Two computations:
 - finite differences (``--method finite-differences --features x0,x1,x2,x3``:
   9 onnxruntime evaluations per row, steps from the profile of all rows).
 
-The whole-table path is the same command with ``ale_cli.compute.streams`` returning
+The whole-table path is the same command with ``ale_cli.estimators.local_effects.streams`` returning
 False (what a DataFrame input or a columns file gets); the bench checks that both
 stores hold the same numbers.
 
@@ -55,7 +55,7 @@ ENV = {
 }
 #: the same CLI with the streaming path switched off
 WHOLE = (
-    "import sys, ale_cli.compute as c; c.streams = lambda inputs: False; "
+    "import sys, ale_cli.estimators.local_effects as c; c.streams = lambda inputs: False; "
     "from ale_cli.entry import main; sys.argv[0] = 'ale'; main()"
 )
 
@@ -120,7 +120,7 @@ def run_measured(cmd: list[str]) -> tuple[float, float]:
 def same_store(a: Path, b: Path) -> float:
     """The largest |difference| of the local effects of two stores, chunk by chunk
     (their X must be equal)."""
-    from ale_cli.adapters.store import iter_store_chunks
+    from ale_cli.store.npz import iter_store_chunks
 
     worst = 0.0
     for x, y in zip(iter_store_chunks(a), iter_store_chunks(b), strict=True):

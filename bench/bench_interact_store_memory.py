@@ -5,7 +5,7 @@ and model of ``bench_classic_memory.py``: a Parquet file, tanh(x w) + 0.1 x_0 x_
 a store from ``ale compute --pairs`` holding the mixed derivatives of 3 pairs
 (one explained feature, so X is most of the store: 256 MB), DALE second order of
 the 3 pairs with 10 type-1 quantile bins per feature. Each variant runs in a fresh
-process (:func:`ale_cli.interact.interact`, the library call behind the command,
+process (:func:`ale_cli.estimators.interact.interact`, the library call behind the command,
 after the allocator settings the ``ale`` command makes); the peak RSS is that
 process's VmHWM, the baseline its RSS after the imports (torch included).
 
@@ -63,8 +63,8 @@ def make_store(folder: Path, model: Path, data: Path, chunk_rows: int) -> Path:
         return out
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "from ale_cli.compute import ComputeRequest, compute;"
-        "from ale_cli.inputs import ModelInputs;"
+        "from ale_cli.estimators.local_effects import ComputeRequest, compute;"
+        "from ale_cli.estimators.inputs import ModelInputs;"
         "from pathlib import Path;"
         "inputs = ModelInputs(model=sys.argv[2], data=sys.argv[3], features=('x00',));"
         f"compute(ComputeRequest(inputs=inputs, out=Path(sys.argv[4]), pairs={PAIRS!r},"
@@ -80,10 +80,10 @@ def child(model: str, data: str, store: str, variant: str, out: str) -> None:
     sys.path.insert(0, str(ROOT))
     import torch  # noqa: F401 -- in the baseline, as in any run of a TorchScript model
 
-    from ale_cli.adapters.summary import write_summary
-    from ale_cli.allocator import keep_freed_memory
-    from ale_cli.inputs import ModelInputs
-    from ale_cli.interact import InteractRequest, interact
+    from ale_cli.estimators.inputs import ModelInputs
+    from ale_cli.estimators.interact import InteractRequest, interact
+    from ale_cli.io.allocator import keep_freed_memory
+    from ale_cli.summary.model import write_summary
 
     keep_freed_memory()
     baseline = _status("VmRSS")

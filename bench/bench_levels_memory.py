@@ -56,7 +56,7 @@ def table(k: int) -> np.ndarray:
 
 def plan_peak(k: int) -> float:
     """Peak MB that tracemalloc sees while the levels of g are planned."""
-    from ale_cli.categorical import plan_levels
+    from ale_cli.estimators.levels import plan_levels
 
     X = table(k)
     names = ["g", "a", "b", "c", "h"]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ale_cli.adapters.store import Store, write_store
-from ale_cli.adapters.summary import FeatureSummary, Summary, write_summary
+from ale_cli.store.npz import Store, write_store
+from ale_cli.summary.model import FeatureSummary, Summary, write_summary
 
 N_ROWS = 20_000
 N_FEATURES = 10

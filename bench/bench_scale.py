@@ -42,7 +42,7 @@ and compute then rebin twice more by hand: first reader 4.27 s and 4.37 s, the n
 once 5.2 s.
 
 Compute hashes the store as it writes it and keeps the digest with the file
-(ale_cli/adapters/digest.py), and its manifest records the percentiles of the
+(ale_cli/store/digest.py), and its manifest records the percentiles of the
 predictions, so no estimator reads the store once more to hash it (1.5 s of CPU) or
 reads and sorts 1e7 predictions (0.5 s). Before those two changes, the same day on a
 quiet machine: compute 13.6 s / 562 MB, rhale 4.97 s / 389 MB, rebin 5.77 s / 373 MB
@@ -397,7 +397,7 @@ def main() -> None:
         print("local engine:", flush=True)
         steps = steps_for(model, data, store, folder, "local")
         # the first reader of a store hashes it and records the digest with the file
-        # (ale_cli.adapters.digest); the later ones reuse it: the rebin once as the first
+        # (ale_cli.store.digest); the later ones reuse it: the rebin once as the first
         steps.insert(1, (f"{steps[2][0]} [first reader]", steps[2][1]))
         # the estimators work on chunks in threads (ALE_THREADS, default: the CPUs): once
         # more with one worker thread
@@ -413,7 +413,7 @@ def main() -> None:
                     f"{result['seconds']:.1f} s",
                     flush=True,
                 )
-                from ale_cli.adapters.store import read_meta
+                from ale_cli.store.npz import read_meta
 
                 timings = read_meta(store)["timings"]
                 print("    " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
@@ -433,7 +433,7 @@ def main() -> None:
                 print(f"    {what:43s}             peak RSS {mb:7.0f} MB")
             if cli[0] == "compute":
                 size = sum(p.stat().st_size for p in parts.iterdir())
-                from ale_cli.adapters.store import read_meta
+                from ale_cli.store.npz import read_meta
 
                 timings = read_meta(parts)["timings"]
                 print(f"    store {size / 1e9:.2f} GB in {len(list(parts.iterdir())) - 1} parts")

@@ -78,9 +78,9 @@ def compare(
     model: Path, data: Path, trust: tuple[str, ...], work: Path, exclude: tuple[str, ...]
 ) -> list[str]:
     from ale_cli import api
-    from ale_cli import secants as sec
-    from ale_cli.adapters.store import read_store
-    from ale_cli.adapters.summary import write_summary
+    from ale_cli.estimators import secants as sec
+    from ale_cli.store.npz import read_store
+    from ale_cli.summary.model import write_summary
 
     rows: list[str] = []
     opts = {"exclude": exclude} if exclude else {}

@@ -1,11 +1,11 @@
 """The cost of verifying every member of a store as it is read (CRC-32 of each member's
-bytes, ``ale_cli/adapters/verify.py``): ``ale rhale`` and ``ale rebin --bins 20 --binning
+bytes, ``ale_cli/store/verify.py``): ``ale rhale`` and ``ale rebin --bins 20 --binning
 quantile`` on one chunked store, each a fresh process, with two checkouts of ``ale``
 alternating in one run (``--before``: a checkout whose chunked read checks no CRC;
 ``--after``: this one), so both see the same machine and page cache.
 
 The store: N rows x D = 32 float32 inputs and local effects in 65536-row chunks, written
-by :class:`ale_cli.adapters.store.StoreWriter` (its digest recorded, so neither reader
+by :class:`ale_cli.store.npz.StoreWriter` (its digest recorded, so neither reader
 hashes it).
 
 Measured 2026-11-25, 22:41 UTC, 1e6 rows (store 260 MB), median of 3, on the shared
@@ -42,7 +42,7 @@ D = 32
 
 
 def build(path: Path, rows: int) -> None:
-    from ale_cli.adapters.store import StoreWriter
+    from ale_cli.store.npz import StoreWriter
 
     names = [f"x{j}" for j in range(D)]
     rng = np.random.default_rng(0)

@@ -22,16 +22,17 @@ MAX_PACKAGE_LINES = 24_000
 # Lowest first. The first name of a module's path below ale_cli picks its layer;
 # a top-level module (ale_cli/x.py) is looked up by its own name.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "signals", "core"),
+    ("errors", "signals", "checks", "core"),
     ("io",),
     ("models", "data"),
     ("store", "summary"),
+    ("outputs",),
     ("passes",),
     ("estimators",),
     ("engines",),
     ("plot", "audit"),
     ("report",),
-    ("api", "job"),
+    ("api", "job", "sample"),
     ("cli", "entry", "__main__"),
 )
 

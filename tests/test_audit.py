@@ -14,14 +14,14 @@ import pytest
 import xsd_subset
 from typer.testing import CliRunner
 
-from ale_cli.adapters.summary import FeatureSummary, InteractionSummary, Summary, write_summary
 from ale_cli.audit import audit_files
 from ale_cli.audit.evaluate import monotonic_dip
 from ale_cli.audit.report import SCHEMA_PATH, junit_xml
 from ale_cli.audit.rules import parse_rules
 from ale_cli.cli import app
 from ale_cli.errors import InputError
-from ale_cli.inputs import ModelInputs
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary, write_summary
 
 runner = CliRunner()
 JUNIT_XSD = Path(__file__).parent / "data" / "junit.xsd"
@@ -88,10 +88,10 @@ def summary_of_model(
     import pandas as pd
     import torch
 
-    from ale_cli.adapters.store import read_store
-    from ale_cli.adapters.summary import with_statistics
-    from ale_cli.compute import ComputeRequest, compute
-    from ale_cli.estimate import RebinRequest, rebin
+    from ale_cli.estimators.dale import RebinRequest, rebin
+    from ale_cli.estimators.local_effects import ComputeRequest, compute
+    from ale_cli.store.npz import read_store
+    from ale_cli.summary.model import with_statistics
 
     model, data, store = tmp / f"{name}.pt", tmp / f"{name}.csv", tmp / f"{name}.npz"
     torch.jit.save(module, str(model))
@@ -215,7 +215,7 @@ DRIFT = 'rules:\n  - feature: "*"\n    drift: {max_abs: 0.2, max_z: 4}\n'
 def test_drift_flags_a_known_shift_and_passes_a_resampled_rerun(
     drift_summaries: dict[str, Path], tmp_path: Path
 ) -> None:
-    from ale_cli.adapters.summary import read_summary
+    from ale_cli.summary.model import read_summary
 
     rules = rules_file(tmp_path / "drift.yaml", DRIFT)
     base = drift_summaries["base"]
@@ -241,7 +241,7 @@ def test_drift_reports_a_feature_missing_on_either_side(
 ) -> None:
     from dataclasses import replace
 
-    from ale_cli.adapters.summary import read_summary
+    from ale_cli.summary.model import read_summary
 
     s = read_summary(drift_summaries["base"])
     fewer = replace(s, features=s.features[:2])
@@ -585,9 +585,9 @@ def test_example_rule_files_are_valid(path: Path) -> None:
 
 
 def test_example_rules_pass_on_the_sample_mlp(sample_dir: Path, tmp_path: Path) -> None:
-    from ale_cli.compute import ComputeRequest, compute
-    from ale_cli.estimate import RebinRequest, RhaleRequest, rebin, rhale
-    from ale_cli.interact import InteractRequest, interact
+    from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rhale
+    from ale_cli.estimators.interact import InteractRequest, interact
+    from ale_cli.estimators.local_effects import ComputeRequest, compute
 
     store = tmp_path / "mlp.npz"
     inputs = ModelInputs(
@@ -615,7 +615,7 @@ def test_example_rules_pass_on_the_sample_mlp(sample_dir: Path, tmp_path: Path) 
 
 
 def test_recorded_and_computed_statistics_give_the_same_verdicts(tmp_path: Path) -> None:
-    from ale_cli.adapters.summary import with_statistics
+    from ale_cli.summary.model import with_statistics
 
     plain, recorded = tmp_path / "plain.json", tmp_path / "recorded.json"
     write_summary(plain, hand_summary())

@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from ale_cli.adapters.store import Store, write_store
-from ale_cli.adapters.summary import SCHEMA_PATH, read_summary, summary_json
-from ale_cli.bands import Bootstrap, replicate_cells, with_bands
-from ale_cli.classic import classic_features
 from ale_cli.cli import app
 from ale_cli.core.binning import assign, quantile_bins
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.bootstrap import percentile_band, replicate_effects
 from ale_cli.core.effect import effect_from_cells
 from ale_cli.errors import InputError
-from ale_cli.estimate import RebinRequest, RhaleRequest, rebin, rebin_features, rhale
+from ale_cli.estimators.bands import Bootstrap, replicate_cells, with_bands
+from ale_cli.estimators.classic import classic_features
+from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rebin_features, rhale
+from ale_cli.store.npz import Store, write_store
+from ale_cli.summary.model import SCHEMA_PATH, read_summary, summary_json
 
 runner = CliRunner()
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
@@ -210,8 +210,8 @@ def test_cli_errors_name_the_flag(tmp_path: Path) -> None:
 
 
 def test_plot_draws_the_band_with_a_legend_entry() -> None:
-    from ale_cli.adapters.summary import Summary
     from ale_cli.plot import feature_figure
+    from ale_cli.summary.model import Summary
 
     X, E = noisy_linear(2)
     summary = rebin(

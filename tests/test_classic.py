@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ale_cli.adapters.summary import SCHEMA_PATH, read_summary
-from ale_cli.classic import ClassicRequest, classic, classic_features
 from ale_cli.errors import InputError, ModelFailed
-from ale_cli.inputs import ModelInputs
+from ale_cli.estimators.classic import ClassicRequest, classic, classic_features
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.summary.model import SCHEMA_PATH, read_summary
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
@@ -356,8 +356,8 @@ def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case, 
     (whole table, and read chunk by chunk)."""
     from sklearn.linear_model import LinearRegression
 
-    import ale_cli.classic as module
-    import ale_cli.streaming_inputs as streaming
+    import ale_cli.estimators.classic as module
+    import ale_cli.estimators.inputs_stream as streaming
 
     model, data, _ = linear_case
     real_predict = LinearRegression.predict

@@ -18,7 +18,7 @@ from ale_cli.cli.progress import ProgressBar
 
 def _tiny_store(path: Path, *, rows: int, seed: int) -> None:
     """A store of ``rows`` rows of two features whose local effects are 2 x."""
-    from ale_cli.adapters.store import Store, write_store
+    from ale_cli.store.npz import Store, write_store
 
     X = np.random.default_rng(seed).normal(size=(rows, 2))
     meta = {"schema_version": 2, "n_rows": rows}
@@ -66,7 +66,7 @@ def test_the_command_table_names_each_commands_module_in_help_order():
         "from ale_cli.cli import COMMAND_MODULES\n"
         "for module in dict.fromkeys(COMMAND_MODULES.values()):\n"
         "    before = len(app.registered_commands)\n"
-        "    importlib.import_module('ale_cli.cli.' + module)\n"
+        "    importlib.import_module('ale_cli.cli.commands.' + module)\n"
         "    for info in app.registered_commands[before:]:\n"
         "        print(info.name or get_command_name(info.callback.__name__), module)\n"
     )
@@ -208,7 +208,7 @@ def test_config_supplies_options_and_flags_win(cli, tmp_path, rhale_model, sampl
     flag_out = tmp_path / "from_flag.npz"
     result = cli("compute", "--config", config, "-o", flag_out, "--features", "x3,x2,x1")
     assert result.exit_code == 0, result.output
-    from ale_cli.adapters.store import read_meta
+    from ale_cli.store.npz import read_meta
 
     assert read_meta(flag_out)["feature_names"] == ["x3", "x2", "x1"]
     assert read_meta(flag_out)["options"]["exclude"] == ["y"]  # from the config
@@ -301,7 +301,7 @@ def test_rhale_option_defaults_are_the_core_defaults():
 def test_a_config_with_other_commands_sections_runs_from_the_console_script(tmp_path):
     """The console script builds only the invoked command, except with --config, whose
     file may hold sections for the other commands."""
-    from ale_cli.adapters.store import Store, write_store
+    from ale_cli.store.npz import Store, write_store
 
     X = np.random.default_rng(1).normal(size=(40, 2))
     meta = {"schema_version": 2, "n_rows": 40}

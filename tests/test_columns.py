@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from ale_cli.adapters.store import read_store
+from ale_cli.store.npz import read_store
 
 N = 120
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ale_cli.models as models
-from ale_cli.adapters.store import META_KEYS, read_store
+from ale_cli.store.npz import META_KEYS, read_store
 
 
 @pytest.fixture()

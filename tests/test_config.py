@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ale_cli.adapters.store import SCHEMA_VERSION, Store, read_meta, write_store
-from ale_cli.adapters.yamlsafe import MAX_ALIASES, MAX_BYTES, load_yaml
 from ale_cli.errors import InputError
+from ale_cli.io.yamlsafe import MAX_ALIASES, MAX_BYTES, load_yaml
+from ale_cli.store.npz import SCHEMA_VERSION, Store, read_meta, write_store
 
 # the 335-byte "billion laughs": 9 levels of 9 aliases, 9^9 strings once expanded
 ALIAS_BOMB = "\n".join(

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from ale_cli import __version__
-from ale_cli.adapters.summary import read_summary
+from ale_cli.summary.model import read_summary
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parent.parent / "ale_cli/schema/result.schema.json").read_text()
@@ -124,7 +124,7 @@ def test_features_mean_the_same_in_every_command(cli, linear, tmp_path):
     store = tmp_path / "s.npz"
     base = (model, data, "--exclude", "target", "--features", "c,a")
     assert cli("compute", *base, "-o", store).exit_code == 0
-    from ale_cli.adapters.store import read_store
+    from ale_cli.store.npz import read_store
 
     s = read_store(store)
     assert s.feature_names == ("c", "a") and s.input_names == ("a", "b", "c")
@@ -255,7 +255,7 @@ def test_compute_features_perturb_only_those_columns_of_a_tree_model(
     and plot."""
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    from ale_cli.adapters.store import read_store
+    from ale_cli.store.npz import read_store
 
     seen: list[np.ndarray] = []
     real = HistGradientBoostingRegressor.predict

@@ -22,14 +22,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ale_cli.adapters.partstore import MANIFEST, PartStoreWriter, open_part_store, store_sha256
-from ale_cli.adapters.store import open_store, read_meta, read_store
-from ale_cli.adapters.stream import dataset_sha256
-from ale_cli.compute import ComputeRequest, compute
-from ale_cli.engines.partitions import Partition, plan_partitions, split_row_groups
+from ale_cli.data.partitions import Partition, plan_partitions, split_row_groups
+from ale_cli.data.stream import dataset_sha256
 from ale_cli.errors import InputError
-from ale_cli.estimate import RebinRequest, RhaleRequest, rebin, rhale
-from ale_cli.inputs import ModelInputs
+from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rhale
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.local_effects import ComputeRequest, compute
+from ale_cli.store.npz import open_store, read_meta, read_store
+from ale_cli.store.parts import MANIFEST, PartStoreWriter, open_part_store, store_sha256
 
 pytest.importorskip("distributed", reason="the dask extra is not installed")
 
@@ -431,7 +431,7 @@ def test_a_scikit_learn_model_on_dask_gives_the_local_store(dataset, cluster, tm
 def test_classic_on_dask_equals_the_local_engine(dataset, cluster, binning, tmp_path: Path):
     """The model evaluations of ale classic on the workers, one task per partition: the
     summary is the local engine's (cells merged in partition order, to rounding)."""
-    from ale_cli.classic import ClassicRequest, classic
+    from ale_cli.estimators.classic import ClassicRequest, classic
 
     model, data, X = dataset
     for inputs in (
@@ -474,7 +474,7 @@ def test_classic_on_dask_from_the_command_line(dataset, cluster, cli, tmp_path: 
 def test_interact_on_dask_equals_the_local_engine(dataset, cluster, estimator):
     """The second-order pass on the workers (corners, or mixed derivatives by autodiff):
     the summary is the local engine's; the TorchScript model's x_a x_b term shows."""
-    from ale_cli.interact import InteractRequest, interact
+    from ale_cli.estimators.interact import InteractRequest, interact
 
     model, data, _ = dataset
     inputs = ModelInputs(model=model, data=data)
@@ -530,7 +530,7 @@ def test_pairs_on_dask_store_the_local_mixed_derivatives(dataset, cluster, tmp_p
     """compute --pairs on the workers: every part holds the mixed derivatives of its rows
     (d2f/da db = 1 for f's x_a x_b term, 0 for c, d), and interact --store reads the
     directory store as the file store."""
-    from ale_cli.interact import InteractRequest, interact
+    from ale_cli.estimators.interact import InteractRequest, interact
 
     model, data, _ = dataset
     inputs = ModelInputs(model=model, data=data)
@@ -586,7 +586,7 @@ def test_partitions_are_files_then_row_group_ranges(dataset, tmp_path: Path, mon
     assert [(p.file, p.row_groups, p.rows, p.offset) for p in default] == [
         (f, None, 3000, 3000 * i) for i, f in enumerate(files)
     ]
-    monkeypatch.setattr("ale_cli.engines.partitions.MIN_PARTITION_ROWS", 1)
+    monkeypatch.setattr("ale_cli.data.partitions.MIN_PARTITION_ROWS", 1)
     parts = plan_partitions(files, fmt="parquet", slots=2)  # about 12000 / 8 rows a task
     sizes = [700, 700, 700, 700, 200]  # each file's row groups
     assert [p.file_index for p in parts] == sorted(p.file_index for p in parts)
@@ -609,7 +609,7 @@ def test_a_dataset_of_files_cut_into_ranges_hashes_as_the_local_engine(
     dataset's hash, cache key and rows are the local engine's."""
     local, _ = stores
     model, data, X = dataset
-    monkeypatch.setattr("ale_cli.engines.partitions.MIN_PARTITION_ROWS", 1)
+    monkeypatch.setattr("ale_cli.data.partitions.MIN_PARTITION_ROWS", 1)
     request = ComputeRequest(
         inputs=ModelInputs(model=model, data=data),
         out=tmp_path / "d",
@@ -648,7 +648,7 @@ def test_one_parquet_file_is_split_into_row_group_partitions(
 
     model, _, _ = dataset
     path, kept = one_file
-    monkeypatch.setattr("ale_cli.engines.partitions.MIN_PARTITION_ROWS", 1)  # ~5000/8 a task
+    monkeypatch.setattr("ale_cli.data.partitions.MIN_PARTITION_ROWS", 1)  # ~5000/8 a task
     inputs = ModelInputs(model=model, data=path, dropna=True)
     local = compute(ComputeRequest(inputs=inputs, out=tmp_path / "l.npz", chunk_rows=256)).out
     request = ComputeRequest(
@@ -692,12 +692,12 @@ def test_one_parquet_file_is_split_into_row_group_partitions(
 def test_classic_on_dask_splits_one_file_into_row_groups(
     dataset, one_file, cluster, binning, tmp_path: Path, monkeypatch
 ):
-    from ale_cli.classic import ClassicRequest, classic
     from ale_cli.engines import dask_model
+    from ale_cli.estimators.classic import ClassicRequest, classic
 
     model, _, _ = dataset
     path, kept = one_file
-    monkeypatch.setattr("ale_cli.engines.partitions.MIN_PARTITION_ROWS", 1)
+    monkeypatch.setattr("ale_cli.data.partitions.MIN_PARTITION_ROWS", 1)
     planned: list = []
     in_order = dask_model._in_order
 
@@ -725,11 +725,11 @@ def test_classic_on_dask_splits_one_file_into_row_groups(
 
 
 def test_interact_on_dask_splits_one_file_into_row_groups(dataset, one_file, cluster, monkeypatch):
-    from ale_cli.interact import InteractRequest, interact
+    from ale_cli.estimators.interact import InteractRequest, interact
 
     model, _, _ = dataset
     path, kept = one_file
-    monkeypatch.setattr("ale_cli.engines.partitions.MIN_PARTITION_ROWS", 1)
+    monkeypatch.setattr("ale_cli.data.partitions.MIN_PARTITION_ROWS", 1)
     inputs = ModelInputs(model=model, data=path, dropna=True)
     local, dask = (
         interact(

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ale_cli.adapters.data import load_table
+from ale_cli.data.table import load_table
 from ale_cli.errors import InputError
 
 

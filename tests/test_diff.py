@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from ale_cli.adapters.summary import FeatureSummary, Summary, read_summary, write_summary
 from ale_cli.audit import audit_files
 from ale_cli.cli import app
-from ale_cli.compare import compare_summaries, curve_difference
+from ale_cli.summary.compare import compare_summaries, curve_difference
+from ale_cli.summary.model import FeatureSummary, Summary, read_summary, write_summary
 
 runner = CliRunner()
 

@@ -1,4 +1,4 @@
-"""A store file's sha256 recorded in its extended attribute (ale_cli.adapters.digest)."""
+"""A store file's sha256 recorded in its extended attribute (ale_cli.store.digest)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ale_cli.adapters import digest
-from ale_cli.adapters.store import store_sha256
+from ale_cli.store import digest
+from ale_cli.store.npz import store_sha256
 
 HOUR_NS = 3600 * 10**9
 
@@ -121,7 +121,7 @@ def test_a_store_records_the_digest_of_its_bytes_as_written(
     uses it without hashing; a later write of the file is seen."""
     import numpy as np
 
-    from ale_cli.adapters.store import StoreWriter
+    from ale_cli.store.npz import StoreWriter
 
     if not _xattrs_work(tmp_path):
         pytest.skip("this file system keeps no user extended attributes")

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ale_cli.adapters.summary import SCHEMA_PATH, read_summary
-from ale_cli.classic import classic_features
 from ale_cli.core.discrete import level_distances, level_order, mds_1d
+from ale_cli.estimators.classic import classic_features
+from ale_cli.summary.model import SCHEMA_PATH, read_summary
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
@@ -251,7 +251,7 @@ def test_level_bootstrap_band_of_an_additive_model_is_the_centering_spread() -> 
     """f = L[c] + x: every row's jump is exact, so replicate b's effect is
     L - sum_k n_bk L_k / N with n_bk its rows per level; the band is the percentiles of
     that, with the rows drawn as the bootstrap draws them (one replicate after another)."""
-    from ale_cli.bands import Bootstrap
+    from ale_cli.estimators.bands import Bootstrap
 
     rng = np.random.default_rng(5)
     n = 800
@@ -278,7 +278,7 @@ def test_level_bootstrap_band_of_an_additive_model_is_the_centering_spread() -> 
 def test_diff_of_per_level_records_is_the_change_of_each_level() -> None:
     """Two additive models differing at one level by 3: the difference per level is
     3 at that level minus its count-weighted mean; a curve is not compared with levels."""
-    from ale_cli.compare import compare_feature
+    from ale_cli.summary.compare import compare_feature
 
     rng = np.random.default_rng(2)
     n = 600

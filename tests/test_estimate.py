@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ale_cli.adapters.store import Store, write_store
-from ale_cli.adapters.summary import SCHEMA_PATH, Summary, read_summary, summary_json, write_summary
 from ale_cli.cli import app
-from ale_cli.estimate import rebin_features
+from ale_cli.estimators.dale import rebin_features
+from ale_cli.store.npz import Store, write_store
+from ale_cli.summary.model import SCHEMA_PATH, Summary, read_summary, summary_json, write_summary
 
 runner = CliRunner()
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
@@ -116,8 +116,8 @@ def test_additive_model_components_recovered_up_to_centering(tmp_path: Path) -> 
 
 def test_rhale_paper_example(sample_dir: Path, tmp_path: Path) -> None:
     """y = 0.2 x1 - 5 x2 + 10 x2 1{x3>0}, N = 1000, through its TorchScript model."""
-    from ale_cli.compute import ComputeRequest, compute
-    from ale_cli.inputs import ModelInputs
+    from ale_cli.estimators.inputs import ModelInputs
+    from ale_cli.estimators.local_effects import ComputeRequest, compute
 
     store = tmp_path / "rhale.npz"
     compute(

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ale_cli.allocator import keep_freed_memory
+from ale_cli.io.allocator import keep_freed_memory
 from ale_cli.models.base import chunks
 from ale_cli.models.evaluate import Lookup, Move, evaluate_moved, predict_moved
 

@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from ale_cli.adapters.store import Store, write_store
-from ale_cli.adapters.summary import InteractionSummary, Summary, read_summary, write_summary
 from ale_cli.cli import app
 from ale_cli.core.second_order import second_order_effect
 from ale_cli.errors import InputError
-from ale_cli.export import summary_frame, table_format, write_table
+from ale_cli.store.npz import Store, write_store
+from ale_cli.summary.export import summary_frame, table_format, write_table
+from ale_cli.summary.model import InteractionSummary, Summary, read_summary, write_summary
 
 
 def make_store(path: Path, X: np.ndarray, E: np.ndarray, names: list[str]) -> Path:
@@ -332,7 +332,7 @@ def test_help_ends_with_an_example(cli):
 def test_module_examples_run():
     import doctest
 
-    import ale_cli.export
+    import ale_cli.summary.export
 
-    result = doctest.testmod(ale_cli.export)
+    result = doctest.testmod(ale_cli.summary.export)
     assert result.attempted > 0 and result.failed == 0

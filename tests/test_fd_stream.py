@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ale_cli.compute as compute_module
-from ale_cli.adapters.store import read_store
-from ale_cli.compute import ComputeRequest, compute
+import ale_cli.estimators.local_effects as compute_module
 from ale_cli.errors import RunError
-from ale_cli.inputs import ModelInputs
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.local_effects import ComputeRequest, compute
 from ale_cli.models.profile import BLOCK, SAMPLE_ROWS, DataProfile, ProfileBuilder, row_keys
+from ale_cli.store.npz import read_store
 
 #: meta entries that differ between two runs of the same computation
 _RUN_META = ("timings", "created", "chunks")
@@ -342,7 +342,7 @@ def test_a_pipeline_reading_text_columns_keeps_the_whole_table_path(tmp_path: Pa
 
 
 def test_data_changed_between_the_two_reads_is_refused(smooth_pickle, tmp_path: Path, monkeypatch):
-    import ale_cli.adapters.profiling as profiling
+    import ale_cli.passes.profiling as profiling
 
     data = tmp_path / "d.csv"
     frame = _frame(40)

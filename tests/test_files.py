@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ale_cli.adapters.files import atomic_write, sha256_file, write_target
-from ale_cli.adapters.store import SCHEMA_VERSION, Store, write_store
 from ale_cli.errors import InputError, RunError
+from ale_cli.io.files import atomic_write, sha256_file, write_target
+from ale_cli.store.npz import SCHEMA_VERSION, Store, write_store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -200,7 +200,7 @@ def test_sigterm_inside_atomic_write_removes_the_temporary_file(tmp_path: Path):
     code = f"""
         import os, signal, sys
         from ale_cli import signals
-        from ale_cli.adapters.files import atomic_write
+        from ale_cli.io.files import atomic_write
         signals.install()
         try:
             with atomic_write({str(target)!r}) as fh:

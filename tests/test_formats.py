@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from ale_cli.adapters.store import read_meta, read_store
 from ale_cli.cli import app
 from ale_cli.models import sniff_format
+from ale_cli.store.npz import read_meta, read_store
 
 HGB_TRUST = "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"
 

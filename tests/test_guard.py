@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_config import small_store
 
-from ale_cli.adapters import figures
-from ale_cli.adapters.files import STARTED, atomic_write, remove_stale_temporaries
-from ale_cli.adapters.guard import KINDS, OutputKind, guard, register_kind
 from ale_cli.errors import InputError
+from ale_cli.io.files import STARTED, atomic_write, remove_stale_temporaries
+from ale_cli.outputs import figures
+from ale_cli.outputs.guard import KINDS, OutputKind, guard, register_kind
 
 
 @pytest.fixture(scope="module")

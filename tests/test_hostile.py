@@ -35,10 +35,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ale_cli.adapters.store import SCHEMA_VERSION, Store, write_store
-from ale_cli.adapters.summary import read_summary
-from ale_cli.adapters.validate import schema_errors, summary_schema, validate_summary
 from ale_cli.errors import InputError
+from ale_cli.store.npz import SCHEMA_VERSION, Store, write_store
+from ale_cli.summary.model import read_summary
+from ale_cli.summary.validate import schema_errors, summary_schema, validate_summary
 
 CI = os.environ.get("CI", "").lower() == "true"
 N_ROWS = 60
@@ -1122,7 +1122,7 @@ def test_damaged_store_is_not_a_cache_hit(
     """The damaged store keeps the good store's meta, so its cache key still matches.
     Changed bytes (a CRC, a NaN where ale writes none) make it our damaged store: it is
     recomputed with a note; a changed layout is refused."""
-    from ale_cli.adapters.store import read_meta
+    from ale_cli.store.npz import read_meta
 
     data = base / "data.csv"
     out = tmp_path / "s.npz"
@@ -1150,7 +1150,7 @@ def test_damaged_store_is_not_a_cache_hit(
 
 
 def test_unexpected_exception_is_one_line_with_a_traceback_file(cli, ws: Path, monkeypatch):
-    import ale_cli.estimate as estimate
+    import ale_cli.estimators.dale as estimate
 
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise ZeroDivisionError("division by zero\nsecond line")
@@ -1175,7 +1175,7 @@ def test_unexpected_exception_is_one_line_with_a_traceback_file(cli, ws: Path, m
 
 
 def test_os_error_from_the_machine_is_one_line_not_a_bug(cli, ws: Path, monkeypatch):
-    import ale_cli.estimate as estimate
+    import ale_cli.estimators.dale as estimate
 
     def denied(*args: Any, **kwargs: Any) -> Any:
         raise PermissionError(13, "Permission denied", str(ws / "good.npz"))
@@ -1190,7 +1190,7 @@ def test_os_error_from_the_machine_is_one_line_not_a_bug(cli, ws: Path, monkeypa
     [("KeyboardInterrupt", 130, "error: interrupted"), ("Terminated", 143, "error: terminated")],
 )
 def test_interrupt_in_a_command(cli, ws: Path, monkeypatch, exc: str, code: int, line: str):
-    import ale_cli.estimate as estimate
+    import ale_cli.estimators.dale as estimate
     from ale_cli import signals
 
     error = signals.Terminated if exc == "Terminated" else KeyboardInterrupt

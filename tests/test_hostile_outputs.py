@@ -34,7 +34,7 @@ from test_hostile import (
 from test_hostile import base as base  # noqa: F401  (the fixtures, by name)
 from test_hostile import ws as ws  # noqa: F401
 
-from ale_cli.adapters.figures import write_manifest
+from ale_cli.outputs.figures import write_manifest
 
 PACKAGE_JSON = '{"name": "my-app", "version": "1.0.0", "dependencies": {}}\n'
 POM_XML = '<?xml version="1.0"?>\n<project><modelVersion>4.0.0</modelVersion></project>\n'
@@ -514,8 +514,8 @@ def test_every_output_option_is_declared():
 def test_every_output_option_refuses_a_file_that_is_not_ours(cli, ows: Path, key):
     """A user's file (or, for a directory output, a folder holding one) at the output:
     exit 2, one line, nothing changed; a directory, never, even with --force."""
-    from ale_cli.adapters.guard import KINDS
     from ale_cli.cli.command import DECLARED
+    from ale_cli.outputs.guard import KINDS
 
     kind = DECLARED[key[0]].outputs[key[1]]
     kind = kind({"out": "x.csv", "fmt": None, "engine": "local"}) if callable(kind) else kind

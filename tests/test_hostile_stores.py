@@ -27,10 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hostile import check_one_line, copy_workspace, snapshot
 
-from ale_cli.adapters.partstore import PartStoreWriter
-from ale_cli.adapters.store import StoreWriter, open_store, read_meta, read_store
-from ale_cli.adapters.verify import DamagedStore
 from ale_cli.errors import InputError
+from ale_cli.store.npz import StoreWriter, open_store, read_meta, read_store
+from ale_cli.store.parts import PartStoreWriter
+from ale_cli.store.verify import DamagedStore
 
 CI = os.environ.get("CI", "").lower() == "true"
 N_ROWS = 200
@@ -428,8 +428,8 @@ def _inert(path: Path) -> set[int]:
 
 
 def _readers(path: Path, ws: Path, cli: Any) -> list[tuple[str, Callable[[], Any]]]:
-    from ale_cli.bands import Bootstrap
-    from ale_cli.estimate import RebinRequest, RhaleRequest, rebin, rhale
+    from ale_cli.estimators.bands import Bootstrap
+    from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rhale
 
     boot = Bootstrap(8, seed=1)
 
@@ -510,7 +510,7 @@ def test_one_flipped_byte_is_refused_by_every_reader(
             assert kind == "refused", (name, offset, xor)
             assert str(path) in found, found
     if inert:  # the results are the good store's
-        from ale_cli.estimate import RebinRequest, rebin
+        from ale_cli.estimators.dale import RebinRequest, rebin
 
         damaged = rebin(RebinRequest(store=path, bins=4)).summary
         good = rebin(RebinRequest(store=stores_base / "p.npz", bins=4)).summary
@@ -525,7 +525,7 @@ def test_a_flipped_byte_in_a_part_is_refused_and_never_a_cache_hit(
 ):
     """A directory store, one byte changed in one of its parts: its meta (what compute's
     cache check reads) and every reader refuse it, as damage (so compute recomputes)."""
-    from ale_cli.estimate import RhaleRequest, rhale
+    from ale_cli.estimators.dale import RhaleRequest, rhale
 
     ws = tmp_path_factory.mktemp("flip-dir")
     shutil.copytree(stores_base / "d", ws / "d")
@@ -604,7 +604,7 @@ def test_compute_recomputes_its_own_damaged_store_and_says_so(cli, sws: Path, da
 
 
 def test_a_damaged_directory_store_is_not_a_cache_hit(sws: Path):
-    from ale_cli.compute import Damaged, _cached
+    from ale_cli.estimators.local_effects import Damaged, _cached
 
     data_byte("d/part-00001.npz", "X.00000")(sws)
     with pytest.raises(DamagedStore, match="part-00001.npz': array 'X.00000' is damaged"):

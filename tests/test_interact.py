@@ -26,8 +26,8 @@ import pytest
 import torch
 from torch import nn
 
-from ale_cli.adapters.store import read_store
-from ale_cli.adapters.summary import (
+from ale_cli.store.npz import read_store
+from ale_cli.summary.model import (
     SCHEMA_PATH,
     InteractionSummary,
     Summary,
@@ -332,7 +332,7 @@ def test_summary_validates_against_the_schema_and_round_trips(cli, tmp_path, mod
         edges_b=np.array([0.0, 1.0]), counts=np.array([[1]]), cell_effect=np.array([[2.0]]),
         cell_std=np.array([[np.nan]]), filled=np.array([[False]]), effect=np.zeros((2, 2)),
     )  # fmt: skip
-    from ale_cli.adapters.jsonio import to_jsonable
+    from ale_cli.io.jsonio import to_jsonable
 
     as_json = to_jsonable(weird.to_dict())
     assert as_json["cell_std"] == [[None]]
@@ -353,7 +353,7 @@ def test_constant_feature_pair_is_not_estimable(cli, tmp_path, models):
 
 
 def test_mixed_derivatives_of_the_mlp_match_differences_of_its_gradient(sample_dir, mlp_model):
-    from ale_cli.adapters.data import load_table
+    from ale_cli.data.table import load_table
     from ale_cli.models import Columns, LoadOptions, load_model
 
     table = load_table(sample_dir / "diabetes.csv", exclude=("target",))

@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 from test_streaming_classic import assert_same  # tests/ is on sys.path (rootdir conftest)
 from torch import nn
 
-from ale_cli.adapters.store import MIXED, PAIRS, Store, StoreFile, StoreWriter, read_store
-from ale_cli.adapters.store import write_store as write_old_store
-from ale_cli.adapters.summary import summary_json
-from ale_cli.compute import ComputeRequest, compute
 from ale_cli.errors import InputError
-from ale_cli.inputs import ModelInputs
-from ale_cli.interact import InteractRequest, interact
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.interact import InteractRequest, interact
+from ale_cli.estimators.local_effects import ComputeRequest, compute
+from ale_cli.store.npz import MIXED, PAIRS, Store, StoreFile, StoreWriter, read_store
+from ale_cli.store.npz import write_store as write_old_store
+from ale_cli.summary.model import summary_json
 
 N = 240
 STORED = (("a", "b"), ("b", "c"), ("a", "d"))
@@ -175,7 +175,9 @@ def test_the_streamed_cells_hold_the_known_mixed_derivatives(case):
 def test_the_streamed_path_reads_the_store_chunk_by_chunk(case, tmp_path):
     store = rechunk(case["store"], tmp_path / "r.npz", [30, 100, 101, 200])
     with (
-        mock.patch("ale_cli.interact.read_store", side_effect=AssertionError("read whole")),
+        mock.patch(
+            "ale_cli.estimators.interact.read_store", side_effect=AssertionError("read whole")
+        ),
         mock.patch.object(StoreFile, "chunks", autospec=True, side_effect=StoreFile.chunks) as spy,
     ):
         result = _run(case, 0, store, 64)

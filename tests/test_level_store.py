@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ale_cli.adapters.store import Store, open_store, read_store, write_store
-from ale_cli.adapters.summary import SCHEMA_PATH, FeatureSummary, read_summary
 from ale_cli.errors import InputError
+from ale_cli.store.npz import Store, open_store, read_store, write_store
+from ale_cli.summary.model import SCHEMA_PATH, FeatureSummary, read_summary
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 LEVEL_FIELDS = ("counts", "effect", "std", "stderr", "bin_effect", "bin_std", "edges", "order")
@@ -261,7 +261,7 @@ def _level_store(**change: object) -> Store:
 def test_stored_jumps_give_the_known_effect_on_both_store_layouts(tmp_path: Path) -> None:
     """Every jump is 1: the effect at levels 0, 1, 2 is 0, 1, 2 minus its mean; a
     schema-2 store (whole arrays) read whole and chunk by chunk says the same."""
-    from ale_cli.estimate import RebinRequest, rebin
+    from ale_cli.estimators.dale import RebinRequest, rebin
 
     store = _level_store()
     path = tmp_path / "s.npz"
@@ -326,7 +326,7 @@ def test_damaged_level_arrays_are_refused(tmp_path: Path, change: dict, message:
 
 
 def test_a_level_value_missing_from_the_stored_levels_is_refused(tmp_path: Path) -> None:
-    from ale_cli.estimate import RebinRequest, rebin
+    from ale_cli.estimators.dale import RebinRequest, rebin
 
     store = _level_store()
     store.X[0, 0] = 7.0

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ale_cli import categorical
-from ale_cli.categorical import plan_levels
 from ale_cli.core import discrete
 from ale_cli.core.discrete import KS_POINTS, MAX_LEVELS, level_distances, mds_1d
 from ale_cli.errors import InputError
+from ale_cli.estimators import levels as categorical
+from ale_cli.estimators.levels import plan_levels
 
 
 def _direct(codes, k, numeric, categorical):

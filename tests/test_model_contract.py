@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from ale_cli.adapters.data import load_table
+from ale_cli.data.table import load_table
 from ale_cli.errors import InputError, ModelFailed
 from ale_cli.models import Columns, LoadOptions, load_model
 from ale_cli.models import scikit as scikit_module
@@ -176,10 +176,10 @@ def test_a_bug_in_our_code_is_not_turned_into_model_failed(monkeypatch) -> None:
 def test_a_core_bug_in_classic_keeps_its_traceback(
     monkeypatch, sample_dir: Path, chunk_rows
 ) -> None:  # type: ignore[no-untyped-def]
-    import ale_cli.classic as classic_module
-    import ale_cli.streaming_classic as streaming_module
-    from ale_cli.classic import ClassicRequest, classic
-    from ale_cli.inputs import ModelInputs
+    import ale_cli.estimators.classic as classic_module
+    import ale_cli.estimators.classic_stream as streaming_module
+    from ale_cli.estimators.classic import ClassicRequest, classic
+    from ale_cli.estimators.inputs import ModelInputs
 
     def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise ZeroDivisionError("core bug")

@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from ale_cli.adapters.store import read_store
+from ale_cli.store.npz import read_store
 
 N = 400
 BAD = [10, 57, 58, 301]  # rows where column a is exactly 0 or 100

@@ -17,7 +17,7 @@ DIABETES_FEATURES = ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s
 
 
 def diabetes_X(sample_dir: Path) -> np.ndarray:
-    from ale_cli.adapters.data import load_table
+    from ale_cli.data.table import load_table
 
     return load_table(sample_dir / "diabetes.csv", exclude=["target"]).X
 

@@ -14,14 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ale_cli.adapters.data import load_table
-from ale_cli.adapters.store import read_store
-from ale_cli.adapters.stream import open_stream
-from ale_cli.classic import ClassicRequest, classic
-from ale_cli.compute import ComputeRequest, compute
+from ale_cli.data.stream import open_stream
+from ale_cli.data.table import load_table
 from ale_cli.errors import InputError
-from ale_cli.inputs import ModelInputs
-from ale_cli.interact import InteractRequest, interact
+from ale_cli.estimators.classic import ClassicRequest, classic
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.interact import InteractRequest, interact
+from ale_cli.estimators.local_effects import ComputeRequest, compute
+from ale_cli.store.npz import read_store
 
 NAMES = ["a", "b", "c", "d"]
 MISSING = r"^data file '.*part-1\.parquet' has no column 'd' \(columns: a, b, c, y\)$"

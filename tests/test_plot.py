@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from ale_cli.adapters.store import Store, write_store
-from ale_cli.adapters.summary import FeatureSummary, Summary, write_summary
 from ale_cli.cli import app
 from ale_cli.errors import InputError, RunError
+from ale_cli.store.npz import Store, write_store
+from ale_cli.summary.model import FeatureSummary, Summary, write_summary
 
 LONG = "mean_arterial_pressure_at_admission_mmHg"  # 40 characters
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -614,7 +614,7 @@ def test_ylabel_labels_every_effect_axis():
 
 
 def interaction_summary(output: object = None) -> Summary:
-    from ale_cli.adapters.summary import InteractionSummary
+    from ale_cli.summary.model import InteractionSummary
 
     ea, eb = np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 3.0])
     item = InteractionSummary(
@@ -933,7 +933,7 @@ def test_a_failed_save_leaves_no_partial_file(tmp_path, monkeypatch):
     out = tmp_path / "o"
     out.mkdir()
     (out / "lin.png").write_bytes(b"old")
-    from ale_cli.adapters.figures import write_manifest
+    from ale_cli.outputs.figures import write_manifest
 
     write_manifest(out, [out / "lin.png"])
 

@@ -20,10 +20,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from ale_cli.adapters.files import sha256_file
-from ale_cli.adapters.store import Store, write_store
-from ale_cli.adapters.summary import read_summary
 from ale_cli.cli import app
+from ale_cli.io.files import sha256_file
+from ale_cli.store.npz import Store, write_store
+from ale_cli.summary.model import read_summary
 
 runner = CliRunner()
 
@@ -95,8 +95,8 @@ def run(tmp_path_factory) -> dict[str, Path]:
 
 
 def test_summary_with_its_own_store_plots_and_names_the_output(run, tmp_path):
-    from ale_cli.adapters.store import read_store
     from ale_cli.plot import feature_figure
+    from ale_cli.store.npz import read_store
 
     ok("plot", run["dale"], "--store", run["store"], "-o", tmp_path / "a", "-j", 1)
     ok("plot", run["classic"], "--store", run["store"], "-o", tmp_path / "b", "-j", 1)
@@ -166,7 +166,7 @@ def _old_figures(out: Path) -> dict[str, bytes]:
     old = {"feature_00.png": b"old png", "stale.svg": b"<svg/>", "overview.png": b"old"}
     for name, data in old.items():
         (out / name).write_bytes(data)
-    from ale_cli.adapters.figures import MANIFEST, write_manifest
+    from ale_cli.outputs.figures import MANIFEST, write_manifest
 
     write_manifest(out, [out / name for name in old])  # as an earlier 'ale plot' left it
     return {**old, MANIFEST: (out / MANIFEST).read_bytes()}

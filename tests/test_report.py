@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from ale_cli import api
-from ale_cli.adapters.store import Store, write_store
-from ale_cli.adapters.summary import write_summary
 from ale_cli.errors import InputError
 from ale_cli.report import build_report
 from ale_cli.report.figures import trend
 from ale_cli.report.history import feature_drifts, read_history
+from ale_cli.store.npz import Store, write_store
+from ale_cli.summary.model import write_summary
 
 EVIL = "<script>alert(1)</script>"
 
@@ -136,7 +136,7 @@ def test_history_drift_ranks_the_shifted_feature_first(tmp_path):
     write_summary(current, api.rhale(make_store(tmp_path / "now.npz", slope_b=3.0)))
     runs = read_history(history)
     assert [r.label for r in runs] == ["2026-01-01", "2026-01-02"]
-    from ale_cli.adapters.summary import read_summary
+    from ale_cli.summary.model import read_summary
 
     drifts = {d.name: d for d in feature_drifts("rhale.json", read_summary(current), runs)}
     # b's curve went from slope 1 to slope 3 on [-1, 1]: centered difference 2x, max 2

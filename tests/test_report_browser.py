@@ -15,8 +15,8 @@ import pytest
 from test_report import EVIL, make_store  # tests/ is on sys.path (rootdir conftest)
 
 from ale_cli import api
-from ale_cli.adapters.summary import write_summary
 from ale_cli.report import build_report, write_report
+from ale_cli.summary.model import write_summary
 
 CANDIDATES = (
     os.environ.get("ALE_CHROMIUM", ""),
@@ -68,9 +68,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rhale, rebin = root / "rhale.json", root / "rebin.json"
     write_summary(rhale, api.rhale(store), timestamp=False)
     write_summary(rebin, api.rebin(store, bins=8), timestamp=False)
-    from ale_cli.adapters.jsonio import dumps
     from ale_cli.audit import audit_files
     from ale_cli.audit.report import report_dict
+    from ale_cli.io.jsonio import dumps
 
     rules = root / "rules.yaml"
     rules.write_text('rules:\n  - feature: "*"\n    max_aled: 0.3\n')

@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ale_cli.adapters.store import Store
 from ale_cli.core.binning import assign
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.rhale import RTOL, default_min_points, optimal_partition
-from ale_cli.estimate import RhaleRequest, rhale
+from ale_cli.estimators.dale import RhaleRequest, rhale
+from ale_cli.store.npz import Store
 
 COEF = np.array([1.5, -0.25, 3e2, 2e-3])
 SCALE = np.array([2.0, 0.3, 1.5, 7.0])
@@ -73,8 +73,8 @@ def test_rhale_one_bin_for_a_torchscript_linear_model(tmp_path: Path) -> None:
     """A float32 linear network whose gradients carry rounding (log(exp(z)) at the output)."""
     import torch
 
-    from ale_cli.compute import ComputeRequest, compute
-    from ale_cli.inputs import ModelInputs
+    from ale_cli.estimators.inputs import ModelInputs
+    from ale_cli.estimators.local_effects import ComputeRequest, compute
 
     torch.manual_seed(0)
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ale_cli.adapters.files import sha256_file
+from ale_cli.io.files import sha256_file
 from ale_cli.job.lock import run_lock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -295,7 +295,7 @@ def test_api_run_returns_the_manifest(product_model, tmp_path):
 
 
 def test_discrete_key_reaches_compute_and_classic(cli, product_model, tmp_path):
-    from ale_cli.adapters.store import read_store
+    from ale_cli.store.npz import read_store
 
     rng = np.random.default_rng(3)
     frame = pd.DataFrame(

@@ -31,8 +31,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ale_cli.adapters.figures import MANIFEST as FIGURES_MANIFEST
-from ale_cli.adapters.files import sha256_file
+from ale_cli.io.files import sha256_file
+from ale_cli.outputs.figures import MANIFEST as FIGURES_MANIFEST
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_SCHEMA = json.loads((ROOT / "ale_cli/schema/run.schema.json").read_text())

@@ -1,4 +1,4 @@
-"""Tree models on the gradient route: secants across a fine grid (ale_cli.secants).
+"""Tree models on the gradient route: secants across a fine grid (ale_cli.estimators.secants).
 
 Known answers: the store's curve on the fine grid is Apley-Zhu's ALE on that grid
 (``ale classic`` on the 240 quantile bins, to rounding); coarse quantile grids at K
@@ -19,7 +19,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ale_cli.adapters.summary import read_summary
 from ale_cli.core.binning import quantile_bins, quantile_edges
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.finegrid import (
@@ -31,6 +30,7 @@ from ale_cli.core.finegrid import (
     sparse_reason,
 )
 from ale_cli.errors import InputError
+from ale_cli.summary.model import read_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -148,7 +148,7 @@ def small_store(small_tree, tmp_path_factory: pytest.TempPathFactory) -> Path:  
 def test_store_on_the_fine_grid_equals_classic_on_it(small_tree, small_store, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Known answer: on the 240 quantile bins the store's curve is classic ALE exactly."""
     from ale_cli import api
-    from ale_cli.adapters.summary import write_summary
+    from ale_cli.summary.model import write_summary
 
     model, data, trust = small_tree
     fine = api.rebin(small_store, bins=240, binning="quantile")
@@ -163,7 +163,7 @@ def test_store_on_the_fine_grid_equals_classic_on_it(small_tree, small_store, tm
 
 def test_store_meta_summary_notes_and_method(small_store) -> None:  # type: ignore[no-untyped-def]
     from ale_cli import api
-    from ale_cli.adapters.store import FINE_EDGES, FINE_OFFSETS, read_store
+    from ale_cli.store.npz import FINE_EDGES, FINE_OFFSETS, read_store
 
     store = read_store(small_store)
     assert store.meta["method"] == "secant"
@@ -186,7 +186,7 @@ def test_store_meta_summary_notes_and_method(small_store) -> None:  # type: igno
 
 def test_summary_round_trips_through_the_schema(small_store, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from ale_cli import api
-    from ale_cli.adapters.summary import write_summary
+    from ale_cli.summary.model import write_summary
 
     summary = api.rhale(small_store)
     write_summary(tmp_path / "s.json", summary)  # validated on read
@@ -200,7 +200,7 @@ def test_summary_round_trips_through_the_schema(small_store, tmp_path) -> None: 
 def test_store_without_its_fine_grid_is_refused(small_store, tmp_path) -> None:  # type: ignore[no-untyped-def]
     import zipfile
 
-    from ale_cli.adapters.store import read_store
+    from ale_cli.store.npz import read_store
 
     bad = tmp_path / "bad.npz"
     with zipfile.ZipFile(small_store) as src, zipfile.ZipFile(bad, "w") as dst:
@@ -385,7 +385,7 @@ def test_fine_grids_that_do_not_fit_their_features_are_refused(small_store) -> N
     import dataclasses
 
     from ale_cli import api
-    from ale_cli.adapters.store import FINE_EDGES, FINE_OFFSETS, read_store
+    from ale_cli.store.npz import FINE_EDGES, FINE_OFFSETS, read_store
 
     store = read_store(small_store)
     bad_offsets = dataclasses.replace(

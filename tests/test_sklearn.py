@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ale_cli.adapters.data import load_table
-from ale_cli.adapters.store import read_store
-from ale_cli.compute import ComputeRequest, compute
+from ale_cli.data.table import load_table
 from ale_cli.errors import ModelError
-from ale_cli.inputs import ModelInputs
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.local_effects import ComputeRequest, compute
 from ale_cli.models import Columns, LoadOptions
 from ale_cli.models.scikit import SklearnModel
+from ale_cli.store.npz import read_store
 
 HGB_TRUST = ("sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",)
 
@@ -95,7 +95,7 @@ def test_hist_gradient_boosting_gets_the_large_step_and_recovers_the_effects(
     import skops.io as sio
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    from ale_cli.adapters.summary import read_summary
+    from ale_cli.summary.model import read_summary
 
     rng = np.random.default_rng(2)
     X = rng.uniform(-2, 2, size=(10_000, 3))

@@ -11,14 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ale_cli.adapters.summary import (
-    SCHEMA_PATH,
-    FeatureSummary,
-    Summary,
-    read_summary,
-    with_statistics,
-    write_summary,
-)
 from ale_cli.core.binning import assign, quantile_bins, uniform_edges
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.effect import effect_from_cells
@@ -30,6 +22,14 @@ from ale_cli.core.statistics import (
     normalize,
     prediction_distribution,
     ranks,
+)
+from ale_cli.summary.model import (
+    SCHEMA_PATH,
+    FeatureSummary,
+    Summary,
+    read_summary,
+    with_statistics,
+    write_summary,
 )
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-import ale_cli.adapters.store as store_mod
-from ale_cli.adapters.store import SCHEMA_VERSION, Store, read_meta, read_store, write_store
+import ale_cli.store.npz as store_mod
 from ale_cli.errors import InputError, RunError
+from ale_cli.store.npz import SCHEMA_VERSION, Store, read_meta, read_store, write_store
 
 
 def make_store(n: int = 5, d: int = 2) -> Store:
@@ -134,7 +134,7 @@ def test_npz_without_meta_or_newer_schema(tmp_path: Path):
 def test_a_store_checked_once_is_not_read_again_until_it_changes(tmp_path: Path, monkeypatch):
     """``read_meta`` checks every byte of a store once per process; an unchanged file is
     not read again (``ale compute`` asks twice), a changed one is, and its damage found."""
-    from ale_cli.adapters.store import StoreWriter
+    from ale_cli.store.npz import StoreWriter
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3))
@@ -173,7 +173,7 @@ def test_a_store_checked_once_is_not_read_again_until_it_changes(tmp_path: Path,
 def test_the_writer_refuses_what_every_reader_refuses(tmp_path: Path):
     """ale writes no NaN or infinity into a store (compute screens its rows first), and
     a store holding one is refused by every reader: the writer refuses it too."""
-    from ale_cli.adapters.store import StoreWriter
+    from ale_cli.store.npz import StoreWriter
 
     X = np.zeros((4, 2))
     E = np.array([[0.0, 1.0], [np.inf, 0.0], [0.0, 0.0], [0.0, 0.0]])

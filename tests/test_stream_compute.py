@@ -17,9 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ale_cli.adapters.data import load_table
-from ale_cli.adapters.files import sha256_file
-from ale_cli.adapters.store import (
+from ale_cli.data.stream import dataset_sha256, open_stream
+from ale_cli.data.table import load_table
+from ale_cli.errors import InputError
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.local_effects import ComputeRequest, compute
+from ale_cli.io.files import sha256_file
+from ale_cli.store.npz import (
     Store,
     iter_store_chunks,
     open_store,
@@ -27,10 +31,6 @@ from ale_cli.adapters.store import (
     read_store,
     write_store,
 )
-from ale_cli.adapters.stream import dataset_sha256, open_stream
-from ale_cli.compute import ComputeRequest, compute
-from ale_cli.errors import InputError
-from ale_cli.inputs import ModelInputs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -144,7 +144,7 @@ def test_streamed_store_equals_whole_table_for_any_chunk_size(model64, tmp_path:
 
 
 def test_streamed_and_whole_paths_give_the_same_store(model64, tmp_path: Path, monkeypatch):
-    import ale_cli.compute as compute_module
+    import ale_cli.estimators.local_effects as compute_module
 
     data = tmp_path / "d.csv"
     _frame(120).to_csv(data, index=False)
@@ -349,7 +349,7 @@ def test_readme_numpy_snippet_reads_a_chunked_store(mlp_model, sample_dir, tmp_p
 
 
 def test_store_writer_failures_leave_the_older_store(tmp_path: Path):
-    from ale_cli.adapters.store import StoreWriter
+    from ale_cli.store.npz import StoreWriter
 
     path = tmp_path / "s.npz"
     path.write_bytes(b"older")
@@ -373,7 +373,7 @@ def test_arrow_values_equal_to_numpy(kind: str):
     with an offset); the values are those of ``to_numpy``."""
     import pyarrow as pa
 
-    from ale_cli.adapters.stream import _arrow_values
+    from ale_cli.data.stream import _arrow_values
 
     rng = np.random.default_rng(1)
     if kind == "bool":
@@ -391,8 +391,8 @@ def test_streaming_compute_of_numeric_parquet_does_not_import_pandas(model32, tm
     data = _parquet(_frame(120, "float32").drop(columns="y"), tmp_path / "d.parquet")
     code = (
         "import sys\nfrom pathlib import Path\n"
-        "from ale_cli.compute import ComputeRequest, compute\n"
-        "from ale_cli.inputs import ModelInputs\n"
+        "from ale_cli.estimators.local_effects import ComputeRequest, compute\n"
+        "from ale_cli.estimators.inputs import ModelInputs\n"
         f"inputs = ModelInputs(model=Path({str(model32)!r}), data=Path({str(data)!r}))\n"
         f"out = Path({str(tmp_path / 's.npz')!r})\n"
         "compute(ComputeRequest(inputs=inputs, out=out, chunk_rows=50))\n"

@@ -19,14 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from ale_cli.adapters.passes import DataPasses, PredictionSpool
-from ale_cli.adapters.summary import summary_json
-from ale_cli.bands import Bootstrap
-from ale_cli.classic import ClassicRequest, classic
 from ale_cli.core.statistics import prediction_distribution
 from ale_cli.errors import ModelFailed
-from ale_cli.inputs import ModelInputs
-from ale_cli.interact import InteractRequest, interact
+from ale_cli.estimators.bands import Bootstrap
+from ale_cli.estimators.classic import ClassicRequest, classic
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.interact import InteractRequest, interact
+from ale_cli.passes.spool import DataPasses, PredictionSpool
+from ale_cli.summary.model import summary_json
 
 N = 240
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from ale_cli.adapters.store import Store, StoreWriter, open_store, write_store
 from ale_cli.core.binning import quantile_edges
 from ale_cli.core.outofcore import chunked_quantile_edges, order_statistics
-from ale_cli.estimate import RebinRequest, RhaleRequest, rebin, rhale
+from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rhale
+from ale_cli.store.npz import Store, StoreWriter, open_store, write_store
 
 NAMES = ("smooth", "heavy", "ties", "const")
 
@@ -370,7 +370,7 @@ def test_the_manifest_records_the_prediction_distribution_the_summary_reports(
 def test_estimators_do_not_read_the_predictions_when_the_manifest_has_them(
     tmp_path: Path, monkeypatch
 ):
-    from ale_cli.adapters.store import StoreFile
+    from ale_cli.store.npz import StoreFile
 
     X, E = _data(300, 4)
     path = _chunked(tmp_path / "s.npz", X, E, [120])

@@ -32,7 +32,7 @@ def audit_files(
 ) -> AuditResult:
     """Read the rules (first: a bad rules file is reported before any summary is read),
     the summaries and the baseline, and evaluate."""
-    from ale_cli.adapters.summary import read_summary
+    from ale_cli.summary.model import read_summary
 
     rule_set = read_rules(rules)
     loaded = [(str(p), read_summary(p)) for p in summaries]

@@ -26,7 +26,7 @@ How each rule reads a first-order curve (``effect`` f at the K+1 edges,
   feature: the largest ``|effect|`` of the doubly-centered surface, and its
   share of the prediction spread (the 1st to 99th percentile range of the
   predictions the summary records; the share is skipped without one).
-- ``drift``: :func:`ale_cli.compare.compare_feature` against the baseline
+- ``drift``: :func:`ale_cli.summary.compare.compare_feature` against the baseline
   (``max_abs``: centered difference in output units; ``max_z``: in standard
   errors). A feature missing on one side, not estimable on one side, or
   without a common bin fails.
@@ -41,10 +41,10 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.adapters.summary import FeatureSummary, InteractionSummary, Summary
 from ale_cli.audit.rules import WILDCARD, Rule, RuleSet
-from ale_cli.compare import ROUNDING, compare_feature, summary_statistics
 from ale_cli.errors import InputError
+from ale_cli.summary.compare import ROUNDING, compare_feature, summary_statistics
+from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary
 
 EXIT_PASSED = 0
 EXIT_RULES_FAILED = 3

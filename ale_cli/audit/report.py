@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ale_cli import __version__
-from ale_cli.adapters.guard import JUNIT_MARKER
 from ale_cli.audit.evaluate import AuditResult, Check
+from ale_cli.outputs.guard import JUNIT_MARKER
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "audit.schema.json"

@@ -3,7 +3,7 @@
 The file is at most :data:`MAX_RULES_BYTES` of UTF-8 text; aliases that
 expand, a document that refers to itself and a key given twice in one mapping
 (``max_aled: 1`` then ``max_aled: 1000``) are refused
-(:func:`ale_cli.adapters.yamlsafe.load_yaml`).
+(:func:`ale_cli.io.yamlsafe.load_yaml`).
 
 Shape: a mapping with a list under ``rules:``; each entry names a ``feature``
 (or ``"*"`` for every feature) and one or more rules, and may set
@@ -261,9 +261,9 @@ def parse_rules(data: Any, *, path: Path, lines: list[int | None] | None = None)
 
 
 def read_rules(path: str | Path) -> RuleSet:
-    """Read and check a rules file with the hardened loader (:mod:`ale_cli.adapters.yamlsafe`:
+    """Read and check a rules file with the hardened loader (:mod:`ale_cli.io.yamlsafe`:
     at most :data:`MAX_RULES_BYTES`, UTF-8, no alias expansion, no key given twice)."""
-    from ale_cli.adapters.yamlsafe import YamlSyntaxError, parse_yaml, read_text
+    from ale_cli.io.yamlsafe import YamlSyntaxError, parse_yaml, read_text
 
     path = Path(path)
     text = read_text(path, "rules file", max_bytes=MAX_RULES_BYTES)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ale_cli.allocator import keep_freed_memory
+from ale_cli.io.allocator import keep_freed_memory
 
 __all__ = ["COMMAND_MODULES", "app", "invoked_app", "load_commands", "main"]
 
@@ -38,7 +38,7 @@ def load_commands(command: str | None = None) -> Any:
     """Import the module of ``command`` (of every command if None); the typer app."""
     wanted = [COMMAND_MODULES[command]] if command else dict.fromkeys(COMMAND_MODULES.values())
     for module in wanted:
-        importlib.import_module(f"ale_cli.cli.{module}")
+        importlib.import_module(f"ale_cli.cli.commands.{module}")
     from ale_cli.cli.application import app
 
     return app

@@ -11,7 +11,7 @@ function, and prints the :class:`Outcome` it returns:
   (schema: ``ale_cli/schema/result.schema.json``).
 
 A command declares its files in :func:`command`: ``outputs`` maps each option
-whose value is written to its kind (:data:`ale_cli.adapters.guard.KINDS`),
+whose value is written to its kind (:data:`ale_cli.outputs.guard.KINDS`),
 ``inputs`` names the options whose values are read. The decorator runs the output
 guard on every output before the function is called and adds ``--force``, so no
 command has to remember to (a test enumerates every command's path options and
@@ -19,7 +19,7 @@ fails on one that is not declared).
 
 :func:`model_data_options` adds the model-and-data option group (shared by
 ``compute``, ``classic`` and ``interact``) and hands the command one
-:class:`~ale_cli.inputs.ModelInputs`. Both decorators rewrite the function's
+:class:`~ale_cli.estimators.inputs.ModelInputs`. Both decorators rewrite the function's
 signature, which is what typer reads to build the options.
 """
 
@@ -35,10 +35,10 @@ from typing import Annotated, Any
 import typer
 
 from ale_cli import __version__
-from ale_cli.adapters.guard import guard
 from ale_cli.cli.application import app
 from ale_cli.cli.config import config_callback
 from ale_cli.errors import InputError
+from ale_cli.outputs.guard import guard
 
 #: Written as a file name, ``-`` means standard output (or input).
 STDIO = "-"
@@ -153,7 +153,7 @@ def refuse_stdio(path: Path | str | None, param: str, what: str) -> None:
 def emit(outcome: Outcome, run: Run) -> None:
     """Print an outcome: one JSON object (``--json``) or the notes and the result line."""
     if run.json:
-        from ale_cli.adapters.jsonio import dumps
+        from ale_cli.io.jsonio import dumps
 
         typer.echo(dumps(outcome.to_dict()), nl=False)
         return
@@ -263,7 +263,7 @@ def _with_params(
     return wrapper
 
 
-#: The kind of an output option: a name in :data:`ale_cli.adapters.guard.KINDS`, or a
+#: The kind of an output option: a name in :data:`ale_cli.outputs.guard.KINDS`, or a
 #: function of the command's option values that returns one (the format chosen by -o).
 KindOf = str | Callable[[Mapping[str, Any]], str]
 
@@ -276,7 +276,7 @@ class Declared:
     inputs: tuple[str, ...]
 
     def check(self, values: Mapping[str, Any], force: bool) -> None:
-        """Run :func:`ale_cli.adapters.guard.guard` on every output, before any work."""
+        """Run :func:`ale_cli.outputs.guard.guard` on every output, before any work."""
         paths: list[Any] = []
         for name in self.inputs:
             value = values.get(name)
@@ -306,7 +306,7 @@ def command(
     ``--json``/``--quiet``. ``outputs`` maps each parameter whose value is
     written to its kind of output, and ``inputs`` names the parameters whose
     values are read: before the function runs, every output goes through the
-    output guard (:func:`ale_cli.adapters.guard.guard`: never an input, a
+    output guard (:func:`ale_cli.outputs.guard.guard`: never an input, a
     non-regular file, or an existing file that is not this kind of ale output
     unless ``--force``). A command with outputs gets ``--force`` unless it has
     its own (``ale compute``'s also means "recompute").

@@ -7,7 +7,7 @@ option defaults, so flags given on the command line win. A repeatable option
 (``--pair``) takes one value or a list of them. An unknown key or a
 value of the wrong type is an error that names the key.
 
-The file is read with :func:`ale_cli.adapters.yamlsafe.load_yaml` (size cap,
+The file is read with :func:`ale_cli.io.yamlsafe.load_yaml` (size cap,
 alias limit, duplicate keys refused). A boolean where a number is expected
 (``bins: true``) and NaN or infinity where a finite number is expected are
 refused. A relative path in the file (any option whose type is a path) is
@@ -26,7 +26,7 @@ from ale_cli.errors import InputError
 
 def load_config(path: Path, command: str, known_commands: set[str]) -> dict[str, Any]:
     """The mapping of option values for ``command`` found in ``path``."""
-    from ale_cli.adapters.yamlsafe import load_yaml
+    from ale_cli.io.yamlsafe import load_yaml
 
     data = load_yaml(path, "config file")
     if data is None:

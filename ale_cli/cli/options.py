@@ -2,7 +2,7 @@
 
 :func:`model_data_options` is the model-and-data group of ``compute``,
 ``classic`` and ``interact``: the two arguments and eleven options that make
-one :class:`~ale_cli.inputs.ModelInputs`, which the command receives as
+one :class:`~ale_cli.estimators.inputs.ModelInputs`, which the command receives as
 ``inputs``. The store-based commands share :data:`FeaturesOption`,
 :data:`OutOption`, :data:`CenterOption` and friends.
 """
@@ -317,11 +317,11 @@ def model_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
     The model and data arguments come first, then the command's own
     options, then the group's. Values are checked by
-    :class:`~ale_cli.inputs.ModelInputs` (errors name the flag).
+    :class:`~ale_cli.estimators.inputs.ModelInputs` (errors name the flag).
     """
 
     def wrapper(**kw: Any) -> Any:
-        from ale_cli.inputs import ModelInputs
+        from ale_cli.estimators.inputs import ModelInputs
 
         group = {name: kw.pop(name) for name in GROUP_NAMES}
         kw["inputs"] = ModelInputs(**group)

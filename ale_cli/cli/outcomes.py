@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 from ale_cli.cli.command import Outcome, Run, echo_data, out_message
 
 if TYPE_CHECKING:
-    from ale_cli.results import EstimateResult
+    from ale_cli.summary.build import EstimateResult
 
 
 def summary_outcome(
     name: str, result: EstimateResult, out: Path, timestamp: bool, run: Run
 ) -> Outcome:
     """Write the summary (``-``: standard output) and describe it in one line."""
-    from ale_cli.adapters.summary import summary_json, write_summary
+    from ale_cli.summary.model import summary_json, write_summary
 
     to_stdout = run.claim_stdout(out, "out")
     if to_stdout:

@@ -11,7 +11,7 @@ over the rows::
 with ``mu_k`` the bin's mean on the data (summing the deviations keeps a bin
 whose values are all equal exact). Those sums over the rows are sparse matrix
 products, computed for every feature at once by
-:func:`ale_cli.bands.replicate_cells` (scipy, outside this numpy-only layer).
+:func:`ale_cli.estimators.bands.replicate_cells` (scipy, outside this numpy-only layer).
 From ``(n_bk, S_bk)`` every replicate is estimated as the data are:
 empty bins filled by interpolation, accumulated, and centered with its own
 counts (:func:`replicate_effects`). The band at each edge is the pair of

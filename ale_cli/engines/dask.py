@@ -1,17 +1,17 @@
 """The Dask engine: partitions on the workers of a Dask cluster (``--engine dask``).
 
 ``ale compute``: each partition of the data (a file of a partitioned Parquet dataset,
-or a range of row groups of a large Parquet file: :mod:`ale_cli.engines.partitions`)
+or a range of row groups of a large Parquet file: :mod:`ale_cli.data.partitions`)
 is read, differentiated and written on a worker, as the local engine's streaming
-compute does it chunk by chunk (the same :func:`~ale_cli.compute._chunk_arrays` and
+compute does it chunk by chunk (the same :func:`~ale_cli.estimators.local_effects._chunk_arrays` and
 NaN/inf screening). The model file is
 sent to every worker once (``Client.scatter(broadcast=True)``) and loaded once per
 worker process (a cache keyed by its sha256). Each worker writes its part of a
-directory store (:mod:`ale_cli.adapters.partstore`) on a path every worker and this
+directory store (:mod:`ale_cli.store.parts`) on a path every worker and this
 process share; this process writes the manifest and moves the store into place.
 The data hash is the local engine's: a worker reading a whole file hashes it as it
 reads; a file read in row-group ranges is hashed by a task of its own
-(:func:`~ale_cli.adapters.files.sha256_file`, started first, beside the partitions).
+(:func:`~ale_cli.io.files.sha256_file`, started first, beside the partitions).
 ONNX and scikit-learn models choose their finite-difference steps and checks from a
 profile of all rows (:mod:`ale_cli.models.profile`): this process reads the data once
 for it, as the local engine's first pass does, and sends it with the model, so every
@@ -24,7 +24,7 @@ text columns and features estimated per level are refused: they need the whole t
 
 ``ale rebin`` / ``ale rhale``: each part of a directory store (or each chunk of a
 single-file store) is a task; the workers compute its cell statistics with the same
-functions the local engine uses (:mod:`ale_cli.streaming`), and this process merges
+functions the local engine uses (:mod:`ale_cli.estimators.dale_stream`), and this process merges
 them in part order (:meth:`~ale_cli.core.binstats.CellStats.merge`). Exact type-1
 quantile edges take the out-of-core passes of :mod:`ale_cli.core.outofcore`: the
 workers count (and then gather) each part's values per bucket
@@ -51,21 +51,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.adapters.partstore import PartStore, PartStoreWriter
-from ale_cli.adapters.store import PAIRS, StoreFile, StoreWriter
 from ale_cli.engines import require_dask, scheduler_address
 from ale_cli.errors import InputError, RunError
 from ale_cli.models.checks import nothing_left
+from ale_cli.store.npz import PAIRS, StoreFile, StoreWriter
+from ale_cli.store.parts import PartStore, PartStoreWriter
 
 if TYPE_CHECKING:
     from distributed import Client
 
-    from ale_cli.adapters.stream import TableStream
-    from ale_cli.compute import ComputeRequest, ComputeResult, _Hashes, _Screen
     from ale_cli.core.binstats import CellStats
-    from ale_cli.engines.partitions import Partition
+    from ale_cli.data.partitions import Partition
+    from ale_cli.data.stream import TableStream
+    from ale_cli.estimators.dale_stream import Columns, Passes
+    from ale_cli.estimators.local_effects import ComputeRequest, ComputeResult, _Hashes, _Screen
     from ale_cli.models.base import ProgressFn
-    from ale_cli.streaming import Columns, Passes
 
 
 @contextmanager
@@ -156,7 +156,7 @@ def _worker_model(model_bytes: bytes, spec: _PartSpec, first: np.ndarray) -> Any
 
     Loaded from the user's path when the worker sees the same bytes there (messages
     then name that path), else from the bytes sent, written to a temporary file."""
-    from ale_cli.adapters.files import sha256_file
+    from ale_cli.io.files import sha256_file
     from ale_cli.models import Columns, load_model
 
     # a long-lived worker may serve runs with other options (output, batch size, columns)
@@ -192,7 +192,7 @@ def open_partition(spec: _PartSpec, file: str, row_groups: tuple[int, int] | Non
     """On a worker: the partition ``file`` (its row groups ``row_groups``, None: all of it)
     opened for reading chunk by chunk as the local engine reads the data, without the
     check of 2 rows left (the client checks the whole dataset's count)."""
-    from ale_cli.adapters.stream import open_stream
+    from ale_cli.data.stream import open_stream
 
     return open_stream(
         file,
@@ -222,7 +222,7 @@ def compute_part(
     Returns what the manifest and the meta need (rows, hashes, ranges, dtypes, timings);
     the file's hash only when the whole file was read.
     """
-    from ale_cli.compute import _chunk_arrays, _Screen
+    from ale_cli.estimators.local_effects import _chunk_arrays, _Screen
 
     stream = open_partition(spec, file, row_groups)
     timings: dict[str, float] = {}
@@ -338,9 +338,9 @@ def compute_dask(
     force: bool = False,
     progress: Callable[[int], ProgressFn] | None = None,
 ) -> ComputeResult:
-    """:func:`ale_cli.compute.compute` with the partitions computed on Dask workers; the
+    """:func:`~.local_effects.compute` with the partitions computed on Dask workers; the
     store at ``request.out`` is a directory store (a cache hit is found as locally)."""
-    from ale_cli import compute as local
+    from ale_cli.estimators import local_effects as local
 
     t0 = time.perf_counter()
     _check_request(request)
@@ -393,7 +393,7 @@ def compute_dask(
 
 def _check_request(request: ComputeRequest) -> None:
     """Refuse (InputError) what the Dask engine does not compute; return None otherwise."""
-    from ale_cli import compute as local
+    from ale_cli.estimators import local_effects as local
     from ale_cli.models import detect_format
 
     inputs = request.inputs
@@ -427,10 +427,10 @@ def _whole_table(what: str) -> InputError:
 
 def _with_profile(request: ComputeRequest, plan: _Plan, timings: dict[str, float]) -> _Plan:
     """The plan with an ONNX or scikit-learn model's profile of all rows (one read of the
-    data in this process, :func:`ale_cli.compute._fd_model`); TorchScript: as it is."""
+    data in this process, :func:`~.local_effects._fd_model`); TorchScript: as it is."""
     from dataclasses import replace
 
-    from ale_cli import compute as local
+    from ale_cli.estimators import local_effects as local
     from ale_cli.models import detect_format
 
     inputs = request.inputs
@@ -473,7 +473,7 @@ def _partitioned(plan: _Plan, dask_client: Client) -> _Plan:
     """The plan with its partitions for the cluster of ``dask_client``."""
     from dataclasses import replace
 
-    from ale_cli.engines.partitions import plan_partitions
+    from ale_cli.data.partitions import plan_partitions
 
     parts = plan_partitions(plan.files, fmt=plan.spec.data_format, slots=worker_slots(dask_client))
     return replace(plan, partitions=parts)
@@ -481,10 +481,10 @@ def _partitioned(plan: _Plan, dask_client: Client) -> _Plan:
 
 def _plan_parts(request: ComputeRequest, hashes: _Hashes | None) -> _Plan:
     """The run's plan: the data's files, the model's bytes and the task spec."""
-    from ale_cli.adapters.files import sha256_file
-    from ale_cli.adapters.stream import dataset_files, open_stream
-    from ale_cli.compute import pair_plan_columns
-    from ale_cli.inputs import feature_columns
+    from ale_cli.data.stream import dataset_files, open_stream
+    from ale_cli.estimators.inputs import feature_columns
+    from ale_cli.estimators.local_effects import pair_plan_columns
+    from ale_cli.io.files import sha256_file
 
     inputs = request.inputs
     header = open_stream(
@@ -534,7 +534,7 @@ def _run_parts(
 ) -> tuple[list[dict[str, Any]], dict[int, str]]:
     """Every partition's answer (:func:`compute_part`) in partition order, and the sha256
     of each file read in row-group ranges (by its index); a failure stops all."""
-    from ale_cli.adapters.files import sha256_file
+    from ale_cli.io.files import sha256_file
 
     split = sorted({p.file_index for p in plan.partitions if p.row_groups is not None})
     hashing = {  # submitted first, with priority: a worker hashes while the others compute
@@ -598,8 +598,8 @@ def _merge_parts(
     timings: dict[str, float],
 ) -> _Merged:
     """The answers merged in partition order (the workers' timings are added to ``timings``)."""
-    from ale_cli import compute as local
-    from ale_cli.adapters.stream import _combined_dtype
+    from ale_cli.data.stream import _combined_dtype
+    from ale_cli.estimators import local_effects as local
 
     names = plan.spec.names
     source = _Partitioned(format="parquet", feature_names=names, categorical=plan.spec.categorical)
@@ -656,10 +656,10 @@ def _check_rows_left(merged: _Merged, data_path: Path, model_path: Path) -> None
 
 
 def _data_sha256(plan: _Plan, results: list[dict[str, Any]], file_hashes: dict[int, str]) -> str:
-    """The dataset's sha256 (:func:`~ale_cli.adapters.stream.dataset_sha256`), combined
+    """The dataset's sha256 (:func:`~ale_cli.data.stream.dataset_sha256`), combined
     from the files' hashes the workers computed: as they read a whole file, or in a task
     of its own for a file read in row-group ranges (``file_hashes``, by file index)."""
-    from ale_cli.adapters.stream import combine_hashes, is_dataset
+    from ale_cli.data.stream import combine_hashes, is_dataset
 
     hashes = dict(file_hashes)
     for part, res in zip(plan.partitions, results, strict=True):
@@ -688,7 +688,7 @@ def _store_meta(
     timings: dict[str, float],
 ) -> _StoreMeta:
     """The store's meta as the local engine writes it, with the result's method and notes."""
-    from ale_cli import compute as local
+    from ale_cli.estimators import local_effects as local
     from ale_cli.models.columns import ColumnOrder, order_note
 
     names = plan.spec.names
@@ -843,10 +843,10 @@ def _merge_cells(acc: dict[int, CellStats], cells: dict[int, CellStats]) -> dict
 
 @contextmanager
 def dask_passes(scheduler: str | None) -> Iterator[Passes]:
-    """The streaming estimators' passes (:class:`~ale_cli.streaming.Passes`) run per store
+    """The streaming estimators' passes (:class:`~.dale_stream.Passes`) run per store
     part on the workers of the cluster at ``scheduler`` (None: a LocalCluster)."""
     from ale_cli.core.outofcore import absorb, chunked_quantile_edges, shipped
-    from ale_cli.streaming import Passes, _cells_on_edges, _uniform, with_slower
+    from ale_cli.estimators.dale_stream import Passes, _cells_on_edges, _uniform, with_slower
 
     with client(scheduler) as dask_client:
 
@@ -884,7 +884,7 @@ def dask_passes(scheduler: str | None) -> Iterator[Passes]:
         def quantile(
             store: StoreFile, cols: Columns, todo: list[int], lo: Any, hi: Any, bins: int
         ) -> tuple[dict[int, np.ndarray], dict[int, CellStats]]:
-            """The local engine's two passes (:func:`ale_cli.streaming._quantile`) per part:
+            """The local engine's two passes (:func:`~.dale_stream._quantile`) per part:
             bucket counts, then cells and gathered rows, merged in part order; the columns
             they cannot finish take :func:`quantile_slow`."""
             if not todo:
@@ -957,7 +957,7 @@ def _two_pass_quantiles(
 
 def _part_counts(part: StoreFile, x_cols: list[int], grid: Any) -> np.ndarray:
     """On a worker: pass 1 over a store part, its values per bucket of ``grid``."""
-    from ale_cli.streaming import _select
+    from ale_cli.estimators.dale_stream import _select
 
     counts = np.zeros(len(x_cols) * grid.size, dtype=np.int64)
     for chunk in part.chunks(("X",)):
@@ -968,7 +968,7 @@ def _part_counts(part: StoreFile, x_cols: list[int], grid: Any) -> np.ndarray:
 def _part_scan(part: StoreFile, x_cols: list[int], e_cols: list[int], plan: Any) -> Any:
     """On a worker: pass 2 over a store part (:meth:`~ale_cli.core.outofcore.QuantilePlan.
     scan` of each chunk, merged in order)."""
-    from ale_cli.streaming import _select
+    from ale_cli.estimators.dale_stream import _select
 
     scan = plan.empty_scan()
     for chunk in part.chunks(("X", "local_effects")):

@@ -5,9 +5,9 @@ bin for every feature (2 F calls per row); the second-order estimators at the fo
 corners of every row's cell for every pair, or the mixed derivatives by autodiff.
 That is nearly all of a run's time, and it runs on the workers: one task per
 partition of the data (a file of a partitioned Parquet dataset, or a range of row
-groups of a large Parquet file: :mod:`ale_cli.engines.partitions`), chunk by chunk
-with the functions the local engine uses (:func:`ale_cli.streaming_classic.chunk_cells`,
-:func:`ale_cli.streaming_interact.chunk_pairs`). The model file is sent to every
+groups of a large Parquet file: :mod:`ale_cli.data.partitions`), chunk by chunk
+with the functions the local engine uses (:func:`ale_cli.estimators.classic_stream.chunk_cells`,
+:func:`ale_cli.estimators.interact_stream.chunk_pairs`). The model file is sent to every
 worker once and loaded once per worker process
 (:func:`ale_cli.engines.dask._worker_model`).
 
@@ -30,21 +30,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.adapters.passes import PredictionSpool
 from ale_cli.core.binstats import CellStats
-from ale_cli.streaming_classic import Passed, chunk_cells, empty_cells
-from ale_cli.streaming_interact import PairCells, chunk_pairs
-from ale_cli.streaming_interact import Passed as PairsPassed
+from ale_cli.estimators.classic_stream import Passed, chunk_cells, empty_cells
+from ale_cli.estimators.interact_stream import PairCells, chunk_pairs
+from ale_cli.estimators.interact_stream import Passed as PairsPassed
+from ale_cli.passes.spool import PredictionSpool
 
 if TYPE_CHECKING:
     from distributed import Client
 
     from ale_cli.engines.dask import _PartSpec
-    from ale_cli.inputs import ModelInputs
-    from ale_cli.interact import InteractRequest
+    from ale_cli.estimators.inputs import ModelInputs
+    from ale_cli.estimators.inputs_stream import Streamed
+    from ale_cli.estimators.interact import InteractRequest
     from ale_cli.models.base import ProgressFn
     from ale_cli.models.mixed import MixedFn
-    from ale_cli.streaming_inputs import Streamed
 
 
 def classic_part(
@@ -89,7 +89,7 @@ def classic_part(
 
 
 def dask_evaluate(scheduler: str | None) -> Callable[..., Passed]:
-    """The evaluation pass of :func:`ale_cli.streaming_classic.classic_streamed` on the
+    """The evaluation pass of :func:`ale_cli.estimators.classic_stream.classic_streamed` on the
     workers of the cluster at ``scheduler`` (a local cluster without one)."""
 
     def evaluate(
@@ -123,12 +123,12 @@ def dask_evaluate(scheduler: str | None) -> Callable[..., Passed]:
 
 
 def _plan(inputs: ModelInputs, streamed: Streamed, slots: int) -> dict[str, Any]:
-    """The partitions for ``slots`` worker threads (:func:`~ale_cli.engines.partitions.
+    """The partitions for ``slots`` worker threads (:func:`~ale_cli.data.partitions.
     plan_partitions`), the model's bytes and what every task is given."""
-    from ale_cli.adapters.files import sha256_file
-    from ale_cli.adapters.stream import dataset_files
+    from ale_cli.data.partitions import plan_partitions
+    from ale_cli.data.stream import dataset_files
     from ale_cli.engines.dask import _PartSpec
-    from ale_cli.engines.partitions import plan_partitions
+    from ale_cli.io.files import sha256_file
     from ale_cli.models import detect_format
 
     scan = streamed.scan
@@ -247,7 +247,7 @@ def interact_part(
 
 
 def dask_accumulate(scheduler: str | None) -> Callable[..., PairsPassed]:
-    """The pass of :func:`ale_cli.streaming_interact.interact_streamed` on the workers of
+    """The pass of :func:`ale_cli.estimators.interact_stream.interact_streamed` on the workers of
     the cluster at ``scheduler`` (a local cluster without one)."""
 
     def accumulate(

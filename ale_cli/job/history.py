@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ale_cli.adapters.files import sha256_file
-from ale_cli.adapters.jsonio import dumps
+from ale_cli.io.files import sha256_file
+from ale_cli.io.jsonio import dumps
 
 MARKER = "ale-entry.json"
 KIND = "ale run history entry"

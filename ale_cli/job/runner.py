@@ -7,7 +7,7 @@ step's key and the sha256 of each file it wrote. A step whose key equals the
 one recorded and whose outputs are still the recorded bytes is a cache hit
 and does not run; so a rerun with unchanged inputs runs nothing, and a step
 whose output was changed or removed by hand runs again. The compute step uses
-the store's own cache (:func:`ale_cli.compute.compute`).
+the store's own cache (:func:`ale_cli.estimators.local_effects.compute`).
 
 Outputs (in ``DIR``): ``store.npz``; ``<estimator>.json`` per estimator
 (summaries written without a timestamp, so equal inputs give equal bytes);
@@ -36,14 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from ale_cli import __version__
-from ale_cli.adapters.figures import MANIFEST as FIGURES_MANIFEST
-from ale_cli.adapters.files import atomic_write, sha256_file
-from ale_cli.adapters.jsonio import dumps, read_json_file
 from ale_cli.errors import AleError, InputError, RunError
+from ale_cli.io.files import atomic_write, sha256_file
+from ale_cli.io.jsonio import dumps, read_json_file
 from ale_cli.job import history as entries
 from ale_cli.job.lock import run_lock
 from ale_cli.job.spec import JobError, JobSpec, job_key
 from ale_cli.job.transaction import Staging, recorded_outputs, refuse_foreign, remove_stale
+from ale_cli.outputs.figures import MANIFEST as FIGURES_MANIFEST
 
 MANIFEST = "run.json"
 STORE = "store.npz"
@@ -177,9 +177,9 @@ class _Runner:
 
 
 def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
-    from ale_cli.adapters.store import read_meta
-    from ale_cli.compute import ComputeRequest, compute
-    from ale_cli.pairs import parse_pairs
+    from ale_cli.estimators.local_effects import ComputeRequest, compute
+    from ale_cli.estimators.pairs import parse_pairs
+    from ale_cli.store.npz import read_meta
 
     spec = r.spec
     pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
@@ -208,8 +208,8 @@ def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
 
 
 def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta: dict) -> Step:
-    from ale_cli.adapters.summary import write_summary
-    from ale_cli.results import run_notes
+    from ale_cli.summary.build import run_notes
+    from ale_cli.summary.model import write_summary
 
     spec = r.spec
     out = r.out / f"{name}.json"
@@ -231,9 +231,9 @@ def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta
 
 def _estimate(spec: JobSpec, name: str, store: Path, opts: dict[str, Any]) -> Any:
     """Run estimator ``name`` on the store (options checked when the job was read)."""
-    from ale_cli import estimate
-    from ale_cli.classic import classic
-    from ale_cli.interact import interact
+    from ale_cli.estimators import dale as estimate
+    from ale_cli.estimators.classic import classic
+    from ale_cli.estimators.interact import interact
     from ale_cli.job.spec import request_of
 
     given = {k: v for k, v in opts.items() if k != "inputs"}

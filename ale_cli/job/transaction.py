@@ -41,8 +41,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ale_cli.adapters.files import sha256_file
 from ale_cli.errors import InputError, RunError
+from ale_cli.io.files import sha256_file
 
 MANIFEST = "run.json"
 HISTORY = "history"

@@ -8,7 +8,7 @@ derivatives, the ONNX translation check) and the first rows (input width, output
 row independence). :class:`DataProfile` holds exactly these, and
 :class:`ProfileBuilder` computes it from chunks of rows in order, so that
 ``ale compute`` can read the file once for the profile and once more for the
-local effects (:mod:`ale_cli.adapters.profiling`) and get the store the whole
+local effects (:mod:`ale_cli.passes.profiling`) and get the store the whole
 table gives:
 
 - moments: the rows are cut into blocks of :data:`BLOCK` rows counted from the

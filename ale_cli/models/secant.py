@@ -9,7 +9,7 @@ feature gets a fine grid of type-1 quantile edges over all rows
 local effect is the model's secant across its fine bin,
 ``(f(upper) - f(lower)) / (upper - lower)`` with the row moved to both limits
 (:mod:`ale_cli.core.finegrid`). ``rebin`` and ``rhale`` then accumulate the
-fine-grid effect (:mod:`ale_cli.secants`), which is Apley-Zhu's ALE on the
+fine-grid effect (:mod:`ale_cli.estimators.secants`), which is Apley-Zhu's ALE on the
 fine grid. The user's own ``step`` keeps central finite differences.
 
 One model call evaluates ``(2P + 1) m`` stacked rows for a chunk of m rows and
@@ -24,9 +24,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ale_cli.adapters.store import FINE_EDGES, FINE_OFFSETS
 from ale_cli.core.finegrid import K_FINE, fine_edges, row_limits, secants
 from ale_cli.models.base import Effects, Model, ProgressFn, feature_indices, stacked_chunks
+from ale_cli.store.npz import FINE_EDGES, FINE_OFFSETS
 
 #: Step rules (:class:`~ale_cli.models.finite_diff.StepChoice`) of a piecewise-constant model.
 PIECEWISE_RULES = ("piecewise-constant model type", "zero share on a sample")

@@ -8,8 +8,8 @@ inside its functions, so ``ale --help``, ``ale rebin`` and ``ale rhale`` stay
 free of it).
 
 The figure API for Python users: three functions that take a
-:class:`~ale_cli.adapters.summary.Summary` (and optionally the
-:class:`~ale_cli.adapters.store.Store` it was made from) and return a Figure,
+:class:`~ale_cli.summary.model.Summary` (and optionally the
+:class:`~ale_cli.store.npz.Store` it was made from) and return a Figure,
 neither saved nor shown; every parameter after the first two is keyword-only.
 
 ``feature_figure(summary, name, *, store=None, ylabel=None)``

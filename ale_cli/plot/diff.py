@@ -3,7 +3,7 @@
 Per-feature figure, :func:`diff_figure` (one axes, gid ``diff_axes``):
     ``a_effect``, ``b_effect``   Line2D of each curve at its own edges; B is drawn
                                  minus the centering offset ``c`` of the comparison
-                                 (:mod:`ale_cli.compare`), so the vertical gap is the
+                                 (:mod:`ale_cli.summary.compare`), so the vertical gap is the
                                  difference that ``max |diff|`` reports
     ``a_band``, ``b_band``       PolyCollection ``effect +/- 2 stderr`` of each curve
     ``max_abs``                  Line2D (vertical) where ``|diff|`` is largest
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ale_cli.adapters.summary import FeatureSummary, Summary
-    from ale_cli.compare import FeatureComparison
+    from ale_cli.summary.compare import FeatureComparison
+    from ale_cli.summary.model import FeatureSummary, Summary
 
 A_COLOUR = style.BLUE
 B_COLOUR = style.VERMILLION

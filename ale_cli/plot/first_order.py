@@ -66,8 +66,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ale_cli.adapters.store import Store
-    from ale_cli.adapters.summary import FeatureSummary, Summary
+    from ale_cli.store.npz import Store
+    from ale_cli.summary.model import FeatureSummary, Summary
 
 RUG_MAX = 2000
 VIOLIN_MIN = 5
@@ -123,7 +123,7 @@ def output_name(summary: Summary) -> str | None:
     ``:<column>`` for an ONNX output column) or ``output <selector>``; None
     when nothing is recorded (a single-output TorchScript model).
 
-    >>> from ale_cli.adapters.summary import Summary
+    >>> from ale_cli.summary.model import Summary
     >>> def named(output):
     ...     return output_name(Summary("dale", {}, {"output": output}, 0, ()))
     >>> named({"selector": "proba:1", "kind": "proba", "column": 1, "class": "yes",
@@ -172,7 +172,7 @@ def effect_label(
     ``max_lines`` lines of ``name_width`` characters ("the model output" when
     the summary records none).
 
-    >>> from ale_cli.adapters.summary import Summary
+    >>> from ale_cli.summary.model import Summary
     >>> s = Summary("dale", {}, {"output": {"kind": "predict", "name": "predict"}}, 0, ())
     >>> effect_label(s, "effect", None, width=20, name_width=20)
     'effect on prediction'
@@ -295,7 +295,7 @@ def _wrap_lines(text: str, width: int, max_lines: int) -> str:
 def bootstrap_label(summary: Summary) -> str:
     """Legend text of the bootstrap band, e.g. "bootstrap 95 % band (B = 200)".
 
-    >>> from ale_cli.adapters.summary import Summary
+    >>> from ale_cli.summary.model import Summary
     >>> bootstrap_label(Summary("dale", {"bootstrap": 200, "ci": 0.95}, {}, 10, ()))
     'bootstrap 95 % band (B = 200)'
     """
@@ -623,7 +623,7 @@ def _finish_bins_panel(ax: Axes, feat: FeatureSummary, name: str, *, n_outside: 
 def method_text(feat: FeatureSummary) -> str | None:
     """The short line a figure shows when the local effects are not derivatives.
 
-    >>> from ale_cli.adapters.summary import FeatureSummary
+    >>> from ale_cli.summary.model import FeatureSummary
     >>> method_text(FeatureSummary(name="x", method="secant", note="secants on a fine grid"))
     'piecewise-constant model: secants on a fine grid'
     """

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ale_cli.adapters.summary import FeatureSummary, Summary
+    from ale_cli.summary.model import FeatureSummary, Summary
 
 
 def level_artists(

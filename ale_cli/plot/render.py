@@ -12,7 +12,7 @@ The output directory is replaced as a whole or not at all: the figures are
 drawn into a new directory beside it, which is then swapped into its place
 (:func:`replacing_directory`); a failure or an interruption leaves the previous
 figures as they were and no temporary file behind. The new directory lists its
-files in a manifest (``.ale-plots.json``, :mod:`ale_cli.adapters.figures`); a
+files in a manifest (``.ale-plots.json``, :mod:`ale_cli.outputs.figures`); a
 directory holding anything its manifest does not list is refused, so a mistyped
 ``-o`` never deletes other files (:func:`check_output_dir`).
 
@@ -41,8 +41,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ale_cli.adapters import figures
 from ale_cli.errors import InputError, RunError
+from ale_cli.outputs import figures
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 
     from matplotlib.figure import Figure
 
-    from ale_cli.adapters.store import Store
-    from ale_cli.adapters.summary import Summary
+    from ale_cli.store.npz import Store
+    from ale_cli.summary.model import Summary
 
 FORMATS = ("png", "svg")
 DEFAULT_DPI = 120
@@ -186,7 +186,7 @@ def check_output_dir(out: Path) -> None:
     """InputError unless ``out`` is absent, or a directory holding only what ale wrote.
 
     Figures replace the whole directory, so anything in it that its manifest
-    (:mod:`ale_cli.adapters.figures`) does not list -- a user's own picture, a
+    (:mod:`ale_cli.outputs.figures`) does not list -- a user's own picture, a
     subdirectory, a link, any file of a directory without a manifest -- means
     the path is not a figure directory of ours, and it is refused.
     """
@@ -291,7 +291,7 @@ def save_figure(fig: Figure, path: Path, fmt: str, *, dpi: int) -> None:
     """Save ``fig`` atomically to ``path`` as ``fmt``, without dates or version strings."""
     import matplotlib
 
-    from ale_cli.adapters.files import atomic_write
+    from ale_cli.io.files import atomic_write
     from ale_cli.plot import style
 
     kwargs: dict[str, Any] = {"metadata": style.SVG_METADATA}
@@ -522,7 +522,7 @@ def select_features(summary: Summary, features: Sequence[str]) -> tuple[Summary,
 
     InputError for a name that is neither a first-order feature nor in an interaction.
 
-    >>> from ale_cli.adapters.summary import InteractionSummary, Summary
+    >>> from ale_cli.summary.model import InteractionSummary, Summary
     >>> s = Summary(estimator="dale", params={}, store={}, n_rows=0, features=(), interactions=(
     ...     InteractionSummary(features=("a", "b"), estimator="dale", status="not_estimable",
     ...                        reason="r"),
@@ -558,7 +558,7 @@ def plot_files(
 
     ``jobs=None`` picks :func:`default_jobs`.
     """
-    from ale_cli.adapters.summary import read_summary
+    from ale_cli.summary.model import read_summary
 
     summary = read_summary(summary_path)
     if features is None:
@@ -567,7 +567,7 @@ def plot_files(
         summary, names = select_features(summary, features)
     store = None
     if store_path is not None:
-        from ale_cli.adapters.store import read_store, store_sha256
+        from ale_cli.store.npz import read_store, store_sha256
 
         store = read_store(store_path)
         check_store(

@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from matplotlib.collections import QuadMesh
     from matplotlib.figure import Figure
 
-    from ale_cli.adapters.store import Store
-    from ale_cli.adapters.summary import InteractionSummary, Summary
+    from ale_cli.store.npz import Store
+    from ale_cli.summary.model import InteractionSummary, Summary
 
 SCATTER_MAX = 2000
 #: Diverging, colour-blind-safe (ColorBrewer RdBu), reversed: red = positive effect.
@@ -64,7 +64,7 @@ _BOTTOM, _AXES = 1.1, 4.2
 def pair_label(item: InteractionSummary) -> str:
     """``"a × b"``.
 
-    >>> from ale_cli.adapters.summary import InteractionSummary
+    >>> from ale_cli.summary.model import InteractionSummary
     >>> pair_label(InteractionSummary(features=("s1", "s2"), estimator="dale"))
     's1 × s2'
     """
@@ -75,7 +75,7 @@ def find_interaction(summary: Summary, pair: int | tuple[str, str]) -> Interacti
     """The interaction at position ``pair`` of ``summary``, or the one of the two named
     features; InputError naming the parameter ``pair`` otherwise.
 
-    >>> from ale_cli.adapters.summary import InteractionSummary, Summary
+    >>> from ale_cli.summary.model import InteractionSummary, Summary
     >>> s = Summary("dale", {}, {}, 0, (), interactions=(
     ...     InteractionSummary(features=("a", "b"), estimator="dale"),))
     >>> find_interaction(s, ("a", "b")).name, find_interaction(s, 0).name
@@ -161,7 +161,7 @@ def sub_cells(shape: tuple[int, int]) -> int:
 def colour_limit(item: InteractionSummary) -> float:
     """max |effect| over the corners of the cells that hold rows (all corners if none do).
 
-    >>> from ale_cli.adapters.summary import InteractionSummary
+    >>> from ale_cli.summary.model import InteractionSummary
     >>> item = InteractionSummary(features=("a", "b"), estimator="ale",
     ...     effect=np.array([[1.0, -2.0, 9.0], [0.5, 0.0, 9.0]]),
     ...     filled=np.array([[False, True]]))
@@ -211,7 +211,7 @@ def interaction_figure(
 
     item = find_interaction(summary, pair)
     if item.status != "ok" or 0 in item.shape:
-        from ale_cli.adapters.summary import FeatureSummary
+        from ale_cli.summary.model import FeatureSummary
 
         return not_estimable_figure(
             FeatureSummary(name=pair_label(item), status="not_estimable", reason=item.reason)

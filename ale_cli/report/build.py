@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ale_cli import __version__
-from ale_cli.adapters.summary import FeatureSummary, Summary, read_summary
-from ale_cli.compare import summary_statistics
 from ale_cli.errors import InputError
 from ale_cli.report.history import FeatureDrift, HistoryRun, feature_drifts, read_history
+from ale_cli.summary.compare import summary_statistics
+from ale_cli.summary.model import FeatureSummary, Summary, read_summary
 
 if TYPE_CHECKING:
-    from ale_cli.adapters.store import Store
+    from ale_cli.store.npz import Store
 
 TEMPLATE = "report.html.j2"
 #: audit report keys the banner and the table need
@@ -88,7 +88,7 @@ def _markup(text: str) -> Any:
 
 def read_audit(path: str | Path) -> dict[str, Any]:
     """The JSON report of ``ale audit --report`` (InputError naming the file if it is not)."""
-    from ale_cli.adapters.jsonio import read_json_file
+    from ale_cli.io.jsonio import read_json_file
 
     data = read_json_file(path, "audit report")
     if not isinstance(data, dict) or any(k not in data for k in _AUDIT_KEYS):
@@ -234,8 +234,8 @@ def _load(
     summaries = [(str(p), read_summary(p)) for p in paths]
     if store_path is None:
         return summaries, None
-    from ale_cli.adapters.store import read_store, store_sha256
     from ale_cli.plot.render import check_store
+    from ale_cli.store.npz import read_store, store_sha256
 
     store = read_store(store_path)
     digest = store_sha256(store_path)
@@ -360,7 +360,7 @@ def _first_order_section(
 def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> list[HistoryRun]:
     """The runs less the newest when it holds this very summary (same numbers, any
     timestamp): ``ale report DIR/rhale.json --history DIR/history`` after ``ale run``."""
-    from ale_cli.adapters.summary import summary_json
+    from ale_cli.summary.model import summary_json
 
     newest = runs[-1].match(Path(name).name, summary)
     if newest is not None and summary_json(newest, timestamp=False) == summary_json(
@@ -371,14 +371,14 @@ def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> li
 
 
 def _now() -> str:
-    from ale_cli.results import utc_now
+    from ale_cli.summary.build import utc_now
 
     return utc_now()
 
 
 def write_report(path: str | Path, html: str) -> int:
     """Write the page atomically; its size in bytes."""
-    from ale_cli.adapters.files import atomic_write
+    from ale_cli.io.files import atomic_write
 
     data = html.encode("utf-8")
     with atomic_write(path) as fh:

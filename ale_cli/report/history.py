@@ -7,7 +7,7 @@ current report is matched in a run by file name, else by the first summary
 there with the same estimator.
 
 The drift of a feature against an earlier run is ``ale diff``'s measure
-(:func:`ale_cli.compare.compare_feature`): the largest absolute difference of
+(:func:`ale_cli.summary.compare.compare_feature`): the largest absolute difference of
 the two centered curves on the current summary's edges.
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ale_cli.adapters.summary import Summary, read_summary
-from ale_cli.compare import compare_feature
 from ale_cli.errors import InputError
+from ale_cli.summary.compare import compare_feature
+from ale_cli.summary.model import Summary, read_summary
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,0 @@
-"""Adapters: data loading, the local-effects store, summaries, file helpers."""

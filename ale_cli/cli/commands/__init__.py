@@ -1,0 +1,1 @@
+"""The commands: each a declaration that hands one request to the library."""

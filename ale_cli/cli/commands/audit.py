@@ -1,0 +1,275 @@
+"""``ale audit`` (rules on summaries, exit codes for CI) and ``ale diff`` (two summaries compared).
+
+Neither needs the model: numpy and PyYAML only (``ale diff -o`` imports
+matplotlib to draw).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ale_cli.checks import check_choice, names_tuple
+from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio
+from ale_cli.cli.options import FeaturesOption
+from ale_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from ale_cli.summary.compare import FeatureComparison
+
+FORMATS = ("text", "github")
+DIFF_FORMATS = ("png", "svg")
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, or to standard output for ``-``."""
+    from ale_cli.io.files import atomic_write
+
+    if is_stdio(path):
+        echo_data(data.decode("utf-8"))
+        return
+    with atomic_write(path) as fh:
+        fh.write(data)
+
+
+def _stdout_output(run: Run, report: Path | None, junit: Path | None) -> bool:
+    """True when --report or --junit is ``-``; refused for both, or with --json."""
+    if is_stdio(report) and is_stdio(junit):
+        raise InputError(
+            "{param} - and {param:junit} - both write to standard output; give one a path",
+            param="report",
+        )
+    if is_stdio(report):
+        return run.claim_stdout(report, "report")
+    return is_stdio(junit) and run.claim_stdout(junit, "junit")
+
+
+AuditFormatOption = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        help="text: the table; github: the table and ::error/::warning annotation lines.",
+    ),
+]
+
+
+@command(
+    epilog="Exit codes: 0 all error-severity rules passed (warnings allowed); 3 at least one "
+    "error-severity rule failed; 2 bad input (a summary, the rules file, an option); 1 a "
+    "failure while running.\n\n"
+    "Example: ale audit out/diabetes-mlp-rhale.json out/diabetes-mlp-interact.json "
+    "--rules configs/audit-diabetes-mlp.yaml --junit out/audit.xml",
+    outputs={"report": "audit-json", "junit": "junit"},
+    inputs=("summaries", "rules", "baseline"),
+)
+def audit(
+    run: Run,
+    summaries: Annotated[
+        list[Path], typer.Argument(help="Summary JSON files (rebin, rhale, classic, interact).")
+    ],
+    rules: Annotated[
+        Path,
+        typer.Option("--rules", help="YAML rules file: a list of entries under 'rules:'."),
+    ],
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            help="Summary of the previous release, for the drift rule.",
+            show_default=False,
+        ),
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write the JSON report to this file ('-': standard output; the table "
+            "then goes to stderr).",
+            show_default=False,
+        ),
+    ] = None,
+    junit: Annotated[
+        Path | None,
+        typer.Option(
+            "--junit",
+            help="Write JUnit XML (one test case per feature x rule) for GitLab/Jenkins "
+            "('-': standard output; the table then goes to stderr).",
+            show_default=False,
+        ),
+    ] = None,
+    output_format: AuditFormatOption = "text",
+) -> Outcome:
+    """Check summaries against rules (monotonic, sign, range, max_aled, min_aled,
+    max_heterogeneity_share, rank_at_most, max_interaction, drift, not_estimable).
+
+    Prints a table (feature, rule, observed, limit, verdict) and exits 0 when
+    every error-severity rule passed, 3 when one failed.
+    """
+    from ale_cli.audit import audit_files
+    from ale_cli.audit.report import github_annotations, junit_xml, report_dict, text_table
+
+    check_choice(output_format, FORMATS, "output_format")
+    if run.json and output_format != "text":
+        raise InputError(
+            "--json prints one JSON object on stdout; leave out {param}", param="output_format"
+        )
+    to_stdout = _stdout_output(run, report, junit)
+    result = audit_files(summaries, rules, baseline=baseline)
+    from datetime import UTC, datetime
+
+    created = datetime.now(UTC).isoformat(timespec="seconds")
+    data = report_dict(result, created=created)
+    outputs: list[str] = []
+    if report is not None:
+        from ale_cli.io.jsonio import dumps
+
+        _write(report, dumps(data).encode("utf-8"))
+        outputs.append(str(report))
+    if junit is not None:
+        _write(junit, junit_xml(result))
+        outputs.append(str(junit))
+    table = text_table(result).splitlines()
+    lines = table[:-1] + (github_annotations(result) if output_format == "github" else [])
+    counts = {**{k: int(v) for k, v in result.counts.items()}, "checks": len(result.checks)}
+    return Outcome(
+        command="audit",
+        message=table[-1],
+        outputs=tuple(outputs),
+        counts=counts,
+        lines=tuple(lines),
+        details={"report": data},
+        exit_code=result.exit_code,
+        data_on_stdout=to_stdout,
+        lines_to_stderr=to_stdout,
+    )
+
+
+def _diff_rows(comparisons: list[FeatureComparison]) -> list[tuple[str, ...]]:
+    def num(v: float) -> str:
+        return "inf" if v == float("inf") else f"{v:.4g}"
+
+    rows: list[tuple[str, ...]] = []
+    for c in comparisons:
+        rank = "-"
+        if c.rank_base is not None or c.rank_other is not None:
+            a = "-" if c.rank_base is None else str(c.rank_base)
+            b = "-" if c.rank_other is None else str(c.rank_other)
+            rank = f"{a} -> {b}" if a != b else a
+        d = c.difference
+        if d is None:
+            rows.append((c.name, "-", "-", "-", "-", rank, str(c.reason)))
+            continue
+        rows.append(
+            (
+                c.name,
+                num(d.max_abs),
+                num(d.max_abs_at),
+                num(d.max_z),
+                num(d.max_z_at),
+                rank,
+                "rank changed" if c.rank_changed else "ok",
+            )
+        )
+    return rows
+
+
+def diff_dict(comparisons: list[FeatureComparison], a: str, b: str) -> dict[str, Any]:
+    """The JSON of ``ale diff --json``."""
+    features = []
+    for c in comparisons:
+        item: dict[str, Any] = {"name": c.name, "status": c.status}
+        if c.reason is not None:
+            item["reason"] = c.reason
+        if c.difference is not None:
+            d = c.difference
+            item |= {
+                "max_abs": d.max_abs,
+                "max_abs_at": d.max_abs_at,
+                "max_z": d.max_z,
+                "max_z_at": d.max_z_at,
+                "n_outside": d.n_outside,
+                "grid": d.grid,
+                "difference": d.difference,
+                "z": d.z,
+            }
+        item |= {
+            "aled_a": c.aled_base,
+            "aled_b": c.aled_other,
+            "rank_a": c.rank_base,
+            "rank_b": c.rank_other,
+            "rank_changed": c.rank_changed,
+        }
+        features.append(item)
+    return {"a": a, "b": b, "grid": "a", "features": features}
+
+
+@command(
+    epilog="Example: ale diff out/release-1.json out/release-2.json -o out/plots/diff",
+    outputs={"out": "figures"},
+    inputs=("a", "b"),
+)
+def diff(
+    a: Annotated[Path, typer.Argument(help="First summary (its edges are the common grid).")],
+    b: Annotated[Path, typer.Argument(help="Second summary.")],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Directory for one overlay figure per feature and an overview (replaced "
+            "as a whole; it must be new, empty or a figure directory ale wrote).",
+            show_default=False,
+        ),
+    ] = None,
+    features: FeaturesOption = None,
+    formats: Annotated[
+        str, typer.Option("--formats", help="Figure formats with -o: png, svg or png,svg.")
+    ] = "png",
+) -> Outcome:
+    """Compare two summaries feature by feature on A's edges: the largest absolute
+    difference of the centered curves, the largest difference in standard errors,
+    and the features whose ALED rank changed."""
+    from ale_cli.summary.compare import compare_summaries
+    from ale_cli.summary.model import read_summary
+
+    fmts = names_tuple(formats, "formats") or ("png",)
+    for fmt in fmts:
+        if fmt not in DIFF_FORMATS:
+            raise InputError(f"{{param}} must be png and/or svg, got '{fmt}'", param="formats")
+    sa, sb = read_summary(a), read_summary(b)
+    names = names_tuple(features, "features")
+    if names is not None:
+        known = {f.name for f in (*sa.features, *sb.features)}
+        for name in names:
+            if name not in known:
+                raise InputError(f"neither summary has feature '{name}'")
+    comparisons = compare_summaries(
+        sa, sb, features=names, base_label=f"'{a}'", other_label=f"'{b}'"
+    )
+    written: list[Path] = []
+    if out is not None:
+        from ale_cli.plot.diff import render_diff
+
+        written = render_diff(sa, sb, comparisons, out, labels=(str(a), str(b)), formats=fmts)
+    headers = ("FEATURE", "MAX |DIFF|", "AT", "MAX Z", "AT", "RANK A->B", "STATUS")
+    rows = _diff_rows(comparisons)
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    lines = [
+        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+        for row in [headers, *rows]
+    ]
+    changed = [c.name for c in comparisons if c.rank_changed]
+    tail = f"; rank changed: {', '.join(changed)}" if changed else ""
+    where = f"; {len(written)} figure files -> '{out}'" if out is not None else ""
+    return Outcome(
+        command="diff",
+        message=f"diff: {len(comparisons)} features on the edges of '{a}'{tail}{where}",
+        outputs=tuple(str(p) for p in written),
+        counts={"features": len(comparisons), "rank_changed": len(changed), "files": len(written)},
+        lines=tuple(lines),
+        details=diff_dict(comparisons, str(a), str(b)),
+    )

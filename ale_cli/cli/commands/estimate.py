@@ -1,0 +1,139 @@
+"""``ale rebin`` and ``ale rhale``: estimators on a cached store (no model, no torch)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.options import (
+    BinsOption,
+    BootstrapOption,
+    CenterOption,
+    CiOption,
+    EdgesOption,
+    EngineOption,
+    FeaturesOption,
+    OutOption,
+    SchedulerOption,
+    SeedOption,
+    StoreArgument,
+    TimestampOption,
+)
+from ale_cli.cli.outcomes import summary_outcome
+
+
+@command(
+    epilog="Example: ale rebin out/diabetes-mlp.npz --bins 20 --binning quantile "
+    "-o out/diabetes-mlp-dale.json",
+    outputs={"out": "summary"},
+    inputs=("store", "edges"),
+)
+def rebin(
+    store: StoreArgument,
+    out: OutOption,
+    run: Run,
+    bins: BinsOption = None,
+    binning: Annotated[
+        str | None,
+        typer.Option(
+            "--binning",
+            help="uniform (equal widths over [min, max], the default) or quantile (type-1 "
+            "quantiles, deduplicated).",
+            show_default=False,
+        ),
+    ] = None,
+    edges: EdgesOption = None,
+    center: CenterOption = "mean",
+    features: FeaturesOption = None,
+    timestamp: TimestampOption = True,
+    bootstrap: BootstrapOption = 0,
+    ci: CiOption = 0.95,
+    seed: SeedOption = None,
+    engine: EngineOption = "local",
+    scheduler: SchedulerOption = None,
+) -> Outcome:
+    """DALE on fixed bins: bin effects, heterogeneity and standard error from the store.
+
+    --bootstrap B adds percentile bands (rows resampled, bins fixed).
+    """
+    from ale_cli.estimators.bands import Bootstrap
+    from ale_cli.estimators.dale import RebinRequest
+    from ale_cli.estimators.dale import rebin as run_rebin
+
+    refuse_stdio(store, "store", "a store")
+    request = RebinRequest(
+        store=store,
+        bins=bins,
+        binning=binning,
+        center=center,
+        features=features,
+        edges=edges,
+        bootstrap=Bootstrap(bootstrap, ci, seed),
+        engine=engine,
+        scheduler=scheduler,
+    )
+    return summary_outcome("rebin", run_rebin(request), out, timestamp, run)
+
+
+@command(
+    epilog="Example: ale rhale out/diabetes-mlp.npz -o out/diabetes-mlp-rhale.json",
+    outputs={"out": "summary"},
+    inputs=("store",),
+)
+def rhale(
+    store: StoreArgument,
+    out: OutOption,
+    run: Run,
+    max_bins: Annotated[
+        int,
+        typer.Option("--max-bins", help="K_max: cells of the grid of candidate limits.", min=1),
+    ] = 50,
+    min_points: Annotated[
+        int | None,
+        typer.Option(
+            "--min-points",
+            help="N_ppb: fewest rows per bin (default: ceil(N/20), at least 2).",
+            min=2,
+            show_default=False,
+        ),
+    ] = None,
+    alpha: Annotated[
+        float,
+        typer.Option(
+            "--alpha", help="Discount for large bins, tau = 1 - alpha n_k / N.", min=0.0, max=1.0
+        ),
+    ] = 0.2,
+    grid: Annotated[
+        str,
+        typer.Option("--grid", help="Grid cells: uniform or quantile (type-1 quantiles)."),
+    ] = "uniform",
+    center: CenterOption = "mean",
+    features: FeaturesOption = None,
+    timestamp: TimestampOption = True,
+    bootstrap: BootstrapOption = 0,
+    ci: CiOption = 0.95,
+    seed: SeedOption = None,
+    engine: EngineOption = "local",
+    scheduler: SchedulerOption = None,
+) -> Outcome:
+    """RHALE: automatic variable-size bins minimising heterogeneity, from the store."""
+    from ale_cli.estimators.bands import Bootstrap
+    from ale_cli.estimators.dale import RhaleRequest
+    from ale_cli.estimators.dale import rhale as run_rhale
+
+    refuse_stdio(store, "store", "a store")
+    request = RhaleRequest(
+        store=store,
+        max_bins=max_bins,
+        min_points=min_points,
+        alpha=alpha,
+        grid=grid,
+        center=center,
+        features=features,
+        bootstrap=Bootstrap(bootstrap, ci, seed),
+        engine=engine,
+        scheduler=scheduler,
+    )
+    return summary_outcome("rhale", run_rhale(request), out, timestamp, run)

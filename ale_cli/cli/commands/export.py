@@ -1,0 +1,87 @@
+"""``ale export``: a summary as one long CSV/Parquet table for pandas, R and BI tools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ale_cli.cli.command import Outcome, Run, command, is_stdio
+
+
+class TableFormat(StrEnum):
+    csv = "csv"
+    parquet = "parquet"
+
+
+def _table_kind(values: Mapping[str, Any]) -> str:
+    """The output kind of -o: a CSV or a Parquet export, by --format or the extension."""
+    from ale_cli.summary.export import table_format
+
+    fmt = values.get("fmt")
+    return "table-" + table_format(values["out"], fmt.value if fmt is not None else None)
+
+
+@command(
+    name="export",
+    outputs={"out": _table_kind},
+    inputs=("summary",),
+    epilog="Example: ale export out/diabetes-rhale.json -o out/effects.parquet; "
+    "ale export out/diabetes-rhale.json -o - | head",
+)
+def export(
+    run: Run,
+    summary: Annotated[
+        Path,
+        typer.Argument(
+            help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
+            "'ale interact'; '-' reads it from standard input.",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Table to write: .csv, .parquet or .pq (written atomically); '-' writes "
+            "CSV to standard output.",
+            show_default=False,
+        ),
+    ],
+    fmt: Annotated[
+        TableFormat | None,
+        typer.Option("--format", help="csv or parquet (default: by the extension of --out)."),
+    ] = None,
+) -> Outcome:
+    """Write the summary as ONE long table with a 'kind' column: a row per feature and
+    edge (kind 'edge': index, x, effect, std, stderr, lower, upper, where lower/upper =
+    effect -/+ 2 stderr, the band 'ale plot' draws) and per feature and bin (kind 'bin':
+    index, left, right, count, bin_effect, bin_std, bin_stderr, filled); interactions give
+    a row per pair and cell (kind 'cell') and per grid corner (kind 'corner', the effect);
+    effect-size statistics give rows of kind 'stat' (statistic, value). Every row has
+    estimator and feature; columns of other kinds are empty. Not-estimable features have
+    no rows and are counted in the result line, which goes to stderr (stdout carries only
+    the table).
+    """
+    from ale_cli.summary.export import export_summary
+
+    run.claim_stdout(out, "out")
+    result = export_summary(summary, out, fmt=fmt.value if fmt is not None else None)
+    per = ", ".join(f"{name}={n}" for name, n in result.rows.items())
+    line = f"export: {result.n_rows} rows" + (f" ({per})" if per else "")
+    if result.not_estimable:
+        skipped = ", ".join(result.not_estimable)
+        line += f"; {len(result.not_estimable)} not estimable, left out ({skipped})"
+    target = "stdout" if is_stdio(out) else f"'{out}'"
+    return Outcome(
+        command="export",
+        message=f"{line} -> {target} ({result.fmt})",
+        outputs=(str(out),),
+        counts={"rows": result.n_rows, **result.rows, "not_estimable": len(result.not_estimable)},
+        details={"format": result.fmt, "not_estimable": list(result.not_estimable)},
+        data_on_stdout=True,
+    )

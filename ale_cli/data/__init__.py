@@ -1,0 +1,1 @@
+"""Tabular data: CSV, Parquet and partitioned datasets, whole or chunk by chunk."""

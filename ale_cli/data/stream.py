@@ -1,0 +1,513 @@
+"""Read a CSV file, a Parquet file or a partitioned Parquet dataset chunk by chunk.
+
+A partitioned dataset is a directory of Parquet files or a glob pattern
+(:mod:`ale_cli.data.dataset`); each of its files is opened through
+:func:`~ale_cli.data.dataset.open_part`, which refuses a file lacking an input column.
+
+:func:`open_stream` gives a :class:`TableStream`: iterating it yields the
+model inputs as (n, D) arrays of ``chunk_rows`` rows (the last one shorter),
+so memory is bounded by the chunk, not by the file. Parquet is read by row
+groups (``pyarrow.parquet.ParquetFile.iter_batches``), CSV with
+``pandas.read_csv(chunksize=...)``. The checks of
+:func:`ale_cli.data.table.load_table` are made chunk by chunk with the same
+outcome (the same error text, the same rows dropped and counted):
+
+- NaN/inf rows without ``dropna``: the rest of the file is only counted (no
+  more rows are yielded), then the whole file's count is reported;
+- fewer than 2 rows, an unknown column or ``categorical`` name;
+- a column's dtype is the one the whole file would have (CSV chunks may infer
+  int64 in one chunk and float64 in another; they combine as pandas would).
+
+Chunks keep the source dtype when every input column is float32 (then the
+values are float32 numbers exactly, and ``X`` is stored as float32); otherwise
+they are float64. Text columns are not encoded here (this path serves tensor
+models, which take numbers only), they are refused as by ``load_table``.
+
+The data bytes are hashed while they are read (:class:`HashingReader`), so
+the store's data sha256 costs no second pass over the file.
+
+``open_stream(..., row_groups=(start, stop))`` reads the row groups ``start`` to
+``stop - 1`` of one Parquet file only (a partition of the Dask engine): the rows,
+dtypes, dropped rows and chunks are those of a file that held only those row groups.
+Such a stream is not hashed (``sha256`` stays None): a file's hash is of all its bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli.data.dataset import (
+    check_part,
+    combine_hashes,
+    dataset_files,
+    dataset_root,
+    dataset_sha256,
+    is_dataset,
+    is_glob,
+    open_part,
+)
+from ale_cli.data.table import (
+    check_categorical,
+    detect_format,
+    refuse_duplicate_headers,
+    select_columns,
+    to_float_matrix,
+)
+from ale_cli.errors import InputError
+
+__all__ = [  # the dataset helpers stay importable from here
+    "DEFAULT_CHUNK_ROWS",
+    "TableStream",
+    "combine_hashes",
+    "dataset_files",
+    "dataset_root",
+    "dataset_sha256",
+    "inputs_sha256",
+    "is_dataset",
+    "is_glob",
+    "open_stream",
+]
+
+#: rows per chunk of ``ale compute`` (65536 x 32 float64 inputs = 16 MiB)
+DEFAULT_CHUNK_ROWS = 1 << 16
+#: a read that skips more than this many bytes ahead is not hashed at once (the Parquet
+#: footer is read first); the hash catches up in order, at the latest at the end
+_MAX_GAP = 8 << 20
+_BLOCK = 1 << 20
+
+
+class HashingReader(io.RawIOBase):
+    """A read-only file that feeds the bytes it serves, in file order, to a SHA-256.
+
+    Sequential reads (CSV) are hashed as they pass. Reads that jump a little
+    ahead (Parquet column chunks) hash the skipped bytes first; a read far
+    ahead (the Parquet footer, read first) is served without hashing.
+    :meth:`hexdigest` hashes what is left and returns the file's SHA-256, the
+    same as :func:`ale_cli.io.files.sha256_file`.
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._fh = open(path, "rb")  # noqa: SIM115 -- closed by close()
+        self._digest = hashlib.sha256()
+        self._hashed = 0
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self._pos = self._fh.seek(offset, whence)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def _catch_up(self, upto: int) -> None:
+        """Hash the bytes from the hashed prefix up to ``upto`` by reading them."""
+        here = self._fh.tell()
+        self._fh.seek(self._hashed)
+        while self._hashed < upto:
+            block = self._fh.read(min(_BLOCK, upto - self._hashed))
+            if not block:
+                break
+            self._digest.update(block)
+            self._hashed += len(block)
+        self._fh.seek(here)
+
+    def readinto(self, buffer: Any) -> int:
+        start = self._pos
+        n = self._fh.readinto(buffer)
+        if not n:
+            return 0
+        self._pos = start + n
+        if start > self._hashed and start - self._hashed <= _MAX_GAP:
+            self._catch_up(start)
+        if start <= self._hashed < self._pos:
+            view = memoryview(buffer)[self._hashed - start : n]
+            self._digest.update(view)
+            self._hashed = self._pos
+        return n
+
+    def hexdigest(self) -> str:
+        """SHA-256 of the whole file (reads what was not hashed yet)."""
+        self._catch_up(os.fstat(self._fh.fileno()).st_size)
+        return self._digest.hexdigest()
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
+def inputs_sha256(data: Any) -> str:
+    """The data's hash as a store records it: of a DataFrame's columns and values, of a
+    data file, or of a partitioned dataset's files (:func:`dataset_sha256`)."""
+    from ale_cli.data.table import data_sha256, is_frame
+
+    return data_sha256(data) if is_frame(data) else dataset_sha256(Path(data))
+
+
+def _combined_dtype(a: str, b: str) -> str:
+    """The dtype pandas gives a whole column whose chunks had dtypes a and b."""
+    if a == b:
+        return a
+    numeric = {"int64", "float64", "int32", "float32"}
+    if a in numeric and b in numeric:
+        return "float64"
+    return "object"
+
+
+@dataclass
+class TableStream:
+    """The input columns of a data file, read chunk by chunk (iterate it once).
+
+    After the iteration, ``rows_read``, ``rows_dropped``, ``dropped_columns``,
+    ``dtypes`` and ``sha256`` describe the whole file, as a
+    :class:`~ale_cli.data.table.Table` would.
+    """
+
+    path: Path
+    format: str
+    feature_names: tuple[str, ...]
+    categorical: tuple[str, ...]
+    dtype: np.dtype
+    chunk_rows: int
+    dropna: bool
+    total_rows: int | None
+    #: fewest rows the whole stream must keep (0: a partition of a dataset read on its own)
+    min_rows: int = 2
+    dtypes: dict[str, str] = field(default_factory=dict)
+    rows_read: int = 0
+    rows_dropped: int = 0
+    dropped_columns: tuple[str, ...] = ()
+    sha256: str | None = None
+    #: every column of the file, in its order (the inputs are among them)
+    file_columns: tuple[str, ...] = ()
+    #: the row groups ``(start, stop)`` read of a Parquet file (None: every row)
+    row_groups: tuple[int, int] | None = None
+    _frames: Iterator[Any] | None = None
+    #: HashingReaders, or one plain file for a range of row groups (not hashed)
+    _readers: list[Any] = field(default_factory=list)
+
+    @property
+    def levels(self) -> dict[str, tuple[Any, ...]]:
+        return {}
+
+    @property
+    def where(self) -> str:
+        """The data file (and its row groups when a range is read) as messages name it."""
+        where = f"data file '{self.path}'"
+        if self.row_groups is None:
+            return where
+        start, stop = self.row_groups
+        groups = f"row group {start}" if stop - start == 1 else f"row groups {start}-{stop - 1}"
+        return f"{where} ({groups})"
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        """Chunks of exactly ``chunk_rows`` kept rows (the last one may be shorter)."""
+        if self._frames is None:
+            raise RuntimeError("a TableStream is iterated once")
+        frames, self._frames = self._frames, None
+        pending: list[np.ndarray] = []
+        n_pending = 0
+        n_kept = 0
+        bad_cols = np.zeros(len(self.feature_names), dtype=bool)
+        refused = False
+        try:
+            for frame in frames:
+                self.rows_read += len(frame)
+                X, dtypes = _matrix(frame, self.feature_names, self.path)
+                for c, dt in dtypes.items():
+                    self.dtypes[c] = _combined_dtype(self.dtypes.get(c, dt), dt)
+                bad = ~np.isfinite(X)
+                bad_rows = bad.any(axis=1)
+                if bad_rows.any():
+                    bad_cols |= bad.any(axis=0)
+                    self.rows_dropped += int(bad_rows.sum())
+                    if not self.dropna:
+                        refused = True  # count the rest of the file, yield nothing more
+                        continue
+                    X = X[~bad_rows]
+                if refused or not len(X):
+                    continue
+                pending.append(X.astype(self.dtype, copy=False))
+                n_pending += len(X)
+                while n_pending >= self.chunk_rows:
+                    block = np.concatenate(pending) if len(pending) > 1 else pending[0]
+                    out, rest = block[: self.chunk_rows], block[self.chunk_rows :]
+                    pending, n_pending = ([rest] if len(rest) else []), len(rest)
+                    n_kept += len(out)
+                    yield np.ascontiguousarray(out)
+            self.dropped_columns = tuple(
+                c for c, b in zip(self.feature_names, bad_cols, strict=True) if b
+            )
+            n_bad = self.rows_dropped
+            if refused:
+                cols = ", ".join(self.dropped_columns)
+                raise InputError(
+                    f"{self.where} has {n_bad} row{'s' if n_bad != 1 else ''} with "
+                    f"NaN or infinite values (columns: {cols}); pass {{param}} to drop them",
+                    param="dropna",
+                )
+            if self.rows_read == 0 and self.min_rows:
+                raise InputError(f"{self.where} has no rows")
+            n_left = n_kept + n_pending
+            if n_left < self.min_rows:
+                left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
+                raise InputError(
+                    f"{self.where} has {n_left} row{'s' if n_left != 1 else ''}"
+                    f"{left}; at least 2 are needed"
+                )
+            if pending:
+                yield np.ascontiguousarray(np.concatenate(pending))
+            self._finish_hash()
+        finally:
+            self.close()
+
+    def _finish_hash(self) -> None:
+        if self.row_groups is not None:  # a part of the file: its hash is of every byte
+            return
+        hashes = [(r, r.hexdigest()) for r in self._readers]
+        if is_dataset(self.path):
+            files = dataset_files(self.path)
+            self.sha256 = combine_hashes(
+                self.path, list(zip(files, [h for _, h in hashes], strict=True))
+            )
+        else:
+            self.sha256 = hashes[0][1]
+
+    def close(self) -> None:
+        for r in self._readers:
+            if not r.closed:
+                r.close()
+
+
+def _arrow_dtype(column: Any) -> str | None:
+    """The pandas dtype name a numeric or boolean Arrow column becomes (None: other types)."""
+    import pyarrow as pa
+
+    t = column.type
+    if pa.types.is_floating(t):
+        return "float32" if t.bit_width == 32 else "float64"
+    if pa.types.is_integer(t):
+        return "float64" if column.null_count else str(t.to_pandas_dtype().__name__)
+    if pa.types.is_boolean(t):
+        return "object" if column.null_count else "bool"
+    return None
+
+
+def _matrix(frame: Any, columns: Sequence[str], path: Path) -> tuple[np.ndarray, dict[str, str]]:
+    """(n, D) float64 values of ``columns`` and their pandas dtype names, from a pandas
+    DataFrame or an Arrow RecordBatch (converted without pandas when every column is
+    numeric or boolean; pandas is imported only for other columns, to report them)."""
+    if hasattr(frame, "schema"):  # pyarrow.RecordBatch
+        index = [frame.schema.get_field_index(c) for c in columns]
+        if min(index, default=0) < 0:  # -1 would read the last column: never by position
+            raise InputError(f"data file '{path}' has no column '{columns[index.index(-1)]}'")
+        cols = [frame.column(i) for i in index]
+        dtypes = [_arrow_dtype(c) for c in cols]
+        if any(dt is None for dt in dtypes):
+            frame = frame.to_pandas()
+        else:
+            out = np.empty((frame.num_rows, len(columns)), dtype=np.float64)
+            for j, c in enumerate(cols):
+                if c.null_count:
+                    c = c.cast("float64").fill_null(float("nan"))
+                out[:, j] = _arrow_values(c)
+            return out, dict(zip(columns, dtypes, strict=True))  # type: ignore[arg-type]
+    X = to_float_matrix(frame, columns, path)
+    return X, {c: str(frame[c].dtype) for c in columns}
+
+
+def _arrow_values(column: Any) -> np.ndarray:
+    """A numeric or boolean Arrow array's values as numpy. A numeric column without
+    nulls is viewed in its data buffer: ``Array.to_numpy`` imports pandas (0.3-0.4 s,
+    pyarrow 26), which the streaming compute otherwise never needs."""
+    import pyarrow as pa
+
+    t = column.type
+    if not column.null_count and (pa.types.is_floating(t) or pa.types.is_integer(t)):
+        kind = "f" if pa.types.is_floating(t) else "i" if pa.types.is_signed_integer(t) else "u"
+        dtype = np.dtype(f"<{kind}{t.bit_width // 8}")
+        data = column.buffers()[1]
+        return np.frombuffer(
+            data, dtype=dtype, count=len(column), offset=column.offset * dtype.itemsize
+        )
+    return np.asarray(column.to_numpy(zero_copy_only=False))
+
+
+@dataclass(frozen=True)
+class _Header:
+    """The column names of a Parquet schema, where select_columns expects a frame."""
+
+    columns: tuple[str, ...]
+
+
+def _read_error(path: Path, fmt: str, exc: BaseException) -> InputError:
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}")
+
+
+def _parquet_frames(
+    readers: list[Any],
+    files: Sequence[Path],
+    columns: list[str],
+    batch: int,
+    label: Path,
+    row_groups: tuple[int, int] | None = None,
+) -> Iterator[Any]:
+    groups = None if row_groups is None else range(*row_groups)
+    for reader, file in zip(readers, files, strict=True):
+        part = open_part(reader, file, columns)  # a part lacking a column is refused
+        try:
+            yield from part.iter_batches(batch_size=batch, columns=columns, row_groups=groups)
+        except InputError:
+            raise
+        except Exception as exc:  # pyarrow raises many types for unreadable files
+            raise _read_error(label, "parquet", exc) from None
+
+
+def _csv_frames(reader: HashingReader, path: Path, batch: int, usecols: list[str]) -> Iterator[Any]:
+    import pandas as pd
+
+    suffix = path.suffix.lower()
+    compression = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}.get(
+        suffix
+    )
+    try:
+        with pd.read_csv(
+            reader, chunksize=batch, usecols=usecols, compression=compression
+        ) as chunks:
+            yield from chunks
+    except pd.errors.EmptyDataError:
+        raise InputError(f"data file '{path}' is empty") from None
+    except InputError:
+        raise
+    except Exception as exc:
+        raise _read_error(path, "csv", exc) from None
+
+
+def _parquet_header(
+    readers: list[Any], path: Path, row_groups: tuple[int, int] | None
+) -> tuple[_Header, int, dict[str, str], list[tuple[str, ...]]]:
+    """The column names, the rows (of the row groups read) and the Arrow type names of
+    the Parquet files' schema (the first file's), and every file's column names; an
+    InputError for a row-group range that is not one of the file's."""
+    import pyarrow.parquet as pq
+
+    try:
+        metas = [pq.ParquetFile(r).metadata for r in readers]
+        schemas = [m.schema.to_arrow_schema() for m in metas]
+    except Exception as exc:
+        raise _read_error(path, "parquet", exc) from None
+    schema = schemas[0]
+    names = [tuple(s.names) for s in schemas]
+    arrow_types = {name: str(schema.field(name).type) for name in schema.names}
+    if row_groups is None:
+        return _Header(names[0]), sum(m.num_rows for m in metas), arrow_types, names
+    start, stop = row_groups
+    n = metas[0].num_row_groups
+    if not 0 <= start < stop <= n:
+        raise InputError(
+            f"{{param}} must be a range start < stop within the {n} row groups of data file "
+            f"'{path}', got {start}, {stop}",
+            param="row_groups",
+        )
+    total = sum(metas[0].row_group(i).num_rows for i in range(start, stop))
+    return _Header(names[0]), total, arrow_types, names
+
+
+def _open_readers(
+    path: Path, files: list[Path], fmt: str, row_groups: tuple[int, int] | None
+) -> list[Any]:
+    """A HashingReader per file, or a plain file for a range of row groups of one Parquet
+    file (the only data a range may be asked of: else an InputError)."""
+    if row_groups is None:
+        return [HashingReader(p) for p in files]
+    if fmt != "parquet" or is_dataset(path):
+        raise InputError(
+            f"{{param}} selects row groups of one Parquet file, got data '{path}'",
+            param="row_groups",
+        )
+    return [open(files[0], "rb")]  # noqa: SIM115 -- closed by TableStream.close
+
+
+def open_stream(
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    inputs: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    dropna: bool = False,
+    categorical: Sequence[str] = (),
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    min_rows: int = 2,
+    row_groups: tuple[int, int] | None = None,
+) -> TableStream:
+    """Open ``path`` (a CSV or Parquet file, or a directory of Parquet files) for reading
+    its input columns chunk by chunk; the columns are chosen and checked here, from the
+    header or schema (see :func:`ale_cli.data.table.select_columns`). Fewer than
+    ``min_rows`` rows kept is an error (the Dask engine reads each partition with 0 and
+    checks the whole dataset's count). ``row_groups=(start, stop)`` reads only those row
+    groups of one Parquet file (a Dask partition), as if the file held only them; such a
+    stream is not hashed."""
+    path = Path(path)
+    if not path.exists() and not is_glob(path):
+        raise InputError(f"data file '{path}' does not exist")
+    files = dataset_files(path)
+    fmt = "parquet" if is_dataset(path) else detect_format(path, fmt)
+    for file in files:  # pandas would rename a second 'bmi' to 'bmi.1'
+        refuse_duplicate_headers(file, fmt)
+    readers = _open_readers(path, files, fmt, row_groups)
+    try:
+        if fmt == "parquet":
+            header, total, arrow_types, schemas = _parquet_header(readers, path, row_groups)
+        else:
+            import pandas as pd
+
+            try:
+                header = pd.read_csv(files[0], nrows=0)
+            except pd.errors.EmptyDataError:
+                raise InputError(f"data file '{path}' is empty") from None
+            except Exception as exc:
+                raise _read_error(path, fmt, exc) from None
+            total, arrow_types, schemas = None, {}, []
+        columns = select_columns(header, path, inputs=inputs, exclude=exclude)
+        for file, names in zip(files, schemas, strict=False):  # every part, before any read
+            check_part(file, names, columns)
+        check_categorical(categorical, columns, path)
+        f32 = bool(columns) and all(arrow_types.get(c) == "float" for c in columns)
+        if fmt == "parquet":
+            frames = _parquet_frames(readers, files, columns, chunk_rows, path, row_groups)
+        else:
+            frames = _csv_frames(readers[0], path, chunk_rows, columns)
+    except BaseException:
+        for r in readers:
+            r.close()
+        raise
+    return TableStream(
+        path=path,
+        format=fmt,
+        feature_names=tuple(columns),
+        file_columns=tuple(str(c) for c in header.columns),
+        categorical=tuple(c for c in columns if c in categorical),
+        dtype=np.dtype(np.float32 if f32 else np.float64),
+        chunk_rows=chunk_rows,
+        dropna=dropna,
+        total_rows=total,
+        min_rows=min_rows,
+        row_groups=row_groups,
+        _frames=frames,
+        _readers=readers,
+    )

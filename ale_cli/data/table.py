@@ -1,0 +1,349 @@
+"""Load a tabular dataset (CSV or Parquet) into a float64 feature matrix.
+
+Every problem with the file is an :class:`~ale_cli.errors.InputError` whose
+one-line message names the file, the column and what was expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ale_cli.data.dataset import (
+    dataset_files,
+    dataset_sha256,
+    is_dataset,
+    part_names,
+    read_parts,
+)
+from ale_cli.errors import InputError, NotNumeric
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FORMATS = ("csv", "parquet")
+_COMPRESSED = {".gz", ".bz2", ".xz", ".zst", ".zip"}
+_EXTENSIONS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+@dataclass(frozen=True)
+class Table:
+    """The selected feature columns of a dataset.
+
+    Attributes
+    ----------
+    X : ndarray, shape (N, D), float64
+        Feature values, rows with NaN/inf removed when ``dropna`` was asked.
+    feature_names : tuple of str, length D
+    path : Path
+    format : {"csv", "parquet"}
+    rows_read : int
+        Rows in the file.
+    rows_dropped : int
+        Rows removed because of NaN or infinite values (0 unless ``dropna``).
+    dropped_columns : tuple of str
+        The columns where the dropped rows had NaN/inf values.
+    categorical : tuple of str
+        Columns held fixed (declared with ``--categorical`` or non-numeric and encoded).
+    levels : dict of str to tuple
+        For non-numeric columns encoded as integer codes: ``levels[name][code]`` is the
+        original value. Empty unless ``encode_text`` was asked.
+    dtypes : dict of str to str
+        The pandas dtype of every selected column in the file.
+    file_columns : tuple of str
+        Every column of the file, in the file's order (``feature_names`` are in
+        the order asked for).
+    """
+
+    X: np.ndarray
+    feature_names: tuple[str, ...]
+    path: Path
+    format: str
+    rows_read: int
+    rows_dropped: int = 0
+    dropped_columns: tuple[str, ...] = ()
+    categorical: tuple[str, ...] = ()
+    levels: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    dtypes: dict[str, str] = field(default_factory=dict)
+    file_columns: tuple[str, ...] = ()
+
+
+def detect_format(path: Path, fmt: str | None = None) -> str:
+    """Return ``fmt`` if given, else the format implied by the file extension."""
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise InputError(
+                "{param} must be one of " + ", ".join(FORMATS) + f", got '{fmt}'",
+                param="data_format",
+            )
+        return fmt
+    suffixes = [s.lower() for s in path.suffixes]
+    if len(suffixes) > 1 and suffixes[-1] in _COMPRESSED:
+        suffixes.pop()  # data.csv.gz: pandas reads the compressed file
+    found = _EXTENSIONS.get(suffixes[-1]) if suffixes else None
+    if found == "parquet" and path.suffix.lower() in _COMPRESSED:
+        found = None  # Parquet compresses inside the file, never as a whole
+    if found is None:
+        raise InputError(
+            f"cannot tell the format of data file '{path}' from its extension; "
+            "pass {param} csv or {param} parquet",
+            param="data_format",
+        )
+    return found
+
+
+def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, str]:
+    """Read the whole file into a DataFrame; returns it with the format used."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"data file '{path}' does not exist")
+    if path.is_dir():
+        raise InputError(f"data file '{path}' is a directory, expected a CSV or Parquet file")
+    fmt = detect_format(path, fmt)
+    refuse_duplicate_headers(path, fmt)
+    try:
+        if fmt == "csv":
+            frame = pd.read_csv(path)
+        else:
+            frame = pd.read_parquet(path)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"data file '{path}' is empty") from None
+    except Exception as exc:  # pandas/pyarrow raise many types for unreadable files
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}") from None
+    return frame, fmt
+
+
+def read_dataset(
+    path: Path, *, inputs: Sequence[str] | None = None, exclude: Sequence[str] = ()
+) -> tuple[pd.DataFrame, list[str], tuple[str, ...]]:
+    """A partitioned dataset's input columns as one DataFrame, the columns chosen from the
+    first file's (:func:`select_columns`), and the first file's columns; every file is read
+    by name (:func:`~ale_cli.data.dataset.read_parts`: a file lacking one of the
+    columns is refused)."""
+    files = dataset_files(path)
+    for file in files:
+        refuse_duplicate_headers(file, "parquet")
+    file_columns = part_names(files[0])
+    columns = select_columns(_Names(file_columns), path, inputs=inputs, exclude=exclude)
+    return read_parts(files, columns), columns, file_columns
+
+
+@dataclass(frozen=True)
+class _Names:
+    """Column names where :func:`select_columns` expects a frame."""
+
+    columns: tuple[str, ...]
+
+
+def refuse_duplicate_headers(path: Path, fmt: str) -> None:
+    """A column name given twice is an error (pandas would rename the CSV's second ``bmi``
+    to ``bmi.1``, and a model would get a column under a name that is not in the file).
+
+    Only the header is read; a file whose header cannot be read is left to the full read,
+    which says why.
+    """
+    try:
+        if fmt == "csv":  # the header row as data: the names as written, before renaming
+            import pandas as pd
+
+            row = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+            names = [v for v in row.iloc[0] if v != ""]  # pandas names empty ones itself
+        else:
+            import pyarrow.parquet as pq
+
+            names = list(pq.read_schema(path).names)
+    except Exception:  # pandas/pyarrow raise many types for unreadable files
+        return
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(
+                f"data file '{path}' has two columns named '{name}'; rename one of them"
+            )
+        seen.add(name)
+
+
+def select_columns(
+    frame: pd.DataFrame,
+    path: Path,
+    *,
+    inputs: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+) -> list[str]:
+    """The model's input columns: ``inputs`` in that order, else all columns but ``exclude``."""
+    columns = [str(c) for c in frame.columns]
+    for name in [*(inputs or ()), *exclude]:
+        if name not in columns:
+            raise InputError(
+                f"data file '{path}' has no column '{name}' (columns: {', '.join(columns)})"
+            )
+    if inputs:
+        chosen = [f for f in inputs if f not in exclude]
+    else:
+        chosen = [c for c in columns if c not in exclude]
+    if not chosen:
+        raise InputError(
+            f"no input columns left in data file '{path}' after {{param}}", param="exclude"
+        )
+    return chosen
+
+
+def to_float_matrix(
+    frame: pd.DataFrame,
+    columns: Sequence[str],
+    path: Path,
+    *,
+    levels: dict[str, tuple[Any, ...]] | None = None,
+) -> np.ndarray:
+    """Convert the chosen columns to an (N, D) float64 array, naming any non-numeric column.
+
+    When ``levels`` is a dict, a non-numeric column is not an error: it is encoded
+    as integer codes 0..L-1 (levels sorted; a missing value becomes NaN) and
+    ``levels[name]`` receives the original values in code order.
+    """
+    import pandas as pd
+
+    out = np.empty((len(frame), len(columns)), dtype=np.float64)
+    for j, name in enumerate(columns):
+        col = frame[name]
+        if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
+            out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+            continue
+        numeric = pd.to_numeric(col, errors="coerce")
+        bad = numeric.isna() & col.notna()
+        if bad.any() and levels is not None:
+            codes, uniques = pd.factorize(col, sort=True, use_na_sentinel=True)
+            out[:, j] = np.where(codes < 0, np.nan, codes).astype(np.float64)
+            levels[name] = tuple(v.item() if hasattr(v, "item") else v for v in uniques)
+            continue
+        if bad.any():
+            example = col[bad].iloc[0]
+            raise NotNumeric(
+                f"column '{name}' in data file '{path}' is not numeric "
+                f"(example value: {example!r}); "
+                "leave it out with {param} or list the model's inputs with {param:inputs}",
+                param="exclude",
+            )
+        out[:, j] = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+    return out
+
+
+def is_frame(data: object) -> bool:
+    """True for a pandas DataFrame (without importing pandas)."""
+    return type(data).__name__ == "DataFrame" and hasattr(data, "columns")
+
+
+#: How a DataFrame passed in memory is named in messages and provenance.
+IN_MEMORY = "<DataFrame>"
+
+
+def data_sha256(data: str | Path | pd.DataFrame) -> str:
+    """Hex SHA-256 of a data file's bytes, or of a DataFrame's column names and values."""
+    from ale_cli.io.files import sha256_file
+
+    if not is_frame(data):
+        if is_dataset(Path(data)):  # type: ignore[arg-type]
+            return dataset_sha256(Path(data))  # type: ignore[arg-type]
+        return sha256_file(Path(data))  # type: ignore[arg-type]
+    import hashlib
+
+    import pandas as pd
+
+    frame = data
+    digest = hashlib.sha256("\x1f".join(map(str, frame.columns)).encode())  # type: ignore[union-attr]
+    digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+def check_categorical(categorical: Sequence[str], columns: Sequence[str], path: Path) -> None:
+    """InputError naming ``categorical`` when one of its names is not an input column."""
+    for name in categorical:
+        if name not in columns:
+            raise InputError(
+                f"{{param}} names '{name}', which is not an input column of data file "
+                f"'{path}' (inputs: {', '.join(columns)})",
+                param="categorical",
+            )
+
+
+def load_table(
+    path: str | Path | pd.DataFrame,
+    *,
+    fmt: str | None = None,
+    inputs: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    dropna: bool = False,
+    categorical: Sequence[str] = (),
+    encode_text: bool = False,
+) -> Table:
+    """Read a CSV/Parquet file and return its selected columns as float64.
+
+    ``categorical`` names columns to hold fixed (integer-coded categories);
+    with ``encode_text`` every non-numeric column is encoded as integer codes
+    (see :func:`to_float_matrix`) and held fixed too.
+
+    Raises :class:`InputError` for a missing or unreadable file, an unknown or
+    non-numeric column (unless ``encode_text``), a ``categorical`` name that is
+    not a selected feature, NaN/inf values (unless ``dropna``), an empty table
+    or fewer than 2 rows.
+    """
+    if is_frame(path):
+        frame, fmt, path = path, "dataframe", Path(IN_MEMORY)
+        columns = select_columns(frame, path, inputs=inputs, exclude=exclude)
+        file_columns = tuple(str(c) for c in frame.columns)
+    elif is_dataset(Path(path)):  # type: ignore[arg-type]
+        path = Path(path)  # type: ignore[arg-type]
+        frame, columns, file_columns = read_dataset(path, inputs=inputs, exclude=exclude)
+        fmt = "parquet"
+    else:
+        path = Path(path)  # type: ignore[arg-type]
+        frame, fmt = read_frame(path, fmt)
+        columns = select_columns(frame, path, inputs=inputs, exclude=exclude)
+        file_columns = tuple(str(c) for c in frame.columns)
+    rows_read = len(frame)
+    if rows_read == 0:
+        raise InputError(f"data file '{path}' has no rows")
+    check_categorical(categorical, columns, path)
+    levels: dict[str, tuple[Any, ...]] | None = {} if encode_text else None
+    X = to_float_matrix(frame, columns, path, levels=levels)
+    levels = levels or {}
+    fixed = tuple(c for c in columns if c in categorical or c in levels)
+
+    bad = ~np.isfinite(X)
+    bad_rows = bad.any(axis=1)
+    n_bad = int(bad_rows.sum())
+    bad_cols = tuple(c for c, b in zip(columns, bad.any(axis=0), strict=True) if b)
+    if n_bad and not dropna:
+        raise InputError(
+            f"data file '{path}' has {n_bad} row{'s' if n_bad != 1 else ''} with NaN or "
+            f"infinite values (columns: {', '.join(bad_cols)}); pass {{param}} to drop them",
+            param="dropna",
+        )
+    if n_bad:
+        X = X[~bad_rows]
+    if len(X) < 2:
+        left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
+        raise InputError(
+            f"data file '{path}' has {len(X)} row{'s' if len(X) != 1 else ''}{left}; "
+            "at least 2 are needed"
+        )
+    return Table(
+        X=np.ascontiguousarray(X),
+        feature_names=tuple(columns),
+        path=path,
+        format=fmt,
+        rows_read=rows_read,
+        rows_dropped=n_bad,
+        dropped_columns=bad_cols if n_bad else (),
+        categorical=fixed,
+        levels=levels,
+        dtypes={c: str(frame[c].dtype) for c in columns},
+        file_columns=file_columns,
+    )

@@ -1,0 +1,1 @@
+"""The estimators: local effects (compute), DALE/RHALE, classic, second order, levels."""

@@ -1,0 +1,358 @@
+"""The one description of a model and its data, shared by every command that runs the model.
+
+:class:`ModelInputs` says which model file to load and how (format, output,
+trust), which data file to read and how (format, NaN rows), which data columns
+the model takes (``inputs``, or every column but ``exclude``) and which of them
+to explain (``features``, default: every input). ``ale compute``, ``ale
+classic``, ``ale interact`` and the Python API (:mod:`ale_cli.api`) all build
+one; its constructor checks every value and names the parameter at fault.
+
+:func:`open_inputs` then reads the data, loads the model and checks it on the
+rows, returning an :class:`Opened` whose model is final (method and steps
+decided); :func:`model_source` is the provenance a summary records when it
+was made from the model rather than from a store.
+"""
+
+from __future__ import annotations
+
+import math
+import stat
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ale_cli.checks import check_choice, names_tuple
+from ale_cli.data.stream import is_glob
+from ale_cli.data.table import FORMATS as DATA_FORMATS
+from ale_cli.data.table import IN_MEMORY, data_sha256, is_frame
+from ale_cli.errors import InputError
+from ale_cli.io.files import sha256_file
+from ale_cli.models import MODEL_FORMATS
+from ale_cli.models.base import METHODS
+
+if TYPE_CHECKING:
+    from ale_cli.data.table import Table
+    from ale_cli.models.base import Model
+    from ale_cli.models.columns import ColumnOrder
+
+__all__ = ["DATA_FORMATS", "METHODS", "MODEL_FORMATS", "ModelInputs", "Opened", "open_inputs"]
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    """A model file, a data file, how to read both, and which features to explain.
+
+    Attributes
+    ----------
+    model : Path
+        The model file (TorchScript, ONNX, skops, pickle).
+    data : Path or pandas.DataFrame
+        The data: a CSV or Parquet file, or a DataFrame in memory.
+    data_format, model_format : str or None
+        Override the format told by the file extension.
+    inputs : tuple of str or None
+        The data columns the model takes, in the model's order; None: every
+        column but ``exclude``, in the file's order.
+    exclude : tuple of str
+        Columns that are not model inputs (e.g. the target).
+    features : tuple of str or None
+        The inputs to explain (None: every input). Finite differences perturb
+        only these.
+    dropna : bool
+        Drop rows with NaN or infinite values (and count them) instead of refusing.
+    drop_nonfinite : bool
+        Drop the rows where the model gives a NaN or infinite value (prediction,
+        local effect, evaluation) and count them, instead of refusing the run.
+    output : str or None
+        Which model output to explain (see ``ale compute --help``).
+    categorical : tuple of str
+        Integer-coded categorical inputs, held fixed.
+    trust : tuple of str
+        skops types trusted by name.
+    trust_pickle : bool
+        Allow loading a pickle (runs code from the file).
+    batch_size : int or None
+        Rows per model call (None: the adapter's default).
+    method : {"auto", "autodiff", "finite-differences"}
+    step : float or None
+        Finite-difference step as a fraction of each feature's std (None: chosen
+        by the adapter).
+
+    Names may be given as tuples, lists or comma-separated strings.
+
+    >>> ModelInputs(model=Path("m.pt"), data=Path("d.csv"), exclude="target").exclude
+    ('target',)
+    >>> ModelInputs(model=Path("m.pt"), data=Path("d.csv"), method="fast")
+    Traceback (most recent call last):
+    ale_cli.errors.InputError: method must be one of auto, autodiff, finite-differences, got 'fast'
+    """
+
+    model: Path
+    data: Path | Any
+    data_format: str | None = None
+    inputs: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    features: tuple[str, ...] | None = None
+    dropna: bool = False
+    drop_nonfinite: bool = False
+    model_format: str | None = None
+    output: str | None = None
+    categorical: tuple[str, ...] = ()
+    trust: tuple[str, ...] = ()
+    trust_pickle: bool = False
+    batch_size: int | None = None
+    method: str = "auto"
+    step: float | None = None
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "model", Path(self.model))
+        if not is_frame(self.data):
+            set_(self, "data", Path(self.data))
+        for name in ("inputs", "features"):
+            set_(self, name, names_tuple(getattr(self, name), name))
+        for name in ("exclude", "categorical", "trust"):
+            set_(self, name, names_tuple(getattr(self, name), name) or ())
+        check_choice(self.data_format, DATA_FORMATS, "data_format")
+        check_choice(self.model_format, MODEL_FORMATS, "model_format")
+        check_choice(self.method, METHODS, "method")
+        if self.batch_size is not None and (
+            isinstance(self.batch_size, bool) or not int(self.batch_size) >= 1
+        ):
+            raise InputError(
+                f"{{param}} must be a whole number of at least 1, got {self.batch_size}",
+                param="batch_size",
+            )
+        if self.step is not None and not (math.isfinite(self.step) and self.step > 0):
+            raise InputError(
+                "{param} must be a positive finite fraction of each feature's std, "
+                f"got {self.step:g}",
+                param="step",
+            )
+        if self.inputs is not None:
+            both = [n for n in self.exclude if n in self.inputs]
+            if both:
+                raise InputError(
+                    f"{{param}} names '{both[0]}', which inputs lists as a model input",
+                    param="exclude",
+                )
+        if self.features is not None:
+            left_out = [n for n in self.features if n in self.exclude]
+            if left_out:
+                raise InputError(
+                    f"{{param}} names '{left_out[0]}', which exclude leaves out of the "
+                    "model's inputs",
+                    param="features",
+                )
+
+    def check_files(self) -> None:
+        """InputError naming the model or data file that is missing or not a file (the data
+        may be a directory: a partitioned Parquet dataset, read by the streaming compute)."""
+        files = [("model", self.model)] + ([] if is_frame(self.data) else [("data", self.data)])
+        for label, path in files:
+            if label == "data" and is_glob(path):  # a partitioned dataset given as a glob
+                continue
+            if not path.exists():
+                raise InputError(f"{label} file '{path}' does not exist")
+            if path.is_dir() and label == "model":
+                raise InputError(f"{label} file '{path}' is a directory, expected a file")
+            if not path.is_dir() and not path.is_file():  # reading a FIFO would block
+                raise InputError(
+                    f"{label} file '{path}' is a FIFO (named pipe), expected a regular file"
+                    if stat.S_ISFIFO(path.stat().st_mode)
+                    else f"{label} file '{path}' is not a regular file"
+                )
+
+    def result_options(self) -> dict[str, Any]:
+        """The options that change the numbers (batch size and trust do not), for cache keys."""
+        from ale_cli.models.columns import model_column_order
+
+        skip = ("model", "data", "batch_size", "trust", "trust_pickle")
+        options = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        # the model's columns file decides which column is which: it keys the cache too
+        # (an ONNX graph's input names are part of the model's bytes, already in the key)
+        names = model_column_order(self.model).names
+        return options | {"model_columns": None if names is None else list(names)}
+
+    @property
+    def data_label(self) -> str:
+        """How messages and provenance name the data: its path, or ``<DataFrame>``."""
+        return IN_MEMORY if is_frame(self.data) else str(self.data)
+
+    def load_options(self) -> Any:
+        """The model adapter's :class:`~ale_cli.models.base.LoadOptions`."""
+        from ale_cli.models.base import LoadOptions
+
+        return LoadOptions(
+            output=self.output,
+            batch_size=self.batch_size,
+            method=self.method,
+            step=self.step,
+            trust=self.trust,
+            trust_pickle=self.trust_pickle,
+        )
+
+
+@dataclass(frozen=True)
+class Opened:
+    """The data read and the model loaded and checked for one :class:`ModelInputs`.
+
+    Attributes
+    ----------
+    table : Table
+        Every model input, ``table.X`` of shape (N, D).
+    model : Model
+        Final: its method, steps and ``describe()`` do not change afterwards.
+    features : tuple of str, length F
+        The features to explain.
+    columns : tuple of int, length F
+        Their columns in ``table.X``.
+    timings : dict of str to float
+        ``load_data_s`` and ``load_model_s`` (the latter includes the checks).
+    notes : tuple of str
+        How the data's columns were matched to the model's inputs.
+    """
+
+    table: Table
+    model: Model
+    features: tuple[str, ...]
+    columns: tuple[int, ...]
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def feature_columns(
+    features: Sequence[str] | None, names: Sequence[str], *, where: str
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The features to explain and their columns among ``names`` (None: all of them).
+
+    >>> feature_columns(["b"], ["a", "b"], where="the data")
+    (('b',), (1,))
+    """
+    if features is None:
+        return tuple(names), tuple(range(len(names)))
+    index = {name: j for j, name in enumerate(names)}
+    for name in features:
+        if name not in index:
+            raise InputError(
+                f"{{param}}: '{name}' is not one of the model's inputs in {where} "
+                f"({', '.join(names)})",
+                param="features",
+            )
+    return tuple(features), tuple(index[n] for n in features)
+
+
+def open_inputs(inputs: ModelInputs) -> Opened:
+    """Read the data, load the model and check it on the rows (see :class:`Opened`)."""
+    from ale_cli.data.table import load_table
+    from ale_cli.models import Columns, detect_format, load_model
+    from ale_cli.models.columns import model_column_order
+
+    inputs.check_files()
+    model_format = detect_format(inputs.model, inputs.model_format)
+    order = model_column_order(inputs.model, model_format)
+    t = time.perf_counter()
+    try:
+        table = load_table(
+            inputs.data,
+            fmt=inputs.data_format,
+            inputs=_model_order(inputs, order),
+            exclude=inputs.exclude,
+            dropna=inputs.dropna,
+            categorical=inputs.categorical,
+            # scikit-learn pipelines can take text columns; tensor models cannot
+            encode_text=model_format in ("skops", "pickle"),
+        )
+    except InputError as exc:
+        if order.names is None or "has no column" not in str(exc):
+            raise
+        raise InputError(f"{exc}, which {order.source} lists as a model input") from None
+    features, columns = feature_columns(
+        inputs.features, table.feature_names, where=f"data file '{inputs.data_label}'"
+    )
+    timings = {"load_data_s": time.perf_counter() - t}
+    t = time.perf_counter()
+    model = load_model(
+        inputs.model,
+        model_format=model_format,
+        options=inputs.load_options(),
+        columns=Columns(
+            names=table.feature_names,
+            fixed=table.categorical,
+            levels=table.levels,
+            dtypes=table.dtypes,
+        ),
+        X=table.X,
+    )
+    timings["load_model_s"] = time.perf_counter() - t
+    note = columns_note(inputs, model_format, order, table.file_columns, table.feature_names, model)
+    return Opened(
+        table=table,
+        model=model,
+        features=features,
+        columns=columns,
+        timings=timings,
+        notes=() if note is None else (note,),
+    )
+
+
+def columns_note(
+    inputs: ModelInputs,
+    model_format: str,
+    order: ColumnOrder,
+    file_columns: Sequence[str],
+    feature_names: Sequence[str],
+    model: Model,
+) -> str | None:
+    """The note saying how the data's columns (``file_columns`` in the file's order, the
+    inputs ``feature_names`` among them) were given to the loaded ``model``."""
+    from ale_cli.models.columns import ColumnOrder, order_note
+
+    names_in = model.describe().get("feature_names_in")
+    if names_in is not None:  # scikit-learn: the adapter matches the columns by name
+        order = ColumnOrder(tuple(names_in), "the model's feature_names_in_")
+    return order_note(
+        order,
+        [c for c in file_columns if c in feature_names],
+        order.names or feature_names,
+        positional=model_format in ("torchscript", "onnx") and inputs.inputs is None,
+    )
+
+
+def _model_order(inputs: ModelInputs, order: ColumnOrder) -> tuple[str, ...] | None:
+    """The columns to read, in the model's order: from the model's columns file when it
+    has one (which ``inputs`` and ``exclude`` must agree with), else ``inputs``."""
+    if order.names is None:
+        return inputs.inputs
+    if inputs.inputs is not None and tuple(inputs.inputs) != order.names:
+        raise InputError(
+            f"{{param}} lists {', '.join(inputs.inputs)}, but {order.source} says the model "
+            f"takes {', '.join(order.names)}; leave out {{param}}",
+            param="inputs",
+        )
+    clash = [n for n in inputs.exclude if n in order.names]
+    if clash:
+        raise InputError(
+            f"{{param}} names '{clash[0]}', which {order.source} lists as a model input",
+            param="exclude",
+        )
+    return order.names
+
+
+def model_source(inputs: ModelInputs, opened: Opened, *, method: str) -> dict[str, Any]:
+    """A summary's ``store`` part when it was made from the model, not from a store."""
+    return {
+        "path": None,
+        "model": {
+            "path": str(inputs.model),
+            "sha256": sha256_file(inputs.model),
+            "format": opened.model.format,
+        },
+        "data": {"path": inputs.data_label, "sha256": data_sha256(inputs.data)},
+        "method": method,
+        "output": opened.model.describe().get("output"),
+        "n_rows": len(opened.table.X),
+        "inputs": list(opened.table.feature_names),
+    }

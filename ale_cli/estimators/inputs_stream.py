@@ -1,0 +1,160 @@
+"""The model and the data of ``ale classic`` / ``ale interact`` when the data are read
+chunk by chunk: whether they can be, the first pass, and the model loaded on a chunk.
+
+:func:`whole_table_reason` decides: the data are streamed when they are a file
+(CSV, Parquet, or a directory of Parquet files) and the model takes the rows as
+they are; the whole table is read instead, with a note saying why, when
+
+- the model's columns are matched by name (a ``MODEL.columns.json`` file, or an
+  ONNX graph with one named input per column);
+- the command needs every row at once (the caller's own reasons: per-level
+  estimates of categorical or discrete features, bootstrap bands);
+- a scikit-learn model gets text columns (encoded with levels found in the
+  whole file): found in the first pass, which then stops.
+
+:func:`open_streamed` makes the first pass (:meth:`~ale_cli.passes.spool.DataPasses.scan`)
+and loads the model on the first chunk, with the whole file's dtypes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ale_cli.data.table import is_frame
+from ale_cli.errors import InputError
+from ale_cli.estimators.inputs import ModelInputs, feature_columns
+from ale_cli.io.files import sha256_file
+from ale_cli.models.base import Model
+from ale_cli.passes.spool import DataPasses, Scan
+
+
+class NeedsWholeTable(Exception):
+    """The first pass found something only the whole-table reader handles (the reason)."""
+
+
+def whole_table_reason(inputs: ModelInputs, chunk_rows: int | None) -> str | None:
+    """Why these inputs are read as a whole table (a note), "" when that needs no note
+    (a DataFrame, or ``chunk_rows`` None), None when they are streamed."""
+    from ale_cli.models import detect_format
+    from ale_cli.models.columns import model_column_order
+
+    if chunk_rows is None or is_frame(inputs.data):
+        return ""
+    order = model_column_order(inputs.model, detect_format(inputs.model, inputs.model_format))
+    if order.names is not None:
+        return f"read the whole table: {order.source} matches the data's columns by name"
+    return None
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """The data as passes over the file and the model loaded on its first chunk."""
+
+    passes: DataPasses
+    scan: Scan
+    model: Model
+    features: tuple[str, ...]
+    columns: tuple[int, ...]
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def source(self, inputs: ModelInputs, *, method: str) -> dict[str, Any]:
+        """A summary's ``store`` part, as :func:`~.inputs.model_source` makes it."""
+        return {
+            "path": None,
+            "model": {
+                "path": str(inputs.model),
+                "sha256": sha256_file(inputs.model),
+                "format": self.model.format,
+            },
+            "data": {"path": inputs.data_label, "sha256": self.scan.sha256},
+            "method": method,
+            "output": self.model.describe().get("output"),
+            "n_rows": self.scan.n_rows,
+            "inputs": list(self.scan.names),
+        }
+
+
+def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
+    """The first pass over the data and the model loaded and checked on the first chunk.
+
+    Raises :class:`NeedsWholeTable` when a scikit-learn model meets a text column.
+    """
+    from ale_cli.models import Columns, detect_format, load_model
+    from ale_cli.models.columns import ColumnOrder, order_note
+
+    inputs.check_files()
+    model_format = detect_format(inputs.model, inputs.model_format)
+    passes = DataPasses(
+        path=Path(inputs.data),
+        data_format=inputs.data_format,
+        inputs=inputs.inputs,
+        exclude=inputs.exclude,
+        dropna=inputs.dropna,
+        categorical=inputs.categorical,
+        chunk_rows=chunk_rows,
+    )
+    t = time.perf_counter()
+    try:
+        scan = passes.scan()
+    except InputError as exc:
+        if model_format in ("skops", "pickle") and "is not numeric" in str(exc):
+            raise NeedsWholeTable(
+                "read the whole table: a text column is encoded with the levels of the whole file"
+            ) from None
+        raise
+    features, columns = feature_columns(
+        inputs.features, scan.names, where=f"data file '{inputs.data_label}'"
+    )
+    timings = {"load_data_s": time.perf_counter() - t}
+    t = time.perf_counter()
+    model = load_model(
+        inputs.model,
+        model_format=model_format,
+        options=inputs.load_options(),
+        columns=Columns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes),
+        X=scan.first,
+    )
+    timings["load_model_s"] = time.perf_counter() - t
+    names_in = model.describe().get("feature_names_in")
+    order = ColumnOrder()
+    if names_in is not None:  # scikit-learn: the adapter matches the columns by name
+        order = ColumnOrder(tuple(names_in), "the model's feature_names_in_")
+    note = order_note(
+        order,
+        scan.names,
+        order.names or scan.names,
+        positional=model_format in ("torchscript", "onnx") and inputs.inputs is None,
+    )
+    return Streamed(
+        passes=passes,
+        scan=scan,
+        model=model,
+        features=features,
+        columns=columns,
+        timings=timings,
+        notes=() if note is None else (note,),
+    )
+
+
+def streamed_or_reason(
+    inputs: ModelInputs, *, chunk_rows: int | None, reason: str | None, engine: str
+) -> Streamed | str | None:
+    """The data opened for the streaming passes (:func:`open_streamed`), or why the whole
+    table is read instead (the note: ``reason``, or what the first pass found; "" or None
+    for no note). ``engine="dask"`` refuses inputs that need the whole table."""
+    from ale_cli.engines import needs_local
+
+    if engine == "dask" and reason is not None:
+        raise needs_local(reason or "the data are read whole (a DataFrame, or no chunk size)")
+    if reason is not None or chunk_rows is None:
+        return reason
+    try:
+        return open_streamed(inputs, chunk_rows=chunk_rows)
+    except NeedsWholeTable as exc:
+        if engine == "dask":
+            raise needs_local(str(exc)) from None
+        return str(exc)

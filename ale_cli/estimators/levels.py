@@ -1,0 +1,544 @@
+"""Discrete and nominal features: the effect per level (``ale classic`` and stores).
+
+A *discrete* feature is numeric with few distinct values (named with
+``discrete``, or every numeric input with at most
+:data:`~ale_cli.core.discrete.MAX_DISCRETE_LEVELS` distinct values with
+``discrete="auto"``); its levels are its distinct values in numeric order. A
+*categorical* feature is a text column (encoded as integer codes when read)
+or a column declared ``categorical``; its levels are ordered by ALEPlot's
+method (:func:`~ale_cli.core.discrete.level_order`) from the other inputs
+(the other categorical columns by total variation, the numeric ones by
+Kolmogorov-Smirnov). Each row is moved to the adjacent levels and the model
+evaluated there (3 predictions per row at most: as is, one level up, one
+down); a text column is perturbed as text (the model adapter maps the codes
+back to the column's values, so a pipeline's one-hot encoder sees a real
+level). :func:`~ale_cli.core.discrete.level_effect` turns the differences into
+the per-level effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ale_cli.core.binstats import CellStats
+from ale_cli.core.bootstrap import percentile_band
+from ale_cli.core.discrete import (
+    MAX_DISCRETE_LEVELS,
+    MAX_LEVELS,
+    LevelEffect,
+    level_cells,
+    level_effect,
+    level_effect_from_cells,
+    level_order,
+)
+from ale_cli.errors import InputError
+from ale_cli.estimators.bands import Bootstrap, replicate_cells
+from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
+from ale_cli.store.npz import Store, StoreFile
+from ale_cli.summary.model import FeatureSummary, Replicates
+from ale_cli.summary.validate import level_problem
+
+KINDS = ("discrete", "categorical")
+#: store arrays (N, L): each row's difference to the next and from the previous level of
+#: each of the L features in the meta's ``levels`` (chunked as ``level_up.00000``, ...)
+LEVEL_UP = "level_up"
+LEVEL_DOWN = "level_down"
+
+
+def discrete_names(
+    X: np.ndarray,
+    names: Sequence[str],
+    discrete: Sequence[str] | str | None,
+    exclude: Sequence[str],
+) -> tuple[str, ...]:
+    """The features estimated per value: those named, or with ``"auto"`` every column of X
+    (N, D) outside ``exclude`` with 2 to ``MAX_DISCRETE_LEVELS`` distinct values.
+
+    >>> X = np.column_stack([[1.0, 2.0, 1.0] * 5, np.arange(15.0)])  # 2 and 15 values
+    >>> discrete_names(X, ["s", "b"], "auto", ())
+    ('s',)
+    """
+    if discrete is None:
+        return ()
+    if isinstance(discrete, str) and discrete == "auto":
+        out = []
+        for j, name in enumerate(names):
+            if name in exclude:
+                continue
+            k = np.unique(X[:, j]).size
+            if 2 <= k <= MAX_DISCRETE_LEVELS:
+                out.append(name)
+        return tuple(out)
+    chosen = (discrete,) if isinstance(discrete, str) else tuple(discrete)
+    for name in chosen:
+        if name not in names:
+            raise InputError(
+                f"{{param}} names '{name}', which is not an input column "
+                f"(inputs: {', '.join(names)})",
+                param="discrete",
+            )
+    return chosen
+
+
+def _predict_chunked(f: PredictFn, X: np.ndarray, eval_rows: int) -> np.ndarray:
+    out = np.empty(len(X))
+    for start in range(0, len(X), eval_rows):
+        out[start : start + eval_rows] = f(X[start : start + eval_rows])
+    return out
+
+
+@dataclass(frozen=True)
+class LevelPlan:
+    """One feature estimated per level: its distinct values and their estimated order.
+
+    Attributes
+    ----------
+    name : str
+    kind : {"discrete", "categorical"}
+    values : ndarray, shape (K,), float64
+        The column's distinct values, sorted (integer codes for a text column).
+    order : ndarray, shape (K,), int64
+        The levels in the estimated order: ``values[order]`` (numeric order for
+        a discrete feature, Apley-Zhu's for a categorical one).
+    labels : tuple, optional
+        A text column's values, indexed by code.
+    """
+
+    name: str
+    kind: str
+    values: np.ndarray
+    order: np.ndarray
+    labels: tuple[Any, ...] | None = None
+
+    @property
+    def n_levels(self) -> int:
+        return int(self.values.size)
+
+    def positions(self, x: np.ndarray) -> np.ndarray:
+        """Each row's level in the estimated order, (n,) int64 in ``0 .. K-1``; ValueError
+        naming the first value that is not a level.
+
+        >>> plan = LevelPlan("s", "discrete", np.array([1.0, 2.0, 5.0]), np.array([0, 1, 2]))
+        >>> plan.positions(np.array([5.0, 1.0, 2.0])).tolist()
+        [2, 0, 1]
+        """
+        x = np.asarray(x, dtype=np.float64)
+        code = np.minimum(np.searchsorted(self.values, x), self.n_levels - 1)
+        unknown = self.values[code] != x
+        if unknown.any():
+            raise ValueError(f"value {float(x[unknown][0]):.10g} is not one of its levels")
+        position = np.empty(self.n_levels, dtype=np.int64)
+        position[self.order] = np.arange(self.n_levels)
+        return position[code]
+
+    def level_names(self) -> tuple[Any, ...]:
+        """The levels in the estimated order: the text of a text column, else the values."""
+        shown = self.values[self.order]
+        if self.labels is not None:
+            return tuple(self.labels[int(c)] for c in shown)
+        return tuple(float(v) for v in shown)
+
+    def to_meta(self) -> dict[str, Any]:
+        """The store meta's record of this plan (an item of ``levels``)."""
+        return {
+            "feature": self.name,
+            "kind": self.kind,
+            "values": [float(v) for v in self.values],
+            "order": [int(i) for i in self.order],
+            "labels": None if self.labels is None else list(self.labels),
+        }
+
+    @classmethod
+    def from_meta(cls, item: Any, where: str) -> LevelPlan:
+        """The plan in a store meta's ``levels`` item; InputError naming ``where`` if the
+        record is not one :meth:`to_meta` writes."""
+        if not isinstance(item, Mapping) or not isinstance(item.get("feature"), str):
+            raise InputError(f"{where}: a 'levels' record of its meta names no feature")
+        problem = level_problem(item)
+        if problem is not None:
+            raise InputError(f"{where}: the levels of feature '{item['feature']}': {problem}")
+        labels = item.get("labels")
+        return cls(
+            item["feature"],
+            item["kind"],
+            np.asarray(item["values"], dtype=np.float64),
+            np.asarray(item["order"], dtype=np.int64),
+            None if labels is None else tuple(labels),
+        )
+
+
+def plan_levels(
+    X: np.ndarray,
+    names: Sequence[str],
+    kinds: Mapping[str, str],
+    *,
+    categorical: Sequence[str] = (),
+    labels: Mapping[str, tuple[Any, ...]] | None = None,
+) -> dict[str, LevelPlan | str]:
+    """The :class:`LevelPlan` of each feature in ``kinds`` (name -> kind), or the reason it
+    is not estimable (a single distinct value). No model call. A feature with more than
+    :data:`~ale_cli.core.discrete.MAX_LEVELS` levels is refused (InputError naming it).
+
+    X (N, D) holds every input (categorical columns as codes); a categorical feature's
+    order comes from the other inputs (:func:`~ale_cli.core.discrete.level_order`,
+    ``categorical`` compared by total variation).
+
+    >>> X = np.column_stack([[2.0, 1.0, 2.0, 1.0], [0.5, 0.1, 0.7, 0.2]])
+    >>> plan = plan_levels(X, ["s", "x"], {"s": "discrete"})["s"]
+    >>> plan.values.tolist(), plan.order.tolist()
+    ([1.0, 2.0], [0, 1])
+    """
+    labels = labels or {}
+    out: dict[str, LevelPlan | str] = {}
+    for name, kind in kinds.items():
+        j = list(names).index(name)
+        values, codes = np.unique(X[:, j], return_inverse=True)
+        if values.size < 2:
+            out[name] = "single distinct value"
+            continue
+        if values.size > MAX_LEVELS:
+            raise InputError(
+                f"{kind} feature '{name}' has {values.size:,} levels, more than the "
+                f"{MAX_LEVELS:,} ale estimates an effect per level for; group its levels, or "
+                "leave it out of {param}",
+                param="features",
+            )
+        order = _order(X, names, j, codes, values.size, kind, set(categorical))
+        out[name] = LevelPlan(
+            name, kind, values.astype(np.float64), order.astype(np.int64), labels.get(name)
+        )
+    return out
+
+
+def level_jumps(
+    f: PredictFn,
+    X: np.ndarray,
+    column: int,
+    plan: LevelPlan,
+    *,
+    base: np.ndarray,
+    eval_rows: int = DEFAULT_EVAL_ROWS,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's differences to the adjacent levels (in ``plan.order``)::
+
+        up_i   = f(x_i with x_s = next level) - f(x_i)      0 at the last level
+        down_i = f(x_i) - f(x_i with x_s = previous level)  0 at the first level
+
+    Parameters
+    ----------
+    f : callable
+        (M, D) float64 -> (M,) float64, the model.
+    X : ndarray, shape (N, D)
+    column : int
+        The feature's column of X.
+    base : ndarray, shape (N,)
+        ``f(X)``.
+
+    Returns
+    -------
+    up, down : ndarray, shape (N,), float64
+
+    >>> plan = LevelPlan("s", "discrete", np.array([0.0, 1.0, 3.0]), np.array([0, 1, 2]))
+    >>> X = np.array([[0.0], [1.0], [3.0]])
+    >>> up, down = level_jumps(lambda Z: Z[:, 0] ** 2, X, 0, plan, base=X[:, 0] ** 2)
+    >>> up.tolist(), down.tolist()
+    ([1.0, 8.0, 0.0], [0.0, 1.0, 8.0])
+    """
+    k = plan.n_levels
+    pos = plan.positions(X[:, column])
+    up = np.zeros(len(X))
+    down = np.zeros(len(X))
+    for step, target in ((1, up), (-1, down)):
+        rows = np.flatnonzero((pos + step >= 0) & (pos + step < k))
+        moved = X[rows].copy()
+        moved[:, column] = plan.values[plan.order[pos[rows] + step]]
+        pred = _predict_chunked(f, moved, eval_rows)
+        target[rows] = pred - base[rows] if step == 1 else base[rows] - pred
+    return up, down
+
+
+def level_arrays(
+    f: PredictFn,
+    X: np.ndarray,
+    names: Sequence[str],
+    plans: Sequence[LevelPlan],
+    *,
+    eval_rows: int = DEFAULT_EVAL_ROWS,
+) -> dict[str, np.ndarray]:
+    """A store chunk's ``level_up`` and ``level_down`` (n, L) float64 for the rows X (n, D),
+    a column per plan (``f(X)`` is evaluated here, as :func:`level_features` does)."""
+    up = np.zeros((len(X), len(plans)))
+    down = np.zeros((len(X), len(plans)))
+    if len(X) and plans:
+        base = _predict_chunked(f, X, eval_rows)
+        for i, plan in enumerate(plans):
+            j = list(names).index(plan.name)
+            up[:, i], down[:, i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
+    return {LEVEL_UP: up, LEVEL_DOWN: down}
+
+
+def level_features(
+    f: PredictFn,
+    X: np.ndarray,
+    names: Sequence[str],
+    kinds: dict[str, str],
+    *,
+    categorical: Sequence[str] = (),
+    labels: dict[str, tuple[Any, ...]] | None = None,
+    center: str = "mean",
+    eval_rows: int = DEFAULT_EVAL_ROWS,
+    base: np.ndarray | None = None,
+    bootstrap: Bootstrap | None = None,
+) -> dict[str, FeatureSummary]:
+    """The per-level effect of each feature in ``kinds`` (name -> "discrete"/"categorical"):
+    :func:`plan_levels`, :func:`level_jumps`, :func:`level_record`.
+
+    Parameters
+    ----------
+    f : callable
+        (M, D) float64 -> (M,) float64, the model.
+    X : ndarray, shape (N, D)
+        Every input of the model (categorical columns as integer codes).
+    names : sequence of str, length D
+    categorical : sequence of str
+        Every categorical input (compared by total variation when ordering levels).
+    labels : dict of str to tuple
+        The original values of text columns, indexed by code.
+    base : ndarray, shape (N,), optional
+        ``f(X)`` if already known.
+    bootstrap : Bootstrap, optional
+        Percentile bands of the per-level effects from the same differences with
+        the rows resampled (:func:`level_bands`; no further model call).
+
+    Returns
+    -------
+    dict of name to FeatureSummary with ``kind``, ``levels`` (K,) in the estimated
+    order, ``order`` (K,) (each level's index among the sorted distinct values),
+    and per level ``counts``, ``effect``, ``std``, ``stderr`` (K,); ``bin_*`` hold
+    the K-1 jumps between adjacent levels.
+    """
+    plans = plan_levels(X, names, kinds, categorical=categorical, labels=labels)
+    out: dict[str, FeatureSummary] = {}
+    for name, plan in plans.items():
+        if isinstance(plan, str):
+            out[name] = FeatureSummary(name=name, status="not_estimable", reason=plan)
+            continue
+        if base is None:
+            base = _predict_chunked(f, X, eval_rows)
+        j = list(names).index(name)
+        up, down = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
+        position = plan.positions(X[:, j])
+        out[name] = level_record(plan, position, up, down, center=center, bootstrap=bootstrap)
+    return out
+
+
+def _order(
+    X: np.ndarray,
+    names: Sequence[str],
+    j: int,
+    codes: np.ndarray,
+    k: int,
+    kind: str,
+    cats: set[str],
+) -> np.ndarray:
+    """The levels' order: Apley-Zhu's for a categorical feature, numeric order otherwise."""
+    if kind != "categorical":
+        return np.arange(k)
+    others = [i for i, n in enumerate(names) if n != names[j]]
+    return level_order(
+        codes,
+        k,
+        numeric=[X[:, i] for i in others if names[i] not in cats],
+        categorical=[
+            np.unique(X[:, i], return_inverse=True)[1] for i in others if names[i] in cats
+        ],
+    )
+
+
+def level_record(
+    plan: LevelPlan,
+    position: np.ndarray,
+    up: np.ndarray,
+    down: np.ndarray,
+    *,
+    center: str = "mean",
+    bootstrap: Bootstrap | None = None,
+) -> FeatureSummary:
+    """One feature's per-level record from every row's position (N,) and its differences
+    ``up``, ``down`` (N,) (:func:`level_jumps`): the jumps' means accumulated and centred
+    (:func:`~ale_cli.core.discrete.level_effect`), with bootstrap bands when asked. No
+    model call."""
+    k = plan.n_levels
+    eff = level_effect(position=position, up=up, down=down, n_levels=k, center=center)
+    bands: dict[str, Any] = {}
+    if bootstrap is not None and bootstrap.replicates:
+        bands = level_bands(position, up, down, k, bootstrap, center=center)
+    return _record(plan, eff, bands)
+
+
+def _record(plan: LevelPlan, eff: LevelEffect, bands: dict[str, Any]) -> FeatureSummary:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        jump_se = eff.jump_std / np.sqrt(eff.jump_count)
+    return FeatureSummary(
+        **bands,
+        name=plan.name,
+        kind=plan.kind,
+        levels=plan.level_names(),
+        order=plan.order.astype(np.int64),
+        edges=plan.values[plan.order].astype(np.float64),
+        counts=eff.counts,
+        bin_effect=eff.jump,
+        bin_std=eff.jump_std,
+        bin_stderr=jump_se,
+        bin_filled=eff.jump_count == 0,
+        effect=eff.effect,
+        std=eff.std,
+        stderr=eff.stderr,
+        center_offset=eff.center_offset,
+    )
+
+
+# -- from a store ------------------------------------------------------------------------------
+
+
+def stored_plans(meta: Mapping[str, Any], where: str) -> tuple[LevelPlan, ...]:
+    """The plans in a store's meta ``levels``, in the order of the columns of its
+    ``level_up``/``level_down`` arrays (empty for a store without them)."""
+    items = meta.get("levels") or []
+    if not isinstance(items, list):
+        raise InputError(f"{where}: its meta's 'levels' is not a list")
+    return tuple(LevelPlan.from_meta(item, where) for item in items)
+
+
+def stored_level_names(store: Store | StoreFile, names: Sequence[str]) -> tuple[str, ...]:
+    """The features among ``names`` whose per-row jumps the store holds (estimated per
+    level by ``rebin``/``rhale``)."""
+    held = {p.name for p in stored_plans(store.meta, f"store '{_label(store)}'")}
+    return tuple(n for n in names if n in held)
+
+
+def _label(store: Store | StoreFile) -> str:
+    return str(getattr(store, "path", "in memory"))
+
+
+def stored_level_features(
+    store: Store | StoreFile,
+    names: Sequence[str],
+    *,
+    center: str = "mean",
+    bootstrap: Bootstrap | None = None,
+) -> dict[str, FeatureSummary]:
+    """The per-level records of the features among ``names`` whose jumps the store holds,
+    from its ``level_up``/``level_down`` arrays and X (no model call): equal to
+    :func:`level_features` on the rows and model the store was computed from.
+
+    An in-memory :class:`~ale_cli.store.npz.Store` runs :func:`level_record` on the
+    whole arrays (with ``bootstrap`` bands); a store file is read chunk by chunk, its
+    jump statistics merged (:func:`~ale_cli.core.discrete.level_cells`; bootstrap bands
+    need the whole store).
+    """
+    where = f"store '{_label(store)}'"
+    plans = {p.name: (i, p) for i, p in enumerate(stored_plans(store.meta, where))}
+    todo = [n for n in names if n in plans]
+    if not todo:
+        return {}
+    cols = {n: store.input_index(n) for n in todo}
+    if isinstance(store, Store):
+        arrays = store.extra
+        if LEVEL_UP not in arrays or LEVEL_DOWN not in arrays:
+            raise InputError(f"{where} lacks the array(s) {LEVEL_UP}, {LEVEL_DOWN}")
+        out = {}
+        for n in todo:
+            i, plan = plans[n]
+            position = _positions(plan, store.X[:, cols[n]], where)
+            up, down = arrays[LEVEL_UP][:, i], arrays[LEVEL_DOWN][:, i]
+            out[n] = level_record(plan, position, up, down, center=center, bootstrap=bootstrap)
+        return out
+    if bootstrap is not None and bootstrap.replicates:
+        raise ValueError("bootstrap bands of a store need it in memory (read_store)")
+    acc: dict[str, tuple[CellStats, np.ndarray]] = {}
+    for chunk in store.chunks(("X", LEVEL_UP, LEVEL_DOWN)):
+        for n in todo:
+            i, plan = plans[n]
+            position = _positions(plan, chunk["X"][:, cols[n]], where)
+            cells, counts = level_cells(
+                position=position,
+                up=chunk[LEVEL_UP][:, i],
+                down=chunk[LEVEL_DOWN][:, i],
+                n_levels=plan.n_levels,
+            )
+            if n in acc:
+                cells, counts = acc[n][0].merge(cells), acc[n][1] + counts
+            acc[n] = (cells, counts)
+    return {
+        n: _record(plans[n][1], level_effect_from_cells(*acc[n], center=center), {}) for n in todo
+    }
+
+
+def _positions(plan: LevelPlan, x: np.ndarray, where: str) -> np.ndarray:
+    try:
+        return plan.positions(x)
+    except ValueError as exc:
+        raise InputError(f"{where}: feature '{plan.name}': {exc}") from None
+
+
+def with_stored_levels(
+    features: Sequence[FeatureSummary],
+    store: Store | StoreFile,
+    *,
+    center: str = "mean",
+    bootstrap: Bootstrap | None = None,
+) -> list[FeatureSummary]:
+    """``features`` with the record of each feature whose jumps the store holds replaced by
+    its per-level record (:func:`stored_level_features`)."""
+    found = stored_level_features(
+        store, [f.name for f in features], center=center, bootstrap=bootstrap
+    )
+    return [found.get(f.name, f) for f in features]
+
+
+def level_bands(
+    position: np.ndarray,
+    up: np.ndarray,
+    down: np.ndarray,
+    n_levels: int,
+    boot: Bootstrap,
+    *,
+    center: str,
+) -> dict[str, Any]:
+    """``ci_low``, ``ci_high`` (K,) and the replicates of a per-level effect, rows resampled.
+
+    A row at level k holds ``up`` for jump k and ``down`` for jump k-1, so the
+    replicates' jump sums and counts are those of two "features" on the K-1
+    jumps (:func:`~ale_cli.estimators.bands.replicate_cells`, the rows drawn alike), and a
+    third gives each replicate's rows per level for its centering.
+    """
+    k = n_levels
+    rise = np.where(position < k - 1, position, -1)
+    fall = np.where(position > 0, position - 1, -1)
+    cells = replicate_cells(
+        np.column_stack([rise, fall, position]),
+        np.column_stack([up, down, np.zeros(len(position))]),
+        [k - 1, k - 1, k],
+        replicates=boot.replicates,
+        rng=np.random.default_rng(boot.seed),
+    )
+    counts = cells[0].counts + cells[1].counts
+    with np.errstate(invalid="ignore", divide="ignore"):
+        jump = (cells[0].sums + cells[1].sums) / counts
+    jump = np.where(counts > 0, jump, 0.0)  # a jump no drawn row crosses: no change
+    effect = np.zeros((boot.replicates, k))
+    np.cumsum(jump, axis=1, out=effect[:, 1:])
+    n_level = cells[2].counts
+    if center == "mean":
+        effect -= ((n_level * effect).sum(axis=1) / n_level.sum(axis=1))[:, None]
+    low, high = percentile_band(effect, ci=boot.ci)
+    return {
+        "ci_low": low,
+        "ci_high": high,
+        "replicates": Replicates(effect=effect, counts=n_level, ci=boot.ci),
+    }

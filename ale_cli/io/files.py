@@ -1,0 +1,198 @@
+"""File helpers shared by every writer: safe atomic writes and content hashes.
+
+Every file ``ale`` writes goes through :func:`atomic_write` (what it may
+write over is decided before any work by :mod:`ale_cli.outputs.guard`), so that
+
+- a failure, Ctrl-C or SIGTERM never leaves a partial file or a temporary file,
+  and the temporaries a killed process (``kill -9``) left beside a target are
+  removed by the next write to that target (:func:`remove_stale_temporaries`);
+- nothing that is not a regular file (a directory, a device such as
+  ``/dev/full``, a FIFO, a socket) is ever replaced by a file;
+- permissions are those of an ordinary new file (``0666 & ~umask``), and a
+  rewritten file keeps its mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import re
+import secrets
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from ale_cli.errors import InputError, RunError
+
+_HASH_CHUNK = 1 << 20
+#: When this process began writing files: a temporary file older than this is not ours
+#: (this module is imported before any write of the process).
+STARTED = time.time()
+
+
+def sha256_file(path: str | os.PathLike[str], what: str = "file") -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks.
+
+    Only a regular file is read (a FIFO would block, a directory fails): anything
+    else is an InputError naming ``what`` (e.g. "data file") and the path.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{what} '{path}' does not exist") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
+    kind = what_is(mode)
+    if kind is not None:
+        raise InputError(f"{what} '{path}' is {kind}, expected a regular file")
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def what_is(mode: int) -> str | None:
+    """What a non-regular file is ("a directory", ...); None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_target(path: str | os.PathLike[str]) -> Path:
+    """The file a write to ``path`` replaces: ``path`` itself, or a symlink's final target.
+
+    InputError (one line) when ``path`` exists and is not a regular file, or is a
+    symlink loop.
+    """
+    given = Path(path)
+    target = given
+    if given.is_symlink():
+        try:
+            target = given.resolve(strict=False)
+        except (OSError, RuntimeError):
+            raise InputError(f"cannot write '{given}': it is a symlink loop") from None
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"cannot write '{given}': it is a symlink loop") from None
+        raise InputError(f"cannot write '{given}': {exc.strerror or exc}") from None
+    what = what_is(mode)
+    if what is not None:
+        raise InputError(f"cannot write '{given}': it is {what}, not a regular file")
+    return target
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[bytes]]:
+    """Open a temporary file beside ``path``; rename it onto ``path`` only on success.
+
+    A failure inside the block (an exception, Ctrl-C, SIGTERM once
+    :mod:`ale_cli.signals` turns it into an exception) never leaves a partial
+    file at ``path``: the temporary file is removed and an existing ``path`` is
+    untouched.
+
+    - ``path`` that exists and is not a regular file (a directory, a device, a
+      FIFO, a socket) is refused with an :class:`InputError` (exit 2).
+    - A **symlink is written through**: the new content replaces the link's
+      final target (created if the link dangles), the link itself stays. This
+      keeps links such as ``latest.json -> runs/42.json`` working.
+    - A new file gets mode ``0666 & ~umask`` (as ``open()`` would give it); a
+      rewritten file keeps its mode.
+    - An ``OSError`` while writing (a full disk, a quota, a read-only file
+      system) is a one-line :class:`RunError` naming the file.
+    """
+    given = Path(path)
+    target = write_target(given)
+    try:
+        existing: int | None = os.stat(target).st_mode & 0o7777
+    except OSError:
+        existing = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"cannot write '{given}': {exc.strerror or exc}") from None
+    # The temporary file's name is known before it exists, so an exception raised by a
+    # signal handler at any point after its creation (even inside os.open's return) finds
+    # it to remove; tempfile.mkstemp would leave it behind in that window.
+    remove_stale_temporaries(target)
+    tmp: Path | None = None
+    try:
+        fd = -1
+        for _ in range(100):
+            tmp = target.parent / temporary_name(target.name)
+            try:
+                fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                break
+            except FileExistsError:
+                tmp = None
+        if tmp is None:
+            raise OSError(errno.EEXIST, "no free temporary file name")
+        os.fchmod(fd, existing if existing is not None else 0o666 & ~_umask())
+        with os.fdopen(fd, mode) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        raise RunError(f"cannot write '{given}': {exc.strerror or exc}") from None
+    except BaseException:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+def temporary_name(name: str) -> str:
+    """The name of a temporary file for ``name``: ``.NAME.<12 hex digits>.tmp``."""
+    return f".{name}.{secrets.token_hex(6)}.tmp"
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Remove the temporaries of ``target`` that a killed process left; the paths removed.
+
+    Only regular files (never links, never followed) beside ``target`` whose name is
+    exactly :func:`temporary_name`'s pattern for ``target.name`` and whose last
+    change is older than :data:`STARTED` (so not a temporary this process, or a
+    writer that is still going, is writing now). Errors are ignored: a file that
+    cannot be removed is left as it was.
+    """
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[0-9a-f]{{12}}\.tmp")
+    removed = []
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not pattern.fullmatch(entry.name):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and info.st_mtime < STARTED:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed

@@ -1,0 +1,1 @@
+"""What ale writes, and how its own outputs are recognised: the output guard."""

@@ -1,0 +1,100 @@
+"""A figure directory's manifest: the list of the files ``ale`` wrote into it.
+
+``ale plot -o DIR`` and ``ale diff -o DIR`` replace DIR as a whole, so before
+they do, everything in DIR must be theirs. Each writes :data:`MANIFEST`
+(``.ale-plots.json``) into the directory it builds: the tool, its version and
+each figure file with its sha256. An existing DIR is replaced only when
+
+- it holds nothing but the manifest and the files it lists (anything else, a
+  user's own picture, a subdirectory, a link, is refused, even with ``--force``:
+  replacing the directory would delete it; :func:`unlisted`), and
+- every listed file still has the sha256 the manifest records (a figure
+  edited since is refused unless ``--force``; :func:`is_figure_directory`).
+
+An empty directory is ours to fill. A directory of figures written by an ``ale``
+before the manifest has none: it is refused (remove it, or choose another).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from ale_cli import __version__
+from ale_cli.io.files import atomic_write, sha256_file
+
+MANIFEST = ".ale-plots.json"
+_TOOL = "ale"
+_KIND = "figures"
+
+
+def write_manifest(directory: Path, files: Sequence[Path]) -> Path:
+    """Write the manifest of ``files`` (inside ``directory``) into ``directory``."""
+    listed = {p.name: sha256_file(p) for p in sorted(files, key=lambda p: p.name)}
+    data = {"tool": {"name": _TOOL, "version": __version__}, "kind": _KIND, "files": listed}
+    path = directory / MANIFEST
+    with atomic_write(path) as fh:
+        fh.write((json.dumps(data, indent=1) + "\n").encode("utf-8"))
+    return path
+
+
+def read_manifest(directory: Path) -> dict[str, str] | None:
+    """The files (name -> sha256) the manifest in ``directory`` lists; None without one."""
+    path = directory / MANIFEST
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode) or path.stat().st_size > 1 << 24:
+            return None
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("kind") != _KIND:
+        return None
+    tool, files = data.get("tool"), data.get("files")
+    if not isinstance(tool, dict) or tool.get("name") != _TOOL or not isinstance(files, dict):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        return None
+    return files
+
+
+def unlisted(directory: Path) -> list[str]:
+    """The entries of ``directory`` that replacing it would lose: all but the manifest and
+    the regular files it lists (everything, without a manifest)."""
+    listed = read_manifest(directory) or {}
+    extra = []
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        if entry.name == MANIFEST and listed:
+            continue
+        if entry.name in listed and entry.is_file(follow_symlinks=False):
+            continue
+        extra.append(entry.name)
+    return extra
+
+
+def is_figure_directory(directory: Path) -> bool:
+    """True for an empty directory, or one holding only its manifest and the unchanged
+    files the manifest lists."""
+    if unlisted(directory):
+        return False
+    listed = read_manifest(directory) or {}
+    for name, digest in listed.items():
+        path = directory / name
+        if path.exists() and sha256_file(path) != digest:
+            return False
+    return True
+
+
+def refusal(directory: Path) -> str | None:
+    """Why ``directory`` cannot be replaced whatever ``--force`` says (None: it can)."""
+    extra = unlisted(directory)
+    if not extra:
+        return None
+    more = f" and {len(extra) - 1} more" if len(extra) > 1 else ""
+    return (
+        f"output directory '{directory}' holds '{extra[0]}'{more}, which ale did not write "
+        f"there (not in its {MANIFEST}); the figures replace the whole directory, so "
+        "choose a new or empty one"
+    )

@@ -1,0 +1,322 @@
+"""The output guard: what ``ale`` may write over, decided once, before any work.
+
+Every output of every command has a *kind* (:class:`OutputKind`: a store, a summary,
+an HTML report, a figure directory...). :func:`guard` checks a path against its
+kind and returns a :class:`Target`; the CLI runs it for every output option a
+command declares (:func:`ale_cli.cli.command.command`), before the command runs.
+
+Refused whatever ``force`` says (:class:`~ale_cli.errors.InputError`, exit 2):
+
+- ``-`` where the kind cannot go to standard output;
+- a path that is one of the command's inputs (same device and inode: another
+  spelling, a hard link or a symlink to an input is caught too);
+- a path that is not a regular file (a directory, a device, a FIFO, a socket, a
+  symlink loop) where a file is written, or not a directory where a directory is.
+
+Refused unless ``force``: an existing file (or directory) that is not
+recognisably this kind of ``ale`` output. Recognition is by content ``ale``
+wrote, never by extension: a JSON ``tool`` object naming ``ale`` plus the
+kind's own keys, the ``<meta name="generator" content="ale ...">`` of a report,
+the ``<!-- generator: ale ... -->`` comment of JUnit XML, the ``ale`` key in a
+Parquet file's schema metadata, the exact header row of a CSV export, a
+store's checked meta, a figure directory's manifest (``.ale-plots.json``, see
+:mod:`ale_cli.outputs.figures`). Outputs of ``ale`` versions before these
+markers are not recognised: they are refused unless ``force``.
+
+The kinds are a table (:data:`KINDS`); :func:`register_kind` adds one (a run
+directory, a lock, a history entry).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ale_cli.errors import InputError
+from ale_cli.io.files import what_is
+from ale_cli.outputs import figures
+from ale_cli.outputs.tables import is_csv_export
+
+#: Written as a file name, ``-`` means standard output.
+STDIO = "-"
+#: What the generator markers name.
+TOOL = "ale"
+#: The comment :func:`ale_cli.audit.report.junit_xml` writes after the XML declaration.
+JUNIT_MARKER = "<!-- generator: ale"
+#: The ``<meta>`` of every HTML report (``ale_cli/report/templates/report.html.j2``).
+HTML_MARKER = '<meta name="generator" content="ale '
+#: The key of a Parquet export's schema metadata.
+PARQUET_KEY = b"ale"
+_HEAD = 4096
+_JSON_LIMIT = 1 << 30
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """One kind of output: what it is called and how an existing one is recognised.
+
+    ``recognise(path)`` is True when the existing ``path`` is an ``ale`` output
+    of this kind (a regular file, or a directory when ``directory``);
+    ``stdout``: ``-`` writes it to standard output; ``refusal(path)``, when given,
+    says why an existing ``path`` is refused even with ``force`` (None: it is not).
+    """
+
+    name: str
+    description: str
+    recognise: Callable[[Path], bool]
+    directory: bool = False
+    stdout: bool = False
+    refusal: Callable[[Path], str | None] | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """An output checked by :func:`guard`: ``path`` (None for standard output)."""
+
+    kind: OutputKind
+    path: Path | None
+    force: bool = False
+
+    @property
+    def stdout(self) -> bool:
+        return self.path is None
+
+
+# -- recognising what we wrote -----------------------------------------------------------------
+
+
+def _head(path: Path, size: int = _HEAD) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(size)
+    except OSError:
+        return b""
+
+
+def _json_object(path: Path) -> dict[str, object] | None:
+    """The JSON object in ``path`` when it names ``ale`` as its tool (else None)."""
+    if b'"tool"' not in _head(path, 1 << 16):  # ours name it near the top
+        return None
+    try:
+        if path.stat().st_size > _JSON_LIMIT:
+            return None
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    tool = data.get("tool")
+    if not isinstance(tool, dict) or tool.get("name") != TOOL:
+        return None
+    return data
+
+
+def is_summary(path: Path) -> bool:
+    """A summary: ``tool.name`` ale, ``schema_version``, ``estimator`` and ``features``."""
+    data = _json_object(path)
+    return data is not None and all(k in data for k in ("schema_version", "estimator", "features"))
+
+
+def is_audit_report(path: Path) -> bool:
+    """An ``ale audit --report`` file: ``tool.name`` ale, ``rules`` and ``checks``."""
+    data = _json_object(path)
+    return data is not None and "rules" in data and isinstance(data.get("checks"), list)
+
+
+def is_html_report(path: Path) -> bool:
+    """An ``ale report`` page: an HTML document with the ``generator`` meta of ``ale``."""
+    head = _head(path)
+    return head.lstrip().lower().startswith(b"<!doctype html") and HTML_MARKER.encode() in head
+
+
+def is_junit(path: Path) -> bool:
+    """JUnit XML of ``ale audit --junit``: the declaration, then the generator comment."""
+    head = _head(path, 512)
+    return head.startswith(b"<?xml") and JUNIT_MARKER.encode() in head
+
+
+def is_store(path: Path) -> bool:
+    """A local-effects store file whose meta reads and checks; one of ours whose meta is
+    intact but whose members are damaged counts too (compute recomputes it)."""
+    from ale_cli.store.npz import read_meta  # numpy and the store reader: only here
+    from ale_cli.store.verify import DamagedStore
+
+    if not path.is_file():
+        return False
+    try:
+        read_meta(path)
+    except DamagedStore:
+        return True
+    except InputError:
+        return False
+    return True
+
+
+def is_store_directory(path: Path) -> bool:
+    """A directory store (``ale compute --engine dask``): a directory with its manifest."""
+    from ale_cli.store.parts import is_part_store
+
+    return is_part_store(path)
+
+
+def is_parquet_export(path: Path) -> bool:
+    """A Parquet table of ``ale export``: the ``ale`` key in its schema metadata."""
+    if _head(path, 4) != b"PAR1":
+        return False
+    import pyarrow.parquet as pq  # heavy: only for an existing Parquet file
+
+    try:
+        metadata = pq.read_schema(path).metadata or {}
+    except Exception:  # pyarrow raises its own types for any damaged footer
+        return False
+    return PARQUET_KEY in metadata
+
+
+def _not_ours_unless_empty(path: Path, ours: Callable[[Path], bool], what: str) -> str | None:
+    """Why a directory that is neither empty nor ours is refused even with ``force``
+    (replacing it would delete what is in it); None when it may be replaced."""
+    if ours(path) or not any(os.scandir(path)):
+        return None
+    return f"output '{path}' is a directory that is not an ale {what}; choose another output"
+
+
+# -- the table of kinds ------------------------------------------------------------------------
+
+KINDS: dict[str, OutputKind] = {}
+
+
+def register_kind(kind: OutputKind) -> OutputKind:
+    """Add ``kind`` to :data:`KINDS` (a name registered twice is a bug)."""
+    if kind.name in KINDS:
+        raise ValueError(f"output kind '{kind.name}' is already registered")
+    KINDS[kind.name] = kind
+    return kind
+
+
+for _kind in (
+    OutputKind("store", "local-effects store (.npz with a readable meta)", is_store),
+    OutputKind(
+        "store-dir",
+        "directory store",
+        is_store_directory,
+        directory=True,
+        refusal=lambda p: _not_ours_unless_empty(p, is_store_directory, "directory store"),
+    ),
+    OutputKind("summary", "summary", is_summary, stdout=True),
+    OutputKind("edges", "edges file (a summary)", is_summary, stdout=True),
+    OutputKind("html", "HTML report", is_html_report, stdout=True),
+    OutputKind("audit-json", "audit report", is_audit_report, stdout=True),
+    OutputKind("junit", "JUnit XML of 'ale audit'", is_junit, stdout=True),
+    OutputKind("table-csv", "CSV export", is_csv_export, stdout=True),
+    OutputKind("table-parquet", "Parquet export", is_parquet_export),
+    OutputKind(
+        "figures",
+        "figure directory",
+        figures.is_figure_directory,
+        directory=True,
+        refusal=figures.refusal,
+    ),
+):
+    register_kind(_kind)
+
+
+# -- the guard ---------------------------------------------------------------------------------
+
+
+def _mode(given: Path) -> int | None:
+    """The mode of what ``given`` names (links followed); None when nothing is there."""
+    try:
+        return os.stat(given).st_mode
+    except FileNotFoundError:  # nothing there, or a dangling link (written through)
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"cannot write '{given}': it is a symlink loop") from None
+        raise InputError(f"cannot write '{given}': {exc.strerror or exc}") from None
+
+
+def _same_as_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -> None:
+    for item in inputs:
+        if item is None or str(item) == STDIO:
+            continue
+        try:
+            same = os.path.samefile(out, item)
+        except (OSError, ValueError):
+            continue
+        if same:
+            raise InputError(
+                f"output '{out}' is the same file as the input '{item}'; choose another output"
+            )
+
+
+def _inside_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -> None:
+    """A directory output that holds one of the inputs would delete it when replaced."""
+    for item in inputs:
+        if item is None or str(item) == STDIO:
+            continue
+        try:
+            inner = Path(item).resolve()
+            outer = out.resolve()
+        except (OSError, RuntimeError):
+            continue
+        if outer in inner.parents:
+            raise InputError(
+                f"output '{out}' holds the input '{item}', which replacing it would delete; "
+                "choose another output"
+            )
+
+
+def guard(
+    path: str | os.PathLike[str] | None,
+    *,
+    kind: str | OutputKind,
+    inputs: Sequence[str | os.PathLike[str] | None] = (),
+    force: bool = False,
+    param: str = "out",
+) -> Target | None:
+    """Check an output before any work; the :class:`Target` to write (None for no output).
+
+    See the module docstring for what is refused. Messages name the output's
+    parameter as ``{param}`` only where the flag is the point (``-``), and
+    ``force`` as ``{param:force}``.
+    """
+    spec = KINDS[kind] if isinstance(kind, str) else kind
+    if path is None:
+        return None
+    if str(path) == STDIO:
+        if not spec.stdout:
+            raise InputError(
+                f"{{param}} - (standard output) cannot be used for a {spec.description}; "
+                "give a path",
+                param=param,
+            )
+        return Target(spec, None, force)
+    out = Path(path)
+    mode = _mode(out)
+    if mode is None:
+        if spec.directory:
+            _inside_input(out, inputs)
+        return Target(spec, out, force)
+    _same_as_input(out, inputs)
+    what = what_is(mode)
+    if spec.directory:
+        if what != "a directory":
+            raise InputError(f"output directory '{out}' is {what or 'a file'}")
+        _inside_input(out, inputs)
+        reason = spec.refusal(out) if spec.refusal is not None else None
+        if reason is not None:
+            raise InputError(reason)
+    elif what is not None:
+        raise InputError(f"cannot write '{out}': it is {what}, not a regular file")
+    if not force and not spec.recognise(out):
+        how = "is a directory that is not" if spec.directory else "exists and is not"
+        raise InputError(
+            f"output '{out}' {how} an ale {spec.description}; remove it, choose another "
+            "output, or pass {param:force} to overwrite it",
+            param=param,
+        )
+    return Target(spec, out, force)

@@ -1,0 +1,367 @@
+"""The directory store: a manifest and one part per data partition (``ale compute --engine dask``).
+
+Layout of a store directory ``STORE/``::
+
+    STORE/manifest.json      the store's meta (as in a single-file store) plus
+                             "layout": "parts" and "parts": [{"file", "rows", "sha256",
+                             "source", "row_groups" (a range of the source's row
+                             groups [start, stop], when not the whole file)}]
+    STORE/part-00000.npz     part 0: itself a complete chunked store (schema 3) of the
+    STORE/part-00001.npz     rows of partition 0, with its own small meta; ...
+
+Rows are the parts' rows in part order (partition order, as the local engine reads the
+dataset), each part's rows in its chunk order. The manifest's ``chunks`` entry holds
+the rows per part and the per-input ``x_min``/``x_max`` over all rows, as a
+single-file store's manifest does.
+
+Reading (:func:`open_part_store`) checks the manifest (JSON object, schema version,
+the parts listed exist with the rows, names and arrays it says) and each part as
+:func:`~ale_cli.store.npz.open_store` checks a file (headers, layout, names);
+:func:`store_sha256` checks every part's bytes against the manifest's sha256 and
+gives the store's identity (the sha256 of its manifest, which names every part's
+hash). Writing (:class:`PartStoreWriter`) is atomic: the parts and the manifest go
+to a hidden directory beside ``STORE`` that replaces it in one rename (an atomic
+exchange with an existing store on Linux), so an interrupted run leaves no partial
+store and an older store at the path as it was.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli.errors import InputError, RunError
+from ale_cli.io.jsonio import loads, to_jsonable
+from ale_cli.store.meta import meta_problem
+from ale_cli.store.npz import (
+    MIXED,
+    PAIRS,
+    ROW_ARRAYS,
+    SCHEMA_VERSION,
+    Store,
+    StoreFile,
+    open_store,
+    read_meta,
+)
+
+MANIFEST = "manifest.json"
+LAYOUT = "parts"
+
+
+def part_name(i: int) -> str:
+    """The file name of part ``i``.
+
+    >>> part_name(3)
+    'part-00003.npz'
+    """
+    return f"part-{i:05d}.npz"
+
+
+def is_part_store(path: Path) -> bool:
+    """True when ``path`` is a directory holding a store manifest."""
+    return path.is_dir() and (path / MANIFEST).is_file()
+
+
+@dataclass(frozen=True)
+class PartStore(StoreFile):
+    """A directory store opened for reading chunk by chunk (:func:`open_part_store`).
+
+    ``rows`` are the rows per part; ``parts`` the parts, each a
+    :class:`~ale_cli.store.npz.StoreFile` (a single-file store).
+    """
+
+    parts: tuple[StoreFile, ...] = ()
+
+    def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[dict[str, np.ndarray]]:
+        """The row arrays chunk by chunk, part after part."""
+        for part in self.parts:
+            yield from part.chunks(arrays)
+
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """The pairs whose mixed derivatives every part holds (``compute --pairs``)."""
+        found = {part.pairs() for part in self.parts}
+        if len(found) != 1:
+            raise InputError(f"store '{self.path}': its parts hold different pairs")
+        return found.pop()
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    where = f"store '{path}'"
+    try:
+        meta = loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(
+            f"{where} is a directory, expected an .npz file or a directory store (a "
+            f"{MANIFEST} and its parts, from 'ale compute --engine dask')"
+        ) from None
+    except (OSError, UnicodeDecodeError, ValueError):
+        raise InputError(f"{where} has an unreadable {MANIFEST}") from None
+    if not isinstance(meta, dict) or meta.get("layout") != LAYOUT:
+        raise InputError(f"{where}: its {MANIFEST} is not a directory-store manifest")
+    version = meta.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise InputError(
+            f"{where} has schema_version {str(version)[:40]}; this ale reads up to {SCHEMA_VERSION}"
+        )
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise InputError(f"{where}: its {MANIFEST} is malformed: {problem}")
+    parts = meta.get("parts")
+    chunks = meta.get("chunks")
+    if (
+        not isinstance(parts, list)
+        or not parts
+        or not all(
+            isinstance(p, dict)
+            and isinstance(p.get("file"), str)
+            and isinstance(p.get("rows"), int)
+            and isinstance(p.get("sha256"), str)
+            for p in parts
+        )
+        or not isinstance(chunks, dict)
+        or chunks.get("rows") != [p["rows"] for p in parts]
+    ):
+        raise InputError(f"{where}: its {MANIFEST} has no valid 'parts' list")
+    for key in ("feature_names", "input_names"):
+        names = meta.get(key)
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise InputError(f"{where}: its {MANIFEST} has no '{key}' list")
+    rows = meta.get("n_rows")
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows != sum(chunks["rows"]):
+        raise InputError(
+            f"{where}: its {MANIFEST} says n_rows {rows}, its parts hold {sum(chunks['rows'])}"
+        )
+    return meta
+
+
+def _part(path: Path, entry: dict[str, Any], meta: dict[str, Any]) -> StoreFile:
+    """Part ``entry`` opened and checked against the manifest."""
+    name = entry["file"]
+    if Path(name).name != name or not name.endswith(".npz"):
+        raise InputError(f"store '{path}': its {MANIFEST} names a part '{name}' outside it")
+    file = path / name
+    if not file.is_file():
+        raise InputError(f"store '{path}' lacks its part '{name}'")
+    part = open_store(file)
+    if part.n_rows != entry["rows"]:
+        raise InputError(
+            f"store '{path}': part '{name}' has {part.n_rows} rows, its {MANIFEST} says "
+            f"{entry['rows']}"
+        )
+    for key in ("feature_names", "input_names"):
+        if list(getattr(part, key)) != meta[key]:
+            raise InputError(f"store '{path}': part '{name}' has other {key} than the store")
+    return part
+
+
+def _check_ranges(path: Path, meta: dict[str, Any], parts: Sequence[StoreFile]) -> None:
+    """The manifest's per-input ``x_min``/``x_max`` (what the estimators' grids start
+    from) are the extremes of its parts' own (each checked with its part's bytes)."""
+    ranges = [part.x_range() for part in parts]
+    if meta["chunks"].get("x_min") is None or any(
+        r is None or len(r[0]) != len(meta["input_names"]) for r in ranges
+    ):
+        return
+    lo = np.min([r[0] for r in ranges if r is not None], axis=0)
+    hi = np.max([r[1] for r in ranges if r is not None], axis=0)
+    found_lo = np.asarray(meta["chunks"]["x_min"], dtype=np.float64)
+    found_hi = np.asarray(meta["chunks"].get("x_max"), dtype=np.float64)
+    if found_lo.shape != lo.shape or not (
+        np.array_equal(found_lo, lo) and np.array_equal(found_hi, hi)
+    ):
+        raise InputError(
+            f"store '{path}': its {MANIFEST} has other input ranges (x_min, x_max) than its "
+            "parts; it was changed after it was written"
+        )
+
+
+def open_part_store(path: str | Path) -> PartStore:
+    """Open a directory store for chunk-by-chunk reading, checking its manifest and parts."""
+    path = Path(path)
+    meta = _manifest(path)
+    parts = tuple(_part(path, entry, meta) for entry in meta["parts"])
+    names = tuple(meta["feature_names"])
+    inputs = tuple(meta["input_names"])
+    unknown = [n for n in names if n not in inputs]
+    if unknown:
+        raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
+    _check_ranges(path, meta, parts)
+    return PartStore(
+        path=path,
+        meta=meta,
+        feature_names=names,
+        input_names=inputs,
+        rows=tuple(int(p["rows"]) for p in meta["parts"]),
+        parts=parts,
+    )
+
+
+def read_part_meta(path: str | Path) -> dict[str, Any]:
+    """The meta (manifest) of a directory store, after checking its manifest and every
+    byte of its parts (:func:`~ale_cli.store.npz.read_meta` of each: what makes a
+    cache hit sound)."""
+    handle = open_part_store(path)
+    for part in handle.parts:
+        read_meta(part.path)
+    return handle.meta
+
+
+def read_part_store(path: str | Path) -> Store:
+    """A directory store in memory (its parts' rows concatenated as float64)."""
+    handle = open_part_store(path)
+    arrays: dict[str, list[np.ndarray]] = {name: [] for name in ROW_ARRAYS}
+    for chunk in handle.chunks(ROW_ARRAYS):
+        for name in ROW_ARRAYS:
+            arrays[name].append(chunk[name].astype(np.float64, copy=False))
+    whole = {name: np.concatenate(parts) for name, parts in arrays.items()}
+    extra: dict[str, np.ndarray] = {}
+    pairs = handle.pairs()
+    if pairs:  # compute --pairs: each part's mixed derivatives (P, n_i), side by side
+        mixed = [c[MIXED].astype(np.float64, copy=False) for c in handle.chunks((MIXED,))]
+        extra = {PAIRS: np.array(pairs, dtype=np.str_), MIXED: np.concatenate(mixed, axis=1)}
+    return Store(
+        X=whole["X"],
+        local_effects=whole["local_effects"],
+        prediction=whole["prediction"],
+        feature_names=handle.feature_names,
+        input_names=handle.input_names,
+        meta=handle.meta,
+        extra=extra,
+    )
+
+
+def store_sha256(path: str | Path) -> str:
+    """The identity of a directory store: the sha256 of its manifest, after checking that
+    every part's bytes have the sha256 the manifest records (InputError naming the part)."""
+    from ale_cli.io.files import sha256_file
+    from ale_cli.store.digest import store_file_sha256
+
+    path = Path(path)
+    meta = _manifest(path)
+    for entry in meta["parts"]:  # each hashed once, then kept with it (adapters.digest)
+        if store_file_sha256(path / entry["file"]) != entry["sha256"]:
+            raise InputError(
+                f"store '{path}': part '{entry['file']}' changed since the store was written "
+                "(its sha256 differs from the manifest's)"
+            )
+    return sha256_file(path / MANIFEST)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap ``a`` and ``b`` in one step (Linux renameat2 RENAME_EXCHANGE); False if the
+    system has no such call (then the caller renames in two steps)."""
+    libc_name = ctypes.util.find_library("c")
+    if libc_name is None:
+        return False
+    libc = ctypes.CDLL(libc_name, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    if done == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: the file system cannot exchange
+        return False
+    raise OSError(err, os.strerror(err))
+
+
+class PartStoreWriter:
+    """Write a directory store atomically.
+
+    ::
+
+        with PartStoreWriter(path) as w:
+            ... write parts into w.part_path(i) (workers: StoreWriter each) ...
+            w.finish(meta, feature_names=..., input_names=..., parts=[{"file", "rows",
+                     "sha256"}, ...], x_min=..., x_max=..., arrays=[...])
+
+    Parts go to a hidden directory beside ``path`` (``w.tmp``) that replaces ``path``
+    when the block ends without an error; on an error it is removed and ``path`` is
+    left as it was.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.tmp = self.path.parent / f".{self.path.name}.{secrets.token_hex(6)}.tmp"
+        self._finished = False
+
+    def __enter__(self) -> PartStoreWriter:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.tmp.mkdir()
+        except OSError as exc:
+            raise RunError(f"cannot write '{self.path}': {exc.strerror or exc}") from None
+        return self
+
+    def part_path(self, i: int) -> Path:
+        return self.tmp / part_name(i)
+
+    def finish(
+        self,
+        meta: dict[str, Any],
+        *,
+        feature_names: Sequence[str],
+        input_names: Sequence[str],
+        parts: Sequence[dict[str, Any]],
+        x_min: np.ndarray,
+        x_max: np.ndarray,
+        arrays: Sequence[str],
+    ) -> None:
+        """Write the manifest: ``meta`` with the layout, the parts and the chunk manifest."""
+        from ale_cli.io.files import atomic_write
+
+        manifest = dict(meta)
+        manifest["layout"] = LAYOUT
+        manifest["feature_names"] = list(feature_names)
+        manifest["input_names"] = list(input_names)
+        manifest["parts"] = [dict(p) for p in parts]
+        manifest["chunks"] = {
+            "rows": [int(p["rows"]) for p in parts],
+            "arrays": list(arrays),
+            "x_min": [float(v) for v in x_min],
+            "x_max": [float(v) for v in x_max],
+        }
+        manifest["n_rows"] = int(sum(p["rows"] for p in parts))
+        text = json.dumps(to_jsonable(manifest), allow_nan=False, indent=1)
+        with atomic_write(self.tmp / MANIFEST) as fh:
+            fh.write(text.encode())
+        self._finished = True
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None or not self._finished:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            if exc_type is None:
+                raise RuntimeError("PartStoreWriter.finish was not called")
+            return
+        try:
+            self._commit()
+        except OSError as err:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise RunError(f"cannot write '{self.path}': {err.strerror or err}") from None
+
+    def _commit(self) -> None:
+        if not self.path.exists() and not self.path.is_symlink():
+            os.rename(self.tmp, self.path)
+            return
+        if _exchange(self.tmp, self.path):  # tmp now holds the old store
+            old = self.tmp
+        else:
+            old = self.path.parent / f".{self.path.name}.{secrets.token_hex(6)}.old"
+            os.rename(self.path, old)
+            os.rename(self.tmp, self.path)
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)

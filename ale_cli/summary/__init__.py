@@ -1,0 +1,1 @@
+"""The summary: the JSON contract every estimator writes and plots and audits read."""

@@ -1,0 +1,316 @@
+"""Two first-order curves of a feature on a common grid: what ``ale diff`` and the drift rule use.
+
+The grid is the *base* curve's K+1 edges (the baseline of ``ale audit``, the
+first summary of ``ale diff``). The other curve is evaluated there by linear
+interpolation between its own edges (the curve is linear between edges, so
+this is exact); grid points outside the other curve's ``[z_0, z_K]`` are left
+out and counted. On the points left, with ``d = other - base``:
+
+- ``max_abs``: the largest ``|d - c|``, where ``c`` centers ``d`` with the base's
+  counts (``c = sum_k n_k (d_{k-1} + d_k) / 2 / N`` over the bins with both limits
+  on the grid). ALE curves are defined up to a constant, so a change of
+  centering alone (another data set's mean, ``--center start``) is not a
+  difference.
+- ``max_z``: the largest ``|D_k| / sqrt(V_k)``, where ``D_k = d_k - d_first`` is the
+  difference of the two curves' changes from the first common grid point and
+  ``V_k`` the sum of the variances of those changes. A summary's ``stderr`` is
+  the standard error of ``f(z) - f(z_0)`` (independent bins), so the variance
+  of the change from ``a`` to ``b`` is ``stderr(b)^2 - stderr(a)^2``; the other
+  curve's ``stderr^2`` is interpolated linearly between its edges. Where
+  ``V_k`` is 0, ``|D_k|`` within rounding (1e-9 of the curves' scale) counts as
+  z = 0 and anything larger as infinite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ale_cli.summary.model import (
+    FeatureSummary,
+    Summary,
+    feature_statistics,
+    prediction_quantiles,
+)
+
+#: differences within this share of the curves' largest |value| count as rounding
+ROUNDING = 1e-9
+#: the recorded statistics that are computable from the curve alone (recomputed when null)
+_NEEDED = ("aled", "aler_min", "aler_max", "heterogeneity_share", "rank")
+
+
+@dataclass(frozen=True)
+class CurveDifference:
+    """``other - base`` on the base's grid (M = points of the grid inside the other curve).
+
+    Attributes
+    ----------
+    grid : ndarray, shape (M,)
+    difference : ndarray, shape (M,)
+        ``d - c``, the centered difference.
+    z : ndarray, shape (M,)
+        ``|D_k| / sqrt(V_k)`` (see the module docstring).
+    max_abs, max_abs_at : float
+        The largest ``|d - c|`` and the grid point where it is.
+    max_z, max_z_at : float
+        The largest ``z`` and where it is.
+    n_outside : int
+        Grid points outside the other curve's range, left out.
+    offset : float
+        ``c``: the other curve minus ``c`` is on the base's centering.
+    """
+
+    grid: np.ndarray
+    difference: np.ndarray
+    z: np.ndarray
+    max_abs: float
+    max_abs_at: float
+    max_z: float
+    max_z_at: float
+    n_outside: int
+    offset: float = 0.0
+
+
+def _difference(
+    grid: np.ndarray, centered: np.ndarray, z: np.ndarray, *, n_outside: int, offset: float
+) -> CurveDifference:
+    """The difference on ``grid`` with where its largest absolute value and z fall."""
+    i_abs, i_z = int(np.argmax(np.abs(centered))), int(np.argmax(z))
+    return CurveDifference(
+        grid=grid,
+        difference=centered,
+        z=z,
+        max_abs=float(abs(centered[i_abs])),
+        max_abs_at=float(grid[i_abs]),
+        max_z=float(z[i_z]),
+        max_z_at=float(grid[i_z]),
+        n_outside=n_outside,
+        offset=offset,
+    )
+
+
+def level_difference(base: FeatureSummary, other: FeatureSummary) -> CurveDifference | None:
+    """``other - base`` per level of two per-level records with the same levels (None if not).
+
+    The grid is the base's level positions ``0 .. K-1`` (its estimated order);
+    ``d_k`` is the other's effect at the same level minus the base's, centered
+    with the base's rows per level (``c = sum_k n_k d_k / N``), and
+    ``z_k = |d_k - d_0| / sqrt(SE_b(k)^2 + SE_o(k)^2 + SE_b(0)^2 + SE_o(0)^2)``
+    (each side's error at both levels counted in full: a bound, since the levels
+    need not be in the same order on both sides).
+    """
+    if base.levels is None or other.levels is None:
+        return None
+    where = {level: i for i, level in enumerate(other.levels)}
+    if len(where) != len(base.levels) or any(level not in where for level in base.levels):
+        return None
+    idx = np.array([where[level] for level in base.levels])
+    d = other.effect[idx] - base.effect
+    n = base.counts.astype(np.float64)
+    offset = float(np.dot(n, d) / n.sum())
+    centered = d - offset
+    var_o = other.stderr[idx] ** 2
+    var = np.nan_to_num(base.stderr**2 + var_o + base.stderr[0] ** 2 + var_o[0])
+    change = np.abs(d - d[0])
+    scale = max(float(np.nanmax(np.abs(base.effect))), float(np.nanmax(np.abs(other.effect))))
+    tiny = ROUNDING * max(scale, np.finfo(np.float64).tiny)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(change <= tiny, 0.0, np.where(var > 0, change / np.sqrt(var), np.inf))
+    grid = np.arange(d.size, dtype=np.float64)
+    return _difference(grid, centered, z, n_outside=0, offset=offset)
+
+
+def curve_difference(
+    *,
+    base_edges: np.ndarray,
+    base_effect: np.ndarray,
+    base_stderr: np.ndarray,
+    base_counts: np.ndarray,
+    other_edges: np.ndarray,
+    other_effect: np.ndarray,
+    other_stderr: np.ndarray,
+) -> CurveDifference | None:
+    """The difference of two curves on the base's edges; None when they share no bin.
+
+    >>> d = curve_difference(
+    ...     base_edges=np.array([0.0, 1.0, 2.0]), base_effect=np.array([-1.0, 0.0, 1.0]),
+    ...     base_stderr=np.array([0.0, 0.1, 0.2]), base_counts=np.array([5, 5]),
+    ...     other_edges=np.array([0.0, 2.0]), other_effect=np.array([-2.0, 2.0]),
+    ...     other_stderr=np.array([0.0, 0.0]))
+    >>> d.difference.tolist(), d.max_abs, d.max_abs_at
+    ([-1.0, 0.0, 1.0], 1.0, 0.0)
+    >>> round(d.max_z, 6), d.max_z_at
+    (10.0, 1.0)
+    """
+    grid = np.asarray(base_edges, dtype=np.float64)
+    inside = (grid >= other_edges[0]) & (grid <= other_edges[-1])
+    whole_bins = inside[:-1] & inside[1:]
+    if not whole_bins.any():
+        return None
+    keep = np.flatnonzero(inside)
+    x = grid[keep]
+    d = np.interp(x, other_edges, other_effect) - base_effect[keep]
+    # center with the base's counts over the bins whose limits are both on the grid
+    weights = np.where(whole_bins, base_counts, 0).astype(np.float64)
+    mids = (np.interp(grid[:-1], x, d) + np.interp(grid[1:], x, d)) / 2.0
+    total = weights.sum()
+    offset = float(np.dot(weights, mids) / total) if total > 0 else float(d.mean())
+    centered = d - offset
+
+    var_b = base_stderr[keep] ** 2
+    var_o = np.interp(x, other_edges, np.asarray(other_stderr, dtype=np.float64) ** 2)
+    change = d - d[0]
+    var = np.nan_to_num((var_b - var_b[0]) + (var_o - var_o[0]))
+    scale = max(float(np.nanmax(np.abs(base_effect))), float(np.nanmax(np.abs(other_effect))))
+    tiny = ROUNDING * max(scale, np.finfo(np.float64).tiny)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(
+            var > 0,
+            np.abs(change) / np.sqrt(np.where(var > 0, var, 1.0)),
+            np.where(np.abs(change) <= tiny, 0.0, np.inf),
+        )
+    z = np.where(np.abs(change) <= tiny, 0.0, z)
+    return _difference(x, centered, z, n_outside=int(grid.size - keep.size), offset=offset)
+
+
+@dataclass(frozen=True)
+class FeatureComparison:
+    """One feature of two summaries: ``status`` ``ok`` (``difference`` set) or why not.
+
+    ``status`` is one of ``ok``, ``missing_in_base``, ``missing_in_other``,
+    ``not_estimable`` (``reason`` says on which side) or ``no_overlap``;
+    ``rank_base``/``rank_other`` are the ALED ranks (None where not estimable).
+    """
+
+    name: str
+    status: str
+    reason: str | None = None
+    difference: CurveDifference | None = None
+    rank_base: int | None = None
+    rank_other: int | None = None
+    aled_base: float | None = None
+    aled_other: float | None = None
+
+    @property
+    def rank_changed(self) -> bool:
+        return (
+            self.rank_base is not None
+            and self.rank_other is not None
+            and self.rank_base != self.rank_other
+        )
+
+
+def summary_statistics(summary: Summary) -> dict[str, dict[str, Any]]:
+    """Per estimable feature, its recorded statistics, any ``null`` or missing value
+    computed from the curve (older summaries have none)."""
+    estimable = [f for f in summary.features if f.status == "ok" and f.n_bins > 0]
+    if all(
+        f.statistics is not None and all(f.statistics.get(k) is not None for k in _NEEDED)
+        for f in estimable
+    ):
+        return {f.name: dict(f.statistics or {}) for f in estimable}
+    computed = feature_statistics(summary.features, prediction_quantiles(summary))
+    out: dict[str, dict[str, Any]] = {}
+    for feat, fresh in zip(summary.features, computed, strict=True):
+        if fresh is None:
+            continue
+        recorded = feat.statistics or {}
+        out[feat.name] = {
+            k: recorded[k] if recorded.get(k) is not None else v for k, v in fresh.items()
+        }
+    return out
+
+
+def _lookup(summary: Summary) -> dict[str, FeatureSummary]:
+    return {f.name: f for f in summary.features}
+
+
+def compare_feature(
+    name: str,
+    base: FeatureSummary | None,
+    other: FeatureSummary | None,
+    *,
+    base_label: str = "base",
+    other_label: str = "other",
+) -> FeatureComparison:
+    """Compare one feature's curves (either may be missing or not estimable)."""
+    if base is None:
+        return FeatureComparison(name, "missing_in_base", f"not in the {base_label}")
+    if other is None:
+        return FeatureComparison(name, "missing_in_other", f"not in the {other_label}")
+    sides = [
+        (label, f)
+        for label, f in ((base_label, base), (other_label, other))
+        if f.status != "ok" or f.n_bins == 0
+    ]
+    if sides:
+        why = "; ".join(f"not estimable in the {label} ({f.reason})" for label, f in sides)
+        return FeatureComparison(name, "not_estimable", why)
+    if base.kind is not None or other.kind is not None:
+        if base.kind is None or other.kind is None:
+            return FeatureComparison(
+                name, "not_estimable", "a per-level effect is not compared with a curve"
+            )
+        level_diff = level_difference(base, other)
+        if level_diff is None:
+            return FeatureComparison(
+                name, "no_overlap", f"the {base_label} and the {other_label} have other levels"
+            )
+        return FeatureComparison(name, "ok", difference=level_diff)
+    diff = curve_difference(
+        base_edges=base.edges,
+        base_effect=base.effect,
+        base_stderr=base.stderr,
+        base_counts=base.counts,
+        other_edges=other.edges,
+        other_effect=other.effect,
+        other_stderr=other.stderr,
+    )
+    if diff is None:
+        return FeatureComparison(
+            name,
+            "no_overlap",
+            f"the {other_label}'s range [{other.edges[0]:.6g}, {other.edges[-1]:.6g}] covers "
+            f"no bin of the {base_label}'s edges",
+        )
+    return FeatureComparison(name, "ok", difference=diff)
+
+
+def compare_summaries(
+    base: Summary,
+    other: Summary,
+    *,
+    features: Sequence[str] | None = None,
+    base_label: str = "base",
+    other_label: str = "other",
+) -> list[FeatureComparison]:
+    """Every feature of either summary (base order, then the other's new ones), with ranks.
+
+    ``features`` restricts the comparison to those names (kept even when
+    missing on both sides: they are reported as missing in the base).
+    """
+    a, b = _lookup(base), _lookup(other)
+    names = list(features) if features is not None else list(dict.fromkeys([*a, *b]))
+    stats_a, stats_b = summary_statistics(base), summary_statistics(other)
+    out = []
+    for name in names:
+        c = compare_feature(
+            name, a.get(name), b.get(name), base_label=base_label, other_label=other_label
+        )
+        sa, sb = stats_a.get(name), stats_b.get(name)
+        out.append(
+            FeatureComparison(
+                name=c.name,
+                status=c.status,
+                reason=c.reason,
+                difference=c.difference,
+                rank_base=None if sa is None else int(sa["rank"]),
+                rank_other=None if sb is None else int(sb["rank"]),
+                aled_base=None if sa is None else float(sa["aled"]),
+                aled_other=None if sb is None else float(sb["aled"]),
+            )
+        )
+    return out

@@ -1,0 +1,109 @@
+"""``--edges FILE.json``: bin edges per feature, from a previous summary or a plain mapping.
+
+Two models (or two tools) are compared on identical bins by passing the same
+edges to each run. The file is either
+
+- a summary written by ``ale rebin`` / ``ale rhale`` (the edges of its
+  features with status ``ok``), or
+- a plain mapping ``{"feature": [z_0, z_1, ..., z_K], ...}``.
+
+Every list must hold at least 2 finite numbers, strictly increasing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli.core.binning import check_edges
+from ale_cli.errors import InputError
+from ale_cli.io.jsonio import parse_json, read_bytes
+from ale_cli.summary.validate import edges_problem, validate_summary
+
+
+@dataclass(frozen=True)
+class EdgesFile:
+    """The edges read from one file.
+
+    Attributes
+    ----------
+    path : Path
+    sha256 : str
+    kind : {"summary", "mapping"}
+    edges : dict of str to ndarray (K+1,)
+        Strictly increasing edges per feature, in the file's order.
+    """
+
+    path: Path
+    sha256: str
+    kind: str
+    edges: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        """Where the edges came from, for a summary's ``params``."""
+        return {"path": str(self.path), "sha256": self.sha256, "kind": self.kind}
+
+
+def _is_summary(data: dict[str, Any]) -> bool:
+    return "features" in data and "estimator" in data
+
+
+def _check(path: Path, name: str, values: Any) -> np.ndarray:
+    where = f"edges file '{path}', feature '{name}'"
+    if not isinstance(values, list) or len(values) < 2:
+        raise InputError(f"{where}: expected a list of at least 2 numbers")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise InputError(f"{where}: expected finite numbers, got {_shown(v)}")
+    problem = edges_problem(values)
+    if problem is not None:
+        raise InputError(f"{where}: {problem}")
+    try:
+        return check_edges(np.asarray(values, dtype=np.float64))
+    except (ValueError, OverflowError) as exc:
+        raise InputError(f"{where}: {exc}") from None
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, float) and math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, str):
+        return f"'{value[:40]}'"
+    if isinstance(value, int | float | None):
+        return str(value)[:40]
+    return f"a {type(value).__name__}"
+
+
+def read_edges(path: str | Path) -> EdgesFile:
+    """Read and check the edges in ``path``; one-line InputError naming file and feature."""
+    path = Path(path)
+    content = read_bytes(path, "edges file")
+    data = parse_json(content, path, "edges file")
+    if not isinstance(data, dict):
+        raise InputError(
+            f"edges file '{path}' must hold a summary or a mapping of feature names to edge lists"
+        )
+    if _is_summary(data):
+        kind = "summary"
+        validate_summary(path, data)
+        features = data["features"]
+        raw: dict[str, Any] = {}
+        for item in features:
+            if not isinstance(item, dict) or "name" not in item:
+                raise InputError(f"edges file '{path}': every feature needs a 'name'")
+            if item.get("status", "ok") == "ok":
+                raw[str(item["name"])] = item.get("edges")
+    else:
+        kind = "mapping"
+        raw = {str(k): v for k, v in data.items()}
+    if not raw:
+        raise InputError(f"edges file '{path}' has no edges")
+    edges = {name: _check(path, name, values) for name, values in raw.items()}
+    return EdgesFile(path=path, sha256=hashlib.sha256(content).hexdigest(), kind=kind, edges=edges)

@@ -1,0 +1,456 @@
+"""A summary as one long ("tidy") table that pandas, R and BI tools load directly.
+
+One row per feature and edge, per feature and bin, and for interactions per
+pair and cell and per pair and grid corner; the ``kind`` column says which.
+Every row carries ``estimator``, ``feature`` and ``kind``; the other columns
+belong to one or more kinds and are empty (NaN / null) in the rows of the
+others:
+
+==========  ======================================================================
+kind        columns (``index`` is 0-based)
+==========  ======================================================================
+``edge``    ``index`` (0..K), ``x`` = z_index, ``effect``, ``std``, ``stderr``,
+            ``lower`` = effect - 2 stderr, ``upper`` = effect + 2 stderr (the band
+            ``ale plot`` draws)
+``bin``     ``index`` (0..K-1), ``left``, ``right`` (the bin (left, right], the
+            first bin also holding its left edge), ``count``, ``bin_effect``,
+            ``bin_std``, ``bin_stderr``, ``filled`` (the bin was empty and its
+            effect interpolated)
+``cell``    ``feature`` = "a,b", ``index_a``, ``index_b``, ``x_a_left``,
+            ``x_a_right``, ``x_b_left``, ``x_b_right``, ``count``, ``cell_effect``,
+            ``cell_std`` (dale only), ``filled``
+``corner``  ``feature`` = "a,b", ``index_a`` (0..K_a), ``index_b`` (0..K_b),
+            ``x_a``, ``x_b``, ``effect`` (the doubly-centered second-order effect)
+``stat``    ``statistic`` (name; nested names joined by ".") and ``value``: one
+            row per numeric entry of a feature's ``statistics``, if it has any
+==========  ======================================================================
+
+Only the columns of the kinds present are written, in the order above.
+Features (and pairs) that are not estimable have no rows; :func:`export_summary`
+reports them. Integer columns are pandas nullable ``Int64`` and ``filled`` is
+``boolean``, so an empty entry stays empty instead of turning the column into
+floats.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from numbers import Real
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
+
+from ale_cli import __version__
+from ale_cli.errors import InputError
+from ale_cli.io.files import atomic_write
+from ale_cli.outputs.guard import PARQUET_KEY, TOOL
+from ale_cli.outputs.tables import KIND_COLUMNS, table_columns
+from ale_cli.summary.model import SCHEMA_VERSION, Summary
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: table formats and the file extensions that select them
+FORMATS = ("csv", "parquet")
+EXTENSIONS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+#: ``-`` as a path: standard input (summary) or standard output (table, CSV only)
+STDIO = "-"
+#: the width of the band in standard errors (as ``ale plot``)
+BAND_SE = 2.0
+
+_INTEGER = ("index", "count", "index_a", "index_b")
+_BOOLEAN = ("filled",)
+_TEXT = ("estimator", "feature", "kind", "statistic")
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+def read_summary_source(
+    source: str | Path, *, stdin: TextIO | None = None
+) -> tuple[Summary, dict[str, Any]]:
+    """The summary of a file, or of standard input when ``source`` is ``"-"``, and its JSON.
+
+    Checks what :func:`ale_cli.summary.model.read_summary` checks (an object
+    with ``estimator`` and ``features``, a known ``schema_version``); a one-line
+    InputError otherwise. The JSON object is returned too: it holds what the
+    :class:`Summary` does not model (the features' ``statistics``).
+    """
+    if str(source) == STDIO:
+        name = "<stdin>"
+        text = (stdin or sys.stdin).read()
+    else:
+        path = Path(source)
+        name = str(path)
+        if not path.is_file():
+            raise InputError(f"summary '{name}' does not exist")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"summary '{name}' cannot be read: {exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"summary '{name}' is not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or "features" not in data or "estimator" not in data:
+        raise InputError(f"'{name}' is not an ale summary (no 'estimator'/'features')")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise InputError(
+            f"summary '{name}' has schema_version {version!r}; "
+            f"this ale reads up to {SCHEMA_VERSION}"
+        )
+    try:
+        return Summary.from_dict(data), data
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"summary '{name}' is malformed: {exc}") from None
+
+
+# -- the table --------------------------------------------------------------------------------
+
+
+def _flat_numbers(value: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
+    """``(name, number)`` for every numeric leaf of nested mappings/lists (null -> NaN).
+
+    Leaves that are not numbers (text) are skipped.
+    """
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _flat_numbers(item, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            yield from _flat_numbers(item, f"{prefix}[{i}]")
+    elif value is None:
+        yield prefix, math.nan
+    elif isinstance(value, bool | np.bool_ | Real | np.number):
+        yield prefix, float(value)
+
+
+def _statistics_of(summary: Summary, data: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Each feature's ``statistics`` object: from the JSON when given, else the attribute."""
+    out: dict[str, Any] = {}
+    if data is not None:
+        for feat in data.get("features", ()):
+            if isinstance(feat, Mapping) and feat.get("statistics") is not None:
+                out[str(feat.get("name"))] = feat["statistics"]
+    for feat in summary.features:
+        stats = getattr(feat, "statistics", None)
+        if stats is not None and feat.name not in out:
+            out[feat.name] = stats.to_dict() if hasattr(stats, "to_dict") else stats
+    return out
+
+
+class _Blocks:
+    """Column arrays of consecutive blocks of rows; a column a block lacks is empty there."""
+
+    def __init__(self) -> None:
+        self.kinds: list[str] = []
+        self.blocks: list[tuple[int, dict[str, Any]]] = []
+
+    def add(self, kind: str, estimator: str, feature: str, **columns: Any) -> None:
+        n = len(next(iter(columns.values())))
+        if n == 0:
+            return
+        if kind not in self.kinds:
+            self.kinds.append(kind)
+        base = {"estimator": [estimator] * n, "feature": [feature] * n, "kind": [kind] * n}
+        self.blocks.append((n, base | columns))
+
+    def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        names = table_columns([k for k in KIND_COLUMNS if k in self.kinds] or ["edge", "bin"])
+        out: dict[str, Any] = {}
+        for name in names:
+            if name in _TEXT:
+                out[name] = [v for n, cols in self.blocks for v in cols.get(name, [None] * n)]
+                continue
+            parts = [
+                np.asarray(cols[name], dtype=np.float64) if name in cols else np.full(n, np.nan)
+                for n, cols in self.blocks
+            ]
+            values = np.concatenate(parts) if parts else np.zeros(0)
+            if name in _INTEGER:
+                out[name] = pd.array(values, dtype="Int64")  # NaN -> <NA>
+            elif name in _BOOLEAN:
+                out[name] = pd.array(
+                    np.where(np.isnan(values), None, values == 1.0), dtype="boolean"
+                )
+            else:
+                out[name] = values
+        return pd.DataFrame(out, columns=names)
+
+
+def _frame(summary: Summary, statistics: Mapping[str, Any]) -> pd.DataFrame:
+    """The long table: per feature its edges, bins and statistics, then per pair cells, corners."""
+    blocks = _Blocks()
+    for f in summary.features:
+        if f.status != "ok":
+            continue
+        est, name = summary.estimator, f.name
+        band = BAND_SE * f.stderr
+        blocks.add(
+            "edge",
+            est,
+            name,
+            index=np.arange(len(f.edges)),
+            x=f.edges,
+            effect=f.effect,
+            std=f.std,
+            stderr=f.stderr,
+            lower=f.effect - band,
+            upper=f.effect + band,
+        )
+        blocks.add(
+            "bin",
+            est,
+            name,
+            index=np.arange(len(f.bin_effect)),
+            left=f.edges[:-1],
+            right=f.edges[1:],
+            # per-level records: the bins are the jumps between adjacent levels (n_{k-1} + n_k)
+            count=f.counts if f.kind is None else f.counts[:-1] + f.counts[1:],
+            bin_effect=f.bin_effect,
+            bin_std=f.bin_std,
+            bin_stderr=f.bin_stderr,
+            filled=f.bin_filled,
+        )
+        stats = statistics.get(name)
+        if stats is not None:
+            pairs = list(_flat_numbers(stats))
+            blocks.add(
+                "stat",
+                est,
+                name,
+                statistic=[key for key, _ in pairs],
+                value=[value for _, value in pairs],
+            )
+    for pair in summary.interactions:
+        if pair.status != "ok":
+            continue
+        ea, eb = pair.edges_a, pair.edges_b
+        ka, kb = pair.shape
+        k, m = np.divmod(np.arange(ka * kb), kb)  # row-major, as the summary's matrices
+        cell_std = pair.cell_std if pair.cell_std is not None else np.full((ka, kb), np.nan)
+        blocks.add(
+            "cell",
+            pair.estimator,
+            pair.name,
+            index_a=k,
+            index_b=m,
+            x_a_left=ea[k],
+            x_a_right=ea[k + 1],
+            x_b_left=eb[m],
+            x_b_right=eb[m + 1],
+            count=pair.counts.ravel(),
+            cell_effect=pair.cell_effect.ravel(),
+            cell_std=cell_std.ravel(),
+            filled=pair.filled.ravel(),
+        )
+        k, m = np.divmod(np.arange((ka + 1) * (kb + 1)), kb + 1)
+        blocks.add(
+            "corner",
+            pair.estimator,
+            pair.name,
+            index_a=k,
+            index_b=m,
+            x_a=ea[k],
+            x_b=eb[m],
+            effect=pair.effect.ravel(),
+        )
+    return blocks.frame()
+
+
+def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:
+    """The summary as one long table: a row per feature and edge/bin, per pair and cell/corner.
+
+    Parameters
+    ----------
+    summary : Summary or dict
+        A summary, or its JSON object (as read from the file; the features'
+        ``statistics`` objects are taken from it).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``estimator``, ``feature``, ``kind`` and the columns of the
+        kinds present (see the module docstring). For a first-order summary,
+        per feature with K bins, in the summary's order: K+1 edge rows, K bin
+        rows, then its statistics. For an interaction summary, per pair:
+        ``K_a K_b`` cell rows and ``(K_a + 1)(K_b + 1)`` corner rows, row-major.
+        Not-estimable features and pairs have no rows. ``lower`` and ``upper``
+        are ``effect -/+ 2 stderr``, the band ``ale plot`` draws.
+
+    Examples
+    --------
+    >>> from ale_cli.summary.model import FeatureSummary
+    >>> f = FeatureSummary(name="x", edges=np.array([0.0, 1.0]), counts=np.array([3]),
+    ...     bin_effect=np.array([2.0]), bin_std=np.array([0.5]), bin_stderr=np.array([0.25]),
+    ...     bin_filled=np.array([False]), effect=np.array([-1.0, 1.0]),
+    ...     std=np.array([0.0, 0.5]), stderr=np.array([0.0, 0.25]))
+    >>> s = Summary(estimator="dale", params={}, store={}, n_rows=3, features=(f,))
+    >>> t = summary_frame(s)
+    >>> t["kind"].tolist(), t["index"].tolist()
+    (['edge', 'edge', 'bin'], [0, 1, 0])
+    >>> t.loc[t["kind"] == "edge", "upper"].tolist()
+    [-1.0, 1.5]
+    """
+    data: Mapping[str, Any] | None = None
+    if not isinstance(summary, Summary):
+        data = summary
+        try:
+            summary = Summary.from_dict(dict(summary))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"{{param}} is not a valid summary: {exc}", param="summary") from None
+    return _frame(summary, _statistics_of(summary, data))
+
+
+def _feature_order(summary: Summary) -> list[str]:
+    return [f.name for f in summary.features] + [p.name for p in summary.interactions]
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+
+def table_format(path: str | Path, fmt: str | None = None) -> str:
+    """``fmt`` if given (csv or parquet), else the format of ``path``'s extension.
+
+    ``"-"`` (standard output) is CSV, and takes nothing else.
+
+    >>> table_format("effects.pq"), table_format("-"), table_format("t.txt", "csv")
+    ('parquet', 'csv', 'csv')
+    """
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"{{param}} must be csv or parquet, got '{fmt}'", param="fmt")
+    if str(path) == STDIO:
+        if fmt not in (None, "csv"):
+            raise InputError(
+                "{param} '-' (standard output) takes CSV only; write parquet to a file",
+                param="out",
+            )
+        return "csv"
+    if fmt is not None:
+        return fmt
+    suffix = Path(path).suffix.lower()
+    if suffix not in EXTENSIONS:
+        known = ", ".join(EXTENSIONS)
+        raise InputError(
+            f"cannot tell the table format of '{path}' from its extension ({known}); "
+            "give {param} csv or parquet",
+            param="fmt",
+        )
+    return EXTENSIONS[suffix]
+
+
+def _csv_text(frame: pd.DataFrame) -> str:
+    buffer = io.StringIO()
+    frame.to_csv(buffer, index=False, lineterminator="\n")
+    return buffer.getvalue()
+
+
+def write_table(
+    frame: pd.DataFrame, path: str | Path, fmt: str | None = None, *, stdout: TextIO | None = None
+) -> str:
+    """Write ``frame`` as CSV or Parquet at ``path``, atomically; return the format used.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    path : str or Path
+        The file to write; ``"-"`` writes CSV to ``stdout`` (default
+        ``sys.stdout``). Parquet cannot go to standard output.
+    fmt : {"csv", "parquet"}, optional
+        Default: from the extension (.csv, .parquet, .pq).
+
+    CSV: comma-separated, a header row (the mark of an ``ale export`` CSV,
+    :mod:`ale_cli.outputs.tables`), no index column, floats written so that
+    they read back exactly, empty entries for NaN/null. Parquet (pyarrow):
+    nullable integer and boolean columns kept, the schema metadata key ``ale``
+    names the tool. A failed write leaves no
+    partial file and an existing ``path`` untouched.
+    """
+    fmt = table_format(path, fmt)
+    if str(path) == STDIO:
+        (stdout or sys.stdout).write(_csv_text(frame))
+    elif fmt == "csv":
+        data = _csv_text(frame).encode("utf-8")
+        with atomic_write(path) as fh:
+            fh.write(data)
+    else:
+        table = _marked_arrow_table(frame)
+        import pyarrow.parquet as pq
+
+        with atomic_write(path) as fh:
+            pq.write_table(table, fh)
+    return fmt
+
+
+def _marked_arrow_table(frame: pd.DataFrame) -> Any:
+    """``frame`` as a pyarrow Table whose schema metadata names ``ale`` (key ``ale``: tool,
+    version and kind), the mark the output guard recognises a Parquet export by."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    mark = json.dumps({"name": TOOL, "version": __version__, "kind": "table"})
+    return table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), PARQUET_KEY: mark.encode()}
+    )
+
+
+# -- the command's work -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What :func:`export_summary` wrote.
+
+    Attributes
+    ----------
+    fmt : str
+        ``"csv"`` or ``"parquet"``.
+    rows : dict of str to int
+        Rows per exported feature (or pair ``"a,b"``), in the summary's order.
+    not_estimable : tuple of str
+        Features and pairs left out because they are not estimable.
+    frame : pandas.DataFrame
+        The table written.
+    """
+
+    fmt: str
+    rows: dict[str, int]
+    not_estimable: tuple[str, ...]
+    frame: pd.DataFrame
+
+    @property
+    def n_rows(self) -> int:
+        return int(len(self.frame))
+
+
+def export_summary(
+    source: str | Path,
+    out: str | Path,
+    *,
+    fmt: str | None = None,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+) -> ExportResult:
+    """Read a summary (``"-"``: standard input) and write its long table to ``out``.
+
+    The format is settled before the summary is read, so a bad ``out`` fails fast.
+    """
+    fmt = table_format(out, fmt)
+    summary, data = read_summary_source(source, stdin=stdin)
+    frame = _frame(summary, _statistics_of(summary, data))
+    counts = frame["feature"].value_counts(sort=False)
+    rows = {name: int(counts[name]) for name in _feature_order(summary) if name in counts}
+    skipped = tuple(f.name for f in summary.features if f.status != "ok") + tuple(
+        p.name for p in summary.interactions if p.status != "ok"
+    )
+    write_table(frame, out, fmt, stdout=stdout)
+    return ExportResult(fmt=fmt, rows=rows, not_estimable=skipped, frame=frame)

@@ -1,0 +1,516 @@
+"""The summary: the JSON contract every estimator writes and plots and audits read.
+
+One :class:`FeatureSummary` per feature, inside one :class:`Summary` per run.
+Array shapes (K bins, K+1 edges):
+
+===============  =======  =================================================
+``edges``        (K+1,)   bin limits z_0 < ... < z_K
+``counts``       (K,)     rows per bin n_k (bins (z_{k-1}, z_k], z_0 in bin 1)
+``bin_effect``   (K,)     mean local effect mu_k (filled bins: interpolated)
+``bin_std``      (K,)     std of the local effects s_k, ddof=1 (NaN if n_k < 2)
+``bin_stderr``   (K,)     s_k / sqrt(n_k)
+``bin_filled``   (K,)     True where the bin was empty and mu_k was filled
+``effect``       (K+1,)   accumulated effect at the edges, centered
+``std``          (K+1,)   heterogeneity sqrt(sum_{j<=k} dz_j^2 s_j^2)
+``stderr``       (K+1,)   standard error sqrt(sum_{j<=k} dz_j^2 s_j^2 / n_j)
+===============  =======  =================================================
+
+Bootstrap bands (optional; ``--bootstrap B``): ``ci_low`` and ``ci_high``
+(K+1,) are the percentile band of the effect at each edge over B replicates
+with rows resampled and the edges fixed (:mod:`ale_cli.core.bootstrap`), at the
+level ``params["ci"]``; the statistics then also have ``aled_ci_low``,
+``aled_ci_high`` (and the same for ``aler_min``, ``aler_max``, ``naled``,
+``naler_min``, ``naler_max``).
+
+Discrete and categorical features (``kind`` ``"discrete"`` or ``"categorical"``,
+:mod:`ale_cli.estimators.levels`) have K *levels* instead of bins: ``levels`` (K,) in
+the estimated order (numbers, or the text of a text column), ``order`` (K,) the
+index of each among the sorted distinct values, ``edges`` (K,) the levels' values
+(codes for text), and per level ``counts``, ``effect``, ``std``, ``stderr`` (K,);
+``bin_effect``, ``bin_std``, ``bin_stderr``, ``bin_filled`` (K-1,) describe the
+jumps between adjacent levels. Without ``kind`` a feature is continuous.
+
+A feature whose status is ``not_estimable`` has a ``reason`` and empty arrays.
+``n_outside`` counts the rows outside ``[z_0, z_K]`` left out (given edges);
+``objective`` is RHALE's ``sum_k tau_k s_k^2 dz_k`` and ``note`` says when an
+estimator had to depart from what was asked (e.g. RHALE's single-bin fallback).
+Second-order effects (``ale interact``) are :class:`InteractionSummary` items of
+``Summary.interactions`` (an interact summary has an empty ``features`` list):
+
+=================  ==============  ============================================
+``edges_a``        (K_a+1,)        limits of the first feature's bins
+``edges_b``        (K_b+1,)        limits of the second feature's bins
+``counts``         (K_a, K_b)      rows per cell (z_{k-1}, z_k] x (w_{l-1}, w_l]
+``cell_effect``    (K_a, K_b)      mean per-row value in the cell: second-order
+                                   difference (ale) or mixed derivative (dale),
+                                   filled from the nearest non-empty cell
+``cell_std``       (K_a, K_b)      dale only: std of the mixed derivatives, ddof=1
+``filled``         (K_a, K_b)      True where the cell was empty and filled
+``effect``         (K_a+1, K_b+1)  doubly-centered effect at the grid corners
+=================  ==============  ============================================
+
+Effect-size statistics (optional; :func:`with_statistics` adds them, older
+summaries have none): ``Summary.prediction`` records the model's predictions on
+the data as ``{"n", "mean", "quantiles"}`` (the 101 percentiles 0..100 %), and
+each estimable feature's ``statistics`` holds ``aled``, ``aler_min``,
+``aler_max``, ``naled``, ``naler_min``, ``naler_max`` (``null`` without a
+prediction distribution), ``heterogeneity_share`` (``null`` when ALED is 0 and
+the heterogeneity is not: the ratio is infinite) and ``rank`` (1 = largest ALED
+in the summary); definitions in :mod:`ale_cli.core.statistics`.
+
+JSON has no NaN: NaN is written as ``null`` and read back as NaN. The file is
+byte-identical for the same inputs apart from ``created`` (omitted with
+``timestamp=False``). ``ale_cli/schema/summary.schema.json`` is its JSON Schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ale_cli import __version__
+from ale_cli.errors import InputError
+from ale_cli.io.files import atomic_write
+from ale_cli.io.jsonio import dumps, float_array, read_json_file
+from ale_cli.summary.validate import validate_summary
+
+if TYPE_CHECKING:
+    from ale_cli.core.effect import FirstOrderEffect
+
+SCHEMA_VERSION = 1
+ESTIMATORS = ("dale", "rhale", "ale")
+STATUSES = ("ok", "not_estimable")
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "summary.schema.json"
+
+_FLOAT_BIN = ("bin_effect", "bin_std", "bin_stderr")
+_FLOAT_EDGE = ("effect", "std", "stderr")
+
+
+def _empty() -> np.ndarray:
+    return np.zeros(0, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class FeatureSummary:
+    """The first-order effect of one feature; see the module docstring for shapes."""
+
+    name: str
+    status: str = "ok"
+    reason: str | None = None
+    edges: np.ndarray = field(default_factory=_empty)
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    bin_effect: np.ndarray = field(default_factory=_empty)
+    bin_std: np.ndarray = field(default_factory=_empty)
+    bin_stderr: np.ndarray = field(default_factory=_empty)
+    bin_filled: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    effect: np.ndarray = field(default_factory=_empty)
+    std: np.ndarray = field(default_factory=_empty)
+    stderr: np.ndarray = field(default_factory=_empty)
+    center_offset: float = 0.0
+    n_outside: int = 0
+    objective: float | None = None
+    note: str | None = None
+    statistics: dict[str, Any] | None = None
+    ci_low: np.ndarray | None = None
+    ci_high: np.ndarray | None = None
+    kind: str | None = None
+    levels: tuple[Any, ...] | None = None
+    order: np.ndarray | None = None
+    #: how the local effects were obtained when it is not a derivative ("secant")
+    method: str | None = None
+    #: the bootstrap replicates (in memory only, for the statistics' bands)
+    replicates: Replicates | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def n_bins(self) -> int:
+        return len(self.counts)
+
+    @classmethod
+    def from_effect(cls, name: str, effect: FirstOrderEffect, **more: Any) -> FeatureSummary:
+        """The summary of an estimated feature: every array of ``effect`` and ``more``
+        (``n_outside``, ``objective``, ``note``)."""
+        arrays: dict[str, Any] = {f.name: getattr(effect, f.name) for f in fields(effect)}
+        return cls(name=name, **arrays, **more)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "status": self.status}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.kind is not None:
+            out["kind"] = self.kind
+            out["levels"] = list(self.levels or ())
+            out["order"] = np.asarray(self.order, dtype=np.int64)
+        out |= {
+            "n_bins": self.n_bins,
+            "edges": self.edges,
+            "counts": self.counts.astype(np.int64),
+            **{k: getattr(self, k) for k in _FLOAT_BIN},
+            "bin_filled": self.bin_filled.astype(bool),
+            **{k: getattr(self, k) for k in _FLOAT_EDGE},
+            "center_offset": self.center_offset,
+            "n_outside": self.n_outside,
+        }
+        if self.objective is not None:
+            out["objective"] = self.objective
+        if self.note is not None:
+            out["note"] = self.note
+        if self.method is not None:
+            out["method"] = self.method
+        if self.statistics is not None:
+            out["statistics"] = self.statistics
+        if self.ci_low is not None and self.ci_high is not None:
+            out["ci_low"], out["ci_high"] = self.ci_low, self.ci_high
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FeatureSummary:
+        floats: dict[str, Any] = {k: float_array(data[k]) for k in (*_FLOAT_BIN, *_FLOAT_EDGE)}
+        return cls(
+            name=str(data["name"]),
+            status=str(data["status"]),
+            reason=data.get("reason"),
+            edges=float_array(data["edges"]),
+            counts=np.asarray(data["counts"], dtype=np.int64).reshape(-1),
+            **floats,
+            bin_filled=np.asarray(data["bin_filled"], dtype=bool).reshape(-1),
+            center_offset=float(
+                data["center_offset"] if data["center_offset"] is not None else np.nan
+            ),
+            n_outside=int(data.get("n_outside", 0)),
+            objective=(
+                None
+                if "objective" not in data
+                else float(data["objective"] if data["objective"] is not None else np.nan)
+            ),
+            note=data.get("note"),
+            statistics=_statistics(data.get("statistics")),
+            ci_low=float_array(data["ci_low"]) if "ci_low" in data else None,
+            ci_high=float_array(data["ci_high"]) if "ci_high" in data else None,
+            kind=data.get("kind"),
+            levels=tuple(data["levels"]) if "levels" in data else None,
+            order=np.asarray(data["order"], dtype=np.int64) if "order" in data else None,
+            method=data.get("method"),
+        )
+
+
+@dataclass(frozen=True)
+class Replicates:
+    """Bootstrap replicates of a feature's effect: ``effect`` (B, K+1), ``counts`` (B, K),
+    and the band level ``ci``."""
+
+    effect: np.ndarray
+    counts: np.ndarray
+    ci: float
+
+
+def _statistics(data: Any) -> dict[str, Any] | None:
+    """A feature's ``statistics`` as read (``null`` stays None, ``rank`` an int)."""
+    if data is None:
+        return None
+    return {
+        k: (None if v is None else int(v) if k == "rank" else float(v))
+        for k, v in dict(data).items()
+    }
+
+
+def _matrix(values: Any, dtype: Any) -> np.ndarray:
+    """A JSON list of rows as a 2-D array (``null`` -> NaN for floats); [] -> shape (0, 0)."""
+    if len(values) == 0:
+        return np.zeros((0, 0), dtype=dtype)
+    if dtype is np.float64:
+        return np.array([float_array(row) for row in values], dtype=np.float64)
+    return np.array(values, dtype=dtype)
+
+
+@dataclass(frozen=True)
+class InteractionSummary:
+    """The second-order effect of one feature pair; see the module docstring for shapes.
+
+    ``estimator`` is ``"ale"`` (second-order finite differences at the cell
+    corners) or ``"dale"`` (mixed derivatives at the data points); ``cell_std``
+    is None for ``"ale"``. A pair whose grid cannot be built (a constant or
+    categorical feature, no rows inside the given edges) has status
+    ``not_estimable``, a ``reason`` and empty arrays.
+    """
+
+    features: tuple[str, str]
+    estimator: str
+    status: str = "ok"
+    reason: str | None = None
+    edges_a: np.ndarray = field(default_factory=_empty)
+    edges_b: np.ndarray = field(default_factory=_empty)
+    counts: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    cell_effect: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    cell_std: np.ndarray | None = None
+    filled: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool))
+    effect: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    center_offset: float = 0.0
+    n_outside: int = 0
+    note: str | None = None
+
+    @property
+    def name(self) -> str:
+        """``"a,b"``: how messages name the pair."""
+        return ",".join(self.features)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(K_a, K_b)."""
+        return len(self.edges_a) - 1 if len(self.edges_a) else 0, (
+            len(self.edges_b) - 1 if len(self.edges_b) else 0
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "features": list(self.features),
+            "estimator": self.estimator,
+            "status": self.status,
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        out |= {
+            "n_bins": list(self.shape),
+            "edges_a": self.edges_a,
+            "edges_b": self.edges_b,
+            "counts": self.counts.astype(np.int64),
+            "cell_effect": self.cell_effect,
+        }
+        if self.cell_std is not None:
+            out["cell_std"] = self.cell_std
+        out |= {
+            "filled": self.filled.astype(bool),
+            "effect": self.effect,
+            "center_offset": self.center_offset,
+            "n_outside": self.n_outside,
+        }
+        if self.note is not None:
+            out["note"] = self.note
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> InteractionSummary:
+        a, b = (str(n) for n in data["features"])
+        return cls(
+            features=(a, b),
+            estimator=str(data["estimator"]),
+            status=str(data["status"]),
+            reason=data.get("reason"),
+            edges_a=float_array(data["edges_a"]),
+            edges_b=float_array(data["edges_b"]),
+            counts=_matrix(data["counts"], np.int64),
+            cell_effect=_matrix(data["cell_effect"], np.float64),
+            cell_std=_matrix(data["cell_std"], np.float64) if "cell_std" in data else None,
+            filled=_matrix(data["filled"], bool),
+            effect=_matrix(data["effect"], np.float64),
+            center_offset=float(
+                data["center_offset"] if data["center_offset"] is not None else np.nan
+            ),
+            n_outside=int(data.get("n_outside", 0)),
+            note=data.get("note"),
+        )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One estimator run over the features of one store.
+
+    ``params`` holds every parameter used, defaults included; ``store`` the
+    store's path, sha256 and the parts of its meta a reader needs (model,
+    data, method, output). ``interactions`` holds the second-order effects
+    (``ale interact``), empty for first-order estimators.
+    """
+
+    estimator: str
+    params: dict[str, Any]
+    store: dict[str, Any]
+    n_rows: int
+    features: tuple[FeatureSummary, ...]
+    interactions: tuple[InteractionSummary, ...] = ()
+    prediction: dict[str, Any] | None = None
+    created: str | None = None
+    tool: dict[str, str] = field(default_factory=lambda: {"name": "ale", "version": __version__})
+    schema_version: int = SCHEMA_VERSION
+    #: what a reader must know about how the numbers were made (e.g. secants of a
+    #: piecewise-constant model); written only when there are some
+    notes: tuple[str, ...] = ()
+
+    def feature(self, name: str) -> FeatureSummary:
+        for feat in self.features:
+            if feat.name == name:
+                return feat
+        names = ", ".join(f.name for f in self.features)
+        raise InputError(f"summary has no feature '{name}' (features: {names})")
+
+    def to_dict(self, *, timestamp: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema_version": self.schema_version, "tool": self.tool}
+        if timestamp and self.created is not None:
+            out["created"] = self.created
+        out |= {
+            "estimator": self.estimator,
+            "params": self.params,
+            "store": self.store,
+            "n_rows": self.n_rows,
+        }
+        if self.notes:
+            out["notes"] = list(self.notes)
+        if self.prediction is not None:
+            out["prediction"] = self.prediction
+        out["features"] = [f.to_dict() for f in self.features]
+        if self.interactions:
+            out["interactions"] = [i.to_dict() for i in self.interactions]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Summary:
+        return cls(
+            schema_version=int(data["schema_version"]),
+            tool=dict(data["tool"]),
+            created=data.get("created"),
+            estimator=str(data["estimator"]),
+            params=dict(data["params"]),
+            store=dict(data["store"]),
+            n_rows=int(data["n_rows"]),
+            notes=tuple(str(n) for n in data.get("notes", ())),
+            prediction=_prediction(data.get("prediction")),
+            features=tuple(FeatureSummary.from_dict(f) for f in data["features"]),
+            interactions=tuple(
+                InteractionSummary.from_dict(i) for i in data.get("interactions", ())
+            ),
+        )
+
+
+def _prediction(data: Any) -> dict[str, Any] | None:
+    if data is None:
+        return None
+    return {
+        "n": int(data["n"]),
+        "mean": float(data["mean"]),
+        "quantiles": float_array(data["quantiles"]),
+    }
+
+
+def prediction_quantiles(summary: Summary) -> np.ndarray | None:
+    """The 101 percentiles of the predictions a summary records, or None."""
+    if summary.prediction is None:
+        return None
+    return np.asarray(summary.prediction["quantiles"], dtype=np.float64)
+
+
+def feature_statistics(
+    features: Sequence[FeatureSummary], quantiles: np.ndarray | None
+) -> list[dict[str, Any] | None]:
+    """The ``statistics`` object of every feature (None where not estimable).
+
+    Keys: ``aled``, ``aler_min``, ``aler_max``, ``naled``, ``naler_min``,
+    ``naler_max`` (None without prediction quantiles), ``heterogeneity_share``
+    (``inf`` when ALED is 0 and the heterogeneity is not; JSON ``null``) and
+    ``rank`` (1 = largest ALED among the estimable features given).
+    """
+    from ale_cli.core.statistics import effect_statistics, ranks
+
+    stats: list[dict[str, Any] | None] = []
+    for feat in features:
+        if feat.status != "ok" or feat.n_bins == 0:
+            stats.append(None)
+            continue
+        if feat.kind is not None:
+            from ale_cli.core.discrete import level_statistics
+
+            level = level_statistics(
+                effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles
+            )
+            if feat.replicates is not None:
+                from ale_cli.core.discrete import level_statistics_bands
+
+                r = feat.replicates
+                level |= level_statistics_bands(r.effect, r.counts, quantiles=quantiles, ci=r.ci)
+            stats.append(level)
+            continue
+        s = effect_statistics(
+            effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles
+        )
+        item: dict[str, Any] = {
+            "aled": s.aled,
+            "aler_min": s.aler_min,
+            "aler_max": s.aler_max,
+            "naled": s.naled,
+            "naler_min": s.naler_min,
+            "naler_max": s.naler_max,
+            "heterogeneity_share": s.heterogeneity_share,
+        }
+        if feat.replicates is not None:
+            from ale_cli.core.bootstrap import statistics_bands
+
+            r = feat.replicates
+            item |= statistics_bands(r.effect, r.counts, quantiles=quantiles, ci=r.ci)
+        stats.append(item)
+    estimable = [item for item in stats if item is not None]
+    aleds = np.array([item["aled"] for item in estimable])
+    for item, r in zip(estimable, ranks(aleds), strict=True):
+        item["rank"] = int(r)
+    return stats
+
+
+def with_statistics(summary: Summary, prediction: np.ndarray | None) -> Summary:
+    """The summary with the distribution of ``prediction`` (N,) and per-feature statistics.
+
+    Every first-order estimator calls this on its summary with the model's
+    predictions on the rows it used (``store.prediction``; NaN/inf are left out).
+    With ``prediction`` None (or without a finite value) the summary's recorded
+    distribution (if any) is kept and used; without one, the normalised
+    statistics (NALED, NALER) are ``null``. Features that are not estimable get
+    no ``statistics``. Interact summaries get the prediction distribution only
+    (``max_interaction`` reads its spread).
+    """
+    from dataclasses import replace
+
+    from ale_cli.core.statistics import prediction_distribution
+
+    recorded = summary.prediction
+    if prediction is not None and np.isfinite(prediction).any():
+        dist = prediction_distribution(prediction=prediction)
+        recorded = {"n": dist.n, "mean": dist.mean, "quantiles": dist.quantiles}
+    quantiles = None if recorded is None else np.asarray(recorded["quantiles"], dtype=np.float64)
+    stats = feature_statistics(summary.features, quantiles)
+    features = tuple(replace(f, statistics=s) for f, s in zip(summary.features, stats, strict=True))
+    return replace(summary, prediction=recorded, features=features)
+
+
+def summary_json(summary: Summary, *, timestamp: bool = True) -> str:
+    """The summary as stable JSON text (same inputs, same bytes)."""
+    return dumps(summary.to_dict(timestamp=timestamp))
+
+
+def write_summary(path: str | Path, summary: Summary, *, timestamp: bool = True) -> None:
+    """Write the summary JSON atomically."""
+    text = summary_json(summary, timestamp=timestamp)
+    with atomic_write(path) as fh:
+        fh.write(text.encode("utf-8"))
+
+
+def _shown(value: Any) -> str:
+    text = str(value) if isinstance(value, int | float | None) else type(value).__name__
+    return text[:40]
+
+
+def read_summary(path: str | Path) -> Summary:
+    """Read a summary written by :func:`write_summary`; one-line errors for bad files."""
+    path = Path(path)
+    data = read_json_file(path, "summary")
+    if not isinstance(data, dict) or "features" not in data or "estimator" not in data:
+        raise InputError(f"'{path}' is not an ale summary (no 'estimator'/'features')")
+    version = data.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise InputError(
+            f"summary '{path}' has schema_version {_shown(version)}; "
+            f"this ale reads up to {SCHEMA_VERSION}"
+        )
+    validate_summary(path, data)
+    try:
+        return Summary.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"summary '{path}' is malformed: {exc}") from None
