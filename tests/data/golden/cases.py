@@ -21,11 +21,11 @@ import numpy as np
 import pandas as pd
 
 from ale_cli import api
-from ale_cli.adapters.store import MIXED, PAIRS
-from ale_cli.adapters.summary import Summary, summary_json
-from ale_cli.compute import ComputeRequest
-from ale_cli.compute import compute as compute_request
-from ale_cli.inputs import ModelInputs
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.local_effects import ComputeRequest
+from ale_cli.estimators.local_effects import compute as compute_request
+from ale_cli.store.npz import MIXED, PAIRS
+from ale_cli.summary.model import Summary, summary_json
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "sample_data"
