@@ -170,3 +170,29 @@ def test_the_tour_runs_as_written_and_writes_what_it_names(
     assert (tmp_path / "out/plots/diabetes-mlp/bmi.svg").exists()
     assert (tmp_path / "out/plots/diabetes-mlp/overview.png").exists()
     assert (tmp_path / "out/demo-job/report.html").exists()
+
+
+#: Flags of other programs that the docs show (pip, dask).
+OTHER_PROGRAMS = {"--extra-index-url", "--scheduler-file"}
+#: Spellings of this release that the docs already use; the command line gains them with
+#: the flag renames (the data file's format, the audit's JSON report).
+RENAMED = {"--data-format", "--json-report"}
+
+
+def test_every_flag_the_docs_name_is_an_option_of_ale() -> None:
+    options: set[str] = set()
+    for command in [None, *ale_commands()]:
+        done = subprocess.run(
+            [sys.executable, "-m", "ale_cli", *([command] if command else []), "--help"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+            env={**os.environ, "COLUMNS": "200"},
+        )
+        options.update(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", done.stdout))
+    flag = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+    for page in [README, *sorted(DOCS.glob("*.md"))]:
+        named = set(flag.findall(page.read_text(encoding="utf-8")))
+        unknown = named - options - OTHER_PROGRAMS - RENAMED
+        assert not unknown, f"{page.name} names options ale does not have: {sorted(unknown)}"
