@@ -67,7 +67,8 @@ def config_callback(ctx: Any, param: Any, value: Path | None) -> Path | None:
     for key, item in raw.items():
         target = params.get(key.replace("-", "_"))
         if target is None:
-            known = ", ".join(sorted(_display_name(p) for p in set(params.values())))
+            shown = {p for p in params.values() if not getattr(p, "hidden", False)}
+            known = ", ".join(sorted(_display_name(p) for p in shown))
             raise InputError(
                 f"config file '{value}': unknown key '{key}' for 'ale {ctx.info_name}' "
                 f"(known: {known})"

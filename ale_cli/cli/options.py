@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ale_cli.cli.command import _with_params
+from ale_cli.cli.command import with_params
 
 FeaturesOption = Annotated[
     str | None,
@@ -202,8 +202,8 @@ _GROUP = [
         Annotated[
             str | None,
             typer.Option(
-                "--format",
-                help="Data format, csv or parquet (default: by extension).",
+                "--data-format",
+                help="Format of the data file, csv or parquet (default: by extension).",
                 show_default=False,
             ),
         ],
@@ -310,6 +310,14 @@ _GROUP = [
     ),
 ]
 GROUP_NAMES = tuple(p.name for p in (*_ARGUMENTS, *_GROUP))
+#: Old spellings of the group's options, hidden and kept for one release (``--format``
+#: now always means the format of a command's output).
+GROUP_ALIASES = {"--format": "data_format"}
+#: What the help of a command with the group says about them.
+GROUP_ALIASES_NOTE = (
+    "Renamed: --format (the data file's format) is now --data-format; the old spelling "
+    "still works in this release."
+)
 
 
 def model_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -327,4 +335,4 @@ def model_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
         kw["inputs"] = ModelInputs(**group)
         return func(**kw)
 
-    return _with_params(func, _GROUP, wrapper, drop=("inputs",), first=_ARGUMENTS)
+    return with_params(func, _GROUP, wrapper, drop=("inputs",), first=_ARGUMENTS)

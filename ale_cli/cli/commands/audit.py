@@ -15,6 +15,7 @@ from ale_cli.checks import check_choice, names_tuple
 from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio
 from ale_cli.cli.options import FeaturesOption
 from ale_cli.errors import InputError
+from ale_cli.io.jsonio import dumps
 
 if TYPE_CHECKING:
     from ale_cli.summary.compare import FeatureComparison
@@ -35,14 +36,14 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _stdout_output(run: Run, report: Path | None, junit: Path | None) -> bool:
-    """True when --report or --junit is ``-``; refused for both, or with --json."""
+    """True when --json-report or --junit is ``-``; refused for both, or with --json."""
     if is_stdio(report) and is_stdio(junit):
         raise InputError(
             "{param} - and {param:junit} - both write to standard output; give one a path",
-            param="report",
+            param="json_report",
         )
     if is_stdio(report):
-        return run.claim_stdout(report, "report")
+        return run.claim_stdout(report, "json_report")
     return is_stdio(junit) and run.claim_stdout(junit, "junit")
 
 
@@ -59,10 +60,13 @@ AuditFormatOption = Annotated[
     epilog="Exit codes: 0 all error-severity rules passed (warnings allowed); 3 at least one "
     "error-severity rule failed; 2 bad input (a summary, the rules file, an option); 1 a "
     "failure while running.\n\n"
+    "Renamed: --report FILE is now --json-report FILE (it writes JSON; 'ale report' writes "
+    "the HTML page); the old spelling still works in this release.\n\n"
     "Example: ale audit out/diabetes-mlp-rhale.json out/diabetes-mlp-interact.json "
     "--rules configs/audit-diabetes-mlp.yaml --junit out/audit.xml",
-    outputs={"report": "audit-json", "junit": "junit"},
+    outputs={"json_report": "audit-json", "junit": "junit"},
     inputs=("summaries", "rules", "baseline"),
+    aliases={"--report": "json_report"},  # the old spelling, hidden, for one release
 )
 def audit(
     run: Run,
@@ -81,12 +85,12 @@ def audit(
             show_default=False,
         ),
     ] = None,
-    report: Annotated[
+    json_report: Annotated[
         Path | None,
         typer.Option(
-            "--report",
+            "--json-report",
             help="Also write the JSON report to this file ('-': standard output; the table "
-            "then goes to stderr).",
+            "then goes to stderr), for 'ale report --audit'.",
             show_default=False,
         ),
     ] = None,
@@ -115,18 +119,16 @@ def audit(
         raise InputError(
             "--json prints one JSON object on stdout; leave out {param}", param="output_format"
         )
-    to_stdout = _stdout_output(run, report, junit)
+    to_stdout = _stdout_output(run, json_report, junit)
     result = audit_files(summaries, rules, baseline=baseline)
     from datetime import UTC, datetime
 
     created = datetime.now(UTC).isoformat(timespec="seconds")
     data = report_dict(result, created=created)
     outputs: list[str] = []
-    if report is not None:
-        from ale_cli.io.jsonio import dumps
-
-        _write(report, dumps(data).encode("utf-8"))
-        outputs.append(str(report))
+    if json_report is not None:
+        _write(json_report, dumps(data).encode("utf-8"))
+        outputs.append(str(json_report))
     if junit is not None:
         _write(junit, junit_xml(result))
         outputs.append(str(junit))
@@ -206,9 +208,12 @@ def diff_dict(comparisons: list[FeatureComparison], a: str, b: str) -> dict[str,
 
 
 @command(
-    epilog="Example: ale diff out/release-1.json out/release-2.json -o out/plots/diff",
+    epilog="Renamed: --formats is now --format; the old spelling still works in this "
+    "release.\n\n"
+    "Example: ale diff out/release-1.json out/release-2.json -o out/plots/diff",
     outputs={"out": "figures"},
     inputs=("a", "b"),
+    aliases={"--formats": "formats"},  # the old spelling, hidden, for one release
 )
 def diff(
     a: Annotated[Path, typer.Argument(help="First summary (its edges are the common grid).")],
@@ -225,7 +230,7 @@ def diff(
     ] = None,
     features: FeaturesOption = None,
     formats: Annotated[
-        str, typer.Option("--formats", help="Figure formats with -o: png, svg or png,svg.")
+        str, typer.Option("--format", help="Figure formats with -o: png, svg or png,svg.")
     ] = "png",
 ) -> Outcome:
     """Compare two summaries feature by feature on A's edges: the largest absolute

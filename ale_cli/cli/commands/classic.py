@@ -8,6 +8,8 @@ import typer
 
 from ale_cli.cli.command import Outcome, Run, command
 from ale_cli.cli.options import (
+    GROUP_ALIASES,
+    GROUP_ALIASES_NOTE,
     BinsOption,
     BootstrapOption,
     CenterOption,
@@ -30,10 +32,12 @@ if TYPE_CHECKING:
 
 
 @command(
-    epilog="Example: ale classic sample_data/models/diabetes_mlp.pt sample_data/diabetes.csv "
+    epilog=f"{GROUP_ALIASES_NOTE}\n\n"
+    "Example: ale classic sample_data/models/diabetes_mlp.pt sample_data/diabetes.csv "
     "--exclude target --bins 20 -o out/diabetes-mlp-classic.json",
     outputs={"out": "summary"},
     inputs=("model", "data", "edges"),
+    aliases=GROUP_ALIASES,  # old spellings, hidden, for one release
 )
 @model_data_options
 def classic(
@@ -45,8 +49,9 @@ def classic(
         str | None,
         typer.Option(
             "--binning",
-            help="quantile (type-1 quantiles, deduplicated, the default, as ALEPlot and PyALE) "
-            "or uniform (equal widths over [min, max]).",
+            help="quantile (type-1 quantiles, deduplicated; the default here, as ALEPlot and "
+            "PyALE, and in 'ale interact') or uniform (equal widths over [min, max]; the "
+            "default of 'ale rebin').",
             show_default=False,
         ),
     ] = None,

@@ -11,6 +11,7 @@ import typer
 
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.cli.options import (
+    GROUP_ALIASES,
     DiscreteOption,
     EngineOption,
     SchedulerOption,
@@ -55,9 +56,9 @@ StepOption = Annotated[
 PairsOption = Annotated[
     list[str] | None,
     typer.Option(
-        "--pairs",
+        "--pair",
         help="Also cache the mixed derivatives d2f/dx_a dx_b of the pair A,B for "
-        "'ale interact' (repeat for more pairs; needs autodiff).",
+        "'ale interact' (repeat for more pairs, as in 'ale interact'; needs autodiff).",
         show_default=False,
     ),
 ]
@@ -91,10 +92,14 @@ def _store_kind(values: Mapping[str, Any]) -> str:
 
 
 @command(
-    epilog="Example: ale compute sample_data/models/diabetes_mlp.pt "
+    epilog="Renamed: --format (the data file's format) is now --data-format and --pairs is "
+    "now --pair; the old spellings still work in this release.\n\n"
+    "Example: ale compute sample_data/models/diabetes_mlp.pt "
     "sample_data/diabetes.csv --exclude target -o out/diabetes-mlp.npz",
     outputs={"out": _store_kind},
     inputs=("model", "data"),
+    # old spellings, hidden, for one release
+    aliases={**GROUP_ALIASES, "--pairs": "pairs"},
 )
 @model_data_options
 def compute(

@@ -39,8 +39,9 @@ def rebin(
         str | None,
         typer.Option(
             "--binning",
-            help="uniform (equal widths over [min, max], the default) or quantile (type-1 "
-            "quantiles, deduplicated).",
+            help="uniform (equal widths over [min, max]; the default here) or quantile "
+            "(type-1 quantiles, deduplicated; the default of 'ale classic' and 'ale interact', "
+            "as ALEPlot and PyALE).",
             show_default=False,
         ),
     ] = None,

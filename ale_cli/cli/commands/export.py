@@ -26,7 +26,6 @@ def _table_kind(values: Mapping[str, Any]) -> str:
 
 
 @command(
-    name="export",
     outputs={"out": _table_kind},
     inputs=("summary",),
     epilog="Example: ale export out/diabetes-rhale.json -o out/effects.parquet; "

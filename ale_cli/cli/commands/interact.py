@@ -9,6 +9,8 @@ import typer
 
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.cli.options import (
+    GROUP_ALIASES,
+    GROUP_ALIASES_NOTE,
     EdgesOption,
     EngineOption,
     OutOption,
@@ -33,10 +35,12 @@ PairBinsOption = Annotated[
 
 
 @command(
-    epilog="Example: ale interact sample_data/models/diabetes_mlp.pt sample_data/diabetes.csv "
+    epilog=f"{GROUP_ALIASES_NOTE}\n\n"
+    "Example: ale interact sample_data/models/diabetes_mlp.pt sample_data/diabetes.csv "
     "--exclude target --pair s1,s2 --store out/diabetes-mlp.npz -o out/diabetes-mlp-interact.json",
     outputs={"out": "summary"},
     inputs=("model", "data", "store", "edges"),
+    aliases=GROUP_ALIASES,  # old spellings, hidden, for one release
 )
 @model_data_options
 def interact(
@@ -67,8 +71,9 @@ def interact(
         str | None,
         typer.Option(
             "--binning",
-            help="quantile (type-1 quantiles, deduplicated; the default, as ALEPlot) or "
-            "uniform (equal widths over [min, max]).",
+            help="quantile (type-1 quantiles, deduplicated; the default here, as ALEPlot, and "
+            "in 'ale classic') or uniform (equal widths over [min, max]; the default of "
+            "'ale rebin').",
             show_default=False,
         ),
     ] = None,
@@ -77,7 +82,7 @@ def interact(
         Path | None,
         typer.Option(
             "--store",
-            help="Store from 'ale compute --pairs A,B': its mixed derivatives are used when "
+            help="Store from 'ale compute --pair A,B': its mixed derivatives are used when "
             "it was made from the same model, data and options (dale only).",
             show_default=False,
         ),

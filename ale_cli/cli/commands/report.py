@@ -46,7 +46,7 @@ def report(
         Path | None,
         typer.Option(
             "--audit",
-            help="JSON report of 'ale audit --report': the verdict banner and its table.",
+            help="JSON report of 'ale audit --json-report': the verdict banner and its table.",
             show_default=False,
         ),
     ] = None,

@@ -17,7 +17,6 @@ from ale_cli.errors import InputError
     "another 'ale run' holds DIR (without --wait).\n\n"
     "Crontab: 30 2 * * * cd /srv/models && ale run nightly.yaml --quiet\n\n"
     "Example: ale run configs/demo-job.yaml -o out/demo-job",
-    name="run",
 )
 def run_command(
     run: Run,
