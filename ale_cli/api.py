@@ -38,35 +38,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ale_cli import API
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeResult
 from ale_cli.outputs.guard import guard
 from ale_cli.store.npz import Store, read_store
 from ale_cli.summary import model as _summary
-from ale_cli.summary.model import FeatureSummary, Summary, read_summary
+from ale_cli.summary.model import FeatureSummary as FeatureSummary  # exported (API)
+from ale_cli.summary.model import Summary, read_summary
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-__all__ = [
-    "FeatureSummary",
-    "ModelInputs",
-    "Store",
-    "Summary",
-    "classic",
-    "compute",
-    "interact",
-    "plot",
-    "read_store",
-    "read_summary",
-    "rebin",
-    "report",
-    "rhale",
-    "run",
-    "summary_frame",
-    "write_summary",
-]
+__all__ = list(API)  # the one list, kept in ale_cli/__init__.py for its lazy re-export
 
 Names = str | Sequence[str] | None
 

@@ -77,7 +77,7 @@ class Outcome:
     silent : bool
         Print nothing in text mode (``ale run --quiet`` on success: cron mails any output).
     lines_to_stderr : bool
-        ``lines`` go to stderr (stdout carries data: ``ale audit --report -``).
+        ``lines`` go to stderr (stdout carries data: ``ale audit --json-report -``).
     """
 
     command: str

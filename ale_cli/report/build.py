@@ -87,13 +87,13 @@ def _markup(text: str) -> Any:
 
 
 def read_audit(path: str | Path) -> dict[str, Any]:
-    """The JSON report of ``ale audit --report`` (InputError naming the file if it is not)."""
+    """The JSON report of ``ale audit --json-report`` (InputError naming the file if it is not)."""
     from ale_cli.io.jsonio import read_json_file
 
     data = read_json_file(path, "audit report")
     if not isinstance(data, dict) or any(k not in data for k in _AUDIT_KEYS):
         raise InputError(
-            f"'{path}' is not an ale audit report (written by 'ale audit --report'): "
+            f"'{path}' is not an ale audit report (written by 'ale audit --json-report'): "
             f"it needs {', '.join(_AUDIT_KEYS)}"
         )
     return data
@@ -266,7 +266,7 @@ def build_report(
     features table, its curves are drawn with the ``store`` (rug, violins) and
     compared with ``history``. Other first-order summaries add their overview
     figure; interact summaries add heat maps. ``audit`` is a JSON report
-    of ``ale audit --report``; ``history`` a directory of earlier runs
+    of ``ale audit --json-report``; ``history`` a directory of earlier runs
     (:mod:`ale_cli.report.history`) less ``history_exclude``, and less its newest
     run when that holds the main summary itself (the same numbers). With
     ``timestamp=False`` the same inputs give the same bytes.
@@ -318,7 +318,7 @@ def build_report(
 
 
 def _audit_section(audit: str | Path | None) -> dict[str, Any] | None:
-    """The audit report (``ale audit --report``), each check knowing its summary's file."""
+    """The audit report (``ale audit --json-report``), each check knowing its summary's file."""
     if audit is None:
         return None
     data = read_audit(audit)
