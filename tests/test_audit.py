@@ -15,7 +15,7 @@ import xsd_subset
 from typer.testing import CliRunner
 
 from ale_cli.audit import audit_files
-from ale_cli.audit.evaluate import monotonic_dip
+from ale_cli.audit.curves import monotonic_dip
 from ale_cli.audit.report import SCHEMA_PATH, junit_xml
 from ale_cli.audit.rules import parse_rules
 from ale_cli.cli import app

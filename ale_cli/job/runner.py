@@ -39,7 +39,7 @@ from ale_cli import __version__
 from ale_cli.errors import AleError, InputError, RunError
 from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import dumps, read_json_file
-from ale_cli.job import history as entries
+import ale_cli.job.history as entries
 from ale_cli.job.lock import run_lock
 from ale_cli.job.spec import JobError, JobSpec, job_key
 from ale_cli.job.transaction import Staging, recorded_outputs, refuse_foreign, remove_stale
