@@ -35,11 +35,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import ale_cli.job.history as entries
 from ale_cli import __version__
 from ale_cli.errors import AleError, InputError, RunError
 from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import dumps, read_json_file
-import ale_cli.job.history as entries
 from ale_cli.job.lock import run_lock
 from ale_cli.job.spec import JobError, JobSpec, job_key
 from ale_cli.job.transaction import Staging, recorded_outputs, refuse_foreign, remove_stale
