@@ -38,7 +38,9 @@ import typer
 
 from ale_cli import __version__
 from ale_cli.cli.config import config_callback
+from ale_cli.cli.progress import ProgressBars
 from ale_cli.errors import InputError
+from ale_cli.io.jsonio import dumps
 from ale_cli.outputs.guard import guard
 
 #: Written as a file name, ``-`` means standard output (or input).
@@ -120,7 +122,6 @@ class Run:
 
     def progress(self, *labels: str) -> Any:
         """Progress bars on stderr (shown only on a terminal, never with --quiet/--json)."""
-        from ale_cli.cli.progress import ProgressBars
 
         return ProgressBars(*labels, quiet=self.quiet or self.json)
 
@@ -154,8 +155,6 @@ def refuse_stdio(path: Path | str | None, param: str, what: str) -> None:
 def emit(outcome: Outcome, run: Run) -> None:
     """Print an outcome: one JSON object (``--json``) or the notes and the result line."""
     if run.json:
-        from ale_cli.io.jsonio import dumps
-
         typer.echo(dumps(outcome.to_dict()), nl=False)
         return
     if outcome.silent:

@@ -22,11 +22,11 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from ale_cli.errors import InputError
+from ale_cli.io.yamlsafe import load_yaml
 
 
 def load_config(path: Path, command: str, known_commands: set[str]) -> dict[str, Any]:
     """The mapping of option values for ``command`` found in ``path``."""
-    from ale_cli.io.yamlsafe import load_yaml
 
     data = load_yaml(path, "config file")
     if data is None:

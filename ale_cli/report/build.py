@@ -19,9 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 from ale_cli import __version__
 from ale_cli.errors import InputError
+from ale_cli.io.files import atomic_write
+from ale_cli.io.jsonio import read_json_file
+from ale_cli.plot.first_order import feature_figure, overview_figure
+from ale_cli.plot.render import check_store
+from ale_cli.plot.second_order import interaction_figure
+from ale_cli.report.figures import svg_text, trend
 from ale_cli.report.history import FeatureDrift, HistoryRun, feature_drifts, read_history
+from ale_cli.store.npz import read_store, store_sha256
+from ale_cli.summary.build import utc_now
 from ale_cli.summary.compare import summary_statistics
-from ale_cli.summary.model import FeatureSummary, Summary, read_summary
+from ale_cli.summary.model import FeatureSummary, Summary, read_summary, summary_json
 
 if TYPE_CHECKING:
     from ale_cli.store.npz import Store
@@ -88,7 +96,6 @@ def _markup(text: str) -> Any:
 
 def read_audit(path: str | Path) -> dict[str, Any]:
     """The JSON report of ``ale audit --json-report`` (InputError naming the file if it is not)."""
-    from ale_cli.io.jsonio import read_json_file
 
     data = read_json_file(path, "audit report")
     if not isinstance(data, dict) or any(k not in data for k in _AUDIT_KEYS):
@@ -157,9 +164,6 @@ def _feature_rows(
     store: Store | None,
     drifts: dict[str, FeatureDrift],
 ) -> tuple[list[dict[str, Any]], int]:
-    from ale_cli.plot.first_order import feature_figure
-    from ale_cli.report.figures import svg_text, trend
-
     stats = summary_statistics(summary)
     rows = []
     n_figures = 0
@@ -202,9 +206,6 @@ def _feature_rows(
 def _interactions(
     summaries: list[tuple[str, Summary]], store: Store | None
 ) -> list[dict[str, Any]]:
-    from ale_cli.plot.second_order import interaction_figure
-    from ale_cli.report.figures import svg_text
-
     items = []
     for name, summary in summaries:
         for i, item in enumerate(summary.interactions):
@@ -234,8 +235,6 @@ def _load(
     summaries = [(str(p), read_summary(p)) for p in paths]
     if store_path is None:
         return summaries, None
-    from ale_cli.plot.render import check_store
-    from ale_cli.store.npz import read_store, store_sha256
 
     store = read_store(store_path)
     digest = store_sha256(store_path)
@@ -335,8 +334,6 @@ def _first_order_section(
     overviews of the others, and the features that moved most since the last run."""
     if not first_order:
         return [], 0, None, None, [], []
-    from ale_cli.plot.first_order import overview_figure
-    from ale_cli.report.figures import svg_text
 
     main_name, main = first_order[0]
     main_label = f"{main.estimator} ({Path(main_name).name})"
@@ -360,7 +357,6 @@ def _first_order_section(
 def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> list[HistoryRun]:
     """The runs less the newest when it holds this very summary (same numbers, any
     timestamp): ``ale report DIR/rhale.json --history DIR/history`` after ``ale run``."""
-    from ale_cli.summary.model import summary_json
 
     newest = runs[-1].match(Path(name).name, summary)
     if newest is not None and summary_json(newest, timestamp=False) == summary_json(
@@ -371,14 +367,11 @@ def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> li
 
 
 def _now() -> str:
-    from ale_cli.summary.build import utc_now
-
     return utc_now()
 
 
 def write_report(path: str | Path, html: str) -> int:
     """Write the page atomically; its size in bytes."""
-    from ale_cli.io.files import atomic_write
 
     data = html.encode("utf-8")
     with atomic_write(path) as fh:

@@ -11,11 +11,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ale_cli.audit import audit_files
+from ale_cli.audit.report import github_annotations, junit_xml, report_dict, text_table
 from ale_cli.checks import check_choice, names_tuple
 from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio
 from ale_cli.cli.options import FeaturesOption
 from ale_cli.errors import InputError
+from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
+from ale_cli.plot.diff import render_diff
+from ale_cli.summary.compare import compare_summaries
+from ale_cli.summary.model import read_summary
 
 if TYPE_CHECKING:
     from ale_cli.summary.compare import FeatureComparison
@@ -26,7 +32,6 @@ DIFF_FORMATS = ("png", "svg")
 
 def _write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically, or to standard output for ``-``."""
-    from ale_cli.io.files import atomic_write
 
     if is_stdio(path):
         echo_data(data.decode("utf-8"))
@@ -111,8 +116,6 @@ def audit(
     Prints a table (feature, rule, observed, limit, verdict) and exits 0 when
     every error-severity rule passed, 3 when one failed.
     """
-    from ale_cli.audit import audit_files
-    from ale_cli.audit.report import github_annotations, junit_xml, report_dict, text_table
 
     check_choice(output_format, FORMATS, "output_format")
     if run.json and output_format != "text":
@@ -236,8 +239,6 @@ def diff(
     """Compare two summaries feature by feature on A's edges: the largest absolute
     difference of the centered curves, the largest difference in standard errors,
     and the features whose ALED rank changed."""
-    from ale_cli.summary.compare import compare_summaries
-    from ale_cli.summary.model import read_summary
 
     fmts = names_tuple(formats, "formats") or ("png",)
     for fmt in fmts:
@@ -255,8 +256,6 @@ def diff(
     )
     written: list[Path] = []
     if out is not None:
-        from ale_cli.plot.diff import render_diff
-
         written = render_diff(sa, sb, comparisons, out, labels=(str(a), str(b)), formats=fmts)
     headers = ("FEATURE", "MAX |DIFF|", "AT", "MAX Z", "AT", "RANK A->B", "STATUS")
     rows = _diff_rows(comparisons)

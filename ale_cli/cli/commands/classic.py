@@ -26,6 +26,9 @@ from ale_cli.cli.options import (
 )
 from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
+from ale_cli.estimators.bands import Bootstrap
+from ale_cli.estimators.classic import ClassicRequest
+from ale_cli.estimators.classic import classic as run_classic
 
 if TYPE_CHECKING:
     from ale_cli.estimators.inputs import ModelInputs
@@ -77,9 +80,6 @@ def classic(
     --engine dask evaluates the model on the partitions of the data on the workers of a
     Dask cluster (this process reads the columns for the ranges and quantile edges).
     """
-    from ale_cli.estimators.bands import Bootstrap
-    from ale_cli.estimators.classic import ClassicRequest
-    from ale_cli.estimators.classic import classic as run_classic
 
     request = ClassicRequest(
         inputs=inputs,

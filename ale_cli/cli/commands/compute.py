@@ -18,6 +18,10 @@ from ale_cli.cli.options import (
     model_data_options,
 )
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
+from ale_cli.estimators.local_effects import ComputeRequest
+from ale_cli.estimators.local_effects import compute as run_compute
+from ale_cli.estimators.pairs import parse_pairs
+from ale_cli.store.npz import read_meta
 
 if TYPE_CHECKING:
     from ale_cli.estimators.inputs import ModelInputs
@@ -124,9 +128,6 @@ def compute(
     --discrete features also get every row's jumps to the adjacent levels (model
     calls), so rebin and rhale report them per level as classic does.
     """
-    from ale_cli.estimators.local_effects import ComputeRequest
-    from ale_cli.estimators.local_effects import compute as run_compute
-    from ale_cli.estimators.pairs import parse_pairs
 
     request = ComputeRequest(
         inputs=replace(inputs, method=method, step=step),
@@ -192,7 +193,6 @@ def info(
 
     With --json the store's meta is the result's "details.meta".
     """
-    from ale_cli.store.npz import read_meta
 
     refuse_stdio(store, "store", "a store")
     meta = read_meta(store)  # a file, or a directory store's manifest

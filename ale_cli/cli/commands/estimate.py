@@ -22,6 +22,10 @@ from ale_cli.cli.options import (
     TimestampOption,
 )
 from ale_cli.cli.outcomes import summary_outcome
+from ale_cli.estimators.bands import Bootstrap
+from ale_cli.estimators.dale import RebinRequest, RhaleRequest
+from ale_cli.estimators.dale import rebin as run_rebin
+from ale_cli.estimators.dale import rhale as run_rhale
 
 
 @command(
@@ -59,9 +63,6 @@ def rebin(
 
     --bootstrap B adds percentile bands (rows resampled, bins fixed).
     """
-    from ale_cli.estimators.bands import Bootstrap
-    from ale_cli.estimators.dale import RebinRequest
-    from ale_cli.estimators.dale import rebin as run_rebin
 
     refuse_stdio(store, "store", "a store")
     request = RebinRequest(
@@ -120,9 +121,6 @@ def rhale(
     scheduler: SchedulerOption = None,
 ) -> Outcome:
     """RHALE: automatic variable-size bins minimising heterogeneity, from the store."""
-    from ale_cli.estimators.bands import Bootstrap
-    from ale_cli.estimators.dale import RhaleRequest
-    from ale_cli.estimators.dale import rhale as run_rhale
 
     refuse_stdio(store, "store", "a store")
     request = RhaleRequest(

@@ -21,6 +21,8 @@ from ale_cli.cli.options import (
 )
 from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
+from ale_cli.estimators.interact import InteractRequest
+from ale_cli.estimators.interact import interact as run_interact
 
 if TYPE_CHECKING:
     from ale_cli.estimators.inputs import ModelInputs
@@ -97,8 +99,6 @@ def interact(
     --chunk-rows rows at a time; a store (--store) by its own chunks. --engine dask runs
     the model calls on the partitions of the data on the workers of a Dask cluster.
     """
-    from ale_cli.estimators.interact import InteractRequest
-    from ale_cli.estimators.interact import interact as run_interact
 
     refuse_stdio(store, "store", "a store")
     request = InteractRequest(

@@ -9,6 +9,7 @@ import typer
 
 from ale_cli.cli.command import Outcome, Run, command, echo_data, out_message, refuse_stdio
 from ale_cli.cli.options import TimestampOption
+from ale_cli.report import build_report, write_report
 
 ReportOutOption = Annotated[
     Path,
@@ -70,8 +71,6 @@ def report(
     """
     import time
 
-    from ale_cli.report import build_report
-
     for path, param in ((store, "store"), (audit, "audit")):
         if path is not None:
             refuse_stdio(path, param, "a file")
@@ -105,7 +104,6 @@ def report(
 
 def _write(out: Path, html: str, to_stdout: bool) -> int:
     """Write the page to ``out`` (or standard output); its size in bytes."""
-    from ale_cli.report import write_report
 
     if to_stdout:
         echo_data(html)
