@@ -53,6 +53,7 @@ Modules
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 _EXPORTS = {
@@ -72,7 +73,5 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     """Import the submodules on first use, so ``import ale_cli.plot`` costs nothing."""
     if name in _EXPORTS:
-        import importlib
-
         return getattr(importlib.import_module(f"ale_cli.plot.{_EXPORTS[name]}"), name)
     raise AttributeError(f"module 'ale_cli.plot' has no attribute {name!r}")
