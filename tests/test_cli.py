@@ -413,3 +413,15 @@ def test_an_old_spelling_with_its_new_one_is_an_error(cli, tmp_path):
     assert result.stderr == (
         "error: --data-format and --format (its old spelling) are both given; give --data-format\n"
     )
+
+
+def test_a_config_key_in_an_old_spelling_sets_the_option_and_a_flag_wins(cli, tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("compute:\n  format: xls\n")
+    args = ("compute", "m.pt", tmp_path / "d.csv", "-o", tmp_path / "s.npz", "--config", config)
+    from_file = cli(*args)
+    assert from_file.exit_code == 2
+    assert from_file.stderr.startswith("error: --data-format ") and "'xls'" in from_file.stderr
+    flag = cli(*args, "--data-format", "ods")
+    assert flag.exit_code == 2
+    assert flag.stderr.startswith("error: --data-format ") and "'ods'" in flag.stderr

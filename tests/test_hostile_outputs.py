@@ -491,16 +491,14 @@ def test_every_output_option_is_declared():
     """Every path parameter of every command is a declared output or input (an old
     spelling, through the parameter it now spells); each command with outputs has --force."""
     from ale_cli.cli import registry
-    from ale_cli.cli.command import ALIAS
+    from ale_cli.cli.config import ALIAS
 
     commands = _commands()
     assert list(commands) == list(registry.COMMANDS)
     outputs = set()
     for name, command in commands.items():
         declared = registry.load(name)
-        spelt = {
-            ALIAS + old.lstrip("-").replace("-", "_"): new for old, new in declared.aliases.items()
-        }
+        spelt = {ALIAS + new: new for new in declared.aliases.values()}
         names = {p.name for p in command.params}
         for param in command.params:
             if not _is_path(param) or param.name == "config" or (name, param.name) in DELEGATED:

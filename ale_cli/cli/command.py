@@ -37,7 +37,7 @@ from typing import Annotated, Any, get_args, get_origin
 import typer
 
 from ale_cli import __version__
-from ale_cli.cli.config import config_callback
+from ale_cli.cli.config import ALIAS, config_callback
 from ale_cli.cli.progress import ProgressBars
 from ale_cli.errors import InputError
 from ale_cli.io.jsonio import dumps
@@ -311,10 +311,6 @@ class Command:
     aliases: Mapping[str, str] = field(default_factory=dict)
 
 
-#: The prefix of the parameter an old spelling (``aliases``) is read into.
-ALIAS = "alias__"
-
-
 def command(
     *,
     epilog: str,
@@ -361,7 +357,7 @@ def command(
                 raise typer.Exit(outcome.exit_code)
             return 0
 
-        extra = [_alias_param(flag, params[name]) for flag, name in old.items()]
+        extra = [_alias_param(flag, name, params[name]) for flag, name in old.items()]
         extra += _COMMON
         if declared.outputs and not own_force:
             extra.insert(0, _FORCE)
@@ -370,13 +366,14 @@ def command(
     return declare
 
 
-def _alias_param(flag: str, target: inspect.Parameter) -> inspect.Parameter:
-    """The hidden option ``flag`` of the type of ``target`` (an old spelling of it)."""
+def _alias_param(flag: str, name: str, target: inspect.Parameter) -> inspect.Parameter:
+    """The hidden option ``flag`` of the type of parameter ``name`` (an old spelling of it),
+    read into the parameter ``ALIAS + name``."""
     kind = target.annotation
     if get_origin(kind) is Annotated:
         kind = get_args(kind)[0]
     return inspect.Parameter(
-        ALIAS + flag.lstrip("-").replace("-", "_"),
+        ALIAS + name,
         inspect.Parameter.KEYWORD_ONLY,
         default=None,
         annotation=Annotated[kind | None, typer.Option(flag, hidden=True, show_default=False)],
@@ -388,7 +385,7 @@ def _take_aliases(
 ) -> None:
     """Move each old spelling's value to its parameter; both given is an InputError."""
     for flag, name in aliases.items():
-        value = kw.pop(ALIAS + flag.lstrip("-").replace("-", "_"), None)
+        value = kw.pop(ALIAS + name, None)
         if value is None or value == []:
             continue
         if kw.get(name) not in (None, [], params[name].default):

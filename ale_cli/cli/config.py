@@ -24,6 +24,10 @@ from typing import Any
 from ale_cli.errors import InputError
 from ale_cli.io.yamlsafe import load_yaml
 
+#: The prefix of the parameter an old spelling of option NAME is read into (``ALIAS +
+#: NAME``); a config key naming the old spelling sets NAME itself.
+ALIAS = "alias__"
+
 
 def load_config(path: Path, command: str, known_commands: set[str]) -> dict[str, Any]:
     """The mapping of option values for ``command`` found in ``path``."""
@@ -56,19 +60,20 @@ def config_callback(ctx: Any, param: Any, value: Path | None) -> Path | None:
     raw = load_config(Path(value), ctx.info_name or command.name, known_commands)
     # a key may be the flag's long name ("format", "batch-size") or the parameter's name
     params: dict[str, Any] = {}
+    by_name = {p.name: p for p in command.params}
     for p in command.params:
         if p.name in ("config", "help", "version"):
             continue
-        params[p.name] = p
+        target = by_name.get(p.name.removeprefix(ALIAS), p)  # an old spelling: its option
+        params.setdefault(target.name, target)
         for opt in getattr(p, "opts", ()):
             if opt.startswith("--"):
-                params[opt[2:].replace("-", "_")] = p
+                params[opt[2:].replace("-", "_")] = target
     defaults: dict[str, Any] = {}
     for key, item in raw.items():
         target = params.get(key.replace("-", "_"))
         if target is None:
-            shown = {p for p in params.values() if not getattr(p, "hidden", False)}
-            known = ", ".join(sorted(_display_name(p) for p in shown))
+            known = ", ".join(sorted(_display_name(p) for p in set(params.values())))
             raise InputError(
                 f"config file '{value}': unknown key '{key}' for 'ale {ctx.info_name}' "
                 f"(known: {known})"
