@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command
+from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
-    GROUP_ALIASES,
-    GROUP_ALIASES_NOTE,
     BinsOption,
     BootstrapOption,
     CenterOption,
@@ -22,16 +21,13 @@ from ale_cli.cli.options import (
     SchedulerOption,
     SeedOption,
     TimestampOption,
-    model_data_options,
 )
 from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.estimators.bands import Bootstrap
 from ale_cli.estimators.classic import ClassicRequest
 from ale_cli.estimators.classic import classic as run_classic
-
-if TYPE_CHECKING:
-    from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.inputs import ModelInputs
 
 
 @command(

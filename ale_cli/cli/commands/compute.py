@@ -5,27 +5,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.model_options import GROUP_ALIASES, model_data_options
 from ale_cli.cli.options import (
-    GROUP_ALIASES,
     DiscreteOption,
     EngineOption,
     SchedulerOption,
-    model_data_options,
 )
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
+from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeRequest
 from ale_cli.estimators.local_effects import compute as run_compute
 from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.store.npz import read_meta
-
-if TYPE_CHECKING:
-    from ale_cli.estimators.inputs import ModelInputs
-
 
 StoreOutOption = Annotated[
     Path,

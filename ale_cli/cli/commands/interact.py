@@ -3,30 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
-    GROUP_ALIASES,
-    GROUP_ALIASES_NOTE,
     EdgesOption,
     EngineOption,
     OutOption,
     ReadChunkOption,
     SchedulerOption,
     TimestampOption,
-    model_data_options,
 )
 from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
+from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.interact import InteractRequest
 from ale_cli.estimators.interact import interact as run_interact
-
-if TYPE_CHECKING:
-    from ale_cli.estimators.inputs import ModelInputs
-
 
 PairBinsOption = Annotated[
     int | None,
