@@ -22,10 +22,8 @@ from ale_cli.cli.options import (
     TimestampOption,
 )
 from ale_cli.cli.outcomes import summary_outcome
+from ale_cli.estimators import dale
 from ale_cli.estimators.bands import Bootstrap
-from ale_cli.estimators.dale import RebinRequest, RhaleRequest
-from ale_cli.estimators.dale import rebin as run_rebin
-from ale_cli.estimators.dale import rhale as run_rhale
 
 
 @command(
@@ -65,7 +63,7 @@ def rebin(
     """
 
     refuse_stdio(store, "store", "a store")
-    request = RebinRequest(
+    request = dale.RebinRequest(
         store=store,
         bins=bins,
         binning=binning,
@@ -76,7 +74,7 @@ def rebin(
         engine=engine,
         scheduler=scheduler,
     )
-    return summary_outcome("rebin", run_rebin(request), out, timestamp, run)
+    return summary_outcome("rebin", dale.rebin(request), out, timestamp, run)
 
 
 @command(
@@ -123,7 +121,7 @@ def rhale(
     """RHALE: automatic variable-size bins minimising heterogeneity, from the store."""
 
     refuse_stdio(store, "store", "a store")
-    request = RhaleRequest(
+    request = dale.RhaleRequest(
         store=store,
         max_bins=max_bins,
         min_points=min_points,
@@ -135,4 +133,4 @@ def rhale(
         engine=engine,
         scheduler=scheduler,
     )
-    return summary_outcome("rhale", run_rhale(request), out, timestamp, run)
+    return summary_outcome("rhale", dale.rhale(request), out, timestamp, run)
