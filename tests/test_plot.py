@@ -960,7 +960,6 @@ def test_cli_import_does_not_import_matplotlib():
 @pytest.mark.parametrize(
     "module",
     [
-        "ale_cli.plot.first_order",
         "ale_cli.plot.layout",
         "ale_cli.plot.marks",
         "ale_cli.plot.second_order",
