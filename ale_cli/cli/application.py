@@ -30,10 +30,9 @@ import typer
 from typer._click import exceptions as click_errors
 from typer.core import TyperGroup
 
-from ale_cli import __version__
 from ale_cli.cli import registry
 from ale_cli.cli.coercion import install
-from ale_cli.cli.command import flag_of
+from ale_cli.cli.command import VersionOption, flag_of
 from ale_cli.errors import AleError
 from ale_cli.signals import EXIT_INTERRUPTED, Terminated, arrived, sigterm_raises
 
@@ -214,24 +213,6 @@ app = typer.Typer(
 )
 
 
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(f"ale {__version__}")
-        raise typer.Exit(0)
-
-
 @app.callback()
-def _root(
-    version: bool = typer.Option(
-        False,
-        "--version",
-        help="Print the version and exit.",
-        is_eager=True,
-        callback=_print_version,
-    ),
-) -> None:
-    """Accumulated Local Effects for trained models.
-
-    compute the local effects once (the expensive step), then re-bin, run RHALE
-    and plot from the cached store in milliseconds.
-    """
+def _root(version: VersionOption = False) -> None:
+    """The ``ale`` group: its help is the application's (above)."""
