@@ -1,14 +1,14 @@
 """How ``ale`` coerces option values: plain values without pydantic, floats finite.
 
 typer (pinned exactly in pyproject.toml: this module uses its private coercion API)
-coerces every value through a pydantic adapter built per parameter. Importing pydantic
-and building the adapters of one command costs more than a tenth of every run: measured
-on one machine, CPU time (user + sys) of ``ale --help`` 0.82 s with this module and
-1.11 s without, of ``ale rhale`` on a small store 0.98 s and 1.53 s (medians of 10
-runs each). :func:`install` hands plain values to :class:`PlainRuntime` instead, and makes
-every float parameter refuse NaN and infinities (:class:`FiniteRuntime`).
-``tests/test_cli.py`` holds the contract: the typer version, the private names used
-here, and equal results to typer's own coercion wherever the plain one applies.
+coerces every value through a pydantic adapter built per parameter; importing
+pydantic and building the adapters of one command costs a third or more of the CPU
+time of ``ale --help`` and of ``ale rhale`` on a small store (measure it by replacing
+:func:`install` with a no-op). :func:`install` hands plain values to
+:class:`PlainRuntime` instead, and makes every float parameter refuse NaN and
+infinities (:class:`FiniteRuntime`). ``tests/test_cli.py`` holds the contract: the
+typer version, the private names used here, and equal results to typer's own
+coercion wherever the plain one applies.
 """
 
 from __future__ import annotations
