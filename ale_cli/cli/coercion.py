@@ -2,9 +2,9 @@
 
 typer (pinned exactly in pyproject.toml: this module uses its private coercion API)
 coerces every value through a pydantic adapter built per parameter; importing
-pydantic and building the adapters of one command costs a third or more of the CPU
-time of ``ale --help`` and of ``ale rhale`` on a small store (measure it by replacing
-:func:`install` with a no-op). :func:`install` hands plain values to
+pydantic and building the adapters of one command adds about a third to the CPU time
+of ``ale --help`` and a half to that of ``ale rhale`` on a small store (measure it by
+replacing :func:`install` with a no-op). :func:`install` hands plain values to
 :class:`PlainRuntime` instead, and makes every float parameter refuse NaN and
 infinities (:class:`FiniteRuntime`). ``tests/test_cli.py`` holds the contract: the
 typer version, the private names used here, and equal results to typer's own
