@@ -74,7 +74,7 @@ class PlainRuntime:
 
     def _typer(self) -> Any:
         if self.inner is None:
-            from typer._coercion import build_runtime_param
+            from typer._coercion import build_runtime_param  # imports pydantic: only here
 
             self.inner = build_runtime_param(self.param.type_descriptor)
         return self.inner

@@ -6,6 +6,7 @@ matplotlib to draw).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -124,8 +125,6 @@ def audit(
         )
     to_stdout = _stdout_output(run, json_report, junit)
     result = audit_files(summaries, rules, baseline=baseline)
-    from datetime import UTC, datetime
-
     created = datetime.now(UTC).isoformat(timespec="seconds")
     data = report_dict(result, created=created)
     outputs: list[str] = []

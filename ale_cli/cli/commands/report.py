@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -69,8 +70,6 @@ def report(
     Nothing on the page is fetched from elsewhere (inline SVG, CSS and script);
     it opens offline and prints.
     """
-    import time
-
     for path, param in ((store, "store"), (audit, "audit")):
         if path is not None:
             refuse_stdio(path, param, "a file")
