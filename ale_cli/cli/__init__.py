@@ -12,8 +12,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ale_cli.io.allocator import keep_freed_memory
-
 __all__ = ["COMMAND_MODULES", "app", "invoked_app", "load_commands", "main"]
 
 #: Each command and the module of ``ale_cli.cli`` that registers it, in the order of
@@ -54,7 +52,6 @@ def __getattr__(name: str) -> Any:
 def main(app: Any = None) -> None:
     """Run ``app`` (default: :func:`invoked_app`) on ``sys.argv``; end the process quickly
     (:func:`_exit`)."""
-    keep_freed_memory()  # freed numpy buffers are reused, not page-faulted in again
     if app is None:
         app = invoked_app()
     try:
