@@ -108,7 +108,7 @@ def _onnx_input_names(model: Path) -> tuple[str, ...] | None:
     onnx cannot read, which the adapter reports when it loads the model)."""
     import onnx
 
-    from ale_cli.models.onnx_model import column_inputs
+    from ale_cli.models.onnx_graph import column_inputs
 
     try:
         proto = onnx.load(str(model), load_external_data=False)

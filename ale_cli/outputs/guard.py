@@ -39,7 +39,7 @@ from pathlib import Path
 from ale_cli.errors import InputError
 from ale_cli.io.files import what_is
 from ale_cli.outputs import figures
-from ale_cli.outputs.tables import is_csv_export
+from ale_cli.summary.table import HEADERS
 
 #: Written as a file name, ``-`` means standard output.
 STDIO = "-"
@@ -161,6 +161,21 @@ def is_store_directory(path: Path) -> bool:
     from ale_cli.store.parts import is_part_store
 
     return is_part_store(path)
+
+
+def is_csv_export(path: Path) -> bool:
+    """True when the first line of ``path`` is a header row ``ale export`` writes.
+
+    >>> from ale_cli.summary.table import table_columns
+    >>> ",".join(table_columns(["edge", "bin"])) in HEADERS
+    True
+    """
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(4096)
+    except OSError:
+        return False
+    return first.rstrip(b"\r\n").decode("utf-8", "replace") in HEADERS
 
 
 def is_parquet_export(path: Path) -> bool:

@@ -19,7 +19,7 @@ class TableFormat(StrEnum):
 
 def _table_kind(values: Mapping[str, Any]) -> str:
     """The output kind of -o: a CSV or a Parquet export, by --format or the extension."""
-    from ale_cli.summary.export import table_format
+    from ale_cli.outputs.tables import table_format
 
     fmt = values.get("fmt")
     return "table-" + table_format(values["out"], fmt.value if fmt is not None else None)
@@ -67,7 +67,7 @@ def export(
     no rows and are counted in the result line, which goes to stderr (stdout carries only
     the table).
     """
-    from ale_cli.summary.export import export_summary
+    from ale_cli.outputs.tables import export_summary
 
     run.claim_stdout(out, "out")
     result = export_summary(summary, out, fmt=fmt.value if fmt is not None else None)
