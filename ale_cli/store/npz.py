@@ -77,9 +77,9 @@ import numpy as np
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import loads, to_jsonable
+from ale_cli.store.layout import check_finite, load_npz, validate_npz
 from ale_cli.store.meta import meta_problem
 from ale_cli.store.verify import Archive, DamagedStore
-from ale_cli.summary.validate import check_finite, load_npz, validate_npz
 
 if TYPE_CHECKING:
     from concurrent.futures import Future

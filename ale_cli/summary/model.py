@@ -76,6 +76,7 @@ from ale_cli import __version__
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps, float_array, read_json_file
+from ale_cli.summary.validate import SCHEMA_PATH as SCHEMA_PATH  # the summary's JSON Schema
 from ale_cli.summary.validate import validate_summary
 
 if TYPE_CHECKING:
@@ -84,7 +85,6 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 ESTIMATORS = ("dale", "rhale", "ale")
 STATUSES = ("ok", "not_estimable")
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "summary.schema.json"
 
 _FLOAT_BIN = ("bin_effect", "bin_std", "bin_stderr")
 _FLOAT_EDGE = ("effect", "std", "stderr")
