@@ -140,15 +140,16 @@ def is_junit(path: Path) -> bool:
 
 
 def is_store(path: Path) -> bool:
-    """A local-effects store file whose meta reads and checks; one of ours whose meta is
-    intact but whose members are damaged counts too (compute recomputes it)."""
-    from ale_cli.store.npz import read_meta  # numpy and the store reader: only here
+    """A local-effects store file whose zip structure and meta read and check (its arrays
+    are not read: one of ours whose members are damaged counts too, compute recomputes
+    it)."""
+    from ale_cli.store.npz import store_meta  # numpy and the store reader: only here
     from ale_cli.store.verify import DamagedStore
 
     if not path.is_file():
         return False
     try:
-        read_meta(path)
+        store_meta(path)
     except DamagedStore:
         return True
     except InputError:
