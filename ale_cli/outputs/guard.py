@@ -140,9 +140,9 @@ def is_junit(path: Path) -> bool:
 
 
 def is_store(path: Path) -> bool:
-    """A local-effects store file whose zip structure and meta read and check (its arrays
-    are not read: one of ours whose members are damaged counts too, compute recomputes
-    it)."""
+    """A local-effects store file whose meta and layout read and check (its row arrays'
+    bytes are not read; one of ours whose members are damaged counts too: compute
+    recomputes it)."""
     from ale_cli.store.npz import store_meta  # numpy and the store reader: only here
     from ale_cli.store.verify import DamagedStore
 

@@ -100,6 +100,7 @@ META_KEYS = (
     "n_rows",
     "timings",
     "cache_key",
+    "content_sha256",  # DIGEST: the store's identity, recorded when it is written
 )
 PAIRS = "pairs"
 MIXED = "mixed_derivatives"
@@ -115,7 +116,7 @@ DIGEST = "content_sha256"
 
 class _Columns:
     """Where a store's named columns are: shared by :class:`Store` (in memory) and
-    :class:`StoreFile` (read chunk by chunk)."""
+    :class:`~ale_cli.store.reader.StoreFile` (read chunk by chunk)."""
 
     feature_names: tuple[str, ...]
     input_names: tuple[str, ...]

@@ -81,9 +81,10 @@ def read_meta(path: str | Path) -> dict[str, Any]:
 
 
 def store_meta(path: str | Path) -> dict[str, Any]:
-    """The meta of a store, its arrays not read: what says ``path`` is a store ``ale``
-    wrote (a file's zip structure and meta member; a directory store's manifest and
-    the structure of its parts)."""
+    """The meta of a store, its row arrays not read: what says ``path`` is a store
+    ``ale`` wrote (a file's zip structure, small members, headers and layout,
+    :func:`~ale_cli.store.reader.peek_meta`; a directory store's manifest and parts
+    likewise)."""
     path = Path(path)
     return open_part_store(path).meta if path.is_dir() else peek_meta(path)
 

@@ -84,10 +84,13 @@ def read_file_meta(path: Path) -> dict[str, Any]:
 
 
 def peek_meta(path: Path) -> dict[str, Any]:
-    """The meta of a store file, after checking its zip structure and its meta member
-    only (what says the file is a store ``ale`` wrote; its arrays are not read)."""
+    """The meta of a store file, after checking its zip structure, its small members,
+    every member's ``.npy`` header and the layout they make (what says the file is a
+    store ``ale`` wrote; the row arrays' bytes are not read)."""
     with _open(path) as npz:
-        return _parse_meta(path, npz)
+        meta = _parse_meta(path, npz)
+        validate_npz(path, npz, meta, full=False)
+    return meta
 
 
 def file_sha256(path: Path) -> str:
