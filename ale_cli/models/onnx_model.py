@@ -31,7 +31,9 @@ from ale_cli.models.base import (
     failure_reason,
     feature_indices,
 )
+from ale_cli.models.mixed import mixed_partials
 from ale_cli.models.onnx_graph import RTOL, OnnxGraph, check_graph
+from ale_cli.models.onnx_torch import UnsupportedGraph, translate
 from ale_cli.models.profile import DataProfile
 
 #: Rows per forward+backward call on the torch path (as for TorchScript).
@@ -57,7 +59,6 @@ def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> M
     """Translate the graph to torch and check it against onnxruntime on up to
     :data:`CHECK_ROWS` rows of X; fall back to finite differences (or, with
     ``method="autodiff"``, refuse) when either fails."""
-    from ale_cli.models.onnx_torch import UnsupportedGraph, translate
 
     def fall_back(reason: str, check: dict[str, Any] | None = None) -> MethodChoice:
         if method == "autodiff":
@@ -216,8 +217,6 @@ class OnnxModel:
     ) -> np.ndarray:
         """``d2f / dx_a dx_b`` at every row for each pair (a, b), shape (P, N), through the
         torch translation (see :func:`ale_cli.models.mixed.mixed_partials`)."""
-        from ale_cli.models.mixed import mixed_partials
-
         torch_graph = self.choice.torch_graph
         if torch_graph is None:
             raise ModelError(
