@@ -49,7 +49,7 @@ def _finite_integer(_checker: Any, value: Any) -> bool:
 @lru_cache(maxsize=1)
 def _validator() -> Any:
     """A Draft 2020-12 validator of the summary schema whose numbers are finite and whose
-    ``items`` keyword checks a list of plain values (:func:`_plain_items`) in one loop."""
+    ``items`` keyword checks a list of plain values (:class:`_Plain`) at once."""
     import jsonschema
 
     base = jsonschema.Draft202012Validator
