@@ -17,7 +17,7 @@ from ale_cli import __version__
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.outputs.guard import PARQUET_KEY, TOOL
-from ale_cli.summary.export import STDIO, export_table
+from ale_cli.summary.export import STDIO, ExportTable, export_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -116,29 +116,11 @@ def _marked_arrow_table(frame: pd.DataFrame) -> Any:
 
 
 @dataclass(frozen=True)
-class ExportResult:
-    """What :func:`export_summary` wrote.
+class ExportResult(ExportTable):
+    """What :func:`export_summary` wrote: the table and its format, ``"csv"`` or
+    ``"parquet"``."""
 
-    Attributes
-    ----------
-    fmt : str
-        ``"csv"`` or ``"parquet"``.
-    rows : dict of str to int
-        Rows per exported feature (or pair ``"a,b"``), in the summary's order.
-    not_estimable : tuple of str
-        Features and pairs left out because they are not estimable.
-    frame : pandas.DataFrame
-        The table written.
-    """
-
-    fmt: str
-    rows: dict[str, int]
-    not_estimable: tuple[str, ...]
-    frame: pd.DataFrame
-
-    @property
-    def n_rows(self) -> int:
-        return int(len(self.frame))
+    fmt: str = "csv"
 
 
 def export_summary(
@@ -156,6 +138,4 @@ def export_summary(
     fmt = table_format(out, fmt)
     table = export_table(source, stdin=stdin)
     write_table(table.frame, out, fmt, stdout=stdout)
-    return ExportResult(
-        fmt=fmt, rows=table.rows, not_estimable=table.not_estimable, frame=table.frame
-    )
+    return ExportResult(table.frame, table.rows, table.not_estimable, fmt=fmt)

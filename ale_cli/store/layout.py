@@ -46,10 +46,6 @@ _REQUIRED = (*_FLOAT_ARRAYS, *_TEXT_ARRAYS)
 # -- stores ------------------------------------------------------------------------------------
 
 
-def _member(name: str) -> str:
-    return name[:-4] if name.endswith(".npy") else name
-
-
 def _layout(
     path: Path, specs: Mapping[str, tuple[tuple[int, ...], np.dtype]], meta: Mapping[str, Any]
 ) -> None:

@@ -20,16 +20,13 @@ from ale_cli.store.format import (
     DIGEST,
     FINE_EDGES,
     FINE_OFFSETS,
-    LEVEL_ARRAYS,
     META_KEYS,
     MIXED,
     PAIRS,
-    REQUIRED_ARRAYS,
     ROW_ARRAYS,
     SCHEMA_VERSION,
     Store,
     cache_key,
-    chunk_entry,
 )
 from ale_cli.store.parts import open_part_store, read_part_meta, read_part_store
 from ale_cli.store.parts import store_sha256 as part_store_sha256
@@ -40,7 +37,6 @@ from ale_cli.store.reader import (
     peek_meta,
     read_file_meta,
     read_file_store,
-    recorded_prediction,
 )
 from ale_cli.store.writer import StoreWriter, write_store
 
@@ -48,23 +44,19 @@ __all__ = [
     "DIGEST",
     "FINE_EDGES",
     "FINE_OFFSETS",
-    "LEVEL_ARRAYS",
     "META_KEYS",
     "MIXED",
     "PAIRS",
-    "REQUIRED_ARRAYS",
     "ROW_ARRAYS",
     "SCHEMA_VERSION",
     "Store",
     "StoreFile",
     "StoreWriter",
     "cache_key",
-    "chunk_entry",
     "iter_store_chunks",
     "open_store",
     "read_meta",
     "read_store",
-    "recorded_prediction",
     "store_meta",
     "store_sha256",
     "write_store",
