@@ -140,16 +140,16 @@ def is_junit(path: Path) -> bool:
 
 
 def is_store(path: Path) -> bool:
-    """A local-effects store file whose meta and layout read and check (its row arrays'
-    bytes are not read; one of ours whose members are damaged counts too: compute
-    recomputes it)."""
-    from ale_cli.store.npz import store_meta  # numpy and the store reader: only here
+    """A local-effects store file that opens as every reader opens it (its meta and layout:
+    the row arrays' bytes are not read); one of ours whose members are damaged counts too
+    (compute recomputes it)."""
+    from ale_cli.store.npz import open_store  # numpy and the store reader: only here
     from ale_cli.store.verify import DamagedStore
 
     if not path.is_file():
         return False
     try:
-        store_meta(path)
+        open_store(path)
     except DamagedStore:
         return True
     except InputError:

@@ -34,7 +34,6 @@ from ale_cli.store.reader import (
     StoreFile,
     file_sha256,
     open_file_store,
-    peek_meta,
     read_file_meta,
     read_file_store,
 )
@@ -57,7 +56,6 @@ __all__ = [
     "open_store",
     "read_meta",
     "read_store",
-    "store_meta",
     "store_sha256",
     "write_store",
 ]
@@ -70,15 +68,6 @@ def read_meta(path: str | Path) -> dict[str, Any]:
     (:class:`~ale_cli.store.verify.DamagedStore` when its meta is intact)."""
     path = Path(path)
     return read_part_meta(path) if path.is_dir() else read_file_meta(path)
-
-
-def store_meta(path: str | Path) -> dict[str, Any]:
-    """The meta of a store, its row arrays not read: what says ``path`` is a store
-    ``ale`` wrote (a file's zip structure, small members, headers and layout,
-    :func:`~ale_cli.store.reader.peek_meta`; a directory store's manifest and parts
-    likewise)."""
-    path = Path(path)
-    return open_part_store(path).meta if path.is_dir() else peek_meta(path)
 
 
 def read_store(path: str | Path) -> Store:

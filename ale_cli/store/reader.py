@@ -83,16 +83,6 @@ def read_file_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-def peek_meta(path: Path) -> dict[str, Any]:
-    """The meta of a store file, after checking its zip structure, its small members,
-    every member's ``.npy`` header and the layout they make (what says the file is a
-    store ``ale`` wrote; the row arrays' bytes are not read)."""
-    with _open(path) as npz:
-        meta = _parse_meta(path, npz)
-        validate_npz(path, npz, meta, full=False)
-    return meta
-
-
 def file_sha256(path: Path) -> str:
     """A store file's identity: the digest its meta records (``content_sha256``), after
     comparing it with the archive's listing of its members (names, CRC-32s and sizes:
