@@ -5,7 +5,6 @@ object (``meta.model`` given as a path) or text where it writes numbers."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +18,6 @@ _META_LISTS = (
 )  # fmt: skip
 _META_TEXT = ("created", "method", "cache_key", "layout", "content_sha256")
 _NAME_LISTS = ("feature_names", "features", "inputs", "categorical_features")
-_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 def _count(value: Any) -> bool:
@@ -64,9 +62,6 @@ def meta_problem(meta: Mapping[str, Any]) -> str | None:
         if (meta.get("data") or {}).get(field) is not None:
             if not _count(meta["data"][field]):
                 return f"'data.{field}' is not a count of rows"
-    digest = meta.get("content_sha256")
-    if digest is not None and not _HEX.fullmatch(digest):
-        return "'content_sha256' is not a sha256 digest"
     return _chunks_problem(meta.get("chunks"))
 
 

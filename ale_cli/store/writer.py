@@ -55,7 +55,6 @@ def write_store(path: str | Path, store: Store) -> str:
         raise ValueError("store feature names are not among its input names")
     # the keys every reader checks, filled in for stores built by hand (tests, the API)
     meta = {"schema_version": SCHEMA_VERSION, "n_rows": n} | store.meta
-    json.dumps(to_jsonable(meta), allow_nan=False)  # a meta JSON cannot hold: before writing
     arrays = {
         "X": np.ascontiguousarray(store.X, dtype=np.float64),
         "local_effects": np.ascontiguousarray(store.local_effects, dtype=np.float64),
