@@ -24,9 +24,7 @@ chunk (32k stacked rows per call), every feature sharing the chunk's stack (one
 copy, then one column moved and put back from classic's own feature rows per
 feature); the differences go straight into one row per feature, and the bins'
 statistics of the slopes are those of the differences divided by the bin
-widths (no division pass over the rows). The ale command and these benchmarks
-raise glibc's allocator thresholds (ale_cli.io.allocator), without which every
-100k-row temporary is page-faulted in again.
+widths (no division pass over the rows).
 
 Measured on 2 shared cores, whose speed varies by 20-30% within seconds
 (hence the paired ratios). 2026-11-22 (reference 250-388 ms): the MLP's median
@@ -70,7 +68,6 @@ from bench_formats import best_of, hgb_data
 
 from ale_cli.core.binning import assign, quantile_bins, quantile_edges
 from ale_cli.estimators.classic import classic_features
-from ale_cli.io.allocator import keep_freed_memory
 from ale_cli.models import Columns, LoadOptions, load_model
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.models.scikit import SklearnModel
@@ -176,7 +173,6 @@ def hgb() -> None:
 
 
 def main() -> None:
-    print(f"allocator thresholds raised (as the ale command does): {keep_freed_memory()}")
     mlp()
     print()
     hgb()

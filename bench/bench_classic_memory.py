@@ -5,9 +5,9 @@ file in row groups of 65536 rows, 256 MB of values), every input explained with
 20 quantile bins (2 x 32 model evaluations per row). The model is a cheap float64
 TorchScript function, tanh(x w) + 0.1 x_0 x_1, so the run measures ale's own
 memory rather than a network's. Each variant runs in a fresh process
-(:func:`ale_cli.estimators.classic.classic`, the library call behind the command, after the
-allocator settings the ``ale`` command makes); the peak RSS is that process's
-VmHWM, the baseline its RSS after the imports (torch included) before the run.
+(:func:`ale_cli.estimators.classic.classic`, the library call behind the command);
+the peak RSS is that process's VmHWM, the baseline its RSS after the imports
+(torch included) before the run.
 
 - whole table (``chunk_rows=None``): the table, its per-feature copy and the
   (F, N) differences are in memory at once, so the peak grows with N;
@@ -121,10 +121,8 @@ def child(model: str, data: str, chunk_rows: str, out: str) -> None:
 
     from ale_cli.estimators.classic import ClassicRequest, classic
     from ale_cli.estimators.inputs import ModelInputs
-    from ale_cli.io.allocator import keep_freed_memory
     from ale_cli.summary.model import write_summary
 
-    keep_freed_memory()
     baseline = _status("VmRSS")
     t0 = time.perf_counter()
     rows = None if chunk_rows == "whole" else int(chunk_rows)

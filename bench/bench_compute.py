@@ -19,8 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ale_cli.io.allocator import keep_freed_memory
-
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "sample_data" / "models" / "diabetes_mlp.pt"
 N_ROWS = 100_000
@@ -56,7 +54,6 @@ def make_data(folder: Path) -> tuple[Path, np.ndarray]:
 
 
 def main() -> None:
-    keep_freed_memory()  # as the ale command does (ale_cli.io.allocator)
     import torch
 
     from ale_cli.models import Columns, LoadOptions, load_model

@@ -25,7 +25,6 @@ import numpy as np
 
 from ale_cli.core.rhale import default_min_points
 from ale_cli.estimators.dale import rebin_features, rhale_features
-from ale_cli.io.allocator import keep_freed_memory
 from ale_cli.store.npz import Store, write_store
 
 N, D, BINS, REPEAT = 100_000, 32, 20, 7
@@ -77,7 +76,6 @@ def command_time(args: list[str], repeat: int = 3) -> tuple[float, bool]:
 
 
 def main() -> int:
-    keep_freed_memory()  # as the ale command does (ale_cli.io.allocator)
     rng = np.random.default_rng(0)
     X, E, names = synthetic(rng)
 

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.io.allocator import keep_freed_memory
 from ale_cli.models import Columns, LoadOptions, load_model
 from ale_cli.models import finite_diff as fd
 from ale_cli.models.scikit import SklearnModel
@@ -129,7 +128,6 @@ def chunk_sweep(n: int, d: int, sizes: tuple[int, ...]) -> None:
 
 
 def main() -> None:
-    keep_freed_memory()  # as the ale command does (ale_cli.io.allocator)
     onnx_mlp(20_000 if QUICK else 100_000)
     print()
     hgb_ratio(20_000 if QUICK else 100_000, 8)

@@ -22,7 +22,6 @@ import numpy as np
 from ale_cli.core.binning import assign, quantile_edges
 from ale_cli.core.second_order import second_order_effect
 from ale_cli.estimators.interact import second_differences
-from ale_cli.io.allocator import keep_freed_memory
 from ale_cli.models import Columns, LoadOptions, load_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,7 +33,6 @@ N = 20_000 if QUICK else 100_000
 
 
 def main() -> None:
-    keep_freed_memory()  # as the ale command does (ale_cli.io.allocator)
     from ale_cli.sample import DIABETES_FEATURES, build, diabetes_frame
 
     build(ROOT / "sample_data")

@@ -5,9 +5,9 @@ and model of ``bench_classic_memory.py``: a Parquet file, tanh(x w) + 0.1 x_0 x_
 a store from ``ale compute --pairs`` holding the mixed derivatives of 3 pairs
 (one explained feature, so X is most of the store: 256 MB), DALE second order of
 the 3 pairs with 10 type-1 quantile bins per feature. Each variant runs in a fresh
-process (:func:`ale_cli.estimators.interact.interact`, the library call behind the command,
-after the allocator settings the ``ale`` command makes); the peak RSS is that
-process's VmHWM, the baseline its RSS after the imports (torch included).
+process (:func:`ale_cli.estimators.interact.interact`, the library call behind the
+command); the peak RSS is that process's VmHWM, the baseline its RSS after the
+imports (torch included).
 
 - whole store (``chunk_rows=None``): X, the predictions and the mixed derivatives
   in memory at once, so the peak grows with N;
@@ -82,10 +82,8 @@ def child(model: str, data: str, store: str, variant: str, out: str) -> None:
 
     from ale_cli.estimators.inputs import ModelInputs
     from ale_cli.estimators.interact import InteractRequest, interact
-    from ale_cli.io.allocator import keep_freed_memory
     from ale_cli.summary.model import write_summary
 
-    keep_freed_memory()
     baseline = _status("VmRSS")
     t0 = time.perf_counter()
     request = InteractRequest(

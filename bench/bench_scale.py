@@ -41,13 +41,13 @@ and compute then rebin twice more by hand: first reader 4.27 s and 4.37 s, the n
 4.28 s and 4.61 s; warm runs 3.96-4.67 s. So the quantile rebin takes 4.0-4.7 s here,
 once 5.2 s.
 
-Compute hashes the store as it writes it and keeps the digest with the file
-(ale_cli/store/digest.py), and its manifest records the percentiles of the
-predictions, so no estimator reads the store once more to hash it (1.5 s of CPU) or
-reads and sorts 1e7 predictions (0.5 s). Before those two changes, the same day on a
-quiet machine: compute 13.6 s / 562 MB, rhale 4.97 s / 389 MB, rebin 5.77 s / 373 MB
-(5.23 s with byte-compiled modules); the percentiles cost compute about 100 MB more at
-its end.
+Compute records the store's identity in its meta as it writes it (the digest of its
+members' CRC-32s and sizes, ale_cli/store/format.py), and its manifest records the
+percentiles of the predictions, so no estimator reads the store once more to hash it
+(1.5 s of CPU) or reads and sorts 1e7 predictions (0.5 s). Before those two changes,
+the same day on a quiet machine: compute 13.6 s / 562 MB, rhale 4.97 s / 389 MB,
+rebin 5.77 s / 373 MB (5.23 s with byte-compiled modules); the percentiles cost
+compute about 100 MB more at its end.
 
 The Dask engine in that second run (2 worker processes x 1 thread, a fresh cluster per
 step, on the same 2 cores as the client and the scheduler; effects equal to the local
@@ -396,8 +396,8 @@ def main() -> None:
     if "local" in engines:
         print("local engine:", flush=True)
         steps = steps_for(model, data, store, folder, "local")
-        # the first reader of a store hashes it and records the digest with the file
-        # (ale_cli.store.digest); the later ones reuse it: the rebin once as the first
+        # the first reader of a fresh store, then the later ones (the store's identity is
+        # in its meta: no reader hashes it): the rebin once as the first
         steps.insert(1, (f"{steps[2][0]} [first reader]", steps[2][1]))
         # the estimators work on chunks in threads (ALE_THREADS, default: the CPUs): once
         # more with one worker thread

@@ -1,146 +1,177 @@
-"""A store file's sha256 recorded in its extended attribute (ale_cli.store.digest)."""
+"""A store's identity, recorded in its meta when it is written (ale_cli.store.format)."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
-import time
+import shutil
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from ale_cli.store import digest
-from ale_cli.store.npz import store_sha256
-
-HOUR_NS = 3600 * 10**9
-
-
-def _xattrs_work(folder: Path) -> bool:
-    probe = folder / "probe"
-    probe.write_bytes(b"x")
-    try:
-        os.setxattr(probe, "user.ale.probe", b"1")
-    except (OSError, AttributeError):
-        return False
-    return True
+from ale_cli.errors import InputError
+from ale_cli.io.files import sha256_file
+from ale_cli.store import reader
+from ale_cli.store.format import DIGEST, Store, content_digest
+from ale_cli.store.npz import StoreWriter, read_meta, read_store, store_sha256, write_store
+from ale_cli.store.verify import DamagedStore
 
 
-@pytest.fixture
-def settled(tmp_path: Path) -> Path:
-    """A file last written an hour ago (as a store computed earlier)."""
-    if not _xattrs_work(tmp_path):
-        pytest.skip("this file system keeps no user extended attributes")
-    path = tmp_path / "s.npz"
-    path.write_bytes(os.urandom(3 * 2**20 + 17))
-    old = os.stat(path).st_mtime_ns - HOUR_NS
-    os.utime(path, ns=(old, old))
-    return path
-
-
-def _no_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: object) -> str:
-        raise AssertionError("the file was hashed again")
-
-    monkeypatch.setattr(digest, "sha256_file", refuse)
-
-
-def test_a_settled_file_is_hashed_once(settled: Path, monkeypatch: pytest.MonkeyPatch):
-    want = hashlib.sha256(settled.read_bytes()).hexdigest()
-    assert store_sha256(settled) == want
-    _no_hashing(monkeypatch)
-    assert store_sha256(settled) == want
-
-
-def test_a_write_of_the_same_size_is_seen(settled: Path):
-    store_sha256(settled)
-    data = bytearray(settled.read_bytes())
-    data[100] ^= 0xFF
-    with open(settled, "r+b") as fh:  # in place: same inode, same size
-        fh.write(bytes(data))
-    assert store_sha256(settled) == hashlib.sha256(bytes(data)).hexdigest()
-
-
-def test_a_record_made_in_the_tick_of_the_last_write_is_not_used(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    """A write in the same tick of the file system's clock as the hashed one keeps the
-    modification time: a record is used only once the file's change time is later."""
-    if not _xattrs_work(tmp_path):
-        pytest.skip("this file system keeps no user extended attributes")
-    path = tmp_path / "fresh.npz"
-    path.write_bytes(b"fresh bytes")
-    st = os.stat(path)
-    record = {"sha256": "0" * 64, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    os.setxattr(path, digest.ATTRIBUTE, json.dumps(record).encode())
-    if os.stat(path).st_ctime_ns - st.st_mtime_ns >= digest.SETTLED_NS:
-        pytest.skip("the machine was too slow to set the attribute in the same tick")
-    assert store_sha256(path) == hashlib.sha256(b"fresh bytes").hexdigest()
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        b"not json",
-        b'{"sha256": "0", "size": 1, "mtime_ns": 2}',
-        b'["a", "b"]',
-        b'{"sha256": "' + b"0" * 64 + b'", "size": "x", "mtime_ns": null}',
-    ],
-)
-def test_a_damaged_or_stale_record_is_hashed_again(settled: Path, value: bytes):
-    want = hashlib.sha256(settled.read_bytes()).hexdigest()
-    os.setxattr(settled, digest.ATTRIBUTE, value)
-    assert store_sha256(settled) == want
-
-
-def test_a_record_of_other_bytes_with_another_time_is_not_used(settled: Path):
-    store_sha256(settled)
-    other = settled.parent / "other.npz"
-    other.write_bytes(settled.read_bytes()[::-1])  # same size, other bytes, new time
-    os.setxattr(other, digest.ATTRIBUTE, os.getxattr(settled, digest.ATTRIBUTE))
-    assert store_sha256(other) == hashlib.sha256(other.read_bytes()).hexdigest()
-
-
-def test_without_extended_attributes_every_reader_hashes(
-    settled: Path, monkeypatch: pytest.MonkeyPatch
-):
-    def unsupported(*args: object) -> None:
-        raise OSError(95, "Operation not supported")
-
-    monkeypatch.setattr(os, "setxattr", unsupported)
-    monkeypatch.setattr(os, "getxattr", unsupported)
-    want = hashlib.sha256(settled.read_bytes()).hexdigest()
-    assert store_sha256(settled) == want
-    assert store_sha256(settled) == want
-
-
-def test_a_store_records_the_digest_of_its_bytes_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    """StoreWriter hashes what it writes: the recorded digest is the file's, and a reader
-    uses it without hashing; a later write of the file is seen."""
-    import numpy as np
-
-    from ale_cli.store.npz import StoreWriter
-
-    if not _xattrs_work(tmp_path):
-        pytest.skip("this file system keeps no user extended attributes")
-    rng = np.random.default_rng(0)
-    path = tmp_path / "s.npz"
+def _chunked(path: Path, seed: int = 0, meta: dict | None = None) -> str:
+    rng = np.random.default_rng(seed)
     with StoreWriter(path) as w:
         for n in (700, 0, 1300, 5):
             X = rng.normal(size=(n, 3)).astype(np.float32)
             w.add({"X": X, "local_effects": X * 2, "prediction": X.sum(1)})
-        w.finish(feature_names=("a", "b", "c"), input_names=("a", "b", "c"), meta={"n": 1})
-    want = hashlib.sha256(path.read_bytes()).hexdigest()
-    # a write time on a whole second reads as a file system that keeps whole seconds
-    coarse = os.stat(path).st_mtime_ns % 1_000_000_000 == 0
-    time.sleep((digest.SETTLED_COARSE_NS if coarse else digest.SETTLED_NS) / 1e9 + 0.01)
-    os.chmod(path, os.stat(path).st_mode)  # a later change of the metadata: settled
-    with monkeypatch.context() as m:
-        _no_hashing(m)
-        assert store_sha256(path) == want
-    with open(path, "r+b") as fh:  # the same size, other bytes
-        fh.seek(200)
-        fh.write(b"\x00" * 8)
-    assert store_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest() != want
+        w.finish(
+            feature_names=("a", "b", "c"),
+            input_names=("a", "b", "c"),
+            meta={"schema_version": 3, "n_rows": 2005} | (meta or {}),
+        )
+    assert w.sha256 is not None
+    return w.sha256
+
+
+def _listing(path: Path) -> str:
+    """The digest of the members but the meta, from zipfile's own reading."""
+    with zipfile.ZipFile(path) as zf:
+        rows = [
+            (i.filename.removesuffix(".npy"), i.CRC, i.compress_size)
+            for i in zf.infolist()
+            if i.filename != "meta.npy"
+        ]
+    return content_digest(rows)
+
+
+def test_the_writer_records_the_digest_of_its_members_in_the_meta(tmp_path: Path):
+    path = tmp_path / "s.npz"
+    written = _chunked(path)
+    meta = read_meta(path)
+    assert meta[DIGEST] == written == _listing(path)
+    assert store_sha256(path) == written
+    with zipfile.ZipFile(path) as zf:
+        assert zf.infolist()[-1].filename == "meta.npy"  # the last member: it names the others
+
+
+def test_the_identity_is_taken_without_reading_an_array(tmp_path: Path, monkeypatch):
+    path = tmp_path / "s.npz"
+    written = _chunked(path)
+    read = []
+    real = reader.Archive.array
+
+    def counted(self, name):
+        read.append(name)
+        return real(self, name)
+
+    monkeypatch.setattr(reader.Archive, "array", counted)
+    assert store_sha256(path) == written
+    assert read == ["meta"]
+
+
+def test_the_same_arrays_have_the_same_identity_and_other_arrays_another(tmp_path: Path):
+    """The identity names the arrays, not the file: a store written again from the same
+    inputs (another time of creation in its meta) is the same store."""
+    a = _chunked(tmp_path / "a.npz", meta={"created": "2026-01-01"})
+    b = _chunked(tmp_path / "b.npz", meta={"created": "2026-11-26"})
+    c = _chunked(tmp_path / "c.npz", seed=1)
+    assert a == b != c
+    assert sha256_file(tmp_path / "a.npz") != sha256_file(tmp_path / "b.npz")
+
+
+def test_a_store_in_memory_records_its_digest_too(tmp_path: Path):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(50, 2))
+    store = Store(X=X, local_effects=X, prediction=X[:, 0], feature_names=("u", "v"), meta={})
+    path = tmp_path / "m.npz"
+    written = write_store(path, store)
+    assert read_meta(path)[DIGEST] == written == _listing(path) == store_sha256(path)
+    again = read_store(path)
+    assert again.meta[DIGEST] == written
+    # written again, its recorded digest is replaced by the one of what is written
+    assert write_store(tmp_path / "n.npz", again) == written
+
+
+def test_a_store_without_a_recorded_digest_is_identified_by_its_listing(tmp_path: Path):
+    """Stores written before the digest was recorded (np.savez, meta in the middle)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(20, 2))
+    path = tmp_path / "old.npz"
+    meta = json.dumps({"schema_version": 2, "n_rows": 20})
+    np.savez(
+        path,
+        X=X,
+        local_effects=X,
+        prediction=X[:, 0],
+        feature_names=np.array(["u", "v"]),
+        meta=np.array(meta),
+        input_names=np.array(["u", "v"]),
+    )
+    assert DIGEST not in read_meta(path)
+    assert store_sha256(path) == _listing(path)
+
+
+def test_members_that_differ_from_the_recorded_digest_are_refused(tmp_path: Path):
+    """A member replaced after the store was written, its zip headers made consistent
+    (as a tool rewriting the archive would): every CRC still matches, the identity
+    does not."""
+    path = tmp_path / "s.npz"
+    _chunked(path)
+    other = tmp_path / "t.npz"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(other, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "prediction.00000.npy":
+                arr = np.load(src.open(info))
+                buffer = io.BytesIO()
+                np.lib.format.write_array(buffer, arr + 1)
+                data = buffer.getvalue()
+            dst.writestr(info.filename, data)
+    with pytest.raises(DamagedStore, match="its members differ from those its meta records"):
+        store_sha256(other)
+
+
+def test_a_directory_store_checks_each_part_against_the_manifest(tmp_path: Path):
+    from ale_cli.store.parts import MANIFEST, PartStoreWriter
+
+    path = tmp_path / "d"
+    with PartStoreWriter(path) as w:
+        parts = []
+        for i in range(2):
+            digest = _chunked(w.part_path(i), seed=i)
+            parts.append({"file": w.part_path(i).name, "rows": 2005, "sha256": digest})
+        w.finish(
+            {"schema_version": 3},
+            feature_names=("a", "b", "c"),
+            input_names=("a", "b", "c"),
+            parts=parts,
+            x_min=np.full(3, -10.0),
+            x_max=np.full(3, 10.0),
+            arrays=["X", "local_effects", "prediction"],
+        )
+    want = hashlib.sha256((path / MANIFEST).read_bytes()).hexdigest()
+    assert store_sha256(path) == want
+    shutil.copy(path / "part-00001.npz", path / "part-00000.npz")  # a part swapped
+    with pytest.raises(InputError, match="part 'part-00000.npz' changed since"):
+        store_sha256(path)
+
+
+def test_a_directory_store_written_before_names_its_parts_by_their_file(tmp_path: Path):
+    from ale_cli.store.parts import MANIFEST, PartStoreWriter
+
+    path = tmp_path / "d"
+    with PartStoreWriter(path) as w:
+        _chunked(w.part_path(0))
+        parts = [{"file": "part-00000.npz", "rows": 2005, "sha256": sha256_file(w.part_path(0))}]
+        w.finish(
+            {"schema_version": 3},
+            feature_names=("a", "b", "c"),
+            input_names=("a", "b", "c"),
+            parts=parts,
+            x_min=np.full(3, -10.0),
+            x_max=np.full(3, 10.0),
+            arrays=["X", "local_effects", "prediction"],
+        )
+    assert store_sha256(path) == sha256_file(path / MANIFEST)

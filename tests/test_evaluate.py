@@ -1,4 +1,4 @@
-"""Stacked evaluation of moved rows (ale_cli.models.evaluate) and the allocator setting."""
+"""Stacked evaluation of moved rows (ale_cli.models.evaluate)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ale_cli.io.allocator import keep_freed_memory
 from ale_cli.models.base import chunks
 from ale_cli.models.evaluate import Lookup, Move, evaluate_moved, predict_moved
 
@@ -80,18 +79,6 @@ def test_predict_moved_is_one_group() -> None:
         [weighted(np.c_[np.ones(9), X[:, 1:3], np.ones(9)]), weighted(X * [1, 1, 0, 1])]
     )
     np.testing.assert_allclose(predict_moved(weighted, X, moves, eval_rows=4), expected, atol=1e-12)
-
-
-def test_keep_freed_memory_sets_glibc_thresholds_unless_the_user_did(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        pytest.skip("glibc's mallopt is Linux-only")
-    assert keep_freed_memory() is True
-    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")
-    assert keep_freed_memory() is False
 
 
 @settings(max_examples=200, deadline=None)

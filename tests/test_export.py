@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from ale_cli.cli import app
 from ale_cli.core.second_order import second_order_effect
 from ale_cli.errors import InputError
+from ale_cli.outputs.tables import table_format, write_table
 from ale_cli.store.npz import Store, write_store
-from ale_cli.summary.export import summary_frame, table_format, write_table
+from ale_cli.summary.export import summary_frame
 from ale_cli.summary.model import InteractionSummary, Summary, read_summary, write_summary
 
 

@@ -1233,15 +1233,14 @@ def _mutations(data: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def test_validator_agrees_with_jsonschema(base: Path):
+def test_validator_agrees_with_plain_jsonschema_on_finite_numbers(base: Path):
     jsonschema = pytest.importorskip("jsonschema")
-    schema = summary_schema()
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(summary_schema())
     for name in ("good.json", "inter.json"):
         data = json.loads((base / name).read_text())
-        assert list(schema_errors(data, schema, schema)) == []
+        assert list(schema_errors(data)) == []
         for broken in _mutations(data):
-            ours = any(True for _ in schema_errors(broken, schema, schema))
+            ours = any(True for _ in schema_errors(broken))
             theirs = any(True for _ in validator.iter_errors(broken))
             assert ours == theirs, json.dumps(broken)[:300]
 

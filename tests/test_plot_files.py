@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from ale_cli.cli import app
 from ale_cli.io.files import sha256_file
-from ale_cli.store.npz import Store, write_store
+from ale_cli.store.npz import Store, store_sha256, write_store
 from ale_cli.summary.model import read_summary
 
 runner = CliRunner()
@@ -101,7 +101,7 @@ def test_summary_with_its_own_store_plots_and_names_the_output(run, tmp_path):
     ok("plot", run["dale"], "--store", run["store"], "-o", tmp_path / "a", "-j", 1)
     ok("plot", run["classic"], "--store", run["store"], "-o", tmp_path / "b", "-j", 1)
     summary = read_summary(run["dale"])
-    assert summary.store["sha256"] == sha256_file(run["store"])
+    assert summary.store["sha256"] == store_sha256(run["store"])
     fig = feature_figure(summary, "x0", store=read_store(run["store"]))
     top = fig.findobj(lambda a: a.get_gid() == "effect_axes")[0]
     assert top.get_ylabel() == "centered effect on probability of class 1"
@@ -113,8 +113,8 @@ def test_summary_refuses_another_store_by_its_sha256(run, tmp_path):
     assert result.exit_code == 2
     assert result.stderr == (
         f"error: store '{other}' does not match summary '{run['dale']}': the summary was made "
-        f"from store '{run['store']}' (sha256 {sha256_file(run['store'])[:12]}...), this "
-        f"store's sha256 is {sha256_file(other)[:12]}...\n"
+        f"from store '{run['store']}' (sha256 {store_sha256(run['store'])[:12]}...), this "
+        f"store's sha256 is {store_sha256(other)[:12]}...\n"
     )
     assert not (tmp_path / "x").exists()
 

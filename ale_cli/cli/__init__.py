@@ -14,7 +14,6 @@ import sys
 from typing import Any
 
 from ale_cli.cli import registry
-from ale_cli.io.allocator import keep_freed_memory
 
 __all__ = ["app", "load_commands", "main"]
 
@@ -37,7 +36,6 @@ def __getattr__(name: str) -> Any:
 def main(app: Any = None) -> None:
     """Run ``app`` (default: the ``ale`` application) on ``sys.argv``; end the process quickly
     (:func:`_exit`)."""
-    keep_freed_memory()  # freed numpy buffers are reused, not page-faulted in again
     if app is None:
         app = importlib.import_module("ale_cli.cli.application").app
     try:

@@ -38,9 +38,9 @@ from ale_cli.core.discrete import (
 from ale_cli.errors import InputError
 from ale_cli.estimators.bands import Bootstrap, replicate_cells
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
+from ale_cli.store.layout import level_problem
 from ale_cli.store.npz import Store, StoreFile
 from ale_cli.summary.model import FeatureSummary, Replicates
-from ale_cli.summary.validate import level_problem
 
 KINDS = ("discrete", "categorical")
 #: store arrays (N, L): each row's difference to the next and from the previous level of

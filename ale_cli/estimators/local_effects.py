@@ -554,7 +554,7 @@ def _stream(
 
 
 def _onnx_trees(path: Path) -> bool:
-    from ale_cli.models.onnx_model import tree_ensemble_file
+    from ale_cli.models.onnx_graph import tree_ensemble_file
 
     return tree_ensemble_file(path)
 

@@ -21,7 +21,10 @@ from ale_cli.models.base import (
     ProgressFn,
     call_model,
 )
+from ale_cli.models.onnx_model import OnnxModel
 from ale_cli.models.profile import DataProfile
+from ale_cli.models.scikit import SklearnModel
+from ale_cli.models.torchscript import TorchScriptModel
 
 __all__ = [
     "METHODS",
@@ -204,13 +207,7 @@ def load_model(
                     f"TorchScript model '{path}' is differentiated exactly (autodiff)",
                     param=param,
                 )
-        from ale_cli.models.torchscript import TorchScriptModel
-
         return TorchScriptModel.load(path, options, columns, X)
     if fmt == "onnx":
-        from ale_cli.models.onnx_model import OnnxModel
-
         return OnnxModel.load(path, options, columns, X, profile)
-    from ale_cli.models.scikit import SklearnModel
-
     return SklearnModel.load(path, fmt, options, columns, X, profile)

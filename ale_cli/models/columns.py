@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ale_cli.errors import InputError
+from ale_cli.models.onnx_graph import column_inputs
 
 SUFFIX = ".columns.json"
 #: A columns file larger than this is not a list of column names.
@@ -107,8 +108,6 @@ def _onnx_input_names(model: Path) -> tuple[str, ...] | None:
     """The per-column input names of an ONNX graph (None: not such a graph, or a file
     onnx cannot read, which the adapter reports when it loads the model)."""
     import onnx
-
-    from ale_cli.models.onnx_model import column_inputs
 
     try:
         proto = onnx.load(str(model), load_external_data=False)

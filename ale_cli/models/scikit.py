@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
-from ale_cli.models import finite_diff as fd
 from ale_cli.models.base import (
     Columns,
     Effects,

@@ -26,7 +26,6 @@ import numpy as np
 
 from ale_cli.core.finegrid import K_FINE, fine_edges, row_limits, secants
 from ale_cli.models.base import Effects, Model, ProgressFn, feature_indices, stacked_chunks
-from ale_cli.store.npz import FINE_EDGES, FINE_OFFSETS
 
 #: Step rules (:class:`~ale_cli.models.finite_diff.StepChoice`) of a piecewise-constant model.
 PIECEWISE_RULES = ("piecewise-constant model type", "zero share on a sample")
@@ -146,14 +145,15 @@ class SecantModel:
         return Effects(local_effects=effects, prediction=prediction)
 
     def store_arrays(self) -> dict[str, np.ndarray]:
-        """The store entries of the fine grids of the explained columns:
-        ``fine_edges`` (all features' edges, one after the other) and ``fine_offsets``
-        (F+1,): feature k's edges are ``fine_edges[offsets[k]:offsets[k + 1]]``
-        (none for a feature without secants)."""
+        """The store entries of the fine grids of the explained columns (the store's
+        ``FINE_EDGES`` and ``FINE_OFFSETS``, :mod:`ale_cli.store.format`): ``fine_edges``
+        (all features' edges, one after the other) and ``fine_offsets`` (F+1,): feature
+        k's edges are ``fine_edges[offsets[k]:offsets[k + 1]]`` (none for a feature
+        without secants)."""
         parts = [self.edges.get(j, np.zeros(0)) for j in self.columns]
         offsets = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(np.int64)
         flat = np.concatenate(parts) if parts else np.zeros(0)
-        return {FINE_EDGES: flat.astype(np.float64), FINE_OFFSETS: offsets}
+        return {"fine_edges": flat.astype(np.float64), "fine_offsets": offsets}
 
     def store_meta(self) -> dict[str, Any]:
         """The store meta's ``secant`` entry."""

@@ -32,6 +32,7 @@ from ale_cli.models.base import (
     integer_output_message,
     other_batch,
 )
+from ale_cli.models.mixed import mixed_partials
 
 if TYPE_CHECKING:
     import torch
@@ -388,8 +389,6 @@ class TorchScriptModel:
     ) -> np.ndarray:
         """``d2f / dx_a dx_b`` at every row for each pair (a, b), shape (P, N); see
         :func:`ale_cli.models.mixed.mixed_partials`."""
-        from ale_cli.models.mixed import mixed_partials
-
         return mixed_partials(
             self._forward,
             X,

@@ -39,7 +39,7 @@ from pathlib import Path
 from ale_cli.errors import InputError
 from ale_cli.io.files import what_is
 from ale_cli.outputs import figures
-from ale_cli.outputs.tables import is_csv_export
+from ale_cli.summary.table import HEADERS
 
 #: Written as a file name, ``-`` means standard output.
 STDIO = "-"
@@ -140,15 +140,16 @@ def is_junit(path: Path) -> bool:
 
 
 def is_store(path: Path) -> bool:
-    """A local-effects store file whose meta reads and checks; one of ours whose meta is
-    intact but whose members are damaged counts too (compute recomputes it)."""
-    from ale_cli.store.npz import read_meta  # numpy and the store reader: only here
+    """A local-effects store file that opens as every reader opens it (its meta and layout:
+    the row arrays' bytes are not read); one of ours whose members are damaged counts too
+    (compute recomputes it)."""
+    from ale_cli.store.npz import open_store  # numpy and the store reader: only here
     from ale_cli.store.verify import DamagedStore
 
     if not path.is_file():
         return False
     try:
-        read_meta(path)
+        open_store(path)
     except DamagedStore:
         return True
     except InputError:
@@ -161,6 +162,21 @@ def is_store_directory(path: Path) -> bool:
     from ale_cli.store.parts import is_part_store
 
     return is_part_store(path)
+
+
+def is_csv_export(path: Path) -> bool:
+    """True when the first line of ``path`` is a header row ``ale export`` writes.
+
+    >>> from ale_cli.summary.table import table_columns
+    >>> ",".join(table_columns(["edge", "bin"])) in HEADERS
+    True
+    """
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(4096)
+    except OSError:
+        return False
+    return first.rstrip(b"\r\n").decode("utf-8", "replace") in HEADERS
 
 
 def is_parquet_export(path: Path) -> bool:

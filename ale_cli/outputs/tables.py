@@ -1,71 +1,141 @@
-"""The columns of ``ale export``'s long table, and how its CSV header is recognised.
-
-The header row is ``estimator,feature,kind`` followed by the columns of the
-kinds present, in the order of :data:`KIND_COLUMNS` (each column once). That
-exact row is the mark of a CSV written by ``ale export``: a CSV whose first line
-is anything else is not ours (:func:`is_csv_export`).
+"""``ale export``'s long table written as a file (CSV or Parquet), with the marks the
+output guard recognises it by (:func:`ale_cli.outputs.guard.is_csv_export`,
+:func:`~ale_cli.outputs.guard.is_parquet_export`). The table itself is built by
+:mod:`ale_cli.summary.export`.
 """
 
 from __future__ import annotations
 
+import io
+import json
+import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
-BASE_COLUMNS = ("estimator", "feature", "kind")
-KIND_COLUMNS: dict[str, tuple[str, ...]] = {
-    "edge": ("index", "x", "effect", "std", "stderr", "lower", "upper"),
-    "bin": ("index", "left", "right", "count", "bin_effect", "bin_std", "bin_stderr", "filled"),
-    "cell": (
-        "index_a",
-        "index_b",
-        "x_a_left",
-        "x_a_right",
-        "x_b_left",
-        "x_b_right",
-        "count",
-        "cell_effect",
-        "cell_std",
-        "filled",
-    ),
-    "corner": ("index_a", "index_b", "x_a", "x_b", "effect"),
-    "stat": ("statistic", "value"),
-}
+from ale_cli import __version__
+from ale_cli.errors import InputError
+from ale_cli.io.files import atomic_write
+from ale_cli.outputs.guard import PARQUET_KEY, TOOL
+from ale_cli.summary.export import STDIO, ExportTable, export_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: table formats and the file extensions that select them
+FORMATS = ("csv", "parquet")
+EXTENSIONS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
-def table_columns(kinds: list[str]) -> list[str]:
-    """The columns of a table holding rows of ``kinds``, in the order written.
+def table_format(path: str | Path, fmt: str | None = None) -> str:
+    """``fmt`` if given (csv or parquet), else the format of ``path``'s extension.
 
-    >>> table_columns(["edge", "stat"])[:5]
-    ['estimator', 'feature', 'kind', 'index', 'x']
+    ``"-"`` (standard output) is CSV, and takes nothing else.
+
+    >>> table_format("effects.pq"), table_format("-"), table_format("t.txt", "csv")
+    ('parquet', 'csv', 'csv')
     """
-    names = list(BASE_COLUMNS)
-    for kind in KIND_COLUMNS:
-        if kind in kinds:
-            names += [c for c in KIND_COLUMNS[kind] if c not in names]
-    return names
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"{{param}} must be csv or parquet, got '{fmt}'", param="fmt")
+    if str(path) == STDIO:
+        if fmt not in (None, "csv"):
+            raise InputError(
+                "{param} '-' (standard output) takes CSV only; write parquet to a file",
+                param="out",
+            )
+        return "csv"
+    if fmt is not None:
+        return fmt
+    suffix = Path(path).suffix.lower()
+    if suffix not in EXTENSIONS:
+        known = ", ".join(EXTENSIONS)
+        raise InputError(
+            f"cannot tell the table format of '{path}' from its extension ({known}); "
+            "give {param} csv or parquet",
+            param="fmt",
+        )
+    return EXTENSIONS[suffix]
 
 
-def _headers() -> set[str]:
-    """Every header row ``ale export`` can write (one per non-empty set of kinds)."""
-    kinds = list(KIND_COLUMNS)
-    rows = set()
-    for mask in range(1, 1 << len(kinds)):
-        chosen = [k for i, k in enumerate(kinds) if mask >> i & 1]
-        rows.add(",".join(table_columns(chosen)))
-    return rows
+def _csv_text(frame: pd.DataFrame) -> str:
+    buffer = io.StringIO()
+    frame.to_csv(buffer, index=False, lineterminator="\n")
+    return buffer.getvalue()
 
 
-HEADERS = frozenset(_headers())
+def write_table(
+    frame: pd.DataFrame, path: str | Path, fmt: str | None = None, *, stdout: TextIO | None = None
+) -> str:
+    """Write ``frame`` as CSV or Parquet at ``path``, atomically; return the format used.
 
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    path : str or Path
+        The file to write; ``"-"`` writes CSV to ``stdout`` (default
+        ``sys.stdout``). Parquet cannot go to standard output.
+    fmt : {"csv", "parquet"}, optional
+        Default: from the extension (.csv, .parquet, .pq).
 
-def is_csv_export(path: Path) -> bool:
-    """True when the first line of ``path`` is a header row ``ale export`` writes.
-
-    >>> ",".join(table_columns(["edge", "bin"])) in HEADERS
-    True
+    CSV: comma-separated, a header row (the mark of an ``ale export`` CSV,
+    :func:`~ale_cli.outputs.guard.is_csv_export`), no index column, floats written so that
+    they read back exactly, empty entries for NaN/null. Parquet (pyarrow):
+    nullable integer and boolean columns kept, the schema metadata key ``ale``
+    names the tool. A failed write leaves no
+    partial file and an existing ``path`` untouched.
     """
-    try:
-        with open(path, "rb") as fh:
-            first = fh.readline(4096)
-    except OSError:
-        return False
-    return first.rstrip(b"\r\n").decode("utf-8", "replace") in HEADERS
+    fmt = table_format(path, fmt)
+    if str(path) == STDIO:
+        (stdout or sys.stdout).write(_csv_text(frame))
+    elif fmt == "csv":
+        data = _csv_text(frame).encode("utf-8")
+        with atomic_write(path) as fh:
+            fh.write(data)
+    else:
+        table = _marked_arrow_table(frame)
+        import pyarrow.parquet as pq
+
+        with atomic_write(path) as fh:
+            pq.write_table(table, fh)
+    return fmt
+
+
+def _marked_arrow_table(frame: pd.DataFrame) -> Any:
+    """``frame`` as a pyarrow Table whose schema metadata names ``ale`` (key ``ale``: tool,
+    version and kind), the mark the output guard recognises a Parquet export by."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    mark = json.dumps({"name": TOOL, "version": __version__, "kind": "table"})
+    return table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), PARQUET_KEY: mark.encode()}
+    )
+
+
+# -- the command's work -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExportResult(ExportTable):
+    """What :func:`export_summary` wrote: the table and its format, ``"csv"`` or
+    ``"parquet"``."""
+
+    fmt: str = "csv"
+
+
+def export_summary(
+    source: str | Path,
+    out: str | Path,
+    *,
+    fmt: str | None = None,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+) -> ExportResult:
+    """Read a summary (``"-"``: standard input) and write its long table to ``out``.
+
+    The format is settled before the summary is read, so a bad ``out`` fails fast.
+    """
+    fmt = table_format(out, fmt)
+    table = export_table(source, stdin=stdin)
+    write_table(table.frame, out, fmt, stdout=stdout)
+    return ExportResult(table.frame, table.rows, table.not_estimable, fmt=fmt)

@@ -16,7 +16,7 @@ _META_OBJECTS = (
 _META_LISTS = (
     "feature_names", "features", "inputs", "categorical_features", "pairs", "levels", "notes",
 )  # fmt: skip
-_META_TEXT = ("created", "method", "cache_key", "layout")
+_META_TEXT = ("created", "method", "cache_key", "layout", "content_sha256")
 _NAME_LISTS = ("feature_names", "features", "inputs", "categorical_features")
 
 

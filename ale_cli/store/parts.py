@@ -16,11 +16,11 @@ single-file store's manifest does.
 
 Reading (:func:`open_part_store`) checks the manifest (JSON object, schema version,
 the parts listed exist with the rows, names and arrays it says) and each part as
-:func:`~ale_cli.store.npz.open_store` checks a file (headers, layout, names);
-:func:`store_sha256` checks every part's bytes against the manifest's sha256 and
-gives the store's identity (the sha256 of its manifest, which names every part's
-hash). Writing (:class:`PartStoreWriter`) is atomic: the parts and the manifest go
-to a hidden directory beside ``STORE`` that replaces it in one rename (an atomic
+:func:`~ale_cli.store.reader.open_file_store` checks a file (headers, layout, names);
+:func:`store_sha256` checks every part's identity (the digest its meta records)
+against the manifest's and gives the store's identity (the sha256 of its manifest,
+which names every part's). Writing (:class:`PartStoreWriter`) is atomic: the parts
+and the manifest go to a hidden directory beside ``STORE`` that replaces it in one rename (an atomic
 exchange with an existing store on Linux), so an interrupted run leaves no partial
 store and an older store at the path as it was.
 """
@@ -41,18 +41,11 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import InputError, RunError
+from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import loads, to_jsonable
+from ale_cli.store.format import MIXED, PAIRS, ROW_ARRAYS, SCHEMA_VERSION, Store
 from ale_cli.store.meta import meta_problem
-from ale_cli.store.npz import (
-    MIXED,
-    PAIRS,
-    ROW_ARRAYS,
-    SCHEMA_VERSION,
-    Store,
-    StoreFile,
-    open_store,
-    read_meta,
-)
+from ale_cli.store.reader import StoreFile, file_sha256, open_file_store, read_file_meta
 
 MANIFEST = "manifest.json"
 LAYOUT = "parts"
@@ -77,7 +70,7 @@ class PartStore(StoreFile):
     """A directory store opened for reading chunk by chunk (:func:`open_part_store`).
 
     ``rows`` are the rows per part; ``parts`` the parts, each a
-    :class:`~ale_cli.store.npz.StoreFile` (a single-file store).
+    :class:`~ale_cli.store.reader.StoreFile` (a single-file store).
     """
 
     parts: tuple[StoreFile, ...] = ()
@@ -152,7 +145,7 @@ def _part(path: Path, entry: dict[str, Any], meta: dict[str, Any]) -> StoreFile:
     file = path / name
     if not file.is_file():
         raise InputError(f"store '{path}' lacks its part '{name}'")
-    part = open_store(file)
+    part = open_file_store(file)
     if part.n_rows != entry["rows"]:
         raise InputError(
             f"store '{path}': part '{name}' has {part.n_rows} rows, its {MANIFEST} says "
@@ -208,11 +201,11 @@ def open_part_store(path: str | Path) -> PartStore:
 
 def read_part_meta(path: str | Path) -> dict[str, Any]:
     """The meta (manifest) of a directory store, after checking its manifest and every
-    byte of its parts (:func:`~ale_cli.store.npz.read_meta` of each: what makes a
-    cache hit sound)."""
+    byte of its parts (:func:`~ale_cli.store.reader.read_file_meta` of each: what makes
+    a cache hit sound)."""
     handle = open_part_store(path)
     for part in handle.parts:
-        read_meta(part.path)
+        read_file_meta(part.path)
     return handle.meta
 
 
@@ -242,14 +235,16 @@ def read_part_store(path: str | Path) -> Store:
 
 def store_sha256(path: str | Path) -> str:
     """The identity of a directory store: the sha256 of its manifest, after checking that
-    every part's bytes have the sha256 the manifest records (InputError naming the part)."""
-    from ale_cli.io.files import sha256_file
-    from ale_cli.store.digest import store_file_sha256
-
+    every part has the identity the manifest records (its recorded digest,
+    :func:`~ale_cli.store.reader.file_sha256`; a store written before parts recorded
+    one names them by their file's sha256); InputError naming the part otherwise."""
     path = Path(path)
     meta = _manifest(path)
-    for entry in meta["parts"]:  # each hashed once, then kept with it (adapters.digest)
-        if store_file_sha256(path / entry["file"]) != entry["sha256"]:
+    for entry in meta["parts"]:
+        part = path / entry["file"]
+        if not part.is_file():
+            raise InputError(f"store '{path}' lacks its part '{entry['file']}'")
+        if file_sha256(part) != entry["sha256"] and sha256_file(part) != entry["sha256"]:
             raise InputError(
                 f"store '{path}': part '{entry['file']}' changed since the store was written "
                 "(its sha256 differs from the manifest's)"
@@ -320,8 +315,6 @@ class PartStoreWriter:
         arrays: Sequence[str],
     ) -> None:
         """Write the manifest: ``meta`` with the layout, the parts and the chunk manifest."""
-        from ale_cli.io.files import atomic_write
-
         manifest = dict(meta)
         manifest["layout"] = LAYOUT
         manifest["feature_names"] = list(feature_names)

@@ -25,7 +25,6 @@ file attributes; a change there changes no number.
 
 from __future__ import annotations
 
-import os
 import struct
 import zipfile
 import zlib
@@ -115,11 +114,6 @@ class Archive:
     def close(self) -> None:
         if self._own:
             self._fh.close()
-
-    def identity(self) -> tuple[int, ...]:
-        """The open file's device, inode, size, modification and change times."""
-        st = os.fstat(self._fh.fileno())
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def damaged(self, name: str, why: str) -> DamagedStore:
         return DamagedStore(f"store '{self.path}': array '{name}' is damaged ({why})")

@@ -29,12 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.summary.model import (
-    FeatureSummary,
-    Summary,
-    feature_statistics,
-    prediction_quantiles,
-)
+from ale_cli.summary.model import FeatureSummary, Summary, prediction_quantiles
+from ale_cli.summary.statistics import feature_statistics
 
 #: differences within this share of the curves' largest |value| count as rounding
 ROUNDING = 1e-9

@@ -26,15 +26,14 @@ kind        columns (``index`` is 0-based)
 ==========  ======================================================================
 
 Only the columns of the kinds present are written, in the order above.
-Features (and pairs) that are not estimable have no rows; :func:`export_summary`
+Features (and pairs) that are not estimable have no rows; :func:`export_table`
 reports them. Integer columns are pandas nullable ``Int64`` and ``filled`` is
 ``boolean``, so an empty entry stays empty instead of turning the column into
-floats.
+floats. Writing the table (CSV or Parquet) is :mod:`ale_cli.outputs.tables`.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import sys
@@ -46,19 +45,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
-from ale_cli import __version__
 from ale_cli.errors import InputError
-from ale_cli.io.files import atomic_write
-from ale_cli.outputs.guard import PARQUET_KEY, TOOL
-from ale_cli.outputs.tables import KIND_COLUMNS, table_columns
 from ale_cli.summary.model import SCHEMA_VERSION, Summary
+from ale_cli.summary.table import KIND_COLUMNS, table_columns
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: table formats and the file extensions that select them
-FORMATS = ("csv", "parquet")
-EXTENSIONS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 #: ``-`` as a path: standard input (summary) or standard output (table, CSV only)
 STDIO = "-"
 #: the width of the band in standard errors (as ``ale plot``)
@@ -315,136 +308,32 @@ def _feature_order(summary: Summary) -> list[str]:
     return [f.name for f in summary.features] + [p.name for p in summary.interactions]
 
 
-# -- writing ----------------------------------------------------------------------------------
-
-
-def table_format(path: str | Path, fmt: str | None = None) -> str:
-    """``fmt`` if given (csv or parquet), else the format of ``path``'s extension.
-
-    ``"-"`` (standard output) is CSV, and takes nothing else.
-
-    >>> table_format("effects.pq"), table_format("-"), table_format("t.txt", "csv")
-    ('parquet', 'csv', 'csv')
-    """
-    if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"{{param}} must be csv or parquet, got '{fmt}'", param="fmt")
-    if str(path) == STDIO:
-        if fmt not in (None, "csv"):
-            raise InputError(
-                "{param} '-' (standard output) takes CSV only; write parquet to a file",
-                param="out",
-            )
-        return "csv"
-    if fmt is not None:
-        return fmt
-    suffix = Path(path).suffix.lower()
-    if suffix not in EXTENSIONS:
-        known = ", ".join(EXTENSIONS)
-        raise InputError(
-            f"cannot tell the table format of '{path}' from its extension ({known}); "
-            "give {param} csv or parquet",
-            param="fmt",
-        )
-    return EXTENSIONS[suffix]
-
-
-def _csv_text(frame: pd.DataFrame) -> str:
-    buffer = io.StringIO()
-    frame.to_csv(buffer, index=False, lineterminator="\n")
-    return buffer.getvalue()
-
-
-def write_table(
-    frame: pd.DataFrame, path: str | Path, fmt: str | None = None, *, stdout: TextIO | None = None
-) -> str:
-    """Write ``frame`` as CSV or Parquet at ``path``, atomically; return the format used.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-    path : str or Path
-        The file to write; ``"-"`` writes CSV to ``stdout`` (default
-        ``sys.stdout``). Parquet cannot go to standard output.
-    fmt : {"csv", "parquet"}, optional
-        Default: from the extension (.csv, .parquet, .pq).
-
-    CSV: comma-separated, a header row (the mark of an ``ale export`` CSV,
-    :mod:`ale_cli.outputs.tables`), no index column, floats written so that
-    they read back exactly, empty entries for NaN/null. Parquet (pyarrow):
-    nullable integer and boolean columns kept, the schema metadata key ``ale``
-    names the tool. A failed write leaves no
-    partial file and an existing ``path`` untouched.
-    """
-    fmt = table_format(path, fmt)
-    if str(path) == STDIO:
-        (stdout or sys.stdout).write(_csv_text(frame))
-    elif fmt == "csv":
-        data = _csv_text(frame).encode("utf-8")
-        with atomic_write(path) as fh:
-            fh.write(data)
-    else:
-        table = _marked_arrow_table(frame)
-        import pyarrow.parquet as pq
-
-        with atomic_write(path) as fh:
-            pq.write_table(table, fh)
-    return fmt
-
-
-def _marked_arrow_table(frame: pd.DataFrame) -> Any:
-    """``frame`` as a pyarrow Table whose schema metadata names ``ale`` (key ``ale``: tool,
-    version and kind), the mark the output guard recognises a Parquet export by."""
-    import pyarrow as pa
-
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    mark = json.dumps({"name": TOOL, "version": __version__, "kind": "table"})
-    return table.replace_schema_metadata(
-        {**(table.schema.metadata or {}), PARQUET_KEY: mark.encode()}
-    )
-
-
-# -- the command's work -----------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
-class ExportResult:
-    """What :func:`export_summary` wrote.
+class ExportTable:
+    """A summary's long table and what it holds.
 
     Attributes
     ----------
-    fmt : str
-        ``"csv"`` or ``"parquet"``.
+    frame : pandas.DataFrame
+        The table (:func:`summary_frame`).
     rows : dict of str to int
         Rows per exported feature (or pair ``"a,b"``), in the summary's order.
     not_estimable : tuple of str
         Features and pairs left out because they are not estimable.
-    frame : pandas.DataFrame
-        The table written.
     """
 
-    fmt: str
+    frame: pd.DataFrame
     rows: dict[str, int]
     not_estimable: tuple[str, ...]
-    frame: pd.DataFrame
 
     @property
     def n_rows(self) -> int:
         return int(len(self.frame))
 
 
-def export_summary(
-    source: str | Path,
-    out: str | Path,
-    *,
-    fmt: str | None = None,
-    stdin: TextIO | None = None,
-    stdout: TextIO | None = None,
-) -> ExportResult:
-    """Read a summary (``"-"``: standard input) and write its long table to ``out``.
-
-    The format is settled before the summary is read, so a bad ``out`` fails fast.
-    """
-    fmt = table_format(out, fmt)
+def export_table(source: str | Path, *, stdin: TextIO | None = None) -> ExportTable:
+    """Read a summary (``"-"``: standard input) and build its long table (written by
+    :func:`ale_cli.outputs.tables.export_summary`)."""
     summary, data = read_summary_source(source, stdin=stdin)
     frame = _frame(summary, _statistics_of(summary, data))
     counts = frame["feature"].value_counts(sort=False)
@@ -452,5 +341,4 @@ def export_summary(
     skipped = tuple(f.name for f in summary.features if f.status != "ok") + tuple(
         p.name for p in summary.interactions if p.status != "ok"
     )
-    write_table(frame, out, fmt, stdout=stdout)
-    return ExportResult(fmt=fmt, rows=rows, not_estimable=skipped, frame=frame)
+    return ExportTable(frame=frame, rows=rows, not_estimable=skipped)

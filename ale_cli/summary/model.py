@@ -65,17 +65,19 @@ byte-identical for the same inputs apart from ``created`` (omitted with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ale_cli import __version__
+from ale_cli.core.statistics import prediction_distribution
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps, float_array, read_json_file
+from ale_cli.summary.statistics import feature_statistics
+from ale_cli.summary.validate import SCHEMA_PATH as SCHEMA_PATH  # the summary's JSON Schema
 from ale_cli.summary.validate import validate_summary
 
 if TYPE_CHECKING:
@@ -84,7 +86,6 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 ESTIMATORS = ("dale", "rhale", "ale")
 STATUSES = ("ok", "not_estimable")
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "summary.schema.json"
 
 _FLOAT_BIN = ("bin_effect", "bin_std", "bin_stderr")
 _FLOAT_EDGE = ("effect", "std", "stderr")
@@ -400,61 +401,6 @@ def prediction_quantiles(summary: Summary) -> np.ndarray | None:
     return np.asarray(summary.prediction["quantiles"], dtype=np.float64)
 
 
-def feature_statistics(
-    features: Sequence[FeatureSummary], quantiles: np.ndarray | None
-) -> list[dict[str, Any] | None]:
-    """The ``statistics`` object of every feature (None where not estimable).
-
-    Keys: ``aled``, ``aler_min``, ``aler_max``, ``naled``, ``naler_min``,
-    ``naler_max`` (None without prediction quantiles), ``heterogeneity_share``
-    (``inf`` when ALED is 0 and the heterogeneity is not; JSON ``null``) and
-    ``rank`` (1 = largest ALED among the estimable features given).
-    """
-    from ale_cli.core.statistics import effect_statistics, ranks
-
-    stats: list[dict[str, Any] | None] = []
-    for feat in features:
-        if feat.status != "ok" or feat.n_bins == 0:
-            stats.append(None)
-            continue
-        if feat.kind is not None:
-            from ale_cli.core.discrete import level_statistics
-
-            level = level_statistics(
-                effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles
-            )
-            if feat.replicates is not None:
-                from ale_cli.core.discrete import level_statistics_bands
-
-                r = feat.replicates
-                level |= level_statistics_bands(r.effect, r.counts, quantiles=quantiles, ci=r.ci)
-            stats.append(level)
-            continue
-        s = effect_statistics(
-            effect=feat.effect, std=feat.std, counts=feat.counts, quantiles=quantiles
-        )
-        item: dict[str, Any] = {
-            "aled": s.aled,
-            "aler_min": s.aler_min,
-            "aler_max": s.aler_max,
-            "naled": s.naled,
-            "naler_min": s.naler_min,
-            "naler_max": s.naler_max,
-            "heterogeneity_share": s.heterogeneity_share,
-        }
-        if feat.replicates is not None:
-            from ale_cli.core.bootstrap import statistics_bands
-
-            r = feat.replicates
-            item |= statistics_bands(r.effect, r.counts, quantiles=quantiles, ci=r.ci)
-        stats.append(item)
-    estimable = [item for item in stats if item is not None]
-    aleds = np.array([item["aled"] for item in estimable])
-    for item, r in zip(estimable, ranks(aleds), strict=True):
-        item["rank"] = int(r)
-    return stats
-
-
 def with_statistics(summary: Summary, prediction: np.ndarray | None) -> Summary:
     """The summary with the distribution of ``prediction`` (N,) and per-feature statistics.
 
@@ -466,10 +412,6 @@ def with_statistics(summary: Summary, prediction: np.ndarray | None) -> Summary:
     no ``statistics``. Interact summaries get the prediction distribution only
     (``max_interaction`` reads its spread).
     """
-    from dataclasses import replace
-
-    from ale_cli.core.statistics import prediction_distribution
-
     recorded = summary.prediction
     if prediction is not None and np.isfinite(prediction).any():
         dist = prediction_distribution(prediction=prediction)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command, is_stdio
-from ale_cli.summary.export import export_summary, table_format
+from ale_cli.outputs.tables import export_summary, table_format
 
 
 class TableFormat(StrEnum):

@@ -1,0 +1,409 @@
+"""What a store file holds, checked before any number from it is used: a store that
+``ale`` did not write, or that was edited, truncated or damaged, is refused with one
+line naming the store, the array or feature, and the field.
+
+Stores (``.npz``):
+
+- every member is a readable ``.npy`` whose bytes match its CRC-32 and whose zip
+  headers agree (:mod:`ale_cli.store.verify`, the one reader of a store's bytes: a
+  damaged member is named), with no Python objects;
+- the required arrays are present with their dtypes: float ``X``,
+  ``local_effects`` and ``prediction``, unicode ``feature_names`` and ``meta``;
+- shapes agree: ``X`` and ``local_effects`` (N, D), ``prediction`` (N,),
+  ``feature_names`` (D,), distinct and non-empty; the optional ``pairs``
+  (P, 2) and ``mixed_derivatives`` (P, N) likewise, and ``level_up`` /
+  ``level_down`` (N, L) with the meta's ``levels`` (L records);
+- ``X`` is finite, so is each column's range, and the meta's ``n_rows`` is N; the
+  local effects, predictions, mixed derivatives and jumps to adjacent levels are
+  finite (ale writes no NaN or infinity: :func:`check_finite`);
+- a store of secants (meta ``method`` "secant", piecewise-constant models) has
+  float ``fine_edges`` (M,), integer ``fine_offsets`` (F+1,) and a meta ``secant``
+  entry with a whole ``k_fine``; those arrays appear only in such a store.
+
+:func:`validate_npz` does all of that without keeping the big arrays (it reads
+them once, in the CRC check): it is what makes a cache hit sound, and costs
+about one read of the file (see :func:`validate_npz`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli.errors import InputError
+from ale_cli.store.verify import DamagedStore
+
+_FLOAT_ARRAYS = ("X", "local_effects", "prediction")
+_TEXT_ARRAYS = ("feature_names", "meta")
+_REQUIRED = (*_FLOAT_ARRAYS, *_TEXT_ARRAYS)
+
+
+# -- stores ------------------------------------------------------------------------------------
+
+
+def _layout(
+    path: Path, specs: Mapping[str, tuple[tuple[int, ...], np.dtype]], meta: Mapping[str, Any]
+) -> None:
+    """Required arrays, dtypes and shapes from ``specs`` (name -> (shape, dtype))."""
+    where = f"store '{path}'"
+    missing = [name for name in _REQUIRED if name not in specs]
+    if missing:
+        raise InputError(f"{where} lacks the array(s) {', '.join(missing)}")
+    for name, (_, dtype) in specs.items():
+        if dtype.hasobject:
+            raise InputError(f"{where}: array '{name}' holds Python objects, which ale never reads")
+    for name in _FLOAT_ARRAYS:
+        dtype = specs[name][1]
+        if dtype.kind != "f":
+            raise InputError(f"{where}: array '{name}' must hold floats, it holds {dtype.name}")
+    for name in _TEXT_ARRAYS:
+        dtype = specs[name][1]
+        if dtype.kind != "U":
+            raise InputError(f"{where}: array '{name}' must hold text, it holds {dtype.name}")
+    x_shape = specs["X"][0]
+    if len(x_shape) != 2:
+        raise InputError(
+            f"{where}: array 'X' must be 2-D (rows x features), it has shape {x_shape}"
+        )
+    n, d = x_shape
+    if "input_names" in specs and specs["input_names"][1].kind != "U":
+        raise InputError(f"{where}: array 'input_names' must hold text")
+    if "input_names" in specs and specs["input_names"][0] != (d,):
+        raise InputError(
+            f"{where}: array 'input_names' has shape {specs['input_names'][0]}, expected ({d},) "
+            f"for {d} columns of X"
+        )
+    # schema 2: local_effects has a column per explained feature (F <= D); schema 1: F = D
+    f_shape = specs["feature_names"][0]
+    f = f_shape[0] if len(f_shape) == 1 and "input_names" in specs else d
+    expected = {"local_effects": (n, f), "prediction": (n,), "feature_names": (f,), "meta": ()}
+    for name, shape in expected.items():
+        if specs[name][0] != shape:
+            raise InputError(
+                f"{where}: array '{name}' has shape {specs[name][0]}, expected {shape} "
+                f"for {n} rows x {f} features"
+            )
+    if "pairs" in specs or "mixed_derivatives" in specs:
+        if "pairs" not in specs or "mixed_derivatives" not in specs:
+            raise InputError(f"{where}: arrays 'pairs' and 'mixed_derivatives' come together")
+        p_shape, p_dtype = specs["pairs"]
+        if p_dtype.kind != "U" or len(p_shape) != 2 or p_shape[1] != 2:
+            raise InputError(f"{where}: array 'pairs' must hold (P, 2) feature names")
+        m_shape, m_dtype = specs["mixed_derivatives"]
+        if m_dtype.kind != "f" or m_shape != (p_shape[0], n):
+            raise InputError(
+                f"{where}: array 'mixed_derivatives' must hold floats of shape "
+                f"({p_shape[0]}, {n}), it has {m_dtype.name} {m_shape}"
+            )
+    _level_layout(where, specs, meta, n)
+    _fine_layout(where, specs, meta, f)
+    rows = meta.get("n_rows")
+    if isinstance(rows, bool) or not isinstance(rows, int):
+        raise InputError(f"{where}: its meta has no integer 'n_rows'")
+    if rows != n:
+        raise InputError(f"{where}: its meta says n_rows {rows}, array 'X' has {n} rows")
+
+
+def _level_layout(
+    where: str,
+    specs: Mapping[str, tuple[tuple[int, ...], np.dtype]],
+    meta: Mapping[str, Any],
+    n: int,
+) -> None:
+    """``level_up`` and ``level_down`` come together, as floats (N, L) with L the records
+    of the meta's ``levels`` (each naming a distinct feature; their contents are read by
+    :func:`ale_cli.estimators.levels.stored_plans`)."""
+    levels = meta.get("levels")
+    present = [name for name in ("level_up", "level_down") if name in specs]
+    if not present and not levels:
+        return
+    if levels is not None and not isinstance(levels, list):
+        raise InputError(f"{where}: its meta's 'levels' is not a list")
+    if len(present) != 2:
+        raise InputError(f"{where}: arrays 'level_up' and 'level_down' come with meta 'levels'")
+    names = [item.get("feature") if isinstance(item, Mapping) else None for item in levels or []]
+    if any(not isinstance(x, str) for x in names) or len(set(names)) != len(names):
+        raise InputError(f"{where}: its meta's 'levels' records must name distinct features")
+    for item, name in zip(levels or [], names, strict=True):
+        problem = level_problem(item)
+        if problem is not None:
+            raise InputError(f"{where}: the levels of feature '{name}': {problem}")
+    for name in present:
+        shape, dtype = specs[name]
+        if dtype.kind != "f" or shape != (n, len(names)):
+            raise InputError(
+                f"{where}: array '{name}' must hold floats of shape ({n}, {len(names)}), "
+                f"it has {dtype.name} {shape}"
+            )
+
+
+def level_problem(item: Mapping[str, Any]) -> str | None:
+    """What is wrong with a record of a store meta's ``levels`` (None if nothing): its
+    ``kind``, its ``values`` (at least 2, finite, strictly increasing), its ``order`` (a
+    permutation of the levels) and its ``labels`` (None, or text for every level code).
+
+    >>> level_problem({"kind": "discrete", "values": [1, 2], "order": [1, 0], "labels": None})
+    >>> level_problem({"kind": "discrete", "values": [2, 1], "order": [0, 1], "labels": None})
+    'its values are not strictly increasing'
+    """
+    kind, values, order = item.get("kind"), item.get("values"), item.get("order")
+    labels = item.get("labels")
+    if kind not in ("discrete", "categorical"):
+        return f"kind '{str(kind)[:40]}' is not one of discrete, categorical"
+    number = (int, float)
+    if (
+        not isinstance(values, list)
+        or len(values) < 2
+        or not all(isinstance(v, number) and not isinstance(v, bool) for v in values)
+        or not all(math.isfinite(v) for v in values)
+    ):
+        return "its values are not at least 2 finite numbers"
+    if any(b <= a for a, b in zip(values, values[1:], strict=False)):
+        return "its values are not strictly increasing"
+    k = len(values)
+    if (
+        not isinstance(order, list)
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in order)
+        or sorted(order) != list(range(k))
+    ):
+        return f"its order is not an ordering of its {k} levels"
+    if labels is not None and (
+        not isinstance(labels, list)
+        or not all(float(v).is_integer() and 0 <= v < len(labels) for v in values)
+    ):
+        return "its labels do not cover its level codes"
+    return None
+
+
+def _fine_layout(
+    where: str,
+    specs: Mapping[str, tuple[tuple[int, ...], np.dtype]],
+    meta: Mapping[str, Any],
+    n_features: int,
+) -> None:
+    """A store of secants (meta ``method`` "secant") has its fine grids: float
+    ``fine_edges`` (M,) and integer ``fine_offsets`` (F+1,), and a ``secant`` meta entry
+    with an integer ``k_fine``; the arrays come together. (Their values are checked
+    where they are read, :func:`ale_cli.estimators.secants.fine_grids`.)"""
+    secant = meta.get("method") == "secant"
+    present = [name for name in ("fine_edges", "fine_offsets") if name in specs]
+    if not secant and not present:
+        return
+    if len(present) != 2:
+        raise InputError(
+            f"{where}: a store of secants needs the arrays 'fine_edges' and 'fine_offsets'"
+        )
+    if not secant:
+        raise InputError(f"{where}: arrays 'fine_edges' and 'fine_offsets' need method 'secant'")
+    e_shape, e_dtype = specs["fine_edges"]
+    if e_dtype.kind != "f" or len(e_shape) != 1:
+        raise InputError(f"{where}: array 'fine_edges' must hold a flat list of floats")
+    o_shape, o_dtype = specs["fine_offsets"]
+    if o_dtype.kind not in "iu" or o_shape != (n_features + 1,):
+        raise InputError(
+            f"{where}: array 'fine_offsets' must hold {n_features + 1} integers "
+            f"(one more than the features), it has {o_dtype.name} {o_shape}"
+        )
+    info = meta.get("secant")
+    k_fine = info.get("k_fine") if isinstance(info, Mapping) else None
+    if isinstance(k_fine, bool) or not isinstance(k_fine, int) or k_fine < 1:
+        raise InputError(f"{where}: its meta has no 'secant' entry with a whole 'k_fine'")
+
+
+def _names(path: Path, names: np.ndarray, array: str = "feature_names") -> None:
+    seen: set[str] = set()
+    for raw in names.reshape(-1):
+        name = str(raw)
+        if not name:
+            raise InputError(f"store '{path}': array '{array}' holds an empty name")
+        if name in seen:
+            raise InputError(f"store '{path}': feature '{name}' appears twice in '{array}'")
+        seen.add(name)
+
+
+def check_finite(
+    path: Path, name: str, array: np.ndarray, labels: Sequence[str] = (), *, row0: int = 0
+) -> None:
+    """Refuse a row array of a store (``X``, ``local_effects``, ``prediction``, their
+    chunks, mixed derivatives, jumps to adjacent levels) holding NaN or infinity: ale
+    writes none (compute refuses or drops such rows), so the bytes changed. One line
+    naming the store, the array, the first row and the feature (``labels``: the
+    columns' names; mixed derivatives hold a row per pair, their rows are columns)."""
+    if array.dtype.kind != "f":
+        return
+    if np.isfinite(array).all():
+        return
+    bad = ~np.isfinite(array.T if name.split(".")[0] == "mixed_derivatives" else array)
+    spots = np.nonzero(bad.reshape(len(bad), -1))
+    row, col = int(spots[0][0]), int(spots[1][0])
+    what = f"row {row0 + row}"
+    if array.ndim == 2:
+        kind = "pair" if name.startswith("mixed") else "feature"
+        what += f", {kind} '{labels[col]}'" if col < len(labels) else f", {kind} {col + 1}"
+    count = len(spots[0])
+    raise DamagedStore(
+        f"store '{path}': array '{name}' has {count} NaN or infinite value"
+        f"{'s' if count != 1 else ''} (first: {what}); ale writes only finite values"
+    )
+
+
+def _finite_x(path: Path, X: np.ndarray, names: np.ndarray, member: str = "X") -> None:
+    """X finite, and every column's range too (max - min must not overflow to inf)."""
+    check_finite(path, member, X, [str(n) for n in names])
+    if X.size == 0:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = X.max(axis=0) - X.min(axis=0)
+    wide = np.nonzero(~np.isfinite(span))[0]
+    if len(wide):
+        j = int(wide[0])
+        raise InputError(
+            f"store '{path}': feature '{names[j]}' spans [{X[:, j].min():.6g}, "
+            f"{X[:, j].max():.6g}], too wide to compute with (its range overflows)"
+        )
+
+
+def _load(path: Path, npz: Any, name: str) -> np.ndarray:
+    """Member ``name`` of an open :class:`~ale_cli.store.verify.Archive`, read whole
+    and CRC-checked."""
+    try:
+        return np.asarray(npz[name])
+    except ValueError as exc:
+        raise InputError(f"store '{path}': array '{name}' is unreadable ({exc})") from None
+
+
+def _only_arrays(path: Path, archive: Any) -> None:
+    for filename in archive.raw_names:
+        if not filename.endswith(".npy"):
+            raise InputError(f"store '{path}': member '{filename}' is not a .npy array")
+
+
+#: a row array, whole or a chunk of a schema-3 (chunked) store: ``X``, ``X.00003``
+_ROW = re.compile(r"^(X|local_effects|prediction|mixed_derivatives|level_up|level_down)(\.\d{5})?$")
+#: a row array's chunk in a schema-3 (chunked) store: ``X.00003``
+_CHUNK = re.compile(
+    r"^(X|local_effects|prediction|mixed_derivatives|level_up|level_down)\.(\d{5})$"
+)
+
+
+def _virtual_specs(
+    path: Path, specs: Mapping[str, tuple[tuple[int, ...], np.dtype]], meta: Mapping[str, Any]
+) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """A chunked store's specs as if its row arrays were whole (chunks stacked), after
+    checking that every chunk has its rows from the meta's manifest and the same columns
+    and kind of values as the first."""
+    chunks = meta.get("chunks") or {}
+    rows = [int(n) for n in chunks.get("rows", [])] if isinstance(chunks, Mapping) else []
+    out = {name: spec for name, spec in specs.items() if not _CHUNK.match(name)}
+    grouped: dict[str, list[tuple[int, tuple[int, ...], np.dtype]]] = {}
+    for name, (shape, dtype) in specs.items():
+        m = _CHUNK.match(name)
+        if m:
+            grouped.setdefault(m.group(1), []).append((int(m.group(2)), shape, dtype))
+    for array, parts in grouped.items():
+        parts.sort()
+        if [i for i, _, _ in parts] != list(range(len(rows))):
+            raise InputError(
+                f"store '{path}': array '{array}' has {len(parts)} chunks, its manifest "
+                f"lists {len(rows)}"
+            )
+        axis = 1 if array == "mixed_derivatives" else 0
+        first_shape, first_dtype = parts[0][1], parts[0][2]
+        for (i, shape, dtype), n in zip(parts, rows, strict=True):
+            if len(shape) < axis + 1 or shape[axis] != n or dtype.kind != first_dtype.kind:
+                raise InputError(
+                    f"store '{path}': chunk {i} of array '{array}' has shape {shape} "
+                    f"({dtype.name}), expected {n} rows"
+                )
+            other = shape[:axis] + shape[axis + 1 :]
+            if other != first_shape[:axis] + first_shape[axis + 1 :]:
+                raise InputError(f"store '{path}': chunk {i} of array '{array}' has shape {shape}")
+        whole = list(first_shape)
+        whole[axis] = sum(rows)
+        out[array] = (tuple(whole), first_dtype)
+    return out
+
+
+def _specs(
+    path: Path, npz: Any, meta: Mapping[str, Any]
+) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """Every member's shape and dtype from its header, the layout checked."""
+    specs: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
+    for name in npz.files:
+        shape, _, dtype, _ = npz.spec(name)
+        specs[name] = (shape, dtype)
+    chunked = any(_CHUNK.match(name) for name in specs)
+    _layout(path, _virtual_specs(path, specs, meta) if chunked else specs, meta)
+    return specs
+
+
+def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: bool = True) -> None:
+    """Check an open store (an :class:`~ale_cli.store.verify.Archive`) without
+    keeping its big arrays.
+
+    Tests the CRC-32 of every member that is not a row array, reads every member's
+    ``.npy`` header (dtypes, shapes) and checks the layout described in the module
+    docstring; with ``full``, also reads every row array once (one at a time: its
+    CRC-32 and finite values). One-line :class:`InputError` naming the store and the array.
+
+    Cost: one sequential read of the file (``bench/bench_scale.py``).
+    """
+    path = Path(path)
+    _only_arrays(path, npz)
+    for name in npz.files:  # the small members' bytes first (the row arrays': below)
+        if not _ROW.match(name):
+            npz.verify(name)
+    try:
+        specs = _specs(path, npz, meta)
+    except InputError:
+        if full:  # a layout broken by damaged bytes is named as damage
+            for name in npz.files:
+                npz.verify(name)
+        raise
+    names = _load(path, npz, "feature_names")
+    _names(path, names)
+    inputs = names
+    if "input_names" in specs:
+        inputs = _load(path, npz, "input_names")
+        _names(path, inputs, "input_names")
+    if not full:  # headers and layout only: the readers of the chunks check their bytes
+        return
+    for name in npz.files:
+        if _ROW.match(name):
+            array = _load(path, npz, name)
+            base = name.split(".")[0]
+            if base == "X":
+                _finite_x(path, array, inputs, name)
+            else:
+                labels = [str(n) for n in names] if base == "local_effects" else []
+                check_finite(path, name, array, labels)
+
+
+def load_npz(
+    path: str | Path,
+    npz: Any,
+    meta: Mapping[str, Any],
+    whole: Mapping[str, np.ndarray] | None = None,
+) -> dict[str, np.ndarray]:
+    """Every array of an open store, checked as :func:`validate_npz` checks them;
+    ``whole`` holds a chunked store's row arrays already stacked (their chunks are
+    then not loaded again)."""
+    path = Path(path)
+    _only_arrays(path, npz)
+    arrays = {name: _load(path, npz, name) for name in npz.files if not _CHUNK.match(name)}
+    arrays |= dict(whole or {})
+    _layout(path, {name: (a.shape, a.dtype) for name, a in arrays.items()}, meta)
+    _names(path, arrays["feature_names"])
+    inputs = arrays.get("input_names", arrays["feature_names"])
+    _names(path, inputs, "input_names")
+    _finite_x(path, arrays["X"], inputs)
+    names = [str(n) for n in arrays["feature_names"]]
+    for name in ("local_effects", "prediction", "mixed_derivatives", "level_up", "level_down"):
+        if name in arrays:
+            check_finite(path, name, arrays[name], names if name == "local_effects" else [])
+    return arrays

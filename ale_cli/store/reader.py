@@ -1,0 +1,335 @@
+"""Reading a store file: the meta (:func:`read_file_meta`, every byte checked), the
+whole store (:func:`read_file_store`), chunk by chunk (:func:`open_file_store`,
+:class:`StoreFile`) and its identity (:func:`file_sha256`). Every byte a reader uses
+is read through :class:`~ale_cli.store.verify.Archive`, which checks each member's
+CRC-32 as it reads it. Directory stores are :mod:`ale_cli.store.parts`; the one
+opener of both is :mod:`ale_cli.store.npz`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli.core.statistics import N_QUANTILES
+from ale_cli.errors import InputError
+from ale_cli.io.jsonio import loads
+from ale_cli.store.format import (
+    DIGEST,
+    LEVEL_ARRAYS,
+    MIXED,
+    PAIRS,
+    REQUIRED_ARRAYS,
+    ROW_ARRAYS,
+    SCHEMA_VERSION,
+    Store,
+    _Columns,
+    chunk_entry,
+    content_digest,
+)
+from ale_cli.store.layout import check_finite, load_npz, validate_npz
+from ale_cli.store.meta import meta_problem
+from ale_cli.store.verify import Archive, DamagedStore
+
+_ROW_MEMBERS = (*ROW_ARRAYS, MIXED, *LEVEL_ARRAYS)
+
+
+def _open(path: Path) -> Archive:
+    """The store file at ``path`` opened for verified reading (:class:`Archive`)."""
+    if not path.exists():
+        raise InputError(f"store '{path}' does not exist; create it with 'ale compute'")
+    if path.is_dir():
+        raise InputError(f"store '{path}' is a directory, expected an .npz file")
+    try:
+        return Archive(path)
+    except OSError as exc:
+        raise InputError(f"cannot read store '{path}': {exc.strerror or exc}") from None
+
+
+def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:
+    if "meta" not in npz.files:
+        raise InputError(f"'{path}' is not a local-effects store: it has no 'meta' array")
+    try:
+        meta = loads(str(npz["meta"][()]))
+    except DamagedStore as exc:  # without its meta, nothing says ale wrote it
+        raise InputError(str(exc)) from None
+    except (ValueError, TypeError, RecursionError):
+        raise InputError(f"store '{path}' has an unreadable 'meta' array") from None
+    if not isinstance(meta, dict):
+        raise InputError(f"store '{path}' has an unreadable 'meta' array")
+    version = meta.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise InputError(
+            f"store '{path}' has schema_version {str(version)[:40]}; "
+            f"this ale reads up to {SCHEMA_VERSION}"
+        )
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise InputError(f"store '{path}': its meta is malformed: {problem}")
+    return meta
+
+
+def read_file_meta(path: Path) -> dict[str, Any]:
+    """The meta of a store file, after checking the whole file (:func:`validate_npz`: one
+    read of the file, the big arrays are not kept); a damaged store is an InputError
+    (:class:`DamagedStore` when its meta is intact)."""
+    with _open(path) as npz:
+        meta = _parse_meta(path, npz)
+        validate_npz(path, npz, meta)
+    return meta
+
+
+def file_sha256(path: Path) -> str:
+    """A store file's identity: the digest its meta records (``content_sha256``), after
+    comparing it with the archive's listing of its members (names, CRC-32s and sizes:
+    no array is read; each member's bytes are checked against its CRC-32 when a reader
+    reads it). A store written without one (before it was recorded) is identified by
+    the listing's digest."""
+    with _open(path) as npz:
+        meta = _parse_meta(path, npz)
+        listed = content_digest(
+            (m.name, m.crc, m.size) for m in npz.members.values() if m.name != "meta"
+        )
+    recorded = meta.get(DIGEST)
+    if recorded is not None and recorded != listed:
+        raise DamagedStore(
+            f"store '{path}' is damaged (its members differ from those its meta records)"
+        )
+    return listed
+
+
+def _chunk_names(meta: dict[str, Any]) -> list[int] | None:
+    """Rows per chunk of a chunked (schema-3) store, None for a single-array store."""
+    chunks = meta.get("chunks")
+    if not isinstance(chunks, dict):
+        return None
+    return [int(n) for n in chunks.get("rows", [])]
+
+
+def _concatenated(path: Path, npz: Any, rows: list[int]) -> dict[str, np.ndarray]:
+    """The row arrays of a chunked store, concatenated (X as float64)."""
+    names = [
+        n for n in (*ROW_ARRAYS, MIXED, *LEVEL_ARRAYS) if chunk_entry(n, 0) in npz.files or n == "X"
+    ]
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        entries = [chunk_entry(name, i) for i in range(len(rows))]
+        missing = [e for e in entries if e not in npz.files]
+        if missing:
+            raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing[:3])}")
+        labels = _labels(npz, name)
+        parts = []
+        for entry in entries:  # each chunk checked as the chunked read checks it
+            part = npz[entry]
+            check_finite(path, entry, part, labels)
+            parts.append(part.astype(np.float64, copy=False))
+        out[name] = np.concatenate(parts, axis=1 if name == MIXED else 0)
+    return out
+
+
+def _labels(npz: Archive, name: str) -> list[str]:
+    """The names of the columns of row array ``name`` (X: the inputs), for messages."""
+    if name == "X" and "input_names" in npz.files:
+        return [str(n) for n in npz["input_names"]]
+    return [str(n) for n in npz["feature_names"]] if name in ("X", "local_effects") else []
+
+
+def read_file_store(path: Path) -> Store:
+    """Load a store file (its chunks concatenated), checking its arrays and shapes."""
+    with _open(path) as npz:
+        meta = _parse_meta(path, npz)
+        rows = _chunk_names(meta)
+        arrays = _concatenated(path, npz, rows) if rows is not None else {}
+        missing = [name for name in REQUIRED_ARRAYS if name not in npz.files and name not in arrays]
+        if missing:
+            raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing)}")
+        arrays = load_npz(path, npz, meta, whole=arrays)
+    X = arrays.pop("X")
+    effects = arrays.pop("local_effects")
+    prediction = arrays.pop("prediction")
+    names = tuple(str(s) for s in arrays.pop("feature_names"))
+    inputs = tuple(str(s) for s in arrays.pop("input_names", names))
+    arrays.pop("meta")
+    if (
+        X.ndim != 2
+        or effects.ndim != 2
+        or effects.shape[0] != X.shape[0]
+        or prediction.shape != (X.shape[0],)
+    ):
+        raise InputError(f"store '{path}' has arrays of inconsistent shapes")
+    if len(inputs) != X.shape[1]:
+        raise InputError(f"store '{path}' has {len(inputs)} input names for {X.shape[1]} columns")
+    if len(names) != effects.shape[1]:
+        raise InputError(
+            f"store '{path}' has {len(names)} feature names for {effects.shape[1]} "
+            "columns of local effects"
+        )
+    unknown = [n for n in names if n not in inputs]
+    if unknown:
+        raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
+    return Store(
+        input_names=inputs,
+        X=X,
+        local_effects=effects,
+        prediction=prediction,
+        feature_names=names,
+        meta=meta,
+        extra=arrays,
+    )
+
+
+@dataclass(frozen=True)
+class StoreFile(_Columns):
+    """A store on disk, opened for reading chunk by chunk (:func:`open_file_store`).
+
+    Holds the meta and the names, not the row arrays: peak memory of a reader
+    that walks :meth:`chunks` is one chunk. ``verified`` are the members this handle
+    has checked against their CRC-32 (a reader that walks the chunks again, reading
+    other arrays, does not check them twice).
+    """
+
+    path: Path
+    meta: dict[str, Any]
+    feature_names: tuple[str, ...]
+    input_names: tuple[str, ...]
+    rows: tuple[int, ...]
+    verified: set[str] = field(default_factory=set, init=False, compare=False, repr=False)
+
+    @property
+    def n_rows(self) -> int:
+        return int(sum(self.rows))
+
+    def x_range(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per-input minimum and maximum over all rows from the manifest (None if absent)."""
+        chunks = self.meta.get("chunks") or {}
+        if "x_min" not in chunks or "x_max" not in chunks:
+            return None
+        return np.asarray(chunks["x_min"], dtype=np.float64), np.asarray(
+            chunks["x_max"], dtype=np.float64
+        )
+
+    def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[dict[str, np.ndarray]]:
+        """The row arrays ``arrays`` chunk by chunk (a single-array store is one chunk).
+
+        X keeps its stored dtype; mixed derivatives are (P, n_i).
+        """
+        if self.meta.get("chunks") is None:
+            with _open(self.path) as npz:
+                chunk = {name: npz[name] for name in arrays}
+            for name, array in chunk.items():
+                check_finite(self.path, name, array, self.labels(name))
+            yield chunk
+            return
+        yield from self.read_chunks(range(len(self.rows)), arrays)
+
+    def labels(self, name: str) -> Sequence[str]:
+        """What the columns of row array ``name`` are, for messages (X: the inputs, the
+        local effects: the features; the others' are numbered)."""
+        return {"X": self.input_names, "local_effects": self.feature_names}.get(name, ())
+
+    def read_chunks(
+        self, indices: Iterable[int], arrays: Sequence[str] = ROW_ARRAYS
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """Chunks ``indices`` of a chunked store: the row arrays ``arrays`` of each, every
+        member read whole and checked (CRC-32, finite values); the chunk's other members
+        are CRC-checked too (once per handle: :attr:`verified`), so a reader never gets a
+        chunk of a store with a damaged member there."""
+        with _open(self.path) as archive:
+            for i in indices:
+                chunk = {}
+                for name in arrays:
+                    entry = chunk_entry(name, i)
+                    chunk[name] = archive.array(entry)
+                    check_finite(self.path, entry, chunk[name], self.labels(name))
+                    self.verified.add(entry)
+                for other in _ROW_MEMBERS:
+                    entry = chunk_entry(other, i)
+                    if entry in archive.members and entry not in self.verified:
+                        archive.verify(entry)
+                        self.verified.add(entry)
+                yield chunk
+
+    def recorded_prediction(self) -> dict[str, Any] | None:
+        """The distribution of the predictions the manifest records (see
+        :func:`recorded_prediction`), or None."""
+        return recorded_prediction(self.path, self.meta)
+
+    def prediction(self) -> np.ndarray:
+        """The (N,) predictions, concatenated, as float64."""
+        parts = [c["prediction"] for c in self.chunks(("prediction",))]
+        return np.concatenate(parts).astype(np.float64, copy=False)
+
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """The pairs (a, b) whose mixed derivatives the store holds (``ale compute --pairs``),
+        in the order of the rows of ``mixed_derivatives`` (read with :meth:`chunks`); empty
+        when it holds none."""
+        with _open(self.path) as npz:
+            held = MIXED in npz.files or chunk_entry(MIXED, 0) in npz.files
+            if PAIRS not in npz.files or not held:
+                return ()
+            pairs = npz[PAIRS].reshape(-1, 2)
+        return tuple((str(a), str(b)) for a, b in pairs)
+
+
+def open_file_store(path: Path) -> StoreFile:
+    """Open a store file of any schema for chunk-by-chunk reading.
+
+    A single-array store (schema 1, 2) is checked whole, as :func:`read_file_meta` does;
+    a chunked one by its zip structure, headers, layout, names and small members here,
+    and each chunk's members (CRC-32, finite values) as :meth:`StoreFile.chunks`
+    reads them: the bytes are read once."""
+    with _open(path) as npz:
+        meta = _parse_meta(path, npz)
+        rows = _chunk_names(meta)
+        validate_npz(path, npz, meta, full=rows is None)
+        needed = ["feature_names"] + (["X"] if rows is None else [])
+        missing = [name for name in needed if name not in npz.files]
+        if missing:
+            raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing)}")
+        names = tuple(str(s) for s in npz["feature_names"])
+        inputs = tuple(str(s) for s in npz["input_names"]) if "input_names" in npz.files else names
+        if rows is None:
+            n = int(meta.get("n_rows") or npz.spec("X")[0][0])
+            rows = [n]
+    unknown = [n for n in names if n not in inputs]
+    if unknown:
+        raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
+    x_min = (meta.get("chunks") or {}).get("x_min")
+    if x_min is not None and len(x_min) != len(inputs):
+        raise InputError(
+            f"store '{path}': its meta is malformed: 'chunks.x_min' has {len(x_min)} values "
+            f"for {len(inputs)} inputs"
+        )
+    return StoreFile(
+        path=path, meta=meta, feature_names=names, input_names=inputs, rows=tuple(rows)
+    )
+
+
+def recorded_prediction(path: Path, meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The distribution of the predictions a chunked store's manifest records (None for a
+    store without one); a damaged one is refused with one line."""
+    found = (meta.get("chunks") or {}).get("prediction")
+    if found is None:
+        return None
+    try:
+        n, mean = int(found["n"]), float(found["mean"])
+        quantiles = np.asarray(found["quantiles"], dtype=np.float64)
+    except (TypeError, KeyError, ValueError):
+        quantiles, n, mean = np.zeros(0), 0, 0.0
+    total = sum(int(r) for r in meta["chunks"].get("rows", ()))
+    if (
+        quantiles.shape != (N_QUANTILES,)
+        or not np.isfinite(quantiles).all()
+        or np.any(np.diff(quantiles) < 0)
+        or not 0 < n <= total
+        or not quantiles[0] <= mean <= quantiles[-1]
+    ):
+        raise InputError(
+            f"store '{path}': its manifest's prediction distribution is damaged (expected the "
+            f"count, mean and {N_QUANTILES} increasing percentiles of the predictions)"
+        )
+    return {"n": n, "mean": mean, "quantiles": quantiles}

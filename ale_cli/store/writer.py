@@ -1,0 +1,223 @@
+"""Writing a store: :func:`write_store` (a store in memory, one array per name) and
+:class:`StoreWriter` (``ale compute``: chunk by chunk). Both write a zip64 ``.npz``
+entry by entry into a temporary file renamed into place (never a partial file at the
+path), the meta last, holding the store's identity (:data:`~ale_cli.store.format.DIGEST`,
+:func:`~ale_cli.store.format.content_digest` of the members written before it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import zipfile
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli.core.statistics import prediction_distribution
+from ale_cli.io.files import atomic_write
+from ale_cli.io.jsonio import to_jsonable
+from ale_cli.store.format import DIGEST, SCHEMA_VERSION, Store, chunk_entry, content_digest
+
+
+def _entry(zf: zipfile.ZipFile, name: str, array: np.ndarray) -> None:
+    """Member ``name`` (``.npy`` added) holding ``array``, uncompressed."""
+    with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+        array = np.asarray(array)  # np.ascontiguousarray would make a 0-d array 1-d
+        if not array.flags.c_contiguous:
+            array = array.copy(order="C")
+        np.lib.format.write_array(f, array, allow_pickle=False)
+
+
+def _finish(zf: zipfile.ZipFile, meta: Mapping[str, Any]) -> str:
+    """Write the meta as the last member, with the digest of the members before it;
+    the digest."""
+    digest = content_digest(
+        (info.filename.removesuffix(".npy"), info.CRC, info.compress_size) for info in zf.infolist()
+    )
+    text = json.dumps(to_jsonable({**meta, DIGEST: digest}), allow_nan=False)
+    _entry(zf, "meta", np.array(text, dtype=np.str_))
+    return digest
+
+
+def write_store(path: str | Path, store: Store) -> str:
+    """Write ``store`` to ``path`` atomically (never a partial file at ``path``), as one
+    array per name (the layout of schema 1 and 2; ``ale compute`` writes chunks with
+    :class:`StoreWriter`); the store's identity (its recorded digest)."""
+    n, d = store.X.shape
+    f = len(store.feature_names)
+    if store.local_effects.shape != (n, f) or store.prediction.shape != (n,):
+        raise ValueError("store arrays have inconsistent shapes")
+    if len(store.input_names) != d or not set(store.feature_names) <= set(store.input_names):
+        raise ValueError("store feature names are not among its input names")
+    # the keys every reader checks, filled in for stores built by hand (tests, the API)
+    meta = {"schema_version": SCHEMA_VERSION, "n_rows": n} | store.meta
+    arrays = {
+        "X": np.ascontiguousarray(store.X, dtype=np.float64),
+        "local_effects": np.ascontiguousarray(store.local_effects, dtype=np.float64),
+        "prediction": np.ascontiguousarray(store.prediction, dtype=np.float64),
+        "feature_names": np.array(store.feature_names, dtype=np.str_),
+        "input_names": np.array(store.input_names, dtype=np.str_),
+        **store.extra,
+    }
+    with atomic_write(path) as fh:
+        zf = zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True)
+        try:
+            for name, array in arrays.items():
+                _entry(zf, name, array)
+            digest = _finish(zf, meta)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the error that stopped the writing counts
+                zf.close()
+            raise
+        zf.close()
+    return digest
+
+
+def _distribution(parts: list[np.ndarray]) -> dict[str, Any] | None:
+    """The manifest's ``prediction``: count, mean and percentiles of the finite values of
+    the chunks, as :func:`~ale_cli.core.statistics.prediction_distribution` gives them on
+    the whole column (the same numbers: the same values in the same order)."""
+    if not parts:
+        return None
+    values = np.concatenate(parts, dtype=np.float64)
+    parts.clear()  # the chunks' own arrays can go: peak N float64 values, not three copies
+    if not np.isfinite(values).any():
+        return None
+    dist = prediction_distribution(prediction=values, scratch=True)
+    return {"n": dist.n, "mean": dist.mean, "quantiles": [float(q) for q in dist.quantiles]}
+
+
+class StoreWriter:
+    """Write a chunked store entry by entry into a zip64 ``.npz``, atomically.
+
+    ::
+
+        with StoreWriter(path) as w:
+            for X, effects, prediction in ...:
+                w.add({"X": X, "local_effects": effects, "prediction": prediction})
+            w.finish(feature_names=..., input_names=..., meta=meta)
+
+    ``add`` hands the chunk to a helper thread that writes it while the caller goes on
+    (the arrays must not change afterwards); the next ``add`` waits for it.
+    Nothing appears at ``path`` before the block ends without an error (the
+    entries go to a temporary file beside it that is then renamed), so an
+    interrupted compute leaves an older store at ``path`` as it was.
+    ``finish`` adds the manifest (``meta["chunks"]``: rows per chunk, the row
+    arrays, per-input ``x_min``/``x_max``) and the digest, and must be called.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.rows: list[int] = []
+        self.arrays: list[str] = []
+        self._lo: np.ndarray | None = None
+        self._hi: np.ndarray | None = None
+        self._predictions: list[np.ndarray] = []
+        self._finished = False
+        #: the store's identity (the digest its meta records), once the block has ended
+        #: without an error
+        self.sha256: str | None = None
+        self._digest: str | None = None
+
+    def __enter__(self) -> StoreWriter:
+        # chunks are written by a helper thread while the next one is computed (writing
+        # and the zip's CRC release the GIL); one chunk at a time, so at most one waits
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-write")
+        self._pending: Future[None] | None = None
+        self._target = atomic_write(self.path)
+        fh = self._target.__enter__()
+        self._fh = fh
+        self._zip = zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True)
+        return self
+
+    def _entry(self, name: str, array: np.ndarray) -> None:
+        _entry(self._zip, name, array)
+
+    def add(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Write the next chunk: ``X`` (n, D), ``local_effects`` (n, F), ``prediction`` (n,)
+        and optionally ``mixed_derivatives`` (P, n)."""
+        i = len(self.rows)
+        for name, array in arrays.items():  # what every reader refuses (check_finite)
+            if np.asarray(array).dtype.kind == "f" and not np.isfinite(array).all():
+                raise ValueError(f"chunk {i} of '{name}' holds NaN or infinite values")
+        if not self.arrays:
+            self.arrays = list(arrays)
+        X = arrays["X"]
+        if len(X):
+            lo, hi = X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
+            self._lo = lo if self._lo is None else np.minimum(self._lo, lo)
+            self._hi = hi if self._hi is None else np.maximum(self._hi, hi)
+        if "prediction" in arrays:
+            self._predictions.append(arrays["prediction"])
+        self._wait()
+        entries = [(chunk_entry(name, i), array) for name, array in arrays.items()]
+        self._pending = self._writer.submit(self._entries, entries)
+        self.rows.append(int(len(X)))
+
+    def _entries(self, entries: list[tuple[str, np.ndarray]]) -> None:
+        for name, array in entries:
+            self._entry(name, array)
+
+    def _wait(self) -> None:
+        """Wait for the chunk being written (its error is raised here)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def add_array(self, name: str, array: np.ndarray) -> None:
+        """Write an array that is not split by rows (e.g. ``pairs``)."""
+        self._wait()
+        self._entry(name, array)
+
+    def finish(
+        self, *, feature_names: Sequence[str], input_names: Sequence[str], meta: dict[str, Any]
+    ) -> None:
+        """Write the names and the meta with the chunk manifest."""
+        self._wait()
+        meta = dict(meta)
+        meta["chunks"] = {
+            "rows": list(self.rows),
+            "arrays": list(self.arrays),
+            "x_min": [] if self._lo is None else [float(v) for v in self._lo],
+            "x_max": [] if self._hi is None else [float(v) for v in self._hi],
+        }
+        recorded = _distribution(self._predictions)  # empties the list
+        if recorded is not None:
+            meta["chunks"]["prediction"] = recorded
+        self._entry("feature_names", np.array(list(feature_names), dtype=np.str_))
+        self._entry("input_names", np.array(list(input_names), dtype=np.str_))
+        self._digest = _finish(self._zip, meta)
+        self._finished = True
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        failure: BaseException | None = None
+        try:
+            self._wait()
+        except BaseException as err:  # the helper's write failed (a full disk)
+            failure = err
+        self._writer.shutdown(wait=True)
+        try:
+            self._zip.close()
+        except BaseException as err:  # a full disk while writing the central directory
+            failure = failure or err
+        if failure is None and not self._finished:
+            failure = RuntimeError("StoreWriter.finish was not called")
+        if exc_type is None and failure is None:
+            self._target.__exit__(None, None, None)  # renames the file into place
+            self.sha256 = self._digest
+            return
+        if exc_type is None and failure is not None:
+            exc_type, exc, tb = type(failure), failure, failure.__traceback__
+        try:
+            self._target.__exit__(exc_type, exc, tb)  # removes the temporary file
+        except BaseException:
+            if exc is failure:
+                raise
+            # else the block's own exception, re-raised by the helper: it propagates
+        if exc is failure:
+            raise failure
+        # returning None: the block's own exception propagates
