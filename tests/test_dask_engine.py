@@ -167,7 +167,7 @@ def test_estimators_equal_between_engines(stores, cluster, make, monkeypatch):
     on_dask = make(dask, engine="dask", scheduler=cluster).summary
     _assert_same(reference, on_dask)
     _assert_same(reference, make(dask).summary)  # the local engine reads a directory store
-    monkeypatch.setattr("ale_cli.engines.dask.CHUNKS_PER_TASK", 5)  # a file store: 3 ranges
+    monkeypatch.setattr("ale_cli.store.npz.CHUNKS_PER_PART", 5)  # a file store: 3 ranges
     _assert_same(reference, make(local, engine="dask", scheduler=cluster).summary)
     assert on_dask.store["sha256"] == store_sha256(dask)
 

@@ -55,7 +55,7 @@ from ale_cli.engines.options import require_dask
 from ale_cli.errors import InputError, RunError
 from ale_cli.models.checks import nothing_left
 from ale_cli.store.npz import PAIRS, StoreFile, StoreWriter
-from ale_cli.store.parts import PartStore, PartStoreWriter
+from ale_cli.store.parts import PartStoreWriter
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -745,44 +745,10 @@ def _as_completed(dask_client: Client, futures: list[Any]) -> Iterator[Any]:
 # -- estimators: one task per part (or chunk) of a store --------------------------------------
 
 
-@dataclass(frozen=True)
-class ChunkRange(StoreFile):
-    """Chunks ``first, first + 1, ...`` (``rows`` of them) of a single-file chunked store."""
-
-    first: int = 0
-
-    def chunks(self, arrays: Sequence[str] = ("X", "local_effects", "prediction")) -> Any:
-        """The chunks of the range, every member verified as the store's reader does."""
-        return self.read_chunks(range(self.first, self.first + len(self.rows)), arrays)
-
-
-#: chunks per task of the estimators (16 chunks of 65536 rows: about 1e6 rows a task)
-CHUNKS_PER_TASK = 16
-
-
-def _ranges(store: StoreFile) -> list[StoreFile]:
-    """A single-file store as ranges of :data:`CHUNKS_PER_TASK` chunks (a store of one
-    array per name, schema 1-2, is one range)."""
-    if store.meta.get("chunks") is None:
-        return [store]
-    return [
-        ChunkRange(
-            path=store.path,
-            meta={},
-            feature_names=store.feature_names,
-            input_names=store.input_names,
-            rows=tuple(store.rows[i : i + CHUNKS_PER_TASK]),
-            first=i,
-        )
-        for i in range(0, len(store.rows), CHUNKS_PER_TASK)
-    ]
-
-
 def store_parts(store: StoreFile) -> list[StoreFile]:
-    """The pieces a store is reduced in, one task each, in row order: ranges of chunks of
-    each part of a directory store, or of a single-file store; empty ones left out."""
-    files = list(store.parts) if isinstance(store, PartStore) else [store]
-    return [piece for f in files for piece in _ranges(f) if piece.n_rows]
+    """The pieces a store is reduced in, one task each, in row order
+    (:meth:`~ale_cli.store.npz.StoreFile.parts`)."""
+    return list(store.parts())
 
 
 def _merge_cells(acc: dict[int, CellStats], cells: dict[int, CellStats]) -> dict[int, CellStats]:
