@@ -158,7 +158,7 @@ def inputs_sha256(data: Any) -> str:
     return data_sha256(data) if is_frame(data) else dataset_sha256(Path(data))
 
 
-def _combined_dtype(a: str, b: str) -> str:
+def combined_dtype(a: str, b: str) -> str:
     """The dtype pandas gives a whole column whose chunks had dtypes a and b."""
     if a == b:
         return a
@@ -229,7 +229,7 @@ class TableStream:
                 self.rows_read += len(frame)
                 X, dtypes = _matrix(frame, self.feature_names, self.path)
                 for c, dt in dtypes.items():
-                    self.dtypes[c] = _combined_dtype(self.dtypes.get(c, dt), dt)
+                    self.dtypes[c] = combined_dtype(self.dtypes.get(c, dt), dt)
                 bad = ~np.isfinite(X)
                 bad_rows = bad.any(axis=1)
                 if bad_rows.any():
