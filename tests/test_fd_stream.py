@@ -355,7 +355,7 @@ def test_data_changed_between_the_two_reads_is_refused(smooth_pickle, tmp_path: 
         frame.to_csv(data, index=False, float_format="%.17g")  # the same rows, other bytes
         return found
 
-    monkeypatch.setattr(profiling, "first_pass", then_rewrite)
+    monkeypatch.setattr(plan_module, "first_pass", then_rewrite)
     inputs = ModelInputs(
         model=smooth_pickle, data=data, exclude=("y",), trust_pickle=True, drop_nonfinite=True
     )
