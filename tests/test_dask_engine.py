@@ -59,10 +59,10 @@ def _model(path: Path) -> Path:
 def cluster():  # type: ignore[no-untyped-def]
     from distributed import LocalCluster
 
-    from ale_cli.engines.dask import _environ_kept
+    from ale_cli.engines.cluster import environ_kept
 
     with (
-        _environ_kept(),  # the nannies set MALLOC_TRIM_THRESHOLD_... in this process
+        environ_kept(),  # the nannies set MALLOC_TRIM_THRESHOLD_... in this process
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as local,

@@ -373,7 +373,7 @@ def test_arrow_values_equal_to_numpy(kind: str):
     with an offset); the values are those of ``to_numpy``."""
     import pyarrow as pa
 
-    from ale_cli.data.stream import _arrow_values
+    from ale_cli.data.batches import arrow_values
 
     rng = np.random.default_rng(1)
     if kind == "bool":
@@ -384,7 +384,7 @@ def test_arrow_values_equal_to_numpy(kind: str):
         full = pa.array((rng.normal(size=50) * 50).astype(kind))
     for column in (full, full.slice(13, 20)):
         expected = column.to_numpy(zero_copy_only=False)
-        np.testing.assert_array_equal(_arrow_values(column), expected)
+        np.testing.assert_array_equal(arrow_values(column), expected)
 
 
 def test_streaming_compute_of_numeric_parquet_does_not_import_pandas(model32, tmp_path: Path):

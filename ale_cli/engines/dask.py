@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ale_cli.engines.cluster import client, worker_slots  # noqa: F401  (engines.dask_model)
-from ale_cli.engines.cluster import environ_kept as _environ_kept  # noqa: F401
 from ale_cli.store.npz import StoreFile
 
 if TYPE_CHECKING:
