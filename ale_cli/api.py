@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import ale_cli.estimators.classic as classic_estimator
 import ale_cli.estimators.interact as interact_estimator
 from ale_cli import API
+from ale_cli.engines import engine_for
 from ale_cli.errors import InputError
 from ale_cli.estimators import dale, local_effects
 from ale_cli.estimators.bands import Bootstrap
@@ -49,6 +50,7 @@ from ale_cli.estimators.local_effects import ComputeResult
 from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.job import read_job, run_job
 from ale_cli.outputs.guard import guard
+from ale_cli.passes.engine import Engine
 from ale_cli.plot.first_order import feature_figure, overview_figure
 from ale_cli.plot.second_order import interaction_figure
 from ale_cli.report import build_report, write_report
@@ -76,7 +78,7 @@ def compute(
     pairs: Sequence[str | Sequence[str]] = (),
     force: bool = False,
     discrete: Names = None,
-    engine: str = "local",
+    engine: str | Engine = "local",
     scheduler: str | None = None,
     **options: Any,
 ) -> ComputeResult:
@@ -93,17 +95,16 @@ def compute(
     """
 
     inputs = ModelInputs(model=model, data=data, features=features, **options)
-    kind = "store-dir" if engine == "dask" else "store"
+    where = engine_for(engine, scheduler)
+    kind = "store-dir" if where.splits else "store"
     guard(out, kind=kind, inputs=_paths(model, data), force=force)
     request = local_effects.ComputeRequest(
         inputs=inputs,
         out=Path(out),
         pairs=parse_pairs(pairs),
         discrete=discrete,  # type: ignore[arg-type]
-        engine=engine,
-        scheduler=scheduler,
     )
-    return local_effects.compute(request, force=force)
+    return local_effects.compute(request, engine=where, force=force)
 
 
 def rebin(

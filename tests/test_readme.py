@@ -174,6 +174,8 @@ def test_the_tour_runs_as_written_and_writes_what_it_names(
 
 #: Flags of other programs that the docs show (pip, dask).
 OTHER_PROGRAMS = {"--extra-index-url", "--scheduler-file"}
+
+
 #: Spellings of this release that the docs already use; the command line gains them with
 #: the flag renames (the data file's format, the audit's JSON report).
 def test_every_flag_the_docs_name_is_an_option_of_ale() -> None:

@@ -72,12 +72,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ale_cli.data.source import Chunk
 from ale_cli.errors import InputError
 from ale_cli.io.jsonio import to_jsonable
 
@@ -190,6 +191,15 @@ class Store(_Columns):
             np.ascontiguousarray(self.X[:, x_cols]),
             np.ascontiguousarray(self.local_effects[:, e_cols]),
         )
+
+    def parts(self) -> tuple[Store, ...]:
+        """A store in memory is one part (:class:`~ale_cli.data.source.Source`)."""
+        return (self,)
+
+    def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
+        """The row arrays ``arrays`` as one chunk (mixed derivatives (P, N), as stored)."""
+        rows = {"X": self.X, "local_effects": self.local_effects, "prediction": self.prediction}
+        yield Chunk(0, {name: rows[name] if name in rows else self.extra[name] for name in arrays})
 
     def mixed_derivatives(self) -> dict[tuple[str, str], np.ndarray]:
         """The cached mixed derivatives by pair (a, b), each (N,); empty if there are none."""

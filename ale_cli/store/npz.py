@@ -14,8 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from ale_cli.data.source import Chunk
 from ale_cli.store.format import (
     DIGEST,
     FINE_EDGES,
@@ -31,6 +30,8 @@ from ale_cli.store.format import (
 from ale_cli.store.parts import open_part_store, read_part_meta, read_part_store
 from ale_cli.store.parts import store_sha256 as part_store_sha256
 from ale_cli.store.reader import (
+    CHUNKS_PER_PART,
+    ChunkRange,
     StoreFile,
     file_sha256,
     open_file_store,
@@ -40,6 +41,8 @@ from ale_cli.store.reader import (
 from ale_cli.store.writer import StoreWriter, write_store
 
 __all__ = [
+    "CHUNKS_PER_PART",
+    "ChunkRange",
     "DIGEST",
     "FINE_EDGES",
     "FINE_OFFSETS",
@@ -93,8 +96,6 @@ def store_sha256(path: str | Path) -> str:
     return part_store_sha256(path) if path.is_dir() else file_sha256(path)
 
 
-def iter_store_chunks(
-    path: str | Path, arrays: Sequence[str] = ROW_ARRAYS
-) -> Iterator[dict[str, np.ndarray]]:
+def iter_store_chunks(path: str | Path, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
     """The row arrays of the store at ``path``, one chunk at a time (:meth:`StoreFile.chunks`)."""
     return open_store(path).chunks(arrays)

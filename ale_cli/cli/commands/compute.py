@@ -17,6 +17,7 @@ from ale_cli.cli.options import (
     SchedulerOption,
 )
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
+from ale_cli.engines import engine_for
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeRequest
 from ale_cli.estimators.local_effects import compute as run_compute
@@ -125,17 +126,16 @@ def compute(
     calls), so rebin and rhale report them per level as classic does.
     """
 
+    where = engine_for(engine, scheduler)
     request = ComputeRequest(
         inputs=replace(inputs, method=method, step=step),
         out=out,
         pairs=parse_pairs(pairs, "pairs"),
         chunk_rows=chunk_rows,
         discrete=discrete,
-        engine=engine,
-        scheduler=scheduler,
     )
     with run.progress("local effects", "mixed derivatives") as progress:
-        result = run_compute(request, force=force, progress=progress)
+        result = run_compute(request, engine=where, force=force, progress=progress)
     notes = list(result.notes)
     if result.reason is not None:
         notes.append(f"recomputed '{out}': {result.reason} since it was made")
