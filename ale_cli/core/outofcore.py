@@ -39,8 +39,11 @@ MAX_BUCKETS = 1 << 16
 MAX_CANDIDATES = 1 << 16
 
 Chunks = Callable[[], Iterable[np.ndarray]]
+#: what one pass gathers per group: counts (None for a gathering group), minimum, maximum,
+#: gathered values (:func:`pass_accumulators`)
+Accumulator = tuple[np.ndarray | None, float, float, list[np.ndarray]]
 #: one pass over the data for the groups (see :func:`order_statistics`' ``run_pass``)
-PassFn = Callable[[list["_Group"], list["_Level"]], None]
+PassFn = Callable[[list["_Group"], list["_Level"]], list[Accumulator]]
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,15 @@ class _Group:
     vmin: float = np.inf
     vmax: float = -np.inf
 
+    def shipped(self) -> _Group:
+        """A copy without the count array and values, to send to where a pass runs."""
+        return _Group(self.column, self.chain, self.count, self.ranks, self.slots, [], self.sub)
+
+    def no_values(self) -> Accumulator:
+        """What a pass over no rows gathers for this group."""
+        counts = None if self.sub is None else np.zeros(self.sub.size, dtype=np.int64)
+        return counts, np.inf, -np.inf, []
+
 
 def _split(group: _Group, level: _Level, counts: np.ndarray) -> list[_Group]:
     """Children of ``group`` by ``level`` holding its ranks (``counts`` per bucket)."""
@@ -149,9 +161,9 @@ def order_statistics(
     max_candidates : int
         Largest bucket gathered in memory; larger ones are bucketed again.
     run_pass : callable, optional
-        ``run_pass(groups, roots)`` makes one pass (default: over ``chunks`` here). A
-        distributed pass runs :func:`pass_accumulators` on each partition and merges
-        the results into ``groups`` with :func:`absorb` (the Dask engine).
+        ``run_pass(groups, roots)`` makes one pass and returns what it gathered per group
+        (default: :func:`pass_accumulators` over ``chunks``). A pass on an engine runs
+        :func:`pass_accumulators` per chunk and folds them with :func:`merge_accumulators`.
 
     Returns
     -------
@@ -174,8 +186,8 @@ def order_statistics(
         # else (a range wider than the largest float): the column is gathered whole
     if run_pass is None:
 
-        def run_pass(groups: list[_Group], levels: list[_Level]) -> None:
-            _pass(chunks, groups, levels)
+        def run_pass(groups: list[_Group], levels: list[_Level]) -> list[Accumulator]:
+            return pass_accumulators(chunks, groups, levels)
 
     active = everything
     while active:
@@ -187,7 +199,7 @@ def order_statistics(
                     sub_size = int(np.clip(g.count // 8, 64, MAX_BUCKETS))
                     g.sub = _Level(lo_g, hi_g - lo_g, sub_size)
                     g.sub_counts = np.zeros(sub_size, dtype=np.int64)
-        run_pass(active, roots)
+        absorb(active, run_pass(active, roots))
         following: list[_Group] = []
         for g in active:
             if g.sub is not None and g.sub_counts is not None:
@@ -257,10 +269,9 @@ def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
 
 def pass_accumulators(
     chunks: Chunks, groups: list[_Group], roots: list[_Level]
-) -> list[tuple[np.ndarray | None, float, float, list[np.ndarray]]]:
-    """One pass over ``chunks`` (a partition) for copies of ``groups`` that start empty;
-    per group its counts (None for a gathering group), minimum, maximum and gathered
-    values, for :func:`absorb`. Groups arrive without their count arrays (small to send)."""
+) -> list[Accumulator]:
+    """One pass over ``chunks`` for copies of ``groups`` that start empty: per group its
+    counts (None for a gathering group), minimum, maximum and gathered values."""
     fresh = []
     for g in groups:
         counts = None if g.sub is None else np.zeros(g.sub.size, dtype=np.int64)
@@ -269,17 +280,16 @@ def pass_accumulators(
     return [(g.sub_counts, g.vmin, g.vmax, g.gathered) for g in fresh]
 
 
-def shipped(groups: list[_Group]) -> list[_Group]:
-    """Copies of ``groups`` without their count arrays and values, to send to workers."""
-    return [_Group(g.column, g.chain, g.count, g.ranks, g.slots, [], g.sub, None) for g in groups]
+def merge_accumulators(a: list[Accumulator], b: list[Accumulator]) -> list[Accumulator]:
+    """What passes over the rows of ``a`` and then of ``b`` gather (counts add up)."""
+    return [
+        (None if ca is None or cb is None else ca + cb, min(lo_a, lo_b), max(hi_a, hi_b), ga + gb)
+        for (ca, lo_a, hi_a, ga), (cb, lo_b, hi_b, gb) in zip(a, b, strict=True)
+    ]
 
 
-def absorb(
-    groups: list[_Group],
-    results: list[tuple[np.ndarray | None, float, float, list[np.ndarray]]],
-) -> None:
-    """Merge one partition's :func:`pass_accumulators` into ``groups`` (counts add up,
-    values are gathered; partitions may come in any order: the answers are the same)."""
+def absorb(groups: list[_Group], results: list[Accumulator]) -> None:
+    """Merge what a pass gathered into ``groups`` (counts add up, values are gathered)."""
     for g, (counts, vmin, vmax, gathered) in zip(groups, results, strict=True):
         if counts is not None and g.sub_counts is not None:
             g.sub_counts += counts
@@ -333,50 +343,6 @@ def chunked_quantile_edges(
         np.unique(np.concatenate(([float(lo[j])], stats[j], [float(hi[j])])))
         for j in range(len(lo))
     ]
-
-
-@dataclass(frozen=True)
-class EdgeIndex:
-    """Bin membership on given edges by a bucket lookup: the same numbers as
-    :func:`~ale_cli.core.binning.assign` for values in ``[z_0, z_K]``, in about two passes
-    over the values whatever K is.
-
-    Bucketing is monotone, so a value in a bucket holding no interior edge is above
-    exactly the edges of the lower buckets (a table lookup); only values sharing a
-    bucket with an edge are compared with the edges.
-
-    >>> ix = EdgeIndex.build(np.array([0.0, 1.0, 2.5, 4.0]))
-    >>> ix.index(np.array([0.0, 1.0, 1.5, 2.5, 3.0, 4.0])).tolist()
-    [0, 0, 1, 1, 2, 2]
-    """
-
-    edges: np.ndarray
-    level: _Level
-    below: np.ndarray
-    compare: np.ndarray
-
-    @classmethod
-    def build(cls, edges: np.ndarray, *, size: int = MAX_BUCKETS) -> EdgeIndex | None:
-        """The lookup for ``edges`` (K+1,), None when their range is not a finite width."""
-        lo, hi = float(edges[0]), float(edges[-1])
-        width = hi - lo
-        if not (np.isfinite(width) and width > 0):
-            return None
-        level = _Level(lo, width, size)
-        edge_bucket = level.of(np.asarray(edges[1:-1], dtype=np.float64))
-        below = np.searchsorted(edge_bucket, np.arange(size), side="left").astype(np.int64)
-        compare = np.zeros(size, dtype=bool)
-        compare[edge_bucket] = True
-        return cls(np.asarray(edges, dtype=np.float64), level, below, compare)
-
-    def index(self, x: np.ndarray) -> np.ndarray:
-        """Bin of each value of x (all in ``[z_0, z_K]``), int64."""
-        bucket = self.level.of(np.asarray(x, dtype=np.float64))
-        index = self.below.take(bucket)
-        near = np.flatnonzero(self.compare.take(bucket))
-        if near.size:
-            index[near] = assign(x[near], self.edges).index
-        return index
 
 
 # ---------------------------------------------------------------------------------------
