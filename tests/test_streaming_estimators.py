@@ -3,6 +3,7 @@ whatever the chunk sizes; out-of-core type-1 quantiles against a full sort."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +12,17 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ale_cli.core.binning import quantile_edges
-from ale_cli.core.outofcore import chunked_quantile_edges, order_statistics
+from ale_cli.core.outofcore import (
+    MAX_BUCKET_ROWS,
+    MAX_GATHERED_ROWS,
+    QuantilePlan,
+    bucket_grid,
+    chunked_quantile_edges,
+    order_statistics,
+)
+from ale_cli.estimators.cells import ROWS, BucketCounts, BucketScan, merge_scans
 from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rhale
+from ale_cli.passes.engine import LOCAL, ArraySource
 from ale_cli.store.npz import Store, StoreWriter, open_store, write_store
 
 NAMES = ("smooth", "heavy", "ties", "const")
@@ -199,6 +209,39 @@ def test_damaged_chunked_stores_are_input_errors(tmp_path: Path):
         rhale(RhaleRequest(store=broken))
 
 
+@dataclass(frozen=True)
+class _Pieces:
+    """Arrays cut into one-chunk parts at ``pairs`` [(start, stop), ...]."""
+
+    arrays: dict[str, np.ndarray]
+    pairs: tuple[tuple[int, int], ...]
+
+    def parts(self):  # type: ignore[no-untyped-def]
+        return [ArraySource({k: v[a:b] for k, v in self.arrays.items()}, a) for a, b in self.pairs]
+
+    def chunks(self, arrays):  # type: ignore[no-untyped-def]
+        for part in self.parts():
+            yield from part.chunks(arrays)
+
+
+def quantile_cells(  # type: ignore[no-untyped-def]
+    X, E, pairs, *, bins, lo, hi, max_bucket=MAX_BUCKET_ROWS, max_gathered=MAX_GATHERED_ROWS
+):
+    """The two quantile passes (their kernels on the local engine) over X, E cut at ``pairs``."""
+    source = _Pieces({"X": X, "local_effects": E}, tuple(pairs))
+    cols = tuple(range(X.shape[1]))
+    grid = bucket_grid(n=len(X), lo=lo, hi=hi, dtype=X.dtype, bins=bins)
+    empty = np.zeros(len(cols) * grid.size, dtype=np.int64)
+    counts = LOCAL.run(source, BucketCounts(cols, grid), np.add, empty, arrays=("X",))
+    plan = QuantilePlan.build(
+        grid, counts, n=len(X), bins=bins, max_bucket=max_bucket, max_gathered=max_gathered
+    )
+    scan = LOCAL.run(
+        source, BucketScan(cols, cols, plan), merge_scans, plan.empty_scan(), arrays=ROWS
+    )
+    return plan.finish(scan, lo, hi)
+
+
 def _one_pass_cells(x: np.ndarray, e: np.ndarray, bins: int):  # type: ignore[no-untyped-def]
     from ale_cli.core.binning import assign
     from ale_cli.core.binstats import CellStats
@@ -231,11 +274,9 @@ def _one_pass_cells(x: np.ndarray, e: np.ndarray, bins: int):  # type: ignore[no
 def test_two_pass_quantile_cells_equal_the_one_pass_bins(
     values, bins, split, max_bucket, max_gathered, float32, seed
 ):
-    """quantile_cells (two passes, any chunks, any gather limits) gives the edges of a full
+    """The two quantile passes (any chunks, any gather limits) give the edges of a full
     sort and the cells of one pass over the whole column; a column comes back None only
     when a bucket holding a quantile is over the limits or the range is not a finite width."""
-    from ale_cli.core.outofcore import quantile_cells
-
     rng = np.random.default_rng(seed)
     with np.errstate(over="ignore"):  # 1e300 is inf in float32: assumed away
         x = np.array(values, dtype=np.float32 if float32 else np.float64)
@@ -249,9 +290,9 @@ def test_two_pass_quantile_cells_equal_the_one_pass_bins(
     pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
     lo, hi = X.min(0).astype(np.float64), X.max(0).astype(np.float64)
     out = quantile_cells(
-        lambda: [X[a:b] for a, b in pairs],
-        lambda: [(X[a:b], E[a:b]) for a, b in pairs],
-        n=n,
+        X,
+        E,
+        pairs,
         bins=bins,
         lo=lo,
         hi=hi,
@@ -279,8 +320,6 @@ def test_two_pass_quantile_cells_equal_the_one_pass_bins(
 def test_two_pass_quantile_cells_on_many_rows_and_chunk_sizes():
     """Enough rows for thousands of buckets: a normal, a heavy-tailed column with an
     outlier, integer ties and a point mass; the same edges and cells for every chunking."""
-    from ale_cli.core.outofcore import quantile_cells
-
     rng = np.random.default_rng(5)
     n = 60_000
     X = np.column_stack(
@@ -299,14 +338,7 @@ def test_two_pass_quantile_cells_on_many_rows_and_chunk_sizes():
     for split in (999, 8192, n):
         bounds = list(range(0, n, split)) + [n]
         pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
-        out = quantile_cells(
-            lambda: [X[a:b] for a, b in pairs],  # noqa: B023
-            lambda: [(X[a:b], E[a:b]) for a, b in pairs],  # noqa: B023
-            n=n,
-            bins=20,
-            lo=lo,
-            hi=hi,
-        )
+        out = quantile_cells(X, E, pairs, bins=20, lo=lo, hi=hi)
         for j, found in enumerate(out):
             assert found is not None
             z, cells = _one_pass_cells(X[:, j], E[:, j], 20)

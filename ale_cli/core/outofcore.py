@@ -23,7 +23,6 @@ same rows in the same order on every call (one pass each).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -359,8 +358,6 @@ SCAN_ROWS = 4096
 #: rows per block of the bucket counts of pass 1 (:meth:`BucketGrid.counts`)
 COUNT_ROWS = 16384
 
-Mapper = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
-
 
 @dataclass(frozen=True)
 class BucketGrid:
@@ -578,7 +575,8 @@ class QuantilePlan:
         bucketable, or a big position bucket holding several values)."""
         rows = scan.rows or ((np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0)),)
         cell, x, e = (np.concatenate(parts) for parts in zip(*rows, strict=True))
-        order = np.argsort(cell, kind="stable")
+        small = np.uint16 if self.kind.size <= 1 << 16 else cell.dtype
+        order = np.argsort(cell.astype(small), kind="stable")  # a radix sort for 16 bits
         cell, x, e = cell[order], x[order], e[order]
         bounds = np.searchsorted(cell, np.arange(self.kind.size + 1))
         out: list[QuantileCells | None] = []
@@ -633,120 +631,33 @@ class QuantilePlan:
         )
         cells = segments.grouped(seg_bin, n_groups=k)
         for i, c in enumerate(pos_cells):
-            if big[i]:  # one value: all its rows in one bin, its statistics from pass 2
+            xs = x[bounds[c] : bounds[c + 1]]
+            if big[i] or (xs.size and xs.min() == xs.max()):
+                # one value: all its rows in one bin, its statistics from pass 2
                 own = CellStats(
                     scan.stats.counts[c : c + 1],
                     scan.stats.mean[c : c + 1],
                     scan.stats.m2[c : c + 1],
                 )
-                b = int(np.searchsorted(interior, value[i], side="left"))
+                v = value[i] if big[i] else xs[0]
+                b = int(np.searchsorted(interior, v, side="left"))
                 cells = cells.merge(own.grouped(np.array([b]), n_groups=k))
             else:
-                xs = x[bounds[c] : bounds[c + 1]]
                 es = e[bounds[c] : bounds[c + 1]]
                 cells = cells.merge(CellStats.from_values(assign(xs, edges).index, es, n_cells=k))
         return QuantileCells(edges=edges, cells=cells)
 
 
-def bucket_grid(*, n: int, lo: np.ndarray, hi: np.ndarray, dtype: Any) -> BucketGrid:
+def bucket_grid(*, n: int, lo: np.ndarray, hi: np.ndarray, dtype: Any, bins: int = 0) -> BucketGrid:
     """The equal-width buckets of pass 1 over ``[lo, hi]`` for ``n`` values per column of
     ``dtype`` (float32 values are bucketed in float32: the store's X keeps the data's
-    dtype): ``n / 1024`` buckets, between 64 and 16384.
+    dtype): ``n / 1024`` buckets, at least ``32 bins`` (so that the rows gathered in pass 2,
+    about ``n bins / size`` a column, stay a small share of the rows), between 64 and 16384.
 
     >>> bucket_grid(n=10**6, lo=np.zeros(2), hi=np.ones(2), dtype=np.float64).size
     976
     """
-    size = int(np.clip(n // 1024, 64, 1 << 14))
+    size = int(np.clip(max(n // 1024, 32 * bins), 64, 1 << 14))
     return BucketGrid.build(
         np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64), size=size, dtype=dtype
     )
-
-
-def _bucket_counts(
-    x_chunks: Chunks, *, n: int, lo: np.ndarray, hi: np.ndarray, map_chunks: Mapper
-) -> tuple[BucketGrid, np.ndarray]:
-    """The bucket grid over ``[lo, hi]`` and the values per bucket of all rows (pass 1)."""
-    chunks = iter(x_chunks())
-    first = next(chunks, None)
-    if first is None:
-        raise ValueError("quantile edges need at least one value")
-    grid = bucket_grid(n=n, lo=lo, hi=hi, dtype=first.dtype)
-    size = grid.size
-    counts = np.zeros(lo.size * size, dtype=np.int64)
-    for c in map_chunks(grid.counts, itertools.chain([first], chunks)):
-        counts += c
-    return grid, counts
-
-
-def quantile_cells(
-    x_chunks: Chunks,
-    xe_chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]],
-    *,
-    n: int,
-    bins: int,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    map_chunks: Mapper = map,
-    max_bucket: int | None = None,
-    max_gathered: int | None = None,
-) -> list[QuantileCells | None]:
-    """Type-1 quantile edges of every column and the statistics of the local effects in
-    those bins, in two passes over the chunks.
-
-    1. count the values of each column in equal-width buckets (X only);
-    2. per chunk, the statistics of the effects per segment (the runs of buckets between
-       those holding a quantile position: each segment lies inside one bin whatever the
-       edges are) and per position bucket, plus the rows of the position buckets; then
-       each quantile is selected inside its bucket, and those rows are split by the
-       edges.
-
-    The same edges as :func:`~ale_cli.core.binning.quantile_edges` and the same cells as
-    :meth:`CellStats.from_values` on the bins of each whole column (merged: to rounding).
-    A column comes back None when a position bucket holds more than ``max_bucket`` rows
-    of several values (then :func:`order_statistics` and a cell pass do it).
-
-    Parameters
-    ----------
-    x_chunks : callable
-        Returns an iterable of X chunks (n_i, D).
-    xe_chunks : callable
-        Returns an iterable of (X (n_i, D), E (n_i, D)): the same rows, their effects.
-    n : int
-        Rows in all chunks.
-    bins : int
-        K asked for.
-    lo, hi : ndarray, shape (D,)
-        Each column's minimum and maximum (``hi > lo``).
-    map_chunks : callable
-        ``map``-like (function, iterable) -> results in order; a thread pool may run the
-        chunks concurrently.
-    max_bucket, max_gathered : int, optional
-        Largest position bucket gathered, and rows gathered in all (default
-        :data:`MAX_BUCKET_ROWS`, :data:`MAX_GATHERED_ROWS`).
-
-    Returns
-    -------
-    list of QuantileCells or None, length D
-
-    >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
-    >>> E = X * 3
-    >>> out = quantile_cells(lambda: [X[:4], X[4:]], lambda: [(X[:4], E[:4]), (X[4:], E[4:])],
-    ...                      n=6, bins=3, lo=np.array([1.0]), hi=np.array([5.0]))
-    >>> out[0].edges.tolist(), out[0].cells.counts.tolist(), out[0].cells.mean.tolist()
-    ([1.0, 2.0, 3.0, 5.0], [3, 1, 2], [5.0, 9.0, 13.5])
-    """
-    lo = np.asarray(lo, dtype=np.float64)
-    hi = np.asarray(hi, dtype=np.float64)
-    grid, counts = _bucket_counts(x_chunks, n=n, lo=lo, hi=hi, map_chunks=map_chunks)
-    plan = QuantilePlan.build(
-        grid,
-        counts,
-        n=n,
-        bins=bins,
-        max_bucket=MAX_BUCKET_ROWS if max_bucket is None else max_bucket,
-        max_gathered=MAX_GATHERED_ROWS if max_gathered is None else max_gathered,
-    )
-    scan = plan.empty_scan()
-    for part in map_chunks(lambda xe: plan.scan(*xe), xe_chunks()):
-        scan = scan.merge(part)
-    return plan.finish(scan, lo, hi)

@@ -318,7 +318,7 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
         return {}, {}, {}
     x, e = p.columns.pick(todo)
     lo_t, hi_t = np.asarray(lo[todo], np.float64), np.asarray(hi[todo], np.float64)
-    grid = bucket_grid(n=p.n_rows, lo=lo_t, hi=hi_t, dtype=_x_dtype(p))
+    grid = bucket_grid(n=p.n_rows, lo=lo_t, hi=hi_t, dtype=_x_dtype(p), bins=bins)
     empty = np.zeros(len(todo) * grid.size, dtype=np.int64)
     counts = p.run(BucketCounts(x, grid), np.add, empty, arrays=("X",))
     plan = QuantilePlan.build(

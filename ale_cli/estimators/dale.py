@@ -445,6 +445,10 @@ def _rows(store: Store | StoreFile, p: Passes) -> tuple[np.ndarray, np.ndarray]:
     return whole.feature_data(list(p.columns.names))
 
 
+def _where(path: Path | None) -> str:
+    return "store" if path is None else f"store '{path}'"
+
+
 def rebin(request: RebinRequest) -> EstimateResult:
     """``ale rebin``: DALE on fixed bins for the chosen features of a store."""
     t0 = time.perf_counter()
@@ -469,7 +473,7 @@ def rebin(request: RebinRequest) -> EstimateResult:
         if secant:  # piecewise-constant model: ale_cli.estimators.secants
             features = secants.rebin(
                 p,
-                secants.fine_grids(store, where),
+                secants.fine_grids(store, _where(opened.path)),
                 center=request.center,
                 categorical=categorical,
                 bootstrap=request.bootstrap,
@@ -516,7 +520,7 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         if secant:  # piecewise-constant model: ale_cli.estimators.secants
             features = secants.rhale(
                 p,
-                secants.fine_grids(store, where),
+                secants.fine_grids(store, _where(opened.path)),
                 categorical=categorical,
                 bootstrap=request.bootstrap,
                 rows=_rows(store, p) if request.bootstrap.replicates else None,
