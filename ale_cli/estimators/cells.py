@@ -50,15 +50,17 @@ CHUNKS_PER_PART = 16
 @dataclass(frozen=True)
 class StoreChunks:
     """Chunks ``first .. first + len(rows) - 1`` of a store file as a :class:`Source`
-    (``first`` None: all of them, read as the store's reader reads them)."""
+    (``first`` None: all of them, read as the store's reader reads them; ``split``: its
+    parts are ranges of chunks, else it is one part)."""
 
     store: StoreFile
     first: int | None = None
     offset: int = 0
+    split: bool = True
 
     def parts(self) -> Sequence[Source]:
         """Ranges of :data:`CHUNKS_PER_PART` chunks of each file, in row order."""
-        if self.first is not None:
+        if self.first is not None or not self.split:
             return (self,)
         files = list(self.store.parts) if isinstance(self.store, PartStore) else [self.store]
         out: list[Source] = []
@@ -86,11 +88,12 @@ class StoreChunks:
             offset += len(next(iter(chunk.values()))) if chunk else 0
 
 
-def store_source(store: Store | StoreFile) -> Source:
-    """A store as a source of chunks of ``X`` and ``local_effects``."""
+def store_source(store: Store | StoreFile, *, split: bool = True) -> Source:
+    """A store as a source of chunks of ``X`` and ``local_effects`` (``split``: in parts
+    for an engine that runs parts at once)."""
     if isinstance(store, Store):
         return ArraySource({"X": store.X, "local_effects": store.local_effects})
-    return StoreChunks(store)
+    return StoreChunks(store, split=split)
 
 
 @dataclass(frozen=True)
@@ -395,4 +398,5 @@ def store_passes(
     recorded = store.x_range() if isinstance(store, StoreFile) else None
     if recorded is not None and len(recorded[0]) != len(store.input_names):
         recorded = None
-    return Passes(store_source(store), columns, store.n_rows, engine, recorded)
+    source = store_source(store, split=engine.slots is not None)
+    return Passes(source, columns, store.n_rows, engine, recorded)

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,7 +67,8 @@ class RebinRequest:
     """Options of ``ale rebin``; None means the default (or, with ``edges``, not used).
 
     The options are checked here, naming the parameter at fault. ``engine`` runs the
-    passes (:data:`~ale_cli.passes.engine.LOCAL`: this process).
+    passes (:data:`~ale_cli.passes.engine.LOCAL`: this process; its name, "local" or "dask"
+    with ``scheduler``, is taken too).
     """
 
     store: Path | Store
@@ -83,7 +83,8 @@ class RebinRequest:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
-        check_engine_request(self.engine, self.scheduler, self.store, self.bootstrap)
+        object.__setattr__(self, "engine", _engine(self.engine, self.scheduler))
+        check_engine_request(self.engine, self.store, self.bootstrap)
         check_center(self.center)
         if self.bins is not None:
             check_count(self.bins, "bins")
@@ -107,7 +108,8 @@ class RhaleRequest:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
-        check_engine_request(self.engine, self.scheduler, self.store, self.bootstrap)
+        object.__setattr__(self, "engine", _engine(self.engine, self.scheduler))
+        check_engine_request(self.engine, self.store, self.bootstrap)
         check_rhale_options(
             max_bins=self.max_bins,
             min_points=self.min_points,
@@ -117,19 +119,23 @@ class RhaleRequest:
         )
 
 
-def check_engine_request(
-    engine: Engine | str, scheduler: str | None, store: Path | Store, bootstrap: Bootstrap
-) -> None:
-    """InputError naming ``engine`` (or ``scheduler``/``bootstrap``) when an engine other
-    than this process is asked for what it does not do: a store in memory, bootstrap bands
-    (they resample the rows in memory)."""
-    if isinstance(engine, str):  # the engine's name, until callers hand the engine down
-        from ale_cli.engines import check_engine
+def _engine(engine: Engine | str, scheduler: str | None) -> Engine:
+    """The engine object (a name, ``local`` or ``dask`` with ``scheduler``, is turned into
+    one here until every caller hands the engine down)."""
+    if engine == "local" and scheduler is None:
+        return LOCAL
+    if isinstance(engine, str) or scheduler is not None:
+        from ale_cli.engines import engine_for
 
-        check_engine(engine, scheduler)
-        if engine != "dask":
-            return
-    elif isinstance(engine, LocalEngine):
+        return engine_for(engine, scheduler)
+    return engine
+
+
+def check_engine_request(engine: Engine, store: Path | Store, bootstrap: Bootstrap) -> None:
+    """InputError naming ``engine`` (or ``bootstrap``) when an engine other than this
+    process is asked for what it does not do: a store in memory, bootstrap bands (they
+    resample the rows in memory)."""
+    if isinstance(engine, LocalEngine):
         return
     if isinstance(store, Store):
         raise InputError(
@@ -140,50 +146,6 @@ def check_engine_request(
             "{param} resamples the rows in memory; it is not computed by {param:engine} dask",
             param="bootstrap",
         )
-
-
-@contextmanager
-def _engine(engine: Engine | str, scheduler: str | None) -> Iterator[Engine]:
-    """The engine asked for (a name: ``local``, or ``dask`` on the cluster at ``scheduler``)."""
-    if not isinstance(engine, str):
-        yield engine
-        return
-    if engine != "dask":
-        yield LOCAL
-        return
-    from ale_cli.engines.dask import client
-
-    with client(scheduler) as dask_client:
-        yield _ClientEngine(dask_client)
-
-
-@dataclass(frozen=True)
-class _ClientEngine:
-    """Each part of a source as one task on the workers of a Dask client, the states
-    folded in part order here (until the caller hands a Dask engine down)."""
-
-    client: Any
-
-    def run(
-        self, source: Any, kernel: Any, merge: Any, empty: Any, *, arrays: Any, shared: Any = None
-    ) -> Any:
-        from ale_cli.engines.dask import _gather_in_order
-
-        futures = [
-            self.client.submit(_fold_part, part, kernel, merge, empty, arrays, pure=False)
-            for part in source.parts()
-        ]
-        acc = empty
-        for state in _gather_in_order(self.client, futures, None, ()):
-            acc = merge(acc, state)
-        return acc
-
-
-def _fold_part(part: Any, kernel: Any, merge: Any, empty: Any, arrays: Any) -> Any:
-    acc = empty
-    for chunk in part.chunks(arrays):
-        acc = merge(acc, kernel(chunk, None))
-    return acc
 
 
 def check_rhale_options(
@@ -461,7 +423,7 @@ def rebin(request: RebinRequest) -> EstimateResult:
     fixed.check_rows(opened.store.n_rows, where)
     secant = secants.is_secant(opened.store.meta)
     store = secants.whole(opened.store) if secant else opened.store
-    with _engine(request.engine, request.scheduler) as engine:
+    with request.engine as engine:
         p = store_passes(store, request.features, engine)
         fixed.check_features(request.features, store.feature_names, f"the {where}")
         t_load = time.perf_counter()
@@ -514,7 +476,7 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         "alpha": request.alpha,
         "center": request.center,
     }
-    with _engine(request.engine, request.scheduler) as engine:
+    with request.engine as engine:
         p = store_passes(store, request.features, engine)
         t_load = time.perf_counter()
         if secant:  # piecewise-constant model: ale_cli.estimators.secants
