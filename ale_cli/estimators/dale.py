@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -174,21 +174,26 @@ def dale(
     center: str,
     edges: dict[str, np.ndarray] | None = None,
     categorical: Sequence[str] = (),
+    bootstrap: Bootstrap | None = None,
+    rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[FeatureSummary]:
     """DALE on fixed bins for every feature of ``p``: ``bins`` uniform or type-1 quantile
     bins of each, or the given ``edges[name]`` (rows outside them are left out and
-    counted)."""
+    counted). With ``bootstrap``, percentile bands on the same bins
+    (:mod:`ale_cli.estimators.bands`), from the features' values and local effects in
+    memory (``rows``)."""
     lo, hi = ranges(p)
     names = p.columns.names
     skip = skip_reasons(names, lo, hi, categorical, edges)
     todo = [j for j, name in enumerate(names) if name not in skip]
     z, cells, outside = binned(p, todo, lo, hi, bins=bins, binning=binning, edges=edges)
-    return [
+    out = [
         not_estimable(name, skip[name])
         if name in skip
         else summary_from_cells(name, z[j], cells[j], n_outside=outside[j], center=center)
         for j, name in enumerate(names)
     ]
+    return _banded(out, rows, bootstrap, center)
 
 
 def rhale_cells(
@@ -200,22 +205,26 @@ def rhale_cells(
     grid: str = "uniform",
     center: str = "mean",
     categorical: Sequence[str] = (),
+    bootstrap: Bootstrap | None = None,
+    rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[FeatureSummary]:
     """RHALE with automatic bins for every feature of ``p``: each feature's grid has
     ``max_bins`` uniform (or type-1 quantile) cells over its range; the optimal partition
     (:func:`~ale_cli.core.rhale.optimal_partition`) is found from the per-cell statistics,
-    which are then summed per bin (no second pass over the rows)."""
+    which are then summed per bin (no second pass over the rows). ``bootstrap``, ``rows``:
+    as in :func:`dale` (the partition itself is not resampled)."""
     lo, hi = ranges(p)
     names = p.columns.names
     skip = skip_reasons(names, lo, hi, categorical)
     todo = [j for j, name in enumerate(names) if name not in skip]
     g, cells, _ = binned(p, todo, lo, hi, bins=max_bins, binning=grid)
-    return [
+    out = [
         not_estimable(name, skip[name])
         if name in skip
         else rhale_summary(name, g[j], cells[j], min_points=min_points, alpha=alpha, center=center)
         for j, name in enumerate(names)
     ]
+    return _banded(out, rows, bootstrap, center)
 
 
 def rhale_summary(
@@ -238,14 +247,14 @@ def rhale_summary(
 
 def _banded(
     features: list[FeatureSummary],
-    X: np.ndarray,
-    E: np.ndarray,
+    rows: tuple[np.ndarray, np.ndarray] | None,
     bootstrap: Bootstrap | None,
     center: str,
 ) -> list[FeatureSummary]:
     """The features with bootstrap bands on their own edges (unchanged without replicates)."""
-    if bootstrap is None or not bootstrap.replicates:
+    if bootstrap is None or not bootstrap.replicates or rows is None:
         return features
+    X, E = rows
     index, values = {}, {}
     for j, f in enumerate(features):
         if f.status == "ok":
@@ -270,8 +279,8 @@ def rebin_features(
     check_center(center)
     check_choice(binning, BINNINGS, "binning")
     p = array_passes(X, E, names, LOCAL)
-    out = dale(p, bins=bins, binning=binning, center=center, edges=edges, categorical=categorical)
-    return _banded(out, X, E, bootstrap, center)
+    options = {"edges": edges, "categorical": categorical, "bootstrap": bootstrap}
+    return dale(p, bins=bins, binning=binning, center=center, rows=(X, E), **options)
 
 
 def rhale_features(
@@ -294,16 +303,16 @@ def rhale_features(
         max_bins=max_bins, min_points=min_points, alpha=alpha, grid=grid, center=center
     )
     p = array_passes(X, E, names, LOCAL)
-    out = rhale_cells(
+    options = {"grid": grid, "center": center, "categorical": categorical}
+    return rhale_cells(
         p,
         min_points=min_points,
         alpha=alpha,
         max_bins=max_bins,
-        grid=grid,
-        center=center,
-        categorical=categorical,
+        bootstrap=bootstrap,
+        rows=(X, E),
+        **options,
     )
-    return _banded(out, X, E, bootstrap, center)
 
 
 # -- from a store ----------------------------------------------------------------------------
@@ -386,29 +395,42 @@ def _result(
     )
 
 
-def _categorical(store: Store | StoreFile, features: Sequence[str] | None) -> tuple[str, ...]:
-    """Features estimated elsewhere: listed as categorical, or with stored per-level jumps
-    (estimated per level after the passes)."""
-    levels = stored_level_names(store, features or store.feature_names)
-    return (*(store.meta.get("categorical_features") or ()), *levels)
-
-
-def _with_levels(
-    features: list[FeatureSummary], store: Store | StoreFile, request: RebinRequest | RhaleRequest
-) -> list[FeatureSummary]:
-    if not stored_level_names(store, request.features or store.feature_names):
-        return features
-    return with_stored_levels(features, store, center=request.center, bootstrap=request.bootstrap)
-
-
-def _rows(store: Store | StoreFile, p: Passes) -> tuple[np.ndarray, np.ndarray]:
-    """The values and local effects of the features of ``p`` (a store in memory)."""
-    whole = store if isinstance(store, Store) else read_store(store.path)
-    return whole.feature_data(list(p.columns.names))
-
-
-def _where(path: Path | None) -> str:
-    return "store" if path is None else f"store '{path}'"
+def _features(
+    request: RebinRequest | RhaleRequest,
+    opened: _Opened,
+    options: dict[str, Any],
+    check: Callable[[Store | StoreFile], None] | None = None,
+) -> tuple[list[FeatureSummary], float]:
+    """Every chosen feature's summary (:func:`dale` or :func:`rhale_cells` with ``options``,
+    their variant on secants for a store of secants, per level where the store holds the
+    jumps), and when the store was ready."""
+    levels = stored_level_names(opened.store, request.features or opened.store.feature_names)
+    categorical = (*(opened.store.meta.get("categorical_features") or ()), *levels)
+    secant = secants.is_secant(opened.store.meta)
+    store = secants.whole(opened.store) if secant else opened.store  # secants: whole tables
+    with request.engine as engine:
+        p = store_passes(store, request.features, engine)
+        if check is not None:
+            check(store)
+        t_load = time.perf_counter()
+        rows = None
+        if request.bootstrap.replicates:  # bands resample the rows in memory
+            whole = store if isinstance(store, Store) else read_store(store.path)
+            rows = whole.feature_data(list(p.columns.names))
+        common = {"categorical": categorical, "bootstrap": request.bootstrap, "rows": rows}
+        if not secant:
+            estimate = dale if isinstance(request, RebinRequest) else rhale_cells
+            features = estimate(p, center=request.center, **options, **common)
+        else:  # piecewise-constant model: ale_cli.estimators.secants
+            estimate = secants.rebin if isinstance(request, RebinRequest) else secants.rhale
+            where = "store" if opened.path is None else f"store '{opened.path}'"
+            grids = secants.fine_grids(store, where)
+            features = estimate(p, grids, center=request.center, **options, **common)
+    if levels:
+        features = with_stored_levels(
+            features, opened.store, center=request.center, bootstrap=request.bootstrap
+        )
+    return features, t_load
 
 
 def rebin(request: RebinRequest) -> EstimateResult:
@@ -419,34 +441,14 @@ def rebin(request: RebinRequest) -> EstimateResult:
     )
     opened = _open(request.store, whole=request.bootstrap.replicates > 0)
     where = f"store '{opened.path}'"
-    categorical = _categorical(opened.store, request.features)
     fixed.check_rows(opened.store.n_rows, where)
-    secant = secants.is_secant(opened.store.meta)
-    store = secants.whole(opened.store) if secant else opened.store
-    with request.engine as engine:
-        p = store_passes(store, request.features, engine)
-        fixed.check_features(request.features, store.feature_names, f"the {where}")
-        t_load = time.perf_counter()
-        options: dict[str, Any] = {
-            "bins": fixed.bins,
-            "binning": fixed.binning,
-            "edges": fixed.edges,
-        }
-        if secant:  # piecewise-constant model: ale_cli.estimators.secants
-            features = secants.rebin(
-                p,
-                secants.fine_grids(store, _where(opened.path)),
-                center=request.center,
-                categorical=categorical,
-                bootstrap=request.bootstrap,
-                rows=_rows(store, p) if request.bootstrap.replicates else None,
-                **options,
-            )
-        else:
-            features = dale(p, center=request.center, categorical=categorical, **options)
-            if request.bootstrap.replicates:
-                features = _banded(features, *_rows(store, p), request.bootstrap, request.center)
-    features = _with_levels(features, opened.store, request)
+    options = {"bins": fixed.bins, "binning": fixed.binning, "edges": fixed.edges}
+    features, t_load = _features(
+        request,
+        opened,
+        options,
+        lambda store: fixed.check_features(request.features, store.feature_names, f"the {where}"),
+    )
     t_est = time.perf_counter()
     params = fixed.params(request.center, request.features) | request.bootstrap.params()
     return _result("dale", params, opened, features, (t0, t_load, t_est))
@@ -457,49 +459,24 @@ def rhale(request: RhaleRequest) -> EstimateResult:
     t0 = time.perf_counter()
     opened = _open(request.store, whole=request.bootstrap.replicates > 0)
     n_rows = opened.store.n_rows
-    where = f"store '{opened.path}'"
     check_bins_rows(
         request.max_bins,
         n_rows,
-        where,
+        f"store '{opened.path}'",
         param="max_bins",
         asked=request.max_bins != DEFAULT_MAX_BINS,  # the default is never refused
     )
-    min_points = (
-        request.min_points if request.min_points is not None else default_min_points(n_rows)
-    )
-    categorical = _categorical(opened.store, request.features)
-    secant = secants.is_secant(opened.store.meta)
-    store = secants.whole(opened.store) if secant else opened.store
-    options: dict[str, Any] = {
-        "min_points": min_points,
-        "alpha": request.alpha,
-        "center": request.center,
-    }
-    with request.engine as engine:
-        p = store_passes(store, request.features, engine)
-        t_load = time.perf_counter()
-        if secant:  # piecewise-constant model: ale_cli.estimators.secants
-            features = secants.rhale(
-                p,
-                secants.fine_grids(store, _where(opened.path)),
-                categorical=categorical,
-                bootstrap=request.bootstrap,
-                rows=_rows(store, p) if request.bootstrap.replicates else None,
-                **options,
-            )
-        else:
-            features = rhale_cells(
-                p, max_bins=request.max_bins, grid=request.grid, categorical=categorical, **options
-            )
-            if request.bootstrap.replicates:
-                features = _banded(features, *_rows(store, p), request.bootstrap, request.center)
-    features = _with_levels(features, opened.store, request)
+    given = request.min_points is not None
+    min_points = request.min_points if given else default_min_points(n_rows)
+    options: dict[str, Any] = {"min_points": min_points, "alpha": request.alpha}
+    if not secants.is_secant(opened.store.meta):  # secants: candidates are the fine edges
+        options |= {"max_bins": request.max_bins, "grid": request.grid}
+    features, t_load = _features(request, opened, options)
     t_est = time.perf_counter()
     params: dict[str, Any] = {
         "max_bins": request.max_bins,
         "min_points": min_points,
-        "min_points_rule": "given" if request.min_points is not None else "ceil(N/20), at least 2",
+        "min_points_rule": "given" if given else "ceil(N/20), at least 2",
         "alpha": request.alpha,
         "grid": request.grid,
         "center": request.center,
