@@ -602,19 +602,18 @@ class QuantilePlan:
         big = self.kind[pos_cells] == 2
         if np.any(scan.varied[pos_cells[big]]):
             return None
-        # the order statistics, position bucket by position bucket
-        value = np.empty(homes.size)
-        for i, c in enumerate(pos_cells):
-            if big[i]:
-                value[i] = scan.rep[c]
-        stats = np.empty(self.ranks[j].size)
-        for i, c in enumerate(pos_cells):
-            mine = self.where[j] == i
-            if big[i]:
-                stats[mine] = value[i]
-                continue
-            keys, inverse = np.unique(self.ranks[j][mine], return_inverse=True)
-            stats[mine] = np.partition(x[bounds[c] : bounds[c + 1]], keys)[keys][inverse]
+        # the order statistics: a big bucket's one value, else the rank among the gathered
+        # rows of the column (its buckets in order: each lower bucket's values are smaller)
+        value = scan.rep[pos_cells]
+        first, last = bounds[base], bounds[int(self.base[j + 1])]
+        where, ranks = self.where[j], self.ranks[j]
+        stats = value[where].astype(np.float64)
+        pick = ~big[where]
+        if np.any(pick):
+            keys, inverse = np.unique(
+                bounds[pos_cells][where[pick]] - first + ranks[pick], return_inverse=True
+            )
+            stats[pick] = np.partition(x[first:last], keys)[keys][inverse.reshape(-1)]
         edges = np.unique(np.concatenate(([lo], stats, [hi])))
         k = edges.size - 1
         interior = edges[1:-1]
@@ -631,20 +630,18 @@ class QuantilePlan:
         )
         cells = segments.grouped(seg_bin, n_groups=k)
         for i, c in enumerate(pos_cells):
-            xs = x[bounds[c] : bounds[c + 1]]
-            if big[i] or (xs.size and xs.min() == xs.max()):
-                # one value: all its rows in one bin, its statistics from pass 2
+            if big[i]:  # one value: all its rows in one bin, its statistics from pass 2
                 own = CellStats(
                     scan.stats.counts[c : c + 1],
                     scan.stats.mean[c : c + 1],
                     scan.stats.m2[c : c + 1],
                 )
-                v = value[i] if big[i] else xs[0]
-                b = int(np.searchsorted(interior, v, side="left"))
+                b = int(np.searchsorted(interior, value[i], side="left"))
                 cells = cells.merge(own.grouped(np.array([b]), n_groups=k))
-            else:
-                es = e[bounds[c] : bounds[c + 1]]
-                cells = cells.merge(CellStats.from_values(assign(xs, edges).index, es, n_cells=k))
+        # the gathered rows of every other position bucket, split by the edges at once
+        if last > first:
+            index = assign(x[first:last], edges).index
+            cells = cells.merge(CellStats.from_values(index, e[first:last], n_cells=k))
         return QuantileCells(edges=edges, cells=cells)
 
 
