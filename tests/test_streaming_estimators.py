@@ -3,7 +3,6 @@ whatever the chunk sizes; out-of-core type-1 quantiles against a full sort."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from ale_cli.core.binning import quantile_edges
+from ale_cli.core.binning import UniformGrid, quantile_edges, uniform_edges
 from ale_cli.core.outofcore import (
     MAX_BUCKET_ROWS,
     MAX_GATHERED_ROWS,
@@ -20,9 +19,23 @@ from ale_cli.core.outofcore import (
     chunked_quantile_edges,
     order_statistics,
 )
-from ale_cli.estimators.cells import ROWS, BucketCounts, BucketScan, merge_scans
+from ale_cli.estimators.cells import (
+    ROWS,
+    BucketCounts,
+    BucketScan,
+    Cells,
+    Columns,
+    OnEdges,
+    OnGrid,
+    Passes,
+    Ranges,
+    empty_ranges,
+    merge_ranges,
+    merge_scans,
+    quantile,
+)
 from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rhale
-from ale_cli.passes.engine import LOCAL, ArraySource
+from ale_cli.passes.engine import LOCAL, ArraySource, Parts
 from ale_cli.store.npz import Store, StoreWriter, open_store, write_store
 
 NAMES = ("smooth", "heavy", "ties", "const")
@@ -89,7 +102,7 @@ REQUESTS = [
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     n=st.integers(min_value=30, max_value=600),
@@ -98,6 +111,8 @@ REQUESTS = [
     which=st.integers(0, len(REQUESTS) - 1),
 )
 def test_streaming_equals_in_memory_for_any_chunks(tmp_path: Path, n, seed, cuts, which):
+    """End to end (a handful of examples; the kernels' invariance is the property below):
+    a chunked store file gives the numbers of the store in memory."""
     X, E = _data(n, seed)
     path = _chunked(tmp_path / f"s{n}-{seed}.npz", X, E, [c for c in cuts if c < n])
     run = REQUESTS[which]
@@ -209,26 +224,18 @@ def test_damaged_chunked_stores_are_input_errors(tmp_path: Path):
         rhale(RhaleRequest(store=broken))
 
 
-@dataclass(frozen=True)
-class _Pieces:
-    """Arrays cut into one-chunk parts at ``pairs`` [(start, stop), ...]."""
-
-    arrays: dict[str, np.ndarray]
-    pairs: tuple[tuple[int, int], ...]
-
-    def parts(self):  # type: ignore[no-untyped-def]
-        return [ArraySource({k: v[a:b] for k, v in self.arrays.items()}, a) for a, b in self.pairs]
-
-    def chunks(self, arrays):  # type: ignore[no-untyped-def]
-        for part in self.parts():
-            yield from part.chunks(arrays)
+def _cut(arrays: dict[str, np.ndarray], pairs, chunk_rows: int | None = None) -> Parts:  # type: ignore[no-untyped-def]
+    """Arrays cut into parts at ``pairs`` [(start, stop), ...], each in chunks of ``chunk_rows``."""
+    return Parts(
+        tuple(ArraySource({k: v[a:b] for k, v in arrays.items()}, a, chunk_rows) for a, b in pairs)
+    )
 
 
 def quantile_cells(  # type: ignore[no-untyped-def]
     X, E, pairs, *, bins, lo, hi, max_bucket=MAX_BUCKET_ROWS, max_gathered=MAX_GATHERED_ROWS
 ):
     """The two quantile passes (their kernels on the local engine) over X, E cut at ``pairs``."""
-    source = _Pieces({"X": X, "local_effects": E}, tuple(pairs))
+    source = _cut({"X": X, "local_effects": E}, pairs)
     cols = tuple(range(X.shape[1]))
     grid = bucket_grid(n=len(X), lo=lo, hi=hi, dtype=X.dtype, bins=bins)
     empty = np.zeros(len(cols) * grid.size, dtype=np.int64)
@@ -459,3 +466,57 @@ def test_bucket_counts_in_blocks_equal_one_bincount(n, seed, f32):
     np.testing.assert_array_equal(counts, np.bincount(grid.flat(X).ravel(), minlength=3 * 97))
     assert counts.sum() == 3 * n
     assert n <= COUNT_ROWS or counts.dtype == np.int64
+
+
+def _same_cells(a: Cells, b: Cells) -> None:
+    assert a.outside == b.outside
+    for x, y in zip(a.stats, b.stats, strict=True):
+        np.testing.assert_array_equal(x.counts, y.counts)
+        np.testing.assert_allclose(x.mean, y.mean, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(x.m2, y.m2, rtol=1e-12, atol=1e-9)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    n=st.integers(min_value=2, max_value=700),
+    seed=st.integers(0, 2**16),
+    cuts=st.lists(st.integers(1, 699), max_size=5),
+    chunk_rows=st.sampled_from([None, 1, 17, 256]),
+    f32=st.booleans(),
+)
+def test_kernels_do_not_depend_on_how_the_rows_are_cut(n, seed, cuts, chunk_rows, f32):
+    """Every first-order kernel run over parts and chunks of the rows, merged in row order,
+    equals its one pass over the whole arrays (counts and ranges exactly, means and M2 to
+    rounding); the quantile passes give the full sort's edges."""
+    X, E = _data(n, seed)
+    X = X.astype(np.float32) if f32 else X
+    bounds = [0, *sorted({c for c in cuts if c < n}), n]
+    pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
+    rows = {"X": X, "local_effects": E}
+    cut, whole = _cut(rows, pairs, chunk_rows), ArraySource(rows)
+    cols = (0, 1, 2)
+    lo, hi = X.min(0)[:3].astype(np.float64), X.max(0)[:3].astype(np.float64)
+    assume(np.all(hi > lo))
+
+    def both(kernel, merge, empty, arrays=ROWS):  # type: ignore[no-untyped-def]
+        return [LOCAL.run(s, kernel, merge, empty, arrays=arrays) for s in (cut, whole)]
+
+    r_cut, r_whole = both(Ranges(cols), merge_ranges, empty_ranges(3), ("X",))
+    np.testing.assert_array_equal(r_cut, r_whole)
+    np.testing.assert_array_equal(r_cut, (lo, hi))
+    edges = tuple(uniform_edges(lo[j], hi[j], bins=5 + j) for j in cols)
+    _same_cells(*both(OnEdges(cols, cols, edges), Cells.merge, Cells.empty([5, 6, 7])))
+    grid = UniformGrid.build(lo, hi, bins=9)
+    if grid is not None:
+        _same_cells(*both(OnGrid(cols, cols, grid), Cells.merge, Cells.empty([9] * 3)))
+    names = ("smooth", "heavy", "ties")
+    found = [
+        quantile(Passes(s, Columns(names, cols, cols), n, LOCAL), [0, 1, 2], lo, hi, 8)
+        for s in (cut, whole)
+    ]
+    for j in cols:
+        z = quantile_edges(X[:, j].astype(np.float64), bins=8)
+        np.testing.assert_array_equal(found[0][0][j], z)
+        np.testing.assert_array_equal(found[1][0][j], z)
+        np.testing.assert_array_equal(found[0][1][j].counts, found[1][1][j].counts)
+        np.testing.assert_allclose(found[0][1][j].mean, found[1][1][j].mean, rtol=1e-12)
