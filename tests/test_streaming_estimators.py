@@ -11,13 +11,12 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ale_cli.core.binning import UniformGrid, quantile_edges, uniform_edges
-from ale_cli.core.outofcore import (
+from ale_cli.core.outofcore import chunked_quantile_edges, order_statistics
+from ale_cli.core.quantile_cells import (
     MAX_BUCKET_ROWS,
     MAX_GATHERED_ROWS,
     QuantilePlan,
     bucket_grid,
-    chunked_quantile_edges,
-    order_statistics,
 )
 from ale_cli.estimators.cells import (
     ROWS,
@@ -359,13 +358,13 @@ def test_columns_past_the_gather_limit_take_the_slower_path(tmp_path: Path, monk
     """With a tiny bucket limit the heavy-tailed and point-mass columns cannot be finished
     in two passes; the streaming rebin/rhale then select them the slower way, and the
     summaries still equal the in-memory ones."""
-    import ale_cli.core.outofcore as outofcore
+    import ale_cli.core.quantile_cells as quantile_cells
 
     rng = np.random.default_rng(11)
     X, E = _data(3000, 4)
     X[:, 2] = np.where(rng.random(3000) < 0.6, 0.5, rng.normal(size=3000))  # a point mass
     path = _chunked(tmp_path / "s.npz", X, E, [700, 1500, 2999])
-    monkeypatch.setattr(outofcore, "MAX_BUCKET_ROWS", 2)
+    monkeypatch.setattr(quantile_cells, "MAX_BUCKET_ROWS", 2)
     for run in (REQUESTS[1], REQUESTS[3]):
         _assert_same(run(path), run(_in_memory(X, E)))
 
@@ -456,7 +455,7 @@ def test_a_store_of_infinite_values_is_not_written_and_a_damaged_record_is_refus
 def test_bucket_counts_in_blocks_equal_one_bincount(n, seed, f32):
     """Pass 1 counts a chunk COUNT_ROWS rows at a time: the same counts as one bincount of
     every value's bucket, and every value counted once."""
-    from ale_cli.core.outofcore import COUNT_ROWS, BucketGrid
+    from ale_cli.core.quantile_cells import COUNT_ROWS, BucketGrid
 
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, 3)) * [1.0, 1e3, 1e-3]

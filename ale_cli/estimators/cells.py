@@ -9,7 +9,7 @@ kernel, merge, empty)`` over chunks holding ``X`` and ``local_effects``:
 - uniform edges over each feature's range (the store's recorded ranges, else a
   :class:`Ranges` pass): one pass (:class:`OnGrid`, all features on one grid);
 - type-1 quantile edges: two passes (:class:`BucketCounts`, then :class:`BucketScan`;
-  :mod:`ale_cli.core.outofcore`), with further passes for a column they do not finish.
+  :mod:`ale_cli.core.quantile_cells`), with further passes for a column they do not finish.
 
 A store in memory (or arrays) is a one-chunk source, a store file a source of chunks (its
 parts: ranges of chunks, or a directory store's files); the kernels are picklable, so the
@@ -25,16 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.core import outofcore
+from ale_cli.core import quantile_cells
 from ale_cli.core.binning import UniformGrid, assign, uniform_edges
 from ale_cli.core.binstats import CellStats, uniform_cells
-from ale_cli.core.outofcore import (
-    QuantilePlan,
-    bucket_grid,
-    chunked_quantile_edges,
-    merge_accumulators,
-    pass_accumulators,
-)
+from ale_cli.core.outofcore import chunked_quantile_edges, merge_accumulators, pass_accumulators
+from ale_cli.core.quantile_cells import QuantilePlan, bucket_grid
 from ale_cli.passes.engine import ArraySource, Chunk, Engine, Source
 from ale_cli.store.npz import Store, StoreFile
 from ale_cli.store.parts import PartStore
@@ -235,7 +230,7 @@ class BucketCounts:
 
 @dataclass(frozen=True)
 class BucketScan:
-    """Kernel: quantile pass 2 (:meth:`~ale_cli.core.outofcore.QuantilePlan.scan`)."""
+    """Kernel: quantile pass 2 (:meth:`~ale_cli.core.quantile_cells.QuantilePlan.scan`)."""
 
     x: tuple[int, ...]
     e: tuple[int, ...]
@@ -314,7 +309,7 @@ def _x_dtype(p: Passes) -> Any:
 def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int) -> Binned:
     """Exact type-1 quantile edges and their cells in two passes (bucket counts, then the
     cells of the runs of buckets between quantiles and the rows of the buckets holding
-    one: :class:`~ale_cli.core.outofcore.QuantilePlan`); a column they do not finish (a big
+    one: :class:`~ale_cli.core.quantile_cells.QuantilePlan`); a column they do not finish (a big
     bucket holding a quantile and several values: very skewed data) takes
     :func:`_quantile_deeper`."""
     if not todo:
@@ -329,8 +324,8 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
         counts,
         n=p.n_rows,
         bins=bins,
-        max_bucket=outofcore.MAX_BUCKET_ROWS,
-        max_gathered=outofcore.MAX_GATHERED_ROWS,
+        max_bucket=quantile_cells.MAX_BUCKET_ROWS,
+        max_gathered=quantile_cells.MAX_GATHERED_ROWS,
     )
     scan = p.run(BucketScan(x, e, plan), merge_scans, plan.empty_scan())
     found = plan.finish(scan, lo_t, hi_t)
