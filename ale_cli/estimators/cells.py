@@ -29,7 +29,7 @@ from ale_cli.core import quantile_cells
 from ale_cli.core.binning import UniformGrid, assign, uniform_edges
 from ale_cli.core.binstats import CellStats, uniform_cells
 from ale_cli.core.outofcore import chunked_quantile_edges, merge_accumulators, pass_accumulators
-from ale_cli.core.quantile_cells import QuantilePlan, bucket_grid
+from ale_cli.core.quantile_cells import BucketGrid, QuantilePlan, bucket_grid
 from ale_cli.passes.engine import ArraySource, Chunk, Engine, Source
 from ale_cli.store.npz import Store, StoreFile
 from ale_cli.store.parts import PartStore
@@ -222,7 +222,7 @@ class BucketCounts:
     """Kernel: quantile pass 1, the values of columns ``x`` per bucket of ``grid``."""
 
     x: tuple[int, ...]
-    grid: Any
+    grid: BucketGrid
 
     def __call__(self, chunk: Chunk, _shared: Any) -> np.ndarray:
         return self.grid.counts(_select(chunk["X"], self.x))
@@ -268,7 +268,10 @@ def ranges(p: Passes) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = p.recorded
         return lo[list(p.columns.x)], hi[list(p.columns.x)]
     d = len(p.columns.names)
-    return p.run(Ranges(p.columns.x), merge_ranges, empty_ranges(d), arrays=("X",))
+    found: tuple[np.ndarray, np.ndarray] = p.run(
+        Ranges(p.columns.x), merge_ranges, empty_ranges(d), arrays=("X",)
+    )
+    return found
 
 
 def on_edges(p: Passes, todo: list[int], edges: dict[int, np.ndarray]) -> Binned:
@@ -350,7 +353,10 @@ def _quantile_deeper(
     def run_pass(groups: list[Any], roots: list[Any]) -> list[Any]:
         sent = [g.shipped() for g in groups]
         empty = [g.no_values() for g in sent]
-        return p.run(GroupPass(x, sent, roots), merge_accumulators, empty, arrays=("X",))
+        found: list[Any] = p.run(
+            GroupPass(x, sent, roots), merge_accumulators, empty, arrays=("X",)
+        )
+        return found
 
     found = chunked_quantile_edges(
         lambda: (), n=p.n_rows, bins=bins, lo=lo[todo], hi=hi[todo], run_pass=run_pass

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -83,8 +83,9 @@ class RebinRequest:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
-        object.__setattr__(self, "engine", _engine(self.engine, self.scheduler))
-        check_engine_request(self.engine, self.store, self.bootstrap)
+        engine = _engine(self.engine, self.scheduler)
+        object.__setattr__(self, "engine", engine)
+        check_engine_request(engine, self.store, self.bootstrap)
         check_center(self.center)
         if self.bins is not None:
             check_count(self.bins, "bins")
@@ -108,8 +109,9 @@ class RhaleRequest:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
-        object.__setattr__(self, "engine", _engine(self.engine, self.scheduler))
-        check_engine_request(self.engine, self.store, self.bootstrap)
+        engine = _engine(self.engine, self.scheduler)
+        object.__setattr__(self, "engine", engine)
+        check_engine_request(engine, self.store, self.bootstrap)
         check_rhale_options(
             max_bins=self.max_bins,
             min_points=self.min_points,
@@ -279,8 +281,16 @@ def rebin_features(
     check_center(center)
     check_choice(binning, BINNINGS, "binning")
     p = array_passes(X, E, names, LOCAL)
-    options = {"edges": edges, "categorical": categorical, "bootstrap": bootstrap}
-    return dale(p, bins=bins, binning=binning, center=center, rows=(X, E), **options)
+    return dale(
+        p,
+        bins=bins,
+        binning=binning,
+        center=center,
+        edges=edges,
+        categorical=categorical,
+        bootstrap=bootstrap,
+        rows=(X, E),
+    )
 
 
 def rhale_features(
@@ -303,15 +313,16 @@ def rhale_features(
         max_bins=max_bins, min_points=min_points, alpha=alpha, grid=grid, center=center
     )
     p = array_passes(X, E, names, LOCAL)
-    options = {"grid": grid, "center": center, "categorical": categorical}
     return rhale_cells(
         p,
         min_points=min_points,
         alpha=alpha,
         max_bins=max_bins,
+        grid=grid,
+        center=center,
+        categorical=categorical,
         bootstrap=bootstrap,
         rows=(X, E),
-        **options,
     )
 
 
@@ -408,7 +419,7 @@ def _features(
     categorical = (*(opened.store.meta.get("categorical_features") or ()), *levels)
     secant = secants.is_secant(opened.store.meta)
     store = secants.whole(opened.store) if secant else opened.store  # secants: whole tables
-    with request.engine as engine:
+    with cast(Engine, request.engine) as engine:  # an object since the request was made
         p = store_passes(store, request.features, engine)
         if check is not None:
             check(store)
@@ -417,15 +428,19 @@ def _features(
         if request.bootstrap.replicates:  # bands resample the rows in memory
             whole = store if isinstance(store, Store) else read_store(store.path)
             rows = whole.feature_data(list(p.columns.names))
-        common = {"categorical": categorical, "bootstrap": request.bootstrap, "rows": rows}
+        common: dict[str, Any] = {
+            "categorical": categorical,
+            "bootstrap": request.bootstrap,
+            "rows": rows,
+        }
         if not secant:
             estimate = dale if isinstance(request, RebinRequest) else rhale_cells
             features = estimate(p, center=request.center, **options, **common)
         else:  # piecewise-constant model: ale_cli.estimators.secants
-            estimate = secants.rebin if isinstance(request, RebinRequest) else secants.rhale
+            variant = secants.rebin if isinstance(request, RebinRequest) else secants.rhale
             where = "store" if opened.path is None else f"store '{opened.path}'"
-            grids = secants.fine_grids(store, where)
-            features = estimate(p, grids, center=request.center, **options, **common)
+            grids = secants.fine_grids(secants.whole(store), where)
+            features = variant(p, grids, center=request.center, **options, **common)
     if levels:
         features = with_stored_levels(
             features, opened.store, center=request.center, bootstrap=request.bootstrap
