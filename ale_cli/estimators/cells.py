@@ -19,7 +19,7 @@ were cut (merges to rounding, ~1e-15 relative; tested).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,63 +32,11 @@ from ale_cli.core.outofcore import chunked_quantile_edges, merge_accumulators, p
 from ale_cli.core.quantile_cells import BucketGrid, QuantilePlan, bucket_grid
 from ale_cli.passes.engine import ArraySource, Chunk, Engine, Source
 from ale_cli.store.npz import Store, StoreFile
-from ale_cli.store.parts import PartStore
 
 ROWS = ("X", "local_effects")
-#: chunks of a single-file store per part (16 chunks of 65536 rows: about 1e6 rows a task)
-CHUNKS_PER_PART = 16
 
 
-# -- sources -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StoreChunks:
-    """Chunks ``first .. first + len(rows) - 1`` of a store file as a :class:`Source`
-    (``first`` None: all of them, read as the store's reader reads them; ``split``: its
-    parts are ranges of chunks, else it is one part)."""
-
-    store: StoreFile
-    first: int | None = None
-    offset: int = 0
-    split: bool = True
-
-    def parts(self) -> Sequence[Source]:
-        """Ranges of :data:`CHUNKS_PER_PART` chunks of each file, in row order."""
-        if self.first is not None or not self.split:
-            return (self,)
-        files = list(self.store.parts) if isinstance(self.store, PartStore) else [self.store]
-        out: list[Source] = []
-        offset = 0
-        for f in files:
-            step = CHUNKS_PER_PART if f.meta.get("chunks") is not None else len(f.rows)
-            for i in range(0, len(f.rows), step):
-                rows = f.rows[i : i + step]
-                if sum(rows):
-                    piece = StoreFile(f.path, f.meta, f.feature_names, f.input_names, rows)
-                    out.append(StoreChunks(piece, i if step < len(f.rows) else None, offset))
-                offset += sum(rows)
-        return out
-
-    def chunks(self, arrays: Sequence[str]) -> Iterator[Chunk]:
-        if self.first is None:
-            found = self.store.chunks(arrays)
-        else:
-            found = self.store.read_chunks(
-                range(self.first, self.first + len(self.store.rows)), arrays
-            )
-        offset = self.offset
-        for chunk in found:
-            yield Chunk(offset, chunk)
-            offset += len(next(iter(chunk.values()))) if chunk else 0
-
-
-def store_source(store: Store | StoreFile, *, split: bool = True) -> Source:
-    """A store as a source of chunks of ``X`` and ``local_effects`` (``split``: in parts
-    for an engine that runs parts at once)."""
-    if isinstance(store, Store):
-        return ArraySource({"X": store.X, "local_effects": store.local_effects})
-    return StoreChunks(store, split=split)
+# -- what the passes run over ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -399,5 +347,4 @@ def store_passes(
     recorded = store.x_range() if isinstance(store, StoreFile) else None
     if recorded is not None and len(recorded[0]) != len(store.input_names):
         recorded = None
-    source = store_source(store, split=engine.slots is not None)
-    return Passes(source, columns, store.n_rows, engine, recorded)
+    return Passes(store, columns, store.n_rows, engine, recorded)
