@@ -45,7 +45,7 @@ from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_bins_rows, check_center
 from ale_cli.estimators.cells import Passes, array_passes, binned, ranges, store_passes
 from ale_cli.estimators.levels import stored_level_names, with_stored_levels
-from ale_cli.passes.engine import LOCAL, Engine, LocalEngine
+from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.npz import Store, StoreFile, open_store, read_store
 from ale_cli.summary.build import (
     EstimateResult,
@@ -85,7 +85,7 @@ class RebinRequest:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
         engine = _engine(self.engine, self.scheduler)
         object.__setattr__(self, "engine", engine)
-        check_engine_request(engine, self.store, self.bootstrap)
+        check_engine_request(engine, self.bootstrap)
         check_center(self.center)
         if self.bins is not None:
             check_count(self.bins, "bins")
@@ -111,7 +111,7 @@ class RhaleRequest:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
         engine = _engine(self.engine, self.scheduler)
         object.__setattr__(self, "engine", engine)
-        check_engine_request(engine, self.store, self.bootstrap)
+        check_engine_request(engine, self.bootstrap)
         check_rhale_options(
             max_bins=self.max_bins,
             min_points=self.min_points,
@@ -133,17 +133,10 @@ def _engine(engine: Engine | str, scheduler: str | None) -> Engine:
     return engine
 
 
-def check_engine_request(engine: Engine, store: Path | Store, bootstrap: Bootstrap) -> None:
-    """InputError naming ``engine`` (or ``bootstrap``) when an engine other than this
-    process is asked for what it does not do: a store in memory, bootstrap bands (they
-    resample the rows in memory)."""
-    if isinstance(engine, LocalEngine):
-        return
-    if isinstance(store, Store):
-        raise InputError(
-            "{param} dask estimates from a store on disk, not in memory", param="engine"
-        )
-    if bootstrap.replicates:
+def check_engine_request(engine: Engine, bootstrap: Bootstrap) -> None:
+    """InputError naming ``bootstrap`` when an engine that runs parts apart is asked for
+    bands (they resample the rows in memory)."""
+    if engine.splits and bootstrap.replicates:
         raise InputError(
             "{param} resamples the rows in memory; it is not computed by {param:engine} dask",
             param="bootstrap",
