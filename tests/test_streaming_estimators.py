@@ -10,9 +10,31 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from ale_cli.core.binning import quantile_edges
+from ale_cli.core.binning import UniformGrid, quantile_edges, uniform_edges
 from ale_cli.core.outofcore import chunked_quantile_edges, order_statistics
+from ale_cli.core.quantile_cells import (
+    MAX_BUCKET_ROWS,
+    MAX_GATHERED_ROWS,
+    QuantilePlan,
+    bucket_grid,
+)
+from ale_cli.estimators.cells import (
+    ROWS,
+    BucketCounts,
+    BucketScan,
+    Cells,
+    Columns,
+    OnEdges,
+    OnGrid,
+    Passes,
+    Ranges,
+    empty_ranges,
+    merge_ranges,
+    merge_scans,
+    quantile,
+)
 from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rhale
+from ale_cli.passes.engine import LOCAL, ArraySource, Parts
 from ale_cli.store.npz import Store, StoreWriter, open_store, write_store
 
 NAMES = ("smooth", "heavy", "ties", "const")
@@ -79,7 +101,7 @@ REQUESTS = [
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     n=st.integers(min_value=30, max_value=600),
@@ -88,6 +110,8 @@ REQUESTS = [
     which=st.integers(0, len(REQUESTS) - 1),
 )
 def test_streaming_equals_in_memory_for_any_chunks(tmp_path: Path, n, seed, cuts, which):
+    """End to end (a handful of examples; the kernels' invariance is the property below):
+    a chunked store file gives the numbers of the store in memory."""
     X, E = _data(n, seed)
     path = _chunked(tmp_path / f"s{n}-{seed}.npz", X, E, [c for c in cuts if c < n])
     run = REQUESTS[which]
@@ -199,6 +223,31 @@ def test_damaged_chunked_stores_are_input_errors(tmp_path: Path):
         rhale(RhaleRequest(store=broken))
 
 
+def _cut(arrays: dict[str, np.ndarray], pairs, chunk_rows: int | None = None) -> Parts:  # type: ignore[no-untyped-def]
+    """Arrays cut into parts at ``pairs`` [(start, stop), ...], each in chunks of ``chunk_rows``."""
+    return Parts(
+        tuple(ArraySource({k: v[a:b] for k, v in arrays.items()}, a, chunk_rows) for a, b in pairs)
+    )
+
+
+def quantile_cells(  # type: ignore[no-untyped-def]
+    X, E, pairs, *, bins, lo, hi, max_bucket=MAX_BUCKET_ROWS, max_gathered=MAX_GATHERED_ROWS
+):
+    """The two quantile passes (their kernels on the local engine) over X, E cut at ``pairs``."""
+    source = _cut({"X": X, "local_effects": E}, pairs)
+    cols = tuple(range(X.shape[1]))
+    grid = bucket_grid(n=len(X), lo=lo, hi=hi, dtype=X.dtype, bins=bins)
+    empty = np.zeros(len(cols) * grid.size, dtype=np.int64)
+    counts = LOCAL.run(source, BucketCounts(cols, grid), np.add, empty, arrays=("X",))
+    plan = QuantilePlan.build(
+        grid, counts, n=len(X), bins=bins, max_bucket=max_bucket, max_gathered=max_gathered
+    )
+    scan = LOCAL.run(
+        source, BucketScan(cols, cols, plan), merge_scans, plan.empty_scan(), arrays=ROWS
+    )
+    return plan.finish(scan, lo, hi)
+
+
 def _one_pass_cells(x: np.ndarray, e: np.ndarray, bins: int):  # type: ignore[no-untyped-def]
     from ale_cli.core.binning import assign
     from ale_cli.core.binstats import CellStats
@@ -231,11 +280,9 @@ def _one_pass_cells(x: np.ndarray, e: np.ndarray, bins: int):  # type: ignore[no
 def test_two_pass_quantile_cells_equal_the_one_pass_bins(
     values, bins, split, max_bucket, max_gathered, float32, seed
 ):
-    """quantile_cells (two passes, any chunks, any gather limits) gives the edges of a full
+    """The two quantile passes (any chunks, any gather limits) give the edges of a full
     sort and the cells of one pass over the whole column; a column comes back None only
     when a bucket holding a quantile is over the limits or the range is not a finite width."""
-    from ale_cli.core.outofcore import quantile_cells
-
     rng = np.random.default_rng(seed)
     with np.errstate(over="ignore"):  # 1e300 is inf in float32: assumed away
         x = np.array(values, dtype=np.float32 if float32 else np.float64)
@@ -249,9 +296,9 @@ def test_two_pass_quantile_cells_equal_the_one_pass_bins(
     pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
     lo, hi = X.min(0).astype(np.float64), X.max(0).astype(np.float64)
     out = quantile_cells(
-        lambda: [X[a:b] for a, b in pairs],
-        lambda: [(X[a:b], E[a:b]) for a, b in pairs],
-        n=n,
+        X,
+        E,
+        pairs,
         bins=bins,
         lo=lo,
         hi=hi,
@@ -279,8 +326,6 @@ def test_two_pass_quantile_cells_equal_the_one_pass_bins(
 def test_two_pass_quantile_cells_on_many_rows_and_chunk_sizes():
     """Enough rows for thousands of buckets: a normal, a heavy-tailed column with an
     outlier, integer ties and a point mass; the same edges and cells for every chunking."""
-    from ale_cli.core.outofcore import quantile_cells
-
     rng = np.random.default_rng(5)
     n = 60_000
     X = np.column_stack(
@@ -299,14 +344,7 @@ def test_two_pass_quantile_cells_on_many_rows_and_chunk_sizes():
     for split in (999, 8192, n):
         bounds = list(range(0, n, split)) + [n]
         pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
-        out = quantile_cells(
-            lambda: [X[a:b] for a, b in pairs],  # noqa: B023
-            lambda: [(X[a:b], E[a:b]) for a, b in pairs],  # noqa: B023
-            n=n,
-            bins=20,
-            lo=lo,
-            hi=hi,
-        )
+        out = quantile_cells(X, E, pairs, bins=20, lo=lo, hi=hi)
         for j, found in enumerate(out):
             assert found is not None
             z, cells = _one_pass_cells(X[:, j], E[:, j], 20)
@@ -320,13 +358,13 @@ def test_columns_past_the_gather_limit_take_the_slower_path(tmp_path: Path, monk
     """With a tiny bucket limit the heavy-tailed and point-mass columns cannot be finished
     in two passes; the streaming rebin/rhale then select them the slower way, and the
     summaries still equal the in-memory ones."""
-    import ale_cli.core.outofcore as outofcore
+    import ale_cli.core.quantile_cells as quantile_cells
 
     rng = np.random.default_rng(11)
     X, E = _data(3000, 4)
     X[:, 2] = np.where(rng.random(3000) < 0.6, 0.5, rng.normal(size=3000))  # a point mass
     path = _chunked(tmp_path / "s.npz", X, E, [700, 1500, 2999])
-    monkeypatch.setattr(outofcore, "MAX_BUCKET_ROWS", 2)
+    monkeypatch.setattr(quantile_cells, "MAX_BUCKET_ROWS", 2)
     for run in (REQUESTS[1], REQUESTS[3]):
         _assert_same(run(path), run(_in_memory(X, E)))
 
@@ -417,7 +455,7 @@ def test_a_store_of_infinite_values_is_not_written_and_a_damaged_record_is_refus
 def test_bucket_counts_in_blocks_equal_one_bincount(n, seed, f32):
     """Pass 1 counts a chunk COUNT_ROWS rows at a time: the same counts as one bincount of
     every value's bucket, and every value counted once."""
-    from ale_cli.core.outofcore import COUNT_ROWS, BucketGrid
+    from ale_cli.core.quantile_cells import COUNT_ROWS, BucketGrid
 
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, 3)) * [1.0, 1e3, 1e-3]
@@ -427,3 +465,57 @@ def test_bucket_counts_in_blocks_equal_one_bincount(n, seed, f32):
     np.testing.assert_array_equal(counts, np.bincount(grid.flat(X).ravel(), minlength=3 * 97))
     assert counts.sum() == 3 * n
     assert n <= COUNT_ROWS or counts.dtype == np.int64
+
+
+def _same_cells(a: Cells, b: Cells) -> None:
+    assert a.outside == b.outside
+    for x, y in zip(a.stats, b.stats, strict=True):
+        np.testing.assert_array_equal(x.counts, y.counts)
+        np.testing.assert_allclose(x.mean, y.mean, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(x.m2, y.m2, rtol=1e-12, atol=1e-9)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    n=st.integers(min_value=2, max_value=700),
+    seed=st.integers(0, 2**16),
+    cuts=st.lists(st.integers(1, 699), max_size=5),
+    chunk_rows=st.sampled_from([None, 1, 17, 256]),
+    f32=st.booleans(),
+)
+def test_kernels_do_not_depend_on_how_the_rows_are_cut(n, seed, cuts, chunk_rows, f32):
+    """Every first-order kernel run over parts and chunks of the rows, merged in row order,
+    equals its one pass over the whole arrays (counts and ranges exactly, means and M2 to
+    rounding); the quantile passes give the full sort's edges."""
+    X, E = _data(n, seed)
+    X = X.astype(np.float32) if f32 else X
+    bounds = [0, *sorted({c for c in cuts if c < n}), n]
+    pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
+    rows = {"X": X, "local_effects": E}
+    cut, whole = _cut(rows, pairs, chunk_rows), ArraySource(rows)
+    cols = (0, 1, 2)
+    lo, hi = X.min(0)[:3].astype(np.float64), X.max(0)[:3].astype(np.float64)
+    assume(np.all(hi > lo))
+
+    def both(kernel, merge, empty, arrays=ROWS):  # type: ignore[no-untyped-def]
+        return [LOCAL.run(s, kernel, merge, empty, arrays=arrays) for s in (cut, whole)]
+
+    r_cut, r_whole = both(Ranges(cols), merge_ranges, empty_ranges(3), ("X",))
+    np.testing.assert_array_equal(r_cut, r_whole)
+    np.testing.assert_array_equal(r_cut, (lo, hi))
+    edges = tuple(uniform_edges(lo[j], hi[j], bins=5 + j) for j in cols)
+    _same_cells(*both(OnEdges(cols, cols, edges), Cells.merge, Cells.empty([5, 6, 7])))
+    grid = UniformGrid.build(lo, hi, bins=9)
+    if grid is not None:
+        _same_cells(*both(OnGrid(cols, cols, grid), Cells.merge, Cells.empty([9] * 3)))
+    names = ("smooth", "heavy", "ties")
+    found = [
+        quantile(Passes(s, Columns(names, cols, cols), n, LOCAL), [0, 1, 2], lo, hi, 8)
+        for s in (cut, whole)
+    ]
+    for j in cols:
+        z = quantile_edges(X[:, j].astype(np.float64), bins=8)
+        np.testing.assert_array_equal(found[0][0][j], z)
+        np.testing.assert_array_equal(found[1][0][j], z)
+        np.testing.assert_array_equal(found[0][1][j].counts, found[1][1][j].counts)
+        np.testing.assert_allclose(found[0][1][j].mean, found[1][1][j].mean, rtol=1e-12)

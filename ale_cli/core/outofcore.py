@@ -23,15 +23,10 @@ same rows in the same order on every call (one pass each).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-
-from ale_cli.core.binning import assign
-from ale_cli.core.binstats import CellStats
 
 #: buckets per level (the in-memory path uses up to 65536 too)
 MAX_BUCKETS = 1 << 16
@@ -39,8 +34,11 @@ MAX_BUCKETS = 1 << 16
 MAX_CANDIDATES = 1 << 16
 
 Chunks = Callable[[], Iterable[np.ndarray]]
+#: what one pass gathers per group: counts (None for a gathering group), minimum, maximum,
+#: gathered values (:func:`pass_accumulators`)
+Accumulator = tuple[np.ndarray | None, float, float, list[np.ndarray]]
 #: one pass over the data for the groups (see :func:`order_statistics`' ``run_pass``)
-PassFn = Callable[[list["_Group"], list["_Level"]], None]
+PassFn = Callable[[list["_Group"], list["_Level"]], list[Accumulator]]
 
 
 @dataclass(frozen=True)
@@ -96,6 +94,15 @@ class _Group:
     vmin: float = np.inf
     vmax: float = -np.inf
 
+    def shipped(self) -> _Group:
+        """A copy without the count array and values, to send to where a pass runs."""
+        return _Group(self.column, self.chain, self.count, self.ranks, self.slots, [], self.sub)
+
+    def no_values(self) -> Accumulator:
+        """What a pass over no rows gathers for this group."""
+        counts = None if self.sub is None else np.zeros(self.sub.size, dtype=np.int64)
+        return counts, np.inf, -np.inf, []
+
 
 def _split(group: _Group, level: _Level, counts: np.ndarray) -> list[_Group]:
     """Children of ``group`` by ``level`` holding its ranks (``counts`` per bucket)."""
@@ -149,9 +156,9 @@ def order_statistics(
     max_candidates : int
         Largest bucket gathered in memory; larger ones are bucketed again.
     run_pass : callable, optional
-        ``run_pass(groups, roots)`` makes one pass (default: over ``chunks`` here). A
-        distributed pass runs :func:`pass_accumulators` on each partition and merges
-        the results into ``groups`` with :func:`absorb` (the Dask engine).
+        ``run_pass(groups, roots)`` makes one pass and returns what it gathered per group
+        (default: :func:`pass_accumulators` over ``chunks``). A pass on an engine runs
+        :func:`pass_accumulators` per chunk and folds them with :func:`merge_accumulators`.
 
     Returns
     -------
@@ -174,8 +181,8 @@ def order_statistics(
         # else (a range wider than the largest float): the column is gathered whole
     if run_pass is None:
 
-        def run_pass(groups: list[_Group], levels: list[_Level]) -> None:
-            _pass(chunks, groups, levels)
+        def run_pass(groups: list[_Group], levels: list[_Level]) -> list[Accumulator]:
+            return pass_accumulators(chunks, groups, levels)
 
     active = everything
     while active:
@@ -187,7 +194,7 @@ def order_statistics(
                     sub_size = int(np.clip(g.count // 8, 64, MAX_BUCKETS))
                     g.sub = _Level(lo_g, hi_g - lo_g, sub_size)
                     g.sub_counts = np.zeros(sub_size, dtype=np.int64)
-        run_pass(active, roots)
+        absorb(active, run_pass(active, roots))
         following: list[_Group] = []
         for g in active:
             if g.sub is not None and g.sub_counts is not None:
@@ -257,10 +264,9 @@ def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
 
 def pass_accumulators(
     chunks: Chunks, groups: list[_Group], roots: list[_Level]
-) -> list[tuple[np.ndarray | None, float, float, list[np.ndarray]]]:
-    """One pass over ``chunks`` (a partition) for copies of ``groups`` that start empty;
-    per group its counts (None for a gathering group), minimum, maximum and gathered
-    values, for :func:`absorb`. Groups arrive without their count arrays (small to send)."""
+) -> list[Accumulator]:
+    """One pass over ``chunks`` for copies of ``groups`` that start empty: per group its
+    counts (None for a gathering group), minimum, maximum and gathered values."""
     fresh = []
     for g in groups:
         counts = None if g.sub is None else np.zeros(g.sub.size, dtype=np.int64)
@@ -269,17 +275,16 @@ def pass_accumulators(
     return [(g.sub_counts, g.vmin, g.vmax, g.gathered) for g in fresh]
 
 
-def shipped(groups: list[_Group]) -> list[_Group]:
-    """Copies of ``groups`` without their count arrays and values, to send to workers."""
-    return [_Group(g.column, g.chain, g.count, g.ranks, g.slots, [], g.sub, None) for g in groups]
+def merge_accumulators(a: list[Accumulator], b: list[Accumulator]) -> list[Accumulator]:
+    """What passes over the rows of ``a`` and then of ``b`` gather (counts add up)."""
+    return [
+        (None if ca is None or cb is None else ca + cb, min(lo_a, lo_b), max(hi_a, hi_b), ga + gb)
+        for (ca, lo_a, hi_a, ga), (cb, lo_b, hi_b, gb) in zip(a, b, strict=True)
+    ]
 
 
-def absorb(
-    groups: list[_Group],
-    results: list[tuple[np.ndarray | None, float, float, list[np.ndarray]]],
-) -> None:
-    """Merge one partition's :func:`pass_accumulators` into ``groups`` (counts add up,
-    values are gathered; partitions may come in any order: the answers are the same)."""
+def absorb(groups: list[_Group], results: list[Accumulator]) -> None:
+    """Merge what a pass gathered into ``groups`` (counts add up, values are gathered)."""
     for g, (counts, vmin, vmax, gathered) in zip(groups, results, strict=True):
         if counts is not None and g.sub_counts is not None:
             g.sub_counts += counts
@@ -333,454 +338,3 @@ def chunked_quantile_edges(
         np.unique(np.concatenate(([float(lo[j])], stats[j], [float(hi[j])])))
         for j in range(len(lo))
     ]
-
-
-@dataclass(frozen=True)
-class EdgeIndex:
-    """Bin membership on given edges by a bucket lookup: the same numbers as
-    :func:`~ale_cli.core.binning.assign` for values in ``[z_0, z_K]``, in about two passes
-    over the values whatever K is.
-
-    Bucketing is monotone, so a value in a bucket holding no interior edge is above
-    exactly the edges of the lower buckets (a table lookup); only values sharing a
-    bucket with an edge are compared with the edges.
-
-    >>> ix = EdgeIndex.build(np.array([0.0, 1.0, 2.5, 4.0]))
-    >>> ix.index(np.array([0.0, 1.0, 1.5, 2.5, 3.0, 4.0])).tolist()
-    [0, 0, 1, 1, 2, 2]
-    """
-
-    edges: np.ndarray
-    level: _Level
-    below: np.ndarray
-    compare: np.ndarray
-
-    @classmethod
-    def build(cls, edges: np.ndarray, *, size: int = MAX_BUCKETS) -> EdgeIndex | None:
-        """The lookup for ``edges`` (K+1,), None when their range is not a finite width."""
-        lo, hi = float(edges[0]), float(edges[-1])
-        width = hi - lo
-        if not (np.isfinite(width) and width > 0):
-            return None
-        level = _Level(lo, width, size)
-        edge_bucket = level.of(np.asarray(edges[1:-1], dtype=np.float64))
-        below = np.searchsorted(edge_bucket, np.arange(size), side="left").astype(np.int64)
-        compare = np.zeros(size, dtype=bool)
-        compare[edge_bucket] = True
-        return cls(np.asarray(edges, dtype=np.float64), level, below, compare)
-
-    def index(self, x: np.ndarray) -> np.ndarray:
-        """Bin of each value of x (all in ``[z_0, z_K]``), int64."""
-        bucket = self.level.of(np.asarray(x, dtype=np.float64))
-        index = self.below.take(bucket)
-        near = np.flatnonzero(self.compare.take(bucket))
-        if near.size:
-            index[near] = assign(x[near], self.edges).index
-        return index
-
-
-# ---------------------------------------------------------------------------------------
-# Quantile bins and their cell statistics in two passes over (X, local effects) chunks
-
-
-#: Largest bucket whose rows are gathered in pass 2 (a larger one holding a quantile must
-#: hold one distinct value, else its column takes the slower path of :func:`order_statistics`)
-MAX_BUCKET_ROWS = 1 << 16
-#: Rows gathered in pass 2 over all columns together (x and effect: 16 bytes a row)
-MAX_GATHERED_ROWS = 1 << 22
-#: Rows of a chunk worked on at once in pass 2 (4096 x 32 float64 columns: 1 MiB)
-SCAN_ROWS = 4096
-#: rows per block of the bucket counts of pass 1 (:meth:`BucketGrid.counts`)
-COUNT_ROWS = 16384
-
-Mapper = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
-
-
-@dataclass(frozen=True)
-class BucketGrid:
-    """Equal-width buckets for D columns at once: ``b_j(x) = floor((x - lo_j) scale_j)``.
-
-    ``scale_j = size / (hi_j - lo_j)`` shrunk by ``2^-20`` relative, so that every value of
-    ``[lo_j, hi_j]`` lands in ``0 .. size-1`` without clipping (rounding of the two steps
-    stays below the shrink). Each step is monotone in x, so ``b_j`` is: every value of a
-    lower bucket is smaller than every value of a higher one. Float32 columns are bucketed
-    in float32 (half the memory traffic) when their range allows it.
-
-    Attributes
-    ----------
-    lo, scale : ndarray, shape (D,)
-        In the dtype the buckets are computed in.
-    size : int
-        Buckets per column.
-    usable : ndarray of bool, shape (D,)
-        Columns with a finite, non-zero scale (the others land in bucket 0).
-    """
-
-    lo: np.ndarray
-    scale: np.ndarray
-    size: int
-    usable: np.ndarray
-
-    @classmethod
-    def build(cls, lo: np.ndarray, hi: np.ndarray, *, size: int, dtype: Any) -> BucketGrid:
-        """The grid over ``[lo, hi]`` per column, in float32 if ``dtype`` is and every column
-        has a finite float32 scale, else in float64."""
-        if dtype == np.float32:
-            grid = cls._in(np.dtype(np.float32), lo, hi, size)
-            if grid.usable.all():
-                return grid
-        return cls._in(np.dtype(np.float64), lo, hi, size)
-
-    @classmethod
-    def _in(cls, ftype: np.dtype[Any], lo: np.ndarray, hi: np.ndarray, size: int) -> BucketGrid:
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            lo_t: np.ndarray = np.asarray(lo, dtype=ftype)
-            width: np.ndarray = np.asarray(hi, dtype=ftype) - lo_t
-            scale: np.ndarray = np.asarray(size, dtype=ftype) / width
-            scale *= np.asarray(1.0 - 2.0**-20, dtype=ftype)
-        usable = np.isfinite(width) & (width > 0) & np.isfinite(scale) & (scale > 0)
-        return cls(lo_t, np.where(usable, scale, 0).astype(ftype), size, usable)
-
-    def flat(self, X: np.ndarray) -> np.ndarray:
-        """Bucket of each value of X (n, D) as ``j * size + b_j(x)``: shape (n, D), intp."""
-        u = np.subtract(X, self.lo, dtype=self.lo.dtype)
-        u *= self.scale
-        b: np.ndarray = u.astype(np.intp)  # u >= 0: truncation is floor
-        b += np.arange(0, self.lo.size * self.size, self.size, dtype=np.intp)
-        return b
-
-    def counts(self, X: np.ndarray) -> np.ndarray:
-        """Values per bucket of X (n, D): shape (D * size,), int64 (pass 1 of a chunk).
-
-        :data:`COUNT_ROWS` rows at a time, so that the bucket numbers of a block stay in the
-        CPU's cache (about a fifth faster on 65536 x 32 float32 values than at once)."""
-        total = self.lo.size * self.size
-        if len(X) <= COUNT_ROWS:
-            return np.bincount(self.flat(X).ravel(), minlength=total)
-        out = np.zeros(total, dtype=np.int64)
-        for start in range(0, len(X), COUNT_ROWS):
-            out += np.bincount(self.flat(X[start : start + COUNT_ROWS]).ravel(), minlength=total)
-        return out
-
-
-@dataclass(frozen=True)
-class QuantileCells:
-    """One column's type-1 quantile edges (K+1,) and the cell statistics (K cells) of its
-    local effects in those bins."""
-
-    edges: np.ndarray
-    cells: CellStats
-
-
-@dataclass(frozen=True)
-class _Scan:
-    """What pass 2 keeps of some chunks: statistics per cell (segments of ordinary buckets
-    and buckets holding quantiles), the rows of the gathered buckets (cell, x, effect; one
-    array per chunk), and per big bucket one of its x values and whether it holds another."""
-
-    stats: CellStats
-    rows: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
-    seen: np.ndarray
-    rep: np.ndarray
-    varied: np.ndarray
-
-    def merge(self, other: _Scan) -> _Scan:
-        """The scan of both chunks' rows (``self`` first)."""
-        both = self.seen & other.seen
-        return _Scan(
-            stats=self.stats.merge(other.stats),
-            rows=self.rows + other.rows,
-            seen=self.seen | other.seen,
-            rep=np.where(self.seen, self.rep, other.rep),
-            varied=self.varied | other.varied | (both & (self.rep != other.rep)),
-        )
-
-
-@dataclass(frozen=True)
-class QuantilePlan:
-    """After pass 1: where each column's quantile positions lie, and the cells of pass 2.
-
-    Per column j the buckets holding a quantile position ("position buckets",
-    ``homes[j]``, increasing) cut the others into runs ("segments"); cell
-    ``base[j] + 2 s`` is segment s (the buckets between position buckets s-1 and s),
-    cell ``base[j] + 2 i + 1`` is position bucket i. A segment's values all fall in one
-    bin whatever the edges turn out to be; a position bucket's rows are gathered
-    (``kind`` 1) or, when too many, only checked for holding one distinct value
-    (``kind`` 2).
-    """
-
-    grid: BucketGrid
-    n: int
-    bins: int
-    homes: tuple[np.ndarray, ...]
-    ranks: tuple[np.ndarray, ...]
-    where: tuple[np.ndarray, ...]
-    base: np.ndarray
-    lut: np.ndarray
-    kind: np.ndarray
-
-    @classmethod
-    def build(
-        cls,
-        grid: BucketGrid,
-        counts: np.ndarray,
-        *,
-        n: int,
-        bins: int,
-        max_bucket: int = MAX_BUCKET_ROWS,
-        max_gathered: int = MAX_GATHERED_ROWS,
-    ) -> QuantilePlan:
-        """The plan from the bucket counts of all rows (shape (D * size,))."""
-        d, size = grid.lo.size, grid.size
-        positions = quantile_positions(n, bins)[1:-1]  # 0 and n - 1 are lo and hi
-        homes, ranks, where, sizes = [], [], [], []
-        for j in range(d):
-            c = counts[j * size : (j + 1) * size]
-            upto = np.cumsum(c)
-            home = np.searchsorted(upto, positions, side="right")
-            targets, where_j = np.unique(home, return_inverse=True)
-            homes.append(targets)
-            ranks.append(positions - (upto[home] - c[home]))
-            where.append(where_j.reshape(-1))
-            sizes.append(c[targets])
-        base = np.concatenate([[0], np.cumsum([2 * h.size + 1 for h in homes])])
-        kind = np.zeros(int(base[-1]), dtype=np.int8)
-        # gather the smallest position buckets first, up to the row budget
-        flat_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
-        cells = np.concatenate([base[j] + 2 * np.arange(h.size) + 1 for j, h in enumerate(homes)])
-        order = np.argsort(flat_sizes, kind="stable")
-        fits = np.cumsum(flat_sizes[order]) <= max_gathered
-        gather = np.zeros(flat_sizes.size, dtype=bool)
-        gather[order[fits]] = True
-        gather &= flat_sizes <= max_bucket
-        kind[cells] = np.where(gather, 1, 2)
-        lut = np.empty(d * size, dtype=np.intp)
-        idx = np.arange(size)
-        for j, h in enumerate(homes):
-            below = np.searchsorted(h, idx, side="left")  # position buckets < b
-            hit = np.zeros(size, dtype=bool)
-            hit[h] = True
-            lut[j * size : (j + 1) * size] = base[j] + 2 * below + hit
-        return cls(grid, n, bins, tuple(homes), tuple(ranks), tuple(where), base, lut, kind)
-
-    def scan(self, X: np.ndarray, E: np.ndarray) -> _Scan:
-        """Pass 2 over one chunk: X (n, D) and its local effects E (n, D).
-
-        The chunk is worked on :data:`SCAN_ROWS` rows at a time, so that the
-        temporaries stay in the CPU's cache (about twice as fast as whole chunks)."""
-        n_cells = self.kind.size
-        stats = CellStats.empty(n_cells)
-        rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        big: list[tuple[np.ndarray, np.ndarray]] = []
-        for start in range(0, len(X), SCAN_ROWS):
-            Xb, Eb = X[start : start + SCAN_ROWS], E[start : start + SCAN_ROWS]
-            cell = self.lut.take(self.grid.flat(Xb).ravel())
-            e = np.asarray(Eb, dtype=np.float64).ravel()
-            stats = stats.merge(CellStats.from_values(cell, e, n_cells=n_cells, all_inside=True))
-            special = np.flatnonzero(self.kind.take(cell))
-            if not special.size:
-                continue
-            cell, e = cell[special], e[special]
-            x = np.asarray(Xb).ravel()[special].astype(np.float64)
-            keep = self.kind.take(cell) == 1
-            rows.append((cell[keep], x[keep], e[keep]))
-            if not keep.all():
-                big.append((cell[~keep], x[~keep]))
-        seen = np.zeros(n_cells, dtype=bool)
-        rep = np.zeros(n_cells)
-        varied = np.zeros(n_cells, dtype=bool)
-        if big:
-            bc = np.concatenate([c for c, _ in big])
-            bx = np.concatenate([x for _, x in big])
-            seen[bc] = True
-            rep[bc] = bx  # one of each big bucket's values
-            varied[bc[bx != rep.take(bc)]] = True
-        return _Scan(stats, tuple(rows), seen, rep, varied)
-
-    def empty_scan(self) -> _Scan:
-        n_cells = self.kind.size
-        return _Scan(
-            CellStats.empty(n_cells),
-            (),
-            np.zeros(n_cells, dtype=bool),
-            np.zeros(n_cells),
-            np.zeros(n_cells, dtype=bool),
-        )
-
-    def finish(self, scan: _Scan, lo: np.ndarray, hi: np.ndarray) -> list[QuantileCells | None]:
-        """Each column's edges and cells; None for a column this plan cannot finish (not
-        bucketable, or a big position bucket holding several values)."""
-        rows = scan.rows or ((np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0)),)
-        cell, x, e = (np.concatenate(parts) for parts in zip(*rows, strict=True))
-        order = np.argsort(cell, kind="stable")
-        cell, x, e = cell[order], x[order], e[order]
-        bounds = np.searchsorted(cell, np.arange(self.kind.size + 1))
-        out: list[QuantileCells | None] = []
-        for j in range(self.grid.lo.size):
-            out.append(self._column(j, scan, cell, x, e, bounds, float(lo[j]), float(hi[j])))
-        return out
-
-    def _column(
-        self,
-        j: int,
-        scan: _Scan,
-        cell: np.ndarray,
-        x: np.ndarray,
-        e: np.ndarray,
-        bounds: np.ndarray,
-        lo: float,
-        hi: float,
-    ) -> QuantileCells | None:
-        if not self.grid.usable[j]:
-            return None
-        base, homes = int(self.base[j]), self.homes[j]
-        pos_cells = base + 2 * np.arange(homes.size) + 1
-        big = self.kind[pos_cells] == 2
-        if np.any(scan.varied[pos_cells[big]]):
-            return None
-        # the order statistics, position bucket by position bucket
-        value = np.empty(homes.size)
-        for i, c in enumerate(pos_cells):
-            if big[i]:
-                value[i] = scan.rep[c]
-        stats = np.empty(self.ranks[j].size)
-        for i, c in enumerate(pos_cells):
-            mine = self.where[j] == i
-            if big[i]:
-                stats[mine] = value[i]
-                continue
-            keys, inverse = np.unique(self.ranks[j][mine], return_inverse=True)
-            stats[mine] = np.partition(x[bounds[c] : bounds[c + 1]], keys)[keys][inverse]
-        edges = np.unique(np.concatenate(([lo], stats, [hi])))
-        k = edges.size - 1
-        interior = edges[1:-1]
-        # the position bucket of each interior edge (distinct values: distinct or same bucket)
-        edge_home = self.where[j][np.searchsorted(stats, interior)] if stats.size else stats
-        if stats.size and not np.all(np.diff(stats) >= 0):
-            raise AssertionError("order statistics out of order")  # monotone bucketing
-        # segment s: above the edges of position buckets < s, below the others
-        seg_bin = np.searchsorted(edge_home, np.arange(homes.size + 1), side="left")
-        segments = CellStats(
-            counts=scan.stats.counts[base : base + 2 * homes.size + 1 : 2],
-            mean=scan.stats.mean[base : base + 2 * homes.size + 1 : 2],
-            m2=scan.stats.m2[base : base + 2 * homes.size + 1 : 2],
-        )
-        cells = segments.grouped(seg_bin, n_groups=k)
-        for i, c in enumerate(pos_cells):
-            if big[i]:  # one value: all its rows in one bin, its statistics from pass 2
-                own = CellStats(
-                    scan.stats.counts[c : c + 1],
-                    scan.stats.mean[c : c + 1],
-                    scan.stats.m2[c : c + 1],
-                )
-                b = int(np.searchsorted(interior, value[i], side="left"))
-                cells = cells.merge(own.grouped(np.array([b]), n_groups=k))
-            else:
-                xs = x[bounds[c] : bounds[c + 1]]
-                es = e[bounds[c] : bounds[c + 1]]
-                cells = cells.merge(CellStats.from_values(assign(xs, edges).index, es, n_cells=k))
-        return QuantileCells(edges=edges, cells=cells)
-
-
-def bucket_grid(*, n: int, lo: np.ndarray, hi: np.ndarray, dtype: Any) -> BucketGrid:
-    """The equal-width buckets of pass 1 over ``[lo, hi]`` for ``n`` values per column of
-    ``dtype`` (float32 values are bucketed in float32: the store's X keeps the data's
-    dtype): ``n / 1024`` buckets, between 64 and 16384.
-
-    >>> bucket_grid(n=10**6, lo=np.zeros(2), hi=np.ones(2), dtype=np.float64).size
-    976
-    """
-    size = int(np.clip(n // 1024, 64, 1 << 14))
-    return BucketGrid.build(
-        np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64), size=size, dtype=dtype
-    )
-
-
-def _bucket_counts(
-    x_chunks: Chunks, *, n: int, lo: np.ndarray, hi: np.ndarray, map_chunks: Mapper
-) -> tuple[BucketGrid, np.ndarray]:
-    """The bucket grid over ``[lo, hi]`` and the values per bucket of all rows (pass 1)."""
-    chunks = iter(x_chunks())
-    first = next(chunks, None)
-    if first is None:
-        raise ValueError("quantile edges need at least one value")
-    grid = bucket_grid(n=n, lo=lo, hi=hi, dtype=first.dtype)
-    size = grid.size
-    counts = np.zeros(lo.size * size, dtype=np.int64)
-    for c in map_chunks(grid.counts, itertools.chain([first], chunks)):
-        counts += c
-    return grid, counts
-
-
-def quantile_cells(
-    x_chunks: Chunks,
-    xe_chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]],
-    *,
-    n: int,
-    bins: int,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    map_chunks: Mapper = map,
-    max_bucket: int | None = None,
-    max_gathered: int | None = None,
-) -> list[QuantileCells | None]:
-    """Type-1 quantile edges of every column and the statistics of the local effects in
-    those bins, in two passes over the chunks.
-
-    1. count the values of each column in equal-width buckets (X only);
-    2. per chunk, the statistics of the effects per segment (the runs of buckets between
-       those holding a quantile position: each segment lies inside one bin whatever the
-       edges are) and per position bucket, plus the rows of the position buckets; then
-       each quantile is selected inside its bucket, and those rows are split by the
-       edges.
-
-    The same edges as :func:`~ale_cli.core.binning.quantile_edges` and the same cells as
-    :meth:`CellStats.from_values` on the bins of each whole column (merged: to rounding).
-    A column comes back None when a position bucket holds more than ``max_bucket`` rows
-    of several values (then :func:`order_statistics` and a cell pass do it).
-
-    Parameters
-    ----------
-    x_chunks : callable
-        Returns an iterable of X chunks (n_i, D).
-    xe_chunks : callable
-        Returns an iterable of (X (n_i, D), E (n_i, D)): the same rows, their effects.
-    n : int
-        Rows in all chunks.
-    bins : int
-        K asked for.
-    lo, hi : ndarray, shape (D,)
-        Each column's minimum and maximum (``hi > lo``).
-    map_chunks : callable
-        ``map``-like (function, iterable) -> results in order; a thread pool may run the
-        chunks concurrently.
-    max_bucket, max_gathered : int, optional
-        Largest position bucket gathered, and rows gathered in all (default
-        :data:`MAX_BUCKET_ROWS`, :data:`MAX_GATHERED_ROWS`).
-
-    Returns
-    -------
-    list of QuantileCells or None, length D
-
-    >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
-    >>> E = X * 3
-    >>> out = quantile_cells(lambda: [X[:4], X[4:]], lambda: [(X[:4], E[:4]), (X[4:], E[4:])],
-    ...                      n=6, bins=3, lo=np.array([1.0]), hi=np.array([5.0]))
-    >>> out[0].edges.tolist(), out[0].cells.counts.tolist(), out[0].cells.mean.tolist()
-    ([1.0, 2.0, 3.0, 5.0], [3, 1, 2], [5.0, 9.0, 13.5])
-    """
-    lo = np.asarray(lo, dtype=np.float64)
-    hi = np.asarray(hi, dtype=np.float64)
-    grid, counts = _bucket_counts(x_chunks, n=n, lo=lo, hi=hi, map_chunks=map_chunks)
-    plan = QuantilePlan.build(
-        grid,
-        counts,
-        n=n,
-        bins=bins,
-        max_bucket=MAX_BUCKET_ROWS if max_bucket is None else max_bucket,
-        max_gathered=MAX_GATHERED_ROWS if max_gathered is None else max_gathered,
-    )
-    scan = plan.empty_scan()
-    for part in map_chunks(lambda xe: plan.scan(*xe), xe_chunks()):
-        scan = scan.merge(part)
-    return plan.finish(scan, lo, hi)

@@ -1,51 +1,37 @@
-"""``ale rebin`` and ``ale rhale``: the estimators on a cached local-effects store.
+"""``ale rebin`` and ``ale rhale``: DALE on fixed bins and RHALE on a local-effects store.
 
-The functions :func:`rebin` and :func:`rhale` read a store, run the numeric
-core on every chosen feature and return an
-:class:`~ale_cli.summary.build.EstimateResult` (the CLI writes its summary and
-prints one line). :func:`rebin_features` and :func:`rhale_features` do the
-work on arrays (no I/O) and are what the benchmark times.
+:func:`rebin` and :func:`rhale` open a store, gather every chosen feature's cell statistics
+on the engine (:mod:`ale_cli.estimators.cells`: a store in memory is one chunk, a store
+file its chunks) and return an :class:`~ale_cli.summary.build.EstimateResult` (the CLI
+writes its summary and prints one line). :func:`rebin_features` and
+:func:`rhale_features` do the same on arrays (no I/O).
 
-A feature whose per-row jumps to the adjacent levels the store holds (meta
-``levels``: text, categorical and ``discrete`` columns) is reported per level,
-as ``ale classic`` reports it (:func:`ale_cli.estimators.levels.with_stored_levels`,
-no model call). Otherwise a feature is reported ``not_estimable`` (the run goes
-on) when it is listed in the store's ``categorical_features``, when it has a single distinct value,
-when the edges file has no edges for it, or when none of its rows lies inside
-the given edges.
+A feature whose per-row jumps to the adjacent levels the store holds (meta ``levels``:
+text, categorical and ``discrete`` columns) is reported per level, as ``ale classic``
+reports it (:func:`ale_cli.estimators.levels.with_stored_levels`, no model call).
+Otherwise a feature is reported ``not_estimable`` (the run goes on) when it is listed in
+the store's ``categorical_features``, when it has a single distinct value, when the edges
+file has no edges for it, or when none of its rows lies inside the given edges.
 
-A store of secants (a piecewise-constant model, store ``method`` "secant") is
-estimated by :mod:`ale_cli.estimators.secants`, which accumulates the fine-grid effect to
-the coarse edges instead of averaging the secants per bin.
+A store of secants (a piecewise-constant model, store ``method`` "secant") takes the same
+passes and another summary (:mod:`ale_cli.estimators.secants`): the fine-grid effect
+accumulated to the coarse edges instead of the secants averaged per bin.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from ale_cli.estimators import secants
-from ale_cli.store.npz import Store, StoreFile, open_store, read_store
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future
 from ale_cli.checks import check_choice, check_count, names_tuple
-from ale_cli.core.binning import (
-    BINNINGS,
-    Assignment,
-    UniformGrid,
-    assign,
-    quantile_bins,
-    uniform_edges,
-)
-from ale_cli.core.binstats import CellStats, bin_stats, uniform_cells
+from ale_cli.core.binning import BINNINGS, assign
+from ale_cli.core.binstats import CellStats, bin_stats
 from ale_cli.core.effect import effect_from_bins
 from ale_cli.core.rhale import (
     DEFAULT_ALPHA,
@@ -54,13 +40,15 @@ from ale_cli.core.rhale import (
     optimal_partition,
 )
 from ale_cli.errors import InputError
+from ale_cli.estimators import secants
 from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_bins_rows, check_center
-from ale_cli.estimators.dale_stream import LOCAL, Columns, Passes, rebin_store, rhale_cells
+from ale_cli.estimators.cells import Passes, array_passes, binned, ranges, store_passes
 from ale_cli.estimators.levels import stored_level_names, with_stored_levels
+from ale_cli.passes.engine import LOCAL, Engine
+from ale_cli.store.npz import Store, StoreFile, open_store, read_store
 from ale_cli.summary.build import (
     EstimateResult,
-    column_ranges,
     not_estimable,
     run_notes,
     skip_reasons,
@@ -70,12 +58,17 @@ from ale_cli.summary.build import (
 )
 from ale_cli.summary.model import FeatureSummary, Summary, with_statistics
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
 
 @dataclass(frozen=True)
 class RebinRequest:
     """Options of ``ale rebin``; None means the default (or, with ``edges``, not used).
 
-    The options are checked here, naming the parameter at fault.
+    The options are checked here, naming the parameter at fault. ``engine`` runs the
+    passes (:data:`~ale_cli.passes.engine.LOCAL`: this process; its name, "local" or "dask"
+    with ``scheduler``, is taken too).
     """
 
     store: Path | Store
@@ -85,12 +78,14 @@ class RebinRequest:
     features: tuple[str, ...] | None = None
     edges: Path | None = None
     bootstrap: Bootstrap = Bootstrap()
-    engine: str = "local"
+    engine: Engine | str = LOCAL
     scheduler: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
-        check_engine_request(self.engine, self.scheduler, self.store, self.bootstrap)
+        engine = _engine(self.engine, self.scheduler)
+        object.__setattr__(self, "engine", engine)
+        check_engine_request(engine, self.bootstrap)
         check_center(self.center)
         if self.bins is not None:
             check_count(self.bins, "bins")
@@ -109,12 +104,14 @@ class RhaleRequest:
     center: str = "mean"
     features: tuple[str, ...] | None = None
     bootstrap: Bootstrap = Bootstrap()
-    engine: str = "local"
+    engine: Engine | str = LOCAL
     scheduler: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
-        check_engine_request(self.engine, self.scheduler, self.store, self.bootstrap)
+        engine = _engine(self.engine, self.scheduler)
+        object.__setattr__(self, "engine", engine)
+        check_engine_request(engine, self.bootstrap)
         check_rhale_options(
             max_bins=self.max_bins,
             min_points=self.min_points,
@@ -124,37 +121,26 @@ class RhaleRequest:
         )
 
 
-def check_engine_request(
-    engine: str, scheduler: str | None, store: Path | Store, bootstrap: Bootstrap
-) -> None:
-    """InputError naming ``engine`` (or ``scheduler``/``bootstrap``) when the Dask engine is
-    asked for what it does not do: a store in memory, bootstrap bands."""
-    from ale_cli.engines import check_engine
+def _engine(engine: Engine | str, scheduler: str | None) -> Engine:
+    """The engine object (a name, ``local`` or ``dask`` with ``scheduler``, is turned into
+    one here until every caller hands the engine down)."""
+    if engine == "local" and scheduler is None:
+        return LOCAL
+    if isinstance(engine, str) or scheduler is not None:
+        from ale_cli.engines import engine_for
 
-    check_engine(engine, scheduler)
-    if engine != "dask":
-        return
-    if isinstance(store, Store):
-        raise InputError(
-            "{param} dask estimates from a store on disk, not in memory", param="engine"
-        )
-    if bootstrap.replicates:
+        return engine_for(engine, scheduler)
+    return engine
+
+
+def check_engine_request(engine: Engine, bootstrap: Bootstrap) -> None:
+    """InputError naming ``bootstrap`` when an engine that runs parts apart is asked for
+    bands (they resample the rows in memory)."""
+    if engine.splits and bootstrap.replicates:
         raise InputError(
             "{param} resamples the rows in memory; it is not computed by {param:engine} dask",
             param="bootstrap",
         )
-
-
-@contextmanager
-def _passes(engine: str, scheduler: str | None) -> Iterator[Passes]:
-    """How the streaming estimators gather cells: here, or on Dask workers."""
-    if engine != "dask":
-        yield LOCAL
-        return
-    from ale_cli.engines.dask import dask_passes
-
-    with dask_passes(scheduler) as passes:
-        yield passes
 
 
 def check_rhale_options(
@@ -172,146 +158,68 @@ def check_rhale_options(
         raise InputError(f"{{param}} must be a number from 0 to 1, got {alpha}", param="alpha")
 
 
-def _uniform_cells(
-    X: np.ndarray, E: np.ndarray, cols: list[int], lo: np.ndarray, hi: np.ndarray, bins: int
-) -> dict[int, CellStats] | None:
-    """Cell statistics of columns ``cols`` on their uniform edges, all columns at once."""
-    if not cols:
-        return {}
-    if len(cols) == X.shape[1]:
-        Xs, Es = X, E
-    else:
-        Xs, Es = np.ascontiguousarray(X[:, cols]), np.ascontiguousarray(E[:, cols])
-    grid = UniformGrid.build(lo[cols], hi[cols], bins=bins)
-    if grid is None:
-        return None
-    stats = uniform_cells(Xs, Es, grid)
-    return dict(zip(cols, stats, strict=True))
+# -- the estimators on passes ------------------------------------------------------------------
 
 
-def _column_cells(
-    x: np.ndarray, e: np.ndarray, edges: np.ndarray, a: Assignment | None = None
-) -> tuple[CellStats, int]:
-    a = assign(x, edges) if a is None else a
-    return CellStats.from_values(a.index, e, n_cells=edges.size - 1), a.n_outside
-
-
-# -- rebin -----------------------------------------------------------------------------------
-
-
-def rebin_features(
-    X: np.ndarray,
-    E: np.ndarray,
-    names: Sequence[str],
+def dale(
+    p: Passes,
     *,
-    bins: int = DEFAULT_BINS,
-    binning: str = "uniform",
-    center: str = "mean",
+    bins: int,
+    binning: str,
+    center: str,
     edges: dict[str, np.ndarray] | None = None,
     categorical: Sequence[str] = (),
     bootstrap: Bootstrap | None = None,
+    rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[FeatureSummary]:
-    """DALE on fixed bins for every column of X (N, D) with local effects E (N, D).
-
-    Bins are ``bins`` uniform or type-1 quantile bins of each feature, or the
-    given ``edges[name]`` (rows outside them are left out and counted). With
-    ``bootstrap``, percentile bands on the same bins (:mod:`ale_cli.estimators.bands`).
-    """
-    check_center(center)
-    check_choice(binning, BINNINGS, "binning")
-    lo, hi = column_ranges(X)
+    """DALE on fixed bins for every feature of ``p``: ``bins`` uniform or type-1 quantile
+    bins of each, or the given ``edges[name]`` (rows outside them are left out and
+    counted). With ``bootstrap``, percentile bands on the same bins
+    (:mod:`ale_cli.estimators.bands`), from the features' values and local effects in
+    memory (``rows``)."""
+    lo, hi = ranges(p)
+    names = p.columns.names
     skip = skip_reasons(names, lo, hi, categorical, edges)
     todo = [j for j, name in enumerate(names) if name not in skip]
-    cells: dict[int, CellStats] | None = None
-    if edges is None and binning == "uniform":
-        cells = _uniform_cells(X, E, todo, lo, hi, bins)
-    out: list[FeatureSummary] = []
-    for j, name in enumerate(names):
-        if name in skip:
-            out.append(not_estimable(name, skip[name]))
-            continue
-        n_outside = 0
-        if cells is not None:
-            z = np.linspace(lo[j], hi[j], bins + 1)
-            cell = cells[j]
-        else:
-            known: Assignment | None = None
-            if edges is not None:
-                z = edges[name]
-            elif binning == "uniform":
-                z = uniform_edges(lo[j], hi[j], bins=bins)
-            else:
-                z, known = quantile_bins(X[:, j], bins=bins)
-            cell, n_outside = _column_cells(X[:, j], E[:, j], z, known)
-        out.append(summary_from_cells(name, z, cell, n_outside=n_outside, center=center))
-    return _banded(out, X, E, names, bootstrap, center)
+    z, cells, outside = binned(p, todo, lo, hi, bins=bins, binning=binning, edges=edges)
+    out = [
+        not_estimable(name, skip[name])
+        if name in skip
+        else summary_from_cells(name, z[j], cells[j], n_outside=outside[j], center=center)
+        for j, name in enumerate(names)
+    ]
+    return _banded(out, rows, bootstrap, center)
 
 
-def _banded(
-    features: list[FeatureSummary],
-    X: np.ndarray,
-    E: np.ndarray,
-    names: Sequence[str],
-    bootstrap: Bootstrap | None,
-    center: str,
-) -> list[FeatureSummary]:
-    """The features with bootstrap bands on their own edges (unchanged without replicates)."""
-    if bootstrap is None or not bootstrap.replicates:
-        return features
-    index, values = {}, {}
-    for j, (name, f) in enumerate(zip(names, features, strict=True)):
-        if f.status == "ok":
-            index[name], values[name] = assign(X[:, j], f.edges).index, E[:, j]
-    return with_bands(features, index, values, bootstrap, center=center)
-
-
-# -- rhale -----------------------------------------------------------------------------------
-
-
-def rhale_features(
-    X: np.ndarray,
-    E: np.ndarray,
-    names: Sequence[str],
+def rhale_cells(
+    p: Passes,
     *,
-    max_bins: int = DEFAULT_MAX_BINS,
     min_points: int,
-    alpha: float = DEFAULT_ALPHA,
+    alpha: float,
+    max_bins: int = DEFAULT_MAX_BINS,
     grid: str = "uniform",
     center: str = "mean",
     categorical: Sequence[str] = (),
     bootstrap: Bootstrap | None = None,
+    rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[FeatureSummary]:
-    """RHALE with automatic bins for every column of X (N, D) with local effects E (N, D).
-
-    Each feature's grid has ``max_bins`` uniform (or type-1 quantile) cells
-    over its range; the optimal partition (:func:`~ale_cli.core.rhale.optimal_partition`)
-    is found from the per-cell statistics, which are then summed per bin (no
-    second pass over the rows). With ``bootstrap``, percentile bands on the
-    chosen bins (the partition itself is not resampled).
-    """
-    check_rhale_options(
-        max_bins=max_bins, min_points=min_points, alpha=alpha, grid=grid, center=center
-    )
-    lo, hi = column_ranges(X)
+    """RHALE with automatic bins for every feature of ``p``: each feature's grid has
+    ``max_bins`` uniform (or type-1 quantile) cells over its range; the optimal partition
+    (:func:`~ale_cli.core.rhale.optimal_partition`) is found from the per-cell statistics,
+    which are then summed per bin (no second pass over the rows). ``bootstrap``, ``rows``:
+    as in :func:`dale` (the partition itself is not resampled)."""
+    lo, hi = ranges(p)
+    names = p.columns.names
     skip = skip_reasons(names, lo, hi, categorical)
     todo = [j for j, name in enumerate(names) if name not in skip]
-    cells = _uniform_cells(X, E, todo, lo, hi, max_bins) if grid == "uniform" else None
-    out: list[FeatureSummary] = []
-    for j, name in enumerate(names):
-        if name in skip:
-            out.append(not_estimable(name, skip[name]))
-            continue
-        if cells is not None:
-            g = np.linspace(lo[j], hi[j], max_bins + 1)
-            cell = cells[j]
-        else:
-            if grid == "uniform":
-                g, known = uniform_edges(lo[j], hi[j], bins=max_bins), None
-            else:
-                g, known = quantile_bins(X[:, j], bins=max_bins)
-            cell, _ = _column_cells(X[:, j], E[:, j], g, known)
-        out.append(rhale_summary(name, g, cell, min_points=min_points, alpha=alpha, center=center))
-    return _banded(out, X, E, names, bootstrap, center)
+    g, cells, _ = binned(p, todo, lo, hi, bins=max_bins, binning=grid)
+    out = [
+        not_estimable(name, skip[name])
+        if name in skip
+        else rhale_summary(name, g[j], cells[j], min_points=min_points, alpha=alpha, center=center)
+        for j, name in enumerate(names)
+    ]
+    return _banded(out, rows, bootstrap, center)
 
 
 def rhale_summary(
@@ -329,6 +237,85 @@ def rhale_summary(
     effect = effect_from_bins(part.edges, stats, center=center)
     return FeatureSummary.from_effect(
         name, effect, objective=part.objective, note=note, n_outside=0
+    )
+
+
+def _banded(
+    features: list[FeatureSummary],
+    rows: tuple[np.ndarray, np.ndarray] | None,
+    bootstrap: Bootstrap | None,
+    center: str,
+) -> list[FeatureSummary]:
+    """The features with bootstrap bands on their own edges (unchanged without replicates)."""
+    if bootstrap is None or not bootstrap.replicates or rows is None:
+        return features
+    X, E = rows
+    index, values = {}, {}
+    for j, f in enumerate(features):
+        if f.status == "ok":
+            index[f.name], values[f.name] = assign(X[:, j], f.edges).index, E[:, j]
+    return with_bands(features, index, values, bootstrap, center=center)
+
+
+def rebin_features(
+    X: np.ndarray,
+    E: np.ndarray,
+    names: Sequence[str],
+    *,
+    bins: int = DEFAULT_BINS,
+    binning: str = "uniform",
+    center: str = "mean",
+    edges: dict[str, np.ndarray] | None = None,
+    categorical: Sequence[str] = (),
+    bootstrap: Bootstrap | None = None,
+) -> list[FeatureSummary]:
+    """:func:`dale` on values X (N, D) with local effects E (N, D) of features ``names``;
+    with ``bootstrap``, percentile bands on the same bins (:mod:`ale_cli.estimators.bands`)."""
+    check_center(center)
+    check_choice(binning, BINNINGS, "binning")
+    p = array_passes(X, E, names, LOCAL)
+    return dale(
+        p,
+        bins=bins,
+        binning=binning,
+        center=center,
+        edges=edges,
+        categorical=categorical,
+        bootstrap=bootstrap,
+        rows=(X, E),
+    )
+
+
+def rhale_features(
+    X: np.ndarray,
+    E: np.ndarray,
+    names: Sequence[str],
+    *,
+    max_bins: int = DEFAULT_MAX_BINS,
+    min_points: int,
+    alpha: float = DEFAULT_ALPHA,
+    grid: str = "uniform",
+    center: str = "mean",
+    categorical: Sequence[str] = (),
+    bootstrap: Bootstrap | None = None,
+) -> list[FeatureSummary]:
+    """:func:`rhale_cells` on values X (N, D) with local effects E (N, D) of features
+    ``names``; with ``bootstrap``, percentile bands on the chosen bins (the partition
+    itself is not resampled)."""
+    check_rhale_options(
+        max_bins=max_bins, min_points=min_points, alpha=alpha, grid=grid, center=center
+    )
+    p = array_passes(X, E, names, LOCAL)
+    return rhale_cells(
+        p,
+        min_points=min_points,
+        alpha=alpha,
+        max_bins=max_bins,
+        grid=grid,
+        center=center,
+        categorical=categorical,
+        bootstrap=bootstrap,
+        rows=(X, E),
     )
 
 
@@ -376,15 +363,6 @@ def _hash_in_background(path: Path) -> Future[str]:
     return future
 
 
-def _select(
-    store: Store, features: tuple[str, ...] | None
-) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The features asked for (default: every explained feature), their values and effects."""
-    names = list(store.feature_names) if features is None else list(features)
-    X, E = store.feature_data(names)
-    return names, X, E
-
-
 def _result(
     estimator: str,
     params: dict[str, Any],
@@ -421,113 +399,74 @@ def _result(
     )
 
 
+def _features(
+    request: RebinRequest | RhaleRequest,
+    opened: _Opened,
+    options: dict[str, Any],
+    check: Callable[[Store | StoreFile], None] | None = None,
+) -> tuple[list[FeatureSummary], float]:
+    """Every chosen feature's summary (:func:`dale` or :func:`rhale_cells` with ``options``,
+    their variant on secants for a store of secants, per level where the store holds the
+    jumps), and when the store was ready."""
+    levels = stored_level_names(opened.store, request.features or opened.store.feature_names)
+    categorical = (*(opened.store.meta.get("categorical_features") or ()), *levels)
+    secant = secants.is_secant(opened.store.meta)
+    store = secants.whole(opened.store) if secant else opened.store  # secants: whole tables
+    with cast(Engine, request.engine) as engine:  # an object since the request was made
+        p = store_passes(store, request.features, engine)
+        if check is not None:
+            check(store)
+        t_load = time.perf_counter()
+        rows = None
+        if request.bootstrap.replicates:  # bands resample the rows in memory
+            whole = store if isinstance(store, Store) else read_store(store.path)
+            rows = whole.feature_data(list(p.columns.names))
+        common: dict[str, Any] = {
+            "categorical": categorical,
+            "bootstrap": request.bootstrap,
+            "rows": rows,
+        }
+        if not secant:
+            estimate = dale if isinstance(request, RebinRequest) else rhale_cells
+            features = estimate(p, center=request.center, **options, **common)
+        else:  # piecewise-constant model: ale_cli.estimators.secants
+            variant = secants.rebin if isinstance(request, RebinRequest) else secants.rhale
+            where = "store" if opened.path is None else f"store '{opened.path}'"
+            grids = secants.fine_grids(secants.whole(store), where)
+            features = variant(p, grids, center=request.center, **options, **common)
+    if levels:
+        features = with_stored_levels(
+            features, opened.store, center=request.center, bootstrap=request.bootstrap
+        )
+    return features, t_load
+
+
 def rebin(request: RebinRequest) -> EstimateResult:
-    """``ale rebin``: DALE on fixed bins for the chosen features of a store (a store file is
-    read chunk by chunk, :func:`ale_cli.estimators.dale_stream.rebin_store`)."""
+    """``ale rebin``: DALE on fixed bins for the chosen features of a store."""
     t0 = time.perf_counter()
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default="uniform"
     )
-    # bootstrap replicates resample rows: the store is read whole, else chunk by chunk
     opened = _open(request.store, whole=request.bootstrap.replicates > 0)
-    path, store = opened.path, opened.store
-    levels = stored_level_names(store, request.features or store.feature_names)
-    # features with stored per-level jumps are skipped here and estimated per level below
-    categorical = (*(store.meta.get("categorical_features") or ()), *levels)
-    fixed.check_rows(store.n_rows, f"store '{path}'")
-    if secants.is_secant(store.meta):  # piecewise-constant model: ale_cli.estimators.secants
-        fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
-        t_load = time.perf_counter()
-        features = secants.rebin(
-            store,
-            path,
-            features=request.features,
-            bins=fixed.bins,
-            binning=fixed.binning,
-            center=request.center,
-            edges=fixed.edges,
-            categorical=categorical,
-            bootstrap=request.bootstrap,
-        )
-    elif isinstance(store, StoreFile):
-        cols = Columns.of(store, request.features)
-        fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
-        t_load = time.perf_counter()
-        with _passes(request.engine, request.scheduler) as passes:
-            features = rebin_store(
-                store,
-                cols,
-                bins=fixed.bins,
-                binning=fixed.binning,
-                center=request.center,
-                edges=fixed.edges,
-                categorical=categorical,
-                passes=passes,
-            )
-    else:
-        names, X, E = _select(store, request.features)
-        fixed.check_features(request.features, store.feature_names, f"the store '{path}'")
-        t_load = time.perf_counter()
-        features = rebin_features(
-            X,
-            E,
-            names,
-            bins=fixed.bins,
-            binning=fixed.binning,
-            center=request.center,
-            edges=fixed.edges,
-            categorical=categorical,
-            bootstrap=request.bootstrap,
-        )
-    if levels:
-        features = with_stored_levels(
-            features, store, center=request.center, bootstrap=request.bootstrap
-        )
+    where = f"store '{opened.path}'"
+    fixed.check_rows(opened.store.n_rows, where)
+    options = {"bins": fixed.bins, "binning": fixed.binning, "edges": fixed.edges}
+    features, t_load = _features(
+        request,
+        opened,
+        options,
+        lambda store: fixed.check_features(request.features, store.feature_names, f"the {where}"),
+    )
     t_est = time.perf_counter()
     params = fixed.params(request.center, request.features) | request.bootstrap.params()
     return _result("dale", params, opened, features, (t0, t_load, t_est))
 
 
-def _rhale_store(
-    store: StoreFile, request: RhaleRequest, min_points: int, categorical: Sequence[str]
-) -> list[FeatureSummary]:
-    """:func:`rhale_features` over a store file's chunks."""
-    cols = Columns.of(store, request.features)
-    with _passes(request.engine, request.scheduler) as passes:
-        skip, grids, cells = rhale_cells(
-            store,
-            cols,
-            max_bins=request.max_bins,
-            grid=request.grid,
-            categorical=categorical,
-            passes=passes,
-        )
-    out: list[FeatureSummary] = []
-    for j, name in enumerate(cols.names):
-        if name in skip:
-            out.append(not_estimable(name, skip[name]))
-            continue
-        out.append(
-            rhale_summary(
-                name,
-                grids[j],
-                cells[j],
-                min_points=min_points,
-                alpha=request.alpha,
-                center=request.center,
-            )
-        )
-    return out
-
-
 def rhale(request: RhaleRequest) -> EstimateResult:
-    """``ale rhale``: RHALE with automatic bins for the chosen features of a store (a store
-    file is read chunk by chunk)."""
+    """``ale rhale``: RHALE with automatic bins for the chosen features of a store."""
     t0 = time.perf_counter()
-    # bootstrap replicates resample rows: the store is read whole, else chunk by chunk
     opened = _open(request.store, whole=request.bootstrap.replicates > 0)
-    store = opened.store
-    n_rows = store.n_rows
+    n_rows = opened.store.n_rows
     check_bins_rows(
         request.max_bins,
         n_rows,
@@ -535,51 +474,17 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         param="max_bins",
         asked=request.max_bins != DEFAULT_MAX_BINS,  # the default is never refused
     )
-    min_points = (
-        request.min_points if request.min_points is not None else default_min_points(n_rows)
-    )
-    levels = stored_level_names(store, request.features or store.feature_names)
-    # features with stored per-level jumps are skipped here and estimated per level below
-    categorical = (*(store.meta.get("categorical_features") or ()), *levels)
-    if secants.is_secant(store.meta):  # piecewise-constant model: ale_cli.estimators.secants
-        t_load = time.perf_counter()
-        features = secants.rhale(
-            store,
-            opened.path,
-            features=request.features,
-            min_points=min_points,
-            alpha=request.alpha,
-            center=request.center,
-            categorical=categorical,
-            bootstrap=request.bootstrap,
-        )
-    elif isinstance(store, StoreFile):
-        t_load = time.perf_counter()
-        features = _rhale_store(store, request, min_points, categorical)
-    else:
-        names, X, E = _select(store, request.features)
-        t_load = time.perf_counter()
-        features = rhale_features(
-            X,
-            E,
-            names,
-            max_bins=request.max_bins,
-            min_points=min_points,
-            alpha=request.alpha,
-            grid=request.grid,
-            center=request.center,
-            categorical=categorical,
-            bootstrap=request.bootstrap,
-        )
-    if levels:
-        features = with_stored_levels(
-            features, store, center=request.center, bootstrap=request.bootstrap
-        )
+    given = request.min_points is not None
+    min_points = request.min_points if given else default_min_points(n_rows)
+    options: dict[str, Any] = {"min_points": min_points, "alpha": request.alpha}
+    if not secants.is_secant(opened.store.meta):  # secants: candidates are the fine edges
+        options |= {"max_bins": request.max_bins, "grid": request.grid}
+    features, t_load = _features(request, opened, options)
     t_est = time.perf_counter()
     params: dict[str, Any] = {
         "max_bins": request.max_bins,
         "min_points": min_points,
-        "min_points_rule": "given" if request.min_points is not None else "ceil(N/20), at least 2",
+        "min_points_rule": "given" if given else "ceil(N/20), at least 2",
         "alpha": request.alpha,
         "grid": request.grid,
         "center": request.center,

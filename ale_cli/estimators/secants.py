@@ -28,12 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ale_cli.core.binning import assign, check_edges, quantile_bins, uniform_edges
+from ale_cli.core.binning import assign, check_edges
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.bootstrap import percentile_band
 from ale_cli.core.finegrid import (
@@ -41,14 +40,17 @@ from ale_cli.core.finegrid import (
     FineCurve,
     fine_curve,
     on_grid,
+    replicate_curves,
     secant_effect,
     sparse_reason,
 )
 from ale_cli.core.rhale import optimal_partition
 from ale_cli.errors import InputError
 from ale_cli.estimators.bands import Bootstrap, replicate_cells
+from ale_cli.estimators.cells import Passes, array_passes, binned, on_edges, ranges
+from ale_cli.passes.engine import LOCAL
 from ale_cli.store.npz import FINE_EDGES, FINE_OFFSETS, Store, StoreFile, read_store
-from ale_cli.summary.build import column_ranges, not_estimable, skip_reasons
+from ale_cli.summary.build import not_estimable, skip_reasons
 from ale_cli.summary.model import FeatureSummary, Replicates
 
 METHOD = "secant"
@@ -99,17 +101,11 @@ def fine_grids(store: Store, where: str) -> dict[str, np.ndarray]:
 
 @dataclass(frozen=True)
 class _Fine:
-    """One feature's fine grid, each row's fine bin and the fine curve."""
+    """One feature's fine grid, the secants' statistics on it, and the fine curve."""
 
     edges: np.ndarray
-    index: np.ndarray
+    cells: CellStats
     curve: FineCurve
-
-    @classmethod
-    def of(cls, x: np.ndarray, e: np.ndarray, edges: np.ndarray) -> tuple[_Fine, CellStats]:
-        index = assign(x, edges).index
-        cells = CellStats.from_values(index, e, n_cells=edges.size - 1)
-        return cls(edges, index, fine_curve(edges, cells)), cells
 
 
 def _note(fine: np.ndarray, z: np.ndarray) -> str:
@@ -120,32 +116,26 @@ def _note(fine: np.ndarray, z: np.ndarray) -> str:
     return text + "; edges not on the fine grid: the fine curve is interpolated linearly there"
 
 
-def _todo(
-    X: np.ndarray,
-    E: np.ndarray,
-    names: Sequence[str],
-    grids: Mapping[str, np.ndarray],
-    categorical: Sequence[str],
-    edges: Mapping[str, np.ndarray] | None,
-    min_rows: int,
-) -> tuple[dict[str, str], dict[int, tuple[_Fine, CellStats]]]:
-    """Skip reasons and, for the others, the fine grid and fine cell statistics."""
-    lo, hi = column_ranges(X)
-    skip = skip_reasons(names, lo, hi, categorical, edges)
-    fine: dict[int, tuple[_Fine, CellStats]] = {}
-    for j, name in enumerate(names):
-        if name in skip:
-            continue
-        if name not in grids:
+def _fine(
+    p: Passes, grids: Mapping[str, np.ndarray], skip: dict[str, str], min_rows: int
+) -> dict[int, _Fine]:
+    """The fine grid and curve of every feature not in ``skip``; a feature without a fine
+    grid, or with fewer than ``min_rows`` rows in its median fine bin, is added to ``skip``."""
+    names = p.columns.names
+    for name in names:
+        if name not in skip and name not in grids:
             skip[name] = NO_GRID_REASON
-            continue
-        found = _Fine.of(X[:, j], E[:, j], grids[name])
-        reason = sparse_reason(found[1].counts, min_rows=min_rows)
+    todo = [j for j, name in enumerate(names) if name not in skip]
+    _, cells, _ = on_edges(p, todo, {j: grids[names[j]] for j in todo})
+    fine: dict[int, _Fine] = {}
+    for j in todo:
+        reason = sparse_reason(cells[j].counts, min_rows=min_rows)
         if reason is not None:
-            skip[name] = reason
+            skip[names[j]] = reason
             continue
-        fine[j] = found
-    return skip, fine
+        g = grids[names[j]]
+        fine[j] = _Fine(g, cells[j], fine_curve(g, cells[j]))
+    return fine
 
 
 def _summary(
@@ -177,10 +167,8 @@ def _summary(
     )
 
 
-def rebin_features(
-    X: np.ndarray,
-    E: np.ndarray,
-    names: Sequence[str],
+def rebin(
+    p: Passes,
     grids: Mapping[str, np.ndarray],
     *,
     bins: int,
@@ -189,36 +177,30 @@ def rebin_features(
     edges: Mapping[str, np.ndarray] | None = None,
     categorical: Sequence[str] = (),
     bootstrap: Bootstrap | None = None,
+    rows: tuple[np.ndarray, np.ndarray] | None = None,
     min_rows: int = MIN_ROWS_PER_FINE_BIN,
 ) -> list[FeatureSummary]:
-    """``ale rebin`` on secants: values X (N, F), secants E (N, F) of features ``names``
-    with fine edges ``grids[name]``; coarse bins as :func:`ale_cli.estimators.dale.rebin_features`.
-    Features with fewer than ``min_rows`` rows in their median fine bin are not estimable."""
-    skip, fine = _todo(X, E, names, grids, categorical, edges, min_rows)
-    lo, hi = column_ranges(X)
-    out: list[FeatureSummary] = []
-    coarse_index: dict[int, np.ndarray] = {}
-    for j, name in enumerate(names):
-        if name in skip:
-            out.append(not_estimable(name, skip[name]))
-            continue
-        if edges is not None:
-            z = edges[name]
-        elif binning == "uniform":
-            z = uniform_edges(lo[j], hi[j], bins=bins)
-        else:
-            z, _ = quantile_bins(X[:, j], bins=bins)
-        a = assign(X[:, j], z)
-        coarse_index[j] = a.index
-        cells = CellStats.from_values(a.index, E[:, j], n_cells=z.size - 1)
-        out.append(_summary(name, z, fine[j][0], cells, center=center, n_outside=a.n_outside))
-    return _banded(out, E, fine, coarse_index, bootstrap, center)
+    """``ale rebin`` on secants: the features of ``p`` with fine edges ``grids[name]``;
+    coarse bins as :func:`ale_cli.estimators.dale.dale`. Features with fewer than
+    ``min_rows`` rows in their median fine bin are not estimable. Bootstrap bands need the
+    values and secants of the features in memory (``rows``)."""
+    lo, hi = ranges(p)
+    names = p.columns.names
+    skip = skip_reasons(names, lo, hi, categorical, edges)
+    fine = _fine(p, grids, skip, min_rows)
+    given = None if edges is None else dict(edges)
+    z, coarse, outside = binned(p, list(fine), lo, hi, bins=bins, binning=binning, edges=given)
+    out = [
+        not_estimable(name, skip[name])
+        if name in skip
+        else _summary(name, z[j], fine[j], coarse[j], center=center, n_outside=outside[j])
+        for j, name in enumerate(names)
+    ]
+    return _banded(out, rows, fine, bootstrap, center)
 
 
-def rhale_features(
-    X: np.ndarray,
-    E: np.ndarray,
-    names: Sequence[str],
+def rhale(
+    p: Passes,
     grids: Mapping[str, np.ndarray],
     *,
     min_points: int,
@@ -226,64 +208,64 @@ def rhale_features(
     center: str,
     categorical: Sequence[str] = (),
     bootstrap: Bootstrap | None = None,
+    rows: tuple[np.ndarray, np.ndarray] | None = None,
     min_rows: int = MIN_ROWS_PER_FINE_BIN,
 ) -> list[FeatureSummary]:
     """``ale rhale`` on secants: the optimal partition of each feature's fine grid
     (:func:`~ale_cli.core.rhale.optimal_partition` on the secants' fine-bin statistics),
-    the effect from the fine curve at its limits; ``min_rows`` as in :func:`rebin_features`."""
-    skip, fine = _todo(X, E, names, grids, categorical, None, min_rows)
+    the effect from the fine curve at its limits; ``min_rows``, ``rows`` as in :func:`rebin`."""
+    lo, hi = ranges(p)
+    names = p.columns.names
+    skip = skip_reasons(names, lo, hi, categorical)
+    fine = _fine(p, grids, skip, min_rows)
     out: list[FeatureSummary] = []
-    coarse_index: dict[int, np.ndarray] = {}
     for j, name in enumerate(names):
         if name in skip:
             out.append(not_estimable(name, skip[name]))
             continue
-        f, cells = fine[j]
-        part = optimal_partition(f.edges, cells, min_points=min_points, alpha=alpha)
+        f = fine[j]
+        part = optimal_partition(f.edges, f.cells, min_points=min_points, alpha=alpha)
         note = _note(f.edges, part.edges) + "; candidate limits: the fine edges"
         if not part.feasible:
             note += (
                 f"; no partition has at least {min_points} rows (min_points) in every bin: "
                 "one bin over the whole range"
             )
-        # fine bin j lies in coarse bin k when limits[k] <= j < limits[k + 1]
-        owner = np.repeat(np.arange(part.limits.size - 1), np.diff(part.limits))
-        coarse_index[j] = np.where(f.index >= 0, owner[np.maximum(f.index, 0)], -1)
-        coarse = cells.coarsen(part.limits)
+        coarse = f.cells.coarsen(part.limits)
         out.append(
             _summary(
                 name, part.edges, f, coarse, center=center, objective=part.objective, note=note
             )
         )
-    return _banded(out, E, fine, coarse_index, bootstrap, center)
+    return _banded(out, rows, fine, bootstrap, center)
 
 
 def _banded(
     features: list[FeatureSummary],
-    E: np.ndarray,
-    fine: Mapping[int, tuple[_Fine, CellStats]],
-    coarse_index: Mapping[int, np.ndarray],
+    rows: tuple[np.ndarray, np.ndarray] | None,
+    fine: Mapping[int, _Fine],
     bootstrap: Bootstrap | None,
     center: str,
 ) -> list[FeatureSummary]:
     """Bootstrap bands: rows resampled (the same rows for every feature), the fine curve
     and the coarse counts recomputed per replicate, edges fixed; no model call."""
-    if bootstrap is None or not bootstrap.replicates:
+    if bootstrap is None or not bootstrap.replicates or rows is None:
         return features
-    from ale_cli.core.finegrid import replicate_curves
-
-    cols = [j for j in fine if j in coarse_index and features[j].status == "ok"]
+    X, E = rows
+    cols = [j for j in fine if features[j].status == "ok"]
     if not cols:
         return features
-    index = np.column_stack([c for j in cols for c in (fine[j][0].index, coarse_index[j])])
+    index = np.column_stack(
+        [assign(X[:, j], edges).index for j in cols for edges in (fine[j].edges, features[j].edges)]
+    )
     values = np.column_stack([c for j in cols for c in (E[:, j], np.zeros(len(E)))])
-    sizes = [s for j in cols for s in (fine[j][0].edges.size - 1, features[j].n_bins)]
+    sizes = [s for j in cols for s in (fine[j].edges.size - 1, features[j].n_bins)]
     rng = np.random.default_rng(bootstrap.seed)
     cells = replicate_cells(index, values, sizes, replicates=bootstrap.replicates, rng=rng)
     out = list(features)
     for k, j in enumerate(cols):
         f, rc_fine, rc_coarse = features[j], cells[2 * k], cells[2 * k + 1]
-        value = replicate_curves(fine[j][0].edges, rc_fine.counts, rc_fine.sums, f.edges)
+        value = replicate_curves(fine[j].edges, rc_fine.counts, rc_fine.sums, f.edges)
         n = rc_coarse.counts
         if center == "mean":
             mids = (value[:, :-1] + value[:, 1:]) / 2.0
@@ -298,7 +280,7 @@ def _banded(
 
 
 def store_features(
-    store: Store, features: Sequence[str] | None, path: Path | None
+    store: Store, features: Sequence[str] | None, path: Any
 ) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """The chosen features' names, values, secants and fine grids."""
     names = list(store.feature_names) if features is None else list(features)
@@ -307,55 +289,15 @@ def store_features(
     return names, X, E, fine_grids(store, where)
 
 
-def rebin(
-    store: Store | StoreFile,
-    path: Path | None,
-    *,
-    features: Sequence[str] | None,
-    bins: int,
-    binning: str,
-    center: str,
-    edges: Mapping[str, np.ndarray] | None,
-    categorical: Sequence[str],
-    bootstrap: Bootstrap | None,
+def rebin_features(
+    X: np.ndarray, E: np.ndarray, names: Sequence[str], grids: Mapping[str, np.ndarray], **kw: Any
 ) -> list[FeatureSummary]:
-    """:func:`rebin_features` on a store of secants (read whole)."""
-    names, X, E, grids = store_features(whole(store), features, path)
-    return rebin_features(
-        X,
-        E,
-        names,
-        grids,
-        bins=bins,
-        binning=binning,
-        center=center,
-        edges=edges,
-        categorical=categorical,
-        bootstrap=bootstrap,
-    )
+    """:func:`rebin` on values X (N, F) and secants E (N, F) of features ``names``."""
+    return rebin(array_passes(X, E, names, LOCAL), grids, rows=(X, E), **kw)
 
 
-def rhale(
-    store: Store | StoreFile,
-    path: Path | None,
-    *,
-    features: Sequence[str] | None,
-    min_points: int,
-    alpha: float,
-    center: str,
-    categorical: Sequence[str],
-    bootstrap: Bootstrap | None,
+def rhale_features(
+    X: np.ndarray, E: np.ndarray, names: Sequence[str], grids: Mapping[str, np.ndarray], **kw: Any
 ) -> list[FeatureSummary]:
-    """:func:`rhale_features` on a store of secants (read whole)."""
-    names, X, E, grids = store_features(whole(store), features, path)
-    return rhale_features(
-        X,
-        E,
-        names,
-        grids,
-        min_points=min_points,
-        alpha=alpha,
-        center=center,
-        categorical=categorical,
-        bootstrap=bootstrap,
-    )
+    """:func:`rhale` on values X (N, F) and secants E (N, F) of features ``names``."""
+    return rhale(array_passes(X, E, names, LOCAL), grids, rows=(X, E), **kw)
