@@ -176,7 +176,7 @@ def test_the_streamed_path_reads_the_store_chunk_by_chunk(case, tmp_path):
     store = rechunk(case["store"], tmp_path / "r.npz", [30, 100, 101, 200])
     with (
         mock.patch(
-            "ale_cli.estimators.interact.read_store", side_effect=AssertionError("read whole")
+            "ale_cli.store.npz.read_store", side_effect=AssertionError("read whole")
         ),
         mock.patch.object(StoreFile, "chunks", autospec=True, side_effect=StoreFile.chunks) as spy,
     ):
