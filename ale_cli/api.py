@@ -248,6 +248,7 @@ def interact(
     is read ``chunk_rows`` rows at a time and a ``store`` by its own chunks (None: the
     whole table, or store, at once). ``engine="dask"`` runs the model calls per partition
     on the Dask cluster at ``scheduler`` (None: a local cluster)."""
+    from ale_cli.engines import engine_for
     from ale_cli.estimators.interact import InteractRequest
     from ale_cli.estimators.interact import interact as run
     from ale_cli.estimators.pairs import parse_pairs
@@ -262,10 +263,8 @@ def interact(
         store=Path(store) if store is not None else None,
         edges=Path(edges) if edges is not None else None,
         chunk_rows=chunk_rows,
-        engine=engine,
-        scheduler=scheduler,
     )
-    return run(request).summary
+    return run(request, engine=engine_for(engine, scheduler)).summary
 
 
 def plot(

@@ -44,11 +44,11 @@ from ale_cli.estimators.interact_kernel import (
     dropped_note,
     merge_passed,
 )
-from ale_cli.estimators.interact_rows import Rows, open_rows
+from ale_cli.estimators.interact_rows import Asked, Rows, open_rows
 from ale_cli.estimators.pairs import Binning, Pair, pair_columns, pair_grids, parse_pairs
 from ale_cli.models.checks import nothing_left
 from ale_cli.models.mixed import require_mixed_derivatives
-from ale_cli.passes.engine import LOCAL, Engine, LocalEngine, Ready
+from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.summary.build import EstimateResult, run_notes, utc_now
 from ale_cli.summary.model import InteractionSummary, Summary, with_statistics
 
@@ -83,21 +83,8 @@ class InteractRequest:
     #: rows read at a time from a data file (a store is read by its own chunks); None
     #: reads the whole table at once
     chunk_rows: int | None = DEFAULT_CHUNK_ROWS
-    #: where the model calls run: local, or dask (the caller hands the engine down)
-    engine: str = "local"
-    scheduler: str | None = None
 
     def __post_init__(self) -> None:
-        from ale_cli.engines import check_engine
-
-        check_engine(self.engine, self.scheduler)
-        if self.engine == "dask" and self.store is not None:
-            raise InputError(
-                "{param} reads mixed derivatives from a store in this process: it is not "
-                "used by {param:engine} dask (compute them from the data, or use "
-                "{param:engine} local)",
-                param="store",
-            )
         if self.chunk_rows is not None:
             check_count(self.chunk_rows, "chunk_rows", least=2)
         pairs = parse_pairs(self.pairs)
@@ -241,15 +228,18 @@ def interact(
 ) -> EstimateResult:
     """``ale interact``: the second-order effect of every requested pair.
 
-    ``engine`` runs the pass over the rows (this process by default).
-    ``progress(total, label)`` may return a callable told how many rows each
-    model call finished (on the local engine).
+    ``engine`` runs the pass over the rows (this process by default; an engine object,
+    e.g. from :func:`ale_cli.engines.engine_for`). ``progress(total, label)`` may return
+    a callable told how many rows the pass finished.
     """
     started = time.perf_counter()
     fixed = _bins(request)
     notes: list[str] = []
     timings: dict[str, float] = {}
-    rows = open_rows(request, notes, timings)
+    asked = Asked(
+        request.inputs, request.pairs, request.store, request.estimator, request.chunk_rows
+    )
+    rows = open_rows(asked, notes, timings)
     model, n_rows = rows.model, rows.columns.n_rows
     cols = pair_columns(request.pairs, rows.columns.names, param="pairs", where=rows.where)
     fixed.check_rows(n_rows, f"data '{request.inputs.data_label}'")
@@ -266,17 +256,14 @@ def interact(
     plans = _plans(request, rows, cols, estimator, grids)
     from_model = [p for p in plans.values() if p.values != "stored"]
     bar = None
-    if progress is not None and from_model and isinstance(engine, LocalEngine):
-        autodiff = estimator == "dale"
-        label = "mixed derivatives" if autodiff else "cell corners"
-        bar = progress(n_rows * (1 if autodiff else len(from_model)), label)
+    if progress is not None and from_model:
+        bar = progress(n_rows, "mixed derivatives" if estimator == "dale" else "cell corners")
     kernel = PairKernel(
         tuple(plans.values()),
         estimator,
         str(request.inputs.model),
         request.inputs.drop_nonfinite,
         stored_prediction=rows.stored_prediction,
-        bar=bar,
     )
     passed = engine.run(
         rows.columns.source,
@@ -284,7 +271,8 @@ def interact(
         merge_passed,
         Passed.empty(kernel.plans),
         arrays=kernel.arrays,
-        shared=None if model is None else Ready(model),
+        shared=rows.shared,
+        progress=bar,
     )
     if passed.kept == 0:
         raise nothing_left(request.inputs.model)

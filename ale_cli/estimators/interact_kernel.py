@@ -213,9 +213,8 @@ class PairKernel:
     ``plans`` are the estimable pairs; ``estimator`` names the values in messages;
     ``path`` is the model file for messages; ``drop`` leaves rows with non-finite values
     out rather than refuse them; ``stored_prediction``: the chunks hold the predictions
-    (a store), else the model gives them. ``bar`` is told how many rows each model call
-    finished (None on engines that run elsewhere). ``model`` may be None when no pair
-    needs it and the predictions are stored.
+    (a store), else the model gives them. ``model`` may be None when no pair needs it
+    and the predictions are stored.
     """
 
     plans: tuple[PairPlan, ...]
@@ -223,7 +222,6 @@ class PairKernel:
     path: str
     drop: bool
     stored_prediction: bool = False
-    bar: ProgressFn | None = None
 
     @property
     def arrays(self) -> tuple[str, ...]:
@@ -274,7 +272,7 @@ class PairKernel:
             mixed = require_mixed_derivatives(
                 _needs(model), self.path, param="estimator", value="dale", hint="use {param} ale"
             )
-            found = mixed(X, [self.plans[p].cols for p in autodiff], progress=self.bar)
+            found = mixed(X, [self.plans[p].cols for p in autodiff], progress=None)
             out |= {p: found[i][located[p].rows] for i, p in enumerate(autodiff)}
         for p, (plan, at) in enumerate(zip(self.plans, located, strict=True)):
             if plan.values == "stored":
@@ -283,7 +281,7 @@ class PairKernel:
             elif plan.values == "corners":
                 out[p] = second_differences(
                     _needs(model).predict, X[at.rows], plan.cols, plan.edges_a, plan.edges_b,
-                    at.ia, at.ib, progress=self.bar,
+                    at.ia, at.ib,
                 )  # fmt: skip
         return [out[p] for p in range(len(self.plans))]
 

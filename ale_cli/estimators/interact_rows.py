@@ -24,18 +24,26 @@ import numpy as np
 
 from ale_cli.data.stream import inputs_sha256
 from ale_cli.errors import InputError
-from ale_cli.estimators.inputs import ModelInputs, model_source, open_inputs
-from ale_cli.estimators.inputs_stream import Streamed, streamed_or_reason, whole_table_reason
+from ale_cli.estimators.inputs import ModelInputs, Opened, model_source, open_inputs
+from ale_cli.estimators.inputs_stream import (
+    NeedsWholeTable,
+    Streamed,
+    open_streamed,
+    whole_table_reason,
+)
 from ale_cli.estimators.pairs import Columns, Pair
 from ale_cli.io.files import sha256_file
 from ale_cli.io.jsonio import to_jsonable
+from ale_cli.models import Columns as ModelColumns
+from ale_cli.models import detect_format
+from ale_cli.models.profile import DataProfile
 from ale_cli.passes.engine import ArraySource, Chunk, Source
+from ale_cli.passes.shipped import ShippedModel
 from ale_cli.passes.spool import DataPasses
 from ale_cli.store.npz import StoreFile, open_store, store_sha256
 from ale_cli.summary.build import store_info
 
 if TYPE_CHECKING:
-    from ale_cli.estimators.interact import InteractRequest
     from ale_cli.models.base import Model
 
 #: Options of ``ale compute`` that decide the rows and the output; a store matches an
@@ -65,13 +73,14 @@ def store_mismatch(meta: dict[str, Any], request: ModelInputs) -> str | None:
     return None
 
 
-def store_unused(request: InteractRequest, meta: Callable[[], dict[str, Any]]) -> str | None:
-    """Why the store of ``request`` is not used (a note), None when it is; ``meta`` reads
+def store_unused(
+    path: Path, estimator: str | None, inputs: ModelInputs, meta: Callable[[], dict[str, Any]]
+) -> str | None:
+    """Why the store at ``path`` is not used (a note), None when it is; ``meta`` reads
     the store's meta (only when the estimator may use it)."""
-    path = request.store
-    if request.estimator == "ale":
+    if estimator == "ale":
         return f"store '{path}' is not used by the ale estimator (it needs the model)"
-    why = store_mismatch(meta(), request.inputs)
+    why = store_mismatch(meta(), inputs)
     if why is not None:
         return f"store '{path}' does not match ({why}); computing from the model"
     return None
@@ -85,14 +94,18 @@ class WholeTable:
     note: str | None = None
 
 
-def reading(inputs: ModelInputs, chunk_rows: int | None, engine: str) -> Streamed | WholeTable:
+def reading(inputs: ModelInputs, chunk_rows: int | None) -> Streamed | WholeTable:
     """The one decision between streaming the data (the first pass made and the model
     loaded on the first chunk: :func:`~ale_cli.estimators.inputs_stream.open_streamed`)
     and reading the whole table (:func:`~ale_cli.estimators.inputs_stream.whole_table_reason`,
-    or what the first pass found)."""
+    or a text column for a scikit-learn model, found by the first pass)."""
     reason = whole_table_reason(inputs, chunk_rows)
-    found = streamed_or_reason(inputs, chunk_rows=chunk_rows, reason=reason, engine=engine)
-    return found if isinstance(found, Streamed) else WholeTable(found or None)
+    if reason is not None or chunk_rows is None:
+        return WholeTable(reason or None)
+    try:
+        return open_streamed(inputs, chunk_rows=chunk_rows)
+    except NeedsWholeTable as exc:
+        return WholeTable(str(exc))
 
 
 @dataclass(frozen=True)
@@ -144,34 +157,92 @@ class PassesSource:
             offset += len(X)
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What decides the rows of an ``ale interact`` run: the model and data, the pairs,
+    the store given (if any), the estimator asked for (None: the default) and the rows
+    read at a time from a data file (None: the whole table)."""
+
+    inputs: ModelInputs
+    pairs: tuple[Pair, ...]
+    store: Path | None
+    estimator: str | None
+    chunk_rows: int | None
+
+
 @dataclass
 class Rows:
     """The rows of a run and what comes with them.
 
     ``columns`` are the rows as a grid needs them; ``model`` is None when a store gives
-    every value; ``stored`` maps each pair the store holds (either order) to its row in
-    the stored mixed derivatives; ``stored_prediction``: the chunks hold the predictions;
-    ``summary_store`` makes the summary's ``store`` part given the rows dropped for
-    non-finite values; ``where`` names the rows in messages.
+    every value, ``shared`` is then None too, else the model as a handle an engine can
+    ship (:class:`~ale_cli.passes.shipped.ShippedModel`); ``stored`` maps each pair the
+    store holds (either order) to its row in the stored mixed derivatives;
+    ``stored_prediction``: the chunks hold the predictions; ``summary_store`` makes the
+    summary's ``store`` part given the rows dropped for non-finite values; ``where``
+    names the rows in messages.
     """
 
     columns: Columns
     model: Model | None
+    shared: ShippedModel | None
     summary_store: Callable[[int], dict[str, Any]]
     where: str
     stored: dict[Pair, int] = field(default_factory=dict)
     stored_prediction: bool = False
 
 
-def open_rows(request: InteractRequest, notes: list[str], timings: dict[str, float]) -> Rows:
-    """The rows of ``request`` (see the module docstring), with the notes and timings of
+@dataclass(frozen=True)
+class _Loaded:
+    """A model loaded on the data, and the same model as a handle an engine can ship."""
+
+    model: Model
+    shared: ShippedModel
+
+
+def _streamed_model(inputs: ModelInputs, found: Streamed) -> ShippedModel:
+    """The model of streamed data as a handle: loaded, as here, on the first chunk."""
+    scan = found.scan
+    return ShippedModel.of(
+        Path(inputs.model),
+        model_format=detect_format(inputs.model, inputs.model_format),
+        options=inputs.load_options(),
+        columns=ModelColumns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes),
+        head=scan.first,
+        loaded=found.model,
+    )
+
+
+def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
+    """The model of the whole table as a handle: loaded, as here, with the profile of
+    every row."""
+    table = opened.table
+    profile = DataProfile.of(table.X)
+    return ShippedModel.of(
+        Path(inputs.model),
+        model_format=detect_format(inputs.model, inputs.model_format),
+        options=inputs.load_options(),
+        columns=ModelColumns(
+            names=table.feature_names,
+            fixed=table.categorical,
+            levels=table.levels,
+            dtypes=table.dtypes,
+        ),
+        head=profile.head,
+        profile=profile,
+        loaded=opened.model,
+    )
+
+
+def open_rows(asked: Asked, notes: list[str], timings: dict[str, float]) -> Rows:
+    """The rows ``asked`` for (see the module docstring), with the notes and timings of
     opening them."""
-    if request.store is not None:
-        rows = _store_rows(request, request.store, notes, timings)
+    if asked.store is not None:
+        rows = _store_rows(asked, asked.store, notes, timings)
         if rows is not None:
             return rows
-    inputs = request.inputs
-    found = reading(inputs, request.chunk_rows, request.engine)
+    inputs = asked.inputs
+    found = reading(inputs, asked.chunk_rows)
     where = f"data '{inputs.data_label}'"
     if isinstance(found, Streamed):
         timings |= found.timings
@@ -188,6 +259,7 @@ def open_rows(request: InteractRequest, notes: list[str], timings: dict[str, flo
                 scan.hi,
             ),  # fmt: skip
             model,
+            _streamed_model(inputs, found),
             lambda dropped: source | {"data": source["data"] | {"rows_nonfinite": dropped}},
             where,
         )
@@ -203,13 +275,14 @@ def open_rows(request: InteractRequest, notes: list[str], timings: dict[str, flo
             ArraySource({"X": table.X}), table.feature_names, tuple(table.categorical), len(table.X)
         ),  # fmt: skip
         opened.model,
+        _table_model(inputs, opened),
         lambda dropped: made | {"data": made["data"] | {"rows_nonfinite": dropped}},
         where,
     )
 
 
 def _store_rows(
-    request: InteractRequest, path: Path, notes: list[str], timings: dict[str, float]
+    asked: Asked, path: Path, notes: list[str], timings: dict[str, float]
 ) -> Rows | None:
     """The rows of a store the estimator uses, else None (with the note saying why)."""
     opened: list[StoreFile] = []
@@ -218,7 +291,7 @@ def _store_rows(
         opened.append(open_store(path))
         return opened[0].meta
 
-    unused = store_unused(request, meta)
+    unused = store_unused(path, asked.estimator, asked.inputs, meta)
     if unused is not None:
         notes.append(unused)
         return None
@@ -226,15 +299,15 @@ def _store_rows(
     digest = _sha256_in_background(path)  # overlaps the passes
     stored = {pair: i for i, pair in enumerate(store.pairs())}
     stored |= {(b, a): i for (a, b), i in stored.items() if (b, a) not in stored}
-    model = None
-    missing = [p for p in request.pairs if p not in stored]
+    loaded = None
+    missing = [p for p in asked.pairs if p not in stored]
     if missing:
         listed = " ".join(",".join(p) for p in missing)
         notes.append(
             f"store '{path}' has no mixed derivatives of {listed}; computing "
             "them (add them to the store with 'ale compute --pairs')"
         )
-        model = _load_model(request, timings, notes)
+        loaded = _load_model(asked, timings, notes)
     lo_hi = store.x_range()
     if lo_hi is not None and len(lo_hi[0]) != len(store.input_names):
         lo_hi = None
@@ -245,7 +318,8 @@ def _store_rows(
     )  # fmt: skip
     return Rows(
         columns,
-        model,
+        None if loaded is None else loaded.model,
+        None if loaded is None else loaded.shared,
         lambda dropped: store_info(path, store, sha256=digest.result()),
         f"store '{path}'",
         stored=stored,
@@ -253,20 +327,20 @@ def _store_rows(
     )
 
 
-def _load_model(request: InteractRequest, timings: dict[str, float], notes: list[str]) -> Model:
+def _load_model(asked: Asked, timings: dict[str, float], notes: list[str]) -> _Loaded:
     """The model for the pairs a store lacks: loaded on the data file's first chunk after
     a pass over it, or with the whole table when the inputs need that (a note says why)."""
-    found = reading(request.inputs, request.chunk_rows, "local")
+    found = reading(asked.inputs, asked.chunk_rows)
     if isinstance(found, Streamed):
         timings |= found.timings
         notes.extend(found.notes)
-        return found.model
+        return _Loaded(found.model, _streamed_model(asked.inputs, found))
     if found.note:
         notes.append(found.note)
-    opened = open_inputs(request.inputs)
+    opened = open_inputs(asked.inputs)
     timings |= opened.timings
     notes.extend(opened.notes)
-    return opened.model
+    return _Loaded(opened.model, _table_model(asked.inputs, opened))
 
 
 def _sha256_in_background(path: Path) -> Future[str]:

@@ -92,10 +92,12 @@ def interact(
     --chunk-rows rows at a time; a store (--store) by its own chunks. --engine dask runs
     the model calls on the partitions of the data on the workers of a Dask cluster.
     """
+    from ale_cli.engines import engine_for
     from ale_cli.estimators.interact import InteractRequest
     from ale_cli.estimators.interact import interact as run_interact
 
     refuse_stdio(store, "store", "a store")
+    runner = engine_for(engine, scheduler)
     request = InteractRequest(
         inputs=inputs,
         pairs=tuple(pairs or ()),
@@ -105,9 +107,7 @@ def interact(
         store=store,
         edges=edges,
         chunk_rows=chunk_rows,
-        engine=engine,
-        scheduler=scheduler,
     )
     with run.progress("interact") as progress:
-        result = run_interact(request, progress=progress)
+        result = run_interact(request, engine=runner, progress=progress)
     return summary_outcome("interact", result, out, timestamp, run)
