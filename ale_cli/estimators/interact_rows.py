@@ -20,10 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ale_cli.data.stream import inputs_sha256
-from ale_cli.errors import InputError
 from ale_cli.estimators.inputs import ModelInputs, Opened, model_source, open_inputs
 from ale_cli.estimators.inputs_stream import (
     NeedsWholeTable,
@@ -110,8 +107,8 @@ def reading(inputs: ModelInputs, chunk_rows: int | None) -> Streamed | WholeTabl
 
 @dataclass(frozen=True)
 class StoreSource:
-    """A store file read by its own chunks: X as float64 (checked finite, with the row's
-    number in the store) and the other arrays as stored."""
+    """A store file read by its own chunks (:meth:`~ale_cli.store.npz.StoreFile.chunks`:
+    every member read is checked, finite values included), as one part."""
 
     path: Path
 
@@ -119,25 +116,11 @@ class StoreSource:
         return (self,)
 
     def chunks(self, arrays: Sequence[str]) -> Iterator[Chunk]:
-        store = open_store(self.path)
         offset = 0
-        for found in store.chunks(tuple(arrays)):
-            chunk = dict(found)
-            if "X" in chunk:
-                chunk["X"] = np.asarray(chunk["X"], dtype=np.float64)
-                _check_finite(store, chunk["X"], offset)
-            yield Chunk(offset, chunk)
-            offset += len(chunk["X"]) if "X" in chunk else len(next(iter(chunk.values())))
-
-
-def _check_finite(store: StoreFile, X: np.ndarray, offset: int) -> None:
-    bad = ~np.isfinite(X)
-    if bad.any():
-        rows, cols = np.nonzero(bad)
-        raise InputError(
-            f"store '{store.path}': array 'X' has NaN or infinite values (first: row "
-            f"{offset + int(rows[0])}, input '{store.input_names[cols[0]]}')"
-        )
+        for found in open_store(self.path).chunks(tuple(arrays)):
+            got = found.arrays if isinstance(found, Chunk) else found
+            yield Chunk(offset, dict(got))
+            offset += len(got["X"])
 
 
 @dataclass(frozen=True)
