@@ -45,7 +45,14 @@ from ale_cli.estimators.interact_kernel import (
     merge_passed,
 )
 from ale_cli.estimators.interact_rows import Asked, Rows, open_rows
-from ale_cli.estimators.pairs import Binning, Pair, pair_columns, pair_grids, parse_pairs
+from ale_cli.estimators.pairs import (
+    Binning,
+    Grids,
+    Pair,
+    pair_columns,
+    pair_grids,
+    parse_pairs,
+)
 from ale_cli.models.checks import nothing_left
 from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.passes.engine import LOCAL, Engine
@@ -169,7 +176,9 @@ def pair_summary(
     )
 
 
-def _not_estimable(pair: Pair, estimator: str, reason: str, n_outside: int = 0) -> Any:
+def _not_estimable(
+    pair: Pair, estimator: str, reason: str, n_outside: int = 0
+) -> InteractionSummary:
     return InteractionSummary(
         features=pair, estimator=estimator, status="not_estimable", reason=reason,
         n_outside=n_outside,
@@ -179,17 +188,18 @@ def _not_estimable(pair: Pair, estimator: str, reason: str, n_outside: int = 0) 
 def interactions(
     pairs: Sequence[Pair],
     estimator: str,
-    cells: dict[int, tuple[PairPlan, PairCells]],
+    plans: dict[int, PairPlan],
+    cells: dict[int, PairCells],
     reasons: dict[int, str],
 ) -> list[InteractionSummary]:
-    """Every pair's summary: not estimable (``reasons``, or no row inside its grid), else
-    its surface from its merged ``cells``."""
+    """Every pair's summary (by position): not estimable (``reasons``, or no row inside its
+    grid), else its surface from its merged ``cells`` on the grid of its plan."""
     out: list[InteractionSummary] = []
     for p, pair in enumerate(pairs):
         if p in reasons:
             out.append(_not_estimable(pair, estimator, reasons[p]))
             continue
-        plan, found = cells[p]
+        plan, found = plans[p], cells[p]
         if found.cells.total == 0:
             reason = "no rows inside the given edges of both features"
             out.append(_not_estimable(pair, estimator, reason, found.outside))
@@ -204,13 +214,13 @@ def interactions(
 
 
 def _plans(
-    request: InteractRequest, rows: Rows, cols: list[tuple[int, int]], estimator: str, grids: Any
+    pairs: Sequence[Pair], rows: Rows, cols: list[tuple[int, int]], estimator: str, grids: Grids
 ) -> dict[int, PairPlan]:
     """The plan of every estimable pair (by position): its grid and where its values come
     from (the store's mixed derivatives, the model's autodiff, or the cell corners)."""
     plans = {}
     for p in sorted(grids):
-        pair, (ea, eb) = request.pairs[p], grids[p]
+        pair, (ea, eb) = pairs[p], grids[p]
         if estimator == "ale":
             plans[p] = PairPlan(cols[p], ea, eb, "corners")
         elif pair in rows.stored:
@@ -218,6 +228,40 @@ def _plans(
         else:
             plans[p] = PairPlan(cols[p], ea, eb, "autodiff")
     return plans
+
+
+def _pass(
+    request: InteractRequest,
+    rows: Rows,
+    plans: dict[int, PairPlan],
+    estimator: str,
+    engine: Engine,
+    progress: Callable[[int, str], ProgressFn] | None,
+) -> Passed:
+    """The one pass of the kernel over the rows on ``engine``: every planned pair's cells."""
+    bar = None
+    if progress is not None and any(p.values != "stored" for p in plans.values()):
+        label = "mixed derivatives" if estimator == "dale" else "cell corners"
+        bar = progress(rows.columns.n_rows, label)
+    kernel = PairKernel(
+        tuple(plans.values()),
+        estimator,
+        str(request.inputs.model),
+        request.inputs.drop_nonfinite,
+        stored_prediction=rows.stored_prediction,
+    )
+    passed = engine.run(
+        rows.columns.source,
+        kernel,
+        merge_passed,
+        Passed.empty(kernel.plans),
+        arrays=kernel.arrays,
+        shared=rows.shared,
+        progress=bar,
+    )
+    if passed.kept == 0:
+        raise nothing_left(request.inputs.model)
+    return passed
 
 
 def interact(
@@ -240,9 +284,9 @@ def interact(
         request.inputs, request.pairs, request.store, request.estimator, request.chunk_rows
     )
     rows = open_rows(asked, notes, timings)
-    model, n_rows = rows.model, rows.columns.n_rows
+    model = rows.model
     cols = pair_columns(request.pairs, rows.columns.names, param="pairs", where=rows.where)
-    fixed.check_rows(n_rows, f"data '{request.inputs.data_label}'")
+    fixed.check_rows(rows.columns.n_rows, f"data '{request.inputs.data_label}'")
     estimator = request.estimator
     if estimator is None:
         estimator = "dale" if model is None or model.method == "autodiff" else "ale"
@@ -253,37 +297,14 @@ def interact(
     t_load = time.perf_counter()
     binning = Binning(fixed.bins, fixed.binning, fixed.edges_file)
     grids, reasons = pair_grids(request.pairs, cols, rows.columns, binning)
-    plans = _plans(request, rows, cols, estimator, grids)
-    from_model = [p for p in plans.values() if p.values != "stored"]
-    bar = None
-    if progress is not None and from_model:
-        bar = progress(n_rows, "mixed derivatives" if estimator == "dale" else "cell corners")
-    kernel = PairKernel(
-        tuple(plans.values()),
-        estimator,
-        str(request.inputs.model),
-        request.inputs.drop_nonfinite,
-        stored_prediction=rows.stored_prediction,
-    )
-    passed = engine.run(
-        rows.columns.source,
-        kernel,
-        merge_passed,
-        Passed.empty(kernel.plans),
-        arrays=kernel.arrays,
-        shared=rows.shared,
-        progress=bar,
-    )
-    if passed.kept == 0:
-        raise nothing_left(request.inputs.model)
-    cells = dict(zip(plans, zip(kernel.plans, passed.pairs, strict=True), strict=True))
-    found = interactions(request.pairs, estimator, cells, reasons)
-    if from_model:
-        timings["mixed_derivatives_s" if estimator == "dale" else "model_evaluations_s"] = (
-            passed.model_s
-        )
-    t_end = time.perf_counter()
-    timings |= {"load_s": t_load - started, "estimate_s": t_end - t_load}
+    plans = _plans(request.pairs, rows, cols, estimator, grids)
+    passed = _pass(request, rows, plans, estimator, engine, progress)
+    cells = dict(zip(plans, passed.pairs, strict=True))
+    found = interactions(request.pairs, estimator, plans, cells, reasons)
+    if any(p.values != "stored" for p in plans.values()):
+        spent = "mixed_derivatives_s" if estimator == "dale" else "model_evaluations_s"
+        timings[spent] = passed.model_s
+    timings |= {"load_s": t_load - started, "estimate_s": time.perf_counter() - t_load}
     dropped = passed.dropped_rows()
     summary = with_statistics(
         Summary(
