@@ -175,10 +175,13 @@ def test_the_streamed_path_reads_the_store_chunk_by_chunk(case, tmp_path):
     store = rechunk(case["store"], tmp_path / "r.npz", [30, 100, 101, 200])
     with (
         mock.patch("ale_cli.store.npz.read_store", side_effect=AssertionError("read whole")),
-        mock.patch.object(StoreFile, "chunks", autospec=True, side_effect=StoreFile.chunks) as spy,
+        mock.patch.object(
+            StoreFile, "read_chunks", autospec=True, side_effect=StoreFile.read_chunks
+        ) as spy,
     ):
         result = _run(case, 0, store, 64)
     # two passes for the quantile edges (the ranges are in the manifest), one for the cells
+    # (one part: the store's 5 chunks)
     assert spy.call_count == 3
     assert result.summary.store["path"] == str(store)
     assert result.notes == ()
@@ -298,16 +301,18 @@ def dask_engine() -> Any:
 
 def test_the_dask_engine_gives_the_summary_of_the_local_engine(case, dask_engine):
     """The same kernel on the workers, the model shipped once per worker: from a store
-    with a pair it lacks (autodiff on the workers), from a data file (cell corners) and
-    from the whole table in memory (one part)."""
+    with a pair it lacks (autodiff on the workers; the store in parts of chunks) and from
+    a data file (cell corners). The whole table is refused, as for every estimator."""
     runs = [
         InteractRequest(inputs=case["inputs"], store=case["store"], chunk_rows=64,
                         edges=case["edges"], pairs=(("a", "b"), ("a", "c"))),
         InteractRequest(inputs=case["inputs"], pairs=STORED, estimator="ale", chunk_rows=64),
-        InteractRequest(inputs=case["inputs"], pairs=STORED[:1], chunk_rows=None),
     ]  # fmt: skip
     for request in runs:
         local, dask = interact(request), interact(request, engine=dask_engine)
         assert_same(_numbers(dask), _numbers(local))
         assert dask.notes == local.notes
         assert dask.summary.n_rows == N
+    whole = InteractRequest(inputs=case["inputs"], pairs=STORED[:1], chunk_rows=None)
+    with pytest.raises(InputError, match="engine dask evaluates the model on partitions"):
+        interact(whole, engine=dask_engine)

@@ -283,7 +283,7 @@ def interact(
     asked = Asked(
         request.inputs, request.pairs, request.store, request.estimator, request.chunk_rows
     )
-    rows = open_rows(asked, notes, timings)
+    rows = open_rows(asked, engine, notes, timings)
     model = rows.model
     cols = pair_columns(request.pairs, rows.columns.names, param="pairs", where=rows.where)
     fixed.check_rows(rows.columns.n_rows, f"data '{request.inputs.data_label}'")

@@ -5,28 +5,34 @@ or the whole table in memory; each is a :class:`~ale_cli.passes.engine.Source`.
 
 1. a store (``--store``) made with ``ale compute --pairs`` from the same model, data and
    options, for the DALE estimator: its chunks give X, the predictions and the stored
-   mixed derivatives (:class:`StoreSource`); the model is loaded only for the pairs the
-   store lacks. Otherwise the store is not used, and a note says why;
-2. the data file read chunk by chunk (:class:`PassesSource`), the model loaded on its
-   first chunk, unless :func:`reading` says the whole table is needed;
-3. the whole table in memory, one chunk (:class:`~ale_cli.passes.engine.ArraySource`).
+   mixed derivatives (:class:`~ale_cli.store.npz.StoreFile`, in parts of chunks); the
+   model is loaded only for the pairs the store lacks. Otherwise the store is not used,
+   and a note says why;
+2. the data file read chunk by chunk (:class:`~ale_cli.data.sources.DataSource`, in the
+   parts the engine runs apart), the model loaded on its first chunk, unless
+   :func:`reading` says the whole table is needed;
+3. the whole table in memory, one chunk (:class:`~ale_cli.passes.engine.ArraySource`);
+   an engine that runs parts apart (Dask) refuses it, as it refuses it for every
+   estimator.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import inputs_sha256
 from ale_cli.estimators.inputs import ModelInputs, Opened, model_source, open_inputs
 from ale_cli.estimators.inputs_stream import (
     NeedsWholeTable,
+    Reading,
     Streamed,
     open_streamed,
-    whole_table_reason,
+    reading_of,
 )
 from ale_cli.estimators.pairs import Columns, Pair
 from ale_cli.io.files import sha256_file
@@ -34,9 +40,8 @@ from ale_cli.io.jsonio import to_jsonable
 from ale_cli.models import Columns as ModelColumns
 from ale_cli.models import detect_format
 from ale_cli.models.profile import DataProfile
-from ale_cli.passes.engine import ArraySource, Chunk, Source
+from ale_cli.passes.engine import ArraySource, Engine
 from ale_cli.passes.shipped import ShippedModel
-from ale_cli.passes.spool import DataPasses
 from ale_cli.store.npz import StoreFile, open_store, store_sha256
 from ale_cli.summary.build import store_info
 
@@ -83,61 +88,44 @@ def store_unused(
     return None
 
 
-@dataclass(frozen=True)
-class WholeTable:
-    """The data are read as one table in memory; ``note`` says why (None: nothing to say,
-    a DataFrame or no chunk size)."""
-
-    note: str | None = None
-
-
-def reading(inputs: ModelInputs, chunk_rows: int | None) -> Streamed | WholeTable:
+def reading(
+    inputs: ModelInputs, chunk_rows: int | None, engine: Engine | None
+) -> Streamed | Reading:
     """The one decision between streaming the data (the first pass made and the model
     loaded on the first chunk: :func:`~ale_cli.estimators.inputs_stream.open_streamed`)
-    and reading the whole table (:func:`~ale_cli.estimators.inputs_stream.whole_table_reason`,
-    or a text column for a scikit-learn model, found by the first pass)."""
-    reason = whole_table_reason(inputs, chunk_rows)
-    if reason is not None or chunk_rows is None:
-        return WholeTable(reason or None)
+    and reading the whole table (a :class:`~ale_cli.estimators.inputs_stream.Reading`
+    with its note: :func:`~ale_cli.estimators.inputs_stream.reading_of`, or a text column
+    for a scikit-learn model, found by the first pass). An ``engine`` that runs the parts
+    of the data apart refuses a whole table (None: no engine evaluates these rows)."""
+    found = reading_of(inputs, chunk_rows)
+    if found.whole or chunk_rows is None:
+        if engine is not None:
+            found.check(engine)
+        return found
     try:
         return open_streamed(inputs, chunk_rows=chunk_rows)
     except NeedsWholeTable as exc:
-        return WholeTable(str(exc))
+        found = Reading.whole_table(str(exc))
+        if engine is not None:
+            found.check(engine)
+        return found
 
 
-@dataclass(frozen=True)
-class StoreSource:
-    """A store file read by its own chunks (:meth:`~ale_cli.store.npz.StoreFile.chunks`:
-    every member read is checked, finite values included), as one part."""
-
-    path: Path
-
-    def parts(self) -> Sequence[Source]:
-        return (self,)
-
-    def chunks(self, arrays: Sequence[str]) -> Iterator[Chunk]:
-        offset = 0
-        for found in open_store(self.path).chunks(tuple(arrays)):
-            got = found.arrays if isinstance(found, Chunk) else found
-            yield Chunk(offset, dict(got))
-            offset += len(got["X"])
-
-
-@dataclass(frozen=True)
-class PassesSource:
-    """A data file read chunk by chunk (:class:`~ale_cli.passes.spool.DataPasses`): X of
-    every chunk, float64."""
-
-    passes: DataPasses
-
-    def parts(self) -> Sequence[Source]:
-        return (self,)
-
-    def chunks(self, arrays: Sequence[str]) -> Iterator[Chunk]:
-        offset = 0
-        for X in self.passes():
-            yield Chunk(offset, {"X": X})
-            offset += len(X)
+def _data_source(found: Streamed, engine: Engine) -> DataSource:
+    """The streamed data as a source, in the parts the engine runs apart (files, row-group
+    ranges of large Parquet files; one part for this process)."""
+    scan, passes = found.scan, found.passes
+    source = DataSource(
+        path=passes.path,
+        fmt=scan.format,
+        names=scan.names,
+        categorical=scan.categorical,
+        dropna=passes.dropna,
+        chunk_rows=passes.chunk_rows,
+        inputs=passes.inputs,
+        exclude=passes.exclude,
+    )
+    return source.split(engine.slots)
 
 
 @dataclass(frozen=True)
@@ -217,15 +205,15 @@ def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
     )
 
 
-def open_rows(asked: Asked, notes: list[str], timings: dict[str, float]) -> Rows:
-    """The rows ``asked`` for (see the module docstring), with the notes and timings of
-    opening them."""
+def open_rows(asked: Asked, engine: Engine, notes: list[str], timings: dict[str, float]) -> Rows:
+    """The rows ``asked`` for (see the module docstring), as a source for ``engine``, with
+    the notes and timings of opening them."""
     if asked.store is not None:
         rows = _store_rows(asked, asked.store, notes, timings)
         if rows is not None:
             return rows
     inputs = asked.inputs
-    found = reading(inputs, asked.chunk_rows)
+    found = reading(inputs, asked.chunk_rows, engine)
     where = f"data '{inputs.data_label}'"
     if isinstance(found, Streamed):
         timings |= found.timings
@@ -234,7 +222,7 @@ def open_rows(asked: Asked, notes: list[str], timings: dict[str, float]) -> Rows
         source = found.source(inputs, method=model.method)
         return Rows(
             Columns(
-                PassesSource(found.passes),
+                _data_source(found, engine),
                 scan.names,
                 scan.categorical,
                 scan.n_rows,
@@ -246,8 +234,8 @@ def open_rows(asked: Asked, notes: list[str], timings: dict[str, float]) -> Rows
             lambda dropped: source | {"data": source["data"] | {"rows_nonfinite": dropped}},
             where,
         )
-    if found.note:
-        notes.append(found.note)
+    if found.reason:
+        notes.append(found.reason)
     opened = open_inputs(inputs)
     timings |= opened.timings
     notes.extend(opened.notes)
@@ -296,7 +284,7 @@ def _store_rows(
         lo_hi = None
     categorical = tuple(store.meta.get("categorical_features") or ())
     columns = Columns(
-        StoreSource(store.path), store.input_names, categorical, store.n_rows,
+        store, store.input_names, categorical, store.n_rows,
         *(lo_hi or (None, None)),
     )  # fmt: skip
     return Rows(
@@ -313,13 +301,13 @@ def _store_rows(
 def _load_model(asked: Asked, timings: dict[str, float], notes: list[str]) -> _Loaded:
     """The model for the pairs a store lacks: loaded on the data file's first chunk after
     a pass over it, or with the whole table when the inputs need that (a note says why)."""
-    found = reading(asked.inputs, asked.chunk_rows)
+    found = reading(asked.inputs, asked.chunk_rows, None)  # no engine reads the data
     if isinstance(found, Streamed):
         timings |= found.timings
         notes.extend(found.notes)
         return _Loaded(found.model, _streamed_model(asked.inputs, found))
-    if found.note:
-        notes.append(found.note)
+    if found.reason:
+        notes.append(found.reason)
     opened = open_inputs(asked.inputs)
     timings |= opened.timings
     notes.extend(opened.notes)

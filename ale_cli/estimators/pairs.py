@@ -177,7 +177,9 @@ def _edges(
     if not cols:
         return {}
     found = chunked_quantile_edges(
-        lambda: (np.asarray(c["X"], dtype=np.float64)[:, cols] for c in source.chunks(["X"])),
+        lambda: (
+            np.asarray(c["X"], dtype=np.float64)[:, cols] for c in source.chunks(["X"]) if c.n_rows
+        ),
         n=n,
         bins=binning.bins,
         lo=lo[cols],
