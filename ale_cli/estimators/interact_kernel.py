@@ -163,9 +163,11 @@ class Passed:
 
     @classmethod
     def empty(cls, plans: Sequence[PairPlan]) -> Passed:
+        """No rows yet on the grids of ``plans`` (the neutral element of :meth:`merge`)."""
         return cls(tuple(PairCells.empty(p.shape) for p in plans))
 
     def merge(self, other: Passed) -> Passed:
+        """The pass over these rows, then ``other``'s."""
         return Passed(
             tuple(a.merge(b) for a, b in zip(self.pairs, other.pairs, strict=True)),
             self.dropped + other.dropped,
@@ -175,12 +177,15 @@ class Passed:
 
     @property
     def kept(self) -> int:
+        """Rows kept (every value finite)."""
         return int(sum(len(p) for p in self.predictions))
 
     def dropped_rows(self) -> np.ndarray:
+        """The rows dropped, (R,), numbered in the source."""
         return np.concatenate(self.dropped) if self.dropped else np.empty(0, dtype=np.intp)
 
     def prediction(self) -> np.ndarray:
+        """The kept rows' predictions, (kept,), in row order."""
         return np.concatenate(self.predictions) if self.predictions else np.empty(0)
 
 
@@ -255,12 +260,10 @@ class PairKernel:
         pairs = []
         for plan, at, v in zip(self.plans, located, values, strict=True):
             kept = keep[at.rows]
-            outside = at.outside
-            pairs.append(
-                PairCells.from_values(
-                    at.ia[kept], at.ib[kept], v[kept], shape=plan.shape, outside=outside
-                )
+            cells = PairCells.from_values(
+                at.ia[kept], at.ib[kept], v[kept], shape=plan.shape, outside=at.outside
             )
+            pairs.append(cells)
         dropped = (screened.dropped + chunk.offset,) if len(screened.dropped) else ()
         return Passed(tuple(pairs), dropped, (prediction[keep],), spent)
 
