@@ -55,7 +55,7 @@ from ale_cli.estimators.pairs import (
 )
 from ale_cli.models.checks import nothing_left
 from ale_cli.models.mixed import require_mixed_derivatives
-from ale_cli.passes.engine import LOCAL, Engine
+from ale_cli.passes.engine import LOCAL, Engine, Ready, Shared
 from ale_cli.summary.build import EstimateResult, run_notes, utc_now
 from ale_cli.summary.model import InteractionSummary, Summary, with_statistics
 
@@ -230,6 +230,14 @@ def _plans(
     return plans
 
 
+def _shared(rows: Rows, engine: Engine) -> Shared | None:
+    """The model for the kernels: at hand for this process, a handle that ships for an
+    engine that runs parts elsewhere; None when the store gives every value."""
+    if rows.model is None or rows.ship is None:
+        return None
+    return rows.ship() if engine.splits else Ready(rows.model)
+
+
 def _pass(
     request: InteractRequest,
     rows: Rows,
@@ -256,7 +264,7 @@ def _pass(
         merge_passed,
         Passed.empty(kernel.plans),
         arrays=kernel.arrays,
-        shared=rows.shared,
+        shared=_shared(rows, engine),
         progress=bar,
     )
     if passed.kept == 0:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -146,8 +147,9 @@ class Rows:
     """The rows of a run and what comes with them.
 
     ``columns`` are the rows as a grid needs them; ``model`` is None when a store gives
-    every value, ``shared`` is then None too, else the model as a handle an engine can
-    ship (:class:`~ale_cli.passes.shipped.ShippedModel`); ``stored`` maps each pair the
+    every value, ``ship`` is then None too, else it makes the model a handle an engine
+    can ship to other processes (:class:`~ale_cli.passes.shipped.ShippedModel`, made only
+    for such an engine); ``stored`` maps each pair the
     store holds (either order) to its row in the stored mixed derivatives;
     ``stored_prediction``: the chunks hold the predictions; ``summary_store`` makes the
     summary's ``store`` part given the rows dropped for non-finite values; ``where``
@@ -156,7 +158,7 @@ class Rows:
 
     columns: Columns
     model: Model | None
-    shared: ShippedModel | None
+    ship: Callable[[], ShippedModel] | None
     summary_store: Callable[[int], dict[str, Any]]
     where: str
     stored: dict[Pair, int] = field(default_factory=dict)
@@ -165,10 +167,10 @@ class Rows:
 
 @dataclass(frozen=True)
 class _Loaded:
-    """A model loaded on the data, and the same model as a handle an engine can ship."""
+    """A model loaded on the data, and how to make it a handle an engine can ship."""
 
     model: Model
-    shared: ShippedModel
+    ship: Callable[[], ShippedModel]
 
 
 def _streamed_model(inputs: ModelInputs, found: Streamed) -> ShippedModel:
@@ -230,7 +232,7 @@ def open_rows(asked: Asked, engine: Engine, notes: list[str], timings: dict[str,
                 scan.hi,
             ),  # fmt: skip
             model,
-            _streamed_model(inputs, found),
+            partial(_streamed_model, inputs, found),
             lambda dropped: source | {"data": source["data"] | {"rows_nonfinite": dropped}},
             where,
         )
@@ -246,7 +248,7 @@ def open_rows(asked: Asked, engine: Engine, notes: list[str], timings: dict[str,
             ArraySource({"X": table.X}), table.feature_names, tuple(table.categorical), len(table.X)
         ),  # fmt: skip
         opened.model,
-        _table_model(inputs, opened),
+        partial(_table_model, inputs, opened),
         lambda dropped: made | {"data": made["data"] | {"rows_nonfinite": dropped}},
         where,
     )
@@ -290,7 +292,7 @@ def _store_rows(
     return Rows(
         columns,
         None if loaded is None else loaded.model,
-        None if loaded is None else loaded.shared,
+        None if loaded is None else loaded.ship,
         lambda dropped: store_info(path, store, sha256=digest.result()),
         f"store '{path}'",
         stored=stored,
@@ -305,13 +307,13 @@ def _load_model(asked: Asked, timings: dict[str, float], notes: list[str]) -> _L
     if isinstance(found, Streamed):
         timings |= found.timings
         notes.extend(found.notes)
-        return _Loaded(found.model, _streamed_model(asked.inputs, found))
+        return _Loaded(found.model, partial(_streamed_model, asked.inputs, found))
     if found.reason:
         notes.append(found.reason)
     opened = open_inputs(asked.inputs)
     timings |= opened.timings
     notes.extend(opened.notes)
-    return _Loaded(opened.model, _table_model(asked.inputs, opened))
+    return _Loaded(opened.model, partial(_table_model, asked.inputs, opened))
 
 
 def _sha256_in_background(path: Path) -> Future[str]:
