@@ -244,18 +244,17 @@ def feature_columns(
     return tuple(features), tuple(index[n] for n in features)
 
 
-def open_inputs(inputs: ModelInputs) -> Opened:
-    """Read the data, load the model and check it on the rows (see :class:`Opened`)."""
+def read_inputs_table(inputs: ModelInputs) -> Any:
+    """The data as a whole :class:`~ale_cli.data.table.Table` of the model's inputs, in the
+    model's column order (its columns file's, when it has one)."""
     from ale_cli.data.table import load_table
-    from ale_cli.models import Columns, detect_format, load_model
+    from ale_cli.models import detect_format
     from ale_cli.models.columns import model_column_order
 
-    inputs.check_files()
     model_format = detect_format(inputs.model, inputs.model_format)
     order = model_column_order(inputs.model, model_format)
-    t = time.perf_counter()
     try:
-        table = load_table(
+        return load_table(
             inputs.data,
             fmt=inputs.data_format,
             inputs=_model_order(inputs, order),
@@ -269,6 +268,18 @@ def open_inputs(inputs: ModelInputs) -> Opened:
         if order.names is None or "has no column" not in str(exc):
             raise
         raise InputError(f"{exc}, which {order.source} lists as a model input") from None
+
+
+def open_inputs(inputs: ModelInputs) -> Opened:
+    """Read the data, load the model and check it on the rows (see :class:`Opened`)."""
+    from ale_cli.models import Columns, detect_format, load_model
+    from ale_cli.models.columns import model_column_order
+
+    inputs.check_files()
+    model_format = detect_format(inputs.model, inputs.model_format)
+    order = model_column_order(inputs.model, model_format)
+    t = time.perf_counter()
+    table = read_inputs_table(inputs)
     features, columns = feature_columns(
         inputs.features, table.feature_names, where=f"data file '{inputs.data_label}'"
     )

@@ -23,15 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ale_cli.data.sources import DataSource
+from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, open_stream
 from ale_cli.data.table import is_frame
 from ale_cli.errors import InputError
-from ale_cli.estimators.inputs import ModelInputs, feature_columns
+from ale_cli.estimators.inputs import ModelInputs, feature_columns, read_inputs_table
 from ale_cli.io.files import sha256_file
 from ale_cli.models import Columns, detect_format, load_model
 from ale_cli.models.base import Model
 from ale_cli.models.columns import ColumnOrder, model_column_order, order_note
-from ale_cli.passes.engine import Engine
+from ale_cli.passes.engine import LOCAL, ArraySource, Engine, Source
 from ale_cli.passes.spool import DataPasses, Scan
+from ale_cli.store.npz import Store, StoreFile, open_store
 
 
 class NeedsWholeTable(Exception):
@@ -208,3 +211,44 @@ def streamed_or_reason(
         if splits:
             raise needs_local(str(exc)) from None
         return str(exc)
+
+
+def source_of(
+    given: ModelInputs | Store | StoreFile | str | Path,
+    *,
+    engine: Engine = LOCAL,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+) -> Source:
+    """What a command was given as a :class:`~ale_cli.data.source.Source`, for ``engine``:
+
+    - a store in memory: one chunk; an opened store: its ranges of chunks; a path to a
+      store file or a directory store: the store opened (:func:`~ale_cli.store.npz.
+      open_store`);
+    - model inputs read chunk by chunk (:func:`reading_of`): the data file or dataset
+      (:class:`~ale_cli.data.sources.DataSource`), cut into partitions for an engine that
+      splits;
+    - model inputs read whole (a DataFrame, columns matched by name): the table's rows in
+      chunks of ``chunk_rows``; an engine that splits refuses them (:meth:`Reading.check`).
+
+    Chunks of data hold ``X`` (the model's inputs); chunks of stores the row arrays asked.
+    """
+    if isinstance(given, Store | StoreFile):
+        return given
+    if not isinstance(given, ModelInputs):
+        return open_store(given)
+    reading = reading_of(given, chunk_rows)
+    reading.check(engine)
+    if reading.whole:
+        return ArraySource({"X": read_inputs_table(given).X}, chunk_rows=chunk_rows)
+    header = open_stream(
+        given.data,
+        fmt=given.data_format,
+        inputs=given.inputs,
+        exclude=given.exclude,
+        dropna=given.dropna,
+        categorical=given.categorical,
+        chunk_rows=chunk_rows,
+    )
+    header.close()
+    data = DataSource.of(header, inputs=given.inputs, exclude=given.exclude)
+    return data.split(engine.slots if engine.splits else None)
