@@ -158,7 +158,8 @@ class DataSource:
     def parts(self) -> Sequence[Any]:
         if self.partitions is None:
             return (self,)
-        return tuple(PartitionSource(self, p) for p in self.partitions)
+        whole = replace(self, partitions=None)  # a task ships its partition only
+        return tuple(PartitionSource(whole, p) for p in self.partitions)
 
     def chunks(self, arrays: Sequence[str] = ("X",)) -> Iterator[Chunk]:
         stream = self.open()

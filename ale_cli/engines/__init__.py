@@ -2,8 +2,8 @@
 data or of a store on the workers of a Dask cluster, :mod:`ale_cli.engines.cluster`).
 
 :func:`engine_for` turns the ``engine``/``scheduler`` options into the
-:class:`~ale_cli.passes.engine.Engine` object every estimator is handed (the CLI, the
-Python API and the job runner call it; nothing below compares engine names). This module
+:class:`~ale_cli.passes.engine.Engine` object every estimator is handed (the CLI and the
+Python API call it; nothing below compares engine names). This module
 imports neither dask nor distributed: the local path never does.
 """
 

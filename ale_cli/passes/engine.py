@@ -25,13 +25,13 @@ writes its rows and gives back what is folded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from ale_cli.data.source import ArraySource, Chunk, Parts, Source
-from ale_cli.io.threads import ordered_map
+from ale_cli.io.threads import ordered_map, prefetched
 
 __all__ = [
     "LOCAL",
@@ -156,8 +156,9 @@ def fold_part(
 @dataclass(frozen=True)
 class LocalEngine:
     """This process: chunks read ahead, kernels on worker threads
-    (:func:`~ale_cli.io.threads.ordered_map`; one at a time in a run with ``shared``, a
-    model, which uses the cores itself), states merged in row order.
+    (:func:`~ale_cli.io.threads.ordered_map`; in a run with ``shared``, a model, which
+    uses the cores itself: here, one chunk at a time, the next read meanwhile), states
+    merged in row order.
 
     >>> import numpy as np
     >>> src = ArraySource({"x": np.arange(5.0)})
@@ -194,15 +195,11 @@ class LocalEngine:
         progress: Progress | None = None,
     ) -> S:
         value = None if shared is None else shared.get()
-        # a model uses the cores itself: one chunk at a time (the next one read meanwhile)
-        threads = self.threads if shared is None else 1
         acc = empty
         for index, part in enumerate(source.parts()):
             part_acc = empty
             with _writer(sink, index) as writer:
-                states = ordered_map(
-                    lambda c: (kernel(c, value), c.n_rows), part.chunks(arrays), threads=threads
-                )
+                states = _states(part.chunks(arrays), kernel, value, self.threads, shared)
                 for state, rows in states:
                     part_acc = merge(part_acc, state if writer is None else writer.write(state))
                     if progress is not None:
@@ -211,6 +208,17 @@ class LocalEngine:
                     part_acc = writer.done(part_acc)
             acc = merge(acc, part_acc)
         return acc
+
+
+def _states(
+    chunks: Iterator[Chunk], kernel: Kernel[S], value: Any, threads: int | None, shared: Any
+) -> Iterator[tuple[S, int]]:
+    """Each chunk's state and rows in order: on worker threads, or, in a run with
+    ``shared`` (a model, which uses the cores itself), here one chunk at a time while a
+    thread reads the next (the model's threads stay those of the thread that loaded it)."""
+    if shared is None:
+        return ordered_map(lambda c: (kernel(c, value), c.n_rows), chunks, threads=threads)
+    return ((kernel(c, value), c.n_rows) for c in prefetched(chunks))
 
 
 def _writer(sink: Sink[S] | None, index: int) -> AbstractContextManager[PartWriter[S] | None]:
