@@ -244,10 +244,8 @@ def interact(
         store=Path(store) if store is not None else None,
         edges=Path(edges) if edges is not None else None,
         chunk_rows=chunk_rows,
-        engine=engine,
-        scheduler=scheduler,
     )
-    return interact_estimator.interact(request).summary
+    return interact_estimator.interact(request, engine=engine_for(engine, scheduler)).summary
 
 
 def plot(

@@ -21,7 +21,7 @@ import numpy as np
 
 from ale_cli.core.binning import assign, quantile_edges
 from ale_cli.core.second_order import second_order_effect
-from ale_cli.estimators.interact import second_differences
+from ale_cli.estimators.interact_kernel import second_differences
 from ale_cli.models import Columns, LoadOptions, load_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

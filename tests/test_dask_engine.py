@@ -476,19 +476,11 @@ def test_interact_on_dask_equals_the_local_engine(dataset, cluster, estimator):
 
     model, data, _ = dataset
     inputs = ModelInputs(model=model, data=data)
-    runs = [
-        interact(
-            InteractRequest(
-                inputs=inputs,
-                pairs=(("a", "b"), ("c", "d")),
-                bins=6,
-                estimator=estimator,
-                chunk_rows=1000,
-                **kw,
-            )
-        ).summary
-        for kw in ({}, {"engine": "dask", "scheduler": cluster})
-    ]
+    request = InteractRequest(
+        inputs=inputs, pairs=(("a", "b"), ("c", "d")), bins=6, estimator=estimator,
+        chunk_rows=1000,
+    )  # fmt: skip
+    runs = [interact(request, **kw).summary for kw in ({}, {"engine": DaskEngine(cluster)})]
     local, dask = runs
     assert local.n_rows == dask.n_rows == 12000
     for a, b in zip(local.interactions, dask.interactions, strict=True):
@@ -508,20 +500,23 @@ def test_interact_on_dask_equals_the_local_engine(dataset, cluster, estimator):
     assert np.ptp(ab) > 0.5  # f has x_a x_b: a real surface
 
 
-def test_interact_on_dask_refuses_a_store(dataset, cluster, stores, cli, tmp_path: Path):
+def test_interact_on_dask_reads_a_store_in_parts(dataset, cluster, stores, cli, tmp_path: Path):
+    """A store's rows on the workers (the directory store's part files), the pair it lacks
+    computed there by the model shipped to them: the summary of the local engine."""
     model, data, _ = dataset
-    local, _ = stores
-    r = cli(
-        "interact", model, data, "--pair", "a,b", "--store", local, "-o", tmp_path / "i.json",
-        "--engine", "dask", "--scheduler", cluster,
-    )  # fmt: skip
-    assert r.exit_code == 2
-    assert "--store reads mixed derivatives from a store in this process" in r.stderr
-    r = cli(
-        "interact", model, data, "--pair", "a,b", "-o", tmp_path / "i.json",
-        "--engine", "dask", "--scheduler", cluster,
-    )  # fmt: skip
-    assert r.exit_code == 0, r.output
+    _, parts = stores
+    outs = []
+    for engine in (("--engine", "local"), ("--engine", "dask", "--scheduler", cluster)):
+        out = tmp_path / f"i-{engine[1]}.json"
+        r = cli(
+            "interact", model, data, "--pair", "a,b", "--store", parts, "--bins", "5",
+            "-o", out, *engine,
+        )  # fmt: skip
+        assert r.exit_code == 0, r.output
+        assert "has no mixed derivatives of a,b; computing them" in r.stderr
+        outs.append(json.loads(out.read_text())["interactions"][0])
+    np.testing.assert_allclose(outs[1]["effect"], outs[0]["effect"], rtol=1e-12, atol=1e-12)
+    assert outs[1]["counts"] == outs[0]["counts"]
 
 
 def test_pairs_on_dask_store_the_local_mixed_derivatives(dataset, cluster, tmp_path: Path):
@@ -721,12 +716,8 @@ def test_interact_on_dask_splits_one_file_into_row_groups(dataset, one_file, clu
     path, kept = one_file
     monkeypatch.setattr("ale_cli.data.partitions.MIN_PARTITION_ROWS", 1)
     inputs = ModelInputs(model=model, data=path, dropna=True)
-    local, dask = (
-        interact(
-            InteractRequest(inputs=inputs, pairs=(("a", "b"),), bins=5, chunk_rows=256, **kw)
-        ).summary
-        for kw in ({}, {"engine": "dask", "scheduler": cluster})
-    )
+    request = InteractRequest(inputs=inputs, pairs=(("a", "b"),), bins=5, chunk_rows=256)
+    local, dask = (interact(request, **kw).summary for kw in ({}, {"engine": DaskEngine(cluster)}))
     assert local.n_rows == dask.n_rows == len(kept)
     np.testing.assert_allclose(
         dask.interactions[0].effect, local.interactions[0].effect, rtol=1e-12, atol=1e-12

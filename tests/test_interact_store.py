@@ -15,8 +15,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from test_streaming_classic import assert_same  # tests/ is on sys.path (rootdir conftest)
 from torch import nn
 
@@ -118,11 +116,12 @@ def _whole(case: dict[str, Any], which: int) -> Any:
     return case["whole"][which]
 
 
-@settings(
-    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+@pytest.mark.parametrize(
+    ("which", "cuts"), [(0, []), (1, [1, 2, 3, 100, 239]), (2, [50, 51]), (3, [120])]
 )
-@given(which=st.integers(0, 3), cuts=st.lists(st.integers(1, N - 1), max_size=12))
-def test_streamed_store_equals_the_whole_store_for_any_chunk_sizes(case, which, cuts):
+def test_the_summary_does_not_depend_on_the_chunks_of_the_store(case, which, cuts):
+    """End to end (the kernel's own property is tests/test_interact_kernel.py): a store
+    cut into other chunks gives the summary of the store written in chunks of 50."""
     store = rechunk(case["store"], case["root"] / f"r{which}.npz", cuts)
     whole = _whole(case, which)
     streamed = _run(case, which, store, 64)
@@ -175,13 +174,14 @@ def test_the_streamed_cells_hold_the_known_mixed_derivatives(case):
 def test_the_streamed_path_reads_the_store_chunk_by_chunk(case, tmp_path):
     store = rechunk(case["store"], tmp_path / "r.npz", [30, 100, 101, 200])
     with (
-        mock.patch(
-            "ale_cli.estimators.interact.read_store", side_effect=AssertionError("read whole")
-        ),
-        mock.patch.object(StoreFile, "chunks", autospec=True, side_effect=StoreFile.chunks) as spy,
+        mock.patch("ale_cli.store.npz.read_store", side_effect=AssertionError("read whole")),
+        mock.patch.object(
+            StoreFile, "read_chunks", autospec=True, side_effect=StoreFile.read_chunks
+        ) as spy,
     ):
         result = _run(case, 0, store, 64)
     # two passes for the quantile edges (the ranges are in the manifest), one for the cells
+    # (one part: the store's 5 chunks)
     assert spy.call_count == 3
     assert result.summary.store["path"] == str(store)
     assert result.notes == ()
@@ -288,3 +288,31 @@ def test_a_model_matched_by_column_names_is_loaded_with_the_whole_table(case, tm
     assert streamed.notes[:1] + streamed.notes[2:] == whole.notes
     assert streamed.summary.params["cached_pairs"] == [["a", "b"]]
     assert_same(_numbers(streamed), _numbers(whole))
+
+
+@pytest.fixture(scope="module")
+def dask_engine() -> Any:
+    pytest.importorskip("distributed")
+    from ale_cli.engines import engine_for
+
+    with engine_for("dask") as engine:  # one LocalCluster for the module
+        yield engine
+
+
+def test_the_dask_engine_gives_the_summary_of_the_local_engine(case, dask_engine):
+    """The same kernel on the workers, the model shipped once per worker: from a store
+    with a pair it lacks (autodiff on the workers; the store in parts of chunks) and from
+    a data file (cell corners). The whole table is refused, as for every estimator."""
+    runs = [
+        InteractRequest(inputs=case["inputs"], store=case["store"], chunk_rows=64,
+                        edges=case["edges"], pairs=(("a", "b"), ("a", "c"))),
+        InteractRequest(inputs=case["inputs"], pairs=STORED, estimator="ale", chunk_rows=64),
+    ]  # fmt: skip
+    for request in runs:
+        local, dask = interact(request), interact(request, engine=dask_engine)
+        assert_same(_numbers(dask), _numbers(local))
+        assert dask.notes == local.notes
+        assert dask.summary.n_rows == N
+    whole = InteractRequest(inputs=case["inputs"], pairs=STORED[:1], chunk_rows=None)
+    with pytest.raises(InputError, match="engine dask evaluates the model on partitions"):
+        interact(whole, engine=dask_engine)

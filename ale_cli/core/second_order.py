@@ -113,6 +113,62 @@ def pair_cells(
     return CellStats.from_values(flat, values, n_cells=shape[0] * shape[1])
 
 
+@dataclass(frozen=True)
+class PairCells:
+    """Mergeable statistics of one pair's per-row values on its (K_a, K_b) grid.
+
+    ``cells`` are :class:`~ale_cli.core.binstats.CellStats` on the flattened grid
+    (:func:`pair_cells`); ``outside`` counts the rows outside the grid on either axis;
+    ``nonzero`` says whether any value was not exactly 0. Two chunks of rows merge as
+    their cells do (Chan et al., :meth:`CellStats.merge`)::
+
+        n = n_1 + n_2,  mean = mean_1 + (mean_2 - mean_1) n_2 / n,
+        M2 = M2_1 + M2_2 + (mean_2 - mean_1)^2 n_1 n_2 / n
+
+    and ``outside`` adds, ``nonzero`` ors, so the statistics of any cut of the rows
+    equal those of all rows at once (to rounding of the merges).
+
+    >>> e = PairCells.empty((2, 2))
+    >>> a = PairCells.from_values(np.array([0, 1]), np.array([1, 1]), np.array([1.0, 3.0]),
+    ...                           shape=(2, 2), outside=1)
+    >>> m = e.merge(a)
+    >>> m.cells.counts.tolist(), m.outside, m.nonzero
+    ([0, 1, 0, 1], 1, True)
+    """
+
+    cells: CellStats
+    outside: int = 0
+    nonzero: bool = False
+
+    @classmethod
+    def empty(cls, shape: tuple[int, int]) -> PairCells:
+        """No rows on a ``shape`` = (K_a, K_b) grid (the neutral element of :meth:`merge`)."""
+        return cls(CellStats.empty(shape[0] * shape[1]))
+
+    @classmethod
+    def from_values(
+        cls,
+        ia: np.ndarray,
+        ib: np.ndarray,
+        values: np.ndarray,
+        *,
+        shape: tuple[int, int],
+        outside: int = 0,
+    ) -> PairCells:
+        """The statistics of ``values`` (N,) in cells ``(ia, ib)`` (:func:`pair_cells`),
+        and ``outside`` more rows counted outside the grid."""
+        cells = pair_cells(ia, ib, values, shape=shape)
+        return cls(cells, int(outside), bool(np.any(values)))
+
+    def merge(self, other: PairCells) -> PairCells:
+        """The statistics of the rows of both (``other``'s after these)."""
+        return PairCells(
+            self.cells.merge(other.cells),
+            self.outside + other.outside,
+            self.nonzero or other.nonzero,
+        )
+
+
 def cell_means_from_cells(cells: CellStats, *, shape: tuple[int, int]) -> CellMeans:
     """Count, mean (NaN if empty) and std (ddof=1, NaN if n < 2) of flattened cells.
 

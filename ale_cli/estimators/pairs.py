@@ -1,10 +1,19 @@
-"""Feature pairs of second-order effects: ``--pair a,b`` (interact), ``--pairs a,b`` (compute)."""
+"""Feature pairs of second-order effects: ``--pair a,b`` (interact), ``--pairs a,b`` (compute),
+their columns and their grids of cells."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+import numpy as np
+
+from ale_cli.core.binning import uniform_edges
+from ale_cli.core.outofcore import chunked_quantile_edges
 from ale_cli.errors import InputError
+from ale_cli.passes.engine import Source
+from ale_cli.summary.build import CATEGORICAL_REASON, CONSTANT_REASON
+from ale_cli.summary.edges import EdgesFile
 
 Pair = tuple[str, str]
 
@@ -69,3 +78,111 @@ def pair_columns(
                 )
         out.append((index[a], index[b]))
     return out
+
+
+@dataclass(frozen=True)
+class Binning:
+    """How each feature of a pair is cut: the edges of a file (``given``), else ``bins``
+    ``"uniform"`` bins over its range or ``"quantile"`` bins (exact type-1 quantiles,
+    deduplicated)."""
+
+    bins: int
+    binning: str
+    given: EdgesFile | None = None
+
+
+@dataclass(frozen=True)
+class Columns:
+    """What a grid needs of the rows: the N rows of ``source`` (its chunks hold ``"X"``,
+    columns in the order of ``names``), the categorical inputs, and each column's range
+    ``lo``/``hi`` (D,) when known (else a pass over the source finds it)."""
+
+    source: Source
+    names: tuple[str, ...]
+    categorical: tuple[str, ...]
+    n_rows: int
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
+
+
+def ranges(source: Source, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each of the D columns' minimum and maximum over the source's X, by one pass."""
+    lo, hi = np.full(d, np.inf), np.full(d, -np.inf)
+    for chunk in source.chunks(["X"]):
+        X = np.asarray(chunk["X"], dtype=np.float64)
+        if len(X):
+            lo, hi = np.minimum(lo, X.min(axis=0)), np.maximum(hi, X.max(axis=0))
+    return lo, hi
+
+
+Grids = dict[int, tuple[np.ndarray, np.ndarray]]
+
+
+def pair_grids(
+    pairs: Sequence[Pair], cols: Sequence[tuple[int, int]], rows: Columns, binning: Binning
+) -> tuple[Grids, dict[int, str]]:
+    """Per pair (by position): its two edge arrays, or why it is not estimable.
+
+    In order: a categorical feature makes a pair not estimable; then each feature's
+    edges: the edges file's (an InputError when it lacks the feature), else not
+    estimable when the feature is constant, else uniform over its range, else exact
+    type-1 quantiles (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`: two passes
+    over the source for every column that needs them; one chunk for rows in memory).
+
+    >>> from ale_cli.passes.engine import ArraySource
+    >>> X = np.array([[0.0, 5.0, 1.0], [1.0, 4.0, 1.0], [2.0, 3.0, 1.0], [3.0, 2.0, 1.0]])
+    >>> rows = Columns(ArraySource({"X": X}), ("a", "b", "c"), (), 4)
+    >>> grids, why = pair_grids([("a", "b"), ("a", "c")], [(0, 1), (0, 2)], rows,
+    ...                         Binning(bins=2, binning="quantile"))
+    >>> [z.tolist() for z in grids[0]], why
+    ([[0.0, 1.0, 3.0], [2.0, 3.0, 5.0]], {1: "'c': single distinct value"})
+    """
+    given = binning.given
+    lo, hi = rows.lo, rows.hi
+    if given is None and (lo is None or hi is None):
+        lo, hi = ranges(rows.source, len(rows.names))
+    plan: dict[int, tuple[int, int] | str] = {}
+    for p, (pair, pc) in enumerate(zip(pairs, cols, strict=True)):
+        cat = next((n for n in pair if n in rows.categorical), None)
+        if cat is not None:
+            plan[p] = f"'{cat}': {CATEGORICAL_REASON}"
+            continue
+        for name, c in zip(pair, pc, strict=True):
+            if given is not None:
+                if name not in given.edges:
+                    raise InputError(f"edges file '{given.path}' has no edges for feature '{name}'")
+            elif not hi[c] > lo[c]:  # type: ignore[index]
+                plan[p] = f"'{name}': {CONSTANT_REASON}"
+                break
+        else:
+            plan[p] = pc
+    needed = sorted({c for v in plan.values() if not isinstance(v, str) for c in v})
+    if given is not None:
+        at = {name: c for c, name in enumerate(rows.names)}
+        by_col = {at[n]: np.asarray(z, dtype=np.float64) for n, z in given.edges.items()
+                  if n in at}  # fmt: skip
+    else:
+        by_col = _edges(rows.source, needed, lo, hi, rows.n_rows, binning)  # type: ignore[arg-type]
+    reasons = {p: v for p, v in plan.items() if isinstance(v, str)}
+    grids = {p: (by_col[v[0]], by_col[v[1]]) for p, v in plan.items() if not isinstance(v, str)}
+    return grids, reasons
+
+
+def _edges(
+    source: Source, cols: list[int], lo: np.ndarray, hi: np.ndarray, n: int, binning: Binning
+) -> dict[int, np.ndarray]:
+    """Uniform or quantile edges of the columns ``cols`` (each with ``hi > lo``)."""
+    if binning.binning == "uniform":
+        return {c: uniform_edges(float(lo[c]), float(hi[c]), bins=binning.bins) for c in cols}
+    if not cols:
+        return {}
+    found = chunked_quantile_edges(
+        lambda: (
+            np.asarray(c["X"], dtype=np.float64)[:, cols] for c in source.chunks(["X"]) if c.n_rows
+        ),
+        n=n,
+        bins=binning.bins,
+        lo=lo[cols],
+        hi=hi[cols],
+    )
+    return dict(zip(cols, found, strict=True))

@@ -19,6 +19,7 @@ from ale_cli.cli.options import (
 )
 from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
+from ale_cli.engines import engine_for
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.interact import InteractRequest
 from ale_cli.estimators.interact import interact as run_interact
@@ -96,6 +97,7 @@ def interact(
     """
 
     refuse_stdio(store, "store", "a store")
+    runner = engine_for(engine, scheduler)
     request = InteractRequest(
         inputs=inputs,
         pairs=tuple(pairs or ()),
@@ -105,9 +107,7 @@ def interact(
         store=store,
         edges=edges,
         chunk_rows=chunk_rows,
-        engine=engine,
-        scheduler=scheduler,
     )
     with run.progress("interact") as progress:
-        result = run_interact(request, progress=progress)
+        result = run_interact(request, engine=runner, progress=progress)
     return summary_outcome("interact", result, out, timestamp, run)

@@ -1,0 +1,297 @@
+"""The chunk kernel of ``ale interact``: every pair's cell statistics from a chunk of rows.
+
+Both second-order estimators need, per cell of a pair's grid, only the count, mean and
+M2 of a per-row value (:class:`~ale_cli.core.second_order.PairCells`), so a run is
+``engine.run(source, PairKernel(...), merge, empty)`` (:mod:`ale_cli.passes.engine`):
+whole tables, streamed files and stores are the same kernel on chunks of different sizes.
+On a chunk X (n, D) whose first row is row ``offset`` of the source, per pair:
+
+- the rows inside the pair's grid and their 0-based cells (the others counted outside);
+- the per-row value of those rows, from one of three places:
+
+  * ``corners`` (classic, Apley & Zhu Eq. 13-15): the model at the four corners of the
+    row's cell, ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``
+    (:func:`second_differences`);
+  * ``autodiff`` (DALE, Gkolemis et al. Eq. 9): the mixed derivative d2f/dx_a dx_b by the
+    model's autodiff, every such pair of the chunk in one call;
+  * ``stored`` (DALE): the store's mixed derivatives of the chunk, no model;
+
+- the predictions (the store's, else the model's) and the non-finite screen with the
+  source's row numbers (:func:`screen_pairs`: refused, or with ``drop`` the row leaves
+  every pair), then the kept rows' cells.
+
+The model is the run's ``shared`` value: the kernel holds only picklable plans, so an
+engine may run it on other processes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ale_cli.core.binning import assign
+from ale_cli.core.second_order import PairCells
+from ale_cli.models.checks import row_list, screen_rows
+from ale_cli.models.evaluate import Move, predict_moved
+from ale_cli.models.mixed import require_mixed_derivatives
+
+if TYPE_CHECKING:
+    from ale_cli.models.base import Model, ProgressFn
+    from ale_cli.models.checks import Screened
+    from ale_cli.passes.engine import Chunk
+
+#: where a pair's per-row values come from (see the module docstring)
+VALUES = ("corners", "autodiff", "stored")
+#: the name of the store's mixed derivatives in a chunk (:data:`ale_cli.store.npz.MIXED`)
+STORED = "mixed_derivatives"
+
+
+def corner_moves(
+    j_a: int, j_b: int, ea: np.ndarray, eb: np.ndarray, ia: np.ndarray, ib: np.ndarray
+) -> list[Any]:
+    """The four moves of the classic route, in the order (k, l), (k-1, l), (k, l-1), (k-1, l-1).
+
+    Row i (in cell (ia_i, ib_i), 0-based) gets ``(x_a, x_b)`` set to the corners
+    ``(z_{k}, w_{l})`` etc. of its cell, with z_k = ``ea[ia + 1]``, z_{k-1} = ``ea[ia]``.
+    """
+    hi_a, lo_a, hi_b, lo_b = ea[ia + 1], ea[ia], eb[ib + 1], eb[ib]
+    return [
+        Move((j_a, j_b), np.column_stack([za, wb]))
+        for za, wb in ((hi_a, hi_b), (lo_a, hi_b), (hi_a, lo_b), (lo_a, lo_b))
+    ]
+
+
+def second_differences(
+    predict: Callable[[np.ndarray], np.ndarray],
+    X: np.ndarray,
+    cols: tuple[int, int],
+    ea: np.ndarray,
+    eb: np.ndarray,
+    ia: np.ndarray,
+    ib: np.ndarray,
+    *,
+    progress: ProgressFn | None = None,
+) -> np.ndarray:
+    """Per-row second-order finite differences at the corners of each row's cell, (N,).
+
+    ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``, the
+    four evaluations of every row stacked into the same model calls.
+
+    >>> X = np.array([[0.5, 0.5], [1.5, 0.2]])
+    >>> e = np.array([0.0, 1.0, 2.0])
+    >>> second_differences(lambda a: a[:, 0] * a[:, 1], X, (0, 1), e, e,
+    ...                    np.array([0, 1]), np.array([0, 0])).tolist()
+    [1.0, 1.0]
+    """
+    f = predict_moved(predict, X, corner_moves(*cols, ea, eb, ia, ib), progress=progress)
+    out: np.ndarray = (f[0] - f[1]) - (f[2] - f[3])
+    return out
+
+
+def screen_pairs(
+    path: Path | str,
+    n_rows: int,
+    values: list[tuple[np.ndarray, np.ndarray]],
+    estimator: str,
+    prediction: np.ndarray | None,
+    *,
+    drop: bool,
+    offset: int = 0,
+) -> Screened:
+    """The rows whose prediction or any pair's value is not finite: a ModelFailed naming
+    them (row numbers from ``offset``, the first row's number in the source), or with
+    ``drop`` the :class:`~ale_cli.models.checks.Screened` rows to leave out of every pair.
+
+    ``values`` are ``(rows, per_row)`` per estimable pair (the rows inside its grid).
+    Every row may be dropped: the run decides whether anything is left.
+    """
+    label = "mixed derivatives" if estimator == "dale" else "evaluations at the cell corners"
+    checks: list[tuple[str, np.ndarray, int]] = []
+    if prediction is not None:
+        checks.append(("predictions", prediction, 0))
+    if values:
+        full = np.zeros((len(values), n_rows))
+        for p, (rows, per_row) in enumerate(values):
+            full[p, rows] = per_row  # row numbers of the data in the message
+        checks.append((label, full, 1))
+    return screen_rows(path, n_rows, checks, drop=drop, offset=offset, allow_empty=True)
+
+
+def dropped_note(path: object, rows: np.ndarray) -> str:
+    """The note on the ``rows`` (numbers in the source) left out for non-finite values, as
+    :func:`~ale_cli.models.checks.screen_rows` words it."""
+    count = f"{len(rows)} row{'' if len(rows) == 1 else 's'}"
+    return f"dropped {count} where model '{path}' gave NaN or infinite values ({row_list(rows)})"
+
+
+@dataclass(frozen=True)
+class PairPlan:
+    """One estimable pair: its columns in the chunks, its edges (z (K_a+1,), w (K_b+1,)),
+    where its values come from (:data:`VALUES`) and, for ``stored``, its row in the
+    store's mixed derivatives."""
+
+    cols: tuple[int, int]
+    edges_a: np.ndarray
+    edges_b: np.ndarray
+    values: str
+    stored_row: int = -1
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.edges_a.size - 1, self.edges_b.size - 1
+
+
+@dataclass(frozen=True)
+class Passed:
+    """What a pass over rows gives: every planned pair's cells, the rows dropped (numbers
+    in the source), the kept rows' predictions and the seconds spent on per-row values.
+
+    Mergeable as :class:`~ale_cli.core.second_order.PairCells` (``other``'s rows after
+    these): the cells merge, the rest concatenates and adds. The predictions are kept in
+    memory (8 bytes a kept row) for the summary's distribution.
+    """
+
+    pairs: tuple[PairCells, ...]
+    dropped: tuple[np.ndarray, ...] = ()
+    predictions: tuple[np.ndarray, ...] = ()
+    model_s: float = 0.0
+
+    @classmethod
+    def empty(cls, plans: Sequence[PairPlan]) -> Passed:
+        """No rows yet on the grids of ``plans`` (the neutral element of :meth:`merge`)."""
+        return cls(tuple(PairCells.empty(p.shape) for p in plans))
+
+    def merge(self, other: Passed) -> Passed:
+        """The pass over these rows, then ``other``'s."""
+        return Passed(
+            tuple(a.merge(b) for a, b in zip(self.pairs, other.pairs, strict=True)),
+            self.dropped + other.dropped,
+            self.predictions + other.predictions,
+            self.model_s + other.model_s,
+        )
+
+    @property
+    def kept(self) -> int:
+        """Rows kept (every value finite)."""
+        return int(sum(len(p) for p in self.predictions))
+
+    def dropped_rows(self) -> np.ndarray:
+        """The rows dropped, (R,), numbered in the source."""
+        return np.concatenate(self.dropped) if self.dropped else np.empty(0, dtype=np.intp)
+
+    def prediction(self) -> np.ndarray:
+        """The kept rows' predictions, (kept,), in row order."""
+        return np.concatenate(self.predictions) if self.predictions else np.empty(0)
+
+
+def merge_passed(a: Passed, b: Passed) -> Passed:
+    """:meth:`Passed.merge` as a function (what an engine folds with)."""
+    return a.merge(b)
+
+
+@dataclass(frozen=True)
+class _Located:
+    """A chunk's rows inside one pair's grid (indices into the chunk) and their cells."""
+
+    rows: np.ndarray
+    ia: np.ndarray
+    ib: np.ndarray
+    outside: int
+
+
+def _locate(X: np.ndarray, plan: PairPlan) -> _Located:
+    a, b = plan.cols
+    ia, ib = assign(X[:, a], plan.edges_a).index, assign(X[:, b], plan.edges_b).index
+    rows = np.flatnonzero((ia >= 0) & (ib >= 0))
+    return _Located(rows, ia[rows], ib[rows], len(X) - len(rows))
+
+
+@dataclass(frozen=True)
+class PairKernel:
+    """``kernel(chunk, model) -> Passed`` of ``ale interact`` (see the module docstring).
+
+    ``plans`` are the estimable pairs; ``estimator`` names the values in messages;
+    ``path`` is the model file for messages; ``drop`` leaves rows with non-finite values
+    out rather than refuse them; ``stored_prediction``: the chunks hold the predictions
+    (a store), else the model gives them. ``model`` may be None when no pair needs it
+    and the predictions are stored.
+    """
+
+    plans: tuple[PairPlan, ...]
+    estimator: str
+    path: str
+    drop: bool
+    stored_prediction: bool = False
+
+    @property
+    def arrays(self) -> tuple[str, ...]:
+        """The chunk arrays the kernel reads."""
+        stored = any(p.values == "stored" for p in self.plans)
+        return ("X", *(("prediction",) if self.stored_prediction else ()),
+                *((STORED,) if stored else ()))  # fmt: skip
+
+    def __call__(self, chunk: Chunk, model: Model | None) -> Passed:
+        X = np.asarray(chunk["X"], dtype=np.float64)
+        if not len(X):  # a part's last chunk may hold no rows
+            return Passed.empty(self.plans)
+        if self.stored_prediction:
+            prediction = np.asarray(chunk["prediction"], dtype=np.float64)
+        else:
+            prediction = _needs(model).predict(X)
+        located = [_locate(X, plan) for plan in self.plans]
+        t = time.perf_counter()
+        values = self._values(chunk, X, model, located)
+        spent = time.perf_counter() - t
+        screened = screen_pairs(
+            self.path,
+            len(X),
+            [(at.rows, v) for at, v in zip(located, values, strict=True)],
+            self.estimator,
+            prediction,
+            drop=self.drop,
+            offset=chunk.offset,
+        )
+        keep = screened.keep
+        pairs = []
+        for plan, at, v in zip(self.plans, located, values, strict=True):
+            kept = keep[at.rows]
+            cells = PairCells.from_values(
+                at.ia[kept], at.ib[kept], v[kept], shape=plan.shape, outside=at.outside
+            )
+            pairs.append(cells)
+        dropped = (screened.dropped + chunk.offset,) if len(screened.dropped) else ()
+        return Passed(tuple(pairs), dropped, (prediction[keep],), spent)
+
+    def _values(
+        self, chunk: Chunk, X: np.ndarray, model: Model | None, located: list[_Located]
+    ) -> list[np.ndarray]:
+        """Per plan, the values of its located rows of the chunk."""
+        out: dict[int, np.ndarray] = {}
+        autodiff = [p for p, plan in enumerate(self.plans) if plan.values == "autodiff"]
+        if autodiff:
+            mixed = require_mixed_derivatives(
+                _needs(model), self.path, param="estimator", value="dale", hint="use {param} ale"
+            )
+            found = mixed(X, [self.plans[p].cols for p in autodiff], progress=None)
+            out |= {p: found[i][located[p].rows] for i, p in enumerate(autodiff)}
+        for p, (plan, at) in enumerate(zip(self.plans, located, strict=True)):
+            if plan.values == "stored":
+                stored = np.asarray(chunk[STORED][plan.stored_row], dtype=np.float64)
+                out[p] = stored[at.rows]
+            elif plan.values == "corners":
+                out[p] = second_differences(
+                    _needs(model).predict, X[at.rows], plan.cols, plan.edges_a, plan.edges_b,
+                    at.ia, at.ib,
+                )  # fmt: skip
+        return [out[p] for p in range(len(self.plans))]
+
+
+def _needs(model: Model | None) -> Model:
+    if model is None:  # pragma: no cover - the driver shares a model whenever one is needed
+        raise RuntimeError("internal error: the kernel needs the model and has none")
+    return model
