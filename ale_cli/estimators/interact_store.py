@@ -44,10 +44,9 @@ from ale_cli.core.binning import uniform_edges
 from ale_cli.core.outofcore import chunked_quantile_edges
 from ale_cli.errors import InputError
 from ale_cli.estimators.bins import FixedBins
-from ale_cli.estimators.classic_stream import dropped_note
 from ale_cli.estimators.interact_stream import Located, PairCells
 from ale_cli.estimators.pairs import Pair, pair_columns
-from ale_cli.models.checks import nothing_left
+from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.passes.spool import PredictionSpool
 from ale_cli.store.npz import MIXED, StoreFile, open_store
 from ale_cli.summary.build import (

@@ -4,7 +4,7 @@ Both second-order estimators need, per cell of a pair's grid, only the count,
 mean and M2 of the per-row values (:func:`~ale_cli.core.second_order.pair_cells`,
 mergeable :class:`~ale_cli.core.binstats.CellStats`), so after the edges
 (the ranges from a first pass; exact type-1 quantiles out of core in two more,
-:func:`~ale_cli.estimators.classic_stream.edges_of`) one pass over the data does, per chunk:
+:func:`~ale_cli.estimators.edges.edges_of`) one pass over the data does, per chunk:
 
 - every row's cell in each pair's grid;
 - ``ale``: the model at the four corners of the row's cell
@@ -33,11 +33,11 @@ from ale_cli.core.binstats import CellStats
 from ale_cli.core.second_order import pair_cells, second_order_from_cells
 from ale_cli.errors import InputError
 from ale_cli.estimators.bins import FixedBins
-from ale_cli.estimators.classic_stream import dropped_note, edges_of
+from ale_cli.estimators.edges import edges_of
 from ale_cli.estimators.inputs_stream import Streamed
 from ale_cli.estimators.pairs import Pair, pair_columns
 from ale_cli.models.base import Model, ProgressFn
-from ale_cli.models.checks import nothing_left
+from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.passes.spool import PredictionSpool
 from ale_cli.summary.build import (
     CATEGORICAL_REASON,

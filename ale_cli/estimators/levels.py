@@ -84,7 +84,8 @@ def discrete_names(
     return chosen
 
 
-def _predict_chunked(f: PredictFn, X: np.ndarray, eval_rows: int) -> np.ndarray:
+def predict_chunked(f: PredictFn, X: np.ndarray, eval_rows: int) -> np.ndarray:
+    """``f(X)`` (N,), ``eval_rows`` rows per call."""
     out = np.empty(len(X))
     for start in range(0, len(X), eval_rows):
         out[start : start + eval_rows] = f(X[start : start + eval_rows])
@@ -256,7 +257,7 @@ def level_jumps(
         rows = np.flatnonzero((pos + step >= 0) & (pos + step < k))
         moved = X[rows].copy()
         moved[:, column] = plan.values[plan.order[pos[rows] + step]]
-        pred = _predict_chunked(f, moved, eval_rows)
+        pred = predict_chunked(f, moved, eval_rows)
         target[rows] = pred - base[rows] if step == 1 else base[rows] - pred
     return up, down
 
@@ -274,7 +275,7 @@ def level_arrays(
     up = np.zeros((len(X), len(plans)))
     down = np.zeros((len(X), len(plans)))
     if len(X) and plans:
-        base = _predict_chunked(f, X, eval_rows)
+        base = predict_chunked(f, X, eval_rows)
         for i, plan in enumerate(plans):
             j = list(names).index(plan.name)
             up[:, i], down[:, i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
@@ -328,7 +329,7 @@ def level_features(
             out[name] = FeatureSummary(name=name, status="not_estimable", reason=plan)
             continue
         if base is None:
-            base = _predict_chunked(f, X, eval_rows)
+            base = predict_chunked(f, X, eval_rows)
         j = list(names).index(name)
         up, down = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
         position = plan.positions(X[:, j])
@@ -378,6 +379,20 @@ def level_record(
     if bootstrap is not None and bootstrap.replicates:
         bands = level_bands(position, up, down, k, bootstrap, center=center)
     return _record(plan, eff, bands)
+
+
+def level_summary(
+    plan: LevelPlan,
+    cells: CellStats,
+    counts: np.ndarray,
+    *,
+    center: str = "mean",
+    bands: dict[str, Any] | None = None,
+) -> FeatureSummary:
+    """One feature's per-level record from its jumps' statistics ``cells`` (K-1 cells) and
+    ``n_k`` (K,) (:func:`~ale_cli.core.discrete.level_cells`, merged over chunks), with
+    the bands of :func:`level_bands` when given. No model call."""
+    return _record(plan, level_effect_from_cells(cells, counts, center=center), bands or {})
 
 
 def _record(plan: LevelPlan, eff: LevelEffect, bands: dict[str, Any]) -> FeatureSummary:
