@@ -230,16 +230,31 @@ def _rerun(kind: str, inputs: ModelInputs, chunk_rows: int | None) -> Any:
     return interact(request)
 
 
-def test_bootstrap_and_per_level_features_read_the_whole_table_and_say_so(case):
-    inputs = ModelInputs(model=case["model"], data=case["data"], features=("a",))
-    boot = classic(ClassicRequest(inputs=inputs, bootstrap=Bootstrap(20, 0.9, 1), chunk_rows=16))
-    assert boot.notes[0] == (
-        "read the whole table: bootstrap bands resample every row's differences"
+def test_bootstrap_bands_and_discrete_features_stream_categorical_ones_do_not(case):
+    """Bootstrap bands resample the rows' differences kept by the pass, a discrete
+    feature's levels come from a pass: the file is read chunk by chunk, the summaries
+    those of the whole table. Categorical levels are ordered from every row."""
+    inputs = ModelInputs(model=case["model"], data=case["data"], features=("a", "c"))
+    request = ClassicRequest(inputs=inputs, bootstrap=Bootstrap(20, 0.9, 1), chunk_rows=16)
+    with mock.patch.object(DataPasses, "open", autospec=True, side_effect=DataPasses.open) as spy:
+        boot = classic(request)
+    assert spy.call_count >= 4  # the scan, two for the quantile edges, the model
+    assert not any(n.startswith("read the whole table") for n in boot.notes)
+    whole = classic(replace(request, chunk_rows=None))
+    assert_same(_numbers(boot), _numbers(whole))
+    assert _numbers(boot)["features"][0]["ci_low"] is not None
+    for discrete in [("c",), "auto"]:
+        request = ClassicRequest(inputs=inputs, discrete=discrete, bootstrap=Bootstrap(9, 0.9, 2))
+        streamed = classic(replace(request, chunk_rows=16))
+        assert not any(n.startswith("read the whole table") for n in streamed.notes)
+        numbers = _numbers(streamed)
+        assert numbers["features"][1]["kind"] == "discrete"
+        assert_same(numbers, _numbers(classic(replace(request, chunk_rows=None))))
+    cats = replace(inputs, categorical=("c",))
+    categorical = classic(ClassicRequest(inputs=cats, chunk_rows=16))
+    assert categorical.notes[0] == (
+        "read the whole table: categorical feature 'c' is estimated per level"
     )
-    discrete = classic(ClassicRequest(inputs=inputs, discrete=("c",), chunk_rows=16))
-    assert discrete.notes[0] == "read the whole table: discrete features are estimated per level"
-    streamed = classic(ClassicRequest(inputs=inputs, chunk_rows=16))
-    assert not any(n.startswith("read the whole table") for n in streamed.notes)
 
 
 def test_a_columns_file_reads_the_whole_table_and_says_so(case, tmp_path: Path):

@@ -46,17 +46,12 @@ from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues, merge_cells
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
+from ale_cli.estimators.discrete_levels import discrete_plans
 from ale_cli.estimators.edges import column_edges
 from ale_cli.estimators.inputs import ModelInputs, feature_columns, model_source, open_inputs
 from ale_cli.estimators.inputs_stream import NeedsWholeTable, Streamed, open_streamed
 from ale_cli.estimators.inputs_stream import whole_table_reason as inputs_reason
-from ale_cli.estimators.levels import (
-    LevelPlan,
-    discrete_names,
-    level_bands,
-    level_summary,
-    plan_levels,
-)
+from ale_cli.estimators.levels import LevelPlan, level_bands, level_summary, plan_levels
 from ale_cli.estimators.rows import ROWS, FileChunks, Rows, WholeTable
 from ale_cli.models.base import Model, ProgressFn
 from ale_cli.models.checks import dropped_note, nothing_left
@@ -272,37 +267,48 @@ def classic_features(
     check_center(center)
     chosen, _ = feature_columns(features, names, where="the data")
     X = np.asarray(X, dtype=np.float64)
+    rows = Rows.of(X, names)
+    levels = level_plans(
+        rows, chosen, categorical=categorical, discrete=tuple(discrete), labels=labels, X=X
+    )
     settings = Settings(
         bins=bins,
         binning=binning,
         edges=edges,
         center=center,
-        levels=level_plans(X, names, chosen, categorical, discrete, labels),
+        levels=levels,
         bootstrap=bootstrap,
         eval_rows=eval_rows,
         predictions=False,
     )
-    rows = Rows.of(X, names)
     feats, _ = estimate(rows, Ready(Function(f)), chosen, settings, progress=progress)
     return feats
 
 
 def level_plans(
-    X: np.ndarray,
-    names: Sequence[str],
+    rows: Rows,
     chosen: Sequence[str],
-    categorical: Sequence[str],
-    discrete: Sequence[str],
-    labels: Mapping[str, tuple[Any, ...]] | None,
+    *,
+    categorical: Sequence[str] = (),
+    discrete: Sequence[str] | str | None = None,
+    labels: Mapping[str, tuple[Any, ...]] | None = None,
+    X: np.ndarray | None = None,
+    engine: Engine = LOCAL,
 ) -> dict[str, LevelPlan | str]:
-    """The plans of the features among ``chosen`` estimated per level (categorical or
-    discrete; :func:`~ale_cli.estimators.levels.plan_levels` on X (N, D))."""
-    kinds = {
-        name: "categorical" if name in categorical else "discrete"
-        for name in chosen
-        if name in categorical or name in discrete
-    }
-    return plan_levels(X, list(names), kinds, categorical=categorical, labels=labels)
+    """The plans of the features among ``chosen`` estimated per level: the categorical
+    ones from the whole table X (N, D) (their order comes from every row,
+    :func:`~ale_cli.estimators.levels.plan_levels`), the discrete ones from a pass over
+    ``rows`` (:func:`~ale_cli.estimators.discrete_levels.discrete_plans`)."""
+    kinds = {name: "categorical" for name in chosen if name in categorical}
+    out: dict[str, LevelPlan | str] = {}
+    if kinds:
+        if X is None:
+            raise ValueError("categorical features are planned from the whole table")
+        out = plan_levels(X, rows.names, kinds, categorical=categorical, labels=labels)
+    found = discrete_plans(
+        rows.source, rows.names, chosen, discrete, exclude=categorical, engine=engine
+    )
+    return out | found
 
 
 # -- the command: the rows and the model, the run, the summary ---------------------------------
@@ -312,7 +318,8 @@ def whole_table(request: ClassicRequest) -> WholeTable | None:
     """Whether ``request`` reads the whole table (and why), or None when its data file is
     read chunk by chunk. The one place this is decided for ``ale classic``: the inputs'
     reasons (:func:`~ale_cli.estimators.inputs_stream.whole_table_reason`), then the
-    features estimated per level (their levels and order come from every row)."""
+    categorical features, estimated per level in an order that every row shapes
+    (discrete features get their levels from a pass over the chunks)."""
     reason = inputs_reason(request.inputs, request.chunk_rows)
     if reason is not None:
         return WholeTable(reason)
@@ -322,8 +329,6 @@ def whole_table(request: ClassicRequest) -> WholeTable | None:
         return WholeTable(
             f"read the whole table: categorical feature '{cats[0]}' is estimated per level"
         )
-    if request.discrete is not None:
-        return WholeTable("read the whole table: discrete features are estimated per level")
     return None
 
 
@@ -341,9 +346,11 @@ class Loaded:
     notes: tuple[str, ...]
 
 
-def load(request: ClassicRequest, fixed: FixedBins) -> Loaded:
+def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> Loaded:
     """The data and the model of ``request``: streamed from its data file (the first pass
-    made, the model loaded on the first chunk) unless :func:`whole_table` says why not."""
+    made, the model loaded on the first chunk) unless :func:`whole_table` says why not;
+    the plans of the features estimated per level (a pass of ``engine`` for the
+    discrete ones)."""
     inputs = request.inputs
     whole = whole_table(request)
     if whole is None and request.chunk_rows is not None:
@@ -352,8 +359,8 @@ def load(request: ClassicRequest, fixed: FixedBins) -> Loaded:
         except NeedsWholeTable as exc:
             whole = WholeTable(str(exc))
         else:
-            return _streamed(request, fixed, streamed)
-    return _whole(request, fixed, whole or WholeTable())
+            return _streamed(request, fixed, streamed, engine)
+    return _whole(request, fixed, whole or WholeTable(), engine)
 
 
 def _dropna_note(rows_dropped: int) -> tuple[str, ...]:
@@ -362,32 +369,41 @@ def _dropna_note(rows_dropped: int) -> tuple[str, ...]:
     return (f"dropped {rows_dropped} rows with NaN or infinite values (dropna)",)
 
 
-def _streamed(request: ClassicRequest, fixed: FixedBins, streamed: Streamed) -> Loaded:
+def _streamed(
+    request: ClassicRequest, fixed: FixedBins, streamed: Streamed, engine: Engine
+) -> Loaded:
     inputs, scan = request.inputs, streamed.scan
     fixed.check_features(inputs.features, scan.names, f"the data '{inputs.data_label}'")
     fixed.check_rows(scan.n_rows, f"data '{inputs.data_label}'")
+    rows = Rows(FileChunks(streamed.passes), scan.names, scan.n_rows, scan.lo, scan.hi)
+    levels = level_plans(
+        rows, streamed.features, categorical=scan.categorical, discrete=request.discrete,
+        engine=engine,
+    )  # fmt: skip
     return Loaded(
-        rows=Rows(FileChunks(streamed.passes), scan.names, scan.n_rows, scan.lo, scan.hi),
+        rows=rows,
         model=streamed.model,
         features=streamed.features,
-        levels={},
+        levels=levels,
         source=streamed.source(inputs, method=METHOD),
         timings=dict(streamed.timings),
         notes=(*_dropna_note(scan.rows_dropped), *streamed.notes),
     )
 
 
-def _whole(request: ClassicRequest, fixed: FixedBins, whole: WholeTable) -> Loaded:
+def _whole(request: ClassicRequest, fixed: FixedBins, whole: WholeTable, engine: Engine) -> Loaded:
     inputs = request.inputs
     opened = open_inputs(inputs)
     table = opened.table
     fixed.check_features(inputs.features, table.feature_names, f"the data '{inputs.data_label}'")
     fixed.check_rows(len(table.X), f"data '{inputs.data_label}'")
-    names = table.feature_names
-    discrete = discrete_names(table.X, names, request.discrete, exclude=table.categorical)
-    levels = level_plans(table.X, names, opened.features, table.categorical, discrete, table.levels)
+    rows = Rows.of(table.X, table.feature_names)
+    levels = level_plans(
+        rows, opened.features, categorical=table.categorical, discrete=request.discrete,
+        labels=table.levels, X=table.X, engine=engine,
+    )  # fmt: skip
     return Loaded(
-        rows=Rows.of(table.X, names),
+        rows=rows,
         model=opened.model,
         features=opened.features,
         levels=levels,
@@ -425,7 +441,7 @@ def classic(
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default=DEFAULT_BINNING
     )
-    loaded = load(request, fixed)
+    loaded = load(request, fixed, engine)
     t = time.perf_counter()
     inputs = request.inputs
     settings = Settings(
