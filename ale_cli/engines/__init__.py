@@ -1,131 +1,64 @@
-"""Where the work runs: ``local`` (this process, the default) or ``dask`` (the partitions of
-the data or of a store on the workers of a Dask cluster, :mod:`ale_cli.engines.dask`).
+"""Where the work runs: ``local`` (this process, the default) or ``dask`` (the parts of the
+data or of a store on the workers of a Dask cluster, :mod:`ale_cli.engines.cluster`).
 
-This module imports neither dask nor distributed: the local path never does.
+:func:`engine_for` turns the ``engine``/``scheduler`` options into the
+:class:`~ale_cli.passes.engine.Engine` object every estimator is handed (the CLI, the
+Python API and the job runner call it; nothing below compares engine names). This module
+imports neither dask nor distributed: the local path never does.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from pathlib import Path
-
-from ale_cli.checks import check_choice
+from ale_cli.engines.cluster import DaskEngine
+from ale_cli.engines.options import (
+    ENGINES,
+    INSTALL_HINT,
+    PROTOCOLS,
+    check_engine,
+    needs_local,
+    require_dask,
+    scheduler_address,
+    scheduler_target,
+)
 from ale_cli.errors import InputError
+from ale_cli.passes.engine import LOCAL, Engine
 
-ENGINES = ("local", "dask")
-#: the one line a user without the optional dependencies gets (exit 2)
-INSTALL_HINT = "pip install ale-cli[dask]"
+__all__ = [
+    "ENGINES",
+    "INSTALL_HINT",
+    "PROTOCOLS",
+    "DaskEngine",
+    "check_engine",
+    "engine_for",
+    "needs_local",
+    "require_dask",
+    "scheduler_address",
+    "scheduler_target",
+]
 
 
-def check_engine(engine: str, scheduler: str | None) -> None:
-    """InputError naming ``engine`` unless it is one of :data:`ENGINES`, or naming
-    ``scheduler`` when one is given for the local engine.
+def engine_for(engine: Engine | str | None = None, scheduler: str | None = None) -> Engine:
+    """The engine for the options ``engine`` ("local", the default, or "dask"; an Engine
+    object is returned as it is) and ``scheduler`` (a Dask scheduler's address or file;
+    None with dask: a LocalCluster on this machine), validated here once: InputError for
+    an unknown engine, a scheduler without dask, a malformed scheduler, or dask without
+    its optional packages.
 
-    >>> check_engine("local", None)
-    >>> check_engine("spark", None)
+    >>> engine_for()
+    LocalEngine(threads=None)
+    >>> engine_for("dask", "tcp://10.0.0.5:8786")
+    DaskEngine(scheduler='tcp://10.0.0.5:8786')
+    >>> engine_for("local", "tcp://10.0.0.5:8786")
     Traceback (most recent call last):
-    ale_cli.errors.InputError: engine must be one of local, dask, got 'spark'
+    ale_cli.errors.InputError: scheduler is the address of a Dask scheduler: it needs engine dask
     """
-    check_choice(engine, ENGINES, "engine")
-    if scheduler is not None and engine != "dask":
-        raise InputError(
-            "{param} is the address of a Dask scheduler: it needs {param:engine} dask",
-            param="scheduler",
-        )
-    if scheduler is not None:
-        scheduler_address(scheduler)
-
-
-#: the protocols of Dask's comms a scheduler listens on
-PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
-_HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^/:\[\]\s]+):(?P<port>[0-9]{1,5})/?")
-
-
-def scheduler_target(scheduler: str) -> tuple[str, str]:
-    """``("address", ADDRESS)`` for a scheduler address (``tcp://host:port``, ``tls://``,
-    ``ws://``, ``wss://``, ``ucx://``, ``inproc://`` or ``host:port``, which Dask reads as
-    tcp), or ``("file", PATH)`` for an existing scheduler file (the JSON ``dask scheduler
-    --scheduler-file`` writes); an InputError naming ``scheduler`` and these forms for
-    anything else. No connection is tried.
-
-    >>> scheduler_target("tcp://10.0.0.5:8786"), scheduler_target("node7:8786")
-    (('address', 'tcp://10.0.0.5:8786'), ('address', 'node7:8786'))
-    >>> scheduler_target("http://node7:8787/status")
-    Traceback (most recent call last):
-    ale_cli.errors.InputError: scheduler must be a Dask scheduler address \
-(tcp://host:port, tls://host:port, ws://host:port, host:port) or an existing scheduler \
-file (JSON), got 'http://node7:8787/status' (http is not a Dask protocol)
-    """
-    if "://" not in scheduler and Path(scheduler).is_file():
-        return "file", scheduler
-    scheme, sep, rest = scheduler.partition("://")
-    if not sep:
-        scheme, rest = "tcp", scheduler
-    scheme = scheme.lower()
-    found = _HOST_PORT.fullmatch(rest)
-    if scheme not in PROTOCOLS:
-        why = f" ({scheme} is not a Dask protocol)"
-    elif scheme == "inproc":
-        return "address", scheduler
-    elif found is None:
-        why = " (no host:port)" if sep else " (neither host:port nor an existing file)"
-    elif not 1 <= int(found.group("port")) <= 65535:
-        why = f" (port {found.group('port')} is not between 1 and 65535)"
-    else:
-        return "address", scheduler
-    raise InputError(
-        "{param} must be a Dask scheduler address (tcp://host:port, tls://host:port, "
-        f"ws://host:port, host:port) or an existing scheduler file (JSON), got "
-        f"'{scheduler}'{why}",
-        param="scheduler",
-    )
-
-
-def require_dask() -> None:
-    """InputError (exit 2) saying how to install dask and distributed when they are missing."""
-    try:
-        import dask  # noqa: F401
-        import distributed  # noqa: F401
-    except ImportError:
-        raise InputError(
-            f"{{param}} dask needs the optional packages dask and distributed: {INSTALL_HINT}",
-            param="engine",
-        ) from None
-
-
-def needs_local(reason: str) -> InputError:
-    """The refusal of ``--engine dask`` for inputs only the whole table handles (``reason``:
-    the note the local engine gives for reading the whole table)."""
-    why = reason.removeprefix("read the whole table: ")
-    return InputError(
-        f"{{param}} dask evaluates the model on partitions of a data file, but {why}; use "
-        "{param} local",
-        param="engine",
-    )
-
-
-def scheduler_address(scheduler: str) -> str:
-    """The address of the scheduler given as an address or a scheduler file
-    (:func:`~ale_cli.engines.scheduler_target`); InputError for a file that holds none."""
-    kind, value = scheduler_target(scheduler)
-    if kind == "address":
-        return value
-    try:
-        address = json.loads(Path(value).read_text(encoding="utf-8")).get("address")
-    except (OSError, ValueError, AttributeError):
-        address = None
-    if not isinstance(address, str) or not _is_address(address):
-        raise InputError(
-            f"{{param}} file '{value}' is not a Dask scheduler file (a JSON object whose "
-            "'address' is tcp://host:port, as 'dask scheduler --scheduler-file' writes)",
-            param="scheduler",
-        )
-    return address
-
-
-def _is_address(value: str) -> bool:
-    try:
-        return "://" in value and scheduler_target(value)[0] == "address"
-    except InputError:
-        return False
+    if engine is not None and not isinstance(engine, str):
+        if scheduler is not None:
+            raise InputError("{param} is given with an engine object", param="scheduler")
+        return engine
+    name = "local" if engine is None else engine
+    check_engine(name, scheduler)
+    if name == "local":
+        return LOCAL
+    require_dask()
+    return DaskEngine(scheduler)

@@ -38,8 +38,6 @@ Without a scheduler address a :class:`distributed.LocalCluster` of worker proces
 
 from __future__ import annotations
 
-import logging
-import os
 import tempfile
 import threading
 import time
@@ -51,7 +49,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.engines import require_dask, scheduler_address
+from ale_cli.engines.cluster import client, worker_slots
+from ale_cli.engines.cluster import environ_kept as _environ_kept  # noqa: F401
+from ale_cli.engines.options import require_dask
 from ale_cli.errors import InputError, RunError
 from ale_cli.models.checks import nothing_left
 from ale_cli.store.npz import PAIRS, StoreFile, StoreWriter
@@ -66,51 +66,6 @@ if TYPE_CHECKING:
     from ale_cli.estimators.dale_stream import Columns, Passes
     from ale_cli.estimators.local_effects import ComputeRequest, ComputeResult, _Hashes, _Screen
     from ale_cli.models.base import ProgressFn
-
-
-@contextmanager
-def client(scheduler: str | None) -> Iterator[Client]:
-    """A client of the cluster at ``scheduler``, or of a LocalCluster started for the run."""
-    require_dask()
-    from distributed import Client, LocalCluster
-
-    if scheduler is not None:
-        address = scheduler_address(scheduler)
-        try:
-            connected = Client(address, timeout=30)
-        except (OSError, TimeoutError) as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise RunError(f"cannot reach the Dask scheduler at '{scheduler}': {reason}") from None
-        with connected:
-            yield connected
-        return
-    with (
-        _environ_kept(),
-        LocalCluster(
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            # a task's failure reaches the client, which reports it in one line; the
-            # worker's own "Compute Failed" record (ERROR, with a traceback) would be a
-            # second report on stderr
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-        Client(cluster) as local,
-    ):
-        yield local
-
-
-@contextmanager
-def _environ_kept() -> Iterator[None]:
-    """Give ``os.environ`` back as it was: a LocalCluster's nannies set their pre-spawn
-    variables (``OMP_NUM_THREADS``, ``MALLOC_TRIM_THRESHOLD_``...) in this process's
-    environment, where they would outlive the run (e.g. in a notebook)."""
-    saved = dict(os.environ)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 # -- compute: one task per partition ----------------------------------------------------------
@@ -462,11 +417,6 @@ class _Plan:
     total_rows: int | None
     #: the tasks' data in row order (:func:`_partitioned`, once the cluster's size is known)
     partitions: tuple[Partition, ...] = ()
-
-
-def worker_slots(dask_client: Client) -> int:
-    """The threads of the cluster's workers (at least 1): the tasks that run at once."""
-    return max(1, sum(dask_client.nthreads().values()))
 
 
 def _partitioned(plan: _Plan, dask_client: Client) -> _Plan:

@@ -7,52 +7,48 @@ an array, a DataFrame or a store in memory is a one-part, one-chunk source. An
 :class:`Engine` runs ``kernel(chunk, shared) -> state`` on every chunk and folds
 ``merge(state, state)`` in row order, so the result does not depend on how the rows were cut:
 :class:`LocalEngine` with ordered threads in this process,
-:class:`ale_cli.engines.dask.DaskEngine` on the workers of a cluster. States are shaped like
-:class:`~ale_cli.core.binstats.CellStats`: frozen, an ``empty`` value, an exact ``merge``.
+:class:`ale_cli.engines.cluster.DaskEngine` on the workers of a cluster (one task per part,
+the part's states folded there, the parts' states folded here in part order). States are
+shaped like :class:`~ale_cli.core.binstats.CellStats`: frozen, an ``empty`` value, an exact
+``merge``. Kernels, merges, empty states and sources must pickle for the Dask engine
+(module-level functions or frozen dataclasses, no lambdas or closures over open files).
 
 ``shared`` carries what every chunk needs and is costly to move (a model): a
 :class:`Shared` handle whose :meth:`~Shared.get` gives the value. The local engine calls it
-once; the Dask engine ships the handle once per worker and calls it there.
+once; the Dask engine ships the handle once per worker and calls it there
+(:class:`~ale_cli.passes.shipped.ShippedModel` loads a model once per worker process).
+
+A :class:`Sink` takes the rows a run computes (``ale compute``: the store writer locally,
+one part store per part on Dask): each state passes through the part's writer, which
+writes its rows and gives back what is folded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-import numpy as np
-
+from ale_cli.data.source import ArraySource, Chunk, Parts, Source
 from ale_cli.io.threads import ordered_map
 
+__all__ = [
+    "LOCAL",
+    "ArraySource",
+    "Chunk",
+    "Engine",
+    "LocalEngine",
+    "Parts",
+    "PartWriter",
+    "Ready",
+    "Shared",
+    "Sink",
+    "Source",
+    "fold_part",
+]
+
 S = TypeVar("S")
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """Rows ``offset`` to ``offset + n_rows - 1`` of a source: named arrays of equal length."""
-
-    offset: int
-    arrays: Mapping[str, np.ndarray]
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.arrays[name]
-
-    @property
-    def n_rows(self) -> int:
-        return len(next(iter(self.arrays.values()))) if self.arrays else 0
-
-
-class Source(Protocol):
-    """Rows that arrive in chunks: a data file, a dataset, a store, or arrays in memory."""
-
-    def parts(self) -> Sequence[Source]:
-        """Independent parts in row order (a source that does not split: ``(self,)``)."""
-        ...
-
-    def chunks(self, arrays: Sequence[str]) -> Iterator[Chunk]:
-        """The chunks of this source with the ``arrays`` asked for, in row order."""
-        ...
 
 
 class Shared(Protocol):
@@ -63,7 +59,7 @@ class Shared(Protocol):
 
 @dataclass(frozen=True)
 class Ready:
-    """A :class:`Shared` value already at hand (never shipped anywhere by the local engine)."""
+    """A :class:`Shared` value already at hand (shipped as it is by the Dask engine)."""
 
     value: Any
 
@@ -71,31 +67,44 @@ class Ready:
         return self.value
 
 
-@dataclass(frozen=True)
-class ArraySource:
-    """Arrays in memory as a one-part, one-chunk source.
+class PartWriter(Protocol[S]):
+    """Where one part's rows go: :meth:`write` each chunk's state (its rows written, the
+    state to fold given back), :meth:`done` once with the part's folded state."""
 
-    >>> src = ArraySource({"X": np.arange(6.0).reshape(3, 2)})
-    >>> [(c.offset, c.n_rows) for c in src.chunks(["X"])]
-    [(0, 3)]
-    """
+    def write(self, state: S) -> S: ...
 
-    arrays: Mapping[str, np.ndarray]
-    offset: int = 0
+    def done(self, state: S) -> S: ...
 
-    def parts(self) -> Sequence[Source]:
-        return (self,)
 
-    def chunks(self, arrays: Sequence[str]) -> Iterator[Chunk]:
-        yield Chunk(self.offset, {name: self.arrays[name] for name in arrays})
+class Sink(Protocol[S]):
+    """Where a run's rows go: a :class:`PartWriter` per part (a context that discards what
+    it wrote when the part fails), and :meth:`stop`, which the engine calls when a part
+    failed so that the others stop writing at their next chunk."""
+
+    def part(self, index: int) -> AbstractContextManager[PartWriter[S]]: ...
+
+    def stop(self) -> None: ...
 
 
 Kernel = Callable[[Chunk, Any], S]
 Merge = Callable[[S, S], S]
+#: told the rows of each chunk (local) or part (Dask) as it is done
+Progress = Callable[[int], None]
 
 
 class Engine(Protocol):
-    """Runs a kernel over a source's chunks and folds the states in row order."""
+    """Runs a kernel over a source's chunks and folds the states in row order.
+
+    ``slots``: how many parts run at once (None: the engine does not split sources; a
+    source planned for it is one part). An engine is a context manager: inside one
+    ``with`` block its runs share their resources (a cluster)."""
+
+    @property
+    def slots(self) -> int | None: ...
+
+    def __enter__(self) -> Engine: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
     def run(
         self,
@@ -106,7 +115,35 @@ class Engine(Protocol):
         *,
         arrays: Sequence[str],
         shared: Shared | None = None,
+        sink: Sink[S] | None = None,
+        progress: Progress | None = None,
     ) -> S: ...
+
+
+def fold_part(
+    part: Source,
+    index: int,
+    kernel: Kernel[S],
+    merge: Merge[S],
+    empty: S,
+    arrays: Sequence[str],
+    value: Any,
+    sink: Sink[S] | None = None,
+) -> tuple[S, int]:
+    """One part's state (its chunks' states folded in order from ``empty``, through the
+    sink's writer for part ``index`` when there is one) and its rows, in one thread: what
+    a Dask task does."""
+    acc, rows = empty, 0
+    if sink is None:
+        for chunk in part.chunks(arrays):
+            acc = merge(acc, kernel(chunk, value))
+            rows += chunk.n_rows
+        return acc, rows
+    with sink.part(index) as writer:
+        for chunk in part.chunks(arrays):
+            acc = merge(acc, writer.write(kernel(chunk, value)))
+            rows += chunk.n_rows
+        return writer.done(acc), rows
 
 
 @dataclass(frozen=True)
@@ -114,12 +151,23 @@ class LocalEngine:
     """This process: chunks read ahead, kernels on worker threads
     (:func:`~ale_cli.io.threads.ordered_map`), states merged in row order.
 
+    >>> import numpy as np
     >>> src = ArraySource({"x": np.arange(5.0)})
     >>> LOCAL.run(src, lambda c, _: float(c["x"].sum()), lambda a, b: a + b, 0.0, arrays=["x"])
     10.0
     """
 
     threads: int | None = None
+
+    @property
+    def slots(self) -> int | None:
+        return None
+
+    def __enter__(self) -> LocalEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
     def run(
         self,
@@ -130,16 +178,31 @@ class LocalEngine:
         *,
         arrays: Sequence[str],
         shared: Shared | None = None,
+        sink: Sink[S] | None = None,
+        progress: Progress | None = None,
     ) -> S:
         value = None if shared is None else shared.get()
         acc = empty
-        for part in source.parts():
-            states = ordered_map(
-                lambda c: kernel(c, value), part.chunks(arrays), threads=self.threads
-            )
-            for state in states:
-                acc = merge(acc, state)
+        for index, part in enumerate(source.parts()):
+            part_acc = empty
+            with _writer(sink, index) as writer:
+                states = ordered_map(
+                    lambda c: (kernel(c, value), c.n_rows),
+                    part.chunks(arrays),
+                    threads=self.threads,
+                )
+                for state, rows in states:
+                    part_acc = merge(part_acc, state if writer is None else writer.write(state))
+                    if progress is not None:
+                        progress(rows)
+                if writer is not None:
+                    part_acc = writer.done(part_acc)
+            acc = merge(acc, part_acc)
         return acc
+
+
+def _writer(sink: Sink[S] | None, index: int) -> AbstractContextManager[PartWriter[S] | None]:
+    return nullcontext(None) if sink is None else sink.part(index)
 
 
 #: the default engine: this process

@@ -1,0 +1,221 @@
+"""The Dask engine: a run's parts as tasks on the workers of a Dask cluster.
+
+:class:`DaskEngine` implements :class:`~ale_cli.passes.engine.Engine`: one task per part
+of the source (:func:`~ale_cli.passes.engine.fold_part`: the part's chunks read on the
+worker, the kernel applied, the states folded with ``merge``), the parts' states folded
+here in part order, so the result equals the local engine's whatever the cut. ``shared``
+(a model: :class:`~ale_cli.passes.shipped.ShippedModel`) is sent to every worker once
+(``Client.scatter(broadcast=True)``) and every task of the run finds it there. When a part
+fails, the others are cancelled, the sink is told to stop (a task still running stops at
+its next chunk) and the engine waits for them before the error is raised here: no worker
+writes once the run is over. It imports no estimator.
+
+Without a scheduler address a :class:`distributed.LocalCluster` of worker processes (one
+thread each) is started on this machine; inside a ``with engine:`` block every run shares
+one cluster, outside one each run starts its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ale_cli.engines.options import require_dask, scheduler_address
+from ale_cli.errors import RunError
+from ale_cli.passes.engine import Kernel, Merge, Progress, Shared, Sink, Source, fold_part
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+S = TypeVar("S")
+
+#: seconds to wait for the tasks still running after a part failed
+STOP_WAIT_S = 120
+
+
+@contextmanager
+def client(scheduler: str | None) -> Iterator[Client]:
+    """A client of the cluster at ``scheduler``, or of a LocalCluster started for the run."""
+    require_dask()
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        address = scheduler_address(scheduler)
+        try:
+            connected = Client(address, timeout=30)
+        except (OSError, TimeoutError) as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise RunError(f"cannot reach the Dask scheduler at '{scheduler}': {reason}") from None
+        with connected:
+            yield connected
+        return
+    with (
+        environ_kept(),
+        LocalCluster(
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            # a task's failure reaches the client, which reports it in one line; the
+            # worker's own "Compute Failed" record (ERROR, with a traceback) would be a
+            # second report on stderr
+            silence_logs=logging.CRITICAL,
+        ) as cluster,
+        Client(cluster) as local,
+    ):
+        yield local
+
+
+@contextmanager
+def environ_kept() -> Iterator[None]:
+    """Give ``os.environ`` back as it was: a LocalCluster's nannies set their pre-spawn
+    variables (``OMP_NUM_THREADS``, ``MALLOC_TRIM_THRESHOLD_``...) in this process's
+    environment, where they would outlive the run (e.g. in a notebook)."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def worker_slots(dask_client: Client) -> int:
+    """The threads of the cluster's workers (at least 1): the tasks that run at once."""
+    return max(1, sum(dask_client.nthreads().values()))
+
+
+class DaskEngine:
+    """Runs on the Dask cluster at ``scheduler`` (an address or a scheduler file; None: a
+    LocalCluster on this machine). A context manager: the cluster is reached (or started)
+    on entry, or for each run outside a ``with`` block.
+
+    ``DaskEngine(...)`` checks nothing and connects to nothing: build it with
+    :func:`ale_cli.engines.engine_for`, which validates the options once."""
+
+    def __init__(self, scheduler: str | None = None) -> None:
+        self.scheduler = scheduler
+        self._client: Client | None = None
+        self._stack: ExitStack | None = None
+        self._depth = 0
+
+    def __repr__(self) -> str:
+        return f"DaskEngine(scheduler={self.scheduler!r})"
+
+    def __enter__(self) -> DaskEngine:
+        if self._depth == 0:
+            stack = ExitStack()
+            self._client = stack.enter_context(client(self.scheduler))
+            self._stack = stack
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if self._depth == 0 and self._stack is not None:
+            stack, self._stack, self._client = self._stack, None, None
+            stack.close()
+
+    @property
+    def client(self) -> Client:
+        """The client of the cluster (inside a ``with`` block only)."""
+        if self._client is None:
+            raise RuntimeError("the Dask engine is used outside its 'with' block")
+        return self._client
+
+    @property
+    def slots(self) -> int:
+        """The worker threads of the cluster: the parts that run at once."""
+        with self:
+            return worker_slots(self.client)
+
+    def run(
+        self,
+        source: Source,
+        kernel: Kernel[S],
+        merge: Merge[S],
+        empty: S,
+        *,
+        arrays: Sequence[str],
+        shared: Shared | None = None,
+        sink: Sink[S] | None = None,
+        progress: Progress | None = None,
+    ) -> S:
+        """One task per part of ``source``, the parts' states folded here in part order."""
+        with self:
+            dask_client = self.client
+            parts = list(source.parts())
+            if not parts:
+                return empty
+            handle = (
+                None if shared is None else dask_client.scatter(shared, broadcast=True, hash=False)
+            )
+            futures = [
+                dask_client.submit(
+                    _task, part, i, kernel, merge, empty, tuple(arrays), handle, sink, pure=False
+                )
+                for i, part in enumerate(parts)
+            ]
+            try:
+                return _fold_in_order(futures, merge, empty, progress)
+            except BaseException:
+                _stop(dask_client, futures, sink)
+                raise
+
+
+def _task(
+    part: Source,
+    index: int,
+    kernel: Kernel[S],
+    merge: Merge[S],
+    empty: S,
+    arrays: Sequence[str],
+    shared: Shared | None,
+    sink: Sink[S] | None,
+) -> tuple[S, int]:
+    """On a worker: part ``index``'s state and rows (:func:`fold_part`)."""
+    value = None if shared is None else shared.get()
+    return fold_part(part, index, kernel, merge, empty, arrays, value, sink)
+
+
+def _fold_in_order(futures: list[Any], merge: Merge[S], empty: S, progress: Progress | None) -> S:
+    """The parts' states folded in part order as they finish (a state is kept only until
+    the parts before it are folded); ``progress`` told each part's rows. A failure is
+    raised once the parts before it are done: the first in part order, as the local
+    engine meets it."""
+    from distributed import as_completed, wait
+
+    index = {f.key: i for i, f in enumerate(futures)}
+    waiting: dict[int, S] = {}
+    acc, folded = empty, 0
+    for future in as_completed(futures):
+        i = index[future.key]
+        if future.status == "error":
+            before = [f for j, f in enumerate(futures[:i]) if j >= folded and j not in waiting]
+            wait(before)
+            next(f for f in [*before, future] if f.status == "error").result()  # raises
+        state, rows = future.result()
+        future.release()
+        waiting[i] = state
+        if progress is not None:
+            progress(rows)
+        while folded in waiting:
+            acc = merge(acc, waiting.pop(folded))
+            folded += 1
+    return acc
+
+
+def _stop(dask_client: Client, futures: list[Any], sink: Sink[Any] | None) -> None:
+    """After a failed part: tell the sink to stop the parts still running at their next
+    chunk and wait until they have (a cancelled task would go on running on its worker
+    and writing); without a sink, cancel them."""
+    from distributed import wait
+
+    if sink is not None:
+        sink.stop()
+        try:
+            wait(futures, timeout=STOP_WAIT_S)
+        except Exception:  # a timeout: the run fails anyway
+            pass
+    dask_client.cancel(futures)

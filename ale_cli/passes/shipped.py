@@ -1,0 +1,102 @@
+"""A model as a :class:`~ale_cli.passes.engine.Shared` handle that travels: the model
+file's bytes and how to load it, loaded once per process wherever the run's chunks are.
+
+In this process :meth:`ShippedModel.get` gives the model already loaded (``loaded``);
+pickled (the Dask engine ships the handle once per worker), the handle leaves the
+loaded model behind and the worker loads the file once, from the user's path when it
+holds the same bytes there (messages then name that path), else from the bytes sent,
+checked on the same rows (``head``) and, for finite differences, with the same profile
+of all rows: every worker gets the model of this process.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli.io.files import sha256_file
+from ale_cli.models import Columns, LoadOptions, Model, load_model
+from ale_cli.models.profile import DataProfile
+
+
+@dataclass(frozen=True, eq=False)
+class ShippedModel:
+    """The model file ``path`` (its bytes ``data``, their ``sha256``) and how it was loaded:
+    format, options, the columns of X, the rows it was checked on and the data profile of
+    a finite-difference model (None for autodiff)."""
+
+    path: str
+    sha256: str
+    data: bytes = field(repr=False)
+    model_format: str
+    options: LoadOptions
+    columns: Columns
+    head: np.ndarray = field(repr=False)
+    profile: DataProfile | None = field(default=None, repr=False)
+    #: the model loaded in this process (never pickled)
+    loaded: Model | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(
+        cls,
+        path: Path,
+        *,
+        model_format: str,
+        options: LoadOptions,
+        columns: Columns,
+        head: np.ndarray,
+        profile: DataProfile | None = None,
+        loaded: Model | None = None,
+        sha256: str | None = None,
+    ) -> ShippedModel:
+        """The handle of the model file ``path`` (its bytes read now)."""
+        data = Path(path).read_bytes()
+        digest = sha256 if sha256 is not None else sha256_file(path)
+        return cls(str(path), digest, data, model_format, options, columns, head, profile, loaded)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuilt, (self.__dict__ | {"loaded": None},))
+
+    def get(self) -> Model:
+        """The model: loaded here, or loaded once per process from the file's bytes."""
+        if self.loaded is not None:
+            return self.loaded
+        with _LOCK:
+            model = _LOADED.get(self)
+            if model is None:
+                model = self._load()
+                _LOADED[self] = model
+            return model
+
+    def _load(self) -> Model:
+        path = Path(self.path)
+        try:
+            same = path.is_file() and sha256_file(path) == self.sha256
+        except OSError:
+            same = False
+        if not same:
+            path = Path(tempfile.mkdtemp(prefix="ale-model-")) / path.name
+            path.write_bytes(self.data)
+        return load_model(
+            path,
+            model_format=self.model_format,
+            options=self.options,
+            columns=self.columns,
+            X=self.head if self.profile is None else self.profile.head,
+            profile=self.profile,
+        )
+
+
+def _rebuilt(fields: dict[str, Any]) -> ShippedModel:
+    return ShippedModel(**fields)
+
+
+#: the models loaded in this process, by handle (gone with the handle)
+_LOADED: weakref.WeakKeyDictionary[ShippedModel, Model] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
