@@ -208,6 +208,7 @@ def classic(
     is read ``chunk_rows`` rows at a time (None: the whole table at once).
     ``engine="dask"`` runs the model calls per partition on the Dask cluster at
     ``scheduler`` (None: a local cluster)."""
+    from ale_cli.engines import engine_for
     from ale_cli.estimators.bands import Bootstrap
     from ale_cli.estimators.classic import ClassicRequest
     from ale_cli.estimators.classic import classic as run
@@ -225,7 +226,7 @@ def classic(
         engine=engine,
         scheduler=scheduler,
     )
-    return run(request).summary
+    return run(request, engine=engine_for(engine, scheduler)).summary
 
 
 def interact(

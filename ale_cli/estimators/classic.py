@@ -46,17 +46,19 @@ from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues, merge_cells
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
-from ale_cli.estimators.discrete_levels import discrete_plans
 from ale_cli.estimators.edges import column_edges
 from ale_cli.estimators.inputs import ModelInputs, feature_columns, model_source, open_inputs
 from ale_cli.estimators.inputs_stream import NeedsWholeTable, Streamed, open_streamed
 from ale_cli.estimators.inputs_stream import whole_table_reason as inputs_reason
-from ale_cli.estimators.levels import LevelPlan, level_bands, level_summary, plan_levels
+from ale_cli.estimators.level_plans import level_plans
+from ale_cli.estimators.levels import LevelPlan, level_bands, level_summary
 from ale_cli.estimators.rows import ROWS, FileChunks, Rows, WholeTable
+from ale_cli.models import Columns, detect_format
 from ale_cli.models.base import Model, ProgressFn
 from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 from ale_cli.passes.engine import LOCAL, Engine, Ready, Shared
+from ale_cli.passes.shipped import ShippedModel
 from ale_cli.summary.build import (
     EstimateResult,
     not_estimable,
@@ -285,32 +287,6 @@ def classic_features(
     return feats
 
 
-def level_plans(
-    rows: Rows,
-    chosen: Sequence[str],
-    *,
-    categorical: Sequence[str] = (),
-    discrete: Sequence[str] | str | None = None,
-    labels: Mapping[str, tuple[Any, ...]] | None = None,
-    X: np.ndarray | None = None,
-    engine: Engine = LOCAL,
-) -> dict[str, LevelPlan | str]:
-    """The plans of the features among ``chosen`` estimated per level: the categorical
-    ones from the whole table X (N, D) (their order comes from every row,
-    :func:`~ale_cli.estimators.levels.plan_levels`), the discrete ones from a pass over
-    ``rows`` (:func:`~ale_cli.estimators.discrete_levels.discrete_plans`)."""
-    kinds = {name: "categorical" for name in chosen if name in categorical}
-    out: dict[str, LevelPlan | str] = {}
-    if kinds:
-        if X is None:
-            raise ValueError("categorical features are planned from the whole table")
-        out = plan_levels(X, rows.names, kinds, categorical=categorical, labels=labels)
-    found = discrete_plans(
-        rows.source, rows.names, chosen, discrete, exclude=categorical, engine=engine
-    )
-    return out | found
-
-
 # -- the command: the rows and the model, the run, the summary ---------------------------------
 
 
@@ -334,11 +310,12 @@ def whole_table(request: ClassicRequest) -> WholeTable | None:
 
 @dataclass(frozen=True)
 class Loaded:
-    """The rows and the model of a run, what to estimate, and what the summary records:
-    its ``store`` part, the loading times and the notes so far."""
+    """The rows and the model of a run (loaded here, and how to load it elsewhere), what to
+    estimate, and what the summary records: its ``store`` part, the loading times and the
+    notes so far."""
 
     rows: Rows
-    model: Model
+    model: ShippedModel
     features: tuple[str, ...]
     levels: dict[str, LevelPlan | str]
     source: dict[str, Any]
@@ -380,9 +357,15 @@ def _streamed(
         rows, streamed.features, categorical=scan.categorical, discrete=request.discrete,
         engine=engine,
     )  # fmt: skip
+    model = shipped(
+        inputs,
+        streamed.model,
+        Columns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes),
+        scan.first,
+    )
     return Loaded(
         rows=rows,
-        model=streamed.model,
+        model=model,
         features=streamed.features,
         levels=levels,
         source=streamed.source(inputs, method=METHOD),
@@ -402,9 +385,15 @@ def _whole(request: ClassicRequest, fixed: FixedBins, whole: WholeTable, engine:
         rows, opened.features, categorical=table.categorical, discrete=request.discrete,
         labels=table.levels, X=table.X, engine=engine,
     )  # fmt: skip
+    columns = Columns(
+        names=table.feature_names,
+        fixed=table.categorical,
+        levels=table.levels,
+        dtypes=table.dtypes,
+    )
     return Loaded(
         rows=rows,
-        model=opened.model,
+        model=shipped(inputs, opened.model, columns, table.X),
         features=opened.features,
         levels=levels,
         source=model_source(inputs, opened, method=METHOD),
@@ -414,6 +403,19 @@ def _whole(request: ClassicRequest, fixed: FixedBins, whole: WholeTable, engine:
             *_dropna_note(table.rows_dropped),
             *opened.notes,
         ),
+    )
+
+
+def shipped(inputs: ModelInputs, model: Model, columns: Columns, head: np.ndarray) -> ShippedModel:
+    """The model loaded here as a handle that loads it the same way elsewhere (checked on
+    the rows ``head``, as here)."""
+    return ShippedModel.of(
+        Path(inputs.model),
+        model_format=detect_format(inputs.model, inputs.model_format),
+        options=inputs.load_options(),
+        columns=columns,
+        head=head,
+        loaded=model,
     )
 
 
@@ -441,24 +443,24 @@ def classic(
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default=DEFAULT_BINNING
     )
-    loaded = load(request, fixed, engine)
-    t = time.perf_counter()
     inputs = request.inputs
-    settings = Settings(
-        bins=fixed.bins,
-        binning=fixed.binning,
-        edges=fixed.edges,
-        center=request.center,
-        levels=loaded.levels,
-        bootstrap=request.bootstrap,
-        eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
-        model_label=str(inputs.model),
-        drop_nonfinite=inputs.drop_nonfinite,
-    )
-    features, state = estimate(
-        loaded.rows, Ready(loaded.model), loaded.features, settings, progress=progress,
-        engine=engine,
-    )  # fmt: skip
+    with engine:
+        loaded = load(request, fixed, engine)
+        t = time.perf_counter()
+        settings = Settings(
+            bins=fixed.bins,
+            binning=fixed.binning,
+            edges=fixed.edges,
+            center=request.center,
+            levels=loaded.levels,
+            bootstrap=request.bootstrap,
+            eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
+            model_label=str(inputs.model),
+            drop_nonfinite=inputs.drop_nonfinite,
+        )
+        features, state = estimate(
+            loaded.rows, loaded.model, loaded.features, settings, progress=progress, engine=engine
+        )
     dropped = state.rows_dropped
     summary = Summary(
         estimator="ale",

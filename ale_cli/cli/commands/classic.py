@@ -68,10 +68,11 @@ def classic(
     (estimator "ale"); heterogeneity is the per-bin std of the differences
     divided by the bin width. --bootstrap B resamples the rows' differences
     for percentile bands (no further model call). A data file is read --chunk-rows
-    rows at a time (bootstrap bands, --discrete and --categorical features read it whole).
+    rows at a time (--categorical features read it whole).
     --engine dask evaluates the model on the partitions of the data on the workers of a
     Dask cluster (this process reads the columns for the ranges and quantile edges).
     """
+    from ale_cli.engines import engine_for
     from ale_cli.estimators.bands import Bootstrap
     from ale_cli.estimators.classic import ClassicRequest
     from ale_cli.estimators.classic import classic as run_classic
@@ -89,5 +90,7 @@ def classic(
         scheduler=scheduler,
     )
     with run.progress("classic ALE") as progress:
-        result = run_classic(request, progress=progress)
+        result = run_classic(
+            request, progress=progress, engine=engine_for(request.engine, request.scheduler)
+        )
     return summary_outcome("classic", result, out, timestamp, run)

@@ -1,23 +1,24 @@
-"""The levels of discrete features from a pass over the rows: their distinct values.
+"""The plans of the features estimated per level: their levels and the levels' order.
 
 A discrete feature's levels are its distinct values in numeric order
 (:class:`~ale_cli.estimators.levels.LevelPlan`); one pass over the chunks of a source
 collects them (:class:`Distinct`, mergeable: at most ``limit + 1`` values a column are
 kept, enough to tell a column with more than ``limit``), so a data file read chunk by
-chunk needs no whole table for them. An array in memory is one chunk.
+chunk needs no whole table for them. An array in memory is one chunk. A categorical
+feature's order comes from every row (:func:`~ale_cli.estimators.levels.plan_levels`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ale_cli.core.discrete import MAX_DISCRETE_LEVELS, MAX_LEVELS
-from ale_cli.estimators.levels import LevelPlan, check_discrete, too_many_levels
-from ale_cli.estimators.rows import ROWS
+from ale_cli.estimators.levels import LevelPlan, check_discrete, plan_levels, too_many_levels
+from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.passes.engine import LOCAL, Chunk, Engine, Source
 
 
@@ -117,3 +118,29 @@ def discrete_plans(
             continue
         out[name] = LevelPlan(name, "discrete", values, np.arange(values.size, dtype=np.int64))
     return out
+
+
+def level_plans(
+    rows: Rows,
+    chosen: Sequence[str],
+    *,
+    categorical: Sequence[str] = (),
+    discrete: Sequence[str] | str | None = None,
+    labels: Mapping[str, tuple[Any, ...]] | None = None,
+    X: np.ndarray | None = None,
+    engine: Engine = LOCAL,
+) -> dict[str, LevelPlan | str]:
+    """The plans of the features among ``chosen`` estimated per level: the categorical
+    ones from the whole table X (N, D) (their order comes from every row,
+    :func:`~ale_cli.estimators.levels.plan_levels`), the discrete ones from a pass over
+    ``rows`` (:func:`discrete_plans`)."""
+    kinds = {name: "categorical" for name in chosen if name in categorical}
+    out: dict[str, LevelPlan | str] = {}
+    if kinds:
+        if X is None:
+            raise ValueError("categorical features are planned from the whole table")
+        out = plan_levels(X, rows.names, kinds, categorical=categorical, labels=labels)
+    found = discrete_plans(
+        rows.source, rows.names, chosen, discrete, exclude=categorical, engine=engine
+    )
+    return out | found
