@@ -220,6 +220,8 @@ class LimitKernel:
 
     def __call__(self, chunk: Chunk, model: Any) -> LimitCells:
         X = np.asarray(chunk[ROWS], dtype=np.float64)
+        if not len(X):
+            return self.empty()
         f = model.predict
         Xs = np.ascontiguousarray(X.T[list(self.cols)])
         feats = [

@@ -93,14 +93,13 @@ class ClassicRequest:
     discrete: tuple[str, ...] | str | None = None
     #: rows read at a time from a data file; None reads the whole table at once
     chunk_rows: int | None = DEFAULT_CHUNK_ROWS
-    #: where the model evaluations run: local, or dask (the engine handed to :func:`classic`)
+    #: where the model evaluations run, as given (local, or dask at ``scheduler``): the
+    #: caller builds the engine handed to :func:`classic` (``ale_cli.engines.engine_for``,
+    #: which checks them)
     engine: str = "local"
     scheduler: str | None = None
 
     def __post_init__(self) -> None:
-        from ale_cli.engines import check_engine
-
-        check_engine(self.engine, self.scheduler)
         check_center(self.center)
         if self.discrete is not None and self.discrete != "auto":
             object.__setattr__(self, "discrete", names_tuple(self.discrete, "discrete"))
@@ -357,18 +356,14 @@ def _streamed(
         rows, streamed.features, categorical=scan.categorical, discrete=request.discrete,
         engine=engine,
     )  # fmt: skip
-    model = shipped(
-        inputs,
-        streamed.model,
-        Columns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes),
-        scan.first,
-    )
+    source = streamed.source(inputs, method=METHOD)
+    columns = Columns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes)
     return Loaded(
         rows=rows,
-        model=model,
+        model=shipped(inputs, streamed.model, columns, scan.first, source),
         features=streamed.features,
         levels=levels,
-        source=streamed.source(inputs, method=METHOD),
+        source=source,
         timings=dict(streamed.timings),
         notes=(*_dropna_note(scan.rows_dropped), *streamed.notes),
     )
@@ -385,6 +380,7 @@ def _whole(request: ClassicRequest, fixed: FixedBins, whole: WholeTable, engine:
         rows, opened.features, categorical=table.categorical, discrete=request.discrete,
         labels=table.levels, X=table.X, engine=engine,
     )  # fmt: skip
+    source = model_source(inputs, opened, method=METHOD)
     columns = Columns(
         names=table.feature_names,
         fixed=table.categorical,
@@ -393,10 +389,10 @@ def _whole(request: ClassicRequest, fixed: FixedBins, whole: WholeTable, engine:
     )
     return Loaded(
         rows=rows,
-        model=shipped(inputs, opened.model, columns, table.X),
+        model=shipped(inputs, opened.model, columns, table.X, source),
         features=opened.features,
         levels=levels,
-        source=model_source(inputs, opened, method=METHOD),
+        source=source,
         timings=dict(opened.timings),
         notes=(
             *((whole.note,) if whole.note else ()),
@@ -406,9 +402,11 @@ def _whole(request: ClassicRequest, fixed: FixedBins, whole: WholeTable, engine:
     )
 
 
-def shipped(inputs: ModelInputs, model: Model, columns: Columns, head: np.ndarray) -> ShippedModel:
+def shipped(
+    inputs: ModelInputs, model: Model, columns: Columns, head: np.ndarray, source: dict[str, Any]
+) -> ShippedModel:
     """The model loaded here as a handle that loads it the same way elsewhere (checked on
-    the rows ``head``, as here)."""
+    the rows ``head``, as here); ``source``: the summary's record of the model file."""
     return ShippedModel.of(
         Path(inputs.model),
         model_format=detect_format(inputs.model, inputs.model_format),
@@ -416,6 +414,7 @@ def shipped(inputs: ModelInputs, model: Model, columns: Columns, head: np.ndarra
         columns=columns,
         head=head,
         loaded=model,
+        sha256=source["model"]["sha256"],
     )
 
 
