@@ -230,10 +230,10 @@ def _rerun(kind: str, inputs: ModelInputs, chunk_rows: int | None) -> Any:
     return interact(request)
 
 
-def test_bootstrap_bands_and_discrete_features_stream_categorical_ones_do_not(case):
-    """Bootstrap bands resample the rows' differences kept by the pass, a discrete
-    feature's levels come from a pass: the file is read chunk by chunk, the summaries
-    those of the whole table. Categorical levels are ordered from every row."""
+def test_bootstrap_bands_and_per_level_features_stream(case):
+    """Bootstrap bands resample the rows' differences kept by the pass, the levels of
+    discrete and categorical features and their order come from passes: the file is read
+    chunk by chunk, the summaries those of the whole table."""
     inputs = ModelInputs(model=case["model"], data=case["data"], features=("a", "c"))
     request = ClassicRequest(inputs=inputs, bootstrap=Bootstrap(20, 0.9, 1), chunk_rows=16)
     with mock.patch.object(DataPasses, "open", autospec=True, side_effect=DataPasses.open) as spy:
@@ -250,11 +250,12 @@ def test_bootstrap_bands_and_discrete_features_stream_categorical_ones_do_not(ca
         numbers = _numbers(streamed)
         assert numbers["features"][1]["kind"] == "discrete"
         assert_same(numbers, _numbers(classic(replace(request, chunk_rows=None))))
-    cats = replace(inputs, categorical=("c",))
-    categorical = classic(ClassicRequest(inputs=cats, chunk_rows=16))
-    assert categorical.notes[0] == (
-        "read the whole table: categorical feature 'c' is estimated per level"
-    )
+    cats = ClassicRequest(inputs=replace(inputs, categorical=("c",)), chunk_rows=16)
+    streamed = classic(cats)
+    assert not any(n.startswith("read the whole table") for n in streamed.notes)
+    numbers = _numbers(streamed)
+    assert numbers["features"][1]["kind"] == "categorical"
+    assert_same(numbers, _numbers(classic(replace(cats, chunk_rows=None))))
 
 
 def test_a_columns_file_reads_the_whole_table_and_says_so(case, tmp_path: Path):

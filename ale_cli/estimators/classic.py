@@ -270,7 +270,7 @@ def classic_features(
     X = np.asarray(X, dtype=np.float64)
     rows = Rows.of(X, names)
     levels = level_plans(
-        rows, chosen, categorical=categorical, discrete=tuple(discrete), labels=labels, X=X
+        rows, chosen, categorical=categorical, discrete=tuple(discrete), labels=labels
     )
     settings = Settings(
         bins=bins,
@@ -291,20 +291,12 @@ def classic_features(
 
 def whole_table(request: ClassicRequest) -> WholeTable | None:
     """Whether ``request`` reads the whole table (and why), or None when its data file is
-    read chunk by chunk. The one place this is decided for ``ale classic``: the inputs'
-    reasons (:func:`~ale_cli.estimators.inputs_stream.whole_table_reason`), then the
-    categorical features, estimated per level in an order that every row shapes
-    (discrete features get their levels from a pass over the chunks)."""
+    read chunk by chunk: the one place this is decided for ``ale classic``. Only the
+    inputs have reasons (:func:`~ale_cli.estimators.inputs_stream.whole_table_reason`):
+    per-level features get their levels and order from passes, bootstrap bands resample
+    the differences the pass keeps."""
     reason = inputs_reason(request.inputs, request.chunk_rows)
-    if reason is not None:
-        return WholeTable(reason)
-    explained = request.inputs.features
-    cats = [c for c in request.inputs.categorical if explained is None or c in explained]
-    if cats:
-        return WholeTable(
-            f"read the whole table: categorical feature '{cats[0]}' is estimated per level"
-        )
-    return None
+    return None if reason is None else WholeTable(reason)
 
 
 @dataclass(frozen=True)
@@ -378,7 +370,7 @@ def _whole(request: ClassicRequest, fixed: FixedBins, whole: WholeTable, engine:
     rows = Rows.of(table.X, table.feature_names)
     levels = level_plans(
         rows, opened.features, categorical=table.categorical, discrete=request.discrete,
-        labels=table.levels, X=table.X, engine=engine,
+        labels=table.levels, engine=engine,
     )  # fmt: skip
     source = model_source(inputs, opened, method=METHOD)
     columns = Columns(

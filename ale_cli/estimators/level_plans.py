@@ -5,7 +5,8 @@ A discrete feature's levels are its distinct values in numeric order
 collects them (:class:`Distinct`, mergeable: at most ``limit + 1`` values a column are
 kept, enough to tell a column with more than ``limit``), so a data file read chunk by
 chunk needs no whole table for them. An array in memory is one chunk. A categorical
-feature's order comes from every row (:func:`~ale_cli.estimators.levels.plan_levels`).
+feature's levels are found the same way, and their order from further passes
+(:mod:`ale_cli.estimators.level_order`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from ale_cli.core.discrete import MAX_DISCRETE_LEVELS, MAX_LEVELS
-from ale_cli.estimators.levels import LevelPlan, check_discrete, plan_levels, too_many_levels
+from ale_cli.estimators.level_order import level_orders
+from ale_cli.estimators.levels import LevelPlan, check_discrete, too_many_levels
 from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.passes.engine import LOCAL, Chunk, Engine, Source
 
@@ -127,20 +129,32 @@ def level_plans(
     categorical: Sequence[str] = (),
     discrete: Sequence[str] | str | None = None,
     labels: Mapping[str, tuple[Any, ...]] | None = None,
-    X: np.ndarray | None = None,
     engine: Engine = LOCAL,
 ) -> dict[str, LevelPlan | str]:
-    """The plans of the features among ``chosen`` estimated per level: the categorical
-    ones from the whole table X (N, D) (their order comes from every row,
-    :func:`~ale_cli.estimators.levels.plan_levels`), the discrete ones from a pass over
-    ``rows`` (:func:`discrete_plans`)."""
-    kinds = {name: "categorical" for name in chosen if name in categorical}
+    """The plans of the features among ``chosen`` estimated per level, from passes over
+    ``rows``: the categorical ones (every input in ``categorical`` is; its levels in
+    ALEPlot's order, :func:`~ale_cli.estimators.level_order.level_orders`; ``labels``: a
+    text column's values by code) and the discrete ones (:func:`discrete_plans`)."""
+    cats = [name for name in chosen if name in categorical]
     out: dict[str, LevelPlan | str] = {}
-    if kinds:
-        if X is None:
-            raise ValueError("categorical features are planned from the whole table")
-        out = plan_levels(X, rows.names, kinds, categorical=categorical, labels=labels)
-    found = discrete_plans(
+    if cats:
+        cols = [rows.names.index(name) for name in cats]
+        kernel = DistinctKernel(tuple(cols), (MAX_LEVELS,) * len(cols))
+        found = engine.run(rows.source, kernel, merge_distinct, kernel.empty(), arrays=[ROWS])
+        todo = []
+        for name, col, values in zip(cats, cols, found.values, strict=True):
+            if values.size > MAX_LEVELS:
+                raise too_many_levels("categorical", name)
+            if values.size < 2:
+                out[name] = "single distinct value"
+            else:
+                todo.append((name, col, values))
+        others = [rows.names.index(name) for name in categorical if name in rows.names]
+        orders = level_orders(rows, [(c, v) for _, c, v in todo], others, engine=engine)
+        for (name, _, values), order in zip(todo, orders, strict=True):
+            label = (labels or {}).get(name)
+            out[name] = LevelPlan(name, "categorical", values, order.astype(np.int64), label)
+    found_discrete = discrete_plans(
         rows.source, rows.names, chosen, discrete, exclude=categorical, engine=engine
     )
-    return out | found
+    return out | found_discrete
