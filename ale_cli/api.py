@@ -38,9 +38,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ale_cli.engines import engine_for
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeResult
 from ale_cli.outputs.guard import guard
+from ale_cli.passes.engine import Engine
 from ale_cli.store.npz import Store, read_store
 from ale_cli.summary import model as _summary
 from ale_cli.summary.model import FeatureSummary, Summary, read_summary
@@ -80,7 +82,7 @@ def compute(
     pairs: Sequence[str | Sequence[str]] = (),
     force: bool = False,
     discrete: Names = None,
-    engine: str = "local",
+    engine: str | Engine = "local",
     scheduler: str | None = None,
     **options: Any,
 ) -> ComputeResult:
@@ -100,17 +102,16 @@ def compute(
     from ale_cli.estimators.pairs import parse_pairs
 
     inputs = ModelInputs(model=model, data=data, features=features, **options)
-    kind = "store-dir" if engine == "dask" else "store"
+    where = engine_for(engine, scheduler)
+    kind = "store-dir" if where.splits else "store"
     guard(out, kind=kind, inputs=_paths(model, data), force=force)
     request = ComputeRequest(
         inputs=inputs,
         out=Path(out),
         pairs=parse_pairs(pairs),
         discrete=discrete,  # type: ignore[arg-type]
-        engine=engine,
-        scheduler=scheduler,
     )
-    return run(request, force=force)
+    return run(request, engine=where, force=force)
 
 
 def rebin(

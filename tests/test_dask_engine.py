@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from ale_cli.data.partitions import Partition, plan_partitions, split_row_groups
 from ale_cli.data.stream import dataset_sha256
+from ale_cli.engines.cluster import DaskEngine
 from ale_cli.errors import InputError
 from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rhale
 from ale_cli.estimators.inputs import ModelInputs
@@ -58,10 +59,10 @@ def _model(path: Path) -> Path:
 def cluster():  # type: ignore[no-untyped-def]
     from distributed import LocalCluster
 
-    from ale_cli.engines.dask import _environ_kept
+    from ale_cli.engines.cluster import environ_kept
 
     with (
-        _environ_kept(),  # the nannies set MALLOC_TRIM_THRESHOLD_... in this process
+        environ_kept(),  # the nannies set MALLOC_TRIM_THRESHOLD_... in this process
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as local,
@@ -98,9 +99,8 @@ def stores(
     inputs = ModelInputs(model=model, data=data)
     local = compute(ComputeRequest(inputs=inputs, out=root / "local.npz", chunk_rows=1000))
     dask = compute(
-        ComputeRequest(
-            inputs=inputs, out=root / "dask", chunk_rows=1000, engine="dask", scheduler=cluster
-        )
+        ComputeRequest(inputs=inputs, out=root / "dask", chunk_rows=1000),
+        engine=DaskEngine(cluster),
     )
     assert not local.cache_hit and not dask.cache_hit
     return local.out, dask.out
@@ -167,7 +167,7 @@ def test_estimators_equal_between_engines(stores, cluster, make, monkeypatch):
     on_dask = make(dask, engine="dask", scheduler=cluster).summary
     _assert_same(reference, on_dask)
     _assert_same(reference, make(dask).summary)  # the local engine reads a directory store
-    monkeypatch.setattr("ale_cli.engines.dask.CHUNKS_PER_TASK", 5)  # a file store: 3 ranges
+    monkeypatch.setattr("ale_cli.store.npz.CHUNKS_PER_PART", 5)  # a file store: 3 ranges
     _assert_same(reference, make(local, engine="dask", scheduler=cluster).summary)
     assert on_dask.store["sha256"] == store_sha256(dask)
 
@@ -203,8 +203,8 @@ def test_cache_hit_and_a_failed_run_leaves_the_older_store(dataset, cluster, tmp
     out = tmp_path / "s"
 
     def run(inputs: ModelInputs, force: bool = False):  # type: ignore[no-untyped-def]
-        request = ComputeRequest(inputs=inputs, out=out, engine="dask", scheduler=cluster)
-        return compute(request, force=force)
+        request = ComputeRequest(inputs=inputs, out=out)
+        return compute(request, engine=DaskEngine(cluster), force=force)
 
     run(ModelInputs(model=model, data=data))
     assert run(ModelInputs(model=model, data=data)).cache_hit
@@ -232,7 +232,7 @@ def test_tiny_and_empty_partitions_as_the_local_engine(dataset, cluster, tmp_pat
     inputs = ModelInputs(model=model, data=data)
     local = compute(ComputeRequest(inputs=inputs, out=tmp_path / "l.npz")).out
     dask = compute(
-        ComputeRequest(inputs=inputs, out=tmp_path / "d", engine="dask", scheduler=cluster)
+        ComputeRequest(inputs=inputs, out=tmp_path / "d"), engine=DaskEngine(cluster)
     ).out
     np.testing.assert_array_equal(read_store(dask).X, X)
     np.testing.assert_array_equal(read_store(dask).local_effects, read_store(local).local_effects)
@@ -242,12 +242,8 @@ def test_tiny_and_empty_partitions_as_the_local_engine(dataset, cluster, tmp_pat
     pd.DataFrame(X[:1], columns=NAMES).to_parquet(single / "p.parquet", index=False)
     with pytest.raises(InputError, match=r"has 1 row; at least 2 are needed"):
         compute(
-            ComputeRequest(
-                inputs=ModelInputs(model=model, data=single),
-                out=tmp_path / "e",
-                engine="dask",
-                scheduler=cluster,
-            )
+            ComputeRequest(inputs=ModelInputs(model=model, data=single), out=tmp_path / "e"),
+            engine=DaskEngine(cluster),
         )
 
 
@@ -328,15 +324,18 @@ def test_cli_engine_options(stores, dataset, cluster, cli, tmp_path: Path):
         cluster,
     )
     assert r.exit_code == 2
-    assert "--engine dask cannot compute this model (piecewise constant" in r.stderr
+    assert (
+        "--engine dask evaluates the model on partitions of a data file, but the model is "
+        "piecewise constant" in r.stderr
+    )
     assert not (tmp_path / "p").exists()
     onnx_trees = Path(__file__).resolve().parent.parent / "sample_data/models/diabetes_gbr.onnx"
     r = cli("compute", onnx_trees, data, "-o", tmp_path / "p", "--engine", "dask")
     assert r.exit_code == 2
-    assert "--engine dask cannot compute a tree-ensemble ONNX model" in r.stderr
+    assert "but a tree-ensemble ONNX model is piecewise constant" in r.stderr
     r = cli("compute", model, data, "-o", tmp_path / "p", "--engine", "dask", "--discrete", "a")
     assert r.exit_code == 2
-    assert "--engine dask does not store the jumps of features estimated per level" in r.stderr
+    assert "but the levels of features estimated per level (discrete" in r.stderr
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "keep.txt").write_text("mine")
     r = cli("compute", model, data, "-o", tmp_path / "plain", "--engine", "dask", "--force")
@@ -411,9 +410,8 @@ def test_a_scikit_learn_model_on_dask_gives_the_local_store(dataset, cluster, tm
     inputs = ModelInputs(model=model, data=data, trust_pickle=True)
     local = compute(ComputeRequest(inputs=inputs, out=tmp_path / "l.npz", chunk_rows=1000))
     dask = compute(
-        ComputeRequest(
-            inputs=inputs, out=tmp_path / "d", chunk_rows=1000, engine="dask", scheduler=cluster
-        )
+        ComputeRequest(inputs=inputs, out=tmp_path / "d", chunk_rows=1000),
+        engine=DaskEngine(cluster),
     )
     a, b = read_store(local.out), read_store(dask.out)
     assert local.method == dask.method == "finite-differences"
@@ -537,9 +535,10 @@ def test_pairs_on_dask_store_the_local_mixed_derivatives(dataset, cluster, tmp_p
     pairs = (("a", "b"), ("c", "d"))
     local, dask = (
         compute(
-            ComputeRequest(inputs=inputs, out=tmp_path / out, pairs=pairs, chunk_rows=1000, **kw)
+            ComputeRequest(inputs=inputs, out=tmp_path / out, pairs=pairs, chunk_rows=1000),
+            **kw,
         )
-        for out, kw in (("l.npz", {}), ("d", {"engine": "dask", "scheduler": cluster}))
+        for out, kw in (("l.npz", {}), ("d", {"engine": DaskEngine(cluster)}))
     )
     a, b = read_store(local.out), read_store(dask.out)
     mixed = b.mixed_derivatives()
@@ -614,10 +613,8 @@ def test_a_dataset_of_files_cut_into_ranges_hashes_as_the_local_engine(
         inputs=ModelInputs(model=model, data=data),
         out=tmp_path / "d",
         chunk_rows=1000,
-        engine="dask",
-        scheduler=cluster,
     )
-    dask = compute(request).out
+    dask = compute(request, engine=DaskEngine(cluster)).out
     meta = read_meta(dask)
     assert [p["row_groups"] for p in meta["parts"]] == [[0, 3], [3, 5]] * 4
     assert [p["rows"] for p in meta["parts"]] == [2100, 900] * 4
@@ -651,10 +648,8 @@ def test_one_parquet_file_is_split_into_row_group_partitions(
     monkeypatch.setattr("ale_cli.data.partitions.MIN_PARTITION_ROWS", 1)  # ~5000/8 a task
     inputs = ModelInputs(model=model, data=path, dropna=True)
     local = compute(ComputeRequest(inputs=inputs, out=tmp_path / "l.npz", chunk_rows=256)).out
-    request = ComputeRequest(
-        inputs=inputs, out=tmp_path / "d", chunk_rows=256, engine="dask", scheduler=cluster
-    )
-    dask = compute(request).out
+    request = ComputeRequest(inputs=inputs, out=tmp_path / "d", chunk_rows=256)
+    dask = compute(request, engine=DaskEngine(cluster)).out
     a, b = read_store(local), read_store(dask)
     np.testing.assert_array_equal(b.X, kept)
     np.testing.assert_array_equal(b.X, a.X)
@@ -677,14 +672,9 @@ def test_one_parquet_file_is_split_into_row_group_partitions(
         first, last = starts[p["row_groups"][0]], starts[p["row_groups"][1]]
         nan_rows = sum(first <= r < last for r in (1234, 4500))
         assert p["rows"] == last - first - nan_rows
-    refused = ComputeRequest(
-        inputs=ModelInputs(model=model, data=path),
-        out=tmp_path / "e",
-        engine="dask",
-        scheduler=cluster,
-    )
+    refused = ComputeRequest(inputs=ModelInputs(model=model, data=path), out=tmp_path / "e")
     with pytest.raises(InputError, match=r"big.parquet' \(row groups \d+-\d+\) has 1 row with"):
-        compute(refused)
+        compute(refused, engine=DaskEngine(cluster))
     assert not (tmp_path / "e").exists()
 
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ale_cli.estimators.local_effects as compute_module
+import ale_cli.estimators.local_effects_plan as plan_module
 from ale_cli.errors import RunError
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeRequest, compute
@@ -135,12 +136,12 @@ FD_RTOL = 1e-9
 def _whole_store(request: ComputeRequest, out: Path, chunk: int) -> None:
     from dataclasses import replace
 
-    real = compute_module.streams
-    compute_module.streams = lambda inputs: False  # type: ignore[assignment]
+    real = plan_module.streams
+    plan_module.streams = lambda inputs: False  # type: ignore[assignment]
     try:
         compute(replace(request, out=out, chunk_rows=chunk), force=True)
     finally:
-        compute_module.streams = real
+        plan_module.streams = real
 
 
 def _stores(model: Path, data: Path, tmp: Path, chunk: int, tag: str, pairs=(), **kw):  # type: ignore[no-untyped-def]
@@ -252,7 +253,7 @@ def test_onnx_autodiff_streams_and_equals_the_whole_table(onnx_mlp, tmp_path: Pa
 
 def _paths_taken(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
     taken: list[str] = []
-    real_stream, real_whole = compute_module._stream, compute_module._whole
+    real_stream, real_whole = compute_module.streamed_run, compute_module.whole_run
 
     def stream(*args, **kw):  # type: ignore[no-untyped-def]
         out = real_stream(*args, **kw)
@@ -263,8 +264,8 @@ def _paths_taken(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
         taken.append("whole")
         return real_whole(*args, **kw)
 
-    monkeypatch.setattr(compute_module, "_stream", stream)
-    monkeypatch.setattr(compute_module, "_whole", whole)
+    monkeypatch.setattr(compute_module, "streamed_run", stream)
+    monkeypatch.setattr(compute_module, "whole_run", whole)
     return taken
 
 
@@ -310,7 +311,7 @@ def test_an_onnx_tree_ensemble_keeps_the_whole_table_path_without_a_first_pass(
     inputs = ModelInputs(model=model, data=data, inputs=("a", "b"))
     out = tmp_path / "s.npz"
     compute(ComputeRequest(inputs=inputs, out=out, chunk_rows=16), force=True)
-    assert taken == ["stream declined", "whole"]
+    assert taken == ["whole"]  # decided before any read
     meta = read_store(out).meta
     assert meta["method_details"]["step"]["rule"] == "piecewise-constant model type"
     assert "first_pass_s" not in meta["timings"]
@@ -354,7 +355,7 @@ def test_data_changed_between_the_two_reads_is_refused(smooth_pickle, tmp_path: 
         frame.to_csv(data, index=False, float_format="%.17g")  # the same rows, other bytes
         return found
 
-    monkeypatch.setattr(profiling, "first_pass", then_rewrite)
+    monkeypatch.setattr(plan_module, "first_pass", then_rewrite)
     inputs = ModelInputs(
         model=smooth_pickle, data=data, exclude=("y",), trust_pickle=True, drop_nonfinite=True
     )

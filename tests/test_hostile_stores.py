@@ -604,7 +604,7 @@ def test_compute_recomputes_its_own_damaged_store_and_says_so(cli, sws: Path, da
 
 
 def test_a_damaged_directory_store_is_not_a_cache_hit(sws: Path):
-    from ale_cli.estimators.local_effects import Damaged, _cached
+    from ale_cli.estimators.local_effects import Damaged, cached_result
 
     data_byte("d/part-00001.npz", "X.00000")(sws)
     with pytest.raises(DamagedStore, match="part-00001.npz': array 'X.00000' is damaged"):
@@ -613,7 +613,7 @@ def test_a_damaged_directory_store_is_not_a_cache_hit(sws: Path):
     class Request:  # what the cache check reads of a request
         out = sws / "d"
 
-    found = _cached(Request(), None, 0.0)  # type: ignore[arg-type]
+    found = cached_result(Request(), None, 0.0)  # type: ignore[arg-type]
     assert isinstance(found, Damaged) and "was damaged; recomputed" in found.note
 
 

@@ -144,12 +144,12 @@ def test_streamed_store_equals_whole_table_for_any_chunk_size(model64, tmp_path:
 
 
 def test_streamed_and_whole_paths_give_the_same_store(model64, tmp_path: Path, monkeypatch):
-    import ale_cli.estimators.local_effects as compute_module
+    import ale_cli.estimators.local_effects_plan as plan_module
 
     data = tmp_path / "d.csv"
     _frame(120).to_csv(data, index=False)
     streamed = read_store(_compute(model64, data, tmp_path / "a.npz", chunk=31))
-    monkeypatch.setattr(compute_module, "streams", lambda inputs: False)
+    monkeypatch.setattr(plan_module, "streams", lambda inputs: False)
     whole = read_store(_compute(model64, data, tmp_path / "b.npz", chunk=31))
     np.testing.assert_array_equal(streamed.X, whole.X)
     np.testing.assert_allclose(streamed.local_effects, whole.local_effects, rtol=0, atol=1e-12)
@@ -373,7 +373,7 @@ def test_arrow_values_equal_to_numpy(kind: str):
     with an offset); the values are those of ``to_numpy``."""
     import pyarrow as pa
 
-    from ale_cli.data.stream import _arrow_values
+    from ale_cli.data.batches import arrow_values
 
     rng = np.random.default_rng(1)
     if kind == "bool":
@@ -384,7 +384,7 @@ def test_arrow_values_equal_to_numpy(kind: str):
         full = pa.array((rng.normal(size=50) * 50).astype(kind))
     for column in (full, full.slice(13, 20)):
         expected = column.to_numpy(zero_copy_only=False)
-        np.testing.assert_array_equal(_arrow_values(column), expected)
+        np.testing.assert_array_equal(arrow_values(column), expected)
 
 
 def test_streaming_compute_of_numeric_parquet_does_not_import_pandas(model32, tmp_path: Path):

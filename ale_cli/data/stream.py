@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.data.batches import batch_matrix
 from ale_cli.data.dataset import (
     check_part,
     combine_hashes,
@@ -59,7 +60,6 @@ from ale_cli.data.table import (
     detect_format,
     refuse_duplicate_headers,
     select_columns,
-    to_float_matrix,
 )
 from ale_cli.errors import InputError
 
@@ -158,7 +158,7 @@ def inputs_sha256(data: Any) -> str:
     return data_sha256(data) if is_frame(data) else dataset_sha256(Path(data))
 
 
-def _combined_dtype(a: str, b: str) -> str:
+def combined_dtype(a: str, b: str) -> str:
     """The dtype pandas gives a whole column whose chunks had dtypes a and b."""
     if a == b:
         return a
@@ -227,9 +227,9 @@ class TableStream:
         try:
             for frame in frames:
                 self.rows_read += len(frame)
-                X, dtypes = _matrix(frame, self.feature_names, self.path)
+                X, dtypes = batch_matrix(frame, self.feature_names, self.path)
                 for c, dt in dtypes.items():
-                    self.dtypes[c] = _combined_dtype(self.dtypes.get(c, dt), dt)
+                    self.dtypes[c] = combined_dtype(self.dtypes.get(c, dt), dt)
                 bad = ~np.isfinite(X)
                 bad_rows = bad.any(axis=1)
                 if bad_rows.any():
@@ -291,60 +291,6 @@ class TableStream:
         for r in self._readers:
             if not r.closed:
                 r.close()
-
-
-def _arrow_dtype(column: Any) -> str | None:
-    """The pandas dtype name a numeric or boolean Arrow column becomes (None: other types)."""
-    import pyarrow as pa
-
-    t = column.type
-    if pa.types.is_floating(t):
-        return "float32" if t.bit_width == 32 else "float64"
-    if pa.types.is_integer(t):
-        return "float64" if column.null_count else str(t.to_pandas_dtype().__name__)
-    if pa.types.is_boolean(t):
-        return "object" if column.null_count else "bool"
-    return None
-
-
-def _matrix(frame: Any, columns: Sequence[str], path: Path) -> tuple[np.ndarray, dict[str, str]]:
-    """(n, D) float64 values of ``columns`` and their pandas dtype names, from a pandas
-    DataFrame or an Arrow RecordBatch (converted without pandas when every column is
-    numeric or boolean; pandas is imported only for other columns, to report them)."""
-    if hasattr(frame, "schema"):  # pyarrow.RecordBatch
-        index = [frame.schema.get_field_index(c) for c in columns]
-        if min(index, default=0) < 0:  # -1 would read the last column: never by position
-            raise InputError(f"data file '{path}' has no column '{columns[index.index(-1)]}'")
-        cols = [frame.column(i) for i in index]
-        dtypes = [_arrow_dtype(c) for c in cols]
-        if any(dt is None for dt in dtypes):
-            frame = frame.to_pandas()
-        else:
-            out = np.empty((frame.num_rows, len(columns)), dtype=np.float64)
-            for j, c in enumerate(cols):
-                if c.null_count:
-                    c = c.cast("float64").fill_null(float("nan"))
-                out[:, j] = _arrow_values(c)
-            return out, dict(zip(columns, dtypes, strict=True))  # type: ignore[arg-type]
-    X = to_float_matrix(frame, columns, path)
-    return X, {c: str(frame[c].dtype) for c in columns}
-
-
-def _arrow_values(column: Any) -> np.ndarray:
-    """A numeric or boolean Arrow array's values as numpy. A numeric column without
-    nulls is viewed in its data buffer: ``Array.to_numpy`` imports pandas (0.3-0.4 s,
-    pyarrow 26), which the streaming compute otherwise never needs."""
-    import pyarrow as pa
-
-    t = column.type
-    if not column.null_count and (pa.types.is_floating(t) or pa.types.is_integer(t)):
-        kind = "f" if pa.types.is_floating(t) else "i" if pa.types.is_signed_integer(t) else "u"
-        dtype = np.dtype(f"<{kind}{t.bit_width // 8}")
-        data = column.buffers()[1]
-        return np.frombuffer(
-            data, dtype=dtype, count=len(column), offset=column.offset * dtype.itemsize
-        )
-    return np.asarray(column.to_numpy(zero_copy_only=False))
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,8 @@ class DaskEngine:
     ``DaskEngine(...)`` checks nothing and connects to nothing: build it with
     :func:`ale_cli.engines.engine_for`, which validates the options once."""
 
+    splits = True
+
     def __init__(self, scheduler: str | None = None) -> None:
         self.scheduler = scheduler
         self._client: Client | None = None
@@ -129,6 +131,11 @@ class DaskEngine:
         """The worker threads of the cluster: the parts that run at once."""
         with self:
             return worker_slots(self.client)
+
+    def describe(self) -> dict[str, Any]:
+        """The engine's name and the cluster's workers (it is reached for them)."""
+        with self:
+            return {"name": "dask", "workers": len(self.client.scheduler_info().get("workers", {}))}
 
     def run(
         self,

@@ -91,17 +91,6 @@ def require_dask() -> None:
         ) from None
 
 
-def needs_local(reason: str) -> InputError:
-    """The refusal of ``--engine dask`` for inputs only the whole table handles (``reason``:
-    the note the local engine gives for reading the whole table)."""
-    why = reason.removeprefix("read the whole table: ")
-    return InputError(
-        f"{{param}} dask evaluates the model on partitions of a data file, but {why}; use "
-        "{param} local",
-        param="engine",
-    )
-
-
 def scheduler_address(scheduler: str) -> str:
     """The address of the scheduler given as an address or a scheduler file
     (:func:`~ale_cli.engines.scheduler_target`); InputError for a file that holds none."""

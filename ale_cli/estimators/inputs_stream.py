@@ -1,7 +1,7 @@
 """The model and the data of ``ale classic`` / ``ale interact`` when the data are read
 chunk by chunk: whether they can be, the first pass, and the model loaded on a chunk.
 
-:func:`whole_table_reason` decides: the data are streamed when they are a file
+:func:`reading_of` decides (a :class:`Reading`): the data are streamed when they are a file
 (CSV, Parquet, or a directory of Parquet files) and the model takes the rows as
 they are; the whole table is read instead, with a note saying why, when
 
@@ -27,7 +27,10 @@ from ale_cli.data.table import is_frame
 from ale_cli.errors import InputError
 from ale_cli.estimators.inputs import ModelInputs, feature_columns
 from ale_cli.io.files import sha256_file
+from ale_cli.models import Columns, detect_format, load_model
 from ale_cli.models.base import Model
+from ale_cli.models.columns import ColumnOrder, model_column_order, order_note
+from ale_cli.passes.engine import Engine
 from ale_cli.passes.spool import DataPasses, Scan
 
 
@@ -35,18 +38,68 @@ class NeedsWholeTable(Exception):
     """The first pass found something only the whole-table reader handles (the reason)."""
 
 
-def whole_table_reason(inputs: ModelInputs, chunk_rows: int | None) -> str | None:
-    """Why these inputs are read as a whole table (a note), "" when that needs no note
-    (a DataFrame, or ``chunk_rows`` None), None when they are streamed."""
-    from ale_cli.models import detect_format
-    from ale_cli.models.columns import model_column_order
+@dataclass(frozen=True)
+class Reading:
+    """How the data are read: chunk by chunk (``whole`` False) or as a whole table, with
+    the note that says why (``reason``: "read the whole table: ...", or "" where no note
+    is needed, a DataFrame).
 
+    >>> Reading.whole_table("read the whole table: the levels come from every row").note()
+    'read the whole table: the levels come from every row'
+    >>> STREAMED.note() is None
+    True
+    """
+
+    whole: bool
+    reason: str = ""
+
+    @classmethod
+    def whole_table(cls, reason: str = "") -> Reading:
+        return cls(True, reason)
+
+    def note(self) -> str | None:
+        """The note a run reports (None: streamed, or no note needed)."""
+        return self.reason or None
+
+    def check(self, engine: Engine) -> None:
+        """InputError naming ``engine`` when it runs the parts of the data apart (Dask) and
+        these data must be read whole; None otherwise."""
+        if self.whole and engine.splits:
+            raise needs_local(self.reason or "the data are read whole (a DataFrame)")
+
+
+#: the data read chunk by chunk
+STREAMED = Reading(False)
+
+
+def needs_local(reason: str) -> InputError:
+    """The refusal of the Dask engine for inputs only the whole table handles (``reason``:
+    the note the local engine gives for reading the whole table)."""
+    why = reason.removeprefix("read the whole table: ")
+    return InputError(
+        f"{{param}} dask evaluates the model on partitions of a data file, but {why}; use "
+        "{param} local",
+        param="engine",
+    )
+
+
+def reading_of(inputs: ModelInputs, chunk_rows: int | None) -> Reading:
+    """How ``inputs`` are read: whole for a DataFrame or without ``chunk_rows`` (no note),
+    whole when the model's columns are matched by name (a note), else streamed."""
     if chunk_rows is None or is_frame(inputs.data):
-        return ""
+        return Reading.whole_table()
     order = model_column_order(inputs.model, detect_format(inputs.model, inputs.model_format))
     if order.names is not None:
-        return f"read the whole table: {order.source} matches the data's columns by name"
-    return None
+        return Reading.whole_table(
+            f"read the whole table: {order.source} matches the data's columns by name"
+        )
+    return STREAMED
+
+
+def whole_table_reason(inputs: ModelInputs, chunk_rows: int | None) -> str | None:
+    """:func:`reading_of` as the reason (None: streamed; "" whole with no note)."""
+    reading = reading_of(inputs, chunk_rows)
+    return reading.reason if reading.whole else None
 
 
 @dataclass(frozen=True)
@@ -83,9 +136,6 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
 
     Raises :class:`NeedsWholeTable` when a scikit-learn model meets a text column.
     """
-    from ale_cli.models import Columns, detect_format, load_model
-    from ale_cli.models.columns import ColumnOrder, order_note
-
     inputs.check_files()
     model_format = detect_format(inputs.model, inputs.model_format)
     passes = DataPasses(
@@ -141,20 +191,20 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
 
 
 def streamed_or_reason(
-    inputs: ModelInputs, *, chunk_rows: int | None, reason: str | None, engine: str
+    inputs: ModelInputs, *, chunk_rows: int | None, reason: str | None, engine: Engine | str
 ) -> Streamed | str | None:
     """The data opened for the streaming passes (:func:`open_streamed`), or why the whole
     table is read instead (the note: ``reason``, or what the first pass found; "" or None
-    for no note). ``engine="dask"`` refuses inputs that need the whole table."""
-    from ale_cli.engines import needs_local
-
-    if engine == "dask" and reason is not None:
+    for no note). An engine that splits the data refuses inputs that need the whole table
+    (``engine`` as a name: until every estimator is handed the engine object)."""
+    splits = engine == "dask" if isinstance(engine, str) else engine.splits
+    if splits and reason is not None:
         raise needs_local(reason or "the data are read whole (a DataFrame, or no chunk size)")
     if reason is not None or chunk_rows is None:
         return reason
     try:
         return open_streamed(inputs, chunk_rows=chunk_rows)
     except NeedsWholeTable as exc:
-        if engine == "dask":
+        if splits:
             raise needs_local(str(exc)) from None
         return str(exc)

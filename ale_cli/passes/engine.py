@@ -95,12 +95,19 @@ Progress = Callable[[int], None]
 class Engine(Protocol):
     """Runs a kernel over a source's chunks and folds the states in row order.
 
-    ``slots``: how many parts run at once (None: the engine does not split sources; a
-    source planned for it is one part). An engine is a context manager: inside one
-    ``with`` block its runs share their resources (a cluster)."""
+    ``splits``: True when the parts of a source run apart, in other processes (Dask):
+    sources are then planned in parts, sources read whole are refused, and ``shared`` and
+    the kernels travel. ``slots``: how many parts run at once (None: the engine does not
+    split sources; a source planned for it is one part). An engine is a context manager:
+    inside one ``with`` block its runs share their resources (a cluster). ``describe()``:
+    what a result records of where it ran (None for this process)."""
+
+    splits: bool
 
     @property
     def slots(self) -> int | None: ...
+
+    def describe(self) -> dict[str, Any] | None: ...
 
     def __enter__(self) -> Engine: ...
 
@@ -149,7 +156,8 @@ def fold_part(
 @dataclass(frozen=True)
 class LocalEngine:
     """This process: chunks read ahead, kernels on worker threads
-    (:func:`~ale_cli.io.threads.ordered_map`), states merged in row order.
+    (:func:`~ale_cli.io.threads.ordered_map`; one at a time in a run with ``shared``, a
+    model, which uses the cores itself), states merged in row order.
 
     >>> import numpy as np
     >>> src = ArraySource({"x": np.arange(5.0)})
@@ -158,9 +166,13 @@ class LocalEngine:
     """
 
     threads: int | None = None
+    splits = False
 
     @property
     def slots(self) -> int | None:
+        return None
+
+    def describe(self) -> dict[str, Any] | None:
         return None
 
     def __enter__(self) -> LocalEngine:
@@ -182,14 +194,14 @@ class LocalEngine:
         progress: Progress | None = None,
     ) -> S:
         value = None if shared is None else shared.get()
+        # a model uses the cores itself: one chunk at a time (the next one read meanwhile)
+        threads = self.threads if shared is None else 1
         acc = empty
         for index, part in enumerate(source.parts()):
             part_acc = empty
             with _writer(sink, index) as writer:
                 states = ordered_map(
-                    lambda c: (kernel(c, value), c.n_rows),
-                    part.chunks(arrays),
-                    threads=self.threads,
+                    lambda c: (kernel(c, value), c.n_rows), part.chunks(arrays), threads=threads
                 )
                 for state, rows in states:
                     part_acc = merge(part_acc, state if writer is None else writer.write(state))

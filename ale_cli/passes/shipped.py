@@ -11,6 +11,7 @@ of all rows: every worker gets the model of this process.
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 import threading
 import weakref
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.errors import RunError
 from ale_cli.io.files import sha256_file
 from ale_cli.models import Columns, LoadOptions, Model, load_model
 from ale_cli.models.profile import DataProfile
@@ -33,7 +35,6 @@ class ShippedModel:
 
     path: str
     sha256: str
-    data: bytes = field(repr=False)
     model_format: str
     options: LoadOptions
     columns: Columns
@@ -41,6 +42,8 @@ class ShippedModel:
     profile: DataProfile | None = field(default=None, repr=False)
     #: the model loaded in this process (never pickled)
     loaded: Model | None = field(default=None, repr=False, compare=False)
+    #: the file's bytes (read when the handle is pickled, checked against ``sha256``)
+    data: bytes | None = field(default=None, repr=False)
 
     @classmethod
     def of(
@@ -55,13 +58,17 @@ class ShippedModel:
         loaded: Model | None = None,
         sha256: str | None = None,
     ) -> ShippedModel:
-        """The handle of the model file ``path`` (its bytes read now)."""
-        data = Path(path).read_bytes()
+        """The handle of the model file ``path`` (``sha256``: its hash, when known)."""
         digest = sha256 if sha256 is not None else sha256_file(path)
-        return cls(str(path), digest, data, model_format, options, columns, head, profile, loaded)
+        return cls(str(path), digest, model_format, options, columns, head, profile, loaded)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuilt, (self.__dict__ | {"loaded": None},))
+        data = self.data
+        if data is None:
+            data = Path(self.path).read_bytes()
+            if hashlib.sha256(data).hexdigest() != self.sha256:
+                raise RunError(f"model file '{self.path}' changed during the run")
+        return (_rebuilt, (self.__dict__ | {"loaded": None, "data": data},))
 
     def get(self) -> Model:
         """The model: loaded here, or loaded once per process from the file's bytes."""
@@ -81,6 +88,8 @@ class ShippedModel:
         except OSError:
             same = False
         if not same:
+            if self.data is None:
+                raise RunError(f"model file '{self.path}' changed during the run")
             path = Path(tempfile.mkdtemp(prefix="ale-model-")) / path.name
             path.write_bytes(self.data)
         return load_model(

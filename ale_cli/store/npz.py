@@ -74,6 +74,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ale_cli.data.source import Chunk
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import loads, to_jsonable
@@ -190,6 +191,15 @@ class Store(_Columns):
             np.ascontiguousarray(self.X[:, x_cols]),
             np.ascontiguousarray(self.local_effects[:, e_cols]),
         )
+
+    def parts(self) -> tuple[Store, ...]:
+        """A store in memory is one part (:class:`~ale_cli.data.source.Source`)."""
+        return (self,)
+
+    def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
+        """The row arrays ``arrays`` as one chunk (mixed derivatives (P, N), as stored)."""
+        rows = {"X": self.X, "local_effects": self.local_effects, "prediction": self.prediction}
+        yield Chunk(0, {name: rows[name] if name in rows else self.extra[name] for name in arrays})
 
     def mixed_derivatives(self) -> dict[tuple[str, str], np.ndarray]:
         """The cached mixed derivatives by pair (a, b), each (N,); empty if there are none."""
@@ -422,10 +432,33 @@ class StoreFile(_Columns):
     feature_names: tuple[str, ...]
     input_names: tuple[str, ...]
     rows: tuple[int, ...]
+    #: the index of its first row in the store it is a part of (0: a whole store)
+    offset: int = 0
 
     @property
     def n_rows(self) -> int:
         return int(sum(self.rows))
+
+    def parts(self) -> tuple[StoreFile, ...]:
+        """The store as a :class:`~ale_cli.data.source.Source`: ranges of
+        :data:`CHUNKS_PER_PART` chunks in row order (:class:`ChunkRange`; a store of one
+        array per name, schema 1-2, is one part); empty ones left out."""
+        if self.meta.get("chunks") is None:
+            return (self,) if self.n_rows else ()
+        starts = np.cumsum([0, *self.rows])
+        return tuple(
+            ChunkRange(
+                path=self.path,
+                meta={},
+                feature_names=self.feature_names,
+                input_names=self.input_names,
+                rows=tuple(self.rows[i : i + CHUNKS_PER_PART]),
+                offset=self.offset + int(starts[i]),
+                first=i,
+            )
+            for i in range(0, len(self.rows), CHUNKS_PER_PART)
+            if sum(self.rows[i : i + CHUNKS_PER_PART])
+        )
 
     def x_range(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Per-input minimum and maximum over all rows from the manifest (None if absent)."""
@@ -436,8 +469,9 @@ class StoreFile(_Columns):
             chunks["x_max"], dtype=np.float64
         )
 
-    def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[dict[str, np.ndarray]]:
-        """The row arrays ``arrays`` chunk by chunk (a single-array store is one chunk).
+    def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
+        """The row arrays ``arrays`` chunk by chunk (a single-array store is one chunk),
+        each :class:`~ale_cli.data.source.Chunk` with the index of its first row.
 
         X keeps its stored dtype; mixed derivatives are (P, n_i).
         """
@@ -446,7 +480,7 @@ class StoreFile(_Columns):
                 chunk = {name: npz[name] for name in arrays}
             for name, array in chunk.items():
                 check_finite(self.path, name, array, self.labels(name))
-            yield chunk
+            yield Chunk(self.offset, chunk)
             return
         yield from self.read_chunks(range(len(self.rows)), arrays)
 
@@ -457,14 +491,15 @@ class StoreFile(_Columns):
 
     def read_chunks(
         self, indices: Iterable[int], arrays: Sequence[str] = ROW_ARRAYS
-    ) -> Iterator[dict[str, np.ndarray]]:
+    ) -> Iterator[Chunk]:
         """Chunks ``indices`` of a chunked store: the row arrays ``arrays`` of each, every
         member read whole and checked (CRC-32, finite values); the chunk's other members
         are CRC-checked too, once per process while the file is unchanged, so a reader
         never gets a chunk of a store with a damaged member there."""
+        offset = self.offset
         with _open(self.path) as archive:
             identity = archive.identity()
-            for i in indices:
+            for n, i in enumerate(indices):
                 chunk = {}
                 for name in arrays:
                     entry = chunk_entry(name, i)
@@ -476,7 +511,8 @@ class StoreFile(_Columns):
                     if entry in archive.members and (identity, entry) not in _VERIFIED:
                         archive.verify(entry)
                         _VERIFIED.add((identity, entry))
-                yield chunk
+                yield Chunk(offset, chunk)
+                offset += self.rows[n]
 
     def recorded_prediction(self) -> dict[str, Any] | None:
         """The distribution of the predictions the manifest records (see
@@ -498,6 +534,26 @@ class StoreFile(_Columns):
                 return ()
             pairs = npz[PAIRS].reshape(-1, 2)
         return tuple((str(a), str(b)) for a, b in pairs)
+
+
+#: chunks per part of a chunked store file (16 chunks of 65536 rows: about 1e6 rows, one
+#: task of the Dask engine)
+CHUNKS_PER_PART = 16
+
+
+@dataclass(frozen=True)
+class ChunkRange(StoreFile):
+    """Chunks ``first, first + 1, ...`` (``rows`` of them) of a single-file chunked store:
+    a part of it (:meth:`StoreFile.parts`)."""
+
+    first: int = 0
+
+    def parts(self) -> tuple[StoreFile, ...]:
+        return (self,)
+
+    def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
+        """The chunks of the range, every member verified as the store's reader does."""
+        return self.read_chunks(range(self.first, self.first + len(self.rows)), arrays)
 
 
 def open_store(path: str | Path) -> StoreFile:

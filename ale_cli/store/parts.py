@@ -34,12 +34,13 @@ import os
 import secrets
 import shutil
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ale_cli.data.source import Chunk
 from ale_cli.errors import InputError, RunError
 from ale_cli.io.jsonio import loads, to_jsonable
 from ale_cli.store.meta import meta_problem
@@ -76,20 +77,25 @@ def is_part_store(path: Path) -> bool:
 class PartStore(StoreFile):
     """A directory store opened for reading chunk by chunk (:func:`open_part_store`).
 
-    ``rows`` are the rows per part; ``parts`` the parts, each a
-    :class:`~ale_cli.store.npz.StoreFile` (a single-file store).
+    ``rows`` are the rows per part; ``files`` the parts, each a
+    :class:`~ale_cli.store.npz.StoreFile` (a single-file store) with the index of its
+    first row in the store (``offset``). As a :class:`~ale_cli.data.source.Source`, its
+    parts are its files' ranges of chunks, in row order.
     """
 
-    parts: tuple[StoreFile, ...] = ()
+    files: tuple[StoreFile, ...] = ()
 
-    def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[dict[str, np.ndarray]]:
+    def parts(self) -> tuple[StoreFile, ...]:
+        return tuple(part for file in self.files for part in file.parts())
+
+    def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
         """The row arrays chunk by chunk, part after part."""
-        for part in self.parts:
-            yield from part.chunks(arrays)
+        for file in self.files:
+            yield from file.chunks(arrays)
 
     def pairs(self) -> tuple[tuple[str, str], ...]:
         """The pairs whose mixed derivatives every part holds (``compute --pairs``)."""
-        found = {part.pairs() for part in self.parts}
+        found = {part.pairs() for part in self.files}
         if len(found) != 1:
             raise InputError(f"store '{self.path}': its parts hold different pairs")
         return found.pop()
@@ -190,6 +196,8 @@ def open_part_store(path: str | Path) -> PartStore:
     path = Path(path)
     meta = _manifest(path)
     parts = tuple(_part(path, entry, meta) for entry in meta["parts"])
+    starts = np.cumsum([0, *(p.n_rows for p in parts)])
+    parts = tuple(replace(p, offset=int(start)) for p, start in zip(parts, starts, strict=False))
     names = tuple(meta["feature_names"])
     inputs = tuple(meta["input_names"])
     unknown = [n for n in names if n not in inputs]
@@ -202,7 +210,7 @@ def open_part_store(path: str | Path) -> PartStore:
         feature_names=names,
         input_names=inputs,
         rows=tuple(int(p["rows"]) for p in meta["parts"]),
-        parts=parts,
+        files=parts,
     )
 
 
@@ -211,7 +219,7 @@ def read_part_meta(path: str | Path) -> dict[str, Any]:
     byte of its parts (:func:`~ale_cli.store.npz.read_meta` of each: what makes a
     cache hit sound)."""
     handle = open_part_store(path)
-    for part in handle.parts:
+    for part in handle.files:
         read_meta(part.path)
     return handle.meta
 

@@ -119,21 +119,21 @@ def compute(
     --discrete features also get every row's jumps to the adjacent levels (model
     calls), so rebin and rhale report them per level as classic does.
     """
+    from ale_cli.engines import engine_for
     from ale_cli.estimators.local_effects import ComputeRequest
     from ale_cli.estimators.local_effects import compute as run_compute
     from ale_cli.estimators.pairs import parse_pairs
 
+    where = engine_for(engine, scheduler)
     request = ComputeRequest(
         inputs=replace(inputs, method=method, step=step),
         out=out,
         pairs=parse_pairs(pairs, "pairs"),
         chunk_rows=chunk_rows,
         discrete=discrete,
-        engine=engine,
-        scheduler=scheduler,
     )
     with run.progress("local effects", "mixed derivatives") as progress:
-        result = run_compute(request, force=force, progress=progress)
+        result = run_compute(request, engine=where, force=force, progress=progress)
     notes = list(result.notes)
     if result.reason is not None:
         notes.append(f"recomputed '{out}': {result.reason} since it was made")

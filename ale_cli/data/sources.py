@@ -1,0 +1,241 @@
+"""Data files and partitioned datasets as :class:`~ale_cli.data.source.Source` s.
+
+:class:`DataSource` is a CSV file, a Parquet file or a partitioned dataset read chunk by
+chunk (:func:`~ale_cli.data.stream.open_stream`); its parts are the whole stream (for an
+engine that does not split: the local engine reads and hashes it in one pass) or the
+partitions :func:`~ale_cli.data.partitions.plan_partitions` plans for an engine's slots
+(files, and row-group ranges of large Parquet files). Chunks hold ``X`` (n, D), the rows
+kept in the order read; a chunk's ``offset`` counts the rows kept before it (a
+partition's first row by the Parquet footers' row counts). The last chunk of every part
+(of no rows) carries in ``end`` what only the end of the read tells (:class:`ReadEnd`).
+:class:`OpenedSource` is a stream already opened and begun here (its first chunk read
+to load a model on it): a one-part source for this process only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli.data.partitions import Partition, plan_partitions
+from ale_cli.data.source import Chunk
+from ale_cli.data.stream import (
+    DEFAULT_CHUNK_ROWS,
+    TableStream,
+    combined_dtype,
+    dataset_files,
+    open_stream,
+)
+
+#: the key of a part's :class:`ReadEnd` in its last chunk's ``end``
+READ = "read"
+
+
+@dataclass(frozen=True)
+class ReadEnd:
+    """What reading one part found: rows read and dropped (NaN or infinite inputs), the
+    columns that had such values, the columns' dtypes, the bytes' sha256 (None for a
+    range of row groups: a file's hash is of all its bytes), the file (its index in the
+    dataset and its row groups; the whole data for an unsplit read) and the seconds spent
+    reading."""
+
+    rows_read: int
+    rows_dropped: int
+    dropped_columns: tuple[str, ...]
+    dtypes: dict[str, str]
+    sha256: str | None
+    file: str
+    file_index: int | None
+    row_groups: tuple[int, int] | None
+    read_s: float
+
+    @classmethod
+    def of(cls, stream: TableStream, partition: Partition | None, read_s: float) -> ReadEnd:
+        return cls(
+            rows_read=stream.rows_read,
+            rows_dropped=stream.rows_dropped,
+            dropped_columns=stream.dropped_columns,
+            dtypes=dict(stream.dtypes),
+            sha256=stream.sha256,
+            file=str(stream.path),
+            file_index=None if partition is None else partition.file_index,
+            row_groups=None if partition is None else partition.row_groups,
+            read_s=read_s,
+        )
+
+
+@dataclass(frozen=True)
+class Reads:
+    """The :class:`ReadEnd` s of a run's parts added up, in part order (a mergeable state,
+    :meth:`merge` exact): as the whole data's stream would describe it after its end."""
+
+    ends: tuple[ReadEnd, ...] = ()
+
+    def merge(self, other: Reads) -> Reads:
+        return Reads(self.ends + other.ends)
+
+    @property
+    def rows_read(self) -> int:
+        return sum(e.rows_read for e in self.ends)
+
+    @property
+    def rows_dropped(self) -> int:
+        return sum(e.rows_dropped for e in self.ends)
+
+    @property
+    def read_s(self) -> float:
+        return sum(e.read_s for e in self.ends)
+
+    def dtypes(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for end in self.ends:
+            for c, dt in end.dtypes.items():
+                out[c] = combined_dtype(out.get(c, dt), dt)
+        return out
+
+    def dropped_columns(self, names: Sequence[str]) -> tuple[str, ...]:
+        found = {c for e in self.ends for c in e.dropped_columns}
+        return tuple(c for c in names if c in found)
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """A data file or dataset read chunk by chunk: ``names`` are its input columns as the
+    header gave them (the stream's ``feature_names``), ``fmt`` its format; ``partitions``
+    None for one unsplit part."""
+
+    path: Path
+    fmt: str
+    names: tuple[str, ...]
+    categorical: tuple[str, ...]
+    dropna: bool
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
+    partitions: tuple[Partition, ...] | None = None
+    #: how the columns were chosen (the unsplit read checks the header as the user gave it)
+    inputs: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls, stream: TableStream, *, inputs: Sequence[str] | None, exclude: Sequence[str]
+    ) -> DataSource:
+        """The source of the data ``stream`` opened (its header read)."""
+        return cls(
+            path=stream.path,
+            fmt=stream.format,
+            names=stream.feature_names,
+            categorical=stream.categorical,
+            dropna=stream.dropna,
+            chunk_rows=stream.chunk_rows,
+            inputs=None if inputs is None else tuple(inputs),
+            exclude=tuple(exclude),
+        )
+
+    def split(self, slots: int | None) -> DataSource:
+        """This source cut into partitions for ``slots`` worker threads (None: unsplit)."""
+        if slots is None:
+            return replace(self, partitions=None)
+        files = dataset_files(self.path)
+        return replace(self, partitions=plan_partitions(files, fmt=self.fmt, slots=slots))
+
+    def open(self) -> TableStream:
+        """The whole data's stream (every check of a read of the whole data)."""
+        return open_stream(
+            self.path,
+            fmt=self.fmt,
+            inputs=self.inputs,
+            exclude=self.exclude,
+            dropna=self.dropna,
+            categorical=self.categorical,
+            chunk_rows=self.chunk_rows,
+        )
+
+    def parts(self) -> Sequence[Any]:
+        if self.partitions is None:
+            return (self,)
+        return tuple(PartitionSource(self, p) for p in self.partitions)
+
+    def chunks(self, arrays: Sequence[str] = ("X",)) -> Iterator[Chunk]:
+        stream = self.open()
+        yield from _chunks(stream, iter(stream), None, 0)
+
+
+@dataclass(frozen=True)
+class PartitionSource:
+    """One partition of a :class:`DataSource`, read on its own (on a Dask worker) without
+    the check of 2 rows left (the run checks the whole data's count)."""
+
+    data: DataSource
+    partition: Partition
+
+    def parts(self) -> Sequence[PartitionSource]:
+        return (self,)
+
+    def open(self) -> TableStream:
+        return open_stream(
+            self.partition.file,
+            fmt=self.data.fmt,
+            inputs=self.data.names,
+            dropna=self.data.dropna,
+            categorical=self.data.categorical,
+            chunk_rows=self.data.chunk_rows,
+            min_rows=0,
+            row_groups=self.partition.row_groups,
+        )
+
+    def chunks(self, arrays: Sequence[str] = ("X",)) -> Iterator[Chunk]:
+        stream = self.open()
+        yield from _chunks(stream, iter(stream), self.partition, self.partition.offset)
+
+
+@dataclass
+class OpenedSource:
+    """A stream opened here and begun: ``first`` its first chunk, ``rest`` the iterator of
+    the others (read ahead by a thread). One part, iterated once, never shipped."""
+
+    stream: TableStream
+    first: np.ndarray
+    rest: Iterator[np.ndarray]
+    read_s: float = 0.0
+    _used: bool = field(default=False, repr=False)
+
+    def parts(self) -> Sequence[OpenedSource]:
+        return (self,)
+
+    def chunks(self, arrays: Sequence[str] = ("X",)) -> Iterator[Chunk]:
+        if self._used:
+            raise RuntimeError("an opened data source is read once")
+        self._used = True
+        yield from _chunks(self.stream, _begun(self.first, self.rest), None, 0, self.read_s)
+
+
+def _begun(first: np.ndarray, rest: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    yield first
+    yield from rest
+
+
+def _chunks(
+    stream: TableStream,
+    blocks: Iterator[np.ndarray],
+    partition: Partition | None,
+    offset: int,
+    read_s: float = 0.0,
+) -> Iterator[Chunk]:
+    """The chunks of ``blocks`` (``stream``'s), then one of no rows with its :class:`ReadEnd`."""
+    kept = 0
+    width = len(stream.feature_names)
+    while True:
+        t = time.perf_counter()
+        X = next(blocks, None)
+        read_s += time.perf_counter() - t
+        if X is None:
+            break
+        yield Chunk(offset + kept, {"X": X})
+        kept += len(X)
+    end = ReadEnd.of(stream, partition, read_s)
+    yield Chunk(offset + kept, {"X": np.empty((0, width), dtype=stream.dtype)}, {READ: end})

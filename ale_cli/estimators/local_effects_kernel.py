@@ -1,0 +1,216 @@
+"""The chunk kernel of ``ale compute``: a chunk of rows in, its store rows and what the
+store's meta needs out, as one mergeable state (:class:`Computed`).
+
+:class:`LocalEffectsKernel` gives every row of a chunk its prediction and local effects
+(and, when asked, the mixed derivatives of pairs and the jumps to the adjacent levels of
+features estimated per level), screens them for NaN and infinite values (refused naming
+the rows, or with ``drop_nonfinite`` left out and counted) and returns them as a
+:class:`Computed` holding the chunk's rows until a sink writes them. The same kernel runs
+on a whole table cut into chunks, on a stream and on Dask partitions, so the stores
+are equal whatever the reading.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ale_cli.data.source import Chunk
+from ale_cli.data.sources import READ, Reads
+from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan, level_arrays
+from ale_cli.models.base import Effects, Model, ProgressFn
+from ale_cli.models.checks import row_list, screen_rows
+from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
+from ale_cli.store.npz import MIXED
+
+_NO_ROWS = np.empty(0, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A run's state over some rows, mergeable in row order (:meth:`merge`).
+
+    ``rows``: the rows kept (written); ``seen``: the data rows the model was given;
+    ``nonfinite``: those of them dropped for NaN or infinite model values (numbered from
+    the first row seen); ``reads``: what reading the parts found; ``parts``: the part
+    stores written (their manifest entries); ``lo``/``hi``: every input's minimum and
+    maximum over the rows written to part stores; ``timings``: seconds by step;
+    ``arrays``: the chunk's store rows, until a sink writes them (None after).
+    """
+
+    rows: int = 0
+    seen: int = 0
+    nonfinite: np.ndarray = field(default_factory=lambda: _NO_ROWS)
+    reads: Reads = field(default_factory=Reads)
+    parts: tuple[dict[str, Any], ...] = ()
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
+    arrays: Mapping[str, np.ndarray] | None = None
+
+    def merge(self, other: Computed) -> Computed:
+        """The state of these rows followed by ``other``'s (rows written by then)."""
+        if self.arrays is not None or other.arrays is not None:
+            raise RuntimeError("a state's rows are merged before a sink wrote them")
+        timings = dict(self.timings)
+        for key, value in other.timings.items():
+            timings[key] = timings.get(key, 0.0) + value
+        return Computed(
+            rows=self.rows + other.rows,
+            seen=self.seen + other.seen,
+            nonfinite=np.concatenate([self.nonfinite, other.nonfinite + self.seen]),
+            reads=self.reads.merge(other.reads),
+            parts=self.parts + other.parts,
+            lo=_pick(np.minimum, self.lo, other.lo),
+            hi=_pick(np.maximum, self.hi, other.hi),
+            timings=timings,
+        )
+
+    def note(self, model_path: str) -> str | None:
+        """The note naming the rows dropped for non-finite model values (None: none)."""
+        n = len(self.nonfinite)
+        if not n:
+            return None
+        return (
+            f"dropped {n} row{'s' if n != 1 else ''} where model '{model_path}' gave NaN or "
+            f"infinite values ({row_list(self.nonfinite)})"
+        )
+
+
+def merge_computed(a: Computed, b: Computed) -> Computed:
+    """``a.merge(b)`` (a module-level function: it travels to Dask workers)."""
+    return a.merge(b)
+
+
+def _pick(fn: Any, a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    return b if a is None else a if b is None else fn(a, b)
+
+
+@dataclass(frozen=True)
+class LevelJumps:
+    """The features estimated per level: the input names, their plans and the rows per
+    model call of the jumps to the adjacent levels."""
+
+    names: tuple[str, ...]
+    plans: tuple[LevelPlan, ...]
+    eval_rows: int
+
+
+@dataclass(frozen=True)
+class LocalEffectsKernel:
+    """A chunk's store rows: ``X`` as read (float32 when every column of the whole table
+    was, ``float32_x``), ``local_effects`` of the inputs ``columns``, ``prediction``, the
+    mixed derivatives of the column pairs ``pair_cols`` and the per-level jumps
+    ``levels``; the model gets float64 rows when it takes finite differences
+    (``float64_model``). Non-finite values are refused naming the rows (the model file
+    ``model_path`` in the message), or dropped with ``drop_nonfinite``."""
+
+    columns: tuple[int, ...]
+    model_path: str
+    drop_nonfinite: bool
+    float64_model: bool = False
+    float32_x: bool = False
+    pair_cols: tuple[tuple[int, int], ...] = ()
+    levels: LevelJumps | None = None
+
+    def __call__(self, chunk: Chunk, model: Model) -> Computed:
+        end = chunk.end.get(READ)
+        reads = Reads() if end is None else Reads((end,))
+        X = chunk["X"]
+        if not len(X):
+            return Computed(reads=reads, arrays={})
+        timings: dict[str, float] = {}
+        model_X = X.astype(np.float64, copy=False) if self.float64_model else X
+        mixed = None
+        if self.pair_cols:
+            mixed = require_mixed_derivatives(model, self.model_path, param="pairs", hint="")
+        pairs = (list(self.pair_cols), mixed)
+        levels = None
+        if self.levels is not None:
+            levels = (self.levels.names, self.levels.plans, self.levels.eval_rows)
+        arrays = chunk_arrays(model, model_X, self.columns, pairs, (None, None), timings, levels)
+        arrays["X"] = X.astype(np.float32) if self.float32_x else X
+        kept, dropped = self._screen(arrays, chunk.offset)
+        return Computed(
+            rows=len(kept["prediction"]),
+            seen=len(X),
+            nonfinite=dropped,
+            reads=reads,
+            timings=timings,
+            arrays=kept,
+        )
+
+    def _screen(
+        self, arrays: dict[str, np.ndarray], offset: int
+    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """The arrays without their rows of NaN or infinite model values, and those rows
+        (numbered from the chunk's first row); refused naming them (from ``offset``)
+        without ``drop_nonfinite`` (:func:`~ale_cli.models.checks.screen_rows`)."""
+        checks = [("predictions", arrays["prediction"], 0)]
+        checks.append(("local effects", arrays["local_effects"], 0))
+        if MIXED in arrays:
+            checks.append(("mixed derivatives", arrays[MIXED], 1))
+        if LEVEL_UP in arrays:  # the model moved to the adjacent levels
+            checks += [
+                ("jumps to the adjacent levels", arrays[a], 0) for a in (LEVEL_UP, LEVEL_DOWN)
+            ]
+        found = screen_rows(
+            self.model_path, len(arrays["prediction"]), checks, drop=self.drop_nonfinite,
+            offset=offset, allow_empty=True,
+        )  # fmt: skip
+        if not len(found.dropped):
+            return arrays, _NO_ROWS
+        keep = found.keep
+        kept = {k: (v[:, keep] if k == MIXED else v[keep]) for k, v in arrays.items()}
+        return kept, np.asarray(found.dropped, dtype=np.int64)
+
+
+def chunk_arrays(
+    model: Model,
+    X: np.ndarray,
+    columns: Sequence[int],
+    pairs: tuple[list[tuple[int, int]], MixedFn | None],
+    bars: tuple[ProgressFn | None, ProgressFn | None],
+    timings: dict[str, float],
+    levels: tuple[Sequence[str], Sequence[LevelPlan], int] | None = None,
+) -> dict[str, np.ndarray]:
+    """The store entries of one chunk of rows X (n, D); ``levels`` (the input names, the
+    plans and the rows per model call) adds the per-level jumps (:func:`level_arrays`)."""
+    t = time.perf_counter()
+    effects: Effects = model.local_effects(X, features=list(columns), progress=bars[0])
+    timings["local_effects_s"] = timings.get("local_effects_s", 0.0) + time.perf_counter() - t
+    arrays = {"X": X, "local_effects": effects.local_effects, "prediction": effects.prediction}
+    if effects_dtype(model) == np.float32:  # float32 numbers: exact in float32
+        arrays["local_effects"] = effects.local_effects.astype(np.float32)
+        arrays["prediction"] = effects.prediction.astype(np.float32)
+    cols, mixed = pairs
+    if mixed is not None:
+        t = time.perf_counter()
+        arrays[MIXED] = mixed(X, cols, progress=bars[1])
+        timings["mixed_derivatives_s"] = (
+            timings.get("mixed_derivatives_s", 0.0) + time.perf_counter() - t
+        )
+    if levels is not None and levels[1]:
+        t = time.perf_counter()
+        names, plans, eval_rows = levels
+        arrays |= level_arrays(model.predict, X, names, plans, eval_rows=eval_rows)
+        timings["level_jumps_s"] = timings.get("level_jumps_s", 0.0) + time.perf_counter() - t
+    return arrays
+
+
+def effects_dtype(model: Model) -> type[np.floating]:
+    """float32 for a float32 model differentiated by autodiff (its gradients and outputs
+    are float32 numbers, which float32 holds exactly: half the store), else float64
+    (finite-difference quotients carry float64 digits)."""
+    if model.method == "autodiff" and model.describe().get("dtype") == "float32":
+        return np.float32
+    return np.float64
+
+
+def without_rows(state: Computed) -> Computed:
+    """``state`` once its rows are written."""
+    return replace(state, arrays=None)

@@ -1,0 +1,442 @@
+"""An ``ale compute`` run made ready: how the data are read (the one decision of whole
+table or stream, :func:`compute_reading`), the model loaded, the source, the kernel and the
+store's names (:class:`ComputeRun`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli.data.dataset import combine_hashes, dataset_files, is_dataset
+from ale_cli.data.source import ArraySource, Source
+from ale_cli.data.sources import DataSource, OpenedSource, Reads
+from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream, open_stream
+from ale_cli.errors import InputError, NotNumeric
+from ale_cli.estimators.inputs import ModelInputs, columns_note, feature_columns, open_inputs
+from ale_cli.estimators.inputs_stream import STREAMED, Reading, reading_of
+from ale_cli.estimators.levels import LevelPlan, discrete_names, plan_levels
+from ale_cli.estimators.local_effects_cache import ComputeRequest
+from ale_cli.estimators.local_effects_kernel import (
+    LevelJumps,
+    LocalEffectsKernel,
+)
+from ale_cli.estimators.local_effects_store import StoreColumns
+from ale_cli.estimators.pairs import pair_columns
+from ale_cli.io.files import sha256_file
+from ale_cli.io.threads import prefetched
+from ale_cli.models import Columns, detect_format, load_model
+from ale_cli.models.base import Model
+from ale_cli.models.columns import ColumnOrder
+from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
+from ale_cli.models.mixed import require_mixed_derivatives
+from ale_cli.models.onnx_model import tree_ensemble_file
+from ale_cli.models.secant import for_compute, piecewise_constant
+from ale_cli.passes.engine import Engine, Ready, Shared
+from ale_cli.passes.profiling import first_pass
+from ale_cli.passes.shipped import ShippedModel
+
+
+def pair_plan_columns(
+    request: ComputeRequest, names: tuple[str, ...], categorical: tuple[str, ...]
+) -> list[tuple[int, int]]:
+    """The columns of ``request.pairs`` among the inputs ``names`` (refused: a pair naming
+    no input, or a categorical one, held fixed)."""
+    cols = pair_columns(
+        request.pairs,
+        names,
+        param="pairs",
+        where=f"data '{request.inputs.data_label}'",
+    )
+    fixed = next((n for pair in request.pairs for n in pair if n in categorical), None)
+    if fixed is not None:
+        raise InputError(
+            f"{{param}}: feature '{fixed}' is categorical (held fixed), so it has no derivative",
+            param="pairs",
+        )
+    return cols
+
+
+def checked_pairs(
+    request: ComputeRequest, names: tuple[str, ...], categorical: tuple[str, ...], model: Model
+) -> tuple[tuple[int, int], ...]:
+    """The columns of the pairs, once the model is known to have mixed derivatives."""
+    if not request.pairs:
+        return ()
+    cols = pair_plan_columns(request, names, categorical)
+    require_mixed_derivatives(
+        model,
+        request.inputs.model,
+        param="pairs",
+        hint="leave out {param} and use 'ale interact --estimator ale'",
+    )
+    return tuple(cols)
+
+
+@dataclass(frozen=True)
+class FdFirst:
+    """What the first pass of a streaming compute gave for an ONNX or scikit-learn model:
+    the model loaded on the data's profile, and what loading it again elsewhere (a Dask
+    worker) takes to give the same model: the profile, the columns' dtypes, the data's
+    hash on that read."""
+
+    model: Model
+    sha256: str
+    profile: Any  # ale_cli.models.profile.DataProfile
+    dtypes: dict[str, str]
+
+
+def profiled_model(
+    request: ComputeRequest, fmt: str, stream: TableStream, timings: dict[str, float]
+) -> FdFirst | None:
+    """The first pass of a streaming compute for an ONNX or scikit-learn model: read the
+    data for the profile its checks and steps are chosen from
+    (:func:`~ale_cli.passes.profiling.first_pass`), load the model on it; None when the
+    model is computed on the whole table (a scikit-learn model reading text columns; a
+    piecewise-constant one)."""
+    inputs = request.inputs
+    t = time.perf_counter()
+    try:
+        found = first_pass(stream, prefetched(iter(stream)))
+    except NotNumeric:
+        if fmt == "onnx":  # takes numbers only: the whole-table reader refuses it the same way
+            raise
+        return None  # a pipeline encodes text columns: their levels come from every row
+    finally:
+        stream.close()
+    timings["first_pass_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    model = load_model(
+        inputs.model,
+        model_format=fmt,
+        options=inputs.load_options(),
+        columns=Columns(names=stream.feature_names, fixed=stream.categorical, dtypes=found.dtypes),
+        X=found.profile.head,
+        profile=found.profile,
+    )
+    timings["load_model_s"] = time.perf_counter() - t
+    if piecewise_constant(model):  # its secants across a fine grid need the whole table
+        return None
+    return FdFirst(model, found.sha256, found.profile, dict(found.dtypes))
+
+
+def _onnx_trees(path: Path) -> bool:
+    return tree_ensemble_file(path)
+
+
+def open_data(request: ComputeRequest) -> TableStream:
+
+    inputs = request.inputs
+    return open_stream(
+        inputs.data,
+        fmt=inputs.data_format,
+        inputs=inputs.inputs,
+        exclude=inputs.exclude,
+        dropna=inputs.dropna,
+        categorical=inputs.categorical,
+        chunk_rows=request.chunk_rows,
+    )
+
+
+def _level_plans(
+    request: ComputeRequest, table: Any, features: Sequence[str]
+) -> tuple[tuple[LevelPlan, ...], tuple[str, ...]]:
+    """The explained features estimated per level (text and categorical columns, and the
+    ``discrete`` ones), planned on the whole table (:func:`plan_levels`: their levels and
+    order; no model call), and a note naming them."""
+    discrete = discrete_names(
+        table.X, table.feature_names, request.discrete, exclude=table.categorical
+    )
+    kinds = {
+        name: "categorical" if name in table.categorical else "discrete"
+        for name in features
+        if name in table.categorical or name in discrete
+    }
+    found = plan_levels(
+        table.X, table.feature_names, kinds, categorical=table.categorical, labels=table.levels
+    )
+    plans = tuple(p for p in found.values() if isinstance(p, LevelPlan))
+    if not plans:
+        return (), ()
+    named = ", ".join(f"{p.name} ({p.n_levels} levels)" for p in plans)
+    note = (
+        f"stored the jumps to the adjacent levels of {named}: rebin and rhale report them per level"
+    )
+    if not reading_of(request.inputs, request.chunk_rows).whole:
+        note += " (the whole table was read: the levels must be known before the first chunk)"
+    return plans, (note,)
+
+
+def streams(inputs: ModelInputs) -> bool:
+    """True when ``ale compute`` may read these inputs chunk by chunk: a model file of any
+    format on a data file, unless a columns file realigns the data by name (or an ONNX
+    graph takes one input per column)."""
+    return not reading_of(inputs, DEFAULT_CHUNK_ROWS).whole
+
+
+def _needs_levels(request: ComputeRequest) -> bool:
+    """True when the store may get per-level jumps (``discrete`` asked, or a declared
+    categorical column explained): their levels come from every row."""
+    inputs = request.inputs
+    if request.discrete is not None:
+        return True
+    explained = inputs.categorical if inputs.features is None else inputs.features
+    return any(name in explained for name in inputs.categorical)
+
+
+#: found by the first pass: a scikit-learn model reading text columns, a piecewise-constant one
+AFTER_ALL = Reading.whole_table(
+    "read the whole table: the model is piecewise constant (secants on a fine grid of "
+    "every row) or reads text columns (encoded with the levels of every row)"
+)
+
+
+def compute_reading(request: ComputeRequest) -> Reading:
+    """How ``ale compute`` reads the data: the one decision of whole table or stream
+    (:class:`Reading`; a first pass may still find the whole table needed: ``AFTER_ALL``)."""
+    inputs = request.inputs
+    if not streams(inputs):
+        by_name = reading_of(inputs, request.chunk_rows)
+        return (
+            by_name
+            if by_name.reason
+            else Reading.whole_table("read the whole table: the data are a DataFrame")
+        )
+    if _needs_levels(request):
+        return Reading.whole_table(
+            "read the whole table: the levels of features estimated per level (discrete, "
+            "or explained categorical ones) come from every row"
+        )
+    fmt = detect_format(inputs.model, inputs.model_format)
+    if fmt == "onnx" and inputs.step is None and _onnx_trees(inputs.model):
+        return Reading.whole_table(
+            "read the whole table: a tree-ensemble ONNX model is piecewise constant (secants "
+            "on a fine grid of every row)"
+        )
+    return STREAMED
+
+
+@dataclass
+class ComputeRun:
+    """A run made ready: the source, the kernel, the model as it travels, the store's
+    names, and what the meta needs of the data."""
+
+    source: Source
+    kernel: LocalEffectsKernel
+    shared: Shared
+    model: Model
+    columns: StoreColumns
+    total_rows: int | None
+    notes: tuple[str, ...] = ()
+    levels: tuple[LevelPlan, ...] = ()
+    #: the whole table (None: read in chunks, described by the run's reads)
+    table: Any = None
+    header: TableStream | None = None
+    #: the hash of the first read (a finite-difference model's profile)
+    first_sha256: str | None = None
+    #: hashes of files read in row-group ranges, by index (a whole file is hashed as read)
+    range_hashes: dict[int, Future[str]] = field(default_factory=dict)
+
+
+def streamed_run(
+    request: ComputeRequest, engine: Engine, timings: dict[str, float]
+) -> ComputeRun | None:
+    """The streamed run: the model loaded (on the first chunk, or on the first pass's
+    profile), the data as one opened stream here or as partitions on an engine that
+    splits; None when the model is computed on the whole table after all
+    (:func:`profiled_model`)."""
+    inputs = request.inputs
+    fmt = detect_format(inputs.model, inputs.model_format)
+    fd_model = None
+    if fmt != "torchscript":  # finite differences: steps from all rows, a first pass
+        fd_model = profiled_model(request, fmt, open_data(request), timings)
+        if fd_model is None:
+            return None
+    head = _read_head(request, engine, timings, torchscript=fd_model is None)
+    stream, first = head.stream, head.first
+    names, fixed = stream.feature_names, stream.categorical
+    dtypes = {} if fd_model is None else fd_model.dtypes
+    columns = Columns(names=names, fixed=fixed, dtypes=dtypes)
+    if fd_model is None:
+        t = time.perf_counter()
+        model = load_model(
+            inputs.model,
+            model_format="torchscript",
+            options=inputs.load_options(),
+            columns=columns,
+            X=first,
+        )
+        timings["load_model_s"] = time.perf_counter() - t
+    else:
+        model = fd_model.model
+    features, cols = feature_columns(
+        inputs.features, names, where=f"data file '{inputs.data_label}'"
+    )
+    note = columns_note(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
+    return ComputeRun(
+        source=head.source,
+        kernel=LocalEffectsKernel(
+            columns=tuple(cols),
+            model_path=str(inputs.model),
+            drop_nonfinite=inputs.drop_nonfinite,
+            float64_model=fd_model is not None,
+            pair_cols=checked_pairs(request, names, fixed, model),
+        ),
+        shared=ShippedModel.of(
+            inputs.model,
+            model_format=fmt,
+            options=inputs.load_options(),
+            columns=columns,
+            head=first,
+            profile=None if fd_model is None else fd_model.profile,
+            loaded=model,
+        ),
+        model=model,
+        columns=StoreColumns(features, names, tuple(request.pairs)),
+        total_rows=stream.total_rows,
+        notes=(note,) if note is not None else (),
+        header=stream,
+        first_sha256=None if fd_model is None else fd_model.sha256,
+        range_hashes=head.range_hashes,
+    )
+
+
+@dataclass
+class _Head:
+    """The data opened: the header's stream, the source, the first chunk of rows."""
+
+    stream: TableStream
+    source: Source
+    first: np.ndarray
+    range_hashes: dict[int, Future[str]] = field(default_factory=dict)
+
+
+def _read_head(
+    request: ComputeRequest, engine: Engine, timings: dict[str, float], *, torchscript: bool
+) -> _Head:
+    """The data opened and their first chunk read (to load a model on), torch imported
+    meanwhile for a TorchScript model: here one stream read on by the run; for an engine
+    that splits, the partitions, the first chunk taken from the first that has rows."""
+    t = time.perf_counter()
+    stream = open_data(request)
+    if engine.splits:  # the partitions are read where they are computed
+        stream.close()
+        inputs = request.inputs
+        data = DataSource.of(stream, inputs=inputs.inputs, exclude=inputs.exclude)
+        data = data.split(engine.slots)
+        timings["load_data_s"] = time.perf_counter() - t
+        _import_torch(timings, torchscript)
+        t = time.perf_counter()
+        first = _first_rows(data)
+        timings["load_data_s"] += time.perf_counter() - t
+        return _Head(stream, data, first, _hash_ranges(data))
+    chunks = prefetched(iter(stream))  # the reader thread reads while torch is imported
+    timings["load_data_s"] = time.perf_counter() - t
+    _import_torch(timings, torchscript)
+    t = time.perf_counter()
+    first = next(chunks)
+    timings["load_data_s"] += time.perf_counter() - t
+    return _Head(stream, OpenedSource(stream, first, chunks), first)
+
+
+def _import_torch(timings: dict[str, float], torchscript: bool) -> None:
+    if torchscript:
+        t = time.perf_counter()
+        import torch  # noqa: F401  (timed apart: the largest fixed cost of a TorchScript run)
+
+        timings["import_torch_s"] = time.perf_counter() - t
+
+
+def _first_rows(data: DataSource) -> np.ndarray:
+    """The first chunk of the first partition with rows (a partition's own errors are
+    raised as its worker would); none: the whole data's read raises what is wrong."""
+    for part in data.parts():
+        stream = part.open()
+        try:
+            for X in stream:
+                return X
+        finally:
+            stream.close()
+    for X in data.open():
+        return X
+    raise RuntimeError("the data hold no rows")
+
+
+_HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
+
+
+def _hash_ranges(data: DataSource) -> dict[int, Future[str]]:
+    """The files read in row-group ranges hashed here meanwhile (by index): a file's
+    hash is of all its bytes, which no partition reads."""
+    split = sorted({p.file_index for p in data.partitions or () if p.row_groups is not None})
+    files = dataset_files(data.path)
+    return {i: _HASHER.submit(sha256_file, files[i], "data file") for i in split}
+
+
+def data_sha256(run: ComputeRun, reads: Reads) -> str:
+    """The data's sha256 as one read of the whole data gives it (a dataset's combined
+    from its files', :func:`~ale_cli.data.dataset.combine_hashes`)."""
+    hashes = {i: future.result() for i, future in run.range_hashes.items()}
+    for end in reads.ends:
+        if end.file_index is None:  # one read of all the data
+            if end.sha256 is None:
+                raise RuntimeError("the data stream ended before its hash")
+            return end.sha256
+        if end.row_groups is None and end.sha256 is not None:
+            hashes[end.file_index] = end.sha256
+    header = run.header
+    if header is None:
+        raise RuntimeError("no data file was read")
+    if not is_dataset(header.path):
+        return hashes[0]
+    files = dataset_files(header.path)
+    return combine_hashes(header.path, [(f, hashes[i]) for i, f in enumerate(files)])
+
+
+def whole_run(request: ComputeRequest, timings: dict[str, float]) -> ComputeRun:
+    """The whole-table run: the table read at once, the model loaded on all rows (secants
+    for piecewise-constant models), the rows cut into chunks."""
+    inputs = request.inputs
+    opened = open_inputs(inputs)
+    timings |= opened.timings
+    table = opened.table
+    plans, notes = _level_plans(request, table, opened.features)
+    # piecewise-constant models: secants across a fine grid (ale_cli.models.secant); the
+    # features estimated per level are held fixed there (their jumps are stored instead)
+    model = for_compute(
+        opened.model,
+        table.X,
+        columns=opened.columns,
+        names=table.feature_names,
+        categorical=(*table.categorical, *(plan.name for plan in plans)),
+    )
+    pair_cols = checked_pairs(request, table.feature_names, table.categorical, opened.model)
+    f32 = bool(table.dtypes) and all(v == "float32" for v in table.dtypes.values())
+    eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
+    return ComputeRun(
+        source=_table_source(table.X, request.chunk_rows),
+        kernel=LocalEffectsKernel(
+            columns=tuple(opened.columns),
+            model_path=str(inputs.model),
+            drop_nonfinite=inputs.drop_nonfinite,
+            float32_x=f32,
+            pair_cols=pair_cols,
+            levels=LevelJumps(tuple(table.feature_names), plans, eval_rows) if plans else None,
+        ),
+        shared=Ready(model),
+        model=model,
+        columns=StoreColumns(tuple(opened.features), table.feature_names, tuple(request.pairs)),
+        total_rows=len(table.X),
+        notes=(*opened.notes, *notes),
+        levels=plans,
+        table=table,
+    )
+
+
+def _table_source(X: np.ndarray, chunk_rows: int) -> Source:
+    return ArraySource({"X": X}, chunk_rows=chunk_rows)
