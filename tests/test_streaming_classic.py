@@ -6,6 +6,8 @@ and the prediction distribution kept on disk."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ale_cli.core.statistics import prediction_distribution
+from ale_cli.data.sources import DataSource
 from ale_cli.errors import ModelFailed
 from ale_cli.estimators.bands import Bootstrap
 from ale_cli.estimators.classic import ClassicRequest, classic
@@ -68,6 +71,25 @@ def case(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         json.dumps({"a": [-1.0, -0.2, 0.0, 0.7, 1.5], "b": [-2, 0, 1, 2.5], "c": [-1, 0, 1]})
     )
     return {"X": X, "data": data, "model": model, "edges": edges, "whole": {}}
+
+
+class _Opened:
+    def __init__(self, *spies: Any) -> None:
+        self.spies = spies
+
+    @property
+    def call_count(self) -> int:
+        return sum(spy.call_count for spy in self.spies)
+
+
+@contextmanager
+def passes() -> Iterator[_Opened]:
+    """Counts the passes over a data file (each opens it)."""
+    with (
+        mock.patch.object(DataPasses, "open", autospec=True, side_effect=DataPasses.open) as a,
+        mock.patch.object(DataSource, "open", autospec=True, side_effect=DataSource.open) as b,
+    ):
+        yield _Opened(a, b)
 
 
 def _numbers(result: Any) -> dict[str, Any]:
@@ -148,7 +170,7 @@ def _whole(case: dict[str, Any], key: tuple[str, int]) -> Any:
 def test_streamed_equals_the_whole_table_for_any_chunk_size(case, kind, which, chunk_rows):
     whole = _whole(case, (kind, which))
     run = _classic if kind == "classic" else _interact
-    with mock.patch.object(DataPasses, "open", autospec=True, side_effect=DataPasses.open) as spy:
+    with passes() as spy:
         streamed = run(case, which, chunk_rows)
     quantiles = (
         "binning" not in INTERACT_OR_CLASSIC[kind][which]
@@ -236,7 +258,7 @@ def test_bootstrap_bands_and_per_level_features_stream(case):
     chunk by chunk, the summaries those of the whole table."""
     inputs = ModelInputs(model=case["model"], data=case["data"], features=("a", "c"))
     request = ClassicRequest(inputs=inputs, bootstrap=Bootstrap(20, 0.9, 1), chunk_rows=16)
-    with mock.patch.object(DataPasses, "open", autospec=True, side_effect=DataPasses.open) as spy:
+    with passes() as spy:
         boot = classic(request)
     assert spy.call_count >= 4  # the scan, two for the quantile edges, the model
     assert not any(n.startswith("read the whole table") for n in boot.notes)
@@ -354,7 +376,7 @@ def test_scikit_learn_pipelines_stream_and_text_columns_read_the_whole_table(skl
         model=sklearn_case["numeric"], data=root / "numeric.csv", trust_pickle=True
     )
     whole = classic(ClassicRequest(inputs=numeric, chunk_rows=None, bins=6))
-    with mock.patch.object(DataPasses, "open", autospec=True, side_effect=DataPasses.open) as spy:
+    with passes() as spy:
         streamed = classic(ClassicRequest(inputs=numeric, chunk_rows=9, bins=6))
     assert spy.call_count == 4  # ranges, two for the quantile edges, the model
     assert_same(_numbers(streamed), _numbers(whole))

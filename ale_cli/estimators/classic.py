@@ -42,17 +42,23 @@ from typing import Any
 import numpy as np
 
 from ale_cli.checks import check_count, names_tuple
+from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues, merge_cells
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.estimators.edges import column_edges
 from ale_cli.estimators.inputs import ModelInputs, feature_columns, model_source, open_inputs
-from ale_cli.estimators.inputs_stream import NeedsWholeTable, Streamed, open_streamed
-from ale_cli.estimators.inputs_stream import whole_table_reason as inputs_reason
+from ale_cli.estimators.inputs_stream import (
+    NeedsWholeTable,
+    Reading,
+    Streamed,
+    open_streamed,
+    reading_of,
+)
 from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.levels import LevelPlan, level_bands, level_summary
-from ale_cli.estimators.rows import ROWS, FileChunks, Rows, WholeTable
+from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.models import Columns, detect_format
 from ale_cli.models.base import Model, ProgressFn
 from ale_cli.models.checks import dropped_note, nothing_left
@@ -289,16 +295,6 @@ def classic_features(
 # -- the command: the rows and the model, the run, the summary ---------------------------------
 
 
-def whole_table(request: ClassicRequest) -> WholeTable | None:
-    """Whether ``request`` reads the whole table (and why), or None when its data file is
-    read chunk by chunk: the one place this is decided for ``ale classic``. Only the
-    inputs have reasons (:func:`~ale_cli.estimators.inputs_stream.whole_table_reason`):
-    per-level features get their levels and order from passes, bootstrap bands resample
-    the differences the pass keeps."""
-    reason = inputs_reason(request.inputs, request.chunk_rows)
-    return None if reason is None else WholeTable(reason)
-
-
 @dataclass(frozen=True)
 class Loaded:
     """The rows and the model of a run (loaded here, and how to load it elsewhere), what to
@@ -316,19 +312,21 @@ class Loaded:
 
 def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> Loaded:
     """The data and the model of ``request``: streamed from its data file (the first pass
-    made, the model loaded on the first chunk) unless :func:`whole_table` says why not;
-    the plans of the features estimated per level (a pass of ``engine`` for the
-    discrete ones)."""
+    made, the model loaded on the first chunk) unless the inputs need the whole table
+    (:func:`~ale_cli.estimators.inputs_stream.reading_of`: refused by an engine that runs
+    the parts apart); the plans of the features estimated per level (passes of
+    ``engine``)."""
     inputs = request.inputs
-    whole = whole_table(request)
-    if whole is None and request.chunk_rows is not None:
+    reading = reading_of(inputs, request.chunk_rows)
+    if not reading.whole and request.chunk_rows is not None:
         try:
             streamed = open_streamed(inputs, chunk_rows=request.chunk_rows)
         except NeedsWholeTable as exc:
-            whole = WholeTable(str(exc))
+            reading = Reading.whole_table(str(exc))
         else:
             return _streamed(request, fixed, streamed, engine)
-    return _whole(request, fixed, whole or WholeTable(), engine)
+    reading.check(engine)
+    return _whole(request, fixed, reading, engine)
 
 
 def _dropna_note(rows_dropped: int) -> tuple[str, ...]:
@@ -343,7 +341,17 @@ def _streamed(
     inputs, scan = request.inputs, streamed.scan
     fixed.check_features(inputs.features, scan.names, f"the data '{inputs.data_label}'")
     fixed.check_rows(scan.n_rows, f"data '{inputs.data_label}'")
-    rows = Rows(FileChunks(streamed.passes), scan.names, scan.n_rows, scan.lo, scan.hi)
+    data = DataSource(
+        path=Path(inputs.data),
+        fmt=scan.format,
+        names=scan.names,
+        categorical=scan.categorical,
+        dropna=inputs.dropna,
+        chunk_rows=streamed.passes.chunk_rows,
+        inputs=inputs.inputs,
+        exclude=inputs.exclude,
+    )
+    rows = Rows(data.split(engine.slots), scan.names, scan.n_rows, scan.lo, scan.hi)
     levels = level_plans(
         rows, streamed.features, categorical=scan.categorical, discrete=request.discrete,
         engine=engine,
@@ -361,7 +369,7 @@ def _streamed(
     )
 
 
-def _whole(request: ClassicRequest, fixed: FixedBins, whole: WholeTable, engine: Engine) -> Loaded:
+def _whole(request: ClassicRequest, fixed: FixedBins, reading: Reading, engine: Engine) -> Loaded:
     inputs = request.inputs
     opened = open_inputs(inputs)
     table = opened.table
@@ -387,7 +395,7 @@ def _whole(request: ClassicRequest, fixed: FixedBins, whole: WholeTable, engine:
         source=source,
         timings=dict(opened.timings),
         notes=(
-            *((whole.note,) if whole.note else ()),
+            *((reading.reason,) if reading.reason else ()),
             *_dropna_note(table.rows_dropped),
             *opened.notes,
         ),

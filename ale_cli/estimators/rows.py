@@ -3,20 +3,18 @@
 :class:`Rows` is a :class:`~ale_cli.passes.engine.Source` of chunks ``{"X": (n, D)}``
 (every model input, float64) with what a first pass over them found: the columns' names,
 the number of rows and each column's range. An array in memory is one chunk
-(:meth:`Rows.of`); a data file read in passes is :class:`FileChunks`. :class:`WholeTable`
-says that the data are read whole, and why.
+(:meth:`Rows.of`); a data file is a :class:`~ale_cli.data.sources.DataSource`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ale_cli.passes.engine import ArraySource, Chunk, Source
-from ale_cli.passes.spool import DataPasses
+from ale_cli.passes.engine import ArraySource, Source
 from ale_cli.summary.build import column_ranges
 
 #: the name of the rows' matrix (n, D) in a chunk
@@ -41,30 +39,10 @@ class Rows:
         return cls(ArraySource({ROWS: X}), tuple(names), len(X), lo, hi)
 
     def columns(self, cols: Sequence[int]) -> Callable[[], Any]:
-        """A pass over the columns ``cols`` of every chunk, (n_i, len(cols)), per call."""
-        return lambda: (c[ROWS][:, list(cols)] for c in self.source.chunks([ROWS]))
-
-
-@dataclass(frozen=True)
-class WholeTable:
-    """The data are read whole, as one chunk; ``note`` says why ("" when nothing needs
-    saying: a DataFrame, or no chunk size)."""
-
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class FileChunks:
-    """A data file read in passes (:class:`~ale_cli.passes.spool.DataPasses`) as a
-    one-part source of chunks ``{"X": (n, D)}``."""
-
-    passes: DataPasses
-
-    def parts(self) -> Sequence[Source]:
-        return (self,)
-
-    def chunks(self, arrays: Sequence[str]) -> Iterator[Chunk]:
-        offset = 0
-        for X in self.passes():
-            yield Chunk(offset, {ROWS: X})
-            offset += len(X)
+        """A pass over the columns ``cols`` of every chunk (float64, (n_i, len(cols)); chunks
+        of no rows left out), per call."""
+        return lambda: (
+            np.asarray(c[ROWS][:, list(cols)], dtype=np.float64)
+            for c in self.source.chunks([ROWS])
+            if c.n_rows
+        )
