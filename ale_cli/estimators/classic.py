@@ -187,25 +187,14 @@ def estimate(
     )
     if s.predictions and state.kept == 0:
         raise nothing_left(s.model_label)
-    by_name: dict[str, FeatureSummary] = {
+    binned_feats = {
         chosen[j]: summary_from_cells(
-            chosen[j],
-            e,
-            cells.divided_by(np.diff(e)),
-            n_outside=outside,
-            center=s.center,
+            chosen[j], e, cells.divided_by(np.diff(e)), n_outside=outside, center=s.center
         )
         for j, e, cells, outside in zip(todo, edges, state.cells, state.outside, strict=True)
     }
     kept = RowValues.joined(state.rows) if state.rows else None
-    for i, ((name, plan), (cells, counts)) in enumerate(zip(plans, state.levels, strict=True)):
-        bands = None
-        if kept is not None and s.bootstrap is not None:
-            up, down = kept.up[i], kept.down[i]
-            bands = level_bands(
-                kept.position[i], up, down, plan.n_levels, s.bootstrap, center=s.center
-            )
-        by_name[name] = level_summary(plan, cells, counts, center=s.center, bands=bands)
+    by_name = binned_feats | _level_features(plans, state, kept, s)
     feats = [
         by_name.get(name)
         or (
@@ -220,6 +209,26 @@ def estimate(
     index = {chosen[j]: kept.index[i] for i, j in enumerate(todo)}
     values = {chosen[j]: kept.diffs[i] for i, j in enumerate(todo)}
     return with_bands(feats, index, values, s.bootstrap, center=s.center, differences=True), state
+
+
+def _level_features(
+    plans: Sequence[tuple[str, LevelPlan]],
+    state: LimitCells,
+    kept: RowValues | None,
+    s: Settings,
+) -> dict[str, FeatureSummary]:
+    """The per-level records of the features ``plans`` from the pass's jump statistics,
+    with bootstrap bands from every row's jumps when kept."""
+    out = {}
+    for i, ((name, plan), (cells, counts)) in enumerate(zip(plans, state.levels, strict=True)):
+        bands = None
+        if kept is not None and s.bootstrap is not None:
+            bands = level_bands(
+                kept.position[i], kept.up[i], kept.down[i], plan.n_levels, s.bootstrap,
+                center=s.center,
+            )  # fmt: skip
+        out[name] = level_summary(plan, cells, counts, center=s.center, bands=bands)
+    return out
 
 
 @dataclass(frozen=True)

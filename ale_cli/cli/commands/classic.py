@@ -68,7 +68,7 @@ def classic(
     (estimator "ale"); heterogeneity is the per-bin std of the differences
     divided by the bin width. --bootstrap B resamples the rows' differences
     for percentile bands (no further model call). A data file is read --chunk-rows
-    rows at a time (--categorical features read it whole).
+    rows at a time.
     --engine dask evaluates the model on the partitions of the data on the workers of a
     Dask cluster (this process reads the columns for the ranges and quantile edges).
     """
