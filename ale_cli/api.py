@@ -210,7 +210,7 @@ def classic(
         engine=engine,
         scheduler=scheduler,
     )
-    return classic_estimator.classic(request).summary
+    return classic_estimator.classic(request, engine=engine_for(engine, scheduler)).summary
 
 
 def interact(

@@ -357,11 +357,10 @@ def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case, 
     from sklearn.linear_model import LinearRegression
 
     import ale_cli.estimators.classic as module
-    import ale_cli.estimators.inputs_stream as streaming
 
     model, data, _ = linear_case
     real_predict = LinearRegression.predict
-    real_open, real_streamed = module.open_inputs, streaming.open_streamed
+    real_open, real_streamed = module.open_inputs, module.open_streamed
     loaded: list[bool] = []
 
     def predict(self, X):  # type: ignore[no-untyped-def]
@@ -381,7 +380,7 @@ def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case, 
 
     monkeypatch.setattr(LinearRegression, "predict", predict)
     monkeypatch.setattr(module, "open_inputs", open_inputs)
-    monkeypatch.setattr(streaming, "open_streamed", open_streamed)
+    monkeypatch.setattr(module, "open_streamed", open_streamed)
     request = ClassicRequest(inputs=ModelInputs(model=model, data=data), chunk_rows=chunk_rows)
     with pytest.raises(ModelFailed, match=f"^model '{model}' failed: out of memory$"):
         classic(request)

@@ -425,49 +425,6 @@ def test_a_scikit_learn_model_on_dask_gives_the_local_store(dataset, cluster, tm
     _assert_same(one, other)
 
 
-@pytest.mark.parametrize("binning", ["quantile", "uniform"])
-def test_classic_on_dask_equals_the_local_engine(dataset, cluster, binning, tmp_path: Path):
-    """The model evaluations of ale classic on the workers, one task per partition: the
-    summary is the local engine's (cells merged in partition order, to rounding)."""
-    from ale_cli.estimators.classic import ClassicRequest, classic
-
-    model, data, X = dataset
-    for inputs in (
-        ModelInputs(model=model, data=data),
-        ModelInputs(model=_mlp(tmp_path / "mlp.pkl", X), data=data, trust_pickle=True),
-    ):
-        runs = [
-            classic(
-                ClassicRequest(inputs=inputs, bins=10, binning=binning, chunk_rows=1000, **kw)
-            ).summary
-            for kw in ({}, {"engine": "dask", "scheduler": cluster})
-        ]
-        local, dask = runs
-        assert local.n_rows == dask.n_rows == 12000
-        _assert_same(local, dask)
-        assert local.prediction["n"] == dask.prediction["n"]
-        np.testing.assert_allclose(
-            dask.prediction["quantiles"], local.prediction["quantiles"], rtol=1e-12, atol=0
-        )
-        assert dask.store["data"] == local.store["data"]
-
-
-def test_classic_on_dask_from_the_command_line(dataset, cluster, cli, tmp_path: Path):
-    model, data, _ = dataset
-    out = tmp_path / "c.json"
-    r = cli("classic", model, data, "-o", out, "--engine", "dask", "--scheduler", cluster)
-    assert r.exit_code == 0, r.output
-    assert json.loads(out.read_text())["n_rows"] == 12000
-    r = cli("classic", model, data, "-o", out, "--engine", "dask", "--bootstrap", "5")
-    assert r.exit_code == 2
-    assert r.stderr.strip() == (
-        "error: --engine dask evaluates the model on partitions of a data file, but bootstrap "
-        "bands resample every row's differences; use --engine local"
-    )
-    r = cli("classic", model, data, "-o", out, "--scheduler", cluster)
-    assert r.exit_code == 2 and "--scheduler is the address of a Dask scheduler" in r.stderr
-
-
 @pytest.mark.parametrize("estimator", ["ale", "dale"])
 def test_interact_on_dask_equals_the_local_engine(dataset, cluster, estimator):
     """The second-order pass on the workers (corners, or mixed derivatives by autodiff):
@@ -671,42 +628,6 @@ def test_one_parquet_file_is_split_into_row_group_partitions(
     with pytest.raises(InputError, match=r"big.parquet' \(row groups \d+-\d+\) has 1 row with"):
         compute(refused, engine=DaskEngine(cluster))
     assert not (tmp_path / "e").exists()
-
-
-@pytest.mark.parametrize("binning", ["quantile", "uniform"])
-def test_classic_on_dask_splits_one_file_into_row_groups(
-    dataset, one_file, cluster, binning, tmp_path: Path, monkeypatch
-):
-    from ale_cli.engines import dask_model
-    from ale_cli.estimators.classic import ClassicRequest, classic
-
-    model, _, _ = dataset
-    path, kept = one_file
-    monkeypatch.setattr("ale_cli.data.partitions.MIN_PARTITION_ROWS", 1)
-    planned: list = []
-    in_order = dask_model._in_order
-
-    def spy(dask_client, plan, task, *args):  # type: ignore[no-untyped-def]
-        planned.extend(plan["partitions"])
-        return in_order(dask_client, plan, task, *args)
-
-    monkeypatch.setattr(dask_model, "_in_order", spy)
-    inputs = ModelInputs(model=model, data=path, dropna=True)
-    local, dask = (
-        classic(ClassicRequest(inputs=inputs, bins=10, binning=binning, chunk_rows=256, **kw))
-        for kw in ({}, {"engine": "dask", "scheduler": cluster})
-    )
-    assert len(planned) > 2 and all(p.file == path for p in planned)
-    assert [g for p in planned for g in range(*p.row_groups)] == list(range(17))
-    assert local.summary.n_rows == dask.summary.n_rows == len(kept)
-    _assert_same(local.summary, dask.summary)
-    np.testing.assert_allclose(
-        dask.summary.prediction["quantiles"],
-        local.summary.prediction["quantiles"],
-        rtol=1e-12,
-        atol=0,
-    )
-    assert dask.summary.store["data"] == local.summary.store["data"]
 
 
 def test_interact_on_dask_splits_one_file_into_row_groups(dataset, one_file, cluster, monkeypatch):

@@ -185,7 +185,7 @@ PARTITIONED = [
     Case("glob-matching-nothing", _compute("{ws}/gap/*.csv"), 2, "matches no files"),
 ]
 
-OVER = f"has {MAX_LEVELS + 1:,} levels, more than the {MAX_LEVELS:,} ale estimates"
+OVER = f"has more than {MAX_LEVELS:,} levels, the most ale estimates"
 CATEGORICAL = [
     Case(
         "levels-over-cap-compute",

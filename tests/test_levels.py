@@ -1,8 +1,10 @@
-"""Per-level features: the level distances in K^2 memory equal the direct formula, and
-a feature with more levels than the cap is refused in one line naming it and the cap."""
+"""Per-level features: the level distances in K^2 memory equal the direct formula, the
+levels' order from passes over any cut of the rows equals the whole table's, and a
+feature with more levels than the cap is refused in one line naming it and the cap."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +17,10 @@ from ale_cli.core import discrete
 from ale_cli.core.discrete import KS_POINTS, MAX_LEVELS, level_distances, mds_1d
 from ale_cli.errors import InputError
 from ale_cli.estimators import levels as categorical
+from ale_cli.estimators.level_order import level_orders
 from ale_cli.estimators.levels import plan_levels
+from ale_cli.estimators.rows import ROWS, Rows
+from ale_cli.passes.engine import ArraySource
 
 
 def _direct(codes, k, numeric, categorical):
@@ -77,14 +82,14 @@ def test_the_cap_on_levels_is_refused_naming_the_feature(monkeypatch):
     X = np.column_stack([np.arange(k, dtype=float), np.linspace(0, 1, k)])
     with pytest.raises(
         InputError,
-        match=r"^categorical feature 'g' has 2,001 levels, more than the 2,000 ale estimates "
+        match=r"^categorical feature 'g' has more than 2,000 levels, the most ale estimates "
         r"an effect per level for; group its levels, or leave it out of features$",
     ):
         plan_levels(X, ["g", "x"], {"g": "categorical"}, categorical=["g"])
     monkeypatch.setattr(categorical, "MAX_LEVELS", 40)  # the cap itself is estimated
     plans = plan_levels(X[:40], ["g", "x"], {"g": "categorical"}, categorical=["g"])
     assert plans["g"].n_levels == 40
-    with pytest.raises(InputError, match="has 41 levels, more than the 40 ale estimates"):
+    with pytest.raises(InputError, match="has more than 40 levels, the most ale estimates"):
         plan_levels(X[:41], ["g", "x"], {"g": "categorical"}, categorical=["g"])
 
 
@@ -101,7 +106,75 @@ def test_a_column_over_the_cap_is_one_line_on_the_command_line(
     result = cli(command, rhale_model, data, "--categorical", "x1", "-o", out, "-q")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        "error: categorical feature 'x1' has 2,001 levels, more than the 2,000 ale estimates "
+        "error: categorical feature 'x1' has more than 2,000 levels, the most ale estimates "
         "an effect per level for; group its levels, or leave it out of --features"
     ]
     assert not out.exists()
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 400), seed=st.integers(0, 2**16))
+def test_ks_points_interpolate_as_numpy_quantile(n, seed):
+    x = np.random.default_rng(seed).standard_t(2, size=n)
+    below, above, gamma = discrete.ks_points(n)
+    s = np.sort(x)
+    np.testing.assert_array_equal(
+        discrete.lerp(s[below], s[above], gamma), np.quantile(x, discrete.QS)
+    )
+
+
+@dataclass(frozen=True)
+class _Cut:
+    """Rows in memory as parts of one chunk each, cut at ``at``."""
+
+    X: np.ndarray
+    at: tuple[int, ...]
+
+    def parts(self):  # type: ignore[no-untyped-def]
+        bounds = [0, *sorted(set(self.at)), len(self.X)]
+        return [
+            ArraySource({ROWS: self.X[a:b]}, offset=a)
+            for a, b in zip(bounds, bounds[1:], strict=False)
+            if b > a
+        ]
+
+    def chunks(self, arrays):  # type: ignore[no-untyped-def]
+        for part in self.parts():
+            yield from part.chunks(arrays)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    k=st.integers(2, 9),
+    n=st.integers(30, 200),
+    seed=st.integers(0, 2**16),
+    at=st.lists(st.integers(1, 199), max_size=5),
+)
+def test_level_orders_from_passes_equal_the_whole_table(k, n, seed, at):
+    """The levels' order from mergeable counts over any cut of the rows is the order the
+    whole table gives (numeric columns by KS, with ties and a constant one; categorical
+    ones by total variation)."""
+    rng = np.random.default_rng(seed)
+    codes = np.arange(n) % k
+    rng.shuffle(codes)
+    g = rng.normal(size=k)
+    X = np.column_stack(
+        [
+            codes * 10.0 + 3,  # the feature: levels 3, 13, ...
+            g[codes] + rng.normal(size=n),
+            np.round(rng.normal(size=n) + g[codes]),  # ties
+            np.full(n, 2.5),  # constant
+            (codes + rng.integers(0, 2, n)) % 3 * 1.5,  # categorical
+        ]
+    )
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    rows = Rows(_Cut(X, tuple(a for a in at if a < n)), tuple("fabcd"), n, lo, hi)
+    values = np.unique(X[:, 0])
+    (order,) = level_orders(rows, [(0, values)], [0, 4])
+    expected = discrete.level_order(
+        codes,
+        k,
+        numeric=[X[:, 1], X[:, 2], X[:, 3]],
+        categorical=[np.unique(X[:, 4], return_inverse=True)[1]],
+    )
+    np.testing.assert_array_equal(order, expected)

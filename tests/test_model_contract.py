@@ -176,16 +176,14 @@ def test_a_bug_in_our_code_is_not_turned_into_model_failed(monkeypatch) -> None:
 def test_a_core_bug_in_classic_keeps_its_traceback(
     monkeypatch, sample_dir: Path, chunk_rows
 ) -> None:  # type: ignore[no-untyped-def]
-    import ale_cli.estimators.classic as classic_module
-    import ale_cli.estimators.classic_stream as streaming_module
+    import ale_cli.estimators.edges as edges_module
     from ale_cli.estimators.classic import ClassicRequest, classic
     from ale_cli.estimators.inputs import ModelInputs
 
     def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise ZeroDivisionError("core bug")
 
-    monkeypatch.setattr(classic_module, "quantile_bins", broken)  # the whole table
-    monkeypatch.setattr(streaming_module, "chunked_quantile_edges", broken)  # chunk by chunk
+    monkeypatch.setattr(edges_module, "chunked_quantile_edges", broken)  # in memory or not
     inputs = ModelInputs(
         model=sample_dir / "models" / "diabetes_mlp.pt",
         data=sample_dir / "diabetes.csv",

@@ -6,6 +6,8 @@ and the prediction distribution kept on disk."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,25 @@ def case(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         json.dumps({"a": [-1.0, -0.2, 0.0, 0.7, 1.5], "b": [-2, 0, 1, 2.5], "c": [-1, 0, 1]})
     )
     return {"X": X, "data": data, "model": model, "edges": edges, "whole": {}}
+
+
+class _Opened:
+    def __init__(self, *spies: Any) -> None:
+        self.spies = spies
+
+    @property
+    def call_count(self) -> int:
+        return sum(spy.call_count for spy in self.spies)
+
+
+@contextmanager
+def passes() -> Iterator[_Opened]:
+    """Counts the passes over a data file (each opens it)."""
+    with (
+        mock.patch.object(DataPasses, "open", autospec=True, side_effect=DataPasses.open) as a,
+        mock.patch.object(DataSource, "open", autospec=True, side_effect=DataSource.open) as b,
+    ):
+        yield _Opened(a, b)
 
 
 def _numbers(result: Any) -> dict[str, Any]:
@@ -149,17 +170,13 @@ def _whole(case: dict[str, Any], key: tuple[str, int]) -> Any:
 def test_streamed_equals_the_whole_table_for_any_chunk_size(case, kind, which, chunk_rows):
     whole = _whole(case, (kind, which))
     run = _classic if kind == "classic" else _interact
-    with (
-        mock.patch.object(DataPasses, "open", autospec=True, side_effect=DataPasses.open) as spy,
-        mock.patch.object(DataSource, "open", autospec=True, side_effect=DataSource.open) as read,
-    ):
+    with passes() as spy:
         streamed = run(case, which, chunk_rows)
     quantiles = (
         "binning" not in INTERACT_OR_CLASSIC[kind][which]
         and "edges" not in (INTERACT_OR_CLASSIC[kind][which])
     )
-    passes = spy.call_count + read.call_count  # a scan, [2 for the edges], the model
-    assert passes >= (4 if quantiles else 2)
+    assert spy.call_count >= (4 if quantiles else 2)  # a scan, [2 for the edges], the model
     assert_same(_numbers(streamed), _numbers(whole))
     assert streamed.notes == whole.notes
 
@@ -235,16 +252,32 @@ def _rerun(kind: str, inputs: ModelInputs, chunk_rows: int | None) -> Any:
     return interact(request)
 
 
-def test_bootstrap_and_per_level_features_read_the_whole_table_and_say_so(case):
-    inputs = ModelInputs(model=case["model"], data=case["data"], features=("a",))
-    boot = classic(ClassicRequest(inputs=inputs, bootstrap=Bootstrap(20, 0.9, 1), chunk_rows=16))
-    assert boot.notes[0] == (
-        "read the whole table: bootstrap bands resample every row's differences"
-    )
-    discrete = classic(ClassicRequest(inputs=inputs, discrete=("c",), chunk_rows=16))
-    assert discrete.notes[0] == "read the whole table: discrete features are estimated per level"
-    streamed = classic(ClassicRequest(inputs=inputs, chunk_rows=16))
+def test_bootstrap_bands_and_per_level_features_stream(case):
+    """Bootstrap bands resample the rows' differences kept by the pass, the levels of
+    discrete and categorical features and their order come from passes: the file is read
+    chunk by chunk, the summaries those of the whole table."""
+    inputs = ModelInputs(model=case["model"], data=case["data"], features=("a", "c"))
+    request = ClassicRequest(inputs=inputs, bootstrap=Bootstrap(20, 0.9, 1), chunk_rows=16)
+    with passes() as spy:
+        boot = classic(request)
+    assert spy.call_count >= 4  # the scan, two for the quantile edges, the model
+    assert not any(n.startswith("read the whole table") for n in boot.notes)
+    whole = classic(replace(request, chunk_rows=None))
+    assert_same(_numbers(boot), _numbers(whole))
+    assert _numbers(boot)["features"][0]["ci_low"] is not None
+    for discrete in [("c",), "auto"]:
+        request = ClassicRequest(inputs=inputs, discrete=discrete, bootstrap=Bootstrap(9, 0.9, 2))
+        streamed = classic(replace(request, chunk_rows=16))
+        assert not any(n.startswith("read the whole table") for n in streamed.notes)
+        numbers = _numbers(streamed)
+        assert numbers["features"][1]["kind"] == "discrete"
+        assert_same(numbers, _numbers(classic(replace(request, chunk_rows=None))))
+    cats = ClassicRequest(inputs=replace(inputs, categorical=("c",)), chunk_rows=16)
+    streamed = classic(cats)
     assert not any(n.startswith("read the whole table") for n in streamed.notes)
+    numbers = _numbers(streamed)
+    assert numbers["features"][1]["kind"] == "categorical"
+    assert_same(numbers, _numbers(classic(replace(cats, chunk_rows=None))))
 
 
 def test_a_columns_file_reads_the_whole_table_and_says_so(case, tmp_path: Path):
@@ -343,7 +376,7 @@ def test_scikit_learn_pipelines_stream_and_text_columns_read_the_whole_table(skl
         model=sklearn_case["numeric"], data=root / "numeric.csv", trust_pickle=True
     )
     whole = classic(ClassicRequest(inputs=numeric, chunk_rows=None, bins=6))
-    with mock.patch.object(DataPasses, "open", autospec=True, side_effect=DataPasses.open) as spy:
+    with passes() as spy:
         streamed = classic(ClassicRequest(inputs=numeric, chunk_rows=9, bins=6))
     assert spy.call_count == 4  # ranges, two for the quantile edges, the model
     assert_same(_numbers(streamed), _numbers(whole))

@@ -48,6 +48,8 @@ MAX_DISCRETE_LEVELS = 10
 MAX_LEVELS = 2_000
 #: quantile levels at which the KS distance compares two ECDFs (ALEPlot: 100 points)
 KS_POINTS = 100
+#: those levels, ``0, 1/99, ..., 1``
+QS = np.linspace(0.0, 1.0, KS_POINTS)
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ _BLOCK_BYTES = 16 << 20
 def _level_ecdfs(codes: np.ndarray, col: np.ndarray, n_levels: int) -> np.ndarray:
     """Each level's ECDF of ``col`` at the column's :data:`KS_POINTS` type-7 quantiles,
     shape (K, KS_POINTS): one sort of the rows by (level, value), then a slice per level."""
-    points = np.quantile(col, np.linspace(0.0, 1.0, KS_POINTS))
+    points = np.quantile(col, QS)
     order = np.lexsort((col, codes))
     values = col[order]
     bounds = np.searchsorted(codes[order], np.arange(n_levels + 1))
@@ -186,7 +188,7 @@ def _level_ecdfs(codes: np.ndarray, col: np.ndarray, n_levels: int) -> np.ndarra
     return F
 
 
-def _max_abs_differences(F: np.ndarray) -> np.ndarray:
+def max_abs_differences(F: np.ndarray) -> np.ndarray:
     """``max_p |F[a, p] - F[b, p]|`` for every pair of rows, (K, K), a block of rows at a
     time (memory ``K^2`` plus one block, never ``K^2 x KS_POINTS``)."""
     k, p = F.shape
@@ -205,8 +207,20 @@ def _total_variation(codes: np.ndarray, other: np.ndarray, n_levels: int) -> np.
     never ``K^2`` times the other column's levels."""
     width = int(other.max()) + 1
     keys, counts = np.unique(codes * width + other, return_counts=True)
-    level, value = keys // width, keys % width
-    share = counts / np.bincount(codes, minlength=n_levels)[level]
+    return total_variation(keys // width, keys % width, counts, n_levels)
+
+
+def total_variation(
+    level: np.ndarray, value: np.ndarray, counts: np.ndarray, n_levels: int
+) -> np.ndarray:
+    """The total variation distance between the levels (K, K) from the ``counts`` of rows
+    at each (``level``, ``value`` code) pair present, sorted by level then value.
+
+    >>> total_variation(np.array([0, 0, 1]), np.array([0, 1, 1]), np.array([1, 1, 2]), 2)
+    array([[0. , 0.5],
+           [0.5, 0. ]])
+    """
+    share = counts / np.bincount(level, weights=counts, minlength=n_levels).astype(np.int64)[level]
     overlap = np.zeros((n_levels, n_levels))
     order = np.argsort(value, kind="stable")
     level, value, share = level[order], value[order], share[order]
@@ -214,6 +228,35 @@ def _total_variation(codes: np.ndarray, other: np.ndarray, n_levels: int) -> np.
     for rows, shares in zip(np.split(level, cuts), np.split(share, cuts), strict=True):
         overlap[np.ix_(rows, rows)] += np.minimum.outer(shares, shares)
     return np.maximum(1.0 - overlap, 0.0)
+
+
+def ks_points(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the :data:`KS_POINTS` type-7 quantiles of n values lie in their sorted order:
+    the positions below and above each and the weight of the one above, as numpy's
+    ``quantile`` (method "linear") finds them (:func:`lerp` then gives its values).
+
+    >>> x = np.array([3.0, 1.0, 4.0, 1.5, 9.0])
+    >>> below, above, gamma = ks_points(x.size)
+    >>> s = np.sort(x)
+    >>> bool(np.array_equal(lerp(s[below], s[above], gamma), np.quantile(x, QS)))
+    True
+    """
+    virtual = (n - 1) * QS
+    below = np.floor(virtual)
+    above = below + 1
+    top = virtual >= n - 1
+    below[top] = above[top] = n - 1
+    gamma = virtual - np.where(top, -1, below).astype(np.intp)
+    return below.astype(np.intp), above.astype(np.intp), gamma
+
+
+def lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``a + (b - a) t``, from ``b`` where ``t >= 0.5``: numpy's interpolation between
+    order statistics, to the last bit."""
+    diff = b - a
+    out = np.add(a, diff * t)
+    np.subtract(b, diff * (1 - t), out=out, where=t >= 0.5)
+    return out
 
 
 def level_distances(
@@ -247,7 +290,7 @@ def level_distances(
     codes = np.asarray(codes, dtype=np.int64)
     dist = np.zeros((n_levels, n_levels))
     for col in numeric:
-        dist += _max_abs_differences(_level_ecdfs(codes, np.asarray(col), n_levels))
+        dist += max_abs_differences(_level_ecdfs(codes, np.asarray(col), n_levels))
     for col in categorical:
         dist += _total_variation(codes, np.asarray(col, dtype=np.int64), n_levels)
     return dist
@@ -296,8 +339,14 @@ def level_order(
     [0, 2, 1]
     """
     dist = level_distances(codes, n_levels, numeric=numeric, categorical=categorical)
+    return order_of(dist)
+
+
+def order_of(dist: np.ndarray) -> np.ndarray:
+    """The levels sorted by their 1-D MDS coordinate (:func:`mds_1d`) of the distances
+    ``dist`` (K, K); the input order when every distance is 0."""
     if not np.any(dist > 0):
-        return np.arange(n_levels)
+        return np.arange(len(dist))
     order: np.ndarray = np.argsort(mds_1d(dist), kind="stable")
     return order
 

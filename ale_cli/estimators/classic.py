@@ -1,10 +1,7 @@
 """``ale classic``: Apley-Zhu first-order ALE by finite differences at the bin edges.
 
 For feature s with edges ``z_0 < ... < z_K`` and row i in bin k, the interval
-``(z_{k-1}, z_k]`` (the first bin also holds ``z_0``), the model is evaluated
-with ``x_s`` moved to both limits of the row's bin (2 evaluations per row and
-feature, all rows of a chunk stacked into one model call by
-:func:`~ale_cli.models.evaluate.evaluate_moved`)::
+``(z_{k-1}, z_k]`` (the first bin also holds ``z_0``)::
 
     D_i      = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})
     ALE(z_k) = sum_{j <= k} (1 / n_j) sum_{i in bin j} D_i           (Apley & Zhu, Eq. 11-12)
@@ -19,42 +16,57 @@ every estimator shares (:func:`~ale_cli.summary.build.summary_from_cells`), and 
 heterogeneity is the per-bin std of ``D_i / dz_k``. The summary has the same
 schema as DALE's and RHALE's, with ``estimator: "ale"``.
 
-Rows outside given edges are not evaluated; they are counted in ``n_outside``.
-The model calls go chunk by chunk, one call per feature on a stack of the
-chunk's rows copied once for all features (quantile edges and bin membership
-come from :func:`~ale_cli.core.binning.quantile_bins`, in a few passes).
-Constant features are reported not estimable. Categorical features (text
-columns, ``categorical``) and the ``discrete`` ones are estimated per level
-(:mod:`ale_cli.estimators.levels`: ALEPlot's adjacent-level differences, nominal
-levels ordered by Apley-Zhu's method).
+One driver, :func:`estimate`, whatever holds the rows: the edges (given, uniform over
+the ranges of a first pass, or exact type-1 quantiles from two passes,
+:mod:`ale_cli.estimators.edges`), then one pass of the chunk kernel
+(:class:`~ale_cli.estimators.bin_limits.LimitKernel`) run by an
+:class:`~ale_cli.passes.engine.Engine` over a :class:`Rows` source, its mergeable
+cells folded in row order, then the summaries. An array or a table in memory is one
+chunk; a data file is read ``chunk_rows`` rows at a time (:func:`load`). Rows outside
+given edges are not evaluated; they are counted in ``n_outside``. Constant features are
+reported not estimable. Categorical features (text columns, ``categorical``) and the
+``discrete`` ones are estimated per level (:mod:`ale_cli.estimators.levels`: ALEPlot's
+adjacent-level differences, nominal levels ordered by Apley-Zhu's method). Bootstrap
+bands resample every row's differences, kept by the kernel
+(:mod:`ale_cli.estimators.bands`, no further model call).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ale_cli.checks import check_count, names_tuple
-from ale_cli.core.binning import Assignment, assign, quantile_bins, uniform_edges
-from ale_cli.core.binstats import CellStats
+from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.estimators.bands import Bootstrap, with_bands
+from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues, merge_cells
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
+from ale_cli.estimators.edges import column_edges
 from ale_cli.estimators.inputs import ModelInputs, feature_columns, model_source, open_inputs
-from ale_cli.estimators.levels import discrete_names, level_features
-from ale_cli.models.base import ProgressFn
-from ale_cli.models.checks import Screened, screen_rows
-from ale_cli.models.evaluate import Lookup, Move, evaluate_moved
+from ale_cli.estimators.inputs_stream import (
+    NeedsWholeTable,
+    Reading,
+    Streamed,
+    open_streamed,
+    reading_of,
+)
+from ale_cli.estimators.level_plans import level_plans
+from ale_cli.estimators.levels import LevelPlan, level_bands, level_summary
+from ale_cli.estimators.rows import ROWS, Rows
+from ale_cli.models import Columns, detect_format
+from ale_cli.models.base import Model, ProgressFn
+from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
+from ale_cli.passes.engine import LOCAL, Engine, Ready, Shared
+from ale_cli.passes.shipped import ShippedModel
 from ale_cli.summary.build import (
     EstimateResult,
-    column_ranges,
     not_estimable,
     run_notes,
     skip_reasons,
@@ -85,17 +97,15 @@ class ClassicRequest:
     bootstrap: Bootstrap = Bootstrap()
     #: features estimated per value: names ("a,b" or a tuple), "auto" or None
     discrete: tuple[str, ...] | str | None = None
-    #: rows read at a time from a data file (:mod:`ale_cli.estimators.classic_stream`);
-    #: None reads the whole table at once
+    #: rows read at a time from a data file; None reads the whole table at once
     chunk_rows: int | None = DEFAULT_CHUNK_ROWS
-    #: where the model evaluations run: local, or dask (:mod:`ale_cli.engines.dask_model`)
+    #: where the model evaluations run, as given (local, or dask at ``scheduler``): the
+    #: caller builds the engine handed to :func:`classic` (``ale_cli.engines.engine_for``,
+    #: which checks them)
     engine: str = "local"
     scheduler: str | None = None
 
     def __post_init__(self) -> None:
-        from ale_cli.engines import check_engine
-
-        check_engine(self.engine, self.scheduler)
         check_center(self.center)
         if self.discrete is not None and self.discrete != "auto":
             object.__setattr__(self, "discrete", names_tuple(self.discrete, "discrete"))
@@ -108,74 +118,124 @@ class ClassicRequest:
 
 
 @dataclass(frozen=True)
-class BinnedFeature:
-    """A feature to estimate: its row of Xs, its column of X, its edges and the rows' bins."""
+class Settings:
+    """How :func:`estimate` bins, centres, screens and evaluates.
 
-    j: int
-    col: int
-    edges: np.ndarray
-    bins: Assignment
-
-
-def limit_differences(
-    f: PredictFn,
-    X: np.ndarray,
-    Xs: np.ndarray,
-    todo: Sequence[BinnedFeature],
-    diffs: np.ndarray,
-    *,
-    eval_rows: int,
-    progress: ProgressFn | None,
-) -> None:
-    """``diffs[t.j, i] = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})``.
-
-    Only for the rows inside the feature's edges (the others are left as they
-    are). The features whose rows are all inside share one stack per chunk
-    (:func:`evaluate_moved`: the chunk is copied once, then each feature's
-    column moved in turn and put back from ``Xs``); a feature with rows
-    outside given edges is evaluated on its inside rows alone.
+    ``edges`` by feature replaces ``bins``/``binning``; ``levels`` gives the plan of each
+    feature estimated per level (or why it is not estimable). ``model_label`` names the model
+    in messages; ``drop_nonfinite`` leaves out the rows where the model gave NaN or
+    infinite values rather than refuse them; ``predictions`` False skips the predictions.
     """
-    shared = [t for t in todo if t.bins.n_outside == 0]
-    runs = [(shared, None)] + [
-        ([t], np.flatnonzero(t.bins.index >= 0)) for t in todo if t.bins.n_outside
-    ]
-    for feats, rows in runs:
-        k = [t.bins.index if rows is None else t.bins.index[rows] for t in feats]
-        groups = [
-            [Move((t.col,), Lookup(t.edges[:-1], kt)), Move((t.col,), Lookup(t.edges[1:], kt))]
-            for t, kt in zip(feats, k, strict=True)
-        ]
-        rows_x = X if rows is None else X[rows]
-        columns = {t.col: Xs[t.j] for t in feats} if rows is None else None
-        moved = evaluate_moved(
-            f, rows_x, groups, eval_rows=eval_rows, progress=progress, columns=columns
+
+    bins: int = DEFAULT_BINS
+    binning: str = DEFAULT_BINNING
+    edges: Mapping[str, np.ndarray] | None = None
+    center: str = "mean"
+    levels: Mapping[str, LevelPlan | str] | None = None
+    bootstrap: Bootstrap | None = None
+    eval_rows: int = DEFAULT_EVAL_ROWS
+    model_label: str = "model"
+    drop_nonfinite: bool = False
+    predictions: bool = True
+
+
+def estimate(
+    rows: Rows,
+    shared: Shared,
+    chosen: Sequence[str],
+    settings: Settings,
+    *,
+    progress: Callable[[int], ProgressFn] | None = None,
+    engine: Engine = LOCAL,
+) -> tuple[list[FeatureSummary], LimitCells]:
+    """Classic ALE of the features ``chosen`` (in that order) on ``rows``, the model given
+    by ``shared`` (its ``predict``): one FeatureSummary per feature and the pass's state
+    (rows dropped, predictions kept).
+
+    ``progress(total)`` returns a callable told the rows evaluated per model call.
+    """
+    s = settings
+    levels = s.levels or {}
+    cols = [rows.names.index(name) for name in chosen]
+    skip = skip_reasons(chosen, rows.lo[cols], rows.hi[cols], (), s.edges)
+    todo = [j for j, name in enumerate(chosen) if name not in skip and name not in levels]
+    binned = [cols[j] for j in todo]
+    edges = column_edges(
+        rows.columns(binned),
+        [chosen[j] for j in todo],
+        n_rows=rows.n_rows,
+        lo=rows.lo[binned],
+        hi=rows.hi[binned],
+        bins=s.bins,
+        binning=s.binning,
+        given=s.edges,
+    )
+    plans = [(n, p) for n, p in levels.items() if isinstance(p, LevelPlan)]
+    kernel = LimitKernel(
+        cols=tuple(binned),
+        edges=tuple(edges),
+        levels=tuple((rows.names.index(n), p) for n, p in plans),
+        eval_rows=s.eval_rows,
+        model_label=s.model_label,
+        drop_nonfinite=s.drop_nonfinite,
+        predictions=s.predictions,
+        keep_rows=bool(s.bootstrap is not None and s.bootstrap.replicates),
+        progress=progress(rows.n_rows * len(todo)) if progress is not None else None,
+    )
+    state = engine.run(
+        rows.source, kernel, merge_cells, kernel.empty(), arrays=[ROWS], shared=shared
+    )
+    if s.predictions and state.kept == 0:
+        raise nothing_left(s.model_label)
+    binned_feats = {
+        chosen[j]: summary_from_cells(
+            chosen[j], e, cells.divided_by(np.diff(e)), n_outside=outside, center=s.center
         )
-        for i, sl, out in moved:
-            j = feats[i].j
-            if rows is None:
-                np.subtract(out[1], out[0], out=diffs[j, sl])
-            else:
-                diffs[j, rows[sl]] = out[1] - out[0]
+        for j, e, cells, outside in zip(todo, edges, state.cells, state.outside, strict=True)
+    }
+    kept = RowValues.joined(state.rows) if state.rows else None
+    by_name = binned_feats | _level_features(plans, state, kept, s)
+    feats = [
+        by_name.get(name)
+        or (
+            FeatureSummary(name=name, status="not_estimable", reason=str(levels[name]))
+            if name in levels
+            else not_estimable(name, skip[name])
+        )
+        for name in chosen
+    ]
+    if kept is None or s.bootstrap is None:
+        return feats, state
+    index = {chosen[j]: kept.index[i] for i, j in enumerate(todo)}
+    values = {chosen[j]: kept.diffs[i] for i, j in enumerate(todo)}
+    return with_bands(feats, index, values, s.bootstrap, center=s.center, differences=True), state
 
 
-def with_nonfinite(source: dict[str, Any], count: int) -> dict[str, Any]:
-    """A summary's ``store`` part counting the rows dropped for non-finite model values."""
-    return source | {"data": source["data"] | {"rows_nonfinite": count}}
+def _level_features(
+    plans: Sequence[tuple[str, LevelPlan]],
+    state: LimitCells,
+    kept: RowValues | None,
+    s: Settings,
+) -> dict[str, FeatureSummary]:
+    """The per-level records of the features ``plans`` from the pass's jump statistics,
+    with bootstrap bands from every row's jumps when kept."""
+    out = {}
+    for i, ((name, plan), (cells, counts)) in enumerate(zip(plans, state.levels, strict=True)):
+        bands = None
+        if kept is not None and s.bootstrap is not None:
+            bands = level_bands(
+                kept.position[i], kept.up[i], kept.down[i], plan.n_levels, s.bootstrap,
+                center=s.center,
+            )  # fmt: skip
+        out[name] = level_summary(plan, cells, counts, center=s.center, bands=bands)
+    return out
 
 
-def inside_differences(todo: Sequence[BinnedFeature], diffs: np.ndarray) -> np.ndarray:
-    """(T, N): the differences of the features ``todo``, 0 for rows outside their edges
-    (``diffs`` is not written there)."""
-    return np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in todo])
+@dataclass(frozen=True)
+class Function:
+    """A bare function (M, D) -> (M,) as a model: ``predict``."""
 
-
-def without_rows(index: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``index`` with ``rows`` set to -1 (in no bin)."""
-    if not len(rows):
-        return index
-    index = index.copy()
-    index[rows] = -1
-    return index
+    predict: PredictFn
 
 
 def classic_features(
@@ -194,10 +254,10 @@ def classic_features(
     bootstrap: Bootstrap | None = None,
     discrete: Sequence[str] = (),
     labels: dict[str, tuple[Any, ...]] | None = None,
-    screen: Callable[[list[tuple[str, np.ndarray, int]]], Screened] | None = None,
 ) -> list[FeatureSummary]:
-    """Classic first-order ALE of ``features`` (default: all) of the model ``f`` on X:
-    one FeatureSummary per feature, in the order asked.
+    """Classic first-order ALE of ``features`` (default: all) of the model ``f`` on X in
+    memory (:func:`estimate` on one chunk): one FeatureSummary per feature, in the order
+    asked. No prediction of the rows as they are (NaN or infinite differences are refused).
 
     Parameters
     ----------
@@ -218,126 +278,158 @@ def classic_features(
         Percentile bands from the same differences (:mod:`ale_cli.estimators.bands`).
     discrete, labels : sequence of str, dict of str to tuple
         Features estimated per level (:mod:`ale_cli.estimators.levels`); text levels by code.
-    screen : callable, optional
-        Checks the differences for NaN/inf (:func:`_screened`); rows it drops leave
-        every feature's bins.
     """
     FixedBins.from_options(bins=bins, binning=binning, edges=None, default=DEFAULT_BINNING)
     check_center(center)
-    chosen_t, cols_t = feature_columns(features, names, where="the data")
-    chosen, cols = list(chosen_t), list(cols_t)
-    # one row per feature: the column operations below (quantiles, binary search,
-    # bincount) then read contiguous memory
-    Xs = np.ascontiguousarray(X.T[cols])
-    lo, hi = column_ranges(Xs.T)
-    kinds = {
-        name: "categorical" if name in categorical else "discrete"
-        for name in chosen
-        if name in categorical or name in discrete
-    }
-    by_level = level_features(
-        f, X, list(names), kinds, categorical=categorical, labels=labels, center=center,
-        eval_rows=eval_rows, bootstrap=bootstrap,
-    )  # fmt: skip
-    skip = skip_reasons(chosen, lo, hi, (), edges)
-    todo = _binned(Xs, cols, chosen, lo, hi, skip, kinds, bins=bins, binning=binning, edges=edges)
-    total = sum(len(X) - t.bins.n_outside for t in todo)
-    diffs = np.empty(Xs.shape, dtype=np.float64)  # rows outside the edges are never read
-    bar = progress(total) if progress is not None else None
-    limit_differences(f, X, Xs, todo, diffs, eval_rows=eval_rows, progress=bar)
-    dropped = _screened(todo, diffs, len(X), screen)
-    out = _summaries(todo, diffs, chosen, center=center, dropped=dropped)
-    feats = [
-        out[j] if j in out else by_level.get(name) or not_estimable(name, skip[name])
-        for j, name in enumerate(chosen)
-    ]
-    return _banded(feats, todo, diffs, chosen, bootstrap, center=center, dropped=dropped)
+    chosen, _ = feature_columns(features, names, where="the data")
+    X = np.asarray(X, dtype=np.float64)
+    rows = Rows.of(X, names)
+    levels = level_plans(
+        rows, chosen, categorical=categorical, discrete=tuple(discrete), labels=labels
+    )
+    settings = Settings(
+        bins=bins,
+        binning=binning,
+        edges=edges,
+        center=center,
+        levels=levels,
+        bootstrap=bootstrap,
+        eval_rows=eval_rows,
+        predictions=False,
+    )
+    feats, _ = estimate(rows, Ready(Function(f)), chosen, settings, progress=progress)
+    return feats
 
 
-def _screened(
-    todo: list[BinnedFeature],
-    diffs: np.ndarray,
-    n_rows: int,
-    screen: Callable[[list[tuple[str, np.ndarray, int]]], Screened] | None,
-) -> np.ndarray:
-    """The rows to leave out: ``screen`` gets ``[(label, values (T, N), 1)]``, the
-    differences at the bin limits (0 outside a feature's edges), and returns the
-    :class:`~ale_cli.models.checks.Screened` rows or raises; by default
-    :func:`~ale_cli.models.checks.screen_rows` refuses any NaN or infinite one."""
-    checks = [("evaluations at the bin limits", inside_differences(todo, diffs), 1)] if todo else []
-    return (screen or partial(screen_rows, "model", n_rows, drop=False))(checks).dropped
+# -- the command: the rows and the model, the run, the summary ---------------------------------
 
 
-def _banded(
-    feats: list[FeatureSummary],
-    todo: list[BinnedFeature],
-    diffs: np.ndarray,
-    chosen: list[str],
-    bootstrap: Bootstrap | None,
-    *,
-    center: str,
-    dropped: np.ndarray,
-) -> list[FeatureSummary]:
-    """The summaries with bootstrap bands from the same differences (when asked; rows
-    left out for non-finite values stay out)."""
-    if bootstrap is None or not bootstrap.replicates:
-        return feats
-    index = {chosen[t.j]: without_rows(t.bins.index, dropped) for t in todo}
-    values = {chosen[t.j]: diffs[t.j] for t in todo}
-    return with_bands(feats, index, values, bootstrap, center=center, differences=True)
+@dataclass(frozen=True)
+class Loaded:
+    """The rows and the model of a run (loaded here, and how to load it elsewhere), what to
+    estimate, and what the summary records: its ``store`` part, the loading times and the
+    notes so far."""
+
+    rows: Rows
+    model: ShippedModel
+    features: tuple[str, ...]
+    levels: dict[str, LevelPlan | str]
+    source: dict[str, Any]
+    timings: dict[str, float]
+    notes: tuple[str, ...]
 
 
-def _binned(
-    Xs: np.ndarray,
-    cols: list[int],
-    chosen: list[str],
-    lo: np.ndarray,
-    hi: np.ndarray,
-    skip: Mapping[str, str],
-    kinds: Mapping[str, str],
-    *,
-    bins: int,
-    binning: str,
-    edges: dict[str, np.ndarray] | None,
-) -> list[BinnedFeature]:
-    """The features estimated on bins (not skipped, not per level), with their edges
-    and every row's bin: type-1 quantile bins, uniform bins or the given edges."""
-    todo: list[BinnedFeature] = []
-    for j, (col, name) in enumerate(zip(cols, chosen, strict=True)):
-        if name in skip or name in kinds:
-            continue  # reported with the reason, or estimated per level
-        if edges is None and binning == "quantile":
-            z, a = quantile_bins(Xs[j], bins=bins)
+def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> Loaded:
+    """The data and the model of ``request``: streamed from its data file (the first pass
+    made, the model loaded on the first chunk) unless the inputs need the whole table
+    (:func:`~ale_cli.estimators.inputs_stream.reading_of`: refused by an engine that runs
+    the parts apart); the plans of the features estimated per level (passes of
+    ``engine``)."""
+    inputs = request.inputs
+    reading = reading_of(inputs, request.chunk_rows)
+    if not reading.whole and request.chunk_rows is not None:
+        try:
+            streamed = open_streamed(inputs, chunk_rows=request.chunk_rows)
+        except NeedsWholeTable as exc:
+            reading = Reading.whole_table(str(exc))
         else:
-            z = edges[name] if edges is not None else uniform_edges(lo[j], hi[j], bins=bins)
-            a = assign(Xs[j], z)
-        todo.append(BinnedFeature(j, col, z, a))
-    return todo
+            return _streamed(request, fixed, streamed, engine)
+    reading.check(engine)
+    return _whole(request, fixed, reading, engine)
 
 
-def _summaries(
-    todo: list[BinnedFeature],
-    diffs: np.ndarray,
-    chosen: list[str],
-    *,
-    center: str,
-    dropped: np.ndarray,
-) -> dict[int, FeatureSummary]:
-    """Each feature's summary: the bins' statistics of D_i / dz_k (those of the
-    differences divided by the bin widths), then DALE's filling, accumulation and
-    centering."""
-    return {
-        t.j: summary_from_cells(
-            chosen[t.j],
-            t.edges,
-            CellStats.from_values(
-                without_rows(t.bins.index, dropped), diffs[t.j], n_cells=t.edges.size - 1
-            ).divided_by(np.diff(t.edges)),
-            n_outside=t.bins.n_outside,
-            center=center,
-        )
-        for t in todo
-    }
+def _dropna_note(rows_dropped: int) -> tuple[str, ...]:
+    if not rows_dropped:
+        return ()
+    return (f"dropped {rows_dropped} rows with NaN or infinite values (dropna)",)
+
+
+def _streamed(
+    request: ClassicRequest, fixed: FixedBins, streamed: Streamed, engine: Engine
+) -> Loaded:
+    inputs, scan = request.inputs, streamed.scan
+    fixed.check_features(inputs.features, scan.names, f"the data '{inputs.data_label}'")
+    fixed.check_rows(scan.n_rows, f"data '{inputs.data_label}'")
+    data = DataSource(
+        path=Path(inputs.data),
+        fmt=scan.format,
+        names=scan.names,
+        categorical=scan.categorical,
+        dropna=inputs.dropna,
+        chunk_rows=streamed.passes.chunk_rows,
+        inputs=inputs.inputs,
+        exclude=inputs.exclude,
+    )
+    rows = Rows(data.split(engine.slots), scan.names, scan.n_rows, scan.lo, scan.hi)
+    levels = level_plans(
+        rows, streamed.features, categorical=scan.categorical, discrete=request.discrete,
+        engine=engine,
+    )  # fmt: skip
+    source = streamed.source(inputs, method=METHOD)
+    columns = Columns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes)
+    return Loaded(
+        rows=rows,
+        model=shipped(inputs, streamed.model, columns, scan.first, source),
+        features=streamed.features,
+        levels=levels,
+        source=source,
+        timings=dict(streamed.timings),
+        notes=(*_dropna_note(scan.rows_dropped), *streamed.notes),
+    )
+
+
+def _whole(request: ClassicRequest, fixed: FixedBins, reading: Reading, engine: Engine) -> Loaded:
+    inputs = request.inputs
+    opened = open_inputs(inputs)
+    table = opened.table
+    fixed.check_features(inputs.features, table.feature_names, f"the data '{inputs.data_label}'")
+    fixed.check_rows(len(table.X), f"data '{inputs.data_label}'")
+    rows = Rows.of(table.X, table.feature_names)
+    levels = level_plans(
+        rows, opened.features, categorical=table.categorical, discrete=request.discrete,
+        labels=table.levels, engine=engine,
+    )  # fmt: skip
+    source = model_source(inputs, opened, method=METHOD)
+    columns = Columns(
+        names=table.feature_names,
+        fixed=table.categorical,
+        levels=table.levels,
+        dtypes=table.dtypes,
+    )
+    return Loaded(
+        rows=rows,
+        model=shipped(inputs, opened.model, columns, table.X, source),
+        features=opened.features,
+        levels=levels,
+        source=source,
+        timings=dict(opened.timings),
+        notes=(
+            *((reading.reason,) if reading.reason else ()),
+            *_dropna_note(table.rows_dropped),
+            *opened.notes,
+        ),
+    )
+
+
+def shipped(
+    inputs: ModelInputs, model: Model, columns: Columns, head: np.ndarray, source: dict[str, Any]
+) -> ShippedModel:
+    """The model loaded here as a handle that loads it the same way elsewhere (checked on
+    the rows ``head``, as here); ``source``: the summary's record of the model file."""
+    return ShippedModel.of(
+        Path(inputs.model),
+        model_format=detect_format(inputs.model, inputs.model_format),
+        options=inputs.load_options(),
+        columns=columns,
+        head=head,
+        loaded=model,
+        sha256=source["model"]["sha256"],
+    )
+
+
+def with_nonfinite(source: dict[str, Any], count: int) -> dict[str, Any]:
+    """A summary's ``store`` part counting the rows dropped for non-finite model values."""
+    return source | {"data": source["data"] | {"rows_nonfinite": count}}
 
 
 def discrete_param(discrete: tuple[str, ...] | str | None) -> dict[str, Any]:
@@ -347,132 +439,55 @@ def discrete_param(discrete: tuple[str, ...] | str | None) -> dict[str, Any]:
     return {"discrete": discrete if isinstance(discrete, str) else list(discrete)}
 
 
-def whole_table_reason(request: ClassicRequest) -> str | None:
-    """Why ``request`` reads the whole table (a note; "" when that needs none), None when
-    it streams the data (:mod:`ale_cli.estimators.classic_stream`)."""
-    from ale_cli.estimators.inputs_stream import whole_table_reason as inputs_reason
-
-    reason = inputs_reason(request.inputs, request.chunk_rows)
-    if reason is not None:
-        return reason
-    inputs = request.inputs
-    explained = inputs.features
-    cats = [c for c in inputs.categorical if explained is None or c in explained]
-    if cats:
-        return f"read the whole table: categorical feature '{cats[0]}' is estimated per level"
-    if request.discrete is not None:
-        return "read the whole table: discrete features are estimated per level"
-    if request.bootstrap.replicates:
-        return "read the whole table: bootstrap bands resample every row's differences"
-    return None
-
-
 def classic(
-    request: ClassicRequest, *, progress: Callable[[int], ProgressFn] | None = None
+    request: ClassicRequest,
+    *,
+    progress: Callable[[int], ProgressFn] | None = None,
+    engine: Engine = LOCAL,
 ) -> EstimateResult:
-    """``ale classic``: load the model and data, estimate, and return the summary.
-
-    A data file is read chunk by chunk (:func:`~ale_cli.estimators.classic_stream.classic_streamed`,
-    the same numbers in memory bounded by ``request.chunk_rows``) unless
-    :func:`whole_table_reason` says why not; that reason is then a note.
-    """
+    """``ale classic``: load the model and data (:func:`load`), estimate (:func:`estimate`
+    on ``engine``), and return the summary."""
     started = time.perf_counter()
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default=DEFAULT_BINNING
     )
-    from ale_cli.estimators.inputs_stream import Streamed, streamed_or_reason
-
-    opened = streamed_or_reason(
-        request.inputs,
-        chunk_rows=request.chunk_rows,
-        reason=whole_table_reason(request),
-        engine=request.engine,
-    )
-    if isinstance(opened, Streamed):
-        from ale_cli.estimators.classic_stream import classic_streamed
-
-        evaluate = None
-        if request.engine == "dask":
-            from ale_cli.engines.dask_model import dask_evaluate
-
-            evaluate = dask_evaluate(request.scheduler)
-        return classic_streamed(
-            request, fixed, opened, progress=progress, started=started, evaluate=evaluate
+    inputs = request.inputs
+    with engine:
+        loaded = load(request, fixed, engine)
+        t = time.perf_counter()
+        settings = Settings(
+            bins=fixed.bins,
+            binning=fixed.binning,
+            edges=fixed.edges,
+            center=request.center,
+            levels=loaded.levels,
+            bootstrap=request.bootstrap,
+            eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
+            model_label=str(inputs.model),
+            drop_nonfinite=inputs.drop_nonfinite,
         )
-    reason = opened
-    result = _whole_table(request, fixed, progress)
-    if reason:
-        return replace(result, notes=(reason, *result.notes))
-    return result
-
-
-def _whole_table(
-    request: ClassicRequest,
-    fixed: FixedBins,
-    progress: Callable[[int], ProgressFn] | None,
-) -> EstimateResult:
-    """``ale classic`` on the whole table in memory."""
-    t0 = time.perf_counter()
-    opened = open_inputs(request.inputs)
-    table = opened.table
-    fixed.check_features(
-        request.inputs.features, table.feature_names, f"the data '{request.inputs.data_label}'"
-    )
-    fixed.check_rows(len(table.X), f"data '{request.inputs.data_label}'")
-    t_load = time.perf_counter()
-    prediction = opened.model.predict(table.X)  # for the normalised statistics (NALED)
-    found: list[Screened] = []
-
-    def screen(checks: list[tuple[str, np.ndarray, int]]) -> Screened:
-        done = screen_rows(
-            request.inputs.model,
-            len(table.X),
-            [("predictions", prediction, 0), *checks],
-            drop=request.inputs.drop_nonfinite,
+        features, state = estimate(
+            loaded.rows, loaded.model, loaded.features, settings, progress=progress, engine=engine
         )
-        found.append(done)
-        return done
-
-    features = classic_features(
-        opened.model.predict,
-        table.X,
-        table.feature_names,
-        features=opened.features,
-        bins=fixed.bins,
-        binning=fixed.binning,
-        edges=fixed.edges,
-        center=request.center,
-        categorical=table.categorical,
-        eval_rows=request.inputs.batch_size or DEFAULT_EVAL_ROWS,
-        progress=progress,
-        bootstrap=request.bootstrap,
-        discrete=discrete_names(
-            table.X, table.feature_names, request.discrete, exclude=table.categorical
-        ),
-        labels=table.levels,
-        screen=screen,
+    dropped = state.rows_dropped
+    summary = Summary(
+        estimator="ale",
+        params=fixed.params(request.center, inputs.features)
+        | request.bootstrap.params()
+        | discrete_param(request.discrete),
+        store=with_nonfinite(loaded.source, len(dropped)),
+        n_rows=state.kept,
+        features=tuple(features),
+        created=utc_now(),
     )
-    screened = found[0] if found else screen([])
-    keep = screened.keep
-    timings = {**opened.timings, "estimate_s": time.perf_counter() - t_load}
-    summary = with_statistics(
-        Summary(
-            estimator="ale",
-            params=fixed.params(request.center, request.inputs.features)
-            | request.bootstrap.params()
-            | discrete_param(request.discrete),
-            store=with_nonfinite(
-                model_source(request.inputs, opened, method=METHOD), len(screened.dropped)
-            ),
-            n_rows=int(keep.sum()),
-            features=tuple(features),
-            created=utc_now(),
-        ),
-        prediction[keep],
+    notes = (
+        *loaded.notes,
+        *((dropped_note(inputs.model, dropped),) if len(dropped) else ()),
+        *run_notes(features),
     )
-    notes = (*opened.notes, *((screened.note,) if screened.note else ()), *run_notes(features))
-    if table.rows_dropped:
-        notes = (f"dropped {table.rows_dropped} rows with NaN or infinite values (dropna)", *notes)
     return EstimateResult(
-        summary=summary, seconds=time.perf_counter() - t0, timings=timings, notes=notes
+        summary=with_statistics(summary, np.concatenate(state.predictions)),
+        seconds=time.perf_counter() - started,
+        timings={**loaded.timings, "estimate_s": time.perf_counter() - t},
+        notes=notes,
     )

@@ -8,7 +8,7 @@ writes its summary and prints one line). :func:`rebin_features` and
 
 A feature whose per-row jumps to the adjacent levels the store holds (meta ``levels``:
 text, categorical and ``discrete`` columns) is reported per level, as ``ale classic``
-reports it (:func:`ale_cli.estimators.levels.with_stored_levels`, no model call).
+reports it (:func:`ale_cli.estimators.stored_levels.with_stored_levels`, no model call).
 Otherwise a feature is reported ``not_estimable`` (the run goes on) when it is listed in
 the store's ``categorical_features``, when it has a single distinct value, when the edges
 file has no edges for it, or when none of its rows lies inside the given edges.
@@ -44,7 +44,7 @@ from ale_cli.estimators import secants
 from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_bins_rows, check_center
 from ale_cli.estimators.cells import Passes, array_passes, binned, ranges, store_passes
-from ale_cli.estimators.levels import stored_level_names, with_stored_levels
+from ale_cli.estimators.stored_levels import stored_level_names, with_stored_levels
 from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.npz import Store, StoreFile, open_store, read_store
 from ale_cli.summary.build import (

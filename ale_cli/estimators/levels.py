@@ -30,7 +30,6 @@ from ale_cli.core.discrete import (
     MAX_DISCRETE_LEVELS,
     MAX_LEVELS,
     LevelEffect,
-    level_cells,
     level_effect,
     level_effect_from_cells,
     level_order,
@@ -39,7 +38,6 @@ from ale_cli.errors import InputError
 from ale_cli.estimators.bands import Bootstrap, replicate_cells
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 from ale_cli.store.layout import level_problem
-from ale_cli.store.npz import Store, StoreFile
 from ale_cli.summary.model import FeatureSummary, Replicates
 
 KINDS = ("discrete", "categorical")
@@ -47,6 +45,17 @@ KINDS = ("discrete", "categorical")
 #: each of the L features in the meta's ``levels`` (chunked as ``level_up.00000``, ...)
 LEVEL_UP = "level_up"
 LEVEL_DOWN = "level_down"
+
+
+def check_discrete(discrete: Sequence[str], names: Sequence[str]) -> None:
+    """InputError naming ``discrete`` for a name that is not one of the input columns."""
+    for name in discrete:
+        if name not in names:
+            raise InputError(
+                f"{{param}} names '{name}', which is not an input column "
+                f"(inputs: {', '.join(names)})",
+                param="discrete",
+            )
 
 
 def discrete_names(
@@ -74,17 +83,22 @@ def discrete_names(
                 out.append(name)
         return tuple(out)
     chosen = (discrete,) if isinstance(discrete, str) else tuple(discrete)
-    for name in chosen:
-        if name not in names:
-            raise InputError(
-                f"{{param}} names '{name}', which is not an input column "
-                f"(inputs: {', '.join(names)})",
-                param="discrete",
-            )
+    check_discrete(chosen, names)
     return chosen
 
 
-def _predict_chunked(f: PredictFn, X: np.ndarray, eval_rows: int) -> np.ndarray:
+def too_many_levels(kind: str, name: str) -> InputError:
+    """The refusal of a feature with more than :data:`~ale_cli.core.discrete.MAX_LEVELS`
+    levels."""
+    return InputError(
+        f"{kind} feature '{name}' has more than {MAX_LEVELS:,} levels, the most ale estimates "
+        "an effect per level for; group its levels, or leave it out of {param}",
+        param="features",
+    )
+
+
+def predict_chunked(f: PredictFn, X: np.ndarray, eval_rows: int) -> np.ndarray:
+    """``f(X)`` (N,), ``eval_rows`` rows per call."""
     out = np.empty(len(X))
     for start in range(0, len(X), eval_rows):
         out[start : start + eval_rows] = f(X[start : start + eval_rows])
@@ -201,12 +215,7 @@ def plan_levels(
             out[name] = "single distinct value"
             continue
         if values.size > MAX_LEVELS:
-            raise InputError(
-                f"{kind} feature '{name}' has {values.size:,} levels, more than the "
-                f"{MAX_LEVELS:,} ale estimates an effect per level for; group its levels, or "
-                "leave it out of {param}",
-                param="features",
-            )
+            raise too_many_levels(kind, name)
         order = _order(X, names, j, codes, values.size, kind, set(categorical))
         out[name] = LevelPlan(
             name, kind, values.astype(np.float64), order.astype(np.int64), labels.get(name)
@@ -256,7 +265,7 @@ def level_jumps(
         rows = np.flatnonzero((pos + step >= 0) & (pos + step < k))
         moved = X[rows].copy()
         moved[:, column] = plan.values[plan.order[pos[rows] + step]]
-        pred = _predict_chunked(f, moved, eval_rows)
+        pred = predict_chunked(f, moved, eval_rows)
         target[rows] = pred - base[rows] if step == 1 else base[rows] - pred
     return up, down
 
@@ -274,66 +283,11 @@ def level_arrays(
     up = np.zeros((len(X), len(plans)))
     down = np.zeros((len(X), len(plans)))
     if len(X) and plans:
-        base = _predict_chunked(f, X, eval_rows)
+        base = predict_chunked(f, X, eval_rows)
         for i, plan in enumerate(plans):
             j = list(names).index(plan.name)
             up[:, i], down[:, i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
     return {LEVEL_UP: up, LEVEL_DOWN: down}
-
-
-def level_features(
-    f: PredictFn,
-    X: np.ndarray,
-    names: Sequence[str],
-    kinds: dict[str, str],
-    *,
-    categorical: Sequence[str] = (),
-    labels: dict[str, tuple[Any, ...]] | None = None,
-    center: str = "mean",
-    eval_rows: int = DEFAULT_EVAL_ROWS,
-    base: np.ndarray | None = None,
-    bootstrap: Bootstrap | None = None,
-) -> dict[str, FeatureSummary]:
-    """The per-level effect of each feature in ``kinds`` (name -> "discrete"/"categorical"):
-    :func:`plan_levels`, :func:`level_jumps`, :func:`level_record`.
-
-    Parameters
-    ----------
-    f : callable
-        (M, D) float64 -> (M,) float64, the model.
-    X : ndarray, shape (N, D)
-        Every input of the model (categorical columns as integer codes).
-    names : sequence of str, length D
-    categorical : sequence of str
-        Every categorical input (compared by total variation when ordering levels).
-    labels : dict of str to tuple
-        The original values of text columns, indexed by code.
-    base : ndarray, shape (N,), optional
-        ``f(X)`` if already known.
-    bootstrap : Bootstrap, optional
-        Percentile bands of the per-level effects from the same differences with
-        the rows resampled (:func:`level_bands`; no further model call).
-
-    Returns
-    -------
-    dict of name to FeatureSummary with ``kind``, ``levels`` (K,) in the estimated
-    order, ``order`` (K,) (each level's index among the sorted distinct values),
-    and per level ``counts``, ``effect``, ``std``, ``stderr`` (K,); ``bin_*`` hold
-    the K-1 jumps between adjacent levels.
-    """
-    plans = plan_levels(X, names, kinds, categorical=categorical, labels=labels)
-    out: dict[str, FeatureSummary] = {}
-    for name, plan in plans.items():
-        if isinstance(plan, str):
-            out[name] = FeatureSummary(name=name, status="not_estimable", reason=plan)
-            continue
-        if base is None:
-            base = _predict_chunked(f, X, eval_rows)
-        j = list(names).index(name)
-        up, down = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
-        position = plan.positions(X[:, j])
-        out[name] = level_record(plan, position, up, down, center=center, bootstrap=bootstrap)
-    return out
 
 
 def _order(
@@ -380,6 +334,20 @@ def level_record(
     return _record(plan, eff, bands)
 
 
+def level_summary(
+    plan: LevelPlan,
+    cells: CellStats,
+    counts: np.ndarray,
+    *,
+    center: str = "mean",
+    bands: dict[str, Any] | None = None,
+) -> FeatureSummary:
+    """One feature's per-level record from its jumps' statistics ``cells`` (K-1 cells) and
+    ``n_k`` (K,) (:func:`~ale_cli.core.discrete.level_cells`, merged over chunks), with
+    the bands of :func:`level_bands` when given. No model call."""
+    return _record(plan, level_effect_from_cells(cells, counts, center=center), bands or {})
+
+
 def _record(plan: LevelPlan, eff: LevelEffect, bands: dict[str, Any]) -> FeatureSummary:
     with np.errstate(invalid="ignore", divide="ignore"):
         jump_se = eff.jump_std / np.sqrt(eff.jump_count)
@@ -400,105 +368,6 @@ def _record(plan: LevelPlan, eff: LevelEffect, bands: dict[str, Any]) -> Feature
         stderr=eff.stderr,
         center_offset=eff.center_offset,
     )
-
-
-# -- from a store ------------------------------------------------------------------------------
-
-
-def stored_plans(meta: Mapping[str, Any], where: str) -> tuple[LevelPlan, ...]:
-    """The plans in a store's meta ``levels``, in the order of the columns of its
-    ``level_up``/``level_down`` arrays (empty for a store without them)."""
-    items = meta.get("levels") or []
-    if not isinstance(items, list):
-        raise InputError(f"{where}: its meta's 'levels' is not a list")
-    return tuple(LevelPlan.from_meta(item, where) for item in items)
-
-
-def stored_level_names(store: Store | StoreFile, names: Sequence[str]) -> tuple[str, ...]:
-    """The features among ``names`` whose per-row jumps the store holds (estimated per
-    level by ``rebin``/``rhale``)."""
-    held = {p.name for p in stored_plans(store.meta, f"store '{_label(store)}'")}
-    return tuple(n for n in names if n in held)
-
-
-def _label(store: Store | StoreFile) -> str:
-    return str(getattr(store, "path", "in memory"))
-
-
-def stored_level_features(
-    store: Store | StoreFile,
-    names: Sequence[str],
-    *,
-    center: str = "mean",
-    bootstrap: Bootstrap | None = None,
-) -> dict[str, FeatureSummary]:
-    """The per-level records of the features among ``names`` whose jumps the store holds,
-    from its ``level_up``/``level_down`` arrays and X (no model call): equal to
-    :func:`level_features` on the rows and model the store was computed from.
-
-    An in-memory :class:`~ale_cli.store.npz.Store` runs :func:`level_record` on the
-    whole arrays (with ``bootstrap`` bands); a store file is read chunk by chunk, its
-    jump statistics merged (:func:`~ale_cli.core.discrete.level_cells`; bootstrap bands
-    need the whole store).
-    """
-    where = f"store '{_label(store)}'"
-    plans = {p.name: (i, p) for i, p in enumerate(stored_plans(store.meta, where))}
-    todo = [n for n in names if n in plans]
-    if not todo:
-        return {}
-    cols = {n: store.input_index(n) for n in todo}
-    if isinstance(store, Store):
-        arrays = store.extra
-        if LEVEL_UP not in arrays or LEVEL_DOWN not in arrays:
-            raise InputError(f"{where} lacks the array(s) {LEVEL_UP}, {LEVEL_DOWN}")
-        out = {}
-        for n in todo:
-            i, plan = plans[n]
-            position = _positions(plan, store.X[:, cols[n]], where)
-            up, down = arrays[LEVEL_UP][:, i], arrays[LEVEL_DOWN][:, i]
-            out[n] = level_record(plan, position, up, down, center=center, bootstrap=bootstrap)
-        return out
-    if bootstrap is not None and bootstrap.replicates:
-        raise ValueError("bootstrap bands of a store need it in memory (read_store)")
-    acc: dict[str, tuple[CellStats, np.ndarray]] = {}
-    for chunk in store.chunks(("X", LEVEL_UP, LEVEL_DOWN)):
-        for n in todo:
-            i, plan = plans[n]
-            position = _positions(plan, chunk["X"][:, cols[n]], where)
-            cells, counts = level_cells(
-                position=position,
-                up=chunk[LEVEL_UP][:, i],
-                down=chunk[LEVEL_DOWN][:, i],
-                n_levels=plan.n_levels,
-            )
-            if n in acc:
-                cells, counts = acc[n][0].merge(cells), acc[n][1] + counts
-            acc[n] = (cells, counts)
-    return {
-        n: _record(plans[n][1], level_effect_from_cells(*acc[n], center=center), {}) for n in todo
-    }
-
-
-def _positions(plan: LevelPlan, x: np.ndarray, where: str) -> np.ndarray:
-    try:
-        return plan.positions(x)
-    except ValueError as exc:
-        raise InputError(f"{where}: feature '{plan.name}': {exc}") from None
-
-
-def with_stored_levels(
-    features: Sequence[FeatureSummary],
-    store: Store | StoreFile,
-    *,
-    center: str = "mean",
-    bootstrap: Bootstrap | None = None,
-) -> list[FeatureSummary]:
-    """``features`` with the record of each feature whose jumps the store holds replaced by
-    its per-level record (:func:`stored_level_features`)."""
-    found = stored_level_features(
-        store, [f.name for f in features], center=center, bootstrap=bootstrap
-    )
-    return [found.get(f.name, f) for f in features]
 
 
 def level_bands(

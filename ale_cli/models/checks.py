@@ -58,6 +58,18 @@ def nothing_left(model: str | Path) -> ModelFailed:
     )
 
 
+def dropped_note(path: object, rows: np.ndarray) -> str:
+    """The note of :func:`screen_rows` for the ``rows`` left out (numbered in the whole table).
+
+    >>> dropped_note("m.pt", np.array([4, 9]))
+    "dropped 2 rows where model 'm.pt' gave NaN or infinite values (rows 4, 9)"
+    """
+    return (
+        f"dropped {_count(rows)} where model '{path}' gave NaN or infinite values "
+        f"({row_list(rows)})"
+    )
+
+
 def row_list(rows: np.ndarray, *, shown: int = SHOWN_ROWS) -> str:
     """``rows`` as a message names them: every index up to ``shown``, then a count.
 
@@ -167,11 +179,7 @@ values (rows 1, 2)")
     keep[dropped] = False
     if not keep.any() and not allow_empty:
         raise ModelFailed(f"{message}: that is every row, nothing is left to explain")
-    note = (
-        f"dropped {_count(dropped)} where model '{path}' gave NaN or infinite values "
-        f"({row_list(dropped + offset)})"
-    )
-    return Screened(keep=keep, dropped=dropped, note=note)
+    return Screened(keep=keep, dropped=dropped, note=dropped_note(path, dropped + offset))
 
 
 def screen_effects(

@@ -117,7 +117,7 @@ def _level_layout(
 ) -> None:
     """``level_up`` and ``level_down`` come together, as floats (N, L) with L the records
     of the meta's ``levels`` (each naming a distinct feature; their contents are read by
-    :func:`ale_cli.estimators.levels.stored_plans`)."""
+    :func:`ale_cli.estimators.stored_levels.stored_plans`)."""
     levels = meta.get("levels")
     present = [name for name in ("level_up", "level_down") if name in specs]
     if not present and not levels:

@@ -24,6 +24,7 @@ from ale_cli.cli.options import (
 )
 from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
+from ale_cli.engines import engine_for
 from ale_cli.estimators.bands import Bootstrap
 from ale_cli.estimators.classic import ClassicRequest
 from ale_cli.estimators.classic import classic as run_classic
@@ -72,7 +73,7 @@ def classic(
     (estimator "ale"); heterogeneity is the per-bin std of the differences
     divided by the bin width. --bootstrap B resamples the rows' differences
     for percentile bands (no further model call). A data file is read --chunk-rows
-    rows at a time (bootstrap bands, --discrete and --categorical features read it whole).
+    rows at a time.
     --engine dask evaluates the model on the partitions of the data on the workers of a
     Dask cluster (this process reads the columns for the ranges and quantile edges).
     """
@@ -90,5 +91,7 @@ def classic(
         scheduler=scheduler,
     )
     with run.progress("classic ALE") as progress:
-        result = run_classic(request, progress=progress)
+        result = run_classic(
+            request, progress=progress, engine=engine_for(request.engine, request.scheduler)
+        )
     return summary_outcome("classic", result, out, timestamp, run)

@@ -1,0 +1,314 @@
+"""The chunk kernel of classic ALE: the model at both limits of each row's bin, per feature.
+
+For feature s with edges ``z_0 < ... < z_K`` and row i in bin k, the interval
+``(z_{k-1}, z_k]`` (the first bin also holds ``z_0``)::
+
+    D_i = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})
+
+(2 evaluations per row and feature, the chunk's rows stacked into one model call by
+:func:`~ale_cli.models.evaluate.evaluate_moved`). A feature estimated per level gets
+every row's differences to the adjacent levels instead
+(:func:`~ale_cli.estimators.levels.level_jumps`).
+
+:class:`LimitKernel` turns one chunk of rows into :class:`LimitCells`: per binned feature
+the :class:`~ale_cli.core.binstats.CellStats` of the ``D_i`` of its bins and its rows
+outside the edges, per level feature the statistics of its jumps and its rows per level,
+the rows whose values were NaN or infinite (numbers in the whole table) and the
+predictions on the rows kept. :meth:`LimitCells.merge` is exact, so the states of the
+chunks merged in row order are those of the whole table in one chunk, to rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ale_cli.core.binning import Assignment, assign
+from ale_cli.core.binstats import CellStats
+from ale_cli.core.discrete import level_cells
+from ale_cli.estimators.levels import LevelPlan, level_jumps, predict_chunked
+from ale_cli.estimators.rows import ROWS
+from ale_cli.models.base import ProgressFn
+from ale_cli.models.checks import screen_rows
+from ale_cli.models.evaluate import Lookup, Move, evaluate_moved
+from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
+from ale_cli.passes.engine import Chunk
+
+
+@dataclass(frozen=True)
+class BinnedFeature:
+    """A feature to estimate: its row of Xs, its column of X, its edges and the rows' bins."""
+
+    j: int
+    col: int
+    edges: np.ndarray
+    bins: Assignment
+
+
+def limit_differences(
+    f: PredictFn,
+    X: np.ndarray,
+    Xs: np.ndarray,
+    todo: Sequence[BinnedFeature],
+    diffs: np.ndarray,
+    *,
+    eval_rows: int,
+    progress: ProgressFn | None,
+) -> None:
+    """``diffs[t.j, i] = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})``.
+
+    Only for the rows inside the feature's edges (the others are left as they
+    are). The features whose rows are all inside share one stack per chunk
+    (:func:`evaluate_moved`: the chunk is copied once, then each feature's
+    column moved in turn and put back from ``Xs``); a feature with rows
+    outside given edges is evaluated on its inside rows alone.
+    """
+    shared = [t for t in todo if t.bins.n_outside == 0]
+    runs = [(shared, None)] + [
+        ([t], np.flatnonzero(t.bins.index >= 0)) for t in todo if t.bins.n_outside
+    ]
+    for feats, rows in runs:
+        k = [t.bins.index if rows is None else t.bins.index[rows] for t in feats]
+        groups = [
+            [Move((t.col,), Lookup(t.edges[:-1], kt)), Move((t.col,), Lookup(t.edges[1:], kt))]
+            for t, kt in zip(feats, k, strict=True)
+        ]
+        rows_x = X if rows is None else X[rows]
+        columns = {t.col: Xs[t.j] for t in feats} if rows is None else None
+        moved = evaluate_moved(
+            f, rows_x, groups, eval_rows=eval_rows, progress=progress, columns=columns
+        )
+        for i, sl, out in moved:
+            j = feats[i].j
+            if rows is None:
+                np.subtract(out[1], out[0], out=diffs[j, sl])
+            else:
+                diffs[j, rows[sl]] = out[1] - out[0]
+
+
+def without_rows(index: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``index`` with ``rows`` set to -1 (in no bin)."""
+    if not len(rows):
+        return index
+    index = index.copy()
+    index[rows] = -1
+    return index
+
+
+@dataclass(frozen=True)
+class RowValues:
+    """Every row's values of a chunk, kept for bootstrap bands (the rows resampled).
+
+    ``index`` (F, n): each row's bin per binned feature (-1 outside the edges or screened
+    out); ``diffs`` (F, n): its ``D_i`` (0 where ``index`` is -1); ``position``, ``up``,
+    ``down`` (L, n): its level and differences to the adjacent levels per level feature.
+    """
+
+    index: np.ndarray
+    diffs: np.ndarray
+    position: np.ndarray
+    up: np.ndarray
+    down: np.ndarray
+
+    @classmethod
+    def joined(cls, parts: Sequence[RowValues]) -> RowValues:
+        """The rows of ``parts`` (in row order) as one."""
+        return cls(*(np.concatenate([getattr(p, n) for p in parts], axis=1) for n in _ROW_FIELDS))
+
+
+_ROW_FIELDS = ("index", "diffs", "position", "up", "down")
+
+
+@dataclass(frozen=True)
+class LimitCells:
+    """The state of a pass of :class:`LimitKernel`: mergeable, in row order.
+
+    Attributes
+    ----------
+    cells : tuple of CellStats, length F
+        Per binned feature, the statistics of ``D_i`` in its K bins (rows screened out left
+        out).
+    outside : tuple of int, length F
+        Per binned feature, its rows outside the edges (not evaluated).
+    levels : tuple of (CellStats, ndarray), length L
+        Per level feature, the statistics of its K-1 jumps and ``n_k`` (K,)
+        (:func:`~ale_cli.core.discrete.level_cells`).
+    dropped : tuple of ndarray
+        The rows screened out, numbered in the whole table, a chunk at a time.
+    predictions : tuple of ndarray
+        The predictions on the rows kept, a chunk at a time.
+    rows : tuple of RowValues
+        Every row's values, a chunk at a time (with ``keep_rows`` only).
+    """
+
+    cells: tuple[CellStats, ...]
+    outside: tuple[int, ...]
+    levels: tuple[tuple[CellStats, np.ndarray], ...] = ()
+    dropped: tuple[np.ndarray, ...] = ()
+    predictions: tuple[np.ndarray, ...] = ()
+    rows: tuple[RowValues, ...] = ()
+
+    def merge(self, other: LimitCells) -> LimitCells:
+        """The state of the rows of ``self`` followed by those of ``other``."""
+        return LimitCells(
+            cells=tuple(a.merge(b) for a, b in zip(self.cells, other.cells, strict=True)),
+            outside=tuple(a + b for a, b in zip(self.outside, other.outside, strict=True)),
+            levels=tuple(
+                (a[0].merge(b[0]), a[1] + b[1])
+                for a, b in zip(self.levels, other.levels, strict=True)
+            ),
+            dropped=self.dropped + other.dropped,
+            predictions=self.predictions + other.predictions,
+            rows=self.rows + other.rows,
+        )
+
+    @property
+    def rows_dropped(self) -> np.ndarray:
+        """The rows screened out, numbered in the whole table, in order."""
+        return np.concatenate(self.dropped) if self.dropped else np.empty(0, dtype=np.intp)
+
+    @property
+    def kept(self) -> int:
+        return sum(len(p) for p in self.predictions)
+
+
+def merge_cells(a: LimitCells, b: LimitCells) -> LimitCells:
+    """:meth:`LimitCells.merge` as a function (the engine's ``merge``)."""
+    return a.merge(b)
+
+
+@dataclass(frozen=True)
+class LimitKernel:
+    """One chunk of rows to :class:`LimitCells`; the model comes as the run's ``shared``.
+
+    ``cols`` and ``edges``: the column of X and the edges (K+1,) of each binned feature;
+    ``levels``: the column and :class:`~ale_cli.estimators.levels.LevelPlan` of each
+    feature estimated per level. The chunk's predictions and the ``D_i`` are screened for
+    NaN and infinite values (:func:`~ale_cli.models.checks.screen_rows`, refused, or with
+    ``drop_nonfinite`` left out of every binned feature); ``predictions`` False skips the
+    predictions (then neither screened nor kept). ``keep_rows`` keeps every row's values
+    (:class:`RowValues`). ``progress`` is told the rows evaluated, where the kernel runs in
+    this process (a kernel sent elsewhere goes without it).
+    """
+
+    cols: tuple[int, ...]
+    edges: tuple[np.ndarray, ...]
+    levels: tuple[tuple[int, LevelPlan], ...] = ()
+    eval_rows: int = DEFAULT_EVAL_ROWS
+    model_label: str = "model"
+    drop_nonfinite: bool = False
+    predictions: bool = True
+    keep_rows: bool = False
+    progress: ProgressFn | None = field(default=None, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "progress"}
+
+    def empty(self) -> LimitCells:
+        """No rows yet."""
+        return LimitCells(
+            cells=tuple(CellStats.empty(e.size - 1) for e in self.edges),
+            outside=(0,) * len(self.edges),
+            levels=tuple(
+                (CellStats.empty(p.n_levels - 1), np.zeros(p.n_levels, dtype=np.int64))
+                for _, p in self.levels
+            ),
+        )
+
+    def __call__(self, chunk: Chunk, model: Any) -> LimitCells:
+        X = np.asarray(chunk[ROWS], dtype=np.float64)
+        if not len(X):
+            return self.empty()
+        f = model.predict
+        Xs = np.ascontiguousarray(X.T[list(self.cols)])
+        feats = [
+            BinnedFeature(j, c, e, assign(Xs[j], e))
+            for j, (c, e) in enumerate(zip(self.cols, self.edges, strict=True))
+        ]
+        diffs = np.empty(Xs.shape, dtype=np.float64)  # rows outside the edges: never read
+        bar = self.progress
+        limit_differences(f, X, Xs, feats, diffs, eval_rows=self.eval_rows, progress=bar)
+        dropped = np.empty(0, dtype=np.intp)
+        kept: tuple[np.ndarray, ...] = ()
+        if self.predictions or feats:
+            dropped, kept = self._screened(f, X, feats, diffs, chunk.offset)
+        index = [without_rows(t.bins.index, dropped) for t in feats]
+        cells = tuple(
+            CellStats.from_values(i, diffs[t.j], n_cells=t.edges.size - 1)
+            for i, t in zip(index, feats, strict=True)
+        )
+        jumps = self._level_jumps(f, X)
+        return LimitCells(
+            cells=cells,
+            outside=tuple(t.bins.n_outside for t in feats),
+            levels=tuple(
+                level_cells(position=pos, up=up, down=down, n_levels=plan.n_levels)
+                for (_, plan), (pos, up, down) in zip(self.levels, jumps, strict=True)
+            ),
+            dropped=(dropped + chunk.offset,) if len(dropped) else (),
+            predictions=kept,
+            rows=(self._rows(index, diffs, jumps, len(X)),) if self.keep_rows else (),
+        )
+
+    def _screened(
+        self,
+        f: PredictFn,
+        X: np.ndarray,
+        feats: list[BinnedFeature],
+        diffs: np.ndarray,
+        offset: int,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """The chunk's rows with a NaN or infinite prediction or ``D_i`` (refused, or with
+        ``drop_nonfinite`` returned), and the predictions on the other rows."""
+        checks: list[tuple[str, np.ndarray, int]] = []
+        prediction = None
+        if self.predictions:
+            prediction = f(X)
+            checks.append(("predictions", prediction, 0))
+        if feats:
+            inside = np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in feats])
+            checks.append(("evaluations at the bin limits", inside, 1))
+        found = screen_rows(
+            self.model_label,
+            len(X),
+            checks,
+            drop=self.drop_nonfinite,
+            offset=offset,
+            allow_empty=True,
+        )
+        return found.dropped, () if prediction is None else (prediction[found.keep],)
+
+    def _level_jumps(self, f: PredictFn, X: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+        """Per level feature: every row's position, ``up`` and ``down`` (no model call
+        without level features)."""
+        if not self.levels:
+            return []
+        base = predict_chunked(f, X, self.eval_rows)
+        out = []
+        for col, plan in self.levels:
+            up, down = level_jumps(f, X, col, plan, base=base, eval_rows=self.eval_rows)
+            out.append((plan.positions(X[:, col]), up, down))
+        return out
+
+    def _rows(
+        self,
+        index: list[np.ndarray],
+        diffs: np.ndarray,
+        jumps: list[tuple[np.ndarray, ...]],
+        n: int,
+    ) -> RowValues:
+        inside = [np.where(i >= 0, d, 0.0) for i, d in zip(index, diffs, strict=False)]
+
+        def stacked(arrays: Sequence[np.ndarray], dtype: Any) -> np.ndarray:
+            return np.stack(arrays) if arrays else np.empty((0, n), dtype=dtype)
+
+        return RowValues(
+            index=stacked(index, np.int64),
+            diffs=stacked(inside, np.float64),
+            position=stacked([j[0] for j in jumps], np.int64),
+            up=stacked([j[1] for j in jumps], np.float64),
+            down=stacked([j[2] for j in jumps], np.float64),
+        )

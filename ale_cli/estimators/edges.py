@@ -1,0 +1,78 @@
+"""Bin edges of data columns read in chunks: given, uniform over their range, or quantiles.
+
+The estimators that call the model on data (``ale classic``, ``ale interact``) bin each
+feature by edges ``z_0 < ... < z_K``: those of an edges file, K equal widths over the
+column's range ``[lo, hi]`` (found by the first pass over the data), or the exact type-1
+quantiles at ``k/K``, deduplicated (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`,
+two passes over the chunks; an array in memory is one chunk).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ale_cli.core.binning import uniform_edges
+from ale_cli.core.outofcore import chunked_quantile_edges
+
+if TYPE_CHECKING:
+    from ale_cli.estimators.inputs_stream import Streamed
+
+
+def column_edges(
+    chunks: Callable[[], Iterable[np.ndarray]],
+    names: Sequence[str],
+    *,
+    n_rows: int,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    bins: int,
+    binning: str,
+    given: Mapping[str, Any] | None = None,
+) -> list[np.ndarray]:
+    """The edges (K+1,) of C columns: ``given`` (by their ``names``), uniform over
+    ``[lo, hi]`` (C,) or exact type-1 quantiles from ``chunks()``, a fresh pass over
+    (n_i, C) arrays of these columns on every call (two calls in all).
+
+    >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
+    >>> lo, hi = np.array([1.0]), np.array([5.0])
+    >>> column_edges(lambda: [X[:2], X[2:]], ["a"], n_rows=6, lo=lo, hi=hi, bins=3,
+    ...              binning="quantile")[0].tolist()
+    [1.0, 2.0, 3.0, 5.0]
+    >>> column_edges(lambda: [X], ["a"], n_rows=6, lo=lo, hi=hi, bins=2,
+    ...              binning="uniform")[0].tolist()
+    [1.0, 3.0, 5.0]
+    """
+    if given is not None:
+        return [np.asarray(given[name], dtype=np.float64) for name in names]
+    if binning == "uniform":
+        return [uniform_edges(float(a), float(b), bins=bins) for a, b in zip(lo, hi, strict=True)]
+    if not len(lo):
+        return []
+    return chunked_quantile_edges(chunks, n=n_rows, bins=bins, lo=lo, hi=hi)
+
+
+def edges_of(
+    streamed: Streamed,
+    cols: list[int],
+    names: list[str],
+    *,
+    bins: int,
+    binning: str,
+    given: dict[str, np.ndarray] | None,
+) -> list[np.ndarray]:
+    """:func:`column_edges` of the data columns ``cols`` of ``streamed`` (their names
+    ``names``), over its passes."""
+    scan = streamed.scan
+    return column_edges(
+        lambda: streamed.passes.columns(cols),
+        names,
+        n_rows=scan.n_rows,
+        lo=scan.lo[cols],
+        hi=scan.hi[cols],
+        bins=bins,
+        binning=binning,
+        given=given,
+    )

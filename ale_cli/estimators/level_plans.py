@@ -1,0 +1,160 @@
+"""The plans of the features estimated per level: their levels and the levels' order.
+
+A discrete feature's levels are its distinct values in numeric order
+(:class:`~ale_cli.estimators.levels.LevelPlan`); one pass over the chunks of a source
+collects them (:class:`Distinct`, mergeable: at most ``limit + 1`` values a column are
+kept, enough to tell a column with more than ``limit``), so a data file read chunk by
+chunk needs no whole table for them. An array in memory is one chunk. A categorical
+feature's levels are found the same way, and their order from further passes
+(:mod:`ale_cli.estimators.level_order`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ale_cli.core.discrete import MAX_DISCRETE_LEVELS, MAX_LEVELS
+from ale_cli.estimators.level_order import level_orders
+from ale_cli.estimators.levels import LevelPlan, check_discrete, too_many_levels
+from ale_cli.estimators.rows import ROWS, Rows
+from ale_cli.passes.engine import LOCAL, Chunk, Engine, Source
+
+
+@dataclass(frozen=True)
+class Distinct:
+    """The distinct values of C columns, sorted: all of them, or, for a column with more
+    than its ``limits[c]``, the ``limits[c] + 1`` smallest.
+
+    >>> a = Distinct((np.array([1.0, 3.0]),), (2,))
+    >>> a.merge(Distinct((np.array([2.0, 3.0, 5.0]),), (2,))).values[0].tolist()
+    [1.0, 2.0, 3.0]
+    """
+
+    values: tuple[np.ndarray, ...]
+    limits: tuple[int, ...]
+
+    def merge(self, other: Distinct) -> Distinct:
+        """The distinct values of the rows of both (exact: each keeps its smallest)."""
+        return Distinct(
+            tuple(
+                np.union1d(a, b)[: n + 1]
+                for a, b, n in zip(self.values, other.values, self.limits, strict=True)
+            ),
+            self.limits,
+        )
+
+
+def merge_distinct(a: Distinct, b: Distinct) -> Distinct:
+    """:meth:`Distinct.merge` as a function (the engine's ``merge``)."""
+    return a.merge(b)
+
+
+@dataclass(frozen=True)
+class DistinctKernel:
+    """A chunk ``{"X": (n, D)}`` to the :class:`Distinct` values of its columns ``cols``."""
+
+    cols: tuple[int, ...]
+    limits: tuple[int, ...]
+
+    def empty(self) -> Distinct:
+        return Distinct(tuple(np.empty(0) for _ in self.cols), self.limits)
+
+    def __call__(self, chunk: Chunk, _: Any) -> Distinct:
+        X = chunk[ROWS]
+        return Distinct(
+            tuple(
+                np.unique(np.asarray(X[:, c], dtype=np.float64))[: n + 1]
+                for c, n in zip(self.cols, self.limits, strict=True)
+            ),
+            self.limits,
+        )
+
+
+def discrete_plans(
+    source: Source,
+    names: Sequence[str],
+    chosen: Sequence[str],
+    discrete: Sequence[str] | str | None,
+    *,
+    exclude: Sequence[str] = (),
+    engine: Engine = LOCAL,
+) -> dict[str, LevelPlan | str]:
+    """The plans of the features among ``chosen`` and outside ``exclude`` estimated per
+    value (those named in ``discrete``, or with ``"auto"`` those with 2 to
+    :data:`~ale_cli.core.discrete.MAX_DISCRETE_LEVELS` distinct values), or why one is
+    not estimable; from one pass over the chunks ``{"X": (n, D)}`` of ``source``
+    collecting their distinct values. A named feature with more than
+    :data:`~ale_cli.core.discrete.MAX_LEVELS` values is refused.
+
+    >>> from ale_cli.passes.engine import ArraySource
+    >>> X = np.column_stack([[1.0, 2.0, 1.0] * 5, np.arange(15.0), np.ones(15)])
+    >>> plans = discrete_plans(ArraySource({ROWS: X}), "sbc", "sbc", "auto")
+    >>> list(plans), plans["s"].values.tolist()
+    (['s'], [1.0, 2.0])
+    >>> discrete_plans(ArraySource({ROWS: X}), "sbc", "sc", ("c",))
+    {'c': 'single distinct value'}
+    """
+    if discrete is None:
+        return {}
+    auto = isinstance(discrete, str) and discrete == "auto"
+    named = () if auto else (discrete,) if isinstance(discrete, str) else tuple(discrete)
+    check_discrete(named, names)
+    todo = [n for n in chosen if n not in exclude and (auto or n in named)]
+    limit = MAX_DISCRETE_LEVELS if auto else MAX_LEVELS
+    if not todo:
+        return {}
+    kernel = DistinctKernel(tuple(list(names).index(n) for n in todo), (limit,) * len(todo))
+    found = engine.run(source, kernel, merge_distinct, kernel.empty(), arrays=[ROWS])
+    out: dict[str, LevelPlan | str] = {}
+    for name, values in zip(todo, found.values, strict=True):
+        if auto and not 2 <= values.size <= MAX_DISCRETE_LEVELS:
+            continue
+        if values.size > MAX_LEVELS:
+            raise too_many_levels("discrete", name)
+        if values.size < 2:
+            out[name] = "single distinct value"
+            continue
+        out[name] = LevelPlan(name, "discrete", values, np.arange(values.size, dtype=np.int64))
+    return out
+
+
+def level_plans(
+    rows: Rows,
+    chosen: Sequence[str],
+    *,
+    categorical: Sequence[str] = (),
+    discrete: Sequence[str] | str | None = None,
+    labels: Mapping[str, tuple[Any, ...]] | None = None,
+    engine: Engine = LOCAL,
+) -> dict[str, LevelPlan | str]:
+    """The plans of the features among ``chosen`` estimated per level, from passes over
+    ``rows``: the categorical ones (every input in ``categorical`` is; its levels in
+    ALEPlot's order, :func:`~ale_cli.estimators.level_order.level_orders`; ``labels``: a
+    text column's values by code) and the discrete ones (:func:`discrete_plans`)."""
+    cats = [name for name in chosen if name in categorical]
+    out: dict[str, LevelPlan | str] = {}
+    if cats:
+        cols = [rows.names.index(name) for name in cats]
+        kernel = DistinctKernel(tuple(cols), (MAX_LEVELS,) * len(cols))
+        found = engine.run(rows.source, kernel, merge_distinct, kernel.empty(), arrays=[ROWS])
+        todo = []
+        for name, col, values in zip(cats, cols, found.values, strict=True):
+            if values.size > MAX_LEVELS:
+                raise too_many_levels("categorical", name)
+            if values.size < 2:
+                out[name] = "single distinct value"
+            else:
+                todo.append((name, col, values))
+        others = [rows.names.index(name) for name in categorical if name in rows.names]
+        orders = level_orders(rows, [(c, v) for _, c, v in todo], others, engine=engine)
+        for (name, _, values), order in zip(todo, orders, strict=True):
+            label = (labels or {}).get(name)
+            out[name] = LevelPlan(name, "categorical", values, order.astype(np.int64), label)
+    found_discrete = discrete_plans(
+        rows.source, rows.names, chosen, discrete, exclude=categorical, engine=engine
+    )
+    return out | found_discrete
