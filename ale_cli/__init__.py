@@ -7,11 +7,18 @@ use so that ``import ale_cli`` stays cheap.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __version__ = "0.1.0"
 
-_API = (
+#: The Python API: the names :mod:`ale_cli.api` exports (its ``__all__`` is this list),
+#: reachable here on first use.
+API = (
+    "FeatureSummary",
+    "ModelInputs",
+    "Store",
+    "Summary",
     "classic",
     "compute",
     "interact",
@@ -23,12 +30,11 @@ _API = (
     "rhale",
     "run",
     "summary_frame",
+    "write_summary",
 )
 
 
 def __getattr__(name: str) -> Any:
-    if name in _API:
-        import importlib
-
+    if name in API:
         return getattr(importlib.import_module("ale_cli.api"), name)
     raise AttributeError(f"module 'ale_cli' has no attribute {name!r}")

@@ -38,37 +38,33 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import ale_cli.estimators.classic as classic_estimator
+import ale_cli.estimators.interact as interact_estimator
+from ale_cli import API
 from ale_cli.engines import engine_for
+from ale_cli.errors import InputError
+from ale_cli.estimators import dale, local_effects
+from ale_cli.estimators.bands import Bootstrap
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeResult
+from ale_cli.estimators.pairs import parse_pairs
+from ale_cli.job import read_job, run_job
 from ale_cli.outputs.guard import guard
 from ale_cli.passes.engine import Engine
+from ale_cli.plot.first_order import feature_figure, overview_figure
+from ale_cli.plot.second_order import interaction_figure
+from ale_cli.report import build_report, write_report
 from ale_cli.store.npz import Store, read_store
+from ale_cli.summary import export
 from ale_cli.summary import model as _summary
-from ale_cli.summary.model import FeatureSummary, Summary, read_summary
+from ale_cli.summary.model import FeatureSummary as FeatureSummary  # exported (API)
+from ale_cli.summary.model import Summary, read_summary
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-__all__ = [
-    "FeatureSummary",
-    "ModelInputs",
-    "Store",
-    "Summary",
-    "classic",
-    "compute",
-    "interact",
-    "plot",
-    "read_store",
-    "read_summary",
-    "rebin",
-    "report",
-    "rhale",
-    "run",
-    "summary_frame",
-    "write_summary",
-]
+__all__ = list(API)  # the one list, kept in ale_cli/__init__.py for its lazy re-export
 
 Names = str | Sequence[str] | None
 
@@ -97,21 +93,18 @@ def compute(
     ``engine="dask"`` computes the partitions on the Dask cluster at ``scheduler`` (None:
     a local one) and writes a directory store.
     """
-    from ale_cli.estimators.local_effects import ComputeRequest
-    from ale_cli.estimators.local_effects import compute as run
-    from ale_cli.estimators.pairs import parse_pairs
 
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     where = engine_for(engine, scheduler)
     kind = "store-dir" if where.splits else "store"
     guard(out, kind=kind, inputs=_paths(model, data), force=force)
-    request = ComputeRequest(
+    request = local_effects.ComputeRequest(
         inputs=inputs,
         out=Path(out),
         pairs=parse_pairs(pairs),
         discrete=discrete,  # type: ignore[arg-type]
     )
-    return run(request, engine=where, force=force)
+    return local_effects.compute(request, engine=where, force=force)
 
 
 def rebin(
@@ -131,11 +124,8 @@ def rebin(
     """DALE on fixed bins (default: 20 uniform bins) from a store; ``bootstrap`` B > 0 adds
     percentile bands at level ``ci`` (rows resampled, ``seed`` for the same bands);
     ``engine="dask"`` reduces the store's parts on the Dask cluster at ``scheduler``."""
-    from ale_cli.estimators.bands import Bootstrap
-    from ale_cli.estimators.dale import RebinRequest
-    from ale_cli.estimators.dale import rebin as run
 
-    request = RebinRequest(
+    request = dale.RebinRequest(
         store=_store(store),
         bins=bins,
         binning=binning,
@@ -146,7 +136,7 @@ def rebin(
         engine=engine,
         scheduler=scheduler,
     )
-    return run(request).summary
+    return dale.rebin(request).summary
 
 
 def rhale(
@@ -166,11 +156,8 @@ def rhale(
 ) -> Summary:
     """RHALE with automatic bins from a store (``min_points`` None: ceil(N/20), at least 2);
     ``bootstrap`` as in :func:`rebin`, on the chosen bins."""
-    from ale_cli.estimators.bands import Bootstrap
-    from ale_cli.estimators.dale import RhaleRequest
-    from ale_cli.estimators.dale import rhale as run
 
-    request = RhaleRequest(
+    request = dale.RhaleRequest(
         store=_store(store),
         max_bins=max_bins,
         min_points=min_points,
@@ -182,7 +169,7 @@ def rhale(
         engine=engine,
         scheduler=scheduler,
     )
-    return run(request).summary
+    return dale.rhale(request).summary
 
 
 def classic(
@@ -209,12 +196,9 @@ def classic(
     is read ``chunk_rows`` rows at a time (None: the whole table at once).
     ``engine="dask"`` runs the model calls per partition on the Dask cluster at
     ``scheduler`` (None: a local cluster)."""
-    from ale_cli.estimators.bands import Bootstrap
-    from ale_cli.estimators.classic import ClassicRequest
-    from ale_cli.estimators.classic import classic as run
 
     inputs = ModelInputs(model=model, data=data, features=features, **options)
-    request = ClassicRequest(
+    request = classic_estimator.ClassicRequest(
         inputs=inputs,
         bins=bins,
         binning=binning,
@@ -226,7 +210,7 @@ def classic(
         engine=engine,
         scheduler=scheduler,
     )
-    return run(request).summary
+    return classic_estimator.classic(request).summary
 
 
 def interact(
@@ -249,12 +233,9 @@ def interact(
     is read ``chunk_rows`` rows at a time and a ``store`` by its own chunks (None: the
     whole table, or store, at once). ``engine="dask"`` runs the model calls per partition
     on the Dask cluster at ``scheduler`` (None: a local cluster)."""
-    from ale_cli.estimators.interact import InteractRequest
-    from ale_cli.estimators.interact import interact as run
-    from ale_cli.estimators.pairs import parse_pairs
 
     inputs = ModelInputs(model=model, data=data, features=features, **options)
-    request = InteractRequest(
+    request = interact_estimator.InteractRequest(
         inputs=inputs,
         pairs=parse_pairs(pairs),
         bins=bins,
@@ -266,7 +247,7 @@ def interact(
         engine=engine,
         scheduler=scheduler,
     )
-    return run(request).summary
+    return interact_estimator.interact(request).summary
 
 
 def plot(
@@ -277,8 +258,6 @@ def plot(
 ) -> Figure:
     """A matplotlib Figure of one feature (or pair ``(a, b)`` of an interact summary);
     without ``feature``, the overview of every feature. Nothing is shown or saved."""
-    from ale_cli.plot.first_order import feature_figure, overview_figure
-    from ale_cli.plot.second_order import interaction_figure
 
     summary = read_summary(summary) if not isinstance(summary, Summary) else summary
     loaded = read_store(store) if store is not None and not isinstance(store, Store) else store
@@ -305,7 +284,6 @@ def report(
 ) -> str:
     """The self-contained HTML page of ``ale report`` (written to ``out`` when given; an
     existing ``out`` that is not an ale report is replaced only with ``force``)."""
-    from ale_cli.report import build_report, write_report
 
     guard(out, kind="html", inputs=_paths(*summaries, store, audit, history), force=force)
     page = build_report(summaries, store=store, audit=audit, history=history, timestamp=timestamp)
@@ -317,8 +295,6 @@ def report(
 def run(job: str | Path, *, out: str | Path | None = None, wait: bool = False) -> Any:
     """Run a job file as ``ale run`` does; a :class:`~ale_cli.job.JobResult` (``manifest``,
     ``exit_code``: the audit's, 0 or 3)."""
-    from ale_cli.errors import InputError
-    from ale_cli.job import read_job, run_job
 
     spec = read_job(job)
     target = Path(out) if out is not None else spec.out
@@ -343,9 +319,10 @@ def _paths(*values: Any) -> list[str | Path]:
 
 def summary_frame(summary: Summary | str | Path) -> pd.DataFrame:
     """The summary as one long pandas DataFrame (a row per feature and edge, per bin...)."""
-    from ale_cli.summary.export import summary_frame as frame
 
-    return frame(read_summary(summary) if not isinstance(summary, Summary) else summary)
+    return export.summary_frame(
+        read_summary(summary) if not isinstance(summary, Summary) else summary
+    )
 
 
 def _store(store: str | Path | Store) -> Path | Store:
@@ -353,7 +330,6 @@ def _store(store: str | Path | Store) -> Path | Store:
 
 
 def _no_item(summary: Summary, name: str) -> Exception:
-    from ale_cli.errors import InputError
 
     pairs = ", ".join(i.name for i in summary.interactions) or "none"
     return InputError(f"summary has no interaction {name} (interactions: {pairs})")

@@ -1,6 +1,6 @@
 """The ``ale`` console script: signals first, then the (slow) imports, then the CLI.
 
-``ale_cli.cli.invoked_app`` imports typer and the command's module; Ctrl-C or SIGTERM during
+``ale_cli.cli.application`` imports typer; Ctrl-C or SIGTERM during
 those imports must end in one line and the usual exit code (130, 143), not a
 traceback, so they are caught here, before anything else is imported.
 """
@@ -16,10 +16,8 @@ def main() -> None:
     """Console-script entry point ``ale``."""
     signals.install()
     try:
-        from ale_cli.cli import invoked_app
         from ale_cli.cli import main as run
-
-        app = invoked_app()  # imports typer and the command's module
+        from ale_cli.cli.application import app  # imports typer
     except signals.Terminated:
         print("error: terminated", file=sys.stderr)
         sys.exit(signals.EXIT_TERMINATED)

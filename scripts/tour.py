@@ -37,13 +37,17 @@ def tour_commands(readme: Path) -> list[str]:
     return commands
 
 
+#: The options whose value is a path the command writes.
+OUTPUT_OPTIONS = ("-o", "--out", "--junit", "--json-report")
+
+
 def outputs(command: str) -> list[str]:
-    """The paths a command names after ``-o``/``--out`` (``-`` excluded)."""
+    """The paths a command names after an output option (``-`` excluded)."""
     words = shlex.split(command)
     return [
         words[i + 1]
         for i, word in enumerate(words[:-1])
-        if word in ("-o", "--out") and words[i + 1] != "-"
+        if word in OUTPUT_OPTIONS and words[i + 1] != "-"
     ]
 
 

@@ -15,7 +15,7 @@ import xsd_subset
 from typer.testing import CliRunner
 
 from ale_cli.audit import audit_files
-from ale_cli.audit.evaluate import monotonic_dip
+from ale_cli.audit.curves import monotonic_dip
 from ale_cli.audit.report import SCHEMA_PATH, junit_xml
 from ale_cli.audit.rules import parse_rules
 from ale_cli.cli import app
@@ -131,7 +131,9 @@ def test_monotonic_passes_a_rising_effect_and_fails_a_dip_with_its_position_and_
     rising = audit_files([dip_summaries["rising"]], rules)
     assert [c.verdict for c in rising.checks] == ["pass"] and rising.exit_code == 0
 
-    code, out, err = run(dip_summaries["dip"], "--rules", rules, "--report", tmp_path / "a.json")
+    code, out, err = run(
+        dip_summaries["dip"], "--rules", rules, "--json-report", tmp_path / "a.json"
+    )
     assert code == 3, err
     check = json.loads((tmp_path / "a.json").read_text())["checks"][0]
     assert (check["feature"], check["rule"], check["verdict"]) == ("x0", "monotonic", "fail")

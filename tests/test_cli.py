@@ -56,26 +56,40 @@ def test_every_command_is_in_the_readme(name):
     assert f"ale {name}" in readme
 
 
-def test_the_command_table_names_each_commands_module_in_help_order():
-    """``ale NAME`` imports only COMMAND_MODULES[NAME]: the table must say which module
-    registers each command (a module is imported alone and what it adds is listed)."""
+def test_the_registry_is_the_one_list_of_commands():
+    """Each registry line names a declared command of its module; the app and its help
+    list exactly the registry's names, in its order."""
+    from ale_cli.cli import registry
+    from ale_cli.cli.command import Command
+
+    for name, entry in registry.COMMANDS.items():
+        module, _, attribute = entry.target.partition(":")
+        assert module.startswith("ale_cli.cli.commands."), name
+        assert isinstance(registry.load(name), Command), name
+    assert command_names() == sorted(registry.COMMANDS)
+    listed = [
+        line.split()[0]
+        for line in app_help().split("Commands:\n", 1)[1].split("\n\n")[0].splitlines()
+    ]
+    assert listed == list(registry.COMMANDS)
+
+
+def app_help() -> str:
+    from typer.testing import CliRunner
+
+    return CliRunner().invoke(app, ["--help"]).stdout
+
+
+def test_declaring_a_command_registers_nothing():
+    """Importing a command module adds no command anywhere: the registry is the list."""
     code = (
-        "import importlib\n"
-        "from typer.main import get_command_name\n"
+        "import sys\n"
         "from ale_cli.cli.application import app\n"
-        "from ale_cli.cli import COMMAND_MODULES\n"
-        "for module in dict.fromkeys(COMMAND_MODULES.values()):\n"
-        "    before = len(app.registered_commands)\n"
-        "    importlib.import_module('ale_cli.cli.commands.' + module)\n"
-        "    for info in app.registered_commands[before:]:\n"
-        "        print(info.name or get_command_name(info.callback.__name__), module)\n"
+        "import ale_cli.cli.commands.estimate\n"
+        "print(len(app.registered_commands))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    from ale_cli.cli import COMMAND_MODULES
-
-    registered = [tuple(line.split()) for line in out.stdout.splitlines()]
-    assert registered == list(COMMAND_MODULES.items())
-    assert sorted(COMMAND_MODULES) == command_names()
+    assert out.stdout.strip() == "0"
 
 
 def test_running_a_command_imports_no_other_command_module(tmp_path):
@@ -87,7 +101,7 @@ def test_running_a_command_imports_no_other_command_module(tmp_path):
         f"{str(tmp_path / 'r.json')!r}, '--quiet']\n"
         "import ale_cli.cli as c\n"
         "c._exit = lambda code: print(code, sorted(m for m in sys.modules "
-        "if m.startswith('ale_cli.cli.')))\n"
+        "if m.startswith('ale_cli.cli.commands.')))\n"
         "main()\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -95,10 +109,23 @@ def test_running_a_command_imports_no_other_command_module(tmp_path):
     code_line = out.stdout.strip().splitlines()[-1]
     assert code_line.startswith("0 ")
     loaded = {m.rsplit(".", 1)[1] for m in eval(code_line[2:])}  # noqa: S307 (our own list)
-    from ale_cli.cli import COMMAND_MODULES
+    assert loaded == {"estimate"}
 
-    assert "estimate" in loaded
-    assert not loaded & (set(COMMAND_MODULES.values()) - {"estimate"})
+
+def test_help_imports_no_command_module():
+    code = (
+        "import sys; from ale_cli.cli import app\n"
+        "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('ale_cli.cli.commands.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_an_unknown_command_suggests_a_registered_one(cli):
+    result = cli("rhal", "x.npz")
+    assert result.exit_code == 2
+    assert "No such command 'rhal'. Did you mean 'rhale'?" in result.stderr
 
 
 def test_help_does_not_import_heavy_libraries():
@@ -148,11 +175,11 @@ def test_plain_coercion_equals_typers_where_it_applies(value, kind, bounds):
     from typer._coercion import build_runtime_param, resolve_type_descriptor
     from typer.models import OptionInfo
 
-    from ale_cli.cli.application import _NOT_PLAIN, _plain_value
+    from ale_cli.cli.coercion import NOT_PLAIN, plain_value
 
     info = OptionInfo(min=bounds[0], max=bounds[1]) if kind in (int, float) else OptionInfo()
-    fast = _plain_value(kind, info, value)
-    if fast is _NOT_PLAIN:
+    fast = plain_value(kind, info, value)
+    if fast is NOT_PLAIN:
         return
     runtime = build_runtime_param(resolve_type_descriptor(kind, info))
 
@@ -168,7 +195,7 @@ def test_plain_path_coercion_equals_typers(tmp_path):
     from typer._coercion import build_runtime_param, resolve_type_descriptor
     from typer.models import OptionInfo
 
-    from ale_cli.cli.application import _plain_value
+    from ale_cli.cli.coercion import plain_value
 
     (tmp_path / "f.txt").write_text("x")
     runtime = build_runtime_param(resolve_type_descriptor(Path, OptionInfo()))
@@ -178,7 +205,7 @@ def test_plain_path_coercion_equals_typers(tmp_path):
         nargs = 1
 
     for value in (str(tmp_path / "f.txt"), str(tmp_path / "missing.csv"), str(tmp_path), "-"):
-        fast = _plain_value(Path, OptionInfo(), value)
+        fast = plain_value(Path, OptionInfo(), value)
         assert fast == runtime.coerce(value, param=Param(), ctx=None) == Path(value)
 
 
@@ -220,9 +247,9 @@ def test_config_supplies_options_and_flags_win(cli, tmp_path, rhale_model, sampl
         (
             "compute:\n  bins: 3\n",
             "unknown key 'bins' for 'ale compute' (known: batch-size, categorical, "
-            "chunk-rows, data, discrete, drop-nonfinite, dropna, engine, exclude, features, force, "
-            "format, inputs, json, method, model, model-format, out, output, pairs, quiet, "
-            "scheduler, step, trust, trust-pickle)",
+            "chunk-rows, data, data-format, discrete, drop-nonfinite, dropna, engine, exclude, "
+            "features, force, inputs, json, method, model, model-format, out, output, pair, "
+            "quiet, scheduler, step, trust, trust-pickle)",
         ),
         (
             "batch-size: many\n",
@@ -314,3 +341,87 @@ def test_a_config_with_other_commands_sections_runs_from_the_console_script(tmp_
     proc = subprocess.run([*cmd, "--config", str(config)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "bins a=4 b=4" in proc.stdout
+
+
+# -- typer's private API, pinned -------------------------------------------------------------
+
+
+def test_typer_is_the_pinned_release_whose_private_api_coercion_uses():
+    """ale_cli/cli/coercion.py uses typer's private coercion (it keeps pydantic out of
+    every run); pyproject.toml pins typer exactly, and these are the names it needs."""
+    import re
+
+    import typer
+    from typer import _click, _coercion, core
+    from typer.models import OptionInfo
+
+    pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    assert re.search(r'"typer==([0-9.]+)"', pyproject).group(1) == typer.__version__
+    for name in ("BadParameter", "ClickException", "NoArgsIsHelpError"):
+        assert isinstance(getattr(_click.exceptions, name), type), name
+    assert callable(_coercion.build_runtime_param)
+    assert callable(core._TyperParameter.get_runtime_param)
+    info = OptionInfo()
+    for name in ("min", "max", "clamp", "parser", "exists", "file_okay", "dir_okay"):
+        assert hasattr(info, name), name
+    command = typer.main.get_command(app).commands["rhale"]  # type: ignore[attr-defined]
+    param = next(p for p in command.params if p.name == "alpha")
+    assert hasattr(param, "_runtime_param")
+    descriptor = param.type_descriptor
+    assert descriptor.annotation is float and descriptor.file_annotation is None
+    assert descriptor.parameter_info.min == 0.0
+
+
+# -- old spellings, hidden, for one release --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new"),
+    [
+        ("compute", "--format", "--data-format"),
+        ("compute", "--pairs", "--pair"),
+        ("classic", "--format", "--data-format"),
+        ("interact", "--format", "--data-format"),
+        ("audit", "--report", "--json-report"),
+        ("diff", "--formats", "--format"),
+    ],
+)
+def test_an_old_spelling_is_hidden_and_its_renaming_is_in_the_help(cli, name, old, new):
+    from ale_cli.cli import registry
+
+    assert registry.load(name).aliases[old]
+    text = cli(name, "--help").stdout
+    options = text.split("Options:", 1)[1].split("\n\n")[0]
+    assert f"{new} " in options and f"{old} " not in options
+    assert f"{old} " in text.split("\n\n", 2)[-1] and "Renamed:" in text
+
+
+def test_an_old_spelling_reaches_its_parameter(cli, tmp_path):
+    """--format (the data's format) is read as --data-format: the error names the new flag."""
+    args = ("compute", "m.pt", tmp_path / "d.csv", "-o", tmp_path / "s.npz")
+    old = cli(*args, "--format", "xls")
+    new = cli(*args, "--data-format", "xls")
+    assert old.exit_code == new.exit_code == 2
+    assert old.stderr == new.stderr
+    assert old.stderr.startswith("error: --data-format ")
+
+
+def test_an_old_spelling_with_its_new_one_is_an_error(cli, tmp_path):
+    args = ("compute", "m.pt", tmp_path / "d.csv", "-o", tmp_path / "s.npz")
+    result = cli(*args, "--format", "csv", "--data-format", "csv")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: --data-format and --format (its old spelling) are both given; give --data-format\n"
+    )
+
+
+def test_a_config_key_in_an_old_spelling_sets_the_option_and_a_flag_wins(cli, tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("compute:\n  format: xls\n")
+    args = ("compute", "m.pt", tmp_path / "d.csv", "-o", tmp_path / "s.npz", "--config", config)
+    from_file = cli(*args)
+    assert from_file.exit_code == 2
+    assert from_file.stderr.startswith("error: --data-format ") and "'xls'" in from_file.stderr
+    flag = cli(*args, "--data-format", "ods")
+    assert flag.exit_code == 2
+    assert flag.stderr.startswith("error: --data-format ") and "'ods'" in flag.stderr

@@ -151,7 +151,7 @@ def test_diff_figures_plot_both_curves_on_the_same_axes(two: tuple[Path, Path], 
 
     a, b = two
     out = tmp_path / "plots"
-    result = runner.invoke(app, ["diff", str(a), str(b), "-o", str(out), "--formats", "png,svg"])
+    result = runner.invoke(app, ["diff", str(a), str(b), "-o", str(out), "--format", "png,svg"])
     assert result.exit_code == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [".ale-plots.json"]

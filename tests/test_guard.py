@@ -34,7 +34,7 @@ def made_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rules.write_text("rules:\n  - feature: a\n    max_aled: 100\n")
     steps = [
         ("rebin", store, "-o", summary, "--bins", "4"),
-        ("audit", summary, "--rules", rules, "--report", tmp_path / "a.json"),
+        ("audit", summary, "--rules", rules, "--json-report", tmp_path / "a.json"),
         ("audit", summary, "--rules", rules, "--junit", tmp_path / "a.xml"),
         ("export", summary, "-o", tmp_path / "t.csv"),
         ("export", summary, "-o", tmp_path / "t.parquet"),
@@ -253,7 +253,7 @@ def test_every_command_overwrites_its_own_outputs_without_force(made, cli):
     summary, rules, d = made["summary"], made["rules"], made["summary"].parent
     steps = [
         ("rebin", made["store"], "-o", summary, "--bins", "3"),
-        ("audit", summary, "--rules", rules, "--report", made["audit-json"]),
+        ("audit", summary, "--rules", rules, "--json-report", made["audit-json"]),
         ("audit", summary, "--rules", rules, "--junit", made["junit"]),
         ("export", summary, "-o", made["table-csv"]),
         ("export", summary, "-o", made["table-parquet"]),
@@ -270,7 +270,7 @@ def test_every_command_overwrites_its_own_outputs_without_force(made, cli):
 
 def test_audit_report_and_junit_to_standard_output(made, cli):
     summary, rules = made["summary"], made["rules"]
-    result = cli("audit", summary, "--rules", rules, "--report", "-")
+    result = cli("audit", summary, "--rules", rules, "--json-report", "-")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["tool"]["name"] == "ale"
     assert "FEATURE" in result.stderr  # the table goes to stderr
@@ -278,10 +278,10 @@ def test_audit_report_and_junit_to_standard_output(made, cli):
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("<?xml") and "<!-- generator: ale " in result.stdout
     assert not Path("-").exists()
-    both = cli("audit", summary, "--rules", rules, "--report", "-", "--junit", "-")
+    both = cli("audit", summary, "--rules", rules, "--json-report", "-", "--junit", "-")
     assert (both.exit_code, both.stderr) == (
         2,
-        "error: --report - and --junit - both write to standard output; give one a path\n",
+        "error: --json-report - and --junit - both write to standard output; give one a path\n",
     )
 
 

@@ -221,9 +221,9 @@ CASES: list[Case] = [
         config_in_sub,
         "sub/export.yaml",
     ),
-    # ale audit --report / --junit
+    # ale audit --json-report / --junit (and --report, its old spelling)
     Case(
-        "audit-report-over-package-json",
+        "audit-old-report-spelling-over-package-json",
         ("audit", G, *R, "--report", "{ws}/package.json"),
         2,
         NOT_AUDIT,
@@ -237,23 +237,23 @@ CASES: list[Case] = [
         text('<?xml version="1.0"?>\n<testsuites name="pytest"><testsuite/></testsuites>\n'),
         "junit.xml",
     ),
-    Case("audit-report-over-its-summary", ("audit", G, *R, "--report", G), 2, SAME),
+    Case("audit-report-over-its-summary", ("audit", G, *R, "--json-report", G), 2, SAME),
     Case(
         "audit-report-over-other-summary",
-        ("audit", G, *R, "--report", "{ws}/inter.json"),
+        ("audit", G, *R, "--json-report", "{ws}/inter.json"),
         2,
         NOT_AUDIT,
     ),
-    Case("audit-report-over-rules", ("audit", G, *R, "--report", "{ws}/rules.yaml"), 2, SAME),
+    Case("audit-report-over-rules", ("audit", G, *R, "--json-report", "{ws}/rules.yaml"), 2, SAME),
     Case(
         "audit-report-over-baseline",
-        ("audit", G, *R, "--baseline", "{ws}/inter.json", "--report", "{ws}/inter.json"),
+        ("audit", G, *R, "--baseline", "{ws}/inter.json", "--json-report", "{ws}/inter.json"),
         2,
         SAME,
     ),
     Case(
         "audit-report-over-foreign-tool-json",
-        ("audit", G, *R, "--report", "{bad}"),
+        ("audit", G, *R, "--json-report", "{bad}"),
         2,
         NOT_AUDIT,
         json_file({"tool": {"name": "eslint"}, "rules": [], "checks": []}),
@@ -267,13 +267,13 @@ CASES: list[Case] = [
     ),
     Case(
         "audit-both-to-stdout",
-        ("audit", G, *R, "--report", "-", "--junit", "-"),
+        ("audit", G, *R, "--json-report", "-", "--junit", "-"),
         2,
-        "--report - and --junit - both write to standard output",
+        "--json-report - and --junit - both write to standard output",
     ),
     Case(
         "audit-report-stdout-json",
-        ("audit", G, *R, "--report", "-", "--json"),
+        ("audit", G, *R, "--json-report", "-", "--json"),
         2,
         "which --json needs",
     ),
@@ -460,7 +460,7 @@ DELEGATED = {
 
 #: For each command and output option: the command line with the output at {target}.
 MINIMAL = {
-    ("audit", "report"): ("audit", G, *R, "--report", "{target}"),
+    ("audit", "json_report"): ("audit", G, *R, "--json-report", "{target}"),
     ("audit", "junit"): ("audit", G, *R, "--junit", "{target}"),
     ("diff", "out"): ("diff", G, G, "-o", "{target}"),
     ("classic", "out"): ("classic", "{ws}/m.pt", "{ws}/data.csv", "-o", "{target}"),
@@ -488,25 +488,28 @@ def _is_path(param: Any) -> bool:
 
 
 def test_every_output_option_is_declared():
-    """Every path parameter of every command is a declared output or input; each command
-    with outputs has --force."""
-    from ale_cli.cli import COMMAND_MODULES
-    from ale_cli.cli.command import DECLARED
+    """Every path parameter of every command is a declared output or input (an old
+    spelling, through the parameter it now spells); each command with outputs has --force."""
+    from ale_cli.cli import registry
+    from ale_cli.cli.config import ALIAS
 
     commands = _commands()
-    assert set(commands) == set(COMMAND_MODULES)
+    assert list(commands) == list(registry.COMMANDS)
+    outputs = set()
     for name, command in commands.items():
-        declared = DECLARED[name]
+        declared = registry.load(name)
+        spelt = {ALIAS + new: new for new in declared.aliases.values()}
         names = {p.name for p in command.params}
         for param in command.params:
             if not _is_path(param) or param.name == "config" or (name, param.name) in DELEGATED:
                 continue
-            assert param.name in declared.outputs or param.name in declared.inputs, (
+            target = spelt.get(param.name, param.name)
+            assert target in declared.declared.outputs or target in declared.declared.inputs, (
                 f"ale {name}: path option '{param.name}' is neither a declared output nor input"
             )
-        if declared.outputs:
+        if declared.declared.outputs:
             assert "force" in names, name
-    outputs = {(n, o) for n, d in DECLARED.items() for o in d.outputs}
+        outputs |= {(name, o) for o in declared.declared.outputs}
     assert outputs == set(MINIMAL)
 
 
@@ -514,10 +517,10 @@ def test_every_output_option_is_declared():
 def test_every_output_option_refuses_a_file_that_is_not_ours(cli, ows: Path, key):
     """A user's file (or, for a directory output, a folder holding one) at the output:
     exit 2, one line, nothing changed; a directory, never, even with --force."""
-    from ale_cli.cli.command import DECLARED
+    from ale_cli.cli import registry
     from ale_cli.outputs.guard import KINDS
 
-    kind = DECLARED[key[0]].outputs[key[1]]
+    kind = registry.load(key[0]).declared.outputs[key[1].split()[0]]
     kind = kind({"out": "x.csv", "fmt": None, "engine": "local"}) if callable(kind) else kind
     target = ows / "users-file"
     if KINDS[kind].directory:

@@ -446,12 +446,12 @@ def test_dale_needs_autodiff(cli, tmp_path, linear_skops, small_data):
         f"model '{linear_skops}' does not have (it is evaluated by finite differences); "
         "use --estimator ale\n"
     )
-    result = cli("compute", linear_skops, small_data, "--pairs", "x1,x2", "-o", tmp_path / "s.npz")
+    result = cli("compute", linear_skops, small_data, "--pair", "x1,x2", "-o", tmp_path / "s.npz")
     assert result.exit_code == 2
     assert result.stderr == (
-        "error: --pairs needs mixed second derivatives (autodiff), which skops "
+        "error: --pair needs mixed second derivatives (autodiff), which skops "
         f"model '{linear_skops}' does not have (it is evaluated by finite differences); "
-        "leave out --pairs and use 'ale interact --estimator ale'\n"
+        "leave out --pair and use 'ale interact --estimator ale'\n"
     )
 
 

@@ -295,7 +295,7 @@ def test_violins_hold_the_local_effects_of_their_bin():
 
 def test_rug_shows_the_data_values_and_subsamples_deterministically():
     from ale_cli.plot import feature_figure
-    from ale_cli.plot.first_order import RUG_MAX
+    from ale_cli.plot.marks import RUG_MAX
 
     x, _ = store_rows()
     fig = feature_figure(make_summary(), "lin", store=make_store())
@@ -574,7 +574,7 @@ def test_svg_labels_are_text_elements_in_a_font_stack_browsers_have(tmp_path, fi
 
 def test_dollar_signs_in_names_are_text_not_tex(tmp_path):
     from ale_cli.plot import feature_figure
-    from ale_cli.plot.render import save_figure
+    from ale_cli.plot.directory import save_figure
 
     name = "price ($) per $unit"
     fig = feature_figure(make_summary((linear_feature(name),)), name)
@@ -586,7 +586,7 @@ def test_dollar_signs_in_names_are_text_not_tex(tmp_path):
 
 def test_svg_renders_in_one_process_are_byte_identical(tmp_path):
     from ale_cli.plot import feature_figure
-    from ale_cli.plot.render import save_figure
+    from ale_cli.plot.directory import save_figure
 
     paths = [tmp_path / "a.svg", tmp_path / "b.svg"]
     for path in paths:
@@ -760,7 +760,7 @@ def test_unsafe_feature_names_become_safe_unique_file_names(tmp_path):
 
 
 def test_default_jobs():
-    from ale_cli.plot.render import default_jobs
+    from ale_cli.plot.workers import default_jobs
 
     assert default_jobs(3) == 1
     assert 1 <= default_jobs(11) <= 4
@@ -958,7 +958,13 @@ def test_cli_import_does_not_import_matplotlib():
 
 
 @pytest.mark.parametrize(
-    "module", ["ale_cli.plot.first_order", "ale_cli.plot.second_order", "ale_cli.plot.render"]
+    "module",
+    [
+        "ale_cli.plot.layout",
+        "ale_cli.plot.marks",
+        "ale_cli.plot.second_order",
+        "ale_cli.plot.render",
+    ],
 )
 def test_doctests(module):
     import importlib

@@ -245,20 +245,20 @@ def test_a_failure_or_interrupt_midway_leaves_the_previous_figures(
     KeyboardInterrupt raised inside it) is a RunError, not a wait for ever.
     """
     from ale_cli.errors import RunError
-    from ale_cli.plot import render
+    from ale_cli.plot import workers
     from ale_cli.plot.render import render_summary
 
     summary, _ = _small(tmp_path, n_features=6)
     out = tmp_path / "figs"
     old = _old_figures(out)
-    save = render.save_figure
+    save = workers.save_figure
 
     def failing(fig, path, fmt, *, dpi):
         if path.stem == "feature_02":
             raise error
         save(fig, path, fmt, dpi=dpi)
 
-    monkeypatch.setattr(render, "save_figure", failing)
+    monkeypatch.setattr(workers, "save_figure", failing)
     expected = RunError if jobs > 1 and isinstance(error, KeyboardInterrupt) else type(error)
     with pytest.raises(expected) as exc:
         render_summary(read_summary(summary), out, jobs=jobs)

@@ -105,7 +105,7 @@ def test_audit_banner_and_table(run_files, tmp_path, cli):
     rules = tmp_path / "rules.yaml"
     rules.write_text('rules:\n  - feature: "*"\n    max_aled: 0.3\n')
     audit = tmp_path / "audit.json"
-    result = cli("audit", run_files["rhale"], "--rules", rules, "--report", audit)
+    result = cli("audit", run_files["rhale"], "--rules", rules, "--json-report", audit)
     assert result.exit_code == 3
     html = build_report([run_files["rhale"]], audit=audit, timestamp=False).html
     assert 'class="banner fail"' in html and "Audit failed" in html

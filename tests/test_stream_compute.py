@@ -331,23 +331,6 @@ def test_sigterm_during_a_streaming_compute_leaves_the_old_store(model64, tmp_pa
     assert list(tmp_path.glob(".s.npz*")) == []
 
 
-def test_readme_numpy_snippet_reads_a_chunked_store(mlp_model, sample_dir, tmp_path: Path):
-    text = (REPO / "README.md").read_text()
-    start = text.index("```python\n", text.index("Open it with numpy alone")) + len("```python\n")
-    snippet = text[start : text.index("```", start)]
-    out = tmp_path / "mlp.npz"
-    inputs = ModelInputs(model=mlp_model, data=sample_dir / "diabetes.csv", exclude=("target",))
-    compute(ComputeRequest(inputs=inputs, out=out, chunk_rows=100))
-    scope: dict[str, object] = {}
-    exec(snippet.replace("out/diabetes-mlp.npz", str(out)), scope)  # noqa: S102
-    store = read_store(out)
-    np.testing.assert_array_equal(scope["x_bmi"], store.X[:, store.input_index("bmi")])
-    np.testing.assert_array_equal(
-        scope["effect_bmi"], store.local_effects[:, store.feature_index("bmi")]
-    )
-    assert len(read_meta(out)["chunks"]["rows"]) == 5  # 442 rows in chunks of 100
-
-
 def test_store_writer_failures_leave_the_older_store(tmp_path: Path):
     from ale_cli.store.npz import StoreWriter
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ale_cli.audit.evaluate import EXIT_PASSED, EXIT_RULES_FAILED, AuditResult, Check, evaluate
 from ale_cli.audit.rules import RuleSet, read_rules
+from ale_cli.summary.model import read_summary
 
 __all__ = [
     "EXIT_PASSED",
@@ -32,7 +33,6 @@ def audit_files(
 ) -> AuditResult:
     """Read the rules (first: a bad rules file is reported before any summary is read),
     the summaries and the baseline, and evaluate."""
-    from ale_cli.summary.model import read_summary
 
     rule_set = read_rules(rules)
     loaded = [(str(p), read_summary(p)) for p in summaries]

@@ -6,22 +6,9 @@ with :data:`EXIT_RULES_FAILED`); ``warn`` (a warn-severity rule failed);
 ``not_estimable`` rule decides about that -- or a quantity the rule needs is
 not recorded).
 
-How each rule reads a first-order curve (``effect`` f at the K+1 edges,
-``stderr`` SE, ``counts`` n_k, as written by the estimator):
+How the curve rules (``monotonic``, ``sign``, ``range`` and the statistics) read
+a first-order curve: :mod:`ale_cli.audit.curves`. The others:
 
-- ``monotonic``: a *dip* (for ``decreasing``: a rise) is a decrease
-  ``f(z_a) - f(z_b)``, a < b, of the curve between two edges. Its standard
-  error is ``sqrt(SE(z_b)^2 - SE(z_a)^2)`` (the bins' estimates are
-  independent). A dip is a violation when it exceeds ``z`` of its standard
-  errors (default 2), or, with ``tolerance``, that many output units. The
-  report gives the largest violating dip (else the largest dip) with its
-  position, size and z. Dips within rounding (1e-9 of the largest |f|) are 0.
-- ``sign``: the count-weighted mean bin effect ``sum_k n_k mu_k / N`` (the
-  average slope) must be > 0 (``positive``) or < 0 (``negative``).
-- ``range``: every ``f(z_k)`` in ``[lo, hi]``.
-- ``max_aled``, ``min_aled``, ``max_heterogeneity_share``, ``rank_at_most``:
-  the feature's ``statistics`` (:mod:`ale_cli.core.statistics`), computed
-  from the curve when the summary does not record them.
 - ``max_interaction``: over the pairs of interact summaries that involve the
   feature: the largest ``|effect|`` of the doubly-centered surface, and its
   share of the prediction spread (the 1st to 99th percentile range of the
@@ -41,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.audit.curves import FIRST_ORDER, STATISTICS, fmt, statistic
 from ale_cli.audit.rules import WILDCARD, Rule, RuleSet
 from ale_cli.errors import InputError
-from ale_cli.summary.compare import ROUNDING, compare_feature, summary_statistics
+from ale_cli.summary.compare import compare_feature, summary_statistics
 from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary
 
 EXIT_PASSED = 0
@@ -102,146 +90,12 @@ class AuditResult:
         return EXIT_PASSED if self.passed else EXIT_RULES_FAILED
 
 
-#: what a rule function returns: passed, observed text, limit text, main value, details
-_Outcome = tuple[bool, str, str, float, dict[str, Any]]
-
-
-def _fmt(value: float) -> str:
-    if np.isnan(value):
-        return "n/a"
-    if np.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:.4g}"
-
-
 def _verdict(ok: bool, severity: str) -> str:
     return "pass" if ok else ("fail" if severity == "error" else "warn")
 
 
 def _estimable(feat: FeatureSummary) -> bool:
     return feat.status == "ok" and feat.n_bins > 0
-
-
-# -- first-order rules ----------------------------------------------------------------------
-
-
-def monotonic_dip(
-    *,
-    edges: np.ndarray,
-    effect: np.ndarray,
-    stderr: np.ndarray,
-    direction: str,
-    z: float | None,
-    tolerance: float | None,
-) -> dict[str, Any]:
-    """The worst step against ``direction`` between two edges; see the module docstring.
-
-    Returns ``violated``, ``drop`` (>= 0), ``start``/``end`` (x of the two edges,
-    None when there is no dip), ``z`` and ``se`` of the drop.
-
-    >>> d = monotonic_dip(edges=np.array([0.0, 1.0, 2.0, 3.0]),
-    ...                   effect=np.array([0.0, 2.0, 1.0, 3.0]),
-    ...                   stderr=np.array([0.0, 0.1, 0.2, 0.3]),
-    ...                   direction="increasing", z=2.0, tolerance=None)
-    >>> d["violated"], d["drop"], d["start"], d["end"]
-    (True, 1.0, 1.0, 2.0)
-    """
-    g = effect if direction == "increasing" else -effect
-    var = np.nan_to_num(stderr.astype(np.float64) ** 2)
-    drops = g[:, None] - g[None, :]  # drops[a, b] = g(z_a) - g(z_b)
-    pair_var = np.maximum(var[None, :] - var[:, None], 0.0)
-    upper = np.triu(np.ones(drops.shape, dtype=bool), k=1)
-    tiny = ROUNDING * max(float(np.nanmax(np.abs(effect))), np.finfo(np.float64).tiny)
-    drops = np.where(upper & (drops > tiny), drops, 0.0)
-    se = np.sqrt(pair_var)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        zs = np.where(drops > 0, np.where(se > 0, drops / np.where(se > 0, se, 1.0), np.inf), 0.0)
-    threshold = z * se if tolerance is None else np.full(se.shape, tolerance)
-    violations = drops > np.maximum(threshold, 0.0)
-    pool = np.where(violations, drops, -1.0) if violations.any() else drops
-    a, b = np.unravel_index(int(np.argmax(pool)), pool.shape)
-    drop = float(drops[a, b])
-    return {
-        "violated": bool(violations.any()),
-        "drop": drop,
-        "start": float(edges[a]) if drop > 0 else None,
-        "end": float(edges[b]) if drop > 0 else None,
-        "z": float(zs[a, b]),
-        "se": float(se[a, b]),
-    }
-
-
-def _monotonic(feat: FeatureSummary, p: dict[str, Any]) -> _Outcome:
-    d = monotonic_dip(
-        edges=feat.edges,
-        effect=feat.effect,
-        stderr=feat.stderr,
-        direction=p["direction"],
-        z=p["z"],
-        tolerance=p["tolerance"],
-    )
-    word = "dip" if p["direction"] == "increasing" else "rise"
-    if d["start"] is None:
-        observed = f"no {word}"
-    else:
-        where = f"from {_fmt(d['start'])} to {_fmt(d['end'])}"
-        lead = f"{word} of" if d["violated"] else f"largest {word}"
-        observed = f"{lead} {_fmt(d['drop'])} {where} (z {_fmt(d['z'])})"
-    if p["tolerance"] is None:
-        limit = f"{p['direction']}, {word}s within {_fmt(p['z'])} SE"
-    else:
-        limit = f"{p['direction']}, {word}s <= {_fmt(p['tolerance'])}"
-    return not d["violated"], observed, limit, d["drop"], d
-
-
-def _sign(feat: FeatureSummary, p: dict[str, Any]) -> _Outcome:
-    # per-level records: the "bins" are the jumps between adjacent levels, n_{k-1} + n_k rows
-    counts = feat.counts if feat.kind is None else feat.counts[:-1] + feat.counts[1:]
-    n = counts.astype(np.float64)
-    slope = float(np.dot(n, feat.bin_effect) / n.sum())
-    var = float(np.dot(n, np.nan_to_num(feat.bin_std) ** 2)) / n.sum() ** 2
-    z = slope / np.sqrt(var) if var > 0 else (np.inf if slope else 0.0) * np.sign(slope)
-    tiny = ROUNDING * max(float(np.abs(feat.bin_effect).max()), np.finfo(np.float64).tiny)
-    ok = slope > tiny if p["sign"] == "positive" else slope < -tiny
-    observed = f"mean slope {_fmt(slope)} (z {_fmt(float(z))})"
-    return ok, observed, p["sign"], slope, {"slope": slope, "z": float(z)}
-
-
-def _range(feat: FeatureSummary, p: dict[str, Any]) -> _Outcome:
-    lo, hi = float(np.nanmin(feat.effect)), float(np.nanmax(feat.effect))
-    ok = (p["lo"] is None or lo >= p["lo"]) and (p["hi"] is None or hi <= p["hi"])
-    bounds = [
-        ("-inf" if p["lo"] is None else _fmt(p["lo"])),
-        ("inf" if p["hi"] is None else _fmt(p["hi"])),
-    ]
-    return (
-        ok,
-        f"[{_fmt(lo)}, {_fmt(hi)}]",
-        f"[{bounds[0]}, {bounds[1]}]",
-        hi,
-        {"min": lo, "max": hi},
-    )
-
-
-def _statistic(name: str, stats: dict[str, Any], p: dict[str, Any]) -> _Outcome:
-    key = {
-        "max_aled": "aled",
-        "min_aled": "aled",
-        "rank_at_most": "rank",
-        "max_heterogeneity_share": "heterogeneity_share",
-    }[name]
-    value = float(stats[key])
-    if name == "min_aled":
-        ok, limit = value >= p["limit"], f">= {_fmt(p['limit'])}"
-    else:
-        ok, limit = value <= p["limit"], f"<= {_fmt(p['limit'])}"
-    label = {"aled": "ALED", "rank": "rank", "heterogeneity_share": "share"}[key]
-    shown = str(int(value)) if key == "rank" else _fmt(value)
-    return ok, f"{label} {shown}", limit, value, {key: value}
-
-
-_FIRST_ORDER = {"monotonic": _monotonic, "sign": _sign, "range": _range}
-_STATISTICS = ("max_aled", "min_aled", "max_heterogeneity_share", "rank_at_most")
 
 
 # -- the evaluation ---------------------------------------------------------------------------
@@ -316,11 +170,11 @@ def _first_order_checks(rule: Rule, ctx: _Context) -> list[Check]:
                     )
                 )
                 continue
-            if rule.name in _STATISTICS:
+            if rule.name in STATISTICS:
                 stats = ctx.statistics(label, summary)[feat.name]
-                ok, observed, limit, value, details = _statistic(rule.name, stats, rule.params)
+                ok, observed, limit, value, details = statistic(rule.name, stats, rule.params)
             else:
-                ok, observed, limit, value, details = _FIRST_ORDER[rule.name](feat, rule.params)
+                ok, observed, limit, value, details = FIRST_ORDER[rule.name](feat, rule.params)
             out.append(
                 _check(
                     rule,
@@ -363,10 +217,10 @@ def _interaction_check(
     share = max_abs / spread if spread else None
     limits, ok, notes = [], True, []
     if rule.params["max_abs"] is not None:
-        limits.append(f"max |effect| <= {_fmt(rule.params['max_abs'])}")
+        limits.append(f"max |effect| <= {fmt(rule.params['max_abs'])}")
         ok &= max_abs <= rule.params["max_abs"]
     if rule.params["max_share"] is not None:
-        limits.append(f"share <= {_fmt(rule.params['max_share'])}")
+        limits.append(f"share <= {fmt(rule.params['max_share'])}")
         if share is None:
             if rule.params["max_abs"] is None:
                 return _check(
@@ -380,9 +234,9 @@ def _interaction_check(
             notes.append("share not available")
         else:
             ok &= share <= rule.params["max_share"]
-    observed = f"max |effect| {_fmt(max_abs)}"
+    observed = f"max |effect| {fmt(max_abs)}"
     if share is not None:
-        observed += f", share {_fmt(share)} of the 1-99% prediction range"
+        observed += f", share {fmt(share)} of the 1-99% prediction range"
     observed = "; ".join([observed, *notes])
     return _check(
         rule,
@@ -413,8 +267,8 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
     base_feats = {f.name: f for f in base.features}
     p = rule.params
     limits = [
-        f"max |diff| <= {_fmt(p['max_abs'])}" if p["max_abs"] is not None else None,
-        f"max z <= {_fmt(p['max_z'])}" if p["max_z"] is not None else None,
+        f"max |diff| <= {fmt(p['max_abs'])}" if p["max_abs"] is not None else None,
+        f"max z <= {fmt(p['max_z'])}" if p["max_z"] is not None else None,
     ]
     limit = "; ".join(x for x in limits if x)
     out = []
@@ -456,8 +310,8 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
                 p["max_z"] is None or d.max_z <= p["max_z"]
             )
             observed = (
-                f"max |diff| {_fmt(d.max_abs)} at {_fmt(d.max_abs_at)}; "
-                f"max z {_fmt(d.max_z)} at {_fmt(d.max_z_at)}"
+                f"max |diff| {fmt(d.max_abs)} at {fmt(d.max_abs_at)}; "
+                f"max z {fmt(d.max_z)} at {fmt(d.max_z_at)}"
             )
             if d.n_outside:
                 observed += f"; {d.n_outside} baseline edges outside"

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from ale_cli.errors import InputError
+from ale_cli.io.yamlsafe import YamlSyntaxError, parse_yaml, read_text
 
 SEVERITIES = ("error", "warn")
 DIRECTIONS = ("increasing", "decreasing")
@@ -263,7 +264,6 @@ def parse_rules(data: Any, *, path: Path, lines: list[int | None] | None = None)
 def read_rules(path: str | Path) -> RuleSet:
     """Read and check a rules file with the hardened loader (:mod:`ale_cli.io.yamlsafe`:
     at most :data:`MAX_RULES_BYTES`, UTF-8, no alias expansion, no key given twice)."""
-    from ale_cli.io.yamlsafe import YamlSyntaxError, parse_yaml, read_text
 
     path = Path(path)
     text = read_text(path, "rules file", max_bytes=MAX_RULES_BYTES)

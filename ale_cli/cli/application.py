@@ -11,23 +11,28 @@ Whatever goes wrong, ``ale`` prints exactly one line on stderr, starting with
   unexpected exception, which is a bug in ``ale``: its traceback is written to
   a file under the temporary directory and the line says where;
 - 130 for Ctrl-C and 143 for SIGTERM (temporary files are removed first).
+
+The commands come from :data:`ale_cli.cli.registry.COMMANDS`: the application
+builds a command's click object when it is asked for (``ale NAME`` builds only
+NAME's, ``ale --help`` none), from the :class:`~ale_cli.cli.command.Command` its
+module declares.
 """
 
 from __future__ import annotations
 
-import math
-import os
-import re
 import sys
 import tempfile
 import traceback
-from pathlib import Path
-from typing import Any, get_args, get_origin
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import typer
 from typer._click import exceptions as click_errors
 from typer.core import TyperGroup
 
+from ale_cli.cli import registry
+from ale_cli.cli.coercion import install
+from ale_cli.cli.command import VersionOption, flag_of
 from ale_cli.errors import AleError
 from ale_cli.signals import EXIT_INTERRUPTED, Terminated, arrived, sigterm_raises
 
@@ -51,159 +56,35 @@ def _internal_error(exc: BaseException) -> str:
     return f"internal error (a bug in ale): {what}; {where}"
 
 
-class _FiniteRuntime:
-    """The runtime coercion of a float parameter, refusing NaN and infinities first.
-
-    typer coerces every value (command line, config file, default) through
-    ``param.get_runtime_param().coerce``; this wraps that object, so ``--alpha nan``
-    is "expected a finite number" rather than a range check that NaN slips past.
-    """
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
-        if value is not None and not isinstance(value, bool):
-            try:
-                number = float(value)
-            except (TypeError, ValueError):
-                number = 0.0  # not a number at all: the inner coercion says so
-            if not math.isfinite(number):
-                raise click_errors.BadParameter(
-                    f"expected a finite number, got '{value}'", ctx=ctx, param=param
-                )
-        return self.inner.coerce(value, param=param, ctx=ctx)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+def build(name: str) -> Any:
+    """The click command of the registered command ``name``, made by typer from the
+    signature of the function its module declares."""
+    declared = registry.load(name)
+    one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    one.command(name=name, epilog=declared.epilog, short_help=registry.COMMANDS[name].summary)(
+        declared.callback
+    )
+    return typer.main.get_command(one)
 
 
-_INT = re.compile(r"[+-]?[0-9]+")
-_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-#: what a plain value of these parameters needs no adapter for
-_PLAIN = (str, int, float, Path, bool)
-_NOT_PLAIN = object()
+class _Commands(Mapping[str, Any]):
+    """The registered commands by name; each built on first use (:func:`build`)."""
 
+    def __init__(self) -> None:
+        self.built: dict[str, Any] = {}
 
-class _PlainRuntime:
-    """typer's coercion of a ``str``/``int``/``float``/``bool``/``Path`` parameter (or a
-    list of them), without the
-    pydantic adapter typer builds for every parameter (importing pydantic and building
-    the adapters of one command: 0.1-0.2 s of every run).
+    def __getitem__(self, name: str) -> Any:
+        if name not in registry.COMMANDS:
+            raise KeyError(name)
+        if name not in self.built:
+            self.built[name] = build(name)
+        return self.built[name]
 
-    Only values in a plain form are converted here, to what typer's adapter returns for
-    them (a decimal integer, a decimal float, any text, a path); anything else -- another
-    form, a value under ``min``/over ``max``, an unreadable path -- goes to typer's own
-    coercion, built then, so results and error messages are typer's.
-    """
+    def __iter__(self) -> Iterator[str]:
+        return iter(registry.COMMANDS)
 
-    def __init__(self, param: Any) -> None:
-        self.param = param
-        self.inner: Any = None
-
-    def _typer(self) -> Any:
-        if self.inner is None:
-            from typer._coercion import build_runtime_param
-
-            self.inner = build_runtime_param(self.param.type_descriptor)
-        return self.inner
-
-    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
-        multi = param.multiple or param.nargs == -1
-        if value is None:
-            return () if multi else None
-        kind, info = (
-            self.param.type_descriptor.annotation,
-            self.param.type_descriptor.parameter_info,
-        )
-        if multi and isinstance(value, list | tuple) and get_origin(kind) is list:
-            (item,) = get_args(kind)
-            done = [_plain_value(item, info, v) for v in value]
-            if all(v is not _NOT_PLAIN for v in done):
-                return done
-        elif not multi:
-            one = _plain_value(kind, info, value)
-            if one is not _NOT_PLAIN:
-                return one
-        return self._typer().coerce(value, param=param, ctx=ctx)
-
-
-def _plain_value(kind: Any, info: Any, value: Any) -> Any:
-    """``value`` coerced to ``kind`` as typer would, or ``_NOT_PLAIN`` to let typer do it."""
-    if kind is str:
-        return value if isinstance(value, str) else _NOT_PLAIN
-    if kind is bool:
-        return value if isinstance(value, bool) else _NOT_PLAIN
-    if kind is Path:
-        if not isinstance(value, str | Path):
-            return _NOT_PLAIN
-        path = Path(value)
-        try:
-            os.stat(path)
-        except (OSError, ValueError):
-            return path  # typer checks nothing more for a path that need not exist
-        return path if os.access(path, os.R_OK) else _NOT_PLAIN
-    if kind is int:
-        if isinstance(value, bool):
-            return _NOT_PLAIN
-        if isinstance(value, str) and _INT.fullmatch(value):
-            value = int(value)
-        if not isinstance(value, int):
-            return _NOT_PLAIN
-    elif kind is float:
-        if isinstance(value, bool):
-            return _NOT_PLAIN
-        if isinstance(value, str) and _FLOAT.fullmatch(value):
-            value = float(value)
-        if not isinstance(value, int | float) or not math.isfinite(value):
-            return _NOT_PLAIN
-        value = float(value)
-    if (info.min is not None and value < info.min) or (info.max is not None and value > info.max):
-        return _NOT_PLAIN
-    return value
-
-
-def _plain(descriptor: Any) -> bool:
-    """True for a parameter :class:`_PlainRuntime` may coerce (no parser, no clamping,
-    no path options beyond the defaults)."""
-    info, kind = descriptor.parameter_info, descriptor.annotation
-    if get_origin(kind) is list:
-        kind = get_args(kind)[0]
-    if kind not in _PLAIN or descriptor.file_annotation is not None:
-        return False
-    if info.parser is not None or getattr(info, "click_type", None) is not None or info.clamp:
-        return False
-    if kind is Path:
-        defaults = (False, True, True, False, True, False, False)
-        flags = (
-            info.exists,
-            info.file_okay,
-            info.dir_okay,
-            info.writable,
-            info.readable,
-            info.resolve_path,
-            bool(info.path_type),
-        )
-        return flags == defaults
-    return True
-
-
-def _runtimes(command: Any, ctx: Any) -> None:
-    """Plain parameters coerced without pydantic (:class:`_PlainRuntime`), and every float
-    parameter refusing NaN and infinities (:class:`_FiniteRuntime`); idempotent. The
-    parameters include ``--help`` (made and kept by ``get_params``)."""
-    params = command.get_params(ctx) if hasattr(command, "get_params") else ()
-    for param in params:
-        descriptor = getattr(param, "type_descriptor", None)
-        if descriptor is None:
-            continue
-        if getattr(param, "_runtime_param", True) is None and _plain(descriptor):
-            param._runtime_param = _PlainRuntime(param)
-        if descriptor.annotation is not float:
-            continue
-        runtime = param.get_runtime_param()
-        if not isinstance(runtime, _FiniteRuntime):
-            param._runtime_param = _FiniteRuntime(runtime)
+    def __len__(self) -> int:
+        return len(registry.COMMANDS)
 
 
 class _AleGroup(TyperGroup):
@@ -213,15 +94,24 @@ class _AleGroup(TyperGroup):
     command's flag for it (``--max-bins``), looked up among its options.
     """
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.commands = _Commands()  # type: ignore[assignment]
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The command table of ``ale --help``, from the registry (nothing is imported)."""
+        with formatter.section("Commands"):
+            formatter.write_dl([(n, e.summary) for n, e in registry.COMMANDS.items()])
+
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        _runtimes(self, ctx)  # the group's own options (--version, completion, --help)
+        install(self, ctx)  # the group's own options (--version, completion, --help)
         rest: list[str] = super().parse_args(ctx, args)
         return rest
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = super().get_command(ctx, cmd_name)
         if command is not None:
-            _runtimes(command, ctx)
+            install(command, ctx)
         return command
 
     def invoke(self, ctx: Any) -> Any:
@@ -257,8 +147,6 @@ class _AleGroup(TyperGroup):
             raise typer.Exit(1) from None
 
     def _flag_namer(self, ctx: Any) -> Any:
-        from ale_cli.cli.command import flag_of
-
         name = ctx.invoked_subcommand or (ctx.protected_args or [None])[0]
         sub = self.get_command(ctx, name) if name else None
         params = list(getattr(sub, "params", ()) or ())
@@ -325,26 +213,6 @@ app = typer.Typer(
 )
 
 
-def _print_version(value: bool) -> None:
-    if value:
-        from ale_cli import __version__
-
-        typer.echo(f"ale {__version__}")
-        raise typer.Exit(0)
-
-
 @app.callback()
-def _root(
-    version: bool = typer.Option(
-        False,
-        "--version",
-        help="Print the version and exit.",
-        is_eager=True,
-        callback=_print_version,
-    ),
-) -> None:
-    """Accumulated Local Effects for trained models.
-
-    compute the local effects once (the expensive step), then re-bin, run RHALE
-    and plot from the cached store in milliseconds.
-    """
+def _root(version: VersionOption = False) -> None:
+    """The ``ale`` group: its help is the application's (above)."""

@@ -1,9 +1,11 @@
 """How a command is declared once and reports once.
 
-Every ``ale`` command is a function decorated with :func:`command`. The
-decorator adds the options every command has (``--json``, ``--quiet``,
-``--config``, ``--version``; ``-h``/``--help`` come from the app), calls the
-function, and prints the :class:`Outcome` it returns:
+Every ``ale`` command is a function decorated with :func:`command`, which
+declares it (a :class:`Command`; nothing is registered anywhere: the one table of
+commands is :data:`ale_cli.cli.registry.COMMANDS`). The declaration adds the options
+every command has (``--json``, ``--quiet``, ``--config``, ``--version``;
+``-h``/``--help`` come from the app), calls the function, and
+prints the :class:`Outcome` it returns:
 
 - by default, the notes on stderr (unless ``--quiet``) and the one-line
   result on stdout (on stderr when stdout carries data, e.g. ``-o -``);
@@ -30,14 +32,15 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args, get_origin
 
 import typer
 
 from ale_cli import __version__
-from ale_cli.cli.application import app
-from ale_cli.cli.config import config_callback
+from ale_cli.cli.config import ALIAS, config_callback
+from ale_cli.cli.progress import ProgressBars
 from ale_cli.errors import InputError
+from ale_cli.io.jsonio import dumps
 from ale_cli.outputs.guard import guard
 
 #: Written as a file name, ``-`` means standard output (or input).
@@ -76,7 +79,7 @@ class Outcome:
     silent : bool
         Print nothing in text mode (``ale run --quiet`` on success: cron mails any output).
     lines_to_stderr : bool
-        ``lines`` go to stderr (stdout carries data: ``ale audit --report -``).
+        ``lines`` go to stderr (stdout carries data: ``ale audit --json-report -``).
     """
 
     command: str
@@ -119,7 +122,6 @@ class Run:
 
     def progress(self, *labels: str) -> Any:
         """Progress bars on stderr (shown only on a terminal, never with --quiet/--json)."""
-        from ale_cli.cli.progress import ProgressBars
 
         return ProgressBars(*labels, quiet=self.quiet or self.json)
 
@@ -153,8 +155,6 @@ def refuse_stdio(path: Path | str | None, param: str, what: str) -> None:
 def emit(outcome: Outcome, run: Run) -> None:
     """Print an outcome: one JSON object (``--json``) or the notes and the result line."""
     if run.json:
-        from ale_cli.io.jsonio import dumps
-
         typer.echo(dumps(outcome.to_dict()), nl=False)
         return
     if outcome.silent:
@@ -233,7 +233,7 @@ _FORCE = inspect.Parameter(
 )
 
 
-def _with_params(
+def with_params(
     func: Callable[..., Any],
     add: Sequence[inspect.Parameter],
     wrapper: Callable[..., Any],
@@ -289,18 +289,36 @@ class Declared:
             guard(value, kind=chosen, inputs=paths, force=force, param=name)
 
 
-#: Every registered command's declaration (a test checks it against the options).
-DECLARED: dict[str, Declared] = {}
+@dataclass(frozen=True)
+class Command:
+    """A declared command: what the registry (:mod:`ale_cli.cli.registry`) points to.
+
+    Attributes
+    ----------
+    callback : callable
+        The function typer builds the command from: its signature is the options.
+    epilog : str
+        The end of the command's help (it ends with an example).
+    declared : Declared
+        The files the command reads and writes.
+    aliases : mapping of str to str
+        Old flag -> the parameter it now spells: hidden, kept for one release.
+    """
+
+    callback: Callable[..., int]
+    epilog: str
+    declared: Declared
+    aliases: Mapping[str, str] = field(default_factory=dict)
 
 
 def command(
     *,
     epilog: str,
-    name: str | None = None,
     outputs: Mapping[str, KindOf] | None = None,
     inputs: Sequence[str] = (),
-) -> Callable[..., Any]:
-    """Register a command that returns an :class:`Outcome`; add the common options.
+    aliases: Mapping[str, str] | None = None,
+) -> Callable[[Callable[..., Outcome]], Command]:
+    """Declare a command that returns an :class:`Outcome`; add the common options.
 
     The function may take ``run: Run`` (not an option) to learn about
     ``--json``/``--quiet``. ``outputs`` maps each parameter whose value is
@@ -309,22 +327,26 @@ def command(
     output guard (:func:`ale_cli.outputs.guard.guard`: never an input, a
     non-regular file, or an existing file that is not this kind of ale output
     unless ``--force``). A command with outputs gets ``--force`` unless it has
-    its own (``ale compute``'s also means "recompute").
+    its own (``ale compute``'s also means "recompute"). ``aliases`` maps an old
+    flag to the parameter it now spells: a hidden option whose value goes to that
+    parameter (an error when both are given).
     """
     declared = Declared(dict(outputs or {}), tuple(inputs))
+    old = dict(aliases or {})
 
-    def register(func: Callable[..., Outcome]) -> Callable[..., None]:
-        params = inspect.signature(func).parameters
+    def declare(func: Callable[..., Outcome]) -> Command:
+        params = inspect.signature(func, eval_str=True).parameters
         wants_run = "run" in params
         own_force = "force" in params
-        for key in [*declared.outputs, *declared.inputs]:
+        for key in [*declared.outputs, *declared.inputs, *old.values()]:
             if key not in params:
-                raise TypeError(f"{func.__name__}: declared file parameter '{key}' is unknown")
+                raise TypeError(f"{func.__name__}: declared parameter '{key}' is unknown")
 
         def wrapper(
             *, json_: bool, quiet: bool, config: Path | None, version: bool, **kw: Any
         ) -> int:
             run = Run(json=json_, quiet=quiet)
+            _take_aliases(kw, old, params)
             force = bool(kw.get("force") if own_force else kw.pop("force", False))
             declared.check(kw, force)
             if wants_run:
@@ -335,15 +357,43 @@ def command(
                 raise typer.Exit(outcome.exit_code)
             return 0
 
-        extra = list(_COMMON)
+        extra = [_alias_param(flag, name, params[name]) for flag, name in old.items()]
+        extra += _COMMON
         if declared.outputs and not own_force:
             extra.insert(0, _FORCE)
-        cli_func = _with_params(func, extra, wrapper, drop=("run",))
-        app.command(name=name, epilog=epilog)(cli_func)
-        DECLARED[name or func.__name__.replace("_", "-")] = declared
-        return cli_func
+        return Command(with_params(func, extra, wrapper, drop=("run",)), epilog, declared, old)
 
-    return register
+    return declare
+
+
+def _alias_param(flag: str, name: str, target: inspect.Parameter) -> inspect.Parameter:
+    """The hidden option ``flag`` of the type of parameter ``name`` (an old spelling of it),
+    read into the parameter ``ALIAS + name``."""
+    kind = target.annotation
+    if get_origin(kind) is Annotated:
+        kind = get_args(kind)[0]
+    return inspect.Parameter(
+        ALIAS + name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[kind | None, typer.Option(flag, hidden=True, show_default=False)],
+    )
+
+
+def _take_aliases(
+    kw: dict[str, Any], aliases: Mapping[str, str], params: Mapping[str, inspect.Parameter]
+) -> None:
+    """Move each old spelling's value to its parameter; both given is an InputError."""
+    for flag, name in aliases.items():
+        value = kw.pop(ALIAS + name, None)
+        if value is None or value == []:
+            continue
+        if kw.get(name) not in (None, [], params[name].default):
+            raise InputError(
+                f"{{param}} and {flag} (its old spelling) are both given; give {{param}}",
+                param=name,
+            )
+        kw[name] = value
 
 
 def flag_of(params: Sequence[Any], name: str) -> str:

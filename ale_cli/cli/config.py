@@ -22,11 +22,15 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from ale_cli.errors import InputError
+from ale_cli.io.yamlsafe import load_yaml
+
+#: The prefix of the parameter an old spelling of option NAME is read into (``ALIAS +
+#: NAME``); a config key naming the old spelling sets NAME itself.
+ALIAS = "alias__"
 
 
 def load_config(path: Path, command: str, known_commands: set[str]) -> dict[str, Any]:
     """The mapping of option values for ``command`` found in ``path``."""
-    from ale_cli.io.yamlsafe import load_yaml
 
     data = load_yaml(path, "config file")
     if data is None:
@@ -56,13 +60,15 @@ def config_callback(ctx: Any, param: Any, value: Path | None) -> Path | None:
     raw = load_config(Path(value), ctx.info_name or command.name, known_commands)
     # a key may be the flag's long name ("format", "batch-size") or the parameter's name
     params: dict[str, Any] = {}
+    by_name = {p.name: p for p in command.params}
     for p in command.params:
         if p.name in ("config", "help", "version"):
             continue
-        params[p.name] = p
+        target = by_name.get(p.name.removeprefix(ALIAS), p)  # an old spelling: its option
+        params.setdefault(target.name, target)
         for opt in getattr(p, "opts", ()):
             if opt.startswith("--"):
-                params[opt[2:].replace("-", "_")] = p
+                params[opt[2:].replace("-", "_")] = target
     defaults: dict[str, Any] = {}
     for key, item in raw.items():
         target = params.get(key.replace("-", "_"))

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ale_cli.cli.command import Outcome, Run, echo_data, out_message
+from ale_cli.summary.model import summary_json, write_summary
 
 if TYPE_CHECKING:
     from ale_cli.summary.build import EstimateResult
@@ -15,7 +16,6 @@ def summary_outcome(
     name: str, result: EstimateResult, out: Path, timestamp: bool, run: Run
 ) -> Outcome:
     """Write the summary (``-``: standard output) and describe it in one line."""
-    from ale_cli.summary.model import summary_json, write_summary
 
     to_stdout = run.claim_stdout(out, "out")
     if to_stdout:

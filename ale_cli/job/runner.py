@@ -35,15 +35,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import ale_cli.job.history as entries
 from ale_cli import __version__
+from ale_cli.audit import audit_files
+from ale_cli.audit.report import report_dict
 from ale_cli.errors import AleError, InputError, RunError
+from ale_cli.estimators import dale as estimate
+from ale_cli.estimators.classic import classic
+from ale_cli.estimators.interact import interact
+from ale_cli.estimators.local_effects import ComputeRequest, compute
+from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import dumps, read_json_file
-from ale_cli.job import history as entries
 from ale_cli.job.lock import run_lock
-from ale_cli.job.spec import JobError, JobSpec, job_key
+from ale_cli.job.spec import JobError, JobSpec, job_key, request_of
 from ale_cli.job.transaction import Staging, recorded_outputs, refuse_foreign, remove_stale
 from ale_cli.outputs.figures import MANIFEST as FIGURES_MANIFEST
+from ale_cli.plot.render import plot_files
+from ale_cli.report import build_report, write_report
+from ale_cli.store.npz import read_meta
+from ale_cli.summary.build import run_notes
+from ale_cli.summary.model import write_summary
 
 MANIFEST = "run.json"
 STORE = "store.npz"
@@ -177,10 +189,6 @@ class _Runner:
 
 
 def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
-    from ale_cli.estimators.local_effects import ComputeRequest, compute
-    from ale_cli.estimators.pairs import parse_pairs
-    from ale_cli.store.npz import read_meta
-
     spec = r.spec
     pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
     request = ComputeRequest(
@@ -208,9 +216,6 @@ def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
 
 
 def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta: dict) -> Step:
-    from ale_cli.summary.build import run_notes
-    from ale_cli.summary.model import write_summary
-
     spec = r.spec
     out = r.out / f"{name}.json"
     inputs = {"store": store_sha}
@@ -231,10 +236,6 @@ def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta
 
 def _estimate(spec: JobSpec, name: str, store: Path, opts: dict[str, Any]) -> Any:
     """Run estimator ``name`` on the store (options checked when the job was read)."""
-    from ale_cli.estimators import dale as estimate
-    from ale_cli.estimators.classic import classic
-    from ale_cli.estimators.interact import interact
-    from ale_cli.job.spec import request_of
 
     given = {k: v for k, v in opts.items() if k != "inputs"}
     request = request_of(name, given, inputs=spec.inputs, store=store)
@@ -258,7 +259,6 @@ def _plots(r: _Runner, names: list[str], store_sha: str) -> None:
     spec = r.spec
     if spec.plots is None:
         return
-    from ale_cli.plot.render import plot_files
 
     for name in names:
         summary = f"{name}.json"
@@ -285,8 +285,6 @@ def _audit(r: _Runner, names: list[str]) -> tuple[Step | None, dict[str, Any] | 
     spec = r.spec
     if spec.rules is None:
         return None, None
-    from ale_cli.audit import audit_files
-    from ale_cli.audit.report import report_dict
 
     summaries = [f"{n}.json" for n in names]
     inputs = {s: r.digest(s) for s in summaries} | {"rules": sha256_file(spec.rules)}
@@ -330,7 +328,6 @@ def _report(r: _Runner, names: list[str], history: dict[str, Any], store_sha: st
     spec = r.spec
     if spec.report is None:
         return
-    from ale_cli.report import build_report, write_report
 
     summaries = [f"{n}.json" for n in names]
     inputs = {s: r.digest(s) for s in summaries} | {"store": store_sha}

@@ -36,12 +36,18 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ale_cli.audit.rules import read_rules
 from ale_cli.checks import names_tuple
 from ale_cli.errors import AleError, InputError
+from ale_cli.estimators.classic import ClassicRequest
+from ale_cli.estimators.dale import RebinRequest, RhaleRequest
 from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.interact import InteractRequest
+from ale_cli.estimators.local_effects import ComputeRequest
 from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.io.yamlsafe import check_document, load_yaml
 from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE, FORMATS
+from ale_cli.summary.model import read_summary
 
 #: the estimators in the order they run, with the options each takes
 ESTIMATOR_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -266,9 +272,6 @@ def _estimators(job: Path, base: Path, raw: dict[str, Any]) -> dict[str, dict[st
 
 def request_of(name: str, opts: dict[str, Any], *, inputs: ModelInputs, store: Path) -> Any:
     """The request of estimator ``name`` (its constructor checks every option)."""
-    from ale_cli.estimators.classic import ClassicRequest
-    from ale_cli.estimators.dale import RebinRequest, RhaleRequest
-    from ale_cli.estimators.interact import InteractRequest
 
     given = {k: v for k, v in opts.items() if v is not None}
     if name == "rhale":
@@ -295,8 +298,6 @@ def _inputs(job: Path, base: Path, top: dict[str, Any]) -> ModelInputs:
 
 def _audit(job: Path, base: Path, audit: dict[str, Any]) -> tuple[Path | None, Path | None]:
     """The rules file (read and checked now) and the baseline summary of ``audit:``."""
-    from ale_cli.audit.rules import read_rules
-    from ale_cli.summary.model import read_summary
 
     rules = audit.get("rules")
     baseline = audit.get("baseline")
@@ -325,7 +326,6 @@ def _audit(job: Path, base: Path, audit: dict[str, Any]) -> tuple[Path | None, P
 
 def _check_requests(job: Path, spec: JobSpec) -> None:
     """Every estimator's options through its request, the compute request's too."""
-    from ale_cli.estimators.local_effects import ComputeRequest
 
     for name, opts in spec.estimators.items():
         try:

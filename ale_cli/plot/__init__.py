@@ -28,10 +28,17 @@ neither saved nor shown; every parameter after the first two is keyword-only.
 Modules
 -------
 :mod:`ale_cli.plot.first_order`
-    One feature's two-panel figure (:func:`feature_figure`), the overview grid
-    of all features (:func:`overview_figure`) and the small figure for a
-    feature that could not be estimated (:func:`not_estimable_figure`). Its
-    docstring lists every artist and the ``gid`` by which tests find it.
+    One feature's two-panel figure (:func:`feature_figure`) and the overview
+    grid of all features (:func:`overview_figure`). Its docstring lists every
+    artist and the ``gid`` by which tests find it.
+:mod:`ale_cli.plot.layout`
+    What every figure shares: the canvas, the legend, wrapped text, the labels
+    of estimator, output and centering, and the small figure for a feature that
+    could not be estimated (:func:`not_estimable_figure`).
+:mod:`ale_cli.plot.marks`
+    The marks drawn from the store: rug, average prediction, violins.
+:mod:`ale_cli.plot.levels`
+    Discrete and categorical features: one dot per level.
 :mod:`ale_cli.plot.second_order`
     The heat map of a feature pair's doubly-centered surface
     (:func:`interaction_figure`).
@@ -46,13 +53,14 @@ Modules
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 _EXPORTS = {
     "feature_figure": "first_order",
     "interaction_figure": "second_order",
-    "not_estimable_figure": "first_order",
-    "output_name": "first_order",
+    "not_estimable_figure": "layout",
+    "output_name": "layout",
     "overview_figure": "first_order",
     "RenderResult": "render",
     "plot_files": "render",
@@ -65,7 +73,5 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     """Import the submodules on first use, so ``import ale_cli.plot`` costs nothing."""
     if name in _EXPORTS:
-        import importlib
-
         return getattr(importlib.import_module(f"ale_cli.plot.{_EXPORTS[name]}"), name)
     raise AttributeError(f"module 'ale_cli.plot' has no attribute {name!r}")

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ale_cli.plot import style
-from ale_cli.plot.render import DEFAULT_DPI, OVERVIEW, figure_directory, file_stems, save_figure
+from ale_cli.plot.directory import figure_directory, save_figure
+from ale_cli.plot.render import DEFAULT_DPI, OVERVIEW, file_stems
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -172,7 +173,7 @@ def render_diff(
     dpi: int = DEFAULT_DPI,
 ) -> list[Path]:
     """Write the overview and one overlay per feature into the directory ``out_dir``,
-    replacing it as a whole (:func:`~ale_cli.plot.render.figure_directory`); returns the
+    replacing it as a whole (:func:`~ale_cli.plot.directory.figure_directory`); returns the
     paths written."""
     out = Path(out_dir)
     fa, fb = {f.name: f for f in sa.features}, {f.name: f for f in sb.features}

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ale_cli.plot import style
+from ale_cli.plot.layout import bootstrap_label, effect_label, figure_legend, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -84,15 +85,8 @@ def level_figure(summary: Summary, feat: FeatureSummary, *, ylabel: str | None =
     """One feature's per-level effect: dots with +/- 2 SE and +/- STD bars, legend below."""
     import matplotlib
 
-    from ale_cli.plot.first_order import (
-        _figure_legend,
-        _new_figure,
-        bootstrap_label,
-        effect_label,
-    )
-
     with matplotlib.rc_context(style.RC):
-        fig = _new_figure((7.0, 5.0))
+        fig = new_figure((7.0, 5.0))
         ax = fig.add_axes((0.14, 0.3, 0.8, 0.58))
         ax.set_gid("effect_axes")
         level_artists(ax, feat, labels=True, band=bootstrap_label(summary))
@@ -102,5 +96,5 @@ def level_figure(summary: Summary, feat: FeatureSummary, *, ylabel: str | None =
         counts = ", ".join(str(int(c)) for c in feat.counts)
         ax.set_title(f"{feat.name}: {len(feat.counts)} levels, rows {counts}", loc="left")
         handles, texts = ax.get_legend_handles_labels()
-        _figure_legend(fig, handles, texts, ncols=2)
+        figure_legend(fig, handles, texts, ncols=2)
     return fig

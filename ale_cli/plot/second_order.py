@@ -31,14 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ale_cli.errors import InputError
 from ale_cli.plot import style
-from ale_cli.plot.first_order import (
-    _figure_legend,
-    _new_figure,
-    _wrap,
-    effect_label,
-    not_estimable_figure,
-)
+from ale_cli.plot.layout import effect_label, figure_legend, new_figure, not_estimable_figure, wrap
+from ale_cli.summary.model import FeatureSummary
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -85,8 +81,6 @@ def find_interaction(summary: Summary, pair: int | tuple[str, str]) -> Interacti
     ...
     ale_cli.errors.InputError: pair must be an interaction of the summary (a,b), got b,c
     """
-    from ale_cli.errors import InputError
-
     known = ", ".join(item.name for item in summary.interactions) or "none"
     if isinstance(pair, int):
         if not 0 <= pair < len(summary.interactions):
@@ -199,7 +193,7 @@ def interaction_figure(
     ylabel : str, optional
         Label of the effect axis, here the colour bar (one line of at most 45
         characters). Default: "doubly-centered effect on <output>" (see
-        :func:`ale_cli.plot.first_order.output_name`).
+        :func:`ale_cli.plot.layout.output_name`).
 
     Returns
     -------
@@ -211,13 +205,11 @@ def interaction_figure(
 
     item = find_interaction(summary, pair)
     if item.status != "ok" or 0 in item.shape:
-        from ale_cli.summary.model import FeatureSummary
-
         return not_estimable_figure(
             FeatureSummary(name=pair_label(item), status="not_estimable", reason=item.reason)
         )
     with matplotlib.rc_context(style.RC | {"axes.grid": False}):
-        fig = _new_figure((_WIDTH, _HEIGHT))
+        fig = new_figure((_WIDTH, _HEIGHT))
         rect = (0.13, _BOTTOM / _HEIGHT, 0.66, _AXES / _HEIGHT)
         ax = fig.add_axes(rect)
         cax = fig.add_axes((0.83, rect[1], 0.03, rect[3]))
@@ -231,15 +223,15 @@ def interaction_figure(
         za, zb = item.edges_a, item.edges_b
         ax.set_xlim(za[0], za[-1])
         ax.set_ylim(zb[0], zb[-1])
-        ax.set_xlabel(_wrap(item.features[0], 80, 2))
-        ax.set_ylabel(_wrap(item.features[1], 60, 2))
+        ax.set_xlabel(wrap(item.features[0], 80, 2))
+        ax.set_ylabel(wrap(item.features[1], 60, 2))
         label = effect_label(
             summary, "doubly-centered effect", ylabel, width=45, name_width=30, max_lines=1
         )
         _colour_bar(fig, mesh, cax, item, lim, label)
         _interaction_titles(fig, ax, summary, item)
         if handles:
-            _figure_legend(fig, handles, [h.get_label() for h in handles], ncols=1)
+            figure_legend(fig, handles, [h.get_label() for h in handles], ncols=1)
         return fig
 
 
@@ -330,7 +322,7 @@ def _interaction_titles(fig: Figure, ax: Axes, summary: Summary, item: Interacti
         loc="left",
     )
     fig.suptitle(
-        _wrap(f"Interaction {pair_label(item)}", 70, 1),
+        wrap(f"Interaction {pair_label(item)}", 70, 1),
         x=0.13,
         ha="left",
         y=0.97,

@@ -19,9 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 from ale_cli import __version__
 from ale_cli.errors import InputError
+from ale_cli.io.files import atomic_write
+from ale_cli.io.jsonio import read_json_file
+from ale_cli.plot.first_order import feature_figure, overview_figure
+from ale_cli.plot.render import check_store
+from ale_cli.plot.second_order import interaction_figure
+from ale_cli.report.figures import svg_text, trend
 from ale_cli.report.history import FeatureDrift, HistoryRun, feature_drifts, read_history
+from ale_cli.store.npz import read_store, store_sha256
+from ale_cli.summary.build import utc_now
 from ale_cli.summary.compare import summary_statistics
-from ale_cli.summary.model import FeatureSummary, Summary, read_summary
+from ale_cli.summary.model import FeatureSummary, Summary, read_summary, summary_json
 
 if TYPE_CHECKING:
     from ale_cli.store.npz import Store
@@ -87,13 +95,12 @@ def _markup(text: str) -> Any:
 
 
 def read_audit(path: str | Path) -> dict[str, Any]:
-    """The JSON report of ``ale audit --report`` (InputError naming the file if it is not)."""
-    from ale_cli.io.jsonio import read_json_file
+    """The JSON report of ``ale audit --json-report`` (InputError naming the file if it is not)."""
 
     data = read_json_file(path, "audit report")
     if not isinstance(data, dict) or any(k not in data for k in _AUDIT_KEYS):
         raise InputError(
-            f"'{path}' is not an ale audit report (written by 'ale audit --report'): "
+            f"'{path}' is not an ale audit report (written by 'ale audit --json-report'): "
             f"it needs {', '.join(_AUDIT_KEYS)}"
         )
     return data
@@ -157,9 +164,6 @@ def _feature_rows(
     store: Store | None,
     drifts: dict[str, FeatureDrift],
 ) -> tuple[list[dict[str, Any]], int]:
-    from ale_cli.plot.first_order import feature_figure
-    from ale_cli.report.figures import svg_text, trend
-
     stats = summary_statistics(summary)
     rows = []
     n_figures = 0
@@ -202,9 +206,6 @@ def _feature_rows(
 def _interactions(
     summaries: list[tuple[str, Summary]], store: Store | None
 ) -> list[dict[str, Any]]:
-    from ale_cli.plot.second_order import interaction_figure
-    from ale_cli.report.figures import svg_text
-
     items = []
     for name, summary in summaries:
         for i, item in enumerate(summary.interactions):
@@ -234,8 +235,6 @@ def _load(
     summaries = [(str(p), read_summary(p)) for p in paths]
     if store_path is None:
         return summaries, None
-    from ale_cli.plot.render import check_store
-    from ale_cli.store.npz import read_store, store_sha256
 
     store = read_store(store_path)
     digest = store_sha256(store_path)
@@ -266,7 +265,7 @@ def build_report(
     features table, its curves are drawn with the ``store`` (rug, violins) and
     compared with ``history``. Other first-order summaries add their overview
     figure; interact summaries add heat maps. ``audit`` is a JSON report
-    of ``ale audit --report``; ``history`` a directory of earlier runs
+    of ``ale audit --json-report``; ``history`` a directory of earlier runs
     (:mod:`ale_cli.report.history`) less ``history_exclude``, and less its newest
     run when that holds the main summary itself (the same numbers). With
     ``timestamp=False`` the same inputs give the same bytes.
@@ -318,7 +317,7 @@ def build_report(
 
 
 def _audit_section(audit: str | Path | None) -> dict[str, Any] | None:
-    """The audit report (``ale audit --report``), each check knowing its summary's file."""
+    """The audit report (``ale audit --json-report``), each check knowing its summary's file."""
     if audit is None:
         return None
     data = read_audit(audit)
@@ -335,8 +334,6 @@ def _first_order_section(
     overviews of the others, and the features that moved most since the last run."""
     if not first_order:
         return [], 0, None, None, [], []
-    from ale_cli.plot.first_order import overview_figure
-    from ale_cli.report.figures import svg_text
 
     main_name, main = first_order[0]
     main_label = f"{main.estimator} ({Path(main_name).name})"
@@ -360,7 +357,6 @@ def _first_order_section(
 def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> list[HistoryRun]:
     """The runs less the newest when it holds this very summary (same numbers, any
     timestamp): ``ale report DIR/rhale.json --history DIR/history`` after ``ale run``."""
-    from ale_cli.summary.model import summary_json
 
     newest = runs[-1].match(Path(name).name, summary)
     if newest is not None and summary_json(newest, timestamp=False) == summary_json(
@@ -371,14 +367,11 @@ def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> li
 
 
 def _now() -> str:
-    from ale_cli.summary.build import utc_now
-
     return utc_now()
 
 
 def write_report(path: str | Path, html: str) -> int:
     """Write the page atomically; its size in bytes."""
-    from ale_cli.io.files import atomic_write
 
     data = html.encode("utf-8")
     with atomic_write(path) as fh:

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ale_cli.plot import style
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -34,8 +36,6 @@ _SIZE = re.compile(r'<svg([^>]*?) width="([0-9.]+)pt" height="([0-9.]+)pt"')
 def svg_text(fig: Figure, *, prefix: str) -> str:
     """The figure as one ``<svg>`` element whose ids all start with ``prefix``."""
     import matplotlib
-
-    from ale_cli.plot import style
 
     buffer = io.StringIO()
     with matplotlib.rc_context(style.RC):

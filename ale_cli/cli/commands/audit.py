@@ -6,15 +6,23 @@ matplotlib to draw).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ale_cli.audit import audit_files
+from ale_cli.audit.report import github_annotations, junit_xml, report_dict, text_table
 from ale_cli.checks import check_choice, names_tuple
 from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio
 from ale_cli.cli.options import FeaturesOption
 from ale_cli.errors import InputError
+from ale_cli.io.files import atomic_write
+from ale_cli.io.jsonio import dumps
+from ale_cli.plot.diff import render_diff
+from ale_cli.summary.compare import compare_summaries
+from ale_cli.summary.model import read_summary
 
 if TYPE_CHECKING:
     from ale_cli.summary.compare import FeatureComparison
@@ -25,7 +33,6 @@ DIFF_FORMATS = ("png", "svg")
 
 def _write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically, or to standard output for ``-``."""
-    from ale_cli.io.files import atomic_write
 
     if is_stdio(path):
         echo_data(data.decode("utf-8"))
@@ -35,14 +42,14 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _stdout_output(run: Run, report: Path | None, junit: Path | None) -> bool:
-    """True when --report or --junit is ``-``; refused for both, or with --json."""
+    """True when --json-report or --junit is ``-``; refused for both, or with --json."""
     if is_stdio(report) and is_stdio(junit):
         raise InputError(
             "{param} - and {param:junit} - both write to standard output; give one a path",
-            param="report",
+            param="json_report",
         )
     if is_stdio(report):
-        return run.claim_stdout(report, "report")
+        return run.claim_stdout(report, "json_report")
     return is_stdio(junit) and run.claim_stdout(junit, "junit")
 
 
@@ -59,10 +66,13 @@ AuditFormatOption = Annotated[
     epilog="Exit codes: 0 all error-severity rules passed (warnings allowed); 3 at least one "
     "error-severity rule failed; 2 bad input (a summary, the rules file, an option); 1 a "
     "failure while running.\n\n"
+    "Renamed: --report FILE is now --json-report FILE (it writes JSON; 'ale report' writes "
+    "the HTML page); the old spelling still works in this release.\n\n"
     "Example: ale audit out/diabetes-mlp-rhale.json out/diabetes-mlp-interact.json "
     "--rules configs/audit-diabetes-mlp.yaml --junit out/audit.xml",
-    outputs={"report": "audit-json", "junit": "junit"},
+    outputs={"json_report": "audit-json", "junit": "junit"},
     inputs=("summaries", "rules", "baseline"),
+    aliases={"--report": "json_report"},  # the old spelling, hidden, for one release
 )
 def audit(
     run: Run,
@@ -81,12 +91,12 @@ def audit(
             show_default=False,
         ),
     ] = None,
-    report: Annotated[
+    json_report: Annotated[
         Path | None,
         typer.Option(
-            "--report",
+            "--json-report",
             help="Also write the JSON report to this file ('-': standard output; the table "
-            "then goes to stderr).",
+            "then goes to stderr), for 'ale report --audit'.",
             show_default=False,
         ),
     ] = None,
@@ -107,26 +117,20 @@ def audit(
     Prints a table (feature, rule, observed, limit, verdict) and exits 0 when
     every error-severity rule passed, 3 when one failed.
     """
-    from ale_cli.audit import audit_files
-    from ale_cli.audit.report import github_annotations, junit_xml, report_dict, text_table
 
     check_choice(output_format, FORMATS, "output_format")
     if run.json and output_format != "text":
         raise InputError(
             "--json prints one JSON object on stdout; leave out {param}", param="output_format"
         )
-    to_stdout = _stdout_output(run, report, junit)
+    to_stdout = _stdout_output(run, json_report, junit)
     result = audit_files(summaries, rules, baseline=baseline)
-    from datetime import UTC, datetime
-
     created = datetime.now(UTC).isoformat(timespec="seconds")
     data = report_dict(result, created=created)
     outputs: list[str] = []
-    if report is not None:
-        from ale_cli.io.jsonio import dumps
-
-        _write(report, dumps(data).encode("utf-8"))
-        outputs.append(str(report))
+    if json_report is not None:
+        _write(json_report, dumps(data).encode("utf-8"))
+        outputs.append(str(json_report))
     if junit is not None:
         _write(junit, junit_xml(result))
         outputs.append(str(junit))
@@ -206,9 +210,12 @@ def diff_dict(comparisons: list[FeatureComparison], a: str, b: str) -> dict[str,
 
 
 @command(
-    epilog="Example: ale diff out/release-1.json out/release-2.json -o out/plots/diff",
+    epilog="Renamed: --formats is now --format; the old spelling still works in this "
+    "release.\n\n"
+    "Example: ale diff out/release-1.json out/release-2.json -o out/plots/diff",
     outputs={"out": "figures"},
     inputs=("a", "b"),
+    aliases={"--formats": "formats"},  # the old spelling, hidden, for one release
 )
 def diff(
     a: Annotated[Path, typer.Argument(help="First summary (its edges are the common grid).")],
@@ -225,14 +232,12 @@ def diff(
     ] = None,
     features: FeaturesOption = None,
     formats: Annotated[
-        str, typer.Option("--formats", help="Figure formats with -o: png, svg or png,svg.")
+        str, typer.Option("--format", help="Figure formats with -o: png, svg or png,svg.")
     ] = "png",
 ) -> Outcome:
     """Compare two summaries feature by feature on A's edges: the largest absolute
     difference of the centered curves, the largest difference in standard errors,
     and the features whose ALED rank changed."""
-    from ale_cli.summary.compare import compare_summaries
-    from ale_cli.summary.model import read_summary
 
     fmts = names_tuple(formats, "formats") or ("png",)
     for fmt in fmts:
@@ -250,8 +255,6 @@ def diff(
     )
     written: list[Path] = []
     if out is not None:
-        from ale_cli.plot.diff import render_diff
-
         written = render_diff(sa, sb, comparisons, out, labels=(str(a), str(b)), formats=fmts)
     headers = ("FEATURE", "MAX |DIFF|", "AT", "MAX Z", "AT", "RANK A->B", "STATUS")
     rows = _diff_rows(comparisons)

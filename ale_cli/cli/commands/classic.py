@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command
+from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
     BinsOption,
     BootstrapOption,
@@ -20,20 +21,22 @@ from ale_cli.cli.options import (
     SchedulerOption,
     SeedOption,
     TimestampOption,
-    model_data_options,
 )
 from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
-
-if TYPE_CHECKING:
-    from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.bands import Bootstrap
+from ale_cli.estimators.classic import ClassicRequest
+from ale_cli.estimators.classic import classic as run_classic
+from ale_cli.estimators.inputs import ModelInputs
 
 
 @command(
-    epilog="Example: ale classic sample_data/models/diabetes_mlp.pt sample_data/diabetes.csv "
+    epilog=f"{GROUP_ALIASES_NOTE}\n\n"
+    "Example: ale classic sample_data/models/diabetes_mlp.pt sample_data/diabetes.csv "
     "--exclude target --bins 20 -o out/diabetes-mlp-classic.json",
     outputs={"out": "summary"},
     inputs=("model", "data", "edges"),
+    aliases=GROUP_ALIASES,  # old spellings, hidden, for one release
 )
 @model_data_options
 def classic(
@@ -45,8 +48,9 @@ def classic(
         str | None,
         typer.Option(
             "--binning",
-            help="quantile (type-1 quantiles, deduplicated, the default, as ALEPlot and PyALE) "
-            "or uniform (equal widths over [min, max]).",
+            help="quantile (type-1 quantiles, deduplicated; the default here, as ALEPlot and "
+            "PyALE, and in 'ale interact') or uniform (equal widths over [min, max]; the "
+            "default of 'ale rebin').",
             show_default=False,
         ),
     ] = None,
@@ -72,9 +76,6 @@ def classic(
     --engine dask evaluates the model on the partitions of the data on the workers of a
     Dask cluster (this process reads the columns for the ranges and quantile edges).
     """
-    from ale_cli.estimators.bands import Bootstrap
-    from ale_cli.estimators.classic import ClassicRequest
-    from ale_cli.estimators.classic import classic as run_classic
 
     request = ClassicRequest(
         inputs=inputs,

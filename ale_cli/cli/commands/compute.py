@@ -5,22 +5,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.model_options import GROUP_ALIASES, model_data_options
 from ale_cli.cli.options import (
     DiscreteOption,
     EngineOption,
     SchedulerOption,
-    model_data_options,
 )
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
-
-if TYPE_CHECKING:
-    from ale_cli.estimators.inputs import ModelInputs
-
+from ale_cli.engines import engine_for
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.local_effects import ComputeRequest
+from ale_cli.estimators.local_effects import compute as run_compute
+from ale_cli.estimators.pairs import parse_pairs
+from ale_cli.store.npz import read_meta
 
 StoreOutOption = Annotated[
     Path,
@@ -55,9 +57,9 @@ StepOption = Annotated[
 PairsOption = Annotated[
     list[str] | None,
     typer.Option(
-        "--pairs",
+        "--pair",
         help="Also cache the mixed derivatives d2f/dx_a dx_b of the pair A,B for "
-        "'ale interact' (repeat for more pairs; needs autodiff).",
+        "'ale interact' (repeat for more pairs, as in 'ale interact'; needs autodiff).",
         show_default=False,
     ),
 ]
@@ -91,10 +93,14 @@ def _store_kind(values: Mapping[str, Any]) -> str:
 
 
 @command(
-    epilog="Example: ale compute sample_data/models/diabetes_mlp.pt "
+    epilog="Renamed: --format (the data file's format) is now --data-format and --pairs is "
+    "now --pair; the old spellings still work in this release.\n\n"
+    "Example: ale compute sample_data/models/diabetes_mlp.pt "
     "sample_data/diabetes.csv --exclude target -o out/diabetes-mlp.npz",
     outputs={"out": _store_kind},
     inputs=("model", "data"),
+    # old spellings, hidden, for one release
+    aliases={**GROUP_ALIASES, "--pairs": "pairs"},
 )
 @model_data_options
 def compute(
@@ -119,11 +125,6 @@ def compute(
     --discrete features also get every row's jumps to the adjacent levels (model
     calls), so rebin and rhale report them per level as classic does.
     """
-    from ale_cli.engines import engine_for
-    from ale_cli.estimators.local_effects import ComputeRequest
-    from ale_cli.estimators.local_effects import compute as run_compute
-    from ale_cli.estimators.pairs import parse_pairs
-
     where = engine_for(engine, scheduler)
     request = ComputeRequest(
         inputs=replace(inputs, method=method, step=step),
@@ -187,7 +188,6 @@ def info(
 
     With --json the store's meta is the result's "details.meta".
     """
-    from ale_cli.store.npz import read_meta
 
     refuse_stdio(store, "store", "a store")
     meta = read_meta(store)  # a file, or a directory store's manifest

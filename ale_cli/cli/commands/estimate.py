@@ -22,6 +22,8 @@ from ale_cli.cli.options import (
     TimestampOption,
 )
 from ale_cli.cli.outcomes import summary_outcome
+from ale_cli.estimators import dale
+from ale_cli.estimators.bands import Bootstrap
 
 
 @command(
@@ -39,8 +41,9 @@ def rebin(
         str | None,
         typer.Option(
             "--binning",
-            help="uniform (equal widths over [min, max], the default) or quantile (type-1 "
-            "quantiles, deduplicated).",
+            help="uniform (equal widths over [min, max]; the default here) or quantile "
+            "(type-1 quantiles, deduplicated; the default of 'ale classic' and 'ale interact', "
+            "as ALEPlot and PyALE).",
             show_default=False,
         ),
     ] = None,
@@ -58,12 +61,9 @@ def rebin(
 
     --bootstrap B adds percentile bands (rows resampled, bins fixed).
     """
-    from ale_cli.estimators.bands import Bootstrap
-    from ale_cli.estimators.dale import RebinRequest
-    from ale_cli.estimators.dale import rebin as run_rebin
 
     refuse_stdio(store, "store", "a store")
-    request = RebinRequest(
+    request = dale.RebinRequest(
         store=store,
         bins=bins,
         binning=binning,
@@ -74,7 +74,7 @@ def rebin(
         engine=engine,
         scheduler=scheduler,
     )
-    return summary_outcome("rebin", run_rebin(request), out, timestamp, run)
+    return summary_outcome("rebin", dale.rebin(request), out, timestamp, run)
 
 
 @command(
@@ -119,12 +119,9 @@ def rhale(
     scheduler: SchedulerOption = None,
 ) -> Outcome:
     """RHALE: automatic variable-size bins minimising heterogeneity, from the store."""
-    from ale_cli.estimators.bands import Bootstrap
-    from ale_cli.estimators.dale import RhaleRequest
-    from ale_cli.estimators.dale import rhale as run_rhale
 
     refuse_stdio(store, "store", "a store")
-    request = RhaleRequest(
+    request = dale.RhaleRequest(
         store=store,
         max_bins=max_bins,
         min_points=min_points,
@@ -136,4 +133,4 @@ def rhale(
         engine=engine,
         scheduler=scheduler,
     )
-    return summary_outcome("rhale", run_rhale(request), out, timestamp, run)
+    return summary_outcome("rhale", dale.rhale(request), out, timestamp, run)

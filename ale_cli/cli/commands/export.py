@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command, is_stdio
+from ale_cli.summary.export import export_summary, table_format
 
 
 class TableFormat(StrEnum):
@@ -19,14 +20,12 @@ class TableFormat(StrEnum):
 
 def _table_kind(values: Mapping[str, Any]) -> str:
     """The output kind of -o: a CSV or a Parquet export, by --format or the extension."""
-    from ale_cli.summary.export import table_format
 
     fmt = values.get("fmt")
     return "table-" + table_format(values["out"], fmt.value if fmt is not None else None)
 
 
 @command(
-    name="export",
     outputs={"out": _table_kind},
     inputs=("summary",),
     epilog="Example: ale export out/diabetes-rhale.json -o out/effects.parquet; "
@@ -67,7 +66,6 @@ def export(
     no rows and are counted in the result line, which goes to stderr (stdout carries only
     the table).
     """
-    from ale_cli.summary.export import export_summary
 
     run.claim_stdout(out, "out")
     result = export_summary(summary, out, fmt=fmt.value if fmt is not None else None)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
     EdgesOption,
     EngineOption,
@@ -15,14 +16,12 @@ from ale_cli.cli.options import (
     ReadChunkOption,
     SchedulerOption,
     TimestampOption,
-    model_data_options,
 )
 from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
-
-if TYPE_CHECKING:
-    from ale_cli.estimators.inputs import ModelInputs
-
+from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.interact import InteractRequest
+from ale_cli.estimators.interact import interact as run_interact
 
 PairBinsOption = Annotated[
     int | None,
@@ -33,10 +32,12 @@ PairBinsOption = Annotated[
 
 
 @command(
-    epilog="Example: ale interact sample_data/models/diabetes_mlp.pt sample_data/diabetes.csv "
+    epilog=f"{GROUP_ALIASES_NOTE}\n\n"
+    "Example: ale interact sample_data/models/diabetes_mlp.pt sample_data/diabetes.csv "
     "--exclude target --pair s1,s2 --store out/diabetes-mlp.npz -o out/diabetes-mlp-interact.json",
     outputs={"out": "summary"},
     inputs=("model", "data", "store", "edges"),
+    aliases=GROUP_ALIASES,  # old spellings, hidden, for one release
 )
 @model_data_options
 def interact(
@@ -67,8 +68,9 @@ def interact(
         str | None,
         typer.Option(
             "--binning",
-            help="quantile (type-1 quantiles, deduplicated; the default, as ALEPlot) or "
-            "uniform (equal widths over [min, max]).",
+            help="quantile (type-1 quantiles, deduplicated; the default here, as ALEPlot, and "
+            "in 'ale classic') or uniform (equal widths over [min, max]; the default of "
+            "'ale rebin').",
             show_default=False,
         ),
     ] = None,
@@ -77,7 +79,7 @@ def interact(
         Path | None,
         typer.Option(
             "--store",
-            help="Store from 'ale compute --pairs A,B': its mixed derivatives are used when "
+            help="Store from 'ale compute --pair A,B': its mixed derivatives are used when "
             "it was made from the same model, data and options (dale only).",
             show_default=False,
         ),
@@ -92,8 +94,6 @@ def interact(
     --chunk-rows rows at a time; a store (--store) by its own chunks. --engine dask runs
     the model calls on the partitions of the data on the workers of a Dask cluster.
     """
-    from ale_cli.estimators.interact import InteractRequest
-    from ale_cli.estimators.interact import interact as run_interact
 
     refuse_stdio(store, "store", "a store")
     request = InteractRequest(

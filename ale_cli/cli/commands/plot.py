@@ -10,7 +10,7 @@ import typer
 
 from ale_cli.checks import names_tuple
 from ale_cli.cli.command import Outcome, command, refuse_stdio
-from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE
+from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE, plot_files
 
 
 class FigureFormat(StrEnum):
@@ -118,7 +118,6 @@ def plot(
     the figures; a figure changed since is replaced only with --force, another file never).
     Interrupted (Ctrl-C, SIGTERM), the previous figures stay as they were.
     """
-    from ale_cli.plot.render import plot_files
 
     refuse_stdio(store, "store", "a store")
     formats = ("png", "svg") if fmt is FigureFormat.both else (fmt.value,)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -9,6 +10,7 @@ import typer
 
 from ale_cli.cli.command import Outcome, Run, command, echo_data, out_message, refuse_stdio
 from ale_cli.cli.options import TimestampOption
+from ale_cli.report import build_report, write_report
 
 ReportOutOption = Annotated[
     Path,
@@ -46,7 +48,7 @@ def report(
         Path | None,
         typer.Option(
             "--audit",
-            help="JSON report of 'ale audit --report': the verdict banner and its table.",
+            help="JSON report of 'ale audit --json-report': the verdict banner and its table.",
             show_default=False,
         ),
     ] = None,
@@ -68,10 +70,6 @@ def report(
     Nothing on the page is fetched from elsewhere (inline SVG, CSS and script);
     it opens offline and prints.
     """
-    import time
-
-    from ale_cli.report import build_report
-
     for path, param in ((store, "store"), (audit, "audit")):
         if path is not None:
             refuse_stdio(path, param, "a file")
@@ -105,7 +103,6 @@ def report(
 
 def _write(out: Path, html: str, to_stdout: bool) -> int:
     """Write the page to ``out`` (or standard output); its size in bytes."""
-    from ale_cli.report import write_report
 
     if to_stdout:
         echo_data(html)

@@ -9,6 +9,7 @@ import typer
 
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.errors import InputError
+from ale_cli.job import read_job, run_job
 
 
 @command(
@@ -17,7 +18,6 @@ from ale_cli.errors import InputError
     "another 'ale run' holds DIR (without --wait).\n\n"
     "Crontab: 30 2 * * * cd /srv/models && ale run nightly.yaml --quiet\n\n"
     "Example: ale run configs/demo-job.yaml -o out/demo-job",
-    name="run",
 )
 def run_command(
     run: Run,
@@ -46,7 +46,6 @@ def run_command(
 
     With --quiet nothing is printed unless the run fails or the audit fails.
     """
-    from ale_cli.job import read_job, run_job
 
     refuse_stdio(job, "job", "a job file")
     spec = read_job(job)

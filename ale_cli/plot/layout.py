@@ -1,0 +1,227 @@
+"""What every ``ale`` figure shares: its canvas, legend, wrapped text and labels.
+
+A figure is a :class:`matplotlib.figure.Figure` on its own Agg canvas
+(:func:`new_figure`: never pyplot, never shown); its legend sits in the bottom
+margin (:func:`figure_legend`); labels name the estimator, the model output and
+the centering the summary records (:func:`effect_label`).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ale_cli.summary.model import FeatureSummary, Summary
+
+
+_ESTIMATOR_LABELS = {
+    "dale": "DALE, fixed bins",
+    "rhale": "RHALE, automatic bins",
+    "ale": "classic ALE (finite differences)",
+}
+_NOT_ESTIMABLE_SIZE = (5.0, 1.8)
+#: How effect axes name the output when the summary records none.
+GENERIC_OUTPUT = "the model output"
+MARGIN = 0.12
+
+
+def estimator_label(estimator: str) -> str:
+    """Human name of an estimator key of the summary.
+
+    >>> estimator_label("rhale")
+    'RHALE, automatic bins'
+    """
+    return _ESTIMATOR_LABELS.get(estimator, estimator)
+
+
+def output_name(summary: Summary) -> str | None:
+    """How figures name the explained model output recorded in ``summary.store["output"]``.
+
+    The store records the output as the model adapter describes it: a string,
+    or a mapping with the user's ``selector`` and, depending on the format, the
+    scikit-learn ``kind`` (``predict``, ``proba``, ``decision``) with its
+    ``column`` and ``class``, or the ONNX output ``name`` and ``column``.
+    A class probability reads "probability of class <label>", a regressor's
+    only prediction "prediction", anything else the recorded name (with
+    ``:<column>`` for an ONNX output column) or ``output <selector>``; None
+    when nothing is recorded (a single-output TorchScript model).
+
+    >>> from ale_cli.summary.model import Summary
+    >>> def named(output):
+    ...     return output_name(Summary("dale", {}, {"output": output}, 0, ()))
+    >>> named({"selector": "proba:1", "kind": "proba", "column": 1, "class": "yes",
+    ...        "name": "proba:1"})
+    'probability of class yes'
+    >>> named({"selector": None, "kind": "predict", "column": None, "name": "predict"})
+    'prediction'
+    >>> named({"selector": None, "name": "probabilities", "column": 1})
+    'probabilities:1'
+    >>> named({"selector": "2", "shape": [10, 3]}), named({"selector": None}), named(None)
+    ('output 2', None, None)
+    """
+    out = summary.store.get("output")
+    if isinstance(out, str):
+        return out or None
+    if not isinstance(out, dict):
+        return None
+    kind, column = out.get("kind"), out.get("column")
+    if kind == "proba" and out.get("class") not in (None, ""):
+        return f"probability of class {out['class']}"
+    if kind == "predict" and column is None:
+        return "prediction"
+    name = out.get("name")
+    if name:
+        name = str(name)
+        return name if column is None or ":" in name else f"{name}:{column}"
+    if out.get("selector") not in (None, ""):
+        return f"output {out['selector']}"
+    return None
+
+
+def effect_label(
+    summary: Summary,
+    words: str,
+    ylabel: str | None,
+    *,
+    width: int,
+    name_width: int,
+    max_lines: int = 2,
+) -> str:
+    """The label of an effect axis.
+
+    ``ylabel`` when given, wrapped to ``max_lines`` lines of ``width``
+    characters (its own line breaks kept, cut with "…" beyond); else
+    "<words> on <output>" with the summary's :func:`output_name` wrapped to
+    ``max_lines`` lines of ``name_width`` characters ("the model output" when
+    the summary records none).
+
+    >>> from ale_cli.summary.model import Summary
+    >>> s = Summary("dale", {}, {"output": {"kind": "predict", "name": "predict"}}, 0, ())
+    >>> effect_label(s, "effect", None, width=20, name_width=20)
+    'effect on prediction'
+    >>> effect_label(Summary("dale", {}, {}, 0, ()), "effect", None, width=20, name_width=20)
+    'effect on the model output'
+    >>> print(effect_label(s, "effect", "a long label of many words", width=10, name_width=8))
+    a long
+    label of …
+    """
+    if ylabel is not None:
+        return wrap_lines(ylabel, width, max_lines)
+    return f"{words} on {wrap(output_name(summary) or GENERIC_OUTPUT, name_width, max_lines)}"
+
+
+def centered_on_mean(summary: Summary) -> bool:
+    """True when the effect is centered so that 0 is the average prediction (the default)."""
+    for key in ("center", "centering"):
+        value = summary.params.get(key)
+        if value is not None:
+            return str(value) not in ("start", "none")
+    return True
+
+
+def new_figure(size: tuple[float, float]) -> Figure:
+    """A Figure of ``size`` inches on its own Agg canvas (not in pyplot's figure list)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def few_ticks(ax: Axes, nbins: int) -> None:
+    """At most ``nbins`` intervals per axis: readable, and fewer tick artists to draw."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins))
+
+
+def figure_legend(fig: Figure, handles: list[Any], labels: list[str], *, ncols: int) -> None:
+    """The legend of every mark, centred in the bottom margin of the figure."""
+    fig.legend(
+        handles,
+        labels,
+        loc="lower center",
+        bbox_to_anchor=(0.5, MARGIN / fig.get_figheight()),
+        ncols=ncols,
+        frameon=False,
+        borderaxespad=0.0,
+    ).set_gid("legend")
+
+
+def lines_in(points: float, n_lines: int) -> float:
+    """Height in inches of ``n_lines`` of text of size ``points`` (line spacing 1.2)."""
+    return n_lines * points * 1.2 / 72
+
+
+def n_lines(text: str) -> int:
+    """Lines of ``text``."""
+    return text.count("\n") + 1
+
+
+def wrap(text: str, width: int, max_lines: int | None = None) -> str:
+    """``text`` filled to lines of ``width`` characters (at most ``max_lines``, cut with "…")."""
+    kwargs: dict[str, Any] = {"width": width, "break_on_hyphens": False}
+    if max_lines is not None:
+        kwargs |= {"max_lines": max_lines, "placeholder": "…"}
+    return textwrap.fill(text, **kwargs) or text
+
+
+def wrap_lines(text: str, width: int, max_lines: int) -> str:
+    """``text`` with its own line breaks kept, each line wrapped to ``width`` characters,
+    at most ``max_lines`` lines (the last one ending in "…" when text was left out)."""
+    lines = [
+        part
+        for line in text.splitlines()
+        for part in (textwrap.wrap(line, width, break_on_hyphens=False) or [""])
+    ]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: width - 2].rstrip() + " …"
+    return "\n".join(lines)
+
+
+def bootstrap_label(summary: Summary) -> str:
+    """Legend text of the bootstrap band, e.g. "bootstrap 95 % band (B = 200)".
+
+    >>> from ale_cli.summary.model import Summary
+    >>> bootstrap_label(Summary("dale", {"bootstrap": 200, "ci": 0.95}, {}, 10, ()))
+    'bootstrap 95 % band (B = 200)'
+    """
+    level = float(summary.params.get("ci", 0.95)) * 100
+    return f"bootstrap {level:g} % band (B = {summary.params.get('bootstrap')})"
+
+
+def not_estimable_figure(feat: FeatureSummary) -> Figure:
+    """A small figure saying that ``feat`` could not be estimated, and why."""
+    fig = new_figure(_NOT_ESTIMABLE_SIZE)
+    reason = feat.reason or "no reason recorded"
+    fig.text(
+        0.5,
+        0.5,
+        f"{wrap(feat.name, 60)}: not estimable\n{wrap(reason, 70)}",
+        ha="center",
+        va="center",
+        fontsize=10,
+        wrap=False,
+        gid="not_estimable",
+    )
+    return fig
+
+
+def method_text(feat: FeatureSummary) -> str | None:
+    """The short line a figure shows when the local effects are not derivatives.
+
+    >>> from ale_cli.summary.model import FeatureSummary
+    >>> method_text(FeatureSummary(name="x", method="secant", note="secants on a fine grid"))
+    'piecewise-constant model: secants on a fine grid'
+    """
+    if feat.method != "secant":
+        return None
+    detail = (feat.note or "secants across the bins of a fine grid").split(";")[0]
+    return f"piecewise-constant model: {detail}"

@@ -1,0 +1,162 @@
+"""Drawing a summary's figures, here or in forked worker processes.
+
+Figures are independent, so ``jobs`` > 1 draws them in forked worker processes
+(``ale plot`` uses one per core, at most 4, :func:`default_jobs`); the files are
+the same bytes either way. Workers ignore SIGINT and die on SIGTERM; the parent,
+when interrupted, stops them before it removes the temporary directory.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+from ale_cli.errors import RunError
+from ale_cli.plot.directory import save_figure
+from ale_cli.plot.first_order import feature_figure, overview_figure
+from ale_cli.plot.second_order import interaction_figure
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
+    from ale_cli.store.npz import Store
+    from ale_cli.summary.model import Summary
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs to draw and save figures (inherited by forked workers)."""
+
+    summary: Summary
+    store: Store | None
+    names: tuple[str, ...]
+    out: Path
+    formats: tuple[str, ...]
+    dpi: int
+    ylabel: str | None = None
+
+
+_JOB: Job | None = None  # set in the parent just before forking the workers
+#: A figure to draw: ("feature", name, stem), ("overview", None, stem) or
+#: ("interaction", index into summary.interactions, stem).
+Task = tuple[str, str | int | None, str]
+
+
+def _render_task(task: Task) -> list[Path]:
+    """Draw one figure and save it in every format."""
+    job = _JOB
+    if job is None:  # pragma: no cover - set by render_summary before any task runs
+        raise RuntimeError("no render job")
+    kind, key, stem = task
+    if kind == "overview":
+        fig = overview_figure(job.summary, names=job.names, ylabel=job.ylabel)
+    elif kind == "interaction":
+        fig = interaction_figure(job.summary, int(key or 0), store=job.store, ylabel=job.ylabel)
+    else:
+        fig = feature_figure(job.summary, str(key), store=job.store, ylabel=job.ylabel)
+    paths = []
+    for fmt in job.formats:
+        path = job.out / f"{stem}.{fmt}"
+        save_figure(fig, path, fmt, dpi=job.dpi)
+        paths.append(path)
+    fig.clear()
+    return paths
+
+
+def _init_worker() -> None:
+    """In a forked worker: SIGINT is the parent's to handle (it stops the workers and
+    cleans up), SIGTERM (how the parent stops them) ends the worker at once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _worker(tasks: list[Task], mine: list[int], conn: Connection) -> None:
+    """Draw ``tasks[i]`` for ``i`` in ``mine``, sending ``(i, paths, None)`` for each; on
+    an error ``(i, None, error)`` and stop."""
+    _init_worker()
+    for i in mine:
+        try:
+            paths = _render_task(tasks[i])
+        except Exception as exc:
+            try:
+                conn.send((i, None, exc))
+            except Exception:  # an exception that does not pickle
+                conn.send((i, None, RunError(f"{type(exc).__name__}: {exc}")))
+            break
+        conn.send((i, paths, None))
+    conn.close()
+
+
+def default_jobs(n_figures: int) -> int:
+    """Worker processes for ``n_figures``: one per usable core, at most 4; 1 for a few figures."""
+    if n_figures < 4 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, 4, n_figures // 2))
+
+
+def run_tasks(job: Job, tasks: list[Task], jobs: int) -> list[list[Path]]:
+    """Draw ``tasks`` here or in ``jobs`` forked workers; the paths written per task."""
+    global _JOB
+    _JOB = job
+    try:
+        if jobs > 1 and len(tasks) > 1 and "fork" in multiprocessing.get_all_start_methods():
+            return _run_forked(tasks, min(jobs, len(tasks)))
+        return [_render_task(task) for task in tasks]
+    finally:
+        _JOB = None
+
+
+def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
+    """Draw ``tasks`` in ``jobs`` forked workers, worker ``w`` taking ``tasks[w::jobs]``.
+
+    Each worker reports every figure on its own pipe. A worker's error is raised
+    here; a worker that dies before it reports all its figures is a RunError
+    (a pool would wait for it forever). Whatever ends this function (an error,
+    KeyboardInterrupt) first terminates the workers and waits for them, so none
+    writes after the caller removes the directory.
+    """
+    context = multiprocessing.get_context("fork")
+    workers: dict[Connection, tuple[BaseProcess, list[int]]] = {}
+    worker: BaseProcess
+    results: dict[int, list[Path]] = {}
+    try:
+        for w in range(jobs):
+            mine = list(range(w, len(tasks), jobs))
+            reader, writer = context.Pipe(duplex=False)
+            worker = context.Process(target=_worker, args=(tasks, mine, writer), daemon=True)
+            worker.start()
+            writer.close()
+            workers[reader] = (worker, mine)
+        pending = dict(workers)
+        while pending:
+            for ready in wait(list(pending)):
+                conn = cast("Connection", ready)
+                try:
+                    i, paths, error = conn.recv()
+                except EOFError:  # the worker is done, or died
+                    done, mine = pending.pop(conn)
+                    done.join()
+                    if not all(k in results for k in mine):
+                        raise RunError(
+                            f"a process drawing figures ended (exit code {done.exitcode}) "
+                            "before it drew all of its figures"
+                        ) from None
+                    continue
+                if error is not None:
+                    raise error
+                results[i] = paths
+        return [results[i] for i in range(len(tasks))]
+    finally:
+        for worker, _ in workers.values():
+            if worker.is_alive():
+                worker.terminate()
+        for reader, (worker, _) in workers.items():
+            worker.join()
+            reader.close()
