@@ -125,7 +125,6 @@ def compute(
     --discrete features also get every row's jumps to the adjacent levels (model
     calls), so rebin and rhale report them per level as classic does.
     """
-
     where = engine_for(engine, scheduler)
     request = ComputeRequest(
         inputs=replace(inputs, method=method, step=step),
