@@ -133,8 +133,7 @@ def rebin(
         features=features,  # type: ignore[arg-type]
         edges=Path(edges) if edges is not None else None,
         bootstrap=Bootstrap(bootstrap, ci, seed),
-        engine=engine,
-        scheduler=scheduler,
+        engine=engine_for(engine, scheduler),
     )
     return dale.rebin(request).summary
 
@@ -166,8 +165,7 @@ def rhale(
         center=center,
         features=features,  # type: ignore[arg-type]
         bootstrap=Bootstrap(bootstrap, ci, seed),
-        engine=engine,
-        scheduler=scheduler,
+        engine=engine_for(engine, scheduler),
     )
     return dale.rhale(request).summary
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from ale_cli.data.partitions import Partition, plan_partitions, split_row_groups
 from ale_cli.data.stream import dataset_sha256
+from ale_cli.engines import engine_for
 from ale_cli.engines.cluster import DaskEngine
 from ale_cli.errors import InputError
 from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rhale
@@ -164,11 +165,11 @@ def _assert_same(one, other) -> None:  # type: ignore[no-untyped-def]
 def test_estimators_equal_between_engines(stores, cluster, make, monkeypatch):
     local, dask = stores
     reference = make(local).summary
-    on_dask = make(dask, engine="dask", scheduler=cluster).summary
+    on_dask = make(dask, engine=engine_for("dask", cluster)).summary
     _assert_same(reference, on_dask)
     _assert_same(reference, make(dask).summary)  # the local engine reads a directory store
     monkeypatch.setattr("ale_cli.store.reader.CHUNKS_PER_PART", 5)  # a file store: 3 ranges
-    _assert_same(reference, make(local, engine="dask", scheduler=cluster).summary)
+    _assert_same(reference, make(local, engine=engine_for("dask", cluster)).summary)
     assert on_dask.store["sha256"] == store_sha256(dask)
 
 
@@ -176,7 +177,7 @@ def test_quantile_edges_are_the_exact_type1_quantiles(stores, cluster, dataset):
     _, dask = stores
     _, _, X = dataset
     summary = rebin(
-        RebinRequest(store=dask, bins=7, binning="quantile", engine="dask", scheduler=cluster)
+        RebinRequest(store=dask, bins=7, binning="quantile", engine=engine_for("dask", cluster))
     ).summary
     n = len(X)
     for j, f in enumerate(summary.features):
@@ -363,7 +364,9 @@ def test_a_local_cluster_leaves_the_environment_as_it_was(stores, dataset, tmp_p
 
     _, dask = stores
     before = dict(os.environ)
-    rhale(RhaleRequest(store=dask, engine="dask"))  # no scheduler: a LocalCluster of its own
+    rhale(
+        RhaleRequest(store=dask, engine=engine_for("dask"))
+    )  # no scheduler: a LocalCluster of its own
     assert dict(os.environ) == before
 
 
@@ -656,7 +659,7 @@ def test_dask_quantiles_past_the_gather_limit_take_the_slower_path(stores, clust
         lambda s, **kw: rebin(RebinRequest(store=s, bins=12, binning="quantile", **kw)),
         lambda s, **kw: rhale(RhaleRequest(store=s, max_bins=30, grid="quantile", **kw)),
     ):
-        _assert_same(make(local).summary, make(dask, engine="dask", scheduler=cluster).summary)
+        _assert_same(make(local).summary, make(dask, engine=engine_for("dask", cluster)).summary)
 
 
 def test_the_python_api_runs_classic_and_interact_on_dask(dataset, cluster):

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -67,8 +67,7 @@ class RebinRequest:
     """Options of ``ale rebin``; None means the default (or, with ``edges``, not used).
 
     The options are checked here, naming the parameter at fault. ``engine`` runs the
-    passes (:data:`~ale_cli.passes.engine.LOCAL`: this process; its name, "local" or "dask"
-    with ``scheduler``, is taken too).
+    passes (:data:`~ale_cli.passes.engine.LOCAL`: this process).
     """
 
     store: Path | Store
@@ -78,14 +77,11 @@ class RebinRequest:
     features: tuple[str, ...] | None = None
     edges: Path | None = None
     bootstrap: Bootstrap = Bootstrap()
-    engine: Engine | str = LOCAL
-    scheduler: str | None = None
+    engine: Engine = LOCAL
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
-        engine = _engine(self.engine, self.scheduler)
-        object.__setattr__(self, "engine", engine)
-        check_engine_request(engine, self.bootstrap)
+        check_engine_request(self.engine, self.bootstrap)
         check_center(self.center)
         if self.bins is not None:
             check_count(self.bins, "bins")
@@ -104,14 +100,11 @@ class RhaleRequest:
     center: str = "mean"
     features: tuple[str, ...] | None = None
     bootstrap: Bootstrap = Bootstrap()
-    engine: Engine | str = LOCAL
-    scheduler: str | None = None
+    engine: Engine = LOCAL
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
-        engine = _engine(self.engine, self.scheduler)
-        object.__setattr__(self, "engine", engine)
-        check_engine_request(engine, self.bootstrap)
+        check_engine_request(self.engine, self.bootstrap)
         check_rhale_options(
             max_bins=self.max_bins,
             min_points=self.min_points,
@@ -119,18 +112,6 @@ class RhaleRequest:
             grid=self.grid,
             center=self.center,
         )
-
-
-def _engine(engine: Engine | str, scheduler: str | None) -> Engine:
-    """The engine object (a name, ``local`` or ``dask`` with ``scheduler``, is turned into
-    one here until every caller hands the engine down)."""
-    if engine == "local" and scheduler is None:
-        return LOCAL
-    if isinstance(engine, str) or scheduler is not None:
-        from ale_cli.engines import engine_for
-
-        return engine_for(engine, scheduler)
-    return engine
 
 
 def check_engine_request(engine: Engine, bootstrap: Bootstrap) -> None:
@@ -412,7 +393,7 @@ def _features(
     categorical = (*(opened.store.meta.get("categorical_features") or ()), *levels)
     secant = secants.is_secant(opened.store.meta)
     store = secants.whole(opened.store) if secant else opened.store  # secants: whole tables
-    with cast(Engine, request.engine) as engine:  # an object since the request was made
+    with request.engine as engine:
         p = store_passes(store, request.features, engine)
         if check is not None:
             check(store)

@@ -22,6 +22,7 @@ from ale_cli.cli.options import (
     TimestampOption,
 )
 from ale_cli.cli.outcomes import summary_outcome
+from ale_cli.engines import engine_for
 from ale_cli.estimators import dale
 from ale_cli.estimators.bands import Bootstrap
 
@@ -71,8 +72,7 @@ def rebin(
         features=features,
         edges=edges,
         bootstrap=Bootstrap(bootstrap, ci, seed),
-        engine=engine,
-        scheduler=scheduler,
+        engine=engine_for(engine, scheduler),
     )
     return summary_outcome("rebin", dale.rebin(request), out, timestamp, run)
 
@@ -130,7 +130,6 @@ def rhale(
         center=center,
         features=features,
         bootstrap=Bootstrap(bootstrap, ci, seed),
-        engine=engine,
-        scheduler=scheduler,
+        engine=engine_for(engine, scheduler),
     )
     return summary_outcome("rhale", dale.rhale(request), out, timestamp, run)
