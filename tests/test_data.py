@@ -107,7 +107,7 @@ BAD_INPUTS = [
         "a,b\n1,2\n3,4\n",
         [],
         "error: cannot tell the format of data file '{p}' from its extension; "
-        "pass --format csv or --format parquet",
+        "pass --data-format csv or --data-format parquet",
     ),
 ]
 

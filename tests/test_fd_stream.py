@@ -22,8 +22,9 @@ from ale_cli.estimators.local_effects import ComputeRequest, compute
 from ale_cli.models.profile import BLOCK, SAMPLE_ROWS, DataProfile, ProfileBuilder, row_keys
 from ale_cli.store.npz import read_store
 
-#: meta entries that differ between two runs of the same computation
-_RUN_META = ("timings", "created", "chunks")
+#: meta entries that differ between two runs of the same computation (the content digest
+#: lists the members, which the chunk layout changes)
+_RUN_META = ("timings", "created", "chunks", "content_sha256")
 
 
 # --- the profile -------------------------------------------------------------------------

@@ -100,6 +100,7 @@ def profiled_model(
     model is computed on the whole table (a scikit-learn model reading text columns; a
     piecewise-constant one)."""
     inputs = request.inputs
+    feature_columns(inputs.features, stream.feature_names, where=f"data file '{inputs.data_label}'")
     t = time.perf_counter()
     try:
         found = first_pass(stream, prefetched(iter(stream)))
@@ -260,6 +261,9 @@ def streamed_run(
     head = _read_head(request, engine, timings, torchscript=fd_model is None)
     stream, first = head.stream, head.first
     names, fixed = stream.feature_names, stream.categorical
+    features, cols = feature_columns(  # before any model call on these columns
+        inputs.features, names, where=f"data file '{inputs.data_label}'"
+    )
     dtypes = {} if fd_model is None else fd_model.dtypes
     columns = Columns(names=names, fixed=fixed, dtypes=dtypes)
     if fd_model is None:
@@ -274,9 +278,6 @@ def streamed_run(
         timings["load_model_s"] = time.perf_counter() - t
     else:
         model = fd_model.model
-    features, cols = feature_columns(
-        inputs.features, names, where=f"data file '{inputs.data_label}'"
-    )
     note = columns_note(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
     return ComputeRun(
         source=head.source,
