@@ -60,7 +60,7 @@ class PlainRuntime:
     """typer's coercion of a ``str``/``int``/``float``/``bool``/``Path`` parameter (or a
     list of them), without the
     pydantic adapter typer builds for every parameter (importing pydantic and building
-    the adapters of one command: 0.1-0.2 s of every run).
+    the adapters of one command is a large share of a short run's time).
 
     Only values in a plain form are converted here, to what typer's adapter returns for
     them (a decimal integer, a decimal float, any text, a path); anything else -- another

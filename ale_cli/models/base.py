@@ -278,7 +278,7 @@ def other_batch(
     change when the rest of the batch does. The spread (std) is ``spread`` (D,) when
     the caller knows it (a :class:`~ale_cli.models.profile.DataProfile`'s std), else
     that of a systematic sample of at most 4096 rows of X: the whole column costs
-    more than the check it serves (5 ms for 100k x 10).
+    more than the check it serves.
 
     >>> other, half = other_batch(np.zeros((4, 1)), np.array([[0.0], [2.0]]))
     >>> other.ravel().tolist(), half

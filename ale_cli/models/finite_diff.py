@@ -36,12 +36,10 @@ from ale_cli.models.base import (
 if TYPE_CHECKING:
     from ale_cli.models.profile import DataProfile
 
-#: Evaluation rows (stacked perturbed rows) per model call; measured with
-#: bench/bench_formats.py on 2 shared cores (HistGradientBoosting, D = 8 and D = 50):
-#: 16k-50k rows per call were best (within noise of each other), 8k up to 1.3x and
-#: 100k-200k up to 1.9x slower at D = 50. 32k keeps the stack of ``ale classic``
-#: (32k x D float64) small enough for its column moves to stay in cache (its own
-#: work per 100k x 10: 31 ms at 16k-32k, 39 ms at 50k) and is 4 TorchScript batches.
+#: Evaluation rows (stacked perturbed rows) per model call, chosen with
+#: bench/bench_formats.py: tens of thousands of rows per call are fastest; 32k keeps the
+#: stack of ``ale classic`` (32k x D float64) small enough for its column moves to stay in
+#: cache and is 4 TorchScript batches.
 DEFAULT_EVAL_ROWS = 32_768
 #: Step for smooth float64 models, as a fraction of each feature's std.
 SMALL_STEP = 1e-5

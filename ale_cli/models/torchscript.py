@@ -37,7 +37,7 @@ from ale_cli.models.mixed import mixed_partials
 if TYPE_CHECKING:
     import torch
 
-#: Rows per forward+backward call; measured with bench/bench_compute.py (see README).
+#: Rows per forward+backward call, chosen with bench/bench_compute.py.
 DEFAULT_BATCH_SIZE = 8192
 #: Rows the model is first called on when it is loaded.
 CHECK_ROWS = 8
@@ -259,8 +259,8 @@ class TorchScriptModel:
         """The selected output of the module at ``x``, (n,).
 
         Run without the graph executor's optimisation: on the CPU it fuses nothing, but it
-        profiles the first calls of each input shape and compiles a graph for it (about
-        0.1-0.2 s of a 1e5-row run, the same per-batch time after that; measured).
+        profiles the first calls of each input shape and compiles a graph for it, which
+        costs time and gives the same per-batch time after that.
         """
         import torch
 
