@@ -16,6 +16,11 @@ The target: CLI CPU <= 1.5x bare CPU, CLI wall <= 1.4x bare wall. Each figure is
 median over the rounds with its min-max: the spread is the noise of the machine.
 
 Usage: python bench/bench_overhead.py [--rows 1e6] [--rounds 3]
+
+Measured 2026-11-26, 03:26 UTC, 3 interleaved rounds, load average 1.2 on 2 cores:
+bare fwd+bwd 10.92 s CPU (10.79-12.55), 10.92 s wall; ale compute + ale rhale 17.43 s
+CPU (17.36-19.50), 15.64 s wall: CPU ratio 1.61 (1.39-1.79), wall ratio 1.45
+(1.24-1.62); both above their targets.
 """
 
 from __future__ import annotations

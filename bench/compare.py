@@ -14,6 +14,18 @@ Workloads (each a fresh ``ale`` process, ale byte-compiled as installed):
 - ``run demo job``: ``ale run configs/demo-job.yaml`` into a fresh directory.
 
 Usage: python bench/compare.py --base DIR [--rounds 3] [--rows-large 1e7] [--only NAME,...]
+
+Measured 2026-11-26, 03:12-03:25 UTC, base = the commit before the one-pass refactor
+(781284d), 3 interleaved rounds, load average 1.0-1.4 on 2 cores; median (min-max):
+
+====================  ======================  ======================  ===================
+workload              base                    new                     new / base
+====================  ======================  ======================  ===================
+compute+rhale 1e6     17.46 s (17.11-19.73)   20.07 s (20.00-23.60)   1.169 (1.150-1.196)
+rhale 1e7             9.29 s (8.61-10.51)     10.22 s (9.09-10.54)    1.100 (0.865-1.225)
+rebin quantile 1e7    22.89 s (19.96-24.28)   23.05 s (21.57-23.08)   1.008 (0.949-1.080)
+run demo job          26.31 s (25.95-28.88)   22.78 s (22.46-28.43)   0.878 (0.854-0.984)
+====================  ======================  ======================  ===================
 """
 
 from __future__ import annotations
