@@ -254,7 +254,7 @@ def lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
     """``a + (b - a) t``, from ``b`` where ``t >= 0.5``: numpy's interpolation between
     order statistics, to the last bit."""
     diff = b - a
-    out = np.add(a, diff * t)
+    out: np.ndarray = np.add(a, diff * t)
     np.subtract(b, diff * (1 - t), out=out, where=t >= 0.5)
     return out
 
