@@ -205,8 +205,6 @@ def classic(
         bootstrap=Bootstrap(bootstrap, ci, seed),
         discrete=discrete,  # type: ignore[arg-type]
         chunk_rows=chunk_rows,
-        engine=engine,
-        scheduler=scheduler,
     )
     return classic_estimator.classic(request, engine=engine_for(engine, scheduler)).summary
 

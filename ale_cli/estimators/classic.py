@@ -99,11 +99,6 @@ class ClassicRequest:
     discrete: tuple[str, ...] | str | None = None
     #: rows read at a time from a data file; None reads the whole table at once
     chunk_rows: int | None = DEFAULT_CHUNK_ROWS
-    #: where the model evaluations run, as given (local, or dask at ``scheduler``): the
-    #: caller builds the engine handed to :func:`classic` (``ale_cli.engines.engine_for``,
-    #: which checks them)
-    engine: str = "local"
-    scheduler: str | None = None
 
     def __post_init__(self) -> None:
         check_center(self.center)

@@ -10,15 +10,12 @@ two passes over the chunks; an array in memory is one chunk).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ale_cli.core.binning import uniform_edges
 from ale_cli.core.outofcore import chunked_quantile_edges
-
-if TYPE_CHECKING:
-    from ale_cli.estimators.inputs_stream import Streamed
 
 
 def column_edges(
@@ -52,27 +49,3 @@ def column_edges(
     if not len(lo):
         return []
     return chunked_quantile_edges(chunks, n=n_rows, bins=bins, lo=lo, hi=hi)
-
-
-def edges_of(
-    streamed: Streamed,
-    cols: list[int],
-    names: list[str],
-    *,
-    bins: int,
-    binning: str,
-    given: dict[str, np.ndarray] | None,
-) -> list[np.ndarray]:
-    """:func:`column_edges` of the data columns ``cols`` of ``streamed`` (their names
-    ``names``), over its passes."""
-    scan = streamed.scan
-    return column_edges(
-        lambda: streamed.passes.columns(cols),
-        names,
-        n_rows=scan.n_rows,
-        lo=scan.lo[cols],
-        hi=scan.hi[cols],
-        bins=bins,
-        binning=binning,
-        given=given,
-    )

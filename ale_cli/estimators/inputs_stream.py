@@ -99,12 +99,6 @@ def reading_of(inputs: ModelInputs, chunk_rows: int | None) -> Reading:
     return STREAMED
 
 
-def whole_table_reason(inputs: ModelInputs, chunk_rows: int | None) -> str | None:
-    """:func:`reading_of` as the reason (None: streamed; "" whole with no note)."""
-    reading = reading_of(inputs, chunk_rows)
-    return reading.reason if reading.whole else None
-
-
 @dataclass(frozen=True)
 class Streamed:
     """The data as passes over the file and the model loaded on its first chunk."""
@@ -191,26 +185,6 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
         timings=timings,
         notes=() if note is None else (note,),
     )
-
-
-def streamed_or_reason(
-    inputs: ModelInputs, *, chunk_rows: int | None, reason: str | None, engine: Engine | str
-) -> Streamed | str | None:
-    """The data opened for the streaming passes (:func:`open_streamed`), or why the whole
-    table is read instead (the note: ``reason``, or what the first pass found; "" or None
-    for no note). An engine that splits the data refuses inputs that need the whole table
-    (``engine`` as a name: until every estimator is handed the engine object)."""
-    splits = engine == "dask" if isinstance(engine, str) else engine.splits
-    if splits and reason is not None:
-        raise needs_local(reason or "the data are read whole (a DataFrame, or no chunk size)")
-    if reason is not None or chunk_rows is None:
-        return reason
-    try:
-        return open_streamed(inputs, chunk_rows=chunk_rows)
-    except NeedsWholeTable as exc:
-        if splits:
-            raise needs_local(str(exc)) from None
-        return str(exc)
 
 
 def source_of(

@@ -87,11 +87,7 @@ def classic(
         bootstrap=Bootstrap(bootstrap, ci, seed),
         discrete=discrete,
         chunk_rows=chunk_rows,
-        engine=engine,
-        scheduler=scheduler,
     )
     with run.progress("classic ALE") as progress:
-        result = run_classic(
-            request, progress=progress, engine=engine_for(request.engine, request.scheduler)
-        )
+        result = run_classic(request, progress=progress, engine=engine_for(engine, scheduler))
     return summary_outcome("classic", result, out, timestamp, run)
