@@ -1,20 +1,9 @@
 """Cell statistics of the local effects per feature, as passes an engine runs over a source.
 
-``rebin`` and ``rhale`` (and their variant on secants) need, per feature, edges and the
-:class:`~ale_cli.core.binstats.CellStats` of the local effects in the bins: counts, means
-and M2, which merge exactly across chunks. So each is ``edges`` + ``engine.run(source,
-kernel, merge, empty)`` over chunks holding ``X`` and ``local_effects``:
-
-- given edges: one pass (:class:`OnEdges`);
-- uniform edges over each feature's range (the store's recorded ranges, else a
-  :class:`Ranges` pass): one pass (:class:`OnGrid`, all features on one grid);
-- type-1 quantile edges: two passes (:class:`BucketCounts`, then :class:`BucketScan`;
-  :mod:`ale_cli.core.quantile_cells`), with further passes for a column they do not finish.
-
-A store in memory (or arrays) is a one-chunk source, a store file a source of chunks (its
-parts: ranges of chunks, or a directory store's files); the kernels are picklable, so the
-same passes run on the workers of a cluster. The numbers do not depend on how the rows
-were cut (merges to rounding, ~1e-15 relative; tested).
+``rebin`` and ``rhale`` need, per feature, edges and the mergeable
+:class:`~ale_cli.core.binstats.CellStats` of the local effects in its bins: given edges
+take one pass (:class:`OnEdges`), uniform edges one pass after the ranges (:class:`OnGrid`),
+type-1 quantile edges two passes (:class:`BucketCounts`, :class:`BucketScan`) or more.
 """
 
 from __future__ import annotations
@@ -34,9 +23,6 @@ from ale_cli.passes.engine import ArraySource, Chunk, Engine, Source
 from ale_cli.store.npz import Store, StoreFile
 
 ROWS = ("X", "local_effects")
-
-
-# -- what the passes run over ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -85,9 +71,6 @@ def _float64(A: np.ndarray, cols: Sequence[int]) -> np.ndarray:
     if A.dtype == np.float64:
         return A[:, list(cols)]  # fancy indexing makes a C-contiguous copy
     return np.ascontiguousarray(A[:, list(cols)], dtype=np.float64)
-
-
-# -- kernels -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -204,8 +187,6 @@ class GroupPass:
         X = _select(chunk["X"], self.x)
         return pass_accumulators(lambda: [X], self.groups, self.roots)
 
-
-# -- passes ------------------------------------------------------------------------------------
 
 Binned = tuple[dict[int, np.ndarray], dict[int, CellStats], dict[int, int]]
 

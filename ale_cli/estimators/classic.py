@@ -6,29 +6,12 @@ For feature s with edges ``z_0 < ... < z_K`` and row i in bin k, the interval
     D_i      = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})
     ALE(z_k) = sum_{j <= k} (1 / n_j) sum_{i in bin j} D_i           (Apley & Zhu, Eq. 11-12)
 
-Since ``mean_j(D_i / dz_j) dz_j = mean_j(D_i)``, the per-row quotients
-``e_i = D_i / dz_k`` ("pseudo local effects") fed to the DALE estimator on the
-same edges give exactly this estimate. Their bin statistics are those of the
-``D_i`` divided by the bin width (:meth:`~ale_cli.core.binstats.CellStats.divided_by`),
-so no pass over the rows divides; the filling of empty bins, the accumulation
-and the centering (count-weighted trapezoid mean by default) are then the ones
-every estimator shares (:func:`~ale_cli.summary.build.summary_from_cells`), and the
-heterogeneity is the per-bin std of ``D_i / dz_k``. The summary has the same
-schema as DALE's and RHALE's, with ``estimator: "ale"``.
-
-One driver, :func:`estimate`, whatever holds the rows: the edges (given, uniform over
-the ranges of a first pass, or exact type-1 quantiles from two passes,
-:mod:`ale_cli.estimators.edges`), then one pass of the chunk kernel
-(:class:`~ale_cli.estimators.bin_limits.LimitKernel`) run by an
-:class:`~ale_cli.passes.engine.Engine` over a :class:`Rows` source, its mergeable
-cells folded in row order, then the summaries. An array or a table in memory is one
-chunk; a data file is read ``chunk_rows`` rows at a time (:func:`load`). Rows outside
-given edges are not evaluated; they are counted in ``n_outside``. Constant features are
-reported not estimable. Categorical features (text columns, ``categorical``) and the
-``discrete`` ones are estimated per level (:mod:`ale_cli.estimators.levels`: ALEPlot's
-adjacent-level differences, nominal levels ordered by Apley-Zhu's method). Bootstrap
-bands resample every row's differences, kept by the kernel
-(:mod:`ale_cli.estimators.bands`, no further model call).
+Since ``mean_j(D_i / dz_j) dz_j = mean_j(D_i)``, the quotients ``e_i = D_i / dz_k`` fed to
+the DALE estimator on the same edges give exactly this estimate; their bin statistics are
+those of ``D_i`` divided by the bin width (:meth:`~ale_cli.core.binstats.CellStats.divided_by`).
+One driver, :func:`estimate`: the edges (:mod:`ale_cli.estimators.edges`), one pass of
+:class:`~ale_cli.estimators.bin_limits.LimitKernel` on an engine, then the summaries.
+Categorical and discrete features are estimated per level (:mod:`ale_cli.estimators.levels`).
 """
 
 from __future__ import annotations
@@ -42,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from ale_cli.checks import check_count, names_tuple
-from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues, merge_cells
@@ -75,19 +57,15 @@ from ale_cli.summary.build import (
 )
 from ale_cli.summary.model import FeatureSummary, Summary, with_statistics
 
-#: Default binning of ``ale classic``: quantile bins, as ALEPlot and PyALE.
+#: quantile bins, as ALEPlot and PyALE
 DEFAULT_BINNING = "quantile"
 METHOD = "model at the bin limits (Apley-Zhu finite differences)"
 
 
 @dataclass(frozen=True)
 class ClassicRequest:
-    """Options of ``ale classic``.
-
-    ``inputs`` describes the model, the data and the features to explain
-    (default: every model input); None for ``bins``/``binning`` means the
-    default (20 quantile bins) or, with ``edges``, not used.
-    """
+    """Options of ``ale classic`` (None ``bins``/``binning``: the default, or unused with
+    ``edges``)."""
 
     inputs: ModelInputs
     bins: int | None = None
@@ -114,13 +92,8 @@ class ClassicRequest:
 
 @dataclass(frozen=True)
 class Settings:
-    """How :func:`estimate` bins, centres, screens and evaluates.
-
-    ``edges`` by feature replaces ``bins``/``binning``; ``levels`` gives the plan of each
-    feature estimated per level (or why it is not estimable). ``model_label`` names the model
-    in messages; ``drop_nonfinite`` leaves out the rows where the model gave NaN or
-    infinite values rather than refuse them; ``predictions`` False skips the predictions.
-    """
+    """How :func:`estimate` bins, centres, screens and evaluates (``edges`` by feature
+    replace ``bins``/``binning``; ``levels``: the per-level plans or why not estimable)."""
 
     bins: int = DEFAULT_BINS
     binning: str = DEFAULT_BINNING
@@ -143,12 +116,8 @@ def estimate(
     progress: Callable[[int], ProgressFn] | None = None,
     engine: Engine = LOCAL,
 ) -> tuple[list[FeatureSummary], LimitCells]:
-    """Classic ALE of the features ``chosen`` (in that order) on ``rows``, the model given
-    by ``shared`` (its ``predict``): one FeatureSummary per feature and the pass's state
-    (rows dropped, predictions kept).
-
-    ``progress(total)`` returns a callable told the rows evaluated per model call.
-    """
+    """Classic ALE of ``chosen`` on ``rows`` with the model ``shared``: one FeatureSummary
+    per feature and the pass's state (rows dropped, predictions kept)."""
     s = settings
     levels = s.levels or {}
     cols = [rows.names.index(name) for name in chosen]
@@ -212,8 +181,7 @@ def _level_features(
     kept: RowValues | None,
     s: Settings,
 ) -> dict[str, FeatureSummary]:
-    """The per-level records of the features ``plans`` from the pass's jump statistics,
-    with bootstrap bands from every row's jumps when kept."""
+    """The per-level records of ``plans``, with bootstrap bands when the rows are kept."""
     out = {}
     for i, ((name, plan), (cells, counts)) in enumerate(zip(plans, state.levels, strict=True)):
         bands = None
@@ -250,30 +218,8 @@ def classic_features(
     discrete: Sequence[str] = (),
     labels: dict[str, tuple[Any, ...]] | None = None,
 ) -> list[FeatureSummary]:
-    """Classic first-order ALE of ``features`` (default: all) of the model ``f`` on X in
-    memory (:func:`estimate` on one chunk): one FeatureSummary per feature, in the order
-    asked. No prediction of the rows as they are (NaN or infinite differences are refused).
-
-    Parameters
-    ----------
-    f : callable
-        (M, D) float64 -> (M,) float64, the model output (``model.predict``).
-    X : ndarray, shape (N, D)
-        Every input column of the model.
-    names : sequence of str, length D
-    bins, binning : int, {"quantile", "uniform"}
-        K bins per feature (type-1 quantiles, deduplicated, or equal widths).
-    edges : dict of str to ndarray (K+1,), optional
-        Given edges per feature instead (a feature without edges is not estimable).
-    eval_rows : int
-        Stacked evaluation rows per model call.
-    progress : callable, optional
-        ``progress(total_rows)`` returns a callable told the rows finished per call.
-    bootstrap : Bootstrap, optional
-        Percentile bands from the same differences (:mod:`ale_cli.estimators.bands`).
-    discrete, labels : sequence of str, dict of str to tuple
-        Features estimated per level (:mod:`ale_cli.estimators.levels`); text levels by code.
-    """
+    """Classic ALE of ``features`` (default: all) of ``f`` ((M, D) -> (M,)) on X (N, D) in
+    memory (:func:`estimate` on one chunk), in the order asked; no predictions kept."""
     FixedBins.from_options(bins=bins, binning=binning, edges=None, default=DEFAULT_BINNING)
     check_center(center)
     chosen, _ = feature_columns(features, names, where="the data")
@@ -296,14 +242,10 @@ def classic_features(
     return feats
 
 
-# -- the command: the rows and the model, the run, the summary ---------------------------------
-
-
 @dataclass(frozen=True)
 class Loaded:
-    """The rows and the model of a run (loaded here, and how to load it elsewhere), what to
-    estimate, and what the summary records: its ``store`` part, the loading times and the
-    notes so far."""
+    """The rows and the model of a run, what to estimate, and the summary's ``store`` part,
+    timings and notes so far."""
 
     rows: Rows
     model: ShippedModel
@@ -315,11 +257,8 @@ class Loaded:
 
 
 def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> Loaded:
-    """The data and the model of ``request``: streamed from its data file (the first pass
-    made, the model loaded on the first chunk) unless the inputs need the whole table
-    (:func:`~ale_cli.estimators.inputs_stream.reading_of`: refused by an engine that runs
-    the parts apart); the plans of the features estimated per level (passes of
-    ``engine``)."""
+    """The data and model of ``request``, streamed unless the inputs need the whole table
+    (:func:`~ale_cli.estimators.inputs_stream.reading_of`), and the per-level plans."""
     inputs = request.inputs
     reading = reading_of(inputs, request.chunk_rows)
     if not reading.whole and request.chunk_rows is not None:
@@ -345,17 +284,7 @@ def _streamed(
     inputs, scan = request.inputs, streamed.scan
     fixed.check_features(inputs.features, scan.names, f"the data '{inputs.data_label}'")
     fixed.check_rows(scan.n_rows, f"data '{inputs.data_label}'")
-    data = DataSource(
-        path=Path(inputs.data),
-        fmt=scan.format,
-        names=scan.names,
-        categorical=scan.categorical,
-        dropna=inputs.dropna,
-        chunk_rows=streamed.passes.chunk_rows,
-        inputs=inputs.inputs,
-        exclude=inputs.exclude,
-    )
-    rows = Rows(data.split(engine.slots), scan.names, scan.n_rows, scan.lo, scan.hi)
+    rows = Rows(streamed.data_source(engine), scan.names, scan.n_rows, scan.lo, scan.hi)
     levels = level_plans(
         rows, streamed.features, categorical=scan.categorical, discrete=request.discrete,
         engine=engine,
@@ -409,8 +338,7 @@ def _whole(request: ClassicRequest, fixed: FixedBins, reading: Reading, engine: 
 def shipped(
     inputs: ModelInputs, model: Model, columns: Columns, head: np.ndarray, source: dict[str, Any]
 ) -> ShippedModel:
-    """The model loaded here as a handle that loads it the same way elsewhere (checked on
-    the rows ``head``, as here); ``source``: the summary's record of the model file."""
+    """The model loaded here as a handle that loads it the same way elsewhere."""
     return ShippedModel.of(
         Path(inputs.model),
         model_format=detect_format(inputs.model, inputs.model_format),
@@ -422,13 +350,8 @@ def shipped(
     )
 
 
-def with_nonfinite(source: dict[str, Any], count: int) -> dict[str, Any]:
-    """A summary's ``store`` part counting the rows dropped for non-finite model values."""
-    return source | {"data": source["data"] | {"rows_nonfinite": count}}
-
-
 def discrete_param(discrete: tuple[str, ...] | str | None) -> dict[str, Any]:
-    """``params["discrete"]`` when asked (absent otherwise: summaries as before)."""
+    """``params["discrete"]`` when asked."""
     if discrete is None:
         return {}
     return {"discrete": discrete if isinstance(discrete, str) else list(discrete)}
@@ -440,8 +363,7 @@ def classic(
     progress: Callable[[int], ProgressFn] | None = None,
     engine: Engine = LOCAL,
 ) -> EstimateResult:
-    """``ale classic``: load the model and data (:func:`load`), estimate (:func:`estimate`
-    on ``engine``), and return the summary."""
+    """``ale classic``: :func:`load`, :func:`estimate` on ``engine``, the summary."""
     started = time.perf_counter()
     fixed = FixedBins.from_options(
         bins=request.bins, binning=request.binning, edges=request.edges, default=DEFAULT_BINNING
@@ -470,7 +392,7 @@ def classic(
         params=fixed.params(request.center, inputs.features)
         | request.bootstrap.params()
         | discrete_param(request.discrete),
-        store=with_nonfinite(loaded.source, len(dropped)),
+        store=loaded.source | {"data": loaded.source["data"] | {"rows_nonfinite": len(dropped)}},
         n_rows=state.kept,
         features=tuple(features),
         created=utc_now(),

@@ -1,21 +1,9 @@
 """``ale rebin`` and ``ale rhale``: DALE on fixed bins and RHALE on a local-effects store.
 
-:func:`rebin` and :func:`rhale` open a store, gather every chosen feature's cell statistics
-on the engine (:mod:`ale_cli.estimators.cells`: a store in memory is one chunk, a store
-file its chunks) and return an :class:`~ale_cli.summary.build.EstimateResult` (the CLI
-writes its summary and prints one line). :func:`rebin_features` and
-:func:`rhale_features` do the same on arrays (no I/O).
-
-A feature whose per-row jumps to the adjacent levels the store holds (meta ``levels``:
-text, categorical and ``discrete`` columns) is reported per level, as ``ale classic``
-reports it (:func:`ale_cli.estimators.stored_levels.with_stored_levels`, no model call).
-Otherwise a feature is reported ``not_estimable`` (the run goes on) when it is listed in
-the store's ``categorical_features``, when it has a single distinct value, when the edges
-file has no edges for it, or when none of its rows lies inside the given edges.
-
-A store of secants (a piecewise-constant model, store ``method`` "secant") takes the same
-passes and another summary (:mod:`ale_cli.estimators.secants`): the fine-grid effect
-accumulated to the coarse edges instead of the secants averaged per bin.
+Every chosen feature's cell statistics come from passes on the engine
+(:mod:`ale_cli.estimators.cells`). Features whose adjacent-level jumps the store holds are
+reported per level (:mod:`ale_cli.estimators.stored_levels`); a store of secants takes
+another summary (:mod:`ale_cli.estimators.secants`).
 """
 
 from __future__ import annotations
@@ -64,11 +52,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RebinRequest:
-    """Options of ``ale rebin``; None means the default (or, with ``edges``, not used).
-
-    The options are checked here, naming the parameter at fault. ``engine`` runs the
-    passes (:data:`~ale_cli.passes.engine.LOCAL`: this process).
-    """
+    """Options of ``ale rebin``, checked here; None: the default (or unused with ``edges``)."""
 
     store: Path | Store
     bins: int | None = None
@@ -115,8 +99,7 @@ class RhaleRequest:
 
 
 def check_engine_request(engine: Engine, bootstrap: Bootstrap) -> None:
-    """InputError naming ``bootstrap`` when an engine that runs parts apart is asked for
-    bands (they resample the rows in memory)."""
+    """InputError naming ``bootstrap`` for bands on an engine that runs parts apart."""
     if engine.splits and bootstrap.replicates:
         raise InputError(
             "{param} resamples the rows in memory; it is not computed by {param:engine} dask",
@@ -139,9 +122,6 @@ def check_rhale_options(
         raise InputError(f"{{param}} must be a number from 0 to 1, got {alpha}", param="alpha")
 
 
-# -- the estimators on passes ------------------------------------------------------------------
-
-
 def dale(
     p: Passes,
     *,
@@ -153,11 +133,8 @@ def dale(
     bootstrap: Bootstrap | None = None,
     rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[FeatureSummary]:
-    """DALE on fixed bins for every feature of ``p``: ``bins`` uniform or type-1 quantile
-    bins of each, or the given ``edges[name]`` (rows outside them are left out and
-    counted). With ``bootstrap``, percentile bands on the same bins
-    (:mod:`ale_cli.estimators.bands`), from the features' values and local effects in
-    memory (``rows``)."""
+    """DALE on fixed bins (or ``edges[name]``, rows outside counted) for every feature of
+    ``p``; with ``bootstrap``, bands from the rows ``(X, E)`` in memory."""
     lo, hi = ranges(p)
     names = p.columns.names
     skip = skip_reasons(names, lo, hi, categorical, edges)
@@ -184,11 +161,9 @@ def rhale_cells(
     bootstrap: Bootstrap | None = None,
     rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[FeatureSummary]:
-    """RHALE with automatic bins for every feature of ``p``: each feature's grid has
-    ``max_bins`` uniform (or type-1 quantile) cells over its range; the optimal partition
-    (:func:`~ale_cli.core.rhale.optimal_partition`) is found from the per-cell statistics,
-    which are then summed per bin (no second pass over the rows). ``bootstrap``, ``rows``:
-    as in :func:`dale` (the partition itself is not resampled)."""
+    """RHALE for every feature of ``p``: the optimal partition
+    (:func:`~ale_cli.core.rhale.optimal_partition`) of a ``max_bins``-cell grid, its cells
+    summed per bin (no second pass). ``bootstrap``, ``rows``: as in :func:`dale`."""
     lo, hi = ranges(p)
     names = p.columns.names
     skip = skip_reasons(names, lo, hi, categorical)
@@ -250,8 +225,7 @@ def rebin_features(
     categorical: Sequence[str] = (),
     bootstrap: Bootstrap | None = None,
 ) -> list[FeatureSummary]:
-    """:func:`dale` on values X (N, D) with local effects E (N, D) of features ``names``;
-    with ``bootstrap``, percentile bands on the same bins (:mod:`ale_cli.estimators.bands`)."""
+    """:func:`dale` on values X (N, D) with local effects E (N, D)."""
     check_center(center)
     check_choice(binning, BINNINGS, "binning")
     p = array_passes(X, E, names, LOCAL)
@@ -280,9 +254,7 @@ def rhale_features(
     categorical: Sequence[str] = (),
     bootstrap: Bootstrap | None = None,
 ) -> list[FeatureSummary]:
-    """:func:`rhale_cells` on values X (N, D) with local effects E (N, D) of features
-    ``names``; with ``bootstrap``, percentile bands on the chosen bins (the partition
-    itself is not resampled)."""
+    """:func:`rhale_cells` on values X (N, D) with local effects E (N, D)."""
     check_rhale_options(
         max_bins=max_bins, min_points=min_points, alpha=alpha, grid=grid, center=center
     )
@@ -300,13 +272,9 @@ def rhale_features(
     )
 
 
-# -- from a store ----------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class _Opened:
-    """A store to estimate from: its path (None in memory), the store, and its file's
-    sha256 being computed in the background (None in memory)."""
+    """A store, its path and its sha256 being computed (None for a store in memory)."""
 
     path: Path | None
     store: Store | StoreFile
@@ -314,8 +282,7 @@ class _Opened:
 
 
 def _open(store: Path | Store, *, whole: bool = False) -> _Opened:
-    """A store given by path (opened for reading chunk by chunk: only its meta and names
-    are read here; ``whole``: read into memory) or in memory (a :class:`Store`)."""
+    """A store in memory, or opened by path (``whole``: read into memory)."""
     if isinstance(store, Store):
         return _Opened(None, store)
     if whole:
@@ -325,8 +292,7 @@ def _open(store: Path | Store, *, whole: bool = False) -> _Opened:
 
 
 def _hash_in_background(path: Path) -> Future[str]:
-    """sha256 of ``path`` in a helper thread (hashlib releases the GIL): on a large store
-    it takes seconds, which then overlap with the estimator's passes."""
+    """sha256 of ``path`` in a helper thread, overlapping the passes."""
     from concurrent.futures import Future
     from threading import Thread
 
@@ -386,9 +352,8 @@ def _features(
     options: dict[str, Any],
     check: Callable[[Store | StoreFile], None] | None = None,
 ) -> tuple[list[FeatureSummary], float]:
-    """Every chosen feature's summary (:func:`dale` or :func:`rhale_cells` with ``options``,
-    their variant on secants for a store of secants, per level where the store holds the
-    jumps), and when the store was ready."""
+    """Every chosen feature's summary (:func:`dale`, :func:`rhale_cells` or their secant
+    variants, per level where the store holds the jumps), and when the store was ready."""
     levels = stored_level_names(opened.store, request.features or opened.store.feature_names)
     categorical = (*(opened.store.meta.get("categorical_features") or ()), *levels)
     secant = secants.is_secant(opened.store.meta)

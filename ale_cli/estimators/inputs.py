@@ -1,16 +1,6 @@
-"""The one description of a model and its data, shared by every command that runs the model.
-
-:class:`ModelInputs` says which model file to load and how (format, output,
-trust), which data file to read and how (format, NaN rows), which data columns
-the model takes (``inputs``, or every column but ``exclude``) and which of them
-to explain (``features``, default: every input). ``ale compute``, ``ale
-classic``, ``ale interact`` and the Python API (:mod:`ale_cli.api`) all build
-one; its constructor checks every value and names the parameter at fault.
-
-:func:`open_inputs` then reads the data, loads the model and checks it on the
-rows, returning an :class:`Opened` whose model is final (method and steps
-decided); :func:`model_source` is the provenance a summary records when it
-was made from the model rather than from a store.
+"""The one description of a model and its data (:class:`ModelInputs`, checked when built)
+shared by ``compute``, ``classic``, ``interact`` and the API; :func:`open_inputs` reads the
+data and loads and checks the model; :func:`model_source` is a summary's provenance.
 """
 
 from __future__ import annotations
@@ -44,42 +34,11 @@ __all__ = ["DATA_FORMATS", "METHODS", "MODEL_FORMATS", "ModelInputs", "Opened", 
 class ModelInputs:
     """A model file, a data file, how to read both, and which features to explain.
 
-    Attributes
-    ----------
-    model : Path
-        The model file (TorchScript, ONNX, skops, pickle).
-    data : Path or pandas.DataFrame
-        The data: a CSV or Parquet file, or a DataFrame in memory.
-    data_format, model_format : str or None
-        Override the format told by the file extension.
-    inputs : tuple of str or None
-        The data columns the model takes, in the model's order; None: every
-        column but ``exclude``, in the file's order.
-    exclude : tuple of str
-        Columns that are not model inputs (e.g. the target).
-    features : tuple of str or None
-        The inputs to explain (None: every input). Finite differences perturb
-        only these.
-    dropna : bool
-        Drop rows with NaN or infinite values (and count them) instead of refusing.
-    drop_nonfinite : bool
-        Drop the rows where the model gives a NaN or infinite value (prediction,
-        local effect, evaluation) and count them, instead of refusing the run.
-    output : str or None
-        Which model output to explain (see ``ale compute --help``).
-    categorical : tuple of str
-        Integer-coded categorical inputs, held fixed.
-    trust : tuple of str
-        skops types trusted by name.
-    trust_pickle : bool
-        Allow loading a pickle (runs code from the file).
-    batch_size : int or None
-        Rows per model call (None: the adapter's default).
-    method : {"auto", "autodiff", "finite-differences"}
-    step : float or None
-        Finite-difference step as a fraction of each feature's std (None: chosen
-        by the adapter).
-
+    ``data``: a CSV or Parquet file, or a DataFrame; ``inputs``: the model's columns in its
+    order (None: every column but ``exclude``); ``features``: the inputs to explain (None:
+    all); ``dropna`` / ``drop_nonfinite``: drop (and count) rows with non-finite data or
+    model values instead of refusing; ``categorical``: integer-coded inputs held fixed;
+    ``step``: the finite-difference step as a fraction of each feature's std.
     Names may be given as tuples, lists or comma-separated strings.
 
     >>> ModelInputs(model=Path("m.pt"), data=Path("d.csv"), exclude="target").exclude
@@ -197,23 +156,9 @@ class ModelInputs:
 
 @dataclass(frozen=True)
 class Opened:
-    """The data read and the model loaded and checked for one :class:`ModelInputs`.
-
-    Attributes
-    ----------
-    table : Table
-        Every model input, ``table.X`` of shape (N, D).
-    model : Model
-        Final: its method, steps and ``describe()`` do not change afterwards.
-    features : tuple of str, length F
-        The features to explain.
-    columns : tuple of int, length F
-        Their columns in ``table.X``.
-    timings : dict of str to float
-        ``load_data_s`` and ``load_model_s`` (the latter includes the checks).
-    notes : tuple of str
-        How the data's columns were matched to the model's inputs.
-    """
+    """The data read (``table.X`` (N, D)) and the model loaded, checked and final for one
+    :class:`ModelInputs`; the features to explain and their ``columns`` in ``table.X``;
+    ``load_data_s``/``load_model_s`` timings; notes on how the columns were matched."""
 
     table: Table
     model: Model
@@ -354,16 +299,31 @@ def _model_order(inputs: ModelInputs, order: ColumnOrder) -> tuple[str, ...] | N
 
 def model_source(inputs: ModelInputs, opened: Opened, *, method: str) -> dict[str, Any]:
     """A summary's ``store`` part when it was made from the model, not from a store."""
+    table = opened.table
+    return provenance(
+        inputs, opened.model, data_sha256(inputs.data), len(table.X), table.feature_names, method
+    )
+
+
+def provenance(
+    inputs: ModelInputs,
+    model: Model,
+    data_sha: str | None,
+    n_rows: int,
+    names: Sequence[str],
+    method: str,
+) -> dict[str, Any]:
+    """A summary's ``store`` part for ``model`` run on ``n_rows`` rows of the data."""
     return {
         "path": None,
         "model": {
             "path": str(inputs.model),
             "sha256": sha256_file(inputs.model),
-            "format": opened.model.format,
+            "format": model.format,
         },
-        "data": {"path": inputs.data_label, "sha256": data_sha256(inputs.data)},
+        "data": {"path": inputs.data_label, "sha256": data_sha},
         "method": method,
-        "output": opened.model.describe().get("output"),
-        "n_rows": len(opened.table.X),
-        "inputs": list(opened.table.feature_names),
+        "output": model.describe().get("output"),
+        "n_rows": n_rows,
+        "inputs": list(names),
     }

@@ -1,19 +1,8 @@
-"""The model and the data of ``ale classic`` / ``ale interact`` when the data are read
-chunk by chunk: whether they can be, the first pass, and the model loaded on a chunk.
+"""The model and the data of ``ale classic`` / ``ale interact`` read chunk by chunk.
 
-:func:`reading_of` decides (a :class:`Reading`): the data are streamed when they are a file
-(CSV, Parquet, or a directory of Parquet files) and the model takes the rows as
-they are; the whole table is read instead, with a note saying why, when
-
-- the model's columns are matched by name (a ``MODEL.columns.json`` file, or an
-  ONNX graph with one named input per column);
-- the command needs every row at once (the caller's own reasons: per-level
-  estimates of categorical or discrete features, bootstrap bands);
-- a scikit-learn model gets text columns (encoded with levels found in the
-  whole file): found in the first pass, which then stops.
-
-:func:`open_streamed` makes the first pass (:meth:`~ale_cli.passes.spool.DataPasses.scan`)
-and loads the model on the first chunk, with the whole file's dtypes.
+:func:`reading_of` decides whether the data are streamed (a :class:`Reading`): a data file
+is, unless the model matches the data's columns by name. :func:`open_streamed` makes the
+first pass and loads the model on the first chunk, with the whole file's dtypes.
 """
 
 from __future__ import annotations
@@ -27,11 +16,16 @@ from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, open_stream
 from ale_cli.data.table import is_frame
 from ale_cli.errors import InputError
-from ale_cli.estimators.inputs import ModelInputs, feature_columns, read_inputs_table
-from ale_cli.io.files import sha256_file
+from ale_cli.estimators.inputs import (
+    ModelInputs,
+    columns_note,
+    feature_columns,
+    provenance,
+    read_inputs_table,
+)
 from ale_cli.models import Columns, detect_format, load_model
 from ale_cli.models.base import Model
-from ale_cli.models.columns import ColumnOrder, model_column_order, order_note
+from ale_cli.models.columns import ColumnOrder, model_column_order
 from ale_cli.passes.engine import LOCAL, ArraySource, Engine, Source
 from ale_cli.passes.spool import DataPasses, Scan
 from ale_cli.store.npz import Store, StoreFile, open_store
@@ -43,9 +37,8 @@ class NeedsWholeTable(Exception):
 
 @dataclass(frozen=True)
 class Reading:
-    """How the data are read: chunk by chunk (``whole`` False) or as a whole table, with
-    the note that says why (``reason``: "read the whole table: ...", or "" where no note
-    is needed, a DataFrame).
+    """How the data are read: chunk by chunk, or as a whole table (``whole``) with the note
+    saying why (``reason``, "" for a DataFrame).
 
     >>> Reading.whole_table("read the whole table: the levels come from every row").note()
     'read the whole table: the levels come from every row'
@@ -65,8 +58,7 @@ class Reading:
         return self.reason or None
 
     def check(self, engine: Engine) -> None:
-        """InputError naming ``engine`` when it runs the parts of the data apart (Dask) and
-        these data must be read whole; None otherwise."""
+        """InputError naming ``engine`` when it runs parts apart and the data are read whole."""
         if self.whole and engine.splits:
             raise needs_local(self.reason or "the data are read whole (a DataFrame)")
 
@@ -76,8 +68,7 @@ STREAMED = Reading(False)
 
 
 def needs_local(reason: str) -> InputError:
-    """The refusal of the Dask engine for inputs only the whole table handles (``reason``:
-    the note the local engine gives for reading the whole table)."""
+    """The refusal of the Dask engine for inputs read whole (``reason``: the local note)."""
     why = reason.removeprefix("read the whole table: ")
     return InputError(
         f"{{param}} dask evaluates the model on partitions of a data file, but {why}; use "
@@ -87,8 +78,8 @@ def needs_local(reason: str) -> InputError:
 
 
 def reading_of(inputs: ModelInputs, chunk_rows: int | None) -> Reading:
-    """How ``inputs`` are read: whole for a DataFrame or without ``chunk_rows`` (no note),
-    whole when the model's columns are matched by name (a note), else streamed."""
+    """How ``inputs`` are read: whole for a DataFrame or without ``chunk_rows`` (no note) or
+    when the model's columns are matched by name (a note), else streamed."""
     if chunk_rows is None or is_frame(inputs.data):
         return Reading.whole_table()
     order = model_column_order(inputs.model, detect_format(inputs.model, inputs.model_format))
@@ -111,28 +102,29 @@ class Streamed:
     timings: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
+    def data_source(self, engine: Engine) -> DataSource:
+        """The data as a source, in the parts ``engine`` runs apart."""
+        scan, passes = self.scan, self.passes
+        return DataSource(
+            path=passes.path,
+            fmt=scan.format,
+            names=scan.names,
+            categorical=scan.categorical,
+            dropna=passes.dropna,
+            chunk_rows=passes.chunk_rows,
+            inputs=passes.inputs,
+            exclude=passes.exclude,
+        ).split(engine.slots)
+
     def source(self, inputs: ModelInputs, *, method: str) -> dict[str, Any]:
-        """A summary's ``store`` part, as :func:`~.inputs.model_source` makes it."""
-        return {
-            "path": None,
-            "model": {
-                "path": str(inputs.model),
-                "sha256": sha256_file(inputs.model),
-                "format": self.model.format,
-            },
-            "data": {"path": inputs.data_label, "sha256": self.scan.sha256},
-            "method": method,
-            "output": self.model.describe().get("output"),
-            "n_rows": self.scan.n_rows,
-            "inputs": list(self.scan.names),
-        }
+        """A summary's ``store`` part (:func:`~.inputs.provenance`)."""
+        scan = self.scan
+        return provenance(inputs, self.model, scan.sha256, scan.n_rows, scan.names, method)
 
 
 def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
-    """The first pass over the data and the model loaded and checked on the first chunk.
-
-    Raises :class:`NeedsWholeTable` when a scikit-learn model meets a text column.
-    """
+    """The first pass over the data and the model loaded and checked on the first chunk;
+    :class:`NeedsWholeTable` when a scikit-learn model meets a text column."""
     inputs.check_files()
     model_format = detect_format(inputs.model, inputs.model_format)
     passes = DataPasses(
@@ -166,16 +158,7 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
         X=scan.first,
     )
     timings["load_model_s"] = time.perf_counter() - t
-    names_in = model.describe().get("feature_names_in")
-    order = ColumnOrder()
-    if names_in is not None:  # scikit-learn: the adapter matches the columns by name
-        order = ColumnOrder(tuple(names_in), "the model's feature_names_in_")
-    note = order_note(
-        order,
-        scan.names,
-        order.names or scan.names,
-        positional=model_format in ("torchscript", "onnx") and inputs.inputs is None,
-    )
+    note = columns_note(inputs, model_format, ColumnOrder(), scan.names, scan.names, model)
     return Streamed(
         passes=passes,
         scan=scan,
@@ -187,25 +170,33 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
     )
 
 
+def open_reading(
+    inputs: ModelInputs, chunk_rows: int | None, engine: Engine | None
+) -> Streamed | Reading:
+    """The data streamed (:func:`open_streamed`), or the :class:`Reading` of the whole table
+    with its note (:func:`reading_of`, or a text column a first pass found); an ``engine``
+    that splits refuses a whole table (None: no engine evaluates these rows)."""
+    found = reading_of(inputs, chunk_rows)
+    if not found.whole and chunk_rows is not None:
+        try:
+            return open_streamed(inputs, chunk_rows=chunk_rows)
+        except NeedsWholeTable as exc:
+            found = Reading.whole_table(str(exc))
+    if engine is not None:
+        found.check(engine)
+    return found
+
+
 def source_of(
     given: ModelInputs | Store | StoreFile | str | Path,
     *,
     engine: Engine = LOCAL,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
 ) -> Source:
-    """What a command was given as a :class:`~ale_cli.data.source.Source`, for ``engine``:
-
-    - a store in memory: one chunk; an opened store: its ranges of chunks; a path to a
-      store file or a directory store: the store opened (:func:`~ale_cli.store.npz.
-      open_store`);
-    - model inputs read chunk by chunk (:func:`reading_of`): the data file or dataset
-      (:class:`~ale_cli.data.sources.DataSource`), cut into partitions for an engine that
-      splits;
-    - model inputs read whole (a DataFrame, columns matched by name): the table's rows in
-      chunks of ``chunk_rows``; an engine that splits refuses them (:meth:`Reading.check`).
-
-    Chunks of data hold ``X`` (the model's inputs); chunks of stores the row arrays asked.
-    """
+    """What a command was given as a :class:`~ale_cli.data.source.Source` for ``engine``: a
+    store (a path opened); model inputs streamed (a :class:`~ale_cli.data.sources.DataSource`
+    split for an engine that splits) or read whole (the table in chunks of ``chunk_rows``).
+    Chunks of data hold ``X``; chunks of stores the row arrays asked."""
     if isinstance(given, Store | StoreFile):
         return given
     if not isinstance(given, ModelInputs):

@@ -1,25 +1,14 @@
 """``ale interact``: second-order (pairwise) ALE of feature pairs, classic or DALE.
 
-For each pair (a, b) the two features get their one-dimensional partitions
-(type-1 quantile bins by default, as ALEPlot; uniform; or the edges of a file),
-which make a K_a x K_b grid of cells (:func:`~ale_cli.estimators.pairs.pair_grids`).
-Every run is one pass of the chunk kernel
-(:class:`~ale_cli.estimators.interact_kernel.PairKernel`) over the rows
-(:func:`~ale_cli.estimators.interact_rows.open_rows`: a store, a data file read chunk by
-chunk, or the whole table as one chunk) on an engine, then the surfaces
+Each pair gets a K_a x K_b grid of cells (:func:`~ale_cli.estimators.pairs.pair_grids`);
+one pass of :class:`~ale_cli.estimators.interact_kernel.PairKernel` over the rows
+(:func:`~ale_cli.estimators.interact_rows.open_rows`), then the surfaces
 (:func:`~ale_cli.core.second_order.second_order_from_cells`). The per-row values:
 
 - ``ale`` (Apley & Zhu Eq. 13-15): the model at the four corners of each row's
   cell, ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``;
-  every model format.
-- ``dale`` (Gkolemis et al. Eq. 9): the mixed derivative d2f/dx_a dx_b at each
-  row, by autodiff (TorchScript, the ONNX torch path); taken from a store made
-  with ``ale compute --pairs`` when it matches the model and data, computed
-  otherwise. The default when the model has autodiff.
-
-The results do not depend on how the rows are cut into chunks (to rounding of the
-merges). Rows outside the given edges (``--edges``) are left out and counted; a pair
-with a constant or categorical feature is reported as not estimable.
+- ``dale`` (Gkolemis et al. Eq. 9): the mixed derivative d2f/dx_a dx_b at each row, by
+  autodiff, or from a store made with ``ale compute --pairs``.
 """
 
 from __future__ import annotations
@@ -45,14 +34,7 @@ from ale_cli.estimators.interact_kernel import (
     merge_passed,
 )
 from ale_cli.estimators.interact_rows import Asked, Rows, open_rows
-from ale_cli.estimators.pairs import (
-    Binning,
-    Grids,
-    Pair,
-    pair_columns,
-    pair_grids,
-    parse_pairs,
-)
+from ale_cli.estimators.pairs import Binning, Grids, Pair, pair_columns, pair_grids, parse_pairs
 from ale_cli.models.checks import nothing_left
 from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.passes.engine import LOCAL, Engine, Ready, Shared
@@ -70,15 +52,8 @@ _ROUTES = {"ale": "classic", "dale": "dale"}
 
 @dataclass(frozen=True)
 class InteractRequest:
-    """Options of ``ale interact``.
-
-    ``inputs`` says how to read the model and the data. ``pairs`` are the
-    pairs to estimate; without pairs, every pair of ``inputs.features`` (at
-    least two); with both, the pairs' features must be among those features.
-    ``estimator`` None means dale when the model has autodiff, else ale;
-    ``bins``/``binning`` None mean the defaults (10 type-1 quantile bins per
-    feature) unless ``edges`` gives the bins.
-    """
+    """Options of ``ale interact``: without ``pairs``, every pair of ``inputs.features``;
+    ``estimator`` None: dale when the model has autodiff, else ale."""
 
     inputs: ModelInputs
     pairs: tuple[Pair, ...] = ()
@@ -87,8 +62,7 @@ class InteractRequest:
     estimator: str | None = None
     store: Path | None = None
     edges: Path | None = None
-    #: rows read at a time from a data file (a store is read by its own chunks); None
-    #: reads the whole table at once
+    #: rows read at a time from a data file; None reads the whole table
     chunk_rows: int | None = DEFAULT_CHUNK_ROWS
 
     def __post_init__(self) -> None:
@@ -138,8 +112,7 @@ def _bins(request: InteractRequest) -> FixedBins:
 def interaction_params(
     pairs: Sequence[Pair], estimator: str, fixed: FixedBins, cached: Container[Pair]
 ) -> dict[str, Any]:
-    """A summary's ``params``: the pairs, the estimator, the binning and the pairs whose
-    mixed derivatives came from the store (``cached``; only DALE reads them)."""
+    """A summary's ``params`` (``cached``: the pairs whose values came from the store)."""
     return {
         "pairs": [list(p) for p in pairs],
         "estimator": estimator,
@@ -151,8 +124,7 @@ def interaction_params(
 def pair_summary(
     pair: Pair, estimator: str, res: SecondOrderEffect, *, n_outside: int, all_zero: bool
 ) -> InteractionSummary:
-    """A pair's summary from its effect; ``all_zero``: every per-row value was exactly 0
-    (for DALE, a note says what that means)."""
+    """A pair's summary from its effect (``all_zero``: every per-row value was 0)."""
     note = None
     if estimator == "dale" and all_zero:
         note = (
@@ -192,8 +164,7 @@ def interactions(
     cells: dict[int, PairCells],
     reasons: dict[int, str],
 ) -> list[InteractionSummary]:
-    """Every pair's summary (by position): not estimable (``reasons``, or no row inside its
-    grid), else its surface from its merged ``cells`` on the grid of its plan."""
+    """Every pair's summary (by position): not estimable, or its surface from its cells."""
     out: list[InteractionSummary] = []
     for p, pair in enumerate(pairs):
         if p in reasons:
@@ -216,8 +187,7 @@ def interactions(
 def _plans(
     pairs: Sequence[Pair], rows: Rows, cols: list[tuple[int, int]], estimator: str, grids: Grids
 ) -> dict[int, PairPlan]:
-    """The plan of every estimable pair (by position): its grid and where its values come
-    from (the store's mixed derivatives, the model's autodiff, or the cell corners)."""
+    """The plan of every estimable pair (by position): its grid and its values' origin."""
     plans = {}
     for p in sorted(grids):
         pair, (ea, eb) = pairs[p], grids[p]
@@ -231,8 +201,8 @@ def _plans(
 
 
 def _shared(rows: Rows, engine: Engine) -> Shared | None:
-    """The model for the kernels: at hand for this process, a handle that ships for an
-    engine that runs parts elsewhere; None when the store gives every value."""
+    """The model for the kernels (a shipped handle for an engine that splits; None when
+    the store gives every value)."""
     if rows.model is None or rows.ship is None:
         return None
     return rows.ship() if engine.splits else Ready(rows.model)
@@ -246,7 +216,7 @@ def _pass(
     engine: Engine,
     progress: Callable[[int, str], ProgressFn] | None,
 ) -> Passed:
-    """The one pass of the kernel over the rows on ``engine``: every planned pair's cells."""
+    """The one pass of the kernel on ``engine``: every planned pair's cells."""
     bar = None
     if progress is not None and any(p.values != "stored" for p in plans.values()):
         label = "mixed derivatives" if estimator == "dale" else "cell corners"
@@ -278,12 +248,7 @@ def interact(
     engine: Engine = LOCAL,
     progress: Callable[[int, str], ProgressFn] | None = None,
 ) -> EstimateResult:
-    """``ale interact``: the second-order effect of every requested pair.
-
-    ``engine`` runs the pass over the rows (this process by default; an engine object,
-    e.g. from :func:`ale_cli.engines.engine_for`). ``progress(total, label)`` may return
-    a callable told how many rows the pass finished.
-    """
+    """``ale interact``: the second-order effect of every requested pair on ``engine``."""
     started = time.perf_counter()
     fixed = _bins(request)
     notes: list[str] = []

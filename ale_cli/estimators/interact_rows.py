@@ -1,19 +1,7 @@
-"""Where the rows of ``ale interact`` come from: a store, a data file read chunk by chunk,
-or the whole table in memory; each is a :class:`~ale_cli.passes.engine.Source`.
-
-:func:`open_rows` decides, in this order:
-
-1. a store (``--store``) made with ``ale compute --pairs`` from the same model, data and
-   options, for the DALE estimator: its chunks give X, the predictions and the stored
-   mixed derivatives (:class:`~ale_cli.store.npz.StoreFile`, in parts of chunks); the
-   model is loaded only for the pairs the store lacks. Otherwise the store is not used,
-   and a note says why;
-2. the data file read chunk by chunk (:class:`~ale_cli.data.sources.DataSource`, in the
-   parts the engine runs apart), the model loaded on its first chunk, unless
-   :func:`reading` says the whole table is needed;
-3. the whole table in memory, one chunk (:class:`~ale_cli.passes.engine.ArraySource`);
-   an engine that runs parts apart (Dask) refuses it, as it refuses it for every
-   estimator.
+"""Where the rows of ``ale interact`` come from, as a :class:`~ale_cli.passes.engine.Source`:
+a matching store made with ``ale compute --pairs`` (DALE only; the model loaded only for
+the pairs it lacks, else a note says why it is not used), the data file read chunk by
+chunk, or the whole table in memory (:func:`~ale_cli.estimators.inputs_stream.open_reading`).
 """
 
 from __future__ import annotations
@@ -25,16 +13,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import inputs_sha256
 from ale_cli.estimators.inputs import ModelInputs, Opened, model_source, open_inputs
-from ale_cli.estimators.inputs_stream import (
-    NeedsWholeTable,
-    Reading,
-    Streamed,
-    open_streamed,
-    reading_of,
-)
+from ale_cli.estimators.inputs_stream import Streamed, open_reading
 from ale_cli.estimators.pairs import Columns, Pair
 from ale_cli.io.files import sha256_file
 from ale_cli.io.jsonio import to_jsonable
@@ -49,8 +30,7 @@ from ale_cli.summary.build import store_info
 if TYPE_CHECKING:
     from ale_cli.models.base import Model
 
-#: Options of ``ale compute`` that decide the rows and the output; a store matches an
-#: ``ale interact`` run when these, the model bytes and the data bytes are the same.
+#: options of ``ale compute`` a store must share (with the model and data bytes) to be used
 MATCH_OPTIONS = (
     "data_format",
     "inputs",
@@ -79,8 +59,7 @@ def store_mismatch(meta: dict[str, Any], request: ModelInputs) -> str | None:
 def store_unused(
     path: Path, estimator: str | None, inputs: ModelInputs, meta: Callable[[], dict[str, Any]]
 ) -> str | None:
-    """Why the store at ``path`` is not used (a note), None when it is; ``meta`` reads
-    the store's meta (only when the estimator may use it)."""
+    """Why the store at ``path`` is not used (a note), None when it is."""
     if estimator == "ale":
         return f"store '{path}' is not used by the ale estimator (it needs the model)"
     why = store_mismatch(meta(), inputs)
@@ -89,51 +68,10 @@ def store_unused(
     return None
 
 
-def reading(
-    inputs: ModelInputs, chunk_rows: int | None, engine: Engine | None
-) -> Streamed | Reading:
-    """The one decision between streaming the data (the first pass made and the model
-    loaded on the first chunk: :func:`~ale_cli.estimators.inputs_stream.open_streamed`)
-    and reading the whole table (a :class:`~ale_cli.estimators.inputs_stream.Reading`
-    with its note: :func:`~ale_cli.estimators.inputs_stream.reading_of`, or a text column
-    for a scikit-learn model, found by the first pass). An ``engine`` that runs the parts
-    of the data apart refuses a whole table (None: no engine evaluates these rows)."""
-    found = reading_of(inputs, chunk_rows)
-    if found.whole or chunk_rows is None:
-        if engine is not None:
-            found.check(engine)
-        return found
-    try:
-        return open_streamed(inputs, chunk_rows=chunk_rows)
-    except NeedsWholeTable as exc:
-        found = Reading.whole_table(str(exc))
-        if engine is not None:
-            found.check(engine)
-        return found
-
-
-def _data_source(found: Streamed, engine: Engine) -> DataSource:
-    """The streamed data as a source, in the parts the engine runs apart (files, row-group
-    ranges of large Parquet files; one part for this process)."""
-    scan, passes = found.scan, found.passes
-    source = DataSource(
-        path=passes.path,
-        fmt=scan.format,
-        names=scan.names,
-        categorical=scan.categorical,
-        dropna=passes.dropna,
-        chunk_rows=passes.chunk_rows,
-        inputs=passes.inputs,
-        exclude=passes.exclude,
-    )
-    return source.split(engine.slots)
-
-
 @dataclass(frozen=True)
 class Asked:
-    """What decides the rows of an ``ale interact`` run: the model and data, the pairs,
-    the store given (if any), the estimator asked for (None: the default) and the rows
-    read at a time from a data file (None: the whole table)."""
+    """What decides the rows of an ``ale interact`` run (None ``estimator``: the default;
+    None ``chunk_rows``: the whole table)."""
 
     inputs: ModelInputs
     pairs: tuple[Pair, ...]
@@ -144,17 +82,9 @@ class Asked:
 
 @dataclass
 class Rows:
-    """The rows of a run and what comes with them.
-
-    ``columns`` are the rows as a grid needs them; ``model`` is None when a store gives
-    every value, ``ship`` is then None too, else it makes the model a handle an engine
-    can ship to other processes (:class:`~ale_cli.passes.shipped.ShippedModel`, made only
-    for such an engine); ``stored`` maps each pair the
-    store holds (either order) to its row in the stored mixed derivatives;
-    ``stored_prediction``: the chunks hold the predictions; ``summary_store`` makes the
-    summary's ``store`` part given the rows dropped for non-finite values; ``where``
-    names the rows in messages.
-    """
+    """The rows of a run: ``model`` and ``ship`` (its shippable handle) None when a store
+    gives every value; ``stored``: each stored pair (either order) to its row of the mixed
+    derivatives; ``summary_store(dropped)``: the summary's ``store`` part."""
 
     columns: Columns
     model: Model | None
@@ -187,8 +117,7 @@ def _streamed_model(inputs: ModelInputs, found: Streamed) -> ShippedModel:
 
 
 def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
-    """The model of the whole table as a handle: loaded, as here, with the profile of
-    every row."""
+    """The model of the whole table as a handle, with the profile of every row."""
     table = opened.table
     profile = DataProfile.of(table.X)
     return ShippedModel.of(
@@ -208,14 +137,13 @@ def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
 
 
 def open_rows(asked: Asked, engine: Engine, notes: list[str], timings: dict[str, float]) -> Rows:
-    """The rows ``asked`` for (see the module docstring), as a source for ``engine``, with
-    the notes and timings of opening them."""
+    """The rows ``asked`` for as a source for ``engine``, with their notes and timings."""
     if asked.store is not None:
         rows = _store_rows(asked, asked.store, notes, timings)
         if rows is not None:
             return rows
     inputs = asked.inputs
-    found = reading(inputs, asked.chunk_rows, engine)
+    found = open_reading(inputs, asked.chunk_rows, engine)
     where = f"data '{inputs.data_label}'"
     if isinstance(found, Streamed):
         timings |= found.timings
@@ -224,7 +152,7 @@ def open_rows(asked: Asked, engine: Engine, notes: list[str], timings: dict[str,
         source = found.source(inputs, method=model.method)
         return Rows(
             Columns(
-                _data_source(found, engine),
+                found.data_source(engine),
                 scan.names,
                 scan.categorical,
                 scan.n_rows,
@@ -301,9 +229,8 @@ def _store_rows(
 
 
 def _load_model(asked: Asked, timings: dict[str, float], notes: list[str]) -> _Loaded:
-    """The model for the pairs a store lacks: loaded on the data file's first chunk after
-    a pass over it, or with the whole table when the inputs need that (a note says why)."""
-    found = reading(asked.inputs, asked.chunk_rows, None)  # no engine reads the data
+    """The model for the pairs a store lacks, loaded on the streamed or whole data."""
+    found = open_reading(asked.inputs, asked.chunk_rows, None)  # no engine reads the data
     if isinstance(found, Streamed):
         timings |= found.timings
         notes.extend(found.notes)
@@ -317,8 +244,7 @@ def _load_model(asked: Asked, timings: dict[str, float], notes: list[str]) -> _L
 
 
 def _sha256_in_background(path: Path) -> Future[str]:
-    """The store's sha256 (:func:`~ale_cli.store.npz.store_sha256`) by a helper thread
-    (hashlib releases the GIL)."""
+    """The store's sha256 by a helper thread."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
     future = pool.submit(store_sha256, path)
     pool.shutdown(wait=False)  # the thread ends with the hash

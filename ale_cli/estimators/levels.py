@@ -1,19 +1,10 @@
-"""Discrete and nominal features: the effect per level (``ale classic`` and stores).
+"""Discrete and categorical features: the effect per level (``ale classic`` and stores).
 
-A *discrete* feature is numeric with few distinct values (named with
-``discrete``, or every numeric input with at most
-:data:`~ale_cli.core.discrete.MAX_DISCRETE_LEVELS` distinct values with
-``discrete="auto"``); its levels are its distinct values in numeric order. A
-*categorical* feature is a text column (encoded as integer codes when read)
-or a column declared ``categorical``; its levels are ordered by ALEPlot's
-method (:func:`~ale_cli.core.discrete.level_order`) from the other inputs
-(the other categorical columns by total variation, the numeric ones by
-Kolmogorov-Smirnov). Each row is moved to the adjacent levels and the model
-evaluated there (3 predictions per row at most: as is, one level up, one
-down); a text column is perturbed as text (the model adapter maps the codes
-back to the column's values, so a pipeline's one-hot encoder sees a real
-level). :func:`~ale_cli.core.discrete.level_effect` turns the differences into
-the per-level effect.
+A discrete feature's levels are its distinct values in numeric order; a categorical one's
+(a text column as codes, or declared ``categorical``) are ordered by ALEPlot's method
+(:func:`~ale_cli.core.discrete.level_order`). Each row is moved to the adjacent levels (3
+predictions per row at most; a text column is perturbed as text by the model adapter), and
+:func:`~ale_cli.core.discrete.level_effect` turns the differences into the effect.
 """
 
 from __future__ import annotations
@@ -40,7 +31,6 @@ from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 from ale_cli.store.layout import level_problem
 from ale_cli.summary.model import FeatureSummary, Replicates
 
-KINDS = ("discrete", "categorical")
 #: store arrays (N, L): each row's difference to the next and from the previous level of
 #: each of the L features in the meta's ``levels`` (chunked as ``level_up.00000``, ...)
 LEVEL_UP = "level_up"
@@ -88,8 +78,7 @@ def discrete_names(
 
 
 def too_many_levels(kind: str, name: str) -> InputError:
-    """The refusal of a feature with more than :data:`~ale_cli.core.discrete.MAX_LEVELS`
-    levels."""
+    """The refusal of a feature with more than ``MAX_LEVELS`` levels."""
     return InputError(
         f"{kind} feature '{name}' has more than {MAX_LEVELS:,} levels, the most ale estimates "
         "an effect per level for; group its levels, or leave it out of {param}",
@@ -107,20 +96,9 @@ def predict_chunked(f: PredictFn, X: np.ndarray, eval_rows: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LevelPlan:
-    """One feature estimated per level: its distinct values and their estimated order.
-
-    Attributes
-    ----------
-    name : str
-    kind : {"discrete", "categorical"}
-    values : ndarray, shape (K,), float64
-        The column's distinct values, sorted (integer codes for a text column).
-    order : ndarray, shape (K,), int64
-        The levels in the estimated order: ``values[order]`` (numeric order for
-        a discrete feature, Apley-Zhu's for a categorical one).
-    labels : tuple, optional
-        A text column's values, indexed by code.
-    """
+    """One feature estimated per level (``kind`` "discrete" or "categorical"): its sorted
+    distinct ``values`` (K,) (codes for a text column), their estimated ``order`` (K,)
+    (``values[order]``), and a text column's ``labels`` by code."""
 
     name: str
     kind: str
@@ -193,13 +171,8 @@ def plan_levels(
     categorical: Sequence[str] = (),
     labels: Mapping[str, tuple[Any, ...]] | None = None,
 ) -> dict[str, LevelPlan | str]:
-    """The :class:`LevelPlan` of each feature in ``kinds`` (name -> kind), or the reason it
-    is not estimable (a single distinct value). No model call. A feature with more than
-    :data:`~ale_cli.core.discrete.MAX_LEVELS` levels is refused (InputError naming it).
-
-    X (N, D) holds every input (categorical columns as codes); a categorical feature's
-    order comes from the other inputs (:func:`~ale_cli.core.discrete.level_order`,
-    ``categorical`` compared by total variation).
+    """The :class:`LevelPlan` of each feature in ``kinds`` (name -> kind), or why it is not
+    estimable, from X (N, D) in memory (``categorical`` compared by total variation).
 
     >>> X = np.column_stack([[2.0, 1.0, 2.0, 1.0], [0.5, 0.1, 0.7, 0.2]])
     >>> plan = plan_levels(X, ["s", "x"], {"s": "discrete"})["s"]
@@ -237,19 +210,7 @@ def level_jumps(
         up_i   = f(x_i with x_s = next level) - f(x_i)      0 at the last level
         down_i = f(x_i) - f(x_i with x_s = previous level)  0 at the first level
 
-    Parameters
-    ----------
-    f : callable
-        (M, D) float64 -> (M,) float64, the model.
-    X : ndarray, shape (N, D)
-    column : int
-        The feature's column of X.
-    base : ndarray, shape (N,)
-        ``f(X)``.
-
-    Returns
-    -------
-    up, down : ndarray, shape (N,), float64
+    for X (N, D) with ``base = f(X)``; ``up``, ``down`` (N,).
 
     >>> plan = LevelPlan("s", "discrete", np.array([0.0, 1.0, 3.0]), np.array([0, 1, 2]))
     >>> X = np.array([[0.0], [1.0], [3.0]])
@@ -278,8 +239,7 @@ def level_arrays(
     *,
     eval_rows: int = DEFAULT_EVAL_ROWS,
 ) -> dict[str, np.ndarray]:
-    """A store chunk's ``level_up`` and ``level_down`` (n, L) float64 for the rows X (n, D),
-    a column per plan (``f(X)`` is evaluated here, as :func:`level_features` does)."""
+    """A store chunk's ``level_up`` and ``level_down`` (n, L) for the rows X (n, D)."""
     up = np.zeros((len(X), len(plans)))
     down = np.zeros((len(X), len(plans)))
     if len(X) and plans:
@@ -322,10 +282,8 @@ def level_record(
     center: str = "mean",
     bootstrap: Bootstrap | None = None,
 ) -> FeatureSummary:
-    """One feature's per-level record from every row's position (N,) and its differences
-    ``up``, ``down`` (N,) (:func:`level_jumps`): the jumps' means accumulated and centred
-    (:func:`~ale_cli.core.discrete.level_effect`), with bootstrap bands when asked. No
-    model call."""
+    """One feature's per-level record from every row's position and differences
+    (:func:`level_jumps`), with bootstrap bands when asked."""
     k = plan.n_levels
     eff = level_effect(position=position, up=up, down=down, n_levels=k, center=center)
     bands: dict[str, Any] = {}
@@ -342,9 +300,7 @@ def level_summary(
     center: str = "mean",
     bands: dict[str, Any] | None = None,
 ) -> FeatureSummary:
-    """One feature's per-level record from its jumps' statistics ``cells`` (K-1 cells) and
-    ``n_k`` (K,) (:func:`~ale_cli.core.discrete.level_cells`, merged over chunks), with
-    the bands of :func:`level_bands` when given. No model call."""
+    """One feature's per-level record from its jumps' ``cells`` (K-1) and ``counts`` (K,)."""
     return _record(plan, level_effect_from_cells(cells, counts, center=center), bands or {})
 
 
@@ -381,10 +337,9 @@ def level_bands(
 ) -> dict[str, Any]:
     """``ci_low``, ``ci_high`` (K,) and the replicates of a per-level effect, rows resampled.
 
-    A row at level k holds ``up`` for jump k and ``down`` for jump k-1, so the
-    replicates' jump sums and counts are those of two "features" on the K-1
-    jumps (:func:`~ale_cli.estimators.bands.replicate_cells`, the rows drawn alike), and a
-    third gives each replicate's rows per level for its centering.
+    A row at level k holds ``up`` for jump k and ``down`` for jump k-1: two "features" on
+    the K-1 jumps (:func:`~ale_cli.estimators.bands.replicate_cells`), and a third counts
+    each replicate's rows per level for its centering.
     """
     k = n_levels
     rise = np.where(position < k - 1, position, -1)
