@@ -5,17 +5,10 @@ For feature s with edges ``z_0 < ... < z_K`` and row i in bin k, the interval
 
     D_i = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})
 
-(2 evaluations per row and feature, the chunk's rows stacked into one model call by
-:func:`~ale_cli.models.evaluate.evaluate_moved`). A feature estimated per level gets
-every row's differences to the adjacent levels instead
-(:func:`~ale_cli.estimators.levels.level_jumps`).
-
-:class:`LimitKernel` turns one chunk of rows into :class:`LimitCells`: per binned feature
-the :class:`~ale_cli.core.binstats.CellStats` of the ``D_i`` of its bins and its rows
-outside the edges, per level feature the statistics of its jumps and its rows per level,
-the rows whose values were NaN or infinite (numbers in the whole table) and the
-predictions on the rows kept. :meth:`LimitCells.merge` is exact, so the states of the
-chunks merged in row order are those of the whole table in one chunk, to rounding.
+(2 evaluations per row and feature, stacked by
+:func:`~ale_cli.models.evaluate.evaluate_moved`); a feature estimated per level gets every
+row's differences to the adjacent levels (:func:`~ale_cli.estimators.levels.level_jumps`).
+:meth:`LimitCells.merge` is exact: chunks merged in row order equal one chunk, to rounding.
 """
 
 from __future__ import annotations
@@ -58,14 +51,8 @@ def limit_differences(
     eval_rows: int,
     progress: ProgressFn | None,
 ) -> None:
-    """``diffs[t.j, i] = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})``.
-
-    Only for the rows inside the feature's edges (the others are left as they
-    are). The features whose rows are all inside share one stack per chunk
-    (:func:`evaluate_moved`: the chunk is copied once, then each feature's
-    column moved in turn and put back from ``Xs``); a feature with rows
-    outside given edges is evaluated on its inside rows alone.
-    """
+    """``diffs[t.j, i] = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})`` for the rows
+    inside the edges; the features with no row outside share one stack per chunk."""
     shared = [t for t in todo if t.bins.n_outside == 0]
     runs = [(shared, None)] + [
         ([t], np.flatnonzero(t.bins.index >= 0)) for t in todo if t.bins.n_outside
@@ -100,12 +87,9 @@ def without_rows(index: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RowValues:
-    """Every row's values of a chunk, kept for bootstrap bands (the rows resampled).
-
-    ``index`` (F, n): each row's bin per binned feature (-1 outside the edges or screened
-    out); ``diffs`` (F, n): its ``D_i`` (0 where ``index`` is -1); ``position``, ``up``,
-    ``down`` (L, n): its level and differences to the adjacent levels per level feature.
-    """
+    """Every row's values of a chunk, kept for bootstrap bands: ``index`` (F, n) its bin
+    (-1: outside or screened out), ``diffs`` (F, n) its ``D_i`` (0 where -1); ``position``,
+    ``up``, ``down`` (L, n) per level feature."""
 
     index: np.ndarray
     diffs: np.ndarray
@@ -124,25 +108,10 @@ _ROW_FIELDS = ("index", "diffs", "position", "up", "down")
 
 @dataclass(frozen=True)
 class LimitCells:
-    """The state of a pass of :class:`LimitKernel`: mergeable, in row order.
-
-    Attributes
-    ----------
-    cells : tuple of CellStats, length F
-        Per binned feature, the statistics of ``D_i`` in its K bins (rows screened out left
-        out).
-    outside : tuple of int, length F
-        Per binned feature, its rows outside the edges (not evaluated).
-    levels : tuple of (CellStats, ndarray), length L
-        Per level feature, the statistics of its K-1 jumps and ``n_k`` (K,)
-        (:func:`~ale_cli.core.discrete.level_cells`).
-    dropped : tuple of ndarray
-        The rows screened out, numbered in the whole table, a chunk at a time.
-    predictions : tuple of ndarray
-        The predictions on the rows kept, a chunk at a time.
-    rows : tuple of RowValues
-        Every row's values, a chunk at a time (with ``keep_rows`` only).
-    """
+    """The state of a pass of :class:`LimitKernel`, mergeable in row order: per binned
+    feature the ``cells`` of ``D_i`` (K) and the rows ``outside``; per level feature its
+    jumps' cells (K-1) and ``n_k`` (K,); per chunk the rows ``dropped`` (numbered in the
+    whole table), the ``predictions`` kept and (``keep_rows``) the :class:`RowValues`."""
 
     cells: tuple[CellStats, ...]
     outside: tuple[int, ...]
@@ -182,17 +151,10 @@ def merge_cells(a: LimitCells, b: LimitCells) -> LimitCells:
 
 @dataclass(frozen=True)
 class LimitKernel:
-    """One chunk of rows to :class:`LimitCells`; the model comes as the run's ``shared``.
-
-    ``cols`` and ``edges``: the column of X and the edges (K+1,) of each binned feature;
-    ``levels``: the column and :class:`~ale_cli.estimators.levels.LevelPlan` of each
-    feature estimated per level. The chunk's predictions and the ``D_i`` are screened for
-    NaN and infinite values (:func:`~ale_cli.models.checks.screen_rows`, refused, or with
-    ``drop_nonfinite`` left out of every binned feature); ``predictions`` False skips the
-    predictions (then neither screened nor kept). ``keep_rows`` keeps every row's values
-    (:class:`RowValues`). ``progress`` is told the rows evaluated, where the kernel runs in
-    this process (a kernel sent elsewhere goes without it).
-    """
+    """One chunk of rows to :class:`LimitCells` (the model is the run's ``shared``): the
+    binned features' columns ``cols`` and ``edges`` (K+1,), the level features' columns and
+    plans. Non-finite predictions or ``D_i`` are refused or, with ``drop_nonfinite``,
+    dropped (:func:`~ale_cli.models.checks.screen_rows`); ``progress`` is not shipped."""
 
     cols: tuple[int, ...]
     edges: tuple[np.ndarray, ...]
@@ -208,7 +170,6 @@ class LimitKernel:
         return {k: v for k, v in self.__dict__.items() if k != "progress"}
 
     def empty(self) -> LimitCells:
-        """No rows yet."""
         return LimitCells(
             cells=tuple(CellStats.empty(e.size - 1) for e in self.edges),
             outside=(0,) * len(self.edges),
@@ -261,8 +222,7 @@ class LimitKernel:
         diffs: np.ndarray,
         offset: int,
     ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-        """The chunk's rows with a NaN or infinite prediction or ``D_i`` (refused, or with
-        ``drop_nonfinite`` returned), and the predictions on the other rows."""
+        """The chunk's rows screened out, and the predictions on the other rows."""
         checks: list[tuple[str, np.ndarray, int]] = []
         prediction = None
         if self.predictions:
@@ -282,8 +242,7 @@ class LimitKernel:
         return found.dropped, () if prediction is None else (prediction[found.keep],)
 
     def _level_jumps(self, f: PredictFn, X: np.ndarray) -> list[tuple[np.ndarray, ...]]:
-        """Per level feature: every row's position, ``up`` and ``down`` (no model call
-        without level features)."""
+        """Per level feature: every row's position, ``up`` and ``down``."""
         if not self.levels:
             return []
         base = predict_chunked(f, X, self.eval_rows)

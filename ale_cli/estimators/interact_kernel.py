@@ -1,27 +1,15 @@
 """The chunk kernel of ``ale interact``: every pair's cell statistics from a chunk of rows.
 
-Both second-order estimators need, per cell of a pair's grid, only the count, mean and
-M2 of a per-row value (:class:`~ale_cli.core.second_order.PairCells`), so a run is
-``engine.run(source, PairKernel(...), merge, empty)`` (:mod:`ale_cli.passes.engine`):
-whole tables, streamed files and stores are the same kernel on chunks of different sizes.
-On a chunk X (n, D) whose first row is row ``offset`` of the source, per pair:
+Per pair: the rows inside its grid and their cells (the others counted outside), and
+their per-row value from one of three places:
 
-- the rows inside the pair's grid and their 0-based cells (the others counted outside);
-- the per-row value of those rows, from one of three places:
+- ``corners`` (classic, Apley & Zhu Eq. 13-15): the model at the four corners of the
+  row's cell, ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``;
+- ``autodiff`` (DALE, Gkolemis et al. Eq. 9): the mixed derivative d2f/dx_a dx_b;
+- ``stored`` (DALE): the store's mixed derivatives, no model.
 
-  * ``corners`` (classic, Apley & Zhu Eq. 13-15): the model at the four corners of the
-    row's cell, ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``
-    (:func:`second_differences`);
-  * ``autodiff`` (DALE, Gkolemis et al. Eq. 9): the mixed derivative d2f/dx_a dx_b by the
-    model's autodiff, every such pair of the chunk in one call;
-  * ``stored`` (DALE): the store's mixed derivatives of the chunk, no model;
-
-- the predictions (the store's, else the model's) and the non-finite screen with the
-  source's row numbers (:func:`screen_pairs`: refused, or with ``drop`` the row leaves
-  every pair), then the kept rows' cells.
-
-The model is the run's ``shared`` value: the kernel holds only picklable plans, so an
-engine may run it on other processes.
+Then the non-finite screen (:func:`screen_pairs`) and the kept rows'
+:class:`~ale_cli.core.second_order.PairCells`. The model is the run's ``shared`` value.
 """
 
 from __future__ import annotations
@@ -45,8 +33,6 @@ if TYPE_CHECKING:
     from ale_cli.models.checks import Screened
     from ale_cli.passes.engine import Chunk
 
-#: where a pair's per-row values come from (see the module docstring)
-VALUES = ("corners", "autodiff", "stored")
 #: the name of the store's mixed derivatives in a chunk (:data:`ale_cli.store.npz.MIXED`)
 STORED = "mixed_derivatives"
 
@@ -54,11 +40,8 @@ STORED = "mixed_derivatives"
 def corner_moves(
     j_a: int, j_b: int, ea: np.ndarray, eb: np.ndarray, ia: np.ndarray, ib: np.ndarray
 ) -> list[Any]:
-    """The four moves of the classic route, in the order (k, l), (k-1, l), (k, l-1), (k-1, l-1).
-
-    Row i (in cell (ia_i, ib_i), 0-based) gets ``(x_a, x_b)`` set to the corners
-    ``(z_{k}, w_{l})`` etc. of its cell, with z_k = ``ea[ia + 1]``, z_{k-1} = ``ea[ia]``.
-    """
+    """The four moves of the classic route, to the corners (k, l), (k-1, l), (k, l-1),
+    (k-1, l-1) of each row's cell (0-based ``ia``: z_k = ``ea[ia + 1]``)."""
     hi_a, lo_a, hi_b, lo_b = ea[ia + 1], ea[ia], eb[ib + 1], eb[ib]
     return [
         Move((j_a, j_b), np.column_stack([za, wb]))
@@ -78,9 +61,6 @@ def second_differences(
     progress: ProgressFn | None = None,
 ) -> np.ndarray:
     """Per-row second-order finite differences at the corners of each row's cell, (N,).
-
-    ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``, the
-    four evaluations of every row stacked into the same model calls.
 
     >>> X = np.array([[0.5, 0.5], [1.5, 0.2]])
     >>> e = np.array([0.0, 1.0, 2.0])
@@ -103,13 +83,8 @@ def screen_pairs(
     drop: bool,
     offset: int = 0,
 ) -> Screened:
-    """The rows whose prediction or any pair's value is not finite: a ModelFailed naming
-    them (row numbers from ``offset``, the first row's number in the source), or with
-    ``drop`` the :class:`~ale_cli.models.checks.Screened` rows to leave out of every pair.
-
-    ``values`` are ``(rows, per_row)`` per estimable pair (the rows inside its grid).
-    Every row may be dropped: the run decides whether anything is left.
-    """
+    """The rows whose prediction or any pair's value (``(rows, per_row)`` per pair) is not
+    finite: a ModelFailed naming them, or with ``drop`` the rows to leave out."""
     label = "mixed derivatives" if estimator == "dale" else "evaluations at the cell corners"
     checks: list[tuple[str, np.ndarray, int]] = []
     if prediction is not None:
@@ -123,17 +98,15 @@ def screen_pairs(
 
 
 def dropped_note(path: object, rows: np.ndarray) -> str:
-    """The note on the ``rows`` (numbers in the source) left out for non-finite values, as
-    :func:`~ale_cli.models.checks.screen_rows` words it."""
+    """The note on the ``rows`` left out for non-finite values."""
     count = f"{len(rows)} row{'' if len(rows) == 1 else 's'}"
     return f"dropped {count} where model '{path}' gave NaN or infinite values ({row_list(rows)})"
 
 
 @dataclass(frozen=True)
 class PairPlan:
-    """One estimable pair: its columns in the chunks, its edges (z (K_a+1,), w (K_b+1,)),
-    where its values come from (:data:`VALUES`) and, for ``stored``, its row in the
-    store's mixed derivatives."""
+    """One estimable pair: its columns, edges (K_a+1,), (K_b+1,), where its values come
+    from ("corners", "autodiff", "stored") and its row of the store's mixed derivatives."""
 
     cols: tuple[int, int]
     edges_a: np.ndarray
@@ -148,13 +121,8 @@ class PairPlan:
 
 @dataclass(frozen=True)
 class Passed:
-    """What a pass over rows gives: every planned pair's cells, the rows dropped (numbers
-    in the source), the kept rows' predictions and the seconds spent on per-row values.
-
-    Mergeable as :class:`~ale_cli.core.second_order.PairCells` (``other``'s rows after
-    these): the cells merge, the rest concatenates and adds. The predictions are kept in
-    memory (8 bytes a kept row) for the summary's distribution.
-    """
+    """A pass's state, mergeable in row order: every pair's cells, the rows dropped, the
+    kept rows' predictions (for the summary's distribution), the seconds on values."""
 
     pairs: tuple[PairCells, ...]
     dropped: tuple[np.ndarray, ...] = ()
@@ -163,11 +131,9 @@ class Passed:
 
     @classmethod
     def empty(cls, plans: Sequence[PairPlan]) -> Passed:
-        """No rows yet on the grids of ``plans`` (the neutral element of :meth:`merge`)."""
         return cls(tuple(PairCells.empty(p.shape) for p in plans))
 
     def merge(self, other: Passed) -> Passed:
-        """The pass over these rows, then ``other``'s."""
         return Passed(
             tuple(a.merge(b) for a, b in zip(self.pairs, other.pairs, strict=True)),
             self.dropped + other.dropped,
@@ -177,7 +143,6 @@ class Passed:
 
     @property
     def kept(self) -> int:
-        """Rows kept (every value finite)."""
         return int(sum(len(p) for p in self.predictions))
 
     def dropped_rows(self) -> np.ndarray:
@@ -213,14 +178,8 @@ def _locate(X: np.ndarray, plan: PairPlan) -> _Located:
 
 @dataclass(frozen=True)
 class PairKernel:
-    """``kernel(chunk, model) -> Passed`` of ``ale interact`` (see the module docstring).
-
-    ``plans`` are the estimable pairs; ``estimator`` names the values in messages;
-    ``path`` is the model file for messages; ``drop`` leaves rows with non-finite values
-    out rather than refuse them; ``stored_prediction``: the chunks hold the predictions
-    (a store), else the model gives them. ``model`` may be None when no pair needs it
-    and the predictions are stored.
-    """
+    """``kernel(chunk, model) -> Passed`` of ``ale interact`` (``model`` None when no pair
+    needs it and the chunks hold the predictions, ``stored_prediction``)."""
 
     plans: tuple[PairPlan, ...]
     estimator: str
@@ -230,7 +189,6 @@ class PairKernel:
 
     @property
     def arrays(self) -> tuple[str, ...]:
-        """The chunk arrays the kernel reads."""
         stored = any(p.values == "stored" for p in self.plans)
         return ("X", *(("prediction",) if self.stored_prediction else ()),
                 *((STORED,) if stored else ()))  # fmt: skip
@@ -270,7 +228,6 @@ class PairKernel:
     def _values(
         self, chunk: Chunk, X: np.ndarray, model: Model | None, located: list[_Located]
     ) -> list[np.ndarray]:
-        """Per plan, the values of its located rows of the chunk."""
         out: dict[int, np.ndarray] = {}
         autodiff = [p for p, plan in enumerate(self.plans) if plan.values == "autodiff"]
         if autodiff:

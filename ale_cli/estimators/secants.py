@@ -1,27 +1,12 @@
 """``rebin`` and ``rhale`` on a store of secants (piecewise-constant models).
 
-``ale compute`` stores, for a model detected as piecewise constant, each row's
-secant across its bin of a fine grid and the fine grids themselves
-(:mod:`ale_cli.models.secant`). From such a store the estimators do not average
-the secants over a coarse bin (that would weight the fine bins by their row
-counts): they accumulate the fine-grid ALE and read it at the coarse edges
-(:mod:`ale_cli.core.finegrid`):
-
-- ``rebin``: any edges; quantile edges at K dividing K_fine are fine edges, other
-  edges (uniform bins, other K, an edges file) get the fine curve interpolated
-  linearly inside their fine bin, and the feature's note says so;
-- ``rhale``: the candidate limits are the fine edges (``max_bins`` and ``grid``
-  do not apply); the optimiser merges fine bins;
-- the heterogeneity ``s_k`` is the std of the secants of the rows in the coarse
-  bin, the standard error ``s_k / sqrt(n_k)``, the centering counts those rows;
-- bootstrap bands resample the rows and recompute the fine curve per replicate.
-
-A feature whose median fine bin holds fewer than
-:data:`~ale_cli.core.finegrid.MIN_ROWS_PER_FINE_BIN` rows is refused (not
-estimable, with a one-line pointer to ``ale classic``): each fine slope then
-rests on a few rows and the fine curve drifts from the ALE on coarse bins
-(the threshold and its measurement: :func:`~ale_cli.core.finegrid.sparse_reason`;
-bench/bench_secant.py).
+Such a store holds each row's secant across its bin of a fine grid, and the fine grids
+(:mod:`ale_cli.models.secant`). The estimators accumulate the fine-grid ALE and read it at
+the coarse edges (:mod:`ale_cli.core.finegrid`; interpolated linearly inside a fine bin
+for edges off the fine grid, with a note) rather than average secants over a coarse bin;
+``rhale``'s candidate limits are the fine edges. A feature whose median fine bin holds
+fewer than :data:`~ale_cli.core.finegrid.MIN_ROWS_PER_FINE_BIN` rows is not estimable
+(:func:`~ale_cli.core.finegrid.sparse_reason`).
 """
 
 from __future__ import annotations
@@ -76,10 +61,8 @@ def summary_notes(meta: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def fine_grids(store: Store, where: str) -> dict[str, np.ndarray]:
-    """The fine edges of each explained feature that has secants, checked.
-
-    InputError naming the store when the offsets do not cut ``fine_edges`` into
-    strictly increasing runs of at least 2 edges (or none)."""
+    """The fine edges of each explained feature that has secants; InputError naming the
+    store when the offsets do not cut ``fine_edges`` into increasing runs (or none)."""
     flat = store.extra.get(FINE_EDGES)
     offsets = store.extra.get(FINE_OFFSETS)
     if flat is None or offsets is None:
@@ -119,8 +102,8 @@ def _note(fine: np.ndarray, z: np.ndarray) -> str:
 def _fine(
     p: Passes, grids: Mapping[str, np.ndarray], skip: dict[str, str], min_rows: int
 ) -> dict[int, _Fine]:
-    """The fine grid and curve of every feature not in ``skip``; a feature without a fine
-    grid, or with fewer than ``min_rows`` rows in its median fine bin, is added to ``skip``."""
+    """The fine grid and curve of every feature not in ``skip`` (those without a grid or
+    too sparse are added to ``skip``)."""
     names = p.columns.names
     for name in names:
         if name not in skip and name not in grids:
@@ -148,8 +131,7 @@ def _summary(
     n_outside: int = 0,
     **more: Any,
 ) -> FeatureSummary:
-    """One feature's summary on coarse edges ``z`` from its fine curve and the secants'
-    statistics per coarse bin (``more``: ``objective``, ``note``)."""
+    """One feature's summary on coarse edges ``z`` (``more``: ``objective``, ``note``)."""
     if coarse.total == 0:
         return not_estimable(
             name,
@@ -180,10 +162,8 @@ def rebin(
     rows: tuple[np.ndarray, np.ndarray] | None = None,
     min_rows: int = MIN_ROWS_PER_FINE_BIN,
 ) -> list[FeatureSummary]:
-    """``ale rebin`` on secants: the features of ``p`` with fine edges ``grids[name]``;
-    coarse bins as :func:`ale_cli.estimators.dale.dale`. Features with fewer than
-    ``min_rows`` rows in their median fine bin are not estimable. Bootstrap bands need the
-    values and secants of the features in memory (``rows``)."""
+    """``ale rebin`` on secants (coarse bins as :func:`ale_cli.estimators.dale.dale`);
+    bootstrap bands from the rows in memory (``rows``)."""
     lo, hi = ranges(p)
     names = p.columns.names
     skip = skip_reasons(names, lo, hi, categorical, edges)
@@ -211,9 +191,8 @@ def rhale(
     rows: tuple[np.ndarray, np.ndarray] | None = None,
     min_rows: int = MIN_ROWS_PER_FINE_BIN,
 ) -> list[FeatureSummary]:
-    """``ale rhale`` on secants: the optimal partition of each feature's fine grid
-    (:func:`~ale_cli.core.rhale.optimal_partition` on the secants' fine-bin statistics),
-    the effect from the fine curve at its limits; ``min_rows``, ``rows`` as in :func:`rebin`."""
+    """``ale rhale`` on secants: the optimal partition of each feature's fine grid, the
+    effect from the fine curve at its limits."""
     lo, hi = ranges(p)
     names = p.columns.names
     skip = skip_reasons(names, lo, hi, categorical)
@@ -247,8 +226,7 @@ def _banded(
     bootstrap: Bootstrap | None,
     center: str,
 ) -> list[FeatureSummary]:
-    """Bootstrap bands: rows resampled (the same rows for every feature), the fine curve
-    and the coarse counts recomputed per replicate, edges fixed; no model call."""
+    """Bootstrap bands: the fine curve and coarse counts recomputed per replicate."""
     if bootstrap is None or not bootstrap.replicates or rows is None:
         return features
     X, E = rows
