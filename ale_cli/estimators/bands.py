@@ -1,12 +1,7 @@
 """Bootstrap bands on the features of a summary (``--bootstrap B --ci C --seed S``).
 
-The estimators call :func:`with_bands` on their features with the rows' bins
-and the per-row values they averaged (local effects for ``rebin``/``rhale``,
-differences across the bins for ``classic``); the bins stay those of the
-summary, the rows are resampled (:mod:`ale_cli.core.bootstrap`), and every
-estimable feature gets ``ci_low``/``ci_high`` and its replicates (for the
-statistics' bands, which :func:`~ale_cli.summary.model.with_statistics`
-adds). No model call.
+:func:`with_bands` resamples the rows (:mod:`ale_cli.core.bootstrap`) on the summary's
+bins, with the per-row values each estimator averaged; no model call.
 """
 
 from __future__ import annotations
@@ -46,7 +41,7 @@ class Bootstrap:
         check_bootstrap(self.replicates, self.ci, self.seed)
 
     def params(self) -> dict[str, Any]:
-        """The summary's params for the bands (none without replicates: summaries unchanged)."""
+        """The summary's params for the bands (none without replicates)."""
         if not self.replicates:
             return {}
         return {"bootstrap": self.replicates, "ci": self.ci, "seed": self.seed}
@@ -90,32 +85,12 @@ def replicate_cells(
     rng: np.random.Generator,
     chunk_rows: int = CHUNK_ROWS,
 ) -> list[ReplicateCells]:
-    """Per-replicate bin counts and sums of D features, rows resampled alike for all.
+    """Per-replicate bin counts and sums (B, K_j) of D features, rows resampled alike.
 
-    ``n_bk = sum_{i in k} w_bi`` and ``S_bk = n_bk mu_k + sum_{i in k} w_bi (e_i - mu_k)``
-    (:mod:`ale_cli.core.bootstrap`), as two sparse products per chunk of rows:
-    ``A (sum K_j, n) @ W^T (n, B)`` with ``A`` holding a 1 (counts) or the
-    row's deviation from its bin mean (sums) at (its bin, its row) for every
-    feature; ``D N B`` multiply-adds each, not ``K`` times that as a dense
-    one-hot product would.
-
-    Parameters
-    ----------
-    index : ndarray, shape (N, D), int
-        Bin of each row for each feature, ``0 .. K_j - 1``; ``-1`` for a row
-        outside the feature's bins (it is drawn but counts nowhere).
-    values : ndarray, shape (N, D)
-        The values averaged per bin (local effects, or classic's differences).
-    n_bins : sequence of int, length D
-        ``K_j``.
-    replicates : int
-        B.
-    rng : numpy.random.Generator
-        Draws the rows (:func:`~ale_cli.core.bootstrap.resampled_weights`).
-
-    Returns
-    -------
-    list of ReplicateCells, length D, each (B, K_j)
+    ``n_bk = sum_{i in k} w_bi`` and ``S_bk = n_bk mu_k + sum_{i in k} w_bi (e_i - mu_k)``,
+    as two sparse products ``A (sum K_j, n) @ W^T (n, B)`` per chunk of rows (``A``: a 1,
+    or the row's deviation from its bin mean, at (its bin, its row)). ``index`` (N, D):
+    each row's bin, -1 outside (drawn, counted nowhere); ``values`` (N, D).
 
     >>> idx = np.array([[0], [0], [1]]); v = np.array([[1.0], [3.0], [5.0]])
     >>> rc = replicate_cells(idx, v, [2], replicates=2, rng=np.random.default_rng(0))
@@ -170,14 +145,9 @@ def with_bands(
     center: str,
     differences: bool = False,
 ) -> list[FeatureSummary]:
-    """The features with percentile bands of their effect over ``boot.replicates`` replicates.
-
-    ``index[name]`` (N,) is each row's bin on the feature's edges (-1 outside),
-    ``values[name]`` (N,) the value averaged per bin; with ``differences`` the
-    values are differences across the bins and are divided by the bin widths
-    (classic ALE). Features that are not estimable, or have no entry in
-    ``index``, are returned as they are. All features share the resampled rows.
-    """
+    """The features with percentile bands over ``boot.replicates`` replicates, from each
+    row's bin ``index[name]`` (N,) (-1 outside) and value ``values[name]`` (N,);
+    ``differences``: values across the bins, divided by the widths (classic ALE)."""
     if not boot.replicates:
         return list(features)
     todo = [f for f in features if f.status == "ok" and f.name in index]

@@ -1,8 +1,5 @@
-"""Fixed bins as a command asks for them: K bins of a binning, or the edges of a file.
-
-Shared by ``ale rebin``, ``ale classic`` and ``ale interact``:
-:meth:`FixedBins.from_options` checks the options before anything is loaded
-and reads the edges file (``-`` reads it from standard input).
+"""Fixed bins as a command asks for them (``rebin``, ``classic``, ``interact``): K bins of a
+binning, or the edges of a file (``-``: standard input), checked before anything is loaded.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ from ale_cli.core.binning import BINNINGS
 from ale_cli.errors import InputError
 from ale_cli.summary.edges import EdgesFile, read_edges
 
-#: Bins per feature of the first-order estimators when none are asked for.
+#: bins per feature of the first-order estimators
 DEFAULT_BINS = 20
 
 
@@ -55,8 +52,7 @@ class FixedBins:
         default: str,
         default_bins: int = DEFAULT_BINS,
     ) -> FixedBins:
-        """Check ``bins``/``binning``/``edges`` (None = not given) and read the edges file;
-        ``default``/``default_bins`` are the command's defaults."""
+        """Check ``bins``/``binning``/``edges`` (None: not given) and read the edges file."""
         if edges is not None:
             if bins is not None or binning is not None:
                 raise InputError(
@@ -72,8 +68,7 @@ class FixedBins:
         return cls(bins=k, binning=chosen, asked=bins is not None)
 
     def check_rows(self, n_rows: int, source: str) -> None:
-        """Refuse a number of bins asked for that exceeds the ``n_rows`` rows of ``source``
-        (most bins would be empty; the default is never refused).
+        """Refuse more bins asked for than the ``n_rows`` rows of ``source`` (not the default).
 
         >>> FixedBins(bins=50, binning="quantile", asked=True).check_rows(40, "d.csv")
         Traceback (most recent call last):
@@ -90,8 +85,8 @@ class FixedBins:
     def check_features(
         self, features: Sequence[str] | None, available: Sequence[str], source: str
     ) -> None:
-        """With an edges file: every feature asked for has edges, and when none were
-        asked for, the file names no feature that ``source`` lacks."""
+        """With an edges file: every feature asked for has edges; with none asked for, the
+        file names no feature that ``source`` lacks."""
         if self.edges_file is None:
             return
         missing = [n for n in features or () if n not in self.edges_file.edges]

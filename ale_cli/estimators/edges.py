@@ -1,10 +1,5 @@
-"""Bin edges of data columns read in chunks: given, uniform over their range, or quantiles.
-
-The estimators that call the model on data (``ale classic``, ``ale interact``) bin each
-feature by edges ``z_0 < ... < z_K``: those of an edges file, K equal widths over the
-column's range ``[lo, hi]`` (found by the first pass over the data), or the exact type-1
-quantiles at ``k/K``, deduplicated (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`,
-two passes over the chunks; an array in memory is one chunk).
+"""Bin edges of data columns read in chunks: given, uniform over their range, or the exact
+type-1 quantiles at ``k/K``, deduplicated (two passes; an array in memory is one chunk).
 """
 
 from __future__ import annotations
@@ -29,9 +24,8 @@ def column_edges(
     binning: str,
     given: Mapping[str, Any] | None = None,
 ) -> list[np.ndarray]:
-    """The edges (K+1,) of C columns: ``given`` (by their ``names``), uniform over
-    ``[lo, hi]`` (C,) or exact type-1 quantiles from ``chunks()``, a fresh pass over
-    (n_i, C) arrays of these columns on every call (two calls in all).
+    """The edges (K+1,) of C columns: ``given`` by name, uniform over ``[lo, hi]`` (C,), or
+    type-1 quantiles from ``chunks()``, a fresh pass over (n_i, C) arrays per call.
 
     >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
     >>> lo, hi = np.array([1.0]), np.array([5.0])

@@ -1,20 +1,10 @@
 """The order of a categorical feature's levels from passes over the rows, as ALEPlot's.
 
-:func:`~ale_cli.core.discrete.level_order` compares the levels by the other inputs: the
-Kolmogorov-Smirnov distance of each numeric column's distributions at two levels (their
-ECDFs at the column's :data:`~ale_cli.core.discrete.KS_POINTS` type-7 quantiles) and the
-total variation distance of each categorical column's. Every piece of it is a count
-that merges across chunks, so it takes passes rather than the whole table:
-
-1. the feature's levels (:class:`~ale_cli.estimators.level_plans.Distinct`);
-2. the numeric columns' type-7 quantiles, from their order statistics
-   (:func:`~ale_cli.core.outofcore.order_statistics`, a few passes) and numpy's
-   interpolation between them (:func:`~ale_cli.core.discrete.lerp`);
-3. per level, each numeric column's rows below each quantile and each categorical
-   column's rows per value (:class:`LevelCounts`).
-
-The order is then the one :func:`~ale_cli.core.discrete.level_order` gives on the whole
-table, to the last bit. An array in memory is one chunk.
+:func:`~ale_cli.core.discrete.level_order` compares the levels by the Kolmogorov-Smirnov
+distance of each numeric column (ECDFs at its :data:`~ale_cli.core.discrete.KS_POINTS`
+type-7 quantiles) and the total variation distance of each categorical column. Every piece
+is a count that merges across chunks (:class:`LevelCounts`), so the order equals the
+whole table's to the last bit.
 """
 
 from __future__ import annotations
@@ -59,10 +49,9 @@ def pair_counts(level: np.ndarray, value: np.ndarray, counts: np.ndarray) -> Pai
 
 @dataclass(frozen=True)
 class LevelCounts:
-    """A categorical feature's counts per level (K levels), mergeable: ``rows`` (K,);
-    per other numeric column (with P points) the rows at each level whose value lies
-    just below each point, ``below`` (K, P+1) (their cumulative sum over points gives the
-    rows at or below each); per other categorical column the :data:`Pairs`."""
+    """A categorical feature's counts per level, mergeable: ``rows`` (K,); per other numeric
+    column the rows just below each of P points, ``below`` (K, P+1); per other categorical
+    column the :data:`Pairs`."""
 
     rows: np.ndarray
     below: tuple[np.ndarray, ...]
@@ -86,9 +75,7 @@ def merge_counts(a: tuple[LevelCounts, ...], b: tuple[LevelCounts, ...]) -> tupl
 
 @dataclass(frozen=True)
 class LevelCountsKernel:
-    """A chunk ``{"X": (n, D)}`` to the :class:`LevelCounts` of each feature: its column
-    and levels (sorted) in ``features``, the other numeric columns and their points in
-    ``numeric``, the categorical columns in ``categorical`` (each feature's own left out)."""
+    """A chunk to the :class:`LevelCounts` of each of ``features`` (column, sorted levels)."""
 
     features: tuple[tuple[int, np.ndarray], ...]
     numeric: tuple[tuple[int, np.ndarray], ...]
@@ -155,10 +142,8 @@ def level_orders(
     *,
     engine: Engine = LOCAL,
 ) -> list[np.ndarray]:
-    """The order of the levels of each of ``features`` (its column and its levels, K
-    sorted values), as :func:`~ale_cli.core.discrete.level_order` finds it from the
-    other columns (``categorical`` ones compared by total variation, the others by
-    Kolmogorov-Smirnov), from passes over ``rows``."""
+    """The order of the levels of each of ``features`` (column, K sorted levels), as
+    :func:`~ale_cli.core.discrete.level_order` finds it, from passes over ``rows``."""
     numeric = [c for c in range(len(rows.names)) if c not in categorical]
     points = ks_quantiles(rows, numeric)
     kernel = LevelCountsKernel(

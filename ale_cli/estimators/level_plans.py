@@ -1,11 +1,8 @@
-"""The plans of the features estimated per level: their levels and the levels' order.
+"""The plans of the features estimated per level, from passes over a source's chunks.
 
-A discrete feature's levels are its distinct values in numeric order
-(:class:`~ale_cli.estimators.levels.LevelPlan`); one pass over the chunks of a source
-collects them (:class:`Distinct`, mergeable: at most ``limit + 1`` values a column are
-kept, enough to tell a column with more than ``limit``), so a data file read chunk by
-chunk needs no whole table for them. An array in memory is one chunk. A categorical
-feature's levels are found the same way, and their order from further passes
+A discrete feature's levels are its distinct values in numeric order, collected by one
+mergeable pass (:class:`Distinct`: at most ``limit + 1`` values a column kept); a
+categorical feature's levels the same way, their order from further passes
 (:mod:`ale_cli.estimators.level_order`).
 """
 
@@ -83,12 +80,9 @@ def discrete_plans(
     exclude: Sequence[str] = (),
     engine: Engine = LOCAL,
 ) -> dict[str, LevelPlan | str]:
-    """The plans of the features among ``chosen`` and outside ``exclude`` estimated per
-    value (those named in ``discrete``, or with ``"auto"`` those with 2 to
-    :data:`~ale_cli.core.discrete.MAX_DISCRETE_LEVELS` distinct values), or why one is
-    not estimable; from one pass over the chunks ``{"X": (n, D)}`` of ``source``
-    collecting their distinct values. A named feature with more than
-    :data:`~ale_cli.core.discrete.MAX_LEVELS` values is refused.
+    """The plans of the features of ``chosen`` outside ``exclude`` estimated per value
+    (named in ``discrete``, or with ``"auto"`` those with 2 to ``MAX_DISCRETE_LEVELS``
+    values), or why not estimable, from one pass over ``source``.
 
     >>> from ale_cli.passes.engine import ArraySource
     >>> X = np.column_stack([[1.0, 2.0, 1.0] * 5, np.arange(15.0), np.ones(15)])
@@ -131,10 +125,9 @@ def level_plans(
     labels: Mapping[str, tuple[Any, ...]] | None = None,
     engine: Engine = LOCAL,
 ) -> dict[str, LevelPlan | str]:
-    """The plans of the features among ``chosen`` estimated per level, from passes over
-    ``rows``: the categorical ones (every input in ``categorical`` is; its levels in
-    ALEPlot's order, :func:`~ale_cli.estimators.level_order.level_orders`; ``labels``: a
-    text column's values by code) and the discrete ones (:func:`discrete_plans`)."""
+    """The plans of the features of ``chosen`` estimated per level, from passes over
+    ``rows``: the ``categorical`` ones (in ALEPlot's order; ``labels``: a text column's
+    values by code) and the discrete ones (:func:`discrete_plans`)."""
     cats = [name for name in chosen if name in categorical]
     out: dict[str, LevelPlan | str] = {}
     if cats:

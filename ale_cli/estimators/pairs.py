@@ -39,9 +39,7 @@ def parse_pair(text: str, param: str = "pairs") -> Pair:
 
 
 def parse_pairs(texts: Sequence[str] | str | None, param: str = "pairs") -> tuple[Pair, ...]:
-    """Every ``--pair`` value parsed, duplicates (in either order) removed, order kept.
-
-    Each item may be ``"a,b"`` or a sequence ``("a", "b")``; a single string is one pair.
+    """Every ``"a,b"`` or ``("a", "b")`` parsed, duplicates (in either order) removed.
 
     >>> parse_pairs(["a,b", "b,a", ("a", "c")])
     (('a', 'b'), ('a', 'c'))
@@ -82,9 +80,8 @@ def pair_columns(
 
 @dataclass(frozen=True)
 class Binning:
-    """How each feature of a pair is cut: the edges of a file (``given``), else ``bins``
-    ``"uniform"`` bins over its range or ``"quantile"`` bins (exact type-1 quantiles,
-    deduplicated)."""
+    """How each feature of a pair is cut: the edges file ``given``, else ``bins`` bins of
+    ``binning`` ("uniform", or "quantile": exact type-1 quantiles, deduplicated)."""
 
     bins: int
     binning: str
@@ -93,9 +90,8 @@ class Binning:
 
 @dataclass(frozen=True)
 class Columns:
-    """What a grid needs of the rows: the N rows of ``source`` (its chunks hold ``"X"``,
-    columns in the order of ``names``), the categorical inputs, and each column's range
-    ``lo``/``hi`` (D,) when known (else a pass over the source finds it)."""
+    """What a grid needs of the rows: ``source`` (chunks of ``"X"`` with columns ``names``),
+    the categorical inputs, and the columns' ranges (D,) when known (else a pass)."""
 
     source: Source
     names: tuple[str, ...]
@@ -121,13 +117,8 @@ Grids = dict[int, tuple[np.ndarray, np.ndarray]]
 def pair_grids(
     pairs: Sequence[Pair], cols: Sequence[tuple[int, int]], rows: Columns, binning: Binning
 ) -> tuple[Grids, dict[int, str]]:
-    """Per pair (by position): its two edge arrays, or why it is not estimable.
-
-    In order: a categorical feature makes a pair not estimable; then each feature's
-    edges: the edges file's (an InputError when it lacks the feature), else not
-    estimable when the feature is constant, else uniform over its range, else exact
-    type-1 quantiles (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`: two passes
-    over the source for every column that needs them; one chunk for rows in memory).
+    """Per pair (by position): its two edge arrays, or why it is not estimable (a
+    categorical or constant feature); the edges file's, uniform, or type-1 quantiles.
 
     >>> from ale_cli.passes.engine import ArraySource
     >>> X = np.array([[0.0, 5.0, 1.0], [1.0, 4.0, 1.0], [2.0, 3.0, 1.0], [3.0, 2.0, 1.0]])
