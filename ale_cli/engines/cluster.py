@@ -1,18 +1,11 @@
 """The Dask engine: a run's parts as tasks on the workers of a Dask cluster.
 
-:class:`DaskEngine` implements :class:`~ale_cli.passes.engine.Engine`: one task per part
-of the source (:func:`~ale_cli.passes.engine.fold_part`: the part's chunks read on the
-worker, the kernel applied, the states folded with ``merge``), the parts' states folded
-here in part order, so the result equals the local engine's whatever the cut. ``shared``
-(a model: :class:`~ale_cli.passes.shipped.ShippedModel`) is sent to every worker once
-(``Client.scatter(broadcast=True)``) and every task of the run finds it there. When a part
-fails, the others are cancelled, the sink is told to stop (a task still running stops at
-its next chunk) and the engine waits for them before the error is raised here: no worker
-writes once the run is over. It imports no estimator.
-
-Without a scheduler address a :class:`distributed.LocalCluster` of worker processes (one
-thread each) is started on this machine; inside a ``with engine:`` block every run shares
-one cluster, outside one each run starts its own.
+One task per part (:func:`~ale_cli.passes.engine.fold_part` on the worker), the states
+folded here in part order, so the result equals the local engine's. ``shared`` (a model)
+is scattered to every worker once. When a part fails, the sink is told to stop and the
+engine waits for the running tasks before raising: no worker writes once the run is over.
+Without a scheduler a LocalCluster of one-thread worker processes is started; inside a
+``with engine:`` block every run shares one cluster.
 """
 
 from __future__ import annotations
@@ -58,9 +51,7 @@ def client(scheduler: str | None) -> Iterator[Client]:
             threads_per_worker=1,
             processes=True,
             dashboard_address=":0",
-            # a task's failure reaches the client, which reports it in one line; the
-            # worker's own "Compute Failed" record (ERROR, with a traceback) would be a
-            # second report on stderr
+            # a task's failure reaches the client; the worker's own record would repeat it
             silence_logs=logging.CRITICAL,
         ) as cluster,
         Client(cluster) as local,
@@ -70,9 +61,8 @@ def client(scheduler: str | None) -> Iterator[Client]:
 
 @contextmanager
 def environ_kept() -> Iterator[None]:
-    """Give ``os.environ`` back as it was: a LocalCluster's nannies set their pre-spawn
-    variables (``OMP_NUM_THREADS``, ``MALLOC_TRIM_THRESHOLD_``...) in this process's
-    environment, where they would outlive the run (e.g. in a notebook)."""
+    """Give ``os.environ`` back as it was (a LocalCluster's nannies set their pre-spawn
+    variables in this process's environment)."""
     saved = dict(os.environ)
     try:
         yield
@@ -81,18 +71,10 @@ def environ_kept() -> Iterator[None]:
         os.environ.update(saved)
 
 
-def worker_slots(dask_client: Client) -> int:
-    """The threads of the cluster's workers (at least 1): the tasks that run at once."""
-    return max(1, sum(dask_client.nthreads().values()))
-
-
 class DaskEngine:
     """Runs on the Dask cluster at ``scheduler`` (an address or a scheduler file; None: a
-    LocalCluster on this machine). A context manager: the cluster is reached (or started)
-    on entry, or for each run outside a ``with`` block.
-
-    ``DaskEngine(...)`` checks nothing and connects to nothing: build it with
-    :func:`ale_cli.engines.engine_for`, which validates the options once."""
+    LocalCluster), reached on entering ``with`` (or per run); checks nothing itself
+    (:func:`ale_cli.engines.engine_for` validates the options)."""
 
     splits = True
 
@@ -121,19 +103,16 @@ class DaskEngine:
 
     @property
     def client(self) -> Client:
-        """The client of the cluster (inside a ``with`` block only)."""
         if self._client is None:
             raise RuntimeError("the Dask engine is used outside its 'with' block")
         return self._client
 
     @property
     def slots(self) -> int:
-        """The worker threads of the cluster: the parts that run at once."""
         with self:
-            return worker_slots(self.client)
+            return max(1, sum(self.client.nthreads().values()))
 
     def describe(self) -> dict[str, Any]:
-        """The engine's name and the cluster's workers (it is reached for them)."""
         with self:
             return {"name": "dask", "workers": len(self.client.scheduler_info().get("workers", {}))}
 
@@ -187,10 +166,8 @@ def _task(
 
 
 def _fold_in_order(futures: list[Any], merge: Merge[S], empty: S, progress: Progress | None) -> S:
-    """The parts' states folded in part order as they finish (a state is kept only until
-    the parts before it are folded); ``progress`` told each part's rows. A failure is
-    raised once the parts before it are done: the first in part order, as the local
-    engine meets it."""
+    """The parts' states folded in part order as they finish; a failure is raised once the
+    parts before it are done (the first in part order, as the local engine meets it)."""
     from distributed import as_completed, wait
 
     index = {f.key: i for i, f in enumerate(futures)}
@@ -214,9 +191,8 @@ def _fold_in_order(futures: list[Any], merge: Merge[S], empty: S, progress: Prog
 
 
 def _stop(dask_client: Client, futures: list[Any], sink: Sink[Any] | None) -> None:
-    """After a failed part: tell the sink to stop the parts still running at their next
-    chunk and wait until they have (a cancelled task would go on running on its worker
-    and writing); without a sink, cancel them."""
+    """After a failed part: tell the sink to stop the running parts and wait for them (a
+    cancelled task would go on writing); then cancel them."""
     from distributed import wait
 
     if sink is not None:

@@ -16,8 +16,8 @@ INSTALL_HINT = "pip install ale-cli[dask]"
 
 
 def check_engine(engine: str, scheduler: str | None) -> None:
-    """InputError naming ``engine`` unless it is one of :data:`ENGINES`, or naming
-    ``scheduler`` when one is given for the local engine.
+    """InputError naming ``engine`` unless it is one of :data:`ENGINES`, or ``scheduler``
+    when it is malformed or given for the local engine.
 
     >>> check_engine("local", None)
     >>> check_engine("spark", None)
@@ -40,11 +40,9 @@ _HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^/:\[\]\s]+):(?P<port>[0-
 
 
 def scheduler_target(scheduler: str) -> tuple[str, str]:
-    """``("address", ADDRESS)`` for a scheduler address (``tcp://host:port``, ``tls://``,
-    ``ws://``, ``wss://``, ``ucx://``, ``inproc://`` or ``host:port``, which Dask reads as
-    tcp), or ``("file", PATH)`` for an existing scheduler file (the JSON ``dask scheduler
-    --scheduler-file`` writes); an InputError naming ``scheduler`` and these forms for
-    anything else. No connection is tried.
+    """``("address", ADDRESS)`` for a scheduler address (one of :data:`PROTOCOLS`, or
+    ``host:port`` read as tcp), ``("file", PATH)`` for an existing scheduler file, else an
+    InputError naming ``scheduler``. No connection is tried.
 
     >>> scheduler_target("tcp://10.0.0.5:8786"), scheduler_target("node7:8786")
     (('address', 'tcp://10.0.0.5:8786'), ('address', 'node7:8786'))
@@ -92,8 +90,7 @@ def require_dask() -> None:
 
 
 def scheduler_address(scheduler: str) -> str:
-    """The address of the scheduler given as an address or a scheduler file
-    (:func:`~ale_cli.engines.scheduler_target`); InputError for a file that holds none."""
+    """The address of the scheduler given as an address or a scheduler file."""
     kind, value = scheduler_target(scheduler)
     if kind == "address":
         return value
