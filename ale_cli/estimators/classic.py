@@ -30,19 +30,25 @@ from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues, merge_cells
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.estimators.edges import column_edges
-from ale_cli.estimators.inputs import ModelInputs, feature_columns, model_source, open_inputs
+from ale_cli.estimators.inputs import (
+    ModelInputs,
+    feature_columns,
+    model_source,
+    open_inputs,
+    table_columns,
+)
 from ale_cli.estimators.inputs_stream import (
     NeedsWholeTable,
     Reading,
     Streamed,
     open_streamed,
     reading_of,
+    shipped,
 )
 from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.levels import LevelPlan, level_bands, level_summary
 from ale_cli.estimators.rows import ROWS, Rows
-from ale_cli.models import Columns, detect_format
-from ale_cli.models.base import Model, ProgressFn
+from ale_cli.models.base import ProgressFn
 from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 from ale_cli.passes.engine import LOCAL, Engine, Ready, Shared
@@ -290,10 +296,15 @@ def _streamed(
         engine=engine,
     )  # fmt: skip
     source = streamed.source(inputs, method=METHOD)
-    columns = Columns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes)
     return Loaded(
         rows=rows,
-        model=shipped(inputs, streamed.model, columns, scan.first, source),
+        model=shipped(
+            inputs,
+            streamed.model,
+            streamed.columns_of_model(),
+            scan.first,
+            sha256=source["model"]["sha256"],
+        ),  # fmt: skip
         features=streamed.features,
         levels=levels,
         source=source,
@@ -314,15 +325,11 @@ def _whole(request: ClassicRequest, fixed: FixedBins, reading: Reading, engine: 
         labels=table.levels, engine=engine,
     )  # fmt: skip
     source = model_source(inputs, opened, method=METHOD)
-    columns = Columns(
-        names=table.feature_names,
-        fixed=table.categorical,
-        levels=table.levels,
-        dtypes=table.dtypes,
-    )
     return Loaded(
         rows=rows,
-        model=shipped(inputs, opened.model, columns, table.X, source),
+        model=shipped(
+            inputs, opened.model, table_columns(table), table.X, sha256=source["model"]["sha256"]
+        ),
         features=opened.features,
         levels=levels,
         source=source,
@@ -332,21 +339,6 @@ def _whole(request: ClassicRequest, fixed: FixedBins, reading: Reading, engine: 
             *_dropna_note(table.rows_dropped),
             *opened.notes,
         ),
-    )
-
-
-def shipped(
-    inputs: ModelInputs, model: Model, columns: Columns, head: np.ndarray, source: dict[str, Any]
-) -> ShippedModel:
-    """The model loaded here as a handle that loads it the same way elsewhere."""
-    return ShippedModel.of(
-        Path(inputs.model),
-        model_format=detect_format(inputs.model, inputs.model_format),
-        options=inputs.load_options(),
-        columns=columns,
-        head=head,
-        loaded=model,
-        sha256=source["model"]["sha256"],
     )
 
 

@@ -217,7 +217,7 @@ def read_inputs_table(inputs: ModelInputs) -> Any:
 
 def open_inputs(inputs: ModelInputs) -> Opened:
     """Read the data, load the model and check it on the rows (see :class:`Opened`)."""
-    from ale_cli.models import Columns, detect_format, load_model
+    from ale_cli.models import detect_format, load_model
     from ale_cli.models.columns import model_column_order
 
     inputs.check_files()
@@ -234,12 +234,7 @@ def open_inputs(inputs: ModelInputs) -> Opened:
         inputs.model,
         model_format=model_format,
         options=inputs.load_options(),
-        columns=Columns(
-            names=table.feature_names,
-            fixed=table.categorical,
-            levels=table.levels,
-            dtypes=table.dtypes,
-        ),
+        columns=table_columns(table),
         X=table.X,
     )
     timings["load_model_s"] = time.perf_counter() - t
@@ -251,6 +246,15 @@ def open_inputs(inputs: ModelInputs) -> Opened:
         columns=columns,
         timings=timings,
         notes=() if note is None else (note,),
+    )
+
+
+def table_columns(table: Table) -> Any:
+    """The model adapter's :class:`~ale_cli.models.Columns` of a whole table."""
+    from ale_cli.models import Columns
+
+    return Columns(
+        names=table.feature_names, fixed=table.categorical, levels=table.levels, dtypes=table.dtypes
     )
 
 

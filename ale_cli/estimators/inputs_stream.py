@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, open_stream
 from ale_cli.data.table import is_frame
@@ -26,7 +28,9 @@ from ale_cli.estimators.inputs import (
 from ale_cli.models import Columns, detect_format, load_model
 from ale_cli.models.base import Model
 from ale_cli.models.columns import ColumnOrder, model_column_order
+from ale_cli.models.profile import DataProfile
 from ale_cli.passes.engine import LOCAL, ArraySource, Engine, Source
+from ale_cli.passes.shipped import ShippedModel
 from ale_cli.passes.spool import DataPasses, Scan
 from ale_cli.store.npz import Store, StoreFile, open_store
 
@@ -102,6 +106,15 @@ class Streamed:
     timings: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
+    def columns_of_model(self) -> Columns:
+        """The model adapter's columns: the file's names, fixed columns and dtypes."""
+        scan = self.scan
+        return Columns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes)
+
+    def ship(self, inputs: ModelInputs) -> ShippedModel:
+        """The model, loaded on the first chunk, as a handle (:func:`shipped`)."""
+        return shipped(inputs, self.model, self.columns_of_model(), self.scan.first)
+
     def data_source(self, engine: Engine) -> DataSource:
         """The data as a source, in the parts ``engine`` runs apart."""
         scan, passes = self.scan, self.passes
@@ -167,6 +180,28 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
         columns=columns,
         timings=timings,
         notes=() if note is None else (note,),
+    )
+
+
+def shipped(
+    inputs: ModelInputs,
+    model: Model,
+    columns: Columns,
+    head: np.ndarray,
+    *,
+    profile: DataProfile | None = None,
+    sha256: str | None = None,
+) -> ShippedModel:
+    """The model loaded here as a handle that loads it the same way elsewhere."""
+    return ShippedModel.of(
+        Path(inputs.model),
+        model_format=detect_format(inputs.model, inputs.model_format),
+        options=inputs.load_options(),
+        columns=columns,
+        head=head,
+        profile=profile,
+        loaded=model,
+        sha256=sha256,
     )
 
 

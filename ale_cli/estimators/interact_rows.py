@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ale_cli.data.stream import inputs_sha256
-from ale_cli.estimators.inputs import ModelInputs, Opened, model_source, open_inputs
-from ale_cli.estimators.inputs_stream import Streamed, open_reading
+from ale_cli.estimators.inputs import ModelInputs, Opened, model_source, open_inputs, table_columns
+from ale_cli.estimators.inputs_stream import Streamed, open_reading, shipped
 from ale_cli.estimators.pairs import Columns, Pair
 from ale_cli.io.files import sha256_file
 from ale_cli.io.jsonio import to_jsonable
-from ale_cli.models import Columns as ModelColumns
-from ale_cli.models import detect_format
 from ale_cli.models.profile import DataProfile
 from ale_cli.passes.engine import ArraySource, Engine
 from ale_cli.passes.shipped import ShippedModel
@@ -103,37 +101,11 @@ class _Loaded:
     ship: Callable[[], ShippedModel]
 
 
-def _streamed_model(inputs: ModelInputs, found: Streamed) -> ShippedModel:
-    """The model of streamed data as a handle: loaded, as here, on the first chunk."""
-    scan = found.scan
-    return ShippedModel.of(
-        Path(inputs.model),
-        model_format=detect_format(inputs.model, inputs.model_format),
-        options=inputs.load_options(),
-        columns=ModelColumns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes),
-        head=scan.first,
-        loaded=found.model,
-    )
-
-
 def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
     """The model of the whole table as a handle, with the profile of every row."""
-    table = opened.table
-    profile = DataProfile.of(table.X)
-    return ShippedModel.of(
-        Path(inputs.model),
-        model_format=detect_format(inputs.model, inputs.model_format),
-        options=inputs.load_options(),
-        columns=ModelColumns(
-            names=table.feature_names,
-            fixed=table.categorical,
-            levels=table.levels,
-            dtypes=table.dtypes,
-        ),
-        head=profile.head,
-        profile=profile,
-        loaded=opened.model,
-    )
+    profile = DataProfile.of(opened.table.X)
+    table_cols = table_columns(opened.table)
+    return shipped(inputs, opened.model, table_cols, profile.head, profile=profile)
 
 
 def open_rows(asked: Asked, engine: Engine, notes: list[str], timings: dict[str, float]) -> Rows:
@@ -160,7 +132,7 @@ def open_rows(asked: Asked, engine: Engine, notes: list[str], timings: dict[str,
                 scan.hi,
             ),  # fmt: skip
             model,
-            partial(_streamed_model, inputs, found),
+            partial(found.ship, inputs),
             lambda dropped: source | {"data": source["data"] | {"rows_nonfinite": dropped}},
             where,
         )
@@ -234,7 +206,7 @@ def _load_model(asked: Asked, timings: dict[str, float], notes: list[str]) -> _L
     if isinstance(found, Streamed):
         timings |= found.timings
         notes.extend(found.notes)
-        return _Loaded(found.model, partial(_streamed_model, asked.inputs, found))
+        return _Loaded(found.model, partial(found.ship, asked.inputs))
     if found.reason:
         notes.append(found.reason)
     opened = open_inputs(asked.inputs)
