@@ -370,7 +370,7 @@ def sklearn_case(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"root": root, **paths, "parts": parts}
 
 
-def test_scikit_learn_pipelines_stream_and_text_columns_read_the_whole_table(sklearn_case):
+def test_scikit_learn_pipelines_stream_and_so_do_their_text_columns(sklearn_case):
     root = sklearn_case["root"]
     numeric = ModelInputs(
         model=sklearn_case["numeric"], data=root / "numeric.csv", trust_pickle=True
@@ -383,9 +383,7 @@ def test_scikit_learn_pipelines_stream_and_text_columns_read_the_whole_table(skl
     assert streamed.notes == whole.notes
     text = ModelInputs(model=sklearn_case["text"], data=root / "text.csv", trust_pickle=True)
     result = classic(ClassicRequest(inputs=replace(text, features=("u",)), chunk_rows=9))
-    assert result.notes[0] == (
-        "read the whole table: a text column is encoded with the levels of the whole file"
-    )
+    assert not any(note.startswith("read the whole table") for note in result.notes)
     assert result.summary.features[0].status == "ok"
 
 

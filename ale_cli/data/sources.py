@@ -119,6 +119,8 @@ class DataSource:
     #: how the columns were chosen (the unsplit read checks the header as the user gave it)
     inputs: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
+    #: the levels of the text columns, read as their codes (a first pass found them)
+    text: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     @classmethod
     def of(
@@ -134,6 +136,7 @@ class DataSource:
             chunk_rows=stream.chunk_rows,
             inputs=None if inputs is None else tuple(inputs),
             exclude=tuple(exclude),
+            text=tuple(stream.text.items()),
         )
 
     def split(self, slots: int | None) -> DataSource:
@@ -153,6 +156,7 @@ class DataSource:
             dropna=self.dropna,
             categorical=self.categorical,
             chunk_rows=self.chunk_rows,
+            text=dict(self.text),
         )
 
     def parts(self) -> Sequence[Any]:
@@ -187,6 +191,7 @@ class PartitionSource:
             chunk_rows=self.data.chunk_rows,
             min_rows=0,
             row_groups=self.partition.row_groups,
+            text=dict(self.data.text),
         )
 
     def chunks(self, arrays: Sequence[str] = ("X",)) -> Iterator[Chunk]:

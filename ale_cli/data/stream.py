@@ -20,8 +20,8 @@ outcome (the same error text, the same rows dropped and counted):
 
 Chunks keep the source dtype when every input column is float32 (then the
 values are float32 numbers exactly, and ``X`` is stored as float32); otherwise
-they are float64. Text columns are not encoded here (this path serves tensor
-models, which take numbers only), they are refused as by ``load_table``.
+they are float64. Text columns are refused as by ``load_table``, unless their levels
+are given (``text``, found by a first pass: :mod:`ale_cli.data.text_levels`).
 
 The data bytes are hashed while they are read (:class:`HashingReader`), so
 the store's data sha256 costs no second pass over the file.
@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,7 @@ from ale_cli.data.table import (
     refuse_duplicate_headers,
     select_columns,
 )
+from ale_cli.data.text_levels import encode_text
 from ale_cli.errors import InputError
 
 __all__ = [  # the dataset helpers stay importable from here
@@ -200,9 +201,22 @@ class TableStream:
     #: HashingReaders, or one plain file for a range of row groups (not hashed)
     _readers: list[Any] = field(default_factory=list)
 
+    #: the levels of the text columns (read as their codes; :mod:`ale_cli.data.text_levels`)
+    text: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
     @property
     def levels(self) -> dict[str, tuple[Any, ...]]:
-        return {}
+        return dict(self.text)
+
+    def raw_frames(self) -> Iterator[Any]:
+        """The file's frames as read, before any conversion (instead of iterating)."""
+        if self._frames is None:
+            raise RuntimeError("a TableStream is iterated once")
+        frames, self._frames = self._frames, None
+        try:
+            yield from frames
+        finally:
+            self.close()
 
     @property
     def where(self) -> str:
@@ -227,7 +241,10 @@ class TableStream:
         try:
             for frame in frames:
                 self.rows_read += len(frame)
-                X, dtypes = batch_matrix(frame, self.feature_names, self.path)
+                if self.text:
+                    X, dtypes = encode_text(frame, self.feature_names, self.path, self.text)
+                else:
+                    X, dtypes = batch_matrix(frame, self.feature_names, self.path)
                 for c, dt in dtypes.items():
                     self.dtypes[c] = combined_dtype(self.dtypes.get(c, dt), dt)
                 bad = ~np.isfinite(X)
@@ -324,7 +341,9 @@ def _parquet_frames(
             raise _read_error(label, "parquet", exc) from None
 
 
-def _csv_frames(reader: HashingReader, path: Path, batch: int, usecols: list[str]) -> Iterator[Any]:
+def _csv_frames(
+    reader: HashingReader, path: Path, batch: int, usecols: list[str], text: Sequence[str] = ()
+) -> Iterator[Any]:
     import pandas as pd
 
     suffix = path.suffix.lower()
@@ -333,7 +352,11 @@ def _csv_frames(reader: HashingReader, path: Path, batch: int, usecols: list[str
     )
     try:
         with pd.read_csv(
-            reader, chunksize=batch, usecols=usecols, compression=compression
+            reader,
+            chunksize=batch,
+            usecols=usecols,
+            compression=compression,
+            dtype=dict.fromkeys(text, str) or None,
         ) as chunks:
             yield from chunks
     except pd.errors.EmptyDataError:
@@ -400,6 +423,7 @@ def open_stream(
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     min_rows: int = 2,
     row_groups: tuple[int, int] | None = None,
+    text: Mapping[str, Sequence[Any]] | None = None,
 ) -> TableStream:
     """Open ``path`` (a CSV or Parquet file, or a directory of Parquet files) for reading
     its input columns chunk by chunk; the columns are chosen and checked here, from the
@@ -407,7 +431,8 @@ def open_stream(
     ``min_rows`` rows kept is an error (the Dask engine reads each partition with 0 and
     checks the whole dataset's count). ``row_groups=(start, stop)`` reads only those row
     groups of one Parquet file (a Dask partition), as if the file held only them; such a
-    stream is not hashed."""
+    stream is not hashed. ``text``: the levels of text columns, read as their codes (a
+    CSV's text columns read as strings)."""
     path = Path(path)
     if not path.exists() and not is_glob(path):
         raise InputError(f"data file '{path}' does not exist")
@@ -437,7 +462,7 @@ def open_stream(
         if fmt == "parquet":
             frames = _parquet_frames(readers, files, columns, chunk_rows, path, row_groups)
         else:
-            frames = _csv_frames(readers[0], path, chunk_rows, columns)
+            frames = _csv_frames(readers[0], path, chunk_rows, columns, tuple(text or ()))
     except BaseException:
         for r in readers:
             r.close()
@@ -447,7 +472,7 @@ def open_stream(
         format=fmt,
         feature_names=tuple(columns),
         file_columns=tuple(str(c) for c in header.columns),
-        categorical=tuple(c for c in columns if c in categorical),
+        categorical=tuple(c for c in columns if c in categorical or c in (text or {})),
         dtype=np.dtype(np.float32 if f32 else np.float64),
         chunk_rows=chunk_rows,
         dropna=dropna,
@@ -456,4 +481,5 @@ def open_stream(
         row_groups=row_groups,
         _frames=frames,
         _readers=readers,
+        text={k: tuple(v) for k, v in (text or {}).items()},
     )

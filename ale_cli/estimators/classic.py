@@ -38,7 +38,6 @@ from ale_cli.estimators.inputs import (
     table_columns,
 )
 from ale_cli.estimators.inputs_stream import (
-    NeedsWholeTable,
     Reading,
     Streamed,
     open_streamed,
@@ -268,12 +267,9 @@ def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> L
     inputs = request.inputs
     reading = reading_of(inputs, request.chunk_rows)
     if not reading.whole and request.chunk_rows is not None:
-        try:
-            streamed = open_streamed(inputs, chunk_rows=request.chunk_rows)
-        except NeedsWholeTable as exc:
-            reading = Reading.whole_table(str(exc))
-        else:
-            return _streamed(request, fixed, streamed, engine)
+        return _streamed(
+            request, fixed, open_streamed(inputs, chunk_rows=request.chunk_rows), engine
+        )
     reading.check(engine)
     return _whole(request, fixed, reading, engine)
 
@@ -293,7 +289,7 @@ def _streamed(
     rows = Rows(streamed.data_source(engine), scan.names, scan.n_rows, scan.lo, scan.hi)
     levels = level_plans(
         rows, streamed.features, categorical=scan.categorical, discrete=request.discrete,
-        engine=engine,
+        labels=scan.levels, engine=engine,
     )  # fmt: skip
     source = streamed.source(inputs, method=METHOD)
     return Loaded(

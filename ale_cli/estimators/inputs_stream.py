@@ -1,14 +1,15 @@
 """The model and the data of ``ale classic`` / ``ale interact`` read chunk by chunk.
 
 :func:`reading_of` decides whether the data are streamed (a :class:`Reading`): a data file
-is, unless the model matches the data's columns by name. :func:`open_streamed` makes the
+is (a scikit-learn model's text columns as the codes of levels a first pass found), unless
+the model matches the data's columns by name. :func:`open_streamed` makes the
 first pass and loads the model on the first chunk, with the whole file's dtypes.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ import numpy as np
 from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, open_stream
 from ale_cli.data.table import is_frame
-from ale_cli.errors import InputError
+from ale_cli.data.text_levels import find_text_levels
+from ale_cli.errors import InputError, NotNumeric
 from ale_cli.estimators.inputs import (
     ModelInputs,
     columns_note,
@@ -33,10 +35,6 @@ from ale_cli.passes.engine import LOCAL, ArraySource, Engine, Source
 from ale_cli.passes.shipped import ShippedModel
 from ale_cli.passes.spool import DataPasses, Scan
 from ale_cli.store.npz import Store, StoreFile, open_store
-
-
-class NeedsWholeTable(Exception):
-    """The first pass found something only the whole-table reader handles (the reason)."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +107,9 @@ class Streamed:
     def columns_of_model(self) -> Columns:
         """The model adapter's columns: the file's names, fixed columns and dtypes."""
         scan = self.scan
-        return Columns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes)
+        return Columns(
+            names=scan.names, fixed=scan.categorical, levels=scan.levels, dtypes=scan.dtypes
+        )
 
     def ship(self, inputs: ModelInputs) -> ShippedModel:
         """The model, loaded on the first chunk, as a handle (:func:`shipped`)."""
@@ -127,6 +127,7 @@ class Streamed:
             chunk_rows=passes.chunk_rows,
             inputs=passes.inputs,
             exclude=passes.exclude,
+            text=passes.text,
         ).split(engine.slots)
 
     def source(self, inputs: ModelInputs, *, method: str) -> dict[str, Any]:
@@ -135,9 +136,16 @@ class Streamed:
         return provenance(inputs, self.model, scan.sha256, scan.n_rows, scan.names, method)
 
 
+def with_text_levels(passes: DataPasses) -> DataPasses:
+    """``passes`` reading the text columns as the codes of their levels."""
+    levels = find_text_levels(lambda text: replace(passes, text=tuple(text.items())).open())
+    return replace(passes, text=tuple(levels.items()))
+
+
 def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
-    """The first pass over the data and the model loaded and checked on the first chunk;
-    :class:`NeedsWholeTable` when a scikit-learn model meets a text column."""
+    """The first pass over the data and the model loaded and checked on the first chunk. A
+    scikit-learn model's text columns are read as the codes of their levels, which a pass
+    before finds (:func:`with_text_levels`)."""
     inputs.check_files()
     model_format = detect_format(inputs.model, inputs.model_format)
     passes = DataPasses(
@@ -152,12 +160,11 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
     t = time.perf_counter()
     try:
         scan = passes.scan()
-    except InputError as exc:
-        if model_format in ("skops", "pickle") and "is not numeric" in str(exc):
-            raise NeedsWholeTable(
-                "read the whole table: a text column is encoded with the levels of the whole file"
-            ) from None
-        raise
+    except NotNumeric:
+        if model_format not in ("skops", "pickle"):  # tensor models take numbers only
+            raise
+        passes = with_text_levels(passes)
+        scan = passes.scan()
     features, columns = feature_columns(
         inputs.features, scan.names, where=f"data file '{inputs.data_label}'"
     )
@@ -167,7 +174,9 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
         inputs.model,
         model_format=model_format,
         options=inputs.load_options(),
-        columns=Columns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes),
+        columns=Columns(
+            names=scan.names, fixed=scan.categorical, levels=scan.levels, dtypes=scan.dtypes
+        ),
         X=scan.first,
     )
     timings["load_model_s"] = time.perf_counter() - t
@@ -209,14 +218,11 @@ def open_reading(
     inputs: ModelInputs, chunk_rows: int | None, engine: Engine | None
 ) -> Streamed | Reading:
     """The data streamed (:func:`open_streamed`), or the :class:`Reading` of the whole table
-    with its note (:func:`reading_of`, or a text column a first pass found); an ``engine``
-    that splits refuses a whole table (None: no engine evaluates these rows)."""
+    with its note (:func:`reading_of`); an ``engine`` that splits refuses a whole table
+    (None: no engine evaluates these rows)."""
     found = reading_of(inputs, chunk_rows)
     if not found.whole and chunk_rows is not None:
-        try:
-            return open_streamed(inputs, chunk_rows=chunk_rows)
-        except NeedsWholeTable as exc:
-            found = Reading.whole_table(str(exc))
+        return open_streamed(inputs, chunk_rows=chunk_rows)
     if engine is not None:
         found.check(engine)
     return found

@@ -106,6 +106,7 @@ class _DataRead:
             rows_dropped=reads.rows_dropped,
             dropped_columns=reads.dropped_columns(header.feature_names),
             dtypes=reads.dtypes(),
+            levels=header.levels,
         )
 
 

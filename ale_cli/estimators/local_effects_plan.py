@@ -17,6 +17,7 @@ from ale_cli.data.dataset import combine_hashes, dataset_files, is_dataset
 from ale_cli.data.source import ArraySource, Source
 from ale_cli.data.sources import DataSource, OpenedSource, Reads
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream, open_stream
+from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
 from ale_cli.estimators.inputs import ModelInputs, columns_note, feature_columns, open_inputs
 from ale_cli.estimators.inputs_stream import STREAMED, Reading, reading_of
@@ -89,6 +90,8 @@ class FdFirst:
     sha256: str
     profile: Any  # ale_cli.models.profile.DataProfile
     dtypes: dict[str, str]
+    #: the levels of the text columns, read as their codes
+    text: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 def profiled_model(
@@ -97,17 +100,24 @@ def profiled_model(
     """The first pass of a streaming compute for an ONNX or scikit-learn model: read the
     data for the profile its checks and steps are chosen from
     (:func:`~ale_cli.passes.profiling.first_pass`), load the model on it; None when the
-    model is computed on the whole table (a scikit-learn model reading text columns; a
-    piecewise-constant one)."""
+    model is computed on the whole table (a scikit-learn model explaining a text column,
+    whose levels are planned on every row; a piecewise-constant one). Text columns are
+    read as the codes of their levels, found by a pass before."""
     inputs = request.inputs
     feature_columns(inputs.features, stream.feature_names, where=f"data file '{inputs.data_label}'")
     t = time.perf_counter()
+    text: dict[str, tuple[Any, ...]] = {}
     try:
         found = first_pass(stream, prefetched(iter(stream)))
     except NotNumeric:
         if fmt == "onnx":  # takes numbers only: the whole-table reader refuses it the same way
             raise
-        return None  # a pipeline encodes text columns: their levels come from every row
+        text = find_text_levels(lambda given: open_data(request, given))
+        explained = stream.feature_names if inputs.features is None else inputs.features
+        if any(name in text for name in explained):
+            return None  # per-level jumps: their plans need every row
+        stream = open_data(request, text)
+        found = first_pass(stream, prefetched(iter(stream)))
     finally:
         stream.close()
     timings["first_pass_s"] = time.perf_counter() - t
@@ -116,21 +126,26 @@ def profiled_model(
         inputs.model,
         model_format=fmt,
         options=inputs.load_options(),
-        columns=Columns(names=stream.feature_names, fixed=stream.categorical, dtypes=found.dtypes),
+        columns=Columns(
+            names=stream.feature_names,
+            fixed=stream.categorical,
+            levels=text,
+            dtypes=found.dtypes,
+        ),
         X=found.profile.head,
         profile=found.profile,
     )
     timings["load_model_s"] = time.perf_counter() - t
     if piecewise_constant(model):  # its secants across a fine grid need the whole table
         return None
-    return FdFirst(model, found.sha256, found.profile, dict(found.dtypes))
+    return FdFirst(model, found.sha256, found.profile, dict(found.dtypes), text)
 
 
 def _onnx_trees(path: Path) -> bool:
     return tree_ensemble_file(path)
 
 
-def open_data(request: ComputeRequest) -> TableStream:
+def open_data(request: ComputeRequest, text: dict[str, Any] | None = None) -> TableStream:
 
     inputs = request.inputs
     return open_stream(
@@ -141,6 +156,7 @@ def open_data(request: ComputeRequest) -> TableStream:
         dropna=inputs.dropna,
         categorical=inputs.categorical,
         chunk_rows=request.chunk_rows,
+        text=text,
     )
 
 
@@ -258,14 +274,15 @@ def streamed_run(
         fd_model = profiled_model(request, fmt, open_data(request), timings)
         if fd_model is None:
             return None
-    head = _read_head(request, engine, timings, torchscript=fd_model is None)
+    text = {} if fd_model is None else fd_model.text
+    head = _read_head(request, engine, timings, torchscript=fd_model is None, text=text)
     stream, first = head.stream, head.first
     names, fixed = stream.feature_names, stream.categorical
     features, cols = feature_columns(  # before any model call on these columns
         inputs.features, names, where=f"data file '{inputs.data_label}'"
     )
     dtypes = {} if fd_model is None else fd_model.dtypes
-    columns = Columns(names=names, fixed=fixed, dtypes=dtypes)
+    columns = Columns(names=names, fixed=fixed, levels=text, dtypes=dtypes)
     if fd_model is None:
         t = time.perf_counter()
         model = load_model(
@@ -318,13 +335,18 @@ class _Head:
 
 
 def _read_head(
-    request: ComputeRequest, engine: Engine, timings: dict[str, float], *, torchscript: bool
+    request: ComputeRequest,
+    engine: Engine,
+    timings: dict[str, float],
+    *,
+    torchscript: bool,
+    text: dict[str, Any],
 ) -> _Head:
     """The data opened and their first chunk read (to load a model on), torch imported
     meanwhile for a TorchScript model: here one stream read on by the run; for an engine
     that splits, the partitions, the first chunk taken from the first that has rows."""
     t = time.perf_counter()
-    stream = open_data(request)
+    stream = open_data(request, text)
     if engine.splits:  # the partitions are read where they are computed
         stream.close()
         inputs = request.inputs

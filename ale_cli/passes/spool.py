@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,8 @@ class Scan:
     rows_dropped: int
     dropped_columns: tuple[str, ...]
     dtypes: dict[str, str]
+    #: the levels of the text columns (read as their codes)
+    levels: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ class DataPasses:
     dropna: bool = False
     categorical: tuple[str, ...] = ()
     chunk_rows: int = DEFAULT_CHUNK_ROWS
+    #: the levels of the text columns (:mod:`ale_cli.data.text_levels`)
+    text: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     def open(self) -> TableStream:
         return open_stream(
@@ -91,6 +95,7 @@ class DataPasses:
             dropna=self.dropna,
             categorical=self.categorical,
             chunk_rows=self.chunk_rows,
+            text=dict(self.text),
         )
 
     def __call__(self) -> Iterator[np.ndarray]:
@@ -130,6 +135,7 @@ class DataPasses:
             rows_dropped=stream.rows_dropped,
             dropped_columns=stream.dropped_columns,
             dtypes=dict(stream.dtypes),
+            levels=stream.levels,
         )
 
 

@@ -1,0 +1,114 @@
+"""Text columns of a data file read chunk by chunk: their levels from one pass, then codes.
+
+A column is text when a value of it is not a number (as :func:`~ale_cli.data.table.
+to_float_matrix` decides on the whole column). Its levels are its distinct values, sorted
+as ``pandas.factorize(sort=True)`` sorts the whole column (the order depends only on the
+set of values, so the sets of the chunks merge); a value's code is its index among them,
+a missing value NaN. The codes of every chunk are then those of the whole table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ale_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from ale_cli.data.stream import TableStream
+
+Levels = dict[str, tuple[Any, ...]]
+
+
+def _frame(frame: Any, columns: Sequence[str]) -> Any:
+    """A pandas DataFrame of ``columns`` (an Arrow RecordBatch converted)."""
+    if hasattr(frame, "schema"):
+        return frame.select(list(columns)).to_pandas()
+    return frame
+
+
+def _is_number(col: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col))
+
+
+def text_levels(frames: Iterable[Any], columns: Sequence[str]) -> tuple[Levels, tuple[str, ...]]:
+    """The levels of the text ``columns`` over every frame, and the text columns some frame
+    read as numbers (a CSV chunk of numerals: their text is lost, so they are read again
+    as strings).
+
+    >>> import pandas as pd
+    >>> frames = [pd.DataFrame({"a": [1.0, 2.0], "c": ["b", None]}),
+    ...           pd.DataFrame({"a": [3.0, 4.0], "c": ["a", "b"]})]
+    >>> text_levels(frames, ["a", "c"])
+    ({'c': ('a', 'b')}, ())
+    """
+    import pandas as pd
+
+    seen: dict[str, set[Any]] = {}
+    text: set[str] = set()
+    numeric: set[str] = set()
+    for raw in frames:
+        frame = _frame(raw, columns)
+        for name in columns:
+            col = frame[name]
+            if _is_number(col):
+                if col.notna().any():
+                    numeric.add(name)
+                continue
+            values = col.dropna()
+            if (pd.to_numeric(values, errors="coerce").isna()).any():
+                text.add(name)
+            seen.setdefault(name, set()).update(values.unique().tolist())
+    levels: Levels = {}
+    for name in columns:
+        if name in text:
+            found = pd.Series(list(seen[name]), dtype=object)
+            uniques = pd.factorize(found, sort=True)[1]
+            levels[name] = tuple(v.item() if hasattr(v, "item") else v for v in uniques)
+    return levels, tuple(n for n in columns if n in text and n in numeric)
+
+
+def encode_text(
+    frame: Any, columns: Sequence[str], path: Path, levels: Mapping[str, Sequence[Any]]
+) -> tuple[np.ndarray, dict[str, str]]:
+    """(n, D) float64 values of ``columns``, the text ones as codes of their ``levels``, and
+    the columns' pandas dtypes; InputError for a value the first pass did not see."""
+    from ale_cli.data.batches import batch_matrix
+
+    frame = _frame(frame, columns)
+    numbers = [c for c in columns if c not in levels]
+    X = np.empty((len(frame), len(columns)))
+    found, dtypes = batch_matrix(frame, numbers, path)
+    X[:, [columns.index(c) for c in numbers]] = found
+    for name in levels:
+        import pandas as pd
+
+        col = frame[name]
+        codes = pd.Index(list(levels[name]), dtype=object).get_indexer(col.astype(object))
+        unknown = (codes < 0) & col.notna().to_numpy()
+        if unknown.any():
+            raise InputError(
+                f"column '{name}' of data file '{path}' has value "
+                f"{col[unknown].iloc[0]!r}, which the first pass did not read: did the file "
+                "change during the run?"
+            )
+        X[:, columns.index(name)] = np.where(codes < 0, np.nan, codes)
+        dtypes[name] = str(col.dtype)
+    return X, {c: dtypes[c] for c in columns}
+
+
+def find_text_levels(open_with: Callable[[Levels], TableStream]) -> Levels:
+    """The levels of the text columns of the data ``open_with(text)`` opens (``text``: the
+    columns to read as strings), from one pass over its frames, or two when a CSV chunk
+    read a text column as numbers."""
+    stream = open_with({})
+    levels, again = text_levels(stream.raw_frames(), stream.feature_names)
+    if again:
+        stream = open_with(dict.fromkeys(again, ()))
+        levels, _ = text_levels(stream.raw_frames(), stream.feature_names)
+    return levels
