@@ -11,14 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ale_cli.errors import InputError
-
-if TYPE_CHECKING:
-    from ale_cli.data.stream import TableStream
 
 Levels = dict[str, tuple[Any, ...]]
 
@@ -78,6 +75,8 @@ def encode_text(
 ) -> tuple[np.ndarray, dict[str, str]]:
     """(n, D) float64 values of ``columns``, the text ones as codes of their ``levels``, and
     the columns' pandas dtypes; InputError for a value the first pass did not see."""
+    import pandas as pd
+
     from ale_cli.data.batches import batch_matrix
 
     frame = _frame(frame, columns)
@@ -86,8 +85,6 @@ def encode_text(
     found, dtypes = batch_matrix(frame, numbers, path)
     X[:, [columns.index(c) for c in numbers]] = found
     for name in levels:
-        import pandas as pd
-
         col = frame[name]
         codes = pd.Index(list(levels[name]), dtype=object).get_indexer(col.astype(object))
         unknown = (codes < 0) & col.notna().to_numpy()
@@ -102,8 +99,8 @@ def encode_text(
     return X, {c: dtypes[c] for c in columns}
 
 
-def find_text_levels(open_with: Callable[[Levels], TableStream]) -> Levels:
-    """The levels of the text columns of the data ``open_with(text)`` opens (``text``: the
+def find_text_levels(open_with: Callable[[Levels], Any]) -> Levels:
+    """The levels of the text columns of the data stream ``open_with(text)`` opens (``text``: the
     columns to read as strings), from one pass over its frames, or two when a CSV chunk
     read a text column as numbers."""
     stream = open_with({})
