@@ -198,13 +198,6 @@ def test_a_sink_writes_each_part_and_gives_back_what_is_folded(which, request, t
 # -- sources --------------------------------------------------------------------------------
 
 
-class _Splitting:
-    """What a source planned for an engine that splits reads of it."""
-
-    splits = True
-    slots = 2
-
-
 def _chunked_store(path: Path, sizes: list[int]) -> np.ndarray:
     from ale_cli.store.npz import StoreWriter
 
@@ -224,12 +217,11 @@ def _chunked_store(path: Path, sizes: list[int]) -> np.ndarray:
 
 
 def test_a_store_file_is_a_source_of_chunk_ranges(tmp_path: Path, monkeypatch):
-    from ale_cli.estimators.inputs_stream import source_of
-    from ale_cli.store.npz import Store
+    from ale_cli.store.npz import Store, open_store
 
     monkeypatch.setattr("ale_cli.store.reader.CHUNKS_PER_PART", 2)
     X = _chunked_store(tmp_path / "s.npz", [3, 0, 4, 5, 1])
-    store = source_of(tmp_path / "s.npz")
+    store = open_store(tmp_path / "s.npz")
     parts = store.parts()
     assert [p.n_rows for p in parts] == [3, 9, 1]
     chunks = [c for p in parts for c in p.chunks(("X",))]
@@ -238,35 +230,9 @@ def test_a_store_file_is_a_source_of_chunk_ranges(tmp_path: Path, monkeypatch):
     total = LOCAL.run(store, _sum_x, _add, 0.0, arrays=["X"])
     np.testing.assert_allclose(total, X.sum(), rtol=1e-12)
     memory = Store(X=X, local_effects=X, prediction=X[:, 0], feature_names=("a", "b"), meta={})
-    assert source_of(memory) is memory
     (one,) = list(memory.chunks(("X",)))
     assert one.offset == 0 and one.n_rows == len(X)
 
 
 def _sum_x(chunk: Chunk, _: object) -> float:
     return float(chunk["X"].sum())
-
-
-def test_model_inputs_are_a_data_source_or_the_whole_table(tmp_path: Path):
-    import pandas as pd
-
-    from ale_cli.data.sources import DataSource
-    from ale_cli.estimators.inputs import ModelInputs
-    from ale_cli.estimators.inputs_stream import source_of
-
-    model = tmp_path / "m.pt"
-    model.write_bytes(b"not read")
-    frame = pd.DataFrame({"a": np.arange(10.0), "b": np.arange(10.0) ** 2})
-    frame.to_csv(tmp_path / "d.csv", index=False)
-    streamed = source_of(ModelInputs(model=model, data=tmp_path / "d.csv"), chunk_rows=4)
-    assert isinstance(streamed, DataSource) and len(streamed.parts()) == 1
-    chunks = list(streamed.chunks())
-    assert [(c.offset, c.n_rows) for c in chunks] == [(0, 4), (4, 4), (8, 2), (10, 0)]
-    assert chunks[-1].end["read"].rows_read == 10
-    np.testing.assert_array_equal(
-        np.concatenate([c["X"] for c in chunks]), frame.to_numpy(np.float64)
-    )
-    whole = source_of(ModelInputs(model=model, data=frame), chunk_rows=4)
-    assert [c.n_rows for c in whole.chunks(["X"])] == [4, 4, 2]
-    with pytest.raises(InputError, match="engine dask evaluates the model on partitions"):
-        source_of(ModelInputs(model=model, data=frame), engine=_Splitting())  # type: ignore[arg-type]

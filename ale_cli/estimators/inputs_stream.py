@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from ale_cli.data.sources import DataSource
-from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, open_stream
 from ale_cli.data.table import is_frame
 from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
@@ -25,16 +24,14 @@ from ale_cli.estimators.inputs import (
     columns_note,
     feature_columns,
     provenance,
-    read_inputs_table,
 )
 from ale_cli.models import Columns, detect_format, load_model
 from ale_cli.models.base import Model
 from ale_cli.models.columns import ColumnOrder, model_column_order
 from ale_cli.models.profile import DataProfile
-from ale_cli.passes.engine import LOCAL, ArraySource, Engine, Source
+from ale_cli.passes.engine import Engine
 from ale_cli.passes.shipped import ShippedModel
 from ale_cli.passes.spool import DataPasses, Scan
-from ale_cli.store.npz import Store, StoreFile, open_store
 
 
 @dataclass(frozen=True)
@@ -226,35 +223,3 @@ def open_reading(
     if engine is not None:
         found.check(engine)
     return found
-
-
-def source_of(
-    given: ModelInputs | Store | StoreFile | str | Path,
-    *,
-    engine: Engine = LOCAL,
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
-) -> Source:
-    """What a command was given as a :class:`~ale_cli.data.source.Source` for ``engine``: a
-    store (a path opened); model inputs streamed (a :class:`~ale_cli.data.sources.DataSource`
-    split for an engine that splits) or read whole (the table in chunks of ``chunk_rows``).
-    Chunks of data hold ``X``; chunks of stores the row arrays asked."""
-    if isinstance(given, Store | StoreFile):
-        return given
-    if not isinstance(given, ModelInputs):
-        return open_store(given)
-    reading = reading_of(given, chunk_rows)
-    reading.check(engine)
-    if reading.whole:
-        return ArraySource({"X": read_inputs_table(given).X}, chunk_rows=chunk_rows)
-    header = open_stream(
-        given.data,
-        fmt=given.data_format,
-        inputs=given.inputs,
-        exclude=given.exclude,
-        dropna=given.dropna,
-        categorical=given.categorical,
-        chunk_rows=chunk_rows,
-    )
-    header.close()
-    data = DataSource.of(header, inputs=given.inputs, exclude=given.exclude)
-    return data.split(engine.slots if engine.splits else None)
