@@ -37,13 +37,7 @@ from ale_cli.estimators.inputs import (
     open_inputs,
     table_columns,
 )
-from ale_cli.estimators.inputs_stream import (
-    Reading,
-    Streamed,
-    open_streamed,
-    reading_of,
-    shipped,
-)
+from ale_cli.estimators.inputs_stream import Reading, Streamed, open_streamed, reading_of, shipped
 from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.levels import LevelPlan, level_bands, level_summary
 from ale_cli.estimators.rows import ROWS, Rows
@@ -90,9 +84,13 @@ class ClassicRequest:
         if self.chunk_rows is not None:
             check_count(self.chunk_rows, "chunk_rows", least=2)
         if self.edges is None:  # the edges file is read (and checked) when the run starts
-            FixedBins.from_options(
-                bins=self.bins, binning=self.binning, edges=None, default=DEFAULT_BINNING
-            )
+            self.fixed_bins()
+
+    def fixed_bins(self) -> FixedBins:
+        """The bins asked for (the edges file read)."""
+        return FixedBins.from_options(
+            bins=self.bins, binning=self.binning, edges=self.edges, default=DEFAULT_BINNING
+        )
 
 
 @dataclass(frozen=True)
@@ -181,10 +179,7 @@ def estimate(
 
 
 def _level_features(
-    plans: Sequence[tuple[str, LevelPlan]],
-    state: LimitCells,
-    kept: RowValues | None,
-    s: Settings,
+    plans: Sequence[tuple[str, LevelPlan]], state: LimitCells, kept: RowValues | None, s: Settings
 ) -> dict[str, FeatureSummary]:
     """The per-level records of ``plans``, with bootstrap bands when the rows are kept."""
     out = {}
@@ -353,9 +348,7 @@ def classic(
 ) -> EstimateResult:
     """``ale classic``: :func:`load`, :func:`estimate` on ``engine``, the summary."""
     started = time.perf_counter()
-    fixed = FixedBins.from_options(
-        bins=request.bins, binning=request.binning, edges=request.edges, default=DEFAULT_BINNING
-    )
+    fixed = request.fixed_bins()
     inputs = request.inputs
     with engine:
         loaded = load(request, fixed, engine)

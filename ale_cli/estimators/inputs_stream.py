@@ -19,12 +19,7 @@ from ale_cli.data.sources import DataSource
 from ale_cli.data.table import is_frame
 from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
-from ale_cli.estimators.inputs import (
-    ModelInputs,
-    columns_note,
-    feature_columns,
-    provenance,
-)
+from ale_cli.estimators.inputs import ModelInputs, columns_note, feature_columns, provenance
 from ale_cli.models import Columns, detect_format, load_model
 from ale_cli.models.base import Model
 from ale_cli.models.columns import ColumnOrder, model_column_order

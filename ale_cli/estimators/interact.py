@@ -74,8 +74,7 @@ class InteractRequest:
             pairs = tuple(combinations(features, 2))
         if not pairs:
             raise InputError(
-                "{param}: ale interact needs at least one pair A,B (or two features)",
-                param="pairs",
+                "{param}: ale interact needs at least one pair A,B (or two features)", param="pairs"
             )
         outside = [n for p in pairs for n in p if features is not None and n not in features]
         if outside:
@@ -86,27 +85,18 @@ class InteractRequest:
             )
         object.__setattr__(self, "pairs", pairs)
         check_choice(self.estimator, ESTIMATORS, "estimator")
-        if self.edges is None:
-            FixedBins.from_options(
-                bins=self.bins,
-                binning=self.binning,
-                edges=None,
-                default=DEFAULT_BINNING,
-                default_bins=DEFAULT_BINS,
-            )
+        if self.edges is None:  # the edges file is read when the run starts
+            self.fixed_bins()
 
-
-def _bins(request: InteractRequest) -> FixedBins:
-    """The bins asked for (the edges file read), before the model or data are loaded."""
-    fixed = FixedBins.from_options(
-        bins=request.bins,
-        binning=request.binning,
-        edges=request.edges,
-        default=DEFAULT_BINNING,
-        default_bins=DEFAULT_BINS,
-    )
-    request.inputs.check_files()
-    return fixed
+    def fixed_bins(self) -> FixedBins:
+        """The bins asked for (the edges file read)."""
+        return FixedBins.from_options(
+            bins=self.bins,
+            binning=self.binning,
+            edges=self.edges,
+            default=DEFAULT_BINNING,
+            default_bins=DEFAULT_BINS,
+        )
 
 
 def interaction_params(
@@ -250,7 +240,8 @@ def interact(
 ) -> EstimateResult:
     """``ale interact``: the second-order effect of every requested pair on ``engine``."""
     started = time.perf_counter()
-    fixed = _bins(request)
+    fixed = request.fixed_bins()
+    request.inputs.check_files()
     notes: list[str] = []
     timings: dict[str, float] = {}
     asked = Asked(

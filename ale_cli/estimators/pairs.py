@@ -11,7 +11,8 @@ import numpy as np
 from ale_cli.core.binning import uniform_edges
 from ale_cli.core.outofcore import chunked_quantile_edges
 from ale_cli.errors import InputError
-from ale_cli.passes.engine import Source
+from ale_cli.estimators.cells import Ranges, empty_ranges, merge_ranges
+from ale_cli.passes.engine import LOCAL, Source
 from ale_cli.summary.build import CATEGORICAL_REASON, CONSTANT_REASON
 from ale_cli.summary.edges import EdgesFile
 
@@ -101,16 +102,6 @@ class Columns:
     hi: np.ndarray | None = None
 
 
-def ranges(source: Source, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each of the D columns' minimum and maximum over the source's X, by one pass."""
-    lo, hi = np.full(d, np.inf), np.full(d, -np.inf)
-    for chunk in source.chunks(["X"]):
-        X = np.asarray(chunk["X"], dtype=np.float64)
-        if len(X):
-            lo, hi = np.minimum(lo, X.min(axis=0)), np.maximum(hi, X.max(axis=0))
-    return lo, hi
-
-
 Grids = dict[int, tuple[np.ndarray, np.ndarray]]
 
 
@@ -131,7 +122,9 @@ def pair_grids(
     given = binning.given
     lo, hi = rows.lo, rows.hi
     if given is None and (lo is None or hi is None):
-        lo, hi = ranges(rows.source, len(rows.names))
+        d = len(rows.names)
+        lo, hi = LOCAL.run(rows.source, Ranges(tuple(range(d))), merge_ranges, empty_ranges(d),
+                           arrays=("X",))  # fmt: skip
     plan: dict[int, tuple[int, int] | str] = {}
     for p, (pair, pc) in enumerate(zip(pairs, cols, strict=True)):
         cat = next((n for n in pair if n in rows.categorical), None)
