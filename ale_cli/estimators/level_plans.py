@@ -45,11 +45,6 @@ class Distinct:
         )
 
 
-def merge_distinct(a: Distinct, b: Distinct) -> Distinct:
-    """:meth:`Distinct.merge` as a function (the engine's ``merge``)."""
-    return a.merge(b)
-
-
 @dataclass(frozen=True)
 class DistinctKernel:
     """A chunk ``{"X": (n, D)}`` to the :class:`Distinct` values of its columns ``cols``."""
@@ -102,7 +97,7 @@ def discrete_plans(
     if not todo:
         return {}
     kernel = DistinctKernel(tuple(list(names).index(n) for n in todo), (limit,) * len(todo))
-    found = engine.run(source, kernel, merge_distinct, kernel.empty(), arrays=[ROWS])
+    found = engine.run(source, kernel, Distinct.merge, kernel.empty(), arrays=[ROWS])
     out: dict[str, LevelPlan | str] = {}
     for name, values in zip(todo, found.values, strict=True):
         if auto and not 2 <= values.size <= MAX_DISCRETE_LEVELS:
@@ -133,7 +128,7 @@ def level_plans(
     if cats:
         cols = [rows.names.index(name) for name in cats]
         kernel = DistinctKernel(tuple(cols), (MAX_LEVELS,) * len(cols))
-        found = engine.run(rows.source, kernel, merge_distinct, kernel.empty(), arrays=[ROWS])
+        found = engine.run(rows.source, kernel, Distinct.merge, kernel.empty(), arrays=[ROWS])
         todo = []
         for name, col, values in zip(cats, cols, found.values, strict=True):
             if values.size > MAX_LEVELS:
