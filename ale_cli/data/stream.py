@@ -1,35 +1,11 @@
 """Read a CSV file, a Parquet file or a partitioned Parquet dataset chunk by chunk.
 
-A partitioned dataset is a directory of Parquet files or a glob pattern
-(:mod:`ale_cli.data.dataset`); each of its files is opened through
-:func:`~ale_cli.data.dataset.open_part`, which refuses a file lacking an input column.
-
-:func:`open_stream` gives a :class:`TableStream`: iterating it yields the
-model inputs as (n, D) arrays of ``chunk_rows`` rows (the last one shorter),
-so memory is bounded by the chunk, not by the file. Parquet is read by row
-groups (``pyarrow.parquet.ParquetFile.iter_batches``), CSV with
-``pandas.read_csv(chunksize=...)``. The checks of
-:func:`ale_cli.data.table.load_table` are made chunk by chunk with the same
-outcome (the same error text, the same rows dropped and counted):
-
-- NaN/inf rows without ``dropna``: the rest of the file is only counted (no
-  more rows are yielded), then the whole file's count is reported;
-- fewer than 2 rows, an unknown column or ``categorical`` name;
-- a column's dtype is the one the whole file would have (CSV chunks may infer
-  int64 in one chunk and float64 in another; they combine as pandas would).
-
-Chunks keep the source dtype when every input column is float32 (then the
-values are float32 numbers exactly, and ``X`` is stored as float32); otherwise
-they are float64. Text columns are not encoded here (this path serves tensor
-models, which take numbers only), they are refused as by ``load_table``.
-
-The data bytes are hashed while they are read (:class:`HashingReader`), so
-the store's data sha256 costs no second pass over the file.
-
-``open_stream(..., row_groups=(start, stop))`` reads the row groups ``start`` to
-``stop - 1`` of one Parquet file only (a partition of the Dask engine): the rows,
-dtypes, dropped rows and chunks are those of a file that held only those row groups.
-Such a stream is not hashed (``sha256`` stays None): a file's hash is of all its bytes.
+:func:`open_stream` gives a :class:`TableStream` yielding the inputs as (n, D) arrays
+of ``chunk_rows`` rows, with the checks of :func:`ale_cli.data.table.load_table` made
+chunk by chunk with the same outcome (error text, rows dropped and counted, dtypes
+combined as pandas would). Chunks are float32 when every input column is float32,
+else float64. The bytes are hashed while read (:class:`HashingReader`), except for a
+range of row groups (a Dask partition), whose ``sha256`` stays None.
 """
 
 from __future__ import annotations
@@ -49,11 +25,11 @@ from ale_cli.data.dataset import (
     check_part,
     combine_hashes,
     dataset_files,
-    dataset_root,
     dataset_sha256,
     is_dataset,
     is_glob,
     open_part,
+    read_error,
 )
 from ale_cli.data.table import (
     check_categorical,
@@ -63,36 +39,16 @@ from ale_cli.data.table import (
 )
 from ale_cli.errors import InputError
 
-__all__ = [  # the dataset helpers stay importable from here
-    "DEFAULT_CHUNK_ROWS",
-    "TableStream",
-    "combine_hashes",
-    "dataset_files",
-    "dataset_root",
-    "dataset_sha256",
-    "inputs_sha256",
-    "is_dataset",
-    "is_glob",
-    "open_stream",
-]
-
 #: rows per chunk of ``ale compute`` (65536 x 32 float64 inputs = 16 MiB)
 DEFAULT_CHUNK_ROWS = 1 << 16
-#: a read that skips more than this many bytes ahead is not hashed at once (the Parquet
-#: footer is read first); the hash catches up in order, at the latest at the end
+#: a read further ahead than this (the Parquet footer) is not hashed at once
 _MAX_GAP = 8 << 20
 _BLOCK = 1 << 20
 
 
 class HashingReader(io.RawIOBase):
-    """A read-only file that feeds the bytes it serves, in file order, to a SHA-256.
-
-    Sequential reads (CSV) are hashed as they pass. Reads that jump a little
-    ahead (Parquet column chunks) hash the skipped bytes first; a read far
-    ahead (the Parquet footer, read first) is served without hashing.
-    :meth:`hexdigest` hashes what is left and returns the file's SHA-256, the
-    same as :func:`ale_cli.io.files.sha256_file`.
-    """
+    """A read-only file that feeds the bytes it serves, in file order, to a SHA-256
+    (skipped bytes hashed first; :meth:`hexdigest` hashes what is left)."""
 
     def __init__(self, path: Path) -> None:
         super().__init__()
@@ -151,8 +107,7 @@ class HashingReader(io.RawIOBase):
 
 
 def inputs_sha256(data: Any) -> str:
-    """The data's hash as a store records it: of a DataFrame's columns and values, of a
-    data file, or of a partitioned dataset's files (:func:`dataset_sha256`)."""
+    """The data's hash as a store records it: of a DataFrame, a data file or a dataset."""
     from ale_cli.data.table import data_sha256, is_frame
 
     return data_sha256(data) if is_frame(data) else dataset_sha256(Path(data))
@@ -170,12 +125,8 @@ def combined_dtype(a: str, b: str) -> str:
 
 @dataclass
 class TableStream:
-    """The input columns of a data file, read chunk by chunk (iterate it once).
-
-    After the iteration, ``rows_read``, ``rows_dropped``, ``dropped_columns``,
-    ``dtypes`` and ``sha256`` describe the whole file, as a
-    :class:`~ale_cli.data.table.Table` would.
-    """
+    """The input columns of a data file, read chunk by chunk (iterate it once); after
+    the iteration ``rows_read`` ... ``sha256`` describe the whole file as a Table would."""
 
     path: Path
     format: str
@@ -293,18 +244,6 @@ class TableStream:
                 r.close()
 
 
-@dataclass(frozen=True)
-class _Header:
-    """The column names of a Parquet schema, where select_columns expects a frame."""
-
-    columns: tuple[str, ...]
-
-
-def _read_error(path: Path, fmt: str, exc: BaseException) -> InputError:
-    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}")
-
-
 def _parquet_frames(
     readers: list[Any],
     files: Sequence[Path],
@@ -321,7 +260,7 @@ def _parquet_frames(
         except InputError:
             raise
         except Exception as exc:  # pyarrow raises many types for unreadable files
-            raise _read_error(label, "parquet", exc) from None
+            raise read_error(label, exc) from None
 
 
 def _csv_frames(reader: HashingReader, path: Path, batch: int, usecols: list[str]) -> Iterator[Any]:
@@ -341,27 +280,26 @@ def _csv_frames(reader: HashingReader, path: Path, batch: int, usecols: list[str
     except InputError:
         raise
     except Exception as exc:
-        raise _read_error(path, "csv", exc) from None
+        raise read_error(path, exc, "csv") from None
 
 
 def _parquet_header(
     readers: list[Any], path: Path, row_groups: tuple[int, int] | None
-) -> tuple[_Header, int, dict[str, str], list[tuple[str, ...]]]:
-    """The column names, the rows (of the row groups read) and the Arrow type names of
-    the Parquet files' schema (the first file's), and every file's column names; an
-    InputError for a row-group range that is not one of the file's."""
+) -> tuple[tuple[str, ...], int, dict[str, str], list[tuple[str, ...]]]:
+    """The first file's column names, rows (of the row groups read) and Arrow type names,
+    and every file's column names."""
     import pyarrow.parquet as pq
 
     try:
         metas = [pq.ParquetFile(r).metadata for r in readers]
         schemas = [m.schema.to_arrow_schema() for m in metas]
     except Exception as exc:
-        raise _read_error(path, "parquet", exc) from None
+        raise read_error(path, exc) from None
     schema = schemas[0]
     names = [tuple(s.names) for s in schemas]
     arrow_types = {name: str(schema.field(name).type) for name in schema.names}
     if row_groups is None:
-        return _Header(names[0]), sum(m.num_rows for m in metas), arrow_types, names
+        return names[0], sum(m.num_rows for m in metas), arrow_types, names
     start, stop = row_groups
     n = metas[0].num_row_groups
     if not 0 <= start < stop <= n:
@@ -371,14 +309,14 @@ def _parquet_header(
             param="row_groups",
         )
     total = sum(metas[0].row_group(i).num_rows for i in range(start, stop))
-    return _Header(names[0]), total, arrow_types, names
+    return names[0], total, arrow_types, names
 
 
 def _open_readers(
     path: Path, files: list[Path], fmt: str, row_groups: tuple[int, int] | None
 ) -> list[Any]:
     """A HashingReader per file, or a plain file for a range of row groups of one Parquet
-    file (the only data a range may be asked of: else an InputError)."""
+    file."""
     if row_groups is None:
         return [HashingReader(p) for p in files]
     if fmt != "parquet" or is_dataset(path):
@@ -401,13 +339,10 @@ def open_stream(
     min_rows: int = 2,
     row_groups: tuple[int, int] | None = None,
 ) -> TableStream:
-    """Open ``path`` (a CSV or Parquet file, or a directory of Parquet files) for reading
-    its input columns chunk by chunk; the columns are chosen and checked here, from the
-    header or schema (see :func:`ale_cli.data.table.select_columns`). Fewer than
-    ``min_rows`` rows kept is an error (the Dask engine reads each partition with 0 and
-    checks the whole dataset's count). ``row_groups=(start, stop)`` reads only those row
-    groups of one Parquet file (a Dask partition), as if the file held only them; such a
-    stream is not hashed."""
+    """Open ``path`` (a CSV or Parquet file, or a dataset) for reading its input columns
+    chunk by chunk, the columns chosen and checked from the header or schema. Fewer than
+    ``min_rows`` rows kept is an error; ``row_groups=(start, stop)`` reads only those row
+    groups of one Parquet file, as if the file held only them."""
     path = Path(path)
     if not path.exists() and not is_glob(path):
         raise InputError(f"data file '{path}' does not exist")
@@ -423,11 +358,11 @@ def open_stream(
             import pandas as pd
 
             try:
-                header = pd.read_csv(files[0], nrows=0)
+                header = tuple(str(c) for c in pd.read_csv(files[0], nrows=0).columns)
             except pd.errors.EmptyDataError:
                 raise InputError(f"data file '{path}' is empty") from None
             except Exception as exc:
-                raise _read_error(path, fmt, exc) from None
+                raise read_error(path, exc, fmt) from None
             total, arrow_types, schemas = None, {}, []
         columns = select_columns(header, path, inputs=inputs, exclude=exclude)
         for file, names in zip(files, schemas, strict=False):  # every part, before any read
@@ -446,7 +381,7 @@ def open_stream(
         path=path,
         format=fmt,
         feature_names=tuple(columns),
-        file_columns=tuple(str(c) for c in header.columns),
+        file_columns=header,
         categorical=tuple(c for c in columns if c in categorical),
         dtype=np.dtype(np.float32 if f32 else np.float64),
         chunk_rows=chunk_rows,

@@ -18,6 +18,7 @@ from ale_cli.data.dataset import (
     dataset_sha256,
     is_dataset,
     part_names,
+    read_error,
     read_parts,
 )
 from ale_cli.errors import InputError, NotNumeric
@@ -32,31 +33,9 @@ _EXTENSIONS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parq
 
 @dataclass(frozen=True)
 class Table:
-    """The selected feature columns of a dataset.
-
-    Attributes
-    ----------
-    X : ndarray, shape (N, D), float64
-        Feature values, rows with NaN/inf removed when ``dropna`` was asked.
-    feature_names : tuple of str, length D
-    path : Path
-    format : {"csv", "parquet"}
-    rows_read : int
-        Rows in the file.
-    rows_dropped : int
-        Rows removed because of NaN or infinite values (0 unless ``dropna``).
-    dropped_columns : tuple of str
-        The columns where the dropped rows had NaN/inf values.
-    categorical : tuple of str
-        Columns held fixed (declared with ``--categorical`` or non-numeric and encoded).
-    levels : dict of str to tuple
-        For non-numeric columns encoded as integer codes: ``levels[name][code]`` is the
-        original value. Empty unless ``encode_text`` was asked.
-    dtypes : dict of str to str
-        The pandas dtype of every selected column in the file.
-    file_columns : tuple of str
-        Every column of the file, in the file's order (``feature_names`` are in
-        the order asked for).
+    """The selected feature columns of a dataset: ``X`` (N, D) float64 (NaN/inf rows
+    removed with ``dropna``), ``categorical`` the columns held fixed, ``levels[name][code]``
+    the original value of an encoded text column, ``file_columns`` in the file's order.
     """
 
     X: np.ndarray
@@ -115,8 +94,7 @@ def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, 
     except pd.errors.EmptyDataError:
         raise InputError(f"data file '{path}' is empty") from None
     except Exception as exc:  # pandas/pyarrow raise many types for unreadable files
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}") from None
+        raise read_error(path, exc, fmt) from None
     return frame, fmt
 
 
@@ -124,31 +102,18 @@ def read_dataset(
     path: Path, *, inputs: Sequence[str] | None = None, exclude: Sequence[str] = ()
 ) -> tuple[pd.DataFrame, list[str], tuple[str, ...]]:
     """A partitioned dataset's input columns as one DataFrame, the columns chosen from the
-    first file's (:func:`select_columns`), and the first file's columns; every file is read
-    by name (:func:`~ale_cli.data.dataset.read_parts`: a file lacking one of the
-    columns is refused)."""
+    first file's, and the first file's columns."""
     files = dataset_files(path)
     for file in files:
         refuse_duplicate_headers(file, "parquet")
     file_columns = part_names(files[0])
-    columns = select_columns(_Names(file_columns), path, inputs=inputs, exclude=exclude)
+    columns = select_columns(file_columns, path, inputs=inputs, exclude=exclude)
     return read_parts(files, columns), columns, file_columns
 
 
-@dataclass(frozen=True)
-class _Names:
-    """Column names where :func:`select_columns` expects a frame."""
-
-    columns: tuple[str, ...]
-
-
 def refuse_duplicate_headers(path: Path, fmt: str) -> None:
-    """A column name given twice is an error (pandas would rename the CSV's second ``bmi``
-    to ``bmi.1``, and a model would get a column under a name that is not in the file).
-
-    Only the header is read; a file whose header cannot be read is left to the full read,
-    which says why.
-    """
+    """A column name given twice is an error (pandas would rename the second ``bmi`` to
+    ``bmi.1``); a header that cannot be read is left to the full read."""
     try:
         if fmt == "csv":  # the header row as data: the names as written, before renaming
             import pandas as pd
@@ -171,14 +136,15 @@ def refuse_duplicate_headers(path: Path, fmt: str) -> None:
 
 
 def select_columns(
-    frame: pd.DataFrame,
+    names: Sequence[Any],
     path: Path,
     *,
     inputs: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
 ) -> list[str]:
-    """The model's input columns: ``inputs`` in that order, else all columns but ``exclude``."""
-    columns = [str(c) for c in frame.columns]
+    """The model's input columns among ``names``: ``inputs`` in that order, else all but
+    ``exclude``."""
+    columns = [str(c) for c in names]
     for name in [*(inputs or ()), *exclude]:
         if name not in columns:
             raise InputError(
@@ -204,9 +170,8 @@ def to_float_matrix(
 ) -> np.ndarray:
     """Convert the chosen columns to an (N, D) float64 array, naming any non-numeric column.
 
-    When ``levels`` is a dict, a non-numeric column is not an error: it is encoded
-    as integer codes 0..L-1 (levels sorted; a missing value becomes NaN) and
-    ``levels[name]`` receives the original values in code order.
+    With a ``levels`` dict, a non-numeric column is encoded as codes 0..L-1 (sorted;
+    missing -> NaN) and ``levels[name]`` receives the original values in code order.
     """
     import pandas as pd
 
@@ -283,20 +248,14 @@ def load_table(
     categorical: Sequence[str] = (),
     encode_text: bool = False,
 ) -> Table:
-    """Read a CSV/Parquet file and return its selected columns as float64.
+    """Read a CSV/Parquet file (or a DataFrame) and return its selected columns as float64.
 
-    ``categorical`` names columns to hold fixed (integer-coded categories);
-    with ``encode_text`` every non-numeric column is encoded as integer codes
-    (see :func:`to_float_matrix`) and held fixed too.
-
-    Raises :class:`InputError` for a missing or unreadable file, an unknown or
-    non-numeric column (unless ``encode_text``), a ``categorical`` name that is
-    not a selected feature, NaN/inf values (unless ``dropna``), an empty table
-    or fewer than 2 rows.
+    ``categorical`` columns are held fixed; with ``encode_text`` every non-numeric column
+    is encoded as integer codes and held fixed too.
     """
     if is_frame(path):
         frame, fmt, path = path, "dataframe", Path(IN_MEMORY)
-        columns = select_columns(frame, path, inputs=inputs, exclude=exclude)
+        columns = select_columns(frame.columns, path, inputs=inputs, exclude=exclude)
         file_columns = tuple(str(c) for c in frame.columns)
     elif is_dataset(Path(path)):  # type: ignore[arg-type]
         path = Path(path)  # type: ignore[arg-type]
@@ -305,7 +264,7 @@ def load_table(
     else:
         path = Path(path)  # type: ignore[arg-type]
         frame, fmt = read_frame(path, fmt)
-        columns = select_columns(frame, path, inputs=inputs, exclude=exclude)
+        columns = select_columns(frame.columns, path, inputs=inputs, exclude=exclude)
         file_columns = tuple(str(c) for c in frame.columns)
     rows_read = len(frame)
     if rows_read == 0:

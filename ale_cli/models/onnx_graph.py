@@ -1,14 +1,9 @@
-"""An ONNX graph as ``ale`` runs it: opened with onnxruntime, its input and the
-output to explain found (:func:`parse_output`), run on rows of any count (padded
-for a graph with a fixed batch size), through torch when it has been translated
-(:mod:`ale_cli.models.onnx_torch`), and checked on the first rows of the data
-(:func:`check_graph`: width, output, row independence). The model built on it, and
-how its local effects are obtained, is :mod:`ale_cli.models.onnx_model`.
-"""
+"""An ONNX graph as ``ale`` runs it: opened with onnxruntime, its input and output
+found, run on rows of any count (padded for a fixed batch size), through onnxruntime
+or its torch translation, and checked on the first rows of the data."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +13,7 @@ import numpy as np
 
 import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
+from ale_cli.io.threads import available_cpus
 from ale_cli.models.base import Columns, call_model, chunks, failure_reason, first_line
 
 #: Rows of X the graph is first run on (width, output, row independence).
@@ -27,14 +23,6 @@ RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-9}
 _ELEM_DTYPES = {1: np.float32, 11: np.float64}  # onnx.TensorProto.FLOAT / DOUBLE
 _FLOAT_OUTPUTS = ("tensor(float)", "tensor(double)")
 _PROBA_NAMES = ("probabilities", "output_probability")
-
-
-def available_cores() -> int:
-    """CPU cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _dims(value_info: Any) -> list[int | str]:
@@ -143,8 +131,7 @@ def _open_session(path: Path, threads: int) -> tuple[Any, Any]:
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
-    # idle onnxruntime threads otherwise spin for a while after each run and starve
-    # torch (the autodiff path) and the other processes on a small machine
+    # idle spinning threads would starve torch and other processes
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
@@ -156,9 +143,8 @@ def _open_session(path: Path, threads: int) -> tuple[Any, Any]:
 
 
 def tree_ensemble_file(path: Path) -> bool:
-    """True when the graph of ONNX file ``path`` holds a TreeEnsemble op (a piecewise-constant
-    model); False for any other graph and for a file onnx cannot read (the adapter says
-    why when it loads it)."""
+    """True when the graph of ONNX file ``path`` holds a TreeEnsemble op (False for a
+    file onnx cannot read: the adapter says why)."""
     import onnx
 
     try:
@@ -176,11 +162,7 @@ def _graph_inputs(proto: Any) -> list[Any]:
 
 def column_inputs(proto: Any) -> tuple[str, ...] | None:
     """The input names of a graph that takes one tensor per column (several inputs, each
-    of shape (N, 1) or (N,)), in the graph's order; None for any other graph.
-
-    Such graphs (a DataFrame exported input by input) name their columns: ale gives
-    each data column to the input of its name.
-    """
+    of shape (N, 1) or (N,)), in the graph's order; None for any other graph."""
     inputs = _graph_inputs(proto)
     if len(inputs) < 2:
         return None
@@ -194,9 +176,8 @@ def column_inputs(proto: Any) -> tuple[str, ...] | None:
 def _graph_input(
     proto: Any, path: Path
 ) -> tuple[str, np.dtype, list[int | str], tuple[tuple[str, int], ...]]:
-    """(name, dtype, shape, per-column inputs) of the graph's (N, D) float input, or a
-    ModelError. A graph with one input per column gives its first input's name, the
-    shape (N, D) and every input's (name, rank); a graph with one matrix input ()."""
+    """(name, dtype, shape, per-column (name, rank) inputs or ()) of the graph's (N, D)
+    float input, or a ModelError."""
     inputs = _graph_inputs(proto)
     per_column = column_inputs(proto)
     if len(inputs) != 1 and per_column is None:
@@ -235,20 +216,10 @@ def _graph_input(
 
 @dataclass(frozen=True, eq=False)
 class OnnxGraph:
-    """An ONNX file opened in onnxruntime: its one input, the selected output, and
-    the two ways of running it (onnxruntime, or a torch translation).
-
-    Attributes
-    ----------
-    input_shape : list of int or str
-        The declared (N, D) input shape (symbolic dims as strings).
-    fixed_batch : int or None
-        N when the graph takes batches of exactly N rows (the last one is padded).
-    out_name, column
-        The explained output and its column (None: the output has one column).
-    per_column : tuple of (str, int)
-        For a graph with one input per column: each input's name and rank (1 or 2),
-        in the order of the columns of X; () for a graph with one (N, D) input.
+    """An ONNX file opened in onnxruntime: its input, the selected output (``out_name``,
+    ``column``), and the two ways of running it (onnxruntime, or a torch translation).
+    ``fixed_batch``: N when the graph takes batches of exactly N rows; ``per_column``:
+    each input's (name, rank) for a graph with one input per column.
     """
 
     path: Path
@@ -269,7 +240,7 @@ class OnnxGraph:
     @classmethod
     def open(cls, path: Path, selector: str | None) -> tuple[OnnxGraph, Any]:
         """The graph of the file and its ModelProto."""
-        threads = available_cores()
+        threads = available_cpus()
         proto, session = _open_session(path, threads)
         input_name, dtype, input_shape, per_column = _graph_input(proto, path)
         batch = input_shape[0]
@@ -338,8 +309,7 @@ class OnnxGraph:
         return pieces
 
     def raw(self, X: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
-        """onnxruntime's output for each padded piece of X, with the piece's length
-        and its number of real rows."""
+        """(output, piece length, real rows) of each padded piece of X via onnxruntime."""
         pieces = []
         for piece, n in self.padded(X):
             feed = self.feed(piece)
@@ -407,9 +377,8 @@ class OnnxGraph:
 def check_graph(
     graph: OnnxGraph, columns: Columns, X: np.ndarray, *, spread: np.ndarray | None = None
 ) -> tuple[int, ...]:
-    """Width, output and row independence through onnxruntime on the first rows of X
-    (``spread``: each column's std, see :func:`~ale_cli.models.base.other_batch`);
-    returns the shape of one row of the selected output."""
+    """Check width, output and row independence on the first rows of X; the shape of
+    one row of the selected output."""
     width = graph.input_shape[1]
     hint = "select the model's inputs with {param:inputs} or {param:exclude}"
     if isinstance(width, int) and width > 0 and width != X.shape[1]:

@@ -1,13 +1,8 @@
 """Run a standard-op ONNX graph as torch operations, so it can be differentiated.
 
-:func:`translate` checks that every node is an op of the default domain listed
-in :data:`OPS` and returns a :class:`TorchGraph`; calling it with an input
-tensor evaluates the nodes in order (the graph is topologically sorted, as the
-ONNX spec requires) and returns every graph output. Integer tensors (shapes,
-indices) flow through torch too, so shape arithmetic (Shape -> Gather ->
-Concat -> Reshape) works for any batch size. Anything else raises
-:class:`UnsupportedGraph`, whose message says which op, so the adapter can fall
-back to finite differences and say why.
+:func:`translate` returns a :class:`TorchGraph` that evaluates the (topologically
+sorted) nodes in order, integer shape arithmetic included, or raises
+:class:`UnsupportedGraph` naming the op it does not cover.
 """
 
 from __future__ import annotations
@@ -127,12 +122,6 @@ def _fold(fn: Callable[[Tensor, Tensor], Tensor]) -> OpFn:
     return run
 
 
-def _concat(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    import torch
-
-    return [torch.cat(list(x), dim=a["axis"])]
-
-
 def _reshape(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
     t = x[0]
     shape = list(a["shape"]) if opset < 5 else _ints(x[1]) or []
@@ -162,12 +151,6 @@ def _unsqueeze(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> lis
     for ax in sorted(_axis(ax, rank) for ax in axes or []):
         t = t.unsqueeze(ax)
     return [t]
-
-
-def _transpose(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    t = x[0]
-    perm = a.get("perm") or list(reversed(range(t.ndim)))
-    return [t.permute(*perm)]
 
 
 def _gather(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
@@ -217,28 +200,13 @@ def _constant(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list
     raise UnsupportedGraph(f"Constant with attribute {', '.join(a)} is not supported")
 
 
-def _dropout(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    import torch
-
-    return [x[0], torch.ones_like(x[0], dtype=torch.bool)]
-
-
 def _batchnorm(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
     import torch
 
-    if a.get("training_mode", 0):
-        raise UnsupportedGraph("BatchNormalization in training mode mixes rows")
     t, scale, bias, mean, var = x[:5]
     shape = [1, -1] + [1] * (t.ndim - 2)
     inv = scale.reshape(shape) / torch.sqrt(var.reshape(shape) + a.get("epsilon", 1e-5))
     return [(t - mean.reshape(shape)) * inv + bias.reshape(shape)]
-
-
-def _shape(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    import torch
-
-    dims = list(x[0].shape)[a.get("start", 0) : a.get("end")]
-    return [torch.tensor(dims, dtype=torch.long)]
 
 
 def _ops() -> dict[str, OpFn]:
@@ -271,29 +239,23 @@ def _ops() -> dict[str, OpFn]:
         "Max": _fold(torch.maximum),
         "Min": _fold(torch.minimum),
         "Sum": _fold(torch.add),
-        "Concat": _concat,
+        "Concat": lambda x, a, o: [torch.cat(list(x), dim=a["axis"])],
         "Reshape": _reshape,
         "Flatten": _flatten,
         "Squeeze": _squeeze,
         "Unsqueeze": _unsqueeze,
-        "Transpose": _transpose,
+        "Transpose": lambda x, a, o: [x[0].permute(*(a.get("perm") or range(x[0].ndim)[::-1]))],
         "Gather": _gather,
         "Slice": _slice,
         "Identity": lambda x, a, o: [x[0]],
         "Cast": _cast,
         "Constant": _constant,
         "BatchNormalization": _batchnorm,
-        "Dropout": _dropout,
-        "Shape": _shape,
+        "Dropout": lambda x, a, o: [x[0], torch.ones_like(x[0], dtype=torch.bool)],
+        "Shape": lambda x, a, o: [
+            torch.tensor(list(x[0].shape)[a.get("start", 0) : a.get("end")], dtype=torch.long)
+        ],
     }
-
-
-#: The ops the translation covers (default ONNX domain).
-OPS = (
-    "MatMul Gemm Add Sub Mul Div Pow Neg Relu LeakyRelu Elu Selu Sigmoid Tanh Softplus Softmax "
-    "LogSoftmax Exp Log Sqrt Abs Clip Max Min Sum Concat Reshape Flatten Squeeze Unsqueeze "
-    "Transpose Gather Slice Identity Cast Constant BatchNormalization Dropout Shape"
-).split()
 
 
 class TorchGraph:
