@@ -34,8 +34,10 @@ from ale_cli.data.dataset import (
 from ale_cli.data.table import (
     check_categorical,
     detect_format,
+    nonfinite_error,
     refuse_duplicate_headers,
     select_columns,
+    too_few_error,
 )
 from ale_cli.errors import InputError
 
@@ -203,23 +205,12 @@ class TableStream:
             self.dropped_columns = tuple(
                 c for c, b in zip(self.feature_names, bad_cols, strict=True) if b
             )
-            n_bad = self.rows_dropped
             if refused:
-                cols = ", ".join(self.dropped_columns)
-                raise InputError(
-                    f"{self.where} has {n_bad} row{'s' if n_bad != 1 else ''} with "
-                    f"NaN or infinite values (columns: {cols}); pass {{param}} to drop them",
-                    param="dropna",
-                )
+                raise nonfinite_error(self.where, self.rows_dropped, self.dropped_columns)
             if self.rows_read == 0 and self.min_rows:
                 raise InputError(f"{self.where} has no rows")
-            n_left = n_kept + n_pending
-            if n_left < self.min_rows:
-                left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
-                raise InputError(
-                    f"{self.where} has {n_left} row{'s' if n_left != 1 else ''}"
-                    f"{left}; at least 2 are needed"
-                )
+            if n_kept + n_pending < self.min_rows:
+                raise too_few_error(self.where, n_kept + n_pending, self.rows_dropped)
             if pending:
                 yield np.ascontiguousarray(np.concatenate(pending))
             self._finish_hash()

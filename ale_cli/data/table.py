@@ -87,10 +87,7 @@ def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, 
     fmt = detect_format(path, fmt)
     refuse_duplicate_headers(path, fmt)
     try:
-        if fmt == "csv":
-            frame = pd.read_csv(path)
-        else:
-            frame = pd.read_parquet(path)
+        frame = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
     except pd.errors.EmptyDataError:
         raise InputError(f"data file '{path}' is empty") from None
     except Exception as exc:  # pandas/pyarrow raise many types for unreadable files
@@ -227,6 +224,23 @@ def data_sha256(data: str | Path | pd.DataFrame) -> str:
     return digest.hexdigest()
 
 
+def nonfinite_error(where: str, n_bad: int, columns: Sequence[str]) -> InputError:
+    """The error for ``n_bad`` rows with NaN or infinite values without ``dropna``."""
+    return InputError(
+        f"{where} has {n_bad} row{'s' if n_bad != 1 else ''} with NaN or infinite values "
+        f"(columns: {', '.join(columns)}); pass {{param}} to drop them",
+        param="dropna",
+    )
+
+
+def too_few_error(where: str, n_left: int, n_bad: int) -> InputError:
+    """The error for fewer than 2 rows left (after dropping ``n_bad``)."""
+    left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
+    return InputError(
+        f"{where} has {n_left} row{'s' if n_left != 1 else ''}{left}; at least 2 are needed"
+    )
+
+
 def check_categorical(categorical: Sequence[str], columns: Sequence[str], path: Path) -> None:
     """InputError naming ``categorical`` when one of its names is not an input column."""
     for name in categorical:
@@ -280,19 +294,11 @@ def load_table(
     n_bad = int(bad_rows.sum())
     bad_cols = tuple(c for c, b in zip(columns, bad.any(axis=0), strict=True) if b)
     if n_bad and not dropna:
-        raise InputError(
-            f"data file '{path}' has {n_bad} row{'s' if n_bad != 1 else ''} with NaN or "
-            f"infinite values (columns: {', '.join(bad_cols)}); pass {{param}} to drop them",
-            param="dropna",
-        )
+        raise nonfinite_error(f"data file '{path}'", n_bad, bad_cols)
     if n_bad:
         X = X[~bad_rows]
     if len(X) < 2:
-        left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
-        raise InputError(
-            f"data file '{path}' has {len(X)} row{'s' if len(X) != 1 else ''}{left}; "
-            "at least 2 are needed"
-        )
+        raise too_few_error(f"data file '{path}'", len(X), n_bad)
     return Table(
         X=np.ascontiguousarray(X),
         feature_names=tuple(columns),

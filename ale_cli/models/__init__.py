@@ -163,17 +163,14 @@ def load_model(
     if fmt == "torchscript":
         if found is None:
             raise ModelError(f"model file '{path}' is not a TorchScript archive (torch.jit.save)")
-        for param, asked in (
-            ("method", options.method == "finite-differences"),
-            ("step", options.step is not None),
-        ):
-            if asked:
-                value = " finite-differences" if param == "method" else ""
-                raise ModelError(
-                    f"{{param}}{value} applies to ONNX and scikit-learn models; "
-                    f"TorchScript model '{path}' is differentiated exactly (autodiff)",
-                    param=param,
-                )
+        fd_method = options.method == "finite-differences"
+        if fd_method or options.step is not None:
+            raise ModelError(
+                f"{{param}}{' finite-differences' if fd_method else ''} applies to ONNX and "
+                f"scikit-learn models; TorchScript model '{path}' is differentiated exactly "
+                "(autodiff)",
+                param="method" if fd_method else "step",
+            )
         return TorchScriptModel.load(path, options, columns, X)
     if fmt == "onnx":
         return OnnxModel.load(path, options, columns, X, profile)

@@ -48,6 +48,16 @@ def require_mixed_derivatives(
     return fn
 
 
+def gradient_of(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """d sum(y) / dx, the rows' gradients (zeros where y does not depend on x)."""
+    import torch
+
+    if not y.requires_grad:
+        return torch.zeros_like(x)
+    (grad,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
+    return torch.zeros_like(x) if grad is None else grad
+
+
 def _hessian_rows(
     forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, firsts: Sequence[int]
 ) -> list[torch.Tensor | None]:

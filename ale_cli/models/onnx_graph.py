@@ -15,6 +15,7 @@ import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.io.threads import available_cpus
 from ale_cli.models.base import Columns, call_model, chunks, failure_reason, first_line
+from ale_cli.models.mixed import gradient_of
 
 #: Rows of X the graph is first run on (width, output, row independence).
 FIRST_ROWS = 8
@@ -346,15 +347,8 @@ class OnnxGraph:
         return self.select(torch_graph(x)[self.out_name], len(x))
 
     def _torch_run(self, torch_graph: Any, x: Any, grad: bool) -> tuple[Any, Any]:
-        import torch
-
         y = self.torch_output(torch_graph, x)
-        if not grad:
-            return y, None
-        if not y.requires_grad:  # the output does not depend on the input
-            return y, torch.zeros_like(x)
-        (g,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
-        return y, (torch.zeros_like(x) if g is None else g)
+        return y, (gradient_of(y, x) if grad else None)
 
     def torch_forward(
         self, torch_graph: Any, X: np.ndarray, grad: bool

@@ -7,6 +7,7 @@ sorted) nodes in order, integer shape arithmetic included, or raises
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -64,14 +65,6 @@ def _unary(fn: Callable[..., Tensor]) -> OpFn:
     return lambda x, a, opset: [fn(x[0])]
 
 
-def _div(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    import torch
-
-    if x[0].is_floating_point() or x[1].is_floating_point():
-        return [x[0] / x[1]]
-    return [torch.div(x[0], x[1], rounding_mode="trunc")]
-
-
 def _softmax(log: bool) -> OpFn:
     def run(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
         import torch
@@ -113,13 +106,7 @@ def _clip(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Ten
 
 
 def _fold(fn: Callable[[Tensor, Tensor], Tensor]) -> OpFn:
-    def run(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-        out = x[0]
-        for t in x[1:]:
-            out = fn(out, t)
-        return [out]
-
-    return run
+    return lambda x, a, opset: [functools.reduce(fn, x)]
 
 
 def _reshape(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
@@ -128,12 +115,6 @@ def _reshape(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[
     if not a.get("allowzero", 0):
         shape = [t.shape[i] if s == 0 else s for i, s in enumerate(shape)]
     return [t.reshape(shape)]
-
-
-def _flatten(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    t = x[0]
-    axis = _axis(a.get("axis", 1), t.ndim)
-    return [t.reshape(math.prod(t.shape[:axis]), -1)]
 
 
 def _squeeze(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
@@ -182,12 +163,6 @@ def _slice(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Te
     return [t]
 
 
-def _cast(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    from onnx.helper import tensor_dtype_to_np_dtype
-
-    return [x[0].to(_t(np.zeros(0, tensor_dtype_to_np_dtype(a["to"]))).dtype)]
-
-
 def _constant(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
     for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
         if key in a:
@@ -212,6 +187,7 @@ def _batchnorm(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> lis
 def _ops() -> dict[str, OpFn]:
     import torch
     import torch.nn.functional as F
+    from onnx.helper import tensor_dtype_to_np_dtype as np_dtype
 
     return {
         "MatMul": _binary(torch.matmul),
@@ -219,7 +195,11 @@ def _ops() -> dict[str, OpFn]:
         "Add": _binary(torch.add),
         "Sub": _binary(torch.sub),
         "Mul": _binary(torch.mul),
-        "Div": _div,
+        "Div": lambda x, a, o: [
+            x[0] / x[1]
+            if x[0].is_floating_point() or x[1].is_floating_point()
+            else torch.div(x[0], x[1], rounding_mode="trunc")
+        ],
         "Pow": _binary(torch.pow),
         "Neg": _unary(torch.neg),
         "Relu": _unary(torch.relu),
@@ -241,14 +221,16 @@ def _ops() -> dict[str, OpFn]:
         "Sum": _fold(torch.add),
         "Concat": lambda x, a, o: [torch.cat(list(x), dim=a["axis"])],
         "Reshape": _reshape,
-        "Flatten": _flatten,
+        "Flatten": lambda x, a, o: [
+            x[0].reshape(math.prod(x[0].shape[: _axis(a.get("axis", 1), x[0].ndim)]), -1)
+        ],
         "Squeeze": _squeeze,
         "Unsqueeze": _unsqueeze,
         "Transpose": lambda x, a, o: [x[0].permute(*(a.get("perm") or range(x[0].ndim)[::-1]))],
         "Gather": _gather,
         "Slice": _slice,
         "Identity": lambda x, a, o: [x[0]],
-        "Cast": _cast,
+        "Cast": lambda x, a, o: [x[0].to(_t(np.zeros(0, np_dtype(a["to"]))).dtype)],
         "Constant": _constant,
         "BatchNormalization": _batchnorm,
         "Dropout": lambda x, a, o: [x[0], torch.ones_like(x[0], dtype=torch.bool)],

@@ -93,6 +93,7 @@ def final_estimator(est: Any) -> Any:
 
 
 CHECK_ROWS = 8
+_METHODS = {"proba": "predict_proba", "decision": "decision_function"}
 
 
 def _choices(estimator: Any, is_classifier: bool) -> str:
@@ -185,13 +186,8 @@ class SklearnCaller:
 
     def raw(self, X: np.ndarray) -> np.ndarray:
         """The estimator's output as it returns it (any dtype, every column)."""
-        data = self._frame(X)
-        method = {
-            "proba": "predict_proba",
-            "decision": "decision_function",
-            "predict": "predict",
-        }[self.kind]
-        return np.asarray(call_model(self.path, getattr(self.estimator, method), data))
+        method = _METHODS.get(self.kind, "predict")
+        return np.asarray(call_model(self.path, getattr(self.estimator, method), self._frame(X)))
 
     def _select(self, out: np.ndarray, n_rows: int) -> np.ndarray:
         if out.ndim == 2 and out.shape[1] == 1 and self.column is None:
@@ -311,11 +307,11 @@ class SklearnModel:
         """Load a skops file or a trusted pickle and check it on X (or ``profile``)."""
         if fmt == "skops":
             est, trusted = load_skops(path, options.trust)
-            return cls.from_estimator(
-                est, path, fmt, options, columns, X, trusted=trusted, profile=profile
-            )
-        est = load_pickle(path, options.trust_pickle)
-        return cls.from_estimator(est, path, fmt, options, columns, X, profile=profile)
+        else:
+            est, trusted = load_pickle(path, options.trust_pickle), None
+        return cls.from_estimator(
+            est, path, fmt, options, columns, X, trusted=trusted, profile=profile
+        )
 
     @classmethod
     def from_estimator(

@@ -30,7 +30,7 @@ from ale_cli.models.base import (
     integer_output_message,
     other_batch,
 )
-from ale_cli.models.mixed import mixed_partials
+from ale_cli.models.mixed import gradient_of, mixed_partials
 
 if TYPE_CHECKING:
     import torch
@@ -245,15 +245,10 @@ class TorchScriptModel:
         return self._select(out, len(x))
 
     def _gradient(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        import torch
-
         y = self._forward(x)
         if not y.is_floating_point():
             raise ModelError(integer_output_message(self.path, self.pick.dtype), param="output")
-        if not y.requires_grad:  # the output does not depend on the input: a constant model
-            return y, torch.zeros_like(x)
-        (grad,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
-        return y, (torch.zeros_like(x) if grad is None else grad)
+        return y, gradient_of(y, x)
 
     def _forward_backward(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         import torch
