@@ -31,8 +31,7 @@ def arrow_dtype(column: Any) -> str | None:
 def batch_matrix(
     frame: Any, columns: Sequence[str], path: Path
 ) -> tuple[np.ndarray, dict[str, str]]:
-    """(n, D) float64 values of ``columns`` and their pandas dtype names, from a pandas
-    DataFrame or an Arrow RecordBatch."""
+    """(n, D) float64 ``columns`` and their pandas dtypes, of a DataFrame or RecordBatch."""
     if hasattr(frame, "schema"):  # pyarrow.RecordBatch
         index = [frame.schema.get_field_index(c) for c in columns]
         if min(index, default=0) < 0:  # -1 would read the last column: never by position

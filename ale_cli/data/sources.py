@@ -60,8 +60,7 @@ class ReadEnd:
 
 @dataclass(frozen=True)
 class Reads:
-    """The :class:`ReadEnd` s of a run's parts in part order (a mergeable state), as
-    the whole data's stream would describe it."""
+    """The :class:`ReadEnd` s of a run's parts in part order (a mergeable state)."""
 
     ends: tuple[ReadEnd, ...] = ()
 

@@ -25,7 +25,6 @@ from ale_cli.data.dataset import (
     check_part,
     combine_hashes,
     dataset_files,
-    dataset_sha256,
     is_dataset,
     is_glob,
     open_part,
@@ -33,6 +32,7 @@ from ale_cli.data.dataset import (
 )
 from ale_cli.data.table import (
     check_categorical,
+    data_sha256,
     detect_format,
     nonfinite_error,
     refuse_duplicate_headers,
@@ -41,6 +41,8 @@ from ale_cli.data.table import (
 )
 from ale_cli.errors import InputError
 
+#: The data's hash as a store records it: of a DataFrame, a data file or a dataset.
+inputs_sha256 = data_sha256
 #: rows per chunk of ``ale compute`` (65536 x 32 float64 inputs = 16 MiB)
 DEFAULT_CHUNK_ROWS = 1 << 16
 #: a read further ahead than this (the Parquet footer) is not hashed at once
@@ -49,8 +51,7 @@ _BLOCK = 1 << 20
 
 
 class HashingReader(io.RawIOBase):
-    """A read-only file that feeds the bytes it serves, in file order, to a SHA-256
-    (skipped bytes hashed first; :meth:`hexdigest` hashes what is left)."""
+    """A read-only file that feeds the bytes it serves, in file order, to a SHA-256."""
 
     def __init__(self, path: Path) -> None:
         super().__init__()
@@ -106,13 +107,6 @@ class HashingReader(io.RawIOBase):
     def close(self) -> None:
         self._fh.close()
         super().close()
-
-
-def inputs_sha256(data: Any) -> str:
-    """The data's hash as a store records it: of a DataFrame, a data file or a dataset."""
-    from ale_cli.data.table import data_sha256, is_frame
-
-    return data_sha256(data) if is_frame(data) else dataset_sha256(Path(data))
 
 
 def combined_dtype(a: str, b: str) -> str:
@@ -220,14 +214,12 @@ class TableStream:
     def _finish_hash(self) -> None:
         if self.row_groups is not None:  # a part of the file: its hash is of every byte
             return
-        hashes = [(r, r.hexdigest()) for r in self._readers]
+        hashes = [r.hexdigest() for r in self._readers]
         if is_dataset(self.path):
             files = dataset_files(self.path)
-            self.sha256 = combine_hashes(
-                self.path, list(zip(files, [h for _, h in hashes], strict=True))
-            )
+            self.sha256 = combine_hashes(self.path, list(zip(files, hashes, strict=True)))
         else:
-            self.sha256 = hashes[0][1]
+            self.sha256 = hashes[0]
 
     def close(self) -> None:
         for r in self._readers:
@@ -277,8 +269,7 @@ def _csv_frames(reader: HashingReader, path: Path, batch: int, usecols: list[str
 def _parquet_header(
     readers: list[Any], path: Path, row_groups: tuple[int, int] | None
 ) -> tuple[tuple[str, ...], int, dict[str, str], list[tuple[str, ...]]]:
-    """The first file's column names, rows (of the row groups read) and Arrow type names,
-    and every file's column names."""
+    """The first file's names, rows (of the row groups read) and Arrow types; every file's names."""
     import pyarrow.parquet as pq
 
     try:
@@ -306,8 +297,7 @@ def _parquet_header(
 def _open_readers(
     path: Path, files: list[Path], fmt: str, row_groups: tuple[int, int] | None
 ) -> list[Any]:
-    """A HashingReader per file, or a plain file for a range of row groups of one Parquet
-    file."""
+    """A HashingReader per file, or a plain file for a range of row groups."""
     if row_groups is None:
         return [HashingReader(p) for p in files]
     if fmt != "parquet" or is_dataset(path):

@@ -98,8 +98,7 @@ def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, 
 def read_dataset(
     path: Path, *, inputs: Sequence[str] | None = None, exclude: Sequence[str] = ()
 ) -> tuple[pd.DataFrame, list[str], tuple[str, ...]]:
-    """A partitioned dataset's input columns as one DataFrame, the columns chosen from the
-    first file's, and the first file's columns."""
+    """A dataset's input columns as one DataFrame, the columns, the first file's columns."""
     files = dataset_files(path)
     for file in files:
         refuse_duplicate_headers(file, "parquet")
@@ -109,8 +108,7 @@ def read_dataset(
 
 
 def refuse_duplicate_headers(path: Path, fmt: str) -> None:
-    """A column name given twice is an error (pandas would rename the second ``bmi`` to
-    ``bmi.1``); a header that cannot be read is left to the full read."""
+    """A column name given twice is an error (pandas would rename it ``bmi.1``)."""
     try:
         if fmt == "csv":  # the header row as data: the names as written, before renaming
             import pandas as pd
@@ -139,8 +137,7 @@ def select_columns(
     inputs: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
 ) -> list[str]:
-    """The model's input columns among ``names``: ``inputs`` in that order, else all but
-    ``exclude``."""
+    """The input columns: ``inputs`` in that order, else all ``names`` but ``exclude``."""
     columns = [str(c) for c in names]
     for name in [*(inputs or ()), *exclude]:
         if name not in columns:
@@ -207,13 +204,9 @@ IN_MEMORY = "<DataFrame>"
 
 
 def data_sha256(data: str | Path | pd.DataFrame) -> str:
-    """Hex SHA-256 of a data file's bytes, or of a DataFrame's column names and values."""
-    from ale_cli.io.files import sha256_file
-
+    """Hex SHA-256 of a data file, a dataset (:func:`dataset_sha256`) or a DataFrame."""
     if not is_frame(data):
-        if is_dataset(Path(data)):  # type: ignore[arg-type]
-            return dataset_sha256(Path(data))  # type: ignore[arg-type]
-        return sha256_file(Path(data))  # type: ignore[arg-type]
+        return dataset_sha256(Path(data))  # type: ignore[arg-type]
     import hashlib
 
     import pandas as pd

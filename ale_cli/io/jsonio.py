@@ -103,6 +103,5 @@ def parse_json(raw: bytes, path: str | Path, what: str) -> Any:
 
 
 def read_json_file(path: str | Path, what: str) -> Any:
-    """Parse a JSON file (``-``: standard input); a missing file or invalid JSON is a
-    one-line InputError naming ``what``."""
+    """Parse a JSON file (``-``: standard input); one-line InputError naming ``what``."""
     return parse_json(read_bytes(path, what), path, what)

@@ -20,8 +20,7 @@ MAX_THREADS = 4
 
 
 def thread_count() -> int:
-    """Worker threads for :func:`ordered_map`: ``ALE_THREADS`` if set (at least 1), else
-    the CPUs this process may use, at most :data:`MAX_THREADS`."""
+    """``ALE_THREADS`` if set, else the usable CPUs, at most :data:`MAX_THREADS`."""
     given = os.environ.get("ALE_THREADS", "").strip()
     if given.isdigit() and int(given) > 0:
         return int(given)

@@ -106,8 +106,7 @@ class YamlSyntaxError(InputError):
 
 
 def read_text(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> str:
-    """The UTF-8 text of ``path``, a regular file of at most ``max_bytes`` bytes, else a
-    one-line InputError naming ``what`` and the file."""
+    """The UTF-8 text of regular file ``path`` of at most ``max_bytes`` bytes."""
     path = Path(path)
     where = f"{what} '{path}'"
     if not path.exists():
@@ -128,8 +127,7 @@ def read_text(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> str
 
 
 def parse_yaml(text: str, where: str) -> Any:
-    """The document of ``text`` with the limits above; ``where`` ("config file 'x'")
-    begins every message."""
+    """The document of ``text`` within the limits; ``where`` begins every message."""
     import yaml
 
     loader = _loader_class()(text)

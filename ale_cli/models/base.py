@@ -90,8 +90,7 @@ class Model(Protocol):
         features: Sequence[int] | None = None,
         progress: ProgressFn | None = None,
     ) -> Effects:
-        """Derivatives of the selected output with respect to the columns ``features``
-        of X (column indices; None: every column), shape (N, F) in that order."""
+        """Derivatives (N, F) of the output in the columns ``features`` (None: all)."""
 
     def describe(self) -> dict[str, Any]:
         """Method, output and settings used, recorded in the store's meta."""

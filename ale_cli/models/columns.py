@@ -61,8 +61,7 @@ class ColumnOrder:
 
 
 def model_column_order(model: Path, model_format: str | None = None) -> ColumnOrder:
-    """The order from the model's columns file; without one, for an ONNX graph with one
-    input per column, its input names; else an unknown order."""
+    """The order of the columns file, else of a per-column ONNX graph's inputs."""
     path = columns_file(model)
     if path.exists():
         return ColumnOrder(read_columns_file(path), f"columns file '{path}'")

@@ -144,8 +144,7 @@ def _open_session(path: Path, threads: int) -> tuple[Any, Any]:
 
 
 def tree_ensemble_file(path: Path) -> bool:
-    """True when the graph of ONNX file ``path`` holds a TreeEnsemble op (False for a
-    file onnx cannot read: the adapter says why)."""
+    """True when ONNX file ``path`` holds a TreeEnsemble op (False if unreadable)."""
     import onnx
 
     try:
@@ -177,8 +176,7 @@ def column_inputs(proto: Any) -> tuple[str, ...] | None:
 def _graph_input(
     proto: Any, path: Path
 ) -> tuple[str, np.dtype, list[int | str], tuple[tuple[str, int], ...]]:
-    """(name, dtype, shape, per-column (name, rank) inputs or ()) of the graph's (N, D)
-    float input, or a ModelError."""
+    """(name, dtype, shape, per-column (name, rank) or ()) of the (N, D) float input."""
     inputs = _graph_inputs(proto)
     per_column = column_inputs(proto)
     if len(inputs) != 1 and per_column is None:
@@ -371,8 +369,7 @@ class OnnxGraph:
 def check_graph(
     graph: OnnxGraph, columns: Columns, X: np.ndarray, *, spread: np.ndarray | None = None
 ) -> tuple[int, ...]:
-    """Check width, output and row independence on the first rows of X; the shape of
-    one row of the selected output."""
+    """Check width, output and row independence; the shape of one output row."""
     width = graph.input_shape[1]
     hint = "select the model's inputs with {param:inputs} or {param:exclude}"
     if isinstance(width, int) and width > 0 and width != X.shape[1]:

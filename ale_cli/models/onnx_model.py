@@ -86,8 +86,7 @@ def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> M
 
 @dataclass(frozen=True, eq=False)
 class OnnxModel:
-    """An ONNX graph run by onnxruntime, differentiated through torch when possible;
-    ``step``, ``steps`` (D,): the finite-difference steps (None on the autodiff path)."""
+    """An ONNX graph run by onnxruntime, differentiated through torch when possible."""
 
     graph: OnnxGraph
     choice: MethodChoice
@@ -107,8 +106,7 @@ class OnnxModel:
         X: np.ndarray,
         profile: DataProfile | None = None,
     ) -> OnnxModel:
-        """Open the file, check the graph and choose the method and steps, all from
-        ``profile`` (of X when not given)."""
+        """Open the file, check the graph, choose method and steps from ``profile``."""
         profile = DataProfile.of(X) if profile is None else profile
         graph, proto = OnnxGraph.open(path, options.output)
         row_shape = check_graph(graph, columns, profile.head, spread=profile.std)
@@ -156,8 +154,7 @@ class OnnxModel:
         features: Sequence[int] | None = None,
         progress: ProgressFn | None = None,
     ) -> Effects:
-        """Autodiff through the torch translation, or central differences via
-        onnxruntime; held-fixed columns get 0."""
+        """Autodiff through the torch translation, or central differences via onnxruntime."""
         index = feature_indices(features, X.shape[1])
         if self.choice.torch_graph is None:
             return fd.central_differences(

@@ -237,8 +237,7 @@ class SklearnCaller:
 
 
 def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
-    """Refuse a model whose inputs differ from the selected features, or that fails on
-    the first rows; the dtype of an output that does not hold floats, else None."""
+    """Check inputs and first rows; the dtype of a non-float output, else None."""
     names = list(caller.columns.names)
     width = X.shape[1]
     hint = "select the model's inputs with {param:inputs} or {param:exclude}"
@@ -281,8 +280,7 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
 
 @dataclass(frozen=True, eq=False)
 class SklearnModel:
-    """A fitted scikit-learn estimator, checked on the data, explained by central
-    finite differences with steps chosen when it was loaded."""
+    """A fitted scikit-learn estimator, explained by central finite differences."""
 
     caller: SklearnCaller
     format: str
@@ -378,8 +376,7 @@ class SklearnModel:
         features: Sequence[int] | None = None,
         progress: ProgressFn | None = None,
     ) -> Effects:
-        """Central differences in the columns ``features`` (held-fixed ones 0); refused
-        for an integer-valued output."""
+        """Central differences in the columns ``features``; refused for an integer output."""
         if self.integer_output is not None:
             raise ModelError(
                 integer_output_message(self.caller.path, self.integer_output), param="output"

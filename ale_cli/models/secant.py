@@ -95,8 +95,7 @@ class SecantModel:
         features: Sequence[int] | None = None,
         progress: ProgressFn | None = None,
     ) -> Effects:
-        """Secants (N, F) in the columns ``features`` (0 for held-fixed or constant ones)
-        and predictions (N,)."""
+        """Secants (N, F) in the columns ``features`` and predictions (N,)."""
         features_ = feature_indices(features, X.shape[1])
         where = [k for k, j in enumerate(features_) if int(j) in self.edges]
         moved = [int(features_[k]) for k in where]
@@ -152,8 +151,7 @@ def for_compute(
     names: Sequence[str],
     categorical: Sequence[str],
 ) -> Model:
-    """The model ``ale compute`` differentiates: a :class:`SecantModel` over all rows X
-    (N, D) for a piecewise-constant one (``categorical`` held fixed), else ``model``."""
+    """A :class:`SecantModel` over all rows X for a piecewise-constant model, else it."""
     if not piecewise_constant(model):
         return model
     fixed = np.array([n in set(categorical) for n in names], dtype=bool)

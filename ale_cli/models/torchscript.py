@@ -80,8 +80,7 @@ class OutputPick:
 
 
 def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPick:
-    """The :class:`OutputPick` for the selector ``spec`` (see :func:`parse_output`),
-    given the module's output ``out`` for ``n_rows`` rows; ModelError if it has none."""
+    """The :class:`OutputPick` for ``spec`` given the module's output for ``n_rows`` rows."""
     import torch
 
     element, column = parse_output(spec)
@@ -141,8 +140,7 @@ def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPi
 
 
 def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> Exception:
-    """A width mismatch (exit 2) when the first layer takes another number of features,
-    else the model's own failure (exit 1)."""
+    """A width mismatch (exit 2) if the first layer says so, else the model's failure."""
     reason = failure_reason(exc)
     expected = next((p.shape[1] for p in module.parameters() if p.ndim == 2), None)
     if expected is not None and expected != width:
@@ -192,8 +190,7 @@ class TorchScriptModel:
     def load(
         cls, path: Path, options: LoadOptions, columns: Columns, X: np.ndarray
     ) -> TorchScriptModel:
-        """Load with ``torch.jit.load`` on the CPU in eval mode with frozen parameters,
-        pick the output on the first rows of X and check that rows are independent."""
+        """Load on the CPU in eval mode, pick the output and check the rows on X."""
         import torch
 
         try:
@@ -236,8 +233,7 @@ class TorchScriptModel:
         return out.reshape(n_rows, -1)[:, self.pick.column]
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
-        """The selected output at ``x``, (n,), without the graph executor's profiling
-        (on the CPU it fuses nothing and costs time)."""
+        """The selected output at ``x``, (n,), without the graph executor's profiling."""
         import torch
 
         with torch.jit.optimized_execution(False):
@@ -258,8 +254,7 @@ class TorchScriptModel:
         return y.detach().numpy(), grad.detach().numpy()
 
     def _evaluate(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Predictions and gradients; for an integer output (no gradient) zeros instead,
-        so that the checks of :meth:`load` hold for ``ale classic``, which needs none."""
+        """Predictions and gradients (zeros for an integer output, which has none)."""
         if not self.pick.integer:
             return self._forward_backward(X)
         return self.predict(X), np.zeros_like(X)
@@ -329,8 +324,7 @@ class TorchScriptModel:
         features: Sequence[int] | None = None,
         progress: ProgressFn | None = None,
     ) -> Effects:
-        """Gradients of the selected output, one forward+backward pass per chunk; the
-        full gradient is computed and the columns ``features`` kept (held-fixed ones 0)."""
+        """Gradients of the selected output, one forward+backward pass per chunk."""
         index = feature_indices(features, X.shape[1])
         n = len(X)
         grads = np.empty((n, len(index)), dtype=np.float64)
@@ -350,8 +344,7 @@ class TorchScriptModel:
         *,
         progress: ProgressFn | None = None,
     ) -> np.ndarray:
-        """``d2f / dx_a dx_b`` at every row for each pair (a, b), shape (P, N); see
-        :func:`ale_cli.models.mixed.mixed_partials`."""
+        """``d2f / dx_a dx_b`` (P, N) for each pair (a, b)."""
         return mixed_partials(
             self._forward,
             X,
