@@ -10,6 +10,7 @@ order); ``offset`` comes from the footers. Parquet files are cut into ranges of 
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -68,9 +69,7 @@ def split_row_groups(sizes: Sequence[int], *, target: int) -> list[tuple[int, in
     n = len(sizes)
     if not n:
         return []
-    before = [0]
-    for size in sizes:
-        before.append(before[-1] + int(size))
+    before = [0, *itertools.accumulate(int(size) for size in sizes)]
     total = before[-1]
     k = max(1, math.ceil(total / target))
     scaled = [b * k for b in before]  # rows before each boundary, times k: exact integers
@@ -98,13 +97,8 @@ def plan_partitions(files: Sequence[Path], *, fmt: str, slots: int) -> tuple[Par
     offset = 0
     for i, (file, groups) in enumerate(zip(files, sizes, strict=True)):
         ranges = split_row_groups(groups, target=target) if groups else []
-        if len(ranges) < 2:
-            rows = sum(groups or ())
-            parts.append(Partition(file, i, None, rows, offset))
-            offset += rows
-            continue
-        for start, stop in ranges:
-            rows = sum(groups[start:stop])  # type: ignore[index]
-            parts.append(Partition(file, i, (start, stop), rows, offset))
+        for span in ranges if len(ranges) > 1 else [None]:
+            rows = sum(groups[slice(*span)] if span and groups else groups or ())
+            parts.append(Partition(file, i, span, rows, offset))
             offset += rows
     return tuple(parts)

@@ -7,6 +7,7 @@ carries its :class:`ReadEnd`. :class:`OpenedSource` is a stream already begun he
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -196,12 +197,8 @@ class OpenedSource:
         if self._used:
             raise RuntimeError("an opened data source is read once")
         self._used = True
-        yield from _chunks(self.stream, _begun(self.first, self.rest), None, 0, self.read_s)
-
-
-def _begun(first: np.ndarray, rest: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
-    yield first
-    yield from rest
+        blocks = itertools.chain([self.first], self.rest)
+        yield from _chunks(self.stream, blocks, None, 0, self.read_s)
 
 
 def _chunks(

@@ -277,20 +277,19 @@ def _parquet_header(
         schemas = [m.schema.to_arrow_schema() for m in metas]
     except Exception as exc:
         raise read_error(path, exc) from None
-    schema = schemas[0]
     names = [tuple(s.names) for s in schemas]
-    arrow_types = {name: str(schema.field(name).type) for name in schema.names}
-    if row_groups is None:
-        return names[0], sum(m.num_rows for m in metas), arrow_types, names
-    start, stop = row_groups
-    n = metas[0].num_row_groups
-    if not 0 <= start < stop <= n:
-        raise InputError(
-            f"{{param}} must be a range start < stop within the {n} row groups of data file "
-            f"'{path}', got {start}, {stop}",
-            param="row_groups",
-        )
-    total = sum(metas[0].row_group(i).num_rows for i in range(start, stop))
+    arrow_types = {name: str(schemas[0].field(name).type) for name in names[0]}
+    total = sum(m.num_rows for m in metas)
+    if row_groups is not None:
+        start, stop = row_groups
+        n = metas[0].num_row_groups
+        if not 0 <= start < stop <= n:
+            raise InputError(
+                f"{{param}} must be a range start < stop within the {n} row groups of data "
+                f"file '{path}', got {start}, {stop}",
+                param="row_groups",
+            )
+        total = sum(metas[0].row_group(i).num_rows for i in range(start, stop))
     return names[0], total, arrow_types, names
 
 

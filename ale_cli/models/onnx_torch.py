@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import torch
 
 Tensor = Any  # torch.Tensor, imported lazily
+#: an op: (inputs, attributes, opset) -> outputs
 OpFn = Callable[[Sequence[Tensor | None], dict[str, Any], int], list[Tensor]]
 
 
@@ -38,9 +39,6 @@ def _ints(t: Tensor | None) -> list[int] | None:
 
 def _axis(axis: int, rank: int) -> int:
     return axis + rank if axis < 0 else axis
-
-
-# -- op implementations: (inputs, attributes, opset) -> outputs -----------------------------
 
 
 def _gemm(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
