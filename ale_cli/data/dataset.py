@@ -126,16 +126,6 @@ def open_part(source: Any, file: Path, columns: Sequence[str]) -> pq.ParquetFile
     return part
 
 
-def part_names(file: Path) -> tuple[str, ...]:
-    """The column names in the schema of Parquet file ``file``."""
-    import pyarrow.parquet as pq
-
-    try:
-        return tuple(pq.read_schema(file).names)
-    except Exception as exc:  # pyarrow raises many types for unreadable files
-        raise read_error(file, exc) from None
-
-
 def read_parts(files: Sequence[Path], columns: Sequence[str]) -> pd.DataFrame:
     """The ``columns`` of every part, one table in file order (columns matched by name)."""
     import pandas as pd

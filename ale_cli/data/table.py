@@ -17,7 +17,7 @@ from ale_cli.data.dataset import (
     dataset_files,
     dataset_sha256,
     is_dataset,
-    part_names,
+    open_part,
     read_error,
     read_parts,
 )
@@ -102,7 +102,7 @@ def read_dataset(
     files = dataset_files(path)
     for file in files:
         refuse_duplicate_headers(file, "parquet")
-    file_columns = part_names(files[0])
+    file_columns = tuple(open_part(files[0], files[0], ()).schema_arrow.names)
     columns = select_columns(file_columns, path, inputs=inputs, exclude=exclude)
     return read_parts(files, columns), columns, file_columns
 
