@@ -25,6 +25,7 @@ from ale_cli.data.dataset import (
     check_part,
     combine_hashes,
     dataset_files,
+    dataset_sha256,  # noqa: F401 -- importable from here, as before
     is_dataset,
     is_glob,
     open_part,
