@@ -26,10 +26,8 @@ TASKS_PER_SLOT = 4
 
 @dataclass(frozen=True)
 class Partition:
-    """One task's data: ``file`` (the ``file_index``-th of the dataset), whole when
-    ``row_groups`` is None, else its row groups ``start`` to ``stop - 1``; ``rows`` by
-    the footer (0 when unknown: a CSV file) and ``offset``, its first row in the dataset
-    by the footers."""
+    """One task's data: ``file`` whole (``row_groups`` None) or its row groups ``start`` to
+    ``stop - 1``; ``rows`` and ``offset`` (first row in the dataset) by the footers."""
 
     file: Path
     file_index: int

@@ -162,11 +162,8 @@ def to_float_matrix(
     *,
     levels: dict[str, tuple[Any, ...]] | None = None,
 ) -> np.ndarray:
-    """Convert the chosen columns to an (N, D) float64 array, naming any non-numeric column.
-
-    With a ``levels`` dict, a non-numeric column is encoded as codes 0..L-1 (sorted;
-    missing -> NaN) and ``levels[name]`` receives the original values in code order.
-    """
+    """The chosen columns as an (N, D) float64 array, naming any non-numeric column; with
+    a ``levels`` dict, such a column is coded 0..L-1 (sorted) and its values kept there."""
     import pandas as pd
 
     out = np.empty((len(frame), len(columns)), dtype=np.float64)
@@ -255,11 +252,8 @@ def load_table(
     categorical: Sequence[str] = (),
     encode_text: bool = False,
 ) -> Table:
-    """Read a CSV/Parquet file (or a DataFrame) and return its selected columns as float64.
-
-    ``categorical`` columns are held fixed; with ``encode_text`` every non-numeric column
-    is encoded as integer codes and held fixed too.
-    """
+    """The selected columns of a CSV/Parquet file or DataFrame as float64; ``categorical``
+    and (``encode_text``) coded text columns are held fixed."""
     if is_frame(path):
         frame, fmt, path = path, "dataframe", Path(IN_MEMORY)
         columns = select_columns(frame.columns, path, inputs=inputs, exclude=exclude)

@@ -93,9 +93,8 @@ def write_target(path: str | os.PathLike[str]) -> Path:
 def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[bytes]]:
     """Open a temporary file beside ``path``; rename it onto ``path`` only on success.
 
-    A symlink is written through (its final target replaced, the link kept); a new
-    file gets mode ``0666 & ~umask``, a rewritten one keeps its mode; an ``OSError``
-    while writing is a one-line :class:`RunError` naming the file.
+    A symlink is written through; a new file gets mode ``0666 & ~umask``, a rewritten
+    one keeps its mode; an ``OSError`` is a one-line :class:`RunError`.
     """
     given = Path(path)
     target = write_target(given)
@@ -143,11 +142,8 @@ def temporary_name(name: str) -> str:
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:
-    """Remove the temporaries of ``target`` that a killed process left; the paths removed.
-
-    Only regular files named as :func:`temporary_name` names them for ``target.name``
-    and last changed before :data:`STARTED`; errors are ignored.
-    """
+    """Remove the regular files named as :func:`temporary_name` names them for ``target``
+    and last changed before :data:`STARTED` (a killed process's); the paths removed."""
     pattern = re.compile(rf"\.{re.escape(target.name)}\.[0-9a-f]{{12}}\.tmp")
     removed = []
     try:

@@ -138,13 +138,8 @@ def load_model(
     X: np.ndarray,
     profile: DataProfile | None = None,
 ) -> Model:
-    """Load ``path`` with the adapter for its format and check the model on X (N, D).
-
-    The model is checked on X (input width, output, row independence, the ONNX
-    torch translation) and finite-difference steps are chosen from it. ``profile``
-    (ONNX, scikit-learn): built from all rows chunk by chunk, X then being only its
-    first rows; default the profile of X. The returned model is final.
-    """
+    """Load ``path`` with the adapter for its format, checked on X (N, D) and its steps
+    chosen there; ``profile`` (ONNX, scikit-learn): of all rows, X then its first rows."""
     path = Path(path)
     _check_options(options)
     _check_data(X, columns)

@@ -24,11 +24,8 @@ ProgressFn = Callable[[int], None]
 
 @dataclass(frozen=True)
 class Effects:
-    """Local effects of one model output at the rows of X.
-
-    ``local_effects`` (N, F): d f(x_i) / d x_j for the k-th explained column j
-    (0 for held-fixed columns); ``prediction`` (N,): f(x_i).
-    """
+    """``local_effects`` (N, F): d f(x_i) / d x_j for the k-th explained column j (0 for
+    held-fixed columns); ``prediction`` (N,): f(x_i)."""
 
     local_effects: np.ndarray
     prediction: np.ndarray
@@ -36,12 +33,8 @@ class Effects:
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """How a model is loaded and which output is explained.
-
-    ``output`` None: the only output; ``batch_size`` None: the adapter's default;
-    ``step``: finite-difference step as a fraction of each feature's std (None:
-    the adapter's choice); ``trust``: skops type names; ``trust_pickle``: allow pickles.
-    """
+    """How a model is loaded and which output is explained (None: the default); ``step``
+    is a fraction of each feature's std, ``trust`` skops type names."""
 
     output: str | None = None
     batch_size: int | None = None

@@ -215,11 +215,8 @@ def _graph_input(
 
 @dataclass(frozen=True, eq=False)
 class OnnxGraph:
-    """An ONNX file opened in onnxruntime: its input, the selected output (``out_name``,
-    ``column``), and the two ways of running it (onnxruntime, or a torch translation).
-    ``fixed_batch``: N when the graph takes batches of exactly N rows; ``per_column``:
-    each input's (name, rank) for a graph with one input per column.
-    """
+    """An ONNX file opened in onnxruntime, run there or through a torch translation;
+    ``fixed_batch``: N for a graph that takes batches of exactly N rows."""
 
     path: Path
     session: Any
