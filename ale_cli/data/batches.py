@@ -31,9 +31,7 @@ def arrow_dtype(column: Any) -> str | None:
 def batch_matrix(
     frame: Any, columns: Sequence[str], path: Path
 ) -> tuple[np.ndarray, dict[str, str]]:
-    """(n, D) float64 values of ``columns`` and their pandas dtype names, from a pandas
-    DataFrame or an Arrow RecordBatch (converted without pandas when every column is
-    numeric or boolean; pandas is imported only for other columns, to report them)."""
+    """(n, D) float64 ``columns`` and their pandas dtypes, of a DataFrame or RecordBatch."""
     if hasattr(frame, "schema"):  # pyarrow.RecordBatch
         index = [frame.schema.get_field_index(c) for c in columns]
         if min(index, default=0) < 0:  # -1 would read the last column: never by position
@@ -54,9 +52,8 @@ def batch_matrix(
 
 
 def arrow_values(column: Any) -> np.ndarray:
-    """A numeric or boolean Arrow array's values as numpy. A numeric column without
-    nulls is viewed in its data buffer: ``Array.to_numpy`` imports pandas (0.3-0.4 s,
-    pyarrow 26), which the streaming compute otherwise never needs."""
+    """A numeric or boolean Arrow array's values as numpy (a numeric column without nulls
+    viewed in its buffer: ``Array.to_numpy`` would import pandas)."""
     import pyarrow as pa
 
     t = column.type

@@ -1,15 +1,6 @@
-"""The files of a partitioned Parquet dataset, and the one way each of them is opened.
-
-A partitioned dataset is a directory (its ``*.parquet`` files, recursively) or a glob
-pattern (``data/part-*.parquet``, ``data/**/*.parquet``); either way its files are
-read in name order, one partition after the other (:func:`dataset_files`).
-
-Every part of a dataset is opened through :func:`open_part`, whichever reader asks
-(the chunked reader of every command and of the Dask workers, the whole-table reader):
-it refuses a part whose schema lacks one of the columns asked for, in one line naming
-the part and the column. The columns are chosen from the first file (or the model's
-input names) and looked up by name in every part, so parts may order their columns
-differently or hold more of them; a missing one is never filled by another column.
+"""The files of a partitioned Parquet dataset (a directory, recursively, or a glob
+pattern; read in name order), and :func:`open_part`, the one way each is opened: it
+refuses a part lacking a column asked for (columns are looked up by name in every part).
 """
 
 from __future__ import annotations
@@ -62,9 +53,8 @@ def dataset_root(path: Path) -> Path:
 
 
 def dataset_files(path: Path) -> list[Path]:
-    """The files of a data path: itself, a directory's ``*.parquet`` files in name order
-    (recursively, as a partitioned dataset ``year=2026/part-0.parquet`` is laid out), or
-    the files a glob pattern matches, in name order."""
+    """The files of a data path: itself, a directory's ``*.parquet`` files (recursively),
+    or the files a glob pattern matches, in name order."""
     if is_glob(path):
         root = dataset_root(path)
         pattern = path.relative_to(root).as_posix() if root != Path(".") else str(path)
@@ -116,35 +106,24 @@ def check_part(file: Path, names: Sequence[str], columns: Sequence[str]) -> None
             )
 
 
-def part_error(file: Path, exc: BaseException) -> InputError:
-    """The one line for a Parquet part pyarrow cannot read."""
+def read_error(path: Path, exc: BaseException, fmt: str = "parquet") -> InputError:
+    """The one line for a data file pandas or pyarrow cannot read."""
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return InputError(f"cannot read data file '{file}' as PARQUET: {reason}")
+    return InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}")
 
 
 def open_part(source: Any, file: Path, columns: Sequence[str]) -> pq.ParquetFile:
     """The Parquet file ``source`` (a path or an open binary file) of part ``file``, its
-    schema checked to hold every one of ``columns`` (:func:`check_part`); read it only
-    by name (``columns=``). Not pre-buffered: a read holds about one row group."""
+    schema checked to hold every one of ``columns``; not pre-buffered."""
     import pyarrow.parquet as pq
 
     try:
         part = pq.ParquetFile(source, pre_buffer=False)
         names = list(part.schema_arrow.names)
     except Exception as exc:  # pyarrow raises many types for unreadable files
-        raise part_error(file, exc) from None
+        raise read_error(file, exc) from None
     check_part(file, names, columns)
     return part
-
-
-def part_names(file: Path) -> tuple[str, ...]:
-    """The column names in the schema of Parquet file ``file``."""
-    import pyarrow.parquet as pq
-
-    try:
-        return tuple(pq.read_schema(file).names)
-    except Exception as exc:  # pyarrow raises many types for unreadable files
-        raise part_error(file, exc) from None
 
 
 def read_parts(files: Sequence[Path], columns: Sequence[str]) -> pd.DataFrame:
@@ -158,10 +137,9 @@ def read_parts(files: Sequence[Path], columns: Sequence[str]) -> pd.DataFrame:
         try:
             tables.append(part.read(columns=list(columns)))
         except Exception as exc:  # pyarrow raises many types for unreadable files
-            raise part_error(file, exc) from None
+            raise read_error(file, exc) from None
     try:
         table = pa.concat_tables(tables, promote_options="permissive")
-    except pa.ArrowException:  # types no column can hold both of (text in one, numbers in
-        # another): the columns as pandas would combine them, object where they differ
+    except pa.ArrowException:  # text in one part, numbers in another: as pandas combines
         return pd.concat([t.to_pandas() for t in tables], ignore_index=True)
     return table.to_pandas()

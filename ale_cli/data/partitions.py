@@ -1,29 +1,16 @@
 """The partitions of the data for the Dask engine: files, and row-group ranges of large files.
 
-A partition is one task's data: a whole file (a CSV file, a small Parquet file, a
-Parquet file whose footer cannot be read: the worker then reports why) or a range of
-consecutive row groups of one Parquet file. Partitions are in file order, then in
-row-group order, so their rows one after the other are the local engine's rows in
-the local engine's order; each partition's ``offset`` (its first row in the dataset)
-comes from the Parquet footers' row counts.
-
-How big: the Parquet files are cut into ranges of about ``target`` rows
-(:func:`target_rows`): enough tasks for :data:`TASKS_PER_SLOT` per worker thread of
-the cluster (several tasks per worker even out slower and faster ones, and a file of
-50 GB keeps every worker busy), at most :data:`PARTITION_ROWS` rows a task (about one
-row group as pyarrow writes them by default; a failed task is rerun at a bounded cost
-and each part of the store stays small) and not under :data:`MIN_PARTITION_ROWS` (one
-default chunk of the compute: below that a task's fixed costs, the scheduler's round
-trip, the footer read and the part file, weigh as much as its rows). A file of no more
-than ``target`` rows stays one partition. Row groups are never cut: a single row group
-larger than the target is a partition of its own.
-
-This module imports neither dask nor distributed.
+A partition is a whole file (CSV, small or unreadable Parquet) or a range of row
+groups of one Parquet file, in file then row-group order (the local engine's row
+order); ``offset`` comes from the footers. Parquet files are cut into ranges of about
+:func:`target_rows` rows: :data:`TASKS_PER_SLOT` tasks per worker thread, at most
+:data:`PARTITION_ROWS`, at least :data:`MIN_PARTITION_ROWS`; row groups are never cut.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,10 +26,8 @@ TASKS_PER_SLOT = 4
 
 @dataclass(frozen=True)
 class Partition:
-    """One task's data: ``file`` (the ``file_index``-th of the dataset), whole when
-    ``row_groups`` is None, else its row groups ``start`` to ``stop - 1``; ``rows`` by
-    the footer (0 when unknown: a CSV file) and ``offset``, its first row in the dataset
-    by the footers."""
+    """One task's data: ``file`` whole (``row_groups`` None) or its row groups ``start`` to
+    ``stop - 1``; ``rows`` and ``offset`` (first row in the dataset) by the footers."""
 
     file: Path
     file_index: int
@@ -66,12 +51,9 @@ def split_row_groups(sizes: Sequence[int], *, target: int) -> list[tuple[int, in
     """Consecutive row-group ranges ``(start, stop)`` of a file whose row groups hold
     ``sizes`` rows, about ``target`` rows each.
 
-    With ``T = sum(sizes)`` and ``k = max(1, ceil(T / target))`` ranges aimed at, range
-    ``j`` starts at the first row group boundary with at least ``j T / k`` rows before it
-    (boundaries met twice, and those at the file's end, are dropped). So the ranges
-    cover every row group once, in order; there are at most ``k``; each holds fewer than
-    ``T / k + max(sizes)`` rows; a file of at most ``target`` rows is one range. No row
-    groups: no range.
+    With ``T = sum(sizes)`` and ``k = max(1, ceil(T / target))``, range ``j`` starts at
+    the first boundary with at least ``j T / k`` rows before it (repeats and the end
+    dropped): at most ``k`` ranges, each under ``T / k + max(sizes)`` rows.
 
     >>> split_row_groups([700] * 10, target=2000)
     [(0, 3), (3, 5), (5, 8), (8, 10)]
@@ -85,9 +67,7 @@ def split_row_groups(sizes: Sequence[int], *, target: int) -> list[tuple[int, in
     n = len(sizes)
     if not n:
         return []
-    before = [0]
-    for size in sizes:
-        before.append(before[-1] + int(size))
+    before = [0, *itertools.accumulate(int(size) for size in sizes)]
     total = before[-1]
     k = max(1, math.ceil(total / target))
     scaled = [b * k for b in before]  # rows before each boundary, times k: exact integers
@@ -108,21 +88,15 @@ def row_group_rows(file: Path) -> list[int] | None:
 
 
 def plan_partitions(files: Sequence[Path], *, fmt: str, slots: int) -> tuple[Partition, ...]:
-    """The partitions of the dataset ``files`` (format ``fmt``) for ``slots`` worker
-    threads, in file order then row-group order (see the module's docstring)."""
+    """The partitions of the dataset ``files`` for ``slots`` worker threads."""
     sizes = [row_group_rows(f) if fmt == "parquet" else None for f in files]
     target = target_rows(sum(sum(s) for s in sizes if s), slots)
     parts: list[Partition] = []
     offset = 0
     for i, (file, groups) in enumerate(zip(files, sizes, strict=True)):
         ranges = split_row_groups(groups, target=target) if groups else []
-        if len(ranges) < 2:
-            rows = sum(groups or ())
-            parts.append(Partition(file, i, None, rows, offset))
-            offset += rows
-            continue
-        for start, stop in ranges:
-            rows = sum(groups[start:stop])  # type: ignore[index]
-            parts.append(Partition(file, i, (start, stop), rows, offset))
+        for span in ranges if len(ranges) > 1 else [None]:
+            rows = sum(groups[slice(*span)] if span and groups else groups or ())
+            parts.append(Partition(file, i, span, rows, offset))
             offset += rows
     return tuple(parts)

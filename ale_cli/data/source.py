@@ -1,12 +1,7 @@
 """Rows that arrive in chunks: the :class:`Source` protocol, its :class:`Chunk` and the
-in-memory :class:`ArraySource`.
-
-A source splits into independent parts in row order (files, row-group ranges, store
-parts); each part yields chunks of named arrays with the global offset of their first
-row. Data files and datasets (:mod:`ale_cli.data.stream`), stores
-(:mod:`ale_cli.store`) and arrays in memory are sources; an engine
-(:mod:`ale_cli.passes.engine`) runs a kernel over them. Every source and part is a
-frozen value that pickles (a Dask worker opens its part itself).
+in-memory :class:`ArraySource`. A source splits into independent parts in row order, each
+yielding chunks of named arrays with the global offset of their first row; sources and
+parts are frozen values that pickle.
 """
 
 from __future__ import annotations
@@ -20,12 +15,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Chunk:
-    """Rows ``offset`` to ``offset + n_rows - 1`` of a source: named arrays of equal length.
-
-    ``end``, on the last chunk of a part only (then possibly of no rows): what reading
-    the part found that is known only at its end (rows read and dropped, the file's
-    hash, ...); empty otherwise.
-    """
+    """Rows ``offset`` to ``offset + n_rows - 1`` of a source: named arrays of equal length;
+    ``end`` on a part's last chunk only: what is known only at the end of the read."""
 
     offset: int
     arrays: Mapping[str, np.ndarray]

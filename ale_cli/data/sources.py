@@ -1,19 +1,13 @@
 """Data files and partitioned datasets as :class:`~ale_cli.data.source.Source` s.
 
-:class:`DataSource` is a CSV file, a Parquet file or a partitioned dataset read chunk by
-chunk (:func:`~ale_cli.data.stream.open_stream`); its parts are the whole stream (for an
-engine that does not split: the local engine reads and hashes it in one pass) or the
-partitions :func:`~ale_cli.data.partitions.plan_partitions` plans for an engine's slots
-(files, and row-group ranges of large Parquet files). Chunks hold ``X`` (n, D), the rows
-kept in the order read; a chunk's ``offset`` counts the rows kept before it (a
-partition's first row by the Parquet footers' row counts). The last chunk of every part
-(of no rows) carries in ``end`` what only the end of the read tells (:class:`ReadEnd`).
-:class:`OpenedSource` is a stream already opened and begun here (its first chunk read
-to load a model on it): a one-part source for this process only.
+:class:`DataSource`'s parts are the whole stream or its planned partitions; chunks hold
+``X`` (n, D), the rows kept in order, and the last chunk of every part (of no rows)
+carries its :class:`ReadEnd`. :class:`OpenedSource` is a stream already begun here.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -38,11 +32,7 @@ READ = "read"
 
 @dataclass(frozen=True)
 class ReadEnd:
-    """What reading one part found: rows read and dropped (NaN or infinite inputs), the
-    columns that had such values, the columns' dtypes, the bytes' sha256 (None for a
-    range of row groups: a file's hash is of all its bytes), the file (its index in the
-    dataset and its row groups; the whole data for an unsplit read) and the seconds spent
-    reading."""
+    """What reading one part found (``sha256`` None for a range of row groups)."""
 
     rows_read: int
     rows_dropped: int
@@ -71,8 +61,7 @@ class ReadEnd:
 
 @dataclass(frozen=True)
 class Reads:
-    """The :class:`ReadEnd` s of a run's parts added up, in part order (a mergeable state,
-    :meth:`merge` exact): as the whole data's stream would describe it after its end."""
+    """The :class:`ReadEnd` s of a run's parts in part order (a mergeable state)."""
 
     ends: tuple[ReadEnd, ...] = ()
 
@@ -105,9 +94,7 @@ class Reads:
 
 @dataclass(frozen=True)
 class DataSource:
-    """A data file or dataset read chunk by chunk: ``names`` are its input columns as the
-    header gave them (the stream's ``feature_names``), ``fmt`` its format; ``partitions``
-    None for one unsplit part."""
+    """A data file or dataset read chunk by chunk (``partitions`` None: one unsplit part)."""
 
     path: Path
     fmt: str
@@ -172,8 +159,7 @@ class DataSource:
 
 @dataclass(frozen=True)
 class PartitionSource:
-    """One partition of a :class:`DataSource`, read on its own (on a Dask worker) without
-    the check of 2 rows left (the run checks the whole data's count)."""
+    """One partition of a :class:`DataSource`, read on its own without the 2-row check."""
 
     data: DataSource
     partition: Partition
@@ -201,8 +187,7 @@ class PartitionSource:
 
 @dataclass
 class OpenedSource:
-    """A stream opened here and begun: ``first`` its first chunk, ``rest`` the iterator of
-    the others (read ahead by a thread). One part, iterated once, never shipped."""
+    """A stream opened here and begun: ``first`` its first chunk, ``rest`` the others."""
 
     stream: TableStream
     first: np.ndarray
@@ -217,12 +202,8 @@ class OpenedSource:
         if self._used:
             raise RuntimeError("an opened data source is read once")
         self._used = True
-        yield from _chunks(self.stream, _begun(self.first, self.rest), None, 0, self.read_s)
-
-
-def _begun(first: np.ndarray, rest: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
-    yield first
-    yield from rest
+        blocks = itertools.chain([self.first], self.rest)
+        yield from _chunks(self.stream, blocks, None, 0, self.read_s)
 
 
 def _chunks(

@@ -1,35 +1,12 @@
 """Read a CSV file, a Parquet file or a partitioned Parquet dataset chunk by chunk.
 
-A partitioned dataset is a directory of Parquet files or a glob pattern
-(:mod:`ale_cli.data.dataset`); each of its files is opened through
-:func:`~ale_cli.data.dataset.open_part`, which refuses a file lacking an input column.
-
-:func:`open_stream` gives a :class:`TableStream`: iterating it yields the
-model inputs as (n, D) arrays of ``chunk_rows`` rows (the last one shorter),
-so memory is bounded by the chunk, not by the file. Parquet is read by row
-groups (``pyarrow.parquet.ParquetFile.iter_batches``), CSV with
-``pandas.read_csv(chunksize=...)``. The checks of
-:func:`ale_cli.data.table.load_table` are made chunk by chunk with the same
-outcome (the same error text, the same rows dropped and counted):
-
-- NaN/inf rows without ``dropna``: the rest of the file is only counted (no
-  more rows are yielded), then the whole file's count is reported;
-- fewer than 2 rows, an unknown column or ``categorical`` name;
-- a column's dtype is the one the whole file would have (CSV chunks may infer
-  int64 in one chunk and float64 in another; they combine as pandas would).
-
-Chunks keep the source dtype when every input column is float32 (then the
-values are float32 numbers exactly, and ``X`` is stored as float32); otherwise
-they are float64. Text columns are refused as by ``load_table``, unless their levels
-are given (``text``, found by a first pass: :mod:`ale_cli.data.text_levels`).
-
-The data bytes are hashed while they are read (:class:`HashingReader`), so
-the store's data sha256 costs no second pass over the file.
-
-``open_stream(..., row_groups=(start, stop))`` reads the row groups ``start`` to
-``stop - 1`` of one Parquet file only (a partition of the Dask engine): the rows,
-dtypes, dropped rows and chunks are those of a file that held only those row groups.
-Such a stream is not hashed (``sha256`` stays None): a file's hash is of all its bytes.
+:func:`open_stream` gives a :class:`TableStream` yielding the inputs as (n, D) arrays
+of ``chunk_rows`` rows, with the checks of :func:`ale_cli.data.table.load_table` made
+chunk by chunk with the same outcome (error text, rows dropped and counted, dtypes
+combined as pandas would). Chunks are float32 when every input column is float32,
+else float64. The bytes are hashed while read (:class:`HashingReader`), except for a
+range of row groups (a Dask partition), whose ``sha256`` stays None. Text columns are
+read as codes of levels found by a first pass (:mod:`ale_cli.data.text_levels`).
 """
 
 from __future__ import annotations
@@ -49,51 +26,35 @@ from ale_cli.data.dataset import (
     check_part,
     combine_hashes,
     dataset_files,
-    dataset_root,
-    dataset_sha256,
+    dataset_sha256,  # noqa: F401 -- importable from here, as before
     is_dataset,
     is_glob,
     open_part,
+    read_error,
 )
 from ale_cli.data.table import (
     check_categorical,
+    data_sha256,
     detect_format,
+    nonfinite_error,
     refuse_duplicate_headers,
     select_columns,
+    too_few_error,
 )
 from ale_cli.data.text_levels import encode_text
 from ale_cli.errors import InputError
 
-__all__ = [  # the dataset helpers stay importable from here
-    "DEFAULT_CHUNK_ROWS",
-    "TableStream",
-    "combine_hashes",
-    "dataset_files",
-    "dataset_root",
-    "dataset_sha256",
-    "inputs_sha256",
-    "is_dataset",
-    "is_glob",
-    "open_stream",
-]
-
+#: The data's hash as a store records it: of a DataFrame, a data file or a dataset.
+inputs_sha256 = data_sha256
 #: rows per chunk of ``ale compute`` (65536 x 32 float64 inputs = 16 MiB)
 DEFAULT_CHUNK_ROWS = 1 << 16
-#: a read that skips more than this many bytes ahead is not hashed at once (the Parquet
-#: footer is read first); the hash catches up in order, at the latest at the end
+#: a read further ahead than this (the Parquet footer) is not hashed at once
 _MAX_GAP = 8 << 20
 _BLOCK = 1 << 20
 
 
 class HashingReader(io.RawIOBase):
-    """A read-only file that feeds the bytes it serves, in file order, to a SHA-256.
-
-    Sequential reads (CSV) are hashed as they pass. Reads that jump a little
-    ahead (Parquet column chunks) hash the skipped bytes first; a read far
-    ahead (the Parquet footer, read first) is served without hashing.
-    :meth:`hexdigest` hashes what is left and returns the file's SHA-256, the
-    same as :func:`ale_cli.io.files.sha256_file`.
-    """
+    """A read-only file that feeds the bytes it serves, in file order, to a SHA-256."""
 
     def __init__(self, path: Path) -> None:
         super().__init__()
@@ -151,14 +112,6 @@ class HashingReader(io.RawIOBase):
         super().close()
 
 
-def inputs_sha256(data: Any) -> str:
-    """The data's hash as a store records it: of a DataFrame's columns and values, of a
-    data file, or of a partitioned dataset's files (:func:`dataset_sha256`)."""
-    from ale_cli.data.table import data_sha256, is_frame
-
-    return data_sha256(data) if is_frame(data) else dataset_sha256(Path(data))
-
-
 def combined_dtype(a: str, b: str) -> str:
     """The dtype pandas gives a whole column whose chunks had dtypes a and b."""
     if a == b:
@@ -171,12 +124,8 @@ def combined_dtype(a: str, b: str) -> str:
 
 @dataclass
 class TableStream:
-    """The input columns of a data file, read chunk by chunk (iterate it once).
-
-    After the iteration, ``rows_read``, ``rows_dropped``, ``dropped_columns``,
-    ``dtypes`` and ``sha256`` describe the whole file, as a
-    :class:`~ale_cli.data.table.Table` would.
-    """
+    """The input columns of a data file, read chunk by chunk (iterate it once); after
+    the iteration ``rows_read`` ... ``sha256`` describe the whole file as a Table would."""
 
     path: Path
     format: str
@@ -269,23 +218,12 @@ class TableStream:
             self.dropped_columns = tuple(
                 c for c, b in zip(self.feature_names, bad_cols, strict=True) if b
             )
-            n_bad = self.rows_dropped
             if refused:
-                cols = ", ".join(self.dropped_columns)
-                raise InputError(
-                    f"{self.where} has {n_bad} row{'s' if n_bad != 1 else ''} with "
-                    f"NaN or infinite values (columns: {cols}); pass {{param}} to drop them",
-                    param="dropna",
-                )
+                raise nonfinite_error(self.where, self.rows_dropped, self.dropped_columns)
             if self.rows_read == 0 and self.min_rows:
                 raise InputError(f"{self.where} has no rows")
-            n_left = n_kept + n_pending
-            if n_left < self.min_rows:
-                left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
-                raise InputError(
-                    f"{self.where} has {n_left} row{'s' if n_left != 1 else ''}"
-                    f"{left}; at least 2 are needed"
-                )
+            if n_kept + n_pending < self.min_rows:
+                raise too_few_error(self.where, n_kept + n_pending, self.rows_dropped)
             if pending:
                 yield np.ascontiguousarray(np.concatenate(pending))
             self._finish_hash()
@@ -295,31 +233,17 @@ class TableStream:
     def _finish_hash(self) -> None:
         if self.row_groups is not None:  # a part of the file: its hash is of every byte
             return
-        hashes = [(r, r.hexdigest()) for r in self._readers]
+        hashes = [r.hexdigest() for r in self._readers]
         if is_dataset(self.path):
             files = dataset_files(self.path)
-            self.sha256 = combine_hashes(
-                self.path, list(zip(files, [h for _, h in hashes], strict=True))
-            )
+            self.sha256 = combine_hashes(self.path, list(zip(files, hashes, strict=True)))
         else:
-            self.sha256 = hashes[0][1]
+            self.sha256 = hashes[0]
 
     def close(self) -> None:
         for r in self._readers:
             if not r.closed:
                 r.close()
-
-
-@dataclass(frozen=True)
-class _Header:
-    """The column names of a Parquet schema, where select_columns expects a frame."""
-
-    columns: tuple[str, ...]
-
-
-def _read_error(path: Path, fmt: str, exc: BaseException) -> InputError:
-    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}")
 
 
 def _parquet_frames(
@@ -338,7 +262,7 @@ def _parquet_frames(
         except InputError:
             raise
         except Exception as exc:  # pyarrow raises many types for unreadable files
-            raise _read_error(label, "parquet", exc) from None
+            raise read_error(label, exc) from None
 
 
 def _csv_frames(
@@ -364,44 +288,40 @@ def _csv_frames(
     except InputError:
         raise
     except Exception as exc:
-        raise _read_error(path, "csv", exc) from None
+        raise read_error(path, exc, "csv") from None
 
 
 def _parquet_header(
     readers: list[Any], path: Path, row_groups: tuple[int, int] | None
-) -> tuple[_Header, int, dict[str, str], list[tuple[str, ...]]]:
-    """The column names, the rows (of the row groups read) and the Arrow type names of
-    the Parquet files' schema (the first file's), and every file's column names; an
-    InputError for a row-group range that is not one of the file's."""
+) -> tuple[tuple[str, ...], int, dict[str, str], list[tuple[str, ...]]]:
+    """The first file's names, rows (of the row groups read) and Arrow types; every file's names."""
     import pyarrow.parquet as pq
 
     try:
         metas = [pq.ParquetFile(r).metadata for r in readers]
         schemas = [m.schema.to_arrow_schema() for m in metas]
     except Exception as exc:
-        raise _read_error(path, "parquet", exc) from None
-    schema = schemas[0]
+        raise read_error(path, exc) from None
     names = [tuple(s.names) for s in schemas]
-    arrow_types = {name: str(schema.field(name).type) for name in schema.names}
-    if row_groups is None:
-        return _Header(names[0]), sum(m.num_rows for m in metas), arrow_types, names
-    start, stop = row_groups
-    n = metas[0].num_row_groups
-    if not 0 <= start < stop <= n:
-        raise InputError(
-            f"{{param}} must be a range start < stop within the {n} row groups of data file "
-            f"'{path}', got {start}, {stop}",
-            param="row_groups",
-        )
-    total = sum(metas[0].row_group(i).num_rows for i in range(start, stop))
-    return _Header(names[0]), total, arrow_types, names
+    arrow_types = {name: str(schemas[0].field(name).type) for name in names[0]}
+    total = sum(m.num_rows for m in metas)
+    if row_groups is not None:
+        start, stop = row_groups
+        n = metas[0].num_row_groups
+        if not 0 <= start < stop <= n:
+            raise InputError(
+                f"{{param}} must be a range start < stop within the {n} row groups of data "
+                f"file '{path}', got {start}, {stop}",
+                param="row_groups",
+            )
+        total = sum(metas[0].row_group(i).num_rows for i in range(start, stop))
+    return names[0], total, arrow_types, names
 
 
 def _open_readers(
     path: Path, files: list[Path], fmt: str, row_groups: tuple[int, int] | None
 ) -> list[Any]:
-    """A HashingReader per file, or a plain file for a range of row groups of one Parquet
-    file (the only data a range may be asked of: else an InputError)."""
+    """A HashingReader per file, or a plain file for a range of row groups."""
     if row_groups is None:
         return [HashingReader(p) for p in files]
     if fmt != "parquet" or is_dataset(path):
@@ -425,14 +345,11 @@ def open_stream(
     row_groups: tuple[int, int] | None = None,
     text: Mapping[str, Sequence[Any]] | None = None,
 ) -> TableStream:
-    """Open ``path`` (a CSV or Parquet file, or a directory of Parquet files) for reading
-    its input columns chunk by chunk; the columns are chosen and checked here, from the
-    header or schema (see :func:`ale_cli.data.table.select_columns`). Fewer than
-    ``min_rows`` rows kept is an error (the Dask engine reads each partition with 0 and
-    checks the whole dataset's count). ``row_groups=(start, stop)`` reads only those row
-    groups of one Parquet file (a Dask partition), as if the file held only them; such a
-    stream is not hashed. ``text``: the levels of text columns, read as their codes (a
-    CSV's text columns read as strings)."""
+    """Open ``path`` (a CSV or Parquet file, or a dataset) for reading its input columns
+    chunk by chunk, the columns chosen and checked from the header or schema. Fewer than
+    ``min_rows`` rows kept is an error; ``row_groups=(start, stop)`` reads only those row
+    groups of one Parquet file, as if the file held only them.
+    ``text``: the levels of text columns, read as their codes."""
     path = Path(path)
     if not path.exists() and not is_glob(path):
         raise InputError(f"data file '{path}' does not exist")
@@ -448,11 +365,11 @@ def open_stream(
             import pandas as pd
 
             try:
-                header = pd.read_csv(files[0], nrows=0)
+                header = tuple(str(c) for c in pd.read_csv(files[0], nrows=0).columns)
             except pd.errors.EmptyDataError:
                 raise InputError(f"data file '{path}' is empty") from None
             except Exception as exc:
-                raise _read_error(path, fmt, exc) from None
+                raise read_error(path, exc, fmt) from None
             total, arrow_types, schemas = None, {}, []
         columns = select_columns(header, path, inputs=inputs, exclude=exclude)
         for file, names in zip(files, schemas, strict=False):  # every part, before any read
@@ -471,7 +388,7 @@ def open_stream(
         path=path,
         format=fmt,
         feature_names=tuple(columns),
-        file_columns=tuple(str(c) for c in header.columns),
+        file_columns=header,
         categorical=tuple(c for c in columns if c in categorical or c in (text or {})),
         dtype=np.dtype(np.float32 if f32 else np.float64),
         chunk_rows=chunk_rows,

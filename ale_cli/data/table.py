@@ -17,7 +17,8 @@ from ale_cli.data.dataset import (
     dataset_files,
     dataset_sha256,
     is_dataset,
-    part_names,
+    open_part,
+    read_error,
     read_parts,
 )
 from ale_cli.errors import InputError, NotNumeric
@@ -32,31 +33,9 @@ _EXTENSIONS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parq
 
 @dataclass(frozen=True)
 class Table:
-    """The selected feature columns of a dataset.
-
-    Attributes
-    ----------
-    X : ndarray, shape (N, D), float64
-        Feature values, rows with NaN/inf removed when ``dropna`` was asked.
-    feature_names : tuple of str, length D
-    path : Path
-    format : {"csv", "parquet"}
-    rows_read : int
-        Rows in the file.
-    rows_dropped : int
-        Rows removed because of NaN or infinite values (0 unless ``dropna``).
-    dropped_columns : tuple of str
-        The columns where the dropped rows had NaN/inf values.
-    categorical : tuple of str
-        Columns held fixed (declared with ``--categorical`` or non-numeric and encoded).
-    levels : dict of str to tuple
-        For non-numeric columns encoded as integer codes: ``levels[name][code]`` is the
-        original value. Empty unless ``encode_text`` was asked.
-    dtypes : dict of str to str
-        The pandas dtype of every selected column in the file.
-    file_columns : tuple of str
-        Every column of the file, in the file's order (``feature_names`` are in
-        the order asked for).
+    """The selected feature columns of a dataset: ``X`` (N, D) float64 (NaN/inf rows
+    removed with ``dropna``), ``categorical`` the columns held fixed, ``levels[name][code]``
+    the original value of an encoded text column, ``file_columns`` in the file's order.
     """
 
     X: np.ndarray
@@ -108,47 +87,28 @@ def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, 
     fmt = detect_format(path, fmt)
     refuse_duplicate_headers(path, fmt)
     try:
-        if fmt == "csv":
-            frame = pd.read_csv(path)
-        else:
-            frame = pd.read_parquet(path)
+        frame = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
     except pd.errors.EmptyDataError:
         raise InputError(f"data file '{path}' is empty") from None
     except Exception as exc:  # pandas/pyarrow raise many types for unreadable files
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}") from None
+        raise read_error(path, exc, fmt) from None
     return frame, fmt
 
 
 def read_dataset(
     path: Path, *, inputs: Sequence[str] | None = None, exclude: Sequence[str] = ()
 ) -> tuple[pd.DataFrame, list[str], tuple[str, ...]]:
-    """A partitioned dataset's input columns as one DataFrame, the columns chosen from the
-    first file's (:func:`select_columns`), and the first file's columns; every file is read
-    by name (:func:`~ale_cli.data.dataset.read_parts`: a file lacking one of the
-    columns is refused)."""
+    """A dataset's input columns as one DataFrame, the columns, the first file's columns."""
     files = dataset_files(path)
     for file in files:
         refuse_duplicate_headers(file, "parquet")
-    file_columns = part_names(files[0])
-    columns = select_columns(_Names(file_columns), path, inputs=inputs, exclude=exclude)
+    file_columns = tuple(open_part(files[0], files[0], ()).schema_arrow.names)
+    columns = select_columns(file_columns, path, inputs=inputs, exclude=exclude)
     return read_parts(files, columns), columns, file_columns
 
 
-@dataclass(frozen=True)
-class _Names:
-    """Column names where :func:`select_columns` expects a frame."""
-
-    columns: tuple[str, ...]
-
-
 def refuse_duplicate_headers(path: Path, fmt: str) -> None:
-    """A column name given twice is an error (pandas would rename the CSV's second ``bmi``
-    to ``bmi.1``, and a model would get a column under a name that is not in the file).
-
-    Only the header is read; a file whose header cannot be read is left to the full read,
-    which says why.
-    """
+    """A column name given twice is an error (pandas would rename it ``bmi.1``)."""
     try:
         if fmt == "csv":  # the header row as data: the names as written, before renaming
             import pandas as pd
@@ -171,14 +131,14 @@ def refuse_duplicate_headers(path: Path, fmt: str) -> None:
 
 
 def select_columns(
-    frame: pd.DataFrame,
+    names: Sequence[Any],
     path: Path,
     *,
     inputs: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
 ) -> list[str]:
-    """The model's input columns: ``inputs`` in that order, else all columns but ``exclude``."""
-    columns = [str(c) for c in frame.columns]
+    """The input columns: ``inputs`` in that order, else all ``names`` but ``exclude``."""
+    columns = [str(c) for c in names]
     for name in [*(inputs or ()), *exclude]:
         if name not in columns:
             raise InputError(
@@ -202,12 +162,8 @@ def to_float_matrix(
     *,
     levels: dict[str, tuple[Any, ...]] | None = None,
 ) -> np.ndarray:
-    """Convert the chosen columns to an (N, D) float64 array, naming any non-numeric column.
-
-    When ``levels`` is a dict, a non-numeric column is not an error: it is encoded
-    as integer codes 0..L-1 (levels sorted; a missing value becomes NaN) and
-    ``levels[name]`` receives the original values in code order.
-    """
+    """The chosen columns as an (N, D) float64 array, naming any non-numeric column; with
+    a ``levels`` dict, such a column is coded 0..L-1 (sorted) and its values kept there."""
     import pandas as pd
 
     out = np.empty((len(frame), len(columns)), dtype=np.float64)
@@ -245,13 +201,9 @@ IN_MEMORY = "<DataFrame>"
 
 
 def data_sha256(data: str | Path | pd.DataFrame) -> str:
-    """Hex SHA-256 of a data file's bytes, or of a DataFrame's column names and values."""
-    from ale_cli.io.files import sha256_file
-
+    """Hex SHA-256 of a data file, a dataset (:func:`dataset_sha256`) or a DataFrame."""
     if not is_frame(data):
-        if is_dataset(Path(data)):  # type: ignore[arg-type]
-            return dataset_sha256(Path(data))  # type: ignore[arg-type]
-        return sha256_file(Path(data))  # type: ignore[arg-type]
+        return dataset_sha256(Path(data))  # type: ignore[arg-type]
     import hashlib
 
     import pandas as pd
@@ -260,6 +212,23 @@ def data_sha256(data: str | Path | pd.DataFrame) -> str:
     digest = hashlib.sha256("\x1f".join(map(str, frame.columns)).encode())  # type: ignore[union-attr]
     digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
     return digest.hexdigest()
+
+
+def nonfinite_error(where: str, n_bad: int, columns: Sequence[str]) -> InputError:
+    """The error for ``n_bad`` rows with NaN or infinite values without ``dropna``."""
+    return InputError(
+        f"{where} has {n_bad} row{'s' if n_bad != 1 else ''} with NaN or infinite values "
+        f"(columns: {', '.join(columns)}); pass {{param}} to drop them",
+        param="dropna",
+    )
+
+
+def too_few_error(where: str, n_left: int, n_bad: int) -> InputError:
+    """The error for fewer than 2 rows left (after dropping ``n_bad``)."""
+    left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
+    return InputError(
+        f"{where} has {n_left} row{'s' if n_left != 1 else ''}{left}; at least 2 are needed"
+    )
 
 
 def check_categorical(categorical: Sequence[str], columns: Sequence[str], path: Path) -> None:
@@ -283,20 +252,11 @@ def load_table(
     categorical: Sequence[str] = (),
     encode_text: bool = False,
 ) -> Table:
-    """Read a CSV/Parquet file and return its selected columns as float64.
-
-    ``categorical`` names columns to hold fixed (integer-coded categories);
-    with ``encode_text`` every non-numeric column is encoded as integer codes
-    (see :func:`to_float_matrix`) and held fixed too.
-
-    Raises :class:`InputError` for a missing or unreadable file, an unknown or
-    non-numeric column (unless ``encode_text``), a ``categorical`` name that is
-    not a selected feature, NaN/inf values (unless ``dropna``), an empty table
-    or fewer than 2 rows.
-    """
+    """The selected columns of a CSV/Parquet file or DataFrame as float64; ``categorical``
+    and (``encode_text``) coded text columns are held fixed."""
     if is_frame(path):
         frame, fmt, path = path, "dataframe", Path(IN_MEMORY)
-        columns = select_columns(frame, path, inputs=inputs, exclude=exclude)
+        columns = select_columns(frame.columns, path, inputs=inputs, exclude=exclude)
         file_columns = tuple(str(c) for c in frame.columns)
     elif is_dataset(Path(path)):  # type: ignore[arg-type]
         path = Path(path)  # type: ignore[arg-type]
@@ -305,7 +265,7 @@ def load_table(
     else:
         path = Path(path)  # type: ignore[arg-type]
         frame, fmt = read_frame(path, fmt)
-        columns = select_columns(frame, path, inputs=inputs, exclude=exclude)
+        columns = select_columns(frame.columns, path, inputs=inputs, exclude=exclude)
         file_columns = tuple(str(c) for c in frame.columns)
     rows_read = len(frame)
     if rows_read == 0:
@@ -321,19 +281,11 @@ def load_table(
     n_bad = int(bad_rows.sum())
     bad_cols = tuple(c for c, b in zip(columns, bad.any(axis=0), strict=True) if b)
     if n_bad and not dropna:
-        raise InputError(
-            f"data file '{path}' has {n_bad} row{'s' if n_bad != 1 else ''} with NaN or "
-            f"infinite values (columns: {', '.join(bad_cols)}); pass {{param}} to drop them",
-            param="dropna",
-        )
+        raise nonfinite_error(f"data file '{path}'", n_bad, bad_cols)
     if n_bad:
         X = X[~bad_rows]
     if len(X) < 2:
-        left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
-        raise InputError(
-            f"data file '{path}' has {len(X)} row{'s' if len(X) != 1 else ''}{left}; "
-            "at least 2 are needed"
-        )
+        raise too_few_error(f"data file '{path}'", len(X), n_bad)
     return Table(
         X=np.ascontiguousarray(X),
         feature_names=tuple(columns),

@@ -1,15 +1,8 @@
 """File helpers shared by every writer: safe atomic writes and content hashes.
 
-Every file ``ale`` writes goes through :func:`atomic_write` (what it may
-write over is decided before any work by :mod:`ale_cli.outputs.guard`), so that
-
-- a failure, Ctrl-C or SIGTERM never leaves a partial file or a temporary file,
-  and the temporaries a killed process (``kill -9``) left beside a target are
-  removed by the next write to that target (:func:`remove_stale_temporaries`);
-- nothing that is not a regular file (a directory, a device such as
-  ``/dev/full``, a FIFO, a socket) is ever replaced by a file;
-- permissions are those of an ordinary new file (``0666 & ~umask``), and a
-  rewritten file keeps its mode.
+Every file ``ale`` writes goes through :func:`atomic_write`: a failure, Ctrl-C or
+SIGTERM never leaves a partial or temporary file (a killed process's temporaries are
+removed by the next write to that target); nothing but a regular file is replaced.
 """
 
 from __future__ import annotations
@@ -29,17 +22,12 @@ from typing import IO
 from ale_cli.errors import InputError, RunError
 
 _HASH_CHUNK = 1 << 20
-#: When this process began writing files: a temporary file older than this is not ours
-#: (this module is imported before any write of the process).
+#: When this process began writing files: a temporary file older than this is not ours.
 STARTED = time.time()
 
 
 def sha256_file(path: str | os.PathLike[str], what: str = "file") -> str:
-    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks.
-
-    Only a regular file is read (a FIFO would block, a directory fails): anything
-    else is an InputError naming ``what`` (e.g. "data file") and the path.
-    """
+    """Hex SHA-256 of a regular file's bytes (else an InputError naming ``what``)."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -78,11 +66,8 @@ def _umask() -> int:
 
 
 def write_target(path: str | os.PathLike[str]) -> Path:
-    """The file a write to ``path`` replaces: ``path`` itself, or a symlink's final target.
-
-    InputError (one line) when ``path`` exists and is not a regular file, or is a
-    symlink loop.
-    """
+    """The file a write to ``path`` replaces: ``path`` itself, or a symlink's final target
+    (InputError when it exists and is not a regular file, or is a symlink loop)."""
     given = Path(path)
     target = given
     if given.is_symlink():
@@ -108,20 +93,8 @@ def write_target(path: str | os.PathLike[str]) -> Path:
 def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[bytes]]:
     """Open a temporary file beside ``path``; rename it onto ``path`` only on success.
 
-    A failure inside the block (an exception, Ctrl-C, SIGTERM once
-    :mod:`ale_cli.signals` turns it into an exception) never leaves a partial
-    file at ``path``: the temporary file is removed and an existing ``path`` is
-    untouched.
-
-    - ``path`` that exists and is not a regular file (a directory, a device, a
-      FIFO, a socket) is refused with an :class:`InputError` (exit 2).
-    - A **symlink is written through**: the new content replaces the link's
-      final target (created if the link dangles), the link itself stays. This
-      keeps links such as ``latest.json -> runs/42.json`` working.
-    - A new file gets mode ``0666 & ~umask`` (as ``open()`` would give it); a
-      rewritten file keeps its mode.
-    - An ``OSError`` while writing (a full disk, a quota, a read-only file
-      system) is a one-line :class:`RunError` naming the file.
+    A symlink is written through; a new file gets mode ``0666 & ~umask``, a rewritten
+    one keeps its mode; an ``OSError`` is a one-line :class:`RunError`.
     """
     given = Path(path)
     target = write_target(given)
@@ -133,9 +106,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise RunError(f"cannot write '{given}': {exc.strerror or exc}") from None
-    # The temporary file's name is known before it exists, so an exception raised by a
-    # signal handler at any point after its creation (even inside os.open's return) finds
-    # it to remove; tempfile.mkstemp would leave it behind in that window.
+    # the name is known before the file exists, so a signal at any point finds it to remove
     remove_stale_temporaries(target)
     tmp: Path | None = None
     try:
@@ -171,14 +142,8 @@ def temporary_name(name: str) -> str:
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:
-    """Remove the temporaries of ``target`` that a killed process left; the paths removed.
-
-    Only regular files (never links, never followed) beside ``target`` whose name is
-    exactly :func:`temporary_name`'s pattern for ``target.name`` and whose last
-    change is older than :data:`STARTED` (so not a temporary this process, or a
-    writer that is still going, is writing now). Errors are ignored: a file that
-    cannot be removed is left as it was.
-    """
+    """Remove the regular files named as :func:`temporary_name` names them for ``target``
+    and last changed before :data:`STARTED` (a killed process's); the paths removed."""
     pattern = re.compile(rf"\.{re.escape(target.name)}\.[0-9a-f]{{12}}\.tmp")
     removed = []
     try:

@@ -1,9 +1,5 @@
-"""The one place where numpy values become JSON.
-
-NaN and infinities become ``null`` (plain JSON has no NaN), floats keep full
-precision (``repr`` round-trips exactly), key order is the order given, so the
-same input always gives the same bytes.
-"""
+"""The one place where numpy values become JSON: NaN and infinities become ``null``,
+floats keep full precision, keys keep their order (the same input, the same bytes)."""
 
 from __future__ import annotations
 
@@ -90,8 +86,7 @@ def _number(text: str) -> int | float:
 
 
 def loads(text: str) -> Any:
-    """``json.loads`` whose integers too large for a float are infinite (so that every
-    check of finite numbers sees them; a float conversion would raise OverflowError)."""
+    """``json.loads`` whose integers too large for a float are infinite."""
     return json.loads(text, parse_int=_number)
 
 
@@ -108,7 +103,5 @@ def parse_json(raw: bytes, path: str | Path, what: str) -> Any:
 
 
 def read_json_file(path: str | Path, what: str) -> Any:
-    """Parse a JSON file (``-``: standard input); a missing file or invalid JSON is a
-    one-line InputError. ``what`` names the file's role in the message, e.g. ``"summary"``.
-    """
+    """Parse a JSON file (``-``: standard input); one-line InputError naming ``what``."""
     return parse_json(read_bytes(path, what), path, what)

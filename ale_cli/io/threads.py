@@ -1,13 +1,6 @@
-"""Overlapping work on chunks with threads: reading ahead, and mapping chunks in order.
-
-numpy's array operations, ``np.bincount``, file reads, hashing and torch all release
-the GIL, so a chunk can be read while the previous one is worked on, and two chunks
-can be worked on at once on two cores. Results always come back in the order of the
-chunks, so merging them gives the same numbers as one thread does.
-
-``ALE_THREADS`` sets how many worker threads :func:`ordered_map` uses (default: the
-CPUs this process may run on, at most 4); 1 still reads the next chunk while the
-current one is worked on.
+"""Overlapping work on chunks with threads: reading ahead, and mapping chunks in order
+(results in chunk order, so merging them gives the numbers one thread gives).
+``ALE_THREADS`` sets the worker threads of :func:`ordered_map`.
 """
 
 from __future__ import annotations
@@ -27,22 +20,24 @@ MAX_THREADS = 4
 
 
 def thread_count() -> int:
-    """Worker threads for :func:`ordered_map`: ``ALE_THREADS`` if set (at least 1), else
-    the CPUs this process may use, at most :data:`MAX_THREADS`."""
+    """``ALE_THREADS`` if set, else the usable CPUs, at most :data:`MAX_THREADS`."""
     given = os.environ.get("ALE_THREADS", "").strip()
     if given.isdigit() and int(given) > 0:
         return int(given)
+    return max(1, min(available_cpus(), MAX_THREADS))
+
+
+def available_cpus() -> int:
+    """CPU cores this process may use."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_THREADS))
+        return os.cpu_count() or 1
 
 
 def prefetched(chunks: Iterator[T]) -> Iterator[T]:
-    """The items of ``chunks``, the next one read by a helper thread while the caller works
-    on the current one: at most two items in memory. An error of the reader is raised
-    here, in order; closing the generator stops the reader.
+    """The items of ``chunks``, the next one read by a helper thread meanwhile (at most two
+    in memory); the reader's error is raised here, in order.
 
     >>> list(prefetched(iter([1, 2, 3])))
     [1, 2, 3]
@@ -82,9 +77,8 @@ def prefetched(chunks: Iterator[T]) -> Iterator[T]:
 def ordered_map(
     fn: Callable[[T], R], items: Iterable[T], *, threads: int | None = None
 ) -> Iterator[R]:
-    """``map(fn, items)`` with ``fn`` run by worker threads, results in the order of
-    ``items``; at most ``threads + 1`` items are taken ahead of the one yielded, so memory
-    stays a few chunks. The first error (of ``fn`` or of the iteration) is raised here.
+    """``map(fn, items)`` with ``fn`` run by worker threads, results in order, at most
+    ``threads + 1`` items taken ahead; the first error is raised here.
 
     >>> list(ordered_map(lambda x: x * x, range(5), threads=2))
     [0, 1, 4, 9, 16]

@@ -1,21 +1,10 @@
 """A YAML loader for files a user hands to ``ale`` (configs, job and rules files): safe and bounded.
 
-``yaml.safe_load`` never runs code, but it still lets a small file cost a lot:
-a 335-byte "billion laughs" document of nested aliases expands to gigabytes
-as soon as anything walks it, a document may refer to itself, and duplicate
-keys silently keep the last value. :func:`load_yaml` refuses, with one line
-naming the file (and the key or line):
-
-- files over :data:`MAX_BYTES`;
-- more than :data:`MAX_ALIASES` aliases, a document that refers to itself, or
-  one that expands to more than :data:`MAX_NODES` values;
-- a key given twice in the same mapping;
-- anything ``safe_load`` refuses (tags such as ``!!python/object``, bad syntax),
-  and nesting too deep to parse;
-- text that is not UTF-8 (a UTF-16 or Latin-1 file).
-
-:func:`check_document` then checks the loaded document against a JSON Schema
-and names the key path of the first problem (``estimators.interact.pairs``).
+:func:`load_yaml` refuses, in one line naming the file (and the key or line): files over
+:data:`MAX_BYTES`, more than :data:`MAX_ALIASES` aliases, a self-reference or more than
+:data:`MAX_NODES` values once expanded ("billion laughs"), a key given twice, anything
+``safe_load`` refuses, nesting too deep, text that is not UTF-8. :func:`check_document`
+checks a document against a JSON Schema, naming the key path of the first problem.
 """
 
 from __future__ import annotations
@@ -117,8 +106,7 @@ class YamlSyntaxError(InputError):
 
 
 def read_text(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> str:
-    """The UTF-8 text of ``path``: a regular file of at most ``max_bytes`` bytes, else a
-    one-line InputError naming ``what`` and the file (UTF-16, Latin-1: not UTF-8 text)."""
+    """The UTF-8 text of regular file ``path`` of at most ``max_bytes`` bytes."""
     path = Path(path)
     where = f"{what} '{path}'"
     if not path.exists():
@@ -139,8 +127,7 @@ def read_text(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> str
 
 
 def parse_yaml(text: str, where: str) -> Any:
-    """The document of ``text`` with the limits above; ``where`` ("config file 'x'")
-    begins every message."""
+    """The document of ``text`` within the limits; ``where`` begins every message."""
     import yaml
 
     loader = _loader_class()(text)
@@ -170,9 +157,6 @@ def load_yaml(path: str | Path, what: str = "config file", *, max_bytes: int = M
     return parse_yaml(read_text(path, what, max_bytes=max_bytes), f"{what} '{Path(path)}'")
 
 
-# -- typed checks that name the key path ------------------------------------------------------
-
-
 def key_path(parts: Any) -> str:
     """A location in a document as its user writes it.
 
@@ -200,8 +184,7 @@ _TYPE_NAMES = {
 
 def _leaf(error: Any) -> Any:
     """The error to report: inside ``anyOf``, the alternative that got deepest into the
-    value (``plots.dpi`` rather than "plots is not false"), or whose type matched; the
-    ``anyOf`` itself when every alternative has the wrong type."""
+    value; the ``anyOf`` itself when every alternative has the wrong type."""
     while error.validator in ("anyOf", "oneOf") and error.context:
         deepest = max(
             error.context,
@@ -254,8 +237,8 @@ def _describe(error: Any) -> str:
 
 
 def check_document(data: Any, schema: dict[str, Any], where: str) -> None:
-    """InputError ``"{where}: {key.path}: {what is wrong}"`` for the first place ``data``
-    breaks the JSON Schema ``schema`` (the deepest, so the message is precise).
+    """InputError ``"{where}: {key.path}: {what is wrong}"`` for the deepest place ``data``
+    breaks the JSON Schema ``schema``.
 
     >>> schema = {"type": "object", "properties": {"keep": {"type": "integer", "minimum": 1}}}
     >>> check_document({"keep": 0}, schema, "job 'j.yaml'")

@@ -1,8 +1,5 @@
-"""Model adapters, one module per format, behind :func:`load_model`.
-
-Torch, onnx and onnxruntime are imported only inside the adapter that needs
-them, so commands that do not load a model never pay for them.
-"""
+"""Model adapters, one module per format, behind :func:`load_model` (torch, onnx
+and onnxruntime are imported only inside the adapter that needs them)."""
 
 from __future__ import annotations
 
@@ -81,12 +78,8 @@ _LABELS = {
 
 
 def sniff_format(path: Path) -> str | None:
-    """The format the file's first bytes show, or None when they do not tell.
-
-    TorchScript and skops files are zip archives (told apart by their members);
-    a pickle starts with the PROTO opcode 0x80; an ONNX ModelProto starts with
-    field 1 (ir_version, a varint): byte 0x08.
-    """
+    """The format the file's first bytes show, or None: zip members tell TorchScript
+    from skops; a pickle starts with 0x80, an ONNX ModelProto with 0x08 (field 1)."""
     if zipfile.is_zipfile(path):
         try:
             with zipfile.ZipFile(path) as zf:
@@ -107,8 +100,7 @@ def sniff_format(path: Path) -> str | None:
     return None
 
 
-def check_options(options: LoadOptions) -> None:
-    """InputError naming the option of ``options`` whose value cannot be used."""
+def _check_options(options: LoadOptions) -> None:
     if options.method not in METHODS:
         raise InputError(
             f"{{param}} must be one of {', '.join(METHODS)}, got '{options.method}'",
@@ -146,40 +138,10 @@ def load_model(
     X: np.ndarray,
     profile: DataProfile | None = None,
 ) -> Model:
-    """Load ``path`` with the adapter for its format and check the model on X.
-
-    Parameters
-    ----------
-    path : str or Path
-        The model file.
-    model_format : str, optional
-        One of :data:`MODEL_FORMATS`; default: from the file's extension.
-    options : LoadOptions
-        Output selector, batch size, method, step, trust.
-    columns : Columns
-        The feature columns of X (names, held-fixed categorical columns, text
-        levels, dtypes); the scikit-learn adapter rebuilds DataFrames from it.
-    X : ndarray, shape (N, D), float
-        The data the model will be explained on. The model is checked on it
-        (input width, the output to explain, row independence, the ONNX torch
-        translation against onnxruntime) and the finite-difference steps are
-        chosen from it (per feature: its std, and for models not known to be
-        piecewise constant the share of exactly-zero derivatives on a sample).
-    profile : DataProfile, optional
-        For ONNX and scikit-learn models: what they are checked and their steps chosen
-        on (:mod:`ale_cli.models.profile`: first rows, each column's std, a sample of
-        rows), when the caller built it from all rows chunk by chunk; X is then only
-        its first rows. Default: the profile of X. TorchScript models take X only.
-
-    Returns
-    -------
-    Model
-        Final: its ``method``, steps and ``describe()`` do not change afterwards.
-        Every call into the model's code raises :class:`~ale_cli.errors.ModelFailed`
-        if the model raises.
-    """
+    """Load ``path`` with the adapter for its format, checked on X (N, D) and its steps
+    chosen there; ``profile`` (ONNX, scikit-learn): of all rows, X then its first rows."""
     path = Path(path)
-    check_options(options)
+    _check_options(options)
     _check_data(X, columns)
     if not path.exists():
         raise ModelError(f"model file '{path}' does not exist")
@@ -196,17 +158,14 @@ def load_model(
     if fmt == "torchscript":
         if found is None:
             raise ModelError(f"model file '{path}' is not a TorchScript archive (torch.jit.save)")
-        for param, asked in (
-            ("method", options.method == "finite-differences"),
-            ("step", options.step is not None),
-        ):
-            if asked:
-                value = " finite-differences" if param == "method" else ""
-                raise ModelError(
-                    f"{{param}}{value} applies to ONNX and scikit-learn models; "
-                    f"TorchScript model '{path}' is differentiated exactly (autodiff)",
-                    param=param,
-                )
+        fd_method = options.method == "finite-differences"
+        if fd_method or options.step is not None:
+            raise ModelError(
+                f"{{param}}{' finite-differences' if fd_method else ''} applies to ONNX and "
+                f"scikit-learn models; TorchScript model '{path}' is differentiated exactly "
+                "(autodiff)",
+                param="method" if fd_method else "step",
+            )
         return TorchScriptModel.load(path, options, columns, X)
     if fmt == "onnx":
         return OnnxModel.load(path, options, columns, X, profile)

@@ -1,26 +1,9 @@
 """What every model adapter provides, whatever its format.
 
-An adapter is built by :func:`ale_cli.models.load_model`, which loads the file
-*and checks the model on the data* (input width, the output to explain, row
-independence, the ONNX torch translation against onnxruntime, the
-piecewise-constant detection and the finite-difference step of every feature).
-The adapter it returns is final: its ``method``, steps and :meth:`Model.describe`
-never change afterwards. It is used as::
-
-    effects = model.local_effects(X)                  # (N, D) derivatives, (N,) predictions
-    effects = model.local_effects(X, features=[2, 3]) # (N, 2): only columns 2 and 3
-    model.predict(X)                                  # (N,) the explained output
-    model.describe()                                  # how the effects are obtained (store meta)
-
-Optional capability of the adapters with autodiff (TorchScript, the ONNX torch
-path): ``model.mixed_derivatives(X, pairs)`` -> (P, N) second derivatives
-d2f / dx_a dx_b (DALE second order); :func:`ale_cli.models.mixed.mixed_derivatives_of`
-says whether a loaded model has it.
-
-Every call into the user's model code goes through :func:`call_model`, which
-turns whatever the model raises into one :class:`~ale_cli.errors.ModelFailed`
-line; our own code around those calls is not wrapped, so its bugs keep their
-traceback.
+:func:`ale_cli.models.load_model` loads the file and checks the model on the data;
+the adapter it returns is final (``method``, steps and ``describe()`` never change).
+Adapters with autodiff also give ``mixed_derivatives(X, pairs)`` -> (P, N).
+Every call into the user's model code goes through :func:`call_model`.
 """
 
 from __future__ import annotations
@@ -41,16 +24,8 @@ ProgressFn = Callable[[int], None]
 
 @dataclass(frozen=True)
 class Effects:
-    """Local effects of one model output at the rows of X.
-
-    Attributes
-    ----------
-    local_effects : ndarray, shape (N, F), float64
-        ``local_effects[i, k]`` = d f(x_i) / d x_j for the k-th explained column j
-        (every column of X unless ``features`` were given; 0 for held-fixed columns).
-    prediction : ndarray, shape (N,), float64
-        f(x_i), the output that was differentiated.
-    """
+    """``local_effects`` (N, F): d f(x_i) / d x_j for the k-th explained column j (0 for
+    held-fixed columns); ``prediction`` (N,): f(x_i)."""
 
     local_effects: np.ndarray
     prediction: np.ndarray
@@ -58,24 +33,8 @@ class Effects:
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """Options that decide how a model is loaded and which output is explained.
-
-    Attributes
-    ----------
-    output : str or None
-        Output selector; None means "the model's only output".
-    batch_size : int or None
-        Rows per model call; None means the adapter's measured default.
-    method : {"auto", "autodiff", "finite-differences"}
-        How local effects are obtained; "auto" picks the best the format allows.
-    step : float or None
-        Finite-difference step as a fraction of each feature's std; None lets
-        the adapter choose (small for smooth models, large for piecewise-constant).
-    trust : tuple of str
-        skops types the user trusts by name.
-    trust_pickle : bool
-        Allow loading pickles, which runs code stored in the file.
-    """
+    """How a model is loaded and which output is explained (None: the default); ``step``
+    is a fraction of each feature's std, ``trust`` skops type names."""
 
     output: str | None = None
     batch_size: int | None = None
@@ -90,19 +49,8 @@ METHODS = ("auto", "autodiff", "finite-differences")
 
 @dataclass(frozen=True)
 class Columns:
-    """What an adapter needs to know about the feature columns of X.
-
-    Attributes
-    ----------
-    names : tuple of str, length D
-        Column names, in the order of the columns of X.
-    fixed : tuple of str
-        Categorical columns held fixed: never perturbed, local effect 0.
-    levels : mapping of str to tuple
-        For non-numeric columns encoded as integer codes in X: code -> original value.
-    dtypes : mapping of str to str
-        The pandas dtype each column had in the data file.
-    """
+    """The feature columns of X: ``names`` (D,), ``fixed`` (held fixed, effect 0),
+    ``levels`` (code -> original value of text columns), ``dtypes`` (pandas dtypes)."""
 
     names: tuple[str, ...]
     fixed: tuple[str, ...] = ()
@@ -115,12 +63,7 @@ class Columns:
 
 
 class Model(Protocol):
-    """A loaded and checked model that gives predictions and local effects.
-
-    Built only by :func:`ale_cli.models.load_model`, which has already checked
-    it on the data and decided everything: ``format``, ``method`` and
-    :meth:`describe` are the same before and after any call.
-    """
+    """A loaded and checked model (built only by :func:`ale_cli.models.load_model`)."""
 
     @property
     def format(self) -> str:
@@ -140,30 +83,23 @@ class Model(Protocol):
         features: Sequence[int] | None = None,
         progress: ProgressFn | None = None,
     ) -> Effects:
-        """Derivatives of the selected output with respect to the columns ``features``
-        of X (column indices; None: every column), shape (N, F) in that order."""
+        """Derivatives (N, F) of the output in the columns ``features`` (None: all)."""
 
     def describe(self) -> dict[str, Any]:
         """Method, output and settings used, recorded in the store's meta."""
 
 
 _P = ParamSpec("_P")
-#: numpy's floating-point warnings (np.errstate's "warn" messages).
 _FP_WARNINGS = r"(invalid value|overflow|divide by zero|underflow) encountered"
 
 _T = TypeVar("_T")
 
 
 def call_model(path: Path | str, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
-    """``fn(*args, **kwargs)``, a call into the user's model code, with whatever it
-    raises (but an :class:`~ale_cli.errors.AleError`) turned into one
-    :class:`~ale_cli.errors.ModelFailed` line: "model 'PATH' failed: REASON".
-
-    The original exception stays the ``__cause__``. Only the model call is
-    wrapped: our own code around it keeps its tracebacks. numpy's floating-point
-    RuntimeWarnings inside the call (invalid value, overflow, divide by zero) are
-    silenced: the NaN and infinite values they announce are found row by row
-    afterwards and reported in one line (:mod:`ale_cli.models.checks`).
+    """``fn(*args, **kwargs)`` with whatever it raises (but an AleError) turned into
+    one :class:`~ale_cli.errors.ModelFailed` line, the original as ``__cause__``.
+    numpy's floating-point warnings are silenced (:mod:`ale_cli.models.checks`
+    reports the non-finite values row by row).
 
     >>> call_model("m.pt", lambda x: 1 / x, 0)
     Traceback (most recent call last):
@@ -219,11 +155,8 @@ _TORCHSCRIPT_PREAMBLE = "The following operation failed in the TorchScript inter
 
 
 def first_line(exc: BaseException) -> str:
-    """The first non-empty line of an exception's message (its type name if empty).
-
-    For an error raised inside TorchScript, whose message starts with the
-    interpreter's tracebacks, the line after them that holds the reason
-    (without its ``builtins.ValueError:`` prefix).
+    """The first non-empty line of an exception's message (its type name if empty);
+    for a TorchScript error, the reason after the interpreter's tracebacks.
 
     >>> first_line(ValueError("bad width\\nmore detail"))
     'bad width'
@@ -241,12 +174,8 @@ def first_line(exc: BaseException) -> str:
 
 
 def close_with_nonfinite(a: np.ndarray, b: np.ndarray, *, rtol: float) -> bool:
-    """True when ``a`` and ``b`` have one shape, their NaN and infinite values in the
-    same places (infinities of the same sign), and their finite values within
-    ``rtol`` of the largest finite magnitude of either.
-
-    For the determinism and row-independence checks: a model that gives NaN on
-    a row gives it every time, which is not a sign of randomness.
+    """True when ``a`` and ``b`` have one shape, the same non-finite values in the
+    same places, and finite values within ``rtol`` of the largest finite magnitude.
 
     >>> a = np.array([1.0, np.nan, np.inf])
     >>> close_with_nonfinite(a, a.copy(), rtol=1e-9)
@@ -264,7 +193,6 @@ def close_with_nonfinite(a: np.ndarray, b: np.ndarray, *, rtol: float) -> bool:
     return bool(np.all(np.abs(a - b) <= rtol * max(scale, 1e-12)))
 
 
-#: Rows of X that :func:`other_batch` takes the columns' spread from.
 _SPREAD_ROWS = 4096
 
 
@@ -272,13 +200,8 @@ def other_batch(
     rows: np.ndarray, X: np.ndarray, *, spread: np.ndarray | None = None
 ) -> tuple[np.ndarray, int]:
     """A copy of ``rows`` with its second half moved by each column's spread + 1, and
-    the size of the unchanged first half.
-
-    For the row-independence checks: the outputs of the first half must not
-    change when the rest of the batch does. The spread (std) is ``spread`` (D,) when
-    the caller knows it (a :class:`~ale_cli.models.profile.DataProfile`'s std), else
-    that of a systematic sample of at most 4096 rows of X: the whole column costs
-    more than the check it serves.
+    the size of the unchanged first half (row-independence checks). The spread is
+    ``spread`` (D,) if given, else the std of a systematic sample of X.
 
     >>> other, half = other_batch(np.zeros((4, 1)), np.array([[0.0], [2.0]]))
     >>> other.ravel().tolist(), half
@@ -300,9 +223,6 @@ def chunks(n_rows: int, size: int) -> Iterator[slice]:
     """As few consecutive slices of at most ``size`` rows as cover ``range(n_rows)``,
     of equal lengths (within one row).
 
-    Equal lengths rather than full chunks and a short remainder: a model call
-    on a few hundred rows costs nearly as much as one on thousands.
-
     >>> list(chunks(5, 2))
     [slice(0, 1, None), slice(1, 3, None), slice(3, 5, None)]
     >>> [sl.stop - sl.start for sl in chunks(50_000, 8192)]
@@ -314,13 +234,8 @@ def chunks(n_rows: int, size: int) -> Iterator[slice]:
 
 
 def stacked_chunks(X: np.ndarray, blocks: int, rows: int) -> Iterator[tuple[slice, np.ndarray]]:
-    """Chunks of at most ``rows`` rows of X, each with ``blocks`` copies of it stacked.
-
-    Yields ``(sl, stack)`` with ``stack`` of shape (blocks * m, D) holding
-    ``X[sl]`` in each of its ``blocks`` blocks of m rows, for the caller to
-    perturb block by block and evaluate in one model call. ``stack`` lives in
-    one buffer reused for every chunk (a fresh array per chunk pays its page
-    faults again, about as much as the copying): use it before the next chunk.
+    """``(sl, stack)`` per chunk of at most ``rows`` rows of X: ``stack`` (blocks * m, D)
+    holds ``blocks`` copies of ``X[sl]``, in one buffer reused for every chunk.
 
     >>> [(sl.start, s.tolist()) for sl, s in stacked_chunks(np.array([[1.0], [2.0]]), 2, 1)]
     [(0, [[1.0], [1.0]]), (1, [[2.0], [2.0]])]

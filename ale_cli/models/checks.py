@@ -1,13 +1,8 @@
 """Every value a model gave, checked for NaN and infinity row by row.
 
-A model can return NaN or infinity on a few rows anywhere in the data (a log of
-a negative input, an overflow in an exponential); the checks made when the
-model is loaded see only its first rows. :func:`screen_rows` looks at every
-row of the values a run got from the model (predictions, local effects, the
-evaluations at bin limits, mixed derivatives) and either refuses the run with
-one line naming the rows (:class:`~ale_cli.errors.ModelFailed`, exit 1) or,
-when asked to (``drop_nonfinite``), returns the rows to keep and a note that
-counts the dropped ones. Nothing non-finite is ever averaged into a bin.
+:func:`screen_rows` either refuses the run with one line naming the rows
+(:class:`~ale_cli.errors.ModelFailed`) or, with ``drop_nonfinite``, returns the
+rows to keep and a note counting the dropped ones.
 """
 
 from __future__ import annotations
@@ -25,18 +20,8 @@ SHOWN_ROWS = 5
 
 
 def nonfinite_rows(values: np.ndarray, *, axis: int = 0) -> np.ndarray:
-    """Indices along ``axis`` of the rows of ``values`` holding a NaN or an infinity.
-
-    Parameters
-    ----------
-    values : ndarray
-        Any shape; ``axis`` is the axis of the data rows (1 for (P, N) mixed
-        derivatives or (B, N) evaluations, 0 for (N,) predictions and (N, F)
-        local effects).
-
-    Returns
-    -------
-    ndarray of intp, sorted
+    """Sorted indices along ``axis`` (the data rows) of the rows of ``values``
+    holding a NaN or an infinity.
 
     >>> nonfinite_rows(np.array([[1.0, 2.0], [np.nan, 0.0], [0.0, np.inf]])).tolist()
     [1, 2]
@@ -51,8 +36,7 @@ def nonfinite_rows(values: np.ndarray, *, axis: int = 0) -> np.ndarray:
 
 
 def nothing_left(model: str | Path) -> ModelFailed:
-    """The error of a run where every row gave the model NaN or infinite values (each row
-    refused or dropped): nothing is left to explain."""
+    """The error of a run where every row gave NaN or infinite values."""
     return ModelFailed(
         f"model '{model}' gave NaN or infinite values on every row: nothing is left to explain"
     )
@@ -91,17 +75,8 @@ def _count(rows: np.ndarray) -> str:
 
 @dataclass(frozen=True)
 class Screened:
-    """What :func:`screen_rows` found.
-
-    Attributes
-    ----------
-    keep : ndarray of bool, shape (N,)
-        True for the rows whose values are all finite.
-    dropped : ndarray of intp, shape (R,)
-        The other rows, sorted.
-    note : str or None
-        One line counting and naming the dropped rows (None when none were).
-    """
+    """What :func:`screen_rows` found: ``keep`` (N,) bool, ``dropped`` (R,) sorted,
+    ``note`` naming the dropped rows (None when none were)."""
 
     keep: np.ndarray
     dropped: np.ndarray
@@ -117,35 +92,10 @@ def screen_rows(
     offset: int = 0,
     allow_empty: bool = False,
 ) -> Screened:
-    """Check every row of the values a model gave; refuse or drop the non-finite ones.
+    """Check every row of the values a model gave; refuse or ``drop`` the non-finite ones.
 
-    ``offset`` is added to the row numbers in messages (a chunk of a larger table);
-    ``allow_empty`` lets every row be dropped (one chunk of several).
-
-    Parameters
-    ----------
-    path : Path or str
-        The model file, for the message.
-    n_rows : int
-        N, the number of data rows.
-    checks : sequence of (label, values, axis)
-        What the values are ("predictions", "local effects", ...), the array
-        and its axis of data rows (of length N).
-    drop : bool
-        Drop the rows and say so in the note, rather than raise.
-
-    Returns
-    -------
-    Screened
-        Every row kept (and no note) when all values are finite.
-
-    Raises
-    ------
-    ModelFailed
-        When a value is not finite and ``drop`` is False: "model 'PATH' gave NaN
-        or infinite predictions on 4 rows (rows 10, 57, 58, 301); ...", naming
-        each kind of value that had some, with a hint at ``drop_nonfinite``.
-        Also when every row would be dropped.
+    ``checks``: (label, values, axis of the N data rows); ``offset`` is added to the
+    row numbers in messages (a chunk); ``allow_empty`` lets every row be dropped.
 
     >>> pred = np.array([0.0, np.nan, 1.0, 2.0])
     >>> grads = np.array([[1.0], [1.0], [np.inf], [1.0]])
@@ -180,27 +130,3 @@ values (rows 1, 2)")
     if not keep.any() and not allow_empty:
         raise ModelFailed(f"{message}: that is every row, nothing is left to explain")
     return Screened(keep=keep, dropped=dropped, note=dropped_note(path, dropped + offset))
-
-
-def screen_effects(
-    path: Path | str,
-    prediction: np.ndarray,
-    local_effects: np.ndarray,
-    mixed: np.ndarray | None = None,
-    *,
-    drop: bool,
-    offset: int = 0,
-    allow_empty: bool = False,
-) -> Screened:
-    """:func:`screen_rows` over what ``ale compute`` got from the model: predictions
-    (N,), local effects (N, F) and the optional mixed derivatives (P, N).
-
-    >>> screen_effects("m.pt", np.ones(3), np.array([[0.0], [np.nan], [0.0]]), drop=True).note
-    "dropped 1 row where model 'm.pt' gave NaN or infinite values (row 1)"
-    """
-    checks = [("predictions", prediction, 0), ("local effects", local_effects, 0)]
-    if mixed is not None:
-        checks.append(("mixed derivatives", mixed, 1))
-    return screen_rows(
-        path, len(prediction), checks, drop=drop, offset=offset, allow_empty=allow_empty
-    )

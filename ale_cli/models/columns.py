@@ -1,21 +1,6 @@
-"""The order in which a model takes its input columns, when the model file tells it.
-
-TorchScript and ONNX models with one matrix input take their columns by
-position: nothing in the file says that column 0 is ``age``. A *columns file*
-next to the model says so::
-
-    m.pt                # the model
-    m.columns.json      # {"columns": ["age", "sex", "bmi", ...]}
-
-``MODEL.columns.json`` is the model's path with its extension replaced by
-``.columns.json``. It holds one JSON object whose ``columns`` member lists the
-training columns, in the order the model takes them (unique, non-empty
-strings); other members are ignored. With it, data whose columns come in
-another order are realigned by name, and data that lack one of them are
-refused naming it. ONNX graphs with one input of shape (N, 1) or (N,) per
-column name their columns by their input names, and scikit-learn estimators
-fitted on a DataFrame carry the same list as ``feature_names_in_`` (the
-adapter matches columns by name).
+"""The order in which a model takes its input columns, when the model file tells it:
+``m.columns.json`` beside ``m.pt`` holds ``{"columns": ["age", "sex", ...]}``; an
+ONNX graph with one input per column names them by its input names.
 """
 
 from __future__ import annotations
@@ -43,14 +28,7 @@ def columns_file(model: Path) -> Path:
 
 
 def read_columns_file(path: Path) -> tuple[str, ...]:
-    """The ``columns`` list of a columns file; InputError naming the file if it is not one.
-
-    Raises
-    ------
-    InputError
-        Not a regular file, larger than 1 MiB, not UTF-8 JSON, no ``columns``
-        list of non-empty strings, or a name listed twice.
-    """
+    """The ``columns`` list of a columns file; InputError naming the file if it is not one."""
     if not path.is_file():
         raise InputError(f"columns file '{path}' is not a regular file")
     if path.stat().st_size > MAX_BYTES:
@@ -76,24 +54,14 @@ def read_columns_file(path: Path) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class ColumnOrder:
-    """The model's column order, when known.
-
-    Attributes
-    ----------
-    names : tuple of str or None
-        The model's input columns in its order; None when the model takes its
-        columns by position and nothing says which.
-    source : str or None
-        Where ``names`` come from, for notes ("columns file 'm.columns.json'").
-    """
+    """The model's input columns in its order (None: unknown) and where they come from."""
 
     names: tuple[str, ...] | None = None
     source: str | None = None
 
 
 def model_column_order(model: Path, model_format: str | None = None) -> ColumnOrder:
-    """The order from the model's columns file; without one, for an ONNX graph with one
-    input per column, its input names; else an unknown order."""
+    """The order of the columns file, else of a per-column ONNX graph's inputs."""
     path = columns_file(model)
     if path.exists():
         return ColumnOrder(read_columns_file(path), f"columns file '{path}'")
@@ -105,8 +73,7 @@ def model_column_order(model: Path, model_format: str | None = None) -> ColumnOr
 
 
 def _onnx_input_names(model: Path) -> tuple[str, ...] | None:
-    """The per-column input names of an ONNX graph (None: not such a graph, or a file
-    onnx cannot read, which the adapter reports when it loads the model)."""
+    """The per-column input names of an ONNX graph (None: not such a graph, or unreadable)."""
     import onnx
 
     try:
@@ -119,10 +86,8 @@ def _onnx_input_names(model: Path) -> tuple[str, ...] | None:
 def order_note(
     order: ColumnOrder, data_order: Sequence[str], used: Sequence[str], *, positional: bool
 ) -> str | None:
-    """The note that says how the data's columns were given to the model.
-
-    ``data_order`` is the data's input columns in the file's order, ``used``
-    the order given to the model.
+    """The note that says how the data's columns (``data_order``) were given to the model
+    (``used``).
 
     >>> order_note(ColumnOrder(), ["a", "b"], ["a", "b"], positional=True)
     'columns taken by position: a, b'

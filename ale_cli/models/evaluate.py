@@ -1,16 +1,8 @@
 """Evaluate a model at copies of the rows with some columns moved, stacked per chunk.
 
-The classic ALE estimators need the model at the bin limits rather than at the
-data: first order moves feature s of every row to the two limits of its bin
-(2 evaluations per row and feature), second order moves a pair of features to
-the four corners of the row's cell (4 per row and pair). For a chunk of m rows
-and B moves, one call of ``f`` evaluates the stacked (B m, D) array
-``[X with move 1; X with move 2; ...]``, which keeps model calls few and large.
-
-Several groups of B moves (one group per feature in first order) share the
-stack: it is filled with B copies of a chunk once, and each group only writes
-its own columns before its call and puts the data back after it, so the rows
-are copied once per chunk rather than once per chunk and group.
+For a chunk of m rows and B moves (classic ALE: bin limits, cell corners), one call
+of ``f`` evaluates the stacked (B m, D) array ``[X with move 1; X with move 2; ...]``.
+Groups of B moves share the stack: each writes its columns and puts the data back.
 """
 
 from __future__ import annotations
@@ -33,12 +25,8 @@ class RowValues(Protocol):
 
 @dataclass(frozen=True)
 class Lookup:
-    """Values ``table[index]`` as one column, looked up per slice of rows.
-
-    Moves a feature to a limit of each row's bin without holding an (N,) array
-    of values per limit: with edges z and bins ``index`` in ``0 .. K-1``,
-    ``Lookup(z[:-1], index)`` are the lower limits, ``Lookup(z[1:], index)``
-    the upper ones.
+    """Values ``table[index]`` as one column, looked up per slice of rows (with edges
+    z and bins ``index``, ``Lookup(z[:-1], index)`` are the lower limits).
 
     >>> Lookup(np.array([1.0, 3.0]), np.array([1, 0, 0]))[0:3].tolist()
     [[3.0], [1.0], [1.0]]
@@ -53,14 +41,7 @@ class Lookup:
 
 @dataclass(frozen=True)
 class Move:
-    """Set ``columns`` of every row to ``values``.
-
-    Attributes
-    ----------
-    columns : tuple of int, length C
-    values : ndarray of shape (N, C), or RowValues
-        The value each row gets in each of the columns (``values[sl]`` is (m, C)).
-    """
+    """Set ``columns`` (C,) of every row to ``values`` (``values[sl]`` is (m, C))."""
 
     columns: tuple[int, ...]
     values: np.ndarray | RowValues
@@ -77,25 +58,8 @@ def evaluate_moved(
 ) -> Iterator[tuple[int, slice, np.ndarray]]:
     """Yield ``(g, sl, out)`` with ``out[b, i] = f(X[sl][i] with groups[g][b] applied)``.
 
-    Every group has the same number B of moves; ``out`` has shape (B, m) and
-    is the caller's to keep. Chunks of ``eval_rows // B`` rows are the outer
-    loop, groups the inner one, so each group makes one call of ``f`` on a
-    stack of B m rows per chunk.
-
-    Parameters
-    ----------
-    f : callable
-        (M, D) float64 -> (M,) float64, e.g. ``model.predict``.
-    X : ndarray, shape (N, D)
-    groups : sequence of sequences of Move, G groups of B moves each
-    eval_rows : int
-        Stacked evaluation rows per call of ``f``.
-    progress : callable, optional
-        Told the number of data rows finished after each call (G N in all).
-    columns : mapping of int to ndarray (N,), optional
-        ``X[:, c]`` as a contiguous array for every column c the groups move,
-        if the caller has it: the data are put back from it rather than from
-        a transposed copy of each chunk.
+    Every group has B moves; ``out`` (B, m) is the caller's to keep. ``columns``:
+    contiguous ``X[:, c]`` of the moved columns, if the caller has them.
 
     >>> X = np.array([[1.0, 2.0], [3.0, 4.0]])
     >>> f = lambda a: a[:, 0] * 10 + a[:, 1]

@@ -1,19 +1,13 @@
-"""Central finite differences on stacked evaluation batches, shared by the
-onnxruntime and scikit-learn adapters.
+"""Central finite differences on stacked evaluation batches (ONNX and scikit-learn).
 
-For a chunk of m rows and the P perturbed features (the explained ones, or every
-column), one model call evaluates
-the (2P + 1) m rows ``[x; x + h_1 e_1; ...; x + h_P e_P; x - h_1 e_1; ...]``
-and the local effect of feature j at row i is
+One model call per chunk of m rows evaluates the (2P + 1) m rows
+``[x; x + h_1 e_1; ...; x + h_P e_P; x - h_1 e_1; ...]`` and
 
-    (f(x_i + h_j e_j) - f(x_i - h_j e_j)) / (x_ij^+ - x_ij^-)
+    effect_ij = (f(x_i + h_j e_j) - f(x_i - h_j e_j)) / (x_ij^+ - x_ij^-)
 
-where x^+ and x^- are the perturbed values *as the model saw them* (rounded to
-the model's input dtype), so rounding never biases the slope. The step h_j is
-``rel_step * scale_j``, scale_j the feature's std (or max(|mean|, 1) for a
-constant feature). Held-fixed (categorical) columns are never perturbed and get
-a local effect of 0. Explaining F of the D columns costs 2F + 1 evaluations per
-row, not 2D + 1.
+with x^+, x^- the perturbed values as the model saw them (rounded to its input
+dtype). h_j = ``rel_step * scale_j``, scale_j the std (max(|mean|, 1) if constant);
+held-fixed columns are not perturbed and get 0.
 """
 
 from __future__ import annotations
@@ -36,20 +30,15 @@ from ale_cli.models.base import (
 if TYPE_CHECKING:
     from ale_cli.models.profile import DataProfile
 
-#: Evaluation rows (stacked perturbed rows) per model call, chosen with
-#: bench/bench_formats.py: tens of thousands of rows per call are fastest; 32k keeps the
-#: stack of ``ale classic`` (32k x D float64) small enough for its column moves to stay in
-#: cache and is 4 TorchScript batches.
+#: Evaluation rows per model call (bench/bench_formats.py).
 DEFAULT_EVAL_ROWS = 32_768
 #: Step for smooth float64 models, as a fraction of each feature's std.
 SMALL_STEP = 1e-5
 #: Step for float32 graphs (onnxruntime): rounding error ~1e-7 |f| / h must stay small.
 FLOAT32_STEP = 1e-2
-#: Step for piecewise-constant models (trees, boosting, neighbours), measured to match
-#: Apley's ALE on gradient-boosting models.
+#: Step for piecewise-constant models (trees, boosting, neighbours).
 LARGE_STEP = 5e-2
-#: Share of exactly-zero small-step derivatives (over the features the model uses)
-#: above which a model is treated as piecewise constant.
+#: Share of exactly-zero small-step derivatives above which a model is piecewise constant.
 ZERO_SHARE_LIMIT = 0.5
 _SAMPLE_ROWS = 200
 
@@ -59,18 +48,7 @@ PredictFn = Callable[[np.ndarray], np.ndarray]
 
 @dataclass(frozen=True)
 class StepChoice:
-    """The relative step used and why.
-
-    Attributes
-    ----------
-    rel_step : float
-        Step as a fraction of each feature's scale.
-    rule : str
-        "user" (the ``step`` option), "piecewise-constant model type", "zero share on a sample"
-        or "smooth default".
-    zero_share : float or None
-        Share of exactly-zero small-step derivatives on the sample, if measured.
-    """
+    """The relative step used and why (``rule``; ``zero_share`` if measured)."""
 
     rel_step: float
     rule: str
@@ -117,26 +95,8 @@ def central_differences(
 ) -> Effects:
     """Local effects (N, F) and predictions (N,) of ``f`` by central differences.
 
-    Parameters
-    ----------
-    f : callable
-        (M, D) float64 -> (M,) float64, the selected model output.
-    X : ndarray, shape (N, D)
-    steps : ndarray, shape (D,)
-        Absolute step per feature.
-    features : ndarray of int, shape (F,), optional
-        Columns to differentiate, in the order of the result (default: all D).
-        Only these columns are perturbed: (2F' + 1) N evaluations of ``f``,
-        F' the number of them not held fixed.
-    fixed : ndarray of bool, shape (D,), optional
-        Columns not perturbed (their local effect is 0).
-    dtype : numpy float dtype
-        The model's input dtype; perturbed values are rounded to it before the
-        actual difference is taken.
-    eval_rows : int
-        Stacked evaluation rows per call of ``f``.
-    label : str
-        Names the model in an error ("model 'm.skops'").
+    ``steps`` (D,) absolute; ``features`` (F,) the columns differentiated (default
+    all); ``fixed`` (D,) bool columns not perturbed; ``dtype`` the model's input dtype.
 
     >>> X = np.array([[1.0, 2.0], [3.0, -1.0]])
     >>> f = lambda Z: Z[:, 0] ** 2 + 5 * Z[:, 1]
@@ -208,30 +168,6 @@ def zero_share(
     return float(np.mean(grads[:, used] == 0))
 
 
-def choose_step(
-    f: PredictFn,
-    X: np.ndarray,
-    scale: np.ndarray,
-    *,
-    user_step: float | None,
-    piecewise_type: bool,
-    smooth_step: float,
-    fixed: np.ndarray | None = None,
-    dtype: type[np.floating] | np.dtype = np.float64,
-) -> StepChoice:
-    """The relative step: the user's ``step`` if given; the large step for a piecewise-constant
-    model type; else the large step if most small-step derivatives on a sample are
-    exactly zero; else ``smooth_step``."""
-    if user_step is not None:
-        return StepChoice(user_step, "user")
-    if piecewise_type:
-        return StepChoice(LARGE_STEP, "piecewise-constant model type")
-    share = zero_share(f, X, smooth_step * scale, fixed=fixed, dtype=dtype)
-    if share > ZERO_SHARE_LIMIT:
-        return StepChoice(LARGE_STEP, "zero share on a sample", share)
-    return StepChoice(smooth_step, "smooth default", share)
-
-
 def plan_steps(
     f: PredictFn,
     X: np.ndarray,
@@ -243,26 +179,26 @@ def plan_steps(
     dtype: type[np.floating] | np.dtype = np.float64,
     profile: DataProfile | None = None,
 ) -> tuple[StepChoice, np.ndarray]:
-    """The step choice (see :func:`choose_step`) and the absolute steps (D,), 0 for
-    held-fixed columns.
+    """The relative step and the absolute steps (D,), 0 for held-fixed columns.
 
-    With a ``profile`` of all rows (what the adapters pass), the scale is its blockwise
-    std and the zero share is measured on its 200-row sample, so a profile built chunk
-    by chunk gives the same steps; without one, both come from X."""
+    The user's step if given; the large step for a piecewise-constant model type or
+    when most small-step derivatives on a sample are exactly zero; else
+    ``smooth_step``. Scale and sample come from ``profile`` (all rows) if given, else X.
+    """
     if profile is not None:
         scale, X = profile.scale(), profile.rows(_SAMPLE_ROWS)
     else:
         scale = feature_scale(X)
-    step = choose_step(
-        f,
-        X,
-        scale,
-        user_step=user_step,
-        piecewise_type=piecewise_type,
-        smooth_step=smooth_step,
-        fixed=fixed,
-        dtype=dtype,
-    )
+    if user_step is not None:
+        step = StepChoice(user_step, "user")
+    elif piecewise_type:
+        step = StepChoice(LARGE_STEP, "piecewise-constant model type")
+    else:
+        share = zero_share(f, X, smooth_step * scale, fixed=fixed, dtype=dtype)
+        if share > ZERO_SHARE_LIMIT:
+            step = StepChoice(LARGE_STEP, "zero share on a sample", share)
+        else:
+            step = StepChoice(smooth_step, "smooth default", share)
     return step, step.rel_step * scale * ~fixed
 
 
@@ -275,11 +211,7 @@ def rows_independent(
     spread: np.ndarray | None = None,
 ) -> bool:
     """True when the outputs of the first 8 rows do not change if the other rows of
-    the batch change, or if they are evaluated alone.
-
-    ``first`` is ``f(X[:8])`` if the caller has it already (17 rows evaluated
-    without it, 9 with it); ``spread`` (D,) is how far the other rows are moved
-    (see :func:`~ale_cli.models.base.other_batch`).
+    the batch change, or if they are evaluated alone (``first``: ``f(X[:8])`` if known).
 
     >>> X = np.arange(20.0).reshape(10, 2)
     >>> rows_independent(lambda Z: Z.sum(axis=1), X, rtol=1e-9)
@@ -291,7 +223,6 @@ def rows_independent(
     other, half = other_batch(rows, X, spread=spread)
     a = f(rows) if first is None else first
     b, c = f(other), f(rows[:1])
-    # NaN where the model gives NaN every time is not a sign of mixed rows
     return close_with_nonfinite(a[:half], b[:half], rtol=rtol) and close_with_nonfinite(
         a[:1], c, rtol=rtol
     )

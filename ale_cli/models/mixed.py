@@ -1,16 +1,7 @@
-"""Mixed second derivatives d2f / dx_a dx_b at the data points, by autodiff (DALE second order).
+"""Mixed second derivatives d2f / dx_a dx_b at the data points, by autodiff.
 
-For a chunk of rows, one forward pass and one backward pass with
-``create_graph=True`` give the gradient g (n, D) as a differentiable function of
-the input; then for every distinct first feature a of the requested pairs one
-more backward pass of ``g[:, a].sum()`` gives ``d2f / dx_a dx_b`` for every b at
-once (rows are independent, so the sum separates them as for the gradient).
-P pairs with A distinct first features cost one forward and 1 + A backward
-passes per chunk.
-
-Adapters with autodiff (TorchScript, the ONNX torch path) expose this as
-``model.mixed_derivatives(X, pairs)``; :func:`mixed_derivatives_of` tells whether
-a loaded model has it.
+Per chunk: the gradient g (n, D) with ``create_graph=True``, then one backward pass
+of ``g[:, a].sum()`` per distinct first feature a gives d2f / dx_a dx_b for every b.
 """
 
 from __future__ import annotations
@@ -45,8 +36,7 @@ def mixed_derivatives_of(model: Model) -> MixedFn | None:
 def require_mixed_derivatives(
     model: Model, path: object, *, param: str, hint: str, value: str | None = None
 ) -> MixedFn:
-    """``model.mixed_derivatives``, or a one-line ModelError saying that the option
-    ``param`` (set to ``value``, if given) needs it."""
+    """``model.mixed_derivatives``, or a ModelError saying that ``param`` needs it."""
     fn = mixed_derivatives_of(model)
     if fn is None:
         option = "{param}" if value is None else "{param} " + value
@@ -58,11 +48,20 @@ def require_mixed_derivatives(
     return fn
 
 
+def gradient_of(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """d sum(y) / dx, the rows' gradients (zeros where y does not depend on x)."""
+    import torch
+
+    if not y.requires_grad:
+        return torch.zeros_like(x)
+    (grad,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
+    return torch.zeros_like(x) if grad is None else grad
+
+
 def _hessian_rows(
     forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, firsts: Sequence[int]
 ) -> list[torch.Tensor | None]:
-    """``d grad_a / dx`` (n, D) for every a in ``firsts`` (None where it is 0): the
-    model's forward pass and the backward passes, the part run under call_model."""
+    """``d grad_a / dx`` (n, D) for every a in ``firsts`` (None where it is 0)."""
     import torch
 
     y = forward(x)
@@ -89,21 +88,7 @@ def mixed_partials(
 ) -> np.ndarray:
     """``out[p, i] = d2 f(x_i) / dx_a dx_b`` for ``pairs[p] = (a, b)``, shape (P, N) float64.
 
-    Parameters
-    ----------
-    forward : callable
-        Tensor (n, D) -> tensor (n,) of the selected output, differentiable.
-    X : ndarray, shape (N, D)
-    pairs : sequence of (int, int)
-        Column indices, a != b.
-    dtype : torch.dtype
-        The model's floating dtype (the rows are converted to it).
-    batch_size : int
-        Rows per forward pass.
-    path : str or Path
-        The model file, named in the ModelFailed of a model that raises (each
-        chunk's forward and backward passes go through
-        :func:`~ale_cli.models.base.call_model`).
+    ``forward``: tensor (n, D) -> (n,), differentiable; ``dtype``: the model's torch dtype.
 
     >>> import torch
     >>> X = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])

@@ -1,14 +1,9 @@
-"""An ONNX graph as ``ale`` runs it: opened with onnxruntime, its input and the
-output to explain found (:func:`parse_output`), run on rows of any count (padded
-for a graph with a fixed batch size), through torch when it has been translated
-(:mod:`ale_cli.models.onnx_torch`), and checked on the first rows of the data
-(:func:`check_graph`: width, output, row independence). The model built on it, and
-how its local effects are obtained, is :mod:`ale_cli.models.onnx_model`.
-"""
+"""An ONNX graph as ``ale`` runs it: opened with onnxruntime, its input and output
+found, run on rows of any count (padded for a fixed batch size), through onnxruntime
+or its torch translation, and checked on the first rows of the data."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +13,9 @@ import numpy as np
 
 import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
+from ale_cli.io.threads import available_cpus
 from ale_cli.models.base import Columns, call_model, chunks, failure_reason, first_line
+from ale_cli.models.mixed import gradient_of
 
 #: Rows of X the graph is first run on (width, output, row independence).
 FIRST_ROWS = 8
@@ -27,14 +24,6 @@ RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-9}
 _ELEM_DTYPES = {1: np.float32, 11: np.float64}  # onnx.TensorProto.FLOAT / DOUBLE
 _FLOAT_OUTPUTS = ("tensor(float)", "tensor(double)")
 _PROBA_NAMES = ("probabilities", "output_probability")
-
-
-def available_cores() -> int:
-    """CPU cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _dims(value_info: Any) -> list[int | str]:
@@ -143,8 +132,7 @@ def _open_session(path: Path, threads: int) -> tuple[Any, Any]:
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
-    # idle onnxruntime threads otherwise spin for a while after each run and starve
-    # torch (the autodiff path) and the other processes on a small machine
+    # idle spinning threads would starve torch and other processes
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
@@ -156,9 +144,7 @@ def _open_session(path: Path, threads: int) -> tuple[Any, Any]:
 
 
 def tree_ensemble_file(path: Path) -> bool:
-    """True when the graph of ONNX file ``path`` holds a TreeEnsemble op (a piecewise-constant
-    model); False for any other graph and for a file onnx cannot read (the adapter says
-    why when it loads it)."""
+    """True when ONNX file ``path`` holds a TreeEnsemble op (False if unreadable)."""
     import onnx
 
     try:
@@ -176,11 +162,7 @@ def _graph_inputs(proto: Any) -> list[Any]:
 
 def column_inputs(proto: Any) -> tuple[str, ...] | None:
     """The input names of a graph that takes one tensor per column (several inputs, each
-    of shape (N, 1) or (N,)), in the graph's order; None for any other graph.
-
-    Such graphs (a DataFrame exported input by input) name their columns: ale gives
-    each data column to the input of its name.
-    """
+    of shape (N, 1) or (N,)), in the graph's order; None for any other graph."""
     inputs = _graph_inputs(proto)
     if len(inputs) < 2:
         return None
@@ -194,9 +176,7 @@ def column_inputs(proto: Any) -> tuple[str, ...] | None:
 def _graph_input(
     proto: Any, path: Path
 ) -> tuple[str, np.dtype, list[int | str], tuple[tuple[str, int], ...]]:
-    """(name, dtype, shape, per-column inputs) of the graph's (N, D) float input, or a
-    ModelError. A graph with one input per column gives its first input's name, the
-    shape (N, D) and every input's (name, rank); a graph with one matrix input ()."""
+    """(name, dtype, shape, per-column (name, rank) or ()) of the (N, D) float input."""
     inputs = _graph_inputs(proto)
     per_column = column_inputs(proto)
     if len(inputs) != 1 and per_column is None:
@@ -235,21 +215,8 @@ def _graph_input(
 
 @dataclass(frozen=True, eq=False)
 class OnnxGraph:
-    """An ONNX file opened in onnxruntime: its one input, the selected output, and
-    the two ways of running it (onnxruntime, or a torch translation).
-
-    Attributes
-    ----------
-    input_shape : list of int or str
-        The declared (N, D) input shape (symbolic dims as strings).
-    fixed_batch : int or None
-        N when the graph takes batches of exactly N rows (the last one is padded).
-    out_name, column
-        The explained output and its column (None: the output has one column).
-    per_column : tuple of (str, int)
-        For a graph with one input per column: each input's name and rank (1 or 2),
-        in the order of the columns of X; () for a graph with one (N, D) input.
-    """
+    """An ONNX file opened in onnxruntime, run there or through a torch translation;
+    ``fixed_batch``: N for a graph that takes batches of exactly N rows."""
 
     path: Path
     session: Any
@@ -269,7 +236,7 @@ class OnnxGraph:
     @classmethod
     def open(cls, path: Path, selector: str | None) -> tuple[OnnxGraph, Any]:
         """The graph of the file and its ModelProto."""
-        threads = available_cores()
+        threads = available_cpus()
         proto, session = _open_session(path, threads)
         input_name, dtype, input_shape, per_column = _graph_input(proto, path)
         batch = input_shape[0]
@@ -338,8 +305,7 @@ class OnnxGraph:
         return pieces
 
     def raw(self, X: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
-        """onnxruntime's output for each padded piece of X, with the piece's length
-        and its number of real rows."""
+        """(output, piece length, real rows) of each padded piece of X via onnxruntime."""
         pieces = []
         for piece, n in self.padded(X):
             feed = self.feed(piece)
@@ -376,15 +342,8 @@ class OnnxGraph:
         return self.select(torch_graph(x)[self.out_name], len(x))
 
     def _torch_run(self, torch_graph: Any, x: Any, grad: bool) -> tuple[Any, Any]:
-        import torch
-
         y = self.torch_output(torch_graph, x)
-        if not grad:
-            return y, None
-        if not y.requires_grad:  # the output does not depend on the input
-            return y, torch.zeros_like(x)
-        (g,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
-        return y, (torch.zeros_like(x) if g is None else g)
+        return y, (gradient_of(y, x) if grad else None)
 
     def torch_forward(
         self, torch_graph: Any, X: np.ndarray, grad: bool
@@ -407,9 +366,7 @@ class OnnxGraph:
 def check_graph(
     graph: OnnxGraph, columns: Columns, X: np.ndarray, *, spread: np.ndarray | None = None
 ) -> tuple[int, ...]:
-    """Width, output and row independence through onnxruntime on the first rows of X
-    (``spread``: each column's std, see :func:`~ale_cli.models.base.other_batch`);
-    returns the shape of one row of the selected output."""
+    """Check width, output and row independence; the shape of one output row."""
     width = graph.input_shape[1]
     hint = "select the model's inputs with {param:inputs} or {param:exclude}"
     if isinstance(width, int) and width > 0 and width != X.shape[1]:

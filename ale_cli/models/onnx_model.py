@@ -1,14 +1,7 @@
-"""ONNX models: autodiff through a torch translation of the graph when every op
-is a standard differentiable one and its forward pass agrees with onnxruntime;
+"""ONNX models: autodiff through a torch translation of the graph when every op is
+supported and it agrees with onnxruntime on up to :data:`CHECK_ROWS` rows
+(max |difference| <= rtol * max|output|, rtol 1e-4 for float32, 1e-9 for float64);
 otherwise central finite differences through onnxruntime.
-
-The translated forward pass is compared with onnxruntime on up to
-:data:`CHECK_ROWS` rows of the data before it is trusted: the largest absolute
-difference must stay within ``rtol * max|output|``, rtol = 1e-4 for float32
-graphs (float32 kernels differ in summation order) and 1e-9 for float64 ones.
-All of it happens in :meth:`OnnxModel.load`: the model it returns has its method
-(and, for finite differences, its steps) decided. Every onnxruntime run and every
-run of the translated graph goes through :func:`~ale_cli.models.base.call_model`.
 """
 
 from __future__ import annotations
@@ -43,12 +36,8 @@ CHECK_ROWS = 256
 
 @dataclass(frozen=True)
 class MethodChoice:
-    """How the local effects are obtained: through ``torch_graph`` (autodiff) when it
-    is not None, else by finite differences through onnxruntime for ``fallback_reason``.
-
-    ``check`` holds the comparison of the translation with onnxruntime (rows,
-    max_abs_diff, rtol, scale) when it was made.
-    """
+    """Autodiff through ``torch_graph`` when not None, else finite differences for
+    ``fallback_reason``; ``check``: the comparison with onnxruntime, if made."""
 
     torch_graph: Any
     fallback_reason: str | None
@@ -56,9 +45,8 @@ class MethodChoice:
 
 
 def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> MethodChoice:
-    """Translate the graph to torch and check it against onnxruntime on up to
-    :data:`CHECK_ROWS` rows of X; fall back to finite differences (or, with
-    ``method="autodiff"``, refuse) when either fails."""
+    """Translate the graph to torch and check it against onnxruntime on rows X; fall
+    back to finite differences (or, with ``method="autodiff"``, refuse) if either fails."""
 
     def fall_back(reason: str, check: dict[str, Any] | None = None) -> MethodChoice:
         if method == "autodiff":
@@ -98,17 +86,7 @@ def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> M
 
 @dataclass(frozen=True, eq=False)
 class OnnxModel:
-    """An ONNX graph run by onnxruntime, differentiated through torch when possible;
-    checked on the data, with its method and steps decided. Build it with :meth:`load`.
-
-    Attributes
-    ----------
-    step, steps
-        The finite-difference step choice and absolute steps (D,) (None on the
-        autodiff path).
-    row_shape : tuple of int
-        Shape of one row of the selected output, as seen when it was checked.
-    """
+    """An ONNX graph run by onnxruntime, differentiated through torch when possible."""
 
     graph: OnnxGraph
     choice: MethodChoice
@@ -128,12 +106,7 @@ class OnnxModel:
         X: np.ndarray,
         profile: DataProfile | None = None,
     ) -> OnnxModel:
-        """Open the file, check the graph on the data, choose the method (and steps).
-
-        Everything is decided from ``profile`` (of X when not given; see
-        :mod:`ale_cli.models.profile`): the first rows, each column's std and a
-        sample of 256 rows for the translation check, so that a profile built chunk
-        by chunk gives the same model."""
+        """Open the file, check the graph, choose method and steps from ``profile``."""
         profile = DataProfile.of(X) if profile is None else profile
         graph, proto = OnnxGraph.open(path, options.output)
         row_shape = check_graph(graph, columns, profile.head, spread=profile.std)
@@ -181,9 +154,7 @@ class OnnxModel:
         features: Sequence[int] | None = None,
         progress: ProgressFn | None = None,
     ) -> Effects:
-        """Autodiff through the torch translation (the full gradient, the columns
-        ``features`` kept), or central differences via onnxruntime perturbing only
-        the columns ``features``; held-fixed columns get 0."""
+        """Autodiff through the torch translation, or central differences via onnxruntime."""
         index = feature_indices(features, X.shape[1])
         if self.choice.torch_graph is None:
             return fd.central_differences(
@@ -215,8 +186,7 @@ class OnnxModel:
         *,
         progress: ProgressFn | None = None,
     ) -> np.ndarray:
-        """``d2f / dx_a dx_b`` at every row for each pair (a, b), shape (P, N), through the
-        torch translation (see :func:`ale_cli.models.mixed.mixed_partials`)."""
+        """``d2f / dx_a dx_b`` (P, N) for each pair (a, b), through the torch translation."""
         torch_graph = self.choice.torch_graph
         if torch_graph is None:
             raise ModelError(

@@ -1,17 +1,13 @@
 """Run a standard-op ONNX graph as torch operations, so it can be differentiated.
 
-:func:`translate` checks that every node is an op of the default domain listed
-in :data:`OPS` and returns a :class:`TorchGraph`; calling it with an input
-tensor evaluates the nodes in order (the graph is topologically sorted, as the
-ONNX spec requires) and returns every graph output. Integer tensors (shapes,
-indices) flow through torch too, so shape arithmetic (Shape -> Gather ->
-Concat -> Reshape) works for any batch size. Anything else raises
-:class:`UnsupportedGraph`, whose message says which op, so the adapter can fall
-back to finite differences and say why.
+:func:`translate` returns a :class:`TorchGraph` that evaluates the (topologically
+sorted) nodes in order, integer shape arithmetic included, or raises
+:class:`UnsupportedGraph` naming the op it does not cover.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,6 +19,7 @@ if TYPE_CHECKING:
     import torch
 
 Tensor = Any  # torch.Tensor, imported lazily
+#: an op: (inputs, attributes, opset) -> outputs
 OpFn = Callable[[Sequence[Tensor | None], dict[str, Any], int], list[Tensor]]
 
 
@@ -42,9 +39,6 @@ def _ints(t: Tensor | None) -> list[int] | None:
 
 def _axis(axis: int, rank: int) -> int:
     return axis + rank if axis < 0 else axis
-
-
-# -- op implementations: (inputs, attributes, opset) -> outputs -----------------------------
 
 
 def _gemm(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
@@ -67,14 +61,6 @@ def _binary(fn: Callable[[Tensor, Tensor], Tensor]) -> OpFn:
 
 def _unary(fn: Callable[..., Tensor]) -> OpFn:
     return lambda x, a, opset: [fn(x[0])]
-
-
-def _div(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    import torch
-
-    if x[0].is_floating_point() or x[1].is_floating_point():
-        return [x[0] / x[1]]
-    return [torch.div(x[0], x[1], rounding_mode="trunc")]
 
 
 def _softmax(log: bool) -> OpFn:
@@ -118,19 +104,7 @@ def _clip(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Ten
 
 
 def _fold(fn: Callable[[Tensor, Tensor], Tensor]) -> OpFn:
-    def run(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-        out = x[0]
-        for t in x[1:]:
-            out = fn(out, t)
-        return [out]
-
-    return run
-
-
-def _concat(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    import torch
-
-    return [torch.cat(list(x), dim=a["axis"])]
+    return lambda x, a, opset: [functools.reduce(fn, x)]
 
 
 def _reshape(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
@@ -139,12 +113,6 @@ def _reshape(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[
     if not a.get("allowzero", 0):
         shape = [t.shape[i] if s == 0 else s for i, s in enumerate(shape)]
     return [t.reshape(shape)]
-
-
-def _flatten(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    t = x[0]
-    axis = _axis(a.get("axis", 1), t.ndim)
-    return [t.reshape(math.prod(t.shape[:axis]), -1)]
 
 
 def _squeeze(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
@@ -162,12 +130,6 @@ def _unsqueeze(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> lis
     for ax in sorted(_axis(ax, rank) for ax in axes or []):
         t = t.unsqueeze(ax)
     return [t]
-
-
-def _transpose(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    t = x[0]
-    perm = a.get("perm") or list(reversed(range(t.ndim)))
-    return [t.permute(*perm)]
 
 
 def _gather(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
@@ -199,12 +161,6 @@ def _slice(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Te
     return [t]
 
 
-def _cast(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    from onnx.helper import tensor_dtype_to_np_dtype
-
-    return [x[0].to(_t(np.zeros(0, tensor_dtype_to_np_dtype(a["to"]))).dtype)]
-
-
 def _constant(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
     for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
         if key in a:
@@ -217,33 +173,19 @@ def _constant(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list
     raise UnsupportedGraph(f"Constant with attribute {', '.join(a)} is not supported")
 
 
-def _dropout(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    import torch
-
-    return [x[0], torch.ones_like(x[0], dtype=torch.bool)]
-
-
 def _batchnorm(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
     import torch
 
-    if a.get("training_mode", 0):
-        raise UnsupportedGraph("BatchNormalization in training mode mixes rows")
     t, scale, bias, mean, var = x[:5]
     shape = [1, -1] + [1] * (t.ndim - 2)
     inv = scale.reshape(shape) / torch.sqrt(var.reshape(shape) + a.get("epsilon", 1e-5))
     return [(t - mean.reshape(shape)) * inv + bias.reshape(shape)]
 
 
-def _shape(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    import torch
-
-    dims = list(x[0].shape)[a.get("start", 0) : a.get("end")]
-    return [torch.tensor(dims, dtype=torch.long)]
-
-
 def _ops() -> dict[str, OpFn]:
     import torch
     import torch.nn.functional as F
+    from onnx.helper import tensor_dtype_to_np_dtype as np_dtype
 
     return {
         "MatMul": _binary(torch.matmul),
@@ -251,7 +193,11 @@ def _ops() -> dict[str, OpFn]:
         "Add": _binary(torch.add),
         "Sub": _binary(torch.sub),
         "Mul": _binary(torch.mul),
-        "Div": _div,
+        "Div": lambda x, a, o: [
+            x[0] / x[1]
+            if x[0].is_floating_point() or x[1].is_floating_point()
+            else torch.div(x[0], x[1], rounding_mode="trunc")
+        ],
         "Pow": _binary(torch.pow),
         "Neg": _unary(torch.neg),
         "Relu": _unary(torch.relu),
@@ -271,29 +217,25 @@ def _ops() -> dict[str, OpFn]:
         "Max": _fold(torch.maximum),
         "Min": _fold(torch.minimum),
         "Sum": _fold(torch.add),
-        "Concat": _concat,
+        "Concat": lambda x, a, o: [torch.cat(list(x), dim=a["axis"])],
         "Reshape": _reshape,
-        "Flatten": _flatten,
+        "Flatten": lambda x, a, o: [
+            x[0].reshape(math.prod(x[0].shape[: _axis(a.get("axis", 1), x[0].ndim)]), -1)
+        ],
         "Squeeze": _squeeze,
         "Unsqueeze": _unsqueeze,
-        "Transpose": _transpose,
+        "Transpose": lambda x, a, o: [x[0].permute(*(a.get("perm") or range(x[0].ndim)[::-1]))],
         "Gather": _gather,
         "Slice": _slice,
         "Identity": lambda x, a, o: [x[0]],
-        "Cast": _cast,
+        "Cast": lambda x, a, o: [x[0].to(_t(np.zeros(0, np_dtype(a["to"]))).dtype)],
         "Constant": _constant,
         "BatchNormalization": _batchnorm,
-        "Dropout": _dropout,
-        "Shape": _shape,
+        "Dropout": lambda x, a, o: [x[0], torch.ones_like(x[0], dtype=torch.bool)],
+        "Shape": lambda x, a, o: [
+            torch.tensor(list(x[0].shape)[a.get("start", 0) : a.get("end")], dtype=torch.long)
+        ],
     }
-
-
-#: The ops the translation covers (default ONNX domain).
-OPS = (
-    "MatMul Gemm Add Sub Mul Div Pow Neg Relu LeakyRelu Elu Selu Sigmoid Tanh Softplus Softmax "
-    "LogSoftmax Exp Log Sqrt Abs Clip Max Min Sum Concat Reshape Flatten Squeeze Unsqueeze "
-    "Transpose Gather Slice Identity Cast Constant BatchNormalization Dropout Shape"
-).split()
 
 
 class TorchGraph:

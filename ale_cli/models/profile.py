@@ -1,31 +1,15 @@
-"""What a finite-difference adapter needs to know about all rows of X when it is
-loaded, in one pass that gives the same numbers whatever the chunks.
+"""What a finite-difference adapter needs to know about all rows of X (std, a sample,
+the first rows), in one pass that gives the same numbers for any chunking.
 
-An ONNX model without gradient or a scikit-learn model chooses its method and
-steps from the data (:mod:`ale_cli.models.finite_diff`): each feature's std (the
-step is a fraction of it), a sample of rows (the share of exactly-zero small-step
-derivatives, the ONNX translation check) and the first rows (input width, output,
-row independence). :class:`DataProfile` holds exactly these, and
-:class:`ProfileBuilder` computes it from chunks of rows in order, so that
-``ale compute`` can read the file once for the profile and once more for the
-local effects (:mod:`ale_cli.passes.profiling`) and get the store the whole
-table gives:
-
-- moments: the rows are cut into blocks of :data:`BLOCK` rows counted from the
-  first row (not from the chunk), each block's mean and sum of squared
-  deviations are computed as numpy computes them on that block, and the blocks
-  are merged in order (Chan, Golub & LeVeque)::
+- moments: blocks of :data:`BLOCK` rows counted from the first row, merged in
+  order (Chan, Golub & LeVeque)::
 
       n = n_a + n_b,  delta = mean_b - mean_a
       mean = mean_a + delta n_b / n
       M2 = M2_a + M2_b + delta^2 n_a n_b / n,  std = sqrt(M2 / n)
 
-  The same blocks in the same order: the same floating-point operations for any
-  chunking.
-- sample: row i gets the key ``splitmix64(i)`` (a bijection of the 64-bit
-  integers, so no two rows tie); the sample of k rows is the k rows with the
-  smallest keys, in row order (all rows when N <= k). Keeping the smallest keys
-  of each chunk and of the rows kept so far gives the same rows for any chunking.
+- sample: row i gets the key ``splitmix64(i)``; the sample of k rows is the k rows
+  with the smallest keys, in row order.
 """
 
 from __future__ import annotations
@@ -34,12 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Rows per block of the moments (blocks counted from the first row).
 BLOCK = 4096
-#: Rows of the first-rows check (input width, output, row independence).
 HEAD_ROWS = 8
-#: Rows kept in the sample (the ONNX translation check takes them all; the zero-share
-#: estimate the 200 with the smallest keys).
 SAMPLE_ROWS = 256
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -62,20 +42,8 @@ def row_keys(index: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DataProfile:
-    """Moments, first rows and a sample of the rows of X (N, D).
-
-    Attributes
-    ----------
-    n_rows : int
-        N.
-    mean, std : ndarray, shape (D,)
-        Each column's mean and std (ddof=0), blockwise (see the module docstring).
-    head : ndarray, shape (min(N, 8), D)
-        The first rows.
-    sample : ndarray, shape (min(N, 256), D)
-        The rows with the smallest keys, in row order.
-    sample_keys : ndarray of uint64, shape (min(N, 256),)
-        Their keys.
+    """Moments ``mean``, ``std`` (D,), first rows ``head`` (<= 8, D) and ``sample``
+    (<= 256, D) with its ``sample_keys`` of the rows of X (N, D).
 
     >>> p = DataProfile.of(np.array([[0.0, 5.0], [2.0, 5.0], [4.0, 5.0]]))
     >>> p.n_rows, p.mean.tolist(), p.scale().tolist()
@@ -97,8 +65,7 @@ class DataProfile:
         return ProfileBuilder(X.shape[1]).add(X).finish()
 
     def scale(self) -> np.ndarray:
-        """Per-column scale of the finite-difference step (D,): the std, or max(|mean|, 1)
-        for a constant column."""
+        """Per-column step scale (D,): the std, or max(|mean|, 1) for a constant column."""
         return np.where(self.std > 0, self.std, np.maximum(np.abs(self.mean), 1.0))
 
     def rows(self, k: int) -> np.ndarray:
@@ -110,8 +77,7 @@ class DataProfile:
 
 
 class ProfileBuilder:
-    """Builds a :class:`DataProfile` from chunks of rows given in order (``add``), with
-    the same result for any chunking; memory: one block and the sample."""
+    """Builds a :class:`DataProfile` from chunks of rows given in order (``add``)."""
 
     def __init__(self, width: int) -> None:
         self.width = width

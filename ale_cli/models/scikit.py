@@ -1,13 +1,8 @@
 """scikit-learn estimators (skops files and trusted pickles): local effects by
 central finite differences in float64.
 
-The estimator is called with a DataFrame carrying the original column names
-when it was fitted on one (``feature_names_in_``), so pipelines with a
-ColumnTransformer / OneHotEncoder get the columns they expect; text columns are
-rebuilt from their integer codes. Only numeric, non-categorical columns are
-perturbed. The step is chosen per model when it is loaded (see
-:func:`finite_diff.choose_step`); every estimator call goes through
-:func:`~ale_cli.models.base.call_model`.
+An estimator fitted on a DataFrame (``feature_names_in_``) is called with one, text
+columns rebuilt from their codes; only numeric, non-categorical columns are perturbed.
 """
 
 from __future__ import annotations
@@ -97,8 +92,8 @@ def final_estimator(est: Any) -> Any:
             return est
 
 
-#: Rows the estimator is first called on when it is loaded.
 CHECK_ROWS = 8
+_METHODS = {"proba": "predict_proba", "decision": "decision_function"}
 
 
 def _choices(estimator: Any, is_classifier: bool) -> str:
@@ -152,19 +147,8 @@ def parse_output(
 @dataclass(frozen=True, eq=False)
 class SklearnCaller:
     """Calls the estimator on rows of X (as a DataFrame if it was fitted on one) and
-    returns the selected output, (M,) float64.
-
-    Attributes
-    ----------
-    kind : {"predict", "proba", "decision"}
-        The estimator method called.
-    column : int or None
-        Column of that method's 2-D result (None: it gives one value per row).
-    label : str or None
-        The class of a "proba" output.
-    names_in : tuple of str or None
-        ``feature_names_in_`` of the estimator (None: it takes an array).
-    """
+    returns the selected output (M,): method ``kind``, its ``column`` (None: one value
+    per row), the class ``label`` of a "proba" output."""
 
     estimator: Any
     path: Path
@@ -202,13 +186,8 @@ class SklearnCaller:
 
     def raw(self, X: np.ndarray) -> np.ndarray:
         """The estimator's output as it returns it (any dtype, every column)."""
-        data = self._frame(X)
-        method = {
-            "proba": "predict_proba",
-            "decision": "decision_function",
-            "predict": "predict",
-        }[self.kind]
-        return np.asarray(call_model(self.path, getattr(self.estimator, method), data))
+        method = _METHODS.get(self.kind, "predict")
+        return np.asarray(call_model(self.path, getattr(self.estimator, method), self._frame(X)))
 
     def _select(self, out: np.ndarray, n_rows: int) -> np.ndarray:
         if out.ndim == 2 and out.shape[1] == 1 and self.column is None:
@@ -258,9 +237,7 @@ class SklearnCaller:
 
 
 def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
-    """Refuse a model whose inputs differ from the selected features, or that fails
-    (or gives an unusable output) on the first rows; returns the dtype of an output
-    that does not hold floats (integers, booleans: no derivative), else None."""
+    """Check inputs and first rows; the dtype of a non-float output, else None."""
     names = list(caller.columns.names)
     width = X.shape[1]
     hint = "select the model's inputs with {param:inputs} or {param:exclude}"
@@ -303,11 +280,7 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
 
 @dataclass(frozen=True, eq=False)
 class SklearnModel:
-    """A fitted scikit-learn estimator, checked on the data, explained by central
-    finite differences with steps chosen when it was loaded.
-
-    Build it with :meth:`load` or :meth:`from_estimator`.
-    """
+    """A fitted scikit-learn estimator, explained by central finite differences."""
 
     caller: SklearnCaller
     format: str
@@ -332,11 +305,11 @@ class SklearnModel:
         """Load a skops file or a trusted pickle and check it on X (or ``profile``)."""
         if fmt == "skops":
             est, trusted = load_skops(path, options.trust)
-            return cls.from_estimator(
-                est, path, fmt, options, columns, X, trusted=trusted, profile=profile
-            )
-        est = load_pickle(path, options.trust_pickle)
-        return cls.from_estimator(est, path, fmt, options, columns, X, profile=profile)
+        else:
+            est, trusted = load_pickle(path, options.trust_pickle), None
+        return cls.from_estimator(
+            est, path, fmt, options, columns, X, trusted=trusted, profile=profile
+        )
 
     @classmethod
     def from_estimator(
@@ -351,9 +324,7 @@ class SklearnModel:
         trusted: Sequence[str] | None = None,
         profile: DataProfile | None = None,
     ) -> SklearnModel:
-        """Check a fitted estimator on the data and choose its finite-difference steps
-        from ``profile`` (of X when not given: its first rows, each column's std and
-        a 200-row sample; see :mod:`ale_cli.models.profile`)."""
+        """Check a fitted estimator and choose its steps from ``profile`` (of X if None)."""
         profile = DataProfile.of(X) if profile is None else profile
         if options.method == "autodiff":
             raise ModelError(
@@ -405,10 +376,7 @@ class SklearnModel:
         features: Sequence[int] | None = None,
         progress: ProgressFn | None = None,
     ) -> Effects:
-        """Central differences of the selected output in the columns ``features``
-        (held-fixed ones get 0), stacked and chunked: (2F + 1) N rows evaluated.
-
-        Refused for an integer-valued output, which has no derivative."""
+        """Central differences in the columns ``features``; refused for an integer output."""
         if self.integer_output is not None:
             raise ModelError(
                 integer_output_message(self.caller.path, self.integer_output), param="output"

@@ -1,19 +1,10 @@
 """Local effects of piecewise-constant models as secants across a fine grid.
 
-A model detected as piecewise constant when it was loaded (trees, forests,
-boosting, neighbours: by type or by the share of exactly-zero derivatives, see
-:func:`~ale_cli.models.finite_diff.choose_step`) has no useful derivative. For
-``ale compute`` it is wrapped in a :class:`SecantModel`: each explained numeric
-feature gets a fine grid of type-1 quantile edges over all rows
-(:func:`ale_cli.core.finegrid.fine_edges`, ``K_fine = 240``), and each row's
-local effect is the model's secant across its fine bin,
-``(f(upper) - f(lower)) / (upper - lower)`` with the row moved to both limits
-(:mod:`ale_cli.core.finegrid`). ``rebin`` and ``rhale`` then accumulate the
-fine-grid effect (:mod:`ale_cli.estimators.secants`), which is Apley-Zhu's ALE on the
-fine grid. The user's own ``step`` keeps central finite differences.
-
-One model call evaluates ``(2P + 1) m`` stacked rows for a chunk of m rows and
-P moved features, as the finite differences do.
+A model loaded as piecewise constant (by type or zero share, not the user's step)
+is wrapped in a :class:`SecantModel` for ``ale compute``: each explained numeric
+feature gets type-1 quantile fine edges over all rows (``K_fine = 240``) and each
+row's local effect is ``(f(upper) - f(lower)) / (upper - lower)`` across its fine
+bin (:mod:`ale_cli.core.finegrid`).
 """
 
 from __future__ import annotations
@@ -26,12 +17,11 @@ import numpy as np
 
 from ale_cli.core.finegrid import K_FINE, fine_edges, row_limits, secants
 from ale_cli.models.base import Effects, Model, ProgressFn, feature_indices, stacked_chunks
+from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 
 #: Step rules (:class:`~ale_cli.models.finite_diff.StepChoice`) of a piecewise-constant model.
 PIECEWISE_RULES = ("piecewise-constant model type", "zero share on a sample")
 METHOD = "secant"
-#: Stacked evaluation rows per model call when the model does not say.
-DEFAULT_EVAL_ROWS = 32_768
 
 
 def piecewise_constant(model: Model) -> bool:
@@ -55,22 +45,8 @@ def method_note(k_fine: int) -> str:
 
 @dataclass(frozen=True, eq=False)
 class SecantModel:
-    """A piecewise-constant model explained by secants across fine bins.
-
-    Attributes
-    ----------
-    inner : Model
-        The loaded model (its ``predict`` is what is called).
-    edges : dict of int to ndarray
-        Fine edges (M_j + 1,) of each moved column j of X.
-    columns : tuple of int
-        The explained columns of X, in the store's order (some without edges:
-        held fixed or constant, local effect 0).
-    k_fine : int
-        Fine bins asked for per feature.
-    eval_rows : int
-        Stacked evaluation rows per model call.
-    """
+    """A piecewise-constant model explained by secants across fine bins: ``edges``
+    (M_j + 1,) per moved column j; ``columns`` the explained ones (effect 0 without edges)."""
 
     inner: Model
     edges: dict[int, np.ndarray]
@@ -119,8 +95,7 @@ class SecantModel:
         features: Sequence[int] | None = None,
         progress: ProgressFn | None = None,
     ) -> Effects:
-        """Secants (N, F) in the columns ``features`` (0 for held-fixed or constant ones)
-        and predictions (N,)."""
+        """Secants (N, F) in the columns ``features`` and predictions (N,)."""
         features_ = feature_indices(features, X.shape[1])
         where = [k for k, j in enumerate(features_) if int(j) in self.edges]
         moved = [int(features_[k]) for k in where]
@@ -145,11 +120,8 @@ class SecantModel:
         return Effects(local_effects=effects, prediction=prediction)
 
     def store_arrays(self) -> dict[str, np.ndarray]:
-        """The store entries of the fine grids of the explained columns (the store's
-        ``FINE_EDGES`` and ``FINE_OFFSETS``, :mod:`ale_cli.store.format`): ``fine_edges``
-        (all features' edges, one after the other) and ``fine_offsets`` (F+1,): feature
-        k's edges are ``fine_edges[offsets[k]:offsets[k + 1]]`` (none for a feature
-        without secants)."""
+        """``fine_edges`` (all features' edges, one after the other) and ``fine_offsets``
+        (F+1,): feature k's edges are ``fine_edges[offsets[k]:offsets[k + 1]]``."""
         parts = [self.edges.get(j, np.zeros(0)) for j in self.columns]
         offsets = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(np.int64)
         flat = np.concatenate(parts) if parts else np.zeros(0)
@@ -179,9 +151,7 @@ def for_compute(
     names: Sequence[str],
     categorical: Sequence[str],
 ) -> Model:
-    """The model ``ale compute`` differentiates: a :class:`SecantModel` for a
-    piecewise-constant one (fine grids over all rows X (N, D), explained ``columns``;
-    the ``categorical`` names of the D columns ``names`` are held fixed), else ``model``."""
+    """A :class:`SecantModel` over all rows X for a piecewise-constant model, else it."""
     if not piecewise_constant(model):
         return model
     fixed = np.array([n in set(categorical) for n in names], dtype=bool)
@@ -190,7 +160,7 @@ def for_compute(
 
 def outdated(meta: dict[str, Any]) -> str | None:
     """Why a cached store of a piecewise-constant model made before secants must be
-    recomputed (finite differences with the large step the type chose), else None.
+    recomputed, else None.
 
     >>> outdated({"method": "finite-differences",
     ...           "method_details": {"step": {"rule": "piecewise-constant model type"}}})

@@ -1,10 +1,8 @@
 """TorchScript models: local effects by autodiff.
 
-Because row i of the output depends on row i of the input only, the gradient
-of the *summed* output with respect to the input batch holds every row's
-gradient: one forward and one backward pass per chunk of rows.
-:meth:`TorchScriptModel.load` makes sure that premise holds (and decides which
-output is explained) before it returns the model.
+Row i of the output depends on row i of the input only (checked by
+:meth:`TorchScriptModel.load`), so the gradient of the summed output holds every
+row's gradient: one forward and one backward pass per chunk of rows.
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ from ale_cli.models.base import (
     integer_output_message,
     other_batch,
 )
-from ale_cli.models.mixed import mixed_partials
+from ale_cli.models.mixed import gradient_of, mixed_partials
 
 if TYPE_CHECKING:
     import torch
@@ -67,19 +65,8 @@ def parse_output(spec: str | None) -> tuple[int | None, int | None]:
 
 @dataclass(frozen=True)
 class OutputPick:
-    """Which part of the module's output is explained, decided on its first output.
-
-    Attributes
-    ----------
-    element : int or None
-        Element of a tuple/list output (None: the output is a tensor).
-    column : int
-        Column of the output flattened to (n, -1).
-    row_shape : tuple of int
-        Shape of one row of the picked tensor (``out.shape[1:]``).
-    dtype : str
-        Its dtype ("float32", "int64", ...); an integer output has no gradient.
-    """
+    """Which part of the module's output is explained: ``element`` of a tuple output
+    (None: a tensor), ``column`` of it flattened to (n, -1), its ``row_shape`` and dtype."""
 
     element: int | None
     column: int
@@ -93,8 +80,7 @@ class OutputPick:
 
 
 def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPick:
-    """The :class:`OutputPick` for the selector ``spec`` (see :func:`parse_output`),
-    given the module's output ``out`` for ``n_rows`` rows; ModelError if it has none."""
+    """The :class:`OutputPick` for ``spec`` given the module's output for ``n_rows`` rows."""
     import torch
 
     element, column = parse_output(spec)
@@ -154,9 +140,7 @@ def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPi
 
 
 def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> Exception:
-    """The error for a model that raises on the first rows: a width mismatch (exit 2) when
-    its first layer says it takes another number of features, else the model's own
-    failure (exit 1), with a hint at the columns when no layer tells the width."""
+    """A width mismatch (exit 2) if the first layer says so, else the model's failure."""
     reason = failure_reason(exc)
     expected = next((p.shape[1] for p in module.parameters() if p.ndim == 2), None)
     if expected is not None and expected != width:
@@ -190,10 +174,7 @@ def _random_ops(module: Any) -> list[str]:
 
 @dataclass(frozen=True, eq=False)
 class TorchScriptModel:
-    """A ``torch.jit`` module in eval mode with frozen parameters, checked on the data.
-
-    Build it with :meth:`load`.
-    """
+    """A ``torch.jit`` module in eval mode with frozen parameters, checked on the data."""
 
     module: Any
     path: Path
@@ -209,8 +190,7 @@ class TorchScriptModel:
     def load(
         cls, path: Path, options: LoadOptions, columns: Columns, X: np.ndarray
     ) -> TorchScriptModel:
-        """Load with ``torch.jit.load`` on the CPU in eval mode with frozen parameters,
-        pick the output on the first rows of X and check that rows are independent."""
+        """Load on the CPU in eval mode, pick the output and check the rows on X."""
         import torch
 
         try:
@@ -226,7 +206,6 @@ class TorchScriptModel:
         dtype = next((t.dtype for t in tensors if t.is_floating_point()), torch.float64)
         rows = X[:CHECK_ROWS]
         try:
-            # as every later call (see _forward): no profiling of the first calls
             with torch.inference_mode(), torch.jit.optimized_execution(False):
                 first = call_model(path, module, torch.from_numpy(rows).to(dtype))
         except ModelFailed as exc:
@@ -243,8 +222,6 @@ class TorchScriptModel:
         model._check_rows(rows, X)
         return model
 
-    # -- the one forward pass everything goes through --------------------------------------
-
     def _select(self, out: Any, n_rows: int) -> torch.Tensor:
         if self.pick.element is not None:
             out = out[self.pick.element]
@@ -256,12 +233,7 @@ class TorchScriptModel:
         return out.reshape(n_rows, -1)[:, self.pick.column]
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
-        """The selected output of the module at ``x``, (n,).
-
-        Run without the graph executor's optimisation: on the CPU it fuses nothing, but it
-        profiles the first calls of each input shape and compiles a graph for it, which
-        costs time and gives the same per-batch time after that.
-        """
+        """The selected output at ``x``, (n,), without the graph executor's profiling."""
         import torch
 
         with torch.jit.optimized_execution(False):
@@ -269,15 +241,10 @@ class TorchScriptModel:
         return self._select(out, len(x))
 
     def _gradient(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        import torch
-
         y = self._forward(x)
         if not y.is_floating_point():
             raise ModelError(integer_output_message(self.path, self.pick.dtype), param="output")
-        if not y.requires_grad:  # the output does not depend on the input: a constant model
-            return y, torch.zeros_like(x)
-        (grad,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
-        return y, (torch.zeros_like(x) if grad is None else grad)
+        return y, gradient_of(y, x)
 
     def _forward_backward(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         import torch
@@ -286,21 +253,14 @@ class TorchScriptModel:
         y, grad = call_model(self.path, self._gradient, x)
         return y.detach().numpy(), grad.detach().numpy()
 
-    # -- the checks made when the model is loaded -------------------------------------------
-
     def _evaluate(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Predictions and gradients; for an integer output (no gradient) zeros instead,
-        so that the checks of :meth:`load` hold for ``ale classic``, which needs none."""
+        """Predictions and gradients (zeros for an integer output, which has none)."""
         if not self.pick.integer:
             return self._forward_backward(X)
         return self.predict(X), np.zeros_like(X)
 
     def _check_rows(self, rows: np.ndarray, X: np.ndarray) -> None:
-        """Refuse a model that is not deterministic or whose rows are not independent.
-
-        NaN and infinite values compare equal to themselves here: they are not a
-        sign of randomness, and every row's values are checked for them later.
-        """
+        """Refuse a model that is not deterministic or whose rows are not independent."""
         pred, grad = self._evaluate(rows)
         again = self._evaluate(rows)
         if not (self._close(pred, again[0]) and self._close(grad, again[1])):
@@ -344,8 +304,6 @@ class TorchScriptModel:
         rtol = 1e-4 if self.dtype != torch.float64 else 1e-9
         return close_with_nonfinite(a, b, rtol=rtol)
 
-    # -- the adapter interface ---------------------------------------------------------
-
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output, computed under ``torch.inference_mode``."""
         import torch
@@ -366,8 +324,7 @@ class TorchScriptModel:
         features: Sequence[int] | None = None,
         progress: ProgressFn | None = None,
     ) -> Effects:
-        """Gradients of the selected output, one forward+backward pass per chunk; the
-        full gradient is computed and the columns ``features`` kept (held-fixed ones 0)."""
+        """Gradients of the selected output, one forward+backward pass per chunk."""
         index = feature_indices(features, X.shape[1])
         n = len(X)
         grads = np.empty((n, len(index)), dtype=np.float64)
@@ -387,8 +344,7 @@ class TorchScriptModel:
         *,
         progress: ProgressFn | None = None,
     ) -> np.ndarray:
-        """``d2f / dx_a dx_b`` at every row for each pair (a, b), shape (P, N); see
-        :func:`ale_cli.models.mixed.mixed_partials`."""
+        """``d2f / dx_a dx_b`` (P, N) for each pair (a, b)."""
         return mixed_partials(
             self._forward,
             X,
