@@ -1,8 +1,7 @@
 """Exact type-1 quantile edges of columns that arrive in chunks (out of core).
 
-The in-memory :func:`~ale_cli.core.binning.quantile_bins` counts the values in
-equal-width buckets and selects each quantile inside its own bucket. Here the
-same happens in passes over the chunks, for every column at once:
+Passes over the chunks, for every column at once (an array in memory is one chunk:
+:func:`~ale_cli.core.binning.quantile_edges`):
 
 1. count the values of each column in ``B`` equal-width buckets over its
    ``[lo, hi]``; the order statistic at sorted position ``p`` lies in the
