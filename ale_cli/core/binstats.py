@@ -56,16 +56,8 @@ def _combine(
 
 @dataclass(frozen=True)
 class CellStats:
-    """Count, mean and sum of squared deviations (M2) of the local effects per cell.
-
-    Attributes
-    ----------
-    counts : ndarray, shape (M,), int64
-    mean : ndarray, shape (M,), float64
-        Mean of the values in each cell (0 for an empty cell).
-    m2 : ndarray, shape (M,), float64
-        ``sum((v - mean)^2)`` over the rows in each cell.
-    """
+    """``counts`` (int64), ``mean`` (0 for an empty cell) and ``m2 = sum((v - mean)^2)`` of
+    the local effects per cell, each (M,)."""
 
     counts: np.ndarray
     mean: np.ndarray
@@ -204,15 +196,9 @@ def uniform_cells(
 ) -> list[CellStats]:
     """:meth:`CellStats.from_values` for every column of (N, D) arrays on a uniform grid.
 
-    Rows are processed in chunks of ``chunk_rows`` (so the temporaries stay in
-    cache) and the chunks' statistics are merged, as any streaming source
-    would. Within a chunk, column j's cells are offset by ``j * K`` so that
-    ``np.bincount`` over the flattened chunk fills every column at once. Every
-    value of column j must lie inside the grid's ``[z_0, z_K]``.
-
-    Returns
-    -------
-    list of CellStats, length D, each with K cells
+    D lists of K cells. Rows go in chunks of ``chunk_rows`` (temporaries stay in cache),
+    column j's cells offset by ``j * K`` so that one ``np.bincount`` fills every column.
+    Every value of column j must lie inside the grid's ``[z_0, z_K]``.
 
     >>> g = UniformGrid.build(np.array([0.0, 0.0]), np.array([1.0, 1.0]), bins=2)
     >>> cells = uniform_cells(np.array([[0.0, 1.0], [1.0, 1.0]]), np.ones((2, 2)), g)
@@ -242,21 +228,8 @@ def uniform_cells(
 
 @dataclass(frozen=True)
 class BinStats:
-    """Statistics of the local effects per bin.
-
-    Attributes
-    ----------
-    counts : ndarray, shape (K,), int64
-        Rows per bin ``n_k``.
-    mean : ndarray, shape (K,)
-        Bin effect ``mu_k``; NaN for an empty bin.
-    var : ndarray, shape (K,)
-        ``s_k^2`` with ddof=1; NaN when ``n_k < 2``.
-    std : ndarray, shape (K,)
-        ``s_k``; NaN when ``n_k < 2``.
-    stderr : ndarray, shape (K,)
-        ``s_k / sqrt(n_k)``; NaN when ``n_k < 2``.
-    """
+    """Per bin (K,): ``counts`` n_k, ``mean`` mu_k (NaN if empty), ``var`` s_k^2 (ddof=1),
+    ``std`` s_k and ``stderr`` s_k / sqrt(n_k) (the last three NaN when n_k < 2)."""
 
     counts: np.ndarray
     mean: np.ndarray
@@ -266,9 +239,7 @@ class BinStats:
 
 
 def bin_stats(cells: CellStats) -> BinStats:
-    """Bin effect, std (ddof=1) and standard error of each cell of ``cells``.
-
-    ``s_k^2 = M2_k / (n_k - 1)``.
+    """Bin effect, std (``s_k^2 = M2_k / (n_k - 1)``) and standard error of each cell.
 
     >>> b = bin_stats(CellStats.from_values(np.array([0, 0, 0, 1]),
     ...                                     np.array([1.0, 2.0, 3.0, 7.0]), n_cells=3))

@@ -33,6 +33,8 @@ from ale_cli.core.accumulate import CENTER_MODES
 
 #: at most this many weights (replicates x rows) are held at once
 BLOCK_WEIGHTS = 1 << 23
+#: the statistics that get percentile bands
+BAND_KEYS = ("aled", "aler_min", "aler_max", "naled", "naler_min", "naler_max")
 
 
 def resampled_weights(
@@ -59,15 +61,7 @@ def resampled_weights(
 
 @dataclass(frozen=True)
 class ReplicateCells:
-    """Count and sum of the values per bin and replicate of one feature.
-
-    Attributes
-    ----------
-    counts : ndarray, shape (B, K), float64
-        ``n_bk`` (whole numbers).
-    sums : ndarray, shape (B, K), float64
-        ``S_bk``.
-    """
+    """``counts`` n_bk (whole numbers) and ``sums`` S_bk per replicate and bin, (B, K)."""
 
     counts: np.ndarray
     sums: np.ndarray
@@ -152,24 +146,28 @@ def statistics_bands(
     """
     from ale_cli.core.statistics import aled, aler, naled, naler
 
-    rows: dict[str, list[float]] = {k: [] for k in ("aled", "aler_min", "aler_max")}
-    if quantiles is not None:
-        rows |= {k: [] for k in ("naled", "naler_min", "naler_max")}
-    for e, n in zip(effect, counts, strict=True):
-        rows["aled"].append(aled(effect=e, counts=n))
+    def row(e: np.ndarray, n: np.ndarray) -> dict[str, float | None]:
         lo, hi = aler(effect=e, counts=n)
-        rows["aler_min"].append(lo)
-        rows["aler_max"].append(hi)
-        if quantiles is not None:
-            rows["naled"].append(naled(effect=e, counts=n, quantiles=quantiles))
-            nlo, nhi = naler(effect=e, counts=n, quantiles=quantiles)
-            rows["naler_min"].append(nlo)
-            rows["naler_max"].append(nhi)
+        out: dict[str, float | None] = {"aled": aled(effect=e, counts=n)}
+        out |= {"aler_min": lo, "aler_max": hi, "naled": None, "naler_min": None}
+        if quantiles is None:
+            return out | {"naler_max": None}
+        nlo, nhi = naler(effect=e, counts=n, quantiles=quantiles)
+        normed = naled(effect=e, counts=n, quantiles=quantiles)
+        return out | {"naled": normed, "naler_min": nlo, "naler_max": nhi}
+
+    return bands_of([row(e, n) for e, n in zip(effect, counts, strict=True)], ci=ci)
+
+
+def bands_of(rows: list[dict[str, float | None]], *, ci: float) -> dict[str, float | None]:
+    """``KEY_ci_low``/``KEY_ci_high`` over the replicates' statistics ``rows`` for each of
+    :data:`BAND_KEYS` (None where a replicate has None)."""
     out: dict[str, float | None] = {}
-    for key in ("aled", "aler_min", "aler_max", "naled", "naler_min", "naler_max"):
-        if key in rows:
-            lo_q, hi_q = percentile_band(np.array(rows[key])[:, None], ci=ci)
-            out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(lo_q[0]), float(hi_q[0])
-        else:
+    for key in BAND_KEYS:
+        values = [r[key] for r in rows]
+        if any(v is None for v in values):
             out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = None
+            continue
+        lo, hi = percentile_band(np.array(values, dtype=np.float64)[:, None], ci=ci)
+        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(lo[0]), float(hi[0])
     return out

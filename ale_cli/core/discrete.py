@@ -404,19 +404,10 @@ def level_statistics_bands(
     >>> b["aled_ci_low"], b["aled_ci_high"], b["naled_ci_low"]
     (1.5, 2.5, None)
     """
-    from ale_cli.core.bootstrap import percentile_band
+    from ale_cli.core.bootstrap import bands_of
 
-    keys = ("aled", "aler_min", "aler_max", "naled", "naler_min", "naler_max")
     rows = [
         level_statistics(effect=e, std=np.zeros_like(e), counts=n, quantiles=quantiles)
         for e, n in zip(effect, counts, strict=True)
     ]
-    out: dict[str, float | None] = {}
-    for key in keys:
-        values = [r[key] for r in rows]
-        if any(v is None for v in values):
-            out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = None
-            continue
-        lo, hi = percentile_band(np.array(values, dtype=np.float64)[:, None], ci=ci)
-        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(lo[0]), float(hi[0])
-    return out
+    return bands_of(rows, ci=ci)

@@ -53,19 +53,8 @@ MIN_ROWS_PER_FINE_BIN = 20
 
 
 def fine_edges(x: np.ndarray, *, k_fine: int = K_FINE) -> np.ndarray:
-    """The fine grid of one feature: type-1 quantile edges at ``j / k_fine``, deduplicated.
-
-    Parameters
-    ----------
-    x : ndarray, shape (N,)
-    k_fine : int
-        Bins asked for; fewer remain where values tie.
-
-    Returns
-    -------
-    ndarray, shape (M+1,), M <= k_fine
-
-    Quantile edges at K dividing ``k_fine`` are a subset:
+    """The fine grid (M+1,) of x (N,): type-1 quantile edges at ``j / k_fine``, deduplicated
+    (M <= k_fine where values tie). Quantile edges at K dividing ``k_fine`` are a subset:
 
     >>> x = np.random.default_rng(0).normal(size=1000)
     >>> g = fine_edges(x, k_fine=240)
@@ -77,16 +66,9 @@ def fine_edges(x: np.ndarray, *, k_fine: int = K_FINE) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Limits:
-    """Each row's fine bin and that bin's limits.
-
-    Attributes
-    ----------
-    index : ndarray, shape (N,), int64
-        Fine bin ``j - 1`` (0-based) of each row; -1 outside ``[g_0, g_M]``.
-    lower, upper : ndarray, shape (N,)
-        ``g_{j-1}`` and ``g_j``: where the row is moved to (its own value
-        for a row outside the grid, whose secant is then 0).
-    """
+    """Each row's fine bin ``index`` (N,) (0-based, -1 outside ``[g_0, g_M]``) and the limits
+    ``lower``, ``upper`` (N,) it is moved to: ``g_{j-1}``, ``g_j`` (its own value outside
+    the grid, whose secant is then 0)."""
 
     index: np.ndarray
     lower: np.ndarray
@@ -125,18 +107,9 @@ def secants(
 
 @dataclass(frozen=True)
 class FineCurve:
-    """The uncentered fine-grid ALE of one feature.
-
-    Attributes
-    ----------
-    edges : ndarray, shape (M+1,)
-        Fine edges ``g``.
-    slope : ndarray, shape (M,)
-        Mean secant per fine bin ``m_j`` (an empty fine bin: interpolated
-        between its neighbours' centers, constant at the ends).
-    value : ndarray, shape (M+1,)
-        ``F(g_j)``, ``F(g_0) = 0``.
-    """
+    """The uncentered fine-grid ALE of one feature: fine ``edges`` g (M+1,), ``slope`` m_j
+    (M,) (an empty fine bin interpolated between its neighbours' centers, constant at the
+    ends) and ``value`` ``F(g_j)`` (M+1,), ``F(g_0) = 0``."""
 
     edges: np.ndarray
     slope: np.ndarray
@@ -189,26 +162,12 @@ def on_grid(z: np.ndarray, fine: np.ndarray) -> bool:
 def secant_effect(
     edges: np.ndarray, curve: FineCurve, cells: CellStats, *, center: str = "mean"
 ) -> FirstOrderEffect:
-    """The effect on coarse ``edges`` (K+1,) from the fine curve.
+    """The effect on coarse ``edges`` (K+1,) from the fine curve and the statistics of the
+    secants per coarse bin (``cells``, K: counts for the centering and the standard
+    error, ``s_k`` for the heterogeneity).
 
-    Parameters
-    ----------
-    edges : ndarray, shape (K+1,)
-        Coarse edges, strictly increasing.
-    curve : FineCurve
-        :func:`fine_curve` of the feature.
-    cells : CellStats
-        Statistics of the secants of the rows in each coarse bin (K cells):
-        counts for the centering and the standard error, ``s_k`` for the
-        heterogeneity.
-    center : {"mean", "start", "none"}
-
-    Returns
-    -------
-    FirstOrderEffect
-        ``bin_effect = mu_k = (F(z_k) - F(z_{k-1})) / dz_k``; ``bin_filled``
-        marks the coarse bins without rows (their ``mu_k`` comes from the fine
-        curve, not from rows of their own).
+    ``bin_effect = mu_k = (F(z_k) - F(z_{k-1})) / dz_k``; ``bin_filled`` marks the
+    coarse bins without rows (their ``mu_k`` comes from the fine curve).
 
     For rows evenly spread in a fine bin of twice the slope, the width-weighted
     coarse slope is (1 x 2 + 1 x 0) / 2 = 1, whatever the row counts:
@@ -279,13 +238,8 @@ def rows_per_bin(counts: np.ndarray) -> float:
 def sparse_reason(counts: np.ndarray, *, min_rows: int = MIN_ROWS_PER_FINE_BIN) -> str | None:
     """Why a feature's secants are too sparse for the store-based estimators (None if not).
 
-    With fewer than ``min_rows`` rows in the median fine bin, each fine bin's
-    mean secant rests on a handful of rows, and the fine curve, accumulated over
-    M such bins, drifts from the ALE on coarse bins by noise and by the
-    interactions of the few rows it happens to hold. 20 is the fewest rows per
-    fine bin at which 20 quantile bins met 5 % (median) / 15 % (worst) of the
-    curve's range against classic ALE for boosting and forest models on the
-    synthetic data of ``bench/bench_secant.py`` (10 rows: up to 5.5 % median).
+    With fewer than ``min_rows`` rows in the median fine bin, the fine curve drifts from
+    the ALE on coarse bins by noise (the threshold: ``bench/bench_secant.py``).
 
     >>> sparse_reason(np.array([2, 2, 3])) is not None, sparse_reason(np.full(4, 25))
     (True, None)

@@ -45,21 +45,9 @@ RTOL = 1e-6
 
 @dataclass(frozen=True)
 class Partition:
-    """The optimal bins on a grid.
-
-    Attributes
-    ----------
-    limits : ndarray, shape (K+1,), int64
-        Grid points that bound the bins, from 0 to M.
-    edges : ndarray, shape (K+1,)
-        ``grid[limits]``.
-    objective : float
-        ``L = sum_k tau_k s_k^2 dz_k`` of this partition.
-    feasible : bool
-        False when no partition has ``n_k >= min_points`` in every bin (fewer
-        rows than ``min_points``); the partition is then the single bin
-        ``[g_0, g_M]``.
-    """
+    """The optimal bins on a grid: ``limits`` (K+1,), the grid points bounding them (0 to
+    M), ``edges = grid[limits]``, ``objective`` L; ``feasible`` is False when no partition
+    has ``n_k >= min_points`` in every bin (then the single bin ``[g_0, g_M]``)."""
 
     limits: np.ndarray
     edges: np.ndarray
@@ -88,11 +76,8 @@ def bin_costs(
     ``s^2`` counts as 0 where ``s <= rtol * rms`` (``rms`` the root mean square
     of all the cells' values): rounding noise in equal local effects costs nothing.
 
-    Returns
-    -------
-    cost : ndarray, shape (M+1, M+1)
-        ``cost[i, j]`` for ``i < j`` with at least ``min_points`` rows; ``inf``
-        elsewhere.
+    Returns ``cost[i, j]`` (M+1, M+1) for ``i < j`` with at least ``min_points`` rows,
+    ``inf`` elsewhere.
 
     >>> cells = CellStats.from_values(np.array([0, 0, 1, 1]), np.array([1.0, 3.0, 4.0, 4.0]),
     ...                               n_cells=2)
@@ -165,20 +150,8 @@ def optimal_partition(
     alpha: float = DEFAULT_ALPHA,
     rtol: float = RTOL,
 ) -> Partition:
-    """RHALE's optimal bins: the partition of the grid minimising L with ``n_k >= min_points``.
-
-    Parameters
-    ----------
-    grid : ndarray, shape (M+1,)
-        Strictly increasing candidate limits; ``cells`` are its M cells.
-    cells : CellStats
-        Per-cell statistics of the feature's local effects (M cells).
-    min_points : int
-        ``N_ppb``, at least 2.
-    alpha : float
-        Weight of the bin-size discount in ``tau_k = 1 - alpha n_k / N``.
-    rtol : float
-        A bin's std below ``rtol`` times the root mean square of the values costs nothing.
+    """RHALE's optimal bins: the partition of ``grid`` (M+1,) minimising L with
+    ``n_k >= min_points`` (N_ppb), from the local effects' statistics in its M ``cells``.
 
     >>> x = np.array([0.1, 0.2, 0.3, 0.4, 1.6, 1.7, 1.8, 1.9])
     >>> slope = np.array([1.0, 1.1, 1.0, 1.1, -1.0, -0.5, -1.0, -0.5])  # noisier on the right

@@ -26,25 +26,15 @@ other bin is one piece ``(m_k, n_k)``. Then
   infinite when ALED is 0 and the heterogeneity is not;
 - rank: 1 for the largest ALED in a set of features (ties share the smaller rank).
 
-These are the definitions of Okoli (2023), "Statistical inference using machine
-learning and classical techniques based on accumulated local effects (ALE)",
-arXiv:2310.09877, as implemented in R's ``ale`` package (``calc_stats`` and
-``create_ale_y_norm_function`` in R/calc_stats.R): ALED and NALED weight the
-midpoints of the ALE values at the bin limits by the bin counts (R merges the
-rows at the minimum into the first bin, which our bins (z_0, z_1] already
-hold), ALER and NALER are the extremes of the values at the bin limits, and
-``norm`` is 50 x the empirical CDF of the upper (or lower) half of the
-median-centred predictions. Two departures: the split of a bin that crosses
-zero (R's 100 default bins make the midpoint of that one bin a small error;
-RHALE's few wide bins do not -- a one-bin curve would have ALED 0), and the
-prediction distribution: we record the predictions as 101 percentiles, so
-``F`` is the piecewise-linear CDF through them: equal to R's mapping up to the
-interpolation between percentiles when no prediction ties the median.
+These are the definitions of Okoli (2023), arXiv:2310.09877, as in R's ``ale`` package
+(R/calc_stats.R), with two departures: the split of a bin that crosses zero (RHALE's few
+wide bins make the midpoint a large error; a one-bin curve would have ALED 0), and ``F``
+is the piecewise-linear CDF through 101 recorded percentiles of the predictions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -55,16 +45,8 @@ _LEVELS = np.linspace(0.0, 1.0, N_QUANTILES)
 
 @dataclass(frozen=True)
 class PredictionDistribution:
-    """The model's predictions on the data, summarised.
-
-    Attributes
-    ----------
-    n : int
-        Number of finite predictions.
-    mean : float
-    quantiles : ndarray, shape (101,)
-        Percentiles 0, 1, ..., 100 (numpy's default linear interpolation, R's type 7).
-    """
+    """The model's finite predictions on the data: count ``n``, ``mean`` and ``quantiles``
+    (101,), the percentiles 0, 1, ..., 100 (numpy's default, R's type 7)."""
 
     n: int
     mean: float
@@ -308,20 +290,13 @@ def effect_statistics(
     """
     counts = np.asarray(counts)
     lo, hi = aler(effect=effect, counts=counts)
-    stats = EffectStatistics(
-        aled=aled(effect=effect, counts=counts),
-        aler_min=lo,
-        aler_max=hi,
-        heterogeneity_share=heterogeneity_share(effect=effect, std=std, counts=counts),
-    )
+    share = heterogeneity_share(effect=effect, std=std, counts=counts)
+    stats = EffectStatistics(aled(effect=effect, counts=counts), lo, hi, share)
     if quantiles is None:
         return stats
     nlo, nhi = naler(effect=effect, counts=counts, quantiles=quantiles)
-    return EffectStatistics(
-        aled=stats.aled,
-        aler_min=lo,
-        aler_max=hi,
-        heterogeneity_share=stats.heterogeneity_share,
+    return replace(
+        stats,
         naled=naled(effect=effect, counts=counts, quantiles=quantiles),
         naler_min=nlo,
         naler_max=nhi,
