@@ -23,17 +23,8 @@ CENTER_MODES = ("mean", "start", "none")
 
 @dataclass(frozen=True)
 class Accumulated:
-    """Uncentered accumulated values at the K+1 edges.
-
-    Attributes
-    ----------
-    effect : ndarray, shape (K+1,)
-        ``f(z_k)``, with ``f(z_0) = 0``.
-    std : ndarray, shape (K+1,)
-        ``STD(z_k)``, accumulated heterogeneity.
-    stderr : ndarray, shape (K+1,)
-        ``SE(z_k)``, accumulated standard error of the effect.
-    """
+    """Uncentered ``effect`` f(z_k) (f(z_0) = 0), ``std`` STD(z_k) and ``stderr`` SE(z_k)
+    at the K+1 edges."""
 
     effect: np.ndarray
     std: np.ndarray
@@ -47,18 +38,9 @@ def _cumsum0(values: np.ndarray) -> np.ndarray:
 def accumulate(
     edges: np.ndarray, bin_effect: np.ndarray, *, bin_var: np.ndarray, counts: np.ndarray
 ) -> Accumulated:
-    """Effect, heterogeneity and standard error at the edges from per-bin values.
-
-    Parameters
-    ----------
-    edges : ndarray, shape (K+1,)
-    bin_effect : ndarray, shape (K,)
-        ``mu_k`` (no NaN: fill empty bins first).
-    bin_var : ndarray, shape (K,)
-        ``s_k^2`` (no NaN: fill bins with fewer than 2 rows first).
-    counts : ndarray, shape (K,)
-        ``n_k``; a bin with ``n_k = 0`` is taken as ``n_k = 1`` in the standard
-        error (the uncertainty of a filled bin is at least that of one row).
+    """Effect, heterogeneity and standard error at the edges (K+1,) from ``mu_k``, ``s_k^2``
+    (K,, no NaN: filled first) and ``n_k`` (a bin with ``n_k = 0`` counts as one row in
+    the standard error).
 
     >>> a = accumulate(np.array([0.0, 1.0, 3.0]), np.array([2.0, -1.0]),
     ...                bin_var=np.array([4.0, 1.0]), counts=np.array([4, 1]))

@@ -54,26 +54,9 @@ QS = np.linspace(0.0, 1.0, KS_POINTS)
 
 @dataclass(frozen=True)
 class LevelEffect:
-    """One discrete or nominal feature's effect per level, K levels in the estimated order.
-
-    Attributes
-    ----------
-    counts : ndarray, shape (K,), int64
-        ``n_k``, rows at each level.
-    effect : ndarray, shape (K,)
-        ``f(l_k)`` after centering.
-    std : ndarray, shape (K,)
-        Accumulated heterogeneity ``sqrt(sum_{j<=k} s_j^2)``.
-    stderr : ndarray, shape (K,)
-        Accumulated standard error ``sqrt(sum_{j<=k} s_j^2 / m_j)``.
-    jump : ndarray, shape (K-1,)
-        ``d_k``, the mean difference from level k-1 to level k.
-    jump_std : ndarray, shape (K-1,)
-        ``s_k`` (ddof=1; NaN with fewer than 2 values).
-    jump_count : ndarray, shape (K-1,), int64
-        ``m_k = n_{k-1} + n_k``.
-    center_offset : float
-    """
+    """One feature's effect per level, K levels in the estimated order: ``counts`` n_k,
+    ``effect`` f(l_k) (centered), ``std`` and ``stderr`` (K,); ``jump`` d_k, ``jump_std``
+    s_k (NaN with fewer than 2 values) and ``jump_count`` m_k (K-1,)."""
 
     counts: np.ndarray
     effect: np.ndarray
@@ -88,18 +71,8 @@ class LevelEffect:
 def level_effect(
     *, position: np.ndarray, up: np.ndarray, down: np.ndarray, n_levels: int, center: str = "mean"
 ) -> LevelEffect:
-    """The per-level effect from the rows' positions and their adjacent-level differences.
-
-    Parameters
-    ----------
-    position : ndarray, shape (N,), int
-        Each row's level in the estimated order, ``0 .. K-1``.
-    up, down : ndarray, shape (N,)
-        ``up_i`` (read where ``position < K-1``) and ``down_i`` (read where ``position > 0``).
-    n_levels : int
-        K, at least 2.
-    center : {"mean", "start", "none"}
-        ``mean``: the count-weighted mean of the effects is 0 (ALEPlot, PyALE).
+    """The per-level effect from each row's level ``position`` (N,) in the estimated order
+    and its differences ``up`` (read where ``position < K-1``) and ``down`` (where > 0).
 
     >>> pos = np.array([0, 0, 1, 1, 2])
     >>> e = level_effect(position=pos, up=np.array([1.0, 3.0, 5.0, 5.0, 0.0]),
@@ -266,20 +239,9 @@ def level_distances(
     numeric: Sequence[np.ndarray] = (),
     categorical: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
-    """Summed distances between the levels of a nominal feature; shape (K, K).
-
-    Memory is ``K^2`` plus the rows (K at most N, every level present), whatever the
-    levels of the other columns.
-
-    Parameters
-    ----------
-    codes : ndarray, shape (N,), int
-        Each row's level, ``0 .. K-1`` (every level present).
-    numeric : sequence of ndarray (N,)
-        The other numeric features: Kolmogorov-Smirnov distance between the
-        ECDFs at two levels, at the 100 type-7 quantiles of the whole column.
-    categorical : sequence of ndarray (N,), int codes
-        The other categorical features: total variation ``sum |p_a - p_b| / 2``.
+    """Summed distances (K, K) between the levels ``codes`` (N,) of a nominal feature over
+    the other ``numeric`` (KS) and ``categorical`` (total variation) columns (N,); memory
+    ``K^2`` plus the rows.
 
     >>> codes = np.array([0, 0, 1, 1, 2, 2])
     >>> level_distances(codes, 3, numeric=[np.array([0.0, 0.1, 1.0, 1.1, 2.0, 2.1])]).tolist()

@@ -40,10 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.accumulate import accumulate, center_offset
 from ale_cli.core.binning import assign, quantile_edges
 from ale_cli.core.binstats import CellStats, bin_stats, fill_missing
-from ale_cli.core.effect import FirstOrderEffect
+from ale_cli.core.effect import FirstOrderEffect, effect_from_slopes
 
 #: Fine quantile bins per feature; 240 = 2^4 * 3 * 5 has the divisors 2, 3, 4, 5, 6, 8,
 #: 10, 12, 15, 16, 20, 24, 30, 40, 48, 60, 80, 120.
@@ -182,25 +181,8 @@ def secant_effect(
     edges = np.asarray(edges, dtype=np.float64)
     if cells.n_cells != edges.size - 1:
         raise ValueError(f"{cells.n_cells} bins do not match {edges.size} edges")
-    value = curve.at(edges)
-    mu = np.diff(value) / np.diff(edges)
-    stats = bin_stats(cells)
-    centers = (edges[:-1] + edges[1:]) / 2.0
-    var = fill_missing(stats.var, stats.counts > 1, centers)
-    acc = accumulate(edges, mu, bin_var=var, counts=stats.counts)
-    offset = center_offset(acc.effect, stats.counts, mode=center)
-    return FirstOrderEffect(
-        edges=edges,
-        counts=stats.counts,
-        bin_effect=mu,
-        bin_std=stats.std,
-        bin_stderr=stats.stderr,
-        bin_filled=stats.counts == 0,
-        effect=acc.effect - offset,
-        std=acc.std,
-        stderr=acc.stderr,
-        center_offset=offset,
-    )
+    mu = np.diff(curve.at(edges)) / np.diff(edges)
+    return effect_from_slopes(edges, bin_stats(cells), mu, center=center)
 
 
 def replicate_curves(

@@ -24,7 +24,7 @@ out and counted. On the points left, with ``d = other - base``:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -40,24 +40,9 @@ _NEEDED = ("aled", "aler_min", "aler_max", "heterogeneity_share", "rank")
 
 @dataclass(frozen=True)
 class CurveDifference:
-    """``other - base`` on the base's grid (M = points of the grid inside the other curve).
-
-    Attributes
-    ----------
-    grid : ndarray, shape (M,)
-    difference : ndarray, shape (M,)
-        ``d - c``, the centered difference.
-    z : ndarray, shape (M,)
-        ``|D_k| / sqrt(V_k)`` (see the module docstring).
-    max_abs, max_abs_at : float
-        The largest ``|d - c|`` and the grid point where it is.
-    max_z, max_z_at : float
-        The largest ``z`` and where it is.
-    n_outside : int
-        Grid points outside the other curve's range, left out.
-    offset : float
-        ``c``: the other curve minus ``c`` is on the base's centering.
-    """
+    """``other - base`` on the M points of the base's ``grid`` inside the other curve:
+    ``difference`` ``d - c`` and ``z`` (M,), their largest absolute values and where they
+    are, the grid points left out (``n_outside``) and ``offset`` ``c``."""
 
     grid: np.ndarray
     difference: np.ndarray
@@ -162,13 +147,8 @@ def curve_difference(
     var = np.nan_to_num((var_b - var_b[0]) + (var_o - var_o[0]))
     scale = max(float(np.nanmax(np.abs(base_effect))), float(np.nanmax(np.abs(other_effect))))
     tiny = ROUNDING * max(scale, np.finfo(np.float64).tiny)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(
-            var > 0,
-            np.abs(change) / np.sqrt(np.where(var > 0, var, 1.0)),
-            np.where(np.abs(change) <= tiny, 0.0, np.inf),
-        )
-    z = np.where(np.abs(change) <= tiny, 0.0, z)
+    ratio = np.abs(change) / np.sqrt(np.where(var > 0, var, 1.0))
+    z = np.where(np.abs(change) <= tiny, 0.0, np.where(var > 0, ratio, np.inf))
     return _difference(x, centered, z, n_outside=int(grid.size - keep.size), offset=offset)
 
 
@@ -218,10 +198,6 @@ def summary_statistics(summary: Summary) -> dict[str, dict[str, Any]]:
             k: recorded[k] if recorded.get(k) is not None else v for k, v in fresh.items()
         }
     return out
-
-
-def _lookup(summary: Summary) -> dict[str, FeatureSummary]:
-    return {f.name: f for f in summary.features}
 
 
 def compare_feature(
@@ -288,7 +264,7 @@ def compare_summaries(
     ``features`` restricts the comparison to those names (kept even when
     missing on both sides: they are reported as missing in the base).
     """
-    a, b = _lookup(base), _lookup(other)
+    a, b = ({f.name: f for f in s.features} for s in (base, other))
     names = list(features) if features is not None else list(dict.fromkeys([*a, *b]))
     stats_a, stats_b = summary_statistics(base), summary_statistics(other)
     out = []
@@ -298,11 +274,8 @@ def compare_summaries(
         )
         sa, sb = stats_a.get(name), stats_b.get(name)
         out.append(
-            FeatureComparison(
-                name=c.name,
-                status=c.status,
-                reason=c.reason,
-                difference=c.difference,
+            replace(
+                c,
                 rank_base=None if sa is None else int(sa["rank"]),
                 rank_other=None if sb is None else int(sb["rank"]),
                 aled_base=None if sa is None else float(sa["aled"]),
