@@ -27,15 +27,8 @@ _ULPS = 16.0
 
 @dataclass(frozen=True)
 class Assignment:
-    """Bin membership of the rows of one feature.
-
-    Attributes
-    ----------
-    index : ndarray, shape (N,), int64
-        Bin of each row in ``0 .. K-1``; rows outside ``[z_0, z_K]`` get ``-1``.
-    n_outside : int
-        Rows outside ``[z_0, z_K]`` (index ``-1``).
-    """
+    """Bin ``index`` (N,) of each row in ``0 .. K-1``; the ``n_outside`` rows outside
+    ``[z_0, z_K]`` get ``-1``."""
 
     index: np.ndarray
     n_outside: int
@@ -143,16 +136,8 @@ class UniformGrid:
     search: ``k = ceil((x - z_0) K / (z_K - z_0)) - 1``, clipped to ``0 .. K-1``.
     That formula can be off by one bin for a value within rounding distance
     of an edge; such values (``u`` within ``tol`` of an integer) are checked
-    against the exact edges and moved. Build it with :meth:`build`.
-
-    Attributes
-    ----------
-    edges : ndarray, shape (D, K+1)
-        ``np.linspace(lo[j], hi[j], K+1)`` per column.
-    scale : ndarray, shape (D,)
-        ``K / (hi - lo)``.
-    tol : ndarray, shape (D,)
-        Rounding margin of ``u = (x - lo) * scale``, in units of u.
+    against the exact edges and moved. Build it with :meth:`build`: ``edges`` (D, K+1),
+    ``scale = K / (hi - lo)`` and ``tol``, the rounding margin of ``u`` (D,).
     """
 
     edges: np.ndarray

@@ -140,28 +140,13 @@ def order_statistics(
     max_candidates: int = MAX_CANDIDATES,
     run_pass: PassFn | None = None,
 ) -> np.ndarray:
-    """``np.sort(column)[positions]`` for every column of data given in chunks.
+    """``np.sort(column)[positions]`` (D, P) for every column of the n rows in ``chunks``,
+    0-based ``positions`` (P,), each column's minimum ``lo`` and maximum ``hi`` (D,).
 
-    Parameters
-    ----------
-    chunks : callable
-        Returns an iterable of (n_i, D) arrays; called once per pass.
-    n : int
-        Rows in all chunks together.
-    positions : ndarray of int, shape (P,)
-        0-based positions in sorted order (``0 <= p < n``).
-    lo, hi : ndarray, shape (D,)
-        Each column's minimum and maximum (``hi > lo``).
-    max_candidates : int
-        Largest bucket gathered in memory; larger ones are bucketed again.
-    run_pass : callable, optional
-        ``run_pass(groups, roots)`` makes one pass and returns what it gathered per group
-        (default: :func:`pass_accumulators` over ``chunks``). A pass on an engine runs
-        :func:`pass_accumulators` per chunk and folds them with :func:`merge_accumulators`.
-
-    Returns
-    -------
-    ndarray, shape (D, P), float64
+    A bucket of more than ``max_candidates`` values is bucketed again. ``run_pass(groups,
+    roots)`` makes one pass and returns what it gathered per group (default:
+    :func:`pass_accumulators` over ``chunks``; on an engine, :func:`pass_accumulators`
+    per chunk folded with :func:`merge_accumulators`).
 
     >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
     >>> order_statistics(lambda: [X[:4], X[4:]], n=6, positions=np.array([1, 3, 5]),

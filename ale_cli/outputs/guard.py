@@ -57,13 +57,9 @@ _JSON_LIMIT = 1 << 30
 
 @dataclass(frozen=True)
 class OutputKind:
-    """One kind of output: what it is called and how an existing one is recognised.
-
-    ``recognise(path)`` is True when the existing ``path`` is an ``ale`` output
-    of this kind (a regular file, or a directory when ``directory``);
-    ``stdout``: ``-`` writes it to standard output; ``refusal(path)``, when given,
-    says why an existing ``path`` is refused even with ``force`` (None: it is not).
-    """
+    """One kind of output: ``recognise(path)`` is True for an existing ``ale`` output of
+    this kind (a directory when ``directory``); ``stdout``: ``-`` may write it there;
+    ``refusal(path)`` says why an existing ``path`` is refused even with ``force``."""
 
     name: str
     description: str
@@ -255,10 +251,12 @@ def _mode(given: Path) -> int | None:
         raise InputError(f"cannot write '{given}': {exc.strerror or exc}") from None
 
 
+def _paths(inputs: Sequence[str | os.PathLike[str] | None]) -> list[str | os.PathLike[str]]:
+    return [item for item in inputs if item is not None and str(item) != STDIO]
+
+
 def _same_as_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -> None:
-    for item in inputs:
-        if item is None or str(item) == STDIO:
-            continue
+    for item in _paths(inputs):
         try:
             same = os.path.samefile(out, item)
         except (OSError, ValueError):
@@ -271,9 +269,7 @@ def _same_as_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -
 
 def _inside_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -> None:
     """A directory output that holds one of the inputs would delete it when replaced."""
-    for item in inputs:
-        if item is None or str(item) == STDIO:
-            continue
+    for item in _paths(inputs):
         try:
             inner = Path(item).resolve()
             outer = out.resolve()
@@ -294,12 +290,8 @@ def guard(
     force: bool = False,
     param: str = "out",
 ) -> Target | None:
-    """Check an output before any work; the :class:`Target` to write (None for no output).
-
-    See the module docstring for what is refused. Messages name the output's
-    parameter as ``{param}`` only where the flag is the point (``-``), and
-    ``force`` as ``{param:force}``.
-    """
+    """Check an output before any work (what is refused: the module docstring); the
+    :class:`Target` to write, None for no output."""
     spec = KINDS[kind] if isinstance(kind, str) else kind
     if path is None:
         return None

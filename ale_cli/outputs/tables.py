@@ -66,23 +66,12 @@ def _csv_text(frame: pd.DataFrame) -> str:
 def write_table(
     frame: pd.DataFrame, path: str | Path, fmt: str | None = None, *, stdout: TextIO | None = None
 ) -> str:
-    """Write ``frame`` as CSV or Parquet at ``path``, atomically; return the format used.
+    """Write ``frame`` as CSV or Parquet (``fmt``, else :func:`table_format`) at ``path``
+    (``"-"``: CSV to ``stdout``), atomically; return the format used.
 
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-    path : str or Path
-        The file to write; ``"-"`` writes CSV to ``stdout`` (default
-        ``sys.stdout``). Parquet cannot go to standard output.
-    fmt : {"csv", "parquet"}, optional
-        Default: from the extension (.csv, .parquet, .pq).
-
-    CSV: comma-separated, a header row (the mark of an ``ale export`` CSV,
-    :func:`~ale_cli.outputs.guard.is_csv_export`), no index column, floats written so that
-    they read back exactly, empty entries for NaN/null. Parquet (pyarrow):
-    nullable integer and boolean columns kept, the schema metadata key ``ale``
-    names the tool. A failed write leaves no
-    partial file and an existing ``path`` untouched.
+    CSV: a header row (the mark :func:`~ale_cli.outputs.guard.is_csv_export` knows), no
+    index, floats that read back exactly, empty entries for NaN. Parquet (pyarrow):
+    nullable columns kept, the schema metadata key ``ale`` names the tool.
     """
     fmt = table_format(path, fmt)
     if str(path) == STDIO:
