@@ -1,16 +1,10 @@
 """The first-order effect of one feature on given edges, from its per-bin statistics.
 
-The composition shared by every first-order estimator (DALE on fixed bins,
-RHALE on optimised bins, and Apley-Zhu's finite differences later):
-
-1. bin statistics from the bin's counts, sums and sums of squares
-   (:func:`~ale_cli.core.binstats.bin_stats`);
-2. empty bins keep ``n_k = 0`` and are flagged; their ``mu_k`` is filled by
-   linear interpolation between the neighbouring non-empty bins (constant at
-   the ends); for the accumulated heterogeneity and standard error, ``s_k^2``
-   of bins with fewer than 2 rows is filled the same way (``bin_std`` itself
-   stays NaN there);
-3. accumulation and centering (:mod:`~ale_cli.core.accumulate`).
+Shared by every first-order estimator: bin statistics (:func:`~ale_cli.core.binstats.bin_stats`);
+empty bins keep ``n_k = 0``, are flagged, and their ``mu_k`` is interpolated between the
+neighbouring non-empty bins (constant at the ends), as ``s_k^2`` of bins with fewer than
+2 rows is for the accumulation (``bin_std`` stays NaN there); then accumulation and
+centering (:mod:`~ale_cli.core.accumulate`).
 """
 
 from __future__ import annotations

@@ -15,17 +15,12 @@ points in order. Empty grid cells never produce an empty bin: every bin has
 ``n_k >= N_ppb >= 2`` rows, so an empty cell always belongs to a bin with data
 (the optimiser decides on which side of an empty run the limit goes).
 
-Exact ties (a relative tolerance on the cost): a feature whose local effects
-are equal up to rounding (a linear term) has ``s_k^2`` of order ``eps^2 mu^2``
-in every bin, and minimising L over such noise splits it into arbitrary bins.
-So a bin's variance counts as zero in the cost when
-``s_k <= RTOL * rms``, with ``rms = sqrt(mean(e^2))`` over the feature's rows
-and ``RTOL = 1e-6``: float64 rounding is about 1e-16 and float32 rounding
-(TorchScript and ONNX models) about 6e-8 of the values, while a spread of one
-part in a million of the local effects' size is too small to be worth a bin
-limit. Every partition of a feature whose bins are all below the tolerance
-costs 0, and the shortest path then takes the single bin (ties go to the
-fewest bins: the path from grid point 0 is tried first).
+Exact ties: local effects equal up to rounding (a linear term) have ``s_k^2`` of order
+``eps^2 mu^2``, and minimising L over such noise would split arbitrarily. So a bin's
+variance counts as zero when ``s_k <= RTOL * rms`` (``rms = sqrt(mean(e^2))`` over the
+feature's rows, ``RTOL = 1e-6``: above float32 rounding, 6e-8, below any spread worth a
+bin limit); such a feature costs 0 for every partition and the shortest path takes the
+single bin (ties go to the fewest bins).
 """
 
 from __future__ import annotations

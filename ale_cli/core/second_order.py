@@ -137,19 +137,6 @@ def cell_means_from_cells(cells: CellStats, *, shape: tuple[int, int]) -> CellMe
     )
 
 
-def cell_means(
-    ia: np.ndarray, ib: np.ndarray, values: np.ndarray, *, shape: tuple[int, int]
-) -> CellMeans:
-    """Count, mean and std (ddof=1) of ``values`` per cell ``(ia, ib)``.
-
-    >>> ia, ib = np.array([0, 0, 1]), np.array([1, 1, 0])
-    >>> cm = cell_means(ia, ib, np.array([1.0, 3.0, 5.0]), shape=(2, 2))
-    >>> cm.counts.tolist(), cm.mean.tolist()
-    ([[0, 2], [1, 0]], [[nan, 2.0], [5.0, nan]])
-    """
-    return cell_means_from_cells(pair_cells(ia, ib, values, shape=shape), shape=shape)
-
-
 def fill_nearest(
     values: np.ndarray, empty: np.ndarray, edges_a: np.ndarray, edges_b: np.ndarray
 ) -> np.ndarray:

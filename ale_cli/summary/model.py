@@ -100,14 +100,9 @@ class FeatureSummary:
             "center_offset": self.center_offset,
             "n_outside": self.n_outside,
         }
-        if self.objective is not None:
-            out["objective"] = self.objective
-        if self.note is not None:
-            out["note"] = self.note
-        if self.method is not None:
-            out["method"] = self.method
-        if self.statistics is not None:
-            out["statistics"] = self.statistics
+        for key in ("objective", "note", "method", "statistics"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         if self.ci_low is not None and self.ci_high is not None:
             out["ci_low"], out["ci_high"] = self.ci_low, self.ci_high
         return out
