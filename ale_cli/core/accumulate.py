@@ -1,15 +1,12 @@
 """Accumulate bin effects into the effect curve, its heterogeneity and standard error; center it.
 
-With bin widths ``dz_k = z_k - z_{k-1}`` (k = 1..K) and the values at the K+1 edges:
+With ``dz_k = z_k - z_{k-1}``, at the K+1 edges:
 
-- effect (DALE/ALE, uncentered): ``f(z_0) = 0``, ``f(z_k) = sum_{j<=k} mu_j dz_j``;
-  the curve is linear between edges: ``f(x) = f(z_{k-1}) + mu_k (x - z_{k-1})``
-  for x in bin k;
+- effect: ``f(z_0) = 0``, ``f(z_k) = sum_{j<=k} mu_j dz_j``, linear between edges;
 - heterogeneity (RHALE Eq. 16): ``STD(z_k) = sqrt(sum_{j<=k} dz_j^2 s_j^2)``;
 - standard error (DALE Eq. 15): ``SE(z_k) = sqrt(sum_{j<=k} dz_j^2 s_j^2 / n_j)``;
-- centering ``mean``: subtract ``c = sum_k n_k (f(z_{k-1}) + f(z_k)) / 2 / N``
-  (N = sum n_k), so the count-weighted mean of the curve over the bins'
-  trapezoids is zero; ``start`` and ``none`` subtract nothing (``f(z_0) = 0``).
+- centering ``mean`` subtracts ``c = sum_k n_k (f(z_{k-1}) + f(z_k)) / 2 / N``;
+  ``start`` and ``none`` nothing.
 """
 
 from __future__ import annotations
@@ -57,9 +54,7 @@ def accumulate(
 
 
 def center_offset(effect: np.ndarray, counts: np.ndarray, *, mode: str = "mean") -> float:
-    """The constant subtracted from the effect at the edges for centering ``mode``.
-
-    ``mean``: ``sum_k n_k (f(z_{k-1}) + f(z_k)) / 2 / N``; ``start`` and ``none``: 0.
+    """The constant subtracted for centering ``mode`` (see the module docstring).
 
     >>> center_offset(np.array([0.0, 1.0, 3.0]), np.array([1, 3]), mode="mean")
     1.625
@@ -81,11 +76,8 @@ def evaluate(
     effect: np.ndarray,
     bin_effect: np.ndarray,
 ) -> np.ndarray:
-    """The piecewise-linear curve at arbitrary points, including the partial-bin term.
-
-    ``f(x) = f(z_{k-1}) + mu_k (x - z_{k-1})`` for x in bin k = (z_{k-1}, z_k]
-    (z_0 in the first bin). NaN outside ``[z_0, z_K]``. ``effect`` is the
-    (centered or not) value at the edges.
+    """The curve at points x: ``f(x) = f(z_{k-1}) + mu_k (x - z_{k-1})`` for x in bin k
+    (``effect`` at the edges, centered or not); NaN outside ``[z_0, z_K]``.
 
     >>> evaluate(np.array([-1.0, 0.0, 0.5, 2.0, 3.0]), np.array([0.0, 1.0, 3.0]),
     ...          np.array([0.0, 2.0, 0.0]), np.array([2.0, -1.0])).tolist()

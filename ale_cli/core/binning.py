@@ -1,14 +1,9 @@
-"""Bin edges and bin membership.
+"""Bin edges and bin membership (the conventions of ALEPlot/PyALE).
 
-Conventions (shared with ALEPlot/PyALE, see DESIGN.md):
-
-- edges ``z_0 < z_1 < ... < z_K`` are strictly increasing; bin k (0-based) is
-  the interval ``(z_k, z_{k+1}]``, and the first bin also holds ``z_0``;
-- uniform edges split ``[min, max]`` into K equal widths;
-- quantile edges are type-1 (inverse-ECDF) quantiles at ``k/K``: the smallest
-  data value x with ``F_N(x) >= k/K`` (R's ``quantile(type = 1)``), with
-  ``z_0 = min``; duplicates are removed, so the effective K can be smaller
-  than the K asked for.
+Edges ``z_0 < ... < z_K``; bin k (0-based) is ``(z_k, z_{k+1}]``, the first also holding
+``z_0``. Uniform edges split ``[min, max]`` into K equal widths; quantile edges are the
+type-1 quantiles at ``k/K`` (the smallest x with ``F_N(x) >= k/K``, R's ``type = 1``),
+``z_0 = min``, deduplicated (the effective K can be smaller than asked).
 """
 
 from __future__ import annotations
@@ -60,9 +55,7 @@ def check_edges(edges: np.ndarray) -> np.ndarray:
 def uniform_edges(x_min: float, x_max: float, *, bins: int) -> np.ndarray:
     """K equal-width bins over ``[x_min, x_max]``: ``z_k = x_min + k (x_max - x_min) / K``.
 
-    ``z_K`` is exactly ``x_max``. When the range is so small relative to the
-    values that neighbouring edges round to the same float, duplicates are
-    removed (fewer bins). Requires ``x_max > x_min`` and ``bins >= 1``.
+    ``z_K`` is exactly ``x_max``; edges that round to the same float are deduplicated.
 
     >>> uniform_edges(0.0, 1.0, bins=4)
     array([0.  , 0.25, 0.5 , 0.75, 1.  ])
@@ -77,10 +70,8 @@ def uniform_edges(x_min: float, x_max: float, *, bins: int) -> np.ndarray:
 def quantile_edges(x: np.ndarray, *, bins: int) -> np.ndarray:
     """Type-1 quantile edges at ``k/K``, deduplicated; ``z_0 = min``, ``z_K = max``.
 
-    With the sorted values ``x_(1) <= ... <= x_(N)``, the edge at ``p = k/K`` is
-    ``x_(ceil(N p))`` (the smallest x with ``F_N(x) >= p``), computed in exact
-    integer arithmetic: :func:`~ale_cli.core.outofcore.chunked_quantile_edges` on one
-    chunk. The effective K is ``len(edges) - 1`` (0 when x has one distinct value).
+    The edge at ``p = k/K`` is the sorted ``x_(ceil(N p))`` in exact integers:
+    :func:`~ale_cli.core.outofcore.chunked_quantile_edges` on one chunk.
 
     >>> quantile_edges(np.array([5.0, 1.0, 2.0, 2.0, 3.0, 4.0]), bins=3)
     array([1., 2., 3., 5.])
@@ -102,9 +93,8 @@ _COUNTING_EDGES = 64
 def assign(x: np.ndarray, edges: np.ndarray) -> Assignment:
     """Bin of each value for bins ``(z_k, z_{k+1}]``, the first also holding ``z_0``.
 
-    ``index = #{interior edges < x}``: counted edge by edge for few edges, by
-    binary search otherwise (the same numbers); values outside ``[z_0, z_K]``
-    get ``-1`` and are counted in ``n_outside``.
+    ``index = #{interior edges < x}`` (counted edge by edge for few edges, else a binary
+    search); values outside ``[z_0, z_K]`` get ``-1``.
 
     >>> a = assign(np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0]), np.array([0.0, 1.0, 2.0]))
     >>> a.index.tolist(), a.n_outside

@@ -1,15 +1,10 @@
 """Per-cell sufficient statistics of the local effects, and the bin statistics from them.
 
-Every estimator here needs only, per cell of a grid, the count, the sum and
-the sum of squares of the local effects in the cell. They are kept in the
-equivalent, numerically stable form ``(n, mean, M2)`` with ``M2`` the sum of
-squared deviations from the cell mean (``S1 = n mean``, ``S2 = M2 + n mean^2``),
-so a bin whose local effects are all equal has exactly ``M2 = 0`` however far
-they are from zero. Two sets of statistics on the same cells merge exactly
-(Chan, Golub & LeVeque's pairwise update), so data can arrive in chunks, and
-runs of consecutive cells combine into coarser bins the same way.
-
-From the statistics of a bin with ``n_k`` rows::
+Per cell: count, mean and ``M2`` (the sum of squared deviations from the cell mean;
+``S1 = n mean``, ``S2 = M2 + n mean^2``), so a bin of equal values has exactly
+``M2 = 0``. Two sets on the same cells merge exactly (Chan, Golub & LeVeque), so data
+can arrive in chunks and runs of cells combine into coarser bins. For a bin of ``n_k``
+rows::
 
     mu_k  = mean_k                                      (bin effect)
     s_k^2 = M2_k / (n_k - 1)                            (ddof = 1; NaN if n_k < 2)
@@ -96,8 +91,7 @@ class CellStats:
     def divided_by(self, widths: np.ndarray) -> CellStats:
         """Statistics of the values divided by a constant per cell (``widths``, shape (M,)).
 
-        ``mean(v / w) = mean(v) / w`` and ``M2(v / w) = M2(v) / w^2``: the
-        finite differences of a cell become the slopes without a pass over the rows.
+        ``mean(v / w) = mean(v) / w``, ``M2(v / w) = M2(v) / w^2``.
 
         >>> c = CellStats.from_values(np.array([0, 0, 1]), np.array([1.0, 3.0, 5.0]), n_cells=2)
         >>> d = c.divided_by(np.array([2.0, 0.5]))
@@ -230,10 +224,8 @@ def bin_stats(cells: CellStats) -> BinStats:
 
 
 def fill_missing(values: np.ndarray, valid: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    """Replace ``values[~valid]`` by linear interpolation between valid neighbours.
-
-    Interpolates in ``centers`` (the bin midpoints); constant beyond the first
-    and last valid bin. All-invalid input gives all zeros (nothing to fill from).
+    """``values[~valid]`` interpolated in ``centers`` between valid neighbours (constant
+    beyond the ends; all invalid: zeros).
 
     >>> fill_missing(np.array([1.0, np.nan, 3.0, np.nan]), np.array([True, False, True, False]),
     ...              np.array([0.5, 1.5, 2.5, 3.5]))

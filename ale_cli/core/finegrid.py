@@ -1,10 +1,8 @@
 """ALE of piecewise-constant models from secants across the bins of a fine grid.
 
-A tree, forest, boosting or neighbours model is flat almost everywhere, so its
-derivative carries no information. Instead each row gets the *secant* of the
-model across the bin of a fine grid that holds it: with fine edges
-``g_0 < ... < g_M`` and row i in fine bin j = ``(g_{j-1}, g_j]`` (``g_0`` in the
-first bin, as every bin here)::
+A tree or neighbours model is flat almost everywhere, so each row gets instead the
+*secant* of the model across its bin j = ``(g_{j-1}, g_j]`` of a fine grid
+``g_0 < ... < g_M`` (``g_0`` in the first bin)::
 
     e_i = (f(g_j, x_i,-s) - f(g_{j-1}, x_i,-s)) / (g_j - g_{j-1})
 
@@ -13,25 +11,16 @@ on the fine grid, so the fine-grid ALE (uncentered) at the fine edges is::
 
     F(g_0) = 0,    F(g_j) = sum_{l<=j} m_l (g_l - g_{l-1}),    m_l = mean_{i in l} e_i
 
-and between fine edges F is linear. A coarse edge z gets ``F(z)`` (linear
-interpolation inside its fine bin when z is not a fine edge; beyond the grid F
-continues with the end bin's slope), and the coarse bin effect is
-``mu_k = (F(z_k) - F(z_{k-1})) / (z_k - z_{k-1})``: the fine bins inside a coarse
-bin are weighted by their *widths*. A plain mean of the secants over the rows
-of a coarse bin would weight them by their row counts instead, which is the
-ALE only where the density is flat inside the coarse bin.
+linear between fine edges and continued with the end bins' slopes. The coarse bin
+effect is ``mu_k = (F(z_k) - F(z_{k-1})) / (z_k - z_{k-1})``: fine bins weighted by
+their *widths* (a mean of the secants over a coarse bin's rows would weight them by row
+counts, the ALE only where the density is flat).
 
-Fine edges are type-1 quantile edges at ``j / K_fine`` (:func:`fine_edges`,
-``K_fine = 240`` by default). For N values the edge at ``k / K`` is the sorted
-value at position ``ceil(N k / K)``, and ``ceil(N k / K) = ceil(N (k r) / (K r))``
-for ``K r = K_fine``: quantile edges at any K dividing 240 (5, 10, 20, 40, 60,
-...) are the fine edges with index ``k r``, and removing duplicate values keeps
-them a subset. So those coarse quantile bins are unions of fine bins and ``F``
-at their edges is exact (no interpolation).
-
-Heterogeneity, standard error and centering are those of the other estimators
-(:mod:`~ale_cli.core.accumulate`): ``s_k`` is the ddof=1 std of the secants of
-the rows in coarse bin k, centering uses the coarse bins' row counts.
+Fine edges are type-1 quantile edges at ``j / K_fine`` (``K_FINE = 240``). Since
+``ceil(N k / K) = ceil(N (k r) / (K r))`` for ``K r = K_fine``, quantile edges at any K
+dividing 240 are fine edges (deduplication keeps them a subset), and ``F`` at them is
+exact. ``s_k`` is the ddof=1 std of the secants of the rows in coarse bin k; standard
+error and centering are those of :mod:`~ale_cli.core.accumulate`.
 """
 
 from __future__ import annotations
@@ -188,11 +177,8 @@ def secant_effect(
 def replicate_curves(
     fine: np.ndarray, counts: np.ndarray, sums: np.ndarray, edges: np.ndarray
 ) -> np.ndarray:
-    """Uncentered ``F_b`` at coarse ``edges`` (K+1,) for bootstrap replicates of the secants.
-
-    ``counts``, ``sums`` (B, M) are the replicates' weighted counts and sums of the
-    secants per fine bin; each replicate's fine slopes are ``sums / counts``
-    (empty fine bins interpolated, as :func:`fine_curve` does). Returns (B, K+1).
+    """Uncentered ``F_b`` (B, K+1) at coarse ``edges`` of bootstrap replicates whose
+    weighted ``counts`` and ``sums`` of the secants per fine bin are (B, M).
 
     >>> replicate_curves(np.array([0.0, 1.0, 2.0]), np.array([[1.0, 1.0], [2.0, 0.0]]),
     ...                  np.array([[2.0, 0.0], [2.0, 0.0]]), np.array([0.0, 2.0])).tolist()

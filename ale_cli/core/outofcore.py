@@ -3,21 +3,17 @@
 Passes over the chunks, for every column at once (an array in memory is one chunk:
 :func:`~ale_cli.core.binning.quantile_edges`):
 
-1. count the values of each column in ``B`` equal-width buckets over its
-   ``[lo, hi]``; the order statistic at sorted position ``p`` lies in the
-   bucket where the cumulative count first exceeds ``p``, at rank
-   ``p - (count below it)`` among that bucket's values (bucketing is monotone
-   in x, so every value of a lower bucket is smaller);
-2. gather the values of the buckets that hold a position and select the rank
-   among them (``np.partition``).
+1. count the values of each column in ``B`` equal-width buckets over its ``[lo, hi]``;
+   the order statistic at sorted position ``p`` lies in the bucket where the cumulative
+   count first exceeds ``p``, at rank ``p - (count below it)`` among its values
+   (bucketing is monotone in x);
+2. gather the values of the buckets that hold a position and select the rank among them
+   (``np.partition``).
 
-A bucket with more than ``max_candidates`` values (very skewed data) is
-bucketed again within its own range in a further pass, and so on; a bucket
-whose values are all equal gives its value without being gathered. Memory is
-the chunk plus the gathered values, never N.
-
-``chunks`` is a function returning a fresh iterable of (n_i, D) arrays, the
-same rows in the same order on every call (one pass each).
+A bucket of more than ``max_candidates`` values is bucketed again within its own range
+in a further pass; a bucket of one distinct value gives it without being gathered.
+Memory is the chunk plus the gathered values, never N. ``chunks`` returns a fresh
+iterable of (n_i, D) arrays, the same rows in the same order on every call.
 """
 
 from __future__ import annotations
@@ -75,12 +71,9 @@ class _Level:
 
 @dataclass
 class _Group:
-    """The values of one column lying in a chain of buckets, and the ranks wanted among them.
-
-    ``chain`` is [(level, bucket), ...] from the column's root bucketing down;
-    ``ranks`` are 0-based ranks among the group's ``count`` values, ``slots`` where
-    each answer goes in the column's result.
-    """
+    """The values of one column in a ``chain`` of [(level, bucket), ...] from its root
+    bucketing down: the 0-based ``ranks`` wanted among its ``count`` values, and the
+    ``slots`` where each answer goes."""
 
     column: int
     chain: list[tuple[_Level, int]]

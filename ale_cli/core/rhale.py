@@ -112,8 +112,8 @@ def _mean_square(cells: CellStats) -> float:
 def shortest_path(cost: np.ndarray) -> tuple[np.ndarray, float]:
     """Cheapest path ``0 -> M`` over grid points with edge weights ``cost[i, j]`` (i < j).
 
-    ``best[j] = min_{i<j} best[i] + cost[i, j]``; ties go to the smallest i.
-    Returns the path (empty if M is unreachable) and its cost.
+    ``best[j] = min_{i<j} best[i] + cost[i, j]`` (ties to the smallest i); the path is
+    empty if M is unreachable.
 
     >>> c = np.full((3, 3), np.inf); c[0, 1] = 1.0; c[1, 2] = 1.0; c[0, 2] = 3.0
     >>> shortest_path(c)

@@ -1,23 +1,15 @@
 """Second-order (pairwise) ALE: cell statistics, empty-cell fill, double accumulation.
 
-Both routes share everything after the per-row values:
-
-- classic (Apley & Zhu 2020, Eq. 13-15): the per-row value is the second-order
-  finite difference at the four corners of the row's cell,
-  ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``; its
-  cell mean is the cell's increment.
-- DALE (Gkolemis et al. 2022, Eq. 9): the per-row value is the mixed derivative
-  ``d2f / dx_a dx_b``; its cell mean times ``dz_k * dw_l`` is the increment.
-
-Then: empty cells take the increment of the nearest non-empty cell (distance
-between cell centres, each axis divided by its range, as ALEPlot), the
-increments are summed over both axes to the grid corners, the main effects of
-both features implied by that surface are removed, and the result is centered
-so that its count-weighted mean over the cells (corner average) is zero.
-
-The per-cell statistics are :class:`~ale_cli.core.binstats.CellStats` on the
-flattened grid (cell ``(k, l)`` at ``k * K_b + l``, :func:`pair_cells`), so
-chunks of rows merge before :func:`second_order_from_cells`.
+The per-row value is, for classic (Apley & Zhu 2020, Eq. 13-15), the second-order
+difference ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})`` at
+the corners of its cell, whose cell mean is the increment; for DALE (Gkolemis et al.
+2022, Eq. 9) the mixed derivative ``d2f / dx_a dx_b``, whose cell mean times
+``dz_k * dw_l`` is. Empty cells take the nearest non-empty cell's increment (cell
+centres, each axis divided by its range, as ALEPlot); the increments are summed to the
+grid corners, both main effects implied are removed and the surface is centered (its
+count-weighted corner average is zero). The cells are
+:class:`~ale_cli.core.binstats.CellStats` on the flattened grid (:func:`pair_cells`),
+so chunks of rows merge before :func:`second_order_from_cells`.
 """
 
 from __future__ import annotations
@@ -140,11 +132,9 @@ def cell_means_from_cells(cells: CellStats, *, shape: tuple[int, int]) -> CellMe
 def fill_nearest(
     values: np.ndarray, empty: np.ndarray, edges_a: np.ndarray, edges_b: np.ndarray
 ) -> np.ndarray:
-    """Give every empty cell the value of the nearest non-empty cell.
-
-    Distance is Euclidean between cell centres with each axis divided by the
-    feature's range (z_K - z_0), as ALEPlot does; ties go to the first cell in
-    row-major order. If every cell is empty the values are returned unchanged.
+    """Every empty cell takes the value of the nearest non-empty one (cell centres, each
+    axis divided by its range, as ALEPlot; ties to the first in row-major order; all
+    empty: unchanged).
 
     >>> v = np.array([[1.0, np.nan], [np.nan, np.nan]])
     >>> fill_nearest(v, np.isnan(v), np.array([0., 1, 2]), np.array([0., 1, 10])).tolist()
@@ -189,10 +179,8 @@ def _marginal_increments(
 
 
 def remove_main_effects(surface: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, float]:
-    """Remove both first-order effects implied by ``surface``, then center it.
-
-    With h the accumulated surface at the corners and n the cell counts
-    (Apley & Zhu Eq. 14-15, as ALEPlot)::
+    """Remove both first-order effects implied by ``surface`` h (at the corners; n the
+    cell counts), then center it (Apley & Zhu Eq. 14-15, as ALEPlot)::
 
         g_a(k) = sum_{k' <= k} sum_l n_{k'l} (Dh_{k'l} + Dh_{k',l-1}) / 2 / n_{k'.}
         Dh_{kl} = h(k, l) - h(k-1, l)           (and the same for axis b)

@@ -1,30 +1,14 @@
 """The output guard: what ``ale`` may write over, decided once, before any work.
 
-Every output of every command has a *kind* (:class:`OutputKind`: a store, a summary,
-an HTML report, a figure directory...). :func:`guard` checks a path against its
-kind and returns a :class:`Target`; the CLI runs it for every output option a
-command declares (:func:`ale_cli.cli.command.command`), before the command runs.
-
-Refused whatever ``force`` says (:class:`~ale_cli.errors.InputError`, exit 2):
-
-- ``-`` where the kind cannot go to standard output;
-- a path that is one of the command's inputs (same device and inode: another
-  spelling, a hard link or a symlink to an input is caught too);
-- a path that is not a regular file (a directory, a device, a FIFO, a socket, a
-  symlink loop) where a file is written, or not a directory where a directory is.
-
-Refused unless ``force``: an existing file (or directory) that is not
-recognisably this kind of ``ale`` output. Recognition is by content ``ale``
-wrote, never by extension: a JSON ``tool`` object naming ``ale`` plus the
-kind's own keys, the ``<meta name="generator" content="ale ...">`` of a report,
-the ``<!-- generator: ale ... -->`` comment of JUnit XML, the ``ale`` key in a
-Parquet file's schema metadata, the exact header row of a CSV export, a
-store's checked meta, a figure directory's manifest (``.ale-plots.json``, see
-:mod:`ale_cli.outputs.figures`). Outputs of ``ale`` versions before these
-markers are not recognised: they are refused unless ``force``.
-
-The kinds are a table (:data:`KINDS`); :func:`register_kind` adds one (a run
-directory, a lock, a history entry).
+Every output has a kind (:data:`KINDS`, :func:`register_kind`); :func:`guard` checks a
+path against it before the command runs. Refused whatever ``force`` says (exit 2): ``-``
+where the kind cannot go to standard output; one of the command's inputs (same device
+and inode: another spelling, a hard link or a symlink); not a regular file where a file
+is written, or not a directory where a directory is. Refused unless ``force``: an
+existing file or directory that is not recognisably this kind of ``ale`` output, by
+content ``ale`` wrote, never by extension (a JSON ``tool`` naming ``ale``, a report's
+generator meta, the JUnit generator comment, the ``ale`` key of a Parquet schema, the
+exact CSV header, a store's checked meta, a figure directory's manifest).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""``ale export``'s long table written as a file (CSV or Parquet), with the marks the
-output guard recognises it by (:func:`ale_cli.outputs.guard.is_csv_export`,
-:func:`~ale_cli.outputs.guard.is_parquet_export`). The table itself is built by
-:mod:`ale_cli.summary.export`.
-"""
+"""``ale export``'s long table (:mod:`ale_cli.summary.export`) written as CSV or Parquet,
+with the marks the output guard recognises it by."""
 
 from __future__ import annotations
 
@@ -28,9 +25,8 @@ EXTENSIONS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
 def table_format(path: str | Path, fmt: str | None = None) -> str:
-    """``fmt`` if given (csv or parquet), else the format of ``path``'s extension.
-
-    ``"-"`` (standard output) is CSV, and takes nothing else.
+    """``fmt`` if given (csv or parquet), else the format of ``path``'s extension; ``"-"``
+    (standard output) is CSV only.
 
     >>> table_format("effects.pq"), table_format("-"), table_format("t.txt", "csv")
     ('parquet', 'csv', 'csv')
@@ -120,10 +116,8 @@ def export_summary(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
 ) -> ExportResult:
-    """Read a summary (``"-"``: standard input) and write its long table to ``out``.
-
-    The format is settled before the summary is read, so a bad ``out`` fails fast.
-    """
+    """Read a summary (``"-"``: standard input) and write its long table to ``out`` (the
+    format settled first, so a bad ``out`` fails fast)."""
     fmt = table_format(out, fmt)
     table = export_table(source, stdin=stdin)
     write_table(table.frame, out, fmt, stdout=stdout)

@@ -1,24 +1,16 @@
 """Two first-order curves of a feature on a common grid: what ``ale diff`` and the drift rule use.
 
-The grid is the *base* curve's K+1 edges (the baseline of ``ale audit``, the
-first summary of ``ale diff``). The other curve is evaluated there by linear
-interpolation between its own edges (the curve is linear between edges, so
-this is exact); grid points outside the other curve's ``[z_0, z_K]`` are left
-out and counted. On the points left, with ``d = other - base``:
+The grid is the *base* curve's K+1 edges; the other curve is interpolated there (exact:
+it is linear between its edges), grid points outside its ``[z_0, z_K]`` left out and
+counted. With ``d = other - base``:
 
-- ``max_abs``: the largest ``|d - c|``, where ``c`` centers ``d`` with the base's
-  counts (``c = sum_k n_k (d_{k-1} + d_k) / 2 / N`` over the bins with both limits
-  on the grid). ALE curves are defined up to a constant, so a change of
-  centering alone (another data set's mean, ``--center start``) is not a
-  difference.
-- ``max_z``: the largest ``|D_k| / sqrt(V_k)``, where ``D_k = d_k - d_first`` is the
-  difference of the two curves' changes from the first common grid point and
-  ``V_k`` the sum of the variances of those changes. A summary's ``stderr`` is
-  the standard error of ``f(z) - f(z_0)`` (independent bins), so the variance
-  of the change from ``a`` to ``b`` is ``stderr(b)^2 - stderr(a)^2``; the other
-  curve's ``stderr^2`` is interpolated linearly between its edges. Where
-  ``V_k`` is 0, ``|D_k|`` within rounding (1e-9 of the curves' scale) counts as
-  z = 0 and anything larger as infinite.
+- ``max_abs``: the largest ``|d - c|``, ``c = sum_k n_k (d_{k-1} + d_k) / 2 / N`` with the
+  base's counts over the bins with both limits on the grid (a change of centering alone
+  is not a difference);
+- ``max_z``: the largest ``|D_k| / sqrt(V_k)``, ``D_k = d_k - d_first`` and ``V_k`` the
+  sum of the variances of both changes from the first common point
+  (``stderr(b)^2 - stderr(a)^2``, the other's ``stderr^2`` interpolated). Where ``V_k``
+  is 0, ``|D_k|`` within rounding (1e-9 of the curves' scale) is z = 0, else infinite.
 """
 
 from __future__ import annotations
@@ -74,15 +66,10 @@ def _difference(
 
 
 def level_difference(base: FeatureSummary, other: FeatureSummary) -> CurveDifference | None:
-    """``other - base`` per level of two per-level records with the same levels (None if not).
-
-    The grid is the base's level positions ``0 .. K-1`` (its estimated order);
-    ``d_k`` is the other's effect at the same level minus the base's, centered
-    with the base's rows per level (``c = sum_k n_k d_k / N``), and
-    ``z_k = |d_k - d_0| / sqrt(SE_b(k)^2 + SE_o(k)^2 + SE_b(0)^2 + SE_o(0)^2)``
-    (each side's error at both levels counted in full: a bound, since the levels
-    need not be in the same order on both sides).
-    """
+    """``other - base`` per level of two per-level records with the same levels (None if not),
+    on the base's level positions: ``d_k`` centered with ``c = sum_k n_k d_k / N``, and
+    ``z_k = |d_k - d_0| / sqrt(SE_b(k)^2 + SE_o(k)^2 + SE_b(0)^2 + SE_o(0)^2)`` (a bound:
+    the levels need not be in the same order on both sides)."""
     if base.levels is None or other.levels is None:
         return None
     where = {level: i for i, level in enumerate(other.levels)}
@@ -154,12 +141,9 @@ def curve_difference(
 
 @dataclass(frozen=True)
 class FeatureComparison:
-    """One feature of two summaries: ``status`` ``ok`` (``difference`` set) or why not.
-
-    ``status`` is one of ``ok``, ``missing_in_base``, ``missing_in_other``,
-    ``not_estimable`` (``reason`` says on which side) or ``no_overlap``;
-    ``rank_base``/``rank_other`` are the ALED ranks (None where not estimable).
-    """
+    """One feature of two summaries: ``status`` ``ok`` (``difference`` set),
+    ``missing_in_base``, ``missing_in_other``, ``not_estimable`` or ``no_overlap``
+    (``reason`` says why); ``rank_*`` are the ALED ranks (None where not estimable)."""
 
     name: str
     status: str

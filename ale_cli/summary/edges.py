@@ -1,14 +1,6 @@
-"""``--edges FILE.json``: bin edges per feature, from a previous summary or a plain mapping.
-
-Two models (or two tools) are compared on identical bins by passing the same
-edges to each run. The file is either
-
-- a summary written by ``ale rebin`` / ``ale rhale`` (the edges of its
-  features with status ``ok``), or
-- a plain mapping ``{"feature": [z_0, z_1, ..., z_K], ...}``.
-
-Every list must hold at least 2 finite numbers, strictly increasing.
-"""
+"""``--edges FILE.json``: bin edges per feature, from a summary (the edges of its features
+with status ``ok``) or a plain mapping ``{"feature": [z_0, ..., z_K], ...}``; every list
+at least 2 finite numbers, strictly increasing."""
 
 from __future__ import annotations
 

@@ -257,10 +257,6 @@ def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:
     return _frame(summary, _statistics_of(summary, data))
 
 
-def _feature_order(summary: Summary) -> list[str]:
-    return [f.name for f in summary.features] + [p.name for p in summary.interactions]
-
-
 @dataclass(frozen=True)
 class ExportTable:
     """A summary's long table (:func:`summary_frame`), its rows per exported feature (or
@@ -282,7 +278,8 @@ def export_table(source: str | Path, *, stdin: TextIO | None = None) -> ExportTa
     summary, data = read_summary_source(source, stdin=stdin)
     frame = _frame(summary, _statistics_of(summary, data))
     counts = frame["feature"].value_counts(sort=False)
-    rows = {name: int(counts[name]) for name in _feature_order(summary) if name in counts}
+    order = [f.name for f in summary.features] + [p.name for p in summary.interactions]
+    rows = {name: int(counts[name]) for name in order if name in counts}
     skipped = tuple(f.name for f in summary.features if f.status != "ok") + tuple(
         p.name for p in summary.interactions if p.status != "ok"
     )

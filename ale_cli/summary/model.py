@@ -195,9 +195,7 @@ class InteractionSummary:
     @property
     def shape(self) -> tuple[int, int]:
         """(K_a, K_b)."""
-        return len(self.edges_a) - 1 if len(self.edges_a) else 0, (
-            len(self.edges_b) - 1 if len(self.edges_b) else 0
-        )
+        return max(len(self.edges_a) - 1, 0), max(len(self.edges_b) - 1, 0)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -36,9 +36,7 @@ def _finite_number(_checker: Any, value: Any) -> bool:
 
 
 def _finite_integer(_checker: Any, value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or (
-        isinstance(value, float) and math.isfinite(value) and value.is_integer()
-    )
+    return _finite_number(_checker, value) and (not isinstance(value, float) or value.is_integer())
 
 
 @lru_cache(maxsize=1)
