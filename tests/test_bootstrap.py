@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ale_cli.cli import app
-from ale_cli.core.binning import assign, quantile_bins
+from ale_cli.core.binning import assign, quantile_edges
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.bootstrap import percentile_band, replicate_effects
 from ale_cli.core.effect import effect_from_cells
@@ -67,7 +67,7 @@ def test_replicates_equal_the_estimator_on_the_resampled_rows() -> None:
     n = 700
     X = np.column_stack([rng.normal(size=n), rng.exponential(size=n)])
     E = np.column_stack([np.sin(X[:, 0]), X[:, 1] ** 2]) + rng.normal(0, 0.3, (n, 2))
-    edges = [quantile_bins(X[:, j], bins=7)[0] for j in range(2)]
+    edges = [quantile_edges(X[:, j], bins=7) for j in range(2)]
     index = np.column_stack([assign(X[:, j], edges[j]).index for j in range(2)])
     cells = replicate_cells(
         index, E, [e.size - 1 for e in edges], replicates=30, rng=np.random.default_rng(9)

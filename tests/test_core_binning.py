@@ -12,7 +12,6 @@ from ale_cli.core.binning import (
     UniformGrid,
     assign,
     check_edges,
-    quantile_bins,
     quantile_edges,
     uniform_edges,
 )
@@ -100,7 +99,7 @@ KINDS = [
     bins=st.sampled_from([1, 2, 3, 7, 20, 64, 65, 100]),
     seed=st.integers(0, 2**31 - 1),
 )
-def test_quantile_bins_equal_type_1_quantiles_and_the_bin_definition(
+def test_quantile_edges_equal_type_1_quantiles_and_the_bin_definition(
     kind: str, n: int, bins: int, seed: int
 ) -> None:
     """The bucketed selection gives the type-1 quantiles of a full sort, deduplicated, and
@@ -111,7 +110,8 @@ def test_quantile_bins_equal_type_1_quantiles_and_the_bin_definition(
     x = _sample(
         kind, max(n, 2) if kind in ("outlier", "huge range") else n, np.random.default_rng(seed)
     )
-    edges, a = quantile_bins(x, bins=bins)
+    edges = quantile_edges(x, bins=bins)
+    a = assign(x, edges)
     k = np.arange(bins + 1)
     ranks = np.maximum((x.size * k + bins - 1) // bins, 1)  # ceil(n k / K), 1-based
     expected = np.unique(np.sort(x)[ranks - 1])
@@ -120,29 +120,6 @@ def test_quantile_bins_equal_type_1_quantiles_and_the_bin_definition(
     assert a.index.dtype == np.int64
     if expected.size >= 2:  # one distinct value has no bins (not estimable upstream)
         np.testing.assert_array_equal(a.index, brute_bins(x, expected))
-
-
-@pytest.mark.parametrize(
-    ("kind", "bucketed"),
-    [("normal", True), ("rounded", True), ("resampled", True), ("lognormal", False)],
-)
-def test_quantile_bins_select_from_buckets_unless_too_skewed(
-    kind: str, bucketed: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Ties (buckets of one repeated value) still take the bucketed path; very skewed
-    data falls back to partitioning every value."""
-    import ale_cli.core.binning as binning
-
-    calls: list[int] = []
-    real = binning.quantile_edges
-    monkeypatch.setattr(
-        binning, "quantile_edges", lambda v, bins: calls.append(1) or real(v, bins=bins)
-    )
-    x = _sample(kind, 50_000, np.random.default_rng(3))
-    edges, a = binning.quantile_bins(x, bins=20)
-    assert (not calls) == bucketed
-    np.testing.assert_array_equal(edges, real(x, bins=20))
-    np.testing.assert_array_equal(a.index, assign(x, edges).index)
 
 
 def test_uniform_edges() -> None:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from ale_cli.core.second_order import (
     accumulate_2d,
-    cell_means,
+    cell_means_from_cells,
     fill_nearest,
     pair_cells,
     remove_main_effects,
@@ -26,7 +26,7 @@ def test_cell_means_match_a_loop():
     rng = np.random.default_rng(0)
     ia, ib = rng.integers(0, 3, 200), rng.integers(0, 4, 200)
     v = rng.normal(size=200)
-    cm = cell_means(ia, ib, v, shape=(3, 4))
+    cm = cell_means_from_cells(pair_cells(ia, ib, v, shape=(3, 4)), shape=(3, 4))
     for k in range(3):
         for m in range(4):
             sel = v[(ia == k) & (ib == m)]

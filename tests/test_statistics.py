@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ale_cli.core.binning import assign, quantile_bins, uniform_edges
+from ale_cli.core.binning import assign, quantile_edges, uniform_edges
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.effect import effect_from_cells
 from ale_cli.core.statistics import (
@@ -77,7 +77,7 @@ def test_linear_model_aled_is_slope_times_mean_absolute_deviation(center: str, b
     if binning == "uniform":
         edges = uniform_edges(x.min(), x.max(), bins=17)
     else:
-        edges, _ = quantile_bins(x, bins=17)
+        edges = quantile_edges(x, bins=17)
     f = feature("x", x, np.full(x.size, b), edges, center=center)
     counts = bin_counts(x, edges)
     lo, hi = edges[:-1], edges[1:]
@@ -290,7 +290,7 @@ def test_aled_is_the_mean_absolute_centered_curve_over_the_rows():
 
     rng = np.random.default_rng(13)
     x = rng.uniform(-2.0, 2.0, 200_000)
-    edges = quantile_bins(x, bins=7)[0]
+    edges = quantile_edges(x, bins=7)
     f = feature("x", x, 3 * x**2 - 1.0, edges)  # a U-shaped curve crossing zero twice
     curve = evaluate(x, f.edges, f.effect, f.bin_effect)
     rows = np.mean(np.abs(curve - curve.mean()))

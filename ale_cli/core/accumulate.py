@@ -1,15 +1,12 @@
 """Accumulate bin effects into the effect curve, its heterogeneity and standard error; center it.
 
-With bin widths ``dz_k = z_k - z_{k-1}`` (k = 1..K) and the values at the K+1 edges:
+With ``dz_k = z_k - z_{k-1}``, at the K+1 edges:
 
-- effect (DALE/ALE, uncentered): ``f(z_0) = 0``, ``f(z_k) = sum_{j<=k} mu_j dz_j``;
-  the curve is linear between edges: ``f(x) = f(z_{k-1}) + mu_k (x - z_{k-1})``
-  for x in bin k;
+- effect: ``f(z_0) = 0``, ``f(z_k) = sum_{j<=k} mu_j dz_j``, linear between edges;
 - heterogeneity (RHALE Eq. 16): ``STD(z_k) = sqrt(sum_{j<=k} dz_j^2 s_j^2)``;
 - standard error (DALE Eq. 15): ``SE(z_k) = sqrt(sum_{j<=k} dz_j^2 s_j^2 / n_j)``;
-- centering ``mean``: subtract ``c = sum_k n_k (f(z_{k-1}) + f(z_k)) / 2 / N``
-  (N = sum n_k), so the count-weighted mean of the curve over the bins'
-  trapezoids is zero; ``start`` and ``none`` subtract nothing (``f(z_0) = 0``).
+- centering ``mean`` subtracts ``c = sum_k n_k (f(z_{k-1}) + f(z_k)) / 2 / N``;
+  ``start`` and ``none`` nothing.
 """
 
 from __future__ import annotations
@@ -23,17 +20,8 @@ CENTER_MODES = ("mean", "start", "none")
 
 @dataclass(frozen=True)
 class Accumulated:
-    """Uncentered accumulated values at the K+1 edges.
-
-    Attributes
-    ----------
-    effect : ndarray, shape (K+1,)
-        ``f(z_k)``, with ``f(z_0) = 0``.
-    std : ndarray, shape (K+1,)
-        ``STD(z_k)``, accumulated heterogeneity.
-    stderr : ndarray, shape (K+1,)
-        ``SE(z_k)``, accumulated standard error of the effect.
-    """
+    """Uncentered ``effect`` f(z_k) (f(z_0) = 0), ``std`` STD(z_k) and ``stderr`` SE(z_k)
+    at the K+1 edges."""
 
     effect: np.ndarray
     std: np.ndarray
@@ -47,18 +35,9 @@ def _cumsum0(values: np.ndarray) -> np.ndarray:
 def accumulate(
     edges: np.ndarray, bin_effect: np.ndarray, *, bin_var: np.ndarray, counts: np.ndarray
 ) -> Accumulated:
-    """Effect, heterogeneity and standard error at the edges from per-bin values.
-
-    Parameters
-    ----------
-    edges : ndarray, shape (K+1,)
-    bin_effect : ndarray, shape (K,)
-        ``mu_k`` (no NaN: fill empty bins first).
-    bin_var : ndarray, shape (K,)
-        ``s_k^2`` (no NaN: fill bins with fewer than 2 rows first).
-    counts : ndarray, shape (K,)
-        ``n_k``; a bin with ``n_k = 0`` is taken as ``n_k = 1`` in the standard
-        error (the uncertainty of a filled bin is at least that of one row).
+    """Effect, heterogeneity and standard error at the edges (K+1,) from ``mu_k``, ``s_k^2``
+    (K,, no NaN: filled first) and ``n_k`` (a bin with ``n_k = 0`` counts as one row in
+    the standard error).
 
     >>> a = accumulate(np.array([0.0, 1.0, 3.0]), np.array([2.0, -1.0]),
     ...                bin_var=np.array([4.0, 1.0]), counts=np.array([4, 1]))
@@ -75,9 +54,7 @@ def accumulate(
 
 
 def center_offset(effect: np.ndarray, counts: np.ndarray, *, mode: str = "mean") -> float:
-    """The constant subtracted from the effect at the edges for centering ``mode``.
-
-    ``mean``: ``sum_k n_k (f(z_{k-1}) + f(z_k)) / 2 / N``; ``start`` and ``none``: 0.
+    """The constant subtracted for centering ``mode`` (see the module docstring).
 
     >>> center_offset(np.array([0.0, 1.0, 3.0]), np.array([1, 3]), mode="mean")
     1.625
@@ -99,11 +76,8 @@ def evaluate(
     effect: np.ndarray,
     bin_effect: np.ndarray,
 ) -> np.ndarray:
-    """The piecewise-linear curve at arbitrary points, including the partial-bin term.
-
-    ``f(x) = f(z_{k-1}) + mu_k (x - z_{k-1})`` for x in bin k = (z_{k-1}, z_k]
-    (z_0 in the first bin). NaN outside ``[z_0, z_K]``. ``effect`` is the
-    (centered or not) value at the edges.
+    """The curve at points x: ``f(x) = f(z_{k-1}) + mu_k (x - z_{k-1})`` for x in bin k
+    (``effect`` at the edges, centered or not); NaN outside ``[z_0, z_K]``.
 
     >>> evaluate(np.array([-1.0, 0.0, 0.5, 2.0, 3.0]), np.array([0.0, 1.0, 3.0]),
     ...          np.array([0.0, 2.0, 0.0]), np.array([2.0, -1.0])).tolist()

@@ -1,15 +1,10 @@
 """Per-cell sufficient statistics of the local effects, and the bin statistics from them.
 
-Every estimator here needs only, per cell of a grid, the count, the sum and
-the sum of squares of the local effects in the cell. They are kept in the
-equivalent, numerically stable form ``(n, mean, M2)`` with ``M2`` the sum of
-squared deviations from the cell mean (``S1 = n mean``, ``S2 = M2 + n mean^2``),
-so a bin whose local effects are all equal has exactly ``M2 = 0`` however far
-they are from zero. Two sets of statistics on the same cells merge exactly
-(Chan, Golub & LeVeque's pairwise update), so data can arrive in chunks, and
-runs of consecutive cells combine into coarser bins the same way.
-
-From the statistics of a bin with ``n_k`` rows::
+Per cell: count, mean and ``M2`` (the sum of squared deviations from the cell mean;
+``S1 = n mean``, ``S2 = M2 + n mean^2``), so a bin of equal values has exactly
+``M2 = 0``. Two sets on the same cells merge exactly (Chan, Golub & LeVeque), so data
+can arrive in chunks and runs of cells combine into coarser bins. For a bin of ``n_k``
+rows::
 
     mu_k  = mean_k                                      (bin effect)
     s_k^2 = M2_k / (n_k - 1)                            (ddof = 1; NaN if n_k < 2)
@@ -56,16 +51,8 @@ def _combine(
 
 @dataclass(frozen=True)
 class CellStats:
-    """Count, mean and sum of squared deviations (M2) of the local effects per cell.
-
-    Attributes
-    ----------
-    counts : ndarray, shape (M,), int64
-    mean : ndarray, shape (M,), float64
-        Mean of the values in each cell (0 for an empty cell).
-    m2 : ndarray, shape (M,), float64
-        ``sum((v - mean)^2)`` over the rows in each cell.
-    """
+    """``counts`` (int64), ``mean`` (0 for an empty cell) and ``m2 = sum((v - mean)^2)`` of
+    the local effects per cell, each (M,)."""
 
     counts: np.ndarray
     mean: np.ndarray
@@ -86,13 +73,8 @@ class CellStats:
         return cls(np.zeros(n_cells, dtype=np.int64), np.zeros(n_cells), np.zeros(n_cells))
 
     @classmethod
-    def from_values(
-        cls, index: np.ndarray, values: np.ndarray, *, n_cells: int, all_inside: bool = False
-    ) -> CellStats:
+    def from_values(cls, index: np.ndarray, values: np.ndarray, *, n_cells: int) -> CellStats:
         """Statistics of ``values`` grouped by cell ``index`` (``-1`` = not in any cell).
-
-        ``all_inside``: the caller knows every index is in ``0 .. n_cells-1`` (skips a
-        check that costs two passes over the index).
 
         >>> c = CellStats.from_values(np.array([0, 0, 1, -1]), np.array([1.0, 3.0, 5.0, 9.0]),
         ...                           n_cells=3)
@@ -101,17 +83,15 @@ class CellStats:
         """
         index = np.asarray(index, dtype=np.intp)
         values = np.asarray(values, dtype=np.float64)
-        if not all_inside:
-            inside = index >= 0
-            if not np.all(inside):
-                index, values = index[inside], values[inside]
+        inside = index >= 0
+        if not np.all(inside):
+            index, values = index[inside], values[inside]
         return cls(*_moments(index, values, n_cells))
 
     def divided_by(self, widths: np.ndarray) -> CellStats:
         """Statistics of the values divided by a constant per cell (``widths``, shape (M,)).
 
-        ``mean(v / w) = mean(v) / w`` and ``M2(v / w) = M2(v) / w^2``: the
-        finite differences of a cell become the slopes without a pass over the rows.
+        ``mean(v / w) = mean(v) / w``, ``M2(v / w) = M2(v) / w^2``.
 
         >>> c = CellStats.from_values(np.array([0, 0, 1]), np.array([1.0, 3.0, 5.0]), n_cells=2)
         >>> d = c.divided_by(np.array([2.0, 0.5]))
@@ -153,27 +133,6 @@ class CellStats:
             np.concatenate([np.zeros(1), np.cumsum(s2)]),
         )
 
-    def grouped(self, owner: np.ndarray, *, n_groups: int) -> CellStats:
-        """Statistics of the groups of cells: cell i joins group ``owner[i]`` (shape (M,),
-        in ``0 .. n_groups-1``); a group without cells is empty.
-
-        ``n = sum n_c``, ``mean = sum n_c mean_c / n``,
-        ``M2 = sum M2_c + sum n_c (mean_c - mean)^2`` over the group's cells.
-
-        >>> c = CellStats.from_values(np.array([0, 1, 2, 2]), np.array([1.0, 2, 4, 6]), n_cells=3)
-        >>> g = c.grouped(np.array([0, 2, 2]), n_groups=3)
-        >>> g.counts.tolist(), g.mean.tolist(), g.m2.tolist()
-        ([1, 0, 3], [1.0, 0.0, 4.0], [0.0, 0.0, 8.0])
-        """
-        owner = np.asarray(owner, dtype=np.intp)
-        counts = np.bincount(owner, weights=self.counts, minlength=n_groups).astype(np.int64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.bincount(owner, weights=self.counts * self.mean, minlength=n_groups) / counts
-        mean[counts == 0] = 0.0
-        d = self.mean - mean.take(owner)
-        m2 = np.bincount(owner, weights=self.m2 + self.counts * d * d, minlength=n_groups)
-        return CellStats(counts=counts, mean=mean, m2=m2)
-
     def coarsen(self, limits: np.ndarray) -> CellStats:
         """Statistics of the bins made of cells ``limits[k] .. limits[k+1] - 1``.
 
@@ -204,15 +163,9 @@ def uniform_cells(
 ) -> list[CellStats]:
     """:meth:`CellStats.from_values` for every column of (N, D) arrays on a uniform grid.
 
-    Rows are processed in chunks of ``chunk_rows`` (so the temporaries stay in
-    cache) and the chunks' statistics are merged, as any streaming source
-    would. Within a chunk, column j's cells are offset by ``j * K`` so that
-    ``np.bincount`` over the flattened chunk fills every column at once. Every
-    value of column j must lie inside the grid's ``[z_0, z_K]``.
-
-    Returns
-    -------
-    list of CellStats, length D, each with K cells
+    D lists of K cells. Rows go in chunks of ``chunk_rows`` (temporaries stay in cache),
+    column j's cells offset by ``j * K`` so that one ``np.bincount`` fills every column.
+    Every value of column j must lie inside the grid's ``[z_0, z_K]``.
 
     >>> g = UniformGrid.build(np.array([0.0, 0.0]), np.array([1.0, 1.0]), bins=2)
     >>> cells = uniform_cells(np.array([[0.0, 1.0], [1.0, 1.0]]), np.ones((2, 2)), g)
@@ -242,21 +195,8 @@ def uniform_cells(
 
 @dataclass(frozen=True)
 class BinStats:
-    """Statistics of the local effects per bin.
-
-    Attributes
-    ----------
-    counts : ndarray, shape (K,), int64
-        Rows per bin ``n_k``.
-    mean : ndarray, shape (K,)
-        Bin effect ``mu_k``; NaN for an empty bin.
-    var : ndarray, shape (K,)
-        ``s_k^2`` with ddof=1; NaN when ``n_k < 2``.
-    std : ndarray, shape (K,)
-        ``s_k``; NaN when ``n_k < 2``.
-    stderr : ndarray, shape (K,)
-        ``s_k / sqrt(n_k)``; NaN when ``n_k < 2``.
-    """
+    """Per bin (K,): ``counts`` n_k, ``mean`` mu_k (NaN if empty), ``var`` s_k^2 (ddof=1),
+    ``std`` s_k and ``stderr`` s_k / sqrt(n_k) (the last three NaN when n_k < 2)."""
 
     counts: np.ndarray
     mean: np.ndarray
@@ -266,9 +206,7 @@ class BinStats:
 
 
 def bin_stats(cells: CellStats) -> BinStats:
-    """Bin effect, std (ddof=1) and standard error of each cell of ``cells``.
-
-    ``s_k^2 = M2_k / (n_k - 1)``.
+    """Bin effect, std (``s_k^2 = M2_k / (n_k - 1)``) and standard error of each cell.
 
     >>> b = bin_stats(CellStats.from_values(np.array([0, 0, 0, 1]),
     ...                                     np.array([1.0, 2.0, 3.0, 7.0]), n_cells=3))
@@ -286,10 +224,8 @@ def bin_stats(cells: CellStats) -> BinStats:
 
 
 def fill_missing(values: np.ndarray, valid: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    """Replace ``values[~valid]`` by linear interpolation between valid neighbours.
-
-    Interpolates in ``centers`` (the bin midpoints); constant beyond the first
-    and last valid bin. All-invalid input gives all zeros (nothing to fill from).
+    """``values[~valid]`` interpolated in ``centers`` between valid neighbours (constant
+    beyond the ends; all invalid: zeros).
 
     >>> fill_missing(np.array([1.0, np.nan, 3.0, np.nan]), np.array([True, False, True, False]),
     ...              np.array([0.5, 1.5, 2.5, 3.5]))

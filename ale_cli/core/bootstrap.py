@@ -1,25 +1,17 @@
 """Bootstrap bands: rows resampled with replacement, the edges held fixed.
 
-A replicate b draws N rows with replacement; row i is drawn ``w_bi`` times,
-``w_b ~ Multinomial(N, 1/N, ..., 1/N)`` (the counts of N uniform draws). With
-the bins of a feature fixed, a replicate's cell statistics are weighted sums
-over the rows::
+Replicate b draws row i ``w_bi`` times, ``w_b ~ Multinomial(N, 1/N, ..., 1/N)``; with
+the bins fixed its cell statistics are weighted sums over the rows::
 
     n_bk = sum_{i in bin k} w_bi
     S_bk = sum_{i in bin k} w_bi e_i = n_bk mu_k + sum_{i in bin k} w_bi (e_i - mu_k)
 
-with ``mu_k`` the bin's mean on the data (summing the deviations keeps a bin
-whose values are all equal exact). Those sums over the rows are sparse matrix
-products, computed for every feature at once by
-:func:`ale_cli.estimators.bands.replicate_cells` (scipy, outside this numpy-only layer).
-From ``(n_bk, S_bk)`` every replicate is estimated as the data are:
-empty bins filled by interpolation, accumulated, and centered with its own
-counts (:func:`replicate_effects`). The band at each edge is the pair of
-percentiles ``(1 - ci) / 2`` and ``(1 + ci) / 2`` of the replicates
-(:func:`percentile_band`, linear interpolation between order statistics).
-
-The rows drawn depend only on the seed and N, one replicate after another, so
-a seed gives the same replicates for any block size and any features.
+(``mu_k`` the bin's mean on the data: a bin of equal values stays exact), computed as
+sparse products by :func:`ale_cli.estimators.bands.replicate_cells`. Each replicate is
+then estimated as the data are (:func:`replicate_effects`), and the band at each edge is
+the ``(1 - ci) / 2`` and ``(1 + ci) / 2`` percentiles (:func:`percentile_band`). The rows
+drawn depend only on the seed and N, so a seed gives the same replicates for any block
+size and any features.
 """
 
 from __future__ import annotations
@@ -33,16 +25,15 @@ from ale_cli.core.accumulate import CENTER_MODES
 
 #: at most this many weights (replicates x rows) are held at once
 BLOCK_WEIGHTS = 1 << 23
+#: the statistics that get percentile bands
+BAND_KEYS = ("aled", "aler_min", "aler_max", "naled", "naler_min", "naler_max")
 
 
 def resampled_weights(
     n_rows: int, *, replicates: int, rng: np.random.Generator
 ) -> Iterator[np.ndarray]:
-    """Blocks of rows of ``W``: how often each row is drawn in each replicate.
-
-    Yields float64 arrays of shape (b, N) whose rows sum to N, b replicates at a
-    time (``b * N <= BLOCK_WEIGHTS``, at least 1), ``replicates`` rows in all.
-    Replicate r is ``bincount(rng.integers(0, N, N))``, in order.
+    """Blocks (b, N) of ``W``, how often each row is drawn per replicate
+    (``bincount(rng.integers(0, N, N))``, in order; ``b * N <= BLOCK_WEIGHTS``).
 
     >>> [w.sum(axis=1).tolist() for w in resampled_weights(3, replicates=2,
     ...                                                    rng=np.random.default_rng(0))]
@@ -59,15 +50,7 @@ def resampled_weights(
 
 @dataclass(frozen=True)
 class ReplicateCells:
-    """Count and sum of the values per bin and replicate of one feature.
-
-    Attributes
-    ----------
-    counts : ndarray, shape (B, K), float64
-        ``n_bk`` (whole numbers).
-    sums : ndarray, shape (B, K), float64
-        ``S_bk``.
-    """
+    """``counts`` n_bk (whole numbers) and ``sums`` S_bk per replicate and bin, (B, K)."""
 
     counts: np.ndarray
     sums: np.ndarray
@@ -80,14 +63,10 @@ def replicate_effects(
     center: str = "mean",
     widths: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The effect at the K+1 edges of every replicate; shape (B, K+1).
-
-    ``mu_bk = S_bk / n_bk`` (divided by ``widths`` (K,) when the values are
-    differences across the bins, as classic ALE's), empty bins filled by
-    linear interpolation between the neighbouring non-empty bins' centers
-    (constant at the ends), ``f_b(z_k) = sum_{j<=k} mu_bj dz_j`` minus the
-    replicate's own centering constant
-    (``sum_k n_bk (f_b(z_{k-1}) + f_b(z_k)) / 2 / sum_k n_bk`` for ``mean``).
+    """The effect (B, K+1) of every replicate: ``mu_bk = S_bk / n_bk`` (divided by
+    ``widths`` (K,) for classic ALE's differences), empty bins interpolated between the
+    neighbouring bins' centers, ``f_b(z_k) = sum_{j<=k} mu_bj dz_j`` minus the
+    replicate's own centering constant (its own counts).
 
     >>> rc = ReplicateCells(counts=np.array([[2.0, 0.0, 2.0]]), sums=np.array([[2.0, 0.0, 6.0]]))
     >>> replicate_effects(np.array([0.0, 1.0, 2.0, 3.0]), rc, center="start").tolist()
@@ -137,13 +116,9 @@ def percentile_band(values: np.ndarray, *, ci: float) -> tuple[np.ndarray, np.nd
 def statistics_bands(
     effect: np.ndarray, counts: np.ndarray, *, quantiles: np.ndarray | None, ci: float
 ) -> dict[str, float | None]:
-    """Percentile bands of the effect-size statistics over the replicates.
-
-    ``effect`` (B, K+1) and ``counts`` (B, K) of the replicates; ALED and ALER
-    of every replicate (:mod:`~ale_cli.core.statistics`), and NALED and NALER
-    with the prediction ``quantiles`` (101,) held at the data's (None: their
-    bands are None). Keys ``aled_ci_low``, ``aled_ci_high``, ``aler_min_ci_low``, ...
-    The heterogeneity share has no band (the replicates keep no second moments).
+    """Percentile bands (``aled_ci_low``, ``aled_ci_high``, ...) of ALED, ALER and, with the
+    data's prediction ``quantiles``, NALED and NALER over the replicates' ``effect``
+    (B, K+1) and ``counts`` (B, K); the heterogeneity share has none.
 
     >>> e = np.array([[-1.0, 1.0], [-2.0, 2.0], [-3.0, 3.0]]); n = np.ones((3, 1))
     >>> b = statistics_bands(e, n, quantiles=None, ci=0.5)
@@ -152,24 +127,28 @@ def statistics_bands(
     """
     from ale_cli.core.statistics import aled, aler, naled, naler
 
-    rows: dict[str, list[float]] = {k: [] for k in ("aled", "aler_min", "aler_max")}
-    if quantiles is not None:
-        rows |= {k: [] for k in ("naled", "naler_min", "naler_max")}
-    for e, n in zip(effect, counts, strict=True):
-        rows["aled"].append(aled(effect=e, counts=n))
+    def row(e: np.ndarray, n: np.ndarray) -> dict[str, float | None]:
         lo, hi = aler(effect=e, counts=n)
-        rows["aler_min"].append(lo)
-        rows["aler_max"].append(hi)
-        if quantiles is not None:
-            rows["naled"].append(naled(effect=e, counts=n, quantiles=quantiles))
-            nlo, nhi = naler(effect=e, counts=n, quantiles=quantiles)
-            rows["naler_min"].append(nlo)
-            rows["naler_max"].append(nhi)
+        out: dict[str, float | None] = {"aled": aled(effect=e, counts=n)}
+        out |= {"aler_min": lo, "aler_max": hi, "naled": None, "naler_min": None}
+        if quantiles is None:
+            return out | {"naler_max": None}
+        nlo, nhi = naler(effect=e, counts=n, quantiles=quantiles)
+        normed = naled(effect=e, counts=n, quantiles=quantiles)
+        return out | {"naled": normed, "naler_min": nlo, "naler_max": nhi}
+
+    return bands_of([row(e, n) for e, n in zip(effect, counts, strict=True)], ci=ci)
+
+
+def bands_of(rows: list[dict[str, float | None]], *, ci: float) -> dict[str, float | None]:
+    """``KEY_ci_low``/``KEY_ci_high`` over the replicates' statistics ``rows`` for each of
+    :data:`BAND_KEYS` (None where a replicate has None)."""
     out: dict[str, float | None] = {}
-    for key in ("aled", "aler_min", "aler_max", "naled", "naler_min", "naler_max"):
-        if key in rows:
-            lo_q, hi_q = percentile_band(np.array(rows[key])[:, None], ci=ci)
-            out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(lo_q[0]), float(hi_q[0])
-        else:
+    for key in BAND_KEYS:
+        values = [r[key] for r in rows]
+        if any(v is None for v in values):
             out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = None
+            continue
+        lo, hi = percentile_band(np.array(values, dtype=np.float64)[:, None], ci=ci)
+        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(lo[0]), float(hi[0])
     return out

@@ -1,10 +1,8 @@
 """ALE of a discrete or nominal feature: effects per level from adjacent-level differences.
 
-Levels ``l_0, ..., l_{K-1}`` in a given order (numeric order for a discrete
-feature, :func:`level_order` for a nominal one), ``n_k`` rows at level k.
-Following ALEPlot's method for factors (Apley & Zhu 2020, Sec. 5.4), each
-row at level k is moved to level k+1 (if k < K-1) and to level k-1 (if
-k > 0)::
+Levels ``l_0, ..., l_{K-1}`` in order (numeric, or :func:`level_order` for a nominal
+feature), ``n_k`` rows at level k. As ALEPlot for factors (Apley & Zhu 2020, Sec. 5.4),
+each row is moved to the next and the previous level::
 
     up_i   = f(x_i with x_s = l_{k+1}) - f(x_i)           rows at level k < K-1
     down_i = f(x_i) - f(x_i with x_s = l_{k-1})           rows at level k > 0
@@ -17,19 +15,14 @@ The jump from level k-1 to k pools the ``up`` of the rows at k-1 and the
     center: subtract sum_k n_k f(l_k) / N                 ("mean", as ALEPlot and PyALE)
     STD(l_k) = sqrt(sum_{j<=k} s_j^2),  SE(l_k) = sqrt(sum_{j<=k} s_j^2 / m_j)
 
-with ``s_j`` the std (ddof=1) of jump j's pooled values. The jump statistics
-are :class:`~ale_cli.core.binstats.CellStats` of the pooled values (K-1 cells).
+with ``s_j`` the std (ddof=1) of jump j's pooled values (:class:`CellStats`, K-1 cells).
 
-The order of nominal levels (:func:`level_order`) is ALEPlot's: the distance
-between levels a and b sums, over the other features, the Kolmogorov-Smirnov
-distance between the feature's distributions at a and at b (numeric features;
-the two ECDFs compared at the 100 quantiles ``0, 1/99, ..., 1`` of the whole
-column, R's default type-7) or their total-variation distance (categorical
-features, ``sum |p_a - p_b| / 2``); the levels are then sorted by their
-one-dimensional classical MDS coordinate (R's ``cmdscale(D, k = 1)``: the
-leading eigenvector of the doubly-centered ``-D^2 / 2``). An eigenvector's
-sign is arbitrary: it is fixed here so that the first level in the input
-order is not after the last one.
+Nominal levels are ordered as ALEPlot does (:func:`level_order`): the distance between
+levels a and b sums, over the other features, the Kolmogorov-Smirnov distance of their
+ECDFs at the column's 100 type-7 quantiles (numeric) or the total variation
+``sum |p_a - p_b| / 2`` (categorical); levels are sorted by their 1-D classical MDS
+coordinate (R's ``cmdscale(D, k = 1)``), its sign fixed so that the first input level is
+not after the last.
 """
 
 from __future__ import annotations
@@ -54,26 +47,9 @@ QS = np.linspace(0.0, 1.0, KS_POINTS)
 
 @dataclass(frozen=True)
 class LevelEffect:
-    """One discrete or nominal feature's effect per level, K levels in the estimated order.
-
-    Attributes
-    ----------
-    counts : ndarray, shape (K,), int64
-        ``n_k``, rows at each level.
-    effect : ndarray, shape (K,)
-        ``f(l_k)`` after centering.
-    std : ndarray, shape (K,)
-        Accumulated heterogeneity ``sqrt(sum_{j<=k} s_j^2)``.
-    stderr : ndarray, shape (K,)
-        Accumulated standard error ``sqrt(sum_{j<=k} s_j^2 / m_j)``.
-    jump : ndarray, shape (K-1,)
-        ``d_k``, the mean difference from level k-1 to level k.
-    jump_std : ndarray, shape (K-1,)
-        ``s_k`` (ddof=1; NaN with fewer than 2 values).
-    jump_count : ndarray, shape (K-1,), int64
-        ``m_k = n_{k-1} + n_k``.
-    center_offset : float
-    """
+    """One feature's effect per level, K levels in the estimated order: ``counts`` n_k,
+    ``effect`` f(l_k) (centered), ``std`` and ``stderr`` (K,); ``jump`` d_k, ``jump_std``
+    s_k (NaN with fewer than 2 values) and ``jump_count`` m_k (K-1,)."""
 
     counts: np.ndarray
     effect: np.ndarray
@@ -88,18 +64,8 @@ class LevelEffect:
 def level_effect(
     *, position: np.ndarray, up: np.ndarray, down: np.ndarray, n_levels: int, center: str = "mean"
 ) -> LevelEffect:
-    """The per-level effect from the rows' positions and their adjacent-level differences.
-
-    Parameters
-    ----------
-    position : ndarray, shape (N,), int
-        Each row's level in the estimated order, ``0 .. K-1``.
-    up, down : ndarray, shape (N,)
-        ``up_i`` (read where ``position < K-1``) and ``down_i`` (read where ``position > 0``).
-    n_levels : int
-        K, at least 2.
-    center : {"mean", "start", "none"}
-        ``mean``: the count-weighted mean of the effects is 0 (ALEPlot, PyALE).
+    """The per-level effect from each row's level ``position`` (N,) in the estimated order
+    and its differences ``up`` (read where ``position < K-1``) and ``down`` (where > 0).
 
     >>> pos = np.array([0, 0, 1, 1, 2])
     >>> e = level_effect(position=pos, up=np.array([1.0, 3.0, 5.0, 5.0, 0.0]),
@@ -114,11 +80,8 @@ def level_effect(
 def level_cells(
     *, position: np.ndarray, up: np.ndarray, down: np.ndarray, n_levels: int
 ) -> tuple[CellStats, np.ndarray]:
-    """The jumps' statistics (K-1 cells of the pooled ``up``/``down`` values) and ``n_k`` (K,).
-
-    Both merge across chunks of rows (:meth:`CellStats.merge`, counts add), so
-    :func:`level_effect_from_cells` on the merged parts is :func:`level_effect`
-    on all rows, to rounding.
+    """The jumps' statistics (K-1 cells of the pooled ``up``/``down`` values) and ``n_k``
+    (K,); both merge across chunks of rows.
 
     >>> cells, counts = level_cells(position=np.array([0, 1, 1]), up=np.array([2.0, 0, 0]),
     ...                             down=np.array([0, 4.0, 6.0]), n_levels=2)
@@ -231,9 +194,8 @@ def total_variation(
 
 
 def ks_points(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where the :data:`KS_POINTS` type-7 quantiles of n values lie in their sorted order:
-    the positions below and above each and the weight of the one above, as numpy's
-    ``quantile`` (method "linear") finds them (:func:`lerp` then gives its values).
+    """The sorted positions below and above the :data:`KS_POINTS` type-7 quantiles of n
+    values and the weight of the one above, as numpy's ``quantile`` finds them (:func:`lerp`).
 
     >>> x = np.array([3.0, 1.0, 4.0, 1.5, 9.0])
     >>> below, above, gamma = ks_points(x.size)
@@ -266,20 +228,9 @@ def level_distances(
     numeric: Sequence[np.ndarray] = (),
     categorical: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
-    """Summed distances between the levels of a nominal feature; shape (K, K).
-
-    Memory is ``K^2`` plus the rows (K at most N, every level present), whatever the
-    levels of the other columns.
-
-    Parameters
-    ----------
-    codes : ndarray, shape (N,), int
-        Each row's level, ``0 .. K-1`` (every level present).
-    numeric : sequence of ndarray (N,)
-        The other numeric features: Kolmogorov-Smirnov distance between the
-        ECDFs at two levels, at the 100 type-7 quantiles of the whole column.
-    categorical : sequence of ndarray (N,), int codes
-        The other categorical features: total variation ``sum |p_a - p_b| / 2``.
+    """Summed distances (K, K) between the levels ``codes`` (N,) of a nominal feature over
+    the other ``numeric`` (KS) and ``categorical`` (total variation) columns (N,); memory
+    ``K^2`` plus the rows.
 
     >>> codes = np.array([0, 0, 1, 1, 2, 2])
     >>> level_distances(codes, 3, numeric=[np.array([0.0, 0.1, 1.0, 1.1, 2.0, 2.1])]).tolist()
@@ -297,12 +248,8 @@ def level_distances(
 
 
 def mds_1d(dist: np.ndarray) -> np.ndarray:
-    """Classical (Torgerson) MDS in one dimension: coordinate of each of the K points.
-
-    ``B = -J D^2 J / 2`` with ``J = I - 11'/K`` (the double centering of ``D^2``: its
-    row and column means subtracted, its grand mean added); the coordinate is
-    ``sqrt(lambda_1) v_1`` for the largest eigenvalue, the sign chosen so that
-    the first point's coordinate is at most the last one's.
+    """Classical MDS in one dimension: ``sqrt(lambda_1) v_1`` of ``B = -J D^2 J / 2``,
+    ``J = I - 11'/K``, the sign chosen so that the first point is not after the last.
 
     >>> d = np.abs(np.subtract.outer([0.0, 3.0, 1.0], [0.0, 3.0, 1.0]))
     >>> np.round(mds_1d(d), 12).tolist()
@@ -328,18 +275,15 @@ def level_order(
     numeric: Sequence[np.ndarray] = (),
     categorical: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
-    """ALEPlot's order of nominal levels: sorted by the 1-D MDS of :func:`level_distances`.
-
-    Returns ``order`` (K,): ``order[p]`` is the level at position p. Without
-    other features (or all distances 0) the input order is kept.
+    """ALEPlot's order (K,) of nominal levels (``order[p]`` the level at position p): by
+    the 1-D MDS of :func:`level_distances` (:func:`order_of`).
 
     >>> codes = np.repeat([0, 1, 2], 300)   # another feature centred at 0, 2 and 1 per level
     >>> other = np.array([0.0, 2.0, 1.0])[codes] + np.random.default_rng(0).normal(size=900)
     >>> level_order(codes, 3, numeric=[other]).tolist()
     [0, 2, 1]
     """
-    dist = level_distances(codes, n_levels, numeric=numeric, categorical=categorical)
-    return order_of(dist)
+    return order_of(level_distances(codes, n_levels, numeric=numeric, categorical=categorical))
 
 
 def order_of(dist: np.ndarray) -> np.ndarray:
@@ -354,13 +298,10 @@ def order_of(dist: np.ndarray) -> np.ndarray:
 def level_statistics(
     *, effect: np.ndarray, std: np.ndarray, counts: np.ndarray, quantiles: np.ndarray | None
 ) -> dict[str, float | None]:
-    """Effect-size statistics of a per-level effect (R ``ale``'s for categorical features).
-
-    With ``N = sum n_k`` over the K levels: ``aled = sum_k n_k |f_k| / N``;
-    ``aler_min/max`` = min/max of ``f_k``; ``naled``/``naler_*`` the same after
-    :func:`~ale_cli.core.statistics.normalize` (None without ``quantiles``);
-    ``heterogeneity_share = (sum_k n_k STD_k / N) / aled`` (None when aled is 0
-    and the heterogeneity is not).
+    """Effect-size statistics of a per-level effect (R ``ale``'s for categorical features):
+    ``aled = sum_k n_k |f_k| / N``, ``aler_min/max`` of ``f_k``, ``naled``/``naler_*`` after
+    :func:`~ale_cli.core.statistics.normalize` (None without ``quantiles``),
+    ``heterogeneity_share = (sum_k n_k STD_k / N) / aled`` (None if only aled is 0).
 
     >>> s = level_statistics(effect=np.array([-1.0, 3.0]), std=np.zeros(2),
     ...                      counts=np.array([3, 1]), quantiles=None)
@@ -404,19 +345,10 @@ def level_statistics_bands(
     >>> b["aled_ci_low"], b["aled_ci_high"], b["naled_ci_low"]
     (1.5, 2.5, None)
     """
-    from ale_cli.core.bootstrap import percentile_band
+    from ale_cli.core.bootstrap import bands_of
 
-    keys = ("aled", "aler_min", "aler_max", "naled", "naler_min", "naler_max")
     rows = [
         level_statistics(effect=e, std=np.zeros_like(e), counts=n, quantiles=quantiles)
         for e, n in zip(effect, counts, strict=True)
     ]
-    out: dict[str, float | None] = {}
-    for key in keys:
-        values = [r[key] for r in rows]
-        if any(v is None for v in values):
-            out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = None
-            continue
-        lo, hi = percentile_band(np.array(values, dtype=np.float64)[:, None], ci=ci)
-        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(lo[0]), float(hi[0])
-    return out
+    return bands_of(rows, ci=ci)

@@ -1,16 +1,10 @@
 """The first-order effect of one feature on given edges, from its per-bin statistics.
 
-The composition shared by every first-order estimator (DALE on fixed bins,
-RHALE on optimised bins, and Apley-Zhu's finite differences later):
-
-1. bin statistics from the bin's counts, sums and sums of squares
-   (:func:`~ale_cli.core.binstats.bin_stats`);
-2. empty bins keep ``n_k = 0`` and are flagged; their ``mu_k`` is filled by
-   linear interpolation between the neighbouring non-empty bins (constant at
-   the ends); for the accumulated heterogeneity and standard error, ``s_k^2``
-   of bins with fewer than 2 rows is filled the same way (``bin_std`` itself
-   stays NaN there);
-3. accumulation and centering (:mod:`~ale_cli.core.accumulate`).
+Shared by every first-order estimator: bin statistics (:func:`~ale_cli.core.binstats.bin_stats`);
+empty bins keep ``n_k = 0``, are flagged, and their ``mu_k`` is interpolated between the
+neighbouring non-empty bins (constant at the ends), as ``s_k^2`` of bins with fewer than
+2 rows is for the accumulation (``bin_std`` stays NaN there); then accumulation and
+centering (:mod:`~ale_cli.core.accumulate`).
 """
 
 from __future__ import annotations
@@ -25,29 +19,10 @@ from ale_cli.core.binstats import BinStats, CellStats, bin_stats, fill_missing
 
 @dataclass(frozen=True)
 class FirstOrderEffect:
-    """One feature's first-order effect; K bins, K+1 edges.
-
-    Attributes
-    ----------
-    edges : ndarray, shape (K+1,)
-    counts : ndarray, shape (K,), int64
-    bin_effect : ndarray, shape (K,)
-        ``mu_k``; interpolated where ``bin_filled``.
-    bin_std : ndarray, shape (K,)
-        ``s_k`` (ddof=1), NaN where ``n_k < 2``.
-    bin_stderr : ndarray, shape (K,)
-        ``s_k / sqrt(n_k)``, NaN where ``n_k < 2``.
-    bin_filled : ndarray, shape (K,), bool
-        True for the empty bins whose ``mu_k`` was interpolated.
-    effect : ndarray, shape (K+1,)
-        Accumulated effect at the edges minus ``center_offset``.
-    std : ndarray, shape (K+1,)
-        Accumulated heterogeneity ``sqrt(sum_{j<=k} dz_j^2 s_j^2)``.
-    stderr : ndarray, shape (K+1,)
-        Accumulated standard error ``sqrt(sum_{j<=k} dz_j^2 s_j^2 / n_j)``.
-    center_offset : float
-        The constant subtracted from the uncentered effect.
-    """
+    """One feature's first-order effect: per bin (K,) ``counts``, ``bin_effect`` mu_k
+    (interpolated where ``bin_filled``), ``bin_std`` s_k and ``bin_stderr`` (NaN where
+    n_k < 2); at the K+1 ``edges`` the accumulated ``effect`` minus ``center_offset``,
+    ``std`` and ``stderr`` (:mod:`~ale_cli.core.accumulate`)."""
 
     edges: np.ndarray
     counts: np.ndarray
@@ -75,8 +50,17 @@ def effect_from_bins(
     if stats.counts.size != edges.size - 1:
         raise ValueError(f"{stats.counts.size} bins do not match {edges.size} edges")
     centers = (edges[:-1] + edges[1:]) / 2.0
-    empty = stats.counts == 0
-    mu = fill_missing(stats.mean, ~empty, centers)
+    return effect_from_slopes(
+        edges, stats, fill_missing(stats.mean, stats.counts > 0, centers), center=center
+    )
+
+
+def effect_from_slopes(
+    edges: np.ndarray, stats: BinStats, mu: np.ndarray, *, center: str
+) -> FirstOrderEffect:
+    """The effect of bin effects ``mu`` (K,, no NaN) with the bins' ``stats``: ``s_k^2``
+    filled where n_k < 2, accumulated and centered."""
+    centers = (edges[:-1] + edges[1:]) / 2.0
     var = fill_missing(stats.var, stats.counts > 1, centers)
     acc = accumulate(edges, mu, bin_var=var, counts=stats.counts)
     offset = center_offset(acc.effect, stats.counts, mode=center)
@@ -86,7 +70,7 @@ def effect_from_bins(
         bin_effect=mu,
         bin_std=stats.std,
         bin_stderr=stats.stderr,
-        bin_filled=empty,
+        bin_filled=stats.counts == 0,
         effect=acc.effect - offset,
         std=acc.std,
         stderr=acc.stderr,

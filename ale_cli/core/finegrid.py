@@ -1,10 +1,8 @@
 """ALE of piecewise-constant models from secants across the bins of a fine grid.
 
-A tree, forest, boosting or neighbours model is flat almost everywhere, so its
-derivative carries no information. Instead each row gets the *secant* of the
-model across the bin of a fine grid that holds it: with fine edges
-``g_0 < ... < g_M`` and row i in fine bin j = ``(g_{j-1}, g_j]`` (``g_0`` in the
-first bin, as every bin here)::
+A tree or neighbours model is flat almost everywhere, so each row gets instead the
+*secant* of the model across its bin j = ``(g_{j-1}, g_j]`` of a fine grid
+``g_0 < ... < g_M`` (``g_0`` in the first bin)::
 
     e_i = (f(g_j, x_i,-s) - f(g_{j-1}, x_i,-s)) / (g_j - g_{j-1})
 
@@ -13,25 +11,16 @@ on the fine grid, so the fine-grid ALE (uncentered) at the fine edges is::
 
     F(g_0) = 0,    F(g_j) = sum_{l<=j} m_l (g_l - g_{l-1}),    m_l = mean_{i in l} e_i
 
-and between fine edges F is linear. A coarse edge z gets ``F(z)`` (linear
-interpolation inside its fine bin when z is not a fine edge; beyond the grid F
-continues with the end bin's slope), and the coarse bin effect is
-``mu_k = (F(z_k) - F(z_{k-1})) / (z_k - z_{k-1})``: the fine bins inside a coarse
-bin are weighted by their *widths*. A plain mean of the secants over the rows
-of a coarse bin would weight them by their row counts instead, which is the
-ALE only where the density is flat inside the coarse bin.
+linear between fine edges and continued with the end bins' slopes. The coarse bin
+effect is ``mu_k = (F(z_k) - F(z_{k-1})) / (z_k - z_{k-1})``: fine bins weighted by
+their *widths* (a mean of the secants over a coarse bin's rows would weight them by row
+counts, the ALE only where the density is flat).
 
-Fine edges are type-1 quantile edges at ``j / K_fine`` (:func:`fine_edges`,
-``K_fine = 240`` by default). For N values the edge at ``k / K`` is the sorted
-value at position ``ceil(N k / K)``, and ``ceil(N k / K) = ceil(N (k r) / (K r))``
-for ``K r = K_fine``: quantile edges at any K dividing 240 (5, 10, 20, 40, 60,
-...) are the fine edges with index ``k r``, and removing duplicate values keeps
-them a subset. So those coarse quantile bins are unions of fine bins and ``F``
-at their edges is exact (no interpolation).
-
-Heterogeneity, standard error and centering are those of the other estimators
-(:mod:`~ale_cli.core.accumulate`): ``s_k`` is the ddof=1 std of the secants of
-the rows in coarse bin k, centering uses the coarse bins' row counts.
+Fine edges are type-1 quantile edges at ``j / K_fine`` (``K_FINE = 240``). Since
+``ceil(N k / K) = ceil(N (k r) / (K r))`` for ``K r = K_fine``, quantile edges at any K
+dividing 240 are fine edges (deduplication keeps them a subset), and ``F`` at them is
+exact. ``s_k`` is the ddof=1 std of the secants of the rows in coarse bin k; standard
+error and centering are those of :mod:`~ale_cli.core.accumulate`.
 """
 
 from __future__ import annotations
@@ -40,10 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.accumulate import accumulate, center_offset
 from ale_cli.core.binning import assign, quantile_edges
 from ale_cli.core.binstats import CellStats, bin_stats, fill_missing
-from ale_cli.core.effect import FirstOrderEffect
+from ale_cli.core.effect import FirstOrderEffect, effect_from_slopes
 
 #: Fine quantile bins per feature; 240 = 2^4 * 3 * 5 has the divisors 2, 3, 4, 5, 6, 8,
 #: 10, 12, 15, 16, 20, 24, 30, 40, 48, 60, 80, 120.
@@ -53,19 +41,8 @@ MIN_ROWS_PER_FINE_BIN = 20
 
 
 def fine_edges(x: np.ndarray, *, k_fine: int = K_FINE) -> np.ndarray:
-    """The fine grid of one feature: type-1 quantile edges at ``j / k_fine``, deduplicated.
-
-    Parameters
-    ----------
-    x : ndarray, shape (N,)
-    k_fine : int
-        Bins asked for; fewer remain where values tie.
-
-    Returns
-    -------
-    ndarray, shape (M+1,), M <= k_fine
-
-    Quantile edges at K dividing ``k_fine`` are a subset:
+    """The fine grid (M+1,) of x (N,): type-1 quantile edges at ``j / k_fine``, deduplicated
+    (M <= k_fine where values tie). Quantile edges at K dividing ``k_fine`` are a subset:
 
     >>> x = np.random.default_rng(0).normal(size=1000)
     >>> g = fine_edges(x, k_fine=240)
@@ -77,16 +54,9 @@ def fine_edges(x: np.ndarray, *, k_fine: int = K_FINE) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Limits:
-    """Each row's fine bin and that bin's limits.
-
-    Attributes
-    ----------
-    index : ndarray, shape (N,), int64
-        Fine bin ``j - 1`` (0-based) of each row; -1 outside ``[g_0, g_M]``.
-    lower, upper : ndarray, shape (N,)
-        ``g_{j-1}`` and ``g_j``: where the row is moved to (its own value
-        for a row outside the grid, whose secant is then 0).
-    """
+    """Each row's fine bin ``index`` (N,) (0-based, -1 outside ``[g_0, g_M]``) and the limits
+    ``lower``, ``upper`` (N,) it is moved to: ``g_{j-1}``, ``g_j`` (its own value outside
+    the grid, whose secant is then 0)."""
 
     index: np.ndarray
     lower: np.ndarray
@@ -125,18 +95,9 @@ def secants(
 
 @dataclass(frozen=True)
 class FineCurve:
-    """The uncentered fine-grid ALE of one feature.
-
-    Attributes
-    ----------
-    edges : ndarray, shape (M+1,)
-        Fine edges ``g``.
-    slope : ndarray, shape (M,)
-        Mean secant per fine bin ``m_j`` (an empty fine bin: interpolated
-        between its neighbours' centers, constant at the ends).
-    value : ndarray, shape (M+1,)
-        ``F(g_j)``, ``F(g_0) = 0``.
-    """
+    """The uncentered fine-grid ALE of one feature: fine ``edges`` g (M+1,), ``slope`` m_j
+    (M,) (an empty fine bin interpolated between its neighbours' centers, constant at the
+    ends) and ``value`` ``F(g_j)`` (M+1,), ``F(g_0) = 0``."""
 
     edges: np.ndarray
     slope: np.ndarray
@@ -189,26 +150,12 @@ def on_grid(z: np.ndarray, fine: np.ndarray) -> bool:
 def secant_effect(
     edges: np.ndarray, curve: FineCurve, cells: CellStats, *, center: str = "mean"
 ) -> FirstOrderEffect:
-    """The effect on coarse ``edges`` (K+1,) from the fine curve.
+    """The effect on coarse ``edges`` (K+1,) from the fine curve and the statistics of the
+    secants per coarse bin (``cells``, K: counts for the centering and the standard
+    error, ``s_k`` for the heterogeneity).
 
-    Parameters
-    ----------
-    edges : ndarray, shape (K+1,)
-        Coarse edges, strictly increasing.
-    curve : FineCurve
-        :func:`fine_curve` of the feature.
-    cells : CellStats
-        Statistics of the secants of the rows in each coarse bin (K cells):
-        counts for the centering and the standard error, ``s_k`` for the
-        heterogeneity.
-    center : {"mean", "start", "none"}
-
-    Returns
-    -------
-    FirstOrderEffect
-        ``bin_effect = mu_k = (F(z_k) - F(z_{k-1})) / dz_k``; ``bin_filled``
-        marks the coarse bins without rows (their ``mu_k`` comes from the fine
-        curve, not from rows of their own).
+    ``bin_effect = mu_k = (F(z_k) - F(z_{k-1})) / dz_k``; ``bin_filled`` marks the
+    coarse bins without rows (their ``mu_k`` comes from the fine curve).
 
     For rows evenly spread in a fine bin of twice the slope, the width-weighted
     coarse slope is (1 x 2 + 1 x 0) / 2 = 1, whatever the row counts:
@@ -223,35 +170,15 @@ def secant_effect(
     edges = np.asarray(edges, dtype=np.float64)
     if cells.n_cells != edges.size - 1:
         raise ValueError(f"{cells.n_cells} bins do not match {edges.size} edges")
-    value = curve.at(edges)
-    mu = np.diff(value) / np.diff(edges)
-    stats = bin_stats(cells)
-    centers = (edges[:-1] + edges[1:]) / 2.0
-    var = fill_missing(stats.var, stats.counts > 1, centers)
-    acc = accumulate(edges, mu, bin_var=var, counts=stats.counts)
-    offset = center_offset(acc.effect, stats.counts, mode=center)
-    return FirstOrderEffect(
-        edges=edges,
-        counts=stats.counts,
-        bin_effect=mu,
-        bin_std=stats.std,
-        bin_stderr=stats.stderr,
-        bin_filled=stats.counts == 0,
-        effect=acc.effect - offset,
-        std=acc.std,
-        stderr=acc.stderr,
-        center_offset=offset,
-    )
+    mu = np.diff(curve.at(edges)) / np.diff(edges)
+    return effect_from_slopes(edges, bin_stats(cells), mu, center=center)
 
 
 def replicate_curves(
     fine: np.ndarray, counts: np.ndarray, sums: np.ndarray, edges: np.ndarray
 ) -> np.ndarray:
-    """Uncentered ``F_b`` at coarse ``edges`` (K+1,) for bootstrap replicates of the secants.
-
-    ``counts``, ``sums`` (B, M) are the replicates' weighted counts and sums of the
-    secants per fine bin; each replicate's fine slopes are ``sums / counts``
-    (empty fine bins interpolated, as :func:`fine_curve` does). Returns (B, K+1).
+    """Uncentered ``F_b`` (B, K+1) at coarse ``edges`` of bootstrap replicates whose
+    weighted ``counts`` and ``sums`` of the secants per fine bin are (B, M).
 
     >>> replicate_curves(np.array([0.0, 1.0, 2.0]), np.array([[1.0, 1.0], [2.0, 0.0]]),
     ...                  np.array([[2.0, 0.0], [2.0, 0.0]]), np.array([0.0, 2.0])).tolist()
@@ -279,13 +206,8 @@ def rows_per_bin(counts: np.ndarray) -> float:
 def sparse_reason(counts: np.ndarray, *, min_rows: int = MIN_ROWS_PER_FINE_BIN) -> str | None:
     """Why a feature's secants are too sparse for the store-based estimators (None if not).
 
-    With fewer than ``min_rows`` rows in the median fine bin, each fine bin's
-    mean secant rests on a handful of rows, and the fine curve, accumulated over
-    M such bins, drifts from the ALE on coarse bins by noise and by the
-    interactions of the few rows it happens to hold. 20 is the fewest rows per
-    fine bin at which 20 quantile bins met 5 % (median) / 15 % (worst) of the
-    curve's range against classic ALE for boosting and forest models on the
-    synthetic data of ``bench/bench_secant.py`` (10 rows: up to 5.5 % median).
+    With fewer than ``min_rows`` rows in the median fine bin, the fine curve drifts from
+    the ALE on coarse bins by noise (the threshold: ``bench/bench_secant.py``).
 
     >>> sparse_reason(np.array([2, 2, 3])) is not None, sparse_reason(np.full(4, 25))
     (True, None)

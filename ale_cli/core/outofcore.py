@@ -1,24 +1,19 @@
 """Exact type-1 quantile edges of columns that arrive in chunks (out of core).
 
-The in-memory :func:`~ale_cli.core.binning.quantile_bins` counts the values in
-equal-width buckets and selects each quantile inside its own bucket. Here the
-same happens in passes over the chunks, for every column at once:
+Passes over the chunks, for every column at once (an array in memory is one chunk:
+:func:`~ale_cli.core.binning.quantile_edges`):
 
-1. count the values of each column in ``B`` equal-width buckets over its
-   ``[lo, hi]``; the order statistic at sorted position ``p`` lies in the
-   bucket where the cumulative count first exceeds ``p``, at rank
-   ``p - (count below it)`` among that bucket's values (bucketing is monotone
-   in x, so every value of a lower bucket is smaller);
-2. gather the values of the buckets that hold a position and select the rank
-   among them (``np.partition``).
+1. count the values of each column in ``B`` equal-width buckets over its ``[lo, hi]``;
+   the order statistic at sorted position ``p`` lies in the bucket where the cumulative
+   count first exceeds ``p``, at rank ``p - (count below it)`` among its values
+   (bucketing is monotone in x);
+2. gather the values of the buckets that hold a position and select the rank among them
+   (``np.partition``).
 
-A bucket with more than ``max_candidates`` values (very skewed data) is
-bucketed again within its own range in a further pass, and so on; a bucket
-whose values are all equal gives its value without being gathered. Memory is
-the chunk plus the gathered values, never N.
-
-``chunks`` is a function returning a fresh iterable of (n_i, D) arrays, the
-same rows in the same order on every call (one pass each).
+A bucket of more than ``max_candidates`` values is bucketed again within its own range
+in a further pass; a bucket of one distinct value gives it without being gathered.
+Memory is the chunk plus the gathered values, never N. ``chunks`` returns a fresh
+iterable of (n_i, D) arrays, the same rows in the same order on every call.
 """
 
 from __future__ import annotations
@@ -76,12 +71,9 @@ class _Level:
 
 @dataclass
 class _Group:
-    """The values of one column lying in a chain of buckets, and the ranks wanted among them.
-
-    ``chain`` is [(level, bucket), ...] from the column's root bucketing down;
-    ``ranks`` are 0-based ranks among the group's ``count`` values, ``slots`` where
-    each answer goes in the column's result.
-    """
+    """The values of one column in a ``chain`` of [(level, bucket), ...] from its root
+    bucketing down: the 0-based ``ranks`` wanted among its ``count`` values, and the
+    ``slots`` where each answer goes."""
 
     column: int
     chain: list[tuple[_Level, int]]
@@ -141,28 +133,13 @@ def order_statistics(
     max_candidates: int = MAX_CANDIDATES,
     run_pass: PassFn | None = None,
 ) -> np.ndarray:
-    """``np.sort(column)[positions]`` for every column of data given in chunks.
+    """``np.sort(column)[positions]`` (D, P) for every column of the n rows in ``chunks``,
+    0-based ``positions`` (P,), each column's minimum ``lo`` and maximum ``hi`` (D,).
 
-    Parameters
-    ----------
-    chunks : callable
-        Returns an iterable of (n_i, D) arrays; called once per pass.
-    n : int
-        Rows in all chunks together.
-    positions : ndarray of int, shape (P,)
-        0-based positions in sorted order (``0 <= p < n``).
-    lo, hi : ndarray, shape (D,)
-        Each column's minimum and maximum (``hi > lo``).
-    max_candidates : int
-        Largest bucket gathered in memory; larger ones are bucketed again.
-    run_pass : callable, optional
-        ``run_pass(groups, roots)`` makes one pass and returns what it gathered per group
-        (default: :func:`pass_accumulators` over ``chunks``). A pass on an engine runs
-        :func:`pass_accumulators` per chunk and folds them with :func:`merge_accumulators`.
-
-    Returns
-    -------
-    ndarray, shape (D, P), float64
+    A bucket of more than ``max_candidates`` values is bucketed again. ``run_pass(groups,
+    roots)`` makes one pass and returns what it gathered per group (default:
+    :func:`pass_accumulators` over ``chunks``; on an engine, :func:`pass_accumulators`
+    per chunk folded with :func:`merge_accumulators`).
 
     >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
     >>> order_statistics(lambda: [X[:4], X[4:]], n=6, positions=np.array([1, 3, 5]),

@@ -15,17 +15,12 @@ points in order. Empty grid cells never produce an empty bin: every bin has
 ``n_k >= N_ppb >= 2`` rows, so an empty cell always belongs to a bin with data
 (the optimiser decides on which side of an empty run the limit goes).
 
-Exact ties (a relative tolerance on the cost): a feature whose local effects
-are equal up to rounding (a linear term) has ``s_k^2`` of order ``eps^2 mu^2``
-in every bin, and minimising L over such noise splits it into arbitrary bins.
-So a bin's variance counts as zero in the cost when
-``s_k <= RTOL * rms``, with ``rms = sqrt(mean(e^2))`` over the feature's rows
-and ``RTOL = 1e-6``: float64 rounding is about 1e-16 and float32 rounding
-(TorchScript and ONNX models) about 6e-8 of the values, while a spread of one
-part in a million of the local effects' size is too small to be worth a bin
-limit. Every partition of a feature whose bins are all below the tolerance
-costs 0, and the shortest path then takes the single bin (ties go to the
-fewest bins: the path from grid point 0 is tried first).
+Exact ties: local effects equal up to rounding (a linear term) have ``s_k^2`` of order
+``eps^2 mu^2``, and minimising L over such noise would split arbitrarily. So a bin's
+variance counts as zero when ``s_k <= RTOL * rms`` (``rms = sqrt(mean(e^2))`` over the
+feature's rows, ``RTOL = 1e-6``: above float32 rounding, 6e-8, below any spread worth a
+bin limit); such a feature costs 0 for every partition and the shortest path takes the
+single bin (ties go to the fewest bins).
 """
 
 from __future__ import annotations
@@ -45,21 +40,9 @@ RTOL = 1e-6
 
 @dataclass(frozen=True)
 class Partition:
-    """The optimal bins on a grid.
-
-    Attributes
-    ----------
-    limits : ndarray, shape (K+1,), int64
-        Grid points that bound the bins, from 0 to M.
-    edges : ndarray, shape (K+1,)
-        ``grid[limits]``.
-    objective : float
-        ``L = sum_k tau_k s_k^2 dz_k`` of this partition.
-    feasible : bool
-        False when no partition has ``n_k >= min_points`` in every bin (fewer
-        rows than ``min_points``); the partition is then the single bin
-        ``[g_0, g_M]``.
-    """
+    """The optimal bins on a grid: ``limits`` (K+1,), the grid points bounding them (0 to
+    M), ``edges = grid[limits]``, ``objective`` L; ``feasible`` is False when no partition
+    has ``n_k >= min_points`` in every bin (then the single bin ``[g_0, g_M]``)."""
 
     limits: np.ndarray
     edges: np.ndarray
@@ -88,11 +71,8 @@ def bin_costs(
     ``s^2`` counts as 0 where ``s <= rtol * rms`` (``rms`` the root mean square
     of all the cells' values): rounding noise in equal local effects costs nothing.
 
-    Returns
-    -------
-    cost : ndarray, shape (M+1, M+1)
-        ``cost[i, j]`` for ``i < j`` with at least ``min_points`` rows; ``inf``
-        elsewhere.
+    Returns ``cost[i, j]`` (M+1, M+1) for ``i < j`` with at least ``min_points`` rows,
+    ``inf`` elsewhere.
 
     >>> cells = CellStats.from_values(np.array([0, 0, 1, 1]), np.array([1.0, 3.0, 4.0, 4.0]),
     ...                               n_cells=2)
@@ -132,8 +112,8 @@ def _mean_square(cells: CellStats) -> float:
 def shortest_path(cost: np.ndarray) -> tuple[np.ndarray, float]:
     """Cheapest path ``0 -> M`` over grid points with edge weights ``cost[i, j]`` (i < j).
 
-    ``best[j] = min_{i<j} best[i] + cost[i, j]``; ties go to the smallest i.
-    Returns the path (empty if M is unreachable) and its cost.
+    ``best[j] = min_{i<j} best[i] + cost[i, j]`` (ties to the smallest i); the path is
+    empty if M is unreachable.
 
     >>> c = np.full((3, 3), np.inf); c[0, 1] = 1.0; c[1, 2] = 1.0; c[0, 2] = 3.0
     >>> shortest_path(c)
@@ -165,20 +145,8 @@ def optimal_partition(
     alpha: float = DEFAULT_ALPHA,
     rtol: float = RTOL,
 ) -> Partition:
-    """RHALE's optimal bins: the partition of the grid minimising L with ``n_k >= min_points``.
-
-    Parameters
-    ----------
-    grid : ndarray, shape (M+1,)
-        Strictly increasing candidate limits; ``cells`` are its M cells.
-    cells : CellStats
-        Per-cell statistics of the feature's local effects (M cells).
-    min_points : int
-        ``N_ppb``, at least 2.
-    alpha : float
-        Weight of the bin-size discount in ``tau_k = 1 - alpha n_k / N``.
-    rtol : float
-        A bin's std below ``rtol`` times the root mean square of the values costs nothing.
+    """RHALE's optimal bins: the partition of ``grid`` (M+1,) minimising L with
+    ``n_k >= min_points`` (N_ppb), from the local effects' statistics in its M ``cells``.
 
     >>> x = np.array([0.1, 0.2, 0.3, 0.4, 1.6, 1.7, 1.8, 1.9])
     >>> slope = np.array([1.0, 1.1, 1.0, 1.1, -1.0, -0.5, -1.0, -0.5])  # noisier on the right

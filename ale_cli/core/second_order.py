@@ -1,23 +1,15 @@
 """Second-order (pairwise) ALE: cell statistics, empty-cell fill, double accumulation.
 
-Both routes share everything after the per-row values:
-
-- classic (Apley & Zhu 2020, Eq. 13-15): the per-row value is the second-order
-  finite difference at the four corners of the row's cell,
-  ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``; its
-  cell mean is the cell's increment.
-- DALE (Gkolemis et al. 2022, Eq. 9): the per-row value is the mixed derivative
-  ``d2f / dx_a dx_b``; its cell mean times ``dz_k * dw_l`` is the increment.
-
-Then: empty cells take the increment of the nearest non-empty cell (distance
-between cell centres, each axis divided by its range, as ALEPlot), the
-increments are summed over both axes to the grid corners, the main effects of
-both features implied by that surface are removed, and the result is centered
-so that its count-weighted mean over the cells (corner average) is zero.
-
-The per-cell statistics are :class:`~ale_cli.core.binstats.CellStats` on the
-flattened grid (cell ``(k, l)`` at ``k * K_b + l``, :func:`pair_cells`), so
-chunks of rows merge before :func:`second_order_from_cells`.
+The per-row value is, for classic (Apley & Zhu 2020, Eq. 13-15), the second-order
+difference ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})`` at
+the corners of its cell, whose cell mean is the increment; for DALE (Gkolemis et al.
+2022, Eq. 9) the mixed derivative ``d2f / dx_a dx_b``, whose cell mean times
+``dz_k * dw_l`` is. Empty cells take the nearest non-empty cell's increment (cell
+centres, each axis divided by its range, as ALEPlot); the increments are summed to the
+grid corners, both main effects implied are removed and the surface is centered (its
+count-weighted corner average is zero). The cells are
+:class:`~ale_cli.core.binstats.CellStats` on the flattened grid (:func:`pair_cells`),
+so chunks of rows merge before :func:`second_order_from_cells`.
 """
 
 from __future__ import annotations
@@ -34,16 +26,7 @@ ROUTES = ("classic", "dale")
 
 @dataclass(frozen=True)
 class CellMeans:
-    """Per-cell statistics of per-row values on a (K_a, K_b) grid.
-
-    Attributes
-    ----------
-    counts : ndarray, shape (K_a, K_b), int64
-    mean : ndarray, shape (K_a, K_b)
-        Mean value in the cell; NaN where the cell is empty.
-    std : ndarray, shape (K_a, K_b)
-        Standard deviation with ddof=1; NaN where a cell has fewer than 2 rows.
-    """
+    """Count, mean (NaN if empty) and std (ddof=1, NaN if n < 2) per cell, each (K_a, K_b)."""
 
     counts: np.ndarray
     mean: np.ndarray
@@ -54,25 +37,11 @@ class CellMeans:
 class SecondOrderEffect:
     """The doubly-centered second-order effect of a feature pair.
 
-    Attributes
-    ----------
-    edges_a : ndarray, shape (K_a + 1,)
-    edges_b : ndarray, shape (K_b + 1,)
-    counts : ndarray, shape (K_a, K_b)
-        Rows per cell; cell (k, l) is (z_{k-1}, z_k] x (w_{l-1}, w_l], the first
-        row/column also holding z_0 / w_0.
-    cell_effect : ndarray, shape (K_a, K_b)
-        Mean per-row value in the cell (finite difference or mixed derivative),
-        filled from the nearest non-empty cell where ``filled``.
-    cell_std : ndarray, shape (K_a, K_b)
-        Standard deviation of the per-row values (ddof=1), NaN for cells with
-        fewer than 2 rows.
-    filled : ndarray, shape (K_a, K_b), bool
-        True where the cell had no rows.
-    effect : ndarray, shape (K_a + 1, K_b + 1)
-        The doubly-centered effect at the grid corners.
-    center_offset : float
-        The constant subtracted in the final centering.
+    ``counts``, ``cell_effect`` (mean per-row value, filled from the nearest non-empty
+    cell where ``filled``), ``cell_std`` (ddof=1) and ``filled`` are (K_a, K_b): cell
+    (k, l) is (z_{k-1}, z_k] x (w_{l-1}, w_l], the first row/column also holding z_0 / w_0;
+    ``effect`` (K_a + 1, K_b + 1) is at the grid corners, ``center_offset`` the constant
+    subtracted in the final centering.
     """
 
     edges_a: np.ndarray
@@ -90,17 +59,8 @@ def pair_cells(
 ) -> CellStats:
     """Mergeable statistics of ``values`` per cell ``(ia, ib)`` of a (K_a, K_b) grid.
 
-    Cell ``(k, l)`` is flattened to ``k * K_b + l`` (row-major), so the result
-    has ``K_a * K_b`` cells; statistics of chunks of rows built this way merge
-    with :meth:`CellStats.merge` before :func:`second_order_from_cells`.
-
-    Parameters
-    ----------
-    ia, ib : ndarray, shape (N,), int
-        0-based bin of each row along each feature; a row with ``-1`` on
-        either axis is in no cell.
-    values : ndarray, shape (N,)
-    shape : (K_a, K_b)
+    Cell ``(k, l)`` is flattened to ``k * K_b + l`` (row-major); ``ia``, ``ib`` (N,) are
+    0-based bins, a row with ``-1`` on either axis is in no cell.
 
     >>> c = pair_cells(np.array([0, 0, 1]), np.array([1, 1, 0]), np.array([1.0, 3.0, 5.0]),
     ...                shape=(2, 2))
@@ -119,14 +79,8 @@ class PairCells:
 
     ``cells`` are :class:`~ale_cli.core.binstats.CellStats` on the flattened grid
     (:func:`pair_cells`); ``outside`` counts the rows outside the grid on either axis;
-    ``nonzero`` says whether any value was not exactly 0. Two chunks of rows merge as
-    their cells do (Chan et al., :meth:`CellStats.merge`)::
-
-        n = n_1 + n_2,  mean = mean_1 + (mean_2 - mean_1) n_2 / n,
-        M2 = M2_1 + M2_2 + (mean_2 - mean_1)^2 n_1 n_2 / n
-
-    and ``outside`` adds, ``nonzero`` ors, so the statistics of any cut of the rows
-    equal those of all rows at once (to rounding of the merges).
+    ``nonzero`` says whether any value was not exactly 0. Chunks merge as their cells do
+    (:meth:`CellStats.merge`), ``outside`` adds, ``nonzero`` ors.
 
     >>> e = PairCells.empty((2, 2))
     >>> a = PairCells.from_values(np.array([0, 1]), np.array([1, 1]), np.array([1.0, 3.0]),
@@ -142,7 +96,6 @@ class PairCells:
 
     @classmethod
     def empty(cls, shape: tuple[int, int]) -> PairCells:
-        """No rows on a ``shape`` = (K_a, K_b) grid (the neutral element of :meth:`merge`)."""
         return cls(CellStats.empty(shape[0] * shape[1]))
 
     @classmethod
@@ -155,13 +108,10 @@ class PairCells:
         shape: tuple[int, int],
         outside: int = 0,
     ) -> PairCells:
-        """The statistics of ``values`` (N,) in cells ``(ia, ib)`` (:func:`pair_cells`),
-        and ``outside`` more rows counted outside the grid."""
         cells = pair_cells(ia, ib, values, shape=shape)
         return cls(cells, int(outside), bool(np.any(values)))
 
     def merge(self, other: PairCells) -> PairCells:
-        """The statistics of the rows of both (``other``'s after these)."""
         return PairCells(
             self.cells.merge(other.cells),
             self.outside + other.outside,
@@ -170,11 +120,7 @@ class PairCells:
 
 
 def cell_means_from_cells(cells: CellStats, *, shape: tuple[int, int]) -> CellMeans:
-    """Count, mean (NaN if empty) and std (ddof=1, NaN if n < 2) of flattened cells.
-
-    ``s^2 = M2 / (n - 1)`` per cell (:func:`~ale_cli.core.binstats.bin_stats`),
-    reshaped to ``shape`` = (K_a, K_b).
-    """
+    """:class:`CellMeans` of flattened cells (``s^2 = M2 / (n - 1)``), reshaped to ``shape``."""
     if cells.n_cells != shape[0] * shape[1]:
         raise ValueError(f"{cells.n_cells} cells do not match a {shape[0]} x {shape[1]} grid")
     stats = bin_stats(cells)
@@ -183,34 +129,12 @@ def cell_means_from_cells(cells: CellStats, *, shape: tuple[int, int]) -> CellMe
     )
 
 
-def cell_means(
-    ia: np.ndarray, ib: np.ndarray, values: np.ndarray, *, shape: tuple[int, int]
-) -> CellMeans:
-    """Count, mean and std (ddof=1) of ``values`` per cell ``(ia, ib)``.
-
-    Parameters
-    ----------
-    ia, ib : ndarray, shape (N,), int
-        0-based bin of each row along each feature.
-    values : ndarray, shape (N,)
-    shape : (K_a, K_b)
-
-    >>> ia, ib = np.array([0, 0, 1]), np.array([1, 1, 0])
-    >>> cm = cell_means(ia, ib, np.array([1.0, 3.0, 5.0]), shape=(2, 2))
-    >>> cm.counts.tolist(), cm.mean.tolist()
-    ([[0, 2], [1, 0]], [[nan, 2.0], [5.0, nan]])
-    """
-    return cell_means_from_cells(pair_cells(ia, ib, values, shape=shape), shape=shape)
-
-
 def fill_nearest(
     values: np.ndarray, empty: np.ndarray, edges_a: np.ndarray, edges_b: np.ndarray
 ) -> np.ndarray:
-    """Give every empty cell the value of the nearest non-empty cell.
-
-    Distance is Euclidean between cell centres with each axis divided by the
-    feature's range (z_K - z_0), as ALEPlot does; ties go to the first cell in
-    row-major order. If every cell is empty the values are returned unchanged.
+    """Every empty cell takes the value of the nearest non-empty one (cell centres, each
+    axis divided by its range, as ALEPlot; ties to the first in row-major order; all
+    empty: unchanged).
 
     >>> v = np.array([[1.0, np.nan], [np.nan, np.nan]])
     >>> fill_nearest(v, np.isnan(v), np.array([0., 1, 2]), np.array([0., 1, 10])).tolist()
@@ -255,10 +179,8 @@ def _marginal_increments(
 
 
 def remove_main_effects(surface: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, float]:
-    """Remove both first-order effects implied by ``surface``, then center it.
-
-    With h the accumulated surface at the corners and n the cell counts
-    (Apley & Zhu Eq. 14-15, as ALEPlot)::
+    """Remove both first-order effects implied by ``surface`` h (at the corners; n the
+    cell counts), then center it (Apley & Zhu Eq. 14-15, as ALEPlot)::
 
         g_a(k) = sum_{k' <= k} sum_l n_{k'l} (Dh_{k'l} + Dh_{k',l-1}) / 2 / n_{k'.}
         Dh_{kl} = h(k, l) - h(k-1, l)           (and the same for axis b)
@@ -288,31 +210,12 @@ def remove_main_effects(surface: np.ndarray, counts: np.ndarray) -> tuple[np.nda
 def second_order_from_cells(
     cells: CellStats, *, edges_a: np.ndarray, edges_b: np.ndarray, route: str
 ) -> SecondOrderEffect:
-    """The doubly-centered second-order effect from per-cell statistics.
+    """The doubly-centered second-order effect from the statistics of the per-row values
+    in the K_a * K_b cells (:func:`pair_cells`; merged over chunks of rows).
 
-    Needs only the count, mean and M2 of the per-row values in each cell, so
-    it can start from statistics merged over chunks of rows.
-
-    Parameters
-    ----------
-    cells : CellStats, K_a * K_b cells
-        Statistics of the per-row values, cell ``(k, l)`` at flat index
-        ``k * K_b + l`` (see :func:`pair_cells`). ``route="classic"``: second-order
-        finite differences at the cell corners; ``route="dale"``: mixed
-        derivatives d2f/dx_a dx_b.
-    edges_a, edges_b : ndarray, shapes (K_a + 1,), (K_b + 1,)
-    route : {"classic", "dale"}
-
-    Returns
-    -------
-    SecondOrderEffect
-        The cell increments are the cell means (classic) or the cell means
-        times ``dz_k * dw_l`` (dale), summed to the corners by
-        :func:`accumulate_2d`, then :func:`remove_main_effects`.
-
-    Examples
-    --------
-    Two chunks of rows merged give the effect of all rows at once:
+    The cell increments are the cell means (classic) or the cell means times
+    ``dz_k * dw_l`` (dale), summed to the corners by :func:`accumulate_2d`, then
+    :func:`remove_main_effects`. Two chunks of rows merged give the effect of all rows:
 
     >>> e = np.array([0.0, 1.0, 2.0])
     >>> a = pair_cells(np.array([0, 1]), np.array([0, 1]), np.ones(2), shape=(2, 2))
@@ -352,23 +255,8 @@ def second_order_effect(
     edges_b: np.ndarray,
     route: str,
 ) -> SecondOrderEffect:
-    """The doubly-centered second-order effect from per-row values.
-
-    :func:`pair_cells` then :func:`second_order_from_cells`.
-
-    Parameters
-    ----------
-    ia, ib : ndarray, shape (N,), int
-        0-based cell of each row along each feature (see ``binning.assign``).
-    values : ndarray, shape (N,)
-        ``route="classic"``: second-order finite differences at the cell
-        corners; ``route="dale"``: mixed derivatives d2f/dx_a dx_b.
-    edges_a, edges_b : ndarray, shapes (K_a + 1,), (K_b + 1,)
-
-    Examples
-    --------
-    f = x_a x_b has mixed derivative 1, so with DALE the surface before
-    centering is (x_a - z_0)(x_b - w_0) at the corners:
+    """:func:`pair_cells` then :func:`second_order_from_cells`. f = x_a x_b has mixed
+    derivative 1, so with DALE the surface before centering is (x_a - z_0)(x_b - w_0):
 
     >>> e = np.array([0.0, 1.0, 2.0])
     >>> res = second_order_effect(np.array([0, 1]), np.array([0, 1]), np.ones(2),
@@ -376,8 +264,6 @@ def second_order_effect(
     >>> res.filled.tolist()
     [[False, True], [True, False]]
     """
-    if route not in ROUTES:
-        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     shape = (len(edges_a) - 1, len(edges_b) - 1)
     return second_order_from_cells(
         pair_cells(ia, ib, values, shape=shape), edges_a=edges_a, edges_b=edges_b, route=route

@@ -1,50 +1,29 @@
 """Effect-size statistics of a first-order ALE curve: ALED, ALER, NALED, NALER, heterogeneity share.
 
-All statistics are of the *mean-centered* curve, whatever centering the
-summary was written with: with K bins, edge values ``f(z_0..z_K)`` and counts
-``n_k`` (N = sum n_k), the bin value is the trapezoid midpoint
-``m_k = (f(z_{k-1}) + f(z_k)) / 2`` and the curve is shifted so that
-``sum_k n_k m_k = 0`` (the tool's default centering, see
-:mod:`~ale_cli.core.accumulate`). A bin whose segment crosses zero
-(``u = f(z_{k-1})`` and ``v = f(z_k)`` of opposite signs) is split at the crossing
-into two pieces with values ``u/2`` and ``v/2`` and weights
-``n_k |u| / (|u| + |v|)`` and ``n_k |v| / (|u| + |v|)`` (:func:`pieces`); every
-other bin is one piece ``(m_k, n_k)``. Then
+All of the *mean-centered* curve (edge values ``f(z_0..z_K)``, counts ``n_k``, N = sum
+n_k; shifted so that ``sum_k n_k m_k = 0`` with ``m_k = (f(z_{k-1}) + f(z_k)) / 2``). A
+bin whose values ``u``, ``v`` at its limits have opposite signs is split at the zero
+into pieces ``(u/2, n_k |u|/(|u|+|v|))`` and ``(v/2, n_k |v|/(|u|+|v|))``
+(:func:`pieces`); every other bin is one piece ``(m_k, n_k)``. Then
 
-- ALED (ALE deviation): ``sum_i w_i |p_i| / N`` over the pieces, the
-  count-weighted mean absolute effect, in output units (exact for rows spread
-  evenly within each bin);
-- ALER (ALE range): ``(min_k f(z_k), max_k f(z_k))`` over the K+1 edges;
-- NALED and NALER: the same with every value ``a`` (piece or edge) first mapped to
-  percentile points of the model's predictions, ``norm(a) = 100 (F(M + a) - 1/2)``
-  clipped to [-50, 50], where ``F`` is the distribution function of the
-  predictions on the data and ``M`` their median (see :func:`normalize`);
-  NALED lies in [0, 50], NALER in [-50, 50];
-- heterogeneity share: ``(sum_k n_k (STD(z_{k-1}) + STD(z_k)) / 2 / N) / ALED``,
-  the count-weighted mean heterogeneity over the mean absolute effect; 0 when
-  every row has the same local effect in its bin (an exactly additive model),
-  infinite when ALED is 0 and the heterogeneity is not;
+- ALED: ``sum_i w_i |p_i| / N`` over the pieces (output units);
+- ALER: ``(min_k f(z_k), max_k f(z_k))`` over the K+1 edges;
+- NALED, NALER: the same after ``norm(a) = 100 (F(M + a) - 1/2)`` clipped to
+  [-50, 50], ``F`` the distribution function of the predictions and ``M`` their median
+  (:func:`normalize`);
+- heterogeneity share: ``(sum_k n_k (STD(z_{k-1}) + STD(z_k)) / 2 / N) / ALED``; 0 for
+  an exactly additive model, infinite when ALED is 0 and the heterogeneity is not;
 - rank: 1 for the largest ALED in a set of features (ties share the smaller rank).
 
-These are the definitions of Okoli (2023), "Statistical inference using machine
-learning and classical techniques based on accumulated local effects (ALE)",
-arXiv:2310.09877, as implemented in R's ``ale`` package (``calc_stats`` and
-``create_ale_y_norm_function`` in R/calc_stats.R): ALED and NALED weight the
-midpoints of the ALE values at the bin limits by the bin counts (R merges the
-rows at the minimum into the first bin, which our bins (z_0, z_1] already
-hold), ALER and NALER are the extremes of the values at the bin limits, and
-``norm`` is 50 x the empirical CDF of the upper (or lower) half of the
-median-centred predictions. Two departures: the split of a bin that crosses
-zero (R's 100 default bins make the midpoint of that one bin a small error;
-RHALE's few wide bins do not -- a one-bin curve would have ALED 0), and the
-prediction distribution: we record the predictions as 101 percentiles, so
-``F`` is the piecewise-linear CDF through them: equal to R's mapping up to the
-interpolation between percentiles when no prediction ties the median.
+These are the definitions of Okoli (2023), arXiv:2310.09877, as in R's ``ale`` package
+(R/calc_stats.R), with two departures: the split of a bin that crosses zero (RHALE's few
+wide bins make the midpoint a large error; a one-bin curve would have ALED 0), and ``F``
+is the piecewise-linear CDF through 101 recorded percentiles of the predictions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -55,16 +34,8 @@ _LEVELS = np.linspace(0.0, 1.0, N_QUANTILES)
 
 @dataclass(frozen=True)
 class PredictionDistribution:
-    """The model's predictions on the data, summarised.
-
-    Attributes
-    ----------
-    n : int
-        Number of finite predictions.
-    mean : float
-    quantiles : ndarray, shape (101,)
-        Percentiles 0, 1, ..., 100 (numpy's default linear interpolation, R's type 7).
-    """
+    """The model's finite predictions on the data: count ``n``, ``mean`` and ``quantiles``
+    (101,), the percentiles 0, 1, ..., 100 (numpy's default, R's type 7)."""
 
     n: int
     mean: float
@@ -94,10 +65,8 @@ class EffectStatistics:
 def prediction_distribution(
     *, prediction: np.ndarray, scratch: bool = False
 ) -> PredictionDistribution:
-    """Count, mean and the 101 percentiles of the finite values of ``prediction`` (N,).
-
-    ``scratch``: ``prediction`` is a float64 array the caller no longer needs, which the
-    percentiles may reorder (no copy of N values; the same numbers).
+    """Count, mean and the 101 percentiles of the finite values of ``prediction`` (N,);
+    ``scratch``: a float64 array the caller no longer needs, which may be reordered.
 
     >>> d = prediction_distribution(prediction=np.arange(101.0))
     >>> d.n, d.mean, d.quantiles[[0, 50, 100]].tolist()
@@ -159,9 +128,7 @@ def pieces(*, effect: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
 def aled(*, effect: np.ndarray, counts: np.ndarray) -> float:
     """ALE deviation ``sum_i w_i |p_i| / N`` over the pieces of the mean-centered curve.
 
-    ``effect`` (K+1,) at the edges, ``counts`` (K,). For ``f(z) = b z`` this is
-    ``|b|`` times the count-weighted mean absolute deviation of x about the
-    centering point, rows spread evenly within each bin.
+    ``effect`` (K+1,) at the edges, ``counts`` (K,).
 
     >>> aled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
     1.0
@@ -188,9 +155,8 @@ def aler(*, effect: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
 def cdf(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
     """The piecewise-linear distribution function through equally spaced ``quantiles``.
 
-    ``F(q_i) = i / (Q - 1)`` for Q quantiles; 0 below the first, 1 above the
-    last. A value repeated in ``quantiles`` (a point mass) takes the middle of
-    the levels it spans.
+    ``F(q_i) = i / (Q - 1)``, 0 below the first, 1 above the last; a repeated value
+    (a point mass) takes the middle of the levels it spans.
 
     >>> cdf(np.array([-1.0, 0.0, 0.5, 2.0, 3.0]), quantiles=np.array([0.0, 1.0, 2.0])).tolist()
     [0.0, 0.0, 0.25, 1.0, 1.0]
@@ -211,10 +177,8 @@ def cdf(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
 def normalize(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
     """Effect values in percentile points of the predictions: ``100 (F(M + a) - 1/2)``.
 
-    ``M`` is the median (the middle of ``quantiles``), ``F`` is :func:`cdf`; the
-    result lies in [-50, 50] and is 0 for ``a = 0``. An effect of ``a`` moves a
-    median prediction to the percentile ``50 + norm(a)``: R ``ale``'s
-    ``create_ale_y_norm_function`` (Okoli 2023).
+    ``M`` the median, ``F`` :func:`cdf`; in [-50, 50], 0 for ``a = 0`` (R ``ale``'s
+    ``create_ale_y_norm_function``).
 
     >>> norm = normalize(np.array([-100.0, -25.0, 0.0, 10.0]), quantiles=np.arange(101.0))
     >>> np.round(norm, 9).tolist()
@@ -257,11 +221,8 @@ def naler(*, effect: np.ndarray, counts: np.ndarray, quantiles: np.ndarray) -> t
 
 
 def heterogeneity_share(*, effect: np.ndarray, std: np.ndarray, counts: np.ndarray) -> float:
-    """``(sum_k n_k (STD(z_{k-1}) + STD(z_k)) / 2 / N) / ALED``; ``std`` (K+1,) is the
-    accumulated heterogeneity at the edges.
-
-    0 when the heterogeneity is 0 everywhere (also when ALED is 0); ``inf``
-    when ALED is 0 and the heterogeneity is not.
+    """``(sum_k n_k (STD(z_{k-1}) + STD(z_k)) / 2 / N) / ALED`` (``std`` (K+1,)): 0 without
+    heterogeneity, ``inf`` when only ALED is 0.
 
     >>> heterogeneity_share(effect=np.array([0.0, 2.0, 4.0]), std=np.array([0.0, 1.0, 1.0]),
     ...                     counts=np.array([1, 1]))
@@ -308,20 +269,13 @@ def effect_statistics(
     """
     counts = np.asarray(counts)
     lo, hi = aler(effect=effect, counts=counts)
-    stats = EffectStatistics(
-        aled=aled(effect=effect, counts=counts),
-        aler_min=lo,
-        aler_max=hi,
-        heterogeneity_share=heterogeneity_share(effect=effect, std=std, counts=counts),
-    )
+    share = heterogeneity_share(effect=effect, std=std, counts=counts)
+    stats = EffectStatistics(aled(effect=effect, counts=counts), lo, hi, share)
     if quantiles is None:
         return stats
     nlo, nhi = naler(effect=effect, counts=counts, quantiles=quantiles)
-    return EffectStatistics(
-        aled=stats.aled,
-        aler_min=lo,
-        aler_max=hi,
-        heterogeneity_share=stats.heterogeneity_share,
+    return replace(
+        stats,
         naled=naled(effect=effect, counts=counts, quantiles=quantiles),
         naler_min=nlo,
         naler_max=nhi,

@@ -1,18 +1,10 @@
-"""A figure directory's manifest: the list of the files ``ale`` wrote into it.
+"""A figure directory's manifest (``.ale-plots.json``): the tool, its version and the
+sha256 of each figure file ``ale plot -o DIR`` / ``ale diff -o DIR`` wrote into DIR.
 
-``ale plot -o DIR`` and ``ale diff -o DIR`` replace DIR as a whole, so before
-they do, everything in DIR must be theirs. Each writes :data:`MANIFEST`
-(``.ale-plots.json``) into the directory it builds: the tool, its version and
-each figure file with its sha256. An existing DIR is replaced only when
-
-- it holds nothing but the manifest and the files it lists (anything else, a
-  user's own picture, a subdirectory, a link, is refused, even with ``--force``:
-  replacing the directory would delete it; :func:`unlisted`), and
-- every listed file still has the sha256 the manifest records (a figure
-  edited since is refused unless ``--force``; :func:`is_figure_directory`).
-
-An empty directory is ours to fill. A directory of figures written by an ``ale``
-before the manifest has none: it is refused (remove it, or choose another).
+They replace DIR as a whole, so an existing DIR is replaced only when it is empty, or
+holds nothing but the manifest and the files it lists (anything else is refused even
+with ``--force``: :func:`unlisted`) and every listed file is unchanged (else refused
+unless ``--force``: :func:`is_figure_directory`).
 """
 
 from __future__ import annotations

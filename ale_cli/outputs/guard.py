@@ -1,30 +1,14 @@
 """The output guard: what ``ale`` may write over, decided once, before any work.
 
-Every output of every command has a *kind* (:class:`OutputKind`: a store, a summary,
-an HTML report, a figure directory...). :func:`guard` checks a path against its
-kind and returns a :class:`Target`; the CLI runs it for every output option a
-command declares (:func:`ale_cli.cli.command.command`), before the command runs.
-
-Refused whatever ``force`` says (:class:`~ale_cli.errors.InputError`, exit 2):
-
-- ``-`` where the kind cannot go to standard output;
-- a path that is one of the command's inputs (same device and inode: another
-  spelling, a hard link or a symlink to an input is caught too);
-- a path that is not a regular file (a directory, a device, a FIFO, a socket, a
-  symlink loop) where a file is written, or not a directory where a directory is.
-
-Refused unless ``force``: an existing file (or directory) that is not
-recognisably this kind of ``ale`` output. Recognition is by content ``ale``
-wrote, never by extension: a JSON ``tool`` object naming ``ale`` plus the
-kind's own keys, the ``<meta name="generator" content="ale ...">`` of a report,
-the ``<!-- generator: ale ... -->`` comment of JUnit XML, the ``ale`` key in a
-Parquet file's schema metadata, the exact header row of a CSV export, a
-store's checked meta, a figure directory's manifest (``.ale-plots.json``, see
-:mod:`ale_cli.outputs.figures`). Outputs of ``ale`` versions before these
-markers are not recognised: they are refused unless ``force``.
-
-The kinds are a table (:data:`KINDS`); :func:`register_kind` adds one (a run
-directory, a lock, a history entry).
+Every output has a kind (:data:`KINDS`, :func:`register_kind`); :func:`guard` checks a
+path against it before the command runs. Refused whatever ``force`` says (exit 2): ``-``
+where the kind cannot go to standard output; one of the command's inputs (same device
+and inode: another spelling, a hard link or a symlink); not a regular file where a file
+is written, or not a directory where a directory is. Refused unless ``force``: an
+existing file or directory that is not recognisably this kind of ``ale`` output, by
+content ``ale`` wrote, never by extension (a JSON ``tool`` naming ``ale``, a report's
+generator meta, the JUnit generator comment, the ``ale`` key of a Parquet schema, the
+exact CSV header, a store's checked meta, a figure directory's manifest).
 """
 
 from __future__ import annotations
@@ -57,13 +41,9 @@ _JSON_LIMIT = 1 << 30
 
 @dataclass(frozen=True)
 class OutputKind:
-    """One kind of output: what it is called and how an existing one is recognised.
-
-    ``recognise(path)`` is True when the existing ``path`` is an ``ale`` output
-    of this kind (a regular file, or a directory when ``directory``);
-    ``stdout``: ``-`` writes it to standard output; ``refusal(path)``, when given,
-    says why an existing ``path`` is refused even with ``force`` (None: it is not).
-    """
+    """One kind of output: ``recognise(path)`` is True for an existing ``ale`` output of
+    this kind (a directory when ``directory``); ``stdout``: ``-`` may write it there;
+    ``refusal(path)`` says why an existing ``path`` is refused even with ``force``."""
 
     name: str
     description: str
@@ -255,10 +235,12 @@ def _mode(given: Path) -> int | None:
         raise InputError(f"cannot write '{given}': {exc.strerror or exc}") from None
 
 
+def _paths(inputs: Sequence[str | os.PathLike[str] | None]) -> list[str | os.PathLike[str]]:
+    return [item for item in inputs if item is not None and str(item) != STDIO]
+
+
 def _same_as_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -> None:
-    for item in inputs:
-        if item is None or str(item) == STDIO:
-            continue
+    for item in _paths(inputs):
         try:
             same = os.path.samefile(out, item)
         except (OSError, ValueError):
@@ -271,9 +253,7 @@ def _same_as_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -
 
 def _inside_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -> None:
     """A directory output that holds one of the inputs would delete it when replaced."""
-    for item in inputs:
-        if item is None or str(item) == STDIO:
-            continue
+    for item in _paths(inputs):
         try:
             inner = Path(item).resolve()
             outer = out.resolve()
@@ -294,12 +274,8 @@ def guard(
     force: bool = False,
     param: str = "out",
 ) -> Target | None:
-    """Check an output before any work; the :class:`Target` to write (None for no output).
-
-    See the module docstring for what is refused. Messages name the output's
-    parameter as ``{param}`` only where the flag is the point (``-``), and
-    ``force`` as ``{param:force}``.
-    """
+    """Check an output before any work (what is refused: the module docstring); the
+    :class:`Target` to write, None for no output."""
     spec = KINDS[kind] if isinstance(kind, str) else kind
     if path is None:
         return None

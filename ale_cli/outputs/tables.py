@@ -1,8 +1,5 @@
-"""``ale export``'s long table written as a file (CSV or Parquet), with the marks the
-output guard recognises it by (:func:`ale_cli.outputs.guard.is_csv_export`,
-:func:`~ale_cli.outputs.guard.is_parquet_export`). The table itself is built by
-:mod:`ale_cli.summary.export`.
-"""
+"""``ale export``'s long table (:mod:`ale_cli.summary.export`) written as CSV or Parquet,
+with the marks the output guard recognises it by."""
 
 from __future__ import annotations
 
@@ -28,9 +25,8 @@ EXTENSIONS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
 def table_format(path: str | Path, fmt: str | None = None) -> str:
-    """``fmt`` if given (csv or parquet), else the format of ``path``'s extension.
-
-    ``"-"`` (standard output) is CSV, and takes nothing else.
+    """``fmt`` if given (csv or parquet), else the format of ``path``'s extension; ``"-"``
+    (standard output) is CSV only.
 
     >>> table_format("effects.pq"), table_format("-"), table_format("t.txt", "csv")
     ('parquet', 'csv', 'csv')
@@ -66,23 +62,12 @@ def _csv_text(frame: pd.DataFrame) -> str:
 def write_table(
     frame: pd.DataFrame, path: str | Path, fmt: str | None = None, *, stdout: TextIO | None = None
 ) -> str:
-    """Write ``frame`` as CSV or Parquet at ``path``, atomically; return the format used.
+    """Write ``frame`` as CSV or Parquet (``fmt``, else :func:`table_format`) at ``path``
+    (``"-"``: CSV to ``stdout``), atomically; return the format used.
 
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-    path : str or Path
-        The file to write; ``"-"`` writes CSV to ``stdout`` (default
-        ``sys.stdout``). Parquet cannot go to standard output.
-    fmt : {"csv", "parquet"}, optional
-        Default: from the extension (.csv, .parquet, .pq).
-
-    CSV: comma-separated, a header row (the mark of an ``ale export`` CSV,
-    :func:`~ale_cli.outputs.guard.is_csv_export`), no index column, floats written so that
-    they read back exactly, empty entries for NaN/null. Parquet (pyarrow):
-    nullable integer and boolean columns kept, the schema metadata key ``ale``
-    names the tool. A failed write leaves no
-    partial file and an existing ``path`` untouched.
+    CSV: a header row (the mark :func:`~ale_cli.outputs.guard.is_csv_export` knows), no
+    index, floats that read back exactly, empty entries for NaN. Parquet (pyarrow):
+    nullable columns kept, the schema metadata key ``ale`` names the tool.
     """
     fmt = table_format(path, fmt)
     if str(path) == STDIO:
@@ -131,10 +116,8 @@ def export_summary(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
 ) -> ExportResult:
-    """Read a summary (``"-"``: standard input) and write its long table to ``out``.
-
-    The format is settled before the summary is read, so a bad ``out`` fails fast.
-    """
+    """Read a summary (``"-"``: standard input) and write its long table to ``out`` (the
+    format settled first, so a bad ``out`` fails fast)."""
     fmt = table_format(out, fmt)
     table = export_table(source, stdin=stdin)
     write_table(table.frame, out, fmt, stdout=stdout)

@@ -1,11 +1,6 @@
-"""What every estimator returns and the pieces of a summary they all build alike.
-
-:class:`EstimateResult` is the result of ``rebin``, ``rhale``, ``classic`` and
-``interact``: the :class:`~ale_cli.summary.model.Summary`, timings and the
-notes for the user. The helpers below decide which features are not
-estimable (and say why), turn bin statistics into a feature's summary, and
-record where a summary's numbers came from (:func:`store_info`).
-"""
+"""What every estimator returns (:class:`EstimateResult`) and the pieces of a summary they
+all build alike: which features are not estimable and why, a feature's summary from its
+bin statistics, where the numbers came from (:func:`store_info`)."""
 
 from __future__ import annotations
 
@@ -59,9 +54,8 @@ def skip_reasons(
     categorical: Sequence[str],
     edges: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, str]:
-    """Features that are not estimable, with the reason; the others are absent.
-
-    With given ``edges``, a feature that has none is not estimable either.
+    """Features that are not estimable (with given ``edges``: also those without), with
+    the reason; the others are absent.
 
     >>> skip_reasons(["a", "b", "c"], np.array([0., 1., 0.]), np.array([1., 1., 2.]), ["c"])
     {'b': 'single distinct value', 'c': 'categorical feature (held fixed)'}

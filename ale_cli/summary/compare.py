@@ -1,30 +1,22 @@
 """Two first-order curves of a feature on a common grid: what ``ale diff`` and the drift rule use.
 
-The grid is the *base* curve's K+1 edges (the baseline of ``ale audit``, the
-first summary of ``ale diff``). The other curve is evaluated there by linear
-interpolation between its own edges (the curve is linear between edges, so
-this is exact); grid points outside the other curve's ``[z_0, z_K]`` are left
-out and counted. On the points left, with ``d = other - base``:
+The grid is the *base* curve's K+1 edges; the other curve is interpolated there (exact:
+it is linear between its edges), grid points outside its ``[z_0, z_K]`` left out and
+counted. With ``d = other - base``:
 
-- ``max_abs``: the largest ``|d - c|``, where ``c`` centers ``d`` with the base's
-  counts (``c = sum_k n_k (d_{k-1} + d_k) / 2 / N`` over the bins with both limits
-  on the grid). ALE curves are defined up to a constant, so a change of
-  centering alone (another data set's mean, ``--center start``) is not a
-  difference.
-- ``max_z``: the largest ``|D_k| / sqrt(V_k)``, where ``D_k = d_k - d_first`` is the
-  difference of the two curves' changes from the first common grid point and
-  ``V_k`` the sum of the variances of those changes. A summary's ``stderr`` is
-  the standard error of ``f(z) - f(z_0)`` (independent bins), so the variance
-  of the change from ``a`` to ``b`` is ``stderr(b)^2 - stderr(a)^2``; the other
-  curve's ``stderr^2`` is interpolated linearly between its edges. Where
-  ``V_k`` is 0, ``|D_k|`` within rounding (1e-9 of the curves' scale) counts as
-  z = 0 and anything larger as infinite.
+- ``max_abs``: the largest ``|d - c|``, ``c = sum_k n_k (d_{k-1} + d_k) / 2 / N`` with the
+  base's counts over the bins with both limits on the grid (a change of centering alone
+  is not a difference);
+- ``max_z``: the largest ``|D_k| / sqrt(V_k)``, ``D_k = d_k - d_first`` and ``V_k`` the
+  sum of the variances of both changes from the first common point
+  (``stderr(b)^2 - stderr(a)^2``, the other's ``stderr^2`` interpolated). Where ``V_k``
+  is 0, ``|D_k|`` within rounding (1e-9 of the curves' scale) is z = 0, else infinite.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -40,24 +32,9 @@ _NEEDED = ("aled", "aler_min", "aler_max", "heterogeneity_share", "rank")
 
 @dataclass(frozen=True)
 class CurveDifference:
-    """``other - base`` on the base's grid (M = points of the grid inside the other curve).
-
-    Attributes
-    ----------
-    grid : ndarray, shape (M,)
-    difference : ndarray, shape (M,)
-        ``d - c``, the centered difference.
-    z : ndarray, shape (M,)
-        ``|D_k| / sqrt(V_k)`` (see the module docstring).
-    max_abs, max_abs_at : float
-        The largest ``|d - c|`` and the grid point where it is.
-    max_z, max_z_at : float
-        The largest ``z`` and where it is.
-    n_outside : int
-        Grid points outside the other curve's range, left out.
-    offset : float
-        ``c``: the other curve minus ``c`` is on the base's centering.
-    """
+    """``other - base`` on the M points of the base's ``grid`` inside the other curve:
+    ``difference`` ``d - c`` and ``z`` (M,), their largest absolute values and where they
+    are, the grid points left out (``n_outside``) and ``offset`` ``c``."""
 
     grid: np.ndarray
     difference: np.ndarray
@@ -89,15 +66,10 @@ def _difference(
 
 
 def level_difference(base: FeatureSummary, other: FeatureSummary) -> CurveDifference | None:
-    """``other - base`` per level of two per-level records with the same levels (None if not).
-
-    The grid is the base's level positions ``0 .. K-1`` (its estimated order);
-    ``d_k`` is the other's effect at the same level minus the base's, centered
-    with the base's rows per level (``c = sum_k n_k d_k / N``), and
-    ``z_k = |d_k - d_0| / sqrt(SE_b(k)^2 + SE_o(k)^2 + SE_b(0)^2 + SE_o(0)^2)``
-    (each side's error at both levels counted in full: a bound, since the levels
-    need not be in the same order on both sides).
-    """
+    """``other - base`` per level of two per-level records with the same levels (None if not),
+    on the base's level positions: ``d_k`` centered with ``c = sum_k n_k d_k / N``, and
+    ``z_k = |d_k - d_0| / sqrt(SE_b(k)^2 + SE_o(k)^2 + SE_b(0)^2 + SE_o(0)^2)`` (a bound:
+    the levels need not be in the same order on both sides)."""
     if base.levels is None or other.levels is None:
         return None
     where = {level: i for i, level in enumerate(other.levels)}
@@ -162,24 +134,16 @@ def curve_difference(
     var = np.nan_to_num((var_b - var_b[0]) + (var_o - var_o[0]))
     scale = max(float(np.nanmax(np.abs(base_effect))), float(np.nanmax(np.abs(other_effect))))
     tiny = ROUNDING * max(scale, np.finfo(np.float64).tiny)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(
-            var > 0,
-            np.abs(change) / np.sqrt(np.where(var > 0, var, 1.0)),
-            np.where(np.abs(change) <= tiny, 0.0, np.inf),
-        )
-    z = np.where(np.abs(change) <= tiny, 0.0, z)
+    ratio = np.abs(change) / np.sqrt(np.where(var > 0, var, 1.0))
+    z = np.where(np.abs(change) <= tiny, 0.0, np.where(var > 0, ratio, np.inf))
     return _difference(x, centered, z, n_outside=int(grid.size - keep.size), offset=offset)
 
 
 @dataclass(frozen=True)
 class FeatureComparison:
-    """One feature of two summaries: ``status`` ``ok`` (``difference`` set) or why not.
-
-    ``status`` is one of ``ok``, ``missing_in_base``, ``missing_in_other``,
-    ``not_estimable`` (``reason`` says on which side) or ``no_overlap``;
-    ``rank_base``/``rank_other`` are the ALED ranks (None where not estimable).
-    """
+    """One feature of two summaries: ``status`` ``ok`` (``difference`` set),
+    ``missing_in_base``, ``missing_in_other``, ``not_estimable`` or ``no_overlap``
+    (``reason`` says why); ``rank_*`` are the ALED ranks (None where not estimable)."""
 
     name: str
     status: str
@@ -218,10 +182,6 @@ def summary_statistics(summary: Summary) -> dict[str, dict[str, Any]]:
             k: recorded[k] if recorded.get(k) is not None else v for k, v in fresh.items()
         }
     return out
-
-
-def _lookup(summary: Summary) -> dict[str, FeatureSummary]:
-    return {f.name: f for f in summary.features}
 
 
 def compare_feature(
@@ -288,7 +248,7 @@ def compare_summaries(
     ``features`` restricts the comparison to those names (kept even when
     missing on both sides: they are reported as missing in the base).
     """
-    a, b = _lookup(base), _lookup(other)
+    a, b = ({f.name: f for f in s.features} for s in (base, other))
     names = list(features) if features is not None else list(dict.fromkeys([*a, *b]))
     stats_a, stats_b = summary_statistics(base), summary_statistics(other)
     out = []
@@ -298,11 +258,8 @@ def compare_summaries(
         )
         sa, sb = stats_a.get(name), stats_b.get(name)
         out.append(
-            FeatureComparison(
-                name=c.name,
-                status=c.status,
-                reason=c.reason,
-                difference=c.difference,
+            replace(
+                c,
                 rank_base=None if sa is None else int(sa["rank"]),
                 rank_other=None if sb is None else int(sb["rank"]),
                 aled_base=None if sa is None else float(sa["aled"]),

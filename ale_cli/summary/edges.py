@@ -1,14 +1,6 @@
-"""``--edges FILE.json``: bin edges per feature, from a previous summary or a plain mapping.
-
-Two models (or two tools) are compared on identical bins by passing the same
-edges to each run. The file is either
-
-- a summary written by ``ale rebin`` / ``ale rhale`` (the edges of its
-  features with status ``ok``), or
-- a plain mapping ``{"feature": [z_0, z_1, ..., z_K], ...}``.
-
-Every list must hold at least 2 finite numbers, strictly increasing.
-"""
+"""``--edges FILE.json``: bin edges per feature, from a summary (the edges of its features
+with status ``ok``) or a plain mapping ``{"feature": [z_0, ..., z_K], ...}``; every list
+at least 2 finite numbers, strictly increasing."""
 
 from __future__ import annotations
 
@@ -28,16 +20,8 @@ from ale_cli.summary.validate import edges_problem, validate_summary
 
 @dataclass(frozen=True)
 class EdgesFile:
-    """The edges read from one file.
-
-    Attributes
-    ----------
-    path : Path
-    sha256 : str
-    kind : {"summary", "mapping"}
-    edges : dict of str to ndarray (K+1,)
-        Strictly increasing edges per feature, in the file's order.
-    """
+    """The edges read from one file (``kind`` ``summary`` or ``mapping``): strictly
+    increasing (K+1,) per feature, in the file's order."""
 
     path: Path
     sha256: str
@@ -47,10 +31,6 @@ class EdgesFile:
     def describe(self) -> dict[str, Any]:
         """Where the edges came from, for a summary's ``params``."""
         return {"path": str(self.path), "sha256": self.sha256, "kind": self.kind}
-
-
-def _is_summary(data: dict[str, Any]) -> bool:
-    return "features" in data and "estimator" in data
 
 
 def _check(path: Path, name: str, values: Any) -> np.ndarray:
@@ -90,7 +70,7 @@ def read_edges(path: str | Path) -> EdgesFile:
         raise InputError(
             f"edges file '{path}' must hold a summary or a mapping of feature names to edge lists"
         )
-    if _is_summary(data):
+    if "features" in data and "estimator" in data:
         kind = "summary"
         validate_summary(path, data)
         features = data["features"]

@@ -1,35 +1,12 @@
 """A summary as one long ("tidy") table that pandas, R and BI tools load directly.
 
-One row per feature and edge, per feature and bin, and for interactions per
-pair and cell and per pair and grid corner; the ``kind`` column says which.
-Every row carries ``estimator``, ``feature`` and ``kind``; the other columns
-belong to one or more kinds and are empty (NaN / null) in the rows of the
-others:
-
-==========  ======================================================================
-kind        columns (``index`` is 0-based)
-==========  ======================================================================
-``edge``    ``index`` (0..K), ``x`` = z_index, ``effect``, ``std``, ``stderr``,
-            ``lower`` = effect - 2 stderr, ``upper`` = effect + 2 stderr (the band
-            ``ale plot`` draws)
-``bin``     ``index`` (0..K-1), ``left``, ``right`` (the bin (left, right], the
-            first bin also holding its left edge), ``count``, ``bin_effect``,
-            ``bin_std``, ``bin_stderr``, ``filled`` (the bin was empty and its
-            effect interpolated)
-``cell``    ``feature`` = "a,b", ``index_a``, ``index_b``, ``x_a_left``,
-            ``x_a_right``, ``x_b_left``, ``x_b_right``, ``count``, ``cell_effect``,
-            ``cell_std`` (dale only), ``filled``
-``corner``  ``feature`` = "a,b", ``index_a`` (0..K_a), ``index_b`` (0..K_b),
-            ``x_a``, ``x_b``, ``effect`` (the doubly-centered second-order effect)
-``stat``    ``statistic`` (name; nested names joined by ".") and ``value``: one
-            row per numeric entry of a feature's ``statistics``, if it has any
-==========  ======================================================================
-
-Only the columns of the kinds present are written, in the order above.
-Features (and pairs) that are not estimable have no rows; :func:`export_table`
-reports them. Integer columns are pandas nullable ``Int64`` and ``filled`` is
-``boolean``, so an empty entry stays empty instead of turning the column into
-floats. Writing the table (CSV or Parquet) is :mod:`ale_cli.outputs.tables`.
+A row per feature and edge (``kind`` ``edge``), bin (``bin``) and statistic (``stat``),
+per pair and cell (``cell``) and grid corner (``corner``); each row carries
+``estimator``, ``feature`` and ``kind``, the columns of other kinds are empty (the
+columns: ``docs/store-and-summary.md``, :data:`~ale_cli.summary.table.KIND_COLUMNS`).
+Not-estimable features and pairs have no rows. Integer columns are nullable ``Int64``
+and ``filled`` is ``boolean``, so an empty entry stays empty. Writing the table (CSV or
+Parquet) is :mod:`ale_cli.outputs.tables`.
 """
 
 from __future__ import annotations
@@ -68,13 +45,8 @@ _TEXT = ("estimator", "feature", "kind", "statistic")
 def read_summary_source(
     source: str | Path, *, stdin: TextIO | None = None
 ) -> tuple[Summary, dict[str, Any]]:
-    """The summary of a file, or of standard input when ``source`` is ``"-"``, and its JSON.
-
-    Checks what :func:`ale_cli.summary.model.read_summary` checks (an object
-    with ``estimator`` and ``features``, a known ``schema_version``); a one-line
-    InputError otherwise. The JSON object is returned too: it holds what the
-    :class:`Summary` does not model (the features' ``statistics``).
-    """
+    """The summary of a file (``"-"``: standard input) and its JSON object; a one-line
+    InputError unless it has ``estimator``, ``features`` and a known ``schema_version``."""
     if str(source) == STDIO:
         name = "<stdin>"
         text = (stdin or sys.stdin).read()
@@ -109,10 +81,8 @@ def read_summary_source(
 
 
 def _flat_numbers(value: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
-    """``(name, number)`` for every numeric leaf of nested mappings/lists (null -> NaN).
-
-    Leaves that are not numbers (text) are skipped.
-    """
+    """``(name, number)`` for every numeric leaf of nested mappings/lists (null -> NaN;
+    text skipped)."""
     if isinstance(value, Mapping):
         for key, item in value.items():
             yield from _flat_numbers(item, f"{prefix}.{key}" if prefix else str(key))
@@ -133,9 +103,8 @@ def _statistics_of(summary: Summary, data: Mapping[str, Any] | None) -> dict[str
             if isinstance(feat, Mapping) and feat.get("statistics") is not None:
                 out[str(feat.get("name"))] = feat["statistics"]
     for feat in summary.features:
-        stats = getattr(feat, "statistics", None)
-        if stats is not None and feat.name not in out:
-            out[feat.name] = stats.to_dict() if hasattr(stats, "to_dict") else stats
+        if feat.statistics is not None and feat.name not in out:
+            out[feat.name] = feat.statistics
     return out
 
 
@@ -261,27 +230,11 @@ def _frame(summary: Summary, statistics: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:
-    """The summary as one long table: a row per feature and edge/bin, per pair and cell/corner.
+    """The long table of a summary (or of its JSON object, whose features' ``statistics``
+    are taken). Per feature with K bins, in the summary's order: K+1 edge rows, K bin
+    rows, then its statistics; per pair ``K_a K_b`` cell rows and ``(K_a + 1)(K_b + 1)``
+    corner rows, row-major. ``lower``/``upper`` are ``effect -/+ 2 stderr``.
 
-    Parameters
-    ----------
-    summary : Summary or dict
-        A summary, or its JSON object (as read from the file; the features'
-        ``statistics`` objects are taken from it).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``estimator``, ``feature``, ``kind`` and the columns of the
-        kinds present (see the module docstring). For a first-order summary,
-        per feature with K bins, in the summary's order: K+1 edge rows, K bin
-        rows, then its statistics. For an interaction summary, per pair:
-        ``K_a K_b`` cell rows and ``(K_a + 1)(K_b + 1)`` corner rows, row-major.
-        Not-estimable features and pairs have no rows. ``lower`` and ``upper``
-        are ``effect -/+ 2 stderr``, the band ``ale plot`` draws.
-
-    Examples
-    --------
     >>> from ale_cli.summary.model import FeatureSummary
     >>> f = FeatureSummary(name="x", edges=np.array([0.0, 1.0]), counts=np.array([3]),
     ...     bin_effect=np.array([2.0]), bin_std=np.array([0.5]), bin_stderr=np.array([0.25]),
@@ -304,23 +257,11 @@ def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:
     return _frame(summary, _statistics_of(summary, data))
 
 
-def _feature_order(summary: Summary) -> list[str]:
-    return [f.name for f in summary.features] + [p.name for p in summary.interactions]
-
-
 @dataclass(frozen=True)
 class ExportTable:
-    """A summary's long table and what it holds.
-
-    Attributes
-    ----------
-    frame : pandas.DataFrame
-        The table (:func:`summary_frame`).
-    rows : dict of str to int
-        Rows per exported feature (or pair ``"a,b"``), in the summary's order.
-    not_estimable : tuple of str
-        Features and pairs left out because they are not estimable.
-    """
+    """A summary's long table (:func:`summary_frame`), its rows per exported feature (or
+    pair ``"a,b"``) in the summary's order, and the features and pairs left out (not
+    estimable)."""
 
     frame: pd.DataFrame
     rows: dict[str, int]
@@ -337,7 +278,8 @@ def export_table(source: str | Path, *, stdin: TextIO | None = None) -> ExportTa
     summary, data = read_summary_source(source, stdin=stdin)
     frame = _frame(summary, _statistics_of(summary, data))
     counts = frame["feature"].value_counts(sort=False)
-    rows = {name: int(counts[name]) for name in _feature_order(summary) if name in counts}
+    order = [f.name for f in summary.features] + [p.name for p in summary.interactions]
+    rows = {name: int(counts[name]) for name in order if name in counts}
     skipped = tuple(f.name for f in summary.features if f.status != "ok") + tuple(
         p.name for p in summary.interactions if p.status != "ok"
     )

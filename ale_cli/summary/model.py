@@ -1,66 +1,12 @@
 """The summary: the JSON contract every estimator writes and plots and audits read.
 
-One :class:`FeatureSummary` per feature, inside one :class:`Summary` per run.
-Array shapes (K bins, K+1 edges):
-
-===============  =======  =================================================
-``edges``        (K+1,)   bin limits z_0 < ... < z_K
-``counts``       (K,)     rows per bin n_k (bins (z_{k-1}, z_k], z_0 in bin 1)
-``bin_effect``   (K,)     mean local effect mu_k (filled bins: interpolated)
-``bin_std``      (K,)     std of the local effects s_k, ddof=1 (NaN if n_k < 2)
-``bin_stderr``   (K,)     s_k / sqrt(n_k)
-``bin_filled``   (K,)     True where the bin was empty and mu_k was filled
-``effect``       (K+1,)   accumulated effect at the edges, centered
-``std``          (K+1,)   heterogeneity sqrt(sum_{j<=k} dz_j^2 s_j^2)
-``stderr``       (K+1,)   standard error sqrt(sum_{j<=k} dz_j^2 s_j^2 / n_j)
-===============  =======  =================================================
-
-Bootstrap bands (optional; ``--bootstrap B``): ``ci_low`` and ``ci_high``
-(K+1,) are the percentile band of the effect at each edge over B replicates
-with rows resampled and the edges fixed (:mod:`ale_cli.core.bootstrap`), at the
-level ``params["ci"]``; the statistics then also have ``aled_ci_low``,
-``aled_ci_high`` (and the same for ``aler_min``, ``aler_max``, ``naled``,
-``naler_min``, ``naler_max``).
-
-Discrete and categorical features (``kind`` ``"discrete"`` or ``"categorical"``,
-:mod:`ale_cli.estimators.levels`) have K *levels* instead of bins: ``levels`` (K,) in
-the estimated order (numbers, or the text of a text column), ``order`` (K,) the
-index of each among the sorted distinct values, ``edges`` (K,) the levels' values
-(codes for text), and per level ``counts``, ``effect``, ``std``, ``stderr`` (K,);
-``bin_effect``, ``bin_std``, ``bin_stderr``, ``bin_filled`` (K-1,) describe the
-jumps between adjacent levels. Without ``kind`` a feature is continuous.
-
-A feature whose status is ``not_estimable`` has a ``reason`` and empty arrays.
-``n_outside`` counts the rows outside ``[z_0, z_K]`` left out (given edges);
-``objective`` is RHALE's ``sum_k tau_k s_k^2 dz_k`` and ``note`` says when an
-estimator had to depart from what was asked (e.g. RHALE's single-bin fallback).
-Second-order effects (``ale interact``) are :class:`InteractionSummary` items of
-``Summary.interactions`` (an interact summary has an empty ``features`` list):
-
-=================  ==============  ============================================
-``edges_a``        (K_a+1,)        limits of the first feature's bins
-``edges_b``        (K_b+1,)        limits of the second feature's bins
-``counts``         (K_a, K_b)      rows per cell (z_{k-1}, z_k] x (w_{l-1}, w_l]
-``cell_effect``    (K_a, K_b)      mean per-row value in the cell: second-order
-                                   difference (ale) or mixed derivative (dale),
-                                   filled from the nearest non-empty cell
-``cell_std``       (K_a, K_b)      dale only: std of the mixed derivatives, ddof=1
-``filled``         (K_a, K_b)      True where the cell was empty and filled
-``effect``         (K_a+1, K_b+1)  doubly-centered effect at the grid corners
-=================  ==============  ============================================
-
-Effect-size statistics (optional; :func:`with_statistics` adds them, older
-summaries have none): ``Summary.prediction`` records the model's predictions on
-the data as ``{"n", "mean", "quantiles"}`` (the 101 percentiles 0..100 %), and
-each estimable feature's ``statistics`` holds ``aled``, ``aler_min``,
-``aler_max``, ``naled``, ``naler_min``, ``naler_max`` (``null`` without a
-prediction distribution), ``heterogeneity_share`` (``null`` when ALED is 0 and
-the heterogeneity is not: the ratio is infinite) and ``rank`` (1 = largest ALED
-in the summary); definitions in :mod:`ale_cli.core.statistics`.
-
-JSON has no NaN: NaN is written as ``null`` and read back as NaN. The file is
-byte-identical for the same inputs apart from ``created`` (omitted with
-``timestamp=False``). ``ale_cli/schema/summary.schema.json`` is its JSON Schema.
+One :class:`FeatureSummary` per feature (K bins: ``edges`` (K+1,), per-bin arrays (K,),
+accumulated ``effect``/``std``/``stderr`` at the edges (K+1,); per-level features: K
+levels, K-1 jumps) or one :class:`InteractionSummary` per pair (cells (K_a, K_b),
+``effect`` at the corners (K_a+1, K_b+1)), inside one :class:`Summary` per run. Every
+field is described in ``docs/store-and-summary.md``; ``ale_cli/schema/summary.schema.json``
+is its JSON Schema. NaN is written as ``null`` and read back as NaN; the file is
+byte-identical for the same inputs apart from ``created`` (omitted with ``timestamp=False``).
 """
 
 from __future__ import annotations
@@ -85,7 +31,6 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1
 ESTIMATORS = ("dale", "rhale", "ale")
-STATUSES = ("ok", "not_estimable")
 
 _FLOAT_BIN = ("bin_effect", "bin_std", "bin_stderr")
 _FLOAT_EDGE = ("effect", "std", "stderr")
@@ -155,14 +100,9 @@ class FeatureSummary:
             "center_offset": self.center_offset,
             "n_outside": self.n_outside,
         }
-        if self.objective is not None:
-            out["objective"] = self.objective
-        if self.note is not None:
-            out["note"] = self.note
-        if self.method is not None:
-            out["method"] = self.method
-        if self.statistics is not None:
-            out["statistics"] = self.statistics
+        for key in ("objective", "note", "method", "statistics"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         if self.ci_low is not None and self.ci_high is not None:
             out["ci_low"], out["ci_high"] = self.ci_low, self.ci_high
         return out
@@ -178,15 +118,9 @@ class FeatureSummary:
             counts=np.asarray(data["counts"], dtype=np.int64).reshape(-1),
             **floats,
             bin_filled=np.asarray(data["bin_filled"], dtype=bool).reshape(-1),
-            center_offset=float(
-                data["center_offset"] if data["center_offset"] is not None else np.nan
-            ),
+            center_offset=_number(data["center_offset"]),
             n_outside=int(data.get("n_outside", 0)),
-            objective=(
-                None
-                if "objective" not in data
-                else float(data["objective"] if data["objective"] is not None else np.nan)
-            ),
+            objective=_number(data["objective"]) if "objective" in data else None,
             note=data.get("note"),
             statistics=_statistics(data.get("statistics")),
             ci_low=float_array(data["ci_low"]) if "ci_low" in data else None,
@@ -206,6 +140,11 @@ class Replicates:
     effect: np.ndarray
     counts: np.ndarray
     ci: float
+
+
+def _number(value: Any) -> float:
+    """A JSON number, ``null`` read as NaN."""
+    return np.nan if value is None else float(value)
 
 
 def _statistics(data: Any) -> dict[str, Any] | None:
@@ -229,14 +168,9 @@ def _matrix(values: Any, dtype: Any) -> np.ndarray:
 
 @dataclass(frozen=True)
 class InteractionSummary:
-    """The second-order effect of one feature pair; see the module docstring for shapes.
-
-    ``estimator`` is ``"ale"`` (second-order finite differences at the cell
-    corners) or ``"dale"`` (mixed derivatives at the data points); ``cell_std``
-    is None for ``"ale"``. A pair whose grid cannot be built (a constant or
-    categorical feature, no rows inside the given edges) has status
-    ``not_estimable``, a ``reason`` and empty arrays.
-    """
+    """The second-order effect of one feature pair: ``estimator`` ``"ale"`` (differences at
+    the cell corners; ``cell_std`` None) or ``"dale"`` (mixed derivatives). A pair whose
+    grid cannot be built is ``not_estimable``, with a ``reason`` and empty arrays."""
 
     features: tuple[str, str]
     estimator: str
@@ -261,9 +195,7 @@ class InteractionSummary:
     @property
     def shape(self) -> tuple[int, int]:
         """(K_a, K_b)."""
-        return len(self.edges_a) - 1 if len(self.edges_a) else 0, (
-            len(self.edges_b) - 1 if len(self.edges_b) else 0
-        )
+        return max(len(self.edges_a) - 1, 0), max(len(self.edges_b) - 1, 0)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -307,9 +239,7 @@ class InteractionSummary:
             cell_std=_matrix(data["cell_std"], np.float64) if "cell_std" in data else None,
             filled=_matrix(data["filled"], bool),
             effect=_matrix(data["effect"], np.float64),
-            center_offset=float(
-                data["center_offset"] if data["center_offset"] is not None else np.nan
-            ),
+            center_offset=_number(data["center_offset"]),
             n_outside=int(data.get("n_outside", 0)),
             note=data.get("note"),
         )
@@ -317,13 +247,9 @@ class InteractionSummary:
 
 @dataclass(frozen=True)
 class Summary:
-    """One estimator run over the features of one store.
-
-    ``params`` holds every parameter used, defaults included; ``store`` the
-    store's path, sha256 and the parts of its meta a reader needs (model,
-    data, method, output). ``interactions`` holds the second-order effects
-    (``ale interact``), empty for first-order estimators.
-    """
+    """One estimator run over the features of one store: ``params`` every parameter used,
+    ``store`` where the numbers came from, ``interactions`` (``ale interact``) or
+    ``features``."""
 
     estimator: str
     params: dict[str, Any]
@@ -402,16 +328,10 @@ def prediction_quantiles(summary: Summary) -> np.ndarray | None:
 
 
 def with_statistics(summary: Summary, prediction: np.ndarray | None) -> Summary:
-    """The summary with the distribution of ``prediction`` (N,) and per-feature statistics.
-
-    Every first-order estimator calls this on its summary with the model's
-    predictions on the rows it used (``store.prediction``; NaN/inf are left out).
-    With ``prediction`` None (or without a finite value) the summary's recorded
-    distribution (if any) is kept and used; without one, the normalised
-    statistics (NALED, NALER) are ``null``. Features that are not estimable get
-    no ``statistics``. Interact summaries get the prediction distribution only
-    (``max_interaction`` reads its spread).
-    """
+    """The summary with the distribution of ``prediction`` (N,; NaN/inf left out) and
+    per-feature statistics. With ``prediction`` None (or no finite value) the recorded
+    distribution (if any) is used; without one NALED and NALER are ``null``. Features
+    that are not estimable get no ``statistics``."""
     recorded = summary.prediction
     if prediction is not None and np.isfinite(prediction).any():
         dist = prediction_distribution(prediction=prediction)

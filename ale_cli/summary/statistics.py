@@ -17,14 +17,9 @@ from ale_cli.core.statistics import effect_statistics, ranks
 def feature_statistics(
     features: Sequence[Any], quantiles: np.ndarray | None
 ) -> list[dict[str, Any] | None]:
-    """The ``statistics`` object of every feature (None where not estimable); ``features``
-    are :class:`~ale_cli.summary.model.FeatureSummary` items.
-
-    Keys: ``aled``, ``aler_min``, ``aler_max``, ``naled``, ``naler_min``,
-    ``naler_max`` (None without prediction quantiles), ``heterogeneity_share``
-    (``inf`` when ALED is 0 and the heterogeneity is not; JSON ``null``) and
-    ``rank`` (1 = largest ALED among the estimable features given).
-    """
+    """The ``statistics`` object of every :class:`~ale_cli.summary.model.FeatureSummary`
+    (None where not estimable): the statistics, their bands with bootstrap replicates, and
+    ``rank`` (1 = largest ALED among the estimable features given)."""
     stats: list[dict[str, Any] | None] = []
     for feat in features:
         if feat.status != "ok" or feat.n_bins == 0:

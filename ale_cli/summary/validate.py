@@ -1,13 +1,8 @@
-"""Checks on a summary (or an edges file holding one) read back: the shipped JSON
-Schema (``ale_cli/schema/summary.schema.json``, validated with ``jsonschema``, imported
-when a summary is first checked) plus what a schema cannot say: edges strictly
-increasing with a finite span, array lengths (K counts, K+1 edges, ...), ``n_bins``
-equal to K, distinct names.
-
-A summary that ``ale`` did not write, or that was edited, is refused with one line
-naming the file, the feature and the field, before any number from it is used.
-Numbers must be finite: plain JSON has no NaN or Infinity (``NaN`` is written as
-``null``), so a ``number`` or ``integer`` here is a finite one.
+"""Checks on a summary (or an edges file holding one) read back: the shipped JSON Schema
+(validated with ``jsonschema``, imported lazily; a ``number`` is a finite one) plus what a
+schema cannot say: edges strictly increasing with a finite span, array lengths, ``n_bins``
+equal to K, distinct names. A bad summary is refused with one line naming the file, the
+feature and the field, before any number from it is used.
 """
 
 from __future__ import annotations
@@ -41,9 +36,7 @@ def _finite_number(_checker: Any, value: Any) -> bool:
 
 
 def _finite_integer(_checker: Any, value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or (
-        isinstance(value, float) and math.isfinite(value) and value.is_integer()
-    )
+    return _finite_number(_checker, value) and (not isinstance(value, float) or value.is_integer())
 
 
 @lru_cache(maxsize=1)
