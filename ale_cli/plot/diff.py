@@ -9,13 +9,8 @@ Per-feature figure, :func:`diff_figure` (one axes, gid ``diff_axes``):
     ``max_abs``                  Line2D (vertical) where ``|diff|`` is largest
     ``legend``                   the legend
 A feature that cannot be compared gets the Text ``not_compared`` with the reason.
-
-Overview, :func:`diff_overview`: one axes per feature ``f<i>.axes`` holding
-``f<i>.a_effect`` and ``f<i>.b_effect`` (same meaning), in rows of three.
-
-Files: ``<dir>/<feature>.<fmt>`` and ``<dir>/overview.<fmt>``, named and saved
-(atomically, reproducibly) by the helpers of :mod:`ale_cli.plot.render`; the
-directory is replaced as a whole, like ``ale plot``'s, with its manifest.
+:func:`diff_overview`: ``f<i>.axes`` holding ``f<i>.a_effect``, ``f<i>.b_effect``.
+Files are named, saved and replaced as a whole as ``ale plot``'s.
 """
 
 from __future__ import annotations
