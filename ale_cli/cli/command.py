@@ -21,6 +21,7 @@ import typer
 
 from ale_cli import __version__
 from ale_cli.cli.config import ALIAS, config_callback
+from ale_cli.cli.options import unshown
 from ale_cli.cli.progress import ProgressBars
 from ale_cli.errors import InputError
 from ale_cli.io.jsonio import dumps
@@ -143,14 +144,13 @@ QuietOption = Annotated[
 ]
 ConfigOption = Annotated[
     Path | None,
-    typer.Option(
+    unshown(
         "--config",
         help="YAML file supplying any option of this command (flat, or a section per "
         "command); flags given on the command line win; relative paths in it are relative "
         "to the file.",
         callback=config_callback,
         is_eager=True,
-        show_default=False,
     ),
 ]
 
@@ -299,7 +299,7 @@ def _alias_param(flag: str, name: str, target: inspect.Parameter) -> inspect.Par
     kind = target.annotation
     if get_origin(kind) is Annotated:
         kind = get_args(kind)[0]
-    option = typer.Option(flag, hidden=True, show_default=False)
+    option = unshown(flag, hidden=True)
     return _option(ALIAS + name, None, Annotated[kind | None, option])
 
 

@@ -16,7 +16,7 @@ from ale_cli.audit import audit_files
 from ale_cli.audit.report import github_annotations, junit_xml, report_dict, text_table
 from ale_cli.checks import check_choice, names_tuple
 from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio
-from ale_cli.cli.options import FeaturesOption
+from ale_cli.cli.options import FeaturesOption, unshown
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
@@ -85,28 +85,22 @@ def audit(
     ],
     baseline: Annotated[
         Path | None,
-        typer.Option(
-            "--baseline",
-            help="Summary of the previous release, for the drift rule.",
-            show_default=False,
-        ),
+        unshown("--baseline", help="Summary of the previous release, for the drift rule."),
     ] = None,
     json_report: Annotated[
         Path | None,
-        typer.Option(
+        unshown(
             "--json-report",
             help="Also write the JSON report to this file ('-': standard output; the table "
             "then goes to stderr), for 'ale report --audit'.",
-            show_default=False,
         ),
     ] = None,
     junit: Annotated[
         Path | None,
-        typer.Option(
+        unshown(
             "--junit",
             help="Write JUnit XML (one test case per feature x rule) for GitLab/Jenkins "
             "('-': standard output; the table then goes to stderr).",
-            show_default=False,
         ),
     ] = None,
     output_format: AuditFormatOption = "text",
@@ -222,12 +216,11 @@ def diff(
     b: Annotated[Path, typer.Argument(help="Second summary.")],
     out: Annotated[
         Path | None,
-        typer.Option(
+        unshown(
             "--out",
             "-o",
             help="Directory for one overlay figure per feature and an overview (replaced "
             "as a whole; it must be new, empty or a figure directory ale wrote).",
-            show_default=False,
         ),
     ] = None,
     features: FeaturesOption = None,

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command, is_stdio
+from ale_cli.cli.options import unshown
 from ale_cli.outputs.tables import export_summary, table_format
 
 
@@ -43,12 +44,11 @@ def export(
     ],
     out: Annotated[
         Path,
-        typer.Option(
+        unshown(
             "--out",
             "-o",
             help="Table to write: .csv, .parquet or .pq (written atomically); '-' writes "
             "CSV to standard output.",
-            show_default=False,
         ),
     ],
     fmt: Annotated[
