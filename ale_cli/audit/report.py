@@ -10,6 +10,7 @@ the output guard knows, one ``<testcase>`` per check (a failed error rule a
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,15 @@ def totals(result: AuditResult) -> str:
     )
 
 
+def aligned(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """The header and the rows as lines of left-aligned columns two spaces apart."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    return [
+        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+        for row in [headers, *rows]
+    ]
+
+
 def text_table(result: AuditResult) -> str:
     """The checks as an aligned text table followed by the totals line."""
     several = len(set(result.summaries)) > 1
@@ -47,13 +57,7 @@ def text_table(result: AuditResult) -> str:
         )
         for c in result.checks
     ]
-    widths = [
-        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
-    ]
-    lines = [
-        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
-        for row in [headers, *rows]
-    ]
+    lines = aligned(headers, rows)
     if not rows:
         lines.append("(no checks: no rule applies to these summaries)")
     lines.append(totals(result))

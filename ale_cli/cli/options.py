@@ -1,9 +1,5 @@
-"""Options shared by several commands, declared once.
-
-The store-based commands share :data:`FeaturesOption`, :data:`OutOption`,
-:data:`CenterOption` and friends; the model-and-data group of ``compute``,
-``classic`` and ``interact`` is :mod:`ale_cli.cli.model_options`.
-"""
+"""Options shared by several commands, declared once (the model-and-data group is
+:mod:`ale_cli.cli.model_options`)."""
 
 from __future__ import annotations
 

@@ -105,12 +105,12 @@ def centered_on_mean(summary: Summary) -> bool:
     return True
 
 
-def new_figure(size: tuple[float, float]) -> Figure:
+def new_figure(size: tuple[float, float], layout: str | None = None) -> Figure:
     """A Figure of ``size`` inches on its own Agg canvas (not in pyplot's figure list)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=size)
+    fig = Figure(figsize=size, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 

@@ -75,7 +75,6 @@ def classic(
     --engine dask evaluates the model on the partitions of the data on the workers of a
     Dask cluster (this process reads the columns for the ranges and quantile edges).
     """
-
     request = ClassicRequest(
         inputs=inputs,
         bins=bins,

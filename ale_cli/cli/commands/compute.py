@@ -187,7 +187,6 @@ def info(
 
     With --json the store's meta is the result's "details.meta".
     """
-
     refuse_stdio(store, "store", "a store")
     meta = read_meta(store)  # a file, or a directory store's manifest
     rows: list[tuple[str, str]] = []

@@ -62,7 +62,6 @@ def rebin(
 
     --bootstrap B adds percentile bands (rows resampled, bins fixed).
     """
-
     refuse_stdio(store, "store", "a store")
     request = dale.RebinRequest(
         store=store,
@@ -118,7 +117,6 @@ def rhale(
     scheduler: SchedulerOption = None,
 ) -> Outcome:
     """RHALE: automatic variable-size bins minimising heterogeneity, from the store."""
-
     refuse_stdio(store, "store", "a store")
     request = dale.RhaleRequest(
         store=store,

@@ -21,7 +21,6 @@ class TableFormat(StrEnum):
 
 def _table_kind(values: Mapping[str, Any]) -> str:
     """The output kind of -o: a CSV or a Parquet export, by --format or the extension."""
-
     fmt = values.get("fmt")
     return "table-" + table_format(values["out"], fmt.value if fmt is not None else None)
 
@@ -66,7 +65,6 @@ def export(
     no rows and are counted in the result line, which goes to stderr (stdout carries only
     the table).
     """
-
     run.claim_stdout(out, "out")
     result = export_summary(summary, out, fmt=fmt.value if fmt is not None else None)
     per = ", ".join(f"{name}={n}" for name, n in result.rows.items())

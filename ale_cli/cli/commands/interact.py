@@ -87,7 +87,6 @@ def interact(
     --chunk-rows rows at a time; a store (--store) by its own chunks. --engine dask runs
     the model calls on the partitions of the data on the workers of a Dask cluster.
     """
-
     refuse_stdio(store, "store", "a store")
     runner = engine_for(engine, scheduler)
     request = InteractRequest(

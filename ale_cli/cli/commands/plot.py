@@ -115,7 +115,6 @@ def plot(
     the figures; a figure changed since is replaced only with --force, another file never).
     Interrupted (Ctrl-C, SIGTERM), the previous figures stay as they were.
     """
-
     refuse_stdio(store, "store", "a store")
     formats = ("png", "svg") if fmt is FigureFormat.both else (fmt.value,)
     # SIGTERM raises like Ctrl-C around every command (ale_cli.signals): the figure

@@ -96,7 +96,6 @@ def report(
 
 def _write(out: Path, html: str, to_stdout: bool) -> int:
     """Write the page to ``out`` (or standard output); its size in bytes."""
-
     if to_stdout:
         echo_data(html)
         return len(html.encode("utf-8"))

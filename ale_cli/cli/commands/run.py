@@ -46,7 +46,6 @@ def run_command(
 
     With --quiet nothing is printed unless the run fails or the audit fails.
     """
-
     refuse_stdio(job, "job", "a job file")
     spec = read_job(job)
     target = out if out is not None else spec.out
