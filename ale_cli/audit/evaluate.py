@@ -82,10 +82,6 @@ class AuditResult:
         return EXIT_PASSED if self.passed else EXIT_RULES_FAILED
 
 
-def _verdict(ok: bool, severity: str) -> str:
-    return "pass" if ok else ("fail" if severity == "error" else "warn")
-
-
 def _estimable(feat: FeatureSummary) -> bool:
     return feat.status == "ok" and feat.n_bins > 0
 
@@ -113,7 +109,7 @@ def _check(
 ) -> Check:
     """A check of ``rule``; ``ok`` None: skipped."""
     severity = kw.pop("severity", rule.severity)
-    verdict = "skip" if ok is None else _verdict(ok, severity)
+    verdict = "skip" if ok is None else "pass" if ok else "fail" if severity == "error" else "warn"
     return Check(
         feature,
         rule.name,

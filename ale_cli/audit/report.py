@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ale_cli import __version__
-from ale_cli.audit.evaluate import AuditResult, Check
+from ale_cli.audit.evaluate import AuditResult
 from ale_cli.outputs.guard import JUNIT_MARKER
 
 SCHEMA_VERSION = 1
@@ -70,10 +70,6 @@ _CHECK_KEYS = (
 )
 
 
-def _check_dict(c: Check) -> dict[str, Any]:
-    return {key: getattr(c, key) for key in _CHECK_KEYS}
-
-
 def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str, Any]:
     """The JSON report (see ``ale_cli/schema/audit.schema.json``)."""
     out: dict[str, Any] = {
@@ -89,7 +85,7 @@ def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str,
         "passed": result.passed,
         "exit_code": result.exit_code,
         "counts": result.counts,
-        "checks": [_check_dict(c) for c in result.checks],
+        "checks": [{key: getattr(c, key) for key in _CHECK_KEYS} for c in result.checks],
     }
     return out
 

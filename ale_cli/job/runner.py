@@ -95,11 +95,6 @@ def _readable(paths: Sequence[Path]) -> None:
         os.chmod(path, 0o666 & ~mask)
 
 
-def _key(name: str, options: dict[str, Any], inputs: dict[str, str]) -> str:
-    text = dumps({"step": name, "version": __version__, "options": options, "inputs": inputs})
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def _plain(value: Any) -> Any:
     """Options as JSON values (paths as strings, tuples as lists)."""
     if isinstance(value, dict):
@@ -154,7 +149,10 @@ class _Runner:
         """Run ``action`` (returning the files it wrote) unless the step is a cache hit."""
         t0 = time.perf_counter()
         step = Step(name, _plain(options), inputs)
-        step.key = _key(name, step.options, inputs)
+        text = dumps(
+            {"step": name, "version": __version__, "options": step.options, "inputs": inputs}
+        )
+        step.key = hashlib.sha256(text.encode("utf-8")).hexdigest()
         if self._hit(step):
             step.cache_hit = True
         else:

@@ -216,7 +216,12 @@ def feature_figure(
             draw_store_marks(top, summary, store, column[0])
         words = "centered effect" if centered_on_mean(summary) else "effect"
         top.set_ylabel(effect_label(summary, words, ylabel, width=45, name_width=40))
-        top.set_title(_bins_title(summary, feat), loc="left")
+        n_filled = int(feat.bin_filled.sum())
+        bins = f"K = {feat.n_bins} bin{'s' if feat.n_bins != 1 else ''}" + (
+            f", {n_filled} empty" if n_filled else ""
+        )
+        title = f"{estimator_label(summary.estimator)}, {bins}, N = {summary.n_rows:,} rows"
+        top.set_title(title, loc="left")
         extra = _draw_bins(bottom, feat)
         n_outside_store = draw_violins(bottom, feat, *column) if column is not None else 0
         _finish_bins_panel(bottom, feat, name, n_outside=max(feat.n_outside, n_outside_store))
@@ -225,15 +230,6 @@ def feature_figure(
         _lay_out_feature(fig, top, bottom, name, n_legend=len(handles), note_lines=note_lines)
         figure_legend(fig, handles, labels, ncols=2)
         return fig
-
-
-def _bins_title(summary: Summary, feat: FeatureSummary) -> str:
-    """The estimator, the number of bins (and of empty ones) and of rows, one line."""
-    n_filled = int(feat.bin_filled.sum())
-    bins_text = f"K = {feat.n_bins} bin{'s' if feat.n_bins != 1 else ''}" + (
-        f", {n_filled} empty" if n_filled else ""
-    )
-    return f"{estimator_label(summary.estimator)}, {bins_text}, N = {summary.n_rows:,} rows"
 
 
 def _finish_bins_panel(ax: Axes, feat: FeatureSummary, name: str, *, n_outside: int) -> None:

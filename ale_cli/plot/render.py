@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ale_cli.checks import check_choice
 from ale_cli.errors import InputError
 from ale_cli.plot.directory import figure_directory
 from ale_cli.plot.workers import Job, Task, default_jobs, run_tasks
@@ -133,16 +134,6 @@ def _short(digest: str) -> str:
     return f"{str(digest)[:12]}..."
 
 
-def _check_options(formats: Sequence[str], jobs: int) -> None:
-    for fmt in formats:
-        if fmt not in FORMATS:
-            raise InputError(
-                f"{{param}} must be one of {', '.join(FORMATS)}, got '{fmt}'", param="formats"
-            )
-    if jobs < 1:
-        raise InputError(f"{{param}} must be at least 1, got {jobs}", param="jobs")
-
-
 def _tasks(summary: Summary, names: tuple[str, ...]) -> list[Task]:
     """The figures to draw: the overview first (the biggest), features, interactions."""
     pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
@@ -168,7 +159,10 @@ def render_summary(
     """Write every figure of ``summary`` into ``out_dir``, replacing it when all are
     written. ``store`` must match (:func:`check_store`, run by the caller); ``jobs`` > 1
     forks workers (same bytes as ``jobs=1``)."""
-    _check_options(formats, jobs)
+    for fmt in formats:
+        check_choice(str(fmt), FORMATS, "formats")
+    if jobs < 1:
+        raise InputError(f"{{param}} must be at least 1, got {jobs}", param="jobs")
     if features is None:
         features = [f.name for f in summary.features]
     names = tuple(dict.fromkeys(features))
