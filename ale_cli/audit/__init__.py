@@ -8,20 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ale_cli.audit.evaluate import EXIT_PASSED, EXIT_RULES_FAILED, AuditResult, Check, evaluate
-from ale_cli.audit.rules import RuleSet, read_rules
+from ale_cli.audit.evaluate import AuditResult, evaluate
+from ale_cli.audit.rules import read_rules
 from ale_cli.summary.model import read_summary
 
-__all__ = [
-    "EXIT_PASSED",
-    "EXIT_RULES_FAILED",
-    "AuditResult",
-    "Check",
-    "RuleSet",
-    "audit_files",
-    "evaluate",
-    "read_rules",
-]
+__all__ = ["AuditResult", "audit_files", "evaluate", "read_rules"]
 
 
 def audit_files(
