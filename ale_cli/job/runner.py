@@ -66,16 +66,8 @@ class Step:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "options": self.options,
-            "inputs": self.inputs,
-            "key": self.key,
-            "cache_hit": self.cache_hit,
-            "seconds": round(self.seconds, 4),
-            "outputs": [{"path": p, "sha256": h} for p, h in self.outputs.items()],
-            "notes": self.notes,
-        }
+        outputs = [{"path": p, "sha256": h} for p, h in self.outputs.items()]
+        return vars(self) | {"seconds": round(self.seconds, 4), "outputs": outputs}
 
 
 @dataclass(frozen=True)
