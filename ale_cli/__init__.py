@@ -1,8 +1,6 @@
 """ale: Accumulated Local Effects for trained models, from the command line and from Python.
 
-The Python API lives in :mod:`ale_cli.api` (``from ale_cli import api``); its
-functions are also reachable here (``ale_cli.rhale(...)``), imported on first
-use so that ``import ale_cli`` stays cheap.
+The Python API is :mod:`ale_cli.api`; its names are also here, imported on first use.
 """
 
 from __future__ import annotations
@@ -12,8 +10,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-#: The Python API: the names :mod:`ale_cli.api` exports (its ``__all__`` is this list),
-#: reachable here on first use.
+#: the names :mod:`ale_cli.api` exports (its ``__all__``)
 API = (
     "FeatureSummary",
     "ModelInputs",

@@ -10,26 +10,10 @@ uses them directly::
     frame = api.summary_frame(summary)               # one tidy pandas DataFrame
     fig = api.plot(summary, "bmi", store="effects.npz")   # a matplotlib Figure
 
-Arguments
----------
-- ``model``: a path to a TorchScript, ONNX, skops or pickle file.
-- ``data``: a path to a CSV or Parquet file, or a pandas DataFrame.
-- ``store``: a path to a store written by :func:`compute`, or a
-  :class:`~ale_cli.store.npz.Store` built in memory from arrays.
-- names (``features``, ``inputs``, ``exclude``, ...): a list of strings or one
-  comma-separated string.
-- every other option takes the value of the command-line option of the same
-  name (``max_bins`` is ``--max-bins``); errors are
-  :class:`~ale_cli.errors.InputError` (bad input, naming the parameter) or
-  :class:`~ale_cli.errors.RunError` (a failure while running, e.g. the model
-  raised).
-
-Results
--------
-:func:`compute` returns a :class:`~ale_cli.estimators.local_effects.ComputeResult` (what was
-written, whether it was a cache hit); the estimators return a
-:class:`~ale_cli.summary.model.Summary` whose ``features`` (first order)
-or ``interactions`` (second order) hold the arrays documented there.
+``model`` and ``data`` are paths (``data`` also a DataFrame), ``store`` a path or a
+:class:`~ale_cli.store.npz.Store`; names are a list or one comma-separated string; other
+options are the CLI's (``max_bins`` is ``--max-bins``). Errors are ``InputError`` (naming
+the parameter) or ``RunError``.
 """
 
 from __future__ import annotations
@@ -93,7 +77,6 @@ def compute(
     ``engine="dask"`` computes the partitions on the Dask cluster at ``scheduler`` (None:
     a local one) and writes a directory store.
     """
-
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     where = engine_for(engine, scheduler)
     kind = "store-dir" if where.splits else "store"
@@ -124,7 +107,6 @@ def rebin(
     """DALE on fixed bins (default: 20 uniform bins) from a store; ``bootstrap`` B > 0 adds
     percentile bands at level ``ci`` (rows resampled, ``seed`` for the same bands);
     ``engine="dask"`` reduces the store's parts on the Dask cluster at ``scheduler``."""
-
     request = dale.RebinRequest(
         store=_store(store),
         bins=bins,
@@ -155,7 +137,6 @@ def rhale(
 ) -> Summary:
     """RHALE with automatic bins from a store (``min_points`` None: ceil(N/20), at least 2);
     ``bootstrap`` as in :func:`rebin`, on the chosen bins."""
-
     request = dale.RhaleRequest(
         store=_store(store),
         max_bins=max_bins,
@@ -194,7 +175,6 @@ def classic(
     is read ``chunk_rows`` rows at a time (None: the whole table at once).
     ``engine="dask"`` runs the model calls per partition on the Dask cluster at
     ``scheduler`` (None: a local cluster)."""
-
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     request = classic_estimator.ClassicRequest(
         inputs=inputs,
@@ -229,7 +209,6 @@ def interact(
     is read ``chunk_rows`` rows at a time and a ``store`` by its own chunks (None: the
     whole table, or store, at once). ``engine="dask"`` runs the model calls per partition
     on the Dask cluster at ``scheduler`` (None: a local cluster)."""
-
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     request = interact_estimator.InteractRequest(
         inputs=inputs,
@@ -252,14 +231,14 @@ def plot(
 ) -> Figure:
     """A matplotlib Figure of one feature (or pair ``(a, b)`` of an interact summary);
     without ``feature``, the overview of every feature. Nothing is shown or saved."""
-
     summary = read_summary(summary) if not isinstance(summary, Summary) else summary
     loaded = read_store(store) if store is not None and not isinstance(store, Store) else store
     if isinstance(feature, tuple):
         for index, item in enumerate(summary.interactions):
             if set(item.features) == set(feature):
                 return interaction_figure(summary, index, store=loaded)
-        raise _no_item(summary, ",".join(feature))
+        pairs = ", ".join(i.name for i in summary.interactions) or "none"
+        raise InputError(f"summary has no interaction {','.join(feature)} (interactions: {pairs})")
     if feature is None:
         return overview_figure(summary)
     summary.feature(feature)  # InputError listing the features if unknown
@@ -278,7 +257,6 @@ def report(
 ) -> str:
     """The self-contained HTML page of ``ale report`` (written to ``out`` when given; an
     existing ``out`` that is not an ale report is replaced only with ``force``)."""
-
     guard(out, kind="html", inputs=_paths(*summaries, store, audit, history), force=force)
     page = build_report(summaries, store=store, audit=audit, history=history, timestamp=timestamp)
     if out is not None:
@@ -289,7 +267,6 @@ def report(
 def run(job: str | Path, *, out: str | Path | None = None, wait: bool = False) -> Any:
     """Run a job file as ``ale run`` does; a :class:`~ale_cli.job.JobResult` (``manifest``,
     ``exit_code``: the audit's, 0 or 3)."""
-
     spec = read_job(job)
     target = Path(out) if out is not None else spec.out
     if target is None:
@@ -313,17 +290,8 @@ def _paths(*values: Any) -> list[str | Path]:
 
 def summary_frame(summary: Summary | str | Path) -> pd.DataFrame:
     """The summary as one long pandas DataFrame (a row per feature and edge, per bin...)."""
-
-    return export.summary_frame(
-        read_summary(summary) if not isinstance(summary, Summary) else summary
-    )
+    return export.summary_frame(summary if isinstance(summary, Summary) else read_summary(summary))
 
 
 def _store(store: str | Path | Store) -> Path | Store:
     return store if isinstance(store, Store) else Path(store)
-
-
-def _no_item(summary: Summary, name: str) -> Exception:
-
-    pairs = ", ".join(i.name for i in summary.interactions) or "none"
-    return InputError(f"summary has no interaction {name} (interactions: {pairs})")

@@ -1,7 +1,6 @@
 """Checks of option values shared by the library's requests; pure Python (cheap to import).
 
-Each raises an :class:`~ale_cli.errors.InputError` naming the parameter (see
-:mod:`ale_cli.errors` for how the CLI turns it into a flag).
+Each raises an :class:`~ale_cli.errors.InputError` naming the parameter.
 """
 
 from __future__ import annotations
@@ -12,9 +11,8 @@ from ale_cli.errors import InputError
 
 
 def names_tuple(value: str | Sequence[str] | None, param: str) -> tuple[str, ...] | None:
-    """A list of names as a tuple: ``"a, b"`` or ``["a", "b"]`` -> ``("a", "b")``; None stays.
-
-    Empty and repeated names are an InputError naming ``param``.
+    """A list of names as a tuple: ``"a, b"`` or ``["a", "b"]`` -> ``("a", "b")``; None stays;
+    empty and repeated names are an InputError.
 
     >>> names_tuple("age, bmi", "features")
     ('age', 'bmi')
@@ -48,9 +46,7 @@ def check_choice(value: str | None, choices: Sequence[str], param: str) -> None:
 
 
 def check_count(value: int, param: str, *, least: int = 1) -> None:
-    """InputError naming ``param`` unless ``value`` is a whole number >= ``least``.
-
-    A boolean is refused (``bins: true`` in YAML is not one bin).
+    """InputError unless ``value`` is a whole number >= ``least`` (not a bool: ``bins: true``).
 
     >>> check_count(0, "bins")
     Traceback (most recent call last):

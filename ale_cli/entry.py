@@ -1,9 +1,5 @@
-"""The ``ale`` console script: signals first, then the (slow) imports, then the CLI.
-
-``ale_cli.cli.application`` imports typer; Ctrl-C or SIGTERM during
-those imports must end in one line and the usual exit code (130, 143), not a
-traceback, so they are caught here, before anything else is imported.
-"""
+"""The ``ale`` console script: signals first, then the (slow) imports, then the CLI, so
+Ctrl-C or SIGTERM while typer imports ends in one line and exit 130/143."""
 
 from __future__ import annotations
 

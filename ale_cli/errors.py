@@ -1,19 +1,9 @@
 """The one exception family of the tool.
 
-Every error a user can cause is an :class:`AleError` raised deep in the code and
-caught once, in the CLI, where it is printed as one line and turned into an exit
-code: 2 for bad input or options, 1 for a failure while running.
-
-The library names its *parameters*, never command-line flags: an error about
-one option value is raised with ``param=`` and a message holding the
-placeholder ``{param}``::
-
-    raise InputError("{param} must be at least 1, got 0", param="max_bins")
-
-``str(exc)`` reads "max_bins must be at least 1, got 0" (what a Python caller
-passed); the CLI renders the same error with the flag of that parameter
-("--max-bins must be at least 1, got 0") through :meth:`AleError.render`, so
-the mapping from parameter names to flags lives in one place, the CLI.
+Every error a user can cause is an :class:`AleError`, caught once in the CLI, printed
+as one line, exit 2 for bad input or options, 1 for a failure while running. The
+library names its *parameters*, never flags: ``str(exc)`` names the parameter, the CLI
+renders the flag (:meth:`AleError.render`), so that mapping lives in one place.
 
 >>> str(InputError("{param} must be at least 1, got 0", param="max_bins"))
 'max_bins must be at least 1, got 0'
@@ -32,16 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-PLACEHOLDER = "{param}"
 _PLACEHOLDERS = re.compile(r"\{param(?::([A-Za-z_][A-Za-z0-9_]*))?\}")
 
 
 class AleError(Exception):
-    """An error reported to the user as one line; exit code 1 unless a subclass says 2.
-
-    ``param`` names the parameter the message is about (its ``{param}``
-    placeholder is replaced by that name, or by the CLI's flag for it).
-    """
+    """An error reported as one line; exit code 1 unless a subclass says 2. ``param``
+    names the parameter the message's ``{param}`` is about."""
 
     exit_code = 1
 
@@ -85,8 +71,6 @@ class ModelError(InputError):
 
 class RunError(AleError):
     """A failure while running on valid input (the model raised, a write failed)."""
-
-    exit_code = 1
 
 
 class ModelFailed(RunError):

@@ -12,19 +12,12 @@ Datasets (small, committed under ``sample_data/``):
 
 Models (rebuilt in seconds with fixed seeds, not committed; ``models/``):
 
-- ``diabetes_mlp.pt``: a small TorchScript MLP trained on the diabetes data
-  (standardisation of inputs and target built into the module, so it takes raw
-  feature values and predicts the raw target). It is float64 so that its
-  gradients can be checked against other routes to 1e-6; float32 models are
-  exercised by the tests with their own tolerances.
-- ``rhale_synthetic.pt``: the RHALE example's function itself (no noise), so its
-  local effects are known exactly: (0.2, -5 + 10 1{x3 > 0}, 0).
-- ``diabetes_mlp.onnx``: the same trained MLP (same weights) exported to ONNX.
-- ``diabetes_hgb.skops``: a HistGradientBoostingRegressor on the diabetes data.
-- ``credit_logreg.skops``: a LogisticRegression pipeline (scaler on the numeric
-  columns, one-hot encoder on ``region``) on the credit data.
-- ``diabetes_gbr.onnx``: a GradientBoostingRegressor on the diabetes data,
-  exported with skl2onnx (a TreeEnsembleRegressor graph; needs the ``test`` extra).
+- ``diabetes_mlp.pt`` / ``.onnx``: a small float64 MLP on raw diabetes features
+  (standardisation built in), as TorchScript and ONNX (same weights).
+- ``rhale_synthetic.pt``: the RHALE function itself (no noise): local effects
+  (0.2, -5 + 10 1{x3 > 0}, 0) exactly.
+- ``diabetes_hgb.skops``, ``credit_logreg.skops`` (scaler + one-hot ``region``),
+  ``diabetes_gbr.onnx`` (skl2onnx, needs the ``test`` extra).
 """
 
 from __future__ import annotations
@@ -49,9 +42,6 @@ CREDIT_SEED = 7
 SKLEARN_SEED = 0
 CREDIT_NUMERIC = ("age", "income", "debt_ratio")
 DIABETES_FEATURES = ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")
-
-
-# -- datasets --------------------------------------------------------------------------------
 
 
 def diabetes_frame():  # type: ignore[no-untyped-def]
@@ -107,9 +97,6 @@ def write_frame(frame, base: Path) -> list[Path]:  # type: ignore[no-untyped-def
     return [csv, parquet]
 
 
-# -- models ----------------------------------------------------------------------------------
-
-
 class RhaleFunction(nn.Module):
     """f(x) = 0.2 x1 - 5 x2 + 10 x2 1{x3 > 0} for x of shape (N, 3)."""
 
@@ -141,9 +128,8 @@ class StandardisedMLP(nn.Module):
 def train_diabetes_mlp(steps: int = 150) -> StandardisedMLP:
     """Fit the MLP on the diabetes data with a fixed seed (about a second on a CPU).
 
-    Small and briefly trained on purpose: 442 rows overfit a larger or longer-trained
-    net into a wiggly function (in-sample R^2 0.98, held-out R^2 < 0), which makes a
-    poor example; this one reaches an in-sample R^2 near 0.6, like a linear model.
+    Small and briefly trained on purpose (in-sample R^2 near 0.6): a larger one overfits
+    442 rows into a wiggly function.
     """
     frame = diabetes_frame()
     X = torch.tensor(frame[list(DIABETES_FEATURES)].to_numpy(), dtype=torch.float64)
@@ -172,14 +158,6 @@ def save_torchscript(module: nn.Module, path: Path) -> Path:
     return path
 
 
-def build_diabetes_mlp(path: Path) -> Path:
-    return save_torchscript(train_diabetes_mlp(), path)
-
-
-def build_rhale_model(path: Path) -> Path:
-    return save_torchscript(RhaleFunction(), path)
-
-
 def save_onnx(module: nn.Module, width: int, path: Path) -> Path:
     """Export with the TorchScript-based exporter (no onnxscript needed), dynamic batch."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -195,10 +173,6 @@ def save_onnx(module: nn.Module, width: int, path: Path) -> Path:
             dynamic_axes={"x": {0: "n"}, "y": {0: "n"}},
         )
     return path
-
-
-def build_diabetes_mlp_onnx(path: Path) -> Path:
-    return save_onnx(train_diabetes_mlp(), len(DIABETES_FEATURES), path)
 
 
 def save_skops(estimator, path: Path) -> Path:  # type: ignore[no-untyped-def]
@@ -263,9 +237,9 @@ def build_diabetes_gbr_onnx(path: Path) -> Path:
 
 #: model file name (under ``models/``) -> builder.
 MODEL_BUILDERS: dict[str, Callable[[Path], Path]] = {
-    "diabetes_mlp.pt": build_diabetes_mlp,
-    "rhale_synthetic.pt": build_rhale_model,
-    "diabetes_mlp.onnx": build_diabetes_mlp_onnx,
+    "diabetes_mlp.pt": lambda path: save_torchscript(train_diabetes_mlp(), path),
+    "rhale_synthetic.pt": lambda path: save_torchscript(RhaleFunction(), path),
+    "diabetes_mlp.onnx": lambda path: save_onnx(train_diabetes_mlp(), len(DIABETES_FEATURES), path),
     "diabetes_hgb.skops": build_diabetes_hgb,
     "credit_logreg.skops": build_credit_logreg,
     "diabetes_gbr.onnx": build_diabetes_gbr_onnx,
@@ -280,9 +254,7 @@ def build(root: Path, *, force: bool = False) -> list[Path]:
     root.mkdir(parents=True, exist_ok=True)
     for name, make in DATASETS.items():
         base = root / name
-        if force or not (
-            base.with_suffix(".csv").exists() and base.with_suffix(".parquet").exists()
-        ):
+        if force or not all(base.with_suffix(s).exists() for s in (".csv", ".parquet")):
             written += write_frame(make(), base)
     for name, builder in MODEL_BUILDERS.items():
         path = root / "models" / name

@@ -1,16 +1,9 @@
 """SIGTERM handled like Ctrl-C: an exception, so every ``finally`` cleans up.
 
-``timeout``, cron and CI cancellation stop a program with SIGTERM, whose default
-action kills the process at once: temporary files stay behind. While
-:func:`sigterm_raises` is active, SIGTERM raises :class:`Terminated` (a
-``KeyboardInterrupt``, so code that cleans up after Ctrl-C cleans up after it
-too) in the main thread; the CLI prints one line and exits with 143
-(128 + SIGTERM), as a shell reports a terminated program.
-
-A signal can arrive while a C extension (matplotlib's renderer, say) is calling
-back into Python; the extension may then report the exception as one of its own
-(a ``ValueError``). :func:`arrived` remembers the last signal handled, so the CLI
-still reports "terminated" or "interrupted" with 143 or 130, not an internal error.
+While :func:`sigterm_raises` is active, SIGTERM raises :class:`Terminated` (a
+``KeyboardInterrupt``) in the main thread; the CLI exits with 143 (128 + SIGTERM).
+A C extension may report a signal's exception as its own (a ``ValueError``):
+:func:`arrived` remembers the last signal handled, so the CLI still exits 143 or 130.
 """
 
 from __future__ import annotations
@@ -24,7 +17,6 @@ from typing import Any
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
 EXIT_INTERRUPTED = 128 + signal.SIGINT
-
 
 _ARRIVED: list[int] = []
 
@@ -75,3 +67,18 @@ def sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
         if previous_int is signal.default_int_handler:
             signal.signal(signal.SIGINT, previous_int)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block ends (main thread on POSIX only)."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
+        threading.main_thread()
+    ):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

@@ -1,24 +1,13 @@
 """The curve rules of ``ale audit``: what each measures on a first-order curve.
 
-How each rule reads a first-order curve (``effect`` f at the K+1 edges,
-``stderr`` SE, ``counts`` n_k, as written by the estimator):
+On ``effect`` f at the K+1 edges, ``stderr`` SE, ``counts`` n_k:
 
-- ``monotonic``: a *dip* (for ``decreasing``: a rise) is a decrease
-  ``f(z_a) - f(z_b)``, a < b, of the curve between two edges. Its standard
-  error is ``sqrt(SE(z_b)^2 - SE(z_a)^2)`` (the bins' estimates are
-  independent). A dip is a violation when it exceeds ``z`` of its standard
-  errors (default 2), or, with ``tolerance``, that many output units. The
-  report gives the largest violating dip (else the largest dip) with its
-  position, size and z. Dips within rounding (1e-9 of the largest |f|) are 0.
-- ``sign``: the count-weighted mean bin effect ``sum_k n_k mu_k / N`` (the
-  average slope) must be > 0 (``positive``) or < 0 (``negative``).
+- ``monotonic``: a *dip* (``decreasing``: a rise) ``f(z_a) - f(z_b)``, a < b, has
+  standard error ``sqrt(SE(z_b)^2 - SE(z_a)^2)``; it violates when it exceeds ``z``
+  SEs (default 2) or ``tolerance`` output units. Dips within 1e-9 of max |f| are 0.
+- ``sign``: the mean slope ``sum_k n_k mu_k / N`` must be > 0 or < 0.
 - ``range``: every ``f(z_k)`` in ``[lo, hi]``.
-- ``max_aled``, ``min_aled``, ``max_heterogeneity_share``, ``rank_at_most``:
-  the feature's ``statistics`` (:mod:`ale_cli.core.statistics`), computed
-  from the curve when the summary does not record them.
-
-Each rule function returns an :data:`Outcome`; :data:`FIRST_ORDER` maps a rule's name
-to it, and :data:`STATISTICS` names the rules on the feature's statistics.
+- the statistics rules read the feature's ``statistics`` (:mod:`ale_cli.core.statistics`).
 """
 
 from __future__ import annotations
@@ -51,10 +40,8 @@ def monotonic_dip(
     z: float | None,
     tolerance: float | None,
 ) -> dict[str, Any]:
-    """The worst step against ``direction`` between two edges; see the module docstring.
-
-    Returns ``violated``, ``drop`` (>= 0), ``start``/``end`` (x of the two edges,
-    None when there is no dip), ``z`` and ``se`` of the drop.
+    """The worst step against ``direction`` between two edges (largest violating dip,
+    else largest dip): ``violated``, ``drop`` >= 0, ``start``/``end`` (None: no dip), ``z``, ``se``.
 
     >>> d = monotonic_dip(edges=np.array([0.0, 1.0, 2.0, 3.0]),
     ...                   effect=np.array([0.0, 2.0, 1.0, 3.0]),
@@ -89,14 +76,7 @@ def monotonic_dip(
 
 
 def _monotonic(feat: FeatureSummary, p: dict[str, Any]) -> Outcome:
-    d = monotonic_dip(
-        edges=feat.edges,
-        effect=feat.effect,
-        stderr=feat.stderr,
-        direction=p["direction"],
-        z=p["z"],
-        tolerance=p["tolerance"],
-    )
+    d = monotonic_dip(edges=feat.edges, effect=feat.effect, stderr=feat.stderr, **p)
     word = "dip" if p["direction"] == "increasing" else "rise"
     if d["start"] is None:
         observed = f"no {word}"
@@ -127,17 +107,9 @@ def _sign(feat: FeatureSummary, p: dict[str, Any]) -> Outcome:
 def _range(feat: FeatureSummary, p: dict[str, Any]) -> Outcome:
     lo, hi = float(np.nanmin(feat.effect)), float(np.nanmax(feat.effect))
     ok = (p["lo"] is None or lo >= p["lo"]) and (p["hi"] is None or hi <= p["hi"])
-    bounds = [
-        ("-inf" if p["lo"] is None else fmt(p["lo"])),
-        ("inf" if p["hi"] is None else fmt(p["hi"])),
-    ]
-    return (
-        ok,
-        f"[{fmt(lo)}, {fmt(hi)}]",
-        f"[{bounds[0]}, {bounds[1]}]",
-        hi,
-        {"min": lo, "max": hi},
-    )
+    lo_text = "-inf" if p["lo"] is None else fmt(p["lo"])
+    limit = f"[{lo_text}, {'inf' if p['hi'] is None else fmt(p['hi'])}]"
+    return ok, f"[{fmt(lo)}, {fmt(hi)}]", limit, hi, {"min": lo, "max": hi}
 
 
 def statistic(name: str, stats: dict[str, Any], p: dict[str, Any]) -> Outcome:

@@ -6,18 +6,10 @@ with :data:`EXIT_RULES_FAILED`); ``warn`` (a warn-severity rule failed);
 ``not_estimable`` rule decides about that -- or a quantity the rule needs is
 not recorded).
 
-How the curve rules (``monotonic``, ``sign``, ``range`` and the statistics) read
-a first-order curve: :mod:`ale_cli.audit.curves`. The others:
-
-- ``max_interaction``: over the pairs of interact summaries that involve the
-  feature: the largest ``|effect|`` of the doubly-centered surface, and its
-  share of the prediction spread (the 1st to 99th percentile range of the
-  predictions the summary records; the share is skipped without one).
-- ``drift``: :func:`ale_cli.summary.compare.compare_feature` against the baseline
-  (``max_abs``: centered difference in output units; ``max_z``: in standard
-  errors). A feature missing on one side, not estimable on one side, or
-  without a common bin fails.
-- ``not_estimable``: ``fail``/``warn`` when the feature is not estimable.
+Curve rules: :mod:`ale_cli.audit.curves`. ``max_interaction``: the largest ``|effect|``
+of the pairs with the feature, and its share of the 1st-99th percentile range of the
+predictions. ``drift``: :func:`ale_cli.summary.compare.compare_feature` against the
+baseline (a feature missing or not estimable on one side fails).
 """
 
 from __future__ import annotations
@@ -90,15 +82,8 @@ class AuditResult:
         return EXIT_PASSED if self.passed else EXIT_RULES_FAILED
 
 
-def _verdict(ok: bool, severity: str) -> str:
-    return "pass" if ok else ("fail" if severity == "error" else "warn")
-
-
 def _estimable(feat: FeatureSummary) -> bool:
     return feat.status == "ok" and feat.n_bins > 0
-
-
-# -- the evaluation ---------------------------------------------------------------------------
 
 
 @dataclass
@@ -119,15 +104,23 @@ class _Context:
         return rule.feature == name
 
 
-def _check(rule: Rule, label: str, feature: str, **kw: Any) -> Check:
+def _check(
+    rule: Rule, label: str, feature: str, ok: bool | None, observed: str, limit: str, **kw: Any
+) -> Check:
+    """A check of ``rule``; ``ok`` None: skipped."""
+    severity = kw.pop("severity", rule.severity)
+    verdict = "skip" if ok is None else "pass" if ok else "fail" if severity == "error" else "warn"
     return Check(
-        feature=feature,
-        rule=rule.name,
-        severity=rule.severity,
-        summary=label,
+        feature,
+        rule.name,
+        severity,
+        verdict,
+        observed,
+        limit,
+        label,
+        **kw,
         entry=rule.entry,
         line=rule.line,
-        **kw,
     )
 
 
@@ -145,29 +138,12 @@ def _first_order_checks(rule: Rule, ctx: _Context) -> list[Check]:
                 ok = _estimable(feat)
                 observed = "estimable" if ok else f"not estimable ({feat.reason})"
                 out.append(
-                    Check(
-                        feature=feat.name,
-                        rule=rule.name,
-                        severity=severity,
-                        summary=label,
-                        verdict=_verdict(ok, severity),
-                        observed=observed,
-                        limit="estimable",
-                        entry=rule.entry,
-                        line=rule.line,
-                    )
+                    _check(rule, label, feat.name, ok, observed, "estimable", severity=severity)
                 )
                 continue
             if not _estimable(feat):
                 out.append(
-                    _check(
-                        rule,
-                        label,
-                        feat.name,
-                        verdict="skip",
-                        observed=f"not estimable ({feat.reason})",
-                        limit="-",
-                    )
+                    _check(rule, label, feat.name, None, f"not estimable ({feat.reason})", "-")
                 )
                 continue
             if rule.name in STATISTICS:
@@ -176,23 +152,13 @@ def _first_order_checks(rule: Rule, ctx: _Context) -> list[Check]:
             else:
                 ok, observed, limit, value, details = FIRST_ORDER[rule.name](feat, rule.params)
             out.append(
-                _check(
-                    rule,
-                    label,
-                    feat.name,
-                    verdict=_verdict(ok, rule.severity),
-                    observed=observed,
-                    limit=limit,
-                    value=value,
-                    details=details,
-                )
+                _check(rule, label, feat.name, ok, observed, limit, value=value, details=details)
             )
     return out
 
 
 def _spread(summary: Summary, others: Sequence[tuple[str, Summary]]) -> float | None:
-    """The 1st-99th percentile range of the predictions (this summary's, or one of the
-    same store's)."""
+    """The 1st-99th percentile range of the predictions (this summary's or its store's)."""
     sha = summary.store.get("sha256")
     for s in (summary, *(s for _, s in others if sha and s.store.get("sha256") == sha)):
         if s.prediction is not None:
@@ -205,14 +171,7 @@ def _interaction_check(
     rule: Rule, label: str, item: InteractionSummary, spread: float | None
 ) -> Check:
     if item.status != "ok" or item.effect.size == 0:
-        return _check(
-            rule,
-            label,
-            item.name,
-            verdict="skip",
-            observed=f"not estimable ({item.reason})",
-            limit="-",
-        )
+        return _check(rule, label, item.name, None, f"not estimable ({item.reason})", "-")
     max_abs = float(np.nanmax(np.abs(item.effect)))
     share = max_abs / spread if spread else None
     limits, ok, notes = [], True, []
@@ -223,14 +182,8 @@ def _interaction_check(
         limits.append(f"share <= {fmt(rule.params['max_share'])}")
         if share is None:
             if rule.params["max_abs"] is None:
-                return _check(
-                    rule,
-                    label,
-                    item.name,
-                    verdict="skip",
-                    observed="share not available: no prediction distribution",
-                    limit="; ".join(limits),
-                )
+                observed = "share not available: no prediction distribution"
+                return _check(rule, label, item.name, None, observed, "; ".join(limits))
             notes.append("share not available")
         else:
             ok &= share <= rule.params["max_share"]
@@ -238,15 +191,16 @@ def _interaction_check(
     if share is not None:
         observed += f", share {fmt(share)} of the 1-99% prediction range"
     observed = "; ".join([observed, *notes])
+    details = {"max_abs": max_abs, "share": share}
     return _check(
         rule,
         label,
         item.name,
-        verdict=_verdict(bool(ok), rule.severity),
-        observed=observed,
-        limit="; ".join(limits),
+        bool(ok),
+        observed,
+        "; ".join(limits),
         value=max_abs,
-        details={"max_abs": max_abs, "share": share},
+        details=details,
     )
 
 
@@ -280,29 +234,13 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
         for name in names:
             b, c = base_feats.get(name), cur.get(name)
             if b is not None and c is not None and not _estimable(b) and not _estimable(c):
-                out.append(
-                    _check(
-                        rule,
-                        label,
-                        name,
-                        verdict="skip",
-                        limit=limit,
-                        observed="not estimable in both",
-                    )
-                )
+                out.append(_check(rule, label, name, None, "not estimable in both", limit))
                 continue
             comp = compare_feature(name, b, c, base_label="baseline", other_label="summary")
             if comp.difference is None:
+                details = {"status": comp.status}
                 out.append(
-                    _check(
-                        rule,
-                        label,
-                        name,
-                        verdict=_verdict(False, rule.severity),
-                        observed=str(comp.reason),
-                        limit=limit,
-                        details={"status": comp.status},
-                    )
+                    _check(rule, label, name, False, str(comp.reason), limit, details=details)
                 )
                 continue
             d = comp.difference
@@ -316,25 +254,9 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
             if d.n_outside:
                 observed += f"; {d.n_outside} baseline edges outside"
             value = d.max_abs if p["max_abs"] is not None else d.max_z
-            details = {
-                "max_abs": d.max_abs,
-                "max_abs_at": d.max_abs_at,
-                "max_z": d.max_z,
-                "max_z_at": d.max_z_at,
-                "n_outside": d.n_outside,
-            }
-            out.append(
-                _check(
-                    rule,
-                    label,
-                    name,
-                    verdict=_verdict(ok, rule.severity),
-                    observed=observed,
-                    limit=limit,
-                    value=value,
-                    details=details,
-                )
-            )
+            keys = ("max_abs", "max_abs_at", "max_z", "max_z_at", "n_outside")
+            details = {k: getattr(d, k) for k in keys}
+            out.append(_check(rule, label, name, ok, observed, limit, value=value, details=details))
     return out
 
 
@@ -374,8 +296,7 @@ def evaluate(
 ) -> AuditResult:
     """Evaluate ``rules`` on the ``(label, summary)`` pairs (label: how reports name it).
 
-    InputError (one line naming the rule and the feature) for a drift rule
-    without a baseline and for a rule on a feature no summary has.
+    InputError for a drift rule without a baseline or a rule on a feature no summary has.
     """
     explicit = {(r.name, r.feature) for r in rules.rules if r.feature != WILDCARD}
     ctx = _Context(summaries=summaries, baseline=baseline, explicit=explicit)

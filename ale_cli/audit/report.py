@@ -1,30 +1,21 @@
 """What ``ale audit`` writes: a text table, a JSON report, JUnit XML, GitHub annotations.
 
-- :func:`text_table`: columns FEATURE, RULE, OBSERVED, LIMIT, VERDICT (and
-  SUMMARY when several summaries were audited), then one line of totals; plain
-  ASCII, no colour, so it reads the same in any CI log.
-- :func:`report_dict`: the JSON report, described by
-  ``ale_cli/schema/audit.schema.json`` (:data:`SCHEMA_PATH`).
-- :func:`junit_xml`: after the XML declaration the comment
-  ``<!-- generator: ale VERSION: ale audit, JUnit report -->`` (how the output guard
-  knows the file is ours), then one ``<testsuite>`` per audited summary, one ``<testcase>``
-  per check (name ``"<feature>: <rule>"``): a failed error-severity rule is a
-  ``<failure>`` whose message gives the observed value and the limit; a failed
-  warn-severity rule passes and says so in ``<system-out>``; a skipped check
-  is ``<skipped>``. The elements and attributes are those of the JUnit schema
-  Jenkins and GitLab read (``tests/data/junit.xsd``).
-- :func:`github_annotations`: ``::error``/``::warning`` workflow commands for
-  the failed rules, pointing at the rule's line in the rules file.
+The text table is plain ASCII (FEATURE, RULE, OBSERVED, LIMIT, VERDICT, SUMMARY when
+several, then totals); the JSON report follows ``ale_cli/schema/audit.schema.json``; the
+JUnit XML (``tests/data/junit.xsd``) starts with the ``<!-- generator: ale ...`` comment
+the output guard knows, one ``<testcase>`` per check (a failed error rule a
+``<failure>``, a warning in ``<system-out>``, a skip ``<skipped>``).
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ale_cli import __version__
-from ale_cli.audit.evaluate import AuditResult, Check
+from ale_cli.audit.evaluate import AuditResult
 from ale_cli.outputs.guard import JUNIT_MARKER
 
 SCHEMA_VERSION = 1
@@ -42,6 +33,15 @@ def totals(result: AuditResult) -> str:
     )
 
 
+def aligned(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """The header and the rows as lines of left-aligned columns two spaces apart."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    return [
+        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+        for row in [headers, *rows]
+    ]
+
+
 def text_table(result: AuditResult) -> str:
     """The checks as an aligned text table followed by the totals line."""
     several = len(set(result.summaries)) > 1
@@ -53,37 +53,21 @@ def text_table(result: AuditResult) -> str:
             c.observed,
             c.limit,
             c.verdict.upper(),
-            *((c.summary,) if several else ()),
+            *([c.summary] if several else []),
         )
         for c in result.checks
     ]
-    widths = [
-        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
-    ]
-    lines = [
-        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
-        for row in [headers, *rows]
-    ]
+    lines = aligned(headers, rows)
     if not rows:
         lines.append("(no checks: no rule applies to these summaries)")
     lines.append(totals(result))
     return "\n".join(lines) + "\n"
 
 
-def _check_dict(c: Check) -> dict[str, Any]:
-    return {
-        "feature": c.feature,
-        "rule": c.rule,
-        "severity": c.severity,
-        "verdict": c.verdict,
-        "observed": c.observed,
-        "limit": c.limit,
-        "value": c.value,
-        "details": c.details,
-        "summary": c.summary,
-        "entry": c.entry,
-        "line": c.line,
-    }
+_CHECK_KEYS = (
+    *("feature", "rule", "severity", "verdict", "observed", "limit", "value", "details"),
+    *("summary", "entry", "line"),
+)
 
 
 def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str, Any]:
@@ -101,7 +85,7 @@ def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str,
         "passed": result.passed,
         "exit_code": result.exit_code,
         "counts": result.counts,
-        "checks": [_check_dict(c) for c in result.checks],
+        "checks": [{key: getattr(c, key) for key in _CHECK_KEYS} for c in result.checks],
     }
     return out
 
@@ -113,44 +97,40 @@ def _classname(label: str) -> str:
 
 def junit_xml(result: AuditResult) -> bytes:
     """JUnit XML for the checks (UTF-8, with an XML declaration)."""
-    root = ET.Element("testsuites", name="ale audit")
-    c_all = result.counts
-    root.set("tests", str(len(result.checks)))
-    root.set("failures", str(c_all["fail"]))
-    root.set("errors", "0")
-    root.set("time", "0")
+    fails = str(result.counts["fail"])
+    root = ET.Element(
+        "testsuites",
+        name="ale audit",
+        tests=str(len(result.checks)),
+        failures=fails,
+        errors="0",
+        time="0",
+    )
     labels = list(dict.fromkeys([*result.summaries, *(c.summary for c in result.checks)]))
     for label in labels:
         checks = [c for c in result.checks if c.summary == label]
-        suite = ET.SubElement(root, "testsuite", name=f"ale audit {label}")
-        suite.set("tests", str(len(checks)))
-        suite.set("failures", str(sum(c.verdict == "fail" for c in checks)))
-        suite.set("errors", "0")
-        suite.set("skipped", str(sum(c.verdict == "skip" for c in checks)))
-        suite.set("time", "0")
+        n = {v: str(sum(c.verdict == v for c in checks)) for v in ("fail", "skip")}
+        suite = ET.SubElement(
+            root, "testsuite", name=f"ale audit {label}", tests=str(len(checks)), failures=n["fail"]
+        )
+        suite.attrib |= {"errors": "0", "skipped": n["skip"], "time": "0"}
         props = ET.SubElement(suite, "properties")
         ET.SubElement(props, "property", name="rules", value=result.rules)
         if result.baseline is not None:
             ET.SubElement(props, "property", name="baseline", value=result.baseline)
         for c in checks:
-            case = ET.SubElement(
-                suite, "testcase", name=f"{c.feature}: {c.rule}", classname=_classname(label)
-            )
-            case.set("time", "0")
+            name, classname = f"{c.feature}: {c.rule}", _classname(label)
+            case = ET.SubElement(suite, "testcase", name=name, classname=classname, time="0")
             text = f"observed: {c.observed}\nlimit: {c.limit}\nseverity: {c.severity}"
             if c.verdict == "fail":
-                failure = ET.SubElement(
-                    case,
-                    "failure",
-                    message=f"observed {c.observed}; limit {c.limit}",
-                    type=c.rule,
-                )
-                failure.text = text
+                message = f"observed {c.observed}; limit {c.limit}"
+                ET.SubElement(case, "failure", message=message, type=c.rule).text = text
             elif c.verdict == "skip":
                 ET.SubElement(case, "skipped", message=c.observed)
             elif c.verdict == "warn":
-                out = ET.SubElement(case, "system-out")
-                out.text = f"warning (severity warn, not failing): {text}"
+                ET.SubElement(
+                    case, "system-out"
+                ).text = f"warning (severity warn, not failing): {text}"
     ET.indent(root)
     text = bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True))
     declaration, _, body = text.partition(b"\n")

@@ -1,13 +1,8 @@
 """The rules file of ``ale audit``: read with the hardened YAML loader, checked, typed.
 
-The file is at most :data:`MAX_RULES_BYTES` of UTF-8 text; aliases that
-expand, a document that refers to itself and a key given twice in one mapping
-(``max_aled: 1`` then ``max_aled: 1000``) are refused
-(:func:`ale_cli.io.yamlsafe.load_yaml`).
-
-Shape: a mapping with a list under ``rules:``; each entry names a ``feature``
-(or ``"*"`` for every feature) and one or more rules, and may set
-``severity: error|warn`` (default ``error``) for its rules::
+Read with the hardened loader (at most :data:`MAX_RULES_BYTES`, no alias expansion, no
+key given twice). A mapping with a list under ``rules:``; each entry names a ``feature``
+(or ``"*"``), one or more rules and optionally ``severity: error|warn``::
 
     rules:
       - feature: bmi
@@ -15,31 +10,9 @@ Shape: a mapping with a list under ``rules:``; each entry names a ``feature``
       - feature: "*"
         max_heterogeneity_share: 0.8
         severity: warn
-      - feature: bp
-        drift: {max_abs: 5.0}
 
-Rules and their values:
-
-====================== =====================================================================
-``monotonic``          ``increasing`` | ``decreasing``, or a mapping
-                       ``{direction: ..., z: 2}`` / ``{direction: ..., tolerance: 0.1}``
-``sign``               ``positive`` | ``negative``
-``range``              ``[lo, hi]`` (``null`` for an open end)
-``max_aled``           number >= 0
-``min_aled``           number >= 0
-``max_heterogeneity_share``  number >= 0
-``rank_at_most``       integer >= 1
-``max_interaction``    number >= 0 (the largest absolute second-order effect), or a mapping
-                       ``{max_abs: ..., max_share: ...}`` (at least one)
-``drift``              mapping ``{max_abs: ..., max_z: ...}`` (at least one); needs a baseline
-``not_estimable``      ``fail`` | ``warn`` | ``ignore`` (its value is its severity;
-                       ``severity:`` does not apply to it)
-====================== =====================================================================
-
-For one feature and one rule name, entries that name the feature replace the
-``"*"`` entries (``"*": {max_aled: 1}`` and ``bmi: {max_aled: 5}`` check bmi
-against 5 only). Every error is an :class:`~ale_cli.errors.InputError` of one
-line naming the rules file, the entry (position and line) and its feature.
+The rules and their values are in docs/audit.md. Entries naming a feature replace the
+``"*"`` entries for that rule name. Errors name the file, the entry and its feature.
 """
 
 from __future__ import annotations
@@ -78,14 +51,8 @@ MAX_RULES_BYTES = 256 * 1024
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule of one entry: ``name``, its checked ``params``, the entry's feature and severity.
-
-    ``params`` per rule: monotonic ``{direction, z, tolerance}`` (one of z and
-    tolerance is None); sign ``{sign}``; range ``{lo, hi}`` (None = open);
-    max_aled/min_aled/max_heterogeneity_share ``{limit}``; rank_at_most
-    ``{limit}`` (int); max_interaction and drift ``{max_abs, max_share}`` /
-    ``{max_abs, max_z}`` (None = not checked); not_estimable ``{action}``.
-    """
+    """One rule of one entry: ``name``, its checked ``params`` (:func:`parse_rule`), the
+    entry's feature and severity."""
 
     name: str
     feature: str
@@ -262,9 +229,7 @@ def parse_rules(data: Any, *, path: Path, lines: list[int | None] | None = None)
 
 
 def read_rules(path: str | Path) -> RuleSet:
-    """Read and check a rules file with the hardened loader (:mod:`ale_cli.io.yamlsafe`:
-    at most :data:`MAX_RULES_BYTES`, UTF-8, no alias expansion, no key given twice)."""
-
+    """Read and check a rules file with the hardened loader."""
     path = Path(path)
     text = read_text(path, "rules file", max_bytes=MAX_RULES_BYTES)
     try:

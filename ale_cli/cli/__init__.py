@@ -1,9 +1,7 @@
 """The command-line interface: typer commands that parse, call, write and print one line.
 
-The commands are listed once, in :data:`ale_cli.cli.registry.COMMANDS`; each is
-declared in its module under ``cli/commands/`` and built when it is asked for, so
-``ale NAME`` imports only NAME's module and ``ale --help`` none. Heavy libraries
-(torch, pandas, matplotlib, onnxruntime) are imported inside the commands that need them.
+Commands are listed once (:data:`ale_cli.cli.registry.COMMANDS`) and imported only when
+asked for; heavy libraries are imported inside the commands that need them.
 """
 
 from __future__ import annotations
@@ -34,8 +32,7 @@ def __getattr__(name: str) -> Any:
 
 
 def main(app: Any = None) -> None:
-    """Run ``app`` (default: the ``ale`` application) on ``sys.argv``; end the process quickly
-    (:func:`_exit`)."""
+    """Run ``app`` (default: the ``ale`` application) on ``sys.argv``, then :func:`_exit`."""
     if app is None:
         app = importlib.import_module("ale_cli.cli.application").app
     try:
@@ -46,13 +43,8 @@ def main(app: Any = None) -> None:
 
 
 def _exit(code: int | str | None) -> None:
-    """Exit with ``code``; after torch was imported, by ``os._exit`` once the output is flushed.
-
-    Every file ale writes is closed (and renamed into place) before the command
-    returns, so what the interpreter's teardown would do after that is freeing
-    memory and joining torch's thread pools, which took 0.1-0.8 s for nothing.
-    Without torch the normal exit is kept (it costs little there).
-    """
+    """Exit with ``code``; after torch was imported, by ``os._exit`` once the output is
+    flushed (every file is closed by then; torch's teardown took 0.1-0.8 s for nothing)."""
     if not isinstance(code, int):
         if code is not None:
             print(code, file=sys.stderr)

@@ -1,21 +1,10 @@
 """The typer application and the one place where errors become exit codes.
 
-Whatever goes wrong, ``ale`` prints exactly one line on stderr, starting with
-``error:``, and exits with
-
-- 2 for bad input or options (an :class:`~ale_cli.errors.InputError`, an
-  option-parsing error: unknown option, missing argument, a value of the wrong
-  type, NaN or infinity where a finite number is expected);
-- 1 for a failure while running (a :class:`~ale_cli.errors.RunError`, an
-  ``OSError`` from the machine: a disk error, a permission) and for an
-  unexpected exception, which is a bug in ``ale``: its traceback is written to
-  a file under the temporary directory and the line says where;
-- 130 for Ctrl-C and 143 for SIGTERM (temporary files are removed first).
-
-The commands come from :data:`ale_cli.cli.registry.COMMANDS`: the application
-builds a command's click object when it is asked for (``ale NAME`` builds only
-NAME's, ``ale --help`` none), from the :class:`~ale_cli.cli.command.Command` its
-module declares.
+Whatever goes wrong, ``ale`` prints one line on stderr starting with ``error:`` and exits
+2 for bad input or options (an ``InputError``, an option-parsing error), 1 for a failure
+while running (a ``RunError``, an ``OSError``) or a bug (its traceback goes to a file under
+the temporary directory), 130 for Ctrl-C, 143 for SIGTERM. Commands are built from
+:data:`ale_cli.cli.registry.COMMANDS` only when asked for.
 """
 
 from __future__ import annotations
@@ -57,8 +46,7 @@ def _internal_error(exc: BaseException) -> str:
 
 
 def build(name: str) -> Any:
-    """The click command of the registered command ``name``, made by typer from the
-    signature of the function its module declares."""
+    """The click command of the registered command ``name``, made by typer."""
     declared = registry.load(name)
     one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
     one.command(name=name, epilog=declared.epilog, short_help=registry.COMMANDS[name].summary)(
@@ -88,11 +76,8 @@ class _Commands(Mapping[str, Any]):
 
 
 class _AleGroup(TyperGroup):
-    """Runs a sub-command; every error becomes one line on stderr and an exit code.
-
-    The library names parameters (``max_bins``); the line names the running
-    command's flag for it (``--max-bins``), looked up among its options.
-    """
+    """Runs a sub-command; every error becomes one line on stderr (naming the flag of a
+    parameter, ``--max-bins`` for ``max_bins``) and an exit code."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -23,12 +23,8 @@ from typer._click import exceptions as click_errors
 
 
 class FiniteRuntime:
-    """The runtime coercion of a float parameter, refusing NaN and infinities first.
-
-    typer coerces every value (command line, config file, default) through
-    ``param.get_runtime_param().coerce``; this wraps that object, so ``--alpha nan``
-    is "expected a finite number" rather than a range check that NaN slips past.
-    """
+    """The runtime coercion of a float parameter (every value typer coerces: command
+    line, config file, default), refusing NaN and infinities first."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -58,15 +54,9 @@ NOT_PLAIN = object()
 
 class PlainRuntime:
     """typer's coercion of a ``str``/``int``/``float``/``bool``/``Path`` parameter (or a
-    list of them), without the
-    pydantic adapter typer builds for every parameter (importing pydantic and building
-    the adapters of one command is a large share of a short run's time).
-
-    Only values in a plain form are converted here, to what typer's adapter returns for
-    them (a decimal integer, a decimal float, any text, a path); anything else -- another
-    form, a value under ``min``/over ``max``, an unreadable path -- goes to typer's own
-    coercion, built then, so results and error messages are typer's.
-    """
+    list of them) without its pydantic adapter: plain forms (a decimal integer or float,
+    text, a path) become what typer's adapter returns; anything else (another form, out
+    of ``min``/``max``, an unreadable path) goes to typer's own coercion, built then."""
 
     def __init__(self, param: Any) -> None:
         self.param = param

@@ -1,28 +1,11 @@
 """How a command is declared once and reports once.
 
-Every ``ale`` command is a function decorated with :func:`command`, which
-declares it (a :class:`Command`; nothing is registered anywhere: the one table of
-commands is :data:`ale_cli.cli.registry.COMMANDS`). The declaration adds the options
-every command has (``--json``, ``--quiet``, ``--config``, ``--version``;
-``-h``/``--help`` come from the app), calls the function, and
-prints the :class:`Outcome` it returns:
-
-- by default, the notes on stderr (unless ``--quiet``) and the one-line
-  result on stdout (on stderr when stdout carries data, e.g. ``-o -``);
-- with ``--json``, exactly one JSON object on stdout and nothing else there
-  (schema: ``ale_cli/schema/result.schema.json``).
-
-A command declares its files in :func:`command`: ``outputs`` maps each option
-whose value is written to its kind (:data:`ale_cli.outputs.guard.KINDS`),
-``inputs`` names the options whose values are read. The decorator runs the output
-guard on every output before the function is called and adds ``--force``, so no
-command has to remember to (a test enumerates every command's path options and
-fails on one that is not declared).
-
-:func:`model_data_options` adds the model-and-data option group (shared by
-``compute``, ``classic`` and ``interact``) and hands the command one
-:class:`~ale_cli.estimators.inputs.ModelInputs`. Both decorators rewrite the function's
-signature, which is what typer reads to build the options.
+:func:`command` declares a command (the one table of them is
+:data:`ale_cli.cli.registry.COMMANDS`): it adds ``--json``, ``--quiet``, ``--config``,
+``--version`` (and ``--force`` for outputs), guards every declared output before the
+function runs, and prints the :class:`Outcome` it returns: the notes on stderr and the
+result line on stdout, or with ``--json`` exactly one JSON object on stdout
+(``ale_cli/schema/result.schema.json``).
 """
 
 from __future__ import annotations
@@ -38,6 +21,7 @@ import typer
 
 from ale_cli import __version__
 from ale_cli.cli.config import ALIAS, config_callback
+from ale_cli.cli.options import unshown
 from ale_cli.cli.progress import ProgressBars
 from ale_cli.errors import InputError
 from ale_cli.io.jsonio import dumps
@@ -49,53 +33,22 @@ STDIO = "-"
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a command did, for people (``message``) and for programs (``--json``).
-
-    Attributes
-    ----------
-    command : str
-    message : str
-        The one-line result.
-    outputs : tuple of str
-        Files written ("-" for standard output).
-    counts : mapping of str to int
-        Rows, features, files... as fits the command.
-    notes : tuple of str
-        Things the user should know (not estimable features, dropped rows).
-    timings : mapping of str to float
-        Seconds per step.
-    seconds : float or None
-        Wall time of the command's work.
-    cache_hit : bool or None
-        ``ale compute``: whether an existing store was reused.
-    details : mapping
-        Further command-specific values (``--json`` only).
-    lines : tuple of str
-        More stdout lines shown before the message in text mode (e.g. paths).
-    data_on_stdout : bool
-        Standard output carries data (``-o -``): the message goes to stderr.
-    exit_code : int
-        Non-zero for a verdict that is not an error (``ale audit``: 3, a rule failed).
-    silent : bool
-        Print nothing in text mode (``ale run --quiet`` on success: cron mails any output).
-    lines_to_stderr : bool
-        ``lines`` go to stderr (stdout carries data: ``ale audit --json-report -``).
-    """
+    """What a command did, for people (``message``) and for programs (``--json``)."""
 
     command: str
-    message: str
-    outputs: tuple[str, ...] = ()
+    message: str  # the one-line result
+    outputs: tuple[str, ...] = ()  # files written ("-": standard output)
     counts: Mapping[str, int] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-    timings: Mapping[str, float] = field(default_factory=dict)
-    seconds: float | None = None
-    cache_hit: bool | None = None
-    details: Mapping[str, Any] = field(default_factory=dict)
-    lines: tuple[str, ...] = ()
-    data_on_stdout: bool = False
-    exit_code: int = 0
-    silent: bool = False
-    lines_to_stderr: bool = False
+    notes: tuple[str, ...] = ()  # not estimable features, dropped rows...
+    timings: Mapping[str, float] = field(default_factory=dict)  # seconds per step
+    seconds: float | None = None  # wall time of the work
+    cache_hit: bool | None = None  # ale compute: an existing store reused
+    details: Mapping[str, Any] = field(default_factory=dict)  # --json only
+    lines: tuple[str, ...] = ()  # stdout lines before the message (text mode)
+    data_on_stdout: bool = False  # -o -: the message goes to stderr
+    exit_code: int = 0  # a verdict that is not an error (ale audit: 3)
+    silent: bool = False  # nothing in text mode (ale run --quiet on success)
+    lines_to_stderr: bool = False  # stdout carries data (ale audit --json-report -)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object."""
@@ -121,8 +74,7 @@ class Run:
     quiet: bool = False
 
     def progress(self, *labels: str) -> Any:
-        """Progress bars on stderr (shown only on a terminal, never with --quiet/--json)."""
-
+        """Progress bars on stderr (on a terminal, never with --quiet/--json)."""
         return ProgressBars(*labels, quiet=self.quiet or self.json)
 
     def claim_stdout(self, path: Path | str, param: str) -> bool:
@@ -192,14 +144,13 @@ QuietOption = Annotated[
 ]
 ConfigOption = Annotated[
     Path | None,
-    typer.Option(
+    unshown(
         "--config",
         help="YAML file supplying any option of this command (flat, or a section per "
         "command); flags given on the command line win; relative paths in it are relative "
         "to the file.",
         callback=config_callback,
         is_eager=True,
-        show_default=False,
     ),
 ]
 
@@ -214,23 +165,19 @@ ForceOption = Annotated[
 ]
 
 
+def _option(name: str, default: Any, annotation: Any) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+    )
+
+
 _COMMON = [
-    inspect.Parameter(
-        "json_", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOption
-    ),
-    inspect.Parameter(
-        "quiet", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=QuietOption
-    ),
-    inspect.Parameter(
-        "config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ConfigOption
-    ),
-    inspect.Parameter(
-        "version", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=VersionOption
-    ),
+    _option("json_", False, JsonOption),
+    _option("quiet", False, QuietOption),
+    _option("config", None, ConfigOption),
+    _option("version", False, VersionOption),
 ]
-_FORCE = inspect.Parameter(
-    "force", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=ForceOption
-)
+_FORCE = _option("force", False, ForceOption)
 
 
 def with_params(
@@ -291,24 +238,12 @@ class Declared:
 
 @dataclass(frozen=True)
 class Command:
-    """A declared command: what the registry (:mod:`ale_cli.cli.registry`) points to.
+    """A declared command: what the registry (:mod:`ale_cli.cli.registry`) points to."""
 
-    Attributes
-    ----------
-    callback : callable
-        The function typer builds the command from: its signature is the options.
-    epilog : str
-        The end of the command's help (it ends with an example).
-    declared : Declared
-        The files the command reads and writes.
-    aliases : mapping of str to str
-        Old flag -> the parameter it now spells: hidden, kept for one release.
-    """
-
-    callback: Callable[..., int]
-    epilog: str
+    callback: Callable[..., int]  # typer builds the command from its signature
+    epilog: str  # the end of the help, ending with an example
     declared: Declared
-    aliases: Mapping[str, str] = field(default_factory=dict)
+    aliases: Mapping[str, str] = field(default_factory=dict)  # old flag -> parameter (hidden)
 
 
 def command(
@@ -320,16 +255,9 @@ def command(
 ) -> Callable[[Callable[..., Outcome]], Command]:
     """Declare a command that returns an :class:`Outcome`; add the common options.
 
-    The function may take ``run: Run`` (not an option) to learn about
-    ``--json``/``--quiet``. ``outputs`` maps each parameter whose value is
-    written to its kind of output, and ``inputs`` names the parameters whose
-    values are read: before the function runs, every output goes through the
-    output guard (:func:`ale_cli.outputs.guard.guard`: never an input, a
-    non-regular file, or an existing file that is not this kind of ale output
-    unless ``--force``). A command with outputs gets ``--force`` unless it has
-    its own (``ale compute``'s also means "recompute"). ``aliases`` maps an old
-    flag to the parameter it now spells: a hidden option whose value goes to that
-    parameter (an error when both are given).
+    The function may take ``run: Run``. ``outputs`` (parameter -> kind) go through the
+    output guard before it runs, ``inputs`` name the parameters read; ``--force`` is
+    added unless the command has its own. ``aliases``: old flag -> parameter (hidden).
     """
     declared = Declared(dict(outputs or {}), tuple(inputs))
     old = dict(aliases or {})
@@ -367,17 +295,12 @@ def command(
 
 
 def _alias_param(flag: str, name: str, target: inspect.Parameter) -> inspect.Parameter:
-    """The hidden option ``flag`` of the type of parameter ``name`` (an old spelling of it),
-    read into the parameter ``ALIAS + name``."""
+    """The hidden option ``flag`` (an old spelling of ``name``), read into ``ALIAS + name``."""
     kind = target.annotation
     if get_origin(kind) is Annotated:
         kind = get_args(kind)[0]
-    return inspect.Parameter(
-        ALIAS + name,
-        inspect.Parameter.KEYWORD_ONLY,
-        default=None,
-        annotation=Annotated[kind | None, typer.Option(flag, hidden=True, show_default=False)],
-    )
+    option = unshown(flag, hidden=True)
+    return _option(ALIAS + name, None, Annotated[kind | None, option])
 
 
 def _take_aliases(

@@ -1,18 +1,9 @@
 """``--config FILE.yaml``: any option of a command from a YAML file.
 
-The file is either flat (keys are the command's option names, with ``-`` or
-``_``) or holds one section per command (``compute:``, ``rhale:``, ...) so a
-single file can drive a whole pipeline. Values from the file become the
-option defaults, so flags given on the command line win. A repeatable option
-(``--pair``) takes one value or a list of them. An unknown key or a
-value of the wrong type is an error that names the key.
-
-The file is read with :func:`ale_cli.io.yamlsafe.load_yaml` (size cap,
-alias limit, duplicate keys refused). A boolean where a number is expected
-(``bins: true``) and NaN or infinity where a finite number is expected are
-refused. A relative path in the file (any option whose type is a path) is
-relative to the config file's directory, not to the current directory, so a
-config works from wherever it is run; ``-`` (standard input or output) stays ``-``.
+Flat (option names, ``-`` or ``_``) or one section per command (``compute:``...). Values
+become the option defaults, so flags on the command line win; a repeatable option takes
+a value or a list. Unknown keys, wrong types, booleans for numbers and NaN are errors
+naming the key. Relative paths are relative to the config file (``-`` stays ``-``).
 """
 
 from __future__ import annotations
@@ -24,14 +15,12 @@ from typing import Any
 from ale_cli.errors import InputError
 from ale_cli.io.yamlsafe import load_yaml
 
-#: The prefix of the parameter an old spelling of option NAME is read into (``ALIAS +
-#: NAME``); a config key naming the old spelling sets NAME itself.
+#: the prefix of the parameter an old spelling of option NAME is read into
 ALIAS = "alias__"
 
 
 def load_config(path: Path, command: str, known_commands: set[str]) -> dict[str, Any]:
     """The mapping of option values for ``command`` found in ``path``."""
-
     data = load_yaml(path, "config file")
     if data is None:
         return {}

@@ -1,8 +1,5 @@
-"""The model-and-data option group of ``compute``, ``classic`` and ``interact``.
-
-:func:`model_data_options` adds the two arguments and eleven options that make
-one :class:`~ale_cli.estimators.inputs.ModelInputs`, which the command receives as
-``inputs``.
+"""The model-and-data option group of ``compute``, ``classic`` and ``interact``: two
+arguments and eleven options that make one :class:`~ale_cli.estimators.inputs.ModelInputs`.
 """
 
 from __future__ import annotations
@@ -20,183 +17,86 @@ from ale_cli.estimators.inputs import ModelInputs
 _K = inspect.Parameter.KEYWORD_ONLY
 
 
-def _option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+def _argument(name: str, help: str) -> inspect.Parameter:
+    return inspect.Parameter(name, _K, annotation=Annotated[Path, typer.Argument(help=help)])
+
+
+def _option(flag: str, help: str, kind: Any = str | None, **kw: Any) -> inspect.Parameter:
+    """The option ``flag`` (parameter ``--a-b`` -> ``a_b``): False for a bool, else None."""
+    default = False if kind is bool else None
+    if default is None:
+        kw["show_default"] = False
+    annotation = Annotated[kind, typer.Option(flag, help=help, **kw)]
+    name = flag.removeprefix("--").replace("-", "_")
     return inspect.Parameter(name, _K, default=default, annotation=annotation)
 
 
 _ARGUMENTS = [
-    inspect.Parameter(
+    _argument(
         "model",
-        _K,
-        annotation=Annotated[
-            Path,
-            typer.Argument(
-                help="Model file: TorchScript (.pt/.ts), ONNX (.onnx), skops (.skops) or a "
-                "pickle (.pkl/.pickle/.joblib, needs --trust-pickle)."
-            ),
-        ],
+        "Model file: TorchScript (.pt/.ts), ONNX (.onnx), skops (.skops) or a "
+        "pickle (.pkl/.pickle/.joblib, needs --trust-pickle).",
     ),
-    inspect.Parameter(
+    _argument(
         "data",
-        _K,
-        annotation=Annotated[
-            Path,
-            typer.Argument(
-                help="Data file: CSV (also .csv.gz) or Parquet, or a partitioned Parquet "
-                "dataset: a directory of .parquet files or a quoted glob ('data/part-*.parquet')."
-            ),
-        ],
+        "Data file: CSV (also .csv.gz) or Parquet, or a partitioned Parquet "
+        "dataset: a directory of .parquet files or a quoted glob ('data/part-*.parquet').",
     ),
 ]
 _GROUP = [
     _option(
-        "features",
-        Annotated[
-            str | None,
-            typer.Option(
-                "--features",
-                help="Comma-separated model inputs to explain (default: all). Finite "
-                "differences perturb only these.",
-                show_default=False,
-            ),
-        ],
-        None,
+        "--features",
+        "Comma-separated model inputs to explain (default: all). Finite "
+        "differences perturb only these.",
     ),
     _option(
-        "inputs",
-        Annotated[
-            str | None,
-            typer.Option(
-                "--inputs",
-                help="Comma-separated data columns the model takes, in the model's order "
-                "(default: every column but --exclude, in the file's order).",
-                show_default=False,
-            ),
-        ],
-        None,
+        "--inputs",
+        "Comma-separated data columns the model takes, in the model's order "
+        "(default: every column but --exclude, in the file's order).",
+    ),
+    _option("--exclude", "Comma-separated columns that are not model inputs (e.g. the target)."),
+    _option("--data-format", "Format of the data file, csv or parquet (default: by extension)."),
+    _option("--dropna", "Drop rows with NaN/inf values and say how many.", bool),
+    _option(
+        "--drop-nonfinite",
+        "Drop the rows where the model gives NaN/inf (prediction, local effect "
+        "or evaluation) and say how many, instead of stopping with exit 1.",
+        bool,
     ),
     _option(
-        "exclude",
-        Annotated[
-            str | None,
-            typer.Option(
-                "--exclude",
-                help="Comma-separated columns that are not model inputs (e.g. the target).",
-                show_default=False,
-            ),
-        ],
-        None,
+        "--model-format",
+        "Model format: torchscript, onnx, skops or pickle (default: by extension).",
     ),
     _option(
-        "data_format",
-        Annotated[
-            str | None,
-            typer.Option(
-                "--data-format",
-                help="Format of the data file, csv or parquet (default: by extension).",
-                show_default=False,
-            ),
-        ],
-        None,
+        "--output",
+        "Model output to explain. Tensor models: a column INDEX, ELEMENT:INDEX "
+        "for a tuple output, or NAME / NAME:INDEX for ONNX outputs. scikit-learn: "
+        "predict (regressors' default), proba:CLASS (label or index), decision or "
+        "decision:INDEX. Default: the model's only output; classifiers must choose.",
     ),
     _option(
-        "dropna",
-        Annotated[
-            bool, typer.Option("--dropna", help="Drop rows with NaN/inf values and say how many.")
-        ],
-        False,
+        "--categorical",
+        "Comma-separated integer-coded categorical columns: held fixed (never "
+        "perturbed) and reported as not estimable. Text columns of scikit-learn "
+        "models are categorical automatically.",
     ),
     _option(
-        "drop_nonfinite",
-        Annotated[
-            bool,
-            typer.Option(
-                "--drop-nonfinite",
-                help="Drop the rows where the model gives NaN/inf (prediction, local effect "
-                "or evaluation) and say how many, instead of stopping with exit 1.",
-            ),
-        ],
-        False,
+        "--trust",
+        "Comma-separated types a skops file may load beyond the safe defaults "
+        "(ale lists them when they are needed).",
     ),
     _option(
-        "model_format",
-        Annotated[
-            str | None,
-            typer.Option(
-                "--model-format",
-                help="Model format: torchscript, onnx, skops or pickle (default: by extension).",
-                show_default=False,
-            ),
-        ],
-        None,
+        "--trust-pickle",
+        "Allow loading a pickle; this runs code stored in the file, so only for "
+        "files from a trusted source.",
+        bool,
     ),
     _option(
-        "output",
-        Annotated[
-            str | None,
-            typer.Option(
-                "--output",
-                help="Model output to explain. Tensor models: a column INDEX, ELEMENT:INDEX "
-                "for a tuple output, or NAME / NAME:INDEX for ONNX outputs. scikit-learn: "
-                "predict (regressors' default), proba:CLASS (label or index), decision or "
-                "decision:INDEX. Default: the model's only output; classifiers must choose.",
-                show_default=False,
-            ),
-        ],
-        None,
-    ),
-    _option(
-        "categorical",
-        Annotated[
-            str | None,
-            typer.Option(
-                "--categorical",
-                help="Comma-separated integer-coded categorical columns: held fixed (never "
-                "perturbed) and reported as not estimable. Text columns of scikit-learn "
-                "models are categorical automatically.",
-                show_default=False,
-            ),
-        ],
-        None,
-    ),
-    _option(
-        "trust",
-        Annotated[
-            str | None,
-            typer.Option(
-                "--trust",
-                help="Comma-separated types a skops file may load beyond the safe defaults "
-                "(ale lists them when they are needed).",
-                show_default=False,
-            ),
-        ],
-        None,
-    ),
-    _option(
-        "trust_pickle",
-        Annotated[
-            bool,
-            typer.Option(
-                "--trust-pickle",
-                help="Allow loading a pickle; this runs code stored in the file, so only for "
-                "files from a trusted source.",
-            ),
-        ],
-        False,
-    ),
-    _option(
-        "batch_size",
-        Annotated[
-            int | None,
-            typer.Option(
-                "--batch-size",
-                help="Rows per model call (default: chosen by the model format; see "
-                "'ale info' of a store for what was used).",
-                min=1,
-                show_default=False,
-            ),
-        ],
-        None,
+        "--batch-size",
+        "Rows per model call (default: chosen by the model format; see "
+        "'ale info' of a store for what was used).",
+        int | None,
+        min=1,
     ),
 ]
 GROUP_NAMES = tuple(p.name for p in (*_ARGUMENTS, *_GROUP))
@@ -211,12 +111,8 @@ GROUP_ALIASES_NOTE = (
 
 
 def model_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Add the model-and-data group to a command; the command receives ``inputs``.
-
-    The model and data arguments come first, then the command's own
-    options, then the group's. Values are checked by
-    :class:`~ale_cli.estimators.inputs.ModelInputs` (errors name the flag).
-    """
+    """Add the model-and-data group to a command, which receives ``inputs``: the model
+    and data arguments first, then the command's own options, then the group's."""
 
     def wrapper(**kw: Any) -> Any:
         group = {name: kw.pop(name) for name in GROUP_NAMES}

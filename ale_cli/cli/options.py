@@ -1,30 +1,25 @@
-"""Options shared by several commands, declared once.
-
-The store-based commands share :data:`FeaturesOption`, :data:`OutOption`,
-:data:`CenterOption` and friends; the model-and-data group of ``compute``,
-``classic`` and ``interact`` is :mod:`ale_cli.cli.model_options`.
-"""
+"""Options shared by several commands, declared once (the model-and-data group is
+:mod:`ale_cli.cli.model_options`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+
+def unshown(*decls: str, **kw: Any) -> Any:
+    """A ``typer.Option`` whose default is not shown in the help."""
+    return typer.Option(*decls, show_default=False, **kw)
+
+
 FeaturesOption = Annotated[
     str | None,
-    typer.Option(
-        "--features",
-        help="Comma-separated features to explain (default: every model input).",
-        show_default=False,
-    ),
+    unshown("--features", help="Comma-separated features to explain (default: every model input)."),
 ]
 OutOption = Annotated[
-    Path,
-    typer.Option(
-        "--out", "-o", help="Summary JSON to write ('-': standard output).", show_default=False
-    ),
+    Path, unshown("--out", "-o", help="Summary JSON to write ('-': standard output).")
 ]
 CenterOption = Annotated[
     str,
@@ -33,17 +28,13 @@ CenterOption = Annotated[
         help="Centering: mean (count-weighted mean of the curve is 0), start (f(z_0) = 0) or none.",
     ),
 ]
-BinsOption = Annotated[
-    int | None,
-    typer.Option("--bins", help="Bins per feature (default: 20).", min=1, show_default=False),
-]
+BinsOption = Annotated[int | None, unshown("--bins", help="Bins per feature (default: 20).", min=1)]
 EdgesOption = Annotated[
     Path | None,
-    typer.Option(
+    unshown(
         "--edges",
         help="JSON file with the edges per feature ('-': standard input): a previous summary "
         'or {"feature": [edges]}; rows outside are left out and counted.',
-        show_default=False,
     ),
 ]
 TimestampOption = Annotated[
@@ -61,12 +52,11 @@ StoreArgument = Annotated[
 ]
 DiscreteOption = Annotated[
     str | None,
-    typer.Option(
+    unshown(
         "--discrete",
         help="Comma-separated numeric features estimated per distinct value (adjacent-value "
         "differences), or 'auto': every numeric input with 2 to 10 distinct values. Text and "
         "--categorical columns are always estimated per level.",
-        show_default=False,
     ),
 ]
 BootstrapOption = Annotated[
@@ -83,12 +73,7 @@ CiOption = Annotated[
 ]
 SeedOption = Annotated[
     int | None,
-    typer.Option(
-        "--seed",
-        help="Seed of the bootstrap (same seed, same bands; default: fresh).",
-        min=0,
-        show_default=False,
-    ),
+    unshown("--seed", help="Seed of the bootstrap (same seed, same bands; default: fresh).", min=0),
 ]
 ReadChunkOption = Annotated[
     int,
@@ -111,10 +96,9 @@ EngineOption = Annotated[
 ]
 SchedulerOption = Annotated[
     str | None,
-    typer.Option(
+    unshown(
         "--scheduler",
         help="Address of the Dask scheduler for --engine dask (e.g. tcp://10.0.0.5:8786; "
         "default: a local cluster of worker processes on this machine).",
-        show_default=False,
     ),
 ]

@@ -16,7 +16,6 @@ def summary_outcome(
     name: str, result: EstimateResult, out: Path, timestamp: bool, run: Run
 ) -> Outcome:
     """Write the summary (``-``: standard output) and describe it in one line."""
-
     to_stdout = run.claim_stdout(out, "out")
     if to_stdout:
         echo_data(summary_json(result.summary, timestamp=timestamp))

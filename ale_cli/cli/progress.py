@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
-from types import TracebackType
 from typing import TextIO
 
 
 class ProgressBar:
-    """Call with the number of items just finished; redraws at most 10 times a second.
-
-    Disabled (a no-op) when ``enabled`` is false, e.g. with ``--quiet`` or when
-    stderr is not a terminal, so logs and CI output stay clean.
-    """
+    """Call with the number of items just finished; redraws at most 10 times a second
+    (a no-op unless ``enabled``: a terminal without ``--quiet``)."""
 
     def __init__(self, total: int, label: str, *, enabled: bool, stream: TextIO | None = None):
         self.total = max(total, 1)
@@ -55,10 +51,8 @@ class ProgressBar:
 
 
 class ProgressBars:
-    """``progress(total) -> ProgressBar`` for a library call, closing every bar it made.
-
-    The i-th bar asked for gets ``labels[i]`` (the last label once they run out),
-    unless the caller names it: ``progress(total, "mixed derivatives")``.
+    """``progress(total[, label]) -> ProgressBar`` for a library call, closing every bar it
+    made; the i-th bar gets ``labels[i]`` (the last once they run out) unless named.
 
     >>> with ProgressBars("rows", quiet=True) as progress:
     ...     progress(10)(4)
@@ -78,11 +72,6 @@ class ProgressBars:
     def __enter__(self) -> ProgressBars:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         for bar in self.bars:
             bar.close()

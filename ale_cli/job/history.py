@@ -1,12 +1,8 @@
 """The entries of ``DIR/history/``: which are ours, and writing a new one.
 
-An entry ale writes is a directory named by the UTC time of its run
-(``20261123T133405.123456Z``) holding that run's summaries and audit report
-and the marker :data:`MARKER`, a JSON object naming the tool and the sha256
-of every other file in the entry. Only an entry whose name, marker and files
-all agree is ours (:func:`scan`): only ours are pruned or read by the report.
-A user's folder, a link, or an entry whose files were changed is left as it
-is and named in the run's notes.
+An entry is a directory named by its run's UTC time (``20261123T133405.123456Z``)
+holding the summaries, the audit report and :data:`MARKER` (the sha256 of every other
+file). Only an entry whose name, marker and files agree is ours, pruned or read.
 """
 
 from __future__ import annotations
@@ -72,10 +68,7 @@ def holds(entry: Path, digests: Mapping[str, str]) -> bool:
 
 
 def write_entry(entry: Path, sources: Mapping[str, Path]) -> None:
-    """Create ``entry`` holding a copy of each source (by name) and the marker.
-
-    Written inside the run's staging directory, which is removed on failure.
-    """
+    """Create ``entry`` (in the staging directory) holding a copy of each source and the marker."""
     entry.mkdir()
     for name, source in sources.items():
         shutil.copy2(source, entry / name)

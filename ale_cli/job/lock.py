@@ -1,13 +1,8 @@
 """One ``ale run`` per output directory at a time: an exclusive ``flock`` on ``DIR/.lock``.
 
-The lock is held for the whole run and released by the kernel when the
-process ends, however it ends (a crash or ``kill -9`` leaves no stale lock;
-the file itself stays and is reused). The holder writes its pid into the file
-so the refusal can name it. The lock file is ours: it is opened without
-following a symbolic link (``O_NOFOLLOW``) and must be a regular file, so a
-``.lock`` planted as a link to another file never truncates that file. Without
-``wait`` a second run fails at once (cron: an overrunning job must not pile up
-copies of itself); with ``wait`` it blocks until the first run is done.
+Released by the kernel however the process ends (no stale lock). The holder writes its
+pid so a refusal can name it. Opened with ``O_NOFOLLOW`` and must be a regular file, so
+a planted link is never truncated. Without ``wait`` a second run fails at once.
 """
 
 from __future__ import annotations
@@ -31,12 +26,8 @@ class Locked(RunError):
 
 
 def _take_or_refuse(fd: int, directory: Path, *, attempts: int = 40) -> None:
-    """Take the lock at once or raise :class:`Locked` naming the holder's pid.
-
-    A run that has just taken the lock (or is releasing it) may not have
-    written its pid yet, so an empty file is retried for up to about a second
-    rather than reported as an unknown holder.
-    """
+    """Take the lock at once or raise :class:`Locked` naming the holder's pid (an empty
+    file, a holder that has not written it yet, is retried for about a second)."""
     holder = "unknown"
     for _ in range(attempts):
         try:
@@ -51,11 +42,8 @@ def _take_or_refuse(fd: int, directory: Path, *, attempts: int = 40) -> None:
 
 
 def _open_lock(directory: Path) -> int:
-    """The descriptor of ``directory/.lock``, created if missing; never through a link.
-
-    InputError (exit 2) when ``.lock`` is a symbolic link, a hard link or not a
-    regular file (it is left as it is); RunError when the directory cannot be created or written.
-    """
+    """The descriptor of ``directory/.lock``, created if missing; InputError when it is a
+    link or not a regular file, RunError when the directory cannot be written."""
     lock = directory / LOCK_NAME
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     if directory.exists() and not directory.is_dir():

@@ -1,26 +1,12 @@
 """``ale run``: compute -> estimators -> plots -> audit -> history -> report, each step cached.
 
-Every step has a key: the sha256 of its name, its options, the tool version
-and the sha256 of each of its inputs (model, data, store, summaries, rules,
-the earlier runs of the history). The manifest ``DIR/run.json`` records each
-step's key and the sha256 of each file it wrote. A step whose key equals the
-one recorded and whose outputs are still the recorded bytes is a cache hit
-and does not run; so a rerun with unchanged inputs runs nothing, and a step
-whose output was changed or removed by hand runs again. The compute step uses
-the store's own cache (:func:`ale_cli.estimators.local_effects.compute`).
-
-Outputs (in ``DIR``): ``store.npz``; ``<estimator>.json`` per estimator
-(summaries written without a timestamp, so equal inputs give equal bytes);
-``plots/<estimator>/``; ``audit.json``; ``report.html``; ``history/<UTC
-time>/`` (the summaries and audit report of each run whose summaries changed,
-the newest ``keep`` of the entries ale wrote, :mod:`ale_cli.job.history`);
-``run.json`` (schema ``ale_cli/schema/run.schema.json``). The steps run in a
-staging directory and the new run replaces the old one as a whole at the end
-(:mod:`ale_cli.job.transaction`): an interrupted or failed run leaves the
-previous one as it was. An output whose bytes differ from the previous
-manifest's record (edited, damaged) is not reused: its step runs again, with
-a note. This module orchestrates the library's command modules (it is the one
-place that chains them) and runs them in this process.
+A step's key is the sha256 of its name, options, the tool version and its inputs'
+sha256; ``DIR/run.json`` (``ale_cli/schema/run.schema.json``) records each key and the
+sha256 of each file written. A step whose key and outputs match the record is a cache
+hit; an output changed by hand is written again, with a note. Outputs: ``store.npz``,
+``<estimator>.json`` (no timestamp), ``plots/<estimator>/``, ``audit.json``,
+``report.html``, ``history/<UTC time>/``. Steps run in a staging directory that
+replaces the previous run as a whole at the end (:mod:`ale_cli.job.transaction`).
 """
 
 from __future__ import annotations
@@ -80,16 +66,8 @@ class Step:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "options": self.options,
-            "inputs": self.inputs,
-            "key": self.key,
-            "cache_hit": self.cache_hit,
-            "seconds": round(self.seconds, 4),
-            "outputs": [{"path": p, "sha256": h} for p, h in self.outputs.items()],
-            "notes": self.notes,
-        }
+        outputs = [{"path": p, "sha256": h} for p, h in self.outputs.items()]
+        return vars(self) | {"seconds": round(self.seconds, 4), "outputs": outputs}
 
 
 @dataclass(frozen=True)
@@ -102,17 +80,11 @@ class JobResult:
 
 
 def _readable(paths: Sequence[Path]) -> None:
-    """Give files the mode the umask allows (atomic writes make them 0600 first): the
-    report of a nightly run is read by a web server, not only by its owner."""
+    """Give files the umask's mode (atomic writes make them 0600): a web server reads them."""
     mask = os.umask(0)
     os.umask(mask)
     for path in paths:
         os.chmod(path, 0o666 & ~mask)
-
-
-def _key(name: str, options: dict[str, Any], inputs: dict[str, str]) -> str:
-    text = dumps({"step": name, "version": __version__, "options": options, "inputs": inputs})
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _plain(value: Any) -> Any:
@@ -127,8 +99,7 @@ def _plain(value: Any) -> Any:
 
 
 class _Runner:
-    """The state of one run: the staging directory the steps write (``out``), the
-    previous manifest's steps, the steps so far."""
+    """One run: the staging directory (``out``), the previous steps, the steps so far."""
 
     def __init__(self, spec: JobSpec, staging: Staging, previous: dict[str, Any] | None) -> None:
         self.spec = spec
@@ -170,7 +141,10 @@ class _Runner:
         """Run ``action`` (returning the files it wrote) unless the step is a cache hit."""
         t0 = time.perf_counter()
         step = Step(name, _plain(options), inputs)
-        step.key = _key(name, step.options, inputs)
+        text = dumps(
+            {"step": name, "version": __version__, "options": step.options, "inputs": inputs}
+        )
+        step.key = hashlib.sha256(text.encode("utf-8")).hexdigest()
         if self._hit(step):
             step.cache_hit = True
         else:
@@ -236,15 +210,9 @@ def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta
 
 def _estimate(spec: JobSpec, name: str, store: Path, opts: dict[str, Any]) -> Any:
     """Run estimator ``name`` on the store (options checked when the job was read)."""
-
     given = {k: v for k, v in opts.items() if k != "inputs"}
     request = request_of(name, given, inputs=spec.inputs, store=store)
-    run = {
-        "rhale": estimate.rhale,
-        "rebin": estimate.rebin,
-        "classic": classic,
-        "interact": interact,
-    }[name]
+    run = {"rhale": estimate.rhale, "rebin": estimate.rebin, "classic": classic}.get(name, interact)
     try:
         return run(request).summary
     except InputError as exc:
@@ -259,7 +227,6 @@ def _plots(r: _Runner, names: list[str], store_sha: str) -> None:
     spec = r.spec
     if spec.plots is None:
         return
-
     for name in names:
         summary = f"{name}.json"
         inputs = {"summary": r.digest(summary), "store": store_sha}
@@ -285,7 +252,6 @@ def _audit(r: _Runner, names: list[str]) -> tuple[Step | None, dict[str, Any] | 
     spec = r.spec
     if spec.rules is None:
         return None, None
-
     summaries = [f"{n}.json" for n in names]
     inputs = {s: r.digest(s) for s in summaries} | {"rules": sha256_file(spec.rules)}
     if spec.baseline is not None:
@@ -299,14 +265,12 @@ def _audit(r: _Runner, names: list[str]) -> tuple[Step | None, dict[str, Any] | 
         return [r.out / AUDIT]
 
     step = r.step("audit", options, inputs, action)
-    data = read_json_file(r.out / AUDIT, "audit report")
-    return step, data
+    return step, read_json_file(r.out / AUDIT, "audit report")
 
 
 def _history(r: _Runner, files: list[str], theirs: list[str]) -> dict[str, Any]:
-    """Keep this run's files in a new history entry unless the newest entry of ours holds
-    the same bytes; prune ours to ``keep`` (others are left, and named). Returns the
-    manifest's ``history`` part."""
+    """Keep this run's files in a new history entry unless the newest of ours holds the
+    same bytes; prune ours to ``keep``. Returns the manifest's ``history`` part."""
     root = r.out / HISTORY
     ours = sorted(p.name for p in root.iterdir())
     digests = {f: r.digest(f) for f in files}
@@ -328,7 +292,6 @@ def _report(r: _Runner, names: list[str], history: dict[str, Any], store_sha: st
     spec = r.spec
     if spec.report is None:
         return
-
     summaries = [f"{n}.json" for n in names]
     inputs = {s: r.digest(s) for s in summaries} | {"store": store_sha}
     if (r.out / AUDIT).is_file() and spec.rules is not None:
@@ -388,8 +351,7 @@ def _previous(out: Path) -> dict[str, Any] | None:
 def _steps(
     r: _Runner, theirs: list[str]
 ) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
-    """Every step in the staging directory; (the history part, the audit report, the
-    store's meta)."""
+    """Every step in the staging directory: (history part, audit report, store meta)."""
     spec = r.spec
     compute_step, meta = _compute(r)
     names = list(spec.estimators)

@@ -16,16 +16,11 @@
     keep: 30                             # runs kept under DIR/history
     out: ../out/nightly                  # used when -o is not given
 
-Relative paths (model, data, rules, baseline, edges, out) resolve against the
-job file's directory. The file is read with the hardened loader
-(:func:`ale_cli.io.yamlsafe.load_yaml`: at most :data:`MAX_JOB_BYTES`,
-no alias expansion, no key given twice) and checked whole before any step
-runs: its shape against :func:`job_schema` (unknown keys, types, the limits
-``ale plot`` applies to ``plots``), every option through the request of its
-estimator, every file it names (model, data, rules, baseline, edges) exists,
-and the rules file is read. Every error names the file and the key path
-(``job 'nightly.yaml': estimators.rebin.bins must be a whole number ...``),
-never a command-line flag.
+Relative paths resolve against the job file's directory. The file (hardened loader,
+at most :data:`MAX_JOB_BYTES`) is checked whole before any step runs: its shape
+(:func:`job_schema`), every option through its estimator's request, every file it
+names. Errors name the file and the key path, never a flag
+(``job 'nightly.yaml': estimators.rebin.bins must be a whole number ...``).
 """
 
 from __future__ import annotations
@@ -81,13 +76,8 @@ def job_key(param: str) -> str:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A parsed job file; paths absolute (resolved against the job file's directory).
-
-    ``estimators`` maps each estimator to run (in :data:`ESTIMATOR_OPTIONS`
-    order) to its options; ``plots`` None: no figure files; ``rules`` None: no
-    audit; ``report`` None: no report page. ``discrete`` ("auto", names or None)
-    goes to the compute step and to the classic estimator (in its options).
-    """
+    """A parsed job file, paths absolute; ``estimators`` (in :data:`ESTIMATOR_OPTIONS`
+    order) -> options; ``plots``/``rules``/``report`` None: that step is skipped."""
 
     path: Path
     inputs: ModelInputs
@@ -112,8 +102,7 @@ def _fail(path: Path, where: str, message: str) -> JobError:
 
 
 def _named(path: Path, exc: AleError, name_of: Callable[[str], str], where: str = "") -> JobError:
-    """``exc`` as a JobError naming the job file, its parameter as a key path (``where``
-    when it names none)."""
+    """``exc`` as a JobError naming the file and its parameter's key path (or ``where``)."""
     if exc.param is None:
         return _fail(path, where, exc.render(name_of))
     return JobError(f"job '{path}': {exc.render(name_of)}")
@@ -121,75 +110,38 @@ def _named(path: Path, exc: AleError, name_of: Callable[[str], str], where: str 
 
 def job_schema() -> dict[str, Any]:
     """The JSON Schema of a job file's shape (option values are checked by the requests)."""
-    nullable = {"type": ["string", "null"]}
+    nullable, null, off = {"type": ["string", "null"]}, {"type": "null"}, {"const": False}
+
+    def closed(properties: dict[str, Any], **more: Any) -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": False, "properties": properties} | more
+
     estimators = {
-        name: {
-            "anyOf": [
-                {"type": "null"},
-                {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {o: {} for o in options},
-                },
-            ]
-        }
+        name: {"anyOf": [null, closed({o: {} for o in options})]}
         for name, options in ESTIMATOR_OPTIONS.items()
     }
     low, high = DPI_RANGE
-    plots = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
+    plots = closed(
+        {
             "formats": {"type": "array", "minItems": 1, "items": {"enum": list(FORMATS)}},
             "dpi": {"type": "integer", "minimum": low, "maximum": high},
-        },
+        }
+    )
+    top = {f: {} for f in _INPUT_FIELDS} | {
+        "model": {"type": "string", "minLength": 1},
+        "data": {"type": "string", "minLength": 1},
+        "discrete": {},
+        "estimators": closed(estimators, minProperties=1),
+        "plots": {"anyOf": [off, null, plots]},
+        "audit": {"anyOf": [null, closed({"rules": nullable, "baseline": nullable})]},
+        "report": {"anyOf": [off, null, closed({"timestamp": {"type": "boolean"}})]},
+        "keep": {"type": "integer", "minimum": 1},
+        "out": nullable,
     }
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["model", "data", "estimators"],
-        "properties": {f: {} for f in _INPUT_FIELDS}
-        | {
-            "model": {"type": "string", "minLength": 1},
-            "data": {"type": "string", "minLength": 1},
-            "discrete": {},
-            "estimators": {
-                "type": "object",
-                "additionalProperties": False,
-                "minProperties": 1,
-                "properties": estimators,
-            },
-            "plots": {"anyOf": [{"const": False}, {"type": "null"}, plots]},
-            "audit": {
-                "anyOf": [
-                    {"type": "null"},
-                    {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {"rules": nullable, "baseline": nullable},
-                    },
-                ]
-            },
-            "report": {
-                "anyOf": [
-                    {"const": False},
-                    {"type": "null"},
-                    {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {"timestamp": {"type": "boolean"}},
-                    },
-                ]
-            },
-            "keep": {"type": "integer", "minimum": 1},
-            "out": nullable,
-        },
-    }
+    return closed(top, required=["model", "data", "estimators"])
 
 
 def _normalised(data: Any) -> Any:
-    """Shorthands written out: ``estimators: [rhale]`` as a mapping, ``formats: png,svg``
-    as a list (so the schema sees one shape)."""
+    """Shorthands written out: ``estimators: [rhale]``, ``formats: png,svg``."""
     if not isinstance(data, dict):
         return data
     data = dict(data)
@@ -232,8 +184,7 @@ def _discrete(job: Path, value: Any) -> tuple[str, ...] | str | None:
 
 
 def _pairs(job: Path, value: Any) -> list[str]:
-    """``estimators.interact.pairs`` as "a,b" strings: [s1, s2] is one pair, [[s1, s2],
-    [bmi, bp]] or ["s1,s2", "bmi,bp"] several."""
+    """``estimators.interact.pairs`` as "a,b" strings: [s1, s2] is one pair."""
     pairs = value or []
     pairs = [pairs] if isinstance(pairs, str) else pairs
     if not isinstance(pairs, list):
@@ -272,7 +223,6 @@ def _estimators(job: Path, base: Path, raw: dict[str, Any]) -> dict[str, dict[st
 
 def request_of(name: str, opts: dict[str, Any], *, inputs: ModelInputs, store: Path) -> Any:
     """The request of estimator ``name`` (its constructor checks every option)."""
-
     given = {k: v for k, v in opts.items() if v is not None}
     if name == "rhale":
         return RhaleRequest(store=store, **given)
@@ -298,7 +248,6 @@ def _inputs(job: Path, base: Path, top: dict[str, Any]) -> ModelInputs:
 
 def _audit(job: Path, base: Path, audit: dict[str, Any]) -> tuple[Path | None, Path | None]:
     """The rules file (read and checked now) and the baseline summary of ``audit:``."""
-
     rules = audit.get("rules")
     baseline = audit.get("baseline")
     if baseline and not rules:
@@ -326,7 +275,6 @@ def _audit(job: Path, base: Path, audit: dict[str, Any]) -> tuple[Path | None, P
 
 def _check_requests(job: Path, spec: JobSpec) -> None:
     """Every estimator's options through its request, the compute request's too."""
-
     for name, opts in spec.estimators.items():
         try:
             request_of(name, opts, inputs=spec.inputs, store=job)

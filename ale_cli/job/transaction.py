@@ -4,26 +4,12 @@ Guarantee: whatever ends an ``ale run`` (an error, a full disk, SIGINT,
 SIGTERM), ``DIR`` holds either the previous run, complete and as its
 ``run.json`` records it, or the new one, complete; and no temporary file.
 
-How:
-
-1. :meth:`Staging.open` creates ``DIR/.next-<token>/`` and hard-links into it
-   every output the previous ``run.json`` records whose bytes are still the
-   recorded ones (a copy where links are not possible), and the history
-   entries ale wrote. The steps run there, so a step whose inputs and outputs
-   are unchanged is still a cache hit, and an output that differs from its
-   record (changed by hand, damaged) is simply missing: its step runs again
-   (:attr:`Staging.changed` names it for the step's note).
-2. :meth:`Staging.commit` moves the new run into ``DIR`` with renames only,
-   ``run.json`` last, with SIGINT and SIGTERM held back; the previous files
-   are moved aside to ``DIR/.prev-<token>/`` first and moved back if a rename
-   fails, then removed. Nothing is copied while the signals wait.
-3. :meth:`Staging.discard` (every failure) removes the staging directory; the
-   previous run was never touched.
-
-Only what is ours is ever moved or removed: files the previous ``run.json``
-lists and history entries ale wrote (:mod:`ale_cli.job.history`). A path the
-new run would write that exists but no earlier run wrote is refused before
-any work (:func:`refuse_foreign`); links are never followed.
+How: :meth:`Staging.open` makes ``DIR/.next-<token>/`` holding hard links to the
+previous outputs still as recorded (a changed one is missing, so its step runs again);
+the steps run there; :meth:`Staging.commit` moves it in by renames only, ``run.json``
+last, signals held, the previous files moved aside to ``DIR/.prev-<token>/`` and back
+on failure; :meth:`Staging.discard` removes it. Only what the previous ``run.json``
+lists and history entries ale wrote are ever moved or removed (:func:`refuse_foreign`).
 """
 
 from __future__ import annotations
@@ -34,33 +20,18 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import stat
-import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ale_cli.errors import InputError, RunError
 from ale_cli.io.files import sha256_file
+from ale_cli.signals import signals_held
 
 MANIFEST = "run.json"
 HISTORY = "history"
 _STAGING = re.compile(r"^\.(next|prev)-[0-9a-f]{12}$")
-
-
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block ends (then they act as usual)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _is_link_or_special(path: Path) -> bool:
@@ -120,9 +91,8 @@ def _inside(directory: Path, rel: str) -> Path | None:
 def refuse_foreign(
     directory: Path, paths: Iterable[str], recorded: dict[str, tuple[str, str]]
 ) -> None:
-    """InputError when one of ``paths`` (relative; a trailing ``/`` a directory of outputs)
-    exists in ``directory`` but no earlier run recorded it: it is the user's, not ours;
-    or when ``plots`` or ``history`` is a link (ale never writes through one)."""
+    """InputError when one of ``paths`` (a trailing ``/``: a directory of outputs) exists
+    but no earlier run recorded it, or ``plots`` or ``history`` is a link."""
     for name in ("plots", HISTORY):
         if _is_link_or_special(directory / name):
             raise InputError(

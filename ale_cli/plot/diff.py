@@ -1,21 +1,14 @@
 """``ale diff -o``: overlay figures of two summaries' curves, per feature and an overview.
 
 Per-feature figure, :func:`diff_figure` (one axes, gid ``diff_axes``):
-    ``a_effect``, ``b_effect``   Line2D of each curve at its own edges; B is drawn
-                                 minus the centering offset ``c`` of the comparison
-                                 (:mod:`ale_cli.summary.compare`), so the vertical gap is the
-                                 difference that ``max |diff|`` reports
+    ``a_effect``, ``b_effect``   Line2D of each curve at its own edges; B minus the
+                                 comparison's centering offset (the gap is ``max |diff|``)
     ``a_band``, ``b_band``       PolyCollection ``effect +/- 2 stderr`` of each curve
     ``max_abs``                  Line2D (vertical) where ``|diff|`` is largest
     ``legend``                   the legend
 A feature that cannot be compared gets the Text ``not_compared`` with the reason.
-
-Overview, :func:`diff_overview`: one axes per feature ``f<i>.axes`` holding
-``f<i>.a_effect`` and ``f<i>.b_effect`` (same meaning), in rows of three.
-
-Files: ``<dir>/<feature>.<fmt>`` and ``<dir>/overview.<fmt>``, named and saved
-(atomically, reproducibly) by the helpers of :mod:`ale_cli.plot.render`; the
-directory is replaced as a whole, like ``ale plot``'s, with its manifest.
+:func:`diff_overview`: ``f<i>.axes`` holding ``f<i>.a_effect``, ``f<i>.b_effect``.
+Files are named, saved and replaced as a whole as ``ale plot``'s.
 """
 
 from __future__ import annotations
@@ -28,6 +21,7 @@ import numpy as np
 
 from ale_cli.plot import style
 from ale_cli.plot.directory import figure_directory, save_figure
+from ale_cli.plot.layout import new_figure
 from ale_cli.plot.render import DEFAULT_DPI, OVERVIEW, file_stems
 
 if TYPE_CHECKING:
@@ -40,15 +34,6 @@ if TYPE_CHECKING:
 A_COLOUR = style.BLUE
 B_COLOUR = style.VERMILLION
 _COLS = 3
-
-
-def _figure(size: tuple[float, float]) -> Figure:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=size, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
 
 
 def _curve(
@@ -101,7 +86,7 @@ def diff_figure(
     labels: tuple[str, str] = ("A", "B"),
 ) -> Figure:
     """Both curves of one feature with their +/- 2 SE bands on the same axes."""
-    fig = _figure((7.0, 4.2))
+    fig = new_figure((7.0, 4.2), "constrained")
     ax = fig.add_subplot()
     ax.set_gid("diff_axes")
     if comp.difference is None or a is None or b is None:
@@ -144,7 +129,7 @@ def diff_overview(
     fa, fb = {f.name: f for f in sa.features}, {f.name: f for f in sb.features}
     n = max(len(comparisons), 1)
     rows = -(-n // _COLS)
-    fig = _figure((3.2 * min(n, _COLS), 2.5 * rows + 0.4))
+    fig = new_figure((3.2 * min(n, _COLS), 2.5 * rows + 0.4), "constrained")
     for i, comp in enumerate(comparisons):
         ax = fig.add_subplot(rows, min(n, _COLS), i + 1)
         ax.set_gid(f"f{i}.axes")
@@ -172,9 +157,8 @@ def render_diff(
     formats: Sequence[str] = ("png",),
     dpi: int = DEFAULT_DPI,
 ) -> list[Path]:
-    """Write the overview and one overlay per feature into the directory ``out_dir``,
-    replacing it as a whole (:func:`~ale_cli.plot.directory.figure_directory`); returns the
-    paths written."""
+    """Write the overview and one overlay per feature into ``out_dir``, replacing it as a
+    whole; returns the paths written."""
     out = Path(out_dir)
     fa, fb = {f.name: f for f in sa.features}, {f.name: f for f in sb.features}
     stems = file_stems([c.name for c in comparisons])

@@ -1,17 +1,8 @@
 """A figure directory, replaced as a whole or not at all, and reproducible saves.
 
-The figures are drawn into a new directory beside the output, which is then
-swapped into its place (:func:`replacing_directory`); a failure or an
-interruption leaves the previous figures as they were and no temporary file
-behind. The new directory lists its files in a manifest (``.ale-plots.json``,
-:mod:`ale_cli.outputs.figures`); a directory holding anything its manifest does
-not list is refused, so a mistyped ``-o`` never deletes other files
-(:func:`check_output_dir`).
-
-Output is reproducible (:func:`save_figure`): SVG files are byte-identical for
-the same inputs (fixed ``svg.hashsalt``, no date, creator ``ale``) and PNG files
-carry no timestamp or software version, only the pixels, their DPI (pHYs chunk)
-and ``Software: ale`` (tEXt).
+A directory holding anything its manifest (``.ale-plots.json``) does not list is
+refused, so a mistyped ``-o`` never deletes other files. SVG and PNG files carry no
+date or version (fixed ``svg.hashsalt``, ``Software: ale``): same inputs, same bytes.
 """
 
 from __future__ import annotations
@@ -20,8 +11,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import signal
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,19 +19,14 @@ from ale_cli.errors import InputError, RunError
 from ale_cli.io.files import atomic_write
 from ale_cli.outputs import figures
 from ale_cli.plot import style
+from ale_cli.signals import signals_held
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
 def check_output_dir(out: Path) -> None:
-    """InputError unless ``out`` is absent, or a directory holding only what ale wrote.
-
-    Figures replace the whole directory, so anything in it that its manifest
-    (:mod:`ale_cli.outputs.figures`) does not list -- a user's own picture, a
-    subdirectory, a link, any file of a directory without a manifest -- means
-    the path is not a figure directory of ours, and it is refused.
-    """
+    """InputError unless ``out`` is absent, or a directory holding only what ale wrote."""
     if not out.exists():
         return
     if not out.is_dir():
@@ -65,14 +49,9 @@ def figure_directory(out: Path) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def replacing_directory(target: Path) -> Iterator[Path]:
-    """Yield a new empty directory beside ``target``; on success it replaces ``target``.
-
-    The new directory is renamed into place (an existing ``target`` is renamed
-    aside first and removed after; a symlink is followed, so the directory it
-    points to is replaced). On any exception, KeyboardInterrupt included, the
-    new directory is removed and ``target`` is untouched. SIGINT and SIGTERM are
-    held back during the swap itself, so it is never left half done.
-    """
+    """Yield a new empty directory beside ``target``; on success it replaces ``target``
+    (a symlink's target). On any exception it is removed and ``target`` untouched;
+    SIGINT and SIGTERM wait for the swap."""
     if target.is_symlink():
         target = target.resolve()
     try:
@@ -85,7 +64,7 @@ def replacing_directory(target: Path) -> Iterator[Path]:
         try:
             if target.exists():
                 tmp.chmod(target.stat().st_mode & 0o7777)
-            with _signals_held():
+            with signals_held():
                 _swap(tmp, target)
         except OSError as exc:
             raise RunError(f"cannot replace '{target}': {exc.strerror or exc}") from exc
@@ -95,8 +74,7 @@ def replacing_directory(target: Path) -> Iterator[Path]:
 
 
 def _new_directory(parent: Path, prefix: str, suffix: str) -> Path:
-    """A new directory with a random name in ``parent`` (mode from the umask, unlike
-    ``tempfile.mkdtemp``'s 0o700, so the final directory has the usual permissions)."""
+    """A new randomly named directory in ``parent`` (umask mode, unlike ``mkdtemp``)."""
     for _ in range(100):
         path = parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
         try:
@@ -120,22 +98,6 @@ def _swap(new: Path, target: Path) -> None:
         os.rename(old, target)
         raise
     shutil.rmtree(old, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Delay SIGINT and SIGTERM until the block is done (main thread on POSIX only)."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
-        threading.main_thread()
-    ):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def save_figure(fig: Figure, path: Path, fmt: str, *, dpi: int) -> None:

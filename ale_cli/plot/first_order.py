@@ -1,10 +1,8 @@
-"""First-order ALE figures: one feature, the overview grid, a not-estimable note.
+"""First-order ALE figures: one feature, the overview grid.
 
-Every function returns a :class:`matplotlib.figure.Figure` with an Agg canvas
-(never pyplot, never shown). Artists carry a ``gid`` (written as the SVG
-``id``) so tests and other tools find the plotted data:
+Figures have an Agg canvas (never pyplot). Artists carry a ``gid`` (the SVG ``id``):
 
-Per-feature figure, :func:`feature_figure` (two panels sharing the x axis)
+:func:`feature_figure` (two panels sharing the x axis)
     ``effect_axes``        top axes
     ``effect``             Line2D, x = ``edges`` (K+1), y = ``effect`` (K+1): the
                            centered ALE curve, linear between edges
@@ -14,9 +12,8 @@ Per-feature figure, :func:`feature_figure` (two panels sharing the x axis)
     ``stderr_lower``       uncertainty)
     ``ci_high``,           dotted Line2D, y = ``ci_high`` / ``ci_low`` (bootstrap
     ``ci_low``             percentile band; only when the summary has one)
-    ``rug``                Line2D of ``|`` markers, x = the feature's data values
-                           (store only; a quantile subsample of :data:`~ale_cli.plot.marks.RUG_MAX`
-                           rows when there are more), y in axes coordinates
+    ``rug``                Line2D of ``|`` markers at the data values (store only;
+                           at most ``marks.RUG_MAX``, quantile-subsampled)
     ``mean_prediction``    Line2D at y = 0 = the average prediction (store only,
                            default centering only)
     ``bins_axes``          bottom axes
@@ -25,29 +22,16 @@ Per-feature figure, :func:`feature_figure` (two panels sharing the x axis)
                            grey and hatched where ``bin_filled[k]``
     ``bin_std``            LineCollection of whiskers ``bin_effect +/- bin_std`` at
                            the bin centres (bins with a finite ``bin_std``)
-    ``violin_<k>``         the store's local effects of the rows in bin k: a
-                           PolyCollection (KDE outline, y from their min to their
-                           max) or, when they are all equal, a flat Line2D; bins
-                           with fewer than ``VIOLIN_MIN`` rows have none, bins
-                           with more than ``VIOLIN_MAX`` are quantile-subsampled
-                           (min and max kept; both in :mod:`ale_cli.plot.marks`)
+    ``violin_<k>``         local effects of bin k's rows (store only): a KDE
+                           PolyCollection or, all equal, a flat Line2D; see marks
     ``zero``               Line2D at y = 0
-    ``method_note``        Text above the bins panel when the local effects are
-                           secants of a piecewise-constant model (feature
-                           ``method`` "secant"): what they are, from its ``note``
+    ``method_note``        Text above the bins when the local effects are secants
     ``legend``             the figure legend (every mark above is in it)
 
-Overview, :func:`overview_figure`: one axes per feature ``f<i>.axes`` (i = the
-position in the figure) titled with the feature name, holding ``f<i>.effect``,
-``f<i>.std_band``, ``f<i>.stderr_upper``/``f<i>.stderr_lower`` as above, all on a
-common y scale; a not-estimable feature's axes hold the Text ``f<i>.not_estimable``.
-The title says when the local effects are secants.
-
-Not estimable, :func:`not_estimable_figure`: the Text ``not_estimable`` gives the
-feature name and the summary's ``reason``.
-
-Bins are (z_{k-1}, z_k] with z_0 in the first bin, as in the summary; rows of
-the store outside [z_0, z_K] are in no violin and the figure says how many.
+:func:`overview_figure`: per feature ``f<i>.axes`` holding ``f<i>.effect``,
+``f<i>.std_band``, ``f<i>.stderr_upper``/``_lower`` on a common y scale, or the Text
+``f<i>.not_estimable``. Bins are (z_{k-1}, z_k] with z_0 in the first; store rows
+outside [z_0, z_K] are in no violin and the figure says how many.
 """
 
 from __future__ import annotations
@@ -84,10 +68,7 @@ if TYPE_CHECKING:
     from ale_cli.store.npz import Store
     from ale_cli.summary.model import FeatureSummary, Summary
 
-# Fixed layout, in inches (text heights come from the number of wrapped lines).
-# A fixed layout keeps every figure of a feature the same shape, and is about
-# twice as fast to render as matplotlib's constrained layout, which lays out
-# every tick label twice before each save.
+# Fixed layout in inches: same shape for every feature, twice as fast as constrained layout.
 _FIG_WIDTH = 7.5
 _LEFT = 1.1  # y tick labels (up to ~9 characters) and a two-line y label
 _RIGHT = 0.25
@@ -159,7 +140,7 @@ _BOTTOM_ORDER = (_BAR_LABEL, _FILLED_LABEL, _STD_LABEL, VIOLIN_LABEL)
 
 
 def _draw_bins(ax: Axes, feat: FeatureSummary) -> list[Any]:
-    """Bars and whiskers of the bin effects; returns legend proxies to add after the bars."""
+    """Bars and whiskers of the bin effects; returns legend proxies for after the bars."""
     from matplotlib.patches import Patch
 
     z = feat.edges
@@ -187,12 +168,7 @@ def _draw_bins(ax: Axes, feat: FeatureSummary) -> list[Any]:
     extra: list[Any] = []
     if feat.bin_filled.any():
         extra.append(
-            Patch(
-                facecolor=style.FILLED,
-                edgecolor=style.GREY,
-                hatch="///",
-                label=_FILLED_LABEL,
-            )
+            Patch(facecolor=style.FILLED, edgecolor=style.GREY, hatch="///", label=_FILLED_LABEL)
         )
     ok = np.isfinite(feat.bin_std) & np.isfinite(feat.bin_effect)
     if ok.any():
@@ -214,31 +190,11 @@ def _draw_bins(ax: Axes, feat: FeatureSummary) -> list[Any]:
 def feature_figure(
     summary: Summary, name: str, *, store: Store | None = None, ylabel: str | None = None
 ) -> Figure:
-    """The two-panel figure of feature ``name``: the effect curve above, the bins below.
+    """Feature ``name``: the effect curve over its K+1 edges above, the K bins below.
 
-    Parameters
-    ----------
-    summary : Summary
-        An estimator run; ``name`` must be one of its features.
-    name : str
-        The feature to draw. A not-estimable feature gives
-        :func:`not_estimable_figure`.
-    store : Store, optional
-        The store the summary was made from; adds the rug of data values, the
-        average-prediction line and the violins of local effects per bin.
-    ylabel : str, optional
-        Label of the effect axis (two lines of at most 45 characters).
-        Default: "centered effect on <output>" with the output recorded in the
-        summary (see :func:`output_name`), "effect on <output>" when the curve
-        is not centered on the average prediction.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Not saved, not shown, not in pyplot's figure list. Two axes sharing x:
-        ``effect_axes`` with the curve over the feature's K+1 edges, and
-        ``bins_axes`` with its K bins; artists as listed in the module
-        docstring. A not-estimable feature gives a figure without axes.
+    ``store`` (the summary's store) adds the rug, the average-prediction line and the
+    violins; ``ylabel`` (two lines of 45 characters) defaults to "[centered] effect on
+    <output>". A not-estimable feature gives :func:`not_estimable_figure`.
     """
     import matplotlib
 
@@ -249,14 +205,23 @@ def feature_figure(
         return level_figure(summary, feat, ylabel=ylabel)
     with matplotlib.rc_context(style.RC):
         fig = new_figure((_FIG_WIDTH, 7.0))
-        top, bottom = _feature_axes(fig)
+        top = fig.add_axes((0.1, 0.5, 0.8, 0.4), gid="effect_axes")
+        bottom = fig.add_axes((0.1, 0.1, 0.8, 0.3), sharex=top, gid="bins_axes")
+        top.tick_params(labelbottom=False)
+        few_ticks(top, 6)
+        few_ticks(bottom, 6)
         _effect_artists(top, feat, labels=True, band=bootstrap_label(summary))
         column = store_column(store, name) if store is not None else None
         if store is not None and column is not None:
             draw_store_marks(top, summary, store, column[0])
         words = "centered effect" if centered_on_mean(summary) else "effect"
         top.set_ylabel(effect_label(summary, words, ylabel, width=45, name_width=40))
-        top.set_title(_bins_title(summary, feat), loc="left")
+        n_filled = int(feat.bin_filled.sum())
+        bins = f"K = {feat.n_bins} bin{'s' if feat.n_bins != 1 else ''}" + (
+            f", {n_filled} empty" if n_filled else ""
+        )
+        title = f"{estimator_label(summary.estimator)}, {bins}, N = {summary.n_rows:,} rows"
+        top.set_title(title, loc="left")
         extra = _draw_bins(bottom, feat)
         n_outside_store = draw_violins(bottom, feat, *column) if column is not None else 0
         _finish_bins_panel(bottom, feat, name, n_outside=max(feat.n_outside, n_outside_store))
@@ -267,31 +232,8 @@ def feature_figure(
         return fig
 
 
-def _feature_axes(fig: Figure) -> tuple[Axes, Axes]:
-    """The effect axes above and the bins axes below, sharing x (placed by
-    :func:`_lay_out_feature` once the text sizes are known)."""
-    top = fig.add_axes((0.1, 0.5, 0.8, 0.4))
-    bottom = fig.add_axes((0.1, 0.1, 0.8, 0.3), sharex=top)
-    top.tick_params(labelbottom=False)
-    few_ticks(top, 6)
-    few_ticks(bottom, 6)
-    top.set_gid("effect_axes")
-    bottom.set_gid("bins_axes")
-    return top, bottom
-
-
-def _bins_title(summary: Summary, feat: FeatureSummary) -> str:
-    """The estimator, the number of bins (and of empty ones) and of rows, one line."""
-    n_filled = int(feat.bin_filled.sum())
-    bins_text = f"K = {feat.n_bins} bin{'s' if feat.n_bins != 1 else ''}" + (
-        f", {n_filled} empty" if n_filled else ""
-    )
-    return f"{estimator_label(summary.estimator)}, {bins_text}, N = {summary.n_rows:,} rows"
-
-
 def _finish_bins_panel(ax: Axes, feat: FeatureSummary, name: str, *, n_outside: int) -> None:
-    """The zero line, the axis labels, the note of rows outside the edges and the x range
-    of the bins axes."""
+    """Zero line, axis labels, the rows-outside note and the x range of the bins axes."""
     ax.axhline(0.0, color=style.BLACK, linewidth=0.6, zorder=2, gid="zero")
     ax.set_ylabel("bin effect\n(d output / d feature)")
     ax.set_xlabel(wrap(name, 90, 2))
@@ -313,8 +255,7 @@ def _finish_bins_panel(ax: Axes, feat: FeatureSummary, name: str, *, n_outside: 
 
 
 def _method_note(ax: Axes, feat: FeatureSummary) -> int:
-    """The method line above the bins panel, on the left (the rows-outside note is on
-    the right); returns its number of lines (0: none), for the layout's panel gap."""
+    """The method line above the bins panel, on the left; returns its number of lines."""
     text = method_text(feat)
     if text is None:
         return 0
@@ -336,8 +277,7 @@ def _method_note(ax: Axes, feat: FeatureSummary) -> int:
 def _feature_legend_entries(
     top: Axes, bottom: Axes, extra: list[Any]
 ) -> tuple[list[Any], list[str]]:
-    """Legend handles and labels: the effect panel's marks, then the bins panel's in
-    reading order (bars, empty bins, whiskers, violins)."""
+    """Legend entries: the effect panel's, then the bins panel's in _BOTTOM_ORDER."""
     handles, labels = top.get_legend_handles_labels()
     bottom_handles = dict(zip(*reversed(bottom.get_legend_handles_labels()), strict=True))
     bottom_handles |= {p.get_label(): p for p in extra}
@@ -350,9 +290,8 @@ def _feature_legend_entries(
 def _lay_out_feature(
     fig: Figure, top: Axes, bottom: Axes, name: str, *, n_legend: int, note_lines: int = 0
 ) -> None:
-    """Size the figure and place both panels and the title in a fixed layout (inches):
-    title, effect panel, gap (with ``note_lines`` lines of a 7-point note), bins panel,
-    x label, legend of ``n_legend`` entries in two columns, from the top down."""
+    """Size the figure and place, top down: title, effect panel, gap (with the note),
+    bins panel, x label, legend of ``n_legend`` entries in two columns."""
     gap = _PANEL_GAP + (lines_in(7, note_lines) + 0.05 if note_lines else 0.0)
     xlabel = wrap(name, 90, 2)
     title = wrap(name, 70, 2)
@@ -377,27 +316,9 @@ def _lay_out_feature(
 def overview_figure(
     summary: Summary, *, names: Sequence[str] | None = None, ylabel: str | None = None
 ) -> Figure:
-    """All features (or ``names``) in a grid of small effect plots on a common y scale.
+    """All features (or ``names``, in order) in a grid of at most 4 columns, common y.
 
-    Each cell is the curve with its +/- STD band and +/- 2 SE lines, titled with
-    the feature name; a not-estimable feature's cell says so.
-
-    Parameters
-    ----------
-    summary : Summary
-        An estimator run.
-    names : sequence of str, optional
-        The features to show, in this order (default: all, in summary order).
-    ylabel : str, optional
-        Label of the effect axis of the first column (one line of at most 28
-        characters, cut with "…"). Default: "effect on <output>" (see
-        :func:`output_name`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One axes per feature, ``len(names)`` of them in a grid of at most 4
-        columns; artists as listed in the module docstring.
+    ``ylabel``: the first column's label, one line of 28 characters cut with "…".
     """
     import matplotlib
 
@@ -445,8 +366,7 @@ def overview_figure(
 
 @dataclass(frozen=True)
 class _OverviewGrid:
-    """The fixed layout of the overview (inches): a title line, ``nrows`` x ``ncols``
-    cells (title, axes, x tick labels), a legend row."""
+    """The overview's layout (inches): a title line, ``nrows`` x ``ncols`` cells, a legend."""
 
     ncols: int
     nrows: int
@@ -455,7 +375,6 @@ class _OverviewGrid:
 
     @classmethod
     def for_cells(cls, n_cells: int) -> _OverviewGrid:
-        """At most 4 columns, as many rows as needed (one cell for an empty overview)."""
         n = max(n_cells, 1)
         ncols = min(n, 4)
         nrows = -(-n // ncols)
@@ -463,7 +382,6 @@ class _OverviewGrid:
         return cls(ncols, nrows, _OVERVIEW_YLABEL + ncols * _CELL_WIDTH, height)
 
     def rect(self, i: int) -> tuple[float, float, float, float]:
-        """The axes rectangle of cell ``i`` (row-major) in figure coordinates."""
         row, col = divmod(i, self.ncols)
         left_pad = _CELL_WIDTH - _CELL_AXES_WIDTH - 0.15
         return (

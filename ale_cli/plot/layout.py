@@ -1,10 +1,4 @@
-"""What every ``ale`` figure shares: its canvas, legend, wrapped text and labels.
-
-A figure is a :class:`matplotlib.figure.Figure` on its own Agg canvas
-(:func:`new_figure`: never pyplot, never shown); its legend sits in the bottom
-margin (:func:`figure_legend`); labels name the estimator, the model output and
-the centering the summary records (:func:`effect_label`).
-"""
+"""What every figure shares: its Agg canvas (never pyplot), legend, text and labels."""
 
 from __future__ import annotations
 
@@ -39,16 +33,9 @@ def estimator_label(estimator: str) -> str:
 
 
 def output_name(summary: Summary) -> str | None:
-    """How figures name the explained model output recorded in ``summary.store["output"]``.
-
-    The store records the output as the model adapter describes it: a string,
-    or a mapping with the user's ``selector`` and, depending on the format, the
-    scikit-learn ``kind`` (``predict``, ``proba``, ``decision``) with its
-    ``column`` and ``class``, or the ONNX output ``name`` and ``column``.
-    A class probability reads "probability of class <label>", a regressor's
-    only prediction "prediction", anything else the recorded name (with
-    ``:<column>`` for an ONNX output column) or ``output <selector>``; None
-    when nothing is recorded (a single-output TorchScript model).
+    """How figures name the model output recorded in ``summary.store["output"]`` (a
+    string, or the adapter's mapping of ``selector``, ``kind``, ``column``, ``class``,
+    ``name``); None when nothing is recorded.
 
     >>> from ale_cli.summary.model import Summary
     >>> def named(output):
@@ -91,13 +78,8 @@ def effect_label(
     name_width: int,
     max_lines: int = 2,
 ) -> str:
-    """The label of an effect axis.
-
-    ``ylabel`` when given, wrapped to ``max_lines`` lines of ``width``
-    characters (its own line breaks kept, cut with "…" beyond); else
-    "<words> on <output>" with the summary's :func:`output_name` wrapped to
-    ``max_lines`` lines of ``name_width`` characters ("the model output" when
-    the summary records none).
+    """``ylabel`` wrapped (:func:`wrap_lines`), else "<words> on <output>" with the
+    output name wrapped to ``name_width``.
 
     >>> from ale_cli.summary.model import Summary
     >>> s = Summary("dale", {}, {"output": {"kind": "predict", "name": "predict"}}, 0, ())
@@ -123,12 +105,12 @@ def centered_on_mean(summary: Summary) -> bool:
     return True
 
 
-def new_figure(size: tuple[float, float]) -> Figure:
+def new_figure(size: tuple[float, float], layout: str | None = None) -> Figure:
     """A Figure of ``size`` inches on its own Agg canvas (not in pyplot's figure list)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=size)
+    fig = Figure(figsize=size, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 
@@ -173,8 +155,7 @@ def wrap(text: str, width: int, max_lines: int | None = None) -> str:
 
 
 def wrap_lines(text: str, width: int, max_lines: int) -> str:
-    """``text`` with its own line breaks kept, each line wrapped to ``width`` characters,
-    at most ``max_lines`` lines (the last one ending in "…" when text was left out)."""
+    """``text``, its own line breaks kept, wrapped to ``max_lines`` lines (cut with "…")."""
     lines = [
         part
         for line in text.splitlines()

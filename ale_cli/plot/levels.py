@@ -9,9 +9,6 @@ Artists (``gid``), for a feature with K levels at x = 0 .. K-1:
                 dot (bootstrap band; only when the summary has one)
 ``zero``        Line2D at y = 0
 ``legend``      the figure legend (single-feature figure)
-
-The x tick labels are the levels (``FeatureSummary.levels``), and the title
-says how many rows each level has.
 """
 
 from __future__ import annotations

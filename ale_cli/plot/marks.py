@@ -28,9 +28,8 @@ VIOLIN_MAX = 1000
 
 
 def quantile_subsample(values: np.ndarray, m: int) -> np.ndarray:
-    """``values`` sorted; if more than ``m``, ``m`` of them at evenly spaced ranks.
-
-    Deterministic, and keeps the minimum and the maximum.
+    """``values`` sorted; if more than ``m``, ``m`` of them at evenly spaced ranks
+    (min and max kept).
 
     >>> quantile_subsample(np.array([5.0, 1.0, 3.0, 2.0, 4.0]), 3)
     array([1., 3., 5.])
@@ -45,10 +44,8 @@ def quantile_subsample(values: np.ndarray, m: int) -> np.ndarray:
 def kde_outline(values: np.ndarray, n_points: int = 100) -> tuple[np.ndarray, np.ndarray]:
     """Gaussian KDE of ``values`` (Scott's bandwidth) from their min to their max.
 
-    Returns the evaluation points (n_points,) and the density scaled to a
-    maximum of 1 (n_points,), the outline of a violin of half-width 1. The
-    bandwidth is h = s n^(-1/5) with s the sample std (ddof=1), as in
-    matplotlib's ``violinplot``. ``values`` must not be all equal.
+    Returns the points (n_points,) and the density scaled to max 1 (n_points,);
+    h = s n^(-1/5), s the std (ddof=1), as ``violinplot``. ``values`` not all equal.
 
     >>> y, half = kde_outline(np.array([0.0, 1.0, 1.0, 2.0]), 5)
     >>> y.tolist(), float(half.max()), bool(half[2] == 1.0)

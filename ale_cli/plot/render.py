@@ -1,14 +1,8 @@
-"""Render a summary's figures to files: names, store checks, the figure directory.
+"""Render a summary's figures to files (``ale plot``).
 
-:func:`plot_files` is what ``ale plot`` runs: read the summary (and the store),
-check that they belong together (:func:`check_store`), then
-:func:`render_summary` writes ``<dir>/<feature>.<fmt>`` for each feature,
-``<dir>/overview.<fmt>`` (when there are features) and ``<dir>/<a>__<b>.<fmt>``
-for each second-order interaction. File names come from :func:`safe_stem`,
-made unique (case-insensitively, and never ``overview``) by appending
-``-<position>``. The directory is replaced as a whole
-(:mod:`ale_cli.plot.directory`); the figures are drawn here or in forked
-workers (:mod:`ale_cli.plot.workers`).
+:func:`render_summary` writes ``<dir>/<feature>.<fmt>``, ``<dir>/overview.<fmt>``
+(when there are features) and ``<dir>/<a>__<b>.<fmt>`` per interaction, names from
+:func:`file_stems`, replacing the directory as a whole.
 """
 
 from __future__ import annotations
@@ -20,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ale_cli.checks import check_choice
 from ale_cli.errors import InputError
 from ale_cli.plot.directory import figure_directory
 from ale_cli.plot.workers import Job, Task, default_jobs, run_tasks
@@ -39,13 +34,8 @@ _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {
 
 @dataclass(frozen=True)
 class RenderResult:
-    """What one render wrote.
-
-    ``paths`` in the order written (per feature in summary order, then the
-    overview, then the interactions; png before svg); ``features`` the features
-    drawn; ``not_estimable`` those drawn as a not-estimable note;
-    ``interactions`` the pairs drawn, as ``"a,b"``.
-    """
+    """What one render wrote: ``paths`` (features, overview, interactions; png before
+    svg), the features drawn, those not estimable, the pairs drawn as ``"a,b"``."""
 
     paths: tuple[Path, ...]
     features: tuple[str, ...]
@@ -54,12 +44,8 @@ class RenderResult:
 
 
 def safe_stem(name: str) -> str:
-    """A file-name stem for ``name``: ASCII letters, digits, ``.``, ``_``, ``-`` only.
-
-    Other runs of characters become one ``_``; leading dots, dashes and
-    underscores go (no hidden files, no option-like names), the result is at
-    most 100 characters, Windows device names get a trailing ``_`` and an
-    empty result becomes ``feature``.
+    """A file-name stem of ASCII letters, digits, ``._-``: other runs become ``_``, no
+    leading ``._-``, at most 100 characters, Windows device names get ``_``.
 
     >>> safe_stem("BMI (kg/m²)"), safe_stem("../etc/passwd"), safe_stem("  "), safe_stem("con")
     ('BMI_kg_m2', 'etc_passwd', 'feature', 'con_')
@@ -102,15 +88,9 @@ def check_store(
     store_path: str | Path = "store",
     store_sha256: str | None = None,
 ) -> None:
-    """InputError unless ``store`` is the store ``summary`` was made from.
-
-    The store must hold ``features`` (and both features of every interaction)
-    and as many rows as the summary. A summary made from a store records that
-    store's sha256: ``store_sha256`` (the hash of the file at ``store_path``,
-    checked when given) must equal it. A summary made from the model and data
-    directly (``ale classic``/``ale interact`` without a store: its
-    ``store["path"]`` is None) records the model's and the data's sha256, which
-    must equal those in the store's meta.
+    """InputError unless ``store`` is the store ``summary`` was made from: it holds
+    ``features`` and the interactions' features, as many rows, and the recorded sha256
+    (``store_sha256``), or, for a summary made without a store, the same model and data.
     """
     paired = [n for item in summary.interactions for n in item.features]
     prefix = f"store '{store_path}' does not match summary '{summary_path}'"
@@ -151,24 +131,11 @@ def _check_inputs(source: dict[str, Any], meta: dict[str, Any], prefix: str) -> 
 
 
 def _short(digest: str) -> str:
-    """The first 12 hex digits of a hash, for messages."""
     return f"{str(digest)[:12]}..."
 
 
-def _check_options(formats: Sequence[str], jobs: int) -> None:
-    """InputError for an unknown figure format or fewer than one job."""
-    for fmt in formats:
-        if fmt not in FORMATS:
-            raise InputError(
-                f"{{param}} must be one of {', '.join(FORMATS)}, got '{fmt}'", param="formats"
-            )
-    if jobs < 1:
-        raise InputError(f"{{param}} must be at least 1, got {jobs}", param="jobs")
-
-
 def _tasks(summary: Summary, names: tuple[str, ...]) -> list[Task]:
-    """The figures to draw: the overview first (the biggest, so no worker is left with a
-    long tail), then the features, then the interactions."""
+    """The figures to draw: the overview first (the biggest), features, interactions."""
     pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
     stems = file_stems([*names, *pairs])
     tasks: list[Task] = [("feature", n, s) for n, s in zip(names, stems, strict=False)]
@@ -189,31 +156,21 @@ def render_summary(
     jobs: int = 1,
     ylabel: str | None = None,
 ) -> RenderResult:
-    """Write one figure per feature, the overview and one figure per interaction of
-    ``summary`` into the directory ``out_dir``, replacing it as a whole (no overview
-    when the summary has no features).
-
-    ``features`` (default: all, in summary order) must be features of the
-    summary; ``store`` must match it (see :func:`check_store`, which the caller
-    runs); ``ylabel`` labels every effect axis (default: from the output the
-    summary records). ``out_dir`` must be absent or hold only figures
-    (:func:`check_output_dir`); the figures are drawn into a new directory that
-    replaces it only when all are written (:func:`replacing_directory`). Each
-    figure is released right after it is saved. With ``jobs`` > 1 the figures
-    are drawn by that many forked worker processes (figures are independent,
-    so the files are the same bytes as with ``jobs=1``); where ``fork`` is not
-    available they are drawn in this process.
-    """
-    _check_options(formats, jobs)
+    """Write every figure of ``summary`` into ``out_dir``, replacing it when all are
+    written. ``store`` must match (:func:`check_store`, run by the caller); ``jobs`` > 1
+    forks workers (same bytes as ``jobs=1``)."""
+    for fmt in formats:
+        check_choice(str(fmt), FORMATS, "formats")
+    if jobs < 1:
+        raise InputError(f"{{param}} must be at least 1, got {jobs}", param="jobs")
     if features is None:
         features = [f.name for f in summary.features]
     names = tuple(dict.fromkeys(features))
     feats = [summary.feature(n) for n in names]
     out = Path(out_dir)
-    tasks = _tasks(summary, names)
     with figure_directory(out) as tmp:
         job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel)
-        written = run_tasks(job, tasks, jobs)
+        written = run_tasks(job, _tasks(summary, names), jobs)
     if names:  # files are listed with the overview after the features
         written = [*written[1 : len(names) + 1], written[0], *written[len(names) + 1 :]]
     return RenderResult(
@@ -226,9 +183,7 @@ def render_summary(
 
 def select_features(summary: Summary, features: Sequence[str]) -> tuple[Summary, list[str]]:
     """The named first-order features, and the summary with only the interactions that
-    involve at least one of the names (``ale plot --features``).
-
-    InputError for a name that is neither a first-order feature nor in an interaction.
+    involve one of the names; InputError for a name in neither.
 
     >>> from ale_cli.summary.model import InteractionSummary, Summary
     >>> s = Summary(estimator="dale", params={}, store={}, n_rows=0, features=(), interactions=(
@@ -262,35 +217,24 @@ def plot_files(
     jobs: int | None = 1,
     ylabel: str | None = None,
 ) -> RenderResult:
-    """Read a summary (and its store), check them, and render every figure (``ale plot``).
-
-    ``jobs=None`` picks :func:`default_jobs`.
-    """
+    """Read a summary (and its store), check them and render (``jobs=None``: default)."""
     summary = read_summary(summary_path)
     if features is None:
         names = [f.name for f in summary.features]
     else:
         summary, names = select_features(summary, features)
-    store = None
-    if store_path is not None:
-        store = read_store(store_path)
+    store = None if store_path is None else read_store(store_path)
+    if store is not None:
+        sha = store_sha256(store_path)  # a file's, or a directory store's
         check_store(
             summary,
             store,
             names,
             summary_path=summary_path,
             store_path=store_path,
-            store_sha256=store_sha256(store_path),  # a file's, or a directory store's
+            store_sha256=sha,
         )
     if jobs is None:
         jobs = default_jobs(len(dict.fromkeys(names)) + 1 + len(summary.interactions))
-    return render_summary(
-        summary,
-        out_dir,
-        store=store,
-        features=names,
-        formats=formats,
-        dpi=dpi,
-        jobs=jobs,
-        ylabel=ylabel,
-    )
+    kw = {"formats": formats, "dpi": dpi, "jobs": jobs, "ylabel": ylabel}
+    return render_summary(summary, out_dir, store=store, features=names, **kw)

@@ -4,21 +4,15 @@
 canvas, never pyplot). Artists carry a ``gid`` so tests find the plotted data:
 
     ``surface_axes``   the heat-map axes: x = first feature, y = second feature
-    ``surface``        QuadMesh (Gouraud shading) of the summary's surface,
-                       bilinear inside each cell: every cell is split into
-                       R x R sub-cells (:func:`refine`), so the mesh's array is
-                       (K_b R + 1, K_a R + 1) and ``array[::R, ::R]`` is
-                       ``effect.T``; diverging colour map with limits symmetric
-                       about 0 (white = no interaction), set by the corners of
-                       the cells that hold data (:func:`colour_limit`; larger
-                       values in filled cells saturate, the colour bar then has
-                       arrows)
-    ``filled_cells``   PolyCollection of the cells that held no rows (their effect
-                       is the nearest non-empty cell's), hatched, one rectangle
-                       per True of ``filled`` in row-major (k, l) order
-    ``cell_edges``     LineCollection of the bin limits of both features (thin)
-    ``data_points``    Line2D of the rows' (x_a, x_b) (store only; a fixed
-                       subsample of :data:`SCATTER_MAX` rows when there are more)
+    ``surface``        Gouraud QuadMesh, bilinear on R x R sub-cells per cell: its
+                       array is (K_b R + 1, K_a R + 1), ``array[::R, ::R]`` is
+                       ``effect.T``; colours symmetric about 0 up to
+                       :func:`colour_limit` (beyond it they saturate)
+    ``filled_cells``   PolyCollection, hatched, one rectangle per True of ``filled``
+                       in row-major (k, l) order
+    ``cell_edges``     LineCollection of the bin limits of both features
+    ``data_points``    Line2D of the rows' (x_a, x_b) (store only; at most
+                       :data:`SCATTER_MAX`, a fixed subsample)
     ``colorbar``       the colour-bar axes, centred at 0
     ``legend``         the figure legend (filled cells, data points)
 
@@ -58,18 +52,12 @@ _BOTTOM, _AXES = 1.1, 4.2
 
 
 def pair_label(item: InteractionSummary) -> str:
-    """``"a × b"``.
-
-    >>> from ale_cli.summary.model import InteractionSummary
-    >>> pair_label(InteractionSummary(features=("s1", "s2"), estimator="dale"))
-    's1 × s2'
-    """
+    """``"a × b"``."""
     return f"{item.features[0]} × {item.features[1]}"
 
 
 def find_interaction(summary: Summary, pair: int | tuple[str, str]) -> InteractionSummary:
-    """The interaction at position ``pair`` of ``summary``, or the one of the two named
-    features; InputError naming the parameter ``pair`` otherwise.
+    """The interaction at position ``pair``, or of the two named features.
 
     >>> from ale_cli.summary.model import InteractionSummary, Summary
     >>> s = Summary("dale", {}, {}, 0, (), interactions=(
@@ -111,7 +99,7 @@ def scatter_rows(n_rows: int, m: int = SCATTER_MAX) -> np.ndarray:
 
 
 def _cell_rectangles(item: InteractionSummary) -> list[np.ndarray]:
-    """The corners (4, 2) of every empty (filled) cell, in row-major (k, l) order."""
+    """The corners (4, 2) of every filled cell, in row-major (k, l) order."""
     za, zb = item.edges_a, item.edges_b
     return [
         np.array([[za[k], zb[m]], [za[k + 1], zb[m]], [za[k + 1], zb[m + 1]], [za[k], zb[m + 1]]])
@@ -136,9 +124,7 @@ def bilinear(effect: np.ndarray, r: int) -> np.ndarray:
     >>> bilinear(np.array([[0.0, 2.0], [2.0, 4.0]]), 2).tolist()
     [[0.0, 1.0, 2.0], [1.0, 2.0, 3.0], [2.0, 3.0, 4.0]]
     """
-    ka, kb = effect.shape[0] - 1, effect.shape[1] - 1
-    ia = np.arange(ka + 1)
-    ib = np.arange(kb + 1)
+    ia, ib = np.arange(effect.shape[0]), np.arange(effect.shape[1])
     rows = np.array([np.interp(refine(ia.astype(float), r), ia, col) for col in effect.T]).T
     return np.array([np.interp(refine(ib.astype(float), r), ib, row) for row in rows])
 
@@ -178,28 +164,10 @@ def interaction_figure(
     store: Store | None = None,
     ylabel: str | None = None,
 ) -> Figure:
-    """The heat map of one second-order interaction of ``summary``.
+    """The heat map of interaction ``pair`` (its index, or its two feature names).
 
-    Parameters
-    ----------
-    summary : Summary
-        An ``ale interact`` run.
-    pair : int or (str, str)
-        Which interaction to draw: its position in ``summary.interactions`` or
-        its two feature names in the order of the summary. A not-estimable
-        pair gives a note figure.
-    store : Store, optional
-        Holding both features: adds the scatter of the data points.
-    ylabel : str, optional
-        Label of the effect axis, here the colour bar (one line of at most 45
-        characters). Default: "doubly-centered effect on <output>" (see
-        :func:`ale_cli.plot.layout.output_name`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The surface of the (K_a + 1, K_b + 1) corner effects over the cells;
-        artists as listed in the module docstring.
+    ``store`` adds the data points; ``ylabel`` labels the colour bar (one line of 45
+    characters). A not-estimable pair gives a note figure.
     """
     import matplotlib
 
@@ -211,10 +179,8 @@ def interaction_figure(
     with matplotlib.rc_context(style.RC | {"axes.grid": False}):
         fig = new_figure((_WIDTH, _HEIGHT))
         rect = (0.13, _BOTTOM / _HEIGHT, 0.66, _AXES / _HEIGHT)
-        ax = fig.add_axes(rect)
-        cax = fig.add_axes((0.83, rect[1], 0.03, rect[3]))
-        ax.set_gid("surface_axes")
-        cax.set_gid("colorbar")
+        ax = fig.add_axes(rect, gid="surface_axes")
+        cax = fig.add_axes((0.83, rect[1], 0.03, rect[3]), gid="colorbar")
         lim = colour_limit(item)
         mesh = _draw_surface(ax, item, lim)
         handles = _draw_cells(ax, item)
@@ -254,8 +220,7 @@ def _draw_surface(ax: Axes, item: InteractionSummary, lim: float) -> QuadMesh:
 
 
 def _draw_cells(ax: Axes, item: InteractionSummary) -> list[Any]:
-    """The bin limits of both features and the hatched empty cells; returns the legend
-    handle of the empty cells (none when every cell held rows)."""
+    """The bin limits and the hatched empty cells; returns their legend handle, if any."""
     from matplotlib.collections import LineCollection, PolyCollection
     from matplotlib.patches import Patch
 
@@ -280,8 +245,7 @@ def _draw_cells(ax: Axes, item: InteractionSummary) -> list[Any]:
 
 
 def _draw_data_points(ax: Axes, item: InteractionSummary, store: Store) -> Any:
-    """The rows' (x_a, x_b) as dots (a fixed subsample, :func:`scatter_rows`); returns the
-    Line2D for the legend."""
+    """The rows' (x_a, x_b) as dots (:func:`scatter_rows`); returns the Line2D."""
     a, b = item.features
     n_rows = store.X.shape[0]
     rows = scatter_rows(n_rows)

@@ -1,17 +1,8 @@
 """Colours and rc settings shared by every figure.
 
-The palette is Okabe & Ito's (2008), distinguishable with the common forms of
-colour blindness; no meaning is carried by colour alone (the standard-error
-band is also dashed, filled bins are also hatched). The rc settings fix what
-would otherwise make two renders of the same figure differ (SVG ids, the
-creation date) and give the defaults a readable size.
-
-SVG text stays text (``svg.fonttype: none``): every label is a ``<text>``
-element that a browser can search and a screen reader can read, in the font
-stack ``'DejaVu Sans', sans-serif``. Matplotlib lays text out with DejaVu Sans
-(it ships with matplotlib, so layout and PNG files do not depend on the
-installed fonts); a viewer without it uses its own sans-serif font, usually
-narrower (DejaVu Sans is one of the wide ones), so labels keep their room.
+Okabe & Ito's colour-blind-safe palette; no meaning by colour alone (dashes, hatches).
+The rc settings make renders reproducible (SVG ids, no date) and keep SVG text as
+searchable ``<text>`` in DejaVu Sans (shipped with matplotlib, one of the wide fonts).
 """
 
 from __future__ import annotations
@@ -23,7 +14,6 @@ BLACK = "#000000"
 ORANGE = "#E69F00"
 SKY_BLUE = "#56B4E9"
 BLUISH_GREEN = "#009E73"
-YELLOW = "#F0E442"
 BLUE = "#0072B2"
 VERMILLION = "#D55E00"
 REDDISH_PURPLE = "#CC79A7"

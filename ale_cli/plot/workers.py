@@ -1,9 +1,6 @@
-"""Drawing a summary's figures, here or in forked worker processes.
+"""Drawing a summary's figures, here or in forked workers (same bytes either way).
 
-Figures are independent, so ``jobs`` > 1 draws them in forked worker processes
-(``ale plot`` uses one per core, at most 4, :func:`default_jobs`); the files are
-the same bytes either way. Workers ignore SIGINT and die on SIGTERM; the parent,
-when interrupted, stops them before it removes the temporary directory.
+Workers ignore SIGINT and die on SIGTERM; the parent stops them before cleaning up.
 """
 
 from __future__ import annotations
@@ -69,17 +66,11 @@ def _render_task(task: Task) -> list[Path]:
     return paths
 
 
-def _init_worker() -> None:
-    """In a forked worker: SIGINT is the parent's to handle (it stops the workers and
-    cleans up), SIGTERM (how the parent stops them) ends the worker at once."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def _worker(tasks: list[Task], mine: list[int], conn: Connection) -> None:
     """Draw ``tasks[i]`` for ``i`` in ``mine``, sending ``(i, paths, None)`` for each; on
     an error ``(i, None, error)`` and stop."""
-    _init_worker()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # how the parent stops us
     for i in mine:
         try:
             paths = _render_task(tasks[i])
@@ -116,11 +107,8 @@ def run_tasks(job: Job, tasks: list[Task], jobs: int) -> list[list[Path]]:
 def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
     """Draw ``tasks`` in ``jobs`` forked workers, worker ``w`` taking ``tasks[w::jobs]``.
 
-    Each worker reports every figure on its own pipe. A worker's error is raised
-    here; a worker that dies before it reports all its figures is a RunError
-    (a pool would wait for it forever). Whatever ends this function (an error,
-    KeyboardInterrupt) first terminates the workers and waits for them, so none
-    writes after the caller removes the directory.
+    A worker's error is raised here; one that dies early is a RunError (a pool would
+    wait forever). On any exit the workers are terminated and joined first.
     """
     context = multiprocessing.get_context("fork")
     workers: dict[Connection, tuple[BaseProcess, list[int]]] = {}

@@ -1,16 +1,8 @@
 """``ale report``: one self-contained HTML page of a run (summaries, store, audit, history).
 
-The page needs nothing but itself: figures are inline SVG (their text is
-text a browser can search), the CSS and the small script that sorts the
-tables are inline, and nothing is fetched (no CDN, no web font, no external
-``href``/``src``). It prints (print CSS) and is byte-reproducible without its
-timestamp. Layer: above plot and the adapters, below the CLI; Jinja2 and
-matplotlib are imported only when a page is built.
-
-- :func:`~ale_cli.report.build.build_report`: the page (:class:`ReportResult`).
-- :func:`~ale_cli.report.build.write_report`: write it atomically.
-- :mod:`ale_cli.report.history`: earlier runs and the drift of each feature.
-- :mod:`ale_cli.report.figures`: figures as inline SVG, the drift trend line.
+Self-contained: inline SVG figures, CSS and sorting script, nothing fetched; prints;
+byte-reproducible without its timestamp. Jinja2 and matplotlib are imported only when a
+page is built. :mod:`.history`: earlier runs and drift; :mod:`.figures`: inline SVG.
 """
 
 from __future__ import annotations

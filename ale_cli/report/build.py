@@ -1,11 +1,7 @@
 """Gather what the report shows from summaries, a store, an audit report and a history.
 
-:func:`build_report` returns the HTML text; :func:`write_report` writes it
-atomically. The page is rendered from ``templates/report.html.j2`` by Jinja2
-with autoescaping on: every string that comes from the data, the model or the
-summaries (feature names, paths, notes, audit text, run labels) is escaped,
-and only the SVG figures drawn here (matplotlib escapes the text it writes)
-are inserted as markup.
+Rendered from ``templates/report.html.j2`` with autoescaping: every string from the
+data, model or summaries is escaped; only the SVG figures drawn here are markup.
 """
 
 from __future__ import annotations
@@ -96,7 +92,6 @@ def _markup(text: str) -> Any:
 
 def read_audit(path: str | Path) -> dict[str, Any]:
     """The JSON report of ``ale audit --json-report`` (InputError naming the file if it is not)."""
-
     data = read_json_file(path, "audit report")
     if not isinstance(data, dict) or any(k not in data for k in _AUDIT_KEYS):
         raise InputError(
@@ -235,7 +230,6 @@ def _load(
     summaries = [(str(p), read_summary(p)) for p in paths]
     if store_path is None:
         return summaries, None
-
     store = read_store(store_path)
     digest = store_sha256(store_path)
     for label, summary in summaries:
@@ -261,14 +255,10 @@ def build_report(
 ) -> ReportResult:
     """The report page of ``summaries`` (first-order and interact summaries, any order).
 
-    The first first-order summary is the main one: its statistics rank the
-    features table, its curves are drawn with the ``store`` (rug, violins) and
-    compared with ``history``. Other first-order summaries add their overview
-    figure; interact summaries add heat maps. ``audit`` is a JSON report
-    of ``ale audit --json-report``; ``history`` a directory of earlier runs
-    (:mod:`ale_cli.report.history`) less ``history_exclude``, and less its newest
-    run when that holds the main summary itself (the same numbers). With
-    ``timestamp=False`` the same inputs give the same bytes.
+    The first first-order summary is the main one: it ranks the features table, is drawn
+    with the ``store`` and compared with ``history`` (less ``history_exclude`` and a
+    newest run holding the same numbers); the others add overviews and heat maps.
+    ``audit``: an ``ale audit --json-report`` file.
     """
     t0 = time.perf_counter()
     loaded, store_obj = _load(summaries, store)
@@ -330,11 +320,10 @@ def _audit_section(audit: str | Path | None) -> dict[str, Any] | None:
 def _first_order_section(
     first_order: list[tuple[str, Summary]], store_obj: Any, runs: list[HistoryRun]
 ) -> tuple[list[dict[str, Any]], int, Any, str | None, list[dict[str, Any]], list[FeatureDrift]]:
-    """The features' rows and figures of the main (first) first-order summary, the
-    overviews of the others, and the features that moved most since the last run."""
+    """The main summary's rows and figures, the others' overviews, the features that
+    moved most since the last run."""
     if not first_order:
         return [], 0, None, None, [], []
-
     main_name, main = first_order[0]
     main_label = f"{main.estimator} ({Path(main_name).name})"
     drifts = {d.name: d for d in feature_drifts(Path(main_name).name, main, runs)}
@@ -355,9 +344,7 @@ def _first_order_section(
 
 
 def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> list[HistoryRun]:
-    """The runs less the newest when it holds this very summary (same numbers, any
-    timestamp): ``ale report DIR/rhale.json --history DIR/history`` after ``ale run``."""
-
+    """The runs less the newest when it holds this very summary (same numbers)."""
     newest = runs[-1].match(Path(name).name, summary)
     if newest is not None and summary_json(newest, timestamp=False) == summary_json(
         summary, timestamp=False
@@ -372,7 +359,6 @@ def _now() -> str:
 
 def write_report(path: str | Path, html: str) -> int:
     """Write the page atomically; its size in bytes."""
-
     data = html.encode("utf-8")
     with atomic_write(path) as fh:
         fh.write(data)

@@ -1,13 +1,7 @@
 """Figures as inline SVG text for the report, and the small drift trend line.
 
-:func:`svg_text` saves a matplotlib Figure to SVG in memory with the same rc
-settings as ``ale plot`` (:mod:`ale_cli.plot.style`: text stays ``<text>``,
-fixed ids, no date), then makes it fit inside an HTML page: the XML prolog,
-the DOCTYPE and the RDF metadata go, coordinates are written to 0.1 pt, and
-every ``id`` (and every reference to one) gets the figure's own prefix, since
-ids must be unique in one document and matplotlib gives the same ids
-(``effect``, ``bin_0``...) in every figure.
-Matplotlib escapes the text it writes, so a feature name stays text.
+:func:`svg_text` saves with ``ale plot``'s rc settings, drops the prolog, DOCTYPE and
+metadata, rounds coordinates to 0.1 pt and prefixes every ``id`` (unique in the page).
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Earlier runs of a report: read a history directory and measure how each feature moved.
 
-A history directory holds one subdirectory per run, named so that names sort
-in time order (``ale run`` uses the UTC time, ``20261123T133405.123456Z``), each
-holding that run's summary files (and its audit report). A summary of the
-current report is matched in a run by file name, else by the first summary
-there with the same estimator.
-
-The drift of a feature against an earlier run is ``ale diff``'s measure
-(:func:`ale_cli.summary.compare.compare_feature`): the largest absolute difference of
-the two centered curves on the current summary's edges.
+One subdirectory per run, names in time order (``20261123T133405.123456Z``), holding its
+summaries; matched by file name, else by estimator. Drift is ``ale diff``'s largest
+absolute difference of the centered curves on the current edges.
 """
 
 from __future__ import annotations

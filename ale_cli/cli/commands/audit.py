@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ale_cli.audit import audit_files
-from ale_cli.audit.report import github_annotations, junit_xml, report_dict, text_table
+from ale_cli.audit.report import aligned, github_annotations, junit_xml, report_dict, text_table
 from ale_cli.checks import check_choice, names_tuple
 from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio
-from ale_cli.cli.options import FeaturesOption
+from ale_cli.cli.options import FeaturesOption, unshown
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
@@ -33,7 +33,6 @@ DIFF_FORMATS = ("png", "svg")
 
 def _write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically, or to standard output for ``-``."""
-
     if is_stdio(path):
         echo_data(data.decode("utf-8"))
         return
@@ -85,28 +84,22 @@ def audit(
     ],
     baseline: Annotated[
         Path | None,
-        typer.Option(
-            "--baseline",
-            help="Summary of the previous release, for the drift rule.",
-            show_default=False,
-        ),
+        unshown("--baseline", help="Summary of the previous release, for the drift rule."),
     ] = None,
     json_report: Annotated[
         Path | None,
-        typer.Option(
+        unshown(
             "--json-report",
             help="Also write the JSON report to this file ('-': standard output; the table "
             "then goes to stderr), for 'ale report --audit'.",
-            show_default=False,
         ),
     ] = None,
     junit: Annotated[
         Path | None,
-        typer.Option(
+        unshown(
             "--junit",
             help="Write JUnit XML (one test case per feature x rule) for GitLab/Jenkins "
             "('-': standard output; the table then goes to stderr).",
-            show_default=False,
         ),
     ] = None,
     output_format: AuditFormatOption = "text",
@@ -117,7 +110,6 @@ def audit(
     Prints a table (feature, rule, observed, limit, verdict) and exits 0 when
     every error-severity rule passed, 3 when one failed.
     """
-
     check_choice(output_format, FORMATS, "output_format")
     if run.json and output_format != "text":
         raise InputError(
@@ -165,17 +157,8 @@ def _diff_rows(comparisons: list[FeatureComparison]) -> list[tuple[str, ...]]:
         if d is None:
             rows.append((c.name, "-", "-", "-", "-", rank, str(c.reason)))
             continue
-        rows.append(
-            (
-                c.name,
-                num(d.max_abs),
-                num(d.max_abs_at),
-                num(d.max_z),
-                num(d.max_z_at),
-                rank,
-                "rank changed" if c.rank_changed else "ok",
-            )
-        )
+        values = (d.max_abs, d.max_abs_at, d.max_z, d.max_z_at)
+        rows.append((c.name, *map(num, values), rank, "rank changed" if c.rank_changed else "ok"))
     return rows
 
 
@@ -188,16 +171,8 @@ def diff_dict(comparisons: list[FeatureComparison], a: str, b: str) -> dict[str,
             item["reason"] = c.reason
         if c.difference is not None:
             d = c.difference
-            item |= {
-                "max_abs": d.max_abs,
-                "max_abs_at": d.max_abs_at,
-                "max_z": d.max_z,
-                "max_z_at": d.max_z_at,
-                "n_outside": d.n_outside,
-                "grid": d.grid,
-                "difference": d.difference,
-                "z": d.z,
-            }
+            keys = ("max_abs", "max_abs_at", "max_z", "max_z_at", "n_outside", "grid", "difference")
+            item |= {k: getattr(d, k) for k in (*keys, "z")}
         item |= {
             "aled_a": c.aled_base,
             "aled_b": c.aled_other,
@@ -222,12 +197,11 @@ def diff(
     b: Annotated[Path, typer.Argument(help="Second summary.")],
     out: Annotated[
         Path | None,
-        typer.Option(
+        unshown(
             "--out",
             "-o",
             help="Directory for one overlay figure per feature and an overview (replaced "
             "as a whole; it must be new, empty or a figure directory ale wrote).",
-            show_default=False,
         ),
     ] = None,
     features: FeaturesOption = None,
@@ -257,14 +231,7 @@ def diff(
     if out is not None:
         written = render_diff(sa, sb, comparisons, out, labels=(str(a), str(b)), formats=fmts)
     headers = ("FEATURE", "MAX |DIFF|", "AT", "MAX Z", "AT", "RANK A->B", "STATUS")
-    rows = _diff_rows(comparisons)
-    widths = [
-        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
-    ]
-    lines = [
-        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
-        for row in [headers, *rows]
-    ]
+    lines = aligned(headers, _diff_rows(comparisons))
     changed = [c.name for c in comparisons if c.rank_changed]
     tail = f"; rank changed: {', '.join(changed)}" if changed else ""
     where = f"; {len(written)} figure files -> '{out}'" if out is not None else ""

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-
 from ale_cli.cli.command import Outcome, Run, command
 from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
@@ -21,6 +19,7 @@ from ale_cli.cli.options import (
     SchedulerOption,
     SeedOption,
     TimestampOption,
+    unshown,
 )
 from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
@@ -47,12 +46,11 @@ def classic(
     bins: BinsOption = None,
     binning: Annotated[
         str | None,
-        typer.Option(
+        unshown(
             "--binning",
             help="quantile (type-1 quantiles, deduplicated; the default here, as ALEPlot and "
             "PyALE, and in 'ale interact') or uniform (equal widths over [min, max]; the "
             "default of 'ale rebin').",
-            show_default=False,
         ),
     ] = None,
     edges: EdgesOption = None,
@@ -77,7 +75,6 @@ def classic(
     --engine dask evaluates the model on the partitions of the data on the workers of a
     Dask cluster (this process reads the columns for the ranges and quantile edges).
     """
-
     request = ClassicRequest(
         inputs=inputs,
         bins=bins,

@@ -15,6 +15,7 @@ from ale_cli.cli.options import (
     DiscreteOption,
     EngineOption,
     SchedulerOption,
+    unshown,
 )
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.engines import engine_for
@@ -45,22 +46,20 @@ MethodOption = Annotated[
 
 StepOption = Annotated[
     float | None,
-    typer.Option(
+    unshown(
         "--step",
         help="Finite-difference step as a fraction of each feature's std (default: "
         "1e-5 for smooth float64 models, 1e-2 for float32 ONNX graphs, 0.05 for "
         "piecewise-constant models such as trees, chosen automatically).",
-        show_default=False,
     ),
 ]
 
 PairsOption = Annotated[
     list[str] | None,
-    typer.Option(
+    unshown(
         "--pair",
         help="Also cache the mixed derivatives d2f/dx_a dx_b of the pair A,B for "
         "'ale interact' (repeat for more pairs, as in 'ale interact'; needs autodiff).",
-        show_default=False,
     ),
 ]
 
@@ -188,7 +187,6 @@ def info(
 
     With --json the store's meta is the result's "details.meta".
     """
-
     refuse_stdio(store, "store", "a store")
     meta = read_meta(store)  # a file, or a directory store's manifest
     rows: list[tuple[str, str]] = []

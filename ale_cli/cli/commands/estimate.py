@@ -20,6 +20,7 @@ from ale_cli.cli.options import (
     SeedOption,
     StoreArgument,
     TimestampOption,
+    unshown,
 )
 from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.engines import engine_for
@@ -40,12 +41,11 @@ def rebin(
     bins: BinsOption = None,
     binning: Annotated[
         str | None,
-        typer.Option(
+        unshown(
             "--binning",
             help="uniform (equal widths over [min, max]; the default here) or quantile "
             "(type-1 quantiles, deduplicated; the default of 'ale classic' and 'ale interact', "
             "as ALEPlot and PyALE).",
-            show_default=False,
         ),
     ] = None,
     edges: EdgesOption = None,
@@ -62,7 +62,6 @@ def rebin(
 
     --bootstrap B adds percentile bands (rows resampled, bins fixed).
     """
-
     refuse_stdio(store, "store", "a store")
     request = dale.RebinRequest(
         store=store,
@@ -92,11 +91,10 @@ def rhale(
     ] = 50,
     min_points: Annotated[
         int | None,
-        typer.Option(
+        unshown(
             "--min-points",
             help="N_ppb: fewest rows per bin (default: ceil(N/20), at least 2).",
             min=2,
-            show_default=False,
         ),
     ] = None,
     alpha: Annotated[
@@ -119,7 +117,6 @@ def rhale(
     scheduler: SchedulerOption = None,
 ) -> Outcome:
     """RHALE: automatic variable-size bins minimising heterogeneity, from the store."""
-
     refuse_stdio(store, "store", "a store")
     request = dale.RhaleRequest(
         store=store,

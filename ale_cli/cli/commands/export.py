@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command, is_stdio
+from ale_cli.cli.options import unshown
 from ale_cli.outputs.tables import export_summary, table_format
 
 
@@ -20,7 +21,6 @@ class TableFormat(StrEnum):
 
 def _table_kind(values: Mapping[str, Any]) -> str:
     """The output kind of -o: a CSV or a Parquet export, by --format or the extension."""
-
     fmt = values.get("fmt")
     return "table-" + table_format(values["out"], fmt.value if fmt is not None else None)
 
@@ -43,12 +43,11 @@ def export(
     ],
     out: Annotated[
         Path,
-        typer.Option(
+        unshown(
             "--out",
             "-o",
             help="Table to write: .csv, .parquet or .pq (written atomically); '-' writes "
             "CSV to standard output.",
-            show_default=False,
         ),
     ],
     fmt: Annotated[
@@ -66,7 +65,6 @@ def export(
     no rows and are counted in the result line, which goes to stderr (stdout carries only
     the table).
     """
-
     run.claim_stdout(out, "out")
     result = export_summary(summary, out, fmt=fmt.value if fmt is not None else None)
     per = ", ".join(f"{name}={n}" for name, n in result.rows.items())

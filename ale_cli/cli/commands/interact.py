@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import typer
-
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
@@ -16,6 +14,7 @@ from ale_cli.cli.options import (
     ReadChunkOption,
     SchedulerOption,
     TimestampOption,
+    unshown,
 )
 from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
@@ -25,10 +24,7 @@ from ale_cli.estimators.interact import InteractRequest
 from ale_cli.estimators.interact import interact as run_interact
 
 PairBinsOption = Annotated[
-    int | None,
-    typer.Option(
-        "--bins", help="Bins per feature (default: 10), K x K cells.", min=1, show_default=False
-    ),
+    int | None, unshown("--bins", help="Bins per feature (default: 10), K x K cells.", min=1)
 ]
 
 
@@ -47,42 +43,38 @@ def interact(
     out: OutOption,
     pairs: Annotated[
         list[str] | None,
-        typer.Option(
+        unshown(
             "--pair",
             help="Two features A,B whose second-order effect to estimate (repeat for more "
             "pairs). Default: every pair of --features.",
-            show_default=False,
         ),
     ] = None,
     estimator: Annotated[
         str | None,
-        typer.Option(
+        unshown(
             "--estimator",
             help="dale (mixed derivatives at the data points, needs autodiff: TorchScript or "
             "a translatable ONNX graph) or ale (Apley-Zhu finite differences at the cell "
             "corners, any model). Default: dale when the model has autodiff, else ale.",
-            show_default=False,
         ),
     ] = None,
     bins: PairBinsOption = None,
     binning: Annotated[
         str | None,
-        typer.Option(
+        unshown(
             "--binning",
             help="quantile (type-1 quantiles, deduplicated; the default here, as ALEPlot, and "
             "in 'ale classic') or uniform (equal widths over [min, max]; the default of "
             "'ale rebin').",
-            show_default=False,
         ),
     ] = None,
     edges: EdgesOption = None,
     store: Annotated[
         Path | None,
-        typer.Option(
+        unshown(
             "--store",
             help="Store from 'ale compute --pair A,B': its mixed derivatives are used when "
             "it was made from the same model, data and options (dale only).",
-            show_default=False,
         ),
     ] = None,
     timestamp: TimestampOption = True,
@@ -95,7 +87,6 @@ def interact(
     --chunk-rows rows at a time; a store (--store) by its own chunks. --engine dask runs
     the model calls on the partitions of the data on the workers of a Dask cluster.
     """
-
     refuse_stdio(store, "store", "a store")
     runner = engine_for(engine, scheduler)
     request = InteractRequest(

@@ -10,6 +10,7 @@ import typer
 
 from ale_cli.checks import names_tuple
 from ale_cli.cli.command import Outcome, command, refuse_stdio
+from ale_cli.cli.options import unshown
 from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE, plot_files
 
 
@@ -39,12 +40,11 @@ OutOption = Annotated[
 
 StoreOption = Annotated[
     Path | None,
-    typer.Option(
+    unshown(
         "--store",
         help="The store the summary was made from: adds the rug of data values, the "
         "average prediction and violins of the local effects per bin (the data points "
         "on interaction heat maps).",
-        show_default=False,
     ),
 ]
 
@@ -52,11 +52,10 @@ FmtOption = Annotated[FigureFormat, typer.Option("--format", help="png, svg or b
 
 FeaturesOption = Annotated[
     str | None,
-    typer.Option(
+    unshown(
         "--features",
         help="Comma-separated feature names (default: all): their figures, and the "
         "heat maps of the interactions that involve any of them.",
-        show_default=False,
     ),
 ]
 
@@ -72,23 +71,21 @@ DpiOption = Annotated[
 
 YlabelOption = Annotated[
     str | None,
-    typer.Option(
+    unshown(
         "--ylabel",
         help="Label of the effect axes (default: names the model output the summary "
         "records, e.g. 'centered effect on probability of class 1').",
-        show_default=False,
     ),
 ]
 
 JobsOption = Annotated[
     int | None,
-    typer.Option(
+    unshown(
         "--jobs",
         "-j",
         help="Worker processes drawing figures (default: one per core, at most 4; "
         "1 draws in this process).",
         min=1,
-        show_default=False,
     ),
 ]
 
@@ -118,7 +115,6 @@ def plot(
     the figures; a figure changed since is replaced only with --force, another file never).
     Interrupted (Ctrl-C, SIGTERM), the previous figures stay as they were.
     """
-
     refuse_stdio(store, "store", "a store")
     formats = ("png", "svg") if fmt is FigureFormat.both else (fmt.value,)
     # SIGTERM raises like Ctrl-C around every command (ale_cli.signals): the figure

@@ -9,14 +9,11 @@ from typing import Annotated
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command, echo_data, out_message, refuse_stdio
-from ale_cli.cli.options import TimestampOption
+from ale_cli.cli.options import TimestampOption, unshown
 from ale_cli.report import build_report, write_report
 
 ReportOutOption = Annotated[
-    Path,
-    typer.Option(
-        "--out", "-o", help="The HTML file to write ('-': standard output).", show_default=False
-    ),
+    Path, unshown("--out", "-o", help="The HTML file to write ('-': standard output).")
 ]
 
 
@@ -38,28 +35,24 @@ def report(
     out: ReportOutOption,
     store: Annotated[
         Path | None,
-        typer.Option(
-            "--store",
-            help="The store the summaries were made from: rug, violins and data points.",
-            show_default=False,
+        unshown(
+            "--store", help="The store the summaries were made from: rug, violins and data points."
         ),
     ] = None,
     audit: Annotated[
         Path | None,
-        typer.Option(
+        unshown(
             "--audit",
             help="JSON report of 'ale audit --json-report': the verdict banner and its table.",
-            show_default=False,
         ),
     ] = None,
     history: Annotated[
         Path | None,
-        typer.Option(
+        unshown(
             "--history",
             help="Directory of earlier runs (one subdirectory of summaries per run, names "
             "in time order, as 'ale run' keeps them): drift per feature and the features "
             "that moved most.",
-            show_default=False,
         ),
     ] = None,
     timestamp: TimestampOption = True,
@@ -103,7 +96,6 @@ def report(
 
 def _write(out: Path, html: str, to_stdout: bool) -> int:
     """Write the page to ``out`` (or standard output); its size in bytes."""
-
     if to_stdout:
         echo_data(html)
         return len(html.encode("utf-8"))

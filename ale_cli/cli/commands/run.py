@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.options import unshown
 from ale_cli.errors import InputError
 from ale_cli.job import read_job, run_job
 
@@ -24,12 +25,11 @@ def run_command(
     job: Annotated[Path, typer.Argument(help="The job file (YAML): model, data, estimators...")],
     out: Annotated[
         Path | None,
-        typer.Option(
+        unshown(
             "--out",
             "-o",
             help="Directory of the run (default: 'out' in the job file). Holds the store, "
             "summaries, plots, audit, report, history/ and the manifest run.json.",
-            show_default=False,
         ),
     ] = None,
     wait: Annotated[
@@ -46,7 +46,6 @@ def run_command(
 
     With --quiet nothing is printed unless the run fails or the audit fails.
     """
-
     refuse_stdio(job, "job", "a job file")
     spec = read_job(job)
     target = out if out is not None else spec.out
