@@ -22,8 +22,8 @@ from ale_cli.data.source import Chunk
 from ale_cli.errors import InputError, RunError
 from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import loads, to_jsonable
-from ale_cli.store.format import MIXED, PAIRS, ROW_ARRAYS, SCHEMA_VERSION, Store
-from ale_cli.store.meta import meta_problem
+from ale_cli.store.format import MIXED, PAIRS, ROW_ARRAYS, Store
+from ale_cli.store.meta import check_meta
 from ale_cli.store.reader import StoreFile, file_sha256, open_file_store, read_file_meta
 
 MANIFEST = "manifest.json"
@@ -79,14 +79,7 @@ def _manifest(path: Path) -> dict[str, Any]:
         raise InputError(f"{where} has an unreadable {MANIFEST}") from None
     if not isinstance(meta, dict) or meta.get("layout") != LAYOUT:
         raise InputError(f"{where}: its {MANIFEST} is not a directory-store manifest")
-    version = meta.get("schema_version")
-    if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise InputError(
-            f"{where} has schema_version {str(version)[:40]}; this ale reads up to {SCHEMA_VERSION}"
-        )
-    problem = meta_problem(meta)
-    if problem is not None:
-        raise InputError(f"{where}: its {MANIFEST} is malformed: {problem}")
+    check_meta(where, meta, MANIFEST)
     parts = meta.get("parts")
     chunks = meta.get("chunks")
     if (
