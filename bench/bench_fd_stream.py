@@ -10,8 +10,8 @@ D -> 64 -> 64 -> 1 exported with torch.onnx.export. Two computations:
 - finite differences (``--method finite-differences --features x0,x1,x2,x3``:
   9 onnxruntime evaluations per row, steps from the profile of all rows).
 
-The whole-table path is the same command with ``ale_cli.estimators.local_effects.streams`` returning
-False (what a DataFrame input or a columns file gets); the bench checks that both
+The whole-table path is the same command with ``compute_reading`` answering "whole
+table" (what a DataFrame input or a columns file gets); the bench checks that both
 stores hold the same numbers.
 
 Usage: python bench/bench_fd_stream.py [--rows 1e6] [--folder DIR]
@@ -55,7 +55,8 @@ ENV = {
 }
 #: the same CLI with the streaming path switched off
 WHOLE = (
-    "import sys, ale_cli.estimators.local_effects as c; c.streams = lambda inputs: False; "
+    "import sys, ale_cli.estimators.local_effects as c; from ale_cli.estimators.inputs_stream "
+    "import Reading; c.compute_reading = lambda request: Reading.whole_table(); "
     "from ale_cli.entry import main; sys.argv[0] = 'ale'; main()"
 )
 

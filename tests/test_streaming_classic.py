@@ -21,14 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from ale_cli.core.statistics import prediction_distribution
 from ale_cli.data.sources import DataSource
 from ale_cli.errors import ModelFailed
 from ale_cli.estimators.bands import Bootstrap
 from ale_cli.estimators.classic import ClassicRequest, classic
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.interact import InteractRequest, interact
-from ale_cli.passes.spool import DataPasses, PredictionSpool
+from ale_cli.passes.spool import DataPasses
 from ale_cli.summary.model import summary_json
 
 N = 240
@@ -288,31 +287,6 @@ def test_a_columns_file_reads_the_whole_table_and_says_so(case, tmp_path: Path):
     result = classic(ClassicRequest(inputs=inputs, chunk_rows=16))
     assert result.notes[0].startswith("read the whole table: columns file ")
     assert result.notes[0].endswith("matches the data's columns by name")
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    values=st.lists(
-        st.one_of(st.floats(-1e6, 1e6), st.sampled_from([0.0, 1.0, np.nan, np.inf])),
-        min_size=1,
-        max_size=300,
-    ),
-    split=st.integers(1, 40),
-)
-def test_prediction_spool_equals_the_in_memory_distribution(values, split):
-    x = np.array(values)
-    finite = x[np.isfinite(x)]
-    with PredictionSpool(chunk_rows=split) as spool:
-        for i in range(0, len(x), split):
-            spool.add(x[i : i + split])
-        found = spool.distribution()
-    if not finite.size:
-        assert found is None
-        return
-    want = prediction_distribution(prediction=x)
-    assert found is not None and found["n"] == want.n
-    np.testing.assert_allclose(found["mean"], want.mean, rtol=1e-12, atol=1e-9)
-    np.testing.assert_allclose(found["quantiles"], want.quantiles, rtol=1e-12, atol=1e-12)
 
 
 def test_cli_chunk_rows_and_interact_drop_nonfinite_counts_kept_rows(cli, gap, tmp_path: Path):

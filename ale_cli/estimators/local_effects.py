@@ -1,37 +1,12 @@
 """``ale compute``: model + data -> local-effects store, with caching.
 
-:func:`compute` is one run of :class:`~ale_cli.estimators.local_effects_kernel.
-LocalEffectsKernel` over the data as a source, on the engine it is handed, with a sink
-that writes the store (:mod:`ale_cli.estimators.local_effects_store`: one store file in
-this process, or a directory store of one part per part of the data when the engine runs
-the parts apart, on Dask). The model reaches the kernels as a
-:class:`~ale_cli.passes.shipped.ShippedModel` (the loaded model here; its file's bytes,
-loaded once per worker, on Dask). The CLI only parses options, draws the progress bar and
-prints the one-line result.
-
-How the data are read is decided in one place (:func:`compute_reading`, a
-:class:`~ale_cli.estimators.inputs_stream.Reading`):
-
-- streamed (any model format on a CSV/Parquet file or a partitioned dataset): the data
-  are read ``chunk_rows`` rows at a time (:class:`~ale_cli.data.sources.DataSource`) and
-  hashed while they are read; peak memory is a chunk, not N. A TorchScript model is loaded
-  and checked on the first chunk. An ONNX or scikit-learn model is checked and its
-  finite-difference steps chosen from all rows, so the file is read twice: first for the
-  data profile (:mod:`ale_cli.passes.profiling`), then for the local effects. Either way
-  the store equals the whole table's whatever the chunk size.
-- whole table (DataFrames; a columns file or an ONNX graph with one input per column,
-  which realign the data by name; features estimated per level, whose levels and order
-  come from every row; tree-ensemble ONNX graphs and, found by the first pass,
-  scikit-learn pipelines that read text columns and piecewise-constant models, whose
-  secants are planned on all rows): the table is read at once and cut into chunks. An
-  engine that runs the parts apart refuses these.
-
-Features estimated per level (text and ``categorical`` columns, and the ``discrete``
-ones) get, beside their local effect, every row's jumps to the adjacent levels
-(:func:`~ale_cli.estimators.levels.level_arrays`, arrays ``level_up``/``level_down``; the
-levels and their order in the meta's ``levels``), from which ``rebin``/``rhale`` estimate
-them per level with no model call.
-"""
+:func:`compute` is one run of the kernel (:mod:`~ale_cli.estimators.local_effects_kernel`)
+over the data as a source, on the engine it is handed, with a sink that writes the store
+(:mod:`~ale_cli.estimators.local_effects_store`: one file here, or a part store per part
+on Dask). How the data are read, streamed or whole table, is decided in one place
+(:func:`compute_reading`); either way the store equals the whole table's whatever the
+chunk size. Features estimated per level also get every row's jumps to the adjacent
+levels (``level_up``/``level_down``), from which rebin and rhale estimate them."""
 
 from __future__ import annotations
 
@@ -172,8 +147,7 @@ def _meta(
 def _told(
     progress: Callable[[int], ProgressFn] | None, total: int | None, pairs: bool
 ) -> Callable[[int], None] | None:
-    """The engine's progress (rows done) told to the bars of the local effects and of the
-    mixed derivatives (none when the total is not known)."""
+    """The engine's progress (rows done) told to the bars (none: the total is unknown)."""
     if progress is None or total is None:
         return None
     bars = [progress(total)] + ([progress(total)] if pairs else [])
@@ -207,13 +181,9 @@ def compute(
     force: bool = False,
     progress: Callable[[int], ProgressFn] | None = None,
 ) -> ComputeResult:
-    """Compute (or reuse) the local-effects store described by ``request`` on ``engine``.
-
-    ``progress(total_rows)`` may return a callable that is told how many rows each chunk
-    (or part) finished. A store at ``request.out`` is checked for a cache hit first
-    (hashing the inputs); without one the data are hashed while they are read. An engine
-    that runs the parts apart (Dask) writes a directory store.
-    """
+    """Compute (or reuse: a cache hit at ``request.out``) the local-effects store of
+    ``request`` on ``engine`` (one that runs the parts apart writes a directory store);
+    ``progress(total_rows)`` may return a callable told the rows each chunk finished."""
     t0 = time.perf_counter()
     request.inputs.check_files()
     reading = compute_reading(request)

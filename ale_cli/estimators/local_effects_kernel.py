@@ -1,14 +1,7 @@
 """The chunk kernel of ``ale compute``: a chunk of rows in, its store rows and what the
-store's meta needs out, as one mergeable state (:class:`Computed`).
-
-:class:`LocalEffectsKernel` gives every row of a chunk its prediction and local effects
-(and, when asked, the mixed derivatives of pairs and the jumps to the adjacent levels of
-features estimated per level), screens them for NaN and infinite values (refused naming
-the rows, or with ``drop_nonfinite`` left out and counted) and returns them as a
-:class:`Computed` holding the chunk's rows until a sink writes them. The same kernel runs
-on a whole table cut into chunks, on a stream and on Dask partitions, so the stores
-are equal whatever the reading.
-"""
+store's meta needs out, as one mergeable state (:class:`Computed`). Rows with NaN or
+infinite model values are refused naming them, or dropped and counted
+(``drop_nonfinite``); the same kernel runs on a whole table, a stream and Dask partitions."""
 
 from __future__ import annotations
 
@@ -32,15 +25,10 @@ _NO_ROWS = np.empty(0, dtype=np.int64)
 
 @dataclass(frozen=True)
 class Computed:
-    """A run's state over some rows, mergeable in row order (:meth:`merge`).
-
-    ``rows``: the rows kept (written); ``seen``: the data rows the model was given;
-    ``nonfinite``: those of them dropped for NaN or infinite model values (numbered from
-    the first row seen); ``reads``: what reading the parts found; ``parts``: the part
-    stores written (their manifest entries); ``lo``/``hi``: every input's minimum and
-    maximum over the rows written to part stores; ``timings``: seconds by step;
-    ``arrays``: the chunk's store rows, until a sink writes them (None after).
-    """
+    """A run's state over some rows, mergeable in row order: ``rows`` kept, ``seen`` by the
+    model, ``nonfinite`` (those dropped, numbered from the first seen), ``reads``, the
+    part stores written (``parts``) and their inputs' ``lo``/``hi``, ``timings``, and the
+    chunk's store rows (``arrays``) until a sink writes them."""
 
     rows: int = 0
     seen: int = 0
@@ -102,12 +90,9 @@ class LevelJumps:
 
 @dataclass(frozen=True)
 class LocalEffectsKernel:
-    """A chunk's store rows: ``X`` as read (float32 when every column of the whole table
-    was, ``float32_x``), ``local_effects`` of the inputs ``columns``, ``prediction``, the
-    mixed derivatives of the column pairs ``pair_cols`` and the per-level jumps
-    ``levels``; the model gets float64 rows when it takes finite differences
-    (``float64_model``). Non-finite values are refused naming the rows (the model file
-    ``model_path`` in the message), or dropped with ``drop_nonfinite``."""
+    """A chunk's store rows: ``X`` (float32 with ``float32_x``), the ``local_effects`` of
+    the inputs ``columns``, ``prediction``, the mixed derivatives of ``pair_cols`` and the
+    per-level jumps ``levels``; float64 rows for a finite-difference model."""
 
     columns: tuple[int, ...]
     model_path: str
@@ -147,9 +132,8 @@ class LocalEffectsKernel:
     def _screen(
         self, arrays: dict[str, np.ndarray], offset: int
     ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """The arrays without their rows of NaN or infinite model values, and those rows
-        (numbered from the chunk's first row); refused naming them (from ``offset``)
-        without ``drop_nonfinite`` (:func:`~ale_cli.models.checks.screen_rows`)."""
+        """The arrays without their rows of non-finite model values, and those rows;
+        refused naming them without ``drop_nonfinite``."""
         checks = [("predictions", arrays["prediction"], 0)]
         checks.append(("local effects", arrays["local_effects"], 0))
         if MIXED in arrays:
@@ -203,9 +187,8 @@ def chunk_arrays(
 
 
 def effects_dtype(model: Model) -> type[np.floating]:
-    """float32 for a float32 model differentiated by autodiff (its gradients and outputs
-    are float32 numbers, which float32 holds exactly: half the store), else float64
-    (finite-difference quotients carry float64 digits)."""
+    """float32 for a float32 model differentiated by autodiff (float32 holds its numbers
+    exactly), else float64."""
     if model.method == "autodiff" and model.describe().get("dtype") == "float32":
         return np.float32
     return np.float64

@@ -8,7 +8,6 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ from ale_cli.data.sources import DataSource, OpenedSource, Reads
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream, open_stream
 from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
-from ale_cli.estimators.inputs import ModelInputs, columns_note, feature_columns, open_inputs
+from ale_cli.estimators.inputs import columns_note, feature_columns, open_inputs
 from ale_cli.estimators.inputs_stream import STREAMED, Reading, reading_of
 from ale_cli.estimators.levels import LevelPlan, discrete_names, plan_levels
 from ale_cli.estimators.local_effects_cache import ComputeRequest
@@ -43,33 +42,21 @@ from ale_cli.passes.profiling import first_pass
 from ale_cli.passes.shipped import ShippedModel
 
 
-def pair_plan_columns(
-    request: ComputeRequest, names: tuple[str, ...], categorical: tuple[str, ...]
-) -> list[tuple[int, int]]:
+def checked_pairs(
+    request: ComputeRequest, names: tuple[str, ...], categorical: tuple[str, ...], model: Model
+) -> tuple[tuple[int, int], ...]:
     """The columns of ``request.pairs`` among the inputs ``names`` (refused: a pair naming
-    no input, or a categorical one, held fixed)."""
-    cols = pair_columns(
-        request.pairs,
-        names,
-        param="pairs",
-        where=f"data '{request.inputs.data_label}'",
-    )
+    no input or a categorical one), once the model is known to have mixed derivatives."""
+    if not request.pairs:
+        return ()
+    where = f"data '{request.inputs.data_label}'"
+    cols = pair_columns(request.pairs, names, param="pairs", where=where)
     fixed = next((n for pair in request.pairs for n in pair if n in categorical), None)
     if fixed is not None:
         raise InputError(
             f"{{param}}: feature '{fixed}' is categorical (held fixed), so it has no derivative",
             param="pairs",
         )
-    return cols
-
-
-def checked_pairs(
-    request: ComputeRequest, names: tuple[str, ...], categorical: tuple[str, ...], model: Model
-) -> tuple[tuple[int, int], ...]:
-    """The columns of the pairs, once the model is known to have mixed derivatives."""
-    if not request.pairs:
-        return ()
-    cols = pair_plan_columns(request, names, categorical)
     require_mixed_derivatives(
         model,
         request.inputs.model,
@@ -81,10 +68,8 @@ def checked_pairs(
 
 @dataclass(frozen=True)
 class FdFirst:
-    """What the first pass of a streaming compute gave for an ONNX or scikit-learn model:
-    the model loaded on the data's profile, and what loading it again elsewhere (a Dask
-    worker) takes to give the same model: the profile, the columns' dtypes, the data's
-    hash on that read."""
+    """The first pass of a streamed compute for an ONNX or scikit-learn model: the model
+    loaded on the data's profile, and what loading it again on a worker takes."""
 
     model: Model
     sha256: str
@@ -97,12 +82,10 @@ class FdFirst:
 def profiled_model(
     request: ComputeRequest, fmt: str, stream: TableStream, timings: dict[str, float]
 ) -> FdFirst | None:
-    """The first pass of a streaming compute for an ONNX or scikit-learn model: read the
-    data for the profile its checks and steps are chosen from
-    (:func:`~ale_cli.passes.profiling.first_pass`), load the model on it; None when the
-    model is computed on the whole table (a scikit-learn model explaining a text column,
-    whose levels are planned on every row; a piecewise-constant one). Text columns are
-    read as the codes of their levels, found by a pass before."""
+    """Read the data for the profile an ONNX or scikit-learn model's checks and steps are
+    chosen from and load the model on it (text columns read as the codes of their levels,
+    found by a pass before); None when it is computed on the whole table after all (a
+    text column explained, whose per-level plans need every row; a piecewise-constant model)."""
     inputs = request.inputs
     feature_columns(inputs.features, stream.feature_names, where=f"data file '{inputs.data_label}'")
     t = time.perf_counter()
@@ -141,12 +124,7 @@ def profiled_model(
     return FdFirst(model, found.sha256, found.profile, dict(found.dtypes), text)
 
 
-def _onnx_trees(path: Path) -> bool:
-    return tree_ensemble_file(path)
-
-
 def open_data(request: ComputeRequest, text: dict[str, Any] | None = None) -> TableStream:
-
     inputs = request.inputs
     return open_stream(
         inputs.data,
@@ -163,9 +141,8 @@ def open_data(request: ComputeRequest, text: dict[str, Any] | None = None) -> Ta
 def _level_plans(
     request: ComputeRequest, table: Any, features: Sequence[str]
 ) -> tuple[tuple[LevelPlan, ...], tuple[str, ...]]:
-    """The explained features estimated per level (text and categorical columns, and the
-    ``discrete`` ones), planned on the whole table (:func:`plan_levels`: their levels and
-    order; no model call), and a note naming them."""
+    """The explained features estimated per level (text, categorical and ``discrete``
+    columns), planned on the whole table, and a note naming them."""
     discrete = discrete_names(
         table.X, table.feature_names, request.discrete, exclude=table.categorical
     )
@@ -189,16 +166,9 @@ def _level_plans(
     return plans, (note,)
 
 
-def streams(inputs: ModelInputs) -> bool:
-    """True when ``ale compute`` may read these inputs chunk by chunk: a model file of any
-    format on a data file, unless a columns file realigns the data by name (or an ONNX
-    graph takes one input per column)."""
-    return not reading_of(inputs, DEFAULT_CHUNK_ROWS).whole
-
-
 def _needs_levels(request: ComputeRequest) -> bool:
-    """True when the store may get per-level jumps (``discrete`` asked, or a declared
-    categorical column explained): their levels come from every row."""
+    """True when the store may get per-level jumps (``discrete``, or an explained
+    categorical column): their levels come from every row."""
     inputs = request.inputs
     if request.discrete is not None:
         return True
@@ -217,7 +187,7 @@ def compute_reading(request: ComputeRequest) -> Reading:
     """How ``ale compute`` reads the data: the one decision of whole table or stream
     (:class:`Reading`; a first pass may still find the whole table needed: ``AFTER_ALL``)."""
     inputs = request.inputs
-    if not streams(inputs):
+    if reading_of(inputs, DEFAULT_CHUNK_ROWS).whole:
         by_name = reading_of(inputs, request.chunk_rows)
         return (
             by_name
@@ -230,7 +200,7 @@ def compute_reading(request: ComputeRequest) -> Reading:
             "or explained categorical ones) come from every row"
         )
     fmt = detect_format(inputs.model, inputs.model_format)
-    if fmt == "onnx" and inputs.step is None and _onnx_trees(inputs.model):
+    if fmt == "onnx" and inputs.step is None and tree_ensemble_file(inputs.model):
         return Reading.whole_table(
             "read the whole table: a tree-ensemble ONNX model is piecewise constant (secants "
             "on a fine grid of every row)"
@@ -442,7 +412,7 @@ def whole_run(request: ComputeRequest, timings: dict[str, float]) -> ComputeRun:
     f32 = bool(table.dtypes) and all(v == "float32" for v in table.dtypes.values())
     eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
     return ComputeRun(
-        source=_table_source(table.X, request.chunk_rows),
+        source=ArraySource({"X": table.X}, chunk_rows=request.chunk_rows),
         kernel=LocalEffectsKernel(
             columns=tuple(opened.columns),
             model_path=str(inputs.model),
@@ -459,7 +429,3 @@ def whole_run(request: ComputeRequest, timings: dict[str, float]) -> ComputeRun:
         levels=plans,
         table=table,
     )
-
-
-def _table_source(X: np.ndarray, chunk_rows: int) -> Source:
-    return ArraySource({"X": X}, chunk_rows=chunk_rows)

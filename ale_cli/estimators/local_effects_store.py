@@ -1,13 +1,7 @@
-"""Where ``ale compute`` writes: the sinks of its run and the store they make.
-
-:class:`FileOutput` writes one store file in this process (:class:`~ale_cli.store.npz.
-StoreWriter`; its sink takes each chunk's rows in row order). :class:`PartsOutput` writes a
-directory store (:mod:`ale_cli.store.parts`) for an engine that runs the parts apart: its
-sink (:class:`PartStoreSink`, which travels) writes each part of the run as a part store
-on the worker that computed it, in a folder every worker and this process share; this
-process writes the manifest and moves the store into place. When a part fails, the sink
-leaves :data:`STOP` in the folder: the parts still running stop at their next chunk.
-"""
+"""Where ``ale compute`` writes: one store file in this process (:class:`FileOutput`), or a
+directory store (:class:`PartsOutput`) whose sink travels and writes each part of the run
+as a part store on the worker that computed it; when a part fails, the sink leaves
+:data:`STOP` in the folder and the other parts stop at their next chunk."""
 
 from __future__ import annotations
 
@@ -129,7 +123,7 @@ class _PartWriter:
         return replace(state, arrays=None, lo=lo, hi=hi)
 
     def done(self, state: Computed) -> Computed:
-        """The part store finished (none when every row was dropped): its manifest entry."""
+        """The part store finished (none: every row dropped): its manifest entry."""
         if self.writer is None:
             return state
         end = state.reads.ends[-1] if state.reads.ends else None

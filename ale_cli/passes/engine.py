@@ -1,27 +1,12 @@
 """Passes over a source: the one way an estimator meets its rows, whole, streamed or on Dask.
 
 Every estimator is ``edges`` + ``engine.run(source, kernel, merge, empty)`` + a summary
-builder. A :class:`Source` yields :class:`Chunk` s (arrays of rows and the global offset of
-their first row) and splits into independent parts (files, row-group ranges, store parts);
-an array, a DataFrame or a store in memory is a one-part, one-chunk source. An
-:class:`Engine` runs ``kernel(chunk, shared) -> state`` on every chunk and folds
-``merge(state, state)`` in row order, so the result does not depend on how the rows were cut:
-:class:`LocalEngine` with ordered threads in this process,
-:class:`ale_cli.engines.cluster.DaskEngine` on the workers of a cluster (one task per part,
-the part's states folded there, the parts' states folded here in part order). States are
-shaped like :class:`~ale_cli.core.binstats.CellStats`: frozen, an ``empty`` value, an exact
-``merge``. Kernels, merges, empty states and sources must pickle for the Dask engine
-(module-level functions or frozen dataclasses, no lambdas or closures over open files).
-
-``shared`` carries what every chunk needs and is costly to move (a model): a
-:class:`Shared` handle whose :meth:`~Shared.get` gives the value. The local engine calls it
-once; the Dask engine ships the handle once per worker and calls it there
-(:class:`~ale_cli.passes.shipped.ShippedModel` loads a model once per worker process).
-
-A :class:`Sink` takes the rows a run computes (``ale compute``: the store writer locally,
-one part store per part on Dask): each state passes through the part's writer, which
-writes its rows and gives back what is folded.
-"""
+builder. An :class:`Engine` runs ``kernel(chunk, shared) -> state`` on every chunk of a
+:class:`Source` and folds ``merge(state, state)`` in row order, so the result does not
+depend on how the rows were cut (states are shaped like
+:class:`~ale_cli.core.binstats.CellStats`: frozen, an ``empty`` value, an exact merge).
+For the Dask engine, kernels, merges, states and sources must pickle; ``shared`` (a
+model) is shipped once per worker; a :class:`Sink` writes the rows a run computes."""
 
 from __future__ import annotations
 
@@ -77,9 +62,8 @@ class PartWriter(Protocol[S]):
 
 
 class Sink(Protocol[S]):
-    """Where a run's rows go: a :class:`PartWriter` per part (a context that discards what
-    it wrote when the part fails), and :meth:`stop`, which the engine calls when a part
-    failed so that the others stop writing at their next chunk."""
+    """Where a run's rows go: a :class:`PartWriter` per part (discarding what it wrote
+    when the part fails); :meth:`stop` when a part failed, so the others stop."""
 
     def part(self, index: int) -> AbstractContextManager[PartWriter[S]]: ...
 

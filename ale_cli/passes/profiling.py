@@ -1,15 +1,7 @@
-"""The first pass of a streaming ``ale compute`` for models that choose their steps
-from the data (ONNX without gradient, scikit-learn).
-
-Such a model is checked and its finite-difference steps are chosen from all rows
-(:class:`~ale_cli.models.profile.DataProfile`: each column's std, a sample of
-rows, the first rows), before its first local effect. :func:`first_pass` reads
-the data once, chunk by chunk, for that profile (and the whole file's dtypes and
-hash, as the reader gives them after its last chunk); the second pass computes
-and writes the local effects. Memory: one chunk, one block of 4096 rows and the
-256-row sample. The profile does not depend on the chunk size, so the store is
-the one the whole table gives.
-"""
+"""The first pass of a streamed ``ale compute`` for models that choose their steps from
+the data (ONNX without gradient, scikit-learn): the data read once, chunk by chunk, for
+the :class:`~ale_cli.models.profile.DataProfile` (each column's std, a sample of rows,
+the first rows), which does not depend on the chunk size."""
 
 from __future__ import annotations
 
@@ -24,17 +16,8 @@ from ale_cli.models.profile import DataProfile, ProfileBuilder
 
 @dataclass(frozen=True)
 class FirstPass:
-    """What one read of the data gave.
-
-    Attributes
-    ----------
-    profile : DataProfile
-        Of the rows kept (after ``dropna``), numbered as the whole table numbers them.
-    dtypes : dict of str to str
-        The pandas dtype of every input column over the whole file.
-    sha256 : str
-        The data's hash (to check that the second read saw the same bytes).
-    """
+    """What one read of the data gave: the ``profile`` of the rows kept, every input
+    column's pandas dtype over the file, and the data's hash (for the second read)."""
 
     profile: DataProfile
     dtypes: dict[str, str]

@@ -1,13 +1,7 @@
-"""A model as a :class:`~ale_cli.passes.engine.Shared` handle that travels: the model
-file's bytes and how to load it, loaded once per process wherever the run's chunks are.
-
-In this process :meth:`ShippedModel.get` gives the model already loaded (``loaded``);
-pickled (the Dask engine ships the handle once per worker), the handle leaves the
-loaded model behind and the worker loads the file once, from the user's path when it
-holds the same bytes there (messages then name that path), else from the bytes sent,
-checked on the same rows (``head``) and, for finite differences, with the same profile
-of all rows: every worker gets the model of this process.
-"""
+"""A model as a :class:`~ale_cli.passes.engine.Shared` handle that travels: pickled (once
+per Dask worker) it carries the model file's bytes, and the worker loads it once, from the
+user's path when that holds the same bytes, checked on the same rows (``head``) and, for
+finite differences, with the same profile: every worker gets this process's model."""
 
 from __future__ import annotations
 

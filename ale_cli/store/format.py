@@ -1,72 +1,10 @@
-"""The local-effects store's format: one ``.npz`` file per (model, data, options).
+"""The local-effects store's format: names, the in-memory :class:`Store`, the cache key
+and the recorded identity (:func:`content_digest`).
 
-Arrays (all loadable with ``np.load(path, allow_pickle=False)``), for N rows,
-D model inputs and F explained features (``ale compute --features``; F = D by
-default):
-
-=================  ===========  ==========================================
-``X``              (N, D) f8    every model input at each row, in the
-                                model's column order
-``input_names``    (D,) unicode the model's inputs (schema 2; a schema-1
-                                store has none: its inputs are its features)
-``local_effects``  (N, F) f8    d prediction / d x_j of each explained feature
-``prediction``     (N,) f8      the model output that was differentiated
-``feature_names``  (F,) unicode the explained features, in the order of
-                                the columns of ``local_effects``
-``meta``           0-d unicode  JSON text, see :data:`META_KEYS`
-=================  ===========  ==========================================
-
-Optional arrays (``ale compute --pairs a,b``; the meta's ``pairs`` lists them):
-
-=====================  ===========  ======================================
-``pairs``              (P, 2) str   feature pairs (a, b)
-``mixed_derivatives``  (P, N) f8    d2 prediction / dx_a dx_b at each row
-=====================  ===========  ======================================
-
-Optional arrays of the features estimated per level (``ale compute`` on text,
-``categorical`` or ``discrete`` columns; the meta's ``levels`` lists, per
-column, the feature, its kind, its sorted distinct ``values``, their estimated
-``order`` and the text ``labels`` of a text column):
-
-================  ===========  ===========================================
-``level_up``      (N, L) f8    f(row moved to its next level) - f(row);
-                               0 at the last level
-``level_down``    (N, L) f8    f(row) - f(row moved to its previous
-                               level); 0 at the first level
-================  ===========  ===========================================
-
-Stores are written atomically (temporary file, then rename) and are reused as
-a cache only when their ``cache_key`` (a hash of the model bytes, the data
-bytes and every option that changes the result) matches.
-
-Chunked stores (schema 3, written by ``ale compute`` through
-:class:`~ale_cli.store.writer.StoreWriter`): the row arrays are split into chunks of consecutive
-rows, one zip entry per chunk and array, ``X.00000``, ``local_effects.00000``,
-``prediction.00000`` (and ``mixed_derivatives.00000``, shape (P, n_i)), ...;
-the meta's ``chunks`` manifest lists ``rows`` (n_i per chunk), ``arrays``,
-the per-input ``x_min`` / ``x_max`` over all rows and ``prediction``: the count,
-mean and 101 percentiles of the finite predictions, as every estimator's summary
-reports them (so that they do not read and sort N predictions again; absent when
-no prediction is finite, and in stores written before). The archive is zip64 (no
-4 GiB limit) and written entry by entry, so compute never holds more than
-one chunk. ``X`` keeps the source dtype (float32 data stay float32: the values
-are those float32 numbers exactly). ``local_effects`` and ``prediction`` are
-float32 when a float32 model is differentiated by autodiff (its gradients and
-outputs are float32 numbers, held exactly, in half the space) and float64
-otherwise (finite-difference quotients carry float64 digits); estimators
-accumulate in float64 either way. ``mixed_derivatives`` are float64.
-:func:`~ale_cli.store.npz.read_store` concatenates the chunks as float64 (as the
-older layouts hold them); :meth:`~ale_cli.store.reader.StoreFile.chunks` yields them
-one at a time, as stored, for the streaming estimators.
-
-The store's identity (the ``sha256`` a summary records of its store) is recorded in
-the meta when the store is written: ``content_sha256``, the sha256 of the listing of
-every member but the meta (:func:`content_digest`: each member's name, CRC-32 and
-size, in the archive's order). A reader checks each member's bytes against its CRC-32
-as it reads them (:mod:`ale_cli.store.verify`), so the bytes it uses are those the
-digest names; the digest itself is compared with the archive's listing when the
-identity is taken (:func:`ale_cli.store.reader.file_sha256`), which reads no array.
-"""
+Arrays, shapes, dtypes, chunks and the meta are described in docs/store-and-summary.md.
+Row arrays of a schema-3 store are chunked (``X.00000``, ...; :func:`chunk_entry`); a
+store's identity is the sha256 of the listing of its members but the meta, recorded in
+the meta (:data:`DIGEST`) when it is written."""
 
 from __future__ import annotations
 
@@ -116,8 +54,7 @@ DIGEST = "content_sha256"
 
 
 class _Columns:
-    """Where a store's named columns are: shared by :class:`Store` (in memory) and
-    :class:`~ale_cli.store.reader.StoreFile` (read chunk by chunk)."""
+    """Where a store's named columns are (:class:`Store` and ``StoreFile``)."""
 
     feature_names: tuple[str, ...]
     input_names: tuple[str, ...]
@@ -143,24 +80,10 @@ class _Columns:
 
 @dataclass(frozen=True)
 class Store(_Columns):
-    """The contents of a store file.
-
-    Attributes
-    ----------
-    X : ndarray, shape (N, D), float64
-        Every model input.
-    local_effects : ndarray, shape (N, F), float64
-        The local effects of the explained features.
-    prediction : ndarray, shape (N,), float64
-    feature_names : tuple of str, length F
-        The explained features.
-    meta : dict
-        Provenance and settings, keys :data:`META_KEYS`.
-    extra : dict of str to ndarray
-        Optional further arrays (later schema additions), kept on round trip.
-    input_names : tuple of str, length D
-        The model's inputs, the columns of X (default: ``feature_names``).
-    """
+    """The contents of a store: ``X`` (N, D) float64, ``local_effects`` (N, F) float64,
+    ``prediction`` (N,), ``feature_names`` (F), ``meta`` (keys :data:`META_KEYS`),
+    ``extra`` (further arrays, kept on round trip), ``input_names`` (D; default: the
+    features)."""
 
     X: np.ndarray
     local_effects: np.ndarray

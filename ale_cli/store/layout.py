@@ -1,29 +1,8 @@
-"""What a store file holds, checked before any number from it is used: a store that
-``ale`` did not write, or that was edited, truncated or damaged, is refused with one
-line naming the store, the array or feature, and the field.
-
-Stores (``.npz``):
-
-- every member is a readable ``.npy`` whose bytes match its CRC-32 and whose zip
-  headers agree (:mod:`ale_cli.store.verify`, the one reader of a store's bytes: a
-  damaged member is named), with no Python objects;
-- the required arrays are present with their dtypes: float ``X``,
-  ``local_effects`` and ``prediction``, unicode ``feature_names`` and ``meta``;
-- shapes agree: ``X`` and ``local_effects`` (N, D), ``prediction`` (N,),
-  ``feature_names`` (D,), distinct and non-empty; the optional ``pairs``
-  (P, 2) and ``mixed_derivatives`` (P, N) likewise, and ``level_up`` /
-  ``level_down`` (N, L) with the meta's ``levels`` (L records);
-- ``X`` is finite, so is each column's range, and the meta's ``n_rows`` is N; the
-  local effects, predictions, mixed derivatives and jumps to adjacent levels are
-  finite (ale writes no NaN or infinity: :func:`check_finite`);
-- a store of secants (meta ``method`` "secant", piecewise-constant models) has
-  float ``fine_edges`` (M,), integer ``fine_offsets`` (F+1,) and a meta ``secant``
-  entry with a whole ``k_fine``; those arrays appear only in such a store.
-
-:func:`validate_npz` does all of that without keeping the big arrays (it reads
-them once, in the CRC check): it is what makes a cache hit sound, and costs
-about one read of the file (see :func:`validate_npz`).
-"""
+"""What a store file holds, checked before any number from it is used: members that are
+all ``.npy`` (their bytes CRC-checked by :mod:`ale_cli.store.verify`), the required
+arrays with their dtypes and agreeing shapes (and the optional pairs, levels and
+secant grids with their meta), finite row arrays and ``n_rows``. A store ale did not
+write, or one edited or damaged, is refused with one line naming the array and field."""
 
 from __future__ import annotations
 
@@ -41,9 +20,6 @@ from ale_cli.store.verify import DamagedStore
 _FLOAT_ARRAYS = ("X", "local_effects", "prediction")
 _TEXT_ARRAYS = ("feature_names", "meta")
 _REQUIRED = (*_FLOAT_ARRAYS, *_TEXT_ARRAYS)
-
-
-# -- stores ------------------------------------------------------------------------------------
 
 
 def _layout(
@@ -116,8 +92,7 @@ def _level_layout(
     n: int,
 ) -> None:
     """``level_up`` and ``level_down`` come together, as floats (N, L) with L the records
-    of the meta's ``levels`` (each naming a distinct feature; their contents are read by
-    :func:`ale_cli.estimators.stored_levels.stored_plans`)."""
+    of the meta's ``levels``, each naming a distinct feature."""
     levels = meta.get("levels")
     present = [name for name in ("level_up", "level_down") if name in specs]
     if not present and not levels:
@@ -186,10 +161,8 @@ def _fine_layout(
     meta: Mapping[str, Any],
     n_features: int,
 ) -> None:
-    """A store of secants (meta ``method`` "secant") has its fine grids: float
-    ``fine_edges`` (M,) and integer ``fine_offsets`` (F+1,), and a ``secant`` meta entry
-    with an integer ``k_fine``; the arrays come together. (Their values are checked
-    where they are read, :func:`ale_cli.estimators.secants.fine_grids`.)"""
+    """A store of secants (meta ``method`` "secant"), and only one, has float
+    ``fine_edges`` (M,), integer ``fine_offsets`` (F+1,) and a meta ``secant.k_fine``."""
     secant = meta.get("method") == "secant"
     present = [name for name in ("fine_edges", "fine_offsets") if name in specs]
     if not secant and not present:
@@ -269,8 +242,7 @@ def _finite_x(path: Path, X: np.ndarray, names: np.ndarray, member: str = "X") -
 
 
 def _load(path: Path, npz: Any, name: str) -> np.ndarray:
-    """Member ``name`` of an open :class:`~ale_cli.store.verify.Archive`, read whole
-    and CRC-checked."""
+    """Member ``name`` of an open ``Archive``, read whole and CRC-checked."""
     try:
         return np.asarray(npz[name])
     except ValueError as exc:
@@ -283,20 +255,17 @@ def _only_arrays(path: Path, archive: Any) -> None:
             raise InputError(f"store '{path}': member '{filename}' is not a .npy array")
 
 
-#: a row array, whole or a chunk of a schema-3 (chunked) store: ``X``, ``X.00003``
-_ROW = re.compile(r"^(X|local_effects|prediction|mixed_derivatives|level_up|level_down)(\.\d{5})?$")
-#: a row array's chunk in a schema-3 (chunked) store: ``X.00003``
-_CHUNK = re.compile(
-    r"^(X|local_effects|prediction|mixed_derivatives|level_up|level_down)\.(\d{5})$"
-)
+_ROWS = "(X|local_effects|prediction|mixed_derivatives|level_up|level_down)"
+#: a row array, whole or a chunk of a schema-3 store (``X``, ``X.00003``); a chunk
+_ROW = re.compile(rf"^{_ROWS}(\.\d{{5}})?$")
+_CHUNK = re.compile(rf"^{_ROWS}\.(\d{{5}})$")
 
 
 def _virtual_specs(
     path: Path, specs: Mapping[str, tuple[tuple[int, ...], np.dtype]], meta: Mapping[str, Any]
 ) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """A chunked store's specs as if its row arrays were whole (chunks stacked), after
-    checking that every chunk has its rows from the meta's manifest and the same columns
-    and kind of values as the first."""
+    """A chunked store's specs as if its chunks were stacked, after checking every
+    chunk's rows (the manifest's), columns and kind of values (the first's)."""
     chunks = meta.get("chunks") or {}
     rows = [int(n) for n in chunks.get("rows", [])] if isinstance(chunks, Mapping) else []
     out = {name: spec for name, spec in specs.items() if not _CHUNK.match(name)}
@@ -343,16 +312,9 @@ def _specs(
 
 
 def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: bool = True) -> None:
-    """Check an open store (an :class:`~ale_cli.store.verify.Archive`) without
-    keeping its big arrays.
-
-    Tests the CRC-32 of every member that is not a row array, reads every member's
-    ``.npy`` header (dtypes, shapes) and checks the layout described in the module
-    docstring; with ``full``, also reads every row array once (one at a time: its
-    CRC-32 and finite values). One-line :class:`InputError` naming the store and the array.
-
-    Cost: one sequential read of the file (``bench/bench_scale.py``).
-    """
+    """Check an open store (``Archive``) without keeping its big arrays: the small
+    members' CRC-32, every header and the layout; with ``full``, every row array too
+    (one at a time: its CRC-32 and finite values), one read of the file."""
     path = Path(path)
     _only_arrays(path, npz)
     for name in npz.files:  # the small members' bytes first (the row arrays': below)
@@ -390,9 +352,8 @@ def load_npz(
     meta: Mapping[str, Any],
     whole: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Every array of an open store, checked as :func:`validate_npz` checks them;
-    ``whole`` holds a chunked store's row arrays already stacked (their chunks are
-    then not loaded again)."""
+    """Every array of an open store, checked as :func:`validate_npz` does; ``whole``: a
+    chunked store's row arrays, already stacked."""
     path = Path(path)
     _only_arrays(path, npz)
     arrays = {name: _load(path, npz, name) for name in npz.files if not _CHUNK.match(name)}

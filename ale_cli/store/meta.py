@@ -8,6 +8,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ale_cli.errors import InputError
+from ale_cli.store.format import SCHEMA_VERSION
+
 #: the JSON type of each key a store's meta may hold (absent or null: not recorded)
 _META_OBJECTS = (
     "tool", "model", "data", "method_details", "output", "options", "timings",
@@ -87,3 +90,16 @@ def _chunks_problem(chunks: Mapping[str, Any] | None) -> str | None:
     if chunks.get("prediction") is not None and not isinstance(chunks["prediction"], dict):
         return "'chunks.prediction' is not an object"
     return None
+
+
+def check_meta(where: str, meta: dict[str, Any], what: str = "meta") -> None:
+    """Refuse a store's meta (its ``what``: meta or manifest) of a later schema or with
+    :func:`meta_problem`; ``where`` names the store."""
+    version = meta.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise InputError(
+            f"{where} has schema_version {str(version)[:40]}; this ale reads up to {SCHEMA_VERSION}"
+        )
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise InputError(f"{where}: its {what} is malformed: {problem}")

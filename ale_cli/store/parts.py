@@ -1,29 +1,7 @@
-"""The directory store: a manifest and one part per data partition (``ale compute --engine dask``).
-
-Layout of a store directory ``STORE/``::
-
-    STORE/manifest.json      the store's meta (as in a single-file store) plus
-                             "layout": "parts" and "parts": [{"file", "rows", "sha256",
-                             "source", "row_groups" (a range of the source's row
-                             groups [start, stop], when not the whole file)}]
-    STORE/part-00000.npz     part 0: itself a complete chunked store (schema 3) of the
-    STORE/part-00001.npz     rows of partition 0, with its own small meta; ...
-
-Rows are the parts' rows in part order (partition order, as the local engine reads the
-dataset), each part's rows in its chunk order. The manifest's ``chunks`` entry holds
-the rows per part and the per-input ``x_min``/``x_max`` over all rows, as a
-single-file store's manifest does.
-
-Reading (:func:`open_part_store`) checks the manifest (JSON object, schema version,
-the parts listed exist with the rows, names and arrays it says) and each part as
-:func:`~ale_cli.store.reader.open_file_store` checks a file (headers, layout, names);
-:func:`store_sha256` checks every part's identity (the digest its meta records)
-against the manifest's and gives the store's identity (the sha256 of its manifest,
-which names every part's). Writing (:class:`PartStoreWriter`) is atomic: the parts
-and the manifest go to a hidden directory beside ``STORE`` that replaces it in one rename (an atomic
-exchange with an existing store on Linux), so an interrupted run leaves no partial
-store and an older store at the path as it was.
-"""
+"""The directory store (``ale compute --engine dask``): ``manifest.json`` (the store's meta
+plus ``layout``, ``parts`` and ``chunks``) and one complete store file per data partition,
+``part-00000.npz``, ...; its rows are the parts' in order (docs/store-and-summary.md).
+Written atomically: a hidden directory beside it replaces it in one rename."""
 
 from __future__ import annotations
 
@@ -44,8 +22,8 @@ from ale_cli.data.source import Chunk
 from ale_cli.errors import InputError, RunError
 from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import loads, to_jsonable
-from ale_cli.store.format import MIXED, PAIRS, ROW_ARRAYS, SCHEMA_VERSION, Store
-from ale_cli.store.meta import meta_problem
+from ale_cli.store.format import MIXED, PAIRS, ROW_ARRAYS, Store
+from ale_cli.store.meta import check_meta
 from ale_cli.store.reader import StoreFile, file_sha256, open_file_store, read_file_meta
 
 MANIFEST = "manifest.json"
@@ -68,13 +46,8 @@ def is_part_store(path: Path) -> bool:
 
 @dataclass(frozen=True)
 class PartStore(StoreFile):
-    """A directory store opened for reading chunk by chunk (:func:`open_part_store`).
-
-    ``rows`` are the rows per part; ``files`` the parts, each a
-    :class:`~ale_cli.store.reader.StoreFile` (a single-file store) with the index of its
-    first row in the store (``offset``). As a :class:`~ale_cli.data.source.Source`, its
-    parts are its files' ranges of chunks, in row order.
-    """
+    """A directory store opened for reading chunk by chunk: ``rows`` per part, ``files``
+    the parts (each a ``StoreFile`` with its first row's ``offset``)."""
 
     files: tuple[StoreFile, ...] = ()
 
@@ -82,7 +55,6 @@ class PartStore(StoreFile):
         return tuple(part for file in self.files for part in file.parts())
 
     def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
-        """The row arrays chunk by chunk, part after part."""
         for file in self.files:
             yield from file.chunks(arrays)
 
@@ -107,14 +79,7 @@ def _manifest(path: Path) -> dict[str, Any]:
         raise InputError(f"{where} has an unreadable {MANIFEST}") from None
     if not isinstance(meta, dict) or meta.get("layout") != LAYOUT:
         raise InputError(f"{where}: its {MANIFEST} is not a directory-store manifest")
-    version = meta.get("schema_version")
-    if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise InputError(
-            f"{where} has schema_version {str(version)[:40]}; this ale reads up to {SCHEMA_VERSION}"
-        )
-    problem = meta_problem(meta)
-    if problem is not None:
-        raise InputError(f"{where}: its {MANIFEST} is malformed: {problem}")
+    check_meta(where, meta, MANIFEST)
     parts = meta.get("parts")
     chunks = meta.get("chunks")
     if (
@@ -164,8 +129,7 @@ def _part(path: Path, entry: dict[str, Any], meta: dict[str, Any]) -> StoreFile:
 
 
 def _check_ranges(path: Path, meta: dict[str, Any], parts: Sequence[StoreFile]) -> None:
-    """The manifest's per-input ``x_min``/``x_max`` (what the estimators' grids start
-    from) are the extremes of its parts' own (each checked with its part's bytes)."""
+    """The manifest's ``x_min``/``x_max`` are the extremes of its parts' own."""
     ranges = [part.x_range() for part in parts]
     if meta["chunks"].get("x_min") is None or any(
         r is None or len(r[0]) != len(meta["input_names"]) for r in ranges
@@ -208,9 +172,7 @@ def open_part_store(path: str | Path) -> PartStore:
 
 
 def read_part_meta(path: str | Path) -> dict[str, Any]:
-    """The meta (manifest) of a directory store, after checking its manifest and every
-    byte of its parts (:func:`~ale_cli.store.reader.read_file_meta` of each: what makes
-    a cache hit sound)."""
+    """The manifest of a directory store, after checking it and every byte of its parts."""
     handle = open_part_store(path)
     for part in handle.files:
         read_file_meta(part.path)
@@ -242,10 +204,8 @@ def read_part_store(path: str | Path) -> Store:
 
 
 def store_sha256(path: str | Path) -> str:
-    """The identity of a directory store: the sha256 of its manifest, after checking that
-    every part has the identity the manifest records (its recorded digest,
-    :func:`~ale_cli.store.reader.file_sha256`; a store written before parts recorded
-    one names them by their file's sha256); InputError naming the part otherwise."""
+    """The sha256 of a directory store's manifest, after checking every part's identity
+    against it (the part's recorded digest, or its file's sha256 in older stores)."""
     path = Path(path)
     meta = _manifest(path)
     for entry in meta["parts"]:
@@ -262,7 +222,7 @@ def store_sha256(path: str | Path) -> str:
 
 def _exchange(a: Path, b: Path) -> bool:
     """Swap ``a`` and ``b`` in one step (Linux renameat2 RENAME_EXCHANGE); False if the
-    system has no such call (then the caller renames in two steps)."""
+    system cannot."""
     libc_name = ctypes.util.find_library("c")
     if libc_name is None:
         return False
@@ -281,19 +241,9 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 class PartStoreWriter:
-    """Write a directory store atomically.
-
-    ::
-
-        with PartStoreWriter(path) as w:
-            ... write parts into w.part_path(i) (workers: StoreWriter each) ...
-            w.finish(meta, feature_names=..., input_names=..., parts=[{"file", "rows",
-                     "sha256"}, ...], x_min=..., x_max=..., arrays=[...])
-
-    Parts go to a hidden directory beside ``path`` (``w.tmp``) that replaces ``path``
-    when the block ends without an error; on an error it is removed and ``path`` is
-    left as it was.
-    """
+    """Write a directory store atomically: parts into ``part_path(i)`` of a hidden
+    directory (``tmp``), then :meth:`finish`; it replaces ``path`` when the block ends
+    without an error, else it is removed."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -323,18 +273,20 @@ class PartStoreWriter:
         arrays: Sequence[str],
     ) -> None:
         """Write the manifest: ``meta`` with the layout, the parts and the chunk manifest."""
-        manifest = dict(meta)
-        manifest["layout"] = LAYOUT
-        manifest["feature_names"] = list(feature_names)
-        manifest["input_names"] = list(input_names)
-        manifest["parts"] = [dict(p) for p in parts]
-        manifest["chunks"] = {
-            "rows": [int(p["rows"]) for p in parts],
-            "arrays": list(arrays),
-            "x_min": [float(v) for v in x_min],
-            "x_max": [float(v) for v in x_max],
+        rows = [int(p["rows"]) for p in parts]
+        manifest = dict(meta) | {
+            "layout": LAYOUT,
+            "feature_names": list(feature_names),
+            "input_names": list(input_names),
+            "parts": [dict(p) for p in parts],
+            "chunks": {
+                "rows": rows,
+                "arrays": list(arrays),
+                "x_min": [float(v) for v in x_min],
+                "x_max": [float(v) for v in x_max],
+            },
+            "n_rows": sum(rows),
         }
-        manifest["n_rows"] = int(sum(p["rows"] for p in parts))
         text = json.dumps(to_jsonable(manifest), allow_nan=False, indent=1)
         with atomic_write(self.tmp / MANIFEST) as fh:
             fh.write(text.encode())

@@ -1,10 +1,6 @@
-"""Reading a store file: the meta (:func:`read_file_meta`, every byte checked), the
-whole store (:func:`read_file_store`), chunk by chunk (:func:`open_file_store`,
-:class:`StoreFile`) and its identity (:func:`file_sha256`). Every byte a reader uses
-is read through :class:`~ale_cli.store.verify.Archive`, which checks each member's
-CRC-32 as it reads it. Directory stores are :mod:`ale_cli.store.parts`; the one
-opener of both is :mod:`ale_cli.store.npz`.
-"""
+"""Reading a store file: its meta (every byte checked), the whole store, chunk by chunk
+(:class:`StoreFile`, a Source) and its identity; every byte through
+:class:`~ale_cli.store.verify.Archive`, which checks each member's CRC-32 as it reads it."""
 
 from __future__ import annotations
 
@@ -26,14 +22,13 @@ from ale_cli.store.format import (
     PAIRS,
     REQUIRED_ARRAYS,
     ROW_ARRAYS,
-    SCHEMA_VERSION,
     Store,
     _Columns,
     chunk_entry,
     content_digest,
 )
 from ale_cli.store.layout import check_finite, load_npz, validate_npz
-from ale_cli.store.meta import meta_problem
+from ale_cli.store.meta import check_meta
 from ale_cli.store.verify import Archive, DamagedStore
 
 _ROW_MEMBERS = (*ROW_ARRAYS, MIXED, *LEVEL_ARRAYS)
@@ -62,22 +57,12 @@ def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:
         raise InputError(f"store '{path}' has an unreadable 'meta' array") from None
     if not isinstance(meta, dict):
         raise InputError(f"store '{path}' has an unreadable 'meta' array")
-    version = meta.get("schema_version")
-    if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise InputError(
-            f"store '{path}' has schema_version {str(version)[:40]}; "
-            f"this ale reads up to {SCHEMA_VERSION}"
-        )
-    problem = meta_problem(meta)
-    if problem is not None:
-        raise InputError(f"store '{path}': its meta is malformed: {problem}")
+    check_meta(f"store '{path}'", meta)
     return meta
 
 
 def read_file_meta(path: Path) -> dict[str, Any]:
-    """The meta of a store file, after checking the whole file (:func:`validate_npz`: one
-    read of the file, the big arrays are not kept); a damaged store is an InputError
-    (:class:`DamagedStore` when its meta is intact)."""
+    """The meta of a store file, after checking every byte of it (:func:`validate_npz`)."""
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
         validate_npz(path, npz, meta)
@@ -85,11 +70,8 @@ def read_file_meta(path: Path) -> dict[str, Any]:
 
 
 def file_sha256(path: Path) -> str:
-    """A store file's identity: the digest its meta records (``content_sha256``), after
-    comparing it with the archive's listing of its members (names, CRC-32s and sizes:
-    no array is read; each member's bytes are checked against its CRC-32 when a reader
-    reads it). A store written without one (before it was recorded) is identified by
-    the listing's digest."""
+    """A store file's identity: the digest of its members' listing (names, CRC-32s,
+    sizes: no array is read), which must be the one its meta records, if any."""
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
         listed = content_digest(
@@ -185,13 +167,8 @@ def read_file_store(path: Path) -> Store:
 
 @dataclass(frozen=True)
 class StoreFile(_Columns):
-    """A store on disk, opened for reading chunk by chunk (:func:`open_file_store`).
-
-    Holds the meta and the names, not the row arrays: peak memory of a reader
-    that walks :meth:`chunks` is one chunk. ``verified`` are the members this handle
-    has checked against their CRC-32 (a reader that walks the chunks again, reading
-    other arrays, does not check them twice).
-    """
+    """A store on disk, read chunk by chunk (peak memory: a chunk). ``verified``: the
+    members this handle has CRC-checked (not checked twice)."""
 
     path: Path
     meta: dict[str, Any]
@@ -207,9 +184,8 @@ class StoreFile(_Columns):
         return int(sum(self.rows))
 
     def parts(self) -> tuple[StoreFile, ...]:
-        """The store as a :class:`~ale_cli.data.source.Source`: ranges of
-        :data:`CHUNKS_PER_PART` chunks in row order (:class:`ChunkRange`; a store of one
-        array per name, schema 1-2, is one part); empty ones left out."""
+        """Ranges of :data:`CHUNKS_PER_PART` chunks in row order, empty ones left out (a
+        schema 1-2 store is one part)."""
         if self.meta.get("chunks") is None:
             return (self,) if self.n_rows else ()
         starts = np.cumsum([0, *self.rows])
@@ -237,11 +213,8 @@ class StoreFile(_Columns):
         )
 
     def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
-        """The row arrays ``arrays`` chunk by chunk (a single-array store is one chunk),
-        each :class:`~ale_cli.data.source.Chunk` with the index of its first row.
-
-        X keeps its stored dtype; mixed derivatives are (P, n_i).
-        """
+        """The row arrays ``arrays`` chunk by chunk (a schema 1-2 store: one chunk), as
+        stored (mixed derivatives (P, n_i))."""
         if self.meta.get("chunks") is None:
             with _open(self.path) as npz:
                 chunk = {name: npz[name] for name in arrays}
@@ -252,17 +225,14 @@ class StoreFile(_Columns):
         yield from self.read_chunks(range(len(self.rows)), arrays)
 
     def labels(self, name: str) -> Sequence[str]:
-        """What the columns of row array ``name`` are, for messages (X: the inputs, the
-        local effects: the features; the others' are numbered)."""
+        """The names of the columns of row array ``name``, for messages."""
         return {"X": self.input_names, "local_effects": self.feature_names}.get(name, ())
 
     def read_chunks(
         self, indices: Iterable[int], arrays: Sequence[str] = ROW_ARRAYS
     ) -> Iterator[Chunk]:
-        """Chunks ``indices`` of a chunked store: the row arrays ``arrays`` of each, every
-        member read whole and checked (CRC-32, finite values); the chunk's other members
-        are CRC-checked too (once per handle: :attr:`verified`), so a reader never gets a
-        chunk of a store with a damaged member there."""
+        """Chunks ``indices``: their ``arrays`` read and checked (CRC-32, finite values),
+        their other members CRC-checked (once per handle)."""
         offset = self.offset
         with _open(self.path) as archive:
             for n, i in enumerate(indices):
@@ -281,8 +251,7 @@ class StoreFile(_Columns):
                 offset += self.rows[n]
 
     def recorded_prediction(self) -> dict[str, Any] | None:
-        """The distribution of the predictions the manifest records (see
-        :func:`recorded_prediction`), or None."""
+        """:func:`recorded_prediction` of this store."""
         return recorded_prediction(self.path, self.meta)
 
     def prediction(self) -> np.ndarray:
@@ -291,9 +260,7 @@ class StoreFile(_Columns):
         return np.concatenate(parts).astype(np.float64, copy=False)
 
     def pairs(self) -> tuple[tuple[str, str], ...]:
-        """The pairs (a, b) whose mixed derivatives the store holds (``ale compute --pairs``),
-        in the order of the rows of ``mixed_derivatives`` (read with :meth:`chunks`); empty
-        when it holds none."""
+        """The pairs (a, b) of the rows of ``mixed_derivatives`` (empty: none)."""
         with _open(self.path) as npz:
             held = MIXED in npz.files or chunk_entry(MIXED, 0) in npz.files
             if PAIRS not in npz.files or not held:
@@ -302,15 +269,13 @@ class StoreFile(_Columns):
         return tuple((str(a), str(b)) for a, b in pairs)
 
 
-#: chunks per part of a chunked store file (16 chunks of 65536 rows: about 1e6 rows, one
-#: task of the Dask engine)
+#: chunks per part of a store file (16 of 65536 rows: one Dask task)
 CHUNKS_PER_PART = 16
 
 
 @dataclass(frozen=True)
 class ChunkRange(StoreFile):
-    """Chunks ``first, first + 1, ...`` (``rows`` of them) of a single-file chunked store:
-    a part of it (:meth:`StoreFile.parts`)."""
+    """Chunks ``first, first + 1, ...`` of a store file: one of its parts."""
 
     first: int = 0
 
@@ -318,17 +283,13 @@ class ChunkRange(StoreFile):
         return (self,)
 
     def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
-        """The chunks of the range, every member verified as the store's reader does."""
         return self.read_chunks(range(self.first, self.first + len(self.rows)), arrays)
 
 
 def open_file_store(path: Path) -> StoreFile:
-    """Open a store file of any schema for chunk-by-chunk reading.
-
-    A single-array store (schema 1, 2) is checked whole, as :func:`read_file_meta` does;
-    a chunked one by its zip structure, headers, layout, names and small members here,
-    and each chunk's members (CRC-32, finite values) as :meth:`StoreFile.chunks`
-    reads them: the bytes are read once."""
+    """Open a store file of any schema for chunk-by-chunk reading: a schema 1-2 store
+    checked whole, a chunked one's structure, headers and small members here and each
+    chunk's members as they are read (the bytes are read once)."""
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
         rows = _chunk_names(meta)
@@ -357,8 +318,7 @@ def open_file_store(path: Path) -> StoreFile:
 
 
 def recorded_prediction(path: Path, meta: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The distribution of the predictions a chunked store's manifest records (None for a
-    store without one); a damaged one is refused with one line."""
+    """The predictions' distribution a store's manifest records (None: none), checked."""
     found = (meta.get("chunks") or {}).get("prediction")
     if found is None:
         return None

@@ -1,27 +1,12 @@
 """The one way a store file's bytes are read: every member verified as it is read.
 
-A store is a zip of ``.npy`` members (:mod:`ale_cli.store.npz`). An
-:class:`Archive` opens one and checks its structure before any member is read:
-
-- the end record: no comment, one disk, its entry counts, the central directory's
-  size and offset as found (zip64 records likewise);
-- every central-directory record: one disk, ``version made by`` equal to
-  ``version needed``, no internal attributes, no comment, only a zip64 extra field;
-- every member's local header holds what its central record holds (version, flags,
-  method, time, date, CRC-32, sizes, name) and the members follow one another from
-  the first byte to the central directory, with no gap.
-
-A member's bytes are read whole (:meth:`Archive.array`, :meth:`Archive.verify`),
-the CRC-32 computed as they stream (``zlib.crc32``, chunk by chunk) and compared
-with the recorded one when the member ends: a reader never gets an array whose
-member did not match, and the bytes are read once. A member's mismatch (its bytes or
-its headers) is a :class:`DamagedStore` naming the store and the member, raised when
-the member is read, so that the intact meta still says whose store it is; a damaged
-end record is an :class:`InputError` naming the store.
-
-Not covered: the fields no reader uses, a central record's ``made by`` system and
-file attributes; a change there changes no number.
-"""
+:class:`Archive` checks a store's zip structure before any member is read (the end
+records, every central record, every local header against its central record, and
+members that follow one another with no gap). A member is read whole, its CRC-32
+computed on the bytes as they arrive and compared at its end, so a reader never gets
+an array whose member did not match. A bad member is a :class:`DamagedStore` raised
+when it is read (the intact meta still says whose store it is); a bad end record an
+InputError. Not covered: fields no reader uses (``made by`` system, file attributes)."""
 
 from __future__ import annotations
 
@@ -48,9 +33,8 @@ _DESCRIPTOR = 0x08
 
 
 class DamagedStore(InputError):
-    """A store whose bytes changed after it was written (a member's CRC-32, a header, a
-    non-finite value where ale writes none); its meta is intact, so it is recognisably
-    a store ale wrote."""
+    """A store whose bytes changed after it was written (a CRC-32, a header, a non-finite
+    value), its meta intact."""
 
 
 @dataclass(frozen=True)
@@ -87,12 +71,8 @@ def _extra_records(extra: bytes) -> dict[int, bytes] | None:
 
 
 class Archive:
-    """A store file opened for verified reading (``with Archive(path) as a: a["X"]``).
-
-    ``files`` are the member names without ``.npy``; ``a[name]`` and
-    :meth:`array` read a member whole, checking its CRC-32; :meth:`verify` checks one
-    without keeping it; :meth:`spec` reads only its ``.npy`` header.
-    """
+    """A store file opened for verified reading (``with Archive(path) as a: a["X"]``);
+    ``files``: the member names without ``.npy``."""
 
     def __init__(self, path: str | Path, fh: BinaryIO | None = None) -> None:
         self.path = Path(path)
@@ -119,9 +99,8 @@ class Archive:
         return DamagedStore(f"store '{self.path}': array '{name}' is damaged ({why})")
 
     def _structure(self) -> dict[str, Member]:
-        """The members, after the structural checks of the module docstring (a member
-        whose headers are wrong is kept with its ``problem``: it is refused when read, so
-        that the intact members, the meta first, can still say whose store it was)."""
+        """The members, structure checked; one with wrong headers is kept with its
+        ``problem`` and refused when read."""
         fh = self._fh
         try:
             with zipfile.ZipFile(fh) as zf:
@@ -222,8 +201,7 @@ class Archive:
 
     def _central_records(self, start_dir: int, end: int, infos: list[zipfile.ZipInfo]) -> None:
         """The central directory walked as written: each record's name bytes are its
-        member's, and the records end where the end record says (zipfile tolerates a
-        changed name length in the last record)."""
+        member's, and the records end where the end record says."""
         self._fh.seek(start_dir)
         raw = self._fh.read(max(end - start_dir, 0))
         pos = 0
@@ -290,16 +268,15 @@ class Archive:
         return member
 
     def _stream(self, member: Member) -> Any:
-        """A file object over the member's (uncompressed) bytes; for a deflated member,
-        zipfile's, which checks the CRC-32 when it reaches the end."""
+        """A file object over the member's uncompressed bytes (zipfile's for a deflated
+        member: it checks the CRC-32 at the end)."""
         if member.stored:
             return _Window(self._fh, member.start, member.size)
         zf = zipfile.ZipFile(self._fh)
         return zf.open(f"{member.name}.npy")
 
     def spec(self, name: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
-        """Shape, Fortran order, dtype and header length of a member (its ``.npy`` header
-        only: the data are not read, nor checked)."""
+        """Shape, Fortran order, dtype and header length of a member (its header only)."""
         member = self.member(name)
         with self._stream(member) as fh:
             try:

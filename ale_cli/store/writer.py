@@ -21,15 +21,24 @@ from ale_cli.core.statistics import prediction_distribution
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import to_jsonable
 from ale_cli.store.format import DIGEST, SCHEMA_VERSION, Store, chunk_entry, content_digest
+from ale_cli.store.verify import BLOCK
 
 
 def _entry(zf: zipfile.ZipFile, name: str, array: np.ndarray) -> None:
-    """Member ``name`` (``.npy`` added) holding ``array``, uncompressed."""
+    """Member ``name`` (``.npy`` added) holding ``array``, uncompressed: the bytes
+    ``np.save`` writes, the data handed to the zip from the array's own memory in
+    :data:`BLOCK` slices (``write_array`` would copy them into fresh ``bytes`` first)."""
     with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
         array = np.asarray(array)  # np.ascontiguousarray would make a 0-d array 1-d
         if not array.flags.c_contiguous:
             array = array.copy(order="C")
-        np.lib.format.write_array(f, array, allow_pickle=False)
+        if array.dtype.hasobject or array.dtype.names is not None:
+            np.lib.format.write_array(f, array, allow_pickle=False)
+            return
+        np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(array))
+        data = array.reshape(-1).view(np.uint8)
+        for start in range(0, len(data), BLOCK):
+            f.write(data[start : start + BLOCK])
 
 
 def _finish(zf: zipfile.ZipFile, meta: Mapping[str, Any]) -> str:
