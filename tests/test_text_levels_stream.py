@@ -164,3 +164,31 @@ def test_compute_explaining_a_text_column_reads_the_whole_table(
     )
     assert any("the whole table was read" in note for note in result.notes)
     assert read_store(tmp_path / "s.npz").meta["levels"][0]["feature"] == "color"
+
+
+def test_numerals_in_a_text_columns_first_chunks_keep_their_text(
+    text_case: dict[str, Path], tmp_path: Path
+) -> None:
+    """The first chunks of the column read as numbers ("01" -> 1): it is read again as text,
+    so "01" stays a level of its own, as in the whole column."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    frame = pd.read_csv(text_case["data"])
+    frame["color"] = frame["color"].astype(object)
+    frame.loc[:40, "color"] = "01"
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    encode = ColumnTransformer([("oh", OneHotEncoder(), ["color"])], remainder="passthrough")
+    pipe = make_pipeline(encode, Ridge()).fit(frame, frame.x1 * frame.x2)
+    with open(tmp_path / "m.pkl", "wb") as f:
+        pickle.dump(pipe, f)
+    inputs = ModelInputs(model=tmp_path / "m.pkl", data=tmp_path / "d.csv", trust_pickle=True)
+    streamed = classic(ClassicRequest(inputs=inputs, chunk_rows=16, bins=4))
+    whole = classic(ClassicRequest(inputs=inputs, chunk_rows=None, bins=4))
+    for a, b in zip(streamed.summary.features, whole.summary.features, strict=True):
+        assert a.levels == b.levels
+        np.testing.assert_allclose(a.effect, b.effect, rtol=0, atol=1e-12)
+    color = next(f for f in streamed.summary.features if f.name == "color")
+    assert "01" in color.levels
