@@ -1,22 +1,19 @@
-"""Exact type-1 quantile edges and the cell statistics of the local effects in those bins,
-in two passes over chunks of (X, local effects), for every column at once.
+"""A speed tuning of quantile bins (``ale rebin --binning quantile``): exact type-1 quantile
+edges and the cell statistics of the local effects in those bins, in two passes over
+chunks of (X, local effects) instead of the edges' passes plus a cell pass.
 
-1. count the values of each column in equal-width buckets (:class:`BucketGrid`,
-   X only); the plan (:class:`QuantilePlan`) finds the buckets holding a quantile
-   position ("position buckets");
+1. count each column's values in equal-width buckets (:class:`BucketGrid`); the plan
+   (:class:`QuantilePlan`) locates the buckets holding a quantile position
+   (:func:`~ale_cli.core.outofcore.locate`);
 2. per chunk (:meth:`QuantilePlan.scan`), the statistics of the effects per segment (the
-   runs of buckets between position buckets: each lies inside one bin whatever the edges
-   are) and per position bucket, plus the rows of the position buckets; then
-   (:meth:`QuantilePlan.finish`) each quantile is selected among those rows and they are
-   split by the edges.
+   runs of buckets between position buckets, each inside one bin whatever the edges) and
+   the rows of the position buckets; :meth:`QuantilePlan.finish` selects each quantile
+   among them (:func:`~ale_cli.core.outofcore.select`) and splits them by the edges.
 
-The same edges as :func:`~ale_cli.core.binning.quantile_edges` and the same cells as
-:meth:`~ale_cli.core.binstats.CellStats.from_values` on the bins of each whole column
-(merged: to rounding). A column comes back None when a position bucket holds more than
+The same edges as :func:`~ale_cli.core.binning.quantile_edges` and the same cells (merged:
+to rounding). A column comes back None when a position bucket holds more than
 :data:`MAX_BUCKET_ROWS` rows of several values, or its range is not a finite width (then
-:func:`~ale_cli.core.outofcore.order_statistics` and a cell pass do it). Each pass is a
-kernel and a merge (``counts`` add up, :meth:`_Scan.merge`), so an engine runs it over
-the parts of a source.
+:func:`~ale_cli.core.outofcore.order_statistics` and a cell pass do it).
 """
 
 from __future__ import annotations
@@ -51,14 +48,8 @@ class BucketGrid:
     lower bucket is smaller than every value of a higher one. Float32 columns are bucketed
     in float32 (half the memory traffic) when their range allows it.
 
-    Attributes
-    ----------
-    lo, scale : ndarray, shape (D,)
-        In the dtype the buckets are computed in.
-    size : int
-        Buckets per column.
-    usable : ndarray of bool, shape (D,)
-        Columns with a finite, non-zero scale (the others land in bucket 0).
+    ``lo``, ``scale`` (D,) are in the dtype the buckets are computed in; ``usable`` (D,)
+    marks the columns with a finite, non-zero scale (the others land in bucket 0).
     """
 
     lo: np.ndarray
