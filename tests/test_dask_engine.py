@@ -648,6 +648,20 @@ def test_interact_on_dask_splits_one_file_into_row_groups(dataset, one_file, clu
     )
 
 
+def test_dask_quantiles_past_the_gather_limit_take_the_slower_path(stores, cluster, monkeypatch):
+    """A bucket limit of 2 rows leaves every column to the slower passes on the workers;
+    the summaries still equal the local engine's (which takes its own slower path)."""
+    import ale_cli.core.quantile_cells as quantile_cells
+
+    local, dask = stores
+    monkeypatch.setattr(quantile_cells, "MAX_BUCKET_ROWS", 2)
+    for make in (
+        lambda s, **kw: rebin(RebinRequest(store=s, bins=12, binning="quantile", **kw)),
+        lambda s, **kw: rhale(RhaleRequest(store=s, max_bins=30, grid="quantile", **kw)),
+    ):
+        _assert_same(make(local).summary, make(dask, engine=engine_for("dask", cluster)).summary)
+
+
 def test_the_python_api_runs_classic_and_interact_on_dask(dataset, cluster):
     from ale_cli import api
 

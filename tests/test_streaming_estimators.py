@@ -7,13 +7,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ale_cli.core.binning import UniformGrid, quantile_edges, uniform_edges
 from ale_cli.core.outofcore import chunked_quantile_edges, order_statistics
+from ale_cli.core.quantile_cells import (
+    MAX_BUCKET_ROWS,
+    MAX_GATHERED_ROWS,
+    QuantilePlan,
+    bucket_grid,
+)
 from ale_cli.estimators.cells import (
     ROWS,
+    BucketCounts,
+    BucketScan,
     Cells,
     Columns,
     OnEdges,
@@ -22,6 +30,7 @@ from ale_cli.estimators.cells import (
     Ranges,
     empty_ranges,
     merge_ranges,
+    merge_scans,
     quantile,
 )
 from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rhale
@@ -221,6 +230,145 @@ def _cut(arrays: dict[str, np.ndarray], pairs, chunk_rows: int | None = None) ->
     )
 
 
+def quantile_cells(  # type: ignore[no-untyped-def]
+    X, E, pairs, *, bins, lo, hi, max_bucket=MAX_BUCKET_ROWS, max_gathered=MAX_GATHERED_ROWS
+):
+    """The two quantile passes (their kernels on the local engine) over X, E cut at ``pairs``."""
+    source = _cut({"X": X, "local_effects": E}, pairs)
+    cols = tuple(range(X.shape[1]))
+    grid = bucket_grid(n=len(X), lo=lo, hi=hi, dtype=X.dtype, bins=bins)
+    empty = np.zeros(len(cols) * grid.size, dtype=np.int64)
+    counts = LOCAL.run(source, BucketCounts(cols, grid), np.add, empty, arrays=("X",))
+    plan = QuantilePlan.build(
+        grid, counts, n=len(X), bins=bins, max_bucket=max_bucket, max_gathered=max_gathered
+    )
+    scan = LOCAL.run(
+        source, BucketScan(cols, cols, plan), merge_scans, plan.empty_scan(), arrays=ROWS
+    )
+    return plan.finish(scan, lo, hi)
+
+
+def _one_pass_cells(x: np.ndarray, e: np.ndarray, bins: int):  # type: ignore[no-untyped-def]
+    from ale_cli.core.binning import assign
+    from ale_cli.core.binstats import CellStats
+
+    z = quantile_edges(x, bins=bins)
+    return z, CellStats.from_values(assign(x, z).index, e, n_cells=z.size - 1)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.floats(-1e3, 1e3, allow_nan=False),
+            st.sampled_from([0.0, 1.0, 1.0 + 2**-40, 7.0]),
+            st.sampled_from([-1e300, 1e300, 5e-324, 1e-310]),
+        ),
+        min_size=2,
+        max_size=300,
+    ),
+    bins=st.integers(1, 30),
+    split=st.integers(1, 80),
+    max_bucket=st.sampled_from([0, 1, 3, 10_000]),
+    max_gathered=st.sampled_from([0, 5, 10_000]),
+    float32=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+@example(  # a subnormal range: no bucket grid, the column comes back None
+    values=[0.0, 5e-324], bins=1, split=1, max_bucket=3, max_gathered=10_000, float32=False, seed=0
+)
+def test_two_pass_quantile_cells_equal_the_one_pass_bins(
+    values, bins, split, max_bucket, max_gathered, float32, seed
+):
+    """The two quantile passes (any chunks, any gather limits) give the edges of a full
+    sort and the cells of one pass over the whole column; a column comes back None only
+    when a bucket holding a quantile is over the limits or the range is not a finite width."""
+    rng = np.random.default_rng(seed)
+    with np.errstate(over="ignore"):  # 1e300 is inf in float32: assumed away
+        x = np.array(values, dtype=np.float32 if float32 else np.float64)
+    assume(np.all(np.isfinite(x)) and x.max() > x.min())
+    n = x.size
+    ties = rng.integers(0, 3, size=n).astype(x.dtype)  # few distinct values: big buckets
+    X = np.column_stack([x, ties, np.sort(x)])  # a sorted column: chunks see one range each
+    E = rng.normal(size=X.shape) + np.sin(X.astype(np.float64))
+    E[:, 1] = 2.5  # constant effects: M2 exactly 0
+    bounds = list(range(0, n, split)) + [n]
+    pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
+    lo, hi = X.min(0).astype(np.float64), X.max(0).astype(np.float64)
+    out = quantile_cells(
+        X,
+        E,
+        pairs,
+        bins=bins,
+        lo=lo,
+        hi=hi,
+        max_bucket=max_bucket,
+        max_gathered=max_gathered,
+    )
+    for j, found in enumerate(out):
+        if hi[j] == lo[j]:
+            continue
+        if found is None:
+            # the gather limits count the rows of all columns together; a range not a
+            # finite width, or so narrow (subnormal) that buckets per unit overflow, has no grid
+            width = hi[j] - lo[j]
+            assert max_bucket < n or max_gathered < X.size or not (1e-290 < width < np.inf)
+            continue
+        z, cells = _one_pass_cells(X[:, j].astype(np.float64), E[:, j], bins)
+        np.testing.assert_array_equal(found.edges, z)
+        np.testing.assert_array_equal(found.cells.counts, cells.counts)
+        np.testing.assert_allclose(found.cells.mean, cells.mean, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(found.cells.m2, cells.m2, rtol=1e-12, atol=1e-12)
+        if j == 1:
+            np.testing.assert_array_equal(found.cells.m2, 0.0)
+
+
+def test_two_pass_quantile_cells_on_many_rows_and_chunk_sizes():
+    """Enough rows for thousands of buckets: a normal, a heavy-tailed column with an
+    outlier, integer ties and a point mass; the same edges and cells for every chunking."""
+    rng = np.random.default_rng(5)
+    n = 60_000
+    X = np.column_stack(
+        [
+            rng.normal(size=n),
+            rng.standard_cauchy(size=n),
+            rng.integers(0, 7, size=n).astype(float),
+            np.where(rng.random(n) < 0.7, 0.0, rng.exponential(size=n)),
+        ]
+    )
+    X[0, 1] = 1e9
+    E = np.column_stack([X[:, 0] ** 2, np.tanh(X[:, 1]), X[:, 2], X[:, 3] * 3]) + rng.normal(
+        scale=0.01, size=X.shape
+    )
+    lo, hi = X.min(0), X.max(0)
+    for split in (999, 8192, n):
+        bounds = list(range(0, n, split)) + [n]
+        pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
+        out = quantile_cells(X, E, pairs, bins=20, lo=lo, hi=hi)
+        for j, found in enumerate(out):
+            assert found is not None
+            z, cells = _one_pass_cells(X[:, j], E[:, j], 20)
+            np.testing.assert_array_equal(found.edges, z)
+            np.testing.assert_array_equal(found.cells.counts, cells.counts)
+            np.testing.assert_allclose(found.cells.mean, cells.mean, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(found.cells.m2, cells.m2, rtol=1e-12, atol=1e-12)
+
+
+def test_columns_past_the_gather_limit_take_the_slower_path(tmp_path: Path, monkeypatch):
+    """With a tiny bucket limit the heavy-tailed and point-mass columns cannot be finished
+    in two passes; the streaming rebin/rhale then select them the slower way, and the
+    summaries still equal the in-memory ones."""
+    import ale_cli.core.quantile_cells as quantile_cells
+
+    rng = np.random.default_rng(11)
+    X, E = _data(3000, 4)
+    X[:, 2] = np.where(rng.random(3000) < 0.6, 0.5, rng.normal(size=3000))  # a point mass
+    path = _chunked(tmp_path / "s.npz", X, E, [700, 1500, 2999])
+    monkeypatch.setattr(quantile_cells, "MAX_BUCKET_ROWS", 2)
+    for run in (REQUESTS[1], REQUESTS[3]):
+        _assert_same(run(path), run(_in_memory(X, E)))
+
+
 @settings(max_examples=10, deadline=None)
 @given(
     n=st.integers(min_value=30, max_value=400),
@@ -300,6 +448,23 @@ def test_a_store_of_infinite_values_is_not_written_and_a_damaged_record_is_refus
             np.lib.format.write_array(f, np.array(json.dumps(meta), dtype=np.str_))
     with pytest.raises(InputError, match="damaged.npz.*prediction distribution is damaged"):
         rhale(RhaleRequest(store=damaged))
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(1, 50_000), seed=st.integers(0, 2**16), f32=st.booleans())
+def test_bucket_counts_in_blocks_equal_one_bincount(n, seed, f32):
+    """Pass 1 counts a chunk COUNT_ROWS rows at a time: the same counts as one bincount of
+    every value's bucket, and every value counted once."""
+    from ale_cli.core.quantile_cells import COUNT_ROWS, BucketGrid
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 3)) * [1.0, 1e3, 1e-3]
+    X = X.astype(np.float32) if f32 else X
+    grid = BucketGrid.build(X.min(0), X.max(0), size=97, dtype=X.dtype)
+    counts = grid.counts(X)
+    np.testing.assert_array_equal(counts, np.bincount(grid.flat(X).ravel(), minlength=3 * 97))
+    assert counts.sum() == 3 * n
+    assert n <= COUNT_ROWS or counts.dtype == np.int64
 
 
 def _same_cells(a: Cells, b: Cells) -> None:

@@ -73,8 +73,11 @@ class CellStats:
         return cls(np.zeros(n_cells, dtype=np.int64), np.zeros(n_cells), np.zeros(n_cells))
 
     @classmethod
-    def from_values(cls, index: np.ndarray, values: np.ndarray, *, n_cells: int) -> CellStats:
-        """Statistics of ``values`` grouped by cell ``index`` (``-1`` = not in any cell).
+    def from_values(
+        cls, index: np.ndarray, values: np.ndarray, *, n_cells: int, all_inside: bool = False
+    ) -> CellStats:
+        """Statistics of ``values`` grouped by cell ``index`` (``-1`` = not in any cell;
+        ``all_inside``: the caller knows there is none, which skips two passes).
 
         >>> c = CellStats.from_values(np.array([0, 0, 1, -1]), np.array([1.0, 3.0, 5.0, 9.0]),
         ...                           n_cells=3)
@@ -83,9 +86,10 @@ class CellStats:
         """
         index = np.asarray(index, dtype=np.intp)
         values = np.asarray(values, dtype=np.float64)
-        inside = index >= 0
-        if not np.all(inside):
-            index, values = index[inside], values[inside]
+        if not all_inside:
+            inside = index >= 0
+            if not np.all(inside):
+                index, values = index[inside], values[inside]
         return cls(*_moments(index, values, n_cells))
 
     def divided_by(self, widths: np.ndarray) -> CellStats:
@@ -132,6 +136,27 @@ class CellStats:
             np.concatenate([np.zeros(1), np.cumsum(s1)]),
             np.concatenate([np.zeros(1), np.cumsum(s2)]),
         )
+
+    def grouped(self, owner: np.ndarray, *, n_groups: int) -> CellStats:
+        """Statistics of the groups of cells: cell i joins group ``owner[i]`` (shape (M,),
+        in ``0 .. n_groups-1``); a group without cells is empty.
+
+        ``n = sum n_c``, ``mean = sum n_c mean_c / n``,
+        ``M2 = sum M2_c + sum n_c (mean_c - mean)^2`` over the group's cells.
+
+        >>> c = CellStats.from_values(np.array([0, 1, 2, 2]), np.array([1.0, 2, 4, 6]), n_cells=3)
+        >>> g = c.grouped(np.array([0, 2, 2]), n_groups=3)
+        >>> g.counts.tolist(), g.mean.tolist(), g.m2.tolist()
+        ([1, 0, 3], [1.0, 0.0, 4.0], [0.0, 0.0, 8.0])
+        """
+        owner = np.asarray(owner, dtype=np.intp)
+        counts = np.bincount(owner, weights=self.counts, minlength=n_groups).astype(np.int64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.bincount(owner, weights=self.counts * self.mean, minlength=n_groups) / counts
+        mean[counts == 0] = 0.0
+        d = self.mean - mean.take(owner)
+        m2 = np.bincount(owner, weights=self.m2 + self.counts * d * d, minlength=n_groups)
+        return CellStats(counts=counts, mean=mean, m2=m2)
 
     def coarsen(self, limits: np.ndarray) -> CellStats:
         """Statistics of the bins made of cells ``limits[k] .. limits[k+1] - 1``.

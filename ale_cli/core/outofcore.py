@@ -96,11 +96,28 @@ class _Group:
         return counts, np.inf, -np.inf, []
 
 
+def locate(counts: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bucket holding each sorted position (``counts`` per bucket, buckets in order) and
+    the position's rank among that bucket's values.
+
+    >>> [a.tolist() for a in locate(np.array([2, 0, 3]), np.array([0, 1, 2, 4]))]
+    [[0, 0, 2, 2], [0, 1, 0, 2]]
+    """
+    upto = np.cumsum(counts)
+    home = np.searchsorted(upto, positions, side="right")
+    return home, positions - (upto[home] - counts[home])
+
+
+def select(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """``np.sort(values)[ranks]`` by one partition."""
+    keys, inverse = np.unique(ranks, return_inverse=True)
+    out: np.ndarray = np.partition(values, keys)[keys][inverse.reshape(-1)]
+    return out
+
+
 def _split(group: _Group, level: _Level, counts: np.ndarray) -> list[_Group]:
     """Children of ``group`` by ``level`` holding its ranks (``counts`` per bucket)."""
-    upto = np.cumsum(counts)
-    home = np.searchsorted(upto, group.ranks, side="right")
-    below = upto[home] - counts[home]
+    home, rank = locate(counts, group.ranks)
     out = []
     for b in np.unique(home):
         pick = home == b
@@ -109,7 +126,7 @@ def _split(group: _Group, level: _Level, counts: np.ndarray) -> list[_Group]:
                 column=group.column,
                 chain=[*group.chain, (level, int(b))],
                 count=int(counts[b]),
-                ranks=group.ranks[pick] - below[pick],
+                ranks=rank[pick],
                 slots=group.slots[pick],
             )
         )
@@ -181,8 +198,7 @@ def order_statistics(
                 following += _split(g, g.sub, g.sub_counts)
             else:
                 values = np.concatenate(g.gathered) if g.gathered else np.empty(0)
-                keys, inverse = np.unique(g.ranks, return_inverse=True)
-                out[g.column, g.slots] = np.partition(values, keys)[keys][inverse]
+                out[g.column, g.slots] = select(values, g.ranks)
         active = following
     return out
 

@@ -3,8 +3,8 @@
 ``rebin`` and ``rhale`` need, per feature, edges and the mergeable
 :class:`~ale_cli.core.binstats.CellStats` of the local effects in its bins: given edges
 take one pass (:class:`OnEdges`), uniform edges one pass after the ranges (:class:`OnGrid`),
-type-1 quantile edges the passes of :func:`~ale_cli.core.outofcore.order_statistics`
-(:class:`GroupPass`, two for most data) and then one pass on those edges.
+type-1 quantile edges two passes (:class:`BucketCounts`, :class:`BucketScan`;
+:mod:`ale_cli.core.quantile_cells`), with further passes for a column they do not finish.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.core import quantile_cells
 from ale_cli.core.binning import UniformGrid, assign, uniform_edges
 from ale_cli.core.binstats import CellStats, uniform_cells
 from ale_cli.core.outofcore import chunked_quantile_edges, merge_accumulators, pass_accumulators
+from ale_cli.core.quantile_cells import BucketGrid, QuantilePlan, bucket_grid
 from ale_cli.passes.engine import ArraySource, Chunk, Engine, Source
 from ale_cli.store.npz import Store, StoreFile
 
@@ -148,6 +150,33 @@ class OnGrid:
 
 
 @dataclass(frozen=True)
+class BucketCounts:
+    """Kernel: quantile pass 1, the values of columns ``x`` per bucket of ``grid``."""
+
+    x: tuple[int, ...]
+    grid: BucketGrid
+
+    def __call__(self, chunk: Chunk, _shared: Any) -> np.ndarray:
+        return self.grid.counts(_select(chunk["X"], self.x))
+
+
+@dataclass(frozen=True)
+class BucketScan:
+    """Kernel: quantile pass 2 (:meth:`~ale_cli.core.quantile_cells.QuantilePlan.scan`)."""
+
+    x: tuple[int, ...]
+    e: tuple[int, ...]
+    plan: QuantilePlan
+
+    def __call__(self, chunk: Chunk, _shared: Any) -> Any:
+        return self.plan.scan(_select(chunk["X"], self.x), _select(chunk["local_effects"], self.e))
+
+
+def merge_scans(a: Any, b: Any) -> Any:
+    return a.merge(b)
+
+
+@dataclass(frozen=True)
 class GroupPass:
     """Kernel: one pass of :func:`~ale_cli.core.outofcore.order_statistics` over a chunk."""
 
@@ -202,11 +231,53 @@ def uniform(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: in
     return edges, dict(zip(todo, found.stats, strict=True)), dict.fromkeys(todo, 0)
 
 
+def _x_dtype(p: Passes) -> Any:
+    """The dtype of X's first chunk (float32 values are bucketed in float32)."""
+    for part in p.source.parts():
+        for chunk in part.chunks(("X",)):
+            return chunk["X"].dtype
+    return np.dtype(np.float64)
+
+
 def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int) -> Binned:
-    """Exact type-1 quantile edges (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`,
-    each of its passes on the engine), then one pass for the cells."""
+    """Exact type-1 quantile edges and their cells in two passes (bucket counts, then the
+    cells of the runs of buckets between quantiles and the rows of the buckets holding
+    one: :class:`~ale_cli.core.quantile_cells.QuantilePlan`); a column they do not finish (a big
+    bucket holding a quantile and several values: very skewed data) takes
+    :func:`_quantile_deeper`."""
     if not todo:
         return {}, {}, {}
+    x, e = p.columns.pick(todo)
+    lo_t, hi_t = np.asarray(lo[todo], np.float64), np.asarray(hi[todo], np.float64)
+    grid = bucket_grid(n=p.n_rows, lo=lo_t, hi=hi_t, dtype=_x_dtype(p), bins=bins)
+    empty = np.zeros(len(todo) * grid.size, dtype=np.int64)
+    counts = p.run(BucketCounts(x, grid), np.add, empty, arrays=("X",))
+    plan = QuantilePlan.build(
+        grid,
+        counts,
+        n=p.n_rows,
+        bins=bins,
+        max_bucket=quantile_cells.MAX_BUCKET_ROWS,
+        max_gathered=quantile_cells.MAX_GATHERED_ROWS,
+    )
+    scan = p.run(BucketScan(x, e, plan), merge_scans, plan.empty_scan())
+    found = plan.finish(scan, lo_t, hi_t)
+    edges = {j: f.edges for j, f in zip(todo, found, strict=True) if f is not None}
+    cells = {j: f.cells for j, f in zip(todo, found, strict=True) if f is not None}
+    rest = [j for j, f in zip(todo, found, strict=True) if f is None]
+    if rest:
+        more_edges, more_cells, _ = _quantile_deeper(p, rest, lo, hi, bins)
+        edges |= more_edges
+        cells |= more_cells
+    return edges, cells, dict.fromkeys(todo, 0)
+
+
+def _quantile_deeper(
+    p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int
+) -> Binned:
+    """Exact type-1 quantile edges by buckets split again where they hold too many values
+    (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`, each pass on the engine),
+    then one pass for the cells."""
     x, _ = p.columns.pick(todo)
 
     def run_pass(groups: list[Any], roots: list[Any]) -> list[Any]:
