@@ -6,7 +6,7 @@ infinite model values are refused naming them, or dropped and counted
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,9 +15,9 @@ import numpy as np
 from ale_cli.data.source import Chunk
 from ale_cli.data.sources import READ, Reads
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan, level_arrays
-from ale_cli.models.base import Effects, Model, ProgressFn
+from ale_cli.models.base import Effects, Model
 from ale_cli.models.checks import row_list, screen_rows
-from ale_cli.models.mixed import MixedFn, require_mixed_derivatives
+from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.store.npz import MIXED
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
@@ -110,14 +110,7 @@ class LocalEffectsKernel:
             return Computed(reads=reads, arrays={})
         timings: dict[str, float] = {}
         model_X = X.astype(np.float64, copy=False) if self.float64_model else X
-        mixed = None
-        if self.pair_cols:
-            mixed = require_mixed_derivatives(model, self.model_path, param="pairs", hint="")
-        pairs = (list(self.pair_cols), mixed)
-        levels = None
-        if self.levels is not None:
-            levels = (self.levels.names, self.levels.plans, self.levels.eval_rows)
-        arrays = chunk_arrays(model, model_X, self.columns, pairs, (None, None), timings, levels)
+        arrays = self._arrays(model, model_X, timings)
         arrays["X"] = X.astype(np.float32) if self.float32_x else X
         kept, dropped = self._screen(arrays, chunk.offset)
         return Computed(
@@ -128,6 +121,31 @@ class LocalEffectsKernel:
             timings=timings,
             arrays=kept,
         )
+
+    def _arrays(self, model: Model, X: np.ndarray, timings: dict[str, float]) -> dict[str, Any]:
+        """The store entries of one chunk of rows X (n, D), each step timed."""
+        mixed = None
+        if self.pair_cols:
+            mixed = require_mixed_derivatives(model, self.model_path, param="pairs", hint="")
+        t = time.perf_counter()
+        effects: Effects = model.local_effects(X, features=list(self.columns), progress=None)
+        timings["local_effects_s"] = time.perf_counter() - t
+        arrays = {"X": X, "local_effects": effects.local_effects, "prediction": effects.prediction}
+        if effects_dtype(model) == np.float32:  # float32 numbers: exact in float32
+            arrays["local_effects"] = effects.local_effects.astype(np.float32)
+            arrays["prediction"] = effects.prediction.astype(np.float32)
+        if mixed is not None:
+            t = time.perf_counter()
+            arrays[MIXED] = mixed(X, list(self.pair_cols), progress=None)
+            timings["mixed_derivatives_s"] = time.perf_counter() - t
+        if self.levels is not None and self.levels.plans:
+            t = time.perf_counter()
+            jumps = self.levels
+            arrays |= level_arrays(
+                model.predict, X, jumps.names, jumps.plans, eval_rows=jumps.eval_rows
+            )
+            timings["level_jumps_s"] = time.perf_counter() - t
+        return arrays
 
     def _screen(
         self, arrays: dict[str, np.ndarray], offset: int
@@ -151,39 +169,6 @@ class LocalEffectsKernel:
         keep = found.keep
         kept = {k: (v[:, keep] if k == MIXED else v[keep]) for k, v in arrays.items()}
         return kept, np.asarray(found.dropped, dtype=np.int64)
-
-
-def chunk_arrays(
-    model: Model,
-    X: np.ndarray,
-    columns: Sequence[int],
-    pairs: tuple[list[tuple[int, int]], MixedFn | None],
-    bars: tuple[ProgressFn | None, ProgressFn | None],
-    timings: dict[str, float],
-    levels: tuple[Sequence[str], Sequence[LevelPlan], int] | None = None,
-) -> dict[str, np.ndarray]:
-    """The store entries of one chunk of rows X (n, D); ``levels`` (the input names, the
-    plans and the rows per model call) adds the per-level jumps (:func:`level_arrays`)."""
-    t = time.perf_counter()
-    effects: Effects = model.local_effects(X, features=list(columns), progress=bars[0])
-    timings["local_effects_s"] = timings.get("local_effects_s", 0.0) + time.perf_counter() - t
-    arrays = {"X": X, "local_effects": effects.local_effects, "prediction": effects.prediction}
-    if effects_dtype(model) == np.float32:  # float32 numbers: exact in float32
-        arrays["local_effects"] = effects.local_effects.astype(np.float32)
-        arrays["prediction"] = effects.prediction.astype(np.float32)
-    cols, mixed = pairs
-    if mixed is not None:
-        t = time.perf_counter()
-        arrays[MIXED] = mixed(X, cols, progress=bars[1])
-        timings["mixed_derivatives_s"] = (
-            timings.get("mixed_derivatives_s", 0.0) + time.perf_counter() - t
-        )
-    if levels is not None and levels[1]:
-        t = time.perf_counter()
-        names, plans, eval_rows = levels
-        arrays |= level_arrays(model.predict, X, names, plans, eval_rows=eval_rows)
-        timings["level_jumps_s"] = timings.get("level_jumps_s", 0.0) + time.perf_counter() - t
-    return arrays
 
 
 def effects_dtype(model: Model) -> type[np.floating]:

@@ -15,7 +15,7 @@ import numpy as np
 from ale_cli.data.dataset import combine_hashes, dataset_files, is_dataset
 from ale_cli.data.source import ArraySource, Source
 from ale_cli.data.sources import DataSource, OpenedSource, Reads
-from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream, open_stream
+from ale_cli.data.stream import TableStream, open_stream
 from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
 from ale_cli.estimators.inputs import columns_note, feature_columns, open_inputs
@@ -183,17 +183,16 @@ AFTER_ALL = Reading.whole_table(
 )
 
 
+_FRAME = "read the whole table: the data are a DataFrame"
+
+
 def compute_reading(request: ComputeRequest) -> Reading:
     """How ``ale compute`` reads the data: the one decision of whole table or stream
     (:class:`Reading`; a first pass may still find the whole table needed: ``AFTER_ALL``)."""
     inputs = request.inputs
-    if reading_of(inputs, DEFAULT_CHUNK_ROWS).whole:
-        by_name = reading_of(inputs, request.chunk_rows)
-        return (
-            by_name
-            if by_name.reason
-            else Reading.whole_table("read the whole table: the data are a DataFrame")
-        )
+    by_name = reading_of(inputs, request.chunk_rows)
+    if by_name.whole:
+        return by_name if by_name.reason else Reading.whole_table(_FRAME)
     if _needs_levels(request):
         return Reading.whole_table(
             "read the whole table: the levels of features estimated per level (discrete, "

@@ -1,4 +1,4 @@
-"""Where ``ale compute`` writes: one store file in this process (:class:`FileOutput`), or a
+"""Where ``ale compute`` writes: one store file in this process (:class:`FileSink`), or a
 directory store (:class:`PartsOutput`) whose sink travels and writes each part of the run
 as a part store on the worker that computed it; when a part fails, the sink leaves
 :data:`STOP` in the folder and the other parts stop at their next chunk."""
@@ -6,7 +6,7 @@ as a part store on the worker that computed it; when a part fails, the sink leav
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,16 +35,22 @@ class StoreColumns:
             writer.add_array(PAIRS, np.array(self.pairs, dtype=np.str_).reshape(-1, 2))
 
 
-class _FileWriter:
-    """Every part's rows into the one store file, in row order."""
+@dataclass(frozen=True)
+class FileSink:
+    """A store file written in this process: the sink of the run (never shipped; every
+    part's rows into the one file, in row order; its own part writer), then :meth:`finish`."""
 
-    def __init__(self, writer: StoreWriter) -> None:
-        self.writer = writer
+    writer: StoreWriter
+    columns: StoreColumns = StoreColumns((), ())
 
-    def __enter__(self) -> _FileWriter:
+    @property
+    def sink(self) -> FileSink:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def part(self, index: int) -> AbstractContextManager[FileSink]:
+        return nullcontext(self)
+
+    def stop(self) -> None:
         return None
 
     def write(self, state: Computed) -> Computed:
@@ -54,31 +60,6 @@ class _FileWriter:
 
     def done(self, state: Computed) -> Computed:
         return state
-
-
-@dataclass(frozen=True)
-class FileSink:
-    """The sink of a store file written in this process (never shipped)."""
-
-    writer: StoreWriter
-
-    def part(self, index: int) -> AbstractContextManager[_FileWriter]:
-        return _FileWriter(self.writer)
-
-    def stop(self) -> None:
-        return None
-
-
-@dataclass
-class FileOutput:
-    """A store file being written: its sink, then :meth:`finish`."""
-
-    writer: StoreWriter
-    columns: StoreColumns
-
-    @property
-    def sink(self) -> FileSink:
-        return FileSink(self.writer)
 
     def finish(
         self, meta: dict[str, Any], state: Computed, extras: Mapping[str, np.ndarray]
@@ -206,7 +187,7 @@ class PartsOutput:
 @contextmanager
 def store_output(
     out: Path, columns: StoreColumns, *, parts: bool
-) -> Iterator[FileOutput | PartsOutput]:
+) -> Iterator[FileSink | PartsOutput]:
     """The store at ``out`` being written, atomically: a directory store with ``parts``
     (an engine that runs the parts apart), else one file."""
     if parts:
@@ -214,4 +195,4 @@ def store_output(
             yield PartsOutput(writer, columns)
     else:
         with StoreWriter(out) as writer:
-            yield FileOutput(writer, columns)
+            yield FileSink(writer, columns)

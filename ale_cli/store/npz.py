@@ -1,12 +1,6 @@
 """The store, opened one way: a file (:mod:`ale_cli.store.reader`) or a directory store
-(:mod:`ale_cli.store.parts`), told apart here and nowhere else.
-
-The format (arrays, chunks, the meta and the recorded identity) is described in
-:mod:`ale_cli.store.format`; writing is :mod:`ale_cli.store.writer`, the checks of
-what a store holds :mod:`ale_cli.store.layout`, the verified reading of its bytes
-:mod:`ale_cli.store.verify`. The names a reader or writer of stores needs are
-importable from here.
-"""
+(:mod:`ale_cli.store.parts`), told apart here and nowhere else; the names a reader or
+writer of stores needs are importable from here."""
 
 from __future__ import annotations
 
@@ -65,33 +59,27 @@ __all__ = [
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:
-    """The meta of a store, after checking every byte of it (what makes a cache hit
-    sound): a file's members (:func:`~ale_cli.store.reader.read_file_meta`), or a
-    directory store's manifest and parts; a damaged store is an InputError
-    (:class:`~ale_cli.store.verify.DamagedStore` when its meta is intact)."""
+    """The meta of a store, after checking every byte of it (what makes a cache hit sound;
+    ``DamagedStore`` when the meta is intact)."""
     path = Path(path)
     return read_part_meta(path) if path.is_dir() else read_file_meta(path)
 
 
 def read_store(path: str | Path) -> Store:
-    """Load a store written by :func:`write_store` or :class:`StoreWriter` (its chunks
-    concatenated; or a directory store's parts), checking its arrays and shapes."""
+    """A store in memory (its chunks or parts concatenated), its arrays and shapes checked."""
     path = Path(path)
     return read_part_store(path) if path.is_dir() else read_file_store(path)
 
 
 def open_store(path: str | Path) -> StoreFile:
-    """Open a store of any schema for chunk-by-chunk reading: a file
-    (:func:`~ale_cli.store.reader.open_file_store`) or a directory store, as its parts
-    (:func:`~ale_cli.store.parts.open_part_store`)."""
+    """A store of any schema (a file or a directory store) opened for chunk-by-chunk reading."""
     path = Path(path)
     return open_part_store(path) if path.is_dir() else open_file_store(path)
 
 
 def store_sha256(path: str | Path) -> str:
-    """A store's identity, as a summary records it: the digest a file's meta records
-    (:func:`~ale_cli.store.reader.file_sha256`), or the sha256 of a directory store's
-    manifest after checking its parts' (:func:`ale_cli.store.parts.store_sha256`)."""
+    """A store's identity, as a summary records it (a file's recorded digest, a directory
+    store's manifest hash), checked."""
     path = Path(path)
     return part_store_sha256(path) if path.is_dir() else file_sha256(path)
 

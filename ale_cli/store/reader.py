@@ -136,21 +136,7 @@ def read_file_store(path: Path) -> Store:
     prediction = arrays.pop("prediction")
     names = tuple(str(s) for s in arrays.pop("feature_names"))
     inputs = tuple(str(s) for s in arrays.pop("input_names", names))
-    arrays.pop("meta")
-    if (
-        X.ndim != 2
-        or effects.ndim != 2
-        or effects.shape[0] != X.shape[0]
-        or prediction.shape != (X.shape[0],)
-    ):
-        raise InputError(f"store '{path}' has arrays of inconsistent shapes")
-    if len(inputs) != X.shape[1]:
-        raise InputError(f"store '{path}' has {len(inputs)} input names for {X.shape[1]} columns")
-    if len(names) != effects.shape[1]:
-        raise InputError(
-            f"store '{path}' has {len(names)} feature names for {effects.shape[1]} "
-            "columns of local effects"
-        )
+    arrays.pop("meta")  # the shapes agree (load_npz)
     unknown = [n for n in names if n not in inputs]
     if unknown:
         raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")

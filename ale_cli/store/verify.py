@@ -308,40 +308,35 @@ class Archive:
                 f"it holds {member.size - header}",
             )
         array = np.empty(count, dtype=dtype)
-        view = memoryview(array).cast("B") if count else memoryview(b"")
-        try:
-            with self._stream(member) as fh:
-                crc = zlib.crc32(fh.read(header))
-                done = 0
-                while done < len(view):
-                    got = fh.readinto(view[done : done + BLOCK])
-                    if not got:
-                        raise self.damaged(name, "it is shorter than its header says")
-                    crc = zlib.crc32(view[done : done + got], crc)
-                    done += got
-                self._check_end(member, fh, crc)
-        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
-            raise self.damaged(name, str(exc).splitlines()[0][:120]) from None
+        self._read(member, memoryview(array).cast("B") if count else memoryview(b""), header)
         return array.reshape(shape, order="F" if fortran else "C")
 
     def verify(self, name: str) -> None:
         """Check member ``name``'s CRC-32 without keeping its bytes."""
-        member = self.member(name)
-        view = memoryview(bytearray(BLOCK))
+        self._read(self.member(name), None)
+
+    def _read(self, member: Member, view: memoryview | None, header: int = 0) -> None:
+        """Read the member (after its ``header`` bytes) into ``view``, or through a reused
+        block when None, its CRC-32 computed on the bytes as they arrive, then checked."""
+        block = memoryview(bytearray(BLOCK if view is None else 0))
         try:
             with self._stream(member) as fh:
-                crc = 0
-                while got := fh.readinto(view):
-                    crc = zlib.crc32(view[:got], crc)
-                self._check_end(member, fh, crc)
+                crc, done = zlib.crc32(fh.read(header)), 0
+                while view is None or done < len(view):
+                    part = block if view is None else view[done : done + BLOCK]
+                    got = fh.readinto(part)
+                    if not got and view is None:
+                        break
+                    if not got:
+                        raise self.damaged(member.name, "it is shorter than its header says")
+                    crc = zlib.crc32(part[:got], crc)
+                    done += got
+                try:
+                    rest = fh.read(1)
+                except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                    raise self.damaged(member.name, str(exc)) from None
         except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
-            raise self.damaged(name, str(exc).splitlines()[0][:120]) from None
-
-    def _check_end(self, member: Member, fh: Any, crc: int) -> None:
-        try:
-            rest = fh.read(1)
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise self.damaged(member.name, str(exc)) from None
+            raise self.damaged(member.name, str(exc).splitlines()[0][:120]) from None
         if rest:
             raise self.damaged(member.name, "it is longer than its header says")
         if member.stored and crc != member.crc:

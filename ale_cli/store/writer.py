@@ -53,9 +53,8 @@ def _finish(zf: zipfile.ZipFile, meta: Mapping[str, Any]) -> str:
 
 
 def write_store(path: str | Path, store: Store) -> str:
-    """Write ``store`` to ``path`` atomically (never a partial file at ``path``), as one
-    array per name (the layout of schema 1 and 2; ``ale compute`` writes chunks with
-    :class:`StoreWriter`); the store's identity (its recorded digest)."""
+    """Write ``store`` to ``path`` atomically, one array per name (schema 1-2 layout);
+    its identity (the recorded digest)."""
     n, d = store.X.shape
     f = len(store.feature_names)
     if store.local_effects.shape != (n, f) or store.prediction.shape != (n,):
@@ -101,23 +100,12 @@ def _distribution(parts: list[np.ndarray]) -> dict[str, Any] | None:
 
 
 class StoreWriter:
-    """Write a chunked store entry by entry into a zip64 ``.npz``, atomically.
-
-    ::
-
-        with StoreWriter(path) as w:
-            for X, effects, prediction in ...:
-                w.add({"X": X, "local_effects": effects, "prediction": prediction})
-            w.finish(feature_names=..., input_names=..., meta=meta)
+    """Write a chunked store into a zip64 ``.npz``, atomically: ``with StoreWriter(path)
+    as w``, ``w.add(chunk)`` per chunk, then ``w.finish(...)`` (the manifest and digest).
 
     ``add`` hands the chunk to a helper thread that writes it while the caller goes on
-    (the arrays must not change afterwards); the next ``add`` waits for it.
-    Nothing appears at ``path`` before the block ends without an error (the
-    entries go to a temporary file beside it that is then renamed), so an
-    interrupted compute leaves an older store at ``path`` as it was.
-    ``finish`` adds the manifest (``meta["chunks"]``: rows per chunk, the row
-    arrays, per-input ``x_min``/``x_max``) and the digest, and must be called.
-    """
+    (the arrays must not change afterwards); nothing appears at ``path`` before the
+    block ends without an error."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
