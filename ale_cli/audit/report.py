@@ -14,12 +14,16 @@
   is ``<skipped>``. The elements and attributes are those of the JUnit schema
   Jenkins and GitLab read (``tests/data/junit.xsd``).
 - :func:`github_annotations`: ``::error``/``::warning`` workflow commands for
-  the failed rules, pointing at the rule's line in the rules file.
+  the failed rules, pointing at the rule's line in the rules file (its path
+  relative to ``$GITHUB_WORKSPACE``, else to the current directory, when it is
+  inside: GitHub places an annotation only on a path relative to the repository).
 """
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +170,24 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def annotation_path(path: str, env: Mapping[str, str] | None = None) -> str:
+    """``path`` relative to ``$GITHUB_WORKSPACE`` (else the current directory) when it is
+    inside it, else as given.
+
+    >>> annotation_path("/ws/configs/r.yaml", {"GITHUB_WORKSPACE": "/ws"})
+    'configs/r.yaml'
+    >>> annotation_path("/elsewhere/r.yaml", {"GITHUB_WORKSPACE": "/ws"})
+    '/elsewhere/r.yaml'
+    """
+    env = os.environ if env is None else env
+    base = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
+    try:
+        resolved = Path(os.path.abspath(path))
+        return resolved.relative_to(Path(os.path.abspath(base))).as_posix()
+    except ValueError:
+        return path
+
+
 def github_annotations(result: AuditResult) -> list[str]:
     """``::error``/``::warning`` lines for the failed checks (the GitHub Actions syntax).
 
@@ -181,7 +203,7 @@ def github_annotations(result: AuditResult) -> list[str]:
         if c.verdict not in ("fail", "warn"):
             continue
         kind = "error" if c.verdict == "fail" else "warning"
-        props = [f"file={_escape_property(result.rules)}"]
+        props = [f"file={_escape_property(annotation_path(result.rules))}"]
         if c.line is not None:
             props.append(f"line={c.line}")
         props.append(f"title={_escape_property(f'ale audit: {c.feature} {c.rule}')}")

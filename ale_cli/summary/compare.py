@@ -178,7 +178,9 @@ class FeatureComparison:
 
     ``status`` is one of ``ok``, ``missing_in_base``, ``missing_in_other``,
     ``not_estimable`` (``reason`` says on which side) or ``no_overlap``;
-    ``rank_base``/``rank_other`` are the ALED ranks (None where not estimable).
+    ``rank_base``/``rank_other`` are the ALED ranks (None where not estimable);
+    ``statistics_base``/``statistics_other`` every statistic the side records (ALED,
+    ALER, NALED, NALER, heterogeneity share, rank; None where not estimable).
     """
 
     name: str
@@ -189,6 +191,8 @@ class FeatureComparison:
     rank_other: int | None = None
     aled_base: float | None = None
     aled_other: float | None = None
+    statistics_base: dict[str, Any] | None = None
+    statistics_other: dict[str, Any] | None = None
 
     @property
     def rank_changed(self) -> bool:
@@ -307,6 +311,8 @@ def compare_summaries(
                 rank_other=None if sb is None else int(sb["rank"]),
                 aled_base=None if sa is None else float(sa["aled"]),
                 aled_other=None if sb is None else float(sb["aled"]),
+                statistics_base=sa,
+                statistics_other=sb,
             )
         )
     return out
