@@ -24,6 +24,7 @@ from ale_cli.io.jsonio import read_json_file
 from ale_cli.plot.first_order import feature_figure, overview_figure
 from ale_cli.plot.render import check_store
 from ale_cli.plot.second_order import interaction_figure
+from ale_cli.report.digest import finest, paragraph, split_checks, verdict
 from ale_cli.report.figures import svg_text, trend
 from ale_cli.report.history import FeatureDrift, HistoryRun, feature_drifts, read_history
 from ale_cli.store.npz import read_store, store_sha256
@@ -261,7 +262,8 @@ def build_report(
 ) -> ReportResult:
     """The report page of ``summaries`` (first-order and interact summaries, any order).
 
-    The first first-order summary is the main one: its statistics rank the
+    The finest first-order summary (the most bins, the first given on a tie:
+    :func:`ale_cli.report.digest.finest`) is the main one: its statistics rank the
     features table, its curves are drawn with the ``store`` (rug, violins) and
     compared with ``history``. Other first-order summaries add their overview
     figure; interact summaries add heat maps. ``audit`` is a JSON report
@@ -277,6 +279,9 @@ def build_report(
         read_history(history, exclude=history_exclude) if history is not None else []
     )
     first_order = [(n, s) for n, s in loaded if s.features]
+    if first_order:
+        i = finest(first_order)
+        first_order = [first_order[i], *first_order[:i], *first_order[i + 1 :]]
     if runs and first_order:
         runs = _without_this_run(runs, *first_order[0])
     timings = {"read_s": time.perf_counter() - t0}
@@ -287,8 +292,19 @@ def build_report(
     timings["figures_s"] = time.perf_counter() - t
     t = time.perf_counter()
     anchors = {r["name"]: r["anchor"] for r in rows}
+    header = _header(loaded, store_obj)
     context = {
-        "header": _header(loaded, store_obj),
+        "header": header,
+        "verdict": verdict(audit_data),
+        "paragraph": paragraph(
+            rows=rows,
+            main_label=main_label,
+            n_rows=header["rows"],
+            moved=moved,
+            audit=audit_data,
+            history_runs=len(runs),
+        ),
+        "checks": split_checks(audit_data),
         "generated": _now() if timestamp else None,
         "audit": audit_data,
         "main_label": main_label,
