@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ from ale_cli.plot.second_order import interaction_figure
 from ale_cli.report.digest import finest, paragraph, split_checks, verdict
 from ale_cli.report.figures import svg_text, trend
 from ale_cli.report.history import FeatureDrift, HistoryRun, feature_drifts, read_history
+from ale_cli.report.reuse import rendered_figures
 from ale_cli.store.npz import read_store, store_sha256
 from ale_cli.summary.build import utc_now
 from ale_cli.summary.compare import summary_statistics
@@ -164,6 +165,7 @@ def _feature_rows(
     summary: Summary,
     store: Store | None,
     drifts: dict[str, FeatureDrift],
+    reused: Mapping[tuple[str, Any], str],
 ) -> tuple[list[dict[str, Any]], int]:
     stats = summary_statistics(summary)
     rows = []
@@ -173,8 +175,11 @@ def _feature_rows(
         figures = [
             {
                 "label": f"{summary.estimator} ({Path(name).name})",
-                "svg": _markup(
-                    svg_text(feature_figure(summary, feat.name, store=store), prefix=f"f{i}-0-")
+                "svg": _figure(
+                    reused.get(("feature", feat.name)),
+                    lambda feat=feat, i=i: svg_text(
+                        feature_figure(summary, feat.name, store=store), prefix=f"f{i}-0-"
+                    ),
                 ),
             }
         ]
@@ -204,14 +209,20 @@ def _feature_rows(
     return rows, n_figures
 
 
+def _figure(reused: str | None, draw: Callable[[], str]) -> Any:
+    """The figure the plot step drew (:mod:`ale_cli.report.reuse`), else drawn now."""
+    return _markup(reused if reused is not None else draw())
+
+
 def _interactions(
-    summaries: list[tuple[str, Summary]], store: Store | None
+    summaries: list[tuple[str, Summary]],
+    store: Store | None,
+    reused: Mapping[str, Mapping[tuple[str, Any], str]],
 ) -> list[dict[str, Any]]:
     items = []
     for name, summary in summaries:
         for i, item in enumerate(summary.interactions):
             n = len(items) + 1
-            fig = interaction_figure(summary, i, store=store)
             notes = [f"not estimable: {item.reason}"] if item.status != "ok" else []
             if item.note:
                 notes.append(item.note)
@@ -222,7 +233,12 @@ def _interactions(
                     "b": item.features[1],
                     "label": f"{item.estimator} ({Path(name).name})",
                     "notes": notes,
-                    "svg": _markup(svg_text(fig, prefix=f"i{n}-")),
+                    "svg": _figure(
+                        reused.get(name, {}).get(("interaction", i)),
+                        lambda i=i, n=n, summary=summary: svg_text(
+                            interaction_figure(summary, i, store=store), prefix=f"i{n}-"
+                        ),
+                    ),
                 }
             )
     return items
@@ -259,6 +275,7 @@ def build_report(
     history: str | Path | None = None,
     history_exclude: Sequence[str] = (),
     timestamp: bool = True,
+    figures: Mapping[str | Path, str | Path] | None = None,
 ) -> ReportResult:
     """The report page of ``summaries`` (first-order and interact summaries, any order).
 
@@ -270,7 +287,9 @@ def build_report(
     of ``ale audit --json-report``; ``history`` a directory of earlier runs
     (:mod:`ale_cli.report.history`) less ``history_exclude``, and less its newest
     run when that holds the main summary itself (the same numbers). With
-    ``timestamp=False`` the same inputs give the same bytes.
+    ``timestamp=False`` the same inputs give the same bytes. ``figures`` maps a
+    summary's path to the figure directory the plot step wrote for it: its intact
+    figures are taken instead of drawn again (:mod:`ale_cli.report.reuse`).
     """
     t0 = time.perf_counter()
     loaded, store_obj = _load(summaries, store)
@@ -284,11 +303,13 @@ def build_report(
         first_order = [first_order[i], *first_order[:i], *first_order[i + 1 :]]
     if runs and first_order:
         runs = _without_this_run(runs, *first_order[0])
+    given = {str(k): v for k, v in (figures or {}).items()}
+    reused = {n: rendered_figures(s, given[n]) for n, s in loaded if n in given}
     timings = {"read_s": time.perf_counter() - t0}
     t = time.perf_counter()
-    section = _first_order_section(first_order, store_obj, runs)
+    section = _first_order_section(first_order, store_obj, runs, reused)
     rows, n_figures, overview, main_label, others, moved = section
-    interactions = _interactions(loaded, store_obj)
+    interactions = _interactions(loaded, store_obj, reused)
     timings["figures_s"] = time.perf_counter() - t
     t = time.perf_counter()
     anchors = {r["name"]: r["anchor"] for r in rows}
@@ -344,7 +365,10 @@ def _audit_section(audit: str | Path | None) -> dict[str, Any] | None:
 
 
 def _first_order_section(
-    first_order: list[tuple[str, Summary]], store_obj: Any, runs: list[HistoryRun]
+    first_order: list[tuple[str, Summary]],
+    store_obj: Any,
+    runs: list[HistoryRun],
+    reused: Mapping[str, Mapping[tuple[str, Any], str]],
 ) -> tuple[list[dict[str, Any]], int, Any, str | None, list[dict[str, Any]], list[FeatureDrift]]:
     """The features' rows and figures of the main (first) first-order summary, the
     overviews of the others, and the features that moved most since the last run."""
@@ -354,12 +378,18 @@ def _first_order_section(
     main_name, main = first_order[0]
     main_label = f"{main.estimator} ({Path(main_name).name})"
     drifts = {d.name: d for d in feature_drifts(Path(main_name).name, main, runs)}
-    rows, n_figures = _feature_rows(main_name, main, store_obj, drifts)
-    overview = _markup(svg_text(overview_figure(main), prefix="overview-"))
+    rows, n_figures = _feature_rows(main_name, main, store_obj, drifts, reused.get(main_name, {}))
+    overview = _figure(
+        reused.get(main_name, {}).get(("overview", None)),
+        lambda: svg_text(overview_figure(main), prefix="overview-"),
+    )
     others = [
         {
             "label": f"{other.estimator} ({Path(name).name})",
-            "svg": _markup(svg_text(overview_figure(other), prefix=f"overview{j}-")),
+            "svg": _figure(
+                reused.get(name, {}).get(("overview", None)),
+                lambda other=other, j=j: svg_text(overview_figure(other), prefix=f"overview{j}-"),
+            ),
         }
         for j, (name, other) in enumerate(first_order[1:], start=1)
     ]

@@ -54,10 +54,12 @@ def verdict(audit: dict[str, Any] | None) -> dict[str, str]:
             text += f", {len(warned)} warning(s)"
         return {"kind": "fail", "text": text + f" (exit {audit['exit_code']})."}
     if warned:
+        named = ", ".join(f"{x['feature']} {x['rule']}" for x in warned[:5])
+        more = f" and {len(warned) - 5} more" if len(warned) > 5 else ""
         return {
             "kind": "warn",
-            "text": f"Audit passed with {len(warned)} warning(s): {c['pass']} passed, "
-            f"{c['skip']} skipped.",
+            "text": f"Audit passed with {len(warned)} warning(s) ({named}{more}): "
+            f"{c['pass']} passed, {c['skip']} skipped.",
         }
     return {"kind": "pass", "text": f"Audit passed: all {c['pass']} checks passed."}
 
