@@ -6,9 +6,12 @@ seconds of the compute step, the three plot steps, the report step and the ratio
 the report built twice more, interleaved: taking the figures the plot steps drew
 (what ``ale run`` does) and drawing them again (``ale report`` without them).
 
-Today, 2 shared cores at load 20-24 (ratios noisy by about 20 %): compute 23.8 s, plots
-104.6 s, report 2.9 s with the figures taken (50.3 s when it drew them again): the
-report is now about 1/17 of its old cost; the plots are still about 4x the compute.
+Today, 2 shared cores at load 20-24 (absolute times several times a quiet machine's;
+ratios noisy by about 20 %): compute 34.2 s; plots 166.2 s (rhale 63.3, rebin 92.2,
+interact 10.7); report 5.3 s; (plots + report) / compute = 5.0. The report on the same
+directory: 3.1 s taking the figures the plot steps drew, 111.8 s drawing them again
+(36x). The report no longer costs a second drawing; the plot steps themselves are still
+about 5x the compute step (the target of 1 is not met).
 
 Run: ``PYTHONPATH=. python bench/bench_job_steps.py [R]`` (needs ``make samples``).
 """
