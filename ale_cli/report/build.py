@@ -308,10 +308,38 @@ def build_report(
     timings = {"read_s": time.perf_counter() - t0}
     t = time.perf_counter()
     section = _first_order_section(first_order, store_obj, runs, reused)
-    rows, n_figures, overview, main_label, others, moved = section
+    rows, n_figures = section[0], section[1]
     interactions = _interactions(loaded, store_obj, reused)
     timings["figures_s"] = time.perf_counter() - t
     t = time.perf_counter()
+    context = _context(
+        loaded, store_obj, audit_data, runs, section, interactions, timestamp=timestamp
+    )
+    html = _environment().get_template(TEMPLATE).render(**context)
+    timings["template_s"] = time.perf_counter() - t
+    return ReportResult(
+        html=html,
+        features=len(rows),
+        figures=n_figures + len(interactions),
+        interactions=len(interactions),
+        history_runs=len(runs),
+        audit_passed=None if audit_data is None else bool(audit_data["passed"]),
+        timings=timings,
+    )
+
+
+def _context(
+    loaded: list[tuple[str, Summary]],
+    store_obj: Any,
+    audit_data: dict[str, Any] | None,
+    runs: list[HistoryRun],
+    section: tuple[Any, ...],
+    interactions: list[dict[str, Any]],
+    *,
+    timestamp: bool,
+) -> dict[str, Any]:
+    """What the template shows (see ``templates/report.html.j2``)."""
+    rows, _, overview, main_label, others, moved = section
     anchors = {r["name"]: r["anchor"] for r in rows}
     header = _header(loaded, store_obj)
     context = {
@@ -340,17 +368,7 @@ def build_report(
         if runs
         else None,
     }
-    html = _environment().get_template(TEMPLATE).render(**context)
-    timings["template_s"] = time.perf_counter() - t
-    return ReportResult(
-        html=html,
-        features=len(rows),
-        figures=n_figures + len(interactions),
-        interactions=len(interactions),
-        history_runs=len(runs),
-        audit_passed=None if audit_data is None else bool(audit_data["passed"]),
-        timings=timings,
-    )
+    return context
 
 
 def _audit_section(audit: str | Path | None) -> dict[str, Any] | None:

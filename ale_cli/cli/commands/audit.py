@@ -45,6 +45,10 @@ def _write(path: Path, data: bytes) -> None:
 def _stdout_output(run: Run, outputs: dict[str, Path | None], output_format: str) -> str | None:
     """The one option whose data goes to standard output (``-``, or ``--format markdown``
     without ``-o``), or None; refused for two, or with --json."""
+    if run.json and output_format != "text":
+        raise InputError(
+            "--json prints one JSON object on stdout; leave out {param}", param="output_format"
+        )
     given = [name for name, path in outputs.items() if is_stdio(path)]
     if output_format == "markdown" and outputs["out"] is None:
         given.append("output_format")
@@ -59,14 +63,26 @@ def _stdout_output(run: Run, outputs: dict[str, Path | None], output_format: str
     if not given:
         return None
     if given[0] == "output_format":
-        if run.json:
-            raise InputError(
-                "--json prints one JSON object on stdout; leave out {param}",
-                param="output_format",
-            )
         return given[0]
     run.claim_stdout("-", given[0])
     return given[0]
+
+
+def _write_outputs(
+    files: dict[str, Path | None], result: AuditResult, data: dict[str, Any]
+) -> list[str]:
+    """Write the JSON report, the JUnit XML and the markdown that were asked for."""
+    payloads = {
+        "json_report": lambda: dumps(data).encode("utf-8"),
+        "junit": lambda: junit_xml(result),
+        "out": lambda: markdown(result).encode("utf-8"),
+    }
+    outputs: list[str] = []
+    for name, path in files.items():
+        if path is not None:
+            _write(path, payloads[name]())
+            outputs.append(str(path))
+    return outputs
 
 
 def _table_lines(result: AuditResult, run: Run, output_format: str) -> list[str]:
@@ -157,25 +173,12 @@ def audit(
     """
 
     check_choice(output_format, FORMATS, "output_format")
-    if run.json and output_format != "text":
-        raise InputError(
-            "--json prints one JSON object on stdout; leave out {param}", param="output_format"
-        )
     files = {"json_report": json_report, "junit": junit, "out": out}
     to_stdout = _stdout_output(run, files, output_format)
     result = audit_files(summaries, rules, baseline=baseline)
     created = datetime.now(UTC).isoformat(timespec="seconds")
     data = report_dict(result, created=created)
-    payloads = {
-        "json_report": lambda: dumps(data).encode("utf-8"),
-        "junit": lambda: junit_xml(result),
-        "out": lambda: markdown(result).encode("utf-8"),
-    }
-    outputs: list[str] = []
-    for name, path in files.items():
-        if path is not None:
-            _write(path, payloads[name]())
-            outputs.append(str(path))
+    outputs = _write_outputs(files, result, data)
     lines = _table_lines(result, run, output_format)
     if to_stdout == "output_format":
         echo_data(markdown(result))
