@@ -529,7 +529,10 @@ def test_bad_rules_are_one_line_input_errors(tmp_path: Path, text: str, message:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--format", "html"), "error: --format must be one of text, github, got 'html'\n"),
+        (
+            ("--format", "html"),
+            "error: --format must be one of text, github, markdown, got 'html'\n",
+        ),
         (
             ("--json", "--format", "github"),
             "error: --json prints one JSON object on stdout; leave out --format\n",
@@ -546,7 +549,7 @@ def test_bad_options_are_input_errors(tmp_path: Path, args: tuple[str, ...], mes
 
 def test_rules_parse_without_a_file() -> None:
     rules = parse_rules({"rules": [{"feature": "*", "drift": {"max_z": 3}}]}, path=Path("x"))
-    assert rules.rules[0].params == {"max_abs": None, "max_z": 3.0}
+    assert rules.rules[0].params == {"max_abs": None, "max_z": 3.0, "statistic": None}
     with pytest.raises(InputError, match="drift needs max_abs and/or max_z"):
         parse_rules({"rules": [{"feature": "*", "drift": {}}]}, path=Path("x"))
 

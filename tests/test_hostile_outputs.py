@@ -462,6 +462,7 @@ DELEGATED = {
 MINIMAL = {
     ("audit", "json_report"): ("audit", G, *R, "--json-report", "{target}"),
     ("audit", "junit"): ("audit", G, *R, "--junit", "{target}"),
+    ("audit", "out"): ("audit", G, *R, "-o", "{target}"),
     ("diff", "out"): ("diff", G, G, "-o", "{target}"),
     ("classic", "out"): ("classic", "{ws}/m.pt", "{ws}/data.csv", "-o", "{target}"),
     ("compute", "out"): ("compute", "{ws}/m.pt", "{ws}/data.csv", "-o", "{target}"),

@@ -64,6 +64,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (history / label).mkdir(parents=True)
         store = make_store(root / f"{label}.npz", slope_b=slope)
         write_summary(history / label / "rhale.json", api.rhale(store), timestamp=False)
+        write_summary(history / label / "rebin.json", api.rebin(store, bins=8), timestamp=False)
     store = make_store(root / "s.npz", slope_b=3.0)
     rhale, rebin = root / "rhale.json", root / "rebin.json"
     write_summary(rhale, api.rhale(store), timestamp=False)
@@ -151,3 +152,46 @@ def test_print_media_hides_navigation(browser, report, tmp_path):
     page.pdf(path=str(pdf))
     assert pdf.stat().st_size > 10_000
     page.close()
+
+
+def test_the_page_starts_with_the_answer_and_folds_the_passed_rules(browser, report):
+    """Verdict, summary in words, features by importance (table and small multiples), what
+    moved, failures and warnings, the passed rules folded, then per-feature detail; the
+    verdict and the importance table on the first screen; no script error, no request."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    url = report.as_uri()
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda r: requests.append(r.url) if r.url != url else None)
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(url, wait_until="load")
+
+    order = ["#verdict", "#digest", "#features", "#moved", "#audit", "#audit-passed",
+             "#feature-detail", "section.feature", "#estimators", "#about"]  # fmt: skip
+    tops = [page.locator(sel).first.bounding_box()["y"] for sel in order]
+    assert tops == sorted(tops), dict(zip(order, tops, strict=True))
+    # the first screen holds the verdict and the importance table's rows
+    assert page.locator("#verdict").bounding_box()["y"] < 200
+    first_row = page.locator("#features-table tbody tr").first.bounding_box()
+    assert first_row["y"] + first_row["height"] < 900
+    verdict = page.locator("#verdict").inner_text()
+    assert verdict.startswith("Audit failed: 1 rule(s) failed (b max_aled)")
+    digest = page.locator("#digest").inner_text()
+    assert "importance from dale (rebin.json)" in digest  # 8 bins against RHALE's few
+    assert "Since the previous run, b moved most" in digest
+    assert "The most important by ALED: b (NALED" in digest
+
+    # failures first; the passed rules folded in <details>, shown on a click
+    flagged = page.locator("#audit-table tbody tr").all_inner_texts()
+    assert len(flagged) == 1 and flagged[0].split("\t")[:2] == ["b", "max_aled"]
+    assert page.locator("#audit-passed").get_attribute("open") is None
+    assert page.locator("#audit-passed-table").is_hidden()
+    page.locator("#audit-passed > summary").click()
+    assert page.locator("#audit-passed-table").is_visible()
+    assert page.locator("#audit-passed-table tbody tr").count() == 2
+    # every figure caption and statistics line names its summary
+    for caption in page.locator("section.feature p.muted").all_inner_texts():
+        assert caption.startswith("dale (rebin.json): rank")
+    page.close()
+    assert requests == [] and errors == []

@@ -98,7 +98,10 @@ def test_sample_job_runs_every_step_then_caches_them_all(cli, sample_job, tmp_pa
     ]  # fmt: skip
     assert manifest["cache_hits"] == 0 and manifest["audit"]["passed"] is True
     assert (out / "plots/rhale/bmi.png").is_file()
-    assert 0 < (out / "report.html").stat().st_size < 2 * 1024 * 1024  # 10 features, 13 figures
+    # 10 features, 13 figures: the plot steps' PNGs (dpi 120) taken as data: images
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert 0 < len(html) < 3 * 1024 * 1024
+    assert html.count('<img class="figure"') == 13 and 'class="figure" width=' not in html
     assert manifest["history"]["added"] is True
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "run.json"}
 

@@ -9,7 +9,8 @@ not recorded).
 Curve rules: :mod:`ale_cli.audit.curves`. ``max_interaction``: the largest ``|effect|``
 of the pairs with the feature, and its share of the 1st-99th percentile range of the
 predictions. ``drift``: :func:`ale_cli.summary.compare.compare_feature` against the
-baseline (a feature missing or not estimable on one side fails).
+baseline (a feature missing or not estimable on one side fails); with ``statistic``, the
+change of that statistic (:mod:`ale_cli.audit.drift`; one not recorded is skipped).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.audit.curves import FIRST_ORDER, STATISTICS, fmt, statistic
+from ale_cli.audit.drift import statistic_drift
 from ale_cli.audit.rules import WILDCARD, Rule, RuleSet
 from ale_cli.errors import InputError
 from ale_cli.summary.compare import compare_feature, summary_statistics
@@ -214,6 +216,35 @@ def _interaction_checks(rule: Rule, ctx: _Context) -> list[Check]:
     return out
 
 
+def _statistic_drift_check(
+    rule: Rule, ctx: _Context, label: str, summary: Summary, name: str
+) -> Check:
+    """One feature's statistic against the baseline (see :mod:`ale_cli.audit.drift`)."""
+    if ctx.baseline is None:  # pragma: no cover - evaluate() checks this first
+        raise RuntimeError("drift rule without a baseline")
+    base_label, base = ctx.baseline
+    p = rule.params
+    limit = f"|change| <= {fmt(p['max_abs'])}"
+    sides = {"baseline": (base_label, base), "summary": (label, summary)}
+    stats, why = {}, []
+    for side, (lab, s) in sides.items():
+        feat = next((f for f in s.features if f.name == name), None)
+        if feat is None:
+            why.append(f"not in the {side}")
+        elif not _estimable(feat):
+            why.append(f"not estimable in the {side} ({feat.reason})")
+        else:
+            stats[side] = ctx.statistics(lab, s)[name]
+    if why:
+        both = len(why) == 2 and all(w.startswith("not estimable") for w in why)
+        return _check(rule, label, name, None if both else False, "; ".join(why), limit)
+    outcome = statistic_drift(p["statistic"], stats["baseline"], stats["summary"], p["max_abs"])
+    if isinstance(outcome, str):
+        return _check(rule, label, name, None, outcome, limit)
+    ok, observed, limit, value, details = outcome
+    return _check(rule, label, name, ok, observed, limit, value=value, details=details)
+
+
 def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
     if ctx.baseline is None:  # pragma: no cover - evaluate() checks this first
         raise RuntimeError("drift rule without a baseline")
@@ -232,6 +263,9 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
         cur = {f.name: f for f in summary.features}
         names = [n for n in dict.fromkeys([*cur, *base_feats]) if ctx.applies(rule, n)]
         for name in names:
+            if p["statistic"] is not None:
+                out.append(_statistic_drift_check(rule, ctx, label, summary, name))
+                continue
             b, c = base_feats.get(name), cur.get(name)
             if b is not None and c is not None and not _estimable(b) and not _estimable(c):
                 out.append(_check(rule, label, name, None, "not estimable in both", limit))

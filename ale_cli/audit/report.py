@@ -4,13 +4,16 @@ The text table is plain ASCII (FEATURE, RULE, OBSERVED, LIMIT, VERDICT, SUMMARY 
 several, then totals); the JSON report follows ``ale_cli/schema/audit.schema.json``; the
 JUnit XML (``tests/data/junit.xsd``) starts with the ``<!-- generator: ale ...`` comment
 the output guard knows, one ``<testcase>`` per check (a failed error rule a
-``<failure>``, a warning in ``<system-out>``, a skip ``<skipped>``).
+``<failure>``, a warning in ``<system-out>``, a skip ``<skipped>``). Annotations point at
+the rule's line, the rules file's path relative to ``$GITHUB_WORKSPACE`` (else the
+current directory) when it is inside.
 """
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +149,24 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def annotation_path(path: str, env: Mapping[str, str] | None = None) -> str:
+    """``path`` relative to ``$GITHUB_WORKSPACE`` (else the current directory) when it is
+    inside it, else as given.
+
+    >>> annotation_path("/ws/configs/r.yaml", {"GITHUB_WORKSPACE": "/ws"})
+    'configs/r.yaml'
+    >>> annotation_path("/elsewhere/r.yaml", {"GITHUB_WORKSPACE": "/ws"})
+    '/elsewhere/r.yaml'
+    """
+    env = os.environ if env is None else env
+    base = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
+    try:
+        resolved = Path(os.path.abspath(path))
+        return resolved.relative_to(Path(os.path.abspath(base))).as_posix()
+    except ValueError:
+        return path
+
+
 def github_annotations(result: AuditResult) -> list[str]:
     """``::error``/``::warning`` lines for the failed checks (the GitHub Actions syntax).
 
@@ -161,7 +182,7 @@ def github_annotations(result: AuditResult) -> list[str]:
         if c.verdict not in ("fail", "warn"):
             continue
         kind = "error" if c.verdict == "fail" else "warning"
-        props = [f"file={_escape_property(result.rules)}"]
+        props = [f"file={_escape_property(annotation_path(result.rules))}"]
         if c.line is not None:
             props.append(f"line={c.line}")
         props.append(f"title={_escape_property(f'ale audit: {c.feature} {c.rule}')}")

@@ -11,8 +11,10 @@ key given twice). A mapping with a list under ``rules:``; each entry names a ``f
         max_heterogeneity_share: 0.8
         severity: warn
 
-The rules and their values are in docs/audit.md. Entries naming a feature replace the
-``"*"`` entries for that rule name. Errors name the file, the entry and its feature.
+The rules and their values are in docs/audit.md (``drift`` takes ``{max_abs, max_z}`` on
+the curve or ``{statistic: naled|aled|heterogeneity_share|rank, max_abs}``). Entries naming
+a feature replace the ``"*"`` entries for that rule name. Errors name the file, the entry
+and its feature.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ SEVERITIES = ("error", "warn")
 DIRECTIONS = ("increasing", "decreasing")
 SIGNS = ("positive", "negative")
 NOT_ESTIMABLE = ("fail", "warn", "ignore")
+#: the statistics a ``drift`` rule can gate on (``drift: {statistic: naled, max_abs: 5}``)
+DRIFT_STATISTICS = ("naled", "aled", "heterogeneity_share", "rank")
 DEFAULT_Z = 2.0
 RULE_NAMES = (
     "monotonic",
@@ -115,6 +119,28 @@ def _limits(value: Any, name: str, keys: tuple[str, str]) -> dict[str, float | N
     return out
 
 
+def _drift(value: Any) -> dict[str, Any]:
+    """``drift`` on the curve (``max_abs``/``max_z``) or on a statistic (``statistic`` and
+    ``max_abs``: the largest absolute change of the statistic from the baseline).
+
+    >>> _drift({"statistic": "naled", "max_abs": 5})
+    {'max_abs': 5.0, 'max_z': None, 'statistic': 'naled'}
+    """
+    given = _mapping(value, "drift", ("max_abs", "max_z", "statistic"))
+    if "statistic" not in given:
+        return _limits(value, "drift", ("max_abs", "max_z")) | {"statistic": None}
+    statistic = _choice(given["statistic"], "drift.statistic", DRIFT_STATISTICS)
+    if given.get("max_z") is not None:
+        raise ValueError("drift on a statistic takes max_abs (its largest change), not max_z")
+    if given.get("max_abs") is None:
+        raise ValueError(f"drift on {statistic} needs max_abs (its largest change)")
+    return {
+        "max_abs": _number(given["max_abs"], "drift.max_abs", minimum=0),
+        "max_z": None,
+        "statistic": statistic,
+    }
+
+
 def parse_rule(name: str, value: Any) -> dict[str, Any]:
     """The checked parameters of rule ``name`` with the YAML ``value``; ValueError if wrong.
 
@@ -165,7 +191,7 @@ def parse_rule(name: str, value: Any) -> dict[str, Any]:
             return {"max_abs": _number(value, name, minimum=0), "max_share": None}
         return _limits(value, name, ("max_abs", "max_share"))
     if name == "drift":
-        return _limits(value, name, ("max_abs", "max_z"))
+        return _drift(value)
     if name == "not_estimable":
         return {"action": _choice(value, name, NOT_ESTIMABLE)}
     raise ValueError(f"unknown rule {name!r} (known: {', '.join(RULE_NAMES)})")

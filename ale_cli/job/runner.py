@@ -296,6 +296,11 @@ def _report(r: _Runner, names: list[str], history: dict[str, Any], store_sha: st
     inputs = {s: r.digest(s) for s in summaries} | {"store": store_sha}
     if (r.out / AUDIT).is_file() and spec.rules is not None:
         inputs[AUDIT] = r.digest(AUDIT)
+    figures = {}
+    if spec.plots is not None:  # the report takes the figures the plot steps drew
+        figures = {r.out / f"{n}.json": r.out / "plots" / n for n in names}
+        for n in names:
+            inputs[f"plots/{n}/{FIGURES_MANIFEST}"] = r.digest(f"plots/{n}/{FIGURES_MANIFEST}")
     earlier = [h for h in history["runs"] if h != history["entry"]]
     for label in earlier:
         for f in sorted((r.out / HISTORY / label).iterdir()):
@@ -309,6 +314,7 @@ def _report(r: _Runner, names: list[str], history: dict[str, Any], store_sha: st
             history=r.out / HISTORY,
             history_exclude=[history["entry"]],
             timestamp=bool(spec.report["timestamp"]),  # type: ignore[index]
+            figures=figures,
         )
         write_report(r.out / REPORT, result.html)
         return [r.out / REPORT]

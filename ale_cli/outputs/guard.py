@@ -107,6 +107,13 @@ def is_audit_report(path: Path) -> bool:
     return data is not None and "rules" in data and isinstance(data.get("checks"), list)
 
 
+def is_audit_markdown(path: Path) -> bool:
+    """A markdown summary of ``ale audit``: its generator comment on the first line, or an
+    empty file (a CI job summary file the runner created, with nothing to lose)."""
+    head = _head(path, 512)
+    return head == b"" or head.startswith(JUNIT_MARKER.encode())
+
+
 def is_html_report(path: Path) -> bool:
     """An ``ale report`` page: an HTML document with the ``generator`` meta of ``ale``."""
     head = _head(path)
@@ -207,6 +214,7 @@ for _kind in (
     OutputKind("html", "HTML report", is_html_report, stdout=True),
     OutputKind("audit-json", "audit report", is_audit_report, stdout=True),
     OutputKind("junit", "JUnit XML of 'ale audit'", is_junit, stdout=True),
+    OutputKind("audit-markdown", "markdown summary of 'ale audit'", is_audit_markdown, stdout=True),
     OutputKind("table-csv", "CSV export", is_csv_export, stdout=True),
     OutputKind("table-parquet", "Parquet export", is_parquet_export),
     OutputKind(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,8 +20,10 @@ from ale_cli.io.jsonio import read_json_file
 from ale_cli.plot.first_order import feature_figure, overview_figure
 from ale_cli.plot.render import check_store
 from ale_cli.plot.second_order import interaction_figure
+from ale_cli.report.digest import finest, paragraph, split_checks, verdict
 from ale_cli.report.figures import svg_text, trend
 from ale_cli.report.history import FeatureDrift, HistoryRun, feature_drifts, read_history
+from ale_cli.report.reuse import rendered_figures
 from ale_cli.store.npz import read_store, store_sha256
 from ale_cli.summary.build import utc_now
 from ale_cli.summary.compare import summary_statistics
@@ -158,6 +160,7 @@ def _feature_rows(
     summary: Summary,
     store: Store | None,
     drifts: dict[str, FeatureDrift],
+    reused: Mapping[tuple[str, Any], str],
 ) -> tuple[list[dict[str, Any]], int]:
     stats = summary_statistics(summary)
     rows = []
@@ -167,8 +170,11 @@ def _feature_rows(
         figures = [
             {
                 "label": f"{summary.estimator} ({Path(name).name})",
-                "svg": _markup(
-                    svg_text(feature_figure(summary, feat.name, store=store), prefix=f"f{i}-0-")
+                "svg": _figure(
+                    reused.get(("feature", feat.name)),
+                    lambda feat=feat, i=i: svg_text(
+                        feature_figure(summary, feat.name, store=store), prefix=f"f{i}-0-"
+                    ),
                 ),
             }
         ]
@@ -198,14 +204,20 @@ def _feature_rows(
     return rows, n_figures
 
 
+def _figure(reused: str | None, draw: Callable[[], str]) -> Any:
+    """The figure the plot step drew (:mod:`ale_cli.report.reuse`), else drawn now."""
+    return _markup(reused if reused is not None else draw())
+
+
 def _interactions(
-    summaries: list[tuple[str, Summary]], store: Store | None
+    summaries: list[tuple[str, Summary]],
+    store: Store | None,
+    reused: Mapping[str, Mapping[tuple[str, Any], str]],
 ) -> list[dict[str, Any]]:
     items = []
     for name, summary in summaries:
         for i, item in enumerate(summary.interactions):
             n = len(items) + 1
-            fig = interaction_figure(summary, i, store=store)
             notes = [f"not estimable: {item.reason}"] if item.status != "ok" else []
             if item.note:
                 notes.append(item.note)
@@ -216,7 +228,12 @@ def _interactions(
                     "b": item.features[1],
                     "label": f"{item.estimator} ({Path(name).name})",
                     "notes": notes,
-                    "svg": _markup(svg_text(fig, prefix=f"i{n}-")),
+                    "svg": _figure(
+                        reused.get(name, {}).get(("interaction", i)),
+                        lambda i=i, n=n, summary=summary: svg_text(
+                            interaction_figure(summary, i, store=store), prefix=f"i{n}-"
+                        ),
+                    ),
                 }
             )
     return items
@@ -252,13 +269,17 @@ def build_report(
     history: str | Path | None = None,
     history_exclude: Sequence[str] = (),
     timestamp: bool = True,
+    figures: Mapping[str | Path, str | Path] | None = None,
 ) -> ReportResult:
     """The report page of ``summaries`` (first-order and interact summaries, any order).
 
-    The first first-order summary is the main one: it ranks the features table, is drawn
-    with the ``store`` and compared with ``history`` (less ``history_exclude`` and a
-    newest run holding the same numbers); the others add overviews and heat maps.
-    ``audit``: an ``ale audit --json-report`` file.
+    The finest first-order summary (the most bins, the first given on a tie:
+    :func:`ale_cli.report.digest.finest`) is the main one: it ranks the features table,
+    is drawn with the ``store`` and compared with ``history`` (less ``history_exclude`` and
+    a newest run holding the same numbers); the others add overviews and heat maps.
+    ``audit``: an ``ale audit --json-report`` file. ``figures`` maps a summary's path to the
+    figure directory its plot step wrote: intact figures are taken, not drawn again
+    (:mod:`ale_cli.report.reuse`).
     """
     t0 = time.perf_counter()
     loaded, store_obj = _load(summaries, store)
@@ -267,18 +288,62 @@ def build_report(
         read_history(history, exclude=history_exclude) if history is not None else []
     )
     first_order = [(n, s) for n, s in loaded if s.features]
+    if first_order:
+        i = finest(first_order)
+        first_order = [first_order[i], *first_order[:i], *first_order[i + 1 :]]
     if runs and first_order:
         runs = _without_this_run(runs, *first_order[0])
+    given = {str(k): v for k, v in (figures or {}).items()}
+    reused = {n: rendered_figures(s, given[n]) for n, s in loaded if n in given}
     timings = {"read_s": time.perf_counter() - t0}
     t = time.perf_counter()
-    section = _first_order_section(first_order, store_obj, runs)
-    rows, n_figures, overview, main_label, others, moved = section
-    interactions = _interactions(loaded, store_obj)
+    section = _first_order_section(first_order, store_obj, runs, reused)
+    rows, n_figures = section[0], section[1]
+    interactions = _interactions(loaded, store_obj, reused)
     timings["figures_s"] = time.perf_counter() - t
     t = time.perf_counter()
+    context = _context(
+        loaded, store_obj, audit_data, runs, section, interactions, timestamp=timestamp
+    )
+    html = _environment().get_template(TEMPLATE).render(**context)
+    timings["template_s"] = time.perf_counter() - t
+    return ReportResult(
+        html=html,
+        features=len(rows),
+        figures=n_figures + len(interactions),
+        interactions=len(interactions),
+        history_runs=len(runs),
+        audit_passed=None if audit_data is None else bool(audit_data["passed"]),
+        timings=timings,
+    )
+
+
+def _context(
+    loaded: list[tuple[str, Summary]],
+    store_obj: Any,
+    audit_data: dict[str, Any] | None,
+    runs: list[HistoryRun],
+    section: tuple[Any, ...],
+    interactions: list[dict[str, Any]],
+    *,
+    timestamp: bool,
+) -> dict[str, Any]:
+    """What the template shows (see ``templates/report.html.j2``)."""
+    rows, _, overview, main_label, others, moved = section
     anchors = {r["name"]: r["anchor"] for r in rows}
+    header = _header(loaded, store_obj)
     context = {
-        "header": _header(loaded, store_obj),
+        "header": header,
+        "verdict": verdict(audit_data),
+        "paragraph": paragraph(
+            rows=rows,
+            main_label=main_label,
+            n_rows=header["rows"],
+            moved=moved,
+            audit=audit_data,
+            history_runs=len(runs),
+        ),
+        "checks": split_checks(audit_data),
         "generated": _now() if timestamp else None,
         "audit": audit_data,
         "main_label": main_label,
@@ -293,17 +358,7 @@ def build_report(
         if runs
         else None,
     }
-    html = _environment().get_template(TEMPLATE).render(**context)
-    timings["template_s"] = time.perf_counter() - t
-    return ReportResult(
-        html=html,
-        features=len(rows),
-        figures=n_figures + len(interactions),
-        interactions=len(interactions),
-        history_runs=len(runs),
-        audit_passed=None if audit_data is None else bool(audit_data["passed"]),
-        timings=timings,
-    )
+    return context
 
 
 def _audit_section(audit: str | Path | None) -> dict[str, Any] | None:
@@ -318,7 +373,10 @@ def _audit_section(audit: str | Path | None) -> dict[str, Any] | None:
 
 
 def _first_order_section(
-    first_order: list[tuple[str, Summary]], store_obj: Any, runs: list[HistoryRun]
+    first_order: list[tuple[str, Summary]],
+    store_obj: Any,
+    runs: list[HistoryRun],
+    reused: Mapping[str, Mapping[tuple[str, Any], str]],
 ) -> tuple[list[dict[str, Any]], int, Any, str | None, list[dict[str, Any]], list[FeatureDrift]]:
     """The main summary's rows and figures, the others' overviews, the features that
     moved most since the last run."""
@@ -327,12 +385,18 @@ def _first_order_section(
     main_name, main = first_order[0]
     main_label = f"{main.estimator} ({Path(main_name).name})"
     drifts = {d.name: d for d in feature_drifts(Path(main_name).name, main, runs)}
-    rows, n_figures = _feature_rows(main_name, main, store_obj, drifts)
-    overview = _markup(svg_text(overview_figure(main), prefix="overview-"))
+    rows, n_figures = _feature_rows(main_name, main, store_obj, drifts, reused.get(main_name, {}))
+    overview = _figure(
+        reused.get(main_name, {}).get(("overview", None)),
+        lambda: svg_text(overview_figure(main), prefix="overview-"),
+    )
     others = [
         {
             "label": f"{other.estimator} ({Path(name).name})",
-            "svg": _markup(svg_text(overview_figure(other), prefix=f"overview{j}-")),
+            "svg": _figure(
+                reused.get(name, {}).get(("overview", None)),
+                lambda other=other, j=j: svg_text(overview_figure(other), prefix=f"overview{j}-"),
+            ),
         }
         for j, (name, other) in enumerate(first_order[1:], start=1)
     ]

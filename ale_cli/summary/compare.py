@@ -143,7 +143,8 @@ def curve_difference(
 class FeatureComparison:
     """One feature of two summaries: ``status`` ``ok`` (``difference`` set),
     ``missing_in_base``, ``missing_in_other``, ``not_estimable`` or ``no_overlap``
-    (``reason`` says why); ``rank_*`` are the ALED ranks (None where not estimable)."""
+    (``reason`` says why); ``rank_*`` are the ALED ranks and ``statistics_*`` every
+    statistic the side records (None where not estimable)."""
 
     name: str
     status: str
@@ -153,6 +154,8 @@ class FeatureComparison:
     rank_other: int | None = None
     aled_base: float | None = None
     aled_other: float | None = None
+    statistics_base: dict[str, Any] | None = None
+    statistics_other: dict[str, Any] | None = None
 
     @property
     def rank_changed(self) -> bool:
@@ -264,6 +267,8 @@ def compare_summaries(
                 rank_other=None if sb is None else int(sb["rank"]),
                 aled_base=None if sa is None else float(sa["aled"]),
                 aled_other=None if sb is None else float(sb["aled"]),
+                statistics_base=sa,
+                statistics_other=sb,
             )
         )
     return out

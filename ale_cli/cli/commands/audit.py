@@ -12,8 +12,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ale_cli.audit import audit_files
-from ale_cli.audit.report import aligned, github_annotations, junit_xml, report_dict, text_table
+from ale_cli.audit import AuditResult, audit_files
+from ale_cli.audit.markdown import markdown
+from ale_cli.audit.report import (
+    aligned,
+    github_annotations,
+    junit_xml,
+    report_dict,
+    text_table,
+    totals,
+)
 from ale_cli.checks import check_choice, names_tuple
 from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio
 from ale_cli.cli.options import FeaturesOption, unshown
@@ -27,7 +35,7 @@ from ale_cli.summary.model import read_summary
 if TYPE_CHECKING:
     from ale_cli.summary.compare import FeatureComparison
 
-FORMATS = ("text", "github")
+FORMATS = ("text", "github", "markdown")
 DIFF_FORMATS = ("png", "svg")
 
 
@@ -40,23 +48,64 @@ def _write(path: Path, data: bytes) -> None:
         fh.write(data)
 
 
-def _stdout_output(run: Run, report: Path | None, junit: Path | None) -> bool:
-    """True when --json-report or --junit is ``-``; refused for both, or with --json."""
-    if is_stdio(report) and is_stdio(junit):
+def _stdout_output(run: Run, outputs: dict[str, Path | None], output_format: str) -> str | None:
+    """The one option whose data goes to standard output (``-``, or ``--format markdown``
+    without ``-o``), or None; refused for two, or with --json."""
+    if run.json and output_format != "text":
         raise InputError(
-            "{param} - and {param:junit} - both write to standard output; give one a path",
-            param="json_report",
+            "--json prints one JSON object on stdout; leave out {param}", param="output_format"
         )
-    if is_stdio(report):
-        return run.claim_stdout(report, "json_report")
-    return is_stdio(junit) and run.claim_stdout(junit, "junit")
+    given = [name for name, path in outputs.items() if is_stdio(path)]
+    if output_format == "markdown" and outputs["out"] is None:
+        given.append("output_format")
+    if len(given) > 1:
+        a, b = (
+            f"{{param:{n}}} markdown" if n == "output_format" else f"{{param:{n}}} -"
+            for n in given[:2]
+        )
+        raise InputError(
+            f"{a} and {b} both write to standard output; give one a path", param=given[0]
+        )
+    if not given:
+        return None
+    if given[0] == "output_format":
+        return given[0]
+    run.claim_stdout("-", given[0])
+    return given[0]
+
+
+def _write_outputs(
+    files: dict[str, Path | None], result: AuditResult, data: dict[str, Any]
+) -> list[str]:
+    """Write the JSON report, the JUnit XML and the markdown that were asked for."""
+    payloads = {
+        "json_report": lambda: dumps(data).encode("utf-8"),
+        "junit": lambda: junit_xml(result),
+        "out": lambda: markdown(result).encode("utf-8"),
+    }
+    outputs: list[str] = []
+    for name, path in files.items():
+        if path is not None:
+            _write(path, payloads[name]())
+            outputs.append(str(path))
+    return outputs
+
+
+def _table_lines(result: AuditResult, run: Run, output_format: str) -> list[str]:
+    """The table (with --quiet only the failed and warned rows) and the annotations."""
+    table = text_table(result).splitlines()[:-1]
+    if run.quiet:
+        table = [c.message for c in result.checks if c.verdict in ("fail", "warn")]
+    return table + (github_annotations(result) if output_format == "github" else [])
 
 
 AuditFormatOption = Annotated[
     str,
     typer.Option(
         "--format",
-        help="text: the table; github: the table and ::error/::warning annotation lines.",
+        help="text: the table; github: the table and ::error/::warning annotation lines; "
+        "markdown: a summary for a CI job page or a merge-request comment (failed rules "
+        "first, passed ones folded) instead of the table.",
     ),
 ]
 
@@ -67,9 +116,11 @@ AuditFormatOption = Annotated[
     "failure while running.\n\n"
     "Renamed: --report FILE is now --json-report FILE (it writes JSON; 'ale report' writes "
     "the HTML page); the old spelling still works in this release.\n\n"
+    "With --quiet the table lists only the failed and warned rules.\n\n"
     "Example: ale audit out/diabetes-mlp-rhale.json out/diabetes-mlp-interact.json "
-    "--rules configs/audit-diabetes-mlp.yaml --junit out/audit.xml",
-    outputs={"json_report": "audit-json", "junit": "junit"},
+    "--rules configs/audit-diabetes-mlp.yaml --junit out/audit.xml "
+    '-o "$GITHUB_STEP_SUMMARY"',
+    outputs={"json_report": "audit-json", "junit": "junit", "out": "audit-markdown"},
     inputs=("summaries", "rules", "baseline"),
     aliases={"--report": "json_report"},  # the old spelling, hidden, for one release
 )
@@ -103,6 +154,16 @@ def audit(
         ),
     ] = None,
     output_format: AuditFormatOption = "text",
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Write the markdown summary to this file ('-': standard output; the table "
+            'then goes to stderr), e.g. -o "$GITHUB_STEP_SUMMARY".',
+            show_default=False,
+        ),
+    ] = None,
 ) -> Outcome:
     """Check summaries against rules (monotonic, sign, range, max_aled, min_aled,
     max_heterogeneity_share, rank_at_most, max_interaction, drift, not_estimable).
@@ -111,34 +172,27 @@ def audit(
     every error-severity rule passed, 3 when one failed.
     """
     check_choice(output_format, FORMATS, "output_format")
-    if run.json and output_format != "text":
-        raise InputError(
-            "--json prints one JSON object on stdout; leave out {param}", param="output_format"
-        )
-    to_stdout = _stdout_output(run, json_report, junit)
+    files = {"json_report": json_report, "junit": junit, "out": out}
+    to_stdout = _stdout_output(run, files, output_format)
     result = audit_files(summaries, rules, baseline=baseline)
     created = datetime.now(UTC).isoformat(timespec="seconds")
     data = report_dict(result, created=created)
-    outputs: list[str] = []
-    if json_report is not None:
-        _write(json_report, dumps(data).encode("utf-8"))
-        outputs.append(str(json_report))
-    if junit is not None:
-        _write(junit, junit_xml(result))
-        outputs.append(str(junit))
-    table = text_table(result).splitlines()
-    lines = table[:-1] + (github_annotations(result) if output_format == "github" else [])
+    outputs = _write_outputs(files, result, data)
+    lines = _table_lines(result, run, output_format)
+    if to_stdout == "output_format":
+        echo_data(markdown(result))
+        lines = []
     counts = {**{k: int(v) for k, v in result.counts.items()}, "checks": len(result.checks)}
     return Outcome(
         command="audit",
-        message=table[-1],
+        message=totals(result),
         outputs=tuple(outputs),
         counts=counts,
         lines=tuple(lines),
         details={"report": data},
         exit_code=result.exit_code,
-        data_on_stdout=to_stdout,
-        lines_to_stderr=to_stdout,
+        data_on_stdout=to_stdout is not None,
+        lines_to_stderr=to_stdout is not None,
     )
 
 
@@ -179,6 +233,8 @@ def diff_dict(comparisons: list[FeatureComparison], a: str, b: str) -> dict[str,
             "rank_a": c.rank_base,
             "rank_b": c.rank_other,
             "rank_changed": c.rank_changed,
+            "statistics_a": c.statistics_base,
+            "statistics_b": c.statistics_other,
         }
         features.append(item)
     return {"a": a, "b": b, "grid": "a", "features": features}

@@ -10,14 +10,17 @@ import typer
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.cli.options import unshown
 from ale_cli.errors import InputError
+from ale_cli.io.jsonio import read_json_file
 from ale_cli.job import read_job, run_job
+from ale_cli.job.runner import AUDIT
 
 
 @command(
     epilog="Exit codes: 0 done (audit passed or no audit); 3 an error-severity audit rule "
     "failed; 2 bad input (the job file, a path, an option); 1 a failure while running, or "
     "another 'ale run' holds DIR (without --wait).\n\n"
-    "Crontab: 30 2 * * * cd /srv/models && ale run nightly.yaml --quiet\n\n"
+    "Crontab (prints nothing unless the run or its audit fails): "
+    "30 2 * * * cd /srv/models && ale run nightly.yaml -o runs/nightly --quiet\n\n"
     "Example: ale run configs/demo-job.yaml -o out/demo-job",
 )
 def run_command(
@@ -44,7 +47,8 @@ def run_command(
     and the report into DIR; every step whose inputs and options are unchanged is
     skipped. Writes the manifest DIR/run.json; the exit code is the audit's.
 
-    With --quiet nothing is printed unless the run fails or the audit fails.
+    With --quiet nothing is printed unless the run fails or the audit fails (then the
+    failed and warned rules, one a line, and the result line).
     """
     refuse_stdio(job, "job", "a job file")
     spec = read_job(job)
@@ -66,6 +70,9 @@ def run_command(
         f"{m['seconds']:.2f} s -> '{target}'{where}"
     )
     notes = tuple(f"{s['name']}: {n}" for s in steps for n in s["notes"] if not s["cache_hit"])
+    flagged: tuple[str, ...] = ()
+    if audit is not None and not audit["passed"]:
+        flagged = _flagged_rules(target / AUDIT)
     notes += tuple(
         f"history: '{target / 'history' / name}' is not an entry ale wrote; left as it is"
         for name in m["history"].get("left", [])
@@ -85,4 +92,16 @@ def run_command(
         details={"manifest": m},
         exit_code=result.exit_code,
         silent=run.quiet and result.exit_code == 0,
+        lines=flagged,
+    )
+
+
+def _flagged_rules(report: Path) -> tuple[str, ...]:
+    """The failed and warned checks of the run's audit report, one line each."""
+    data = read_json_file(report, "audit report")
+    return tuple(
+        f"audit: {c['feature']}: {c['rule']} {c['verdict']} -- {c['observed']} "
+        f"(limit: {c['limit']})"
+        for c in data["checks"]
+        if c["verdict"] in ("fail", "warn")
     )

@@ -1,0 +1,116 @@
+"""What the report says first: the summary it measures on, its verdict and a paragraph in words.
+
+- :func:`finest`: the first-order summary the page ranks features by and measures drift
+  on: the one with the most bins over its estimable features (the first given on a
+  tie). With RHALE's few wide bins beside 20 quantile bins, drift measured on the wide
+  bins understates a change (a moved curve is averaged over the wide bins).
+- :func:`verdict`: the banner: the audit's verdict naming the failed rules, or that no
+  audit was run.
+- :func:`paragraph`: one paragraph: how many features, the top three by ALED with their
+  NALED, what moved most since the previous run, and the audit's counts; every number
+  names the summary it comes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ale_cli.summary.model import Summary
+
+
+def total_bins(summary: Summary) -> int:
+    """The bins of the estimable features of ``summary``, added up."""
+    return sum(f.n_bins for f in summary.features if f.status == "ok")
+
+
+def finest(first_order: Sequence[tuple[str, Summary]]) -> int:
+    """The index of the summary with the most bins (the first on a tie); see the module."""
+    bins = [total_bins(s) for _, s in first_order]
+    return bins.index(max(bins))
+
+
+def label(name: str, summary: Summary) -> str:
+    """How the page names a summary: ``rebin (diabetes-mlp-rebin.json)``."""
+    return f"{summary.estimator} ({Path(name).name})"
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.3g}"
+
+
+def verdict(audit: dict[str, Any] | None) -> dict[str, str]:
+    """The banner: ``kind`` (pass, warn, fail or none) and its ``text``."""
+    if audit is None:
+        return {"kind": "none", "text": "No audit: no rules were checked on this run."}
+    c = audit["counts"]
+    failed = [f"{x['feature']} {x['rule']}" for x in audit["checks"] if x["verdict"] == "fail"]
+    warned = [x for x in audit["checks"] if x["verdict"] == "warn"]
+    if failed:
+        shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+        text = f"Audit failed: {c['fail']} rule(s) failed ({shown})"
+        if warned:
+            text += f", {len(warned)} warning(s)"
+        return {"kind": "fail", "text": text + f" (exit {audit['exit_code']})."}
+    if warned:
+        named = ", ".join(f"{x['feature']} {x['rule']}" for x in warned[:5])
+        more = f" and {len(warned) - 5} more" if len(warned) > 5 else ""
+        return {
+            "kind": "warn",
+            "text": f"Audit passed with {len(warned)} warning(s) ({named}{more}): "
+            f"{c['pass']} passed, {c['skip']} skipped.",
+        }
+    return {"kind": "pass", "text": f"Audit passed: all {c['pass']} checks passed."}
+
+
+def paragraph(
+    *,
+    rows: Sequence[dict[str, Any]],
+    main_label: str | None,
+    n_rows: int,
+    moved: Sequence[Any],
+    audit: dict[str, Any] | None,
+    history_runs: int,
+) -> str:
+    """The summary in words (plain text; the template escapes it)."""
+    if main_label is None:
+        return "This report holds no first-order summary."
+    estimable = [r for r in rows if r["rank"] is not None]
+    parts = [
+        f"{len(rows)} features on {n_rows} rows, {len(estimable)} estimable; "
+        f"importance from {main_label}."
+    ]
+    top = estimable[:3]
+    if top:
+        named = ", ".join(f"{r['name']} (NALED {_num(r['naled'])})" for r in top)
+        parts.append(f"The most important by ALED: {named}.")
+    if moved:
+        m = moved[0]
+        parts.append(
+            f"Since the previous run, {m.name} moved most: max |difference| "
+            f"{_num(m.previous)} at {_num(m.previous_at)} against {m.previous_run}."
+        )
+    elif history_runs:
+        parts.append("No earlier run holds a comparable curve.")
+    else:
+        parts.append("No earlier run to compare with.")
+    if audit is not None:
+        c = audit["counts"]
+        parts.append(
+            f"Audit: {c['fail']} failed, {c['warn']} warning(s), {c['pass']} passed, "
+            f"{c['skip']} skipped."
+        )
+    return " ".join(parts)
+
+
+def split_checks(audit: dict[str, Any] | None) -> dict[str, list[dict[str, Any]]] | None:
+    """The audit's checks as ``flagged`` (failed, then warned) and ``rest`` (passed, skipped)."""
+    if audit is None:
+        return None
+    checks = audit["checks"]
+    return {
+        "flagged": [c for c in checks if c["verdict"] == "fail"]
+        + [c for c in checks if c["verdict"] == "warn"],
+        "rest": [c for c in checks if c["verdict"] not in ("fail", "warn")],
+    }
