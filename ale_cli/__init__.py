@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 API = (
     "FeatureSummary",
     "ModelInputs",
+    "Predictor",
     "Store",
     "Summary",
     "classic",

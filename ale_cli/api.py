@@ -12,7 +12,12 @@ uses them directly::
 
 Arguments
 ---------
-- ``model``: a path to a TorchScript, ONNX, skops or pickle file.
+- ``model``: a path to a TorchScript, ONNX, skops or pickle file, or the model itself
+  (:func:`compute`, :func:`classic`, :func:`interact`): a fitted scikit-learn estimator
+  or pipeline, a ``torch.nn.Module``, a ``torch.export.ExportedProgram``, or a callable
+  ``f(X) -> y`` (a :class:`Predictor` to give its gradient too); it gets the route its
+  file would (:mod:`ale_cli.models.objects`). Anything else is an InputError naming
+  ``model``.
 - ``data``: a path to a CSV or Parquet file, or a pandas DataFrame.
 - ``store``: a path to a store written by :func:`compute`, or a
   :class:`~ale_cli.store.npz.Store` built in memory from arrays.
@@ -49,6 +54,7 @@ from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeResult
 from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.job import read_job, run_job
+from ale_cli.models.objects import Predictor as Predictor  # exported (API)
 from ale_cli.outputs.guard import guard
 from ale_cli.passes.engine import Engine
 from ale_cli.plot.first_order import feature_figure, overview_figure
@@ -70,7 +76,7 @@ Names = str | Sequence[str] | None
 
 
 def compute(
-    model: str | Path,
+    model: str | Path | Any,
     data: str | Path | pd.DataFrame,
     *,
     out: str | Path,
@@ -171,7 +177,7 @@ def rhale(
 
 
 def classic(
-    model: str | Path,
+    model: str | Path | Any,
     data: str | Path | pd.DataFrame,
     *,
     features: Names = None,
@@ -210,7 +216,7 @@ def classic(
 
 
 def interact(
-    model: str | Path,
+    model: str | Path | Any,
     data: str | Path | pd.DataFrame,
     *,
     pairs: Sequence[str | Sequence[str]] = (),

@@ -180,6 +180,20 @@ def build_rhale_model(path: Path) -> Path:
     return save_torchscript(RhaleFunction(), path)
 
 
+def save_exported(module: nn.Module, width: int, path: Path) -> Path:
+    """``torch.export`` (what PyTorch recommends over TorchScript), any number of rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    x = torch.zeros(8, width, dtype=next(module.parameters()).dtype)
+    batch = torch.export.Dim("batch", min=1)
+    program = torch.export.export(module.eval(), (x,), dynamic_shapes=({0: batch},))
+    torch.export.save(program, str(path))
+    return path
+
+
+def build_diabetes_mlp_pt2(path: Path) -> Path:
+    return save_exported(train_diabetes_mlp(), len(DIABETES_FEATURES), path)
+
+
 def save_onnx(module: nn.Module, width: int, path: Path) -> Path:
     """Export with the TorchScript-based exporter (no onnxscript needed), dynamic batch."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -264,6 +278,7 @@ def build_diabetes_gbr_onnx(path: Path) -> Path:
 #: model file name (under ``models/``) -> builder.
 MODEL_BUILDERS: dict[str, Callable[[Path], Path]] = {
     "diabetes_mlp.pt": build_diabetes_mlp,
+    "diabetes_mlp.pt2": build_diabetes_mlp_pt2,
     "rhale_synthetic.pt": build_rhale_model,
     "diabetes_mlp.onnx": build_diabetes_mlp_onnx,
     "diabetes_hgb.skops": build_diabetes_hgb,

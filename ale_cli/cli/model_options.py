@@ -31,7 +31,8 @@ _ARGUMENTS = [
         annotation=Annotated[
             Path,
             typer.Argument(
-                help="Model file: TorchScript (.pt/.ts), ONNX (.onnx), skops (.skops) or a "
+                help="Model file: torch.export (.pt2, what PyTorch recommends), TorchScript "
+                "(.pt/.ts, deprecated by PyTorch), ONNX (.onnx), skops (.skops) or a "
                 "pickle (.pkl/.pickle/.joblib, needs --trust-pickle)."
             ),
         ],
@@ -124,7 +125,8 @@ _GROUP = [
             str | None,
             typer.Option(
                 "--model-format",
-                help="Model format: torchscript, onnx, skops or pickle (default: by extension).",
+                help="Model format: torch-export, torchscript, onnx, skops or pickle "
+                "(default: by extension).",
                 show_default=False,
             ),
         ],

@@ -48,7 +48,13 @@ from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues, merge_cells
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.estimators.edges import column_edges
-from ale_cli.estimators.inputs import ModelInputs, feature_columns, model_source, open_inputs
+from ale_cli.estimators.inputs import (
+    ModelInputs,
+    feature_columns,
+    model_source,
+    object_notes,
+    open_inputs,
+)
 from ale_cli.estimators.inputs_stream import (
     NeedsWholeTable,
     Reading,
@@ -412,7 +418,7 @@ def shipped(
     """The model loaded here as a handle that loads it the same way elsewhere (checked on
     the rows ``head``, as here); ``source``: the summary's record of the model file."""
     return ShippedModel.of(
-        Path(inputs.model),
+        inputs.model,
         model_format=detect_format(inputs.model, inputs.model_format),
         options=inputs.load_options(),
         columns=columns,
@@ -474,11 +480,13 @@ def classic(
         n_rows=state.kept,
         features=tuple(features),
         created=utc_now(),
+        notes=object_notes(inputs.model),
     )
     notes = (
         *loaded.notes,
         *((dropped_note(inputs.model, dropped),) if len(dropped) else ()),
         *run_notes(features),
+        *object_notes(inputs.model),
     )
     return EstimateResult(
         summary=with_statistics(summary, np.concatenate(state.predictions)),

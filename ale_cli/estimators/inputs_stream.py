@@ -27,11 +27,18 @@ from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, open_stream
 from ale_cli.data.table import is_frame
 from ale_cli.errors import InputError
-from ale_cli.estimators.inputs import ModelInputs, feature_columns, read_inputs_table
-from ale_cli.io.files import sha256_file
+from ale_cli.estimators.inputs import (
+    POSITIONAL_FORMATS,
+    TEXT_FORMATS,
+    ModelInputs,
+    feature_columns,
+    model_record,
+    read_inputs_table,
+)
 from ale_cli.models import Columns, detect_format, load_model
 from ale_cli.models.base import Model
 from ale_cli.models.columns import ColumnOrder, model_column_order, order_note
+from ale_cli.models.objects import ModelObject
 from ale_cli.passes.engine import LOCAL, ArraySource, Engine, Source
 from ale_cli.passes.spool import DataPasses, Scan
 from ale_cli.store.npz import Store, StoreFile, open_store
@@ -91,6 +98,8 @@ def reading_of(inputs: ModelInputs, chunk_rows: int | None) -> Reading:
     whole when the model's columns are matched by name (a note), else streamed."""
     if chunk_rows is None or is_frame(inputs.data):
         return Reading.whole_table()
+    if isinstance(inputs.model, ModelObject):
+        return Reading.whole_table("read the whole table: the model is an object in memory")
     order = model_column_order(inputs.model, detect_format(inputs.model, inputs.model_format))
     if order.names is not None:
         return Reading.whole_table(
@@ -115,11 +124,7 @@ class Streamed:
         """A summary's ``store`` part, as :func:`~.inputs.model_source` makes it."""
         return {
             "path": None,
-            "model": {
-                "path": str(inputs.model),
-                "sha256": sha256_file(inputs.model),
-                "format": self.model.format,
-            },
+            "model": model_record(inputs.model, self.model.format),
             "data": {"path": inputs.data_label, "sha256": self.scan.sha256},
             "method": method,
             "output": self.model.describe().get("output"),
@@ -148,7 +153,7 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
     try:
         scan = passes.scan()
     except InputError as exc:
-        if model_format in ("skops", "pickle") and "is not numeric" in str(exc):
+        if model_format in TEXT_FORMATS and "is not numeric" in str(exc):
             raise NeedsWholeTable(
                 "read the whole table: a text column is encoded with the levels of the whole file"
             ) from None
@@ -174,7 +179,7 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
         order,
         scan.names,
         order.names or scan.names,
-        positional=model_format in ("torchscript", "onnx") and inputs.inputs is None,
+        positional=model_format in POSITIONAL_FORMATS and inputs.inputs is None,
     )
     return Streamed(
         passes=passes,

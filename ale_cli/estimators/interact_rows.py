@@ -177,7 +177,7 @@ def _streamed_model(inputs: ModelInputs, found: Streamed) -> ShippedModel:
     """The model of streamed data as a handle: loaded, as here, on the first chunk."""
     scan = found.scan
     return ShippedModel.of(
-        Path(inputs.model),
+        inputs.model,
         model_format=detect_format(inputs.model, inputs.model_format),
         options=inputs.load_options(),
         columns=ModelColumns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes),
@@ -192,7 +192,7 @@ def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
     table = opened.table
     profile = DataProfile.of(table.X)
     return ShippedModel.of(
-        Path(inputs.model),
+        inputs.model,
         model_format=detect_format(inputs.model, inputs.model_format),
         options=inputs.load_options(),
         columns=ModelColumns(

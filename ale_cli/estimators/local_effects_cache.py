@@ -11,9 +11,8 @@ from typing import Any
 from ale_cli.checks import names_tuple
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, inputs_sha256
 from ale_cli.errors import InputError
-from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.inputs import ModelInputs, model_sha256
 from ale_cli.estimators.pairs import Pair
-from ale_cli.io.files import sha256_file
 from ale_cli.models.secant import outdated
 from ale_cli.store.npz import cache_key, read_meta
 from ale_cli.store.verify import DamagedStore
@@ -70,7 +69,7 @@ class ComputeResult:
 class Hashes:
     """The inputs' content hashes and the cache key they make with the options."""
 
-    model: str
+    model: str | None  # None: a model object without a content hash, never a cache hit
     data: str
     key: str
 
@@ -81,13 +80,15 @@ class Hashes:
         """The hashes; ``data`` when the data were hashed while they were read, ``model``
         when the model file was hashed already."""
         if model is None:
-            model = sha256_file(request.inputs.model)
+            model = model_sha256(request.inputs.model)
         if data is None:
             data = inputs_sha256(request.inputs.data)
         return cls(model, data, cache_key(model, data, request.result_options()))
 
     def stale_reason(self, meta: dict[str, Any]) -> str | None:
         """Why a store with this meta is not a cache hit (None when it is)."""
+        if self.model is None:
+            return "the model is an object without a content hash"
         if meta.get("cache_key") == self.key:
             return None
         if meta.get("model", {}).get("sha256") != self.model:

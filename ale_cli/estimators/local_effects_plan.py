@@ -41,6 +41,9 @@ from ale_cli.passes.engine import Engine, Ready, Shared
 from ale_cli.passes.profiling import first_pass
 from ale_cli.passes.shipped import ShippedModel
 
+#: Model file formats differentiated by autodiff, read in one pass (no profile first).
+AUTODIFF_FORMATS = ("torchscript", "torch-export")
+
 
 def pair_plan_columns(
     request: ComputeRequest, names: tuple[str, ...], categorical: tuple[str, ...]
@@ -254,7 +257,7 @@ def streamed_run(
     inputs = request.inputs
     fmt = detect_format(inputs.model, inputs.model_format)
     fd_model = None
-    if fmt != "torchscript":  # finite differences: steps from all rows, a first pass
+    if fmt not in AUTODIFF_FORMATS:  # finite differences: steps from all rows, a first pass
         fd_model = profiled_model(request, fmt, open_data(request), timings)
         if fd_model is None:
             return None
@@ -270,7 +273,7 @@ def streamed_run(
         t = time.perf_counter()
         model = load_model(
             inputs.model,
-            model_format="torchscript",
+            model_format=fmt,
             options=inputs.load_options(),
             columns=columns,
             X=first,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ale_cli.errors import InputError
+from ale_cli.models.objects import ModelObject
 from ale_cli.models.onnx_graph import column_inputs
 
 SUFFIX = ".columns.json"
@@ -91,9 +92,11 @@ class ColumnOrder:
     source: str | None = None
 
 
-def model_column_order(model: Path, model_format: str | None = None) -> ColumnOrder:
+def model_column_order(model: Path | ModelObject, model_format: str | None = None) -> ColumnOrder:
     """The order from the model's columns file; without one, for an ONNX graph with one
-    input per column, its input names; else an unknown order."""
+    input per column, its input names; else (and for a model object) an unknown order."""
+    if isinstance(model, ModelObject):
+        return ColumnOrder()
     path = columns_file(model)
     if path.exists():
         return ColumnOrder(read_columns_file(path), f"columns file '{path}'")

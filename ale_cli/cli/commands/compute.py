@@ -38,7 +38,7 @@ MethodOption = Annotated[
     str,
     typer.Option(
         "--method",
-        help="auto, autodiff or finite-differences. auto: autodiff for TorchScript and "
+        help="auto, autodiff or finite-differences. auto: autodiff for torch models and "
         "translatable ONNX graphs, finite differences otherwise.",
     ),
 ]
