@@ -93,9 +93,10 @@ def compute(
     ``options`` are the other fields of :class:`~ale_cli.estimators.inputs.ModelInputs`
     (``inputs``, ``exclude``, ``output``, ``method``, ``step``, ``trust``...).
     A store at ``out`` made from the same model bytes, data and options is
-    reused (``result.cache_hit``) unless ``force``. ``discrete`` names (or ``"auto"``)
-    the numeric features whose jumps to the adjacent values are stored, as text and
-    categorical columns' are, so that :func:`rebin` and :func:`rhale` report them per level.
+    reused (``result.cache_hit``) unless ``force``. ``discrete`` names (or ``"auto"``;
+    default: the binary ones; ``"none"``: no numeric one) the numeric features whose jumps
+    to the adjacent values are stored, as text and categorical columns' are, so that
+    :func:`rebin` and :func:`rhale` report them per level.
     ``engine="dask"`` computes the partitions on the Dask cluster at ``scheduler`` (None:
     a local one) and writes a directory store.
     """
@@ -195,8 +196,9 @@ def classic(
     **options: Any,
 ) -> Summary:
     """Classic ALE (Apley-Zhu) from the model at the bin limits (default: 20 quantile bins);
-    ``bootstrap`` as in :func:`rebin`; ``discrete`` names (or ``"auto"``) the numeric
-    features estimated per value (text and categorical columns always are). A data file
+    ``bootstrap`` as in :func:`rebin`; ``discrete`` names (or ``"auto"``; default: the
+    binary ones; ``"none"``: no numeric one) the numeric features estimated per value (text
+    and categorical columns always are). A data file
     is read ``chunk_rows`` rows at a time (None: the whole table at once).
     ``engine="dask"`` runs the model calls per partition on the Dask cluster at
     ``scheduler`` (None: a local cluster)."""

@@ -153,9 +153,10 @@ _GROUP = [
             str | None,
             typer.Option(
                 "--categorical",
-                help="Comma-separated integer-coded categorical columns: held fixed (never "
-                "perturbed) and reported as not estimable. Text columns of scikit-learn "
-                "models are categorical automatically.",
+                help="Comma-separated integer-coded categorical columns: never perturbed by a "
+                "gradient, estimated per level (classic; compute stores their jumps for "
+                "rebin and rhale), levels ordered by their similarity in the other inputs. "
+                "Text columns of scikit-learn models are categorical automatically.",
                 show_default=False,
             ),
         ],

@@ -41,12 +41,13 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.checks import check_count, names_tuple
+from ale_cli.checks import check_count
 from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues, merge_cells
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
+from ale_cli.estimators.classic_notes import binary_notes, discrete_param, with_empty_bins_note
 from ale_cli.estimators.edges import column_edges
 from ale_cli.estimators.inputs import (
     ModelInputs,
@@ -63,7 +64,13 @@ from ale_cli.estimators.inputs_stream import (
     reading_of,
 )
 from ale_cli.estimators.level_plans import level_plans
-from ale_cli.estimators.levels import LevelPlan, level_bands, level_summary
+from ale_cli.estimators.levels import (
+    LevelPlan,
+    discrete_mode,
+    effective_discrete,
+    level_bands,
+    level_summary,
+)
 from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.models import Columns, detect_format
 from ale_cli.models.base import Model, ProgressFn
@@ -101,15 +108,15 @@ class ClassicRequest:
     edges: Path | None = None
     center: str = "mean"
     bootstrap: Bootstrap = Bootstrap()
-    #: features estimated per value: names ("a,b" or a tuple), "auto" or None
+    #: features estimated per value: names ("a,b" or a tuple), "auto", "none" (numeric
+    #: columns get slopes), or None: the binary ones (:func:`~.levels.effective_discrete`)
     discrete: tuple[str, ...] | str | None = None
     #: rows read at a time from a data file; None reads the whole table at once
     chunk_rows: int | None = DEFAULT_CHUNK_ROWS
 
     def __post_init__(self) -> None:
         check_center(self.center)
-        if self.discrete is not None and self.discrete != "auto":
-            object.__setattr__(self, "discrete", names_tuple(self.discrete, "discrete"))
+        object.__setattr__(self, "discrete", discrete_mode(self.discrete))
         if self.chunk_rows is not None:
             check_count(self.chunk_rows, "chunk_rows", least=2)
         if self.edges is None:  # the edges file is read (and checked) when the run starts
@@ -363,8 +370,8 @@ def _streamed(
     )
     rows = Rows(data.split(engine.slots), scan.names, scan.n_rows, scan.lo, scan.hi)
     levels = level_plans(
-        rows, streamed.features, categorical=scan.categorical, discrete=request.discrete,
-        engine=engine,
+        rows, streamed.features, categorical=scan.categorical,
+        discrete=effective_discrete(request.discrete), engine=engine,
     )  # fmt: skip
     source = streamed.source(inputs, method=METHOD)
     columns = Columns(names=scan.names, fixed=scan.categorical, dtypes=scan.dtypes)
@@ -387,8 +394,8 @@ def _whole(request: ClassicRequest, fixed: FixedBins, reading: Reading, engine: 
     fixed.check_rows(len(table.X), f"data '{inputs.data_label}'")
     rows = Rows.of(table.X, table.feature_names)
     levels = level_plans(
-        rows, opened.features, categorical=table.categorical, discrete=request.discrete,
-        labels=table.levels, engine=engine,
+        rows, opened.features, categorical=table.categorical,
+        discrete=effective_discrete(request.discrete), labels=table.levels, engine=engine,
     )  # fmt: skip
     source = model_source(inputs, opened, method=METHOD)
     columns = Columns(
@@ -433,13 +440,6 @@ def with_nonfinite(source: dict[str, Any], count: int) -> dict[str, Any]:
     return source | {"data": source["data"] | {"rows_nonfinite": count}}
 
 
-def discrete_param(discrete: tuple[str, ...] | str | None) -> dict[str, Any]:
-    """``params["discrete"]`` when asked (absent otherwise: summaries as before)."""
-    if discrete is None:
-        return {}
-    return {"discrete": discrete if isinstance(discrete, str) else list(discrete)}
-
-
 def classic(
     request: ClassicRequest,
     *,
@@ -470,7 +470,9 @@ def classic(
         features, state = estimate(
             loaded.rows, loaded.model, loaded.features, settings, progress=progress, engine=engine
         )
+    features = [with_empty_bins_note(f) for f in features]
     dropped = state.rows_dropped
+    binary = binary_notes(request.discrete, loaded.levels)
     summary = Summary(
         estimator="ale",
         params=fixed.params(request.center, inputs.features)
@@ -480,10 +482,11 @@ def classic(
         n_rows=state.kept,
         features=tuple(features),
         created=utc_now(),
-        notes=object_notes(inputs.model),
+        notes=(*binary, *object_notes(inputs.model)),
     )
     notes = (
         *loaded.notes,
+        *binary,
         *((dropped_note(inputs.model, dropped),) if len(dropped) else ()),
         *run_notes(features),
         *object_notes(inputs.model),

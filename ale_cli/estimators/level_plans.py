@@ -19,7 +19,7 @@ import numpy as np
 
 from ale_cli.core.discrete import MAX_DISCRETE_LEVELS, MAX_LEVELS
 from ale_cli.estimators.level_order import level_orders
-from ale_cli.estimators.levels import LevelPlan, check_discrete, too_many_levels
+from ale_cli.estimators.levels import AUTO, BINARY, LevelPlan, check_discrete, too_many_levels
 from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.passes.engine import LOCAL, Chunk, Engine, Source
 
@@ -85,7 +85,8 @@ def discrete_plans(
 ) -> dict[str, LevelPlan | str]:
     """The plans of the features among ``chosen`` and outside ``exclude`` estimated per
     value (those named in ``discrete``, or with ``"auto"`` those with 2 to
-    :data:`~ale_cli.core.discrete.MAX_DISCRETE_LEVELS` distinct values), or why one is
+    :data:`~ale_cli.core.discrete.MAX_DISCRETE_LEVELS` distinct values, with ``"binary"``
+    exactly 2), or why one is
     not estimable; from one pass over the chunks ``{"X": (n, D)}`` of ``source``
     collecting their distinct values. A named feature with more than
     :data:`~ale_cli.core.discrete.MAX_LEVELS` values is refused.
@@ -100,18 +101,19 @@ def discrete_plans(
     """
     if discrete is None:
         return {}
-    auto = isinstance(discrete, str) and discrete == "auto"
+    auto = isinstance(discrete, str) and discrete in (AUTO, BINARY)
     named = () if auto else (discrete,) if isinstance(discrete, str) else tuple(discrete)
     check_discrete(named, names)
     todo = [n for n in chosen if n not in exclude and (auto or n in named)]
-    limit = MAX_DISCRETE_LEVELS if auto else MAX_LEVELS
+    most = 2 if discrete == BINARY else MAX_DISCRETE_LEVELS
+    limit = most if auto else MAX_LEVELS
     if not todo:
         return {}
     kernel = DistinctKernel(tuple(list(names).index(n) for n in todo), (limit,) * len(todo))
     found = engine.run(source, kernel, merge_distinct, kernel.empty(), arrays=[ROWS])
     out: dict[str, LevelPlan | str] = {}
     for name, values in zip(todo, found.values, strict=True):
-        if auto and not 2 <= values.size <= MAX_DISCRETE_LEVELS:
+        if auto and not 2 <= values.size <= most:
             continue
         if values.size > MAX_LEVELS:
             raise too_many_levels("discrete", name)
