@@ -32,8 +32,9 @@ _ARGUMENTS = [
             Path,
             typer.Argument(
                 help="Model file: torch.export (.pt2, what PyTorch recommends), TorchScript "
-                "(.pt/.ts, deprecated by PyTorch), ONNX (.onnx), skops (.skops) or a "
-                "pickle (.pkl/.pickle/.joblib, needs --trust-pickle)."
+                "(.pt/.ts, deprecated by PyTorch), ONNX (.onnx), skops (.skops), a "
+                "pickle (.pkl/.pickle/.joblib, needs --trust-pickle), or a booster with its "
+                "extra: XGBoost (.json/.ubj), LightGBM (.txt), CatBoost (.cbm)."
             ),
         ],
     ),
@@ -125,8 +126,8 @@ _GROUP = [
             str | None,
             typer.Option(
                 "--model-format",
-                help="Model format: torch-export, torchscript, onnx, skops or pickle "
-                "(default: by extension).",
+                help="Model format: torch-export, torchscript, onnx, skops, pickle, xgboost, "
+                "lightgbm or catboost (default: by extension).",
                 show_default=False,
             ),
         ],

@@ -41,7 +41,16 @@ if TYPE_CHECKING:
 #: Model formats that read text columns (encoded as codes and decoded for the model).
 TEXT_FORMATS = ("skops", "pickle", "sklearn")
 #: Model formats that take their columns by position (no names to match them by).
-POSITIONAL_FORMATS = ("torchscript", "torch-export", "onnx", "torch-module", "callable")
+POSITIONAL_FORMATS = (
+    "torchscript",
+    "torch-export",
+    "onnx",
+    "torch-module",
+    "callable",
+    "xgboost",
+    "lightgbm",
+    "catboost",
+)
 
 __all__ = ["DATA_FORMATS", "METHODS", "MODEL_FORMATS", "ModelInputs", "Opened", "open_inputs"]
 

@@ -21,6 +21,9 @@ from ale_cli.models.base import (
     ProgressFn,
     call_model,
 )
+from ale_cli.models.boosters import BOOSTERS
+from ale_cli.models.boosters import EXTENSIONS as BOOSTER_EXTENSIONS
+from ale_cli.models.boosters import load as load_booster
 from ale_cli.models.callable_model import CallableModel
 from ale_cli.models.objects import ModelObject, Predictor, torch_module_of, unfitted
 from ale_cli.models.onnx_model import OnnxModel
@@ -46,7 +49,7 @@ __all__ = [
     "sniff_format",
 ]
 
-MODEL_FORMATS = ("torchscript", "torch-export", "onnx", "skops", "pickle")
+MODEL_FORMATS = ("torchscript", "torch-export", "onnx", "skops", "pickle", *BOOSTERS)
 _EXTENSIONS = {
     ".pt2": "torch-export",
     ".pt": "torchscript",
@@ -57,6 +60,7 @@ _EXTENSIONS = {
     ".pkl": "pickle",
     ".pickle": "pickle",
     ".joblib": "pickle",
+    **BOOSTER_EXTENSIONS,
 }
 
 
@@ -88,6 +92,7 @@ _LABELS = {
     "onnx": "an ONNX model",
     "skops": "a skops file",
     "pickle": "a pickle",
+    **{fmt: label for fmt, (_, _, label) in BOOSTERS.items()},
 }
 
 
@@ -229,6 +234,8 @@ def load_model(
         return TorchScriptModel.load(path, options, columns, X)
     if fmt == "onnx":
         return OnnxModel.load(path, options, columns, X, profile)
+    if fmt in BOOSTERS:
+        return load_booster(path, fmt, options, columns, X, profile)
     return SklearnModel.load(path, fmt, options, columns, X, profile)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -112,7 +112,8 @@ class CallableModel:
     step: fd.StepChoice | None
     steps: np.ndarray
     fixed: np.ndarray
-    format: ClassVar[str] = "callable"
+    #: callable, or the native booster format read through its library's predict
+    format: str = "callable"
 
     @property
     def method(self) -> str:
@@ -129,6 +130,23 @@ class CallableModel:
     ) -> CallableModel:
         """Check the callable on the data (or ``profile``) and decide its method and steps."""
         predictor = given.obj if isinstance(given.obj, Predictor) else Predictor(given.obj)
+        return cls.of(predictor, str(given), options, columns, X, profile)
+
+    @classmethod
+    def of(
+        cls,
+        predictor: Predictor,
+        label: str,
+        options: LoadOptions,
+        columns: Columns,
+        X: np.ndarray,
+        profile: DataProfile | None = None,
+        *,
+        fmt: str = "callable",
+        piecewise: bool = False,
+    ) -> CallableModel:
+        """Check ``predictor`` (named ``label`` in messages) on the data; ``piecewise``: a
+        model type known to be piecewise constant (the large step, then secants)."""
         has_gradient = predictor.gradient is not None
         if options.method == "autodiff" and not has_gradient:
             raise ModelError(
@@ -143,7 +161,7 @@ class CallableModel:
                 param="step",
             )
         profile = DataProfile.of(X) if profile is None else profile
-        caller = Caller(predictor, str(given), columns.names, _column(options.output))
+        caller = Caller(predictor, label, columns.names, _column(options.output))
         try:
             first = caller(profile.head[:CHECK_ROWS])
             if use_gradient:
@@ -167,7 +185,7 @@ class CallableModel:
                 profile.head,
                 profile=profile,
                 user_step=options.step,
-                piecewise_type=False,
+                piecewise_type=piecewise,
                 smooth_step=fd.SMALL_STEP,
                 fixed=fixed,
             )
@@ -178,6 +196,7 @@ class CallableModel:
             step=step,
             steps=steps,
             fixed=fixed,
+            format=fmt,
         )
 
     def predict(self, X: np.ndarray) -> np.ndarray:
