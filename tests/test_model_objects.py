@@ -196,3 +196,16 @@ def test_content_hashes() -> None:
     assert model_object(a).sha256 == model_object(a).sha256
     assert model_object(a).sha256 != model_object(b).sha256
     assert model_object(np.sum).sha256 is None
+
+
+def test_interact_takes_a_module_object_as_its_file(diabetes, mlp_model: Path) -> None:
+    from ale_cli.sample import train_diabetes_mlp
+
+    module = train_diabetes_mlp()
+    opts = {"exclude": "target", "pairs": [("bmi", "bp")], "bins": 4}
+    a = api.interact(module, diabetes, **opts)
+    b = api.interact(mlp_model, diabetes, **opts)
+    assert a.estimator == b.estimator
+    np.testing.assert_allclose(
+        a.interactions[0].effect, b.interactions[0].effect, rtol=0, atol=1e-12
+    )
