@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 API = (
     "FeatureSummary",
     "ModelInputs",
+    "Predictor",
     "Store",
     "Summary",
     "classic",

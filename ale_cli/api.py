@@ -10,7 +10,11 @@ uses them directly::
     frame = api.summary_frame(summary)               # one tidy pandas DataFrame
     fig = api.plot(summary, "bmi", store="effects.npz")   # a matplotlib Figure
 
-``model`` and ``data`` are paths (``data`` also a DataFrame), ``store`` a path or a
+``model`` is a model file, or for :func:`compute`, :func:`classic` and :func:`interact`
+the model itself: a fitted scikit-learn estimator or pipeline, a ``torch.nn.Module``, a
+``torch.export.ExportedProgram``, or a callable ``f(X) -> y`` (a :class:`Predictor` to
+give its gradient too), which gets the route its file would
+(:mod:`ale_cli.models.objects`). ``data`` is a path or a DataFrame, ``store`` a path or a
 :class:`~ale_cli.store.npz.Store`; names are a list or one comma-separated string; other
 options are the CLI's (``max_bins`` is ``--max-bins``). Errors are ``InputError`` (naming
 the parameter) or ``RunError``.
@@ -33,6 +37,7 @@ from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeResult
 from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.job import read_job, run_job
+from ale_cli.models.objects import Predictor as Predictor  # exported (API)
 from ale_cli.outputs.guard import guard
 from ale_cli.passes.engine import Engine
 from ale_cli.plot.first_order import feature_figure, overview_figure
@@ -54,7 +59,7 @@ Names = str | Sequence[str] | None
 
 
 def compute(
-    model: str | Path,
+    model: str | Path | Any,
     data: str | Path | pd.DataFrame,
     *,
     out: str | Path,
@@ -71,9 +76,10 @@ def compute(
     ``options`` are the other fields of :class:`~ale_cli.estimators.inputs.ModelInputs`
     (``inputs``, ``exclude``, ``output``, ``method``, ``step``, ``trust``...).
     A store at ``out`` made from the same model bytes, data and options is
-    reused (``result.cache_hit``) unless ``force``. ``discrete`` names (or ``"auto"``)
-    the numeric features whose jumps to the adjacent values are stored, as text and
-    categorical columns' are, so that :func:`rebin` and :func:`rhale` report them per level.
+    reused (``result.cache_hit``) unless ``force``. ``discrete`` names (or ``"auto"``;
+    default: the binary ones; ``"none"``: no numeric one) the numeric features whose jumps
+    to the adjacent values are stored, as text and categorical columns' are, so that
+    :func:`rebin` and :func:`rhale` report them per level.
     ``engine="dask"`` computes the partitions on the Dask cluster at ``scheduler`` (None:
     a local one) and writes a directory store.
     """
@@ -152,7 +158,7 @@ def rhale(
 
 
 def classic(
-    model: str | Path,
+    model: str | Path | Any,
     data: str | Path | pd.DataFrame,
     *,
     features: Names = None,
@@ -170,8 +176,9 @@ def classic(
     **options: Any,
 ) -> Summary:
     """Classic ALE (Apley-Zhu) from the model at the bin limits (default: 20 quantile bins);
-    ``bootstrap`` as in :func:`rebin`; ``discrete`` names (or ``"auto"``) the numeric
-    features estimated per value (text and categorical columns always are). A data file
+    ``bootstrap`` as in :func:`rebin`; ``discrete`` names (or ``"auto"``; default: the
+    binary ones; ``"none"``: no numeric one) the numeric features estimated per value (text
+    and categorical columns always are). A data file
     is read ``chunk_rows`` rows at a time (None: the whole table at once).
     ``engine="dask"`` runs the model calls per partition on the Dask cluster at
     ``scheduler`` (None: a local cluster)."""
@@ -190,7 +197,7 @@ def classic(
 
 
 def interact(
-    model: str | Path,
+    model: str | Path | Any,
     data: str | Path | pd.DataFrame,
     *,
     pairs: Sequence[str | Sequence[str]] = (),

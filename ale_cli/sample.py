@@ -158,6 +158,16 @@ def save_torchscript(module: nn.Module, path: Path) -> Path:
     return path
 
 
+def save_exported(module: nn.Module, width: int, path: Path) -> Path:
+    """``torch.export`` (what PyTorch recommends over TorchScript), any number of rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    x = torch.zeros(8, width, dtype=next(module.parameters()).dtype)
+    batch = torch.export.Dim("batch", min=1)
+    program = torch.export.export(module.eval(), (x,), dynamic_shapes=({0: batch},))
+    torch.export.save(program, str(path))
+    return path
+
+
 def save_onnx(module: nn.Module, width: int, path: Path) -> Path:
     """Export with the TorchScript-based exporter (no onnxscript needed), dynamic batch."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -238,6 +248,9 @@ def build_diabetes_gbr_onnx(path: Path) -> Path:
 #: model file name (under ``models/``) -> builder.
 MODEL_BUILDERS: dict[str, Callable[[Path], Path]] = {
     "diabetes_mlp.pt": lambda path: save_torchscript(train_diabetes_mlp(), path),
+    "diabetes_mlp.pt2": lambda path: save_exported(
+        train_diabetes_mlp(), len(DIABETES_FEATURES), path
+    ),
     "rhale_synthetic.pt": lambda path: save_torchscript(RhaleFunction(), path),
     "diabetes_mlp.onnx": lambda path: save_onnx(train_diabetes_mlp(), len(DIABETES_FEATURES), path),
     "diabetes_hgb.skops": build_diabetes_hgb,

@@ -303,7 +303,8 @@ def test_defaults_are_recorded_and_reruns_are_byte_identical(cli, tmp_path, mlp_
     }
     assert summary.store["model"]["format"] == "torchscript" and summary.store["path"] is None
     line = result.stdout.strip()
-    assert line.startswith("classic: 10 features (10 ok), bins age=20 sex=1 bmi=20")
+    # sex, binary, is estimated per level by default: its 2 levels
+    assert line.startswith("classic: 10 features (10 ok), bins age=20 sex=2 bmi=20")
     assert line.endswith(f"-> '{out2}'")
     jsonschema.validate(json.loads(out1.read_text()), SCHEMA)
 

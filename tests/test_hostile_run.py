@@ -142,7 +142,9 @@ JOB_CASES = [
         estimators={"interact": {"pairs": 3}},
     ),  # fmt: skip
     job_case("method-unknown", f"{ERR}method must be one of", method="fast"),
-    job_case("discrete-number", "discrete: expected auto or a list of column names", discrete=3),
+    job_case(
+        "discrete-number", "discrete: expected auto, none or a list of column names", discrete=3
+    ),
     job_case("model-empty", "model: must not be empty", model=""),
     # every file the job names exists, before any step runs
     job_case("model-missing", "model: '{ws}/nope.pt' does not exist", model="nope.pt"),

@@ -222,10 +222,11 @@ def test_known_level_effects_are_recovered_from_the_store(cli, tmp_path: Path) -
 
 
 def test_a_store_without_jumps_keeps_its_curves(cli, sample_dir, mlp_model, tmp_path) -> None:
-    """No --discrete: sex is a gradient curve, as before, and the store has no level arrays."""
+    """--discrete none: sex, binary, is a gradient curve and the store has no level arrays."""
     store = tmp_path / "s.npz"
     data = sample_dir / "diabetes.csv"
-    _run(cli, "compute", mlp_model, data, "--exclude", "target", "-o", store, "-q")
+    _run(cli, "compute", mlp_model, data, "--exclude", "target", "--discrete", "none", "-o",
+         store, "-q")  # fmt: skip
     loaded = read_store(store)
     assert loaded.meta["levels"] == [] and "level_up" not in loaded.extra
     out = tmp_path / "r.json"

@@ -334,7 +334,7 @@ def test_discrete_key_reaches_compute_and_classic(cli, product_model, tmp_path):
 
 @pytest.mark.parametrize(
     ("value", "message"),
-    [(3, "discrete: expected auto or a list of column names, got 3"),
+    [(3, "discrete: expected auto, none or a list of column names, got 3"),
      (["a", "a"], "discrete names 'a' more than once")],
 )  # fmt: skip
 def test_discrete_key_errors_name_the_field(cli, tmp_path, value, message):

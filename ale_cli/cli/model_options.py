@@ -34,8 +34,10 @@ def _option(flag: str, help: str, kind: Any = str | None, **kw: Any) -> inspect.
 _ARGUMENTS = [
     _argument(
         "model",
-        "Model file: TorchScript (.pt/.ts), ONNX (.onnx), skops (.skops) or a "
-        "pickle (.pkl/.pickle/.joblib, needs --trust-pickle).",
+        "Model file: torch.export (.pt2, what PyTorch recommends), TorchScript "
+        "(.pt/.ts, deprecated by PyTorch), ONNX (.onnx), skops (.skops), a "
+        "pickle (.pkl/.pickle/.joblib, needs --trust-pickle), or a booster with its "
+        "extra: XGBoost (.json/.ubj), LightGBM (.txt), CatBoost (.cbm).",
     ),
     _argument(
         "data",
@@ -65,7 +67,8 @@ _GROUP = [
     ),
     _option(
         "--model-format",
-        "Model format: torchscript, onnx, skops or pickle (default: by extension).",
+        "Model format: torch-export, torchscript, onnx, skops, pickle, xgboost, "
+        "lightgbm or catboost (default: by extension).",
     ),
     _option(
         "--output",
@@ -76,9 +79,10 @@ _GROUP = [
     ),
     _option(
         "--categorical",
-        "Comma-separated integer-coded categorical columns: held fixed (never "
-        "perturbed) and reported as not estimable. Text columns of scikit-learn "
-        "models are categorical automatically.",
+        "Comma-separated integer-coded categorical columns: never perturbed by a "
+        "gradient, estimated per level (classic; compute stores their jumps for "
+        "rebin and rhale), levels ordered by their similarity in the other inputs. "
+        "Text columns of scikit-learn models are categorical automatically.",
     ),
     _option(
         "--trust",

@@ -55,8 +55,10 @@ DiscreteOption = Annotated[
     unshown(
         "--discrete",
         help="Comma-separated numeric features estimated per distinct value (adjacent-value "
-        "differences), or 'auto': every numeric input with 2 to 10 distinct values. Text and "
-        "--categorical columns are always estimated per level.",
+        "differences); 'auto': every numeric input with 2 to 10 distinct values; 'none': "
+        "slopes for every numeric input. Default: the binary (two-valued) numeric inputs. "
+        "Text and --categorical columns are always estimated per level.",
+        show_default=False,
     ),
 ]
 BootstrapOption = Annotated[

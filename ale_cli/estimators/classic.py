@@ -24,22 +24,30 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.checks import check_count, names_tuple
+from ale_cli.checks import check_count
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues, merge_cells
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
+from ale_cli.estimators.classic_notes import binary_notes, discrete_param, with_empty_bins_note
 from ale_cli.estimators.edges import column_edges
 from ale_cli.estimators.inputs import (
     ModelInputs,
     feature_columns,
     model_source,
+    object_notes,
     open_inputs,
     table_columns,
 )
 from ale_cli.estimators.inputs_stream import Reading, Streamed, open_streamed, reading_of, shipped
 from ale_cli.estimators.level_plans import level_plans
-from ale_cli.estimators.levels import LevelPlan, level_bands, level_summary
+from ale_cli.estimators.levels import (
+    LevelPlan,
+    discrete_mode,
+    effective_discrete,
+    level_bands,
+    level_summary,
+)
 from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.models.base import ProgressFn
 from ale_cli.models.checks import dropped_note, nothing_left
@@ -72,15 +80,15 @@ class ClassicRequest:
     edges: Path | None = None
     center: str = "mean"
     bootstrap: Bootstrap = Bootstrap()
-    #: features estimated per value: names ("a,b" or a tuple), "auto" or None
+    #: features estimated per value: names ("a,b" or a tuple), "auto", "none" (numeric
+    #: columns get slopes), or None: the binary ones (:func:`~.levels.effective_discrete`)
     discrete: tuple[str, ...] | str | None = None
     #: rows read at a time from a data file; None reads the whole table at once
     chunk_rows: int | None = DEFAULT_CHUNK_ROWS
 
     def __post_init__(self) -> None:
         check_center(self.center)
-        if self.discrete is not None and self.discrete != "auto":
-            object.__setattr__(self, "discrete", names_tuple(self.discrete, "discrete"))
+        object.__setattr__(self, "discrete", discrete_mode(self.discrete))
         if self.chunk_rows is not None:
             check_count(self.chunk_rows, "chunk_rows", least=2)
         if self.edges is None:  # the edges file is read (and checked) when the run starts
@@ -283,8 +291,8 @@ def _streamed(
     fixed.check_rows(scan.n_rows, f"data '{inputs.data_label}'")
     rows = Rows(streamed.data_source(engine), scan.names, scan.n_rows, scan.lo, scan.hi)
     levels = level_plans(
-        rows, streamed.features, categorical=scan.categorical, discrete=request.discrete,
-        labels=scan.levels, engine=engine,
+        rows, streamed.features, categorical=scan.categorical,
+        discrete=effective_discrete(request.discrete), labels=scan.levels, engine=engine,
     )  # fmt: skip
     source = streamed.source(inputs, method=METHOD)
     return Loaded(
@@ -312,8 +320,8 @@ def _whole(request: ClassicRequest, fixed: FixedBins, reading: Reading, engine: 
     fixed.check_rows(len(table.X), f"data '{inputs.data_label}'")
     rows = Rows.of(table.X, table.feature_names)
     levels = level_plans(
-        rows, opened.features, categorical=table.categorical, discrete=request.discrete,
-        labels=table.levels, engine=engine,
+        rows, opened.features, categorical=table.categorical,
+        discrete=effective_discrete(request.discrete), labels=table.levels, engine=engine,
     )  # fmt: skip
     source = model_source(inputs, opened, method=METHOD)
     return Loaded(
@@ -331,13 +339,6 @@ def _whole(request: ClassicRequest, fixed: FixedBins, reading: Reading, engine: 
             *opened.notes,
         ),
     )
-
-
-def discrete_param(discrete: tuple[str, ...] | str | None) -> dict[str, Any]:
-    """``params["discrete"]`` when asked."""
-    if discrete is None:
-        return {}
-    return {"discrete": discrete if isinstance(discrete, str) else list(discrete)}
 
 
 def classic(
@@ -367,7 +368,9 @@ def classic(
         features, state = estimate(
             loaded.rows, loaded.model, loaded.features, settings, progress=progress, engine=engine
         )
+    features = [with_empty_bins_note(f) for f in features]
     dropped = state.rows_dropped
+    binary = binary_notes(request.discrete, loaded.levels)
     summary = Summary(
         estimator="ale",
         params=fixed.params(request.center, inputs.features)
@@ -377,11 +380,14 @@ def classic(
         n_rows=state.kept,
         features=tuple(features),
         created=utc_now(),
+        notes=(*binary, *object_notes(inputs.model)),
     )
     notes = (
         *loaded.notes,
+        *binary,
         *((dropped_note(inputs.model, dropped),) if len(dropped) else ()),
         *run_notes(features),
+        *object_notes(inputs.model),
     )
     return EstimateResult(
         summary=with_statistics(summary, np.concatenate(state.predictions)),

@@ -21,11 +21,26 @@ from ale_cli.errors import InputError
 from ale_cli.io.files import sha256_file
 from ale_cli.models import MODEL_FORMATS
 from ale_cli.models.base import METHODS
+from ale_cli.models.objects import ModelObject, given_model
 
 if TYPE_CHECKING:
     from ale_cli.data.table import Table
     from ale_cli.models.base import Model
     from ale_cli.models.columns import ColumnOrder
+
+#: Model formats that read text columns (encoded as codes and decoded for the model).
+TEXT_FORMATS = ("skops", "pickle", "sklearn")
+#: Model formats that take their columns by position (no names to match them by).
+POSITIONAL_FORMATS = (
+    "torchscript",
+    "torch-export",
+    "onnx",
+    "torch-module",
+    "callable",
+    "xgboost",
+    "lightgbm",
+    "catboost",
+)
 
 __all__ = ["DATA_FORMATS", "METHODS", "MODEL_FORMATS", "ModelInputs", "Opened", "open_inputs"]
 
@@ -34,11 +49,13 @@ __all__ = ["DATA_FORMATS", "METHODS", "MODEL_FORMATS", "ModelInputs", "Opened", 
 class ModelInputs:
     """A model file, a data file, how to read both, and which features to explain.
 
-    ``data``: a CSV or Parquet file, or a DataFrame; ``inputs``: the model's columns in its
-    order (None: every column but ``exclude``); ``features``: the inputs to explain (None:
-    all); ``dropna`` / ``drop_nonfinite``: drop (and count) rows with non-finite data or
-    model values instead of refusing; ``categorical``: integer-coded inputs held fixed;
-    ``step``: the finite-difference step as a fraction of each feature's std.
+    ``model``: a model file or a model object (a fitted scikit-learn estimator, a torch
+    module or exported program, a callable; :mod:`ale_cli.models.objects`); ``data``: a
+    CSV or Parquet file, or a DataFrame; ``inputs``: the model's columns in its order (None:
+    every column but ``exclude``); ``features``: the inputs to explain (None: all);
+    ``dropna`` / ``drop_nonfinite``: drop (and count) rows with non-finite data or model
+    values instead of refusing; ``categorical``: integer-coded inputs held fixed; ``step``:
+    the finite-difference step as a fraction of each feature's std.
     Names may be given as tuples, lists or comma-separated strings.
 
     >>> ModelInputs(model=Path("m.pt"), data=Path("d.csv"), exclude="target").exclude
@@ -48,7 +65,7 @@ class ModelInputs:
     ale_cli.errors.InputError: method must be one of auto, autodiff, finite-differences, got 'fast'
     """
 
-    model: Path
+    model: Path | ModelObject
     data: Path | Any
     data_format: str | None = None
     inputs: tuple[str, ...] | None = None
@@ -67,7 +84,7 @@ class ModelInputs:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "model", Path(self.model))
+        set_(self, "model", given_model(self.model))
         if not is_frame(self.data):
             set_(self, "data", Path(self.data))
         for name in ("inputs", "features"):
@@ -109,7 +126,8 @@ class ModelInputs:
     def check_files(self) -> None:
         """InputError naming the model or data file that is missing or not a file (the data
         may be a directory: a partitioned Parquet dataset, read by the streaming compute)."""
-        files = [("model", self.model)] + ([] if is_frame(self.data) else [("data", self.data)])
+        files = [] if isinstance(self.model, ModelObject) else [("model", self.model)]
+        files += [] if is_frame(self.data) else [("data", self.data)]
         for label, path in files:
             if label == "data" and is_glob(path):  # a partitioned dataset given as a glob
                 continue
@@ -207,7 +225,7 @@ def read_inputs_table(inputs: ModelInputs) -> Any:
             dropna=inputs.dropna,
             categorical=inputs.categorical,
             # scikit-learn pipelines can take text columns; tensor models cannot
-            encode_text=model_format in ("skops", "pickle"),
+            encode_text=model_format in TEXT_FORMATS,
         )
     except InputError as exc:
         if order.names is None or "has no column" not in str(exc):
@@ -277,7 +295,7 @@ def columns_note(
         order,
         [c for c in file_columns if c in feature_names],
         order.names or feature_names,
-        positional=model_format in ("torchscript", "onnx") and inputs.inputs is None,
+        positional=model_format in POSITIONAL_FORMATS and inputs.inputs is None,
     )
 
 
@@ -320,14 +338,29 @@ def provenance(
     """A summary's ``store`` part for ``model`` run on ``n_rows`` rows of the data."""
     return {
         "path": None,
-        "model": {
-            "path": str(inputs.model),
-            "sha256": sha256_file(inputs.model),
-            "format": model.format,
-        },
+        "model": model_record(inputs.model, model.format),
         "data": {"path": inputs.data_label, "sha256": data_sha},
         "method": method,
         "output": model.describe().get("output"),
         "n_rows": n_rows,
         "inputs": list(names),
     }
+
+
+def model_sha256(model: Path | ModelObject) -> str | None:
+    """The content hash of a model file or object (None: an object without one)."""
+    return model.sha256 if isinstance(model, ModelObject) else sha256_file(model)
+
+
+def model_record(model: Path | ModelObject, fmt: str, sha256: str | None = None) -> dict[str, Any]:
+    """A store's or summary's ``model`` provenance: path, sha256 and format of a file, or
+    the type and content hash of an object (``sha256``: the file's, when known)."""
+    if isinstance(model, ModelObject):
+        return model.provenance() | {"format": fmt}
+    return {"path": str(model), "sha256": sha256 or sha256_file(model), "format": fmt}
+
+
+def object_notes(model: Path | ModelObject) -> tuple[str, ...]:
+    """The note a result carries when its model is an object without a content hash."""
+    note = model.note() if isinstance(model, ModelObject) else None
+    return () if note is None else (note,)

@@ -19,10 +19,17 @@ from ale_cli.data.sources import DataSource
 from ale_cli.data.table import is_frame
 from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
-from ale_cli.estimators.inputs import ModelInputs, columns_note, feature_columns, provenance
+from ale_cli.estimators.inputs import (
+    TEXT_FORMATS,
+    ModelInputs,
+    columns_note,
+    feature_columns,
+    provenance,
+)
 from ale_cli.models import Columns, detect_format, load_model
 from ale_cli.models.base import Model
 from ale_cli.models.columns import ColumnOrder, model_column_order
+from ale_cli.models.objects import ModelObject
 from ale_cli.models.profile import DataProfile
 from ale_cli.passes.engine import Engine
 from ale_cli.passes.shipped import ShippedModel
@@ -76,6 +83,8 @@ def reading_of(inputs: ModelInputs, chunk_rows: int | None) -> Reading:
     when the model's columns are matched by name (a note), else streamed."""
     if chunk_rows is None or is_frame(inputs.data):
         return Reading.whole_table()
+    if isinstance(inputs.model, ModelObject):
+        return Reading.whole_table("read the whole table: the model is an object in memory")
     order = model_column_order(inputs.model, detect_format(inputs.model, inputs.model_format))
     if order.names is not None:
         return Reading.whole_table(
@@ -153,7 +162,7 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
     try:
         scan = passes.scan()
     except NotNumeric:
-        if model_format not in ("skops", "pickle"):  # tensor models take numbers only
+        if model_format not in TEXT_FORMATS:  # tensor models take numbers only
             raise
         passes = with_text_levels(passes)
         scan = passes.scan()
@@ -195,7 +204,7 @@ def shipped(
 ) -> ShippedModel:
     """The model loaded here as a handle that loads it the same way elsewhere."""
     return ShippedModel.of(
-        Path(inputs.model),
+        inputs.model,
         model_format=detect_format(inputs.model, inputs.model_format),
         options=inputs.load_options(),
         columns=columns,

@@ -16,7 +16,7 @@ import numpy as np
 
 from ale_cli.core.discrete import MAX_DISCRETE_LEVELS, MAX_LEVELS
 from ale_cli.estimators.level_order import level_orders
-from ale_cli.estimators.levels import LevelPlan, check_discrete, too_many_levels
+from ale_cli.estimators.levels import AUTO, BINARY, LevelPlan, check_discrete, too_many_levels
 from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.passes.engine import LOCAL, Chunk, Engine, Source
 
@@ -76,8 +76,8 @@ def discrete_plans(
     engine: Engine = LOCAL,
 ) -> dict[str, LevelPlan | str]:
     """The plans of the features of ``chosen`` outside ``exclude`` estimated per value
-    (named in ``discrete``, or with ``"auto"`` those with 2 to ``MAX_DISCRETE_LEVELS``
-    values), or why not estimable, from one pass over ``source``.
+    (named in ``discrete``, with ``"auto"`` those with 2 to ``MAX_DISCRETE_LEVELS``
+    values, with ``"binary"`` exactly 2), or why not estimable, from one pass over ``source``.
 
     >>> from ale_cli.passes.engine import ArraySource
     >>> X = np.column_stack([[1.0, 2.0, 1.0] * 5, np.arange(15.0), np.ones(15)])
@@ -89,18 +89,19 @@ def discrete_plans(
     """
     if discrete is None:
         return {}
-    auto = isinstance(discrete, str) and discrete == "auto"
+    auto = isinstance(discrete, str) and discrete in (AUTO, BINARY)
     named = () if auto else (discrete,) if isinstance(discrete, str) else tuple(discrete)
     check_discrete(named, names)
     todo = [n for n in chosen if n not in exclude and (auto or n in named)]
-    limit = MAX_DISCRETE_LEVELS if auto else MAX_LEVELS
+    most = 2 if discrete == BINARY else MAX_DISCRETE_LEVELS
+    limit = most if auto else MAX_LEVELS
     if not todo:
         return {}
     kernel = DistinctKernel(tuple(list(names).index(n) for n in todo), (limit,) * len(todo))
     found = engine.run(source, kernel, Distinct.merge, kernel.empty(), arrays=[ROWS])
     out: dict[str, LevelPlan | str] = {}
     for name, values in zip(todo, found.values, strict=True):
-        if auto and not 2 <= values.size <= MAX_DISCRETE_LEVELS:
+        if auto and not 2 <= values.size <= most:
             continue
         if values.size > MAX_LEVELS:
             raise too_many_levels("discrete", name)

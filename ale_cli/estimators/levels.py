@@ -37,6 +37,48 @@ LEVEL_UP = "level_up"
 LEVEL_DOWN = "level_down"
 
 
+#: ``discrete`` modes: every binary numeric column (the default), every column with few
+#: values, none (``discrete="none"``: numeric columns get slopes, as before)
+BINARY, AUTO, NONE = "binary", "auto", "none"
+
+
+def effective_discrete(discrete: Sequence[str] | str | None) -> Sequence[str] | str | None:
+    """The ``discrete`` the estimators apply: None (not given) is :data:`BINARY` (a numeric
+    column with exactly two distinct values is estimated per level), ``"none"`` is None.
+
+    >>> effective_discrete(None), effective_discrete("none"), effective_discrete(("a",))
+    ('binary', None, ('a',))
+    """
+    if discrete is None:
+        return BINARY
+    if isinstance(discrete, str) and discrete == NONE:
+        return None
+    return discrete
+
+
+def binary_note(names: Sequence[str]) -> str:
+    """The note announcing the binary columns estimated per level by default.
+
+    >>> binary_note(["sex"])[:40]
+    'sex has two values: estimated per level '
+    """
+    which = ", ".join(names)
+    verb = "has" if len(names) == 1 else "have"
+    return (
+        f"{which} {verb} two values: estimated per level (a binary column is a level "
+        "by default; discrete 'none' gives its slope instead)"
+    )
+
+
+def discrete_mode(discrete: tuple[str, ...] | str | None) -> tuple[str, ...] | str | None:
+    """``discrete`` as a request holds it: None, ``"auto"``, ``"none"`` or a tuple of names."""
+    if discrete is None or discrete in (AUTO, NONE):
+        return discrete
+    from ale_cli.checks import names_tuple
+
+    return names_tuple(discrete, "discrete")
+
+
 def check_discrete(discrete: Sequence[str], names: Sequence[str]) -> None:
     """InputError naming ``discrete`` for a name that is not one of the input columns."""
     for name in discrete:
@@ -55,7 +97,8 @@ def discrete_names(
     exclude: Sequence[str],
 ) -> tuple[str, ...]:
     """The features estimated per value: those named, or with ``"auto"`` every column of X
-    (N, D) outside ``exclude`` with 2 to ``MAX_DISCRETE_LEVELS`` distinct values.
+    (N, D) outside ``exclude`` with 2 to ``MAX_DISCRETE_LEVELS`` distinct values (with
+    ``"binary"``: exactly 2).
 
     >>> X = np.column_stack([[1.0, 2.0, 1.0] * 5, np.arange(15.0)])  # 2 and 15 values
     >>> discrete_names(X, ["s", "b"], "auto", ())
@@ -63,13 +106,14 @@ def discrete_names(
     """
     if discrete is None:
         return ()
-    if isinstance(discrete, str) and discrete == "auto":
+    if isinstance(discrete, str) and discrete in (AUTO, BINARY):
+        most = MAX_DISCRETE_LEVELS if discrete == AUTO else 2
         out = []
         for j, name in enumerate(names):
             if name in exclude:
                 continue
             k = np.unique(X[:, j]).size
-            if 2 <= k <= MAX_DISCRETE_LEVELS:
+            if 2 <= k <= most:
                 out.append(name)
         return tuple(out)
     chosen = (discrete,) if isinstance(discrete, str) else tuple(discrete)

@@ -21,6 +21,7 @@ from ale_cli import __version__
 from ale_cli.data.sources import Reads
 from ale_cli.data.stream import TableStream
 from ale_cli.errors import InputError, RunError
+from ale_cli.estimators.inputs import model_record, object_notes
 from ale_cli.estimators.levels import LevelPlan
 from ale_cli.estimators.local_effects_cache import (
     ComputeRequest,
@@ -106,7 +107,7 @@ def _meta(
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "ale", "version": __version__},
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "model": {"path": str(inputs.model), "sha256": hashes.model, "format": model.format},
+        "model": model_record(inputs.model, model.format, hashes.model),
         "data": {
             "path": inputs.data_label,
             "sha256": hashes.data,
@@ -265,6 +266,7 @@ def _write(
         notes = (*run.model.describe().get("notes", ()), *run.notes)
         found = state.note(str(request.inputs.model))
         notes += (found,) if found is not None else ()
+        notes += object_notes(request.inputs.model)
         meta["notes"] = list(notes)
         notes += (cached.note,) if isinstance(cached, Damaged) else ()
         where = engine.describe()

@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ale_cli.checks import names_tuple
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, inputs_sha256
 from ale_cli.errors import InputError
-from ale_cli.estimators.inputs import ModelInputs
+from ale_cli.estimators.inputs import ModelInputs, model_sha256
+from ale_cli.estimators.levels import BINARY, discrete_mode
 from ale_cli.estimators.pairs import Pair
-from ale_cli.io.files import sha256_file
 from ale_cli.models.secant import outdated
 from ale_cli.store.npz import cache_key, read_meta
 from ale_cli.store.verify import DamagedStore
@@ -29,20 +28,19 @@ class ComputeRequest:
     pairs: tuple[Pair, ...] = ()
     chunk_rows: int = DEFAULT_CHUNK_ROWS
     #: numeric features whose per-row jumps to the adjacent values are stored (names,
-    #: "a,b", "auto" or None); text and categorical columns always get them
+    #: "a,b", "auto", "none", or None: the binary ones); text and categorical columns
+    #: always get them
     discrete: tuple[str, ...] | str | None = None
 
     def __post_init__(self) -> None:
-        if self.discrete is not None and self.discrete != "auto":
-            object.__setattr__(self, "discrete", names_tuple(self.discrete, "discrete"))
+        object.__setattr__(self, "discrete", discrete_mode(self.discrete))
 
     def result_options(self) -> dict[str, Any]:
-        """Options that change the store's arrays (batch size and trust do not)."""
+        """Options that change the store's arrays (batch size and trust do not); a store
+        made before binary columns were levels by default is not a cache hit."""
         out = self.inputs.result_options() | {"pairs": [list(p) for p in self.pairs]}
-        if self.discrete is not None:  # absent otherwise: earlier stores stay cache hits
-            out["discrete"] = (
-                self.discrete if isinstance(self.discrete, str) else list(self.discrete)
-            )
+        discrete = BINARY if self.discrete is None else self.discrete
+        out["discrete"] = discrete if isinstance(discrete, str) else list(discrete)
         return out
 
 
@@ -70,7 +68,7 @@ class ComputeResult:
 class Hashes:
     """The inputs' content hashes and the cache key they make with the options."""
 
-    model: str
+    model: str | None  # None: a model object without a content hash, never a cache hit
     data: str
     key: str
 
@@ -81,13 +79,15 @@ class Hashes:
         """The hashes; ``data`` when the data were hashed while they were read, ``model``
         when the model file was hashed already."""
         if model is None:
-            model = sha256_file(request.inputs.model)
+            model = model_sha256(request.inputs.model)
         if data is None:
             data = inputs_sha256(request.inputs.data)
         return cls(model, data, cache_key(model, data, request.result_options()))
 
     def stale_reason(self, meta: dict[str, Any]) -> str | None:
         """Why a store with this meta is not a cache hit (None when it is)."""
+        if self.model is None:
+            return "the model is an object without a content hash"
         if meta.get("cache_key") == self.key:
             return None
         if meta.get("model", {}).get("sha256") != self.model:

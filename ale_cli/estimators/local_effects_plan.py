@@ -20,7 +20,15 @@ from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
 from ale_cli.estimators.inputs import columns_note, feature_columns, open_inputs
 from ale_cli.estimators.inputs_stream import STREAMED, Reading, reading_of
-from ale_cli.estimators.levels import LevelPlan, discrete_names, plan_levels
+from ale_cli.estimators.level_plans import discrete_plans
+from ale_cli.estimators.levels import (
+    BINARY,
+    LevelPlan,
+    binary_note,
+    discrete_names,
+    effective_discrete,
+    plan_levels,
+)
 from ale_cli.estimators.local_effects_cache import ComputeRequest
 from ale_cli.estimators.local_effects_kernel import (
     LevelJumps,
@@ -40,6 +48,9 @@ from ale_cli.models.secant import for_compute, piecewise_constant
 from ale_cli.passes.engine import Engine, Ready, Shared
 from ale_cli.passes.profiling import first_pass
 from ale_cli.passes.shipped import ShippedModel
+
+#: Model file formats differentiated by autodiff, read in one pass (no profile first).
+AUTODIFF_FORMATS = ("torchscript", "torch-export")
 
 
 def checked_pairs(
@@ -143,9 +154,8 @@ def _level_plans(
 ) -> tuple[tuple[LevelPlan, ...], tuple[str, ...]]:
     """The explained features estimated per level (text, categorical and ``discrete``
     columns), planned on the whole table, and a note naming them."""
-    discrete = discrete_names(
-        table.X, table.feature_names, request.discrete, exclude=table.categorical
-    )
+    asked = effective_discrete(request.discrete)
+    discrete = discrete_names(table.X, table.feature_names, asked, exclude=table.categorical)
     kinds = {
         name: "categorical" if name in table.categorical else "discrete"
         for name in features
@@ -155,22 +165,32 @@ def _level_plans(
         table.X, table.feature_names, kinds, categorical=table.categorical, labels=table.levels
     )
     plans = tuple(p for p in found.values() if isinstance(p, LevelPlan))
+    whole = not reading_of(request.inputs, request.chunk_rows).whole
+    return plans, _levels_notes(request, plans, whole=whole)
+
+
+def _levels_notes(
+    request: ComputeRequest, plans: Sequence[LevelPlan], *, whole: bool
+) -> tuple[str, ...]:
+    """The notes naming the features whose jumps are stored (``whole``: planned on the
+    whole table, read for them), and the binary ones found by default."""
     if not plans:
-        return (), ()
+        return ()
     named = ", ".join(f"{p.name} ({p.n_levels} levels)" for p in plans)
     note = (
         f"stored the jumps to the adjacent levels of {named}: rebin and rhale report them per level"
     )
-    if not reading_of(request.inputs, request.chunk_rows).whole:
+    if whole:
         note += " (the whole table was read: the levels must be known before the first chunk)"
-    return plans, (note,)
+    binary = [p.name for p in plans if p.kind == "discrete" and request.discrete is None]
+    return (note, *((binary_note(binary),) if binary else ()))
 
 
 def _needs_levels(request: ComputeRequest) -> bool:
     """True when the store may get per-level jumps (``discrete``, or an explained
     categorical column): their levels come from every row."""
     inputs = request.inputs
-    if request.discrete is not None:
+    if effective_discrete(request.discrete) not in (None, BINARY):  # binary: a first pass
         return True
     explained = inputs.categorical if inputs.features is None else inputs.features
     return any(name in explained for name in inputs.categorical)
@@ -239,7 +259,7 @@ def streamed_run(
     inputs = request.inputs
     fmt = detect_format(inputs.model, inputs.model_format)
     fd_model = None
-    if fmt != "torchscript":  # finite differences: steps from all rows, a first pass
+    if fmt not in AUTODIFF_FORMATS:  # finite differences: steps from all rows, a first pass
         fd_model = profiled_model(request, fmt, open_data(request), timings)
         if fd_model is None:
             return None
@@ -256,7 +276,7 @@ def streamed_run(
         t = time.perf_counter()
         model = load_model(
             inputs.model,
-            model_format="torchscript",
+            model_format=fmt,
             options=inputs.load_options(),
             columns=columns,
             X=first,
@@ -265,6 +285,8 @@ def streamed_run(
     else:
         model = fd_model.model
     note = columns_note(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
+    plans = _binary_plans(request, stream, features, engine, timings)
+    eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
     return ComputeRun(
         source=head.source,
         kernel=LocalEffectsKernel(
@@ -273,6 +295,7 @@ def streamed_run(
             drop_nonfinite=inputs.drop_nonfinite,
             float64_model=fd_model is not None,
             pair_cols=checked_pairs(request, names, fixed, model),
+            levels=LevelJumps(tuple(names), plans, eval_rows) if plans else None,
         ),
         shared=ShippedModel.of(
             inputs.model,
@@ -286,11 +309,39 @@ def streamed_run(
         model=model,
         columns=StoreColumns(features, names, tuple(request.pairs)),
         total_rows=stream.total_rows,
-        notes=(note,) if note is not None else (),
+        notes=(*((note,) if note is not None else ()), *_levels_notes(request, plans, whole=False)),
+        levels=plans,
         header=stream,
         first_sha256=None if fd_model is None else fd_model.sha256,
         range_hashes=head.range_hashes,
     )
+
+
+def _binary_plans(
+    request: ComputeRequest,
+    stream: TableStream,
+    features: Sequence[str],
+    engine: Engine,
+    timings: dict[str, float],
+) -> tuple[LevelPlan, ...]:
+    """The binary features among ``features`` (levels by default, ``discrete`` not given):
+    one pass over the data ``stream`` describes, keeping at most 3 distinct values of each
+    numeric column (:func:`~ale_cli.estimators.level_plans.discrete_plans`)."""
+    if request.discrete is not None:
+        return ()
+    t = time.perf_counter()
+    inputs = request.inputs
+    data = DataSource.of(stream, inputs=inputs.inputs, exclude=inputs.exclude)
+    found = discrete_plans(
+        data.split(engine.slots),
+        stream.feature_names,
+        features,
+        BINARY,
+        exclude=stream.categorical,
+        engine=engine,
+    )
+    timings["levels_pass_s"] = time.perf_counter() - t
+    return tuple(p for p in found.values() if isinstance(p, LevelPlan))
 
 
 @dataclass

@@ -5,7 +5,7 @@
     model: ../sample_data/models/diabetes_mlp.pt    # relative to this file
     data: ../sample_data/diabetes.csv
     exclude: [target]              # any field of ModelInputs: inputs, features, output...
-    discrete: auto                 # or [sex, s4]: per-level effects (compute and classic)
+    discrete: auto                 # or [sex, s4], or none (default: the binary columns)
     estimators:                    # any of rhale, rebin, classic, interact (null: defaults)
       rhale: {max_bins: 50}
       rebin: {bins: 20, binning: quantile}
@@ -77,7 +77,9 @@ def job_key(param: str) -> str:
 @dataclass(frozen=True)
 class JobSpec:
     """A parsed job file, paths absolute; ``estimators`` (in :data:`ESTIMATOR_OPTIONS`
-    order) -> options; ``plots``/``rules``/``report`` None: that step is skipped."""
+    order) -> options; ``plots``/``rules``/``report`` None: that step is skipped.
+    ``discrete`` ("auto", "none", names, or None: the binary columns) goes to the compute
+    step and to the classic estimator."""
 
     path: Path
     inputs: ModelInputs
@@ -169,14 +171,16 @@ def _existing(job: Path, where: str, path: Path, *, file: bool = True) -> Path:
 
 
 def _discrete(job: Path, value: Any) -> tuple[str, ...] | str | None:
-    """The ``discrete`` key: null, "auto", a list of names or "a,b"."""
-    if value is None or value == "auto":
+    """The ``discrete`` key: null (the binary columns), "auto", "none", a list of names
+    or "a,b"."""
+    if value is None or value in ("auto", "none"):
         return value
     names = isinstance(value, str) or (
         isinstance(value, list) and all(isinstance(v, str) for v in value)
     )
     if not names:
-        raise _fail(job, "discrete", f"expected auto or a list of column names, got {value!r}")
+        expected = f"expected auto, none or a list of column names, got {value!r}"
+        raise _fail(job, "discrete", expected)
     try:
         return names_tuple(value, "discrete")
     except AleError as exc:

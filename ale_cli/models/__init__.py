@@ -18,9 +18,16 @@ from ale_cli.models.base import (
     ProgressFn,
     call_model,
 )
+from ale_cli.models.boosters import BOOSTERS
+from ale_cli.models.boosters import EXTENSIONS as BOOSTER_EXTENSIONS
+from ale_cli.models.boosters import load as load_booster
+from ale_cli.models.callable_model import CallableModel
+from ale_cli.models.objects import ModelObject, Predictor, torch_module_of, unfitted
 from ale_cli.models.onnx_model import OnnxModel
 from ale_cli.models.profile import DataProfile
 from ale_cli.models.scikit import SklearnModel
+from ale_cli.models.torch_export import from_program, is_export_archive
+from ale_cli.models.torch_export import load as load_export
 from ale_cli.models.torchscript import TorchScriptModel
 
 __all__ = [
@@ -30,6 +37,8 @@ __all__ = [
     "Effects",
     "LoadOptions",
     "Model",
+    "ModelObject",
+    "Predictor",
     "ProgressFn",
     "call_model",
     "detect_format",
@@ -37,8 +46,9 @@ __all__ = [
     "sniff_format",
 ]
 
-MODEL_FORMATS = ("torchscript", "onnx", "skops", "pickle")
+MODEL_FORMATS = ("torchscript", "torch-export", "onnx", "skops", "pickle", *BOOSTERS)
 _EXTENSIONS = {
+    ".pt2": "torch-export",
     ".pt": "torchscript",
     ".pth": "torchscript",
     ".ts": "torchscript",
@@ -47,11 +57,15 @@ _EXTENSIONS = {
     ".pkl": "pickle",
     ".pickle": "pickle",
     ".joblib": "pickle",
+    **BOOSTER_EXTENSIONS,
 }
 
 
-def detect_format(path: Path, override: str | None = None) -> str:
-    """The model format: ``override`` if given, else from the file's extension."""
+def detect_format(path: Path | ModelObject, override: str | None = None) -> str:
+    """The model format: ``override`` if given, else from the file's extension (an object's
+    own format, :data:`~ale_cli.models.objects.OBJECT_FORMATS`)."""
+    if isinstance(path, ModelObject):
+        return path.format
     if override is not None:
         if override not in MODEL_FORMATS:
             raise ModelError(
@@ -71,21 +85,26 @@ def detect_format(path: Path, override: str | None = None) -> str:
 
 _LABELS = {
     "torchscript": "a TorchScript archive (torch.jit.save)",
+    "torch-export": "a torch.export archive (torch.export.save)",
     "onnx": "an ONNX model",
     "skops": "a skops file",
     "pickle": "a pickle",
+    **{fmt: label for fmt, (_, _, label) in BOOSTERS.items()},
 }
 
 
 def sniff_format(path: Path) -> str | None:
-    """The format the file's first bytes show, or None: zip members tell TorchScript
-    from skops; a pickle starts with 0x80, an ONNX ModelProto with 0x08 (field 1)."""
+    """The format the file's first bytes show, or None: zip members tell TorchScript,
+    torch.export and skops apart; a pickle starts with 0x80, an ONNX ModelProto with 0x08
+    (field 1)."""
     if zipfile.is_zipfile(path):
         try:
             with zipfile.ZipFile(path) as zf:
                 names = zf.namelist()
         except (zipfile.BadZipFile, OSError):
             return None
+        if is_export_archive(names):
+            return "torch-export"
         if any(n.endswith("constants.pkl") or "/code/" in n for n in names):
             return "torchscript"
         if "schema.json" in names:
@@ -130,7 +149,7 @@ def _check_data(X: np.ndarray, columns: Columns) -> None:
 
 
 def load_model(
-    path: str | Path,
+    path: str | Path | ModelObject,
     *,
     model_format: str | None = None,
     options: LoadOptions,
@@ -138,11 +157,14 @@ def load_model(
     X: np.ndarray,
     profile: DataProfile | None = None,
 ) -> Model:
-    """Load ``path`` with the adapter for its format, checked on X (N, D) and its steps
-    chosen there; ``profile`` (ONNX, scikit-learn): of all rows, X then its first rows."""
-    path = Path(path)
+    """Load ``path`` (a model file, or a model object: :mod:`ale_cli.models.objects`) with
+    the adapter for its format, checked on X (N, D) and its steps chosen there;
+    ``profile`` (ONNX, scikit-learn): of all rows, X then its first rows."""
     _check_options(options)
     _check_data(X, columns)
+    if isinstance(path, ModelObject):
+        return load_object(path, options=options, columns=columns, X=X, profile=profile)
+    path = Path(path)
     if not path.exists():
         raise ModelError(f"model file '{path}' does not exist")
     if path.is_dir():
@@ -155,18 +177,60 @@ def load_model(
             f"{_LABELS[found]}; rename it or pass {{param}} {found}",
             param="model_format",
         )
-    if fmt == "torchscript":
+    if fmt in ("torchscript", "torch-export"):
         if found is None:
-            raise ModelError(f"model file '{path}' is not a TorchScript archive (torch.jit.save)")
-        fd_method = options.method == "finite-differences"
-        if fd_method or options.step is not None:
-            raise ModelError(
-                f"{{param}}{' finite-differences' if fd_method else ''} applies to ONNX and "
-                f"scikit-learn models; TorchScript model '{path}' is differentiated exactly "
-                "(autodiff)",
-                param="method" if fd_method else "step",
-            )
+            raise ModelError(f"model file '{path}' is not {_LABELS[fmt]}")
+        for param, asked in (
+            ("method", options.method == "finite-differences"),
+            ("step", options.step is not None),
+        ):
+            if asked:
+                value = " finite-differences" if param == "method" else ""
+                raise ModelError(
+                    f"{{param}}{value} applies to ONNX and scikit-learn models; "
+                    f"{'TorchScript' if fmt == 'torchscript' else 'torch.export'} model "
+                    f"'{path}' is differentiated exactly (autodiff)",
+                    param=param,
+                )
+        if fmt == "torch-export":
+            return load_export(path, options, columns, X)
         return TorchScriptModel.load(path, options, columns, X)
     if fmt == "onnx":
         return OnnxModel.load(path, options, columns, X, profile)
+    if fmt in BOOSTERS:
+        return load_booster(path, fmt, options, columns, X, profile)
     return SklearnModel.load(path, fmt, options, columns, X, profile)
+
+
+def load_object(
+    given: ModelObject,
+    *,
+    options: LoadOptions,
+    columns: Columns,
+    X: np.ndarray,
+    profile: DataProfile | None = None,
+) -> Model:
+    """The adapter of a model object: the file adapter of the same kind of model."""
+    if given.format == "sklearn":
+        error = unfitted(given)
+        if error is not None:
+            raise error
+        return SklearnModel.from_estimator(
+            given.obj, given, "sklearn", options, columns, X, profile=profile
+        )
+    if given.format == "callable":
+        return CallableModel.load(given, options, columns, X, profile)
+    for param, asked in (
+        ("method", options.method == "finite-differences"),
+        ("step", options.step is not None),
+    ):
+        if asked:
+            raise ModelError(
+                f"{{param}}{' finite-differences' if param == 'method' else ''} does not "
+                f"apply to {given}: a torch model is differentiated exactly (autodiff)",
+                param=param,
+            )
+    if given.format == "torch-export":
+        return from_program(given.obj, given, options, columns, X)
+    module = torch_module_of(given)
+    return TorchScriptModel.from_module(module, given, options, columns, X, fmt=given.format)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ale_cli.errors import InputError
+from ale_cli.models.objects import ModelObject
 from ale_cli.models.onnx_graph import column_inputs
 
 SUFFIX = ".columns.json"
@@ -60,8 +61,11 @@ class ColumnOrder:
     source: str | None = None
 
 
-def model_column_order(model: Path, model_format: str | None = None) -> ColumnOrder:
-    """The order of the columns file, else of a per-column ONNX graph's inputs."""
+def model_column_order(model: Path | ModelObject, model_format: str | None = None) -> ColumnOrder:
+    """The order of the columns file, else of a per-column ONNX graph's inputs (a model
+    object: unknown)."""
+    if isinstance(model, ModelObject):
+        return ColumnOrder()
     path = columns_file(model)
     if path.exists():
         return ColumnOrder(read_columns_file(path), f"columns file '{path}'")

@@ -174,7 +174,8 @@ def _random_ops(module: Any) -> list[str]:
 
 @dataclass(frozen=True, eq=False)
 class TorchScriptModel:
-    """A ``torch.jit`` module in eval mode with frozen parameters, checked on the data."""
+    """A torch module (``torch.jit``, an exported program's, or an ``nn.Module``) in eval
+    mode with frozen parameters, checked on the data (:meth:`load`, :meth:`from_module`)."""
 
     module: Any
     path: Path
@@ -183,14 +184,15 @@ class TorchScriptModel:
     selector: str | None
     pick: OutputPick
     fixed: np.ndarray
-    format: ClassVar[str] = "torchscript"
+    #: torchscript (a file), torch-export (a .pt2 file or program), torch-module (an object)
+    format: str = "torchscript"
     method: ClassVar[str] = "autodiff"
 
     @classmethod
     def load(
         cls, path: Path, options: LoadOptions, columns: Columns, X: np.ndarray
     ) -> TorchScriptModel:
-        """Load on the CPU in eval mode, pick the output and check the rows on X."""
+        """Load with ``torch.jit.load`` on the CPU and check it (:meth:`from_module`)."""
         import torch
 
         try:
@@ -199,7 +201,26 @@ class TorchScriptModel:
             raise ModelError(
                 f"cannot load model file '{path}' as TorchScript: {first_line(exc)}"
             ) from None
-        module.eval()
+        return cls.from_module(module, path, options, columns, X)
+
+    @classmethod
+    def from_module(
+        cls,
+        module: Any,
+        path: Path | Any,
+        options: LoadOptions,
+        columns: Columns,
+        X: np.ndarray,
+        *,
+        fmt: str = "torchscript",
+    ) -> TorchScriptModel:
+        """Put ``module`` in eval mode with frozen parameters (an exported program's
+        module has no train mode to leave), pick the output on the first rows of X and
+        check that rows are independent; ``path`` names the model in messages."""
+        import torch
+
+        if fmt != "torch-export":
+            module.eval()
         for param in module.parameters():
             param.requires_grad_(False)
         tensors = itertools.chain(module.parameters(), module.buffers())
@@ -218,6 +239,7 @@ class TorchScriptModel:
             selector=options.output,
             pick=pick_output(first, len(rows), options.output, path),
             fixed=columns.fixed_mask(),
+            format=fmt,
         )
         model._check_rows(rows, X)
         return model

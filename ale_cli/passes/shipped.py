@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.errors import RunError
+from ale_cli.errors import InputError, RunError
 from ale_cli.io.files import sha256_file
-from ale_cli.models import Columns, LoadOptions, Model, load_model
+from ale_cli.models import Columns, LoadOptions, Model, ModelObject, load_model
 from ale_cli.models.profile import DataProfile
 
 
@@ -38,11 +38,13 @@ class ShippedModel:
     loaded: Model | None = field(default=None, repr=False, compare=False)
     #: the file's bytes (read when the handle is pickled, checked against ``sha256``)
     data: bytes | None = field(default=None, repr=False)
+    #: a model given as an object (it has no file to ship)
+    obj: ModelObject | None = field(default=None, repr=False)
 
     @classmethod
     def of(
         cls,
-        path: Path,
+        path: Path | ModelObject,
         *,
         model_format: str,
         options: LoadOptions,
@@ -52,11 +54,22 @@ class ShippedModel:
         loaded: Model | None = None,
         sha256: str | None = None,
     ) -> ShippedModel:
-        """The handle of the model file ``path`` (``sha256``: its hash, when known)."""
+        """The handle of the model file ``path`` (``sha256``: its hash, when known), or of
+        a model object, which stays in this process."""
+        if isinstance(path, ModelObject):
+            digest = path.sha256 or ""
+            return cls(str(path), digest, model_format, options, columns, head, profile, loaded,
+                       obj=path)  # fmt: skip
         digest = sha256 if sha256 is not None else sha256_file(path)
         return cls(str(path), digest, model_format, options, columns, head, profile, loaded)
 
     def __reduce__(self) -> tuple[Any, ...]:
+        if self.obj is not None:
+            raise InputError(
+                f"{{param}} dask ships the model file to its workers, but the model is "
+                f"{self.obj}; save it to a file, or run on the local engine",
+                param="engine",
+            )
         data = self.data
         if data is None:
             data = Path(self.path).read_bytes()

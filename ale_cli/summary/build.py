@@ -119,7 +119,9 @@ def store_info(
     return {
         "path": None if path is None else str(path),
         "sha256": None if path is None else (sha256 or store_sha256(path)),
-        "model": {k: model.get(k) for k in ("path", "sha256", "format")},
+        # "object": the type of a model given as an object (no path; sha256 None: no hash)
+        "model": {k: model.get(k) for k in ("path", "sha256", "format")}
+        | ({"object": model["object"]} if "object" in model else {}),
         "data": {k: data.get(k) for k in ("path", "sha256")}
         | {"rows_nonfinite": int(data.get("rows_nonfinite", 0))},
         "method": meta.get("method"),

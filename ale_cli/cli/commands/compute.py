@@ -39,7 +39,7 @@ MethodOption = Annotated[
     str,
     typer.Option(
         "--method",
-        help="auto, autodiff or finite-differences. auto: autodiff for TorchScript and "
+        help="auto, autodiff or finite-differences. auto: autodiff for torch models and "
         "translatable ONNX graphs, finite differences otherwise.",
     ),
 ]
@@ -120,9 +120,10 @@ def compute(
     Reuses the store at -o when it was made from the same model bytes, data bytes
     and options (a cache hit); --force recomputes. --features chooses the inputs
     to explain (finite differences perturb only those); the model still gets
-    every input (--inputs, or every column but --exclude). Text, --categorical and
-    --discrete features also get every row's jumps to the adjacent levels (model
-    calls), so rebin and rhale report them per level as classic does.
+    every input (--inputs, or every column but --exclude). Text, --categorical,
+    --discrete and binary (two-valued) features also get every row's jumps to the
+    adjacent levels (model calls), so rebin and rhale report them per level as classic
+    does.
     """
     where = engine_for(engine, scheduler)
     request = ComputeRequest(

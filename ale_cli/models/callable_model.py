@@ -1,0 +1,249 @@
+"""A callable ``f(X) -> y`` as a model: local effects by central finite differences, or
+from the gradient callable given with it (:class:`~ale_cli.models.objects.Predictor`).
+
+The callable is checked on the data as the files' adapters are (one float output per
+row, the same output for the same rows, rows independent of each other) and its
+finite-difference steps are chosen from the data (:func:`finite_diff.plan_steps`: a
+small step, or the large one and then secants when most small-step derivatives on a
+sample are exactly zero).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import ale_cli.models.finite_diff as fd
+from ale_cli.errors import ModelError, ModelFailed
+from ale_cli.models.base import (
+    Columns,
+    Effects,
+    LoadOptions,
+    ProgressFn,
+    call_model,
+    chunks,
+    failure_reason,
+    feature_indices,
+)
+from ale_cli.models.objects import ModelObject, Predictor
+from ale_cli.models.profile import DataProfile
+
+#: Rows the callable is first called on when it is loaded.
+CHECK_ROWS = 8
+
+
+@dataclass(frozen=True, eq=False)
+class Caller:
+    """Calls the predictor on rows of X (as a DataFrame with ``frame``), returns the
+    selected output (M,) float64; ``column`` picks one of an (M, k) output."""
+
+    predictor: Predictor
+    label: str
+    names: tuple[str, ...]
+    column: int | None
+
+    def data(self, X: np.ndarray) -> Any:
+        if not self.predictor.frame:
+            return X
+        import pandas as pd
+
+        return pd.DataFrame(X, columns=list(self.names), copy=False)
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        out = np.asarray(call_model(self.label, self.predictor.predict, self.data(X)))
+        if out.ndim == 2 and out.shape[1] == 1 and self.column is None:
+            out = out[:, 0]
+        if out.ndim == 2 and out.shape[0] == len(X) and self.column is not None:
+            if self.column >= out.shape[1]:
+                raise ModelError(
+                    f"{{param}} {self.column} is out of range: model '{self.label}' gives "
+                    f"columns 0..{out.shape[1] - 1}",
+                    param="output",
+                )
+            out = out[:, self.column]
+        if out.shape != (len(X),):
+            hint = "; choose a column with {param} INDEX" if out.ndim == 2 else ""
+            raise ModelError(
+                f"model '{self.label}' returned shape {out.shape} for {len(X)} rows, "
+                f"expected one value per row{hint}",
+                param="output" if hint else None,
+            )
+        if not np.issubdtype(out.dtype, np.number) or np.issubdtype(out.dtype, np.complexfloating):
+            raise ModelError(f"model '{self.label}' returned {out.dtype} values, expected numbers")
+        return out.astype(np.float64, copy=False)
+
+    def gradient(self, X: np.ndarray) -> np.ndarray:
+        assert self.predictor.gradient is not None  # only called when one was given
+        out = np.asarray(call_model(self.label, self.predictor.gradient, self.data(X)))
+        if out.shape != X.shape:
+            raise ModelError(
+                f"the gradient of model '{self.label}' returned shape {out.shape} for rows "
+                f"of shape {X.shape}, expected the same shape (d y / d x per row and column)",
+                param="gradient",
+            )
+        return out.astype(np.float64, copy=False)
+
+
+def _column(spec: str | None) -> int | None:
+    if spec is None:
+        return None
+    if not spec.isdigit():
+        raise ModelError(
+            f"{{param}} '{spec}' is not valid for a callable model; expected a column INDEX "
+            "of its (N, k) output",
+            param="output",
+        )
+    return int(spec)
+
+
+@dataclass(frozen=True, eq=False)
+class CallableModel:
+    """A prediction function checked on the data; build it with :meth:`load`.
+
+    ``method`` is "gradient" when the given gradient is used, else "finite-differences".
+    """
+
+    caller: Caller
+    use_gradient: bool
+    eval_rows: int
+    step: fd.StepChoice | None
+    steps: np.ndarray
+    fixed: np.ndarray
+    #: callable, or the native booster format read through its library's predict
+    format: str = "callable"
+
+    @property
+    def method(self) -> str:
+        return "gradient" if self.use_gradient else "finite-differences"
+
+    @classmethod
+    def load(
+        cls,
+        given: ModelObject,
+        options: LoadOptions,
+        columns: Columns,
+        X: np.ndarray,
+        profile: DataProfile | None = None,
+    ) -> CallableModel:
+        """Check the callable on the data (or ``profile``) and decide its method and steps."""
+        predictor = given.obj if isinstance(given.obj, Predictor) else Predictor(given.obj)
+        return cls.of(predictor, str(given), options, columns, X, profile)
+
+    @classmethod
+    def of(
+        cls,
+        predictor: Predictor,
+        label: str,
+        options: LoadOptions,
+        columns: Columns,
+        X: np.ndarray,
+        profile: DataProfile | None = None,
+        *,
+        fmt: str = "callable",
+        piecewise: bool = False,
+    ) -> CallableModel:
+        """Check ``predictor`` (named ``label`` in messages) on the data; ``piecewise``: a
+        model type known to be piecewise constant (the large step, then secants)."""
+        has_gradient = predictor.gradient is not None
+        if options.method == "autodiff" and not has_gradient:
+            raise ModelError(
+                "{param} autodiff needs a gradient: give the callable as "
+                "Predictor(f, gradient=g), or use finite differences",
+                param="method",
+            )
+        use_gradient = has_gradient and options.method != "finite-differences"
+        if use_gradient and options.step is not None:
+            raise ModelError(
+                "{param} applies to finite differences; this model's gradient is given",
+                param="step",
+            )
+        profile = DataProfile.of(X) if profile is None else profile
+        caller = Caller(predictor, label, columns.names, _column(options.output))
+        try:
+            first = caller(profile.head[:CHECK_ROWS])
+            if use_gradient:
+                caller.gradient(profile.head[:CHECK_ROWS])
+        except ModelFailed as exc:
+            raise ModelFailed(
+                f"model '{caller.label}' failed on the first rows of the data: "
+                f"{failure_reason(exc)}"
+            ) from None
+        if not fd.rows_independent(caller, profile.head, rtol=1e-9, first=first):
+            raise ModelError(
+                f"model '{caller.label}' is not deterministic or mixes rows: a row's output "
+                "changes with the other rows of the call; local effects need each output row "
+                "to depend on its own input row only"
+            )
+        fixed = columns.fixed_mask()
+        step, steps = None, np.zeros(X.shape[1])
+        if not use_gradient:
+            step, steps = fd.plan_steps(
+                caller,
+                profile.head,
+                profile=profile,
+                user_step=options.step,
+                piecewise_type=piecewise,
+                smooth_step=fd.SMALL_STEP,
+                fixed=fixed,
+            )
+        return cls(
+            caller=caller,
+            use_gradient=use_gradient,
+            eval_rows=options.batch_size or fd.DEFAULT_EVAL_ROWS,
+            step=step,
+            steps=steps,
+            fixed=fixed,
+            format=fmt,
+        )
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """The selected output at every row, shape (N,)."""
+        return self.caller(X)
+
+    def local_effects(
+        self,
+        X: np.ndarray,
+        *,
+        features: Sequence[int] | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Effects:
+        """The given gradient's columns ``features`` (held-fixed ones 0), or central
+        differences as for scikit-learn models."""
+        index = feature_indices(features, X.shape[1])
+        if not self.use_gradient:
+            return fd.central_differences(
+                self.caller,
+                X,
+                self.steps,
+                features=index,
+                fixed=self.fixed,
+                eval_rows=self.eval_rows,
+                progress=progress,
+                label=f"model '{self.caller.label}'",
+            )
+        grads = np.empty((len(X), len(index)), dtype=np.float64)
+        preds = np.empty(len(X), dtype=np.float64)
+        for sl in chunks(len(X), self.eval_rows):
+            preds[sl] = self.caller(X[sl])
+            grads[sl] = self.caller.gradient(X[sl])[:, index]
+            if progress is not None:
+                progress(sl.stop - sl.start)
+        grads[:, self.fixed[index]] = 0.0
+        return Effects(local_effects=grads, prediction=preds)
+
+    def describe(self) -> dict[str, Any]:
+        details: dict[str, Any] = {
+            "method": self.method,
+            "format": self.format,
+            "output": {"selector": None if self.caller.column is None else str(self.caller.column)},
+            "dtype": "float64",
+            "eval_rows_per_call": self.eval_rows,
+            "dataframe_input": self.caller.predictor.frame,
+        }
+        if self.step is not None:
+            details["step"] = self.step.to_dict() | {"absolute": self.steps.tolist()}
+            details["notes"] = [fd.describe_step(self.step)]
+        return details

@@ -1,0 +1,229 @@
+"""Models given as Python objects (a notebook's fitted model), not as files.
+
+:func:`model_object` tells what an object is from its type and wraps it in a
+:class:`ModelObject`; :func:`~ale_cli.models.load_model` then builds the same adapter
+the file of that model gets:
+
+=========================================  ================  ==========================
+object                                     ``format``        local effects
+=========================================  ================  ==========================
+fitted scikit-learn estimator or pipeline  ``sklearn``       finite differences, or
+                                                             secants for trees
+``torch.nn.Module`` (also a ScriptModule)  ``torch-module``  autodiff
+``torch.export.ExportedProgram``           ``torch-export``  autodiff
+any callable ``f(X) -> y``                 ``callable``      finite differences (or
+:class:`Predictor` with a ``gradient``                       the given gradient)
+=========================================  ================  ==========================
+
+The object is never changed: a torch module is copied before it is put in eval mode
+and its parameters frozen. Its provenance is the type's name and a content hash where
+one can be computed (the pickle of a scikit-learn estimator; a module's parameters,
+buffers and the source of its classes; an exported program's saved bytes). A callable
+has no content hash (its code may read anything), so its store is never a cache hit.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import inspect
+import io
+import pickle
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ale_cli.errors import InputError, ModelError
+
+#: The formats of models given as objects (``ModelObject.format``).
+OBJECT_FORMATS = ("sklearn", "torch-module", "torch-export", "callable")
+
+ACCEPTED = (
+    "a model file path, a fitted scikit-learn estimator or pipeline, a torch.nn.Module, "
+    "a torch.export.ExportedProgram, or a callable f(X) -> y (ale_cli.api.Predictor to "
+    "add its gradient)"
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Predictor:
+    """A prediction function, with its gradient when there is one.
+
+    Attributes
+    ----------
+    predict : callable
+        ``predict(X)`` for X of shape (M, D) float64 (or a DataFrame with the inputs'
+        names, with ``frame``) returns the explained output, shape (M,) or (M, 1);
+        (M, k) with ``output`` INDEX choosing a column.
+    gradient : callable or None
+        ``gradient(X)`` returns d predict / dX, shape (M, D). None: central finite
+        differences (a small step, or secants when the output is mostly flat).
+    frame : bool
+        Call both with a pandas DataFrame whose columns are the inputs' names.
+
+    >>> Predictor(lambda X: X.sum(axis=1)).gradient is None
+    True
+    """
+
+    predict: Callable[[Any], Any]
+    gradient: Callable[[Any], Any] | None = None
+    frame: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("predict", "gradient"):
+            value = getattr(self, name)
+            if not (value is None and name == "gradient") and not callable(value):
+                raise InputError(
+                    f"{{param}} must be callable, got {type(value).__name__}", param=name
+                )
+
+
+@dataclass(frozen=True, eq=False)
+class ModelObject:
+    """A model object with its format and content hash (None: none can be computed).
+
+    ``str()`` of it names it in messages and provenance: ``<Pipeline object>``,
+    ``<callable f>``.
+    """
+
+    obj: Any
+    format: str
+    sha256: str | None
+
+    def __str__(self) -> str:
+        inner = self.obj.predict if isinstance(self.obj, Predictor) else self.obj
+        if self.format == "callable":
+            return f"<callable {getattr(inner, '__qualname__', type(inner).__name__)}>"
+        return f"<{type(inner).__name__} object>"
+
+    @property
+    def type_name(self) -> str:
+        """The object's type, module-qualified (``sklearn.pipeline.Pipeline``)."""
+        kind = type(self.obj)
+        return f"{kind.__module__}.{kind.__qualname__}"
+
+    def provenance(self) -> dict[str, Any]:
+        """The store's and summary's ``model`` record of it."""
+        return {
+            "path": None,
+            "object": self.type_name,
+            "sha256": self.sha256,
+            "format": self.format,
+        }
+
+    def note(self) -> str | None:
+        """What a reader must know when the object has no content hash."""
+        if self.sha256 is not None:
+            return None
+        return (
+            f"the model was given as {self} ({self.type_name}), which has no content hash: "
+            "a store of it is never reused as a cache"
+        )
+
+
+def _sklearn(value: Any) -> bool:
+    base = sys.modules.get("sklearn.base")
+    return base is not None and isinstance(value, base.BaseEstimator)
+
+
+def _torch_kind(value: Any) -> str | None:
+    if "torch" not in sys.modules:  # an object of torch's types means torch is imported
+        return None
+    import torch
+
+    if isinstance(value, torch.export.ExportedProgram):
+        return "torch-export"
+    if isinstance(value, torch.nn.Module):
+        return "torch-module"
+    return None
+
+
+def model_object(value: Any, *, param: str = "model") -> ModelObject:
+    """``value`` as a :class:`ModelObject`, its format told by its type; an InputError
+    naming ``param`` for anything that is not a model."""
+    fmt = _torch_kind(value)
+    if fmt is None and _sklearn(value):
+        fmt = "sklearn"
+    if fmt is None and (isinstance(value, Predictor) or callable(value)):
+        if isinstance(value, type):
+            raise InputError(
+                f"{{param}} is the class {value.__name__}, not a fitted model; expected {ACCEPTED}",
+                param=param,
+            )
+        fmt = "callable"
+    if fmt is None:
+        raise InputError(f"{{param}}: got {type(value).__name__}; expected {ACCEPTED}", param=param)
+    return ModelObject(value, fmt, object_sha256(value, fmt))
+
+
+def given_model(value: Any, *, param: str = "model") -> Path | ModelObject:
+    """A path for ``str`` and ``os.PathLike`` values, else the :class:`ModelObject`."""
+    if isinstance(value, ModelObject | Path):
+        return value
+    if isinstance(value, str) or hasattr(value, "__fspath__"):
+        return Path(value)
+    return model_object(value, param=param)
+
+
+def object_sha256(value: Any, fmt: str) -> str | None:
+    """The content hash of a model object, None where none can be computed (a callable;
+    an object that cannot be pickled or whose classes' source cannot be read)."""
+    digest = hashlib.sha256(f"{type(value).__module__}.{type(value).__qualname__}\n".encode())
+    try:
+        if fmt == "sklearn":
+            digest.update(pickle.dumps(value, protocol=5))
+        elif fmt == "torch-export":
+            import torch
+
+            buffer = io.BytesIO()
+            torch.export.save(value, buffer)
+            digest.update(buffer.getvalue())
+        elif fmt == "torch-module":
+            _module_digest(value, digest)
+        else:
+            return None
+    except Exception:  # unpicklable parts, classes defined where no source is kept
+        return None
+    return digest.hexdigest()
+
+
+def _module_digest(module: Any, digest: Any) -> None:
+    """Feed ``digest`` a torch module's code and state: a ScriptModule's saved archive;
+    else each submodule class's source, then every parameter and buffer."""
+    import torch
+
+    if isinstance(module, torch.jit.ScriptModule):
+        buffer = io.BytesIO()
+        torch.jit.save(module, buffer)
+        digest.update(buffer.getvalue())
+        return
+    for kind in sorted({type(m) for m in module.modules()}, key=lambda k: k.__qualname__):
+        digest.update(inspect.getsource(kind).encode())
+    for name, tensor in module.state_dict().items():
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+
+
+def torch_module_of(given: ModelObject) -> Any:
+    """The torch module to differentiate: a copy of an ``nn.Module`` (the caller's stays
+    as it is)."""
+    return copy.deepcopy(given.obj)
+
+
+def unfitted(given: ModelObject) -> ModelError | None:
+    """The error for a scikit-learn estimator that is not fitted, else None."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(given.obj)
+    except NotFittedError:
+        return ModelError(
+            f"{{param}} is a {type(given.obj).__name__} that is not fitted; fit it first",
+            param="model",
+        )
+    except TypeError:  # not an estimator check_is_fitted knows: the adapter checks it
+        return None
+    return None
