@@ -58,7 +58,6 @@ DiscreteOption = Annotated[
         "differences); 'auto': every numeric input with 2 to 10 distinct values; 'none': "
         "slopes for every numeric input. Default: the binary (two-valued) numeric inputs. "
         "Text and --categorical columns are always estimated per level.",
-        show_default=False,
     ),
 ]
 BootstrapOption = Annotated[
