@@ -3,8 +3,10 @@ and onnxruntime are imported only inside the adapter that needs them)."""
 
 from __future__ import annotations
 
+import importlib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -20,15 +22,8 @@ from ale_cli.models.base import (
 )
 from ale_cli.models.boosters import BOOSTERS
 from ale_cli.models.boosters import EXTENSIONS as BOOSTER_EXTENSIONS
-from ale_cli.models.boosters import load as load_booster
-from ale_cli.models.callable_model import CallableModel
 from ale_cli.models.objects import ModelObject, Predictor, torch_module_of, unfitted
-from ale_cli.models.onnx_model import OnnxModel
 from ale_cli.models.profile import DataProfile
-from ale_cli.models.scikit import SklearnModel
-from ale_cli.models.torch_export import from_program, is_export_archive
-from ale_cli.models.torch_export import load as load_export
-from ale_cli.models.torchscript import TorchScriptModel
 
 __all__ = [
     "METHODS",
@@ -45,6 +40,14 @@ __all__ = [
     "load_model",
     "sniff_format",
 ]
+
+
+def _adapter(name: str) -> Any:
+    """``"module:attribute"`` of an adapter module here, imported when a model is loaded
+    (the commands that read a store never load one, so never import the adapters)."""
+    module, _, attribute = name.partition(":")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+
 
 MODEL_FORMATS = ("torchscript", "torch-export", "onnx", "skops", "pickle", *BOOSTERS)
 _EXTENSIONS = {
@@ -103,7 +106,7 @@ def sniff_format(path: Path) -> str | None:
                 names = zf.namelist()
         except (zipfile.BadZipFile, OSError):
             return None
-        if is_export_archive(names):
+        if _adapter("torch_export:is_export_archive")(names):
             return "torch-export"
         if any(n.endswith("constants.pkl") or "/code/" in n for n in names):
             return "torchscript"
@@ -193,13 +196,13 @@ def load_model(
                     param=param,
                 )
         if fmt == "torch-export":
-            return load_export(path, options, columns, X)
-        return TorchScriptModel.load(path, options, columns, X)
+            return _adapter("torch_export:load")(path, options, columns, X)
+        return _adapter("torchscript:TorchScriptModel").load(path, options, columns, X)
     if fmt == "onnx":
-        return OnnxModel.load(path, options, columns, X, profile)
+        return _adapter("onnx_model:OnnxModel").load(path, options, columns, X, profile)
     if fmt in BOOSTERS:
-        return load_booster(path, fmt, options, columns, X, profile)
-    return SklearnModel.load(path, fmt, options, columns, X, profile)
+        return _adapter("boosters:load")(path, fmt, options, columns, X, profile)
+    return _adapter("scikit:SklearnModel").load(path, fmt, options, columns, X, profile)
 
 
 def load_object(
@@ -215,11 +218,11 @@ def load_object(
         error = unfitted(given)
         if error is not None:
             raise error
-        return SklearnModel.from_estimator(
+        return _adapter("scikit:SklearnModel").from_estimator(
             given.obj, given, "sklearn", options, columns, X, profile=profile
         )
     if given.format == "callable":
-        return CallableModel.load(given, options, columns, X, profile)
+        return _adapter("callable_model:CallableModel").load(given, options, columns, X, profile)
     for param, asked in (
         ("method", options.method == "finite-differences"),
         ("step", options.step is not None),
@@ -231,6 +234,7 @@ def load_object(
                 param=param,
             )
     if given.format == "torch-export":
-        return from_program(given.obj, given, options, columns, X)
+        return _adapter("torch_export:from_program")(given.obj, given, options, columns, X)
     module = torch_module_of(given)
-    return TorchScriptModel.from_module(module, given, options, columns, X, fmt=given.format)
+    torch_model = _adapter("torchscript:TorchScriptModel")
+    return torch_model.from_module(module, given, options, columns, X, fmt=given.format)
