@@ -26,6 +26,7 @@ API = (
     "read_store",
     "read_summary",
     "rebin",
+    "regional",
     "report",
     "rhale",
     "run",

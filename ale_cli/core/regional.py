@@ -1,0 +1,252 @@
+"""Regional effects: where a feature's local effects agree, found by splitting the rows.
+
+A region is a set of rows given by conditions on the model's inputs (``bmi > 27.5``,
+``sex == 1``). For a feature s with fixed bins ``z_0 < ... < z_K`` (its RHALE bins on all
+rows), the *heterogeneity* of a region R is RHALE's accumulated std at the last edge::
+
+    H(R) = sqrt(sum_k dz_k^2 s_k(R)^2)      s_k(R)^2 = M2_k / (n_k - 1)   (ddof = 1;
+                                                                          0 when n_k < 2)
+
+the same figure as the last entry of a summary's ``std`` (so comparable with the global
+one). A binary split of R into L and R' is scored by the count-weighted heterogeneity of
+the children, and its relative *drop*::
+
+    H_split = (n_L H(L) + n_R' H(R')) / (n_L + n_R')        drop = 1 - H_split / H(R)
+
+Candidate splits per input (a :class:`Splitter`): a threshold ``x <= t_c`` / ``x > t_c``
+on a sorted list of thresholds, or one level against the rest (``x == v_c`` / ``x != v_c``).
+Each row falls in one *bucket* per input (thresholds: ``searchsorted(t, x, 'left')``, so
+bucket c holds ``t_{c-1} < x <= t_c``; levels: the index of its level), and everything a
+split needs is the :class:`~ale_cli.core.binstats.CellStats` of the feature's local
+effects per (node, input, bucket, bin) cell (:func:`split_cells`): a threshold's left
+child is buckets ``0..c``, a level's is bucket c, the right child the rest. These cells
+merge exactly across chunks, so the search runs as passes over a store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ale_cli.core.binstats import CellStats
+
+THRESHOLD = "threshold"
+LEVEL = "level"
+
+
+@dataclass(frozen=True)
+class Splitter:
+    """The candidate splits on one input (column ``column`` of X).
+
+    Attributes
+    ----------
+    name : str
+    column : int
+    kind : str
+        ``"threshold"`` (``x <= t`` against ``x > t``) or ``"level"`` (``x == v`` against
+        the rest).
+    values : ndarray, shape (C,)
+        Increasing thresholds, or the input's distinct values (its levels).
+    """
+
+    name: str
+    column: int
+    kind: str
+    values: np.ndarray
+
+    @property
+    def n_buckets(self) -> int:
+        """Buckets of this input: C + 1 for thresholds, C for levels."""
+        return int(self.values.size) + (1 if self.kind == THRESHOLD else 0)
+
+    def buckets(self, x: np.ndarray) -> np.ndarray:
+        """Bucket of each value (N,) in ``0 .. n_buckets - 1``.
+
+        >>> Splitter("a", 0, THRESHOLD, np.array([0.0, 1.0])).buckets(np.array([-1, 0, .5, 2]))
+        array([0, 0, 1, 2])
+        """
+        b = np.searchsorted(self.values, x, side="left")
+        if self.kind == LEVEL:  # a value between levels (not one of them) cannot occur
+            b = np.minimum(b, self.values.size - 1)
+        return b.astype(np.int64)
+
+
+def split_cells(
+    node: np.ndarray, buckets: np.ndarray, bins: np.ndarray, values: np.ndarray, *, shape: tuple
+) -> CellStats:
+    """Statistics of ``values`` (N,) per (node, input, bucket, bin) cell.
+
+    ``node`` (N,): each row's node in ``0 .. nodes-1`` (rows of no node left out before);
+    ``buckets`` (N, J): each row's bucket per input; ``bins`` (N,): its bin of the
+    feature; ``shape`` = (nodes, J, B, K). Cell ``((node J + j) B + bucket) K + bin``.
+
+    >>> c = split_cells(np.array([0, 0]), np.array([[0], [1]]), np.array([0, 0]),
+    ...                 np.array([1.0, 3.0]), shape=(1, 1, 2, 1))
+    >>> c.counts.tolist(), c.mean.tolist()
+    ([1, 1], [1.0, 3.0])
+    """
+    nodes, j, b, k = shape
+    flat = (node[:, None] * j + np.arange(j)) * b
+    flat += buckets
+    flat *= k
+    flat += bins[:, None]
+    vals = np.broadcast_to(values[:, None], flat.shape)
+    return CellStats.from_values(
+        flat.ravel(), vals.ravel(), n_cells=nodes * j * b * k, all_inside=True
+    )
+
+
+def heterogeneity(counts: np.ndarray, s1: np.ndarray, s2: np.ndarray, dz: np.ndarray) -> np.ndarray:
+    """``sqrt(sum_k dz_k^2 s_k^2)`` over the last axis, from counts, ``S1 = sum(v - c_k)``
+    and ``S2 = sum((v - c_k)^2)`` per bin (any shift c_k per bin): ``s_k^2 = (S2 - S1^2 /
+    n) / (n - 1)``, 0 where ``n < 2``.
+
+    >>> heterogeneity(np.array([2, 1]), np.array([0.0, 0.0]), np.array([2.0, 0.0]),
+    ...               np.array([1.0, 1.0])).item()
+    1.4142135623730951
+    """
+    n = counts.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = (s2 - s1 * s1 / n) / (n - 1.0)
+    var = np.where(counts >= 2, np.maximum(var, 0.0), 0.0)
+    return np.sqrt(np.sum(var * dz**2, axis=-1))
+
+
+@dataclass(frozen=True)
+class SplitScores:
+    """The candidate splits of one node, per input j and candidate c (shape (J, C_max)).
+
+    Attributes
+    ----------
+    before : float
+        H of the node.
+    after : ndarray, shape (J, C_max)
+        ``H_split`` of each candidate; ``inf`` where it is not allowed.
+    rows : ndarray, shape (J, C_max, 2), int64
+        Rows of the left (condition true) and right child.
+    parts : ndarray, shape (J, C_max, 2)
+        H of the left and right child.
+    """
+
+    before: float
+    after: np.ndarray
+    rows: np.ndarray
+    parts: np.ndarray
+
+    def best(self) -> tuple[int, int] | None:
+        """The allowed candidate with the smallest ``H_split`` (the first of ties, inputs
+        then candidates in order), or None."""
+        if not np.isfinite(self.after).any():
+            return None
+        j, c = np.unravel_index(int(np.argmin(self.after)), self.after.shape)
+        return int(j), int(c)
+
+    def drop(self, j: int, c: int) -> float:
+        """``1 - H_split / H`` (0 when H is 0)."""
+        return 0.0 if self.before <= 0 else 1.0 - float(self.after[j, c]) / self.before
+
+
+def split_scores(
+    cells: CellStats,
+    *,
+    shape: tuple[int, int, int],
+    dz: np.ndarray,
+    kinds: tuple[str, ...],
+    n_candidates: tuple[int, ...],
+    min_rows: int,
+    excluded: tuple[int, ...] = (),
+) -> SplitScores:
+    """Score every candidate split of one node from its cells (J, B, K) (:func:`split_cells`).
+
+    Candidate c of input j: threshold c (left = buckets ``0..c``) or level c (left = bucket
+    c); allowed when it exists (``c < n_candidates[j]``), j is not ``excluded`` and both
+    children have at least ``min_rows`` rows.
+
+    >>> x3 = np.array([0, 0, 1, 1]); e = np.array([3.0, 3.1, -3.0, -3.1])
+    >>> cells = split_cells(np.zeros(4, int), x3[:, None], np.zeros(4, int), e,
+    ...                     shape=(1, 1, 2, 1))
+    >>> s = split_scores(cells, shape=(1, 2, 1), dz=np.array([1.0]), kinds=("threshold",),
+    ...                  n_candidates=(1,), min_rows=1)
+    >>> s.best(), round(s.drop(0, 0), 3)
+    ((0, 0), 0.98)
+    """
+    j_n, b_n, k_n = shape
+    n = cells.counts.reshape(shape)
+    mean = cells.mean.reshape(shape)
+    m2 = cells.m2.reshape(shape)
+    tot_n = n[0].sum(axis=0)  # (K,): every input's buckets hold the node's rows
+    with np.errstate(invalid="ignore", divide="ignore"):
+        center = np.where(tot_n > 0, (n[0] * mean[0]).sum(axis=0) / tot_n, 0.0)
+    d = mean - center
+    s1 = n * d
+    s2 = m2 + s1 * d
+    tot = (tot_n, s1[0].sum(axis=0), s2[0].sum(axis=0))
+    before = float(heterogeneity(*tot, dz))
+    kinds_a = np.array([k == THRESHOLD for k in kinds])[:, None, None]
+    left = [np.where(kinds_a, np.cumsum(a, axis=1), a) for a in (n, s1, s2)]
+    right = [t[None, None, :] - a for t, a in zip(tot, left, strict=True)]
+    h_left, h_right = heterogeneity(*left, dz), heterogeneity(*right, dz)
+    rows = np.stack([left[0].sum(axis=2), right[0].sum(axis=2)], axis=-1)
+    total = rows.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        after = (rows[..., 0] * h_left + rows[..., 1] * h_right) / total
+    allowed = np.arange(b_n)[None, :] < np.array(n_candidates)[:, None]
+    allowed &= (rows >= min_rows).all(axis=-1)
+    for j in excluded:
+        allowed[j] = False
+    after = np.where(allowed, after, np.inf)
+    return SplitScores(before, after, rows, np.stack([h_left, h_right], axis=-1))
+
+
+#: a condition's operators: a threshold's two sides, a level and the rest
+OPERATORS = ("<=", ">", "==", "!=")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``X[:, column] <op> value`` on input ``name``; ``shown``: the value as written
+    (a level's label, or the number).
+
+    >>> c = Condition("x3", 0, ">", 0.0, "0")
+    >>> c.text, c.holds(np.array([[-1.0], [1.0]])).tolist()
+    ('x3 > 0', [False, True])
+    """
+
+    name: str
+    column: int
+    op: str
+    value: float
+    shown: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.name} {self.op} {self.shown}"
+
+    def holds(self, X: np.ndarray) -> np.ndarray:
+        """Whether each row (N, D) meets the condition, shape (N,)."""
+        x = X[:, self.column]
+        if self.op == "<=":
+            return x <= self.value
+        if self.op == ">":
+            return x > self.value
+        if self.op == "==":
+            return x == self.value
+        return x != self.value
+
+
+def node_index(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.ndarray:
+    """Each row's region in ``regions`` (disjoint; each the conditions all rows meet), or
+    -1 when in none, shape (N,).
+
+    >>> a, b = Condition("x", 0, "<=", 0.0, "0"), Condition("x", 0, ">", 0.0, "0")
+    >>> node_index(np.array([[-1.0], [2.0]]), ((a,), (b,))).tolist()
+    [0, 1]
+    """
+    out = np.full(X.shape[0], -1, dtype=np.int64)
+    for i, conditions in enumerate(regions):
+        inside = np.ones(X.shape[0], dtype=bool)
+        for c in conditions:
+            inside &= c.holds(X)
+        out[inside] = i
+    return out
