@@ -265,3 +265,45 @@ def test_cli_writes_a_regional_summary(cli, tmp_path: Path):  # type: ignore[no-
     result = cli("regional", store, "--min-drop", "2", "-o", tmp_path / "r2.json")
     assert result.exit_code == 2 and "--min-drop" in result.stderr
     assert not (tmp_path / "r2.json").exists()
+
+
+def test_export_has_a_region_column_with_each_leaf(paper: RegionalSummary, tmp_path: Path):
+    from ale_cli.summary.export import export_table
+    from ale_cli.summary.regional import write_regional
+
+    path = tmp_path / "regional.json"
+    write_regional(path, paper)
+    frame = export_table(path).frame
+    assert list(frame.columns[:4]) == ["estimator", "feature", "kind", "region"]
+    x1 = paper.feature("x1")
+    got = frame[(frame["feature"] == "x1") & (frame["kind"] == "edge")]
+    assert list(dict.fromkeys(got["region"])) == ["all rows", *(n.label for n in x1.leaves)]
+    for leaf in x1.leaves:
+        rows = got[got["region"] == leaf.label]
+        np.testing.assert_allclose(rows["effect"].to_numpy(), leaf.record.effect)
+    bins = frame[(frame["kind"] == "bin") & (frame["region"] != "all rows")]
+    assert int(bins["count"].sum()) == sum(n.rows for n in x1.leaves)  # only x1 split
+
+
+def test_diff_says_whether_the_regions_are_the_same(cli, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from ale_cli.summary.regional import write_regional
+
+    X, E = paper_rows(n=4000)
+    one = regional(RegionalRequest(memory(X, E), max_depth=1)).summary
+    X2 = X.copy()
+    X2[:, [1, 2]] = X[:, [2, 1]]  # x1's effect now follows x2
+    E2 = E.copy()
+    two = regional(RegionalRequest(memory(X2, E2), max_depth=1)).summary
+    for name, s in (("a", one), ("a2", one), ("b", two)):
+        write_regional(tmp_path / f"{name}.json", s)
+    same = cli("diff", tmp_path / "a.json", tmp_path / "a2.json")
+    assert same.exit_code == 0, same.stderr
+    t = one.feature("x1").nodes[0].split.value
+    assert (
+        f"x1: same regions (x3 <= {t:.4g} | x3 > {t:.4g}); leaf curves differ by at most 0"
+        in same.stdout
+    )
+    other = cli("diff", tmp_path / "a.json", tmp_path / "b.json")
+    assert other.exit_code == 0, other.stderr
+    assert "x1: different regions: A x3 <= " in other.stdout
+    assert "; B x2 <= " in other.stdout

@@ -25,6 +25,9 @@ kind        columns (``index`` is 0-based)
             row per numeric entry of a feature's ``statistics``, if it has any
 ==========  ======================================================================
 
+A regional summary (``ale regional``) has a ``region`` column after ``kind``: its global
+records' rows say ``all rows``, then each leaf's edge and bin rows its region in words.
+
 Only the columns of the kinds present are written, in the order above.
 Features (and pairs) that are not estimable have no rows; :func:`export_table`
 reports them. Integer columns are pandas nullable ``Int64`` and ``filled`` is
@@ -308,6 +311,31 @@ def _feature_order(summary: Summary) -> list[str]:
     return [f.name for f in summary.features] + [p.name for p in summary.interactions]
 
 
+def _with_regions(frame: pd.DataFrame, summary: Summary, data: Mapping[str, Any]) -> pd.DataFrame:
+    """A regional summary's table: the global rows (region ``"all rows"``), then per
+    feature each leaf's edge and bin rows with its region (``"bmi > 27.5"``)."""
+    import pandas as pd
+
+    from ale_cli.summary.model import FeatureSummary
+
+    parts = [frame.assign(region="all rows")]
+    for item in data["regions"]:
+        for node in item.get("nodes", ()):
+            if "record" not in node or node.get("parent") is None:
+                continue  # the root's record is the global one
+            leaf = Summary(
+                estimator=summary.estimator,
+                params={},
+                store={},
+                n_rows=int(node["rows"]),
+                features=(FeatureSummary.from_dict(node["record"]),),
+            )
+            parts.append(_frame(leaf, {}).assign(region=str(node["region"])))
+    out = pd.concat(parts, ignore_index=True)
+    kinds = [k for k in KIND_COLUMNS if k in set(out["kind"])]
+    return out[table_columns(kinds, region=True)]
+
+
 @dataclass(frozen=True)
 class ExportTable:
     """A summary's long table and what it holds.
@@ -336,6 +364,8 @@ def export_table(source: str | Path, *, stdin: TextIO | None = None) -> ExportTa
     :func:`ale_cli.outputs.tables.export_summary`)."""
     summary, data = read_summary_source(source, stdin=stdin)
     frame = _frame(summary, _statistics_of(summary, data))
+    if data.get("regions") is not None:  # ale regional: the leaves' rows, named by region
+        frame = _with_regions(frame, summary, data)
     counts = frame["feature"].value_counts(sort=False)
     rows = {name: int(counts[name]) for name in _feature_order(summary) if name in counts}
     skipped = tuple(f.name for f in summary.features if f.status != "ok") + tuple(

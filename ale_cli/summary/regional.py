@@ -258,3 +258,75 @@ def read_regional(path: str | Path) -> RegionalSummary:
         return RegionalSummary.from_dict(data)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise InputError(f"regional summary '{path}' is malformed: {exc}") from None
+
+
+@dataclass(frozen=True)
+class RegionComparison:
+    """One feature's regions in two regional summaries: ``same`` when their leaves have the
+    same conditions; then ``max_abs``, the largest difference of the leaves' curves (on
+    A's edges, :func:`~ale_cli.summary.compare.curve_difference`; None where none is
+    comparable)."""
+
+    name: str
+    same: bool
+    leaves_a: tuple[str, ...]
+    leaves_b: tuple[str, ...]
+    max_abs: float | None = None
+
+    @property
+    def line(self) -> str:
+        """The comparison in one line of words."""
+        a, b = " | ".join(self.leaves_a), " | ".join(self.leaves_b)
+        if not self.same:
+            return f"{self.name}: different regions: A {a}; B {b}"
+        curves = (
+            "" if self.max_abs is None else f"; leaf curves differ by at most {self.max_abs:.4g}"
+        )
+        return f"{self.name}: same regions ({a}){curves}"
+
+
+def compare_regions(a: RegionalSummary, b: RegionalSummary) -> list[RegionComparison]:
+    """Each feature of both summaries, in A's order: same conditions or not, said plainly."""
+    from ale_cli.summary.compare import curve_difference
+
+    names_b = {r.name: r for r in b.regions}
+    out = []
+    for ra in a.regions:
+        rb = names_b.get(ra.name)
+        if rb is None:
+            continue
+        la = tuple(n.label for n in ra.leaves)
+        lb = tuple(n.label for n in rb.leaves)
+        if la != lb:
+            out.append(RegionComparison(ra.name, False, la, lb))
+            continue
+        worst = None
+        for na, nb in zip(ra.leaves, rb.leaves, strict=True):
+            fa, fb = na.record, nb.record
+            if fa is None or fb is None or fa.status != "ok" or fb.status != "ok" or fa.kind:
+                continue
+            d = curve_difference(
+                base_edges=fa.edges,
+                base_effect=fa.effect,
+                base_stderr=fa.stderr,
+                base_counts=fa.counts,
+                other_edges=fb.edges,
+                other_effect=fb.effect,
+                other_stderr=fb.stderr,
+            )
+            if d is not None:
+                worst = d.max_abs if worst is None else max(worst, d.max_abs)
+        out.append(RegionComparison(ra.name, True, la, lb, worst))
+    return out
+
+
+def regional_diff_lines(a: str | Path, b: str | Path) -> tuple[str, ...]:
+    """``ale diff`` of two regional summaries: one line per feature (nothing unless both
+    files are regional summaries)."""
+    if not (
+        is_regional(read_json_file(Path(a), "summary"))
+        and is_regional(read_json_file(Path(b), "summary"))
+    ):
+        return ()
+    found = compare_regions(read_regional(a), read_regional(b))
+    return ("REGIONS", *(c.line for c in found))

@@ -23,6 +23,7 @@ from ale_cli.io.jsonio import dumps
 from ale_cli.plot.diff import render_diff
 from ale_cli.summary.compare import compare_summaries
 from ale_cli.summary.model import read_summary
+from ale_cli.summary.regional import regional_diff_lines
 
 if TYPE_CHECKING:
     from ale_cli.summary.compare import FeatureComparison
@@ -265,6 +266,7 @@ def diff(
         "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
         for row in [headers, *rows]
     ]
+    lines += regional_diff_lines(a, b)  # two regional summaries: their regions compared
     changed = [c.name for c in comparisons if c.rank_changed]
     tail = f"; rank changed: {', '.join(changed)}" if changed else ""
     where = f"; {len(written)} figure files -> '{out}'" if out is not None else ""
