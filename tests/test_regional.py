@@ -93,11 +93,17 @@ def test_x3_and_x2_get_no_split_and_say_so(paper: RegionalSummary):
         assert f.drop == 0.0
 
 
-def test_root_heterogeneity_is_the_global_rhale_figure(paper: RegionalSummary):
-    """H of all rows = the last edge of the global record's accumulated std."""
-    for f in paper.regions:
-        record = paper.summary.feature(f.name)
-        np.testing.assert_allclose(f.heterogeneity, record.std[-1], rtol=1e-9)
+def test_root_heterogeneity_is_rhales_std_on_its_grid(paper_data):  # type: ignore[no-untyped-def]
+    """H of all rows = sqrt(sum_k dz_k^2 s_k^2) over the 50 uniform cells of the RHALE grid."""
+    X, paper = paper_data
+    _, E = paper_rows(n=100_000, noise=0.1)
+    for j, f in enumerate(paper.regions):
+        z = np.linspace(X[:, j].min(), X[:, j].max(), 51)
+        k = np.clip(np.searchsorted(z, X[:, j], side="left") - 1, 0, 49)
+        var = np.array([np.var(E[k == i, j], ddof=1) for i in range(50)])
+        np.testing.assert_allclose(
+            f.heterogeneity, np.sqrt(np.sum(np.diff(z) ** 2 * var)), rtol=1e-9
+        )
 
 
 def test_depth_two_splits_the_second_region_again():

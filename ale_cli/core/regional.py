@@ -1,15 +1,18 @@
 """Regional effects: where a feature's local effects agree, found by splitting the rows.
 
 A region is a set of rows given by conditions on the model's inputs (``bmi > 27.5``,
-``sex == 1``). For a feature s with fixed bins ``z_0 < ... < z_K`` (its RHALE bins on all
-rows), the *heterogeneity* of a region R is RHALE's accumulated std at the last edge::
+``sex == 1``). For a feature s with fixed cells ``z_0 < ... < z_K`` (the grid RHALE
+chooses its bins from: K_max uniform cells over its range), the *heterogeneity* of a
+region R is RHALE's accumulated std at the last edge on those cells::
 
-    H(R) = sqrt(sum_k dz_k^2 s_k(R)^2)      s_k(R)^2 = M2_k / (n_k - 1)   (ddof = 1;
-                                                                          0 when n_k < 2)
+    H(R) = sqrt(sum_k dz_k^2 s_k(R)^2)      s_k(R)^2 = M2_k / (n_k - 1)   (ddof = 1)
 
-the same figure as the last entry of a summary's ``std`` (so comparable with the global
-one). A binary split of R into L and R' is scored by the count-weighted heterogeneity of
-the children, and its relative *drop*::
+the last entry of a summary's ``std`` were the cells its bins. (On the fine cells, not on
+the global RHALE bins: a feature whose effect averages out to zero, ``+-2 x`` by the sign
+of another input, gets a single RHALE bin, inside which no split lowers the spread.)
+A cell with fewer than 2 rows of a child keeps the parent's ``s_k^2`` (a split claims
+no agreement where it leaves no rows to show it). A binary split of R into L and R' is
+scored by the count-weighted heterogeneity of the children, and its relative *drop*::
 
     H_split = (n_L H(L) + n_R' H(R')) / (n_L + n_R')        drop = 1 - H_split / H(R)
 
@@ -97,20 +100,33 @@ def split_cells(
     )
 
 
-def heterogeneity(counts: np.ndarray, s1: np.ndarray, s2: np.ndarray, dz: np.ndarray) -> np.ndarray:
-    """``sqrt(sum_k dz_k^2 s_k^2)`` over the last axis, from counts, ``S1 = sum(v - c_k)``
-    and ``S2 = sum((v - c_k)^2)`` per bin (any shift c_k per bin): ``s_k^2 = (S2 - S1^2 /
-    n) / (n - 1)``, 0 where ``n < 2``.
+def cell_variance(counts: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
+    """``s_k^2 = (S2 - S1^2 / n) / (n - 1)`` per cell from counts, ``S1 = sum(v - c_k)`` and
+    ``S2 = sum((v - c_k)^2)`` (any shift c_k per cell); NaN where ``n < 2``.
 
-    >>> heterogeneity(np.array([2, 1]), np.array([0.0, 0.0]), np.array([2.0, 0.0]),
-    ...               np.array([1.0, 1.0])).item()
-    1.4142135623730951
+    >>> cell_variance(np.array([2, 1]), np.array([0.0, 0.0]), np.array([2.0, 0.0])).tolist()
+    [2.0, nan]
     """
     n = counts.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         var = (s2 - s1 * s1 / n) / (n - 1.0)
-    var = np.where(counts >= 2, np.maximum(var, 0.0), 0.0)
-    return np.sqrt(np.sum(var * dz**2, axis=-1))
+    return np.where(counts >= 2, np.maximum(var, 0.0), np.nan)
+
+
+def heterogeneity(
+    var: np.ndarray, dz: np.ndarray, fallback: np.ndarray | None = None
+) -> np.ndarray:
+    """``sqrt(sum_k dz_k^2 s_k^2)`` over the last axis; a cell without a variance (NaN:
+    fewer than 2 rows) takes ``fallback`` (its parent's), or adds 0.
+
+    >>> heterogeneity(np.array([2.0, np.nan]), np.array([1.0, 1.0])).item()
+    1.4142135623730951
+    >>> heterogeneity(np.array([2.0, np.nan]), np.array([1.0, 1.0]), np.array([0.0, 2.0])).item()
+    2.0
+    """
+    if fallback is not None:
+        var = np.where(np.isnan(var), fallback, var)
+    return np.sqrt(np.nansum(var * dz**2, axis=-1))
 
 
 @dataclass(frozen=True)
@@ -182,11 +198,13 @@ def split_scores(
     s1 = n * d
     s2 = m2 + s1 * d
     tot = (tot_n, s1[0].sum(axis=0), s2[0].sum(axis=0))
-    before = float(heterogeneity(*tot, dz))
+    parent = cell_variance(*tot)
+    before = float(heterogeneity(parent, dz))
     kinds_a = np.array([k == THRESHOLD for k in kinds])[:, None, None]
     left = [np.where(kinds_a, np.cumsum(a, axis=1), a) for a in (n, s1, s2)]
     right = [t[None, None, :] - a for t, a in zip(tot, left, strict=True)]
-    h_left, h_right = heterogeneity(*left, dz), heterogeneity(*right, dz)
+    h_left = heterogeneity(cell_variance(*left), dz, parent)
+    h_right = heterogeneity(cell_variance(*right), dz, parent)
     rows = np.stack([left[0].sum(axis=2), right[0].sum(axis=2)], axis=-1)
     total = rows.sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):

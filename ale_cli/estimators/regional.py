@@ -8,7 +8,8 @@ For every chosen feature, a greedy binary partition of the rows on conditions on
 2. every input's candidate splits (:func:`~ale_cli.estimators.regional_passes.splitters`):
    thresholds at ``candidates`` quantiles, levels one against the rest;
 3. one pass per depth (:class:`~ale_cli.estimators.regional_passes.RegionPass`): for every
-   open node, the cells of each candidate split on the feature's own bins of step 1; each
+   open node, the cells of each candidate split on the feature's grid of step 1 (the
+   K_max cells RHALE chooses its bins from, or the fixed ``bins``); each
    node keeps its best split (smallest count-weighted heterogeneity of the children,
    :func:`~ale_cli.core.regional.split_scores`) when it lowers the node's heterogeneity by
    at least ``min_drop`` (relative) and each child has at least ``min_rows`` rows; a node
@@ -124,7 +125,7 @@ class RegionalRequest:
             "max_bins": self.max_bins,
             "alpha": self.alpha,
             "center": self.center,
-            "heterogeneity": "sqrt(sum_k dz_k^2 s_k^2) on the feature's global bins",
+            "heterogeneity": "sqrt(sum_k dz_k^2 s_k^2) on the feature's RHALE grid",
         }
 
 
@@ -272,7 +273,7 @@ def _grow(
                 f.e,
                 tuple(trees[f.name].nodes[i].conditions for i in trees[f.name].open),
                 f.grid,
-                f.record.edges if search else None,
+                f.grid if search else None,
             )
             for f in work
         )
