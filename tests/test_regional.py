@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ale_cli.core.regional import THRESHOLD, Splitter, split_cells, split_scores
+from ale_cli.core.regional import THRESHOLD, Splitter, bucket_offsets, split_cells, split_scores
 from ale_cli.errors import InputError
 from ale_cli.estimators.regional import RegionalRequest, regional
 from ale_cli.io.jsonio import dumps
@@ -202,7 +202,8 @@ def test_split_scores_equal_a_direct_computation():
     x, e = rng.uniform(size=n), rng.normal(size=n)
     bins = rng.integers(0, 3, n)
     s = Splitter("a", 0, THRESHOLD, np.array([0.3, 0.6]))
-    cells = split_cells(np.zeros(n, int), s.buckets(x)[:, None], bins, e, shape=(1, 1, 3, 3))
+    off = bucket_offsets(s.buckets(x)[:, None], n_buckets=3, n_bins=3)
+    cells = split_cells(np.zeros(n, int), off, bins, e - 0.5, shape=(1, 1, 3, 3))  # any shift
     dz = np.array([0.5, 1.0, 2.0])
     scores = split_scores(
         cells, shape=(1, 3, 3), dz=dz, kinds=(THRESHOLD,), n_candidates=(2,), min_rows=1

@@ -20,8 +20,8 @@ Candidate splits per input (a :class:`Splitter`): a threshold ``x <= t_c`` / ``x
 on a sorted list of thresholds, or one level against the rest (``x == v_c`` / ``x != v_c``).
 Each row falls in one *bucket* per input (thresholds: ``searchsorted(t, x, 'left')``, so
 bucket c holds ``t_{c-1} < x <= t_c``; levels: the index of its level), and everything a
-split needs is the :class:`~ale_cli.core.binstats.CellStats` of the feature's local
-effects per (node, input, bucket, bin) cell (:func:`split_cells`): a threshold's left
+split needs is the count, sum and sum of squares (:class:`ShiftedSums`) of the feature's
+local effects per (node, input, bucket, bin) cell (:func:`split_cells`): a threshold's left
 child is buckets ``0..c``, a level's is bucket c, the right child the rest. These cells
 merge exactly across chunks, so the search runs as passes over a store.
 """
@@ -31,8 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from ale_cli.core.binstats import CellStats
 
 THRESHOLD = "threshold"
 LEVEL = "level"
@@ -75,29 +73,85 @@ class Splitter:
         return b.astype(np.int64)
 
 
+@dataclass(frozen=True)
+class ShiftedSums:
+    """Count, sum and sum of squares of ``v - c_k`` per cell, for a fixed shift ``c_k`` per
+    bin k (the bin's mean on all rows, so the sums stay small and exact enough):
+    ``n``, ``S1 = sum(v - c_k)``, ``S2 = sum((v - c_k)^2)``. Any shift gives the same
+    ``s^2 = (S2 - S1^2 / n) / (n - 1)``; sums of disjoint rows add, so ``merge`` is ``+``
+    (exact for the counts, to rounding for the sums) and runs of cells combine by sums.
+
+    Attributes
+    ----------
+    counts : ndarray, shape (M,), int64
+    s1, s2 : ndarray, shape (M,), float64
+    """
+
+    counts: np.ndarray
+    s1: np.ndarray
+    s2: np.ndarray
+
+    @classmethod
+    def empty(cls, n_cells: int) -> ShiftedSums:
+        return cls(np.zeros(n_cells, dtype=np.int64), np.zeros(n_cells), np.zeros(n_cells))
+
+    def merge(self, other: ShiftedSums) -> ShiftedSums:
+        """The sums of the union of two chunks on the same cells.
+
+        >>> a = ShiftedSums(np.array([1]), np.array([0.5]), np.array([0.25]))
+        >>> a.merge(a).counts.tolist(), a.merge(a).s2.tolist()
+        ([2], [0.5])
+        """
+        if other.counts.size != self.counts.size:
+            raise ValueError(f"cannot merge {self.counts.size} cells with {other.counts.size}")
+        return ShiftedSums(self.counts + other.counts, self.s1 + other.s1, self.s2 + other.s2)
+
+    def part(self, a: int, b: int) -> ShiftedSums:
+        """Cells ``a .. b-1``."""
+        return ShiftedSums(self.counts[a:b], self.s1[a:b], self.s2[a:b])
+
+
 def split_cells(
-    node: np.ndarray, buckets: np.ndarray, bins: np.ndarray, values: np.ndarray, *, shape: tuple
-) -> CellStats:
-    """Statistics of ``values`` (N,) per (node, input, bucket, bin) cell.
+    node: np.ndarray,
+    offsets: np.ndarray,
+    bins: np.ndarray,
+    values: np.ndarray,
+    *,
+    shape: tuple[int, int, int, int],
+) -> ShiftedSums:
+    """:class:`ShiftedSums` of ``values`` (N,), already shifted, per (node, input, bucket,
+    bin) cell ``((node J + j) B + bucket) K + bin``.
 
     ``node`` (N,): each row's node in ``0 .. nodes-1`` (rows of no node left out before);
-    ``buckets`` (N, J): each row's bucket per input; ``bins`` (N,): its bin of the
-    feature; ``shape`` = (nodes, J, B, K). Cell ``((node J + j) B + bucket) K + bin``.
+    ``offsets`` (N, J): ``(j B + bucket_j) K`` per row and input (:func:`bucket_offsets`,
+    shared by every feature of a chunk); ``bins`` (N,): its bin of the feature; ``shape``
+    = (nodes, J, B, K).
 
-    >>> c = split_cells(np.array([0, 0]), np.array([[0], [1]]), np.array([0, 0]),
-    ...                 np.array([1.0, 3.0]), shape=(1, 1, 2, 1))
-    >>> c.counts.tolist(), c.mean.tolist()
-    ([1, 1], [1.0, 3.0])
+    >>> off = bucket_offsets(np.array([[0], [1]]), n_buckets=2, n_bins=1)
+    >>> c = split_cells(np.array([0, 0]), off, np.array([0, 0]), np.array([1.0, 3.0]),
+    ...                 shape=(1, 1, 2, 1))
+    >>> c.counts.tolist(), c.s1.tolist(), c.s2.tolist()
+    ([1, 1], [1.0, 3.0], [1.0, 9.0])
     """
     nodes, j, b, k = shape
-    flat = (node[:, None] * j + np.arange(j)) * b
-    flat += buckets
-    flat *= k
-    flat += bins[:, None]
-    vals = np.broadcast_to(values[:, None], flat.shape)
-    return CellStats.from_values(
-        flat.ravel(), vals.ravel(), n_cells=nodes * j * b * k, all_inside=True
-    )
+    base = bins if nodes == 1 else node * (j * b * k) + bins
+    flat = (offsets + base[:, None]).ravel()
+    size = nodes * j * b * k
+    vals = np.repeat(values, j)
+    counts = np.bincount(flat, minlength=size)
+    s1 = np.bincount(flat, weights=vals, minlength=size)
+    vals *= vals
+    return ShiftedSums(counts.astype(np.int64), s1, np.bincount(flat, weights=vals, minlength=size))
+
+
+def bucket_offsets(buckets: np.ndarray, *, n_buckets: int, n_bins: int) -> np.ndarray:
+    """``(j B + bucket_j) K`` per row and input, shape (N, J), int64 (:func:`split_cells`).
+
+    >>> bucket_offsets(np.array([[0, 1]]), n_buckets=2, n_bins=3).tolist()
+    [[0, 9]]
+    """
+    j = buckets.shape[1]
+    return (np.arange(j, dtype=np.int64) * n_buckets + buckets) * n_bins
 
 
 def cell_variance(counts: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
@@ -164,7 +218,7 @@ class SplitScores:
 
 
 def split_scores(
-    cells: CellStats,
+    cells: ShiftedSums,
     *,
     shape: tuple[int, int, int],
     dz: np.ndarray,
@@ -180,8 +234,8 @@ def split_scores(
     children have at least ``min_rows`` rows.
 
     >>> x3 = np.array([0, 0, 1, 1]); e = np.array([3.0, 3.1, -3.0, -3.1])
-    >>> cells = split_cells(np.zeros(4, int), x3[:, None], np.zeros(4, int), e,
-    ...                     shape=(1, 1, 2, 1))
+    >>> off = bucket_offsets(x3[:, None], n_buckets=2, n_bins=1)
+    >>> cells = split_cells(np.zeros(4, int), off, np.zeros(4, int), e, shape=(1, 1, 2, 1))
     >>> s = split_scores(cells, shape=(1, 2, 1), dz=np.array([1.0]), kinds=("threshold",),
     ...                  n_candidates=(1,), min_rows=1)
     >>> s.best(), round(s.drop(0, 0), 3)
@@ -189,15 +243,9 @@ def split_scores(
     """
     j_n, b_n, k_n = shape
     n = cells.counts.reshape(shape)
-    mean = cells.mean.reshape(shape)
-    m2 = cells.m2.reshape(shape)
-    tot_n = n[0].sum(axis=0)  # (K,): every input's buckets hold the node's rows
-    with np.errstate(invalid="ignore", divide="ignore"):
-        center = np.where(tot_n > 0, (n[0] * mean[0]).sum(axis=0) / tot_n, 0.0)
-    d = mean - center
-    s1 = n * d
-    s2 = m2 + s1 * d
-    tot = (tot_n, s1[0].sum(axis=0), s2[0].sum(axis=0))
+    s1 = cells.s1.reshape(shape)
+    s2 = cells.s2.reshape(shape)
+    tot = (n[0].sum(axis=0), s1[0].sum(axis=0), s2[0].sum(axis=0))  # every input: all rows
     parent = cell_variance(*tot)
     before = float(heterogeneity(parent, dz))
     kinds_a = np.array([k == THRESHOLD for k in kinds])[:, None, None]

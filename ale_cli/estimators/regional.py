@@ -147,6 +147,7 @@ class _Feature:
     e: int
     record: FeatureSummary
     grid: np.ndarray
+    shift: np.ndarray  # each grid cell's mean local effect on all rows
     own: int  # the feature's own input among the splitters (never split on)
 
 
@@ -185,7 +186,10 @@ def regional(request: RegionalRequest) -> RegionalResult:
         for j in todo:
             record = _record(request, names[j], g[j], cells[j])
             own = inputs.index(names[j]) if names[j] in inputs else -1
-            feats.append(_Feature(names[j], p.columns.x[j], p.columns.e[j], record, g[j], own))
+            shift = np.where(cells[j].counts > 0, cells[j].mean, 0.0)
+            feats.append(
+                _Feature(names[j], p.columns.x[j], p.columns.e[j], record, g[j], shift, own)
+            )
         labels = {name: _labels(store, name) for name in per_level}
         trees = _grow(p, feats, found, request, min_rows, labels)
     regions = [
@@ -273,7 +277,7 @@ def _grow(
                 f.e,
                 tuple(trees[f.name].nodes[i].conditions for i in trees[f.name].open),
                 f.grid,
-                f.grid if search else None,
+                f.shift if search else None,
             )
             for f in work
         )
@@ -307,9 +311,9 @@ def _level(
         if search:
             size = j_n * b_n * k_n
             scores = split_scores(
-                _slice(level.split, i * size, (i + 1) * size),
+                level.split.part(i * size, (i + 1) * size),
                 shape=(j_n, b_n, k_n),
-                dz=np.diff(task.bins),
+                dz=np.diff(task.grid),
                 kinds=tuple(s.kind for s in kernel.splitters),
                 n_candidates=tuple(s.values.size for s in kernel.splitters),
                 min_rows=min_rows,

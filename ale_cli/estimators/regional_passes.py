@@ -10,7 +10,8 @@
 - :class:`RegionPass`: one pass for one level of every feature's tree: per feature and
   open node, the statistics of the local effects on the feature's grid (a leaf's record)
   and, when the level is searched, per (input, bucket, bin) cell
-  (:func:`~ale_cli.core.regional.split_cells`). States merge exactly (:class:`CellStats`),
+  (:func:`~ale_cli.core.regional.split_cells`: counts and sums of the local effects
+  shifted by the cell's mean on all rows). States merge by addition (counts exactly),
   so the result does not depend on the chunks (to rounding) and the pass runs on Dask.
 """
 
@@ -25,7 +26,16 @@ import numpy as np
 from ale_cli.core.binning import assign
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.outofcore import merge_accumulators, order_statistics, quantile_positions
-from ale_cli.core.regional import LEVEL, THRESHOLD, Condition, Splitter, node_index, split_cells
+from ale_cli.core.regional import (
+    LEVEL,
+    THRESHOLD,
+    Condition,
+    ShiftedSums,
+    Splitter,
+    bucket_offsets,
+    node_index,
+    split_cells,
+)
 from ale_cli.errors import InputError
 from ale_cli.estimators.cells import GroupPass, Passes, Ranges, empty_ranges, merge_ranges
 from ale_cli.passes.engine import Chunk
@@ -133,14 +143,14 @@ def conditions(s: Splitter, c: int, labels: Sequence[str] | None) -> tuple[Condi
 @dataclass(frozen=True)
 class FeatureTask:
     """One feature's work in a :class:`RegionPass`: its columns of X (``x``) and of the
-    local effects (``e``), its open nodes (``regions``), the edges of its leaf records
-    (``grid``) and, when this level is searched, of its scoring bins (``bins``)."""
+    local effects (``e``), its open nodes (``regions``), the edges of its cells (``grid``)
+    and, when this level is searched, each cell's mean on all rows (``shift``, (K,))."""
 
     x: int
     e: int
     regions: tuple[tuple[Condition, ...], ...]
     grid: np.ndarray
-    bins: np.ndarray | None
+    shift: np.ndarray | None
 
 
 @dataclass(frozen=True)
@@ -149,7 +159,7 @@ class LevelCells:
     when searched, per (node, input, bucket, bin) cell."""
 
     grid: CellStats
-    split: CellStats | None
+    split: ShiftedSums | None
 
     def merge(self, other: LevelCells) -> LevelCells:
         split = None if self.split is None else self.split.merge(other.split)  # type: ignore[arg-type]
@@ -173,27 +183,33 @@ class RegionPass:
         return max((s.n_buckets for s in self.splitters), default=1)
 
     def shape(self, task: FeatureTask) -> tuple[int, int, int, int]:
-        k = 0 if task.bins is None else task.bins.size - 1
+        k = 0 if task.shift is None else task.grid.size - 1
         return (len(task.regions), len(self.splitters), self.n_buckets, k)
 
     def empty(self) -> tuple[LevelCells, ...]:
         out = []
         for t in self.tasks:
             grid = CellStats.empty(len(t.regions) * (t.grid.size - 1))
-            split = None if t.bins is None else CellStats.empty(int(np.prod(self.shape(t))))
+            split = None if t.shift is None else ShiftedSums.empty(int(np.prod(self.shape(t))))
             out.append(LevelCells(grid, split))
         return tuple(out)
 
     def __call__(self, chunk: Chunk, _shared: Any) -> tuple[LevelCells, ...]:
         X, E = chunk["X"], chunk["local_effects"]
-        searched = any(t.bins is not None for t in self.tasks)
+        searched = any(t.shift is not None for t in self.tasks)
         buckets = None
         if searched and self.splitters:
             buckets = np.stack([s.buckets(X[:, s.column]) for s in self.splitters], axis=1)
-        return tuple(self._task(t, X, E, buckets) for t in self.tasks)
+        offsets: dict[int, np.ndarray] = {}  # per number of cells K: shared by the features
+        return tuple(self._task(t, X, E, buckets, offsets) for t in self.tasks)
 
     def _task(
-        self, t: FeatureTask, X: np.ndarray, E: np.ndarray, buckets: np.ndarray | None
+        self,
+        t: FeatureTask,
+        X: np.ndarray,
+        E: np.ndarray,
+        buckets: np.ndarray | None,
+        offsets: dict[int, np.ndarray],
     ) -> LevelCells:
         node = node_index(X, t.regions) if t.regions != ((),) else np.zeros(len(X), np.int64)
         keep = node >= 0
@@ -206,11 +222,12 @@ class RegionPass:
         grid = CellStats.from_values(
             np.where(gi >= 0, nd * k_g + gi, -1), e, n_cells=len(t.regions) * k_g
         )
-        if t.bins is None or buckets is None:
+        if t.shift is None or buckets is None:
             return LevelCells(grid, None)
-        bi = assign(x, t.bins).index
-        inside = bi >= 0
-        b = buckets if every else buckets[keep]
+        if k_g not in offsets:
+            offsets[k_g] = bucket_offsets(buckets, n_buckets=self.n_buckets, n_bins=k_g)
+        off = offsets[k_g] if every else offsets[k_g][keep]
+        inside = gi >= 0
         if not inside.all():
-            nd, b, bi, e = nd[inside], b[inside], bi[inside], e[inside]
-        return LevelCells(grid, split_cells(nd, b, bi, e, shape=self.shape(t)))
+            nd, off, gi, e = nd[inside], off[inside], gi[inside], e[inside]
+        return LevelCells(grid, split_cells(nd, off, gi, e - t.shift[gi], shape=self.shape(t)))
