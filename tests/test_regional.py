@@ -314,3 +314,31 @@ def test_diff_says_whether_the_regions_are_the_same(cli, tmp_path: Path):  # typ
     assert other.exit_code == 0, other.stderr
     assert "x1: different regions: A x3 <= " in other.stdout
     assert "; B x2 <= " in other.stdout
+
+
+def test_the_regional_figure_draws_each_region_with_its_share(paper: RegionalSummary):
+    from ale_cli.plot.regional import regional_figure
+
+    fig = regional_figure(paper, "x1")
+    lines = {a.get_gid(): a for a in fig.findobj() if a.get_gid()}
+    record = paper.summary.feature("x1")
+    np.testing.assert_allclose(lines["global"].get_ydata(), record.effect)
+    x1 = paper.feature("x1")
+    legend = [t.get_text() for t in lines["legend"].get_texts()]
+    assert legend[0] == "all rows (global)"
+    for leaf in x1.leaves:
+        line = lines[f"region_{leaf.id}"]
+        np.testing.assert_allclose(line.get_xdata(), leaf.record.edges)
+        np.testing.assert_allclose(line.get_ydata(), leaf.record.effect)
+        assert f"{leaf.label} ({leaf.rows / paper.summary.n_rows:.0%} of rows)" in legend
+
+
+def test_ale_plot_of_a_regional_summary_adds_the_region_figures(cli, paper, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from ale_cli.summary.regional import write_regional
+
+    path = tmp_path / "regional.json"
+    write_regional(path, paper)
+    result = cli("plot", path, "-o", tmp_path / "figs", "--features", "x1")
+    assert result.exit_code == 0, result.stderr
+    names = sorted(p.name for p in (tmp_path / "figs").iterdir())
+    assert "x1__regions.png" in names and "x1.png" in names

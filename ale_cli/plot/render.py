@@ -25,6 +25,7 @@ from ale_cli.plot.directory import figure_directory
 from ale_cli.plot.workers import Job, Task, default_jobs, run_tasks
 from ale_cli.store.npz import Store, read_store, store_sha256
 from ale_cli.summary.model import Summary, read_summary
+from ale_cli.summary.regional import REGIONAL, RegionalSummary, read_regional
 
 FORMATS = ("png", "svg")
 DEFAULT_DPI = 120
@@ -188,10 +189,12 @@ def render_summary(
     dpi: int = DEFAULT_DPI,
     jobs: int = 1,
     ylabel: str | None = None,
+    regions: RegionalSummary | None = None,
 ) -> RenderResult:
     """Write one figure per feature, the overview and one figure per interaction of
     ``summary`` into the directory ``out_dir``, replacing it as a whole (no overview
-    when the summary has no features).
+    when the summary has no features); with ``regions`` (a regional summary), one more
+    figure per feature, ``<stem>__regions``, of its regions' curves.
 
     ``features`` (default: all, in summary order) must be features of the
     summary; ``store`` must match it (see :func:`check_store`, which the caller
@@ -211,8 +214,11 @@ def render_summary(
     feats = [summary.feature(n) for n in names]
     out = Path(out_dir)
     tasks = _tasks(summary, names)
+    if regions is not None:
+        stems = file_stems(list(names))
+        tasks += [("regional", n, f"{s}__regions") for n, s in zip(names, stems, strict=True)]
     with figure_directory(out) as tmp:
-        job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel)
+        job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel, regions)
         written = run_tasks(job, tasks, jobs)
     if names:  # files are listed with the overview after the features
         written = [*written[1 : len(names) + 1], written[0], *written[len(names) + 1 :]]
@@ -267,6 +273,7 @@ def plot_files(
     ``jobs=None`` picks :func:`default_jobs`.
     """
     summary = read_summary(summary_path)
+    regions = read_regional(summary_path) if summary.estimator == REGIONAL else None
     if features is None:
         names = [f.name for f in summary.features]
     else:
@@ -293,4 +300,5 @@ def plot_files(
         dpi=dpi,
         jobs=jobs,
         ylabel=ylabel,
+        regions=regions,
     )
