@@ -342,3 +342,44 @@ def test_ale_plot_of_a_regional_summary_adds_the_region_figures(cli, paper, tmp_
     assert result.exit_code == 0, result.stderr
     names = sorted(p.name for p in (tmp_path / "figs").iterdir())
     assert "x1__regions.png" in names and "x1.png" in names
+
+
+def test_audit_gates_on_the_regional_drop_and_on_every_region(cli, paper, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from ale_cli.summary.regional import write_regional
+
+    path = tmp_path / "regional.json"
+    write_regional(path, paper)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n"
+        "  - feature: x1\n    max_regional_drop: 0.3\n"
+        "  - feature: x3\n    max_regional_drop: 0.3\n"
+        "  - feature: x1\n    sign: positive\n    per_region: true\n"
+        "  - feature: x3\n    sign: positive\n    per_region: true\n"
+    )
+    result = cli("audit", path, "--rules", rules, "--json")
+    assert result.exit_code == 3, result.stderr
+    report = json.loads(result.stdout)["details"]["report"]
+    import jsonschema
+
+    from ale_cli.audit.report import SCHEMA_PATH as AUDIT_SCHEMA
+
+    jsonschema.validate(report, json.loads(Path(AUDIT_SCHEMA).read_text()))
+    checks = {(c["feature"], c["rule"]): c for c in report["checks"]}
+    assert checks[("x1", "max_regional_drop")]["verdict"] == "fail"
+    np.testing.assert_allclose(
+        checks[("x1", "max_regional_drop")]["value"], paper.feature("x1").drop
+    )
+    assert checks[("x3", "max_regional_drop")]["verdict"] == "pass"
+    x1_sign = checks[("x1", "sign")]
+    assert x1_sign["verdict"] == "fail" and "1 of 2 regions fail: x3 <= " in x1_sign["observed"]
+    assert checks[("x3", "sign")]["verdict"] == "pass"
+
+
+def test_per_region_needs_a_curve_rule(tmp_path: Path):
+    from ale_cli.audit.rules import read_rules
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - feature: x1\n    max_aled: 1\n    per_region: true\n")
+    with pytest.raises(InputError, match="per_region applies to monotonic and sign"):
+        read_rules(rules)

@@ -18,11 +18,15 @@ a first-order curve: :mod:`ale_cli.audit.curves`. The others:
   errors). A feature missing on one side, not estimable on one side, or
   without a common bin fails.
 - ``not_estimable``: ``fail``/``warn`` when the feature is not estimable.
+- ``max_regional_drop`` and ``monotonic``/``sign`` with ``per_region``: on the regions of a
+  regional summary (``ale regional``): the relative drop of the heterogeneity from all
+  rows to the regions, and the curve rule on every region's curve (all must pass);
+  skipped on other summaries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +37,7 @@ from ale_cli.audit.rules import WILDCARD, Rule, RuleSet
 from ale_cli.errors import InputError
 from ale_cli.summary.compare import compare_feature, summary_statistics
 from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary
+from ale_cli.summary.regional import RegionalSummary
 
 EXIT_PASSED = 0
 EXIT_RULES_FAILED = 3
@@ -107,6 +112,7 @@ class _Context:
     baseline: tuple[str, Summary] | None
     explicit: set[tuple[str, str]]
     stats: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    regions: Mapping[str, RegionalSummary] = field(default_factory=dict)
 
     def statistics(self, label: str, summary: Summary) -> dict[str, dict[str, Any]]:
         if label not in self.stats:
@@ -338,6 +344,58 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
     return out
 
 
+def _regional_checks(rule: Rule, ctx: _Context) -> list[Check]:
+    """``max_regional_drop`` and the ``per_region`` curve rules, on regional summaries (a
+    summary without regions: skipped, saying so)."""
+    out = []
+    for label, summary in ctx.summaries:
+        found = ctx.regions.get(label)
+        for feat in summary.features:
+            if not ctx.applies(rule, feat.name):
+                continue
+            if found is None or found.feature(feat.name).status == "not_estimable":
+                why = "not a regional summary" if found is None else "not estimable"
+                out.append(_check(rule, label, feat.name, verdict="skip", observed=why, limit="-"))
+                continue
+            item = found.feature(feat.name)
+            if rule.name == "max_regional_drop":
+                limit, drop = rule.params["limit"], item.drop
+                splits = "; ".join(f"{s.conditions[0].text}: {fmt(s.drop)}" for s in item.splits)
+                out.append(
+                    _check(
+                        rule,
+                        label,
+                        feat.name,
+                        verdict=_verdict(drop <= limit, rule.severity),
+                        observed=f"drop {fmt(drop)}" + (f" ({splits})" if splits else ""),
+                        limit=f"<= {fmt(limit)}",
+                        value=drop,
+                        details={"drop": drop},
+                    )
+                )
+                continue
+            leaves = [n for n in item.leaves if n.record is not None and _estimable(n.record)]
+            results = [(n.label, *FIRST_ORDER[rule.name](n.record, rule.params)) for n in leaves]
+            bad = [r for r in results if not r[1]]
+            shown = bad or results
+            observed = "; ".join(f"{r[0]}: {r[2]}" for r in shown)
+            head = f"{len(bad)} of {len(results)} regions fail" if bad else "every region"
+            out.append(
+                _check(
+                    rule,
+                    label,
+                    feat.name,
+                    verdict=_verdict(not bad, rule.severity),
+                    observed=f"{head}: {observed}",
+                    limit=f"{results[0][3] if results else '-'} in every region",
+                    details={
+                        "regions": [{"region": r[0], "ok": r[1], "observed": r[2]} for r in results]
+                    },
+                )
+            )
+    return out
+
+
 def _check_features(rules: RuleSet, ctx: _Context) -> None:
     first = list(dict.fromkeys(f.name for _, s in ctx.summaries for f in s.features))
     paired = list(
@@ -371,14 +429,16 @@ def evaluate(
     rules: RuleSet,
     *,
     baseline: tuple[str, Summary] | None = None,
+    regions: Mapping[str, RegionalSummary] | None = None,
 ) -> AuditResult:
-    """Evaluate ``rules`` on the ``(label, summary)`` pairs (label: how reports name it).
+    """Evaluate ``rules`` on the ``(label, summary)`` pairs (label: how reports name it);
+    ``regions[label]``: the regions of the summaries that are regional summaries.
 
     InputError (one line naming the rule and the feature) for a drift rule
     without a baseline and for a rule on a feature no summary has.
     """
     explicit = {(r.name, r.feature) for r in rules.rules if r.feature != WILDCARD}
-    ctx = _Context(summaries=summaries, baseline=baseline, explicit=explicit)
+    ctx = _Context(summaries, baseline, explicit, regions=regions or {})
     _check_features(rules, ctx)
     checks: list[Check] = []
     for rule in rules.rules:
@@ -386,6 +446,8 @@ def evaluate(
             checks += _interaction_checks(rule, ctx)
         elif rule.name == "drift":
             checks += _drift_checks(rule, ctx)
+        elif rule.name == "max_regional_drop" or rule.params.get("per_region"):
+            checks += _regional_checks(rule, ctx)
         else:
             checks += _first_order_checks(rule, ctx)
     return AuditResult(
