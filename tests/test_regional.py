@@ -383,3 +383,20 @@ def test_per_region_needs_a_curve_rule(tmp_path: Path):
     rules.write_text("rules:\n  - feature: x1\n    max_aled: 1\n    per_region: true\n")
     with pytest.raises(InputError, match="per_region applies to monotonic and sign"):
         read_rules(rules)
+
+
+def test_the_report_has_a_regional_section(paper, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from html import escape
+
+    from ale_cli.report import build_report
+    from ale_cli.summary.regional import write_regional
+
+    path = tmp_path / "regional.json"
+    write_regional(path, paper)
+    html = build_report([path], timestamp=False).html
+    section = html[html.index('<section id="regional">') :]
+    x1 = paper.feature("x1")
+    assert "no split worth keeping for x2, x3" in section
+    for leaf in x1.leaves:
+        assert escape(f"{leaf.label} ({leaf.share:.0%} of rows)") in section
+    assert section.count("<svg") == 1  # one split feature, one figure

@@ -26,6 +26,7 @@ from ale_cli.plot.render import check_store
 from ale_cli.plot.second_order import interaction_figure
 from ale_cli.report.figures import svg_text, trend
 from ale_cli.report.history import FeatureDrift, HistoryRun, feature_drifts, read_history
+from ale_cli.report.regional import regional_section
 from ale_cli.store.npz import read_store, store_sha256
 from ale_cli.summary.build import utc_now
 from ale_cli.summary.compare import summary_statistics
@@ -284,6 +285,7 @@ def build_report(
     section = _first_order_section(first_order, store_obj, runs)
     rows, n_figures, overview, main_label, others, moved = section
     interactions = _interactions(loaded, store_obj)
+    regional = regional_section(loaded, _markup)  # ale regional summaries among the inputs
     timings["figures_s"] = time.perf_counter() - t
     t = time.perf_counter()
     anchors = {r["name"]: r["anchor"] for r in rows}
@@ -296,6 +298,7 @@ def build_report(
         "overview": overview,
         "others": others,
         "interactions": interactions,
+        "regional": regional,
         "history": {
             "runs": [r.label for r in runs],
             "moved": [{"drift": d, "anchor": anchors.get(d.name)} for d in moved],
@@ -308,7 +311,9 @@ def build_report(
     return ReportResult(
         html=html,
         features=len(rows),
-        figures=n_figures + len(interactions),
+        figures=n_figures
+        + len(interactions)
+        + sum(1 for r in regional for f in r["features"] if f["svg"] is not None),
         interactions=len(interactions),
         history_runs=len(runs),
         audit_passed=None if audit_data is None else bool(audit_data["passed"]),
