@@ -182,6 +182,7 @@ def regional(
     min_drop: float = 0.1,
     min_rows: int | None = None,
     candidates: int = 20,
+    search_rows: int | None = None,
     bins: int | None = None,
     max_bins: int = 50,
     center: str = "mean",
@@ -191,8 +192,8 @@ def regional(
     """Regional effects from a store: per feature, splits of the rows on the other inputs
     (thresholds at ``candidates``-quantiles, levels one against the rest) kept when they
     lower the heterogeneity by ``min_drop`` and leave ``min_rows`` rows (None: ceil(N/20))
-    per side, at most ``max_depth`` deep; each leaf with a first-order record (RHALE bins,
-    or ``bins`` uniform bins).
+    per side, at most ``max_depth`` deep (chosen on a sample of about ``search_rows`` rows
+    when given); each leaf with a first-order record (RHALE bins, or ``bins`` uniform bins).
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -214,6 +215,7 @@ def regional(
         min_drop=min_drop,
         min_rows=min_rows,
         candidates=candidates,
+        search_rows=search_rows,
         bins=bins,
         max_bins=max_bins,
         center=center,

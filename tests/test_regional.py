@@ -400,3 +400,27 @@ def test_the_report_has_a_regional_section(paper, tmp_path: Path):  # type: igno
     for leaf in x1.leaves:
         assert escape(f"{leaf.label} ({leaf.share:.0%} of rows)") in section
     assert section.count("<svg") == 1  # one split feature, one figure
+
+
+def test_a_search_sample_finds_the_split_and_records_every_row(tmp_path: Path):
+    X, E = paper_rows(n=20000, noise=0.1)
+    whole = regional(RegionalRequest(memory(X, E), features=("x1",), max_depth=1)).summary
+    path = chunked(tmp_path / "s.npz", X, E, [3333, 7000, 12345])
+    sample = regional(
+        RegionalRequest(path, features=("x1",), max_depth=1, search_rows=4000)
+    ).summary
+    a, b = whole.feature("x1"), sample.feature("x1")
+    assert b.nodes[0].split is not None and b.nodes[0].split.input == "x3"
+    assert abs(b.nodes[0].split.value - a.nodes[0].split.value) <= 0.1
+    t = b.nodes[0].split.value
+    assert b.nodes[0].split.rows == ((X[:, 2] <= t).sum(), (X[:, 2] > t).sum())
+    assert [n.rows for n in b.leaves] == [leaf.record.counts.sum() for leaf in b.leaves]
+    # the sample is chosen by row index: the same numbers from the store in memory
+    again = regional(
+        RegionalRequest(memory(X, E), features=("x1",), max_depth=1, search_rows=4000)
+    ).summary
+    np.testing.assert_allclose(
+        [n.heterogeneity for n in again.feature("x1").nodes],
+        [n.heterogeneity for n in b.nodes],
+        rtol=1e-9,
+    )

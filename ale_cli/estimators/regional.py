@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,10 @@ PER_LEVEL_REASON = "held per level; regional effects are computed for continuous
 
 @dataclass(frozen=True)
 class RegionalRequest:
-    """Options of ``ale regional``; ``min_rows`` None means ``ceil(N / 20)``, at least 2.
+    """Options of ``ale regional``; ``min_rows`` None means ``ceil(N / 20)``, at least 2;
+    ``search_rows`` None means every row, else the splits are chosen on a sample of about
+    that many rows (:func:`~ale_cli.core.regional.sampled`; ``min_rows`` scaled to it),
+    the records and rows of the regions coming from every row.
 
     The options are checked here, naming the parameter at fault.
     """
@@ -83,6 +86,7 @@ class RegionalRequest:
     min_drop: float = 0.1
     min_rows: int | None = None
     candidates: int = 20
+    search_rows: int | None = None
     bins: int | None = None
     max_bins: int = DEFAULT_MAX_BINS
     alpha: float = DEFAULT_ALPHA
@@ -95,6 +99,8 @@ class RegionalRequest:
         check_count(self.candidates, "candidates")
         if self.min_rows is not None:
             check_count(self.min_rows, "min_rows", least=2)
+        if self.search_rows is not None:
+            check_count(self.search_rows, "search_rows", least=2)
         if self.bins is not None:
             check_count(self.bins, "bins")
         check_center(self.center)
@@ -121,6 +127,7 @@ class RegionalRequest:
             "min_rows": min_rows,
             "min_rows_rule": "given" if self.min_rows is not None else "ceil(N/20), at least 2",
             "candidates": self.candidates,
+            "search_rows": self.search_rows,
             "bins": self.bins,
             "max_bins": self.max_bins,
             "alpha": self.alpha,
@@ -281,10 +288,12 @@ def _grow(
             )
             for f in work
         )
-        kernel = RegionPass(tasks, found if search else ())
+        share = 1.0 if request.search_rows is None else min(1.0, request.search_rows / n)
+        kernel = RegionPass(tasks, found if search else (), share)
         cells = p.run(kernel, merge_levels, kernel.empty())
+        least = max(2, math.ceil(min_rows * share))  # on the search sample
         for f, task, level in zip(work, tasks, cells, strict=True):
-            _level(trees[f.name], f, task, level, kernel, request, min_rows, labels, search, n)
+            _level(trees[f.name], f, task, level, kernel, request, least, labels, search, n)
     return {f.name: _finished(f, trees[f.name]) for f in feats}
 
 
@@ -342,8 +351,8 @@ def _level(
                 node.id,
                 node.parent,
                 node.conditions,
-                node.rows,
-                node.share,
+                grid.total,
+                grid.total / n,
                 scores.before,
                 split=split,
             )
@@ -366,7 +375,15 @@ def _slice(c: CellStats, a: int, b: int) -> CellStats:
 
 
 def _finished(f: _Feature, tree: _Tree) -> RegionalFeature:
-    nodes = tuple(tree.nodes[i] for i in sorted(tree.nodes))
+    """The feature's regions; each split's rows are its children's (every row, also when
+    the split was chosen on the search sample)."""
+    got = tree.nodes
+    for i, node in list(got.items()):
+        if node.split is not None:
+            a, b = node.split.children
+            split = replace(node.split, rows=(got[a].rows, got[b].rows))
+            got[i] = replace(node, split=split)
+    nodes = tuple(got[i] for i in sorted(got))
     root = nodes[0]
     if root.split is None:
         return RegionalFeature(f.name, "no_split", root.heterogeneity, nodes, note=NO_SPLIT_NOTE)

@@ -34,6 +34,7 @@ from ale_cli.core.regional import (
     Splitter,
     bucket_offsets,
     node_index,
+    sampled,
     split_cells,
 )
 from ale_cli.errors import InputError
@@ -173,10 +174,13 @@ def merge_levels(a: tuple[LevelCells, ...], b: tuple[LevelCells, ...]) -> tuple[
 @dataclass(frozen=True)
 class RegionPass:
     """Kernel: :class:`LevelCells` of every task over a chunk (``splitters``: the inputs
-    split on, bucketed once per chunk)."""
+    split on, bucketed once per chunk; ``share``: the split cells from the search sample
+    of that share of the rows, :func:`~ale_cli.core.regional.sampled`, the grid cells
+    from every row)."""
 
     tasks: tuple[FeatureTask, ...]
     splitters: tuple[Splitter, ...]
+    share: float = 1.0
 
     @property
     def n_buckets(self) -> int:
@@ -201,7 +205,12 @@ class RegionPass:
         if searched and self.splitters:
             buckets = np.stack([s.buckets(X[:, s.column]) for s in self.splitters], axis=1)
         offsets: dict[int, np.ndarray] = {}  # per number of cells K: shared by the features
-        return tuple(self._task(t, X, E, buckets, offsets) for t in self.tasks)
+        sample = None
+        if searched and self.share < 1.0:
+            sample = sampled(chunk.offset, len(X), self.share)
+            if buckets is not None:
+                buckets = buckets[sample]
+        return tuple(self._task(t, X, E, buckets, offsets, sample) for t in self.tasks)
 
     def _task(
         self,
@@ -210,6 +219,7 @@ class RegionPass:
         E: np.ndarray,
         buckets: np.ndarray | None,
         offsets: dict[int, np.ndarray],
+        sample: np.ndarray | None = None,
     ) -> LevelCells:
         node = node_index(X, t.regions) if t.regions != ((),) else np.zeros(len(X), np.int64)
         keep = node >= 0
@@ -226,7 +236,13 @@ class RegionPass:
             return LevelCells(grid, None)
         if k_g not in offsets:
             offsets[k_g] = bucket_offsets(buckets, n_buckets=self.n_buckets, n_bins=k_g)
-        off = offsets[k_g] if every else offsets[k_g][keep]
+        if sample is not None:  # the search sample's rows of this feature's open nodes
+            kept = keep[sample]
+            off = offsets[k_g][kept]
+            mine = sample if every else sample[keep]
+            nd, gi, e = nd[mine], gi[mine], e[mine]
+        else:
+            off = offsets[k_g] if every else offsets[k_g][keep]
         inside = gi >= 0
         if not inside.all():
             nd, off, gi, e = nd[inside], off[inside], gi[inside], e[inside]

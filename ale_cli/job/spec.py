@@ -59,6 +59,7 @@ ESTIMATOR_OPTIONS: dict[str, tuple[str, ...]] = {
         "min_drop",
         "min_rows",
         "candidates",
+        "search_rows",
         "bins",
         "max_bins",
         "center",

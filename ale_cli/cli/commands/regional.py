@@ -61,6 +61,16 @@ def regional(
             min=1,
         ),
     ] = 20,
+    search_rows: Annotated[
+        int | None,
+        typer.Option(
+            "--search-rows",
+            help="Choose the splits on a sample of about this many rows (default: every "
+            "row); the regions' records use every row.",
+            min=2,
+            show_default=False,
+        ),
+    ] = None,
     bins: Annotated[
         int | None,
         typer.Option(
@@ -90,6 +100,7 @@ def regional(
         min_drop=min_drop,
         min_rows=min_rows,
         candidates=candidates,
+        search_rows=search_rows,
         bins=bins,
         max_bins=max_bins,
         center=center,
