@@ -151,7 +151,8 @@ def bucket_offsets(buckets: np.ndarray, *, n_buckets: int, n_bins: int) -> np.nd
     [[0, 9]]
     """
     j = buckets.shape[1]
-    return (np.arange(j, dtype=np.int64) * n_buckets + buckets) * n_bins
+    out: np.ndarray = (np.arange(j, dtype=np.int64) * n_buckets + buckets) * n_bins
+    return out
 
 
 def cell_variance(counts: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
@@ -180,7 +181,8 @@ def heterogeneity(
     """
     if fallback is not None:
         var = np.where(np.isnan(var), fallback, var)
-    return np.sqrt(np.nansum(var * dz**2, axis=-1))
+    out: np.ndarray = np.sqrt(np.nansum(var * dz**2, axis=-1))
+    return out
 
 
 @dataclass(frozen=True)
@@ -309,13 +311,9 @@ class Condition:
     def holds(self, X: np.ndarray) -> np.ndarray:
         """Whether each row (N, D) meets the condition, shape (N,)."""
         x = X[:, self.column]
-        if self.op == "<=":
-            return x <= self.value
-        if self.op == ">":
-            return x > self.value
-        if self.op == "==":
-            return x == self.value
-        return x != self.value
+        compare = {"<=": np.less_equal, ">": np.greater, "==": np.equal, "!=": np.not_equal}
+        out: np.ndarray = compare[self.op](x, self.value)
+        return out
 
 
 def node_index(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.ndarray:

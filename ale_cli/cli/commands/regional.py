@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -106,7 +107,11 @@ def regional(
         center=center,
         engine=engine_for(engine, scheduler),
     )
-    result = estimator.regional(request)
+    return _outcome(estimator.regional(request), out, timestamp, run)
+
+
+def _outcome(result: estimator.RegionalResult, out: Path, timestamp: bool, run: Run) -> Outcome:
+    """Write the regional summary (``-``: standard output) and describe it in one line."""
     to_stdout = run.claim_stdout(out, "out")
     if to_stdout:
         echo_data(dumps(result.summary.to_dict(timestamp=timestamp)))
