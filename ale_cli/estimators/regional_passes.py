@@ -70,7 +70,10 @@ def splitters(
 ) -> tuple[Splitter, ...]:
     """Every input's candidate splits (see the module docstring)."""
     cols = tuple(columns)
-    lo, hi = p.run(Ranges(cols), merge_ranges, empty_ranges(len(cols)), arrays=("X",))
+    if p.recorded is not None:  # the store's record of every input's range: no pass
+        lo, hi = (np.asarray(a, dtype=np.float64)[list(cols)] for a in p.recorded)
+    else:
+        lo, hi = p.run(Ranges(cols), merge_ranges, empty_ranges(len(cols)), arrays=("X",))
     levels_at = [i for i, name in enumerate(inputs) if name in set(per_level)]
     distinct: tuple[np.ndarray, ...] = ()
     if levels_at:
