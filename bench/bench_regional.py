@@ -26,8 +26,9 @@ ale regional 223 s / 461 s (47x / 77x the read); with --search-rows 100000 83 s 
 (17.5x / 29x); every feature split. Not the target: the split cells are N x D x D
 bincount updates per depth (every feature against every input), and the run reads the
 store 6 times (global grid, 2 quantile passes, 3 depths). At N = 1e5 (same bench, 1
-round, load ~20): ale 1.5 s per feature, effector 0.6.0's find_regions 295 s per feature
-on the same rows (effector at 1e6 did not finish within the session).
+round, load 10-20, two runs): ale 1.5 s / 1.1 s per feature (30x the read), effector
+0.6.0's find_regions 295 s / 501 s per feature on the same rows (about 200x / 445x
+ale); effector at 1e6 did not finish within the session.
 
 Usage: python bench/bench_regional.py [--rows 1e6] [--dims 32] [--rounds 3]
        [--effector-features 1] [--search-rows 100000]
