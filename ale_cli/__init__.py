@@ -24,6 +24,7 @@ API = (
     "read_store",
     "read_summary",
     "rebin",
+    "regional",
     "report",
     "rhale",
     "run",

@@ -17,7 +17,9 @@ give its gradient too), which gets the route its file would
 (:mod:`ale_cli.models.objects`). ``data`` is a path or a DataFrame, ``store`` a path or a
 :class:`~ale_cli.store.npz.Store`; names are a list or one comma-separated string; other
 options are the CLI's (``max_bins`` is ``--max-bins``). Errors are ``InputError`` (naming
-the parameter) or ``RunError``.
+the parameter) or ``RunError``. :func:`regional` returns a
+:class:`~ale_cli.summary.regional.RegionalSummary` (the global records and each feature's
+regions).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import ale_cli.estimators.classic as classic_estimator
 import ale_cli.estimators.interact as interact_estimator
+import ale_cli.estimators.regional as regional_estimator
 from ale_cli import API
 from ale_cli.engines import engine_for
 from ale_cli.errors import InputError
@@ -48,6 +51,7 @@ from ale_cli.summary import export
 from ale_cli.summary import model as _summary
 from ale_cli.summary.model import FeatureSummary as FeatureSummary  # exported (API)
 from ale_cli.summary.model import Summary, read_summary
+from ale_cli.summary.regional import RegionalSummary
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -155,6 +159,56 @@ def rhale(
         engine=engine_for(engine, scheduler),
     )
     return dale.rhale(request).summary
+
+
+def regional(
+    store: str | Path | Store,
+    *,
+    features: Names = None,
+    max_depth: int = 2,
+    min_drop: float = 0.1,
+    min_rows: int | None = None,
+    candidates: int = 20,
+    search_rows: int | None = None,
+    bins: int | None = None,
+    max_bins: int = 50,
+    center: str = "mean",
+    engine: str = "local",
+    scheduler: str | None = None,
+) -> RegionalSummary:
+    """Regional effects from a store: per feature, splits of the rows on the other inputs
+    (thresholds at ``candidates``-quantiles, levels one against the rest) kept when they
+    lower the heterogeneity by ``min_drop`` and leave ``min_rows`` rows (None: ceil(N/20))
+    per side, at most ``max_depth`` deep (chosen on a sample of about ``search_rows`` rows
+    when given); each leaf with a first-order record (RHALE bins, or ``bins`` uniform bins).
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, (4000, 2))
+    >>> E = np.column_stack([np.where(X[:, 1] > 0, 3.0, -3.0), np.ones(4000)])
+    >>> store = Store(X=X, local_effects=E, prediction=E.sum(1), feature_names=("x1", "x3"),
+    ...               meta={})
+    >>> out = regional(store, max_depth=1)
+    >>> [leaf.label for leaf in out.feature("x1").leaves]
+    ['x3 <= -0.01107', 'x3 > -0.01107']
+    >>> round(out.feature("x1").drop, 2), out.feature("x3").status
+    (0.91, 'no_split')
+    """
+
+    request = regional_estimator.RegionalRequest(
+        store=_store(store),
+        features=features,  # type: ignore[arg-type]
+        max_depth=max_depth,
+        min_drop=min_drop,
+        min_rows=min_rows,
+        candidates=candidates,
+        search_rows=search_rows,
+        bins=bins,
+        max_bins=max_bins,
+        center=center,
+        engine=engine_for(engine, scheduler),
+    )
+    return regional_estimator.regional(request).summary
 
 
 def classic(

@@ -68,6 +68,7 @@ def test_every_command_prints_one_schema_valid_json_object(cli, linear, tmp_path
         "info": cli("info", store, "--json"),
         "rhale": cli("rhale", store, "-o", rhale, "--json"),
         "rebin": cli("rebin", store, "--bins", 5, "-o", dale, "--json"),
+        "regional": cli("regional", store, "-o", tmp_path / "g.json", "--json"),
         "classic": cli("classic", *base, "--edges", dale, "-o", tmp_path / "c.json", "--json"),
         "interact": cli(
             "interact",

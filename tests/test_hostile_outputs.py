@@ -468,6 +468,7 @@ MINIMAL = {
     ("compute", "out"): ("compute", "{ws}/m.pt", "{ws}/data.csv", "-o", "{target}"),
     ("rebin", "out"): ("rebin", "{ws}/good.npz", "-o", "{target}"),
     ("rhale", "out"): ("rhale", "{ws}/good.npz", "-o", "{target}"),
+    ("regional", "out"): ("regional", "{ws}/good.npz", "-o", "{target}"),
     ("export", "out"): ("export", G, "-o", "{target}", "--format", "csv"),
     ("interact", "out"): ("interact", "{ws}/m.pt", "{ws}/data.csv", "-o", "{target}"),
     ("plot", "out"): ("plot", G, "-o", "{target}"),

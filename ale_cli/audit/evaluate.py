@@ -11,11 +11,14 @@ of the pairs with the feature, and its share of the 1st-99th percentile range of
 predictions. ``drift``: :func:`ale_cli.summary.compare.compare_feature` against the
 baseline (a feature missing or not estimable on one side fails); with ``statistic``, the
 change of that statistic (:mod:`ale_cli.audit.drift`; one not recorded is skipped).
+``max_regional_drop`` and ``monotonic``/``sign`` with ``per_region``: on the regions of a
+regional summary (the relative drop of the heterogeneity, and the curve rule on every
+region's curve); skipped on other summaries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +30,7 @@ from ale_cli.audit.rules import WILDCARD, Rule, RuleSet
 from ale_cli.errors import InputError
 from ale_cli.summary.compare import compare_feature, summary_statistics
 from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary
+from ale_cli.summary.regional import RegionalSummary
 
 EXIT_PASSED = 0
 EXIT_RULES_FAILED = 3
@@ -94,6 +98,7 @@ class _Context:
     baseline: tuple[str, Summary] | None
     explicit: set[tuple[str, str]]
     stats: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    regions: Mapping[str, RegionalSummary] = field(default_factory=dict)
 
     def statistics(self, label: str, summary: Summary) -> dict[str, dict[str, Any]]:
         if label not in self.stats:
@@ -294,6 +299,58 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
     return out
 
 
+def _regional_checks(rule: Rule, ctx: _Context) -> list[Check]:
+    """``max_regional_drop`` and the ``per_region`` curve rules, on regional summaries (a
+    summary without regions: skipped, saying so)."""
+    out = []
+    for label, summary in ctx.summaries:
+        found = ctx.regions.get(label)
+        for feat in summary.features:
+            if not ctx.applies(rule, feat.name):
+                continue
+            if found is None or found.feature(feat.name).status == "not_estimable":
+                why = "not a regional summary" if found is None else "not estimable"
+                out.append(_check(rule, label, feat.name, None, why, "-"))
+                continue
+            item = found.feature(feat.name)
+            if rule.name == "max_regional_drop":
+                limit, drop = rule.params["limit"], item.drop
+                splits = "; ".join(f"{s.conditions[0].text}: {fmt(s.drop)}" for s in item.splits)
+                out.append(
+                    _check(
+                        rule,
+                        label,
+                        feat.name,
+                        drop <= limit,
+                        f"drop {fmt(drop)}" + (f" ({splits})" if splits else ""),
+                        f"<= {fmt(limit)}",
+                        value=drop,
+                        details={"drop": drop},
+                    )
+                )
+                continue
+            leaves = [n for n in item.leaves if n.record is not None and _estimable(n.record)]
+            results = [(n.label, *FIRST_ORDER[rule.name](n.record, rule.params)) for n in leaves]
+            bad = [r for r in results if not r[1]]
+            shown = bad or results
+            observed = "; ".join(f"{r[0]}: {r[2]}" for r in shown)
+            head = f"{len(bad)} of {len(results)} regions fail" if bad else "every region"
+            out.append(
+                _check(
+                    rule,
+                    label,
+                    feat.name,
+                    not bad,
+                    f"{head}: {observed}",
+                    f"{results[0][3] if results else '-'} in every region",
+                    details={
+                        "regions": [{"region": r[0], "ok": r[1], "observed": r[2]} for r in results]
+                    },
+                )
+            )
+    return out
+
+
 def _check_features(rules: RuleSet, ctx: _Context) -> None:
     first = list(dict.fromkeys(f.name for _, s in ctx.summaries for f in s.features))
     paired = list(
@@ -327,13 +384,15 @@ def evaluate(
     rules: RuleSet,
     *,
     baseline: tuple[str, Summary] | None = None,
+    regions: Mapping[str, RegionalSummary] | None = None,
 ) -> AuditResult:
-    """Evaluate ``rules`` on the ``(label, summary)`` pairs (label: how reports name it).
+    """Evaluate ``rules`` on the ``(label, summary)`` pairs (label: how reports name it);
+    ``regions[label]``: the regions of the summaries that are regional summaries.
 
     InputError for a drift rule without a baseline or a rule on a feature no summary has.
     """
     explicit = {(r.name, r.feature) for r in rules.rules if r.feature != WILDCARD}
-    ctx = _Context(summaries=summaries, baseline=baseline, explicit=explicit)
+    ctx = _Context(summaries, baseline, explicit, regions=regions or {})
     _check_features(rules, ctx)
     checks: list[Check] = []
     for rule in rules.rules:
@@ -341,6 +400,8 @@ def evaluate(
             checks += _interaction_checks(rule, ctx)
         elif rule.name == "drift":
             checks += _drift_checks(rule, ctx)
+        elif rule.name == "max_regional_drop" or rule.params.get("per_region"):
+            checks += _regional_checks(rule, ctx)
         else:
             checks += _first_order_checks(rule, ctx)
     return AuditResult(

@@ -12,7 +12,8 @@ key given twice). A mapping with a list under ``rules:``; each entry names a ``f
         severity: warn
 
 The rules and their values are in docs/audit.md (``drift`` takes ``{max_abs, max_z}`` on
-the curve or ``{statistic: naled|aled|heterogeneity_share|rank, max_abs}``). Entries naming
+the curve or ``{statistic: naled|aled|heterogeneity_share|rank, max_abs}``;
+``max_regional_drop`` and ``per_region: true`` apply to regional summaries). Entries naming
 a feature replace the ``"*"`` entries for that rule name. Errors name the file, the entry
 and its feature.
 """
@@ -46,8 +47,11 @@ RULE_NAMES = (
     "max_interaction",
     "drift",
     "not_estimable",
+    "max_regional_drop",
 )
-_ENTRY_KEYS = ("feature", "severity")
+_ENTRY_KEYS = ("feature", "severity", "per_region")
+#: the rules ``per_region: true`` evaluates on every region of a regional summary
+PER_REGION = ("monotonic", "sign")
 WILDCARD = "*"
 #: the largest rules file read (a rules file of a few hundred rules is a few KiB)
 MAX_RULES_BYTES = 256 * 1024
@@ -180,7 +184,7 @@ def parse_rule(name: str, value: Any) -> dict[str, Any]:
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"range [lo, hi] needs lo <= hi, got {value!r}")
         return {"lo": lo, "hi": hi}
-    if name in ("max_aled", "min_aled", "max_heterogeneity_share"):
+    if name in ("max_aled", "min_aled", "max_heterogeneity_share", "max_regional_drop"):
         return {"limit": _number(value, name, minimum=0)}
     if name == "rank_at_most":
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -243,6 +247,11 @@ def parse_rules(data: Any, *, path: Path, lines: list[int | None] | None = None)
         names = [k for k in entry if k not in _ENTRY_KEYS]
         if not names:
             raise InputError(f"{at}: no rule given (rules: {', '.join(RULE_NAMES)})")
+        per_region = entry.get("per_region", False)
+        if not isinstance(per_region, bool):
+            raise InputError(f"{at}: per_region must be true or false, got {per_region!r}")
+        if per_region and not any(n in PER_REGION for n in names):
+            raise InputError(f"{at}: per_region applies to {' and '.join(PER_REGION)}")
         for name in names:
             if name not in RULE_NAMES:
                 raise InputError(f"{at}: unknown rule '{name}' (rules: {', '.join(RULE_NAMES)})")
@@ -250,6 +259,8 @@ def parse_rules(data: Any, *, path: Path, lines: list[int | None] | None = None)
                 params = parse_rule(name, entry[name])
             except ValueError as exc:
                 raise InputError(f"{at}: {exc}") from None
+            if per_region and name in PER_REGION:
+                params = params | {"per_region": True}
             rules.append(Rule(name, feature, severity, params, entry=i, line=line))
     return RuleSet(path=path, rules=tuple(rules))
 

@@ -34,6 +34,9 @@ COMMANDS: dict[str, Entry] = {
     "info": Entry(_C + "compute:info", "Show how a store was made."),
     "rebin": Entry(_C + "estimate:rebin", "DALE on fixed bins, from a store."),
     "rhale": Entry(_C + "estimate:rhale", "RHALE: automatic variable-size bins, from a store."),
+    "regional": Entry(
+        _C + "regional:regional", "Regional effects: regions where a feature's effects agree."
+    ),
     "classic": Entry(_C + "classic:classic", "Classic ALE (Apley-Zhu) from the model."),
     "interact": Entry(_C + "interact:interact", "Second-order ALE of feature pairs."),
     "plot": Entry(_C + "plot:plot", "Figures of a summary (PNG/SVG)."),

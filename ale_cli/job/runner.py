@@ -31,6 +31,7 @@ from ale_cli.estimators.classic import classic
 from ale_cli.estimators.interact import interact
 from ale_cli.estimators.local_effects import ComputeRequest, compute
 from ale_cli.estimators.pairs import parse_pairs
+from ale_cli.estimators.regional import regional
 from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import dumps, read_json_file
 from ale_cli.job.lock import run_lock
@@ -42,6 +43,7 @@ from ale_cli.report import build_report, write_report
 from ale_cli.store.npz import read_meta
 from ale_cli.summary.build import run_notes
 from ale_cli.summary.model import write_summary
+from ale_cli.summary.regional import RegionalSummary, write_regional
 
 MANIFEST = "run.json"
 STORE = "store.npz"
@@ -201,7 +203,11 @@ def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta
 
     def action(step: Step) -> list[Path]:
         summary = _estimate(spec, name, r.out / STORE, opts)
-        write_summary(out, summary, timestamp=False)
+        if isinstance(summary, RegionalSummary):  # ale regional: the global records and regions
+            write_regional(out, summary, timestamp=False)
+            summary = summary.summary
+        else:
+            write_summary(out, summary, timestamp=False)
         step.notes = list(run_notes([*summary.features, *summary.interactions]))
         return [out]
 
@@ -212,7 +218,12 @@ def _estimate(spec: JobSpec, name: str, store: Path, opts: dict[str, Any]) -> An
     """Run estimator ``name`` on the store (options checked when the job was read)."""
     given = {k: v for k, v in opts.items() if k != "inputs"}
     request = request_of(name, given, inputs=spec.inputs, store=store)
-    run = {"rhale": estimate.rhale, "rebin": estimate.rebin, "classic": classic}.get(name, interact)
+    run = {
+        "rhale": estimate.rhale,
+        "rebin": estimate.rebin,
+        "regional": regional,
+        "classic": classic,
+    }.get(name, interact)
     try:
         return run(request).summary
     except InputError as exc:

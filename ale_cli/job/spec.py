@@ -6,7 +6,7 @@
     data: ../sample_data/diabetes.csv
     exclude: [target]              # any field of ModelInputs: inputs, features, output...
     discrete: auto                 # or [sex, s4], or none (default: the binary columns)
-    estimators:                    # any of rhale, rebin, classic, interact (null: defaults)
+    estimators:                # any of rhale, rebin, regional, classic, interact (null: defaults)
       rhale: {max_bins: 50}
       rebin: {bins: 20, binning: quantile}
       interact: {pairs: [s1,s2]}      # or a list of pairs: [[s1,s2], [bmi,bp]]
@@ -40,6 +40,7 @@ from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.interact import InteractRequest
 from ale_cli.estimators.local_effects import ComputeRequest
 from ale_cli.estimators.pairs import parse_pairs
+from ale_cli.estimators.regional import RegionalRequest
 from ale_cli.io.yamlsafe import check_document, load_yaml
 from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE, FORMATS
 from ale_cli.summary.model import read_summary
@@ -48,6 +49,17 @@ from ale_cli.summary.model import read_summary
 ESTIMATOR_OPTIONS: dict[str, tuple[str, ...]] = {
     "rhale": ("max_bins", "min_points", "alpha", "grid", "center", "features"),
     "rebin": ("bins", "binning", "edges", "center", "features"),
+    "regional": (
+        "max_depth",
+        "min_drop",
+        "min_rows",
+        "candidates",
+        "search_rows",
+        "bins",
+        "max_bins",
+        "center",
+        "features",
+    ),
     "classic": ("bins", "binning", "edges", "center"),
     "interact": ("pairs", "bins", "binning", "estimator", "edges"),
 }
@@ -232,6 +244,8 @@ def request_of(name: str, opts: dict[str, Any], *, inputs: ModelInputs, store: P
         return RhaleRequest(store=store, **given)
     if name == "rebin":
         return RebinRequest(store=store, **given)
+    if name == "regional":
+        return RegionalRequest(store=store, **given)
     if name == "classic":
         return ClassicRequest(inputs=inputs, **given)
     given["pairs"] = parse_pairs(given.get("pairs") or ())

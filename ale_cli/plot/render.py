@@ -20,6 +20,7 @@ from ale_cli.plot.directory import figure_directory
 from ale_cli.plot.workers import Job, Task, default_jobs, run_tasks
 from ale_cli.store.npz import Store, read_store, store_sha256
 from ale_cli.summary.model import Summary, read_summary
+from ale_cli.summary.regional import REGIONAL, RegionalSummary, read_regional
 
 FORMATS = ("png", "svg")
 DEFAULT_DPI = 120
@@ -155,10 +156,13 @@ def render_summary(
     dpi: int = DEFAULT_DPI,
     jobs: int = 1,
     ylabel: str | None = None,
+    regions: RegionalSummary | None = None,
 ) -> RenderResult:
     """Write every figure of ``summary`` into ``out_dir``, replacing it when all are
-    written. ``store`` must match (:func:`check_store`, run by the caller); ``jobs`` > 1
-    forks workers (same bytes as ``jobs=1``)."""
+    written; with ``regions`` (a regional summary), one more figure per feature,
+    ``<stem>__regions``, of its regions' curves. ``store`` must match
+    (:func:`check_store`, run by the caller); ``jobs`` > 1 forks workers (same bytes as
+    ``jobs=1``)."""
     for fmt in formats:
         check_choice(str(fmt), FORMATS, "formats")
     if jobs < 1:
@@ -168,9 +172,13 @@ def render_summary(
     names = tuple(dict.fromkeys(features))
     feats = [summary.feature(n) for n in names]
     out = Path(out_dir)
+    tasks = _tasks(summary, names)
+    if regions is not None:
+        stems = file_stems(list(names))
+        tasks += [("regional", n, f"{s}__regions") for n, s in zip(names, stems, strict=True)]
     with figure_directory(out) as tmp:
-        job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel)
-        written = run_tasks(job, _tasks(summary, names), jobs)
+        job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel, regions)
+        written = run_tasks(job, tasks, jobs)
     if names:  # files are listed with the overview after the features
         written = [*written[1 : len(names) + 1], written[0], *written[len(names) + 1 :]]
     return RenderResult(
@@ -219,6 +227,7 @@ def plot_files(
 ) -> RenderResult:
     """Read a summary (and its store), check them and render (``jobs=None``: default)."""
     summary = read_summary(summary_path)
+    regions = read_regional(summary_path) if summary.estimator == REGIONAL else None
     if features is None:
         names = [f.name for f in summary.features]
     else:
@@ -236,5 +245,5 @@ def plot_files(
         )
     if jobs is None:
         jobs = default_jobs(len(dict.fromkeys(names)) + 1 + len(summary.interactions))
-    kw = {"formats": formats, "dpi": dpi, "jobs": jobs, "ylabel": ylabel}
+    kw = {"formats": formats, "dpi": dpi, "jobs": jobs, "ylabel": ylabel, "regions": regions}
     return render_summary(summary, out_dir, store=store, features=names, **kw)

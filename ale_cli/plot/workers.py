@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, cast
 from ale_cli.errors import RunError
 from ale_cli.plot.directory import save_figure
 from ale_cli.plot.first_order import feature_figure, overview_figure
+from ale_cli.plot.regional import regional_figure
 from ale_cli.plot.second_order import interaction_figure
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
     from ale_cli.store.npz import Store
     from ale_cli.summary.model import Summary
+    from ale_cli.summary.regional import RegionalSummary
 
 
 @dataclass(frozen=True)
@@ -37,11 +39,12 @@ class Job:
     formats: tuple[str, ...]
     dpi: int
     ylabel: str | None = None
+    regions: RegionalSummary | None = None  # a regional summary's regions
 
 
 _JOB: Job | None = None  # set in the parent just before forking the workers
-#: A figure to draw: ("feature", name, stem), ("overview", None, stem) or
-#: ("interaction", index into summary.interactions, stem).
+#: A figure to draw: ("feature", name, stem), ("overview", None, stem),
+#: ("interaction", index into summary.interactions, stem) or ("regional", name, stem).
 Task = tuple[str, str | int | None, str]
 
 
@@ -53,6 +56,8 @@ def _render_task(task: Task) -> list[Path]:
     kind, key, stem = task
     if kind == "overview":
         fig = overview_figure(job.summary, names=job.names, ylabel=job.ylabel)
+    elif kind == "regional" and job.regions is not None:
+        fig = regional_figure(job.regions, str(key), ylabel=job.ylabel)
     elif kind == "interaction":
         fig = interaction_figure(job.summary, int(key or 0), store=job.store, ylabel=job.ylabel)
     else:

@@ -23,6 +23,7 @@ from ale_cli.plot.second_order import interaction_figure
 from ale_cli.report.digest import finest, paragraph, split_checks, verdict
 from ale_cli.report.figures import svg_text, trend
 from ale_cli.report.history import FeatureDrift, HistoryRun, feature_drifts, read_history
+from ale_cli.report.regional import regional_section
 from ale_cli.report.reuse import rendered_figures
 from ale_cli.store.npz import read_store, store_sha256
 from ale_cli.summary.build import utc_now
@@ -300,17 +301,20 @@ def build_report(
     section = _first_order_section(first_order, store_obj, runs, reused)
     rows, n_figures = section[0], section[1]
     interactions = _interactions(loaded, store_obj, reused)
+    regional = regional_section(loaded, _markup)  # ale regional summaries among the inputs
     timings["figures_s"] = time.perf_counter() - t
     t = time.perf_counter()
     context = _context(
-        loaded, store_obj, audit_data, runs, section, interactions, timestamp=timestamp
+        loaded, store_obj, audit_data, runs, section, interactions, regional, timestamp=timestamp
     )
     html = _environment().get_template(TEMPLATE).render(**context)
     timings["template_s"] = time.perf_counter() - t
     return ReportResult(
         html=html,
         features=len(rows),
-        figures=n_figures + len(interactions),
+        figures=n_figures
+        + len(interactions)
+        + sum(1 for r in regional for f in r["features"] if f["svg"] is not None),
         interactions=len(interactions),
         history_runs=len(runs),
         audit_passed=None if audit_data is None else bool(audit_data["passed"]),
@@ -325,6 +329,7 @@ def _context(
     runs: list[HistoryRun],
     section: tuple[Any, ...],
     interactions: list[dict[str, Any]],
+    regional: list[dict[str, Any]],
     *,
     timestamp: bool,
 ) -> dict[str, Any]:
@@ -351,6 +356,7 @@ def _context(
         "overview": overview,
         "others": others,
         "interactions": interactions,
+        "regional": regional,
         "history": {
             "runs": [r.label for r in runs],
             "moved": [{"drift": d, "anchor": anchors.get(d.name)} for d in moved],

@@ -4,6 +4,8 @@ A row per feature and edge (``kind`` ``edge``), bin (``bin``) and statistic (``s
 per pair and cell (``cell``) and grid corner (``corner``); each row carries
 ``estimator``, ``feature`` and ``kind``, the columns of other kinds are empty (the
 columns: ``docs/store-and-summary.md``, :data:`~ale_cli.summary.table.KIND_COLUMNS`).
+A regional summary has a ``region`` column after ``kind``: ``all rows`` for its global
+records, then each leaf's edge and bin rows with its region in words.
 Not-estimable features and pairs have no rows. Integer columns are nullable ``Int64``
 and ``filled`` is ``boolean``, so an empty entry stays empty. Writing the table (CSV or
 Parquet) is :mod:`ale_cli.outputs.tables`.
@@ -257,6 +259,31 @@ def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:
     return _frame(summary, _statistics_of(summary, data))
 
 
+def _with_regions(frame: pd.DataFrame, summary: Summary, data: Mapping[str, Any]) -> pd.DataFrame:
+    """A regional summary's table: the global rows (region ``"all rows"``), then per
+    feature each leaf's edge and bin rows with its region (``"bmi > 27.5"``)."""
+    import pandas as pd
+
+    from ale_cli.summary.model import FeatureSummary
+
+    parts = [frame.assign(region="all rows")]
+    for item in data["regions"]:
+        for node in item.get("nodes", ()):
+            if "record" not in node or node.get("parent") is None:
+                continue  # the root's record is the global one
+            leaf = Summary(
+                estimator=summary.estimator,
+                params={},
+                store={},
+                n_rows=int(node["rows"]),
+                features=(FeatureSummary.from_dict(node["record"]),),
+            )
+            parts.append(_frame(leaf, {}).assign(region=str(node["region"])))
+    out = pd.concat(parts, ignore_index=True)
+    kinds = [k for k in KIND_COLUMNS if k in set(out["kind"])]
+    return out[table_columns(kinds, region=True)]
+
+
 @dataclass(frozen=True)
 class ExportTable:
     """A summary's long table (:func:`summary_frame`), its rows per exported feature (or
@@ -277,6 +304,8 @@ def export_table(source: str | Path, *, stdin: TextIO | None = None) -> ExportTa
     :func:`ale_cli.outputs.tables.export_summary`)."""
     summary, data = read_summary_source(source, stdin=stdin)
     frame = _frame(summary, _statistics_of(summary, data))
+    if data.get("regions") is not None:  # ale regional: the leaves' rows, named by region
+        frame = _with_regions(frame, summary, data)
     counts = frame["feature"].value_counts(sort=False)
     order = [f.name for f in summary.features] + [p.name for p in summary.interactions]
     rows = {name: int(counts[name]) for name in order if name in counts}

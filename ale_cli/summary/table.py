@@ -1,10 +1,10 @@
 """The columns of ``ale export``'s long table (:mod:`ale_cli.summary.export` builds it),
 and the header rows of its CSV: the mark the output guard recognises an export by.
 
-The header row is ``estimator,feature,kind`` followed by the columns of the
-kinds present, in the order of :data:`KIND_COLUMNS` (each column once). That
-exact row is the mark of a CSV written by ``ale export``: a CSV whose first line
-is anything else is not ours (:data:`HEADERS`).
+The header row is ``estimator,feature,kind`` (and ``region`` for a regional summary)
+followed by the columns of the kinds present, in the order of :data:`KIND_COLUMNS`
+(each column once). That exact row is the mark of a CSV written by ``ale export``: a
+CSV whose first line is anything else is not ours (:data:`HEADERS`).
 """
 
 from __future__ import annotations
@@ -30,13 +30,20 @@ KIND_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
-def table_columns(kinds: list[str]) -> list[str]:
-    """The columns of a table holding rows of ``kinds``, in the order written.
+#: the column of a regional summary's table (``ale regional``): the region of each row
+REGION = "region"
+
+
+def table_columns(kinds: list[str], *, region: bool = False) -> list[str]:
+    """The columns of a table holding rows of ``kinds``, in the order written (``region``:
+    a regional summary's, with the ``region`` column after ``kind``).
 
     >>> table_columns(["edge", "stat"])[:5]
     ['estimator', 'feature', 'kind', 'index', 'x']
+    >>> table_columns(["edge"], region=True)[:5]
+    ['estimator', 'feature', 'kind', 'region', 'index']
     """
-    names = list(BASE_COLUMNS)
+    names = [*BASE_COLUMNS, REGION] if region else list(BASE_COLUMNS)
     for kind in KIND_COLUMNS:
         if kind in kinds:
             names += [c for c in KIND_COLUMNS[kind] if c not in names]
@@ -50,6 +57,7 @@ def _headers() -> set[str]:
     for mask in range(1, 1 << len(kinds)):
         chosen = [k for i, k in enumerate(kinds) if mask >> i & 1]
         rows.add(",".join(table_columns(chosen)))
+        rows.add(",".join(table_columns(chosen, region=True)))
     return rows
 
 

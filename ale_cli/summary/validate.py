@@ -337,3 +337,8 @@ def validate_summary(path: str | Path, data: Any) -> None:
     for i, item in enumerate(data.get("interactions", ())):
         for field, message in _interaction_errors(item):
             raise InputError(f"{_where(path, data, ('interactions', i, field))}: {message}")
+    for region in data.get("regions", ()):  # ale regional: each leaf's record
+        for node in (n for n in region.get("nodes", ()) if "record" in n):
+            for field, message in _feature_errors(node["record"]):
+                where = f"summary '{path}', feature '{region['feature']}', region {node['id']}"
+                raise InputError(f"{where}, field '{field}': {message}")

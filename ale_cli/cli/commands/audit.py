@@ -31,6 +31,7 @@ from ale_cli.io.jsonio import dumps
 from ale_cli.plot.diff import render_diff
 from ale_cli.summary.compare import compare_summaries
 from ale_cli.summary.model import read_summary
+from ale_cli.summary.regional import regional_diff_lines
 
 if TYPE_CHECKING:
     from ale_cli.summary.compare import FeatureComparison
@@ -288,6 +289,7 @@ def diff(
         written = render_diff(sa, sb, comparisons, out, labels=(str(a), str(b)), formats=fmts)
     headers = ("FEATURE", "MAX |DIFF|", "AT", "MAX Z", "AT", "RANK A->B", "STATUS")
     lines = aligned(headers, _diff_rows(comparisons))
+    lines += regional_diff_lines(a, b)  # two regional summaries: their regions compared
     changed = [c.name for c in comparisons if c.rank_changed]
     tail = f"; rank changed: {', '.join(changed)}" if changed else ""
     where = f"; {len(written)} figure files -> '{out}'" if out is not None else ""

@@ -1,0 +1,136 @@
+"""``ale regional``: regional effects from a store (no model, no torch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ale_cli.cli.command import Outcome, Run, command, echo_data, out_message, refuse_stdio
+from ale_cli.cli.options import (
+    CenterOption,
+    EngineOption,
+    FeaturesOption,
+    OutOption,
+    SchedulerOption,
+    StoreArgument,
+    TimestampOption,
+)
+from ale_cli.engines import engine_for
+from ale_cli.estimators import regional as estimator
+from ale_cli.io.jsonio import dumps
+from ale_cli.summary.regional import write_regional
+
+
+@command(
+    epilog="Example: ale regional out/diabetes-mlp.npz --max-depth 2 --min-drop 0.1 "
+    "-o out/diabetes-mlp-regional.json",
+    outputs={"out": "summary"},
+    inputs=("store",),
+)
+def regional(
+    store: StoreArgument,
+    out: OutOption,
+    run: Run,
+    max_depth: Annotated[
+        int, typer.Option("--max-depth", help="Most splits from all rows to a region.", min=1)
+    ] = 2,
+    min_drop: Annotated[
+        float,
+        typer.Option(
+            "--min-drop",
+            help="Keep a split only when it lowers the heterogeneity by this share (0..1).",
+            min=0.0,
+            max=1.0,
+        ),
+    ] = 0.1,
+    min_rows: Annotated[
+        int | None,
+        typer.Option(
+            "--min-rows",
+            help="Fewest rows in a region (default: ceil(N/20), at least 2).",
+            min=2,
+            show_default=False,
+        ),
+    ] = None,
+    candidates: Annotated[
+        int,
+        typer.Option(
+            "--candidates",
+            help="C: thresholds of a numeric input at its quantiles c/C, c = 1..C-1.",
+            min=1,
+        ),
+    ] = 20,
+    search_rows: Annotated[
+        int | None,
+        typer.Option(
+            "--search-rows",
+            help="Choose the splits on a sample of about this many rows (default: every "
+            "row); the regions' records use every row.",
+            min=2,
+            show_default=False,
+        ),
+    ] = None,
+    bins: Annotated[
+        int | None,
+        typer.Option(
+            "--bins",
+            help="Leaf records on this many uniform bins (default: RHALE bins per leaf).",
+            min=1,
+            show_default=False,
+        ),
+    ] = None,
+    max_bins: Annotated[
+        int, typer.Option("--max-bins", help="K_max of the RHALE grid.", min=1)
+    ] = 50,
+    center: CenterOption = "mean",
+    features: FeaturesOption = None,
+    timestamp: TimestampOption = True,
+    engine: EngineOption = "local",
+    scheduler: SchedulerOption = None,
+) -> Outcome:
+    """Regional effects: split the rows on the other inputs where a feature's local effects
+    disagree, and give each region's curve."""
+
+    refuse_stdio(store, "store", "a store")
+    request = estimator.RegionalRequest(
+        store=store,
+        features=features,
+        max_depth=max_depth,
+        min_drop=min_drop,
+        min_rows=min_rows,
+        candidates=candidates,
+        search_rows=search_rows,
+        bins=bins,
+        max_bins=max_bins,
+        center=center,
+        engine=engine_for(engine, scheduler),
+    )
+    return _outcome(estimator.regional(request), out, timestamp, run)
+
+
+def _outcome(result: estimator.RegionalResult, out: Path, timestamp: bool, run: Run) -> Outcome:
+    """Write the regional summary (``-``: standard output) and describe it in one line."""
+    to_stdout = run.claim_stdout(out, "out")
+    if to_stdout:
+        echo_data(dumps(result.summary.to_dict(timestamp=timestamp)))
+    else:
+        write_regional(out, result.summary, timestamp=timestamp)
+    regions = result.summary.regions
+    shown = " ".join(
+        f"{r.name}={len(r.leaves)}" if r.status != "not_estimable" else f"{r.name}=-"
+        for r in regions[:50]
+    )
+    split = sum(r.status == "split" for r in regions)
+    return Outcome(
+        command="regional",
+        message=f"regional: {len(regions)} feature{'s' if len(regions) != 1 else ''} "
+        f"({split} split), regions {shown}, {result.seconds:.2f} s -> {out_message(out)}",
+        outputs=(str(out),),
+        counts={"rows": result.summary.summary.n_rows, "features": len(regions), "split": split},
+        notes=result.notes,
+        seconds=result.seconds,
+        details={"estimator": "regional", "params": result.summary.summary.params},
+        data_on_stdout=to_stdout,
+    )

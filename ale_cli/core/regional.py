@@ -1,0 +1,333 @@
+"""Regional effects: where a feature's local effects agree, found by splitting the rows.
+
+A region is a set of rows given by conditions on the model's inputs (``bmi > 27.5``,
+``sex == 1``). For a feature s with fixed cells ``z_0 < ... < z_K`` (the grid RHALE
+chooses its bins from: K_max uniform cells over its range), the *heterogeneity* of a
+region R is RHALE's accumulated std at the last edge on those cells::
+
+    H(R) = sqrt(sum_k dz_k^2 s_k(R)^2)      s_k(R)^2 = M2_k / (n_k - 1)   (ddof = 1)
+
+the last entry of a summary's ``std`` were the cells its bins. (On the fine cells, not on
+the global RHALE bins: a feature whose effect averages out to zero, ``+-2 x`` by the sign
+of another input, gets a single RHALE bin, inside which no split lowers the spread.)
+A cell with fewer than 2 rows of a child keeps the parent's ``s_k^2`` (a split claims
+no agreement where it leaves no rows to show it). A binary split of R into L and R' is
+scored by the count-weighted heterogeneity of the children, and its relative *drop*::
+
+    H_split = (n_L H(L) + n_R' H(R')) / (n_L + n_R')        drop = 1 - H_split / H(R)
+
+Candidate splits per input (a :class:`Splitter`): a threshold ``x <= t_c`` / ``x > t_c``
+on a sorted list of thresholds, or one level against the rest (``x == v_c`` / ``x != v_c``).
+Each row falls in one *bucket* per input (thresholds: ``searchsorted(t, x, 'left')``, so
+bucket c holds ``t_{c-1} < x <= t_c``; levels: the index of its level), and everything a
+split needs is the count, sum and sum of squares (:class:`ShiftedSums`) of the feature's
+local effects per (node, input, bucket, bin) cell (:func:`split_cells`): a threshold's left
+child is buckets ``0..c``, a level's is bucket c, the right child the rest. These cells
+merge exactly across chunks, so the search runs as passes over a store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+THRESHOLD = "threshold"
+LEVEL = "level"
+
+
+@dataclass(frozen=True)
+class Splitter:
+    """The candidate splits on one input (column ``column`` of X).
+
+    Attributes
+    ----------
+    name : str
+    column : int
+    kind : str
+        ``"threshold"`` (``x <= t`` against ``x > t``) or ``"level"`` (``x == v`` against
+        the rest).
+    values : ndarray, shape (C,)
+        Increasing thresholds, or the input's distinct values (its levels).
+    """
+
+    name: str
+    column: int
+    kind: str
+    values: np.ndarray
+
+    @property
+    def n_buckets(self) -> int:
+        """Buckets of this input: C + 1 for thresholds, C for levels."""
+        return int(self.values.size) + (1 if self.kind == THRESHOLD else 0)
+
+    def buckets(self, x: np.ndarray) -> np.ndarray:
+        """Bucket of each value (N,) in ``0 .. n_buckets - 1``.
+
+        >>> Splitter("a", 0, THRESHOLD, np.array([0.0, 1.0])).buckets(np.array([-1, 0, .5, 2]))
+        array([0, 0, 1, 2])
+        """
+        b = np.searchsorted(self.values, x, side="left")
+        if self.kind == LEVEL:  # a value between levels (not one of them) cannot occur
+            b = np.minimum(b, self.values.size - 1)
+        return b.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class ShiftedSums:
+    """Count, sum and sum of squares of ``v - c_k`` per cell, for a fixed shift ``c_k`` per
+    bin k (the bin's mean on all rows, so the sums stay small and exact enough):
+    ``n``, ``S1 = sum(v - c_k)``, ``S2 = sum((v - c_k)^2)``. Any shift gives the same
+    ``s^2 = (S2 - S1^2 / n) / (n - 1)``; sums of disjoint rows add, so ``merge`` is ``+``
+    (exact for the counts, to rounding for the sums) and runs of cells combine by sums.
+
+    Attributes
+    ----------
+    counts : ndarray, shape (M,), int64
+    s1, s2 : ndarray, shape (M,), float64
+    """
+
+    counts: np.ndarray
+    s1: np.ndarray
+    s2: np.ndarray
+
+    @classmethod
+    def empty(cls, n_cells: int) -> ShiftedSums:
+        return cls(np.zeros(n_cells, dtype=np.int64), np.zeros(n_cells), np.zeros(n_cells))
+
+    def merge(self, other: ShiftedSums) -> ShiftedSums:
+        """The sums of the union of two chunks on the same cells.
+
+        >>> a = ShiftedSums(np.array([1]), np.array([0.5]), np.array([0.25]))
+        >>> a.merge(a).counts.tolist(), a.merge(a).s2.tolist()
+        ([2], [0.5])
+        """
+        if other.counts.size != self.counts.size:
+            raise ValueError(f"cannot merge {self.counts.size} cells with {other.counts.size}")
+        return ShiftedSums(self.counts + other.counts, self.s1 + other.s1, self.s2 + other.s2)
+
+    def part(self, a: int, b: int) -> ShiftedSums:
+        """Cells ``a .. b-1``."""
+        return ShiftedSums(self.counts[a:b], self.s1[a:b], self.s2[a:b])
+
+
+def split_cells(
+    node: np.ndarray,
+    offsets: np.ndarray,
+    bins: np.ndarray,
+    values: np.ndarray,
+    *,
+    shape: tuple[int, int, int, int],
+) -> ShiftedSums:
+    """:class:`ShiftedSums` of ``values`` (N,), already shifted, per (node, input, bucket,
+    bin) cell ``((node J + j) B + bucket) K + bin``.
+
+    ``node`` (N,): each row's node in ``0 .. nodes-1`` (rows of no node left out before);
+    ``offsets`` (N, J): ``(j B + bucket_j) K`` per row and input (:func:`bucket_offsets`,
+    shared by every feature of a chunk); ``bins`` (N,): its bin of the feature; ``shape``
+    = (nodes, J, B, K).
+
+    >>> off = bucket_offsets(np.array([[0], [1]]), n_buckets=2, n_bins=1)
+    >>> c = split_cells(np.array([0, 0]), off, np.array([0, 0]), np.array([1.0, 3.0]),
+    ...                 shape=(1, 1, 2, 1))
+    >>> c.counts.tolist(), c.s1.tolist(), c.s2.tolist()
+    ([1, 1], [1.0, 3.0], [1.0, 9.0])
+    """
+    nodes, j, b, k = shape
+    base = bins if nodes == 1 else node * (j * b * k) + bins
+    flat = (offsets + base[:, None]).ravel()
+    size = nodes * j * b * k
+    vals = np.repeat(values, j)
+    counts = np.bincount(flat, minlength=size)
+    s1 = np.bincount(flat, weights=vals, minlength=size)
+    vals *= vals
+    return ShiftedSums(counts.astype(np.int64), s1, np.bincount(flat, weights=vals, minlength=size))
+
+
+def bucket_offsets(buckets: np.ndarray, *, n_buckets: int, n_bins: int) -> np.ndarray:
+    """``(j B + bucket_j) K`` per row and input, shape (N, J), int64 (:func:`split_cells`).
+
+    >>> bucket_offsets(np.array([[0, 1]]), n_buckets=2, n_bins=3).tolist()
+    [[0, 9]]
+    """
+    j = buckets.shape[1]
+    out: np.ndarray = (np.arange(j, dtype=np.int64) * n_buckets + buckets) * n_bins
+    return out
+
+
+def cell_variance(counts: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
+    """``s_k^2 = (S2 - S1^2 / n) / (n - 1)`` per cell from counts, ``S1 = sum(v - c_k)`` and
+    ``S2 = sum((v - c_k)^2)`` (any shift c_k per cell); NaN where ``n < 2``.
+
+    >>> cell_variance(np.array([2, 1]), np.array([0.0, 0.0]), np.array([2.0, 0.0])).tolist()
+    [2.0, nan]
+    """
+    n = counts.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = (s2 - s1 * s1 / n) / (n - 1.0)
+    return np.where(counts >= 2, np.maximum(var, 0.0), np.nan)
+
+
+def heterogeneity(
+    var: np.ndarray, dz: np.ndarray, fallback: np.ndarray | None = None
+) -> np.ndarray:
+    """``sqrt(sum_k dz_k^2 s_k^2)`` over the last axis; a cell without a variance (NaN:
+    fewer than 2 rows) takes ``fallback`` (its parent's), or adds 0.
+
+    >>> heterogeneity(np.array([2.0, np.nan]), np.array([1.0, 1.0])).item()
+    1.4142135623730951
+    >>> heterogeneity(np.array([2.0, np.nan]), np.array([1.0, 1.0]), np.array([0.0, 2.0])).item()
+    2.0
+    """
+    if fallback is not None:
+        var = np.where(np.isnan(var), fallback, var)
+    out: np.ndarray = np.sqrt(np.nansum(var * dz**2, axis=-1))
+    return out
+
+
+@dataclass(frozen=True)
+class SplitScores:
+    """The candidate splits of one node, per input j and candidate c (shape (J, C_max)).
+
+    Attributes
+    ----------
+    before : float
+        H of the node.
+    after : ndarray, shape (J, C_max)
+        ``H_split`` of each candidate; ``inf`` where it is not allowed.
+    rows : ndarray, shape (J, C_max, 2), int64
+        Rows of the left (condition true) and right child.
+    parts : ndarray, shape (J, C_max, 2)
+        H of the left and right child.
+    """
+
+    before: float
+    after: np.ndarray
+    rows: np.ndarray
+    parts: np.ndarray
+
+    def best(self) -> tuple[int, int] | None:
+        """The allowed candidate with the smallest ``H_split`` (the first of ties, inputs
+        then candidates in order), or None."""
+        if not np.isfinite(self.after).any():
+            return None
+        j, c = np.unravel_index(int(np.argmin(self.after)), self.after.shape)
+        return int(j), int(c)
+
+    def drop(self, j: int, c: int) -> float:
+        """``1 - H_split / H`` (0 when H is 0)."""
+        return 0.0 if self.before <= 0 else 1.0 - float(self.after[j, c]) / self.before
+
+
+def split_scores(
+    cells: ShiftedSums,
+    *,
+    shape: tuple[int, int, int],
+    dz: np.ndarray,
+    kinds: tuple[str, ...],
+    n_candidates: tuple[int, ...],
+    min_rows: int,
+    excluded: tuple[int, ...] = (),
+) -> SplitScores:
+    """Score every candidate split of one node from its cells (J, B, K) (:func:`split_cells`).
+
+    Candidate c of input j: threshold c (left = buckets ``0..c``) or level c (left = bucket
+    c); allowed when it exists (``c < n_candidates[j]``), j is not ``excluded`` and both
+    children have at least ``min_rows`` rows.
+
+    >>> x3 = np.array([0, 0, 1, 1]); e = np.array([3.0, 3.1, -3.0, -3.1])
+    >>> off = bucket_offsets(x3[:, None], n_buckets=2, n_bins=1)
+    >>> cells = split_cells(np.zeros(4, int), off, np.zeros(4, int), e, shape=(1, 1, 2, 1))
+    >>> s = split_scores(cells, shape=(1, 2, 1), dz=np.array([1.0]), kinds=("threshold",),
+    ...                  n_candidates=(1,), min_rows=1)
+    >>> s.best(), round(s.drop(0, 0), 3)
+    ((0, 0), 0.98)
+    """
+    j_n, b_n, k_n = shape
+    n = cells.counts.reshape(shape)
+    s1 = cells.s1.reshape(shape)
+    s2 = cells.s2.reshape(shape)
+    tot = (n[0].sum(axis=0), s1[0].sum(axis=0), s2[0].sum(axis=0))  # every input: all rows
+    parent = cell_variance(*tot)
+    before = float(heterogeneity(parent, dz))
+    kinds_a = np.array([k == THRESHOLD for k in kinds])[:, None, None]
+    left = [np.where(kinds_a, np.cumsum(a, axis=1), a) for a in (n, s1, s2)]
+    right = [t[None, None, :] - a for t, a in zip(tot, left, strict=True)]
+    h_left = heterogeneity(cell_variance(*left), dz, parent)
+    h_right = heterogeneity(cell_variance(*right), dz, parent)
+    rows = np.stack([left[0].sum(axis=2), right[0].sum(axis=2)], axis=-1)
+    total = rows.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        after = (rows[..., 0] * h_left + rows[..., 1] * h_right) / total
+    allowed = np.arange(b_n)[None, :] < np.array(n_candidates)[:, None]
+    allowed &= (rows >= min_rows).all(axis=-1)
+    for j in excluded:
+        allowed[j] = False
+    after = np.where(allowed, after, np.inf)
+    return SplitScores(before, after, rows, np.stack([h_left, h_right], axis=-1))
+
+
+def sampled(offset: int, n_rows: int, share: float) -> np.ndarray:
+    """Whether each of rows ``offset .. offset + n_rows - 1`` is in the search sample, a
+    share ``share`` of the rows chosen by their global index alone (a multiplicative hash:
+    ``(i * 0x9E3779B97F4A7C15 mod 2^64) / 2^64 < share``), so the same rows whatever the
+    chunks, parts or engine.
+
+    >>> bool(sampled(0, 8, 1.0).all()), int(sampled(0, 100_000, 0.25).sum())
+    (True, 25001)
+    """
+    if share >= 1.0:
+        return np.ones(n_rows, dtype=bool)
+    i = np.arange(offset, offset + n_rows, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        h = i * np.uint64(0x9E3779B97F4A7C15)
+    return (h >> np.uint64(11)).astype(np.float64) < share * float(1 << 53)
+
+
+#: a condition's operators: a threshold's two sides, a level and the rest
+OPERATORS = ("<=", ">", "==", "!=")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``X[:, column] <op> value`` on input ``name``; ``shown``: the value as written
+    (a level's label, or the number).
+
+    >>> c = Condition("x3", 0, ">", 0.0, "0")
+    >>> c.text, c.holds(np.array([[-1.0], [1.0]])).tolist()
+    ('x3 > 0', [False, True])
+    """
+
+    name: str
+    column: int
+    op: str
+    value: float
+    shown: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.name} {self.op} {self.shown}"
+
+    def holds(self, X: np.ndarray) -> np.ndarray:
+        """Whether each row (N, D) meets the condition, shape (N,)."""
+        x = X[:, self.column]
+        compare = {"<=": np.less_equal, ">": np.greater, "==": np.equal, "!=": np.not_equal}
+        out: np.ndarray = compare[self.op](x, self.value)
+        return out
+
+
+def node_index(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.ndarray:
+    """Each row's region in ``regions`` (disjoint; each the conditions all rows meet), or
+    -1 when in none, shape (N,).
+
+    >>> a, b = Condition("x", 0, "<=", 0.0, "0"), Condition("x", 0, ">", 0.0, "0")
+    >>> node_index(np.array([[-1.0], [2.0]]), ((a,), (b,))).tolist()
+    [0, 1]
+    """
+    out = np.full(X.shape[0], -1, dtype=np.int64)
+    for i, conditions in enumerate(regions):
+        inside = np.ones(X.shape[0], dtype=bool)
+        for c in conditions:
+            inside &= c.holds(X)
+        out[inside] = i
+    return out

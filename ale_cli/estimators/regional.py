@@ -1,0 +1,390 @@
+"""``ale regional``: regional effects from a store, with no model call.
+
+For every chosen feature, a greedy binary partition of the rows on conditions on the
+*other* inputs, so that inside each region the feature's local effects agree:
+
+1. the feature's global RHALE record (its bins on all rows; with ``bins``, that many
+   uniform bins instead): one pass for every feature at once;
+2. every input's candidate splits (:func:`~ale_cli.estimators.regional_passes.splitters`):
+   thresholds at ``candidates`` quantiles, levels one against the rest;
+3. one pass per depth (:class:`~ale_cli.estimators.regional_passes.RegionPass`): for every
+   open node, the cells of each candidate split on the feature's grid of step 1 (the
+   K_max cells RHALE chooses its bins from, or the fixed ``bins``); each
+   node keeps its best split (smallest count-weighted heterogeneity of the children,
+   :func:`~ale_cli.core.regional.split_scores`) when it lowers the node's heterogeneity by
+   at least ``min_drop`` (relative) and each child has at least ``min_rows`` rows; a node
+   at depth ``max_depth`` is a leaf;
+4. each leaf's full first-order record from the same passes: RHALE's bins chosen on the
+   leaf's rows (or the fixed ``bins``), over the feature's global range.
+
+Features the store holds per level, categorical or constant features are reported not
+estimable, with the reason; a store of secants is refused.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ale_cli.checks import check_count, names_tuple
+from ale_cli.core.binstats import CellStats
+from ale_cli.core.regional import SplitScores, split_scores
+from ale_cli.core.rhale import DEFAULT_ALPHA, DEFAULT_MAX_BINS, default_min_points
+from ale_cli.errors import InputError
+from ale_cli.estimators import secants
+from ale_cli.estimators.bins import check_center
+from ale_cli.estimators.cells import binned, ranges, store_passes
+from ale_cli.estimators.dale import check_rhale_options, rhale_summary
+from ale_cli.estimators.regional_passes import (
+    FeatureTask,
+    RegionPass,
+    conditions,
+    merge_levels,
+    splitters,
+)
+from ale_cli.estimators.stored_levels import stored_level_names, stored_plans
+from ale_cli.passes.engine import LOCAL, Engine
+from ale_cli.store.npz import Store, StoreFile, open_store
+from ale_cli.summary.build import (
+    not_estimable,
+    skip_reasons,
+    store_info,
+    summary_from_cells,
+    utc_now,
+)
+from ale_cli.summary.model import FeatureSummary, Summary
+from ale_cli.summary.regional import (
+    NO_SPLIT_NOTE,
+    REGIONAL,
+    RegionalFeature,
+    RegionalSummary,
+    RegionNode,
+    Split,
+)
+
+PER_LEVEL_REASON = "held per level; regional effects are computed for continuous features"
+
+
+@dataclass(frozen=True)
+class RegionalRequest:
+    """Options of ``ale regional``; ``min_rows`` None means ``ceil(N / 20)``, at least 2;
+    ``search_rows`` None means every row, else the splits are chosen on a sample of about
+    that many rows (:func:`~ale_cli.core.regional.sampled`; ``min_rows`` scaled to it),
+    the records and rows of the regions coming from every row.
+
+    The options are checked here, naming the parameter at fault.
+    """
+
+    store: Path | Store
+    features: tuple[str, ...] | None = None
+    max_depth: int = 2
+    min_drop: float = 0.1
+    min_rows: int | None = None
+    candidates: int = 20
+    search_rows: int | None = None
+    bins: int | None = None
+    max_bins: int = DEFAULT_MAX_BINS
+    alpha: float = DEFAULT_ALPHA
+    center: str = "mean"
+    engine: Engine = field(default=LOCAL)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "features", names_tuple(self.features, "features"))
+        check_count(self.max_depth, "max_depth")
+        check_count(self.candidates, "candidates")
+        if self.min_rows is not None:
+            check_count(self.min_rows, "min_rows", least=2)
+        if self.search_rows is not None:
+            check_count(self.search_rows, "search_rows", least=2)
+        if self.bins is not None:
+            check_count(self.bins, "bins")
+        check_center(self.center)
+        check_rhale_options(
+            max_bins=self.max_bins,
+            min_points=None,
+            alpha=self.alpha,
+            grid="uniform",
+            center=self.center,
+        )
+        drop = self.min_drop
+        if isinstance(drop, bool) or not (
+            isinstance(drop, int | float) and math.isfinite(drop) and 0.0 <= drop < 1.0
+        ):
+            raise InputError(
+                f"{{param}} must be a number from 0 to below 1, got {drop}", param="min_drop"
+            )
+
+    def params(self, min_rows: int) -> dict[str, Any]:
+        return {
+            "features": list(self.features) if self.features is not None else None,
+            "max_depth": self.max_depth,
+            "min_drop": self.min_drop,
+            "min_rows": min_rows,
+            "min_rows_rule": "given" if self.min_rows is not None else "ceil(N/20), at least 2",
+            "candidates": self.candidates,
+            "search_rows": self.search_rows,
+            "bins": self.bins,
+            "max_bins": self.max_bins,
+            "alpha": self.alpha,
+            "center": self.center,
+            "heterogeneity": "sqrt(sum_k dz_k^2 s_k^2) on the feature's RHALE grid",
+        }
+
+
+@dataclass(frozen=True)
+class RegionalResult:
+    """What ``ale regional`` made: the summary, seconds taken and notes to print."""
+
+    summary: RegionalSummary
+    seconds: float
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Feature:
+    """One estimable feature on its way: columns, global record, grid and scoring bins."""
+
+    name: str
+    x: int
+    e: int
+    record: FeatureSummary
+    grid: np.ndarray
+    shift: np.ndarray  # each grid cell's mean local effect on all rows
+    own: int  # the feature's own input among the splitters (never split on)
+
+
+def regional(request: RegionalRequest) -> RegionalResult:
+    """``ale regional``: each chosen feature's regions (see the module docstring)."""
+    t0 = time.perf_counter()
+    path, store = _open(request.store)
+    if secants.is_secant(store.meta):
+        raise InputError(
+            f"store '{path}' holds secants of a piecewise-constant model; "
+            "regional effects are computed from derivative stores"
+        )
+    n = store.n_rows
+    min_rows = request.min_rows if request.min_rows is not None else default_min_points(n)
+    with request.engine as engine:
+        p = store_passes(store, request.features, engine)
+        names = p.columns.names
+        lo, hi = ranges(p)
+        levels = stored_level_names(store, names)
+        skip = skip_reasons(names, lo, hi, store.meta.get("categorical_features") or ())
+        skip |= dict.fromkeys(levels, PER_LEVEL_REASON)
+        todo = [j for j, name in enumerate(names) if name not in skip]
+        if request.bins is None:
+            g, cells, _ = binned(p, todo, lo, hi, bins=request.max_bins, binning="uniform")
+        else:
+            g, cells, _ = binned(p, todo, lo, hi, bins=request.bins, binning="uniform")
+        inputs = store.input_names
+        per_level = (
+            *(store.meta.get("categorical_features") or ()),
+            *(pl.name for pl in stored_plans(store.meta, f"store '{path}'")),
+        )
+        found = splitters(
+            p, inputs, range(len(inputs)), per_level=per_level, candidates=request.candidates
+        )
+        feats = []
+        for j in todo:
+            record = _record(request, names[j], g[j], cells[j])
+            own = inputs.index(names[j]) if names[j] in inputs else -1
+            shift = np.where(cells[j].counts > 0, cells[j].mean, 0.0)
+            feats.append(
+                _Feature(names[j], p.columns.x[j], p.columns.e[j], record, g[j], shift, own)
+            )
+        labels = {name: _labels(store, name) for name in per_level}
+        trees = _grow(p, feats, found, request, min_rows, labels)
+    regions = [
+        RegionalFeature(name, "not_estimable", reason=skip[name]) if name in skip else trees[name]
+        for name in names
+    ]
+    records = {f.name: f.record for f in feats}
+    features = tuple(
+        not_estimable(name, skip[name]) if name in skip else records[name] for name in names
+    )
+    summary = Summary(
+        estimator=REGIONAL,
+        params=request.params(min_rows),
+        store=store_info(path, store),
+        n_rows=n,
+        features=features,
+        created=utc_now(),
+    )
+    prediction = store.prediction if isinstance(store, Store) else store.prediction()
+    result = RegionalSummary(summary, tuple(regions)).with_statistics(prediction)
+    notes = tuple(f"{r.name}: {r.note}" for r in regions if r.note)
+    return RegionalResult(result, time.perf_counter() - t0, notes)
+
+
+def _open(store: Path | Store) -> tuple[Path | None, Store | StoreFile]:
+    if isinstance(store, Store):
+        return None, store
+    handle = open_store(store)
+    return handle.path, handle
+
+
+def _labels(store: Store | StoreFile, name: str) -> tuple[str, ...] | None:
+    """The texts of a text input's codes, or None."""
+    try:
+        found = tuple(store.labels(name)) if hasattr(store, "labels") else ()
+    except (InputError, KeyError):
+        return None
+    return found or None
+
+
+def _record(
+    request: RegionalRequest, name: str, edges: np.ndarray, cell: CellStats
+) -> FeatureSummary:
+    """A first-order record from cells on ``edges``: RHALE's bins chosen from them, or the
+    fixed bins as they are."""
+    if request.bins is not None:
+        return summary_from_cells(name, edges, cell, n_outside=0, center=request.center)
+    return rhale_summary(
+        name,
+        edges,
+        cell,
+        min_points=default_min_points(cell.total),
+        alpha=request.alpha,
+        center=request.center,
+    )
+
+
+@dataclass
+class _Tree:
+    """A feature's tree while it grows: its nodes and the ids still open."""
+
+    nodes: dict[int, RegionNode]
+    open: list[int]
+
+
+def _grow(
+    p: Any,
+    feats: list[_Feature],
+    found: tuple[Any, ...],
+    request: RegionalRequest,
+    min_rows: int,
+    labels: dict[str, Any],
+) -> dict[str, RegionalFeature]:
+    """Every feature's tree, one pass per depth (see the module docstring)."""
+    n = p.n_rows
+    trees = {f.name: _Tree({0: RegionNode(0, None, (), n, 1.0, float("nan"))}, [0]) for f in feats}
+    for depth in range(request.max_depth + 1):
+        search = depth < request.max_depth and bool(found)
+        work = [f for f in feats if trees[f.name].open]
+        if not work:
+            break
+        tasks = tuple(
+            FeatureTask(
+                f.x,
+                f.e,
+                tuple(trees[f.name].nodes[i].conditions for i in trees[f.name].open),
+                f.grid,
+                f.shift if search else None,
+            )
+            for f in work
+        )
+        share = 1.0 if request.search_rows is None else min(1.0, request.search_rows / n)
+        kernel = RegionPass(tasks, found if search else (), share)
+        cells = p.run(kernel, merge_levels, kernel.empty())
+        least = max(2, math.ceil(min_rows * share))  # on the search sample
+        for f, task, level in zip(work, tasks, cells, strict=True):
+            _level(trees[f.name], f, task, level, kernel, request, least, labels, search, n)
+    return {f.name: _finished(f, trees[f.name]) for f in feats}
+
+
+def _level(
+    tree: _Tree,
+    f: _Feature,
+    task: FeatureTask,
+    level: Any,
+    kernel: RegionPass,
+    request: RegionalRequest,
+    min_rows: int,
+    labels: dict[str, Any],
+    search: bool,
+    n: int,
+) -> None:
+    """Split or close every open node of one feature from its level's cells."""
+    k_g = task.grid.size - 1
+    still: list[int] = []
+    nodes_n, j_n, b_n, k_n = kernel.shape(task)
+    for i, node_id in enumerate(tree.open):
+        node = tree.nodes[node_id]
+        grid = _slice(level.grid, i * k_g, (i + 1) * k_g)
+        scores: SplitScores | None = None
+        if search:
+            size = j_n * b_n * k_n
+            scores = split_scores(
+                level.split.part(i * size, (i + 1) * size),
+                shape=(j_n, b_n, k_n),
+                dz=np.diff(task.grid),
+                kinds=tuple(s.kind for s in kernel.splitters),
+                n_candidates=tuple(s.values.size for s in kernel.splitters),
+                min_rows=min_rows,
+                excluded=(f.own,) if f.own >= 0 else (),
+            )
+            if node_id == 0:
+                node = RegionNode(0, None, (), grid.total, 1.0, scores.before)
+        best = None if scores is None else scores.best()
+        if best is not None and scores is not None and scores.drop(*best) >= request.min_drop:
+            j, c = best
+            s = kernel.splitters[j]
+            sides = conditions(s, c, labels.get(s.name))
+            ids = (len(tree.nodes), len(tree.nodes) + 1)
+            rows = (int(scores.rows[j, c, 0]), int(scores.rows[j, c, 1]))
+            split = Split(
+                s.name,
+                s.kind,
+                float(s.values[c]),
+                sides,
+                ids,
+                rows,
+                scores.before,
+                float(scores.after[j, c]),
+            )
+            tree.nodes[node_id] = RegionNode(
+                node.id,
+                node.parent,
+                node.conditions,
+                grid.total,
+                grid.total / n,
+                scores.before,
+                split=split,
+            )
+            for side, child, r, h in zip(sides, ids, rows, scores.parts[j, c], strict=True):
+                tree.nodes[child] = RegionNode(
+                    child, node_id, (*node.conditions, side), r, r / n, float(h)
+                )
+                still.append(child)
+        else:
+            h = node.heterogeneity if scores is None else scores.before
+            record = _record(request, f.name, task.grid, grid)
+            tree.nodes[node_id] = RegionNode(
+                node.id, node.parent, node.conditions, grid.total, grid.total / n, h, record=record
+            )
+    tree.open = still
+
+
+def _slice(c: CellStats, a: int, b: int) -> CellStats:
+    return CellStats(c.counts[a:b], c.mean[a:b], c.m2[a:b])
+
+
+def _finished(f: _Feature, tree: _Tree) -> RegionalFeature:
+    """The feature's regions; each split's rows are its children's (every row, also when
+    the split was chosen on the search sample)."""
+    got = tree.nodes
+    for i, node in list(got.items()):
+        if node.split is not None:
+            a, b = node.split.children
+            split = replace(node.split, rows=(got[a].rows, got[b].rows))
+            got[i] = replace(node, split=split)
+    nodes = tuple(got[i] for i in sorted(got))
+    root = nodes[0]
+    if root.split is None:
+        return RegionalFeature(f.name, "no_split", root.heterogeneity, nodes, note=NO_SPLIT_NOTE)
+    return RegionalFeature(f.name, "split", root.heterogeneity, nodes)

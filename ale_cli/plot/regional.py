@@ -1,0 +1,79 @@
+"""The figure of a feature's regions (``ale regional``): the global curve and each region's.
+
+:func:`regional_figure` returns a :class:`matplotlib.figure.Figure` on an Agg canvas
+(never pyplot, never shown). Artists carry a ``gid`` (the SVG ``id``):
+
+``effect_axes``   the axes
+``global``        Line2D, x = the global record's ``edges``, y = its ``effect``
+``region_<id>``   Line2D per leaf (node ``id`` of the regional summary), x = the leaf
+                  record's ``edges``, y = its ``effect``; labelled with its region in
+                  words and its share of the rows: ``bmi > 27.5 (61% of rows)``
+``legend``        the figure legend
+
+Each curve is centered on its own rows (the count-weighted mean of the curve over the
+region's rows is zero), as its record is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ale_cli.plot import style
+from ale_cli.plot.layout import effect_label, figure_legend, new_figure, wrap
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ale_cli.summary.regional import RegionalSummary, RegionNode
+
+#: colours of the regions, in leaf order (then repeated)
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
+
+
+def region_label(node: RegionNode) -> str:
+    """A leaf in words with its share of the rows: ``"bmi > 27.5 (61% of rows)"``."""
+    return f"{node.label} ({node.share:.0%} of rows)"
+
+
+def regional_figure(result: RegionalSummary, name: str, *, ylabel: str | None = None) -> Figure:
+    """Feature ``name``'s global curve and one curve per region (see the module docstring).
+
+    A feature without a kept split shows its global curve and says so in the title; a
+    not-estimable feature gives an empty axes titled with the reason.
+    """
+    import matplotlib
+
+    regions = result.feature(name)
+    summary = result.summary
+    with matplotlib.rc_context(style.RC):
+        fig = new_figure((7.0, 5.2))
+        ax = fig.add_axes((0.12, 0.3, 0.84, 0.6))
+        ax.set_gid("effect_axes")
+        if regions.status == "not_estimable":
+            ax.set_title(wrap(f"{name}: not estimable ({regions.reason})", 70), loc="left")
+            return fig
+        record = summary.feature(name)
+        handles, labels = [], []
+        (line,) = ax.plot(record.edges, record.effect, color="black", lw=2.0, ls="--")
+        line.set_gid("global")
+        handles.append(line)
+        labels.append("all rows (global)")
+        leaves = [n for n in regions.leaves if n.record is not None and n.parent is not None]
+        for i, leaf in enumerate(leaves):
+            r = leaf.record
+            if r is None or r.status != "ok":
+                continue
+            (line,) = ax.plot(r.edges, r.effect, color=COLOURS[i % len(COLOURS)], lw=1.6)
+            line.set_gid(f"region_{leaf.id}")
+            handles.append(line)
+            labels.append(region_label(leaf))
+        ax.axhline(0.0, color="0.6", lw=0.8, zorder=0).set_gid("zero")
+        ax.set_xlabel(name)
+        ax.set_ylabel(effect_label(summary, "centered effect", ylabel, width=45, name_width=40))
+        if regions.status == "split":
+            title = f"{name}: {len(leaves)} regions, heterogeneity {regions.drop:.0%} lower"
+        else:
+            title = f"{name}: no split lowers the heterogeneity enough; one region"
+        ax.set_title(wrap(title, 70), loc="left")
+        figure_legend(fig, handles, labels, ncols=1 if len(handles) > 3 else 2)
+        return fig

@@ -1,0 +1,332 @@
+"""The regional summary (``ale regional``): a summary whose ``regions`` say where each
+feature's local effects agree.
+
+It is an ordinary summary (estimator ``"regional"``: its ``features`` are the global RHALE
+records, so ``ale plot``, ``audit`` and ``export`` read it as any other) with one more
+list, ``regions``, one item per feature (:class:`RegionalFeature`):
+
+- ``status``: ``"split"`` (at least one split kept), ``"no_split"`` (no split lowers the
+  heterogeneity by ``min_drop``; ``note`` says so) or ``"not_estimable"`` (``reason``);
+- ``heterogeneity``: H on all rows (:mod:`ale_cli.core.regional`);
+- ``nodes``: the tree, root first (id 0). A node has its ``conditions`` (the path from the
+  root), ``rows``, ``share`` of all rows, ``heterogeneity``, and either a ``split``
+  (input, kind, value, the two conditions, the children's ids and rows, ``before``,
+  ``after`` and ``drop``) or, for a leaf, a full first-order ``record`` on the leaf's rows.
+
+``ale_cli/schema/summary.schema.json`` (``$defs/region_feature``) is its JSON Schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ale_cli.core.regional import Condition
+from ale_cli.errors import InputError
+from ale_cli.io.files import atomic_write
+from ale_cli.io.jsonio import dumps, read_json_file
+from ale_cli.summary.model import FeatureSummary, Summary, with_statistics
+from ale_cli.summary.validate import validate_summary
+
+#: the estimator of a regional summary
+REGIONAL = "regional"
+#: what a feature without a kept split says
+NO_SPLIT_NOTE = "no split lowers the heterogeneity by at least min_drop; one region"
+
+
+@dataclass(frozen=True)
+class Split:
+    """A kept split of a node: ``conditions[0]`` holds in child ``children[0]``."""
+
+    input: str
+    kind: str
+    value: float
+    conditions: tuple[Condition, Condition]
+    children: tuple[int, int]
+    rows: tuple[int, int]
+    before: float
+    after: float
+
+    @property
+    def drop(self) -> float:
+        """Relative drop of the heterogeneity, ``1 - after / before``."""
+        return 0.0 if self.before <= 0 else 1.0 - self.after / self.before
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input": self.input,
+            "kind": self.kind,
+            "value": self.value,
+            "conditions": [_condition_dict(c) for c in self.conditions],
+            "children": list(self.children),
+            "rows": list(self.rows),
+            "before": self.before,
+            "after": self.after,
+            "drop": self.drop,
+        }
+
+
+@dataclass(frozen=True)
+class RegionNode:
+    """One node of a feature's tree; a leaf has a ``record`` and no ``split``."""
+
+    id: int
+    parent: int | None
+    conditions: tuple[Condition, ...]
+    rows: int
+    share: float
+    heterogeneity: float
+    split: Split | None = None
+    record: FeatureSummary | None = None
+
+    @property
+    def label(self) -> str:
+        """The region in words: ``"bmi > 27.5 and sex == 1"``, or ``"all rows"``."""
+        return " and ".join(c.text for c in self.conditions) or "all rows"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "parent": self.parent,
+            "conditions": [_condition_dict(c) for c in self.conditions],
+            "region": self.label,
+            "rows": self.rows,
+            "share": self.share,
+            "heterogeneity": self.heterogeneity,
+        }
+        if self.split is not None:
+            out["split"] = self.split.to_dict()
+        if self.record is not None:
+            out["record"] = self.record.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class RegionalFeature:
+    """The regions of one feature (see the module docstring)."""
+
+    name: str
+    status: str
+    heterogeneity: float | None = None
+    nodes: tuple[RegionNode, ...] = ()
+    reason: str | None = None
+    note: str | None = None
+
+    @property
+    def leaves(self) -> tuple[RegionNode, ...]:
+        return tuple(n for n in self.nodes if n.split is None)
+
+    @property
+    def splits(self) -> tuple[Split, ...]:
+        return tuple(n.split for n in self.nodes if n.split is not None)
+
+    @property
+    def drop(self) -> float:
+        """Relative drop of H from all rows to the leaves (0 without a split):
+        ``1 - sum_leaves n_l H_l / (N H)``."""
+        if not self.splits or not self.heterogeneity:
+            return 0.0
+        total = sum(n.rows for n in self.leaves)
+        after = sum(n.rows * n.heterogeneity for n in self.leaves) / total
+        return 1.0 - after / self.heterogeneity
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"feature": self.name, "status": self.status}
+        for key in ("reason", "note"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.status != "not_estimable":
+            out |= {
+                "heterogeneity": self.heterogeneity,
+                "drop": self.drop,
+                "nodes": [n.to_dict() for n in self.nodes],
+            }
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RegionalFeature:
+        nodes = tuple(_node(n) for n in data.get("nodes", ()))
+        return cls(
+            name=str(data["feature"]),
+            status=str(data["status"]),
+            heterogeneity=data.get("heterogeneity"),
+            nodes=nodes,
+            reason=data.get("reason"),
+            note=data.get("note"),
+        )
+
+
+def _condition_dict(c: Condition) -> dict[str, Any]:
+    return {
+        "input": c.name,
+        "column": c.column,
+        "op": c.op,
+        "value": c.value,
+        "shown": c.shown,
+        "text": c.text,
+    }
+
+
+def _condition(d: dict[str, Any]) -> Condition:
+    return Condition(
+        str(d["input"]), int(d["column"]), str(d["op"]), float(d["value"]), str(d["shown"])
+    )
+
+
+def _node(d: dict[str, Any]) -> RegionNode:
+    conditions = tuple(_condition(c) for c in d["conditions"])
+    split = None
+    if "split" in d:
+        s = d["split"]
+        children = (int(s["children"][0]), int(s["children"][1]))
+        sides = (_condition(s["conditions"][0]), _condition(s["conditions"][1]))
+        split = Split(
+            input=str(s["input"]),
+            kind=str(s["kind"]),
+            value=float(s["value"]),
+            conditions=sides,
+            children=children,
+            rows=(int(s["rows"][0]), int(s["rows"][1])),
+            before=float(s["before"]),
+            after=float(s["after"]),
+        )
+    record = FeatureSummary.from_dict(d["record"]) if "record" in d else None
+    return RegionNode(
+        id=int(d["id"]),
+        parent=None if d["parent"] is None else int(d["parent"]),
+        conditions=conditions,
+        rows=int(d["rows"]),
+        share=float(d["share"]),
+        heterogeneity=float(d["heterogeneity"]),
+        split=split,
+        record=record,
+    )
+
+
+@dataclass(frozen=True)
+class RegionalSummary:
+    """A regional summary: the global records (``summary``) and each feature's regions."""
+
+    summary: Summary
+    regions: tuple[RegionalFeature, ...]
+
+    def feature(self, name: str) -> RegionalFeature:
+        for r in self.regions:
+            if r.name == name:
+                return r
+        names = ", ".join(r.name for r in self.regions)
+        raise InputError(f"regional summary has no feature '{name}' (features: {names})")
+
+    def to_dict(self, *, timestamp: bool = True) -> dict[str, Any]:
+        return self.summary.to_dict(timestamp=timestamp) | {
+            "regions": [r.to_dict() for r in self.regions]
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RegionalSummary:
+        return cls(
+            Summary.from_dict(data),
+            tuple(RegionalFeature.from_dict(r) for r in data.get("regions", ())),
+        )
+
+    def with_statistics(self, prediction: Any) -> RegionalSummary:
+        """The global records with their statistics (:func:`with_statistics`)."""
+        return replace(self, summary=with_statistics(self.summary, prediction))
+
+
+def write_regional(path: str | Path, result: RegionalSummary, *, timestamp: bool = True) -> None:
+    """Write a regional summary's JSON atomically."""
+    text = dumps(result.to_dict(timestamp=timestamp))
+    with atomic_write(path) as fh:
+        fh.write(text.encode("utf-8"))
+
+
+def is_regional(data: Any) -> bool:
+    """Whether parsed summary JSON is a regional summary."""
+    return isinstance(data, dict) and data.get("estimator") == REGIONAL
+
+
+def read_regional(path: str | Path) -> RegionalSummary:
+    """A regional summary written by ``ale regional``; one-line errors for other files."""
+    path = Path(path)
+    data = read_json_file(path, "summary")
+    if not is_regional(data):
+        raise InputError(f"'{path}' is not a regional summary (estimator 'regional')")
+    validate_summary(path, data)
+    try:
+        return RegionalSummary.from_dict(data)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise InputError(f"regional summary '{path}' is malformed: {exc}") from None
+
+
+@dataclass(frozen=True)
+class RegionComparison:
+    """One feature's regions in two regional summaries: ``same`` when their leaves have the
+    same conditions; then ``max_abs``, the largest difference of the leaves' curves (on
+    A's edges, :func:`~ale_cli.summary.compare.curve_difference`; None where none is
+    comparable)."""
+
+    name: str
+    same: bool
+    leaves_a: tuple[str, ...]
+    leaves_b: tuple[str, ...]
+    max_abs: float | None = None
+
+    @property
+    def line(self) -> str:
+        """The comparison in one line of words."""
+        a, b = " | ".join(self.leaves_a), " | ".join(self.leaves_b)
+        if not self.same:
+            return f"{self.name}: different regions: A {a}; B {b}"
+        curves = (
+            "" if self.max_abs is None else f"; leaf curves differ by at most {self.max_abs:.4g}"
+        )
+        return f"{self.name}: same regions ({a}){curves}"
+
+
+def compare_regions(a: RegionalSummary, b: RegionalSummary) -> list[RegionComparison]:
+    """Each feature of both summaries, in A's order: same conditions or not, said plainly."""
+    from ale_cli.summary.compare import curve_difference
+
+    names_b = {r.name: r for r in b.regions}
+    out = []
+    for ra in a.regions:
+        rb = names_b.get(ra.name)
+        if rb is None:
+            continue
+        la = tuple(n.label for n in ra.leaves)
+        lb = tuple(n.label for n in rb.leaves)
+        if la != lb:
+            out.append(RegionComparison(ra.name, False, la, lb))
+            continue
+        worst = None
+        for na, nb in zip(ra.leaves, rb.leaves, strict=True):
+            fa, fb = na.record, nb.record
+            if fa is None or fb is None or fa.status != "ok" or fb.status != "ok" or fa.kind:
+                continue
+            d = curve_difference(
+                base_edges=fa.edges,
+                base_effect=fa.effect,
+                base_stderr=fa.stderr,
+                base_counts=fa.counts,
+                other_edges=fb.edges,
+                other_effect=fb.effect,
+                other_stderr=fb.stderr,
+            )
+            if d is not None:
+                worst = d.max_abs if worst is None else max(worst, d.max_abs)
+        out.append(RegionComparison(ra.name, True, la, lb, worst))
+    return out
+
+
+def regional_diff_lines(a: str | Path, b: str | Path) -> tuple[str, ...]:
+    """``ale diff`` of two regional summaries: one line per feature (nothing unless both
+    files are regional summaries)."""
+    if not (
+        is_regional(read_json_file(Path(a), "summary"))
+        and is_regional(read_json_file(Path(b), "summary"))
+    ):
+        return ()
+    found = compare_regions(read_regional(a), read_regional(b))
+    return ("REGIONS", *(c.line for c in found))

@@ -1,0 +1,70 @@
+"""``ale regional`` on the Dask engine: the same regions and numbers as the local engine
+(to 1e-12) on a store read in parts by the workers of a cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ale_cli.estimators.regional import RegionalRequest, regional
+from ale_cli.store.writer import StoreWriter
+
+pytest.importorskip("distributed")
+
+NAMES = ("x1", "x2", "x3")
+
+
+@pytest.fixture(scope="module")
+def cluster():  # type: ignore[no-untyped-def]
+    from distributed import LocalCluster
+
+    from ale_cli.engines.cluster import environ_kept
+
+    with (
+        environ_kept(),
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as local,
+    ):
+        yield local.scheduler_address
+
+
+def test_dask_equals_local_on_a_store_in_parts(cluster, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from ale_cli.engines.cluster import DaskEngine
+    from ale_cli.store.reader import CHUNKS_PER_PART
+
+    rng = np.random.default_rng(4)
+    n = 200 * CHUNKS_PER_PART * 3  # three parts of CHUNKS_PER_PART chunks of 200 rows
+    X = rng.uniform(-1, 1, (n, 3))
+    e1 = np.where(X[:, 2] <= 0, -3.0, np.where(X[:, 1] > 0, 5.0, 1.0))
+    E = np.column_stack([e1, np.zeros(n), np.ones(n)]) + rng.normal(scale=0.1, size=(n, 3))
+    path = tmp_path / "s.npz"
+    with StoreWriter(path) as w:
+        for a in range(0, n, 200):
+            w.add(
+                {
+                    "X": X[a : a + 200],
+                    "local_effects": E[a : a + 200],
+                    "prediction": E[a : a + 200].sum(1),
+                }
+            )
+        w.finish(
+            feature_names=NAMES,
+            input_names=NAMES,
+            meta={"schema_version": 3, "n_rows": n, "categorical_features": []},
+        )
+    local = regional(RegionalRequest(path)).summary
+    dask = regional(RegionalRequest(path, engine=DaskEngine(cluster))).summary
+    for a, b in zip(local.regions, dask.regions, strict=True):
+        assert [x.label for x in a.nodes] == [x.label for x in b.nodes]
+        np.testing.assert_allclose(
+            [x.heterogeneity for x in a.nodes],
+            [x.heterogeneity for x in b.nodes],
+            rtol=1e-12,
+            atol=1e-12,
+        )
+        for la, lb in zip(a.leaves, b.leaves, strict=True):
+            np.testing.assert_allclose(la.record.effect, lb.record.effect, rtol=1e-12, atol=1e-12)
+    assert local.feature("x1").status == "split"
