@@ -136,13 +136,11 @@ FD_RTOL = 1e-9
 
 def _whole_store(request: ComputeRequest, out: Path, chunk: int) -> None:
     from dataclasses import replace
+    from unittest import mock
 
-    real = plan_module.streams
-    plan_module.streams = lambda inputs: False  # type: ignore[assignment]
-    try:
+    # compute's one switch to the whole table: no streamed run
+    with mock.patch("ale_cli.estimators.local_effects.streamed_run", return_value=None):
         compute(replace(request, out=out, chunk_rows=chunk), force=True)
-    finally:
-        plan_module.streams = real
 
 
 def _stores(model: Path, data: Path, tmp: Path, chunk: int, tag: str, pairs=(), **kw):  # type: ignore[no-untyped-def]

@@ -352,7 +352,11 @@ def test_scikit_learn_pipelines_stream_and_so_do_their_text_columns(sklearn_case
     whole = classic(ClassicRequest(inputs=numeric, chunk_rows=None, bins=6))
     with passes() as spy:
         streamed = classic(ClassicRequest(inputs=numeric, chunk_rows=9, bins=6))
-    assert spy.call_count == 4  # ranges, two for the quantile edges, the model
+    # ranges, the binary columns' levels, two for the quantile edges, the model
+    assert spy.call_count == 5
+    with passes() as spy:
+        classic(ClassicRequest(inputs=numeric, chunk_rows=9, bins=6, discrete="none"))
+    assert spy.call_count == 4  # no binary columns to look for
     assert_same(_numbers(streamed), _numbers(whole))
     assert streamed.notes == whole.notes
     text = ModelInputs(model=sklearn_case["text"], data=root / "text.csv", trust_pickle=True)
