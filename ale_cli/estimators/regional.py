@@ -47,7 +47,7 @@ from ale_cli.estimators.regional_passes import (
     merge_levels,
     splitters,
 )
-from ale_cli.estimators.stored_levels import stored_level_names, stored_plans
+from ale_cli.estimators.stored_levels import stored_level_names, stored_plans, with_stored_levels
 from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.npz import Store, StoreFile, open_store
 from ale_cli.summary.build import (
@@ -67,7 +67,9 @@ from ale_cli.summary.regional import (
     Split,
 )
 
-PER_LEVEL_REASON = "held per level; regional effects are computed for continuous features"
+PER_LEVEL_REASON = (
+    "held per level: its record is the per-level one; regions are found for continuous features"
+)
 
 
 @dataclass(frozen=True)
@@ -204,8 +206,12 @@ def regional(request: RegionalRequest) -> RegionalResult:
         for name in names
     ]
     records = {f.name: f.record for f in feats}
-    features = tuple(
-        not_estimable(name, skip[name]) if name in skip else records[name] for name in names
+    features = tuple(  # a feature held per level: its per-level record, as rhale gives it
+        with_stored_levels(
+            [not_estimable(name, skip[name]) if name in skip else records[name] for name in names],
+            store,
+            center=request.center,
+        )
     )
     summary = Summary(
         estimator=REGIONAL,
