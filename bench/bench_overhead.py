@@ -75,7 +75,7 @@ def bare(model: Path, data: Path) -> tuple[float, float]:
     return cpu, wall
 
 
-def cli(model: Path, data: Path, folder: Path) -> tuple[float, float]:
+def cli(model: Path, data: Path, folder: Path, extra: list[str]) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of ``ale compute`` + ``ale rhale`` as processes."""
     ale = [sys.executable, "-m", "ale_cli"]
     env = {**installed_environ(), **ENV, "ALE_THREADS": "1"}
@@ -83,7 +83,7 @@ def cli(model: Path, data: Path, folder: Path) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     for args in (
-        [*ale, "compute", str(model), str(data), "-o", str(store), "--force"],
+        [*ale, "compute", str(model), str(data), "-o", str(store), "--force", *extra],
         [*ale, "rhale", str(store), "-o", str(summary), "--force"],
     ):
         subprocess.run(args, env=env, check=True, capture_output=True, cwd=HERE.parent)
@@ -101,6 +101,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=float, default=1e6)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--compute-args", default="", help="more options of ale compute, e.g. '--discrete none'"
+    )
     args = parser.parse_args()
     compile_ale()
     with tempfile.TemporaryDirectory(prefix="ale-overhead-") as tmp:
@@ -112,14 +115,14 @@ def main() -> None:
             rows["bare_cpu"].append(cpu)
             rows["bare_wall"].append(wall)
             (folder / "s.npz").unlink(missing_ok=True)
-            cpu, wall = cli(model, data, folder)
+            cpu, wall = cli(model, data, folder, args.compute_args.split())
             rows["cpu"].append(cpu)
             rows["wall"].append(wall)
     cpu_ratio = [c / b for c, b in zip(rows["cpu"], rows["bare_cpu"], strict=True)]
     wall_ratio = [c / b for c, b in zip(rows["wall"], rows["bare_wall"], strict=True)]
     print(
         f"N = {args.rows:.0e}, D = 32, one thread, {args.rounds} interleaved rounds, load "
-        f"{os.getloadavg()[0]:.1f}"
+        f"{os.getloadavg()[0]:.1f}; compute options: {args.compute_args or 'none'}"
     )
     print(show("bare fwd+bwd CPU s", rows["bare_cpu"]), "|", show("wall s", rows["bare_wall"]))
     print(show("ale compute + rhale CPU s", rows["cpu"]), "|", show("wall s", rows["wall"]))
