@@ -45,7 +45,7 @@ def verdict(audit: dict[str, Any] | None) -> dict[str, str]:
     if audit is None:
         return {"kind": "none", "text": "No audit: no rules were checked on this run."}
     c = audit["counts"]
-    failed = [f"{x['feature']} {x['rule']}" for x in audit["checks"] if x["verdict"] == "fail"]
+    failed = [_named(x, audit) for x in audit["checks"] if x["verdict"] == "fail"]
     warned = [x for x in audit["checks"] if x["verdict"] == "warn"]
     if failed:
         shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
@@ -54,7 +54,7 @@ def verdict(audit: dict[str, Any] | None) -> dict[str, str]:
             text += f", {len(warned)} warning(s)"
         return {"kind": "fail", "text": text + f" (exit {audit['exit_code']})."}
     if warned:
-        named = ", ".join(f"{x['feature']} {x['rule']}" for x in warned[:5])
+        named = ", ".join(_named(x, audit) for x in warned[:5])
         more = f" and {len(warned) - 5} more" if len(warned) > 5 else ""
         return {
             "kind": "warn",
@@ -62,6 +62,12 @@ def verdict(audit: dict[str, Any] | None) -> dict[str, str]:
             f"{c['pass']} passed, {c['skip']} skipped.",
         }
     return {"kind": "pass", "text": f"Audit passed: all {c['pass']} checks passed."}
+
+
+def _named(check: dict[str, Any], audit: dict[str, Any]) -> str:
+    """``feature rule``, and its summary's file when the audit read several."""
+    where = f" ({check.get('summary_file')})" if audit.get("several") else ""
+    return f"{check['feature']} {check['rule']}{where}"
 
 
 def paragraph(
