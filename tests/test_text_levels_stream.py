@@ -74,6 +74,7 @@ def no_whole_table(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(table, "load_table", counted)
+    monkeypatch.setattr("ale_cli.estimators.inputs.load_table", counted)  # its one caller
     return calls
 
 

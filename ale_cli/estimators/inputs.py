@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any
 from ale_cli.checks import check_choice, names_tuple
 from ale_cli.data.stream import is_glob
 from ale_cli.data.table import FORMATS as DATA_FORMATS
-from ale_cli.data.table import IN_MEMORY, data_sha256, is_frame
+from ale_cli.data.table import IN_MEMORY, data_sha256, is_frame, load_table
 from ale_cli.errors import InputError
 from ale_cli.io.files import sha256_file
-from ale_cli.models import MODEL_FORMATS
-from ale_cli.models.base import METHODS
+from ale_cli.models import MODEL_FORMATS, Columns, detect_format, load_model
+from ale_cli.models.base import METHODS, LoadOptions
+from ale_cli.models.columns import ColumnOrder, model_column_order, order_note
 from ale_cli.models.objects import ModelObject, given_model
 
 if TYPE_CHECKING:
     from ale_cli.data.table import Table
     from ale_cli.models.base import Model
-    from ale_cli.models.columns import ColumnOrder
 
 #: Model formats that read text columns (encoded as codes and decoded for the model).
 TEXT_FORMATS = ("skops", "pickle", "sklearn")
@@ -144,7 +144,6 @@ class ModelInputs:
 
     def result_options(self) -> dict[str, Any]:
         """The options that change the numbers (batch size and trust do not), for cache keys."""
-        from ale_cli.models.columns import model_column_order
 
         skip = ("model", "data", "batch_size", "trust", "trust_pickle")
         options = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
@@ -160,7 +159,6 @@ class ModelInputs:
 
     def load_options(self) -> Any:
         """The model adapter's :class:`~ale_cli.models.base.LoadOptions`."""
-        from ale_cli.models.base import LoadOptions
 
         return LoadOptions(
             output=self.output,
@@ -210,9 +208,6 @@ def feature_columns(
 def read_inputs_table(inputs: ModelInputs) -> Any:
     """The data as a whole :class:`~ale_cli.data.table.Table` of the model's inputs, in the
     model's column order (its columns file's, when it has one)."""
-    from ale_cli.data.table import load_table
-    from ale_cli.models import detect_format
-    from ale_cli.models.columns import model_column_order
 
     model_format = detect_format(inputs.model, inputs.model_format)
     order = model_column_order(inputs.model, model_format)
@@ -235,8 +230,6 @@ def read_inputs_table(inputs: ModelInputs) -> Any:
 
 def open_inputs(inputs: ModelInputs) -> Opened:
     """Read the data, load the model and check it on the rows (see :class:`Opened`)."""
-    from ale_cli.models import detect_format, load_model
-    from ale_cli.models.columns import model_column_order
 
     inputs.check_files()
     model_format = detect_format(inputs.model, inputs.model_format)
@@ -269,7 +262,6 @@ def open_inputs(inputs: ModelInputs) -> Opened:
 
 def table_columns(table: Table) -> Any:
     """The model adapter's :class:`~ale_cli.models.Columns` of a whole table."""
-    from ale_cli.models import Columns
 
     return Columns(
         names=table.feature_names, fixed=table.categorical, levels=table.levels, dtypes=table.dtypes
@@ -286,7 +278,6 @@ def columns_note(
 ) -> str | None:
     """The note saying how the data's columns (``file_columns`` in the file's order, the
     inputs ``feature_names`` among them) were given to the loaded ``model``."""
-    from ale_cli.models.columns import ColumnOrder, order_note
 
     names_in = model.describe().get("feature_names_in")
     if names_in is not None:  # scikit-learn: the adapter matches the columns by name
