@@ -92,3 +92,29 @@ def test_categorical_help_no_longer_says_not_estimable(cli) -> None:
     text = " ".join(cli("classic", "--help").stdout.split())
     assert "reported as not estimable" not in text
     assert "'none': slopes for every numeric input" in text
+
+
+def test_the_first_rows_rule_out_columns_and_spare_the_pass(monkeypatch) -> None:
+    from ale_cli.estimators import level_plans
+    from ale_cli.passes.engine import ArraySource
+
+    calls = []
+    kernel_call = level_plans.DistinctKernel.__call__
+    monkeypatch.setattr(
+        level_plans.DistinctKernel,
+        "__call__",
+        lambda self, chunk, shared: calls.append(self.cols) or kernel_call(self, chunk, shared),
+    )
+    rng = np.random.default_rng(0)
+    # b: one value in the first rows, a second later (binary); t: two in the first rows,
+    # a third later (not binary); c: continuous
+    b = np.r_[np.zeros(50), np.ones(50)]
+    t = np.r_[np.tile([0.0, 1.0], 25), np.full(50, 2.0)]
+    X = np.column_stack([b, t, rng.normal(size=100)])
+    source = ArraySource({level_plans.ROWS: X})
+    plans = level_plans.discrete_plans(source, "btc", "btc", "binary", head=X[:50])
+    assert list(plans) == ["b"] and calls == [(0, 1)]  # c ruled out by its first rows
+    np.testing.assert_allclose(plans["b"].values, [0.0, 1.0])
+    calls.clear()
+    assert level_plans.discrete_plans(source, "btc", "c", "binary", head=X[:50]) == {}
+    assert calls == []  # nothing left to check: no pass over the rows

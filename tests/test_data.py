@@ -136,3 +136,26 @@ def test_dropna_through_the_cli_says_how_many(cli, tmp_path, rhale_model):
     assert result.exit_code == 0, result.output
     assert "dropped 1 rows with NaN or infinite values (--dropna)" in result.stderr
     assert "2 rows x 3 features" in result.stdout
+
+
+def test_an_arrow_batch_becomes_the_matrix_of_its_values_in_blocks() -> None:
+    import pyarrow as pa
+
+    from ale_cli.data.batches import batch_matrix
+
+    rng = np.random.default_rng(3)
+    n = 10_001  # more than two blocks of rows, the last one short
+    a, b = rng.normal(size=n).astype(np.float32), rng.normal(size=n).astype(np.float32)
+    nulls = np.zeros(n, dtype=bool)
+    nulls[[0, 5000, n - 1]] = True
+    batch = pa.record_batch(
+        {"b": pa.array(b, mask=nulls), "a": a, "i": np.arange(n, dtype=np.int64)}
+    )
+    X, dtypes = batch_matrix(batch, ["a", "b"], Path("t.parquet"), np.float32)
+    assert X.dtype == np.float32 and X.flags.c_contiguous  # float32 read as float32
+    np.testing.assert_array_equal(X[:, 0], a)
+    np.testing.assert_array_equal(X[~nulls, 1], b[~nulls])
+    assert np.isnan(X[nulls, 1]).all() and dtypes == {"a": "float32", "b": "float32"}
+    Y, _ = batch_matrix(batch, ["i", "a"], Path("t.parquet"), np.float32)
+    assert Y.dtype == np.float64  # an int64 column: not float32 as read
+    np.testing.assert_array_equal(Y, np.column_stack([np.arange(n), a]))

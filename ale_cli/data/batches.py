@@ -28,10 +28,15 @@ def arrow_dtype(column: Any) -> str | None:
     return None
 
 
+#: rows a block of an Arrow batch is copied by (its rows of every column stay in cache)
+_BLOCK_ROWS = 4096
+
+
 def batch_matrix(
-    frame: Any, columns: Sequence[str], path: Path
+    frame: Any, columns: Sequence[str], path: Path, dtype: Any = np.float64
 ) -> tuple[np.ndarray, dict[str, str]]:
-    """(n, D) float64 ``columns`` and their pandas dtypes, of a DataFrame or RecordBatch."""
+    """(n, D) ``columns`` and their pandas dtypes, of a DataFrame or RecordBatch: float64,
+    or float32 when ``dtype`` is and every column is float32 already (the values as read)."""
     if hasattr(frame, "schema"):  # pyarrow.RecordBatch
         index = [frame.schema.get_field_index(c) for c in columns]
         if min(index, default=0) < 0:  # -1 would read the last column: never by position
@@ -41,11 +46,16 @@ def batch_matrix(
         if any(dt is None for dt in dtypes):
             frame = frame.to_pandas()
         else:
-            out = np.empty((frame.num_rows, len(columns)), dtype=np.float64)
-            for j, c in enumerate(cols):
-                if c.null_count:
-                    c = c.cast("float64").fill_null(float("nan"))
-                out[:, j] = arrow_values(c)
+            f32 = np.dtype(dtype) == np.float32 and all(dt == "float32" for dt in dtypes)
+            values = [
+                arrow_values(c.cast("float64").fill_null(float("nan")) if c.null_count else c)
+                for c in cols
+            ]
+            out = np.empty((frame.num_rows, len(columns)), np.float32 if f32 else np.float64)
+            for start in range(0, frame.num_rows, _BLOCK_ROWS):
+                block = slice(start, start + _BLOCK_ROWS)
+                for j, v in enumerate(values):
+                    out[block, j] = v[block]
             return out, dict(zip(columns, dtypes, strict=True))  # type: ignore[arg-type]
     X = to_float_matrix(frame, columns, path)
     return X, {c: str(frame[c].dtype) for c in columns}

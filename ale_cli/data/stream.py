@@ -193,7 +193,7 @@ class TableStream:
                 if self.text:
                     X, dtypes = encode_text(frame, self.feature_names, self.path, self.text)
                 else:
-                    X, dtypes = batch_matrix(frame, self.feature_names, self.path)
+                    X, dtypes = batch_matrix(frame, self.feature_names, self.path, self.dtype)
                 for c, dt in dtypes.items():
                     self.dtypes[c] = combined_dtype(self.dtypes.get(c, dt), dt)
                 bad = ~np.isfinite(X)

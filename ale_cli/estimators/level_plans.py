@@ -74,10 +74,14 @@ def discrete_plans(
     *,
     exclude: Sequence[str] = (),
     engine: Engine = LOCAL,
+    head: np.ndarray | None = None,
 ) -> dict[str, LevelPlan | str]:
     """The plans of the features of ``chosen`` outside ``exclude`` estimated per value
     (named in ``discrete``, with ``"auto"`` those with 2 to ``MAX_DISCRETE_LEVELS``
     values, with ``"binary"`` exactly 2), or why not estimable, from one pass over ``source``.
+    ``head``: some of the source's rows (columns ``names``), which rule out beforehand the
+    columns that already have too many values for ``"auto"``/``"binary"``: no pass when
+    none is left.
 
     >>> from ale_cli.passes.engine import ArraySource
     >>> X = np.column_stack([[1.0, 2.0, 1.0] * 5, np.arange(15.0), np.ones(15)])
@@ -95,6 +99,8 @@ def discrete_plans(
     todo = [n for n in chosen if n not in exclude and (auto or n in named)]
     most = 2 if discrete == BINARY else MAX_DISCRETE_LEVELS
     limit = most if auto else MAX_LEVELS
+    if auto and head is not None:
+        todo = [n for n in todo if _few_values(head[:, list(names).index(n)], most)]
     if not todo:
         return {}
     kernel = DistinctKernel(tuple(list(names).index(n) for n in todo), (limit,) * len(todo))
@@ -110,6 +116,12 @@ def discrete_plans(
             continue
         out[name] = LevelPlan(name, "discrete", values, np.arange(values.size, dtype=np.int64))
     return out
+
+
+def _few_values(column: np.ndarray, most: int) -> bool:
+    """Whether ``column`` has at most ``most`` distinct values (a short prefix first:
+    a continuous column is ruled out by its first rows)."""
+    return all(np.unique(column[:stop]).size <= most for stop in (4 * most, None))
 
 
 def level_plans(

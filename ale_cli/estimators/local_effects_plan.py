@@ -285,7 +285,7 @@ def streamed_run(
     else:
         model = fd_model.model
     note = columns_note(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
-    plans = _binary_plans(request, stream, features, engine, timings)
+    plans = _binary_plans(request, stream, features, engine, timings, first)
     eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
     return ComputeRun(
         source=head.source,
@@ -323,10 +323,12 @@ def _binary_plans(
     features: Sequence[str],
     engine: Engine,
     timings: dict[str, float],
+    first: np.ndarray,
 ) -> tuple[LevelPlan, ...]:
     """The binary features among ``features`` (levels by default, ``discrete`` not given):
     one pass over the data ``stream`` describes, keeping at most 3 distinct values of each
-    numeric column (:func:`~ale_cli.estimators.level_plans.discrete_plans`)."""
+    numeric column with at most 2 in the ``first`` rows; no pass when there is none
+    (:func:`~ale_cli.estimators.level_plans.discrete_plans`)."""
     if request.discrete is not None:
         return ()
     t = time.perf_counter()
@@ -339,6 +341,7 @@ def _binary_plans(
         BINARY,
         exclude=stream.categorical,
         engine=engine,
+        head=first,
     )
     timings["levels_pass_s"] = time.perf_counter() - t
     return tuple(p for p in found.values() if isinstance(p, LevelPlan))
