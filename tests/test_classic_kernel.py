@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from ale_cli.errors import ModelFailed
 from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues, merge_cells
 from ale_cli.estimators.classic import Function
-from ale_cli.estimators.levels import plan_levels
-from ale_cli.estimators.rows import ROWS
+from ale_cli.estimators.level_plans import level_plans
+from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.passes.engine import LOCAL, Chunk, Ready, Source
 
 N = 90
@@ -74,7 +74,7 @@ def rows(seed: int, *, nan_row: bool = True) -> np.ndarray:
 
 
 def kernel(X: np.ndarray, *, drop: bool, keep_rows: bool, levels: bool = True) -> LimitKernel:
-    plan = plan_levels(X, ["a", "b", "c"], {"c": "discrete"})["c"]
+    plan = level_plans(Rows.of(X, "abc"), "c", discrete=("c",))["c"]
     assert not isinstance(plan, str)
     return LimitKernel(
         cols=(0, 1),

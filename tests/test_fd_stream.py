@@ -316,7 +316,9 @@ def test_an_onnx_tree_ensemble_keeps_the_whole_table_path_without_a_first_pass(
     assert "first_pass_s" not in meta["timings"]
 
 
-def test_a_pipeline_reading_text_columns_keeps_the_whole_table_path(tmp_path: Path, monkeypatch):
+def test_a_pipeline_explaining_a_text_column_streams_as_the_whole_table_computes(
+    tmp_path: Path, monkeypatch
+):
     from sklearn.compose import make_column_transformer
     from sklearn.linear_model import Ridge
     from sklearn.pipeline import make_pipeline
@@ -337,8 +339,16 @@ def test_a_pipeline_reading_text_columns_keeps_the_whole_table_path(tmp_path: Pa
     inputs = ModelInputs(model=Path(model), data=data, exclude=("y",), trust_pickle=True)
     out = tmp_path / "s.npz"
     compute(ComputeRequest(inputs=inputs, out=out, chunk_rows=16), force=True)
-    assert taken == ["stream declined", "whole"]
-    assert read_store(out).meta["categorical_levels"]["region"] == ["east", "north", "south"]
+    assert taken == ["stream"]  # the levels and their order from passes over the chunks
+    streamed = read_store(out)
+    assert streamed.meta["categorical_levels"]["region"] == ["east", "north", "south"]
+    monkeypatch.setattr(compute_module, "streamed_run", lambda *a, **k: None)
+    compute(ComputeRequest(inputs=inputs, out=tmp_path / "w.npz", chunk_rows=16), force=True)
+    whole = read_store(tmp_path / "w.npz")
+    assert streamed.meta["levels"] == whole.meta["levels"]
+    np.testing.assert_allclose(streamed.local_effects, whole.local_effects, rtol=0, atol=1e-12)
+    for name in ("level_up", "level_down"):
+        np.testing.assert_allclose(streamed.extra[name], whole.extra[name], rtol=0, atol=1e-12)
 
 
 def test_data_changed_between_the_two_reads_is_refused(smooth_pickle, tmp_path: Path, monkeypatch):

@@ -57,8 +57,8 @@ def _pyale(df: pd.DataFrame, predict, feature: str) -> pd.DataFrame:  # type: ig
 def test_sex_on_the_sample_mlp_from_the_store_equals_classic_and_pyale(
     cli, sample_dir: Path, mlp_model: Path, tmp_path: Path
 ) -> None:
-    """TorchScript MLP (float64): ``--discrete sex`` sends compute to the whole-table path
-    (the store is still chunked: 5 chunks of 100 rows); rebin and rhale read the store
+    """TorchScript MLP (float64): ``--discrete sex`` streams compute (the levels found by
+    a pass before; the store in 5 chunks of 100 rows); rebin and rhale read the store
     chunk by chunk (merged jump statistics) and, with --bootstrap, whole; every route
     equals classic (bit for bit on the whole store, 1e-12 chunk by chunk) and PyALE."""
     from ale_cli.models import load_model
@@ -73,7 +73,7 @@ def test_sex_on_the_sample_mlp_from_the_store_equals_classic_and_pyale(
     assert [lv["feature"] for lv in meta["levels"]] == ["sex"]
     assert meta["levels"][0]["values"] == [1.0, 2.0]
     any_notes = " ".join(meta["notes"])
-    assert "the whole table was read" in any_notes
+    assert "stored the jumps to the adjacent levels of sex (2 levels)" in any_notes
 
     classic = tmp_path / "c.json"
     _run(cli, "classic", mlp_model, data, *common, "--features", "sex,bmi", "-o", classic, "-q")

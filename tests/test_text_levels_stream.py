@@ -156,15 +156,36 @@ def test_compute_streams_a_text_column_it_does_not_explain(
         assert streamed.meta["data"][key] == whole.meta["data"][key]
 
 
-def test_compute_explaining_a_text_column_reads_the_whole_table(
-    text_case: dict[str, Path], tmp_path: Path
+def test_compute_explaining_a_text_column_streams_as_the_whole_table_computes(
+    text_case: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    result = compute(
-        ComputeRequest(inputs=_inputs(text_case), out=tmp_path / "s.npz", chunk_rows=16),
-        force=True,
-    )
-    assert any("the whole table was read" in note for note in result.notes)
-    assert read_store(tmp_path / "s.npz").meta["levels"][0]["feature"] == "color"
+    """The text column's levels and their order come from passes over the chunks: the
+    store equals the whole table's, the jumps to the adjacent levels included."""
+    import ale_cli.estimators.local_effects_plan as plan_module
+
+    streamed_run = plan_module.streamed_run
+    runs: list[bool] = []
+
+    def spied(*args: object, **kwargs: object) -> object:
+        run = streamed_run(*args, **kwargs)  # type: ignore[arg-type]
+        runs.append(run is not None)
+        return run
+
+    monkeypatch.setattr("ale_cli.estimators.local_effects.streamed_run", spied)
+    inputs = _inputs(text_case)
+    compute(ComputeRequest(inputs=inputs, out=tmp_path / "s.npz", chunk_rows=16), force=True)
+    assert runs == [True]
+    monkeypatch.setattr("ale_cli.estimators.local_effects.streamed_run", lambda *a, **k: None)
+    compute(ComputeRequest(inputs=inputs, out=tmp_path / "w.npz", chunk_rows=16), force=True)
+    streamed, whole = read_store(tmp_path / "s.npz"), read_store(tmp_path / "w.npz")
+    assert streamed.meta["levels"] == whole.meta["levels"]
+    assert [lv["feature"] for lv in streamed.meta["levels"]] == ["color"]
+    np.testing.assert_allclose(streamed.local_effects, whole.local_effects, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(streamed.prediction, whole.prediction, rtol=0, atol=1e-12)
+    for name in ("level_up", "level_down"):
+        np.testing.assert_allclose(
+            streamed.extra[name], whole.extra[name], rtol=0, atol=1e-12, err_msg=name
+        )
 
 
 def test_numerals_in_a_text_columns_first_chunks_keep_their_text(

@@ -132,10 +132,11 @@ def level_plans(
     discrete: Sequence[str] | str | None = None,
     labels: Mapping[str, tuple[Any, ...]] | None = None,
     engine: Engine = LOCAL,
+    head: np.ndarray | None = None,
 ) -> dict[str, LevelPlan | str]:
     """The plans of the features of ``chosen`` estimated per level, from passes over
     ``rows``: the ``categorical`` ones (in ALEPlot's order; ``labels``: a text column's
-    values by code) and the discrete ones (:func:`discrete_plans`)."""
+    values by code) and the discrete ones (:func:`discrete_plans`, ``head`` its)."""
     cats = [name for name in chosen if name in categorical]
     out: dict[str, LevelPlan | str] = {}
     if cats:
@@ -156,6 +157,6 @@ def level_plans(
             label = (labels or {}).get(name)
             out[name] = LevelPlan(name, "categorical", values, order.astype(np.int64), label)
     found_discrete = discrete_plans(
-        rows.source, rows.names, chosen, discrete, exclude=categorical, engine=engine
+        rows.source, rows.names, chosen, discrete, exclude=categorical, engine=engine, head=head
     )
     return out | found_discrete

@@ -18,12 +18,10 @@ import numpy as np
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.bootstrap import percentile_band
 from ale_cli.core.discrete import (
-    MAX_DISCRETE_LEVELS,
     MAX_LEVELS,
     LevelEffect,
     level_effect,
     level_effect_from_cells,
-    level_order,
 )
 from ale_cli.errors import InputError
 from ale_cli.estimators.bands import Bootstrap, replicate_cells
@@ -88,37 +86,6 @@ def check_discrete(discrete: Sequence[str], names: Sequence[str]) -> None:
                 f"(inputs: {', '.join(names)})",
                 param="discrete",
             )
-
-
-def discrete_names(
-    X: np.ndarray,
-    names: Sequence[str],
-    discrete: Sequence[str] | str | None,
-    exclude: Sequence[str],
-) -> tuple[str, ...]:
-    """The features estimated per value: those named, or with ``"auto"`` every column of X
-    (N, D) outside ``exclude`` with 2 to ``MAX_DISCRETE_LEVELS`` distinct values (with
-    ``"binary"``: exactly 2).
-
-    >>> X = np.column_stack([[1.0, 2.0, 1.0] * 5, np.arange(15.0)])  # 2 and 15 values
-    >>> discrete_names(X, ["s", "b"], "auto", ())
-    ('s',)
-    """
-    if discrete is None:
-        return ()
-    if isinstance(discrete, str) and discrete in (AUTO, BINARY):
-        most = MAX_DISCRETE_LEVELS if discrete == AUTO else 2
-        out = []
-        for j, name in enumerate(names):
-            if name in exclude:
-                continue
-            k = np.unique(X[:, j]).size
-            if 2 <= k <= most:
-                out.append(name)
-        return tuple(out)
-    chosen = (discrete,) if isinstance(discrete, str) else tuple(discrete)
-    check_discrete(chosen, names)
-    return chosen
 
 
 def too_many_levels(kind: str, name: str) -> InputError:
@@ -207,39 +174,6 @@ class LevelPlan:
         )
 
 
-def plan_levels(
-    X: np.ndarray,
-    names: Sequence[str],
-    kinds: Mapping[str, str],
-    *,
-    categorical: Sequence[str] = (),
-    labels: Mapping[str, tuple[Any, ...]] | None = None,
-) -> dict[str, LevelPlan | str]:
-    """The :class:`LevelPlan` of each feature in ``kinds`` (name -> kind), or why it is not
-    estimable, from X (N, D) in memory (``categorical`` compared by total variation).
-
-    >>> X = np.column_stack([[2.0, 1.0, 2.0, 1.0], [0.5, 0.1, 0.7, 0.2]])
-    >>> plan = plan_levels(X, ["s", "x"], {"s": "discrete"})["s"]
-    >>> plan.values.tolist(), plan.order.tolist()
-    ([1.0, 2.0], [0, 1])
-    """
-    labels = labels or {}
-    out: dict[str, LevelPlan | str] = {}
-    for name, kind in kinds.items():
-        j = list(names).index(name)
-        values, codes = np.unique(X[:, j], return_inverse=True)
-        if values.size < 2:
-            out[name] = "single distinct value"
-            continue
-        if values.size > MAX_LEVELS:
-            raise too_many_levels(kind, name)
-        order = _order(X, names, j, codes, values.size, kind, set(categorical))
-        out[name] = LevelPlan(
-            name, kind, values.astype(np.float64), order.astype(np.int64), labels.get(name)
-        )
-    return out
-
-
 def level_jumps(
     f: PredictFn,
     X: np.ndarray,
@@ -292,29 +226,6 @@ def level_arrays(
             j = list(names).index(plan.name)
             up[:, i], down[:, i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
     return {LEVEL_UP: up, LEVEL_DOWN: down}
-
-
-def _order(
-    X: np.ndarray,
-    names: Sequence[str],
-    j: int,
-    codes: np.ndarray,
-    k: int,
-    kind: str,
-    cats: set[str],
-) -> np.ndarray:
-    """The levels' order: Apley-Zhu's for a categorical feature, numeric order otherwise."""
-    if kind != "categorical":
-        return np.arange(k)
-    others = [i for i, n in enumerate(names) if n != names[j]]
-    return level_order(
-        codes,
-        k,
-        numeric=[X[:, i] for i in others if names[i] not in cats],
-        categorical=[
-            np.unique(X[:, i], return_inverse=True)[1] for i in others if names[i] in cats
-        ],
-    )
 
 
 def level_record(

@@ -20,14 +20,11 @@ from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
 from ale_cli.estimators.inputs import columns_note, feature_columns, open_inputs
 from ale_cli.estimators.inputs_stream import STREAMED, Reading, reading_of
-from ale_cli.estimators.level_plans import discrete_plans
+from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.levels import (
-    BINARY,
     LevelPlan,
     binary_note,
-    discrete_names,
     effective_discrete,
-    plan_levels,
 )
 from ale_cli.estimators.local_effects_cache import ComputeRequest
 from ale_cli.estimators.local_effects_kernel import (
@@ -36,6 +33,7 @@ from ale_cli.estimators.local_effects_kernel import (
 )
 from ale_cli.estimators.local_effects_store import StoreColumns
 from ale_cli.estimators.pairs import pair_columns
+from ale_cli.estimators.rows import Rows
 from ale_cli.io.files import sha256_file
 from ale_cli.io.threads import prefetched
 from ale_cli.models import Columns, detect_format, load_model
@@ -96,7 +94,7 @@ def profiled_model(
     """Read the data for the profile an ONNX or scikit-learn model's checks and steps are
     chosen from and load the model on it (text columns read as the codes of their levels,
     found by a pass before); None when it is computed on the whole table after all (a
-    text column explained, whose per-level plans need every row; a piecewise-constant model)."""
+    piecewise-constant model)."""
     inputs = request.inputs
     feature_columns(inputs.features, stream.feature_names, where=f"data file '{inputs.data_label}'")
     t = time.perf_counter()
@@ -107,9 +105,6 @@ def profiled_model(
         if fmt == "onnx":  # takes numbers only: the whole-table reader refuses it the same way
             raise
         text = find_text_levels(lambda given: open_data(request, given))
-        explained = stream.feature_names if inputs.features is None else inputs.features
-        if any(name in text for name in explained):
-            return None  # per-level jumps: their plans need every row
         stream = open_data(request, text)
         found = first_pass(stream, prefetched(iter(stream)))
     finally:
@@ -153,47 +148,26 @@ def _level_plans(
     request: ComputeRequest, table: Any, features: Sequence[str]
 ) -> tuple[tuple[LevelPlan, ...], tuple[str, ...]]:
     """The explained features estimated per level (text, categorical and ``discrete``
-    columns), planned on the whole table, and a note naming them."""
-    asked = effective_discrete(request.discrete)
-    discrete = discrete_names(table.X, table.feature_names, asked, exclude=table.categorical)
-    kinds = {
-        name: "categorical" if name in table.categorical else "discrete"
-        for name in features
-        if name in table.categorical or name in discrete
-    }
-    found = plan_levels(
-        table.X, table.feature_names, kinds, categorical=table.categorical, labels=table.levels
-    )
+    columns), planned on the whole table as one chunk, and the notes naming them."""
+    found = level_plans(
+        Rows.of(table.X, table.feature_names), features, categorical=table.categorical,
+        discrete=effective_discrete(request.discrete), labels=table.levels,
+    )  # fmt: skip
     plans = tuple(p for p in found.values() if isinstance(p, LevelPlan))
-    whole = not reading_of(request.inputs, request.chunk_rows).whole
-    return plans, _levels_notes(request, plans, whole=whole)
+    return plans, _levels_notes(request, plans)
 
 
-def _levels_notes(
-    request: ComputeRequest, plans: Sequence[LevelPlan], *, whole: bool
-) -> tuple[str, ...]:
-    """The notes naming the features whose jumps are stored (``whole``: planned on the
-    whole table, read for them), and the binary ones found by default."""
+def _levels_notes(request: ComputeRequest, plans: Sequence[LevelPlan]) -> tuple[str, ...]:
+    """The notes naming the features whose jumps are stored, and the binary ones found by
+    default."""
     if not plans:
         return ()
     named = ", ".join(f"{p.name} ({p.n_levels} levels)" for p in plans)
     note = (
         f"stored the jumps to the adjacent levels of {named}: rebin and rhale report them per level"
     )
-    if whole:
-        note += " (the whole table was read: the levels must be known before the first chunk)"
     binary = [p.name for p in plans if p.kind == "discrete" and request.discrete is None]
     return (note, *((binary_note(binary),) if binary else ()))
-
-
-def _needs_levels(request: ComputeRequest) -> bool:
-    """True when the store may get per-level jumps (``discrete``, or an explained
-    categorical column): their levels come from every row."""
-    inputs = request.inputs
-    if effective_discrete(request.discrete) not in (None, BINARY):  # binary: a first pass
-        return True
-    explained = inputs.categorical if inputs.features is None else inputs.features
-    return any(name in explained for name in inputs.categorical)
 
 
 #: found by the first pass: a scikit-learn model reading text columns, a piecewise-constant one
@@ -213,11 +187,6 @@ def compute_reading(request: ComputeRequest) -> Reading:
     by_name = reading_of(inputs, request.chunk_rows)
     if by_name.whole:
         return by_name if by_name.reason else Reading.whole_table(_FRAME)
-    if _needs_levels(request):
-        return Reading.whole_table(
-            "read the whole table: the levels of features estimated per level (discrete, "
-            "or explained categorical ones) come from every row"
-        )
     fmt = detect_format(inputs.model, inputs.model_format)
     if fmt == "onnx" and inputs.step is None and tree_ensemble_file(inputs.model):
         return Reading.whole_table(
@@ -285,7 +254,7 @@ def streamed_run(
     else:
         model = fd_model.model
     note = columns_note(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
-    plans = _binary_plans(request, stream, features, engine, timings, first)
+    plans = _stream_plans(request, stream, features, engine, timings, head, text)
     eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
     return ComputeRun(
         source=head.source,
@@ -309,7 +278,7 @@ def streamed_run(
         model=model,
         columns=StoreColumns(features, names, tuple(request.pairs)),
         total_rows=stream.total_rows,
-        notes=(*((note,) if note is not None else ()), *_levels_notes(request, plans, whole=False)),
+        notes=(*((note,) if note is not None else ()), *_levels_notes(request, plans)),
         levels=plans,
         header=stream,
         first_sha256=None if fd_model is None else fd_model.sha256,
@@ -317,32 +286,37 @@ def streamed_run(
     )
 
 
-def _binary_plans(
+def _stream_plans(
     request: ComputeRequest,
     stream: TableStream,
     features: Sequence[str],
     engine: Engine,
     timings: dict[str, float],
-    first: np.ndarray,
+    head: _Head,
+    labels: dict[str, tuple[Any, ...]],
 ) -> tuple[LevelPlan, ...]:
-    """The binary features among ``features`` (levels by default, ``discrete`` not given):
-    one pass over the data ``stream`` describes, keeping at most 3 distinct values of each
-    numeric column with at most 2 in the ``first`` rows; no pass when there is none
-    (:func:`~ale_cli.estimators.level_plans.discrete_plans`)."""
-    if request.discrete is not None:
+    """The explained features estimated per level (the binary ones by default, those of
+    ``discrete``, the categorical ones), from passes over the data ``stream`` describes
+    (:func:`~ale_cli.estimators.level_plans.level_plans`); a categorical one's order needs
+    the rows' number and ranges, a pass more. No pass when the first rows already rule
+    out every candidate."""
+    discrete = effective_discrete(request.discrete)
+    categorical = stream.categorical
+    if discrete is None and not any(name in categorical for name in features):
         return ()
     t = time.perf_counter()
     inputs = request.inputs
     data = DataSource.of(stream, inputs=inputs.inputs, exclude=inputs.exclude)
-    found = discrete_plans(
-        data.split(engine.slots),
-        stream.feature_names,
-        features,
-        BINARY,
-        exclude=stream.categorical,
-        engine=engine,
-        head=first,
-    )
+    data = data.split(engine.slots)
+    names = stream.feature_names
+    if any(name in categorical for name in features):
+        rows = Rows.scanned(data, names, engine)
+    else:  # discrete columns only: their values are all a pass needs
+        rows = Rows(data, tuple(names), 0, np.zeros(len(names)), np.zeros(len(names)))
+    found = level_plans(
+        rows, features, categorical=categorical, discrete=discrete, labels=labels,
+        engine=engine, head=head.first,
+    )  # fmt: skip
     timings["levels_pass_s"] = time.perf_counter() - t
     return tuple(p for p in found.values() if isinstance(p, LevelPlan))
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.passes.engine import ArraySource, Source
+from ale_cli.passes.engine import LOCAL, ArraySource, Chunk, Engine, Source
 from ale_cli.summary.build import column_ranges
 
 ROWS = "X"
@@ -32,6 +32,16 @@ class Rows:
         lo, hi = column_ranges(X)
         return cls(ArraySource({ROWS: X}), tuple(names), len(X), lo, hi)
 
+    @classmethod
+    def scanned(cls, source: Source, names: Sequence[str], engine: Engine = LOCAL) -> Rows:
+        """The rows of ``source``: their number and ranges from one pass on ``engine``."""
+        d = len(names)
+        empty = (0, np.full(d, np.inf), np.full(d, -np.inf))
+        n, lo, hi = engine.run(source, _extent, _merge_extents, empty, arrays=[ROWS])
+        if not n:  # as column_ranges has it
+            lo, hi = np.zeros(d), np.zeros(d)
+        return cls(source, tuple(names), n, lo, hi)
+
     def columns(self, cols: Sequence[int]) -> Callable[[], Any]:
         """A pass over the columns ``cols`` of every non-empty chunk (float64), per call."""
         return lambda: (
@@ -39,3 +49,18 @@ class Rows:
             for c in self.source.chunks([ROWS])
             if c.n_rows
         )
+
+
+Extent = tuple[int, np.ndarray, np.ndarray]
+
+
+def _extent(chunk: Chunk, _shared: Any) -> Extent:
+    """Kernel: a chunk's rows and each column's minimum and maximum."""
+    X = chunk[ROWS]
+    if not len(X):
+        return 0, np.full(X.shape[1], np.inf), np.full(X.shape[1], -np.inf)
+    return len(X), X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
+
+
+def _merge_extents(a: Extent, b: Extent) -> Extent:
+    return a[0] + b[0], np.minimum(a[1], b[1]), np.maximum(a[2], b[2])
