@@ -266,8 +266,8 @@ def test_job_key_statistics(cli, tmp_path: Path):
 
     (tmp_path / "m.pt").write_bytes(b"")
     (tmp_path / "d.csv").write_text("a,b\n1,2\n")
-    job = write_job(tmp_path / "job.yaml", model="m.pt", data="d.csv",
-                    estimators={"rebin": {"statistics": "r"}, "classic": {"statistics": "r"}})  # fmt: skip
+    both = {"rebin": {"statistics": "r"}, "classic": {"statistics": "r"}}
+    job = write_job(tmp_path / "job.yaml", model="m.pt", data="d.csv", estimators=both)
     spec = read_job(job)
     assert spec.estimators["rebin"]["statistics"] == "r"
     assert spec.estimators["classic"]["statistics"] == "r"
