@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -337,7 +338,7 @@ def effect_statistics(
     (1.0, -2.0, 2.0, 0.0, None)
     """
     counts = np.asarray(counts)
-    curve = {"effect": effect, "counts": counts, "definitions": definitions}
+    curve: dict[str, Any] = {"effect": effect, "counts": counts, "definitions": definitions}
     lo, hi = aler(effect=effect, counts=counts)
     share = heterogeneity_share(std=std, **curve)
     stats = EffectStatistics(aled(**curve), lo, hi, share)

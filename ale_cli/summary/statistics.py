@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.checks import check_choice
-from ale_cli.core.bootstrap import statistics_bands
+from ale_cli.core.bootstrap import BAND_KEYS, statistics_bands
 from ale_cli.core.discrete import level_statistics, level_statistics_bands
 from ale_cli.core.statistics import ALE_CLI, DEFINITIONS, Definitions, effect_statistics, ranks
 
@@ -46,44 +46,23 @@ def feature_statistics(
     (None where not estimable): the statistics, their bands with bootstrap replicates, and
     ``rank`` (1 = largest ALED among the estimable features given)."""
     stats: list[dict[str, Any] | None] = []
+    how = {"quantiles": quantiles, "definitions": definitions}
     for feat in features:
         if feat.status != "ok" or feat.n_bins == 0:
             stats.append(None)
             continue
+        curve = {"effect": feat.effect, "std": feat.std, "counts": feat.counts} | how
+        r = feat.replicates
         if feat.kind is not None:
-            level = level_statistics(
-                effect=feat.effect,
-                std=feat.std,
-                counts=feat.counts,
-                quantiles=quantiles,
-                definitions=definitions,
-            )
-            if (r := feat.replicates) is not None:
-                level |= level_statistics_bands(
-                    r.effect, r.counts, quantiles=quantiles, ci=r.ci, definitions=definitions
-                )
+            level = level_statistics(**curve)
+            if r is not None:
+                level |= level_statistics_bands(r.effect, r.counts, ci=r.ci, **how)
             stats.append(level)
             continue
-        s = effect_statistics(
-            effect=feat.effect,
-            std=feat.std,
-            counts=feat.counts,
-            quantiles=quantiles,
-            definitions=definitions,
-        )
-        item: dict[str, Any] = {
-            "aled": s.aled,
-            "aler_min": s.aler_min,
-            "aler_max": s.aler_max,
-            "naled": s.naled,
-            "naler_min": s.naler_min,
-            "naler_max": s.naler_max,
-            "heterogeneity_share": s.heterogeneity_share,
-        }
-        if (r := feat.replicates) is not None:
-            item |= statistics_bands(
-                r.effect, r.counts, quantiles=quantiles, ci=r.ci, definitions=definitions
-            )
+        s = effect_statistics(**curve)
+        item: dict[str, Any] = {key: getattr(s, key) for key in (*BAND_KEYS, "heterogeneity_share")}
+        if r is not None:
+            item |= statistics_bands(r.effect, r.counts, ci=r.ci, **how)
         stats.append(item)
     estimable = [item for item in stats if item is not None]
     aleds = np.array([item["aled"] for item in estimable])
