@@ -223,11 +223,19 @@ def aled(*, effect: np.ndarray, counts: np.ndarray, definitions: Definitions = A
     >>> aled(effect=np.array([-1.0, 1.0]), counts=np.array([10]))  # mean |x| on [-1, 1]
     0.5
     """
-    n = counts.sum()
-    if n == 0:
+    return _mean_abs(effect, counts, definitions, None)
+
+
+def _mean_abs(
+    effect: np.ndarray, counts: np.ndarray, definitions: Definitions, quantiles: np.ndarray | None
+) -> float:
+    """``sum_i w_i |p_i| / N`` over the pieces, normalised with ``quantiles`` if given."""
+    if counts.sum() == 0:
         return 0.0
     centered = mean_centered(effect=effect, counts=counts)
     values, weights = pieces(effect=centered, counts=counts, split=definitions.split)
+    if quantiles is not None:
+        values = definitions.normalize(values, quantiles)
     return float(np.dot(weights, np.abs(values)) / weights.sum())
 
 
@@ -255,13 +263,7 @@ def naled(
     ...             quantiles=np.arange(101.0)), 9)
     1.0
     """
-    n = counts.sum()
-    if n == 0:
-        return 0.0
-    centered = mean_centered(effect=effect, counts=counts)
-    values, weights = pieces(effect=centered, counts=counts, split=definitions.split)
-    norm = definitions.normalize(values, quantiles)
-    return min(float(np.dot(weights, np.abs(norm)) / weights.sum()), 50.0)  # rounding
+    return min(_mean_abs(effect, counts, definitions, quantiles), 50.0)  # split weights' rounding
 
 
 def naler(
