@@ -276,3 +276,23 @@ def test_job_key_statistics(cli, tmp_path: Path):
     result = cli("run", bad, "-o", tmp_path / "run")
     assert result.exit_code == 2
     assert "estimators.rhale.statistics must be one of ale-cli, r" in result.stderr
+
+
+def test_drift_on_a_statistic_across_definitions_fails_naming_both(tmp_path: Path):
+    from ale_cli.audit import audit_files
+    from ale_cli.summary.model import write_summary
+
+    store, paths = _store(), {}
+    for name, kw in (("old", {}), ("ale-cli", {}), ("r", {"statistics": "r"})):
+        summary = api.rebin(store, bins=5, **kw)
+        if name == "old":  # written before params.statistics existed
+            params = {k: v for k, v in summary.params.items() if not k.startswith("statistics")}
+            summary = Summary.from_dict(json.loads(summary_json(summary)) | {"params": params})
+        write_summary(paths.setdefault(name, tmp_path / f"{name}.json"), summary)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text('rules:\n  - feature: "*"\n    drift: {statistic: naled, max_abs: 1}\n')
+    same = audit_files([paths["ale-cli"]], rules, baseline=paths["old"]).checks
+    assert {c.verdict for c in same} == {"pass"} and len(same) == 2
+    mixed = audit_files([paths["r"]], rules, baseline=paths["ale-cli"]).checks
+    assert [c.verdict for c in mixed] == ["fail", "fail"]
+    assert mixed[0].observed == "statistics ale-cli in the baseline, r in the summary"
