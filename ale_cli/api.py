@@ -113,10 +113,12 @@ def rebin(
     seed: int | None = None,
     engine: str = "local",
     scheduler: str | None = None,
+    statistics: str = "ale-cli",
 ) -> Summary:
     """DALE on fixed bins (default: 20 uniform bins) from a store; ``bootstrap`` B > 0 adds
     percentile bands at level ``ci`` (rows resampled, ``seed`` for the same bands);
-    ``engine="dask"`` reduces the store's parts on the Dask cluster at ``scheduler``."""
+    ``engine="dask"`` reduces the store's parts on the Dask cluster at ``scheduler``;
+    ``statistics="r"``: ALED/NALED as R's ``ale`` package defines them."""
     request = dale.RebinRequest(
         store=_store(store),
         bins=bins,
@@ -126,6 +128,7 @@ def rebin(
         edges=Path(edges) if edges is not None else None,
         bootstrap=Bootstrap(bootstrap, ci, seed),
         engine=engine_for(engine, scheduler),
+        statistics=statistics,
     )
     return dale.rebin(request).summary
 
@@ -144,6 +147,7 @@ def rhale(
     seed: int | None = None,
     engine: str = "local",
     scheduler: str | None = None,
+    statistics: str = "ale-cli",
 ) -> Summary:
     """RHALE with automatic bins from a store (``min_points`` None: ceil(N/20), at least 2);
     ``bootstrap`` as in :func:`rebin`, on the chosen bins."""
@@ -157,6 +161,7 @@ def rhale(
         features=features,  # type: ignore[arg-type]
         bootstrap=Bootstrap(bootstrap, ci, seed),
         engine=engine_for(engine, scheduler),
+        statistics=statistics,
     )
     return dale.rhale(request).summary
 
@@ -227,6 +232,7 @@ def classic(
     chunk_rows: int | None = 1 << 16,
     engine: str = "local",
     scheduler: str | None = None,
+    statistics: str = "ale-cli",
     **options: Any,
 ) -> Summary:
     """Classic ALE (Apley-Zhu) from the model at the bin limits (default: 20 quantile bins);
@@ -246,6 +252,7 @@ def classic(
         bootstrap=Bootstrap(bootstrap, ci, seed),
         discrete=discrete,  # type: ignore[arg-type]
         chunk_rows=chunk_rows,
+        statistics=statistics,
     )
     return classic_estimator.classic(request, engine=engine_for(engine, scheduler)).summary
 

@@ -30,6 +30,7 @@ RTOL = 1e-12
 #: keys whose values are provenance, not results
 IGNORED = frozenset(
     {"created", "tool", "schema_version", "path", "sha256", "timings", "notes", "note"}
+    | {"statistics_note"}  # the wording of params.statistics' note
 )
 SLOW = {"compute_dask": "ALE_GOLDEN_DASK"}
 

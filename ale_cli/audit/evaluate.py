@@ -31,6 +31,7 @@ from ale_cli.errors import InputError
 from ale_cli.summary.compare import compare_feature, summary_statistics
 from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary
 from ale_cli.summary.regional import RegionalSummary
+from ale_cli.summary.statistics import definitions_of
 
 EXIT_PASSED = 0
 EXIT_RULES_FAILED = 3
@@ -243,6 +244,10 @@ def _statistic_drift_check(
     if why:
         both = len(why) == 2 and all(w.startswith("not estimable") for w in why)
         return _check(rule, label, name, None if both else False, "; ".join(why), limit)
+    defs = [definitions_of(s.params).name for s in (base, summary)]
+    if defs[0] != defs[1]:  # a change of definitions is not drift: compare like with like
+        why.append(f"statistics {defs[0]} in the baseline, {defs[1]} in the summary")
+        return _check(rule, label, name, False, why[0], limit)
     outcome = statistic_drift(p["statistic"], stats["baseline"], stats["summary"], p["max_abs"])
     if isinstance(outcome, str):
         return _check(rule, label, name, None, outcome, limit)

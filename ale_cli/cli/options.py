@@ -28,6 +28,15 @@ CenterOption = Annotated[
         help="Centering: mean (count-weighted mean of the curve is 0), start (f(z_0) = 0) or none.",
     ),
 ]
+StatisticsOption = Annotated[
+    str,
+    typer.Option(
+        "--statistics",
+        help="Definitions of ALED/NALED: ale-cli (a bin crossing zero split at the crossing; "
+        "NALED in percentiles of the predictions) or r (R's ale package: bin midpoints, its "
+        "normalisation). params.statistics_note says how they differ.",
+    ),
+]
 BinsOption = Annotated[int | None, unshown("--bins", help="Bins per feature (default: 20).", min=1)]
 EdgesOption = Annotated[
     Path | None,

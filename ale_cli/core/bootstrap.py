@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ale_cli.core.accumulate import CENTER_MODES
+from ale_cli.core.statistics import ALE_CLI, Definitions, effect_statistics
 
 #: at most this many weights (replicates x rows) are held at once
 BLOCK_WEIGHTS = 1 << 23
@@ -114,28 +115,28 @@ def percentile_band(values: np.ndarray, *, ci: float) -> tuple[np.ndarray, np.nd
 
 
 def statistics_bands(
-    effect: np.ndarray, counts: np.ndarray, *, quantiles: np.ndarray | None, ci: float
+    effect: np.ndarray,
+    counts: np.ndarray,
+    *,
+    quantiles: np.ndarray | None,
+    ci: float,
+    definitions: Definitions = ALE_CLI,
 ) -> dict[str, float | None]:
     """Percentile bands (``aled_ci_low``, ``aled_ci_high``, ...) of ALED, ALER and, with the
     data's prediction ``quantiles``, NALED and NALER over the replicates' ``effect``
-    (B, K+1) and ``counts`` (B, K); the heterogeneity share has none.
+    (B, K+1) and ``counts`` (B, K) by the ``definitions``; the heterogeneity share has none.
 
     >>> e = np.array([[-1.0, 1.0], [-2.0, 2.0], [-3.0, 3.0]]); n = np.ones((3, 1))
     >>> b = statistics_bands(e, n, quantiles=None, ci=0.5)
     >>> b["aled_ci_low"], b["aled_ci_high"], b["naled_ci_low"]
     (0.75, 1.25, None)
     """
-    from ale_cli.core.statistics import aled, aler, naled, naler
 
     def row(e: np.ndarray, n: np.ndarray) -> dict[str, float | None]:
-        lo, hi = aler(effect=e, counts=n)
-        out: dict[str, float | None] = {"aled": aled(effect=e, counts=n)}
-        out |= {"aler_min": lo, "aler_max": hi, "naled": None, "naler_min": None}
-        if quantiles is None:
-            return out | {"naler_max": None}
-        nlo, nhi = naler(effect=e, counts=n, quantiles=quantiles)
-        normed = naled(effect=e, counts=n, quantiles=quantiles)
-        return out | {"naled": normed, "naler_min": nlo, "naler_max": nhi}
+        s = effect_statistics(
+            effect=e, std=np.zeros_like(e), counts=n, quantiles=quantiles, definitions=definitions
+        )
+        return {key: getattr(s, key) for key in BAND_KEYS}
 
     return bands_of([row(e, n) for e, n in zip(effect, counts, strict=True)], ci=ci)
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ale_cli.core.binstats import CellStats, bin_stats
+from ale_cli.core.statistics import ALE_CLI, Definitions
 
 #: numeric features with at most this many distinct values are discrete under ``auto``
 MAX_DISCRETE_LEVELS = 10
@@ -296,11 +297,17 @@ def order_of(dist: np.ndarray) -> np.ndarray:
 
 
 def level_statistics(
-    *, effect: np.ndarray, std: np.ndarray, counts: np.ndarray, quantiles: np.ndarray | None
+    *,
+    effect: np.ndarray,
+    std: np.ndarray,
+    counts: np.ndarray,
+    quantiles: np.ndarray | None,
+    definitions: Definitions | None = None,
 ) -> dict[str, float | None]:
     """Effect-size statistics of a per-level effect (R ``ale``'s for categorical features):
     ``aled = sum_k n_k |f_k| / N``, ``aler_min/max`` of ``f_k``, ``naled``/``naler_*`` after
-    :func:`~ale_cli.core.statistics.normalize` (None without ``quantiles``),
+    the ``definitions``' normalisation (default :data:`~ale_cli.core.statistics.ALE_CLI`;
+    None without ``quantiles``),
     ``heterogeneity_share = (sum_k n_k STD_k / N) / aled`` (None if only aled is 0).
 
     >>> s = level_statistics(effect=np.array([-1.0, 3.0]), std=np.zeros(2),
@@ -308,8 +315,6 @@ def level_statistics(
     >>> s["aled"], s["aler_min"], s["aler_max"], s["heterogeneity_share"]
     (1.5, -1.0, 3.0, 0.0)
     """
-    from ale_cli.core.statistics import normalize
-
     n = np.asarray(counts, dtype=np.float64)
     total = n.sum()
     aled = float(np.dot(n, np.abs(effect)) / total)
@@ -325,7 +330,7 @@ def level_statistics(
         "heterogeneity_share": share,
     }
     if quantiles is not None:
-        norm = normalize(effect, quantiles=quantiles)
+        norm = (definitions or ALE_CLI).normalize(np.asarray(effect, dtype=np.float64), quantiles)
         out |= {
             "naled": float(np.dot(n, np.abs(norm)) / total),
             "naler_min": float(norm.min()),
@@ -335,7 +340,12 @@ def level_statistics(
 
 
 def level_statistics_bands(
-    effect: np.ndarray, counts: np.ndarray, *, quantiles: np.ndarray | None, ci: float
+    effect: np.ndarray,
+    counts: np.ndarray,
+    *,
+    quantiles: np.ndarray | None,
+    ci: float,
+    definitions: Definitions | None = None,
 ) -> dict[str, float | None]:
     """Percentile bands of :func:`level_statistics` over replicates ``effect`` (B, K) with
     their rows per level ``counts`` (B, K): keys ``aled_ci_low``, ``aled_ci_high``, ...
@@ -348,7 +358,9 @@ def level_statistics_bands(
     from ale_cli.core.bootstrap import bands_of
 
     rows = [
-        level_statistics(effect=e, std=np.zeros_like(e), counts=n, quantiles=quantiles)
+        level_statistics(
+            effect=e, std=np.zeros_like(e), counts=n, quantiles=quantiles, definitions=definitions
+        )
         for e, n in zip(effect, counts, strict=True)
     ]
     return bands_of(rows, ci=ci)

@@ -19,11 +19,15 @@ These are the definitions of Okoli (2023), arXiv:2310.09877, as in R's ``ale`` p
 (R/calc_stats.R), with two departures: the split of a bin that crosses zero (RHALE's few
 wide bins make the midpoint a large error; a one-bin curve would have ALED 0), and ``F``
 is the piecewise-linear CDF through 101 recorded percentiles of the predictions.
+:data:`R` gives R's own definitions instead (:class:`Definitions`): every bin one piece
+``(m_k, n_k)``, and :func:`normalize_r`, R's ``create_ale_y_norm_function``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -102,10 +106,12 @@ def mean_centered(*, effect: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return effect - float(np.dot(counts, _midpoints(effect)) / n)
 
 
-def pieces(*, effect: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Values and weights of the curve's pieces: ``(m_k, n_k)`` per bin, or two pieces
-    ``(u/2, n_k |u|/(|u|+|v|))``, ``(v/2, n_k |v|/(|u|+|v|))`` for a bin whose values
-    ``u``, ``v`` at its limits have opposite signs.
+def pieces(
+    *, effect: np.ndarray, counts: np.ndarray, split: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Values and weights of the curve's pieces: ``(m_k, n_k)`` per bin, or (``split``)
+    two pieces ``(u/2, n_k |u|/(|u|+|v|))``, ``(v/2, n_k |v|/(|u|+|v|))`` for a bin whose
+    values ``u``, ``v`` at its limits have opposite signs.
 
     >>> values, weights = pieces(effect=np.array([-1.0, 3.0, 5.0]), counts=np.array([4, 2]))
     >>> values.tolist(), weights.tolist()
@@ -114,7 +120,7 @@ def pieces(*, effect: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
     u, v = effect[:-1], effect[1:]
     w = np.asarray(counts, dtype=np.float64)
     cross = u * v < 0
-    if not cross.any():
+    if not (split and cross.any()):
         return _midpoints(effect), w
     span = np.where(cross, np.abs(u) + np.abs(v), 1.0)
     values = np.where(cross, u / 2.0, (u + v) / 2.0)
@@ -123,33 +129,6 @@ def pieces(*, effect: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
     values = np.insert(values, k + 1, v[k] / 2.0)
     weights = np.insert(weights, k + 1, w[k] * np.abs(v[k]) / span[k])
     return values, weights
-
-
-def aled(*, effect: np.ndarray, counts: np.ndarray) -> float:
-    """ALE deviation ``sum_i w_i |p_i| / N`` over the pieces of the mean-centered curve.
-
-    ``effect`` (K+1,) at the edges, ``counts`` (K,).
-
-    >>> aled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
-    1.0
-    >>> aled(effect=np.array([-1.0, 1.0]), counts=np.array([10]))  # mean |x| on [-1, 1]
-    0.5
-    """
-    n = counts.sum()
-    if n == 0:
-        return 0.0
-    values, weights = pieces(effect=mean_centered(effect=effect, counts=counts), counts=counts)
-    return float(np.dot(weights, np.abs(values)) / weights.sum())
-
-
-def aler(*, effect: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
-    """ALE range ``(min_k f(z_k), max_k f(z_k))`` of the mean-centered curve.
-
-    >>> aler(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
-    (-2.0, 2.0)
-    """
-    centered = mean_centered(effect=effect, counts=counts)
-    return float(centered.min()), float(centered.max())
 
 
 def cdf(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
@@ -191,7 +170,92 @@ def normalize(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
     return np.clip(norm, -50.0, 50.0)
 
 
-def naled(*, effect: np.ndarray, counts: np.ndarray, quantiles: np.ndarray) -> float:
+def normalize_r(values: np.ndarray, *, reference: np.ndarray) -> np.ndarray:
+    """R ``ale``'s normalisation (``create_ale_y_norm_function``) by the ``reference``
+    values ``y`` (R: the observed outcome for a numeric target, the predictions otherwise).
+
+    With ``c = y - median(y)``: 0 for ``a`` between the largest ``c < 0`` and the smallest
+    ``c > 0``; else ``-50 ECDF_-(-a)`` for ``a < 0``, ``ECDF_-`` the empirical distribution
+    of ``-c`` over ``c <= 0``, and ``50 ECDF_+(a)`` for ``a > 0`` over ``c >= 0``.
+
+    >>> a = np.array([-9.0, -3.0, -0.5, 1.0, 2.5, 9.0])
+    >>> normalize_r(a, reference=np.arange(9.0)).tolist()  # c = -4..4: 0 on [-1, 1]
+    [-50.0, -40.0, 0.0, 0.0, 30.0, 50.0]
+    """
+    c = np.asarray(reference, dtype=np.float64) - float(np.median(reference))
+    lower, upper = np.sort(c[c <= 0]), np.sort(c[c >= 0])
+    pre = float(lower[lower < 0].max()) if (lower < 0).any() else 0.0
+    post = float(upper[upper > 0].min()) if (upper > 0).any() else 0.0
+    a = np.asarray(values, dtype=np.float64)
+    below = (lower.size - np.searchsorted(lower, a, side="left")) / lower.size
+    above = np.searchsorted(upper, a, side="right") / upper.size
+    norm = np.where(a < 0, -50.0 * below, 50.0 * above)
+    return np.where((a >= pre) & (a <= post), 0.0, norm)
+
+
+@dataclass(frozen=True)
+class Definitions:
+    """Which definitions the statistics follow: ``name`` as ``params.statistics`` records
+    it; ``split``: split a bin whose segment crosses zero (:func:`pieces`); ``normalize``:
+    ``f(values, reference)`` to percentile points, ``reference`` the recorded percentiles
+    of the predictions."""
+
+    name: str
+    split: bool
+    normalize: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+#: ale's own (the module docstring)
+ALE_CLI = Definitions("ale-cli", True, lambda v, q: normalize(v, quantiles=q))
+#: R ``ale``'s ``calc_stats``: midpoints, and R's normalisation with the recorded
+#: percentiles as the reference values
+R = Definitions("r", False, lambda v, q: normalize_r(v, reference=q))
+DEFINITIONS = {d.name: d for d in (ALE_CLI, R)}
+
+
+def aled(*, effect: np.ndarray, counts: np.ndarray, definitions: Definitions = ALE_CLI) -> float:
+    """ALE deviation ``sum_i w_i |p_i| / N`` over the pieces of the mean-centered curve.
+
+    ``effect`` (K+1,) at the edges, ``counts`` (K,).
+
+    >>> aled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
+    1.0
+    >>> aled(effect=np.array([-1.0, 1.0]), counts=np.array([10]))  # mean |x| on [-1, 1]
+    0.5
+    """
+    return _mean_abs(effect, counts, definitions, None)
+
+
+def _mean_abs(
+    effect: np.ndarray, counts: np.ndarray, definitions: Definitions, quantiles: np.ndarray | None
+) -> float:
+    """``sum_i w_i |p_i| / N`` over the pieces, normalised with ``quantiles`` if given."""
+    if counts.sum() == 0:
+        return 0.0
+    centered = mean_centered(effect=effect, counts=counts)
+    values, weights = pieces(effect=centered, counts=counts, split=definitions.split)
+    if quantiles is not None:
+        values = definitions.normalize(values, quantiles)
+    return float(np.dot(weights, np.abs(values)) / weights.sum())
+
+
+def aler(*, effect: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
+    """ALE range ``(min_k f(z_k), max_k f(z_k))`` of the mean-centered curve.
+
+    >>> aler(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
+    (-2.0, 2.0)
+    """
+    centered = mean_centered(effect=effect, counts=counts)
+    return float(centered.min()), float(centered.max())
+
+
+def naled(
+    *,
+    effect: np.ndarray,
+    counts: np.ndarray,
+    quantiles: np.ndarray,
+    definitions: Definitions = ALE_CLI,
+) -> float:
     """Normalised ALED ``sum_i w_i |norm(p_i)| / N`` over the pieces of the mean-centered
     curve, in [0, 50].
 
@@ -199,15 +263,16 @@ def naled(*, effect: np.ndarray, counts: np.ndarray, quantiles: np.ndarray) -> f
     ...             quantiles=np.arange(101.0)), 9)
     1.0
     """
-    n = counts.sum()
-    if n == 0:
-        return 0.0
-    values, weights = pieces(effect=mean_centered(effect=effect, counts=counts), counts=counts)
-    mean = float(np.dot(weights, np.abs(normalize(values, quantiles=quantiles))) / weights.sum())
-    return min(mean, 50.0)  # the split weights sum to N only up to rounding
+    return min(_mean_abs(effect, counts, definitions, quantiles), 50.0)  # split weights' rounding
 
 
-def naler(*, effect: np.ndarray, counts: np.ndarray, quantiles: np.ndarray) -> tuple[float, float]:
+def naler(
+    *,
+    effect: np.ndarray,
+    counts: np.ndarray,
+    quantiles: np.ndarray,
+    definitions: Definitions = ALE_CLI,
+) -> tuple[float, float]:
     """Normalised ALER: ``norm`` of the ALER limits, in [-50, 50].
 
     >>> lo, hi = naler(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
@@ -216,11 +281,17 @@ def naler(*, effect: np.ndarray, counts: np.ndarray, quantiles: np.ndarray) -> t
     (-2.0, 2.0)
     """
     lo, hi = aler(effect=effect, counts=counts)
-    norm = normalize(np.array([lo, hi]), quantiles=quantiles)
+    norm = definitions.normalize(np.array([lo, hi]), quantiles)
     return float(norm[0]), float(norm[1])
 
 
-def heterogeneity_share(*, effect: np.ndarray, std: np.ndarray, counts: np.ndarray) -> float:
+def heterogeneity_share(
+    *,
+    effect: np.ndarray,
+    std: np.ndarray,
+    counts: np.ndarray,
+    definitions: Definitions = ALE_CLI,
+) -> float:
     """``(sum_k n_k (STD(z_{k-1}) + STD(z_k)) / 2 / N) / ALED`` (``std`` (K+1,)): 0 without
     heterogeneity, ``inf`` when only ALED is 0.
 
@@ -233,9 +304,9 @@ def heterogeneity_share(*, effect: np.ndarray, std: np.ndarray, counts: np.ndarr
         return 0.0
     std = np.asarray(std, dtype=np.float64)
     mean_std = float(np.dot(counts, _midpoints(np.nan_to_num(std))) / n)
-    deviation = aled(effect=effect, counts=counts)
     if mean_std == 0.0:
         return 0.0
+    deviation = aled(effect=effect, counts=counts, definitions=definitions)
     if deviation == 0.0:
         return float("inf")
     return mean_std / deviation
@@ -258,6 +329,7 @@ def effect_statistics(
     std: np.ndarray,
     counts: np.ndarray,
     quantiles: np.ndarray | None = None,
+    definitions: Definitions = ALE_CLI,
 ) -> EffectStatistics:
     """Every statistic of one curve: ``effect`` and ``std`` (K+1,), ``counts`` (K,);
     the normalised ones only with the prediction ``quantiles`` (101,).
@@ -268,15 +340,11 @@ def effect_statistics(
     (1.0, -2.0, 2.0, 0.0, None)
     """
     counts = np.asarray(counts)
+    curve: dict[str, Any] = {"effect": effect, "counts": counts, "definitions": definitions}
     lo, hi = aler(effect=effect, counts=counts)
-    share = heterogeneity_share(effect=effect, std=std, counts=counts)
-    stats = EffectStatistics(aled(effect=effect, counts=counts), lo, hi, share)
+    share = heterogeneity_share(std=std, **curve)
+    stats = EffectStatistics(aled(**curve), lo, hi, share)
     if quantiles is None:
         return stats
-    nlo, nhi = naler(effect=effect, counts=counts, quantiles=quantiles)
-    return replace(
-        stats,
-        naled=naled(effect=effect, counts=counts, quantiles=quantiles),
-        naler_min=nlo,
-        naler_max=nhi,
-    )
+    nlo, nhi = naler(quantiles=quantiles, **curve)
+    return replace(stats, naled=naled(quantiles=quantiles, **curve), naler_min=nlo, naler_max=nhi)

@@ -63,6 +63,7 @@ from ale_cli.summary.build import (
     utc_now,
 )
 from ale_cli.summary.model import FeatureSummary, Summary, with_statistics
+from ale_cli.summary.statistics import statistics_params
 
 #: quantile bins, as ALEPlot and PyALE
 DEFAULT_BINNING = "quantile"
@@ -85,9 +86,12 @@ class ClassicRequest:
     discrete: tuple[str, ...] | str | None = None
     #: rows read at a time from a data file; None reads the whole table at once
     chunk_rows: int | None = DEFAULT_CHUNK_ROWS
+    #: the statistics' definitions: "ale-cli" or "r" (:mod:`ale_cli.summary.statistics`)
+    statistics: str = "ale-cli"
 
     def __post_init__(self) -> None:
         check_center(self.center)
+        statistics_params(self.statistics)
         object.__setattr__(self, "discrete", discrete_mode(self.discrete))
         if self.chunk_rows is not None:
             check_count(self.chunk_rows, "chunk_rows", least=2)
@@ -375,7 +379,8 @@ def classic(
         estimator="ale",
         params=fixed.params(request.center, inputs.features)
         | request.bootstrap.params()
-        | discrete_param(request.discrete),
+        | discrete_param(request.discrete)
+        | statistics_params(request.statistics),
         store=loaded.source | {"data": loaded.source["data"] | {"rows_nonfinite": len(dropped)}},
         n_rows=state.kept,
         features=tuple(features),

@@ -45,6 +45,7 @@ from ale_cli.summary.build import (
     utc_now,
 )
 from ale_cli.summary.model import FeatureSummary, Summary, with_statistics
+from ale_cli.summary.statistics import statistics_params
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -62,11 +63,14 @@ class RebinRequest:
     edges: Path | None = None
     bootstrap: Bootstrap = Bootstrap()
     engine: Engine = LOCAL
+    #: the statistics' definitions: "ale-cli" or "r" (:mod:`ale_cli.summary.statistics`)
+    statistics: str = "ale-cli"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
         check_engine_request(self.engine, self.bootstrap)
         check_center(self.center)
+        statistics_params(self.statistics)
         if self.bins is not None:
             check_count(self.bins, "bins")
         check_choice(self.binning, BINNINGS, "binning")
@@ -85,10 +89,12 @@ class RhaleRequest:
     features: tuple[str, ...] | None = None
     bootstrap: Bootstrap = Bootstrap()
     engine: Engine = LOCAL
+    statistics: str = "ale-cli"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
         check_engine_request(self.engine, self.bootstrap)
+        statistics_params(self.statistics)
         check_rhale_options(
             max_bins=self.max_bins,
             min_points=self.min_points,
@@ -405,6 +411,7 @@ def rebin(request: RebinRequest) -> EstimateResult:
     )
     t_est = time.perf_counter()
     params = fixed.params(request.center, request.features) | request.bootstrap.params()
+    params |= statistics_params(request.statistics)
     return _result("dale", params, opened, features, (t0, t_load, t_est))
 
 
@@ -436,5 +443,6 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         "center": request.center,
         "features": list(request.features) if request.features is not None else None,
         **request.bootstrap.params(),
+        **statistics_params(request.statistics),
     }
     return _result("rhale", params, opened, features, (t0, t_load, t_est))

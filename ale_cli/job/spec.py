@@ -47,8 +47,8 @@ from ale_cli.summary.model import read_summary
 
 #: the estimators in the order they run, with the options each takes
 ESTIMATOR_OPTIONS: dict[str, tuple[str, ...]] = {
-    "rhale": ("max_bins", "min_points", "alpha", "grid", "center", "features"),
-    "rebin": ("bins", "binning", "edges", "center", "features"),
+    "rhale": ("max_bins", "min_points", "alpha", "grid", "center", "features", "statistics"),
+    "rebin": ("bins", "binning", "edges", "center", "features", "statistics"),
     "regional": (
         "max_depth",
         "min_drop",
@@ -60,7 +60,7 @@ ESTIMATOR_OPTIONS: dict[str, tuple[str, ...]] = {
         "center",
         "features",
     ),
-    "classic": ("bins", "binning", "edges", "center"),
+    "classic": ("bins", "binning", "edges", "center", "statistics"),
     "interact": ("pairs", "bins", "binning", "estimator", "edges"),
 }
 _INPUT_FIELDS = tuple(f.name for f in fields(ModelInputs))

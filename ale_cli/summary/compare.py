@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.summary.model import FeatureSummary, Summary, prediction_quantiles
-from ale_cli.summary.statistics import feature_statistics
+from ale_cli.summary.statistics import definitions_of, feature_statistics
 
 #: differences within this share of the curves' largest |value| count as rounding
 ROUNDING = 1e-9
@@ -168,14 +168,16 @@ class FeatureComparison:
 
 def summary_statistics(summary: Summary) -> dict[str, dict[str, Any]]:
     """Per estimable feature, its recorded statistics, any ``null`` or missing value
-    computed from the curve (older summaries have none)."""
+    computed from the curve by the summary's definitions (older summaries have none)."""
     estimable = [f for f in summary.features if f.status == "ok" and f.n_bins > 0]
     if all(
         f.statistics is not None and all(f.statistics.get(k) is not None for k in _NEEDED)
         for f in estimable
     ):
         return {f.name: dict(f.statistics or {}) for f in estimable}
-    computed = feature_statistics(summary.features, prediction_quantiles(summary))
+    computed = feature_statistics(
+        summary.features, prediction_quantiles(summary), definitions_of(summary.params)
+    )
     out: dict[str, dict[str, Any]] = {}
     for feat, fresh in zip(summary.features, computed, strict=True):
         if fresh is None:

@@ -22,7 +22,7 @@ from ale_cli.core.statistics import prediction_distribution
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps, float_array, read_json_file
-from ale_cli.summary.statistics import feature_statistics
+from ale_cli.summary.statistics import definitions_of, feature_statistics
 from ale_cli.summary.validate import SCHEMA_PATH as SCHEMA_PATH  # the summary's JSON Schema
 from ale_cli.summary.validate import validate_summary
 
@@ -331,13 +331,14 @@ def with_statistics(summary: Summary, prediction: np.ndarray | None) -> Summary:
     """The summary with the distribution of ``prediction`` (N,; NaN/inf left out) and
     per-feature statistics. With ``prediction`` None (or no finite value) the recorded
     distribution (if any) is used; without one NALED and NALER are ``null``. Features
-    that are not estimable get no ``statistics``."""
+    that are not estimable get no ``statistics``. The definitions are those
+    ``params.statistics`` names (:func:`~ale_cli.summary.statistics.definitions_of`)."""
     recorded = summary.prediction
     if prediction is not None and np.isfinite(prediction).any():
         dist = prediction_distribution(prediction=prediction)
         recorded = {"n": dist.n, "mean": dist.mean, "quantiles": dist.quantiles}
     quantiles = None if recorded is None else np.asarray(recorded["quantiles"], dtype=np.float64)
-    stats = feature_statistics(summary.features, quantiles)
+    stats = feature_statistics(summary.features, quantiles, definitions_of(summary.params))
     features = tuple(replace(f, statistics=s) for f, s in zip(summary.features, stats, strict=True))
     return replace(summary, prediction=recorded, features=features)
 

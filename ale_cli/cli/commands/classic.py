@@ -18,6 +18,7 @@ from ale_cli.cli.options import (
     ReadChunkOption,
     SchedulerOption,
     SeedOption,
+    StatisticsOption,
     TimestampOption,
     unshown,
 )
@@ -63,6 +64,7 @@ def classic(
     chunk_rows: ReadChunkOption = DEFAULT_CHUNK_ROWS,
     engine: EngineOption = "local",
     scheduler: SchedulerOption = None,
+    statistics: StatisticsOption = "ale-cli",
 ) -> Outcome:
     """Classic ALE (Apley-Zhu): the model at both limits of each row's bin, per feature.
 
@@ -84,6 +86,7 @@ def classic(
         bootstrap=Bootstrap(bootstrap, ci, seed),
         discrete=discrete,
         chunk_rows=chunk_rows,
+        statistics=statistics,
     )
     with run.progress("classic ALE") as progress:
         result = run_classic(request, progress=progress, engine=engine_for(engine, scheduler))

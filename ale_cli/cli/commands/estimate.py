@@ -18,6 +18,7 @@ from ale_cli.cli.options import (
     OutOption,
     SchedulerOption,
     SeedOption,
+    StatisticsOption,
     StoreArgument,
     TimestampOption,
     unshown,
@@ -57,6 +58,7 @@ def rebin(
     seed: SeedOption = None,
     engine: EngineOption = "local",
     scheduler: SchedulerOption = None,
+    statistics: StatisticsOption = "ale-cli",
 ) -> Outcome:
     """DALE on fixed bins: bin effects, heterogeneity and standard error from the store.
 
@@ -72,6 +74,7 @@ def rebin(
         edges=edges,
         bootstrap=Bootstrap(bootstrap, ci, seed),
         engine=engine_for(engine, scheduler),
+        statistics=statistics,
     )
     return summary_outcome("rebin", dale.rebin(request), out, timestamp, run)
 
@@ -115,6 +118,7 @@ def rhale(
     seed: SeedOption = None,
     engine: EngineOption = "local",
     scheduler: SchedulerOption = None,
+    statistics: StatisticsOption = "ale-cli",
 ) -> Outcome:
     """RHALE: automatic variable-size bins minimising heterogeneity, from the store."""
     refuse_stdio(store, "store", "a store")
@@ -128,5 +132,6 @@ def rhale(
         features=features,
         bootstrap=Bootstrap(bootstrap, ci, seed),
         engine=engine_for(engine, scheduler),
+        statistics=statistics,
     )
     return summary_outcome("rhale", dale.rhale(request), out, timestamp, run)
