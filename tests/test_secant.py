@@ -303,23 +303,36 @@ def test_trees_on_20k_rows_agree_with_classic(fitted_trees, name, cli, tmp_path)
 
 
 def _native_booster(name: str, frame, y, path: Path) -> Path:  # type: ignore[no-untyped-def]
-    """An XGBoost or LightGBM booster of about the scikit-learn trees' size, saved natively."""
+    """An XGBoost, LightGBM or CatBoost booster of about the scikit-learn trees' size,
+    saved natively."""
     if name == "xgboost":
         xgb = pytest.importorskip("xgboost")
         params = {"max_depth": 3, "eta": 0.2, "nthread": 1, "seed": 0}
         booster = xgb.train(params, xgb.DMatrix(frame.to_numpy(), label=y), num_boost_round=60)
-    else:
+    elif name == "lightgbm":
         lgb = pytest.importorskip("lightgbm")
         params = {"num_leaves": 8, "verbose": -1, "num_threads": 1, "seed": 0}
         booster = lgb.train(params, lgb.Dataset(frame.to_numpy(), label=y), num_boost_round=60)
+    else:
+        cb = pytest.importorskip("catboost")
+        booster = cb.CatBoostRegressor(
+            iterations=60,
+            depth=3,
+            verbose=False,
+            random_seed=0,
+            thread_count=1,
+            allow_writing_files=False,
+        ).fit(frame.to_numpy(), y)
     booster.save_model(str(path))
     return path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "ext"), [("xgboost", "json"), ("lightgbm", "txt")])
+@pytest.mark.parametrize(
+    ("name", "ext"), [("xgboost", "json"), ("lightgbm", "txt"), ("catboost", "cbm")]
+)
 def test_native_boosters_on_20k_rows_agree_with_classic(name, ext, cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """The gradient route on an XGBoost or LightGBM file meets the scikit-learn trees'
+    """The gradient route on an XGBoost, LightGBM or CatBoost file meets the scikit-learn trees'
     bounds: secants as their method, median gap <= 5 % and worst <= 15 % of classic's range."""
     frame, y = synthetic()
     frame.to_csv(tmp_path / "synthetic.csv", index=False)

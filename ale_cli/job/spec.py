@@ -42,6 +42,7 @@ from ale_cli.estimators.local_effects import ComputeRequest
 from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.estimators.regional import RegionalRequest
 from ale_cli.io.yamlsafe import check_document, load_yaml
+from ale_cli.models.mlflow_model import SCHEMES as MLFLOW_SCHEMES
 from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE, FORMATS
 from ale_cli.summary.model import read_summary
 
@@ -63,7 +64,7 @@ ESTIMATOR_OPTIONS: dict[str, tuple[str, ...]] = {
     "classic": ("bins", "binning", "edges", "center"),
     "interact": ("pairs", "bins", "binning", "estimator", "edges"),
 }
-_INPUT_FIELDS = tuple(f.name for f in fields(ModelInputs))
+_INPUT_FIELDS = tuple(f.name for f in fields(ModelInputs) if f.name != "model_source")
 DEFAULT_KEEP = 30
 #: the largest job file read (a job is a few hundred bytes)
 MAX_JOB_BYTES = 64 * 1024
@@ -254,7 +255,8 @@ def request_of(name: str, opts: dict[str, Any], *, inputs: ModelInputs, store: P
 
 def _inputs(job: Path, base: Path, top: dict[str, Any]) -> ModelInputs:
     values = {k: v for k, v in top.items() if k in _INPUT_FIELDS}
-    values["model"] = _path(base, top["model"])
+    model = top["model"]  # an MLflow URI stays as it is
+    values["model"] = model if str(model).startswith(MLFLOW_SCHEMES) else _path(base, model)
     values["data"] = _path(base, top["data"])
     try:
         return ModelInputs(**values)
