@@ -40,7 +40,9 @@ def registry(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyp
     df, y = _frame(6000)  # secants need about 20 rows per fine bin
     df.to_parquet(root / "data.parquet", index=False)
     small = df.iloc[:300]
-    pipe = make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(8,), max_iter=300, random_state=0))
+    pipe = make_pipeline(
+        StandardScaler(), MLPRegressor(hidden_layer_sizes=(8,), max_iter=300, random_state=0)
+    )
     pipe.fit(small, y[:300])
     booster = lgb.train(
         {"num_leaves": 8, "verbose": -1, "num_threads": 1, "seed": 0},
@@ -193,3 +195,29 @@ def test_help_rebin_and_rhale_do_not_import_mlflow(tmp_path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("fmt", ["pickle", "pt2"])
+def test_a_pytorch_flavour_is_read_as_its_torch_file(fmt, mlp_model, sample_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A ScriptModule saved by the pytorch flavour is its TorchScript file; a pt2 one its
+    torch.export file: autodiff, the same numbers as the .pt file (float32 rounding)."""
+    import torch
+
+    frame = pd.read_csv(sample_dir / "diabetes.csv").iloc[:200]
+    module = torch.jit.load(str(mlp_model))
+    folder = tmp_path / "torch"
+    example = frame.drop(columns="target").to_numpy()[:4]
+    if fmt == "pt2":
+        module = torch.export.load(str(mlp_model.with_suffix(".pt2"))).module()
+    mlflow.pytorch.save_model(
+        module, str(folder), serialization_format=fmt, input_example=example, pip_requirements=[]
+    )
+    by_dir = api.classic(folder, frame, exclude="target", features="bmi,s5", bins=6)
+    by_file = api.classic(mlp_model, frame, exclude="target", features="bmi,s5", bins=6)
+    for name in ("bmi", "s5"):
+        np.testing.assert_allclose(
+            by_dir.feature(name).effect, by_file.feature(name).effect, rtol=0, atol=1e-4
+        )
+    record = by_dir.store["model"]
+    assert record["format"] == ("torchscript" if fmt == "pickle" else "torch-export")
+    assert record["mlflow"] == {"uri": str(folder), "flavor": "pytorch"}

@@ -33,10 +33,13 @@ from typing import Any
 
 from ale_cli.errors import InputError, ModelError
 from ale_cli.io.yamlsafe import load_yaml
+from ale_cli.models import sniff_format
+from ale_cli.models.base import first_line
 from ale_cli.models.objects import ModelObject, Predictor
 
 SCHEMES = ("models:/", "runs:/")
 _SKLEARN_FILES = {"skops": "skops", "pickle": "pickle", "cloudpickle": "pickle"}
+_TORCH = ("torch-export", "torchscript")
 
 
 def is_reference(value: Any) -> bool:
@@ -104,7 +107,7 @@ def _local(reference: str | Path) -> tuple[Path, str | None, str | None]:
         local = Path(mlf.artifacts.download_artifacts(artifact_uri=text))
         name, version = _registered(mlf, text)
     except Exception as exc:  # MlflowException and the store's own errors
-        raise ModelError(f"cannot read MLflow model '{text}': {_first(exc)}") from None
+        raise ModelError(f"cannot read MLflow model '{text}': {first_line(exc)}") from None
     return local, name, version
 
 
@@ -124,48 +127,24 @@ def _registered(mlf: Any, uri: str) -> tuple[str | None, str | None]:
     return found.name, str(found.version)
 
 
-def _first(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def _native(local: Path, flavors: Mapping[str, Any]) -> tuple[str, Path, str] | None:
     """(flavour, file, format) of the first flavour read natively, else None."""
-    sk = flavors.get("sklearn")
-    if isinstance(sk, Mapping) and sk.get("serialization_format", "cloudpickle") in _SKLEARN_FILES:
-        return (
-            "sklearn",
-            local / str(sk["pickled_model"]),
-            _SKLEARN_FILES[sk.get("serialization_format", "cloudpickle")],
-        )
-    xg = flavors.get("xgboost")
-    if isinstance(xg, Mapping) and "data" in xg:
-        return "xgboost", local / str(xg["data"]), "xgboost"
-    lg = flavors.get("lightgbm")
-    if isinstance(lg, Mapping) and "data" in lg:
-        if str(lg.get("model_class", "")).endswith(".Booster"):
-            return "lightgbm", local / str(lg["data"]), "lightgbm"
-        fmt = _SKLEARN_FILES.get(str(lg.get("serialization_format", "cloudpickle")))
+    keys = (("sklearn", "pickled_model"), ("xgboost", "data"), ("lightgbm", "data"))
+    for flavor, key in (*keys, ("pytorch", "model_data")):
+        spec = flavors.get(flavor)
+        if not isinstance(spec, Mapping) or key not in spec:
+            continue
+        path = local / str(spec[key])
+        if flavor == "pytorch":  # pt2, or a ScriptModule; a pickled nn.Module is not read
+            files = [path / "model.pt2", path / "model.pth"]
+            found = [(p, sniff_format(p)) for p in files if p.is_file()]
+            return next((("pytorch", p, f) for p, f in found if f in _TORCH), None)
+        if flavor == "xgboost" or str(spec.get("model_class", "")).endswith(".Booster"):
+            return flavor, path, flavor
+        fmt = _SKLEARN_FILES.get(str(spec.get("serialization_format", "cloudpickle")))
         if fmt is not None:
-            return "lightgbm", local / str(lg["data"]), fmt
-    pt = flavors.get("pytorch")
-    if isinstance(pt, Mapping) and "model_data" in pt:
-        folder = local / str(pt["model_data"])
-        for name, fmt in (("model.pt2", "torch-export"), ("model.pth", "torchscript")):
-            path = folder / name
-            if path.is_file() and (fmt == "torch-export" or _is_torchscript(path)):
-                return "pytorch", path, fmt
+            return flavor, path, fmt
     return None
-
-
-def _is_torchscript(path: Path) -> bool:
-    """A TorchScript archive (a ScriptModule saved by the pytorch flavour), not a pickle."""
-    import zipfile
-
-    if not zipfile.is_zipfile(path):
-        return False
-    with zipfile.ZipFile(path) as zf:
-        return any(n.endswith("constants.pkl") or "/code/" in n for n in zf.namelist())
 
 
 def resolve(reference: str | Path, *, trust_pickle: bool = False) -> Resolved:
@@ -205,7 +184,7 @@ def _pyfunc(local: Path, label: str) -> ModelObject:
     try:
         model = mlf.pyfunc.load_model(str(local))
     except Exception as exc:
-        raise ModelError(f"cannot load MLflow model '{label}': {_first(exc)}") from None
+        raise ModelError(f"cannot load MLflow model '{label}': {first_line(exc)}") from None
     schema = model.metadata.get_input_schema()
     frame = schema is not None and not schema.is_tensor_spec() and schema.has_input_names()
     digest = hashlib.sha256(b"mlflow-pyfunc\n")
