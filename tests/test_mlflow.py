@@ -221,3 +221,18 @@ def test_a_pytorch_flavour_is_read_as_its_torch_file(fmt, mlp_model, sample_dir,
     record = by_dir.store["model"]
     assert record["format"] == ("torchscript" if fmt == "pickle" else "torch-export")
     assert record["mlflow"] == {"uri": str(folder), "flavor": "pytorch"}
+
+
+def test_a_job_file_names_a_registered_model(registry, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import yaml
+
+    job = tmp_path / "job.yaml"
+    fields = {"model": "models:/lgb/1", "data": str(registry["root"] / "data.parquet")}
+    job.write_text(
+        yaml.safe_dump(fields | {"estimators": ["rebin"], "plots": False, "report": False})
+    )
+    result = api.run(job, out=tmp_path / "run")
+    assert result.exit_code == 0
+    record = api.read_store(tmp_path / "run" / "store.npz").meta["model"]
+    assert record["mlflow"]["uri"] == "models:/lgb/1" and record["mlflow"]["version"] == "1"
+    assert result.manifest["inputs"]["model"]["sha256"] == record["sha256"]
