@@ -332,10 +332,13 @@ def report(
     return page.html
 
 
-def run(job: str | Path, *, out: str | Path | None = None, wait: bool = False) -> Any:
+def run(
+    job: str | Path, *, out: str | Path | None = None, wait: bool = False, model: Any = None
+) -> Any:
     """Run a job file as ``ale run`` does; a :class:`~ale_cli.job.JobResult` (``manifest``,
-    ``exit_code``: the audit's, 0 or 3)."""
-    spec = read_job(job)
+    ``exit_code``: the audit's, 0 or 3). ``model``: a model object (as for :func:`compute`,
+    with a content hash) run in place of the job file's model."""
+    spec = read_job(job, model=model)
     target = Path(out) if out is not None else spec.out
     if target is None:
         raise InputError("{param}: give the run's directory, or 'out' in the job file", param="out")

@@ -73,7 +73,9 @@ def boosters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, 
     except ImportError:
         pass
     else:
-        reg = cb.CatBoostRegressor(iterations=40, depth=3, verbose=False, random_seed=0)
+        reg = cb.CatBoostRegressor(
+            iterations=40, depth=3, verbose=False, random_seed=0, allow_writing_files=False
+        )
         reg.fit(df.to_numpy(), y)
         reg.save_model(str(folder / "m.cbm"))
         out["cbm"] = (folder / "m.cbm", _Predict(reg.predict))

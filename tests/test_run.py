@@ -297,6 +297,34 @@ def test_api_run_returns_the_manifest(product_model, tmp_path):
     assert result.manifest == validated_manifest(tmp_path / "run")
 
 
+def test_api_run_takes_a_model_object_in_place_of_the_job_files(product_model, tmp_path):
+    """A torch module given to api.run equals the job's TorchScript file (the job file may
+    leave out its model); a second run is a cache hit; a callable has no content hash."""
+    import torch
+
+    from ale_cli import api
+    from ale_cli.errors import InputError
+
+    product_data(tmp_path / "data.csv")
+    opts = {"data": "data.csv", "estimators": ["rhale", "classic"], "plots": False}
+    by_file = write_job(tmp_path / "file.yaml", model=str(product_model), **opts, report=False)
+    by_object = write_job(tmp_path / "object.yaml", **opts, report=False)
+    module = torch.jit.load(str(product_model))
+    a = api.run(by_file, out=tmp_path / "a")
+    b = api.run(by_object, out=tmp_path / "b", model=module)
+    assert b.exit_code == 0 and b.manifest == validated_manifest(tmp_path / "b")
+    assert b.manifest["inputs"]["model"]["path"] == "<RecursiveScriptModule object>"
+    for name in ("rhale", "classic"):
+        x0 = [api.read_summary(r.out / f"{name}.json").feature("x0") for r in (a, b)]
+        np.testing.assert_allclose(x0[1].effect, x0[0].effect, rtol=0, atol=1e-12)
+    again = api.run(by_object, out=tmp_path / "b", model=module)
+    assert again.manifest["steps_run"] == 0
+    with pytest.raises(
+        InputError, match=r"^model is <callable .*<lambda>>, which has no content hash"
+    ):
+        api.run(by_object, out=tmp_path / "c", model=lambda X: X.sum(axis=1))
+
+
 def test_discrete_key_reaches_compute_and_classic(cli, product_model, tmp_path):
     from ale_cli.store.npz import read_store
 

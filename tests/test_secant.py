@@ -302,6 +302,49 @@ def test_trees_on_20k_rows_agree_with_classic(fitted_trees, name, cli, tmp_path)
             assert median <= 0.05 and worst <= 0.15, (key, feat.name, median, worst)
 
 
+def _native_booster(name: str, frame, y, path: Path) -> Path:  # type: ignore[no-untyped-def]
+    """An XGBoost, LightGBM or CatBoost booster of about the scikit-learn trees' size,
+    saved natively."""
+    if name == "xgboost":
+        xgb = pytest.importorskip("xgboost")
+        params = {"max_depth": 3, "eta": 0.2, "nthread": 1, "seed": 0}
+        booster = xgb.train(params, xgb.DMatrix(frame.to_numpy(), label=y), num_boost_round=60)
+    elif name == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+        params = {"num_leaves": 8, "verbose": -1, "num_threads": 1, "seed": 0}
+        booster = lgb.train(params, lgb.Dataset(frame.to_numpy(), label=y), num_boost_round=60)
+    else:
+        cb = pytest.importorskip("catboost")
+        booster = cb.CatBoostRegressor(
+            iterations=60,
+            depth=3,
+            verbose=False,
+            random_seed=0,
+            thread_count=1,
+            allow_writing_files=False,
+        ).fit(frame.to_numpy(), y)
+    booster.save_model(str(path))
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "ext"), [("xgboost", "json"), ("lightgbm", "txt"), ("catboost", "cbm")]
+)
+def test_native_boosters_on_20k_rows_agree_with_classic(name, ext, cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The gradient route on an XGBoost, LightGBM or CatBoost file meets the scikit-learn trees'
+    bounds: secants as their method, median gap <= 5 % and worst <= 15 % of classic's range."""
+    frame, y = synthetic()
+    frame.to_csv(tmp_path / "synthetic.csv", index=False)
+    model = _native_booster(name, frame, y, tmp_path / f"{name}.{ext}")
+    out = _store_vs_classic(cli, model, tmp_path / "synthetic.csv", (), tmp_path)
+    for key in ("rebin", "rhale"):
+        for feat in out[key].features:
+            assert feat.status == "ok" and feat.method == "secant"
+            median, worst = _gap(feat, out[f"classic_{key}"].feature(feat.name))
+            assert median <= 0.05 and worst <= 0.15, (key, feat.name, median, worst)
+
+
 @pytest.mark.slow
 def test_diabetes_trees_agree_with_classic_or_are_refused(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """442 rows: a feature whose median fine bin holds fewer than 20 rows is refused

@@ -37,7 +37,8 @@ _ARGUMENTS = [
         "Model file: torch.export (.pt2, what PyTorch recommends), TorchScript "
         "(.pt/.ts, deprecated by PyTorch), ONNX (.onnx), skops (.skops), a "
         "pickle (.pkl/.pickle/.joblib, needs --trust-pickle), or a booster with its "
-        "extra: XGBoost (.json/.ubj), LightGBM (.txt), CatBoost (.cbm).",
+        "extra: XGBoost (.json/.ubj), LightGBM (.txt), CatBoost (.cbm); or an MLflow "
+        "model directory, models:/NAME/VERSION or runs:/ID/PATH (the mlflow extra).",
     ),
     _argument(
         "data",

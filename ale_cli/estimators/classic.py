@@ -385,14 +385,14 @@ def classic(
         n_rows=state.kept,
         features=tuple(features),
         created=utc_now(),
-        notes=(*binary, *object_notes(inputs.model)),
+        notes=(*binary, *object_notes(inputs)),
     )
     notes = (
         *loaded.notes,
         *binary,
         *((dropped_note(inputs.model, dropped),) if len(dropped) else ()),
         *run_notes(features),
-        *object_notes(inputs.model),
+        *object_notes(inputs),
     )
     return EstimateResult(
         summary=with_statistics(summary, np.concatenate(state.predictions)),

@@ -22,6 +22,7 @@ from ale_cli.io.files import sha256_file
 from ale_cli.models import MODEL_FORMATS, Columns, detect_format, load_model
 from ale_cli.models.base import METHODS, LoadOptions
 from ale_cli.models.columns import ColumnOrder, model_column_order, order_note
+from ale_cli.models.mlflow_model import MlflowSource, is_reference, resolve
 from ale_cli.models.objects import ModelObject, given_model
 
 if TYPE_CHECKING:
@@ -55,7 +56,10 @@ class ModelInputs:
     every column but ``exclude``); ``features``: the inputs to explain (None: all);
     ``dropna`` / ``drop_nonfinite``: drop (and count) rows with non-finite data or model
     values instead of refusing; ``categorical``: integer-coded inputs held fixed; ``step``:
-    the finite-difference step as a fraction of each feature's std.
+    the finite-difference step as a fraction of each feature's std. An MLflow model (a
+    model directory or a ``models:/``, ``runs:/`` URI) is resolved here to its flavour's
+    file or its pyfunc, ``model_source`` saying where it came from
+    (:mod:`ale_cli.models.mlflow_model`).
     Names may be given as tuples, lists or comma-separated strings.
 
     >>> ModelInputs(model=Path("m.pt"), data=Path("d.csv"), exclude="target").exclude
@@ -81,9 +85,20 @@ class ModelInputs:
     batch_size: int | None = None
     method: str = "auto"
     step: float | None = None
+    model_source: MlflowSource | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
+        if self.model_source is None and is_reference(self.model):
+            if self.model_format is not None:
+                raise InputError(
+                    "{param} does not apply to an MLflow model: its MLmodel file names its flavour",
+                    param="model_format",
+                )
+            found = resolve(self.model, trust_pickle=self.trust_pickle)
+            set_(self, "model_format", found.model_format)
+            set_(self, "model", found.model)
+            set_(self, "model_source", found.source)
         set_(self, "model", given_model(self.model))
         if not is_frame(self.data):
             set_(self, "data", Path(self.data))
@@ -143,9 +158,10 @@ class ModelInputs:
                 )
 
     def result_options(self) -> dict[str, Any]:
-        """The options that change the numbers (batch size and trust do not), for cache keys."""
+        """The options that change the numbers (batch size, trust and where an MLflow model
+        came from do not: its bytes key the cache), for cache keys."""
 
-        skip = ("model", "data", "batch_size", "trust", "trust_pickle")
+        skip = ("model", "data", "batch_size", "trust", "trust_pickle", "model_source")
         options = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         # the model's columns file decides which column is which: it keys the cache too
         # (an ONNX graph's input names are part of the model's bytes, already in the key)
@@ -329,7 +345,7 @@ def provenance(
     """A summary's ``store`` part for ``model`` run on ``n_rows`` rows of the data."""
     return {
         "path": None,
-        "model": model_record(inputs.model, model.format),
+        "model": model_record(inputs, model.format),
         "data": {"path": inputs.data_label, "sha256": data_sha},
         "method": method,
         "output": model.describe().get("output"),
@@ -343,15 +359,24 @@ def model_sha256(model: Path | ModelObject) -> str | None:
     return model.sha256 if isinstance(model, ModelObject) else sha256_file(model)
 
 
-def model_record(model: Path | ModelObject, fmt: str, sha256: str | None = None) -> dict[str, Any]:
+def model_record(inputs: ModelInputs, fmt: str, sha256: str | None = None) -> dict[str, Any]:
     """A store's or summary's ``model`` provenance: path, sha256 and format of a file, or
-    the type and content hash of an object (``sha256``: the file's, when known)."""
+    the type and content hash of an object (``sha256``: the file's, when known), and where
+    an MLflow model came from (``mlflow``: its URI, flavour, run and registry version)."""
+    model = inputs.model
     if isinstance(model, ModelObject):
-        return model.provenance() | {"format": fmt}
-    return {"path": str(model), "sha256": sha256 or sha256_file(model), "format": fmt}
+        record = model.provenance() | {"format": fmt}
+    else:
+        record = {"path": str(model), "sha256": sha256 or sha256_file(model), "format": fmt}
+    if inputs.model_source is not None:
+        record["mlflow"] = inputs.model_source.record()
+    return record
 
 
-def object_notes(model: Path | ModelObject) -> tuple[str, ...]:
-    """The note a result carries when its model is an object without a content hash."""
-    note = model.note() if isinstance(model, ModelObject) else None
-    return () if note is None else (note,)
+def object_notes(inputs: ModelInputs) -> tuple[str, ...]:
+    """The notes a result carries for its model: an object without a content hash; an
+    MLflow model called through its pyfunc."""
+    model, source = inputs.model, inputs.model_source
+    notes = (model.note() if isinstance(model, ModelObject) else None,)
+    notes += (source.note() if source is not None else None,)
+    return tuple(n for n in notes if n is not None)

@@ -107,7 +107,7 @@ def _meta(
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "ale", "version": __version__},
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "model": model_record(inputs.model, model.format, hashes.model),
+        "model": model_record(inputs, model.format, hashes.model),
         "data": {
             "path": inputs.data_label,
             "sha256": hashes.data,
@@ -266,7 +266,7 @@ def _write(
         notes = (*run.model.describe().get("notes", ()), *run.notes)
         found = state.note(str(request.inputs.model))
         notes += (found,) if found is not None else ()
-        notes += object_notes(request.inputs.model)
+        notes += object_notes(request.inputs)
         meta["notes"] = list(notes)
         notes += (cached.note,) if isinstance(cached, Damaged) else ()
         where = engine.describe()

@@ -42,6 +42,8 @@ from ale_cli.estimators.local_effects import ComputeRequest
 from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.estimators.regional import RegionalRequest
 from ale_cli.io.yamlsafe import check_document, load_yaml
+from ale_cli.models.mlflow_model import SCHEMES as MLFLOW_SCHEMES
+from ale_cli.models.objects import ModelObject, model_object
 from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE, FORMATS
 from ale_cli.summary.model import read_summary
 
@@ -63,7 +65,7 @@ ESTIMATOR_OPTIONS: dict[str, tuple[str, ...]] = {
     "classic": ("bins", "binning", "edges", "center", "statistics"),
     "interact": ("pairs", "bins", "binning", "estimator", "edges"),
 }
-_INPUT_FIELDS = tuple(f.name for f in fields(ModelInputs))
+_INPUT_FIELDS = tuple(f.name for f in fields(ModelInputs) if f.name != "model_source")
 DEFAULT_KEEP = 30
 #: the largest job file read (a job is a few hundred bytes)
 MAX_JOB_BYTES = 64 * 1024
@@ -252,9 +254,12 @@ def request_of(name: str, opts: dict[str, Any], *, inputs: ModelInputs, store: P
     return InteractRequest(inputs=replace(inputs), store=store, **given)
 
 
-def _inputs(job: Path, base: Path, top: dict[str, Any]) -> ModelInputs:
+def _inputs(job: Path, base: Path, top: dict[str, Any], model: Any) -> ModelInputs:
     values = {k: v for k, v in top.items() if k in _INPUT_FIELDS}
-    values["model"] = _path(base, top["model"])
+    if model is None:
+        model = top["model"]  # an MLflow URI stays as it is
+        model = model if str(model).startswith(MLFLOW_SCHEMES) else _path(base, model)
+    values["model"] = model
     values["data"] = _path(base, top["data"])
     try:
         return ModelInputs(**values)
@@ -306,16 +311,31 @@ def _check_requests(job: Path, spec: JobSpec) -> None:
         raise _named(job, exc, job_key) from None
 
 
-def read_job(path: str | Path) -> JobSpec:
-    """Parse and check a job file whole (JobError naming the file and the key path)."""
+def read_job(path: str | Path, *, model: Any = None) -> JobSpec:
+    """Parse and check a job file whole (JobError naming the file and the key path).
+
+    ``model``: a model object (:mod:`ale_cli.models.objects`) run in place of the job
+    file's ``model``, which may then be left out. A job records every input's sha256 and
+    reuses a step whose inputs are unchanged, so an object without a content hash (a
+    callable) is refused."""
     job = Path(path)
+    schema = job_schema()
+    if model is not None:
+        model = model_object(model)
+        schema["required"].remove("model")
+        if model.sha256 is None:
+            raise InputError(
+                f"{{param}} is {model}, which has no content hash, and a job reuses a step "
+                "whose inputs' hashes are unchanged; save the model to a file",
+                param="model",
+            )
     try:
         data = _normalised(load_yaml(job, "job file", max_bytes=MAX_JOB_BYTES))
-        check_document(data, job_schema(), f"job '{job}'")
+        check_document(data, schema, f"job '{job}'")
     except InputError as exc:
         raise JobError(str(exc)) from None
     base = job.resolve().parent
-    inputs = _inputs(job, base, data)
+    inputs = _inputs(job, base, data, model)
     estimators = _estimators(job, base, data["estimators"])
     discrete = _discrete(job, data.get("discrete"))
     if discrete is not None and "classic" in estimators:  # in its options: its cache key
@@ -338,7 +358,8 @@ def read_job(path: str | Path) -> JobSpec:
         discrete=discrete,
     )
     _check_requests(job, spec)
-    _existing(job, "model", inputs.model, file=False)
+    if not isinstance(inputs.model, ModelObject):
+        _existing(job, "model", inputs.model, file=False)
     _existing(job, "data", Path(inputs.data), file=False)
     rules, baseline = _audit(job, base, data.get("audit") or {})
     return replace(spec, rules=rules, baseline=baseline)
