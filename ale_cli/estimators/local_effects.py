@@ -128,6 +128,7 @@ def _meta(
         "method": model.method,
         "method_details": details,
         "output": details.get("output"),
+        **({"outputs": details["outputs"]} if "outputs" in details else {}),
         "options": request.result_options()
         | {
             "batch_size": inputs.batch_size,

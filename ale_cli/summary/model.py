@@ -68,6 +68,8 @@ class FeatureSummary:
     order: np.ndarray | None = None
     #: how the local effects were obtained when it is not a derivative ("secant")
     method: str | None = None
+    #: the model output explained, in a summary of several (its record's ``name``)
+    output: str | None = None
     #: the bootstrap replicates (in memory only, for the statistics' bands)
     replicates: Replicates | None = field(default=None, compare=False, repr=False)
 
@@ -84,6 +86,8 @@ class FeatureSummary:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "status": self.status}
+        if self.output is not None:
+            out["output"] = self.output
         if self.reason is not None:
             out["reason"] = self.reason
         if self.kind is not None:
@@ -129,6 +133,7 @@ class FeatureSummary:
             levels=tuple(data["levels"]) if "levels" in data else None,
             order=np.asarray(data["order"], dtype=np.int64) if "order" in data else None,
             method=data.get("method"),
+            output=data.get("output"),
         )
 
 
