@@ -338,6 +338,7 @@ def _result(
             prediction=recorded,
         ),
         prediction,
+        output_predictions(store),
     )
     return EstimateResult(
         summary=summary,
@@ -345,6 +346,18 @@ def _result(
         timings={"load_s": t_load - t0, "estimate_s": t_est - t_load},
         notes=secants.summary_notes(store.meta) + run_notes(features),
     )
+
+
+def output_predictions(store: Store | StoreFile) -> dict[str, np.ndarray] | None:
+    """Each output's predictions (N,) by its label, for a store of several (else None)."""
+    records = output_records(store.meta)
+    if len(records) == 1:
+        return None
+    views = [store.select_output(k) for k in range(len(records))]
+    return {
+        output_label(r): v.prediction() if isinstance(v, StoreFile) else v.prediction
+        for r, v in zip(records, views, strict=True)
+    }
 
 
 def _features(

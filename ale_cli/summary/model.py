@@ -11,6 +11,7 @@ byte-identical for the same inputs apart from ``created`` (omitted with ``timest
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -332,17 +333,32 @@ def prediction_quantiles(summary: Summary) -> np.ndarray | None:
     return np.asarray(summary.prediction["quantiles"], dtype=np.float64)
 
 
-def with_statistics(summary: Summary, prediction: np.ndarray | None) -> Summary:
+def with_statistics(
+    summary: Summary,
+    prediction: np.ndarray | None,
+    outputs: Mapping[str, np.ndarray] | None = None,
+) -> Summary:
     """The summary with the distribution of ``prediction`` (N,; NaN/inf left out) and
     per-feature statistics. With ``prediction`` None (or no finite value) the recorded
     distribution (if any) is used; without one NALED and NALER are ``null``. Features
-    that are not estimable get no ``statistics``."""
+    that are not estimable get no ``statistics``. The records of each output of several
+    are ranked among themselves, normalised by that output's ``outputs[name]`` (N,)."""
     recorded = summary.prediction
     if prediction is not None and np.isfinite(prediction).any():
         dist = prediction_distribution(prediction=prediction)
         recorded = {"n": dist.n, "mean": dist.mean, "quantiles": dist.quantiles}
     quantiles = None if recorded is None else np.asarray(recorded["quantiles"], dtype=np.float64)
-    stats = feature_statistics(summary.features, quantiles)
+    groups: dict[str | None, list[int]] = {}
+    for i, f in enumerate(summary.features):
+        groups.setdefault(f.output, []).append(i)
+    stats: list[Any] = [None] * len(summary.features)
+    for label, rows in groups.items():
+        q = quantiles
+        if outputs and label in outputs and np.isfinite(outputs[label]).any():
+            q = np.asarray(prediction_distribution(prediction=outputs[label]).quantiles)
+        found = feature_statistics([summary.features[i] for i in rows], q)
+        for i, st in zip(rows, found, strict=True):
+            stats[i] = st
     features = tuple(replace(f, statistics=s) for f, s in zip(summary.features, stats, strict=True))
     return replace(summary, prediction=recorded, features=features)
 
