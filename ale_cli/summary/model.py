@@ -78,6 +78,12 @@ class FeatureSummary:
     def n_bins(self) -> int:
         return len(self.counts)
 
+    @property
+    def key(self) -> str:
+        """How messages name the record: ``name``, or ``name [output]`` in a summary of
+        several outputs."""
+        return self.name if self.output is None else f"{self.name} [{self.output}]"
+
     @classmethod
     def from_effect(cls, name: str, effect: FirstOrderEffect, **more: Any) -> FeatureSummary:
         """The summary of an estimated feature: every array of ``effect`` and ``more``
