@@ -159,3 +159,78 @@ def test_split_outputs_and_damaged_stores(tmp_path) -> None:  # type: ignore[no-
     with pytest.raises(InputError, match="is not an array of one of its outputs"):
         open_store(tmp_path / "stray.npz")
     json.dumps(outputs)  # the records are plain JSON
+
+
+@pytest.fixture(scope="module")
+def multi_summary(three_class, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """A rebin summary of every class (written), and the summary of class 1 alone."""
+    from ale_cli import api
+    from ale_cli.summary.model import write_summary
+
+    model, data = three_class
+    root = tmp_path_factory.mktemp("multi")
+    frame = pd.read_csv(data).drop(columns="target")
+    import skops.io as sio
+
+    est = sio.load(model, trusted=sio.get_untrusted_types(file=model))
+    api.compute(est, frame, out=root / "all.npz", output="all")
+    api.compute(est, frame, out=root / "one.npz", output="proba:1")
+    many, one = api.rebin(root / "all.npz", bins=5), api.rebin(root / "one.npz", bins=5)
+    write_summary(root / "all.json", many)
+    write_summary(root / "one.json", one)
+    return root, many, one
+
+
+def test_export_has_an_output_column(multi_summary) -> None:  # type: ignore[no-untyped-def]
+    from ale_cli.summary.export import export_table
+
+    root, _, _ = multi_summary
+    many, one = export_table(root / "all.json").frame, export_table(root / "one.json").frame
+    assert list(many.columns[:4]) == ["estimator", "feature", "kind", "output"]
+    assert list(dict.fromkeys(many["output"])) == ["proba:0", "proba:1", "proba:2"]
+    mine = many[many["output"] == "proba:1"].drop(columns="output").reset_index(drop=True)
+    pd.testing.assert_frame_equal(mine[one.columns], one, check_exact=False, rtol=1e-12)
+
+
+def test_diff_and_audit_name_each_output(multi_summary, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ale_cli.audit.evaluate import evaluate
+    from ale_cli.audit.rules import read_rules
+    from ale_cli.summary.compare import compare_summaries
+
+    _, many, one = multi_summary
+    found = compare_summaries(one, many)
+    assert [c.name for c in found][:4] == ["a", "b", "s", "a [proba:0]"]
+    assert all(c.status == "missing_in_base" for c in found[3:])
+    same = compare_summaries(many, many, features=["a"])
+    assert [c.name for c in same] == ["a [proba:0]", "a [proba:1]", "a [proba:2]"]
+    assert all(c.difference is not None and c.difference.max_abs == 0 for c in same)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - feature: '*'\n    output: proba:2\n    max_aled: 1000\n")
+    result = evaluate([("all", many)], read_rules(rules))
+    assert [c.feature for c in result.checks] == ["a [proba:2]", "b [proba:2]", "s [proba:2]"]
+    rules.write_text("rules:\n  - feature: a\n    output: proba:9\n    max_aled: 1\n")
+    with pytest.raises(InputError, match=r"no summary has output 'proba:9' \(outputs: proba:0"):
+        evaluate([("all", many)], read_rules(rules))
+
+
+def test_small_multiples_plot_each_outputs_curve(multi_summary) -> None:  # type: ignore[no-untyped-def]
+    from ale_cli.plot.outputs import outputs_figure
+
+    _, many, _ = multi_summary
+    fig = outputs_figure(many, ["a", "s"])
+    lines = {ln.get_gid(): ln for ax in fig.axes for ln in ax.lines if ln.get_gid()}
+    for k, output in enumerate(("proba:0", "proba:1", "proba:2")):
+        a = next(f for f in many.features if (f.name, f.output) == ("a", output))
+        np.testing.assert_array_equal(lines[f"r0.o{k}.effect"].get_xdata(), a.edges)
+        np.testing.assert_array_equal(lines[f"r0.o{k}.effect"].get_ydata(), a.effect)
+        s = next(f for f in many.features if (f.name, f.output) == ("s", output))
+        np.testing.assert_array_equal(lines[f"r1.o{k}.effect"].get_ydata(), s.effect)
+    assert len(fig.axes) == 6
+
+
+def test_regional_refuses_a_store_of_several_outputs(multi_summary) -> None:  # type: ignore[no-untyped-def]
+    from ale_cli import api
+
+    root, _, _ = multi_summary
+    with pytest.raises(InputError, match=r"holds 3 outputs \(proba:0, proba:1, proba:2\)"):
+        api.regional(root / "all.npz")
