@@ -35,6 +35,19 @@ def summary_outputs(summary: Summary) -> list[str]:
     return list(dict.fromkeys(f.output for f in summary.features if f.output is not None))
 
 
+def output_view(summary: Summary, output: str | None) -> Summary:
+    """The summary of one output's records (``output`` None: the summary), its store
+    naming that output (for the figures' labels)."""
+    if output is None:
+        return summary
+    from dataclasses import replace
+
+    records = {str(r.get("name")): r for r in summary.store.get("outputs") or ()}
+    store = summary.store | {"output": records.get(output, output)}
+    feats = tuple(f for f in summary.features if f.output == output)
+    return replace(summary, features=feats, store=store)
+
+
 def _draw(ax: Axes, feat: FeatureSummary, gid: str) -> None:
     """One record on ``ax``: the curve and its +/- STD band, dots per level, or why not."""
     if feat.status != "ok" or feat.n_bins == 0:
