@@ -234,3 +234,26 @@ def test_regional_refuses_a_store_of_several_outputs(multi_summary) -> None:  # 
     root, _, _ = multi_summary
     with pytest.raises(InputError, match=r"holds 3 outputs \(proba:0, proba:1, proba:2\)"):
         api.regional(root / "all.npz")
+
+
+def test_torch_outputs_in_one_backward_graph(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A 3-output TorchScript net: every column at once equals each column alone (the same
+    float32 gradients), in compute + rhale and in classic with a list."""
+    torch = pytest.importorskip("torch")
+    from ale_cli import api
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    torch.jit.script(net.eval()).save(str(tmp_path / "net.pt"))
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(200, 3)).astype("float32"), columns=["a", "b", "c"])
+    api.compute(tmp_path / "net.pt", frame, out=tmp_path / "all.npz", output="all")
+    many = api.rhale(tmp_path / "all.npz")
+    both = api.classic(tmp_path / "net.pt", frame, output="0,2", bins=5)
+    assert [o["selector"] for o in both.store["outputs"]] == ["0", "2"]
+    for k in ("0", "1", "2"):
+        api.compute(tmp_path / "net.pt", frame, out=tmp_path / f"{k}.npz", output=k)
+        _same(many, api.rhale(tmp_path / f"{k}.npz"), k)
+    _same(both, api.classic(tmp_path / "net.pt", frame, output="2", bins=5), "2")
+    with pytest.raises(InputError, match="selects an element of a tuple"):
+        api.compute(tmp_path / "net.pt", frame, out=tmp_path / "x.npz", output="0,1:0")
