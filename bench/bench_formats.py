@@ -177,7 +177,7 @@ def main() -> None:
     chunk_sweep(5_000 if QUICK else 12_000, 8, sweep)
     chunk_sweep(1_000 if QUICK else 2_000, 50, sweep)
     print()
-    every_class(10_000 if QUICK else 50_000, 8)
+    every_class(5_000 if QUICK else 20_000, 8)
 
 
 if __name__ == "__main__":
