@@ -35,7 +35,6 @@ META_KEYS = (
     "features",
     "method",
     "output",
-    "outputs",  # a store of several outputs: their records, the first ``output``
     "options",
     "n_rows",
     "timings",
@@ -50,7 +49,8 @@ LEVEL_ARRAYS = ("level_up", "level_down")
 #: the fine grids of the explained features, flat, and where each feature's starts (F+1,)
 FINE_EDGES = "fine_edges"
 FINE_OFFSETS = "fine_offsets"
-#: row arrays held once per output by a store of several outputs (meta ``outputs``):
+#: row arrays held once per output by a store of several outputs (its meta's optional
+#: ``outputs`` lists their records, the first the meta's ``output``):
 #: output 0's as named, output k's as ``name.out<k>`` (:func:`output_entry`)
 PER_OUTPUT = ("local_effects", "prediction", *LEVEL_ARRAYS)
 
