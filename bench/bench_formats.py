@@ -8,6 +8,9 @@
    N rows (target <= 1.2).
 3. Evaluation rows per call for the stacked finite differences (the chunk size
    behind ``finite_diff.DEFAULT_EVAL_ROWS``), at D = 8 and D = 50.
+4. Every class at once: ``ale compute --output all`` of a 3-class classifier against
+   three single-class computes (``proba:0``, ``proba:1``, ``proba:2``), interleaved, for
+   a smooth model (finite differences) and a tree ensemble (secants).
 
 Set BENCH_QUICK=1 for a smaller run.
 """
@@ -127,6 +130,44 @@ def chunk_sweep(n: int, d: int, sizes: tuple[int, ...]) -> None:
         print(f"  {size:>7} rows/call  {t * 1e3:8.1f} ms  x{t / best:5.2f} of best{mark}")
 
 
+def every_class(n: int, d: int) -> None:
+    """One compute of every class against one compute per class (same run, interleaved)."""
+    import tempfile
+
+    import pandas as pd
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.neural_network import MLPClassifier
+
+    from ale_cli import api
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(n, d)), columns=[f"x{j}" for j in range(d)])
+    y = (frame["x0"] + frame["x1"] > 0).astype(int) + (frame["x2"] > 0.5)
+    models = {
+        "MLP (finite differences)": MLPClassifier((32,), max_iter=50, random_state=0),
+        "HGB (secants)": HistGradientBoostingClassifier(max_iter=50, random_state=0),
+    }
+    print(f"every class at once: N = {n:,}, D = {d}, 3 classes; best of 3 interleaved")
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, est in models.items():
+            est.fit(frame[:5000], y[:5000])
+
+            def one(output: str, est: Any = est) -> None:
+                api.compute(est, frame, out=Path(tmp) / f"{output}.npz", output=output, force=True)
+
+            times = interleaved(
+                {
+                    "all": lambda: one("all"),
+                    "three": lambda: [one(f"proba:{k}") for k in range(3)],
+                },
+                3,
+            )
+            print(
+                f"  {label}: --output all {times['all']:.2f} s, three single-class computes "
+                f"{times['three']:.2f} s (ratio {times['all'] / times['three']:.2f})"
+            )
+
+
 def main() -> None:
     onnx_mlp(20_000 if QUICK else 100_000)
     print()
@@ -135,6 +176,8 @@ def main() -> None:
     sweep = (8_000, 16_000, 50_000, 100_000, 200_000)
     chunk_sweep(5_000 if QUICK else 12_000, 8, sweep)
     chunk_sweep(1_000 if QUICK else 2_000, 50, sweep)
+    print()
+    every_class(5_000 if QUICK else 20_000, 8)
 
 
 if __name__ == "__main__":

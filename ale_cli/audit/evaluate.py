@@ -106,7 +106,10 @@ class _Context:
             self.stats[label] = summary_statistics(summary)
         return self.stats[label]
 
-    def applies(self, rule: Rule, name: str) -> bool:
+    def applies(self, rule: Rule, name: str, feat: FeatureSummary | None = None) -> bool:
+        """Does ``rule`` check feature ``name`` (its record ``feat``: of the rule's output)?"""
+        if rule.output is not None and feat is not None and feat.output != rule.output:
+            return False
         if rule.feature == WILDCARD:
             return (rule.name, name) not in self.explicit
         return rule.feature == name
@@ -136,8 +139,9 @@ def _first_order_checks(rule: Rule, ctx: _Context) -> list[Check]:
     out = []
     for label, summary in ctx.summaries:
         for feat in summary.features:
-            if not ctx.applies(rule, feat.name):
+            if not ctx.applies(rule, feat.name, feat):
                 continue
+            key = feat.key
             if rule.name == "not_estimable":
                 action = rule.params["action"]
                 if action == "ignore":
@@ -145,23 +149,17 @@ def _first_order_checks(rule: Rule, ctx: _Context) -> list[Check]:
                 severity = "error" if action == "fail" else "warn"
                 ok = _estimable(feat)
                 observed = "estimable" if ok else f"not estimable ({feat.reason})"
-                out.append(
-                    _check(rule, label, feat.name, ok, observed, "estimable", severity=severity)
-                )
+                out.append(_check(rule, label, key, ok, observed, "estimable", severity=severity))
                 continue
             if not _estimable(feat):
-                out.append(
-                    _check(rule, label, feat.name, None, f"not estimable ({feat.reason})", "-")
-                )
+                out.append(_check(rule, label, key, None, f"not estimable ({feat.reason})", "-"))
                 continue
             if rule.name in STATISTICS:
-                stats = ctx.statistics(label, summary)[feat.name]
+                stats = ctx.statistics(label, summary)[key]
                 ok, observed, limit, value, details = statistic(rule.name, stats, rule.params)
             else:
                 ok, observed, limit, value, details = FIRST_ORDER[rule.name](feat, rule.params)
-            out.append(
-                _check(rule, label, feat.name, ok, observed, limit, value=value, details=details)
-            )
+            out.append(_check(rule, label, key, ok, observed, limit, value=value, details=details))
     return out
 
 
@@ -234,7 +232,7 @@ def _statistic_drift_check(
     sides = {"baseline": (base_label, base), "summary": (label, summary)}
     stats, why = {}, []
     for side, (lab, s) in sides.items():
-        feat = next((f for f in s.features if f.name == name), None)
+        feat = next((f for f in s.features if f.key == name), None)
         if feat is None:
             why.append(f"not in the {side}")
         elif not _estimable(feat):
@@ -259,7 +257,7 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
     if ctx.baseline is None:  # pragma: no cover - evaluate() checks this first
         raise RuntimeError("drift rule without a baseline")
     _, base = ctx.baseline
-    base_feats = {f.name: f for f in base.features}
+    base_feats = {f.key: f for f in base.features}
     p = rule.params
     limits = [
         f"max |diff| <= {fmt(p['max_abs'])}" if p["max_abs"] is not None else None,
@@ -270,8 +268,12 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
     for label, summary in ctx.summaries:
         if not summary.features:
             continue
-        cur = {f.name: f for f in summary.features}
-        names = [n for n in dict.fromkeys([*cur, *base_feats]) if ctx.applies(rule, n)]
+        cur = {f.key: f for f in summary.features}
+        records = base_feats | cur
+        names = [
+            n for n in dict.fromkeys([*cur, *base_feats])
+            if ctx.applies(rule, records[n].name, records[n])
+        ]  # fmt: skip
         for name in names:
             if p["statistic"] is not None:
                 out.append(_statistic_drift_check(rule, ctx, label, summary, name))
@@ -362,7 +364,13 @@ def _check_features(rules: RuleSet, ctx: _Context) -> None:
         dict.fromkeys(n for _, s in ctx.summaries for i in s.interactions for n in i.features)
     )
     base = [f.name for f in ctx.baseline[1].features] if ctx.baseline else []
+    outputs = {f.output for _, s in ctx.summaries for f in s.features} - {None}
     for rule in rules.rules:
+        if rule.output is not None and rule.output not in outputs:
+            raise InputError(
+                f"rules file '{rules.path}': {rule.where}: no summary has output "
+                f"'{rule.output}' (outputs: {', '.join(sorted(outputs)) or 'one, unnamed'})"
+            )
         if rule.name == "drift" and ctx.baseline is None:
             raise InputError(
                 f"rules file '{rules.path}': {rule.where} needs a baseline summary ({{param}})",

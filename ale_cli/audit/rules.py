@@ -2,7 +2,8 @@
 
 Read with the hardened loader (at most :data:`MAX_RULES_BYTES`, no alias expansion, no
 key given twice). A mapping with a list under ``rules:``; each entry names a ``feature``
-(or ``"*"``), one or more rules and optionally ``severity: error|warn``::
+(or ``"*"``), one or more rules and optionally ``severity: error|warn`` and, for a
+summary of several model outputs, the ``output`` the entry checks (default: every one)::
 
     rules:
       - feature: bmi
@@ -49,7 +50,7 @@ RULE_NAMES = (
     "not_estimable",
     "max_regional_drop",
 )
-_ENTRY_KEYS = ("feature", "severity", "per_region")
+_ENTRY_KEYS = ("feature", "severity", "per_region", "output")
 #: the rules ``per_region: true`` evaluates on every region of a regional summary
 PER_REGION = ("monotonic", "sign")
 WILDCARD = "*"
@@ -68,6 +69,8 @@ class Rule:
     params: dict[str, Any]
     entry: int  # 1-based position in the list
     line: int | None = None  # 1-based line of the entry in the file
+    #: the model output whose records it checks (``output: proba:1``; None: every output)
+    output: str | None = None
 
     @property
     def where(self) -> str:
@@ -247,6 +250,9 @@ def parse_rules(data: Any, *, path: Path, lines: list[int | None] | None = None)
         names = [k for k in entry if k not in _ENTRY_KEYS]
         if not names:
             raise InputError(f"{at}: no rule given (rules: {', '.join(RULE_NAMES)})")
+        output = entry.get("output")
+        if output is not None and (not isinstance(output, str) or not output):
+            raise InputError(f"{at}: output must be an output's name (e.g. proba:1)")
         per_region = entry.get("per_region", False)
         if not isinstance(per_region, bool):
             raise InputError(f"{at}: per_region must be true or false, got {per_region!r}")
@@ -261,7 +267,7 @@ def parse_rules(data: Any, *, path: Path, lines: list[int | None] | None = None)
                 raise InputError(f"{at}: {exc}") from None
             if per_region and name in PER_REGION:
                 params = params | {"per_region": True}
-            rules.append(Rule(name, feature, severity, params, entry=i, line=line))
+            rules.append(Rule(name, feature, severity, params, i, line, output))
     return RuleSet(path=path, rules=tuple(rules))
 
 

@@ -76,7 +76,10 @@ _GROUP = [
         "Model output to explain. Tensor models: a column INDEX, ELEMENT:INDEX "
         "for a tuple output, or NAME / NAME:INDEX for ONNX outputs. scikit-learn: "
         "predict (regressors' default), proba:CLASS (label or index), decision or "
-        "decision:INDEX. Default: the model's only output; classifiers must choose.",
+        "decision:INDEX. scikit-learn and torch models: 'all' (every class, or every "
+        "column) or a list such as proba:0,proba:2 or 0,2, computed in one pass, a "
+        "curve per output (compute, classic). Default: the model's only output; "
+        "classifiers must choose.",
     ),
     _option(
         "--categorical",

@@ -14,7 +14,7 @@ row's differences to the adjacent levels (:func:`~ale_cli.estimators.levels.leve
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -271,3 +271,43 @@ class LimitKernel:
             up=stacked([j[1] for j in jumps], np.float64),
             down=stacked([j[2] for j in jumps], np.float64),
         )
+
+
+@dataclass(frozen=True)
+class _Column:
+    """A model whose ``predict`` is one column of a model of several outputs."""
+
+    predict: PredictFn
+
+
+@dataclass(frozen=True)
+class PerOutput:
+    """:class:`LimitKernel` for each of a model's ``count`` outputs on one set of model
+    calls: the first run calls the model ((M, K) answers) and keeps its answers, each
+    other run replays column k of them in call order (the kernel calls the model the
+    same way for every output). The state: a :class:`LimitCells` per output."""
+
+    kernel: LimitKernel
+    count: int
+
+    def empty(self) -> tuple[LimitCells, ...]:
+        return (self.kernel.empty(),) * self.count
+
+    def __call__(self, chunk: Chunk, model: Any) -> tuple[LimitCells, ...]:
+        answers: list[np.ndarray] = []
+
+        def first(X: np.ndarray) -> np.ndarray:
+            answers.append(np.asarray(model.predict(X)))
+            return answers[-1][:, 0]
+
+        states = [self.kernel(chunk, _Column(first))]
+        quiet = replace(self.kernel, progress=None)
+        for k in range(1, self.count):
+            replay = iter(answers)
+            states.append(quiet(chunk, _Column(lambda X, k=k, r=replay: next(r)[:, k])))
+        return tuple(states)
+
+
+def merge_outputs(a: tuple[LimitCells, ...], b: tuple[LimitCells, ...]) -> tuple[LimitCells, ...]:
+    """:class:`PerOutput` states merged output by output (the engine's ``merge``)."""
+    return tuple(x.merge(y) for x, y in zip(a, b, strict=True))

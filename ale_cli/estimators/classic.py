@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,14 @@ import numpy as np
 from ale_cli.checks import check_count
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.estimators.bands import Bootstrap, with_bands
-from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues, merge_cells
+from ale_cli.estimators.bin_limits import (
+    LimitCells,
+    LimitKernel,
+    PerOutput,
+    RowValues,
+    merge_cells,
+    merge_outputs,
+)
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.estimators.classic_notes import binary_notes, discrete_param, with_empty_bins_note
 from ale_cli.estimators.edges import column_edges
@@ -54,6 +61,7 @@ from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 from ale_cli.passes.engine import LOCAL, Engine, Ready, Shared
 from ale_cli.passes.shipped import ShippedModel
+from ale_cli.store.format import output_label, output_records
 from ale_cli.summary.build import (
     EstimateResult,
     not_estimable,
@@ -130,9 +138,11 @@ def estimate(
     *,
     progress: Callable[[int], ProgressFn] | None = None,
     engine: Engine = LOCAL,
-) -> tuple[list[FeatureSummary], LimitCells]:
-    """Classic ALE of ``chosen`` on ``rows`` with the model ``shared``: one FeatureSummary
-    per feature and the pass's state (rows dropped, predictions kept)."""
+    outputs: int = 1,
+) -> tuple[list[list[FeatureSummary]], tuple[LimitCells, ...]]:
+    """Classic ALE of ``chosen`` on ``rows`` with the model ``shared``: per output (of
+    ``outputs``, one model call for all) one FeatureSummary per feature, and the pass's
+    states (rows dropped, predictions kept)."""
     s = settings
     levels = s.levels or {}
     cols = [rows.names.index(name) for name in chosen]
@@ -161,33 +171,59 @@ def estimate(
         keep_rows=bool(s.bootstrap is not None and s.bootstrap.replicates),
         progress=progress(rows.n_rows * len(todo)) if progress is not None else None,
     )
-    state = engine.run(
-        rows.source, kernel, merge_cells, kernel.empty(), arrays=[ROWS], shared=shared
-    )
-    if s.predictions and state.kept == 0:
+    if outputs == 1:
+        one = engine.run(
+            rows.source, kernel, merge_cells, kernel.empty(), arrays=[ROWS], shared=shared
+        )
+        states: tuple[LimitCells, ...] = (one,)
+    else:
+        many = PerOutput(kernel, outputs)
+        states = engine.run(
+            rows.source, many, merge_outputs, many.empty(), arrays=[ROWS], shared=shared
+        )
+    if s.predictions and states[0].kept == 0:
         raise nothing_left(s.model_label)
-    binned_feats = {
-        chosen[j]: summary_from_cells(
-            chosen[j], e, cells.divided_by(np.diff(e)), n_outside=outside, center=s.center
-        )
-        for j, e, cells, outside in zip(todo, edges, state.cells, state.outside, strict=True)
-    }
-    kept = RowValues.joined(state.rows) if state.rows else None
-    by_name = binned_feats | _level_features(plans, state, kept, s)
-    feats = [
-        by_name.get(name)
-        or (
-            FeatureSummary(name=name, status="not_estimable", reason=str(levels[name]))
-            if name in levels
-            else not_estimable(name, skip[name])
-        )
-        for name in chosen
-    ]
-    if kept is None or s.bootstrap is None:
-        return feats, state
-    index = {chosen[j]: kept.index[i] for i, j in enumerate(todo)}
-    values = {chosen[j]: kept.diffs[i] for i, j in enumerate(todo)}
-    return with_bands(feats, index, values, s.bootstrap, center=s.center, differences=True), state
+    found = _Found(chosen, todo, tuple(edges), plans, skip, s)
+    return [found.features(state) for state in states], states
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What :func:`estimate` asked for, to turn a pass's state into the records."""
+
+    chosen: Sequence[str]
+    todo: list[int]
+    edges: tuple[np.ndarray, ...]
+    plans: list[tuple[str, LevelPlan]]
+    skip: Mapping[str, str]
+    settings: Settings
+
+    def features(self, state: LimitCells) -> list[FeatureSummary]:
+        s, chosen, todo, levels = self.settings, self.chosen, self.todo, self.settings.levels or {}
+        binned_feats = {
+            chosen[j]: summary_from_cells(
+                chosen[j], e, cells.divided_by(np.diff(e)), n_outside=outside, center=s.center
+            )
+            for j, e, cells, outside in zip(
+                todo, self.edges, state.cells, state.outside, strict=True
+            )
+        }
+        kept = RowValues.joined(state.rows) if state.rows else None
+        by_name = binned_feats | _level_features(self.plans, state, kept, s)
+        feats = [
+            by_name.get(name)
+            or (
+                FeatureSummary(name=name, status="not_estimable", reason=str(levels[name]))
+                if name in levels
+                else not_estimable(name, self.skip[name])
+            )
+            for name in chosen
+        ]
+        if kept is None or s.bootstrap is None:
+            return feats
+        index = {chosen[j]: kept.index[i] for i, j in enumerate(todo)}
+        values = {chosen[j]: kept.diffs[i] for i, j in enumerate(todo)}
+        return with_bands(feats, index, values, s.bootstrap, center=s.center, differences=True)
 
 
 def _level_features(
@@ -250,8 +286,7 @@ def classic_features(
         eval_rows=eval_rows,
         predictions=False,
     )
-    feats, _ = estimate(rows, Ready(Function(f)), chosen, settings, progress=progress)
-    return feats
+    return estimate(rows, Ready(Function(f)), chosen, settings, progress=progress)[0][0]
 
 
 @dataclass(frozen=True)
@@ -369,10 +404,18 @@ def classic(
             model_label=str(inputs.model),
             drop_nonfinite=inputs.drop_nonfinite,
         )
-        features, state = estimate(
-            loaded.rows, loaded.model, loaded.features, settings, progress=progress, engine=engine
-        )
-    features = [with_empty_bins_note(f) for f in features]
+        records = output_records(loaded.source)
+        found, states = estimate(
+            loaded.rows, loaded.model, loaded.features, settings, progress=progress,
+            engine=engine, outputs=len(records),
+        )  # fmt: skip
+    labels = [output_label(r) for r in records] if len(records) > 1 else [None]
+    features = [
+        replace(with_empty_bins_note(f), output=label)
+        for label, feats in zip(labels, found, strict=True)
+        for f in feats
+    ]
+    state = states[0]
     dropped = state.rows_dropped
     binary = binary_notes(request.discrete, loaded.levels)
     summary = Summary(
@@ -395,7 +438,15 @@ def classic(
         *object_notes(inputs),
     )
     return EstimateResult(
-        summary=with_statistics(summary, np.concatenate(state.predictions)),
+        summary=with_statistics(
+            summary,
+            np.concatenate(state.predictions),
+            {
+                label: np.concatenate(st.predictions)
+                for label, st in zip(labels, states, strict=True)
+                if label
+            },
+        ),
         seconds=time.perf_counter() - started,
         timings={**loaded.timings, "estimate_s": time.perf_counter() - t},
         notes=notes,

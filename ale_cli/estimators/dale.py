@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_bins_rows, ch
 from ale_cli.estimators.cells import Passes, array_passes, binned, ranges, store_passes
 from ale_cli.estimators.stored_levels import stored_level_names, with_stored_levels
 from ale_cli.passes.engine import LOCAL, Engine
+from ale_cli.store.format import output_label, output_records
 from ale_cli.store.npz import Store, StoreFile, open_store, read_store
 from ale_cli.summary.build import (
     EstimateResult,
@@ -343,6 +344,7 @@ def _result(
             prediction=recorded,
         ),
         prediction,
+        output_predictions(store),
     )
     return EstimateResult(
         summary=summary,
@@ -350,6 +352,18 @@ def _result(
         timings={"load_s": t_load - t0, "estimate_s": t_est - t_load},
         notes=secants.summary_notes(store.meta) + run_notes(features),
     )
+
+
+def output_predictions(store: Store | StoreFile) -> dict[str, np.ndarray] | None:
+    """Each output's predictions (N,) by its label, for a store of several (else None)."""
+    records = output_records(store.meta)
+    if len(records) == 1:
+        return None
+    views = [store.select_output(k) for k in range(len(records))]
+    return {
+        output_label(r): v.prediction() if isinstance(v, StoreFile) else v.prediction
+        for r, v in zip(records, views, strict=True)
+    }
 
 
 def _features(
@@ -371,7 +385,7 @@ def _features(
         t_load = time.perf_counter()
         rows = None
         if request.bootstrap.replicates:  # bands resample the rows in memory
-            whole = store if isinstance(store, Store) else read_store(store.path)
+            whole = store if isinstance(store, Store) else secants.whole(store)
             rows = whole.feature_data(list(p.columns.names))
         common: dict[str, Any] = {
             "categorical": categorical,
@@ -393,6 +407,25 @@ def _features(
     return features, t_load
 
 
+def _outputs(
+    request: RebinRequest | RhaleRequest,
+    opened: _Opened,
+    options: dict[str, Any],
+    check: Callable[[Store | StoreFile], None] | None = None,
+) -> tuple[list[FeatureSummary], float]:
+    """:func:`_features` of each output of the store, each record naming its output
+    when the store holds several."""
+    records = output_records(opened.store.meta)
+    if len(records) == 1:
+        return _features(request, opened, options, check)
+    found: list[FeatureSummary] = []
+    for k, record in enumerate(records):
+        view = replace(opened, store=opened.store.select_output(k))
+        features, t_load = _features(request, view, options, check)
+        found += [replace(f, output=output_label(record)) for f in features]
+    return found, t_load
+
+
 def rebin(request: RebinRequest) -> EstimateResult:
     """``ale rebin``: DALE on fixed bins for the chosen features of a store."""
     t0 = time.perf_counter()
@@ -403,7 +436,7 @@ def rebin(request: RebinRequest) -> EstimateResult:
     where = f"store '{opened.path}'"
     fixed.check_rows(opened.store.n_rows, where)
     options = {"bins": fixed.bins, "binning": fixed.binning, "edges": fixed.edges}
-    features, t_load = _features(
+    features, t_load = _outputs(
         request,
         opened,
         options,
@@ -432,7 +465,7 @@ def rhale(request: RhaleRequest) -> EstimateResult:
     options: dict[str, Any] = {"min_points": min_points, "alpha": request.alpha}
     if not secants.is_secant(opened.store.meta):  # secants: candidates are the fine edges
         options |= {"max_bins": request.max_bins, "grid": request.grid}
-    features, t_load = _features(request, opened, options)
+    features, t_load = _outputs(request, opened, options)
     t_est = time.perf_counter()
     params: dict[str, Any] = {
         "max_bins": request.max_bins,

@@ -349,6 +349,7 @@ def provenance(
         "data": {"path": inputs.data_label, "sha256": data_sha},
         "method": method,
         "output": model.describe().get("output"),
+        **{k: v for k, v in model.describe().items() if k == "outputs"},
         "n_rows": n_rows,
         "inputs": list(names),
     }

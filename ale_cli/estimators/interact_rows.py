@@ -22,6 +22,7 @@ from ale_cli.io.jsonio import to_jsonable
 from ale_cli.models.profile import DataProfile
 from ale_cli.passes.engine import ArraySource, Engine
 from ale_cli.passes.shipped import ShippedModel
+from ale_cli.store.format import one_output
 from ale_cli.store.npz import StoreFile, open_store, store_sha256
 from ale_cli.summary.build import store_info
 
@@ -162,6 +163,7 @@ def _store_rows(
 
     def meta() -> dict[str, Any]:  # the store is opened only when the estimator may use it
         opened.append(open_store(path))
+        one_output(opened[0].meta, f"store '{path}'", "ale interact")
         return opened[0].meta
 
     unused = store_unused(path, asked.estimator, asked.inputs, meta)

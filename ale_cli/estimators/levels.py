@@ -99,10 +99,8 @@ def too_many_levels(kind: str, name: str) -> InputError:
 
 def predict_chunked(f: PredictFn, X: np.ndarray, eval_rows: int) -> np.ndarray:
     """``f(X)`` (N,), ``eval_rows`` rows per call."""
-    out = np.empty(len(X))
-    for start in range(0, len(X), eval_rows):
-        out[start : start + eval_rows] = f(X[start : start + eval_rows])
-    return out
+    parts = [f(X[start : start + eval_rows]) for start in range(0, len(X), eval_rows)]
+    return np.concatenate(parts, dtype=np.float64) if parts else np.empty(0)
 
 
 @dataclass(frozen=True)
@@ -198,10 +196,11 @@ def level_jumps(
     """
     k = plan.n_levels
     pos = plan.positions(X[:, column])
-    up = np.zeros(len(X))
-    down = np.zeros(len(X))
+    up, down = np.zeros(base.shape), np.zeros(base.shape)  # K outputs: (N, K)
     for step, target in ((1, up), (-1, down)):
         rows = np.flatnonzero((pos + step >= 0) & (pos + step < k))
+        if not len(rows):
+            continue
         moved = X[rows].copy()
         moved[:, column] = plan.values[plan.order[pos[rows] + step]]
         pred = predict_chunked(f, moved, eval_rows)
@@ -218,13 +217,12 @@ def level_arrays(
     eval_rows: int = DEFAULT_EVAL_ROWS,
 ) -> dict[str, np.ndarray]:
     """A store chunk's ``level_up`` and ``level_down`` (n, L) for the rows X (n, D)."""
-    up = np.zeros((len(X), len(plans)))
-    down = np.zeros((len(X), len(plans)))
-    if len(X) and plans:
-        base = predict_chunked(f, X, eval_rows)
-        for i, plan in enumerate(plans):
-            j = list(names).index(plan.name)
-            up[:, i], down[:, i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
+    base = predict_chunked(f, X, eval_rows) if len(X) and plans else np.empty(len(X))
+    up = np.zeros((*base.shape, len(plans)))  # K outputs: (n, K, L)
+    down = np.zeros((*base.shape, len(plans)))
+    for i, plan in enumerate(plans):
+        j = list(names).index(plan.name)
+        up[..., i], down[..., i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
     return {LEVEL_UP: up, LEVEL_DOWN: down}
 
 

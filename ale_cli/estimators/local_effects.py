@@ -128,6 +128,7 @@ def _meta(
         "method": model.method,
         "method_details": details,
         "output": details.get("output"),
+        **({"outputs": details["outputs"]} if "outputs" in details else {}),
         "options": request.result_options()
         | {
             "batch_size": inputs.batch_size,
@@ -227,6 +228,12 @@ def _write(
     progress: Callable[[int], ProgressFn] | None,
 ) -> ComputeResult:
     """Run the kernel into the store at ``request.out`` and finish it with its meta."""
+    if engine.splits and "outputs" in run.model.describe():
+        raise InputError(
+            "a store of several outputs is written by the local engine; pass {param} local "
+            "or explain one output",
+            param="engine",
+        )
     with store_output(request.out, run.columns, parts=engine.splits) as output:
         state: Computed = engine.run(
             run.source,

@@ -18,6 +18,7 @@ from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan, level_arr
 from ale_cli.models.base import Effects, Model
 from ale_cli.models.checks import row_list, screen_rows
 from ale_cli.models.mixed import require_mixed_derivatives
+from ale_cli.store.format import split_outputs
 from ale_cli.store.npz import MIXED
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
@@ -113,6 +114,7 @@ class LocalEffectsKernel:
         arrays = self._arrays(model, model_X, timings)
         arrays["X"] = X.astype(np.float32) if self.float32_x else X
         kept, dropped = self._screen(arrays, chunk.offset)
+        kept = split_outputs(kept)
         return Computed(
             rows=len(kept["prediction"]),
             seen=len(X),

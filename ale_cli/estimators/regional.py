@@ -49,6 +49,7 @@ from ale_cli.estimators.regional_passes import (
 )
 from ale_cli.estimators.stored_levels import stored_level_names, stored_plans, with_stored_levels
 from ale_cli.passes.engine import LOCAL, Engine
+from ale_cli.store.format import one_output
 from ale_cli.store.npz import Store, StoreFile, open_store
 from ale_cli.summary.build import (
     not_estimable,
@@ -231,6 +232,7 @@ def _open(store: Path | Store) -> tuple[Path | None, Store | StoreFile]:
     if isinstance(store, Store):
         return None, store
     handle = open_store(store)
+    one_output(handle.meta, f"store '{handle.path}'", "ale regional")
     return handle.path, handle
 
 

@@ -49,7 +49,7 @@ def is_secant(meta: Mapping[str, Any]) -> bool:
 
 def whole(store: Store | StoreFile) -> Store:
     """The store in memory (a store of secants comes from a table that fit in memory)."""
-    return store if isinstance(store, Store) else read_store(store.path)
+    return store if isinstance(store, Store) else read_store(store.path).select_output(store.output)
 
 
 def summary_notes(meta: Mapping[str, Any]) -> tuple[str, ...]:

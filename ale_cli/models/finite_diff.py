@@ -93,7 +93,8 @@ def central_differences(
     progress: ProgressFn | None = None,
     label: str = "model",
 ) -> Effects:
-    """Local effects (N, F) and predictions (N,) of ``f`` by central differences.
+    """Local effects (N, F) and predictions (N,) of ``f`` by central differences; (N, K,
+    F) and (N, K) when ``f`` returns K outputs (M, K).
 
     ``steps`` (D,) absolute; ``features`` (F,) the columns differentiated (default
     all); ``fixed`` (D,) bool columns not perturbed; ``dtype`` the model's input dtype.
@@ -122,7 +123,11 @@ def central_differences(
         for k, j in enumerate(moved):
             stack[(1 + k) * m : (2 + k) * m, j] = plus[:, k]
             stack[(1 + p + k) * m : (2 + p + k) * m, j] = minus[:, k]
-        out = np.asarray(f(stack), dtype=np.float64).reshape(blocks, m)
+        out = np.asarray(f(stack), dtype=np.float64)
+        if out.ndim == 2 and effects.ndim == 2:  # K outputs: (N, K, F) and (N, K)
+            effects = np.zeros((n, out.shape[1], len(features)), dtype=np.float64)
+            prediction = np.empty((n, out.shape[1]), dtype=np.float64)
+        out = out.reshape(blocks, m, *out.shape[1:])
         dx = plus - minus  # (m, p)
         if p and np.any(dx == 0):
             j = int(moved[np.flatnonzero((dx == 0).any(axis=0))[0]])
@@ -133,7 +138,8 @@ def central_differences(
             )
         prediction[sl] = out[0]
         if p:
-            effects[sl, where] = (out[1 : 1 + p] - out[1 + p :]).T / dx
+            diff = np.moveaxis(out[1 : 1 + p] - out[1 + p :], 0, -1)  # (m, [K,] p)
+            effects[sl, ..., where] = diff / (dx if diff.ndim == 2 else dx[:, None, :])
         if progress is not None:
             progress(m)
     return Effects(local_effects=effects, prediction=prediction)
@@ -162,6 +168,7 @@ def zero_share(
         rows = np.random.default_rng(0).choice(len(X), size=_SAMPLE_ROWS, replace=False)
         X = X[np.sort(rows)]
     grads = central_differences(f, X, steps, fixed=fixed, dtype=dtype).local_effects
+    grads = grads.reshape(-1, grads.shape[-1])  # K outputs: every output's rows
     used = (grads != 0).any(axis=0)
     if not used.any():
         return 0.0

@@ -49,12 +49,22 @@ def require_mixed_derivatives(
 
 
 def gradient_of(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """d sum(y) / dx, the rows' gradients (zeros where y does not depend on x)."""
+    """d sum(y) / dx, the rows' gradients (zeros where y does not depend on x); for y
+    (n, K) of K outputs, (n, K, D): a backward pass per output on one forward graph."""
+    import torch
+
+    if y.ndim == 2:
+        last = y.shape[1] - 1
+        return torch.stack([_grad(y[:, k], x, keep=k < last) for k in range(last + 1)], 1)
+    return _grad(y, x, keep=False)
+
+
+def _grad(y: torch.Tensor, x: torch.Tensor, *, keep: bool) -> torch.Tensor:
     import torch
 
     if not y.requires_grad:
         return torch.zeros_like(x)
-    (grad,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
+    (grad,) = torch.autograd.grad(y.sum(), x, allow_unused=True, retain_graph=keep)
     return torch.zeros_like(x) if grad is None else grad
 
 

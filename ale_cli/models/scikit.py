@@ -144,6 +144,34 @@ def parse_output(
     )
 
 
+def parse_outputs(
+    estimator: Any, spec: str | None, path: Path
+) -> tuple[tuple[str, int | None, str | None], ...]:
+    """:func:`parse_output` of each selector of ``spec``: one, a comma-separated list of
+    one method's outputs, or "all" (every class probability of a classifier, every
+    column of a multi-output regressor)."""
+    if spec == "all":
+        classes = getattr(estimator, "classes_", None)
+        if hasattr(estimator, "predict_proba") and classes is not None:
+            spec = ",".join(f"proba:{i}" for i in range(len(classes)))
+        elif getattr(estimator, "n_outputs_", 1) > 1:
+            spec = ",".join(f"predict:{i}" for i in range(estimator.n_outputs_))
+        else:
+            raise ModelError(
+                f"{{param}} all: model '{path}' ({type(estimator).__name__}) has one output",
+                param="output",
+            )
+    if spec is None or "," not in spec:
+        return (parse_output(estimator, spec, path),)
+    parsed = tuple(parse_output(estimator, s.strip(), path) for s in spec.split(","))
+    if len({kind for kind, _, _ in parsed}) > 1 or any(c is None for _, c, _ in parsed):
+        raise ModelError(
+            f"{{param}} {spec}: a list names columns of one output (e.g. proba:0,proba:2)",
+            param="output",
+        )
+    return parsed
+
+
 @dataclass(frozen=True, eq=False)
 class SklearnCaller:
     """Calls the estimator on rows of X (as a DataFrame if it was fitted on one) and
@@ -159,10 +187,13 @@ class SklearnCaller:
     label: str | None
     names_in: tuple[str, ...] | None
     level_values: Mapping[str, np.ndarray]
+    #: (column, label) of every selected output; two or more: calls return (M, K)
+    outputs: tuple[tuple[int | None, str | None], ...] = ()
 
     @classmethod
     def build(cls, estimator: Any, path: Path, spec: str | None, columns: Columns) -> SklearnCaller:
-        kind, column, label = parse_output(estimator, spec, path)
+        parsed = parse_outputs(estimator, spec, path)
+        kind, column, label = parsed[0]
         names_in = getattr(estimator, "feature_names_in_", None)
         return cls(
             estimator=estimator,
@@ -176,6 +207,7 @@ class SklearnCaller:
             level_values={
                 name: np.array(values, dtype=object) for name, values in columns.levels.items()
             },
+            outputs=tuple((c, lab) for _, c, lab in parsed) if len(parsed) > 1 else (),
         )
 
     def output_name(self) -> str:
@@ -183,6 +215,16 @@ class SklearnCaller:
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         return self._select(self.raw(X), len(X))
+
+    def output_records(self) -> list[dict[str, Any]]:
+        """The meta's record of each selected output (one: the output)."""
+        picked = self.outputs or ((self.column, self.label),)
+        return [
+            {"selector": self.selector if not self.outputs else f"{self.kind}:{c}",
+             "kind": self.kind, "column": c, "class": label,
+             "name": self.kind + ("" if c is None else f":{c}")}
+            for c, label in picked
+        ]  # fmt: skip
 
     def raw(self, X: np.ndarray) -> np.ndarray:
         """The estimator's output as it returns it (any dtype, every column)."""
@@ -216,6 +258,8 @@ class SklearnCaller:
                 f"{self.kind} gives columns 0..{out.shape[1] - 1}",
                 param="output",
             )
+        if self.outputs:
+            return out[:, [c for c, _ in self.outputs]].astype(np.float64)
         return out[:, self.column].astype(np.float64, copy=False)
 
     def _frame(self, X: np.ndarray) -> Any:
@@ -399,13 +443,7 @@ class SklearnModel:
             "format": self.format,
             "estimator": type(est).__name__,
             "final_estimator": type(final_estimator(est)).__name__,
-            "output": {
-                "selector": caller.selector,
-                "kind": caller.kind,
-                "column": caller.column,
-                "class": caller.label,
-                "name": caller.output_name(),
-            },
+            "output": caller.output_records()[0],
             "dtype": "float64",
             "eval_rows_per_call": self.eval_rows,
             "dataframe_input": caller.names_in is not None,
@@ -417,4 +455,6 @@ class SklearnModel:
             details["pipeline"] = [f"{n}: {type(s).__name__}" for n, s in est.steps]
         if self.trusted is not None:
             details["trusted_types"] = list(self.trusted)
+        if caller.outputs:
+            details["outputs"] = caller.output_records()
         return details

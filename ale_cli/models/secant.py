@@ -95,7 +95,8 @@ class SecantModel:
         features: Sequence[int] | None = None,
         progress: ProgressFn | None = None,
     ) -> Effects:
-        """Secants (N, F) in the columns ``features`` and predictions (N,)."""
+        """Secants (N, F) in the columns ``features`` and predictions (N,); (N, K, F) and
+        (N, K) for a model of K outputs."""
         features_ = feature_indices(features, X.shape[1])
         where = [k for k, j in enumerate(features_) if int(j) in self.edges]
         moved = [int(features_[k]) for k in where]
@@ -111,10 +112,15 @@ class SecantModel:
             for k, (j, lim) in enumerate(zip(moved, limits, strict=True)):
                 stack[(1 + k) * m : (2 + k) * m, j] = lim.upper
                 stack[(1 + p + k) * m : (2 + p + k) * m, j] = lim.lower
-            out = np.asarray(self.inner.predict(stack), dtype=np.float64).reshape(blocks, m)
-            prediction[sl] = out[0]
+            out = np.asarray(self.inner.predict(stack), dtype=np.float64)
+            if out.ndim == 2 and effects.ndim == 2:  # K outputs: (N, K, F) and (N, K)
+                effects = np.zeros((len(X), out.shape[1], len(features_)), dtype=np.float64)
+                prediction = np.empty((len(X), out.shape[1]), dtype=np.float64)
+            out = out.reshape(blocks, m, -1).transpose(0, 2, 1)  # (blocks, K, m)
+            prediction[sl] = out[0].T.reshape(prediction[sl].shape)
             for k, lim in enumerate(limits):
-                effects[sl, where[k]] = secants(out[1 + p + k], out[1 + k], lim.lower, lim.upper)
+                found = secants(out[1 + p + k], out[1 + k], lim.lower, lim.upper)  # (K, m)
+                effects[sl, ..., where[k]] = found.T.reshape(effects[sl, ..., where[k]].shape)
             if progress is not None:
                 progress(m)
         return Effects(local_effects=effects, prediction=prediction)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -72,11 +72,31 @@ class OutputPick:
     column: int
     row_shape: tuple[int, ...]
     dtype: str = "float32"
+    #: the columns of several outputs explained at once (``all`` or a list); calls give (n, K)
+    columns: tuple[int, ...] = ()
 
     @property
     def integer(self) -> bool:
         """True when the output holds integers (or booleans): no gradient."""
         return not self.dtype.startswith(("float", "bfloat", "complex"))
+
+
+def pick_outputs(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPick:
+    """:func:`pick_output`, or for ``all`` (every column of a tensor output) or a list
+    (``0,2``; ``1:0,1:2``: columns of one element) the pick of several columns."""
+    if spec is None or (spec != "all" and "," not in spec):
+        return pick_output(out, n_rows, spec, path)
+    specs = ("0" if spec == "all" else spec).split(",")
+    picks = [pick_output(out, n_rows, s.strip(), path) for s in specs]
+    width = int(np.prod(picks[0].row_shape, dtype=np.int64))
+    columns = tuple(range(width)) if spec == "all" else tuple(p.column for p in picks)
+    if len({p.element for p in picks}) > 1 or len(columns) < 2:
+        raise ModelError(
+            f"{{param}} {spec}: model '{path}' has "
+            + ("one output column" if len(columns) < 2 else "a list of one element's columns"),
+            param="output",
+        )
+    return replace(picks[0], columns=columns)
 
 
 def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPick:
@@ -237,7 +257,7 @@ class TorchScriptModel:
             dtype=dtype,
             batch_size=options.batch_size or DEFAULT_BATCH_SIZE,
             selector=options.output,
-            pick=pick_output(first, len(rows), options.output, path),
+            pick=pick_outputs(first, len(rows), options.output, path),
             fixed=columns.fixed_mask(),
             format=fmt,
         )
@@ -252,6 +272,8 @@ class TorchScriptModel:
                 f"model '{self.path}' returned shape {tuple(out.shape)} for {n_rows} rows; "
                 f"it gave shape {('n', *self.pick.row_shape)} when it was checked"
             )
+        if self.pick.columns:
+            return out.reshape(n_rows, -1)[:, list(self.pick.columns)]
         return out.reshape(n_rows, -1)[:, self.pick.column]
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -330,7 +352,8 @@ class TorchScriptModel:
         """The selected output, computed under ``torch.inference_mode``."""
         import torch
 
-        out = np.empty(len(X), dtype=np.float64)
+        many = (len(self.pick.columns),) if self.pick.columns else ()  # K outputs: (N, K)
+        out = np.empty((len(X), *many), dtype=np.float64)
         with torch.inference_mode():
             for sl in chunks(len(X), self.batch_size):
                 x = torch.from_numpy(X[sl])
@@ -349,14 +372,15 @@ class TorchScriptModel:
         """Gradients of the selected output, one forward+backward pass per chunk."""
         index = feature_indices(features, X.shape[1])
         n = len(X)
-        grads = np.empty((n, len(index)), dtype=np.float64)
-        preds = np.empty(n, dtype=np.float64)
+        many = (len(self.pick.columns),) if self.pick.columns else ()  # K outputs: (N, K, F)
+        grads = np.empty((n, *many, len(index)), dtype=np.float64)
+        preds = np.empty((n, *many), dtype=np.float64)
         for sl in chunks(n, self.batch_size):
             preds[sl], full = self._forward_backward(X[sl])
-            grads[sl] = full[:, index]
+            grads[sl] = full[..., index]
             if progress is not None:
                 progress(sl.stop - sl.start)
-        grads[:, self.fixed[index]] = 0.0
+        grads[..., self.fixed[index]] = 0.0
         return Effects(local_effects=grads, prediction=preds)
 
     def mixed_derivatives(
@@ -367,6 +391,11 @@ class TorchScriptModel:
         progress: ProgressFn | None = None,
     ) -> np.ndarray:
         """``d2f / dx_a dx_b`` (P, N) for each pair (a, b)."""
+        if self.pick.columns:
+            raise ModelError(
+                "{param} of a store of several outputs are not computed; explain one output",
+                param="pairs",
+            )
         return mixed_partials(
             self._forward,
             X,
@@ -378,10 +407,13 @@ class TorchScriptModel:
         )
 
     def describe(self) -> dict[str, Any]:
+        shape = ["n", *self.pick.row_shape]
+        element = "" if self.pick.element is None else f"{self.pick.element}:"
+        outputs = [{"selector": f"{element}{c}", "shape": shape} for c in self.pick.columns]
         return {
             "method": self.method,
             "format": self.format,
             "dtype": str(self.dtype).removeprefix("torch."),
             "batch_size": self.batch_size,
-            "output": {"selector": self.selector, "shape": ["n", *self.pick.row_shape]},
-        }
+            "output": outputs[0] if outputs else {"selector": self.selector, "shape": shape},
+        } | ({"outputs": outputs} if outputs else {})

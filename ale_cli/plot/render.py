@@ -17,6 +17,7 @@ from typing import Any
 from ale_cli.checks import check_choice
 from ale_cli.errors import InputError
 from ale_cli.plot.directory import figure_directory
+from ale_cli.plot.outputs import summary_outputs
 from ale_cli.plot.workers import Job, Task, default_jobs, run_tasks
 from ale_cli.store.npz import Store, read_store, store_sha256
 from ale_cli.summary.model import Summary, read_summary
@@ -171,6 +172,8 @@ def render_summary(
         features = [f.name for f in summary.features]
     names = tuple(dict.fromkeys(features))
     feats = [summary.feature(n) for n in names]
+    if summary_outputs(summary):  # every output's record of the names
+        feats = [f for f in summary.features if f.name in names]
     out = Path(out_dir)
     tasks = _tasks(summary, names)
     if regions is not None:
@@ -184,7 +187,9 @@ def render_summary(
     return RenderResult(
         paths=tuple(out / p.name for paths in written for p in paths),
         features=names,
-        not_estimable=tuple(f.name for f in feats if f.status != "ok" or f.n_bins == 0),
+        not_estimable=tuple(
+            dict.fromkeys(f.name for f in feats if f.status != "ok" or f.n_bins == 0)
+        ),
         interactions=tuple(",".join(item.features) for item in summary.interactions),
     )
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, cast
 from ale_cli.errors import RunError
 from ale_cli.plot.directory import save_figure
 from ale_cli.plot.first_order import feature_figure, overview_figure
+from ale_cli.plot.outputs import outputs_figure, summary_outputs
 from ale_cli.plot.regional import regional_figure
 from ale_cli.plot.second_order import interaction_figure
 
@@ -54,7 +55,10 @@ def _render_task(task: Task) -> list[Path]:
     if job is None:  # pragma: no cover - set by render_summary before any task runs
         raise RuntimeError("no render job")
     kind, key, stem = task
-    if kind == "overview":
+    if summary_outputs(job.summary) and kind in ("overview", "feature"):  # small multiples
+        names = job.names if kind == "overview" else (str(key),)
+        fig = outputs_figure(job.summary, names, ylabel=job.ylabel)
+    elif kind == "overview":
         fig = overview_figure(job.summary, names=job.names, ylabel=job.ylabel)
     elif kind == "regional" and job.regions is not None:
         fig = regional_figure(job.regions, str(key), ylabel=job.ylabel)

@@ -18,6 +18,7 @@ from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import read_json_file
 from ale_cli.plot.first_order import feature_figure, overview_figure
+from ale_cli.plot.outputs import output_view, outputs_figure, summary_outputs
 from ale_cli.plot.render import check_store
 from ale_cli.plot.second_order import interaction_figure
 from ale_cli.report.digest import finest, paragraph, split_checks, verdict
@@ -167,14 +168,16 @@ def _feature_rows(
     rows = []
     n_figures = 0
     for i, feat in enumerate(summary.features):
-        s = stats.get(feat.name) or {}
+        s = stats.get(feat.key) or {}
+        view = output_view(summary, feat.output)  # several outputs: this record's
         figures = [
             {
                 "label": f"{summary.estimator} ({Path(name).name})",
                 "svg": _figure(
-                    reused.get(("feature", feat.name)),
-                    lambda feat=feat, i=i: svg_text(
-                        feature_figure(summary, feat.name, store=store), prefix=f"f{i}-0-"
+                    reused.get(("feature", feat.name)) if feat.output is None else None,
+                    lambda feat=feat, i=i, view=view: svg_text(
+                        feature_figure(view, feat.name, store=store if view is summary else None),
+                        prefix=f"f{i}-0-",
                     ),
                 ),
             }
@@ -184,7 +187,7 @@ def _feature_rows(
         rows.append(
             {
                 "anchor": f"feature-{i + 1}",
-                "name": feat.name,
+                "name": feat.key,
                 "status": feat.status,
                 "bins": feat.n_bins,
                 "rank": s.get("rank"),
@@ -203,6 +206,14 @@ def _feature_rows(
         )
     rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["anchor"]))
     return rows, n_figures
+
+
+def _overview(summary: Summary) -> Any:
+    """The overview figure: small multiples for a summary of several outputs."""
+    if summary_outputs(summary):
+        names = list(dict.fromkeys(f.name for f in summary.features))
+        return outputs_figure(summary, names)
+    return overview_figure(summary)
 
 
 def _figure(reused: str | None, draw: Callable[[], str]) -> Any:
@@ -394,14 +405,14 @@ def _first_order_section(
     rows, n_figures = _feature_rows(main_name, main, store_obj, drifts, reused.get(main_name, {}))
     overview = _figure(
         reused.get(main_name, {}).get(("overview", None)),
-        lambda: svg_text(overview_figure(main), prefix="overview-"),
+        lambda: svg_text(_overview(main), prefix="overview-"),
     )
     others = [
         {
             "label": f"{other.estimator} ({Path(name).name})",
             "svg": _figure(
                 reused.get(name, {}).get(("overview", None)),
-                lambda other=other, j=j: svg_text(overview_figure(other), prefix=f"overview{j}-"),
+                lambda other=other, j=j: svg_text(_overview(other), prefix=f"overview{j}-"),
             ),
         }
         for j, (name, other) in enumerate(first_order[1:], start=1)

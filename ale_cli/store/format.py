@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,61 @@ LEVEL_ARRAYS = ("level_up", "level_down")
 #: the fine grids of the explained features, flat, and where each feature's starts (F+1,)
 FINE_EDGES = "fine_edges"
 FINE_OFFSETS = "fine_offsets"
+#: row arrays held once per output by a store of several outputs (its meta's optional
+#: ``outputs`` lists their records, the first the meta's ``output``):
+#: output 0's as named, output k's as ``name.out<k>`` (:func:`output_entry`)
+PER_OUTPUT = ("local_effects", "prediction", *LEVEL_ARRAYS)
+
+
+def output_entry(name: str, k: int) -> str:
+    """The array of output ``k`` of row array ``name`` (``name`` itself for output 0).
+
+    >>> output_entry("local_effects", 0), output_entry("prediction", 2)
+    ('local_effects', 'prediction.out2')
+    """
+    return name if k == 0 or name not in PER_OUTPUT else f"{name}.out{k}"
+
+
+def split_outputs(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Row arrays whose axis 1 is the output (``prediction`` (n, K)) as one array per
+    output (:func:`output_entry`); arrays of one output unchanged."""
+    if arrays["prediction"].ndim < 2:
+        return dict(arrays)
+    out = {n: a for n, a in arrays.items() if n not in PER_OUTPUT}
+    for name in (n for n in PER_OUTPUT if n in arrays):
+        for k in range(arrays[name].shape[1]):
+            out[output_entry(name, k)] = np.ascontiguousarray(arrays[name][:, k])
+    return out
+
+
+def output_records(meta: Mapping[str, Any]) -> list[Any]:
+    """The outputs a store holds, the first the meta's ``output`` (one if ``outputs`` is
+    absent: every store before it)."""
+    return list(meta.get("outputs") or [meta.get("output")])
+
+
+def one_output(meta: Mapping[str, Any], where: str, what: str) -> None:
+    """InputError when the store of ``meta`` holds several outputs and ``what`` explains
+    one (``ale regional``, ``ale interact``)."""
+    records = output_records(meta)
+    if len(records) > 1:
+        names = ", ".join(output_label(r) for r in records)
+        raise InputError(
+            f"{where} holds {len(records)} outputs ({names}); {what} explains one: "
+            "compute a store of that output with --output NAME"
+        )
+
+
+def output_label(record: Mapping[str, Any] | None) -> str:
+    """How a summary's record names an output (its ``name``, else its ``selector``).
+
+    >>> output_label({"selector": "proba:yes", "name": "proba:1"})
+    'proba:1'
+    """
+    record = record or {}
+    return str(record.get("name") or record.get("selector") or "output")
+
+
 #: the meta key of the store's identity, recorded when it is written (:func:`content_digest`)
 DIGEST = "content_sha256"
 
@@ -123,6 +178,21 @@ class Store(_Columns):
         """The row arrays ``arrays`` as one chunk (mixed derivatives (P, N), as stored)."""
         rows = {"X": self.X, "local_effects": self.local_effects, "prediction": self.prediction}
         yield Chunk(0, {name: rows[name] if name in rows else self.extra[name] for name in arrays})
+
+    def select_output(self, k: int) -> Store:
+        """This store as output ``k`` (of :func:`output_records`) alone."""
+        records = output_records(self.meta)
+        if k == 0 and len(records) == 1:
+            return self
+        entries = {n: output_entry(n, k) for n in PER_OUTPUT}
+        taken = {n: self.extra[e] for n, e in entries.items() if e in self.extra}
+        taken |= {n: getattr(self, n) for n in ("local_effects", "prediction") if k == 0}
+        kept = {n: a for n, a in self.extra.items() if ".out" not in n and n not in LEVEL_ARRAYS}
+        kept |= {n: taken[n] for n in LEVEL_ARRAYS if n in taken}
+        return replace(
+            self, local_effects=taken["local_effects"], prediction=taken["prediction"],
+            extra=kept, meta=self.meta | {"output": records[k], "outputs": None},
+        )  # fmt: skip
 
     def mixed_derivatives(self) -> dict[tuple[str, str], np.ndarray]:
         """The cached mixed derivatives by pair (a, b), each (N,); empty if there are none."""

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import InputError
+from ale_cli.store.format import PER_OUTPUT, output_entry, output_records
 from ale_cli.store.verify import DamagedStore
 
 _FLOAT_ARRAYS = ("X", "local_effects", "prediction")
@@ -77,12 +78,33 @@ def _layout(
                 f"({p_shape[0]}, {n}), it has {m_dtype.name} {m_shape}"
             )
     _level_layout(where, specs, meta, n)
+    _output_layout(where, specs, meta)
     _fine_layout(where, specs, meta, f)
     rows = meta.get("n_rows")
     if isinstance(rows, bool) or not isinstance(rows, int):
         raise InputError(f"{where}: its meta has no integer 'n_rows'")
     if rows != n:
         raise InputError(f"{where}: its meta says n_rows {rows}, array 'X' has {n} rows")
+
+
+def _output_layout(
+    where: str, specs: Mapping[str, tuple[tuple[int, ...], np.dtype]], meta: Mapping[str, Any]
+) -> None:
+    """A store of K outputs (meta ``outputs``) holds output k's copy of each per-output
+    row array (``local_effects.out<k>``, k = 1 .. K-1), shaped and typed as output 0's."""
+    count = len(output_records(meta))
+    expected = {output_entry(n, k) for n in PER_OUTPUT if n in specs for k in range(1, count)}
+    found = {n for n in specs if ".out" in n}
+    if found != expected:
+        odd = sorted(found ^ expected)[0]
+        why = "is missing" if odd in expected else "is not an array of one of its outputs"
+        raise InputError(f"{where}: array '{odd}' {why} (its meta lists {count} outputs)")
+    for name in sorted(expected):
+        (shape, dtype), base = specs[name], name.partition(".out")[0]
+        if shape != specs[base][0] or dtype.kind != specs[base][1].kind:
+            raise InputError(
+                f"{where}: array '{name}' has shape {shape}, expected {specs[base][0]} as '{base}'"
+            )
 
 
 def _level_layout(
@@ -255,7 +277,7 @@ def _only_arrays(path: Path, archive: Any) -> None:
             raise InputError(f"store '{path}': member '{filename}' is not a .npy array")
 
 
-_ROWS = "(X|local_effects|prediction|mixed_derivatives|level_up|level_down)"
+_ROWS = r"((?:X|local_effects|prediction|mixed_derivatives|level_up|level_down)(?:\.out\d+)?)"
 #: a row array, whole or a chunk of a schema-3 store (``X``, ``X.00003``); a chunk
 _ROW = re.compile(rf"^{_ROWS}(\.\d{{5}})?$")
 _CHUNK = re.compile(rf"^{_ROWS}\.(\d{{5}})$")

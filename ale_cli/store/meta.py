@@ -18,6 +18,7 @@ _META_OBJECTS = (
 )  # fmt: skip
 _META_LISTS = (
     "feature_names", "features", "inputs", "categorical_features", "pairs", "levels", "notes",
+    "outputs",
 )  # fmt: skip
 _META_TEXT = ("created", "method", "cache_key", "layout", "content_sha256")
 _NAME_LISTS = ("feature_names", "features", "inputs", "categorical_features")
@@ -53,6 +54,8 @@ def meta_problem(meta: Mapping[str, Any]) -> str | None:
     for key in _META_TEXT:
         if meta.get(key) is not None and not isinstance(meta[key], str):
             return f"'{key}' is not text"
+    if not all(isinstance(o, dict) for o in meta.get("outputs") or ()):
+        return "'outputs' is not a list of objects"
     for key in _NAME_LISTS:
         if not all(isinstance(n, str) for n in meta.get(key) or ()):
             return f"'{key}' holds something other than names"

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +20,27 @@ from ale_cli.store.format import (
     LEVEL_ARRAYS,
     MIXED,
     PAIRS,
+    PER_OUTPUT,
     REQUIRED_ARRAYS,
     ROW_ARRAYS,
     Store,
     _Columns,
     chunk_entry,
     content_digest,
+    output_entry,
+    output_records,
 )
 from ale_cli.store.layout import check_finite, load_npz, validate_npz
 from ale_cli.store.meta import check_meta
 from ale_cli.store.verify import Archive, DamagedStore
 
 _ROW_MEMBERS = (*ROW_ARRAYS, MIXED, *LEVEL_ARRAYS)
+
+
+def _row_members(count: int) -> tuple[str, ...]:
+    """The row arrays a store of ``count`` outputs may hold."""
+    more = (output_entry(n, k) for k in range(1, count) for n in PER_OUTPUT)
+    return (*_ROW_MEMBERS, *more)
 
 
 def _open(path: Path) -> Archive:
@@ -93,11 +102,9 @@ def _chunk_names(meta: dict[str, Any]) -> list[int] | None:
     return [int(n) for n in chunks.get("rows", [])]
 
 
-def _concatenated(path: Path, npz: Any, rows: list[int]) -> dict[str, np.ndarray]:
+def _concatenated(path: Path, npz: Any, rows: list[int], outputs: int) -> dict[str, np.ndarray]:
     """The row arrays of a chunked store, concatenated (X as float64)."""
-    names = [
-        n for n in (*ROW_ARRAYS, MIXED, *LEVEL_ARRAYS) if chunk_entry(n, 0) in npz.files or n == "X"
-    ]
+    names = [n for n in _row_members(outputs) if chunk_entry(n, 0) in npz.files or n == "X"]
     out: dict[str, np.ndarray] = {}
     for name in names:
         entries = [chunk_entry(name, i) for i in range(len(rows))]
@@ -126,7 +133,8 @@ def read_file_store(path: Path) -> Store:
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
         rows = _chunk_names(meta)
-        arrays = _concatenated(path, npz, rows) if rows is not None else {}
+        outputs = len(output_records(meta))
+        arrays = _concatenated(path, npz, rows, outputs) if rows is not None else {}
         missing = [name for name in REQUIRED_ARRAYS if name not in npz.files and name not in arrays]
         if missing:
             raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing)}")
@@ -163,6 +171,9 @@ class StoreFile(_Columns):
     rows: tuple[int, ...]
     #: the index of its first row in the store it is a part of (0: a whole store)
     offset: int = 0
+    #: the output read (of ``outputs`` the store holds; :meth:`select_output`)
+    output: int = 0
+    outputs: int = 1
     verified: set[str] = field(default_factory=set, init=False, compare=False, repr=False)
 
     @property
@@ -183,6 +194,8 @@ class StoreFile(_Columns):
                 input_names=self.input_names,
                 rows=tuple(self.rows[i : i + CHUNKS_PER_PART]),
                 offset=self.offset + int(starts[i]),
+                output=self.output,
+                outputs=self.outputs,
                 first=i,
             )
             for i in range(0, len(self.rows), CHUNKS_PER_PART)
@@ -203,7 +216,7 @@ class StoreFile(_Columns):
         stored (mixed derivatives (P, n_i))."""
         if self.meta.get("chunks") is None:
             with _open(self.path) as npz:
-                chunk = {name: npz[name] for name in arrays}
+                chunk = {name: npz[output_entry(name, self.output)] for name in arrays}
             for name, array in chunk.items():
                 check_finite(self.path, name, array, self.labels(name))
             yield Chunk(self.offset, chunk)
@@ -224,11 +237,11 @@ class StoreFile(_Columns):
             for n, i in enumerate(indices):
                 chunk = {}
                 for name in arrays:
-                    entry = chunk_entry(name, i)
+                    entry = chunk_entry(output_entry(name, self.output), i)
                     chunk[name] = archive.array(entry)
                     check_finite(self.path, entry, chunk[name], self.labels(name))
                     self.verified.add(entry)
-                for other in _ROW_MEMBERS:
+                for other in _row_members(self.outputs):
                     entry = chunk_entry(other, i)
                     if entry in archive.members and entry not in self.verified:
                         archive.verify(entry)
@@ -237,8 +250,13 @@ class StoreFile(_Columns):
                 offset += self.rows[n]
 
     def recorded_prediction(self) -> dict[str, Any] | None:
-        """:func:`recorded_prediction` of this store."""
-        return recorded_prediction(self.path, self.meta)
+        """:func:`recorded_prediction` of this store (the manifest's is output 0's)."""
+        return None if self.output else recorded_prediction(self.path, self.meta)
+
+    def select_output(self, k: int) -> StoreFile:
+        """This store read as output ``k`` (of :func:`output_records`) alone."""
+        record = output_records(self.meta)[k]
+        return replace(self, output=k, meta=self.meta | {"output": record})
 
     def prediction(self) -> np.ndarray:
         """The (N,) predictions, concatenated, as float64."""
@@ -299,8 +317,9 @@ def open_file_store(path: Path) -> StoreFile:
             f"for {len(inputs)} inputs"
         )
     return StoreFile(
-        path=path, meta=meta, feature_names=names, input_names=inputs, rows=tuple(rows)
-    )
+        path=path, meta=meta, feature_names=names, input_names=inputs, rows=tuple(rows),
+        outputs=len(output_records(meta)),
+    )  # fmt: skip
 
 
 def recorded_prediction(path: Path, meta: Mapping[str, Any]) -> dict[str, Any] | None:

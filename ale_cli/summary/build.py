@@ -126,6 +126,7 @@ def store_info(
         | {"rows_nonfinite": int(data.get("rows_nonfinite", 0))},
         "method": meta.get("method"),
         "output": meta.get("output"),
+        **({"outputs": meta["outputs"]} if meta.get("outputs") else {}),
         "n_rows": store.n_rows,
         "inputs": list(store.input_names),
     }

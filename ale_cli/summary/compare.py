@@ -174,7 +174,7 @@ def summary_statistics(summary: Summary) -> dict[str, dict[str, Any]]:
         f.statistics is not None and all(f.statistics.get(k) is not None for k in _NEEDED)
         for f in estimable
     ):
-        return {f.name: dict(f.statistics or {}) for f in estimable}
+        return {f.key: dict(f.statistics or {}) for f in estimable}
     computed = feature_statistics(
         summary.features, prediction_quantiles(summary), definitions_of(summary.params)
     )
@@ -183,7 +183,7 @@ def summary_statistics(summary: Summary) -> dict[str, dict[str, Any]]:
         if fresh is None:
             continue
         recorded = feat.statistics or {}
-        out[feat.name] = {
+        out[feat.key] = {
             k: recorded[k] if recorded.get(k) is not None else v for k, v in fresh.items()
         }
     return out
@@ -253,8 +253,12 @@ def compare_summaries(
     ``features`` restricts the comparison to those names (kept even when
     missing on both sides: they are reported as missing in the base).
     """
-    a, b = ({f.name: f for f in s.features} for s in (base, other))
-    names = list(features) if features is not None else list(dict.fromkeys([*a, *b]))
+    a, b = ({f.key: f for f in s.features} for s in (base, other))
+    names = list(dict.fromkeys([*a, *b]))  # name [output] in a summary of several outputs
+    if features is not None:
+        bare = {f.key: f.name for s in (base, other) for f in s.features}
+        kept = [k for k in names if bare[k] in features or k in features]
+        names = kept + [n for n in features if n not in {bare[k] for k in kept} | set(kept)]
     stats_a, stats_b = summary_statistics(base), summary_statistics(other)
     out = []
     for name in names:

@@ -17,7 +17,7 @@ import json
 import math
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Real
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -284,6 +284,23 @@ def _with_regions(frame: pd.DataFrame, summary: Summary, data: Mapping[str, Any]
     return out[table_columns(kinds, region=True)]
 
 
+def _with_outputs(summary: Summary) -> pd.DataFrame:
+    """A summary of several outputs: each output's rows (:func:`_frame`), an ``output``
+    column after ``kind``, outputs in the summary's order."""
+    import pandas as pd
+
+    groups: dict[str | None, list[Any]] = {}
+    for f in summary.features:
+        groups.setdefault(f.output, []).append(f)
+    parts = []
+    for label, feats in groups.items():
+        part = replace(summary, features=tuple(feats), interactions=())
+        parts.append(_frame(part, _statistics_of(part, None)).assign(output=label))
+    out = pd.concat(parts, ignore_index=True)
+    kinds = [k for k in KIND_COLUMNS if k in set(out["kind"])]
+    return out[table_columns(kinds, output=True)]
+
+
 @dataclass(frozen=True)
 class ExportTable:
     """A summary's long table (:func:`summary_frame`), its rows per exported feature (or
@@ -304,6 +321,8 @@ def export_table(source: str | Path, *, stdin: TextIO | None = None) -> ExportTa
     :func:`ale_cli.outputs.tables.export_summary`)."""
     summary, data = read_summary_source(source, stdin=stdin)
     frame = _frame(summary, _statistics_of(summary, data))
+    if any(f.output is not None for f in summary.features):
+        frame = _with_outputs(summary)
     if data.get("regions") is not None:  # ale regional: the leaves' rows, named by region
         frame = _with_regions(frame, summary, data)
     counts = frame["feature"].value_counts(sort=False)

@@ -11,6 +11,7 @@ byte-identical for the same inputs apart from ``created`` (omitted with ``timest
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,12 +69,20 @@ class FeatureSummary:
     order: np.ndarray | None = None
     #: how the local effects were obtained when it is not a derivative ("secant")
     method: str | None = None
+    #: the model output explained, in a summary of several (its record's ``name``)
+    output: str | None = None
     #: the bootstrap replicates (in memory only, for the statistics' bands)
     replicates: Replicates | None = field(default=None, compare=False, repr=False)
 
     @property
     def n_bins(self) -> int:
         return len(self.counts)
+
+    @property
+    def key(self) -> str:
+        """How messages name the record: ``name``, or ``name [output]`` in a summary of
+        several outputs."""
+        return self.name if self.output is None else f"{self.name} [{self.output}]"
 
     @classmethod
     def from_effect(cls, name: str, effect: FirstOrderEffect, **more: Any) -> FeatureSummary:
@@ -84,6 +93,8 @@ class FeatureSummary:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "status": self.status}
+        if self.output is not None:
+            out["output"] = self.output
         if self.reason is not None:
             out["reason"] = self.reason
         if self.kind is not None:
@@ -129,6 +140,7 @@ class FeatureSummary:
             levels=tuple(data["levels"]) if "levels" in data else None,
             order=np.asarray(data["order"], dtype=np.int64) if "order" in data else None,
             method=data.get("method"),
+            output=data.get("output"),
         )
 
 
@@ -327,18 +339,36 @@ def prediction_quantiles(summary: Summary) -> np.ndarray | None:
     return np.asarray(summary.prediction["quantiles"], dtype=np.float64)
 
 
-def with_statistics(summary: Summary, prediction: np.ndarray | None) -> Summary:
+def with_statistics(
+    summary: Summary,
+    prediction: np.ndarray | None,
+    outputs: Mapping[str, np.ndarray] | None = None,
+) -> Summary:
     """The summary with the distribution of ``prediction`` (N,; NaN/inf left out) and
     per-feature statistics. With ``prediction`` None (or no finite value) the recorded
     distribution (if any) is used; without one NALED and NALER are ``null``. Features
-    that are not estimable get no ``statistics``. The definitions are those
-    ``params.statistics`` names (:func:`~ale_cli.summary.statistics.definitions_of`)."""
+    that are not estimable get no ``statistics``. The records of each output of several
+    are ranked among themselves, normalised by that output's ``outputs[name]`` (N,). The
+    definitions are those ``params.statistics`` names
+    (:func:`~ale_cli.summary.statistics.definitions_of`)."""
     recorded = summary.prediction
     if prediction is not None and np.isfinite(prediction).any():
         dist = prediction_distribution(prediction=prediction)
         recorded = {"n": dist.n, "mean": dist.mean, "quantiles": dist.quantiles}
     quantiles = None if recorded is None else np.asarray(recorded["quantiles"], dtype=np.float64)
-    stats = feature_statistics(summary.features, quantiles, definitions_of(summary.params))
+    groups: dict[str | None, list[int]] = {}
+    for i, f in enumerate(summary.features):
+        groups.setdefault(f.output, []).append(i)
+    stats: list[Any] = [None] * len(summary.features)
+    for label, rows in groups.items():
+        q = quantiles
+        if outputs and label in outputs and np.isfinite(outputs[label]).any():
+            q = np.asarray(prediction_distribution(prediction=outputs[label]).quantiles)
+        found = feature_statistics(
+            [summary.features[i] for i in rows], q, definitions_of(summary.params)
+        )
+        for i, st in zip(rows, found, strict=True):
+            stats[i] = st
     features = tuple(replace(f, statistics=s) for f, s in zip(summary.features, stats, strict=True))
     return replace(summary, prediction=recorded, features=features)
 

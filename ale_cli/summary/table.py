@@ -1,7 +1,8 @@
 """The columns of ``ale export``'s long table (:mod:`ale_cli.summary.export` builds it),
 and the header rows of its CSV: the mark the output guard recognises an export by.
 
-The header row is ``estimator,feature,kind`` (and ``region`` for a regional summary)
+The header row is ``estimator,feature,kind`` (and ``region`` for a regional summary,
+``output`` for a summary of several model outputs)
 followed by the columns of the kinds present, in the order of :data:`KIND_COLUMNS`
 (each column once). That exact row is the mark of a CSV written by ``ale export``: a
 CSV whose first line is anything else is not ours (:data:`HEADERS`).
@@ -32,9 +33,11 @@ KIND_COLUMNS: dict[str, tuple[str, ...]] = {
 
 #: the column of a regional summary's table (``ale regional``): the region of each row
 REGION = "region"
+#: the column of a summary of several model outputs: the output of each row
+OUTPUT = "output"
 
 
-def table_columns(kinds: list[str], *, region: bool = False) -> list[str]:
+def table_columns(kinds: list[str], *, region: bool = False, output: bool = False) -> list[str]:
     """The columns of a table holding rows of ``kinds``, in the order written (``region``:
     a regional summary's, with the ``region`` column after ``kind``).
 
@@ -43,7 +46,7 @@ def table_columns(kinds: list[str], *, region: bool = False) -> list[str]:
     >>> table_columns(["edge"], region=True)[:5]
     ['estimator', 'feature', 'kind', 'region', 'index']
     """
-    names = [*BASE_COLUMNS, REGION] if region else list(BASE_COLUMNS)
+    names = [*BASE_COLUMNS, *([REGION] if region else []), *([OUTPUT] if output else [])]
     for kind in KIND_COLUMNS:
         if kind in kinds:
             names += [c for c in KIND_COLUMNS[kind] if c not in names]
@@ -58,6 +61,7 @@ def _headers() -> set[str]:
         chosen = [k for i, k in enumerate(kinds) if mask >> i & 1]
         rows.add(",".join(table_columns(chosen)))
         rows.add(",".join(table_columns(chosen, region=True)))
+        rows.add(",".join(table_columns(chosen, output=True)))
     return rows
 
 

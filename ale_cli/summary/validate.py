@@ -327,11 +327,13 @@ def validate_summary(path: str | Path, data: Any) -> None:
     path = Path(path)
     for loc, message in schema_errors(data):
         raise InputError(f"{_where(path, data, loc)}: {message}")
-    seen: set[str] = set()
+    seen: set[tuple[str, str | None]] = set()
     for i, feat in enumerate(data["features"]):
-        if feat["name"] in seen:
-            raise InputError(f"summary '{path}': feature '{feat['name']}' appears twice")
-        seen.add(feat["name"])
+        key = (feat["name"], feat.get("output"))
+        if key in seen:
+            of = "" if key[1] is None else f" of output '{key[1]}'"
+            raise InputError(f"summary '{path}': feature '{feat['name']}'{of} appears twice")
+        seen.add(key)
         for field, message in _feature_errors(feat):
             raise InputError(f"{_where(path, data, ('features', i, field))}: {message}")
     for i, item in enumerate(data.get("interactions", ())):
