@@ -1,24 +1,23 @@
 """The fresh demo job (``configs/demo-job.yaml``): what each step costs against the compute step.
 
-Runs ``ale run`` into a new directory R times (default 2) and prints, per run, the
-seconds of the compute step, the three plot steps, the report step and the ratio
-``(plots + report) / compute`` (target: at most 1). Then, on the last run's directory,
-the report built twice more, interleaved: taking the figures the plot steps drew
+Runs ``ale run`` into a new directory R times (``--rounds``, default 2) and prints, per
+run, the seconds of the compute step, the plot steps, the report step and the ratio
+``(plots + report) / compute`` (target: at most 1), then the medians. With ``--base DIR``
+(another checkout, e.g. the commit before a change) each round runs the base first, then
+this checkout, so the load of a shared machine falls on both alike. Then, on this
+checkout's last run, the report built twice more: taking the figures the plot steps drew
 (what ``ale run`` does) and drawing them again (``ale report`` without them).
 
-Today, 2 shared cores at load 20-24 (absolute times several times a quiet machine's;
-ratios noisy by about 20 %): compute 34.2 s; plots 166.2 s (rhale 63.3, rebin 92.2,
-interact 10.7); report 5.3 s; (plots + report) / compute = 5.0. The report on the same
-directory: 3.1 s taking the figures the plot steps drew, 111.8 s drawing them again
-(36x). The report no longer costs a second drawing; the plot steps themselves are still
-about 5x the compute step (the target of 1 is not met).
-
-Run: ``PYTHONPATH=. python bench/bench_job_steps.py [R]`` (needs ``make samples``).
+Run: ``PYTHONPATH=. python bench/bench_job_steps.py [--rounds R] [--base DIR]`` (needs
+``make samples``; a base checkout needs its own ``sample_data/models``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,24 +25,32 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-JOB = ROOT / "configs" / "demo-job.yaml"
+JOB = Path("configs") / "demo-job.yaml"
 
 
-def run_once(out: Path) -> dict[str, float]:
+def run_once(root: Path, out: Path) -> dict[str, float]:
+    """Seconds per step of a fresh ``ale run`` of the demo job with the checkout ``root``."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
     subprocess.run(
         [sys.executable, "-m", "ale_cli", "run", str(JOB), "-o", str(out), "--quiet"],
         check=True,
-        cwd=ROOT,
+        cwd=root,
+        env=env,
     )
     steps = json.loads((out / "run.json").read_text())["steps"]
     return {s["name"]: float(s["seconds"]) for s in steps}
 
 
+def totals(s: dict[str, float]) -> tuple[float, float]:
+    """Seconds of the plot steps together, and ``(plots + report) / compute``."""
+    plots = sum(v for k, v in s.items() if k.startswith("plot-"))
+    return plots, (plots + s["report"]) / s["compute"]
+
+
 def report_twice(out: Path) -> tuple[float, float]:
     from ale_cli.report import build_report
 
-    names = ["rhale", "rebin", "interact"]
-    summaries = [out / f"{n}.json" for n in names]
+    summaries = sorted(p for p in out.glob("*.json") if (out / "plots" / p.stem).is_dir())
     kw = {"store": out / "store.npz", "audit": out / "audit.json", "timestamp": False}
     t0 = time.perf_counter()
     build_report(summaries, figures={s: out / "plots" / s.stem for s in summaries}, **kw)
@@ -53,17 +60,31 @@ def report_twice(out: Path) -> tuple[float, float]:
 
 
 def main(argv: list[str]) -> None:
-    repeats = int(argv[0]) if argv else 2
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--base", type=Path, help="another checkout, run first in each round")
+    args = parser.parse_args(argv)
+    sides = [("base", args.base.resolve())] if args.base else []
+    sides.append(("new" if args.base else "this", ROOT))
+    ratios: dict[str, list[float]] = {name: [] for name, _ in sides}
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(repeats):
-            out = Path(tmp) / f"run{i}"
-            s = run_once(out)
-            plots = sum(v for k, v in s.items() if k.startswith("plot-"))
-            ratio = (plots + s["report"]) / s["compute"]
+        for i in range(args.rounds):
+            for name, root in sides:
+                out = Path(tmp) / f"{name}{i}"
+                s = run_once(root, out)
+                plots, ratio = totals(s)
+                ratios[name].append(ratio)
+                steps = ", ".join(f"{k} {v:.2f}" for k, v in s.items() if k.startswith("plot-"))
+                print(
+                    f"round {i + 1} {name}: compute {s['compute']:.2f} s; plots {plots:.2f} s "
+                    f"({steps}); report {s['report']:.2f} s; (plots + report) / compute = "
+                    f"{ratio:.2f}",
+                    flush=True,
+                )
+        for name, values in ratios.items():
             print(
-                f"run {i + 1}: compute {s['compute']:.2f} s; plots {plots:.2f} s "
-                f"({', '.join(f'{k} {v:.2f}' for k, v in s.items() if k.startswith('plot-'))}); "
-                f"report {s['report']:.2f} s; (plots + report) / compute = {ratio:.2f}"
+                f"{name}: (plots + report) / compute median {statistics.median(values):.2f} "
+                f"({min(values):.2f}-{max(values):.2f})"
             )
         taken, drawn = report_twice(out)
         print(

@@ -8,16 +8,15 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import sys
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from ale_cli.errors import RunError
-from ale_cli.plot import style
 from ale_cli.plot.directory import save_figure
 from ale_cli.plot.first_order import feature_figure, overview_figure
+from ale_cli.plot.layout import new_figure
 from ale_cli.plot.regional import regional_figure
 from ale_cli.plot.second_order import interaction_figure
 
@@ -117,25 +116,6 @@ def run_tasks(job: Job, tasks: list[Task], jobs: int) -> list[list[Path]]:
         _JOB = None
 
 
-def _warm_up() -> None:
-    """Import matplotlib and open the fonts here, once per process, so that forked
-    workers inherit them (each fresh worker paid for them again, per plot step)."""
-    import io
-
-    import matplotlib
-
-    from ale_cli.plot.layout import figure_legend, new_figure
-
-    with matplotlib.rc_context(style.RC):
-        fig = new_figure((2.0, 2.0))
-        ax = fig.add_axes((0.2, 0.3, 0.7, 0.6))
-        ax.bar([0.0], [1.0], label="a")
-        ax.set_title("a", loc="left")
-        fig.suptitle("a", fontweight="bold")
-        figure_legend(fig, *ax.get_legend_handles_labels(), ncols=1)
-        fig.savefig(io.BytesIO(), format="png", dpi=30)
-
-
 def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
     """Draw ``tasks`` in ``jobs`` forked workers, each taking the next task not yet taken
     (the overview costs several features).
@@ -143,8 +123,7 @@ def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
     A worker's error is raised here; one that dies early is a RunError (a pool would
     wait forever). On any exit the workers are terminated and joined first.
     """
-    if "matplotlib.backends.backend_agg" not in sys.modules:
-        _warm_up()
+    new_figure((1.0, 1.0))  # matplotlib imported here, once: the workers inherit it
     context = multiprocessing.get_context("fork")
     claimed = context.Value("i", 0)
     workers: dict[Connection, BaseProcess] = {}
