@@ -2,14 +2,21 @@
 
 Runs ``ale run`` into a new directory R times (``--rounds``, default 2) and prints, per
 run, the seconds of the compute step, the plot steps, the report step and the ratio
-``(plots + report) / compute`` (target: at most 1), then the medians. With ``--base DIR``
-(another checkout, e.g. the commit before a change) each round runs the base first, then
-this checkout, so the load of a shared machine falls on both alike. Then, on this
-checkout's last run, the report built twice more: taking the figures the plot steps drew
-(what ``ale run`` does) and drawing them again (``ale report`` without them).
+``(plots + report) / compute`` (target: at most 1), as wall seconds (``run.json``) and as
+CPU seconds (the step's process and its reaped plot workers), then the medians. With
+``--base DIR`` (another checkout, e.g. the commit before a change) each round runs the
+base first, then this checkout, so the load of a shared machine falls on both alike.
+Then, on this checkout's last run, the report built twice more: taking the figures the
+plot steps drew (what ``ale run`` does) and drawing them again.
 
 Run: ``PYTHONPATH=. python bench/bench_job_steps.py [--rounds R] [--base DIR]`` (needs
 ``make samples``; a base checkout needs its own ``sample_data/models``).
+
+Today, 2 shared cores at load 10-15 (wall times several times a quiet machine's and
+twice as long from one run to the next; CPU seconds are steadier), 3 rounds, CPU:
+compute 4.4-5.3 s; plots 30.3-36.7 s (45 figures, 22 of them the regional step's, about
+0.8 s each at that load); report 0.4-0.8 s; (plots + report) / compute = 7.0-7.1. The
+target of 1 is not met: the figures themselves cost that much.
 """
 
 from __future__ import annotations
@@ -26,19 +33,49 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = Path("configs") / "demo-job.yaml"
+KINDS = ("wall", "cpu")
 
 
-def run_once(root: Path, out: Path) -> dict[str, float]:
-    """Seconds per step of a fresh ``ale run`` of the demo job with the checkout ``root``."""
+#: ``ale run`` of the demo job in a child process that also prints each step's CPU seconds
+#: (its own and its reaped workers'), wrapping the runner's step and compute calls
+_CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+import ale_cli.job.runner as runner
+from ale_cli.job import read_job, run_job
+
+def cpu():
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+seconds = {}
+def timed(name, call, *args):
+    c0 = cpu()
+    result = call(*args)
+    seconds[name] = cpu() - c0
+    return result
+
+step, compute = runner._Runner.step, runner.compute
+runner._Runner.step = lambda self, name, *a: timed(name, step, self, name, *a)
+runner.compute = lambda request: timed("compute", compute, request)
+run_job(read_job(Path(sys.argv[1])), Path(sys.argv[2]))
+print(json.dumps(seconds))
+"""
+
+
+def run_once(root: Path, out: Path) -> tuple[dict[str, float], dict[str, float]]:
+    """Wall and CPU seconds per step of a fresh run of the demo job with the checkout ``root``."""
     env = {**os.environ, "PYTHONPATH": str(root)}
-    subprocess.run(
-        [sys.executable, "-m", "ale_cli", "run", str(JOB), "-o", str(out), "--quiet"],
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(JOB), str(out)],
         check=True,
         cwd=root,
         env=env,
+        capture_output=True,
+        text=True,
     )
     steps = json.loads((out / "run.json").read_text())["steps"]
-    return {s["name"]: float(s["seconds"]) for s in steps}
+    return {s["name"]: float(s["seconds"]) for s in steps}, json.loads(done.stdout)
 
 
 def totals(s: dict[str, float]) -> tuple[float, float]:
@@ -66,21 +103,21 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     sides = [("base", args.base.resolve())] if args.base else []
     sides.append(("new" if args.base else "this", ROOT))
-    ratios: dict[str, list[float]] = {name: [] for name, _ in sides}
+    ratios: dict[str, list[float]] = {f"{name} {kind}": [] for name, _ in sides for kind in KINDS}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.rounds):
             for name, root in sides:
                 out = Path(tmp) / f"{name}{i}"
-                s = run_once(root, out)
-                plots, ratio = totals(s)
-                ratios[name].append(ratio)
-                steps = ", ".join(f"{k} {v:.2f}" for k, v in s.items() if k.startswith("plot-"))
-                print(
-                    f"round {i + 1} {name}: compute {s['compute']:.2f} s; plots {plots:.2f} s "
-                    f"({steps}); report {s['report']:.2f} s; (plots + report) / compute = "
-                    f"{ratio:.2f}",
-                    flush=True,
-                )
+                for kind, s in zip(KINDS, run_once(root, out), strict=True):
+                    plots, ratio = totals(s)
+                    ratios[f"{name} {kind}"].append(ratio)
+                    steps = ", ".join(f"{k} {v:.2f}" for k, v in s.items() if k[:5] == "plot-")
+                    print(
+                        f"round {i + 1} {name} {kind}: compute {s['compute']:.2f} s; plots "
+                        f"{plots:.2f} s ({steps}); report {s['report']:.2f} s; "
+                        f"(plots + report) / compute = {ratio:.2f}",
+                        flush=True,
+                    )
         for name, values in ratios.items():
             print(
                 f"{name}: (plots + report) / compute median {statistics.median(values):.2f} "
