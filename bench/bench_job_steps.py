@@ -12,11 +12,12 @@ plot steps drew (what ``ale run`` does) and drawing them again.
 Run: ``PYTHONPATH=. python bench/bench_job_steps.py [--rounds R] [--base DIR]`` (needs
 ``make samples``; a base checkout needs its own ``sample_data/models``).
 
-Today, 2 shared cores at load 10-15 (wall times several times a quiet machine's and
-twice as long from one run to the next; CPU seconds are steadier), 3 rounds, CPU:
-compute 4.4-5.3 s; plots 30.3-36.7 s (45 figures, 22 of them the regional step's, about
-0.8 s each at that load); report 0.4-0.8 s; (plots + report) / compute = 7.0-7.1. The
-target of 1 is not met: the figures themselves cost that much.
+Today, 2 shared cores at load 3-13 (wall times up to several times a quiet machine's;
+CPU seconds are steadier), 2 rounds: compute 5.7-11.5 s wall, 5.3-5.6 s CPU; plots
+23.3-41.0 s wall, 30.0-36.4 s CPU (45 figures, 22 of them the regional step's, 11 of those
+the RHALE step's pictures again under another title); report 0.3-0.4 s; (plots + report)
+/ compute = 3.6-4.2 wall, 5.7-6.5 CPU. The target of 1 is not met: the figures themselves
+cost that much (matplotlib: axes and ticks, text, the legend, PNG encoding).
 """
 
 from __future__ import annotations
