@@ -14,7 +14,7 @@ Run: ``PYTHONPATH=. python bench/bench_job_steps.py [--rounds R] [--base DIR]`` 
 
 Today, 2 shared cores at load 3-13 (wall times up to several times a quiet machine's;
 CPU seconds are steadier), 2 rounds: compute 5.7-11.5 s wall, 5.3-5.6 s CPU; plots
-23.3-41.0 s wall, 30.0-36.4 s CPU (45 figures, 22 of them the regional step's, 11 of those
+23.3-41.0 s wall, 30.0-36.4 s CPU (44 figures, 21 of them the regional step's, 11 of those
 the RHALE step's pictures again under another title); report 0.3-0.4 s; (plots + report)
 / compute = 3.6-4.2 wall, 5.7-6.5 CPU. The target of 1 is not met: the figures themselves
 cost that much (matplotlib: axes and ticks, text, the legend, PNG encoding).
