@@ -1,24 +1,31 @@
 """The fresh demo job (``configs/demo-job.yaml``): what each step costs against the compute step.
 
-Runs ``ale run`` into a new directory R times (default 2) and prints, per run, the
-seconds of the compute step, the three plot steps, the report step and the ratio
-``(plots + report) / compute`` (target: at most 1). Then, on the last run's directory,
-the report built twice more, interleaved: taking the figures the plot steps drew
-(what ``ale run`` does) and drawing them again (``ale report`` without them).
+Runs ``ale run`` into a new directory R times (``--rounds``, default 2) and prints, per
+run, the seconds of the compute step, the plot steps, the report step and the ratio
+``(plots + report) / compute`` (target: at most 1), as wall seconds (``run.json``) and as
+CPU seconds (the step's process and its reaped plot workers), then the medians. With
+``--base DIR`` (another checkout, e.g. the commit before a change) each round runs the
+base first, then this checkout, so the load of a shared machine falls on both alike.
+Then, on this checkout's last run, the report built twice more: taking the figures the
+plot steps drew (what ``ale run`` does) and drawing them again.
 
-Today, 2 shared cores at load 20-24 (absolute times several times a quiet machine's;
-ratios noisy by about 20 %): compute 34.2 s; plots 166.2 s (rhale 63.3, rebin 92.2,
-interact 10.7); report 5.3 s; (plots + report) / compute = 5.0. The report on the same
-directory: 3.1 s taking the figures the plot steps drew, 111.8 s drawing them again
-(36x). The report no longer costs a second drawing; the plot steps themselves are still
-about 5x the compute step (the target of 1 is not met).
+Run: ``PYTHONPATH=. python bench/bench_job_steps.py [--rounds R] [--base DIR]`` (needs
+``make samples``; a base checkout needs its own ``sample_data/models``).
 
-Run: ``PYTHONPATH=. python bench/bench_job_steps.py [R]`` (needs ``make samples``).
+Today, 2 shared cores at load 3-13 (wall times up to several times a quiet machine's;
+CPU seconds are steadier), 2 rounds: compute 5.7-11.5 s wall, 5.3-5.6 s CPU; plots
+23.3-41.0 s wall, 30.0-36.4 s CPU (44 figures, 21 of them the regional step's, 11 of those
+the RHALE step's pictures again under another title); report 0.3-0.4 s; (plots + report)
+/ compute = 3.6-4.2 wall, 5.7-6.5 CPU. The target of 1 is not met: the figures themselves
+cost that much (matplotlib: axes and ticks, text, the legend, PNG encoding).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,24 +33,62 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-JOB = ROOT / "configs" / "demo-job.yaml"
+JOB = Path("configs") / "demo-job.yaml"
+KINDS = ("wall", "cpu")
 
 
-def run_once(out: Path) -> dict[str, float]:
-    subprocess.run(
-        [sys.executable, "-m", "ale_cli", "run", str(JOB), "-o", str(out), "--quiet"],
+#: ``ale run`` of the demo job in a child process that also prints each step's CPU seconds
+#: (its own and its reaped workers'), wrapping the runner's step and compute calls
+_CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+import ale_cli.job.runner as runner
+from ale_cli.job import read_job, run_job
+
+def cpu():
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+seconds = {}
+def timed(name, call, *args):
+    c0 = cpu()
+    result = call(*args)
+    seconds[name] = cpu() - c0
+    return result
+
+step, compute = runner._Runner.step, runner.compute
+runner._Runner.step = lambda self, name, *a: timed(name, step, self, name, *a)
+runner.compute = lambda request: timed("compute", compute, request)
+run_job(read_job(Path(sys.argv[1])), Path(sys.argv[2]))
+print(json.dumps(seconds))
+"""
+
+
+def run_once(root: Path, out: Path) -> tuple[dict[str, float], dict[str, float]]:
+    """Wall and CPU seconds per step of a fresh run of the demo job with the checkout ``root``."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(JOB), str(out)],
         check=True,
-        cwd=ROOT,
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     steps = json.loads((out / "run.json").read_text())["steps"]
-    return {s["name"]: float(s["seconds"]) for s in steps}
+    return {s["name"]: float(s["seconds"]) for s in steps}, json.loads(done.stdout)
+
+
+def totals(s: dict[str, float]) -> tuple[float, float]:
+    """Seconds of the plot steps together, and ``(plots + report) / compute``."""
+    plots = sum(v for k, v in s.items() if k.startswith("plot-"))
+    return plots, (plots + s["report"]) / s["compute"]
 
 
 def report_twice(out: Path) -> tuple[float, float]:
     from ale_cli.report import build_report
 
-    names = ["rhale", "rebin", "interact"]
-    summaries = [out / f"{n}.json" for n in names]
+    summaries = sorted(p for p in out.glob("*.json") if (out / "plots" / p.stem).is_dir())
     kw = {"store": out / "store.npz", "audit": out / "audit.json", "timestamp": False}
     t0 = time.perf_counter()
     build_report(summaries, figures={s: out / "plots" / s.stem for s in summaries}, **kw)
@@ -53,17 +98,31 @@ def report_twice(out: Path) -> tuple[float, float]:
 
 
 def main(argv: list[str]) -> None:
-    repeats = int(argv[0]) if argv else 2
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--base", type=Path, help="another checkout, run first in each round")
+    args = parser.parse_args(argv)
+    sides = [("base", args.base.resolve())] if args.base else []
+    sides.append(("new" if args.base else "this", ROOT))
+    ratios: dict[str, list[float]] = {f"{name} {kind}": [] for name, _ in sides for kind in KINDS}
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(repeats):
-            out = Path(tmp) / f"run{i}"
-            s = run_once(out)
-            plots = sum(v for k, v in s.items() if k.startswith("plot-"))
-            ratio = (plots + s["report"]) / s["compute"]
+        for i in range(args.rounds):
+            for name, root in sides:
+                out = Path(tmp) / f"{name}{i}"
+                for kind, s in zip(KINDS, run_once(root, out), strict=True):
+                    plots, ratio = totals(s)
+                    ratios[f"{name} {kind}"].append(ratio)
+                    steps = ", ".join(f"{k} {v:.2f}" for k, v in s.items() if k[:5] == "plot-")
+                    print(
+                        f"round {i + 1} {name} {kind}: compute {s['compute']:.2f} s; plots "
+                        f"{plots:.2f} s ({steps}); report {s['report']:.2f} s; "
+                        f"(plots + report) / compute = {ratio:.2f}",
+                        flush=True,
+                    )
+        for name, values in ratios.items():
             print(
-                f"run {i + 1}: compute {s['compute']:.2f} s; plots {plots:.2f} s "
-                f"({', '.join(f'{k} {v:.2f}' for k, v in s.items() if k.startswith('plot-'))}); "
-                f"report {s['report']:.2f} s; (plots + report) / compute = {ratio:.2f}"
+                f"{name}: (plots + report) / compute median {statistics.median(values):.2f} "
+                f"({min(values):.2f}-{max(values):.2f})"
             )
         taken, drawn = report_twice(out)
         print(

@@ -402,6 +402,27 @@ def test_the_report_has_a_regional_section(paper, tmp_path: Path):  # type: igno
     assert section.count("<svg") == 1  # one split feature, one figure
 
 
+def test_the_report_takes_the_regions_figure_the_plot_step_drew(paper, tmp_path: Path):  # type: ignore[no-untyped-def]
+    import base64
+
+    from ale_cli.plot.render import plot_files
+    from ale_cli.report import build_report
+    from ale_cli.summary.regional import write_regional
+
+    path = tmp_path / "regional.json"
+    write_regional(path, paper)
+    plots = tmp_path / "plots"
+    plot_files(path, plots, formats=("png",))
+    html = build_report([path], timestamp=False, figures={path: plots}).html
+    section = html[html.index('<section id="regional">') :]
+    assert "<svg" not in section  # not drawn again
+    drawn = base64.b64encode((plots / "x1__regions.png").read_bytes()).decode()
+    assert f'alt="regional x1" src="data:image/png;base64,{drawn}"' in section
+    (plots / "x1__regions.png").write_bytes(b"changed after the plot step")
+    html = build_report([path], timestamp=False, figures={path: plots}).html
+    assert html[html.index('<section id="regional">') :].count("<svg") == 1  # drawn
+
+
 def test_a_search_sample_finds_the_split_and_records_every_row(tmp_path: Path):
     X, E = paper_rows(n=20000, noise=0.1)
     whole = regional(RegionalRequest(memory(X, E), features=("x1",), max_depth=1)).summary

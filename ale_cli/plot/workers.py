@@ -17,12 +17,14 @@ from ale_cli.errors import RunError
 from ale_cli.plot.directory import save_figure
 from ale_cli.plot.first_order import feature_figure, overview_figure
 from ale_cli.plot.outputs import outputs_figure, summary_outputs
+from ale_cli.plot.layout import new_figure
 from ale_cli.plot.regional import regional_figure
 from ale_cli.plot.second_order import interaction_figure
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
+    from multiprocessing.sharedctypes import Synchronized
 
     from ale_cli.store.npz import Store
     from ale_cli.summary.model import Summary
@@ -75,12 +77,17 @@ def _render_task(task: Task) -> list[Path]:
     return paths
 
 
-def _worker(tasks: list[Task], mine: list[int], conn: Connection) -> None:
-    """Draw ``tasks[i]`` for ``i`` in ``mine``, sending ``(i, paths, None)`` for each; on
-    an error ``(i, None, error)`` and stop."""
+def _worker(tasks: list[Task], claimed: Synchronized[int], conn: Connection) -> None:
+    """Draw the next task not yet claimed (``claimed`` counts them) until none is left,
+    sending ``(i, paths, None)`` for each; on an error ``(i, None, error)`` and stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # how the parent stops us
-    for i in mine:
+    while True:
+        with claimed.get_lock():
+            i = claimed.value
+            claimed.value += 1
+        if i >= len(tasks):
+            break
         try:
             paths = _render_task(tasks[i])
         except Exception as exc:
@@ -114,23 +121,25 @@ def run_tasks(job: Job, tasks: list[Task], jobs: int) -> list[list[Path]]:
 
 
 def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
-    """Draw ``tasks`` in ``jobs`` forked workers, worker ``w`` taking ``tasks[w::jobs]``.
+    """Draw ``tasks`` in ``jobs`` forked workers, each taking the next task not yet taken
+    (the overview costs several features).
 
     A worker's error is raised here; one that dies early is a RunError (a pool would
     wait forever). On any exit the workers are terminated and joined first.
     """
+    new_figure((1.0, 1.0))  # matplotlib imported here, once: the workers inherit it
     context = multiprocessing.get_context("fork")
-    workers: dict[Connection, tuple[BaseProcess, list[int]]] = {}
+    claimed = context.Value("i", 0)
+    workers: dict[Connection, BaseProcess] = {}
     worker: BaseProcess
     results: dict[int, list[Path]] = {}
     try:
-        for w in range(jobs):
-            mine = list(range(w, len(tasks), jobs))
+        for _ in range(jobs):
             reader, writer = context.Pipe(duplex=False)
-            worker = context.Process(target=_worker, args=(tasks, mine, writer), daemon=True)
+            worker = context.Process(target=_worker, args=(tasks, claimed, writer), daemon=True)
             worker.start()
             writer.close()
-            workers[reader] = (worker, mine)
+            workers[reader] = worker
         pending = dict(workers)
         while pending:
             for ready in wait(list(pending)):
@@ -138,9 +147,9 @@ def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
                 try:
                     i, paths, error = conn.recv()
                 except EOFError:  # the worker is done, or died
-                    done, mine = pending.pop(conn)
+                    done = pending.pop(conn)
                     done.join()
-                    if not all(k in results for k in mine):
+                    if done.exitcode != 0 or (not pending and len(results) < len(tasks)):
                         raise RunError(
                             f"a process drawing figures ended (exit code {done.exitcode}) "
                             "before it drew all of its figures"
@@ -151,9 +160,9 @@ def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
                 results[i] = paths
         return [results[i] for i in range(len(tasks))]
     finally:
-        for worker, _ in workers.values():
+        for worker in workers.values():
             if worker.is_alive():
                 worker.terminate()
-        for reader, (worker, _) in workers.items():
+        for reader, worker in workers.items():
             worker.join()
             reader.close()

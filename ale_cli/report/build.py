@@ -312,7 +312,7 @@ def build_report(
     section = _first_order_section(first_order, store_obj, runs, reused)
     rows, n_figures = section[0], section[1]
     interactions = _interactions(loaded, store_obj, reused)
-    regional = regional_section(loaded, _markup)  # ale regional summaries among the inputs
+    regional = regional_section(loaded, _markup, reused)  # ale regional summaries among the inputs
     timings["figures_s"] = time.perf_counter() - t
     t = time.perf_counter()
     context = _context(

@@ -4,7 +4,7 @@ the figure of its global and regional curves."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ale_cli.plot.regional import region_label, regional_figure
@@ -16,9 +16,14 @@ from ale_cli.summary.regional import REGIONAL, read_regional
 MAX_FIGURES = 12
 
 
-def regional_section(loaded: Sequence[tuple[str, Summary]], markup: Any) -> list[dict[str, Any]]:
+def regional_section(
+    loaded: Sequence[tuple[str, Summary]],
+    markup: Any,
+    reused: Mapping[str, Mapping[tuple[str, Any], str]] | None = None,
+) -> list[dict[str, Any]]:
     """Per regional summary: its features with a kept split, largest drop first (label,
-    feature, drop, the leaves in words, the figure as inline SVG via ``markup``)."""
+    feature, drop, the leaves in words, the figure via ``markup``: the one its plot step
+    drew when ``reused[label]`` holds it (:mod:`ale_cli.report.reuse`), else inline SVG)."""
     out = []
     for j, (label, summary) in enumerate(loaded):
         if summary.estimator != REGIONAL:
@@ -30,7 +35,10 @@ def regional_section(loaded: Sequence[tuple[str, Summary]], markup: Any) -> list
         rows = []
         for i, r in enumerate(split):
             svg = None
-            if i < MAX_FIGURES:
+            drawn = (reused or {}).get(label, {}).get(("regional", r.name))
+            if i < MAX_FIGURES and drawn is not None:
+                svg = markup(drawn)
+            elif i < MAX_FIGURES:
                 svg = markup(svg_text(regional_figure(found, r.name), prefix=f"reg{j}-{i}-"))
             rows.append(
                 {

@@ -1,7 +1,8 @@
 """Figures the plot step already drew, taken into the report instead of drawing them again.
 
 ``ale run`` draws every figure of a summary in its plot step (``plots/<estimator>/``:
-one file per feature, ``overview``, one per interaction, named by
+one file per feature, ``overview``, one per interaction, a regional summary's
+``<feature>__regions`` per feature, named by
 :func:`ale_cli.plot.render.file_stems`, listed with their sha256 in the directory's
 manifest). The report takes each of them as an ``<img>`` whose source is the file
 itself as a ``data:`` URI (SVG when the step wrote SVG, else PNG), so the page stays
@@ -19,10 +20,12 @@ from ale_cli.io.files import sha256_file
 from ale_cli.outputs.figures import read_manifest
 from ale_cli.plot.render import OVERVIEW, file_stems
 from ale_cli.summary.model import Summary
+from ale_cli.summary.regional import REGIONAL
 
 #: the formats taken, in order of preference, with their media types
 _MEDIA = (("svg", "image/svg+xml"), ("png", "image/png"))
-#: a figure key: ("feature", name), ("overview", None) or ("interaction", index)
+#: a figure key: ("feature", name), ("overview", None), ("interaction", index) or
+#: ("regional", name)
 Key = tuple[str, Any]
 
 
@@ -36,6 +39,8 @@ def _stems(summary: Summary) -> dict[Key, str]:
         out[("overview", None)] = OVERVIEW
     for i, stem in enumerate(stems[len(names) :]):
         out[("interaction", i)] = stem
+    if summary.estimator == REGIONAL:
+        out |= {("regional", n): f"{s}__regions" for n, s in zip(names, stems, strict=False)}
     return out
 
 
