@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, cast
 from ale_cli.errors import RunError
 from ale_cli.plot.directory import save_figure
 from ale_cli.plot.first_order import feature_figure, overview_figure
-from ale_cli.plot.outputs import outputs_figure, summary_outputs
 from ale_cli.plot.layout import new_figure
+from ale_cli.plot.outputs import outputs_figure, summary_outputs
 from ale_cli.plot.regional import regional_figure
 from ale_cli.plot.second_order import interaction_figure
 
