@@ -21,6 +21,7 @@ from ale_cli.errors import InputError, ModelFailed
 from ale_cli.estimators.classic import ClassicRequest, classic, classic_features
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.summary.model import SCHEMA_PATH, read_summary
+from ale_cli.summary.statistics import statistics_params
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
@@ -300,6 +301,7 @@ def test_defaults_are_recorded_and_reruns_are_byte_identical(cli, tmp_path, mlp_
         "center": "mean",
         "features": None,
         "edges": None,
+        **statistics_params("ale-cli"),  # ale's own definitions, said with their note
     }
     assert summary.store["model"]["format"] == "torchscript" and summary.store["path"] is None
     line = result.stdout.strip()
