@@ -123,35 +123,39 @@ def split_cells(
     bin) cell ``((node J + j) B + bucket) K + bin``.
 
     ``node`` (N,): each row's node in ``0 .. nodes-1`` (rows of no node left out before);
-    ``offsets`` (N, J): ``(j B + bucket_j) K`` per row and input (:func:`bucket_offsets`,
-    shared by every feature of a chunk); ``bins`` (N,): its bin of the feature; ``shape``
-    = (nodes, J, B, K).
+    ``offsets`` (J, N): ``bucket_j K`` per input and row (:func:`bucket_offsets`, shared by
+    every feature of a chunk); ``bins`` (N,): its bin of the feature; ``shape`` = (nodes,
+    J, B, K). One input at a time, so each ``bincount`` fills a small (nodes, B, K) table
+    that stays in cache; every cell's sums add its rows in row order.
 
-    >>> off = bucket_offsets(np.array([[0], [1]]), n_buckets=2, n_bins=1)
+    >>> off = bucket_offsets(np.array([[0], [1]]), n_bins=1)
     >>> c = split_cells(np.array([0, 0]), off, np.array([0, 0]), np.array([1.0, 3.0]),
     ...                 shape=(1, 1, 2, 1))
     >>> c.counts.tolist(), c.s1.tolist(), c.s2.tolist()
     ([1, 1], [1.0, 3.0], [1.0, 9.0])
     """
     nodes, j, b, k = shape
-    base = bins if nodes == 1 else node * (j * b * k) + bins
-    flat = (offsets + base[:, None]).ravel()
-    size = nodes * j * b * k
-    vals = np.repeat(values, j)
-    counts = np.bincount(flat, minlength=size)
-    s1 = np.bincount(flat, weights=vals, minlength=size)
-    vals *= vals
-    return ShiftedSums(counts.astype(np.int64), s1, np.bincount(flat, weights=vals, minlength=size))
+    base = bins if nodes == 1 else node * (b * k) + bins
+    size = nodes * b * k
+    squares = values * values
+    out = np.empty((3, j, size))
+    for i in range(j):
+        flat = offsets[i] + base
+        out[0, i] = np.bincount(flat, minlength=size)
+        out[1, i] = np.bincount(flat, weights=values, minlength=size)
+        out[2, i] = np.bincount(flat, weights=squares, minlength=size)
+    cells = out.reshape(3, j, nodes, b * k).transpose(0, 2, 1, 3).reshape(3, -1)
+    return ShiftedSums(cells[0].astype(np.int64), cells[1], cells[2])
 
 
-def bucket_offsets(buckets: np.ndarray, *, n_buckets: int, n_bins: int) -> np.ndarray:
-    """``(j B + bucket_j) K`` per row and input, shape (N, J), int64 (:func:`split_cells`).
+def bucket_offsets(buckets: np.ndarray, *, n_bins: int) -> np.ndarray:
+    """``bucket_j K`` per input and row, shape (J, N), from ``buckets`` (N, J)
+    (:func:`split_cells`).
 
-    >>> bucket_offsets(np.array([[0, 1]]), n_buckets=2, n_bins=3).tolist()
-    [[0, 9]]
+    >>> bucket_offsets(np.array([[0, 1]]), n_bins=3).tolist()
+    [[0], [3]]
     """
-    j = buckets.shape[1]
-    out: np.ndarray = (np.arange(j, dtype=np.int64) * n_buckets + buckets) * n_bins
+    out: np.ndarray = np.ascontiguousarray(buckets.T, dtype=np.intp) * n_bins
     return out
 
 
@@ -228,15 +232,18 @@ def split_scores(
     n_candidates: tuple[int, ...],
     min_rows: int,
     excluded: tuple[int, ...] = (),
+    rows_cell: bool = False,
 ) -> SplitScores:
     """Score every candidate split of one node from its cells (J, B, K) (:func:`split_cells`).
 
     Candidate c of input j: threshold c (left = buckets ``0..c``) or level c (left = bucket
     c); allowed when it exists (``c < n_candidates[j]``), j is not ``excluded`` and both
-    children have at least ``min_rows`` rows.
+    children have at least ``min_rows`` rows. A child's rows: its count over the cells, or
+    with ``rows_cell`` the count of the last cell alone (each row adds one value there and
+    its ``dz`` is 0; a feature held per level, whose rows add a jump to one or two cells).
 
     >>> x3 = np.array([0, 0, 1, 1]); e = np.array([3.0, 3.1, -3.0, -3.1])
-    >>> off = bucket_offsets(x3[:, None], n_buckets=2, n_bins=1)
+    >>> off = bucket_offsets(x3[:, None], n_bins=1)
     >>> cells = split_cells(np.zeros(4, int), off, np.zeros(4, int), e, shape=(1, 1, 2, 1))
     >>> s = split_scores(cells, shape=(1, 2, 1), dz=np.array([1.0]), kinds=("threshold",),
     ...                  n_candidates=(1,), min_rows=1)
@@ -255,7 +262,10 @@ def split_scores(
     right = [t[None, None, :] - a for t, a in zip(tot, left, strict=True)]
     h_left = heterogeneity(cell_variance(*left), dz, parent)
     h_right = heterogeneity(cell_variance(*right), dz, parent)
-    rows = np.stack([left[0].sum(axis=2), right[0].sum(axis=2)], axis=-1)
+    counted = slice(-1, None) if rows_cell else slice(None)
+    rows = np.stack(
+        [left[0][..., counted].sum(axis=2), right[0][..., counted].sum(axis=2)], axis=-1
+    )
     total = rows.sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         after = (rows[..., 0] * h_left + rows[..., 1] * h_right) / total

@@ -17,8 +17,10 @@ For every chosen feature, a greedy binary partition of the rows on conditions on
 4. each leaf's full first-order record from the same passes: RHALE's bins chosen on the
    leaf's rows (or the fixed ``bins``), over the feature's global range.
 
-Features the store holds per level, categorical or constant features are reported not
-estimable, with the reason; a store of secants is refused.
+A feature the store holds per level is searched on its stored jumps (its levels the cells,
+:class:`~ale_cli.estimators.regional_passes.FeatureTask`), its leaves get per-level
+records; other categorical or constant features are reported not estimable, with the
+reason; a store of secants is refused.
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ from ale_cli.checks import check_count, names_tuple
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.regional import SplitScores, split_scores
 from ale_cli.core.rhale import DEFAULT_ALPHA, DEFAULT_MAX_BINS, default_min_points
+from ale_cli.data.source import Held
 from ale_cli.errors import InputError
 from ale_cli.estimators import secants
 from ale_cli.estimators.bins import check_center
-from ale_cli.estimators.cells import binned, ranges, store_passes
+from ale_cli.estimators.cells import ROWS, binned, ranges, store_passes
 from ale_cli.estimators.dale import check_rhale_options, rhale_summary
+from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan, level_summary
 from ale_cli.estimators.regional_passes import (
     FeatureTask,
     RegionPass,
@@ -47,7 +51,7 @@ from ale_cli.estimators.regional_passes import (
     merge_levels,
     splitters,
 )
-from ale_cli.estimators.stored_levels import stored_level_names, stored_plans, with_stored_levels
+from ale_cli.estimators.stored_levels import stored_plans, with_stored_levels
 from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.npz import Store, StoreFile, open_store
 from ale_cli.summary.build import (
@@ -67,9 +71,8 @@ from ale_cli.summary.regional import (
     Split,
 )
 
-PER_LEVEL_REASON = (
-    "held per level: its record is the per-level one; regions are found for continuous features"
-)
+#: a store whose rows take at most this many bytes is read once and its passes run in memory
+HOLD_BYTES = 2**30
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,7 @@ class _Feature:
     grid: np.ndarray
     shift: np.ndarray  # each grid cell's mean local effect on all rows
     own: int  # the feature's own input among the splitters (never split on)
+    plan: LevelPlan | None = None  # held per level: its jumps are its local effects
 
 
 def regional(request: RegionalRequest) -> RegionalResult:
@@ -174,11 +178,15 @@ def regional(request: RegionalRequest) -> RegionalResult:
     with request.engine as engine:
         p = store_passes(store, request.features, engine)
         names = p.columns.names
+        plans = _plans(store, names, f"store '{path}'")
+        if isinstance(store, StoreFile) and not engine.splits and _fits(store):
+            p = replace(
+                p, source=Held.read(store, (*ROWS, *((LEVEL_UP, LEVEL_DOWN) * bool(plans))))
+            )
         lo, hi = ranges(p)
-        levels = stored_level_names(store, names)
         skip = skip_reasons(names, lo, hi, store.meta.get("categorical_features") or ())
-        skip |= dict.fromkeys(levels, PER_LEVEL_REASON)
-        todo = [j for j, name in enumerate(names) if name not in skip]
+        skip = {name: why for name, why in skip.items() if name not in plans}
+        todo = [j for j, name in enumerate(names) if name not in skip and name not in plans]
         if request.bins is None:
             g, cells, _ = binned(p, todo, lo, hi, bins=request.max_bins, binning="uniform")
         else:
@@ -191,7 +199,7 @@ def regional(request: RegionalRequest) -> RegionalResult:
         found = splitters(
             p, inputs, range(len(inputs)), per_level=per_level, candidates=request.candidates
         )
-        feats = []
+        feats = _level_features(p, plans, inputs)
         for j in todo:
             record = _record(request, names[j], g[j], cells[j])
             own = inputs.index(names[j]) if names[j] in inputs else -1
@@ -205,8 +213,8 @@ def regional(request: RegionalRequest) -> RegionalResult:
         RegionalFeature(name, "not_estimable", reason=skip[name]) if name in skip else trees[name]
         for name in names
     ]
-    records = {f.name: f.record for f in feats}
-    features = tuple(  # a feature held per level: its per-level record, as rhale gives it
+    records = {f.name: f.record for f in feats}  # per level: replaced by the one rhale gives
+    features = tuple(
         with_stored_levels(
             [not_estimable(name, skip[name]) if name in skip else records[name] for name in names],
             store,
@@ -225,6 +233,41 @@ def regional(request: RegionalRequest) -> RegionalResult:
     result = RegionalSummary(summary, tuple(regions)).with_statistics(prediction)
     notes = tuple(f"{r.name}: {r.note}" for r in regions if r.note)
     return RegionalResult(result, time.perf_counter() - t0, notes)
+
+
+def _plans(
+    store: Store | StoreFile, names: tuple[str, ...], where: str
+) -> dict[str, tuple[int, LevelPlan]]:
+    """The features among ``names`` the store holds per level: their column of the stored
+    jumps and plan."""
+    held = {plan.name: (i, plan) for i, plan in enumerate(stored_plans(store.meta, where))}
+    return {name: held[name] for name in names if name in held}
+
+
+def _level_features(
+    p: Any, plans: dict[str, tuple[int, LevelPlan]], inputs: tuple[str, ...]
+) -> list[_Feature]:
+    """The features held per level, with each jump's mean on all rows (one pass)."""
+    tasks = tuple(
+        FeatureTask(p.columns.x[p.columns.names.index(name)], i, ((),), np.empty(0), None, plan)
+        for name, (i, plan) in plans.items()
+    )
+    if not tasks:
+        return []
+    kernel = RegionPass(tasks, ())
+    cells = p.run(kernel, merge_levels, kernel.empty(), arrays=kernel.arrays)
+    out = []
+    for name, task, level in zip(plans, tasks, cells, strict=True):
+        shift = np.where(level.grid.counts > 0, level.grid.mean, 0.0)
+        record = not_estimable(name, "held per level")  # replaced by its per-level record
+        own = inputs.index(name) if name in inputs else -1
+        out.append(_Feature(name, task.x, task.e, record, task.grid, shift, own, task.plan))
+    return out
+
+
+def _fits(store: StoreFile) -> bool:
+    """Whether the store's inputs and local effects, as float64, fit in ``HOLD_BYTES``."""
+    return store.n_rows * (len(store.input_names) + len(store.feature_names)) * 8 <= HOLD_BYTES
 
 
 def _open(store: Path | Store) -> tuple[Path | None, Store | StoreFile]:
@@ -291,12 +334,13 @@ def _grow(
                 tuple(trees[f.name].nodes[i].conditions for i in trees[f.name].open),
                 f.grid,
                 f.shift if search else None,
+                f.plan,
             )
             for f in work
         )
         share = 1.0 if request.search_rows is None else min(1.0, request.search_rows / n)
         kernel = RegionPass(tasks, found if search else (), share)
-        cells = p.run(kernel, merge_levels, kernel.empty())
+        cells = p.run(kernel, merge_levels, kernel.empty(), arrays=kernel.arrays)
         least = max(2, math.ceil(min_rows * share))  # on the search sample
         for f, task, level in zip(work, tasks, cells, strict=True):
             _level(trees[f.name], f, task, level, kernel, request, least, labels, search, n)
@@ -316,26 +360,31 @@ def _level(
     n: int,
 ) -> None:
     """Split or close every open node of one feature from its level's cells."""
-    k_g = task.grid.size - 1
+    plan, k = task.plan, task.n_cells
+    k_g = k if plan is None else k - 1
+    dz = np.diff(task.grid) if plan is None else np.append(np.ones(k - 1), 0.0)
     still: list[int] = []
     nodes_n, j_n, b_n, k_n = kernel.shape(task)
     for i, node_id in enumerate(tree.open):
         node = tree.nodes[node_id]
         grid = _slice(level.grid, i * k_g, (i + 1) * k_g)
+        counts = None if plan is None else level.levels[i * k : (i + 1) * k]
+        total = grid.total if counts is None else int(counts.sum())
         scores: SplitScores | None = None
         if search:
             size = j_n * b_n * k_n
             scores = split_scores(
                 level.split.part(i * size, (i + 1) * size),
                 shape=(j_n, b_n, k_n),
-                dz=np.diff(task.grid),
+                dz=dz,
+                rows_cell=plan is not None,
                 kinds=tuple(s.kind for s in kernel.splitters),
                 n_candidates=tuple(s.values.size for s in kernel.splitters),
                 min_rows=min_rows,
                 excluded=(f.own,) if f.own >= 0 else (),
             )
             if node_id == 0:
-                node = RegionNode(0, None, (), grid.total, 1.0, scores.before)
+                node = RegionNode(0, None, (), total, 1.0, scores.before)
         best = None if scores is None else scores.best()
         if best is not None and scores is not None and scores.drop(*best) >= request.min_drop:
             j, c = best
@@ -357,8 +406,8 @@ def _level(
                 node.id,
                 node.parent,
                 node.conditions,
-                grid.total,
-                grid.total / n,
+                total,
+                total / n,
                 scores.before,
                 split=split,
             )
@@ -369,9 +418,13 @@ def _level(
                 still.append(child)
         else:
             h = node.heterogeneity if scores is None else scores.before
-            record = _record(request, f.name, task.grid, grid)
+            record = (
+                _record(request, f.name, task.grid, grid)
+                if plan is None
+                else level_summary(plan, grid, counts, center=request.center)
+            )
             tree.nodes[node_id] = RegionNode(
-                node.id, node.parent, node.conditions, grid.total, grid.total / n, h, record=record
+                node.id, node.parent, node.conditions, total, total / n, h, record=record
             )
     tree.open = still
 
