@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ale_cli.core.binstats import CellStats
+
 THRESHOLD = "threshold"
 LEVEL = "level"
 
@@ -106,9 +108,38 @@ class ShiftedSums:
             raise ValueError(f"cannot merge {self.counts.size} cells with {other.counts.size}")
         return ShiftedSums(self.counts + other.counts, self.s1 + other.s1, self.s2 + other.s2)
 
+    def minus(self, other: ShiftedSums) -> ShiftedSums:
+        """The sums of this set's rows that are not in ``other`` (a subset of them): a
+        node's sibling from its parent."""
+        return ShiftedSums(self.counts - other.counts, self.s1 - other.s1, self.s2 - other.s2)
+
     def part(self, a: int, b: int) -> ShiftedSums:
         """Cells ``a .. b-1``."""
         return ShiftedSums(self.counts[a:b], self.s1[a:b], self.s2[a:b])
+
+    def children(
+        self, shape: tuple[int, int, int], j: int, c: int, kind: str, shift: np.ndarray
+    ) -> tuple[CellStats, CellStats]:
+        """The bins (K) of the two sides of candidate c of input j (cells (J, B, K), as
+        :func:`split_scores` reads them) as :class:`CellStats`: ``mean = c_k + S1 / n``,
+        ``m2 = S2 - S1^2 / n``, from the sums shifted by ``shift`` (K,).
+
+        >>> cells = ShiftedSums(np.array([2, 1]), np.array([1.0, 0.0]), np.array([1.0, 0.0]))
+        >>> left, right = cells.children((1, 2, 1), 0, 0, THRESHOLD, np.array([1.0]))
+        >>> left.counts.tolist(), left.mean.tolist(), left.m2.tolist(), right.mean.tolist()
+        ([2], [1.5], [0.5], [1.0])
+        """
+        sums = [a.reshape(shape)[j] for a in (self.counts, self.s1, self.s2)]
+        left = [a[: c + 1].sum(axis=0) if kind == THRESHOLD else a[c] for a in sums]
+        right = [a.sum(axis=0) - b for a, b in zip(sums, left, strict=True)]
+        return _cell_stats(*left, shift), _cell_stats(*right, shift)
+
+
+def _cell_stats(n: np.ndarray, s1: np.ndarray, s2: np.ndarray, shift: np.ndarray) -> CellStats:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, shift + s1 / n, 0.0)
+        m2 = np.where(n > 0, np.maximum(s2 - s1 * s1 / n, 0.0), 0.0)
+    return CellStats(n.astype(np.int64), mean, m2)
 
 
 def split_cells(

@@ -35,7 +35,6 @@ import numpy as np
 
 from ale_cli.checks import check_count, names_tuple
 from ale_cli.core.binstats import CellStats
-from ale_cli.core.regional import SplitScores, split_scores
 from ale_cli.core.rhale import DEFAULT_ALPHA, DEFAULT_MAX_BINS, default_min_points
 from ale_cli.data.source import Held
 from ale_cli.errors import InputError
@@ -43,14 +42,14 @@ from ale_cli.estimators import secants
 from ale_cli.estimators.bins import check_center
 from ale_cli.estimators.cells import ROWS, binned, ranges, store_passes
 from ale_cli.estimators.dale import check_rhale_options, rhale_summary
-from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan, level_summary
+from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
 from ale_cli.estimators.regional_passes import (
     FeatureTask,
     RegionPass,
-    conditions,
     merge_levels,
     splitters,
 )
+from ale_cli.estimators.regional_tree import Feature, Growth, grow
 from ale_cli.estimators.stored_levels import stored_plans, with_stored_levels
 from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.npz import Store, StoreFile, open_store
@@ -63,12 +62,9 @@ from ale_cli.summary.build import (
 )
 from ale_cli.summary.model import FeatureSummary, Summary
 from ale_cli.summary.regional import (
-    NO_SPLIT_NOTE,
     REGIONAL,
     RegionalFeature,
     RegionalSummary,
-    RegionNode,
-    Split,
 )
 
 #: a store whose rows take at most this many bytes is read once and its passes run in memory
@@ -150,20 +146,6 @@ class RegionalResult:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Feature:
-    """One estimable feature on its way: columns, global record, grid and scoring bins."""
-
-    name: str
-    x: int
-    e: int
-    record: FeatureSummary
-    grid: np.ndarray
-    shift: np.ndarray  # each grid cell's mean local effect on all rows
-    own: int  # the feature's own input among the splitters (never split on)
-    plan: LevelPlan | None = None  # held per level: its jumps are its local effects
-
-
 def regional(request: RegionalRequest) -> RegionalResult:
     """``ale regional``: each chosen feature's regions (see the module docstring)."""
     t0 = time.perf_counter()
@@ -205,10 +187,29 @@ def regional(request: RegionalRequest) -> RegionalResult:
             own = inputs.index(names[j]) if names[j] in inputs else -1
             shift = np.where(cells[j].counts > 0, cells[j].mean, 0.0)
             feats.append(
-                _Feature(names[j], p.columns.x[j], p.columns.e[j], record, g[j], shift, own)
+                Feature(
+                    names[j],
+                    p.columns.x[j],
+                    p.columns.e[j],
+                    record,
+                    g[j],
+                    shift,
+                    own,
+                    None,
+                    cells[j],
+                )
             )
         labels = {name: _labels(store, name) for name in per_level}
-        trees = _grow(p, feats, found, request, min_rows, labels)
+        share = 1.0 if request.search_rows is None else min(1.0, request.search_rows / n)
+        growth = Growth(
+            request.max_depth,
+            request.min_drop,
+            max(2, math.ceil(min_rows * share)),  # on the search sample
+            share,
+            request.center,
+            lambda name, edges, cell: _record(request, name, edges, cell),
+        )
+        trees = grow(p, feats, found, growth, labels)
     regions = [
         RegionalFeature(name, "not_estimable", reason=skip[name]) if name in skip else trees[name]
         for name in names
@@ -246,7 +247,7 @@ def _plans(
 
 def _level_features(
     p: Any, plans: dict[str, tuple[int, LevelPlan]], inputs: tuple[str, ...]
-) -> list[_Feature]:
+) -> list[Feature]:
     """The features held per level, with each jump's mean on all rows (one pass)."""
     tasks = tuple(
         FeatureTask(p.columns.x[p.columns.names.index(name)], i, ((),), np.empty(0), None, plan)
@@ -261,7 +262,7 @@ def _level_features(
         shift = np.where(level.grid.counts > 0, level.grid.mean, 0.0)
         record = not_estimable(name, "held per level")  # replaced by its per-level record
         own = inputs.index(name) if name in inputs else -1
-        out.append(_Feature(name, task.x, task.e, record, task.grid, shift, own, task.plan))
+        out.append(Feature(name, task.x, task.e, record, task.grid, shift, own, task.plan))
     return out
 
 
@@ -301,149 +302,3 @@ def _record(
         alpha=request.alpha,
         center=request.center,
     )
-
-
-@dataclass
-class _Tree:
-    """A feature's tree while it grows: its nodes and the ids still open."""
-
-    nodes: dict[int, RegionNode]
-    open: list[int]
-
-
-def _grow(
-    p: Any,
-    feats: list[_Feature],
-    found: tuple[Any, ...],
-    request: RegionalRequest,
-    min_rows: int,
-    labels: dict[str, Any],
-) -> dict[str, RegionalFeature]:
-    """Every feature's tree, one pass per depth (see the module docstring)."""
-    n = p.n_rows
-    trees = {f.name: _Tree({0: RegionNode(0, None, (), n, 1.0, float("nan"))}, [0]) for f in feats}
-    for depth in range(request.max_depth + 1):
-        search = depth < request.max_depth and bool(found)
-        work = [f for f in feats if trees[f.name].open]
-        if not work:
-            break
-        tasks = tuple(
-            FeatureTask(
-                f.x,
-                f.e,
-                tuple(trees[f.name].nodes[i].conditions for i in trees[f.name].open),
-                f.grid,
-                f.shift if search else None,
-                f.plan,
-            )
-            for f in work
-        )
-        share = 1.0 if request.search_rows is None else min(1.0, request.search_rows / n)
-        kernel = RegionPass(tasks, found if search else (), share)
-        cells = p.run(kernel, merge_levels, kernel.empty(), arrays=kernel.arrays)
-        least = max(2, math.ceil(min_rows * share))  # on the search sample
-        for f, task, level in zip(work, tasks, cells, strict=True):
-            _level(trees[f.name], f, task, level, kernel, request, least, labels, search, n)
-    return {f.name: _finished(f, trees[f.name]) for f in feats}
-
-
-def _level(
-    tree: _Tree,
-    f: _Feature,
-    task: FeatureTask,
-    level: Any,
-    kernel: RegionPass,
-    request: RegionalRequest,
-    min_rows: int,
-    labels: dict[str, Any],
-    search: bool,
-    n: int,
-) -> None:
-    """Split or close every open node of one feature from its level's cells."""
-    plan, k = task.plan, task.n_cells
-    k_g = k if plan is None else k - 1
-    dz = np.diff(task.grid) if plan is None else np.append(np.ones(k - 1), 0.0)
-    still: list[int] = []
-    nodes_n, j_n, b_n, k_n = kernel.shape(task)
-    for i, node_id in enumerate(tree.open):
-        node = tree.nodes[node_id]
-        grid = _slice(level.grid, i * k_g, (i + 1) * k_g)
-        counts = None if plan is None else level.levels[i * k : (i + 1) * k]
-        total = grid.total if counts is None else int(counts.sum())
-        scores: SplitScores | None = None
-        if search:
-            size = j_n * b_n * k_n
-            scores = split_scores(
-                level.split.part(i * size, (i + 1) * size),
-                shape=(j_n, b_n, k_n),
-                dz=dz,
-                rows_cell=plan is not None,
-                kinds=tuple(s.kind for s in kernel.splitters),
-                n_candidates=tuple(s.values.size for s in kernel.splitters),
-                min_rows=min_rows,
-                excluded=(f.own,) if f.own >= 0 else (),
-            )
-            if node_id == 0:
-                node = RegionNode(0, None, (), total, 1.0, scores.before)
-        best = None if scores is None else scores.best()
-        if best is not None and scores is not None and scores.drop(*best) >= request.min_drop:
-            j, c = best
-            s = kernel.splitters[j]
-            sides = conditions(s, c, labels.get(s.name))
-            ids = (len(tree.nodes), len(tree.nodes) + 1)
-            rows = (int(scores.rows[j, c, 0]), int(scores.rows[j, c, 1]))
-            split = Split(
-                s.name,
-                s.kind,
-                float(s.values[c]),
-                sides,
-                ids,
-                rows,
-                scores.before,
-                float(scores.after[j, c]),
-            )
-            tree.nodes[node_id] = RegionNode(
-                node.id,
-                node.parent,
-                node.conditions,
-                total,
-                total / n,
-                scores.before,
-                split=split,
-            )
-            for side, child, r, h in zip(sides, ids, rows, scores.parts[j, c], strict=True):
-                tree.nodes[child] = RegionNode(
-                    child, node_id, (*node.conditions, side), r, r / n, float(h)
-                )
-                still.append(child)
-        else:
-            h = node.heterogeneity if scores is None else scores.before
-            record = (
-                _record(request, f.name, task.grid, grid)
-                if plan is None
-                else level_summary(plan, grid, counts, center=request.center)
-            )
-            tree.nodes[node_id] = RegionNode(
-                node.id, node.parent, node.conditions, total, total / n, h, record=record
-            )
-    tree.open = still
-
-
-def _slice(c: CellStats, a: int, b: int) -> CellStats:
-    return CellStats(c.counts[a:b], c.mean[a:b], c.m2[a:b])
-
-
-def _finished(f: _Feature, tree: _Tree) -> RegionalFeature:
-    """The feature's regions; each split's rows are its children's (every row, also when
-    the split was chosen on the search sample)."""
-    got = tree.nodes
-    for i, node in list(got.items()):
-        if node.split is not None:
-            a, b = node.split.children
-            split = replace(node.split, rows=(got[a].rows, got[b].rows))
-            got[i] = replace(node, split=split)
-    nodes = tuple(got[i] for i in sorted(got))
-    root = nodes[0]
-    if root.split is None:
-        return RegionalFeature(f.name, "no_split", root.heterogeneity, nodes, note=NO_SPLIT_NOTE)
-    return RegionalFeature(f.name, "split", root.heterogeneity, nodes)

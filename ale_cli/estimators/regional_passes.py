@@ -162,6 +162,7 @@ class FeatureTask:
     grid: np.ndarray
     shift: np.ndarray | None
     plan: LevelPlan | None = None
+    records: bool = True  # False: the split cells alone (the bins known otherwise)
 
     @property
     def n_cells(self) -> int:
@@ -206,13 +207,18 @@ class RegionPass:
 
     def shape(self, task: FeatureTask) -> tuple[int, int, int, int]:
         k = 0 if task.shift is None else task.n_cells
-        return (len(task.regions), len(self.splitters), self.n_buckets, k)
+        return (len(task.regions), *self.shape_of(k))
+
+    def shape_of(self, k: int) -> tuple[int, int, int]:
+        """(J, B, K): a node's split cells on K cells."""
+        return (len(self.splitters), self.n_buckets, k)
 
     def empty(self) -> tuple[LevelCells, ...]:
         out = []
         for t in self.tasks:
             nodes = len(t.regions)
-            grid = CellStats.empty(nodes * (t.grid.size - 1 if t.plan is None else t.n_cells - 1))
+            k_g = (t.grid.size - 1 if t.plan is None else t.n_cells - 1) if t.records else 0
+            grid = CellStats.empty(nodes * k_g)
             split = None if t.shift is None else ShiftedSums.empty(int(np.prod(self.shape(t))))
             levels = None if t.plan is None else np.zeros(nodes * t.n_cells, dtype=np.int64)
             out.append(LevelCells(grid, split, levels))
@@ -265,9 +271,11 @@ class RegionPass:
         e = np.asarray(E[:, t.e] if every else E[keep, t.e], dtype=np.float64)
         k_g = t.grid.size - 1
         gi = assign(x, t.grid).index
-        grid = CellStats.from_values(
-            np.where(gi >= 0, nd * k_g + gi, -1), e, n_cells=len(t.regions) * k_g
-        )
+        grid = CellStats.empty(0)
+        if t.records:
+            grid = CellStats.from_values(
+                np.where(gi >= 0, nd * k_g + gi, -1), e, n_cells=len(t.regions) * k_g
+            )
         if t.shift is None or buckets is None:
             return LevelCells(grid, None)
         off, (nd, gi, e) = _searched(offsets, buckets, k_g, keep, sample, (nd, gi, e))
