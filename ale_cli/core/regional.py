@@ -72,7 +72,7 @@ class Splitter:
         b = np.searchsorted(self.values, x, side="left")
         if self.kind == LEVEL:  # a value between levels (not one of them) cannot occur
             b = np.minimum(b, self.values.size - 1)
-        return b.astype(np.int64)
+        return b.astype(np.int64, copy=False)
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ def split_cells(
     J, B, K). One input at a time, so each ``bincount`` fills a small (nodes, B, K) table
     that stays in cache; every cell's sums add its rows in row order.
 
-    >>> off = bucket_offsets(np.array([[0], [1]]), n_bins=1)
+    >>> off = bucket_offsets(np.array([[0, 1]]), n_bins=1)
     >>> c = split_cells(np.array([0, 0]), off, np.array([0, 0]), np.array([1.0, 3.0]),
     ...                 shape=(1, 1, 2, 1))
     >>> c.counts.tolist(), c.s1.tolist(), c.s2.tolist()
@@ -180,13 +180,13 @@ def split_cells(
 
 
 def bucket_offsets(buckets: np.ndarray, *, n_bins: int) -> np.ndarray:
-    """``bucket_j K`` per input and row, shape (J, N), from ``buckets`` (N, J)
+    """``bucket_j K`` per input and row, shape (J, N), from ``buckets`` (J, N)
     (:func:`split_cells`).
 
     >>> bucket_offsets(np.array([[0, 1]]), n_bins=3).tolist()
-    [[0], [3]]
+    [[0, 3]]
     """
-    out: np.ndarray = np.ascontiguousarray(buckets.T, dtype=np.intp) * n_bins
+    out: np.ndarray = buckets.astype(np.intp, copy=False) * n_bins
     return out
 
 
@@ -274,7 +274,7 @@ def split_scores(
     its ``dz`` is 0; a feature held per level, whose rows add a jump to one or two cells).
 
     >>> x3 = np.array([0, 0, 1, 1]); e = np.array([3.0, 3.1, -3.0, -3.1])
-    >>> off = bucket_offsets(x3[:, None], n_bins=1)
+    >>> off = bucket_offsets(x3[None, :], n_bins=1)
     >>> cells = split_cells(np.zeros(4, int), off, np.zeros(4, int), e, shape=(1, 1, 2, 1))
     >>> s = split_scores(cells, shape=(1, 2, 1), dz=np.array([1.0]), kinds=("threshold",),
     ...                  n_candidates=(1,), min_rows=1)

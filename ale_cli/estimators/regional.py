@@ -44,9 +44,6 @@ from ale_cli.estimators.cells import ROWS, binned, ranges, store_passes
 from ale_cli.estimators.dale import check_rhale_options, rhale_summary
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
 from ale_cli.estimators.regional_passes import (
-    FeatureTask,
-    RegionPass,
-    merge_levels,
     splitters,
 )
 from ale_cli.estimators.regional_tree import Feature, Growth, grow
@@ -181,24 +178,13 @@ def regional(request: RegionalRequest) -> RegionalResult:
         found = splitters(
             p, inputs, range(len(inputs)), per_level=per_level, candidates=request.candidates
         )
-        feats = _level_features(p, plans, inputs)
+        feats = _level_features(store, p, plans, request.center)
         for j in todo:
-            record = _record(request, names[j], g[j], cells[j])
             own = inputs.index(names[j]) if names[j] in inputs else -1
             shift = np.where(cells[j].counts > 0, cells[j].mean, 0.0)
-            feats.append(
-                Feature(
-                    names[j],
-                    p.columns.x[j],
-                    p.columns.e[j],
-                    record,
-                    g[j],
-                    shift,
-                    own,
-                    None,
-                    cells[j],
-                )
-            )
+            record = _record(request, names[j], g[j], cells[j])
+            x, e = p.columns.x[j], p.columns.e[j]
+            feats.append(Feature(names[j], x, e, record, g[j], shift, own, cells=cells[j]))
         labels = {name: _labels(store, name) for name in per_level}
         share = 1.0 if request.search_rows is None else min(1.0, request.search_rows / n)
         growth = Growth(
@@ -214,14 +200,8 @@ def regional(request: RegionalRequest) -> RegionalResult:
         RegionalFeature(name, "not_estimable", reason=skip[name]) if name in skip else trees[name]
         for name in names
     ]
-    records = {f.name: f.record for f in feats}  # per level: replaced by the one rhale gives
-    features = tuple(
-        with_stored_levels(
-            [not_estimable(name, skip[name]) if name in skip else records[name] for name in names],
-            store,
-            center=request.center,
-        )
-    )
+    records = {f.name: f.record for f in feats}
+    features = tuple(not_estimable(n, skip[n]) if n in skip else records[n] for n in names)
     summary = Summary(
         estimator=REGIONAL,
         params=request.params(min_rows),
@@ -246,23 +226,18 @@ def _plans(
 
 
 def _level_features(
-    p: Any, plans: dict[str, tuple[int, LevelPlan]], inputs: tuple[str, ...]
+    store: Store | StoreFile, p: Any, plans: dict[str, tuple[int, LevelPlan]], center: str
 ) -> list[Feature]:
-    """The features held per level, with each jump's mean on all rows (one pass)."""
-    tasks = tuple(
-        FeatureTask(p.columns.x[p.columns.names.index(name)], i, ((),), np.empty(0), None, plan)
-        for name, (i, plan) in plans.items()
-    )
-    if not tasks:
-        return []
-    kernel = RegionPass(tasks, ())
-    cells = p.run(kernel, merge_levels, kernel.empty(), arrays=kernel.arrays)
+    """The features held per level, with their per-level records as rhale gives them (one
+    pass), whose jumps' means on all rows are the shifts of their split cells."""
+    held = [not_estimable(name, "held per level") for name in plans]
+    records = with_stored_levels(held, store, center=center)
     out = []
-    for name, task, level in zip(plans, tasks, cells, strict=True):
-        shift = np.where(level.grid.counts > 0, level.grid.mean, 0.0)
-        record = not_estimable(name, "held per level")  # replaced by its per-level record
-        own = inputs.index(name) if name in inputs else -1
-        out.append(Feature(name, task.x, task.e, record, task.grid, shift, own, task.plan))
+    for (name, (i, plan)), record in zip(plans.items(), records, strict=True):
+        shift = np.nan_to_num(np.asarray(record.bin_effect, dtype=np.float64))
+        x = p.columns.x[p.columns.names.index(name)]
+        own = store.input_names.index(name) if name in store.input_names else -1
+        out.append(Feature(name, x, i, record, np.empty(0), shift, own, plan))
     return out
 
 

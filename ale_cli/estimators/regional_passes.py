@@ -229,13 +229,13 @@ class RegionPass:
         searched = any(t.shift is not None for t in self.tasks)
         buckets = None
         if searched and self.splitters:
-            buckets = np.stack([s.buckets(X[:, s.column]) for s in self.splitters], axis=1)
+            buckets = np.stack([s.buckets(X[:, s.column]) for s in self.splitters])
         offsets: dict[int, np.ndarray] = {}  # per number of cells K: shared by the features
         sample = None
         if searched and self.share < 1.0:
             sample = sampled(chunk.offset, len(X), self.share)
             if buckets is not None:
-                buckets = buckets[sample]
+                buckets = buckets[:, sample]
         return tuple(self._task(t, chunk, buckets, offsets, sample) for t in self.tasks)
 
     @property
