@@ -424,3 +424,25 @@ def test_a_search_sample_finds_the_split_and_records_every_row(tmp_path: Path):
         [n.heterogeneity for n in b.nodes],
         rtol=1e-9,
     )
+
+
+def test_a_store_that_fits_in_memory_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Every pass (ranges, quantiles, grid, each depth) runs on the chunks held in memory:
+    each chunk's local effects are read from the file once."""
+    from ale_cli.store.reader import StoreFile
+
+    X, E = paper_rows(n=3000)
+    path = chunked(tmp_path / "s.npz", X, E, [1000, 2000])
+    read: list[int] = []
+    original = StoreFile.read_chunks
+
+    def counted(self, indices, arrays=("X", "local_effects")):  # type: ignore[no-untyped-def]
+        for chunk in original(self, indices, arrays):
+            if "local_effects" in arrays:
+                read.append(chunk.offset)
+            yield chunk
+
+    monkeypatch.setattr(StoreFile, "read_chunks", counted)
+    out = regional(RegionalRequest(path, max_depth=2)).summary
+    assert out.feature("x1").status == "split"
+    assert sorted(read) == [0, 1000, 2000]

@@ -7,15 +7,18 @@ For every chosen feature, a greedy binary partition of the rows on conditions on
    uniform bins instead): one pass for every feature at once;
 2. every input's candidate splits (:func:`~ale_cli.estimators.regional_passes.splitters`):
    thresholds at ``candidates`` quantiles, levels one against the rest;
-3. one pass per depth (:class:`~ale_cli.estimators.regional_passes.RegionPass`): for every
+3. one pass per depth (:func:`~ale_cli.estimators.regional_tree.grow`): for every
    open node, the cells of each candidate split on the feature's grid of step 1 (the
    K_max cells RHALE chooses its bins from, or the fixed ``bins``); each
    node keeps its best split (smallest count-weighted heterogeneity of the children,
    :func:`~ale_cli.core.regional.split_scores`) when it lowers the node's heterogeneity by
    at least ``min_drop`` (relative) and each child has at least ``min_rows`` rows; a node
    at depth ``max_depth`` is a leaf;
-4. each leaf's full first-order record from the same passes: RHALE's bins chosen on the
-   leaf's rows (or the fixed ``bins``), over the feature's global range.
+4. each leaf's full first-order record from the same statistics: RHALE's bins chosen on
+   the leaf's rows (or the fixed ``bins``), over the feature's global range.
+
+A store that fits in ``HOLD_BYTES`` is read once and the passes run on the chunks held
+in memory (on the local engine).
 
 A feature the store holds per level is searched on its stored jumps (its levels the cells,
 :class:`~ale_cli.estimators.regional_passes.FeatureTask`), its leaves get per-level

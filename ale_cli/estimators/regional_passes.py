@@ -235,7 +235,7 @@ class RegionPass:
         if searched and self.share < 1.0:
             sample = sampled(chunk.offset, len(X), self.share)
             if buckets is not None:
-                buckets = buckets[:, sample]
+                buckets = np.compress(sample, buckets, axis=1)
         return tuple(self._task(t, chunk, buckets, offsets, sample) for t in self.tasks)
 
     @property
@@ -281,7 +281,7 @@ class RegionPass:
         off, (nd, gi, e) = _searched(offsets, buckets, k_g, keep, sample, (nd, gi, e))
         inside = gi >= 0
         if not inside.all():
-            nd, off, gi, e = nd[inside], off[:, inside], gi[inside], e[inside]
+            nd, off, gi, e = nd[inside], np.compress(inside, off, axis=1), gi[inside], e[inside]
         return LevelCells(grid, split_cells(nd, off, gi, e - t.shift[gi], shape=self.shape(t)))
 
     def _levels(
@@ -334,6 +334,6 @@ def _searched(
         offsets[k] = bucket_offsets(buckets, n_bins=k)
     every = bool(keep.all())
     if sample is None:
-        return (offsets[k] if every else offsets[k][:, keep]), columns
+        return (offsets[k] if every else np.compress(keep, offsets[k], axis=1)), columns
     mine = sample if every else sample[keep]  # the sample's rows among those of open nodes
-    return offsets[k][:, keep[sample]], tuple(c[mine] for c in columns)
+    return np.compress(keep[sample], offsets[k], axis=1), tuple(c[mine] for c in columns)
