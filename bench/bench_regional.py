@@ -11,24 +11,25 @@ min-max (the spread is the machine's noise).
 - read: every chunk of ``X`` and ``local_effects`` read from the store (the floor of any
   estimator on it);
 - ale regional: ``regional(RegionalRequest(store, max_depth=2, candidates=20))``, every
-  feature (global RHALE records, candidate quantiles, one pass per depth, leaf records);
+  feature (global RHALE records, candidate quantiles, one pass per searched depth, leaf
+  records);
   and with ``search_rows`` (``--search-rows``, default 1e5: the splits chosen on a sample
   of the rows, the records from every row);
 - effector: ``RHALE(X, None, data_effect=E, nof_instances="all").find_regions(j,
   finder=Best(max_depth=2))`` for the first ``--effector-features`` features on the same
   rows (every feature would take hours at 1e6 rows), and that time per feature times D.
 
-Target: ale regional <= 5x one read of the store.
+Target: ale regional <= 5x one read of the store. Not met: the split cells are N x D x
+(D - 1) bincount updates (counts, sums, sums of squares: every feature against every
+input) at the root and about half that at depth 1 (the smaller child counted, its
+sibling by subtraction; no pass at the last depth), so with numpy's bincount (3-6 ns an
+update on this machine) the search alone is some 20x one read at D = 32.
 
-Measured 2026-11-26 05:00-05:13 UTC, 1 round each, load average 10-24 on 2 shared cores
-(so the figures move by 1.5x between runs), N = 1e6, D = 32: one read 4.7 s / 6.0 s;
-ale regional 223 s / 461 s (47x / 77x the read); with --search-rows 100000 83 s / 173 s
-(17.5x / 29x); every feature split. Not the target: the split cells are N x D x D
-bincount updates per depth (every feature against every input), and the run reads the
-store 6 times (global grid, 2 quantile passes, 3 depths). At N = 1e5 (same bench, 1
-round, load 10-20, two runs): ale 1.5 s / 1.1 s per feature (30x the read), effector
-0.6.0's find_regions 295 s / 501 s per feature on the same rows (about 200x / 445x
-ale); effector at 1e6 did not finish within the session.
+Measured 2026-11-26 07:35-07:45 UTC (load average 6-12 on 2 shared cores, so the read
+alone moves by 3x), N = 1e6, D = 32, 1 round: one read 2.25 s / 7.02 s, ale regional
+175.5 s: 38x the median read (25-78x); with --search-rows 100000, 33x (87 s against a
+2.64 s read). Effector 0.6.0's find_regions at N = 1e5 took 295-501 s per feature, some
+200-445x ale's time per feature.
 
 Usage: python bench/bench_regional.py [--rows 1e6] [--dims 32] [--rounds 3]
        [--effector-features 1] [--search-rows 100000]

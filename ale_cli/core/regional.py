@@ -132,10 +132,11 @@ class ShiftedSums:
         sums = [a.reshape(shape)[j] for a in (self.counts, self.s1, self.s2)]
         left = [a[: c + 1].sum(axis=0) if kind == THRESHOLD else a[c] for a in sums]
         right = [a.sum(axis=0) - b for a, b in zip(sums, left, strict=True)]
-        return _cell_stats(*left, shift), _cell_stats(*right, shift)
+        return _cell_stats(left, shift), _cell_stats(right, shift)
 
 
-def _cell_stats(n: np.ndarray, s1: np.ndarray, s2: np.ndarray, shift: np.ndarray) -> CellStats:
+def _cell_stats(sums: list[np.ndarray], shift: np.ndarray) -> CellStats:
+    n, s1, s2 = sums
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(n > 0, shift + s1 / n, 0.0)
         m2 = np.where(n > 0, np.maximum(s2 - s1 * s1 / n, 0.0), 0.0)
