@@ -78,7 +78,8 @@ def test_a_binary_feature_whose_jump_flips_with_x3_splits_on_x3_at_zero():
 
 def test_three_levels_count_rows_once_and_score_the_jumps_directly(tmp_path: Path):
     """A middle-level row adds a jump to two cells but is one row: the children's rows add
-    up to the node's; H = sqrt(sum_k s_k^2) over the K - 1 jumps (ddof 1). The summary
+    up to the node's; H = sqrt(sum_k s_k^2) over the K - 1 jumps (ddof 1), the per-level
+    record's std at the last level. The summary
     with per-level leaves passes the schema."""
     X, store = in_memory(9000, levels=3, seed=1)
     _, _, up, down = jump_rows(9000, 1, 3)
@@ -89,6 +90,8 @@ def test_three_levels_count_rows_once_and_score_the_jumps_directly(tmp_path: Pat
     cells = [np.concatenate([up[lv == k, 0], down[lv == k + 1, 0]]) for k in range(2)]
     want = np.sqrt(sum(np.var(c, ddof=1) for c in cells))
     np.testing.assert_allclose(b.heterogeneity, want, rtol=1e-9)
+    # the global per-level record's accumulated std at its last level, as rhale reports it
+    np.testing.assert_allclose(out.summary.feature("b").std[-1], want, rtol=1e-9)
     assert b.nodes[0].split is not None and b.nodes[0].split.input == "x3"
     for node in b.nodes:
         if node.split is not None:

@@ -162,9 +162,8 @@ def regional(request: RegionalRequest) -> RegionalResult:
         names = p.columns.names
         plans = _plans(store, names, f"store '{path}'")
         if isinstance(store, StoreFile) and not engine.splits and _fits(store):
-            p = replace(
-                p, source=Held.read(store, (*ROWS, *((LEVEL_UP, LEVEL_DOWN) * bool(plans))))
-            )
+            jumps = (LEVEL_UP, LEVEL_DOWN) if plans else ()
+            p = replace(p, source=Held.read(store, (*ROWS, *jumps)))
         lo, hi = ranges(p)
         skip = skip_reasons(names, lo, hi, store.meta.get("categorical_features") or ())
         skip = {name: why for name, why in skip.items() if name not in plans}

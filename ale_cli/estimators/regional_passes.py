@@ -262,11 +262,11 @@ class RegionPass:
         x = np.asarray(X[:, t.x] if every else X[keep, t.x], dtype=np.float64)
         nd = node if every else node[keep]
         if t.plan is not None:
-            jumps = [np.asarray(chunk[a][:, t.e], dtype=np.float64) for a in (LEVEL_UP, LEVEL_DOWN)]
-            up, down = jumps if every else (a[keep] for a in jumps)
-            return self._levels(
-                t, t.plan.positions(x), nd, up, down, buckets, offsets, keep, sample
-            )
+            up, down = (np.asarray(chunk[a][:, t.e], np.float64) for a in (LEVEL_UP, LEVEL_DOWN))
+            if not every:
+                up, down = up[keep], down[keep]
+            pos = t.plan.positions(x)
+            return self._levels(t, pos, nd, up, down, buckets, offsets, keep, sample)
         E = chunk["local_effects"]
         e = np.asarray(E[:, t.e] if every else E[keep, t.e], dtype=np.float64)
         k_g = t.grid.size - 1
