@@ -227,16 +227,23 @@ class RegionPass:
     def __call__(self, chunk: Chunk, _shared: Any) -> tuple[LevelCells, ...]:
         X = chunk["X"]
         searched = any(t.shift is not None for t in self.tasks)
-        buckets = None
-        if searched and self.splitters:
-            buckets = np.stack([s.buckets(X[:, s.column]) for s in self.splitters])
-        offsets: dict[int, np.ndarray] = {}  # per number of cells K: shared by the features
-        sample = None
+        sample, rows = None, chunk  # rows: those the search counts (the sample's, if any)
         if searched and self.share < 1.0:
             sample = sampled(chunk.offset, len(X), self.share)
-            if buckets is not None:
-                buckets = np.compress(sample, buckets, axis=1)
-        return tuple(self._task(t, chunk, buckets, offsets, sample) for t in self.tasks)
+            rows = {"X": np.compress(sample, X, axis=0)}
+            if any(not t.records and t.plan is None for t in self.tasks):
+                rows["local_effects"] = np.compress(sample, chunk["local_effects"], axis=0)
+        buckets = None
+        if searched and self.splitters:
+            Xs = rows["X"]
+            buckets = np.stack([s.buckets(Xs[:, s.column]) for s in self.splitters])
+        offsets: dict[int, np.ndarray] = {}  # per number of cells K: shared by the features
+        return tuple(
+            self._task(t, rows, buckets, offsets)  # split cells alone: on the sample's rows
+            if not t.records and t.plan is None
+            else self._task(t, chunk, buckets, offsets, sample)
+            for t in self.tasks
+        )
 
     @property
     def arrays(self) -> tuple[str, ...]:
@@ -250,7 +257,7 @@ class RegionPass:
     def _task(
         self,
         t: FeatureTask,
-        chunk: Chunk,
+        chunk: Chunk | dict[str, np.ndarray],
         buckets: np.ndarray | None,
         offsets: dict[int, np.ndarray],
         sample: np.ndarray | None = None,

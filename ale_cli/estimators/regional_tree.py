@@ -74,6 +74,7 @@ class _Tree:
     open: list[int]
     grids: dict[int, CellStats] = field(default_factory=dict)
     splits: dict[int, ShiftedSums] = field(default_factory=dict)
+    leaves: list[int] = field(default_factory=list)  # closed, their records still to count
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,9 @@ def grow(
         trees[f.name] = tree
     for depth in range(g.max_depth + 1):
         search = depth < g.max_depth and bool(found)
+        if not search:  # the last pass: the records of leaves closed by a sampled search
+            for tree in trees.values():
+                tree.open, tree.leaves = tree.open + tree.leaves, []
         work = [f for f in feats if trees[f.name].open]
         counted: dict[str, list[int]] = {}
         for f in work:
@@ -117,7 +121,7 @@ def grow(
                 f.grid,
                 f.shift if search else None,
                 f.plan,
-                records=not _derived(f, g),
+                records=not _derived(f, g) and not (search and _deferred(f, g)),
             )
             for f in work
             if f.name in counted
@@ -131,11 +135,17 @@ def grow(
             tree, task = trees[f.name], tasks.get(f.name)
             got = _inputs(tree, f, task, counted.get(f.name, []), levels.get(f.name), kernel)
             _decide(tree, f, got, kernel if search else None, g, labels, n)
-    return {f.name: _finished(f, trees[f.name]) for f in feats}
+    return {f.name: _finished(f, trees[f.name], n) for f in feats}
 
 
 def _derived(f: Feature, g: Growth) -> bool:
     return g.share >= 1.0 and f.plan is None
+
+
+def _deferred(f: Feature, g: Growth) -> bool:
+    """Whether the feature's search passes count its split cells alone, on the search
+    sample's rows, its leaves' records (every row) left to the last pass."""
+    return g.share < 1.0 and f.plan is None
 
 
 def _smaller(tree: _Tree) -> list[int]:
@@ -209,6 +219,10 @@ def _decide(
         best = None if scores is None else scores.best()
         if kernel is None or scores is None or best is None or scores.drop(*best) < g.min_drop:
             h = node.heterogeneity if scores is None else scores.before
+            if kernel is not None and _deferred(f, g):  # its record from the last pass
+                tree.nodes[node_id] = replace(node, heterogeneity=h)
+                tree.leaves.append(node_id)
+                continue
             if f.plan is None:
                 record = g.record(f.name, f.grid, data.grid)
             else:
@@ -260,15 +274,17 @@ def _slice(c: CellStats, a: int, b: int) -> CellStats:
     return CellStats(c.counts[a:b], c.mean[a:b], c.m2[a:b])
 
 
-def _finished(f: Feature, tree: _Tree) -> RegionalFeature:
-    """The feature's regions; each split's rows are its children's (every row, also when
-    the split was chosen on the search sample)."""
+def _finished(f: Feature, tree: _Tree, n: int) -> RegionalFeature:
+    """The feature's regions; each split node's rows are its children's (every row, also
+    when the split was chosen on the search sample)."""
     got = tree.nodes
-    for i, node in list(got.items()):
+    for i in sorted(got, reverse=True):  # children after their parents
+        node = got[i]
         if node.split is not None:
             a, b = node.split.children
+            rows = got[a].rows + got[b].rows
             split = replace(node.split, rows=(got[a].rows, got[b].rows))
-            got[i] = replace(node, split=split)
+            got[i] = replace(node, rows=rows, share=rows / n, split=split)
     nodes = tuple(got[i] for i in sorted(got))
     root = nodes[0]
     if root.split is None:
