@@ -36,6 +36,8 @@ from ale_cli.core.binstats import CellStats
 
 THRESHOLD = "threshold"
 LEVEL = "level"
+#: buckets counted value by value (below a binary search's cost) up to this many values
+_COUNTED = 64
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,13 @@ class Splitter:
         >>> Splitter("a", 0, THRESHOLD, np.array([0.0, 1.0])).buckets(np.array([-1, 0, .5, 2]))
         array([0, 0, 1, 2])
         """
-        b = np.searchsorted(self.values, x, side="left")
+        if self.values.size <= _COUNTED:  # #{values < x}, as searchsorted 'left', faster
+            x = np.ascontiguousarray(x, dtype=np.float64)
+            b = np.zeros(x.shape, dtype=np.uint8)
+            for v in self.values:
+                np.add(b, x > v, out=b, casting="unsafe")
+        else:
+            b = np.searchsorted(self.values, x, side="left")
         if self.kind == LEVEL:  # a value between levels (not one of them) cannot occur
             b = np.minimum(b, self.values.size - 1)
         return b.astype(np.int64, copy=False)
