@@ -375,9 +375,18 @@ def node_index(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.
     [0, 1]
     """
     out = np.full(X.shape[0], -1, dtype=np.int64)
+    held: dict[tuple[int, float, str], np.ndarray] = {}  # a split's two sides: one compare
     for i, conditions in enumerate(regions):
         inside = np.ones(X.shape[0], dtype=bool)
         for c in conditions:
-            inside &= c.holds(X)
+            key = (c.column, c.value, c.op)
+            if key not in held:
+                side = c.holds(X)
+                held[key], held[(c.column, c.value, _OTHER[c.op])] = side, ~side
+            inside &= held[key]
         out[inside] = i
     return out
+
+
+#: each operator's other side (X is finite: no NaN holds neither)
+_OTHER = {"<=": ">", ">": "<=", "==": "!=", "!=": "=="}
