@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.core.binning import assign
+from ale_cli.core.binning import UniformGrid, assign
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.outofcore import merge_accumulators, order_statistics, quantile_positions
 from ale_cli.core.regional import (
@@ -238,11 +238,18 @@ class RegionPass:
             Xs = rows["X"]
             buckets = np.stack([s.buckets(Xs[:, s.column]) for s in self.splitters])
         offsets: dict[int, np.ndarray] = {}  # per number of cells K: shared by the features
+        alone = [not t.records and t.plan is None for t in self.tasks]
+        mine = [t for t, a in zip(self.tasks, alone, strict=True) if a]
+        others = [t for t, a in zip(self.tasks, alone, strict=True) if not a]
+        if rows is chunk:  # every task's grid cells of the rows, at once
+            codes = codes_all = grid_codes(self.tasks, X)
+        else:
+            codes, codes_all = grid_codes(mine, rows["X"]), grid_codes(others, X)
         return tuple(
-            self._task(t, rows, buckets, offsets)  # split cells alone: on the sample's rows
-            if not t.records and t.plan is None
-            else self._task(t, chunk, buckets, offsets, sample)
-            for t in self.tasks
+            self._task(t, rows, buckets, offsets, codes=codes)  # split cells alone: sampled
+            if a
+            else self._task(t, chunk, buckets, offsets, sample, codes=codes_all)
+            for t, a in zip(self.tasks, alone, strict=True)
         )
 
     @property
@@ -261,6 +268,8 @@ class RegionPass:
         buckets: np.ndarray | None,
         offsets: dict[int, np.ndarray],
         sample: np.ndarray | None = None,
+        *,
+        codes: dict[int, np.ndarray],
     ) -> LevelCells:
         X = chunk["X"]
         node = node_index(X, t.regions) if t.regions != ((),) else np.zeros(len(X), np.int64)
@@ -277,7 +286,9 @@ class RegionPass:
         E = chunk["local_effects"]
         e = np.asarray(E[:, t.e] if every else E[keep, t.e], dtype=np.float64)
         k_g = t.grid.size - 1
-        gi = assign(x, t.grid).index
+        gi = assign(x, t.grid).index if t.x not in codes else codes[t.x]
+        if t.x in codes and not every:
+            gi = gi[keep]
         grid = CellStats.empty(0)
         if t.records:
             grid = CellStats.from_values(
@@ -324,6 +335,25 @@ class RegionPass:
         jump = np.concatenate([up[rise], down[fall], np.zeros(pos.size)]) - shift[cell]
         split = split_cells(nd[at], off[:, at], cell, jump, shape=self.shape(t))
         return LevelCells(grid, split, levels)
+
+
+def grid_codes(tasks: Sequence[FeatureTask], X: np.ndarray) -> dict[int, np.ndarray]:
+    """Each task's grid cell of every row of ``X`` (by its column of X), for all at once
+    (:class:`~ale_cli.core.binning.UniformGrid`, the same cells as
+    :func:`~ale_cli.core.binning.assign`) when their grids are uniform on the same number
+    of cells and hold every row; else {} (each task assigns its own)."""
+    ts = [t for t in tasks if t.plan is None]
+    if len(ts) < 2 or len({t.grid.size for t in ts}) > 1:
+        return {}
+    edges = np.stack([t.grid for t in ts])
+    grid = UniformGrid.build(edges[:, 0], edges[:, -1], bins=edges.shape[1] - 1)
+    cols = [t.x for t in ts]
+    x = np.asarray(X[:, cols], dtype=np.float64)
+    if grid is None or not np.array_equal(grid.edges, edges):
+        return {}
+    if (x < edges[:, 0]).any() or (x > edges[:, -1]).any():
+        return {}
+    return dict(zip(cols, grid.index(x).T, strict=True))
 
 
 def _searched(
