@@ -353,7 +353,7 @@ def grid_codes(tasks: Sequence[FeatureTask], X: np.ndarray) -> dict[int, np.ndar
         return {}
     if (x < edges[:, 0]).any() or (x > edges[:, -1]).any():
         return {}
-    return dict(zip(cols, grid.index(x).T, strict=True))
+    return dict(zip(cols, grid.index(x).T.copy(), strict=True))  # each row contiguous
 
 
 def _searched(
