@@ -73,7 +73,7 @@ class Splitter:
         """
         if self.values.size <= _COUNTED:  # #{values < x}, as searchsorted 'left', faster
             x = np.ascontiguousarray(x, dtype=np.float64)
-            b = np.zeros(x.shape, dtype=np.uint8)
+            b: np.ndarray = np.zeros(x.shape, dtype=np.uint8)
             for v in self.values:
                 np.add(b, x > v, out=b, casting="unsafe")
         else:

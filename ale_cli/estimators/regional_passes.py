@@ -227,7 +227,8 @@ class RegionPass:
     def __call__(self, chunk: Chunk, _shared: Any) -> tuple[LevelCells, ...]:
         X = chunk["X"]
         searched = any(t.shift is not None for t in self.tasks)
-        sample, rows = None, chunk  # rows: those the search counts (the sample's, if any)
+        sample = None
+        rows: Chunk | dict[str, np.ndarray] = chunk  # those the search counts (a sample's)
         if searched and self.share < 1.0:
             sample = sampled(chunk.offset, len(X), self.share)
             rows = {"X": np.compress(sample, X, axis=0)}
