@@ -22,14 +22,24 @@ min-max (the spread is the machine's noise).
 Target: ale regional <= 5x one read of the store. Not met: the split cells are N x D x
 (D - 1) bincount updates (counts, sums, sums of squares: every feature against every
 input) at the root and about half that at depth 1 (the smaller child counted, its
-sibling by subtraction; no pass at the last depth), so with numpy's bincount (3-6 ns an
-update on this machine) the search alone is some 20x one read at D = 32.
+sibling by subtraction; no pass at the last depth). Profiled at N = 1e6 (cProfile, the
+chunk kernels run in this thread): ``split_cells`` alone is 14.8 s of 31.0 s, some 16x one
+read (0.93 s), so with numpy's bincount the every-row search cannot reach 5x at D = 32.
+The rest: the kernels' other work (grid cells, shifts, rows of open nodes) ~5 s, the
+candidate quantiles 2.3 s, bucketing 1.2 s, the held read 1.4 s, the global cells 0.7 s.
 
-Measured 2026-11-26 07:35-07:45 UTC (load average 6-12 on 2 shared cores, so the read
-alone moves by 3x), N = 1e6, D = 32, 1 round: one read 2.25 s / 7.02 s, ale regional
-175.5 s: 38x the median read (25-78x); with --search-rows 100000, 33x (87 s against a
-2.64 s read). Effector 0.6.0's find_regions at N = 1e5 took 295-501 s per feature, some
-200-445x ale's time per feature.
+With ``--search-rows`` the search passes count the split cells on the sample's rows alone
+(inputs bucketed after sampling) and the leaves' records (every row) come from one last
+pass; what is left is mostly every-row work: the held read, global cells, the candidate
+quantiles (exact, on every row) and the leaf records.
+
+Measured 2026-11-26 08:24-08:29 UTC (load average 2.5-5 on 2 shared cores), N = 1e6,
+D = 32, 2 rounds interleaved, each run in its own process, against the branch before
+these changes (6714378): one read 0.81 s (0.57-1.02); ale regional 31.0 s (30.7-31.2),
+38x the median read (before: 32.7 s, 40x); with --search-rows 100000 14.1 s (12.6-15.6),
+17x (before: 20.9 s, 26x). An earlier run under load 6-12 (07:35-07:45) gave 175.5 s,
+38x; effector 0.6.0's find_regions at N = 1e5 took 295-501 s per feature, some 200-445x
+ale's time per feature.
 
 Usage: python bench/bench_regional.py [--rows 1e6] [--dims 32] [--rounds 3]
        [--effector-features 1] [--search-rows 100000]
