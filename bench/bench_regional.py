@@ -11,24 +11,35 @@ min-max (the spread is the machine's noise).
 - read: every chunk of ``X`` and ``local_effects`` read from the store (the floor of any
   estimator on it);
 - ale regional: ``regional(RegionalRequest(store, max_depth=2, candidates=20))``, every
-  feature (global RHALE records, candidate quantiles, one pass per depth, leaf records);
+  feature (global RHALE records, candidate quantiles, one pass per searched depth, leaf
+  records);
   and with ``search_rows`` (``--search-rows``, default 1e5: the splits chosen on a sample
   of the rows, the records from every row);
 - effector: ``RHALE(X, None, data_effect=E, nof_instances="all").find_regions(j,
   finder=Best(max_depth=2))`` for the first ``--effector-features`` features on the same
   rows (every feature would take hours at 1e6 rows), and that time per feature times D.
 
-Target: ale regional <= 5x one read of the store.
+Target: ale regional <= 5x one read of the store. Not met: the split cells are N x D x
+(D - 1) bincount updates (counts, sums, sums of squares: every feature against every
+input) at the root and about half that at depth 1 (the smaller child counted, its
+sibling by subtraction; no pass at the last depth). Profiled at N = 1e6 (cProfile, the
+chunk kernels run in this thread): ``split_cells`` alone is 14.8 s of 31.0 s, some 16x one
+read (0.93 s), so with numpy's bincount the every-row search cannot reach 5x at D = 32.
+The rest: the kernels' other work (grid cells, shifts, rows of open nodes) ~5 s, the
+candidate quantiles 2.3 s, bucketing 1.2 s, the held read 1.4 s, the global cells 0.7 s.
 
-Measured 2026-11-26 05:00-05:13 UTC, 1 round each, load average 10-24 on 2 shared cores
-(so the figures move by 1.5x between runs), N = 1e6, D = 32: one read 4.7 s / 6.0 s;
-ale regional 223 s / 461 s (47x / 77x the read); with --search-rows 100000 83 s / 173 s
-(17.5x / 29x); every feature split. Not the target: the split cells are N x D x D
-bincount updates per depth (every feature against every input), and the run reads the
-store 6 times (global grid, 2 quantile passes, 3 depths). At N = 1e5 (same bench, 1
-round, load 10-20, two runs): ale 1.5 s / 1.1 s per feature (30x the read), effector
-0.6.0's find_regions 295 s / 501 s per feature on the same rows (about 200x / 445x
-ale); effector at 1e6 did not finish within the session.
+With ``--search-rows`` the search passes count the split cells on the sample's rows alone
+(inputs bucketed after sampling) and the leaves' records (every row) come from one last
+pass; what is left is mostly every-row work: the held read, global cells, the candidate
+quantiles (exact, on every row) and the leaf records.
+
+Measured 2026-11-26 08:24-08:29 UTC (load average 2.5-5 on 2 shared cores), N = 1e6,
+D = 32, 2 rounds interleaved, each run in its own process, against the branch before
+these changes (6714378): one read 0.81 s (0.57-1.02); ale regional 31.0 s (30.7-31.2),
+38x the median read (before: 32.7 s, 40x); with --search-rows 100000 14.1 s (12.6-15.6),
+17x (before: 20.9 s, 26x). An earlier run under load 6-12 (07:35-07:45) gave 175.5 s,
+38x; effector 0.6.0's find_regions at N = 1e5 took 295-501 s per feature, some 200-445x
+ale's time per feature.
 
 Usage: python bench/bench_regional.py [--rows 1e6] [--dims 32] [--rounds 3]
        [--effector-features 1] [--search-rows 100000]

@@ -202,7 +202,7 @@ def test_split_scores_equal_a_direct_computation():
     x, e = rng.uniform(size=n), rng.normal(size=n)
     bins = rng.integers(0, 3, n)
     s = Splitter("a", 0, THRESHOLD, np.array([0.3, 0.6]))
-    off = bucket_offsets(s.buckets(x)[:, None], n_buckets=3, n_bins=3)
+    off = bucket_offsets(s.buckets(x)[None, :], n_bins=3)
     cells = split_cells(np.zeros(n, int), off, bins, e - 0.5, shape=(1, 1, 3, 3))  # any shift
     dz = np.array([0.5, 1.0, 2.0])
     scores = split_scores(
@@ -445,3 +445,25 @@ def test_a_search_sample_finds_the_split_and_records_every_row(tmp_path: Path):
         [n.heterogeneity for n in b.nodes],
         rtol=1e-9,
     )
+
+
+def test_a_store_that_fits_in_memory_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Every pass (ranges, quantiles, grid, each depth) runs on the chunks held in memory:
+    each chunk's local effects are read from the file once."""
+    from ale_cli.store.reader import StoreFile
+
+    X, E = paper_rows(n=3000)
+    path = chunked(tmp_path / "s.npz", X, E, [1000, 2000])
+    read: list[int] = []
+    original = StoreFile.read_chunks
+
+    def counted(self, indices, arrays=("X", "local_effects")):  # type: ignore[no-untyped-def]
+        for chunk in original(self, indices, arrays):
+            if "local_effects" in arrays:
+                read.append(chunk.offset)
+            yield chunk
+
+    monkeypatch.setattr(StoreFile, "read_chunks", counted)
+    out = regional(RegionalRequest(path, max_depth=2)).summary
+    assert out.feature("x1").status == "split"
+    assert sorted(read) == [0, 1000, 2000]

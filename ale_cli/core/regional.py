@@ -32,8 +32,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ale_cli.core.binstats import CellStats
+
 THRESHOLD = "threshold"
 LEVEL = "level"
+#: buckets counted value by value (below a binary search's cost) up to this many values
+_COUNTED = 64
 
 
 @dataclass(frozen=True)
@@ -67,10 +71,16 @@ class Splitter:
         >>> Splitter("a", 0, THRESHOLD, np.array([0.0, 1.0])).buckets(np.array([-1, 0, .5, 2]))
         array([0, 0, 1, 2])
         """
-        b = np.searchsorted(self.values, x, side="left")
+        if self.values.size <= _COUNTED:  # #{values < x}, as searchsorted 'left', faster
+            x = np.ascontiguousarray(x, dtype=np.float64)
+            b: np.ndarray = np.zeros(x.shape, dtype=np.uint8)
+            for v in self.values:
+                np.add(b, x > v, out=b, casting="unsafe")
+        else:
+            b = np.searchsorted(self.values, x, side="left")
         if self.kind == LEVEL:  # a value between levels (not one of them) cannot occur
             b = np.minimum(b, self.values.size - 1)
-        return b.astype(np.int64)
+        return b.astype(np.int64, copy=False)
 
 
 @dataclass(frozen=True)
@@ -106,9 +116,39 @@ class ShiftedSums:
             raise ValueError(f"cannot merge {self.counts.size} cells with {other.counts.size}")
         return ShiftedSums(self.counts + other.counts, self.s1 + other.s1, self.s2 + other.s2)
 
+    def minus(self, other: ShiftedSums) -> ShiftedSums:
+        """The sums of this set's rows that are not in ``other`` (a subset of them): a
+        node's sibling from its parent."""
+        return ShiftedSums(self.counts - other.counts, self.s1 - other.s1, self.s2 - other.s2)
+
     def part(self, a: int, b: int) -> ShiftedSums:
         """Cells ``a .. b-1``."""
         return ShiftedSums(self.counts[a:b], self.s1[a:b], self.s2[a:b])
+
+    def children(
+        self, shape: tuple[int, int, int], j: int, c: int, kind: str, shift: np.ndarray
+    ) -> tuple[CellStats, CellStats]:
+        """The bins (K) of the two sides of candidate c of input j (cells (J, B, K), as
+        :func:`split_scores` reads them) as :class:`CellStats`: ``mean = c_k + S1 / n``,
+        ``m2 = S2 - S1^2 / n``, from the sums shifted by ``shift`` (K,).
+
+        >>> cells = ShiftedSums(np.array([2, 1]), np.array([1.0, 0.0]), np.array([1.0, 0.0]))
+        >>> left, right = cells.children((1, 2, 1), 0, 0, THRESHOLD, np.array([1.0]))
+        >>> left.counts.tolist(), left.mean.tolist(), left.m2.tolist(), right.mean.tolist()
+        ([2], [1.5], [0.5], [1.0])
+        """
+        sums = [a.reshape(shape)[j] for a in (self.counts, self.s1, self.s2)]
+        left = [a[: c + 1].sum(axis=0) if kind == THRESHOLD else a[c] for a in sums]
+        right = [a.sum(axis=0) - b for a, b in zip(sums, left, strict=True)]
+        return _cell_stats(left, shift), _cell_stats(right, shift)
+
+
+def _cell_stats(sums: list[np.ndarray], shift: np.ndarray) -> CellStats:
+    n, s1, s2 = sums
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, shift + s1 / n, 0.0)
+        m2 = np.where(n > 0, np.maximum(s2 - s1 * s1 / n, 0.0), 0.0)
+    return CellStats(n.astype(np.int64), mean, m2)
 
 
 def split_cells(
@@ -123,35 +163,39 @@ def split_cells(
     bin) cell ``((node J + j) B + bucket) K + bin``.
 
     ``node`` (N,): each row's node in ``0 .. nodes-1`` (rows of no node left out before);
-    ``offsets`` (N, J): ``(j B + bucket_j) K`` per row and input (:func:`bucket_offsets`,
-    shared by every feature of a chunk); ``bins`` (N,): its bin of the feature; ``shape``
-    = (nodes, J, B, K).
+    ``offsets`` (J, N): ``bucket_j K`` per input and row (:func:`bucket_offsets`, shared by
+    every feature of a chunk); ``bins`` (N,): its bin of the feature; ``shape`` = (nodes,
+    J, B, K). One input at a time, so each ``bincount`` fills a small (nodes, B, K) table
+    that stays in cache; every cell's sums add its rows in row order.
 
-    >>> off = bucket_offsets(np.array([[0], [1]]), n_buckets=2, n_bins=1)
+    >>> off = bucket_offsets(np.array([[0, 1]]), n_bins=1)
     >>> c = split_cells(np.array([0, 0]), off, np.array([0, 0]), np.array([1.0, 3.0]),
     ...                 shape=(1, 1, 2, 1))
     >>> c.counts.tolist(), c.s1.tolist(), c.s2.tolist()
     ([1, 1], [1.0, 3.0], [1.0, 9.0])
     """
     nodes, j, b, k = shape
-    base = bins if nodes == 1 else node * (j * b * k) + bins
-    flat = (offsets + base[:, None]).ravel()
-    size = nodes * j * b * k
-    vals = np.repeat(values, j)
-    counts = np.bincount(flat, minlength=size)
-    s1 = np.bincount(flat, weights=vals, minlength=size)
-    vals *= vals
-    return ShiftedSums(counts.astype(np.int64), s1, np.bincount(flat, weights=vals, minlength=size))
+    base = bins if nodes == 1 else node * (b * k) + bins
+    size = nodes * b * k
+    squares = values * values
+    out = np.empty((3, j, size))
+    for i in range(j):
+        flat = offsets[i] + base
+        out[0, i] = np.bincount(flat, minlength=size)
+        out[1, i] = np.bincount(flat, weights=values, minlength=size)
+        out[2, i] = np.bincount(flat, weights=squares, minlength=size)
+    cells = out.reshape(3, j, nodes, b * k).transpose(0, 2, 1, 3).reshape(3, -1)
+    return ShiftedSums(cells[0].astype(np.int64), cells[1], cells[2])
 
 
-def bucket_offsets(buckets: np.ndarray, *, n_buckets: int, n_bins: int) -> np.ndarray:
-    """``(j B + bucket_j) K`` per row and input, shape (N, J), int64 (:func:`split_cells`).
+def bucket_offsets(buckets: np.ndarray, *, n_bins: int) -> np.ndarray:
+    """``bucket_j K`` per input and row, shape (J, N), from ``buckets`` (J, N)
+    (:func:`split_cells`).
 
-    >>> bucket_offsets(np.array([[0, 1]]), n_buckets=2, n_bins=3).tolist()
-    [[0, 9]]
+    >>> bucket_offsets(np.array([[0, 1]]), n_bins=3).tolist()
+    [[0, 3]]
     """
-    j = buckets.shape[1]
-    out: np.ndarray = (np.arange(j, dtype=np.int64) * n_buckets + buckets) * n_bins
+    out: np.ndarray = buckets.astype(np.intp, copy=False) * n_bins
     return out
 
 
@@ -228,15 +272,18 @@ def split_scores(
     n_candidates: tuple[int, ...],
     min_rows: int,
     excluded: tuple[int, ...] = (),
+    rows_cell: bool = False,
 ) -> SplitScores:
     """Score every candidate split of one node from its cells (J, B, K) (:func:`split_cells`).
 
     Candidate c of input j: threshold c (left = buckets ``0..c``) or level c (left = bucket
     c); allowed when it exists (``c < n_candidates[j]``), j is not ``excluded`` and both
-    children have at least ``min_rows`` rows.
+    children have at least ``min_rows`` rows. A child's rows: its count over the cells, or
+    with ``rows_cell`` the count of the last cell alone (each row adds one value there and
+    its ``dz`` is 0; a feature held per level, whose rows add a jump to one or two cells).
 
     >>> x3 = np.array([0, 0, 1, 1]); e = np.array([3.0, 3.1, -3.0, -3.1])
-    >>> off = bucket_offsets(x3[:, None], n_buckets=2, n_bins=1)
+    >>> off = bucket_offsets(x3[None, :], n_bins=1)
     >>> cells = split_cells(np.zeros(4, int), off, np.zeros(4, int), e, shape=(1, 1, 2, 1))
     >>> s = split_scores(cells, shape=(1, 2, 1), dz=np.array([1.0]), kinds=("threshold",),
     ...                  n_candidates=(1,), min_rows=1)
@@ -255,7 +302,10 @@ def split_scores(
     right = [t[None, None, :] - a for t, a in zip(tot, left, strict=True)]
     h_left = heterogeneity(cell_variance(*left), dz, parent)
     h_right = heterogeneity(cell_variance(*right), dz, parent)
-    rows = np.stack([left[0].sum(axis=2), right[0].sum(axis=2)], axis=-1)
+    counted = slice(-1, None) if rows_cell else slice(None)
+    rows = np.stack(
+        [left[0][..., counted].sum(axis=2), right[0][..., counted].sum(axis=2)], axis=-1
+    )
     total = rows.sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         after = (rows[..., 0] * h_left + rows[..., 1] * h_right) / total
@@ -325,9 +375,18 @@ def node_index(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.
     [0, 1]
     """
     out = np.full(X.shape[0], -1, dtype=np.int64)
+    held: dict[tuple[int, float, str], np.ndarray] = {}  # a split's two sides: one compare
     for i, conditions in enumerate(regions):
         inside = np.ones(X.shape[0], dtype=bool)
         for c in conditions:
-            inside &= c.holds(X)
+            key = (c.column, c.value, c.op)
+            if key not in held:
+                side = c.holds(X)
+                held[key], held[(c.column, c.value, _OTHER[c.op])] = side, ~side
+            inside &= held[key]
         out[inside] = i
     return out
+
+
+#: each operator's other side (X is finite: no NaN holds neither)
+_OTHER = {"<=": ">", ">": "<=", "==": "!=", "!=": "=="}

@@ -72,6 +72,33 @@ class ArraySource:
 
 
 @dataclass(frozen=True)
+class Held:
+    """A source's chunks read once and held in memory, part by part: its parts and chunk
+    boundaries kept, so a pass over it folds the same states in the same order as over
+    the source, and reads nothing again.
+
+    >>> two = Parts((ArraySource({"x": np.arange(2)}), ArraySource({"x": np.ones(1)}, 2)))
+    >>> src = Held.read(two, ["x"])
+    >>> len(src.parts()), [(c.offset, c["x"].tolist()) for c in src.chunks(["x"])]
+    (2, [(0, [0, 1]), (2, [1.0])])
+    """
+
+    held: tuple[tuple[Chunk, ...], ...]
+
+    @classmethod
+    def read(cls, source: Source, arrays: Sequence[str]) -> Held:
+        return cls(tuple(tuple(part.chunks(arrays)) for part in source.parts()))
+
+    def parts(self) -> Sequence[Source]:
+        return (self,) if len(self.held) == 1 else tuple(Held((p,)) for p in self.held)
+
+    def chunks(self, arrays: Sequence[str]) -> Iterator[Chunk]:
+        for part in self.held:
+            for c in part:
+                yield Chunk(c.offset, {name: c[name] for name in arrays}, c.end)
+
+
+@dataclass(frozen=True)
 class Parts:
     """Sources one after the other as one source: its parts are theirs, in order.
 

@@ -7,18 +7,23 @@ For every chosen feature, a greedy binary partition of the rows on conditions on
    uniform bins instead): one pass for every feature at once;
 2. every input's candidate splits (:func:`~ale_cli.estimators.regional_passes.splitters`):
    thresholds at ``candidates`` quantiles, levels one against the rest;
-3. one pass per depth (:class:`~ale_cli.estimators.regional_passes.RegionPass`): for every
+3. one pass per depth (:func:`~ale_cli.estimators.regional_tree.grow`): for every
    open node, the cells of each candidate split on the feature's grid of step 1 (the
    K_max cells RHALE chooses its bins from, or the fixed ``bins``); each
    node keeps its best split (smallest count-weighted heterogeneity of the children,
    :func:`~ale_cli.core.regional.split_scores`) when it lowers the node's heterogeneity by
    at least ``min_drop`` (relative) and each child has at least ``min_rows`` rows; a node
    at depth ``max_depth`` is a leaf;
-4. each leaf's full first-order record from the same passes: RHALE's bins chosen on the
-   leaf's rows (or the fixed ``bins``), over the feature's global range.
+4. each leaf's full first-order record from the same statistics: RHALE's bins chosen on
+   the leaf's rows (or the fixed ``bins``), over the feature's global range.
 
-Features the store holds per level, categorical or constant features are reported not
-estimable, with the reason; a store of secants is refused.
+A store that fits in ``HOLD_BYTES`` is read once and the passes run on the chunks held
+in memory (on the local engine).
+
+A feature the store holds per level is searched on its stored jumps (its levels the cells,
+:class:`~ale_cli.estimators.regional_passes.FeatureTask`), its leaves get per-level
+records; other categorical or constant features are reported not estimable, with the
+reason; a store of secants is refused.
 """
 
 from __future__ import annotations
@@ -33,21 +38,19 @@ import numpy as np
 
 from ale_cli.checks import check_count, names_tuple
 from ale_cli.core.binstats import CellStats
-from ale_cli.core.regional import SplitScores, split_scores
 from ale_cli.core.rhale import DEFAULT_ALPHA, DEFAULT_MAX_BINS, default_min_points
+from ale_cli.data.source import Held
 from ale_cli.errors import InputError
 from ale_cli.estimators import secants
 from ale_cli.estimators.bins import check_center
-from ale_cli.estimators.cells import binned, ranges, store_passes
+from ale_cli.estimators.cells import ROWS, binned, ranges, store_passes
 from ale_cli.estimators.dale import check_rhale_options, rhale_summary
+from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
 from ale_cli.estimators.regional_passes import (
-    FeatureTask,
-    RegionPass,
-    conditions,
-    merge_levels,
     splitters,
 )
-from ale_cli.estimators.stored_levels import stored_level_names, stored_plans, with_stored_levels
+from ale_cli.estimators.regional_tree import Feature, Growth, grow
+from ale_cli.estimators.stored_levels import stored_plans, with_stored_levels
 from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.format import one_output
 from ale_cli.store.npz import Store, StoreFile, open_store
@@ -60,17 +63,13 @@ from ale_cli.summary.build import (
 )
 from ale_cli.summary.model import FeatureSummary, Summary
 from ale_cli.summary.regional import (
-    NO_SPLIT_NOTE,
     REGIONAL,
     RegionalFeature,
     RegionalSummary,
-    RegionNode,
-    Split,
 )
 
-PER_LEVEL_REASON = (
-    "held per level: its record is the per-level one; regions are found for continuous features"
-)
+#: a store whose rows take at most this many bytes is read once and its passes run in memory
+HOLD_BYTES = 2**30
 
 
 @dataclass(frozen=True)
@@ -148,19 +147,6 @@ class RegionalResult:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Feature:
-    """One estimable feature on its way: columns, global record, grid and scoring bins."""
-
-    name: str
-    x: int
-    e: int
-    record: FeatureSummary
-    grid: np.ndarray
-    shift: np.ndarray  # each grid cell's mean local effect on all rows
-    own: int  # the feature's own input among the splitters (never split on)
-
-
 def regional(request: RegionalRequest) -> RegionalResult:
     """``ale regional``: each chosen feature's regions (see the module docstring)."""
     t0 = time.perf_counter()
@@ -175,11 +161,14 @@ def regional(request: RegionalRequest) -> RegionalResult:
     with request.engine as engine:
         p = store_passes(store, request.features, engine)
         names = p.columns.names
+        plans = _plans(store, names, f"store '{path}'")
+        if isinstance(store, StoreFile) and not engine.splits and _fits(store):
+            jumps = (LEVEL_UP, LEVEL_DOWN) if plans else ()
+            p = replace(p, source=Held.read(store, (*ROWS, *jumps)))
         lo, hi = ranges(p)
-        levels = stored_level_names(store, names)
         skip = skip_reasons(names, lo, hi, store.meta.get("categorical_features") or ())
-        skip |= dict.fromkeys(levels, PER_LEVEL_REASON)
-        todo = [j for j, name in enumerate(names) if name not in skip]
+        skip = {name: why for name, why in skip.items() if name not in plans}
+        todo = [j for j, name in enumerate(names) if name not in skip and name not in plans]
         if request.bins is None:
             g, cells, _ = binned(p, todo, lo, hi, bins=request.max_bins, binning="uniform")
         else:
@@ -192,28 +181,30 @@ def regional(request: RegionalRequest) -> RegionalResult:
         found = splitters(
             p, inputs, range(len(inputs)), per_level=per_level, candidates=request.candidates
         )
-        feats = []
+        feats = _level_features(store, p, plans, request.center)
         for j in todo:
-            record = _record(request, names[j], g[j], cells[j])
             own = inputs.index(names[j]) if names[j] in inputs else -1
             shift = np.where(cells[j].counts > 0, cells[j].mean, 0.0)
-            feats.append(
-                _Feature(names[j], p.columns.x[j], p.columns.e[j], record, g[j], shift, own)
-            )
+            record = _record(request, names[j], g[j], cells[j])
+            x, e = p.columns.x[j], p.columns.e[j]
+            feats.append(Feature(names[j], x, e, record, g[j], shift, own, cells=cells[j]))
         labels = {name: _labels(store, name) for name in per_level}
-        trees = _grow(p, feats, found, request, min_rows, labels)
+        share = 1.0 if request.search_rows is None else min(1.0, request.search_rows / n)
+        growth = Growth(
+            request.max_depth,
+            request.min_drop,
+            max(2, math.ceil(min_rows * share)),  # on the search sample
+            share,
+            request.center,
+            lambda name, edges, cell: _record(request, name, edges, cell),
+        )
+        trees = grow(p, feats, found, growth, labels)
     regions = [
         RegionalFeature(name, "not_estimable", reason=skip[name]) if name in skip else trees[name]
         for name in names
     ]
     records = {f.name: f.record for f in feats}
-    features = tuple(  # a feature held per level: its per-level record, as rhale gives it
-        with_stored_levels(
-            [not_estimable(name, skip[name]) if name in skip else records[name] for name in names],
-            store,
-            center=request.center,
-        )
-    )
+    features = tuple(not_estimable(n, skip[n]) if n in skip else records[n] for n in names)
     summary = Summary(
         estimator=REGIONAL,
         params=request.params(min_rows),
@@ -226,6 +217,36 @@ def regional(request: RegionalRequest) -> RegionalResult:
     result = RegionalSummary(summary, tuple(regions)).with_statistics(prediction)
     notes = tuple(f"{r.name}: {r.note}" for r in regions if r.note)
     return RegionalResult(result, time.perf_counter() - t0, notes)
+
+
+def _plans(
+    store: Store | StoreFile, names: tuple[str, ...], where: str
+) -> dict[str, tuple[int, LevelPlan]]:
+    """The features among ``names`` the store holds per level: their column of the stored
+    jumps and plan."""
+    held = {plan.name: (i, plan) for i, plan in enumerate(stored_plans(store.meta, where))}
+    return {name: held[name] for name in names if name in held}
+
+
+def _level_features(
+    store: Store | StoreFile, p: Any, plans: dict[str, tuple[int, LevelPlan]], center: str
+) -> list[Feature]:
+    """The features held per level, with their per-level records as rhale gives them (one
+    pass), whose jumps' means on all rows are the shifts of their split cells."""
+    held = [not_estimable(name, "held per level") for name in plans]
+    records = with_stored_levels(held, store, center=center)
+    out = []
+    for (name, (i, plan)), record in zip(plans.items(), records, strict=True):
+        shift = np.nan_to_num(np.asarray(record.bin_effect, dtype=np.float64))
+        x = p.columns.x[p.columns.names.index(name)]
+        own = store.input_names.index(name) if name in store.input_names else -1
+        out.append(Feature(name, x, i, record, np.empty(0), shift, own, plan))
+    return out
+
+
+def _fits(store: StoreFile) -> bool:
+    """Whether the store's inputs and local effects, as float64, fit in ``HOLD_BYTES``."""
+    return store.n_rows * (len(store.input_names) + len(store.feature_names)) * 8 <= HOLD_BYTES
 
 
 def _open(store: Path | Store) -> tuple[Path | None, Store | StoreFile]:
@@ -260,139 +281,3 @@ def _record(
         alpha=request.alpha,
         center=request.center,
     )
-
-
-@dataclass
-class _Tree:
-    """A feature's tree while it grows: its nodes and the ids still open."""
-
-    nodes: dict[int, RegionNode]
-    open: list[int]
-
-
-def _grow(
-    p: Any,
-    feats: list[_Feature],
-    found: tuple[Any, ...],
-    request: RegionalRequest,
-    min_rows: int,
-    labels: dict[str, Any],
-) -> dict[str, RegionalFeature]:
-    """Every feature's tree, one pass per depth (see the module docstring)."""
-    n = p.n_rows
-    trees = {f.name: _Tree({0: RegionNode(0, None, (), n, 1.0, float("nan"))}, [0]) for f in feats}
-    for depth in range(request.max_depth + 1):
-        search = depth < request.max_depth and bool(found)
-        work = [f for f in feats if trees[f.name].open]
-        if not work:
-            break
-        tasks = tuple(
-            FeatureTask(
-                f.x,
-                f.e,
-                tuple(trees[f.name].nodes[i].conditions for i in trees[f.name].open),
-                f.grid,
-                f.shift if search else None,
-            )
-            for f in work
-        )
-        share = 1.0 if request.search_rows is None else min(1.0, request.search_rows / n)
-        kernel = RegionPass(tasks, found if search else (), share)
-        cells = p.run(kernel, merge_levels, kernel.empty())
-        least = max(2, math.ceil(min_rows * share))  # on the search sample
-        for f, task, level in zip(work, tasks, cells, strict=True):
-            _level(trees[f.name], f, task, level, kernel, request, least, labels, search, n)
-    return {f.name: _finished(f, trees[f.name]) for f in feats}
-
-
-def _level(
-    tree: _Tree,
-    f: _Feature,
-    task: FeatureTask,
-    level: Any,
-    kernel: RegionPass,
-    request: RegionalRequest,
-    min_rows: int,
-    labels: dict[str, Any],
-    search: bool,
-    n: int,
-) -> None:
-    """Split or close every open node of one feature from its level's cells."""
-    k_g = task.grid.size - 1
-    still: list[int] = []
-    nodes_n, j_n, b_n, k_n = kernel.shape(task)
-    for i, node_id in enumerate(tree.open):
-        node = tree.nodes[node_id]
-        grid = _slice(level.grid, i * k_g, (i + 1) * k_g)
-        scores: SplitScores | None = None
-        if search:
-            size = j_n * b_n * k_n
-            scores = split_scores(
-                level.split.part(i * size, (i + 1) * size),
-                shape=(j_n, b_n, k_n),
-                dz=np.diff(task.grid),
-                kinds=tuple(s.kind for s in kernel.splitters),
-                n_candidates=tuple(s.values.size for s in kernel.splitters),
-                min_rows=min_rows,
-                excluded=(f.own,) if f.own >= 0 else (),
-            )
-            if node_id == 0:
-                node = RegionNode(0, None, (), grid.total, 1.0, scores.before)
-        best = None if scores is None else scores.best()
-        if best is not None and scores is not None and scores.drop(*best) >= request.min_drop:
-            j, c = best
-            s = kernel.splitters[j]
-            sides = conditions(s, c, labels.get(s.name))
-            ids = (len(tree.nodes), len(tree.nodes) + 1)
-            rows = (int(scores.rows[j, c, 0]), int(scores.rows[j, c, 1]))
-            split = Split(
-                s.name,
-                s.kind,
-                float(s.values[c]),
-                sides,
-                ids,
-                rows,
-                scores.before,
-                float(scores.after[j, c]),
-            )
-            tree.nodes[node_id] = RegionNode(
-                node.id,
-                node.parent,
-                node.conditions,
-                grid.total,
-                grid.total / n,
-                scores.before,
-                split=split,
-            )
-            for side, child, r, h in zip(sides, ids, rows, scores.parts[j, c], strict=True):
-                tree.nodes[child] = RegionNode(
-                    child, node_id, (*node.conditions, side), r, r / n, float(h)
-                )
-                still.append(child)
-        else:
-            h = node.heterogeneity if scores is None else scores.before
-            record = _record(request, f.name, task.grid, grid)
-            tree.nodes[node_id] = RegionNode(
-                node.id, node.parent, node.conditions, grid.total, grid.total / n, h, record=record
-            )
-    tree.open = still
-
-
-def _slice(c: CellStats, a: int, b: int) -> CellStats:
-    return CellStats(c.counts[a:b], c.mean[a:b], c.m2[a:b])
-
-
-def _finished(f: _Feature, tree: _Tree) -> RegionalFeature:
-    """The feature's regions; each split's rows are its children's (every row, also when
-    the split was chosen on the search sample)."""
-    got = tree.nodes
-    for i, node in list(got.items()):
-        if node.split is not None:
-            a, b = node.split.children
-            split = replace(node.split, rows=(got[a].rows, got[b].rows))
-            got[i] = replace(node, split=split)
-    nodes = tuple(got[i] for i in sorted(got))
-    root = nodes[0]
-    if root.split is None:
-        return RegionalFeature(f.name, "no_split", root.heterogeneity, nodes, note=NO_SPLIT_NOTE)
-    return RegionalFeature(f.name, "split", root.heterogeneity, nodes)

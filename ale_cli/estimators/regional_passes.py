@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.core.binning import assign
+from ale_cli.core.binning import UniformGrid, assign
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.outofcore import merge_accumulators, order_statistics, quantile_positions
 from ale_cli.core.regional import (
@@ -39,6 +39,7 @@ from ale_cli.core.regional import (
 )
 from ale_cli.errors import InputError
 from ale_cli.estimators.cells import GroupPass, Passes, Ranges, empty_ranges, merge_ranges
+from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
 from ale_cli.passes.engine import Chunk
 
 #: an input held per level with more distinct values than this is refused as a splitter
@@ -148,26 +149,41 @@ def conditions(s: Splitter, c: int, labels: Sequence[str] | None) -> tuple[Condi
 class FeatureTask:
     """One feature's work in a :class:`RegionPass`: its columns of X (``x``) and of the
     local effects (``e``), its open nodes (``regions``), the edges of its cells (``grid``)
-    and, when this level is searched, each cell's mean on all rows (``shift``, (K,))."""
+    and, when this level is searched, each cell's mean on all rows (``shift``, (K,)).
+
+    A feature held per level (``plan``; ``e`` its column of the stored jumps) has for cells
+    its K-1 jumps between adjacent levels (a row at level p adds its jump up to cell p and
+    its jump down to cell p-1) and, among the split cells, a last one where each row adds
+    a 0 (its rows): K cells in all."""
 
     x: int
     e: int
     regions: tuple[tuple[Condition, ...], ...]
     grid: np.ndarray
     shift: np.ndarray | None
+    plan: LevelPlan | None = None
+    records: bool = True  # False: the split cells alone (the bins known otherwise)
+
+    @property
+    def n_cells(self) -> int:
+        """K: the cells of the split statistics (the grid's, or a per-level feature's)."""
+        return self.plan.n_levels if self.plan is not None else int(self.grid.size) - 1
 
 
 @dataclass(frozen=True)
 class LevelCells:
-    """One feature's statistics of a level: per node on the grid (nodes * K_g cells) and,
-    when searched, per (node, input, bucket, bin) cell."""
+    """One feature's statistics of a level: per node on the grid (nodes * K_g cells; a
+    per-level feature: its jumps, nodes * (K-1), and its rows per level, ``levels``,
+    nodes * K) and, when searched, per (node, input, bucket, bin) cell."""
 
     grid: CellStats
     split: ShiftedSums | None
+    levels: np.ndarray | None = None
 
     def merge(self, other: LevelCells) -> LevelCells:
         split = None if self.split is None else self.split.merge(other.split)  # type: ignore[arg-type]
-        return LevelCells(self.grid.merge(other.grid), split)
+        levels = None if self.levels is None else self.levels + other.levels
+        return LevelCells(self.grid.merge(other.grid), split, levels)
 
 
 def merge_levels(a: tuple[LevelCells, ...], b: tuple[LevelCells, ...]) -> tuple[LevelCells, ...]:
@@ -190,63 +206,172 @@ class RegionPass:
         return max((s.n_buckets for s in self.splitters), default=1)
 
     def shape(self, task: FeatureTask) -> tuple[int, int, int, int]:
-        k = 0 if task.shift is None else task.grid.size - 1
-        return (len(task.regions), len(self.splitters), self.n_buckets, k)
+        k = 0 if task.shift is None else task.n_cells
+        return (len(task.regions), *self.shape_of(k))
+
+    def shape_of(self, k: int) -> tuple[int, int, int]:
+        """(J, B, K): a node's split cells on K cells."""
+        return (len(self.splitters), self.n_buckets, k)
 
     def empty(self) -> tuple[LevelCells, ...]:
         out = []
         for t in self.tasks:
-            grid = CellStats.empty(len(t.regions) * (t.grid.size - 1))
+            nodes = len(t.regions)
+            k_g = (t.grid.size - 1 if t.plan is None else t.n_cells - 1) if t.records else 0
+            grid = CellStats.empty(nodes * k_g)
             split = None if t.shift is None else ShiftedSums.empty(int(np.prod(self.shape(t))))
-            out.append(LevelCells(grid, split))
+            levels = None if t.plan is None else np.zeros(nodes * t.n_cells, dtype=np.int64)
+            out.append(LevelCells(grid, split, levels))
         return tuple(out)
 
     def __call__(self, chunk: Chunk, _shared: Any) -> tuple[LevelCells, ...]:
-        X, E = chunk["X"], chunk["local_effects"]
+        X = chunk["X"]
         searched = any(t.shift is not None for t in self.tasks)
-        buckets = None
-        if searched and self.splitters:
-            buckets = np.stack([s.buckets(X[:, s.column]) for s in self.splitters], axis=1)
-        offsets: dict[int, np.ndarray] = {}  # per number of cells K: shared by the features
         sample = None
+        rows: Chunk | dict[str, np.ndarray] = chunk  # those the search counts (a sample's)
         if searched and self.share < 1.0:
             sample = sampled(chunk.offset, len(X), self.share)
-            if buckets is not None:
-                buckets = buckets[sample]
-        return tuple(self._task(t, X, E, buckets, offsets, sample) for t in self.tasks)
+            rows = {"X": np.compress(sample, X, axis=0)}
+            if any(not t.records and t.plan is None for t in self.tasks):
+                rows["local_effects"] = np.compress(sample, chunk["local_effects"], axis=0)
+        buckets = None
+        if searched and self.splitters:
+            Xs = rows["X"]
+            buckets = np.stack([s.buckets(Xs[:, s.column]) for s in self.splitters])
+        offsets: dict[int, np.ndarray] = {}  # per number of cells K: shared by the features
+        alone = [not t.records and t.plan is None for t in self.tasks]
+        mine = [t for t, a in zip(self.tasks, alone, strict=True) if a]
+        others = [t for t, a in zip(self.tasks, alone, strict=True) if not a]
+        if rows is chunk:  # every task's grid cells of the rows, at once
+            codes = codes_all = grid_codes(self.tasks, X)
+        else:
+            codes, codes_all = grid_codes(mine, rows["X"]), grid_codes(others, X)
+        return tuple(
+            self._task(t, rows, buckets, offsets, codes=codes)  # split cells alone: sampled
+            if a
+            else self._task(t, chunk, buckets, offsets, sample, codes=codes_all)
+            for t, a in zip(self.tasks, alone, strict=True)
+        )
+
+    @property
+    def arrays(self) -> tuple[str, ...]:
+        """The row arrays the pass reads."""
+        return ("X", "local_effects", *((LEVEL_UP, LEVEL_DOWN) if self.per_level else ()))
+
+    @property
+    def per_level(self) -> bool:
+        return any(t.plan is not None for t in self.tasks)
 
     def _task(
         self,
         t: FeatureTask,
-        X: np.ndarray,
-        E: np.ndarray,
+        chunk: Chunk | dict[str, np.ndarray],
         buckets: np.ndarray | None,
         offsets: dict[int, np.ndarray],
         sample: np.ndarray | None = None,
+        *,
+        codes: dict[int, np.ndarray],
     ) -> LevelCells:
+        X = chunk["X"]
         node = node_index(X, t.regions) if t.regions != ((),) else np.zeros(len(X), np.int64)
         keep = node >= 0
         every = bool(keep.all())
         x = np.asarray(X[:, t.x] if every else X[keep, t.x], dtype=np.float64)
-        e = np.asarray(E[:, t.e] if every else E[keep, t.e], dtype=np.float64)
         nd = node if every else node[keep]
+        if t.plan is not None:
+            up, down = (np.asarray(chunk[a][:, t.e], np.float64) for a in (LEVEL_UP, LEVEL_DOWN))
+            if not every:
+                up, down = up[keep], down[keep]
+            pos = t.plan.positions(x)
+            return self._levels(t, pos, nd, up, down, buckets, offsets, keep, sample)
+        E = chunk["local_effects"]
+        e = np.asarray(E[:, t.e] if every else E[keep, t.e], dtype=np.float64)
         k_g = t.grid.size - 1
-        gi = assign(x, t.grid).index
-        grid = CellStats.from_values(
-            np.where(gi >= 0, nd * k_g + gi, -1), e, n_cells=len(t.regions) * k_g
-        )
+        gi = assign(x, t.grid).index if t.x not in codes else codes[t.x]
+        if t.x in codes and not every:
+            gi = gi[keep]
+        grid = CellStats.empty(0)
+        if t.records:
+            grid = CellStats.from_values(
+                np.where(gi >= 0, nd * k_g + gi, -1), e, n_cells=len(t.regions) * k_g
+            )
         if t.shift is None or buckets is None:
             return LevelCells(grid, None)
-        if k_g not in offsets:
-            offsets[k_g] = bucket_offsets(buckets, n_buckets=self.n_buckets, n_bins=k_g)
-        if sample is not None:  # the search sample's rows of this feature's open nodes
-            kept = keep[sample]
-            off = offsets[k_g][kept]
-            mine = sample if every else sample[keep]
-            nd, gi, e = nd[mine], gi[mine], e[mine]
-        else:
-            off = offsets[k_g] if every else offsets[k_g][keep]
+        off, (nd, gi, e) = _searched(offsets, buckets, k_g, keep, sample, (nd, gi, e))
         inside = gi >= 0
         if not inside.all():
-            nd, off, gi, e = nd[inside], off[inside], gi[inside], e[inside]
+            nd, off, gi, e = nd[inside], np.compress(inside, off, axis=1), gi[inside], e[inside]
         return LevelCells(grid, split_cells(nd, off, gi, e - t.shift[gi], shape=self.shape(t)))
+
+    def _levels(
+        self,
+        t: FeatureTask,
+        pos: np.ndarray,
+        nd: np.ndarray,
+        up: np.ndarray,
+        down: np.ndarray,
+        buckets: np.ndarray | None,
+        offsets: dict[int, np.ndarray],
+        keep: np.ndarray,
+        sample: np.ndarray | None,
+    ) -> LevelCells:
+        """A per-level feature's cells (:class:`FeatureTask`): the jumps pooled per node as
+        :func:`~ale_cli.core.discrete.level_cells` pools them, and its split cells."""
+        k = t.n_cells
+        rise, fall = pos < k - 1, pos > 0
+        grid = CellStats.from_values(
+            np.concatenate([(nd * (k - 1) + pos)[rise], (nd * (k - 1) + pos - 1)[fall]]),
+            np.concatenate([up[rise], down[fall]]),
+            n_cells=len(t.regions) * (k - 1),
+        )
+        levels = np.bincount(nd * k + pos, minlength=len(t.regions) * k).astype(np.int64)
+        if t.shift is None or buckets is None:
+            return LevelCells(grid, None, levels)
+        off, (nd, pos, up, down) = _searched(offsets, buckets, k, keep, sample, (nd, pos, up, down))
+        rise, fall = pos < k - 1, pos > 0
+        rows = np.arange(pos.size)
+        at = np.concatenate([rows[rise], rows[fall], rows])
+        cell = np.concatenate([pos[rise], pos[fall] - 1, np.full(pos.size, k - 1)])
+        shift = np.append(t.shift, 0.0)
+        jump = np.concatenate([up[rise], down[fall], np.zeros(pos.size)]) - shift[cell]
+        split = split_cells(nd[at], off[:, at], cell, jump, shape=self.shape(t))
+        return LevelCells(grid, split, levels)
+
+
+def grid_codes(tasks: Sequence[FeatureTask], X: np.ndarray) -> dict[int, np.ndarray]:
+    """Each task's grid cell of every row of ``X`` (by its column of X), for all at once
+    (:class:`~ale_cli.core.binning.UniformGrid`, the same cells as
+    :func:`~ale_cli.core.binning.assign`) when their grids are uniform on the same number
+    of cells and hold every row; else {} (each task assigns its own)."""
+    ts = [t for t in tasks if t.plan is None]
+    if len(ts) < 2 or len({t.grid.size for t in ts}) > 1:
+        return {}
+    edges = np.stack([t.grid for t in ts])
+    grid = UniformGrid.build(edges[:, 0], edges[:, -1], bins=edges.shape[1] - 1)
+    cols = [t.x for t in ts]
+    x = np.asarray(X[:, cols], dtype=np.float64)
+    if grid is None or not np.array_equal(grid.edges, edges):
+        return {}
+    if (x < edges[:, 0]).any() or (x > edges[:, -1]).any():
+        return {}
+    return dict(zip(cols, grid.index(x).T.copy(), strict=True))  # each row contiguous
+
+
+def _searched(
+    offsets: dict[int, np.ndarray],
+    buckets: np.ndarray,
+    k: int,
+    keep: np.ndarray,
+    sample: np.ndarray | None,
+    columns: tuple[np.ndarray, ...],
+) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """The bucket offsets (J, n) on K = ``k`` cells (made once per chunk and K) and
+    ``columns`` (of the rows of open nodes, ``keep``) of the rows the search counts: those
+    of open nodes, and of the search sample when there is one."""
+    if k not in offsets:
+        offsets[k] = bucket_offsets(buckets, n_bins=k)
+    every = bool(keep.all())
+    if sample is None:
+        return (offsets[k] if every else np.compress(keep, offsets[k], axis=1)), columns
+    mine = sample if every else sample[keep]  # the sample's rows among those of open nodes
+    return np.compress(keep[sample], offsets[k], axis=1), tuple(c[mine] for c in columns)

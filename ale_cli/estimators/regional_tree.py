@@ -1,0 +1,292 @@
+"""Growing ``ale regional``'s trees, one pass over the rows per depth for every feature.
+
+Each pass (:class:`~ale_cli.estimators.regional_passes.RegionPass`) gives, per feature and
+open node, the split cells (per input, bucket and bin) of its candidate splits; the node
+keeps its best split when it lowers its heterogeneity by at least ``min_drop`` and each
+child has at least ``min_rows`` rows, and is a leaf otherwise (at ``max_depth`` always).
+
+When the splits are chosen on every row (no search sample) and the feature is not held
+per level, the split cells give the rest, exactly as sums of the same rows:
+
+- a child's bins (the :class:`~ale_cli.core.binstats.CellStats` of its leaf record) are
+  its side of its parent's chosen split (:meth:`~ale_cli.core.regional.ShiftedSums.children`);
+  the root's are the global ones. So the pass at ``max_depth`` (leaves only) is not run;
+- of two siblings, the pass counts the one with fewer rows; the other's split cells are
+  its parent's less those (:meth:`~ale_cli.core.regional.ShiftedSums.minus`).
+
+Otherwise (a search sample, whose cells are not every row's, or a feature held per
+level, whose leaf record needs its rows per level) every open node's bins come from the
+pass of its depth, as do its split cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ale_cli.core.binstats import CellStats
+from ale_cli.core.regional import ShiftedSums, Splitter, split_scores
+from ale_cli.estimators.levels import LevelPlan, level_summary
+from ale_cli.estimators.regional_passes import FeatureTask, RegionPass, conditions, merge_levels
+from ale_cli.summary.model import FeatureSummary
+from ale_cli.summary.regional import NO_SPLIT_NOTE, RegionalFeature, RegionNode, Split
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One estimable feature on its way: columns, global record, grid, each grid cell's
+    mean local effect on all rows (``shift``), its own input among the splitters (never
+    split on; -1: none), its level plan when held per level, and its global grid cells."""
+
+    name: str
+    x: int
+    e: int
+    record: FeatureSummary
+    grid: np.ndarray
+    shift: np.ndarray
+    own: int
+    plan: LevelPlan | None = None
+    cells: CellStats | None = None
+
+
+@dataclass(frozen=True)
+class Growth:
+    """How the trees grow: ``record`` makes a leaf's record from its grid cells; ``share``
+    the search sample's share of the rows; ``min_rows`` counted on that sample."""
+
+    max_depth: int
+    min_drop: float
+    min_rows: int
+    share: float
+    center: str
+    record: Callable[[str, np.ndarray, CellStats], FeatureSummary]
+
+
+@dataclass
+class _Tree:
+    """A feature's tree while it grows: its nodes, the ids still open, the bins of nodes
+    derived from their parent's split and the split cells of split nodes."""
+
+    nodes: dict[int, RegionNode]
+    open: list[int]
+    grids: dict[int, CellStats] = field(default_factory=dict)
+    splits: dict[int, ShiftedSums] = field(default_factory=dict)
+    leaves: list[int] = field(default_factory=list)  # closed, their records still to count
+
+
+@dataclass(frozen=True)
+class _Node:
+    """What one open node is decided from."""
+
+    grid: CellStats
+    counts: np.ndarray | None  # rows per level (held per level)
+    split: ShiftedSums | None
+
+
+def grow(
+    p: Any,
+    feats: list[Feature],
+    found: tuple[Splitter, ...],
+    g: Growth,
+    labels: dict[str, Any],
+) -> dict[str, RegionalFeature]:
+    """Every feature's tree (see the module docstring)."""
+    n = p.n_rows
+    trees = {}
+    for f in feats:
+        tree = _Tree({0: RegionNode(0, None, (), n, 1.0, float("nan"))}, [0])
+        if _derived(f, g) and f.cells is not None:
+            tree.grids[0] = f.cells
+        trees[f.name] = tree
+    for depth in range(g.max_depth + 1):
+        search = depth < g.max_depth and bool(found)
+        if not search:  # the last pass: the records of leaves closed by a sampled search
+            for tree in trees.values():
+                tree.open, tree.leaves = tree.open + tree.leaves, []
+        work = [f for f in feats if trees[f.name].open]
+        counted: dict[str, list[int]] = {}
+        for f in work:
+            if not _derived(f, g):
+                counted[f.name] = list(trees[f.name].open)
+            elif search:
+                counted[f.name] = _smaller(trees[f.name])
+        tasks = {
+            f.name: FeatureTask(
+                f.x,
+                f.e,
+                tuple(trees[f.name].nodes[i].conditions for i in counted[f.name]),
+                f.grid,
+                f.shift if search else None,
+                f.plan,
+                records=not _derived(f, g) and not (search and _deferred(f, g)),
+            )
+            for f in work
+            if f.name in counted
+        }
+        kernel = RegionPass(tuple(tasks.values()), found if search else (), g.share)
+        cells: tuple[Any, ...] = ()
+        if tasks:
+            cells = p.run(kernel, merge_levels, kernel.empty(), arrays=kernel.arrays)
+        levels = dict(zip(tasks, cells, strict=True))
+        for f in work:
+            tree, task = trees[f.name], tasks.get(f.name)
+            got = _inputs(tree, f, task, counted.get(f.name, []), levels.get(f.name), kernel)
+            _decide(tree, f, got, kernel if search else None, g, labels, n)
+    return {f.name: _finished(f, trees[f.name], n) for f in feats}
+
+
+def _derived(f: Feature, g: Growth) -> bool:
+    return g.share >= 1.0 and f.plan is None
+
+
+def _deferred(f: Feature, g: Growth) -> bool:
+    """Whether the feature's search passes count its split cells alone, on the search
+    sample's rows, its leaves' records (every row) left to the last pass."""
+    return g.share < 1.0 and f.plan is None
+
+
+def _smaller(tree: _Tree) -> list[int]:
+    """The open nodes a pass counts: the root, or of each two siblings the one with fewer
+    rows (the first of a tie)."""
+    out = []
+    for i in tree.open:
+        parent = tree.nodes[i].parent
+        if parent is None:
+            out.append(i)
+            continue
+        a, b = tree.nodes[parent].split.children  # type: ignore[union-attr]
+        smaller = a if tree.nodes[a].rows <= tree.nodes[b].rows else b
+        if i == smaller:
+            out.append(i)
+    return out
+
+
+def _inputs(
+    tree: _Tree,
+    f: Feature,
+    task: FeatureTask | None,
+    counted: list[int],
+    level: Any,
+    kernel: RegionPass,
+) -> dict[int, _Node]:
+    """Each open node's bins and split cells: from the pass, or derived."""
+    size = int(np.prod(kernel.shape(task)[1:])) if task is not None else 0
+    k = 0 if task is None else task.n_cells
+    k_g = k - 1 if f.plan is not None else f.grid.size - 1
+    split = {}
+    for pos, i in enumerate(counted):
+        if level is not None and level.split is not None:
+            split[i] = level.split.part(pos * size, (pos + 1) * size)
+    out = {}
+    for pos, i in enumerate(tree.open):
+        if i not in tree.grids:  # from the pass, in the order of the open nodes
+            grid = _slice(level.grid, pos * k_g, (pos + 1) * k_g)
+            counts = None if f.plan is None else level.levels[pos * k : (pos + 1) * k]
+            out[i] = _Node(grid, counts, split.get(i))
+            continue
+        if i not in split and split:  # the sibling's less from its parent's
+            parent = tree.nodes[i].parent
+            a, b = tree.nodes[parent].split.children  # type: ignore[union-attr]
+            split[i] = tree.splits[parent].minus(split[b if i == a else a])  # type: ignore[index]
+        out[i] = _Node(tree.grids.pop(i), None, split.get(i))
+    for i in tree.open:  # the parents' split cells are used up
+        tree.splits.pop(tree.nodes[i].parent, None)  # type: ignore[arg-type]
+    return out
+
+
+def _decide(
+    tree: _Tree,
+    f: Feature,
+    got: dict[int, _Node],
+    kernel: RegionPass | None,
+    g: Growth,
+    labels: dict[str, Any],
+    n: int,
+) -> None:
+    """Split or close every open node of one feature."""
+    still: list[int] = []
+    for node_id in tree.open:
+        node, data = tree.nodes[node_id], got[node_id]
+        total = data.grid.total if data.counts is None else int(data.counts.sum())
+        scores = None
+        if kernel is not None and data.split is not None:
+            scores = _scores(f, data.split, kernel, g)
+            if node_id == 0:
+                node = RegionNode(0, None, (), total, 1.0, scores.before)
+        best = None if scores is None else scores.best()
+        if kernel is None or scores is None or best is None or scores.drop(*best) < g.min_drop:
+            h = node.heterogeneity if scores is None else scores.before
+            if kernel is not None and _deferred(f, g):  # its record from the last pass
+                tree.nodes[node_id] = replace(node, heterogeneity=h)
+                tree.leaves.append(node_id)
+                continue
+            if f.plan is None:
+                record = g.record(f.name, f.grid, data.grid)
+            else:
+                record = level_summary(f.plan, data.grid, data.counts, center=g.center)  # type: ignore[arg-type]
+            tree.nodes[node_id] = RegionNode(
+                node.id, node.parent, node.conditions, total, total / n, h, record=record
+            )
+            continue
+        j, c = best
+        s = kernel.splitters[j]
+        sides = conditions(s, c, labels.get(s.name))
+        ids = (len(tree.nodes), len(tree.nodes) + 1)
+        rows = (int(scores.rows[j, c, 0]), int(scores.rows[j, c, 1]))
+        after = float(scores.after[j, c])
+        split = Split(s.name, s.kind, float(s.values[c]), sides, ids, rows, scores.before, after)
+        tree.nodes[node_id] = RegionNode(
+            node.id, node.parent, node.conditions, total, total / n, scores.before, split=split
+        )
+        for side, child, r, h in zip(sides, ids, rows, scores.parts[j, c], strict=True):
+            tree.nodes[child] = RegionNode(
+                child, node_id, (*node.conditions, side), r, r / n, float(h)
+            )
+            still.append(child)
+        if _derived(f, g) and data.split is not None:
+            shape = kernel.shape_of(f.grid.size - 1)
+            tree.grids.update(
+                zip(ids, data.split.children(shape, j, c, s.kind, f.shift), strict=True)
+            )
+            tree.splits[node_id] = data.split
+    tree.open = still
+
+
+def _scores(f: Feature, split: ShiftedSums, kernel: RegionPass, g: Growth) -> Any:
+    k = f.plan.n_levels if f.plan is not None else f.grid.size - 1
+    dz = np.diff(f.grid) if f.plan is None else np.append(np.ones(k - 1), 0.0)
+    return split_scores(
+        split,
+        shape=kernel.shape_of(k),
+        dz=dz,
+        rows_cell=f.plan is not None,
+        kinds=tuple(s.kind for s in kernel.splitters),
+        n_candidates=tuple(s.values.size for s in kernel.splitters),
+        min_rows=g.min_rows,
+        excluded=(f.own,) if f.own >= 0 else (),
+    )
+
+
+def _slice(c: CellStats, a: int, b: int) -> CellStats:
+    return CellStats(c.counts[a:b], c.mean[a:b], c.m2[a:b])
+
+
+def _finished(f: Feature, tree: _Tree, n: int) -> RegionalFeature:
+    """The feature's regions; each split node's rows are its children's (every row, also
+    when the split was chosen on the search sample)."""
+    got = tree.nodes
+    for i in sorted(got, reverse=True):  # children after their parents
+        node = got[i]
+        if node.split is not None:
+            a, b = node.split.children
+            rows = got[a].rows + got[b].rows
+            split = replace(node.split, rows=(got[a].rows, got[b].rows))
+            got[i] = replace(node, rows=rows, share=rows / n, split=split)
+    nodes = tuple(got[i] for i in sorted(got))
+    root = nodes[0]
+    if root.split is None:
+        return RegionalFeature(f.name, "no_split", root.heterogeneity, nodes, note=NO_SPLIT_NOTE)
+    return RegionalFeature(f.name, "split", root.heterogeneity, nodes)
