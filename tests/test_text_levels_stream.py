@@ -127,12 +127,10 @@ def test_interact_streams_a_text_column(
     np.testing.assert_array_equal(a.counts, b.counts)
 
 
-def test_compute_streams_a_text_column_it_does_not_explain(
-    text_case: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _streamed_and_whole(inputs: ModelInputs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The stores compute writes streamed (checked to stream) and on the whole table."""
     import ale_cli.estimators.local_effects_plan as plan_module
 
-    inputs = _inputs(text_case, features=("x1", "x2"))
     streamed_run = plan_module.streamed_run
     runs: list[bool] = []
 
@@ -146,7 +144,14 @@ def test_compute_streams_a_text_column_it_does_not_explain(
     assert runs == [True]
     monkeypatch.setattr("ale_cli.estimators.local_effects.streamed_run", lambda *a, **k: None)
     compute(ComputeRequest(inputs=inputs, out=tmp_path / "w.npz", chunk_rows=16), force=True)
-    streamed, whole = read_store(tmp_path / "s.npz"), read_store(tmp_path / "w.npz")
+    return read_store(tmp_path / "s.npz"), read_store(tmp_path / "w.npz")
+
+
+def test_compute_streams_a_text_column_it_does_not_explain(
+    text_case: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inputs = _inputs(text_case, features=("x1", "x2"))
+    streamed, whole = _streamed_and_whole(inputs, tmp_path, monkeypatch)
     np.testing.assert_array_equal(streamed.X, whole.X)
     np.testing.assert_allclose(streamed.local_effects, whole.local_effects, rtol=0, atol=1e-12)
     np.testing.assert_allclose(streamed.prediction, whole.prediction, rtol=0, atol=1e-12)
@@ -161,23 +166,7 @@ def test_compute_explaining_a_text_column_streams_as_the_whole_table_computes(
 ) -> None:
     """The text column's levels and their order come from passes over the chunks: the
     store equals the whole table's, the jumps to the adjacent levels included."""
-    import ale_cli.estimators.local_effects_plan as plan_module
-
-    streamed_run = plan_module.streamed_run
-    runs: list[bool] = []
-
-    def spied(*args: object, **kwargs: object) -> object:
-        run = streamed_run(*args, **kwargs)  # type: ignore[arg-type]
-        runs.append(run is not None)
-        return run
-
-    monkeypatch.setattr("ale_cli.estimators.local_effects.streamed_run", spied)
-    inputs = _inputs(text_case)
-    compute(ComputeRequest(inputs=inputs, out=tmp_path / "s.npz", chunk_rows=16), force=True)
-    assert runs == [True]
-    monkeypatch.setattr("ale_cli.estimators.local_effects.streamed_run", lambda *a, **k: None)
-    compute(ComputeRequest(inputs=inputs, out=tmp_path / "w.npz", chunk_rows=16), force=True)
-    streamed, whole = read_store(tmp_path / "s.npz"), read_store(tmp_path / "w.npz")
+    streamed, whole = _streamed_and_whole(_inputs(text_case), tmp_path, monkeypatch)
     assert streamed.meta["levels"] == whole.meta["levels"]
     assert [lv["feature"] for lv in streamed.meta["levels"]] == ["color"]
     np.testing.assert_allclose(streamed.local_effects, whole.local_effects, rtol=0, atol=1e-12)
