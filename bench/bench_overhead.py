@@ -21,6 +21,14 @@ Measured 2026-11-26, 03:26 UTC, 3 interleaved rounds, load average 1.2 on 2 core
 bare fwd+bwd 10.92 s CPU (10.79-12.55), 10.92 s wall; ale compute + ale rhale 17.43 s
 CPU (17.36-19.50), 15.64 s wall: CPU ratio 1.61 (1.39-1.79), wall ratio 1.45
 (1.24-1.62); both above their targets.
+
+Measured 2026-11-26, 08:16 UTC, 3 interleaved rounds, load average 1.3-1.8 (one helper
+job running): bare 13.63 s CPU (12.87-19.36), ale compute + ale rhale 21.43 s CPU
+(20.59-21.63), 21.68 s wall: CPU ratio 1.59 (1.11-1.60), wall ratio 1.64 (1.03-1.65);
+still above both targets. Of the difference, ``import torch`` alone takes 4.5-4.9 s of
+CPU on this machine (``/usr/bin/time python -c "import torch"``, three runs) and ale
+rhale 2.2 s; the binary-columns pass no longer runs when the first chunk rules out every
+column, and the Arrow batches are copied in blocks (1.0 s -> 0.2 s at 1e6 x 32).
 """
 
 from __future__ import annotations

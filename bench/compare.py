@@ -26,6 +26,11 @@ rhale 1e7             9.29 s (8.61-10.51)     10.22 s (9.09-10.54)    1.100 (0.8
 rebin quantile 1e7    22.89 s (19.96-24.28)   23.05 s (21.57-23.08)   1.008 (0.949-1.080)
 run demo job          26.31 s (25.95-28.88)   22.78 s (22.46-28.43)   0.878 (0.854-0.984)
 ====================  ======================  ======================  ===================
+
+Measured 2026-11-26, 08:20-08:27 UTC, same base, 3 interleaved rounds, load average
+2.4-2.8: compute+rhale 1e6 new/base 0.957 (0.858-1.042), run demo job 0.961
+(0.921-1.010) (the new demo job also runs the regional step); the 1e7 workloads were not
+run again.
 """
 
 from __future__ import annotations
