@@ -257,3 +257,23 @@ def test_torch_outputs_in_one_backward_graph(tmp_path) -> None:  # type: ignore[
     _same(both, api.classic(tmp_path / "net.pt", frame, output="2", bins=5), "2")
     with pytest.raises(InputError, match="selects an element of a tuple"):
         api.compute(tmp_path / "net.pt", frame, out=tmp_path / "x.npz", output="0,1:0")
+
+
+@pytest.mark.parametrize("spec", ["all", "0,1"])
+def test_models_of_one_output_per_run_say_so(cli, sample_dir, tmp_path, spec) -> None:  # type: ignore[no-untyped-def]
+    onnx = sample_dir / "models" / "diabetes_mlp.onnx"
+    args = ("--exclude", "target", "--output", spec, "-o", tmp_path / "s.npz")
+    r = cli("compute", onnx, sample_dir / "diabetes.csv", *args)
+    assert r.exit_code == 2 and not (tmp_path / "s.npz").exists()
+    assert r.stderr.strip() == (
+        f"error: --output '{spec}': every output at once is built for scikit-learn and torch "
+        f"models; ONNX model '{onnx}' explains one output per run (e.g. --output 0)"
+    )
+    import pandas as pd
+
+    from ale_cli import api
+    from ale_cli.errors import InputError
+
+    X = pd.DataFrame(np.random.default_rng(0).normal(size=(50, 2)), columns=["a", "b"])
+    with pytest.raises(InputError, match="a callable model explains one output per run"):
+        api.compute(lambda Z: np.asarray(Z)[:, 0], X, output=spec, out=tmp_path / "c.npz")
