@@ -270,5 +270,6 @@ def test_a_killed_subprocess_leaves_one_whole_run(setup: Setup, tmp_path, signum
     code = proc.wait(timeout=120)
     _, stderr = proc.communicate()
     assert code in (0, 130, 143, -int(signum)), (code, stderr)
-    assert "Traceback" not in stderr
-    assert state_of(out, old, setup.new_sha) in ("old", "new")
+    assert "Traceback" not in stderr, stderr
+    state = state_of(out, old, setup.new_sha)
+    assert state in ("old", "new"), (state, code, stderr)
