@@ -39,3 +39,19 @@ def cli():  # type: ignore[no-untyped-def]
         return runner.invoke(app, [str(a) for a in args])
 
     return run
+
+
+@pytest.fixture(scope="module")
+def cluster():  # type: ignore[no-untyped-def]
+    """A local Dask cluster of 2 worker processes, one thread each: its scheduler address."""
+    from distributed import LocalCluster
+
+    from ale_cli.engines.cluster import environ_kept
+
+    with (
+        environ_kept(),  # the nannies set MALLOC_TRIM_THRESHOLD_... in this process
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as local,
+    ):
+        yield local.scheduler_address

@@ -30,21 +30,6 @@ class Smooth(nn.Module):
 
 
 @pytest.fixture(scope="module")
-def cluster():  # type: ignore[no-untyped-def]
-    from distributed import LocalCluster
-
-    from ale_cli.engines.cluster import environ_kept
-
-    with (
-        environ_kept(),
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-        ) as local,
-    ):
-        yield local.scheduler_address
-
-
-@pytest.fixture(scope="module")
 def case(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A TorchScript model and 3 Parquet files of 800 rows (row groups of 200): a, b
     continuous, c with 5 values, d with 3 levels."""

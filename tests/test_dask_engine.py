@@ -57,21 +57,6 @@ def _model(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster():  # type: ignore[no-untyped-def]
-    from distributed import LocalCluster
-
-    from ale_cli.engines.cluster import environ_kept
-
-    with (
-        environ_kept(),  # the nannies set MALLOC_TRIM_THRESHOLD_... in this process
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-        ) as local,
-    ):
-        yield local.scheduler_address
-
-
-@pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, np.ndarray]:
     """A model and 4 partitions of 3000 rows (row groups of 700), and all rows in order."""
     root = tmp_path_factory.mktemp("dask")

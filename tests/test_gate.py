@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_audit import linear_feature
 from typer.testing import CliRunner
 
 from ale_cli.audit import audit_files
@@ -25,21 +26,9 @@ runner = CliRunner()
 PREDICTION = np.linspace(-2.0, 2.0, 10_001)
 
 
-def linear(name: str, slope: float, k: int = 4) -> FeatureSummary:
-    """f = slope (z - 1/2) on [0, 1], k equal bins of 10 rows: ALED = slope / 4 for k = 4."""
-    edges = np.linspace(0.0, 1.0, k + 1)
-    return FeatureSummary(
-        name=name,
-        edges=edges,
-        counts=np.full(k, 10),
-        bin_effect=np.full(k, slope),
-        bin_std=np.full(k, 0.1),
-        bin_stderr=np.full(k, 0.1 / np.sqrt(10)),
-        bin_filled=np.zeros(k, dtype=bool),
-        effect=slope * (edges - 0.5),
-        std=np.linspace(0, 0.1, k + 1),
-        stderr=np.linspace(0, 0.01, k + 1),
-    )
+def linear(name: str, slope: float) -> FeatureSummary:
+    """f = slope (z - 1/2) on [0, 1], 4 equal bins of 10 rows: ALED = slope / 4."""
+    return linear_feature(name, slope, stderr=0.01)
 
 
 def summary(path: Path, slopes: dict[str, float], *, prediction: bool = True) -> Path:

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_streaming_estimators import chunked_store
 
 from ale_cli.core.regional import THRESHOLD, Splitter, bucket_offsets, split_cells, split_scores
 from ale_cli.errors import InputError
 from ale_cli.estimators.regional import RegionalRequest, regional
 from ale_cli.io.jsonio import dumps
 from ale_cli.store.npz import Store
-from ale_cli.store.writer import StoreWriter
 from ale_cli.summary.model import read_summary
 from ale_cli.summary.regional import RegionalFeature, RegionalSummary, read_regional
 
@@ -35,17 +35,6 @@ def paper_rows(n: int = 20000, seed: int = 0, noise: float = 0.2) -> tuple[np.nd
 def memory(X: np.ndarray, E: np.ndarray, names=NAMES, **meta) -> Store:  # type: ignore[no-untyped-def]
     meta = {"schema_version": 3, "n_rows": len(X), **meta}
     return Store(X=X, local_effects=E, prediction=E.sum(1), feature_names=tuple(names), meta=meta)
-
-
-def chunked(path: Path, X: np.ndarray, E: np.ndarray, cuts: list[int]) -> Path:
-    meta = {"schema_version": 3, "n_rows": len(X), "categorical_features": []}
-    bounds = [0, *sorted(set(cuts)), len(X)]
-    with StoreWriter(path) as w:
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-            if b > a:
-                w.add({"X": X[a:b], "local_effects": E[a:b], "prediction": E[a:b].sum(1)})
-        w.finish(feature_names=NAMES, input_names=NAMES, meta=meta)
-    return path
 
 
 def slope(node) -> tuple[float, float]:  # type: ignore[no-untyped-def]
@@ -181,7 +170,7 @@ def test_fixed_bins_give_leaf_records_on_those_bins():
 def test_chunks_do_not_change_the_result(tmp_path: Path, cuts: list[int], seed: int):
     X, E = paper_rows(n=1200, seed=seed)
     whole = regional(RegionalRequest(memory(X, E, categorical_features=[]))).summary
-    path = chunked(tmp_path / f"s{seed}-{len(cuts)}-{sum(cuts)}.npz", X, E, cuts)
+    path = chunked_store(tmp_path / f"s{seed}-{len(cuts)}-{sum(cuts)}.npz", X, E, cuts, NAMES)
     streamed = regional(RegionalRequest(path)).summary
     for a, b in zip(whole.regions, streamed.regions, strict=True):
         assert [n.label for n in a.nodes] == [n.label for n in b.nodes]
@@ -262,7 +251,7 @@ def test_bad_options_are_named(options: dict, message: str):
 
 def test_cli_writes_a_regional_summary(cli, tmp_path: Path):  # type: ignore[no-untyped-def]
     X, E = paper_rows(n=4000)
-    store = chunked(tmp_path / "s.npz", X, E, [1000])
+    store = chunked_store(tmp_path / "s.npz", X, E, [1000], NAMES)
     out = tmp_path / "regional.json"
     result = cli("regional", store, "--features", "x1,x3", "-o", out)
     assert result.exit_code == 0, result.stderr
@@ -426,7 +415,7 @@ def test_the_report_takes_the_regions_figure_the_plot_step_drew(paper, tmp_path:
 def test_a_search_sample_finds_the_split_and_records_every_row(tmp_path: Path):
     X, E = paper_rows(n=20000, noise=0.1)
     whole = regional(RegionalRequest(memory(X, E), features=("x1",), max_depth=1)).summary
-    path = chunked(tmp_path / "s.npz", X, E, [3333, 7000, 12345])
+    path = chunked_store(tmp_path / "s.npz", X, E, [3333, 7000, 12345], NAMES)
     sample = regional(
         RegionalRequest(path, features=("x1",), max_depth=1, search_rows=4000)
     ).summary
@@ -453,7 +442,7 @@ def test_a_store_that_fits_in_memory_is_read_once(tmp_path: Path, monkeypatch: p
     from ale_cli.store.reader import StoreFile
 
     X, E = paper_rows(n=3000)
-    path = chunked(tmp_path / "s.npz", X, E, [1000, 2000])
+    path = chunked_store(tmp_path / "s.npz", X, E, [1000, 2000], NAMES)
     read: list[int] = []
     original = StoreFile.read_chunks
 

@@ -16,21 +16,6 @@ pytest.importorskip("distributed")
 NAMES = ("x1", "x2", "x3")
 
 
-@pytest.fixture(scope="module")
-def cluster():  # type: ignore[no-untyped-def]
-    from distributed import LocalCluster
-
-    from ale_cli.engines.cluster import environ_kept
-
-    with (
-        environ_kept(),
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-        ) as local,
-    ):
-        yield local.scheduler_address
-
-
 def test_dask_equals_local_on_a_store_in_parts(cluster, tmp_path: Path):  # type: ignore[no-untyped-def]
     from ale_cli.engines.cluster import DaskEngine
     from ale_cli.store.reader import CHUNKS_PER_PART

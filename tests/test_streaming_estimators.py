@@ -57,14 +57,17 @@ def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return X, E
 
 
-def _chunked(path: Path, X: np.ndarray, E: np.ndarray, cuts: list[int]) -> Path:
+def chunked_store(
+    path: Path, X: np.ndarray, E: np.ndarray, cuts: list[int], names: tuple[str, ...] = NAMES
+) -> Path:
+    """A store file of the rows X, E cut into chunks at ``cuts``."""
     meta = {"schema_version": 3, "n_rows": len(X), "categorical_features": []}
     bounds = [0, *sorted(set(cuts)), len(X)]
     with StoreWriter(path) as w:
         for a, b in zip(bounds[:-1], bounds[1:], strict=True):
             if b > a:
                 w.add({"X": X[a:b], "local_effects": E[a:b], "prediction": E[a:b].sum(1)})
-        w.finish(feature_names=NAMES, input_names=NAMES, meta=meta)
+        w.finish(feature_names=names, input_names=names, meta=meta)
     return path
 
 
@@ -113,7 +116,7 @@ def test_streaming_equals_in_memory_for_any_chunks(tmp_path: Path, n, seed, cuts
     """End to end (a handful of examples; the kernels' invariance is the property below):
     a chunked store file gives the numbers of the store in memory."""
     X, E = _data(n, seed)
-    path = _chunked(tmp_path / f"s{n}-{seed}.npz", X, E, [c for c in cuts if c < n])
+    path = chunked_store(tmp_path / f"s{n}-{seed}.npz", X, E, [c for c in cuts if c < n])
     run = REQUESTS[which]
     _assert_same(run(path), run(_in_memory(X, E)))
 
@@ -122,7 +125,7 @@ def test_given_edges_and_rows_outside(tmp_path: Path):
     X, E = _data(500, 3)
     edges = tmp_path / "edges.json"
     edges.write_text('{"smooth": [-1.0, 0.0, 0.5, 1.5], "ties": [0.5, 1.5, 2.5]}')
-    path = _chunked(tmp_path / "s.npz", X, E, [100, 333])
+    path = chunked_store(tmp_path / "s.npz", X, E, [100, 333])
     request = RebinRequest(store=path, edges=edges, features=("smooth", "ties"))
     streamed = rebin(request)
     whole = rebin(RebinRequest(store=_in_memory(X, E), edges=edges, features=("smooth", "ties")))
@@ -140,7 +143,7 @@ def test_old_layout_store_file_gives_the_in_memory_numbers(tmp_path: Path):
 
 def test_summary_records_the_store_file(tmp_path: Path):
     X, E = _data(200, 1)
-    path = _chunked(tmp_path / "s.npz", X, E, [50])
+    path = chunked_store(tmp_path / "s.npz", X, E, [50])
     summary = rhale(RhaleRequest(store=path)).summary
     assert summary.n_rows == 200 and summary.store["path"] == str(path)
     assert summary.params["min_points"] == 10  # ceil(200 / 20)
@@ -197,7 +200,7 @@ def test_float32_x_is_read_as_float64_values(tmp_path: Path, chunk: int):
     X32 = rng.normal(size=(300, 4)).astype(np.float32)
     X32[:, 3] = 2.5
     E = rng.normal(size=(300, 4))
-    path = _chunked(tmp_path / "s.npz", X32, E, list(range(chunk, 300, chunk)))
+    path = chunked_store(tmp_path / "s.npz", X32, E, list(range(chunk, 300, chunk)))
     whole = _in_memory(X32.astype(np.float64), E)
     for run in REQUESTS:
         _assert_same(run(path), run(whole))
@@ -207,7 +210,7 @@ def test_damaged_chunked_stores_are_input_errors(tmp_path: Path):
     from ale_cli.errors import InputError
 
     X, E = _data(200, 2)
-    path = _chunked(tmp_path / "s.npz", X, E, [100])
+    path = chunked_store(tmp_path / "s.npz", X, E, [100])
     data = path.read_bytes()
     cut = tmp_path / "cut.npz"
     cut.write_bytes(data[: len(data) // 2])
@@ -363,7 +366,7 @@ def test_columns_past_the_gather_limit_take_the_slower_path(tmp_path: Path, monk
     rng = np.random.default_rng(11)
     X, E = _data(3000, 4)
     X[:, 2] = np.where(rng.random(3000) < 0.6, 0.5, rng.normal(size=3000))  # a point mass
-    path = _chunked(tmp_path / "s.npz", X, E, [700, 1500, 2999])
+    path = chunked_store(tmp_path / "s.npz", X, E, [700, 1500, 2999])
     monkeypatch.setattr(quantile_cells, "MAX_BUCKET_ROWS", 2)
     for run in (REQUESTS[1], REQUESTS[3]):
         _assert_same(run(path), run(_in_memory(X, E)))
@@ -383,7 +386,7 @@ def test_the_manifest_records_the_prediction_distribution_the_summary_reports(
     from ale_cli.core.statistics import prediction_distribution
 
     X, E = _data(n, seed)  # finite: ale writes no NaN (a store holding one is refused)
-    path = _chunked(tmp_path_factory.mktemp("m") / "s.npz", X, E, [c for c in cuts if c < n])
+    path = chunked_store(tmp_path_factory.mktemp("m") / "s.npz", X, E, [c for c in cuts if c < n])
     want = prediction_distribution(prediction=E.sum(1))
     found = open_store(path).recorded_prediction()
     assert found is not None and found["n"] == n
@@ -411,7 +414,7 @@ def test_estimators_do_not_read_the_predictions_when_the_manifest_has_them(
     from ale_cli.store.npz import StoreFile
 
     X, E = _data(300, 4)
-    path = _chunked(tmp_path / "s.npz", X, E, [120])
+    path = chunked_store(tmp_path / "s.npz", X, E, [120])
 
     def refuse(self):  # type: ignore[no-untyped-def]
         raise AssertionError("the predictions were read")
@@ -432,9 +435,9 @@ def test_a_store_of_infinite_values_is_not_written_and_a_damaged_record_is_refus
     X, E = _data(100, 5)
     E[:, 0] = np.inf  # every reader refuses such a store: the writer writes none
     with pytest.raises(ValueError, match="chunk 0 of 'local_effects' holds NaN or infinite"):
-        _chunked(tmp_path / "inf.npz", X, E, [40])
+        chunked_store(tmp_path / "inf.npz", X, E, [40])
     X, E = _data(100, 6)
-    path = _chunked(tmp_path / "s.npz", X, E, [40])
+    path = chunked_store(tmp_path / "s.npz", X, E, [40])
     with zipfile.ZipFile(path) as zf:
         entries = {name: zf.read(name) for name in zf.namelist()}
     meta = json.loads(np.load(path)["meta"].item())

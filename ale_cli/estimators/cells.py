@@ -9,7 +9,7 @@ type-1 quantile edges two passes (:class:`BucketCounts`, :class:`BucketScan`;
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -272,6 +272,21 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
     return edges, cells, dict.fromkeys(todo, 0)
 
 
+def group_passes(p: Passes, x: Sequence[int]) -> Callable[[list[Any], list[Any]], list[Any]]:
+    """The ``run_pass`` of :mod:`~ale_cli.core.outofcore`'s quantile algorithms: each of
+    their passes over the columns ``x`` run on the engine (:class:`GroupPass`)."""
+
+    def run_pass(groups: list[Any], roots: list[Any]) -> list[Any]:
+        sent = [g.shipped() for g in groups]
+        empty = [g.no_values() for g in sent]
+        found: list[Any] = p.run(
+            GroupPass(tuple(x), sent, roots), merge_accumulators, empty, arrays=("X",)
+        )
+        return found
+
+    return run_pass
+
+
 def _quantile_deeper(
     p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int
 ) -> Binned:
@@ -279,17 +294,8 @@ def _quantile_deeper(
     (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`, each pass on the engine),
     then one pass for the cells."""
     x, _ = p.columns.pick(todo)
-
-    def run_pass(groups: list[Any], roots: list[Any]) -> list[Any]:
-        sent = [g.shipped() for g in groups]
-        empty = [g.no_values() for g in sent]
-        found: list[Any] = p.run(
-            GroupPass(x, sent, roots), merge_accumulators, empty, arrays=("X",)
-        )
-        return found
-
     found = chunked_quantile_edges(
-        lambda: (), n=p.n_rows, bins=bins, lo=lo[todo], hi=hi[todo], run_pass=run_pass
+        lambda: (), n=p.n_rows, bins=bins, lo=lo[todo], hi=hi[todo], run_pass=group_passes(p, x)
     )
     return on_edges(p, todo, dict(zip(todo, found, strict=True)))
 

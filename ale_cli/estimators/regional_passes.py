@@ -25,7 +25,7 @@ import numpy as np
 
 from ale_cli.core.binning import UniformGrid, assign
 from ale_cli.core.binstats import CellStats
-from ale_cli.core.outofcore import merge_accumulators, order_statistics, quantile_positions
+from ale_cli.core.outofcore import order_statistics, quantile_positions
 from ale_cli.core.regional import (
     LEVEL,
     THRESHOLD,
@@ -38,7 +38,7 @@ from ale_cli.core.regional import (
     split_cells,
 )
 from ale_cli.errors import InputError
-from ale_cli.estimators.cells import GroupPass, Passes, Ranges, empty_ranges, merge_ranges
+from ale_cli.estimators.cells import Passes, Ranges, empty_ranges, group_passes, merge_ranges
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
 from ale_cli.passes.engine import Chunk
 
@@ -108,18 +108,8 @@ def _thresholds(
     if not cols or candidates < 2:
         return [np.empty(0) for _ in cols]
     positions = quantile_positions(p.n_rows, candidates)[1:-1]
-    x = tuple(cols)
-
-    def run_pass(groups: list[Any], roots: list[Any]) -> list[Any]:
-        sent = [g.shipped() for g in groups]
-        empty = [g.no_values() for g in sent]
-        found: list[Any] = p.run(
-            GroupPass(x, sent, roots), merge_accumulators, empty, arrays=("X",)
-        )
-        return found
-
     stats = order_statistics(
-        lambda: (), n=p.n_rows, positions=positions, lo=lo, hi=hi, run_pass=run_pass
+        lambda: (), n=p.n_rows, positions=positions, lo=lo, hi=hi, run_pass=group_passes(p, cols)
     )
     return [np.unique(row) for row in stats]
 

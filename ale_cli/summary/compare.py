@@ -91,6 +91,19 @@ def level_difference(base: FeatureSummary, other: FeatureSummary) -> CurveDiffer
     return _difference(grid, centered, z, n_outside=0, offset=offset)
 
 
+def records_difference(base: FeatureSummary, other: FeatureSummary) -> CurveDifference | None:
+    """:func:`curve_difference` of two first-order records' curves (``base``'s grid)."""
+    return curve_difference(
+        base_edges=base.edges,
+        base_effect=base.effect,
+        base_stderr=base.stderr,
+        base_counts=base.counts,
+        other_edges=other.edges,
+        other_effect=other.effect,
+        other_stderr=other.stderr,
+    )
+
+
 def curve_difference(
     *,
     base_edges: np.ndarray,
@@ -221,15 +234,7 @@ def compare_feature(
                 name, "no_overlap", f"the {base_label} and the {other_label} have other levels"
             )
         return FeatureComparison(name, "ok", difference=level_diff)
-    diff = curve_difference(
-        base_edges=base.edges,
-        base_effect=base.effect,
-        base_stderr=base.stderr,
-        base_counts=base.counts,
-        other_edges=other.edges,
-        other_effect=other.effect,
-        other_stderr=other.stderr,
-    )
+    diff = records_difference(base, other)
     if diff is None:
         return FeatureComparison(
             name,

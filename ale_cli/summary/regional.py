@@ -26,6 +26,7 @@ from ale_cli.core.regional import Condition
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps, read_json_file
+from ale_cli.summary.compare import records_difference
 from ale_cli.summary.model import FeatureSummary, Summary, with_statistics
 from ale_cli.summary.validate import validate_summary
 
@@ -287,8 +288,6 @@ class RegionComparison:
 
 def compare_regions(a: RegionalSummary, b: RegionalSummary) -> list[RegionComparison]:
     """Each feature of both summaries, in A's order: same conditions or not, said plainly."""
-    from ale_cli.summary.compare import curve_difference
-
     names_b = {r.name: r for r in b.regions}
     out = []
     for ra in a.regions:
@@ -305,15 +304,7 @@ def compare_regions(a: RegionalSummary, b: RegionalSummary) -> list[RegionCompar
             fa, fb = na.record, nb.record
             if fa is None or fb is None or fa.status != "ok" or fb.status != "ok" or fa.kind:
                 continue
-            d = curve_difference(
-                base_edges=fa.edges,
-                base_effect=fa.effect,
-                base_stderr=fa.stderr,
-                base_counts=fa.counts,
-                other_edges=fb.edges,
-                other_effect=fb.effect,
-                other_stderr=fb.stderr,
-            )
+            d = records_difference(fa, fb)
             if d is not None:
                 worst = d.max_abs if worst is None else max(worst, d.max_abs)
         out.append(RegionComparison(ra.name, True, la, lb, worst))
