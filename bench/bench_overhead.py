@@ -51,8 +51,9 @@ from bench_cli_vs_effector import ENV, make_inputs  # noqa: E402
 from installed import compile_ale, installed_environ  # noqa: E402
 
 
-def bare(model: Path, data: Path) -> tuple[float, float]:
-    """(CPU seconds, wall seconds) of the bare pass alone, in a child process."""
+def bare(model: Path, data: Path) -> tuple[float, float, float]:
+    """(CPU seconds, wall seconds) of the bare pass alone, in a child process, and the CPU
+    seconds of that whole process (start-up, ``import torch``, reading the rows)."""
     script = (
         "import json, sys, time\n"
         f"sys.path.insert(0, {str(HERE)!r})\n"
@@ -72,6 +73,7 @@ def bare(model: Path, data: Path) -> tuple[float, float]:
         "        g_all[s:s + b.BATCH] = g.numpy()\n"
         "print(json.dumps([time.process_time() - c0, time.perf_counter() - t0]))\n"
     )
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         [sys.executable, "-c", script, str(model), str(data)],
         env={**os.environ, **ENV},
@@ -79,8 +81,10 @@ def bare(model: Path, data: Path) -> tuple[float, float]:
         text=True,
         check=True,
     )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    whole = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cpu, wall = json.loads(out.stdout.strip().splitlines()[-1])
-    return cpu, wall
+    return cpu, wall, whole
 
 
 def cli(model: Path, data: Path, folder: Path, extra: list[str]) -> tuple[float, float]:
@@ -117,11 +121,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ale-overhead-") as tmp:
         folder = Path(tmp)
         model, data = make_inputs(folder, int(args.rows))
-        rows: dict[str, list[float]] = {k: [] for k in ("bare_cpu", "bare_wall", "cpu", "wall")}
+        keys = ("bare_cpu", "bare_wall", "bare_process", "cpu", "wall")
+        rows: dict[str, list[float]] = {k: [] for k in keys}
         for _ in range(args.rounds):
-            cpu, wall = bare(model, data)
+            cpu, wall, whole = bare(model, data)
             rows["bare_cpu"].append(cpu)
             rows["bare_wall"].append(wall)
+            rows["bare_process"].append(whole)
             (folder / "s.npz").unlink(missing_ok=True)
             cpu, wall = cli(model, data, folder, args.compute_args.split())
             rows["cpu"].append(cpu)
@@ -136,6 +142,10 @@ def main() -> None:
     print(show("ale compute + rhale CPU s", rows["cpu"]), "|", show("wall s", rows["wall"]))
     print(show("CPU ratio", cpu_ratio), "(target <= 1.5)")
     print(show("wall ratio", wall_ratio), "(target <= 1.4)")
+    # the bare script's whole process pays the start-up and ``import torch`` too
+    process = [c / b for c, b in zip(rows["cpu"], rows["bare_process"], strict=True)]
+    print(show("bare script's whole process CPU s", rows["bare_process"]))
+    print(show("CPU ratio against the whole bare process", process))
 
 
 if __name__ == "__main__":
