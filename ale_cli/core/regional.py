@@ -370,23 +370,46 @@ def node_index(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.
     """Each row's region in ``regions`` (disjoint; each the conditions all rows meet), or
     -1 when in none, shape (N,).
 
+    Each split's two sides are one compare, a bit of each row's code; a table gives the
+    region of every code (at most ``_TABLE_BITS`` splits, else region by region).
+
     >>> a, b = Condition("x", 0, "<=", 0.0, "0"), Condition("x", 0, ">", 0.0, "0")
     >>> node_index(np.array([[-1.0], [2.0]]), ((a,), (b,))).tolist()
     [0, 1]
     """
+    bits: dict[tuple[int, float, str], int] = {}  # a split's "<=" / "==" side: its bit
+    for c in (c for conditions in regions for c in conditions):
+        bits.setdefault((c.column, c.value, _SIDE[c.op]), len(bits))
+    if len(bits) > _TABLE_BITS:
+        return _region_by_region(X, regions)
+    code = np.zeros(X.shape[0], dtype=np.uint16)
+    for (column, value, op), bit in bits.items():
+        side = Condition("", column, op, value, "").holds(X)
+        code |= np.left_shift(side, bit, dtype=np.uint16)
+    codes = np.arange(1 << len(bits))
+    table = np.full(codes.size, -1, dtype=np.int64)
+    for i, conditions in enumerate(regions):
+        held = codes >= 0
+        for c in conditions:
+            on = (codes >> bits[(c.column, c.value, _SIDE[c.op])]) & 1
+            held &= on == (c.op == _SIDE[c.op])
+        table[held] = i
+    out: np.ndarray = table[code]
+    return out
+
+
+def _region_by_region(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.ndarray:
+    """:func:`node_index` one region at a time."""
     out = np.full(X.shape[0], -1, dtype=np.int64)
-    held: dict[tuple[int, float, str], np.ndarray] = {}  # a split's two sides: one compare
     for i, conditions in enumerate(regions):
         inside = np.ones(X.shape[0], dtype=bool)
         for c in conditions:
-            key = (c.column, c.value, c.op)
-            if key not in held:
-                side = c.holds(X)
-                held[key], held[(c.column, c.value, _OTHER[c.op])] = side, ~side
-            inside &= held[key]
+            inside &= c.holds(X)
         out[inside] = i
     return out
 
 
-#: each operator's other side (X is finite: no NaN holds neither)
-_OTHER = {"<=": ">", ">": "<=", "==": "!=", "!=": "=="}
+#: splits in :func:`node_index`'s table of regions (2^16 codes)
+_TABLE_BITS = 16
+#: the side of each operator's split that is a bit of :func:`node_index`'s code
+_SIDE = {"<=": "<=", ">": "<=", "==": "==", "!=": "=="}

@@ -46,9 +46,7 @@ from ale_cli.estimators.bins import check_center
 from ale_cli.estimators.cells import ROWS, binned, ranges, store_passes
 from ale_cli.estimators.dale import check_rhale_options, rhale_summary
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
-from ale_cli.estimators.regional_passes import (
-    splitters,
-)
+from ale_cli.estimators.regional_passes import search_sample, splitters
 from ale_cli.estimators.regional_tree import Feature, Growth, grow
 from ale_cli.estimators.stored_levels import stored_plans, with_stored_levels
 from ale_cli.passes.engine import LOCAL, Engine
@@ -162,9 +160,9 @@ def regional(request: RegionalRequest) -> RegionalResult:
         p = store_passes(store, request.features, engine)
         names = p.columns.names
         plans = _plans(store, names, f"store '{path}'")
+        arrays = (*ROWS, *((LEVEL_UP, LEVEL_DOWN) if plans else ()))
         if isinstance(store, StoreFile) and not engine.splits and _fits(store):
-            jumps = (LEVEL_UP, LEVEL_DOWN) if plans else ()
-            p = replace(p, source=Held.read(store, (*ROWS, *jumps)))
+            p = replace(p, source=Held.read(store, arrays))
         lo, hi = ranges(p)
         skip = skip_reasons(names, lo, hi, store.meta.get("categorical_features") or ())
         skip = {name: why for name, why in skip.items() if name not in plans}
@@ -178,8 +176,10 @@ def regional(request: RegionalRequest) -> RegionalResult:
             *(store.meta.get("categorical_features") or ()),
             *(pl.name for pl in stored_plans(store.meta, f"store '{path}'")),
         )
+        share = 1.0 if request.search_rows is None else min(1.0, request.search_rows / n)
+        search = p if share >= 1.0 else search_sample(p, share, arrays)
         found = splitters(
-            p, inputs, range(len(inputs)), per_level=per_level, candidates=request.candidates
+            search, inputs, range(len(inputs)), per_level=per_level, candidates=request.candidates
         )
         feats = _level_features(store, p, plans, request.center)
         for j in todo:
@@ -189,16 +189,15 @@ def regional(request: RegionalRequest) -> RegionalResult:
             x, e = p.columns.x[j], p.columns.e[j]
             feats.append(Feature(names[j], x, e, record, g[j], shift, own, cells=cells[j]))
         labels = {name: _labels(store, name) for name in per_level}
-        share = 1.0 if request.search_rows is None else min(1.0, request.search_rows / n)
         growth = Growth(
             request.max_depth,
             request.min_drop,
-            max(2, math.ceil(min_rows * share)),  # on the search sample
-            share,
+            max(2, math.ceil(min_rows * search.n_rows / n)),  # on the search sample
+            search is not p,
             request.center,
             lambda name, edges, cell: _record(request, name, edges, cell),
         )
-        trees = grow(p, feats, found, growth, labels)
+        trees = grow(p, search, feats, found, growth, labels)
     regions = [
         RegionalFeature(name, "not_estimable", reason=skip[name]) if name in skip else trees[name]
         for name in names
