@@ -176,9 +176,11 @@ class UniformGrid:
         np.subtract(up, u, out=u)
         u -= 0.5
         np.abs(u, out=u)
-        rows, cols = np.nonzero(u > 0.5 - self.tol)
+        order = "F" if u.flags.f_contiguous and not u.flags.c_contiguous else "C"
+        near = np.flatnonzero((u > 0.5 - self.tol).ravel(order))
         index: np.ndarray = up.astype(np.int64)
-        if rows.size:
+        if near.size:
+            rows, cols = np.unravel_index(near, u.shape, order=order)
             # only these can be off by one, or out of 0 .. K-1 (x = z_0 or x = z_K)
             x = X[rows, cols]
             b = np.clip(index[rows, cols], 0, k - 1)

@@ -22,6 +22,7 @@ leaf's record.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -45,7 +46,7 @@ class Feature:
     name: str
     x: int
     e: int
-    record: FeatureSummary
+    record: FeatureSummary | None  # None: from the leaves' cells (a sampled search)
     grid: np.ndarray
     shift: np.ndarray
     own: int
@@ -94,12 +95,14 @@ def grow(
     found: tuple[Splitter, ...],
     g: Growth,
     labels: dict[str, Any],
-) -> dict[str, RegionalFeature]:
+) -> tuple[dict[str, RegionalFeature], dict[str, CellStats]]:
     """Every feature's tree (see the module docstring): the search passes on the rows of
     ``searched`` (``p``'s, or a sample of them), the records of a sampled search's leaves
-    from the rows of ``p``."""
+    from the rows of ``p``, with each feature's cells on all rows (the sum of its leaves'),
+    for the features not held per level."""
     n = p.n_rows
-    trees = {}
+    trees: dict[str, _Tree] = {}
+    whole: dict[str, CellStats] = {}
     for f in feats:
         tree = _Tree({0: RegionNode(0, None, (), n, 1.0, float("nan"))}, [0])
         if f.plan is None and f.cells is not None:
@@ -138,11 +141,24 @@ def grow(
             rows = searched if search else p
             cells = rows.run(kernel, merge_levels, kernel.empty(), arrays=kernel.arrays)
         levels = dict(zip(tasks, cells, strict=True))
+        if every:
+            whole |= {
+                name: _whole(levels[name].grid, len(t.regions))
+                for name, t in tasks.items()
+                if t.plan is None
+            }
         for f in work:
             tree, task = trees[f.name], tasks.get(f.name)
             got = _inputs(tree, f, task, counted.get(f.name, []), levels.get(f.name), kernel)
             _decide(tree, f, got, kernel if search else None, g, labels, n)
-    return {f.name: _finished(f, trees[f.name], n) for f in feats}
+    return {f.name: _finished(f, trees[f.name], n) for f in feats}, whole
+
+
+def _whole(cells: CellStats, nodes: int) -> CellStats:
+    """The sum of ``nodes`` nodes' cells (nodes * K, node by node)."""
+    k = cells.n_cells // nodes
+    parts = (_slice(cells, i * k, (i + 1) * k) for i in range(nodes))
+    return functools.reduce(CellStats.merge, parts)
 
 
 def _smaller(tree: _Tree) -> list[int]:
