@@ -9,6 +9,7 @@ type-1 quantiles at ``k/K`` (the smallest x with ``F_N(x) >= k/K``, R's ``type =
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -176,7 +177,8 @@ class UniformGrid:
         np.subtract(up, u, out=u)
         u -= 0.5
         np.abs(u, out=u)
-        order = "F" if u.flags.f_contiguous and not u.flags.c_contiguous else "C"
+        f_order = u.flags.f_contiguous and not u.flags.c_contiguous
+        order: Literal["C", "F"] = "F" if f_order else "C"
         near = np.flatnonzero((u > 0.5 - self.tol).ravel(order))
         index: np.ndarray = up.astype(np.int64)
         if near.size:
