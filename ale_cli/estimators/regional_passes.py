@@ -151,7 +151,7 @@ def search_sample(p: Passes, share: float, arrays: Sequence[str]) -> Passes:
     """The search sample's rows (:class:`SampleRows`) held as one chunk, its passes run
     in this process."""
     found = p.run(SampleRows(share, tuple(arrays)), operator.add, (), arrays=arrays)
-    rows = {a: np.asfortranarray(np.concatenate([f[a] for f in found])) for a in arrays}
+    rows = {a: by_column(np.concatenate([f[a] for f in found])) for a in arrays}
     return Passes(ArraySource(rows), p.columns, len(rows["X"]), LOCAL)
 
 
@@ -235,8 +235,7 @@ class RegionPass:
         return tuple(out)
 
     def __call__(self, chunk: Chunk, _shared: Any) -> tuple[LevelCells, ...]:
-        # each column contiguous: a feature's or input's column read once, in a run
-        rows = {a: np.asfortranarray(v) for a, v in chunk.arrays.items()}
+        rows = {a: by_column(v) for a, v in chunk.arrays.items()}
         X = rows["X"]
         buckets = None
         if self.splitters:
@@ -266,8 +265,9 @@ class RegionPass:
         node = node_index(X, t.regions) if t.regions != ((),) else np.zeros(len(X), np.int64)
         keep = node >= 0
         every = bool(keep.all())
-        x = np.asarray(X[:, t.x] if every else X[keep, t.x], dtype=np.float64)
         nd = node if every else node[keep]
+        if t.x not in codes:
+            x = np.asarray(X[:, t.x] if every else X[keep, t.x], dtype=np.float64)
         if t.plan is not None:
             up, down = (np.asarray(chunk[a][:, t.e], np.float64) for a in (LEVEL_UP, LEVEL_DOWN))
             if not every:
@@ -326,6 +326,21 @@ class RegionPass:
         return LevelCells(grid, split, levels)
 
 
+def by_column(A: np.ndarray, block: int = 256) -> np.ndarray:
+    """A 2-D ``A`` in Fortran order (each column in a run: read once per feature or
+    input), copied in blocks of rows that stay in cache (twice as fast as at once).
+
+    >>> by_column(np.arange(6.0).reshape(3, 2)).flags.f_contiguous
+    True
+    """
+    if A.ndim != 2 or A.flags.f_contiguous:
+        return A
+    out = np.empty(A.shape[::-1], dtype=A.dtype)
+    for a in range(0, len(A), block):
+        out[:, a : a + block] = A[a : a + block].T
+    return out.T
+
+
 def grid_codes(tasks: Sequence[FeatureTask], X: np.ndarray) -> dict[int, np.ndarray]:
     """Each task's grid cell of every row of ``X`` (by its column of X), for all at once
     (:class:`~ale_cli.core.binning.UniformGrid`, the same cells as
@@ -337,10 +352,10 @@ def grid_codes(tasks: Sequence[FeatureTask], X: np.ndarray) -> dict[int, np.ndar
     edges = np.stack([t.grid for t in ts])
     grid = UniformGrid.build(edges[:, 0], edges[:, -1], bins=edges.shape[1] - 1)
     cols = [t.x for t in ts]
-    x = np.asarray(X[:, cols], dtype=np.float64)
+    x = X if cols == list(range(X.shape[1])) else X[:, cols]
     if grid is None or not np.array_equal(grid.edges, edges):
         return {}
-    if (x < edges[:, 0]).any() or (x > edges[:, -1]).any():
+    if len(x) and ((x.min(axis=0) < edges[:, 0]).any() or (x.max(axis=0) > edges[:, -1]).any()):
         return {}
     return dict(zip(cols, np.ascontiguousarray(grid.index(x).T), strict=True))  # rows in runs
 
