@@ -66,10 +66,11 @@ class Splitter:
         return int(self.values.size) + (1 if self.kind == THRESHOLD else 0)
 
     def buckets(self, x: np.ndarray) -> np.ndarray:
-        """Bucket of each value (N,) in ``0 .. n_buckets - 1``.
+        """Bucket of each value (N,) in ``0 .. n_buckets - 1`` (uint8 up to 64 values).
 
-        >>> Splitter("a", 0, THRESHOLD, np.array([0.0, 1.0])).buckets(np.array([-1, 0, .5, 2]))
-        array([0, 0, 1, 2])
+        >>> s = Splitter("a", 0, THRESHOLD, np.array([0.0, 1.0]))
+        >>> s.buckets(np.array([-1, 0, .5, 2])).tolist()
+        [0, 0, 1, 2]
         """
         if self.values.size <= _COUNTED:  # #{values < x}, as searchsorted 'left', faster
             x = np.ascontiguousarray(x, dtype=np.float64)
@@ -79,8 +80,8 @@ class Splitter:
         else:
             b = np.searchsorted(self.values, x, side="left")
         if self.kind == LEVEL:  # a value between levels (not one of them) cannot occur
-            b = np.minimum(b, self.values.size - 1)
-        return b.astype(np.int64, copy=False)
+            np.minimum(b, self.values.size - 1, out=b)
+        return b
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ def bucket_offsets(buckets: np.ndarray, *, n_bins: int) -> np.ndarray:
     >>> bucket_offsets(np.array([[0, 1]]), n_bins=3).tolist()
     [[0, 3]]
     """
-    out: np.ndarray = buckets.astype(np.intp, copy=False) * n_bins
+    out: np.ndarray = np.multiply(buckets, n_bins, dtype=np.intp)
     return out
 
 

@@ -200,6 +200,10 @@ class LevelCells:
 
 
 def merge_levels(a: tuple[LevelCells, ...], b: tuple[LevelCells, ...]) -> tuple[LevelCells, ...]:
+    """The two states' sum; ``()`` (no rows yet) is the neutral state, so a pass adds no
+    tables of zeros (:meth:`RegionPass.empty` gives them for a source with no rows)."""
+    if not a or not b:
+        return a or b
     return tuple(x.merge(y) for x, y in zip(a, b, strict=True))
 
 
@@ -363,8 +367,10 @@ def grid_codes(tasks: Sequence[FeatureTask], X: np.ndarray) -> dict[int, np.ndar
 def _offsets(
     offsets: dict[int, np.ndarray], buckets: np.ndarray, k: int, keep: np.ndarray
 ) -> np.ndarray:
-    """The bucket offsets (J, n) on K = ``k`` cells (made once per chunk and K) of the
-    rows of open nodes (``keep``)."""
+    """The bucket offsets (J, n) on K = ``k`` cells of the rows of open nodes (``keep``):
+    of every row made once per chunk and K, of some rows from their buckets (uint8)."""
+    if not keep.all():
+        return bucket_offsets(np.compress(keep, buckets, axis=1), n_bins=k)
     if k not in offsets:
         offsets[k] = bucket_offsets(buckets, n_bins=k)
-    return offsets[k] if keep.all() else np.compress(keep, offsets[k], axis=1)
+    return offsets[k]

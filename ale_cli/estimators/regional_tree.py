@@ -139,7 +139,7 @@ def grow(
         cells: tuple[Any, ...] = ()
         if tasks:
             rows = searched if search else p
-            cells = rows.run(kernel, merge_levels, kernel.empty(), arrays=kernel.arrays)
+            cells = rows.run(kernel, merge_levels, (), arrays=kernel.arrays) or kernel.empty()
         levels = dict(zip(tasks, cells, strict=True))
         if every:
             whole |= {
