@@ -45,6 +45,8 @@ from ale_cli.passes.engine import LOCAL, ArraySource, Chunk
 
 #: an input held per level with more distinct values than this is refused as a splitter
 MAX_LEVELS = 64
+#: rows of a block in :func:`grid_codes`
+_BLOCK = 8192
 
 
 @dataclass(frozen=True)
@@ -361,7 +363,10 @@ def grid_codes(tasks: Sequence[FeatureTask], X: np.ndarray) -> dict[int, np.ndar
         return {}
     if len(x) and ((x.min(axis=0) < edges[:, 0]).any() or (x.max(axis=0) > edges[:, -1]).any()):
         return {}
-    return dict(zip(cols, np.ascontiguousarray(grid.index(x).T), strict=True))  # rows in runs
+    out = np.empty((len(cols), len(x)), dtype=np.int64)  # each column's codes in a run
+    for a in range(0, len(x), _BLOCK):  # temporaries that stay in cache: twice as fast
+        out[:, a : a + _BLOCK] = grid.index(x[a : a + _BLOCK]).T
+    return dict(zip(cols, out, strict=True))
 
 
 def _offsets(
