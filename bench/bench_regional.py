@@ -66,6 +66,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ale_cli.estimators.regional import SEARCH_ROWS, RegionalRequest, regional  # noqa: E402
 from ale_cli.store.npz import open_store  # noqa: E402
 from ale_cli.store.writer import StoreWriter  # noqa: E402
+from ale_cli.summary.regional import RegionalSummary  # noqa: E402
 
 CHUNK = 65536
 
@@ -100,11 +101,26 @@ def read_once(path: Path) -> float:
     return time.perf_counter() - t0
 
 
-def ale_once(path: Path, search_rows: int | str) -> tuple[float, int]:
+def ale_once(path: Path, search_rows: int | str) -> tuple[float, RegionalSummary]:
     t0 = time.perf_counter()
     request = RegionalRequest(path, max_depth=2, candidates=20, search_rows=search_rows)
     out = regional(request).summary
-    return time.perf_counter() - t0, sum(r.status == "split" for r in out.regions)
+    return time.perf_counter() - t0, out
+
+
+def first_splits(out: RegionalSummary) -> list[tuple[str, float] | None]:
+    """Each feature's first split: (input, threshold), or None."""
+    first = [r.nodes[0].split if r.nodes else None for r in out.regions]
+    return [None if s is None else (s.input, s.value) for s in first]
+
+
+def agreement(a: RegionalSummary, b: RegionalSummary) -> str:
+    """How many features the two searches split first on the same input, and the largest
+    difference of those thresholds."""
+    pairs = [(x, y) for x, y in zip(first_splits(a), first_splits(b), strict=True)]
+    same = [(x, y) for x, y in pairs if x is not None and y is not None and x[0] == y[0]]
+    gap = max((abs(x[1] - y[1]) for x, y in same), default=0.0)
+    return f"{len(same)}/{len(pairs)} first splits on the same input, thresholds within {gap:.3f}"
 
 
 def effector_per_feature(path: Path, features: int) -> float | None:
@@ -140,13 +156,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = make_store(Path(tmp) / "s.npz", n, d)
         reads, ales, sampled = [], [], []
-        split = split_s = 0
         for _ in range(args.rounds):
             reads.append(read_once(path))
-            t, split = ale_once(path, "all")
+            t, every = ale_once(path, "all")
             ales.append(t)
-            t, split_s = ale_once(path, args.search_rows)
+            t, sample = ale_once(path, args.search_rows)
             sampled.append(t)
+        split = sum(r.status == "split" for r in every.regions)
+        split_s = sum(r.status == "split" for r in sample.regions)
         ratios = [a / r for a, r in zip(ales, reads, strict=True)]
         ratios_s = [a / r for a, r in zip(sampled, reads, strict=True)]
         print(f"N={n:.0e} D={d} depth 2, 20 candidates, one thread, {args.rounds} rounds")
@@ -161,6 +178,7 @@ def main() -> int:
             f"ale regional --search-rows all: {spread(ales)}: {split}/{d} features split; "
             f"ratio {statistics.median(ratios):.1f}x ({min(ratios):.1f}-{max(ratios):.1f})"
         )
+        print(f"sample against every row: {agreement(sample, every)}")
         per = effector_per_feature(path, args.effector_features) if args.effector_features else None
         if per is None:
             print("effector: not installed (pip install effector==0.6.0) or not asked for")

@@ -178,19 +178,24 @@ def test_fixed_bins_give_leaf_records_on_those_bins():
 )
 def test_chunks_do_not_change_the_result(tmp_path: Path, cuts: list[int], seed: int):
     X, E = paper_rows(n=1200, seed=seed)
-    whole = regional(RegionalRequest(memory(X, E, categorical_features=[]))).summary
     path = chunked_store(tmp_path / f"s{seed}-{len(cuts)}-{sum(cuts)}.npz", X, E, cuts, NAMES)
-    streamed = regional(RegionalRequest(path)).summary
-    for a, b in zip(whole.regions, streamed.regions, strict=True):
-        assert [n.label for n in a.nodes] == [n.label for n in b.nodes]
+    for rows in ("all", 600):  # every row, and a search sample (chosen by row index)
+        whole = regional(RegionalRequest(memory(X, E), search_rows=rows)).summary
+        same_regions(whole, regional(RegionalRequest(path, search_rows=rows)).summary, 1e-9)
+
+
+def same_regions(a: RegionalSummary, b: RegionalSummary, tol: float) -> None:
+    """The same regions (labels, rows), heterogeneities and leaf curves, to ``tol``."""
+    for x, y in zip(a.regions, b.regions, strict=True):
+        assert [(n.label, n.rows) for n in x.nodes] == [(n.label, n.rows) for n in y.nodes]
         np.testing.assert_allclose(
-            [n.heterogeneity for n in a.nodes],
-            [n.heterogeneity for n in b.nodes],
-            rtol=1e-9,
-            atol=1e-9,
+            [n.heterogeneity for n in x.nodes],
+            [n.heterogeneity for n in y.nodes],
+            rtol=tol,
+            atol=tol,
         )
-        for na, nb in zip(a.leaves, b.leaves, strict=True):
-            np.testing.assert_allclose(na.record.effect, nb.record.effect, rtol=1e-9, atol=1e-12)
+        for nx, ny in zip(x.leaves, y.leaves, strict=True):
+            np.testing.assert_allclose(nx.record.effect, ny.record.effect, rtol=tol, atol=1e-12)
 
 
 def test_split_scores_equal_a_direct_computation():

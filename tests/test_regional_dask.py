@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_regional import same_regions
 
 from ale_cli.estimators.regional import RegionalRequest, regional
 from ale_cli.store.writer import StoreWriter
@@ -44,19 +45,7 @@ def test_dask_equals_local_on_a_store_in_parts(cluster, tmp_path: Path):  # type
         local = regional(RegionalRequest(path, search_rows=rows)).summary
         dask = regional(RegionalRequest(path, search_rows=rows, engine=DaskEngine(cluster)))
         assert local.summary.params == dask.summary.summary.params
-        for a, b in zip(local.regions, dask.summary.regions, strict=True):
-            assert [x.label for x in a.nodes] == [x.label for x in b.nodes]
-            assert [x.rows for x in a.nodes] == [x.rows for x in b.nodes]
-            np.testing.assert_allclose(
-                [x.heterogeneity for x in a.nodes],
-                [x.heterogeneity for x in b.nodes],
-                rtol=1e-12,
-                atol=1e-12,
-            )
-            for la, lb in zip(a.leaves, b.leaves, strict=True):
-                np.testing.assert_allclose(
-                    la.record.effect, lb.record.effect, rtol=1e-12, atol=1e-12
-                )
+        same_regions(local, dask.summary, 1e-12)
         assert local.feature("x1").status == "split"
 
 

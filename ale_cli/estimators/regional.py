@@ -17,6 +17,11 @@ For every chosen feature, a greedy binary partition of the rows on conditions on
 4. each leaf's full first-order record from the same statistics: RHALE's bins chosen on
    the leaf's rows (or the fixed ``bins``), over the feature's global range.
 
+On a store of more than ``search_rows`` rows, steps 2 and 3 run on a sample of about that
+many rows held in memory (:func:`~ale_cli.estimators.regional_passes.search_sample`;
+step 1's cells on the sample give the grids' shifts), and one last pass over every row
+gives each leaf's cells, whose sum is the feature's global record.
+
 A store that fits in ``HOLD_BYTES`` is read once and the passes run on the chunks held
 in memory (on the local engine).
 
