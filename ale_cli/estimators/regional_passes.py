@@ -11,8 +11,10 @@
   open node, the statistics of the local effects on the feature's grid (a leaf's record)
   and, when the level is searched, per (input, bucket, bin) cell
   (:func:`~ale_cli.core.regional.split_cells`: counts and sums of the local effects
-  shifted by the cell's mean on all rows). States merge by addition (counts exactly),
-  so the result does not depend on the chunks (to rounding) and the pass runs on Dask.
+  shifted by the cell's mean on the rows searched). States merge by addition (counts
+  exactly), so the result does not depend on the chunks (to rounding) and the pass runs
+  on Dask.
+- :func:`search_sample`: the rows of a search sample, chosen by their index, in memory.
 """
 
 from __future__ import annotations
