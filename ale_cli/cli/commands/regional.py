@@ -66,6 +66,7 @@ def regional(
         str,
         typer.Option(
             "--search-rows",
+            metavar="N|all",
             help="Choose the splits on a sample of about this many rows, or 'all' (every "
             "row; the work is rows x inputs x features); the regions' records use every row.",
         ),
