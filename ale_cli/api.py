@@ -174,7 +174,7 @@ def regional(
     min_drop: float = 0.1,
     min_rows: int | None = None,
     candidates: int = 20,
-    search_rows: int | None = None,
+    search_rows: int | str | None = regional_estimator.SEARCH_ROWS,
     bins: int | None = None,
     max_bins: int = 50,
     center: str = "mean",
@@ -185,7 +185,8 @@ def regional(
     (thresholds at ``candidates``-quantiles, levels one against the rest) kept when they
     lower the heterogeneity by ``min_drop`` and leave ``min_rows`` rows (None: ceil(N/20))
     per side, at most ``max_depth`` deep (chosen on a sample of about ``search_rows`` rows
-    when given); each leaf with a first-order record (RHALE bins, or ``bins`` uniform bins).
+    when the store has more; ``"all"``: every row); each leaf with a first-order record
+    (RHALE bins, or ``bins`` uniform bins), on every row.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)

@@ -11,35 +11,37 @@ min-max (the spread is the machine's noise).
 - read: every chunk of ``X`` and ``local_effects`` read from the store (the floor of any
   estimator on it);
 - ale regional: ``regional(RegionalRequest(store, max_depth=2, candidates=20))``, every
-  feature (global RHALE records, candidate quantiles, one pass per searched depth, leaf
-  records);
-  and with ``search_rows`` (``--search-rows``, default 1e5: the splits chosen on a sample
-  of the rows, the records from every row);
+  feature, the splits chosen on a sample of about ``--search-rows`` rows (the default,
+  ``SEARCH_ROWS`` = 100,000; the records on every row), and with ``search_rows="all"``
+  (every row); whether the two split every feature first on the same input, and how far
+  apart their thresholds are;
 - effector: ``RHALE(X, None, data_effect=E, nof_instances="all").find_regions(j,
   finder=Best(max_depth=2))`` for the first ``--effector-features`` features on the same
   rows (every feature would take hours at 1e6 rows), and that time per feature times D.
 
-Target: ale regional <= 5x one read of the store. Not met: the split cells are N x D x
-(D - 1) bincount updates (counts, sums, sums of squares: every feature against every
-input) at the root and about half that at depth 1 (the smaller child counted, its
-sibling by subtraction; no pass at the last depth). Profiled at N = 1e6 (cProfile, the
-chunk kernels run in this thread): ``split_cells`` alone is 14.8 s of 31.0 s, some 16x one
-read (0.93 s), so with numpy's bincount the every-row search cannot reach 5x at D = 32.
-The rest: the kernels' other work (grid cells, shifts, rows of open nodes) ~5 s, the
-candidate quantiles 2.3 s, bucketing 1.2 s, the held read 1.4 s, the global cells 0.7 s.
+Target: ale regional <= 5x one read of the store. Not met: 6.5x by default.
 
-With ``--search-rows`` the search passes count the split cells on the sample's rows alone
-(inputs bucketed after sampling) and the leaves' records (every row) come from one last
-pass; what is left is mostly every-row work: the held read, global cells, the candidate
-quantiles (exact, on every row) and the leaf records.
+- Every row: the split cells are N x D x (D - 1) bincount updates (counts, sums, sums of
+  squares: every feature against every input) at the root and about half that at depth
+  1. numpy's bincount does them at about 7 ns per row and input (21 ms for 1e5 rows x 32
+  inputs, one feature), some 10 s at N = 1e6, D = 32: no every-row search reaches 5x.
+- The default sample: profiled at N = 1e6 (CPU seconds, load 4): the held read 1.0-1.4
+  (one read and 512 MB of new pages), the search on the sample 1.7-2.0, the pass over
+  every row for the leaves' cells 1.0-1.4, the trees' decisions and RHALE's bins per
+  leaf 0.45, the rest 0.4. With a 2,000-row sample, 3.35 s against a read's 0.69 (4.9x):
+  the every-row work alone is about 5x.
 
-Measured 2026-11-26 08:24-08:29 UTC (load average 2.5-5 on 2 shared cores), N = 1e6,
-D = 32, 2 rounds interleaved, each run in its own process, against the branch before
-these changes (6714378): one read 0.81 s (0.57-1.02); ale regional 31.0 s (30.7-31.2),
-38x the median read (before: 32.7 s, 40x); with --search-rows 100000 14.1 s (12.6-15.6),
-17x (before: 20.9 s, 26x). An earlier run under load 6-12 (07:35-07:45) gave 175.5 s,
-38x; effector 0.6.0's find_regions at N = 1e5 took 295-501 s per feature, some 200-445x
-ale's time per feature.
+Measured 2026-11-26 10:14-10:17 UTC (load average 4.2-4.8 on 2 shared cores), N = 1e6,
+D = 32, 3 rounds in one process: one read 0.61 s (0.40-0.76); ale regional (default
+sample of 100,000 rows) 4.94 s (3.76-6.00), 6.5x the read (6.2-15.2); every row 28.8 s
+(25.3-32.9), 47.5x (43.0-63.9); 32/32 first splits on the same input, thresholds within
+0.010. With --search-rows 50000 (2 rounds, 10:17-10:19): 3.71 s (3.63-3.78) against a
+read of 0.56 s, 6.7x (6.5-6.8): the every-row work dominates. Against the tree before
+(c4a8ca3), each run in its own process, 3 rounds interleaved (10:06-10:12, load 4.4-4.9,
+read 0.91 s, 0.51-1.37): the default 8.95 s (7.39-9.79), 8.1x, where --search-rows
+100000 took 17.3 s (13.5-19.5), 21.8x; every row 31.7 s (26.5-33.9) where it took
+34.0 s (32.7-41.4). effector 0.6.0's find_regions at N = 1e5 took 295-501 s per feature
+(an earlier round), some 200-445x ale's time per feature; not run again.
 
 Usage: python bench/bench_regional.py [--rows 1e6] [--dims 32] [--rounds 3]
        [--effector-features 1] [--search-rows 100000]
@@ -63,9 +65,10 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ale_cli.estimators.regional import RegionalRequest, regional  # noqa: E402
+from ale_cli.estimators.regional import SEARCH_ROWS, RegionalRequest, regional  # noqa: E402
 from ale_cli.store.npz import open_store  # noqa: E402
 from ale_cli.store.writer import StoreWriter  # noqa: E402
+from ale_cli.summary.regional import RegionalSummary  # noqa: E402
 
 CHUNK = 65536
 
@@ -100,11 +103,26 @@ def read_once(path: Path) -> float:
     return time.perf_counter() - t0
 
 
-def ale_once(path: Path, search_rows: int | None = None) -> tuple[float, int]:
+def ale_once(path: Path, search_rows: int | str) -> tuple[float, RegionalSummary]:
     t0 = time.perf_counter()
     request = RegionalRequest(path, max_depth=2, candidates=20, search_rows=search_rows)
     out = regional(request).summary
-    return time.perf_counter() - t0, sum(r.status == "split" for r in out.regions)
+    return time.perf_counter() - t0, out
+
+
+def first_splits(out: RegionalSummary) -> list[tuple[str, float] | None]:
+    """Each feature's first split: (input, threshold), or None."""
+    first = [r.nodes[0].split if r.nodes else None for r in out.regions]
+    return [None if s is None else (s.input, s.value) for s in first]
+
+
+def agreement(a: RegionalSummary, b: RegionalSummary) -> str:
+    """How many features the two searches split first on the same input, and the largest
+    difference of those thresholds."""
+    pairs = [(x, y) for x, y in zip(first_splits(a), first_splits(b), strict=True)]
+    same = [(x, y) for x, y in pairs if x is not None and y is not None and x[0] == y[0]]
+    gap = max((abs(x[1] - y[1]) for x, y in same), default=0.0)
+    return f"{len(same)}/{len(pairs)} first splits on the same input, thresholds within {gap:.3f}"
 
 
 def effector_per_feature(path: Path, features: int) -> float | None:
@@ -134,33 +152,35 @@ def main() -> int:
     ap.add_argument("--dims", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--effector-features", type=int, default=1)
-    ap.add_argument("--search-rows", type=int, default=100_000)
+    ap.add_argument("--search-rows", type=int, default=SEARCH_ROWS)
     args = ap.parse_args()
     n, d = int(args.rows), args.dims
     with tempfile.TemporaryDirectory() as tmp:
         path = make_store(Path(tmp) / "s.npz", n, d)
         reads, ales, sampled = [], [], []
-        split = split_s = 0
         for _ in range(args.rounds):
             reads.append(read_once(path))
-            t, split = ale_once(path)
+            t, every = ale_once(path, "all")
             ales.append(t)
-            t, split_s = ale_once(path, args.search_rows)
+            t, sample = ale_once(path, args.search_rows)
             sampled.append(t)
+        split = sum(r.status == "split" for r in every.regions)
+        split_s = sum(r.status == "split" for r in sample.regions)
         ratios = [a / r for a, r in zip(ales, reads, strict=True)]
         ratios_s = [a / r for a, r in zip(sampled, reads, strict=True)]
         print(f"N={n:.0e} D={d} depth 2, 20 candidates, one thread, {args.rounds} rounds")
         print(f"one read of the store   {spread(reads)}")
-        print(f"ale regional            {spread(ales)}: {split}/{d} features split")
         print(
-            f"ratio ale / read        {statistics.median(ratios):.1f}x "
-            f"({min(ratios):.1f}-{max(ratios):.1f}); target <= 5x"
+            f"ale regional (splits on a sample of {args.search_rows:,} rows, the default "
+            f"{SEARCH_ROWS:,}): {spread(sampled)}: {split_s}/{d} features split; "
+            f"ratio {statistics.median(ratios_s):.1f}x ({min(ratios_s):.1f}-{max(ratios_s):.1f})"
+            "; target <= 5x"
         )
         print(
-            f"ale regional --search-rows {args.search_rows}: {spread(sampled)}: "
-            f"{split_s}/{d} features split; ratio {statistics.median(ratios_s):.1f}x "
-            f"({min(ratios_s):.1f}-{max(ratios_s):.1f})"
+            f"ale regional --search-rows all: {spread(ales)}: {split}/{d} features split; "
+            f"ratio {statistics.median(ratios):.1f}x ({min(ratios):.1f}-{max(ratios):.1f})"
         )
+        print(f"sample against every row: {agreement(sample, every)}")
         per = effector_per_feature(path, args.effector_features) if args.effector_features else None
         if per is None:
             print("effector: not installed (pip install effector==0.6.0) or not asked for")

@@ -173,11 +173,15 @@ def test_uniform_grid_matches_binary_search(lo: float, width: float, bins: int, 
     x = np.concatenate([edges, np.nextafter(edges, np.inf), rng.uniform(lo, hi, 50)])
     x = np.clip(x, lo, hi)
     second = rng.integers(0, 11, x.size) / 10.0  # integer-valued column: many values on edges
-    index = grid.index(np.column_stack([x, second]))
+    both = np.column_stack([x, second])
+    index = grid.index(both)
     np.testing.assert_array_equal(index[:, 0], brute_bins(x, edges))
     np.testing.assert_array_equal(
         index[:, 1], brute_bins(second, uniform_edges(0.0, 1.0, bins=bins))
     )
+    by_column = grid.index(np.asfortranarray(both))  # columns in runs: the same bins
+    assert by_column.flags.f_contiguous
+    np.testing.assert_array_equal(by_column, index)
 
 
 def test_uniform_grid_refuses_a_constant_column() -> None:

@@ -12,7 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_streaming_estimators import chunked_store
 
-from ale_cli.core.regional import THRESHOLD, Splitter, bucket_offsets, split_cells, split_scores
+from ale_cli.core.regional import (
+    THRESHOLD,
+    Condition,
+    Splitter,
+    bucket_offsets,
+    node_index,
+    sampled,
+    split_cells,
+    split_scores,
+)
 from ale_cli.errors import InputError
 from ale_cli.estimators.regional import RegionalRequest, regional
 from ale_cli.io.jsonio import dumps
@@ -169,19 +178,24 @@ def test_fixed_bins_give_leaf_records_on_those_bins():
 )
 def test_chunks_do_not_change_the_result(tmp_path: Path, cuts: list[int], seed: int):
     X, E = paper_rows(n=1200, seed=seed)
-    whole = regional(RegionalRequest(memory(X, E, categorical_features=[]))).summary
     path = chunked_store(tmp_path / f"s{seed}-{len(cuts)}-{sum(cuts)}.npz", X, E, cuts, NAMES)
-    streamed = regional(RegionalRequest(path)).summary
-    for a, b in zip(whole.regions, streamed.regions, strict=True):
-        assert [n.label for n in a.nodes] == [n.label for n in b.nodes]
+    for rows in ("all", 600):  # every row, and a search sample (chosen by row index)
+        whole = regional(RegionalRequest(memory(X, E), search_rows=rows)).summary
+        same_regions(whole, regional(RegionalRequest(path, search_rows=rows)).summary, 1e-9)
+
+
+def same_regions(a: RegionalSummary, b: RegionalSummary, tol: float) -> None:
+    """The same regions (labels, rows), heterogeneities and leaf curves, to ``tol``."""
+    for x, y in zip(a.regions, b.regions, strict=True):
+        assert [(n.label, n.rows) for n in x.nodes] == [(n.label, n.rows) for n in y.nodes]
         np.testing.assert_allclose(
-            [n.heterogeneity for n in a.nodes],
-            [n.heterogeneity for n in b.nodes],
-            rtol=1e-9,
-            atol=1e-9,
+            [n.heterogeneity for n in x.nodes],
+            [n.heterogeneity for n in y.nodes],
+            rtol=tol,
+            atol=tol,
         )
-        for na, nb in zip(a.leaves, b.leaves, strict=True):
-            np.testing.assert_allclose(na.record.effect, nb.record.effect, rtol=1e-9, atol=1e-12)
+        for nx, ny in zip(x.leaves, y.leaves, strict=True):
+            np.testing.assert_allclose(nx.record.effect, ny.record.effect, rtol=tol, atol=1e-12)
 
 
 def test_split_scores_equal_a_direct_computation():
@@ -241,6 +255,8 @@ def test_a_damaged_leaf_record_is_named(paper: RegionalSummary, tmp_path: Path):
         ({"min_drop": 1.5}, "min_drop must be a number from 0 to below 1, got 1.5"),
         ({"min_rows": 1}, "min_rows must be a whole number of at least 2, got 1"),
         ({"candidates": 0}, "candidates must be a whole number of at least 1, got 0"),
+        ({"search_rows": "most"}, "search_rows must be a number of rows or 'all', got 'most'"),
+        ({"search_rows": 1}, "search_rows must be a whole number of at least 2, got 1"),
     ],
 )
 def test_bad_options_are_named(options: dict, message: str):
@@ -261,6 +277,26 @@ def test_cli_writes_a_regional_summary(cli, tmp_path: Path):  # type: ignore[no-
     result = cli("regional", store, "--min-drop", "2", "-o", tmp_path / "r2.json")
     assert result.exit_code == 2 and "--min-drop" in result.stderr
     assert not (tmp_path / "r2.json").exists()
+    result = cli("regional", store, "--search-rows", "most", "-o", tmp_path / "r3.json")
+    assert result.exit_code == 2 and "--search-rows must be a number of rows" in result.stderr
+    result = cli("regional", store, "--search-rows", "1000", "-o", tmp_path / "r4.json")
+    searched = read_regional(tmp_path / "r4.json").summary.params["searched_rows"]
+    assert 800 < searched < 1200
+    assert f"splits chosen on a sample of {searched:,} of 4,000 rows" in result.stdout
+
+
+def test_the_default_search_takes_every_row_of_a_store_no_larger_than_the_sample():
+    from ale_cli.estimators.regional import SEARCH_ROWS
+
+    X, E = paper_rows(n=3000)
+    default = regional(RegionalRequest(memory(X, E), max_depth=2)).summary
+    every = regional(RegionalRequest(memory(X, E), max_depth=2, search_rows="all")).summary
+    assert default.summary.params["search_rows"] == SEARCH_ROWS >= 3000
+    assert every.summary.params["search_rows"] is None
+    assert default.summary.params["searched_rows"] == every.summary.params["searched_rows"] == 3000
+    a, b = (json.loads(dumps(s.to_dict(timestamp=False))) for s in (default, every))
+    assert a.pop("params") != b.pop("params")
+    assert a == b  # the same regions and records
 
 
 def test_export_has_a_region_column_with_each_leaf(paper: RegionalSummary, tmp_path: Path):
@@ -425,6 +461,12 @@ def test_a_search_sample_finds_the_split_and_records_every_row(tmp_path: Path):
     t = b.nodes[0].split.value
     assert b.nodes[0].split.rows == ((X[:, 2] <= t).sum(), (X[:, 2] > t).sum())
     assert [n.rows for n in b.leaves] == [leaf.record.counts.sum() for leaf in b.leaves]
+    assert sample.summary.params["searched_rows"] == sampled(0, 20000, 4000 / 20000).sum()
+    # the global record is every row's (from the leaves' cells), as without a sample
+    got, want = sample.summary.feature("x1"), whole.summary.feature("x1")
+    np.testing.assert_array_equal(got.counts, want.counts)
+    np.testing.assert_allclose(got.effect, want.effect, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got.std, want.std, rtol=1e-12, atol=1e-12)
     # the sample is chosen by row index: the same numbers from the store in memory
     again = regional(
         RegionalRequest(memory(X, E), features=("x1",), max_depth=1, search_rows=4000)
@@ -456,3 +498,30 @@ def test_a_store_that_fits_in_memory_is_read_once(tmp_path: Path, monkeypatch: p
     out = regional(RegionalRequest(path, max_depth=2)).summary
     assert out.feature("x1").status == "split"
     assert sorted(read) == [0, 1000, 2000]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 4))
+def test_each_row_falls_in_the_region_whose_conditions_it_meets(seed: int, depth: int):
+    """The regions of a random tree (numeric thresholds and levels), found from the table of
+    split bits, against each region's conditions evaluated one by one."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.normal(size=300), rng.integers(0, 3, 300)])
+    regions: list[tuple[Condition, ...]] = [()]
+    for _ in range(depth):  # every leaf split again, on one of the two inputs
+        grown = []
+        for conditions in regions:
+            if rng.random() < 0.5:
+                t = float(rng.normal())
+                sides = (Condition("a", 0, "<=", t, ""), Condition("a", 0, ">", t, ""))
+            else:
+                v = float(rng.integers(0, 3))
+                sides = (Condition("b", 1, "==", v, ""), Condition("b", 1, "!=", v, ""))
+            grown += [(*conditions, side) for side in sides]
+        regions = grown
+    keep = sorted(rng.choice(len(regions), size=max(1, len(regions) // 2), replace=False))
+    open_ = tuple(regions[i] for i in keep)  # some regions closed: their rows in none
+    want = np.full(len(X), -1)
+    for i, conditions in enumerate(open_):
+        want[np.all([c.holds(X) for c in conditions] or [np.ones(len(X), bool)], axis=0)] = i
+    np.testing.assert_array_equal(node_index(X, open_), want)

@@ -9,6 +9,7 @@ type-1 quantiles at ``k/K`` (the smallest x with ``F_N(x) >= k/K``, R's ``type =
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -159,15 +160,15 @@ class UniformGrid:
         return cls(edges=edges, scale=scale, tol=tol)
 
     def index(self, X: np.ndarray) -> np.ndarray:
-        """Bin of every entry of X (n, D), all inside ``[lo, hi]`` per column; int64 (n, D).
+        """Bin of every entry of X (n, D), all inside ``[lo, hi]`` per column; int64 (n, D),
+        in X's memory order.
 
         >>> g = UniformGrid.build(np.array([0.0, 10.0]), np.array([1.0, 12.0]), bins=2)
         >>> g.index(np.array([[0.0, 10.0], [0.5, 11.0], [0.7, 12.0]])).tolist()
         [[0, 0], [0, 0], [1, 1]]
         """
         k = self.bins
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        n, d = X.shape
+        X = np.asarray(X, dtype=np.float64)
         # u - 1 = (x - z_0) K / (z_K - z_0) - 1, so that ceil gives the 0-based bin directly
         u = X * self.scale
         u -= self.edges[:, 0] * self.scale + 1.0
@@ -176,17 +177,18 @@ class UniformGrid:
         np.subtract(up, u, out=u)
         u -= 0.5
         np.abs(u, out=u)
-        near = np.flatnonzero(u > 0.5 - self.tol)
+        f_order = u.flags.f_contiguous and not u.flags.c_contiguous
+        order: Literal["C", "F"] = "F" if f_order else "C"
+        near = np.flatnonzero((u > 0.5 - self.tol).ravel(order))
         index: np.ndarray = up.astype(np.int64)
         if near.size:
+            rows, cols = np.unravel_index(near, u.shape, order=order)
             # only these can be off by one, or out of 0 .. K-1 (x = z_0 or x = z_K)
-            cols = near % d
-            x = X.reshape(-1)[near]
-            flat = index.reshape(-1)
-            b = np.clip(flat[near], 0, k - 1)
+            x = X[rows, cols]
+            b = np.clip(index[rows, cols], 0, k - 1)
             table = self.edges.reshape(-1)
             base = cols * (k + 1)
             b += x > table[base + b + 1]  # above the bin's upper edge: next bin
             b -= (x <= table[base + b]) & (b > 0)  # at or below its lower edge: previous bin
-            flat[near] = b
+            index[rows, cols] = b
         return index

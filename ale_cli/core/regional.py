@@ -66,10 +66,11 @@ class Splitter:
         return int(self.values.size) + (1 if self.kind == THRESHOLD else 0)
 
     def buckets(self, x: np.ndarray) -> np.ndarray:
-        """Bucket of each value (N,) in ``0 .. n_buckets - 1``.
+        """Bucket of each value (N,) in ``0 .. n_buckets - 1`` (uint8 up to 64 values).
 
-        >>> Splitter("a", 0, THRESHOLD, np.array([0.0, 1.0])).buckets(np.array([-1, 0, .5, 2]))
-        array([0, 0, 1, 2])
+        >>> s = Splitter("a", 0, THRESHOLD, np.array([0.0, 1.0]))
+        >>> s.buckets(np.array([-1, 0, .5, 2])).tolist()
+        [0, 0, 1, 2]
         """
         if self.values.size <= _COUNTED:  # #{values < x}, as searchsorted 'left', faster
             x = np.ascontiguousarray(x, dtype=np.float64)
@@ -79,8 +80,8 @@ class Splitter:
         else:
             b = np.searchsorted(self.values, x, side="left")
         if self.kind == LEVEL:  # a value between levels (not one of them) cannot occur
-            b = np.minimum(b, self.values.size - 1)
-        return b.astype(np.int64, copy=False)
+            np.minimum(b, self.values.size - 1, out=b)
+        return b
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ def bucket_offsets(buckets: np.ndarray, *, n_bins: int) -> np.ndarray:
     >>> bucket_offsets(np.array([[0, 1]]), n_bins=3).tolist()
     [[0, 3]]
     """
-    out: np.ndarray = buckets.astype(np.intp, copy=False) * n_bins
+    out: np.ndarray = np.multiply(buckets, n_bins, dtype=np.intp)
     return out
 
 
@@ -370,23 +371,46 @@ def node_index(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.
     """Each row's region in ``regions`` (disjoint; each the conditions all rows meet), or
     -1 when in none, shape (N,).
 
+    Each split's two sides are one compare, a bit of each row's code; a table gives the
+    region of every code (at most ``_TABLE_BITS`` splits, else region by region).
+
     >>> a, b = Condition("x", 0, "<=", 0.0, "0"), Condition("x", 0, ">", 0.0, "0")
     >>> node_index(np.array([[-1.0], [2.0]]), ((a,), (b,))).tolist()
     [0, 1]
     """
+    bits: dict[tuple[int, float, str], int] = {}  # a split's "<=" / "==" side: its bit
+    for c in (c for conditions in regions for c in conditions):
+        bits.setdefault((c.column, c.value, _SIDE[c.op]), len(bits))
+    if len(bits) > _TABLE_BITS:
+        return _region_by_region(X, regions)
+    code = np.zeros(X.shape[0], dtype=np.uint16)
+    for (column, value, op), bit in bits.items():
+        side = Condition("", column, op, value, "").holds(X)
+        code |= np.left_shift(side, bit, dtype=np.uint16)
+    codes = np.arange(1 << len(bits))
+    table = np.full(codes.size, -1, dtype=np.int64)
+    for i, conditions in enumerate(regions):
+        held = codes >= 0
+        for c in conditions:
+            on = (codes >> bits[(c.column, c.value, _SIDE[c.op])]) & 1
+            held &= on == (c.op == _SIDE[c.op])
+        table[held] = i
+    out: np.ndarray = table[code]
+    return out
+
+
+def _region_by_region(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.ndarray:
+    """:func:`node_index` one region at a time."""
     out = np.full(X.shape[0], -1, dtype=np.int64)
-    held: dict[tuple[int, float, str], np.ndarray] = {}  # a split's two sides: one compare
     for i, conditions in enumerate(regions):
         inside = np.ones(X.shape[0], dtype=bool)
         for c in conditions:
-            key = (c.column, c.value, c.op)
-            if key not in held:
-                side = c.holds(X)
-                held[key], held[(c.column, c.value, _OTHER[c.op])] = side, ~side
-            inside &= held[key]
+            inside &= c.holds(X)
         out[inside] = i
     return out
 
 
-#: each operator's other side (X is finite: no NaN holds neither)
-_OTHER = {"<=": ">", ">": "<=", "==": "!=", "!=": "=="}
+#: splits in :func:`node_index`'s table of regions (2^16 codes)
+_TABLE_BITS = 16
+#: the side of each operator's split that is a bit of :func:`node_index`'s code
+_SIDE = {"<=": "<=", ">": "<=", "==": "==", "!=": "=="}

@@ -17,6 +17,11 @@ For every chosen feature, a greedy binary partition of the rows on conditions on
 4. each leaf's full first-order record from the same statistics: RHALE's bins chosen on
    the leaf's rows (or the fixed ``bins``), over the feature's global range.
 
+On a store of more than ``search_rows`` rows, steps 2 and 3 run on a sample of about that
+many rows held in memory (:func:`~ale_cli.estimators.regional_passes.search_sample`;
+step 1's cells on the sample give the grids' shifts), and one last pass over every row
+gives each leaf's cells, whose sum is the feature's global record.
+
 A store that fits in ``HOLD_BYTES`` is read once and the passes run on the chunks held
 in memory (on the local engine).
 
@@ -46,9 +51,7 @@ from ale_cli.estimators.bins import check_center
 from ale_cli.estimators.cells import ROWS, binned, ranges, store_passes
 from ale_cli.estimators.dale import check_rhale_options, rhale_summary
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
-from ale_cli.estimators.regional_passes import (
-    splitters,
-)
+from ale_cli.estimators.regional_passes import search_sample, splitters
 from ale_cli.estimators.regional_tree import Feature, Growth, grow
 from ale_cli.estimators.stored_levels import stored_plans, with_stored_levels
 from ale_cli.passes.engine import LOCAL, Engine
@@ -70,14 +73,18 @@ from ale_cli.summary.regional import (
 
 #: a store whose rows take at most this many bytes is read once and its passes run in memory
 HOLD_BYTES = 2**30
+#: the splits are chosen on a sample of about this many rows by default (the search's work
+#: is rows x inputs x features; the records use every row)
+SEARCH_ROWS = 100_000
 
 
 @dataclass(frozen=True)
 class RegionalRequest:
     """Options of ``ale regional``; ``min_rows`` None means ``ceil(N / 20)``, at least 2;
-    ``search_rows`` None means every row, else the splits are chosen on a sample of about
-    that many rows (:func:`~ale_cli.core.regional.sampled`; ``min_rows`` scaled to it),
-    the records and rows of the regions coming from every row.
+    the splits are chosen on a sample of about ``search_rows`` rows when the store has
+    more (:func:`~ale_cli.core.regional.sampled`; the candidate quantiles and ``min_rows``
+    too, scaled to it), the records and rows of the regions coming from every row;
+    ``search_rows`` ``"all"`` (or None): on every row.
 
     The options are checked here, naming the parameter at fault.
     """
@@ -88,7 +95,7 @@ class RegionalRequest:
     min_drop: float = 0.1
     min_rows: int | None = None
     candidates: int = 20
-    search_rows: int | None = None
+    search_rows: int | str | None = SEARCH_ROWS
     bins: int | None = None
     max_bins: int = DEFAULT_MAX_BINS
     alpha: float = DEFAULT_ALPHA
@@ -101,8 +108,16 @@ class RegionalRequest:
         check_count(self.candidates, "candidates")
         if self.min_rows is not None:
             check_count(self.min_rows, "min_rows", least=2)
-        if self.search_rows is not None:
-            check_count(self.search_rows, "search_rows", least=2)
+        rows = self.search_rows
+        if isinstance(rows, str) and (rows.strip().isdigit() or rows.strip() == "all"):
+            rows = None if rows.strip() == "all" else int(rows)
+        if isinstance(rows, str):
+            raise InputError(
+                f"{{param}} must be a number of rows or 'all', got '{rows}'", param="search_rows"
+            )
+        if rows is not None:
+            check_count(rows, "search_rows", least=2)
+        object.__setattr__(self, "search_rows", rows)
         if self.bins is not None:
             check_count(self.bins, "bins")
         check_center(self.center)
@@ -121,7 +136,7 @@ class RegionalRequest:
                 f"{{param}} must be a number from 0 to below 1, got {drop}", param="min_drop"
             )
 
-    def params(self, min_rows: int) -> dict[str, Any]:
+    def params(self, min_rows: int, searched: int) -> dict[str, Any]:
         return {
             "features": list(self.features) if self.features is not None else None,
             "max_depth": self.max_depth,
@@ -130,6 +145,7 @@ class RegionalRequest:
             "min_rows_rule": "given" if self.min_rows is not None else "ceil(N/20), at least 2",
             "candidates": self.candidates,
             "search_rows": self.search_rows,
+            "searched_rows": searched,
             "bins": self.bins,
             "max_bins": self.max_bins,
             "alpha": self.alpha,
@@ -162,61 +178,80 @@ def regional(request: RegionalRequest) -> RegionalResult:
         p = store_passes(store, request.features, engine)
         names = p.columns.names
         plans = _plans(store, names, f"store '{path}'")
+        arrays = (*ROWS, *((LEVEL_UP, LEVEL_DOWN) if plans else ()))
         if isinstance(store, StoreFile) and not engine.splits and _fits(store):
-            jumps = (LEVEL_UP, LEVEL_DOWN) if plans else ()
-            p = replace(p, source=Held.read(store, (*ROWS, *jumps)))
+            p = replace(p, source=Held.read(store, (*arrays, "prediction")))
         lo, hi = ranges(p)
         skip = skip_reasons(names, lo, hi, store.meta.get("categorical_features") or ())
         skip = {name: why for name, why in skip.items() if name not in plans}
         todo = [j for j, name in enumerate(names) if name not in skip and name not in plans]
-        if request.bins is None:
-            g, cells, _ = binned(p, todo, lo, hi, bins=request.max_bins, binning="uniform")
-        else:
-            g, cells, _ = binned(p, todo, lo, hi, bins=request.bins, binning="uniform")
         inputs = store.input_names
         per_level = (
             *(store.meta.get("categorical_features") or ()),
             *(pl.name for pl in stored_plans(store.meta, f"store '{path}'")),
         )
+        share = 1.0 if request.search_rows is None else min(1.0, int(request.search_rows) / n)
+        search = p if share >= 1.0 else search_sample(p, share, arrays)
         found = splitters(
-            p, inputs, range(len(inputs)), per_level=per_level, candidates=request.candidates
+            search, inputs, range(len(inputs)), per_level=per_level, candidates=request.candidates
         )
         feats = _level_features(store, p, plans, request.center)
-        for j in todo:
-            own = inputs.index(names[j]) if names[j] in inputs else -1
-            shift = np.where(cells[j].counts > 0, cells[j].mean, 0.0)
-            record = _record(request, names[j], g[j], cells[j])
-            x, e = p.columns.x[j], p.columns.e[j]
-            feats.append(Feature(names[j], x, e, record, g[j], shift, own, cells=cells[j]))
+        feats += _numeric_features(request, search, todo, (lo, hi), inputs, search is p)
         labels = {name: _labels(store, name) for name in per_level}
-        share = 1.0 if request.search_rows is None else min(1.0, request.search_rows / n)
         growth = Growth(
             request.max_depth,
             request.min_drop,
-            max(2, math.ceil(min_rows * share)),  # on the search sample
-            share,
+            max(2, math.ceil(min_rows * search.n_rows / n)),  # on the search sample
+            search is not p,
             request.center,
             lambda name, edges, cell: _record(request, name, edges, cell),
         )
-        trees = grow(p, feats, found, growth, labels)
+        trees, whole = grow(p, search, feats, found, growth, labels)
     regions = [
         RegionalFeature(name, "not_estimable", reason=skip[name]) if name in skip else trees[name]
         for name in names
     ]
     records = {f.name: f.record for f in feats}
+    for f in feats:
+        if f.record is None:  # a sampled search: from its leaves' cells on every row
+            records[f.name] = _record(request, f.name, f.grid, whole[f.name])
     features = tuple(not_estimable(n, skip[n]) if n in skip else records[n] for n in names)
     summary = Summary(
         estimator=REGIONAL,
-        params=request.params(min_rows),
+        params=request.params(min_rows, search.n_rows),
         store=store_info(path, store),
         n_rows=n,
         features=features,
         created=utc_now(),
     )
-    prediction = store.prediction if isinstance(store, Store) else store.prediction()
+    prediction = _prediction(store, p.source)
     result = RegionalSummary(summary, tuple(regions)).with_statistics(prediction)
     notes = tuple(f"{r.name}: {r.note}" for r in regions if r.note)
     return RegionalResult(result, time.perf_counter() - t0, notes)
+
+
+def _numeric_features(
+    request: RegionalRequest,
+    search: Any,
+    todo: list[int],
+    ranged: tuple[np.ndarray, np.ndarray],
+    inputs: tuple[str, ...],
+    every: bool,
+) -> list[Feature]:
+    """The numeric features ``todo`` with their grids (uniform over the range of all rows)
+    and cells on the rows searched: with ``every`` row, also their global records, else
+    (a search sample) those come from their leaves' cells on every row after the search."""
+    bins = request.max_bins if request.bins is None else request.bins
+    g, cells, _ = binned(search, todo, *ranged, bins=bins, binning="uniform")
+    out = []
+    for j in todo:
+        name = search.columns.names[j]
+        own = inputs.index(name) if name in inputs else -1
+        shift = np.where(cells[j].counts > 0, cells[j].mean, 0.0)
+        record = _record(request, name, g[j], cells[j]) if every else None
+        x, e = search.columns.x[j], search.columns.e[j]
+        out.append(Feature(name, x, e, record, g[j], shift, own, cells=cells[j]))
+    return out
 
 
 def _plans(
@@ -242,6 +277,15 @@ def _level_features(
         own = store.input_names.index(name) if name in store.input_names else -1
         out.append(Feature(name, x, i, record, np.empty(0), shift, own, plan))
     return out
+
+
+def _prediction(store: Store | StoreFile, source: Any) -> np.ndarray:
+    """The store's predictions: in memory, held with its rows, or read."""
+    if isinstance(store, Store):
+        return store.prediction
+    if isinstance(source, Held):
+        return np.concatenate([c["prediction"] for c in source.chunks(("prediction",))])
+    return store.prediction()
 
 
 def _fits(store: StoreFile) -> bool:

@@ -5,8 +5,8 @@ open node, the split cells (per input, bucket and bin) of its candidate splits; 
 keeps its best split when it lowers its heterogeneity by at least ``min_drop`` and each
 child has at least ``min_rows`` rows, and is a leaf otherwise (at ``max_depth`` always).
 
-When the splits are chosen on every row (no search sample) and the feature is not held
-per level, the split cells give the rest, exactly as sums of the same rows:
+For a feature not held per level, the split cells give the rest, exactly as sums of the
+same rows:
 
 - a child's bins (the :class:`~ale_cli.core.binstats.CellStats` of its leaf record) are
   its side of its parent's chosen split (:meth:`~ale_cli.core.regional.ShiftedSums.children`);
@@ -14,13 +14,15 @@ per level, the split cells give the rest, exactly as sums of the same rows:
 - of two siblings, the pass counts the one with fewer rows; the other's split cells are
   its parent's less those (:meth:`~ale_cli.core.regional.ShiftedSums.minus`).
 
-Otherwise (a search sample, whose cells are not every row's, or a feature held per
-level, whose leaf record needs its rows per level) every open node's bins come from the
-pass of its depth, as do its split cells.
+A feature held per level has every open node's bins from the pass of its depth (its leaf
+record needs its rows per level), as its split cells. When the search runs on a sample
+of the rows, its passes run on the sample, and one last pass over every row gives every
+leaf's record.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -44,7 +46,7 @@ class Feature:
     name: str
     x: int
     e: int
-    record: FeatureSummary
+    record: FeatureSummary | None  # None: from the leaves' cells (a sampled search)
     grid: np.ndarray
     shift: np.ndarray
     own: int
@@ -54,13 +56,13 @@ class Feature:
 
 @dataclass(frozen=True)
 class Growth:
-    """How the trees grow: ``record`` makes a leaf's record from its grid cells; ``share``
-    the search sample's share of the rows; ``min_rows`` counted on that sample."""
+    """How the trees grow: ``record`` makes a leaf's record from its grid cells;
+    ``sampled``: the search runs on a sample of the rows, ``min_rows`` counted on it."""
 
     max_depth: int
     min_drop: float
     min_rows: int
-    share: float
+    sampled: bool
     center: str
     record: Callable[[str, np.ndarray, CellStats], FeatureSummary]
 
@@ -88,28 +90,35 @@ class _Node:
 
 def grow(
     p: Any,
+    searched: Any,
     feats: list[Feature],
     found: tuple[Splitter, ...],
     g: Growth,
     labels: dict[str, Any],
-) -> dict[str, RegionalFeature]:
-    """Every feature's tree (see the module docstring)."""
+) -> tuple[dict[str, RegionalFeature], dict[str, CellStats]]:
+    """Every feature's tree (see the module docstring): the search passes on the rows of
+    ``searched`` (``p``'s, or a sample of them), the records of a sampled search's leaves
+    from the rows of ``p``, with each feature's cells on all rows (the sum of its leaves'),
+    for the features not held per level."""
     n = p.n_rows
-    trees = {}
+    trees: dict[str, _Tree] = {}
+    whole: dict[str, CellStats] = {}
     for f in feats:
         tree = _Tree({0: RegionNode(0, None, (), n, 1.0, float("nan"))}, [0])
-        if _derived(f, g) and f.cells is not None:
+        if f.plan is None and f.cells is not None:
             tree.grids[0] = f.cells
         trees[f.name] = tree
     for depth in range(g.max_depth + 1):
         search = depth < g.max_depth and bool(found)
-        if not search:  # the last pass: the records of leaves closed by a sampled search
+        every = not search and g.sampled  # the records of a sampled search's leaves
+        if every:
             for tree in trees.values():
                 tree.open, tree.leaves = tree.open + tree.leaves, []
+                tree.grids.clear()
         work = [f for f in feats if trees[f.name].open]
         counted: dict[str, list[int]] = {}
         for f in work:
-            if not _derived(f, g):
+            if f.plan is not None or every:
                 counted[f.name] = list(trees[f.name].open)
             elif search:
                 counted[f.name] = _smaller(trees[f.name])
@@ -121,31 +130,35 @@ def grow(
                 f.grid,
                 f.shift if search else None,
                 f.plan,
-                records=not _derived(f, g) and not (search and _deferred(f, g)),
+                records=f.plan is not None or not search,
             )
             for f in work
             if f.name in counted
         }
-        kernel = RegionPass(tuple(tasks.values()), found if search else (), g.share)
+        kernel = RegionPass(tuple(tasks.values()), found if search else ())
         cells: tuple[Any, ...] = ()
         if tasks:
-            cells = p.run(kernel, merge_levels, kernel.empty(), arrays=kernel.arrays)
+            rows = searched if search else p
+            cells = rows.run(kernel, merge_levels, (), arrays=kernel.arrays) or kernel.empty()
         levels = dict(zip(tasks, cells, strict=True))
+        if every:
+            whole |= {
+                name: _whole(levels[name].grid, len(t.regions))
+                for name, t in tasks.items()
+                if t.plan is None
+            }
         for f in work:
             tree, task = trees[f.name], tasks.get(f.name)
             got = _inputs(tree, f, task, counted.get(f.name, []), levels.get(f.name), kernel)
             _decide(tree, f, got, kernel if search else None, g, labels, n)
-    return {f.name: _finished(f, trees[f.name], n) for f in feats}
+    return {f.name: _finished(f, trees[f.name], n) for f in feats}, whole
 
 
-def _derived(f: Feature, g: Growth) -> bool:
-    return g.share >= 1.0 and f.plan is None
-
-
-def _deferred(f: Feature, g: Growth) -> bool:
-    """Whether the feature's search passes count its split cells alone, on the search
-    sample's rows, its leaves' records (every row) left to the last pass."""
-    return g.share < 1.0 and f.plan is None
+def _whole(cells: CellStats, nodes: int) -> CellStats:
+    """The sum of ``nodes`` nodes' cells (nodes * K, node by node)."""
+    k = cells.n_cells // nodes
+    parts = (_slice(cells, i * k, (i + 1) * k) for i in range(nodes))
+    return functools.reduce(CellStats.merge, parts)
 
 
 def _smaller(tree: _Tree) -> list[int]:
@@ -219,7 +232,7 @@ def _decide(
         best = None if scores is None else scores.best()
         if kernel is None or scores is None or best is None or scores.drop(*best) < g.min_drop:
             h = node.heterogeneity if scores is None else scores.before
-            if kernel is not None and _deferred(f, g):  # its record from the last pass
+            if kernel is not None and g.sampled:  # its record from the last pass
                 tree.nodes[node_id] = replace(node, heterogeneity=h)
                 tree.leaves.append(node_id)
                 continue
@@ -246,7 +259,7 @@ def _decide(
                 child, node_id, (*node.conditions, side), r, r / n, float(h)
             )
             still.append(child)
-        if _derived(f, g) and data.split is not None:
+        if f.plan is None and data.split is not None:
             shape = kernel.shape_of(f.grid.size - 1)
             tree.grids.update(
                 zip(ids, data.split.children(shape, j, c, s.kind, f.shift), strict=True)

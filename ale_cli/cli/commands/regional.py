@@ -63,15 +63,14 @@ def regional(
         ),
     ] = 20,
     search_rows: Annotated[
-        int | None,
+        str,
         typer.Option(
             "--search-rows",
-            help="Choose the splits on a sample of about this many rows (default: every "
-            "row); the regions' records use every row.",
-            min=2,
-            show_default=False,
+            metavar="N|all",
+            help="Choose the splits on a sample of about this many rows, or 'all' (every "
+            "row; the work is rows x inputs x features); the regions' records use every row.",
         ),
-    ] = None,
+    ] = str(estimator.SEARCH_ROWS),
     bins: Annotated[
         int | None,
         typer.Option(
@@ -123,14 +122,18 @@ def _outcome(result: estimator.RegionalResult, out: Path, timestamp: bool, run: 
         for r in regions[:50]
     )
     split = sum(r.status == "split" for r in regions)
+    params = result.summary.summary.params
+    n, searched = result.summary.summary.n_rows, params["searched_rows"]
+    sample = f", splits chosen on a sample of {searched:,} of {n:,} rows" if searched < n else ""
     return Outcome(
         command="regional",
         message=f"regional: {len(regions)} feature{'s' if len(regions) != 1 else ''} "
-        f"({split} split), regions {shown}, {result.seconds:.2f} s -> {out_message(out)}",
+        f"({split} split), regions {shown}{sample}, {result.seconds:.2f} s -> "
+        f"{out_message(out)}",
         outputs=(str(out),),
         counts={"rows": result.summary.summary.n_rows, "features": len(regions), "split": split},
         notes=result.notes,
         seconds=result.seconds,
-        details={"estimator": "regional", "params": result.summary.summary.params},
+        details={"estimator": "regional", "params": params},
         data_on_stdout=to_stdout,
     )
