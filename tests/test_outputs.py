@@ -44,7 +44,7 @@ def _summary(cli, tmp: Path, *args: object) -> object:  # type: ignore[no-untype
     return read_summary(out)
 
 
-def _same(many, one, output: str) -> None:  # type: ignore[no-untyped-def]
+def same_records(many, one, output: str) -> None:  # type: ignore[no-untyped-def]
     """The records of ``output`` in ``many`` equal the records of the run ``one``."""
     mine = [f for f in many.features if f.output == output]
     assert [f.name for f in mine] == [f.name for f in one.features]
@@ -77,10 +77,12 @@ def test_all_classes_equal_three_single_class_runs(cli, three_class, tmp_path) -
         one = tmp_path / f"p{k}.npz"
         result = cli("compute", *common, "--output", f"proba:{k}", "--out", one)
         assert result.exit_code == 0, result.output
-        _same(many["rebin"], _summary(cli, summaries, "rebin", one, "--bins", "6"), f"proba:{k}")
-        _same(many["rhale"], _summary(cli, summaries, "rhale", one), f"proba:{k}")
+        same_records(
+            many["rebin"], _summary(cli, summaries, "rebin", one, "--bins", "6"), f"proba:{k}"
+        )
+        same_records(many["rhale"], _summary(cli, summaries, "rhale", one), f"proba:{k}")
         single = _summary(cli, summaries, "classic", *common, "--output", f"proba:{k}", "--bins", 6)
-        _same(many["classic"], single, f"proba:{k}")
+        same_records(many["classic"], single, f"proba:{k}")
     assert {f.kind for f in many["classic"].features if f.name == "s"} == {"discrete"}
 
 
@@ -253,27 +255,7 @@ def test_torch_outputs_in_one_backward_graph(tmp_path) -> None:  # type: ignore[
     assert [o["selector"] for o in both.store["outputs"]] == ["0", "2"]
     for k in ("0", "1", "2"):
         api.compute(tmp_path / "net.pt", frame, out=tmp_path / f"{k}.npz", output=k)
-        _same(many, api.rhale(tmp_path / f"{k}.npz"), k)
-    _same(both, api.classic(tmp_path / "net.pt", frame, output="2", bins=5), "2")
+        same_records(many, api.rhale(tmp_path / f"{k}.npz"), k)
+    same_records(both, api.classic(tmp_path / "net.pt", frame, output="2", bins=5), "2")
     with pytest.raises(InputError, match="selects an element of a tuple"):
         api.compute(tmp_path / "net.pt", frame, out=tmp_path / "x.npz", output="0,1:0")
-
-
-@pytest.mark.parametrize("spec", ["all", "0,1"])
-def test_models_of_one_output_per_run_say_so(cli, sample_dir, tmp_path, spec) -> None:  # type: ignore[no-untyped-def]
-    onnx = sample_dir / "models" / "diabetes_mlp.onnx"
-    args = ("--exclude", "target", "--output", spec, "-o", tmp_path / "s.npz")
-    r = cli("compute", onnx, sample_dir / "diabetes.csv", *args)
-    assert r.exit_code == 2 and not (tmp_path / "s.npz").exists()
-    assert r.stderr.strip() == (
-        f"error: --output '{spec}': every output at once is built for scikit-learn and torch "
-        f"models; ONNX model '{onnx}' explains one output per run (e.g. --output 0)"
-    )
-    import pandas as pd
-
-    from ale_cli import api
-    from ale_cli.errors import InputError
-
-    X = pd.DataFrame(np.random.default_rng(0).normal(size=(50, 2)), columns=["a", "b"])
-    with pytest.raises(InputError, match="a callable model explains one output per run"):
-        api.compute(lambda Z: np.asarray(Z)[:, 0], X, output=spec, out=tmp_path / "c.npz")
