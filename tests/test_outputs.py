@@ -230,6 +230,23 @@ def test_small_multiples_plot_each_outputs_curve(multi_summary) -> None:  # type
     assert len(fig.axes) == 6
 
 
+def test_interact_refuses_several_outputs(cli, three_class, multi_summary, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """From the model (``--output all``) or from a store of several outputs: one line, exit 2."""
+    model, data = three_class
+    root, _, _ = multi_summary
+    common = ("interact", model, data, "--exclude", "target", "--pair", "a,b", "-o")
+    for extra, message in [
+        (("--output", "all"), f"error: model '{model}' with --output all holds 3 outputs "
+         "(proba:0, proba:1, proba:2); ale interact explains one: pass one --output NAME"),
+        (("--output", "proba:1", "--store", root / "all.npz"), f"error: store "
+         f"'{root / 'all.npz'}' holds 3 outputs (proba:0, proba:1, proba:2); ale interact "
+         "explains one: compute a store of that output with --output NAME"),
+    ]:  # fmt: skip
+        result = cli(*common, tmp_path / "i.json", *extra)
+        assert (result.exit_code, result.stderr.strip()) == (2, message)
+        assert not (tmp_path / "i.json").exists()
+
+
 def test_regional_refuses_a_store_of_several_outputs(multi_summary) -> None:  # type: ignore[no-untyped-def]
     from ale_cli import api
 
@@ -259,3 +276,7 @@ def test_torch_outputs_in_one_backward_graph(tmp_path) -> None:  # type: ignore[
     same_records(both, api.classic(tmp_path / "net.pt", frame, output="2", bins=5), "2")
     with pytest.raises(InputError, match="selects an element of a tuple"):
         api.compute(tmp_path / "net.pt", frame, out=tmp_path / "x.npz", output="0,1:0")
+    with pytest.raises(InputError, match=r"pairs needs the mixed second derivatives of one out"):
+        api.compute(tmp_path / "net.pt", frame, out=tmp_path / "x.npz", output="all", pairs=["a,b"])
+    with pytest.raises(InputError, match=r"with output all holds 3 outputs \(0, 1, 2\)"):
+        api.interact(tmp_path / "net.pt", frame, output="all", pairs=["a,b"], estimator="dale")
