@@ -135,6 +135,7 @@ def test_callable_outputs_at_once(tmp_path) -> None:  # type: ignore[no-untyped-
         (lambda Z: np.asarray(Z)[:, 0], "all", "output all: model '.*' has one output"),
         (lambda Z: np.asarray(Z)[:, :2], "0,5", "output 5 is out of range: .* columns 0..1"),
         (lambda Z: np.asarray(Z), "0,b", "expected a column INDEX .*, a list of them"),
+        (lambda Z: np.asarray(Z)[:, 0], "0,1", r"shape \(8,\) .* expected \(N, k\) to pick"),
     ],
 )
 def test_callable_output_lists_refused(model, spec, message, tmp_path) -> None:  # type: ignore[no-untyped-def]

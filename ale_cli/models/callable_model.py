@@ -68,9 +68,10 @@ class Caller:
             out = out[:, list(self.columns)] if self.columns else out[:, self.column]
         if out.shape != (len(X), *((len(self.columns),) if self.columns else ())):
             hint = "; choose a column with {param} INDEX" if out.ndim == 2 else ""
+            want = f"(N, k) to pick columns {self.columns}" if self.columns else "one value per row"
             raise ModelError(
-                f"model '{self.label}' returned shape {out.shape} for {len(X)} rows, "
-                f"expected one value per row{hint}",
+                f"model '{self.label}' returned shape {out.shape} for {len(X)} rows, expected "
+                f"{want}{hint}",
                 param="output" if hint else None,
             )
         if not np.issubdtype(out.dtype, np.number) or np.issubdtype(out.dtype, np.complexfloating):
