@@ -280,3 +280,28 @@ def test_torch_outputs_in_one_backward_graph(tmp_path) -> None:  # type: ignore[
         api.compute(tmp_path / "net.pt", frame, out=tmp_path / "x.npz", output="all", pairs=["a,b"])
     with pytest.raises(InputError, match=r"with output all holds 3 outputs \(0, 1, 2\)"):
         api.interact(tmp_path / "net.pt", frame, output="all", pairs=["a,b"], estimator="dale")
+
+
+def test_a_records_figure_draws_its_outputs_rows(multi_summary) -> None:  # type: ignore[no-untyped-def]
+    """The report's figure of (a, proba:1) gets output 1's rows of the store: its violins
+    and mean-prediction line are those of the run of proba:1 alone."""
+    from ale_cli.plot.first_order import feature_figure
+    from ale_cli.plot.outputs import output_store, output_view
+
+    root, many, one = multi_summary
+    whole, single = read_store(root / "all.npz"), read_store(root / "one.npz")
+    assert output_store(whole, None) is whole
+    picked = output_store(whole, "proba:1")
+    for name in ("local_effects", "prediction"):
+        np.testing.assert_allclose(getattr(picked, name), getattr(single, name), **EXACT)
+    figures = (feature_figure(output_view(many, "proba:1"), "a", store=picked),
+               feature_figure(one, "a", store=single))  # fmt: skip
+    got, want = ({a.get_gid(): a for ax in f.axes for a in ax.get_children()} for f in figures)
+    violins = sorted(g for g in want if g and g.startswith("violin_"))
+    assert violins and violins == sorted(g for g in got if g and g.startswith("violin_"))
+    for gid in violins:
+        np.testing.assert_allclose(
+            got[gid].get_paths()[0].vertices, want[gid].get_paths()[0].vertices, **EXACT
+        )
+    mean = (got["mean_prediction"].get_ydata(), want["mean_prediction"].get_ydata())
+    np.testing.assert_allclose(*mean, **EXACT)
