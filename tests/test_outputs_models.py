@@ -101,7 +101,12 @@ def _lightgbm(path: Path) -> None:
 def _catboost(path: Path) -> None:
     cb = pytest.importorskip("catboost")
     model = cb.CatBoostClassifier(
-        iterations=6, depth=2, loss_function="MultiClass", verbose=False, thread_count=1
+        iterations=6,
+        depth=2,
+        loss_function="MultiClass",
+        verbose=False,
+        thread_count=1,
+        allow_writing_files=False,
     )
     model.fit(X, Y).save_model(str(path))
 
