@@ -10,7 +10,8 @@
    behind ``finite_diff.DEFAULT_EVAL_ROWS``), at D = 8 and D = 50.
 4. Every class at once: ``ale compute --output all`` of a 3-class classifier against
    three single-class computes (``proba:0``, ``proba:1``, ``proba:2``), interleaved, for
-   a smooth model (finite differences) and a tree ensemble (secants).
+   a smooth model (finite differences), a tree ensemble (secants) and the smooth model
+   exported to ONNX (finite differences through onnxruntime).
 
 Set BENCH_QUICK=1 for a smaller run.
 """
@@ -130,6 +131,16 @@ def chunk_sweep(n: int, d: int, sizes: tuple[int, ...]) -> None:
         print(f"  {size:>7} rows/call  {t * 1e3:8.1f} ms  x{t / best:5.2f} of best{mark}")
 
 
+def _onnx(est: Any, frame: Any, path: Path) -> Path:
+    """``est`` exported with skl2onnx (probabilities as a tensor, no ZipMap)."""
+    import skl2onnx
+
+    X = frame.to_numpy(np.float32)[:1]
+    proto = skl2onnx.to_onnx(est, X, options={id(est): {"zipmap": False}})
+    path.write_bytes(proto.SerializeToString())
+    return path
+
+
 def every_class(n: int, d: int) -> None:
     """One compute of every class against one compute per class (same run, interleaved)."""
     import tempfile
@@ -149,8 +160,12 @@ def every_class(n: int, d: int) -> None:
     }
     print(f"every class at once: N = {n:,}, D = {d}, 3 classes; best of 3 interleaved")
     with tempfile.TemporaryDirectory() as tmp:
-        for label, est in models.items():
+        for est in models.values():
             est.fit(frame[:5000], y[:5000])
+        models["MLP as ONNX (finite differences, onnxruntime)"] = _onnx(
+            models["MLP (finite differences)"], frame, Path(tmp) / "mlp.onnx"
+        )
+        for label, est in models.items():
 
             def one(output: str, est: Any = est) -> None:
                 api.compute(est, frame, out=Path(tmp) / f"{output}.npz", output=output, force=True)

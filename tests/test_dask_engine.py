@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_outputs import ARRAYS, EXACT  # tests/ is on sys.path (rootdir conftest)
 
 from ale_cli.data.partitions import Partition, plan_partitions, split_row_groups
 from ale_cli.data.stream import dataset_sha256
@@ -659,3 +660,49 @@ def test_the_python_api_runs_classic_and_interact_on_dask(dataset, cluster):
         assert len(one) == len(other) > 0
         for a, b in zip(one, other, strict=True):
             np.testing.assert_allclose(b.effect, a.effect, rtol=1e-12, atol=1e-12)
+
+
+def test_every_output_on_dask_equals_local(cluster, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A net of 3 outputs on two partitions: the directory store holds each output's rows
+    (and the binary column's level jumps), and rhale, rebin and classic on it equal the
+    local run's."""
+    import torch
+
+    from ale_cli import api
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    model = tmp_path / "net.pt"
+    torch.jit.script(net.double().eval()).save(str(model))
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(240, 3)), columns=["a", "b", "s"])
+    frame["s"] = rng.integers(0, 2, 240).astype(float)  # binary: held per level by default
+    (tmp_path / "data").mkdir()
+    for i, half in enumerate((frame[:120], frame[120:])):
+        half.to_parquet(tmp_path / "data" / f"p{i}.parquet")
+    dask = {"engine": "dask", "scheduler": cluster}
+    args = (model, tmp_path / "data")
+    api.compute(*args, out=tmp_path / "local.npz", output="all")
+    api.compute(*args, out=tmp_path / "dask", output="all", **dask)
+    local, parts = read_store(tmp_path / "local.npz"), read_store(tmp_path / "dask")
+    assert parts.meta["outputs"] == local.meta["outputs"]
+    for k in range(3):
+        one, other = local.select_output(k), parts.select_output(k)
+        assert sorted(other.extra) == sorted(one.extra) == ["level_down", "level_up"]
+        for name in ("X", "local_effects", "prediction"):
+            np.testing.assert_allclose(getattr(other, name), getattr(one, name), **EXACT)
+        for name in one.extra:
+            np.testing.assert_allclose(other.extra[name], one.extra[name], **EXACT)
+    pairs = [
+        (run(tmp_path / "local.npz", **kw), run(tmp_path / "dask", **dask, **kw))
+        for run, kw in ((api.rhale, {}), (api.rebin, {"bins": 5}))
+    ]
+    pairs.append(tuple(api.classic(*args, output="all", bins=5, **w) for w in ({}, dask)))
+    for one, other in pairs:
+        assert [(f.name, f.output) for f in other.features] == [
+            (n, str(k)) for k in range(3) for n in ("a", "b", "s")
+        ]
+        for got, want in zip(other.features, one.features, strict=True):
+            assert (got.name, got.output, got.kind) == (want.name, want.output, want.kind)
+            for name in ARRAYS:
+                np.testing.assert_allclose(getattr(got, name), getattr(want, name), **EXACT)

@@ -44,7 +44,7 @@ def _summary(cli, tmp: Path, *args: object) -> object:  # type: ignore[no-untype
     return read_summary(out)
 
 
-def _same(many, one, output: str) -> None:  # type: ignore[no-untyped-def]
+def same_records(many, one, output: str) -> None:  # type: ignore[no-untyped-def]
     """The records of ``output`` in ``many`` equal the records of the run ``one``."""
     mine = [f for f in many.features if f.output == output]
     assert [f.name for f in mine] == [f.name for f in one.features]
@@ -77,10 +77,12 @@ def test_all_classes_equal_three_single_class_runs(cli, three_class, tmp_path) -
         one = tmp_path / f"p{k}.npz"
         result = cli("compute", *common, "--output", f"proba:{k}", "--out", one)
         assert result.exit_code == 0, result.output
-        _same(many["rebin"], _summary(cli, summaries, "rebin", one, "--bins", "6"), f"proba:{k}")
-        _same(many["rhale"], _summary(cli, summaries, "rhale", one), f"proba:{k}")
+        same_records(
+            many["rebin"], _summary(cli, summaries, "rebin", one, "--bins", "6"), f"proba:{k}"
+        )
+        same_records(many["rhale"], _summary(cli, summaries, "rhale", one), f"proba:{k}")
         single = _summary(cli, summaries, "classic", *common, "--output", f"proba:{k}", "--bins", 6)
-        _same(many["classic"], single, f"proba:{k}")
+        same_records(many["classic"], single, f"proba:{k}")
     assert {f.kind for f in many["classic"].features if f.name == "s"} == {"discrete"}
 
 
@@ -228,6 +230,23 @@ def test_small_multiples_plot_each_outputs_curve(multi_summary) -> None:  # type
     assert len(fig.axes) == 6
 
 
+def test_interact_refuses_several_outputs(cli, three_class, multi_summary, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """From the model (``--output all``) or from a store of several outputs: one line, exit 2."""
+    model, data = three_class
+    root, _, _ = multi_summary
+    common = ("interact", model, data, "--exclude", "target", "--pair", "a,b", "-o")
+    for extra, message in [
+        (("--output", "all"), f"error: model '{model}' with --output all holds 3 outputs "
+         "(proba:0, proba:1, proba:2); ale interact explains one: pass one --output NAME"),
+        (("--output", "proba:1", "--store", root / "all.npz"), f"error: store "
+         f"'{root / 'all.npz'}' holds 3 outputs (proba:0, proba:1, proba:2); ale interact "
+         "explains one: compute a store of that output with --output NAME"),
+    ]:  # fmt: skip
+        result = cli(*common, tmp_path / "i.json", *extra)
+        assert (result.exit_code, result.stderr.strip()) == (2, message)
+        assert not (tmp_path / "i.json").exists()
+
+
 def test_regional_refuses_a_store_of_several_outputs(multi_summary) -> None:  # type: ignore[no-untyped-def]
     from ale_cli import api
 
@@ -253,27 +272,36 @@ def test_torch_outputs_in_one_backward_graph(tmp_path) -> None:  # type: ignore[
     assert [o["selector"] for o in both.store["outputs"]] == ["0", "2"]
     for k in ("0", "1", "2"):
         api.compute(tmp_path / "net.pt", frame, out=tmp_path / f"{k}.npz", output=k)
-        _same(many, api.rhale(tmp_path / f"{k}.npz"), k)
-    _same(both, api.classic(tmp_path / "net.pt", frame, output="2", bins=5), "2")
+        same_records(many, api.rhale(tmp_path / f"{k}.npz"), k)
+    same_records(both, api.classic(tmp_path / "net.pt", frame, output="2", bins=5), "2")
     with pytest.raises(InputError, match="selects an element of a tuple"):
         api.compute(tmp_path / "net.pt", frame, out=tmp_path / "x.npz", output="0,1:0")
+    with pytest.raises(InputError, match=r"pairs needs the mixed second derivatives of one out"):
+        api.compute(tmp_path / "net.pt", frame, out=tmp_path / "x.npz", output="all", pairs=["a,b"])
+    with pytest.raises(InputError, match=r"with output all holds 3 outputs \(0, 1, 2\)"):
+        api.interact(tmp_path / "net.pt", frame, output="all", pairs=["a,b"], estimator="dale")
 
 
-@pytest.mark.parametrize("spec", ["all", "0,1"])
-def test_models_of_one_output_per_run_say_so(cli, sample_dir, tmp_path, spec) -> None:  # type: ignore[no-untyped-def]
-    onnx = sample_dir / "models" / "diabetes_mlp.onnx"
-    args = ("--exclude", "target", "--output", spec, "-o", tmp_path / "s.npz")
-    r = cli("compute", onnx, sample_dir / "diabetes.csv", *args)
-    assert r.exit_code == 2 and not (tmp_path / "s.npz").exists()
-    assert r.stderr.strip() == (
-        f"error: --output '{spec}': every output at once is built for scikit-learn and torch "
-        f"models; ONNX model '{onnx}' explains one output per run (e.g. --output 0)"
-    )
-    import pandas as pd
+def test_a_records_figure_draws_its_outputs_rows(multi_summary) -> None:  # type: ignore[no-untyped-def]
+    """The report's figure of (a, proba:1) gets output 1's rows of the store: its violins
+    and mean-prediction line are those of the run of proba:1 alone."""
+    from ale_cli.plot.first_order import feature_figure
+    from ale_cli.plot.outputs import output_store, output_view
 
-    from ale_cli import api
-    from ale_cli.errors import InputError
-
-    X = pd.DataFrame(np.random.default_rng(0).normal(size=(50, 2)), columns=["a", "b"])
-    with pytest.raises(InputError, match="a callable model explains one output per run"):
-        api.compute(lambda Z: np.asarray(Z)[:, 0], X, output=spec, out=tmp_path / "c.npz")
+    root, many, one = multi_summary
+    whole, single = read_store(root / "all.npz"), read_store(root / "one.npz")
+    assert output_store(whole, None) is whole
+    picked = output_store(whole, "proba:1")
+    for name in ("local_effects", "prediction"):
+        np.testing.assert_allclose(getattr(picked, name), getattr(single, name), **EXACT)
+    figures = (feature_figure(output_view(many, "proba:1"), "a", store=picked),
+               feature_figure(one, "a", store=single))  # fmt: skip
+    got, want = ({a.get_gid(): a for ax in f.axes for a in ax.get_children()} for f in figures)
+    violins = sorted(g for g in want if g and g.startswith("violin_"))
+    assert violins and violins == sorted(g for g in got if g and g.startswith("violin_"))
+    for gid in violins:
+        np.testing.assert_allclose(
+            got[gid].get_paths()[0].vertices, want[gid].get_paths()[0].vertices, **EXACT
+        )
+    mean = (got["mean_prediction"].get_ydata(), want["mean_prediction"].get_ydata())
+    np.testing.assert_allclose(*mean, **EXACT)

@@ -38,6 +38,7 @@ from ale_cli.estimators.pairs import Binning, Grids, Pair, pair_columns, pair_gr
 from ale_cli.models.checks import nothing_left
 from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.passes.engine import LOCAL, Engine, Ready, Shared
+from ale_cli.store.format import one_output
 from ale_cli.summary.build import EstimateResult, run_notes, utc_now
 from ale_cli.summary.model import InteractionSummary, Summary, with_statistics
 
@@ -249,6 +250,9 @@ def interact(
     )
     rows = open_rows(asked, engine, notes, timings)
     model = rows.model
+    if model is not None:
+        where = f"model '{request.inputs.model}' with {{param}} {request.inputs.output}"
+        one_output(model.describe(), where, "ale interact", "pass one {param} NAME")
     cols = pair_columns(request.pairs, rows.columns.names, param="pairs", where=rows.where)
     fixed.check_rows(rows.columns.n_rows, f"data '{request.inputs.data_label}'")
     estimator = request.estimator

@@ -228,12 +228,6 @@ def _write(
     progress: Callable[[int], ProgressFn] | None,
 ) -> ComputeResult:
     """Run the kernel into the store at ``request.out`` and finish it with its meta."""
-    if engine.splits and "outputs" in run.model.describe():
-        raise InputError(
-            "a store of several outputs is written by the local engine; pass {param} local "
-            "or explain one output",
-            param="engine",
-        )
     with store_output(request.out, run.columns, parts=engine.splits) as output:
         state: Computed = engine.run(
             run.source,

@@ -75,6 +75,13 @@ def checked_pairs(
     return tuple(cols)
 
 
+def part_meta(model: Model, plans: Sequence[Any]) -> dict[str, Any]:
+    """What a part store's meta records to be read alone: its outputs and levels."""
+    outputs = model.describe().get("outputs")
+    levels = [plan.to_meta() for plan in plans]
+    return ({"outputs": outputs} if outputs else {}) | ({"levels": levels} if levels else {})
+
+
 @dataclass(frozen=True)
 class FdFirst:
     """The first pass of a streamed compute for an ONNX or scikit-learn model: the model
@@ -276,7 +283,7 @@ def streamed_run(
             loaded=model,
         ),
         model=model,
-        columns=StoreColumns(features, names, tuple(request.pairs)),
+        columns=StoreColumns(features, names, tuple(request.pairs), part_meta(model, plans)),
         total_rows=stream.total_rows,
         notes=(*((note,) if note is not None else ()), *_levels_notes(request, plans)),
         levels=plans,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,13 @@ STOP = ".stop"
 
 @dataclass(frozen=True)
 class StoreColumns:
-    """The names a store records: the explained features, the inputs, the pairs."""
+    """The names a store records: the explained features, the inputs, the pairs, and
+    what each part store's meta needs to read its row arrays (``outputs``, ``levels``)."""
 
     features: tuple[str, ...]
     inputs: tuple[str, ...]
     pairs: tuple[tuple[str, str], ...] = ()
+    part_meta: Mapping[str, Any] = field(default_factory=dict)
 
     def add_pairs(self, writer: StoreWriter) -> None:
         if self.pairs:
@@ -109,6 +111,7 @@ class _PartWriter:
             return state
         end = state.reads.ends[-1] if state.reads.ends else None
         meta: dict[str, Any] = {"schema_version": 3, "n_rows": state.rows}
+        meta |= self.sink.columns.part_meta
         if end is not None:
             meta["source"] = end.file
             if end.row_groups is not None:

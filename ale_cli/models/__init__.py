@@ -198,25 +198,11 @@ def load_model(
         if fmt == "torch-export":
             return _adapter("torch_export:load")(path, options, columns, X)
         return _adapter("torchscript:TorchScriptModel").load(path, options, columns, X)
-    if fmt == "onnx" or fmt in BOOSTERS:
-        _one_output(options, f"{_LABELS[fmt].split(' ', 1)[1]} '{path}'")
     if fmt == "onnx":
         return _adapter("onnx_model:OnnxModel").load(path, options, columns, X, profile)
     if fmt in BOOSTERS:
         return _adapter("boosters:load")(path, fmt, options, columns, X, profile)
     return _adapter("scikit:SklearnModel").load(path, fmt, options, columns, X, profile)
-
-
-def _one_output(options: LoadOptions, what: str) -> None:
-    """Refuse ``all`` or a list of outputs for ``what``: only scikit-learn and torch
-    models explain several outputs at once."""
-    spec = options.output
-    if spec is not None and (spec == "all" or "," in spec):
-        raise ModelError(
-            f"{{param}} '{spec}': every output at once is built for scikit-learn and torch "
-            f"models; {what} explains one output per run (e.g. {{param}} 0)",
-            param="output",
-        )
 
 
 def load_object(
@@ -236,7 +222,6 @@ def load_object(
             given.obj, given, "sklearn", options, columns, X, profile=profile
         )
     if given.format == "callable":
-        _one_output(options, "a callable model")
         return _adapter("callable_model:CallableModel").load(given, options, columns, X, profile)
     for param, asked in (
         ("method", options.method == "finite-differences"),

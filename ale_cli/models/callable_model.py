@@ -11,7 +11,7 @@ sample are exactly zero).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -38,12 +38,14 @@ CHECK_ROWS = 8
 @dataclass(frozen=True, eq=False)
 class Caller:
     """Calls the predictor on rows of X (as a DataFrame with ``frame``), returns the
-    selected output (M,) float64; ``column`` picks one of an (M, k) output."""
+    selected output (M,) float64; ``column`` picks one of an (M, k) output, ``columns``
+    several ((M, C): ``all`` or a list)."""
 
     predictor: Predictor
     label: str
     names: tuple[str, ...]
     column: int | None
+    columns: tuple[int, ...] = ()
 
     def data(self, X: np.ndarray) -> Any:
         if not self.predictor.frame:
@@ -57,18 +59,19 @@ class Caller:
         if out.ndim == 2 and out.shape[1] == 1 and self.column is None:
             out = out[:, 0]
         if out.ndim == 2 and out.shape[0] == len(X) and self.column is not None:
-            if self.column >= out.shape[1]:
+            if max((self.column, *self.columns)) >= out.shape[1]:
                 raise ModelError(
-                    f"{{param}} {self.column} is out of range: model '{self.label}' gives "
-                    f"columns 0..{out.shape[1] - 1}",
+                    f"{{param}} {max((self.column, *self.columns))} is out of range: model "
+                    f"'{self.label}' gives columns 0..{out.shape[1] - 1}",
                     param="output",
                 )
-            out = out[:, self.column]
-        if out.shape != (len(X),):
+            out = out[:, list(self.columns)] if self.columns else out[:, self.column]
+        if out.shape != (len(X), *((len(self.columns),) if self.columns else ())):
             hint = "; choose a column with {param} INDEX" if out.ndim == 2 else ""
+            want = f"(N, k) to pick columns {self.columns}" if self.columns else "one value per row"
             raise ModelError(
-                f"model '{self.label}' returned shape {out.shape} for {len(X)} rows, "
-                f"expected one value per row{hint}",
+                f"model '{self.label}' returned shape {out.shape} for {len(X)} rows, expected "
+                f"{want}{hint}",
                 param="output" if hint else None,
             )
         if not np.issubdtype(out.dtype, np.number) or np.issubdtype(out.dtype, np.complexfloating):
@@ -87,16 +90,26 @@ class Caller:
         return out.astype(np.float64, copy=False)
 
 
-def _column(spec: str | None) -> int | None:
-    if spec is None:
-        return None
-    if not spec.isdigit():
+def _columns(caller: Caller, spec: str | None, rows: np.ndarray) -> Caller:
+    """``caller`` picking the output ``spec``: a column INDEX of an (N, k) output, a list
+    of them (``0,2``) or ``all`` (every column, counted on ``rows``)."""
+    parts = [p.strip() for p in (spec or "").split(",") if spec not in (None, "all")]
+    if not all(p.isdigit() for p in parts):
         raise ModelError(
             f"{{param}} '{spec}' is not valid for a callable model; expected a column INDEX "
-            "of its (N, k) output",
+            "of its (N, k) output, a list of them (0,2) or all",
             param="output",
         )
-    return int(spec)
+    columns = [int(p) for p in parts]
+    if spec == "all":
+        out = np.asarray(call_model(caller.label, caller.predictor.predict, caller.data(rows)))
+        columns = list(range(out.shape[1] if out.ndim == 2 else 1))
+        if len(columns) < 2:
+            raise ModelError(
+                f"{{param}} all: model '{caller.label}' has one output", param="output"
+            )
+    many = tuple(columns) if len(columns) > 1 else ()
+    return replace(caller, column=columns[0] if columns else None, columns=many)
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,8 +174,10 @@ class CallableModel:
                 param="step",
             )
         profile = DataProfile.of(X) if profile is None else profile
-        caller = Caller(predictor, label, columns.names, _column(options.output))
         try:
+            caller = _columns(
+                Caller(predictor, label, columns.names, None), options.output, profile.head[:1]
+            )
             first = caller(profile.head[:CHECK_ROWS])
             if use_gradient:
                 caller.gradient(profile.head[:CHECK_ROWS])
@@ -176,6 +191,13 @@ class CallableModel:
                 f"model '{caller.label}' is not deterministic or mixes rows: a row's output "
                 "changes with the other rows of the call; local effects need each output row "
                 "to depend on its own input row only"
+            )
+        if use_gradient and caller.columns:
+            raise ModelError(
+                f"{{param}} {options.output}: the gradient given with model '{label}' is of "
+                "one output; explain one output per run, or several by finite differences "
+                "({param:method} finite-differences)",
+                param="output",
             )
         fixed = columns.fixed_mask()
         step, steps = None, np.zeros(X.shape[1])
@@ -235,10 +257,15 @@ class CallableModel:
         return Effects(local_effects=grads, prediction=preds)
 
     def describe(self) -> dict[str, Any]:
+        column = self.caller.column
+        records = [{"selector": str(c), "name": str(c), "column": c} for c in self.caller.columns]
         details: dict[str, Any] = {
             "method": self.method,
             "format": self.format,
-            "output": {"selector": None if self.caller.column is None else str(self.caller.column)},
+            "output": records[0]
+            if records
+            else {"selector": None if column is None else str(column)},
+            **({"outputs": records} if records else {}),
             "dtype": "float64",
             "eval_rows_per_call": self.eval_rows,
             "dataframe_input": self.caller.predictor.frame,

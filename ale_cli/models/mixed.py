@@ -38,8 +38,14 @@ def require_mixed_derivatives(
 ) -> MixedFn:
     """``model.mixed_derivatives``, or a ModelError saying that ``param`` needs it."""
     fn = mixed_derivatives_of(model)
+    option = "{param}" if value is None else "{param} " + value
+    if fn is not None and "outputs" in model.describe():
+        raise ModelError(
+            f"{option} needs the mixed second derivatives of one output; model '{path}' "
+            "explains several at once: pass one {param:output} NAME",
+            param=param,
+        )
     if fn is None:
-        option = "{param}" if value is None else "{param} " + value
         raise ModelError(
             f"{option} needs mixed second derivatives (autodiff), which {model.format} model "
             f"'{path}' does not have (it is evaluated by finite differences); {hint}",

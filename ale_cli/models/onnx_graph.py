@@ -5,7 +5,7 @@ or its torch translation, and checked on the first rows of the data."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,34 @@ def parse_output(
         f"(outputs: {_listing(outputs)}); use NAME, NAME:INDEX or INDEX",
         param="output",
     )
+
+
+def parse_outputs(
+    spec: str | None, outputs: Outputs, labels: Sequence[str], path: Path
+) -> tuple[str, int | None, tuple[int, ...]]:
+    """(output name, column, columns) of ``spec``: :func:`parse_output` of one selector
+    (columns ``()``), of each in a list of one output's columns (``proba:0,proba:2``,
+    ``0,2``), or ``all``: the probabilities output, else the only float output (its
+    columns are counted by :func:`check_graph`)."""
+    if spec == "all":
+        floats = [n for n, kind, _ in outputs if kind in _FLOAT_OUTPUTS]
+        proba = [n for n in floats if n in _PROBA_NAMES]
+        if len(proba or floats) != 1:
+            raise ModelError(
+                f"{{param}} all: ONNX model '{path}' has {len(floats)} float outputs "
+                f"({_listing(outputs)}); list one's columns (e.g. {{param}} NAME:0,NAME:1)",
+                param="output",
+            )
+        return (proba or floats)[0], None, ()
+    if spec is None or "," not in spec:
+        return (*parse_output(spec, outputs, labels, path), ())
+    parsed = [parse_output(s.strip(), outputs, labels, path) for s in spec.split(",")]
+    if len({name for name, _ in parsed}) > 1 or any(c is None for _, c in parsed):
+        raise ModelError(
+            f"{{param}} {spec}: a list names columns of one output (e.g. proba:0,proba:2)",
+            param="output",
+        )
+    return parsed[0][0], parsed[0][1], tuple(c for _, c in parsed if c is not None)
 
 
 def _open_session(path: Path, threads: int) -> tuple[Any, Any]:
@@ -232,6 +260,8 @@ class OnnxGraph:
     column: int | None
     threads: int
     per_column: tuple[tuple[str, int], ...] = ()
+    #: the columns of several outputs explained at once (``all`` or a list); runs give (M, K)
+    columns: tuple[int, ...] = ()
 
     @classmethod
     def open(cls, path: Path, selector: str | None) -> tuple[OnnxGraph, Any]:
@@ -242,7 +272,7 @@ class OnnxGraph:
         batch = input_shape[0]
         outputs = tuple((o.name, o.type, o.shape) for o in session.get_outputs())
         labels = _class_labels(proto.graph)
-        out_name, column = parse_output(selector, outputs, labels, path)
+        out_name, column, columns = parse_outputs(selector, outputs, labels, path)
         graph = cls(
             path=path,
             session=session,
@@ -258,6 +288,7 @@ class OnnxGraph:
             column=column,
             threads=threads,
             per_column=per_column,
+            columns=columns,
         )
         return graph, proto
 
@@ -266,7 +297,8 @@ class OnnxGraph:
         return any(op.startswith("TreeEnsemble") for op in self.ops)
 
     def select(self, out: Any, n_rows: int) -> Any:
-        """Column ``self.column`` of an (n,), (n, 1) or (n, K) array or tensor."""
+        """Column ``self.column`` of an (n,), (n, 1) or (n, K) array or tensor; the
+        ``columns`` (n, C) of several outputs."""
         if out.ndim == 0 or out.shape[0] != n_rows:
             raise ModelError(
                 f"ONNX model '{self.path}' output '{self.out_name}' has shape "
@@ -274,6 +306,8 @@ class OnnxGraph:
             )
         flat = out.reshape(n_rows, -1)
         width = flat.shape[1]
+        if self.columns and max(self.columns) < width:
+            return flat[:, list(self.columns)]
         if self.column is None:
             if width != 1:
                 raise ModelError(
@@ -282,13 +316,24 @@ class OnnxGraph:
                     param="output",
                 )
             return flat[:, 0]
-        if self.column >= width:
+        if max((self.column, *self.columns)) >= width:
             raise ModelError(
                 f"{{param}} {self.selector} is out of range: ONNX model '{self.path}' "
                 f"output '{self.out_name}' has columns 0..{width - 1}",
                 param="output",
             )
         return flat[:, self.column]
+
+    def output_records(self) -> list[dict[str, Any]]:
+        """The meta's record of each output explained at once (``proba:K`` for a column of
+        the probabilities output, with its class; ``NAME:K`` otherwise)."""
+        proba = self.out_name in _PROBA_NAMES
+        return [
+            {"selector": name, "name": name, "column": c,
+             "class": self.labels[c] if proba and c < len(self.labels) else None}
+            for c in self.columns
+            for name in [f"{'proba' if proba else self.out_name}:{c}"]
+        ]  # fmt: skip
 
     def padded(self, X: np.ndarray) -> list[tuple[np.ndarray, int]]:
         """Pieces of X of exactly ``fixed_batch`` rows (the last padded), with their real length."""
@@ -365,8 +410,9 @@ class OnnxGraph:
 
 def check_graph(
     graph: OnnxGraph, columns: Columns, X: np.ndarray, *, spread: np.ndarray | None = None
-) -> tuple[int, ...]:
-    """Check width, output and row independence; the shape of one output row."""
+) -> tuple[OnnxGraph, tuple[int, ...]]:
+    """Check width, output and row independence; the graph (``all``: every column of its
+    output) and the shape of one output row."""
     width = graph.input_shape[1]
     hint = "select the model's inputs with {param:inputs} or {param:exclude}"
     if isinstance(width, int) and width > 0 and width != X.shape[1]:
@@ -385,6 +431,15 @@ def check_graph(
             f"({failure_reason(exc)}); {hint}",
             param="features",
         ) from None
+    if graph.selector == "all":
+        width = int(np.prod(pieces[0][0].shape[1:], dtype=np.int64))
+        if width < 2:
+            raise ModelError(
+                f"{{param}} all: output '{graph.out_name}' of ONNX model '{graph.path}' has "
+                "one column",
+                param="output",
+            )
+        graph = replace(graph, column=0, columns=tuple(range(width)))
     first = graph.selected(pieces)
     if not fd.rows_independent(graph.run, X, rtol=RTOL[graph.dtype], first=first, spread=spread):
         raise ModelError(
@@ -392,4 +447,4 @@ def check_graph(
             "of the batch change; local effects need each output row to depend on its own "
             "input row only (export the model in eval mode)"
         )
-    return tuple(pieces[0][0].shape[1:])
+    return graph, tuple(pieces[0][0].shape[1:])

@@ -109,7 +109,7 @@ class OnnxModel:
         """Open the file, check the graph, choose method and steps from ``profile``."""
         profile = DataProfile.of(X) if profile is None else profile
         graph, proto = OnnxGraph.open(path, options.output)
-        row_shape = check_graph(graph, columns, profile.head, spread=profile.std)
+        graph, row_shape = check_graph(graph, columns, profile.head, spread=profile.std)
         choice = choose_method(graph, proto, options.method, profile.rows(CHECK_ROWS))
         fixed = columns.fixed_mask()
         step, steps = None, None
@@ -168,15 +168,15 @@ class OnnxModel:
                 progress=progress,
                 label=f"ONNX model '{self.path}'",
             )
-        n = len(X)
-        grads = np.empty((n, len(index)), dtype=np.float64)
-        preds = np.empty(n, dtype=np.float64)
+        n, many = len(X), (len(self.graph.columns),) if self.graph.columns else ()
+        grads = np.empty((n, *many, len(index)), dtype=np.float64)  # K outputs: (N, K, F)
+        preds = np.empty((n, *many), dtype=np.float64)
         for sl in chunks(n, self.batch_size or TORCH_BATCH_SIZE):
             preds[sl], full = self.graph.torch_forward(self.choice.torch_graph, X[sl], grad=True)
-            grads[sl] = full[:, index]  # type: ignore[index]
+            grads[sl] = full[..., index]  # type: ignore[index]
             if progress is not None:
                 progress(sl.stop - sl.start)
-        grads[:, self.fixed[index]] = 0.0
+        grads[..., self.fixed[index]] = 0.0
         return Effects(local_effects=grads, prediction=preds)
 
     def mixed_derivatives(
@@ -215,6 +215,7 @@ class OnnxModel:
 
     def describe(self) -> dict[str, Any]:
         graph, choice = self.graph, self.choice
+        records = graph.output_records()
         details: dict[str, Any] = {
             "method": self.method,
             "format": self.format,
@@ -224,13 +225,10 @@ class OnnxModel:
             "batch": graph.fixed_batch or "dynamic",
             "ops": list(graph.ops),
             "threads": graph.threads,
-            "output": {
-                "selector": graph.selector,
-                "name": graph.out_name,
-                "column": graph.column,
-                "shape": ["n", *self.row_shape],
-            },
-        }
+            "output": (records[0] if records else {
+                "selector": graph.selector, "name": graph.out_name, "column": graph.column
+            }) | {"shape": ["n", *self.row_shape]},
+        } | ({"outputs": records} if records else {})  # fmt: skip
         if choice.torch_graph is not None:
             details["translation"] = {"engine": "onnx->torch", "check": choice.check}
             details["batch_size"] = self.batch_size or TORCH_BATCH_SIZE

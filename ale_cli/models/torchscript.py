@@ -391,11 +391,6 @@ class TorchScriptModel:
         progress: ProgressFn | None = None,
     ) -> np.ndarray:
         """``d2f / dx_a dx_b`` (P, N) for each pair (a, b)."""
-        if self.pick.columns:
-            raise ModelError(
-                "{param} of a store of several outputs are not computed; explain one output",
-                param="pairs",
-            )
         return mixed_partials(
             self._forward,
             X,

@@ -20,11 +20,13 @@ import numpy as np
 
 from ale_cli.plot import style
 from ale_cli.plot.layout import centered_on_mean, estimator_label, few_ticks, new_figure
+from ale_cli.store.format import output_label, output_records
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from ale_cli.store.format import Store
     from ale_cli.summary.model import FeatureSummary, Summary
 
 _PANEL = (2.9, 2.1)  # inches per panel (width, height), titles and ticks included
@@ -46,6 +48,14 @@ def output_view(summary: Summary, output: str | None) -> Summary:
     store = summary.store | {"output": records.get(output, output)}
     feats = tuple(f for f in summary.features if f.output == output)
     return replace(summary, features=feats, store=store)
+
+
+def output_store(store: Store | None, output: str | None) -> Store | None:
+    """The rows of ``output`` (a record's output in a summary of several) in ``store``."""
+    if store is None or output is None:
+        return store
+    names = [output_label(record) for record in output_records(store.meta)]
+    return store.select_output(names.index(output))
 
 
 def _draw(ax: Axes, feat: FeatureSummary, gid: str) -> None:

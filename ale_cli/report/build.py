@@ -18,7 +18,7 @@ from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import read_json_file
 from ale_cli.plot.first_order import feature_figure, overview_figure
-from ale_cli.plot.outputs import output_view, outputs_figure, summary_outputs
+from ale_cli.plot.outputs import output_store, output_view, outputs_figure, summary_outputs
 from ale_cli.plot.render import check_store
 from ale_cli.plot.second_order import interaction_figure
 from ale_cli.report.digest import finest, paragraph, split_checks, verdict
@@ -176,7 +176,7 @@ def _feature_rows(
                 "svg": _figure(
                     reused.get(("feature", feat.name)) if feat.output is None else None,
                     lambda feat=feat, i=i, view=view: svg_text(
-                        feature_figure(view, feat.name, store=store if view is summary else None),
+                        feature_figure(view, feat.name, store=output_store(store, feat.output)),
                         prefix=f"f{i}-0-",
                     ),
                 ),

@@ -82,15 +82,21 @@ def output_records(meta: Mapping[str, Any]) -> list[Any]:
     return list(meta.get("outputs") or [meta.get("output")])
 
 
-def one_output(meta: Mapping[str, Any], where: str, what: str) -> None:
-    """InputError when the store of ``meta`` holds several outputs and ``what`` explains
-    one (``ale regional``, ``ale interact``)."""
+def one_output(
+    meta: Mapping[str, Any],
+    where: str,
+    what: str,
+    fix: str = "compute a store of that output with {param} NAME",
+) -> None:
+    """InputError when the store (or model) of ``meta`` holds several outputs and ``what``
+    explains one (``ale regional``, ``ale interact``); ``fix`` says what to do.
+    """
     records = output_records(meta)
     if len(records) > 1:
         names = ", ".join(output_label(r) for r in records)
         raise InputError(
-            f"{where} holds {len(records)} outputs ({names}); {what} explains one: "
-            "compute a store of that output with --output NAME"
+            f"{where} holds {len(records)} outputs ({names}); {what} explains one: {fix}",
+            param="output",
         )
 
 

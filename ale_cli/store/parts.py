@@ -58,6 +58,11 @@ class PartStore(StoreFile):
         for file in self.files:
             yield from file.chunks(arrays)
 
+    def select_output(self, k: int) -> PartStore:
+        """This store read as output ``k`` alone, in each of its parts."""
+        chosen = super().select_output(k)
+        return replace(chosen, files=tuple(file.select_output(k) for file in self.files))
+
     def pairs(self) -> tuple[tuple[str, str], ...]:
         """The pairs whose mixed derivatives every part holds (``compute --pairs``)."""
         found = {part.pairs() for part in self.files}
@@ -182,16 +187,17 @@ def read_part_meta(path: str | Path) -> dict[str, Any]:
 def read_part_store(path: str | Path) -> Store:
     """A directory store in memory (its parts' rows concatenated as float64)."""
     handle = open_part_store(path)
-    arrays: dict[str, list[np.ndarray]] = {name: [] for name in ROW_ARRAYS}
-    for chunk in handle.chunks(ROW_ARRAYS):
-        for name in ROW_ARRAYS:
+    names = [n for n in handle.meta["chunks"].get("arrays") or ROW_ARRAYS if n != MIXED]
+    arrays: dict[str, list[np.ndarray]] = {name: [] for name in names}
+    for chunk in handle.chunks(names):  # every output's and level's row arrays too
+        for name in names:
             arrays[name].append(chunk[name].astype(np.float64, copy=False))
     whole = {name: np.concatenate(parts) for name, parts in arrays.items()}
-    extra: dict[str, np.ndarray] = {}
+    extra = {name: array for name, array in whole.items() if name not in ROW_ARRAYS}
     pairs = handle.pairs()
     if pairs:  # compute --pairs: each part's mixed derivatives (P, n_i), side by side
         mixed = [c[MIXED].astype(np.float64, copy=False) for c in handle.chunks((MIXED,))]
-        extra = {PAIRS: np.array(pairs, dtype=np.str_), MIXED: np.concatenate(mixed, axis=1)}
+        extra |= {PAIRS: np.array(pairs, dtype=np.str_), MIXED: np.concatenate(mixed, axis=1)}
     return Store(
         X=whole["X"],
         local_effects=whole["local_effects"],
