@@ -331,7 +331,8 @@ def overview_figure(
         for i, feat in enumerate(feats):
             ax = fig.add_axes(grid.rect(i), sharey=axes[0] if axes else None)
             axes.append(ax)
-            few_ticks(ax, 5)
+            few_ticks(ax, 4)
+            ax.tick_params(labelleft=i % grid.ncols == 0)  # one y scale: labelled on the left
             ax.set_gid(f"f{i}.axes")
             ax.set_title(wrap(feat.name, 36, 2), fontsize=9)
             if feat.status != "ok" or feat.n_bins == 0:
