@@ -2,9 +2,8 @@
 
 :func:`render_summary` writes ``<dir>/<feature>.<fmt>``, ``<dir>/overview.<fmt>``
 (when there are features) and ``<dir>/<a>__<b>.<fmt>`` per interaction, names from
-:func:`file_stems`, replacing the directory as a whole. Of a regional summary it writes
-``<dir>/<feature>__regions.<fmt>`` per feature with a kept split, and nothing else: its
-global curves are a first-order summary's, and a feature without a split has one region.
+:func:`file_stems`, replacing the directory as a whole; of a regional summary, only
+``<dir>/<feature>__regions.<fmt>`` per feature with a kept split.
 """
 
 from __future__ import annotations
@@ -138,19 +137,16 @@ def _short(digest: str) -> str:
     return f"{str(digest)[:12]}..."
 
 
-def _tasks(
-    summary: Summary, names: tuple[str, ...], regions: RegionalSummary | None = None
-) -> list[Task]:
+def _tasks(summary: Summary, names: tuple[str, ...], regions: RegionalSummary | None) -> list[Task]:
     """The figures to draw: the overview first (the biggest), features, interactions; of
     a regional summary (``regions``), the regions of each feature with a kept split."""
     if regions is not None:
-        stems = file_stems(list(names))
-        split = [
-            (n, s)
-            for n, s in zip(names, stems, strict=True)
+        split = zip(names, file_stems(list(names)), strict=True)
+        return [
+            ("regional", n, f"{s}__regions")
+            for n, s in split
             if regions.feature(n).status == "split"
         ]
-        return [("regional", n, f"{s}__regions") for n, s in split]
     pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
     stems = file_stems([*names, *pairs])
     tasks: list[Task] = [("feature", n, s) for n, s in zip(names, stems, strict=False)]

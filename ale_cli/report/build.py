@@ -290,8 +290,7 @@ def build_report(
     :func:`ale_cli.report.digest.finest`) is the main one: it ranks the features table,
     is drawn with the ``store`` and compared with ``history`` (less ``history_exclude`` and
     a newest run holding the same numbers); the others add overviews and heat maps, a
-    regional summary its section (its global curves only when no other first-order
-    summary is given).
+    regional summary its section (and its global curves only when alone).
     ``audit``: an ``ale audit --json-report`` file. ``figures`` maps a summary's path to the
     figure directory its plot step wrote: intact figures are taken, not drawn again
     (:mod:`ale_cli.report.reuse`).
@@ -303,8 +302,7 @@ def build_report(
         read_history(history, exclude=history_exclude) if history is not None else []
     )
     first_order = [(n, s) for n, s in loaded if s.features]
-    # a regional summary's global curves are a first-order estimate given beside it: its
-    # own section shows its regions, and it is drawn as a first-order summary only alone
+    # a regional summary's global curves are first-order ones: shown only when alone
     first_order = [(n, s) for n, s in first_order if s.estimator != REGIONAL] or first_order
     if first_order:
         i = finest(first_order)
