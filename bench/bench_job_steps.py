@@ -1,7 +1,8 @@
 """The fresh demo job (``configs/demo-job.yaml``): what each step costs against the compute step.
 
 Runs ``ale run`` into a new directory R times (``--rounds``, default 2) and prints, per
-run, the seconds of the compute step, the plot steps, the report step and the ratio
+run, the seconds of the compute step, the plot steps (with the figures each drew), the
+report step and the ratio
 ``(plots + report) / compute`` (target: at most 1), as wall seconds (``run.json``) and as
 CPU seconds (the step's process and its reaped plot workers), then the medians. With
 ``--base DIR`` (another checkout, e.g. the commit before a change) each round runs the
@@ -79,6 +80,11 @@ def run_once(root: Path, out: Path) -> tuple[dict[str, float], dict[str, float]]
     return {s["name"]: float(s["seconds"]) for s in steps}, json.loads(done.stdout)
 
 
+def n_figures(directory: Path) -> int:
+    """The figure files a plot step wrote."""
+    return sum(1 for p in directory.iterdir() if p.suffix in (".png", ".svg"))
+
+
 def totals(s: dict[str, float]) -> tuple[float, float]:
     """Seconds of the plot steps together, and ``(plots + report) / compute``."""
     plots = sum(v for k, v in s.items() if k.startswith("plot-"))
@@ -112,7 +118,11 @@ def main(argv: list[str]) -> None:
                 for kind, s in zip(KINDS, run_once(root, out), strict=True):
                     plots, ratio = totals(s)
                     ratios[f"{name} {kind}"].append(ratio)
-                    steps = ", ".join(f"{k} {v:.2f}" for k, v in s.items() if k[:5] == "plot-")
+                    steps = ", ".join(
+                        f"{k} {v:.2f} ({n_figures(out / 'plots' / k[5:])})"
+                        for k, v in s.items()
+                        if k[:5] == "plot-"
+                    )
                     print(
                         f"round {i + 1} {name} {kind}: compute {s['compute']:.2f} s; plots "
                         f"{plots:.2f} s ({steps}); report {s['report']:.2f} s; "
