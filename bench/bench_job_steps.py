@@ -2,9 +2,9 @@
 
 Runs ``ale run`` into a new directory R times (``--rounds``, default 2) and prints, per
 run, the seconds of the compute step, the plot steps (with the figures each drew), the
-report step and the ratio
-``(plots + report) / compute`` (target: at most 1), as wall seconds (``run.json``) and as
-CPU seconds (the step's process and its reaped plot workers), then the medians. With
+report step and the ratio ``(plots + report) / compute`` (target: at most 1), as wall
+seconds (``run.json``) and as CPU seconds (the step's process and its reaped plot
+workers), then the medians. With
 ``--base DIR`` (another checkout, e.g. the commit before a change) each round runs the
 base first, then this checkout, so the load of a shared machine falls on both alike.
 Then, on this checkout's last run, the report built twice more: taking the figures the
@@ -13,12 +13,14 @@ plot steps drew (what ``ale run`` does) and drawing them again.
 Run: ``PYTHONPATH=. python bench/bench_job_steps.py [--rounds R] [--base DIR]`` (needs
 ``make samples``; a base checkout needs its own ``sample_data/models``).
 
-Today, 2 shared cores at load 3-13 (wall times up to several times a quiet machine's;
-CPU seconds are steadier), 2 rounds: compute 5.7-11.5 s wall, 5.3-5.6 s CPU; plots
-23.3-41.0 s wall, 30.0-36.4 s CPU (44 figures, 21 of them the regional step's, 11 of those
-the RHALE step's pictures again under another title); report 0.3-0.4 s; (plots + report)
-/ compute = 3.6-4.2 wall, 5.7-6.5 CPU. The target of 1 is not met: the figures themselves
-cost that much (matplotlib: axes and ticks, text, the legend, PNG encoding).
+Today, 2 shared cores at load 3-6 (wall times up to several times a quiet machine's;
+CPU seconds are steadier, though the compute step's vary by 20%), 3 rounds against the
+tree before: compute 2.6-3.1 s CPU; plots 13.2-14.7 s CPU, 10.4-21.7 s wall, for 29
+figures (the regional step draws the 6 features with a kept split), before 20.7-21.9 s
+CPU for 44; report 0.45-0.58 s; (plots + report) / compute = 4.4-5.7 CPU (before
+6.4-7.3), 3.8-7.1 wall (before 5.2-9.0). The target of 1 is not met: a feature figure is
+still about 0.2-0.5 s of CPU (text, ticks and the legend are three quarters of it), the
+overview twice that, and the step that imports matplotlib pays about 0.4 s for it.
 """
 
 from __future__ import annotations
