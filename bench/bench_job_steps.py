@@ -13,14 +13,15 @@ plot steps drew (what ``ale run`` does) and drawing them again.
 Run: ``PYTHONPATH=. python bench/bench_job_steps.py [--rounds R] [--base DIR]`` (needs
 ``make samples``; a base checkout needs its own ``sample_data/models``).
 
-Today, 2 shared cores at load 3-6 (wall times up to several times a quiet machine's;
-CPU seconds are steadier, though the compute step's vary by 20%), 3 rounds against the
-tree before: compute 2.6-3.1 s CPU; plots 13.2-14.7 s CPU, 10.4-21.7 s wall, for 29
-figures (the regional step draws the 6 features with a kept split), before 20.7-21.9 s
-CPU for 44; report 0.45-0.58 s; (plots + report) / compute = 4.4-5.7 CPU (before
-6.4-7.3), 3.8-7.1 wall (before 5.2-9.0). The target of 1 is not met: a feature figure is
-still about 0.2-0.5 s of CPU (text, ticks and the legend are three quarters of it), the
-overview twice that, and the step that imports matplotlib pays about 0.4 s for it.
+Today, 2 shared cores at load 3 (wall times up to several times a quiet machine's: the
+two plot workers got about one core; CPU seconds are steadier, though the compute
+step's vary by 20%), 3 rounds against the tree before: compute 3.2-4.4 s CPU; plots
+12.3-14.9 s CPU, 11.8-13.7 s wall, for 29 figures (the regional step draws the 6
+features with a kept split), before 21.7-24.4 s CPU for 44; report 0.4-0.7 s;
+(plots + report) / compute = 3.5-4.0 CPU (before 5.8-7.2), 3.0-3.6 wall (before
+5.0-6.6). The target of 1 is not met: a feature figure is still about 0.15-0.45 s of
+CPU (text, ticks and the legend are most of it), the overview three times that, and the
+step that imports matplotlib pays about 0.4 s for it.
 """
 
 from __future__ import annotations
