@@ -1,9 +1,10 @@
 """The fresh demo job (``configs/demo-job.yaml``): what each step costs against the compute step.
 
 Runs ``ale run`` into a new directory R times (``--rounds``, default 2) and prints, per
-run, the seconds of the compute step, the plot steps, the report step and the ratio
-``(plots + report) / compute`` (target: at most 1), as wall seconds (``run.json``) and as
-CPU seconds (the step's process and its reaped plot workers), then the medians. With
+run, the seconds of the compute step, the plot steps (with the figures each drew), the
+report step and the ratio ``(plots + report) / compute`` (target: at most 1), as wall
+seconds (``run.json``) and as CPU seconds (the step's process and its reaped plot
+workers), then the medians. With
 ``--base DIR`` (another checkout, e.g. the commit before a change) each round runs the
 base first, then this checkout, so the load of a shared machine falls on both alike.
 Then, on this checkout's last run, the report built twice more: taking the figures the
@@ -12,12 +13,15 @@ plot steps drew (what ``ale run`` does) and drawing them again.
 Run: ``PYTHONPATH=. python bench/bench_job_steps.py [--rounds R] [--base DIR]`` (needs
 ``make samples``; a base checkout needs its own ``sample_data/models``).
 
-Today, 2 shared cores at load 3-13 (wall times up to several times a quiet machine's;
-CPU seconds are steadier), 2 rounds: compute 5.7-11.5 s wall, 5.3-5.6 s CPU; plots
-23.3-41.0 s wall, 30.0-36.4 s CPU (44 figures, 21 of them the regional step's, 11 of those
-the RHALE step's pictures again under another title); report 0.3-0.4 s; (plots + report)
-/ compute = 3.6-4.2 wall, 5.7-6.5 CPU. The target of 1 is not met: the figures themselves
-cost that much (matplotlib: axes and ticks, text, the legend, PNG encoding).
+Today, 2 shared cores at load 3 (wall times up to several times a quiet machine's: the
+two plot workers got about one core; CPU seconds are steadier, though the compute
+step's vary by 20%), 3 rounds against the tree before: compute 3.2-4.4 s CPU; plots
+12.3-14.9 s CPU, 11.8-13.7 s wall, for 29 figures (the regional step draws the 6
+features with a kept split), before 21.7-24.4 s CPU for 44; report 0.4-0.7 s;
+(plots + report) / compute = 3.5-4.0 CPU (before 5.8-7.2), 3.0-3.6 wall (before
+5.0-6.6). The target of 1 is not met: a feature figure is still about 0.15-0.45 s of
+CPU (text, ticks and the legend are most of it), the overview three times that, and the
+step that imports matplotlib pays about 0.4 s for it.
 """
 
 from __future__ import annotations
@@ -79,6 +83,11 @@ def run_once(root: Path, out: Path) -> tuple[dict[str, float], dict[str, float]]
     return {s["name"]: float(s["seconds"]) for s in steps}, json.loads(done.stdout)
 
 
+def n_figures(directory: Path) -> int:
+    """The figure files a plot step wrote."""
+    return sum(1 for p in directory.iterdir() if p.suffix in (".png", ".svg"))
+
+
 def totals(s: dict[str, float]) -> tuple[float, float]:
     """Seconds of the plot steps together, and ``(plots + report) / compute``."""
     plots = sum(v for k, v in s.items() if k.startswith("plot-"))
@@ -112,7 +121,11 @@ def main(argv: list[str]) -> None:
                 for kind, s in zip(KINDS, run_once(root, out), strict=True):
                     plots, ratio = totals(s)
                     ratios[f"{name} {kind}"].append(ratio)
-                    steps = ", ".join(f"{k} {v:.2f}" for k, v in s.items() if k[:5] == "plot-")
+                    steps = ", ".join(
+                        f"{k} {v:.2f} ({n_figures(out / 'plots' / k[5:])})"
+                        for k, v in s.items()
+                        if k[:5] == "plot-"
+                    )
                     print(
                         f"round {i + 1} {name} {kind}: compute {s['compute']:.2f} s; plots "
                         f"{plots:.2f} s ({steps}); report {s['report']:.2f} s; "

@@ -584,6 +584,30 @@ def test_dollar_signs_in_names_are_text_not_tex(tmp_path):
     assert fig.axes[1].xaxis.label.get_parse_math() is False
 
 
+def test_a_reused_feature_figure_saves_the_bytes_of_a_new_one(tmp_path):
+    """What a plot worker does, drawing each feature into the last feature figure, leaves
+    nothing of the one before (violins, rug, filled bins, notes, 100 bins, limits): each
+    PNG is the bytes of a new figure's, features in either order, with and without store."""
+    from ale_cli.plot.directory import save_figure
+    from ale_cli.plot.first_order import feature_figure, release
+
+    summary, store = make_summary(), make_store()
+    names = [f.name for f in summary.features]
+    reused = set()
+    for name in [*names, *names[::-1]]:
+        for with_store in (store, None):
+            pngs = []
+            for reuse in (False, True):
+                fig = feature_figure(summary, name, store=with_store, reuse=reuse)
+                save_figure(fig, tmp_path / f"{reuse}.png", "png", dpi=50)
+                pngs.append((tmp_path / f"{reuse}.png").read_bytes())
+            assert pngs[0] == pngs[1], (name, with_store is not None)
+            if name != "const":
+                reused.add(id(fig))
+    assert len(reused) == 1  # one figure drawn into for every estimable feature
+    release()
+
+
 def test_svg_renders_in_one_process_are_byte_identical(tmp_path):
     from ale_cli.plot import feature_figure
     from ale_cli.plot.directory import save_figure

@@ -358,15 +358,22 @@ def test_the_regional_figure_draws_each_region_with_its_share(paper: RegionalSum
         assert f"{leaf.label} ({leaf.rows / paper.summary.n_rows:.0%} of rows)" in legend
 
 
-def test_ale_plot_of_a_regional_summary_adds_the_region_figures(cli, paper, tmp_path: Path):  # type: ignore[no-untyped-def]
+def test_ale_plot_of_a_regional_summary_draws_the_regions_of_the_split_features(
+    cli, paper, tmp_path: Path
+):  # type: ignore[no-untyped-def]
+    """x1 is split, x2 and x3 are not: one figure, no first-order figure (those are the
+    global curves, an ``ale rhale`` summary's)."""
     from ale_cli.summary.regional import write_regional
 
     path = tmp_path / "regional.json"
     write_regional(path, paper)
-    result = cli("plot", path, "-o", tmp_path / "figs", "--features", "x1")
+    result = cli("plot", path, "-o", tmp_path / "figs")
     assert result.exit_code == 0, result.stderr
     names = sorted(p.name for p in (tmp_path / "figs").iterdir())
-    assert "x1__regions.png" in names and "x1.png" in names
+    assert names == [".ale-plots.json", "x1__regions.png"]
+    result = cli("plot", path, "-o", tmp_path / "x3", "--features", "x3")
+    assert result.exit_code == 0, result.stderr
+    assert [p.name for p in (tmp_path / "x3").iterdir()] == [".ale-plots.json"]
 
 
 def test_audit_gates_on_the_regional_drop_and_on_every_region(cli, paper, tmp_path: Path):  # type: ignore[no-untyped-def]

@@ -175,3 +175,17 @@ def test_the_newest_history_run_holding_this_summary_is_left_out(run_files, tmp_
     moved = result.html[result.html.index('id="moved-table"') :]
     assert re.search(r'<a href="#feature-\d">b</a>', moved[: moved.index("</table>")])
     assert ">1</td>" in moved  # against run 1, not against itself
+
+
+def test_a_regional_summary_beside_a_first_order_one_shows_its_regions_only(run_files, tmp_path):
+    """Its global curves are the first-order estimate given beside it: no second overview
+    of them, and the features table is the other summary's; alone, its curves are shown."""
+    from ale_cli.summary.regional import write_regional
+
+    path = tmp_path / "regional.json"
+    write_regional(path, api.regional(run_files["store"], bins=16), timestamp=False)
+    beside = build_report([path, run_files["rebin"]], store=run_files["store"]).html
+    assert 'id="regional"' in beside and 'id="estimators"' not in beside
+    assert "Every feature on a common scale (dale (rebin.json))" in beside
+    alone = build_report([path], store=run_files["store"]).html
+    assert "Every feature on a common scale (regional (regional.json))" in alone

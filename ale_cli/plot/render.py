@@ -2,7 +2,8 @@
 
 :func:`render_summary` writes ``<dir>/<feature>.<fmt>``, ``<dir>/overview.<fmt>``
 (when there are features) and ``<dir>/<a>__<b>.<fmt>`` per interaction, names from
-:func:`file_stems`, replacing the directory as a whole.
+:func:`file_stems`, replacing the directory as a whole; of a regional summary, only
+``<dir>/<feature>__regions.<fmt>`` per feature with a kept split.
 """
 
 from __future__ import annotations
@@ -136,8 +137,16 @@ def _short(digest: str) -> str:
     return f"{str(digest)[:12]}..."
 
 
-def _tasks(summary: Summary, names: tuple[str, ...]) -> list[Task]:
-    """The figures to draw: the overview first (the biggest), features, interactions."""
+def _tasks(summary: Summary, names: tuple[str, ...], regions: RegionalSummary | None) -> list[Task]:
+    """The figures to draw: the overview first (the biggest), features, interactions; of
+    a regional summary (``regions``), the regions of each feature with a kept split."""
+    if regions is not None:
+        split = zip(names, file_stems(list(names)), strict=True)
+        return [
+            ("regional", n, f"{s}__regions")
+            for n, s in split
+            if regions.feature(n).status == "split"
+        ]
     pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
     stems = file_stems([*names, *pairs])
     tasks: list[Task] = [("feature", n, s) for n, s in zip(names, stems, strict=False)]
@@ -160,8 +169,8 @@ def render_summary(
     regions: RegionalSummary | None = None,
 ) -> RenderResult:
     """Write every figure of ``summary`` into ``out_dir``, replacing it when all are
-    written; with ``regions`` (a regional summary), one more figure per feature,
-    ``<stem>__regions``, of its regions' curves. ``store`` must match
+    written; with ``regions`` (a regional summary), only a figure of its regions' curves,
+    ``<stem>__regions``, per feature with a kept split. ``store`` must match
     (:func:`check_store`, run by the caller); ``jobs`` > 1 forks workers (same bytes as
     ``jobs=1``)."""
     for fmt in formats:
@@ -175,14 +184,11 @@ def render_summary(
     if summary_outputs(summary):  # every output's record of the names
         feats = [f for f in summary.features if f.name in names]
     out = Path(out_dir)
-    tasks = _tasks(summary, names)
-    if regions is not None:
-        stems = file_stems(list(names))
-        tasks += [("regional", n, f"{s}__regions") for n, s in zip(names, stems, strict=True)]
+    tasks = _tasks(summary, names, regions)
     with figure_directory(out) as tmp:
         job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel, regions)
         written = run_tasks(job, tasks, jobs)
-    if names:  # files are listed with the overview after the features
+    if tasks and tasks[0][0] == "overview":  # files are listed with the overview after the features
         written = [*written[1 : len(names) + 1], written[0], *written[len(names) + 1 :]]
     return RenderResult(
         paths=tuple(out / p.name for paths in written for p in paths),

@@ -52,6 +52,10 @@ RC: dict[str, Any] = {
     "svg.hashsalt": "ale",
     "svg.fonttype": "none",
     "path.simplify": True,
+    # cheaper draws: titles at a fixed height (no search of the tick labels' boxes), and
+    # no FreeType hinting (a tenth of a figure's CPU time)
+    "axes.titley": 1.0,
+    "text.hinting": "no_hinting",
 }
 
 # savefig metadata: no creation date, no software version (both change between runs/installs);

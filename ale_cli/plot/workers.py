@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 from ale_cli.errors import RunError
 from ale_cli.plot.directory import save_figure
-from ale_cli.plot.first_order import feature_figure, overview_figure
+from ale_cli.plot.first_order import feature_figure, overview_figure, release
 from ale_cli.plot.layout import new_figure
 from ale_cli.plot.outputs import outputs_figure, summary_outputs
 from ale_cli.plot.regional import regional_figure
@@ -67,13 +67,13 @@ def _render_task(task: Task) -> list[Path]:
     elif kind == "interaction":
         fig = interaction_figure(job.summary, int(key or 0), store=job.store, ylabel=job.ylabel)
     else:
-        fig = feature_figure(job.summary, str(key), store=job.store, ylabel=job.ylabel)
+        fig = feature_figure(job.summary, str(key), store=job.store, ylabel=job.ylabel, reuse=True)
     paths = []
     for fmt in job.formats:
         path = job.out / f"{stem}.{fmt}"
         save_figure(fig, path, fmt, dpi=job.dpi)
         paths.append(path)
-    fig.clear()
+    release(fig)
     return paths
 
 
@@ -118,6 +118,7 @@ def run_tasks(job: Job, tasks: list[Task], jobs: int) -> list[list[Path]]:
         return [_render_task(task) for task in tasks]
     finally:
         _JOB = None
+        release()
 
 
 def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:

@@ -30,6 +30,7 @@ from ale_cli.store.npz import read_store, store_sha256
 from ale_cli.summary.build import utc_now
 from ale_cli.summary.compare import summary_statistics
 from ale_cli.summary.model import FeatureSummary, Summary, read_summary, summary_json
+from ale_cli.summary.regional import REGIONAL
 
 if TYPE_CHECKING:
     from ale_cli.store.npz import Store
@@ -288,7 +289,8 @@ def build_report(
     The finest first-order summary (the most bins, the first given on a tie:
     :func:`ale_cli.report.digest.finest`) is the main one: it ranks the features table,
     is drawn with the ``store`` and compared with ``history`` (less ``history_exclude`` and
-    a newest run holding the same numbers); the others add overviews and heat maps.
+    a newest run holding the same numbers); the others add overviews and heat maps, a
+    regional summary its section (and its global curves only when alone).
     ``audit``: an ``ale audit --json-report`` file. ``figures`` maps a summary's path to the
     figure directory its plot step wrote: intact figures are taken, not drawn again
     (:mod:`ale_cli.report.reuse`).
@@ -300,6 +302,8 @@ def build_report(
         read_history(history, exclude=history_exclude) if history is not None else []
     )
     first_order = [(n, s) for n, s in loaded if s.features]
+    # a regional summary's global curves are first-order ones: shown only when alone
+    first_order = [(n, s) for n, s in first_order if s.estimator != REGIONAL] or first_order
     if first_order:
         i = finest(first_order)
         first_order = [first_order[i], *first_order[:i], *first_order[i + 1 :]]

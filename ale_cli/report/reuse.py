@@ -1,8 +1,8 @@
 """Figures the plot step already drew, taken into the report instead of drawing them again.
 
 ``ale run`` draws every figure of a summary in its plot step (``plots/<estimator>/``:
-one file per feature, ``overview``, one per interaction, a regional summary's
-``<feature>__regions`` per feature, named by
+one file per feature, ``overview``, one per interaction, or a regional summary's
+``<feature>__regions`` per feature with a kept split, named by
 :func:`ale_cli.plot.render.file_stems`, listed with their sha256 in the directory's
 manifest). The report takes each of them as an ``<img>`` whose source is the file
 itself as a ``data:`` URI (SVG when the step wrote SVG, else PNG), so the page stays
