@@ -12,12 +12,12 @@ uses them directly::
 
 ``model`` is a model file, or for :func:`compute`, :func:`classic` and :func:`interact`
 the model itself: a fitted scikit-learn estimator or pipeline, a ``torch.nn.Module``, a
-``torch.export.ExportedProgram``, or a callable ``f(X) -> y`` (a :class:`Predictor` to
-give its gradient too), which gets the route its file would
-(:mod:`ale_cli.models.objects`). ``data`` is a path or a DataFrame, ``store`` a path or a
-:class:`~ale_cli.store.npz.Store`; names are a list or one comma-separated string; other
-options are the CLI's (``max_bins`` is ``--max-bins``). Errors are ``InputError`` (naming
-the parameter) or ``RunError``. :func:`regional` returns a
+``torch.export.ExportedProgram``, an XGBoost, LightGBM or CatBoost model, or a callable
+``f(X) -> y`` (a :class:`Predictor` to give its gradient too), which gets the route its
+file would (:mod:`ale_cli.models.objects`). ``data`` is a path or a DataFrame, ``store``
+a path or a :class:`~ale_cli.store.npz.Store`; names are a list or one comma-separated
+string; other options are the CLI's (``max_bins`` is ``--max-bins``). Errors are
+``InputError`` (naming the parameter) or ``RunError``. :func:`regional` returns a
 :class:`~ale_cli.summary.regional.RegionalSummary` (the global records and each feature's
 regions).
 """

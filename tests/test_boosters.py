@@ -150,3 +150,45 @@ def test_a_booster_of_another_width_is_refused(boosters, tmp_path: Path) -> None
     df, _ = _frame(30)
     with pytest.raises(ModelError, match=r"takes 3 features but 2 are selected \(x1, x2\)"):
         api.classic(path, df, exclude="x3")
+
+
+def _booster_object(path: Path, ext: str):  # type: ignore[no-untyped-def]
+    """The booster of ``path`` as a notebook holds it: its library's model object."""
+    if ext == "ubj":
+        import xgboost as xgb
+
+        return xgb.Booster(model_file=str(path))
+    if ext == "txt":
+        import lightgbm as lgb
+
+        return lgb.Booster(model_file=str(path))
+    import catboost as cb
+
+    return cb.CatBoostRegressor().load_model(str(path))
+
+
+@pytest.mark.parametrize("ext", ["ubj", "txt", "cbm"])
+def test_a_booster_object_is_explained_as_its_file(boosters, ext: str, tmp_path: Path) -> None:
+    from ale_cli.models.objects import model_object
+
+    path, _ = _booster(boosters, ext)
+    df = pd.read_parquet(path.parent / "data.parquet")
+    given = _booster_object(path, ext)
+    by_file, by_object = api.classic(path, df), api.classic(given, df)
+    for name in ("x1", "x2", "x3"):
+        f, o = by_file.feature(name), by_object.feature(name)
+        np.testing.assert_array_equal(o.counts, f.counts)
+        np.testing.assert_allclose(o.effect, f.effect, rtol=0, atol=1e-12)
+    api.compute(path, df, out=tmp_path / "file.npz")
+    done = api.compute(given, df, out=tmp_path / "object.npz")
+    file_store, object_store = (api.read_store(tmp_path / n) for n in ("file.npz", "object.npz"))
+    np.testing.assert_allclose(
+        object_store.local_effects, file_store.local_effects, rtol=0, atol=1e-12
+    )
+    fmt = {"ubj": "xgboost", "txt": "lightgbm", "cbm": "catboost"}[ext]
+    record = object_store.meta["model"]
+    assert done.method == api.compute(path, df, out=tmp_path / "again.npz").method
+    assert record["format"] == fmt and record["path"] is None
+    assert record["object"].endswith(type(given).__qualname__)
+    # the content hash is of the booster's bytes: the same model loaded again has it too
+    assert record["sha256"] == model_object(_booster_object(path, ext)).sha256 is not None

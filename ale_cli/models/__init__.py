@@ -223,6 +223,8 @@ def load_object(
         )
     if given.format == "callable":
         return _adapter("callable_model:CallableModel").load(given, options, columns, X, profile)
+    if given.format in BOOSTERS:
+        return _adapter("boosters:from_object")(given, options, columns, X, profile)
     for param, asked in (
         ("method", options.method == "finite-differences"),
         ("step", options.step is not None),

@@ -6,7 +6,9 @@ A booster is piecewise constant: it is predicted in its library's own fast path 
 float64 rows and explained as the scikit-learn trees are (the large finite-difference
 step, and for ``ale compute`` secants across a fine grid; see
 :mod:`ale_cli.models.secant`), through :class:`~ale_cli.models.callable_model.CallableModel`.
-It takes its columns by position; its width is checked against the data's.
+It takes its columns by position; its width is checked against the data's. A booster
+given as an object (``api.compute(booster, X)``) is read from its bytes in the same format
+(:func:`~ale_cli.models.objects.native_bytes`), so it is explained as its file would be.
 ``--output INDEX`` picks a column of a multi-class booster's (N, k) output.
 """
 
@@ -21,7 +23,7 @@ import numpy as np
 from ale_cli.errors import ModelError
 from ale_cli.models.base import Columns, LoadOptions, first_line
 from ale_cli.models.callable_model import CallableModel
-from ale_cli.models.objects import Predictor
+from ale_cli.models.objects import ModelObject, Predictor, native_bytes
 from ale_cli.models.profile import DataProfile
 
 #: format -> (module to import, extra that installs it, label)
@@ -31,6 +33,10 @@ BOOSTERS = {
     "catboost": ("catboost", "catboost", "a CatBoost model"),
 }
 EXTENSIONS = {".json": "xgboost", ".ubj": "xgboost", ".txt": "lightgbm", ".cbm": "catboost"}
+
+
+#: a booster file, or a booster object's bytes in the same format
+Saved = Path | bytes
 
 
 def library(fmt: str, path: Path | str) -> Any:
@@ -47,10 +53,9 @@ def library(fmt: str, path: Path | str) -> Any:
         ) from None
 
 
-def _xgboost(path: Path) -> tuple[Callable[[np.ndarray], Any], int]:
-    xgb = library("xgboost", path)
+def _xgboost(xgb: Any, saved: Saved) -> tuple[Callable[[np.ndarray], Any], int]:
     booster = xgb.Booster()
-    booster.load_model(str(path))
+    booster.load_model(str(saved) if isinstance(saved, Path) else bytearray(saved))
     booster.set_param({"nthread": 1})
 
     def predict(X: np.ndarray) -> Any:
@@ -59,9 +64,11 @@ def _xgboost(path: Path) -> tuple[Callable[[np.ndarray], Any], int]:
     return predict, booster.num_features()
 
 
-def _lightgbm(path: Path) -> tuple[Callable[[np.ndarray], Any], int]:
-    lgb = library("lightgbm", path)
-    booster = lgb.Booster(model_file=str(path))
+def _lightgbm(lgb: Any, saved: Saved) -> tuple[Callable[[np.ndarray], Any], int]:
+    if isinstance(saved, Path):
+        booster = lgb.Booster(model_file=str(saved))
+    else:
+        booster = lgb.Booster(model_str=saved.decode())
 
     def predict(X: np.ndarray) -> Any:
         return booster.predict(X, num_threads=1)
@@ -69,10 +76,12 @@ def _lightgbm(path: Path) -> tuple[Callable[[np.ndarray], Any], int]:
     return predict, booster.num_feature()
 
 
-def _catboost(path: Path) -> tuple[Callable[[np.ndarray], Any], int]:
-    cb = library("catboost", path)
+def _catboost(cb: Any, saved: Saved) -> tuple[Callable[[np.ndarray], Any], int]:
     model = cb.CatBoost()
-    model.load_model(str(path), format="cbm")
+    if isinstance(saved, Path):
+        model.load_model(str(saved), format="cbm")
+    else:
+        model.load_model(blob=saved)
 
     def predict(X: np.ndarray) -> Any:
         return model.predict(X, thread_count=1)
@@ -83,36 +92,50 @@ def _catboost(path: Path) -> tuple[Callable[[np.ndarray], Any], int]:
 _READERS = {"xgboost": _xgboost, "lightgbm": _lightgbm, "catboost": _catboost}
 
 
-def load(
-    path: Path,
-    fmt: str,
+def from_object(
+    given: ModelObject,
     options: LoadOptions,
     columns: Columns,
     X: np.ndarray,
     profile: DataProfile | None = None,
 ) -> CallableModel:
-    """Read the booster file and check it on X (or ``profile``): its width, its output."""
+    """A booster object, read from its bytes in its library's own format as its file is."""
+    saved = native_bytes(given.obj, given.format)
+    return load(saved, given.format, options, columns, X, profile, name=str(given))
+
+
+def load(
+    path: Saved,
+    fmt: str,
+    options: LoadOptions,
+    columns: Columns,
+    X: np.ndarray,
+    profile: DataProfile | None = None,
+    *,
+    name: str | None = None,
+) -> CallableModel:
+    """Read the booster file (or an object's bytes, ``name`` in messages) and check it on
+    X (or ``profile``): its width, its output."""
+    what = f"model file '{path}'" if name is None else f"model {name}"
     if options.method == "autodiff":
         raise ModelError(
             f"{{param}} autodiff is not available for {BOOSTERS[fmt][2]} (trees have no "
             "gradient); it is explained by secants or finite differences",
             param="method",
         )
-    reader = _READERS[fmt]
-    library(fmt, path)  # a missing extra first, in its own words
+    lib = library(fmt, str(path) if name is None else name)  # a missing extra, in its words
     try:
-        predict, width = reader(path)
+        predict, width = _READERS[fmt](lib, path)
     except Exception as exc:  # each library raises its own error for a foreign file
-        raise ModelError(
-            f"cannot load model file '{path}' as {BOOSTERS[fmt][2]}: {first_line(exc)}"
-        ) from None
+        raise ModelError(f"cannot load {what} as {BOOSTERS[fmt][2]}: {first_line(exc)}") from None
     if width != X.shape[1]:
         raise ModelError(
-            f"model '{path}' takes {width} features but {X.shape[1]} are selected "
+            f"{what} takes {width} features but {X.shape[1]} are selected "
             f"({', '.join(columns.names)}); select the model's inputs with {{param:inputs}} "
             "or {param:exclude}",
             param="features",
         )
+    label = str(path) if name is None else name
     return CallableModel.of(
-        Predictor(predict), str(path), options, columns, X, profile, fmt=fmt, piecewise=True
+        Predictor(predict), label, options, columns, X, profile, fmt=fmt, piecewise=True
     )

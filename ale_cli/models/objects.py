@@ -11,6 +11,9 @@ fitted scikit-learn estimator or pipeline  ``sklearn``       finite differences,
                                                              secants for trees
 ``torch.nn.Module`` (also a ScriptModule)  ``torch-module``  autodiff
 ``torch.export.ExportedProgram``           ``torch-export``  autodiff
+native booster: ``xgboost.Booster``,       ``xgboost``,      secants, as their files
+``lightgbm.Booster``, ``catboost.CatBoost``  ``lightgbm``,
+(its Regressor and Classifier)             ``catboost``
 any callable ``f(X) -> y``                 ``callable``      finite differences (or
 :class:`Predictor` with a ``gradient``                       the given gradient)
 =========================================  ================  ==========================
@@ -18,7 +21,8 @@ any callable ``f(X) -> y``                 ``callable``      finite differences 
 The object is never changed: a torch module is copied before it is put in eval mode
 and its parameters frozen. Its provenance is the type's name and a content hash where
 one can be computed (the pickle of a scikit-learn estimator; a module's parameters,
-buffers and the source of its classes; an exported program's saved bytes). A callable
+buffers and the source of its classes; an exported program's saved bytes; a booster's
+bytes in its library's own format, which are also what is read). A callable
 has no content hash (its code may read anything), so its store is never a cache hit.
 """
 
@@ -30,6 +34,7 @@ import inspect
 import io
 import pickle
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,13 +42,20 @@ from typing import Any
 
 from ale_cli.errors import InputError, ModelError
 
+#: native booster format -> its library's module and the class of its model objects
+BOOSTER_TYPES = {
+    "xgboost": ("xgboost", "Booster"),
+    "lightgbm": ("lightgbm", "Booster"),
+    "catboost": ("catboost", "CatBoost"),
+}
+
 #: The formats of models given as objects (``ModelObject.format``).
-OBJECT_FORMATS = ("sklearn", "torch-module", "torch-export", "callable")
+OBJECT_FORMATS = ("sklearn", "torch-module", "torch-export", "callable", *BOOSTER_TYPES)
 
 ACCEPTED = (
     "a model file path, a fitted scikit-learn estimator or pipeline, a torch.nn.Module, "
-    "a torch.export.ExportedProgram, or a callable f(X) -> y (ale_cli.api.Predictor to "
-    "add its gradient)"
+    "a torch.export.ExportedProgram, an XGBoost, LightGBM or CatBoost model, or a callable "
+    "f(X) -> y (ale_cli.api.Predictor to add its gradient)"
 )
 
 
@@ -140,10 +152,32 @@ def _torch_kind(value: Any) -> str | None:
     return None
 
 
+def _booster_kind(value: Any) -> str | None:
+    """The format of a native booster object (its library is imported if it is one)."""
+    for fmt, (module, name) in BOOSTER_TYPES.items():
+        library = sys.modules.get(module)
+        if library is not None and isinstance(value, getattr(library, name, ())):
+            return fmt
+    return None
+
+
+def native_bytes(value: Any, fmt: str) -> bytes:
+    """A native booster object saved in its library's own format (UBJSON, LightGBM's text,
+    ``.cbm``), as bytes."""
+    if fmt == "xgboost":
+        return bytes(value.save_raw("ubj"))
+    if fmt == "lightgbm":
+        return str(value.model_to_string()).encode()
+    with tempfile.TemporaryDirectory(prefix="ale-catboost-") as folder:
+        path = Path(folder) / "model.cbm"
+        value.save_model(str(path), format="cbm")
+        return path.read_bytes()
+
+
 def model_object(value: Any, *, param: str = "model") -> ModelObject:
     """``value`` as a :class:`ModelObject`, its format told by its type; an InputError
     naming ``param`` for anything that is not a model."""
-    fmt = _torch_kind(value)
+    fmt = _torch_kind(value) or _booster_kind(value)
     if fmt is None and _sklearn(value):
         fmt = "sklearn"
     if fmt is None and (isinstance(value, Predictor) or callable(value)):
@@ -182,6 +216,8 @@ def object_sha256(value: Any, fmt: str) -> str | None:
             digest.update(buffer.getvalue())
         elif fmt == "torch-module":
             _module_digest(value, digest)
+        elif fmt in BOOSTER_TYPES:
+            digest.update(native_bytes(value, fmt))
         else:
             return None
     except Exception:  # unpicklable parts, classes defined where no source is kept
