@@ -89,6 +89,19 @@ def test_module_object_equals_its_torchscript_file(diabetes, mlp_model: Path, tm
         module.eval()
 
 
+def test_a_loaded_torchscript_module_equals_its_file(diabetes, mlp_model: Path, tmp_path) -> None:
+    import torch
+
+    script = torch.jit.load(str(mlp_model))  # a ScriptModule as a notebook holds it
+    opts = {"exclude": "target", "features": "bmi,bp"}
+    api.compute(script, diabetes, out=tmp_path / "o.npz", **opts)
+    api.compute(mlp_model, diabetes, out=tmp_path / "f.npz", **opts)
+    o, f = api.read_store(tmp_path / "o.npz"), api.read_store(tmp_path / "f.npz")
+    np.testing.assert_allclose(o.local_effects, f.local_effects, rtol=0, atol=1e-12)
+    assert o.meta["model"]["object"].endswith("RecursiveScriptModule")
+    assert all(p.requires_grad and p.is_leaf for p in script.parameters())  # not changed
+
+
 def test_linear_callable_known_answer_and_no_cache(tmp_path: Path) -> None:
     import pandas as pd
 

@@ -244,7 +244,15 @@ def _module_digest(module: Any, digest: Any) -> None:
 
 def torch_module_of(given: ModelObject) -> Any:
     """The torch module to differentiate: a copy of an ``nn.Module`` (the caller's stays
-    as it is)."""
+    as it is); a ScriptModule's through its saved archive, as its file would be read (a
+    deep copy of one holds parameters that are not leaves, which cannot be frozen)."""
+    import torch
+
+    if isinstance(given.obj, torch.jit.ScriptModule):
+        buffer = io.BytesIO()
+        torch.jit.save(given.obj, buffer)
+        buffer.seek(0)
+        return torch.jit.load(buffer)
     return copy.deepcopy(given.obj)
 
 
