@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from ale_cli.audit import audit_files
 from ale_cli.cli import app
-from ale_cli.summary.compare import compare_summaries, curve_difference
+from ale_cli.summary.compare import compare_summaries, records_difference
 from ale_cli.summary.model import FeatureSummary, Summary, read_summary, write_summary
 
 runner = CliRunner()
@@ -64,15 +64,8 @@ def test_same_curve_on_other_edges_or_shifted_by_a_constant_has_no_difference():
     fine = linear("x", 1.5, np.linspace(-1.0, 4.0, 31))
     shifted = replace(fine, effect=fine.effect + 7.0)
     for other in (fine, shifted):
-        d = curve_difference(
-            base_edges=base.edges,
-            base_effect=base.effect,
-            base_stderr=base.stderr,
-            base_counts=base.counts,
-            other_edges=other.edges,
-            other_effect=other.effect,
-            other_stderr=other.stderr,
-        )
+        d = records_difference(base, other)
+        assert d is not None
         np.testing.assert_allclose(d.difference, 0.0, atol=1e-12)
         assert d.max_z == 0.0 and d.n_outside == 0
 
