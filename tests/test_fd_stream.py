@@ -372,3 +372,33 @@ def test_data_changed_between_the_two_reads_is_refused(smooth_pickle, tmp_path: 
     with pytest.raises(RunError, match=r"data file '.*d\.csv' changed while it was read"):
         compute(ComputeRequest(inputs=inputs, out=out, chunk_rows=16), force=True)
     assert not out.exists()
+
+
+def test_data_changed_after_the_stale_store_check_is_refused(
+    smooth_pickle, tmp_path: Path, monkeypatch
+):
+    """A stale store at the output makes compute hash the data before the run; if the file
+    changes before it is streamed, the store must not name the bytes hashed first."""
+    import ale_cli.estimators.local_effects_cache as cache_module
+
+    data = tmp_path / "d.csv"
+    frame = _frame(40)
+    frame.to_csv(data, index=False)
+    inputs = ModelInputs(
+        model=smooth_pickle, data=data, exclude=("y",), trust_pickle=True, drop_nonfinite=True
+    )
+    out = tmp_path / "s.npz"
+    compute(ComputeRequest(inputs=inputs, out=out, chunk_rows=16), force=True)
+    before = out.read_bytes()
+    frame.to_csv(data, index=False, float_format="%.17g")  # the same rows, other bytes: stale
+    real = cache_module.inputs_sha256
+
+    def then_rewrite(path):  # type: ignore[no-untyped-def]
+        found = real(path)
+        frame.to_csv(data, index=False)  # back to the first bytes before the stream reads them
+        return found
+
+    monkeypatch.setattr(cache_module, "inputs_sha256", then_rewrite)
+    with pytest.raises(RunError, match=r"data file '.*d\.csv' changed while it was read"):
+        compute(ComputeRequest(inputs=inputs, out=out, chunk_rows=16))
+    assert out.read_bytes() == before  # the old store is left as it was

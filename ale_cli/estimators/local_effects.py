@@ -247,7 +247,8 @@ def _write(
             _check_rows_left(state.reads, request)
             data = _DataRead.of(run.header, state.reads)
             data_sha = data_sha256(run, state.reads)
-            if run.first_sha256 not in (None, data_sha):
+            hashed_before = (run.first_sha256, hashes.data if hashes else None)
+            if any(sha not in (None, data_sha) for sha in hashed_before):
                 raise RunError(
                     f"data file '{request.inputs.data_label}' changed while it was read (its "
                     "two reads differ); run again once it is written"
