@@ -137,9 +137,15 @@ def _short(digest: str) -> str:
     return f"{str(digest)[:12]}..."
 
 
-def _tasks(summary: Summary, names: tuple[str, ...], regions: RegionalSummary | None) -> list[Task]:
-    """The figures to draw: the overview first (the biggest), features, interactions; of
-    a regional summary (``regions``), the regions of each feature with a kept split."""
+def _tasks(
+    summary: Summary,
+    names: tuple[str, ...],
+    regions: RegionalSummary | None,
+    overview_only: bool = False,
+) -> list[Task]:
+    """The figures to draw: the overview first (the biggest), features (none when
+    ``overview_only``), interactions; of a regional summary (``regions``), the regions
+    of each feature with a kept split."""
     if regions is not None:
         split = zip(names, file_stems(list(names)), strict=True)
         return [
@@ -150,6 +156,8 @@ def _tasks(summary: Summary, names: tuple[str, ...], regions: RegionalSummary | 
     pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
     stems = file_stems([*names, *pairs])
     tasks: list[Task] = [("feature", n, s) for n, s in zip(names, stems, strict=False)]
+    if overview_only:
+        tasks = []
     if names:
         tasks.insert(0, ("overview", None, OVERVIEW))
     tasks += [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
@@ -167,10 +175,12 @@ def render_summary(
     jobs: int = 1,
     ylabel: str | None = None,
     regions: RegionalSummary | None = None,
+    overview_only: bool = False,
 ) -> RenderResult:
     """Write every figure of ``summary`` into ``out_dir``, replacing it when all are
-    written; with ``regions`` (a regional summary), only a figure of its regions' curves,
-    ``<stem>__regions``, per feature with a kept split. ``store`` must match
+    written (``overview_only``: no figure per feature); with ``regions`` (a regional
+    summary), only a figure of its regions' curves, ``<stem>__regions``, per feature with
+    a kept split. ``store`` must match
     (:func:`check_store`, run by the caller); ``jobs`` > 1 forks workers (same bytes as
     ``jobs=1``)."""
     for fmt in formats:
@@ -184,12 +194,13 @@ def render_summary(
     if summary_outputs(summary):  # every output's record of the names
         feats = [f for f in summary.features if f.name in names]
     out = Path(out_dir)
-    tasks = _tasks(summary, names, regions)
+    tasks = _tasks(summary, names, regions, overview_only)
     with figure_directory(out) as tmp:
         job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel, regions)
         written = run_tasks(job, tasks, jobs)
     if tasks and tasks[0][0] == "overview":  # files are listed with the overview after the features
-        written = [*written[1 : len(names) + 1], written[0], *written[len(names) + 1 :]]
+        k = 1 + sum(kind == "feature" for kind, _, _ in tasks)
+        written = [*written[1:k], written[0], *written[k:]]
     return RenderResult(
         paths=tuple(out / p.name for paths in written for p in paths),
         features=names,
@@ -235,6 +246,7 @@ def plot_files(
     dpi: int = DEFAULT_DPI,
     jobs: int | None = 1,
     ylabel: str | None = None,
+    overview_only: bool = False,
 ) -> RenderResult:
     """Read a summary (and its store), check them and render (``jobs=None``: default)."""
     summary = read_summary(summary_path)
@@ -255,6 +267,8 @@ def plot_files(
             store_sha256=sha,
         )
     if jobs is None:
-        jobs = default_jobs(len(dict.fromkeys(names)) + 1 + len(summary.interactions))
+        n_features = 0 if overview_only else len(dict.fromkeys(names))
+        jobs = default_jobs(n_features + 1 + len(summary.interactions))
     kw = {"formats": formats, "dpi": dpi, "jobs": jobs, "ylabel": ylabel, "regions": regions}
+    kw["overview_only"] = overview_only
     return render_summary(summary, out_dir, store=store, features=names, **kw)
