@@ -137,15 +137,9 @@ def _short(digest: str) -> str:
     return f"{str(digest)[:12]}..."
 
 
-def _tasks(
-    summary: Summary,
-    names: tuple[str, ...],
-    regions: RegionalSummary | None,
-    overview_only: bool = False,
-) -> list[Task]:
-    """The figures to draw: the overview first (the biggest), features (none when
-    ``overview_only``), interactions; of a regional summary (``regions``), the regions
-    of each feature with a kept split."""
+def _tasks(summary: Summary, names: tuple[str, ...], regions: RegionalSummary | None) -> list[Task]:
+    """The figures to draw: the overview first (the biggest), features, interactions; of
+    a regional summary (``regions``), the regions of each feature with a kept split."""
     if regions is not None:
         split = zip(names, file_stems(list(names)), strict=True)
         return [
@@ -156,8 +150,6 @@ def _tasks(
     pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
     stems = file_stems([*names, *pairs])
     tasks: list[Task] = [("feature", n, s) for n, s in zip(names, stems, strict=False)]
-    if overview_only:
-        tasks = []
     if names:
         tasks.insert(0, ("overview", None, OVERVIEW))
     tasks += [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
@@ -194,7 +186,7 @@ def render_summary(
     if summary_outputs(summary):  # every output's record of the names
         feats = [f for f in summary.features if f.name in names]
     out = Path(out_dir)
-    tasks = _tasks(summary, names, regions, overview_only)
+    tasks = [t for t in _tasks(summary, names, regions) if not overview_only or t[0] != "feature"]
     with figure_directory(out) as tmp:
         job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel, regions)
         written = run_tasks(job, tasks, jobs)
