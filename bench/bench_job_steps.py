@@ -13,15 +13,18 @@ plot steps drew (what ``ale run`` does) and drawing them again.
 Run: ``PYTHONPATH=. python bench/bench_job_steps.py [--rounds R] [--base DIR]`` (needs
 ``make samples``; a base checkout needs its own ``sample_data/models``).
 
-Today, 2 shared cores at load 3 (wall times up to several times a quiet machine's: the
-two plot workers got about one core; CPU seconds are steadier, though the compute
-step's vary by 20%), 3 rounds against the tree before: compute 3.2-4.4 s CPU; plots
-12.3-14.9 s CPU, 11.8-13.7 s wall, for 29 figures (the regional step draws the 6
-features with a kept split), before 21.7-24.4 s CPU for 44; report 0.4-0.7 s;
-(plots + report) / compute = 3.5-4.0 CPU (before 5.8-7.2), 3.0-3.6 wall (before
-5.0-6.6). The target of 1 is not met: a feature figure is still about 0.15-0.45 s of
-CPU (text, ticks and the legend are most of it), the overview three times that, and the
-step that imports matplotlib pays about 0.4 s for it.
+2026-11-26, 2 shared cores (other sessions running: load 1.6-3.2 at 12:21 UTC, 2.5-3.4
+at 12:12), ``--rounds 3 --base`` main 8cf0e0a, twice. CPU seconds: compute 2.9-4.1;
+plots 6.9-8.7 for 19 figures (the RHALE step draws its overview alone:
+``plots.overview_only``), before 10.9-14.6 for 29; report 0.25-0.45 (before 0.45-0.70).
+(plots + report) / compute, CPU: median 2.24 (2.02-2.83), before 4.30 (4.08-4.64); the
+run at 12:12: 2.54 (2.40-2.62), before 3.94 (3.00-5.28). Wall: 1.58 (1.38-1.96), before
+2.57 (2.42-2.80); at 12:12 3.04 (2.60-3.06), before 2.96 (2.56-7.46): at load 3 two
+plot workers share one core and wall ratios say little. Instructions
+(``perf stat -e instructions:u``, repeats agree to 0.1%): the whole job 35.4 G before,
+22.5 G now, 9.2 G without plots and report. The target of 1 is not met: a rebin feature
+figure is still 0.47 G instructions (text, ticks and the legend are half of it), an
+overview 1.28 G, and the step that imports matplotlib pays about 0.6 s of CPU for it.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def sample_job(tmp_path: Path, mlp_model: Path, sample_dir: Path) -> Path:
             "rebin": {"bins": 20, "binning": "quantile"},
             "interact": {"pairs": ["s1", "s2"]},
         },
-        plots={"formats": ["png"]},
+        plots={"formats": ["png"], "overview_only": ["rhale"]},
         audit={"rules": str(ROOT / "configs/audit-diabetes-mlp.yaml")},
         report={"timestamp": False},
         keep=5,
@@ -97,8 +97,13 @@ def test_sample_job_runs_every_step_then_caches_them_all(cli, sample_job, tmp_pa
         "plot-rhale", "plot-rebin", "plot-interact", "audit", "report",
     ]  # fmt: skip
     assert manifest["cache_hits"] == 0 and manifest["audit"]["passed"] is True
-    assert (out / "plots/rhale/bmi.png").is_file()
-    # 10 features, 13 figures: the plot steps' PNGs (dpi 120) taken as data: images
+    # rhale: the overview alone; rebin: a figure per feature and the overview
+    assert sorted(p.name for p in (out / "plots/rhale").iterdir()) == [
+        ".ale-plots.json", "overview.png",
+    ]  # fmt: skip
+    assert (out / "plots/rebin/bmi.png").is_file()
+    # 10 features, 13 figures: the plot steps' PNGs (dpi 120) taken as data: images, none
+    # drawn again (the features' from rebin, the finest; rhale's overview)
     html = (out / "report.html").read_text(encoding="utf-8")
     assert 0 < len(html) < 3 * 1024 * 1024
     assert html.count('<img class="figure"') == 13 and 'class="figure" width=' not in html
@@ -388,7 +393,10 @@ def test_a_missing_rules_file_is_refused_before_any_step(cli, product_model, tmp
 @pytest.mark.parametrize(
     ("plots", "message"),
     [({"dpi": 5}, "plots.dpi: must be at least 30, got 5"),
-     ({"formats": ["png", "gif"]}, "plots.formats[1]: must be one of png, svg, got 'gif'")],
+     ({"formats": ["png", "gif"]}, "plots.formats[1]: must be one of png, svg, got 'gif'"),
+     ({"overview_only": ["rebin"]}, "plots.overview_only: 'rebin' is not an estimator of the job"),
+     ({"overview_only": ["regional"]},
+      "plots.overview_only[0]: must be one of rhale, rebin, classic, got 'regional'")],
 )  # fmt: skip
 def test_plot_options_in_a_job_have_the_limits_of_ale_plot(cli, tmp_path, plots, message):
     job = write_job(tmp_path / "job.yaml", model="m.pt", data="d.csv", estimators=["rhale"],

@@ -241,8 +241,11 @@ def _plots(r: _Runner, names: list[str], store_sha: str) -> None:
     for name in names:
         summary = f"{name}.json"
         inputs = {"summary": r.digest(summary), "store": store_sha}
+        options = {k: spec.plots[k] for k in ("formats", "dpi")}
+        if name in spec.plots.get("overview_only", ()):
+            options["overview_only"] = True  # in this step's key alone
 
-        def action(step: Step, name: str = name) -> list[Path]:
+        def action(step: Step, name: str = name, options: dict[str, Any] = options) -> list[Path]:
             # the staged figures are links to the previous run's, which this step replaces
             # whole (a run directory from before figure manifests has none to vouch for them)
             shutil.rmtree(r.out / "plots" / name, ignore_errors=True)
@@ -250,13 +253,14 @@ def _plots(r: _Runner, names: list[str], store_sha: str) -> None:
                 r.out / f"{name}.json",
                 r.out / "plots" / name,
                 store_path=r.out / STORE,
-                formats=spec.plots["formats"],  # type: ignore[index]
-                dpi=int(spec.plots["dpi"]),  # type: ignore[index]
+                formats=options["formats"],
+                dpi=int(options["dpi"]),
                 jobs=None,
+                overview_only=bool(options.get("overview_only")),
             )
             return [*result.paths, r.out / "plots" / name / FIGURES_MANIFEST]
 
-        r.step(f"plot-{name}", dict(spec.plots), inputs, action)
+        r.step(f"plot-{name}", options, inputs, action)
 
 
 def _audit(r: _Runner, names: list[str]) -> tuple[Step | None, dict[str, Any] | None]:

@@ -10,7 +10,7 @@
       rhale: {max_bins: 50}
       rebin: {bins: 20, binning: quantile}
       interact: {pairs: [s1,s2]}      # or a list of pairs: [[s1,s2], [bmi,bp]]
-    plots: {formats: [png], dpi: 120}    # false: no figure files
+    plots: {formats: [png], dpi: 120}    # false: no figure files; also overview_only: [rhale]
     audit: {rules: audit-diabetes-mlp.yaml, baseline: null}
     report: {timestamp: true}            # false: no report
     keep: 30                             # runs kept under DIR/history
@@ -65,6 +65,8 @@ ESTIMATOR_OPTIONS: dict[str, tuple[str, ...]] = {
     "classic": ("bins", "binning", "edges", "center", "statistics"),
     "interact": ("pairs", "bins", "binning", "estimator", "edges"),
 }
+#: the estimators whose plot step can draw the overview alone (``plots.overview_only``)
+OVERVIEW_ONLY = ("rhale", "rebin", "classic")
 _INPUT_FIELDS = tuple(f.name for f in fields(ModelInputs) if f.name != "model_source")
 DEFAULT_KEEP = 30
 #: the largest job file read (a job is a few hundred bytes)
@@ -140,6 +142,7 @@ def job_schema() -> dict[str, Any]:
         {
             "formats": {"type": "array", "minItems": 1, "items": {"enum": list(FORMATS)}},
             "dpi": {"type": "integer", "minimum": low, "maximum": high},
+            "overview_only": {"type": "array", "items": {"enum": list(OVERVIEW_ONLY)}},
         }
     )
     top = {f: {} for f in _INPUT_FIELDS} | {
@@ -344,6 +347,9 @@ def read_job(path: str | Path, *, model: Any = None) -> JobSpec:
     if data.get("plots") is not False:
         plots = {"formats": ["png"], "dpi": DEFAULT_DPI} | (data.get("plots") or {})
         plots["dpi"] = int(plots["dpi"])
+        absent = [n for n in plots.get("overview_only", ()) if n not in estimators]
+        if absent:
+            raise _fail(job, "plots.overview_only", f"'{absent[0]}' is not an estimator of the job")
     report = None
     if data.get("report") is not False:
         report = {"timestamp": True} | (data.get("report") or {})

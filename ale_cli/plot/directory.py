@@ -8,12 +8,17 @@ date or version (fixed ``svg.hashsalt``, ``Software: ale``): same inputs, same b
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import secrets
 import shutil
+import struct
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ale_cli.errors import InputError, RunError
 from ale_cli.io.files import atomic_write
@@ -104,9 +109,32 @@ def save_figure(fig: Figure, path: Path, fmt: str, *, dpi: int) -> None:
     """Save ``fig`` atomically to ``path`` as ``fmt``, without dates or version strings."""
     import matplotlib
 
-    kwargs: dict[str, Any] = {"metadata": style.SVG_METADATA}
-    if fmt == "png":
-        # zlib level 3: 40% faster than the default 6 for 10% larger files
-        kwargs = {"metadata": style.PNG_METADATA, "pil_kwargs": {"compress_level": 3}}
     with matplotlib.rc_context(style.RC), atomic_write(path) as fh:
-        fig.savefig(fh, format=fmt, dpi=dpi, **kwargs)
+        if fmt == "png":
+            fh.write(png_bytes(fig, dpi))
+        else:
+            fig.savefig(fh, format=fmt, dpi=dpi, metadata=style.SVG_METADATA)
+
+
+def png_bytes(fig: Figure, dpi: int) -> bytes:
+    """``fig`` as an RGBA PNG (its pixels as ``savefig`` draws them, ``dpi`` in ``pHYs``,
+    ``style.PNG_METADATA`` as ``tEXt``): rows unfiltered, zlib level 3, half the CPU of
+    Pillow's encoder (which tries five filters per row) for files about 10% larger."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="rgba", dpi=dpi)
+    width = int(fig.get_figwidth() * dpi)
+    rows = np.frombuffer(buffer.getbuffer(), np.uint8).reshape(-1, 4 * width)
+    filtered = np.zeros((len(rows), 1 + 4 * width), np.uint8)  # filter byte 0: none
+    filtered[:, 1:] = rows
+    ppm = round(dpi / 0.0254)
+    chunks = [
+        (b"IHDR", struct.pack(">IIBBBBB", width, len(rows), 8, 6, 0, 0, 0)),
+        (b"pHYs", struct.pack(">IIB", ppm, ppm, 1)),
+        *((b"tEXt", f"{k}\0{v}".encode("latin-1")) for k, v in style.PNG_METADATA.items()),
+        (b"IDAT", zlib.compress(filtered.data, 3)),
+        (b"IEND", b""),
+    ]
+    return b"\x89PNG\r\n\x1a\n" + b"".join(
+        struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        for kind, data in chunks
+    )

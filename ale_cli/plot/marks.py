@@ -111,7 +111,8 @@ def draw_violins(ax: Axes, feat: FeatureSummary, x: np.ndarray, effects: np.ndar
             label=None if labelled else VIOLIN_LABEL,
         )
         labelled = True
-        ax.add_collection(body, autolim=True)
+        ax.add_collection(body, autolim=False)
+        ax.update_datalim(outline)  # the collection's limits, without a pass per violin
     ax.autoscale_view()
     return int(bounds[1] - bounds[0])
 

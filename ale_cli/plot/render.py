@@ -167,10 +167,12 @@ def render_summary(
     jobs: int = 1,
     ylabel: str | None = None,
     regions: RegionalSummary | None = None,
+    overview_only: bool = False,
 ) -> RenderResult:
     """Write every figure of ``summary`` into ``out_dir``, replacing it when all are
-    written; with ``regions`` (a regional summary), only a figure of its regions' curves,
-    ``<stem>__regions``, per feature with a kept split. ``store`` must match
+    written (``overview_only``: no figure per feature); with ``regions`` (a regional
+    summary), only a figure of its regions' curves, ``<stem>__regions``, per feature with
+    a kept split. ``store`` must match
     (:func:`check_store`, run by the caller); ``jobs`` > 1 forks workers (same bytes as
     ``jobs=1``)."""
     for fmt in formats:
@@ -184,12 +186,13 @@ def render_summary(
     if summary_outputs(summary):  # every output's record of the names
         feats = [f for f in summary.features if f.name in names]
     out = Path(out_dir)
-    tasks = _tasks(summary, names, regions)
+    tasks = [t for t in _tasks(summary, names, regions) if not overview_only or t[0] != "feature"]
     with figure_directory(out) as tmp:
         job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel, regions)
         written = run_tasks(job, tasks, jobs)
     if tasks and tasks[0][0] == "overview":  # files are listed with the overview after the features
-        written = [*written[1 : len(names) + 1], written[0], *written[len(names) + 1 :]]
+        k = 1 + sum(kind == "feature" for kind, _, _ in tasks)
+        written = [*written[1:k], written[0], *written[k:]]
     return RenderResult(
         paths=tuple(out / p.name for paths in written for p in paths),
         features=names,
@@ -235,6 +238,7 @@ def plot_files(
     dpi: int = DEFAULT_DPI,
     jobs: int | None = 1,
     ylabel: str | None = None,
+    overview_only: bool = False,
 ) -> RenderResult:
     """Read a summary (and its store), check them and render (``jobs=None``: default)."""
     summary = read_summary(summary_path)
@@ -255,6 +259,8 @@ def plot_files(
             store_sha256=sha,
         )
     if jobs is None:
-        jobs = default_jobs(len(dict.fromkeys(names)) + 1 + len(summary.interactions))
+        n_features = 0 if overview_only else len(dict.fromkeys(names))
+        jobs = default_jobs(n_features + 1 + len(summary.interactions))
     kw = {"formats": formats, "dpi": dpi, "jobs": jobs, "ylabel": ylabel, "regions": regions}
+    kw["overview_only"] = overview_only
     return render_summary(summary, out_dir, store=store, features=names, **kw)

@@ -73,7 +73,6 @@ def _render_task(task: Task) -> list[Path]:
         path = job.out / f"{stem}.{fmt}"
         save_figure(fig, path, fmt, dpi=job.dpi)
         paths.append(path)
-    release(fig)
     return paths
 
 

@@ -34,7 +34,6 @@ def svg_text(fig: Figure, *, prefix: str) -> str:
     buffer = io.StringIO()
     with matplotlib.rc_context(style.RC):
         fig.savefig(buffer, format="svg", metadata=style.SVG_METADATA)
-    fig.clear()
     text = _METADATA.sub("", _PROLOG.sub("", buffer.getvalue(), count=1), count=1)
     # coordinates to 0.1 pt: a third smaller, the same picture
     text = _COORDS.sub(lambda m: f'{m.group(1)}="{_DECIMALS.sub(_round, m.group(2))}"', text)
