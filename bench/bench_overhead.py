@@ -87,6 +87,15 @@ def bare(model: Path, data: Path) -> tuple[float, float, float]:
     return cpu, wall, whole
 
 
+def torch_import() -> float:
+    """CPU seconds of a process that only runs ``import torch`` (start-up included): what
+    ``ale compute`` must pay for a TorchScript model and the pass-only reference does not."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-c", "import torch"], env={**os.environ, **ENV}, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def cli(model: Path, data: Path, folder: Path, extra: list[str]) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of ``ale compute`` + ``ale rhale`` as processes."""
     ale = [sys.executable, "-m", "ale_cli"]
@@ -121,7 +130,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ale-overhead-") as tmp:
         folder = Path(tmp)
         model, data = make_inputs(folder, int(args.rows))
-        keys = ("bare_cpu", "bare_wall", "bare_process", "cpu", "wall")
+        keys = ("bare_cpu", "bare_wall", "bare_process", "cpu", "wall", "torch")
         rows: dict[str, list[float]] = {k: [] for k in keys}
         for _ in range(args.rounds):
             cpu, wall, whole = bare(model, data)
@@ -132,6 +141,7 @@ def main() -> None:
             cpu, wall = cli(model, data, folder, args.compute_args.split())
             rows["cpu"].append(cpu)
             rows["wall"].append(wall)
+            rows["torch"].append(torch_import())
     cpu_ratio = [c / b for c, b in zip(rows["cpu"], rows["bare_cpu"], strict=True)]
     wall_ratio = [c / b for c, b in zip(rows["wall"], rows["bare_wall"], strict=True)]
     print(
@@ -146,6 +156,11 @@ def main() -> None:
     process = [c / b for c, b in zip(rows["cpu"], rows["bare_process"], strict=True)]
     print(show("bare script's whole process CPU s", rows["bare_process"]))
     print(show("CPU ratio against the whole bare process", process))
+    # ale's CPU without the cost of ``import torch`` (measured in its own process)
+    triples = zip(rows["cpu"], rows["torch"], rows["bare_cpu"], strict=True)
+    rest = [(c - t) / b for c, t, b in triples]
+    print(show("import torch alone CPU s", rows["torch"]))
+    print(show("CPU ratio, ale less import torch, against the pass", rest))
 
 
 if __name__ == "__main__":
