@@ -15,20 +15,27 @@ thread everywhere (``ALE_THREADS=1``, ``OMP_NUM_THREADS=1``). Rounds are interle
 The target: CLI CPU <= 1.5x bare CPU, CLI wall <= 1.4x bare wall. Each figure is the
 median over the rounds with its min-max: the spread is the noise of the machine.
 
-Usage: python bench/bench_overhead.py [--rows 1e6] [--rounds 3]
+Usage: python bench/bench_overhead.py [--rows 1e6] [--rounds 3] [--same-pass 2e5]
 
-Measured 2026-11-26, 03:26 UTC, 3 interleaved rounds, load average 1.2 on 2 cores:
-bare fwd+bwd 10.92 s CPU (10.79-12.55), 10.92 s wall; ale compute + ale rhale 17.43 s
-CPU (17.36-19.50), 15.64 s wall: CPU ratio 1.61 (1.39-1.79), wall ratio 1.45
-(1.24-1.62); both above their targets.
+Measured 2026-11-26, two runs of 3 interleaved rounds (12:09 and 12:13 UTC, load average
+3.2 and 2.8: three other sessions at work on 2 cores). Bare fwd+bwd 9.38 s CPU (9.21-9.85)
+and 9.43 s (8.94-9.60); ale compute + ale rhale 16.88 s (15.87-18.14) and 15.45 s
+(15.40-16.47): CPU ratio 1.80 (1.61-1.97) and 1.64 (1.60-1.84), wall ratio 2.42
+(2.30-2.52) and 1.87 (1.40-2.26); both above their targets (wall suffers most from the
+load). ``import torch`` alone took 3.52 s (3.28-3.93) and 3.27 s (2.85-4.02) of CPU; ale's
+CPU less that is 1.38x (1.28-1.59) and 1.34x (1.26-1.39) the pass.
 
-Measured 2026-11-26, 08:16 UTC, 3 interleaved rounds, load average 1.3-1.8 (one helper
-job running): bare 13.63 s CPU (12.87-19.36), ale compute + ale rhale 21.43 s CPU
-(20.59-21.63), 21.68 s wall: CPU ratio 1.59 (1.11-1.60), wall ratio 1.64 (1.03-1.65);
-still above both targets. Of the difference, ``import torch`` alone takes 4.5-4.9 s of
-CPU on this machine (``/usr/bin/time python -c "import torch"``, three runs) and ale
-rhale 2.2 s; the binary-columns pass no longer runs when the first chunk rules out every
-column, and the Arrow batches are copied in blocks (1.0 s -> 0.2 s at 1e6 x 32).
+Where the CPU goes, in user instructions (``perf stat -e instructions:u``, the same to
+0.1% from run to run, unlike the times): the bare pass 38.7 G (the bare script less the
+same script without its loop); ``ale compute`` 48.0 G = ``import torch`` 5.2 G + the rest
+of its start-up 0.3 G (compute on 1,000 rows: 5.5 G) + the pass + 3.8 G of per-row work
+(Parquet decoding, the data's SHA-256, the store's CRC-32, float conversions and
+finiteness checks, spread thin); ``ale rhale`` 5.4 G = start-up 1.1 G (rhale of a
+1,000-row store) + 4.3 G (bincounts 1.4 G, the CRC-32 check 1.0 G, the grid's arithmetic).
+ale's own pass costs what the bare loop does (``--same-pass 2e5 --rounds 7``, one process,
+load 2.8: ale/bare 1.00 (0.80-1.19)). The bare loop is a fair reference: ale's batch size
+and dtype (8192 float32 rows per call, float64 gradients out), and a clone of each batch
+that ale does not make.
 """
 
 from __future__ import annotations
@@ -87,6 +94,57 @@ def bare(model: Path, data: Path) -> tuple[float, float, float]:
     return cpu, wall, whole
 
 
+def torch_import() -> float:
+    """CPU seconds of a process that only runs ``import torch`` (start-up included): what
+    ``ale compute`` must pay for a TorchScript model and the pass-only reference does not."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-c", "import torch"], env={**os.environ, **ENV}, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def same_pass(model_path: Path, data: Path, rows: int, rounds: int) -> list[float]:
+    """ale's pass (``local_effects`` of the loaded model, chunks of 65536 rows, its float32
+    store rows) over its CPU time of the bare loop, per round, both in this process, one
+    thread, interleaved."""
+    import numpy as np
+    import pyarrow.parquet as pq
+    import torch
+    from bench_cli_vs_effector import BATCH
+
+    from ale_cli.models import load_model
+    from ale_cli.models.base import Columns, LoadOptions
+
+    torch.set_num_threads(1)
+    table = pq.read_table(data)
+    X = np.column_stack([c.to_numpy() for c in table.columns])[:rows].copy()
+    columns = Columns(names=tuple(table.column_names))
+    model = load_model(model_path, options=LoadOptions(), columns=columns, X=X[:BATCH])
+
+    def bare_loop() -> None:
+        x, g_all = torch.from_numpy(X), np.empty(X.shape)
+        with torch.jit.optimized_execution(False):
+            for s in range(0, len(X), BATCH):
+                xb = x[s : s + BATCH].clone().requires_grad_(True)
+                (g,) = torch.autograd.grad(model.module(xb).sum(), xb)
+                g_all[s : s + BATCH] = g.numpy()
+
+    def ale_pass() -> None:
+        for s in range(0, len(X), 1 << 16):
+            found = model.local_effects(X[s : s + (1 << 16)])
+            found.local_effects.astype(np.float32), found.prediction.astype(np.float32)
+
+    ratios = []
+    for _ in range(rounds):
+        cpu = []
+        for fn in (bare_loop, ale_pass):
+            c0 = time.process_time()
+            fn()
+            cpu.append(time.process_time() - c0)
+        ratios.append(cpu[1] / cpu[0])
+    return ratios
+
+
 def cli(model: Path, data: Path, folder: Path, extra: list[str]) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of ``ale compute`` + ``ale rhale`` as processes."""
     ale = [sys.executable, "-m", "ale_cli"]
@@ -116,12 +174,25 @@ def main() -> None:
     parser.add_argument(
         "--compute-args", default="", help="more options of ale compute, e.g. '--discrete none'"
     )
+    parser.add_argument(
+        "--same-pass",
+        type=float,
+        default=0,
+        help="instead: ale's pass against the bare loop on this many rows, in one process",
+    )
     args = parser.parse_args()
+    if args.same_pass:
+        with tempfile.TemporaryDirectory(prefix="ale-overhead-") as tmp:
+            model, data = make_inputs(Path(tmp), int(args.same_pass))
+            ratios = same_pass(model, data, int(args.same_pass), args.rounds)
+        print(f"N = {args.same_pass:.0e}, load {os.getloadavg()[0]:.1f}")
+        print(show("CPU ratio, ale's pass against the bare loop", ratios))
+        return
     compile_ale()
     with tempfile.TemporaryDirectory(prefix="ale-overhead-") as tmp:
         folder = Path(tmp)
         model, data = make_inputs(folder, int(args.rows))
-        keys = ("bare_cpu", "bare_wall", "bare_process", "cpu", "wall")
+        keys = ("bare_cpu", "bare_wall", "bare_process", "cpu", "wall", "torch")
         rows: dict[str, list[float]] = {k: [] for k in keys}
         for _ in range(args.rounds):
             cpu, wall, whole = bare(model, data)
@@ -132,6 +203,7 @@ def main() -> None:
             cpu, wall = cli(model, data, folder, args.compute_args.split())
             rows["cpu"].append(cpu)
             rows["wall"].append(wall)
+            rows["torch"].append(torch_import())
     cpu_ratio = [c / b for c, b in zip(rows["cpu"], rows["bare_cpu"], strict=True)]
     wall_ratio = [c / b for c, b in zip(rows["wall"], rows["bare_wall"], strict=True)]
     print(
@@ -146,6 +218,11 @@ def main() -> None:
     process = [c / b for c, b in zip(rows["cpu"], rows["bare_process"], strict=True)]
     print(show("bare script's whole process CPU s", rows["bare_process"]))
     print(show("CPU ratio against the whole bare process", process))
+    # ale's CPU without the cost of ``import torch`` (measured in its own process)
+    triples = zip(rows["cpu"], rows["torch"], rows["bare_cpu"], strict=True)
+    rest = [(c - t) / b for c, t, b in triples]
+    print(show("import torch alone CPU s", rows["torch"]))
+    print(show("CPU ratio, ale less import torch, against the pass", rest))
 
 
 if __name__ == "__main__":
