@@ -13,7 +13,14 @@ plot steps drew (what ``ale run`` does) and drawing them again.
 Run: ``PYTHONPATH=. python bench/bench_job_steps.py [--rounds R] [--base DIR]`` (needs
 ``make samples``; a base checkout needs its own ``sample_data/models``).
 
-2026-11-26, 2 shared cores (other sessions running: load 1.6-3.2 at 12:21 UTC, 2.5-3.4
+2026-11-26, 12:35-12:40 UTC, 2 cores at load 1.5-2.1, ``--rounds 3 --base`` main 8cf0e0a:
+wall seconds compute 2.90-3.19, plots 4.21-4.34 (plot-rhale 1.39-1.57 for its one overview,
+matplotlib's import included; plot-rebin 1.53-1.77 for 11; plot-regional 0.68-0.85 for 6;
+plot-interact 0.31-0.48 for 1), report 0.24-0.38. (plots + report) / compute: wall 1.50
+(1.48-1.56), before 2.20 (2.11-2.61); CPU 2.19 (2.13-2.20), before 3.67 (3.56-4.32). The
+report taking the plot steps' figures 0.32 s, drawing them again 5.45 s.
+
+Earlier the same day, 2 shared cores (other sessions running: load 1.6-3.2 at 12:21 UTC, 2.5-3.4
 at 12:12), ``--rounds 3 --base`` main 8cf0e0a, twice. CPU seconds: compute 2.9-4.1;
 plots 6.9-8.7 for 19 figures (the RHALE step draws its overview alone:
 ``plots.overview_only``), before 10.9-14.6 for 29; report 0.25-0.45 (before 0.45-0.70).

@@ -17,7 +17,14 @@ median over the rounds with its min-max: the spread is the noise of the machine.
 
 Usage: python bench/bench_overhead.py [--rows 1e6] [--rounds 3] [--same-pass 2e5]
 
-Measured 2026-11-26, two runs of 3 interleaved rounds (12:09 and 12:13 UTC, load average
+Measured 2026-11-26 on a quieter machine (12:38 UTC, 3 rounds, load 1.4): bare 8.67 s CPU
+(8.50-10.38); ale compute + ale rhale 13.71 s (12.83-16.04): CPU ratio 1.51 (1.32-1.85), wall
+ratio 1.38 (1.21-1.72). Then 5 rounds at 12:45-12:52 (load 1.6, one other session starting):
+bare 11.08 s (9.42-11.23), ale 17.19 s (16.65-19.12): CPU ratio 1.56 (1.49-1.85), wall 1.49
+(1.46-1.75); ``import torch`` alone 3.90 s (3.65-4.56), ale less it 1.22x (1.14-1.41) the
+pass. The targets sit inside the noise: met in one run, missed by 4-6% in the other.
+
+Earlier, two runs of 3 interleaved rounds (12:09 and 12:13 UTC, load average
 3.2 and 2.8: three other sessions at work on 2 cores). Bare fwd+bwd 9.38 s CPU (9.21-9.85)
 and 9.43 s (8.94-9.60); ale compute + ale rhale 16.88 s (15.87-18.14) and 15.45 s
 (15.40-16.47): CPU ratio 1.80 (1.61-1.97) and 1.64 (1.60-1.84), wall ratio 2.42
