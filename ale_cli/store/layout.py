@@ -21,11 +21,11 @@ from ale_cli.store.verify import DamagedStore
 _FLOAT_ARRAYS = ("X", "local_effects", "prediction")
 _TEXT_ARRAYS = ("feature_names", "meta")
 _REQUIRED = (*_FLOAT_ARRAYS, *_TEXT_ARRAYS)
+#: name -> (shape, dtype) of a store's members
+Specs = Mapping[str, tuple[tuple[int, ...], np.dtype]]
 
 
-def _layout(
-    path: Path, specs: Mapping[str, tuple[tuple[int, ...], np.dtype]], meta: Mapping[str, Any]
-) -> None:
+def _layout(path: Path, specs: Specs, meta: Mapping[str, Any]) -> None:
     """Required arrays, dtypes and shapes from ``specs`` (name -> (shape, dtype))."""
     where = f"store '{path}'"
     missing = [name for name in _REQUIRED if name not in specs]
@@ -87,9 +87,7 @@ def _layout(
         raise InputError(f"{where}: its meta says n_rows {rows}, array 'X' has {n} rows")
 
 
-def _output_layout(
-    where: str, specs: Mapping[str, tuple[tuple[int, ...], np.dtype]], meta: Mapping[str, Any]
-) -> None:
+def _output_layout(where: str, specs: Specs, meta: Mapping[str, Any]) -> None:
     """A store of K outputs (meta ``outputs``) holds output k's copy of each per-output
     row array (``local_effects.out<k>``, k = 1 .. K-1), shaped and typed as output 0's."""
     count = len(output_records(meta))
@@ -107,12 +105,7 @@ def _output_layout(
             )
 
 
-def _level_layout(
-    where: str,
-    specs: Mapping[str, tuple[tuple[int, ...], np.dtype]],
-    meta: Mapping[str, Any],
-    n: int,
-) -> None:
+def _level_layout(where: str, specs: Specs, meta: Mapping[str, Any], n: int) -> None:
     """``level_up`` and ``level_down`` come together, as floats (N, L) with L the records
     of the meta's ``levels``, each naming a distinct feature."""
     levels = meta.get("levels")
@@ -177,12 +170,7 @@ def level_problem(item: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _fine_layout(
-    where: str,
-    specs: Mapping[str, tuple[tuple[int, ...], np.dtype]],
-    meta: Mapping[str, Any],
-    n_features: int,
-) -> None:
+def _fine_layout(where: str, specs: Specs, meta: Mapping[str, Any], n_features: int) -> None:
     """A store of secants (meta ``method`` "secant"), and only one, has float
     ``fine_edges`` (M,), integer ``fine_offsets`` (F+1,) and a meta ``secant.k_fine``."""
     secant = meta.get("method") == "secant"
@@ -283,9 +271,7 @@ _ROW = re.compile(rf"^{_ROWS}(\.\d{{5}})?$")
 _CHUNK = re.compile(rf"^{_ROWS}\.(\d{{5}})$")
 
 
-def _virtual_specs(
-    path: Path, specs: Mapping[str, tuple[tuple[int, ...], np.dtype]], meta: Mapping[str, Any]
-) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+def _virtual_specs(path: Path, specs: Specs, meta: Mapping[str, Any]) -> Specs:
     """A chunked store's specs as if its chunks were stacked, after checking every
     chunk's rows (the manifest's), columns and kind of values (the first's)."""
     chunks = meta.get("chunks") or {}
@@ -320,14 +306,9 @@ def _virtual_specs(
     return out
 
 
-def _specs(
-    path: Path, npz: Any, meta: Mapping[str, Any]
-) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+def _specs(path: Path, npz: Any, meta: Mapping[str, Any]) -> Specs:
     """Every member's shape and dtype from its header, the layout checked."""
-    specs: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
-    for name in npz.files:
-        shape, _, dtype, _ = npz.spec(name)
-        specs[name] = (shape, dtype)
+    specs = {name: npz.spec(name)[0:3:2] for name in npz.files}  # (shape, dtype)
     chunked = any(_CHUNK.match(name) for name in specs)
     _layout(path, _virtual_specs(path, specs, meta) if chunked else specs, meta)
     return specs
