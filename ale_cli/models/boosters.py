@@ -1,16 +1,9 @@
 """Native gradient-boosting files: XGBoost (``.json``, ``.ubj``), LightGBM (``.txt``) and
-CatBoost (``.cbm``), each read by its own library (an optional extra:
-``pip install 'ale-cli[xgboost]'``, ``[lightgbm]``, ``[catboost]``).
-
-A booster is piecewise constant: it is predicted in its library's own fast path on
-float64 rows and explained as the scikit-learn trees are (the large finite-difference
-step, and for ``ale compute`` secants across a fine grid; see
-:mod:`ale_cli.models.secant`), through :class:`~ale_cli.models.callable_model.CallableModel`.
-It takes its columns by position; its width is checked against the data's. A booster
-given as an object (``api.compute(booster, X)``) is read from its bytes in the same format
-(:func:`~ale_cli.models.objects.native_bytes`), so it is explained as its file would be.
-``--output INDEX`` picks a column of a multi-class booster's (N, k) output.
-"""
+CatBoost (``.cbm``), each read and predicted by its own library (an optional extra) on
+float64 rows, and explained as the scikit-learn trees are (:mod:`ale_cli.models.secant`)
+through :class:`~ale_cli.models.callable_model.CallableModel`. Columns are taken by
+position; a booster object is read from its bytes in the same format
+(:func:`~ale_cli.models.objects.native_bytes`), so it is explained as its file would be."""
 
 from __future__ import annotations
 

@@ -1,26 +1,10 @@
 """MLflow models: a model directory (``MLmodel`` and its flavour's files) or a
-``models:/NAME/VERSION``, ``models:/NAME@ALIAS`` or ``runs:/RUN_ID/PATH`` URI read from
-the tracking store ``MLFLOW_TRACKING_URI`` names (the ``mlflow`` extra:
-``pip install 'ale-cli[mlflow]'``; a directory of a native flavour needs no extra).
-
+``models:/``/``runs:/`` URI from the tracking store ``MLFLOW_TRACKING_URI`` names.
 :func:`resolve` turns the reference into what :func:`~ale_cli.models.load_model` reads:
-
-==================================  ==============================================
-flavour in ``MLmodel``              read as
-==================================  ==============================================
-``sklearn`` (skops, pickle)         its ``skops`` or ``pickle`` file (``trust`` /
-                                    ``trust_pickle`` as for any such file)
-``xgboost``                         its ``xgboost`` file
-``lightgbm`` (a Booster)            its ``lightgbm`` text file (a scikit-learn
-                                    wrapper: its skops or pickle file)
-``pytorch`` (``pt2``, TorchScript)  its ``torch-export`` or ``torchscript`` file
-anything else (``python_function``) its pyfunc, a callable with finite differences
-==================================  ==============================================
-
-A pickled ``torch.nn.Module`` also goes through the pyfunc (with ``trust_pickle``: its
-loading runs code), as does a pyfunc of any other kind (its ``python_model`` is code).
-The provenance records the URI, the flavour, the run and the registry's version.
-"""
+the native flavour's file, or else its pyfunc as a callable with finite differences
+(only with ``trust_pickle``: loading it runs code); the flavours are listed in
+``docs/models.md``. The provenance records the URI, the flavour, the run and the
+registry's version."""
 
 from __future__ import annotations
 

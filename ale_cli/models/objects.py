@@ -1,30 +1,10 @@
-"""Models given as Python objects (a notebook's fitted model), not as files.
-
+"""Models given as Python objects (a notebook's fitted model), not as files:
 :func:`model_object` tells what an object is from its type and wraps it in a
-:class:`ModelObject`; :func:`~ale_cli.models.load_model` then builds the same adapter
-the file of that model gets:
-
-=========================================  ================  ==========================
-object                                     ``format``        local effects
-=========================================  ================  ==========================
-fitted scikit-learn estimator or pipeline  ``sklearn``       finite differences, or
-                                                             secants for trees
-``torch.nn.Module`` (also a ScriptModule)  ``torch-module``  autodiff
-``torch.export.ExportedProgram``           ``torch-export``  autodiff
-native booster: ``xgboost.Booster``,       ``xgboost``,      secants, as their files
-``lightgbm.Booster``, ``catboost.CatBoost``  ``lightgbm``,
-(its Regressor and Classifier)             ``catboost``
-any callable ``f(X) -> y``                 ``callable``      finite differences (or
-:class:`Predictor` with a ``gradient``                       the given gradient)
-=========================================  ================  ==========================
-
-The object is never changed: a torch module is copied before it is put in eval mode
-and its parameters frozen. Its provenance is the type's name and a content hash where
-one can be computed (the pickle of a scikit-learn estimator; a module's parameters,
-buffers and the source of its classes; an exported program's saved bytes; a booster's
-bytes in its library's own format, which are also what is read). A callable
-has no content hash (its code may read anything), so its store is never a cache hit.
-"""
+:class:`ModelObject`, and :func:`~ale_cli.models.load_model` builds the adapter the file
+of that model gets (the table of objects, and the content hash recorded as provenance,
+are in ``docs/models.md``). The object is never changed: a torch module is copied
+before it is put in eval mode. A callable has no content hash, so its store is never a
+cache hit."""
 
 from __future__ import annotations
 

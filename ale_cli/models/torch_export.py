@@ -1,16 +1,6 @@
-"""``torch.export`` programs (``.pt2`` files of ``torch.export.save``): local effects by
-autodiff, as for TorchScript.
-
-PyTorch recommends ``torch.export`` over TorchScript (``torch.jit`` is deprecated). The
-program's module (``ExportedProgram.module()``) is differentiated the same way as a
-TorchScript module (:class:`~ale_cli.models.torchscript.TorchScriptModel`): one forward
-and one backward pass per chunk of rows. The program must take any number of rows:
-export it with a dynamic first dimension::
-
-    batch = torch.export.Dim("batch", min=1)
-    program = torch.export.export(model.eval(), (x,), dynamic_shapes=({0: batch},))
-    torch.export.save(program, "model.pt2")
-"""
+"""``torch.export`` programs (``.pt2`` files of ``torch.export.save``), differentiated as
+a TorchScript module (:class:`~ale_cli.models.torchscript.TorchScriptModel`); the program
+must be exported with a dynamic first dimension (``docs/models.md``)."""
 
 from __future__ import annotations
 
