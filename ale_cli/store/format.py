@@ -122,21 +122,17 @@ class _Columns:
 
     def feature_index(self, name: str) -> int:
         """Column of ``local_effects`` of feature ``name``; InputError if it is not explained."""
-        try:
-            return self.feature_names.index(name)
-        except ValueError:
-            raise InputError(
-                f"store has no feature '{name}' (features: {', '.join(self.feature_names)})"
-            ) from None
+        return _index(self.feature_names, name, "feature")
 
     def input_index(self, name: str) -> int:
         """Column of X of the model input ``name``; InputError listing the inputs if unknown."""
-        try:
-            return self.input_names.index(name)
-        except ValueError:
-            raise InputError(
-                f"store has no input '{name}' (inputs: {', '.join(self.input_names)})"
-            ) from None
+        return _index(self.input_names, name, "input")
+
+
+def _index(names: tuple[str, ...], name: str, kind: str) -> int:
+    if name not in names:
+        raise InputError(f"store has no {kind} '{name}' ({kind}s: {', '.join(names)})")
+    return names.index(name)
 
 
 @dataclass(frozen=True)
