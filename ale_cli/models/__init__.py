@@ -151,6 +151,17 @@ def _check_data(X: np.ndarray, columns: Columns) -> None:
         )
 
 
+_EXACT = "differentiated exactly (autodiff)"
+
+
+def _autodiff_only(options: LoadOptions, why: str) -> None:
+    """ModelError naming ``method`` or ``step`` when either is asked of a torch model."""
+    if options.method == "finite-differences":
+        raise ModelError(f"{{param}} finite-differences {why} is {_EXACT}", param="method")
+    if options.step is not None:
+        raise ModelError(f"{{param}} {why} is {_EXACT}", param="step")
+
+
 def load_model(
     path: str | Path | ModelObject,
     *,
@@ -183,18 +194,8 @@ def load_model(
     if fmt in ("torchscript", "torch-export"):
         if found is None:
             raise ModelError(f"model file '{path}' is not {_LABELS[fmt]}")
-        for param, asked in (
-            ("method", options.method == "finite-differences"),
-            ("step", options.step is not None),
-        ):
-            if asked:
-                value = " finite-differences" if param == "method" else ""
-                raise ModelError(
-                    f"{{param}}{value} applies to ONNX and scikit-learn models; "
-                    f"{'TorchScript' if fmt == 'torchscript' else 'torch.export'} model "
-                    f"'{path}' is differentiated exactly (autodiff)",
-                    param=param,
-                )
+        name = "TorchScript" if fmt == "torchscript" else "torch.export"
+        _autodiff_only(options, f"applies to ONNX and scikit-learn models; {name} model '{path}'")
         if fmt == "torch-export":
             return _adapter("torch_export:load")(path, options, columns, X)
         return _adapter("torchscript:TorchScriptModel").load(path, options, columns, X)
@@ -225,16 +226,7 @@ def load_object(
         return _adapter("callable_model:CallableModel").load(given, options, columns, X, profile)
     if given.format in BOOSTERS:
         return _adapter("boosters:from_object")(given, options, columns, X, profile)
-    for param, asked in (
-        ("method", options.method == "finite-differences"),
-        ("step", options.step is not None),
-    ):
-        if asked:
-            raise ModelError(
-                f"{{param}}{' finite-differences' if param == 'method' else ''} does not "
-                f"apply to {given}: a torch model is differentiated exactly (autodiff)",
-                param=param,
-            )
+    _autodiff_only(options, f"does not apply to {given}: a torch model")
     if given.format == "torch-export":
         return _adapter("torch_export:from_program")(given.obj, given, options, columns, X)
     module = torch_module_of(given)
