@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 import zipfile
 import zlib
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -70,7 +71,7 @@ def _extra_records(extra: bytes) -> dict[int, bytes] | None:
     return out
 
 
-class Archive:
+class Archive(AbstractContextManager):
     """A store file opened for verified reading (``with Archive(path) as a: a["X"]``);
     ``files``: the member names without ``.npy``."""
 
@@ -84,9 +85,6 @@ class Archive:
             self.close()
             raise
         self.files = list(self.members)
-
-    def __enter__(self) -> Archive:
-        return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
@@ -346,14 +344,11 @@ class Archive:
         return self.array(name)
 
 
-class _Window:
+class _Window(AbstractContextManager):
     """Bytes ``start .. start + size`` of ``fh`` as a file object (no copy of the file)."""
 
     def __init__(self, fh: BinaryIO, start: int, size: int) -> None:
         self._fh, self._start, self._size, self._pos = fh, start, size, 0
-
-    def __enter__(self) -> _Window:
-        return self
 
     def __exit__(self, *exc: Any) -> None:
         return None
