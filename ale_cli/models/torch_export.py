@@ -46,32 +46,18 @@ def fixed_batch(program: Any) -> int | None:
     return None
 
 
-def check_program(program: Any, label: Path | Any) -> None:
-    """Refuse a program whose batch dimension is fixed (it takes that many rows only)."""
-    rows = fixed_batch(program)
-    if rows is not None:
-        raise ModelError(
-            f"model '{label}' was exported for batches of exactly {rows} rows; "
-            f"local effects need any number of rows: {EXPORT_HINT}"
-        )
-
-
-def load_program(path: Path) -> Any:
-    """``torch.export.load`` of the file, or a ModelError naming it."""
+def load(path: Path, options: LoadOptions, columns: Columns, X: np.ndarray) -> TorchScriptModel:
+    """Load a ``.pt2`` file with ``torch.export.load`` (a ModelError naming it if it cannot
+    be), check it takes any number of rows, and check its module on X as a TorchScript
+    module is checked."""
     import torch
 
     try:
-        return torch.export.load(str(path))
+        program = torch.export.load(str(path))
     except Exception as exc:  # torch raises RuntimeError/KeyError/... for foreign archives
         raise ModelError(
             f"cannot load model file '{path}' as a torch.export program: {first_line(exc)}"
         ) from None
-
-
-def load(path: Path, options: LoadOptions, columns: Columns, X: np.ndarray) -> TorchScriptModel:
-    """Load a ``.pt2`` file, check it takes any number of rows, and check its module on X
-    as a TorchScript module is checked."""
-    program = load_program(path)
     return from_program(program, path, options, columns, X)
 
 
@@ -79,5 +65,10 @@ def from_program(
     program: Any, label: Path | Any, options: LoadOptions, columns: Columns, X: np.ndarray
 ) -> TorchScriptModel:
     """The adapter of an ``ExportedProgram`` (from a file, or given as an object)."""
-    check_program(program, label)
+    rows = fixed_batch(program)
+    if rows is not None:  # it takes that many rows only
+        raise ModelError(
+            f"model '{label}' was exported for batches of exactly {rows} rows; "
+            f"local effects need any number of rows: {EXPORT_HINT}"
+        )
     return TorchScriptModel.from_module(program.module(), label, options, columns, X, fmt=FORMAT)
