@@ -55,32 +55,6 @@ class SecantModel:
     eval_rows: int
     method: ClassVar[str] = METHOD
 
-    @classmethod
-    def plan(
-        cls,
-        model: Model,
-        X: np.ndarray,
-        *,
-        columns: Sequence[int],
-        fixed: np.ndarray,
-        k_fine: int = K_FINE,
-    ) -> SecantModel:
-        """Fine grids of the explained, not held-fixed, non-constant columns over all rows X."""
-        edges: dict[int, np.ndarray] = {}
-        for j in columns:
-            j = int(j)
-            if fixed[j] or not X[:, j].max() > X[:, j].min():
-                continue
-            edges[j] = fine_edges(X[:, j], k_fine=k_fine)
-        rows = model.describe().get("eval_rows_per_call") or DEFAULT_EVAL_ROWS
-        return cls(
-            inner=model,
-            edges=edges,
-            columns=tuple(int(j) for j in columns),
-            k_fine=k_fine,
-            eval_rows=int(rows),
-        )
-
     @property
     def format(self) -> str:
         return self.inner.format
@@ -125,18 +99,6 @@ class SecantModel:
                 progress(m)
         return Effects(local_effects=effects, prediction=prediction)
 
-    def store_arrays(self) -> dict[str, np.ndarray]:
-        """``fine_edges`` (all features' edges, one after the other) and ``fine_offsets``
-        (F+1,): feature k's edges are ``fine_edges[offsets[k]:offsets[k + 1]]``."""
-        parts = [self.edges.get(j, np.zeros(0)) for j in self.columns]
-        offsets = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(np.int64)
-        flat = np.concatenate(parts) if parts else np.zeros(0)
-        return {"fine_edges": flat.astype(np.float64), "fine_offsets": offsets}
-
-    def store_meta(self) -> dict[str, Any]:
-        """The store meta's ``secant`` entry."""
-        return {"k_fine": self.k_fine, "note": method_note(self.k_fine)}
-
     def describe(self) -> dict[str, Any]:
         details = dict(self.inner.describe())
         inner_notes = [n for n in details.get("notes", []) if "finite-difference step" not in n]
@@ -157,11 +119,16 @@ def for_compute(
     names: Sequence[str],
     categorical: Sequence[str],
 ) -> Model:
-    """A :class:`SecantModel` over all rows X for a piecewise-constant model, else it."""
+    """A :class:`SecantModel` over all rows X for a piecewise-constant model (fine grids of
+    the explained, not categorical, non-constant columns), else it."""
     if not piecewise_constant(model):
         return model
-    fixed = np.array([n in set(categorical) for n in names], dtype=bool)
-    return SecantModel.plan(model, X, columns=columns, fixed=fixed)
+    edges: dict[int, np.ndarray] = {}
+    for j in map(int, columns):
+        if names[j] not in categorical and X[:, j].max() > X[:, j].min():
+            edges[j] = fine_edges(X[:, j], k_fine=K_FINE)
+    rows = int(model.describe().get("eval_rows_per_call") or DEFAULT_EVAL_ROWS)
+    return SecantModel(model, edges, tuple(map(int, columns)), K_FINE, rows)
 
 
 def outdated(meta: dict[str, Any]) -> str | None:
@@ -180,7 +147,13 @@ def outdated(meta: dict[str, Any]) -> str | None:
 
 
 def store_extras(model: Model) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """The arrays and meta entries a store of ``model``'s effects adds (none but for secants)."""
+    """The arrays and meta entries a store of ``model``'s effects adds (none but for
+    secants): ``fine_edges`` (every feature's edges, one after the other), ``fine_offsets``
+    (F+1,): feature k's edges are ``fine_edges[offsets[k]:offsets[k + 1]]``; meta ``secant``."""
     if not isinstance(model, SecantModel):
         return {}, {}
-    return model.store_arrays(), {"secant": model.store_meta()}
+    parts = [model.edges.get(j, np.zeros(0)) for j in model.columns]
+    offsets = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(np.int64)
+    flat = np.concatenate(parts) if parts else np.zeros(0)
+    arrays = {"fine_edges": flat.astype(np.float64), "fine_offsets": offsets}
+    return arrays, {"secant": {"k_fine": model.k_fine, "note": method_note(model.k_fine)}}
