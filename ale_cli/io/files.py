@@ -126,13 +126,11 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except OSError as exc:
+    except BaseException as exc:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
-        raise RunError(f"cannot write '{given}': {exc.strerror or exc}") from None
-    except BaseException:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise RunError(f"cannot write '{given}': {exc.strerror or exc}") from None
         raise
 
 
