@@ -127,12 +127,8 @@ class StoreWriter:
         self._pending: Future[None] | None = None
         self._target = atomic_write(self.path)
         fh = self._target.__enter__()
-        self._fh = fh
         self._zip = zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True)
         return self
-
-    def _entry(self, name: str, array: np.ndarray) -> None:
-        _entry(self._zip, name, array)
 
     def add(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Write the next chunk: ``X`` (n, D), ``local_effects`` (n, F), ``prediction`` (n,)
@@ -157,7 +153,7 @@ class StoreWriter:
 
     def _entries(self, entries: list[tuple[str, np.ndarray]]) -> None:
         for name, array in entries:
-            self._entry(name, array)
+            _entry(self._zip, name, array)
 
     def _wait(self) -> None:
         """Wait for the chunk being written (its error is raised here)."""
@@ -168,7 +164,7 @@ class StoreWriter:
     def add_array(self, name: str, array: np.ndarray) -> None:
         """Write an array that is not split by rows (e.g. ``pairs``)."""
         self._wait()
-        self._entry(name, array)
+        _entry(self._zip, name, array)
 
     def finish(
         self, *, feature_names: Sequence[str], input_names: Sequence[str], meta: dict[str, Any]
@@ -185,8 +181,8 @@ class StoreWriter:
         recorded = _distribution(self._predictions)  # empties the list
         if recorded is not None:
             meta["chunks"]["prediction"] = recorded
-        self._entry("feature_names", np.array(list(feature_names), dtype=np.str_))
-        self._entry("input_names", np.array(list(input_names), dtype=np.str_))
+        _entry(self._zip, "feature_names", np.array(list(feature_names), dtype=np.str_))
+        _entry(self._zip, "input_names", np.array(list(input_names), dtype=np.str_))
         self._digest = _finish(self._zip, meta)
         self._finished = True
 
