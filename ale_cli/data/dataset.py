@@ -6,6 +6,7 @@ refuses a part lacking a column asked for (columns are looked up by name in ever
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,11 +45,7 @@ def dataset_root(path: Path) -> Path:
     """
     if not is_glob(path):
         return path
-    fixed = []
-    for part in path.parts:
-        if _GLOB.search(part):
-            break
-        fixed.append(part)
+    fixed = list(itertools.takewhile(lambda part: not _GLOB.search(part), path.parts))
     return Path(*fixed) if fixed else Path(".")
 
 
