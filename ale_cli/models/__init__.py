@@ -66,7 +66,7 @@ _EXTENSIONS = {
 
 def detect_format(path: Path | ModelObject, override: str | None = None) -> str:
     """The model format: ``override`` if given, else from the file's extension (an object's
-    own format, :data:`~ale_cli.models.objects.OBJECT_FORMATS`)."""
+    own format: sklearn, torch-module, torch-export, callable or a booster's)."""
     if isinstance(path, ModelObject):
         return path.format
     if override is not None:

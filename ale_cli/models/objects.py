@@ -29,9 +29,6 @@ BOOSTER_TYPES = {
     "catboost": ("catboost", "CatBoost"),
 }
 
-#: The formats of models given as objects (``ModelObject.format``).
-OBJECT_FORMATS = ("sklearn", "torch-module", "torch-export", "callable", *BOOSTER_TYPES)
-
 ACCEPTED = (
     "a model file path, a fitted scikit-learn estimator or pipeline, a torch.nn.Module, "
     "a torch.export.ExportedProgram, an XGBoost, LightGBM or CatBoost model, or a callable "

@@ -210,9 +210,6 @@ class SklearnCaller:
             outputs=tuple((c, lab) for _, c, lab in parsed) if len(parsed) > 1 else (),
         )
 
-    def output_name(self) -> str:
-        return self.kind + ("" if self.column is None else f":{self.column}")
-
     def __call__(self, X: np.ndarray) -> np.ndarray:
         return self._select(self.raw(X), len(X))
 
