@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ale_cli.errors import InputError
 from ale_cli.models.objects import ModelObject
-from ale_cli.models.onnx_graph import column_inputs
+from ale_cli.models.onnx_graph import column_inputs, read_graph
 
 SUFFIX = ".columns.json"
 #: A columns file larger than this is not a list of column names.
@@ -70,21 +70,11 @@ def model_column_order(model: Path | ModelObject, model_format: str | None = Non
     if path.exists():
         return ColumnOrder(read_columns_file(path), f"columns file '{path}'")
     if model_format == "onnx":
-        names = _onnx_input_names(model)
+        proto = read_graph(model)
+        names = None if proto is None else column_inputs(proto)
         if names is not None:
             return ColumnOrder(names, f"the input names of ONNX model '{model}'")
     return ColumnOrder()
-
-
-def _onnx_input_names(model: Path) -> tuple[str, ...] | None:
-    """The per-column input names of an ONNX graph (None: not such a graph, or unreadable)."""
-    import onnx
-
-    try:
-        proto = onnx.load(str(model), load_external_data=False)
-    except Exception:  # protobuf DecodeError and friends: reported by the adapter
-        return None
-    return column_inputs(proto)
 
 
 def order_note(

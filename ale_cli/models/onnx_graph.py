@@ -171,15 +171,20 @@ def _open_session(path: Path, threads: int) -> tuple[Any, Any]:
     return proto, session
 
 
-def tree_ensemble_file(path: Path) -> bool:
-    """True when ONNX file ``path`` holds a TreeEnsemble op (False if unreadable)."""
+def read_graph(path: Path) -> Any | None:
+    """The ModelProto of ONNX file ``path`` without external data (None if unreadable)."""
     import onnx
 
     try:
-        proto = onnx.load(str(path), load_external_data=False)
+        return onnx.load(str(path), load_external_data=False)
     except Exception:  # protobuf DecodeError and friends: reported by the adapter
-        return False
-    return any(node.op_type.startswith("TreeEnsemble") for node in proto.graph.node)
+        return None
+
+
+def tree_ensemble_file(path: Path) -> bool:
+    """True when ONNX file ``path`` holds a TreeEnsemble op (False if unreadable)."""
+    proto = read_graph(path)
+    return proto is not None and any(n.op_type.startswith("TreeEnsemble") for n in proto.graph.node)
 
 
 def _graph_inputs(proto: Any) -> list[Any]:
