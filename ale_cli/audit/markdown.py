@@ -33,8 +33,7 @@ def _table(checks: list[Check], several: bool) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in checks:
         row = [_VERDICT_WORD[c.verdict], c.feature, c.rule, c.observed, c.limit]
-        if several:
-            row.append(c.summary)
+        row += [c.summary] if several else []
         lines.append("| " + " | ".join(cell(v) for v in row) + " |")
     return lines
 
