@@ -221,12 +221,10 @@ def _interaction_checks(rule: Rule, ctx: _Context) -> list[Check]:
 
 
 def _statistic_drift_check(
-    rule: Rule, ctx: _Context, label: str, summary: Summary, name: str
+    rule: Rule, ctx: _Context, against: tuple[str, Summary], label: str, summary: Summary, name: str
 ) -> Check:
     """One feature's statistic against the baseline (see :mod:`ale_cli.audit.drift`)."""
-    if ctx.baseline is None:  # pragma: no cover - evaluate() checks this first
-        raise RuntimeError("drift rule without a baseline")
-    base_label, base = ctx.baseline
+    base_label, base = against
     p = rule.params
     limit = f"|change| <= {fmt(p['max_abs'])}"
     sides = {"baseline": (base_label, base), "summary": (label, summary)}
@@ -276,7 +274,7 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
         ]  # fmt: skip
         for name in names:
             if p["statistic"] is not None:
-                out.append(_statistic_drift_check(rule, ctx, label, summary, name))
+                out.append(_statistic_drift_check(rule, ctx, ctx.baseline, label, summary, name))
                 continue
             b, c = base_feats.get(name), cur.get(name)
             if b is not None and c is not None and not _estimable(b) and not _estimable(c):
