@@ -6,14 +6,9 @@ with :data:`EXIT_RULES_FAILED`); ``warn`` (a warn-severity rule failed);
 ``not_estimable`` rule decides about that -- or a quantity the rule needs is
 not recorded).
 
-Curve rules: :mod:`ale_cli.audit.curves`. ``max_interaction``: the largest ``|effect|``
-of the pairs with the feature, and its share of the 1st-99th percentile range of the
-predictions. ``drift``: :func:`ale_cli.summary.compare.compare_feature` against the
-baseline (a feature missing or not estimable on one side fails); with ``statistic``, the
-change of that statistic (:mod:`ale_cli.audit.drift`; one not recorded is skipped).
-``max_regional_drop`` and ``monotonic``/``sign`` with ``per_region``: on the regions of a
-regional summary (the relative drop of the heterogeneity, and the curve rule on every
-region's curve); skipped on other summaries.
+What each rule measures: ``docs/audit.md`` (curve rules: :mod:`ale_cli.audit.curves`;
+``drift``: :func:`ale_cli.summary.compare.compare_feature`, or :mod:`ale_cli.audit.drift`
+on a statistic).
 """
 
 from __future__ import annotations
