@@ -231,12 +231,9 @@ def _estimators(job: Path, base: Path, raw: dict[str, Any]) -> dict[str, dict[st
 def request_of(name: str, opts: dict[str, Any], *, inputs: ModelInputs, store: Path) -> Any:
     """The request of estimator ``name`` (its constructor checks every option)."""
     given = {k: v for k, v in opts.items() if v is not None}
-    if name == "rhale":
-        return RhaleRequest(store=store, **given)
-    if name == "rebin":
-        return RebinRequest(store=store, **given)
-    if name == "regional":
-        return RegionalRequest(store=store, **given)
+    on_store = {"rhale": RhaleRequest, "rebin": RebinRequest, "regional": RegionalRequest}
+    if name in on_store:
+        return on_store[name](store=store, **given)
     if name == "classic":
         return ClassicRequest(inputs=inputs, **given)
     given["pairs"] = parse_pairs(given.get("pairs") or ())
