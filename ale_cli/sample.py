@@ -153,14 +153,12 @@ def train_diabetes_mlp(steps: int = 150) -> StandardisedMLP:
 
 
 def save_torchscript(module: nn.Module, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
     torch.jit.save(torch.jit.script(module.eval()), str(path))
     return path
 
 
 def save_exported(module: nn.Module, width: int, path: Path) -> Path:
     """``torch.export`` (what PyTorch recommends over TorchScript), any number of rows."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     x = torch.zeros(8, width, dtype=next(module.parameters()).dtype)
     batch = torch.export.Dim("batch", min=1)
     program = torch.export.export(module.eval(), (x,), dynamic_shapes=({0: batch},))
@@ -188,7 +186,6 @@ def save_onnx(module: nn.Module, width: int, path: Path) -> Path:
 def save_skops(estimator, path: Path) -> Path:  # type: ignore[no-untyped-def]
     import skops.io as sio
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     sio.dump(estimator, path)
     return path
 
@@ -238,7 +235,6 @@ def build_diabetes_gbr_onnx(path: Path) -> Path:
     X = frame[list(DIABETES_FEATURES)].to_numpy(dtype=np.float32)
     model = GradientBoostingRegressor(n_estimators=100, max_depth=3, random_state=SKLEARN_SEED)
     model.fit(X, frame["target"].to_numpy())
-    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(
         to_onnx(model, X[:1], target_opset={"": 17, "ai.onnx.ml": 3}).SerializeToString()
     )
@@ -272,6 +268,7 @@ def build(root: Path, *, force: bool = False) -> list[Path]:
     for name, builder in MODEL_BUILDERS.items():
         path = root / "models" / name
         if force or not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
             try:
                 written.append(builder(path))
             except MissingDependency as exc:

@@ -25,19 +25,13 @@ LABELS = {
 }
 
 
-def _number(value: Any) -> float | None:
-    """A recorded value as a float (``null`` heterogeneity share: infinite; None: missing)."""
-    if value is None:
-        return None
-    return float(value)
-
-
 def statistic_value(stats: dict[str, Any], statistic: str) -> float | None:
     """The recorded ``statistic`` of one feature; None when it is not recorded (NALED
     without a prediction distribution). A ``null`` heterogeneity share is infinite."""
     if statistic == "heterogeneity_share" and statistic in stats and stats[statistic] is None:
         return math.inf
-    return _number(stats.get(statistic))
+    value = stats.get(statistic)
+    return None if value is None else float(value)
 
 
 def change(base: float, current: float) -> float:

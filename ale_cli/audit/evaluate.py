@@ -6,14 +6,9 @@ with :data:`EXIT_RULES_FAILED`); ``warn`` (a warn-severity rule failed);
 ``not_estimable`` rule decides about that -- or a quantity the rule needs is
 not recorded).
 
-Curve rules: :mod:`ale_cli.audit.curves`. ``max_interaction``: the largest ``|effect|``
-of the pairs with the feature, and its share of the 1st-99th percentile range of the
-predictions. ``drift``: :func:`ale_cli.summary.compare.compare_feature` against the
-baseline (a feature missing or not estimable on one side fails); with ``statistic``, the
-change of that statistic (:mod:`ale_cli.audit.drift`; one not recorded is skipped).
-``max_regional_drop`` and ``monotonic``/``sign`` with ``per_region``: on the regions of a
-regional summary (the relative drop of the heterogeneity, and the curve rule on every
-region's curve); skipped on other summaries.
+What each rule measures: ``docs/audit.md`` (curve rules: :mod:`ale_cli.audit.curves`;
+``drift``: :func:`ale_cli.summary.compare.compare_feature`, or :mod:`ale_cli.audit.drift`
+on a statistic).
 """
 
 from __future__ import annotations
@@ -221,12 +216,10 @@ def _interaction_checks(rule: Rule, ctx: _Context) -> list[Check]:
 
 
 def _statistic_drift_check(
-    rule: Rule, ctx: _Context, label: str, summary: Summary, name: str
+    rule: Rule, ctx: _Context, against: tuple[str, Summary], label: str, summary: Summary, name: str
 ) -> Check:
     """One feature's statistic against the baseline (see :mod:`ale_cli.audit.drift`)."""
-    if ctx.baseline is None:  # pragma: no cover - evaluate() checks this first
-        raise RuntimeError("drift rule without a baseline")
-    base_label, base = ctx.baseline
+    base_label, base = against
     p = rule.params
     limit = f"|change| <= {fmt(p['max_abs'])}"
     sides = {"baseline": (base_label, base), "summary": (label, summary)}
@@ -276,7 +269,7 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
         ]  # fmt: skip
         for name in names:
             if p["statistic"] is not None:
-                out.append(_statistic_drift_check(rule, ctx, label, summary, name))
+                out.append(_statistic_drift_check(rule, ctx, ctx.baseline, label, summary, name))
                 continue
             b, c = base_feats.get(name), cur.get(name)
             if b is not None and c is not None and not _estimable(b) and not _estimable(c):

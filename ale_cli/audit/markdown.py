@@ -1,12 +1,7 @@
 """The audit as markdown, for a CI job summary (``$GITHUB_STEP_SUMMARY``) or a merge-request
-comment: ``ale audit --format markdown`` (standard output) or ``-o FILE``.
-
-The first line is the comment ``<!-- generator: ale VERSION: ale audit, markdown summary -->``
-(invisible when rendered; how the output guard knows the file is ours). Then a heading
-with the verdict and the totals, the rules file and the summaries, a table of the failed
-and warned checks (feature, rule, observed, limit, and the summary when several were
-audited), and the passed and skipped checks folded in a ``<details>`` element, so the
-page opens on what needs a look.
+comment: ``ale audit --format markdown`` (standard output) or ``-o FILE`` (described in
+``docs/audit.md``). The first line is the comment ``<!-- generator: ale VERSION: ale audit,
+markdown summary -->``, invisible when rendered: how the output guard knows the file is ours.
 """
 
 from __future__ import annotations
@@ -33,8 +28,7 @@ def _table(checks: list[Check], several: bool) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in checks:
         row = [_VERDICT_WORD[c.verdict], c.feature, c.rule, c.observed, c.limit]
-        if several:
-            row.append(c.summary)
+        row += [c.summary] if several else []
         lines.append("| " + " | ".join(cell(v) for v in row) + " |")
     return lines
 

@@ -1,12 +1,6 @@
-"""What ``ale audit`` writes: a text table, a JSON report, JUnit XML, GitHub annotations.
-
-The text table is plain ASCII (FEATURE, RULE, OBSERVED, LIMIT, VERDICT, SUMMARY when
-several, then totals); the JSON report follows ``ale_cli/schema/audit.schema.json``; the
-JUnit XML (``tests/data/junit.xsd``) starts with the ``<!-- generator: ale ...`` comment
-the output guard knows, one ``<testcase>`` per check (a failed error rule a
-``<failure>``, a warning in ``<system-out>``, a skip ``<skipped>``). Annotations point at
-the rule's line, the rules file's path relative to ``$GITHUB_WORKSPACE`` (else the
-current directory) when it is inside.
+"""What ``ale audit`` writes: a text table, a JSON report, JUnit XML, GitHub annotations
+(each described in ``docs/audit.md``, "Outputs"). The JUnit XML starts with the
+``<!-- generator: ale ...`` comment the output guard knows.
 """
 
 from __future__ import annotations

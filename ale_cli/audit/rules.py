@@ -1,22 +1,7 @@
-"""The rules file of ``ale audit``: read with the hardened YAML loader, checked, typed.
-
-Read with the hardened loader (at most :data:`MAX_RULES_BYTES`, no alias expansion, no
-key given twice). A mapping with a list under ``rules:``; each entry names a ``feature``
-(or ``"*"``), one or more rules and optionally ``severity: error|warn`` and, for a
-summary of several model outputs, the ``output`` the entry checks (default: every one)::
-
-    rules:
-      - feature: bmi
-        monotonic: increasing
-      - feature: "*"
-        max_heterogeneity_share: 0.8
-        severity: warn
-
-The rules and their values are in docs/audit.md (``drift`` takes ``{max_abs, max_z}`` on
-the curve or ``{statistic: naled|aled|heterogeneity_share|rank, max_abs}``;
-``max_regional_drop`` and ``per_region: true`` apply to regional summaries). Entries naming
-a feature replace the ``"*"`` entries for that rule name. Errors name the file, the entry
-and its feature.
+"""The rules file of ``ale audit`` (its format and every rule: ``docs/audit.md``), read
+with the hardened YAML loader (at most :data:`MAX_RULES_BYTES`, no alias expansion, no key
+given twice), checked and typed. Entries naming a feature replace the ``"*"`` entries for
+that rule name. Errors name the file, the entry and its feature.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def main(app: Any = None) -> None:
 
 def _exit(code: int | str | None) -> None:
     """Exit with ``code``; after torch was imported, by ``os._exit`` once the output is
-    flushed (every file is closed by then; torch's teardown took 0.1-0.8 s for nothing)."""
+    flushed (every file is closed by then; torch's teardown only costs time)."""
     if not isinstance(code, int):
         if code is not None:
             print(code, file=sys.stderr)

@@ -20,10 +20,6 @@ class ProgressBar:
         self._start = time.perf_counter()
         self._last = 0.0
 
-    @classmethod
-    def for_terminal(cls, total: int, label: str, *, quiet: bool) -> ProgressBar:
-        return cls(total, label, enabled=not quiet and sys.stderr.isatty())
-
     def __call__(self, n: int) -> None:
         self.done += n
         if not self.enabled:
@@ -66,7 +62,8 @@ class ProgressBars:
     def __call__(self, total: int, label: str | None = None) -> ProgressBar:
         if label is None:
             label = self.labels[min(len(self.bars), len(self.labels) - 1)]
-        self.bars.append(ProgressBar.for_terminal(total, label, quiet=self.quiet))
+        enabled = not self.quiet and sys.stderr.isatty()
+        self.bars.append(ProgressBar(total, label, enabled=enabled))
         return self.bars[-1]
 
     def __enter__(self) -> ProgressBars:

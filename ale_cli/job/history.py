@@ -38,10 +38,7 @@ def _files(entry: Path) -> dict[str, str] | None:
     if not isinstance(marker, dict) or marker.get("kind") != KIND:
         return None
     files = marker.get("files")
-    if not isinstance(files, dict):
-        return None
-    present = {p.name for p in entry.iterdir()} - {MARKER}
-    if present != set(files):
+    if not isinstance(files, dict) or {p.name for p in entry.iterdir()} - {MARKER} != set(files):
         return None
     for name, digest in files.items():
         path = entry / name

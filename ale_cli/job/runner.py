@@ -17,7 +17,6 @@ import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ from ale_cli.outputs.figures import MANIFEST as FIGURES_MANIFEST
 from ale_cli.plot.render import plot_files
 from ale_cli.report import build_report, write_report
 from ale_cli.store.npz import read_meta
-from ale_cli.summary.build import run_notes
+from ale_cli.summary.build import run_notes, utc_now
 from ale_cli.summary.model import write_summary
 from ale_cli.summary.regional import RegionalSummary, write_regional
 
@@ -51,7 +50,6 @@ AUDIT = "audit.json"
 REPORT = "report.html"
 HISTORY = "history"
 SCHEMA_VERSION = 1
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "run.schema.json"
 
 
 @dataclass
@@ -399,7 +397,7 @@ def run_job(spec: JobSpec, out: Path, *, wait: bool = False) -> JobResult:
 
 def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
     t0 = time.perf_counter()
-    started = datetime.now(UTC).isoformat(timespec="seconds")
+    started = utc_now()
     with run_lock(out, wait=wait):
         remove_stale(out)
         previous = _previous(out)
@@ -450,7 +448,7 @@ def _manifest(
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "ale", "version": __version__},
         "started": started,
-        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "finished": utc_now(),
         "seconds": round(time.perf_counter() - t0, 4),
         "out": str(r.final),
         "inputs": inputs,

@@ -1,20 +1,6 @@
-"""The job file of ``ale run``: one YAML mapping describing a whole nightly job.
-
-::
-
-    model: ../sample_data/models/diabetes_mlp.pt    # relative to this file
-    data: ../sample_data/diabetes.csv
-    exclude: [target]              # any field of ModelInputs: inputs, features, output...
-    discrete: auto                 # or [sex, s4], or none (default: the binary columns)
-    estimators:                # any of rhale, rebin, regional, classic, interact (null: defaults)
-      rhale: {max_bins: 50}
-      rebin: {bins: 20, binning: quantile}
-      interact: {pairs: [s1,s2]}      # or a list of pairs: [[s1,s2], [bmi,bp]]
-    plots: {formats: [png], dpi: 120}    # false: no figure files; also overview_only: [rhale]
-    audit: {rules: audit-diabetes-mlp.yaml, baseline: null}
-    report: {timestamp: true}            # false: no report
-    keep: 30                             # runs kept under DIR/history
-    out: ../out/nightly                  # used when -o is not given
+"""The job file of ``ale run``: one YAML mapping describing a whole job (an example and
+every key: ``docs/jobs-and-reports.md``); also ``out: DIR`` (used when ``-o`` is not
+given) and several pairs as ``interact: {pairs: [[s1,s2], [bmi,bp]]}``.
 
 Relative paths resolve against the job file's directory. The file (hardened loader,
 at most :data:`MAX_JOB_BYTES`) is checked whole before any step runs: its shape
@@ -245,12 +231,9 @@ def _estimators(job: Path, base: Path, raw: dict[str, Any]) -> dict[str, dict[st
 def request_of(name: str, opts: dict[str, Any], *, inputs: ModelInputs, store: Path) -> Any:
     """The request of estimator ``name`` (its constructor checks every option)."""
     given = {k: v for k, v in opts.items() if v is not None}
-    if name == "rhale":
-        return RhaleRequest(store=store, **given)
-    if name == "rebin":
-        return RebinRequest(store=store, **given)
-    if name == "regional":
-        return RegionalRequest(store=store, **given)
+    on_store = {"rhale": RhaleRequest, "rebin": RebinRequest, "regional": RegionalRequest}
+    if name in on_store:
+        return on_store[name](store=store, **given)
     if name == "classic":
         return ClassicRequest(inputs=inputs, **given)
     given["pairs"] = parse_pairs(given.get("pairs") or ())

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 TEMPLATE = "report.html.j2"
 #: audit report keys the banner and the table need
 _AUDIT_KEYS = ("passed", "exit_code", "counts", "checks")
+#: the statistics the features table shows
+_STATISTICS = ("rank", "aled", "aler_min", "aler_max", "naled", "heterogeneity_share")
 
 
 @dataclass(frozen=True)
@@ -164,10 +166,10 @@ def _feature_rows(
     store: Store | None,
     drifts: dict[str, FeatureDrift],
     reused: Mapping[tuple[str, Any], str],
-) -> tuple[list[dict[str, Any]], int]:
+) -> list[dict[str, Any]]:
+    """The features table, in rank order, a figure per feature."""
     stats = summary_statistics(summary)
     rows = []
-    n_figures = 0
     for i, feat in enumerate(summary.features):
         s = stats.get(feat.key) or {}
         view = output_view(summary, feat.output)  # several outputs: this record's
@@ -183,7 +185,6 @@ def _feature_rows(
                 ),
             }
         ]
-        n_figures += len(figures)
         drift = drifts.get(feat.name)
         rows.append(
             {
@@ -191,12 +192,7 @@ def _feature_rows(
                 "name": feat.key,
                 "status": feat.status,
                 "bins": feat.n_bins,
-                "rank": s.get("rank"),
-                "aled": s.get("aled"),
-                "aler_min": s.get("aler_min"),
-                "aler_max": s.get("aler_max"),
-                "naled": s.get("naled"),
-                "heterogeneity_share": s.get("heterogeneity_share"),
+                **{k: s.get(k) for k in _STATISTICS},
                 "notes": _notes(feat),
                 "figures": figures,
                 "drift": drift,
@@ -206,7 +202,7 @@ def _feature_rows(
             }
         )
     rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["anchor"]))
-    return rows, n_figures
+    return rows
 
 
 def _overview(summary: Summary) -> Any:
@@ -352,7 +348,7 @@ def _context(
     rows, _, overview, main_label, others, moved = section
     anchors = {r["name"]: r["anchor"] for r in rows}
     header = _header(loaded, store_obj)
-    context = {
+    return {
         "header": header,
         "verdict": verdict(audit_data),
         "paragraph": paragraph(
@@ -364,7 +360,7 @@ def _context(
             history_runs=len(runs),
         ),
         "checks": split_checks(audit_data),
-        "generated": _now() if timestamp else None,
+        "generated": utc_now() if timestamp else None,
         "audit": audit_data,
         "main_label": main_label,
         "features": rows,
@@ -379,7 +375,6 @@ def _context(
         if runs
         else None,
     }
-    return context
 
 
 def _audit_section(audit: str | Path | None) -> dict[str, Any] | None:
@@ -406,7 +401,7 @@ def _first_order_section(
     main_name, main = first_order[0]
     main_label = f"{main.estimator} ({Path(main_name).name})"
     drifts = {d.name: d for d in feature_drifts(Path(main_name).name, main, runs)}
-    rows, n_figures = _feature_rows(main_name, main, store_obj, drifts, reused.get(main_name, {}))
+    rows = _feature_rows(main_name, main, store_obj, drifts, reused.get(main_name, {}))
     overview = _figure(
         reused.get(main_name, {}).get(("overview", None)),
         lambda: svg_text(_overview(main), prefix="overview-"),
@@ -425,7 +420,7 @@ def _first_order_section(
         (d for d in drifts.values() if d.previous is not None),
         key=lambda d: (-float(d.previous or 0.0), d.name),
     )
-    return rows, n_figures + 1 + len(others), overview, main_label, others, moved
+    return rows, len(rows) + 1 + len(others), overview, main_label, others, moved
 
 
 def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> list[HistoryRun]:
@@ -436,10 +431,6 @@ def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> li
     ):
         return runs[:-1]
     return runs
-
-
-def _now() -> str:
-    return utc_now()
 
 
 def write_report(path: str | Path, html: str) -> int:

@@ -34,12 +34,10 @@ def regional_section(
         )
         rows = []
         for i, r in enumerate(split):
-            svg = None
             drawn = (reused or {}).get(label, {}).get(("regional", r.name))
-            if i < MAX_FIGURES and drawn is not None:
-                svg = markup(drawn)
-            elif i < MAX_FIGURES:
-                svg = markup(svg_text(regional_figure(found, r.name), prefix=f"reg{j}-{i}-"))
+            if i < MAX_FIGURES and drawn is None:
+                drawn = svg_text(regional_figure(found, r.name), prefix=f"reg{j}-{i}-")
+            svg = markup(drawn) if i < MAX_FIGURES else None
             rows.append(
                 {
                     "name": r.name,

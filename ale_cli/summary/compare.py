@@ -65,6 +65,17 @@ def _difference(
     )
 
 
+def _z(
+    change: np.ndarray, var: np.ndarray, base: FeatureSummary, other: FeatureSummary
+) -> np.ndarray:
+    """``|change| / sqrt(var)``: 0 within rounding of the curves' scale, else infinite
+    where ``var`` is not positive."""
+    scale = max(float(np.nanmax(np.abs(base.effect))), float(np.nanmax(np.abs(other.effect))))
+    tiny = ROUNDING * max(scale, np.finfo(np.float64).tiny)
+    ratio = np.abs(change) / np.sqrt(np.where(var > 0, var, 1.0))
+    return np.where(np.abs(change) <= tiny, 0.0, np.where(var > 0, ratio, np.inf))
+
+
 def level_difference(base: FeatureSummary, other: FeatureSummary) -> CurveDifference | None:
     """``other - base`` per level of two per-level records with the same levels (None if not),
     on the base's level positions: ``d_k`` centered with ``c = sum_k n_k d_k / N``, and
@@ -82,73 +93,43 @@ def level_difference(base: FeatureSummary, other: FeatureSummary) -> CurveDiffer
     centered = d - offset
     var_o = other.stderr[idx] ** 2
     var = np.nan_to_num(base.stderr**2 + var_o + base.stderr[0] ** 2 + var_o[0])
-    change = np.abs(d - d[0])
-    scale = max(float(np.nanmax(np.abs(base.effect))), float(np.nanmax(np.abs(other.effect))))
-    tiny = ROUNDING * max(scale, np.finfo(np.float64).tiny)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(change <= tiny, 0.0, np.where(var > 0, change / np.sqrt(var), np.inf))
     grid = np.arange(d.size, dtype=np.float64)
-    return _difference(grid, centered, z, n_outside=0, offset=offset)
+    return _difference(grid, centered, _z(d - d[0], var, base, other), n_outside=0, offset=offset)
 
 
 def records_difference(base: FeatureSummary, other: FeatureSummary) -> CurveDifference | None:
-    """:func:`curve_difference` of two first-order records' curves (``base``'s grid)."""
-    return curve_difference(
-        base_edges=base.edges,
-        base_effect=base.effect,
-        base_stderr=base.stderr,
-        base_counts=base.counts,
-        other_edges=other.edges,
-        other_effect=other.effect,
-        other_stderr=other.stderr,
-    )
+    """The difference of two first-order records' curves on the base's edges; None when
+    they share no bin.
 
-
-def curve_difference(
-    *,
-    base_edges: np.ndarray,
-    base_effect: np.ndarray,
-    base_stderr: np.ndarray,
-    base_counts: np.ndarray,
-    other_edges: np.ndarray,
-    other_effect: np.ndarray,
-    other_stderr: np.ndarray,
-) -> CurveDifference | None:
-    """The difference of two curves on the base's edges; None when they share no bin.
-
-    >>> d = curve_difference(
-    ...     base_edges=np.array([0.0, 1.0, 2.0]), base_effect=np.array([-1.0, 0.0, 1.0]),
-    ...     base_stderr=np.array([0.0, 0.1, 0.2]), base_counts=np.array([5, 5]),
-    ...     other_edges=np.array([0.0, 2.0]), other_effect=np.array([-2.0, 2.0]),
-    ...     other_stderr=np.array([0.0, 0.0]))
+    >>> base = FeatureSummary("x", edges=np.array([0.0, 1.0, 2.0]), counts=np.array([5, 5]),
+    ...     effect=np.array([-1.0, 0.0, 1.0]), stderr=np.array([0.0, 0.1, 0.2]))
+    >>> other = FeatureSummary("x", edges=np.array([0.0, 2.0]), effect=np.array([-2.0, 2.0]),
+    ...     stderr=np.array([0.0, 0.0]))
+    >>> d = records_difference(base, other)
     >>> d.difference.tolist(), d.max_abs, d.max_abs_at
     ([-1.0, 0.0, 1.0], 1.0, 0.0)
     >>> round(d.max_z, 6), d.max_z_at
     (10.0, 1.0)
     """
-    grid = np.asarray(base_edges, dtype=np.float64)
-    inside = (grid >= other_edges[0]) & (grid <= other_edges[-1])
+    grid = np.asarray(base.edges, dtype=np.float64)
+    inside = (grid >= other.edges[0]) & (grid <= other.edges[-1])
     whole_bins = inside[:-1] & inside[1:]
     if not whole_bins.any():
         return None
     keep = np.flatnonzero(inside)
     x = grid[keep]
-    d = np.interp(x, other_edges, other_effect) - base_effect[keep]
+    d = np.interp(x, other.edges, other.effect) - base.effect[keep]
     # center with the base's counts over the bins whose limits are both on the grid
-    weights = np.where(whole_bins, base_counts, 0).astype(np.float64)
+    weights = np.where(whole_bins, base.counts, 0).astype(np.float64)
     mids = (np.interp(grid[:-1], x, d) + np.interp(grid[1:], x, d)) / 2.0
     total = weights.sum()
     offset = float(np.dot(weights, mids) / total) if total > 0 else float(d.mean())
     centered = d - offset
 
-    var_b = base_stderr[keep] ** 2
-    var_o = np.interp(x, other_edges, np.asarray(other_stderr, dtype=np.float64) ** 2)
-    change = d - d[0]
+    var_b = base.stderr[keep] ** 2
+    var_o = np.interp(x, other.edges, np.asarray(other.stderr, dtype=np.float64) ** 2)
     var = np.nan_to_num((var_b - var_b[0]) + (var_o - var_o[0]))
-    scale = max(float(np.nanmax(np.abs(base_effect))), float(np.nanmax(np.abs(other_effect))))
-    tiny = ROUNDING * max(scale, np.finfo(np.float64).tiny)
-    ratio = np.abs(change) / np.sqrt(np.where(var > 0, var, 1.0))
-    z = np.where(np.abs(change) <= tiny, 0.0, np.where(var > 0, ratio, np.inf))
+    z = _z(d - d[0], var, base, other)
     return _difference(x, centered, z, n_outside=int(grid.size - keep.size), offset=offset)
 
 

@@ -265,7 +265,7 @@ def read_regional(path: str | Path) -> RegionalSummary:
 class RegionComparison:
     """One feature's regions in two regional summaries: ``same`` when their leaves have the
     same conditions; then ``max_abs``, the largest difference of the leaves' curves (on
-    A's edges, :func:`~ale_cli.summary.compare.curve_difference`; None where none is
+    A's edges, :func:`~ale_cli.summary.compare.records_difference`; None where none is
     comparable)."""
 
     name: str

@@ -59,9 +59,8 @@ def _headers() -> set[str]:
     rows = set()
     for mask in range(1, 1 << len(kinds)):
         chosen = [k for i, k in enumerate(kinds) if mask >> i & 1]
-        rows.add(",".join(table_columns(chosen)))
-        rows.add(",".join(table_columns(chosen, region=True)))
-        rows.add(",".join(table_columns(chosen, output=True)))
+        for extra in ({}, {"region": True}, {"output": True}):
+            rows.add(",".join(table_columns(chosen, **extra)))
     return rows
 
 

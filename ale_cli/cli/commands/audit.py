@@ -6,7 +6,6 @@ matplotlib to draw).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -29,6 +28,7 @@ from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
 from ale_cli.plot.diff import render_diff
+from ale_cli.summary.build import utc_now
 from ale_cli.summary.compare import compare_summaries
 from ale_cli.summary.model import read_summary
 from ale_cli.summary.regional import regional_diff_lines
@@ -67,12 +67,9 @@ def _stdout_output(run: Run, outputs: dict[str, Path | None], output_format: str
         raise InputError(
             f"{a} and {b} both write to standard output; give one a path", param=given[0]
         )
-    if not given:
-        return None
-    if given[0] == "output_format":
-        return given[0]
-    run.claim_stdout("-", given[0])
-    return given[0]
+    if given and given[0] != "output_format":
+        run.claim_stdout("-", given[0])
+    return given[0] if given else None
 
 
 def _write_outputs(
@@ -176,8 +173,7 @@ def audit(
     files = {"json_report": json_report, "junit": junit, "out": out}
     to_stdout = _stdout_output(run, files, output_format)
     result = audit_files(summaries, rules, baseline=baseline)
-    created = datetime.now(UTC).isoformat(timespec="seconds")
-    data = report_dict(result, created=created)
+    data = report_dict(result, created=utc_now())
     outputs = _write_outputs(files, result, data)
     lines = _table_lines(result, run, output_format)
     if to_stdout == "output_format":

@@ -169,11 +169,9 @@ def _flatten(prefix: str, value: object, rows: list[tuple[str, str]]) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             _flatten(f"{prefix}.{key}" if prefix else str(key), item, rows)
-    elif isinstance(value, list) and len(value) > 12:
-        shown = ", ".join(str(v) for v in value[:12])
-        rows.append((prefix, f"{shown}, ... ({len(value)} items)"))
     elif isinstance(value, list):
-        rows.append((prefix, ", ".join(str(v) for v in value) or "-"))
+        more = f", ... ({len(value)} items)" if len(value) > 12 else ""
+        rows.append((prefix, ", ".join(str(v) for v in value[:12]) + more or "-"))
     elif isinstance(value, float):
         rows.append((prefix, f"{value:.4g}"))
     else:
