@@ -249,7 +249,8 @@ def _statistic_drift_check(
 def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
     if ctx.baseline is None:  # pragma: no cover - evaluate() checks this first
         raise RuntimeError("drift rule without a baseline")
-    _, base = ctx.baseline
+    baseline = ctx.baseline
+    base = baseline[1]
     base_feats = {f.key: f for f in base.features}
     p = rule.params
     limits = [
@@ -269,7 +270,7 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
         ]  # fmt: skip
         for name in names:
             if p["statistic"] is not None:
-                out.append(_statistic_drift_check(rule, ctx, ctx.baseline, label, summary, name))
+                out.append(_statistic_drift_check(rule, ctx, baseline, label, summary, name))
                 continue
             b, c = base_feats.get(name), cur.get(name)
             if b is not None and c is not None and not _estimable(b) and not _estimable(c):

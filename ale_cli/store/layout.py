@@ -308,7 +308,10 @@ def _virtual_specs(path: Path, specs: Specs, meta: Mapping[str, Any]) -> Specs:
 
 def _specs(path: Path, npz: Any, meta: Mapping[str, Any]) -> Specs:
     """Every member's shape and dtype from its header, the layout checked."""
-    specs = {name: npz.spec(name)[0:3:2] for name in npz.files}  # (shape, dtype)
+    specs = {}
+    for name in npz.files:
+        shape, _, dtype, _ = npz.spec(name)
+        specs[name] = (shape, dtype)
     chunked = any(_CHUNK.match(name) for name in specs)
     _layout(path, _virtual_specs(path, specs, meta) if chunked else specs, meta)
     return specs
