@@ -1,25 +1,10 @@
 """The Python API: every command as a function of plain values, returning frozen results.
 
-The command-line interface is a thin layer over these functions; a notebook
-uses them directly::
-
-    from ale_cli import api
-
-    api.compute("model.pt", "data.csv", out="effects.npz", exclude=["target"])
-    summary = api.rhale("effects.npz")               # a Summary (frozen dataclass)
-    frame = api.summary_frame(summary)               # one tidy pandas DataFrame
-    fig = api.plot(summary, "bmi", store="effects.npz")   # a matplotlib Figure
-
-``model`` is a model file, or for :func:`compute`, :func:`classic` and :func:`interact`
-the model itself: a fitted scikit-learn estimator or pipeline, a ``torch.nn.Module``, a
-``torch.export.ExportedProgram``, an XGBoost, LightGBM or CatBoost model, or a callable
-``f(X) -> y`` (a :class:`Predictor` to give its gradient too), which gets the route its
-file would (:mod:`ale_cli.models.objects`). ``data`` is a path or a DataFrame, ``store``
-a path or a :class:`~ale_cli.store.npz.Store`; names are a list or one comma-separated
-string; other options are the CLI's (``max_bins`` is ``--max-bins``). Errors are
-``InputError`` (naming the parameter) or ``RunError``. :func:`regional` returns a
-:class:`~ale_cli.summary.regional.RegionalSummary` (the global records and each feature's
-regions).
+Options are the command's (``max_bins`` is ``--max-bins``; ``ale COMMAND --help`` says
+what each does); names are a list or one comma-separated string. ``model`` may be the
+model object, ``data`` a DataFrame and ``store`` a :class:`~ale_cli.store.npz.Store`
+(docs/commands.md, "From Python"; docs/models.md, "Models in a notebook"). Errors are
+``InputError`` (naming the parameter) or ``RunError``.
 """
 
 from __future__ import annotations
@@ -75,17 +60,9 @@ def compute(
     scheduler: str | None = None,
     **options: Any,
 ) -> ComputeResult:
-    """Compute the local effects of ``features`` (default: every input) and write a store.
-
-    ``options`` are the other fields of :class:`~ale_cli.estimators.inputs.ModelInputs`
-    (``inputs``, ``exclude``, ``output``, ``method``, ``step``, ``trust``...).
-    A store at ``out`` made from the same model bytes, data and options is
-    reused (``result.cache_hit``) unless ``force``. ``discrete`` names (or ``"auto"``;
-    default: the binary ones; ``"none"``: no numeric one) the numeric features whose jumps
-    to the adjacent values are stored, as text and categorical columns' are, so that
-    :func:`rebin` and :func:`rhale` report them per level.
-    ``engine="dask"`` computes the partitions on the Dask cluster at ``scheduler`` (None:
-    a local one) and writes a directory store.
+    """Compute the local effects and write a store at ``out`` (reused when made from the
+    same model, data and options, unless ``force``); ``options`` are the other fields of
+    :class:`~ale_cli.estimators.inputs.ModelInputs` (``exclude``, ``output``, ``method``...).
     """
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     where = engine_for(engine, scheduler)
@@ -116,16 +93,14 @@ def rebin(
     statistics: str = "ale-cli",
 ) -> Summary:
     """DALE on fixed bins (default: 20 uniform bins) from a store; ``bootstrap`` B > 0 adds
-    percentile bands at level ``ci`` (rows resampled, ``seed`` for the same bands);
-    ``engine="dask"`` reduces the store's parts on the Dask cluster at ``scheduler``;
-    ``statistics="r"``: ALED/NALED as R's ``ale`` package defines them."""
+    percentile bands at level ``ci``."""
     request = dale.RebinRequest(
-        store=_store(store),
+        store=_path(store),
         bins=bins,
         binning=binning,
         center=center,
         features=features,  # type: ignore[arg-type]
-        edges=Path(edges) if edges is not None else None,
+        edges=_path(edges),
         bootstrap=Bootstrap(bootstrap, ci, seed),
         engine=engine_for(engine, scheduler),
         statistics=statistics,
@@ -149,10 +124,9 @@ def rhale(
     scheduler: str | None = None,
     statistics: str = "ale-cli",
 ) -> Summary:
-    """RHALE with automatic bins from a store (``min_points`` None: ceil(N/20), at least 2);
-    ``bootstrap`` as in :func:`rebin`, on the chosen bins."""
+    """RHALE with automatic bins from a store; ``bootstrap`` as in :func:`rebin`."""
     request = dale.RhaleRequest(
-        store=_store(store),
+        store=_path(store),
         max_bins=max_bins,
         min_points=min_points,
         alpha=alpha,
@@ -181,12 +155,8 @@ def regional(
     engine: str = "local",
     scheduler: str | None = None,
 ) -> RegionalSummary:
-    """Regional effects from a store: per feature, splits of the rows on the other inputs
-    (thresholds at ``candidates``-quantiles, levels one against the rest) kept when they
-    lower the heterogeneity by ``min_drop`` and leave ``min_rows`` rows (None: ceil(N/20))
-    per side, at most ``max_depth`` deep (chosen on a sample of about ``search_rows`` rows
-    when the store has more; ``"all"``: every row); each leaf with a first-order record
-    (RHALE bins, or ``bins`` uniform bins), on every row.
+    """Regional effects from a store: per feature, the splits of the rows on the other
+    inputs that lower the heterogeneity by ``min_drop``, each leaf with its own record.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -202,7 +172,7 @@ def regional(
     """
 
     request = regional_estimator.RegionalRequest(
-        store=_store(store),
+        store=_path(store),
         features=features,  # type: ignore[arg-type]
         max_depth=max_depth,
         min_drop=min_drop,
@@ -237,18 +207,12 @@ def classic(
     **options: Any,
 ) -> Summary:
     """Classic ALE (Apley-Zhu) from the model at the bin limits (default: 20 quantile bins);
-    ``bootstrap`` as in :func:`rebin`; ``discrete`` names (or ``"auto"``; default: the
-    binary ones; ``"none"``: no numeric one) the numeric features estimated per value (text
-    and categorical columns always are). A data file
-    is read ``chunk_rows`` rows at a time (None: the whole table at once).
-    ``engine="dask"`` runs the model calls per partition on the Dask cluster at
-    ``scheduler`` (None: a local cluster)."""
-    inputs = ModelInputs(model=model, data=data, features=features, **options)
+    ``chunk_rows`` None reads the whole table at once; ``options`` as in :func:`compute`."""
     request = classic_estimator.ClassicRequest(
-        inputs=inputs,
+        inputs=ModelInputs(model=model, data=data, features=features, **options),
         bins=bins,
         binning=binning,
-        edges=Path(edges) if edges is not None else None,
+        edges=_path(edges),
         center=center,
         bootstrap=Bootstrap(bootstrap, ci, seed),
         discrete=discrete,  # type: ignore[arg-type]
@@ -274,19 +238,16 @@ def interact(
     scheduler: str | None = None,
     **options: Any,
 ) -> Summary:
-    """Second-order effects of ``pairs`` (default: every pair of ``features``); a data file
-    is read ``chunk_rows`` rows at a time and a ``store`` by its own chunks (None: the
-    whole table, or store, at once). ``engine="dask"`` runs the model calls per partition
-    on the Dask cluster at ``scheduler`` (None: a local cluster)."""
-    inputs = ModelInputs(model=model, data=data, features=features, **options)
+    """Second-order effects of ``pairs`` (default: every pair of ``features``), with the
+    mixed derivatives of a ``store`` from ``compute(pairs=...)`` when it matches."""
     request = interact_estimator.InteractRequest(
-        inputs=inputs,
-        pairs=parse_pairs(pairs),
+        inputs=ModelInputs(model=model, data=data, features=features, **options),
+        pairs=pairs,  # type: ignore[arg-type]
         bins=bins,
         binning=binning,
         estimator=estimator,
-        store=Path(store) if store is not None else None,
-        edges=Path(edges) if edges is not None else None,
+        store=_path(store),  # type: ignore[arg-type]
+        edges=_path(edges),
         chunk_rows=chunk_rows,
     )
     return interact_estimator.interact(request, engine=engine_for(engine, scheduler)).summary
@@ -324,8 +285,7 @@ def report(
     timestamp: bool = True,
     force: bool = False,
 ) -> str:
-    """The self-contained HTML page of ``ale report`` (written to ``out`` when given; an
-    existing ``out`` that is not an ale report is replaced only with ``force``)."""
+    """The HTML page of ``ale report`` (also written to ``out`` when given)."""
     guard(out, kind="html", inputs=_paths(*summaries, store, audit, history), force=force)
     page = build_report(summaries, store=store, audit=audit, history=history, timestamp=timestamp)
     if out is not None:
@@ -336,9 +296,8 @@ def report(
 def run(
     job: str | Path, *, out: str | Path | None = None, wait: bool = False, model: Any = None
 ) -> Any:
-    """Run a job file as ``ale run`` does; a :class:`~ale_cli.job.JobResult` (``manifest``,
-    ``exit_code``: the audit's, 0 or 3). ``model``: a model object (as for :func:`compute`,
-    with a content hash) run in place of the job file's model."""
+    """Run a job file as ``ale run`` does; a :class:`~ale_cli.job.JobResult`. ``model``: a
+    model object run in place of the job file's model."""
     spec = read_job(job, model=model)
     target = Path(out) if out is not None else spec.out
     if target is None:
@@ -349,10 +308,14 @@ def run(
 def write_summary(
     path: str | Path, summary: Summary, *, timestamp: bool = True, force: bool = False
 ) -> None:
-    """Write ``summary`` as JSON to ``path`` atomically; an existing ``path`` that is not an
-    ale summary is replaced only with ``force``."""
+    """Write ``summary`` as JSON to ``path`` atomically (over another file: ``force``)."""
     guard(path, kind="summary", force=force)
     _summary.write_summary(path, summary, timestamp=timestamp)
+
+
+def summary_frame(summary: Summary | str | Path) -> pd.DataFrame:
+    """The summary as one long pandas DataFrame (the table of ``ale export``)."""
+    return export.summary_frame(summary if isinstance(summary, Summary) else read_summary(summary))
 
 
 def _paths(*values: Any) -> list[str | Path]:
@@ -360,10 +323,6 @@ def _paths(*values: Any) -> list[str | Path]:
     return [v for v in values if isinstance(v, str | Path)]
 
 
-def summary_frame(summary: Summary | str | Path) -> pd.DataFrame:
-    """The summary as one long pandas DataFrame (a row per feature and edge, per bin...)."""
-    return export.summary_frame(summary if isinstance(summary, Summary) else read_summary(summary))
-
-
-def _store(store: str | Path | Store) -> Path | Store:
-    return store if isinstance(store, Store) else Path(store)
+def _path(value: Any) -> Any:
+    """A file name as a Path; None and an in-memory Store as they are."""
+    return value if value is None or isinstance(value, Store) else Path(value)
