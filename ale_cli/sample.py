@@ -34,12 +34,6 @@ import numpy as np
 import torch
 from torch import nn
 
-RHALE_N = 1000
-RHALE_SEED = 2023
-MLP_SEED = 0
-CREDIT_N = 600
-CREDIT_SEED = 7
-SKLEARN_SEED = 0
 CREDIT_NUMERIC = ("age", "income", "debt_ratio")
 DIABETES_FEATURES = ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")
 
@@ -54,7 +48,7 @@ def diabetes_frame():  # type: ignore[no-untyped-def]
     return frame
 
 
-def rhale_frame(n: int = RHALE_N, seed: int = RHALE_SEED, noise: float = 0.1):  # type: ignore[no-untyped-def]
+def rhale_frame(n: int = 1000, seed: int = 2023, noise: float = 0.1):  # type: ignore[no-untyped-def]
     """The RHALE paper's example: x ~ U(-1, 1)^3, y = 0.2 x1 - 5 x2 + 10 x2 1{x3>0} + e."""
     import pandas as pd
 
@@ -64,7 +58,7 @@ def rhale_frame(n: int = RHALE_N, seed: int = RHALE_SEED, noise: float = 0.1):  
     return pd.DataFrame({"x1": x[:, 0], "x2": x[:, 1], "x3": x[:, 2], "y": y})
 
 
-def credit_frame(n: int = CREDIT_N, seed: int = CREDIT_SEED):  # type: ignore[no-untyped-def]
+def credit_frame(n: int = 600, seed: int = 7):  # type: ignore[no-untyped-def]
     """Synthetic loan approvals: logit = -0.5 + 0.04 (age - 45) + 1.2 log(income / 40k)
     - 3 (debt_ratio - 0.4) + region offset (north 0, south -0.6, east 0.4, west 0.2)."""
     import pandas as pd
@@ -87,14 +81,6 @@ def credit_frame(n: int = CREDIT_N, seed: int = CREDIT_SEED):  # type: ignore[no
     return pd.DataFrame(
         {"age": age, "income": income, "debt_ratio": debt, "region": region, "approved": approved}
     )
-
-
-def write_frame(frame, base: Path) -> list[Path]:  # type: ignore[no-untyped-def]
-    """Write ``base.csv`` and ``base.parquet``."""
-    csv, parquet = base.with_suffix(".csv"), base.with_suffix(".parquet")
-    frame.to_csv(csv, index=False)
-    frame.to_parquet(parquet, index=False)
-    return [csv, parquet]
 
 
 class RhaleFunction(nn.Module):
@@ -137,7 +123,7 @@ def train_diabetes_mlp(steps: int = 150) -> StandardisedMLP:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # 442 x 32 matrices: threads only add overhead
     try:
-        torch.manual_seed(MLP_SEED)
+        torch.manual_seed(0)
         model = StandardisedMLP(X.mean(0), X.std(0), float(y.mean()), float(y.std())).double()
         opt = torch.optim.Adam(model.parameters(), lr=3e-3)
         z = (X - model.x_mean) / model.x_std
@@ -194,7 +180,7 @@ def build_diabetes_hgb(path: Path) -> Path:
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     frame = diabetes_frame()
-    model = HistGradientBoostingRegressor(max_iter=100, random_state=SKLEARN_SEED)
+    model = HistGradientBoostingRegressor(max_iter=100, random_state=0)
     model.fit(frame[list(DIABETES_FEATURES)], frame["target"])
     return save_skops(model, path)
 
@@ -233,7 +219,7 @@ def build_diabetes_gbr_onnx(path: Path) -> Path:
         ) from None
     frame = diabetes_frame()
     X = frame[list(DIABETES_FEATURES)].to_numpy(dtype=np.float32)
-    model = GradientBoostingRegressor(n_estimators=100, max_depth=3, random_state=SKLEARN_SEED)
+    model = GradientBoostingRegressor(n_estimators=100, max_depth=3, random_state=0)
     model.fit(X, frame["target"].to_numpy())
     path.write_bytes(
         to_onnx(model, X[:1], target_opset={"": 17, "ai.onnx.ml": 3}).SerializeToString()
@@ -262,9 +248,12 @@ def build(root: Path, *, force: bool = False) -> list[Path]:
     written: list[Path] = []
     root.mkdir(parents=True, exist_ok=True)
     for name, make in DATASETS.items():
-        base = root / name
-        if force or not all(base.with_suffix(s).exists() for s in (".csv", ".parquet")):
-            written += write_frame(make(), base)
+        csv, parquet = root / f"{name}.csv", root / f"{name}.parquet"
+        if force or not (csv.exists() and parquet.exists()):
+            frame = make()
+            frame.to_csv(csv, index=False)
+            frame.to_parquet(parquet, index=False)
+            written += [csv, parquet]
     for name, builder in MODEL_BUILDERS.items():
         path = root / "models" / name
         if force or not path.exists():
