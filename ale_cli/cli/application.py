@@ -13,7 +13,7 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from typer._click import exceptions as click_errors
@@ -23,7 +23,7 @@ from ale_cli.cli import registry
 from ale_cli.cli.coercion import install
 from ale_cli.cli.command import VersionOption, flag_of
 from ale_cli.errors import AleError
-from ale_cli.signals import EXIT_INTERRUPTED, Terminated, arrived, sigterm_raises
+from ale_cli.signals import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, arrived, sigterm_raises
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -105,31 +105,19 @@ class _AleGroup(TyperGroup):
                 return super().invoke(ctx)
         except AleError as exc:
             message = exc.render(self._flag_namer(ctx))
-            typer.echo(f"error: {_one_line(message, 2000)}", err=True)
-            raise typer.Exit(exc.exit_code) from None
-        except Terminated:
-            typer.echo("error: terminated", err=True)
-            raise typer.Exit(Terminated.exit_code) from None
-        except KeyboardInterrupt:
-            typer.echo("error: interrupted", err=True)
-            raise typer.Exit(130) from None
-        except (click_errors.ClickException, typer.Exit, typer.Abort):
+            _fail(_one_line(message, 2000), exc.exit_code)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
+            _stopped(EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED)
+        # stdout closed (``ale info s.npz | head -1``): click exits quietly
+        except (click_errors.ClickException, typer.Exit, typer.Abort, BrokenPipeError):
             raise
-        except BrokenPipeError:
-            raise  # stdout closed (``ale info s.npz | head -1``): click exits quietly
         except OSError as exc:  # the machine, not ale: a disk error, a permission
             where = f" '{exc.filename}'" if exc.filename else ""
-            typer.echo(f"error: {exc.strerror or type(exc).__name__}{where}", err=True)
-            raise typer.Exit(1) from None
+            _fail(f"{exc.strerror or type(exc).__name__}{where}", 1)
         except Exception as exc:
-            if arrived() is not None:  # a signal surfaced as a C extension's own exception
-                interrupted = arrived() == EXIT_INTERRUPTED - 128
-                typer.echo(f"error: {'interrupted' if interrupted else 'terminated'}", err=True)
-                raise typer.Exit(
-                    EXIT_INTERRUPTED if interrupted else Terminated.exit_code
-                ) from None
-            typer.echo(f"error: {_internal_error(exc)}", err=True)
-            raise typer.Exit(1) from None
+            if (signum := arrived()) is not None:  # a signal as a C extension's own exception
+                _stopped(128 + signum)
+            _fail(_internal_error(exc), 1)
 
     def _flag_namer(self, ctx: Any) -> Any:
         name = ctx.invoked_subcommand or (ctx.protected_args or [None])[0]
@@ -148,25 +136,29 @@ class _AleGroup(TyperGroup):
         """Option-parsing errors as one line (``error: ...``, exit 2), not Usage/Try/Error."""
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click_errors.NoArgsIsHelpError as exc:  # ``ale`` alone: the help
+        except (click_errors.ClickException, typer.Abort) as exc:
             if not standalone_mode:
                 raise
-            exc.show()
-            sys.exit(exc.exit_code)
-        except click_errors.ClickException as exc:
-            if not standalone_mode:
-                raise
-            typer.echo(f"error: {_usage_line(exc)}", err=True)
-            sys.exit(exc.exit_code)
-        except typer.Abort:
-            if not standalone_mode:
-                raise
-            typer.echo("error: aborted", err=True)
-            sys.exit(1)
+            if isinstance(exc, click_errors.NoArgsIsHelpError):  # ``ale`` alone: the help
+                exc.show()
+            else:
+                line = "aborted" if isinstance(exc, typer.Abort) else _usage_line(exc)
+                typer.echo(f"error: {line}", err=True)
+            sys.exit(getattr(exc, "exit_code", 1))
         if not standalone_mode:
             return rv
         # without standalone mode click returns an Exit's code, else the command's value
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _fail(line: str, code: int) -> NoReturn:
+    typer.echo(f"error: {line}", err=True)
+    raise typer.Exit(code) from None
+
+
+def _stopped(code: int) -> NoReturn:
+    """Exit 143 (SIGTERM) or 130 (Ctrl-C) with the line that says which."""
+    _fail("terminated" if code == EXIT_TERMINATED else "interrupted", code)
 
 
 def _usage_line(exc: Any) -> str:

@@ -1,12 +1,6 @@
-"""How a command is declared once and reports once.
-
-:func:`command` declares a command (the one table of them is
-:data:`ale_cli.cli.registry.COMMANDS`): it adds ``--json``, ``--quiet``, ``--config``,
-``--version`` (and ``--force`` for outputs), guards every declared output before the
-function runs, and prints the :class:`Outcome` it returns: the notes on stderr and the
-result line on stdout, or with ``--json`` exactly one JSON object on stdout
-(``ale_cli/schema/result.schema.json``).
-"""
+"""How a command is declared once (:func:`command`) and reports once (:class:`Outcome`:
+notes on stderr and the result line on stdout, or with ``--json`` exactly one JSON object
+on stdout, ``ale_cli/schema/result.schema.json``)."""
 
 from __future__ import annotations
 
@@ -253,12 +247,10 @@ def command(
     inputs: Sequence[str] = (),
     aliases: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[..., Outcome]], Command]:
-    """Declare a command that returns an :class:`Outcome`; add the common options.
-
-    The function may take ``run: Run``. ``outputs`` (parameter -> kind) go through the
-    output guard before it runs, ``inputs`` name the parameters read; ``--force`` is
-    added unless the command has its own. ``aliases``: old flag -> parameter (hidden).
-    """
+    """Declare a command returning an :class:`Outcome` (it may take ``run: Run``); add
+    ``--json``, ``--quiet``, ``--config``, ``--version`` and, for ``outputs`` (parameter ->
+    kind, guarded before it runs; ``inputs``: the parameters read), ``--force`` unless it
+    has its own. ``aliases``: old flag -> parameter (hidden)."""
     declared = Declared(dict(outputs or {}), tuple(inputs))
     old = dict(aliases or {})
 

@@ -40,15 +40,6 @@ FORMATS = ("text", "github", "markdown")
 DIFF_FORMATS = ("png", "svg")
 
 
-def _write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically, or to standard output for ``-``."""
-    if is_stdio(path):
-        echo_data(data.decode("utf-8"))
-        return
-    with atomic_write(path) as fh:
-        fh.write(data)
-
-
 def _stdout_output(run: Run, outputs: dict[str, Path | None], output_format: str) -> str | None:
     """The one option whose data goes to standard output (``-``, or ``--format markdown``
     without ``-o``), or None; refused for two, or with --json."""
@@ -75,26 +66,20 @@ def _stdout_output(run: Run, outputs: dict[str, Path | None], output_format: str
 def _write_outputs(
     files: dict[str, Path | None], result: AuditResult, data: dict[str, Any]
 ) -> list[str]:
-    """Write the JSON report, the JUnit XML and the markdown that were asked for."""
+    """Write the JSON report, the JUnit XML and the markdown asked for (``-``: stdout)."""
     payloads = {
         "json_report": lambda: dumps(data).encode("utf-8"),
         "junit": lambda: junit_xml(result),
         "out": lambda: markdown(result).encode("utf-8"),
     }
-    outputs: list[str] = []
-    for name, path in files.items():
-        if path is not None:
-            _write(path, payloads[name]())
-            outputs.append(str(path))
-    return outputs
-
-
-def _table_lines(result: AuditResult, run: Run, output_format: str) -> list[str]:
-    """The table (with --quiet only the failed and warned rows) and the annotations."""
-    table = text_table(result).splitlines()[:-1]
-    if run.quiet:
-        table = [c.message for c in result.checks if c.verdict in ("fail", "warn")]
-    return table + (github_annotations(result) if output_format == "github" else [])
+    written = {name: path for name, path in files.items() if path is not None}
+    for name, path in written.items():
+        if is_stdio(path):
+            echo_data(payloads[name]().decode("utf-8"))
+            continue
+        with atomic_write(path) as fh:
+            fh.write(payloads[name]())
+    return [str(path) for path in written.values()]
 
 
 AuditFormatOption = Annotated[
@@ -175,7 +160,10 @@ def audit(
     result = audit_files(summaries, rules, baseline=baseline)
     data = report_dict(result, created=utc_now())
     outputs = _write_outputs(files, result, data)
-    lines = _table_lines(result, run, output_format)
+    lines = text_table(result).splitlines()[:-1]
+    if run.quiet:  # only the failed and warned rows
+        lines = [c.message for c in result.checks if c.verdict in ("fail", "warn")]
+    lines += github_annotations(result) if output_format == "github" else []
     if to_stdout == "output_format":
         echo_data(markdown(result))
         lines = []

@@ -69,7 +69,9 @@ def report(
     to_stdout = run.claim_stdout(out, "out")
     t0 = time.perf_counter()
     result = build_report(summaries, store=store, audit=audit, history=history, timestamp=timestamp)
-    size = _write(out, result.html, to_stdout)
+    if to_stdout:
+        echo_data(result.html)
+    size = len(result.html.encode("utf-8")) if to_stdout else write_report(out, result.html)
     seconds = time.perf_counter() - t0
     verdict = ""
     if result.audit_passed is not None:
@@ -92,11 +94,3 @@ def report(
         details={"audit_passed": result.audit_passed},
         data_on_stdout=to_stdout,
     )
-
-
-def _write(out: Path, html: str, to_stdout: bool) -> int:
-    """Write the page to ``out`` (or standard output); its size in bytes."""
-    if to_stdout:
-        echo_data(html)
-        return len(html.encode("utf-8"))
-    return write_report(out, html)
