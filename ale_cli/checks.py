@@ -26,14 +26,12 @@ def names_tuple(value: str | Sequence[str] | None, param: str) -> tuple[str, ...
     if not raw:
         return ()
     names = tuple(str(part).strip() for part in raw)
-    if not names or any(not n for n in names):
+    if not all(names):
         shown = value if isinstance(value, str) else ",".join(map(str, raw))
         raise InputError("{param} expects comma-separated names, got '" + shown + "'", param=param)
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
+    for i, name in enumerate(names):
+        if name in names[:i]:
             raise InputError("{param} names '" + name + "' more than once", param=param)
-        seen.add(name)
     return names
 
 

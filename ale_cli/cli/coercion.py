@@ -1,14 +1,10 @@
 """How ``ale`` coerces option values: plain values without pydantic, floats finite.
 
 typer (pinned exactly in pyproject.toml: this module uses its private coercion API)
-coerces every value through a pydantic adapter built per parameter; importing
-pydantic and building the adapters of one command adds about a third to the CPU time
-of ``ale --help`` and a half to that of ``ale rhale`` on a small store (measure it by
-replacing :func:`install` with a no-op). :func:`install` hands plain values to
-:class:`PlainRuntime` instead, and makes every float parameter refuse NaN and
-infinities (:class:`FiniteRuntime`). ``tests/test_cli.py`` holds the contract: the
-typer version, the private names used here, and equal results to typer's own
-coercion wherever the plain one applies.
+coerces every value through a pydantic adapter built per parameter, which costs a large
+share of the CPU time of ``ale --help`` and ``ale rhale`` (measure it by replacing
+:func:`install` with a no-op). ``tests/test_cli.py`` holds the contract: the typer
+version, the private names used here, and results equal to typer's own coercion.
 """
 
 from __future__ import annotations
@@ -104,21 +100,15 @@ def plain_value(kind: Any, info: Any, value: Any) -> Any:
         except (OSError, ValueError):
             return path  # typer checks nothing more for a path that need not exist
         return path if os.access(path, os.R_OK) else NOT_PLAIN
-    if kind is int:
-        if isinstance(value, bool):
-            return NOT_PLAIN
-        if isinstance(value, str) and _INT.fullmatch(value):
-            value = int(value)
-        if not isinstance(value, int):
-            return NOT_PLAIN
-    elif kind is float:
-        if isinstance(value, bool):
-            return NOT_PLAIN
-        if isinstance(value, str) and _FLOAT.fullmatch(value):
-            value = float(value)
-        if not isinstance(value, int | float) or not math.isfinite(value):
-            return NOT_PLAIN
-        value = float(value)
+    if isinstance(value, bool):
+        return NOT_PLAIN
+    if isinstance(value, str) and (_INT if kind is int else _FLOAT).fullmatch(value):
+        value = kind(value)
+    if kind is int and not isinstance(value, int):
+        return NOT_PLAIN
+    if kind is float and (not isinstance(value, int | float) or not math.isfinite(value)):
+        return NOT_PLAIN
+    value = kind(value)
     if (info.min is not None and value < info.min) or (info.max is not None and value > info.max):
         return NOT_PLAIN
     return value

@@ -25,11 +25,9 @@ class ProgressBar:
         if not self.enabled:
             return
         now = time.perf_counter()
-        if now - self._last >= 0.1 or self.done >= self.total:
-            self._last = now
-            self._draw(now)
-
-    def _draw(self, now: float) -> None:
+        if now - self._last < 0.1 and self.done < self.total:
+            return
+        self._last = now
         frac = min(self.done / self.total, 1.0)
         filled = int(30 * frac)
         bar = "#" * filled + "." * (30 - filled)

@@ -1,11 +1,8 @@
 """The commands of ``ale``, one line each: the single source of truth.
 
-:data:`COMMANDS` maps a command's name to where it is declared (``"module:attribute"``,
-a :class:`~ale_cli.cli.command.Command` made by :func:`~ale_cli.cli.command.command`)
-and the line ``ale --help`` shows for it, in the order of ``ale --help``. Nothing is
-imported until a command is asked for: ``ale NAME`` imports NAME's module only, and
-``ale --help`` imports none. Adding a command is a module in ``cli/commands/`` and
-one line here.
+Nothing is imported until a command is asked for: ``ale NAME`` imports NAME's module
+only, ``ale --help`` none. Adding a command is a module in ``cli/commands/`` and one line
+here.
 """
 
 from __future__ import annotations
@@ -20,7 +17,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Entry:
-    """Where a command is declared (``"module:attribute"``) and its line in ``ale --help``."""
+    """Where a command is declared (``"module:attribute"``, a
+    :class:`~ale_cli.cli.command.Command`) and its line in ``ale --help``."""
 
     target: str
     summary: str
