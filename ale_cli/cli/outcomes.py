@@ -21,9 +21,8 @@ def summary_outcome(
         echo_data(summary_json(result.summary, timestamp=timestamp))
     else:
         write_summary(out, result.summary, timestamp=timestamp)
-    feats = result.summary.features
-    items = result.summary.interactions
-    ok = sum(f.status == "ok" for f in feats) + sum(i.status == "ok" for i in items)
+    feats, items = result.summary.features, result.summary.interactions
+    ok = sum(f.status == "ok" for f in (*feats, *items))
     if items:
         grids = " ".join(
             f"{i.name}={i.shape[0]}x{i.shape[1]}" if i.status == "ok" else f"{i.name}=-"

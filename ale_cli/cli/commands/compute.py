@@ -125,7 +125,6 @@ def compute(
     adjacent levels (model calls), so rebin and rhale report them per level as classic
     does.
     """
-    where = engine_for(engine, scheduler)
     request = ComputeRequest(
         inputs=replace(inputs, method=method, step=step),
         out=out,
@@ -134,7 +133,9 @@ def compute(
         discrete=discrete,
     )
     with run.progress("local effects", "mixed derivatives") as progress:
-        result = run_compute(request, engine=where, force=force, progress=progress)
+        result = run_compute(
+            request, engine=engine_for(engine, scheduler), force=force, progress=progress
+        )
     notes = list(result.notes)
     if result.reason is not None:
         notes.append(f"recomputed '{out}': {result.reason} since it was made")
@@ -192,8 +193,7 @@ def info(
     _flatten("", meta, rows)
     width = max(len(k) for k, _ in rows)
     lines = tuple(f"{key.ljust(width)}  {value}" for key, value in rows)
-    n_rows = meta.get("n_rows")
-    features = meta.get("feature_names") or []
+    n_rows, features = meta.get("n_rows"), meta.get("feature_names") or []
     return Outcome(
         command="info",
         message=f"store '{store}': {n_rows} rows x {len(features)} features",

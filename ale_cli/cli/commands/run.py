@@ -58,21 +58,15 @@ def run_command(
     refuse_stdio(target, "out", "a run directory")
     result = run_job(spec, target, wait=wait)
     m = result.manifest
-    steps = m["steps"]
-    audit = m["audit"]
-    verdict = ""
-    if audit is not None:
-        verdict = f", audit {'passed' if audit['passed'] else 'failed'}"
-    report = next((s for s in steps if s["name"] == "report"), None)
-    where = f"; report '{target / 'report.html'}'" if report is not None else ""
+    steps, audit = m["steps"], m["audit"]
+    verdict = "" if audit is None else f", audit {'passed' if audit['passed'] else 'failed'}"
+    report = any(s["name"] == "report" for s in steps)
+    where = f"; report '{target / 'report.html'}'" if report else ""
     message = (
         f"run: {len(steps)} steps ({m['cache_hits']} cached, {m['steps_run']} run){verdict}, "
         f"{m['seconds']:.2f} s -> '{target}'{where}"
     )
     notes = tuple(f"{s['name']}: {n}" for s in steps for n in s["notes"] if not s["cache_hit"])
-    flagged: tuple[str, ...] = ()
-    if audit is not None and not audit["passed"]:
-        flagged = _flagged_rules(target / AUDIT)
     notes += tuple(
         f"history: '{target / 'history' / name}' is not an entry ale wrote; left as it is"
         for name in m["history"].get("left", [])
@@ -92,7 +86,7 @@ def run_command(
         details={"manifest": m},
         exit_code=result.exit_code,
         silent=run.quiet and result.exit_code == 0,
-        lines=flagged,
+        lines=_flagged_rules(target / AUDIT) if audit is not None and not audit["passed"] else (),
     )
 
 
