@@ -244,9 +244,7 @@ def split_scores(
     ((0, 0), 0.98)
     """
     b_n = shape[1]
-    n = cells.counts.reshape(shape)
-    s1 = cells.s1.reshape(shape)
-    s2 = cells.s2.reshape(shape)
+    n, s1, s2 = (a.reshape(shape) for a in (cells.counts, cells.s1, cells.s2))
     tot = (n[0].sum(axis=0), s1[0].sum(axis=0), s2[0].sum(axis=0))  # every input: all rows
     parent = cell_variance(*tot)
     before = float(heterogeneity(parent, dz))
@@ -323,6 +321,7 @@ def node_index(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.
     bits: dict[tuple[int, float, str], int] = {}  # a split's "<=" / "==" side: its bit
     for c in (c for conditions in regions for c in conditions):
         bits.setdefault((c.column, c.value, _SIDE[c.op]), len(bits))
+    out: np.ndarray
     if len(bits) > _TABLE_BITS:  # too many codes for a table: region by region
         out = np.full(X.shape[0], -1, dtype=np.int64)
         for i, conditions in enumerate(regions):
@@ -343,7 +342,7 @@ def node_index(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.
             on = (codes >> bits[(c.column, c.value, _SIDE[c.op])]) & 1
             held &= on == (c.op == _SIDE[c.op])
         table[held] = i
-    out: np.ndarray = table[code]
+    out = table[code]
     return out
 
 

@@ -42,7 +42,7 @@ from ale_cli.summary.build import (
     summary_from_cells,
     utc_now,
 )
-from ale_cli.summary.model import FeatureSummary, Summary
+from ale_cli.summary.model import FeatureSummary, Summary, with_statistics
 from ale_cli.summary.regional import (
     REGIONAL,
     RegionalFeature,
@@ -107,6 +107,19 @@ class RegionalRequest:
                 f"{{param}} must be a number from 0 to below 1, got {drop}", param="min_drop"
             )
 
+    def record(self, name: str, edges: np.ndarray, cell: CellStats) -> FeatureSummary:
+        """A first-order record from cells on ``edges``: RHALE's bins, or the fixed ``bins``."""
+        if self.bins is not None:
+            return summary_from_cells(name, edges, cell, n_outside=0, center=self.center)
+        return rhale_summary(
+            name,
+            edges,
+            cell,
+            min_points=default_min_points(cell.total),
+            alpha=self.alpha,
+            center=self.center,
+        )
+
     def params(self, min_rows: int, searched: int) -> dict[str, Any]:
         return {
             "features": list(self.features) if self.features is not None else None,
@@ -169,16 +182,17 @@ def regional(request: RegionalRequest) -> RegionalResult:
         found = splitters(search, inputs, per_level=per_level, candidates=request.candidates)
         feats = _level_features(store, p, plans, request.center)
         feats += _numeric_features(request, search, todo, (lo, hi), inputs, search is p)
-        labels = {name: _labels(store, name) for name in per_level}
         growth = Growth(
             request.max_depth,
             request.min_drop,
             max(2, math.ceil(min_rows * search.n_rows / n)),  # on the search sample
             search is not p,
             request.center,
-            lambda name, edges, cell: _record(request, name, edges, cell),
+            request.record,
+            n,
+            {name: _labels(store, name) for name in per_level},
         )
-        trees, whole = grow(p, search, feats, found, growth, labels)
+        trees, whole = grow(p, search, feats, found, growth)
     regions = [
         RegionalFeature(name, "not_estimable", reason=skip[name]) if name in skip else trees[name]
         for name in names
@@ -186,7 +200,7 @@ def regional(request: RegionalRequest) -> RegionalResult:
     records = {f.name: f.record for f in feats}
     for f in feats:
         if f.record is None:  # a sampled search: from its leaves' cells on every row
-            records[f.name] = _record(request, f.name, f.grid, whole[f.name])
+            records[f.name] = request.record(f.name, f.grid, whole[f.name])
     features = tuple(not_estimable(n, skip[n]) if n in skip else records[n] for n in names)
     summary = Summary(
         estimator=REGIONAL,
@@ -196,8 +210,7 @@ def regional(request: RegionalRequest) -> RegionalResult:
         features=features,
         created=utc_now(),
     )
-    prediction = _prediction(store, p.source)
-    result = RegionalSummary(summary, tuple(regions)).with_statistics(prediction)
+    result = RegionalSummary(with_statistics(summary, _prediction(store, p.source)), tuple(regions))
     notes = tuple(f"{r.name}: {r.note}" for r in regions if r.note)
     return RegionalResult(result, time.perf_counter() - t0, notes)
 
@@ -219,7 +232,7 @@ def _numeric_features(
         name = search.columns.names[j]
         own = inputs.index(name) if name in inputs else -1
         shift = np.where(cells[j].counts > 0, cells[j].mean, 0.0)
-        record = _record(request, name, g[j], cells[j]) if every else None
+        record = request.record(name, g[j], cells[j]) if every else None
         x, e = search.columns.x[j], search.columns.e[j]
         out.append(Feature(name, x, e, record, g[j], shift, own, cells=cells[j]))
     return out
@@ -265,19 +278,3 @@ def _labels(store: Store | StoreFile, name: str) -> tuple[str, ...] | None:
     except (InputError, KeyError):
         return None
     return found or None
-
-
-def _record(
-    request: RegionalRequest, name: str, edges: np.ndarray, cell: CellStats
-) -> FeatureSummary:
-    """A first-order record from cells on ``edges``: RHALE's bins, or the fixed ``bins``."""
-    if request.bins is not None:
-        return summary_from_cells(name, edges, cell, n_outside=0, center=request.center)
-    return rhale_summary(
-        name,
-        edges,
-        cell,
-        min_points=default_min_points(cell.total),
-        alpha=request.alpha,
-        center=request.center,
-    )

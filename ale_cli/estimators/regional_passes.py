@@ -66,7 +66,13 @@ def splitters(
         kernel = DistinctKernel(tuple(levels_at), (MAX_LEVELS,) * len(levels_at))
         distinct = p.run(kernel, Distinct.merge, kernel.empty(), arrays=("X",)).values
     numeric = [i for i in range(len(cols)) if i not in levels_at and hi[i] > lo[i]]
-    thresholds = _thresholds(p, numeric, lo[numeric], hi[numeric], candidates)
+    thresholds = [np.empty(0) for _ in numeric]
+    if numeric and candidates >= 2:  # type-1 quantiles at c / C, c = 1..C-1, deduplicated
+        at, run = quantile_positions(p.n_rows, candidates)[1:-1], group_passes(p, numeric)
+        stats = order_statistics(
+            lambda: (), n=p.n_rows, positions=at, lo=lo[numeric], hi=hi[numeric], run_pass=run
+        )
+        thresholds = [np.unique(row) for row in stats]
     out: list[Splitter] = []
     for i, name in enumerate(inputs):
         if i in levels_at:
@@ -83,19 +89,6 @@ def splitters(
         else:  # a constant input: no candidate
             out.append(Splitter(name, i, THRESHOLD, np.empty(0)))
     return tuple(out)
-
-
-def _thresholds(
-    p: Passes, cols: list[int], lo: np.ndarray, hi: np.ndarray, candidates: int
-) -> list[np.ndarray]:
-    """Each column's type-1 quantiles at ``c / C``, c = 1..C-1, deduplicated."""
-    if not cols or candidates < 2:
-        return [np.empty(0) for _ in cols]
-    positions = quantile_positions(p.n_rows, candidates)[1:-1]
-    stats = order_statistics(
-        lambda: (), n=p.n_rows, positions=positions, lo=lo, hi=hi, run_pass=group_passes(p, cols)
-    )
-    return [np.unique(row) for row in stats]
 
 
 def conditions(s: Splitter, c: int, labels: Sequence[str] | None) -> tuple[Condition, Condition]:
@@ -219,11 +212,8 @@ class RegionPass:
     @property
     def arrays(self) -> tuple[str, ...]:
         """The row arrays the pass reads."""
-        return ("X", "local_effects", *((LEVEL_UP, LEVEL_DOWN) if self.per_level else ()))
-
-    @property
-    def per_level(self) -> bool:
-        return any(t.plan is not None for t in self.tasks)
+        per_level = any(t.plan is not None for t in self.tasks)
+        return ("X", "local_effects", *((LEVEL_UP, LEVEL_DOWN) if per_level else ()))
 
     def _task(
         self,

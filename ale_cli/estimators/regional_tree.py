@@ -46,7 +46,8 @@ class Feature:
 
 @dataclass(frozen=True)
 class Growth:
-    """How the trees grow; ``sampled``: the search runs on a sample, ``min_rows`` on it."""
+    """How the trees grow; ``sampled``: the search runs on a sample, ``min_rows`` on it;
+    ``n``: all rows; ``labels``: the texts of text inputs' codes."""
 
     max_depth: int
     min_drop: float
@@ -54,6 +55,8 @@ class Growth:
     sampled: bool
     center: str
     record: Callable[[str, np.ndarray, CellStats], FeatureSummary]
+    n: int
+    labels: dict[str, Any]
 
 
 @dataclass
@@ -83,11 +86,10 @@ def grow(
     feats: list[Feature],
     found: tuple[Splitter, ...],
     g: Growth,
-    labels: dict[str, Any],
 ) -> tuple[dict[str, RegionalFeature], dict[str, CellStats]]:
     """Every feature's tree, searched on the rows of ``searched`` (``p``'s, or a sample),
     and each feature's cells on all rows after a sampled search (its leaves' sum)."""
-    n = p.n_rows
+    n = g.n
     trees: dict[str, _Tree] = {}
     whole: dict[str, CellStats] = {}
     for f in feats:
@@ -137,7 +139,7 @@ def grow(
         for f in work:
             tree, task = trees[f.name], tasks.get(f.name)
             got = _inputs(tree, f, task, counted.get(f.name, []), levels.get(f.name), kernel)
-            _decide(tree, f, got, kernel if search else None, g, labels, n)
+            _decide(tree, f, got, kernel if search else None, g)
     return {f.name: _finished(f, trees[f.name], n) for f in feats}, whole
 
 
@@ -202,10 +204,9 @@ def _decide(
     got: dict[int, _Node],
     kernel: RegionPass | None,
     g: Growth,
-    labels: dict[str, Any],
-    n: int,
 ) -> None:
     """Split or close every open node of one feature."""
+    n = g.n
     still: list[int] = []
     for node_id in tree.open:
         node, data = tree.nodes[node_id], got[node_id]
@@ -232,7 +233,7 @@ def _decide(
             continue
         j, c = best
         s = kernel.splitters[j]
-        sides = conditions(s, c, labels.get(s.name))
+        sides = conditions(s, c, g.labels.get(s.name))
         ids = (len(tree.nodes), len(tree.nodes) + 1)
         rows = (int(scores.rows[j, c, 0]), int(scores.rows[j, c, 1]))
         after = float(scores.after[j, c])
