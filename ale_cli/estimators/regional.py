@@ -1,13 +1,7 @@
 """``ale regional``: regional effects from a store, with no model call (the method:
-docs/estimators.md, "Regional effects").
-
-For every chosen feature: its global RHALE record and grid (one pass for all features),
-every input's candidate splits (:func:`~ale_cli.estimators.regional_passes.splitters`),
-one pass per depth growing the trees (:func:`~ale_cli.estimators.regional_tree.grow`), and
-each leaf's full first-order record on its rows. On a store of more than ``search_rows``
-rows the splits are chosen on a sample held in memory, and one last pass over every row
-gives each leaf's cells. A store that fits in ``HOLD_BYTES`` is read once. A feature held
-per level is searched on its stored jumps; a store of secants is refused.
+docs/estimators.md, "Regional effects"): every feature's global record and grid in one
+pass, the candidate splits, one pass per depth growing the trees, each leaf's record on
+its rows. A store that fits in ``HOLD_BYTES`` is read once; a store of secants is refused.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""The passes of ``ale regional`` over a store: candidate splits, then the cells of a level.
-
-- :func:`splitters`: every input's candidate splits: a numeric input's exact type-1
-  quantiles at ``c / C``, c = 1..C-1 (deduplicated, the maximum left out), found out of
-  core; an input held per level (text, categorical, ``discrete``) one level against the rest.
-- :class:`RegionPass`: one pass for one depth of every feature's tree: per feature and open
-  node, the statistics on the feature's grid and, when searched, per (input, bucket, bin)
-  cell (:func:`~ale_cli.core.regional.split_cells`). States merge by addition, so the pass
-  runs on Dask.
-- :func:`search_sample`: the rows of a search sample, chosen by their index, in memory.
+"""The passes of ``ale regional`` over a store: candidate splits (:func:`splitters`), the
+search sample (:func:`search_sample`) and one depth of every feature's tree
+(:class:`RegionPass`; its states merge by addition, so it runs on Dask).
 """
 
 from __future__ import annotations
@@ -54,7 +47,9 @@ def splitters(
     per_level: Sequence[str],
     candidates: int,
 ) -> tuple[Splitter, ...]:
-    """Every input's candidate splits (see the module docstring); input i is column i."""
+    """Every input's candidate splits (input i is column i): a numeric input's type-1
+    quantiles at ``c / C``, c = 1..C-1 (deduplicated, the maximum left out); an input held
+    per level (text, categorical, ``discrete``), each level against the rest."""
     cols = tuple(range(len(inputs)))
     if p.recorded is not None:  # the store's record of every input's range: no pass
         lo, hi = (np.asarray(a, dtype=np.float64)[list(cols)] for a in p.recorded)
