@@ -155,12 +155,8 @@ def _smaller(tree: _Tree) -> list[int]:
     out = []
     for i in tree.open:
         parent = tree.nodes[i].parent
-        if parent is None:
-            out.append(i)
-            continue
-        a, b = tree.nodes[parent].split.children  # type: ignore[union-attr]
-        smaller = a if tree.nodes[a].rows <= tree.nodes[b].rows else b
-        if i == smaller:
+        a, b = (i, i) if parent is None else tree.nodes[parent].split.children  # type: ignore[union-attr]
+        if i == (a if tree.nodes[a].rows <= tree.nodes[b].rows else b):
             out.append(i)
     return out
 
