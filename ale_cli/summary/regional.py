@@ -133,14 +133,8 @@ class RegionalFeature:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RegionalFeature:
         nodes = tuple(_node(n) for n in data.get("nodes", ()))
-        return cls(
-            name=str(data["feature"]),
-            status=str(data["status"]),
-            heterogeneity=data.get("heterogeneity"),
-            nodes=nodes,
-            reason=data.get("reason"),
-            note=data.get("note"),
-        )
+        name, status, h = str(data["feature"]), str(data["status"]), data.get("heterogeneity")
+        return cls(name, status, h, nodes, data.get("reason"), data.get("note"))
 
 
 def _condition_dict(c: Condition) -> dict[str, Any]:
@@ -163,16 +157,11 @@ def _node(d: dict[str, Any]) -> RegionNode:
         two = {k: (f(s[k][0]), f(s[k][1])) for k, f in pairs}
         numbers = {k: float(s[k]) for k in ("value", "before", "after")}
         split = Split(input=str(s["input"]), kind=str(s["kind"]), **numbers, **two)
-    return RegionNode(
-        id=int(d["id"]),
-        parent=None if d["parent"] is None else int(d["parent"]),
-        conditions=tuple(_condition(c) for c in d["conditions"]),
-        rows=int(d["rows"]),
-        share=float(d["share"]),
-        heterogeneity=float(d["heterogeneity"]),
-        split=split,
-        record=FeatureSummary.from_dict(d["record"]) if "record" in d else None,
-    )
+    parent = None if d["parent"] is None else int(d["parent"])
+    conditions = tuple(_condition(c) for c in d["conditions"])
+    sizes = int(d["rows"]), float(d["share"]), float(d["heterogeneity"])
+    record = FeatureSummary.from_dict(d["record"]) if "record" in d else None
+    return RegionNode(int(d["id"]), parent, conditions, *sizes, split, record)
 
 
 @dataclass(frozen=True)
