@@ -10,7 +10,7 @@ from test_report import EVIL, run_files  # noqa: F401  (tests/ is on sys.path; t
 
 from ale_cli.plot.render import plot_files
 from ale_cli.report import build_report
-from ale_cli.report.reuse import rendered_figures
+from ale_cli.report.figures import rendered_figures
 from ale_cli.summary.model import read_summary
 
 SVG = re.compile(r'<svg[^>]* class="figure"')

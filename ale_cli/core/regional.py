@@ -1,29 +1,16 @@
-"""Regional effects: where a feature's local effects agree, found by splitting the rows.
+"""Regional effects: where a feature's local effects agree, found by splitting the rows
+(docs/estimators.md, "Regional effects").
 
-A region is a set of rows given by conditions on the model's inputs (``bmi > 27.5``,
-``sex == 1``). For a feature s with fixed cells ``z_0 < ... < z_K`` (the grid RHALE
-chooses its bins from: K_max uniform cells over its range), the *heterogeneity* of a
-region R is RHALE's accumulated std at the last edge on those cells::
+The heterogeneity of a region R on the feature's fixed cells ``z_0 < ... < z_K`` (RHALE's
+K_max grid, not its bins), and a binary split's score and relative drop::
 
     H(R) = sqrt(sum_k dz_k^2 s_k(R)^2)      s_k(R)^2 = M2_k / (n_k - 1)   (ddof = 1)
-
-the last entry of a summary's ``std`` were the cells its bins. (On the fine cells, not on
-the global RHALE bins: a feature whose effect averages out to zero, ``+-2 x`` by the sign
-of another input, gets a single RHALE bin, inside which no split lowers the spread.)
-A cell with fewer than 2 rows of a child keeps the parent's ``s_k^2`` (a split claims
-no agreement where it leaves no rows to show it). A binary split of R into L and R' is
-scored by the count-weighted heterogeneity of the children, and its relative *drop*::
-
     H_split = (n_L H(L) + n_R' H(R')) / (n_L + n_R')        drop = 1 - H_split / H(R)
 
-Candidate splits per input (a :class:`Splitter`): a threshold ``x <= t_c`` / ``x > t_c``
-on a sorted list of thresholds, or one level against the rest (``x == v_c`` / ``x != v_c``).
-Each row falls in one *bucket* per input (thresholds: ``searchsorted(t, x, 'left')``, so
-bucket c holds ``t_{c-1} < x <= t_c``; levels: the index of its level), and everything a
-split needs is the count, sum and sum of squares (:class:`ShiftedSums`) of the feature's
-local effects per (node, input, bucket, bin) cell (:func:`split_cells`): a threshold's left
-child is buckets ``0..c``, a level's is bucket c, the right child the rest. These cells
-merge exactly across chunks, so the search runs as passes over a store.
+A child's cell with fewer than 2 rows keeps the parent's ``s_k^2``. Each row falls in one
+bucket per input (thresholds: ``searchsorted(t, x, 'left')``; levels: its level's index);
+a split needs only the :class:`ShiftedSums` per (node, input, bucket, bin) cell
+(:func:`split_cells`), which merge exactly across chunks.
 """
 
 from __future__ import annotations
@@ -42,18 +29,9 @@ _COUNTED = 64
 
 @dataclass(frozen=True)
 class Splitter:
-    """The candidate splits on one input (column ``column`` of X).
-
-    Attributes
-    ----------
-    name : str
-    column : int
-    kind : str
-        ``"threshold"`` (``x <= t`` against ``x > t``) or ``"level"`` (``x == v`` against
-        the rest).
-    values : ndarray, shape (C,)
-        Increasing thresholds, or the input's distinct values (its levels).
-    """
+    """The candidate splits on input ``name`` (column ``column`` of X): ``kind``
+    ``"threshold"`` (``x <= t`` / ``x > t``) or ``"level"`` (``x == v`` / the rest) on
+    ``values`` (C,), increasing thresholds or the input's levels."""
 
     name: str
     column: int
@@ -86,17 +64,9 @@ class Splitter:
 
 @dataclass(frozen=True)
 class ShiftedSums:
-    """Count, sum and sum of squares of ``v - c_k`` per cell, for a fixed shift ``c_k`` per
-    bin k (the bin's mean on all rows, so the sums stay small and exact enough):
-    ``n``, ``S1 = sum(v - c_k)``, ``S2 = sum((v - c_k)^2)``. Any shift gives the same
-    ``s^2 = (S2 - S1^2 / n) / (n - 1)``; sums of disjoint rows add, so ``merge`` is ``+``
-    (exact for the counts, to rounding for the sums) and runs of cells combine by sums.
-
-    Attributes
-    ----------
-    counts : ndarray, shape (M,), int64
-    s1, s2 : ndarray, shape (M,), float64
-    """
+    """Per cell (M,): ``counts``, ``s1 = sum(v - c_k)``, ``s2 = sum((v - c_k)^2)`` for a
+    fixed shift ``c_k`` per bin (its mean on all rows, so the sums stay small); any shift
+    gives ``s^2 = (S2 - S1^2 / n) / (n - 1)``, and sums of disjoint rows add."""
 
     counts: np.ndarray
     s1: np.ndarray
@@ -118,8 +88,7 @@ class ShiftedSums:
         return ShiftedSums(self.counts + other.counts, self.s1 + other.s1, self.s2 + other.s2)
 
     def minus(self, other: ShiftedSums) -> ShiftedSums:
-        """The sums of this set's rows that are not in ``other`` (a subset of them): a
-        node's sibling from its parent."""
+        """The sums of the rows not in ``other`` (a subset): a node's sibling."""
         return ShiftedSums(self.counts - other.counts, self.s1 - other.s1, self.s2 - other.s2)
 
     def part(self, a: int, b: int) -> ShiftedSums:
@@ -161,13 +130,9 @@ def split_cells(
     shape: tuple[int, int, int, int],
 ) -> ShiftedSums:
     """:class:`ShiftedSums` of ``values`` (N,), already shifted, per (node, input, bucket,
-    bin) cell ``((node J + j) B + bucket) K + bin``.
-
-    ``node`` (N,): each row's node in ``0 .. nodes-1`` (rows of no node left out before);
-    ``offsets`` (J, N): ``bucket_j K`` per input and row (:func:`bucket_offsets`, shared by
-    every feature of a chunk); ``bins`` (N,): its bin of the feature; ``shape`` = (nodes,
-    J, B, K). One input at a time, so each ``bincount`` fills a small (nodes, B, K) table
-    that stays in cache; every cell's sums add its rows in row order.
+    bin) cell ``((node J + j) B + bucket) K + bin``; ``node`` (N,) each row's node,
+    ``offsets`` (J, N) from :func:`bucket_offsets`, ``bins`` (N,), ``shape`` (nodes, J, B,
+    K). One input at a time, so each ``bincount`` table stays in cache.
 
     >>> off = bucket_offsets(np.array([[0, 1]]), n_bins=1)
     >>> c = split_cells(np.array([0, 0]), off, np.array([0, 0]), np.array([1.0, 3.0]),
@@ -190,8 +155,7 @@ def split_cells(
 
 
 def bucket_offsets(buckets: np.ndarray, *, n_bins: int) -> np.ndarray:
-    """``bucket_j K`` per input and row, shape (J, N), from ``buckets`` (J, N)
-    (:func:`split_cells`).
+    """``bucket_j K`` per input and row, shape (J, N), from ``buckets`` (J, N).
 
     >>> bucket_offsets(np.array([[0, 1]]), n_bins=3).tolist()
     [[0, 3]]
@@ -201,8 +165,7 @@ def bucket_offsets(buckets: np.ndarray, *, n_bins: int) -> np.ndarray:
 
 
 def cell_variance(counts: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
-    """``s_k^2 = (S2 - S1^2 / n) / (n - 1)`` per cell from counts, ``S1 = sum(v - c_k)`` and
-    ``S2 = sum((v - c_k)^2)`` (any shift c_k per cell); NaN where ``n < 2``.
+    """``s_k^2 = (S2 - S1^2 / n) / (n - 1)`` per cell; NaN where ``n < 2``.
 
     >>> cell_variance(np.array([2, 1]), np.array([0.0, 0.0]), np.array([2.0, 0.0])).tolist()
     [2.0, nan]
@@ -216,8 +179,8 @@ def cell_variance(counts: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndar
 def heterogeneity(
     var: np.ndarray, dz: np.ndarray, fallback: np.ndarray | None = None
 ) -> np.ndarray:
-    """``sqrt(sum_k dz_k^2 s_k^2)`` over the last axis; a cell without a variance (NaN:
-    fewer than 2 rows) takes ``fallback`` (its parent's), or adds 0.
+    """``sqrt(sum_k dz_k^2 s_k^2)`` over the last axis; a NaN variance takes ``fallback``
+    (the parent's), or adds 0.
 
     >>> heterogeneity(np.array([2.0, np.nan]), np.array([1.0, 1.0])).item()
     1.4142135623730951
@@ -232,19 +195,9 @@ def heterogeneity(
 
 @dataclass(frozen=True)
 class SplitScores:
-    """The candidate splits of one node, per input j and candidate c (shape (J, C_max)).
-
-    Attributes
-    ----------
-    before : float
-        H of the node.
-    after : ndarray, shape (J, C_max)
-        ``H_split`` of each candidate; ``inf`` where it is not allowed.
-    rows : ndarray, shape (J, C_max, 2), int64
-        Rows of the left (condition true) and right child.
-    parts : ndarray, shape (J, C_max, 2)
-        H of the left and right child.
-    """
+    """One node's candidate splits: ``before`` its H; per input j and candidate c,
+    ``after`` (J, C_max) each ``H_split`` (``inf``: not allowed), ``rows`` and ``parts``
+    (J, C_max, 2) the left (condition true) and right child's rows and H."""
 
     before: float
     after: np.ndarray
@@ -275,13 +228,12 @@ def split_scores(
     excluded: tuple[int, ...] = (),
     rows_cell: bool = False,
 ) -> SplitScores:
-    """Score every candidate split of one node from its cells (J, B, K) (:func:`split_cells`).
+    """Score every candidate split of one node from its cells (J, B, K).
 
-    Candidate c of input j: threshold c (left = buckets ``0..c``) or level c (left = bucket
-    c); allowed when it exists (``c < n_candidates[j]``), j is not ``excluded`` and both
-    children have at least ``min_rows`` rows. A child's rows: its count over the cells, or
-    with ``rows_cell`` the count of the last cell alone (each row adds one value there and
-    its ``dz`` is 0; a feature held per level, whose rows add a jump to one or two cells).
+    Candidate c of input j (left: buckets ``0..c`` of a threshold, bucket c of a level) is
+    allowed when ``c < n_candidates[j]``, j is not ``excluded`` and both children have
+    ``min_rows`` rows, counted over the cells or, with ``rows_cell``, in the last cell alone
+    (a per-level feature, whose rows add a jump to one or two cells and a 0 there).
 
     >>> x3 = np.array([0, 0, 1, 1]); e = np.array([3.0, 3.1, -3.0, -3.1])
     >>> off = bucket_offsets(x3[None, :], n_bins=1)
@@ -291,10 +243,8 @@ def split_scores(
     >>> s.best(), round(s.drop(0, 0), 3)
     ((0, 0), 0.98)
     """
-    j_n, b_n, k_n = shape
-    n = cells.counts.reshape(shape)
-    s1 = cells.s1.reshape(shape)
-    s2 = cells.s2.reshape(shape)
+    b_n = shape[1]
+    n, s1, s2 = (a.reshape(shape) for a in (cells.counts, cells.s1, cells.s2))
     tot = (n[0].sum(axis=0), s1[0].sum(axis=0), s2[0].sum(axis=0))  # every input: all rows
     parent = cell_variance(*tot)
     before = float(heterogeneity(parent, dz))
@@ -319,10 +269,8 @@ def split_scores(
 
 
 def sampled(offset: int, n_rows: int, share: float) -> np.ndarray:
-    """Whether each of rows ``offset .. offset + n_rows - 1`` is in the search sample, a
-    share ``share`` of the rows chosen by their global index alone (a multiplicative hash:
-    ``(i * 0x9E3779B97F4A7C15 mod 2^64) / 2^64 < share``), so the same rows whatever the
-    chunks, parts or engine.
+    """Whether each of rows ``offset .. offset + n_rows - 1`` is in the search sample, by
+    index alone (``(i * 0x9E3779B97F4A7C15 mod 2^64) / 2^64 < share``), whatever the chunks.
 
     >>> bool(sampled(0, 8, 1.0).all()), int(sampled(0, 100_000, 0.25).sum())
     (True, 25001)
@@ -335,14 +283,9 @@ def sampled(offset: int, n_rows: int, share: float) -> np.ndarray:
     return (h >> np.uint64(11)).astype(np.float64) < share * float(1 << 53)
 
 
-#: a condition's operators: a threshold's two sides, a level and the rest
-OPERATORS = ("<=", ">", "==", "!=")
-
-
 @dataclass(frozen=True)
 class Condition:
-    """``X[:, column] <op> value`` on input ``name``; ``shown``: the value as written
-    (a level's label, or the number).
+    """``X[:, column] <op> value`` on input ``name``; ``shown``: the value as written.
 
     >>> c = Condition("x3", 0, ">", 0.0, "0")
     >>> c.text, c.holds(np.array([[-1.0], [1.0]])).tolist()
@@ -368,11 +311,8 @@ class Condition:
 
 
 def node_index(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.ndarray:
-    """Each row's region in ``regions`` (disjoint; each the conditions all rows meet), or
-    -1 when in none, shape (N,).
-
-    Each split's two sides are one compare, a bit of each row's code; a table gives the
-    region of every code (at most ``_TABLE_BITS`` splits, else region by region).
+    """Each row's region in ``regions`` (disjoint conditions), or -1 when in none, (N,):
+    each split one compare, a bit of the row's code, a table the region of each code.
 
     >>> a, b = Condition("x", 0, "<=", 0.0, "0"), Condition("x", 0, ">", 0.0, "0")
     >>> node_index(np.array([[-1.0], [2.0]]), ((a,), (b,))).tolist()
@@ -381,8 +321,15 @@ def node_index(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.
     bits: dict[tuple[int, float, str], int] = {}  # a split's "<=" / "==" side: its bit
     for c in (c for conditions in regions for c in conditions):
         bits.setdefault((c.column, c.value, _SIDE[c.op]), len(bits))
-    if len(bits) > _TABLE_BITS:
-        return _region_by_region(X, regions)
+    out: np.ndarray
+    if len(bits) > _TABLE_BITS:  # too many codes for a table: region by region
+        out = np.full(X.shape[0], -1, dtype=np.int64)
+        for i, conditions in enumerate(regions):
+            inside = np.ones(X.shape[0], dtype=bool)
+            for c in conditions:
+                inside &= c.holds(X)
+            out[inside] = i
+        return out
     code = np.zeros(X.shape[0], dtype=np.uint16)
     for (column, value, op), bit in bits.items():
         side = Condition("", column, op, value, "").holds(X)
@@ -395,18 +342,7 @@ def node_index(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.
             on = (codes >> bits[(c.column, c.value, _SIDE[c.op])]) & 1
             held &= on == (c.op == _SIDE[c.op])
         table[held] = i
-    out: np.ndarray = table[code]
-    return out
-
-
-def _region_by_region(X: np.ndarray, regions: tuple[tuple[Condition, ...], ...]) -> np.ndarray:
-    """:func:`node_index` one region at a time."""
-    out = np.full(X.shape[0], -1, dtype=np.int64)
-    for i, conditions in enumerate(regions):
-        inside = np.ones(X.shape[0], dtype=bool)
-        for c in conditions:
-            inside &= c.holds(X)
-        out[inside] = i
+    out = table[code]
     return out
 
 

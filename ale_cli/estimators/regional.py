@@ -1,34 +1,7 @@
-"""``ale regional``: regional effects from a store, with no model call.
-
-For every chosen feature, a greedy binary partition of the rows on conditions on the
-*other* inputs, so that inside each region the feature's local effects agree:
-
-1. the feature's global RHALE record (its bins on all rows; with ``bins``, that many
-   uniform bins instead): one pass for every feature at once;
-2. every input's candidate splits (:func:`~ale_cli.estimators.regional_passes.splitters`):
-   thresholds at ``candidates`` quantiles, levels one against the rest;
-3. one pass per depth (:func:`~ale_cli.estimators.regional_tree.grow`): for every
-   open node, the cells of each candidate split on the feature's grid of step 1 (the
-   K_max cells RHALE chooses its bins from, or the fixed ``bins``); each
-   node keeps its best split (smallest count-weighted heterogeneity of the children,
-   :func:`~ale_cli.core.regional.split_scores`) when it lowers the node's heterogeneity by
-   at least ``min_drop`` (relative) and each child has at least ``min_rows`` rows; a node
-   at depth ``max_depth`` is a leaf;
-4. each leaf's full first-order record from the same statistics: RHALE's bins chosen on
-   the leaf's rows (or the fixed ``bins``), over the feature's global range.
-
-On a store of more than ``search_rows`` rows, steps 2 and 3 run on a sample of about that
-many rows held in memory (:func:`~ale_cli.estimators.regional_passes.search_sample`;
-step 1's cells on the sample give the grids' shifts), and one last pass over every row
-gives each leaf's cells, whose sum is the feature's global record.
-
-A store that fits in ``HOLD_BYTES`` is read once and the passes run on the chunks held
-in memory (on the local engine).
-
-A feature the store holds per level is searched on its stored jumps (its levels the cells,
-:class:`~ale_cli.estimators.regional_passes.FeatureTask`), its leaves get per-level
-records; other categorical or constant features are reported not estimable, with the
-reason; a store of secants is refused.
+"""``ale regional``: regional effects from a store, with no model call (the method:
+docs/estimators.md, "Regional effects"): every feature's global record and grid in one
+pass, the candidate splits, one pass per depth growing the trees, each leaf's record on
+its rows. A store that fits in ``HOLD_BYTES`` is read once; a store of secants is refused.
 """
 
 from __future__ import annotations
@@ -47,7 +20,6 @@ from ale_cli.core.rhale import DEFAULT_ALPHA, DEFAULT_MAX_BINS, default_min_poin
 from ale_cli.data.source import Held
 from ale_cli.errors import InputError
 from ale_cli.estimators import secants
-from ale_cli.estimators.bins import check_center
 from ale_cli.estimators.cells import ROWS, binned, ranges, store_passes
 from ale_cli.estimators.dale import check_rhale_options, rhale_summary
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
@@ -64,7 +36,7 @@ from ale_cli.summary.build import (
     summary_from_cells,
     utc_now,
 )
-from ale_cli.summary.model import FeatureSummary, Summary
+from ale_cli.summary.model import FeatureSummary, Summary, with_statistics
 from ale_cli.summary.regional import (
     REGIONAL,
     RegionalFeature,
@@ -80,14 +52,8 @@ SEARCH_ROWS = 100_000
 
 @dataclass(frozen=True)
 class RegionalRequest:
-    """Options of ``ale regional``; ``min_rows`` None means ``ceil(N / 20)``, at least 2;
-    the splits are chosen on a sample of about ``search_rows`` rows when the store has
-    more (:func:`~ale_cli.core.regional.sampled`; the candidate quantiles and ``min_rows``
-    too, scaled to it), the records and rows of the regions coming from every row;
-    ``search_rows`` ``"all"`` (or None): on every row.
-
-    The options are checked here, naming the parameter at fault.
-    """
+    """Options of ``ale regional``, checked here: ``min_rows`` None means ``ceil(N / 20)``,
+    at least 2; ``search_rows`` ``"all"`` (or None): the splits chosen on every row."""
 
     store: Path | Store
     features: tuple[str, ...] | None = None
@@ -120,7 +86,6 @@ class RegionalRequest:
         object.__setattr__(self, "search_rows", rows)
         if self.bins is not None:
             check_count(self.bins, "bins")
-        check_center(self.center)
         check_rhale_options(
             max_bins=self.max_bins,
             min_points=None,
@@ -135,6 +100,19 @@ class RegionalRequest:
             raise InputError(
                 f"{{param}} must be a number from 0 to below 1, got {drop}", param="min_drop"
             )
+
+    def record(self, name: str, edges: np.ndarray, cell: CellStats) -> FeatureSummary:
+        """A first-order record from cells on ``edges``: RHALE's bins, or the fixed ``bins``."""
+        if self.bins is not None:
+            return summary_from_cells(name, edges, cell, n_outside=0, center=self.center)
+        return rhale_summary(
+            name,
+            edges,
+            cell,
+            min_points=default_min_points(cell.total),
+            alpha=self.alpha,
+            center=self.center,
+        )
 
     def params(self, min_rows: int, searched: int) -> dict[str, Any]:
         return {
@@ -177,9 +155,12 @@ def regional(request: RegionalRequest) -> RegionalResult:
     with request.engine as engine:
         p = store_passes(store, request.features, engine)
         names = p.columns.names
-        plans = _plans(store, names, f"store '{path}'")
+        stored = stored_plans(store.meta, f"store '{path}'")
+        held = {plan.name: (i, plan) for i, plan in enumerate(stored)}
+        plans = {name: held[name] for name in names if name in held}  # held per level
         arrays = (*ROWS, *((LEVEL_UP, LEVEL_DOWN) if plans else ()))
-        if isinstance(store, StoreFile) and not engine.splits and _fits(store):
+        width = len(store.input_names) + len(store.feature_names)  # float64 columns
+        if isinstance(store, StoreFile) and not engine.splits and n * width * 8 <= HOLD_BYTES:
             p = replace(p, source=Held.read(store, (*arrays, "prediction")))
         lo, hi = ranges(p)
         skip = skip_reasons(names, lo, hi, store.meta.get("categorical_features") or ())
@@ -188,25 +169,24 @@ def regional(request: RegionalRequest) -> RegionalResult:
         inputs = store.input_names
         per_level = (
             *(store.meta.get("categorical_features") or ()),
-            *(pl.name for pl in stored_plans(store.meta, f"store '{path}'")),
+            *(pl.name for pl in stored),
         )
         share = 1.0 if request.search_rows is None else min(1.0, int(request.search_rows) / n)
         search = p if share >= 1.0 else search_sample(p, share, arrays)
-        found = splitters(
-            search, inputs, range(len(inputs)), per_level=per_level, candidates=request.candidates
-        )
+        found = splitters(search, inputs, per_level=per_level, candidates=request.candidates)
         feats = _level_features(store, p, plans, request.center)
         feats += _numeric_features(request, search, todo, (lo, hi), inputs, search is p)
-        labels = {name: _labels(store, name) for name in per_level}
         growth = Growth(
             request.max_depth,
             request.min_drop,
             max(2, math.ceil(min_rows * search.n_rows / n)),  # on the search sample
             search is not p,
             request.center,
-            lambda name, edges, cell: _record(request, name, edges, cell),
+            request.record,
+            n,
+            {name: _labels(store, name) for name in per_level},
         )
-        trees, whole = grow(p, search, feats, found, growth, labels)
+        trees, whole = grow(p, search, feats, found, growth)
     regions = [
         RegionalFeature(name, "not_estimable", reason=skip[name]) if name in skip else trees[name]
         for name in names
@@ -214,7 +194,7 @@ def regional(request: RegionalRequest) -> RegionalResult:
     records = {f.name: f.record for f in feats}
     for f in feats:
         if f.record is None:  # a sampled search: from its leaves' cells on every row
-            records[f.name] = _record(request, f.name, f.grid, whole[f.name])
+            records[f.name] = request.record(f.name, f.grid, whole[f.name])
     features = tuple(not_estimable(n, skip[n]) if n in skip else records[n] for n in names)
     summary = Summary(
         estimator=REGIONAL,
@@ -224,8 +204,7 @@ def regional(request: RegionalRequest) -> RegionalResult:
         features=features,
         created=utc_now(),
     )
-    prediction = _prediction(store, p.source)
-    result = RegionalSummary(summary, tuple(regions)).with_statistics(prediction)
+    result = RegionalSummary(with_statistics(summary, _prediction(store, p.source)), tuple(regions))
     notes = tuple(f"{r.name}: {r.note}" for r in regions if r.note)
     return RegionalResult(result, time.perf_counter() - t0, notes)
 
@@ -238,9 +217,8 @@ def _numeric_features(
     inputs: tuple[str, ...],
     every: bool,
 ) -> list[Feature]:
-    """The numeric features ``todo`` with their grids (uniform over the range of all rows)
-    and cells on the rows searched: with ``every`` row, also their global records, else
-    (a search sample) those come from their leaves' cells on every row after the search."""
+    """The numeric features ``todo`` with their grids and cells on the rows searched, and
+    with ``every`` row their global records (else from the leaves' cells after)."""
     bins = request.max_bins if request.bins is None else request.bins
     g, cells, _ = binned(search, todo, *ranged, bins=bins, binning="uniform")
     out = []
@@ -248,26 +226,17 @@ def _numeric_features(
         name = search.columns.names[j]
         own = inputs.index(name) if name in inputs else -1
         shift = np.where(cells[j].counts > 0, cells[j].mean, 0.0)
-        record = _record(request, name, g[j], cells[j]) if every else None
+        record = request.record(name, g[j], cells[j]) if every else None
         x, e = search.columns.x[j], search.columns.e[j]
         out.append(Feature(name, x, e, record, g[j], shift, own, cells=cells[j]))
     return out
 
 
-def _plans(
-    store: Store | StoreFile, names: tuple[str, ...], where: str
-) -> dict[str, tuple[int, LevelPlan]]:
-    """The features among ``names`` the store holds per level: their column of the stored
-    jumps and plan."""
-    held = {plan.name: (i, plan) for i, plan in enumerate(stored_plans(store.meta, where))}
-    return {name: held[name] for name in names if name in held}
-
-
 def _level_features(
     store: Store | StoreFile, p: Any, plans: dict[str, tuple[int, LevelPlan]], center: str
 ) -> list[Feature]:
-    """The features held per level, with their per-level records as rhale gives them (one
-    pass), whose jumps' means on all rows are the shifts of their split cells."""
+    """The features held per level with their per-level records (one pass), whose jumps'
+    means are the shifts of their split cells."""
     held = [not_estimable(name, "held per level") for name in plans]
     records = with_stored_levels(held, store, center=center)
     out = []
@@ -288,11 +257,6 @@ def _prediction(store: Store | StoreFile, source: Any) -> np.ndarray:
     return store.prediction()
 
 
-def _fits(store: StoreFile) -> bool:
-    """Whether the store's inputs and local effects, as float64, fit in ``HOLD_BYTES``."""
-    return store.n_rows * (len(store.input_names) + len(store.feature_names)) * 8 <= HOLD_BYTES
-
-
 def _open(store: Path | Store) -> tuple[Path | None, Store | StoreFile]:
     if isinstance(store, Store):
         return None, store
@@ -308,20 +272,3 @@ def _labels(store: Store | StoreFile, name: str) -> tuple[str, ...] | None:
     except (InputError, KeyError):
         return None
     return found or None
-
-
-def _record(
-    request: RegionalRequest, name: str, edges: np.ndarray, cell: CellStats
-) -> FeatureSummary:
-    """A first-order record from cells on ``edges``: RHALE's bins chosen from them, or the
-    fixed bins as they are."""
-    if request.bins is not None:
-        return summary_from_cells(name, edges, cell, n_outside=0, center=request.center)
-    return rhale_summary(
-        name,
-        edges,
-        cell,
-        min_points=default_min_points(cell.total),
-        alpha=request.alpha,
-        center=request.center,
-    )

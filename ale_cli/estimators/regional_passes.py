@@ -1,20 +1,6 @@
-"""The passes of ``ale regional`` over a store: candidate splits, then the cells of a level.
-
-- :func:`splitters`: every input's candidate splits. A numeric input's thresholds are its
-  exact type-1 quantiles at ``c / C``, c = 1..C-1 (the C-quantiles, as effector's grid of
-  C segments but on the data's quantiles; deduplicated, the maximum left out, as
-  ``x <= max`` holds for every row), found out of core
-  (:func:`~ale_cli.core.outofcore.order_statistics`, each pass on the engine); an input
-  the store holds per level (text, categorical, ``discrete``) is split one level against
-  the rest, its levels found in one pass (:class:`Distinct`).
-- :class:`RegionPass`: one pass for one level of every feature's tree: per feature and
-  open node, the statistics of the local effects on the feature's grid (a leaf's record)
-  and, when the level is searched, per (input, bucket, bin) cell
-  (:func:`~ale_cli.core.regional.split_cells`: counts and sums of the local effects
-  shifted by the cell's mean on the rows searched). States merge by addition (counts
-  exactly), so the result does not depend on the chunks (to rounding) and the pass runs
-  on Dask.
-- :func:`search_sample`: the rows of a search sample, chosen by their index, in memory.
+"""The passes of ``ale regional`` over a store: candidate splits (:func:`splitters`), the
+search sample (:func:`search_sample`) and one depth of every feature's tree
+(:class:`RegionPass`; its states merge by addition, so it runs on Dask).
 """
 
 from __future__ import annotations
@@ -42,40 +28,29 @@ from ale_cli.core.regional import (
 )
 from ale_cli.errors import InputError
 from ale_cli.estimators.cells import Passes, Ranges, empty_ranges, group_passes, merge_ranges
+from ale_cli.estimators.level_plans import Distinct, DistinctKernel
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
 from ale_cli.passes.engine import LOCAL, ArraySource, Chunk
 
 #: an input held per level with more distinct values than this is refused as a splitter
 MAX_LEVELS = 64
+#: a split's two sides: (condition true, condition false), of a threshold and of a level
+OPS = (("<=", ">"), ("==", "!="))
 #: rows of a block in :func:`grid_codes`
 _BLOCK = 8192
-
-
-@dataclass(frozen=True)
-class Distinct:
-    """Kernel: the distinct values of columns ``x`` (at most ``MAX_LEVELS + 1`` kept)."""
-
-    x: tuple[int, ...]
-
-    def __call__(self, chunk: Chunk, _shared: Any) -> tuple[np.ndarray, ...]:
-        X = chunk["X"]
-        return tuple(np.unique(X[:, j])[: MAX_LEVELS + 1].astype(np.float64) for j in self.x)
-
-
-def merge_distinct(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    return tuple(np.union1d(u, v)[: MAX_LEVELS + 1] for u, v in zip(a, b, strict=True))
 
 
 def splitters(
     p: Passes,
     inputs: Sequence[str],
-    columns: Sequence[int],
     *,
     per_level: Sequence[str],
     candidates: int,
 ) -> tuple[Splitter, ...]:
-    """Every input's candidate splits (see the module docstring)."""
-    cols = tuple(columns)
+    """Every input's candidate splits (input i is column i): a numeric input's type-1
+    quantiles at ``c / C``, c = 1..C-1 (deduplicated, the maximum left out); an input held
+    per level (text, categorical, ``discrete``), each level against the rest."""
+    cols = tuple(range(len(inputs)))
     if p.recorded is not None:  # the store's record of every input's range: no pass
         lo, hi = (np.asarray(a, dtype=np.float64)[list(cols)] for a in p.recorded)
     else:
@@ -83,11 +58,16 @@ def splitters(
     levels_at = [i for i, name in enumerate(inputs) if name in set(per_level)]
     distinct: tuple[np.ndarray, ...] = ()
     if levels_at:
-        sel = tuple(cols[i] for i in levels_at)
-        empty = tuple(np.empty(0) for _ in sel)
-        distinct = p.run(Distinct(sel), merge_distinct, empty, arrays=("X",))
+        kernel = DistinctKernel(tuple(levels_at), (MAX_LEVELS,) * len(levels_at))
+        distinct = p.run(kernel, Distinct.merge, kernel.empty(), arrays=("X",)).values
     numeric = [i for i in range(len(cols)) if i not in levels_at and hi[i] > lo[i]]
-    thresholds = _thresholds(p, [cols[i] for i in numeric], lo[numeric], hi[numeric], candidates)
+    thresholds = [np.empty(0) for _ in numeric]
+    if numeric and candidates >= 2:  # type-1 quantiles at c / C, c = 1..C-1, deduplicated
+        at, run = quantile_positions(p.n_rows, candidates)[1:-1], group_passes(p, numeric)
+        stats = order_statistics(
+            lambda: (), n=p.n_rows, positions=at, lo=lo[numeric], hi=hi[numeric], run_pass=run
+        )
+        thresholds = [np.unique(row) for row in stats]
     out: list[Splitter] = []
     for i, name in enumerate(inputs):
         if i in levels_at:
@@ -97,51 +77,29 @@ def splitters(
                     f"input '{name}' is held per level but has more than {MAX_LEVELS} "
                     "distinct values; it cannot be split one level against the rest"
                 )
-            out.append(Splitter(name, cols[i], LEVEL, values))
+            out.append(Splitter(name, i, LEVEL, values))
         elif i in numeric:
             t = thresholds[numeric.index(i)]
-            out.append(Splitter(name, cols[i], THRESHOLD, t[t < hi[i]]))
+            out.append(Splitter(name, i, THRESHOLD, t[t < hi[i]]))
         else:  # a constant input: no candidate
-            out.append(Splitter(name, cols[i], THRESHOLD, np.empty(0)))
+            out.append(Splitter(name, i, THRESHOLD, np.empty(0)))
     return tuple(out)
-
-
-def _thresholds(
-    p: Passes, cols: list[int], lo: np.ndarray, hi: np.ndarray, candidates: int
-) -> list[np.ndarray]:
-    """Each column's type-1 quantiles at ``c / C``, c = 1..C-1, deduplicated."""
-    if not cols or candidates < 2:
-        return [np.empty(0) for _ in cols]
-    positions = quantile_positions(p.n_rows, candidates)[1:-1]
-    stats = order_statistics(
-        lambda: (), n=p.n_rows, positions=positions, lo=lo, hi=hi, run_pass=group_passes(p, cols)
-    )
-    return [np.unique(row) for row in stats]
 
 
 def conditions(s: Splitter, c: int, labels: Sequence[str] | None) -> tuple[Condition, Condition]:
     """The two sides of candidate c of splitter ``s``: (condition true, condition false)."""
-    value = float(s.values[c])
-    if s.kind == THRESHOLD:
-        shown = f"{value:.4g}"
-        return (
-            Condition(s.name, s.column, "<=", value, shown),
-            Condition(s.name, s.column, ">", value, shown),
-        )
-    shown = f"{value:g}"
-    if labels is not None and value.is_integer() and 0 <= int(value) < len(labels):
+    value, level = float(s.values[c]), s.kind == LEVEL
+    shown = f"{value:g}" if level else f"{value:.4g}"
+    if level and labels is not None and value.is_integer() and 0 <= int(value) < len(labels):
         shown = str(labels[int(value)])
-    return (
-        Condition(s.name, s.column, "==", value, shown),
-        Condition(s.name, s.column, "!=", value, shown),
-    )
+    true, false = (Condition(s.name, s.column, op, value, shown) for op in OPS[level])
+    return true, false
 
 
 @dataclass(frozen=True)
 class SampleRows:
-    """Kernel: the rows of a chunk in the search sample, a ``share`` of the rows chosen by
-    their index (:func:`~ale_cli.core.regional.sampled`), as a one-element tuple of
-    arrays by name (states merge by ``+``: the chunks' rows in order)."""
+    """Kernel: a chunk's rows in the search sample (:func:`~ale_cli.core.regional.sampled`),
+    as a one-element tuple of arrays by name (merged by ``+``: the rows in order)."""
 
     share: float
     arrays: tuple[str, ...]
@@ -152,26 +110,21 @@ class SampleRows:
 
 
 def search_sample(p: Passes, share: float, arrays: Sequence[str]) -> Passes:
-    """The search sample's rows (:class:`SampleRows`) held as one chunk, its passes run
-    in this process."""
+    """The search sample's rows held as one chunk, its passes run in this process."""
     found = p.run(SampleRows(share, tuple(arrays)), operator.add, (), arrays=arrays)
     rows = {a: by_column(np.concatenate([f[a] for f in found])) for a in arrays}
     return Passes(ArraySource(rows), p.columns, len(rows["X"]), LOCAL)
 
 
-# -- one level of the trees ----------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class FeatureTask:
     """One feature's work in a :class:`RegionPass`: its columns of X (``x``) and of the
-    local effects (``e``), its open nodes (``regions``), the edges of its cells (``grid``)
-    and, when this level is searched, each cell's mean on all rows (``shift``, (K,)).
+    local effects (``e``), its open nodes (``regions``), its cells' edges (``grid``) and,
+    when searched, each cell's mean on all rows (``shift``, (K,)).
 
-    A feature held per level (``plan``; ``e`` its column of the stored jumps) has for cells
-    its K-1 jumps between adjacent levels (a row at level p adds its jump up to cell p and
-    its jump down to cell p-1) and, among the split cells, a last one where each row adds
-    a 0 (its rows): K cells in all."""
+    A feature held per level (``plan``; ``e`` its column of the jumps) has its K-1 jumps
+    between adjacent levels for cells (a row at level p adds its jump up to cell p, down
+    to cell p-1) and a last split cell where each row adds a 0 (its rows)."""
 
     x: int
     e: int
@@ -183,15 +136,15 @@ class FeatureTask:
 
     @property
     def n_cells(self) -> int:
-        """K: the cells of the split statistics (the grid's, or a per-level feature's)."""
+        """K: the cells of the split statistics."""
         return self.plan.n_levels if self.plan is not None else int(self.grid.size) - 1
 
 
 @dataclass(frozen=True)
 class LevelCells:
-    """One feature's statistics of a level: per node on the grid (nodes * K_g cells; a
-    per-level feature: its jumps, nodes * (K-1), and its rows per level, ``levels``,
-    nodes * K) and, when searched, per (node, input, bucket, bin) cell."""
+    """One feature's statistics of a level: per node on the grid (nodes * K_g cells; held
+    per level: its jumps, nodes * (K-1), and ``levels`` its rows per level, nodes * K)
+    and, when searched, per (node, input, bucket, bin) cell."""
 
     grid: CellStats
     split: ShiftedSums | None
@@ -204,8 +157,7 @@ class LevelCells:
 
 
 def merge_levels(a: tuple[LevelCells, ...], b: tuple[LevelCells, ...]) -> tuple[LevelCells, ...]:
-    """The two states' sum; ``()`` (no rows yet) is the neutral state, so a pass adds no
-    tables of zeros (:meth:`RegionPass.empty` gives them for a source with no rows)."""
+    """The two states' sum; ``()`` (no rows yet) is neutral, so a pass adds no zeros."""
     if not a or not b:
         return a or b
     return tuple(x.merge(y) for x, y in zip(a, b, strict=True))
@@ -255,11 +207,8 @@ class RegionPass:
     @property
     def arrays(self) -> tuple[str, ...]:
         """The row arrays the pass reads."""
-        return ("X", "local_effects", *((LEVEL_UP, LEVEL_DOWN) if self.per_level else ()))
-
-    @property
-    def per_level(self) -> bool:
-        return any(t.plan is not None for t in self.tasks)
+        per_level = any(t.plan is not None for t in self.tasks)
+        return ("X", "local_effects", *((LEVEL_UP, LEVEL_DOWN) if per_level else ()))
 
     def _task(
         self,
@@ -312,7 +261,7 @@ class RegionPass:
         offsets: dict[int, np.ndarray],
         keep: np.ndarray,
     ) -> LevelCells:
-        """A per-level feature's cells (:class:`FeatureTask`): the jumps pooled per node as
+        """A per-level feature's cells, pooled per node as
         :func:`~ale_cli.core.discrete.level_cells` pools them, and its split cells."""
         k = t.n_cells
         rise, fall = pos < k - 1, pos > 0
@@ -335,8 +284,7 @@ class RegionPass:
 
 
 def by_column(A: np.ndarray, block: int = 256) -> np.ndarray:
-    """A 2-D ``A`` in Fortran order (each column in a run: read once per feature or
-    input), copied in blocks of rows that stay in cache (twice as fast as at once).
+    """A 2-D ``A`` in Fortran order (each column in a run), copied in cache-sized blocks.
 
     >>> by_column(np.arange(6.0).reshape(3, 2)).flags.f_contiguous
     True
@@ -350,10 +298,9 @@ def by_column(A: np.ndarray, block: int = 256) -> np.ndarray:
 
 
 def grid_codes(tasks: Sequence[FeatureTask], X: np.ndarray) -> dict[int, np.ndarray]:
-    """Each task's grid cell of every row of ``X`` (by its column of X), for all at once
-    (:class:`~ale_cli.core.binning.UniformGrid`, the same cells as
-    :func:`~ale_cli.core.binning.assign`) when their grids are uniform on the same number
-    of cells and hold every row; else {} (each task assigns its own)."""
+    """Each task's grid cell of every row of ``X`` by its column, all at once (the cells
+    of :func:`~ale_cli.core.binning.assign`) when their grids are uniform on the same
+    number of cells and hold every row; else {} (each task assigns its own)."""
     ts = [t for t in tasks if t.plan is None]
     if len(ts) < 2 or len({t.grid.size for t in ts}) > 1:
         return {}
@@ -374,8 +321,8 @@ def grid_codes(tasks: Sequence[FeatureTask], X: np.ndarray) -> dict[int, np.ndar
 def _offsets(
     offsets: dict[int, np.ndarray], buckets: np.ndarray, k: int, keep: np.ndarray
 ) -> np.ndarray:
-    """The bucket offsets (J, n) on K = ``k`` cells of the rows of open nodes (``keep``):
-    of every row made once per chunk and K, of some rows from their buckets (uint8)."""
+    """The bucket offsets (J, n) on ``k`` cells of the rows ``keep``, of every row made
+    once per chunk and K."""
     if not keep.all():
         return bucket_offsets(np.compress(keep, buckets, axis=1), n_bins=k)
     if k not in offsets:

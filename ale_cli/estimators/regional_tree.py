@@ -1,23 +1,13 @@
 """Growing ``ale regional``'s trees, one pass over the rows per depth for every feature.
 
 Each pass (:class:`~ale_cli.estimators.regional_passes.RegionPass`) gives, per feature and
-open node, the split cells (per input, bucket and bin) of its candidate splits; the node
-keeps its best split when it lowers its heterogeneity by at least ``min_drop`` and each
-child has at least ``min_rows`` rows, and is a leaf otherwise (at ``max_depth`` always).
-
-For a feature not held per level, the split cells give the rest, exactly as sums of the
-same rows:
-
-- a child's bins (the :class:`~ale_cli.core.binstats.CellStats` of its leaf record) are
-  its side of its parent's chosen split (:meth:`~ale_cli.core.regional.ShiftedSums.children`);
-  the root's are the global ones. So the pass at ``max_depth`` (leaves only) is not run;
-- of two siblings, the pass counts the one with fewer rows; the other's split cells are
-  its parent's less those (:meth:`~ale_cli.core.regional.ShiftedSums.minus`).
-
-A feature held per level has every open node's bins from the pass of its depth (its leaf
-record needs its rows per level), as its split cells. When the search runs on a sample
-of the rows, its passes run on the sample, and one last pass over every row gives every
-leaf's record.
+open node, the split cells of its candidate splits; a node keeps its best split when it
+lowers its heterogeneity by at least ``min_drop`` and each child has ``min_rows`` rows.
+For a feature not held per level, the same rows' sums give the rest: a child's bins are
+its side of its parent's split (:meth:`~ale_cli.core.regional.ShiftedSums.children`; so
+the pass at ``max_depth`` is not run), and of two siblings the pass counts the smaller,
+the other's split cells its parent's less those. A feature held per level has its bins
+from each pass. After a sampled search, one last pass over every row gives the leaves.
 """
 
 from __future__ import annotations
@@ -39,9 +29,9 @@ from ale_cli.summary.regional import NO_SPLIT_NOTE, RegionalFeature, RegionNode,
 
 @dataclass(frozen=True)
 class Feature:
-    """One estimable feature on its way: columns, global record, grid, each grid cell's
-    mean local effect on all rows (``shift``), its own input among the splitters (never
-    split on; -1: none), its level plan when held per level, and its global grid cells."""
+    """One estimable feature: columns, global record, grid, each grid cell's mean local
+    effect (``shift``), its own input among the splitters (never split on; -1: none), its
+    level plan when held per level, and its global grid cells."""
 
     name: str
     x: int
@@ -56,8 +46,8 @@ class Feature:
 
 @dataclass(frozen=True)
 class Growth:
-    """How the trees grow: ``record`` makes a leaf's record from its grid cells;
-    ``sampled``: the search runs on a sample of the rows, ``min_rows`` counted on it."""
+    """How the trees grow; ``sampled``: the search runs on a sample, ``min_rows`` on it;
+    ``n``: all rows; ``labels``: the texts of text inputs' codes."""
 
     max_depth: int
     min_drop: float
@@ -65,12 +55,14 @@ class Growth:
     sampled: bool
     center: str
     record: Callable[[str, np.ndarray, CellStats], FeatureSummary]
+    n: int
+    labels: dict[str, Any]
 
 
 @dataclass
 class _Tree:
-    """A feature's tree while it grows: its nodes, the ids still open, the bins of nodes
-    derived from their parent's split and the split cells of split nodes."""
+    """A growing tree: nodes, ids still open, bins derived from the parent's split, the
+    split cells of split nodes."""
 
     nodes: dict[int, RegionNode]
     open: list[int]
@@ -94,13 +86,10 @@ def grow(
     feats: list[Feature],
     found: tuple[Splitter, ...],
     g: Growth,
-    labels: dict[str, Any],
 ) -> tuple[dict[str, RegionalFeature], dict[str, CellStats]]:
-    """Every feature's tree (see the module docstring): the search passes on the rows of
-    ``searched`` (``p``'s, or a sample of them), the records of a sampled search's leaves
-    from the rows of ``p``, with each feature's cells on all rows (the sum of its leaves'),
-    for the features not held per level."""
-    n = p.n_rows
+    """Every feature's tree, searched on the rows of ``searched`` (``p``'s, or a sample),
+    and each feature's cells on all rows after a sampled search (its leaves' sum)."""
+    n = g.n
     trees: dict[str, _Tree] = {}
     whole: dict[str, CellStats] = {}
     for f in feats:
@@ -150,7 +139,7 @@ def grow(
         for f in work:
             tree, task = trees[f.name], tasks.get(f.name)
             got = _inputs(tree, f, task, counted.get(f.name, []), levels.get(f.name), kernel)
-            _decide(tree, f, got, kernel if search else None, g, labels, n)
+            _decide(tree, f, got, kernel if search else None, g)
     return {f.name: _finished(f, trees[f.name], n) for f in feats}, whole
 
 
@@ -162,17 +151,12 @@ def _whole(cells: CellStats, nodes: int) -> CellStats:
 
 
 def _smaller(tree: _Tree) -> list[int]:
-    """The open nodes a pass counts: the root, or of each two siblings the one with fewer
-    rows (the first of a tie)."""
+    """The open nodes a pass counts: the root, or of two siblings the one with fewer rows."""
     out = []
     for i in tree.open:
         parent = tree.nodes[i].parent
-        if parent is None:
-            out.append(i)
-            continue
-        a, b = tree.nodes[parent].split.children  # type: ignore[union-attr]
-        smaller = a if tree.nodes[a].rows <= tree.nodes[b].rows else b
-        if i == smaller:
+        a, b = (i, i) if parent is None else tree.nodes[parent].split.children  # type: ignore[union-attr]
+        if i == (a if tree.nodes[a].rows <= tree.nodes[b].rows else b):
             out.append(i)
     return out
 
@@ -216,10 +200,9 @@ def _decide(
     got: dict[int, _Node],
     kernel: RegionPass | None,
     g: Growth,
-    labels: dict[str, Any],
-    n: int,
 ) -> None:
     """Split or close every open node of one feature."""
+    n = g.n
     still: list[int] = []
     for node_id in tree.open:
         node, data = tree.nodes[node_id], got[node_id]
@@ -246,7 +229,7 @@ def _decide(
             continue
         j, c = best
         s = kernel.splitters[j]
-        sides = conditions(s, c, labels.get(s.name))
+        sides = conditions(s, c, g.labels.get(s.name))
         ids = (len(tree.nodes), len(tree.nodes) + 1)
         rows = (int(scores.rows[j, c, 0]), int(scores.rows[j, c, 1]))
         after = float(scores.after[j, c])
@@ -288,8 +271,7 @@ def _slice(c: CellStats, a: int, b: int) -> CellStats:
 
 
 def _finished(f: Feature, tree: _Tree, n: int) -> RegionalFeature:
-    """The feature's regions; each split node's rows are its children's (every row, also
-    when the split was chosen on the search sample)."""
+    """The feature's regions; each split node's rows are its children's (every row)."""
     got = tree.nodes
     for i in sorted(got, reverse=True):  # children after their parents
         node = got[i]

@@ -1,17 +1,10 @@
-"""The figure of a feature's regions (``ale regional``): the global curve and each region's.
+"""The figure of a feature's regions (``ale regional``): the global curve and each region's,
+each centered on its own rows, as its record is.
 
-:func:`regional_figure` returns a :class:`matplotlib.figure.Figure` on an Agg canvas
-(never pyplot, never shown). Artists carry a ``gid`` (the SVG ``id``):
-
-``effect_axes``   the axes
-``global``        Line2D, x = the global record's ``edges``, y = its ``effect``
-``region_<id>``   Line2D per leaf (node ``id`` of the regional summary), x = the leaf
-                  record's ``edges``, y = its ``effect``; labelled with its region in
-                  words and its share of the rows: ``bmi > 27.5 (61% of rows)``
-``legend``        the figure legend
-
-Each curve is centered on its own rows (the count-weighted mean of the curve over the
-region's rows is zero), as its record is.
+:func:`regional_figure` returns a Figure on an Agg canvas (never pyplot). Artists' ``gid``
+(the SVG ``id``): ``effect_axes``; ``global``, x = the global record's ``edges``, y = its
+``effect``; ``region_<id>`` per leaf (node ``id``), x and y from the leaf's record,
+labelled by :func:`region_label`; ``legend``.
 """
 
 from __future__ import annotations
@@ -53,11 +46,9 @@ def regional_figure(result: RegionalSummary, name: str, *, ylabel: str | None = 
             ax.set_title(wrap(f"{name}: not estimable ({regions.reason})", 70), loc="left")
             return fig
         record = summary.feature(name)
-        handles, labels = [], []
         (line,) = ax.plot(record.edges, record.effect, color="black", lw=2.0, ls="--")
         line.set_gid("global")
-        handles.append(line)
-        labels.append("all rows (global)")
+        handles, labels = [line], ["all rows (global)"]
         leaves = [n for n in regions.leaves if n.record is not None and n.parent is not None]
         for i, leaf in enumerate(leaves):
             r = leaf.record

@@ -1,12 +1,9 @@
-"""``ale report``: one self-contained HTML page of a run (summaries, store, audit, history).
-
-Self-contained: inline SVG figures, CSS and sorting script, nothing fetched; prints;
-byte-reproducible without its timestamp. Jinja2 and matplotlib are imported only when a
-page is built. :mod:`.history`: earlier runs and drift; :mod:`.figures`: inline SVG.
-"""
+"""``ale report``: one self-contained HTML page of a run (summaries, store, audit, history):
+inline SVG figures, CSS and sorting script, nothing fetched; byte-reproducible without its
+timestamp. Jinja2 and matplotlib are imported only when a page is built."""
 
 from __future__ import annotations
 
-from ale_cli.report.build import ReportResult, build_report, read_audit, write_report
+from ale_cli.report.build import ReportResult, build_report, write_report
 
-__all__ = ["ReportResult", "build_report", "read_audit", "write_report"]
+__all__ = ["ReportResult", "build_report", "write_report"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,18 +19,17 @@ from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import read_json_file
 from ale_cli.plot.first_order import feature_figure, overview_figure
 from ale_cli.plot.outputs import output_store, output_view, outputs_figure, summary_outputs
+from ale_cli.plot.regional import region_label, regional_figure
 from ale_cli.plot.render import check_store
 from ale_cli.plot.second_order import interaction_figure
 from ale_cli.report.digest import finest, paragraph, split_checks, verdict
-from ale_cli.report.figures import svg_text, trend
+from ale_cli.report.figures import rendered_figures, svg_text, trend
 from ale_cli.report.history import FeatureDrift, HistoryRun, feature_drifts, read_history
-from ale_cli.report.regional import regional_section
-from ale_cli.report.reuse import rendered_figures
 from ale_cli.store.npz import read_store, store_sha256
 from ale_cli.summary.build import utc_now
 from ale_cli.summary.compare import summary_statistics
 from ale_cli.summary.model import FeatureSummary, Summary, read_summary, summary_json
-from ale_cli.summary.regional import REGIONAL
+from ale_cli.summary.regional import REGIONAL, read_regional
 
 if TYPE_CHECKING:
     from ale_cli.store.npz import Store
@@ -40,6 +39,8 @@ TEMPLATE = "report.html.j2"
 _AUDIT_KEYS = ("passed", "exit_code", "counts", "checks")
 #: the statistics the features table shows
 _STATISTICS = ("rank", "aled", "aler_min", "aler_max", "naled", "heterogeneity_share")
+#: the most features with regions drawn in the report (by largest drop)
+MAX_FIGURES = 12
 
 
 @dataclass(frozen=True)
@@ -56,15 +57,8 @@ class ReportResult:
 
 
 def _num(value: Any) -> str:
-    """A number for people: 4 significant digits; ``-`` for a missing one."""
-    if value is None:
-        return "-"
-    v = float(value)
-    if math.isnan(v):
-        return "-"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return f"{v:.4g}"
+    """A number for people: 4 significant digits (``inf``, ``-inf``); ``-`` for a missing one."""
+    return "-" if value is None or math.isnan(float(value)) else f"{float(value):.4g}"
 
 
 def _sort_key(value: Any) -> str:
@@ -92,20 +86,10 @@ def _environment() -> Any:
 
 
 def _markup(text: str) -> Any:
+    """Markup of an SVG drawn here, or of a figure the plot step drew (:func:`rendered_figures`)."""
     import markupsafe
 
     return markupsafe.Markup(text)  # noqa: S704 (SVG drawn here; matplotlib escapes its text)
-
-
-def read_audit(path: str | Path) -> dict[str, Any]:
-    """The JSON report of ``ale audit --json-report`` (InputError naming the file if it is not)."""
-    data = read_json_file(path, "audit report")
-    if not isinstance(data, dict) or any(k not in data for k in _AUDIT_KEYS):
-        raise InputError(
-            f"'{path}' is not an ale audit report (written by 'ale audit --json-report'): "
-            f"it needs {', '.join(_AUDIT_KEYS)}"
-        )
-    return data
 
 
 def _params(params: dict[str, Any]) -> str:
@@ -122,9 +106,7 @@ def _params(params: dict[str, Any]) -> str:
 
 
 def _notes(feat: FeatureSummary) -> list[str]:
-    notes = []
-    if feat.status != "ok":
-        notes.append(f"not estimable: {feat.reason}")
+    notes = [f"not estimable: {feat.reason}"] if feat.status != "ok" else []
     if feat.n_outside:
         notes.append(f"{feat.n_outside} row(s) outside the edges left out")
     if feat.note:
@@ -176,12 +158,12 @@ def _feature_rows(
         figures = [
             {
                 "label": f"{summary.estimator} ({Path(name).name})",
-                "svg": _figure(
-                    reused.get(("feature", feat.name)) if feat.output is None else None,
-                    lambda feat=feat, i=i, view=view: svg_text(
+                "svg": _markup(
+                    (reused.get(("feature", feat.name)) if feat.output is None else None)
+                    or svg_text(
                         feature_figure(view, feat.name, store=output_store(store, feat.output)),
                         prefix=f"f{i}-0-",
-                    ),
+                    )
                 ),
             }
         ]
@@ -213,11 +195,6 @@ def _overview(summary: Summary) -> Any:
     return overview_figure(summary)
 
 
-def _figure(reused: str | None, draw: Callable[[], str]) -> Any:
-    """The figure the plot step drew (:mod:`ale_cli.report.reuse`), else drawn now."""
-    return _markup(reused if reused is not None else draw())
-
-
 def _interactions(
     summaries: list[tuple[str, Summary]],
     store: Store | None,
@@ -237,15 +214,45 @@ def _interactions(
                     "b": item.features[1],
                     "label": f"{item.estimator} ({Path(name).name})",
                     "notes": notes,
-                    "svg": _figure(
-                        reused.get(name, {}).get(("interaction", i)),
-                        lambda i=i, n=n, summary=summary: svg_text(
-                            interaction_figure(summary, i, store=store), prefix=f"i{n}-"
-                        ),
+                    "svg": _markup(
+                        reused.get(name, {}).get(("interaction", i))
+                        or svg_text(interaction_figure(summary, i, store=store), prefix=f"i{n}-")
                     ),
                 }
             )
     return items
+
+
+def _regional(
+    loaded: Sequence[tuple[str, Summary]], reused: Mapping[str, Mapping[tuple[str, Any], str]]
+) -> list[dict[str, Any]]:
+    """Per regional summary (``ale regional``): its features with a kept split, largest
+    drop first, each with its leaves in words and its figure (the first ``MAX_FIGURES``)."""
+    out = []
+    for j, (label, summary) in enumerate(loaded):
+        if summary.estimator != REGIONAL:
+            continue
+        found = read_regional(label)
+        split = sorted(
+            (r for r in found.regions if r.status == "split"), key=lambda r: (-r.drop, r.name)
+        )
+        rows = []
+        for i, r in enumerate(split):
+            drawn = reused.get(label, {}).get(("regional", r.name))
+            if i < MAX_FIGURES and drawn is None:
+                drawn = svg_text(regional_figure(found, r.name), prefix=f"reg{j}-{i}-")
+            svg = _markup(drawn) if i < MAX_FIGURES else None
+            rows.append(
+                {
+                    "name": r.name,
+                    "drop": r.drop,
+                    "regions": [region_label(n) for n in r.leaves],
+                    "svg": svg,
+                }
+            )
+        unsplit = [r.name for r in found.regions if r.status == "no_split"]
+        out.append({"label": label, "features": rows, "unsplit": unsplit})
+    return out
 
 
 def _load(
@@ -280,16 +287,14 @@ def build_report(
     timestamp: bool = True,
     figures: Mapping[str | Path, str | Path] | None = None,
 ) -> ReportResult:
-    """The report page of ``summaries`` (first-order and interact summaries, any order).
+    """The report page of ``summaries`` (first-order, interact and regional, any order).
 
-    The finest first-order summary (the most bins, the first given on a tie:
-    :func:`ale_cli.report.digest.finest`) is the main one: it ranks the features table,
-    is drawn with the ``store`` and compared with ``history`` (less ``history_exclude`` and
-    a newest run holding the same numbers); the others add overviews and heat maps, a
-    regional summary its section (and its global curves only when alone).
-    ``audit``: an ``ale audit --json-report`` file. ``figures`` maps a summary's path to the
-    figure directory its plot step wrote: intact figures are taken, not drawn again
-    (:mod:`ale_cli.report.reuse`).
+    The finest first-order summary (:func:`~ale_cli.report.digest.finest`) is the main one:
+    it ranks the features table, is drawn with the ``store`` and compared with ``history``
+    (less ``history_exclude`` and a newest run holding the same numbers); the others add
+    overviews and heat maps, a regional summary its section (its global curves only when
+    alone). ``figures`` maps a summary's path to the figure directory its plot step wrote
+    (:func:`~ale_cli.report.figures.rendered_figures`).
     """
     t0 = time.perf_counter()
     loaded, store_obj = _load(summaries, store)
@@ -309,24 +314,22 @@ def build_report(
     reused = {n: rendered_figures(s, given[n]) for n, s in loaded if n in given}
     timings = {"read_s": time.perf_counter() - t0}
     t = time.perf_counter()
-    section = _first_order_section(first_order, store_obj, runs, reused)
-    rows, n_figures = section[0], section[1]
-    interactions = _interactions(loaded, store_obj, reused)
-    regional = regional_section(loaded, _markup, reused)  # ale regional summaries among the inputs
+    shown = _first_order_section(first_order, store_obj, runs, reused)
+    shown["interactions"] = _interactions(loaded, store_obj, reused)
+    shown["regional"] = _regional(loaded, reused)
     timings["figures_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    context = _context(
-        loaded, store_obj, audit_data, runs, section, interactions, regional, timestamp=timestamp
-    )
+    context = _context(loaded, store_obj, audit_data, runs, shown, timestamp=timestamp)
     html = _environment().get_template(TEMPLATE).render(**context)
     timings["template_s"] = time.perf_counter() - t
+    drawn = [*shown["features"], *shown["others"], *shown["interactions"]]
     return ReportResult(
         html=html,
-        features=len(rows),
-        figures=n_figures
-        + len(interactions)
-        + sum(1 for r in regional for f in r["features"] if f["svg"] is not None),
-        interactions=len(interactions),
+        features=len(shown["features"]),
+        figures=len(drawn)
+        + (shown["overview"] is not None)
+        + sum(1 for r in shown["regional"] for f in r["features"] if f["svg"] is not None),
+        interactions=len(shown["interactions"]),
         history_runs=len(runs),
         audit_passed=None if audit_data is None else bool(audit_data["passed"]),
         timings=timings,
@@ -338,14 +341,12 @@ def _context(
     store_obj: Any,
     audit_data: dict[str, Any] | None,
     runs: list[HistoryRun],
-    section: tuple[Any, ...],
-    interactions: list[dict[str, Any]],
-    regional: list[dict[str, Any]],
+    shown: dict[str, Any],
     *,
     timestamp: bool,
 ) -> dict[str, Any]:
-    """What the template shows (see ``templates/report.html.j2``)."""
-    rows, _, overview, main_label, others, moved = section
+    """What the template shows (see ``templates/report.html.j2``), ``shown`` the sections."""
+    rows, moved, main_label = shown["features"], shown["moved"], shown["main_label"]
     anchors = {r["name"]: r["anchor"] for r in rows}
     header = _header(loaded, store_obj)
     return {
@@ -362,12 +363,7 @@ def _context(
         "checks": split_checks(audit_data),
         "generated": utc_now() if timestamp else None,
         "audit": audit_data,
-        "main_label": main_label,
-        "features": rows,
-        "overview": overview,
-        "others": others,
-        "interactions": interactions,
-        "regional": regional,
+        **{k: v for k, v in shown.items() if k != "moved"},
         "history": {
             "runs": [r.label for r in runs],
             "moved": [{"drift": d, "anchor": anchors.get(d.name)} for d in moved],
@@ -381,7 +377,12 @@ def _audit_section(audit: str | Path | None) -> dict[str, Any] | None:
     """The audit report (``ale audit --json-report``), each check knowing its summary's file."""
     if audit is None:
         return None
-    data = read_audit(audit)
+    data = read_json_file(audit, "audit report")
+    if not isinstance(data, dict) or any(k not in data for k in _AUDIT_KEYS):
+        raise InputError(
+            f"'{audit}' is not an ale audit report (written by 'ale audit --json-report'): "
+            f"it needs {', '.join(_AUDIT_KEYS)}"
+        )
     for check in data["checks"]:
         check["summary_file"] = Path(str(check.get("summary") or "")).name
     data["several"] = len({c["summary_file"] for c in data["checks"]}) > 1
@@ -393,25 +394,25 @@ def _first_order_section(
     store_obj: Any,
     runs: list[HistoryRun],
     reused: Mapping[str, Mapping[tuple[str, Any], str]],
-) -> tuple[list[dict[str, Any]], int, Any, str | None, list[dict[str, Any]], list[FeatureDrift]]:
+) -> dict[str, Any]:
     """The main summary's rows and figures, the others' overviews, the features that
     moved most since the last run."""
     if not first_order:
-        return [], 0, None, None, [], []
+        return {"features": [], "overview": None, "main_label": None, "others": [], "moved": []}
     main_name, main = first_order[0]
     main_label = f"{main.estimator} ({Path(main_name).name})"
     drifts = {d.name: d for d in feature_drifts(Path(main_name).name, main, runs)}
     rows = _feature_rows(main_name, main, store_obj, drifts, reused.get(main_name, {}))
-    overview = _figure(
-        reused.get(main_name, {}).get(("overview", None)),
-        lambda: svg_text(_overview(main), prefix="overview-"),
+    overview = _markup(
+        reused.get(main_name, {}).get(("overview", None))
+        or svg_text(_overview(main), prefix="overview-")
     )
     others = [
         {
             "label": f"{other.estimator} ({Path(name).name})",
-            "svg": _figure(
-                reused.get(name, {}).get(("overview", None)),
-                lambda other=other, j=j: svg_text(_overview(other), prefix=f"overview{j}-"),
+            "svg": _markup(
+                reused.get(name, {}).get(("overview", None))
+                or svg_text(_overview(other), prefix=f"overview{j}-")
             ),
         }
         for j, (name, other) in enumerate(first_order[1:], start=1)
@@ -420,7 +421,13 @@ def _first_order_section(
         (d for d in drifts.values() if d.previous is not None),
         key=lambda d: (-float(d.previous or 0.0), d.name),
     )
-    return rows, len(rows) + 1 + len(others), overview, main_label, others, moved
+    return {
+        "features": rows,
+        "overview": overview,
+        "main_label": main_label,
+        "others": others,
+        "moved": moved,
+    }
 
 
 def _without_this_run(runs: list[HistoryRun], name: str, summary: Summary) -> list[HistoryRun]:

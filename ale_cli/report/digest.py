@@ -1,39 +1,18 @@
-"""What the report says first: the summary it measures on, its verdict and a paragraph in words.
-
-- :func:`finest`: the first-order summary the page ranks features by and measures drift
-  on: the one with the most bins over its estimable features (the first given on a
-  tie). With RHALE's few wide bins beside 20 quantile bins, drift measured on the wide
-  bins understates a change (a moved curve is averaged over the wide bins).
-- :func:`verdict`: the banner: the audit's verdict naming the failed rules, or that no
-  audit was run.
-- :func:`paragraph`: one paragraph: how many features, the top three by ALED with their
-  NALED, what moved most since the previous run, and the audit's counts; every number
-  names the summary it comes from.
-"""
+"""What the report says first: the summary it measures on, its verdict and a paragraph in words."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ale_cli.summary.model import Summary
 
 
-def total_bins(summary: Summary) -> int:
-    """The bins of the estimable features of ``summary``, added up."""
-    return sum(f.n_bins for f in summary.features if f.status == "ok")
-
-
 def finest(first_order: Sequence[tuple[str, Summary]]) -> int:
-    """The index of the summary with the most bins (the first on a tie); see the module."""
-    bins = [total_bins(s) for _, s in first_order]
+    """The index of the summary with the most bins over its estimable features (the first
+    on a tie): drift measured on RHALE's few wide bins would understate a moved curve."""
+    bins = [sum(f.n_bins for f in s.features if f.status == "ok") for _, s in first_order]
     return bins.index(max(bins))
-
-
-def label(name: str, summary: Summary) -> str:
-    """How the page names a summary: ``rebin (diabetes-mlp-rebin.json)``."""
-    return f"{summary.estimator} ({Path(name).name})"
 
 
 def _num(value: Any) -> str:
@@ -79,7 +58,8 @@ def paragraph(
     audit: dict[str, Any] | None,
     history_runs: int,
 ) -> str:
-    """The summary in words (plain text; the template escapes it)."""
+    """The summary in words (plain text; the template escapes it): how many features, the
+    top three by ALED, what moved most since the previous run, the audit's counts."""
     if main_label is None:
         return "This report holds no first-order summary."
     estimable = [r for r in rows if r["rank"] is not None]

@@ -1,18 +1,29 @@
-"""Figures as inline SVG text for the report, and the small drift trend line.
+"""The report's figures: inline SVG, the plot step's files reused, and the drift trend line.
 
 :func:`svg_text` saves with ``ale plot``'s rc settings, drops the prolog, DOCTYPE and
 metadata, rounds coordinates to 0.1 pt and prefixes every ``id`` (unique in the page).
+:func:`rendered_figures` takes each figure ``ale run``'s plot step drew (named by
+:func:`ale_cli.plot.render.file_stems`) as an ``<img>`` whose source is the file itself
+as a ``data:`` URI, when the directory's manifest lists it with the sha256 its bytes
+still have; any other figure is drawn.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from ale_cli.io.files import sha256_file
+from ale_cli.outputs.figures import read_manifest
 from ale_cli.plot import style
+from ale_cli.plot.render import OVERVIEW, file_stems
+from ale_cli.summary.model import Summary
+from ale_cli.summary.regional import REGIONAL
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -58,11 +69,8 @@ def _round(match: re.Match[str]) -> str:
 
 @dataclass(frozen=True)
 class Trend:
-    """A small line chart of values over runs, in SVG user units (``width`` x ``height``).
-
-    ``points`` are ``(x, y, value, label)`` for the runs with a value (None are
-    gaps); ``polyline`` the ``points`` attribute of the line through them.
-    """
+    """A small line chart of values over runs, in SVG user units (``width`` x ``height``):
+    ``points`` ``(x, y, value, label)`` of the runs with a value, ``polyline`` the line."""
 
     width: int
     height: int
@@ -92,10 +100,50 @@ def trend(
         x = pad + (width - 2 * pad) * (i / (n - 1) if n > 1 else 0.5)
         y = height - pad - ((height - 2 * pad) * v / top if top > 0 else 0.0)
         points.append((round(x, 2), round(y, 2), v, label))
-    return Trend(
-        width=width,
-        height=height,
-        points=tuple(points),
-        polyline=" ".join(f"{x},{y}" for x, y, _, _ in points),
-        maximum=top,
-    )
+    line = " ".join(f"{x},{y}" for x, y, _, _ in points)
+    return Trend(width, height, tuple(points), line, top)
+
+
+#: the formats taken, in order of preference, with their media types
+_MEDIA = (("svg", "image/svg+xml"), ("png", "image/png"))
+#: a figure key: ("feature", name), ("overview", None), ("interaction", index) or
+#: ("regional", name)
+Key = tuple[str, Any]
+
+
+def _stems(summary: Summary) -> dict[Key, str]:
+    """The file stem of each figure the plot step draws for the whole ``summary``."""
+    names = [f.name for f in summary.features]
+    pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
+    stems = file_stems([*names, *pairs])
+    out: dict[Key, str] = {("feature", n): s for n, s in zip(names, stems, strict=False)}
+    if names:
+        out[("overview", None)] = OVERVIEW
+    for i, stem in enumerate(stems[len(names) :]):
+        out[("interaction", i)] = stem
+    if summary.estimator == REGIONAL:
+        out |= {("regional", n): f"{s}__regions" for n, s in zip(names, stems, strict=False)}
+    return out
+
+
+def rendered_figures(summary: Summary, directory: str | Path) -> dict[Key, str]:
+    """The ``<img>`` markup of every figure of ``summary`` found intact in ``directory``
+    (see the module docstring); empty when the directory has no manifest."""
+    import markupsafe
+
+    root = Path(directory)
+    listed = read_manifest(root)
+    if listed is None:
+        return {}
+    out: dict[Key, str] = {}
+    for key, stem in _stems(summary).items():
+        for ext, media in _MEDIA:
+            name = f"{stem}.{ext}"
+            path = root / name
+            if name not in listed or not path.is_file() or sha256_file(path) != listed[name]:
+                continue
+            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            alt = markupsafe.escape(f"{key[0]} {key[1] if key[1] is not None else ''}".strip())
+            out[key] = f'<img class="figure" alt="{alt}" src="data:{media};base64,{data}">'
+            break
+    return out

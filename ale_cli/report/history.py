@@ -1,8 +1,6 @@
-"""Earlier runs of a report: read a history directory and measure how each feature moved.
-
-One subdirectory per run, names in time order (``20261123T133405.123456Z``), holding its
-summaries; matched by file name, else by estimator. Drift is ``ale diff``'s largest
-absolute difference of the centered curves on the current edges.
+"""Earlier runs of a report: one subdirectory per run, names in time order, holding its
+summaries (matched by file name, else by estimator); a feature's drift is ``ale diff``'s
+largest absolute difference of the centered curves on the current edges.
 """
 
 from __future__ import annotations
@@ -34,9 +32,8 @@ class HistoryRun:
 
 
 def read_history(directory: str | Path, *, exclude: Sequence[str] = ()) -> list[HistoryRun]:
-    """The runs under ``directory`` in name (time) order, leaving out the names in
-    ``exclude``; a run's ``*.json`` files that are not summaries (an audit report) are
-    skipped."""
+    """The runs under ``directory`` in name (time) order, less the names in ``exclude``;
+    a run's ``*.json`` files that are not summaries (an audit report) are skipped."""
     root = Path(directory)
     if not root.is_dir():
         raise InputError(f"history directory '{root}' does not exist or is not a directory")
@@ -56,12 +53,9 @@ def read_history(directory: str | Path, *, exclude: Sequence[str] = ()) -> list[
 
 @dataclass(frozen=True)
 class FeatureDrift:
-    """How one feature of the current summary moved against each earlier run.
-
-    ``values[i]`` is the max abs difference against ``runs[i]`` (None where
-    the run has no comparable curve); ``previous`` against the newest run
-    that has one, ``previous_at`` where on the grid, ``previous_run`` its label.
-    """
+    """How one feature moved: ``values[i]`` the max abs difference against ``runs[i]``
+    (None: no comparable curve); ``previous`` against the newest run that has one,
+    ``previous_at`` where on the grid, ``previous_run`` its label."""
 
     name: str
     runs: tuple[str, ...]
@@ -82,19 +76,10 @@ def feature_drifts(name: str, summary: Summary, runs: Sequence[HistoryRun]) -> l
             found = (
                 next((f for f in other.features if f.name == feat.name), None) if other else None
             )
-            c = compare_feature(feat.name, feat, found)
-            d = c.difference
+            d = compare_feature(feat.name, feat, found).difference
             values.append(None if d is None else d.max_abs)
             at.append(None if d is None else d.max_abs_at)
         last = max((i for i, v in enumerate(values) if v is not None), default=None)
-        out.append(
-            FeatureDrift(
-                name=feat.name,
-                runs=tuple(r.label for r in runs),
-                values=tuple(values),
-                previous=None if last is None else values[last],
-                previous_at=None if last is None else at[last],
-                previous_run=None if last is None else runs[last].label,
-            )
-        )
+        newest = (None, None, None) if last is None else (values[last], at[last], runs[last].label)
+        out.append(FeatureDrift(feat.name, tuple(r.label for r in runs), tuple(values), *newest))
     return out

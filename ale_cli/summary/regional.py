@@ -1,24 +1,14 @@
-"""The regional summary (``ale regional``): a summary whose ``regions`` say where each
-feature's local effects agree.
-
-It is an ordinary summary (estimator ``"regional"``: its ``features`` are the global RHALE
-records, so ``ale plot``, ``audit`` and ``export`` read it as any other) with one more
-list, ``regions``, one item per feature (:class:`RegionalFeature`):
-
-- ``status``: ``"split"`` (at least one split kept), ``"no_split"`` (no split lowers the
-  heterogeneity by ``min_drop``; ``note`` says so) or ``"not_estimable"`` (``reason``);
-- ``heterogeneity``: H on all rows (:mod:`ale_cli.core.regional`);
-- ``nodes``: the tree, root first (id 0). A node has its ``conditions`` (the path from the
-  root), ``rows``, ``share`` of all rows, ``heterogeneity``, and either a ``split``
-  (input, kind, value, the two conditions, the children's ids and rows, ``before``,
-  ``after`` and ``drop``) or, for a leaf, a full first-order ``record`` on the leaf's rows.
-
-``ale_cli/schema/summary.schema.json`` (``$defs/region_feature``) is its JSON Schema.
+"""The regional summary (``ale regional``): an ordinary summary (estimator ``"regional"``,
+its ``features`` the global RHALE records, so ``ale plot``, ``audit`` and ``export`` read
+it as any other) with one more list, ``regions``: per feature its ``status`` (``"split"``,
+``"no_split"`` or ``"not_estimable"``), heterogeneity and tree, root first, each leaf with
+a full first-order ``record`` on its rows. JSON Schema: ``$defs/region_feature`` in
+``ale_cli/schema/summary.schema.json``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +17,7 @@ from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps, read_json_file
 from ale_cli.summary.compare import records_difference
-from ale_cli.summary.model import FeatureSummary, Summary, with_statistics
+from ale_cli.summary.model import FeatureSummary, Summary
 from ale_cli.summary.validate import validate_summary
 
 #: the estimator of a regional summary
@@ -55,15 +45,10 @@ class Split:
         return 0.0 if self.before <= 0 else 1.0 - self.after / self.before
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "input": self.input,
-            "kind": self.kind,
-            "value": self.value,
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {
             "conditions": [_condition_dict(c) for c in self.conditions],
             "children": list(self.children),
             "rows": list(self.rows),
-            "before": self.before,
-            "after": self.after,
             "drop": self.drop,
         }
 
@@ -148,24 +133,13 @@ class RegionalFeature:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RegionalFeature:
         nodes = tuple(_node(n) for n in data.get("nodes", ()))
-        return cls(
-            name=str(data["feature"]),
-            status=str(data["status"]),
-            heterogeneity=data.get("heterogeneity"),
-            nodes=nodes,
-            reason=data.get("reason"),
-            note=data.get("note"),
-        )
+        name, status, h = str(data["feature"]), str(data["status"]), data.get("heterogeneity")
+        return cls(name, status, h, nodes, data.get("reason"), data.get("note"))
 
 
 def _condition_dict(c: Condition) -> dict[str, Any]:
-    return {
-        "input": c.name,
-        "column": c.column,
-        "op": c.op,
-        "value": c.value,
-        "shown": c.shown,
-        "text": c.text,
+    return {"input": c.name} | {
+        k: getattr(c, k) for k in ("column", "op", "value", "shown", "text")
     }
 
 
@@ -176,33 +150,18 @@ def _condition(d: dict[str, Any]) -> Condition:
 
 
 def _node(d: dict[str, Any]) -> RegionNode:
-    conditions = tuple(_condition(c) for c in d["conditions"])
     split = None
     if "split" in d:
         s = d["split"]
-        children = (int(s["children"][0]), int(s["children"][1]))
-        sides = (_condition(s["conditions"][0]), _condition(s["conditions"][1]))
-        split = Split(
-            input=str(s["input"]),
-            kind=str(s["kind"]),
-            value=float(s["value"]),
-            conditions=sides,
-            children=children,
-            rows=(int(s["rows"][0]), int(s["rows"][1])),
-            before=float(s["before"]),
-            after=float(s["after"]),
-        )
+        pairs = (("conditions", _condition), ("children", int), ("rows", int))
+        two = {k: (f(s[k][0]), f(s[k][1])) for k, f in pairs}
+        numbers = {k: float(s[k]) for k in ("value", "before", "after")}
+        split = Split(input=str(s["input"]), kind=str(s["kind"]), **numbers, **two)
+    parent = None if d["parent"] is None else int(d["parent"])
+    conditions = tuple(_condition(c) for c in d["conditions"])
+    sizes = int(d["rows"]), float(d["share"]), float(d["heterogeneity"])
     record = FeatureSummary.from_dict(d["record"]) if "record" in d else None
-    return RegionNode(
-        id=int(d["id"]),
-        parent=None if d["parent"] is None else int(d["parent"]),
-        conditions=conditions,
-        rows=int(d["rows"]),
-        share=float(d["share"]),
-        heterogeneity=float(d["heterogeneity"]),
-        split=split,
-        record=record,
-    )
+    return RegionNode(int(d["id"]), parent, conditions, *sizes, split, record)
 
 
 @dataclass(frozen=True)
@@ -231,10 +190,6 @@ class RegionalSummary:
             tuple(RegionalFeature.from_dict(r) for r in data.get("regions", ())),
         )
 
-    def with_statistics(self, prediction: Any) -> RegionalSummary:
-        """The global records with their statistics (:func:`with_statistics`)."""
-        return replace(self, summary=with_statistics(self.summary, prediction))
-
 
 def write_regional(path: str | Path, result: RegionalSummary, *, timestamp: bool = True) -> None:
     """Write a regional summary's JSON atomically."""
@@ -261,43 +216,22 @@ def read_regional(path: str | Path) -> RegionalSummary:
         raise InputError(f"regional summary '{path}' is malformed: {exc}") from None
 
 
-@dataclass(frozen=True)
-class RegionComparison:
-    """One feature's regions in two regional summaries: ``same`` when their leaves have the
-    same conditions; then ``max_abs``, the largest difference of the leaves' curves (on
-    A's edges, :func:`~ale_cli.summary.compare.records_difference`; None where none is
-    comparable)."""
-
-    name: str
-    same: bool
-    leaves_a: tuple[str, ...]
-    leaves_b: tuple[str, ...]
-    max_abs: float | None = None
-
-    @property
-    def line(self) -> str:
-        """The comparison in one line of words."""
-        a, b = " | ".join(self.leaves_a), " | ".join(self.leaves_b)
-        if not self.same:
-            return f"{self.name}: different regions: A {a}; B {b}"
-        curves = (
-            "" if self.max_abs is None else f"; leaf curves differ by at most {self.max_abs:.4g}"
-        )
-        return f"{self.name}: same regions ({a}){curves}"
-
-
-def compare_regions(a: RegionalSummary, b: RegionalSummary) -> list[RegionComparison]:
-    """Each feature of both summaries, in A's order: same conditions or not, said plainly."""
-    names_b = {r.name: r for r in b.regions}
-    out = []
-    for ra in a.regions:
+def regional_diff_lines(a: str | Path, b: str | Path) -> tuple[str, ...]:
+    """``ale diff`` of two regional summaries (else nothing): per feature of both, in A's
+    order, whether their leaves have the same conditions, and then the largest difference
+    of the leaves' curves (on A's edges, :func:`~ale_cli.summary.compare.records_difference`)."""
+    if not all(is_regional(read_json_file(Path(p), "summary")) for p in (a, b)):
+        return ()
+    found_a, found_b = read_regional(a), read_regional(b)
+    names_b = {r.name: r for r in found_b.regions}
+    lines = ["REGIONS"]
+    for ra in found_a.regions:
         rb = names_b.get(ra.name)
         if rb is None:
             continue
-        la = tuple(n.label for n in ra.leaves)
-        lb = tuple(n.label for n in rb.leaves)
-        if la != lb:
-            out.append(RegionComparison(ra.name, False, la, lb))
+        la, lb = (" | ".join(n.label for n in r.leaves) for r in (ra, rb))
+        if [n.label for n in ra.leaves] != [n.label for n in rb.leaves]:
+            lines.append(f"{ra.name}: different regions: A {la}; B {lb}")
             continue
         worst = None
         for na, nb in zip(ra.leaves, rb.leaves, strict=True):
@@ -307,17 +241,6 @@ def compare_regions(a: RegionalSummary, b: RegionalSummary) -> list[RegionCompar
             d = records_difference(fa, fb)
             if d is not None:
                 worst = d.max_abs if worst is None else max(worst, d.max_abs)
-        out.append(RegionComparison(ra.name, True, la, lb, worst))
-    return out
-
-
-def regional_diff_lines(a: str | Path, b: str | Path) -> tuple[str, ...]:
-    """``ale diff`` of two regional summaries: one line per feature (nothing unless both
-    files are regional summaries)."""
-    if not (
-        is_regional(read_json_file(Path(a), "summary"))
-        and is_regional(read_json_file(Path(b), "summary"))
-    ):
-        return ()
-    found = compare_regions(read_regional(a), read_regional(b))
-    return ("REGIONS", *(c.line for c in found))
+        curves = "" if worst is None else f"; leaf curves differ by at most {worst:.4g}"
+        lines.append(f"{ra.name}: same regions ({la}){curves}")
+    return tuple(lines)

@@ -16,6 +16,7 @@ from ale_cli.cli.options import (
     SchedulerOption,
     StoreArgument,
     TimestampOption,
+    unshown,
 )
 from ale_cli.engines import engine_for
 from ale_cli.estimators import regional as estimator
@@ -47,11 +48,8 @@ def regional(
     ] = 0.1,
     min_rows: Annotated[
         int | None,
-        typer.Option(
-            "--min-rows",
-            help="Fewest rows in a region (default: ceil(N/20), at least 2).",
-            min=2,
-            show_default=False,
+        unshown(
+            "--min-rows", help="Fewest rows in a region (default: ceil(N/20), at least 2).", min=2
         ),
     ] = None,
     candidates: Annotated[
@@ -73,11 +71,10 @@ def regional(
     ] = str(estimator.SEARCH_ROWS),
     bins: Annotated[
         int | None,
-        typer.Option(
+        unshown(
             "--bins",
             help="Leaf records on this many uniform bins (default: RHALE bins per leaf).",
             min=1,
-            show_default=False,
         ),
     ] = None,
     max_bins: Annotated[
