@@ -123,3 +123,27 @@ def test_a_store_file_in_chunks_equals_the_store_in_memory(tmp_path: Path, cuts:
         for la, lb in zip(a.leaves, b.leaves, strict=True):
             np.testing.assert_allclose(la.record.effect, lb.record.effect, rtol=1e-9, atol=1e-12)
     assert whole.feature("b").status == "split"
+
+
+def test_a_split_on_a_text_input_is_worded_by_its_text():
+    """x1's effect is +2 where the text input b is "red" (code 1) and -2 where it is
+    "blue" (code 0): x1 splits on b, and its conditions name the text, not the code."""
+    rng = np.random.default_rng(7)
+    n = 20_000
+    b = rng.integers(0, 2, n).astype(float)
+    X = np.column_stack([rng.uniform(-1, 1, n), b, rng.uniform(-1, 1, n)])
+    E = np.column_stack([np.where(b == 1, 2.0, -2.0), np.zeros(n), np.zeros(n)])
+    E += rng.normal(0, 0.1, E.shape)
+    plan = LevelPlan("b", "categorical", np.array([0.0, 1.0]), np.array([0, 1]), ("blue", "red"))
+    held = {
+        "schema_version": 3,
+        "n_rows": n,
+        "categorical_features": [],
+        "levels": [plan.to_meta()],
+    }
+    jumps = {LEVEL_UP: np.zeros((n, 1)), LEVEL_DOWN: np.zeros((n, 1))}
+    store = Store(X, E, E.sum(1), NAMES, held, extra=jumps)
+    split = regional(RegionalRequest(store, max_depth=1)).summary.feature("x1").nodes[0].split
+    assert split is not None and split.input == "b" and split.kind == "level"
+    word = ("blue", "red")[int(split.value)]
+    assert [c.text for c in split.conditions] == [f"b == {word}", f"b != {word}"]

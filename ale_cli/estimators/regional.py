@@ -184,7 +184,7 @@ def regional(request: RegionalRequest) -> RegionalResult:
             request.center,
             request.record,
             n,
-            {name: _labels(store, name) for name in per_level},
+            {plan.name: plan.labels for plan in stored if plan.labels is not None},
         )
         trees, whole = grow(p, search, feats, found, growth)
     regions = [
@@ -263,12 +263,3 @@ def _open(store: Path | Store) -> tuple[Path | None, Store | StoreFile]:
     handle = open_store(store)
     one_output(handle.meta, f"store '{handle.path}'", "ale regional")
     return handle.path, handle
-
-
-def _labels(store: Store | StoreFile, name: str) -> tuple[str, ...] | None:
-    """The texts of a text input's codes, or None."""
-    try:
-        found = tuple(store.labels(name)) if hasattr(store, "labels") else ()
-    except (InputError, KeyError):
-        return None
-    return found or None
