@@ -105,7 +105,7 @@ def _fail(path: Path, where: str, message: str) -> JobError:
     return JobError(f"job '{path}': {where}{': ' if where else ''}{message}")
 
 
-def _named(path: Path, exc: AleError, name_of: Callable[[str], str], where: str = "") -> JobError:
+def keyed(path: Path, exc: AleError, name_of: Callable[[str], str], where: str = "") -> JobError:
     """``exc`` as a JobError naming the file and its parameter's key path (or ``where``)."""
     if exc.param is None:
         return _fail(path, where, exc.render(name_of))
@@ -187,7 +187,7 @@ def _discrete(job: Path, value: Any) -> tuple[str, ...] | str | None:
     try:
         return names_tuple(value, "discrete")
     except AleError as exc:
-        raise _named(job, exc, job_key, "discrete") from None
+        raise keyed(job, exc, job_key, "discrete") from None
 
 
 def _pairs(job: Path, value: Any) -> list[str]:
@@ -202,7 +202,7 @@ def _pairs(job: Path, value: Any) -> list[str]:
     try:
         parse_pairs(out)
     except AleError as exc:
-        raise _named(job, exc, job_key, "estimators.interact.pairs") from None
+        raise keyed(job, exc, job_key, "estimators.interact.pairs") from None
     return out
 
 
@@ -223,7 +223,7 @@ def _estimators(job: Path, base: Path, raw: dict[str, Any]) -> dict[str, dict[st
             try:
                 opts["features"] = names_tuple(opts["features"], "features")
             except AleError as exc:
-                raise _named(job, exc, lambda p, w=where: f"{w}.{p}", where) from None
+                raise keyed(job, exc, lambda p, w=where: f"{w}.{p}", where) from None
         out[name] = opts
     return out
 
@@ -250,7 +250,7 @@ def _inputs(job: Path, base: Path, top: dict[str, Any], model: Any) -> ModelInpu
     try:
         return ModelInputs(**values)
     except AleError as exc:
-        raise _named(job, exc, job_key) from None
+        raise keyed(job, exc, job_key) from None
     except TypeError as exc:
         raise _fail(job, "", str(exc)) from None
 
@@ -268,7 +268,7 @@ def _audit(job: Path, base: Path, audit: dict[str, Any]) -> tuple[Path | None, P
     try:
         rule_set = read_rules(rules_path)
     except AleError as exc:
-        raise _named(job, exc, job_key, "audit.rules") from None
+        raise keyed(job, exc, job_key, "audit.rules") from None
     if not baseline:
         drift = rule_set.needs_baseline()
         if drift:
@@ -278,7 +278,7 @@ def _audit(job: Path, base: Path, audit: dict[str, Any]) -> tuple[Path | None, P
     try:
         read_summary(baseline_path)
     except AleError as exc:
-        raise _named(job, exc, job_key, "audit.baseline") from None
+        raise keyed(job, exc, job_key, "audit.baseline") from None
     return rules_path, baseline_path
 
 
@@ -289,12 +289,12 @@ def _check_requests(job: Path, spec: JobSpec) -> None:
             request_of(name, opts, inputs=spec.inputs, store=job)
         except AleError as exc:
             where = f"estimators.{name}"
-            raise _named(job, exc, lambda p, w=where: f"{w}.{p}", where) from None
+            raise keyed(job, exc, lambda p, w=where: f"{w}.{p}", where) from None
     pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
     try:
         ComputeRequest(inputs=spec.inputs, out=job, pairs=pairs, discrete=spec.discrete)
     except AleError as exc:
-        raise _named(job, exc, job_key) from None
+        raise keyed(job, exc, job_key) from None
 
 
 def read_job(path: str | Path, *, model: Any = None) -> JobSpec:

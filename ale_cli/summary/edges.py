@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.core.binning import check_edges
 from ale_cli.errors import InputError
 from ale_cli.io.jsonio import parse_json, read_bytes
 from ale_cli.summary.validate import edges_problem, validate_summary
@@ -43,10 +42,7 @@ def _check(path: Path, name: str, values: Any) -> np.ndarray:
     problem = edges_problem(values)
     if problem is not None:
         raise InputError(f"{where}: {problem}")
-    try:
-        return check_edges(np.asarray(values, dtype=np.float64))
-    except (ValueError, OverflowError) as exc:
-        raise InputError(f"{where}: {exc}") from None
+    return np.asarray(values, dtype=np.float64)
 
 
 def _shown(value: Any) -> str:
@@ -73,13 +69,7 @@ def read_edges(path: str | Path) -> EdgesFile:
     if "features" in data and "estimator" in data:
         kind = "summary"
         validate_summary(path, data)
-        features = data["features"]
-        raw: dict[str, Any] = {}
-        for item in features:
-            if not isinstance(item, dict) or "name" not in item:
-                raise InputError(f"edges file '{path}': every feature needs a 'name'")
-            if item.get("status", "ok") == "ok":
-                raw[str(item["name"])] = item.get("edges")
+        raw = {f["name"]: f["edges"] for f in data["features"] if f["status"] == "ok"}
     else:
         kind = "mapping"
         raw = {str(k): v for k, v in data.items()}

@@ -254,48 +254,36 @@ def edges_problem(values: list[float]) -> str | None:
     return None
 
 
-def _level_errors(feat: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """A per-level record (kind discrete/categorical): K levels, K-1 jumps between them."""
-    k = len(feat["counts"])
-    per_level = ("edges", "effect", "std", "stderr", "levels", "order")
-    jumps = ("bin_effect", "bin_std", "bin_stderr", "bin_filled")
-    if feat["status"] == "ok" and k < 2:
-        yield "counts", "a per-level feature with status ok needs at least 2 levels"
-    for name in per_level:
-        if name in feat and len(feat[name]) != k:
-            yield name, f"has {len(feat[name])} values, expected {k} for {k} levels"
-    for name in jumps:
-        if len(feat[name]) != max(k - 1, 0):
-            yield name, f"has {len(feat[name])} values, expected {max(k - 1, 0)} for {k} levels"
+_PER_BIN = ("bin_effect", "bin_std", "bin_stderr", "bin_filled")
 
 
 def _feature_errors(feat: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    if feat.get("kind") in ("discrete", "categorical"):
-        yield from _level_errors(feat)
-        return
+    """K bins: K+1 edges and edge values; per-level (discrete/categorical): K levels with
+    K-1 jumps between them."""
     k = len(feat["counts"])
-    lengths = {
-        "bin_effect": k,
-        "bin_std": k,
-        "bin_stderr": k,
-        "bin_filled": k,
-        "effect": k + 1 if k else 0,
-        "std": k + 1 if k else 0,
-        "stderr": k + 1 if k else 0,
-        "edges": k + 1 if k else 0,
-    }
-    if feat["status"] == "ok":
-        if k == 0:
-            yield "counts", "a feature with status ok needs at least 1 bin"
-            return
-        problem = edges_problem(feat["edges"])
-        if problem is not None:
-            yield "edges", problem
-    if feat["n_bins"] != k:
-        yield "n_bins", f"is {feat['n_bins']} but 'counts' has {k} bins"
+    if feat.get("kind") in ("discrete", "categorical"):
+        if feat["status"] == "ok" and k < 2:
+            yield "counts", "a per-level feature with status ok needs at least 2 levels"
+        per_level = ("edges", "effect", "std", "stderr", "levels", "order")
+        lengths = dict.fromkeys((n for n in per_level if n in feat), k)
+        lengths |= dict.fromkeys(_PER_BIN, max(k - 1, 0))
+        unit = "levels"
+    else:
+        if feat["status"] == "ok":
+            if k == 0:
+                yield "counts", "a feature with status ok needs at least 1 bin"
+                return
+            problem = edges_problem(feat["edges"])
+            if problem is not None:
+                yield "edges", problem
+        if feat["n_bins"] != k:
+            yield "n_bins", f"is {feat['n_bins']} but 'counts' has {k} bins"
+        lengths = dict.fromkeys(_PER_BIN, k)
+        lengths |= dict.fromkeys(("effect", "std", "stderr", "edges"), k + 1 if k else 0)
+        unit = "bins"
     for name, expected in lengths.items():
         if len(feat[name]) != expected:
-            yield name, f"has {len(feat[name])} values, expected {expected} for {k} bins"
+            yield name, f"has {len(feat[name])} values, expected {expected} for {k} {unit}"
 
 
 def _interaction_errors(item: dict[str, Any]) -> Iterator[tuple[str, str]]:
