@@ -118,12 +118,9 @@ class _Runner:
         if before is None or before.get("key") != step.key:
             return False
         outputs = {o["path"]: o["sha256"] for o in before.get("outputs", [])}
-        if not outputs:
+        found = {rel: (self.out / rel).is_file() and self.digest(rel) for rel in outputs}
+        if not outputs or found != outputs:
             return False
-        for rel, digest in outputs.items():
-            path = self.out / rel
-            if not path.is_file() or sha256_file(path) != digest:
-                return False
         step.outputs = outputs
         step.notes = list(before.get("notes", []))
         return True

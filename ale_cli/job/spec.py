@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,15 +86,13 @@ class JobSpec:
     path: Path
     inputs: ModelInputs
     estimators: dict[str, dict[str, Any]]
-    plots: dict[str, Any] | None = field(
-        default_factory=lambda: {"formats": ["png"], "dpi": DEFAULT_DPI}
-    )
+    plots: dict[str, Any] | None
+    report: dict[str, Any] | None
+    keep: int
+    out: Path | None
+    discrete: tuple[str, ...] | str | None
     rules: Path | None = None
     baseline: Path | None = None
-    report: dict[str, Any] | None = field(default_factory=lambda: {"timestamp": True})
-    keep: int = DEFAULT_KEEP
-    out: Path | None = None
-    discrete: tuple[str, ...] | str | None = None
 
 
 class JobError(InputError):
@@ -270,7 +268,7 @@ def _audit(job: Path, base: Path, audit: dict[str, Any]) -> tuple[Path | None, P
     except AleError as exc:
         raise keyed(job, exc, job_key, "audit.rules") from None
     if not baseline:
-        drift = rule_set.needs_baseline()
+        drift = [r for r in rule_set.rules if r.name == "drift"]
         if drift:
             raise _fail(job, "audit.baseline", f"{drift[0].where} needs a baseline summary")
         return rules_path, None

@@ -251,16 +251,9 @@ def compare_summaries(
         c = compare_feature(
             name, a.get(name), b.get(name), base_label=base_label, other_label=other_label
         )
-        sa, sb = stats_a.get(name), stats_b.get(name)
-        out.append(
-            replace(
-                c,
-                rank_base=None if sa is None else int(sa["rank"]),
-                rank_other=None if sb is None else int(sb["rank"]),
-                aled_base=None if sa is None else float(sa["aled"]),
-                aled_other=None if sb is None else float(sb["aled"]),
-                statistics_base=sa,
-                statistics_other=sb,
-            )
-        )
+        for side, st in (("base", stats_a.get(name)), ("other", stats_b.get(name))):
+            if st is not None:
+                ranked = {f"rank_{side}": int(st["rank"]), f"aled_{side}": float(st["aled"])}
+                c = replace(c, **ranked, **{f"statistics_{side}": st})
+        out.append(c)
     return out

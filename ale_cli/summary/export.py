@@ -20,6 +20,7 @@ import math
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from numbers import Real
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -162,8 +163,10 @@ class _Blocks:
         self.kinds: list[str] = []
         self.blocks: list[tuple[int, dict[str, Any]]] = []
 
-    def add(self, kind: str, estimator: str, feature: str, **columns: Any) -> None:
-        n = len(next(iter(columns.values())))
+    def add(self, estimator: str, feature: str, kind: str, *values: Any) -> None:
+        """A block of rows of ``kind``: ``values`` its columns in :data:`KIND_COLUMNS` order."""
+        columns = dict(zip(KIND_COLUMNS[kind], values, strict=True))
+        n = len(values[0])
         if n == 0:
             return
         if kind not in self.kinds:
@@ -202,77 +205,30 @@ def _frame(summary: Summary, statistics: Mapping[str, Any]) -> pd.DataFrame:
     for f in summary.features:
         if f.status != "ok":
             continue
-        est, name = summary.estimator, f.name
+        add = partial(blocks.add, summary.estimator, f.name)
         band = BAND_SE * f.stderr
-        blocks.add(
-            "edge",
-            est,
-            name,
-            index=np.arange(len(f.edges)),
-            x=f.edges,
-            effect=f.effect,
-            std=f.std,
-            stderr=f.stderr,
-            lower=f.effect - band,
-            upper=f.effect + band,
-        )
-        blocks.add(
-            "bin",
-            est,
-            name,
-            index=np.arange(len(f.bin_effect)),
-            left=f.edges[:-1],
-            right=f.edges[1:],
-            # per-level records: the bins are the jumps between adjacent levels (n_{k-1} + n_k)
-            count=f.counts if f.kind is None else f.counts[:-1] + f.counts[1:],
-            bin_effect=f.bin_effect,
-            bin_std=f.bin_std,
-            bin_stderr=f.bin_stderr,
-            filled=f.bin_filled,
-        )
-        stats = statistics.get(name)
+        curve = (f.effect, f.std, f.stderr, f.effect - band, f.effect + band)  # lower, upper
+        add("edge", np.arange(len(f.edges)), f.edges, *curve)
+        # per-level records: the bins are the jumps between adjacent levels (n_{k-1} + n_k)
+        count = f.counts if f.kind is None else f.counts[:-1] + f.counts[1:]
+        bins = (f.bin_effect, f.bin_std, f.bin_stderr, f.bin_filled)
+        add("bin", np.arange(len(f.bin_effect)), f.edges[:-1], f.edges[1:], count, *bins)
+        stats = statistics.get(f.name)
         if stats is not None:
             pairs = list(_flat_numbers(stats))
-            blocks.add(
-                "stat",
-                est,
-                name,
-                statistic=[key for key, _ in pairs],
-                value=[value for _, value in pairs],
-            )
+            add("stat", [key for key, _ in pairs], [value for _, value in pairs])
     for pair in summary.interactions:
         if pair.status != "ok":
             continue
+        add = partial(blocks.add, pair.estimator, pair.name)
         ea, eb = pair.edges_a, pair.edges_b
         ka, kb = pair.shape
         k, m = np.divmod(np.arange(ka * kb), kb)  # row-major, as the summary's matrices
         cell_std = pair.cell_std if pair.cell_std is not None else np.full((ka, kb), np.nan)
-        blocks.add(
-            "cell",
-            pair.estimator,
-            pair.name,
-            index_a=k,
-            index_b=m,
-            x_a_left=ea[k],
-            x_a_right=ea[k + 1],
-            x_b_left=eb[m],
-            x_b_right=eb[m + 1],
-            count=pair.counts.ravel(),
-            cell_effect=pair.cell_effect.ravel(),
-            cell_std=cell_std.ravel(),
-            filled=pair.filled.ravel(),
-        )
+        cells = (pair.counts, pair.cell_effect, cell_std, pair.filled)
+        add("cell", k, m, ea[k], ea[k + 1], eb[m], eb[m + 1], *(c.ravel() for c in cells))
         k, m = np.divmod(np.arange((ka + 1) * (kb + 1)), kb + 1)
-        blocks.add(
-            "corner",
-            pair.estimator,
-            pair.name,
-            index_a=k,
-            index_b=m,
-            x_a=ea[k],
-            x_b=eb[m],
-            effect=pair.effect.ravel(),
-        )
+        add("corner", k, m, ea[k], eb[m], pair.effect.ravel())
     return blocks.frame()
 
 

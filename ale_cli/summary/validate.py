@@ -216,22 +216,17 @@ def _where(path: Path, data: Any, loc: tuple[Any, ...]) -> str:
     parts = [f"summary '{path}'"]
     rest = list(loc)
     if len(rest) >= 2 and rest[0] in ("features", "interactions") and isinstance(rest[1], int):
-        group, index = rest[0], rest[1]
-        rest = rest[2:]
+        group, index, *rest = rest
         item = data[group][index] if isinstance(data, dict) else None
-        name = None
-        if isinstance(item, dict):
-            raw = item.get("name") if group == "features" else item.get("features")
-            if isinstance(raw, str):
-                name = raw
-            elif isinstance(raw, list) and all(isinstance(n, str) for n in raw):
-                name = ",".join(raw)
-        label = "feature" if group == "features" else "interaction"
-        parts.append(f"{label} '{name}'" if name is not None else f"{label} {index + 1}")
+        label, key = ("feature", "name") if group == "features" else ("interaction", "features")
+        raw = item.get(key) if isinstance(item, dict) else None
+        raw = [raw] if isinstance(raw, str) else raw
+        if isinstance(raw, list) and all(isinstance(n, str) for n in raw):
+            parts.append(f"{label} '{','.join(raw)}'")
+        else:
+            parts.append(f"{label} {index + 1}")
     if rest:
-        field = str(rest[0])
-        index_part = "".join(f"[{r}]" for r in rest[1:])
-        parts.append(f"field '{field}'{index_part}")
+        parts.append(f"field '{rest[0]}'" + "".join(f"[{r}]" for r in rest[1:]))
     return ", ".join(parts)
 
 
