@@ -1,14 +1,9 @@
 """Evaluate a rule set on summaries: one :class:`Check` per rule x feature (x summary).
 
-Verdicts: ``pass``; ``fail`` (an error-severity rule failed: ``ale audit`` exits
-with :data:`EXIT_RULES_FAILED`); ``warn`` (a warn-severity rule failed);
-``skip`` (the rule cannot be evaluated: the feature is not estimable -- the
-``not_estimable`` rule decides about that -- or a quantity the rule needs is
-not recorded).
-
-What each rule measures: ``docs/audit.md`` (curve rules: :mod:`ale_cli.audit.curves`;
-``drift``: :func:`ale_cli.summary.compare.compare_feature`, or
-:func:`~ale_cli.audit.curves.statistic_drift` on a statistic).
+Verdicts: ``pass``, ``fail`` (an error-severity rule failed: exit
+:data:`EXIT_RULES_FAILED`), ``warn``, ``skip`` (not estimable -- the ``not_estimable``
+rule decides about that -- or a quantity the rule needs not recorded). What each rule
+measures: ``docs/audit.md`` and :mod:`ale_cli.audit.curves`.
 """
 
 from __future__ import annotations
@@ -34,11 +29,8 @@ VERDICTS = ("pass", "fail", "warn", "skip")
 
 @dataclass(frozen=True)
 class Check:
-    """One rule on one feature of one summary.
-
-    ``observed``/``limit`` are the table's text; ``value`` the main observed
-    number (None when there is none), ``details`` the numbers behind the text.
-    """
+    """One rule on one feature of one summary: ``observed``/``limit`` the table's text,
+    ``value`` the main observed number (or None), ``details`` the numbers behind the text."""
 
     feature: str
     rule: str

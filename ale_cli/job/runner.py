@@ -196,11 +196,8 @@ def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta
         given = {k: v for k, v in opts.items() if k != "inputs"}  # checked when the job was read
         request = request_of(name, given, inputs=spec.inputs, store=r.out / STORE)
         run = {"rhale": estimate.rhale, "rebin": estimate.rebin, "regional": regional}
-        try:
+        with keyed(spec.path, f"estimators.{name}", under=True, catch=InputError):
             summary = (run | {"classic": classic}).get(name, interact)(request).summary
-        except InputError as exc:
-            where = f"estimators.{name}"
-            raise keyed(spec.path, exc, lambda p: f"{where}.{p}", where) from None
         if isinstance(summary, RegionalSummary):  # ale regional: the global records and regions
             write_regional(out, summary, timestamp=False)
             summary = summary.summary

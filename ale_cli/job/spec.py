@@ -11,8 +11,9 @@ names. Errors name the file and the key path, never a flag
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -103,11 +104,19 @@ def _fail(path: Path, where: str, message: str) -> JobError:
     return JobError(f"job '{path}': {where}{': ' if where else ''}{message}")
 
 
-def keyed(path: Path, exc: AleError, name_of: Callable[[str], str], where: str = "") -> JobError:
-    """``exc`` as a JobError naming the file and its parameter's key path (or ``where``)."""
-    if exc.param is None:
-        return _fail(path, where, exc.render(name_of))
-    return JobError(f"job '{path}': {exc.render(name_of)}")
+@contextlib.contextmanager
+def keyed(
+    job: Path, where: str = "", *, under: bool = False, catch: Any = AleError
+) -> Iterator[None]:
+    """An error of the block as a JobError naming the file and its parameter's key path
+    (:func:`job_key`; with ``under``: the option's under ``where``), or ``where``."""
+    try:
+        yield
+    except catch as exc:
+        message = exc.render((lambda p: f"{where}.{p}") if under else job_key)
+        raise (
+            JobError(f"job '{job}': {message}") if exc.param else _fail(job, where, message)
+        ) from None
 
 
 def job_schema() -> dict[str, Any]:
@@ -182,10 +191,8 @@ def _discrete(job: Path, value: Any) -> tuple[str, ...] | str | None:
     if not names:
         expected = f"expected auto, none or a list of column names, got {value!r}"
         raise _fail(job, "discrete", expected)
-    try:
+    with keyed(job, "discrete"):
         return names_tuple(value, "discrete")
-    except AleError as exc:
-        raise keyed(job, exc, job_key, "discrete") from None
 
 
 def _pairs(job: Path, value: Any) -> list[str]:
@@ -197,10 +204,8 @@ def _pairs(job: Path, value: Any) -> list[str]:
     if len(pairs) == 2 and all(isinstance(p, str) and "," not in p for p in pairs):
         pairs = [pairs]  # [s1, s2]: one pair written as a YAML list
     out = [",".join(map(str, p)) if isinstance(p, list | tuple) else str(p) for p in pairs]
-    try:
+    with keyed(job, "estimators.interact.pairs"):
         parse_pairs(out)
-    except AleError as exc:
-        raise keyed(job, exc, job_key, "estimators.interact.pairs") from None
     return out
 
 
@@ -218,10 +223,8 @@ def _estimators(job: Path, base: Path, raw: dict[str, Any]) -> dict[str, dict[st
         if name == "interact":
             opts["pairs"] = _pairs(job, opts.get("pairs"))
         if "features" in opts:
-            try:
+            with keyed(job, where, under=True):
                 opts["features"] = names_tuple(opts["features"], "features")
-            except AleError as exc:
-                raise keyed(job, exc, lambda p, w=where: f"{w}.{p}", where) from None
         out[name] = opts
     return out
 
@@ -246,9 +249,8 @@ def _inputs(job: Path, base: Path, top: dict[str, Any], model: Any) -> ModelInpu
     values["model"] = model
     values["data"] = _path(base, top["data"])
     try:
-        return ModelInputs(**values)
-    except AleError as exc:
-        raise keyed(job, exc, job_key) from None
+        with keyed(job):
+            return ModelInputs(**values)
     except TypeError as exc:
         raise _fail(job, "", str(exc)) from None
 
@@ -263,36 +265,27 @@ def _audit(job: Path, base: Path, audit: dict[str, Any]) -> tuple[Path | None, P
         return None, None
     rules_path = _path(base, rules)
     _existing(job, "audit.rules", rules_path)
-    try:
+    with keyed(job, "audit.rules"):
         rule_set = read_rules(rules_path)
-    except AleError as exc:
-        raise keyed(job, exc, job_key, "audit.rules") from None
     if not baseline:
         drift = [r for r in rule_set.rules if r.name == "drift"]
         if drift:
             raise _fail(job, "audit.baseline", f"{drift[0].where} needs a baseline summary")
         return rules_path, None
     baseline_path = _existing(job, "audit.baseline", _path(base, baseline))
-    try:
+    with keyed(job, "audit.baseline"):
         read_summary(baseline_path)
-    except AleError as exc:
-        raise keyed(job, exc, job_key, "audit.baseline") from None
     return rules_path, baseline_path
 
 
 def _check_requests(job: Path, spec: JobSpec) -> None:
     """Every estimator's options through its request, the compute request's too."""
     for name, opts in spec.estimators.items():
-        try:
+        with keyed(job, f"estimators.{name}", under=True):
             request_of(name, opts, inputs=spec.inputs, store=job)
-        except AleError as exc:
-            where = f"estimators.{name}"
-            raise keyed(job, exc, lambda p, w=where: f"{w}.{p}", where) from None
     pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
-    try:
+    with keyed(job):
         ComputeRequest(inputs=spec.inputs, out=job, pairs=pairs, discrete=spec.discrete)
-    except AleError as exc:
-        raise keyed(job, exc, job_key) from None
 
 
 def read_job(path: str | Path, *, model: Any = None) -> JobSpec:

@@ -210,31 +210,24 @@ class InteractionSummary:
         return max(len(self.edges_a) - 1, 0), max(len(self.edges_b) - 1, 0)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        out = {
             "features": list(self.features),
             "estimator": self.estimator,
             "status": self.status,
-        }
-        if self.reason is not None:
-            out["reason"] = self.reason
-        out |= {
+            "reason": self.reason,
             "n_bins": list(self.shape),
             "edges_a": self.edges_a,
             "edges_b": self.edges_b,
             "counts": self.counts.astype(np.int64),
             "cell_effect": self.cell_effect,
-        }
-        if self.cell_std is not None:
-            out["cell_std"] = self.cell_std
-        out |= {
+            "cell_std": self.cell_std,
             "filled": self.filled.astype(bool),
             "effect": self.effect,
             "center_offset": self.center_offset,
             "n_outside": self.n_outside,
+            "note": self.note,
         }
-        if self.note is not None:
-            out["note"] = self.note
-        return out
+        return {k: v for k, v in out.items() if v is not None}  # reason, cell_std, note
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InteractionSummary:
@@ -285,23 +278,20 @@ class Summary:
         raise InputError(f"summary has no feature '{name}' (features: {names})")
 
     def to_dict(self, *, timestamp: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {"schema_version": self.schema_version, "tool": self.tool}
-        if timestamp and self.created is not None:
-            out["created"] = self.created
-        out |= {
+        out = {
+            "schema_version": self.schema_version,
+            "tool": self.tool,
+            "created": self.created if timestamp else None,
             "estimator": self.estimator,
             "params": self.params,
             "store": self.store,
             "n_rows": self.n_rows,
+            "notes": list(self.notes) or None,
+            "prediction": self.prediction,
+            "features": [f.to_dict() for f in self.features],
+            "interactions": [i.to_dict() for i in self.interactions] or None,
         }
-        if self.notes:
-            out["notes"] = list(self.notes)
-        if self.prediction is not None:
-            out["prediction"] = self.prediction
-        out["features"] = [f.to_dict() for f in self.features]
-        if self.interactions:
-            out["interactions"] = [i.to_dict() for i in self.interactions]
-        return out
+        return {k: v for k, v in out.items() if v is not None}  # the optional keys left out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Summary:
