@@ -272,8 +272,7 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
 
 
 def _regional_checks(rule: Rule, ctx: _Context) -> list[Check]:
-    """``max_regional_drop`` and the ``per_region`` curve rules, on regional summaries (a
-    summary without regions: skipped, saying so)."""
+    """``max_regional_drop`` and ``per_region`` rules (skipped on other summaries)."""
     out = []
     for label, summary in ctx.summaries:
         found = ctx.regions.get(label)

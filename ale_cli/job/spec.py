@@ -181,8 +181,7 @@ def _existing(job: Path, where: str, path: Path, *, file: bool = True) -> Path:
 
 
 def _discrete(job: Path, value: Any) -> tuple[str, ...] | str | None:
-    """The ``discrete`` key: null (the binary columns), "auto", "none", a list of names
-    or "a,b"."""
+    """``discrete``: null (the binary columns), "auto", "none", a list of names or "a,b"."""
     if value is None or value in ("auto", "none"):
         return value
     names = isinstance(value, str) or (

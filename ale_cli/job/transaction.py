@@ -57,8 +57,7 @@ class Locked(RunError):
 
 
 def _take_or_refuse(fd: int, directory: Path, *, attempts: int = 40) -> None:
-    """Take the lock at once or raise :class:`Locked` naming the holder's pid (an empty
-    file, a holder that has not written it yet, is retried for about a second)."""
+    """Take the lock or raise :class:`Locked` naming the holder (retried ~1 s for its pid)."""
     holder = "unknown"
     for _ in range(attempts):
         try:
@@ -73,8 +72,7 @@ def _take_or_refuse(fd: int, directory: Path, *, attempts: int = 40) -> None:
 
 
 def _open_lock(directory: Path) -> int:
-    """The descriptor of ``directory/.lock``, created if missing; InputError when it is a
-    link or not a regular file, RunError when the directory cannot be written."""
+    """The descriptor of ``directory/.lock``, created if missing (never through a link)."""
     lock = directory / LOCK_NAME
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     if directory.exists() and not directory.is_dir():
@@ -199,15 +197,12 @@ def refuse_foreign(
                 raise InputError(f"'{path}' in the run directory is not a directory")
             found = [p for p in path.rglob("*") if not p.is_dir() or p.is_symlink()]
             theirs = [p for p in found if p.relative_to(directory).as_posix() not in recorded]
-            if theirs:
-                raise InputError(
-                    f"'{theirs[0]}' in the run directory was not written by an earlier run "
-                    f"(not in '{directory / MANIFEST}'); ale does not replace it (move it away)"
-                )
-        elif rel not in recorded and rel != MANIFEST:
+        else:
+            theirs = [path] if rel not in recorded and rel != MANIFEST else []
+        if theirs:
             raise InputError(
-                f"'{path}' in the run directory was not written by an earlier run (not in "
-                f"'{directory / MANIFEST}'); ale does not replace it (move it away)"
+                f"'{theirs[0]}' in the run directory was not written by an earlier run "
+                f"(not in '{directory / MANIFEST}'); ale does not replace it (move it away)"
             )
 
 

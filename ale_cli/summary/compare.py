@@ -68,8 +68,7 @@ def _difference(
 def _z(
     change: np.ndarray, var: np.ndarray, base: FeatureSummary, other: FeatureSummary
 ) -> np.ndarray:
-    """``|change| / sqrt(var)``: 0 within rounding of the curves' scale, else infinite
-    where ``var`` is not positive."""
+    """``|change| / sqrt(var)``: 0 within rounding, infinite where ``var`` is not > 0."""
     scale = max(float(np.nanmax(np.abs(base.effect))), float(np.nanmax(np.abs(other.effect))))
     tiny = ROUNDING * max(scale, np.finfo(np.float64).tiny)
     ratio = np.abs(change) / np.sqrt(np.where(var > 0, var, 1.0))

@@ -129,8 +129,7 @@ def read_summary_source(
 
 
 def _flat_numbers(value: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
-    """``(name, number)`` for every numeric leaf of nested mappings/lists (null -> NaN;
-    text skipped)."""
+    """``(name, number)`` per numeric leaf of nested mappings/lists (null: NaN, no text)."""
     if isinstance(value, Mapping):
         for key, item in value.items():
             yield from _flat_numbers(item, f"{prefix}.{key}" if prefix else str(key))
@@ -279,8 +278,7 @@ def _with_regions(frame: pd.DataFrame, summary: Summary, data: Mapping[str, Any]
 
 
 def _with_outputs(summary: Summary) -> pd.DataFrame:
-    """A summary of several outputs: each output's rows (:func:`_frame`), an ``output``
-    column after ``kind``, outputs in the summary's order."""
+    """A summary of several outputs: each output's rows, in an ``output`` column."""
     groups: dict[str | None, list[Any]] = {}
     for f in summary.features:
         groups.setdefault(f.output, []).append(f)

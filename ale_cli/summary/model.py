@@ -347,19 +347,17 @@ def with_statistics(
         recorded = {"n": dist.n, "mean": dist.mean, "quantiles": dist.quantiles}
     quantiles = None if recorded is None else np.asarray(recorded["quantiles"], dtype=np.float64)
     groups: dict[str | None, list[int]] = {}
+    definitions = definitions_of(summary.params)
     for i, f in enumerate(summary.features):
         groups.setdefault(f.output, []).append(i)
-    stats: list[Any] = [None] * len(summary.features)
+    stats: dict[int, Any] = {}
     for label, rows in groups.items():
         q = quantiles
         if outputs and label in outputs and np.isfinite(outputs[label]).any():
             q = np.asarray(prediction_distribution(prediction=outputs[label]).quantiles)
-        found = feature_statistics(
-            [summary.features[i] for i in rows], q, definitions_of(summary.params)
-        )
-        for i, st in zip(rows, found, strict=True):
-            stats[i] = st
-    features = tuple(replace(f, statistics=s) for f, s in zip(summary.features, stats, strict=True))
+        found = feature_statistics([summary.features[i] for i in rows], q, definitions)
+        stats |= dict(zip(rows, found, strict=True))
+    features = tuple(replace(f, statistics=stats[i]) for i, f in enumerate(summary.features))
     return replace(summary, prediction=recorded, features=features)
 
 

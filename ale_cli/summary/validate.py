@@ -47,8 +47,7 @@ def _finite_integer(_checker: Any, value: Any) -> bool:
 
 @lru_cache(maxsize=1)
 def _validator() -> Any:
-    """A Draft 2020-12 validator of the summary schema whose numbers are finite and whose
-    ``items`` keyword checks a list of plain values (:class:`_Plain`) at once."""
+    """A Draft 2020-12 validator: numbers finite, plain ``items`` (:class:`_Plain`) fast."""
     import jsonschema
 
     base = jsonschema.Draft202012Validator
@@ -74,8 +73,7 @@ def _validator() -> Any:
 
 
 def _inlined(node: Any, root: dict[str, Any]) -> Any:
-    """``node`` with every local ``$ref`` replaced by what it names (the summary schema has
-    no recursive reference): jsonschema then looks up no reference per array."""
+    """``node`` with every local ``$ref`` replaced by what it names (none is recursive)."""
     if isinstance(node, dict):
         if set(node) == {"$ref"} and node["$ref"].startswith("#/"):
             target: Any = root
@@ -100,9 +98,7 @@ _PYTHON_TYPES = {
 
 @dataclass(frozen=True)
 class _Plain:
-    """An items schema made only of ``type`` and bounds: a summary's arrays of numbers,
-    thousands of items, each of which jsonschema would descend into, 60 times slower
-    than :meth:`accepts` checks them at once."""
+    """An items schema of only ``type`` and bounds, checked on a whole list at once."""
 
     kinds: frozenset[str]
     low: float = -math.inf
@@ -204,8 +200,7 @@ def _order(data: Any, error: Any) -> tuple[Any, ...]:
 
 
 def schema_errors(data: Any) -> Iterator[tuple[tuple[Any, ...], str]]:
-    """(location, message) for each way ``data`` breaks the summary schema, in the
-    order of the document."""
+    """(location, message) per way ``data`` breaks the summary schema, in document order."""
     errors = sorted(_validator().iter_errors(data), key=lambda e: _order(data, e))
     for error in errors:
         yield _message(error)
@@ -259,8 +254,7 @@ _PER_BIN = ("bin_effect", "bin_std", "bin_stderr", "bin_filled")
 
 
 def _feature_errors(feat: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """K bins: K+1 edges and edge values; per-level (discrete/categorical): K levels with
-    K-1 jumps between them."""
+    """K bins: K+1 edges and edge values; per-level: K levels, K-1 jumps between them."""
     k = len(feat["counts"])
     if feat.get("kind") in ("discrete", "categorical"):
         if feat["status"] == "ok" and k < 2:
