@@ -203,25 +203,20 @@ def compare_feature(
     if sides:
         why = "; ".join(f"not estimable in the {label} ({f.reason})" for label, f in sides)
         return FeatureComparison(name, "not_estimable", why)
-    if base.kind is not None or other.kind is not None:
-        if base.kind is None or other.kind is None:
-            return FeatureComparison(
-                name, "not_estimable", "a per-level effect is not compared with a curve"
-            )
-        level_diff = level_difference(base, other)
-        if level_diff is None:
-            return FeatureComparison(
-                name, "no_overlap", f"the {base_label} and the {other_label} have other levels"
-            )
-        return FeatureComparison(name, "ok", difference=level_diff)
-    diff = records_difference(base, other)
-    if diff is None:
-        return FeatureComparison(
-            name,
-            "no_overlap",
+    if (base.kind is None) != (other.kind is None):
+        why = "a per-level effect is not compared with a curve"
+        return FeatureComparison(name, "not_estimable", why)
+    if base.kind is not None:
+        diff = level_difference(base, other)
+        why = f"the {base_label} and the {other_label} have other levels"
+    else:
+        diff = records_difference(base, other)
+        why = (
             f"the {other_label}'s range [{other.edges[0]:.6g}, {other.edges[-1]:.6g}] covers "
-            f"no bin of the {base_label}'s edges",
+            f"no bin of the {base_label}'s edges"
         )
+    if diff is None:
+        return FeatureComparison(name, "no_overlap", why)
     return FeatureComparison(name, "ok", difference=diff)
 
 
