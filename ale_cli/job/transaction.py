@@ -56,10 +56,10 @@ class Locked(RunError):
     """Another ``ale run`` holds the output directory (exit code 1)."""
 
 
-def _take_or_refuse(fd: int, directory: Path, *, attempts: int = 40) -> None:
+def _take_or_refuse(fd: int, directory: Path) -> None:
     """Take the lock or raise :class:`Locked` naming the holder (retried ~1 s for its pid)."""
     holder = "unknown"
-    for _ in range(attempts):
+    for _ in range(40):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return

@@ -87,9 +87,6 @@ _BOOLEAN = ("filled",)
 _TEXT = ("estimator", "feature", "kind", "statistic")
 
 
-# -- reading ----------------------------------------------------------------------------------
-
-
 def read_summary_source(
     source: str | Path, *, stdin: TextIO | None = None
 ) -> tuple[Summary, dict[str, Any]]:
@@ -123,9 +120,6 @@ def read_summary_source(
         return Summary.from_dict(data), data
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"summary '{name}' is malformed: {exc}") from None
-
-
-# -- the table --------------------------------------------------------------------------------
 
 
 def _flat_numbers(value: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
