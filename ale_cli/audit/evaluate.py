@@ -209,8 +209,8 @@ def _statistic_drift_check(
         return _check(rule, label, name, None if both else False, "; ".join(why), limit)
     defs = [definitions_of(s.params).name for s in (base, summary)]
     if defs[0] != defs[1]:  # a change of definitions is not drift: compare like with like
-        why.append(f"statistics {defs[0]} in the baseline, {defs[1]} in the summary")
-        return _check(rule, label, name, False, why[0], limit)
+        observed = f"statistics {defs[0]} in the baseline, {defs[1]} in the summary"
+        return _check(rule, label, name, False, observed, limit)
     outcome = statistic_drift(p["statistic"], stats["baseline"], stats["summary"], p["max_abs"])
     if isinstance(outcome, str):
         return _check(rule, label, name, None, outcome, limit)

@@ -373,11 +373,6 @@ def write_summary(path: str | Path, summary: Summary, *, timestamp: bool = True)
         fh.write(text.encode("utf-8"))
 
 
-def _shown(value: Any) -> str:
-    text = str(value) if isinstance(value, int | float | None) else type(value).__name__
-    return text[:40]
-
-
 def read_summary(path: str | Path) -> Summary:
     """Read a summary written by :func:`write_summary`; one-line errors for bad files."""
     path = Path(path)
@@ -386,8 +381,9 @@ def read_summary(path: str | Path) -> Summary:
         raise InputError(f"'{path}' is not an ale summary (no 'estimator'/'features')")
     version = data.get("schema_version")
     if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
+        shown = str(version) if isinstance(version, int | float | None) else type(version).__name__
         raise InputError(
-            f"summary '{path}' has schema_version {_shown(version)}; "
+            f"summary '{path}' has schema_version {shown[:40]}; "
             f"this ale reads up to {SCHEMA_VERSION}"
         )
     validate_summary(path, data)
