@@ -163,12 +163,10 @@ def _message(error: Any) -> tuple[tuple[Any, ...], str]:
     if kind == "enum":
         listed = ", ".join(_describe(v) for v in limit)
         return loc, f"expected one of {listed}, got {_describe(value)}"
-    if kind in ("minimum", "maximum"):
-        bound = "at least" if kind == "minimum" else "at most"
-        return loc, f"expected {bound} {limit}, got {_describe(value)}"
-    if kind in ("minItems", "maxItems"):
-        bound = "at least" if kind == "minItems" else "at most"
-        return loc, f"expected {bound} {limit} items, got {len(value)}"
+    if kind in ("minimum", "maximum", "minItems", "maxItems"):
+        bound = "at least" if kind.startswith("min") else "at most"
+        got = f" items, got {len(value)}" if kind.endswith("Items") else f", got {_describe(value)}"
+        return loc, f"expected {bound} {limit}{got}"
     return loc, str(error.message).splitlines()[0][:120]
 
 
