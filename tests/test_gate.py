@@ -12,9 +12,8 @@ from test_audit import linear_feature
 from typer.testing import CliRunner
 
 from ale_cli.audit import audit_files
-from ale_cli.audit.drift import statistic_drift
-from ale_cli.audit.markdown import MARKDOWN_MARKER
-from ale_cli.audit.report import annotation_path, github_annotations
+from ale_cli.audit.curves import statistic_drift
+from ale_cli.audit.report import MARKDOWN_MARKER, annotation_path, github_annotations
 from ale_cli.audit.rules import parse_rules
 from ale_cli.cli import app
 from ale_cli.errors import InputError

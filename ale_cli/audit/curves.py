@@ -8,10 +8,14 @@ On ``effect`` f at the K+1 edges, ``stderr`` SE, ``counts`` n_k:
 - ``sign``: the mean slope ``sum_k n_k mu_k / N`` must be > 0 or < 0.
 - ``range``: every ``f(z_k)`` in ``[lo, hi]``.
 - the statistics rules read the feature's ``statistics`` (:mod:`ale_cli.core.statistics`).
+- ``drift: {statistic: naled, max_abs: 5}``: ``|current - baseline| <= max_abs`` of the
+  recorded statistic (computed from the curve for older summaries); infinite on one side
+  only (a heterogeneity share over an ALED of 0) is an infinite change, on both no change.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -131,3 +135,46 @@ def statistic(name: str, stats: dict[str, Any], p: dict[str, Any]) -> Outcome:
 
 FIRST_ORDER = {"monotonic": _monotonic, "sign": _sign, "range": _range}
 STATISTICS = ("max_aled", "min_aled", "max_heterogeneity_share", "rank_at_most")
+
+#: how the table names each statistic
+LABELS = {"naled": "NALED", "aled": "ALED", "heterogeneity_share": "heterogeneity share"}
+
+
+def change(base: float, current: float) -> float:
+    """``current - base``, with an infinite value on both sides counted as no change.
+
+    >>> change(12.5, 18.0), change(math.inf, math.inf), change(1.0, math.inf)
+    (5.5, 0.0, inf)
+    """
+    if math.isinf(base) and math.isinf(current) and (base > 0) == (current > 0):
+        return 0.0
+    return current - base
+
+
+def statistic_drift(
+    statistic: str, base: dict[str, Any], current: dict[str, Any], max_abs: float
+) -> Outcome | str:
+    """The outcome of the rule on one feature's statistics (baseline, current), or why it
+    cannot be evaluated (a statistic not recorded on one side).
+
+    >>> ok, observed, limit, value, details = statistic_drift(
+    ...     "naled", {"naled": 10.0}, {"naled": 16.5}, 5.0)
+    >>> ok, observed, limit, value
+    (False, 'NALED 10 -> 16.5 (change +6.5)', '|change| <= 5', 6.5)
+    """
+    label = LABELS.get(statistic, statistic)
+    values = []
+    for stats in (base, current):  # a null heterogeneity share (over an ALED of 0) is inf
+        value = stats.get(statistic)
+        infinite = value is None and statistic == "heterogeneity_share" and statistic in stats
+        values.append(math.inf if infinite else None if value is None else float(value))
+    b, c = values
+    if b is None or c is None:
+        side = "baseline" if b is None else "summary"
+        return f"{label} not recorded in the {side} (it needs the prediction distribution)"
+    d = change(b, c)
+    shown = (lambda v: str(int(v))) if statistic == "rank" else fmt
+    sign = "+" if d >= 0 else ""
+    observed = f"{label} {shown(b)} -> {shown(c)} (change {sign}{shown(d)})"
+    details = {"statistic": statistic, "baseline": b, "current": c, "change": d}
+    return abs(d) <= max_abs, observed, f"|change| <= {fmt(max_abs)}", abs(d), details

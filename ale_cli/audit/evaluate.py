@@ -1,14 +1,9 @@
 """Evaluate a rule set on summaries: one :class:`Check` per rule x feature (x summary).
 
-Verdicts: ``pass``; ``fail`` (an error-severity rule failed: ``ale audit`` exits
-with :data:`EXIT_RULES_FAILED`); ``warn`` (a warn-severity rule failed);
-``skip`` (the rule cannot be evaluated: the feature is not estimable -- the
-``not_estimable`` rule decides about that -- or a quantity the rule needs is
-not recorded).
-
-What each rule measures: ``docs/audit.md`` (curve rules: :mod:`ale_cli.audit.curves`;
-``drift``: :func:`ale_cli.summary.compare.compare_feature`, or :mod:`ale_cli.audit.drift`
-on a statistic).
+Verdicts: ``pass``, ``fail`` (an error-severity rule failed: exit
+:data:`EXIT_RULES_FAILED`), ``warn``, ``skip`` (not estimable -- the ``not_estimable``
+rule decides about that -- or a quantity the rule needs not recorded). What each rule
+measures: ``docs/audit.md`` and :mod:`ale_cli.audit.curves`.
 """
 
 from __future__ import annotations
@@ -19,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.audit.curves import FIRST_ORDER, STATISTICS, fmt, statistic
-from ale_cli.audit.drift import statistic_drift
+from ale_cli.audit.curves import FIRST_ORDER, STATISTICS, fmt, statistic, statistic_drift
 from ale_cli.audit.rules import WILDCARD, Rule, RuleSet
 from ale_cli.errors import InputError
 from ale_cli.summary.compare import compare_feature, summary_statistics
@@ -35,11 +29,8 @@ VERDICTS = ("pass", "fail", "warn", "skip")
 
 @dataclass(frozen=True)
 class Check:
-    """One rule on one feature of one summary.
-
-    ``observed``/``limit`` are the table's text; ``value`` the main observed
-    number (None when there is none), ``details`` the numbers behind the text.
-    """
+    """One rule on one feature of one summary: ``observed``/``limit`` the table's text,
+    ``value`` the main observed number (or None), ``details`` the numbers behind the text."""
 
     feature: str
     rule: str
@@ -116,18 +107,8 @@ def _check(
     """A check of ``rule``; ``ok`` None: skipped."""
     severity = kw.pop("severity", rule.severity)
     verdict = "skip" if ok is None else "pass" if ok else "fail" if severity == "error" else "warn"
-    return Check(
-        feature,
-        rule.name,
-        severity,
-        verdict,
-        observed,
-        limit,
-        label,
-        **kw,
-        entry=rule.entry,
-        line=rule.line,
-    )
+    kw |= {"entry": rule.entry, "line": rule.line}
+    return Check(feature, rule.name, severity, verdict, observed, limit, label, **kw)
 
 
 def _first_order_checks(rule: Rule, ctx: _Context) -> list[Check]:
@@ -176,6 +157,7 @@ def _interaction_check(
     max_abs = float(np.nanmax(np.abs(item.effect)))
     share = max_abs / spread if spread else None
     limits, ok, notes = [], True, []
+    details = {"max_abs": max_abs, "share": share}
     if rule.params["max_abs"] is not None:
         limits.append(f"max |effect| <= {fmt(rule.params['max_abs'])}")
         ok &= max_abs <= rule.params["max_abs"]
@@ -191,18 +173,8 @@ def _interaction_check(
     observed = f"max |effect| {fmt(max_abs)}"
     if share is not None:
         observed += f", share {fmt(share)} of the 1-99% prediction range"
-    observed = "; ".join([observed, *notes])
-    details = {"max_abs": max_abs, "share": share}
-    return _check(
-        rule,
-        label,
-        item.name,
-        bool(ok),
-        observed,
-        "; ".join(limits),
-        value=max_abs,
-        details=details,
-    )
+    observed, limit = "; ".join([observed, *notes]), "; ".join(limits)
+    return _check(rule, label, item.name, bool(ok), observed, limit, value=max_abs, details=details)
 
 
 def _interaction_checks(rule: Rule, ctx: _Context) -> list[Check]:
@@ -218,7 +190,7 @@ def _interaction_checks(rule: Rule, ctx: _Context) -> list[Check]:
 def _statistic_drift_check(
     rule: Rule, ctx: _Context, against: tuple[str, Summary], label: str, summary: Summary, name: str
 ) -> Check:
-    """One feature's statistic against the baseline (see :mod:`ale_cli.audit.drift`)."""
+    """One feature's statistic against the baseline (:func:`.curves.statistic_drift`)."""
     base_label, base = against
     p = rule.params
     limit = f"|change| <= {fmt(p['max_abs'])}"
@@ -237,8 +209,8 @@ def _statistic_drift_check(
         return _check(rule, label, name, None if both else False, "; ".join(why), limit)
     defs = [definitions_of(s.params).name for s in (base, summary)]
     if defs[0] != defs[1]:  # a change of definitions is not drift: compare like with like
-        why.append(f"statistics {defs[0]} in the baseline, {defs[1]} in the summary")
-        return _check(rule, label, name, False, why[0], limit)
+        observed = f"statistics {defs[0]} in the baseline, {defs[1]} in the summary"
+        return _check(rule, label, name, False, observed, limit)
     outcome = statistic_drift(p["statistic"], stats["baseline"], stats["summary"], p["max_abs"])
     if isinstance(outcome, str):
         return _check(rule, label, name, None, outcome, limit)
@@ -246,63 +218,61 @@ def _statistic_drift_check(
     return _check(rule, label, name, ok, observed, limit, value=value, details=details)
 
 
-def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
-    if ctx.baseline is None:  # pragma: no cover - evaluate() checks this first
-        raise RuntimeError("drift rule without a baseline")
-    baseline = ctx.baseline
-    base = baseline[1]
-    base_feats = {f.key: f for f in base.features}
+def _curve_drift_check(
+    rule: Rule, label: str, name: str, b: FeatureSummary | None, c: FeatureSummary | None
+) -> Check:
+    """One feature's curve against the baseline's (:func:`.compare.compare_feature`)."""
     p = rule.params
     limits = [
         f"max |diff| <= {fmt(p['max_abs'])}" if p["max_abs"] is not None else None,
         f"max z <= {fmt(p['max_z'])}" if p["max_z"] is not None else None,
     ]
     limit = "; ".join(x for x in limits if x)
+    if b is not None and c is not None and not _estimable(b) and not _estimable(c):
+        return _check(rule, label, name, None, "not estimable in both", limit)
+    comp = compare_feature(name, b, c, base_label="baseline", other_label="summary")
+    d = comp.difference
+    if d is None:
+        details = {"status": comp.status}
+        return _check(rule, label, name, False, str(comp.reason), limit, details=details)
+    ok = (p["max_abs"] is None or d.max_abs <= p["max_abs"]) and (
+        p["max_z"] is None or d.max_z <= p["max_z"]
+    )
+    observed = (
+        f"max |diff| {fmt(d.max_abs)} at {fmt(d.max_abs_at)}; "
+        f"max z {fmt(d.max_z)} at {fmt(d.max_z_at)}"
+    )
+    if d.n_outside:
+        observed += f"; {d.n_outside} baseline edges outside"
+    value = d.max_abs if p["max_abs"] is not None else d.max_z
+    keys = ("max_abs", "max_abs_at", "max_z", "max_z_at", "n_outside")
+    details = {k: getattr(d, k) for k in keys}
+    return _check(rule, label, name, ok, observed, limit, value=value, details=details)
+
+
+def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
+    if ctx.baseline is None:  # pragma: no cover - evaluate() checks this first
+        raise RuntimeError("drift rule without a baseline")
+    base_feats = {f.key: f for f in ctx.baseline[1].features}
     out = []
     for label, summary in ctx.summaries:
-        if not summary.features:
-            continue
         cur = {f.key: f for f in summary.features}
+        if not cur:
+            continue
         records = base_feats | cur
-        names = [
-            n for n in dict.fromkeys([*cur, *base_feats])
-            if ctx.applies(rule, records[n].name, records[n])
-        ]  # fmt: skip
-        for name in names:
-            if p["statistic"] is not None:
-                out.append(_statistic_drift_check(rule, ctx, baseline, label, summary, name))
+        for name in dict.fromkeys([*cur, *base_feats]):
+            if not ctx.applies(rule, records[name].name, records[name]):
                 continue
-            b, c = base_feats.get(name), cur.get(name)
-            if b is not None and c is not None and not _estimable(b) and not _estimable(c):
-                out.append(_check(rule, label, name, None, "not estimable in both", limit))
-                continue
-            comp = compare_feature(name, b, c, base_label="baseline", other_label="summary")
-            if comp.difference is None:
-                details = {"status": comp.status}
-                out.append(
-                    _check(rule, label, name, False, str(comp.reason), limit, details=details)
-                )
-                continue
-            d = comp.difference
-            ok = (p["max_abs"] is None or d.max_abs <= p["max_abs"]) and (
-                p["max_z"] is None or d.max_z <= p["max_z"]
-            )
-            observed = (
-                f"max |diff| {fmt(d.max_abs)} at {fmt(d.max_abs_at)}; "
-                f"max z {fmt(d.max_z)} at {fmt(d.max_z_at)}"
-            )
-            if d.n_outside:
-                observed += f"; {d.n_outside} baseline edges outside"
-            value = d.max_abs if p["max_abs"] is not None else d.max_z
-            keys = ("max_abs", "max_abs_at", "max_z", "max_z_at", "n_outside")
-            details = {k: getattr(d, k) for k in keys}
-            out.append(_check(rule, label, name, ok, observed, limit, value=value, details=details))
+            if rule.params["statistic"] is not None:
+                check = _statistic_drift_check(rule, ctx, ctx.baseline, label, summary, name)
+            else:
+                check = _curve_drift_check(rule, label, name, base_feats.get(name), cur.get(name))
+            out.append(check)
     return out
 
 
 def _regional_checks(rule: Rule, ctx: _Context) -> list[Check]:
-    """``max_regional_drop`` and the ``per_region`` curve rules, on regional summaries (a
-    summary without regions: skipped, saying so)."""
+    """``max_regional_drop`` and ``per_region`` rules (skipped on other summaries)."""
     out = []
     for label, summary in ctx.summaries:
         found = ctx.regions.get(label)
@@ -317,38 +287,20 @@ def _regional_checks(rule: Rule, ctx: _Context) -> list[Check]:
             if rule.name == "max_regional_drop":
                 limit, drop = rule.params["limit"], item.drop
                 splits = "; ".join(f"{s.conditions[0].text}: {fmt(s.drop)}" for s in item.splits)
-                out.append(
-                    _check(
-                        rule,
-                        label,
-                        feat.name,
-                        drop <= limit,
-                        f"drop {fmt(drop)}" + (f" ({splits})" if splits else ""),
-                        f"<= {fmt(limit)}",
-                        value=drop,
-                        details={"drop": drop},
-                    )
-                )
-                continue
-            leaves = [n for n in item.leaves if n.record is not None and _estimable(n.record)]
-            results = [(n.label, *FIRST_ORDER[rule.name](n.record, rule.params)) for n in leaves]
-            bad = [r for r in results if not r[1]]
-            shown = bad or results
-            observed = "; ".join(f"{r[0]}: {r[2]}" for r in shown)
-            head = f"{len(bad)} of {len(results)} regions fail" if bad else "every region"
-            out.append(
-                _check(
-                    rule,
-                    label,
-                    feat.name,
-                    not bad,
-                    f"{head}: {observed}",
-                    f"{results[0][3] if results else '-'} in every region",
-                    details={
-                        "regions": [{"region": r[0], "ok": r[1], "observed": r[2]} for r in results]
-                    },
-                )
-            )
+                observed = f"drop {fmt(drop)}" + (f" ({splits})" if splits else "")
+                kw: dict[str, Any] = {"value": drop, "details": {"drop": drop}}
+                ok, limit_text = drop <= limit, f"<= {fmt(limit)}"
+            else:
+                leaves = [n for n in item.leaves if n.record is not None and _estimable(n.record)]
+                measure = FIRST_ORDER[rule.name]
+                results = [(n.label, *measure(n.record, rule.params)) for n in leaves]
+                bad = [r for r in results if not r[1]]
+                head = f"{len(bad)} of {len(results)} regions fail" if bad else "every region"
+                observed = f"{head}: " + "; ".join(f"{r[0]}: {r[2]}" for r in bad or results)
+                regions = [{"region": r[0], "ok": r[1], "observed": r[2]} for r in results]
+                kw = {"details": {"regions": regions}}
+                ok, limit_text = not bad, f"{results[0][3] if results else '-'} in every region"
+            out.append(_check(rule, label, feat.name, ok, observed, limit_text, **kw))
     return out
 
 

@@ -1,6 +1,6 @@
-"""What ``ale audit`` writes: a text table, a JSON report, JUnit XML, GitHub annotations
-(each described in ``docs/audit.md``, "Outputs"). The JUnit XML starts with the
-``<!-- generator: ale ...`` comment the output guard knows.
+"""What ``ale audit`` writes: a text table, a JSON report, JUnit XML, GitHub annotations, a
+markdown summary (each described in ``docs/audit.md``, "Outputs"). The JUnit XML and the
+markdown start with the ``<!-- generator: ale ...`` comment the output guard knows.
 """
 
 from __future__ import annotations
@@ -12,22 +12,27 @@ from pathlib import Path
 from typing import Any
 
 from ale_cli import __version__
-from ale_cli.audit.evaluate import AuditResult
+from ale_cli.audit.evaluate import AuditResult, Check
 from ale_cli.outputs.guard import JUNIT_MARKER
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "audit.schema.json"
 _HEADERS = ("FEATURE", "RULE", "OBSERVED", "LIMIT", "VERDICT")
+#: the first line of a markdown summary (the output guard recognises it)
+MARKDOWN_MARKER = "<!-- generator: ale"
+_VERDICT_WORD = {"fail": "FAIL", "warn": "WARN", "pass": "pass", "skip": "skip"}
+
+
+def _counted(result: AuditResult) -> str:
+    """``2 failed, 1 warning, 12 passed, 0 skipped``."""
+    c = result.counts
+    warn = f"{c['warn']} warning{'s' if c['warn'] != 1 else ''}"
+    return f"{c['fail']} failed, {warn}, {c['pass']} passed, {c['skip']} skipped"
 
 
 def totals(result: AuditResult) -> str:
     """``audit: 2 failed, 1 warning, 12 passed, 0 skipped -> exit 3``."""
-    c = result.counts
-    warn = f"{c['warn']} warning{'s' if c['warn'] != 1 else ''}"
-    return (
-        f"audit: {c['fail']} failed, {warn}, {c['pass']} passed, {c['skip']} skipped "
-        f"-> exit {result.exit_code}"
-    )
+    return f"audit: {_counted(result)} -> exit {result.exit_code}"
 
 
 def aligned(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -95,14 +100,8 @@ def _classname(label: str) -> str:
 def junit_xml(result: AuditResult) -> bytes:
     """JUnit XML for the checks (UTF-8, with an XML declaration)."""
     fails = str(result.counts["fail"])
-    root = ET.Element(
-        "testsuites",
-        name="ale audit",
-        tests=str(len(result.checks)),
-        failures=fails,
-        errors="0",
-        time="0",
-    )
+    root = ET.Element("testsuites", name="ale audit", tests=str(len(result.checks)), failures=fails)
+    root.attrib |= {"errors": "0", "time": "0"}
     labels = list(dict.fromkeys([*result.summaries, *(c.summary for c in result.checks)]))
     for label in labels:
         checks = [c for c in result.checks if c.summary == label]
@@ -182,3 +181,59 @@ def github_annotations(result: AuditResult) -> list[str]:
         props.append(f"title={_escape_property(f'ale audit: {c.feature} {c.rule}')}")
         lines.append(f"::{kind} {','.join(props)}::{_escape_data(c.message)}")
     return lines
+
+
+def cell(text: str) -> str:
+    """Text safe in a markdown table cell: ``|`` escaped, line breaks as spaces.
+
+    >>> cell("a|b\\nc")
+    'a\\\\|b c'
+    """
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _table(checks: list[Check], several: bool) -> list[str]:
+    head = ["Verdict", "Feature", "Rule", "Observed", "Limit", *(["Summary"] if several else [])]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in checks:
+        row = [_VERDICT_WORD[c.verdict], c.feature, c.rule, c.observed, c.limit]
+        row += [c.summary] if several else []
+        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
+    return lines
+
+
+def markdown(result: AuditResult) -> str:
+    """The markdown summary of ``result``, for a CI job summary (``$GITHUB_STEP_SUMMARY``)
+    or a merge-request comment; its first line, invisible when rendered, the marker."""
+    c = result.counts
+    verdict = "passed" if result.passed else "FAILED"
+    lines = [
+        f"{MARKDOWN_MARKER} {__version__}: ale audit, markdown summary -->",
+        f"### ale audit {verdict}: {_counted(result)} (exit {result.exit_code})",
+        "",
+    ]
+    about = f"Rules `{cell(result.rules)}` on " + ", ".join(
+        f"`{cell(s)}`" for s in dict.fromkeys(result.summaries)
+    )
+    if result.baseline is not None:
+        about += f", baseline `{cell(result.baseline)}`"
+    lines += [about + ".", ""]
+    several = len(set(result.summaries)) > 1
+    flagged = [x for x in result.checks if x.verdict in ("fail", "warn")]
+    rest = [x for x in result.checks if x.verdict not in ("fail", "warn")]
+    if flagged:
+        lines += [*_table(flagged, several), ""]
+    elif result.checks:
+        lines += ["Every rule passed.", ""]
+    else:
+        lines += ["No check: no rule applies to these summaries.", ""]
+    if rest:
+        lines += [
+            f"<details><summary>{c['pass']} passed, {c['skip']} skipped</summary>",
+            "",
+            *_table(rest, several),
+            "",
+            "</details>",
+            "",
+        ]
+    return "\n".join(lines)

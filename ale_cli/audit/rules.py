@@ -70,9 +70,6 @@ class RuleSet:
     path: Path
     rules: tuple[Rule, ...] = field(default_factory=tuple)
 
-    def needs_baseline(self) -> list[Rule]:
-        return [r for r in self.rules if r.name == "drift"]
-
 
 def _number(value: Any, what: str, *, minimum: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -143,26 +140,20 @@ def parse_rule(name: str, value: Any) -> dict[str, Any]:
     """
     if name == "monotonic":
         if isinstance(value, str):
-            return {
-                "direction": _choice(value, name, DIRECTIONS),
-                "z": DEFAULT_Z,
-                "tolerance": None,
-            }
+            direction = _choice(value, name, DIRECTIONS)
+            return {"direction": direction, "z": DEFAULT_Z, "tolerance": None}
         given = _mapping(value, name, ("direction", "z", "tolerance"))
         if "direction" not in given:
             raise ValueError("monotonic needs a direction (increasing or decreasing)")
         if "z" in given and "tolerance" in given:
             raise ValueError("monotonic takes z or tolerance, not both")
+        direction = _choice(given["direction"], "monotonic.direction", DIRECTIONS)
         tolerance = given.get("tolerance")
-        return {
-            "direction": _choice(given["direction"], "monotonic.direction", DIRECTIONS),
-            "z": None
-            if tolerance is not None
-            else _number(given.get("z", DEFAULT_Z), "monotonic.z", minimum=0),
-            "tolerance": None
-            if tolerance is None
-            else _number(tolerance, "monotonic.tolerance", minimum=0),
-        }
+        if tolerance is None:
+            z = _number(given.get("z", DEFAULT_Z), "monotonic.z", minimum=0)
+            return {"direction": direction, "z": z, "tolerance": None}
+        tolerance = _number(tolerance, "monotonic.tolerance", minimum=0)
+        return {"direction": direction, "z": None, "tolerance": tolerance}
     if name == "sign":
         return {"sign": _choice(value, name, SIGNS)}
     if name == "range":

@@ -13,7 +13,7 @@ from ale_cli.checks import check_choice, check_count
 from ale_cli.core.accumulate import CENTER_MODES
 from ale_cli.core.binning import BINNINGS
 from ale_cli.errors import InputError
-from ale_cli.summary.edges import EdgesFile, read_edges
+from ale_cli.summary.validate import EdgesFile, read_edges
 
 #: bins per feature of the first-order estimators
 DEFAULT_BINS = 20

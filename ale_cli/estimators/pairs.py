@@ -14,7 +14,7 @@ from ale_cli.errors import InputError
 from ale_cli.estimators.cells import Ranges, empty_ranges, merge_ranges
 from ale_cli.passes.engine import LOCAL, Source
 from ale_cli.summary.build import CATEGORICAL_REASON, CONSTANT_REASON
-from ale_cli.summary.edges import EdgesFile
+from ale_cli.summary.validate import EdgesFile
 
 Pair = tuple[str, str]
 

@@ -1,7 +1,6 @@
-"""``ale run``: a whole job from one YAML file (:mod:`.spec`), run under a lock
-(:mod:`.lock`) with every step cached and a manifest (:mod:`.runner`), the run
-directory changing as a whole (:mod:`.transaction`), its history entries marked as
-ours (:mod:`.history`)."""
+"""``ale run``: a whole job from one YAML file (:mod:`.spec`), every step cached with a
+manifest (:mod:`.runner`), under a lock in a run directory that changes as a whole
+(:mod:`.transaction`)."""
 
 from __future__ import annotations
 

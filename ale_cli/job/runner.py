@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import ale_cli.job.history as entries
+import ale_cli.job.transaction as tx
 from ale_cli import __version__
 from ale_cli.audit import audit_files
 from ale_cli.audit.report import report_dict
@@ -33,9 +33,7 @@ from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.estimators.regional import regional
 from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import dumps, read_json_file
-from ale_cli.job.lock import run_lock
-from ale_cli.job.spec import JobError, JobSpec, job_key, request_of
-from ale_cli.job.transaction import Staging, recorded_outputs, refuse_foreign, remove_stale
+from ale_cli.job.spec import JobError, JobSpec, job_key, keyed, request_of
 from ale_cli.outputs.figures import MANIFEST as FIGURES_MANIFEST
 from ale_cli.plot.render import plot_files
 from ale_cli.report import build_report, write_report
@@ -44,11 +42,9 @@ from ale_cli.summary.build import run_notes, utc_now
 from ale_cli.summary.model import write_summary
 from ale_cli.summary.regional import RegionalSummary, write_regional
 
-MANIFEST = "run.json"
 STORE = "store.npz"
 AUDIT = "audit.json"
 REPORT = "report.html"
-HISTORY = "history"
 SCHEMA_VERSION = 1
 
 
@@ -101,7 +97,7 @@ def _plain(value: Any) -> Any:
 class _Runner:
     """One run: the staging directory (``out``), the previous steps, the steps so far."""
 
-    def __init__(self, spec: JobSpec, staging: Staging, previous: dict[str, Any] | None) -> None:
+    def __init__(self, spec: JobSpec, staging: tx.Staging, previous: dict[str, Any] | None) -> None:
         self.spec = spec
         self.out = staging.stage
         self.final = staging.final
@@ -112,7 +108,7 @@ class _Runner:
     def changed_notes(self, name: str) -> list[str]:
         """Notes for the outputs of step ``name`` that differ from the previous record."""
         return [
-            f"'{rel}' differs from its record in {MANIFEST} (changed or damaged): written again"
+            f"'{rel}' differs from its record in {tx.MANIFEST} (changed or damaged): written again"
             for rel in self.changed.get(name, [])
         ]
 
@@ -121,12 +117,9 @@ class _Runner:
         if before is None or before.get("key") != step.key:
             return False
         outputs = {o["path"]: o["sha256"] for o in before.get("outputs", [])}
-        if not outputs:
+        found = {rel: (self.out / rel).is_file() and self.digest(rel) for rel in outputs}
+        if not outputs or found != outputs:
             return False
-        for rel, digest in outputs.items():
-            path = self.out / rel
-            if not path.is_file() or sha256_file(path) != digest:
-                return False
         step.outputs = outputs
         step.notes = list(before.get("notes", []))
         return True
@@ -200,7 +193,11 @@ def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta
         inputs["edges"] = sha256_file(opts["edges"])
 
     def action(step: Step) -> list[Path]:
-        summary = _estimate(spec, name, r.out / STORE, opts)
+        given = {k: v for k, v in opts.items() if k != "inputs"}  # checked when the job was read
+        request = request_of(name, given, inputs=spec.inputs, store=r.out / STORE)
+        run = {"rhale": estimate.rhale, "rebin": estimate.rebin, "regional": regional}
+        with keyed(spec.path, f"estimators.{name}", under=True, catch=InputError):
+            summary = (run | {"classic": classic}).get(name, interact)(request).summary
         if isinstance(summary, RegionalSummary):  # ale regional: the global records and regions
             write_regional(out, summary, timestamp=False)
             summary = summary.summary
@@ -210,26 +207,6 @@ def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta
         return [out]
 
     return r.step(name, opts, inputs, action)
-
-
-def _estimate(spec: JobSpec, name: str, store: Path, opts: dict[str, Any]) -> Any:
-    """Run estimator ``name`` on the store (options checked when the job was read)."""
-    given = {k: v for k, v in opts.items() if k != "inputs"}
-    request = request_of(name, given, inputs=spec.inputs, store=store)
-    run = {
-        "rhale": estimate.rhale,
-        "rebin": estimate.rebin,
-        "regional": regional,
-        "classic": classic,
-    }.get(name, interact)
-    try:
-        return run(request).summary
-    except InputError as exc:
-        where = f"estimators.{name}"
-        message = exc.render(lambda p: f"{where}.{p}")
-        raise InputError(
-            f"job '{spec.path}': {message if exc.param else f'{where}: {message}'}"
-        ) from None
 
 
 def _plots(r: _Runner, names: list[str], store_sha: str) -> None:
@@ -284,14 +261,14 @@ def _audit(r: _Runner, names: list[str]) -> tuple[Step | None, dict[str, Any] | 
 def _history(r: _Runner, files: list[str], theirs: list[str]) -> dict[str, Any]:
     """Keep this run's files in a new history entry unless the newest of ours holds the
     same bytes; prune ours to ``keep``. Returns the manifest's ``history`` part."""
-    root = r.out / HISTORY
+    root = r.out / tx.HISTORY
     ours = sorted(p.name for p in root.iterdir())
     digests = {f: r.digest(f) for f in files}
-    if ours and entries.holds(root / ours[-1], digests):
+    if ours and tx.holds(root / ours[-1], digests):
         label, added = ours[-1], False
     else:
-        label, added = entries.new_label(), True
-        entries.write_entry(root / label, {f: r.out / f for f in files})
+        label, added = tx.new_label(), True
+        tx.write_entry(root / label, {f: r.out / f for f in files})
         ours.append(label)
     pruned = ours[: max(0, len(ours) - r.spec.keep)]
     for name in pruned:
@@ -316,15 +293,15 @@ def _report(r: _Runner, names: list[str], history: dict[str, Any], store_sha: st
             inputs[f"plots/{n}/{FIGURES_MANIFEST}"] = r.digest(f"plots/{n}/{FIGURES_MANIFEST}")
     earlier = [h for h in history["runs"] if h != history["entry"]]
     for label in earlier:
-        for f in sorted((r.out / HISTORY / label).iterdir()):
-            inputs[f"{HISTORY}/{label}/{f.name}"] = sha256_file(f)
+        for f in sorted((r.out / tx.HISTORY / label).iterdir()):
+            inputs[f"{tx.HISTORY}/{label}/{f.name}"] = sha256_file(f)
 
     def action(step: Step) -> list[Path]:
         result = build_report(
             [r.out / s for s in summaries],
             store=r.out / STORE,
             audit=r.out / AUDIT if AUDIT in inputs else None,
-            history=r.out / HISTORY,
+            history=r.out / tx.HISTORY,
             history_exclude=[history["entry"]],
             timestamp=bool(spec.report["timestamp"]),  # type: ignore[index]
             figures=figures,
@@ -346,7 +323,7 @@ def _expected(spec: JobSpec) -> list[str]:
 
 def _previous(out: Path) -> dict[str, Any] | None:
     """The previous run's manifest; InputError for a ``run.json`` that is not one of ours."""
-    path = out / MANIFEST
+    path = out / tx.MANIFEST
     if not os.path.lexists(path):
         return None
     if path.is_symlink() or not path.is_file():
@@ -367,23 +344,6 @@ def _previous(out: Path) -> dict[str, Any] | None:
     return data
 
 
-def _steps(
-    r: _Runner, theirs: list[str]
-) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
-    """Every step in the staging directory: (history part, audit report, store meta)."""
-    spec = r.spec
-    compute_step, meta = _compute(r)
-    names = list(spec.estimators)
-    for name in names:
-        _estimator(r, name, dict(spec.estimators[name]), compute_step.outputs[STORE], meta)
-    _plots(r, names, compute_step.outputs[STORE])
-    audit_step, audit = _audit(r, names)
-    files = [f"{n}.json" for n in names] + ([AUDIT] if audit_step is not None else [])
-    history = _history(r, files, theirs)
-    _report(r, names, history, compute_step.outputs[STORE])
-    return history, audit, meta
-
-
 def run_job(spec: JobSpec, out: Path, *, wait: bool = False) -> JobResult:
     """Run the job into ``out`` under its lock (see the module docstring)."""
     try:
@@ -396,24 +356,30 @@ def run_job(spec: JobSpec, out: Path, *, wait: bool = False) -> JobResult:
 
 
 def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
-    t0 = time.perf_counter()
-    started = utc_now()
-    with run_lock(out, wait=wait):
-        remove_stale(out)
+    t0, started = time.perf_counter(), utc_now()
+    with tx.run_lock(out, wait=wait):
+        tx.remove_stale(out)
         previous = _previous(out)
-        recorded = recorded_outputs(previous)
-        refuse_foreign(out, _expected(spec), recorded)
-        ours, theirs = entries.scan(out / HISTORY)
-        staging = Staging(out, recorded, tuple(ours))
+        recorded = tx.recorded_outputs(previous)
+        tx.refuse_foreign(out, _expected(spec), recorded)
+        ours, theirs = tx.scan(out / tx.HISTORY)
+        staging = tx.Staging(out, recorded, tuple(ours))
         try:
             staging.open()
             r = _Runner(spec, staging, previous)
-            history, audit, meta = _steps(r, theirs)
-            exit_code = int(audit["exit_code"]) if audit is not None else 0
-            manifest = _manifest(r, meta, audit, history, exit_code, started, t0)
-            with atomic_write(r.out / MANIFEST) as fh:
+            compute_step, meta = _compute(r)
+            names, store_sha = list(spec.estimators), compute_step.outputs[STORE]
+            for name in names:
+                _estimator(r, name, dict(spec.estimators[name]), store_sha, meta)
+            _plots(r, names, store_sha)
+            audit_step, audit = _audit(r, names)
+            files = [f"{n}.json" for n in names] + ([AUDIT] if audit_step is not None else [])
+            history = _history(r, files, theirs)
+            _report(r, names, history, store_sha)
+            manifest = _manifest(r, meta, audit, history, started, t0)
+            with atomic_write(r.out / tx.MANIFEST) as fh:
                 fh.write(dumps(manifest).encode("utf-8"))
-            _readable([r.out / MANIFEST])
+            _readable([r.out / tx.MANIFEST])
         except OSError as exc:  # a copy into the staging directory (a full disk)
             staging.discard()
             raise RunError(f"cannot write the run into '{out}': {exc.strerror or exc}") from None
@@ -422,7 +388,7 @@ def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
             raise
         outputs = [rel for s in r.steps for rel in s.outputs]
         staging.commit(outputs, history["runs"])
-    return JobResult(manifest=manifest, exit_code=exit_code, out=out)
+    return JobResult(manifest=manifest, exit_code=manifest["exit_code"], out=out)
 
 
 def _manifest(
@@ -430,7 +396,6 @@ def _manifest(
     meta: dict[str, Any],
     audit: dict[str, Any] | None,
     history: dict[str, Any],
-    exit_code: int,
     started: str,
     t0: float,
 ) -> dict[str, Any]:
@@ -444,6 +409,7 @@ def _manifest(
         if path is not None:
             inputs[label] = {"path": str(path), "sha256": sha256_file(path)}
     hits = sum(s.cache_hit for s in r.steps)
+    shown = None if audit is None else {k: audit[k] for k in ("passed", "exit_code", "counts")}
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "ale", "version": __version__},
@@ -455,9 +421,7 @@ def _manifest(
         "steps": [s.to_dict() for s in r.steps],
         "cache_hits": hits,
         "steps_run": len(r.steps) - hits,
-        "audit": None
-        if audit is None
-        else {k: audit[k] for k in ("passed", "exit_code", "counts")},
+        "audit": shown,
         "history": history,
-        "exit_code": exit_code,
+        "exit_code": int(audit["exit_code"]) if audit is not None else 0,
     }

@@ -11,9 +11,10 @@ names. Errors name the file and the key path, never a flag
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,15 +87,13 @@ class JobSpec:
     path: Path
     inputs: ModelInputs
     estimators: dict[str, dict[str, Any]]
-    plots: dict[str, Any] | None = field(
-        default_factory=lambda: {"formats": ["png"], "dpi": DEFAULT_DPI}
-    )
+    plots: dict[str, Any] | None
+    report: dict[str, Any] | None
+    keep: int
+    out: Path | None
+    discrete: tuple[str, ...] | str | None
     rules: Path | None = None
     baseline: Path | None = None
-    report: dict[str, Any] | None = field(default_factory=lambda: {"timestamp": True})
-    keep: int = DEFAULT_KEEP
-    out: Path | None = None
-    discrete: tuple[str, ...] | str | None = None
 
 
 class JobError(InputError):
@@ -105,11 +104,19 @@ def _fail(path: Path, where: str, message: str) -> JobError:
     return JobError(f"job '{path}': {where}{': ' if where else ''}{message}")
 
 
-def _named(path: Path, exc: AleError, name_of: Callable[[str], str], where: str = "") -> JobError:
-    """``exc`` as a JobError naming the file and its parameter's key path (or ``where``)."""
-    if exc.param is None:
-        return _fail(path, where, exc.render(name_of))
-    return JobError(f"job '{path}': {exc.render(name_of)}")
+@contextlib.contextmanager
+def keyed(
+    job: Path, where: str = "", *, under: bool = False, catch: Any = AleError
+) -> Iterator[None]:
+    """An error of the block as a JobError naming the file and its parameter's key path
+    (:func:`job_key`; with ``under``: the option's under ``where``), or ``where``."""
+    try:
+        yield
+    except catch as exc:
+        message = exc.render((lambda p: f"{where}.{p}") if under else job_key)
+        raise (
+            JobError(f"job '{job}': {message}") if exc.param else _fail(job, where, message)
+        ) from None
 
 
 def job_schema() -> dict[str, Any]:
@@ -174,8 +181,7 @@ def _existing(job: Path, where: str, path: Path, *, file: bool = True) -> Path:
 
 
 def _discrete(job: Path, value: Any) -> tuple[str, ...] | str | None:
-    """The ``discrete`` key: null (the binary columns), "auto", "none", a list of names
-    or "a,b"."""
+    """``discrete``: null (the binary columns), "auto", "none", a list of names or "a,b"."""
     if value is None or value in ("auto", "none"):
         return value
     names = isinstance(value, str) or (
@@ -184,10 +190,8 @@ def _discrete(job: Path, value: Any) -> tuple[str, ...] | str | None:
     if not names:
         expected = f"expected auto, none or a list of column names, got {value!r}"
         raise _fail(job, "discrete", expected)
-    try:
+    with keyed(job, "discrete"):
         return names_tuple(value, "discrete")
-    except AleError as exc:
-        raise _named(job, exc, job_key, "discrete") from None
 
 
 def _pairs(job: Path, value: Any) -> list[str]:
@@ -199,10 +203,8 @@ def _pairs(job: Path, value: Any) -> list[str]:
     if len(pairs) == 2 and all(isinstance(p, str) and "," not in p for p in pairs):
         pairs = [pairs]  # [s1, s2]: one pair written as a YAML list
     out = [",".join(map(str, p)) if isinstance(p, list | tuple) else str(p) for p in pairs]
-    try:
+    with keyed(job, "estimators.interact.pairs"):
         parse_pairs(out)
-    except AleError as exc:
-        raise _named(job, exc, job_key, "estimators.interact.pairs") from None
     return out
 
 
@@ -220,10 +222,8 @@ def _estimators(job: Path, base: Path, raw: dict[str, Any]) -> dict[str, dict[st
         if name == "interact":
             opts["pairs"] = _pairs(job, opts.get("pairs"))
         if "features" in opts:
-            try:
+            with keyed(job, where, under=True):
                 opts["features"] = names_tuple(opts["features"], "features")
-            except AleError as exc:
-                raise _named(job, exc, lambda p, w=where: f"{w}.{p}", where) from None
         out[name] = opts
     return out
 
@@ -248,9 +248,8 @@ def _inputs(job: Path, base: Path, top: dict[str, Any], model: Any) -> ModelInpu
     values["model"] = model
     values["data"] = _path(base, top["data"])
     try:
-        return ModelInputs(**values)
-    except AleError as exc:
-        raise _named(job, exc, job_key) from None
+        with keyed(job):
+            return ModelInputs(**values)
     except TypeError as exc:
         raise _fail(job, "", str(exc)) from None
 
@@ -265,36 +264,27 @@ def _audit(job: Path, base: Path, audit: dict[str, Any]) -> tuple[Path | None, P
         return None, None
     rules_path = _path(base, rules)
     _existing(job, "audit.rules", rules_path)
-    try:
+    with keyed(job, "audit.rules"):
         rule_set = read_rules(rules_path)
-    except AleError as exc:
-        raise _named(job, exc, job_key, "audit.rules") from None
     if not baseline:
-        drift = rule_set.needs_baseline()
+        drift = [r for r in rule_set.rules if r.name == "drift"]
         if drift:
             raise _fail(job, "audit.baseline", f"{drift[0].where} needs a baseline summary")
         return rules_path, None
     baseline_path = _existing(job, "audit.baseline", _path(base, baseline))
-    try:
+    with keyed(job, "audit.baseline"):
         read_summary(baseline_path)
-    except AleError as exc:
-        raise _named(job, exc, job_key, "audit.baseline") from None
     return rules_path, baseline_path
 
 
 def _check_requests(job: Path, spec: JobSpec) -> None:
     """Every estimator's options through its request, the compute request's too."""
     for name, opts in spec.estimators.items():
-        try:
+        with keyed(job, f"estimators.{name}", under=True):
             request_of(name, opts, inputs=spec.inputs, store=job)
-        except AleError as exc:
-            where = f"estimators.{name}"
-            raise _named(job, exc, lambda p, w=where: f"{w}.{p}", where) from None
     pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
-    try:
+    with keyed(job):
         ComputeRequest(inputs=spec.inputs, out=job, pairs=pairs, discrete=spec.discrete)
-    except AleError as exc:
-        raise _named(job, exc, job_key) from None
 
 
 def read_job(path: str | Path, *, model: Any = None) -> JobSpec:
@@ -333,9 +323,9 @@ def read_job(path: str | Path, *, model: Any = None) -> JobSpec:
         absent = [n for n in plots.get("overview_only", ()) if n not in estimators]
         if absent:
             raise _fail(job, "plots.overview_only", f"'{absent[0]}' is not an estimator of the job")
-    report = None
-    if data.get("report") is not False:
-        report = {"timestamp": True} | (data.get("report") or {})
+    report = (
+        None if data.get("report") is False else {"timestamp": True} | (data.get("report") or {})
+    )
     spec = JobSpec(
         path=job,
         inputs=inputs,

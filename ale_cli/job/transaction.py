@@ -1,4 +1,9 @@
-"""A run directory that changes as a whole: the new run is built beside the old one.
+"""A run directory that changes as a whole, one ``ale run`` at a time.
+
+One run per directory: an exclusive ``flock`` on ``DIR/.lock`` (:func:`run_lock`), released
+by the kernel however the process ends; the holder writes its pid so a refusal can name
+it; opened with ``O_NOFOLLOW`` and must be a regular file, so a planted link is never
+truncated. Without ``wait`` a second run fails at once.
 
 Guarantee: whatever ends an ``ale run`` (an error, a full disk, SIGINT,
 SIGTERM), ``DIR`` holds either the previous run, complete and as its
@@ -10,28 +15,107 @@ the steps run there; :meth:`Staging.commit` moves it in by renames only, ``run.j
 last, signals held, the previous files moved aside to ``DIR/.prev-<token>/`` and back
 on failure; :meth:`Staging.discard` removes it. Only what the previous ``run.json``
 lists and history entries ale wrote are ever moved or removed (:func:`refuse_foreign`).
+
+A history entry, ``DIR/history/<UTC time>/`` (``20261123T133405.123456Z``), holds the
+summaries, the audit report and :data:`MARKER` (the sha256 of every other file); only an
+entry whose name, marker and files agree is ours, pruned or read.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
+import json
 import os
 import re
 import secrets
 import shutil
 import stat
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ale_cli.errors import InputError, RunError
 from ale_cli.io.files import sha256_file
+from ale_cli.io.jsonio import dumps
 from ale_cli.signals import signals_held
 
 MANIFEST = "run.json"
 HISTORY = "history"
+LOCK_NAME = ".lock"
 _STAGING = re.compile(r"^\.(next|prev)-[0-9a-f]{12}$")
+MARKER = "ale-entry.json"
+KIND = "ale run history entry"
+_LABEL = re.compile(r"^\d{8}T\d{6}\.\d{6}Z$")
+
+
+class Locked(RunError):
+    """Another ``ale run`` holds the output directory (exit code 1)."""
+
+
+def _take_or_refuse(fd: int, directory: Path) -> None:
+    """Take the lock or raise :class:`Locked` naming the holder (retried ~1 s for its pid)."""
+    holder = "unknown"
+    for _ in range(40):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        if holder != "unknown":
+            break
+        time.sleep(0.025)
+    raise Locked(f"another 'ale run' holds '{directory}' (pid {holder})")
+
+
+def _open_lock(directory: Path) -> int:
+    """The descriptor of ``directory/.lock``, created if missing (never through a link)."""
+    lock = directory / LOCK_NAME
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    if directory.exists() and not directory.is_dir():
+        raise InputError(f"run directory '{directory}' exists and is not a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or lock.is_symlink():
+            raise InputError(
+                f"the lock file '{lock}' is a symbolic link; ale does not follow it "
+                "(remove the link)"
+            ) from None
+        if exc.errno in (errno.ENXIO, errno.EISDIR):
+            raise InputError(f"the lock file '{lock}' is not a regular file; remove it") from None
+        raise RunError(f"cannot lock '{directory}': {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        what = "not a regular file" if not stat.S_ISREG(info.st_mode) else "a hard link"
+        raise InputError(f"the lock file '{lock}' is {what}; ale does not write it (remove it)")
+    return fd
+
+
+@contextlib.contextmanager
+def run_lock(directory: Path, *, wait: bool = False) -> Iterator[Path]:
+    """Hold the lock of ``directory`` (created if missing) for the block."""
+    fd = _open_lock(directory)
+    try:
+        if wait:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            _take_or_refuse(fd, directory)
+        pid = f"{os.getpid()}\n".encode("ascii")
+        os.pwrite(fd, pid, 0)
+        os.ftruncate(fd, len(pid))
+        try:
+            yield directory / LOCK_NAME
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def _is_link_or_special(path: Path) -> bool:
@@ -113,15 +197,12 @@ def refuse_foreign(
                 raise InputError(f"'{path}' in the run directory is not a directory")
             found = [p for p in path.rglob("*") if not p.is_dir() or p.is_symlink()]
             theirs = [p for p in found if p.relative_to(directory).as_posix() not in recorded]
-            if theirs:
-                raise InputError(
-                    f"'{theirs[0]}' in the run directory was not written by an earlier run "
-                    f"(not in '{directory / MANIFEST}'); ale does not replace it (move it away)"
-                )
-        elif rel not in recorded and rel != MANIFEST:
+        else:
+            theirs = [path] if rel not in recorded and rel != MANIFEST else []
+        if theirs:
             raise InputError(
-                f"'{path}' in the run directory was not written by an earlier run (not in "
-                f"'{directory / MANIFEST}'); ale does not replace it (move it away)"
+                f"'{theirs[0]}' in the run directory was not written by an earlier run "
+                f"(not in '{directory / MANIFEST}'); ale does not replace it (move it away)"
             )
 
 
@@ -231,3 +312,55 @@ def _remove_empty_dirs(root: Path, units: Iterable[str]) -> None:
             continue
         with contextlib.suppress(OSError):
             directory.rmdir()  # only when empty
+
+
+def new_label() -> str:
+    """The name of an entry made now (sorts in time order)."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+def _files(entry: Path) -> dict[str, str] | None:
+    """The entry's files (name -> sha256) as its marker records them, if it is ours."""
+    if entry.is_symlink() or not entry.is_dir() or not _LABEL.match(entry.name):
+        return None
+    try:
+        marker = json.loads((entry / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(marker, dict) or marker.get("kind") != KIND:
+        return None
+    files = marker.get("files")
+    if not isinstance(files, dict) or {p.name for p in entry.iterdir()} - {MARKER} != set(files):
+        return None
+    for name, digest in files.items():
+        path = entry / name
+        if path.is_symlink() or not path.is_file() or sha256_file(path) != digest:
+            return None
+    return dict(files)
+
+
+def scan(root: Path) -> tuple[list[str], list[str]]:
+    """(our entries oldest first, every other name) under ``root`` (hidden names skipped)."""
+    if not root.is_dir() or root.is_symlink():
+        return [], []
+    ours, theirs = [], []
+    for path in sorted(root.iterdir()):
+        if path.name.startswith("."):
+            continue
+        (ours if _files(path) is not None else theirs).append(path.name)
+    return ours, theirs
+
+
+def holds(entry: Path, digests: Mapping[str, str]) -> bool:
+    """Whether our entry ``entry`` holds exactly the files with these digests."""
+    return _files(entry) == dict(digests)
+
+
+def write_entry(entry: Path, sources: Mapping[str, Path]) -> None:
+    """Create ``entry`` (in the staging directory) holding a copy of each source and the marker."""
+    entry.mkdir()
+    for name, source in sources.items():
+        shutil.copy2(source, entry / name)
+    files = {name: sha256_file(entry / name) for name in sources}
+    marker = {"tool": "ale", "kind": KIND, "schema_version": 1, "files": files}
+    (entry / MARKER).write_text(dumps(marker), encoding="utf-8")

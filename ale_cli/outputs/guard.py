@@ -23,7 +23,7 @@ from pathlib import Path
 from ale_cli.errors import InputError
 from ale_cli.io.files import what_is
 from ale_cli.outputs import figures
-from ale_cli.summary.table import HEADERS
+from ale_cli.summary.export import HEADERS
 
 #: Written as a file name, ``-`` means standard output.
 STDIO = "-"
@@ -154,7 +154,7 @@ def is_store_directory(path: Path) -> bool:
 def is_csv_export(path: Path) -> bool:
     """True when the first line of ``path`` is a header row ``ale export`` writes.
 
-    >>> from ale_cli.summary.table import table_columns
+    >>> from ale_cli.summary.export import table_columns
     >>> ",".join(table_columns(["edge", "bin"])) in HEADERS
     True
     """

@@ -68,8 +68,7 @@ def _difference(
 def _z(
     change: np.ndarray, var: np.ndarray, base: FeatureSummary, other: FeatureSummary
 ) -> np.ndarray:
-    """``|change| / sqrt(var)``: 0 within rounding of the curves' scale, else infinite
-    where ``var`` is not positive."""
+    """``|change| / sqrt(var)``: 0 within rounding, infinite where ``var`` is not > 0."""
     scale = max(float(np.nanmax(np.abs(base.effect))), float(np.nanmax(np.abs(other.effect))))
     tiny = ROUNDING * max(scale, np.finfo(np.float64).tiny)
     ratio = np.abs(change) / np.sqrt(np.where(var > 0, var, 1.0))
@@ -204,25 +203,20 @@ def compare_feature(
     if sides:
         why = "; ".join(f"not estimable in the {label} ({f.reason})" for label, f in sides)
         return FeatureComparison(name, "not_estimable", why)
-    if base.kind is not None or other.kind is not None:
-        if base.kind is None or other.kind is None:
-            return FeatureComparison(
-                name, "not_estimable", "a per-level effect is not compared with a curve"
-            )
-        level_diff = level_difference(base, other)
-        if level_diff is None:
-            return FeatureComparison(
-                name, "no_overlap", f"the {base_label} and the {other_label} have other levels"
-            )
-        return FeatureComparison(name, "ok", difference=level_diff)
-    diff = records_difference(base, other)
-    if diff is None:
-        return FeatureComparison(
-            name,
-            "no_overlap",
+    if (base.kind is None) != (other.kind is None):
+        why = "a per-level effect is not compared with a curve"
+        return FeatureComparison(name, "not_estimable", why)
+    if base.kind is not None:
+        diff = level_difference(base, other)
+        why = f"the {base_label} and the {other_label} have other levels"
+    else:
+        diff = records_difference(base, other)
+        why = (
             f"the {other_label}'s range [{other.edges[0]:.6g}, {other.edges[-1]:.6g}] covers "
-            f"no bin of the {base_label}'s edges",
+            f"no bin of the {base_label}'s edges"
         )
+    if diff is None:
+        return FeatureComparison(name, "no_overlap", why)
     return FeatureComparison(name, "ok", difference=diff)
 
 
@@ -251,16 +245,9 @@ def compare_summaries(
         c = compare_feature(
             name, a.get(name), b.get(name), base_label=base_label, other_label=other_label
         )
-        sa, sb = stats_a.get(name), stats_b.get(name)
-        out.append(
-            replace(
-                c,
-                rank_base=None if sa is None else int(sa["rank"]),
-                rank_other=None if sb is None else int(sb["rank"]),
-                aled_base=None if sa is None else float(sa["aled"]),
-                aled_other=None if sb is None else float(sb["aled"]),
-                statistics_base=sa,
-                statistics_other=sb,
-            )
-        )
+        for side, st in (("base", stats_a.get(name)), ("other", stats_b.get(name))):
+            if st is not None:
+                ranked = {f"rank_{side}": int(st["rank"]), f"aled_{side}": float(st["aled"])}
+                c = replace(c, **ranked, **{f"statistics_{side}": st})
+        out.append(c)
     return out

@@ -3,9 +3,11 @@
 A row per feature and edge (``kind`` ``edge``), bin (``bin``) and statistic (``stat``),
 per pair and cell (``cell``) and grid corner (``corner``); each row carries
 ``estimator``, ``feature`` and ``kind``, the columns of other kinds are empty (the
-columns: ``docs/store-and-summary.md``, :data:`~ale_cli.summary.table.KIND_COLUMNS`).
-A regional summary has a ``region`` column after ``kind``: ``all rows`` for its global
-records, then each leaf's edge and bin rows with its region in words.
+columns: ``docs/store-and-summary.md``, :data:`KIND_COLUMNS`). A regional summary has a
+``region`` column after ``kind``: ``all rows`` for its global records, then each leaf's
+edge and bin rows with its region in words (a summary of several model outputs: an
+``output`` column). The exact header row is the mark of a CSV written by ``ale export``
+(:data:`HEADERS`, what the output guard recognises).
 Not-estimable features and pairs have no rows. Integer columns are nullable ``Int64``
 and ``filled`` is ``boolean``, so an empty entry stays empty. Writing the table (CSV or
 Parquet) is :mod:`ale_cli.outputs.tables`.
@@ -18,6 +20,7 @@ import math
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from numbers import Real
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -25,8 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from ale_cli.errors import InputError
-from ale_cli.summary.model import SCHEMA_VERSION, Summary
-from ale_cli.summary.table import KIND_COLUMNS, table_columns
+from ale_cli.summary.model import SCHEMA_VERSION, FeatureSummary, Summary
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,12 +38,53 @@ STDIO = "-"
 #: the width of the band in standard errors (as ``ale plot``)
 BAND_SE = 2.0
 
+KIND_COLUMNS: dict[str, tuple[str, ...]] = {
+    "edge": ("index", "x", "effect", "std", "stderr", "lower", "upper"),
+    "bin": ("index", "left", "right", "count", "bin_effect", "bin_std", "bin_stderr", "filled"),
+    "cell": (
+        "index_a",
+        "index_b",
+        "x_a_left",
+        "x_a_right",
+        "x_b_left",
+        "x_b_right",
+        "count",
+        "cell_effect",
+        "cell_std",
+        "filled",
+    ),
+    "corner": ("index_a", "index_b", "x_a", "x_b", "effect"),
+    "stat": ("statistic", "value"),
+}
+
+
+def table_columns(kinds: list[str], *, region: bool = False, output: bool = False) -> list[str]:
+    """The columns of a table holding rows of ``kinds``, in the order written (``region``,
+    ``output``: with that column after ``kind``).
+
+    >>> table_columns(["edge", "stat"])[:5]
+    ['estimator', 'feature', 'kind', 'index', 'x']
+    >>> table_columns(["edge"], region=True)[:5]
+    ['estimator', 'feature', 'kind', 'region', 'index']
+    """
+    names = ["estimator", "feature", "kind", *(["region"] if region else [])]
+    names += ["output"] if output else []
+    for kind in KIND_COLUMNS:
+        if kind in kinds:
+            names += [c for c in KIND_COLUMNS[kind] if c not in names]
+    return names
+
+
+#: every header row ``ale export`` can write (one per non-empty set of kinds)
+HEADERS = frozenset(
+    ",".join(table_columns([k for i, k in enumerate(KIND_COLUMNS) if mask >> i & 1], **extra))
+    for mask in range(1, 1 << len(KIND_COLUMNS))
+    for extra in ({}, {"region": True}, {"output": True})
+)
+
 _INTEGER = ("index", "count", "index_a", "index_b")
 _BOOLEAN = ("filled",)
 _TEXT = ("estimator", "feature", "kind", "statistic")
-
-
-# -- reading ----------------------------------------------------------------------------------
 
 
 def read_summary_source(
@@ -79,12 +122,8 @@ def read_summary_source(
         raise InputError(f"summary '{name}' is malformed: {exc}") from None
 
 
-# -- the table --------------------------------------------------------------------------------
-
-
 def _flat_numbers(value: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
-    """``(name, number)`` for every numeric leaf of nested mappings/lists (null -> NaN;
-    text skipped)."""
+    """``(name, number)`` per numeric leaf of nested mappings/lists (null: NaN, no text)."""
     if isinstance(value, Mapping):
         for key, item in value.items():
             yield from _flat_numbers(item, f"{prefix}.{key}" if prefix else str(key))
@@ -117,8 +156,10 @@ class _Blocks:
         self.kinds: list[str] = []
         self.blocks: list[tuple[int, dict[str, Any]]] = []
 
-    def add(self, kind: str, estimator: str, feature: str, **columns: Any) -> None:
-        n = len(next(iter(columns.values())))
+    def add(self, estimator: str, feature: str, kind: str, *values: Any) -> None:
+        """A block of rows of ``kind``: ``values`` its columns in :data:`KIND_COLUMNS` order."""
+        columns = dict(zip(KIND_COLUMNS[kind], values, strict=True))
+        n = len(values[0])
         if n == 0:
             return
         if kind not in self.kinds:
@@ -157,77 +198,30 @@ def _frame(summary: Summary, statistics: Mapping[str, Any]) -> pd.DataFrame:
     for f in summary.features:
         if f.status != "ok":
             continue
-        est, name = summary.estimator, f.name
+        add = partial(blocks.add, summary.estimator, f.name)
         band = BAND_SE * f.stderr
-        blocks.add(
-            "edge",
-            est,
-            name,
-            index=np.arange(len(f.edges)),
-            x=f.edges,
-            effect=f.effect,
-            std=f.std,
-            stderr=f.stderr,
-            lower=f.effect - band,
-            upper=f.effect + band,
-        )
-        blocks.add(
-            "bin",
-            est,
-            name,
-            index=np.arange(len(f.bin_effect)),
-            left=f.edges[:-1],
-            right=f.edges[1:],
-            # per-level records: the bins are the jumps between adjacent levels (n_{k-1} + n_k)
-            count=f.counts if f.kind is None else f.counts[:-1] + f.counts[1:],
-            bin_effect=f.bin_effect,
-            bin_std=f.bin_std,
-            bin_stderr=f.bin_stderr,
-            filled=f.bin_filled,
-        )
-        stats = statistics.get(name)
+        curve = (f.effect, f.std, f.stderr, f.effect - band, f.effect + band)  # lower, upper
+        add("edge", np.arange(len(f.edges)), f.edges, *curve)
+        # per-level records: the bins are the jumps between adjacent levels (n_{k-1} + n_k)
+        count = f.counts if f.kind is None else f.counts[:-1] + f.counts[1:]
+        bins = (f.bin_effect, f.bin_std, f.bin_stderr, f.bin_filled)
+        add("bin", np.arange(len(f.bin_effect)), f.edges[:-1], f.edges[1:], count, *bins)
+        stats = statistics.get(f.name)
         if stats is not None:
             pairs = list(_flat_numbers(stats))
-            blocks.add(
-                "stat",
-                est,
-                name,
-                statistic=[key for key, _ in pairs],
-                value=[value for _, value in pairs],
-            )
+            add("stat", [key for key, _ in pairs], [value for _, value in pairs])
     for pair in summary.interactions:
         if pair.status != "ok":
             continue
+        add = partial(blocks.add, pair.estimator, pair.name)
         ea, eb = pair.edges_a, pair.edges_b
         ka, kb = pair.shape
         k, m = np.divmod(np.arange(ka * kb), kb)  # row-major, as the summary's matrices
         cell_std = pair.cell_std if pair.cell_std is not None else np.full((ka, kb), np.nan)
-        blocks.add(
-            "cell",
-            pair.estimator,
-            pair.name,
-            index_a=k,
-            index_b=m,
-            x_a_left=ea[k],
-            x_a_right=ea[k + 1],
-            x_b_left=eb[m],
-            x_b_right=eb[m + 1],
-            count=pair.counts.ravel(),
-            cell_effect=pair.cell_effect.ravel(),
-            cell_std=cell_std.ravel(),
-            filled=pair.filled.ravel(),
-        )
+        cells = (pair.counts, pair.cell_effect, cell_std, pair.filled)
+        add("cell", k, m, ea[k], ea[k + 1], eb[m], eb[m + 1], *(c.ravel() for c in cells))
         k, m = np.divmod(np.arange((ka + 1) * (kb + 1)), kb + 1)
-        blocks.add(
-            "corner",
-            pair.estimator,
-            pair.name,
-            index_a=k,
-            index_b=m,
-            x_a=ea[k],
-            x_b=eb[m],
-            effect=pair.effect.ravel(),
-        )
+        add("corner", k, m, ea[k], eb[m], pair.effect.ravel())
     return blocks.frame()
 
 
@@ -237,7 +231,6 @@ def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:
     rows, then its statistics; per pair ``K_a K_b`` cell rows and ``(K_a + 1)(K_b + 1)``
     corner rows, row-major. ``lower``/``upper`` are ``effect -/+ 2 stderr``.
 
-    >>> from ale_cli.summary.model import FeatureSummary
     >>> f = FeatureSummary(name="x", edges=np.array([0.0, 1.0]), counts=np.array([3]),
     ...     bin_effect=np.array([2.0]), bin_std=np.array([0.5]), bin_stderr=np.array([0.25]),
     ...     bin_filled=np.array([False]), effect=np.array([-1.0, 1.0]),
@@ -262,10 +255,6 @@ def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:
 def _with_regions(frame: pd.DataFrame, summary: Summary, data: Mapping[str, Any]) -> pd.DataFrame:
     """A regional summary's table: the global rows (region ``"all rows"``), then per
     feature each leaf's edge and bin rows with its region (``"bmi > 27.5"``)."""
-    import pandas as pd
-
-    from ale_cli.summary.model import FeatureSummary
-
     parts = [frame.assign(region="all rows")]
     for item in data["regions"]:
         for node in item.get("nodes", ()):
@@ -279,16 +268,11 @@ def _with_regions(frame: pd.DataFrame, summary: Summary, data: Mapping[str, Any]
                 features=(FeatureSummary.from_dict(node["record"]),),
             )
             parts.append(_frame(leaf, {}).assign(region=str(node["region"])))
-    out = pd.concat(parts, ignore_index=True)
-    kinds = [k for k in KIND_COLUMNS if k in set(out["kind"])]
-    return out[table_columns(kinds, region=True)]
+    return _joined(parts, region=True)
 
 
 def _with_outputs(summary: Summary) -> pd.DataFrame:
-    """A summary of several outputs: each output's rows (:func:`_frame`), an ``output``
-    column after ``kind``, outputs in the summary's order."""
-    import pandas as pd
-
+    """A summary of several outputs: each output's rows, in an ``output`` column."""
     groups: dict[str | None, list[Any]] = {}
     for f in summary.features:
         groups.setdefault(f.output, []).append(f)
@@ -296,9 +280,15 @@ def _with_outputs(summary: Summary) -> pd.DataFrame:
     for label, feats in groups.items():
         part = replace(summary, features=tuple(feats), interactions=())
         parts.append(_frame(part, _statistics_of(part, None)).assign(output=label))
+    return _joined(parts, output=True)
+
+
+def _joined(parts: list[pd.DataFrame], **column: bool) -> pd.DataFrame:
+    """The tables one under the other, with the columns of the kinds present."""
+    import pandas as pd
+
     out = pd.concat(parts, ignore_index=True)
-    kinds = [k for k in KIND_COLUMNS if k in set(out["kind"])]
-    return out[table_columns(kinds, output=True)]
+    return out[table_columns([k for k in KIND_COLUMNS if k in set(out["kind"])], **column)]
 
 
 @dataclass(frozen=True)

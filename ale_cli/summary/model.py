@@ -210,31 +210,24 @@ class InteractionSummary:
         return max(len(self.edges_a) - 1, 0), max(len(self.edges_b) - 1, 0)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        out = {
             "features": list(self.features),
             "estimator": self.estimator,
             "status": self.status,
-        }
-        if self.reason is not None:
-            out["reason"] = self.reason
-        out |= {
+            "reason": self.reason,
             "n_bins": list(self.shape),
             "edges_a": self.edges_a,
             "edges_b": self.edges_b,
             "counts": self.counts.astype(np.int64),
             "cell_effect": self.cell_effect,
-        }
-        if self.cell_std is not None:
-            out["cell_std"] = self.cell_std
-        out |= {
+            "cell_std": self.cell_std,
             "filled": self.filled.astype(bool),
             "effect": self.effect,
             "center_offset": self.center_offset,
             "n_outside": self.n_outside,
+            "note": self.note,
         }
-        if self.note is not None:
-            out["note"] = self.note
-        return out
+        return {k: v for k, v in out.items() if v is not None}  # reason, cell_std, note
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InteractionSummary:
@@ -285,23 +278,20 @@ class Summary:
         raise InputError(f"summary has no feature '{name}' (features: {names})")
 
     def to_dict(self, *, timestamp: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {"schema_version": self.schema_version, "tool": self.tool}
-        if timestamp and self.created is not None:
-            out["created"] = self.created
-        out |= {
+        out = {
+            "schema_version": self.schema_version,
+            "tool": self.tool,
+            "created": self.created if timestamp else None,
             "estimator": self.estimator,
             "params": self.params,
             "store": self.store,
             "n_rows": self.n_rows,
+            "notes": list(self.notes) or None,
+            "prediction": self.prediction,
+            "features": [f.to_dict() for f in self.features],
+            "interactions": [i.to_dict() for i in self.interactions] or None,
         }
-        if self.notes:
-            out["notes"] = list(self.notes)
-        if self.prediction is not None:
-            out["prediction"] = self.prediction
-        out["features"] = [f.to_dict() for f in self.features]
-        if self.interactions:
-            out["interactions"] = [i.to_dict() for i in self.interactions]
-        return out
+        return {k: v for k, v in out.items() if v is not None}  # the optional keys left out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Summary:
@@ -357,19 +347,17 @@ def with_statistics(
         recorded = {"n": dist.n, "mean": dist.mean, "quantiles": dist.quantiles}
     quantiles = None if recorded is None else np.asarray(recorded["quantiles"], dtype=np.float64)
     groups: dict[str | None, list[int]] = {}
+    definitions = definitions_of(summary.params)
     for i, f in enumerate(summary.features):
         groups.setdefault(f.output, []).append(i)
-    stats: list[Any] = [None] * len(summary.features)
+    stats: dict[int, Any] = {}
     for label, rows in groups.items():
         q = quantiles
         if outputs and label in outputs and np.isfinite(outputs[label]).any():
             q = np.asarray(prediction_distribution(prediction=outputs[label]).quantiles)
-        found = feature_statistics(
-            [summary.features[i] for i in rows], q, definitions_of(summary.params)
-        )
-        for i, st in zip(rows, found, strict=True):
-            stats[i] = st
-    features = tuple(replace(f, statistics=s) for f, s in zip(summary.features, stats, strict=True))
+        found = feature_statistics([summary.features[i] for i in rows], q, definitions)
+        stats |= dict(zip(rows, found, strict=True))
+    features = tuple(replace(f, statistics=stats[i]) for i, f in enumerate(summary.features))
     return replace(summary, prediction=recorded, features=features)
 
 
@@ -385,11 +373,6 @@ def write_summary(path: str | Path, summary: Summary, *, timestamp: bool = True)
         fh.write(text.encode("utf-8"))
 
 
-def _shown(value: Any) -> str:
-    text = str(value) if isinstance(value, int | float | None) else type(value).__name__
-    return text[:40]
-
-
 def read_summary(path: str | Path) -> Summary:
     """Read a summary written by :func:`write_summary`; one-line errors for bad files."""
     path = Path(path)
@@ -398,8 +381,9 @@ def read_summary(path: str | Path) -> Summary:
         raise InputError(f"'{path}' is not an ale summary (no 'estimator'/'features')")
     version = data.get("schema_version")
     if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
+        shown = str(version) if isinstance(version, int | float | None) else type(version).__name__
         raise InputError(
-            f"summary '{path}' has schema_version {_shown(version)}; "
+            f"summary '{path}' has schema_version {shown[:40]}; "
             f"this ale reads up to {SCHEMA_VERSION}"
         )
     validate_summary(path, data)

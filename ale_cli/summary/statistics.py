@@ -52,17 +52,15 @@ def feature_statistics(
             stats.append(None)
             continue
         curve = {"effect": feat.effect, "std": feat.std, "counts": feat.counts} | how
-        r = feat.replicates
         if feat.kind is not None:
-            level = level_statistics(**curve)
-            if r is not None:
-                level |= level_statistics_bands(r.effect, r.counts, ci=r.ci, **how)
-            stats.append(level)
-            continue
-        s = effect_statistics(**curve)
-        item: dict[str, Any] = {key: getattr(s, key) for key in (*BAND_KEYS, "heterogeneity_share")}
+            item, bands = level_statistics(**curve), level_statistics_bands
+        else:
+            s = effect_statistics(**curve)
+            item = {key: getattr(s, key) for key in (*BAND_KEYS, "heterogeneity_share")}
+            bands = statistics_bands
+        r = feat.replicates
         if r is not None:
-            item |= statistics_bands(r.effect, r.counts, ci=r.ci, **how)
+            item |= bands(r.effect, r.counts, ci=r.ci, **how)
         stats.append(item)
     estimable = [item for item in stats if item is not None]
     aleds = np.array([item["aled"] for item in estimable])

@@ -3,10 +3,15 @@
 schema cannot say: edges strictly increasing with a finite span, array lengths, ``n_bins``
 equal to K, distinct names. A bad summary is refused with one line naming the file, the
 feature and the field, before any number from it is used.
+
+``--edges FILE.json`` (:func:`read_edges`): bin edges per feature, from a summary (the
+edges of its features with status ``ok``) or a plain mapping ``{"feature": [z_0, ...,
+z_K], ...}``; every list at least 2 finite numbers, strictly increasing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -19,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import InputError
+from ale_cli.io.jsonio import parse_json, read_bytes
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "summary.schema.json"
 
@@ -41,8 +47,7 @@ def _finite_integer(_checker: Any, value: Any) -> bool:
 
 @lru_cache(maxsize=1)
 def _validator() -> Any:
-    """A Draft 2020-12 validator of the summary schema whose numbers are finite and whose
-    ``items`` keyword checks a list of plain values (:class:`_Plain`) at once."""
+    """A Draft 2020-12 validator: numbers finite, plain ``items`` (:class:`_Plain`) fast."""
     import jsonschema
 
     base = jsonschema.Draft202012Validator
@@ -68,8 +73,7 @@ def _validator() -> Any:
 
 
 def _inlined(node: Any, root: dict[str, Any]) -> Any:
-    """``node`` with every local ``$ref`` replaced by what it names (the summary schema has
-    no recursive reference): jsonschema then looks up no reference per array."""
+    """``node`` with every local ``$ref`` replaced by what it names (none is recursive)."""
     if isinstance(node, dict):
         if set(node) == {"$ref"} and node["$ref"].startswith("#/"):
             target: Any = root
@@ -94,9 +98,7 @@ _PYTHON_TYPES = {
 
 @dataclass(frozen=True)
 class _Plain:
-    """An items schema made only of ``type`` and bounds: a summary's arrays of numbers,
-    thousands of items, each of which jsonschema would descend into, 60 times slower
-    than :meth:`accepts` checks them at once."""
+    """An items schema of only ``type`` and bounds, checked on a whole list at once."""
 
     kinds: frozenset[str]
     low: float = -math.inf
@@ -161,12 +163,10 @@ def _message(error: Any) -> tuple[tuple[Any, ...], str]:
     if kind == "enum":
         listed = ", ".join(_describe(v) for v in limit)
         return loc, f"expected one of {listed}, got {_describe(value)}"
-    if kind in ("minimum", "maximum"):
-        bound = "at least" if kind == "minimum" else "at most"
-        return loc, f"expected {bound} {limit}, got {_describe(value)}"
-    if kind in ("minItems", "maxItems"):
-        bound = "at least" if kind == "minItems" else "at most"
-        return loc, f"expected {bound} {limit} items, got {len(value)}"
+    if kind in ("minimum", "maximum", "minItems", "maxItems"):
+        bound = "at least" if kind.startswith("min") else "at most"
+        got = f" items, got {len(value)}" if kind.endswith("Items") else f", got {_describe(value)}"
+        return loc, f"expected {bound} {limit}{got}"
     return loc, str(error.message).splitlines()[0][:120]
 
 
@@ -198,8 +198,7 @@ def _order(data: Any, error: Any) -> tuple[Any, ...]:
 
 
 def schema_errors(data: Any) -> Iterator[tuple[tuple[Any, ...], str]]:
-    """(location, message) for each way ``data`` breaks the summary schema, in the
-    order of the document."""
+    """(location, message) per way ``data`` breaks the summary schema, in document order."""
     errors = sorted(_validator().iter_errors(data), key=lambda e: _order(data, e))
     for error in errors:
         yield _message(error)
@@ -210,22 +209,17 @@ def _where(path: Path, data: Any, loc: tuple[Any, ...]) -> str:
     parts = [f"summary '{path}'"]
     rest = list(loc)
     if len(rest) >= 2 and rest[0] in ("features", "interactions") and isinstance(rest[1], int):
-        group, index = rest[0], rest[1]
-        rest = rest[2:]
+        group, index, *rest = rest
         item = data[group][index] if isinstance(data, dict) else None
-        name = None
-        if isinstance(item, dict):
-            raw = item.get("name") if group == "features" else item.get("features")
-            if isinstance(raw, str):
-                name = raw
-            elif isinstance(raw, list) and all(isinstance(n, str) for n in raw):
-                name = ",".join(raw)
-        label = "feature" if group == "features" else "interaction"
-        parts.append(f"{label} '{name}'" if name is not None else f"{label} {index + 1}")
+        label, key = ("feature", "name") if group == "features" else ("interaction", "features")
+        raw = item.get(key) if isinstance(item, dict) else None
+        raw = [raw] if isinstance(raw, str) else raw
+        if isinstance(raw, list) and all(isinstance(n, str) for n in raw):
+            parts.append(f"{label} '{','.join(raw)}'")
+        else:
+            parts.append(f"{label} {index + 1}")
     if rest:
-        field = str(rest[0])
-        index_part = "".join(f"[{r}]" for r in rest[1:])
-        parts.append(f"field '{field}'{index_part}")
+        parts.append(f"field '{rest[0]}'" + "".join(f"[{r}]" for r in rest[1:]))
     return ", ".join(parts)
 
 
@@ -254,48 +248,35 @@ def edges_problem(values: list[float]) -> str | None:
     return None
 
 
-def _level_errors(feat: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """A per-level record (kind discrete/categorical): K levels, K-1 jumps between them."""
-    k = len(feat["counts"])
-    per_level = ("edges", "effect", "std", "stderr", "levels", "order")
-    jumps = ("bin_effect", "bin_std", "bin_stderr", "bin_filled")
-    if feat["status"] == "ok" and k < 2:
-        yield "counts", "a per-level feature with status ok needs at least 2 levels"
-    for name in per_level:
-        if name in feat and len(feat[name]) != k:
-            yield name, f"has {len(feat[name])} values, expected {k} for {k} levels"
-    for name in jumps:
-        if len(feat[name]) != max(k - 1, 0):
-            yield name, f"has {len(feat[name])} values, expected {max(k - 1, 0)} for {k} levels"
+_PER_BIN = ("bin_effect", "bin_std", "bin_stderr", "bin_filled")
 
 
 def _feature_errors(feat: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    if feat.get("kind") in ("discrete", "categorical"):
-        yield from _level_errors(feat)
-        return
+    """K bins: K+1 edges and edge values; per-level: K levels, K-1 jumps between them."""
     k = len(feat["counts"])
-    lengths = {
-        "bin_effect": k,
-        "bin_std": k,
-        "bin_stderr": k,
-        "bin_filled": k,
-        "effect": k + 1 if k else 0,
-        "std": k + 1 if k else 0,
-        "stderr": k + 1 if k else 0,
-        "edges": k + 1 if k else 0,
-    }
-    if feat["status"] == "ok":
-        if k == 0:
-            yield "counts", "a feature with status ok needs at least 1 bin"
-            return
-        problem = edges_problem(feat["edges"])
-        if problem is not None:
-            yield "edges", problem
-    if feat["n_bins"] != k:
-        yield "n_bins", f"is {feat['n_bins']} but 'counts' has {k} bins"
+    if feat.get("kind") in ("discrete", "categorical"):
+        if feat["status"] == "ok" and k < 2:
+            yield "counts", "a per-level feature with status ok needs at least 2 levels"
+        per_level = ("edges", "effect", "std", "stderr", "levels", "order")
+        lengths = dict.fromkeys((n for n in per_level if n in feat), k)
+        lengths |= dict.fromkeys(_PER_BIN, max(k - 1, 0))
+        unit = "levels"
+    else:
+        if feat["status"] == "ok":
+            if k == 0:
+                yield "counts", "a feature with status ok needs at least 1 bin"
+                return
+            problem = edges_problem(feat["edges"])
+            if problem is not None:
+                yield "edges", problem
+        if feat["n_bins"] != k:
+            yield "n_bins", f"is {feat['n_bins']} but 'counts' has {k} bins"
+        lengths = dict.fromkeys(_PER_BIN, k)
+        lengths |= dict.fromkeys(("effect", "std", "stderr", "edges"), k + 1 if k else 0)
+        unit = "bins"
     for name, expected in lengths.items():
         if len(feat[name]) != expected:
-            yield name, f"has {len(feat[name])} values, expected {expected} for {k} bins"
+            yield name, f"has {len(feat[name])} values, expected {expected} for {k} {unit}"
 
 
 def _interaction_errors(item: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -344,3 +325,64 @@ def validate_summary(path: str | Path, data: Any) -> None:
             for field, message in _feature_errors(node["record"]):
                 where = f"summary '{path}', feature '{region['feature']}', region {node['id']}"
                 raise InputError(f"{where}, field '{field}': {message}")
+
+
+@dataclass(frozen=True)
+class EdgesFile:
+    """The edges read from one file (``kind`` ``summary`` or ``mapping``): strictly
+    increasing (K+1,) per feature, in the file's order."""
+
+    path: Path
+    sha256: str
+    kind: str
+    edges: dict[str, np.ndarray]
+
+    def describe(self) -> dict[str, Any]:
+        """Where the edges came from, for a summary's ``params``."""
+        return {"path": str(self.path), "sha256": self.sha256, "kind": self.kind}
+
+
+def _check(path: Path, name: str, values: Any) -> np.ndarray:
+    where = f"edges file '{path}', feature '{name}'"
+    if not isinstance(values, list) or len(values) < 2:
+        raise InputError(f"{where}: expected a list of at least 2 numbers")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise InputError(f"{where}: expected finite numbers, got {_shown(v)}")
+    problem = edges_problem(values)
+    if problem is not None:
+        raise InputError(f"{where}: {problem}")
+    return np.asarray(values, dtype=np.float64)
+
+
+def _shown(value: Any) -> str:
+    """A value that is not a finite number, in a message (NaN, True, None, 'text')."""
+    if isinstance(value, float):
+        return _describe(value)
+    if isinstance(value, str):
+        return f"'{value[:40]}'"
+    if isinstance(value, int | float | None):
+        return str(value)[:40]
+    return f"a {type(value).__name__}"
+
+
+def read_edges(path: str | Path) -> EdgesFile:
+    """Read and check the edges in ``path``; one-line InputError naming file and feature."""
+    path = Path(path)
+    content = read_bytes(path, "edges file")
+    data = parse_json(content, path, "edges file")
+    if not isinstance(data, dict):
+        raise InputError(
+            f"edges file '{path}' must hold a summary or a mapping of feature names to edge lists"
+        )
+    if "features" in data and "estimator" in data:
+        kind = "summary"
+        validate_summary(path, data)
+        raw = {f["name"]: f["edges"] for f in data["features"] if f["status"] == "ok"}
+    else:
+        kind = "mapping"
+        raw = {str(k): v for k, v in data.items()}
+    if not raw:
+        raise InputError(f"edges file '{path}' has no edges")
+    edges = {name: _check(path, name, values) for name, values in raw.items()}
+    return EdgesFile(path=path, sha256=hashlib.sha256(content).hexdigest(), kind=kind, edges=edges)

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ale_cli.audit import AuditResult, audit_files
-from ale_cli.audit.markdown import markdown
 from ale_cli.audit.report import (
     aligned,
     github_annotations,
     junit_xml,
+    markdown,
     report_dict,
     text_table,
     totals,
