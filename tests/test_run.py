@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from ale_cli.io.files import sha256_file
-from ale_cli.job.transaction import run_lock
+from ale_cli.job.lock import run_lock
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_SCHEMA = json.loads((ROOT / "ale_cli/schema/run.schema.json").read_text())
@@ -238,7 +238,7 @@ def test_a_holder_that_has_not_yet_written_its_pid_is_named_once_it_has(tmp_path
     import fcntl
     import threading
 
-    from ale_cli.job.transaction import LOCK_NAME, Locked
+    from ale_cli.job.lock import LOCK_NAME, Locked
 
     tmp_path.joinpath(LOCK_NAME).touch()
     fd = os.open(tmp_path / LOCK_NAME, os.O_RDWR)  # a holder with the lock and an empty file

@@ -1,6 +1,6 @@
 """``ale run``: a whole job from one YAML file (:mod:`.spec`), every step cached with a
-manifest (:mod:`.runner`), under a lock in a run directory that changes as a whole
-(:mod:`.transaction`)."""
+manifest (:mod:`.runner`), under a lock (:mod:`.lock`) in a run directory that changes
+as a whole (:mod:`.transaction`)."""
 
 from __future__ import annotations
 

@@ -33,6 +33,7 @@ from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.estimators.regional import regional
 from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import dumps, read_json_file
+from ale_cli.job.lock import run_lock
 from ale_cli.job.spec import JobError, JobSpec, job_key, keyed, request_of
 from ale_cli.outputs.figures import MANIFEST as FIGURES_MANIFEST
 from ale_cli.plot.render import plot_files
@@ -357,7 +358,7 @@ def run_job(spec: JobSpec, out: Path, *, wait: bool = False) -> JobResult:
 
 def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
     t0, started = time.perf_counter(), utc_now()
-    with tx.run_lock(out, wait=wait):
+    with run_lock(out, wait=wait):
         tx.remove_stale(out)
         previous = _previous(out)
         recorded = tx.recorded_outputs(previous)

@@ -1,9 +1,4 @@
-"""A run directory that changes as a whole, one ``ale run`` at a time.
-
-One run per directory: an exclusive ``flock`` on ``DIR/.lock`` (:func:`run_lock`), released
-by the kernel however the process ends; the holder writes its pid so a refusal can name
-it; opened with ``O_NOFOLLOW`` and must be a regular file, so a planted link is never
-truncated. Without ``wait`` a second run fails at once.
+"""A run directory that changes as a whole (one ``ale run`` at a time: :mod:`.lock`).
 
 Guarantee: whatever ends an ``ale run`` (an error, a full disk, SIGINT,
 SIGTERM), ``DIR`` holds either the previous run, complete and as its
@@ -25,15 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import re
 import secrets
 import shutil
 import stat
-import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,77 +38,10 @@ from ale_cli.signals import signals_held
 
 MANIFEST = "run.json"
 HISTORY = "history"
-LOCK_NAME = ".lock"
 _STAGING = re.compile(r"^\.(next|prev)-[0-9a-f]{12}$")
 MARKER = "ale-entry.json"
 KIND = "ale run history entry"
 _LABEL = re.compile(r"^\d{8}T\d{6}\.\d{6}Z$")
-
-
-class Locked(RunError):
-    """Another ``ale run`` holds the output directory (exit code 1)."""
-
-
-def _take_or_refuse(fd: int, directory: Path) -> None:
-    """Take the lock or raise :class:`Locked` naming the holder (retried ~1 s for its pid)."""
-    holder = "unknown"
-    for _ in range(40):
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-        if holder != "unknown":
-            break
-        time.sleep(0.025)
-    raise Locked(f"another 'ale run' holds '{directory}' (pid {holder})")
-
-
-def _open_lock(directory: Path) -> int:
-    """The descriptor of ``directory/.lock``, created if missing (never through a link)."""
-    lock = directory / LOCK_NAME
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    if directory.exists() and not directory.is_dir():
-        raise InputError(f"run directory '{directory}' exists and is not a directory")
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock, flags, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP or lock.is_symlink():
-            raise InputError(
-                f"the lock file '{lock}' is a symbolic link; ale does not follow it "
-                "(remove the link)"
-            ) from None
-        if exc.errno in (errno.ENXIO, errno.EISDIR):
-            raise InputError(f"the lock file '{lock}' is not a regular file; remove it") from None
-        raise RunError(f"cannot lock '{directory}': {exc.strerror or exc}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-        os.close(fd)
-        what = "not a regular file" if not stat.S_ISREG(info.st_mode) else "a hard link"
-        raise InputError(f"the lock file '{lock}' is {what}; ale does not write it (remove it)")
-    return fd
-
-
-@contextlib.contextmanager
-def run_lock(directory: Path, *, wait: bool = False) -> Iterator[Path]:
-    """Hold the lock of ``directory`` (created if missing) for the block."""
-    fd = _open_lock(directory)
-    try:
-        if wait:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        else:
-            _take_or_refuse(fd, directory)
-        pid = f"{os.getpid()}\n".encode("ascii")
-        os.pwrite(fd, pid, 0)
-        os.ftruncate(fd, len(pid))
-        try:
-            yield directory / LOCK_NAME
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 def _is_link_or_special(path: Path) -> bool:
