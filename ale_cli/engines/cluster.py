@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ale_cli.engines.options import require_dask, scheduler_address
 from ale_cli.errors import RunError
-from ale_cli.passes.engine import Kernel, Merge, Progress, Shared, Sink, Source, fold_part
+from ale_cli.passes.engine import Engine, Kernel, Merge, Progress, Shared, Sink, Source, fold_part
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -71,7 +71,7 @@ def environ_kept() -> Iterator[None]:
         os.environ.update(saved)
 
 
-class DaskEngine:
+class DaskEngine(Engine):
     """Runs on the Dask cluster at ``scheduler`` (an address or a scheduler file; None: a
     LocalCluster), reached on entering ``with`` (or per run); checks nothing itself
     (:func:`ale_cli.engines.engine_for` validates the options)."""
@@ -139,7 +139,16 @@ class DaskEngine:
             )
             futures = [
                 dask_client.submit(
-                    _task, part, i, kernel, merge, empty, tuple(arrays), handle, sink, pure=False
+                    fold_part,
+                    part,
+                    i,
+                    kernel,
+                    merge,
+                    empty,
+                    tuple(arrays),
+                    handle,
+                    sink,
+                    pure=False,
                 )
                 for i, part in enumerate(parts)
             ]
@@ -148,21 +157,6 @@ class DaskEngine:
             except BaseException:
                 _stop(dask_client, futures, sink)
                 raise
-
-
-def _task(
-    part: Source,
-    index: int,
-    kernel: Kernel[S],
-    merge: Merge[S],
-    empty: S,
-    arrays: Sequence[str],
-    shared: Shared | None,
-    sink: Sink[S] | None,
-) -> tuple[S, int]:
-    """On a worker: part ``index``'s state and rows (:func:`fold_part`)."""
-    value = None if shared is None else shared.get()
-    return fold_part(part, index, kernel, merge, empty, arrays, value, sink)
 
 
 def _fold_in_order(futures: list[Any], merge: Merge[S], empty: S, progress: Progress | None) -> S:
