@@ -337,30 +337,3 @@ def level_statistics(
             "naler_max": float(norm.max()),
         }
     return out
-
-
-def level_statistics_bands(
-    effect: np.ndarray,
-    counts: np.ndarray,
-    *,
-    quantiles: np.ndarray | None,
-    ci: float,
-    definitions: Definitions | None = None,
-) -> dict[str, float | None]:
-    """Percentile bands of :func:`level_statistics` over replicates ``effect`` (B, K) with
-    their rows per level ``counts`` (B, K): keys ``aled_ci_low``, ``aled_ci_high``, ...
-
-    >>> e = np.array([[-1.0, 1.0], [-2.0, 2.0], [-3.0, 3.0]]); n = np.ones((3, 2))
-    >>> b = level_statistics_bands(e, n, quantiles=None, ci=0.5)
-    >>> b["aled_ci_low"], b["aled_ci_high"], b["naled_ci_low"]
-    (1.5, 2.5, None)
-    """
-    from ale_cli.core.bootstrap import bands_of
-
-    rows = [
-        level_statistics(
-            effect=e, std=np.zeros_like(e), counts=n, quantiles=quantiles, definitions=definitions
-        )
-        for e, n in zip(effect, counts, strict=True)
-    ]
-    return bands_of(rows, ci=ci)

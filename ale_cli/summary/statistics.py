@@ -13,7 +13,7 @@ import numpy as np
 
 from ale_cli.checks import check_choice
 from ale_cli.core.bootstrap import BAND_KEYS, statistics_bands
-from ale_cli.core.discrete import level_statistics, level_statistics_bands
+from ale_cli.core.discrete import level_statistics
 from ale_cli.core.statistics import ALE_CLI, DEFINITIONS, Definitions, effect_statistics, ranks
 
 #: how each choice of ``statistics`` differs from the other, as ``params`` records it
@@ -56,7 +56,7 @@ def feature_statistics(
         if feat.kind is not None:
             level = level_statistics(**curve)
             if r is not None:
-                level |= level_statistics_bands(r.effect, r.counts, ci=r.ci, **how)
+                level |= statistics_bands(r.effect, r.counts, ci=r.ci, levels=True, **how)
             stats.append(level)
             continue
         s = effect_statistics(**curve)
