@@ -1,19 +1,15 @@
-"""Exact type-1 quantile edges of columns that arrive in chunks (out of core).
+"""Exact type-1 quantile edges of columns that arrive in chunks (out of core); an array in
+memory is one chunk (:func:`~ale_cli.core.binning.quantile_edges`). Passes over the chunks,
+every column at once:
 
-Passes over the chunks, for every column at once (an array in memory is one chunk:
-:func:`~ale_cli.core.binning.quantile_edges`):
+1. count each column's values in ``B`` equal-width buckets over its ``[lo, hi]``; the
+   order statistic at sorted position ``p`` lies in the bucket where the cumulative count
+   first exceeds ``p``, at rank ``p - (count below it)`` among its values;
+2. gather the values of the buckets that hold a position and select the rank among them.
 
-1. count the values of each column in ``B`` equal-width buckets over its ``[lo, hi]``;
-   the order statistic at sorted position ``p`` lies in the bucket where the cumulative
-   count first exceeds ``p``, at rank ``p - (count below it)`` among its values
-   (bucketing is monotone in x);
-2. gather the values of the buckets that hold a position and select the rank among them
-   (``np.partition``).
-
-A bucket of more than ``max_candidates`` values is bucketed again within its own range
-in a further pass; a bucket of one distinct value gives it without being gathered.
-Memory is the chunk plus the gathered values, never N. ``chunks`` returns a fresh
-iterable of (n_i, D) arrays, the same rows in the same order on every call.
+A bucket of more than ``max_candidates`` values is bucketed again within its range in a
+further pass; a bucket of one distinct value gives it without being gathered. Memory is
+a chunk plus the gathered values. ``chunks()`` yields (n_i, D) arrays, the same each call.
 """
 
 from __future__ import annotations
@@ -23,14 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: buckets per level (the in-memory path uses up to 65536 too)
+#: buckets per level
 MAX_BUCKETS = 1 << 16
 #: a bucket holding at most this many values is gathered, a larger one is split again
 MAX_CANDIDATES = 1 << 16
 
 Chunks = Callable[[], Iterable[np.ndarray]]
-#: what one pass gathers per group: counts (None for a gathering group), minimum, maximum,
-#: gathered values (:func:`pass_accumulators`)
+#: what one pass gathers per group: counts (None when gathering), min, max, values
 Accumulator = tuple[np.ndarray | None, float, float, list[np.ndarray]]
 #: one pass over the data for the groups (see :func:`order_statistics`' ``run_pass``)
 PassFn = Callable[[list["_Group"], list["_Level"]], list[Accumulator]]
@@ -38,11 +33,8 @@ PassFn = Callable[[list["_Group"], list["_Level"]], list[Accumulator]]
 
 @dataclass(frozen=True)
 class _Level:
-    """One bucketing: ``b(x) = min(floor((x - lo) / width * size), size - 1)`` for x >= lo.
-
-    Dividing by the width (rather than multiplying by ``size / width``) stays finite
-    for subnormal widths; every step is monotone, so is ``b``.
-    """
+    """One bucketing: ``b(x) = min(floor((x - lo) / width * size), size - 1)`` for x >= lo
+    (monotone in x)."""
 
     lo: float
     width: float
@@ -64,16 +56,15 @@ class _Level:
         return u.astype(np.intp)
 
     def bucket_range(self, b: int) -> tuple[float, float]:
-        """About the values of bucket b (exact bounds do not matter, only monotonicity)."""
+        """About the values of bucket b (only monotonicity matters)."""
         step = self.width / self.size
         return self.lo + b * step, self.lo + (b + 1) * step
 
 
 @dataclass
 class _Group:
-    """The values of one column in a ``chain`` of [(level, bucket), ...] from its root
-    bucketing down: the 0-based ``ranks`` wanted among its ``count`` values, and the
-    ``slots`` where each answer goes."""
+    """A column's values in a ``chain`` of [(level, bucket), ...] from its root down: the
+    0-based ``ranks`` wanted among its ``count`` values and the ``slots`` of the answers."""
 
     column: int
     chain: list[tuple[_Level, int]]
@@ -87,7 +78,7 @@ class _Group:
     vmax: float = -np.inf
 
     def shipped(self) -> _Group:
-        """A copy without the count array and values, to send to where a pass runs."""
+        """A copy without counts and values, to send to where a pass runs."""
         return _Group(self.column, self.chain, self.count, self.ranks, self.slots, [], self.sub)
 
     def no_values(self) -> Accumulator:
@@ -152,11 +143,9 @@ def order_statistics(
 ) -> np.ndarray:
     """``np.sort(column)[positions]`` (D, P) for every column of the n rows in ``chunks``,
     0-based ``positions`` (P,), each column's minimum ``lo`` and maximum ``hi`` (D,).
-
-    A bucket of more than ``max_candidates`` values is bucketed again. ``run_pass(groups,
-    roots)`` makes one pass and returns what it gathered per group (default:
-    :func:`pass_accumulators` over ``chunks``; on an engine, :func:`pass_accumulators`
-    per chunk folded with :func:`merge_accumulators`).
+    ``run_pass(groups, roots)``: one pass, what it gathered per group (default
+    :func:`pass_accumulators` over ``chunks``; on an engine, per chunk folded with
+    :func:`merge_accumulators`).
 
     >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
     >>> order_statistics(lambda: [X[:4], X[4:]], n=6, positions=np.array([1, 3, 5]),
@@ -204,12 +193,8 @@ def order_statistics(
 
 
 def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
-    """One pass: count (groups with ``sub``) or gather (the others) each group's values.
-
-    Per chunk and column the root bucket of every value is computed once; the
-    values of the root buckets that groups live in are picked out together
-    (a lookup table and one stable sort), not group by group.
-    """
+    """One pass: count (groups with ``sub``) or gather (the others) each group's values,
+    the values of every group's root bucket picked out together (a lookup table, a sort)."""
     by_column: dict[int, list[_Group]] = {}
     for g in groups:
         by_column.setdefault(g.column, []).append(g)
@@ -258,8 +243,7 @@ def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
 def pass_accumulators(
     chunks: Chunks, groups: list[_Group], roots: list[_Level]
 ) -> list[Accumulator]:
-    """One pass over ``chunks`` for copies of ``groups`` that start empty: per group its
-    counts (None for a gathering group), minimum, maximum and gathered values."""
+    """One pass over ``chunks`` for empty copies of ``groups``: an Accumulator per group."""
     fresh = []
     for g in groups:
         counts = None if g.sub is None else np.zeros(g.sub.size, dtype=np.int64)
@@ -315,10 +299,8 @@ def chunked_quantile_edges(
     hi: np.ndarray,
     run_pass: PassFn | None = None,
 ) -> list[np.ndarray]:
-    """Type-1 quantile edges at ``k/K`` of every column (deduplicated), from chunks.
-
-    The same edges as :func:`~ale_cli.core.binning.quantile_edges` of each whole
-    column; ``z_0 = lo``, ``z_K = hi``.
+    """Type-1 quantile edges at ``k/K`` of every column (deduplicated; ``z_0 = lo``,
+    ``z_K = hi``), from chunks.
 
     >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
     >>> chunked_quantile_edges(lambda: [X[:2], X[2:]], n=6, bins=3,
