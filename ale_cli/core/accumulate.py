@@ -36,8 +36,7 @@ def accumulate(
     edges: np.ndarray, bin_effect: np.ndarray, *, bin_var: np.ndarray, counts: np.ndarray
 ) -> Accumulated:
     """Effect, heterogeneity and standard error at the edges (K+1,) from ``mu_k``, ``s_k^2``
-    (K,, no NaN: filled first) and ``n_k`` (a bin with ``n_k = 0`` counts as one row in
-    the standard error).
+    (K,, no NaN) and ``n_k`` (0 counts as 1 in the standard error).
 
     >>> a = accumulate(np.array([0.0, 1.0, 3.0]), np.array([2.0, -1.0]),
     ...                bin_var=np.array([4.0, 1.0]), counts=np.array([4, 1]))
@@ -76,8 +75,8 @@ def evaluate(
     effect: np.ndarray,
     bin_effect: np.ndarray,
 ) -> np.ndarray:
-    """The curve at points x: ``f(x) = f(z_{k-1}) + mu_k (x - z_{k-1})`` for x in bin k
-    (``effect`` at the edges, centered or not); NaN outside ``[z_0, z_K]``.
+    """The curve at points x: ``f(x) = f(z_{k-1}) + mu_k (x - z_{k-1})`` for x in bin k;
+    NaN outside ``[z_0, z_K]``.
 
     >>> evaluate(np.array([-1.0, 0.0, 0.5, 2.0, 3.0]), np.array([0.0, 1.0, 3.0]),
     ...          np.array([0.0, 2.0, 0.0]), np.array([2.0, -1.0])).tolist()

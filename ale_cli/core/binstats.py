@@ -1,10 +1,8 @@
 """Per-cell sufficient statistics of the local effects, and the bin statistics from them.
 
-Per cell: count, mean and ``M2`` (the sum of squared deviations from the cell mean;
-``S1 = n mean``, ``S2 = M2 + n mean^2``), so a bin of equal values has exactly
-``M2 = 0``. Two sets on the same cells merge exactly (Chan, Golub & LeVeque), so data
-can arrive in chunks and runs of cells combine into coarser bins. For a bin of ``n_k``
-rows::
+Per cell: count, mean and ``M2`` (the sum of squared deviations from the cell mean), so
+a bin of equal values has exactly ``M2 = 0``. Two sets on the same cells merge exactly
+(Chan, Golub & LeVeque). For a bin of ``n_k`` rows::
 
     mu_k  = mean_k                                      (bin effect)
     s_k^2 = M2_k / (n_k - 1)                            (ddof = 1; NaN if n_k < 2)
@@ -19,7 +17,7 @@ import numpy as np
 
 from ale_cli.core.binning import UniformGrid
 
-#: rows per chunk in :func:`uniform_cells` (2048 x 32 float64 columns = 512 KiB per temporary)
+#: rows per chunk in :func:`uniform_cells` (temporaries stay in cache)
 CHUNK_ROWS = 2048
 
 
@@ -93,9 +91,7 @@ class CellStats:
         return cls(*_moments(index, values, n_cells))
 
     def divided_by(self, widths: np.ndarray) -> CellStats:
-        """Statistics of the values divided by a constant per cell (``widths``, shape (M,)).
-
-        ``mean(v / w) = mean(v) / w``, ``M2(v / w) = M2(v) / w^2``.
+        """Statistics of the values divided by ``widths`` (M,): ``mean / w``, ``M2 / w^2``.
 
         >>> c = CellStats.from_values(np.array([0, 0, 1]), np.array([1.0, 3.0, 5.0]), n_cells=2)
         >>> d = c.divided_by(np.array([2.0, 0.5]))
@@ -120,12 +116,9 @@ class CellStats:
         )
 
     def prefix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Prefix sums over cells ``< i`` of n, S1 and S2 about the overall mean c; shape (M+1,).
-
-        ``S1 = sum(v - c)``, ``S2 = sum((v - c)^2) = M2 + n (mean - c)^2`` per
-        cell; the variance of any run of cells i..j-1 is then
-        ``(S2 - S1^2 / n) / (n - 1)`` from differences of the prefix sums.
-        """
+        """Prefix sums (M+1,) over cells ``< i`` of n, ``S1 = sum(v - c)`` and
+        ``S2 = sum((v - c)^2) = M2 + n (mean - c)^2`` about the overall mean c: the variance of
+        cells i..j-1 is ``(S2 - S1^2 / n) / (n - 1)`` of the differences."""
         total = self.total
         c = float(np.dot(self.counts, self.mean) / total) if total else 0.0
         d = self.mean - c
@@ -138,11 +131,8 @@ class CellStats:
         )
 
     def grouped(self, owner: np.ndarray, *, n_groups: int) -> CellStats:
-        """Statistics of the groups of cells: cell i joins group ``owner[i]`` (shape (M,),
-        in ``0 .. n_groups-1``); a group without cells is empty.
-
-        ``n = sum n_c``, ``mean = sum n_c mean_c / n``,
-        ``M2 = sum M2_c + sum n_c (mean_c - mean)^2`` over the group's cells.
+        """Statistics of the groups of cells, cell i in group ``owner[i]`` (M,): ``n = sum n_c``,
+        ``mean = sum n_c mean_c / n``, ``M2 = sum M2_c + sum n_c (mean_c - mean)^2``.
 
         >>> c = CellStats.from_values(np.array([0, 1, 2, 2]), np.array([1.0, 2, 4, 6]), n_cells=3)
         >>> g = c.grouped(np.array([0, 2, 2]), n_groups=3)
@@ -159,10 +149,8 @@ class CellStats:
         return CellStats(counts=counts, mean=mean, m2=m2)
 
     def coarsen(self, limits: np.ndarray) -> CellStats:
-        """Statistics of the bins made of cells ``limits[k] .. limits[k+1] - 1``.
-
-        ``limits`` are increasing cell boundaries from 0 to M (shape (K+1,)).
-        Exact for runs of equal cell means: ``M2 = sum M2_c + sum n_c (mean_c - mean)^2``.
+        """Statistics of the bins of cells ``limits[k] .. limits[k+1] - 1`` (``limits`` (K+1,)
+        increasing from 0 to M), as :meth:`grouped`.
 
         >>> c = CellStats.from_values(np.array([0, 1, 2, 2]), np.array([1.0, 2, 4, 6]), n_cells=3)
         >>> b = c.coarsen(np.array([0, 1, 3]))
@@ -186,11 +174,8 @@ class CellStats:
 def uniform_cells(
     X: np.ndarray, values: np.ndarray, grid: UniformGrid, *, chunk_rows: int = CHUNK_ROWS
 ) -> list[CellStats]:
-    """:meth:`CellStats.from_values` for every column of (N, D) arrays on a uniform grid.
-
-    D lists of K cells. Rows go in chunks of ``chunk_rows`` (temporaries stay in cache),
-    column j's cells offset by ``j * K`` so that one ``np.bincount`` fills every column.
-    Every value of column j must lie inside the grid's ``[z_0, z_K]``.
+    """:meth:`CellStats.from_values` for every column of (N, D) arrays on a uniform grid
+    (every value inside ``[z_0, z_K]``): D lists of K cells, one bincount for all columns.
 
     >>> g = UniformGrid.build(np.array([0.0, 0.0]), np.array([1.0, 1.0]), bins=2)
     >>> cells = uniform_cells(np.array([[0.0, 1.0], [1.0, 1.0]]), np.ones((2, 2)), g)

@@ -1,10 +1,8 @@
 """The first-order effect of one feature on given edges, from its per-bin statistics.
 
-Shared by every first-order estimator: bin statistics (:func:`~ale_cli.core.binstats.bin_stats`);
-empty bins keep ``n_k = 0``, are flagged, and their ``mu_k`` is interpolated between the
+Empty bins keep ``n_k = 0``, are flagged, and their ``mu_k`` is interpolated between the
 neighbouring non-empty bins (constant at the ends), as ``s_k^2`` of bins with fewer than
-2 rows is for the accumulation (``bin_std`` stays NaN there); then accumulation and
-centering (:mod:`~ale_cli.core.accumulate`).
+2 rows is for the accumulation (``bin_std`` stays NaN); then :mod:`~ale_cli.core.accumulate`.
 """
 
 from __future__ import annotations
@@ -19,10 +17,9 @@ from ale_cli.core.binstats import BinStats, CellStats, bin_stats, fill_missing
 
 @dataclass(frozen=True)
 class FirstOrderEffect:
-    """One feature's first-order effect: per bin (K,) ``counts``, ``bin_effect`` mu_k
-    (interpolated where ``bin_filled``), ``bin_std`` s_k and ``bin_stderr`` (NaN where
-    n_k < 2); at the K+1 ``edges`` the accumulated ``effect`` minus ``center_offset``,
-    ``std`` and ``stderr`` (:mod:`~ale_cli.core.accumulate`)."""
+    """Per bin (K,) ``counts``, ``bin_effect`` mu_k (interpolated where ``bin_filled``),
+    ``bin_std`` s_k and ``bin_stderr`` (NaN where n_k < 2); at the K+1 ``edges`` the
+    accumulated ``effect`` minus ``center_offset``, ``std`` and ``stderr``."""
 
     edges: np.ndarray
     counts: np.ndarray
@@ -43,10 +40,7 @@ class FirstOrderEffect:
 def effect_from_bins(
     edges: np.ndarray, stats: BinStats, *, center: str = "mean"
 ) -> FirstOrderEffect:
-    """Fill, accumulate and center per-bin statistics on ``edges`` (K+1,).
-
-    ``stats.counts.sum()`` must be positive (at least one row in some bin).
-    """
+    """Fill, accumulate and center per-bin statistics on ``edges`` (K+1,), some n_k > 0."""
     if stats.counts.size != edges.size - 1:
         raise ValueError(f"{stats.counts.size} bins do not match {edges.size} edges")
     centers = (edges[:-1] + edges[1:]) / 2.0
@@ -58,8 +52,7 @@ def effect_from_bins(
 def effect_from_slopes(
     edges: np.ndarray, stats: BinStats, mu: np.ndarray, *, center: str
 ) -> FirstOrderEffect:
-    """The effect of bin effects ``mu`` (K,, no NaN) with the bins' ``stats``: ``s_k^2``
-    filled where n_k < 2, accumulated and centered."""
+    """The effect of bin effects ``mu`` (K,, no NaN) with the bins' ``stats``."""
     centers = (edges[:-1] + edges[1:]) / 2.0
     var = fill_missing(stats.var, stats.counts > 1, centers)
     acc = accumulate(edges, mu, bin_var=var, counts=stats.counts)

@@ -15,12 +15,10 @@ into pieces ``(u/2, n_k |u|/(|u|+|v|))`` and ``(v/2, n_k |v|/(|u|+|v|))``
   an exactly additive model, infinite when ALED is 0 and the heterogeneity is not;
 - rank: 1 for the largest ALED in a set of features (ties share the smaller rank).
 
-These are the definitions of Okoli (2023), arXiv:2310.09877, as in R's ``ale`` package
-(R/calc_stats.R), with two departures: the split of a bin that crosses zero (RHALE's few
-wide bins make the midpoint a large error; a one-bin curve would have ALED 0), and ``F``
-is the piecewise-linear CDF through 101 recorded percentiles of the predictions.
-:data:`R` gives R's own definitions instead (:class:`Definitions`): every bin one piece
-``(m_k, n_k)``, and :func:`normalize_r`, R's ``create_ale_y_norm_function``.
+The definitions of Okoli (2023), arXiv:2310.09877, as in R's ``ale`` (R/calc_stats.R),
+except the split of a bin that crosses zero (RHALE's few wide bins make the midpoint a large
+error) and ``F``, the piecewise-linear CDF through 101 recorded percentiles of the
+predictions. :data:`R` gives R's own (every bin one piece, :func:`normalize_r`).
 """
 
 from __future__ import annotations
@@ -38,8 +36,8 @@ _LEVELS = np.linspace(0.0, 1.0, N_QUANTILES)
 
 @dataclass(frozen=True)
 class PredictionDistribution:
-    """The model's finite predictions on the data: count ``n``, ``mean`` and ``quantiles``
-    (101,), the percentiles 0, 1, ..., 100 (numpy's default, R's type 7)."""
+    """The model's finite predictions: count ``n``, ``mean`` and the percentiles
+    ``quantiles`` (101,) (type 7)."""
 
     n: int
     mean: float
@@ -52,10 +50,7 @@ class PredictionDistribution:
 
 @dataclass(frozen=True)
 class EffectStatistics:
-    """The statistics of one feature's curve (see the module docstring).
-
-    ``naled``, ``naler_min``, ``naler_max`` are None without a prediction distribution.
-    """
+    """One curve's statistics; the normalised ones None without predictions' quantiles."""
 
     aled: float
     aler_min: float
@@ -132,10 +127,8 @@ def pieces(
 
 
 def cdf(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
-    """The piecewise-linear distribution function through equally spaced ``quantiles``.
-
-    ``F(q_i) = i / (Q - 1)``, 0 below the first, 1 above the last; a repeated value
-    (a point mass) takes the middle of the levels it spans.
+    """The piecewise-linear distribution function through equally spaced ``quantiles``:
+    ``F(q_i) = i / (Q - 1)``, 0 below, 1 above; a repeated value takes its levels' middle.
 
     >>> cdf(np.array([-1.0, 0.0, 0.5, 2.0, 3.0]), quantiles=np.array([0.0, 1.0, 2.0])).tolist()
     [0.0, 0.0, 0.25, 1.0, 1.0]
@@ -154,10 +147,8 @@ def cdf(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
 
 
 def normalize(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
-    """Effect values in percentile points of the predictions: ``100 (F(M + a) - 1/2)``.
-
-    ``M`` the median, ``F`` :func:`cdf`; in [-50, 50], 0 for ``a = 0`` (R ``ale``'s
-    ``create_ale_y_norm_function``).
+    """Effect values in percentile points of the predictions: ``100 (F(M + a) - 1/2)``,
+    ``M`` the median, ``F`` :func:`cdf`; in [-50, 50], 0 for ``a = 0``.
 
     >>> norm = normalize(np.array([-100.0, -25.0, 0.0, 10.0]), quantiles=np.arange(101.0))
     >>> np.round(norm, 9).tolist()
@@ -195,10 +186,8 @@ def normalize_r(values: np.ndarray, *, reference: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Definitions:
-    """Which definitions the statistics follow: ``name`` as ``params.statistics`` records
-    it; ``split``: split a bin whose segment crosses zero (:func:`pieces`); ``normalize``:
-    ``f(values, reference)`` to percentile points, ``reference`` the recorded percentiles
-    of the predictions."""
+    """Which definitions the statistics follow: ``name`` (``params.statistics``), ``split``
+    (:func:`pieces`), ``normalize(values, percentiles of the predictions)``."""
 
     name: str
     split: bool
@@ -207,16 +196,14 @@ class Definitions:
 
 #: ale's own (the module docstring)
 ALE_CLI = Definitions("ale-cli", True, lambda v, q: normalize(v, quantiles=q))
-#: R ``ale``'s ``calc_stats``: midpoints, and R's normalisation with the recorded
-#: percentiles as the reference values
+#: R ``ale``'s ``calc_stats`` (the recorded percentiles as the reference values)
 R = Definitions("r", False, lambda v, q: normalize_r(v, reference=q))
 DEFINITIONS = {d.name: d for d in (ALE_CLI, R)}
 
 
 def aled(*, effect: np.ndarray, counts: np.ndarray, definitions: Definitions = ALE_CLI) -> float:
-    """ALE deviation ``sum_i w_i |p_i| / N`` over the pieces of the mean-centered curve.
-
-    ``effect`` (K+1,) at the edges, ``counts`` (K,).
+    """ALE deviation ``sum_i w_i |p_i| / N`` over the pieces of the mean-centered curve
+    (``effect`` (K+1,), ``counts`` (K,)).
 
     >>> aled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
     1.0
@@ -256,8 +243,7 @@ def naled(
     quantiles: np.ndarray,
     definitions: Definitions = ALE_CLI,
 ) -> float:
-    """Normalised ALED ``sum_i w_i |norm(p_i)| / N`` over the pieces of the mean-centered
-    curve, in [0, 50].
+    """Normalised ALED ``sum_i w_i |norm(p_i)| / N``, in [0, 50].
 
     >>> round(naled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
     ...             quantiles=np.arange(101.0)), 9)
@@ -331,8 +317,8 @@ def effect_statistics(
     quantiles: np.ndarray | None = None,
     definitions: Definitions = ALE_CLI,
 ) -> EffectStatistics:
-    """Every statistic of one curve: ``effect`` and ``std`` (K+1,), ``counts`` (K,);
-    the normalised ones only with the prediction ``quantiles`` (101,).
+    """Every statistic of one curve: ``effect`` and ``std`` (K+1,), ``counts`` (K,), the
+    prediction ``quantiles`` (101,) or None.
 
     >>> s = effect_statistics(effect=np.array([0.0, 2.0, 4.0]), std=np.zeros(3),
     ...                       counts=np.array([1, 1]))
