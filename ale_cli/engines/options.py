@@ -1,5 +1,5 @@
-"""The ``engine`` and ``scheduler`` options checked: the engine's name, a Dask scheduler's
-address or file, and the optional packages of the dask extra."""
+"""The ``scheduler`` option checked (a Dask scheduler's address or file), and the optional
+packages of the dask extra."""
 
 from __future__ import annotations
 
@@ -7,31 +7,9 @@ import json
 import re
 from pathlib import Path
 
-from ale_cli.checks import check_choice
 from ale_cli.errors import InputError
 
-ENGINES = ("local", "dask")
-#: the one line a user without the optional dependencies gets (exit 2)
 INSTALL_HINT = "pip install ale-cli[dask]"
-
-
-def check_engine(engine: str, scheduler: str | None) -> None:
-    """InputError naming ``engine`` unless it is one of :data:`ENGINES`, or ``scheduler``
-    when it is malformed or given for the local engine.
-
-    >>> check_engine("local", None)
-    >>> check_engine("spark", None)
-    Traceback (most recent call last):
-    ale_cli.errors.InputError: engine must be one of local, dask, got 'spark'
-    """
-    check_choice(engine, ENGINES, "engine")
-    if scheduler is not None and engine != "dask":
-        raise InputError(
-            "{param} is the address of a Dask scheduler: it needs {param:engine} dask",
-            param="scheduler",
-        )
-    if scheduler is not None:
-        scheduler_address(scheduler)
 
 
 #: the protocols of Dask's comms a scheduler listens on

@@ -1,12 +1,10 @@
 """Passes over a source: the one way an estimator meets its rows, whole, streamed or on Dask.
 
-Every estimator is ``edges`` + ``engine.run(source, kernel, merge, empty)`` + a summary
-builder. An :class:`Engine` runs ``kernel(chunk, shared) -> state`` on every chunk of a
+An :class:`Engine` runs ``kernel(chunk, shared) -> state`` on every chunk of a
 :class:`Source` and folds ``merge(state, state)`` in row order, so the result does not
 depend on how the rows were cut (states are shaped like
-:class:`~ale_cli.core.binstats.CellStats`: frozen, an ``empty`` value, an exact merge).
-For the Dask engine, kernels, merges, states and sources must pickle; ``shared`` (a
-model) is shipped once per worker; a :class:`Sink` writes the rows a run computes."""
+:class:`~ale_cli.core.binstats.CellStats`). For the Dask engine, kernels, merges, states
+and sources must pickle; a :class:`Sink` writes the rows a run computes."""
 
 from __future__ import annotations
 
@@ -37,7 +35,7 @@ S = TypeVar("S")
 
 
 class Shared(Protocol):
-    """What every chunk of a run needs, read-only (a model): :meth:`get` gives it."""
+    """What every chunk of a run needs, read-only (a model)."""
 
     def get(self) -> Any: ...
 
@@ -53,8 +51,8 @@ class Ready:
 
 
 class PartWriter(Protocol[S]):
-    """Where one part's rows go: :meth:`write` each chunk's state (its rows written, the
-    state to fold given back), :meth:`done` once with the part's folded state."""
+    """Where one part's rows go: :meth:`write` each chunk's state (the state to fold given
+    back), :meth:`done` once with the part's folded state."""
 
     def write(self, state: S) -> S: ...
 
@@ -62,8 +60,8 @@ class PartWriter(Protocol[S]):
 
 
 class Sink(Protocol[S]):
-    """Where a run's rows go: a :class:`PartWriter` per part (discarding what it wrote
-    when the part fails); :meth:`stop` when a part failed, so the others stop."""
+    """Where a run's rows go: a :class:`PartWriter` per part (discarding what it wrote when
+    the part fails); :meth:`stop`: a part failed, the others stop."""
 
     def part(self, index: int) -> AbstractContextManager[PartWriter[S]]: ...
 

@@ -1,7 +1,5 @@
-"""The first pass of a streamed ``ale compute`` for models that choose their steps from
-the data (ONNX without gradient, scikit-learn): the data read once, chunk by chunk, for
-the :class:`~ale_cli.models.profile.DataProfile` (each column's std, a sample of rows,
-the first rows), which does not depend on the chunk size."""
+"""The first pass of a streamed ``ale compute`` for models that choose their steps from the
+data (finite differences): the :class:`~ale_cli.models.profile.DataProfile`."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ from ale_cli.models.profile import DataProfile, ProfileBuilder
 
 @dataclass(frozen=True)
 class FirstPass:
-    """What one read of the data gave: the ``profile`` of the rows kept, every input
-    column's pandas dtype over the file, and the data's hash (for the second read)."""
+    """The ``profile`` of the rows kept, the input columns' dtypes, the data's hash."""
 
     profile: DataProfile
     dtypes: dict[str, str]
@@ -25,8 +22,7 @@ class FirstPass:
 
 
 def first_pass(stream: TableStream, chunks: Iterable[np.ndarray] | None = None) -> FirstPass:
-    """Read ``stream`` to its end (``chunks``: its chunks, e.g. read ahead by a thread)
-    and return the profile of its rows with the file's dtypes and hash."""
+    """Read ``stream`` (or its ``chunks``, read ahead) to its end."""
     builder = ProfileBuilder(len(stream.feature_names))
     for X in stream if chunks is None else chunks:
         builder.add(X)

@@ -1,6 +1,6 @@
 """A data file read in several passes, chunk by chunk (``ale classic``, ``ale interact``
-streamed): a first pass for the row count and each column's range (:meth:`DataPasses.scan`),
-then every pass opens the file again and yields the same rows in the same order."""
+streamed): a first pass for the rows and ranges (:meth:`DataPasses.scan`), then every
+pass opens the file again."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream, open_stream
 
 @dataclass(frozen=True)
 class Scan:
-    """What the first pass over a data file found: the inputs ``names`` (D), the N rows
-    kept (after ``dropna``), each column's ``lo``/``hi`` (D,), the ``first`` chunk
-    (float64, to load the model on), and the file's format, hash, counts and dtypes."""
+    """The first pass's findings: inputs ``names`` (D), the N rows kept, ``lo``/``hi`` (D,),
+    the ``first`` chunk (float64, to load the model on), the file's format, hash, counts."""
 
     names: tuple[str, ...]
     categorical: tuple[str, ...]
@@ -31,7 +30,6 @@ class Scan:
     rows_dropped: int
     dropped_columns: tuple[str, ...]
     dtypes: dict[str, str]
-    #: the levels of the text columns (read as their codes)
     levels: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
@@ -46,7 +44,6 @@ class DataPasses:
     dropna: bool = False
     categorical: tuple[str, ...] = ()
     chunk_rows: int = DEFAULT_CHUNK_ROWS
-    #: the levels of the text columns (:mod:`ale_cli.data.text_levels`)
     text: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     def open(self) -> TableStream:
@@ -62,7 +59,6 @@ class DataPasses:
         )
 
     def scan(self) -> Scan:
-        """The first pass: the rows, each column's range, the file's hash and dtypes."""
         stream = self.open()
         d = len(stream.feature_names)
         lo, hi = np.full(d, np.inf), np.full(d, -np.inf)
