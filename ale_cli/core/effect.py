@@ -38,22 +38,15 @@ class FirstOrderEffect:
 
 
 def effect_from_bins(
-    edges: np.ndarray, stats: BinStats, *, center: str = "mean"
+    edges: np.ndarray, stats: BinStats, *, center: str = "mean", mu: np.ndarray | None = None
 ) -> FirstOrderEffect:
-    """Fill, accumulate and center per-bin statistics on ``edges`` (K+1,), some n_k > 0."""
+    """Fill, accumulate and center per-bin statistics on ``edges`` (K+1,), some n_k > 0;
+    ``mu``: the bin effects (K,, no NaN) instead of ``stats.mean`` filled."""
     if stats.counts.size != edges.size - 1:
         raise ValueError(f"{stats.counts.size} bins do not match {edges.size} edges")
     centers = (edges[:-1] + edges[1:]) / 2.0
-    return effect_from_slopes(
-        edges, stats, fill_missing(stats.mean, stats.counts > 0, centers), center=center
-    )
-
-
-def effect_from_slopes(
-    edges: np.ndarray, stats: BinStats, mu: np.ndarray, *, center: str
-) -> FirstOrderEffect:
-    """The effect of bin effects ``mu`` (K,, no NaN) with the bins' ``stats``."""
-    centers = (edges[:-1] + edges[1:]) / 2.0
+    if mu is None:
+        mu = fill_missing(stats.mean, stats.counts > 0, centers)
     var = fill_missing(stats.var, stats.counts > 1, centers)
     acc = accumulate(edges, mu, bin_var=var, counts=stats.counts)
     offset = center_offset(acc.effect, stats.counts, mode=center)

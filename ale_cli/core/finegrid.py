@@ -29,7 +29,7 @@ import numpy as np
 
 from ale_cli.core.binning import assign, quantile_edges
 from ale_cli.core.binstats import CellStats, bin_stats, fill_missing
-from ale_cli.core.effect import FirstOrderEffect, effect_from_slopes
+from ale_cli.core.effect import FirstOrderEffect, effect_from_bins
 
 #: Fine quantile bins per feature (240 = 2^4 * 3 * 5: many divisors)
 K_FINE = 240
@@ -145,10 +145,8 @@ def secant_effect(
     ([1.0], [0.0, 2.0])
     """
     edges = np.asarray(edges, dtype=np.float64)
-    if cells.n_cells != edges.size - 1:
-        raise ValueError(f"{cells.n_cells} bins do not match {edges.size} edges")
     mu = np.diff(curve.at(edges)) / np.diff(edges)
-    return effect_from_slopes(edges, bin_stats(cells), mu, center=center)
+    return effect_from_bins(edges, bin_stats(cells), center=center, mu=mu)
 
 
 def replicate_curves(

@@ -43,10 +43,6 @@ class PredictionDistribution:
     mean: float
     quantiles: np.ndarray
 
-    @property
-    def median(self) -> float:
-        return float(self.quantiles[N_QUANTILES // 2])
-
 
 @dataclass(frozen=True)
 class EffectStatistics:
@@ -201,22 +197,21 @@ R = Definitions("r", False, lambda v, q: normalize_r(v, reference=q))
 DEFINITIONS = {d.name: d for d in (ALE_CLI, R)}
 
 
-def aled(*, effect: np.ndarray, counts: np.ndarray, definitions: Definitions = ALE_CLI) -> float:
+def aled(
+    *,
+    effect: np.ndarray,
+    counts: np.ndarray,
+    definitions: Definitions = ALE_CLI,
+    quantiles: np.ndarray | None = None,
+) -> float:
     """ALE deviation ``sum_i w_i |p_i| / N`` over the pieces of the mean-centered curve
-    (``effect`` (K+1,), ``counts`` (K,)).
+    (``effect`` (K+1,), ``counts`` (K,)); of ``norm(p_i)`` with ``quantiles``.
 
     >>> aled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
     1.0
     >>> aled(effect=np.array([-1.0, 1.0]), counts=np.array([10]))  # mean |x| on [-1, 1]
     0.5
     """
-    return _mean_abs(effect, counts, definitions, None)
-
-
-def _mean_abs(
-    effect: np.ndarray, counts: np.ndarray, definitions: Definitions, quantiles: np.ndarray | None
-) -> float:
-    """``sum_i w_i |p_i| / N`` over the pieces, normalised with ``quantiles`` if given."""
     if counts.sum() == 0:
         return 0.0
     centered = mean_centered(effect=effect, counts=counts)
@@ -249,7 +244,8 @@ def naled(
     ...             quantiles=np.arange(101.0)), 9)
     1.0
     """
-    return min(_mean_abs(effect, counts, definitions, quantiles), 50.0)  # split weights' rounding
+    curve = {"effect": effect, "counts": counts, "definitions": definitions}
+    return min(aled(**curve, quantiles=quantiles), 50.0)  # split weights' rounding
 
 
 def naler(
