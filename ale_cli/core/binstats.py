@@ -60,6 +60,10 @@ class CellStats:
     def n_cells(self) -> int:
         return int(self.counts.size)
 
+    def take(self, index: slice) -> CellStats:
+        """The statistics of the cells ``index``."""
+        return CellStats(self.counts[index], self.mean[index], self.m2[index])
+
     @property
     def total(self) -> int:
         """Rows in all cells together."""
@@ -192,15 +196,7 @@ def uniform_cells(
         index += offsets
         chunk = _moments(index.ravel(), values[start : start + chunk_rows].ravel(), size)
         acc = chunk if start == 0 else _combine(acc, chunk)
-    counts, mean, m2 = acc
-    return [
-        CellStats(
-            counts=counts[j * k : (j + 1) * k],
-            mean=mean[j * k : (j + 1) * k],
-            m2=m2[j * k : (j + 1) * k],
-        )
-        for j in range(d)
-    ]
+    return [CellStats(*acc).take(slice(j * k, (j + 1) * k)) for j in range(d)]
 
 
 @dataclass(frozen=True)

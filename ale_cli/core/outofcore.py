@@ -81,11 +81,6 @@ class _Group:
         """A copy without counts and values, to send to where a pass runs."""
         return _Group(self.column, self.chain, self.count, self.ranks, self.slots, [], self.sub)
 
-    def no_values(self) -> Accumulator:
-        """What a pass over no rows gathers for this group."""
-        counts = None if self.sub is None else np.zeros(self.sub.size, dtype=np.int64)
-        return counts, np.inf, -np.inf, []
-
 
 def locate(counts: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The bucket holding each sorted position (``counts`` per bucket, buckets in order) and
@@ -243,11 +238,11 @@ def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
 def pass_accumulators(
     chunks: Chunks, groups: list[_Group], roots: list[_Level]
 ) -> list[Accumulator]:
-    """One pass over ``chunks`` for empty copies of ``groups``: an Accumulator per group."""
-    fresh = []
-    for g in groups:
-        counts = None if g.sub is None else np.zeros(g.sub.size, dtype=np.int64)
-        fresh.append(_Group(g.column, g.chain, g.count, g.ranks, g.slots, [], g.sub, counts))
+    """One pass over ``chunks`` (none: the neutral element of :func:`merge_accumulators`)
+    for empty copies of ``groups``: an Accumulator per group."""
+    fresh = [g.shipped() for g in groups]
+    for g in fresh:
+        g.sub_counts = None if g.sub is None else np.zeros(g.sub.size, dtype=np.int64)
     _pass(chunks, fresh, roots)
     return [(g.sub_counts, g.vmin, g.vmax, g.gathered) for g in fresh]
 

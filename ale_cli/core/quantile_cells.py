@@ -81,8 +81,6 @@ class BucketGrid:
         """Values per bucket of X (n, D): shape (D * size,), int64, :data:`COUNT_ROWS` rows
         at a time (pass 1 of a chunk)."""
         total = self.lo.size * self.size
-        if len(X) <= COUNT_ROWS:
-            return np.bincount(self.flat(X).ravel(), minlength=total)
         out = np.zeros(total, dtype=np.int64)
         for start in range(0, len(X), COUNT_ROWS):
             out += np.bincount(self.flat(X[start : start + COUNT_ROWS]).ravel(), minlength=total)
@@ -267,20 +265,12 @@ class QuantilePlan:
             raise AssertionError("order statistics out of order")  # monotone bucketing
         # segment s: above the edges of position buckets < s, below the others
         seg_bin = np.searchsorted(edge_home, np.arange(homes.size + 1), side="left")
-        segments = CellStats(
-            counts=scan.stats.counts[base : base + 2 * homes.size + 1 : 2],
-            mean=scan.stats.mean[base : base + 2 * homes.size + 1 : 2],
-            m2=scan.stats.m2[base : base + 2 * homes.size + 1 : 2],
-        )
+        segments = scan.stats.take(slice(base, base + 2 * homes.size + 1, 2))
         cells = segments.grouped(seg_bin, n_groups=k)
         for i, c in enumerate(pos_cells):
             if big[i]:  # one value: all its rows in one bin, its statistics from pass 2
-                own = CellStats(
-                    scan.stats.counts[c : c + 1],
-                    scan.stats.mean[c : c + 1],
-                    scan.stats.m2[c : c + 1],
-                )
                 b = int(np.searchsorted(interior, value[i], side="left"))
+                own = scan.stats.take(slice(c, c + 1))
                 cells = cells.merge(own.grouped(np.array([b]), n_groups=k))
         if last > first:
             index = assign(x[first:last], edges).index
