@@ -1,6 +1,6 @@
 """ALE of a discrete or nominal feature: effects per level from adjacent-level differences.
 
-Levels ``l_0, ..., l_{K-1}`` in order (numeric, or :func:`level_order` for a nominal
+Levels ``l_0, ..., l_{K-1}`` in order (numeric, or :func:`order_of` for a nominal
 feature), ``n_k`` rows at level k. As ALEPlot for factors (Apley & Zhu 2020, Sec. 5.4),
 each row is moved to the next and the previous level::
 
@@ -17,7 +17,7 @@ The jump from level k-1 to k pools the ``up`` of the rows at k-1 and the
 
 with ``s_j`` the std (ddof=1) of jump j's pooled values (:class:`CellStats`, K-1 cells).
 
-Nominal levels are ordered as ALEPlot does (:func:`level_order`): the distance between
+Nominal levels are ordered as ALEPlot does (:func:`order_of`): the distance between
 levels a and b sums, over the other features, the Kolmogorov-Smirnov distance of their
 ECDFs at the column's 100 type-7 quantiles (numeric) or the total variation
 ``sum |p_a - p_b| / 2`` (categorical); levels are sorted by their 1-D classical MDS
@@ -247,26 +247,16 @@ def mds_1d(dist: np.ndarray) -> np.ndarray:
     return coord
 
 
-def level_order(
-    codes: np.ndarray,
-    n_levels: int,
-    *,
-    numeric: Sequence[np.ndarray] = (),
-    categorical: Sequence[np.ndarray] = (),
-) -> np.ndarray:
-    """ALEPlot's order (K,) of nominal levels (``order[p]`` the level at position p).
+def order_of(dist: np.ndarray) -> np.ndarray:
+    """ALEPlot's order (K,) of nominal levels (``order[p]`` the level at position p): by the
+    1-D MDS coordinate (:func:`mds_1d`) of their distances ``dist`` (K, K) (e.g.
+    :func:`level_distances`); the input order when every distance is 0.
 
     >>> codes = np.repeat([0, 1, 2], 300)   # another feature centred at 0, 2 and 1 per level
     >>> other = np.array([0.0, 2.0, 1.0])[codes] + np.random.default_rng(0).normal(size=900)
-    >>> level_order(codes, 3, numeric=[other]).tolist()
+    >>> order_of(level_distances(codes, 3, numeric=[other])).tolist()
     [0, 2, 1]
     """
-    return order_of(level_distances(codes, n_levels, numeric=numeric, categorical=categorical))
-
-
-def order_of(dist: np.ndarray) -> np.ndarray:
-    """The levels sorted by their 1-D MDS coordinate (:func:`mds_1d`) of the distances
-    ``dist`` (K, K); the input order when every distance is 0."""
     if not np.any(dist > 0):
         return np.arange(len(dist))
     order: np.ndarray = np.argsort(mds_1d(dist), kind="stable")

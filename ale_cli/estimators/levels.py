@@ -2,7 +2,7 @@
 
 A discrete feature's levels are its distinct values in numeric order; a categorical one's
 (a text column as codes, or declared ``categorical``) are ordered by ALEPlot's method
-(:func:`~ale_cli.core.discrete.level_order`). Each row is moved to the adjacent levels (3
+(:func:`~ale_cli.core.discrete.order_of`). Each row is moved to the adjacent levels (3
 predictions per row at most; a text column is perturbed as text by the model adapter), and
 :func:`~ale_cli.core.discrete.level_cells` turns the differences into the effect.
 """
