@@ -21,32 +21,6 @@ from ale_cli.core.binning import UniformGrid
 CHUNK_ROWS = 2048
 
 
-def _moments(
-    flat: np.ndarray, values: np.ndarray, size: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Two-pass (n, mean, M2) per cell for values grouped by ``flat`` in ``0 .. size-1``."""
-    counts = np.bincount(flat, minlength=size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.bincount(flat, weights=values, minlength=size) / counts
-    mean[counts == 0] = 0.0
-    dev = values - mean.take(flat)
-    dev *= dev
-    return counts.astype(np.int64), mean, np.bincount(flat, weights=dev, minlength=size)
-
-
-def _combine(
-    a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Chan et al.: moments of the union of two groups, elementwise."""
-    na, ma, m2a = a
-    nb, mb, m2b = b
-    n = na + nb
-    with np.errstate(invalid="ignore", divide="ignore"):
-        wb = np.where(n > 0, nb / n, 0.0)
-    delta = mb - ma
-    return n, ma + delta * wb, m2a + m2b + delta * delta * na * wb
-
-
 @dataclass(frozen=True)
 class CellStats:
     """``counts`` (int64), ``mean`` (0 for an empty cell) and ``m2 = sum((v - mean)^2)`` of
@@ -92,7 +66,14 @@ class CellStats:
             inside = index >= 0
             if not np.all(inside):
                 index, values = index[inside], values[inside]
-        return cls(*_moments(index, values, n_cells))
+        counts = np.bincount(index, minlength=n_cells)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.bincount(index, weights=values, minlength=n_cells) / counts
+        mean[counts == 0] = 0.0
+        dev = values - mean.take(index)
+        dev *= dev
+        m2 = np.bincount(index, weights=dev, minlength=n_cells)
+        return cls(counts.astype(np.int64), mean, m2)
 
     def divided_by(self, widths: np.ndarray) -> CellStats:
         """Statistics of the values divided by ``widths`` (M,): ``mean / w``, ``M2 / w^2``.
@@ -105,7 +86,7 @@ class CellStats:
         return CellStats(counts=self.counts, mean=self.mean / widths, m2=self.m2 / widths**2)
 
     def merge(self, other: CellStats) -> CellStats:
-        """Statistics of the union of two chunks on the same cells.
+        """Statistics of the union of two chunks on the same cells (Chan et al.).
 
         >>> a = CellStats.from_values(np.array([0, 1]), np.array([1.0, 2.0]), n_cells=2)
         >>> b = CellStats.from_values(np.array([1]), np.array([4.0]), n_cells=2)
@@ -115,9 +96,12 @@ class CellStats:
         """
         if other.n_cells != self.n_cells:
             raise ValueError(f"cannot merge {self.n_cells} cells with {other.n_cells} cells")
-        return CellStats(
-            *_combine((self.counts, self.mean, self.m2), (other.counts, other.mean, other.m2))
-        )
+        n = self.counts + other.counts
+        with np.errstate(invalid="ignore", divide="ignore"):
+            wb = np.where(n > 0, other.counts / n, 0.0)
+        delta = other.mean - self.mean
+        m2 = self.m2 + other.m2 + delta * delta * self.counts * wb
+        return CellStats(n, self.mean + delta * wb, m2)
 
     def prefix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Prefix sums (M+1,) over cells ``< i`` of n, ``S1 = sum(v - c)`` and
@@ -189,14 +173,14 @@ def uniform_cells(
     n, d = X.shape
     k = grid.bins
     offsets = np.arange(d, dtype=np.int64) * k
-    size = d * k
-    acc = (np.zeros(size, dtype=np.int64), np.zeros(size), np.zeros(size))
+    acc = CellStats.empty(d * k)
     for start in range(0, n, chunk_rows):
         index = grid.index(X[start : start + chunk_rows])
         index += offsets
-        chunk = _moments(index.ravel(), values[start : start + chunk_rows].ravel(), size)
-        acc = chunk if start == 0 else _combine(acc, chunk)
-    return [CellStats(*acc).take(slice(j * k, (j + 1) * k)) for j in range(d)]
+        rows = values[start : start + chunk_rows].ravel()
+        chunk = CellStats.from_values(index.ravel(), rows, n_cells=d * k, all_inside=True)
+        acc = chunk if start == 0 else acc.merge(chunk)
+    return [acc.take(slice(j * k, (j + 1) * k)) for j in range(d)]
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.core.accumulate import center_offset
+
 #: the percentile levels recorded for the prediction distribution: 0, 1, ..., 100 %
 N_QUANTILES = 101
 _LEVELS = np.linspace(0.0, 1.0, N_QUANTILES)
@@ -91,10 +93,7 @@ def mean_centered(*, effect: np.ndarray, counts: np.ndarray) -> np.ndarray:
     [-1.625, -0.625, 1.375]
     """
     effect = np.asarray(effect, dtype=np.float64)
-    n = counts.sum()
-    if n == 0:
-        return effect.copy()
-    return effect - float(np.dot(counts, _midpoints(effect)) / n)
+    return effect - center_offset(effect, counts)
 
 
 def pieces(
