@@ -1,9 +1,11 @@
 """A data file read in several passes, chunk by chunk (``ale classic``, ``ale interact``
 streamed): a first pass for the rows and ranges (:meth:`DataPasses.scan`), then every
-pass opens the file again."""
+pass opens the file again; for a streamed ``ale compute`` of a model that chooses its steps
+from the data (finite differences), a first pass for its profile (:func:`first_pass`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream, open_stream
+from ale_cli.models.profile import DataProfile, ProfileBuilder
 
 
 @dataclass(frozen=True)
@@ -87,3 +90,22 @@ class DataPasses:
             dtypes=dict(stream.dtypes),
             levels=stream.levels,
         )
+
+
+@dataclass(frozen=True)
+class FirstPass:
+    """The ``profile`` of the rows kept, the input columns' dtypes, the data's hash."""
+
+    profile: DataProfile
+    dtypes: dict[str, str]
+    sha256: str
+
+
+def first_pass(stream: TableStream, chunks: Iterable[np.ndarray] | None = None) -> FirstPass:
+    """Read ``stream`` (or its ``chunks``, read ahead) to its end."""
+    builder = ProfileBuilder(len(stream.feature_names))
+    for X in stream if chunks is None else chunks:
+        builder.add(X)
+    if stream.sha256 is None:  # the iteration ended early (it raises instead)
+        raise RuntimeError("the data stream ended before its hash")
+    return FirstPass(builder.finish(), dict(stream.dtypes), stream.sha256)
