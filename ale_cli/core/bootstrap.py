@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.accumulate import CENTER_MODES
 from ale_cli.core.discrete import level_statistics
+from ale_cli.core.effect import CENTER_MODES
 from ale_cli.core.statistics import ALE_CLI, Definitions, effect_statistics
 
 #: at most this many weights (replicates x rows) are held at once

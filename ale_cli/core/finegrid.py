@@ -18,7 +18,7 @@ their *widths*, not by row counts.
 Fine edges are type-1 quantile edges at ``j / K_fine`` (``K_FINE = 240``). Since
 ``ceil(N k / K) = ceil(N (k r) / (K r))`` for ``K r = K_fine``, quantile edges at any K
 dividing 240 are fine edges, and ``F`` at them is exact. ``s_k`` is the ddof=1 std of the
-secants of the rows in coarse bin k (:mod:`~ale_cli.core.accumulate` for the rest).
+secants of the rows in coarse bin k (:mod:`~ale_cli.core.effect` for the rest).
 """
 
 from __future__ import annotations

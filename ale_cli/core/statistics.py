@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.core.accumulate import center_offset
+from ale_cli.core.effect import center_offset
 
 #: the percentile levels recorded for the prediction distribution: 0, 1, ..., 100 %
 N_QUANTILES = 101
