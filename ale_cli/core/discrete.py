@@ -146,18 +146,11 @@ def max_abs_differences(F: np.ndarray) -> np.ndarray:
     return out
 
 
-def _total_variation(codes: np.ndarray, other: np.ndarray, n_levels: int) -> np.ndarray:
-    """``sum_c |p_ac - p_bc| / 2 = 1 - sum_c min(p_ac, p_bc)`` for every pair of levels."""
-    width = int(other.max()) + 1
-    keys, counts = np.unique(codes * width + other, return_counts=True)
-    return total_variation(keys // width, keys % width, counts, n_levels)
-
-
 def total_variation(
     level: np.ndarray, value: np.ndarray, counts: np.ndarray, n_levels: int
 ) -> np.ndarray:
-    """The total variation distance between the levels (K, K) from the ``counts`` of rows
-    at each (``level``, ``value`` code) pair present.
+    """The total variation ``sum_c |p_ac - p_bc| / 2 = 1 - sum_c min(p_ac, p_bc)`` between the
+    levels (K, K) from the ``counts`` of rows at each (``level``, ``value`` code) pair present.
 
     >>> total_variation(np.array([0, 0, 1]), np.array([0, 1, 1]), np.array([1, 1, 2]), 2)
     array([[0. , 0.5],
@@ -222,7 +215,10 @@ def level_distances(
     for col in numeric:
         dist += max_abs_differences(_level_ecdfs(codes, np.asarray(col), n_levels))
     for col in categorical:
-        dist += _total_variation(codes, np.asarray(col, dtype=np.int64), n_levels)
+        other = np.asarray(col, dtype=np.int64)
+        width = int(other.max()) + 1
+        keys, counts = np.unique(codes * width + other, return_counts=True)
+        dist += total_variation(keys // width, keys % width, counts, n_levels)
     return dist
 
 

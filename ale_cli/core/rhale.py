@@ -82,19 +82,13 @@ def bin_costs(
     dz = grid[None, :] - grid[:, None]
     ok = np.triu(n >= min_points, k=1)
     total = float(pn[-1])
+    squares = cells.m2.sum() + np.dot(cells.counts, cells.mean * cells.mean)  # sum of e^2
+    square = float(squares / total) if total else 0.0
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1.0)
-        var[var <= rtol * rtol * _mean_square(cells)] = 0.0
+        var[var <= rtol * rtol * square] = 0.0
         cost = (1.0 - alpha * n / total) * var * dz
     return np.where(ok, cost, np.inf)
-
-
-def _mean_square(cells: CellStats) -> float:
-    """``mean(e^2)`` over every row of the cells: ``(sum M2 + sum n mean^2) / N``."""
-    total = cells.total
-    if total == 0:
-        return 0.0
-    return float((cells.m2.sum() + np.dot(cells.counts, cells.mean * cells.mean)) / total)
 
 
 def shortest_path(cost: np.ndarray) -> tuple[np.ndarray, float]:

@@ -74,19 +74,14 @@ def scheduler_address(scheduler: str) -> str:
         return value
     try:
         address = json.loads(Path(value).read_text(encoding="utf-8")).get("address")
-    except (OSError, ValueError, AttributeError):
-        address = None
-    if not isinstance(address, str) or not _is_address(address):
+        found = isinstance(address, str) and "://" in address
+        found = found and scheduler_target(address)[0] == "address"
+    except (OSError, ValueError, AttributeError, InputError):
+        found = False
+    if not found:
         raise InputError(
             f"{{param}} file '{value}' is not a Dask scheduler file (a JSON object whose "
             "'address' is tcp://host:port, as 'dask scheduler --scheduler-file' writes)",
             param="scheduler",
         )
     return address
-
-
-def _is_address(value: str) -> bool:
-    try:
-        return "://" in value and scheduler_target(value)[0] == "address"
-    except InputError:
-        return False

@@ -13,23 +13,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from ale_cli.data.source import ArraySource, Chunk, Parts, Source
+from ale_cli.data.source import ArraySource, Chunk, Parts, Source  # noqa: F401 (re-exported)
 from ale_cli.io.threads import ordered_map, prefetched
-
-__all__ = [
-    "LOCAL",
-    "ArraySource",
-    "Chunk",
-    "Engine",
-    "LocalEngine",
-    "Parts",
-    "PartWriter",
-    "Ready",
-    "Shared",
-    "Sink",
-    "Source",
-    "fold_part",
-]
 
 S = TypeVar("S")
 
