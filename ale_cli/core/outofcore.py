@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -109,11 +110,11 @@ def _split(group: _Group, level: _Level, counts: np.ndarray) -> list[_Group]:
         pick = home == b
         out.append(
             _Group(
-                column=group.column,
-                chain=[*group.chain, (level, int(b))],
-                count=int(counts[b]),
-                ranks=rank[pick],
-                slots=group.slots[pick],
+                group.column,
+                [*group.chain, (level, int(b))],
+                int(counts[b]),
+                rank[pick],
+                group.slots[pick],
             )
         )
     return out
@@ -152,26 +153,19 @@ def order_statistics(
     out = np.empty((d, positions.size), dtype=np.float64)
     size = int(np.clip(n // 8, 64, MAX_BUCKETS))
     roots = [_Level(float(lo[j]), float(hi[j]) - float(lo[j]), size) for j in range(d)]
-    everything = [_Group(j, [], n, positions.copy(), np.arange(positions.size)) for j in range(d)]
-    for g, level in zip(everything, roots, strict=True):
-        if np.isfinite(level.width) and level.width > 0:
-            g.sub, g.sub_counts = level, np.zeros(size, dtype=np.int64)
-        # else (a range wider than the largest float): the column is gathered whole
+    active = [_Group(j, [], n, positions.copy(), np.arange(positions.size)) for j in range(d)]
     if run_pass is None:
-
-        def run_pass(groups: list[_Group], levels: list[_Level]) -> list[Accumulator]:
-            return pass_accumulators(chunks, groups, levels)
-
-    active = everything
+        run_pass = partial(pass_accumulators, chunks)
     while active:
         for g in active:
-            if g.sub is None and g.chain and g.count > max_candidates:
-                level, b = g.chain[-1]
-                lo_g, hi_g = level.bucket_range(b)
-                if np.isfinite(hi_g - lo_g) and hi_g > lo_g:
-                    sub_size = int(np.clip(g.count // 8, 64, MAX_BUCKETS))
-                    g.sub = _Level(lo_g, hi_g - lo_g, sub_size)
-                    g.sub_counts = np.zeros(sub_size, dtype=np.int64)
+            if g.sub is not None or (g.chain and g.count <= max_candidates):
+                continue
+            level = roots[g.column]
+            if g.chain:
+                lo_g, hi_g = g.chain[-1][0].bucket_range(g.chain[-1][1])
+                level = _Level(lo_g, hi_g - lo_g, int(np.clip(g.count // 8, 64, MAX_BUCKETS)))
+            if np.isfinite(level.width) and level.width > 0:  # else (inf): gathered whole
+                g.sub, g.sub_counts = level, np.zeros(level.size, dtype=np.int64)
         absorb(active, run_pass(active, roots))
         following: list[_Group] = []
         for g in active:

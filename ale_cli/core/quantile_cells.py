@@ -226,14 +226,13 @@ class QuantilePlan:
         bounds = np.searchsorted(cell, np.arange(self.kind.size + 1))
         out: list[QuantileCells | None] = []
         for j in range(self.grid.lo.size):
-            out.append(self._column(j, scan, cell, x, e, bounds, float(lo[j]), float(hi[j])))
+            out.append(self._column(j, scan, x, e, bounds, float(lo[j]), float(hi[j])))
         return out
 
     def _column(
         self,
         j: int,
         scan: _Scan,
-        cell: np.ndarray,
         x: np.ndarray,
         e: np.ndarray,
         bounds: np.ndarray,

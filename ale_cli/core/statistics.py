@@ -243,8 +243,8 @@ def naled(
     ...             quantiles=np.arange(101.0)), 9)
     1.0
     """
-    curve = {"effect": effect, "counts": counts, "definitions": definitions}
-    return min(aled(**curve, quantiles=quantiles), 50.0)  # split weights' rounding
+    value = aled(effect=effect, counts=counts, definitions=definitions, quantiles=quantiles)
+    return min(value, 50.0)  # split weights' rounding
 
 
 def naler(
