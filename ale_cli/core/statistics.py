@@ -220,14 +220,29 @@ def aled(
     return float(np.dot(weights, np.abs(values)) / weights.sum())
 
 
-def aler(*, effect: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
-    """ALE range ``(min_k f(z_k), max_k f(z_k))`` of the mean-centered curve.
+def aler(
+    *,
+    effect: np.ndarray,
+    counts: np.ndarray,
+    quantiles: np.ndarray | None = None,
+    definitions: Definitions = ALE_CLI,
+) -> tuple[float, float]:
+    """ALE range ``(min_k f(z_k), max_k f(z_k))`` of the mean-centered curve; with
+    ``quantiles``, NALER: ``norm`` of its limits, in [-50, 50].
 
     >>> aler(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
     (-2.0, 2.0)
+    >>> lo, hi = aler(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
+    ...               quantiles=np.arange(101.0))
+    >>> round(lo, 9), round(hi, 9)
+    (-2.0, 2.0)
     """
     centered = mean_centered(effect=effect, counts=counts)
-    return float(centered.min()), float(centered.max())
+    lo, hi = float(centered.min()), float(centered.max())
+    if quantiles is None:
+        return lo, hi
+    norm = definitions.normalize(np.array([lo, hi]), quantiles)
+    return float(norm[0]), float(norm[1])
 
 
 def naled(
@@ -245,25 +260,6 @@ def naled(
     """
     value = aled(effect=effect, counts=counts, definitions=definitions, quantiles=quantiles)
     return min(value, 50.0)  # split weights' rounding
-
-
-def naler(
-    *,
-    effect: np.ndarray,
-    counts: np.ndarray,
-    quantiles: np.ndarray,
-    definitions: Definitions = ALE_CLI,
-) -> tuple[float, float]:
-    """Normalised ALER: ``norm`` of the ALER limits, in [-50, 50].
-
-    >>> lo, hi = naler(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
-    ...                quantiles=np.arange(101.0))
-    >>> round(lo, 9), round(hi, 9)
-    (-2.0, 2.0)
-    """
-    lo, hi = aler(effect=effect, counts=counts)
-    norm = definitions.normalize(np.array([lo, hi]), quantiles)
-    return float(norm[0]), float(norm[1])
 
 
 def heterogeneity_share(
@@ -327,5 +323,5 @@ def effect_statistics(
     stats = EffectStatistics(aled(**curve), lo, hi, share)
     if quantiles is None:
         return stats
-    nlo, nhi = naler(quantiles=quantiles, **curve)
+    nlo, nhi = aler(quantiles=quantiles, **curve)
     return replace(stats, naled=naled(quantiles=quantiles, **curve), naler_min=nlo, naler_max=nhi)
