@@ -166,7 +166,9 @@ def order_statistics(
                 level = _Level(lo_g, hi_g - lo_g, int(np.clip(g.count // 8, 64, MAX_BUCKETS)))
             if np.isfinite(level.width) and level.width > 0:  # else (inf): gathered whole
                 g.sub, g.sub_counts = level, np.zeros(level.size, dtype=np.int64)
-        absorb(active, run_pass(active, roots))
+        mine = [(g.sub_counts, g.vmin, g.vmax, g.gathered) for g in active]
+        for g, acc in zip(active, merge_accumulators(mine, run_pass(active, roots)), strict=True):
+            g.sub_counts, g.vmin, g.vmax, g.gathered = acc
         following: list[_Group] = []
         for g in active:
             if g.sub is not None and g.sub_counts is not None:
@@ -247,16 +249,6 @@ def merge_accumulators(a: list[Accumulator], b: list[Accumulator]) -> list[Accum
         (None if ca is None or cb is None else ca + cb, min(lo_a, lo_b), max(hi_a, hi_b), ga + gb)
         for (ca, lo_a, hi_a, ga), (cb, lo_b, hi_b, gb) in zip(a, b, strict=True)
     ]
-
-
-def absorb(groups: list[_Group], results: list[Accumulator]) -> None:
-    """Merge what a pass gathered into ``groups`` (counts add up, values are gathered)."""
-    for g, (counts, vmin, vmax, gathered) in zip(groups, results, strict=True):
-        if counts is not None and g.sub_counts is not None:
-            g.sub_counts += counts
-            g.vmin, g.vmax = min(g.vmin, vmin), max(g.vmax, vmax)
-        else:
-            g.gathered.extend(gathered)
 
 
 def _take(g: _Group, v: np.ndarray, bucket: np.ndarray | None) -> None:
