@@ -53,20 +53,15 @@ class BucketGrid:
     @classmethod
     def build(cls, lo: np.ndarray, hi: np.ndarray, *, size: int, dtype: Any) -> BucketGrid:
         """The grid in float32 if ``dtype`` is and every scale is finite there, else float64."""
-        if dtype == np.float32:
-            grid = cls._in(np.dtype(np.float32), lo, hi, size)
-            if grid.usable.all():
-                return grid
-        return cls._in(np.dtype(np.float64), lo, hi, size)
-
-    @classmethod
-    def _in(cls, ftype: np.dtype[Any], lo: np.ndarray, hi: np.ndarray, size: int) -> BucketGrid:
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            lo_t: np.ndarray = np.asarray(lo, dtype=ftype)
-            width: np.ndarray = np.asarray(hi, dtype=ftype) - lo_t
-            scale: np.ndarray = np.asarray(size, dtype=ftype) / width
-            scale *= np.asarray(1.0 - 2.0**-20, dtype=ftype)
-        usable = np.isfinite(width) & (width > 0) & np.isfinite(scale) & (scale > 0)
+        for ftype in (np.float32, np.float64) if dtype == np.float32 else (np.float64,):
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                lo_t: np.ndarray = np.asarray(lo, dtype=ftype)
+                width: np.ndarray = np.asarray(hi, dtype=ftype) - lo_t
+                scale: np.ndarray = np.asarray(size, dtype=ftype) / width
+                scale *= np.asarray(1.0 - 2.0**-20, dtype=ftype)
+            usable = np.isfinite(width) & (width > 0) & np.isfinite(scale) & (scale > 0)
+            if usable.all() or ftype == np.float64:
+                break
         return cls(lo_t, np.where(usable, scale, 0).astype(ftype), size, usable)
 
     def flat(self, X: np.ndarray) -> np.ndarray:
