@@ -61,10 +61,8 @@ class PairCells:
     """One pair's :func:`pair_cells`, its rows ``outside`` the grid and whether any value
     was ``nonzero``; merged as the cells merge, ``outside`` adds, ``nonzero`` ors.
 
-    >>> e = PairCells.empty((2, 2))
-    >>> a = PairCells.from_values(np.array([0, 1]), np.array([1, 1]), np.array([1.0, 3.0]),
-    ...                           shape=(2, 2), outside=1)
-    >>> m = e.merge(a)
+    >>> a = pair_cells(np.array([0, 1]), np.array([1, 1]), np.array([1.0, 3.0]), shape=(2, 2))
+    >>> m = PairCells.empty((2, 2)).merge(PairCells(a, outside=1, nonzero=True))
     >>> m.cells.counts.tolist(), m.outside, m.nonzero
     ([0, 1, 0, 1], 1, True)
     """
@@ -76,19 +74,6 @@ class PairCells:
     @classmethod
     def empty(cls, shape: tuple[int, int]) -> PairCells:
         return cls(CellStats.empty(shape[0] * shape[1]))
-
-    @classmethod
-    def from_values(
-        cls,
-        ia: np.ndarray,
-        ib: np.ndarray,
-        values: np.ndarray,
-        *,
-        shape: tuple[int, int],
-        outside: int = 0,
-    ) -> PairCells:
-        cells = pair_cells(ia, ib, values, shape=shape)
-        return cls(cells, int(outside), bool(np.any(values)))
 
     def merge(self, other: PairCells) -> PairCells:
         return PairCells(
