@@ -282,20 +282,15 @@ def level_statistics(
     aled = float(np.dot(n, np.abs(effect)) / total)
     het = float(np.dot(n, std) / total)
     share = (het / aled if aled > 0 else (0.0 if het == 0 else None)) if total else None
-    out: dict[str, float | None] = {
+    norm = None
+    if quantiles is not None:
+        norm = (definitions or ALE_CLI).normalize(np.asarray(effect, dtype=np.float64), quantiles)
+    return {
         "aled": aled,
         "aler_min": float(np.min(effect)),
         "aler_max": float(np.max(effect)),
-        "naled": None,
-        "naler_min": None,
-        "naler_max": None,
+        "naled": None if norm is None else float(np.dot(n, np.abs(norm)) / total),
+        "naler_min": None if norm is None else float(norm.min()),
+        "naler_max": None if norm is None else float(norm.max()),
         "heterogeneity_share": share,
     }
-    if quantiles is not None:
-        norm = (definitions or ALE_CLI).normalize(np.asarray(effect, dtype=np.float64), quantiles)
-        out |= {
-            "naled": float(np.dot(n, np.abs(norm)) / total),
-            "naler_min": float(norm.min()),
-            "naler_max": float(norm.max()),
-        }
-    return out
