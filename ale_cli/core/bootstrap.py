@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ale_cli.core.binstats import fill_missing
 from ale_cli.core.discrete import level_statistics
 from ale_cli.core.effect import CENTER_MODES
 from ale_cli.core.statistics import ALE_CLI, Definitions, effect_statistics
@@ -81,11 +82,7 @@ def replicate_effects(
     if empty.any():
         centers = (edges[:-1] + edges[1:]) / 2.0
         for b in np.flatnonzero(empty.any(axis=1)):
-            ok = ~empty[b]
-            if not ok.any():
-                mu[b] = 0.0
-                continue
-            mu[b, ~ok] = np.interp(centers[~ok], centers[ok], mu[b, ok])
+            mu[b] = fill_missing(mu[b], ~empty[b], centers)
     dz = np.diff(edges)
     effect = np.zeros((n.shape[0], edges.size))
     np.cumsum(mu * dz, axis=1, out=effect[:, 1:])
