@@ -124,8 +124,6 @@ class QuantilePlan:
     """
 
     grid: BucketGrid
-    n: int
-    bins: int
     homes: tuple[np.ndarray, ...]
     ranks: tuple[np.ndarray, ...]
     where: tuple[np.ndarray, ...]
@@ -174,7 +172,7 @@ class QuantilePlan:
             hit = np.zeros(size, dtype=bool)
             hit[h] = True
             lut[j * size : (j + 1) * size] = base[j] + 2 * below + hit
-        return cls(grid, n, bins, tuple(homes), tuple(ranks), tuple(where), base, lut, kind)
+        return cls(grid, tuple(homes), tuple(ranks), tuple(where), base, lut, kind)
 
     def scan(self, X: np.ndarray, E: np.ndarray) -> _Scan:
         """Pass 2 over X (n, D) and its local effects E (n, D), :data:`SCAN_ROWS` rows at a

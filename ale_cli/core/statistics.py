@@ -62,8 +62,8 @@ class EffectStatistics:
 def prediction_distribution(
     *, prediction: np.ndarray, scratch: bool = False
 ) -> PredictionDistribution:
-    """Count, mean and the 101 percentiles of the finite values of ``prediction`` (N,);
-    ``scratch``: a float64 array the caller no longer needs, which may be reordered.
+    """Count, mean and the 101 percentiles of the finite values of ``prediction`` (N,)
+    (``scratch``: a float64 array that may be reordered).
 
     >>> d = prediction_distribution(prediction=np.arange(101.0))
     >>> d.n, d.mean, d.quantiles[[0, 50, 100]].tolist()
@@ -99,9 +99,8 @@ def mean_centered(*, effect: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def pieces(
     *, effect: np.ndarray, counts: np.ndarray, split: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Values and weights of the curve's pieces: ``(m_k, n_k)`` per bin, or (``split``)
-    two pieces ``(u/2, n_k |u|/(|u|+|v|))``, ``(v/2, n_k |v|/(|u|+|v|))`` for a bin whose
-    values ``u``, ``v`` at its limits have opposite signs.
+    """Values and weights of the curve's pieces (the module docstring; not ``split``: one
+    ``(m_k, n_k)`` per bin).
 
     >>> values, weights = pieces(effect=np.array([-1.0, 3.0, 5.0]), counts=np.array([4, 2]))
     >>> values.tolist(), weights.tolist()
