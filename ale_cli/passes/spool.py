@@ -29,9 +29,7 @@ class Scan:
     first: np.ndarray
     format: str
     sha256: str
-    rows_read: int
     rows_dropped: int
-    dropped_columns: tuple[str, ...]
     dtypes: dict[str, str]
     levels: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
@@ -84,9 +82,7 @@ class DataPasses:
             first=first,
             format=stream.format,
             sha256=stream.sha256,
-            rows_read=stream.rows_read,
             rows_dropped=stream.rows_dropped,
-            dropped_columns=stream.dropped_columns,
             dtypes=dict(stream.dtypes),
             levels=stream.levels,
         )
