@@ -9,9 +9,6 @@ from pathlib import Path
 
 from ale_cli.errors import InputError
 
-INSTALL_HINT = "pip install ale-cli[dask]"
-
-
 #: the protocols of Dask's comms a scheduler listens on
 PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
 _HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^/:\[\]\s]+):(?P<port>[0-9]{1,5})/?")
@@ -62,7 +59,8 @@ def require_dask() -> None:
         import distributed  # noqa: F401
     except ImportError:
         raise InputError(
-            f"{{param}} dask needs the optional packages dask and distributed: {INSTALL_HINT}",
+            "{param} dask needs the optional packages dask and distributed: "
+            "pip install ale-cli[dask]",
             param="engine",
         ) from None
 
