@@ -55,11 +55,10 @@ class ShippedModel:
         """The handle of the model file ``path`` (``sha256`` when known), or of a model
         object, which stays in this process."""
         if isinstance(path, ModelObject):
-            digest = path.sha256 or ""
-            return cls(str(path), digest, model_format, options, columns, head, profile, loaded,
-                       obj=path)  # fmt: skip
-        digest = sha256 if sha256 is not None else sha256_file(path)
-        return cls(str(path), digest, model_format, options, columns, head, profile, loaded)
+            sha, obj = path.sha256 or "", path
+        else:
+            sha, obj = (sha256 if sha256 is not None else sha256_file(path)), None
+        return cls(str(path), sha, model_format, options, columns, head, profile, loaded, obj=obj)
 
     def __reduce__(self) -> tuple[Any, ...]:
         if self.obj is not None:
