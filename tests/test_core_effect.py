@@ -10,10 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ale_cli.core.accumulate import accumulate, center_offset, evaluate
 from ale_cli.core.binning import assign, uniform_edges
 from ale_cli.core.binstats import CellStats
-from ale_cli.core.effect import effect_from_cells
+from ale_cli.core.effect import accumulate, center_offset, effect_from_cells, evaluate
 from ale_cli.core.rhale import default_min_points, optimal_partition
 
 # -- accumulation and centering --------------------------------------------------------------

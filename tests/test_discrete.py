@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ale_cli.core.discrete import level_distances, level_order, mds_1d
+from ale_cli.core.discrete import level_distances, mds_1d, order_of
 from ale_cli.estimators.classic import classic_features
 from ale_cli.summary.model import SCHEMA_PATH, read_summary
 
@@ -123,7 +123,7 @@ def test_level_order_is_the_one_a_feature_it_shapes_implies() -> None:
     shift = np.array([0.0, 3.0, 1.0, 2.0])
     numeric = shift[codes] + rng.normal(0, 0.7, codes.size)
     other = np.where(rng.uniform(size=codes.size) < shift[codes] / 3, 1, 0)
-    order = level_order(codes, 4, numeric=[numeric], categorical=[other])
+    order = order_of(level_distances(codes, 4, numeric=[numeric], categorical=[other]))
     assert order.tolist() == [0, 2, 3, 1]
     # distances by definition: KS at the 100 quantiles and total variation
     d = level_distances(codes, 4, numeric=[numeric], categorical=[other])

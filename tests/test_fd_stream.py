@@ -352,7 +352,7 @@ def test_a_pipeline_explaining_a_text_column_streams_as_the_whole_table_computes
 
 
 def test_data_changed_between_the_two_reads_is_refused(smooth_pickle, tmp_path: Path, monkeypatch):
-    import ale_cli.passes.profiling as profiling
+    import ale_cli.passes.spool as profiling
 
     data = tmp_path / "d.csv"
     frame = _frame(40)

@@ -172,10 +172,12 @@ def test_level_orders_from_passes_equal_the_whole_table(k, n, seed, at):
     rows = Rows(_Cut(X, tuple(a for a in at if a < n)), tuple("fabcd"), n, lo, hi)
     values = np.unique(X[:, 0])
     (order,) = level_orders(rows, [(0, values)], [0, 4])
-    expected = discrete.level_order(
-        codes,
-        k,
-        numeric=[X[:, 1], X[:, 2], X[:, 3]],
-        categorical=[np.unique(X[:, 4], return_inverse=True)[1]],
+    expected = discrete.order_of(
+        discrete.level_distances(
+            codes,
+            k,
+            numeric=[X[:, 1], X[:, 2], X[:, 3]],
+            categorical=[np.unique(X[:, 4], return_inverse=True)[1]],
+        )
     )
     np.testing.assert_array_equal(order, expected)

@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from ale_cli.core.second_order import (
     accumulate_2d,
-    cell_means_from_cells,
     fill_nearest,
     pair_cells,
     remove_main_effects,
@@ -26,13 +25,16 @@ def test_cell_means_match_a_loop():
     rng = np.random.default_rng(0)
     ia, ib = rng.integers(0, 3, 200), rng.integers(0, 4, 200)
     v = rng.normal(size=200)
-    cm = cell_means_from_cells(pair_cells(ia, ib, v, shape=(3, 4)), shape=(3, 4))
+    cells = pair_cells(ia, ib, v, shape=(3, 4))
+    cm = second_order_from_cells(
+        cells, edges_a=np.arange(4.0), edges_b=np.arange(5.0), route="classic"
+    )
     for k in range(3):
         for m in range(4):
             sel = v[(ia == k) & (ib == m)]
-            assert cm.counts[k, m] == len(sel)
-            np.testing.assert_allclose(cm.mean[k, m], sel.mean(), rtol=1e-12)
-            np.testing.assert_allclose(cm.std[k, m], sel.std(ddof=1), rtol=1e-10)
+            assert cm.counts[k, m] == len(sel) and not cm.filled[k, m]
+            np.testing.assert_allclose(cm.cell_effect[k, m], sel.mean(), rtol=1e-12)
+            np.testing.assert_allclose(cm.cell_std[k, m], sel.std(ddof=1), rtol=1e-10)
 
 
 def test_product_surface_is_the_pure_interaction_for_independent_uniform_data():

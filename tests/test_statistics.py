@@ -286,7 +286,7 @@ def test_with_statistics_leaves_out_non_finite_predictions_and_keeps_interact_su
 def test_aled_is_the_mean_absolute_centered_curve_over_the_rows():
     """For rows spread evenly within the bins, ALED is the rows' mean |f(x_i)| of the
     piecewise-linear curve centered on the rows' mean."""
-    from ale_cli.core.accumulate import evaluate
+    from ale_cli.core.effect import evaluate
 
     rng = np.random.default_rng(13)
     x = rng.uniform(-2.0, 2.0, 200_000)

@@ -1,10 +1,8 @@
 """Per-cell sufficient statistics of the local effects, and the bin statistics from them.
 
-Per cell: count, mean and ``M2`` (the sum of squared deviations from the cell mean;
-``S1 = n mean``, ``S2 = M2 + n mean^2``), so a bin of equal values has exactly
-``M2 = 0``. Two sets on the same cells merge exactly (Chan, Golub & LeVeque), so data
-can arrive in chunks and runs of cells combine into coarser bins. For a bin of ``n_k``
-rows::
+Per cell: count, mean and ``M2`` (the sum of squared deviations from the cell mean), so
+a bin of equal values has exactly ``M2 = 0``. Two sets on the same cells merge exactly
+(Chan, Golub & LeVeque). For a bin of ``n_k`` rows::
 
     mu_k  = mean_k                                      (bin effect)
     s_k^2 = M2_k / (n_k - 1)                            (ddof = 1; NaN if n_k < 2)
@@ -19,34 +17,8 @@ import numpy as np
 
 from ale_cli.core.binning import UniformGrid
 
-#: rows per chunk in :func:`uniform_cells` (2048 x 32 float64 columns = 512 KiB per temporary)
+#: rows per chunk in :func:`uniform_cells` (temporaries stay in cache)
 CHUNK_ROWS = 2048
-
-
-def _moments(
-    flat: np.ndarray, values: np.ndarray, size: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Two-pass (n, mean, M2) per cell for values grouped by ``flat`` in ``0 .. size-1``."""
-    counts = np.bincount(flat, minlength=size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.bincount(flat, weights=values, minlength=size) / counts
-    mean[counts == 0] = 0.0
-    dev = values - mean.take(flat)
-    dev *= dev
-    return counts.astype(np.int64), mean, np.bincount(flat, weights=dev, minlength=size)
-
-
-def _combine(
-    a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Chan et al.: moments of the union of two groups, elementwise."""
-    na, ma, m2a = a
-    nb, mb, m2b = b
-    n = na + nb
-    with np.errstate(invalid="ignore", divide="ignore"):
-        wb = np.where(n > 0, nb / n, 0.0)
-    delta = mb - ma
-    return n, ma + delta * wb, m2a + m2b + delta * delta * na * wb
 
 
 @dataclass(frozen=True)
@@ -61,6 +33,10 @@ class CellStats:
     @property
     def n_cells(self) -> int:
         return int(self.counts.size)
+
+    def take(self, index: slice) -> CellStats:
+        """The statistics of the cells ``index``."""
+        return CellStats(self.counts[index], self.mean[index], self.m2[index])
 
     @property
     def total(self) -> int:
@@ -90,12 +66,17 @@ class CellStats:
             inside = index >= 0
             if not np.all(inside):
                 index, values = index[inside], values[inside]
-        return cls(*_moments(index, values, n_cells))
+        counts = np.bincount(index, minlength=n_cells)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.bincount(index, weights=values, minlength=n_cells) / counts
+        mean[counts == 0] = 0.0
+        dev = values - mean.take(index)
+        dev *= dev
+        m2 = np.bincount(index, weights=dev, minlength=n_cells)
+        return cls(counts.astype(np.int64), mean, m2)
 
     def divided_by(self, widths: np.ndarray) -> CellStats:
-        """Statistics of the values divided by a constant per cell (``widths``, shape (M,)).
-
-        ``mean(v / w) = mean(v) / w``, ``M2(v / w) = M2(v) / w^2``.
+        """Statistics of the values divided by ``widths`` (M,): ``mean / w``, ``M2 / w^2``.
 
         >>> c = CellStats.from_values(np.array([0, 0, 1]), np.array([1.0, 3.0, 5.0]), n_cells=2)
         >>> d = c.divided_by(np.array([2.0, 0.5]))
@@ -105,7 +86,7 @@ class CellStats:
         return CellStats(counts=self.counts, mean=self.mean / widths, m2=self.m2 / widths**2)
 
     def merge(self, other: CellStats) -> CellStats:
-        """Statistics of the union of two chunks on the same cells.
+        """Statistics of the union of two chunks on the same cells (Chan et al.).
 
         >>> a = CellStats.from_values(np.array([0, 1]), np.array([1.0, 2.0]), n_cells=2)
         >>> b = CellStats.from_values(np.array([1]), np.array([4.0]), n_cells=2)
@@ -115,17 +96,17 @@ class CellStats:
         """
         if other.n_cells != self.n_cells:
             raise ValueError(f"cannot merge {self.n_cells} cells with {other.n_cells} cells")
-        return CellStats(
-            *_combine((self.counts, self.mean, self.m2), (other.counts, other.mean, other.m2))
-        )
+        n = self.counts + other.counts
+        with np.errstate(invalid="ignore", divide="ignore"):
+            wb = np.where(n > 0, other.counts / n, 0.0)
+        delta = other.mean - self.mean
+        m2 = self.m2 + other.m2 + delta * delta * self.counts * wb
+        return CellStats(n, self.mean + delta * wb, m2)
 
     def prefix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Prefix sums over cells ``< i`` of n, S1 and S2 about the overall mean c; shape (M+1,).
-
-        ``S1 = sum(v - c)``, ``S2 = sum((v - c)^2) = M2 + n (mean - c)^2`` per
-        cell; the variance of any run of cells i..j-1 is then
-        ``(S2 - S1^2 / n) / (n - 1)`` from differences of the prefix sums.
-        """
+        """Prefix sums (M+1,) over cells ``< i`` of n, ``S1 = sum(v - c)`` and
+        ``S2 = sum((v - c)^2) = M2 + n (mean - c)^2`` about the overall mean c: the variance of
+        cells i..j-1 is ``(S2 - S1^2 / n) / (n - 1)`` of the differences."""
         total = self.total
         c = float(np.dot(self.counts, self.mean) / total) if total else 0.0
         d = self.mean - c
@@ -138,11 +119,8 @@ class CellStats:
         )
 
     def grouped(self, owner: np.ndarray, *, n_groups: int) -> CellStats:
-        """Statistics of the groups of cells: cell i joins group ``owner[i]`` (shape (M,),
-        in ``0 .. n_groups-1``); a group without cells is empty.
-
-        ``n = sum n_c``, ``mean = sum n_c mean_c / n``,
-        ``M2 = sum M2_c + sum n_c (mean_c - mean)^2`` over the group's cells.
+        """Statistics of the groups of cells, cell i in group ``owner[i]`` (M,): ``n = sum n_c``,
+        ``mean = sum n_c mean_c / n``, ``M2 = sum M2_c + sum n_c (mean_c - mean)^2``.
 
         >>> c = CellStats.from_values(np.array([0, 1, 2, 2]), np.array([1.0, 2, 4, 6]), n_cells=3)
         >>> g = c.grouped(np.array([0, 2, 2]), n_groups=3)
@@ -159,10 +137,8 @@ class CellStats:
         return CellStats(counts=counts, mean=mean, m2=m2)
 
     def coarsen(self, limits: np.ndarray) -> CellStats:
-        """Statistics of the bins made of cells ``limits[k] .. limits[k+1] - 1``.
-
-        ``limits`` are increasing cell boundaries from 0 to M (shape (K+1,)).
-        Exact for runs of equal cell means: ``M2 = sum M2_c + sum n_c (mean_c - mean)^2``.
+        """Statistics of the bins of cells ``limits[k] .. limits[k+1] - 1`` (``limits`` (K+1,)
+        increasing from 0 to M), as :meth:`grouped`.
 
         >>> c = CellStats.from_values(np.array([0, 1, 2, 2]), np.array([1.0, 2, 4, 6]), n_cells=3)
         >>> b = c.coarsen(np.array([0, 1, 3]))
@@ -186,11 +162,8 @@ class CellStats:
 def uniform_cells(
     X: np.ndarray, values: np.ndarray, grid: UniformGrid, *, chunk_rows: int = CHUNK_ROWS
 ) -> list[CellStats]:
-    """:meth:`CellStats.from_values` for every column of (N, D) arrays on a uniform grid.
-
-    D lists of K cells. Rows go in chunks of ``chunk_rows`` (temporaries stay in cache),
-    column j's cells offset by ``j * K`` so that one ``np.bincount`` fills every column.
-    Every value of column j must lie inside the grid's ``[z_0, z_K]``.
+    """:meth:`CellStats.from_values` for every column of (N, D) arrays on a uniform grid
+    (every value inside ``[z_0, z_K]``): D lists of K cells, one bincount for all columns.
 
     >>> g = UniformGrid.build(np.array([0.0, 0.0]), np.array([1.0, 1.0]), bins=2)
     >>> cells = uniform_cells(np.array([[0.0, 1.0], [1.0, 1.0]]), np.ones((2, 2)), g)
@@ -200,22 +173,14 @@ def uniform_cells(
     n, d = X.shape
     k = grid.bins
     offsets = np.arange(d, dtype=np.int64) * k
-    size = d * k
-    acc = (np.zeros(size, dtype=np.int64), np.zeros(size), np.zeros(size))
+    acc = CellStats.empty(d * k)
     for start in range(0, n, chunk_rows):
         index = grid.index(X[start : start + chunk_rows])
         index += offsets
-        chunk = _moments(index.ravel(), values[start : start + chunk_rows].ravel(), size)
-        acc = chunk if start == 0 else _combine(acc, chunk)
-    counts, mean, m2 = acc
-    return [
-        CellStats(
-            counts=counts[j * k : (j + 1) * k],
-            mean=mean[j * k : (j + 1) * k],
-            m2=m2[j * k : (j + 1) * k],
-        )
-        for j in range(d)
-    ]
+        rows = values[start : start + chunk_rows].ravel()
+        chunk = CellStats.from_values(index.ravel(), rows, n_cells=d * k, all_inside=True)
+        acc = chunk if start == 0 else acc.merge(chunk)
+    return [acc.take(slice(j * k, (j + 1) * k)) for j in range(d)]
 
 
 @dataclass(frozen=True)

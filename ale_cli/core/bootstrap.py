@@ -6,12 +6,9 @@ the bins fixed its cell statistics are weighted sums over the rows::
     n_bk = sum_{i in bin k} w_bi
     S_bk = sum_{i in bin k} w_bi e_i = n_bk mu_k + sum_{i in bin k} w_bi (e_i - mu_k)
 
-(``mu_k`` the bin's mean on the data: a bin of equal values stays exact), computed as
-sparse products by :func:`ale_cli.estimators.bands.replicate_cells`. Each replicate is
-then estimated as the data are (:func:`replicate_effects`), and the band at each edge is
-the ``(1 - ci) / 2`` and ``(1 + ci) / 2`` percentiles (:func:`percentile_band`). The rows
-drawn depend only on the seed and N, so a seed gives the same replicates for any block
-size and any features.
+(``mu_k`` the bin's mean on the data: a bin of equal values stays exact). The band at
+each edge is the ``(1 - ci) / 2`` and ``(1 + ci) / 2`` percentiles over the replicates.
+The rows drawn depend only on the seed and N, not on the block size or the features.
 """
 
 from __future__ import annotations
@@ -21,7 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.accumulate import CENTER_MODES
+from ale_cli.core.binstats import fill_missing
+from ale_cli.core.discrete import level_statistics
+from ale_cli.core.effect import CENTER_MODES
 from ale_cli.core.statistics import ALE_CLI, Definitions, effect_statistics
 
 #: at most this many weights (replicates x rows) are held at once
@@ -65,9 +64,8 @@ def replicate_effects(
     widths: np.ndarray | None = None,
 ) -> np.ndarray:
     """The effect (B, K+1) of every replicate: ``mu_bk = S_bk / n_bk`` (divided by
-    ``widths`` (K,) for classic ALE's differences), empty bins interpolated between the
-    neighbouring bins' centers, ``f_b(z_k) = sum_{j<=k} mu_bj dz_j`` minus the
-    replicate's own centering constant (its own counts).
+    ``widths`` (K,) for classic ALE), empty bins interpolated between bin centers,
+    ``f_b(z_k) = sum_{j<=k} mu_bj dz_j`` centered by the replicate's own counts.
 
     >>> rc = ReplicateCells(counts=np.array([[2.0, 0.0, 2.0]]), sums=np.array([[2.0, 0.0, 6.0]]))
     >>> replicate_effects(np.array([0.0, 1.0, 2.0, 3.0]), rc, center="start").tolist()
@@ -84,11 +82,7 @@ def replicate_effects(
     if empty.any():
         centers = (edges[:-1] + edges[1:]) / 2.0
         for b in np.flatnonzero(empty.any(axis=1)):
-            ok = ~empty[b]
-            if not ok.any():
-                mu[b] = 0.0
-                continue
-            mu[b, ~ok] = np.interp(centers[~ok], centers[ok], mu[b, ok])
+            mu[b] = fill_missing(mu[b], ~empty[b], centers)
     dz = np.diff(edges)
     effect = np.zeros((n.shape[0], edges.size))
     np.cumsum(mu * dz, axis=1, out=effect[:, 1:])
@@ -121,29 +115,28 @@ def statistics_bands(
     quantiles: np.ndarray | None,
     ci: float,
     definitions: Definitions = ALE_CLI,
+    levels: bool = False,
 ) -> dict[str, float | None]:
     """Percentile bands (``aled_ci_low``, ``aled_ci_high``, ...) of ALED, ALER and, with the
     data's prediction ``quantiles``, NALED and NALER over the replicates' ``effect``
-    (B, K+1) and ``counts`` (B, K) by the ``definitions``; the heterogeneity share has none.
+    (B, K+1) and ``counts`` (B, K) by the ``definitions`` (None where a replicate has
+    None); ``levels``: per-level effects (B, K) (:func:`~ale_cli.core.discrete.level_statistics`).
 
     >>> e = np.array([[-1.0, 1.0], [-2.0, 2.0], [-3.0, 3.0]]); n = np.ones((3, 1))
     >>> b = statistics_bands(e, n, quantiles=None, ci=0.5)
     >>> b["aled_ci_low"], b["aled_ci_high"], b["naled_ci_low"]
     (0.75, 1.25, None)
+    >>> statistics_bands(e, np.ones((3, 2)), quantiles=None, ci=0.5, levels=True)["aled_ci_low"]
+    1.5
     """
-
-    def row(e: np.ndarray, n: np.ndarray) -> dict[str, float | None]:
-        s = effect_statistics(
-            effect=e, std=np.zeros_like(e), counts=n, quantiles=quantiles, definitions=definitions
-        )
-        return {key: getattr(s, key) for key in BAND_KEYS}
-
-    return bands_of([row(e, n) for e, n in zip(effect, counts, strict=True)], ci=ci)
-
-
-def bands_of(rows: list[dict[str, float | None]], *, ci: float) -> dict[str, float | None]:
-    """``KEY_ci_low``/``KEY_ci_high`` over the replicates' statistics ``rows`` for each of
-    :data:`BAND_KEYS` (None where a replicate has None)."""
+    rows: list[dict[str, float | None]] = []
+    for e, n in zip(effect, counts, strict=True):
+        curve = {"effect": e, "std": np.zeros_like(e), "counts": n, "quantiles": quantiles}
+        if levels:
+            rows.append(level_statistics(**curve, definitions=definitions))
+            continue
+        s = effect_statistics(**curve, definitions=definitions)
+        rows.append({key: getattr(s, key) for key in BAND_KEYS})
     out: dict[str, float | None] = {}
     for key in BAND_KEYS:
         values = [r[key] for r in rows]

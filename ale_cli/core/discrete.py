@@ -1,6 +1,6 @@
 """ALE of a discrete or nominal feature: effects per level from adjacent-level differences.
 
-Levels ``l_0, ..., l_{K-1}`` in order (numeric, or :func:`level_order` for a nominal
+Levels ``l_0, ..., l_{K-1}`` in order (numeric, or :func:`order_of` for a nominal
 feature), ``n_k`` rows at level k. As ALEPlot for factors (Apley & Zhu 2020, Sec. 5.4),
 each row is moved to the next and the previous level::
 
@@ -17,12 +17,11 @@ The jump from level k-1 to k pools the ``up`` of the rows at k-1 and the
 
 with ``s_j`` the std (ddof=1) of jump j's pooled values (:class:`CellStats`, K-1 cells).
 
-Nominal levels are ordered as ALEPlot does (:func:`level_order`): the distance between
+Nominal levels are ordered as ALEPlot does (:func:`order_of`): the distance between
 levels a and b sums, over the other features, the Kolmogorov-Smirnov distance of their
 ECDFs at the column's 100 type-7 quantiles (numeric) or the total variation
 ``sum |p_a - p_b| / 2`` (categorical); levels are sorted by their 1-D classical MDS
-coordinate (R's ``cmdscale(D, k = 1)``), its sign fixed so that the first input level is
-not after the last.
+coordinate (R's ``cmdscale(D, k = 1)``).
 """
 
 from __future__ import annotations
@@ -37,8 +36,7 @@ from ale_cli.core.statistics import ALE_CLI, Definitions
 
 #: numeric features with at most this many distinct values are discrete under ``auto``
 MAX_DISCRETE_LEVELS = 10
-#: most levels a feature is estimated per level with (its K x K level distances and
-#: their eigendecomposition grow with K^2 and K^3)
+#: most levels a feature is estimated per level with (K x K distances, K^3 eigensolver)
 MAX_LEVELS = 2_000
 #: quantile levels at which the KS distance compares two ECDFs (ALEPlot: 100 points)
 KS_POINTS = 100
@@ -62,26 +60,11 @@ class LevelEffect:
     center_offset: float
 
 
-def level_effect(
-    *, position: np.ndarray, up: np.ndarray, down: np.ndarray, n_levels: int, center: str = "mean"
-) -> LevelEffect:
-    """The per-level effect from each row's level ``position`` (N,) in the estimated order
-    and its differences ``up`` (read where ``position < K-1``) and ``down`` (where > 0).
-
-    >>> pos = np.array([0, 0, 1, 1, 2])
-    >>> e = level_effect(position=pos, up=np.array([1.0, 3.0, 5.0, 5.0, 0.0]),
-    ...                  down=np.array([0.0, 0.0, 2.0, 2.0, 5.0]), n_levels=3, center="start")
-    >>> e.jump.tolist(), e.effect.tolist(), e.counts.tolist()
-    ([2.0, 5.0], [0.0, 2.0, 7.0], [2, 2, 1])
-    """
-    cells, counts = level_cells(position=position, up=up, down=down, n_levels=n_levels)
-    return level_effect_from_cells(cells, counts, center=center)
-
-
 def level_cells(
     *, position: np.ndarray, up: np.ndarray, down: np.ndarray, n_levels: int
 ) -> tuple[CellStats, np.ndarray]:
-    """The jumps' statistics (K-1 cells of the pooled ``up``/``down`` values) and ``n_k``
+    """The jumps' statistics (K-1 cells of the pooled ``up``/``down`` of the rows at level
+    ``position`` (N,): ``up`` read where ``position < K-1``, ``down`` where > 0) and ``n_k``
     (K,); both merge across chunks of rows.
 
     >>> cells, counts = level_cells(position=np.array([0, 1, 1]), up=np.array([2.0, 0, 0]),
@@ -139,8 +122,7 @@ _BLOCK_BYTES = 16 << 20
 
 
 def _level_ecdfs(codes: np.ndarray, col: np.ndarray, n_levels: int) -> np.ndarray:
-    """Each level's ECDF of ``col`` at the column's :data:`KS_POINTS` type-7 quantiles,
-    shape (K, KS_POINTS): one sort of the rows by (level, value), then a slice per level."""
+    """Each level's ECDF of ``col`` at the column's :data:`KS_POINTS` type-7 quantiles, (K, P)."""
     points = np.quantile(col, QS)
     order = np.lexsort((col, codes))
     values = col[order]
@@ -153,8 +135,7 @@ def _level_ecdfs(codes: np.ndarray, col: np.ndarray, n_levels: int) -> np.ndarra
 
 
 def max_abs_differences(F: np.ndarray) -> np.ndarray:
-    """``max_p |F[a, p] - F[b, p]|`` for every pair of rows, (K, K), a block of rows at a
-    time (memory ``K^2`` plus one block, never ``K^2 x KS_POINTS``)."""
+    """``max_p |F[a, p] - F[b, p]|`` for every pair of rows, (K, K), a block at a time."""
     k, p = F.shape
     out = np.empty((k, k))
     step = max(1, _BLOCK_BYTES // max(k * p * 8, 1))
@@ -165,20 +146,11 @@ def max_abs_differences(F: np.ndarray) -> np.ndarray:
     return out
 
 
-def _total_variation(codes: np.ndarray, other: np.ndarray, n_levels: int) -> np.ndarray:
-    """``sum_c |p_ac - p_bc| / 2 = 1 - sum_c min(p_ac, p_bc)`` for every pair of levels,
-    (K, K), from the (level, other level) pairs present (at most N): memory ``K^2 + N``,
-    never ``K^2`` times the other column's levels."""
-    width = int(other.max()) + 1
-    keys, counts = np.unique(codes * width + other, return_counts=True)
-    return total_variation(keys // width, keys % width, counts, n_levels)
-
-
 def total_variation(
     level: np.ndarray, value: np.ndarray, counts: np.ndarray, n_levels: int
 ) -> np.ndarray:
-    """The total variation distance between the levels (K, K) from the ``counts`` of rows
-    at each (``level``, ``value`` code) pair present, sorted by level then value.
+    """The total variation ``sum_c |p_ac - p_bc| / 2 = 1 - sum_c min(p_ac, p_bc)`` between the
+    levels (K, K) from the ``counts`` of rows at each (``level``, ``value`` code) pair present.
 
     >>> total_variation(np.array([0, 0, 1]), np.array([0, 1, 1]), np.array([1, 1, 2]), 2)
     array([[0. , 0.5],
@@ -230,8 +202,7 @@ def level_distances(
     categorical: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
     """Summed distances (K, K) between the levels ``codes`` (N,) of a nominal feature over
-    the other ``numeric`` (KS) and ``categorical`` (total variation) columns (N,); memory
-    ``K^2`` plus the rows.
+    the other ``numeric`` (KS) and ``categorical`` (total variation) columns (N,).
 
     >>> codes = np.array([0, 0, 1, 1, 2, 2])
     >>> level_distances(codes, 3, numeric=[np.array([0.0, 0.1, 1.0, 1.1, 2.0, 2.1])]).tolist()
@@ -244,7 +215,10 @@ def level_distances(
     for col in numeric:
         dist += max_abs_differences(_level_ecdfs(codes, np.asarray(col), n_levels))
     for col in categorical:
-        dist += _total_variation(codes, np.asarray(col, dtype=np.int64), n_levels)
+        other = np.asarray(col, dtype=np.int64)
+        width = int(other.max()) + 1
+        keys, counts = np.unique(codes * width + other, return_counts=True)
+        dist += total_variation(keys // width, keys % width, counts, n_levels)
     return dist
 
 
@@ -269,27 +243,16 @@ def mds_1d(dist: np.ndarray) -> np.ndarray:
     return coord
 
 
-def level_order(
-    codes: np.ndarray,
-    n_levels: int,
-    *,
-    numeric: Sequence[np.ndarray] = (),
-    categorical: Sequence[np.ndarray] = (),
-) -> np.ndarray:
-    """ALEPlot's order (K,) of nominal levels (``order[p]`` the level at position p): by
-    the 1-D MDS of :func:`level_distances` (:func:`order_of`).
+def order_of(dist: np.ndarray) -> np.ndarray:
+    """ALEPlot's order (K,) of nominal levels (``order[p]`` the level at position p): by the
+    1-D MDS coordinate (:func:`mds_1d`) of their distances ``dist`` (K, K) (e.g.
+    :func:`level_distances`); the input order when every distance is 0.
 
     >>> codes = np.repeat([0, 1, 2], 300)   # another feature centred at 0, 2 and 1 per level
     >>> other = np.array([0.0, 2.0, 1.0])[codes] + np.random.default_rng(0).normal(size=900)
-    >>> level_order(codes, 3, numeric=[other]).tolist()
+    >>> order_of(level_distances(codes, 3, numeric=[other])).tolist()
     [0, 2, 1]
     """
-    return order_of(level_distances(codes, n_levels, numeric=numeric, categorical=categorical))
-
-
-def order_of(dist: np.ndarray) -> np.ndarray:
-    """The levels sorted by their 1-D MDS coordinate (:func:`mds_1d`) of the distances
-    ``dist`` (K, K); the input order when every distance is 0."""
     if not np.any(dist > 0):
         return np.arange(len(dist))
     order: np.ndarray = np.argsort(mds_1d(dist), kind="stable")
@@ -304,11 +267,10 @@ def level_statistics(
     quantiles: np.ndarray | None,
     definitions: Definitions | None = None,
 ) -> dict[str, float | None]:
-    """Effect-size statistics of a per-level effect (R ``ale``'s for categorical features):
-    ``aled = sum_k n_k |f_k| / N``, ``aler_min/max`` of ``f_k``, ``naled``/``naler_*`` after
-    the ``definitions``' normalisation (default :data:`~ale_cli.core.statistics.ALE_CLI`;
-    None without ``quantiles``),
-    ``heterogeneity_share = (sum_k n_k STD_k / N) / aled`` (None if only aled is 0).
+    """Effect-size statistics of a per-level effect (R ``ale``'s): ``aled = sum_k n_k |f_k| /
+    N``, ``aler_min/max`` of ``f_k``, ``naled``/``naler_*`` normalised by ``definitions``
+    (None without ``quantiles``), ``heterogeneity_share = (sum_k n_k STD_k / N) / aled``
+    (None if only aled is 0).
 
     >>> s = level_statistics(effect=np.array([-1.0, 3.0]), std=np.zeros(2),
     ...                      counts=np.array([3, 1]), quantiles=None)
@@ -320,47 +282,15 @@ def level_statistics(
     aled = float(np.dot(n, np.abs(effect)) / total)
     het = float(np.dot(n, std) / total)
     share = (het / aled if aled > 0 else (0.0 if het == 0 else None)) if total else None
-    out: dict[str, float | None] = {
+    norm = None
+    if quantiles is not None:
+        norm = (definitions or ALE_CLI).normalize(np.asarray(effect, dtype=np.float64), quantiles)
+    return {
         "aled": aled,
         "aler_min": float(np.min(effect)),
         "aler_max": float(np.max(effect)),
-        "naled": None,
-        "naler_min": None,
-        "naler_max": None,
+        "naled": None if norm is None else float(np.dot(n, np.abs(norm)) / total),
+        "naler_min": None if norm is None else float(norm.min()),
+        "naler_max": None if norm is None else float(norm.max()),
         "heterogeneity_share": share,
     }
-    if quantiles is not None:
-        norm = (definitions or ALE_CLI).normalize(np.asarray(effect, dtype=np.float64), quantiles)
-        out |= {
-            "naled": float(np.dot(n, np.abs(norm)) / total),
-            "naler_min": float(norm.min()),
-            "naler_max": float(norm.max()),
-        }
-    return out
-
-
-def level_statistics_bands(
-    effect: np.ndarray,
-    counts: np.ndarray,
-    *,
-    quantiles: np.ndarray | None,
-    ci: float,
-    definitions: Definitions | None = None,
-) -> dict[str, float | None]:
-    """Percentile bands of :func:`level_statistics` over replicates ``effect`` (B, K) with
-    their rows per level ``counts`` (B, K): keys ``aled_ci_low``, ``aled_ci_high``, ...
-
-    >>> e = np.array([[-1.0, 1.0], [-2.0, 2.0], [-3.0, 3.0]]); n = np.ones((3, 2))
-    >>> b = level_statistics_bands(e, n, quantiles=None, ci=0.5)
-    >>> b["aled_ci_low"], b["aled_ci_high"], b["naled_ci_low"]
-    (1.5, 2.5, None)
-    """
-    from ale_cli.core.bootstrap import bands_of
-
-    rows = [
-        level_statistics(
-            effect=e, std=np.zeros_like(e), counts=n, quantiles=quantiles, definitions=definitions
-        )
-        for e, n in zip(effect, counts, strict=True)
-    ]
-    return bands_of(rows, ci=ci)

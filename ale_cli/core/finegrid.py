@@ -13,14 +13,12 @@ on the fine grid, so the fine-grid ALE (uncentered) at the fine edges is::
 
 linear between fine edges and continued with the end bins' slopes. The coarse bin
 effect is ``mu_k = (F(z_k) - F(z_{k-1})) / (z_k - z_{k-1})``: fine bins weighted by
-their *widths* (a mean of the secants over a coarse bin's rows would weight them by row
-counts, the ALE only where the density is flat).
+their *widths*, not by row counts.
 
 Fine edges are type-1 quantile edges at ``j / K_fine`` (``K_FINE = 240``). Since
 ``ceil(N k / K) = ceil(N (k r) / (K r))`` for ``K r = K_fine``, quantile edges at any K
-dividing 240 are fine edges (deduplication keeps them a subset), and ``F`` at them is
-exact. ``s_k`` is the ddof=1 std of the secants of the rows in coarse bin k; standard
-error and centering are those of :mod:`~ale_cli.core.accumulate`.
+dividing 240 are fine edges, and ``F`` at them is exact. ``s_k`` is the ddof=1 std of the
+secants of the rows in coarse bin k (:mod:`~ale_cli.core.effect` for the rest).
 """
 
 from __future__ import annotations
@@ -31,18 +29,17 @@ import numpy as np
 
 from ale_cli.core.binning import assign, quantile_edges
 from ale_cli.core.binstats import CellStats, bin_stats, fill_missing
-from ale_cli.core.effect import FirstOrderEffect, effect_from_slopes
+from ale_cli.core.effect import FirstOrderEffect, effect_from_bins
 
-#: Fine quantile bins per feature; 240 = 2^4 * 3 * 5 has the divisors 2, 3, 4, 5, 6, 8,
-#: 10, 12, 15, 16, 20, 24, 30, 40, 48, 60, 80, 120.
+#: Fine quantile bins per feature (240 = 2^4 * 3 * 5: many divisors)
 K_FINE = 240
 #: Median rows per fine bin below which the secants are too sparse (see :func:`sparse_reason`).
 MIN_ROWS_PER_FINE_BIN = 20
 
 
 def fine_edges(x: np.ndarray, *, k_fine: int = K_FINE) -> np.ndarray:
-    """The fine grid (M+1,) of x (N,): type-1 quantile edges at ``j / k_fine``, deduplicated
-    (M <= k_fine where values tie). Quantile edges at K dividing ``k_fine`` are a subset:
+    """The fine grid (M+1,) of x (N,): type-1 quantile edges at ``j / k_fine``, deduplicated.
+    Quantile edges at K dividing ``k_fine`` are a subset:
 
     >>> x = np.random.default_rng(0).normal(size=1000)
     >>> g = fine_edges(x, k_fine=240)
@@ -54,9 +51,8 @@ def fine_edges(x: np.ndarray, *, k_fine: int = K_FINE) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Limits:
-    """Each row's fine bin ``index`` (N,) (0-based, -1 outside ``[g_0, g_M]``) and the limits
-    ``lower``, ``upper`` (N,) it is moved to: ``g_{j-1}``, ``g_j`` (its own value outside
-    the grid, whose secant is then 0)."""
+    """Each row's fine bin ``index`` (N,) (-1 outside ``[g_0, g_M]``) and the limits
+    ``lower``, ``upper`` (N,) it is moved to: ``g_{j-1}``, ``g_j`` (outside: its own value)."""
 
     index: np.ndarray
     lower: np.ndarray
@@ -64,7 +60,7 @@ class Limits:
 
 
 def row_limits(x: np.ndarray, edges: np.ndarray) -> Limits:
-    """The fine bin of each value (``(g_{j-1}, g_j]``, ``g_0`` in the first) and its limits.
+    """The fine bin of each value and its limits.
 
     >>> lim = row_limits(np.array([0.0, 0.5, 1.0, 1.5]), np.array([0.0, 1.0, 2.0]))
     >>> lim.index.tolist(), lim.lower.tolist(), lim.upper.tolist()
@@ -95,9 +91,8 @@ def secants(
 
 @dataclass(frozen=True)
 class FineCurve:
-    """The uncentered fine-grid ALE of one feature: fine ``edges`` g (M+1,), ``slope`` m_j
-    (M,) (an empty fine bin interpolated between its neighbours' centers, constant at the
-    ends) and ``value`` ``F(g_j)`` (M+1,), ``F(g_0) = 0``."""
+    """The uncentered fine-grid ALE: fine ``edges`` g (M+1,), ``slope`` m_j (M,) (empty bins
+    interpolated) and ``value`` ``F(g_j)`` (M+1,), ``F(g_0) = 0``."""
 
     edges: np.ndarray
     slope: np.ndarray
@@ -123,8 +118,6 @@ class FineCurve:
 def fine_curve(edges: np.ndarray, cells: CellStats) -> FineCurve:
     """The fine-grid ALE from the secants' statistics per fine bin (M cells).
 
-    ``F(g_j) = sum_{l<=j} m_l (g_l - g_{l-1})``.
-
     >>> cells = CellStats.from_values(np.array([0, 0, 1]), np.array([1.0, 3.0, 4.0]), n_cells=2)
     >>> fine_curve(np.array([0.0, 1.0, 1.5]), cells).value.tolist()
     [0.0, 2.0, 4.0]
@@ -137,28 +130,12 @@ def fine_curve(edges: np.ndarray, cells: CellStats) -> FineCurve:
     return FineCurve(edges=edges, slope=slope, value=value)
 
 
-def on_grid(z: np.ndarray, fine: np.ndarray) -> bool:
-    """True when every coarse edge ``z`` is a fine edge (no interpolation needed).
-
-    >>> on_grid(np.array([0.0, 2.0]), np.array([0.0, 1.0, 2.0])), on_grid(np.array([0.5]),
-    ...                                                                    np.array([0.0, 1.0]))
-    (True, False)
-    """
-    return bool(np.isin(z, fine).all())
-
-
 def secant_effect(
     edges: np.ndarray, curve: FineCurve, cells: CellStats, *, center: str = "mean"
 ) -> FirstOrderEffect:
-    """The effect on coarse ``edges`` (K+1,) from the fine curve and the statistics of the
-    secants per coarse bin (``cells``, K: counts for the centering and the standard
-    error, ``s_k`` for the heterogeneity).
-
-    ``bin_effect = mu_k = (F(z_k) - F(z_{k-1})) / dz_k``; ``bin_filled`` marks the
-    coarse bins without rows (their ``mu_k`` comes from the fine curve).
-
-    For rows evenly spread in a fine bin of twice the slope, the width-weighted
-    coarse slope is (1 x 2 + 1 x 0) / 2 = 1, whatever the row counts:
+    """The effect on coarse ``edges`` (K+1,) from the fine curve (``mu_k``) and the secants'
+    statistics per coarse bin (``cells``, K: counts and ``s_k``). The width-weighted coarse
+    slope is (1 x 2 + 1 x 0) / 2 = 1, whatever the row counts:
 
     >>> fine = CellStats.from_values(np.array([0, 1, 1, 1]), np.array([2.0, 0, 0, 0]), n_cells=2)
     >>> curve = fine_curve(np.array([0.0, 1.0, 2.0]), fine)
@@ -168,10 +145,8 @@ def secant_effect(
     ([1.0], [0.0, 2.0])
     """
     edges = np.asarray(edges, dtype=np.float64)
-    if cells.n_cells != edges.size - 1:
-        raise ValueError(f"{cells.n_cells} bins do not match {edges.size} edges")
     mu = np.diff(curve.at(edges)) / np.diff(edges)
-    return effect_from_slopes(edges, bin_stats(cells), mu, center=center)
+    return effect_from_bins(edges, bin_stats(cells), center=center, mu=mu)
 
 
 def replicate_curves(
@@ -194,25 +169,14 @@ def replicate_curves(
     return out
 
 
-def rows_per_bin(counts: np.ndarray) -> float:
-    """Median rows per fine bin (the bins a feature's fine grid has).
-
-    >>> rows_per_bin(np.array([1, 2, 30]))
-    2.0
-    """
-    return float(np.median(counts)) if counts.size else 0.0
-
-
 def sparse_reason(counts: np.ndarray, *, min_rows: int = MIN_ROWS_PER_FINE_BIN) -> str | None:
-    """Why a feature's secants are too sparse for the store-based estimators (None if not).
-
-    With fewer than ``min_rows`` rows in the median fine bin, the fine curve drifts from
-    the ALE on coarse bins by noise (the threshold: ``bench/bench_secant.py``).
+    """Why a feature's secants are too sparse (fewer than ``min_rows`` rows in the median
+    fine bin; ``bench/bench_secant.py``) for the store-based estimators, or None.
 
     >>> sparse_reason(np.array([2, 2, 3])) is not None, sparse_reason(np.full(4, 25))
     (True, None)
     """
-    median = rows_per_bin(counts)
+    median = float(np.median(counts)) if counts.size else 0.0
     if median >= min_rows:
         return None
     return (

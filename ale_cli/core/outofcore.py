@@ -1,36 +1,32 @@
-"""Exact type-1 quantile edges of columns that arrive in chunks (out of core).
+"""Exact type-1 quantile edges of columns that arrive in chunks (out of core); an array in
+memory is one chunk (:func:`~ale_cli.core.binning.quantile_edges`). Passes over the chunks,
+every column at once:
 
-Passes over the chunks, for every column at once (an array in memory is one chunk:
-:func:`~ale_cli.core.binning.quantile_edges`):
+1. count each column's values in ``B`` equal-width buckets over its ``[lo, hi]``; the
+   order statistic at sorted position ``p`` lies in the bucket where the cumulative count
+   first exceeds ``p``, at rank ``p - (count below it)`` among its values;
+2. gather the values of the buckets that hold a position and select the rank among them.
 
-1. count the values of each column in ``B`` equal-width buckets over its ``[lo, hi]``;
-   the order statistic at sorted position ``p`` lies in the bucket where the cumulative
-   count first exceeds ``p``, at rank ``p - (count below it)`` among its values
-   (bucketing is monotone in x);
-2. gather the values of the buckets that hold a position and select the rank among them
-   (``np.partition``).
-
-A bucket of more than ``max_candidates`` values is bucketed again within its own range
-in a further pass; a bucket of one distinct value gives it without being gathered.
-Memory is the chunk plus the gathered values, never N. ``chunks`` returns a fresh
-iterable of (n_i, D) arrays, the same rows in the same order on every call.
+A bucket of more than ``max_candidates`` values is bucketed again within its range in a
+further pass; a bucket of one distinct value gives it without being gathered. Memory is
+a chunk plus the gathered values. ``chunks()`` yields (n_i, D) arrays, the same each call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
-#: buckets per level (the in-memory path uses up to 65536 too)
+#: buckets per level
 MAX_BUCKETS = 1 << 16
 #: a bucket holding at most this many values is gathered, a larger one is split again
 MAX_CANDIDATES = 1 << 16
 
 Chunks = Callable[[], Iterable[np.ndarray]]
-#: what one pass gathers per group: counts (None for a gathering group), minimum, maximum,
-#: gathered values (:func:`pass_accumulators`)
+#: what one pass gathers per group: counts (None when gathering), min, max, values
 Accumulator = tuple[np.ndarray | None, float, float, list[np.ndarray]]
 #: one pass over the data for the groups (see :func:`order_statistics`' ``run_pass``)
 PassFn = Callable[[list["_Group"], list["_Level"]], list[Accumulator]]
@@ -38,11 +34,8 @@ PassFn = Callable[[list["_Group"], list["_Level"]], list[Accumulator]]
 
 @dataclass(frozen=True)
 class _Level:
-    """One bucketing: ``b(x) = min(floor((x - lo) / width * size), size - 1)`` for x >= lo.
-
-    Dividing by the width (rather than multiplying by ``size / width``) stays finite
-    for subnormal widths; every step is monotone, so is ``b``.
-    """
+    """One bucketing: ``b(x) = min(floor((x - lo) / width * size), size - 1)`` for x >= lo
+    (monotone in x)."""
 
     lo: float
     width: float
@@ -64,16 +57,15 @@ class _Level:
         return u.astype(np.intp)
 
     def bucket_range(self, b: int) -> tuple[float, float]:
-        """About the values of bucket b (exact bounds do not matter, only monotonicity)."""
+        """About the values of bucket b (only monotonicity matters)."""
         step = self.width / self.size
         return self.lo + b * step, self.lo + (b + 1) * step
 
 
 @dataclass
 class _Group:
-    """The values of one column in a ``chain`` of [(level, bucket), ...] from its root
-    bucketing down: the 0-based ``ranks`` wanted among its ``count`` values, and the
-    ``slots`` where each answer goes."""
+    """A column's values in a ``chain`` of [(level, bucket), ...] from its root down: the
+    0-based ``ranks`` wanted among its ``count`` values and the ``slots`` of the answers."""
 
     column: int
     chain: list[tuple[_Level, int]]
@@ -87,13 +79,8 @@ class _Group:
     vmax: float = -np.inf
 
     def shipped(self) -> _Group:
-        """A copy without the count array and values, to send to where a pass runs."""
+        """A copy without counts and values, to send to where a pass runs."""
         return _Group(self.column, self.chain, self.count, self.ranks, self.slots, [], self.sub)
-
-    def no_values(self) -> Accumulator:
-        """What a pass over no rows gathers for this group."""
-        counts = None if self.sub is None else np.zeros(self.sub.size, dtype=np.int64)
-        return counts, np.inf, -np.inf, []
 
 
 def locate(counts: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -123,11 +110,11 @@ def _split(group: _Group, level: _Level, counts: np.ndarray) -> list[_Group]:
         pick = home == b
         out.append(
             _Group(
-                column=group.column,
-                chain=[*group.chain, (level, int(b))],
-                count=int(counts[b]),
-                ranks=rank[pick],
-                slots=group.slots[pick],
+                group.column,
+                [*group.chain, (level, int(b))],
+                int(counts[b]),
+                rank[pick],
+                group.slots[pick],
             )
         )
     return out
@@ -152,11 +139,9 @@ def order_statistics(
 ) -> np.ndarray:
     """``np.sort(column)[positions]`` (D, P) for every column of the n rows in ``chunks``,
     0-based ``positions`` (P,), each column's minimum ``lo`` and maximum ``hi`` (D,).
-
-    A bucket of more than ``max_candidates`` values is bucketed again. ``run_pass(groups,
-    roots)`` makes one pass and returns what it gathered per group (default:
-    :func:`pass_accumulators` over ``chunks``; on an engine, :func:`pass_accumulators`
-    per chunk folded with :func:`merge_accumulators`).
+    ``run_pass(groups, roots)``: one pass, what it gathered per group (default
+    :func:`pass_accumulators` over ``chunks``; on an engine, per chunk folded with
+    :func:`merge_accumulators`).
 
     >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
     >>> order_statistics(lambda: [X[:4], X[4:]], n=6, positions=np.array([1, 3, 5]),
@@ -168,27 +153,22 @@ def order_statistics(
     out = np.empty((d, positions.size), dtype=np.float64)
     size = int(np.clip(n // 8, 64, MAX_BUCKETS))
     roots = [_Level(float(lo[j]), float(hi[j]) - float(lo[j]), size) for j in range(d)]
-    everything = [_Group(j, [], n, positions.copy(), np.arange(positions.size)) for j in range(d)]
-    for g, level in zip(everything, roots, strict=True):
-        if np.isfinite(level.width) and level.width > 0:
-            g.sub, g.sub_counts = level, np.zeros(size, dtype=np.int64)
-        # else (a range wider than the largest float): the column is gathered whole
+    active = [_Group(j, [], n, positions.copy(), np.arange(positions.size)) for j in range(d)]
     if run_pass is None:
-
-        def run_pass(groups: list[_Group], levels: list[_Level]) -> list[Accumulator]:
-            return pass_accumulators(chunks, groups, levels)
-
-    active = everything
+        run_pass = partial(pass_accumulators, chunks)
     while active:
         for g in active:
-            if g.sub is None and g.chain and g.count > max_candidates:
-                level, b = g.chain[-1]
-                lo_g, hi_g = level.bucket_range(b)
-                if np.isfinite(hi_g - lo_g) and hi_g > lo_g:
-                    sub_size = int(np.clip(g.count // 8, 64, MAX_BUCKETS))
-                    g.sub = _Level(lo_g, hi_g - lo_g, sub_size)
-                    g.sub_counts = np.zeros(sub_size, dtype=np.int64)
-        absorb(active, run_pass(active, roots))
+            if g.sub is not None or (g.chain and g.count <= max_candidates):
+                continue
+            level = roots[g.column]
+            if g.chain:
+                lo_g, hi_g = g.chain[-1][0].bucket_range(g.chain[-1][1])
+                level = _Level(lo_g, hi_g - lo_g, int(np.clip(g.count // 8, 64, MAX_BUCKETS)))
+            if np.isfinite(level.width) and level.width > 0:  # else (inf): gathered whole
+                g.sub, g.sub_counts = level, np.zeros(level.size, dtype=np.int64)
+        mine = [(g.sub_counts, g.vmin, g.vmax, g.gathered) for g in active]
+        for g, acc in zip(active, merge_accumulators(mine, run_pass(active, roots)), strict=True):
+            g.sub_counts, g.vmin, g.vmax, g.gathered = acc
         following: list[_Group] = []
         for g in active:
             if g.sub is not None and g.sub_counts is not None:
@@ -204,12 +184,8 @@ def order_statistics(
 
 
 def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
-    """One pass: count (groups with ``sub``) or gather (the others) each group's values.
-
-    Per chunk and column the root bucket of every value is computed once; the
-    values of the root buckets that groups live in are picked out together
-    (a lookup table and one stable sort), not group by group.
-    """
+    """One pass: count (groups with ``sub``) or gather (the others) each group's values,
+    the values of every group's root bucket picked out together (a lookup table, a sort)."""
     by_column: dict[int, list[_Group]] = {}
     for g in groups:
         by_column.setdefault(g.column, []).append(g)
@@ -258,12 +234,11 @@ def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
 def pass_accumulators(
     chunks: Chunks, groups: list[_Group], roots: list[_Level]
 ) -> list[Accumulator]:
-    """One pass over ``chunks`` for copies of ``groups`` that start empty: per group its
-    counts (None for a gathering group), minimum, maximum and gathered values."""
-    fresh = []
-    for g in groups:
-        counts = None if g.sub is None else np.zeros(g.sub.size, dtype=np.int64)
-        fresh.append(_Group(g.column, g.chain, g.count, g.ranks, g.slots, [], g.sub, counts))
+    """One pass over ``chunks`` (none: the neutral element of :func:`merge_accumulators`)
+    for empty copies of ``groups``: an Accumulator per group."""
+    fresh = [g.shipped() for g in groups]
+    for g in fresh:
+        g.sub_counts = None if g.sub is None else np.zeros(g.sub.size, dtype=np.int64)
     _pass(chunks, fresh, roots)
     return [(g.sub_counts, g.vmin, g.vmax, g.gathered) for g in fresh]
 
@@ -274,16 +249,6 @@ def merge_accumulators(a: list[Accumulator], b: list[Accumulator]) -> list[Accum
         (None if ca is None or cb is None else ca + cb, min(lo_a, lo_b), max(hi_a, hi_b), ga + gb)
         for (ca, lo_a, hi_a, ga), (cb, lo_b, hi_b, gb) in zip(a, b, strict=True)
     ]
-
-
-def absorb(groups: list[_Group], results: list[Accumulator]) -> None:
-    """Merge what a pass gathered into ``groups`` (counts add up, values are gathered)."""
-    for g, (counts, vmin, vmax, gathered) in zip(groups, results, strict=True):
-        if counts is not None and g.sub_counts is not None:
-            g.sub_counts += counts
-            g.vmin, g.vmax = min(g.vmin, vmin), max(g.vmax, vmax)
-        else:
-            g.gathered.extend(gathered)
 
 
 def _take(g: _Group, v: np.ndarray, bucket: np.ndarray | None) -> None:
@@ -315,10 +280,8 @@ def chunked_quantile_edges(
     hi: np.ndarray,
     run_pass: PassFn | None = None,
 ) -> list[np.ndarray]:
-    """Type-1 quantile edges at ``k/K`` of every column (deduplicated), from chunks.
-
-    The same edges as :func:`~ale_cli.core.binning.quantile_edges` of each whole
-    column; ``z_0 = lo``, ``z_K = hi``.
+    """Type-1 quantile edges at ``k/K`` of every column (deduplicated; ``z_0 = lo``,
+    ``z_K = hi``), from chunks.
 
     >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
     >>> chunked_quantile_edges(lambda: [X[:2], X[2:]], n=6, bins=3,

@@ -1,19 +1,17 @@
-"""A speed tuning of quantile bins (``ale rebin --binning quantile``): exact type-1 quantile
-edges and the cell statistics of the local effects in those bins, in two passes over
-chunks of (X, local effects) instead of the edges' passes plus a cell pass.
+"""A speed tuning of quantile bins (``ale rebin --binning quantile``, measured in
+``bench/bench_scale.py``): exact type-1 quantile edges and the cell statistics of the local
+effects in them in two passes, instead of :mod:`~ale_cli.core.outofcore`'s passes plus a
+cell pass, on its :func:`~ale_cli.core.outofcore.locate` and
+:func:`~ale_cli.core.outofcore.select`.
 
-1. count each column's values in equal-width buckets (:class:`BucketGrid`); the plan
-   (:class:`QuantilePlan`) locates the buckets holding a quantile position
-   (:func:`~ale_cli.core.outofcore.locate`);
-2. per chunk (:meth:`QuantilePlan.scan`), the statistics of the effects per segment (the
-   runs of buckets between position buckets, each inside one bin whatever the edges) and
-   the rows of the position buckets; :meth:`QuantilePlan.finish` selects each quantile
-   among them (:func:`~ale_cli.core.outofcore.select`) and splits them by the edges.
+1. count each column's values in equal-width buckets (:class:`BucketGrid`);
+2. per chunk (:meth:`QuantilePlan.scan`), the effects' statistics per segment (the runs of
+   buckets between the buckets holding a quantile: each inside one bin whatever the edges)
+   and the rows of the position buckets, among which :meth:`QuantilePlan.finish` selects.
 
-The same edges as :func:`~ale_cli.core.binning.quantile_edges` and the same cells (merged:
-to rounding). A column comes back None when a position bucket holds more than
-:data:`MAX_BUCKET_ROWS` rows of several values, or its range is not a finite width (then
-:func:`~ale_cli.core.outofcore.order_statistics` and a cell pass do it).
+The same edges as :func:`~ale_cli.core.binning.quantile_edges`, the same cells to rounding.
+A column comes back None when a position bucket holds more than :data:`MAX_BUCKET_ROWS` rows
+of several values or its range has no finite width (then the out-of-core passes do it).
 """
 
 from __future__ import annotations
@@ -27,8 +25,7 @@ from ale_cli.core.binning import assign
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.outofcore import locate, quantile_positions, select
 
-#: Largest bucket whose rows are gathered in pass 2 (a larger one holding a quantile must
-#: hold one distinct value, else its column takes :func:`~ale_cli.core.outofcore.order_statistics`)
+#: Largest bucket whose rows are gathered in pass 2 (a larger one must hold one value)
 MAX_BUCKET_ROWS = 1 << 16
 #: Rows gathered in pass 2 over all columns together (x and effect: 16 bytes a row)
 MAX_GATHERED_ROWS = 1 << 22
@@ -43,13 +40,9 @@ class BucketGrid:
     """Equal-width buckets for D columns at once: ``b_j(x) = floor((x - lo_j) scale_j)``.
 
     ``scale_j = size / (hi_j - lo_j)`` shrunk by ``2^-20`` relative, so that every value of
-    ``[lo_j, hi_j]`` lands in ``0 .. size-1`` without clipping (rounding of the two steps
-    stays below the shrink). Each step is monotone in x, so ``b_j`` is: every value of a
-    lower bucket is smaller than every value of a higher one. Float32 columns are bucketed
-    in float32 (half the memory traffic) when their range allows it.
-
-    ``lo``, ``scale`` (D,) are in the dtype the buckets are computed in; ``usable`` (D,)
-    marks the columns with a finite, non-zero scale (the others land in bucket 0).
+    ``[lo_j, hi_j]`` lands in ``0 .. size-1`` without clipping; ``b_j`` is monotone in x.
+    ``lo``, ``scale`` (D,) in the dtype the buckets are computed in (float32 when the
+    column's range allows); ``usable`` (D,): a finite, non-zero scale (else bucket 0).
     """
 
     lo: np.ndarray
@@ -59,22 +52,16 @@ class BucketGrid:
 
     @classmethod
     def build(cls, lo: np.ndarray, hi: np.ndarray, *, size: int, dtype: Any) -> BucketGrid:
-        """The grid over ``[lo, hi]`` per column, in float32 if ``dtype`` is and every column
-        has a finite float32 scale, else in float64."""
-        if dtype == np.float32:
-            grid = cls._in(np.dtype(np.float32), lo, hi, size)
-            if grid.usable.all():
-                return grid
-        return cls._in(np.dtype(np.float64), lo, hi, size)
-
-    @classmethod
-    def _in(cls, ftype: np.dtype[Any], lo: np.ndarray, hi: np.ndarray, size: int) -> BucketGrid:
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            lo_t: np.ndarray = np.asarray(lo, dtype=ftype)
-            width: np.ndarray = np.asarray(hi, dtype=ftype) - lo_t
-            scale: np.ndarray = np.asarray(size, dtype=ftype) / width
-            scale *= np.asarray(1.0 - 2.0**-20, dtype=ftype)
-        usable = np.isfinite(width) & (width > 0) & np.isfinite(scale) & (scale > 0)
+        """The grid in float32 if ``dtype`` is and every scale is finite there, else float64."""
+        for ftype in (np.float32, np.float64) if dtype == np.float32 else (np.float64,):
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                lo_t: np.ndarray = np.asarray(lo, dtype=ftype)
+                width: np.ndarray = np.asarray(hi, dtype=ftype) - lo_t
+                scale: np.ndarray = np.asarray(size, dtype=ftype) / width
+                scale *= np.asarray(1.0 - 2.0**-20, dtype=ftype)
+            usable = np.isfinite(width) & (width > 0) & np.isfinite(scale) & (scale > 0)
+            if usable.all() or ftype == np.float64:
+                break
         return cls(lo_t, np.where(usable, scale, 0).astype(ftype), size, usable)
 
     def flat(self, X: np.ndarray) -> np.ndarray:
@@ -86,13 +73,9 @@ class BucketGrid:
         return b
 
     def counts(self, X: np.ndarray) -> np.ndarray:
-        """Values per bucket of X (n, D): shape (D * size,), int64 (pass 1 of a chunk).
-
-        :data:`COUNT_ROWS` rows at a time, so that the bucket numbers of a block stay in the
-        CPU's cache (about a fifth faster on 65536 x 32 float32 values than at once)."""
+        """Values per bucket of X (n, D): shape (D * size,), int64, :data:`COUNT_ROWS` rows
+        at a time (pass 1 of a chunk)."""
         total = self.lo.size * self.size
-        if len(X) <= COUNT_ROWS:
-            return np.bincount(self.flat(X).ravel(), minlength=total)
         out = np.zeros(total, dtype=np.int64)
         for start in range(0, len(X), COUNT_ROWS):
             out += np.bincount(self.flat(X[start : start + COUNT_ROWS]).ravel(), minlength=total)
@@ -110,9 +93,8 @@ class QuantileCells:
 
 @dataclass(frozen=True)
 class _Scan:
-    """What pass 2 keeps of some chunks: statistics per cell (segments of ordinary buckets
-    and buckets holding quantiles), the rows of the gathered buckets (cell, x, effect; one
-    array per chunk), and per big bucket one of its x values and whether it holds another."""
+    """Pass 2's state: statistics per cell, the gathered rows (cell, x, effect) per chunk,
+    and per big bucket whether ``seen``, one of its x values and whether it holds another."""
 
     stats: CellStats
     rows: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
@@ -121,7 +103,6 @@ class _Scan:
     varied: np.ndarray
 
     def merge(self, other: _Scan) -> _Scan:
-        """The scan of both chunks' rows (``self`` first)."""
         both = self.seen & other.seen
         return _Scan(
             stats=self.stats.merge(other.stats),
@@ -136,18 +117,13 @@ class _Scan:
 class QuantilePlan:
     """After pass 1: where each column's quantile positions lie, and the cells of pass 2.
 
-    Per column j the buckets holding a quantile position ("position buckets",
-    ``homes[j]``, increasing) cut the others into runs ("segments"); cell
-    ``base[j] + 2 s`` is segment s (the buckets between position buckets s-1 and s),
-    cell ``base[j] + 2 i + 1`` is position bucket i. A segment's values all fall in one
-    bin whatever the edges turn out to be; a position bucket's rows are gathered
-    (``kind`` 1) or, when too many, only checked for holding one distinct value
-    (``kind`` 2).
+    Per column j the buckets holding a quantile position (``homes[j]``, increasing) cut the
+    others into segments: cell ``base[j] + 2 s`` is segment s, cell ``base[j] + 2 i + 1``
+    position bucket i, whose rows are gathered (``kind`` 1) or, when too many, only checked
+    for holding one distinct value (``kind`` 2); ``lut`` maps a flat bucket to its cell.
     """
 
     grid: BucketGrid
-    n: int
-    bins: int
     homes: tuple[np.ndarray, ...]
     ranks: tuple[np.ndarray, ...]
     where: tuple[np.ndarray, ...]
@@ -196,13 +172,11 @@ class QuantilePlan:
             hit = np.zeros(size, dtype=bool)
             hit[h] = True
             lut[j * size : (j + 1) * size] = base[j] + 2 * below + hit
-        return cls(grid, n, bins, tuple(homes), tuple(ranks), tuple(where), base, lut, kind)
+        return cls(grid, tuple(homes), tuple(ranks), tuple(where), base, lut, kind)
 
     def scan(self, X: np.ndarray, E: np.ndarray) -> _Scan:
-        """Pass 2 over one chunk: X (n, D) and its local effects E (n, D).
-
-        The chunk is worked on :data:`SCAN_ROWS` rows at a time, so that the
-        temporaries stay in the CPU's cache (about twice as fast as whole chunks)."""
+        """Pass 2 over X (n, D) and its local effects E (n, D), :data:`SCAN_ROWS` rows at a
+        time."""
         n_cells = self.kind.size
         stats = CellStats.empty(n_cells)
         rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -233,18 +207,10 @@ class QuantilePlan:
         return _Scan(stats, tuple(rows), seen, rep, varied)
 
     def empty_scan(self) -> _Scan:
-        n_cells = self.kind.size
-        return _Scan(
-            CellStats.empty(n_cells),
-            (),
-            np.zeros(n_cells, dtype=bool),
-            np.zeros(n_cells),
-            np.zeros(n_cells, dtype=bool),
-        )
+        return self.scan(np.zeros((0, 0)), np.zeros((0, 0)))
 
     def finish(self, scan: _Scan, lo: np.ndarray, hi: np.ndarray) -> list[QuantileCells | None]:
-        """Each column's edges and cells; None for a column this plan cannot finish (not
-        bucketable, or a big position bucket holding several values)."""
+        """Each column's edges and cells; None for a column this plan cannot finish."""
         rows = scan.rows or ((np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0)),)
         cell, x, e = (np.concatenate(parts) for parts in zip(*rows, strict=True))
         small = np.uint16 if self.kind.size <= 1 << 16 else cell.dtype
@@ -253,14 +219,13 @@ class QuantilePlan:
         bounds = np.searchsorted(cell, np.arange(self.kind.size + 1))
         out: list[QuantileCells | None] = []
         for j in range(self.grid.lo.size):
-            out.append(self._column(j, scan, cell, x, e, bounds, float(lo[j]), float(hi[j])))
+            out.append(self._column(j, scan, x, e, bounds, float(lo[j]), float(hi[j])))
         return out
 
     def _column(
         self,
         j: int,
         scan: _Scan,
-        cell: np.ndarray,
         x: np.ndarray,
         e: np.ndarray,
         bounds: np.ndarray,
@@ -274,8 +239,7 @@ class QuantilePlan:
         big = self.kind[pos_cells] == 2
         if np.any(scan.varied[pos_cells[big]]):
             return None
-        # the order statistics: a big bucket's one value, else the rank among the gathered
-        # rows of the column (its buckets in order: each lower bucket's values are smaller)
+        # a big bucket's one value, else the rank among the column's gathered rows
         value = scan.rep[pos_cells]
         first, last = bounds[base], bounds[int(self.base[j + 1])]
         where, ranks = self.where[j], self.ranks[j]
@@ -293,22 +257,13 @@ class QuantilePlan:
             raise AssertionError("order statistics out of order")  # monotone bucketing
         # segment s: above the edges of position buckets < s, below the others
         seg_bin = np.searchsorted(edge_home, np.arange(homes.size + 1), side="left")
-        segments = CellStats(
-            counts=scan.stats.counts[base : base + 2 * homes.size + 1 : 2],
-            mean=scan.stats.mean[base : base + 2 * homes.size + 1 : 2],
-            m2=scan.stats.m2[base : base + 2 * homes.size + 1 : 2],
-        )
+        segments = scan.stats.take(slice(base, base + 2 * homes.size + 1, 2))
         cells = segments.grouped(seg_bin, n_groups=k)
         for i, c in enumerate(pos_cells):
             if big[i]:  # one value: all its rows in one bin, its statistics from pass 2
-                own = CellStats(
-                    scan.stats.counts[c : c + 1],
-                    scan.stats.mean[c : c + 1],
-                    scan.stats.m2[c : c + 1],
-                )
                 b = int(np.searchsorted(interior, value[i], side="left"))
+                own = scan.stats.take(slice(c, c + 1))
                 cells = cells.merge(own.grouped(np.array([b]), n_groups=k))
-        # the gathered rows of every other position bucket, split by the edges at once
         if last > first:
             index = assign(x[first:last], edges).index
             cells = cells.merge(CellStats.from_values(index, e[first:last], n_cells=k))
@@ -316,10 +271,9 @@ class QuantilePlan:
 
 
 def bucket_grid(*, n: int, lo: np.ndarray, hi: np.ndarray, dtype: Any, bins: int = 0) -> BucketGrid:
-    """The equal-width buckets of pass 1 over ``[lo, hi]`` for ``n`` values per column of
-    ``dtype`` (float32 values are bucketed in float32: the store's X keeps the data's
-    dtype): ``n / 1024`` buckets, at least ``32 bins`` (so that the rows gathered in pass 2,
-    about ``n bins / size`` a column, stay a small share of the rows), between 64 and 16384.
+    """The buckets of pass 1 over ``[lo, hi]`` for ``n`` values per column of ``dtype``:
+    ``n / 1024``, at least ``32 bins`` (pass 2 gathers about ``n bins / size`` rows a
+    column), between 64 and 16384.
 
     >>> bucket_grid(n=10**6, lo=np.zeros(2), hi=np.ones(2), dtype=np.float64).size
     976

@@ -7,20 +7,14 @@ through grid points; bin k covers cells ``l_{k-1} .. l_k - 1``. Its cost is::
     L = sum_k tau_k s_k^2 dz_k,    tau_k = 1 - alpha n_k / N,   dz_k = g_{l_k} - g_{l_{k-1}}
 
 with ``s_k^2`` the ddof=1 variance of the local effects in the bin, and the
-hard constraint ``n_k >= N_ppb`` for every bin. ``n_k``, ``s_k^2`` of any run of
-cells come from prefix sums of the per-cell counts, sums and sums of squares,
-so the edge weights of the path graph cost O(M^2) after one O(N) pass, and
-the shortest path from grid point 0 to M is a dynamic programme over the
-points in order. Empty grid cells never produce an empty bin: every bin has
-``n_k >= N_ppb >= 2`` rows, so an empty cell always belongs to a bin with data
-(the optimiser decides on which side of an empty run the limit goes).
+hard constraint ``n_k >= N_ppb >= 2`` for every bin (so no bin is empty). ``n_k``,
+``s_k^2`` of any run of cells come from prefix sums, so the edge weights cost O(M^2), and
+the shortest path from grid point 0 to M is a dynamic programme over the points in order.
 
-Exact ties: local effects equal up to rounding (a linear term) have ``s_k^2`` of order
-``eps^2 mu^2``, and minimising L over such noise would split arbitrarily. So a bin's
-variance counts as zero when ``s_k <= RTOL * rms`` (``rms = sqrt(mean(e^2))`` over the
-feature's rows, ``RTOL = 1e-6``: above float32 rounding, 6e-8, below any spread worth a
-bin limit); such a feature costs 0 for every partition and the shortest path takes the
-single bin (ties go to the fewest bins).
+Exact ties: local effects equal up to rounding (a linear term) would split arbitrarily,
+so a bin's variance counts as zero when ``s_k <= RTOL * rms`` (``rms = sqrt(mean(e^2))``
+over the feature's rows; ``RTOL = 1e-6``, above float32 rounding); such a feature costs 0
+for every partition and the shortest path takes the single bin (ties: fewest bins).
 """
 
 from __future__ import annotations
@@ -40,9 +34,8 @@ RTOL = 1e-6
 
 @dataclass(frozen=True)
 class Partition:
-    """The optimal bins on a grid: ``limits`` (K+1,), the grid points bounding them (0 to
-    M), ``edges = grid[limits]``, ``objective`` L; ``feasible`` is False when no partition
-    has ``n_k >= min_points`` in every bin (then the single bin ``[g_0, g_M]``)."""
+    """The optimal bins: grid points ``limits`` (K+1,), ``edges = grid[limits]``,
+    ``objective`` L; not ``feasible``: no partition has ``n_k >= min_points`` (one bin)."""
 
     limits: np.ndarray
     edges: np.ndarray
@@ -66,13 +59,8 @@ def default_min_points(n_rows: int) -> int:
 def bin_costs(
     grid: np.ndarray, cells: CellStats, *, alpha: float, min_points: int, rtol: float = RTOL
 ) -> np.ndarray:
-    """Cost ``tau s^2 dz`` of a bin from grid point i to grid point j, for all i < j.
-
-    ``s^2`` counts as 0 where ``s <= rtol * rms`` (``rms`` the root mean square
-    of all the cells' values): rounding noise in equal local effects costs nothing.
-
-    Returns ``cost[i, j]`` (M+1, M+1) for ``i < j`` with at least ``min_points`` rows,
-    ``inf`` elsewhere.
+    """Cost ``tau s^2 dz`` (M+1, M+1) of a bin from grid point i to j, for i < j with at
+    least ``min_points`` rows (``inf`` elsewhere; ``s^2`` is 0 where ``s <= rtol * rms``).
 
     >>> cells = CellStats.from_values(np.array([0, 0, 1, 1]), np.array([1.0, 3.0, 4.0, 4.0]),
     ...                               n_cells=2)
@@ -94,26 +82,18 @@ def bin_costs(
     dz = grid[None, :] - grid[:, None]
     ok = np.triu(n >= min_points, k=1)
     total = float(pn[-1])
+    squares = cells.m2.sum() + np.dot(cells.counts, cells.mean * cells.mean)  # sum of e^2
+    square = float(squares / total) if total else 0.0
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1.0)
-        var[var <= rtol * rtol * _mean_square(cells)] = 0.0
+        var[var <= rtol * rtol * square] = 0.0
         cost = (1.0 - alpha * n / total) * var * dz
     return np.where(ok, cost, np.inf)
 
 
-def _mean_square(cells: CellStats) -> float:
-    """``mean(e^2)`` over every row of the cells: ``(sum M2 + sum n mean^2) / N``."""
-    total = cells.total
-    if total == 0:
-        return 0.0
-    return float((cells.m2.sum() + np.dot(cells.counts, cells.mean * cells.mean)) / total)
-
-
 def shortest_path(cost: np.ndarray) -> tuple[np.ndarray, float]:
-    """Cheapest path ``0 -> M`` over grid points with edge weights ``cost[i, j]`` (i < j).
-
-    ``best[j] = min_{i<j} best[i] + cost[i, j]`` (ties to the smallest i); the path is
-    empty if M is unreachable.
+    """Cheapest path ``0 -> M`` by ``best[j] = min_{i<j} best[i] + cost[i, j]`` (ties to the
+    smallest i); empty if M is unreachable.
 
     >>> c = np.full((3, 3), np.inf); c[0, 1] = 1.0; c[1, 2] = 1.0; c[0, 2] = 3.0
     >>> shortest_path(c)
@@ -145,8 +125,8 @@ def optimal_partition(
     alpha: float = DEFAULT_ALPHA,
     rtol: float = RTOL,
 ) -> Partition:
-    """RHALE's optimal bins: the partition of ``grid`` (M+1,) minimising L with
-    ``n_k >= min_points`` (N_ppb), from the local effects' statistics in its M ``cells``.
+    """RHALE's partition of ``grid`` (M+1,) minimising L with ``n_k >= min_points``, from
+    the local effects' statistics in its M ``cells``.
 
     >>> x = np.array([0.1, 0.2, 0.3, 0.4, 1.6, 1.7, 1.8, 1.9])
     >>> slope = np.array([1.0, 1.1, 1.0, 1.1, -1.0, -0.5, -1.0, -0.5])  # noisier on the right

@@ -4,12 +4,9 @@ The per-row value is, for classic (Apley & Zhu 2020, Eq. 13-15), the second-orde
 difference ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})`` at
 the corners of its cell, whose cell mean is the increment; for DALE (Gkolemis et al.
 2022, Eq. 9) the mixed derivative ``d2f / dx_a dx_b``, whose cell mean times
-``dz_k * dw_l`` is. Empty cells take the nearest non-empty cell's increment (cell
-centres, each axis divided by its range, as ALEPlot); the increments are summed to the
-grid corners, both main effects implied are removed and the surface is centered (its
-count-weighted corner average is zero). The cells are
-:class:`~ale_cli.core.binstats.CellStats` on the flattened grid (:func:`pair_cells`),
-so chunks of rows merge before :func:`second_order_from_cells`.
+``dz_k * dw_l`` is. Empty cells take the nearest non-empty cell's increment; the
+increments are summed to the grid corners, both main effects implied are removed and the
+surface is centered (its count-weighted corner average is zero).
 """
 
 from __future__ import annotations
@@ -25,23 +22,11 @@ ROUTES = ("classic", "dale")
 
 
 @dataclass(frozen=True)
-class CellMeans:
-    """Count, mean (NaN if empty) and std (ddof=1, NaN if n < 2) per cell, each (K_a, K_b)."""
-
-    counts: np.ndarray
-    mean: np.ndarray
-    std: np.ndarray
-
-
-@dataclass(frozen=True)
 class SecondOrderEffect:
-    """The doubly-centered second-order effect of a feature pair.
-
-    ``counts``, ``cell_effect`` (mean per-row value, filled from the nearest non-empty
-    cell where ``filled``), ``cell_std`` (ddof=1) and ``filled`` are (K_a, K_b): cell
-    (k, l) is (z_{k-1}, z_k] x (w_{l-1}, w_l], the first row/column also holding z_0 / w_0;
-    ``effect`` (K_a + 1, K_b + 1) is at the grid corners, ``center_offset`` the constant
-    subtracted in the final centering.
+    """A pair's doubly-centered effect: ``counts``, ``cell_effect`` (the cell's mean value,
+    from the nearest non-empty cell where ``filled``), ``cell_std`` (ddof=1), ``filled``
+    (K_a, K_b), cell (k, l) = (z_{k-1}, z_k] x (w_{l-1}, w_l]; ``effect`` (K_a + 1, K_b + 1)
+    at the corners, minus ``center_offset``.
     """
 
     edges_a: np.ndarray
@@ -57,10 +42,8 @@ class SecondOrderEffect:
 def pair_cells(
     ia: np.ndarray, ib: np.ndarray, values: np.ndarray, *, shape: tuple[int, int]
 ) -> CellStats:
-    """Mergeable statistics of ``values`` per cell ``(ia, ib)`` of a (K_a, K_b) grid.
-
-    Cell ``(k, l)`` is flattened to ``k * K_b + l`` (row-major); ``ia``, ``ib`` (N,) are
-    0-based bins, a row with ``-1`` on either axis is in no cell.
+    """Mergeable statistics of ``values`` per cell ``(ia, ib)`` (N,) of a (K_a, K_b) grid,
+    flattened to ``k * K_b + l``; a row with ``-1`` on either axis is in no cell.
 
     >>> c = pair_cells(np.array([0, 0, 1]), np.array([1, 1, 0]), np.array([1.0, 3.0, 5.0]),
     ...                shape=(2, 2))
@@ -75,17 +58,11 @@ def pair_cells(
 
 @dataclass(frozen=True)
 class PairCells:
-    """Mergeable statistics of one pair's per-row values on its (K_a, K_b) grid.
+    """One pair's :func:`pair_cells`, its rows ``outside`` the grid and whether any value
+    was ``nonzero``; merged as the cells merge, ``outside`` adds, ``nonzero`` ors.
 
-    ``cells`` are :class:`~ale_cli.core.binstats.CellStats` on the flattened grid
-    (:func:`pair_cells`); ``outside`` counts the rows outside the grid on either axis;
-    ``nonzero`` says whether any value was not exactly 0. Chunks merge as their cells do
-    (:meth:`CellStats.merge`), ``outside`` adds, ``nonzero`` ors.
-
-    >>> e = PairCells.empty((2, 2))
-    >>> a = PairCells.from_values(np.array([0, 1]), np.array([1, 1]), np.array([1.0, 3.0]),
-    ...                           shape=(2, 2), outside=1)
-    >>> m = e.merge(a)
+    >>> a = pair_cells(np.array([0, 1]), np.array([1, 1]), np.array([1.0, 3.0]), shape=(2, 2))
+    >>> m = PairCells.empty((2, 2)).merge(PairCells(a, outside=1, nonzero=True))
     >>> m.cells.counts.tolist(), m.outside, m.nonzero
     ([0, 1, 0, 1], 1, True)
     """
@@ -98,35 +75,12 @@ class PairCells:
     def empty(cls, shape: tuple[int, int]) -> PairCells:
         return cls(CellStats.empty(shape[0] * shape[1]))
 
-    @classmethod
-    def from_values(
-        cls,
-        ia: np.ndarray,
-        ib: np.ndarray,
-        values: np.ndarray,
-        *,
-        shape: tuple[int, int],
-        outside: int = 0,
-    ) -> PairCells:
-        cells = pair_cells(ia, ib, values, shape=shape)
-        return cls(cells, int(outside), bool(np.any(values)))
-
     def merge(self, other: PairCells) -> PairCells:
         return PairCells(
             self.cells.merge(other.cells),
             self.outside + other.outside,
             self.nonzero or other.nonzero,
         )
-
-
-def cell_means_from_cells(cells: CellStats, *, shape: tuple[int, int]) -> CellMeans:
-    """:class:`CellMeans` of flattened cells (``s^2 = M2 / (n - 1)``), reshaped to ``shape``."""
-    if cells.n_cells != shape[0] * shape[1]:
-        raise ValueError(f"{cells.n_cells} cells do not match a {shape[0]} x {shape[1]} grid")
-    stats = bin_stats(cells)
-    return CellMeans(
-        stats.counts.reshape(shape), stats.mean.reshape(shape), stats.std.reshape(shape)
-    )
 
 
 def fill_nearest(
@@ -169,8 +123,7 @@ def accumulate_2d(increments: np.ndarray) -> np.ndarray:
 def _marginal_increments(
     diff: np.ndarray, counts: np.ndarray, axis_counts: np.ndarray
 ) -> np.ndarray:
-    # diff: (K, L+1) differences along the first axis at every corner of the other axis;
-    # average the two corners of each cell, weight by the cell counts.
+    """Count-weighted mean over the other axis of ``diff`` (K, L+1) at the cells' corners."""
     mid = (diff[:, :-1] + diff[:, 1:]) / 2
     weighted = (counts * mid).sum(axis=1)
     plain = mid.mean(axis=1)  # a slice with no rows at all: unweighted mean
@@ -210,12 +163,9 @@ def remove_main_effects(surface: np.ndarray, counts: np.ndarray) -> tuple[np.nda
 def second_order_from_cells(
     cells: CellStats, *, edges_a: np.ndarray, edges_b: np.ndarray, route: str
 ) -> SecondOrderEffect:
-    """The doubly-centered second-order effect from the statistics of the per-row values
-    in the K_a * K_b cells (:func:`pair_cells`; merged over chunks of rows).
-
-    The cell increments are the cell means (classic) or the cell means times
-    ``dz_k * dw_l`` (dale), summed to the corners by :func:`accumulate_2d`, then
-    :func:`remove_main_effects`. Two chunks of rows merged give the effect of all rows:
+    """The doubly-centered effect from the per-row values' K_a * K_b :func:`pair_cells`:
+    increments the cell means (classic) or times ``dz_k * dw_l`` (dale), then
+    :func:`accumulate_2d` and :func:`remove_main_effects`. Two chunks of rows merged:
 
     >>> e = np.array([0.0, 1.0, 2.0])
     >>> a = pair_cells(np.array([0, 1]), np.array([0, 1]), np.ones(2), shape=(2, 2))
@@ -227,19 +177,22 @@ def second_order_from_cells(
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     shape = (len(edges_a) - 1, len(edges_b) - 1)
-    stats = cell_means_from_cells(cells, shape=shape)
-    empty = stats.counts == 0
-    mean = fill_nearest(stats.mean, empty, edges_a, edges_b)
+    if cells.n_cells != shape[0] * shape[1]:
+        raise ValueError(f"{cells.n_cells} cells do not match a {shape[0]} x {shape[1]} grid")
+    stats = bin_stats(cells)
+    counts = stats.counts.reshape(shape)
+    empty = counts == 0
+    mean = fill_nearest(stats.mean.reshape(shape), empty, edges_a, edges_b)
     increments = mean
     if route == "dale":
         increments = mean * np.outer(np.diff(edges_a), np.diff(edges_b))
-    surface, offset = remove_main_effects(accumulate_2d(increments), stats.counts)
+    surface, offset = remove_main_effects(accumulate_2d(increments), counts)
     return SecondOrderEffect(
         edges_a=edges_a,
         edges_b=edges_b,
-        counts=stats.counts,
+        counts=counts,
         cell_effect=mean,
-        cell_std=stats.std,
+        cell_std=stats.std.reshape(shape),
         filled=empty,
         effect=surface,
         center_offset=offset,
@@ -255,8 +208,7 @@ def second_order_effect(
     edges_b: np.ndarray,
     route: str,
 ) -> SecondOrderEffect:
-    """:func:`pair_cells` then :func:`second_order_from_cells`. f = x_a x_b has mixed
-    derivative 1, so with DALE the surface before centering is (x_a - z_0)(x_b - w_0):
+    """:func:`pair_cells` then :func:`second_order_from_cells`.
 
     >>> e = np.array([0.0, 1.0, 2.0])
     >>> res = second_order_effect(np.array([0, 1]), np.array([0, 1]), np.ones(2),

@@ -15,12 +15,10 @@ into pieces ``(u/2, n_k |u|/(|u|+|v|))`` and ``(v/2, n_k |v|/(|u|+|v|))``
   an exactly additive model, infinite when ALED is 0 and the heterogeneity is not;
 - rank: 1 for the largest ALED in a set of features (ties share the smaller rank).
 
-These are the definitions of Okoli (2023), arXiv:2310.09877, as in R's ``ale`` package
-(R/calc_stats.R), with two departures: the split of a bin that crosses zero (RHALE's few
-wide bins make the midpoint a large error; a one-bin curve would have ALED 0), and ``F``
-is the piecewise-linear CDF through 101 recorded percentiles of the predictions.
-:data:`R` gives R's own definitions instead (:class:`Definitions`): every bin one piece
-``(m_k, n_k)``, and :func:`normalize_r`, R's ``create_ale_y_norm_function``.
+The definitions of Okoli (2023), arXiv:2310.09877, as in R's ``ale`` (R/calc_stats.R),
+except the split of a bin that crosses zero (RHALE's few wide bins make the midpoint a large
+error) and ``F``, the piecewise-linear CDF through 101 recorded percentiles of the
+predictions. :data:`R` gives R's own (every bin one piece, :func:`normalize_r`).
 """
 
 from __future__ import annotations
@@ -31,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.core.effect import center_offset
+
 #: the percentile levels recorded for the prediction distribution: 0, 1, ..., 100 %
 N_QUANTILES = 101
 _LEVELS = np.linspace(0.0, 1.0, N_QUANTILES)
@@ -38,24 +38,17 @@ _LEVELS = np.linspace(0.0, 1.0, N_QUANTILES)
 
 @dataclass(frozen=True)
 class PredictionDistribution:
-    """The model's finite predictions on the data: count ``n``, ``mean`` and ``quantiles``
-    (101,), the percentiles 0, 1, ..., 100 (numpy's default, R's type 7)."""
+    """The model's finite predictions: count ``n``, ``mean`` and the percentiles
+    ``quantiles`` (101,) (type 7)."""
 
     n: int
     mean: float
     quantiles: np.ndarray
 
-    @property
-    def median(self) -> float:
-        return float(self.quantiles[N_QUANTILES // 2])
-
 
 @dataclass(frozen=True)
 class EffectStatistics:
-    """The statistics of one feature's curve (see the module docstring).
-
-    ``naled``, ``naler_min``, ``naler_max`` are None without a prediction distribution.
-    """
+    """One curve's statistics; the normalised ones None without predictions' quantiles."""
 
     aled: float
     aler_min: float
@@ -69,8 +62,8 @@ class EffectStatistics:
 def prediction_distribution(
     *, prediction: np.ndarray, scratch: bool = False
 ) -> PredictionDistribution:
-    """Count, mean and the 101 percentiles of the finite values of ``prediction`` (N,);
-    ``scratch``: a float64 array the caller no longer needs, which may be reordered.
+    """Count, mean and the 101 percentiles of the finite values of ``prediction`` (N,)
+    (``scratch``: a float64 array that may be reordered).
 
     >>> d = prediction_distribution(prediction=np.arange(101.0))
     >>> d.n, d.mean, d.quantiles[[0, 50, 100]].tolist()
@@ -100,18 +93,14 @@ def mean_centered(*, effect: np.ndarray, counts: np.ndarray) -> np.ndarray:
     [-1.625, -0.625, 1.375]
     """
     effect = np.asarray(effect, dtype=np.float64)
-    n = counts.sum()
-    if n == 0:
-        return effect.copy()
-    return effect - float(np.dot(counts, _midpoints(effect)) / n)
+    return effect - center_offset(effect, counts)
 
 
 def pieces(
     *, effect: np.ndarray, counts: np.ndarray, split: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Values and weights of the curve's pieces: ``(m_k, n_k)`` per bin, or (``split``)
-    two pieces ``(u/2, n_k |u|/(|u|+|v|))``, ``(v/2, n_k |v|/(|u|+|v|))`` for a bin whose
-    values ``u``, ``v`` at its limits have opposite signs.
+    """Values and weights of the curve's pieces (the module docstring; not ``split``: one
+    ``(m_k, n_k)`` per bin).
 
     >>> values, weights = pieces(effect=np.array([-1.0, 3.0, 5.0]), counts=np.array([4, 2]))
     >>> values.tolist(), weights.tolist()
@@ -132,10 +121,8 @@ def pieces(
 
 
 def cdf(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
-    """The piecewise-linear distribution function through equally spaced ``quantiles``.
-
-    ``F(q_i) = i / (Q - 1)``, 0 below the first, 1 above the last; a repeated value
-    (a point mass) takes the middle of the levels it spans.
+    """The piecewise-linear distribution function through equally spaced ``quantiles``:
+    ``F(q_i) = i / (Q - 1)``, 0 below, 1 above; a repeated value takes its levels' middle.
 
     >>> cdf(np.array([-1.0, 0.0, 0.5, 2.0, 3.0]), quantiles=np.array([0.0, 1.0, 2.0])).tolist()
     [0.0, 0.0, 0.25, 1.0, 1.0]
@@ -154,10 +141,8 @@ def cdf(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
 
 
 def normalize(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
-    """Effect values in percentile points of the predictions: ``100 (F(M + a) - 1/2)``.
-
-    ``M`` the median, ``F`` :func:`cdf`; in [-50, 50], 0 for ``a = 0`` (R ``ale``'s
-    ``create_ale_y_norm_function``).
+    """Effect values in percentile points of the predictions: ``100 (F(M + a) - 1/2)``,
+    ``M`` the median, ``F`` :func:`cdf`; in [-50, 50], 0 for ``a = 0``.
 
     >>> norm = normalize(np.array([-100.0, -25.0, 0.0, 10.0]), quantiles=np.arange(101.0))
     >>> np.round(norm, 9).tolist()
@@ -195,10 +180,8 @@ def normalize_r(values: np.ndarray, *, reference: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Definitions:
-    """Which definitions the statistics follow: ``name`` as ``params.statistics`` records
-    it; ``split``: split a bin whose segment crosses zero (:func:`pieces`); ``normalize``:
-    ``f(values, reference)`` to percentile points, ``reference`` the recorded percentiles
-    of the predictions."""
+    """Which definitions the statistics follow: ``name`` (``params.statistics``), ``split``
+    (:func:`pieces`), ``normalize(values, percentiles of the predictions)``."""
 
     name: str
     split: bool
@@ -207,29 +190,26 @@ class Definitions:
 
 #: ale's own (the module docstring)
 ALE_CLI = Definitions("ale-cli", True, lambda v, q: normalize(v, quantiles=q))
-#: R ``ale``'s ``calc_stats``: midpoints, and R's normalisation with the recorded
-#: percentiles as the reference values
+#: R ``ale``'s ``calc_stats`` (the recorded percentiles as the reference values)
 R = Definitions("r", False, lambda v, q: normalize_r(v, reference=q))
 DEFINITIONS = {d.name: d for d in (ALE_CLI, R)}
 
 
-def aled(*, effect: np.ndarray, counts: np.ndarray, definitions: Definitions = ALE_CLI) -> float:
-    """ALE deviation ``sum_i w_i |p_i| / N`` over the pieces of the mean-centered curve.
-
-    ``effect`` (K+1,) at the edges, ``counts`` (K,).
+def aled(
+    *,
+    effect: np.ndarray,
+    counts: np.ndarray,
+    definitions: Definitions = ALE_CLI,
+    quantiles: np.ndarray | None = None,
+) -> float:
+    """ALE deviation ``sum_i w_i |p_i| / N`` over the pieces of the mean-centered curve
+    (``effect`` (K+1,), ``counts`` (K,)); of ``norm(p_i)`` with ``quantiles``.
 
     >>> aled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
     1.0
     >>> aled(effect=np.array([-1.0, 1.0]), counts=np.array([10]))  # mean |x| on [-1, 1]
     0.5
     """
-    return _mean_abs(effect, counts, definitions, None)
-
-
-def _mean_abs(
-    effect: np.ndarray, counts: np.ndarray, definitions: Definitions, quantiles: np.ndarray | None
-) -> float:
-    """``sum_i w_i |p_i| / N`` over the pieces, normalised with ``quantiles`` if given."""
     if counts.sum() == 0:
         return 0.0
     centered = mean_centered(effect=effect, counts=counts)
@@ -239,14 +219,29 @@ def _mean_abs(
     return float(np.dot(weights, np.abs(values)) / weights.sum())
 
 
-def aler(*, effect: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
-    """ALE range ``(min_k f(z_k), max_k f(z_k))`` of the mean-centered curve.
+def aler(
+    *,
+    effect: np.ndarray,
+    counts: np.ndarray,
+    quantiles: np.ndarray | None = None,
+    definitions: Definitions = ALE_CLI,
+) -> tuple[float, float]:
+    """ALE range ``(min_k f(z_k), max_k f(z_k))`` of the mean-centered curve; with
+    ``quantiles``, NALER: ``norm`` of its limits, in [-50, 50].
 
     >>> aler(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
     (-2.0, 2.0)
+    >>> lo, hi = aler(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
+    ...               quantiles=np.arange(101.0))
+    >>> round(lo, 9), round(hi, 9)
+    (-2.0, 2.0)
     """
     centered = mean_centered(effect=effect, counts=counts)
-    return float(centered.min()), float(centered.max())
+    lo, hi = float(centered.min()), float(centered.max())
+    if quantiles is None:
+        return lo, hi
+    norm = definitions.normalize(np.array([lo, hi]), quantiles)
+    return float(norm[0]), float(norm[1])
 
 
 def naled(
@@ -256,33 +251,14 @@ def naled(
     quantiles: np.ndarray,
     definitions: Definitions = ALE_CLI,
 ) -> float:
-    """Normalised ALED ``sum_i w_i |norm(p_i)| / N`` over the pieces of the mean-centered
-    curve, in [0, 50].
+    """Normalised ALED ``sum_i w_i |norm(p_i)| / N``, in [0, 50].
 
     >>> round(naled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
     ...             quantiles=np.arange(101.0)), 9)
     1.0
     """
-    return min(_mean_abs(effect, counts, definitions, quantiles), 50.0)  # split weights' rounding
-
-
-def naler(
-    *,
-    effect: np.ndarray,
-    counts: np.ndarray,
-    quantiles: np.ndarray,
-    definitions: Definitions = ALE_CLI,
-) -> tuple[float, float]:
-    """Normalised ALER: ``norm`` of the ALER limits, in [-50, 50].
-
-    >>> lo, hi = naler(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
-    ...                quantiles=np.arange(101.0))
-    >>> round(lo, 9), round(hi, 9)
-    (-2.0, 2.0)
-    """
-    lo, hi = aler(effect=effect, counts=counts)
-    norm = definitions.normalize(np.array([lo, hi]), quantiles)
-    return float(norm[0]), float(norm[1])
+    value = aled(effect=effect, counts=counts, definitions=definitions, quantiles=quantiles)
+    return min(value, 50.0)  # split weights' rounding
 
 
 def heterogeneity_share(
@@ -331,8 +307,8 @@ def effect_statistics(
     quantiles: np.ndarray | None = None,
     definitions: Definitions = ALE_CLI,
 ) -> EffectStatistics:
-    """Every statistic of one curve: ``effect`` and ``std`` (K+1,), ``counts`` (K,);
-    the normalised ones only with the prediction ``quantiles`` (101,).
+    """Every statistic of one curve: ``effect`` and ``std`` (K+1,), ``counts`` (K,), the
+    prediction ``quantiles`` (101,) or None.
 
     >>> s = effect_statistics(effect=np.array([0.0, 2.0, 4.0]), std=np.zeros(3),
     ...                       counts=np.array([1, 1]))
@@ -346,5 +322,5 @@ def effect_statistics(
     stats = EffectStatistics(aled(**curve), lo, hi, share)
     if quantiles is None:
         return stats
-    nlo, nhi = naler(quantiles=quantiles, **curve)
+    nlo, nhi = aler(quantiles=quantiles, **curve)
     return replace(stats, naled=naled(quantiles=quantiles, **curve), naler_min=nlo, naler_max=nhi)

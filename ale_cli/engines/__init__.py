@@ -1,12 +1,11 @@
-"""Where the work runs: ``local`` (this process, the default) or ``dask`` (the parts of a
-source on the workers of a Dask cluster, :mod:`ale_cli.engines.cluster`). This module
-imports neither dask nor distributed.
-"""
+"""Where the work runs: ``local`` (this process, the default) or ``dask``
+(:mod:`ale_cli.engines.cluster`); importing this module imports no dask."""
 
 from __future__ import annotations
 
+from ale_cli.checks import check_choice
 from ale_cli.engines.cluster import DaskEngine
-from ale_cli.engines.options import check_engine, require_dask
+from ale_cli.engines.options import require_dask, scheduler_address
 from ale_cli.errors import InputError
 from ale_cli.passes.engine import LOCAL, Engine
 
@@ -23,14 +22,24 @@ def engine_for(engine: Engine | str | None = None, scheduler: str | None = None)
     >>> engine_for("local", "tcp://10.0.0.5:8786")
     Traceback (most recent call last):
     ale_cli.errors.InputError: scheduler is the address of a Dask scheduler: it needs engine dask
+    >>> engine_for("spark")
+    Traceback (most recent call last):
+    ale_cli.errors.InputError: engine must be one of local, dask, got 'spark'
     """
     if engine is not None and not isinstance(engine, str):
         if scheduler is not None:
             raise InputError("{param} is given with an engine object", param="scheduler")
         return engine
     name = "local" if engine is None else engine
-    check_engine(name, scheduler)
+    check_choice(name, ("local", "dask"), "engine")
+    if scheduler is not None and name != "dask":
+        raise InputError(
+            "{param} is the address of a Dask scheduler: it needs {param:engine} dask",
+            param="scheduler",
+        )
     if name == "local":
         return LOCAL
+    if scheduler is not None:
+        scheduler_address(scheduler)
     require_dask()
     return DaskEngine(scheduler)

@@ -1,11 +1,7 @@
-"""The Dask engine: a run's parts as tasks on the workers of a Dask cluster.
-
-One task per part (:func:`~ale_cli.passes.engine.fold_part` on the worker), the states
-folded here in part order, so the result equals the local engine's. ``shared`` (a model)
-is scattered to every worker once. When a part fails, the sink is told to stop and the
-engine waits for the running tasks before raising: no worker writes once the run is over.
-Without a scheduler a LocalCluster of one-thread worker processes is started; inside a
-``with engine:`` block every run shares one cluster.
+"""The Dask engine: one task per part (:func:`~ale_cli.passes.engine.fold_part` on a
+worker), the states folded here in part order, so the result equals the local engine's;
+``shared`` (a model) is scattered to every worker once. When a part fails, the sink is told
+to stop and the running tasks are waited for: no worker writes once the run is over.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ale_cli.engines.options import require_dask, scheduler_address
 from ale_cli.errors import RunError
-from ale_cli.passes.engine import Kernel, Merge, Progress, Shared, Sink, Source, fold_part
+from ale_cli.passes.engine import Engine, Kernel, Merge, Progress, Shared, Sink, Source, fold_part
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -61,8 +57,7 @@ def client(scheduler: str | None) -> Iterator[Client]:
 
 @contextmanager
 def environ_kept() -> Iterator[None]:
-    """Give ``os.environ`` back as it was (a LocalCluster's nannies set their pre-spawn
-    variables in this process's environment)."""
+    """Give ``os.environ`` back as it was (a LocalCluster's nannies change it)."""
     saved = dict(os.environ)
     try:
         yield
@@ -71,10 +66,9 @@ def environ_kept() -> Iterator[None]:
         os.environ.update(saved)
 
 
-class DaskEngine:
+class DaskEngine(Engine):
     """Runs on the Dask cluster at ``scheduler`` (an address or a scheduler file; None: a
-    LocalCluster), reached on entering ``with`` (or per run); checks nothing itself
-    (:func:`ale_cli.engines.engine_for` validates the options)."""
+    LocalCluster of one-thread workers), reached on entering ``with`` (or per run)."""
 
     splits = True
 
@@ -128,7 +122,6 @@ class DaskEngine:
         sink: Sink[S] | None = None,
         progress: Progress | None = None,
     ) -> S:
-        """One task per part of ``source``, the parts' states folded here in part order."""
         with self:
             dask_client = self.client
             parts = list(source.parts())
@@ -139,7 +132,16 @@ class DaskEngine:
             )
             futures = [
                 dask_client.submit(
-                    _task, part, i, kernel, merge, empty, tuple(arrays), handle, sink, pure=False
+                    fold_part,
+                    part,
+                    i,
+                    kernel,
+                    merge,
+                    empty,
+                    tuple(arrays),
+                    handle,
+                    sink,
+                    pure=False,
                 )
                 for i, part in enumerate(parts)
             ]
@@ -150,24 +152,9 @@ class DaskEngine:
                 raise
 
 
-def _task(
-    part: Source,
-    index: int,
-    kernel: Kernel[S],
-    merge: Merge[S],
-    empty: S,
-    arrays: Sequence[str],
-    shared: Shared | None,
-    sink: Sink[S] | None,
-) -> tuple[S, int]:
-    """On a worker: part ``index``'s state and rows (:func:`fold_part`)."""
-    value = None if shared is None else shared.get()
-    return fold_part(part, index, kernel, merge, empty, arrays, value, sink)
-
-
 def _fold_in_order(futures: list[Any], merge: Merge[S], empty: S, progress: Progress | None) -> S:
-    """The parts' states folded in part order as they finish; a failure is raised once the
-    parts before it are done (the first in part order, as the local engine meets it)."""
+    """The parts' states folded in part order as they finish; the first failure in part
+    order is raised once the parts before it are done."""
     from distributed import as_completed, wait
 
     index = {f.key: i for i, f in enumerate(futures)}
@@ -191,8 +178,8 @@ def _fold_in_order(futures: list[Any], merge: Merge[S], empty: S, progress: Prog
 
 
 def _stop(dask_client: Client, futures: list[Any], sink: Sink[Any] | None) -> None:
-    """After a failed part: tell the sink to stop the running parts and wait for them (a
-    cancelled task would go on writing); then cancel them."""
+    """After a failed part: the sink stops the running parts, waited for (a cancelled task
+    would go on writing), then cancelled."""
     from distributed import wait
 
     if sink is not None:

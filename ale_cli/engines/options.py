@@ -1,5 +1,5 @@
-"""The ``engine`` and ``scheduler`` options checked: the engine's name, a Dask scheduler's
-address or file, and the optional packages of the dask extra."""
+"""The ``scheduler`` option checked (a Dask scheduler's address or file), and the optional
+packages of the dask extra."""
 
 from __future__ import annotations
 
@@ -7,32 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from ale_cli.checks import check_choice
 from ale_cli.errors import InputError
-
-ENGINES = ("local", "dask")
-#: the one line a user without the optional dependencies gets (exit 2)
-INSTALL_HINT = "pip install ale-cli[dask]"
-
-
-def check_engine(engine: str, scheduler: str | None) -> None:
-    """InputError naming ``engine`` unless it is one of :data:`ENGINES`, or ``scheduler``
-    when it is malformed or given for the local engine.
-
-    >>> check_engine("local", None)
-    >>> check_engine("spark", None)
-    Traceback (most recent call last):
-    ale_cli.errors.InputError: engine must be one of local, dask, got 'spark'
-    """
-    check_choice(engine, ENGINES, "engine")
-    if scheduler is not None and engine != "dask":
-        raise InputError(
-            "{param} is the address of a Dask scheduler: it needs {param:engine} dask",
-            param="scheduler",
-        )
-    if scheduler is not None:
-        scheduler_address(scheduler)
-
 
 #: the protocols of Dask's comms a scheduler listens on
 PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
@@ -84,7 +59,8 @@ def require_dask() -> None:
         import distributed  # noqa: F401
     except ImportError:
         raise InputError(
-            f"{{param}} dask needs the optional packages dask and distributed: {INSTALL_HINT}",
+            "{param} dask needs the optional packages dask and distributed: "
+            "pip install ale-cli[dask]",
             param="engine",
         ) from None
 
@@ -96,19 +72,14 @@ def scheduler_address(scheduler: str) -> str:
         return value
     try:
         address = json.loads(Path(value).read_text(encoding="utf-8")).get("address")
-    except (OSError, ValueError, AttributeError):
-        address = None
-    if not isinstance(address, str) or not _is_address(address):
+        found = isinstance(address, str) and "://" in address
+        found = found and scheduler_target(address)[0] == "address"
+    except (OSError, ValueError, AttributeError, InputError):
+        found = False
+    if not found:
         raise InputError(
             f"{{param}} file '{value}' is not a Dask scheduler file (a JSON object whose "
             "'address' is tcp://host:port, as 'dask scheduler --scheduler-file' writes)",
             param="scheduler",
         )
     return address
-
-
-def _is_address(value: str) -> bool:
-    try:
-        return "://" in value and scheduler_target(value)[0] == "address"
-    except InputError:
-        return False

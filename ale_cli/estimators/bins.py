@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ale_cli.checks import check_choice, check_count
-from ale_cli.core.accumulate import CENTER_MODES
 from ale_cli.core.binning import BINNINGS
+from ale_cli.core.effect import CENTER_MODES
 from ale_cli.errors import InputError
 from ale_cli.summary.validate import EdgesFile, read_edges
 

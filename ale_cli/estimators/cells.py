@@ -278,7 +278,7 @@ def group_passes(p: Passes, x: Sequence[int]) -> Callable[[list[Any], list[Any]]
 
     def run_pass(groups: list[Any], roots: list[Any]) -> list[Any]:
         sent = [g.shipped() for g in groups]
-        empty = [g.no_values() for g in sent]
+        empty = pass_accumulators(lambda: (), sent, roots)
         found: list[Any] = p.run(
             GroupPass(tuple(x), sent, roots), merge_accumulators, empty, arrays=("X",)
         )

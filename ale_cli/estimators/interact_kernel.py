@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ale_cli.core.binning import assign
-from ale_cli.core.second_order import PairCells
+from ale_cli.core.second_order import PairCells, pair_cells
 from ale_cli.models.checks import row_list, screen_rows
 from ale_cli.models.evaluate import Move, predict_moved
 from ale_cli.models.mixed import require_mixed_derivatives
@@ -218,10 +218,8 @@ class PairKernel:
         pairs = []
         for plan, at, v in zip(self.plans, located, values, strict=True):
             kept = keep[at.rows]
-            cells = PairCells.from_values(
-                at.ia[kept], at.ib[kept], v[kept], shape=plan.shape, outside=at.outside
-            )
-            pairs.append(cells)
+            cells = pair_cells(at.ia[kept], at.ib[kept], v[kept], shape=plan.shape)
+            pairs.append(PairCells(cells, int(at.outside), bool(np.any(v[kept]))))
         dropped = (screened.dropped + chunk.offset,) if len(screened.dropped) else ()
         return Passed(tuple(pairs), dropped, (prediction[keep],), spent)
 

@@ -2,9 +2,9 @@
 
 A discrete feature's levels are its distinct values in numeric order; a categorical one's
 (a text column as codes, or declared ``categorical``) are ordered by ALEPlot's method
-(:func:`~ale_cli.core.discrete.level_order`). Each row is moved to the adjacent levels (3
+(:func:`~ale_cli.core.discrete.order_of`). Each row is moved to the adjacent levels (3
 predictions per row at most; a text column is perturbed as text by the model adapter), and
-:func:`~ale_cli.core.discrete.level_effect` turns the differences into the effect.
+:func:`~ale_cli.core.discrete.level_cells` turns the differences into the effect.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ale_cli.core.bootstrap import percentile_band
 from ale_cli.core.discrete import (
     MAX_LEVELS,
     LevelEffect,
-    level_effect,
+    level_cells,
     level_effect_from_cells,
 )
 from ale_cli.errors import InputError
@@ -238,7 +238,9 @@ def level_record(
     """One feature's per-level record from every row's position and differences
     (:func:`level_jumps`), with bootstrap bands when asked."""
     k = plan.n_levels
-    eff = level_effect(position=position, up=up, down=down, n_levels=k, center=center)
+    eff = level_effect_from_cells(
+        *level_cells(position=position, up=up, down=down, n_levels=k), center=center
+    )
     bands: dict[str, Any] = {}
     if bootstrap is not None and bootstrap.replicates:
         bands = level_bands(position, up, down, k, bootstrap, center=center)

@@ -44,8 +44,8 @@ from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.models.onnx_graph import tree_ensemble_file
 from ale_cli.models.secant import for_compute, piecewise_constant
 from ale_cli.passes.engine import Engine, Ready, Shared
-from ale_cli.passes.profiling import first_pass
 from ale_cli.passes.shipped import ShippedModel
+from ale_cli.passes.spool import first_pass
 
 #: Model file formats differentiated by autodiff, read in one pass (no profile first).
 AUTODIFF_FORMATS = ("torchscript", "torch-export")

@@ -24,7 +24,6 @@ from ale_cli.core.finegrid import (
     MIN_ROWS_PER_FINE_BIN,
     FineCurve,
     fine_curve,
-    on_grid,
     replicate_curves,
     secant_effect,
     sparse_reason,
@@ -94,7 +93,7 @@ class _Fine:
 def _note(fine: np.ndarray, z: np.ndarray) -> str:
     """What the feature's curve is, and whether its edges needed interpolation."""
     text = f"secants on a fine grid of {fine.size - 1} quantile bins, accumulated to the edges"
-    if on_grid(z, fine):
+    if np.isin(z, fine).all():
         return text
     return text + "; edges not on the fine grid: the fine curve is interpolated linearly there"
 

@@ -1,7 +1,6 @@
 """A model as a :class:`~ale_cli.passes.engine.Shared` handle that travels: pickled (once
-per Dask worker) it carries the model file's bytes, and the worker loads it once, from the
-user's path when that holds the same bytes, checked on the same rows (``head``) and, for
-finite differences, with the same profile: every worker gets this process's model."""
+per Dask worker) it carries the model file's bytes, and the worker loads it once (from the
+user's path when that holds the same bytes), checked on the same rows and profile."""
 
 from __future__ import annotations
 
@@ -23,9 +22,8 @@ from ale_cli.models.profile import DataProfile
 
 @dataclass(frozen=True, eq=False)
 class ShippedModel:
-    """The model file ``path`` (its bytes ``data``, their ``sha256``) and how it was loaded:
-    format, options, the columns of X, the rows it was checked on and the data profile of
-    a finite-difference model (None for autodiff)."""
+    """The model file ``path`` (its ``sha256``) and how it was loaded: format, options, the
+    columns of X, the rows it was checked on and a finite-difference model's profile."""
 
     path: str
     sha256: str
@@ -54,14 +52,13 @@ class ShippedModel:
         loaded: Model | None = None,
         sha256: str | None = None,
     ) -> ShippedModel:
-        """The handle of the model file ``path`` (``sha256``: its hash, when known), or of
-        a model object, which stays in this process."""
+        """The handle of the model file ``path`` (``sha256`` when known), or of a model
+        object, which stays in this process."""
         if isinstance(path, ModelObject):
-            digest = path.sha256 or ""
-            return cls(str(path), digest, model_format, options, columns, head, profile, loaded,
-                       obj=path)  # fmt: skip
-        digest = sha256 if sha256 is not None else sha256_file(path)
-        return cls(str(path), digest, model_format, options, columns, head, profile, loaded)
+            sha, obj = path.sha256 or "", path
+        else:
+            sha, obj = (sha256 if sha256 is not None else sha256_file(path)), None
+        return cls(str(path), sha, model_format, options, columns, head, profile, loaded, obj=obj)
 
     def __reduce__(self) -> tuple[Any, ...]:
         if self.obj is not None:
@@ -78,7 +75,7 @@ class ShippedModel:
         return (_rebuilt, (self.__dict__ | {"loaded": None, "data": data},))
 
     def get(self) -> Model:
-        """The model: loaded here, or loaded once per process from the file's bytes."""
+        """The model: loaded here, or once per process from the file's bytes."""
         if self.loaded is not None:
             return self.loaded
         with _LOCK:

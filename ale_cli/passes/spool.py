@@ -1,9 +1,11 @@
 """A data file read in several passes, chunk by chunk (``ale classic``, ``ale interact``
-streamed): a first pass for the row count and each column's range (:meth:`DataPasses.scan`),
-then every pass opens the file again and yields the same rows in the same order."""
+streamed): a first pass for the rows and ranges (:meth:`DataPasses.scan`), then every
+pass opens the file again; for a streamed ``ale compute`` of a model that chooses its steps
+from the data (finite differences), a first pass for its profile (:func:`first_pass`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,13 +13,13 @@ from typing import Any
 import numpy as np
 
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream, open_stream
+from ale_cli.models.profile import DataProfile, ProfileBuilder
 
 
 @dataclass(frozen=True)
 class Scan:
-    """What the first pass over a data file found: the inputs ``names`` (D), the N rows
-    kept (after ``dropna``), each column's ``lo``/``hi`` (D,), the ``first`` chunk
-    (float64, to load the model on), and the file's format, hash, counts and dtypes."""
+    """The first pass's findings: inputs ``names`` (D), the N rows kept, ``lo``/``hi`` (D,),
+    the ``first`` chunk (float64, to load the model on), the file's format, hash, counts."""
 
     names: tuple[str, ...]
     categorical: tuple[str, ...]
@@ -27,11 +29,8 @@ class Scan:
     first: np.ndarray
     format: str
     sha256: str
-    rows_read: int
     rows_dropped: int
-    dropped_columns: tuple[str, ...]
     dtypes: dict[str, str]
-    #: the levels of the text columns (read as their codes)
     levels: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
@@ -46,7 +45,6 @@ class DataPasses:
     dropna: bool = False
     categorical: tuple[str, ...] = ()
     chunk_rows: int = DEFAULT_CHUNK_ROWS
-    #: the levels of the text columns (:mod:`ale_cli.data.text_levels`)
     text: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     def open(self) -> TableStream:
@@ -62,7 +60,6 @@ class DataPasses:
         )
 
     def scan(self) -> Scan:
-        """The first pass: the rows, each column's range, the file's hash and dtypes."""
         stream = self.open()
         d = len(stream.feature_names)
         lo, hi = np.full(d, np.inf), np.full(d, -np.inf)
@@ -85,9 +82,26 @@ class DataPasses:
             first=first,
             format=stream.format,
             sha256=stream.sha256,
-            rows_read=stream.rows_read,
             rows_dropped=stream.rows_dropped,
-            dropped_columns=stream.dropped_columns,
             dtypes=dict(stream.dtypes),
             levels=stream.levels,
         )
+
+
+@dataclass(frozen=True)
+class FirstPass:
+    """The ``profile`` of the rows kept, the input columns' dtypes, the data's hash."""
+
+    profile: DataProfile
+    dtypes: dict[str, str]
+    sha256: str
+
+
+def first_pass(stream: TableStream, chunks: Iterable[np.ndarray] | None = None) -> FirstPass:
+    """Read ``stream`` (or its ``chunks``, read ahead) to its end."""
+    builder = ProfileBuilder(len(stream.feature_names))
+    for X in stream if chunks is None else chunks:
+        builder.add(X)
+    if stream.sha256 is None:  # the iteration ended early (it raises instead)
+        raise RuntimeError("the data stream ended before its hash")
+    return FirstPass(builder.finish(), dict(stream.dtypes), stream.sha256)

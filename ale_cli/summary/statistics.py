@@ -13,7 +13,7 @@ import numpy as np
 
 from ale_cli.checks import check_choice
 from ale_cli.core.bootstrap import BAND_KEYS, statistics_bands
-from ale_cli.core.discrete import level_statistics, level_statistics_bands
+from ale_cli.core.discrete import level_statistics
 from ale_cli.core.statistics import ALE_CLI, DEFINITIONS, Definitions, effect_statistics, ranks
 
 #: how each choice of ``statistics`` differs from the other, as ``params`` records it
@@ -52,15 +52,15 @@ def feature_statistics(
             stats.append(None)
             continue
         curve = {"effect": feat.effect, "std": feat.std, "counts": feat.counts} | how
-        if feat.kind is not None:
-            item, bands = level_statistics(**curve), level_statistics_bands
+        levels = feat.kind is not None
+        if levels:
+            item = level_statistics(**curve)
         else:
             s = effect_statistics(**curve)
             item = {key: getattr(s, key) for key in (*BAND_KEYS, "heterogeneity_share")}
-            bands = statistics_bands
         r = feat.replicates
         if r is not None:
-            item |= bands(r.effect, r.counts, ci=r.ci, **how)
+            item |= statistics_bands(r.effect, r.counts, ci=r.ci, levels=levels, **how)
         stats.append(item)
     estimable = [item for item in stats if item is not None]
     aleds = np.array([item["aled"] for item in estimable])
