@@ -20,9 +20,15 @@ from ale_cli.models.base import (
     ProgressFn,
     call_model,
 )
-from ale_cli.models.boosters import BOOSTERS
 from ale_cli.models.boosters import EXTENSIONS as BOOSTER_EXTENSIONS
-from ale_cli.models.objects import ModelObject, Predictor, torch_module_of, unfitted
+from ale_cli.models.objects import (
+    BOOSTERS,
+    ModelObject,
+    Predictor,
+    native_bytes,
+    torch_module_of,
+    unfitted,
+)
 from ale_cli.models.profile import DataProfile
 
 __all__ = [
@@ -106,7 +112,7 @@ def sniff_format(path: Path) -> str | None:
                 names = zf.namelist()
         except (zipfile.BadZipFile, OSError):
             return None
-        if _adapter("torch_export:is_export_archive")(names):
+        if _adapter("torchscript:is_export_archive")(names):
             return "torch-export"
         if any(n.endswith("constants.pkl") or "/code/" in n for n in names):
             return "torchscript"
@@ -196,9 +202,7 @@ def load_model(
             raise ModelError(f"model file '{path}' is not {_LABELS[fmt]}")
         name = "TorchScript" if fmt == "torchscript" else "torch.export"
         _autodiff_only(options, f"applies to ONNX and scikit-learn models; {name} model '{path}'")
-        if fmt == "torch-export":
-            return _adapter("torch_export:load")(path, options, columns, X)
-        return _adapter("torchscript:TorchScriptModel").load(path, options, columns, X)
+        return _adapter("torchscript:load")(path, fmt, options, columns, X)
     if fmt == "onnx":
         return _adapter("onnx_model:OnnxModel").load(path, options, columns, X, profile)
     if fmt in BOOSTERS:
@@ -223,12 +227,13 @@ def load_object(
             given.obj, given, "sklearn", options, columns, X, profile=profile
         )
     if given.format == "callable":
-        return _adapter("callable_model:CallableModel").load(given, options, columns, X, profile)
+        adapter = _adapter("callable_model:CallableModel")
+        return adapter.of(given.obj, str(given), options, columns, X, profile)
     if given.format in BOOSTERS:
-        return _adapter("boosters:from_object")(given, options, columns, X, profile)
+        saved = native_bytes(given.obj, given.format)
+        load = _adapter("boosters:load")
+        return load(saved, given.format, options, columns, X, profile, name=str(given))
     _autodiff_only(options, f"does not apply to {given}: a torch model")
-    if given.format == "torch-export":
-        return _adapter("torch_export:from_program")(given.obj, given, options, columns, X)
-    module = torch_module_of(given)
+    module = given.obj if given.format == "torch-export" else torch_module_of(given)
     torch_model = _adapter("torchscript:TorchScriptModel")
     return torch_model.from_module(module, given, options, columns, X, fmt=given.format)

@@ -20,6 +20,8 @@ from ale_cli.errors import AleError, InputError, ModelFailed
 
 #: Called with the number of rows just finished; drives the progress bar.
 ProgressFn = Callable[[int], None]
+#: Rows a model is first called on when it is loaded (width, output, row independence).
+CHECK_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -247,3 +249,29 @@ def stacked_chunks(X: np.ndarray, blocks: int, rows: int) -> Iterator[tuple[slic
         stack = buffer[: blocks * m]
         stack.reshape(blocks, m, -1)[...] = X[sl]
         yield sl, stack
+
+
+def batched_effects(
+    step: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+    X: np.ndarray,
+    features: Sequence[int] | None,
+    *,
+    rows: int,
+    fixed: np.ndarray,
+    outputs: int = 0,
+    progress: ProgressFn | None = None,
+) -> Effects:
+    """``step(chunk) -> (predictions, gradients (m, [K,] D))`` per chunk of at most ``rows``
+    rows: Effects of the columns ``features``, 0 for held-fixed ones; (N, K, F) and (N, K)
+    for ``outputs`` K > 0."""
+    index = feature_indices(features, X.shape[1])
+    many = (outputs,) if outputs else ()
+    grads = np.empty((len(X), *many, len(index)), dtype=np.float64)
+    preds = np.empty((len(X), *many), dtype=np.float64)
+    for sl in chunks(len(X), rows):
+        preds[sl], full = step(X[sl])
+        grads[sl] = full[..., index]
+        if progress is not None:
+            progress(sl.stop - sl.start)
+    grads[..., fixed[index]] = 0.0
+    return Effects(local_effects=grads, prediction=preds)

@@ -1,7 +1,6 @@
-"""Mixed second derivatives d2f / dx_a dx_b at the data points, by autodiff.
-
-Per chunk: the gradient g (n, D) with ``create_graph=True``, then one backward pass
-of ``g[:, a].sum()`` per distinct first feature a gives d2f / dx_a dx_b for every b.
+"""Mixed second derivatives d2f / dx_a dx_b at the data points, by autodiff: per chunk
+the gradient g (n, D) with ``create_graph=True``, then one backward pass of
+``g[:, a].sum()`` per distinct first feature a gives d2f / dx_a dx_b for every b.
 """
 
 from __future__ import annotations

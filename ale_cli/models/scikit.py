@@ -1,8 +1,5 @@
-"""scikit-learn estimators (skops files and trusted pickles): local effects by
-central finite differences in float64.
-
-An estimator fitted on a DataFrame (``feature_names_in_``) is called with one, text
-columns rebuilt from their codes; only numeric, non-categorical columns are perturbed.
+"""scikit-learn estimators (skops files and trusted pickles): local effects by central
+finite differences in float64; one fitted on a DataFrame is called with one.
 """
 
 from __future__ import annotations
@@ -17,13 +14,13 @@ import numpy as np
 import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
+    CHECK_ROWS,
     Columns,
     Effects,
     LoadOptions,
     ProgressFn,
     call_model,
     failure_reason,
-    feature_indices,
     first_line,
     integer_output_message,
 )
@@ -92,7 +89,6 @@ def final_estimator(est: Any) -> Any:
             return est
 
 
-CHECK_ROWS = 8
 _METHODS = {"proba": "predict_proba", "decision": "decision_function"}
 
 
@@ -325,10 +321,7 @@ class SklearnModel:
 
     caller: SklearnCaller
     format: str
-    eval_rows: int
-    step: fd.StepChoice
-    steps: np.ndarray
-    fixed: np.ndarray
+    plan: fd.FdPlan
     trusted: tuple[str, ...] | None = None
     integer_output: str | None = None
     method: ClassVar[str] = "finite-differences"
@@ -380,27 +373,15 @@ class SklearnModel:
             )
         caller = SklearnCaller.build(estimator, path, options.output, columns)
         integer = check_inputs(caller, profile.head)
-        fixed = columns.fixed_mask()
         final = type(final_estimator(estimator)).__name__
-        step, steps = fd.plan_steps(
+        plan = fd.plan_steps(
             caller,
-            profile.head,
-            profile=profile,
-            user_step=options.step,
+            profile,
+            options,
             piecewise_type=any(s in final for s in PIECEWISE_CONSTANT),
-            smooth_step=fd.SMALL_STEP,
-            fixed=fixed,
+            fixed=columns.fixed_mask(),
         )
-        return cls(
-            caller=caller,
-            format=fmt,
-            eval_rows=options.batch_size or fd.DEFAULT_EVAL_ROWS,
-            step=step,
-            steps=steps,
-            fixed=fixed,
-            trusted=None if trusted is None else tuple(trusted),
-            integer_output=integer,
-        )
+        return cls(caller, fmt, plan, None if trusted is None else tuple(trusted), integer)
 
     @property
     def estimator(self) -> Any:
@@ -422,16 +403,8 @@ class SklearnModel:
             raise ModelError(
                 integer_output_message(self.caller.path, self.integer_output), param="output"
             )
-        return fd.central_differences(
-            self.caller,
-            X,
-            self.steps,
-            features=feature_indices(features, X.shape[1]),
-            fixed=self.fixed,
-            eval_rows=self.eval_rows,
-            progress=progress,
-            label=f"model '{self.caller.path}'",
-        )
+        label = f"model '{self.caller.path}'"
+        return self.plan.effects(self.caller, X, features, progress=progress, label=label)
 
     def describe(self) -> dict[str, Any]:
         est, caller = self.estimator, self.caller
@@ -442,11 +415,11 @@ class SklearnModel:
             "final_estimator": type(final_estimator(est)).__name__,
             "output": caller.output_records()[0],
             "dtype": "float64",
-            "eval_rows_per_call": self.eval_rows,
+            "eval_rows_per_call": self.plan.eval_rows,
             "dataframe_input": caller.names_in is not None,
             "feature_names_in": None if caller.names_in is None else list(caller.names_in),
-            "step": self.step.to_dict() | {"absolute": self.steps.tolist()},
-            "notes": [fd.describe_step(self.step)],
+            "step": self.plan.record(),
+            "notes": [self.plan.note()],
         }
         if hasattr(est, "steps"):
             details["pipeline"] = [f"{n}: {type(s).__name__}" for n, s in est.steps]
