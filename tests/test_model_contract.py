@@ -18,7 +18,7 @@ from ale_cli.data.table import load_table
 from ale_cli.errors import InputError, ModelFailed
 from ale_cli.models import Columns, LoadOptions, load_model
 from ale_cli.models import scikit as scikit_module
-from ale_cli.models.onnx_graph import FIRST_ROWS
+from ale_cli.models.base import CHECK_ROWS as FIRST_ROWS
 
 HGB_TRUST = ("sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",)
 

@@ -11,15 +11,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import InputError, ModelError
-from ale_cli.models.base import (
-    METHODS,
-    Columns,
-    Effects,
-    LoadOptions,
-    Model,
-    ProgressFn,
-    call_model,
-)
+from ale_cli.models.base import METHODS, Columns, LoadOptions, Model
 from ale_cli.models.boosters import EXTENSIONS as BOOSTER_EXTENSIONS
 from ale_cli.models.objects import (
     BOOSTERS,
@@ -32,16 +24,12 @@ from ale_cli.models.objects import (
 from ale_cli.models.profile import DataProfile
 
 __all__ = [
-    "METHODS",
     "MODEL_FORMATS",
     "Columns",
-    "Effects",
     "LoadOptions",
     "Model",
     "ModelObject",
     "Predictor",
-    "ProgressFn",
-    "call_model",
     "detect_format",
     "load_model",
     "sniff_format",
@@ -49,8 +37,7 @@ __all__ = [
 
 
 def _adapter(name: str) -> Any:
-    """``"module:attribute"`` of an adapter module here, imported when a model is loaded
-    (the commands that read a store never load one, so never import the adapters)."""
+    """``"module:attribute"`` of an adapter module here, imported only to load a model."""
     module, _, attribute = name.partition(":")
     return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
 

@@ -1,9 +1,7 @@
-"""What every model adapter provides, whatever its format.
-
-:func:`ale_cli.models.load_model` loads the file and checks the model on the data;
-the adapter it returns is final (``method``, steps and ``describe()`` never change).
-Adapters with autodiff also give ``mixed_derivatives(X, pairs)`` -> (P, N).
-Every call into the user's model code goes through :func:`call_model`.
+"""What every model adapter provides, whatever its format: the adapter
+:func:`ale_cli.models.load_model` returns is final (``describe()`` never changes);
+autodiff adapters also give ``mixed_derivatives(X, pairs)`` -> (P, N). Every call into
+the user's model code goes through :func:`call_model`.
 """
 
 from __future__ import annotations
@@ -20,6 +18,8 @@ from ale_cli.errors import AleError, InputError, ModelFailed
 
 #: Called with the number of rows just finished; drives the progress bar.
 ProgressFn = Callable[[int], None]
+#: Column indices into X (None: all).
+Features = Sequence[int] | None
 #: Rows a model is first called on when it is loaded (width, output, row independence).
 CHECK_ROWS = 8
 
@@ -91,6 +91,19 @@ class Model(Protocol):
         """Method, output and settings used, recorded in the store's meta."""
 
 
+class Adapter:
+    """Base of the adapters: :meth:`local_effects` is their ``effects(X, features, progress)``."""
+
+    def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
+        raise NotImplementedError
+
+    def local_effects(
+        self, X: np.ndarray, *, features: Features = None, progress: ProgressFn | None = None
+    ) -> Effects:
+        """Derivatives (N, F) of the output in the columns ``features`` (None: all)."""
+        return self.effects(X, features, progress)
+
+
 _P = ParamSpec("_P")
 _FP_WARNINGS = r"(invalid value|overflow|divide by zero|underflow) encountered"
 
@@ -99,9 +112,8 @@ _T = TypeVar("_T")
 
 def call_model(path: Path | str, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
     """``fn(*args, **kwargs)`` with whatever it raises (but an AleError) turned into
-    one :class:`~ale_cli.errors.ModelFailed` line, the original as ``__cause__``.
-    numpy's floating-point warnings are silenced (:mod:`ale_cli.models.checks`
-    reports the non-finite values row by row).
+    one :class:`~ale_cli.errors.ModelFailed` line, the original as ``__cause__``; numpy's
+    floating-point warnings silenced (:mod:`ale_cli.models.checks` reports the values).
 
     >>> call_model("m.pt", lambda x: 1 / x, 0)
     Traceback (most recent call last):

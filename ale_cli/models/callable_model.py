@@ -5,7 +5,6 @@ the gradient given with it (:class:`~ale_cli.models.objects.Predictor`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -15,8 +14,10 @@ import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
+    Adapter,
     Columns,
     Effects,
+    Features,
     LoadOptions,
     ProgressFn,
     batched_effects,
@@ -83,8 +84,7 @@ class Caller:
 
 
 def _columns(caller: Caller, spec: str | None, rows: np.ndarray) -> Caller:
-    """``caller`` picking the output ``spec``: a column INDEX of an (N, k) output, a list
-    of them (``0,2``) or ``all`` (every column, counted on ``rows``)."""
+    """``caller`` picking the output ``spec``: INDEX, a list (``0,2``) or ``all`` (on ``rows``)."""
     parts = [p.strip() for p in (spec or "").split(",") if spec not in (None, "all")]
     if not all(p.isdigit() for p in parts):
         raise ModelError(
@@ -105,7 +105,7 @@ def _columns(caller: Caller, spec: str | None, rows: np.ndarray) -> Caller:
 
 
 @dataclass(frozen=True, eq=False)
-class CallableModel:
+class CallableModel(Adapter):
     """A prediction function checked on the data; build it with :meth:`of`. ``plan``:
     its finite differences (None: the given gradient is used)."""
 
@@ -186,13 +186,7 @@ class CallableModel:
         """The selected output at every row, shape (N,)."""
         return self.caller(X)
 
-    def local_effects(
-        self,
-        X: np.ndarray,
-        *,
-        features: Sequence[int] | None = None,
-        progress: ProgressFn | None = None,
-    ) -> Effects:
+    def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
         """The given gradient's columns ``features`` (held-fixed ones 0), or central
         differences as for scikit-learn models."""
         if self.plan is not None:

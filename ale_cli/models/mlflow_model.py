@@ -157,8 +157,7 @@ def resolve(reference: str | Path, *, trust_pickle: bool = False) -> Resolved:
 
 
 def _pyfunc(local: Path, label: str) -> ModelObject:
-    """The pyfunc as a callable model (given a DataFrame when its signature names columns),
-    hashed over every file in the model directory."""
+    """The pyfunc as a callable model, hashed over every file in the model directory."""
     mlf = mlflow(f"MLflow model '{label}' (a pyfunc)")
     try:
         model = mlf.pyfunc.load_model(str(local))

@@ -109,8 +109,7 @@ class ModelObject:
 
 
 def _format_of(value: Any) -> str | None:
-    """The format of a model object by its type (an object of a library's type means
-    the library is imported)."""
+    """The format of a model object by its type (its library is imported if it is one)."""
     if "torch" in sys.modules:
         import torch
 
@@ -174,9 +173,7 @@ def object_sha256(value: Any, fmt: str) -> str | None:
         elif fmt == "torch-export":
             import torch
 
-            buffer = io.BytesIO()
-            torch.export.save(value, buffer)
-            digest.update(buffer.getvalue())
+            digest.update(_saved(torch.export.save, value).getvalue())
         elif fmt == "torch-module":
             _module_digest(value, digest)
         elif fmt in BOOSTERS:
@@ -189,14 +186,11 @@ def object_sha256(value: Any, fmt: str) -> str | None:
 
 
 def _module_digest(module: Any, digest: Any) -> None:
-    """Feed ``digest`` a torch module's code and state: a ScriptModule's saved archive;
-    else each submodule class's source, then every parameter and buffer."""
+    """Feed ``digest`` a ScriptModule's archive, else the module's classes' source and state."""
     import torch
 
     if isinstance(module, torch.jit.ScriptModule):
-        buffer = io.BytesIO()
-        torch.jit.save(module, buffer)
-        digest.update(buffer.getvalue())
+        digest.update(_saved(torch.jit.save, module).getvalue())
         return
     for kind in sorted({type(m) for m in module.modules()}, key=lambda k: k.__qualname__):
         digest.update(inspect.getsource(kind).encode())
@@ -212,11 +206,16 @@ def torch_module_of(given: ModelObject) -> Any:
     import torch
 
     if isinstance(given.obj, torch.jit.ScriptModule):
-        buffer = io.BytesIO()
-        torch.jit.save(given.obj, buffer)
-        buffer.seek(0)
-        return torch.jit.load(buffer)
+        return torch.jit.load(_saved(torch.jit.save, given.obj))
     return copy.deepcopy(given.obj)
+
+
+def _saved(save: Callable[[Any, io.BytesIO], None], value: Any) -> io.BytesIO:
+    """``save(value, buffer)`` into a new buffer, rewound."""
+    buffer = io.BytesIO()
+    save(value, buffer)
+    buffer.seek(0)
+    return buffer
 
 
 def unfitted(given: ModelObject) -> ModelError | None:

@@ -16,8 +16,10 @@ import numpy as np
 import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
+    Adapter,
     Columns,
     Effects,
+    Features,
     LoadOptions,
     ProgressFn,
     batched_effects,
@@ -63,9 +65,7 @@ def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> M
         torch_graph = TorchGraph(proto, graph.input_name)
     except UnsupportedGraph as exc:
         return fall_back(f"the graph cannot be run in torch: {exc}")
-    rows = X
-    if len(X) > CHECK_ROWS:
-        rows = X[np.linspace(0, len(X) - 1, CHECK_ROWS).astype(int)]
+    rows = X  # at most CHECK_ROWS rows of the profile's sample
     reference = graph.run(rows)
     try:
         translated, _ = graph.torch_forward(torch_graph, rows, grad=False)
@@ -85,7 +85,7 @@ def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> M
 
 
 @dataclass(frozen=True, eq=False)
-class OnnxModel:
+class OnnxModel(Adapter):
     """An ONNX graph run by onnxruntime, differentiated through torch when possible."""
 
     graph: OnnxGraph
@@ -117,7 +117,7 @@ class OnnxModel:
                 graph.run,
                 profile,
                 options,
-                piecewise_type=graph.tree_ensemble,
+                piecewise_type=any(op.startswith("TreeEnsemble") for op in graph.ops),
                 fixed=fixed,
                 smooth_step=fd.FLOAT32_STEP if graph.dtype == np.float32 else fd.SMALL_STEP,
                 dtype=graph.dtype,
@@ -150,13 +150,7 @@ class OnnxModel:
         size = self.batch_size or fd.DEFAULT_EVAL_ROWS
         return np.concatenate([self.graph.run(X[sl]) for sl in chunks(len(X), size)])
 
-    def local_effects(
-        self,
-        X: np.ndarray,
-        *,
-        features: Sequence[int] | None = None,
-        progress: ProgressFn | None = None,
-    ) -> Effects:
+    def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
         """Autodiff through the torch translation, or central differences via onnxruntime."""
         if self.plan is not None:
             label = f"ONNX model '{self.path}'"

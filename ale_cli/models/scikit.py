@@ -15,8 +15,10 @@ import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
+    Adapter,
     Columns,
     Effects,
+    Features,
     LoadOptions,
     ProgressFn,
     call_model,
@@ -316,7 +318,7 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
 
 
 @dataclass(frozen=True, eq=False)
-class SklearnModel:
+class SklearnModel(Adapter):
     """A fitted scikit-learn estimator, explained by central finite differences."""
 
     caller: SklearnCaller
@@ -391,13 +393,7 @@ class SklearnModel:
         """The selected output at every row, shape (N,)."""
         return self.caller(X)
 
-    def local_effects(
-        self,
-        X: np.ndarray,
-        *,
-        features: Sequence[int] | None = None,
-        progress: ProgressFn | None = None,
-    ) -> Effects:
+    def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
         """Central differences in the columns ``features``; refused for an integer output."""
         if self.integer_output is not None:
             raise ModelError(

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ale_cli.core.finegrid import K_FINE, fine_edges, row_limits, secants
-from ale_cli.models.base import Effects, Model, ProgressFn, feature_indices
+from ale_cli.models.base import Adapter, Effects, Features, Model, ProgressFn, feature_indices
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, stacked_differences
 
 #: Step rules (:class:`~ale_cli.models.finite_diff.StepChoice`) of a piecewise-constant model.
@@ -40,7 +40,7 @@ def method_note(k_fine: int) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class SecantModel:
+class SecantModel(Adapter):
     """A piecewise-constant model explained by secants across fine bins: ``edges``
     (M_j + 1,) per moved column j; ``columns`` the explained ones (effect 0 without edges)."""
 
@@ -58,13 +58,7 @@ class SecantModel:
     def predict(self, X: np.ndarray) -> np.ndarray:
         return self.inner.predict(X)
 
-    def local_effects(
-        self,
-        X: np.ndarray,
-        *,
-        features: Sequence[int] | None = None,
-        progress: ProgressFn | None = None,
-    ) -> Effects:
+    def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
         """Secants (N, F) in the columns ``features`` and predictions (N,); (N, K, F) and
         (N, K) for a model of K outputs."""
         index = feature_indices(features, X.shape[1])

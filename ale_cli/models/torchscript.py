@@ -9,6 +9,7 @@ pass per chunk of rows. A program must be exported with a dynamic first dimensio
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,8 +20,10 @@ import numpy as np
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
+    Adapter,
     Columns,
     Effects,
+    Features,
     LoadOptions,
     ProgressFn,
     batched_effects,
@@ -187,15 +190,6 @@ def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> 
 _RANDOM_OPS = ("dropout", "bernoulli", "rand", "randn", "randint", "normal", "multinomial")
 
 
-def _random_ops(module: Any) -> list[str]:
-    """The random operations (``aten::dropout``, ``aten::rand``...) in the module's graph."""
-    try:
-        graph = str(module.inlined_graph)
-    except Exception:  # not every ScriptModule exposes a graph (e.g. methods only)
-        return []
-    return [op for op in _RANDOM_OPS if f"aten::{op}(" in graph or f"aten::{op}_(" in graph]
-
-
 def is_export_archive(names: list[str]) -> bool:
     """True when the members of a zip archive are those of ``torch.export.save``.
 
@@ -240,7 +234,7 @@ def load(
 
 
 @dataclass(frozen=True, eq=False)
-class TorchScriptModel:
+class TorchScriptModel(Adapter):
     """A torch module (``torch.jit``, an exported program's, or an ``nn.Module``) in eval
     mode with frozen parameters, checked on the data (:func:`load`, :meth:`from_module`)."""
 
@@ -348,7 +342,11 @@ class TorchScriptModel:
         pred, grad = self._evaluate(rows)
         again = self._evaluate(rows)
         if not (self._close(pred, again[0]) and self._close(grad, again[1])):
-            found = _random_ops(self.module)
+            try:
+                graph = str(self.module.inlined_graph)
+            except Exception:  # not every ScriptModule exposes a graph (e.g. methods only)
+                graph = ""
+            found = [op for op in _RANDOM_OPS if re.search(rf"aten::{op}_?\(", graph)]
             cause = (
                 f"its graph calls {', '.join('aten::' + op for op in found)}, still active "
                 "in the saved model; save it after model.eval()"
@@ -402,13 +400,7 @@ class TorchScriptModel:
                 out[sl] = call_model(self.path, self._forward, x).numpy()
         return out
 
-    def local_effects(
-        self,
-        X: np.ndarray,
-        *,
-        features: Sequence[int] | None = None,
-        progress: ProgressFn | None = None,
-    ) -> Effects:
+    def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
         """Gradients of the selected output, one forward+backward pass per chunk."""
         return batched_effects(
             self._forward_backward,
