@@ -17,9 +17,9 @@ from ale_cli.models.objects import (
     BOOSTERS,
     ModelObject,
     Predictor,
+    check_fitted,
     native_bytes,
     torch_module_of,
-    unfitted,
 )
 from ale_cli.models.profile import DataProfile
 
@@ -170,7 +170,7 @@ def load_model(
     _check_options(options)
     _check_data(X, columns)
     if isinstance(path, ModelObject):
-        return load_object(path, options=options, columns=columns, X=X, profile=profile)
+        return _load_object(path, options, columns, X, profile)
     path = Path(path)
     if not path.exists():
         raise ModelError(f"model file '{path}' does not exist")
@@ -197,19 +197,12 @@ def load_model(
     return _adapter("scikit:SklearnModel").load(path, fmt, options, columns, X, profile)
 
 
-def load_object(
-    given: ModelObject,
-    *,
-    options: LoadOptions,
-    columns: Columns,
-    X: np.ndarray,
-    profile: DataProfile | None = None,
+def _load_object(
+    given: ModelObject, options: LoadOptions, columns: Columns, X: np.ndarray, profile: Any
 ) -> Model:
     """The adapter of a model object: the file adapter of the same kind of model."""
     if given.format == "sklearn":
-        error = unfitted(given)
-        if error is not None:
-            raise error
+        check_fitted(given)
         return _adapter("scikit:SklearnModel").from_estimator(
             given.obj, given, "sklearn", options, columns, X, profile=profile
         )

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -64,37 +64,21 @@ class Columns:
         return np.array([name in self.fixed for name in self.names], dtype=bool)
 
 
-class Model(Protocol):
-    """A loaded and checked model (built only by :func:`ale_cli.models.load_model`)."""
+class Model:
+    """A loaded and checked model (built only by :func:`ale_cli.models.load_model`); each
+    adapter computes :meth:`effects`, which :meth:`local_effects` calls."""
 
-    @property
-    def format(self) -> str:
-        """The file format: torchscript, onnx, skops or pickle."""
-
-    @property
-    def method(self) -> str:
-        """autodiff or finite-differences, decided when the model was loaded."""
+    #: The file format: torchscript, onnx, skops, pickle...
+    format: str
+    #: autodiff, finite-differences..., decided when the model was loaded.
+    method: str
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output at every row, shape (N,)."""
-
-    def local_effects(
-        self,
-        X: np.ndarray,
-        *,
-        features: Sequence[int] | None = None,
-        progress: ProgressFn | None = None,
-    ) -> Effects:
-        """Derivatives (N, F) of the output in the columns ``features`` (None: all)."""
-
-    def describe(self) -> dict[str, Any]:
-        """Method, output and settings used, recorded in the store's meta."""
-
-
-class Adapter:
-    """Base of the adapters: :meth:`local_effects` is their ``effects(X, features, progress)``."""
+        raise NotImplementedError
 
     def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
+        """:meth:`local_effects` as the adapter computes them."""
         raise NotImplementedError
 
     def local_effects(
@@ -102,6 +86,10 @@ class Adapter:
     ) -> Effects:
         """Derivatives (N, F) of the output in the columns ``features`` (None: all)."""
         return self.effects(X, features, progress)
+
+    def describe(self) -> dict[str, Any]:
+        """Method, output and settings used, recorded in the store's meta."""
+        raise NotImplementedError
 
 
 _P = ParamSpec("_P")

@@ -14,11 +14,11 @@ import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
-    Adapter,
     Columns,
     Effects,
     Features,
     LoadOptions,
+    Model,
     ProgressFn,
     batched_effects,
     call_model,
@@ -105,7 +105,7 @@ def _columns(caller: Caller, spec: str | None, rows: np.ndarray) -> Caller:
 
 
 @dataclass(frozen=True, eq=False)
-class CallableModel(Adapter):
+class CallableModel(Model):
     """A prediction function checked on the data; build it with :meth:`of`. ``plan``:
     its finite differences (None: the given gradient is used)."""
 

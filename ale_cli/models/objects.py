@@ -218,18 +218,17 @@ def _saved(save: Callable[[Any, io.BytesIO], None], value: Any) -> io.BytesIO:
     return buffer
 
 
-def unfitted(given: ModelObject) -> ModelError | None:
-    """The error for a scikit-learn estimator that is not fitted, else None."""
+def check_fitted(given: ModelObject) -> None:
+    """Refuse a scikit-learn estimator that is not fitted."""
     from sklearn.exceptions import NotFittedError
     from sklearn.utils.validation import check_is_fitted
 
     try:
         check_is_fitted(given.obj)
     except NotFittedError:
-        return ModelError(
+        raise ModelError(
             f"{{param}} is a {type(given.obj).__name__} that is not fitted; fit it first",
             param="model",
-        )
+        ) from None
     except TypeError:  # not an estimator check_is_fitted knows: the adapter checks it
-        return None
-    return None
+        pass

@@ -64,10 +64,10 @@ def parse_output(
     """(output name, column or None) of the selector ``spec``: NAME, NAME:INDEX, INDEX
     (an output, or a column of the only output) or proba:CLASS."""
     names = [name for name, _, _ in outputs]
+    proba = next((n for n in names if n in _PROBA_NAMES), None)
     if spec is None:
         if len(names) == 1:
             return _float_output(names[0], outputs, path), None
-        proba = next((n for n in names if n in _PROBA_NAMES), None)
         hint = f" (e.g. {{param}} proba:1 or {proba}:1)" if proba else ""
         raise ModelError(
             f"ONNX model '{path}' has {len(names)} outputs ({_listing(outputs)}); choose "
@@ -76,7 +76,6 @@ def parse_output(
         )
     head, sep, tail = spec.rpartition(":") if ":" in spec else (spec, "", "")
     if head == "proba" and sep:
-        proba = next((n for n in names if n in _PROBA_NAMES), None)
         if proba is None:
             raise ModelError(
                 f"{{param}} {spec}: ONNX model '{path}' has no probabilities output "

@@ -16,11 +16,11 @@ import numpy as np
 import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
-    Adapter,
     Columns,
     Effects,
     Features,
     LoadOptions,
+    Model,
     ProgressFn,
     batched_effects,
     chunks,
@@ -85,7 +85,7 @@ def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> M
 
 
 @dataclass(frozen=True, eq=False)
-class OnnxModel(Adapter):
+class OnnxModel(Model):
     """An ONNX graph run by onnxruntime, differentiated through torch when possible."""
 
     graph: OnnxGraph

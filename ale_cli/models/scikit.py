@@ -15,11 +15,11 @@ import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
-    Adapter,
     Columns,
     Effects,
     Features,
     LoadOptions,
+    Model,
     ProgressFn,
     call_model,
     failure_reason,
@@ -41,15 +41,32 @@ PIECEWISE_CONSTANT = (
 )
 
 
-def load_skops(path: Path, trust: tuple[str, ...]) -> tuple[Any, list[str]]:
-    """Load a skops file, trusting only the types the user named; returns (estimator, trusted)."""
+def read_estimator(path: Path, fmt: str, options: LoadOptions) -> tuple[Any, list[str] | None]:
+    """(estimator, trusted types) of a skops file, trusting only the types the user named;
+    (estimator, None) of a pickle, unpickled (with joblib) only when the user trusts it."""
+    if fmt == "pickle":
+        if not options.trust_pickle:
+            raise ModelError(
+                f"model file '{path}' is a pickle, and loading a pickle runs code stored in it; "
+                "pass {param} if you trust its source (or save the model with skops)",
+                param="trust_pickle",
+            )
+        import joblib
+
+        try:
+            return joblib.load(path), None
+        except Exception as exc:  # anything can go wrong while unpickling
+            raise ModelError(
+                f"cannot load model file '{path}' as a pickle: {type(exc).__name__}: "
+                f"{first_line(exc)}"
+            ) from None
     import skops.io as sio
 
     try:
         untrusted = list(sio.get_untrusted_types(file=path))
     except Exception as exc:  # skops raises zipfile/json/key errors for foreign files
         raise ModelError(f"model file '{path}' is not a skops file: {first_line(exc)}") from None
-    missing = [t for t in untrusted if t not in trust]
+    missing = [t for t in untrusted if t not in options.trust]
     if missing:
         raise ModelError(
             f"skops file '{path}' holds types that are not trusted by default: "
@@ -60,24 +77,6 @@ def load_skops(path: Path, trust: tuple[str, ...]) -> tuple[Any, list[str]]:
         return sio.load(path, trusted=untrusted or None), untrusted
     except Exception as exc:
         raise ModelError(f"cannot load skops file '{path}': {first_line(exc)}") from None
-
-
-def load_pickle(path: Path, trust_pickle: bool) -> Any:
-    """Unpickle (with joblib) only when the user said the file is trusted."""
-    if not trust_pickle:
-        raise ModelError(
-            f"model file '{path}' is a pickle, and loading a pickle runs code stored in it; "
-            "pass {param} if you trust its source (or save the model with skops)",
-            param="trust_pickle",
-        )
-    import joblib
-
-    try:
-        return joblib.load(path)
-    except Exception as exc:  # anything can go wrong while unpickling
-        raise ModelError(
-            f"cannot load model file '{path}' as a pickle: {type(exc).__name__}: {first_line(exc)}"
-        ) from None
 
 
 def final_estimator(est: Any) -> Any:
@@ -293,20 +292,18 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
                 f"the selected features {' and '.join(p for p in parts if p)}; {hint}",
                 param="features",
             )
-    else:
-        if caller.level_values:
-            text = next(iter(caller.level_values))
-            raise ModelError(
-                f"column '{text}' is not numeric and model '{caller.path}' was fitted on an "
-                "array without column names; it can only take numeric features"
-            )
-        expected = getattr(caller.estimator, "n_features_in_", None)
-        if expected is not None and expected != width:
-            raise ModelError(
-                f"model '{caller.path}' takes {expected} features but {width} are selected "
-                f"({', '.join(names)}); {hint}",
-                param="features",
-            )
+    elif caller.level_values:
+        raise ModelError(
+            f"column '{next(iter(caller.level_values))}' is not numeric and model "
+            f"'{caller.path}' was fitted on an array without column names; it can only take "
+            "numeric features"
+        )
+    elif getattr(caller.estimator, "n_features_in_", None) not in (None, width):
+        raise ModelError(
+            f"model '{caller.path}' takes {caller.estimator.n_features_in_} features but "
+            f"{width} are selected ({', '.join(names)}); {hint}",
+            param="features",
+        )
     try:
         out = caller.raw(X[:CHECK_ROWS])
     except ModelFailed as exc:
@@ -318,7 +315,7 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
 
 
 @dataclass(frozen=True, eq=False)
-class SklearnModel(Adapter):
+class SklearnModel(Model):
     """A fitted scikit-learn estimator, explained by central finite differences."""
 
     caller: SklearnCaller
@@ -339,10 +336,7 @@ class SklearnModel(Adapter):
         profile: DataProfile | None = None,
     ) -> SklearnModel:
         """Load a skops file or a trusted pickle and check it on X (or ``profile``)."""
-        if fmt == "skops":
-            est, trusted = load_skops(path, options.trust)
-        else:
-            est, trusted = load_pickle(path, options.trust_pickle), None
+        est, trusted = read_estimator(path, fmt, options)
         return cls.from_estimator(
             est, path, fmt, options, columns, X, trusted=trusted, profile=profile
         )

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ale_cli.core.finegrid import K_FINE, fine_edges, row_limits, secants
-from ale_cli.models.base import Adapter, Effects, Features, Model, ProgressFn, feature_indices
+from ale_cli.models.base import Effects, Features, Model, ProgressFn, feature_indices
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, stacked_differences
 
 #: Step rules (:class:`~ale_cli.models.finite_diff.StepChoice`) of a piecewise-constant model.
@@ -40,7 +40,7 @@ def method_note(k_fine: int) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class SecantModel(Adapter):
+class SecantModel(Model):
     """A piecewise-constant model explained by secants across fine bins: ``edges``
     (M_j + 1,) per moved column j; ``columns`` the explained ones (effect 0 without edges)."""
 

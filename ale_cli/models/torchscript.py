@@ -20,11 +20,11 @@ import numpy as np
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
-    Adapter,
     Columns,
     Effects,
     Features,
     LoadOptions,
+    Model,
     ProgressFn,
     batched_effects,
     call_model,
@@ -234,7 +234,7 @@ def load(
 
 
 @dataclass(frozen=True, eq=False)
-class TorchScriptModel(Adapter):
+class TorchScriptModel(Model):
     """A torch module (``torch.jit``, an exported program's, or an ``nn.Module``) in eval
     mode with frozen parameters, checked on the data (:func:`load`, :meth:`from_module`)."""
 
