@@ -201,7 +201,7 @@ def zero_share(
     fixed: np.ndarray | None = None,
     dtype: type[np.floating] | np.dtype = np.float64,
 ) -> float:
-    """Share of exactly-zero derivatives on up to 200 rows of X, over the features
+    """Share of exactly-zero derivatives on the rows X (a sample), over the features
     with at least one non-zero derivative (0.0 if the model looks constant).
 
     A step function is flat except at the 2 of 50 rows that sit on a jump (0 and 1):
@@ -212,9 +212,6 @@ def zero_share(
     >>> zero_share(lambda Z: (Z[:, 0] + 1) ** 2, X, np.array([1e-6]))
     0.0
     """
-    if len(X) > _SAMPLE_ROWS:
-        rows = np.random.default_rng(0).choice(len(X), size=_SAMPLE_ROWS, replace=False)
-        X = X[np.sort(rows)]
     grads = central_differences(f, X, steps, fixed=fixed, dtype=dtype).local_effects
     grads = grads.reshape(-1, grads.shape[-1])  # K outputs: every output's rows
     used = (grads != 0).any(axis=0)
