@@ -118,7 +118,7 @@ def hgb_ratio(n: int, d: int) -> None:
 
 def chunk_sweep(n: int, d: int, sizes: tuple[int, ...]) -> None:
     X, est = hgb_data(n, d, seed=1)
-    steps = 0.05 * fd.feature_scale(X)
+    steps = 0.05 * fd.DataProfile.of(X).scale()
     f = est.predict
     print(f"evaluation rows per call, HistGradientBoosting N = {n}, D = {d}:")
     results = interleaved(

@@ -18,7 +18,7 @@ from ale_cli.data.table import load_table
 from ale_cli.errors import InputError, ModelFailed
 from ale_cli.models import Columns, LoadOptions, load_model
 from ale_cli.models import scikit as scikit_module
-from ale_cli.models.onnx_graph import FIRST_ROWS
+from ale_cli.models.base import CHECK_ROWS
 
 HGB_TRUST = ("sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",)
 
@@ -213,16 +213,16 @@ def test_hgb_subset_evaluates_only_the_chosen_columns(  # type: ignore[no-untype
     path = sample_dir / "models" / "diabetes_hgb.skops"
     model = load(path, diabetes, trust=HGB_TRUST)
     # loading: one call on the check rows; the step comes from the model type (no sample)
-    assert rows == [scikit_module.CHECK_ROWS]
+    assert rows == [CHECK_ROWS]
     names = diabetes.feature_names
     chosen = [names.index("bmi"), names.index("bp")]
     n = len(diabetes.X)
     got = model.local_effects(diabetes.X, features=chosen)
     # x, x + h e_bmi, x + h e_bp, x - h e_bmi, x - h e_bp: 5 n rows in one stacked call
-    assert sum(rows) == scikit_module.CHECK_ROWS + (1 + 2 * 2) * n
+    assert sum(rows) == CHECK_ROWS + (1 + 2 * 2) * n
     assert got.local_effects.shape == (n, 2)
     full = model.local_effects(diabetes.X)
-    assert sum(rows) == scikit_module.CHECK_ROWS + (1 + 2 * 2) * n + (1 + 2 * len(names)) * n
+    assert sum(rows) == CHECK_ROWS + (1 + 2 * 2) * n + (1 + 2 * len(names)) * n
     np.testing.assert_allclose(got.local_effects, full.local_effects[:, chosen], rtol=0, atol=1e-12)
     np.testing.assert_array_equal(got.prediction, full.prediction)
     reversed_order = model.local_effects(diabetes.X, features=chosen[::-1]).local_effects
@@ -246,7 +246,7 @@ def test_onnx_finite_difference_subset_evaluates_only_the_chosen_columns(  # typ
     assert model.method == "finite-differences"
     # loading: the first rows, then the row-independence check (those rows changed, and
     # the first row alone); a tree ensemble gets the large step without a sample
-    assert rows == [FIRST_ROWS, FIRST_ROWS, 1]
+    assert rows == [CHECK_ROWS, CHECK_ROWS, 1]
     loaded = sum(rows)
     names = diabetes.feature_names
     chosen = [names.index("bmi"), names.index("bp")]

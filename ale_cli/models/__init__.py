@@ -11,31 +11,25 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import InputError, ModelError
-from ale_cli.models.base import (
-    METHODS,
-    Columns,
-    Effects,
-    LoadOptions,
-    Model,
-    ProgressFn,
-    call_model,
-)
-from ale_cli.models.boosters import BOOSTERS
+from ale_cli.models.base import METHODS, Columns, LoadOptions, Model
 from ale_cli.models.boosters import EXTENSIONS as BOOSTER_EXTENSIONS
-from ale_cli.models.objects import ModelObject, Predictor, torch_module_of, unfitted
+from ale_cli.models.objects import (
+    BOOSTERS,
+    ModelObject,
+    Predictor,
+    check_fitted,
+    native_bytes,
+    torch_module_of,
+)
 from ale_cli.models.profile import DataProfile
 
 __all__ = [
-    "METHODS",
     "MODEL_FORMATS",
     "Columns",
-    "Effects",
     "LoadOptions",
     "Model",
     "ModelObject",
     "Predictor",
-    "ProgressFn",
-    "call_model",
     "detect_format",
     "load_model",
     "sniff_format",
@@ -43,8 +37,7 @@ __all__ = [
 
 
 def _adapter(name: str) -> Any:
-    """``"module:attribute"`` of an adapter module here, imported when a model is loaded
-    (the commands that read a store never load one, so never import the adapters)."""
+    """``"module:attribute"`` of an adapter module here, imported only to load a model."""
     module, _, attribute = name.partition(":")
     return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
 
@@ -106,7 +99,7 @@ def sniff_format(path: Path) -> str | None:
                 names = zf.namelist()
         except (zipfile.BadZipFile, OSError):
             return None
-        if _adapter("torch_export:is_export_archive")(names):
+        if _adapter("torchscript:is_export_archive")(names):
             return "torch-export"
         if any(n.endswith("constants.pkl") or "/code/" in n for n in names):
             return "torchscript"
@@ -177,7 +170,7 @@ def load_model(
     _check_options(options)
     _check_data(X, columns)
     if isinstance(path, ModelObject):
-        return load_object(path, options=options, columns=columns, X=X, profile=profile)
+        return _load_object(path, options, columns, X, profile)
     path = Path(path)
     if not path.exists():
         raise ModelError(f"model file '{path}' does not exist")
@@ -196,9 +189,7 @@ def load_model(
             raise ModelError(f"model file '{path}' is not {_LABELS[fmt]}")
         name = "TorchScript" if fmt == "torchscript" else "torch.export"
         _autodiff_only(options, f"applies to ONNX and scikit-learn models; {name} model '{path}'")
-        if fmt == "torch-export":
-            return _adapter("torch_export:load")(path, options, columns, X)
-        return _adapter("torchscript:TorchScriptModel").load(path, options, columns, X)
+        return _adapter("torchscript:load")(path, fmt, options, columns, X)
     if fmt == "onnx":
         return _adapter("onnx_model:OnnxModel").load(path, options, columns, X, profile)
     if fmt in BOOSTERS:
@@ -206,29 +197,23 @@ def load_model(
     return _adapter("scikit:SklearnModel").load(path, fmt, options, columns, X, profile)
 
 
-def load_object(
-    given: ModelObject,
-    *,
-    options: LoadOptions,
-    columns: Columns,
-    X: np.ndarray,
-    profile: DataProfile | None = None,
+def _load_object(
+    given: ModelObject, options: LoadOptions, columns: Columns, X: np.ndarray, profile: Any
 ) -> Model:
     """The adapter of a model object: the file adapter of the same kind of model."""
     if given.format == "sklearn":
-        error = unfitted(given)
-        if error is not None:
-            raise error
+        check_fitted(given)
         return _adapter("scikit:SklearnModel").from_estimator(
             given.obj, given, "sklearn", options, columns, X, profile=profile
         )
     if given.format == "callable":
-        return _adapter("callable_model:CallableModel").load(given, options, columns, X, profile)
+        adapter = _adapter("callable_model:CallableModel")
+        return adapter.of(given.obj, str(given), options, columns, X, profile)
     if given.format in BOOSTERS:
-        return _adapter("boosters:from_object")(given, options, columns, X, profile)
+        saved = native_bytes(given.obj, given.format)
+        load = _adapter("boosters:load")
+        return load(saved, given.format, options, columns, X, profile, name=str(given))
     _autodiff_only(options, f"does not apply to {given}: a torch model")
-    if given.format == "torch-export":
-        return _adapter("torch_export:from_program")(given.obj, given, options, columns, X)
-    module = torch_module_of(given)
+    module = given.obj if given.format == "torch-export" else torch_module_of(given)
     torch_model = _adapter("torchscript:TorchScriptModel")
     return torch_model.from_module(module, given, options, columns, X, fmt=given.format)

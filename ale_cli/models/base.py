@@ -1,9 +1,7 @@
-"""What every model adapter provides, whatever its format.
-
-:func:`ale_cli.models.load_model` loads the file and checks the model on the data;
-the adapter it returns is final (``method``, steps and ``describe()`` never change).
-Adapters with autodiff also give ``mixed_derivatives(X, pairs)`` -> (P, N).
-Every call into the user's model code goes through :func:`call_model`.
+"""What every model adapter provides, whatever its format: the adapter
+:func:`ale_cli.models.load_model` returns is final (``describe()`` never changes);
+autodiff adapters also give ``mixed_derivatives(X, pairs)`` -> (P, N). Every call into
+the user's model code goes through :func:`call_model`.
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -20,6 +18,10 @@ from ale_cli.errors import AleError, InputError, ModelFailed
 
 #: Called with the number of rows just finished; drives the progress bar.
 ProgressFn = Callable[[int], None]
+#: Column indices into X (None: all).
+Features = Sequence[int] | None
+#: Rows a model is first called on when it is loaded (width, output, row independence).
+CHECK_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -62,31 +64,32 @@ class Columns:
         return np.array([name in self.fixed for name in self.names], dtype=bool)
 
 
-class Model(Protocol):
-    """A loaded and checked model (built only by :func:`ale_cli.models.load_model`)."""
+class Model:
+    """A loaded and checked model (built only by :func:`ale_cli.models.load_model`); each
+    adapter computes :meth:`effects`, which :meth:`local_effects` calls."""
 
-    @property
-    def format(self) -> str:
-        """The file format: torchscript, onnx, skops or pickle."""
-
-    @property
-    def method(self) -> str:
-        """autodiff or finite-differences, decided when the model was loaded."""
+    #: The file format: torchscript, onnx, skops, pickle...
+    format: str
+    #: autodiff, finite-differences..., decided when the model was loaded.
+    method: str
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output at every row, shape (N,)."""
+        raise NotImplementedError
+
+    def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
+        """:meth:`local_effects` as the adapter computes them."""
+        raise NotImplementedError
 
     def local_effects(
-        self,
-        X: np.ndarray,
-        *,
-        features: Sequence[int] | None = None,
-        progress: ProgressFn | None = None,
+        self, X: np.ndarray, *, features: Features = None, progress: ProgressFn | None = None
     ) -> Effects:
         """Derivatives (N, F) of the output in the columns ``features`` (None: all)."""
+        return self.effects(X, features, progress)
 
     def describe(self) -> dict[str, Any]:
         """Method, output and settings used, recorded in the store's meta."""
+        raise NotImplementedError
 
 
 _P = ParamSpec("_P")
@@ -97,9 +100,8 @@ _T = TypeVar("_T")
 
 def call_model(path: Path | str, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
     """``fn(*args, **kwargs)`` with whatever it raises (but an AleError) turned into
-    one :class:`~ale_cli.errors.ModelFailed` line, the original as ``__cause__``.
-    numpy's floating-point warnings are silenced (:mod:`ale_cli.models.checks`
-    reports the non-finite values row by row).
+    one :class:`~ale_cli.errors.ModelFailed` line, the original as ``__cause__``; numpy's
+    floating-point warnings silenced (:mod:`ale_cli.models.checks` reports the values).
 
     >>> call_model("m.pt", lambda x: 1 / x, 0)
     Traceback (most recent call last):
@@ -247,3 +249,29 @@ def stacked_chunks(X: np.ndarray, blocks: int, rows: int) -> Iterator[tuple[slic
         stack = buffer[: blocks * m]
         stack.reshape(blocks, m, -1)[...] = X[sl]
         yield sl, stack
+
+
+def batched_effects(
+    step: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+    X: np.ndarray,
+    features: Sequence[int] | None,
+    *,
+    rows: int,
+    fixed: np.ndarray,
+    outputs: int = 0,
+    progress: ProgressFn | None = None,
+) -> Effects:
+    """``step(chunk) -> (predictions, gradients (m, [K,] D))`` per chunk of at most ``rows``
+    rows: Effects of the columns ``features``, 0 for held-fixed ones; (N, K, F) and (N, K)
+    for ``outputs`` K > 0."""
+    index = feature_indices(features, X.shape[1])
+    many = (outputs,) if outputs else ()
+    grads = np.empty((len(X), *many, len(index)), dtype=np.float64)
+    preds = np.empty((len(X), *many), dtype=np.float64)
+    for sl in chunks(len(X), rows):
+        preds[sl], full = step(X[sl])
+        grads[sl] = full[..., index]
+        if progress is not None:
+            progress(sl.stop - sl.start)
+    grads[..., fixed[index]] = 0.0
+    return Effects(local_effects=grads, prediction=preds)

@@ -1,16 +1,10 @@
-"""A callable ``f(X) -> y`` as a model: local effects by central finite differences, or
-from the gradient callable given with it (:class:`~ale_cli.models.objects.Predictor`).
-
-The callable is checked on the data as the files' adapters are (one float output per
-row, the same output for the same rows, rows independent of each other) and its
-finite-difference steps are chosen from the data (:func:`finite_diff.plan_steps`: a
-small step, or the large one and then secants when most small-step derivatives on a
-sample are exactly zero).
+"""A callable ``f(X) -> y`` as a model, checked on the data as the files' adapters are:
+local effects by central finite differences (:func:`finite_diff.plan_steps`), or from
+the gradient given with it (:class:`~ale_cli.models.objects.Predictor`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -19,20 +13,19 @@ import numpy as np
 import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
+    CHECK_ROWS,
     Columns,
     Effects,
+    Features,
     LoadOptions,
+    Model,
     ProgressFn,
+    batched_effects,
     call_model,
-    chunks,
     failure_reason,
-    feature_indices,
 )
-from ale_cli.models.objects import ModelObject, Predictor
+from ale_cli.models.objects import Predictor
 from ale_cli.models.profile import DataProfile
-
-#: Rows the callable is first called on when it is loaded.
-CHECK_ROWS = 8
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,8 +84,7 @@ class Caller:
 
 
 def _columns(caller: Caller, spec: str | None, rows: np.ndarray) -> Caller:
-    """``caller`` picking the output ``spec``: a column INDEX of an (N, k) output, a list
-    of them (``0,2``) or ``all`` (every column, counted on ``rows``)."""
+    """``caller`` picking the output ``spec``: INDEX, a list (``0,2``) or ``all`` (on ``rows``)."""
     parts = [p.strip() for p in (spec or "").split(",") if spec not in (None, "all")]
     if not all(p.isdigit() for p in parts):
         raise ModelError(
@@ -113,42 +105,25 @@ def _columns(caller: Caller, spec: str | None, rows: np.ndarray) -> Caller:
 
 
 @dataclass(frozen=True, eq=False)
-class CallableModel:
-    """A prediction function checked on the data; build it with :meth:`load`.
-
-    ``method`` is "gradient" when the given gradient is used, else "finite-differences".
-    """
+class CallableModel(Model):
+    """A prediction function checked on the data; build it with :meth:`of`. ``plan``:
+    its finite differences (None: the given gradient is used)."""
 
     caller: Caller
-    use_gradient: bool
     eval_rows: int
-    step: fd.StepChoice | None
-    steps: np.ndarray
     fixed: np.ndarray
+    plan: fd.FdPlan | None
     #: callable, or the native booster format read through its library's predict
     format: str = "callable"
 
     @property
     def method(self) -> str:
-        return "gradient" if self.use_gradient else "finite-differences"
-
-    @classmethod
-    def load(
-        cls,
-        given: ModelObject,
-        options: LoadOptions,
-        columns: Columns,
-        X: np.ndarray,
-        profile: DataProfile | None = None,
-    ) -> CallableModel:
-        """Check the callable on the data (or ``profile``) and decide its method and steps."""
-        predictor = given.obj if isinstance(given.obj, Predictor) else Predictor(given.obj)
-        return cls.of(predictor, str(given), options, columns, X, profile)
+        return "gradient" if self.plan is None else "finite-differences"
 
     @classmethod
     def of(
         cls,
-        predictor: Predictor,
+        predictor: Predictor | Any,
         label: str,
         options: LoadOptions,
         columns: Columns,
@@ -158,8 +133,10 @@ class CallableModel:
         fmt: str = "callable",
         piecewise: bool = False,
     ) -> CallableModel:
-        """Check ``predictor`` (named ``label`` in messages) on the data; ``piecewise``: a
-        model type known to be piecewise constant (the large step, then secants)."""
+        """Check ``predictor`` (a callable, named ``label`` in messages) on the data (or
+        ``profile``) and decide its method and steps; ``piecewise``: a model type known to
+        be piecewise constant (the large step, then secants)."""
+        predictor = predictor if isinstance(predictor, Predictor) else Predictor(predictor)
         has_gradient = predictor.gradient is not None
         if options.method == "autodiff" and not has_gradient:
             raise ModelError(
@@ -200,61 +177,28 @@ class CallableModel:
                 param="output",
             )
         fixed = columns.fixed_mask()
-        step, steps = None, np.zeros(X.shape[1])
+        plan = None
         if not use_gradient:
-            step, steps = fd.plan_steps(
-                caller,
-                profile.head,
-                profile=profile,
-                user_step=options.step,
-                piecewise_type=piecewise,
-                smooth_step=fd.SMALL_STEP,
-                fixed=fixed,
-            )
-        return cls(
-            caller=caller,
-            use_gradient=use_gradient,
-            eval_rows=options.batch_size or fd.DEFAULT_EVAL_ROWS,
-            step=step,
-            steps=steps,
-            fixed=fixed,
-            format=fmt,
-        )
+            plan = fd.plan_steps(caller, profile, options, piecewise_type=piecewise, fixed=fixed)
+        return cls(caller, options.batch_size or fd.DEFAULT_EVAL_ROWS, fixed, plan, fmt)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output at every row, shape (N,)."""
         return self.caller(X)
 
-    def local_effects(
-        self,
-        X: np.ndarray,
-        *,
-        features: Sequence[int] | None = None,
-        progress: ProgressFn | None = None,
-    ) -> Effects:
+    def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
         """The given gradient's columns ``features`` (held-fixed ones 0), or central
         differences as for scikit-learn models."""
-        index = feature_indices(features, X.shape[1])
-        if not self.use_gradient:
-            return fd.central_differences(
-                self.caller,
-                X,
-                self.steps,
-                features=index,
-                fixed=self.fixed,
-                eval_rows=self.eval_rows,
-                progress=progress,
-                label=f"model '{self.caller.label}'",
-            )
-        grads = np.empty((len(X), len(index)), dtype=np.float64)
-        preds = np.empty(len(X), dtype=np.float64)
-        for sl in chunks(len(X), self.eval_rows):
-            preds[sl] = self.caller(X[sl])
-            grads[sl] = self.caller.gradient(X[sl])[:, index]
-            if progress is not None:
-                progress(sl.stop - sl.start)
-        grads[:, self.fixed[index]] = 0.0
-        return Effects(local_effects=grads, prediction=preds)
+        if self.plan is not None:
+            label = f"model '{self.caller.label}'"
+            return self.plan.effects(self.caller, X, features, progress=progress, label=label)
+
+        def step(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return self.caller(rows), self.caller.gradient(rows)
+
+        return batched_effects(
+            step, X, features, rows=self.eval_rows, fixed=self.fixed, progress=progress
+        )
 
     def describe(self) -> dict[str, Any]:
         column = self.caller.column
@@ -270,7 +214,7 @@ class CallableModel:
             "eval_rows_per_call": self.eval_rows,
             "dataframe_input": self.caller.predictor.frame,
         }
-        if self.step is not None:
-            details["step"] = self.step.to_dict() | {"absolute": self.steps.tolist()}
-            details["notes"] = [fd.describe_step(self.step)]
+        if self.plan is not None:
+            details["step"] = self.plan.record()
+            details["notes"] = [self.plan.note()]
         return details

@@ -1,9 +1,4 @@
-"""Every value a model gave, checked for NaN and infinity row by row.
-
-:func:`screen_rows` either refuses the run with one line naming the rows
-(:class:`~ale_cli.errors.ModelFailed`) or, with ``drop_nonfinite``, returns the
-rows to keep and a note counting the dropped ones.
-"""
+"""Every value a model gave, checked for NaN and infinity row by row (:func:`screen_rows`)."""
 
 from __future__ import annotations
 

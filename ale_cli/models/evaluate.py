@@ -9,18 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
 from ale_cli.models.base import ProgressFn, stacked_chunks
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
-
-
-class RowValues(Protocol):
-    """Anything that gives the (m, C) values of a slice of rows: ``values[sl]``."""
-
-    def __getitem__(self, sl: slice) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -44,7 +37,7 @@ class Move:
     """Set ``columns`` (C,) of every row to ``values`` (``values[sl]`` is (m, C))."""
 
     columns: tuple[int, ...]
-    values: np.ndarray | RowValues
+    values: np.ndarray | Lookup
 
 
 def evaluate_moved(

@@ -12,23 +12,24 @@ held-fixed columns are not perturbed and get 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from ale_cli.errors import RunError
 from ale_cli.models.base import (
+    CHECK_ROWS,
     Effects,
+    LoadOptions,
     ProgressFn,
     close_with_nonfinite,
+    feature_indices,
     other_batch,
     stacked_chunks,
 )
-
-if TYPE_CHECKING:
-    from ale_cli.models.profile import DataProfile
+from ale_cli.models.profile import DataProfile
 
 #: Evaluation rows per model call (bench/bench_formats.py).
 DEFAULT_EVAL_ROWS = 32_768
@@ -58,27 +59,48 @@ class StepChoice:
         return {"rel_step": self.rel_step, "rule": self.rule, "zero_share": self.zero_share}
 
 
-def describe_step(step: StepChoice) -> str:
-    """One line saying which step was used and why.
+@dataclass(frozen=True)
+class FdPlan:
+    """Central differences with ``step`` (absolute ``steps`` (D,), 0 for the ``fixed``
+    columns), ``eval_rows`` rows per model call, on inputs of ``dtype``."""
 
-    >>> describe_step(StepChoice(0.05, "piecewise-constant model type"))
-    'finite-difference step 0.05 x std per feature (piecewise-constant model type)'
-    """
-    why = step.rule
-    if step.zero_share is not None:
-        why += f"; {step.zero_share:.0%} of small-step derivatives exactly zero on a sample"
-    return f"finite-difference step {step.rel_step:g} x std per feature ({why})"
+    step: StepChoice
+    steps: np.ndarray
+    fixed: np.ndarray
+    eval_rows: int
+    dtype: Any = np.float64
 
+    def effects(
+        self, f: PredictFn, X: np.ndarray, features: Sequence[int] | None, **kw: Any
+    ) -> Effects:
+        """:func:`central_differences` of ``f`` in the columns ``features`` (None: all)."""
+        index = feature_indices(features, X.shape[1])
+        return central_differences(
+            f,
+            X,
+            self.steps,
+            features=index,
+            fixed=self.fixed,
+            dtype=self.dtype,
+            eval_rows=self.eval_rows,
+            **kw,
+        )
 
-def feature_scale(X: np.ndarray) -> np.ndarray:
-    """Per-column scale for the step: the std, or max(|mean|, 1) for a constant column.
+    def record(self) -> dict[str, Any]:
+        """The ``step`` entry of the adapter's ``describe()``."""
+        return self.step.to_dict() | {"absolute": self.steps.tolist()}
 
-    >>> feature_scale(np.array([[0.0, 5.0], [2.0, 5.0]])).tolist()
-    [1.0, 5.0]
-    """
-    std = X.std(axis=0)
-    fallback = np.maximum(np.abs(X.mean(axis=0)), 1.0)
-    return np.where(std > 0, std, fallback)
+    def note(self) -> str:
+        """One line saying which step was used and why.
+
+        >>> FdPlan(StepChoice(0.05, "piecewise-constant model type"), None, None, 1).note()
+        'finite-difference step 0.05 x std per feature (piecewise-constant model type)'
+        """
+        step = self.step
+        why = step.rule
+        if step.zero_share is not None:
+            why += f"; {step.zero_share:.0%} of small-step derivatives exactly zero on a sample"
+        return f"finite-difference step {step.rel_step:g} x std per feature ({why})"
 
 
 def central_differences(
@@ -105,41 +127,67 @@ def central_differences(
     array([[5.],
            [5.]])
     """
-    n, d = X.shape
+    d = X.shape[1]
     features = np.arange(d) if features is None else features
     fixed = np.zeros(d, dtype=bool) if fixed is None else fixed
     where = np.flatnonzero(~fixed[features])  # positions in ``features`` that are perturbed
     moved = features[where]
+
+    def bounds(sl: slice) -> tuple[np.ndarray, np.ndarray]:
+        xc = X[sl][:, moved]
+        plus = (xc + steps[moved]).astype(dtype).astype(np.float64)
+        return plus, (xc - steps[moved]).astype(dtype).astype(np.float64)
+
+    def divide(diff: np.ndarray, dx: np.ndarray) -> np.ndarray:
+        zero = (dx == 0).reshape(-1, len(moved)).any(axis=0)
+        if zero.any():
+            raise RunError(
+                f"the finite-difference step of feature {int(moved[np.flatnonzero(zero)[0]])} "
+                f"is too small to change its value in the {label}'s input precision; pass a "
+                "larger {param}",
+                param="step",
+            )
+        return diff / dx
+
+    return stacked_differences(f, X, features, where, bounds, divide, eval_rows, progress)
+
+
+def stacked_differences(
+    f: PredictFn,
+    X: np.ndarray,
+    features: np.ndarray,
+    where: np.ndarray,
+    bounds: Callable[[slice], tuple[np.ndarray, np.ndarray]],
+    quotient: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    eval_rows: int,
+    progress: ProgressFn | None,
+) -> Effects:
+    """Effects (N, [K,] F) and predictions (N, [K]) of ``f`` from one call per chunk of m
+    rows on the stacked ``[x; x + (u_1 - x_1) e_1; ...; x + (l_1 - x_1) e_1; ...]`` of
+    the P columns ``features[where]``: ``quotient(f(u) - f(l), u - l)`` (m, [K,] P), with
+    ``bounds(sl) -> (u, l)`` (m, P) of the chunk's rows."""
+    n = len(X)
+    moved = features[where]
     p = len(moved)
     blocks = 2 * p + 1
-    rows = max(1, eval_rows // blocks)
     effects = np.zeros((n, len(features)), dtype=np.float64)
     prediction = np.empty(n, dtype=np.float64)
-    for sl, stack in stacked_chunks(X, blocks, rows):
-        xc = X[sl]
-        m = len(xc)
-        plus = (xc[:, moved] + steps[moved]).astype(dtype).astype(np.float64)
-        minus = (xc[:, moved] - steps[moved]).astype(dtype).astype(np.float64)
+    for sl, stack in stacked_chunks(X, blocks, max(1, eval_rows // blocks)):
+        m = sl.stop - sl.start
+        upper, lower = bounds(sl)
         for k, j in enumerate(moved):
-            stack[(1 + k) * m : (2 + k) * m, j] = plus[:, k]
-            stack[(1 + p + k) * m : (2 + p + k) * m, j] = minus[:, k]
+            stack[(1 + k) * m : (2 + k) * m, j] = upper[:, k]
+            stack[(1 + p + k) * m : (2 + p + k) * m, j] = lower[:, k]
         out = np.asarray(f(stack), dtype=np.float64)
         if out.ndim == 2 and effects.ndim == 2:  # K outputs: (N, K, F) and (N, K)
             effects = np.zeros((n, out.shape[1], len(features)), dtype=np.float64)
             prediction = np.empty((n, out.shape[1]), dtype=np.float64)
         out = out.reshape(blocks, m, *out.shape[1:])
-        dx = plus - minus  # (m, p)
-        if p and np.any(dx == 0):
-            j = int(moved[np.flatnonzero((dx == 0).any(axis=0))[0]])
-            raise RunError(
-                f"the finite-difference step of feature {j} is too small to change its "
-                f"value in the {label}'s input precision; pass a larger {{param}}",
-                param="step",
-            )
-        prediction[sl] = out[0]
         if p:
             diff = np.moveaxis(out[1 : 1 + p] - out[1 + p :], 0, -1)  # (m, [K,] p)
-            effects[sl, ..., where] = diff / (dx if diff.ndim == 2 else dx[:, None, :])
+            width = upper - lower
+            effects[sl, ..., where] = quotient(diff, width if diff.ndim == 2 else width[:, None])
+        prediction[sl] = out[0]
         if progress is not None:
             progress(m)
     return Effects(local_effects=effects, prediction=prediction)
@@ -153,7 +201,7 @@ def zero_share(
     fixed: np.ndarray | None = None,
     dtype: type[np.floating] | np.dtype = np.float64,
 ) -> float:
-    """Share of exactly-zero derivatives on up to 200 rows of X, over the features
+    """Share of exactly-zero derivatives on the rows X (a sample), over the features
     with at least one non-zero derivative (0.0 if the model looks constant).
 
     A step function is flat except at the 2 of 50 rows that sit on a jump (0 and 1):
@@ -164,9 +212,6 @@ def zero_share(
     >>> zero_share(lambda Z: (Z[:, 0] + 1) ** 2, X, np.array([1e-6]))
     0.0
     """
-    if len(X) > _SAMPLE_ROWS:
-        rows = np.random.default_rng(0).choice(len(X), size=_SAMPLE_ROWS, replace=False)
-        X = X[np.sort(rows)]
     grads = central_differences(f, X, steps, fixed=fixed, dtype=dtype).local_effects
     grads = grads.reshape(-1, grads.shape[-1])  # K outputs: every output's rows
     used = (grads != 0).any(axis=0)
@@ -177,36 +222,31 @@ def zero_share(
 
 def plan_steps(
     f: PredictFn,
-    X: np.ndarray,
+    profile: DataProfile,
+    options: LoadOptions,
     *,
-    user_step: float | None,
     piecewise_type: bool,
-    smooth_step: float,
     fixed: np.ndarray,
-    dtype: type[np.floating] | np.dtype = np.float64,
-    profile: DataProfile | None = None,
-) -> tuple[StepChoice, np.ndarray]:
-    """The relative step and the absolute steps (D,), 0 for held-fixed columns.
-
-    The user's step if given; the large step for a piecewise-constant model type or
-    when most small-step derivatives on a sample are exactly zero; else
-    ``smooth_step``. Scale and sample come from ``profile`` (all rows) if given, else X.
-    """
-    if profile is not None:
-        scale, X = profile.scale(), profile.rows(_SAMPLE_ROWS)
-    else:
-        scale = feature_scale(X)
-    if user_step is not None:
-        step = StepChoice(user_step, "user")
+    smooth_step: float = SMALL_STEP,
+    dtype: Any = np.float64,
+) -> FdPlan:
+    """The user's step if given; the large step for a piecewise-constant model type or
+    when most small-step derivatives on a sample of the profiled rows are exactly zero;
+    else ``smooth_step``."""
+    scale = profile.scale()
+    if options.step is not None:
+        step = StepChoice(options.step, "user")
     elif piecewise_type:
         step = StepChoice(LARGE_STEP, "piecewise-constant model type")
     else:
-        share = zero_share(f, X, smooth_step * scale, fixed=fixed, dtype=dtype)
+        sample = profile.rows(_SAMPLE_ROWS)
+        share = zero_share(f, sample, smooth_step * scale, fixed=fixed, dtype=dtype)
         if share > ZERO_SHARE_LIMIT:
             step = StepChoice(LARGE_STEP, "zero share on a sample", share)
         else:
             step = StepChoice(smooth_step, "smooth default", share)
-    return step, step.rel_step * scale * ~fixed
+    steps = step.rel_step * scale * ~fixed
+    return FdPlan(step, steps, fixed, options.batch_size or DEFAULT_EVAL_ROWS, dtype)
 
 
 def rows_independent(
@@ -217,8 +257,8 @@ def rows_independent(
     first: np.ndarray | None = None,
     spread: np.ndarray | None = None,
 ) -> bool:
-    """True when the outputs of the first 8 rows do not change if the other rows of
-    the batch change, or if they are evaluated alone (``first``: ``f(X[:8])`` if known).
+    """True when the outputs of the first rows do not change if the other rows of the
+    batch change, or if they are evaluated alone (``first``: ``f(X[:CHECK_ROWS])`` if known).
 
     >>> X = np.arange(20.0).reshape(10, 2)
     >>> rows_independent(lambda Z: Z.sum(axis=1), X, rtol=1e-9)
@@ -226,7 +266,7 @@ def rows_independent(
     >>> rows_independent(lambda Z: Z.sum(axis=1) - Z.mean(), X, rtol=1e-9)
     False
     """
-    rows = X[:8]
+    rows = X[:CHECK_ROWS]
     other, half = other_batch(rows, X, spread=spread)
     a = f(rows) if first is None else first
     b, c = f(other), f(rows[:1])

@@ -1,7 +1,6 @@
-"""Mixed second derivatives d2f / dx_a dx_b at the data points, by autodiff.
-
-Per chunk: the gradient g (n, D) with ``create_graph=True``, then one backward pass
-of ``g[:, a].sum()`` per distinct first feature a gives d2f / dx_a dx_b for every b.
+"""Mixed second derivatives d2f / dx_a dx_b at the data points, by autodiff: per chunk
+the gradient g (n, D) with ``create_graph=True``, then one backward pass of
+``g[:, a].sum()`` per distinct first feature a gives d2f / dx_a dx_b for every b.
 """
 
 from __future__ import annotations
@@ -25,19 +24,14 @@ if TYPE_CHECKING:
 MixedFn = Callable[..., np.ndarray]
 
 
-def mixed_derivatives_of(model: Model) -> MixedFn | None:
-    """``model.mixed_derivatives`` when the model is differentiated by autodiff, else None."""
-    if getattr(model, "method", None) != "autodiff":
-        return None
-    fn: MixedFn | None = getattr(model, "mixed_derivatives", None)
-    return fn
-
-
 def require_mixed_derivatives(
     model: Model, path: object, *, param: str, hint: str, value: str | None = None
 ) -> MixedFn:
-    """``model.mixed_derivatives``, or a ModelError saying that ``param`` needs it."""
-    fn = mixed_derivatives_of(model)
+    """``model.mixed_derivatives`` (autodiff models), or a ModelError saying that ``param``
+    needs it."""
+    fn: MixedFn | None = None
+    if getattr(model, "method", None) == "autodiff":
+        fn = getattr(model, "mixed_derivatives", None)
     option = "{param}" if value is None else "{param} " + value
     if fn is not None and "outputs" in model.describe():
         raise ModelError(

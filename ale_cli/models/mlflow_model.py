@@ -1,10 +1,6 @@
-"""MLflow models: a model directory (``MLmodel`` and its flavour's files) or a
-``models:/``/``runs:/`` URI from the tracking store ``MLFLOW_TRACKING_URI`` names.
-:func:`resolve` turns the reference into what :func:`~ale_cli.models.load_model` reads:
-the native flavour's file, or else its pyfunc as a callable with finite differences
-(only with ``trust_pickle``: loading it runs code); the flavours are listed in
-``docs/models.md``. The provenance records the URI, the flavour, the run and the
-registry's version."""
+"""MLflow models (a model directory, or a ``models:/``/``runs:/`` URI): :func:`resolve`
+turns one into the native flavour's file, else its pyfunc as a callable
+(``docs/models.md``)."""
 
 from __future__ import annotations
 
@@ -48,8 +44,7 @@ def mlflow(what: str) -> Any:
 
 @dataclass(frozen=True)
 class MlflowSource:
-    """Where an MLflow model came from: ``uri`` as given, its ``flavor`` as read, the
-    ``run_id`` and the registry's ``name`` and ``version`` (None: not registered)."""
+    """Where an MLflow model came from (``name``, ``version``: None when not registered)."""
 
     uri: str
     flavor: str
@@ -162,8 +157,7 @@ def resolve(reference: str | Path, *, trust_pickle: bool = False) -> Resolved:
 
 
 def _pyfunc(local: Path, label: str) -> ModelObject:
-    """The pyfunc as a callable model (a DataFrame when its signature names columns), its
-    content hash that of every file in the model directory."""
+    """The pyfunc as a callable model, hashed over every file in the model directory."""
     mlf = mlflow(f"MLflow model '{label}' (a pyfunc)")
     try:
         model = mlf.pyfunc.load_model(str(local))

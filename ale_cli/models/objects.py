@@ -1,10 +1,6 @@
-"""Models given as Python objects (a notebook's fitted model), not as files:
-:func:`model_object` tells what an object is from its type and wraps it in a
-:class:`ModelObject`, and :func:`~ale_cli.models.load_model` builds the adapter the file
-of that model gets (the table of objects, and the content hash recorded as provenance,
-are in ``docs/models.md``). The object is never changed: a torch module is copied
-before it is put in eval mode. A callable has no content hash, so its store is never a
-cache hit."""
+"""Models given as Python objects, not files: :func:`model_object` wraps one in a
+:class:`ModelObject` by its type (the table and the content hash: ``docs/models.md``).
+The object is never changed: a torch module is copied before it is put in eval mode."""
 
 from __future__ import annotations
 
@@ -22,11 +18,11 @@ from typing import Any
 
 from ale_cli.errors import InputError, ModelError
 
-#: native booster format -> its library's module and the class of its model objects
-BOOSTER_TYPES = {
-    "xgboost": ("xgboost", "Booster"),
-    "lightgbm": ("lightgbm", "Booster"),
-    "catboost": ("catboost", "CatBoost"),
+#: native booster format -> its library's module (and extra), its model class, its label
+BOOSTERS = {
+    "xgboost": ("xgboost", "Booster", "an XGBoost model"),
+    "lightgbm": ("lightgbm", "Booster", "a LightGBM model"),
+    "catboost": ("catboost", "CatBoost", "a CatBoost model"),
 }
 
 ACCEPTED = (
@@ -112,30 +108,21 @@ class ModelObject:
         )
 
 
-def _sklearn(value: Any) -> bool:
-    base = sys.modules.get("sklearn.base")
-    return base is not None and isinstance(value, base.BaseEstimator)
+def _format_of(value: Any) -> str | None:
+    """The format of a model object by its type (its library is imported if it is one)."""
+    if "torch" in sys.modules:
+        import torch
 
-
-def _torch_kind(value: Any) -> str | None:
-    if "torch" not in sys.modules:  # an object of torch's types means torch is imported
-        return None
-    import torch
-
-    if isinstance(value, torch.export.ExportedProgram):
-        return "torch-export"
-    if isinstance(value, torch.nn.Module):
-        return "torch-module"
-    return None
-
-
-def _booster_kind(value: Any) -> str | None:
-    """The format of a native booster object (its library is imported if it is one)."""
-    for fmt, (module, name) in BOOSTER_TYPES.items():
+        if isinstance(value, torch.export.ExportedProgram):
+            return "torch-export"
+        if isinstance(value, torch.nn.Module):
+            return "torch-module"
+    for fmt, (module, name, _) in BOOSTERS.items():
         library = sys.modules.get(module)
         if library is not None and isinstance(value, getattr(library, name, ())):
             return fmt
-    return None
+    base = sys.modules.get("sklearn.base")
+    return "sklearn" if base is not None and isinstance(value, base.BaseEstimator) else None
 
 
 def native_bytes(value: Any, fmt: str) -> bytes:
@@ -154,9 +141,7 @@ def native_bytes(value: Any, fmt: str) -> bytes:
 def model_object(value: Any, *, param: str = "model") -> ModelObject:
     """``value`` as a :class:`ModelObject`, its format told by its type; an InputError
     naming ``param`` for anything that is not a model."""
-    fmt = _torch_kind(value) or _booster_kind(value)
-    if fmt is None and _sklearn(value):
-        fmt = "sklearn"
+    fmt = _format_of(value)
     if fmt is None and (isinstance(value, Predictor) or callable(value)):
         if isinstance(value, type):
             raise InputError(
@@ -188,12 +173,10 @@ def object_sha256(value: Any, fmt: str) -> str | None:
         elif fmt == "torch-export":
             import torch
 
-            buffer = io.BytesIO()
-            torch.export.save(value, buffer)
-            digest.update(buffer.getvalue())
+            digest.update(_saved(torch.export.save, value).getvalue())
         elif fmt == "torch-module":
             _module_digest(value, digest)
-        elif fmt in BOOSTER_TYPES:
+        elif fmt in BOOSTERS:
             digest.update(native_bytes(value, fmt))
         else:
             return None
@@ -203,14 +186,11 @@ def object_sha256(value: Any, fmt: str) -> str | None:
 
 
 def _module_digest(module: Any, digest: Any) -> None:
-    """Feed ``digest`` a torch module's code and state: a ScriptModule's saved archive;
-    else each submodule class's source, then every parameter and buffer."""
+    """Feed ``digest`` a ScriptModule's archive, else the module's classes' source and state."""
     import torch
 
     if isinstance(module, torch.jit.ScriptModule):
-        buffer = io.BytesIO()
-        torch.jit.save(module, buffer)
-        digest.update(buffer.getvalue())
+        digest.update(_saved(torch.jit.save, module).getvalue())
         return
     for kind in sorted({type(m) for m in module.modules()}, key=lambda k: k.__qualname__):
         digest.update(inspect.getsource(kind).encode())
@@ -226,25 +206,29 @@ def torch_module_of(given: ModelObject) -> Any:
     import torch
 
     if isinstance(given.obj, torch.jit.ScriptModule):
-        buffer = io.BytesIO()
-        torch.jit.save(given.obj, buffer)
-        buffer.seek(0)
-        return torch.jit.load(buffer)
+        return torch.jit.load(_saved(torch.jit.save, given.obj))
     return copy.deepcopy(given.obj)
 
 
-def unfitted(given: ModelObject) -> ModelError | None:
-    """The error for a scikit-learn estimator that is not fitted, else None."""
+def _saved(save: Callable[[Any, io.BytesIO], None], value: Any) -> io.BytesIO:
+    """``save(value, buffer)`` into a new buffer, rewound."""
+    buffer = io.BytesIO()
+    save(value, buffer)
+    buffer.seek(0)
+    return buffer
+
+
+def check_fitted(given: ModelObject) -> None:
+    """Refuse a scikit-learn estimator that is not fitted."""
     from sklearn.exceptions import NotFittedError
     from sklearn.utils.validation import check_is_fitted
 
     try:
         check_is_fitted(given.obj)
     except NotFittedError:
-        return ModelError(
+        raise ModelError(
             f"{{param}} is a {type(given.obj).__name__} that is not fitted; fit it first",
             param="model",
-        )
+        ) from None
     except TypeError:  # not an estimator check_is_fitted knows: the adapter checks it
-        return None
-    return None
+        pass

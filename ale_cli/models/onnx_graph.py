@@ -14,11 +14,9 @@ import numpy as np
 import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.io.threads import available_cpus
-from ale_cli.models.base import Columns, call_model, chunks, failure_reason, first_line
+from ale_cli.models.base import CHECK_ROWS, Columns, call_model, chunks, failure_reason, first_line
 from ale_cli.models.mixed import gradient_of
 
-#: Rows of X the graph is first run on (width, output, row independence).
-FIRST_ROWS = 8
 #: how closely the torch translation must agree with onnxruntime (times max|output|)
 RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-9}
 _ELEM_DTYPES = {1: np.float32, 11: np.float64}  # onnx.TensorProto.FLOAT / DOUBLE
@@ -66,10 +64,10 @@ def parse_output(
     """(output name, column or None) of the selector ``spec``: NAME, NAME:INDEX, INDEX
     (an output, or a column of the only output) or proba:CLASS."""
     names = [name for name, _, _ in outputs]
+    proba = next((n for n in names if n in _PROBA_NAMES), None)
     if spec is None:
         if len(names) == 1:
             return _float_output(names[0], outputs, path), None
-        proba = next((n for n in names if n in _PROBA_NAMES), None)
         hint = f" (e.g. {{param}} proba:1 or {proba}:1)" if proba else ""
         raise ModelError(
             f"ONNX model '{path}' has {len(names)} outputs ({_listing(outputs)}); choose "
@@ -78,7 +76,6 @@ def parse_output(
         )
     head, sep, tail = spec.rpartition(":") if ":" in spec else (spec, "", "")
     if head == "proba" and sep:
-        proba = next((n for n in names if n in _PROBA_NAMES), None)
         if proba is None:
             raise ModelError(
                 f"{{param}} {spec}: ONNX model '{path}' has no probabilities output "
@@ -297,10 +294,6 @@ class OnnxGraph:
         )
         return graph, proto
 
-    @property
-    def tree_ensemble(self) -> bool:
-        return any(op.startswith("TreeEnsemble") for op in self.ops)
-
     def select(self, out: Any, n_rows: int) -> Any:
         """Column ``self.column`` of an (n,), (n, 1) or (n, K) array or tensor; the
         ``columns`` (n, C) of several outputs."""
@@ -391,10 +384,6 @@ class OnnxGraph:
         """The selected output of the translated graph at the tensor ``x``, (n,)."""
         return self.select(torch_graph(x)[self.out_name], len(x))
 
-    def _torch_run(self, torch_graph: Any, x: Any, grad: bool) -> tuple[Any, Any]:
-        y = self.torch_output(torch_graph, x)
-        return y, (gradient_of(y, x) if grad else None)
-
     def torch_forward(
         self, torch_graph: Any, X: np.ndarray, grad: bool
     ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -405,9 +394,9 @@ class OnnxGraph:
         for piece, n in self.padded(X):
             x = torch.from_numpy(np.ascontiguousarray(piece)).to(self.torch_dtype())
             x.requires_grad_(grad)
-            y, g = call_model(self.path, self._torch_run, torch_graph, x, grad)
-            if g is not None:
-                grads.append(g.detach().numpy()[:n])
+            y = call_model(self.path, self.torch_output, torch_graph, x)
+            if grad:
+                grads.append(call_model(self.path, gradient_of, y, x).detach().numpy()[:n])
             preds.append(y.detach().numpy()[:n])
         pred = np.concatenate(preds).astype(np.float64)
         return pred, (np.concatenate(grads).astype(np.float64) if grad else None)
@@ -427,7 +416,7 @@ def check_graph(
             f"({', '.join(columns.names)}); {hint}",
             param="features",
         )
-    rows = X[:FIRST_ROWS]
+    rows = X[:CHECK_ROWS]
     try:
         pieces = graph.raw(rows)
     except ModelFailed as exc:  # the width was checked above when the graph tells it

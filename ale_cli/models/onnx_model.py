@@ -18,15 +18,17 @@ from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     Columns,
     Effects,
+    Features,
     LoadOptions,
+    Model,
     ProgressFn,
+    batched_effects,
     chunks,
     failure_reason,
-    feature_indices,
 )
 from ale_cli.models.mixed import mixed_partials
 from ale_cli.models.onnx_graph import RTOL, OnnxGraph, check_graph
-from ale_cli.models.onnx_torch import UnsupportedGraph, translate
+from ale_cli.models.onnx_torch import TorchGraph, UnsupportedGraph
 from ale_cli.models.profile import DataProfile
 
 #: Rows per forward+backward call on the torch path (as for TorchScript).
@@ -60,12 +62,10 @@ def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> M
     if graph.per_column:
         return fall_back("the graph takes one input per column (the torch path takes one matrix)")
     try:
-        torch_graph = translate(proto, graph.input_name)
+        torch_graph = TorchGraph(proto, graph.input_name)
     except UnsupportedGraph as exc:
         return fall_back(f"the graph cannot be run in torch: {exc}")
-    rows = X
-    if len(X) > CHECK_ROWS:
-        rows = X[np.linspace(0, len(X) - 1, CHECK_ROWS).astype(int)]
+    rows = X  # at most CHECK_ROWS rows of the profile's sample
     reference = graph.run(rows)
     try:
         translated, _ = graph.torch_forward(torch_graph, rows, grad=False)
@@ -85,7 +85,7 @@ def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> M
 
 
 @dataclass(frozen=True, eq=False)
-class OnnxModel:
+class OnnxModel(Model):
     """An ONNX graph run by onnxruntime, differentiated through torch when possible."""
 
     graph: OnnxGraph
@@ -93,8 +93,7 @@ class OnnxModel:
     batch_size: int | None
     fixed: np.ndarray
     row_shape: tuple[int, ...]
-    step: fd.StepChoice | None = None
-    steps: np.ndarray | None = None
+    plan: fd.FdPlan | None = None
     format: ClassVar[str] = "onnx"
 
     @classmethod
@@ -112,23 +111,27 @@ class OnnxModel:
         graph, row_shape = check_graph(graph, columns, profile.head, spread=profile.std)
         choice = choose_method(graph, proto, options.method, profile.rows(CHECK_ROWS))
         fixed = columns.fixed_mask()
-        step, steps = None, None
+        plan = None
         if choice.torch_graph is None:
-            step, steps = fd.plan_steps(
+            plan = fd.plan_steps(
                 graph.run,
-                profile.head,
-                profile=profile,
-                user_step=options.step,
-                piecewise_type=graph.tree_ensemble,
-                smooth_step=fd.FLOAT32_STEP if graph.dtype == np.float32 else fd.SMALL_STEP,
+                profile,
+                options,
+                piecewise_type=any(op.startswith("TreeEnsemble") for op in graph.ops),
                 fixed=fixed,
+                smooth_step=fd.FLOAT32_STEP if graph.dtype == np.float32 else fd.SMALL_STEP,
                 dtype=graph.dtype,
             )
-        return cls(graph, choice, options.batch_size, fixed, row_shape, step, steps)
+        return cls(graph, choice, options.batch_size, fixed, row_shape, plan)
 
     @property
     def method(self) -> str:
-        return "autodiff" if self.choice.torch_graph is not None else "finite-differences"
+        return "autodiff" if self.plan is None else "finite-differences"
+
+    @property
+    def rows(self) -> int:
+        """Rows per forward+backward call on the torch path."""
+        return self.batch_size or TORCH_BATCH_SIZE
 
     @property
     def path(self) -> Path:
@@ -147,37 +150,24 @@ class OnnxModel:
         size = self.batch_size or fd.DEFAULT_EVAL_ROWS
         return np.concatenate([self.graph.run(X[sl]) for sl in chunks(len(X), size)])
 
-    def local_effects(
-        self,
-        X: np.ndarray,
-        *,
-        features: Sequence[int] | None = None,
-        progress: ProgressFn | None = None,
-    ) -> Effects:
+    def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
         """Autodiff through the torch translation, or central differences via onnxruntime."""
-        index = feature_indices(features, X.shape[1])
-        if self.choice.torch_graph is None:
-            return fd.central_differences(
-                self.graph.run,
-                X,
-                self.steps if self.steps is not None else np.zeros(X.shape[1]),
-                features=index,
-                fixed=self.fixed,
-                dtype=self.graph.dtype,
-                eval_rows=self.batch_size or fd.DEFAULT_EVAL_ROWS,
-                progress=progress,
-                label=f"ONNX model '{self.path}'",
-            )
-        n, many = len(X), (len(self.graph.columns),) if self.graph.columns else ()
-        grads = np.empty((n, *many, len(index)), dtype=np.float64)  # K outputs: (N, K, F)
-        preds = np.empty((n, *many), dtype=np.float64)
-        for sl in chunks(n, self.batch_size or TORCH_BATCH_SIZE):
-            preds[sl], full = self.graph.torch_forward(self.choice.torch_graph, X[sl], grad=True)
-            grads[sl] = full[..., index]  # type: ignore[index]
-            if progress is not None:
-                progress(sl.stop - sl.start)
-        grads[..., self.fixed[index]] = 0.0
-        return Effects(local_effects=grads, prediction=preds)
+        if self.plan is not None:
+            label = f"ONNX model '{self.path}'"
+            return self.plan.effects(self.graph.run, X, features, progress=progress, label=label)
+
+        def step(rows: np.ndarray) -> Any:
+            return self.graph.torch_forward(self.choice.torch_graph, rows, grad=True)
+
+        return batched_effects(
+            step,
+            X,
+            features,
+            rows=self.rows,
+            fixed=self.fixed,
+            outputs=len(self.graph.columns),
+            progress=progress,
+        )
 
     def mixed_derivatives(
         self,
@@ -199,7 +189,7 @@ class OnnxModel:
 
         dtype = self.graph.torch_dtype()
         if self.graph.fixed_batch is None:
-            size = self.batch_size or TORCH_BATCH_SIZE
+            size = self.rows
             return mixed_partials(
                 forward, X, pairs, dtype=dtype, batch_size=size, path=self.path, progress=progress
             )
@@ -229,14 +219,15 @@ class OnnxModel:
                 "selector": graph.selector, "name": graph.out_name, "column": graph.column
             }) | {"shape": ["n", *self.row_shape]},
         } | ({"outputs": records} if records else {})  # fmt: skip
-        if choice.torch_graph is not None:
-            details["translation"] = {"engine": "onnx->torch", "check": choice.check}
-            details["batch_size"] = self.batch_size or TORCH_BATCH_SIZE
-            return details
-        details["fallback_reason"] = choice.fallback_reason
-        details["eval_rows_per_call"] = self.batch_size or fd.DEFAULT_EVAL_ROWS
-        details["notes"] = [f"finite differences through onnxruntime: {choice.fallback_reason}"]
-        if self.step is not None and self.steps is not None:
-            details["step"] = self.step.to_dict() | {"absolute": self.steps.tolist()}
-            details["notes"].append(fd.describe_step(self.step))
-        return details
+        if self.plan is None:
+            translation = {"engine": "onnx->torch", "check": choice.check}
+            return details | {"translation": translation, "batch_size": self.rows}
+        return details | {
+            "fallback_reason": choice.fallback_reason,
+            "eval_rows_per_call": self.plan.eval_rows,
+            "notes": [
+                f"finite differences through onnxruntime: {choice.fallback_reason}",
+                self.plan.note(),
+            ],
+            "step": self.plan.record(),
+        }

@@ -1,8 +1,6 @@
-"""Run a standard-op ONNX graph as torch operations, so it can be differentiated.
-
-:func:`translate` returns a :class:`TorchGraph` that evaluates the (topologically
-sorted) nodes in order, integer shape arithmetic included, or raises
-:class:`UnsupportedGraph` naming the op it does not cover.
+"""Run a standard-op ONNX graph as torch operations, so it can be differentiated:
+:class:`TorchGraph` evaluates the (topologically sorted) nodes in order, integer shape
+arithmetic included, or raises :class:`UnsupportedGraph` naming the op it does not cover.
 """
 
 from __future__ import annotations
@@ -272,8 +270,3 @@ class TorchGraph:
             for name, value in zip(outputs, results, strict=False):
                 values[name] = value
         return {name: values[name] for name in self.outputs}
-
-
-def translate(model: onnx.ModelProto, input_name: str) -> TorchGraph:
-    """A :class:`TorchGraph` for ``model``, or :class:`UnsupportedGraph` saying why not."""
-    return TorchGraph(model, input_name)

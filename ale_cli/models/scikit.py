@@ -1,8 +1,5 @@
-"""scikit-learn estimators (skops files and trusted pickles): local effects by
-central finite differences in float64.
-
-An estimator fitted on a DataFrame (``feature_names_in_``) is called with one, text
-columns rebuilt from their codes; only numeric, non-categorical columns are perturbed.
+"""scikit-learn estimators (skops files and trusted pickles): local effects by central
+finite differences in float64; one fitted on a DataFrame is called with one.
 """
 
 from __future__ import annotations
@@ -17,13 +14,15 @@ import numpy as np
 import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
+    CHECK_ROWS,
     Columns,
     Effects,
+    Features,
     LoadOptions,
+    Model,
     ProgressFn,
     call_model,
     failure_reason,
-    feature_indices,
     first_line,
     integer_output_message,
 )
@@ -42,15 +41,32 @@ PIECEWISE_CONSTANT = (
 )
 
 
-def load_skops(path: Path, trust: tuple[str, ...]) -> tuple[Any, list[str]]:
-    """Load a skops file, trusting only the types the user named; returns (estimator, trusted)."""
+def read_estimator(path: Path, fmt: str, options: LoadOptions) -> tuple[Any, list[str] | None]:
+    """(estimator, trusted types) of a skops file, trusting only the types the user named;
+    (estimator, None) of a pickle, unpickled (with joblib) only when the user trusts it."""
+    if fmt == "pickle":
+        if not options.trust_pickle:
+            raise ModelError(
+                f"model file '{path}' is a pickle, and loading a pickle runs code stored in it; "
+                "pass {param} if you trust its source (or save the model with skops)",
+                param="trust_pickle",
+            )
+        import joblib
+
+        try:
+            return joblib.load(path), None
+        except Exception as exc:  # anything can go wrong while unpickling
+            raise ModelError(
+                f"cannot load model file '{path}' as a pickle: {type(exc).__name__}: "
+                f"{first_line(exc)}"
+            ) from None
     import skops.io as sio
 
     try:
         untrusted = list(sio.get_untrusted_types(file=path))
     except Exception as exc:  # skops raises zipfile/json/key errors for foreign files
         raise ModelError(f"model file '{path}' is not a skops file: {first_line(exc)}") from None
-    missing = [t for t in untrusted if t not in trust]
+    missing = [t for t in untrusted if t not in options.trust]
     if missing:
         raise ModelError(
             f"skops file '{path}' holds types that are not trusted by default: "
@@ -61,24 +77,6 @@ def load_skops(path: Path, trust: tuple[str, ...]) -> tuple[Any, list[str]]:
         return sio.load(path, trusted=untrusted or None), untrusted
     except Exception as exc:
         raise ModelError(f"cannot load skops file '{path}': {first_line(exc)}") from None
-
-
-def load_pickle(path: Path, trust_pickle: bool) -> Any:
-    """Unpickle (with joblib) only when the user said the file is trusted."""
-    if not trust_pickle:
-        raise ModelError(
-            f"model file '{path}' is a pickle, and loading a pickle runs code stored in it; "
-            "pass {param} if you trust its source (or save the model with skops)",
-            param="trust_pickle",
-        )
-    import joblib
-
-    try:
-        return joblib.load(path)
-    except Exception as exc:  # anything can go wrong while unpickling
-        raise ModelError(
-            f"cannot load model file '{path}' as a pickle: {type(exc).__name__}: {first_line(exc)}"
-        ) from None
 
 
 def final_estimator(est: Any) -> Any:
@@ -92,7 +90,6 @@ def final_estimator(est: Any) -> Any:
             return est
 
 
-CHECK_ROWS = 8
 _METHODS = {"proba": "predict_proba", "decision": "decision_function"}
 
 
@@ -295,20 +292,18 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
                 f"the selected features {' and '.join(p for p in parts if p)}; {hint}",
                 param="features",
             )
-    else:
-        if caller.level_values:
-            text = next(iter(caller.level_values))
-            raise ModelError(
-                f"column '{text}' is not numeric and model '{caller.path}' was fitted on an "
-                "array without column names; it can only take numeric features"
-            )
-        expected = getattr(caller.estimator, "n_features_in_", None)
-        if expected is not None and expected != width:
-            raise ModelError(
-                f"model '{caller.path}' takes {expected} features but {width} are selected "
-                f"({', '.join(names)}); {hint}",
-                param="features",
-            )
+    elif caller.level_values:
+        raise ModelError(
+            f"column '{next(iter(caller.level_values))}' is not numeric and model "
+            f"'{caller.path}' was fitted on an array without column names; it can only take "
+            "numeric features"
+        )
+    elif getattr(caller.estimator, "n_features_in_", None) not in (None, width):
+        raise ModelError(
+            f"model '{caller.path}' takes {caller.estimator.n_features_in_} features but "
+            f"{width} are selected ({', '.join(names)}); {hint}",
+            param="features",
+        )
     try:
         out = caller.raw(X[:CHECK_ROWS])
     except ModelFailed as exc:
@@ -320,15 +315,12 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
 
 
 @dataclass(frozen=True, eq=False)
-class SklearnModel:
+class SklearnModel(Model):
     """A fitted scikit-learn estimator, explained by central finite differences."""
 
     caller: SklearnCaller
     format: str
-    eval_rows: int
-    step: fd.StepChoice
-    steps: np.ndarray
-    fixed: np.ndarray
+    plan: fd.FdPlan
     trusted: tuple[str, ...] | None = None
     integer_output: str | None = None
     method: ClassVar[str] = "finite-differences"
@@ -344,10 +336,7 @@ class SklearnModel:
         profile: DataProfile | None = None,
     ) -> SklearnModel:
         """Load a skops file or a trusted pickle and check it on X (or ``profile``)."""
-        if fmt == "skops":
-            est, trusted = load_skops(path, options.trust)
-        else:
-            est, trusted = load_pickle(path, options.trust_pickle), None
+        est, trusted = read_estimator(path, fmt, options)
         return cls.from_estimator(
             est, path, fmt, options, columns, X, trusted=trusted, profile=profile
         )
@@ -380,27 +369,15 @@ class SklearnModel:
             )
         caller = SklearnCaller.build(estimator, path, options.output, columns)
         integer = check_inputs(caller, profile.head)
-        fixed = columns.fixed_mask()
         final = type(final_estimator(estimator)).__name__
-        step, steps = fd.plan_steps(
+        plan = fd.plan_steps(
             caller,
-            profile.head,
-            profile=profile,
-            user_step=options.step,
+            profile,
+            options,
             piecewise_type=any(s in final for s in PIECEWISE_CONSTANT),
-            smooth_step=fd.SMALL_STEP,
-            fixed=fixed,
+            fixed=columns.fixed_mask(),
         )
-        return cls(
-            caller=caller,
-            format=fmt,
-            eval_rows=options.batch_size or fd.DEFAULT_EVAL_ROWS,
-            step=step,
-            steps=steps,
-            fixed=fixed,
-            trusted=None if trusted is None else tuple(trusted),
-            integer_output=integer,
-        )
+        return cls(caller, fmt, plan, None if trusted is None else tuple(trusted), integer)
 
     @property
     def estimator(self) -> Any:
@@ -410,28 +387,14 @@ class SklearnModel:
         """The selected output at every row, shape (N,)."""
         return self.caller(X)
 
-    def local_effects(
-        self,
-        X: np.ndarray,
-        *,
-        features: Sequence[int] | None = None,
-        progress: ProgressFn | None = None,
-    ) -> Effects:
+    def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
         """Central differences in the columns ``features``; refused for an integer output."""
         if self.integer_output is not None:
             raise ModelError(
                 integer_output_message(self.caller.path, self.integer_output), param="output"
             )
-        return fd.central_differences(
-            self.caller,
-            X,
-            self.steps,
-            features=feature_indices(features, X.shape[1]),
-            fixed=self.fixed,
-            eval_rows=self.eval_rows,
-            progress=progress,
-            label=f"model '{self.caller.path}'",
-        )
+        label = f"model '{self.caller.path}'"
+        return self.plan.effects(self.caller, X, features, progress=progress, label=label)
 
     def describe(self) -> dict[str, Any]:
         est, caller = self.estimator, self.caller
@@ -442,11 +405,11 @@ class SklearnModel:
             "final_estimator": type(final_estimator(est)).__name__,
             "output": caller.output_records()[0],
             "dtype": "float64",
-            "eval_rows_per_call": self.eval_rows,
+            "eval_rows_per_call": self.plan.eval_rows,
             "dataframe_input": caller.names_in is not None,
             "feature_names_in": None if caller.names_in is None else list(caller.names_in),
-            "step": self.step.to_dict() | {"absolute": self.steps.tolist()},
-            "notes": [fd.describe_step(self.step)],
+            "step": self.plan.record(),
+            "notes": [self.plan.note()],
         }
         if hasattr(est, "steps"):
             details["pipeline"] = [f"{n}: {type(s).__name__}" for n, s in est.steps]

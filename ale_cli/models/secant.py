@@ -1,10 +1,6 @@
-"""Local effects of piecewise-constant models as secants across a fine grid.
-
-A model loaded as piecewise constant (by type or zero share, not the user's step)
-is wrapped in a :class:`SecantModel` for ``ale compute``: each explained numeric
-feature gets type-1 quantile fine edges over all rows (``K_fine = 240``) and each
-row's local effect is ``(f(upper) - f(lower)) / (upper - lower)`` across its fine
-bin (:mod:`ale_cli.core.finegrid`).
+"""Local effects of piecewise-constant models as secants across a fine grid:
+``(f(upper) - f(lower)) / (upper - lower)`` across each row's fine bin
+(:mod:`ale_cli.core.finegrid`, ``docs/estimators.md``).
 """
 
 from __future__ import annotations
@@ -16,8 +12,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ale_cli.core.finegrid import K_FINE, fine_edges, row_limits, secants
-from ale_cli.models.base import Effects, Model, ProgressFn, feature_indices, stacked_chunks
-from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
+from ale_cli.models.base import Effects, Features, Model, ProgressFn, feature_indices
+from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, stacked_differences
 
 #: Step rules (:class:`~ale_cli.models.finite_diff.StepChoice`) of a piecewise-constant model.
 PIECEWISE_RULES = ("piecewise-constant model type", "zero share on a sample")
@@ -44,7 +40,7 @@ def method_note(k_fine: int) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class SecantModel:
+class SecantModel(Model):
     """A piecewise-constant model explained by secants across fine bins: ``edges``
     (M_j + 1,) per moved column j; ``columns`` the explained ones (effect 0 without edges)."""
 
@@ -62,42 +58,23 @@ class SecantModel:
     def predict(self, X: np.ndarray) -> np.ndarray:
         return self.inner.predict(X)
 
-    def local_effects(
-        self,
-        X: np.ndarray,
-        *,
-        features: Sequence[int] | None = None,
-        progress: ProgressFn | None = None,
-    ) -> Effects:
+    def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
         """Secants (N, F) in the columns ``features`` and predictions (N,); (N, K, F) and
         (N, K) for a model of K outputs."""
-        features_ = feature_indices(features, X.shape[1])
-        where = [k for k, j in enumerate(features_) if int(j) in self.edges]
-        moved = [int(features_[k]) for k in where]
-        p = len(moved)
-        blocks = 2 * p + 1
-        rows = max(1, self.eval_rows // blocks)
-        effects = np.zeros((len(X), len(features_)), dtype=np.float64)
-        prediction = np.empty(len(X), dtype=np.float64)
+        index = feature_indices(features, X.shape[1])
+        where = np.array([k for k, j in enumerate(index) if int(j) in self.edges], dtype=np.intp)
         X = np.asarray(X, dtype=np.float64)
-        for sl, stack in stacked_chunks(X, blocks, rows):
-            m = sl.stop - sl.start
-            limits = [row_limits(X[sl, j], self.edges[j]) for j in moved]
-            for k, (j, lim) in enumerate(zip(moved, limits, strict=True)):
-                stack[(1 + k) * m : (2 + k) * m, j] = lim.upper
-                stack[(1 + p + k) * m : (2 + p + k) * m, j] = lim.lower
-            out = np.asarray(self.inner.predict(stack), dtype=np.float64)
-            if out.ndim == 2 and effects.ndim == 2:  # K outputs: (N, K, F) and (N, K)
-                effects = np.zeros((len(X), out.shape[1], len(features_)), dtype=np.float64)
-                prediction = np.empty((len(X), out.shape[1]), dtype=np.float64)
-            out = out.reshape(blocks, m, -1).transpose(0, 2, 1)  # (blocks, K, m)
-            prediction[sl] = out[0].T.reshape(prediction[sl].shape)
-            for k, lim in enumerate(limits):
-                found = secants(out[1 + p + k], out[1 + k], lim.lower, lim.upper)  # (K, m)
-                effects[sl, ..., where[k]] = found.T.reshape(effects[sl, ..., where[k]].shape)
-            if progress is not None:
-                progress(m)
-        return Effects(local_effects=effects, prediction=prediction)
+
+        def bounds(sl: slice) -> tuple[np.ndarray, np.ndarray]:
+            limits = [row_limits(X[sl, j], self.edges[j]) for j in index[where]]
+            upper = np.array([lim.upper for lim in limits], ndmin=2).T
+            return upper, np.array([lim.lower for lim in limits], ndmin=2).T
+
+        def divide(diff: np.ndarray, width: np.ndarray) -> np.ndarray:
+            return secants(np.zeros_like(diff), diff, np.zeros_like(width), width)
+
+        rows, inner = self.eval_rows, self.inner.predict
+        return stacked_differences(inner, X, index, where, bounds, divide, rows, progress)
 
     def describe(self) -> dict[str, Any]:
         details = dict(self.inner.describe())

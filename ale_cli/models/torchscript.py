@@ -1,13 +1,15 @@
-"""TorchScript models: local effects by autodiff.
+"""TorchScript modules and ``torch.export`` programs (``.pt2``): local effects by autodiff.
 
-Row i of the output depends on row i of the input only (checked by
-:meth:`TorchScriptModel.load`), so the gradient of the summed output holds every
-row's gradient: one forward and one backward pass per chunk of rows.
+Row i of the output depends on row i of the input only (checked when loaded), so the
+gradient of the summed output holds every row's gradient: one forward and one backward
+pass per chunk of rows. A program must be exported with a dynamic first dimension
+(``docs/models.md``).
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,15 +19,18 @@ import numpy as np
 
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
+    CHECK_ROWS,
     Columns,
     Effects,
+    Features,
     LoadOptions,
+    Model,
     ProgressFn,
+    batched_effects,
     call_model,
     chunks,
     close_with_nonfinite,
     failure_reason,
-    feature_indices,
     first_line,
     integer_output_message,
     other_batch,
@@ -37,8 +42,10 @@ if TYPE_CHECKING:
 
 #: Rows per forward+backward call, chosen with bench/bench_compute.py.
 DEFAULT_BATCH_SIZE = 8192
-#: Rows the model is first called on when it is loaded.
-CHECK_ROWS = 8
+EXPORT_HINT = (
+    "export it with a dynamic first dimension: torch.export.export(model, (x,), "
+    'dynamic_shapes=({0: torch.export.Dim("batch", min=1)},))'
+)
 
 
 def parse_output(spec: str | None) -> tuple[int | None, int | None]:
@@ -183,19 +190,53 @@ def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> 
 _RANDOM_OPS = ("dropout", "bernoulli", "rand", "randn", "randint", "normal", "multinomial")
 
 
-def _random_ops(module: Any) -> list[str]:
-    """The random operations (``aten::dropout``, ``aten::rand``...) in the module's graph."""
+def is_export_archive(names: list[str]) -> bool:
+    """True when the members of a zip archive are those of ``torch.export.save``.
+
+    >>> is_export_archive(["m/archive_format", "m/models/model.json"])
+    True
+    >>> is_export_archive(["m/code/__torch__.py", "m/constants.pkl"])
+    False
+    """
+    return any(n.endswith("/archive_format") for n in names) and any(
+        "/models/" in n and n.endswith(".json") for n in names
+    )
+
+
+def fixed_batch(program: Any) -> int | None:
+    """The number of rows the program's first input is fixed to (None: dynamic)."""
+    user_inputs = set(program.graph_signature.user_inputs)
+    for node in program.graph.nodes:
+        if node.op == "placeholder" and node.name in user_inputs:
+            shape = getattr(node.meta.get("val"), "shape", None)
+            if shape is not None and len(shape) and isinstance(shape[0], int):
+                return int(shape[0])
+            return None
+    return None
+
+
+def load(
+    path: Path, fmt: str, options: LoadOptions, columns: Columns, X: np.ndarray
+) -> TorchScriptModel:
+    """Load a TorchScript archive (``torch.jit.load`` on the CPU) or a ``.pt2`` program
+    (``torch.export.load``) and check it (:meth:`TorchScriptModel.from_module`)."""
+    import torch
+
+    what = "a torch.export program" if fmt == "torch-export" else "TorchScript"
     try:
-        graph = str(module.inlined_graph)
-    except Exception:  # not every ScriptModule exposes a graph (e.g. methods only)
-        return []
-    return [op for op in _RANDOM_OPS if f"aten::{op}(" in graph or f"aten::{op}_(" in graph]
+        if fmt == "torch-export":
+            module = torch.export.load(str(path))
+        else:
+            module = torch.jit.load(str(path), map_location="cpu")
+    except Exception as exc:  # torch raises RuntimeError/KeyError/... for foreign archives
+        raise ModelError(f"cannot load model file '{path}' as {what}: {first_line(exc)}") from None
+    return TorchScriptModel.from_module(module, path, options, columns, X, fmt=fmt)
 
 
 @dataclass(frozen=True, eq=False)
-class TorchScriptModel:
+class TorchScriptModel(Model):
     """A torch module (``torch.jit``, an exported program's, or an ``nn.Module``) in eval
-    mode with frozen parameters, checked on the data (:meth:`load`, :meth:`from_module`)."""
+    mode with frozen parameters, checked on the data (:func:`load`, :meth:`from_module`)."""
 
     module: Any
     path: Path
@@ -209,21 +250,6 @@ class TorchScriptModel:
     method: ClassVar[str] = "autodiff"
 
     @classmethod
-    def load(
-        cls, path: Path, options: LoadOptions, columns: Columns, X: np.ndarray
-    ) -> TorchScriptModel:
-        """Load with ``torch.jit.load`` on the CPU and check it (:meth:`from_module`)."""
-        import torch
-
-        try:
-            module = torch.jit.load(str(path), map_location="cpu")
-        except Exception as exc:  # torch raises RuntimeError/ValueError/... for bad archives
-            raise ModelError(
-                f"cannot load model file '{path}' as TorchScript: {first_line(exc)}"
-            ) from None
-        return cls.from_module(module, path, options, columns, X)
-
-    @classmethod
     def from_module(
         cls,
         module: Any,
@@ -234,12 +260,20 @@ class TorchScriptModel:
         *,
         fmt: str = "torchscript",
     ) -> TorchScriptModel:
-        """Put ``module`` in eval mode with frozen parameters (an exported program's
-        module has no train mode to leave), pick the output on the first rows of X and
-        check that rows are independent; ``path`` names the model in messages."""
+        """Put ``module`` (or an exported program's, which has no train mode to leave) in
+        eval mode with frozen parameters, pick the output on the first rows of X and check
+        that rows are independent; ``path`` names the model in messages."""
         import torch
 
-        if fmt != "torch-export":
+        if fmt == "torch-export":
+            rows = fixed_batch(module)
+            if rows is not None:
+                raise ModelError(
+                    f"model '{path}' was exported for batches of exactly {rows} rows; "
+                    f"local effects need any number of rows: {EXPORT_HINT}"
+                )
+            module = module.module()
+        else:
             module.eval()
         for param in module.parameters():
             param.requires_grad_(False)
@@ -308,7 +342,11 @@ class TorchScriptModel:
         pred, grad = self._evaluate(rows)
         again = self._evaluate(rows)
         if not (self._close(pred, again[0]) and self._close(grad, again[1])):
-            found = _random_ops(self.module)
+            try:
+                graph = str(self.module.inlined_graph)
+            except Exception:  # not every ScriptModule exposes a graph (e.g. methods only)
+                graph = ""
+            found = [op for op in _RANDOM_OPS if re.search(rf"aten::{op}_?\(", graph)]
             cause = (
                 f"its graph calls {', '.join('aten::' + op for op in found)}, still active "
                 "in the saved model; save it after model.eval()"
@@ -362,26 +400,17 @@ class TorchScriptModel:
                 out[sl] = call_model(self.path, self._forward, x).numpy()
         return out
 
-    def local_effects(
-        self,
-        X: np.ndarray,
-        *,
-        features: Sequence[int] | None = None,
-        progress: ProgressFn | None = None,
-    ) -> Effects:
+    def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
         """Gradients of the selected output, one forward+backward pass per chunk."""
-        index = feature_indices(features, X.shape[1])
-        n = len(X)
-        many = (len(self.pick.columns),) if self.pick.columns else ()  # K outputs: (N, K, F)
-        grads = np.empty((n, *many, len(index)), dtype=np.float64)
-        preds = np.empty((n, *many), dtype=np.float64)
-        for sl in chunks(n, self.batch_size):
-            preds[sl], full = self._forward_backward(X[sl])
-            grads[sl] = full[..., index]
-            if progress is not None:
-                progress(sl.stop - sl.start)
-        grads[..., self.fixed[index]] = 0.0
-        return Effects(local_effects=grads, prediction=preds)
+        return batched_effects(
+            self._forward_backward,
+            X,
+            features,
+            rows=self.batch_size,
+            fixed=self.fixed,
+            outputs=len(self.pick.columns),
+            progress=progress,
+        )
 
     def mixed_derivatives(
         self,
