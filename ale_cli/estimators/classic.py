@@ -9,7 +9,7 @@ For feature s with edges ``z_0 < ... < z_K`` and row i in bin k, the interval
 Since ``mean_j(D_i / dz_j) dz_j = mean_j(D_i)``, the quotients ``e_i = D_i / dz_k`` fed to
 the DALE estimator on the same edges give exactly this estimate; their bin statistics are
 those of ``D_i`` divided by the bin width (:meth:`~ale_cli.core.binstats.CellStats.divided_by`).
-One driver, :func:`estimate`: the edges (:mod:`ale_cli.estimators.edges`), one pass of
+One driver, :func:`estimate`: the edges (:meth:`~ale_cli.estimators.rows.Rows.edges`), one pass of
 :class:`~ale_cli.estimators.bin_limits.LimitKernel` on an engine, then the summaries.
 Categorical and discrete features are estimated per level (:mod:`ale_cli.estimators.levels`).
 """
@@ -37,7 +37,6 @@ from ale_cli.estimators.bin_limits import (
 )
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.estimators.classic_notes import binary_notes, discrete_param, with_empty_bins_note
-from ale_cli.estimators.edges import column_edges
 from ale_cli.estimators.inputs import (
     ModelInputs,
     feature_columns,
@@ -149,16 +148,10 @@ def estimate(
     skip = skip_reasons(chosen, rows.lo[cols], rows.hi[cols], (), s.edges)
     todo = [j for j, name in enumerate(chosen) if name not in skip and name not in levels]
     binned = [cols[j] for j in todo]
-    edges = column_edges(
-        rows.columns(binned),
-        [chosen[j] for j in todo],
-        n_rows=rows.n_rows,
-        lo=rows.lo[binned],
-        hi=rows.hi[binned],
-        bins=s.bins,
-        binning=s.binning,
-        given=s.edges,
-    )
+    if s.edges is not None:
+        edges = [np.asarray(s.edges[chosen[j]], dtype=np.float64) for j in todo]
+    else:
+        edges = rows.edges(binned, bins=s.bins, binning=s.binning)
     plans = [(n, p) for n, p in levels.items() if isinstance(p, LevelPlan)]
     kernel = LimitKernel(
         cols=tuple(binned),
