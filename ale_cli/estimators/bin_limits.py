@@ -274,8 +274,8 @@ class LimitKernel:
 
 
 @dataclass(frozen=True)
-class _Column:
-    """A model whose ``predict`` is one column of a model of several outputs."""
+class Function:
+    """A bare function (M, D) -> (M,) as a model: ``predict``."""
 
     predict: PredictFn
 
@@ -300,11 +300,11 @@ class PerOutput:
             answers.append(np.asarray(model.predict(X)))
             return answers[-1][:, 0]
 
-        states = [self.kernel(chunk, _Column(first))]
+        states = [self.kernel(chunk, Function(first))]
         quiet = replace(self.kernel, progress=None)
         for k in range(1, self.count):
             replay = iter(answers)
-            states.append(quiet(chunk, _Column(lambda X, k=k, r=replay: next(r)[:, k])))
+            states.append(quiet(chunk, Function(lambda X, k=k, r=replay: next(r)[:, k])))
         return tuple(states)
 
 
