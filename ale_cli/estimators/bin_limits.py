@@ -1,12 +1,5 @@
-"""The chunk kernel of classic ALE: the model at both limits of each row's bin, per feature.
-
-For feature s with edges ``z_0 < ... < z_K`` and row i in bin k, the interval
-``(z_{k-1}, z_k]`` (the first bin also holds ``z_0``)::
-
-    D_i = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})
-
-(2 evaluations per row and feature, stacked by
-:func:`~ale_cli.models.evaluate.evaluate_moved`); a feature estimated per level gets every
+"""The chunk kernel of classic ALE: ``D_i``, the model at both limits of each row's bin
+(:mod:`ale_cli.estimators.classic`), per feature; a feature estimated per level gets every
 row's differences to the adjacent levels (:func:`~ale_cli.estimators.levels.level_jumps`).
 :meth:`LimitCells.merge` is exact: chunks merged in row order equal one chunk, to rounding.
 """
@@ -76,15 +69,6 @@ def limit_differences(
                 diffs[j, rows[sl]] = out[1] - out[0]
 
 
-def without_rows(index: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``index`` with ``rows`` set to -1 (in no bin)."""
-    if not len(rows):
-        return index
-    index = index.copy()
-    index[rows] = -1
-    return index
-
-
 @dataclass(frozen=True)
 class RowValues:
     """Every row's values of a chunk, kept for bootstrap bands: ``index`` (F, n) its bin
@@ -144,11 +128,6 @@ class LimitCells:
         return sum(len(p) for p in self.predictions)
 
 
-def merge_cells(a: LimitCells, b: LimitCells) -> LimitCells:
-    """:meth:`LimitCells.merge` as a function (the engine's ``merge``)."""
-    return a.merge(b)
-
-
 @dataclass(frozen=True)
 class LimitKernel:
     """One chunk of rows to :class:`LimitCells` (the model is the run's ``shared``): the
@@ -196,7 +175,11 @@ class LimitKernel:
         kept: tuple[np.ndarray, ...] = ()
         if self.predictions or feats:
             dropped, kept = self._screened(f, X, feats, diffs, chunk.offset)
-        index = [without_rows(t.bins.index, dropped) for t in feats]
+        index = [t.bins.index for t in feats]
+        if len(dropped):  # the rows screened out are in no bin
+            index = [i.copy() for i in index]
+            for i in index:
+                i[dropped] = -1
         cells = tuple(
             CellStats.from_values(i, diffs[t.j], n_cells=t.edges.size - 1)
             for i, t in zip(index, feats, strict=True)

@@ -243,8 +243,9 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
     """Exact type-1 quantile edges and their cells in two passes (bucket counts, then the
     cells of the runs of buckets between quantiles and the rows of the buckets holding
     one: :class:`~ale_cli.core.quantile_cells.QuantilePlan`); a column they do not finish (a big
-    bucket holding a quantile and several values: very skewed data) takes
-    :func:`_quantile_deeper`."""
+    bucket holding a quantile and several values: very skewed data) takes buckets split
+    again (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`, each pass on the engine),
+    then one pass for the cells."""
     if not todo:
         return {}, {}, {}
     x, e = p.columns.pick(todo)
@@ -266,7 +267,11 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
     cells = {j: f.cells for j, f in zip(todo, found, strict=True) if f is not None}
     rest = [j for j, f in zip(todo, found, strict=True) if f is None]
     if rest:
-        more_edges, more_cells, _ = _quantile_deeper(p, rest, lo, hi, bins)
+        run_pass = group_passes(p, p.columns.pick(rest)[0])
+        deeper = chunked_quantile_edges(
+            lambda: (), n=p.n_rows, bins=bins, lo=lo[rest], hi=hi[rest], run_pass=run_pass
+        )
+        more_edges, more_cells, _ = on_edges(p, rest, dict(zip(rest, deeper, strict=True)))
         edges |= more_edges
         cells |= more_cells
     return edges, cells, dict.fromkeys(todo, 0)
@@ -285,19 +290,6 @@ def group_passes(p: Passes, x: Sequence[int]) -> Callable[[list[Any], list[Any]]
         return found
 
     return run_pass
-
-
-def _quantile_deeper(
-    p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int
-) -> Binned:
-    """Exact type-1 quantile edges by buckets split again where they hold too many values
-    (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`, each pass on the engine),
-    then one pass for the cells."""
-    x, _ = p.columns.pick(todo)
-    found = chunked_quantile_edges(
-        lambda: (), n=p.n_rows, bins=bins, lo=lo[todo], hi=hi[todo], run_pass=group_passes(p, x)
-    )
-    return on_edges(p, todo, dict(zip(todo, found, strict=True)))
 
 
 def binned(

@@ -33,7 +33,6 @@ from ale_cli.estimators.bin_limits import (
     LimitKernel,
     PerOutput,
     RowValues,
-    merge_cells,
     merge_outputs,
 )
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
@@ -165,20 +164,13 @@ def estimate(
         keep_rows=bool(s.bootstrap is not None and s.bootstrap.replicates),
         progress=progress(rows.n_rows * len(todo)) if progress is not None else None,
     )
-    if outputs == 1:
-        one = engine.run(
-            rows.source, kernel, merge_cells, kernel.empty(), arrays=[ROWS], shared=shared
-        )
-        states: tuple[LimitCells, ...] = (one,)
-    else:
-        many = PerOutput(kernel, outputs)
-        states = engine.run(
-            rows.source, many, merge_outputs, many.empty(), arrays=[ROWS], shared=shared
-        )
+    run: Any = kernel if outputs == 1 else PerOutput(kernel, outputs)
+    merge = LimitCells.merge if outputs == 1 else merge_outputs
+    found = engine.run(rows.source, run, merge, run.empty(), arrays=[ROWS], shared=shared)
+    states: tuple[LimitCells, ...] = (found,) if outputs == 1 else found
     if s.predictions and states[0].kept == 0:
         raise nothing_left(s.model_label)
-    found = [_features(st, chosen, todo, edges, plans, skip, s) for st in states]
-    return found, states
+    return [_features(st, chosen, todo, edges, plans, skip, s) for st in states], states
 
 
 def _features(

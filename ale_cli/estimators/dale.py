@@ -53,15 +53,12 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class RebinRequest:
-    """Options of ``ale rebin``, checked here; None: the default (or unused with ``edges``)."""
+class _StoreRequest:
+    """The options ``ale rebin`` and ``ale rhale`` share, checked here."""
 
     store: Path | Store
-    bins: int | None = None
-    binning: str | None = None
     center: str = "mean"
     features: tuple[str, ...] | None = None
-    edges: Path | None = None
     bootstrap: Bootstrap = Bootstrap()
     engine: Engine = LOCAL
     #: the statistics' definitions: "ale-cli" or "r" (:mod:`ale_cli.summary.statistics`)
@@ -69,48 +66,47 @@ class RebinRequest:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
-        check_engine_request(self.engine, self.bootstrap)
+        if self.engine.splits and self.bootstrap.replicates:
+            raise InputError(
+                "{param} resamples the rows in memory; it is not computed by {param:engine} dask",
+                param="bootstrap",
+            )
         check_center(self.center)
         statistics_params(self.statistics)
+
+
+@dataclass(frozen=True)
+class RebinRequest(_StoreRequest):
+    """Options of ``ale rebin``; None: the default (or unused with ``edges``)."""
+
+    bins: int | None = None
+    binning: str | None = None
+    edges: Path | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.bins is not None:
             check_count(self.bins, "bins")
         check_choice(self.binning, BINNINGS, "binning")
 
 
 @dataclass(frozen=True)
-class RhaleRequest:
+class RhaleRequest(_StoreRequest):
     """Options of ``ale rhale``; ``min_points`` None means ``ceil(N / 20)``, at least 2."""
 
-    store: Path | Store
     max_bins: int = DEFAULT_MAX_BINS
     min_points: int | None = None
     alpha: float = DEFAULT_ALPHA
     grid: str = "uniform"
-    center: str = "mean"
-    features: tuple[str, ...] | None = None
-    bootstrap: Bootstrap = Bootstrap()
-    engine: Engine = LOCAL
-    statistics: str = "ale-cli"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "features", names_tuple(self.features, "features"))
-        check_engine_request(self.engine, self.bootstrap)
-        statistics_params(self.statistics)
+        super().__post_init__()
         check_rhale_options(
             max_bins=self.max_bins,
             min_points=self.min_points,
             alpha=self.alpha,
             grid=self.grid,
             center=self.center,
-        )
-
-
-def check_engine_request(engine: Engine, bootstrap: Bootstrap) -> None:
-    """InputError naming ``bootstrap`` for bands on an engine that runs parts apart."""
-    if engine.splits and bootstrap.replicates:
-        raise InputError(
-            "{param} resamples the rows in memory; it is not computed by {param:engine} dask",
-            param="bootstrap",
         )
 
 
@@ -132,6 +128,45 @@ def check_rhale_options(
 def dale(
     p: Passes,
     *,
+    bins: int = DEFAULT_BINS,
+    binning: str = "uniform",
+    center: str = "mean",
+    edges: dict[str, np.ndarray] | None = None,
+    **common: Any,
+) -> list[FeatureSummary]:
+    """DALE on fixed bins (or ``edges[name]``, rows outside counted) for every feature of
+    ``p``; ``common``: as in :func:`_binned`."""
+
+    def one(name: str, z: np.ndarray, cell: CellStats, outside: int) -> FeatureSummary:
+        return summary_from_cells(name, z, cell, n_outside=outside, center=center)
+
+    return _binned(p, one, bins=bins, binning=binning, edges=edges, center=center, **common)
+
+
+def rhale_cells(
+    p: Passes,
+    *,
+    min_points: int,
+    alpha: float = DEFAULT_ALPHA,
+    max_bins: int = DEFAULT_MAX_BINS,
+    grid: str = "uniform",
+    center: str = "mean",
+    **common: Any,
+) -> list[FeatureSummary]:
+    """RHALE for every feature of ``p``: the optimal partition
+    (:func:`~ale_cli.core.rhale.optimal_partition`) of a ``max_bins``-cell grid, its cells
+    summed per bin (no second pass); ``common``: as in :func:`_binned`."""
+
+    def one(name: str, g: np.ndarray, cell: CellStats, _: int) -> FeatureSummary:
+        return rhale_summary(name, g, cell, min_points=min_points, alpha=alpha, center=center)
+
+    return _binned(p, one, bins=max_bins, binning=grid, center=center, **common)
+
+
+def _binned(
+    p: Passes,
+    one: Callable[[str, np.ndarray, CellStats, int], FeatureSummary],
+    *,
     bins: int,
     binning: str,
     center: str,
@@ -140,49 +175,25 @@ def dale(
     bootstrap: Bootstrap | None = None,
     rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[FeatureSummary]:
-    """DALE on fixed bins (or ``edges[name]``, rows outside counted) for every feature of
-    ``p``; with ``bootstrap``, bands from the rows ``(X, E)`` in memory."""
+    """``one(name, edges, cells, rows outside)`` per feature of ``p`` not skipped; with
+    ``bootstrap``, bands on each feature's edges from the rows ``(X, E)`` in memory."""
     lo, hi = ranges(p)
     names = p.columns.names
     skip = skip_reasons(names, lo, hi, categorical, edges)
     todo = [j for j, name in enumerate(names) if name not in skip]
     z, cells, outside = binned(p, todo, lo, hi, bins=bins, binning=binning, edges=edges)
     out = [
-        not_estimable(name, skip[name])
-        if name in skip
-        else summary_from_cells(name, z[j], cells[j], n_outside=outside[j], center=center)
+        not_estimable(name, skip[name]) if name in skip else one(name, z[j], cells[j], outside[j])
         for j, name in enumerate(names)
     ]
-    return _banded(out, rows, bootstrap, center)
-
-
-def rhale_cells(
-    p: Passes,
-    *,
-    min_points: int,
-    alpha: float,
-    max_bins: int = DEFAULT_MAX_BINS,
-    grid: str = "uniform",
-    center: str = "mean",
-    categorical: Sequence[str] = (),
-    bootstrap: Bootstrap | None = None,
-    rows: tuple[np.ndarray, np.ndarray] | None = None,
-) -> list[FeatureSummary]:
-    """RHALE for every feature of ``p``: the optimal partition
-    (:func:`~ale_cli.core.rhale.optimal_partition`) of a ``max_bins``-cell grid, its cells
-    summed per bin (no second pass). ``bootstrap``, ``rows``: as in :func:`dale`."""
-    lo, hi = ranges(p)
-    names = p.columns.names
-    skip = skip_reasons(names, lo, hi, categorical)
-    todo = [j for j, name in enumerate(names) if name not in skip]
-    g, cells, _ = binned(p, todo, lo, hi, bins=max_bins, binning=grid)
-    out = [
-        not_estimable(name, skip[name])
-        if name in skip
-        else rhale_summary(name, g[j], cells[j], min_points=min_points, alpha=alpha, center=center)
-        for j, name in enumerate(names)
-    ]
-    return _banded(out, rows, bootstrap, center)
+    if bootstrap is None or not bootstrap.replicates or rows is None:
+        return out
+    X, E = rows
+    index, values = {}, {}
+    for j, f in enumerate(out):
+        if f.status == "ok":
+            index[f.name], values[f.name] = assign(X[:, j], f.edges).index, E[:, j]
+    return with_bands(out, index, values, bootstrap, center=center)
 
 
 def rhale_summary(
@@ -203,49 +214,13 @@ def rhale_summary(
     )
 
 
-def _banded(
-    features: list[FeatureSummary],
-    rows: tuple[np.ndarray, np.ndarray] | None,
-    bootstrap: Bootstrap | None,
-    center: str,
-) -> list[FeatureSummary]:
-    """The features with bootstrap bands on their own edges (unchanged without replicates)."""
-    if bootstrap is None or not bootstrap.replicates or rows is None:
-        return features
-    X, E = rows
-    index, values = {}, {}
-    for j, f in enumerate(features):
-        if f.status == "ok":
-            index[f.name], values[f.name] = assign(X[:, j], f.edges).index, E[:, j]
-    return with_bands(features, index, values, bootstrap, center=center)
-
-
 def rebin_features(
-    X: np.ndarray,
-    E: np.ndarray,
-    names: Sequence[str],
-    *,
-    bins: int = DEFAULT_BINS,
-    binning: str = "uniform",
-    center: str = "mean",
-    edges: dict[str, np.ndarray] | None = None,
-    categorical: Sequence[str] = (),
-    bootstrap: Bootstrap | None = None,
+    X: np.ndarray, E: np.ndarray, names: Sequence[str], **kw: Any
 ) -> list[FeatureSummary]:
-    """:func:`dale` on values X (N, D) with local effects E (N, D)."""
-    check_center(center)
-    check_choice(binning, BINNINGS, "binning")
-    p = array_passes(X, E, names, LOCAL)
-    return dale(
-        p,
-        bins=bins,
-        binning=binning,
-        center=center,
-        edges=edges,
-        categorical=categorical,
-        bootstrap=bootstrap,
-        rows=(X, E),
-    )
+    """:func:`dale` on values X (N, D) with local effects E (N, D); ``kw`` as there."""
+    check_center(kw.get("center", "mean"))
+    check_choice(kw.get("binning", "uniform"), BINNINGS, "binning")
+    return dale(array_passes(X, E, names, LOCAL), rows=(X, E), **kw)
 
 
 def rhale_features(
@@ -253,29 +228,18 @@ def rhale_features(
     E: np.ndarray,
     names: Sequence[str],
     *,
-    max_bins: int = DEFAULT_MAX_BINS,
     min_points: int,
+    max_bins: int = DEFAULT_MAX_BINS,
     alpha: float = DEFAULT_ALPHA,
     grid: str = "uniform",
     center: str = "mean",
-    categorical: Sequence[str] = (),
-    bootstrap: Bootstrap | None = None,
+    **kw: Any,
 ) -> list[FeatureSummary]:
-    """:func:`rhale_cells` on values X (N, D) with local effects E (N, D)."""
-    check_rhale_options(
-        max_bins=max_bins, min_points=min_points, alpha=alpha, grid=grid, center=center
-    )
-    p = array_passes(X, E, names, LOCAL)
+    """:func:`rhale_cells` on values X (N, D) with local effects E (N, D); ``kw`` as there."""
+    options = {"max_bins": max_bins, "min_points": min_points, "alpha": alpha, "grid": grid}
+    check_rhale_options(center=center, **options)
     return rhale_cells(
-        p,
-        min_points=min_points,
-        alpha=alpha,
-        max_bins=max_bins,
-        grid=grid,
-        center=center,
-        categorical=categorical,
-        bootstrap=bootstrap,
-        rows=(X, E),
+        array_passes(X, E, names, LOCAL), center=center, rows=(X, E), **options, **kw
     )
 
 

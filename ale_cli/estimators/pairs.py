@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ale_cli.errors import InputError
+from ale_cli.estimators.bins import FixedBins
 from ale_cli.estimators.rows import Rows
 from ale_cli.passes.engine import Source
 from ale_cli.summary.build import CATEGORICAL_REASON, CONSTANT_REASON
-from ale_cli.summary.edges import EdgesFile
 
 Pair = tuple[str, str]
 
@@ -78,16 +78,6 @@ def pair_columns(
 
 
 @dataclass(frozen=True)
-class Binning:
-    """How each feature of a pair is cut: the edges file ``given``, else ``bins`` bins of
-    ``binning`` ("uniform", or "quantile": exact type-1 quantiles, deduplicated)."""
-
-    bins: int
-    binning: str
-    given: EdgesFile | None = None
-
-
-@dataclass(frozen=True)
 class Columns:
     """What a grid needs of the rows: ``source`` (chunks of ``"X"`` with columns ``names``),
     the categorical inputs, and the columns' ranges (D,) when known (else a pass)."""
@@ -104,7 +94,7 @@ Grids = dict[int, tuple[np.ndarray, np.ndarray]]
 
 
 def pair_grids(
-    pairs: Sequence[Pair], cols: Sequence[tuple[int, int]], rows: Columns, binning: Binning
+    pairs: Sequence[Pair], cols: Sequence[tuple[int, int]], rows: Columns, binning: FixedBins
 ) -> tuple[Grids, dict[int, str]]:
     """Per pair (by position): its two edge arrays, or why it is not estimable (a
     categorical or constant feature); the edges file's, uniform, or type-1 quantiles.
@@ -113,11 +103,11 @@ def pair_grids(
     >>> X = np.array([[0.0, 5.0, 1.0], [1.0, 4.0, 1.0], [2.0, 3.0, 1.0], [3.0, 2.0, 1.0]])
     >>> rows = Columns(ArraySource({"X": X}), ("a", "b", "c"), (), 4)
     >>> grids, why = pair_grids([("a", "b"), ("a", "c")], [(0, 1), (0, 2)], rows,
-    ...                         Binning(bins=2, binning="quantile"))
+    ...                         FixedBins(bins=2, binning="quantile"))
     >>> [z.tolist() for z in grids[0]], why
     ([[0.0, 1.0, 3.0], [2.0, 3.0, 5.0]], {1: "'c': single distinct value"})
     """
-    given = binning.given
+    given = binning.edges_file
     lo, hi = rows.lo, rows.hi
     if given is None and (lo is None or hi is None):
         scan = Rows.scanned(rows.source, rows.names)
@@ -149,4 +139,3 @@ def pair_grids(
     reasons = {p: v for p, v in plan.items() if isinstance(v, str)}
     grids = {p: (by_col[v[0]], by_col[v[1]]) for p, v in plan.items() if not isinstance(v, str)}
     return grids, reasons
-

@@ -259,8 +259,27 @@ def feature_figure(
         extra = _draw_bins(bottom, feat)
         n_outside_store = draw_violins(bottom, feat, *column) if column is not None else 0
         _finish_bins_panel(bottom, feat, name, n_outside=max(feat.n_outside, n_outside_store))
-        note_lines = _method_note(bottom, feat)
-        handles, labels = _feature_legend_entries(top, bottom, extra)
+        note_lines = 0
+        if (text := method_text(feat)) is not None:  # above the bins panel, on the left
+            note = wrap(text, 100, 2)
+            bottom.text(
+                0.0,
+                1.0,
+                note,
+                transform=bottom.transAxes,
+                ha="left",
+                va="bottom",
+                fontsize=7,
+                color=style.GREY,
+                gid="method_note",
+            )
+            note_lines = n_lines(note)
+        handles, labels = top.get_legend_handles_labels()  # then the bins panel's, in order
+        bottom_handles = dict(zip(*reversed(bottom.get_legend_handles_labels()), strict=True))
+        bottom_handles |= {p.get_label(): p for p in extra}
+        for label in sorted(bottom_handles, key=_BOTTOM_ORDER.index):
+            handles.append(bottom_handles[label])
+            labels.append(label)
         _lay_out_feature(fig, top, bottom, name, n_legend=len(handles), note_lines=note_lines)
         figure_legend(fig, handles, labels, ncols=2)
         return fig
@@ -286,39 +305,6 @@ def _finish_bins_panel(ax: Axes, feat: FeatureSummary, name: str, *, n_outside: 
     lo, hi = feat.edges[0], feat.edges[-1]
     pad = 0.02 * (hi - lo) if hi > lo else 0.5
     ax.set_xlim(lo - pad, hi + pad)
-
-
-def _method_note(ax: Axes, feat: FeatureSummary) -> int:
-    """The method line above the bins panel, on the left; returns its number of lines."""
-    text = method_text(feat)
-    if text is None:
-        return 0
-    wrapped = wrap(text, 100, 2)
-    ax.text(
-        0.0,
-        1.0,
-        wrapped,
-        transform=ax.transAxes,
-        ha="left",
-        va="bottom",
-        fontsize=7,
-        color=style.GREY,
-        gid="method_note",
-    )
-    return n_lines(wrapped)
-
-
-def _feature_legend_entries(
-    top: Axes, bottom: Axes, extra: list[Any]
-) -> tuple[list[Any], list[str]]:
-    """Legend entries: the effect panel's, then the bins panel's in _BOTTOM_ORDER."""
-    handles, labels = top.get_legend_handles_labels()
-    bottom_handles = dict(zip(*reversed(bottom.get_legend_handles_labels()), strict=True))
-    bottom_handles |= {p.get_label(): p for p in extra}
-    for label in sorted(bottom_handles, key=_BOTTOM_ORDER.index):
-        handles.append(bottom_handles[label])
-        labels.append(label)
-    return handles, labels
 
 
 def _lay_out_feature(
