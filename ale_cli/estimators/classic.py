@@ -191,7 +191,14 @@ def _features(
         for j, e, cells, outside in zip(todo, edges, state.cells, state.outside, strict=True)
     }
     kept = RowValues.joined(state.rows) if state.rows else None
-    by_name |= _level_features(plans, state, kept, s)
+    for i, ((name, plan), (cells, counts)) in enumerate(zip(plans, state.levels, strict=True)):
+        bands = None
+        if kept is not None and s.bootstrap is not None:
+            bands = level_bands(
+                kept.position[i], kept.up[i], kept.down[i], plan.n_levels, s.bootstrap,
+                center=s.center,
+            )  # fmt: skip
+        by_name[name] = level_summary(plan, cells, counts, center=s.center, bands=bands)
     feats = [
         by_name.get(name)
         or (
@@ -206,22 +213,6 @@ def _features(
     index = {chosen[j]: kept.index[i] for i, j in enumerate(todo)}
     values = {chosen[j]: kept.diffs[i] for i, j in enumerate(todo)}
     return with_bands(feats, index, values, s.bootstrap, center=s.center, differences=True)
-
-
-def _level_features(
-    plans: Sequence[tuple[str, LevelPlan]], state: LimitCells, kept: RowValues | None, s: Settings
-) -> dict[str, FeatureSummary]:
-    """The per-level records of ``plans``, with bootstrap bands when the rows are kept."""
-    out = {}
-    for i, ((name, plan), (cells, counts)) in enumerate(zip(plans, state.levels, strict=True)):
-        bands = None
-        if kept is not None and s.bootstrap is not None:
-            bands = level_bands(
-                kept.position[i], kept.up[i], kept.down[i], plan.n_levels, s.bootstrap,
-                center=s.center,
-            )  # fmt: skip
-        out[name] = level_summary(plan, cells, counts, center=s.center, bands=bands)
-    return out
 
 
 def classic_features(

@@ -349,21 +349,16 @@ def _features(
         t_load = time.perf_counter()
         rows = None
         if request.bootstrap.replicates:  # bands resample the rows in memory
-            whole = store if isinstance(store, Store) else secants.whole(store)
-            rows = whole.feature_data(list(p.columns.names))
-        common: dict[str, Any] = {
-            "categorical": categorical,
-            "bootstrap": request.bootstrap,
-            "rows": rows,
-        }
+            rows = secants.whole(store).feature_data(list(p.columns.names))
+        kw = {"center": request.center, "categorical": categorical, "rows": rows}
+        kw |= {"bootstrap": request.bootstrap, **options}
+        rebinning = isinstance(request, RebinRequest)
         if not secant:
-            estimate = dale if isinstance(request, RebinRequest) else rhale_cells
-            features = estimate(p, center=request.center, **options, **common)
+            features = (dale if rebinning else rhale_cells)(p, **kw)
         else:  # piecewise-constant model: ale_cli.estimators.secants
-            variant = secants.rebin if isinstance(request, RebinRequest) else secants.rhale
             where = "store" if opened.path is None else f"store '{opened.path}'"
-            grids = secants.fine_grids(secants.whole(store), where)
-            features = variant(p, grids, center=request.center, **options, **common)
+            grids = secants.fine_grids(store, where)
+            features = (secants.rebin if rebinning else secants.rhale)(p, grids, **kw)
     if levels:
         features = with_stored_levels(
             features, opened.store, center=request.center, bootstrap=request.bootstrap

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from ale_cli.checks import check_choice
 from ale_cli.errors import InputError, RunError
@@ -123,8 +123,15 @@ def check_store(
             f"{prefix}: the store has {n_store} rows, the summary was made from {summary.n_rows}"
         )
     source = summary.store
-    if "path" in source and source["path"] is None:
-        _check_inputs(source, store.meta, prefix)
+    if "path" in source and source["path"] is None:  # made without a store: model and data
+        for part in ("model", "data"):
+            want, have = source.get(part) or {}, store.meta.get(part) or {}
+            if want.get("sha256") and have.get("sha256") and want["sha256"] != have["sha256"]:
+                raise InputError(
+                    f"{prefix}: the summary was made from {part} '{want.get('path')}' "
+                    f"(sha256 {_short(want['sha256'])}), the store from {part} "
+                    f"'{have.get('path')}' (sha256 {_short(have['sha256'])})"
+                )
         return
     want = source.get("sha256")
     if want and store_sha256 and want != store_sha256:
@@ -132,18 +139,6 @@ def check_store(
             f"{prefix}: the summary was made from store '{source.get('path')}' "
             f"(sha256 {_short(want)}), this store's sha256 is {_short(store_sha256)}"
         )
-
-
-def _check_inputs(source: dict[str, Any], meta: dict[str, Any], prefix: str) -> None:
-    """InputError when the model or the data the summary records is not the store's."""
-    for part in ("model", "data"):
-        want, have = source.get(part) or {}, meta.get(part) or {}
-        if want.get("sha256") and have.get("sha256") and want["sha256"] != have["sha256"]:
-            raise InputError(
-                f"{prefix}: the summary was made from {part} '{want.get('path')}' "
-                f"(sha256 {_short(want['sha256'])}), the store from {part} "
-                f"'{have.get('path')}' (sha256 {_short(have['sha256'])})"
-            )
 
 
 def _short(digest: str) -> str:
