@@ -111,7 +111,12 @@ class RhaleRequest(_StoreRequest):
 
 
 def check_rhale_options(
-    *, max_bins: int, min_points: int | None, alpha: float, grid: str, center: str
+    *,
+    max_bins: int = DEFAULT_MAX_BINS,
+    min_points: int | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    grid: str = "uniform",
+    center: str = "mean",
 ) -> None:
     """InputError naming the first RHALE option out of its range."""
     check_center(center)
@@ -224,23 +229,13 @@ def rebin_features(
 
 
 def rhale_features(
-    X: np.ndarray,
-    E: np.ndarray,
-    names: Sequence[str],
-    *,
-    min_points: int,
-    max_bins: int = DEFAULT_MAX_BINS,
-    alpha: float = DEFAULT_ALPHA,
-    grid: str = "uniform",
-    center: str = "mean",
-    **kw: Any,
+    X: np.ndarray, E: np.ndarray, names: Sequence[str], *, min_points: int, **kw: Any
 ) -> list[FeatureSummary]:
     """:func:`rhale_cells` on values X (N, D) with local effects E (N, D); ``kw`` as there."""
-    options = {"max_bins": max_bins, "min_points": min_points, "alpha": alpha, "grid": grid}
-    check_rhale_options(center=center, **options)
-    return rhale_cells(
-        array_passes(X, E, names, LOCAL), center=center, rows=(X, E), **options, **kw
-    )
+    asked = {k: v for k, v in kw.items() if k in ("max_bins", "alpha", "grid", "center")}
+    check_rhale_options(min_points=min_points, **asked)
+    p = array_passes(X, E, names, LOCAL)
+    return rhale_cells(p, min_points=min_points, rows=(X, E), **kw)
 
 
 @dataclass(frozen=True)
@@ -282,14 +277,18 @@ def _hash_in_background(path: Path) -> Future[str]:
 
 
 def _result(
-    estimator: str,
+    request: RebinRequest | RhaleRequest,
     params: dict[str, Any],
     opened: _Opened,
     features: list[FeatureSummary],
-    times: tuple[float, float, float],
+    times: tuple[float, float],
 ) -> EstimateResult:
-    """The summary of a run and its timings (start, store loaded, estimates done)."""
-    t0, t_load, t_est = times
+    """The summary of a run (``params`` with the bands' and statistics') and its timings
+    (``times``: start, store loaded; now the estimates are done)."""
+    t_est = time.perf_counter()
+    t0, t_load = times
+    params |= request.bootstrap.params() | statistics_params(request.statistics)
+    estimator = "dale" if isinstance(request, RebinRequest) else "rhale"
     path, store, digest = opened.path, opened.store, opened.sha256
     if isinstance(store, StoreFile):  # the manifest's distribution, else read them all
         recorded = store.recorded_prediction()
@@ -401,10 +400,8 @@ def rebin(request: RebinRequest) -> EstimateResult:
         options,
         lambda store: fixed.check_features(request.features, store.feature_names, f"the {where}"),
     )
-    t_est = time.perf_counter()
-    params = fixed.params(request.center, request.features) | request.bootstrap.params()
-    params |= statistics_params(request.statistics)
-    return _result("dale", params, opened, features, (t0, t_load, t_est))
+    params = fixed.params(request.center, request.features)
+    return _result(request, params, opened, features, (t0, t_load))
 
 
 def rhale(request: RhaleRequest) -> EstimateResult:
@@ -425,7 +422,6 @@ def rhale(request: RhaleRequest) -> EstimateResult:
     if not secants.is_secant(opened.store.meta):  # secants: candidates are the fine edges
         options |= {"max_bins": request.max_bins, "grid": request.grid}
     features, t_load = _outputs(request, opened, options)
-    t_est = time.perf_counter()
     params: dict[str, Any] = {
         "max_bins": request.max_bins,
         "min_points": min_points,
@@ -434,7 +430,5 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         "grid": request.grid,
         "center": request.center,
         "features": list(request.features) if request.features is not None else None,
-        **request.bootstrap.params(),
-        **statistics_params(request.statistics),
     }
-    return _result("rhale", params, opened, features, (t0, t_load, t_est))
+    return _result(request, params, opened, features, (t0, t_load))

@@ -37,7 +37,6 @@ outside [z_0, z_K] are in no violin and the figure says how many.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -80,6 +79,7 @@ _LEGEND_ROW = 0.2
 _CELL_WIDTH, _CELL_AXES_WIDTH = 3.1, 2.45  # overview: one cell, and its axes
 _CELL_TITLE, _CELL_AXES_HEIGHT = 0.45, 1.75  # two title lines; axes
 _OVERVIEW_YLABEL = 0.3
+_LEFT_PAD = _CELL_WIDTH - _CELL_AXES_WIDTH - 0.15
 _OVERVIEW_TITLE = 11 * 1.2 / 72 + 2 * MARGIN  # one title line of 11 points
 _OVERVIEW_ROW = _CELL_TITLE + _CELL_AXES_HEIGHT + _X_TICKS
 _OVERVIEW_LEGEND = _LEGEND_ROW + 2 * MARGIN
@@ -343,27 +343,49 @@ def overview_figure(
     import matplotlib
 
     feats = [summary.feature(n) for n in names] if names is not None else list(summary.features)
-    grid = _OverviewGrid.for_cells(len(feats))
+    ncols = min(max(len(feats), 1), 4)  # a title line, nrows x ncols cells, a legend
+    nrows = -(-max(len(feats), 1) // ncols)
+    width = _OVERVIEW_YLABEL + ncols * _CELL_WIDTH
+    height = _OVERVIEW_TITLE + nrows * _OVERVIEW_ROW + _OVERVIEW_LEGEND
     with matplotlib.rc_context(style.RC):
-        fig = new_figure((grid.width, grid.height))
+        fig = new_figure((width, height))
         labelled = False
         axes: list[Axes] = []
         for i, feat in enumerate(feats):
-            ax = fig.add_axes(grid.rect(i), sharey=axes[0] if axes else None)
+            row, col = divmod(i, ncols)
+            rect = (
+                (_OVERVIEW_YLABEL + col * _CELL_WIDTH + _LEFT_PAD) / width,
+                (_OVERVIEW_LEGEND + (nrows - 1 - row) * _OVERVIEW_ROW + _X_TICKS) / height,
+                _CELL_AXES_WIDTH / width,
+                _CELL_AXES_HEIGHT / height,
+            )
+            ax = fig.add_axes(rect, sharey=axes[0] if axes else None)
             axes.append(ax)
             few_ticks(ax, 4)
-            ax.tick_params(labelleft=i % grid.ncols == 0)  # one y scale: labelled on the left
+            ax.tick_params(labelleft=col == 0)  # one y scale: labelled on the left
             ax.set_gid(f"f{i}.axes")
             ax.set_title(wrap(feat.name, 36, 2), fontsize=9)
-            if feat.status != "ok" or feat.n_bins == 0:
-                _not_estimable_cell(ax, feat, i)
+            if feat.status != "ok" or feat.n_bins == 0:  # a cell without axes saying why
+                reason = wrap(feat.reason or "no reason recorded", 36, 4)
+                ax.text(
+                    0.5,
+                    0.5,
+                    "not estimable\n" + reason,
+                    transform=ax.transAxes,
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color=style.GREY,
+                    gid=f"f{i}.not_estimable",
+                )
+                ax.set_axis_off()
                 continue
             if feat.kind is not None:
                 level_artists(ax, feat, f"f{i}.", labels=False)
                 continue
             _effect_artists(ax, feat, f"f{i}.", labels=not labelled, band=bootstrap_label(summary))
             labelled = True
-            if i % grid.ncols == 0:
+            if col == 0:
                 label = effect_label(
                     summary, "effect", ylabel, width=28, name_width=24, max_lines=1
                 )
@@ -373,7 +395,7 @@ def overview_figure(
             f"{estimator_label(summary.estimator)}: {len(feats)} features, "
             f"N = {summary.n_rows:,} rows, common y scale"
             + ("; local effects: secants" if secant else ""),
-            y=1 - MARGIN / grid.height,
+            y=1 - MARGIN / height,
             va="top",
             fontsize=11,
         )
@@ -383,47 +405,3 @@ def overview_figure(
                 figure_legend(fig, handles, labels, ncols=3)
                 break
         return fig
-
-
-@dataclass(frozen=True)
-class _OverviewGrid:
-    """The overview's layout (inches): a title line, ``nrows`` x ``ncols`` cells, a legend."""
-
-    ncols: int
-    nrows: int
-    width: float
-    height: float
-
-    @classmethod
-    def for_cells(cls, n_cells: int) -> _OverviewGrid:
-        n = max(n_cells, 1)
-        ncols = min(n, 4)
-        nrows = -(-n // ncols)
-        height = _OVERVIEW_TITLE + nrows * _OVERVIEW_ROW + _OVERVIEW_LEGEND
-        return cls(ncols, nrows, _OVERVIEW_YLABEL + ncols * _CELL_WIDTH, height)
-
-    def rect(self, i: int) -> tuple[float, float, float, float]:
-        row, col = divmod(i, self.ncols)
-        left_pad = _CELL_WIDTH - _CELL_AXES_WIDTH - 0.15
-        return (
-            (_OVERVIEW_YLABEL + col * _CELL_WIDTH + left_pad) / self.width,
-            (_OVERVIEW_LEGEND + (self.nrows - 1 - row) * _OVERVIEW_ROW + _X_TICKS) / self.height,
-            _CELL_AXES_WIDTH / self.width,
-            _CELL_AXES_HEIGHT / self.height,
-        )
-
-
-def _not_estimable_cell(ax: Axes, feat: FeatureSummary, i: int) -> None:
-    """An overview cell without axes saying that ``feat`` is not estimable, and why."""
-    ax.text(
-        0.5,
-        0.5,
-        "not estimable\n" + wrap(feat.reason or "no reason recorded", 36, 4),
-        transform=ax.transAxes,
-        ha="center",
-        va="center",
-        fontsize=8,
-        color=style.GREY,
-        gid=f"f{i}.not_estimable",
-    )
-    ax.set_axis_off()
