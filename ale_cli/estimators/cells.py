@@ -34,13 +34,6 @@ class Columns:
     x: tuple[int, ...]
     e: tuple[int, ...]
 
-    @classmethod
-    def of(cls, store: Store | StoreFile, features: Sequence[str] | None) -> Columns:
-        names = tuple(store.feature_names) if features is None else tuple(features)
-        e = tuple(store.feature_index(n) for n in names)
-        x = tuple(store.input_index(n) for n in names)
-        return cls(names, x, e)
-
     def pick(self, todo: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """The columns of X and of the local effects of features ``todo``."""
         return tuple(self.x[j] for j in todo), tuple(self.e[j] for j in todo)
@@ -323,7 +316,9 @@ def store_passes(
 ) -> Passes:
     """The features asked for (None: every explained feature) of a store; InputError
     naming a feature the store does not explain."""
-    columns = Columns.of(store, features)
+    names = tuple(store.feature_names) if features is None else tuple(features)
+    e = tuple(store.feature_index(n) for n in names)
+    columns = Columns(names, tuple(store.input_index(n) for n in names), e)
     recorded = store.x_range() if isinstance(store, StoreFile) else None
     if recorded is not None and len(recorded[0]) != len(store.input_names):
         recorded = None

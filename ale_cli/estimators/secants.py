@@ -11,7 +11,7 @@ fewer than :data:`~ale_cli.core.finegrid.MIN_ROWS_PER_FINE_BIN` rows is not esti
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,7 +32,7 @@ from ale_cli.core.finegrid import (
 from ale_cli.core.rhale import optimal_partition
 from ale_cli.errors import InputError
 from ale_cli.estimators.bands import Bootstrap, replicate_cells
-from ale_cli.estimators.cells import Passes, array_passes, binned, on_edges, ranges
+from ale_cli.estimators.cells import Passes, binned, on_edges, ranges, store_passes
 from ale_cli.passes.engine import LOCAL
 from ale_cli.store.npz import FINE_EDGES, FINE_OFFSETS, Store, StoreFile, read_store
 from ale_cli.summary.build import not_estimable, skip_reasons
@@ -257,25 +257,9 @@ def _banded(
     return out
 
 
-def store_features(
-    store: Store, features: Sequence[str] | None, path: Any
-) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """The chosen features' names, values, secants and fine grids."""
-    names = list(store.feature_names) if features is None else list(features)
-    X, E = store.feature_data(names)
-    where = f"store '{path}'" if path is not None else "store"
-    return names, X, E, fine_grids(store, where)
-
-
-def rebin_features(
-    X: np.ndarray, E: np.ndarray, names: Sequence[str], grids: Mapping[str, np.ndarray], **kw: Any
-) -> list[FeatureSummary]:
-    """:func:`rebin` on values X (N, F) and secants E (N, F) of features ``names``."""
-    return rebin(array_passes(X, E, names, LOCAL), grids, rows=(X, E), **kw)
-
-
-def rhale_features(
-    X: np.ndarray, E: np.ndarray, names: Sequence[str], grids: Mapping[str, np.ndarray], **kw: Any
-) -> list[FeatureSummary]:
-    """:func:`rhale` on values X (N, F) and secants E (N, F) of features ``names``."""
-    return rhale(array_passes(X, E, names, LOCAL), grids, rows=(X, E), **kw)
+def in_memory(store: Store, estimate: Callable[..., Any], **kw: Any) -> list[FeatureSummary]:
+    """``estimate`` (:func:`rebin` or :func:`rhale`, options ``kw``) on every feature of a
+    store of secants in memory, bands from its rows."""
+    p = store_passes(store, None, LOCAL)
+    rows = store.feature_data(list(p.columns.names))
+    return estimate(p, fine_grids(store, "store"), rows=rows, **kw)
