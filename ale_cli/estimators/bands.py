@@ -80,7 +80,6 @@ def replicate_cells(
     *,
     replicates: int,
     rng: np.random.Generator,
-    chunk_rows: int = CHUNK_ROWS,
 ) -> list[ReplicateCells]:
     """Per-replicate bin counts and sums (B, K_j) of D features, rows resampled alike.
 
@@ -114,8 +113,8 @@ def replicate_cells(
     row = 0
     for weights in resampled_weights(n, replicates=replicates, rng=rng):
         b = weights.shape[0]
-        for start in range(0, n, chunk_rows):
-            stop = min(start + chunk_rows, n)
+        for start in range(0, n, CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, n)
             f = flat[start:stop].ravel()
             rows = np.repeat(np.arange(stop - start), d)
             shape = (width + 1, stop - start)

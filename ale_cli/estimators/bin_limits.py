@@ -184,7 +184,11 @@ class LimitKernel:
             CellStats.from_values(i, diffs[t.j], n_cells=t.edges.size - 1)
             for i, t in zip(index, feats, strict=True)
         )
-        jumps = self._level_jumps(f, X)
+        jumps: list[tuple[np.ndarray, ...]] = []  # per level feature: position, up, down
+        base = predict_chunked(f, X, self.eval_rows) if self.levels else None
+        for col, plan in self.levels:
+            up, down = level_jumps(f, X, col, plan, base=base, eval_rows=self.eval_rows)
+            jumps.append((plan.positions(X[:, col]), up, down))
         return LimitCells(
             cells=cells,
             outside=tuple(t.bins.n_outside for t in feats),
@@ -223,17 +227,6 @@ class LimitKernel:
             allow_empty=True,
         )
         return found.dropped, () if prediction is None else (prediction[found.keep],)
-
-    def _level_jumps(self, f: PredictFn, X: np.ndarray) -> list[tuple[np.ndarray, ...]]:
-        """Per level feature: every row's position, ``up`` and ``down``."""
-        if not self.levels:
-            return []
-        base = predict_chunked(f, X, self.eval_rows)
-        out = []
-        for col, plan in self.levels:
-            up, down = level_jumps(f, X, col, plan, base=base, eval_rows=self.eval_rows)
-            out.append((plan.positions(X[:, col]), up, down))
-        return out
 
     def _rows(
         self,

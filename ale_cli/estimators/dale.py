@@ -295,6 +295,13 @@ def _result(
         prediction = None if recorded is not None else store.prediction()
     else:
         recorded, prediction = None, store.prediction
+    records, by_output = output_records(store.meta), None
+    if len(records) > 1:  # each output's predictions (N,) by its label
+        views = [store.select_output(k) for k in range(len(records))]
+        by_output = {
+            output_label(r): v.prediction() if isinstance(v, StoreFile) else v.prediction
+            for r, v in zip(records, views, strict=True)
+        }
     summary = with_statistics(
         Summary(
             estimator=estimator,
@@ -307,7 +314,7 @@ def _result(
             prediction=recorded,
         ),
         prediction,
-        output_predictions(store),
+        by_output,
     )
     return EstimateResult(
         summary=summary,
@@ -315,18 +322,6 @@ def _result(
         timings={"load_s": t_load - t0, "estimate_s": t_est - t_load},
         notes=secants.summary_notes(store.meta) + run_notes(features),
     )
-
-
-def output_predictions(store: Store | StoreFile) -> dict[str, np.ndarray] | None:
-    """Each output's predictions (N,) by its label, for a store of several (else None)."""
-    records = output_records(store.meta)
-    if len(records) == 1:
-        return None
-    views = [store.select_output(k) for k in range(len(records))]
-    return {
-        output_label(r): v.prediction() if isinstance(v, StoreFile) else v.prediction
-        for r, v in zip(records, views, strict=True)
-    }
 
 
 def _features(

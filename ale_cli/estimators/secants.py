@@ -100,11 +100,17 @@ def _note(fine: np.ndarray, z: np.ndarray) -> str:
 
 
 def _fine(
-    p: Passes, grids: Mapping[str, np.ndarray], skip: dict[str, str], min_rows: int
-) -> dict[int, _Fine]:
-    """The fine grid and curve of every feature not in ``skip`` (those without a grid or
-    too sparse are added to ``skip``)."""
+    p: Passes,
+    grids: Mapping[str, np.ndarray],
+    min_rows: int,
+    categorical: Sequence[str],
+    edges: Mapping[str, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, dict[str, str], dict[int, _Fine]]:
+    """The features' ranges, why some are skipped (:func:`skip_reasons`, no grid, too
+    sparse) and the fine grid and curve of the others."""
     names = p.columns.names
+    lo, hi = ranges(p)
+    skip = skip_reasons(names, lo, hi, categorical, edges)
     for name in names:
         if name not in skip and name not in grids:
             skip[name] = NO_GRID_REASON
@@ -118,7 +124,7 @@ def _fine(
             continue
         g = grids[names[j]]
         fine[j] = _Fine(g, cells[j], fine_curve(g, cells[j]))
-    return fine
+    return lo, hi, skip, fine
 
 
 def _summary(
@@ -164,10 +170,8 @@ def rebin(
 ) -> list[FeatureSummary]:
     """``ale rebin`` on secants (coarse bins as :func:`ale_cli.estimators.dale.dale`);
     bootstrap bands from the rows in memory (``rows``)."""
-    lo, hi = ranges(p)
+    lo, hi, skip, fine = _fine(p, grids, min_rows, categorical, edges)
     names = p.columns.names
-    skip = skip_reasons(names, lo, hi, categorical, edges)
-    fine = _fine(p, grids, skip, min_rows)
     given = None if edges is None else dict(edges)
     z, coarse, outside = binned(p, list(fine), lo, hi, bins=bins, binning=binning, edges=given)
     out = [
@@ -193,10 +197,8 @@ def rhale(
 ) -> list[FeatureSummary]:
     """``ale rhale`` on secants: the optimal partition of each feature's fine grid, the
     effect from the fine curve at its limits."""
-    lo, hi = ranges(p)
+    _, _, skip, fine = _fine(p, grids, min_rows, categorical)
     names = p.columns.names
-    skip = skip_reasons(names, lo, hi, categorical)
-    fine = _fine(p, grids, skip, min_rows)
     out: list[FeatureSummary] = []
     for j, name in enumerate(names):
         if name in skip:

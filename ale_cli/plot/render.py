@@ -177,12 +177,10 @@ def render_summary(
     regions: RegionalSummary | None = None,
     overview_only: bool = False,
 ) -> RenderResult:
-    """Write every figure of ``summary`` into ``out_dir``, replacing it when all are
-    written (``overview_only``: no figure per feature); with ``regions`` (a regional
-    summary), only a figure of its regions' curves, ``<stem>__regions``, per feature with
-    a kept split. ``store`` must match
-    (:func:`check_store`, run by the caller); ``jobs`` > 1 forks workers (same bytes as
-    ``jobs=1``)."""
+    """Write the figures of ``summary`` (or of ``regions``, a regional summary) named in the
+    module docstring into ``out_dir``, replacing it when all are written (``overview_only``:
+    no figure per feature). ``store`` must match (:func:`check_store`, run by the caller).
+    """
     for fmt in formats:
         check_choice(str(fmt), FORMATS, "formats")
     if jobs < 1:
