@@ -7,7 +7,7 @@ row's differences to the adjacent levels (:func:`~ale_cli.estimators.levels.leve
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -84,10 +84,7 @@ class RowValues:
     @classmethod
     def joined(cls, parts: Sequence[RowValues]) -> RowValues:
         """The rows of ``parts`` (in row order) as one."""
-        return cls(*(np.concatenate([getattr(p, n) for p in parts], axis=1) for n in _ROW_FIELDS))
-
-
-_ROW_FIELDS = ("index", "diffs", "position", "up", "down")
+        return cls(*(np.concatenate([getattr(p, f.name) for p in parts], 1) for f in fields(cls)))
 
 
 @dataclass(frozen=True)

@@ -103,8 +103,8 @@ def save_figure(fig: Figure, path: Path, fmt: str, *, dpi: int) -> None:
 
 def png_bytes(fig: Figure, dpi: int) -> bytes:
     """``fig`` as an RGBA PNG (its pixels as ``savefig`` draws them, ``dpi`` in ``pHYs``,
-    ``style.PNG_METADATA`` as ``tEXt``): rows unfiltered, zlib level 3, half the CPU of
-    Pillow's encoder (which tries five filters per row) for files about 10% larger."""
+    ``style.PNG_METADATA`` as ``tEXt``): rows unfiltered, zlib level 3 (Pillow's encoder
+    tries five filters per row: smaller files for more CPU)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="rgba", dpi=dpi)
     width = int(fig.get_figwidth() * dpi)

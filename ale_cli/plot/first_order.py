@@ -239,7 +239,7 @@ def feature_figure(
     ``store`` (the summary's store) adds the rug, the average-prediction line and the
     violins; ``ylabel`` (two lines of 45 characters) defaults to "[centered] effect on
     <output>". A not-estimable feature gives :func:`not_estimable_figure`. ``reuse``:
-    draw into the last such figure, emptied (same bytes; new axes and ticks cost a sixth).
+    draw into the last such figure, emptied (same bytes, cheaper than new axes and ticks).
     """
     import matplotlib
 

@@ -362,12 +362,9 @@ def run_tasks(job: Job, tasks: list[Task], jobs: int) -> list[list[Path]]:
 
 
 def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
-    """Draw ``tasks`` in ``jobs`` forked workers, each taking the next task not yet taken
-    (the overview costs several features).
-
-    A worker's error is raised here; one that dies early is a RunError (a pool would
-    wait forever). On any exit the workers are terminated and joined first.
-    """
+    """Draw ``tasks`` in ``jobs`` forked workers, each taking the next task not yet taken; a
+    worker's error is raised here, one that dies early is a RunError (a pool would wait
+    forever); on any exit the workers are terminated and joined first."""
     new_figure((1.0, 1.0))  # matplotlib imported here, once: the workers inherit it
     context = multiprocessing.get_context("fork")
     claimed = context.Value("i", 0)
