@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from ale_cli.store.npz import Store
     from ale_cli.summary.model import FeatureSummary, Summary
 
-# Fixed layout in inches: same shape for every feature, twice as fast as constrained layout.
+# Fixed layout in inches: the same shape for every feature, cheaper than constrained layout.
 _FIG_WIDTH = 7.5
 _LEFT = 1.1  # y tick labels (up to ~9 characters) and a two-line y label
 _RIGHT = 0.25
