@@ -168,10 +168,26 @@ class LimitKernel:
         diffs = np.empty(Xs.shape, dtype=np.float64)  # rows outside the edges: never read
         bar = self.progress
         limit_differences(f, X, Xs, feats, diffs, eval_rows=self.eval_rows, progress=bar)
+        checks: list[tuple[str, np.ndarray, int]] = []  # non-finite rows refused or dropped
+        if self.predictions:
+            prediction = f(X)
+            checks.append(("predictions", prediction, 0))
+        if feats:
+            inside = np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in feats])
+            checks.append(("evaluations at the bin limits", inside, 1))
         dropped = np.empty(0, dtype=np.intp)
         kept: tuple[np.ndarray, ...] = ()
-        if self.predictions or feats:
-            dropped, kept = self._screened(f, X, feats, diffs, chunk.offset)
+        if checks:
+            found = screen_rows(
+                self.model_label,
+                len(X),
+                checks,
+                drop=self.drop_nonfinite,
+                offset=chunk.offset,
+                allow_empty=True,
+            )
+            dropped = found.dropped
+            kept = (prediction[found.keep],) if self.predictions else ()
         index = [t.bins.index for t in feats]
         if len(dropped):  # the rows screened out are in no bin
             index = [i.copy() for i in index]
@@ -197,33 +213,6 @@ class LimitKernel:
             predictions=kept,
             rows=(self._rows(index, diffs, jumps, len(X)),) if self.keep_rows else (),
         )
-
-    def _screened(
-        self,
-        f: PredictFn,
-        X: np.ndarray,
-        feats: list[BinnedFeature],
-        diffs: np.ndarray,
-        offset: int,
-    ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-        """The chunk's rows screened out, and the predictions on the other rows."""
-        checks: list[tuple[str, np.ndarray, int]] = []
-        prediction = None
-        if self.predictions:
-            prediction = f(X)
-            checks.append(("predictions", prediction, 0))
-        if feats:
-            inside = np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in feats])
-            checks.append(("evaluations at the bin limits", inside, 1))
-        found = screen_rows(
-            self.model_label,
-            len(X),
-            checks,
-            drop=self.drop_nonfinite,
-            offset=offset,
-            allow_empty=True,
-        )
-        return found.dropped, () if prediction is None else (prediction[found.keep],)
 
     def _rows(
         self,

@@ -224,14 +224,6 @@ def uniform(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: in
     return edges, dict(zip(todo, found.stats, strict=True)), dict.fromkeys(todo, 0)
 
 
-def _x_dtype(p: Passes) -> Any:
-    """The dtype of X's first chunk (float32 values are bucketed in float32)."""
-    for part in p.source.parts():
-        for chunk in part.chunks(("X",)):
-            return chunk["X"].dtype
-    return np.dtype(np.float64)
-
-
 def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int) -> Binned:
     """Exact type-1 quantile edges and their cells in two passes (bucket counts, then the
     cells of the runs of buckets between quantiles and the rows of the buckets holding
@@ -243,7 +235,9 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
         return {}, {}, {}
     x, e = p.columns.pick(todo)
     lo_t, hi_t = np.asarray(lo[todo], np.float64), np.asarray(hi[todo], np.float64)
-    grid = bucket_grid(n=p.n_rows, lo=lo_t, hi=hi_t, dtype=_x_dtype(p), bins=bins)
+    chunks = (c for part in p.source.parts() for c in part.chunks(("X",)))
+    dtype = next((c["X"].dtype for c in chunks), np.dtype(np.float64))  # float32: in float32
+    grid = bucket_grid(n=p.n_rows, lo=lo_t, hi=hi_t, dtype=dtype, bins=bins)
     empty = np.zeros(len(todo) * grid.size, dtype=np.int64)
     counts = p.run(BucketCounts(x, grid), np.add, empty, arrays=("X",))
     plan = QuantilePlan.build(

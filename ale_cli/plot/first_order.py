@@ -66,7 +66,7 @@ from ale_cli.plot.layout import (
     not_estimable_figure,
     wrap,
 )
-from ale_cli.plot.marks import VIOLIN_LABEL, draw_store_marks, draw_violins, store_column
+from ale_cli.plot.marks import VIOLIN_LABEL, draw_store_marks, draw_violins
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -253,8 +253,10 @@ def feature_figure(
         few_ticks(top, 6)
         few_ticks(bottom, 6)
         _effect_artists(top, feat, labels=True, band=bootstrap_label(summary))
-        column = store_column(store, name) if store is not None else None
-        if store is not None and column is not None:
+        column = None
+        if store is not None:  # the store's values (N,) and local effects (N,)
+            x, e = store.feature_data([name])
+            column = x[:, 0], e[:, 0]
             draw_store_marks(top, summary, store, column[0])
         words = "centered effect" if centered_on_mean(summary) else "effect"
         top.set_ylabel(effect_label(summary, words, ylabel, width=45, name_width=40))

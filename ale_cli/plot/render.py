@@ -145,25 +145,6 @@ def _short(digest: str) -> str:
     return f"{str(digest)[:12]}..."
 
 
-def _tasks(summary: Summary, names: tuple[str, ...], regions: RegionalSummary | None) -> list[Task]:
-    """The figures to draw: the overview first (the biggest), features, interactions; of
-    a regional summary (``regions``), the regions of each feature with a kept split."""
-    if regions is not None:
-        split = zip(names, file_stems(list(names)), strict=True)
-        return [
-            ("regional", n, f"{s}__regions")
-            for n, s in split
-            if regions.feature(n).status == "split"
-        ]
-    pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
-    stems = file_stems([*names, *pairs])
-    tasks: list[Task] = [("feature", n, s) for n, s in zip(names, stems, strict=False)]
-    if names:
-        tasks.insert(0, ("overview", None, OVERVIEW))
-    tasks += [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
-    return tasks
-
-
 def render_summary(
     summary: Summary,
     out_dir: str | Path,
@@ -192,7 +173,20 @@ def render_summary(
     if summary_outputs(summary):  # every output's record of the names
         feats = [f for f in summary.features if f.name in names]
     out = Path(out_dir)
-    tasks = [t for t in _tasks(summary, names, regions) if not overview_only or t[0] != "feature"]
+    if regions is not None:  # the regions of each feature with a kept split
+        split = zip(names, file_stems(list(names)), strict=True)
+        tasks: list[Task] = [
+            ("regional", n, f"{s}__regions")
+            for n, s in split
+            if regions.feature(n).status == "split"
+        ]
+    else:  # the overview first (the biggest), features, interactions
+        pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
+        stems = file_stems([*names, *pairs])
+        tasks = [("feature", n, s) for n, s in zip(names, stems, strict=False) if not overview_only]
+        if names:
+            tasks.insert(0, ("overview", None, OVERVIEW))
+        tasks += [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
     with figure_directory(out) as tmp:
         job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel, regions)
         written = run_tasks(job, tasks, jobs)
