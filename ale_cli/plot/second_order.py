@@ -175,8 +175,22 @@ def interaction_figure(
         lim = colour_limit(item)
         mesh = _draw_surface(ax, item, lim)
         handles = _draw_cells(ax, item)
-        if store is not None:
-            handles.append(_draw_data_points(ax, item, store))
+        if store is not None:  # the rows' (x_a, x_b) as dots (:func:`scatter_rows`)
+            n_rows = store.X.shape[0]
+            rows = scatter_rows(n_rows)
+            shown = "all" if len(rows) == n_rows else f"{len(rows):,} of"
+            (points,) = ax.plot(
+                store.X[rows, store.input_index(item.features[0])],
+                store.X[rows, store.input_index(item.features[1])],
+                linestyle="none",
+                marker=".",
+                markersize=2.5,
+                color=style.BLACK,
+                alpha=0.4 if len(rows) > 300 else 0.7,
+                gid="data_points",
+                label=f"data points ({shown} {n_rows:,} rows)",
+            )
+            handles.append(points)
         za, zb = item.edges_a, item.edges_b
         ax.set_xlim(za[0], za[-1])
         ax.set_ylim(zb[0], zb[-1])
@@ -254,23 +268,3 @@ def _draw_cells(ax: Axes, item: InteractionSummary) -> list[Any]:
         )
     )
     return [Patch(facecolor="none", edgecolor=style.GREY, hatch="///", label=_FILLED_LABEL)]
-
-
-def _draw_data_points(ax: Axes, item: InteractionSummary, store: Store) -> Any:
-    """The rows' (x_a, x_b) as dots (:func:`scatter_rows`); returns the Line2D."""
-    a, b = item.features
-    n_rows = store.X.shape[0]
-    rows = scatter_rows(n_rows)
-    shown = "all" if len(rows) == n_rows else f"{len(rows):,} of"
-    (points,) = ax.plot(
-        store.X[rows, store.input_index(a)],
-        store.X[rows, store.input_index(b)],
-        linestyle="none",
-        marker=".",
-        markersize=2.5,
-        color=style.BLACK,
-        alpha=0.4 if len(rows) > 300 else 0.7,
-        gid="data_points",
-        label=f"data points ({shown} {n_rows:,} rows)",
-    )
-    return points
