@@ -101,12 +101,10 @@ def compare(
     after = api.rebin(sc_store, bins=20, binning="quantile")
     rh = api.rhale(sc_store)
     store = read_store(sc_store)
-    names, X, E, grids = sec.store_features(store, None, sc_store)
-    loose = sec.rebin_features(
-        X, E, names, grids, bins=20, binning="quantile", center="mean", min_rows=0
-    )
-    loose_rh = sec.rhale_features(
-        X, E, names, grids, min_points=-(-len(X) // 20), alpha=0.2, center="mean", min_rows=0
+    names = store.feature_names
+    loose = sec.in_memory(store, sec.rebin, bins=20, binning="quantile", center="mean", min_rows=0)
+    loose_rh = sec.in_memory(
+        store, sec.rhale, min_points=-(-store.n_rows // 20), alpha=0.2, center="mean", min_rows=0
     )
     rh_edges = {f.name: f.edges.tolist() for f in loose_rh if f.status == "ok"}
     (work / "rh_edges.json").write_text(json.dumps(rh_edges))

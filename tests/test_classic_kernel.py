@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ale_cli.errors import ModelFailed
-from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues, merge_cells
+from ale_cli.estimators.bin_limits import LimitCells, LimitKernel, RowValues
 from ale_cli.estimators.classic import Function
 from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.rows import ROWS, Rows
@@ -88,7 +88,7 @@ def kernel(X: np.ndarray, *, drop: bool, keep_rows: bool, levels: bool = True) -
 
 def run(k: LimitKernel, source: Source) -> LimitCells:
     return LOCAL.run(
-        source, k, merge_cells, k.empty(), arrays=[ROWS], shared=Ready(Function(model))
+        source, k, LimitCells.merge, k.empty(), arrays=[ROWS], shared=Ready(Function(model))
     )
 
 

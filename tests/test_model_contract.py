@@ -176,7 +176,7 @@ def test_a_bug_in_our_code_is_not_turned_into_model_failed(monkeypatch) -> None:
 def test_a_core_bug_in_classic_keeps_its_traceback(
     monkeypatch, sample_dir: Path, chunk_rows
 ) -> None:  # type: ignore[no-untyped-def]
-    import ale_cli.estimators.edges as edges_module
+    import ale_cli.estimators.rows as edges_module
     from ale_cli.estimators.classic import ClassicRequest, classic
     from ale_cli.estimators.inputs import ModelInputs
 

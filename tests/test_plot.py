@@ -784,7 +784,7 @@ def test_unsafe_feature_names_become_safe_unique_file_names(tmp_path):
 
 
 def test_default_jobs():
-    from ale_cli.plot.workers import default_jobs
+    from ale_cli.plot.render import default_jobs
 
     assert default_jobs(3) == 1
     assert 1 <= default_jobs(11) <= 4

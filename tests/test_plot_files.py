@@ -245,7 +245,7 @@ def test_a_failure_or_interrupt_midway_leaves_the_previous_figures(
     KeyboardInterrupt raised inside it) is a RunError, not a wait for ever.
     """
     from ale_cli.errors import RunError
-    from ale_cli.plot import workers
+    from ale_cli.plot import render as workers
     from ale_cli.plot.render import render_summary
 
     summary, _ = _small(tmp_path, n_features=6)

@@ -31,49 +31,46 @@ CHUNK_ROWS = 8192
 
 @dataclass(frozen=True)
 class Bootstrap:
-    """How many replicates (0: no bands), the band level and the seed (None: fresh entropy)."""
+    """How many replicates (0: no bands, else 2 to :data:`MAX_BOOTSTRAP`), the band level
+    and the seed (None: fresh entropy); InputError naming the first out of its range.
+
+    >>> Bootstrap(20_000, 0.9)
+    Traceback (most recent call last):
+    ale_cli.errors.InputError: bootstrap must be at most 10,000 replicates (each one is a \
+curve per feature, held in memory and in the summary), got 20,000
+    """
 
     replicates: int = 0
     ci: float = DEFAULT_CI
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        check_bootstrap(self.replicates, self.ci, self.seed)
+        replicates, ci, seed = self.replicates, self.ci, self.seed
+        whole = isinstance(replicates, int) and not isinstance(replicates, bool)
+        if not whole or replicates < 0 or replicates == 1:
+            raise InputError(
+                f"{{param}} must be 0 (no bands) or a whole number of at least 2, "
+                f"got {replicates!s}",
+                param="bootstrap",
+            )
+        if replicates > MAX_BOOTSTRAP:
+            raise InputError(
+                f"{{param}} must be at most {MAX_BOOTSTRAP:,} replicates (each one is a curve per "
+                f"feature, held in memory and in the summary), got {replicates:,}",
+                param="bootstrap",
+            )
+        if isinstance(ci, bool) or not (
+            isinstance(ci, int | float) and math.isfinite(ci) and 0.0 < ci < 1.0
+        ):
+            raise InputError(f"{{param}} must be a number between 0 and 1, got {ci}", param="ci")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise InputError(f"{{param}} must be a whole number >= 0, got {seed}", param="seed")
 
     def params(self) -> dict[str, Any]:
         """The summary's params for the bands (none without replicates)."""
         if not self.replicates:
             return {}
         return {"bootstrap": self.replicates, "ci": self.ci, "seed": self.seed}
-
-
-def check_bootstrap(replicates: int, ci: float, seed: int | None) -> None:
-    """InputError naming the first bootstrap option out of its range (``replicates`` 0, or
-    2 to :data:`MAX_BOOTSTRAP`).
-
-    >>> check_bootstrap(20_000, 0.9, None)
-    Traceback (most recent call last):
-    ale_cli.errors.InputError: bootstrap must be at most 10,000 replicates (each one is a \
-curve per feature, held in memory and in the summary), got 20,000
-    """
-    whole = isinstance(replicates, int) and not isinstance(replicates, bool)
-    if not whole or replicates < 0 or replicates == 1:
-        raise InputError(
-            f"{{param}} must be 0 (no bands) or a whole number of at least 2, got {replicates!s}",
-            param="bootstrap",
-        )
-    if replicates > MAX_BOOTSTRAP:
-        raise InputError(
-            f"{{param}} must be at most {MAX_BOOTSTRAP:,} replicates (each one is a curve per "
-            f"feature, held in memory and in the summary), got {replicates:,}",
-            param="bootstrap",
-        )
-    if isinstance(ci, bool) or not (
-        isinstance(ci, int | float) and math.isfinite(ci) and 0.0 < ci < 1.0
-    ):
-        raise InputError(f"{{param}} must be a number between 0 and 1, got {ci}", param="ci")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise InputError(f"{{param}} must be a whole number >= 0, got {seed}", param="seed")
 
 
 def replicate_cells(
@@ -83,7 +80,6 @@ def replicate_cells(
     *,
     replicates: int,
     rng: np.random.Generator,
-    chunk_rows: int = CHUNK_ROWS,
 ) -> list[ReplicateCells]:
     """Per-replicate bin counts and sums (B, K_j) of D features, rows resampled alike.
 
@@ -117,8 +113,8 @@ def replicate_cells(
     row = 0
     for weights in resampled_weights(n, replicates=replicates, rng=rng):
         b = weights.shape[0]
-        for start in range(0, n, chunk_rows):
-            stop = min(start + chunk_rows, n)
+        for start in range(0, n, CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, n)
             f = flat[start:stop].ravel()
             rows = np.repeat(np.arange(stop - start), d)
             shape = (width + 1, stop - start)

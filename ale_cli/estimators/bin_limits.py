@@ -1,12 +1,5 @@
-"""The chunk kernel of classic ALE: the model at both limits of each row's bin, per feature.
-
-For feature s with edges ``z_0 < ... < z_K`` and row i in bin k, the interval
-``(z_{k-1}, z_k]`` (the first bin also holds ``z_0``)::
-
-    D_i = f(x_i with x_s = z_k) - f(x_i with x_s = z_{k-1})
-
-(2 evaluations per row and feature, stacked by
-:func:`~ale_cli.models.evaluate.evaluate_moved`); a feature estimated per level gets every
+"""The chunk kernel of classic ALE: ``D_i``, the model at both limits of each row's bin
+(:mod:`ale_cli.estimators.classic`), per feature; a feature estimated per level gets every
 row's differences to the adjacent levels (:func:`~ale_cli.estimators.levels.level_jumps`).
 :meth:`LimitCells.merge` is exact: chunks merged in row order equal one chunk, to rounding.
 """
@@ -14,7 +7,7 @@ row's differences to the adjacent levels (:func:`~ale_cli.estimators.levels.leve
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -76,15 +69,6 @@ def limit_differences(
                 diffs[j, rows[sl]] = out[1] - out[0]
 
 
-def without_rows(index: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``index`` with ``rows`` set to -1 (in no bin)."""
-    if not len(rows):
-        return index
-    index = index.copy()
-    index[rows] = -1
-    return index
-
-
 @dataclass(frozen=True)
 class RowValues:
     """Every row's values of a chunk, kept for bootstrap bands: ``index`` (F, n) its bin
@@ -100,10 +84,7 @@ class RowValues:
     @classmethod
     def joined(cls, parts: Sequence[RowValues]) -> RowValues:
         """The rows of ``parts`` (in row order) as one."""
-        return cls(*(np.concatenate([getattr(p, n) for p in parts], axis=1) for n in _ROW_FIELDS))
-
-
-_ROW_FIELDS = ("index", "diffs", "position", "up", "down")
+        return cls(*(np.concatenate([getattr(p, f.name) for p in parts], 1) for f in fields(cls)))
 
 
 @dataclass(frozen=True)
@@ -142,11 +123,6 @@ class LimitCells:
     @property
     def kept(self) -> int:
         return sum(len(p) for p in self.predictions)
-
-
-def merge_cells(a: LimitCells, b: LimitCells) -> LimitCells:
-    """:meth:`LimitCells.merge` as a function (the engine's ``merge``)."""
-    return a.merge(b)
 
 
 @dataclass(frozen=True)
@@ -192,16 +168,40 @@ class LimitKernel:
         diffs = np.empty(Xs.shape, dtype=np.float64)  # rows outside the edges: never read
         bar = self.progress
         limit_differences(f, X, Xs, feats, diffs, eval_rows=self.eval_rows, progress=bar)
+        checks: list[tuple[str, np.ndarray, int]] = []  # non-finite rows refused or dropped
+        if self.predictions:
+            prediction = f(X)
+            checks.append(("predictions", prediction, 0))
+        if feats:
+            inside = np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in feats])
+            checks.append(("evaluations at the bin limits", inside, 1))
         dropped = np.empty(0, dtype=np.intp)
         kept: tuple[np.ndarray, ...] = ()
-        if self.predictions or feats:
-            dropped, kept = self._screened(f, X, feats, diffs, chunk.offset)
-        index = [without_rows(t.bins.index, dropped) for t in feats]
+        if checks:
+            found = screen_rows(
+                self.model_label,
+                len(X),
+                checks,
+                drop=self.drop_nonfinite,
+                offset=chunk.offset,
+                allow_empty=True,
+            )
+            dropped = found.dropped
+            kept = (prediction[found.keep],) if self.predictions else ()
+        index = [t.bins.index for t in feats]
+        if len(dropped):  # the rows screened out are in no bin
+            index = [i.copy() for i in index]
+            for i in index:
+                i[dropped] = -1
         cells = tuple(
             CellStats.from_values(i, diffs[t.j], n_cells=t.edges.size - 1)
             for i, t in zip(index, feats, strict=True)
         )
-        jumps = self._level_jumps(f, X)
+        jumps: list[tuple[np.ndarray, ...]] = []  # per level feature: position, up, down
+        base = predict_chunked(f, X, self.eval_rows) if self.levels else None
+        for col, plan in self.levels:
+            up, down = level_jumps(f, X, col, plan, base=base, eval_rows=self.eval_rows)
+            jumps.append((plan.positions(X[:, col]), up, down))
         return LimitCells(
             cells=cells,
             outside=tuple(t.bins.n_outside for t in feats),
@@ -213,44 +213,6 @@ class LimitKernel:
             predictions=kept,
             rows=(self._rows(index, diffs, jumps, len(X)),) if self.keep_rows else (),
         )
-
-    def _screened(
-        self,
-        f: PredictFn,
-        X: np.ndarray,
-        feats: list[BinnedFeature],
-        diffs: np.ndarray,
-        offset: int,
-    ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-        """The chunk's rows screened out, and the predictions on the other rows."""
-        checks: list[tuple[str, np.ndarray, int]] = []
-        prediction = None
-        if self.predictions:
-            prediction = f(X)
-            checks.append(("predictions", prediction, 0))
-        if feats:
-            inside = np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in feats])
-            checks.append(("evaluations at the bin limits", inside, 1))
-        found = screen_rows(
-            self.model_label,
-            len(X),
-            checks,
-            drop=self.drop_nonfinite,
-            offset=offset,
-            allow_empty=True,
-        )
-        return found.dropped, () if prediction is None else (prediction[found.keep],)
-
-    def _level_jumps(self, f: PredictFn, X: np.ndarray) -> list[tuple[np.ndarray, ...]]:
-        """Per level feature: every row's position, ``up`` and ``down``."""
-        if not self.levels:
-            return []
-        base = predict_chunked(f, X, self.eval_rows)
-        out = []
-        for col, plan in self.levels:
-            up, down = level_jumps(f, X, col, plan, base=base, eval_rows=self.eval_rows)
-            out.append((plan.positions(X[:, col]), up, down))
-        return out
 
     def _rows(
         self,
@@ -274,8 +236,8 @@ class LimitKernel:
 
 
 @dataclass(frozen=True)
-class _Column:
-    """A model whose ``predict`` is one column of a model of several outputs."""
+class Function:
+    """A bare function (M, D) -> (M,) as a model: ``predict``."""
 
     predict: PredictFn
 
@@ -300,11 +262,11 @@ class PerOutput:
             answers.append(np.asarray(model.predict(X)))
             return answers[-1][:, 0]
 
-        states = [self.kernel(chunk, _Column(first))]
+        states = [self.kernel(chunk, Function(first))]
         quiet = replace(self.kernel, progress=None)
         for k in range(1, self.count):
             replay = iter(answers)
-            states.append(quiet(chunk, _Column(lambda X, k=k, r=replay: next(r)[:, k])))
+            states.append(quiet(chunk, Function(lambda X, k=k, r=replay: next(r)[:, k])))
         return tuple(states)
 
 

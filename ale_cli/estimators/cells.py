@@ -34,13 +34,6 @@ class Columns:
     x: tuple[int, ...]
     e: tuple[int, ...]
 
-    @classmethod
-    def of(cls, store: Store | StoreFile, features: Sequence[str] | None) -> Columns:
-        names = tuple(store.feature_names) if features is None else tuple(features)
-        e = tuple(store.feature_index(n) for n in names)
-        x = tuple(store.input_index(n) for n in names)
-        return cls(names, x, e)
-
     def pick(self, todo: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """The columns of X and of the local effects of features ``todo``."""
         return tuple(self.x[j] for j in todo), tuple(self.e[j] for j in todo)
@@ -231,25 +224,20 @@ def uniform(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: in
     return edges, dict(zip(todo, found.stats, strict=True)), dict.fromkeys(todo, 0)
 
 
-def _x_dtype(p: Passes) -> Any:
-    """The dtype of X's first chunk (float32 values are bucketed in float32)."""
-    for part in p.source.parts():
-        for chunk in part.chunks(("X",)):
-            return chunk["X"].dtype
-    return np.dtype(np.float64)
-
-
 def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int) -> Binned:
     """Exact type-1 quantile edges and their cells in two passes (bucket counts, then the
     cells of the runs of buckets between quantiles and the rows of the buckets holding
     one: :class:`~ale_cli.core.quantile_cells.QuantilePlan`); a column they do not finish (a big
-    bucket holding a quantile and several values: very skewed data) takes
-    :func:`_quantile_deeper`."""
+    bucket holding a quantile and several values: very skewed data) takes buckets split
+    again (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`, each pass on the engine),
+    then one pass for the cells."""
     if not todo:
         return {}, {}, {}
     x, e = p.columns.pick(todo)
     lo_t, hi_t = np.asarray(lo[todo], np.float64), np.asarray(hi[todo], np.float64)
-    grid = bucket_grid(n=p.n_rows, lo=lo_t, hi=hi_t, dtype=_x_dtype(p), bins=bins)
+    chunks = (c for part in p.source.parts() for c in part.chunks(("X",)))
+    dtype = next((c["X"].dtype for c in chunks), np.dtype(np.float64))  # float32: in float32
+    grid = bucket_grid(n=p.n_rows, lo=lo_t, hi=hi_t, dtype=dtype, bins=bins)
     empty = np.zeros(len(todo) * grid.size, dtype=np.int64)
     counts = p.run(BucketCounts(x, grid), np.add, empty, arrays=("X",))
     plan = QuantilePlan.build(
@@ -266,7 +254,11 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
     cells = {j: f.cells for j, f in zip(todo, found, strict=True) if f is not None}
     rest = [j for j, f in zip(todo, found, strict=True) if f is None]
     if rest:
-        more_edges, more_cells, _ = _quantile_deeper(p, rest, lo, hi, bins)
+        run_pass = group_passes(p, p.columns.pick(rest)[0])
+        deeper = chunked_quantile_edges(
+            lambda: (), n=p.n_rows, bins=bins, lo=lo[rest], hi=hi[rest], run_pass=run_pass
+        )
+        more_edges, more_cells, _ = on_edges(p, rest, dict(zip(rest, deeper, strict=True)))
         edges |= more_edges
         cells |= more_cells
     return edges, cells, dict.fromkeys(todo, 0)
@@ -285,19 +277,6 @@ def group_passes(p: Passes, x: Sequence[int]) -> Callable[[list[Any], list[Any]]
         return found
 
     return run_pass
-
-
-def _quantile_deeper(
-    p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int
-) -> Binned:
-    """Exact type-1 quantile edges by buckets split again where they hold too many values
-    (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`, each pass on the engine),
-    then one pass for the cells."""
-    x, _ = p.columns.pick(todo)
-    found = chunked_quantile_edges(
-        lambda: (), n=p.n_rows, bins=bins, lo=lo[todo], hi=hi[todo], run_pass=group_passes(p, x)
-    )
-    return on_edges(p, todo, dict(zip(todo, found, strict=True)))
 
 
 def binned(
@@ -331,7 +310,9 @@ def store_passes(
 ) -> Passes:
     """The features asked for (None: every explained feature) of a store; InputError
     naming a feature the store does not explain."""
-    columns = Columns.of(store, features)
+    names = tuple(store.feature_names) if features is None else tuple(features)
+    e = tuple(store.feature_index(n) for n in names)
+    columns = Columns(names, tuple(store.input_index(n) for n in names), e)
     recorded = store.x_range() if isinstance(store, StoreFile) else None
     if recorded is not None and len(recorded[0]) != len(store.input_names):
         recorded = None

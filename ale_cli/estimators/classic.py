@@ -9,7 +9,7 @@ For feature s with edges ``z_0 < ... < z_K`` and row i in bin k, the interval
 Since ``mean_j(D_i / dz_j) dz_j = mean_j(D_i)``, the quotients ``e_i = D_i / dz_k`` fed to
 the DALE estimator on the same edges give exactly this estimate; their bin statistics are
 those of ``D_i`` divided by the bin width (:meth:`~ale_cli.core.binstats.CellStats.divided_by`).
-One driver, :func:`estimate`: the edges (:mod:`ale_cli.estimators.edges`), one pass of
+One driver, :func:`estimate`: the edges (:meth:`~ale_cli.estimators.rows.Rows.edges`), one pass of
 :class:`~ale_cli.estimators.bin_limits.LimitKernel` on an engine, then the summaries.
 Categorical and discrete features are estimated per level (:mod:`ale_cli.estimators.levels`).
 """
@@ -28,16 +28,14 @@ from ale_cli.checks import check_count
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bin_limits import (
+    Function,
     LimitCells,
     LimitKernel,
     PerOutput,
     RowValues,
-    merge_cells,
     merge_outputs,
 )
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
-from ale_cli.estimators.classic_notes import binary_notes, discrete_param, with_empty_bins_note
-from ale_cli.estimators.edges import column_edges
 from ale_cli.estimators.inputs import (
     ModelInputs,
     feature_columns,
@@ -46,10 +44,11 @@ from ale_cli.estimators.inputs import (
     open_inputs,
     table_columns,
 )
-from ale_cli.estimators.inputs_stream import Reading, Streamed, open_streamed, reading_of, shipped
+from ale_cli.estimators.inputs_stream import Streamed, open_reading, shipped
 from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.levels import (
     LevelPlan,
+    binary_note,
     discrete_mode,
     effective_discrete,
     level_bands,
@@ -149,16 +148,10 @@ def estimate(
     skip = skip_reasons(chosen, rows.lo[cols], rows.hi[cols], (), s.edges)
     todo = [j for j, name in enumerate(chosen) if name not in skip and name not in levels]
     binned = [cols[j] for j in todo]
-    edges = column_edges(
-        rows.columns(binned),
-        [chosen[j] for j in todo],
-        n_rows=rows.n_rows,
-        lo=rows.lo[binned],
-        hi=rows.hi[binned],
-        bins=s.bins,
-        binning=s.binning,
-        given=s.edges,
-    )
+    if s.edges is not None:
+        edges = [np.asarray(s.edges[chosen[j]], dtype=np.float64) for j in todo]
+    else:
+        edges = rows.edges(binned, bins=s.bins, binning=s.binning)
     plans = [(n, p) for n, p in levels.items() if isinstance(p, LevelPlan)]
     kernel = LimitKernel(
         cols=tuple(binned),
@@ -171,66 +164,33 @@ def estimate(
         keep_rows=bool(s.bootstrap is not None and s.bootstrap.replicates),
         progress=progress(rows.n_rows * len(todo)) if progress is not None else None,
     )
-    if outputs == 1:
-        one = engine.run(
-            rows.source, kernel, merge_cells, kernel.empty(), arrays=[ROWS], shared=shared
-        )
-        states: tuple[LimitCells, ...] = (one,)
-    else:
-        many = PerOutput(kernel, outputs)
-        states = engine.run(
-            rows.source, many, merge_outputs, many.empty(), arrays=[ROWS], shared=shared
-        )
+    run: Any = kernel if outputs == 1 else PerOutput(kernel, outputs)
+    merge = LimitCells.merge if outputs == 1 else merge_outputs
+    found = engine.run(rows.source, run, merge, run.empty(), arrays=[ROWS], shared=shared)
+    states: tuple[LimitCells, ...] = (found,) if outputs == 1 else found
     if s.predictions and states[0].kept == 0:
         raise nothing_left(s.model_label)
-    found = _Found(chosen, todo, tuple(edges), plans, skip, s)
-    return [found.features(state) for state in states], states
+    return [_features(st, chosen, todo, edges, plans, skip, s) for st in states], states
 
 
-@dataclass(frozen=True)
-class _Found:
-    """What :func:`estimate` asked for, to turn a pass's state into the records."""
-
-    chosen: Sequence[str]
-    todo: list[int]
-    edges: tuple[np.ndarray, ...]
-    plans: list[tuple[str, LevelPlan]]
-    skip: Mapping[str, str]
-    settings: Settings
-
-    def features(self, state: LimitCells) -> list[FeatureSummary]:
-        s, chosen, todo, levels = self.settings, self.chosen, self.todo, self.settings.levels or {}
-        binned_feats = {
-            chosen[j]: summary_from_cells(
-                chosen[j], e, cells.divided_by(np.diff(e)), n_outside=outside, center=s.center
-            )
-            for j, e, cells, outside in zip(
-                todo, self.edges, state.cells, state.outside, strict=True
-            )
-        }
-        kept = RowValues.joined(state.rows) if state.rows else None
-        by_name = binned_feats | _level_features(self.plans, state, kept, s)
-        feats = [
-            by_name.get(name)
-            or (
-                FeatureSummary(name=name, status="not_estimable", reason=str(levels[name]))
-                if name in levels
-                else not_estimable(name, self.skip[name])
-            )
-            for name in chosen
-        ]
-        if kept is None or s.bootstrap is None:
-            return feats
-        index = {chosen[j]: kept.index[i] for i, j in enumerate(todo)}
-        values = {chosen[j]: kept.diffs[i] for i, j in enumerate(todo)}
-        return with_bands(feats, index, values, s.bootstrap, center=s.center, differences=True)
-
-
-def _level_features(
-    plans: Sequence[tuple[str, LevelPlan]], state: LimitCells, kept: RowValues | None, s: Settings
-) -> dict[str, FeatureSummary]:
-    """The per-level records of ``plans``, with bootstrap bands when the rows are kept."""
-    out = {}
+def _features(
+    state: LimitCells,
+    chosen: Sequence[str],
+    todo: list[int],
+    edges: list[np.ndarray],
+    plans: list[tuple[str, LevelPlan]],
+    skip: Mapping[str, str],
+    s: Settings,
+) -> list[FeatureSummary]:
+    """The records of ``chosen`` from a pass's ``state``."""
+    levels = s.levels or {}
+    by_name = {
+        chosen[j]: summary_from_cells(
+            chosen[j], e, cells.divided_by(np.diff(e)), n_outside=outside, center=s.center
+        )
+        for j, e, cells, outside in zip(todo, edges, state.cells, state.outside, strict=True)
+    }
+    kept = RowValues.joined(state.rows) if state.rows else None
     for i, ((name, plan), (cells, counts)) in enumerate(zip(plans, state.levels, strict=True)):
         bands = None
         if kept is not None and s.bootstrap is not None:
@@ -238,15 +198,21 @@ def _level_features(
                 kept.position[i], kept.up[i], kept.down[i], plan.n_levels, s.bootstrap,
                 center=s.center,
             )  # fmt: skip
-        out[name] = level_summary(plan, cells, counts, center=s.center, bands=bands)
-    return out
-
-
-@dataclass(frozen=True)
-class Function:
-    """A bare function (M, D) -> (M,) as a model: ``predict``."""
-
-    predict: PredictFn
+        by_name[name] = level_summary(plan, cells, counts, center=s.center, bands=bands)
+    feats = [
+        by_name.get(name)
+        or (
+            FeatureSummary(name=name, status="not_estimable", reason=str(levels[name]))
+            if name in levels
+            else not_estimable(name, skip[name])
+        )
+        for name in chosen
+    ]
+    if kept is None or s.bootstrap is None:
+        return feats
+    index = {chosen[j]: kept.index[i] for i, j in enumerate(todo)}
+    values = {chosen[j]: kept.diffs[i] for i, j in enumerate(todo)}
+    return with_bands(feats, index, values, s.bootstrap, center=s.center, differences=True)
 
 
 def classic_features(
@@ -305,76 +271,41 @@ class Loaded:
 
 def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> Loaded:
     """The data and model of ``request``, streamed unless the inputs need the whole table
-    (:func:`~ale_cli.estimators.inputs_stream.reading_of`), and the per-level plans."""
+    (:func:`~ale_cli.estimators.inputs_stream.open_reading`), and the per-level plans."""
     inputs = request.inputs
-    reading = reading_of(inputs, request.chunk_rows)
-    if not reading.whole and request.chunk_rows is not None:
-        return _streamed(
-            request, fixed, open_streamed(inputs, chunk_rows=request.chunk_rows), engine
-        )
-    reading.check(engine)
-    return _whole(request, fixed, reading, engine)
-
-
-def _dropna_note(rows_dropped: int) -> tuple[str, ...]:
-    if not rows_dropped:
-        return ()
-    return (f"dropped {rows_dropped} rows with NaN or infinite values (dropna)",)
-
-
-def _streamed(
-    request: ClassicRequest, fixed: FixedBins, streamed: Streamed, engine: Engine
-) -> Loaded:
-    inputs, scan = request.inputs, streamed.scan
-    fixed.check_features(inputs.features, scan.names, f"the data '{inputs.data_label}'")
-    fixed.check_rows(scan.n_rows, f"data '{inputs.data_label}'")
-    rows = Rows(streamed.data_source(engine), scan.names, scan.n_rows, scan.lo, scan.hi)
-    levels = level_plans(
-        rows, streamed.features, categorical=scan.categorical,
-        discrete=effective_discrete(request.discrete), labels=scan.levels, engine=engine,
-    )  # fmt: skip
-    source = streamed.source(inputs, method=METHOD)
-    return Loaded(
-        rows=rows,
-        model=shipped(
-            inputs,
-            streamed.model,
-            streamed.columns_of_model(),
-            scan.first,
-            sha256=source["model"]["sha256"],
-        ),  # fmt: skip
-        features=streamed.features,
-        levels=levels,
-        source=source,
-        timings=dict(streamed.timings),
-        notes=(*_dropna_note(scan.rows_dropped), *streamed.notes),
-    )
-
-
-def _whole(request: ClassicRequest, fixed: FixedBins, reading: Reading, engine: Engine) -> Loaded:
-    inputs = request.inputs
-    opened = open_inputs(inputs)
-    table = opened.table
-    fixed.check_features(inputs.features, table.feature_names, f"the data '{inputs.data_label}'")
-    fixed.check_rows(len(table.X), f"data '{inputs.data_label}'")
-    rows = Rows.of(table.X, table.feature_names)
+    opened: Any = open_reading(inputs, request.chunk_rows, engine)
+    streamed = isinstance(opened, Streamed)
+    reason = "" if streamed else opened.reason
+    if streamed:
+        table = opened.scan
+        rows = Rows(opened.data_source(engine), table.names, table.n_rows, table.lo, table.hi)
+    else:
+        opened = open_inputs(inputs)
+        table = opened.table
+        rows = Rows.of(table.X, table.feature_names)
+    fixed.check_features(inputs.features, rows.names, f"the data '{inputs.data_label}'")
+    fixed.check_rows(rows.n_rows, f"data '{inputs.data_label}'")
     levels = level_plans(
         rows, opened.features, categorical=table.categorical,
         discrete=effective_discrete(request.discrete), labels=table.levels, engine=engine,
     )  # fmt: skip
-    source = model_source(inputs, opened, method=METHOD)
+    if streamed:
+        source = opened.source(inputs, method=METHOD)
+        columns, first = opened.columns_of_model(), table.first
+    else:
+        source = model_source(inputs, opened, method=METHOD)
+        columns, first = table_columns(table), table.X
+    dropped = table.rows_dropped
     return Loaded(
         rows=rows,
-        model=shipped(
-            inputs, opened.model, table_columns(table), table.X, sha256=source["model"]["sha256"]
-        ),
+        model=shipped(inputs, opened.model, columns, first, sha256=source["model"]["sha256"]),
         features=opened.features,
         levels=levels,
         source=source,
         timings=dict(opened.timings),
         notes=(
-            *((reading.reason,) if reading.reason else ()),
-            *_dropna_note(table.rows_dropped),
+            *((reason,) if reason else ()),
+            *((f"dropped {dropped} rows with NaN or infinite values (dropna)",) if dropped else ()),
             *opened.notes,
         ),
     )
@@ -417,12 +348,16 @@ def classic(
     ]
     state = states[0]
     dropped = state.rows_dropped
-    binary = binary_notes(request.discrete, loaded.levels)
+    d = request.discrete  # None: the binary columns per level, named in a note
+    by_default = [
+        n for n, p in loaded.levels.items() if isinstance(p, LevelPlan) and p.kind == "discrete"
+    ]
+    binary = (binary_note(by_default),) if by_default and d is None else ()
     summary = Summary(
         estimator="ale",
         params=fixed.params(request.center, inputs.features)
         | request.bootstrap.params()
-        | discrete_param(request.discrete)
+        | ({} if d is None else {"discrete": d if isinstance(d, str) else list(d)})
         | statistics_params(request.statistics),
         store=loaded.source | {"data": loaded.source["data"] | {"rows_nonfinite": len(dropped)}},
         n_rows=state.kept,
@@ -450,4 +385,25 @@ def classic(
         seconds=time.perf_counter() - started,
         timings={**loaded.timings, "estimate_s": time.perf_counter() - t},
         notes=notes,
+    )
+
+
+def with_empty_bins_note(feature: FeatureSummary) -> FeatureSummary:
+    """``feature`` with a note when bins between rows hold none: classic ALE moves a row to
+    the limits of its own bin only, so the model's change across empty bins is not
+    measured (a binary column on uniform bins gets an effect of 0)."""
+    counts = feature.counts
+    if feature.status != "ok" or feature.note is not None or counts is None or counts.ndim != 1:
+        return feature
+    held = np.flatnonzero(counts > 0)
+    if held.size < 2 or held[-1] - held[0] + 1 == held.size:
+        return feature
+    empty = int(held[-1] - held[0] + 1 - held.size)
+    return replace(
+        feature,
+        note=(
+            f"{empty} of {counts.size} bins between rows are empty: the model's change "
+            "across them is not measured (taken as 0); use quantile bins, or estimate a "
+            "column with few values per level (discrete)"
+        ),
     )

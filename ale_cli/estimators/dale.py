@@ -53,15 +53,12 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class RebinRequest:
-    """Options of ``ale rebin``, checked here; None: the default (or unused with ``edges``)."""
+class _StoreRequest:
+    """The options ``ale rebin`` and ``ale rhale`` share, checked here."""
 
     store: Path | Store
-    bins: int | None = None
-    binning: str | None = None
     center: str = "mean"
     features: tuple[str, ...] | None = None
-    edges: Path | None = None
     bootstrap: Bootstrap = Bootstrap()
     engine: Engine = LOCAL
     #: the statistics' definitions: "ale-cli" or "r" (:mod:`ale_cli.summary.statistics`)
@@ -69,33 +66,41 @@ class RebinRequest:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", names_tuple(self.features, "features"))
-        check_engine_request(self.engine, self.bootstrap)
+        if self.engine.splits and self.bootstrap.replicates:
+            raise InputError(
+                "{param} resamples the rows in memory; it is not computed by {param:engine} dask",
+                param="bootstrap",
+            )
         check_center(self.center)
         statistics_params(self.statistics)
+
+
+@dataclass(frozen=True)
+class RebinRequest(_StoreRequest):
+    """Options of ``ale rebin``; None: the default (or unused with ``edges``)."""
+
+    bins: int | None = None
+    binning: str | None = None
+    edges: Path | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.bins is not None:
             check_count(self.bins, "bins")
         check_choice(self.binning, BINNINGS, "binning")
 
 
 @dataclass(frozen=True)
-class RhaleRequest:
+class RhaleRequest(_StoreRequest):
     """Options of ``ale rhale``; ``min_points`` None means ``ceil(N / 20)``, at least 2."""
 
-    store: Path | Store
     max_bins: int = DEFAULT_MAX_BINS
     min_points: int | None = None
     alpha: float = DEFAULT_ALPHA
     grid: str = "uniform"
-    center: str = "mean"
-    features: tuple[str, ...] | None = None
-    bootstrap: Bootstrap = Bootstrap()
-    engine: Engine = LOCAL
-    statistics: str = "ale-cli"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "features", names_tuple(self.features, "features"))
-        check_engine_request(self.engine, self.bootstrap)
-        statistics_params(self.statistics)
+        super().__post_init__()
         check_rhale_options(
             max_bins=self.max_bins,
             min_points=self.min_points,
@@ -105,17 +110,13 @@ class RhaleRequest:
         )
 
 
-def check_engine_request(engine: Engine, bootstrap: Bootstrap) -> None:
-    """InputError naming ``bootstrap`` for bands on an engine that runs parts apart."""
-    if engine.splits and bootstrap.replicates:
-        raise InputError(
-            "{param} resamples the rows in memory; it is not computed by {param:engine} dask",
-            param="bootstrap",
-        )
-
-
 def check_rhale_options(
-    *, max_bins: int, min_points: int | None, alpha: float, grid: str, center: str
+    *,
+    max_bins: int = DEFAULT_MAX_BINS,
+    min_points: int | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    grid: str = "uniform",
+    center: str = "mean",
 ) -> None:
     """InputError naming the first RHALE option out of its range."""
     check_center(center)
@@ -132,6 +133,45 @@ def check_rhale_options(
 def dale(
     p: Passes,
     *,
+    bins: int = DEFAULT_BINS,
+    binning: str = "uniform",
+    center: str = "mean",
+    edges: dict[str, np.ndarray] | None = None,
+    **common: Any,
+) -> list[FeatureSummary]:
+    """DALE on fixed bins (or ``edges[name]``, rows outside counted) for every feature of
+    ``p``; ``common``: as in :func:`_binned`."""
+
+    def one(name: str, z: np.ndarray, cell: CellStats, outside: int) -> FeatureSummary:
+        return summary_from_cells(name, z, cell, n_outside=outside, center=center)
+
+    return _binned(p, one, bins=bins, binning=binning, edges=edges, center=center, **common)
+
+
+def rhale_cells(
+    p: Passes,
+    *,
+    min_points: int,
+    alpha: float = DEFAULT_ALPHA,
+    max_bins: int = DEFAULT_MAX_BINS,
+    grid: str = "uniform",
+    center: str = "mean",
+    **common: Any,
+) -> list[FeatureSummary]:
+    """RHALE for every feature of ``p``: the optimal partition
+    (:func:`~ale_cli.core.rhale.optimal_partition`) of a ``max_bins``-cell grid, its cells
+    summed per bin (no second pass); ``common``: as in :func:`_binned`."""
+
+    def one(name: str, g: np.ndarray, cell: CellStats, _: int) -> FeatureSummary:
+        return rhale_summary(name, g, cell, min_points=min_points, alpha=alpha, center=center)
+
+    return _binned(p, one, bins=max_bins, binning=grid, center=center, **common)
+
+
+def _binned(
+    p: Passes,
+    one: Callable[[str, np.ndarray, CellStats, int], FeatureSummary],
+    *,
     bins: int,
     binning: str,
     center: str,
@@ -140,49 +180,25 @@ def dale(
     bootstrap: Bootstrap | None = None,
     rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[FeatureSummary]:
-    """DALE on fixed bins (or ``edges[name]``, rows outside counted) for every feature of
-    ``p``; with ``bootstrap``, bands from the rows ``(X, E)`` in memory."""
+    """``one(name, edges, cells, rows outside)`` per feature of ``p`` not skipped; with
+    ``bootstrap``, bands on each feature's edges from the rows ``(X, E)`` in memory."""
     lo, hi = ranges(p)
     names = p.columns.names
     skip = skip_reasons(names, lo, hi, categorical, edges)
     todo = [j for j, name in enumerate(names) if name not in skip]
     z, cells, outside = binned(p, todo, lo, hi, bins=bins, binning=binning, edges=edges)
     out = [
-        not_estimable(name, skip[name])
-        if name in skip
-        else summary_from_cells(name, z[j], cells[j], n_outside=outside[j], center=center)
+        not_estimable(name, skip[name]) if name in skip else one(name, z[j], cells[j], outside[j])
         for j, name in enumerate(names)
     ]
-    return _banded(out, rows, bootstrap, center)
-
-
-def rhale_cells(
-    p: Passes,
-    *,
-    min_points: int,
-    alpha: float,
-    max_bins: int = DEFAULT_MAX_BINS,
-    grid: str = "uniform",
-    center: str = "mean",
-    categorical: Sequence[str] = (),
-    bootstrap: Bootstrap | None = None,
-    rows: tuple[np.ndarray, np.ndarray] | None = None,
-) -> list[FeatureSummary]:
-    """RHALE for every feature of ``p``: the optimal partition
-    (:func:`~ale_cli.core.rhale.optimal_partition`) of a ``max_bins``-cell grid, its cells
-    summed per bin (no second pass). ``bootstrap``, ``rows``: as in :func:`dale`."""
-    lo, hi = ranges(p)
-    names = p.columns.names
-    skip = skip_reasons(names, lo, hi, categorical)
-    todo = [j for j, name in enumerate(names) if name not in skip]
-    g, cells, _ = binned(p, todo, lo, hi, bins=max_bins, binning=grid)
-    out = [
-        not_estimable(name, skip[name])
-        if name in skip
-        else rhale_summary(name, g[j], cells[j], min_points=min_points, alpha=alpha, center=center)
-        for j, name in enumerate(names)
-    ]
-    return _banded(out, rows, bootstrap, center)
+    if bootstrap is None or not bootstrap.replicates or rows is None:
+        return out
+    X, E = rows
+    index, values = {}, {}
+    for j, f in enumerate(out):
+        if f.status == "ok":
+            index[f.name], values[f.name] = assign(X[:, j], f.edges).index, E[:, j]
+    return with_bands(out, index, values, bootstrap, center=center)
 
 
 def rhale_summary(
@@ -203,80 +219,23 @@ def rhale_summary(
     )
 
 
-def _banded(
-    features: list[FeatureSummary],
-    rows: tuple[np.ndarray, np.ndarray] | None,
-    bootstrap: Bootstrap | None,
-    center: str,
-) -> list[FeatureSummary]:
-    """The features with bootstrap bands on their own edges (unchanged without replicates)."""
-    if bootstrap is None or not bootstrap.replicates or rows is None:
-        return features
-    X, E = rows
-    index, values = {}, {}
-    for j, f in enumerate(features):
-        if f.status == "ok":
-            index[f.name], values[f.name] = assign(X[:, j], f.edges).index, E[:, j]
-    return with_bands(features, index, values, bootstrap, center=center)
-
-
 def rebin_features(
-    X: np.ndarray,
-    E: np.ndarray,
-    names: Sequence[str],
-    *,
-    bins: int = DEFAULT_BINS,
-    binning: str = "uniform",
-    center: str = "mean",
-    edges: dict[str, np.ndarray] | None = None,
-    categorical: Sequence[str] = (),
-    bootstrap: Bootstrap | None = None,
+    X: np.ndarray, E: np.ndarray, names: Sequence[str], **kw: Any
 ) -> list[FeatureSummary]:
-    """:func:`dale` on values X (N, D) with local effects E (N, D)."""
-    check_center(center)
-    check_choice(binning, BINNINGS, "binning")
-    p = array_passes(X, E, names, LOCAL)
-    return dale(
-        p,
-        bins=bins,
-        binning=binning,
-        center=center,
-        edges=edges,
-        categorical=categorical,
-        bootstrap=bootstrap,
-        rows=(X, E),
-    )
+    """:func:`dale` on values X (N, D) with local effects E (N, D); ``kw`` as there."""
+    check_center(kw.get("center", "mean"))
+    check_choice(kw.get("binning", "uniform"), BINNINGS, "binning")
+    return dale(array_passes(X, E, names, LOCAL), rows=(X, E), **kw)
 
 
 def rhale_features(
-    X: np.ndarray,
-    E: np.ndarray,
-    names: Sequence[str],
-    *,
-    max_bins: int = DEFAULT_MAX_BINS,
-    min_points: int,
-    alpha: float = DEFAULT_ALPHA,
-    grid: str = "uniform",
-    center: str = "mean",
-    categorical: Sequence[str] = (),
-    bootstrap: Bootstrap | None = None,
+    X: np.ndarray, E: np.ndarray, names: Sequence[str], *, min_points: int, **kw: Any
 ) -> list[FeatureSummary]:
-    """:func:`rhale_cells` on values X (N, D) with local effects E (N, D)."""
-    check_rhale_options(
-        max_bins=max_bins, min_points=min_points, alpha=alpha, grid=grid, center=center
-    )
+    """:func:`rhale_cells` on values X (N, D) with local effects E (N, D); ``kw`` as there."""
+    asked = {k: v for k, v in kw.items() if k in ("max_bins", "alpha", "grid", "center")}
+    check_rhale_options(min_points=min_points, **asked)
     p = array_passes(X, E, names, LOCAL)
-    return rhale_cells(
-        p,
-        min_points=min_points,
-        alpha=alpha,
-        max_bins=max_bins,
-        grid=grid,
-        center=center,
-        categorical=categorical,
-        bootstrap=bootstrap,
-        rows=(X, E),
-    )
+    return rhale_cells(p, min_points=min_points, rows=(X, E), **kw)
 
 
 @dataclass(frozen=True)
@@ -318,20 +277,31 @@ def _hash_in_background(path: Path) -> Future[str]:
 
 
 def _result(
-    estimator: str,
+    request: RebinRequest | RhaleRequest,
     params: dict[str, Any],
     opened: _Opened,
     features: list[FeatureSummary],
-    times: tuple[float, float, float],
+    times: tuple[float, float],
 ) -> EstimateResult:
-    """The summary of a run and its timings (start, store loaded, estimates done)."""
-    t0, t_load, t_est = times
+    """The summary of a run (``params`` with the bands' and statistics') and its timings
+    (``times``: start, store loaded; now the estimates are done)."""
+    t_est = time.perf_counter()
+    t0, t_load = times
+    params |= request.bootstrap.params() | statistics_params(request.statistics)
+    estimator = "dale" if isinstance(request, RebinRequest) else "rhale"
     path, store, digest = opened.path, opened.store, opened.sha256
     if isinstance(store, StoreFile):  # the manifest's distribution, else read them all
         recorded = store.recorded_prediction()
         prediction = None if recorded is not None else store.prediction()
     else:
         recorded, prediction = None, store.prediction
+    records, by_output = output_records(store.meta), None
+    if len(records) > 1:  # each output's predictions (N,) by its label
+        views = [store.select_output(k) for k in range(len(records))]
+        by_output = {
+            output_label(r): v.prediction() if isinstance(v, StoreFile) else v.prediction
+            for r, v in zip(records, views, strict=True)
+        }
     summary = with_statistics(
         Summary(
             estimator=estimator,
@@ -344,7 +314,7 @@ def _result(
             prediction=recorded,
         ),
         prediction,
-        output_predictions(store),
+        by_output,
     )
     return EstimateResult(
         summary=summary,
@@ -352,18 +322,6 @@ def _result(
         timings={"load_s": t_load - t0, "estimate_s": t_est - t_load},
         notes=secants.summary_notes(store.meta) + run_notes(features),
     )
-
-
-def output_predictions(store: Store | StoreFile) -> dict[str, np.ndarray] | None:
-    """Each output's predictions (N,) by its label, for a store of several (else None)."""
-    records = output_records(store.meta)
-    if len(records) == 1:
-        return None
-    views = [store.select_output(k) for k in range(len(records))]
-    return {
-        output_label(r): v.prediction() if isinstance(v, StoreFile) else v.prediction
-        for r, v in zip(records, views, strict=True)
-    }
 
 
 def _features(
@@ -385,21 +343,16 @@ def _features(
         t_load = time.perf_counter()
         rows = None
         if request.bootstrap.replicates:  # bands resample the rows in memory
-            whole = store if isinstance(store, Store) else secants.whole(store)
-            rows = whole.feature_data(list(p.columns.names))
-        common: dict[str, Any] = {
-            "categorical": categorical,
-            "bootstrap": request.bootstrap,
-            "rows": rows,
-        }
+            rows = secants.whole(store).feature_data(list(p.columns.names))
+        kw = {"center": request.center, "categorical": categorical, "rows": rows}
+        kw |= {"bootstrap": request.bootstrap, **options}
+        rebinning = isinstance(request, RebinRequest)
         if not secant:
-            estimate = dale if isinstance(request, RebinRequest) else rhale_cells
-            features = estimate(p, center=request.center, **options, **common)
+            features = (dale if rebinning else rhale_cells)(p, **kw)
         else:  # piecewise-constant model: ale_cli.estimators.secants
-            variant = secants.rebin if isinstance(request, RebinRequest) else secants.rhale
             where = "store" if opened.path is None else f"store '{opened.path}'"
-            grids = secants.fine_grids(secants.whole(store), where)
-            features = variant(p, grids, center=request.center, **options, **common)
+            grids = secants.fine_grids(store, where)
+            features = (secants.rebin if rebinning else secants.rhale)(p, grids, **kw)
     if levels:
         features = with_stored_levels(
             features, opened.store, center=request.center, bootstrap=request.bootstrap
@@ -442,10 +395,8 @@ def rebin(request: RebinRequest) -> EstimateResult:
         options,
         lambda store: fixed.check_features(request.features, store.feature_names, f"the {where}"),
     )
-    t_est = time.perf_counter()
-    params = fixed.params(request.center, request.features) | request.bootstrap.params()
-    params |= statistics_params(request.statistics)
-    return _result("dale", params, opened, features, (t0, t_load, t_est))
+    params = fixed.params(request.center, request.features)
+    return _result(request, params, opened, features, (t0, t_load))
 
 
 def rhale(request: RhaleRequest) -> EstimateResult:
@@ -466,7 +417,6 @@ def rhale(request: RhaleRequest) -> EstimateResult:
     if not secants.is_secant(opened.store.meta):  # secants: candidates are the fine edges
         options |= {"max_bins": request.max_bins, "grid": request.grid}
     features, t_load = _outputs(request, opened, options)
-    t_est = time.perf_counter()
     params: dict[str, Any] = {
         "max_bins": request.max_bins,
         "min_points": min_points,
@@ -475,7 +425,5 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         "grid": request.grid,
         "center": request.center,
         "features": list(request.features) if request.features is not None else None,
-        **request.bootstrap.params(),
-        **statistics_params(request.statistics),
     }
-    return _result("rhale", params, opened, features, (t0, t_load, t_est))
+    return _result(request, params, opened, features, (t0, t_load))

@@ -34,7 +34,7 @@ from ale_cli.estimators.interact_kernel import (
     merge_passed,
 )
 from ale_cli.estimators.interact_rows import Asked, Rows, open_rows
-from ale_cli.estimators.pairs import Binning, Grids, Pair, pair_columns, pair_grids, parse_pairs
+from ale_cli.estimators.pairs import Grids, Pair, pair_columns, pair_grids, parse_pairs
 from ale_cli.models.checks import nothing_left
 from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.passes.engine import LOCAL, Engine, Ready, Shared
@@ -263,8 +263,7 @@ def interact(
             model, request.inputs.model, param="estimator", value="dale", hint="use {param} ale"
         )
     t_load = time.perf_counter()
-    binning = Binning(fixed.bins, fixed.binning, fixed.edges_file)
-    grids, reasons = pair_grids(request.pairs, cols, rows.columns, binning)
+    grids, reasons = pair_grids(request.pairs, cols, rows.columns, fixed)
     plans = _plans(request.pairs, rows, cols, estimator, grids)
     passed = _pass(request, rows, plans, estimator, engine, progress)
     cells = dict(zip(plans, passed.pairs, strict=True))

@@ -8,13 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.binning import uniform_edges
-from ale_cli.core.outofcore import chunked_quantile_edges
 from ale_cli.errors import InputError
-from ale_cli.estimators.cells import Ranges, empty_ranges, merge_ranges
-from ale_cli.passes.engine import LOCAL, Source
+from ale_cli.estimators.bins import FixedBins
+from ale_cli.estimators.rows import Rows
+from ale_cli.passes.engine import Source
 from ale_cli.summary.build import CATEGORICAL_REASON, CONSTANT_REASON
-from ale_cli.summary.validate import EdgesFile
 
 Pair = tuple[str, str]
 
@@ -80,16 +78,6 @@ def pair_columns(
 
 
 @dataclass(frozen=True)
-class Binning:
-    """How each feature of a pair is cut: the edges file ``given``, else ``bins`` bins of
-    ``binning`` ("uniform", or "quantile": exact type-1 quantiles, deduplicated)."""
-
-    bins: int
-    binning: str
-    given: EdgesFile | None = None
-
-
-@dataclass(frozen=True)
 class Columns:
     """What a grid needs of the rows: ``source`` (chunks of ``"X"`` with columns ``names``),
     the categorical inputs, and the columns' ranges (D,) when known (else a pass)."""
@@ -106,7 +94,7 @@ Grids = dict[int, tuple[np.ndarray, np.ndarray]]
 
 
 def pair_grids(
-    pairs: Sequence[Pair], cols: Sequence[tuple[int, int]], rows: Columns, binning: Binning
+    pairs: Sequence[Pair], cols: Sequence[tuple[int, int]], rows: Columns, binning: FixedBins
 ) -> tuple[Grids, dict[int, str]]:
     """Per pair (by position): its two edge arrays, or why it is not estimable (a
     categorical or constant feature); the edges file's, uniform, or type-1 quantiles.
@@ -115,16 +103,15 @@ def pair_grids(
     >>> X = np.array([[0.0, 5.0, 1.0], [1.0, 4.0, 1.0], [2.0, 3.0, 1.0], [3.0, 2.0, 1.0]])
     >>> rows = Columns(ArraySource({"X": X}), ("a", "b", "c"), (), 4)
     >>> grids, why = pair_grids([("a", "b"), ("a", "c")], [(0, 1), (0, 2)], rows,
-    ...                         Binning(bins=2, binning="quantile"))
+    ...                         FixedBins(bins=2, binning="quantile"))
     >>> [z.tolist() for z in grids[0]], why
     ([[0.0, 1.0, 3.0], [2.0, 3.0, 5.0]], {1: "'c': single distinct value"})
     """
-    given = binning.given
+    given = binning.edges_file
     lo, hi = rows.lo, rows.hi
     if given is None and (lo is None or hi is None):
-        d = len(rows.names)
-        lo, hi = LOCAL.run(rows.source, Ranges(tuple(range(d))), merge_ranges, empty_ranges(d),
-                           arrays=("X",))  # fmt: skip
+        scan = Rows.scanned(rows.source, rows.names)
+        lo, hi = scan.lo, scan.hi
     plan: dict[int, tuple[int, int] | str] = {}
     for p, (pair, pc) in enumerate(zip(pairs, cols, strict=True)):
         cat = next((n for n in pair if n in rows.categorical), None)
@@ -146,27 +133,9 @@ def pair_grids(
         by_col = {at[n]: np.asarray(z, dtype=np.float64) for n, z in given.edges.items()
                   if n in at}  # fmt: skip
     else:
-        by_col = _edges(rows.source, needed, lo, hi, rows.n_rows, binning)  # type: ignore[arg-type]
+        grid = Rows(rows.source, rows.names, rows.n_rows, lo, hi)  # type: ignore[arg-type]
+        found = grid.edges(needed, bins=binning.bins, binning=binning.binning)
+        by_col = dict(zip(needed, found, strict=True))
     reasons = {p: v for p, v in plan.items() if isinstance(v, str)}
     grids = {p: (by_col[v[0]], by_col[v[1]]) for p, v in plan.items() if not isinstance(v, str)}
     return grids, reasons
-
-
-def _edges(
-    source: Source, cols: list[int], lo: np.ndarray, hi: np.ndarray, n: int, binning: Binning
-) -> dict[int, np.ndarray]:
-    """Uniform or quantile edges of the columns ``cols`` (each with ``hi > lo``)."""
-    if binning.binning == "uniform":
-        return {c: uniform_edges(float(lo[c]), float(hi[c]), bins=binning.bins) for c in cols}
-    if not cols:
-        return {}
-    found = chunked_quantile_edges(
-        lambda: (
-            np.asarray(c["X"], dtype=np.float64)[:, cols] for c in source.chunks(["X"]) if c.n_rows
-        ),
-        n=n,
-        bins=binning.bins,
-        lo=lo[cols],
-        hi=hi[cols],
-    )
-    return dict(zip(cols, found, strict=True))

@@ -1,5 +1,6 @@
 """The rows an estimator that calls the model explains: a source of chunks ``{"X": (n, D)}``
-and what a first pass found (names, rows, ranges); an array in memory is one chunk.
+and what a first pass found (names, rows, ranges); an array in memory is one chunk. Their
+bin edges: uniform over the range, or exact type-1 quantiles at ``k/K``, deduplicated.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.core.binning import uniform_edges
+from ale_cli.core.outofcore import chunked_quantile_edges
 from ale_cli.passes.engine import LOCAL, ArraySource, Chunk, Engine, Source
 from ale_cli.summary.build import column_ranges
 
@@ -49,6 +52,23 @@ class Rows:
             for c in self.source.chunks([ROWS])
             if c.n_rows
         )
+
+    def edges(self, cols: Sequence[int], *, bins: int, binning: str) -> list[np.ndarray]:
+        """The edges (K+1,) of the columns ``cols``: uniform over their range, or type-1
+        quantiles in two passes.
+
+        >>> X = np.array([[5.0], [1.0], [2.0], [2.0], [3.0], [4.0]])
+        >>> Rows.of(X, ["a"]).edges([0], bins=3, binning="quantile")[0].tolist()
+        [1.0, 2.0, 3.0, 5.0]
+        >>> Rows.of(X, ["a"]).edges([0], bins=2, binning="uniform")[0].tolist()
+        [1.0, 3.0, 5.0]
+        """
+        lo, hi = self.lo[list(cols)], self.hi[list(cols)]
+        if binning == "uniform":
+            return [uniform_edges(float(lo[i]), float(hi[i]), bins=bins) for i in range(len(lo))]
+        if not len(cols):
+            return []
+        return chunked_quantile_edges(self.columns(cols), n=self.n_rows, bins=bins, lo=lo, hi=hi)
 
 
 Extent = tuple[int, np.ndarray, np.ndarray]

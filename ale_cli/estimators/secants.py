@@ -11,7 +11,7 @@ fewer than :data:`~ale_cli.core.finegrid.MIN_ROWS_PER_FINE_BIN` rows is not esti
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,7 +31,7 @@ from ale_cli.core.finegrid import (
 from ale_cli.core.rhale import optimal_partition
 from ale_cli.errors import InputError
 from ale_cli.estimators.bands import Bootstrap, replicate_cells
-from ale_cli.estimators.cells import Passes, array_passes, binned, on_edges, ranges
+from ale_cli.estimators.cells import Passes, binned, on_edges, ranges, store_passes
 from ale_cli.passes.engine import LOCAL
 from ale_cli.store.npz import FINE_EDGES, FINE_OFFSETS, Store, StoreFile, read_store
 from ale_cli.summary.build import not_estimable, skip_reasons
@@ -99,11 +99,17 @@ def _note(fine: np.ndarray, z: np.ndarray) -> str:
 
 
 def _fine(
-    p: Passes, grids: Mapping[str, np.ndarray], skip: dict[str, str], min_rows: int
-) -> dict[int, _Fine]:
-    """The fine grid and curve of every feature not in ``skip`` (those without a grid or
-    too sparse are added to ``skip``)."""
+    p: Passes,
+    grids: Mapping[str, np.ndarray],
+    min_rows: int,
+    categorical: Sequence[str],
+    edges: Mapping[str, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, dict[str, str], dict[int, _Fine]]:
+    """The features' ranges, why some are skipped (:func:`skip_reasons`, no grid, too
+    sparse) and the fine grid and curve of the others."""
     names = p.columns.names
+    lo, hi = ranges(p)
+    skip = skip_reasons(names, lo, hi, categorical, edges)
     for name in names:
         if name not in skip and name not in grids:
             skip[name] = NO_GRID_REASON
@@ -117,7 +123,7 @@ def _fine(
             continue
         g = grids[names[j]]
         fine[j] = _Fine(g, cells[j], fine_curve(g, cells[j]))
-    return fine
+    return lo, hi, skip, fine
 
 
 def _summary(
@@ -163,10 +169,8 @@ def rebin(
 ) -> list[FeatureSummary]:
     """``ale rebin`` on secants (coarse bins as :func:`ale_cli.estimators.dale.dale`);
     bootstrap bands from the rows in memory (``rows``)."""
-    lo, hi = ranges(p)
+    lo, hi, skip, fine = _fine(p, grids, min_rows, categorical, edges)
     names = p.columns.names
-    skip = skip_reasons(names, lo, hi, categorical, edges)
-    fine = _fine(p, grids, skip, min_rows)
     given = None if edges is None else dict(edges)
     z, coarse, outside = binned(p, list(fine), lo, hi, bins=bins, binning=binning, edges=given)
     out = [
@@ -192,10 +196,8 @@ def rhale(
 ) -> list[FeatureSummary]:
     """``ale rhale`` on secants: the optimal partition of each feature's fine grid, the
     effect from the fine curve at its limits."""
-    lo, hi = ranges(p)
+    _, _, skip, fine = _fine(p, grids, min_rows, categorical)
     names = p.columns.names
-    skip = skip_reasons(names, lo, hi, categorical)
-    fine = _fine(p, grids, skip, min_rows)
     out: list[FeatureSummary] = []
     for j, name in enumerate(names):
         if name in skip:
@@ -256,25 +258,9 @@ def _banded(
     return out
 
 
-def store_features(
-    store: Store, features: Sequence[str] | None, path: Any
-) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """The chosen features' names, values, secants and fine grids."""
-    names = list(store.feature_names) if features is None else list(features)
-    X, E = store.feature_data(names)
-    where = f"store '{path}'" if path is not None else "store"
-    return names, X, E, fine_grids(store, where)
-
-
-def rebin_features(
-    X: np.ndarray, E: np.ndarray, names: Sequence[str], grids: Mapping[str, np.ndarray], **kw: Any
-) -> list[FeatureSummary]:
-    """:func:`rebin` on values X (N, F) and secants E (N, F) of features ``names``."""
-    return rebin(array_passes(X, E, names, LOCAL), grids, rows=(X, E), **kw)
-
-
-def rhale_features(
-    X: np.ndarray, E: np.ndarray, names: Sequence[str], grids: Mapping[str, np.ndarray], **kw: Any
-) -> list[FeatureSummary]:
-    """:func:`rhale` on values X (N, F) and secants E (N, F) of features ``names``."""
-    return rhale(array_passes(X, E, names, LOCAL), grids, rows=(X, E), **kw)
+def in_memory(store: Store, estimate: Callable[..., Any], **kw: Any) -> list[FeatureSummary]:
+    """``estimate`` (:func:`rebin` or :func:`rhale`, options ``kw``) on every feature of a
+    store of secants in memory, bands from its rows."""
+    p = store_passes(store, None, LOCAL)
+    rows = store.feature_data(list(p.columns.names))
+    return estimate(p, fine_grids(store, "store"), rows=rows, **kw)

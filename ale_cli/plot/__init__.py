@@ -1,11 +1,6 @@
-"""Figures of ALE summaries: functions that take results and return matplotlib Figures.
-
-Never pyplot; matplotlib is imported inside functions, so importing this is free.
-
-Python API: ``feature_figure(summary, name, *, store=None, ylabel=None)``,
-``overview_figure(summary, *, names=None, ylabel=None)`` and
-``interaction_figure(summary, pair, *, store=None, ylabel=None)`` return a Figure,
-neither saved nor shown; :func:`render_summary` writes a directory of them.
+"""Figures of ALE summaries: functions that take results and return matplotlib Figures,
+neither saved nor shown (never pyplot; matplotlib is imported inside functions, so
+importing this is free); :func:`render_summary` writes a directory of them.
 """
 
 from __future__ import annotations

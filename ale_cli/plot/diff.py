@@ -36,34 +36,6 @@ B_COLOUR = style.VERMILLION
 _COLS = 3
 
 
-def _curve(
-    ax: Axes,
-    feat: FeatureSummary,
-    shift: float,
-    colour: str,
-    prefix: str,
-    label: str | None,
-    band: bool,
-) -> None:
-    y = feat.effect - shift
-    (line,) = ax.plot(
-        feat.edges, y, color=colour, lw=1.6, label=label, ls="-" if prefix.endswith("a") else "--"
-    )
-    line.set_gid(f"{prefix}_effect")
-    if band:
-        se = np.nan_to_num(feat.stderr)
-        poly = ax.fill_between(
-            feat.edges,
-            y - 2 * se,
-            y + 2 * se,
-            color=colour,
-            alpha=0.18,
-            lw=0,
-            label=None if label is None else f"{label}: +/- 2 SE",
-        )
-        poly.set_gid(f"{prefix}_band")
-
-
 def _both(
     ax: Axes,
     a: FeatureSummary,
@@ -73,9 +45,26 @@ def _both(
     prefix: str = "",
     band: bool = True,
 ) -> None:
+    """A solid and B dashed (minus the comparison's offset), each with its +/- 2 SE band."""
     offset = comp.difference.offset if comp.difference is not None else 0.0
-    _curve(ax, a, 0.0, A_COLOUR, f"{prefix}a", labels[0] if not prefix else None, band)
-    _curve(ax, b, offset, B_COLOUR, f"{prefix}b", labels[1] if not prefix else None, band)
+    sides = ((a, 0.0, A_COLOUR, "a", labels[0], "-"), (b, offset, B_COLOUR, "b", labels[1], "--"))
+    for feat, shift, colour, key, text, style_ in sides:
+        label = None if prefix else text
+        y = feat.effect - shift
+        (line,) = ax.plot(feat.edges, y, color=colour, lw=1.6, label=label, ls=style_)
+        line.set_gid(f"{prefix}{key}_effect")
+        if band:
+            se = np.nan_to_num(feat.stderr)
+            poly = ax.fill_between(
+                feat.edges,
+                y - 2 * se,
+                y + 2 * se,
+                color=colour,
+                alpha=0.18,
+                lw=0,
+                label=None if label is None else f"{label}: +/- 2 SE",
+            )
+            poly.set_gid(f"{prefix}{key}_band")
 
 
 def diff_figure(

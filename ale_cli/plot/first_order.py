@@ -1,4 +1,4 @@
-"""First-order ALE figures: one feature, the overview grid.
+"""First-order ALE figures: one feature (a curve, or dots per level), the overview grid.
 
 Figures have an Agg canvas (never pyplot). Artists carry a ``gid`` (the SVG ``id``):
 
@@ -32,12 +32,20 @@ Figures have an Agg canvas (never pyplot). Artists carry a ``gid`` (the SVG ``id
 ``f<i>.std_band``, ``f<i>.stderr_upper``/``_lower`` on a common y scale, or the Text
 ``f<i>.not_estimable``. Bins are (z_{k-1}, z_k] with z_0 in the first; store rows
 outside [z_0, z_K] are in no violin and the figure says how many.
+
+A discrete or categorical feature (:func:`level_figure`) with K levels at x = 0 .. K-1:
+    ``levels``      Line2D of dots, y = ``effect`` (K,)
+    ``level_se``    LineCollection of bars ``effect +/- 2 stderr`` (estimation uncertainty)
+    ``level_std``   LineCollection of wide light bars ``effect +/- std`` (heterogeneity)
+    ``level_ci``    LineCollection of dotted bars from ``ci_low`` to ``ci_high`` beside
+                    each dot (bootstrap band; only when the summary has one)
+    ``zero``        Line2D at y = 0
+    ``legend``      the figure legend
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -58,8 +66,7 @@ from ale_cli.plot.layout import (
     not_estimable_figure,
     wrap,
 )
-from ale_cli.plot.levels import level_artists, level_figure
-from ale_cli.plot.marks import VIOLIN_LABEL, draw_store_marks, draw_violins, store_column
+from ale_cli.plot.marks import VIOLIN_LABEL, draw_store_marks, draw_violins
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -68,7 +75,7 @@ if TYPE_CHECKING:
     from ale_cli.store.npz import Store
     from ale_cli.summary.model import FeatureSummary, Summary
 
-# Fixed layout in inches: same shape for every feature, twice as fast as constrained layout.
+# Fixed layout in inches: the same shape for every feature, cheaper than constrained layout.
 _FIG_WIDTH = 7.5
 _LEFT = 1.1  # y tick labels (up to ~9 characters) and a two-line y label
 _RIGHT = 0.25
@@ -80,6 +87,7 @@ _LEGEND_ROW = 0.2
 _CELL_WIDTH, _CELL_AXES_WIDTH = 3.1, 2.45  # overview: one cell, and its axes
 _CELL_TITLE, _CELL_AXES_HEIGHT = 0.45, 1.75  # two title lines; axes
 _OVERVIEW_YLABEL = 0.3
+_LEFT_PAD = _CELL_WIDTH - _CELL_AXES_WIDTH - 0.15
 _OVERVIEW_TITLE = 11 * 1.2 / 72 + 2 * MARGIN  # one title line of 11 points
 _OVERVIEW_ROW = _CELL_TITLE + _CELL_AXES_HEIGHT + _X_TICKS
 _OVERVIEW_LEGEND = _LEGEND_ROW + 2 * MARGIN
@@ -231,7 +239,7 @@ def feature_figure(
     ``store`` (the summary's store) adds the rug, the average-prediction line and the
     violins; ``ylabel`` (two lines of 45 characters) defaults to "[centered] effect on
     <output>". A not-estimable feature gives :func:`not_estimable_figure`. ``reuse``:
-    draw into the last such figure, emptied (same bytes; new axes and ticks cost a sixth).
+    draw into the last such figure, emptied (same bytes, cheaper than new axes and ticks).
     """
     import matplotlib
 
@@ -245,8 +253,10 @@ def feature_figure(
         few_ticks(top, 6)
         few_ticks(bottom, 6)
         _effect_artists(top, feat, labels=True, band=bootstrap_label(summary))
-        column = store_column(store, name) if store is not None else None
-        if store is not None and column is not None:
+        column = None
+        if store is not None:  # the store's values (N,) and local effects (N,)
+            x, e = store.feature_data([name])
+            column = x[:, 0], e[:, 0]
             draw_store_marks(top, summary, store, column[0])
         words = "centered effect" if centered_on_mean(summary) else "effect"
         top.set_ylabel(effect_label(summary, words, ylabel, width=45, name_width=40))
@@ -259,8 +269,27 @@ def feature_figure(
         extra = _draw_bins(bottom, feat)
         n_outside_store = draw_violins(bottom, feat, *column) if column is not None else 0
         _finish_bins_panel(bottom, feat, name, n_outside=max(feat.n_outside, n_outside_store))
-        note_lines = _method_note(bottom, feat)
-        handles, labels = _feature_legend_entries(top, bottom, extra)
+        note_lines = 0
+        if (text := method_text(feat)) is not None:  # above the bins panel, on the left
+            note = wrap(text, 100, 2)
+            bottom.text(
+                0.0,
+                1.0,
+                note,
+                transform=bottom.transAxes,
+                ha="left",
+                va="bottom",
+                fontsize=7,
+                color=style.GREY,
+                gid="method_note",
+            )
+            note_lines = n_lines(note)
+        handles, labels = top.get_legend_handles_labels()  # then the bins panel's, in order
+        bottom_handles = dict(zip(*reversed(bottom.get_legend_handles_labels()), strict=True))
+        bottom_handles |= {p.get_label(): p for p in extra}
+        for label in sorted(bottom_handles, key=_BOTTOM_ORDER.index):
+            handles.append(bottom_handles[label])
+            labels.append(label)
         _lay_out_feature(fig, top, bottom, name, n_legend=len(handles), note_lines=note_lines)
         figure_legend(fig, handles, labels, ncols=2)
         return fig
@@ -286,39 +315,6 @@ def _finish_bins_panel(ax: Axes, feat: FeatureSummary, name: str, *, n_outside: 
     lo, hi = feat.edges[0], feat.edges[-1]
     pad = 0.02 * (hi - lo) if hi > lo else 0.5
     ax.set_xlim(lo - pad, hi + pad)
-
-
-def _method_note(ax: Axes, feat: FeatureSummary) -> int:
-    """The method line above the bins panel, on the left; returns its number of lines."""
-    text = method_text(feat)
-    if text is None:
-        return 0
-    wrapped = wrap(text, 100, 2)
-    ax.text(
-        0.0,
-        1.0,
-        wrapped,
-        transform=ax.transAxes,
-        ha="left",
-        va="bottom",
-        fontsize=7,
-        color=style.GREY,
-        gid="method_note",
-    )
-    return n_lines(wrapped)
-
-
-def _feature_legend_entries(
-    top: Axes, bottom: Axes, extra: list[Any]
-) -> tuple[list[Any], list[str]]:
-    """Legend entries: the effect panel's, then the bins panel's in _BOTTOM_ORDER."""
-    handles, labels = top.get_legend_handles_labels()
-    bottom_handles = dict(zip(*reversed(bottom.get_legend_handles_labels()), strict=True))
-    bottom_handles |= {p.get_label(): p for p in extra}
-    for label in sorted(bottom_handles, key=_BOTTOM_ORDER.index):
-        handles.append(bottom_handles[label])
-        labels.append(label)
-    return handles, labels
 
 
 def _lay_out_feature(
@@ -357,27 +353,49 @@ def overview_figure(
     import matplotlib
 
     feats = [summary.feature(n) for n in names] if names is not None else list(summary.features)
-    grid = _OverviewGrid.for_cells(len(feats))
+    ncols = min(max(len(feats), 1), 4)  # a title line, nrows x ncols cells, a legend
+    nrows = -(-max(len(feats), 1) // ncols)
+    width = _OVERVIEW_YLABEL + ncols * _CELL_WIDTH
+    height = _OVERVIEW_TITLE + nrows * _OVERVIEW_ROW + _OVERVIEW_LEGEND
     with matplotlib.rc_context(style.RC):
-        fig = new_figure((grid.width, grid.height))
+        fig = new_figure((width, height))
         labelled = False
         axes: list[Axes] = []
         for i, feat in enumerate(feats):
-            ax = fig.add_axes(grid.rect(i), sharey=axes[0] if axes else None)
+            row, col = divmod(i, ncols)
+            rect = (
+                (_OVERVIEW_YLABEL + col * _CELL_WIDTH + _LEFT_PAD) / width,
+                (_OVERVIEW_LEGEND + (nrows - 1 - row) * _OVERVIEW_ROW + _X_TICKS) / height,
+                _CELL_AXES_WIDTH / width,
+                _CELL_AXES_HEIGHT / height,
+            )
+            ax = fig.add_axes(rect, sharey=axes[0] if axes else None)
             axes.append(ax)
             few_ticks(ax, 4)
-            ax.tick_params(labelleft=i % grid.ncols == 0)  # one y scale: labelled on the left
+            ax.tick_params(labelleft=col == 0)  # one y scale: labelled on the left
             ax.set_gid(f"f{i}.axes")
             ax.set_title(wrap(feat.name, 36, 2), fontsize=9)
-            if feat.status != "ok" or feat.n_bins == 0:
-                _not_estimable_cell(ax, feat, i)
+            if feat.status != "ok" or feat.n_bins == 0:  # a cell without axes saying why
+                reason = wrap(feat.reason or "no reason recorded", 36, 4)
+                ax.text(
+                    0.5,
+                    0.5,
+                    "not estimable\n" + reason,
+                    transform=ax.transAxes,
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color=style.GREY,
+                    gid=f"f{i}.not_estimable",
+                )
+                ax.set_axis_off()
                 continue
             if feat.kind is not None:
                 level_artists(ax, feat, f"f{i}.", labels=False)
                 continue
             _effect_artists(ax, feat, f"f{i}.", labels=not labelled, band=bootstrap_label(summary))
             labelled = True
-            if i % grid.ncols == 0:
+            if col == 0:
                 label = effect_label(
                     summary, "effect", ylabel, width=28, name_width=24, max_lines=1
                 )
@@ -387,7 +405,7 @@ def overview_figure(
             f"{estimator_label(summary.estimator)}: {len(feats)} features, "
             f"N = {summary.n_rows:,} rows, common y scale"
             + ("; local effects: secants" if secant else ""),
-            y=1 - MARGIN / grid.height,
+            y=1 - MARGIN / height,
             va="top",
             fontsize=11,
         )
@@ -399,45 +417,71 @@ def overview_figure(
         return fig
 
 
-@dataclass(frozen=True)
-class _OverviewGrid:
-    """The overview's layout (inches): a title line, ``nrows`` x ``ncols`` cells, a legend."""
-
-    ncols: int
-    nrows: int
-    width: float
-    height: float
-
-    @classmethod
-    def for_cells(cls, n_cells: int) -> _OverviewGrid:
-        n = max(n_cells, 1)
-        ncols = min(n, 4)
-        nrows = -(-n // ncols)
-        height = _OVERVIEW_TITLE + nrows * _OVERVIEW_ROW + _OVERVIEW_LEGEND
-        return cls(ncols, nrows, _OVERVIEW_YLABEL + ncols * _CELL_WIDTH, height)
-
-    def rect(self, i: int) -> tuple[float, float, float, float]:
-        row, col = divmod(i, self.ncols)
-        left_pad = _CELL_WIDTH - _CELL_AXES_WIDTH - 0.15
-        return (
-            (_OVERVIEW_YLABEL + col * _CELL_WIDTH + left_pad) / self.width,
-            (_OVERVIEW_LEGEND + (self.nrows - 1 - row) * _OVERVIEW_ROW + _X_TICKS) / self.height,
-            _CELL_AXES_WIDTH / self.width,
-            _CELL_AXES_HEIGHT / self.height,
+def level_artists(
+    ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels: bool, band: str = ""
+) -> None:
+    """Dots, +/- 2 SE bars and +/- STD bars of one per-level feature on ``ax``; the
+    bootstrap band (legend text ``band``) when the feature has one."""
+    x = np.arange(len(feat.effect), dtype=np.float64)
+    if feat.ci_low is not None and feat.ci_high is not None:
+        ax.vlines(
+            x + 0.15,
+            feat.ci_low,
+            feat.ci_high,
+            color=style.ORANGE,
+            linestyle=":",
+            linewidth=1.6,
+            gid=f"{prefix}level_ci",
+            label=band if labels else "_nolegend_",
         )
-
-
-def _not_estimable_cell(ax: Axes, feat: FeatureSummary, i: int) -> None:
-    """An overview cell without axes saying that ``feat`` is not estimable, and why."""
-    ax.text(
-        0.5,
-        0.5,
-        "not estimable\n" + wrap(feat.reason or "no reason recorded", 36, 4),
-        transform=ax.transAxes,
-        ha="center",
-        va="center",
-        fontsize=8,
-        color=style.GREY,
-        gid=f"f{i}.not_estimable",
+    ax.vlines(
+        x,
+        feat.effect - feat.std,
+        feat.effect + feat.std,
+        color=style.STD_BAND,
+        linewidth=8,
+        alpha=0.5,
+        gid=f"{prefix}level_std",
+        label="± STD (heterogeneity)" if labels else "_nolegend_",
     )
-    ax.set_axis_off()
+    ax.vlines(
+        x,
+        feat.effect - 2 * feat.stderr,
+        feat.effect + 2 * feat.stderr,
+        color=style.STDERR,
+        linewidth=1.5,
+        gid=f"{prefix}level_se",
+        label="± 2 SE (estimation uncertainty)" if labels else "_nolegend_",
+    )
+    ax.plot(
+        x,
+        feat.effect,
+        linestyle="none",
+        marker="o",
+        color=style.CURVE,
+        zorder=3,
+        gid=f"{prefix}levels",
+        label=f"ALE per level ({feat.kind})" if labels else "_nolegend_",
+    )
+    ax.axhline(0.0, color=style.GREY, linewidth=0.8, gid=f"{prefix}zero")
+    ax.set_xticks(x, [f"{v:g}" if isinstance(v, float) else str(v) for v in feat.levels or ()])
+    ax.set_xlim(-0.5, len(x) - 0.5)
+
+
+def level_figure(summary: Summary, feat: FeatureSummary, *, ylabel: str | None = None) -> Figure:
+    """One feature's per-level effect: dots with +/- 2 SE and +/- STD bars, legend below."""
+    import matplotlib
+
+    with matplotlib.rc_context(style.RC):
+        fig = new_figure((7.0, 5.0))
+        ax = fig.add_axes((0.14, 0.3, 0.8, 0.58))
+        ax.set_gid("effect_axes")
+        level_artists(ax, feat, labels=True, band=bootstrap_label(summary))
+        ax.set_ylabel(effect_label(summary, "centered effect", ylabel, width=45, name_width=40))
+        order = "estimated order" if feat.kind == "categorical" else "numeric order"
+        ax.set_xlabel(f"{feat.name} (levels in {order})")
+        counts = ", ".join(str(int(c)) for c in feat.counts)
+        ax.set_title(f"{feat.name}: {len(feat.counts)} levels, rows {counts}", loc="left")
+        handles, texts = ax.get_legend_handles_labels()
+        figure_legend(fig, handles, texts, ncols=2)
+    return fig

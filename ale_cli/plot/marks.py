@@ -57,12 +57,6 @@ def kde_outline(values: np.ndarray, n_points: int = 100) -> tuple[np.ndarray, np
     return y, density / density.max()
 
 
-def store_column(store: Store, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """The store's values (N,) and local effects (N,) of feature ``name``."""
-    x, e = store.feature_data([name])
-    return x[:, 0], e[:, 0]
-
-
 def draw_violins(ax: Axes, feat: FeatureSummary, x: np.ndarray, effects: np.ndarray) -> int:
     """Violins of the local effects per bin; returns the number of rows outside the bins."""
     idx = assign(x, feat.edges).index

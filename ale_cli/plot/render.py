@@ -1,28 +1,41 @@
-"""Render a summary's figures to files (``ale plot``).
+"""Render a summary's figures to files (``ale plot``), here or in forked workers (same bytes).
 
 :func:`render_summary` writes ``<dir>/<feature>.<fmt>``, ``<dir>/overview.<fmt>``
 (when there are features) and ``<dir>/<a>__<b>.<fmt>`` per interaction, names from
 :func:`file_stems`, replacing the directory as a whole; of a regional summary, only
-``<dir>/<feature>__regions.<fmt>`` per feature with a kept split.
+``<dir>/<feature>__regions.<fmt>`` per feature with a kept split. Workers ignore SIGINT
+and die on SIGTERM; the parent stops them before cleaning up.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
+import signal
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from ale_cli.checks import check_choice
-from ale_cli.errors import InputError
-from ale_cli.plot.directory import figure_directory
-from ale_cli.plot.outputs import summary_outputs
-from ale_cli.plot.workers import Job, Task, default_jobs, run_tasks
+from ale_cli.errors import InputError, RunError
+from ale_cli.plot.directory import figure_directory, save_figure
+from ale_cli.plot.first_order import feature_figure, overview_figure, release
+from ale_cli.plot.layout import new_figure
+from ale_cli.plot.outputs import outputs_figure, summary_outputs
+from ale_cli.plot.regional import regional_figure
+from ale_cli.plot.second_order import interaction_figure
 from ale_cli.store.npz import Store, read_store, store_sha256
 from ale_cli.summary.model import Summary, read_summary
 from ale_cli.summary.regional import REGIONAL, RegionalSummary, read_regional
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+    from multiprocessing.sharedctypes import Synchronized
 
 FORMATS = ("png", "svg")
 DEFAULT_DPI = 120
@@ -110,8 +123,15 @@ def check_store(
             f"{prefix}: the store has {n_store} rows, the summary was made from {summary.n_rows}"
         )
     source = summary.store
-    if "path" in source and source["path"] is None:
-        _check_inputs(source, store.meta, prefix)
+    if "path" in source and source["path"] is None:  # made without a store: model and data
+        for part in ("model", "data"):
+            want, have = source.get(part) or {}, store.meta.get(part) or {}
+            if want.get("sha256") and have.get("sha256") and want["sha256"] != have["sha256"]:
+                raise InputError(
+                    f"{prefix}: the summary was made from {part} '{want.get('path')}' "
+                    f"(sha256 {_short(want['sha256'])}), the store from {part} "
+                    f"'{have.get('path')}' (sha256 {_short(have['sha256'])})"
+                )
         return
     want = source.get("sha256")
     if want and store_sha256 and want != store_sha256:
@@ -121,39 +141,8 @@ def check_store(
         )
 
 
-def _check_inputs(source: dict[str, Any], meta: dict[str, Any], prefix: str) -> None:
-    """InputError when the model or the data the summary records is not the store's."""
-    for part in ("model", "data"):
-        want, have = source.get(part) or {}, meta.get(part) or {}
-        if want.get("sha256") and have.get("sha256") and want["sha256"] != have["sha256"]:
-            raise InputError(
-                f"{prefix}: the summary was made from {part} '{want.get('path')}' "
-                f"(sha256 {_short(want['sha256'])}), the store from {part} "
-                f"'{have.get('path')}' (sha256 {_short(have['sha256'])})"
-            )
-
-
 def _short(digest: str) -> str:
     return f"{str(digest)[:12]}..."
-
-
-def _tasks(summary: Summary, names: tuple[str, ...], regions: RegionalSummary | None) -> list[Task]:
-    """The figures to draw: the overview first (the biggest), features, interactions; of
-    a regional summary (``regions``), the regions of each feature with a kept split."""
-    if regions is not None:
-        split = zip(names, file_stems(list(names)), strict=True)
-        return [
-            ("regional", n, f"{s}__regions")
-            for n, s in split
-            if regions.feature(n).status == "split"
-        ]
-    pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
-    stems = file_stems([*names, *pairs])
-    tasks: list[Task] = [("feature", n, s) for n, s in zip(names, stems, strict=False)]
-    if names:
-        tasks.insert(0, ("overview", None, OVERVIEW))
-    tasks += [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
-    return tasks
 
 
 def render_summary(
@@ -169,12 +158,10 @@ def render_summary(
     regions: RegionalSummary | None = None,
     overview_only: bool = False,
 ) -> RenderResult:
-    """Write every figure of ``summary`` into ``out_dir``, replacing it when all are
-    written (``overview_only``: no figure per feature); with ``regions`` (a regional
-    summary), only a figure of its regions' curves, ``<stem>__regions``, per feature with
-    a kept split. ``store`` must match
-    (:func:`check_store`, run by the caller); ``jobs`` > 1 forks workers (same bytes as
-    ``jobs=1``)."""
+    """Write the figures of ``summary`` (or of ``regions``, a regional summary) named in the
+    module docstring into ``out_dir``, replacing it when all are written (``overview_only``:
+    no figure per feature). ``store`` must match (:func:`check_store`, run by the caller).
+    """
     for fmt in formats:
         check_choice(str(fmt), FORMATS, "formats")
     if jobs < 1:
@@ -186,7 +173,20 @@ def render_summary(
     if summary_outputs(summary):  # every output's record of the names
         feats = [f for f in summary.features if f.name in names]
     out = Path(out_dir)
-    tasks = [t for t in _tasks(summary, names, regions) if not overview_only or t[0] != "feature"]
+    if regions is not None:  # the regions of each feature with a kept split
+        split = zip(names, file_stems(list(names)), strict=True)
+        tasks: list[Task] = [
+            ("regional", n, f"{s}__regions")
+            for n, s in split
+            if regions.feature(n).status == "split"
+        ]
+    else:  # the overview first (the biggest), features, interactions
+        pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
+        stems = file_stems([*names, *pairs])
+        tasks = [("feature", n, s) for n, s in zip(names, stems, strict=False) if not overview_only]
+        if names:
+            tasks.insert(0, ("overview", None, OVERVIEW))
+        tasks += [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
     with figure_directory(out) as tmp:
         job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel, regions)
         written = run_tasks(job, tasks, jobs)
@@ -264,3 +264,137 @@ def plot_files(
     kw = {"formats": formats, "dpi": dpi, "jobs": jobs, "ylabel": ylabel, "regions": regions}
     kw["overview_only"] = overview_only
     return render_summary(summary, out_dir, store=store, features=names, **kw)
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs to draw and save figures (inherited by forked workers)."""
+
+    summary: Summary
+    store: Store | None
+    names: tuple[str, ...]
+    out: Path
+    formats: tuple[str, ...]
+    dpi: int
+    ylabel: str | None = None
+    regions: RegionalSummary | None = None  # a regional summary's regions
+
+
+_JOB: Job | None = None  # set in the parent just before forking the workers
+#: A figure to draw: ("feature", name, stem), ("overview", None, stem),
+#: ("interaction", index into summary.interactions, stem) or ("regional", name, stem).
+Task = tuple[str, str | int | None, str]
+
+
+def _render_task(task: Task) -> list[Path]:
+    """Draw one figure and save it in every format."""
+    job = _JOB
+    if job is None:  # pragma: no cover - set by render_summary before any task runs
+        raise RuntimeError("no render job")
+    kind, key, stem = task
+    if summary_outputs(job.summary) and kind in ("overview", "feature"):  # small multiples
+        names = job.names if kind == "overview" else (str(key),)
+        fig = outputs_figure(job.summary, names, ylabel=job.ylabel)
+    elif kind == "overview":
+        fig = overview_figure(job.summary, names=job.names, ylabel=job.ylabel)
+    elif kind == "regional" and job.regions is not None:
+        fig = regional_figure(job.regions, str(key), ylabel=job.ylabel)
+    elif kind == "interaction":
+        fig = interaction_figure(job.summary, int(key or 0), store=job.store, ylabel=job.ylabel)
+    else:
+        fig = feature_figure(job.summary, str(key), store=job.store, ylabel=job.ylabel, reuse=True)
+    paths = []
+    for fmt in job.formats:
+        path = job.out / f"{stem}.{fmt}"
+        save_figure(fig, path, fmt, dpi=job.dpi)
+        paths.append(path)
+    return paths
+
+
+def _worker(tasks: list[Task], claimed: Synchronized[int], conn: Connection) -> None:
+    """Draw the next task not yet claimed (``claimed`` counts them) until none is left,
+    sending ``(i, paths, None)`` for each; on an error ``(i, None, error)`` and stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # how the parent stops us
+    while True:
+        with claimed.get_lock():
+            i = claimed.value
+            claimed.value += 1
+        if i >= len(tasks):
+            break
+        try:
+            paths = _render_task(tasks[i])
+        except Exception as exc:
+            try:
+                conn.send((i, None, exc))
+            except Exception:  # an exception that does not pickle
+                conn.send((i, None, RunError(f"{type(exc).__name__}: {exc}")))
+            break
+        conn.send((i, paths, None))
+    conn.close()
+
+
+def default_jobs(n_figures: int) -> int:
+    """Worker processes for ``n_figures``: one per usable core, at most 4; 1 for a few figures."""
+    if n_figures < 4 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, 4, n_figures // 2))
+
+
+def run_tasks(job: Job, tasks: list[Task], jobs: int) -> list[list[Path]]:
+    """Draw ``tasks`` here or in ``jobs`` forked workers; the paths written per task."""
+    global _JOB
+    _JOB = job
+    try:
+        if jobs > 1 and len(tasks) > 1 and "fork" in multiprocessing.get_all_start_methods():
+            return _run_forked(tasks, min(jobs, len(tasks)))
+        return [_render_task(task) for task in tasks]
+    finally:
+        _JOB = None
+        release()
+
+
+def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
+    """Draw ``tasks`` in ``jobs`` forked workers, each taking the next task not yet taken; a
+    worker's error is raised here, one that dies early is a RunError (a pool would wait
+    forever); on any exit the workers are terminated and joined first."""
+    new_figure((1.0, 1.0))  # matplotlib imported here, once: the workers inherit it
+    context = multiprocessing.get_context("fork")
+    claimed = context.Value("i", 0)
+    workers: dict[Connection, BaseProcess] = {}
+    worker: BaseProcess
+    results: dict[int, list[Path]] = {}
+    try:
+        for _ in range(jobs):
+            reader, writer = context.Pipe(duplex=False)
+            worker = context.Process(target=_worker, args=(tasks, claimed, writer), daemon=True)
+            worker.start()
+            writer.close()
+            workers[reader] = worker
+        pending = dict(workers)
+        while pending:
+            for ready in wait(list(pending)):
+                conn = cast("Connection", ready)
+                try:
+                    i, paths, error = conn.recv()
+                except EOFError:  # the worker is done, or died
+                    done = pending.pop(conn)
+                    done.join()
+                    if done.exitcode != 0 or (not pending and len(results) < len(tasks)):
+                        raise RunError(
+                            f"a process drawing figures ended (exit code {done.exitcode}) "
+                            "before it drew all of its figures"
+                        ) from None
+                    continue
+                if error is not None:
+                    raise error
+                results[i] = paths
+        return [results[i] for i in range(len(tasks))]
+    finally:
+        for worker in workers.values():
+            if worker.is_alive():
+                worker.terminate()
+        for reader, worker in workers.items():
+            worker.join()
+            reader.close()

@@ -98,15 +98,6 @@ def scatter_rows(n_rows: int, m: int = SCATTER_MAX) -> np.ndarray:
     return np.sort(np.random.default_rng(0).choice(n_rows, size=m, replace=False))
 
 
-def _cell_rectangles(item: InteractionSummary) -> list[np.ndarray]:
-    """The corners (4, 2) of every filled cell, in row-major (k, l) order."""
-    za, zb = item.edges_a, item.edges_b
-    return [
-        np.array([[za[k], zb[m]], [za[k + 1], zb[m]], [za[k + 1], zb[m + 1]], [za[k], zb[m + 1]]])
-        for k, m in zip(*np.nonzero(item.filled), strict=True)
-    ]
-
-
 def refine(edges: np.ndarray, r: int) -> np.ndarray:
     """Each interval of ``edges`` split into ``r`` equal parts, (K r + 1,).
 
@@ -184,8 +175,22 @@ def interaction_figure(
         lim = colour_limit(item)
         mesh = _draw_surface(ax, item, lim)
         handles = _draw_cells(ax, item)
-        if store is not None:
-            handles.append(_draw_data_points(ax, item, store))
+        if store is not None:  # the rows' (x_a, x_b) as dots (:func:`scatter_rows`)
+            n_rows = store.X.shape[0]
+            rows = scatter_rows(n_rows)
+            shown = "all" if len(rows) == n_rows else f"{len(rows):,} of"
+            (points,) = ax.plot(
+                store.X[rows, store.input_index(item.features[0])],
+                store.X[rows, store.input_index(item.features[1])],
+                linestyle="none",
+                marker=".",
+                markersize=2.5,
+                color=style.BLACK,
+                alpha=0.4 if len(rows) > 300 else 0.7,
+                gid="data_points",
+                label=f"data points ({shown} {n_rows:,} rows)",
+            )
+            handles.append(points)
         za, zb = item.edges_a, item.edges_b
         ax.set_xlim(za[0], za[-1])
         ax.set_ylim(zb[0], zb[-1])
@@ -194,8 +199,25 @@ def interaction_figure(
         label = effect_label(
             summary, "doubly-centered effect", ylabel, width=45, name_width=30, max_lines=1
         )
-        _colour_bar(fig, mesh, cax, item, lim, label)
-        _interaction_titles(fig, ax, summary, item)
+        extend = {(True, True): "both", (True, False): "max", (False, True): "min"}
+        high, low = np.nanmax(item.effect) > lim, np.nanmin(item.effect) < -lim
+        fig.colorbar(mesh, cax=cax, extend=extend.get((high, low), "neither")).set_label(label)
+        ka, kb = item.shape
+        n_filled = int(item.filled.sum())
+        empty = f", {n_filled} empty" if n_filled else ""
+        ax.set_title(
+            f"{_LABELS.get(item.estimator, item.estimator)}\n"
+            f"{ka} × {kb} cells{empty}, N = {summary.n_rows:,} rows",
+            loc="left",
+        )
+        fig.suptitle(
+            wrap(f"Interaction {pair_label(item)}", 70, 1),
+            x=0.13,
+            ha="left",
+            y=0.97,
+            fontsize=12,
+            fontweight="bold",
+        )
         if handles:
             figure_legend(fig, handles, [h.get_label() for h in handles], ncols=1)
         return fig
@@ -231,9 +253,13 @@ def _draw_cells(ax: Axes, item: InteractionSummary) -> list[Any]:
     )
     if not item.filled.any():
         return []
+    corners = [  # (4, 2) per filled cell, in row-major (k, l) order
+        np.array([[za[k], zb[m]], [za[k + 1], zb[m]], [za[k + 1], zb[m + 1]], [za[k], zb[m + 1]]])
+        for k, m in zip(*np.nonzero(item.filled), strict=True)
+    ]
     ax.add_collection(
         PolyCollection(
-            _cell_rectangles(item),
+            corners,
             facecolors="none",
             edgecolors=style.GREY,
             linewidths=0.4,
@@ -242,54 +268,3 @@ def _draw_cells(ax: Axes, item: InteractionSummary) -> list[Any]:
         )
     )
     return [Patch(facecolor="none", edgecolor=style.GREY, hatch="///", label=_FILLED_LABEL)]
-
-
-def _draw_data_points(ax: Axes, item: InteractionSummary, store: Store) -> Any:
-    """The rows' (x_a, x_b) as dots (:func:`scatter_rows`); returns the Line2D."""
-    a, b = item.features
-    n_rows = store.X.shape[0]
-    rows = scatter_rows(n_rows)
-    shown = "all" if len(rows) == n_rows else f"{len(rows):,} of"
-    (points,) = ax.plot(
-        store.X[rows, store.input_index(a)],
-        store.X[rows, store.input_index(b)],
-        linestyle="none",
-        marker=".",
-        markersize=2.5,
-        color=style.BLACK,
-        alpha=0.4 if len(rows) > 300 else 0.7,
-        gid="data_points",
-        label=f"data points ({shown} {n_rows:,} rows)",
-    )
-    return points
-
-
-def _colour_bar(
-    fig: Figure, mesh: QuadMesh, cax: Axes, item: InteractionSummary, lim: float, label: str
-) -> None:
-    """The colour bar of the effect, with arrows at the ends where values exceed ``lim``."""
-    top = float(np.nanmax(item.effect)) > lim
-    bottom = float(np.nanmin(item.effect)) < -lim
-    extend = {(True, True): "both", (True, False): "max", (False, True): "min"}
-    bar = fig.colorbar(mesh, cax=cax, extend=extend.get((top, bottom), "neither"))
-    bar.set_label(label)
-
-
-def _interaction_titles(fig: Figure, ax: Axes, summary: Summary, item: InteractionSummary) -> None:
-    """The pair as the figure title; the estimator, the cells and the rows above the axes."""
-    ka, kb = item.shape
-    n_filled = int(item.filled.sum())
-    empty = f", {n_filled} empty" if n_filled else ""
-    ax.set_title(
-        f"{_LABELS.get(item.estimator, item.estimator)}\n"
-        f"{ka} × {kb} cells{empty}, N = {summary.n_rows:,} rows",
-        loc="left",
-    )
-    fig.suptitle(
-        wrap(f"Interaction {pair_label(item)}", 70, 1),
-        x=0.13,
-        ha="left",
-        y=0.97,
-        fontsize=12,
-        fontweight="bold",
-    )

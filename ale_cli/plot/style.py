@@ -52,8 +52,7 @@ RC: dict[str, Any] = {
     "svg.hashsalt": "ale",
     "svg.fonttype": "none",
     "path.simplify": True,
-    # cheaper draws: titles at a fixed height (no search of the tick labels' boxes), and
-    # no FreeType hinting (a tenth of a figure's CPU time)
+    # cheaper draws: titles at a fixed height (no search of the tick labels' boxes), no hinting
     "axes.titley": 1.0,
     "text.hinting": "no_hinting",
 }
