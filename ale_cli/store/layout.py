@@ -1,8 +1,6 @@
-"""What a store file holds, checked before any number from it is used: members that are
-all ``.npy`` (their bytes CRC-checked by :mod:`ale_cli.store.verify`), the required
-arrays with their dtypes and agreeing shapes (and the optional pairs, levels and
-secant grids with their meta), finite row arrays and ``n_rows``. A store ale did not
-write, or one edited or damaged, is refused with one line naming the array and field."""
+"""What a store file holds, checked before any number from it is used: ``.npy`` members,
+the arrays' dtypes and agreeing shapes (with the optional pairs, levels, outputs and
+secant grids), finite row arrays and ``n_rows``; a refusal names the array and field."""
 
 from __future__ import annotations
 
@@ -26,7 +24,6 @@ Specs = Mapping[str, tuple[tuple[int, ...], np.dtype]]
 
 
 def _layout(path: Path, specs: Specs, meta: Mapping[str, Any]) -> None:
-    """Required arrays, dtypes and shapes from ``specs`` (name -> (shape, dtype))."""
     where = f"store '{path}'"
     missing = [name for name in _REQUIRED if name not in specs]
     if missing:
@@ -88,8 +85,7 @@ def _layout(path: Path, specs: Specs, meta: Mapping[str, Any]) -> None:
 
 
 def _output_layout(where: str, specs: Specs, meta: Mapping[str, Any]) -> None:
-    """A store of K outputs (meta ``outputs``) holds output k's copy of each per-output
-    row array (``local_effects.out<k>``, k = 1 .. K-1), shaped and typed as output 0's."""
+    """Output k's copy of each per-output row array, shaped and typed as output 0's."""
     count = len(output_records(meta))
     expected = {output_entry(n, k) for n in PER_OUTPUT if n in specs for k in range(1, count)}
     found = {n for n in specs if ".out" in n}
@@ -106,8 +102,7 @@ def _output_layout(where: str, specs: Specs, meta: Mapping[str, Any]) -> None:
 
 
 def _level_layout(where: str, specs: Specs, meta: Mapping[str, Any], n: int) -> None:
-    """``level_up`` and ``level_down`` come together, as floats (N, L) with L the records
-    of the meta's ``levels``, each naming a distinct feature."""
+    """``level_up`` and ``level_down``: floats (N, L), L the meta's ``levels`` records."""
     levels = meta.get("levels")
     present = [name for name in ("level_up", "level_down") if name in specs]
     if not present and not levels:
@@ -133,9 +128,7 @@ def _level_layout(where: str, specs: Specs, meta: Mapping[str, Any], n: int) -> 
 
 
 def level_problem(item: Mapping[str, Any]) -> str | None:
-    """What is wrong with a record of a store meta's ``levels`` (None if nothing): its
-    ``kind``, its ``values`` (at least 2, finite, strictly increasing), its ``order`` (a
-    permutation of the levels) and its ``labels`` (None, or text for every level code).
+    """What is wrong with a record of a store meta's ``levels`` (None if nothing).
 
     >>> level_problem({"kind": "discrete", "values": [1, 2], "order": [1, 0], "labels": None})
     >>> level_problem({"kind": "discrete", "values": [2, 1], "order": [0, 1], "labels": None})
@@ -171,8 +164,8 @@ def level_problem(item: Mapping[str, Any]) -> str | None:
 
 
 def _fine_layout(where: str, specs: Specs, meta: Mapping[str, Any], n_features: int) -> None:
-    """A store of secants (meta ``method`` "secant"), and only one, has float
-    ``fine_edges`` (M,), integer ``fine_offsets`` (F+1,) and a meta ``secant.k_fine``."""
+    """A store of secants, and only one, has ``fine_edges`` (M,), ``fine_offsets`` (F+1,)
+    and a meta ``secant.k_fine``."""
     secant = meta.get("method") == "secant"
     present = [name for name in ("fine_edges", "fine_offsets") if name in specs]
     if not secant and not present:
@@ -212,11 +205,8 @@ def _names(path: Path, names: np.ndarray, array: str = "feature_names") -> None:
 def check_finite(
     path: Path, name: str, array: np.ndarray, labels: Sequence[str] = (), *, row0: int = 0
 ) -> None:
-    """Refuse a row array of a store (``X``, ``local_effects``, ``prediction``, their
-    chunks, mixed derivatives, jumps to adjacent levels) holding NaN or infinity: ale
-    writes none (compute refuses or drops such rows), so the bytes changed. One line
-    naming the store, the array, the first row and the feature (``labels``: the
-    columns' names; mixed derivatives hold a row per pair, their rows are columns)."""
+    """Refuse a row array of a store holding NaN or infinity (ale writes none), naming the
+    first row and column (``labels``; mixed derivatives (P, N) hold a row per pair)."""
     if array.dtype.kind != "f":
         return
     if np.isfinite(array).all():
@@ -235,8 +225,8 @@ def check_finite(
     )
 
 
-def _finite_x(path: Path, X: np.ndarray, names: np.ndarray, member: str = "X") -> None:
-    """X finite, and every column's range too (max - min must not overflow to inf)."""
+def check_span(path: Path, X: np.ndarray, names: np.ndarray, member: str = "X") -> None:
+    """X finite, and every column's range too (max - min must not overflow)."""
     check_finite(path, member, X, [str(n) for n in names])
     if X.size == 0:
         return
@@ -252,7 +242,6 @@ def _finite_x(path: Path, X: np.ndarray, names: np.ndarray, member: str = "X") -
 
 
 def _load(path: Path, npz: Any, name: str) -> np.ndarray:
-    """Member ``name`` of an open ``Archive``, read whole and CRC-checked."""
     try:
         return np.asarray(npz[name])
     except ValueError as exc:
@@ -266,14 +255,13 @@ def _only_arrays(path: Path, archive: Any) -> None:
 
 
 _ROWS = r"((?:X|local_effects|prediction|mixed_derivatives|level_up|level_down)(?:\.out\d+)?)"
-#: a row array, whole or a chunk of a schema-3 store (``X``, ``X.00003``); a chunk
-_ROW = re.compile(rf"^{_ROWS}(\.\d{{5}})?$")
+#: a row array, whole or a chunk (``X``, ``X.00003``); a chunk
+ROW_MEMBER = re.compile(rf"^{_ROWS}(\.\d{{5}})?$")
 _CHUNK = re.compile(rf"^{_ROWS}\.(\d{{5}})$")
 
 
 def _virtual_specs(path: Path, specs: Specs, meta: Mapping[str, Any]) -> Specs:
-    """A chunked store's specs as if its chunks were stacked, after checking every
-    chunk's rows (the manifest's), columns and kind of values (the first's)."""
+    """A chunked store's specs as if its chunks were stacked, each chunk checked."""
     chunks = meta.get("chunks") or {}
     rows = [int(n) for n in chunks.get("rows", [])] if isinstance(chunks, Mapping) else []
     out = {name: spec for name, spec in specs.items() if not _CHUNK.match(name)}
@@ -307,7 +295,6 @@ def _virtual_specs(path: Path, specs: Specs, meta: Mapping[str, Any]) -> Specs:
 
 
 def _specs(path: Path, npz: Any, meta: Mapping[str, Any]) -> Specs:
-    """Every member's shape and dtype from its header, the layout checked."""
     specs = {}
     for name in npz.files:
         shape, _, dtype, _ = npz.spec(name)
@@ -318,13 +305,12 @@ def _specs(path: Path, npz: Any, meta: Mapping[str, Any]) -> Specs:
 
 
 def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: bool = True) -> None:
-    """Check an open store (``Archive``) without keeping its big arrays: the small
-    members' CRC-32, every header and the layout; with ``full``, every row array too
-    (one at a time: its CRC-32 and finite values), one read of the file."""
+    """Check an open store without keeping its big arrays: the small members' CRC-32,
+    every header and the layout; with ``full``, every row array too (CRC-32, finite)."""
     path = Path(path)
     _only_arrays(path, npz)
     for name in npz.files:  # the small members' bytes first (the row arrays': below)
-        if not _ROW.match(name):
+        if not ROW_MEMBER.match(name):
             npz.verify(name)
     try:
         specs = _specs(path, npz, meta)
@@ -342,35 +328,11 @@ def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: b
     if not full:  # headers and layout only: the readers of the chunks check their bytes
         return
     for name in npz.files:
-        if _ROW.match(name):
+        if ROW_MEMBER.match(name):
             array = _load(path, npz, name)
             base = name.split(".")[0]
             if base == "X":
-                _finite_x(path, array, inputs, name)
+                check_span(path, array, inputs, name)
             else:
                 labels = [str(n) for n in names] if base == "local_effects" else []
                 check_finite(path, name, array, labels)
-
-
-def load_npz(
-    path: str | Path,
-    npz: Any,
-    meta: Mapping[str, Any],
-    whole: Mapping[str, np.ndarray] | None = None,
-) -> dict[str, np.ndarray]:
-    """Every array of an open store, checked as :func:`validate_npz` does; ``whole``: a
-    chunked store's row arrays, already stacked."""
-    path = Path(path)
-    _only_arrays(path, npz)
-    arrays = {name: _load(path, npz, name) for name in npz.files if not _CHUNK.match(name)}
-    arrays |= dict(whole or {})
-    _layout(path, {name: (a.shape, a.dtype) for name, a in arrays.items()}, meta)
-    _names(path, arrays["feature_names"])
-    inputs = arrays.get("input_names", arrays["feature_names"])
-    _names(path, inputs, "input_names")
-    _finite_x(path, arrays["X"], inputs)
-    names = [str(n) for n in arrays["feature_names"]]
-    for name in ("local_effects", "prediction", "mixed_derivatives", "level_up", "level_down"):
-        if name in arrays:
-            check_finite(path, name, arrays[name], names if name == "local_effects" else [])
-    return arrays

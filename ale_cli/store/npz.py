@@ -21,7 +21,7 @@ from ale_cli.store.format import (
     Store,
     cache_key,
 )
-from ale_cli.store.parts import open_part_store, read_part_meta, read_part_store
+from ale_cli.store.parts import open_part_store, read_part_meta
 from ale_cli.store.parts import store_sha256 as part_store_sha256
 from ale_cli.store.reader import (
     CHUNKS_PER_PART,
@@ -30,7 +30,6 @@ from ale_cli.store.reader import (
     file_sha256,
     open_file_store,
     read_file_meta,
-    read_file_store,
 )
 from ale_cli.store.writer import StoreWriter, write_store
 
@@ -66,9 +65,8 @@ def read_meta(path: str | Path) -> dict[str, Any]:
 
 
 def read_store(path: str | Path) -> Store:
-    """A store in memory (its chunks or parts concatenated), its arrays and shapes checked."""
-    path = Path(path)
-    return read_part_store(path) if path.is_dir() else read_file_store(path)
+    """A store in memory (its chunks or parts concatenated as float64), every byte checked."""
+    return open_store(path).read()
 
 
 def open_store(path: str | Path) -> StoreFile:

@@ -22,7 +22,7 @@ from ale_cli.data.source import Chunk
 from ale_cli.errors import InputError, RunError
 from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import loads, to_jsonable
-from ale_cli.store.format import MIXED, PAIRS, ROW_ARRAYS, Store
+from ale_cli.store.format import PAIRS, ROW_ARRAYS
 from ale_cli.store.meta import check_meta
 from ale_cli.store.reader import StoreFile, file_sha256, open_file_store, read_file_meta
 
@@ -69,6 +69,14 @@ class PartStore(StoreFile):
         if len(found) != 1:
             raise InputError(f"store '{self.path}': its parts hold different pairs")
         return found.pop()
+
+    def held(self) -> tuple[str, ...]:
+        return self.files[0].held()
+
+    def small_arrays(self) -> dict[str, np.ndarray]:
+        """The pairs of the mixed derivatives, if any (``compute --pairs``)."""
+        pairs = self.pairs()
+        return {PAIRS: np.array(pairs, dtype=np.str_)} if pairs else {}
 
 
 def _manifest(path: Path) -> dict[str, Any]:
@@ -182,31 +190,6 @@ def read_part_meta(path: str | Path) -> dict[str, Any]:
     for part in handle.files:
         read_file_meta(part.path)
     return handle.meta
-
-
-def read_part_store(path: str | Path) -> Store:
-    """A directory store in memory (its parts' rows concatenated as float64)."""
-    handle = open_part_store(path)
-    names = [n for n in handle.meta["chunks"].get("arrays") or ROW_ARRAYS if n != MIXED]
-    arrays: dict[str, list[np.ndarray]] = {name: [] for name in names}
-    for chunk in handle.chunks(names):  # every output's and level's row arrays too
-        for name in names:
-            arrays[name].append(chunk[name].astype(np.float64, copy=False))
-    whole = {name: np.concatenate(parts) for name, parts in arrays.items()}
-    extra = {name: array for name, array in whole.items() if name not in ROW_ARRAYS}
-    pairs = handle.pairs()
-    if pairs:  # compute --pairs: each part's mixed derivatives (P, n_i), side by side
-        mixed = [c[MIXED].astype(np.float64, copy=False) for c in handle.chunks((MIXED,))]
-        extra |= {PAIRS: np.array(pairs, dtype=np.str_), MIXED: np.concatenate(mixed, axis=1)}
-    return Store(
-        X=whole["X"],
-        local_effects=whole["local_effects"],
-        prediction=whole["prediction"],
-        feature_names=handle.feature_names,
-        input_names=handle.input_names,
-        meta=handle.meta,
-        extra=extra,
-    )
 
 
 def store_sha256(path: str | Path) -> str:

@@ -21,7 +21,6 @@ from ale_cli.store.format import (
     MIXED,
     PAIRS,
     PER_OUTPUT,
-    REQUIRED_ARRAYS,
     ROW_ARRAYS,
     Store,
     _Columns,
@@ -30,11 +29,12 @@ from ale_cli.store.format import (
     output_entry,
     output_records,
 )
-from ale_cli.store.layout import check_finite, load_npz, validate_npz
+from ale_cli.store.layout import ROW_MEMBER, check_finite, check_span, validate_npz
 from ale_cli.store.meta import check_meta
 from ale_cli.store.verify import Archive, DamagedStore
 
 _ROW_MEMBERS = (*ROW_ARRAYS, MIXED, *LEVEL_ARRAYS)
+_NAMES = ("feature_names", "input_names", "meta")
 
 
 def _row_members(count: int) -> tuple[str, ...]:
@@ -100,63 +100,6 @@ def _chunk_names(meta: dict[str, Any]) -> list[int] | None:
     if not isinstance(chunks, dict):
         return None
     return [int(n) for n in chunks.get("rows", [])]
-
-
-def _concatenated(path: Path, npz: Any, rows: list[int], outputs: int) -> dict[str, np.ndarray]:
-    """The row arrays of a chunked store, concatenated (X as float64)."""
-    names = [n for n in _row_members(outputs) if chunk_entry(n, 0) in npz.files or n == "X"]
-    out: dict[str, np.ndarray] = {}
-    for name in names:
-        entries = [chunk_entry(name, i) for i in range(len(rows))]
-        missing = [e for e in entries if e not in npz.files]
-        if missing:
-            raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing[:3])}")
-        labels = _labels(npz, name)
-        parts = []
-        for entry in entries:  # each chunk checked as the chunked read checks it
-            part = npz[entry]
-            check_finite(path, entry, part, labels)
-            parts.append(part.astype(np.float64, copy=False))
-        out[name] = np.concatenate(parts, axis=1 if name == MIXED else 0)
-    return out
-
-
-def _labels(npz: Archive, name: str) -> list[str]:
-    """The names of the columns of row array ``name`` (X: the inputs), for messages."""
-    if name == "X" and "input_names" in npz.files:
-        return [str(n) for n in npz["input_names"]]
-    return [str(n) for n in npz["feature_names"]] if name in ("X", "local_effects") else []
-
-
-def read_file_store(path: Path) -> Store:
-    """Load a store file (its chunks concatenated), checking its arrays and shapes."""
-    with _open(path) as npz:
-        meta = _parse_meta(path, npz)
-        rows = _chunk_names(meta)
-        outputs = len(output_records(meta))
-        arrays = _concatenated(path, npz, rows, outputs) if rows is not None else {}
-        missing = [name for name in REQUIRED_ARRAYS if name not in npz.files and name not in arrays]
-        if missing:
-            raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing)}")
-        arrays = load_npz(path, npz, meta, whole=arrays)
-    X = arrays.pop("X")
-    effects = arrays.pop("local_effects")
-    prediction = arrays.pop("prediction")
-    names = tuple(str(s) for s in arrays.pop("feature_names"))
-    inputs = tuple(str(s) for s in arrays.pop("input_names", names))
-    arrays.pop("meta")  # the shapes agree (load_npz)
-    unknown = [n for n in names if n not in inputs]
-    if unknown:
-        raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
-    return Store(
-        input_names=inputs,
-        X=X,
-        local_effects=effects,
-        prediction=prediction,
-        feature_names=names,
-        meta=meta,
-        extra=arrays,
-    )
 
 
 @dataclass(frozen=True)
@@ -271,6 +214,33 @@ class StoreFile(_Columns):
                 return ()
             pairs = npz[PAIRS].reshape(-1, 2)
         return tuple((str(a), str(b)) for a, b in pairs)
+
+    def held(self) -> tuple[str, ...]:
+        """The row arrays the store holds (every output's)."""
+        with _open(self.path) as npz:
+            held = set(npz.files)
+        return tuple(n for n in _row_members(self.outputs) if {n, chunk_entry(n, 0)} & held)
+
+    def small_arrays(self) -> dict[str, np.ndarray]:
+        """The members that are not row arrays, names or the meta (pairs, secant grids)."""
+        with _open(self.path) as npz:
+            return {n: npz[n] for n in npz.files if not ROW_MEMBER.match(n) and n not in _NAMES}
+
+    def read(self) -> Store:
+        """The whole store in memory (its chunks or parts concatenated as float64)."""
+        names = self.held()
+        parts: dict[str, list[np.ndarray]] = {name: [] for name in names}
+        for chunk in self.chunks(names):
+            for name in names:
+                parts[name].append(chunk[name].astype(np.float64, copy=False))
+        whole = {n: np.concatenate(p, axis=1 if n == MIXED else 0) for n, p in parts.items()}
+        check_span(self.path, whole["X"], self.input_names)
+        extra = self.small_arrays() | {n: a for n, a in whole.items() if n not in ROW_ARRAYS}
+        return Store(
+            X=whole["X"], local_effects=whole["local_effects"], prediction=whole["prediction"],
+            feature_names=self.feature_names, input_names=self.input_names, meta=self.meta,
+            extra=extra,
+        )  # fmt: skip
 
 
 #: chunks per part of a store file (16 of 65536 rows: one Dask task)
