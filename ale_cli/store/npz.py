@@ -1,14 +1,11 @@
 """The store, opened one way: a file (:mod:`ale_cli.store.reader`) or a directory store
-(:mod:`ale_cli.store.parts`), told apart here and nowhere else; the names a reader or
-writer of stores needs are importable from here."""
+(:mod:`ale_cli.store.parts`), told apart here and nowhere else."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ale_cli.data.source import Chunk
 from ale_cli.store.format import (
     DIGEST,
     FINE_EDGES,
@@ -48,7 +45,6 @@ __all__ = [
     "StoreFile",
     "StoreWriter",
     "cache_key",
-    "iter_store_chunks",
     "open_store",
     "read_meta",
     "read_store",
@@ -58,8 +54,8 @@ __all__ = [
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:
-    """The meta of a store, after checking every byte of it (what makes a cache hit sound;
-    ``DamagedStore`` when the meta is intact)."""
+    """The meta of a store, after checking every byte of it (``DamagedStore`` when the meta
+    is intact)."""
     path = Path(path)
     return read_part_meta(path) if path.is_dir() else read_file_meta(path)
 
@@ -70,18 +66,12 @@ def read_store(path: str | Path) -> Store:
 
 
 def open_store(path: str | Path) -> StoreFile:
-    """A store of any schema (a file or a directory store) opened for chunk-by-chunk reading."""
+    """A store (a file or a directory store) opened for chunk-by-chunk reading."""
     path = Path(path)
     return open_part_store(path) if path.is_dir() else open_file_store(path)
 
 
 def store_sha256(path: str | Path) -> str:
-    """A store's identity, as a summary records it (a file's recorded digest, a directory
-    store's manifest hash), checked."""
+    """A store's identity, as a summary records it, checked."""
     path = Path(path)
     return part_store_sha256(path) if path.is_dir() else file_sha256(path)
-
-
-def iter_store_chunks(path: str | Path, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
-    """The row arrays of the store at ``path``, one chunk at a time (:meth:`StoreFile.chunks`)."""
-    return open_store(path).chunks(arrays)

@@ -1,6 +1,5 @@
-"""Reading a store file: its meta (every byte checked), the whole store, chunk by chunk
-(:class:`StoreFile`, a Source) and its identity; every byte through
-:class:`~ale_cli.store.verify.Archive`, which checks each member's CRC-32 as it reads it."""
+"""Reading a store file: its meta, chunk by chunk (:class:`StoreFile`, a Source), whole,
+and its identity; every byte through :class:`~ale_cli.store.verify.Archive` (CRC-checked)."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ from ale_cli.store.format import (
     output_entry,
     output_records,
 )
-from ale_cli.store.layout import ROW_MEMBER, check_finite, check_span, validate_npz
-from ale_cli.store.meta import check_meta
+from ale_cli.store.layout import ROW_MEMBER, check_finite, check_meta, check_span, validate_npz
 from ale_cli.store.verify import Archive, DamagedStore
 
 _ROW_MEMBERS = (*ROW_ARRAYS, MIXED, *LEVEL_ARRAYS)
@@ -38,13 +36,11 @@ _NAMES = ("feature_names", "input_names", "meta")
 
 
 def _row_members(count: int) -> tuple[str, ...]:
-    """The row arrays a store of ``count`` outputs may hold."""
     more = (output_entry(n, k) for k in range(1, count) for n in PER_OUTPUT)
     return (*_ROW_MEMBERS, *more)
 
 
 def _open(path: Path) -> Archive:
-    """The store file at ``path`` opened for verified reading (:class:`Archive`)."""
     if not path.exists():
         raise InputError(f"store '{path}' does not exist; create it with 'ale compute'")
     if path.is_dir():
@@ -79,8 +75,8 @@ def read_file_meta(path: Path) -> dict[str, Any]:
 
 
 def file_sha256(path: Path) -> str:
-    """A store file's identity: the digest of its members' listing (names, CRC-32s,
-    sizes: no array is read), which must be the one its meta records, if any."""
+    """A store file's identity (:func:`content_digest`, no array read), checked against
+    the one its meta records."""
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
         listed = content_digest(
@@ -94,25 +90,17 @@ def file_sha256(path: Path) -> str:
     return listed
 
 
-def _chunk_names(meta: dict[str, Any]) -> list[int] | None:
-    """Rows per chunk of a chunked (schema-3) store, None for a single-array store."""
-    chunks = meta.get("chunks")
-    if not isinstance(chunks, dict):
-        return None
-    return [int(n) for n in chunks.get("rows", [])]
-
-
 @dataclass(frozen=True)
 class StoreFile(_Columns):
-    """A store on disk, read chunk by chunk (peak memory: a chunk). ``verified``: the
-    members this handle has CRC-checked (not checked twice)."""
+    """A store on disk, read chunk by chunk. ``verified``: the members this handle has
+    CRC-checked."""
 
     path: Path
     meta: dict[str, Any]
     feature_names: tuple[str, ...]
     input_names: tuple[str, ...]
     rows: tuple[int, ...]
-    #: the index of its first row in the store it is a part of (0: a whole store)
+    #: the index of its first row in the store it is a part of
     offset: int = 0
     #: the output read (of ``outputs`` the store holds; :meth:`select_output`)
     output: int = 0
@@ -124,8 +112,7 @@ class StoreFile(_Columns):
         return int(sum(self.rows))
 
     def parts(self) -> tuple[StoreFile, ...]:
-        """Ranges of :data:`CHUNKS_PER_PART` chunks in row order, empty ones left out (a
-        schema 1-2 store is one part)."""
+        """Ranges of :data:`CHUNKS_PER_PART` chunks in row order, empty ones left out."""
         if self.meta.get("chunks") is None:
             return (self,) if self.n_rows else ()
         starts = np.cumsum([0, *self.rows])
@@ -155,8 +142,7 @@ class StoreFile(_Columns):
         )
 
     def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
-        """The row arrays ``arrays`` chunk by chunk (a schema 1-2 store: one chunk), as
-        stored (mixed derivatives (P, n_i))."""
+        """The row arrays ``arrays`` chunk by chunk (a schema 1-2 store: one chunk)."""
         if self.meta.get("chunks") is None:
             with _open(self.path) as npz:
                 chunk = {name: npz[output_entry(name, self.output)] for name in arrays}
@@ -167,14 +153,13 @@ class StoreFile(_Columns):
         yield from self.read_chunks(range(len(self.rows)), arrays)
 
     def labels(self, name: str) -> Sequence[str]:
-        """The names of the columns of row array ``name``, for messages."""
         return {"X": self.input_names, "local_effects": self.feature_names}.get(name, ())
 
     def read_chunks(
         self, indices: Iterable[int], arrays: Sequence[str] = ROW_ARRAYS
     ) -> Iterator[Chunk]:
-        """Chunks ``indices``: their ``arrays`` read and checked (CRC-32, finite values),
-        their other members CRC-checked (once per handle)."""
+        """Chunks ``indices``: their ``arrays`` read and checked, their other members
+        CRC-checked (once per handle)."""
         offset = self.offset
         with _open(self.path) as archive:
             for n, i in enumerate(indices):
@@ -197,7 +182,7 @@ class StoreFile(_Columns):
         return None if self.output else recorded_prediction(self.path, self.meta)
 
     def select_output(self, k: int) -> StoreFile:
-        """This store read as output ``k`` (of :func:`output_records`) alone."""
+        """This store read as output ``k`` alone."""
         record = output_records(self.meta)[k]
         return replace(self, output=k, meta=self.meta | {"output": record})
 
@@ -261,22 +246,15 @@ class ChunkRange(StoreFile):
 
 
 def open_file_store(path: Path) -> StoreFile:
-    """Open a store file of any schema for chunk-by-chunk reading: a schema 1-2 store
-    checked whole, a chunked one's structure, headers and small members here and each
-    chunk's members as they are read (the bytes are read once)."""
+    """Open a store file for chunk-by-chunk reading: a schema 1-2 store checked whole, a
+    chunked one's headers and small members here and each chunk as it is read."""
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
-        rows = _chunk_names(meta)
-        validate_npz(path, npz, meta, full=rows is None)
-        needed = ["feature_names"] + (["X"] if rows is None else [])
-        missing = [name for name in needed if name not in npz.files]
-        if missing:
-            raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing)}")
+        chunks = meta.get("chunks")
+        validate_npz(path, npz, meta, full=chunks is None)  # the layout: n_rows, X, names
         names = tuple(str(s) for s in npz["feature_names"])
         inputs = tuple(str(s) for s in npz["input_names"]) if "input_names" in npz.files else names
-        if rows is None:
-            n = int(meta.get("n_rows") or npz.spec("X")[0][0])
-            rows = [n]
+        rows = [int(meta["n_rows"])] if chunks is None else [int(n) for n in chunks["rows"]]
     unknown = [n for n in names if n not in inputs]
     if unknown:
         raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
