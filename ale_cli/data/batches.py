@@ -1,6 +1,5 @@
-"""A chunk of a data file as the float matrix of its input columns: from a pandas DataFrame
-or an Arrow RecordBatch (converted without pandas when every column is numeric or
-boolean)."""
+"""A chunk of a data file (a DataFrame, or an Arrow RecordBatch converted without pandas
+when every column is numeric or boolean) as the float matrix of its input columns."""
 
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ def arrow_dtype(column: Any) -> str | None:
     return None
 
 
-#: rows a block of an Arrow batch is copied by (its rows of every column stay in cache)
+#: rows a block of an Arrow batch is copied by
 _BLOCK_ROWS = 4096
 
 
@@ -62,8 +61,7 @@ def batch_matrix(
 
 
 def arrow_values(column: Any) -> np.ndarray:
-    """A numeric or boolean Arrow array's values as numpy (a numeric column without nulls
-    viewed in its buffer: ``Array.to_numpy`` would import pandas)."""
+    """A numeric or boolean Arrow array's values as numpy (without importing pandas)."""
     import pyarrow as pa
 
     t = column.type

@@ -82,8 +82,6 @@ def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, 
     path = Path(path)
     if not path.exists():
         raise InputError(f"data file '{path}' does not exist")
-    if path.is_dir():
-        raise InputError(f"data file '{path}' is a directory, expected a CSV or Parquet file")
     fmt = detect_format(path, fmt)
     refuse_duplicate_headers(path, fmt)
     try:
@@ -254,19 +252,18 @@ def load_table(
 ) -> Table:
     """The selected columns of a CSV/Parquet file or DataFrame as float64; ``categorical``
     and (``encode_text``) coded text columns are held fixed."""
-    if is_frame(path):
-        frame, fmt, path = path, "dataframe", Path(IN_MEMORY)
-        columns = select_columns(frame.columns, path, inputs=inputs, exclude=exclude)
-        file_columns = tuple(str(c) for c in frame.columns)
-    elif is_dataset(Path(path)):  # type: ignore[arg-type]
+    if not is_frame(path) and is_dataset(Path(path)):  # type: ignore[arg-type]
         path = Path(path)  # type: ignore[arg-type]
         frame, columns, file_columns = read_dataset(path, inputs=inputs, exclude=exclude)
         fmt = "parquet"
     else:
-        path = Path(path)  # type: ignore[arg-type]
-        frame, fmt = read_frame(path, fmt)
-        columns = select_columns(frame.columns, path, inputs=inputs, exclude=exclude)
+        if is_frame(path):
+            frame, fmt, path = path, "dataframe", Path(IN_MEMORY)
+        else:
+            frame, fmt = read_frame(path, fmt)  # type: ignore[arg-type]
+            path = Path(path)  # type: ignore[arg-type]
         file_columns = tuple(str(c) for c in frame.columns)
+        columns = select_columns(file_columns, path, inputs=inputs, exclude=exclude)
     rows_read = len(frame)
     if rows_read == 0:
         raise InputError(f"data file '{path}' has no rows")
