@@ -132,7 +132,7 @@ class DataSource:
         """The whole data's stream (every check of a read of the whole data), or a part's."""
         found = {"fmt": self.fmt, "inputs": self.inputs, "exclude": self.exclude}
         found |= {"dropna": self.dropna, "categorical": self.categorical, "text": dict(self.text)}
-        return open_stream(path or self.path, **found, chunk_rows=self.chunk_rows, **given)
+        return open_stream(path or self.path, chunk_rows=self.chunk_rows, **(found | given))
 
     def parts(self) -> Sequence[Any]:
         if self.partitions is None:

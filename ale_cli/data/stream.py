@@ -306,19 +306,6 @@ def _parquet_header(
     return names[0], total, arrow_types, names
 
 
-def _open_readers(
-    path: Path, files: list[Path], fmt: str, row_groups: tuple[int, int] | None
-) -> list[Any]:
-    if row_groups is None:
-        return [HashingReader(p) for p in files]
-    if fmt != "parquet" or is_dataset(path):
-        raise InputError(
-            f"{{param}} selects row groups of one Parquet file, got data '{path}'",
-            param="row_groups",
-        )
-    return [open(files[0], "rb")]  # noqa: SIM115 -- closed by TableStream.close
-
-
 def open_stream(
     path: str | Path,
     *,
@@ -343,7 +330,15 @@ def open_stream(
     fmt = "parquet" if is_dataset(path) else detect_format(path, fmt)
     for file in files:  # pandas would rename a second 'bmi' to 'bmi.1'
         refuse_duplicate_headers(file, fmt)
-    readers = _open_readers(path, files, fmt, row_groups)
+    if row_groups is None:
+        readers: list[Any] = [HashingReader(p) for p in files]
+    elif fmt != "parquet" or is_dataset(path):
+        raise InputError(
+            f"{{param}} selects row groups of one Parquet file, got data '{path}'",
+            param="row_groups",
+        )
+    else:  # a range of row groups is not hashed
+        readers = [open(files[0], "rb")]  # noqa: SIM115 -- closed by TableStream.close
     try:
         if fmt == "parquet":
             header, total, arrow_types, schemas = _parquet_header(readers, path, row_groups)

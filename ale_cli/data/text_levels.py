@@ -20,12 +20,6 @@ def _frame(frame: Any, columns: Sequence[str]) -> Any:
     return frame
 
 
-def _is_number(col: Any) -> bool:
-    import pandas as pd
-
-    return bool(pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col))
-
-
 def text_levels(frames: Iterable[Any], columns: Sequence[str]) -> tuple[Levels, tuple[str, ...]]:
     """The levels of the text ``columns`` over every frame, and the text columns some frame
     read as numbers (to read again as strings).
@@ -45,7 +39,7 @@ def text_levels(frames: Iterable[Any], columns: Sequence[str]) -> tuple[Levels, 
         frame = _frame(raw, columns)
         for name in columns:
             col = frame[name]
-            if _is_number(col):
+            if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
                 if col.notna().any():
                     numeric.add(name)
                 continue

@@ -70,18 +70,24 @@ def write_target(path: str | os.PathLike[str]) -> Path:
             target = given.resolve(strict=False)
         except (OSError, RuntimeError):
             raise InputError(f"cannot write '{given}': it is a symlink loop") from None
+    mode = output_mode(target, given)
+    what = None if mode is None else what_is(mode)
+    if what is not None:
+        raise InputError(f"cannot write '{given}': it is {what}, not a regular file")
+    return target
+
+
+def output_mode(path: Path, given: Path) -> int | None:
+    """The mode of what ``path`` names (links followed), None when nothing is there; an
+    InputError naming ``given`` when it cannot be told."""
     try:
-        mode = os.stat(target).st_mode
+        return os.stat(path).st_mode
     except FileNotFoundError:
-        return target
+        return None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise InputError(f"cannot write '{given}': it is a symlink loop") from None
         raise InputError(f"cannot write '{given}': {exc.strerror or exc}") from None
-    what = what_is(mode)
-    if what is not None:
-        raise InputError(f"cannot write '{given}': it is {what}, not a regular file")
-    return target
 
 
 @contextlib.contextmanager

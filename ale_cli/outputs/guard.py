@@ -8,7 +8,6 @@ output that is not recognisably this kind of ``ale`` output, by content, never b
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ale_cli.errors import InputError
-from ale_cli.io.files import what_is
+from ale_cli.io.files import output_mode, what_is
 from ale_cli.outputs import figures
 from ale_cli.summary.table import HEADERS
 
@@ -208,17 +207,6 @@ for _kind in (
     register_kind(_kind)
 
 
-def _mode(given: Path) -> int | None:
-    try:
-        return os.stat(given).st_mode
-    except FileNotFoundError:  # nothing there, or a dangling link (written through)
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise InputError(f"cannot write '{given}': it is a symlink loop") from None
-        raise InputError(f"cannot write '{given}': {exc.strerror or exc}") from None
-
-
 def _paths(inputs: Sequence[str | os.PathLike[str] | None]) -> list[str | os.PathLike[str]]:
     return [item for item in inputs if item is not None and str(item) != STDIO]
 
@@ -270,7 +258,7 @@ def guard(
             )
         return Target(spec, None, force)
     out = Path(path)
-    mode = _mode(out)
+    mode = output_mode(out, out)
     if mode is None:
         if spec.directory:
             _inside_input(out, inputs)
