@@ -353,7 +353,7 @@ def test_arrow_values_equal_to_numpy(kind: str):
     with an offset); the values are those of ``to_numpy``."""
     import pyarrow as pa
 
-    from ale_cli.data.batches import arrow_values
+    from ale_cli.data.table import arrow_values
 
     rng = np.random.default_rng(1)
     if kind == "bool":

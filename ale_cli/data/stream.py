@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.data.batches import batch_matrix
 from ale_cli.data.dataset import (
     check_part,
     combine_hashes,
@@ -27,6 +26,7 @@ from ale_cli.data.dataset import (
     read_error,
 )
 from ale_cli.data.table import (
+    batch_matrix,
     check_categorical,
     data_sha256,
     detect_format,

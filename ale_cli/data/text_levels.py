@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.data.table import batch_matrix
 from ale_cli.errors import InputError
 
 Levels = dict[str, tuple[Any, ...]]
@@ -62,8 +63,6 @@ def encode_text(
     """(n, D) float64 values of ``columns``, the text ones as codes of their ``levels``, and
     the columns' pandas dtypes; InputError for a value the first pass did not see."""
     import pandas as pd
-
-    from ale_cli.data.batches import batch_matrix
 
     frame = _frame(frame, columns)
     numbers = [c for c in columns if c not in levels]

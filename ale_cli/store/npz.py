@@ -13,7 +13,6 @@ from ale_cli.store.format import (
     META_KEYS,
     MIXED,
     PAIRS,
-    ROW_ARRAYS,
     SCHEMA_VERSION,
     Store,
     cache_key,
@@ -21,8 +20,6 @@ from ale_cli.store.format import (
 from ale_cli.store.parts import open_part_store, read_part_meta
 from ale_cli.store.parts import store_sha256 as part_store_sha256
 from ale_cli.store.reader import (
-    CHUNKS_PER_PART,
-    ChunkRange,
     StoreFile,
     file_sha256,
     open_file_store,
@@ -31,15 +28,12 @@ from ale_cli.store.reader import (
 from ale_cli.store.writer import StoreWriter, write_store
 
 __all__ = [
-    "CHUNKS_PER_PART",
-    "ChunkRange",
     "DIGEST",
     "FINE_EDGES",
     "FINE_OFFSETS",
     "META_KEYS",
     "MIXED",
     "PAIRS",
-    "ROW_ARRAYS",
     "SCHEMA_VERSION",
     "Store",
     "StoreFile",
