@@ -77,9 +77,10 @@ def write_target(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def output_mode(path: Path, given: Path) -> int | None:
+def output_mode(path: Path, given: Path | None = None) -> int | None:
     """The mode of what ``path`` names (links followed), None when nothing is there; an
-    InputError naming ``given`` when it cannot be told."""
+    InputError naming ``given`` (default: ``path``) when it cannot be told."""
+    given = given or path
     try:
         return os.stat(path).st_mode
     except FileNotFoundError:

@@ -258,7 +258,7 @@ def guard(
             )
         return Target(spec, None, force)
     out = Path(path)
-    mode = output_mode(out, out)
+    mode = output_mode(out)
     if mode is None:
         if spec.directory:
             _inside_input(out, inputs)

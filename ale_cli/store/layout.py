@@ -32,14 +32,10 @@ def _layout(path: Path, specs: Specs, meta: Mapping[str, Any]) -> None:
     for name, (_, dtype) in specs.items():
         if dtype.hasobject:
             raise InputError(f"{where}: array '{name}' holds Python objects, which ale never reads")
-    for name in _FLOAT_ARRAYS:
-        dtype = specs[name][1]
-        if dtype.kind != "f":
-            raise InputError(f"{where}: array '{name}' must hold floats, it holds {dtype.name}")
-    for name in _TEXT_ARRAYS:
-        dtype = specs[name][1]
-        if dtype.kind != "U":
-            raise InputError(f"{where}: array '{name}' must hold text, it holds {dtype.name}")
+    for name in _REQUIRED:
+        kind, what = ("f", "floats") if name in _FLOAT_ARRAYS else ("U", "text")
+        if (dtype := specs[name][1]).kind != kind:
+            raise InputError(f"{where}: array '{name}' must hold {what}, it holds {dtype.name}")
     x_shape = specs["X"][0]
     if len(x_shape) != 2:
         raise InputError(

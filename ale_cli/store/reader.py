@@ -105,6 +105,8 @@ class StoreFile(_Columns):
     #: the output read (of ``outputs`` the store holds; :meth:`select_output`)
     output: int = 0
     outputs: int = 1
+    #: the first chunk of a part of a chunked store (:meth:`parts`; None: the whole store)
+    first: int | None = None
     verified: set[str] = field(default_factory=set, init=False, compare=False, repr=False)
 
     @property
@@ -113,23 +115,18 @@ class StoreFile(_Columns):
 
     def parts(self) -> tuple[StoreFile, ...]:
         """Ranges of :data:`CHUNKS_PER_PART` chunks in row order, empty ones left out."""
+        if self.first is not None:
+            return (self,)
         if self.meta.get("chunks") is None:
             return (self,) if self.n_rows else ()
-        starts = np.cumsum([0, *self.rows])
+        starts = [int(n) for n in np.cumsum([0, *self.rows])]
+        step = CHUNKS_PER_PART
         return tuple(
-            ChunkRange(
-                path=self.path,
-                meta={},
-                feature_names=self.feature_names,
-                input_names=self.input_names,
-                rows=tuple(self.rows[i : i + CHUNKS_PER_PART]),
-                offset=self.offset + int(starts[i]),
-                output=self.output,
-                outputs=self.outputs,
-                first=i,
+            replace(
+                self, meta={}, rows=self.rows[i : i + step], offset=self.offset + starts[i], first=i
             )
-            for i in range(0, len(self.rows), CHUNKS_PER_PART)
-            if sum(self.rows[i : i + CHUNKS_PER_PART])
+            for i in range(0, len(self.rows), step)
+            if sum(self.rows[i : i + step])
         )
 
     def x_range(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -143,14 +140,15 @@ class StoreFile(_Columns):
 
     def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
         """The row arrays ``arrays`` chunk by chunk (a schema 1-2 store: one chunk)."""
-        if self.meta.get("chunks") is None:
+        if self.first is None and self.meta.get("chunks") is None:
             with _open(self.path) as npz:
                 chunk = {name: npz[output_entry(name, self.output)] for name in arrays}
             for name, array in chunk.items():
                 check_finite(self.path, name, array, self.labels(name))
             yield Chunk(self.offset, chunk)
             return
-        yield from self.read_chunks(range(len(self.rows)), arrays)
+        first = self.first or 0
+        yield from self.read_chunks(range(first, first + len(self.rows)), arrays)
 
     def labels(self, name: str) -> Sequence[str]:
         return {"X": self.input_names, "local_effects": self.feature_names}.get(name, ())
@@ -230,19 +228,6 @@ class StoreFile(_Columns):
 
 #: chunks per part of a store file (16 of 65536 rows: one Dask task)
 CHUNKS_PER_PART = 16
-
-
-@dataclass(frozen=True)
-class ChunkRange(StoreFile):
-    """Chunks ``first, first + 1, ...`` of a store file: one of its parts."""
-
-    first: int = 0
-
-    def parts(self) -> tuple[StoreFile, ...]:
-        return (self,)
-
-    def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
-        return self.read_chunks(range(self.first, self.first + len(self.rows)), arrays)
 
 
 def open_file_store(path: Path) -> StoreFile:
