@@ -245,12 +245,6 @@ def _load(path: Path, npz: Any, name: str) -> np.ndarray:
         raise InputError(f"store '{path}': array '{name}' is unreadable ({exc})") from None
 
 
-def _only_arrays(path: Path, archive: Any) -> None:
-    for filename in archive.raw_names:
-        if not filename.endswith(".npy"):
-            raise InputError(f"store '{path}': member '{filename}' is not a .npy array")
-
-
 _ROWS = r"((?:X|local_effects|prediction|mixed_derivatives|level_up|level_down)(?:\.out\d+)?)"
 #: a row array, whole or a chunk (``X``, ``X.00003``); a chunk
 ROW_MEMBER = re.compile(rf"^{_ROWS}(\.\d{{5}})?$")
@@ -291,26 +285,22 @@ def _virtual_specs(path: Path, specs: Specs, meta: Mapping[str, Any]) -> Specs:
     return out
 
 
-def _specs(path: Path, npz: Any, meta: Mapping[str, Any]) -> Specs:
-    specs = {}
-    for name in npz.files:
-        shape, _, dtype, _ = npz.spec(name)
-        specs[name] = (shape, dtype)
-    chunked = any(_CHUNK.match(name) for name in specs)
-    _layout(path, _virtual_specs(path, specs, meta) if chunked else specs, meta)
-    return specs
-
-
 def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: bool = True) -> None:
     """Check an open store without keeping its big arrays: the small members' CRC-32,
     every header and the layout; with ``full``, every row array too (CRC-32, finite)."""
     path = Path(path)
-    _only_arrays(path, npz)
+    for filename in npz.raw_names:
+        if not filename.endswith(".npy"):
+            raise InputError(f"store '{path}': member '{filename}' is not a .npy array")
     for name in npz.files:  # the small members' bytes first (the row arrays': below)
         if not ROW_MEMBER.match(name):
             npz.verify(name)
+    specs = {}
     try:
-        specs = _specs(path, npz, meta)
+        for name in npz.files:
+            shape, _, dtype, _ = npz.spec(name)
+            specs[name] = (shape, dtype)
+        _layout(path, _virtual_specs(path, specs, meta), meta)
     except InputError:
         if full:  # a layout broken by damaged bytes is named as damage
             for name in npz.files:
