@@ -121,10 +121,10 @@ def run_measured(cmd: list[str]) -> tuple[float, float]:
 def same_store(a: Path, b: Path) -> float:
     """The largest |difference| of the local effects of two stores, chunk by chunk
     (their X must be equal)."""
-    from ale_cli.store.npz import iter_store_chunks
+    from ale_cli.store.npz import open_store
 
     worst = 0.0
-    for x, y in zip(iter_store_chunks(a), iter_store_chunks(b), strict=True):
+    for x, y in zip(open_store(a).chunks(), open_store(b).chunks(), strict=True):
         np.testing.assert_array_equal(x["X"], y["X"])
         worst = max(worst, float(np.max(np.abs(x["local_effects"] - y["local_effects"]))))
     return worst

@@ -141,7 +141,7 @@ def test_dropna_through_the_cli_says_how_many(cli, tmp_path, rhale_model):
 def test_an_arrow_batch_becomes_the_matrix_of_its_values_in_blocks() -> None:
     import pyarrow as pa
 
-    from ale_cli.data.batches import batch_matrix
+    from ale_cli.data.table import batch_matrix
 
     rng = np.random.default_rng(3)
     n = 10_001  # more than two blocks of rows, the last one short

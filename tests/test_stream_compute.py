@@ -25,7 +25,6 @@ from ale_cli.estimators.local_effects import ComputeRequest, compute
 from ale_cli.io.files import sha256_file
 from ale_cli.store.npz import (
     Store,
-    iter_store_chunks,
     open_store,
     read_meta,
     read_store,
@@ -139,7 +138,7 @@ def test_streamed_store_equals_whole_table_for_any_chunk_size(model64, tmp_path:
     np.testing.assert_allclose(
         store.prediction, (np.tanh(X) * w).sum(1) + X[:, 0] * X[:, 1], rtol=0, atol=1e-12
     )
-    rows = [len(c["X"]) for c in iter_store_chunks(out)]
+    rows = [len(c["X"]) for c in open_store(out).chunks()]
     assert sum(rows) == 203 and all(r == chunk for r in rows[:-1])
 
 
@@ -354,7 +353,7 @@ def test_arrow_values_equal_to_numpy(kind: str):
     with an offset); the values are those of ``to_numpy``."""
     import pyarrow as pa
 
-    from ale_cli.data.batches import arrow_values
+    from ale_cli.data.table import arrow_values
 
     rng = np.random.default_rng(1)
     if kind == "bool":

@@ -1,7 +1,5 @@
 """The files of a partitioned Parquet dataset (a directory, recursively, or a glob
-pattern; read in name order), and :func:`open_part`, the one way each is opened: it
-refuses a part lacking a column asked for (columns are looked up by name in every part).
-"""
+pattern; in name order), and :func:`open_part`, the one way each is opened."""
 
 from __future__ import annotations
 
@@ -37,8 +35,7 @@ def is_dataset(path: Path) -> bool:
 
 
 def dataset_root(path: Path) -> Path:
-    """The directory a dataset's file names are relative to: the directory itself, or the
-    part of a glob before its first pattern.
+    """The directory a dataset's file names are relative to.
 
     >>> dataset_root(Path("no/such/part=*/data.parquet")).as_posix()
     'no/such'
@@ -50,8 +47,7 @@ def dataset_root(path: Path) -> Path:
 
 
 def dataset_files(path: Path) -> list[Path]:
-    """The files of a data path: itself, a directory's ``*.parquet`` files (recursively),
-    or the files a glob pattern matches, in name order."""
+    """The files of a data path: itself, a directory's ``*.parquet`` files, or a glob's."""
     if is_glob(path):
         root = dataset_root(path)
         pattern = path.relative_to(root).as_posix() if root != Path(".") else str(path)
@@ -78,8 +74,7 @@ def dataset_sha256(path: Path) -> str:
 
 
 def combine_hashes(path: Path, hashes: Sequence[tuple[Path, str]]) -> str:
-    """The sha256 of dataset ``path`` from its files' sha256 (each named relative to the
-    :func:`dataset_root`): a directory and a glob matching the same files hash alike."""
+    """The sha256 of dataset ``path`` from its files' (named relative to :func:`dataset_root`)."""
     root = dataset_root(path)
     digest = hashlib.sha256()
     for p, h in hashes:
@@ -110,8 +105,7 @@ def read_error(path: Path, exc: BaseException, fmt: str = "parquet") -> InputErr
 
 
 def open_part(source: Any, file: Path, columns: Sequence[str]) -> pq.ParquetFile:
-    """The Parquet file ``source`` (a path or an open binary file) of part ``file``, its
-    schema checked to hold every one of ``columns``; not pre-buffered."""
+    """The Parquet file ``source`` (a path or open file) of part ``file``, holding ``columns``."""
     import pyarrow.parquet as pq
 
     try:

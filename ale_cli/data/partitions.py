@@ -1,11 +1,5 @@
-"""The partitions of the data for the Dask engine: files, and row-group ranges of large files.
-
-A partition is a whole file (CSV, small or unreadable Parquet) or a range of row
-groups of one Parquet file, in file then row-group order (the local engine's row
-order); ``offset`` comes from the footers. Parquet files are cut into ranges of about
-:func:`target_rows` rows: :data:`TASKS_PER_SLOT` tasks per worker thread, at most
-:data:`PARTITION_ROWS`, at least :data:`MIN_PARTITION_ROWS`; row groups are never cut.
-"""
+"""The partitions of the data for the Dask engine: whole files (CSV, small or unreadable
+Parquet) or ranges of row groups of about :func:`target_rows` rows, in row order."""
 
 from __future__ import annotations
 
@@ -16,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-#: most rows a partition is cut to (1 Mi rows: pyarrow's default row group)
+#: most rows a partition is cut to (pyarrow's default row group)
 PARTITION_ROWS = 1 << 20
-#: fewest rows a file is cut to (64 Ki rows: one default chunk of ``ale compute``)
+#: fewest rows a file is cut to (one default chunk of ``ale compute``)
 MIN_PARTITION_ROWS = 1 << 16
 #: the tasks aimed at per worker thread when the data is smaller than that many full tasks
 TASKS_PER_SLOT = 4

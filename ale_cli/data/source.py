@@ -1,8 +1,6 @@
 """Rows that arrive in chunks: the :class:`Source` protocol, its :class:`Chunk` and the
-in-memory :class:`ArraySource`. A source splits into independent parts in row order, each
-yielding chunks of named arrays with the global offset of their first row; sources and
-parts are frozen values that pickle.
-"""
+in-memory sources. A source splits into independent parts in row order, each yielding
+chunks of named arrays with the global offset of their first row."""
 
 from __future__ import annotations
 
@@ -73,9 +71,7 @@ class ArraySource:
 
 @dataclass(frozen=True)
 class Held:
-    """A source's chunks read once and held in memory, part by part: its parts and chunk
-    boundaries kept, so a pass over it folds the same states in the same order as over
-    the source, and reads nothing again.
+    """A source's chunks read once and held in memory, its parts and chunk boundaries kept.
 
     >>> two = Parts((ArraySource({"x": np.arange(2)}), ArraySource({"x": np.ones(1)}, 2)))
     >>> src = Held.read(two, ["x"])

@@ -1,9 +1,5 @@
-"""Data files and partitioned datasets as :class:`~ale_cli.data.source.Source` s.
-
-:class:`DataSource`'s parts are the whole stream or its planned partitions; chunks hold
-``X`` (n, D), the rows kept in order, and the last chunk of every part (of no rows)
-carries its :class:`ReadEnd`. :class:`OpenedSource` is a stream already begun here.
-"""
+"""Data files and partitioned datasets as :class:`~ale_cli.data.source.Source` s: chunks
+hold ``X`` (n, D), and the last chunk of every part (of no rows) carries its :class:`ReadEnd`."""
 
 from __future__ import annotations
 
@@ -103,17 +99,16 @@ class DataSource:
     dropna: bool
     chunk_rows: int = DEFAULT_CHUNK_ROWS
     partitions: tuple[Partition, ...] | None = None
-    #: how the columns were chosen (the unsplit read checks the header as the user gave it)
+    #: how the columns were chosen (the unsplit read checks them)
     inputs: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
-    #: the levels of the text columns, read as their codes (a first pass found them)
+    #: the levels of the text columns, read as their codes
     text: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     @classmethod
     def of(
         cls, stream: TableStream, *, inputs: Sequence[str] | None, exclude: Sequence[str]
     ) -> DataSource:
-        """The source of the data ``stream`` opened (its header read)."""
         return cls(
             path=stream.path,
             fmt=stream.format,
@@ -133,23 +128,16 @@ class DataSource:
         files = dataset_files(self.path)
         return replace(self, partitions=plan_partitions(files, fmt=self.fmt, slots=slots))
 
-    def open(self) -> TableStream:
-        """The whole data's stream (every check of a read of the whole data)."""
-        return open_stream(
-            self.path,
-            fmt=self.fmt,
-            inputs=self.inputs,
-            exclude=self.exclude,
-            dropna=self.dropna,
-            categorical=self.categorical,
-            chunk_rows=self.chunk_rows,
-            text=dict(self.text),
-        )
+    def open(self, path: Path | None = None, **given: Any) -> TableStream:
+        """The whole data's stream (every check of a read of the whole data), or a part's."""
+        found = {"fmt": self.fmt, "inputs": self.inputs, "exclude": self.exclude}
+        found |= {"dropna": self.dropna, "categorical": self.categorical, "text": dict(self.text)}
+        return open_stream(path or self.path, chunk_rows=self.chunk_rows, **(found | given))
 
     def parts(self) -> Sequence[Any]:
         if self.partitions is None:
             return (self,)
-        whole = replace(self, partitions=None)  # a task ships its partition only
+        whole = replace(self, partitions=None)
         return tuple(PartitionSource(whole, p) for p in self.partitions)
 
     def chunks(self, arrays: Sequence[str] = ("X",)) -> Iterator[Chunk]:
@@ -168,16 +156,9 @@ class PartitionSource:
         return (self,)
 
     def open(self) -> TableStream:
-        return open_stream(
-            self.partition.file,
-            fmt=self.data.fmt,
-            inputs=self.data.names,
-            dropna=self.data.dropna,
-            categorical=self.data.categorical,
-            chunk_rows=self.data.chunk_rows,
-            min_rows=0,
-            row_groups=self.partition.row_groups,
-            text=dict(self.data.text),
+        part, names = self.partition, self.data.names
+        return self.data.open(
+            path=part.file, inputs=names, exclude=(), min_rows=0, row_groups=part.row_groups
         )
 
     def chunks(self, arrays: Sequence[str] = ("X",)) -> Iterator[Chunk]:
@@ -213,7 +194,7 @@ def _chunks(
     offset: int,
     read_s: float = 0.0,
 ) -> Iterator[Chunk]:
-    """The chunks of ``blocks`` (``stream``'s), then one of no rows with its :class:`ReadEnd`."""
+    """The chunks of ``blocks``, then one of no rows with its :class:`ReadEnd`."""
     kept = 0
     width = len(stream.feature_names)
     while True:

@@ -1,13 +1,7 @@
-"""Read a CSV file, a Parquet file or a partitioned Parquet dataset chunk by chunk.
-
-:func:`open_stream` gives a :class:`TableStream` yielding the inputs as (n, D) arrays
-of ``chunk_rows`` rows, with the checks of :func:`ale_cli.data.table.load_table` made
-chunk by chunk with the same outcome (error text, rows dropped and counted, dtypes
-combined as pandas would). Chunks are float32 when every input column is float32,
-else float64. The bytes are hashed while read (:class:`HashingReader`), except for a
-range of row groups (a Dask partition), whose ``sha256`` stays None. Text columns are
-read as codes of levels found by a first pass (:mod:`ale_cli.data.text_levels`).
-"""
+"""Read a CSV file, a Parquet file or a partitioned Parquet dataset chunk by chunk, with
+the checks of :func:`ale_cli.data.table.load_table` made chunk by chunk with the same
+outcome; chunks are float32 when every input column is, and the bytes are hashed while
+read (not for a range of row groups)."""
 
 from __future__ import annotations
 
@@ -21,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.data.batches import batch_matrix
 from ale_cli.data.dataset import (
     check_part,
     combine_hashes,
@@ -33,6 +26,7 @@ from ale_cli.data.dataset import (
     read_error,
 )
 from ale_cli.data.table import (
+    batch_matrix,
     check_categorical,
     data_sha256,
     detect_format,
@@ -44,9 +38,8 @@ from ale_cli.data.table import (
 from ale_cli.data.text_levels import encode_text
 from ale_cli.errors import InputError
 
-#: The data's hash as a store records it: of a DataFrame, a data file or a dataset.
 inputs_sha256 = data_sha256
-#: rows per chunk of ``ale compute`` (65536 x 32 float64 inputs = 16 MiB)
+#: rows per chunk of ``ale compute``
 DEFAULT_CHUNK_ROWS = 1 << 16
 #: a read further ahead than this (the Parquet footer) is not hashed at once
 _MAX_GAP = 8 << 20
@@ -77,7 +70,6 @@ class HashingReader(io.RawIOBase):
         return self._pos
 
     def _catch_up(self, upto: int) -> None:
-        """Hash the bytes from the hashed prefix up to ``upto`` by reading them."""
         here = self._fh.tell()
         self._fh.seek(self._hashed)
         while self._hashed < upto:
@@ -124,8 +116,8 @@ def combined_dtype(a: str, b: str) -> str:
 
 @dataclass
 class TableStream:
-    """The input columns of a data file, read chunk by chunk (iterate it once); after
-    the iteration ``rows_read`` ... ``sha256`` describe the whole file as a Table would."""
+    """The input columns of a data file, read chunk by chunk (iterate it once); then
+    ``rows_read`` ... ``sha256`` describe the whole file as a Table would."""
 
     path: Path
     format: str
@@ -135,22 +127,19 @@ class TableStream:
     chunk_rows: int
     dropna: bool
     total_rows: int | None
-    #: fewest rows the whole stream must keep (0: a partition of a dataset read on its own)
+    #: fewest rows the whole stream must keep (0: a partition read on its own)
     min_rows: int = 2
     dtypes: dict[str, str] = field(default_factory=dict)
     rows_read: int = 0
     rows_dropped: int = 0
     dropped_columns: tuple[str, ...] = ()
     sha256: str | None = None
-    #: every column of the file, in its order (the inputs are among them)
     file_columns: tuple[str, ...] = ()
-    #: the row groups ``(start, stop)`` read of a Parquet file (None: every row)
     row_groups: tuple[int, int] | None = None
     _frames: Iterator[Any] | None = None
     #: HashingReaders, or one plain file for a range of row groups (not hashed)
     _readers: list[Any] = field(default_factory=list)
-
-    #: the levels of the text columns (read as their codes; :mod:`ale_cli.data.text_levels`)
+    #: the levels of the text columns (read as their codes)
     text: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     @property
@@ -169,7 +158,6 @@ class TableStream:
 
     @property
     def where(self) -> str:
-        """The data file (and its row groups when a range is read) as messages name it."""
         where = f"data file '{self.path}'"
         if self.row_groups is None:
             return where
@@ -294,7 +282,7 @@ def _csv_frames(
 def _parquet_header(
     readers: list[Any], path: Path, row_groups: tuple[int, int] | None
 ) -> tuple[tuple[str, ...], int, dict[str, str], list[tuple[str, ...]]]:
-    """The first file's names, rows (of the row groups read) and Arrow types; every file's names."""
+    """The first file's names, rows (of the row groups read) and Arrow types; every file's."""
     import pyarrow.parquet as pq
 
     try:
@@ -318,20 +306,6 @@ def _parquet_header(
     return names[0], total, arrow_types, names
 
 
-def _open_readers(
-    path: Path, files: list[Path], fmt: str, row_groups: tuple[int, int] | None
-) -> list[Any]:
-    """A HashingReader per file, or a plain file for a range of row groups."""
-    if row_groups is None:
-        return [HashingReader(p) for p in files]
-    if fmt != "parquet" or is_dataset(path):
-        raise InputError(
-            f"{{param}} selects row groups of one Parquet file, got data '{path}'",
-            param="row_groups",
-        )
-    return [open(files[0], "rb")]  # noqa: SIM115 -- closed by TableStream.close
-
-
 def open_stream(
     path: str | Path,
     *,
@@ -346,10 +320,9 @@ def open_stream(
     text: Mapping[str, Sequence[Any]] | None = None,
 ) -> TableStream:
     """Open ``path`` (a CSV or Parquet file, or a dataset) for reading its input columns
-    chunk by chunk, the columns chosen and checked from the header or schema. Fewer than
-    ``min_rows`` rows kept is an error; ``row_groups=(start, stop)`` reads only those row
-    groups of one Parquet file, as if the file held only them.
-    ``text``: the levels of text columns, read as their codes."""
+    chunk by chunk, checked from the header or schema. Fewer than ``min_rows`` rows kept
+    is an error; ``row_groups=(start, stop)`` reads only those row groups of one Parquet
+    file; ``text``: the levels of text columns, read as their codes."""
     path = Path(path)
     if not path.exists() and not is_glob(path):
         raise InputError(f"data file '{path}' does not exist")
@@ -357,7 +330,15 @@ def open_stream(
     fmt = "parquet" if is_dataset(path) else detect_format(path, fmt)
     for file in files:  # pandas would rename a second 'bmi' to 'bmi.1'
         refuse_duplicate_headers(file, fmt)
-    readers = _open_readers(path, files, fmt, row_groups)
+    if row_groups is None:
+        readers: list[Any] = [HashingReader(p) for p in files]
+    elif fmt != "parquet" or is_dataset(path):
+        raise InputError(
+            f"{{param}} selects row groups of one Parquet file, got data '{path}'",
+            param="row_groups",
+        )
+    else:  # a range of row groups is not hashed
+        readers = [open(files[0], "rb")]  # noqa: SIM115 -- closed by TableStream.close
     try:
         if fmt == "parquet":
             header, total, arrow_types, schemas = _parquet_header(readers, path, row_groups)

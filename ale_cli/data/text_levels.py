@@ -1,11 +1,5 @@
-"""Text columns of a data file read chunk by chunk: their levels from one pass, then codes.
-
-A column is text when a value of it is not a number (as :func:`~ale_cli.data.table.
-to_float_matrix` decides on the whole column). Its levels are its distinct values, sorted
-as ``pandas.factorize(sort=True)`` sorts the whole column (the order depends only on the
-set of values, so the sets of the chunks merge); a value's code is its index among them,
-a missing value NaN. The codes of every chunk are then those of the whole table.
-"""
+"""Text columns of a data file read chunk by chunk: their levels (distinct values sorted as
+``pandas.factorize(sort=True)`` sorts the whole column) from one pass, then their codes."""
 
 from __future__ import annotations
 
@@ -15,28 +9,21 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.data.table import batch_matrix
 from ale_cli.errors import InputError
 
 Levels = dict[str, tuple[Any, ...]]
 
 
 def _frame(frame: Any, columns: Sequence[str]) -> Any:
-    """A pandas DataFrame of ``columns`` (an Arrow RecordBatch converted)."""
     if hasattr(frame, "schema"):
         return frame.select(list(columns)).to_pandas()
     return frame
 
 
-def _is_number(col: Any) -> bool:
-    import pandas as pd
-
-    return bool(pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col))
-
-
 def text_levels(frames: Iterable[Any], columns: Sequence[str]) -> tuple[Levels, tuple[str, ...]]:
     """The levels of the text ``columns`` over every frame, and the text columns some frame
-    read as numbers (a CSV chunk of numerals: their text is lost, so they are read again
-    as strings).
+    read as numbers (to read again as strings).
 
     >>> import pandas as pd
     >>> frames = [pd.DataFrame({"a": [1.0, 2.0], "c": ["b", None]}),
@@ -53,7 +40,7 @@ def text_levels(frames: Iterable[Any], columns: Sequence[str]) -> tuple[Levels, 
         frame = _frame(raw, columns)
         for name in columns:
             col = frame[name]
-            if _is_number(col):
+            if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
                 if col.notna().any():
                     numeric.add(name)
                 continue
@@ -77,8 +64,6 @@ def encode_text(
     the columns' pandas dtypes; InputError for a value the first pass did not see."""
     import pandas as pd
 
-    from ale_cli.data.batches import batch_matrix
-
     frame = _frame(frame, columns)
     numbers = [c for c in columns if c not in levels]
     X = np.empty((len(frame), len(columns)))
@@ -100,9 +85,8 @@ def encode_text(
 
 
 def find_text_levels(open_with: Callable[[Levels], Any]) -> Levels:
-    """The levels of the text columns of the data stream ``open_with(text)`` opens (``text``: the
-    columns to read as strings), from one pass over its frames, or two when a CSV chunk
-    read a text column as numbers."""
+    """The levels of the text columns of the stream ``open_with(text)`` opens (``text``: the
+    columns to read as strings), from one pass, or two when a chunk read one as numbers."""
     stream = open_with({})
     levels, again = text_levels(stream.raw_frames(), stream.feature_names)
     if again:

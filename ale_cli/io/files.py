@@ -1,9 +1,5 @@
-"""File helpers shared by every writer: safe atomic writes and content hashes.
-
-Every file ``ale`` writes goes through :func:`atomic_write`: a failure, Ctrl-C or
-SIGTERM never leaves a partial or temporary file (a killed process's temporaries are
-removed by the next write to that target); nothing but a regular file is replaced.
-"""
+"""Atomic writes (a failure, Ctrl-C or SIGTERM never leaves a partial file; a killed
+process's temporaries are removed by the next write) and content hashes."""
 
 from __future__ import annotations
 
@@ -22,7 +18,7 @@ from typing import IO
 from ale_cli.errors import InputError, RunError
 
 _HASH_CHUNK = 1 << 20
-#: When this process began writing files: a temporary file older than this is not ours.
+#: a temporary file older than this is not this process's
 STARTED = time.time()
 
 
@@ -66,8 +62,7 @@ def _umask() -> int:
 
 
 def write_target(path: str | os.PathLike[str]) -> Path:
-    """The file a write to ``path`` replaces: ``path`` itself, or a symlink's final target
-    (InputError when it exists and is not a regular file, or is a symlink loop)."""
+    """The file a write to ``path`` replaces (a symlink's final target), a regular file."""
     given = Path(path)
     target = given
     if given.is_symlink():
@@ -75,27 +70,31 @@ def write_target(path: str | os.PathLike[str]) -> Path:
             target = given.resolve(strict=False)
         except (OSError, RuntimeError):
             raise InputError(f"cannot write '{given}': it is a symlink loop") from None
-    try:
-        mode = os.stat(target).st_mode
-    except FileNotFoundError:
-        return target
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise InputError(f"cannot write '{given}': it is a symlink loop") from None
-        raise InputError(f"cannot write '{given}': {exc.strerror or exc}") from None
-    what = what_is(mode)
+    mode = output_mode(target, given)
+    what = None if mode is None else what_is(mode)
     if what is not None:
         raise InputError(f"cannot write '{given}': it is {what}, not a regular file")
     return target
 
 
+def output_mode(path: Path, given: Path | None = None) -> int | None:
+    """The mode of what ``path`` names (links followed), None when nothing is there; an
+    InputError naming ``given`` (default: ``path``) when it cannot be told."""
+    given = given or path
+    try:
+        return os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"cannot write '{given}': it is a symlink loop") from None
+        raise InputError(f"cannot write '{given}': {exc.strerror or exc}") from None
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[bytes]]:
-    """Open a temporary file beside ``path``; rename it onto ``path`` only on success.
-
-    A symlink is written through; a new file gets mode ``0666 & ~umask``, a rewritten
-    one keeps its mode; an ``OSError`` is a one-line :class:`RunError`.
-    """
+    """Open a temporary file beside ``path``; rename it onto ``path`` only on success (a
+    symlink written through, the mode kept or ``0666 & ~umask``, an OSError a RunError)."""
     given = Path(path)
     target = write_target(given)
     try:
@@ -106,7 +105,6 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise RunError(f"cannot write '{given}': {exc.strerror or exc}") from None
-    # the name is known before the file exists, so a signal at any point finds it to remove
     remove_stale_temporaries(target)
     tmp: Path | None = None
     try:
@@ -140,8 +138,7 @@ def temporary_name(name: str) -> str:
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:
-    """Remove the regular files named as :func:`temporary_name` names them for ``target``
-    and last changed before :data:`STARTED` (a killed process's); the paths removed."""
+    """Remove ``target``'s temporary files last changed before :data:`STARTED`; those removed."""
     pattern = re.compile(rf"\.{re.escape(target.name)}\.[0-9a-f]{{12}}\.tmp")
     removed = []
     try:

@@ -54,7 +54,7 @@ STDIN = "-"
 
 
 def read_bytes(path: str | Path, what: str) -> bytes:
-    """The bytes of a file, or of standard input for ``-``; one-line InputError if missing."""
+    """The bytes of a file, or of standard input for ``-``."""
     if str(path) == STDIN:
         return sys.stdin.buffer.read()
     path = Path(path)
@@ -91,7 +91,7 @@ def loads(text: str) -> Any:
 
 
 def parse_json(raw: bytes, path: str | Path, what: str) -> Any:
-    """Parse JSON bytes read from ``path``; invalid JSON is a one-line InputError."""
+    """Parse JSON bytes read from ``path``."""
     where = "standard input" if str(path) == STDIN else f"'{path}'"
     try:
         return loads(raw.decode("utf-8"))

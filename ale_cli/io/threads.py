@@ -1,7 +1,5 @@
-"""Overlapping work on chunks with threads: reading ahead, and mapping chunks in order
-(results in chunk order, so merging them gives the numbers one thread gives).
-``ALE_THREADS`` sets the worker threads of :func:`ordered_map`.
-"""
+"""Overlapping work on chunks with threads: reading ahead, and mapping chunks in order;
+``ALE_THREADS`` sets the worker threads of :func:`ordered_map`."""
 
 from __future__ import annotations
 
@@ -28,7 +26,6 @@ def thread_count() -> int:
 
 
 def available_cpus() -> int:
-    """CPU cores this process may use."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -36,8 +33,7 @@ def available_cpus() -> int:
 
 
 def prefetched(chunks: Iterator[T]) -> Iterator[T]:
-    """The items of ``chunks``, the next one read by a helper thread meanwhile (at most two
-    in memory); the reader's error is raised here, in order.
+    """The items of ``chunks``, the next one read by a helper thread meanwhile.
 
     >>> list(prefetched(iter([1, 2, 3])))
     [1, 2, 3]
@@ -77,8 +73,7 @@ def prefetched(chunks: Iterator[T]) -> Iterator[T]:
 def ordered_map(
     fn: Callable[[T], R], items: Iterable[T], *, threads: int | None = None
 ) -> Iterator[R]:
-    """``map(fn, items)`` with ``fn`` run by worker threads, results in order, at most
-    ``threads + 1`` items taken ahead; the first error is raised here.
+    """``map(fn, items)`` with ``fn`` run by worker threads, results in order.
 
     >>> list(ordered_map(lambda x: x * x, range(5), threads=2))
     [0, 1, 4, 9, 16]

@@ -1,11 +1,6 @@
-"""A YAML loader for files a user hands to ``ale`` (configs, job and rules files): safe and bounded.
-
-:func:`load_yaml` refuses, in one line naming the file (and the key or line): files over
-:data:`MAX_BYTES`, more than :data:`MAX_ALIASES` aliases, a self-reference or more than
-:data:`MAX_NODES` values once expanded ("billion laughs"), a key given twice, anything
-``safe_load`` refuses, nesting too deep, text that is not UTF-8. :func:`check_document`
-checks a document against a JSON Schema, naming the key path of the first problem.
-"""
+"""A safe, bounded YAML loader for the files a user hands to ``ale`` (:func:`load_yaml`:
+size, aliases, expansion, duplicate keys, nesting, UTF-8), and :func:`check_document`
+(a JSON Schema, naming the key path of the problem)."""
 
 from __future__ import annotations
 
@@ -20,7 +15,7 @@ MAX_NODES = 100_000
 
 
 class _TooLarge(Exception):
-    """A limit of :func:`load_yaml` was reached; the message says which."""
+    """A limit of :func:`load_yaml` was reached."""
 
 
 def _loader_class() -> Any:
@@ -29,7 +24,7 @@ def _loader_class() -> Any:
     from yaml.nodes import MappingNode, ScalarNode
 
     class Loader(yaml.SafeLoader):
-        """SafeLoader (the pure-Python one: its composer can be watched) with limits."""
+        """The pure-Python SafeLoader (its composer can be watched), with limits."""
 
         aliases = 0
 
@@ -183,8 +178,7 @@ _TYPE_NAMES = {
 
 
 def _leaf(error: Any) -> Any:
-    """The error to report: inside ``anyOf``, the alternative that got deepest into the
-    value; the ``anyOf`` itself when every alternative has the wrong type."""
+    """The error to report: inside ``anyOf``, the alternative that got deepest."""
     while error.validator in ("anyOf", "oneOf") and error.context:
         deepest = max(
             error.context,
@@ -216,7 +210,6 @@ _BOUNDS = {
 
 
 def _describe(error: Any) -> str:
-    """One readable sentence for a jsonschema error (its key path is said by the caller)."""
     value, kind, limit = error.instance, error.validator, error.validator_value
     if kind == "additionalProperties":
         known = list(error.schema.get("properties", {}))

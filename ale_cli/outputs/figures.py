@@ -1,11 +1,6 @@
-"""A figure directory's manifest (``.ale-plots.json``): the tool, its version and the
-sha256 of each figure file ``ale plot -o DIR`` / ``ale diff -o DIR`` wrote into DIR.
-
-They replace DIR as a whole, so an existing DIR is replaced only when it is empty, or
-holds nothing but the manifest and the files it lists (anything else is refused even
-with ``--force``: :func:`unlisted`) and every listed file is unchanged (else refused
-unless ``--force``: :func:`is_figure_directory`).
-"""
+"""A figure directory's manifest (``.ale-plots.json``): the sha256 of each figure file
+``ale plot -o DIR`` / ``ale diff -o DIR`` wrote; DIR is replaced whole, so only when it
+holds nothing else (:func:`unlisted`) and the files are unchanged (or ``--force``)."""
 
 from __future__ import annotations
 
@@ -53,8 +48,7 @@ def read_manifest(directory: Path) -> dict[str, str] | None:
 
 
 def unlisted(directory: Path) -> list[str]:
-    """The entries of ``directory`` that replacing it would lose: all but the manifest and
-    the regular files it lists (everything, without a manifest)."""
+    """The entries of ``directory`` but the manifest and the regular files it lists."""
     listed = read_manifest(directory) or {}
     extra = []
     for entry in sorted(os.scandir(directory), key=lambda e: e.name):
@@ -67,8 +61,7 @@ def unlisted(directory: Path) -> list[str]:
 
 
 def is_figure_directory(directory: Path) -> bool:
-    """True for an empty directory, or one holding only its manifest and the unchanged
-    files the manifest lists."""
+    """True for an empty directory, or one holding only its manifest and its unchanged files."""
     if unlisted(directory):
         return False
     listed = read_manifest(directory) or {}

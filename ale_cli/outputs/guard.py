@@ -1,19 +1,13 @@
 """The output guard: what ``ale`` may write over, decided once, before any work.
 
-Every output has a kind (:data:`KINDS`, :func:`register_kind`); :func:`guard` checks a
-path against it before the command runs. Refused whatever ``force`` says (exit 2): ``-``
-where the kind cannot go to standard output; one of the command's inputs (same device
-and inode: another spelling, a hard link or a symlink); not a regular file where a file
-is written, or not a directory where a directory is. Refused unless ``force``: an
-existing file or directory that is not recognisably this kind of ``ale`` output, by
-content ``ale`` wrote, never by extension (a JSON ``tool`` naming ``ale``, a report's
-generator meta, the JUnit generator comment, the ``ale`` key of a Parquet schema, the
-exact CSV header, a store's checked meta, a figure directory's manifest).
+Refused whatever ``force`` says (exit 2): ``-`` where the kind cannot go to standard
+output; one of the command's inputs (same inode); not a regular file where a file is
+written, or not a directory where a directory is. Refused unless ``force``: an existing
+output that is not recognisably this kind of ``ale`` output, by content, never by extension.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -21,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ale_cli.errors import InputError
-from ale_cli.io.files import what_is
+from ale_cli.io.files import output_mode, what_is
 from ale_cli.outputs import figures
 from ale_cli.summary.export import HEADERS
 
@@ -42,8 +36,7 @@ _JSON_LIMIT = 1 << 30
 @dataclass(frozen=True)
 class OutputKind:
     """One kind of output: ``recognise(path)`` is True for an existing ``ale`` output of
-    this kind (a directory when ``directory``); ``stdout``: ``-`` may write it there;
-    ``refusal(path)`` says why an existing ``path`` is refused even with ``force``."""
+    this kind; ``refusal(path)`` says why an existing ``path`` is refused even with ``force``."""
 
     name: str
     description: str
@@ -64,9 +57,6 @@ class Target:
     @property
     def stdout(self) -> bool:
         return self.path is None
-
-
-# -- recognising what we wrote -----------------------------------------------------------------
 
 
 def _head(path: Path, size: int = _HEAD) -> bytes:
@@ -96,40 +86,34 @@ def _json_object(path: Path) -> dict[str, object] | None:
 
 
 def is_summary(path: Path) -> bool:
-    """A summary: ``tool.name`` ale, ``schema_version``, ``estimator`` and ``features``."""
     data = _json_object(path)
     return data is not None and all(k in data for k in ("schema_version", "estimator", "features"))
 
 
 def is_audit_report(path: Path) -> bool:
-    """An ``ale audit --report`` file: ``tool.name`` ale, ``rules`` and ``checks``."""
     data = _json_object(path)
     return data is not None and "rules" in data and isinstance(data.get("checks"), list)
 
 
 def is_audit_markdown(path: Path) -> bool:
-    """A markdown summary of ``ale audit``: its generator comment on the first line, or an
-    empty file (a CI job summary file the runner created, with nothing to lose)."""
+    """A markdown summary of ``ale audit``, or an empty file (a CI job summary file)."""
     head = _head(path, 512)
     return head == b"" or head.startswith(JUNIT_MARKER.encode())
 
 
 def is_html_report(path: Path) -> bool:
-    """An ``ale report`` page: an HTML document with the ``generator`` meta of ``ale``."""
     head = _head(path)
     return head.lstrip().lower().startswith(b"<!doctype html") and HTML_MARKER.encode() in head
 
 
 def is_junit(path: Path) -> bool:
-    """JUnit XML of ``ale audit --junit``: the declaration, then the generator comment."""
     head = _head(path, 512)
     return head.startswith(b"<?xml") and JUNIT_MARKER.encode() in head
 
 
 def is_store(path: Path) -> bool:
-    """A local-effects store file that opens as every reader opens it (its meta and layout:
-    the row arrays' bytes are not read); one of ours whose members are damaged counts too
-    (compute recomputes it)."""
+    """A store file that opens as every reader opens it; one of ours whose members are
+    damaged counts too (compute recomputes it)."""
     from ale_cli.store.npz import open_store  # numpy and the store reader: only here
     from ale_cli.store.verify import DamagedStore
 
@@ -145,7 +129,6 @@ def is_store(path: Path) -> bool:
 
 
 def is_store_directory(path: Path) -> bool:
-    """A directory store (``ale compute --engine dask``): a directory with its manifest."""
     from ale_cli.store.parts import is_part_store
 
     return is_part_store(path)
@@ -167,7 +150,6 @@ def is_csv_export(path: Path) -> bool:
 
 
 def is_parquet_export(path: Path) -> bool:
-    """A Parquet table of ``ale export``: the ``ale`` key in its schema metadata."""
     if _head(path, 4) != b"PAR1":
         return False
     import pyarrow.parquet as pq  # heavy: only for an existing Parquet file
@@ -180,14 +162,11 @@ def is_parquet_export(path: Path) -> bool:
 
 
 def _not_ours_unless_empty(path: Path, ours: Callable[[Path], bool], what: str) -> str | None:
-    """Why a directory that is neither empty nor ours is refused even with ``force``
-    (replacing it would delete what is in it); None when it may be replaced."""
+    """Why a directory that is neither empty nor ours is refused even with ``force``."""
     if ours(path) or not any(os.scandir(path)):
         return None
     return f"output '{path}' is a directory that is not an ale {what}; choose another output"
 
-
-# -- the table of kinds ------------------------------------------------------------------------
 
 KINDS: dict[str, OutputKind] = {}
 
@@ -228,21 +207,6 @@ for _kind in (
     register_kind(_kind)
 
 
-# -- the guard ---------------------------------------------------------------------------------
-
-
-def _mode(given: Path) -> int | None:
-    """The mode of what ``given`` names (links followed); None when nothing is there."""
-    try:
-        return os.stat(given).st_mode
-    except FileNotFoundError:  # nothing there, or a dangling link (written through)
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise InputError(f"cannot write '{given}': it is a symlink loop") from None
-        raise InputError(f"cannot write '{given}': {exc.strerror or exc}") from None
-
-
 def _paths(inputs: Sequence[str | os.PathLike[str] | None]) -> list[str | os.PathLike[str]]:
     return [item for item in inputs if item is not None and str(item) != STDIO]
 
@@ -260,7 +224,6 @@ def _same_as_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -
 
 
 def _inside_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -> None:
-    """A directory output that holds one of the inputs would delete it when replaced."""
     for item in _paths(inputs):
         try:
             inner = Path(item).resolve()
@@ -282,8 +245,7 @@ def guard(
     force: bool = False,
     param: str = "out",
 ) -> Target | None:
-    """Check an output before any work (what is refused: the module docstring); the
-    :class:`Target` to write, None for no output."""
+    """Check an output before any work (the module docstring); None for no output."""
     spec = KINDS[kind] if isinstance(kind, str) else kind
     if path is None:
         return None
@@ -296,7 +258,7 @@ def guard(
             )
         return Target(spec, None, force)
     out = Path(path)
-    mode = _mode(out)
+    mode = output_mode(out)
     if mode is None:
         if spec.directory:
             _inside_input(out, inputs)

@@ -63,12 +63,7 @@ def write_table(
     frame: pd.DataFrame, path: str | Path, fmt: str | None = None, *, stdout: TextIO | None = None
 ) -> str:
     """Write ``frame`` as CSV or Parquet (``fmt``, else :func:`table_format`) at ``path``
-    (``"-"``: CSV to ``stdout``), atomically; return the format used.
-
-    CSV: a header row (the mark :func:`~ale_cli.outputs.guard.is_csv_export` knows), no
-    index, floats that read back exactly, empty entries for NaN. Parquet (pyarrow):
-    nullable columns kept, the schema metadata key ``ale`` names the tool.
-    """
+    (``"-"``: CSV to ``stdout``), atomically, with the guard's marks; the format used."""
     fmt = table_format(path, fmt)
     if str(path) == STDIO:
         (stdout or sys.stdout).write(_csv_text(frame))
@@ -86,8 +81,7 @@ def write_table(
 
 
 def _marked_arrow_table(frame: pd.DataFrame) -> Any:
-    """``frame`` as a pyarrow Table whose schema metadata names ``ale`` (key ``ale``: tool,
-    version and kind), the mark the output guard recognises a Parquet export by."""
+    """``frame`` as a pyarrow Table whose schema metadata key ``ale`` names the tool."""
     import pyarrow as pa
 
     table = pa.Table.from_pandas(frame, preserve_index=False)
@@ -97,13 +91,9 @@ def _marked_arrow_table(frame: pd.DataFrame) -> Any:
     )
 
 
-# -- the command's work -----------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class ExportResult(ExportTable):
-    """What :func:`export_summary` wrote: the table and its format, ``"csv"`` or
-    ``"parquet"``."""
+    """What :func:`export_summary` wrote: the table and its format."""
 
     fmt: str = "csv"
 
@@ -116,8 +106,7 @@ def export_summary(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
 ) -> ExportResult:
-    """Read a summary (``"-"``: standard input) and write its long table to ``out`` (the
-    format settled first, so a bad ``out`` fails fast)."""
+    """Read a summary (``"-"``: standard input) and write its long table to ``out``."""
     fmt = table_format(out, fmt)
     table = export_table(source, stdin=stdin)
     write_table(table.frame, out, fmt, stdout=stdout)

@@ -1,10 +1,5 @@
-"""The local-effects store's format: names, the in-memory :class:`Store`, the cache key
-and the recorded identity (:func:`content_digest`).
-
-Arrays, shapes, dtypes, chunks and the meta are described in docs/store-and-summary.md.
-Row arrays of a schema-3 store are chunked (``X.00000``, ...; :func:`chunk_entry`); a
-store's identity is the sha256 of the listing of its members but the meta, recorded in
-the meta (:data:`DIGEST`) when it is written."""
+"""The local-effects store's format (docs/store-and-summary.md): names, the in-memory
+:class:`Store`, the cache key and the recorded identity (:func:`content_digest`)."""
 
 from __future__ import annotations
 
@@ -21,7 +16,6 @@ from ale_cli.errors import InputError
 from ale_cli.io.jsonio import to_jsonable
 
 SCHEMA_VERSION = 3
-REQUIRED_ARRAYS = ("X", "local_effects", "prediction", "feature_names", "meta")
 #: the arrays split into row chunks in a schema-3 store
 ROW_ARRAYS = ("X", "local_effects", "prediction")
 META_KEYS = (
@@ -39,19 +33,16 @@ META_KEYS = (
     "n_rows",
     "timings",
     "cache_key",
-    "content_sha256",  # DIGEST: the store's identity, recorded when it is written
+    "content_sha256",
 )
 PAIRS = "pairs"
 MIXED = "mixed_derivatives"
 #: optional row arrays (N, L) of the features estimated per level (meta ``levels``)
 LEVEL_ARRAYS = ("level_up", "level_down")
-#: optional arrays of a store of secants (method "secant", :mod:`ale_cli.models.secant`):
-#: the fine grids of the explained features, flat, and where each feature's starts (F+1,)
+#: a store of secants' fine grids, flat, and where each feature's starts (F+1,)
 FINE_EDGES = "fine_edges"
 FINE_OFFSETS = "fine_offsets"
-#: row arrays held once per output by a store of several outputs (its meta's optional
-#: ``outputs`` lists their records, the first the meta's ``output``):
-#: output 0's as named, output k's as ``name.out<k>`` (:func:`output_entry`)
+#: row arrays held once per output (meta ``outputs``; :func:`output_entry`)
 PER_OUTPUT = ("local_effects", "prediction", *LEVEL_ARRAYS)
 
 
@@ -65,8 +56,7 @@ def output_entry(name: str, k: int) -> str:
 
 
 def split_outputs(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Row arrays whose axis 1 is the output (``prediction`` (n, K)) as one array per
-    output (:func:`output_entry`); arrays of one output unchanged."""
+    """Row arrays whose axis 1 is the output as one array per output (:func:`output_entry`)."""
     if arrays["prediction"].ndim < 2:
         return dict(arrays)
     out = {n: a for n, a in arrays.items() if n not in PER_OUTPUT}
@@ -77,8 +67,7 @@ def split_outputs(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def output_records(meta: Mapping[str, Any]) -> list[Any]:
-    """The outputs a store holds, the first the meta's ``output`` (one if ``outputs`` is
-    absent: every store before it)."""
+    """The outputs a store holds, the first the meta's ``output``."""
     return list(meta.get("outputs") or [meta.get("output")])
 
 
@@ -88,9 +77,7 @@ def one_output(
     what: str,
     fix: str = "compute a store of that output with {param} NAME",
 ) -> None:
-    """InputError when the store (or model) of ``meta`` holds several outputs and ``what``
-    explains one (``ale regional``, ``ale interact``); ``fix`` says what to do.
-    """
+    """InputError when the store of ``meta`` holds several outputs and ``what`` explains one."""
     records = output_records(meta)
     if len(records) > 1:
         names = ", ".join(output_label(r) for r in records)
@@ -110,7 +97,7 @@ def output_label(record: Mapping[str, Any] | None) -> str:
     return str(record.get("name") or record.get("selector") or "output")
 
 
-#: the meta key of the store's identity, recorded when it is written (:func:`content_digest`)
+#: the meta key of the store's identity (:func:`content_digest`)
 DIGEST = "content_sha256"
 
 
@@ -137,10 +124,8 @@ def _index(names: tuple[str, ...], name: str, kind: str) -> int:
 
 @dataclass(frozen=True)
 class Store(_Columns):
-    """The contents of a store: ``X`` (N, D) float64, ``local_effects`` (N, F) float64,
-    ``prediction`` (N,), ``feature_names`` (F), ``meta`` (keys :data:`META_KEYS`),
-    ``extra`` (further arrays, kept on round trip), ``input_names`` (D; default: the
-    features)."""
+    """A store in memory: ``X`` (N, D), ``local_effects`` (N, F), ``prediction`` (N,),
+    ``feature_names`` (F), ``meta``, ``extra`` arrays, ``input_names`` (D; default: F)."""
 
     X: np.ndarray
     local_effects: np.ndarray
@@ -156,7 +141,6 @@ class Store(_Columns):
 
     @property
     def n_rows(self) -> int:
-        """N, the rows of X."""
         return int(self.X.shape[0])
 
     def feature_data(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -173,7 +157,6 @@ class Store(_Columns):
         )
 
     def parts(self) -> tuple[Store, ...]:
-        """A store in memory is one part (:class:`~ale_cli.data.source.Source`)."""
         return (self,)
 
     def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
@@ -220,9 +203,8 @@ def chunk_entry(name: str, i: int) -> str:
 
 
 def content_digest(members: Iterable[tuple[str, int, int]]) -> str:
-    """The store's identity: the sha256 of the listing of its members but the meta,
-    each ``(name, crc, size)`` (name without ``.npy``, its CRC-32 and its size in bytes)
-    as a line ``name crc size`` in the archive's order.
+    """The store's identity: the sha256 of the lines ``name crc size`` of its members but
+    the meta, in the archive's order.
 
     >>> content_digest([("X", 0x1234, 128)])[:12]
     'b64a0da15428'

@@ -1,8 +1,7 @@
-"""What a store file holds, checked before any number from it is used: members that are
-all ``.npy`` (their bytes CRC-checked by :mod:`ale_cli.store.verify`), the required
-arrays with their dtypes and agreeing shapes (and the optional pairs, levels and
-secant grids with their meta), finite row arrays and ``n_rows``. A store ale did not
-write, or one edited or damaged, is refused with one line naming the array and field."""
+"""What a store file holds, checked before any number from it is used: ``.npy`` members,
+the arrays' dtypes and agreeing shapes (with the optional pairs, levels, outputs and
+secant grids), finite row arrays and ``n_rows``, and the JSON types of its meta; a refusal
+names the array and field."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import InputError
-from ale_cli.store.format import PER_OUTPUT, output_entry, output_records
+from ale_cli.store.format import PER_OUTPUT, SCHEMA_VERSION, output_entry, output_records
 from ale_cli.store.verify import DamagedStore
 
 _FLOAT_ARRAYS = ("X", "local_effects", "prediction")
@@ -26,7 +25,6 @@ Specs = Mapping[str, tuple[tuple[int, ...], np.dtype]]
 
 
 def _layout(path: Path, specs: Specs, meta: Mapping[str, Any]) -> None:
-    """Required arrays, dtypes and shapes from ``specs`` (name -> (shape, dtype))."""
     where = f"store '{path}'"
     missing = [name for name in _REQUIRED if name not in specs]
     if missing:
@@ -34,14 +32,10 @@ def _layout(path: Path, specs: Specs, meta: Mapping[str, Any]) -> None:
     for name, (_, dtype) in specs.items():
         if dtype.hasobject:
             raise InputError(f"{where}: array '{name}' holds Python objects, which ale never reads")
-    for name in _FLOAT_ARRAYS:
-        dtype = specs[name][1]
-        if dtype.kind != "f":
-            raise InputError(f"{where}: array '{name}' must hold floats, it holds {dtype.name}")
-    for name in _TEXT_ARRAYS:
-        dtype = specs[name][1]
-        if dtype.kind != "U":
-            raise InputError(f"{where}: array '{name}' must hold text, it holds {dtype.name}")
+    for name in _REQUIRED:
+        kind, what = ("f", "floats") if name in _FLOAT_ARRAYS else ("U", "text")
+        if (dtype := specs[name][1]).kind != kind:
+            raise InputError(f"{where}: array '{name}' must hold {what}, it holds {dtype.name}")
     x_shape = specs["X"][0]
     if len(x_shape) != 2:
         raise InputError(
@@ -88,8 +82,7 @@ def _layout(path: Path, specs: Specs, meta: Mapping[str, Any]) -> None:
 
 
 def _output_layout(where: str, specs: Specs, meta: Mapping[str, Any]) -> None:
-    """A store of K outputs (meta ``outputs``) holds output k's copy of each per-output
-    row array (``local_effects.out<k>``, k = 1 .. K-1), shaped and typed as output 0's."""
+    """Output k's copy of each per-output row array, shaped and typed as output 0's."""
     count = len(output_records(meta))
     expected = {output_entry(n, k) for n in PER_OUTPUT if n in specs for k in range(1, count)}
     found = {n for n in specs if ".out" in n}
@@ -106,8 +99,7 @@ def _output_layout(where: str, specs: Specs, meta: Mapping[str, Any]) -> None:
 
 
 def _level_layout(where: str, specs: Specs, meta: Mapping[str, Any], n: int) -> None:
-    """``level_up`` and ``level_down`` come together, as floats (N, L) with L the records
-    of the meta's ``levels``, each naming a distinct feature."""
+    """``level_up`` and ``level_down``: floats (N, L), L the meta's ``levels`` records."""
     levels = meta.get("levels")
     present = [name for name in ("level_up", "level_down") if name in specs]
     if not present and not levels:
@@ -133,9 +125,7 @@ def _level_layout(where: str, specs: Specs, meta: Mapping[str, Any], n: int) -> 
 
 
 def level_problem(item: Mapping[str, Any]) -> str | None:
-    """What is wrong with a record of a store meta's ``levels`` (None if nothing): its
-    ``kind``, its ``values`` (at least 2, finite, strictly increasing), its ``order`` (a
-    permutation of the levels) and its ``labels`` (None, or text for every level code).
+    """What is wrong with a record of a store meta's ``levels`` (None if nothing).
 
     >>> level_problem({"kind": "discrete", "values": [1, 2], "order": [1, 0], "labels": None})
     >>> level_problem({"kind": "discrete", "values": [2, 1], "order": [0, 1], "labels": None})
@@ -171,8 +161,8 @@ def level_problem(item: Mapping[str, Any]) -> str | None:
 
 
 def _fine_layout(where: str, specs: Specs, meta: Mapping[str, Any], n_features: int) -> None:
-    """A store of secants (meta ``method`` "secant"), and only one, has float
-    ``fine_edges`` (M,), integer ``fine_offsets`` (F+1,) and a meta ``secant.k_fine``."""
+    """A store of secants, and only one, has ``fine_edges`` (M,), ``fine_offsets`` (F+1,)
+    and a meta ``secant.k_fine``."""
     secant = meta.get("method") == "secant"
     present = [name for name in ("fine_edges", "fine_offsets") if name in specs]
     if not secant and not present:
@@ -212,11 +202,8 @@ def _names(path: Path, names: np.ndarray, array: str = "feature_names") -> None:
 def check_finite(
     path: Path, name: str, array: np.ndarray, labels: Sequence[str] = (), *, row0: int = 0
 ) -> None:
-    """Refuse a row array of a store (``X``, ``local_effects``, ``prediction``, their
-    chunks, mixed derivatives, jumps to adjacent levels) holding NaN or infinity: ale
-    writes none (compute refuses or drops such rows), so the bytes changed. One line
-    naming the store, the array, the first row and the feature (``labels``: the
-    columns' names; mixed derivatives hold a row per pair, their rows are columns)."""
+    """Refuse a row array of a store holding NaN or infinity (ale writes none), naming the
+    first row and column (``labels``; mixed derivatives (P, N) hold a row per pair)."""
     if array.dtype.kind != "f":
         return
     if np.isfinite(array).all():
@@ -235,8 +222,8 @@ def check_finite(
     )
 
 
-def _finite_x(path: Path, X: np.ndarray, names: np.ndarray, member: str = "X") -> None:
-    """X finite, and every column's range too (max - min must not overflow to inf)."""
+def check_span(path: Path, X: np.ndarray, names: np.ndarray, member: str = "X") -> None:
+    """X finite, and every column's range too (max - min must not overflow)."""
     check_finite(path, member, X, [str(n) for n in names])
     if X.size == 0:
         return
@@ -252,28 +239,20 @@ def _finite_x(path: Path, X: np.ndarray, names: np.ndarray, member: str = "X") -
 
 
 def _load(path: Path, npz: Any, name: str) -> np.ndarray:
-    """Member ``name`` of an open ``Archive``, read whole and CRC-checked."""
     try:
         return np.asarray(npz[name])
     except ValueError as exc:
         raise InputError(f"store '{path}': array '{name}' is unreadable ({exc})") from None
 
 
-def _only_arrays(path: Path, archive: Any) -> None:
-    for filename in archive.raw_names:
-        if not filename.endswith(".npy"):
-            raise InputError(f"store '{path}': member '{filename}' is not a .npy array")
-
-
 _ROWS = r"((?:X|local_effects|prediction|mixed_derivatives|level_up|level_down)(?:\.out\d+)?)"
-#: a row array, whole or a chunk of a schema-3 store (``X``, ``X.00003``); a chunk
-_ROW = re.compile(rf"^{_ROWS}(\.\d{{5}})?$")
+#: a row array, whole or a chunk (``X``, ``X.00003``); a chunk
+ROW_MEMBER = re.compile(rf"^{_ROWS}(\.\d{{5}})?$")
 _CHUNK = re.compile(rf"^{_ROWS}\.(\d{{5}})$")
 
 
 def _virtual_specs(path: Path, specs: Specs, meta: Mapping[str, Any]) -> Specs:
-    """A chunked store's specs as if its chunks were stacked, after checking every
-    chunk's rows (the manifest's), columns and kind of values (the first's)."""
+    """A chunked store's specs as if its chunks were stacked, each chunk checked."""
     chunks = meta.get("chunks") or {}
     rows = [int(n) for n in chunks.get("rows", [])] if isinstance(chunks, Mapping) else []
     out = {name: spec for name, spec in specs.items() if not _CHUNK.match(name)}
@@ -306,28 +285,22 @@ def _virtual_specs(path: Path, specs: Specs, meta: Mapping[str, Any]) -> Specs:
     return out
 
 
-def _specs(path: Path, npz: Any, meta: Mapping[str, Any]) -> Specs:
-    """Every member's shape and dtype from its header, the layout checked."""
-    specs = {}
-    for name in npz.files:
-        shape, _, dtype, _ = npz.spec(name)
-        specs[name] = (shape, dtype)
-    chunked = any(_CHUNK.match(name) for name in specs)
-    _layout(path, _virtual_specs(path, specs, meta) if chunked else specs, meta)
-    return specs
-
-
 def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: bool = True) -> None:
-    """Check an open store (``Archive``) without keeping its big arrays: the small
-    members' CRC-32, every header and the layout; with ``full``, every row array too
-    (one at a time: its CRC-32 and finite values), one read of the file."""
+    """Check an open store without keeping its big arrays: the small members' CRC-32,
+    every header and the layout; with ``full``, every row array too (CRC-32, finite)."""
     path = Path(path)
-    _only_arrays(path, npz)
+    for filename in npz.raw_names:
+        if not filename.endswith(".npy"):
+            raise InputError(f"store '{path}': member '{filename}' is not a .npy array")
     for name in npz.files:  # the small members' bytes first (the row arrays': below)
-        if not _ROW.match(name):
+        if not ROW_MEMBER.match(name):
             npz.verify(name)
+    specs = {}
     try:
-        specs = _specs(path, npz, meta)
+        for name in npz.files:
+            shape, _, dtype, _ = npz.spec(name)
+            specs[name] = (shape, dtype)
+        _layout(path, _virtual_specs(path, specs, meta), meta)
     except InputError:
         if full:  # a layout broken by damaged bytes is named as damage
             for name in npz.files:
@@ -342,35 +315,108 @@ def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: b
     if not full:  # headers and layout only: the readers of the chunks check their bytes
         return
     for name in npz.files:
-        if _ROW.match(name):
+        if ROW_MEMBER.match(name):
             array = _load(path, npz, name)
             base = name.split(".")[0]
             if base == "X":
-                _finite_x(path, array, inputs, name)
+                check_span(path, array, inputs, name)
             else:
                 labels = [str(n) for n in names] if base == "local_effects" else []
                 check_finite(path, name, array, labels)
 
 
-def load_npz(
-    path: str | Path,
-    npz: Any,
-    meta: Mapping[str, Any],
-    whole: Mapping[str, np.ndarray] | None = None,
-) -> dict[str, np.ndarray]:
-    """Every array of an open store, checked as :func:`validate_npz` does; ``whole``: a
-    chunked store's row arrays, already stacked."""
-    path = Path(path)
-    _only_arrays(path, npz)
-    arrays = {name: _load(path, npz, name) for name in npz.files if not _CHUNK.match(name)}
-    arrays |= dict(whole or {})
-    _layout(path, {name: (a.shape, a.dtype) for name, a in arrays.items()}, meta)
-    _names(path, arrays["feature_names"])
-    inputs = arrays.get("input_names", arrays["feature_names"])
-    _names(path, inputs, "input_names")
-    _finite_x(path, arrays["X"], inputs)
-    names = [str(n) for n in arrays["feature_names"]]
-    for name in ("local_effects", "prediction", "mixed_derivatives", "level_up", "level_down"):
-        if name in arrays:
-            check_finite(path, name, arrays[name], names if name == "local_effects" else [])
-    return arrays
+#: the JSON type of each key a store's meta may hold (absent or null: not recorded)
+_META_OBJECTS = (
+    "tool", "model", "data", "method_details", "output", "options", "timings",
+    "categorical_levels", "chunks", "secant", "engine",
+)  # fmt: skip
+_META_LISTS = (
+    "feature_names", "features", "inputs", "categorical_features", "pairs", "levels", "notes",
+    "outputs",
+)  # fmt: skip
+_META_TEXT = ("created", "method", "cache_key", "layout", "content_sha256")
+_NAME_LISTS = ("feature_names", "features", "inputs", "categorical_features")
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _finite_numbers(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
+    )
+
+
+def meta_problem(meta: Mapping[str, Any]) -> str | None:
+    """What is wrong with the JSON types of a store's meta (None if nothing): each key
+    ``ale compute`` writes has its type (an object, a list, text, a count), the names are
+    text, ``model`` and ``data`` hold text paths and hashes and counts of rows, and the
+    ``chunks`` manifest holds counts of rows and finite per-input ranges.
+
+    >>> meta_problem({"schema_version": 3, "model": "m.pt"})
+    "'model' is not an object"
+    >>> meta_problem({"chunks": {"rows": [64, "8"]}})
+    "'chunks.rows' is not a list of row counts"
+    """
+    for key in _META_OBJECTS:
+        if meta.get(key) is not None and not isinstance(meta[key], dict):
+            return f"'{key}' is not an object"
+    for key in _META_LISTS:
+        if meta.get(key) is not None and not isinstance(meta[key], list):
+            return f"'{key}' is not a list"
+    for key in _META_TEXT:
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            return f"'{key}' is not text"
+    if not all(isinstance(o, dict) for o in meta.get("outputs") or ()):
+        return "'outputs' is not a list of objects"
+    for key in _NAME_LISTS:
+        if not all(isinstance(n, str) for n in meta.get(key) or ()):
+            return f"'{key}' holds something other than names"
+    for key, fields in (("model", ("path", "sha256", "format")), ("data", ("path", "sha256"))):
+        found = meta.get(key) or {}
+        for field in fields:
+            if found.get(field) is not None and not isinstance(found[field], str):
+                return f"'{key}.{field}' is not text"
+    for field in ("rows_read", "rows_dropped", "rows_nonfinite"):
+        if (meta.get("data") or {}).get(field) is not None:
+            if not _count(meta["data"][field]):
+                return f"'data.{field}' is not a count of rows"
+    return _chunks_problem(meta.get("chunks"))
+
+
+def _chunks_problem(chunks: Mapping[str, Any] | None) -> str | None:
+    if chunks is None:
+        return None
+    rows = chunks.get("rows")
+    if not isinstance(rows, list) or not all(_count(n) for n in rows):
+        return "'chunks.rows' is not a list of row counts"
+    arrays = chunks.get("arrays", [])
+    if not isinstance(arrays, list) or not all(isinstance(a, str) for a in arrays):
+        return "'chunks.arrays' is not a list of array names"
+    lo, hi = chunks.get("x_min"), chunks.get("x_max")
+    if (lo is None) != (hi is None):
+        return "'chunks.x_min' and 'chunks.x_max' come together"
+    if lo is not None and (
+        not _finite_numbers(lo)
+        or not _finite_numbers(hi)
+        or len(lo) != len(hi)
+        or any(a > b for a, b in zip(lo, hi, strict=True))
+    ):
+        return "'chunks.x_min' and 'chunks.x_max' are not per-input finite ranges"
+    if chunks.get("prediction") is not None and not isinstance(chunks["prediction"], dict):
+        return "'chunks.prediction' is not an object"
+    return None
+
+
+def check_meta(where: str, meta: dict[str, Any], what: str = "meta") -> None:
+    """Refuse a store's meta (its ``what``: meta or manifest) of a later schema or with
+    :func:`meta_problem`; ``where`` names the store."""
+    version = meta.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise InputError(
+            f"{where} has schema_version {str(version)[:40]}; this ale reads up to {SCHEMA_VERSION}"
+        )
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise InputError(f"{where}: its {what} is malformed: {problem}")

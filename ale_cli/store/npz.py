@@ -1,14 +1,11 @@
 """The store, opened one way: a file (:mod:`ale_cli.store.reader`) or a directory store
-(:mod:`ale_cli.store.parts`), told apart here and nowhere else; the names a reader or
-writer of stores needs are importable from here."""
+(:mod:`ale_cli.store.parts`), told apart here and nowhere else."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ale_cli.data.source import Chunk
 from ale_cli.store.format import (
     DIGEST,
     FINE_EDGES,
@@ -16,40 +13,32 @@ from ale_cli.store.format import (
     META_KEYS,
     MIXED,
     PAIRS,
-    ROW_ARRAYS,
     SCHEMA_VERSION,
     Store,
     cache_key,
 )
-from ale_cli.store.parts import open_part_store, read_part_meta, read_part_store
+from ale_cli.store.parts import open_part_store, read_part_meta
 from ale_cli.store.parts import store_sha256 as part_store_sha256
 from ale_cli.store.reader import (
-    CHUNKS_PER_PART,
-    ChunkRange,
     StoreFile,
     file_sha256,
     open_file_store,
     read_file_meta,
-    read_file_store,
 )
 from ale_cli.store.writer import StoreWriter, write_store
 
 __all__ = [
-    "CHUNKS_PER_PART",
-    "ChunkRange",
     "DIGEST",
     "FINE_EDGES",
     "FINE_OFFSETS",
     "META_KEYS",
     "MIXED",
     "PAIRS",
-    "ROW_ARRAYS",
     "SCHEMA_VERSION",
     "Store",
     "StoreFile",
     "StoreWriter",
     "cache_key",
-    "iter_store_chunks",
     "open_store",
     "read_meta",
     "read_store",
@@ -59,31 +48,24 @@ __all__ = [
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:
-    """The meta of a store, after checking every byte of it (what makes a cache hit sound;
-    ``DamagedStore`` when the meta is intact)."""
+    """The meta of a store, after checking every byte of it (``DamagedStore`` when the meta
+    is intact)."""
     path = Path(path)
     return read_part_meta(path) if path.is_dir() else read_file_meta(path)
 
 
 def read_store(path: str | Path) -> Store:
-    """A store in memory (its chunks or parts concatenated), its arrays and shapes checked."""
-    path = Path(path)
-    return read_part_store(path) if path.is_dir() else read_file_store(path)
+    """A store in memory (its chunks or parts concatenated as float64), every byte checked."""
+    return open_store(path).read()
 
 
 def open_store(path: str | Path) -> StoreFile:
-    """A store of any schema (a file or a directory store) opened for chunk-by-chunk reading."""
+    """A store (a file or a directory store) opened for chunk-by-chunk reading."""
     path = Path(path)
     return open_part_store(path) if path.is_dir() else open_file_store(path)
 
 
 def store_sha256(path: str | Path) -> str:
-    """A store's identity, as a summary records it (a file's recorded digest, a directory
-    store's manifest hash), checked."""
+    """A store's identity, as a summary records it, checked."""
     path = Path(path)
     return part_store_sha256(path) if path.is_dir() else file_sha256(path)
-
-
-def iter_store_chunks(path: str | Path, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
-    """The row arrays of the store at ``path``, one chunk at a time (:meth:`StoreFile.chunks`)."""
-    return open_store(path).chunks(arrays)

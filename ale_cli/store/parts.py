@@ -1,7 +1,5 @@
-"""The directory store (``ale compute --engine dask``): ``manifest.json`` (the store's meta
-plus ``layout``, ``parts`` and ``chunks``) and one complete store file per data partition,
-``part-00000.npz``, ...; its rows are the parts' in order (docs/store-and-summary.md).
-Written atomically: a hidden directory beside it replaces it in one rename."""
+"""The directory store (``ale compute --engine dask``; docs/store-and-summary.md): a
+``manifest.json`` and one store file per data partition, written atomically."""
 
 from __future__ import annotations
 
@@ -22,8 +20,8 @@ from ale_cli.data.source import Chunk
 from ale_cli.errors import InputError, RunError
 from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import loads, to_jsonable
-from ale_cli.store.format import MIXED, PAIRS, ROW_ARRAYS, Store
-from ale_cli.store.meta import check_meta
+from ale_cli.store.format import PAIRS, ROW_ARRAYS
+from ale_cli.store.layout import check_meta
 from ale_cli.store.reader import StoreFile, file_sha256, open_file_store, read_file_meta
 
 MANIFEST = "manifest.json"
@@ -40,14 +38,12 @@ def part_name(i: int) -> str:
 
 
 def is_part_store(path: Path) -> bool:
-    """True when ``path`` is a directory holding a store manifest."""
     return path.is_dir() and (path / MANIFEST).is_file()
 
 
 @dataclass(frozen=True)
 class PartStore(StoreFile):
-    """A directory store opened for reading chunk by chunk: ``rows`` per part, ``files``
-    the parts (each a ``StoreFile`` with its first row's ``offset``)."""
+    """A directory store opened for reading chunk by chunk: ``files`` its parts."""
 
     files: tuple[StoreFile, ...] = ()
 
@@ -59,7 +55,6 @@ class PartStore(StoreFile):
             yield from file.chunks(arrays)
 
     def select_output(self, k: int) -> PartStore:
-        """This store read as output ``k`` alone, in each of its parts."""
         chosen = super().select_output(k)
         return replace(chosen, files=tuple(file.select_output(k) for file in self.files))
 
@@ -69,6 +64,14 @@ class PartStore(StoreFile):
         if len(found) != 1:
             raise InputError(f"store '{self.path}': its parts hold different pairs")
         return found.pop()
+
+    def held(self) -> tuple[str, ...]:
+        return self.files[0].held()
+
+    def small_arrays(self) -> dict[str, np.ndarray]:
+        """The pairs of the mixed derivatives, if any (``compute --pairs``)."""
+        pairs = self.pairs()
+        return {PAIRS: np.array(pairs, dtype=np.str_)} if pairs else {}
 
 
 def _manifest(path: Path) -> dict[str, Any]:
@@ -114,7 +117,6 @@ def _manifest(path: Path) -> dict[str, Any]:
 
 
 def _part(path: Path, entry: dict[str, Any], meta: dict[str, Any]) -> StoreFile:
-    """Part ``entry`` opened and checked against the manifest."""
     name = entry["file"]
     if Path(name).name != name or not name.endswith(".npz"):
         raise InputError(f"store '{path}': its {MANIFEST} names a part '{name}' outside it")
@@ -134,7 +136,6 @@ def _part(path: Path, entry: dict[str, Any], meta: dict[str, Any]) -> StoreFile:
 
 
 def _check_ranges(path: Path, meta: dict[str, Any], parts: Sequence[StoreFile]) -> None:
-    """The manifest's ``x_min``/``x_max`` are the extremes of its parts' own."""
     ranges = [part.x_range() for part in parts]
     if meta["chunks"].get("x_min") is None or any(
         r is None or len(r[0]) != len(meta["input_names"]) for r in ranges
@@ -184,34 +185,8 @@ def read_part_meta(path: str | Path) -> dict[str, Any]:
     return handle.meta
 
 
-def read_part_store(path: str | Path) -> Store:
-    """A directory store in memory (its parts' rows concatenated as float64)."""
-    handle = open_part_store(path)
-    names = [n for n in handle.meta["chunks"].get("arrays") or ROW_ARRAYS if n != MIXED]
-    arrays: dict[str, list[np.ndarray]] = {name: [] for name in names}
-    for chunk in handle.chunks(names):  # every output's and level's row arrays too
-        for name in names:
-            arrays[name].append(chunk[name].astype(np.float64, copy=False))
-    whole = {name: np.concatenate(parts) for name, parts in arrays.items()}
-    extra = {name: array for name, array in whole.items() if name not in ROW_ARRAYS}
-    pairs = handle.pairs()
-    if pairs:  # compute --pairs: each part's mixed derivatives (P, n_i), side by side
-        mixed = [c[MIXED].astype(np.float64, copy=False) for c in handle.chunks((MIXED,))]
-        extra |= {PAIRS: np.array(pairs, dtype=np.str_), MIXED: np.concatenate(mixed, axis=1)}
-    return Store(
-        X=whole["X"],
-        local_effects=whole["local_effects"],
-        prediction=whole["prediction"],
-        feature_names=handle.feature_names,
-        input_names=handle.input_names,
-        meta=handle.meta,
-        extra=extra,
-    )
-
-
 def store_sha256(path: str | Path) -> str:
-    """The sha256 of a directory store's manifest, after checking every part's identity
-    against it (the part's recorded digest, or its file's sha256 in older stores)."""
+    """The sha256 of a directory store's manifest, every part's identity checked against it."""
     path = Path(path)
     meta = _manifest(path)
     for entry in meta["parts"]:
@@ -227,8 +202,7 @@ def store_sha256(path: str | Path) -> str:
 
 
 def _exchange(a: Path, b: Path) -> bool:
-    """Swap ``a`` and ``b`` in one step (Linux renameat2 RENAME_EXCHANGE); False if the
-    system cannot."""
+    """Swap ``a`` and ``b`` in one step (Linux renameat2); False if the system cannot."""
     libc_name = ctypes.util.find_library("c")
     if libc_name is None:
         return False
@@ -248,8 +222,7 @@ def _exchange(a: Path, b: Path) -> bool:
 
 class PartStoreWriter:
     """Write a directory store atomically: parts into ``part_path(i)`` of a hidden
-    directory (``tmp``), then :meth:`finish`; it replaces ``path`` when the block ends
-    without an error, else it is removed."""
+    directory, then :meth:`finish`; it replaces ``path`` when the block ends without an error."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -278,7 +251,6 @@ class PartStoreWriter:
         x_max: np.ndarray,
         arrays: Sequence[str],
     ) -> None:
-        """Write the manifest: ``meta`` with the layout, the parts and the chunk manifest."""
         rows = [int(p["rows"]) for p in parts]
         manifest = dict(meta) | {
             "layout": LAYOUT,

@@ -1,6 +1,5 @@
-"""Reading a store file: its meta (every byte checked), the whole store, chunk by chunk
-(:class:`StoreFile`, a Source) and its identity; every byte through
-:class:`~ale_cli.store.verify.Archive`, which checks each member's CRC-32 as it reads it."""
+"""Reading a store file: its meta, chunk by chunk (:class:`StoreFile`, a Source), whole,
+and its identity; every byte through :class:`~ale_cli.store.verify.Archive` (CRC-checked)."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ from ale_cli.store.format import (
     MIXED,
     PAIRS,
     PER_OUTPUT,
-    REQUIRED_ARRAYS,
     ROW_ARRAYS,
     Store,
     _Columns,
@@ -30,21 +28,19 @@ from ale_cli.store.format import (
     output_entry,
     output_records,
 )
-from ale_cli.store.layout import check_finite, load_npz, validate_npz
-from ale_cli.store.meta import check_meta
+from ale_cli.store.layout import ROW_MEMBER, check_finite, check_meta, check_span, validate_npz
 from ale_cli.store.verify import Archive, DamagedStore
 
 _ROW_MEMBERS = (*ROW_ARRAYS, MIXED, *LEVEL_ARRAYS)
+_NAMES = ("feature_names", "input_names", "meta")
 
 
 def _row_members(count: int) -> tuple[str, ...]:
-    """The row arrays a store of ``count`` outputs may hold."""
     more = (output_entry(n, k) for k in range(1, count) for n in PER_OUTPUT)
     return (*_ROW_MEMBERS, *more)
 
 
 def _open(path: Path) -> Archive:
-    """The store file at ``path`` opened for verified reading (:class:`Archive`)."""
     if not path.exists():
         raise InputError(f"store '{path}' does not exist; create it with 'ale compute'")
     if path.is_dir():
@@ -79,8 +75,8 @@ def read_file_meta(path: Path) -> dict[str, Any]:
 
 
 def file_sha256(path: Path) -> str:
-    """A store file's identity: the digest of its members' listing (names, CRC-32s,
-    sizes: no array is read), which must be the one its meta records, if any."""
+    """A store file's identity (:func:`content_digest`, no array read), checked against
+    the one its meta records."""
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
         listed = content_digest(
@@ -94,86 +90,23 @@ def file_sha256(path: Path) -> str:
     return listed
 
 
-def _chunk_names(meta: dict[str, Any]) -> list[int] | None:
-    """Rows per chunk of a chunked (schema-3) store, None for a single-array store."""
-    chunks = meta.get("chunks")
-    if not isinstance(chunks, dict):
-        return None
-    return [int(n) for n in chunks.get("rows", [])]
-
-
-def _concatenated(path: Path, npz: Any, rows: list[int], outputs: int) -> dict[str, np.ndarray]:
-    """The row arrays of a chunked store, concatenated (X as float64)."""
-    names = [n for n in _row_members(outputs) if chunk_entry(n, 0) in npz.files or n == "X"]
-    out: dict[str, np.ndarray] = {}
-    for name in names:
-        entries = [chunk_entry(name, i) for i in range(len(rows))]
-        missing = [e for e in entries if e not in npz.files]
-        if missing:
-            raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing[:3])}")
-        labels = _labels(npz, name)
-        parts = []
-        for entry in entries:  # each chunk checked as the chunked read checks it
-            part = npz[entry]
-            check_finite(path, entry, part, labels)
-            parts.append(part.astype(np.float64, copy=False))
-        out[name] = np.concatenate(parts, axis=1 if name == MIXED else 0)
-    return out
-
-
-def _labels(npz: Archive, name: str) -> list[str]:
-    """The names of the columns of row array ``name`` (X: the inputs), for messages."""
-    if name == "X" and "input_names" in npz.files:
-        return [str(n) for n in npz["input_names"]]
-    return [str(n) for n in npz["feature_names"]] if name in ("X", "local_effects") else []
-
-
-def read_file_store(path: Path) -> Store:
-    """Load a store file (its chunks concatenated), checking its arrays and shapes."""
-    with _open(path) as npz:
-        meta = _parse_meta(path, npz)
-        rows = _chunk_names(meta)
-        outputs = len(output_records(meta))
-        arrays = _concatenated(path, npz, rows, outputs) if rows is not None else {}
-        missing = [name for name in REQUIRED_ARRAYS if name not in npz.files and name not in arrays]
-        if missing:
-            raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing)}")
-        arrays = load_npz(path, npz, meta, whole=arrays)
-    X = arrays.pop("X")
-    effects = arrays.pop("local_effects")
-    prediction = arrays.pop("prediction")
-    names = tuple(str(s) for s in arrays.pop("feature_names"))
-    inputs = tuple(str(s) for s in arrays.pop("input_names", names))
-    arrays.pop("meta")  # the shapes agree (load_npz)
-    unknown = [n for n in names if n not in inputs]
-    if unknown:
-        raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
-    return Store(
-        input_names=inputs,
-        X=X,
-        local_effects=effects,
-        prediction=prediction,
-        feature_names=names,
-        meta=meta,
-        extra=arrays,
-    )
-
-
 @dataclass(frozen=True)
 class StoreFile(_Columns):
-    """A store on disk, read chunk by chunk (peak memory: a chunk). ``verified``: the
-    members this handle has CRC-checked (not checked twice)."""
+    """A store on disk, read chunk by chunk. ``verified``: the members this handle has
+    CRC-checked."""
 
     path: Path
     meta: dict[str, Any]
     feature_names: tuple[str, ...]
     input_names: tuple[str, ...]
     rows: tuple[int, ...]
-    #: the index of its first row in the store it is a part of (0: a whole store)
+    #: the index of its first row in the store it is a part of
     offset: int = 0
     #: the output read (of ``outputs`` the store holds; :meth:`select_output`)
     output: int = 0
     outputs: int = 1
+    #: the first chunk of a part of a chunked store (:meth:`parts`; None: the whole store)
+    first: int | None = None
     verified: set[str] = field(default_factory=set, init=False, compare=False, repr=False)
 
     @property
@@ -181,25 +114,19 @@ class StoreFile(_Columns):
         return int(sum(self.rows))
 
     def parts(self) -> tuple[StoreFile, ...]:
-        """Ranges of :data:`CHUNKS_PER_PART` chunks in row order, empty ones left out (a
-        schema 1-2 store is one part)."""
+        """Ranges of :data:`CHUNKS_PER_PART` chunks in row order, empty ones left out."""
+        if self.first is not None:
+            return (self,)
         if self.meta.get("chunks") is None:
             return (self,) if self.n_rows else ()
-        starts = np.cumsum([0, *self.rows])
+        starts = [int(n) for n in np.cumsum([0, *self.rows])]
+        step = CHUNKS_PER_PART
         return tuple(
-            ChunkRange(
-                path=self.path,
-                meta={},
-                feature_names=self.feature_names,
-                input_names=self.input_names,
-                rows=tuple(self.rows[i : i + CHUNKS_PER_PART]),
-                offset=self.offset + int(starts[i]),
-                output=self.output,
-                outputs=self.outputs,
-                first=i,
+            replace(
+                self, meta={}, rows=self.rows[i : i + step], offset=self.offset + starts[i], first=i
             )
-            for i in range(0, len(self.rows), CHUNKS_PER_PART)
-            if sum(self.rows[i : i + CHUNKS_PER_PART])
+            for i in range(0, len(self.rows), step)
+            if sum(self.rows[i : i + step])
         )
 
     def x_range(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -212,26 +139,25 @@ class StoreFile(_Columns):
         )
 
     def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
-        """The row arrays ``arrays`` chunk by chunk (a schema 1-2 store: one chunk), as
-        stored (mixed derivatives (P, n_i))."""
-        if self.meta.get("chunks") is None:
+        """The row arrays ``arrays`` chunk by chunk (a schema 1-2 store: one chunk)."""
+        if self.first is None and self.meta.get("chunks") is None:
             with _open(self.path) as npz:
                 chunk = {name: npz[output_entry(name, self.output)] for name in arrays}
             for name, array in chunk.items():
                 check_finite(self.path, name, array, self.labels(name))
             yield Chunk(self.offset, chunk)
             return
-        yield from self.read_chunks(range(len(self.rows)), arrays)
+        first = self.first or 0
+        yield from self.read_chunks(range(first, first + len(self.rows)), arrays)
 
     def labels(self, name: str) -> Sequence[str]:
-        """The names of the columns of row array ``name``, for messages."""
         return {"X": self.input_names, "local_effects": self.feature_names}.get(name, ())
 
     def read_chunks(
         self, indices: Iterable[int], arrays: Sequence[str] = ROW_ARRAYS
     ) -> Iterator[Chunk]:
-        """Chunks ``indices``: their ``arrays`` read and checked (CRC-32, finite values),
-        their other members CRC-checked (once per handle)."""
+        """Chunks ``indices``: their ``arrays`` read and checked, their other members
+        CRC-checked (once per handle)."""
         offset = self.offset
         with _open(self.path) as archive:
             for n, i in enumerate(indices):
@@ -254,7 +180,7 @@ class StoreFile(_Columns):
         return None if self.output else recorded_prediction(self.path, self.meta)
 
     def select_output(self, k: int) -> StoreFile:
-        """This store read as output ``k`` (of :func:`output_records`) alone."""
+        """This store read as output ``k`` alone."""
         record = output_records(self.meta)[k]
         return replace(self, output=k, meta=self.meta | {"output": record})
 
@@ -272,41 +198,48 @@ class StoreFile(_Columns):
             pairs = npz[PAIRS].reshape(-1, 2)
         return tuple((str(a), str(b)) for a, b in pairs)
 
+    def held(self) -> tuple[str, ...]:
+        """The row arrays the store holds (every output's)."""
+        with _open(self.path) as npz:
+            held = set(npz.files)
+        return tuple(n for n in _row_members(self.outputs) if {n, chunk_entry(n, 0)} & held)
+
+    def small_arrays(self) -> dict[str, np.ndarray]:
+        """The members that are not row arrays, names or the meta (pairs, secant grids)."""
+        with _open(self.path) as npz:
+            return {n: npz[n] for n in npz.files if not ROW_MEMBER.match(n) and n not in _NAMES}
+
+    def read(self) -> Store:
+        """The whole store in memory (its chunks or parts concatenated as float64)."""
+        names = self.held()
+        parts: dict[str, list[np.ndarray]] = {name: [] for name in names}
+        for chunk in self.chunks(names):
+            for name in names:
+                parts[name].append(chunk[name].astype(np.float64, copy=False))
+        whole = {n: np.concatenate(p, axis=1 if n == MIXED else 0) for n, p in parts.items()}
+        check_span(self.path, whole["X"], self.input_names)
+        extra = self.small_arrays() | {n: a for n, a in whole.items() if n not in ROW_ARRAYS}
+        return Store(
+            X=whole["X"], local_effects=whole["local_effects"], prediction=whole["prediction"],
+            feature_names=self.feature_names, input_names=self.input_names, meta=self.meta,
+            extra=extra,
+        )  # fmt: skip
+
 
 #: chunks per part of a store file (16 of 65536 rows: one Dask task)
 CHUNKS_PER_PART = 16
 
 
-@dataclass(frozen=True)
-class ChunkRange(StoreFile):
-    """Chunks ``first, first + 1, ...`` of a store file: one of its parts."""
-
-    first: int = 0
-
-    def parts(self) -> tuple[StoreFile, ...]:
-        return (self,)
-
-    def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
-        return self.read_chunks(range(self.first, self.first + len(self.rows)), arrays)
-
-
 def open_file_store(path: Path) -> StoreFile:
-    """Open a store file of any schema for chunk-by-chunk reading: a schema 1-2 store
-    checked whole, a chunked one's structure, headers and small members here and each
-    chunk's members as they are read (the bytes are read once)."""
+    """Open a store file for chunk-by-chunk reading: a schema 1-2 store checked whole, a
+    chunked one's headers and small members here and each chunk as it is read."""
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
-        rows = _chunk_names(meta)
-        validate_npz(path, npz, meta, full=rows is None)
-        needed = ["feature_names"] + (["X"] if rows is None else [])
-        missing = [name for name in needed if name not in npz.files]
-        if missing:
-            raise InputError(f"store '{path}' lacks the array(s) {', '.join(missing)}")
+        chunks = meta.get("chunks")
+        validate_npz(path, npz, meta, full=chunks is None)  # the layout: n_rows, X, names
         names = tuple(str(s) for s in npz["feature_names"])
         inputs = tuple(str(s) for s in npz["input_names"]) if "input_names" in npz.files else names
-        if rows is None:
-            n = int(meta.get("n_rows") or npz.spec("X")[0][0])
-            rows = [n]
+        rows = [int(meta["n_rows"])] if chunks is None else [int(n) for n in chunks["rows"]]
     unknown = [n for n in names if n not in inputs]
     if unknown:
         raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")

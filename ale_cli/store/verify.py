@@ -1,11 +1,8 @@
 """The one way a store file's bytes are read: every member verified as it is read.
 
-:class:`Archive` checks a store's zip structure before any member is read (the end
-records, every central record, every local header against its central record, and
-members that follow one another with no gap). A member is read whole, its CRC-32
-computed on the bytes as they arrive and compared at its end, so a reader never gets
-an array whose member did not match. A bad member is a :class:`DamagedStore` raised
-when it is read (the intact meta still says whose store it is); a bad end record an
+:class:`Archive` checks the zip structure (end records, central records, local headers,
+members with no gap) before any member is read, and each member's CRC-32 as it is read.
+A bad member is a :class:`DamagedStore` raised when it is read; a bad end record an
 InputError. Not covered: fields no reader uses (``made by`` system, file attributes)."""
 
 from __future__ import annotations
@@ -34,14 +31,11 @@ _DESCRIPTOR = 0x08
 
 
 class DamagedStore(InputError):
-    """A store whose bytes changed after it was written (a CRC-32, a header, a non-finite
-    value), its meta intact."""
+    """A store whose bytes changed after it was written, its meta intact."""
 
 
 @dataclass(frozen=True)
 class Member:
-    """Where a member's bytes are: ``start`` of its data, ``size`` bytes, its ``crc``."""
-
     name: str
     start: int
     size: int
@@ -97,8 +91,7 @@ class Archive(AbstractContextManager):
         return DamagedStore(f"store '{self.path}': array '{name}' is damaged ({why})")
 
     def _structure(self) -> dict[str, Member]:
-        """The members, structure checked; one with wrong headers is kept with its
-        ``problem`` and refused when read."""
+        """The members; one with wrong headers is kept with its ``problem``."""
         fh = self._fh
         try:
             with zipfile.ZipFile(fh) as zf:
@@ -130,7 +123,6 @@ class Archive(AbstractContextManager):
         return {name: members[name] for name in (i.filename.removesuffix(".npy") for i in infos)}
 
     def _local(self, info: zipfile.ZipInfo, name: str) -> Member:
-        """The member of ``info``, its local header checked against its central record."""
         start = info.header_offset + _LOCAL.size + len(info.orig_filename)
         stored = info.compress_type == zipfile.ZIP_STORED
         member = Member(name, start, info.compress_size, info.CRC, stored)
@@ -156,8 +148,7 @@ class Archive(AbstractContextManager):
         records = _extra_records(fh.read(e_len))
         encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
         sizes = (csize, fsize)
-        # a zip64 local header marks both sizes (as zipfile writes it); one marker alone
-        # is a changed byte, which the comparison below then sees
+        # a zip64 local header marks both sizes; one marker alone is a changed byte
         if records is not None and _ZIP64_EXTRA in records and sizes == (0xFFFFFFFF,) * 2:
             big = records[_ZIP64_EXTRA]
             if len(big) >= 16:
@@ -183,7 +174,6 @@ class Archive(AbstractContextManager):
         return replace(member, start=info.header_offset + _LOCAL.size + n_len + e_len)
 
     def _descriptor_size(self, member: Member, info: zipfile.ZipInfo) -> int:
-        """The data descriptor after a member written to a stream, checked."""
         self._fh.seek(member.start + info.compress_size)
         raw = self._fh.read(24)
         body = raw[4:] if raw[:4] == b"PK\x07\x08" else raw
@@ -198,8 +188,7 @@ class Archive(AbstractContextManager):
         raise self.damaged(member.name, "its data descriptor differs from the central directory")
 
     def _central_records(self, start_dir: int, end: int, infos: list[zipfile.ZipInfo]) -> None:
-        """The central directory walked as written: each record's name bytes are its
-        member's, and the records end where the end record says."""
+        """The central records' names are their members', ending where the end record says."""
         self._fh.seek(start_dir)
         raw = self._fh.read(max(end - start_dir, 0))
         pos = 0
@@ -220,7 +209,6 @@ class Archive(AbstractContextManager):
         raise InputError(f"store '{self.path}' is damaged (its central directory)")
 
     def _end_records(self, size: int, start_dir: int, count: int) -> None:
-        """The end of central directory record (and the zip64 ones) as the directory is."""
         where = f"store '{self.path}' is damaged (its end of central directory record)"
         fh = self._fh
         fh.seek(max(size - _END.size, 0))
@@ -254,10 +242,7 @@ class Archive(AbstractContextManager):
         ):
             raise InputError(where)
 
-    # -- members ------------------------------------------------------------------------------
-
     def member(self, name: str) -> Member:
-        """Member ``name``; DamagedStore if its zip headers are wrong."""
         if name not in self.members:
             raise InputError(f"store '{self.path}' lacks the array(s) {name}")
         member = self.members[name]
@@ -266,8 +251,7 @@ class Archive(AbstractContextManager):
         return member
 
     def _stream(self, member: Member) -> Any:
-        """A file object over the member's uncompressed bytes (zipfile's for a deflated
-        member: it checks the CRC-32 at the end)."""
+        """A file object over the member's uncompressed bytes."""
         if member.stored:
             return _Window(self._fh, member.start, member.size)
         zf = zipfile.ZipFile(self._fh)
@@ -314,8 +298,7 @@ class Archive(AbstractContextManager):
         self._read(self.member(name), None)
 
     def _read(self, member: Member, view: memoryview | None, header: int = 0) -> None:
-        """Read the member (after its ``header`` bytes) into ``view``, or through a reused
-        block when None, its CRC-32 computed on the bytes as they arrive, then checked."""
+        """Read the member (after ``header``) into ``view`` (None: a reused block), CRC-checked."""
         block = memoryview(bytearray(BLOCK if view is None else 0))
         try:
             with self._stream(member) as fh:

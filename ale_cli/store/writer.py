@@ -1,9 +1,6 @@
-"""Writing a store: :func:`write_store` (a store in memory, one array per name) and
-:class:`StoreWriter` (``ale compute``: chunk by chunk). Both write a zip64 ``.npz``
-entry by entry into a temporary file renamed into place (never a partial file at the
-path), the meta last, holding the store's identity (:data:`~ale_cli.store.format.DIGEST`,
-:func:`~ale_cli.store.format.content_digest` of the members written before it).
-"""
+"""Writing a store, atomically: :func:`write_store` (one array per name) and
+:class:`StoreWriter` (chunk by chunk); the meta last, holding the store's identity
+(:func:`~ale_cli.store.format.content_digest` of the members before it)."""
 
 from __future__ import annotations
 
@@ -25,9 +22,8 @@ from ale_cli.store.verify import BLOCK
 
 
 def _entry(zf: zipfile.ZipFile, name: str, array: np.ndarray) -> None:
-    """Member ``name`` (``.npy`` added) holding ``array``, uncompressed: the bytes
-    ``np.save`` writes, the data handed to the zip from the array's own memory in
-    :data:`BLOCK` slices (``write_array`` would copy them into fresh ``bytes`` first)."""
+    """Member ``name`` (``.npy`` added) holding ``array`` as ``np.save`` writes it, from the
+    array's own memory in :data:`BLOCK` slices (``write_array`` would copy it first)."""
     with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
         array = np.asarray(array)  # np.ascontiguousarray would make a 0-d array 1-d
         if not array.flags.c_contiguous:
@@ -42,8 +38,7 @@ def _entry(zf: zipfile.ZipFile, name: str, array: np.ndarray) -> None:
 
 
 def _finish(zf: zipfile.ZipFile, meta: Mapping[str, Any]) -> str:
-    """Write the meta as the last member, with the digest of the members before it;
-    the digest."""
+    """Write the meta as the last member, with the digest of the members before it."""
     digest = content_digest(
         (info.filename.removesuffix(".npy"), info.CRC, info.compress_size) for info in zf.infolist()
     )
@@ -86,13 +81,12 @@ def write_store(path: str | Path, store: Store) -> str:
 
 
 def _distribution(parts: list[np.ndarray]) -> dict[str, Any] | None:
-    """The manifest's ``prediction``: count, mean and percentiles of the finite values of
-    the chunks, as :func:`~ale_cli.core.statistics.prediction_distribution` gives them on
-    the whole column (the same numbers: the same values in the same order)."""
+    """The manifest's ``prediction``: :func:`~ale_cli.core.statistics.prediction_distribution`
+    of the chunks' finite values."""
     if not parts:
         return None
     values = np.concatenate(parts, dtype=np.float64)
-    parts.clear()  # the chunks' own arrays can go: peak N float64 values, not three copies
+    parts.clear()
     if not np.isfinite(values).any():
         return None
     dist = prediction_distribution(prediction=values, scratch=True)
@@ -100,12 +94,9 @@ def _distribution(parts: list[np.ndarray]) -> dict[str, Any] | None:
 
 
 class StoreWriter:
-    """Write a chunked store into a zip64 ``.npz``, atomically: ``with StoreWriter(path)
-    as w``, ``w.add(chunk)`` per chunk, then ``w.finish(...)`` (the manifest and digest).
-
-    ``add`` hands the chunk to a helper thread that writes it while the caller goes on
-    (the arrays must not change afterwards); nothing appears at ``path`` before the
-    block ends without an error."""
+    """Write a chunked store atomically: ``with StoreWriter(path) as w``, ``w.add(chunk)``
+    per chunk (written by a helper thread: the arrays must not change afterwards), then
+    ``w.finish(...)``."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -115,14 +106,11 @@ class StoreWriter:
         self._hi: np.ndarray | None = None
         self._predictions: list[np.ndarray] = []
         self._finished = False
-        #: the store's identity (the digest its meta records), once the block has ended
-        #: without an error
+        #: the store's identity, once the block has ended without an error
         self.sha256: str | None = None
         self._digest: str | None = None
 
     def __enter__(self) -> StoreWriter:
-        # chunks are written by a helper thread while the next one is computed (writing
-        # and the zip's CRC release the GIL); one chunk at a time, so at most one waits
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-write")
         self._pending: Future[None] | None = None
         self._target = atomic_write(self.path)
@@ -131,8 +119,7 @@ class StoreWriter:
         return self
 
     def add(self, arrays: Mapping[str, np.ndarray]) -> None:
-        """Write the next chunk: ``X`` (n, D), ``local_effects`` (n, F), ``prediction`` (n,)
-        and optionally ``mixed_derivatives`` (P, n)."""
+        """Write the next chunk: ``X`` (n, D), ``local_effects`` (n, F), ``prediction`` (n,), ..."""
         i = len(self.rows)
         for name, array in arrays.items():  # what every reader refuses (check_finite)
             if np.asarray(array).dtype.kind == "f" and not np.isfinite(array).all():
@@ -156,7 +143,6 @@ class StoreWriter:
             _entry(self._zip, name, array)
 
     def _wait(self) -> None:
-        """Wait for the chunk being written (its error is raised here)."""
         pending, self._pending = self._pending, None
         if pending is not None:
             pending.result()
@@ -169,7 +155,6 @@ class StoreWriter:
     def finish(
         self, *, feature_names: Sequence[str], input_names: Sequence[str], meta: dict[str, Any]
     ) -> None:
-        """Write the names and the meta with the chunk manifest."""
         self._wait()
         meta = dict(meta)
         meta["chunks"] = {
