@@ -18,7 +18,7 @@ from ale_cli.core.discrete import KS_POINTS, MAX_LEVELS, level_distances, mds_1d
 from ale_cli.errors import InputError
 from ale_cli.estimators import level_plans as planner
 from ale_cli.estimators import levels as categorical
-from ale_cli.estimators.level_order import level_orders
+from ale_cli.estimators.level_plans import level_orders
 from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.passes.engine import ArraySource
 
