@@ -1,11 +1,10 @@
 """Discrete and categorical features: the effect per level (``ale classic`` and stores).
 
 A discrete feature's levels are its distinct values in numeric order; a categorical one's
-(a text column as codes, or declared ``categorical``) are ordered by ALEPlot's method
-(:func:`~ale_cli.core.discrete.level_order`). Each row is moved to the adjacent levels (3
-predictions per row at most; a text column is perturbed as text by the model adapter), and
-:func:`~ale_cli.core.discrete.level_effect` turns the differences into the effect.
-"""
+are ordered by ALEPlot's method (:func:`~ale_cli.core.discrete.level_order`). Each row is
+moved to the adjacent levels (:func:`level_jumps`), which ``compute`` stores for ``rebin``
+and ``rhale`` (:func:`with_stored_levels`); :func:`~ale_cli.core.discrete.level_effect` turns
+the differences into the effect."""
 
 from __future__ import annotations
 
@@ -17,32 +16,26 @@ import numpy as np
 
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.bootstrap import percentile_band
-from ale_cli.core.discrete import (
-    MAX_LEVELS,
-    LevelEffect,
-    level_effect,
-    level_effect_from_cells,
-)
+from ale_cli.core.discrete import MAX_LEVELS, LevelEffect, level_cells, level_effect_from_cells
 from ale_cli.errors import InputError
 from ale_cli.estimators.bands import Bootstrap, replicate_cells
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 from ale_cli.store.layout import level_problem
+from ale_cli.store.npz import Store, StoreFile
 from ale_cli.summary.model import FeatureSummary, Replicates
 
 #: store arrays (N, L): each row's difference to the next and from the previous level of
-#: each of the L features in the meta's ``levels`` (chunked as ``level_up.00000``, ...)
+#: each of the L features in the meta's ``levels``
 LEVEL_UP = "level_up"
 LEVEL_DOWN = "level_down"
-
-
 #: ``discrete`` modes: every binary numeric column (the default), every column with few
-#: values, none (``discrete="none"``: numeric columns get slopes, as before)
+#: values, none (numeric columns get slopes)
 BINARY, AUTO, NONE = "binary", "auto", "none"
 
 
 def effective_discrete(discrete: Sequence[str] | str | None) -> Sequence[str] | str | None:
-    """The ``discrete`` the estimators apply: None (not given) is :data:`BINARY` (a numeric
-    column with exactly two distinct values is estimated per level), ``"none"`` is None.
+    """The ``discrete`` the estimators apply: None (not given) is :data:`BINARY`, ``"none"``
+    is None.
 
     >>> effective_discrete(None), effective_discrete("none"), effective_discrete(("a",))
     ('binary', None, ('a',))
@@ -120,8 +113,8 @@ class LevelPlan:
         return int(self.values.size)
 
     def positions(self, x: np.ndarray) -> np.ndarray:
-        """Each row's level in the estimated order, (n,) int64 in ``0 .. K-1``; ValueError
-        naming the first value that is not a level.
+        """Each row's level in the estimated order, (n,) int64; ValueError naming the first
+        value that is not a level.
 
         >>> plan = LevelPlan("s", "discrete", np.array([1.0, 2.0, 5.0]), np.array([0, 1, 2]))
         >>> plan.positions(np.array([5.0, 1.0, 2.0])).tolist()
@@ -155,8 +148,7 @@ class LevelPlan:
 
     @classmethod
     def from_meta(cls, item: Any, where: str) -> LevelPlan:
-        """The plan in a store meta's ``levels`` item; InputError naming ``where`` if the
-        record is not one :meth:`to_meta` writes."""
+        """The plan in a store meta's ``levels`` item (InputError naming ``where``)."""
         if not isinstance(item, Mapping) or not isinstance(item.get("feature"), str):
             raise InputError(f"{where}: a 'levels' record of its meta names no feature")
         problem = level_problem(item)
@@ -226,25 +218,6 @@ def level_arrays(
     return {LEVEL_UP: up, LEVEL_DOWN: down}
 
 
-def level_record(
-    plan: LevelPlan,
-    position: np.ndarray,
-    up: np.ndarray,
-    down: np.ndarray,
-    *,
-    center: str = "mean",
-    bootstrap: Bootstrap | None = None,
-) -> FeatureSummary:
-    """One feature's per-level record from every row's position and differences
-    (:func:`level_jumps`), with bootstrap bands when asked."""
-    k = plan.n_levels
-    eff = level_effect(position=position, up=up, down=down, n_levels=k, center=center)
-    bands: dict[str, Any] = {}
-    if bootstrap is not None and bootstrap.replicates:
-        bands = level_bands(position, up, down, k, bootstrap, center=center)
-    return _record(plan, eff, bands)
-
-
 def level_summary(
     plan: LevelPlan,
     cells: CellStats,
@@ -288,12 +261,9 @@ def level_bands(
     *,
     center: str,
 ) -> dict[str, Any]:
-    """``ci_low``, ``ci_high`` (K,) and the replicates of a per-level effect, rows resampled.
-
-    A row at level k holds ``up`` for jump k and ``down`` for jump k-1: two "features" on
-    the K-1 jumps (:func:`~ale_cli.estimators.bands.replicate_cells`), and a third counts
-    each replicate's rows per level for its centering.
-    """
+    """``ci_low``, ``ci_high`` (K,) and the replicates of a per-level effect, rows resampled:
+    a row at level k holds ``up`` for jump k and ``down`` for jump k-1 (two "features" on
+    the K-1 jumps), and a third counts each replicate's rows per level for its centering."""
     k = n_levels
     rise = np.where(position < k - 1, position, -1)
     fall = np.where(position > 0, position - 1, -1)
@@ -319,3 +289,66 @@ def level_bands(
         "ci_high": high,
         "replicates": Replicates(effect=effect, counts=n_level, ci=boot.ci),
     }
+
+
+def stored_plans(meta: Mapping[str, Any], where: str) -> tuple[LevelPlan, ...]:
+    """The plans in a store's meta ``levels``, in the order of its jump arrays' columns."""
+    items = meta.get("levels") or []
+    if not isinstance(items, list):
+        raise InputError(f"{where}: its meta's 'levels' is not a list")
+    return tuple(LevelPlan.from_meta(item, where) for item in items)
+
+
+def stored_level_names(store: Store | StoreFile, names: Sequence[str]) -> tuple[str, ...]:
+    """The features among ``names`` whose per-row jumps the store holds."""
+    held = {p.name for p in stored_plans(store.meta, f"store '{_label(store)}'")}
+    return tuple(n for n in names if n in held)
+
+
+def _label(store: Store | StoreFile) -> str:
+    return str(getattr(store, "path", "in memory"))
+
+
+def with_stored_levels(
+    features: Sequence[FeatureSummary],
+    store: Store | StoreFile,
+    *,
+    center: str = "mean",
+    bootstrap: Bootstrap | None = None,
+) -> list[FeatureSummary]:
+    """``features`` with each one whose jumps the store holds replaced by its per-level
+    record, equal to ``ale classic``'s on the rows and model the store came from (bootstrap
+    bands only of a store in memory), no model call."""
+    where = f"store '{_label(store)}'"
+    plans = {p.name: (i, p) for i, p in enumerate(stored_plans(store.meta, where))}
+    todo = [f.name for f in features if f.name in plans]
+    if not todo:
+        return list(features)
+    cols = {n: store.input_index(n) for n in todo}
+    boot = bootstrap is not None and bootstrap.replicates
+    if isinstance(store, Store):
+        if LEVEL_UP not in store.extra or LEVEL_DOWN not in store.extra:
+            raise InputError(f"{where} lacks the array(s) {LEVEL_UP}, {LEVEL_DOWN}")
+    elif boot:
+        raise ValueError("bootstrap bands of a store need it in memory (read_store)")
+    acc: dict[str, tuple[CellStats, np.ndarray]] = {}
+    bands: dict[str, dict[str, Any]] = {}
+    for chunk in store.chunks(("X", LEVEL_UP, LEVEL_DOWN)):
+        for n in todo:
+            i, plan = plans[n]
+            try:
+                position = plan.positions(chunk["X"][:, cols[n]])
+            except ValueError as exc:
+                raise InputError(f"{where}: feature '{plan.name}': {exc}") from None
+            up, down = chunk[LEVEL_UP][:, i], chunk[LEVEL_DOWN][:, i]
+            k = plan.n_levels
+            cells, counts = level_cells(position=position, up=up, down=down, n_levels=k)
+            if n in acc:
+                cells, counts = acc[n][0].merge(cells), acc[n][1] + counts
+            acc[n] = (cells, counts)
+            if boot and bootstrap is not None:  # a store in memory: one chunk
+                bands[n] = level_bands(position, up, down, k, bootstrap, center=center)
+    found = {
+        n: level_summary(plans[n][1], *acc[n], center=center, bands=bands.get(n)) for n in todo
+    }
+    return [found.get(f.name, f) for f in features]
