@@ -339,7 +339,7 @@ def _streamed(
         model=shipped(
             inputs,
             streamed.model,
-            streamed.columns_of_model(),
+            streamed.model_columns,
             scan.first,
             sha256=source["model"]["sha256"],
         ),  # fmt: skip

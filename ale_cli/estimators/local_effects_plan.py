@@ -1,6 +1,5 @@
-"""An ``ale compute`` run made ready: how the data are read (the one decision of whole
-table or stream, :func:`compute_reading`), the model loaded, the source, the kernel and the
-store's names (:class:`ComputeRun`)."""
+"""An ``ale compute`` run made ready (:class:`ComputeRun`): how the data are read
+(:func:`compute_reading`), the model loaded, the source, the kernel and the store's names."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from ale_cli.data.sources import DataSource, OpenedSource, Reads
 from ale_cli.data.stream import TableStream, open_stream
 from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
-from ale_cli.estimators.inputs import columns_note, feature_columns, open_inputs
+from ale_cli.estimators.inputs import columns_note, feature_columns, load_timed, open_inputs
 from ale_cli.estimators.inputs_stream import STREAMED, Reading, reading_of
 from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.levels import (
@@ -36,7 +35,7 @@ from ale_cli.estimators.pairs import pair_columns
 from ale_cli.estimators.rows import Rows
 from ale_cli.io.files import sha256_file
 from ale_cli.io.threads import prefetched
-from ale_cli.models import Columns, detect_format, load_model
+from ale_cli.models import Columns, detect_format
 from ale_cli.models.base import Model
 from ale_cli.models.columns import ColumnOrder
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
@@ -55,7 +54,7 @@ def checked_pairs(
     request: ComputeRequest, names: tuple[str, ...], categorical: tuple[str, ...], model: Model
 ) -> tuple[tuple[int, int], ...]:
     """The columns of ``request.pairs`` among the inputs ``names`` (refused: a pair naming
-    no input or a categorical one), once the model is known to have mixed derivatives."""
+    no input or a categorical one, a model without mixed derivatives)."""
     if not request.pairs:
         return ()
     where = f"data '{request.inputs.data_label}'"
@@ -84,8 +83,8 @@ def part_meta(model: Model, plans: Sequence[Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class FdFirst:
-    """The first pass of a streamed compute for an ONNX or scikit-learn model: the model
-    loaded on the data's profile, and what loading it again on a worker takes."""
+    """A finite-difference model loaded on the data's profile by a first pass, and what
+    loading it again on a worker takes."""
 
     model: Model
     sha256: str
@@ -98,10 +97,8 @@ class FdFirst:
 def profiled_model(
     request: ComputeRequest, fmt: str, stream: TableStream, timings: dict[str, float]
 ) -> FdFirst | None:
-    """Read the data for the profile an ONNX or scikit-learn model's checks and steps are
-    chosen from and load the model on it (text columns read as the codes of their levels,
-    found by a pass before); None when it is computed on the whole table after all (a
-    piecewise-constant model)."""
+    """The model loaded on the data's profile (its checks and steps come from it; text
+    columns read as codes); None for a piecewise-constant model (read whole after all)."""
     inputs = request.inputs
     feature_columns(inputs.features, stream.feature_names, where=f"data file '{inputs.data_label}'")
     t = time.perf_counter()
@@ -117,21 +114,10 @@ def profiled_model(
     finally:
         stream.close()
     timings["first_pass_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    model = load_model(
-        inputs.model,
-        model_format=fmt,
-        options=inputs.load_options(),
-        columns=Columns(
-            names=stream.feature_names,
-            fixed=stream.categorical,
-            levels=text,
-            dtypes=found.dtypes,
-        ),
-        X=found.profile.head,
-        profile=found.profile,
+    columns = Columns(
+        names=stream.feature_names, fixed=stream.categorical, levels=text, dtypes=found.dtypes
     )
-    timings["load_model_s"] = time.perf_counter() - t
+    model = load_timed(inputs, fmt, columns, found.profile.head, timings, found.profile)
     if piecewise_constant(model):  # its secants across a fine grid need the whole table
         return None
     return FdFirst(model, found.sha256, found.profile, dict(found.dtypes), text)
@@ -151,22 +137,8 @@ def open_data(request: ComputeRequest, text: dict[str, Any] | None = None) -> Ta
     )
 
 
-def _level_plans(
-    request: ComputeRequest, table: Any, features: Sequence[str]
-) -> tuple[tuple[LevelPlan, ...], tuple[str, ...]]:
-    """The explained features estimated per level (text, categorical and ``discrete``
-    columns), planned on the whole table as one chunk, and the notes naming them."""
-    found = level_plans(
-        Rows.of(table.X, table.feature_names), features, categorical=table.categorical,
-        discrete=effective_discrete(request.discrete), labels=table.levels,
-    )  # fmt: skip
-    plans = tuple(p for p in found.values() if isinstance(p, LevelPlan))
-    return plans, _levels_notes(request, plans)
-
-
 def _levels_notes(request: ComputeRequest, plans: Sequence[LevelPlan]) -> tuple[str, ...]:
-    """The notes naming the features whose jumps are stored, and the binary ones found by
-    default."""
+    """The notes naming the features whose jumps are stored and the binary ones found."""
     if not plans:
         return ()
     named = ", ".join(f"{p.name} ({p.n_levels} levels)" for p in plans)
@@ -184,16 +156,17 @@ AFTER_ALL = Reading.whole_table(
 )
 
 
-_FRAME = "read the whole table: the data are a DataFrame"
-
-
 def compute_reading(request: ComputeRequest) -> Reading:
-    """How ``ale compute`` reads the data: the one decision of whole table or stream
-    (:class:`Reading`; a first pass may still find the whole table needed: ``AFTER_ALL``)."""
+    """How ``ale compute`` reads the data (a first pass may still find the whole table
+    needed: ``AFTER_ALL``)."""
     inputs = request.inputs
     by_name = reading_of(inputs, request.chunk_rows)
     if by_name.whole:
-        return by_name if by_name.reason else Reading.whole_table(_FRAME)
+        return (
+            by_name
+            if by_name.reason
+            else Reading.whole_table("read the whole table: the data are a DataFrame")
+        )
     fmt = detect_format(inputs.model, inputs.model_format)
     if fmt == "onnx" and inputs.step is None and tree_ensemble_file(inputs.model):
         return Reading.whole_table(
@@ -205,8 +178,8 @@ def compute_reading(request: ComputeRequest) -> Reading:
 
 @dataclass
 class ComputeRun:
-    """A run made ready: the source, the kernel, the model as it travels, the store's
-    names, and what the meta needs of the data."""
+    """A run made ready: the source, the kernel, the model (``shared``: as it travels),
+    the store's names, and what the meta needs of the data."""
 
     source: Source
     kernel: LocalEffectsKernel
@@ -228,10 +201,9 @@ class ComputeRun:
 def streamed_run(
     request: ComputeRequest, engine: Engine, timings: dict[str, float]
 ) -> ComputeRun | None:
-    """The streamed run: the model loaded (on the first chunk, or on the first pass's
-    profile), the data as one opened stream here or as partitions on an engine that
-    splits; None when the model is computed on the whole table after all
-    (:func:`profiled_model`)."""
+    """The streamed run: the model loaded on the first chunk or the first pass's profile,
+    the data as a stream here or partitions on an engine that splits; None when the model
+    is computed on the whole table after all (:func:`profiled_model`)."""
     inputs = request.inputs
     fmt = detect_format(inputs.model, inputs.model_format)
     fd_model = None
@@ -249,15 +221,7 @@ def streamed_run(
     dtypes = {} if fd_model is None else fd_model.dtypes
     columns = Columns(names=names, fixed=fixed, levels=text, dtypes=dtypes)
     if fd_model is None:
-        t = time.perf_counter()
-        model = load_model(
-            inputs.model,
-            model_format=fmt,
-            options=inputs.load_options(),
-            columns=columns,
-            X=first,
-        )
-        timings["load_model_s"] = time.perf_counter() - t
+        model = load_timed(inputs, fmt, columns, first, timings)
     else:
         model = fd_model.model
     note = columns_note(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
@@ -302,11 +266,8 @@ def _stream_plans(
     head: _Head,
     labels: dict[str, tuple[Any, ...]],
 ) -> tuple[LevelPlan, ...]:
-    """The explained features estimated per level (the binary ones by default, those of
-    ``discrete``, the categorical ones), from passes over the data ``stream`` describes
-    (:func:`~ale_cli.estimators.level_plans.level_plans`); a categorical one's order needs
-    the rows' number and ranges, a pass more. No pass when the first rows already rule
-    out every candidate."""
+    """The explained features estimated per level, from passes over the data ``stream``
+    describes (a categorical one's order needs the rows' number and ranges, a pass more)."""
     discrete = effective_discrete(request.discrete)
     categorical = stream.categorical
     if discrete is None and not any(name in categorical for name in features):
@@ -346,9 +307,8 @@ def _read_head(
     torchscript: bool,
     text: dict[str, Any],
 ) -> _Head:
-    """The data opened and their first chunk read (to load a model on), torch imported
-    meanwhile for a TorchScript model: here one stream read on by the run; for an engine
-    that splits, the partitions, the first chunk taken from the first that has rows."""
+    """The data opened (a stream read on by the run, or the partitions of an engine that
+    splits) and their first chunk read, torch imported meanwhile for a TorchScript model."""
     t = time.perf_counter()
     stream = open_data(request, text)
     if engine.splits:  # the partitions are read where they are computed
@@ -380,8 +340,8 @@ def _import_torch(timings: dict[str, float], torchscript: bool) -> None:
 
 
 def _first_rows(data: DataSource) -> np.ndarray:
-    """The first chunk of the first partition with rows (a partition's own errors are
-    raised as its worker would); none: the whole data's read raises what is wrong."""
+    """The first chunk of the first partition with rows (none: the whole data's read
+    raises what is wrong)."""
     for part in data.parts():
         stream = part.open()
         try:
@@ -398,16 +358,15 @@ _HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
 
 
 def _hash_ranges(data: DataSource) -> dict[int, Future[str]]:
-    """The files read in row-group ranges hashed here meanwhile (by index): a file's
-    hash is of all its bytes, which no partition reads."""
+    """The files read in row-group ranges (by index) hashed here meanwhile: no partition
+    reads all their bytes."""
     split = sorted({p.file_index for p in data.partitions or () if p.row_groups is not None})
     files = dataset_files(data.path)
     return {i: _HASHER.submit(sha256_file, files[i], "data file") for i in split}
 
 
 def data_sha256(run: ComputeRun, reads: Reads) -> str:
-    """The data's sha256 as one read of the whole data gives it (a dataset's combined
-    from its files', :func:`~ale_cli.data.dataset.combine_hashes`)."""
+    """The data's sha256 as one read of the whole data gives it."""
     hashes = {i: future.result() for i, future in run.range_hashes.items()}
     for end in reads.ends:
         if end.file_index is None:  # one read of all the data
@@ -426,13 +385,16 @@ def data_sha256(run: ComputeRun, reads: Reads) -> str:
 
 
 def whole_run(request: ComputeRequest, timings: dict[str, float]) -> ComputeRun:
-    """The whole-table run: the table read at once, the model loaded on all rows (secants
-    for piecewise-constant models), the rows cut into chunks."""
+    """The whole-table run: the model loaded on all rows, the rows cut into chunks."""
     inputs = request.inputs
     opened = open_inputs(inputs)
     timings |= opened.timings
     table = opened.table
-    plans, notes = _level_plans(request, table, opened.features)
+    found = level_plans(
+        Rows.of(table.X, table.feature_names), opened.features, categorical=table.categorical,
+        discrete=effective_discrete(request.discrete), labels=table.levels,
+    )  # fmt: skip
+    plans = tuple(p for p in found.values() if isinstance(p, LevelPlan))
     # piecewise-constant models: secants across a fine grid (ale_cli.models.secant); the
     # features estimated per level are held fixed there (their jumps are stored instead)
     model = for_compute(
@@ -459,7 +421,7 @@ def whole_run(request: ComputeRequest, timings: dict[str, float]) -> ComputeRun:
         model=model,
         columns=StoreColumns(tuple(opened.features), table.feature_names, tuple(request.pairs)),
         total_rows=len(table.X),
-        notes=(*opened.notes, *notes),
+        notes=(*opened.notes, *_levels_notes(request, plans)),
         levels=plans,
         table=table,
     )
