@@ -1,49 +1,54 @@
 """``ale interact``: second-order (pairwise) ALE of feature pairs, classic or DALE.
 
 Each pair gets a K_a x K_b grid of cells (:func:`~ale_cli.estimators.pairs.pair_grids`);
-one pass of :class:`~ale_cli.estimators.interact_kernel.PairKernel` over the rows
-(:func:`~ale_cli.estimators.interact_rows.open_rows`), then the surfaces
-(:func:`~ale_cli.core.second_order.second_order_from_cells`). The per-row values:
-
-- ``ale`` (Apley & Zhu Eq. 13-15): the model at the four corners of each row's
-  cell, ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``;
-- ``dale`` (Gkolemis et al. Eq. 9): the mixed derivative d2f/dx_a dx_b at each row, by
-  autodiff, or from a store made with ``ale compute --pairs``.
+one pass of :class:`~ale_cli.estimators.interact_kernel.PairKernel` (whose docstring gives
+the per-row values) over the rows (:func:`open_rows`: a matching store made with ``ale
+compute --pairs``, DALE only, the data streamed or the whole table), then the surfaces
+(:func:`~ale_cli.core.second_order.second_order_from_cells`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Container, Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ale_cli.checks import check_choice, check_count
 from ale_cli.core.second_order import PairCells, SecondOrderEffect, second_order_from_cells
-from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
+from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, inputs_sha256
 from ale_cli.errors import InputError
 from ale_cli.estimators.bins import FixedBins
-from ale_cli.estimators.inputs import ModelInputs
-from ale_cli.estimators.interact_kernel import (
-    PairKernel,
-    PairPlan,
-    Passed,
-    dropped_note,
-    merge_passed,
+from ale_cli.estimators.inputs import ModelInputs, Opened, model_source, open_inputs, table_columns
+from ale_cli.estimators.inputs_stream import Streamed, open_reading, shipped
+from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed, merge_passed
+from ale_cli.estimators.pairs import (
+    Binning,
+    Columns,
+    Grids,
+    Pair,
+    pair_columns,
+    pair_grids,
+    parse_pairs,
 )
-from ale_cli.estimators.interact_rows import Asked, Rows, open_rows
-from ale_cli.estimators.pairs import Binning, Grids, Pair, pair_columns, pair_grids, parse_pairs
-from ale_cli.models.checks import nothing_left
+from ale_cli.io.files import sha256_file
+from ale_cli.io.jsonio import to_jsonable
+from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.mixed import require_mixed_derivatives
-from ale_cli.passes.engine import LOCAL, Engine, Ready, Shared
+from ale_cli.models.profile import DataProfile
+from ale_cli.passes.engine import LOCAL, ArraySource, Engine, Ready, Shared
+from ale_cli.passes.shipped import ShippedModel
 from ale_cli.store.format import one_output
-from ale_cli.summary.build import EstimateResult, run_notes, utc_now
+from ale_cli.store.npz import StoreFile, open_store, store_sha256
+from ale_cli.summary.build import EstimateResult, run_notes, store_info, utc_now
 from ale_cli.summary.model import InteractionSummary, Summary, with_statistics
 
 if TYPE_CHECKING:
-    from ale_cli.models.base import ProgressFn
+    from ale_cli.models.base import Model, ProgressFn
 
 ESTIMATORS = ("dale", "ale")
 DEFAULT_BINS = 10
@@ -98,6 +103,164 @@ class InteractRequest:
             default=DEFAULT_BINNING,
             default_bins=DEFAULT_BINS,
         )
+
+
+#: options of ``ale compute`` a store must share (with the model and data bytes) to be used
+MATCH_OPTIONS = (
+    "data_format",
+    "inputs",
+    "exclude",
+    "dropna",
+    "model_format",
+    "output",
+    "categorical",
+)
+
+
+def store_unused(
+    path: Path, estimator: str | None, inputs: ModelInputs, meta: Callable[[], dict[str, Any]]
+) -> str | None:
+    """Why the store at ``path`` is not used (a note), None when it is."""
+    if estimator == "ale":
+        return f"store '{path}' is not used by the ale estimator (it needs the model)"
+    found = meta()
+    if found.get("model", {}).get("sha256") != sha256_file(inputs.model):
+        why = "the model file differs"
+    elif found.get("data", {}).get("sha256") != inputs_sha256(inputs.data):
+        why = "the data file differs"
+    else:
+        wanted = {k: v for k, v in inputs.result_options().items() if k in MATCH_OPTIONS}
+        have = found.get("options") or {}
+        other = [k for k, v in to_jsonable(wanted).items() if have.get(k) != v]
+        if not other:
+            return None
+        why = f"it was made with other options ({other[0]})"
+    return f"store '{path}' does not match ({why}); computing from the model"
+
+
+@dataclass
+class Rows:
+    """The rows of a run: ``model`` and ``ship`` (its shippable handle) None when a store
+    gives every value; ``stored``: each stored pair (either order) to its row of the mixed
+    derivatives; ``summary_store(dropped)``: the summary's ``store`` part."""
+
+    columns: Columns
+    model: Model | None
+    ship: Callable[[], ShippedModel] | None
+    summary_store: Callable[[int], dict[str, Any]]
+    where: str
+    stored: dict[Pair, int] = field(default_factory=dict)
+    stored_prediction: bool = False
+
+
+def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
+    """The model of the whole table as a handle, with the profile of every row."""
+    profile = DataProfile.of(opened.table.X)
+    table_cols = table_columns(opened.table)
+    return shipped(inputs, opened.model, table_cols, profile.head, profile=profile)
+
+
+def _opened(
+    request: InteractRequest, engine: Engine | None, notes: list[str], timings: dict[str, float]
+) -> Streamed | Opened:
+    """The model loaded on the data streamed or read whole (their notes and timings kept)."""
+    found = open_reading(request.inputs, request.chunk_rows, engine)
+    if not isinstance(found, Streamed):
+        if found.reason:
+            notes.append(found.reason)
+        found = open_inputs(request.inputs)
+    timings |= found.timings
+    notes.extend(found.notes)
+    return found
+
+
+def _ship(inputs: ModelInputs, found: Streamed | Opened) -> Callable[[], ShippedModel]:
+    if isinstance(found, Streamed):
+        return partial(found.ship, inputs)
+    return partial(_table_model, inputs, found)
+
+
+def open_rows(
+    request: InteractRequest, engine: Engine, notes: list[str], timings: dict[str, float]
+) -> Rows:
+    """The rows of ``request`` as a source for ``engine``, with their notes and timings."""
+    if request.store is not None:
+        rows = _store_rows(request, request.store, notes, timings)
+        if rows is not None:
+            return rows
+    inputs = request.inputs
+    found = _opened(request, engine, notes, timings)
+    if isinstance(found, Streamed):
+        scan = found.scan
+        made = found.source(inputs, method=found.model.method)
+        columns = Columns(
+            found.data_source(engine), scan.names, scan.categorical, scan.n_rows, scan.lo, scan.hi
+        )
+    else:
+        table = found.table
+        made = model_source(inputs, found, method=found.model.method)
+        columns = Columns(
+            ArraySource({"X": table.X}), table.feature_names, tuple(table.categorical), len(table.X)
+        )
+    return Rows(
+        columns,
+        found.model,
+        _ship(inputs, found),
+        lambda dropped: made | {"data": made["data"] | {"rows_nonfinite": dropped}},
+        f"data '{inputs.data_label}'",
+    )
+
+
+def _store_rows(
+    request: InteractRequest, path: Path, notes: list[str], timings: dict[str, float]
+) -> Rows | None:
+    """The rows of a store the estimator uses, else None (with the note saying why)."""
+    opened: list[StoreFile] = []
+
+    def meta() -> dict[str, Any]:  # the store is opened only when the estimator may use it
+        opened.append(open_store(path))
+        one_output(opened[0].meta, f"store '{path}'", "ale interact")
+        return opened[0].meta
+
+    unused = store_unused(path, request.estimator, request.inputs, meta)
+    if unused is not None:
+        notes.append(unused)
+        return None
+    store = opened[0]
+    digest = _sha256_in_background(path)  # overlaps the passes
+    stored = {pair: i for i, pair in enumerate(store.pairs())}
+    stored |= {(b, a): i for (a, b), i in stored.items() if (b, a) not in stored}
+    found = None
+    missing = [p for p in request.pairs if p not in stored]
+    if missing:
+        listed = " ".join(",".join(p) for p in missing)
+        notes.append(
+            f"store '{path}' has no mixed derivatives of {listed}; computing "
+            "them (add them to the store with 'ale compute --pairs')"
+        )
+        found = _opened(request, None, notes, timings)  # no engine reads the data
+    lo_hi = store.x_range()
+    if lo_hi is not None and len(lo_hi[0]) != len(store.input_names):
+        lo_hi = None
+    categorical = tuple(store.meta.get("categorical_features") or ())
+    columns = Columns(store, store.input_names, categorical, store.n_rows, *(lo_hi or (None, None)))
+    return Rows(
+        columns,
+        None if found is None else found.model,
+        None if found is None else _ship(request.inputs, found),
+        lambda dropped: store_info(path, store, sha256=digest.result()),
+        f"store '{path}'",
+        stored=stored,
+        stored_prediction=True,
+    )
+
+
+def _sha256_in_background(path: Path) -> Future[str]:
+    """The store's sha256 by a helper thread."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
+    future = pool.submit(store_sha256, path)
+    pool.shutdown(wait=False)  # the thread ends with the hash
+    return future
 
 
 def interaction_params(
@@ -245,10 +408,7 @@ def interact(
     request.inputs.check_files()
     notes: list[str] = []
     timings: dict[str, float] = {}
-    asked = Asked(
-        request.inputs, request.pairs, request.store, request.estimator, request.chunk_rows
-    )
-    rows = open_rows(asked, engine, notes, timings)
+    rows = open_rows(request, engine, notes, timings)
     model = rows.model
     if model is not None:
         where = f"model '{request.inputs.model}' with {{param}} {request.inputs.output}"

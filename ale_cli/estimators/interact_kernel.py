@@ -9,7 +9,7 @@ their per-row value from one of three places:
 - ``stored`` (DALE): the store's mixed derivatives, no model.
 
 Then the non-finite screen (:func:`screen_pairs`) and the kept rows'
-:class:`~ale_cli.core.second_order.PairCells`. The model is the run's ``shared`` value.
+:class:`~ale_cli.core.second_order.PairCells`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 
 from ale_cli.core.binning import assign
 from ale_cli.core.second_order import PairCells
-from ale_cli.models.checks import row_list, screen_rows
+from ale_cli.models.checks import screen_rows
 from ale_cli.models.evaluate import Move, predict_moved
 from ale_cli.models.mixed import require_mixed_derivatives
 
@@ -40,8 +40,8 @@ STORED = "mixed_derivatives"
 def corner_moves(
     j_a: int, j_b: int, ea: np.ndarray, eb: np.ndarray, ia: np.ndarray, ib: np.ndarray
 ) -> list[Any]:
-    """The four moves of the classic route, to the corners (k, l), (k-1, l), (k, l-1),
-    (k-1, l-1) of each row's cell (0-based ``ia``: z_k = ``ea[ia + 1]``)."""
+    """The moves to the corners (k, l), (k-1, l), (k, l-1), (k-1, l-1) of each row's cell
+    (0-based ``ia``: z_k = ``ea[ia + 1]``)."""
     hi_a, lo_a, hi_b, lo_b = ea[ia + 1], ea[ia], eb[ib + 1], eb[ib]
     return [
         Move((j_a, j_b), np.column_stack([za, wb]))
@@ -84,7 +84,7 @@ def screen_pairs(
     offset: int = 0,
 ) -> Screened:
     """The rows whose prediction or any pair's value (``(rows, per_row)`` per pair) is not
-    finite: a ModelFailed naming them, or with ``drop`` the rows to leave out."""
+    finite (:func:`~ale_cli.models.checks.screen_rows`)."""
     label = "mixed derivatives" if estimator == "dale" else "evaluations at the cell corners"
     checks: list[tuple[str, np.ndarray, int]] = []
     if prediction is not None:
@@ -95,12 +95,6 @@ def screen_pairs(
             full[p, rows] = per_row  # row numbers of the data in the message
         checks.append((label, full, 1))
     return screen_rows(path, n_rows, checks, drop=drop, offset=offset, allow_empty=True)
-
-
-def dropped_note(path: object, rows: np.ndarray) -> str:
-    """The note on the ``rows`` left out for non-finite values."""
-    count = f"{len(rows)} row{'' if len(rows) == 1 else 's'}"
-    return f"dropped {count} where model '{path}' gave NaN or infinite values ({row_list(rows)})"
 
 
 @dataclass(frozen=True)
@@ -122,7 +116,7 @@ class PairPlan:
 @dataclass(frozen=True)
 class Passed:
     """A pass's state, mergeable in row order: every pair's cells, the rows dropped, the
-    kept rows' predictions (for the summary's distribution), the seconds on values."""
+    kept rows' predictions, the seconds on values."""
 
     pairs: tuple[PairCells, ...]
     dropped: tuple[np.ndarray, ...] = ()
@@ -146,16 +140,13 @@ class Passed:
         return int(sum(len(p) for p in self.predictions))
 
     def dropped_rows(self) -> np.ndarray:
-        """The rows dropped, (R,), numbered in the source."""
         return np.concatenate(self.dropped) if self.dropped else np.empty(0, dtype=np.intp)
 
     def prediction(self) -> np.ndarray:
-        """The kept rows' predictions, (kept,), in row order."""
         return np.concatenate(self.predictions) if self.predictions else np.empty(0)
 
 
 def merge_passed(a: Passed, b: Passed) -> Passed:
-    """:meth:`Passed.merge` as a function (what an engine folds with)."""
     return a.merge(b)
 
 
