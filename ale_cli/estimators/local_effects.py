@@ -2,17 +2,13 @@
 
 :func:`compute` is one run of the kernel (:mod:`~ale_cli.estimators.local_effects_kernel`)
 over the data as a source, on the engine it is handed, with a sink that writes the store
-(:mod:`~ale_cli.estimators.local_effects_store`: one file here, or a part store per part
-on Dask). How the data are read, streamed or whole table, is decided in one place
-(:func:`compute_reading`); either way the store equals the whole table's whatever the
-chunk size. Features estimated per level also get every row's jumps to the adjacent
-levels (``level_up``/``level_down``), from which rebin and rhale estimate them."""
+(one file here, or a part store per part on Dask). Streamed or whole table
+(:func:`compute_reading`), the store equals the whole table's whatever the chunk size."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -22,7 +18,6 @@ from ale_cli.data.sources import Reads
 from ale_cli.data.stream import TableStream
 from ale_cli.errors import InputError, RunError
 from ale_cli.estimators.inputs import model_record, object_notes
-from ale_cli.estimators.levels import LevelPlan
 from ale_cli.estimators.local_effects_cache import (
     ComputeRequest,
     ComputeResult,
@@ -33,6 +28,7 @@ from ale_cli.estimators.local_effects_cache import (
 from ale_cli.estimators.local_effects_kernel import (
     Computed,
     merge_computed,
+    store_output,
 )
 from ale_cli.estimators.local_effects_plan import (
     AFTER_ALL,
@@ -42,8 +38,7 @@ from ale_cli.estimators.local_effects_plan import (
     streamed_run,
     whole_run,
 )
-from ale_cli.estimators.local_effects_store import store_output
-from ale_cli.models.base import Model, ProgressFn
+from ale_cli.models.base import ProgressFn
 from ale_cli.models.checks import nothing_left
 from ale_cli.models.secant import store_extras
 from ale_cli.passes.engine import LOCAL, Engine
@@ -61,7 +56,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class _DataRead:
-    """The data read, as the meta records them (a Table or a stream after its end)."""
+    """The data streamed, as the meta records them (as a Table's)."""
 
     format: str
     feature_names: tuple[str, ...]
@@ -86,22 +81,17 @@ class _DataRead:
         )
 
 
-@dataclass(frozen=True)
-class _Written:
-    """What a run wrote, for the meta and the result."""
-
-    source: Any  # a Table or a _DataRead
-    model: Model
-    features: tuple[str, ...]
-    n_rows: int
-    levels: tuple[LevelPlan, ...] = ()
-
-
 def _meta(
-    request: ComputeRequest, written: _Written, hashes: Hashes, timings: dict[str, float]
+    request: ComputeRequest,
+    run: ComputeRun,
+    table: Any,
+    n_rows: int,
+    hashes: Hashes,
+    timings: dict[str, float],
 ) -> dict[str, Any]:
-    """The store's meta: provenance, columns, method and options (:data:`META_KEYS`)."""
-    table, model, inputs = written.source, written.model, request.inputs
+    """The store's meta (:data:`META_KEYS`) of ``run`` over the data ``table`` (a Table or
+    a :class:`_DataRead`)."""
+    model, inputs = run.model, request.inputs
     details = model.describe()
     return {
         "schema_version": SCHEMA_VERSION,
@@ -118,8 +108,8 @@ def _meta(
             "dtypes": table.dtypes,
         },
         # the explained features (columns of local_effects) and every model input (of X)
-        "feature_names": list(written.features),
-        "features": list(written.features),
+        "feature_names": list(run.columns.features),
+        "features": list(run.columns.features),
         "inputs": list(table.feature_names),
         # held fixed, local effect 0; the estimators report them as not estimable
         "categorical_features": list(table.categorical),
@@ -136,11 +126,11 @@ def _meta(
             "trust_pickle": inputs.trust_pickle,
             "chunk_rows": request.chunk_rows,
         },
-        "n_rows": written.n_rows,
+        "n_rows": n_rows,
         # optional arrays: mixed derivatives d2f/dx_a dx_b of these pairs (ale compute --pairs)
         "pairs": [list(p) for p in request.pairs],
         # features estimated per level: the columns of level_up / level_down
-        "levels": [plan.to_meta() for plan in written.levels],
+        "levels": [plan.to_meta() for plan in run.levels],
         "timings": timings,
         "cache_key": hashes.key,
     }
@@ -203,18 +193,11 @@ def compute(
         if run is None:
             AFTER_ALL.check(engine)
             run = whole_run(request, timings)
-        with _running(run):
+        try:
             return _write(request, engine, run, hashes, cached, timings, t0, progress)
-
-
-@contextmanager
-def _running(run: ComputeRun) -> Iterator[ComputeRun]:
-    """The run; its hashing of row-group ranges stopped if it fails first."""
-    try:
-        yield run
-    finally:
-        for future in run.range_hashes.values():
-            future.cancel()
+        finally:  # the hashing of row-group ranges stopped if the run fails first
+            for future in run.range_hashes.values():
+                future.cancel()
 
 
 def _write(
@@ -260,8 +243,7 @@ def _write(
         if state.rows == 0:
             raise nothing_left(request.inputs.model)
         t = time.perf_counter()
-        written = _Written(data, run.model, run.columns.features, state.rows, run.levels)
-        meta = _meta(request, written, hashes, timings)
+        meta = _meta(request, run, data, state.rows, hashes, timings)
         extra_arrays, extra_meta = store_extras(run.model)
         meta |= extra_meta
         meta["data"]["rows_nonfinite"] = len(state.nonfinite)

@@ -29,8 +29,8 @@ from ale_cli.estimators.local_effects_cache import ComputeRequest
 from ale_cli.estimators.local_effects_kernel import (
     LevelJumps,
     LocalEffectsKernel,
+    StoreColumns,
 )
-from ale_cli.estimators.local_effects_store import StoreColumns
 from ale_cli.estimators.pairs import pair_columns
 from ale_cli.estimators.rows import Rows
 from ale_cli.io.files import sha256_file
