@@ -3,7 +3,9 @@
 :func:`compute` is one run of the kernel (:mod:`~ale_cli.estimators.local_effects_kernel`)
 over the data as a source, on the engine it is handed, with a sink that writes the store
 (one file here, or a part store per part on Dask). Streamed or whole table
-(:func:`compute_reading`), the store equals the whole table's whatever the chunk size."""
+(:func:`compute_reading`), the store equals the whole table's whatever the chunk size. A
+store at the output made from the same model bytes, data bytes and result options is
+reused (:func:`cached_result`)."""
 
 from __future__ import annotations
 
@@ -15,16 +17,9 @@ from typing import Any
 
 from ale_cli import __version__
 from ale_cli.data.sources import Reads
-from ale_cli.data.stream import TableStream
+from ale_cli.data.stream import TableStream, inputs_sha256
 from ale_cli.errors import InputError, RunError
-from ale_cli.estimators.inputs import model_record, object_notes
-from ale_cli.estimators.local_effects_cache import (
-    ComputeRequest,
-    ComputeResult,
-    Damaged,
-    Hashes,
-    cached_result,
-)
+from ale_cli.estimators.inputs import model_record, model_sha256, object_notes
 from ale_cli.estimators.local_effects_kernel import (
     Computed,
     merge_computed,
@@ -32,6 +27,8 @@ from ale_cli.estimators.local_effects_kernel import (
 )
 from ale_cli.estimators.local_effects_plan import (
     AFTER_ALL,
+    ComputeRequest,
+    ComputeResult,
     ComputeRun,
     compute_reading,
     data_sha256,
@@ -40,9 +37,10 @@ from ale_cli.estimators.local_effects_plan import (
 )
 from ale_cli.models.base import ProgressFn
 from ale_cli.models.checks import nothing_left
-from ale_cli.models.secant import store_extras
+from ale_cli.models.secant import outdated, store_extras
 from ale_cli.passes.engine import LOCAL, Engine
-from ale_cli.store.npz import SCHEMA_VERSION
+from ale_cli.store.npz import SCHEMA_VERSION, cache_key, read_meta
+from ale_cli.store.verify import DamagedStore
 
 __all__ = [
     "ComputeRequest",
@@ -79,6 +77,80 @@ class _DataRead:
             dtypes=reads.dtypes(),
             levels=header.levels,
         )
+
+
+@dataclass(frozen=True)
+class Hashes:
+    """The inputs' content hashes and the cache key they make with the options."""
+
+    model: str | None  # None: a model object without a content hash, never a cache hit
+    data: str
+    key: str
+
+    @classmethod
+    def of(
+        cls, request: ComputeRequest, data: str | None = None, model: str | None = None
+    ) -> Hashes:
+        """The hashes; ``data`` when the data were hashed while they were read, ``model``
+        when the model file was hashed already."""
+        if model is None:
+            model = model_sha256(request.inputs.model)
+        if data is None:
+            data = inputs_sha256(request.inputs.data)
+        return cls(model, data, cache_key(model, data, request.result_options()))
+
+    def stale_reason(self, meta: dict[str, Any]) -> str | None:
+        """Why a store with this meta is not a cache hit (None when it is)."""
+        if self.model is None:
+            return "the model is an object without a content hash"
+        if meta.get("cache_key") == self.key:
+            return None
+        if meta.get("model", {}).get("sha256") != self.model:
+            return "the model file changed"
+        if meta.get("data", {}).get("sha256") != self.data:
+            return "the data file changed"
+        return "the options changed"
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """The store at the output is ours but its bytes changed: it is recomputed, and the
+    result's notes say so with ``note``."""
+
+    note: str
+
+
+def cached_result(
+    request: ComputeRequest, hashes: Hashes, t0: float
+) -> ComputeResult | Damaged | str | None:
+    """The cache hit at ``request.out``, else why the store there is stale (None: no store;
+    :class:`Damaged`: a damaged store of ours, never a cache hit)."""
+    if not request.out.exists():
+        return None
+    try:
+        meta = read_meta(request.out)  # checked whole once per process (see read_meta)
+    except DamagedStore as exc:  # ours (its meta is intact), its bytes changed
+        detail = str(exc).removeprefix(f"store '{request.out}': ")
+        return Damaged(f"store '{request.out}' was damaged; recomputed ({detail})")
+    except InputError:
+        raise InputError(
+            f"output '{request.out}' exists and is not a local-effects store; "
+            "remove it, choose another output, or pass {param} to overwrite it",
+            param="force",
+        ) from None
+    reason = hashes.stale_reason(meta) or outdated(meta)
+    if reason is not None:
+        return reason
+    return ComputeResult(
+        out=request.out,
+        cache_hit=True,
+        n_rows=int(meta["n_rows"]),
+        n_features=len(meta["feature_names"]),
+        method=str(meta["method"]),
+        seconds=time.perf_counter() - t0,
+        rows_dropped=int(meta["data"].get("rows_dropped", 0)),
+        rows_nonfinite=int(meta["data"].get("rows_nonfinite", 0)),
+    )
 
 
 def _meta(

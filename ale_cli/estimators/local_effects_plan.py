@@ -1,5 +1,6 @@
-"""An ``ale compute`` run made ready (:class:`ComputeRun`): how the data are read
-(:func:`compute_reading`), the model loaded, the source, the kernel and the store's names."""
+"""What ``ale compute`` is asked and answers, and the run made ready (:class:`ComputeRun`):
+how the data are read (:func:`compute_reading`), the model loaded, the source, the kernel
+and the store's names."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,24 +16,31 @@ import numpy as np
 from ale_cli.data.dataset import combine_hashes, dataset_files, is_dataset
 from ale_cli.data.source import ArraySource, Source
 from ale_cli.data.sources import DataSource, OpenedSource, Reads
-from ale_cli.data.stream import TableStream, open_stream
+from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream, open_stream
 from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
-from ale_cli.estimators.inputs import columns_note, feature_columns, load_timed, open_inputs
+from ale_cli.estimators.inputs import (
+    ModelInputs,
+    columns_note,
+    feature_columns,
+    load_timed,
+    open_inputs,
+)
 from ale_cli.estimators.inputs_stream import STREAMED, Reading, reading_of
 from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.levels import (
+    BINARY,
     LevelPlan,
     binary_note,
+    discrete_mode,
     effective_discrete,
 )
-from ale_cli.estimators.local_effects_cache import ComputeRequest
 from ale_cli.estimators.local_effects_kernel import (
     LevelJumps,
     LocalEffectsKernel,
     StoreColumns,
 )
-from ale_cli.estimators.pairs import pair_columns
+from ale_cli.estimators.pairs import Pair, pair_columns
 from ale_cli.estimators.rows import Rows
 from ale_cli.io.files import sha256_file
 from ale_cli.io.threads import prefetched
@@ -48,6 +57,52 @@ from ale_cli.passes.shipped import ShippedModel
 
 #: Model file formats differentiated by autodiff, read in one pass (no profile first).
 AUTODIFF_FORMATS = ("torchscript", "torch-export")
+
+
+@dataclass(frozen=True)
+class ComputeRequest:
+    """What ``ale compute`` is asked: the model and data, the store to write, the pairs
+    whose mixed derivatives to cache. The result-affecting part keys the cache."""
+
+    inputs: ModelInputs
+    out: Path
+    pairs: tuple[Pair, ...] = ()
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
+    #: numeric features whose per-row jumps to the adjacent values are stored (names,
+    #: "a,b", "auto", "none", or None: the binary ones); text and categorical columns
+    #: always get them
+    discrete: tuple[str, ...] | str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "discrete", discrete_mode(self.discrete))
+
+    def result_options(self) -> dict[str, Any]:
+        """Options that change the store's arrays (batch size and trust do not); a store
+        made before binary columns were levels by default is not a cache hit."""
+        out = self.inputs.result_options() | {"pairs": [list(p) for p in self.pairs]}
+        discrete = BINARY if self.discrete is None else self.discrete
+        out["discrete"] = discrete if isinstance(discrete, str) else list(discrete)
+        return out
+
+
+@dataclass(frozen=True)
+class ComputeResult:
+    """What one ``ale compute`` run did.
+
+    ``cache_hit`` is True when an existing store was reused; ``reason`` says
+    why a store at the output path was not reused (None if there was none).
+    """
+
+    out: Path
+    cache_hit: bool
+    n_rows: int
+    n_features: int
+    method: str
+    seconds: float
+    rows_dropped: int = 0
+    reason: str | None = None
+    notes: tuple[str, ...] = ()
+    rows_nonfinite: int = 0
 
 
 def checked_pairs(
