@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.checks import names_tuple
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.bootstrap import percentile_band
-from ale_cli.core.discrete import MAX_LEVELS, LevelEffect, level_cells, level_effect_from_cells
+from ale_cli.core.discrete import MAX_LEVELS, level_cells, level_effect_from_cells
 from ale_cli.errors import InputError
 from ale_cli.estimators.bands import Bootstrap, replicate_cells
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
@@ -65,8 +66,6 @@ def discrete_mode(discrete: tuple[str, ...] | str | None) -> tuple[str, ...] | s
     """``discrete`` as a request holds it: None, ``"auto"``, ``"none"`` or a tuple of names."""
     if discrete is None or discrete in (AUTO, NONE):
         return discrete
-    from ale_cli.checks import names_tuple
-
     return names_tuple(discrete, "discrete")
 
 
@@ -227,14 +226,11 @@ def level_summary(
     bands: dict[str, Any] | None = None,
 ) -> FeatureSummary:
     """One feature's per-level record from its jumps' ``cells`` (K-1) and ``counts`` (K,)."""
-    return _record(plan, level_effect_from_cells(cells, counts, center=center), bands or {})
-
-
-def _record(plan: LevelPlan, eff: LevelEffect, bands: dict[str, Any]) -> FeatureSummary:
+    eff = level_effect_from_cells(cells, counts, center=center)
     with np.errstate(invalid="ignore", divide="ignore"):
         jump_se = eff.jump_std / np.sqrt(eff.jump_count)
     return FeatureSummary(
-        **bands,
+        **(bands or {}),
         name=plan.name,
         kind=plan.kind,
         levels=plan.level_names(),

@@ -62,15 +62,14 @@ AUTODIFF_FORMATS = ("torchscript", "torch-export")
 @dataclass(frozen=True)
 class ComputeRequest:
     """What ``ale compute`` is asked: the model and data, the store to write, the pairs
-    whose mixed derivatives to cache. The result-affecting part keys the cache."""
+    whose mixed derivatives to cache (:meth:`result_options` key the cache)."""
 
     inputs: ModelInputs
     out: Path
     pairs: tuple[Pair, ...] = ()
     chunk_rows: int = DEFAULT_CHUNK_ROWS
     #: numeric features whose per-row jumps to the adjacent values are stored (names,
-    #: "a,b", "auto", "none", or None: the binary ones); text and categorical columns
-    #: always get them
+    #: "auto", "none", or None: the binary ones), beside the text and categorical ones
     discrete: tuple[str, ...] | str | None = None
 
     def __post_init__(self) -> None:
@@ -87,11 +86,8 @@ class ComputeRequest:
 
 @dataclass(frozen=True)
 class ComputeResult:
-    """What one ``ale compute`` run did.
-
-    ``cache_hit`` is True when an existing store was reused; ``reason`` says
-    why a store at the output path was not reused (None if there was none).
-    """
+    """What one ``ale compute`` run did: ``reason`` says why a store at the output path was
+    not reused (None: there was none, or it was a ``cache_hit``)."""
 
     out: Path
     cache_hit: bool
@@ -127,13 +123,6 @@ def checked_pairs(
         hint="leave out {param} and use 'ale interact --estimator ale'",
     )
     return tuple(cols)
-
-
-def part_meta(model: Model, plans: Sequence[Any]) -> dict[str, Any]:
-    """What a part store's meta records to be read alone: its outputs and levels."""
-    outputs = model.describe().get("outputs")
-    levels = [plan.to_meta() for plan in plans]
-    return ({"outputs": outputs} if outputs else {}) | ({"levels": levels} if levels else {})
 
 
 @dataclass(frozen=True)
@@ -217,11 +206,8 @@ def compute_reading(request: ComputeRequest) -> Reading:
     inputs = request.inputs
     by_name = reading_of(inputs, request.chunk_rows)
     if by_name.whole:
-        return (
-            by_name
-            if by_name.reason
-            else Reading.whole_table("read the whole table: the data are a DataFrame")
-        )
+        frame = Reading.whole_table("read the whole table: the data are a DataFrame")
+        return by_name if by_name.reason else frame
     fmt = detect_format(inputs.model, inputs.model_format)
     if fmt == "onnx" and inputs.step is None and tree_ensemble_file(inputs.model):
         return Reading.whole_table(
@@ -281,6 +267,8 @@ def streamed_run(
         model = fd_model.model
     note = columns_note(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
     plans = _stream_plans(request, stream, features, engine, timings, head, text)
+    outputs, levels = model.describe().get("outputs"), [plan.to_meta() for plan in plans]
+    part_meta = ({"outputs": outputs} if outputs else {}) | ({"levels": levels} if levels else {})
     eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
     return ComputeRun(
         source=head.source,
@@ -302,7 +290,7 @@ def streamed_run(
             loaded=model,
         ),
         model=model,
-        columns=StoreColumns(features, names, tuple(request.pairs), part_meta(model, plans)),
+        columns=StoreColumns(features, names, tuple(request.pairs), part_meta),
         total_rows=stream.total_rows,
         notes=(*((note,) if note is not None else ()), *_levels_notes(request, plans)),
         levels=plans,
