@@ -26,7 +26,7 @@ from ale_cli.estimators.inputs import (
     load_timed,
     open_inputs,
 )
-from ale_cli.estimators.inputs_stream import STREAMED, Reading, reading_of
+from ale_cli.estimators.inputs_stream import STREAMED, Reading, reading_of, shipped
 from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.levels import (
     BINARY,
@@ -53,7 +53,6 @@ from ale_cli.models.onnx_graph import tree_ensemble_file
 from ale_cli.models.secant import for_compute, piecewise_constant
 from ale_cli.passes.engine import Engine, Ready, Shared
 from ale_cli.passes.profiling import first_pass
-from ale_cli.passes.shipped import ShippedModel
 
 #: Model file formats differentiated by autodiff, read in one pass (no profile first).
 AUTODIFF_FORMATS = ("torchscript", "torch-export")
@@ -280,14 +279,8 @@ def streamed_run(
             pair_cols=checked_pairs(request, names, fixed, model),
             levels=LevelJumps(tuple(names), plans, eval_rows) if plans else None,
         ),
-        shared=ShippedModel.of(
-            inputs.model,
-            model_format=fmt,
-            options=inputs.load_options(),
-            columns=columns,
-            head=first,
-            profile=None if fd_model is None else fd_model.profile,
-            loaded=model,
+        shared=shipped(
+            inputs, model, columns, first, profile=None if fd_model is None else fd_model.profile
         ),
         model=model,
         columns=StoreColumns(features, names, tuple(request.pairs), part_meta),
