@@ -20,11 +20,7 @@ from ale_cli.data.sources import Reads
 from ale_cli.data.stream import TableStream, inputs_sha256
 from ale_cli.errors import InputError, RunError
 from ale_cli.estimators.inputs import model_record, model_sha256, object_notes
-from ale_cli.estimators.local_effects_kernel import (
-    Computed,
-    merge_computed,
-    store_output,
-)
+from ale_cli.estimators.local_effects_kernel import Computed, merge_computed, store_output
 from ale_cli.estimators.local_effects_plan import (
     AFTER_ALL,
     ComputeRequest,

@@ -22,6 +22,7 @@ from ale_cli.errors import RunError
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan, level_arrays
 from ale_cli.models.base import Effects, Model
 from ale_cli.models.checks import dropped_note, screen_rows
+from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.store.format import split_outputs
 from ale_cli.store.npz import MIXED, PAIRS, StoreWriter
@@ -80,20 +81,11 @@ def _pick(fn: Any, a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | N
 
 
 @dataclass(frozen=True)
-class LevelJumps:
-    """The features estimated per level: the input names, their plans and the rows per
-    model call of the jumps to the adjacent levels."""
-
-    names: tuple[str, ...]
-    plans: tuple[LevelPlan, ...]
-    eval_rows: int
-
-
-@dataclass(frozen=True)
 class LocalEffectsKernel:
     """A chunk's store rows: ``X`` (float32 with ``float32_x``), the ``local_effects`` of
     the inputs ``columns``, ``prediction``, the mixed derivatives of ``pair_cols`` and the
-    per-level jumps ``levels``; float64 rows for a finite-difference model."""
+    jumps to the adjacent ``levels`` (of the inputs ``names``, ``eval_rows`` rows per model
+    call); float64 rows for a finite-difference model."""
 
     columns: tuple[int, ...]
     model_path: str
@@ -101,7 +93,9 @@ class LocalEffectsKernel:
     float64_model: bool = False
     float32_x: bool = False
     pair_cols: tuple[tuple[int, int], ...] = ()
-    levels: LevelJumps | None = None
+    levels: tuple[LevelPlan, ...] = ()
+    names: tuple[str, ...] = ()
+    eval_rows: int = DEFAULT_EVAL_ROWS
 
     def __call__(self, chunk: Chunk, model: Model) -> Computed:
         end = chunk.end.get(READ)
@@ -140,11 +134,10 @@ class LocalEffectsKernel:
             t = time.perf_counter()
             arrays[MIXED] = mixed(X, list(self.pair_cols), progress=None)
             timings["mixed_derivatives_s"] = time.perf_counter() - t
-        if self.levels is not None and self.levels.plans:
+        if self.levels:
             t = time.perf_counter()
-            jumps = self.levels
             arrays |= level_arrays(
-                model.predict, X, jumps.names, jumps.plans, eval_rows=jumps.eval_rows
+                model.predict, X, self.names, self.levels, eval_rows=self.eval_rows
             )
             timings["level_jumps_s"] = time.perf_counter() - t
         return arrays

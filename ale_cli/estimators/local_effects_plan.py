@@ -35,11 +35,7 @@ from ale_cli.estimators.levels import (
     discrete_mode,
     effective_discrete,
 )
-from ale_cli.estimators.local_effects_kernel import (
-    LevelJumps,
-    LocalEffectsKernel,
-    StoreColumns,
-)
+from ale_cli.estimators.local_effects_kernel import LocalEffectsKernel, StoreColumns
 from ale_cli.estimators.pairs import Pair, pair_columns
 from ale_cli.estimators.rows import Rows
 from ale_cli.io.files import sha256_file
@@ -268,7 +264,6 @@ def streamed_run(
     plans = _stream_plans(request, stream, features, engine, timings, head, text)
     outputs, levels = model.describe().get("outputs"), [plan.to_meta() for plan in plans]
     part_meta = ({"outputs": outputs} if outputs else {}) | ({"levels": levels} if levels else {})
-    eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
     return ComputeRun(
         source=head.source,
         kernel=LocalEffectsKernel(
@@ -277,7 +272,9 @@ def streamed_run(
             drop_nonfinite=inputs.drop_nonfinite,
             float64_model=fd_model is not None,
             pair_cols=checked_pairs(request, names, fixed, model),
-            levels=LevelJumps(tuple(names), plans, eval_rows) if plans else None,
+            levels=plans,
+            names=tuple(names),
+            eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
         ),
         shared=shipped(
             inputs, model, columns, first, profile=None if fd_model is None else fd_model.profile
@@ -442,7 +439,6 @@ def whole_run(request: ComputeRequest, timings: dict[str, float]) -> ComputeRun:
     )
     pair_cols = checked_pairs(request, table.feature_names, table.categorical, opened.model)
     f32 = bool(table.dtypes) and all(v == "float32" for v in table.dtypes.values())
-    eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
     return ComputeRun(
         source=ArraySource({"X": table.X}, chunk_rows=request.chunk_rows),
         kernel=LocalEffectsKernel(
@@ -451,7 +447,9 @@ def whole_run(request: ComputeRequest, timings: dict[str, float]) -> ComputeRun:
             drop_nonfinite=inputs.drop_nonfinite,
             float32_x=f32,
             pair_cols=pair_cols,
-            levels=LevelJumps(tuple(table.feature_names), plans, eval_rows) if plans else None,
+            levels=plans,
+            names=tuple(table.feature_names),
+            eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
         ),
         shared=Ready(model),
         model=model,
