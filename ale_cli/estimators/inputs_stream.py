@@ -36,13 +36,7 @@ from ale_cli.passes.spool import DataPasses, Scan
 @dataclass(frozen=True)
 class Reading:
     """How the data are read: chunk by chunk, or as a whole table (``whole``) with the note
-    saying why (``reason``, "" for a DataFrame).
-
-    >>> Reading.whole_table("read the whole table: the levels come from every row").note()
-    'read the whole table: the levels come from every row'
-    >>> STREAMED.note() is None
-    True
-    """
+    saying why (``reason``, "" for a DataFrame)."""
 
     whole: bool
     reason: str = ""
@@ -50,10 +44,6 @@ class Reading:
     @classmethod
     def whole_table(cls, reason: str = "") -> Reading:
         return cls(True, reason)
-
-    def note(self) -> str | None:
-        """The note a run reports (None: streamed, or no note needed)."""
-        return self.reason or None
 
     def check(self, engine: Engine) -> None:
         """InputError naming ``engine`` when it runs parts apart and the data are read whole."""

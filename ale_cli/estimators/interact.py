@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ale_cli.checks import check_choice, check_count
-from ale_cli.core.second_order import PairCells, SecondOrderEffect, second_order_from_cells
+from ale_cli.core.second_order import PairCells, second_order_from_cells
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, inputs_sha256
 from ale_cli.errors import InputError
 from ale_cli.estimators.bins import FixedBins
@@ -275,42 +275,6 @@ def interaction_params(
     }
 
 
-def pair_summary(
-    pair: Pair, estimator: str, res: SecondOrderEffect, *, n_outside: int, all_zero: bool
-) -> InteractionSummary:
-    """A pair's summary from its effect (``all_zero``: every per-row value was 0)."""
-    note = None
-    if estimator == "dale" and all_zero:
-        note = (
-            "every mixed derivative is exactly 0: an additive model, or a piecewise-linear one "
-            "(e.g. a ReLU network) whose second derivatives vanish almost everywhere; "
-            "--estimator ale measures the interactions of piecewise-linear models"
-        )
-    return InteractionSummary(
-        features=pair,
-        estimator=estimator,
-        edges_a=res.edges_a,
-        edges_b=res.edges_b,
-        counts=res.counts,
-        cell_effect=res.cell_effect,
-        cell_std=res.cell_std if estimator == "dale" else None,
-        filled=res.filled,
-        effect=res.effect,
-        center_offset=res.center_offset,
-        n_outside=n_outside,
-        note=note,
-    )
-
-
-def _not_estimable(
-    pair: Pair, estimator: str, reason: str, n_outside: int = 0
-) -> InteractionSummary:
-    return InteractionSummary(
-        features=pair, estimator=estimator, status="not_estimable", reason=reason,
-        n_outside=n_outside,
-    )  # fmt: skip
-
-
 def interactions(
     pairs: Sequence[Pair],
     estimator: str,
@@ -321,20 +285,47 @@ def interactions(
     """Every pair's summary (by position): not estimable, or its surface from its cells."""
     out: list[InteractionSummary] = []
     for p, pair in enumerate(pairs):
-        if p in reasons:
-            out.append(_not_estimable(pair, estimator, reasons[p]))
-            continue
-        plan, found = plans[p], cells[p]
-        if found.cells.total == 0:
+        found, reason = cells.get(p), reasons.get(p)
+        if found is not None and found.cells.total == 0:
             reason = "no rows inside the given edges of both features"
-            out.append(_not_estimable(pair, estimator, reason, found.outside))
+        if reason is not None or found is None:
+            outside = 0 if found is None else found.outside
+            out.append(
+                InteractionSummary(
+                    features=pair,
+                    estimator=estimator,
+                    status="not_estimable",
+                    reason=reason,
+                    n_outside=outside,
+                )
+            )
             continue
+        plan = plans[p]
         res = second_order_from_cells(
             found.cells, edges_a=plan.edges_a, edges_b=plan.edges_b, route=_ROUTES[estimator]
         )
-        out.append(
-            pair_summary(pair, estimator, res, n_outside=found.outside, all_zero=not found.nonzero)
+        note = None
+        if estimator == "dale" and not found.nonzero:  # every per-row value was 0
+            note = (
+                "every mixed derivative is exactly 0: an additive model, or a piecewise-linear "
+                "one (e.g. a ReLU network) whose second derivatives vanish almost everywhere; "
+                "--estimator ale measures the interactions of piecewise-linear models"
+            )
+        summary = InteractionSummary(
+            features=pair,
+            estimator=estimator,
+            edges_a=res.edges_a,
+            edges_b=res.edges_b,
+            counts=res.counts,
+            cell_effect=res.cell_effect,
+            cell_std=res.cell_std if estimator == "dale" else None,
+            filled=res.filled,
+            effect=res.effect,
+            center_offset=res.center_offset,
+            n_outside=found.outside,
+            note=note,
         )
+        out.append(summary)
     return out
 
 
@@ -352,14 +343,6 @@ def _plans(
         else:
             plans[p] = PairPlan(cols[p], ea, eb, "autodiff")
     return plans
-
-
-def _shared(rows: Rows, engine: Engine) -> Shared | None:
-    """The model for the kernels (a shipped handle for an engine that splits; None when
-    the store gives every value)."""
-    if rows.model is None or rows.ship is None:
-        return None
-    return rows.ship() if engine.splits else Ready(rows.model)
 
 
 def _pass(
@@ -382,13 +365,16 @@ def _pass(
         request.inputs.drop_nonfinite,
         stored_prediction=rows.stored_prediction,
     )
+    shared: Shared | None = None  # the model for the kernels (None: the store gives every value)
+    if rows.model is not None and rows.ship is not None:
+        shared = rows.ship() if engine.splits else Ready(rows.model)
     passed = engine.run(
         rows.columns.source,
         kernel,
         merge_passed,
         Passed.empty(kernel.plans),
         arrays=kernel.arrays,
-        shared=_shared(rows, engine),
+        shared=shared,
         progress=bar,
     )
     if passed.kept == 0:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,18 +37,6 @@ if TYPE_CHECKING:
 STORED = "mixed_derivatives"
 
 
-def corner_moves(
-    j_a: int, j_b: int, ea: np.ndarray, eb: np.ndarray, ia: np.ndarray, ib: np.ndarray
-) -> list[Any]:
-    """The moves to the corners (k, l), (k-1, l), (k, l-1), (k-1, l-1) of each row's cell
-    (0-based ``ia``: z_k = ``ea[ia + 1]``)."""
-    hi_a, lo_a, hi_b, lo_b = ea[ia + 1], ea[ia], eb[ib + 1], eb[ib]
-    return [
-        Move((j_a, j_b), np.column_stack([za, wb]))
-        for za, wb in ((hi_a, hi_b), (lo_a, hi_b), (hi_a, lo_b), (lo_a, lo_b))
-    ]
-
-
 def second_differences(
     predict: Callable[[np.ndarray], np.ndarray],
     X: np.ndarray,
@@ -60,7 +48,8 @@ def second_differences(
     *,
     progress: ProgressFn | None = None,
 ) -> np.ndarray:
-    """Per-row second-order finite differences at the corners of each row's cell, (N,).
+    """Per-row second-order finite differences at the corners (k, l), (k-1, l), (k, l-1),
+    (k-1, l-1) of each row's cell (0-based ``ia``), (N,).
 
     >>> X = np.array([[0.5, 0.5], [1.5, 0.2]])
     >>> e = np.array([0.0, 1.0, 2.0])
@@ -68,7 +57,10 @@ def second_differences(
     ...                    np.array([0, 1]), np.array([0, 0])).tolist()
     [1.0, 1.0]
     """
-    f = predict_moved(predict, X, corner_moves(*cols, ea, eb, ia, ib), progress=progress)
+    hi_a, lo_a, hi_b, lo_b = ea[ia + 1], ea[ia], eb[ib + 1], eb[ib]  # z_k = ea[ia + 1]
+    corners = ((hi_a, hi_b), (lo_a, hi_b), (hi_a, lo_b), (lo_a, lo_b))
+    moves = [Move(cols, np.column_stack([za, wb])) for za, wb in corners]
+    f = predict_moved(predict, X, moves, progress=progress)
     out: np.ndarray = (f[0] - f[1]) - (f[2] - f[3])
     return out
 

@@ -116,30 +116,6 @@ class LevelCountsKernel:
         return tuple(out)
 
 
-def ks_quantiles(rows: Rows, cols: Sequence[int]) -> list[np.ndarray]:
-    """The :data:`~ale_cli.core.discrete.KS_POINTS` type-7 quantiles of the columns
-    ``cols`` of ``rows``, as ``np.quantile`` gives them on each whole column."""
-    below, above, gamma = ks_points(rows.n_rows)
-    lo, hi = rows.lo[list(cols)], rows.hi[list(cols)]
-    spread = [i for i, c in enumerate(cols) if hi[i] > lo[i]]
-    out = [np.full(KS_POINTS, lo[i]) for i in range(len(cols))]
-    if spread:
-        positions = np.unique(np.concatenate([below, above]))
-        stats = order_statistics(
-            rows.columns([cols[i] for i in spread]),
-            n=rows.n_rows,
-            positions=positions,
-            lo=lo[spread],
-            hi=hi[spread],
-        )
-        at = {int(p): j for j, p in enumerate(positions)}
-        for i, s in zip(spread, stats, strict=True):
-            a = s[[at[int(p)] for p in below]]
-            b = s[[at[int(p)] for p in above]]
-            out[i] = lerp(a, b, gamma)
-    return out
-
-
 def level_orders(
     rows: Rows,
     features: Sequence[tuple[int, np.ndarray]],
@@ -150,7 +126,24 @@ def level_orders(
     """The order of the levels of each of ``features`` (column, K sorted levels), as
     :func:`~ale_cli.core.discrete.level_order` finds it, from passes over ``rows``."""
     numeric = [c for c in range(len(rows.names)) if c not in categorical]
-    points = ks_quantiles(rows, numeric)
+    # the KS_POINTS type-7 quantiles of each numeric column, as np.quantile gives them
+    below, above, gamma = ks_points(rows.n_rows)
+    lo, hi = rows.lo[numeric], rows.hi[numeric]
+    spread = [i for i in range(len(numeric)) if hi[i] > lo[i]]
+    points = [np.full(KS_POINTS, lo[i]) for i in range(len(numeric))]
+    if spread:
+        positions = np.unique(np.concatenate([below, above]))
+        stats = order_statistics(
+            rows.columns([numeric[i] for i in spread]),
+            n=rows.n_rows,
+            positions=positions,
+            lo=lo[spread],
+            hi=hi[spread],
+        )
+        at = {int(p): j for j, p in enumerate(positions)}
+        for i, s in zip(spread, stats, strict=True):
+            a, b = s[[at[int(p)] for p in below]], s[[at[int(p)] for p in above]]
+            points[i] = lerp(a, b, gamma)
     kernel = LevelCountsKernel(
         tuple((c, np.asarray(v, dtype=np.float64)) for c, v in features),
         tuple(zip(numeric, points, strict=True)),
