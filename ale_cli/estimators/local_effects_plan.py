@@ -344,32 +344,26 @@ def _read_head(
     splits) and their first chunk read, torch imported meanwhile for a TorchScript model."""
     t = time.perf_counter()
     stream = open_data(request, text)
+    chunks = None
     if engine.splits:  # the partitions are read where they are computed
         stream.close()
         inputs = request.inputs
         data = DataSource.of(stream, inputs=inputs.inputs, exclude=inputs.exclude)
         data = data.split(engine.slots)
-        timings["load_data_s"] = time.perf_counter() - t
-        _import_torch(timings, torchscript)
-        t = time.perf_counter()
-        first = _first_rows(data)
-        timings["load_data_s"] += time.perf_counter() - t
-        return _Head(stream, data, first, _hash_ranges(data))
-    chunks = prefetched(iter(stream))  # the reader thread reads while torch is imported
+    else:
+        chunks = prefetched(iter(stream))  # the reader thread reads while torch is imported
     timings["load_data_s"] = time.perf_counter() - t
-    _import_torch(timings, torchscript)
-    t = time.perf_counter()
-    first = next(chunks)
-    timings["load_data_s"] += time.perf_counter() - t
-    return _Head(stream, OpenedSource(stream, first, chunks), first)
-
-
-def _import_torch(timings: dict[str, float], torchscript: bool) -> None:
     if torchscript:
         t = time.perf_counter()
         import torch  # noqa: F401  (timed apart: the largest fixed cost of a TorchScript run)
 
         timings["import_torch_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    first = _first_rows(data) if chunks is None else next(chunks)
+    timings["load_data_s"] += time.perf_counter() - t
+    if chunks is None:
+        return _Head(stream, data, first, _hash_ranges(data))
+    return _Head(stream, OpenedSource(stream, first, chunks), first)
 
 
 def _first_rows(data: DataSource) -> np.ndarray:
