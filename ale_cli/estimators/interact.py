@@ -1,9 +1,9 @@
 """``ale interact``: second-order (pairwise) ALE of feature pairs, classic or DALE.
 
 Each pair gets a K_a x K_b grid of cells (:func:`~ale_cli.estimators.pairs.pair_grids`);
-one pass of :class:`~ale_cli.estimators.interact_kernel.PairKernel` (whose docstring gives
-the per-row values) over the rows (:func:`open_rows`: a matching store made with ``ale
-compute --pairs``, DALE only, the data streamed or the whole table), then the surfaces
+one pass of :class:`~ale_cli.estimators.interact_kernel.PairKernel` over the rows
+(:func:`open_rows`: a matching store made with ``ale compute --pairs``, DALE only, the data
+streamed or the whole table), then the surfaces
 (:func:`~ale_cli.core.second_order.second_order_from_cells`).
 """
 

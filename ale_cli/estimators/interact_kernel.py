@@ -1,15 +1,9 @@
 """The chunk kernel of ``ale interact``: every pair's cell statistics from a chunk of rows.
 
-Per pair: the rows inside its grid and their cells (the others counted outside), and
-their per-row value from one of three places:
-
-- ``corners`` (classic, Apley & Zhu Eq. 13-15): the model at the four corners of the
-  row's cell, ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``;
-- ``autodiff`` (DALE, Gkolemis et al. Eq. 9): the mixed derivative d2f/dx_a dx_b;
-- ``stored`` (DALE): the store's mixed derivatives, no model.
-
-Then the non-finite screen (:func:`screen_pairs`) and the kept rows'
-:class:`~ale_cli.core.second_order.PairCells`.
+Per pair: the rows inside its grid and their cells (the others counted outside), their
+per-row value (:mod:`ale_cli.core.second_order`) from the model at the four ``corners`` of
+the row's cell (classic), or the mixed derivative by ``autodiff`` or ``stored`` (DALE);
+then the non-finite screen and the kept rows' :class:`~ale_cli.core.second_order.PairCells`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The plans of the features estimated per level, from passes over a source's chunks.
 
 A discrete feature's levels are its distinct values in numeric order, collected by one
-mergeable pass (:class:`Distinct`: at most ``limit + 1`` values a column kept); a
-categorical feature's levels the same way, ordered as ALEPlot orders them
-(:func:`~ale_cli.core.discrete.level_order`: the Kolmogorov-Smirnov distance of each numeric
-column at its :data:`~ale_cli.core.discrete.KS_POINTS` type-7 quantiles, the total variation
-distance of each categorical one) from counts that merge across chunks (:class:`LevelCounts`),
-so the order equals the whole table's to the last bit.
+mergeable pass (:class:`Distinct`); a categorical feature's levels the same way, ordered as
+:func:`~ale_cli.core.discrete.level_order` orders them (docs/estimators.md) from counts that
+merge across chunks (:class:`LevelCounts`), so the order equals the whole table's.
 """
 
 from __future__ import annotations
