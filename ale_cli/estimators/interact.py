@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Container, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import combinations
@@ -153,13 +153,6 @@ class Rows:
     stored_prediction: bool = False
 
 
-def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
-    """The model of the whole table as a handle, with the profile of every row."""
-    profile = DataProfile.of(opened.table.X)
-    table_cols = table_columns(opened.table)
-    return shipped(inputs, opened.model, table_cols, profile.head, profile=profile)
-
-
 def _opened(
     request: InteractRequest, engine: Engine | None, notes: list[str], timings: dict[str, float]
 ) -> Streamed | Opened:
@@ -178,6 +171,13 @@ def _ship(inputs: ModelInputs, found: Streamed | Opened) -> Callable[[], Shipped
     if isinstance(found, Streamed):
         return partial(found.ship, inputs)
     return partial(_table_model, inputs, found)
+
+
+def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
+    """The model of the whole table as a handle, with the profile of every row."""
+    profile = DataProfile.of(opened.table.X)
+    table_cols = table_columns(opened.table)
+    return shipped(inputs, opened.model, table_cols, profile.head, profile=profile)
 
 
 def open_rows(
@@ -227,7 +227,9 @@ def _store_rows(
         notes.append(unused)
         return None
     store = opened[0]
-    digest = _sha256_in_background(path)  # overlaps the passes
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
+    digest = pool.submit(store_sha256, path)  # by a helper thread, overlapping the passes
+    pool.shutdown(wait=False)  # the thread ends with the hash
     stored = {pair: i for i, pair in enumerate(store.pairs())}
     stored |= {(b, a): i for (a, b), i in stored.items() if (b, a) not in stored}
     found = None
@@ -253,14 +255,6 @@ def _store_rows(
         stored=stored,
         stored_prediction=True,
     )
-
-
-def _sha256_in_background(path: Path) -> Future[str]:
-    """The store's sha256 by a helper thread."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
-    future = pool.submit(store_sha256, path)
-    pool.shutdown(wait=False)  # the thread ends with the hash
-    return future
 
 
 def interaction_params(

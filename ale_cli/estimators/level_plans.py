@@ -25,7 +25,8 @@ from ale_cli.core.discrete import (
     total_variation,
 )
 from ale_cli.core.outofcore import order_statistics
-from ale_cli.estimators.levels import AUTO, BINARY, LevelPlan, check_discrete, too_many_levels
+from ale_cli.errors import InputError
+from ale_cli.estimators.levels import AUTO, BINARY, LevelPlan
 from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.passes.engine import LOCAL, Chunk, Engine, Source
 
@@ -224,7 +225,11 @@ def _distinct(
         if most is not None and not 2 <= values.size <= most:
             continue
         if values.size > MAX_LEVELS:
-            raise too_many_levels(kind, name)
+            raise InputError(
+                f"{kind} feature '{name}' has more than {MAX_LEVELS:,} levels, the most ale "
+                "estimates an effect per level for; group its levels, or leave it out of {param}",
+                param="features",
+            )
         out[name] = values if values.size >= 2 else "single distinct value"
     return out
 
@@ -257,7 +262,13 @@ def discrete_plans(
         return {}
     auto = isinstance(discrete, str) and discrete in (AUTO, BINARY)
     named = () if auto else (discrete,) if isinstance(discrete, str) else tuple(discrete)
-    check_discrete(named, names)
+    unknown = [name for name in named if name not in names]
+    if unknown:
+        raise InputError(
+            f"{{param}} names '{unknown[0]}', which is not an input column "
+            f"(inputs: {', '.join(names)})",
+            param="discrete",
+        )
     todo = [n for n in chosen if n not in exclude and (auto or n in named)]
     most = 2 if discrete == BINARY else MAX_DISCRETE_LEVELS
     if auto and head is not None:

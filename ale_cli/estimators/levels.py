@@ -17,7 +17,7 @@ import numpy as np
 from ale_cli.checks import names_tuple
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.bootstrap import percentile_band
-from ale_cli.core.discrete import MAX_LEVELS, level_cells, level_effect_from_cells
+from ale_cli.core.discrete import level_cells, level_effect_from_cells
 from ale_cli.errors import InputError
 from ale_cli.estimators.bands import Bootstrap, replicate_cells
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
@@ -67,26 +67,6 @@ def discrete_mode(discrete: tuple[str, ...] | str | None) -> tuple[str, ...] | s
     if discrete is None or discrete in (AUTO, NONE):
         return discrete
     return names_tuple(discrete, "discrete")
-
-
-def check_discrete(discrete: Sequence[str], names: Sequence[str]) -> None:
-    """InputError naming ``discrete`` for a name that is not one of the input columns."""
-    for name in discrete:
-        if name not in names:
-            raise InputError(
-                f"{{param}} names '{name}', which is not an input column "
-                f"(inputs: {', '.join(names)})",
-                param="discrete",
-            )
-
-
-def too_many_levels(kind: str, name: str) -> InputError:
-    """The refusal of a feature with more than ``MAX_LEVELS`` levels."""
-    return InputError(
-        f"{kind} feature '{name}' has more than {MAX_LEVELS:,} levels, the most ale estimates "
-        "an effect per level for; group its levels, or leave it out of {param}",
-        param="features",
-    )
 
 
 def predict_chunked(f: PredictFn, X: np.ndarray, eval_rows: int) -> np.ndarray:

@@ -127,7 +127,8 @@ class LocalEffectsKernel:
         effects: Effects = model.local_effects(X, features=list(self.columns), progress=None)
         timings["local_effects_s"] = time.perf_counter() - t
         arrays = {"X": X, "local_effects": effects.local_effects, "prediction": effects.prediction}
-        if effects_dtype(model) == np.float32:  # float32 numbers: exact in float32
+        if model.method == "autodiff" and model.describe().get("dtype") == "float32":
+            # a float32 model differentiated by autodiff: float32 holds its numbers exactly
             arrays["local_effects"] = effects.local_effects.astype(np.float32)
             arrays["prediction"] = effects.prediction.astype(np.float32)
         if mixed is not None:
@@ -164,14 +165,6 @@ class LocalEffectsKernel:
         keep = found.keep
         kept = {k: (v[:, keep] if k == MIXED else v[keep]) for k, v in arrays.items()}
         return kept, np.asarray(found.dropped, dtype=np.int64)
-
-
-def effects_dtype(model: Model) -> type[np.floating]:
-    """float32 for a float32 model differentiated by autodiff (float32 holds its numbers
-    exactly), else float64."""
-    if model.method == "autodiff" and model.describe().get("dtype") == "float32":
-        return np.float32
-    return np.float64
 
 
 def without_rows(state: Computed) -> Computed:
