@@ -10,7 +10,7 @@ streamed or the whole table), then the surfaces
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -257,18 +257,6 @@ def _store_rows(
     )
 
 
-def interaction_params(
-    pairs: Sequence[Pair], estimator: str, fixed: FixedBins, cached: Container[Pair]
-) -> dict[str, Any]:
-    """A summary's ``params`` (``cached``: the pairs whose values came from the store)."""
-    return {
-        "pairs": [list(p) for p in pairs],
-        "estimator": estimator,
-        **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
-        "cached_pairs": [list(p) for p in pairs if p in cached] if estimator == "dale" else [],
-    }
-
-
 def interactions(
     pairs: Sequence[Pair],
     estimator: str,
@@ -413,11 +401,17 @@ def interact(
         spent = "mixed_derivatives_s" if estimator == "dale" else "model_evaluations_s"
         timings[spent] = passed.model_s
     timings |= {"load_s": t_load - started, "estimate_s": time.perf_counter() - t_load}
-    dropped = passed.dropped_rows()
+    dropped, pairs = passed.dropped_rows(), request.pairs
+    params = {
+        "pairs": [list(p) for p in pairs],
+        "estimator": estimator,
+        **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
+        "cached_pairs": [list(p) for p in pairs if p in rows.stored] if estimator == "dale" else [],
+    }
     summary = with_statistics(
         Summary(
             estimator=estimator,
-            params=interaction_params(request.pairs, estimator, fixed, rows.stored),
+            params=params,
             store=rows.summary_store(len(dropped)),
             n_rows=passed.kept,
             features=(),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,7 +23,6 @@ from ale_cli.models.mixed import require_mixed_derivatives
 
 if TYPE_CHECKING:
     from ale_cli.models.base import Model, ProgressFn
-    from ale_cli.models.checks import Screened
     from ale_cli.passes.engine import Chunk
 
 #: the name of the store's mixed derivatives in a chunk (:data:`ale_cli.store.npz.MIXED`)
@@ -57,30 +55,6 @@ def second_differences(
     f = predict_moved(predict, X, moves, progress=progress)
     out: np.ndarray = (f[0] - f[1]) - (f[2] - f[3])
     return out
-
-
-def screen_pairs(
-    path: Path | str,
-    n_rows: int,
-    values: list[tuple[np.ndarray, np.ndarray]],
-    estimator: str,
-    prediction: np.ndarray | None,
-    *,
-    drop: bool,
-    offset: int = 0,
-) -> Screened:
-    """The rows whose prediction or any pair's value (``(rows, per_row)`` per pair) is not
-    finite (:func:`~ale_cli.models.checks.screen_rows`)."""
-    label = "mixed derivatives" if estimator == "dale" else "evaluations at the cell corners"
-    checks: list[tuple[str, np.ndarray, int]] = []
-    if prediction is not None:
-        checks.append(("predictions", prediction, 0))
-    if values:
-        full = np.zeros((len(values), n_rows))
-        for p, (rows, per_row) in enumerate(values):
-            full[p, rows] = per_row  # row numbers of the data in the message
-        checks.append((label, full, 1))
-    return screen_rows(path, n_rows, checks, drop=drop, offset=offset, allow_empty=True)
 
 
 @dataclass(frozen=True)
@@ -182,14 +156,16 @@ class PairKernel:
         t = time.perf_counter()
         values = self._values(chunk, X, model, located)
         spent = time.perf_counter() - t
-        screened = screen_pairs(
-            self.path,
-            len(X),
-            [(at.rows, v) for at, v in zip(located, values, strict=True)],
-            self.estimator,
-            prediction,
-            drop=self.drop,
-            offset=chunk.offset,
+        checks = [("predictions", prediction, 0)]
+        if located:  # every pair's values at their rows: row numbers of the data in the message
+            full = np.zeros((len(located), len(X)))
+            for p, (at, v) in enumerate(zip(located, values, strict=True)):
+                full[p, at.rows] = v
+            dale = self.estimator == "dale"
+            label = "mixed derivatives" if dale else "evaluations at the cell corners"
+            checks.append((label, full, 1))
+        screened = screen_rows(
+            self.path, len(X), checks, drop=self.drop, offset=chunk.offset, allow_empty=True
         )
         keep = screened.keep
         pairs = []
