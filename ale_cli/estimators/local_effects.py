@@ -175,7 +175,6 @@ def _meta(
             "dropped_columns": list(table.dropped_columns),
             "dtypes": table.dtypes,
         },
-        # the explained features (columns of local_effects) and every model input (of X)
         "feature_names": list(run.columns.features),
         "features": list(run.columns.features),
         "inputs": list(table.feature_names),
@@ -195,9 +194,7 @@ def _meta(
             "chunk_rows": request.chunk_rows,
         },
         "n_rows": n_rows,
-        # optional arrays: mixed derivatives d2f/dx_a dx_b of these pairs (ale compute --pairs)
         "pairs": [list(p) for p in request.pairs],
-        # features estimated per level: the columns of level_up / level_down
         "levels": [plan.to_meta() for plan in run.levels],
         "timings": timings,
         "cache_key": hashes.key,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -291,10 +291,8 @@ class PartStoreSink:
         return _PartWriter(self, Path(self.folder) / part_name(index))
 
     def stop(self) -> None:
-        try:
+        with suppress(OSError):
             (Path(self.folder) / STOP).touch()
-        except OSError:
-            pass
 
 
 @dataclass

@@ -71,8 +71,8 @@ class ComputeRequest:
         object.__setattr__(self, "discrete", discrete_mode(self.discrete))
 
     def result_options(self) -> dict[str, Any]:
-        """Options that change the store's arrays (batch size and trust do not); a store
-        made before binary columns were levels by default is not a cache hit."""
+        """Options that change the store's arrays (batch size and trust do not; no
+        ``discrete`` is keyed as binary)."""
         out = self.inputs.result_options() | {"pairs": [list(p) for p in self.pairs]}
         discrete = BINARY if self.discrete is None else self.discrete
         out["discrete"] = discrete if isinstance(discrete, str) else list(discrete)
