@@ -171,16 +171,3 @@ def shipped(
         loaded=model,
         sha256=sha256,
     )
-
-
-def open_reading(
-    inputs: ModelInputs, chunk_rows: int | None, engine: Engine | None
-) -> Streamed | Reading:
-    """The data streamed (:func:`open_streamed`), or the :class:`Reading` of the whole table;
-    an ``engine`` that splits refuses a whole table (None: no engine evaluates these rows)."""
-    found = reading_of(inputs, chunk_rows)
-    if not found.whole and chunk_rows is not None:
-        return open_streamed(inputs, chunk_rows=chunk_rows)
-    if engine is not None:
-        found.check(engine)
-    return found

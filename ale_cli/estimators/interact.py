@@ -24,7 +24,7 @@ from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, inputs_sha256
 from ale_cli.errors import InputError
 from ale_cli.estimators.bins import FixedBins
 from ale_cli.estimators.inputs import ModelInputs, Opened, model_source, open_inputs, table_columns
-from ale_cli.estimators.inputs_stream import Streamed, open_reading, shipped
+from ale_cli.estimators.inputs_stream import Streamed, open_streamed, reading_of, shipped
 from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed, merge_passed
 from ale_cli.estimators.pairs import (
     Binning,
@@ -156,12 +156,19 @@ class Rows:
 def _opened(
     request: InteractRequest, engine: Engine | None, notes: list[str], timings: dict[str, float]
 ) -> Streamed | Opened:
-    """The model loaded on the data streamed or read whole (their notes and timings kept)."""
-    found = open_reading(request.inputs, request.chunk_rows, engine)
-    if not isinstance(found, Streamed):
-        if found.reason:
-            notes.append(found.reason)
-        found = open_inputs(request.inputs)
+    """The model loaded on the data streamed or read whole (their notes and timings kept); an
+    ``engine`` that splits refuses a whole table (None: no engine evaluates these rows)."""
+    inputs, chunk_rows = request.inputs, request.chunk_rows
+    reading = reading_of(inputs, chunk_rows)
+    found: Streamed | Opened
+    if not reading.whole and chunk_rows is not None:
+        found = open_streamed(inputs, chunk_rows=chunk_rows)
+    else:
+        if engine is not None:
+            reading.check(engine)
+        if reading.reason:
+            notes.append(reading.reason)
+        found = open_inputs(inputs)
     timings |= found.timings
     notes.extend(found.notes)
     return found
