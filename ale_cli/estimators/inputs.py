@@ -296,8 +296,7 @@ def columns_note(
 
 
 def _model_order(inputs: ModelInputs, order: ColumnOrder) -> tuple[str, ...] | None:
-    """The columns to read, in the model's order: from the model's columns file when it
-    has one (which ``inputs`` and ``exclude`` must agree with), else ``inputs``."""
+    """The columns to read: its columns file's (``inputs``, ``exclude`` agreeing), or ``inputs``."""
     if order.names is None:
         return inputs.inputs
     if inputs.inputs is not None and tuple(inputs.inputs) != order.names:

@@ -156,8 +156,7 @@ class Rows:
 def _opened(
     request: InteractRequest, engine: Engine | None, notes: list[str], timings: dict[str, float]
 ) -> Streamed | Opened:
-    """The model loaded on the data streamed or read whole (their notes and timings kept); an
-    ``engine`` that splits refuses a whole table (None: no engine evaluates these rows)."""
+    """The model loaded on the data streamed or read whole (None ``engine``: none reads)."""
     inputs, chunk_rows = request.inputs, request.chunk_rows
     reading = reading_of(inputs, chunk_rows)
     found: Streamed | Opened

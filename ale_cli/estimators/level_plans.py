@@ -216,8 +216,7 @@ def _distinct(
     engine: Engine,
     most: int | None = None,
 ) -> dict[str, Any]:
-    """Each of ``todo``'s sorted distinct values from one pass, or why it is not estimable
-    (with ``most``: only the columns of 2 to ``most`` values)."""
+    """Each of ``todo``'s sorted distinct values (of 2 to ``most``), or why not estimable."""
     kernel = DistinctKernel(tuple(list(names).index(n) for n in todo), (limit,) * len(todo))
     found = engine.run(source, kernel, Distinct.merge, kernel.empty(), arrays=[ROWS])
     out: dict[str, Any] = {}

@@ -157,8 +157,7 @@ def _meta(
     hashes: Hashes,
     timings: dict[str, float],
 ) -> dict[str, Any]:
-    """The store's meta (:data:`META_KEYS`) of ``run`` over the data ``table`` (a Table or
-    a :class:`_DataRead`)."""
+    """The store's meta of ``run`` over the data ``table`` (a Table or a :class:`_DataRead`)."""
     model, inputs = run.model, request.inputs
     details = model.describe()
     return {
@@ -220,11 +219,8 @@ def _check_rows_left(reads: Reads, request: ComputeRequest) -> None:
     """Refuse under 2 rows left (the count of the whole data, read in parts)."""
     n_left = reads.rows_read - reads.rows_dropped
     if n_left < 2:
-        left = (
-            f" left after dropping {reads.rows_dropped} with NaN or infinite values"
-            if reads.rows_dropped
-            else ""
-        )
+        dropped = reads.rows_dropped
+        left = f" left after dropping {dropped} with NaN or infinite values" if dropped else ""
         raise InputError(
             f"data file '{request.inputs.data_label}' has {n_left} "
             f"row{'s' if n_left != 1 else ''}{left}; at least 2 are needed"

@@ -146,8 +146,7 @@ class LocalEffectsKernel:
     def _screen(
         self, arrays: dict[str, np.ndarray], offset: int
     ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """The arrays without their rows of non-finite model values, and those rows;
-        refused naming them without ``drop_nonfinite``."""
+        """The arrays without their rows of non-finite model values, and those rows."""
         checks = [("predictions", arrays["prediction"], 0)]
         checks.append(("local effects", arrays["local_effects"], 0))
         if MIXED in arrays:

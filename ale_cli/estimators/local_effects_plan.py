@@ -299,8 +299,7 @@ def _stream_plans(
     head: _Head,
     labels: dict[str, tuple[Any, ...]],
 ) -> tuple[LevelPlan, ...]:
-    """The explained features estimated per level, from passes over the data ``stream``
-    describes (a categorical one's order needs the rows' number and ranges, a pass more)."""
+    """The explained features estimated per level, from passes over the data ``stream``."""
     discrete = effective_discrete(request.discrete)
     categorical = stream.categorical
     if discrete is None and not any(name in categorical for name in features):
@@ -340,8 +339,7 @@ def _read_head(
     torchscript: bool,
     text: dict[str, Any],
 ) -> _Head:
-    """The data opened (a stream read on by the run, or the partitions of an engine that
-    splits) and their first chunk read, torch imported meanwhile for a TorchScript model."""
+    """The data opened and their first chunk read, torch imported meanwhile if needed."""
     t = time.perf_counter()
     stream = open_data(request, text)
     chunks = None
@@ -367,8 +365,7 @@ def _read_head(
 
 
 def _first_rows(data: DataSource) -> np.ndarray:
-    """The first chunk of the first partition with rows (none: the whole data's read
-    raises what is wrong)."""
+    """The first chunk of the first partition with rows (none: the whole read raises)."""
     for part in data.parts():
         stream = part.open()
         try:
@@ -385,8 +382,7 @@ _HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
 
 
 def _hash_ranges(data: DataSource) -> dict[int, Future[str]]:
-    """The files read in row-group ranges (by index) hashed here meanwhile: no partition
-    reads all their bytes."""
+    """The files read in row-group ranges (no partition reads all their bytes), hashed."""
     split = sorted({p.file_index for p in data.partitions or () if p.row_groups is not None})
     files = dataset_files(data.path)
     return {i: _HASHER.submit(sha256_file, files[i], "data file") for i in split}
