@@ -48,7 +48,7 @@ from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.models.onnx_graph import tree_ensemble_file
 from ale_cli.models.secant import for_compute, piecewise_constant
 from ale_cli.passes.engine import Engine, Ready, Shared
-from ale_cli.passes.profiling import first_pass
+from ale_cli.passes.profiling import FirstPass, first_pass
 
 #: Model file formats differentiated by autodiff, read in one pass (no profile first).
 AUTODIFF_FORMATS = ("torchscript", "torch-export")
@@ -120,24 +120,12 @@ def checked_pairs(
     return tuple(cols)
 
 
-@dataclass(frozen=True)
-class FdFirst:
-    """A finite-difference model loaded on the data's profile by a first pass, and what
-    loading it again on a worker takes."""
-
-    model: Model
-    sha256: str
-    profile: Any  # ale_cli.models.profile.DataProfile
-    dtypes: dict[str, str]
-    #: the levels of the text columns, read as their codes
-    text: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-
-
 def profiled_model(
     request: ComputeRequest, fmt: str, stream: TableStream, timings: dict[str, float]
-) -> FdFirst | None:
-    """The model loaded on the data's profile (its checks and steps come from it; text
-    columns read as codes); None for a piecewise-constant model (read whole after all)."""
+) -> tuple[Model, FirstPass, dict[str, tuple[Any, ...]]] | None:
+    """A finite-difference model loaded on the data's profile by a first pass (its checks
+    and steps come from it), the pass, and the levels of the text columns, read as codes;
+    None for a piecewise-constant model (read whole after all)."""
     inputs = request.inputs
     feature_columns(inputs.features, stream.feature_names, where=f"data file '{inputs.data_label}'")
     t = time.perf_counter()
@@ -159,7 +147,7 @@ def profiled_model(
     model = load_timed(inputs, fmt, columns, found.profile.head, timings, found.profile)
     if piecewise_constant(model):  # its secants across a fine grid need the whole table
         return None
-    return FdFirst(model, found.sha256, found.profile, dict(found.dtypes), text)
+    return model, found, text
 
 
 def open_data(request: ComputeRequest, text: dict[str, Any] | None = None) -> TableStream:
@@ -242,24 +230,22 @@ def streamed_run(
     is computed on the whole table after all (:func:`profiled_model`)."""
     inputs = request.inputs
     fmt = detect_format(inputs.model, inputs.model_format)
-    fd_model = None
+    fd_model, found = None, None
+    text: dict[str, tuple[Any, ...]] = {}
     if fmt not in AUTODIFF_FORMATS:  # finite differences: steps from all rows, a first pass
-        fd_model = profiled_model(request, fmt, open_data(request), timings)
-        if fd_model is None:
+        profiled = profiled_model(request, fmt, open_data(request), timings)
+        if profiled is None:
             return None
-    text = {} if fd_model is None else fd_model.text
+        fd_model, found, text = profiled
     head = _read_head(request, engine, timings, torchscript=fd_model is None, text=text)
     stream, first = head.stream, head.first
     names, fixed = stream.feature_names, stream.categorical
     features, cols = feature_columns(  # before any model call on these columns
         inputs.features, names, where=f"data file '{inputs.data_label}'"
     )
-    dtypes = {} if fd_model is None else fd_model.dtypes
+    dtypes = {} if found is None else dict(found.dtypes)
     columns = Columns(names=names, fixed=fixed, levels=text, dtypes=dtypes)
-    if fd_model is None:
-        model = load_timed(inputs, fmt, columns, first, timings)
-    else:
-        model = fd_model.model
+    model = load_timed(inputs, fmt, columns, first, timings) if fd_model is None else fd_model
     note = columns_note(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
     plans = _stream_plans(request, stream, features, engine, timings, head, text)
     outputs, levels = model.describe().get("outputs"), [plan.to_meta() for plan in plans]
@@ -277,7 +263,7 @@ def streamed_run(
             eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
         ),
         shared=shipped(
-            inputs, model, columns, first, profile=None if fd_model is None else fd_model.profile
+            inputs, model, columns, first, profile=None if found is None else found.profile
         ),
         model=model,
         columns=StoreColumns(features, names, tuple(request.pairs), part_meta),
@@ -285,7 +271,7 @@ def streamed_run(
         notes=(*((note,) if note is not None else ()), *_levels_notes(request, plans)),
         levels=plans,
         header=stream,
-        first_sha256=None if fd_model is None else fd_model.sha256,
+        first_sha256=None if found is None else found.sha256,
         range_hashes=head.range_hashes,
     )
 
