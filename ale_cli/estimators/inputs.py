@@ -43,8 +43,6 @@ POSITIONAL_FORMATS = (
     "catboost",
 )
 
-__all__ = ["DATA_FORMATS", "METHODS", "MODEL_FORMATS", "ModelInputs", "Opened", "open_inputs"]
-
 
 @dataclass(frozen=True)
 class ModelInputs:

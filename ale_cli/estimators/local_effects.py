@@ -87,8 +87,7 @@ class Hashes:
     def of(
         cls, request: ComputeRequest, data: str | None = None, model: str | None = None
     ) -> Hashes:
-        """The hashes; ``data`` when the data were hashed while they were read, ``model``
-        when the model file was hashed already."""
+        """The hashes (``data``, ``model``: when they were hashed already)."""
         if model is None:
             model = model_sha256(request.inputs.model)
         if data is None:
@@ -110,8 +109,7 @@ class Hashes:
 
 @dataclass(frozen=True)
 class Damaged:
-    """The store at the output is ours but its bytes changed: it is recomputed, and the
-    result's notes say so with ``note``."""
+    """The store at the output is ours but its bytes changed: recomputed, saying ``note``."""
 
     note: str
 
