@@ -41,7 +41,6 @@ from ale_cli.estimators.edges import column_edges
 from ale_cli.estimators.inputs import (
     ModelInputs,
     feature_columns,
-    model_source,
     object_notes,
     open_inputs,
     table_columns,
@@ -362,7 +361,7 @@ def _whole(request: ClassicRequest, fixed: FixedBins, reading: Reading, engine: 
         rows, opened.features, categorical=table.categorical,
         discrete=effective_discrete(request.discrete), labels=table.levels, engine=engine,
     )  # fmt: skip
-    source = model_source(inputs, opened, method=METHOD)
+    source = opened.source(inputs, method=METHOD)
     return Loaded(
         rows=rows,
         model=shipped(

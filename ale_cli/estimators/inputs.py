@@ -1,6 +1,6 @@
 """The one description of a model and its data (:class:`ModelInputs`, checked when built)
 shared by ``compute``, ``classic``, ``interact`` and the API; :func:`open_inputs` reads the
-data and loads and checks the model; :func:`model_source` is a summary's provenance.
+data and loads and checks the model; :func:`provenance` is a summary's.
 """
 
 from __future__ import annotations
@@ -189,6 +189,11 @@ class Opened:
     timings: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
+    def source(self, inputs: ModelInputs, *, method: str) -> dict[str, Any]:
+        """A summary's ``store`` part when it was made from the model (:func:`provenance`)."""
+        X, names = self.table.X, self.table.feature_names
+        return provenance(inputs, self.model, data_sha256(inputs.data), len(X), names, method)
+
 
 def feature_columns(
     features: Sequence[str] | None, names: Sequence[str], *, where: str
@@ -310,14 +315,6 @@ def _model_order(inputs: ModelInputs, order: ColumnOrder) -> tuple[str, ...] | N
             param="exclude",
         )
     return order.names
-
-
-def model_source(inputs: ModelInputs, opened: Opened, *, method: str) -> dict[str, Any]:
-    """A summary's ``store`` part when it was made from the model, not from a store."""
-    table = opened.table
-    return provenance(
-        inputs, opened.model, data_sha256(inputs.data), len(table.X), table.feature_names, method
-    )
 
 
 def provenance(

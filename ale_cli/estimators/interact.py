@@ -23,7 +23,7 @@ from ale_cli.core.second_order import PairCells, second_order_from_cells
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, inputs_sha256
 from ale_cli.errors import InputError
 from ale_cli.estimators.bins import FixedBins
-from ale_cli.estimators.inputs import ModelInputs, Opened, model_source, open_inputs, table_columns
+from ale_cli.estimators.inputs import ModelInputs, Opened, open_inputs, table_columns
 from ale_cli.estimators.inputs_stream import Streamed, open_streamed, reading_of, shipped
 from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed, merge_passed
 from ale_cli.estimators.pairs import (
@@ -196,15 +196,14 @@ def open_rows(
             return rows
     inputs = request.inputs
     found = _opened(request, engine, notes, timings)
+    made = found.source(inputs, method=found.model.method)
     if isinstance(found, Streamed):
         scan = found.scan
-        made = found.source(inputs, method=found.model.method)
         columns = Columns(
             found.data_source(engine), scan.names, scan.categorical, scan.n_rows, scan.lo, scan.hi
         )
     else:
         table = found.table
-        made = model_source(inputs, found, method=found.model.method)
         columns = Columns(
             ArraySource({"X": table.X}), table.feature_names, tuple(table.categorical), len(table.X)
         )
