@@ -43,7 +43,7 @@ from ale_cli.models.profile import DataProfile
 from ale_cli.passes.engine import LOCAL, ArraySource, Engine, Ready, Shared
 from ale_cli.passes.shipped import ShippedModel
 from ale_cli.store.format import one_output
-from ale_cli.store.npz import StoreFile, open_store, store_sha256
+from ale_cli.store.npz import open_store, store_sha256
 from ale_cli.summary.build import EstimateResult, run_notes, store_info, utc_now
 from ale_cli.summary.model import InteractionSummary, Summary, with_statistics
 
@@ -117,13 +117,8 @@ MATCH_OPTIONS = (
 )
 
 
-def store_unused(
-    path: Path, estimator: str | None, inputs: ModelInputs, meta: Callable[[], dict[str, Any]]
-) -> str | None:
-    """Why the store at ``path`` is not used (a note), None when it is."""
-    if estimator == "ale":
-        return f"store '{path}' is not used by the ale estimator (it needs the model)"
-    found = meta()
+def store_mismatch(path: Path, found: dict[str, Any], inputs: ModelInputs) -> str | None:
+    """Why the store at ``path`` with the meta ``found`` is not used (a note), None if it is."""
     if found.get("model", {}).get("sha256") != sha256_file(inputs.model):
         why = "the model file differs"
     elif found.get("data", {}).get("sha256") != inputs_sha256(inputs.data):
@@ -220,18 +215,15 @@ def _store_rows(
     request: InteractRequest, path: Path, notes: list[str], timings: dict[str, float]
 ) -> Rows | None:
     """The rows of a store the estimator uses, else None (with the note saying why)."""
-    opened: list[StoreFile] = []
-
-    def meta() -> dict[str, Any]:  # the store is opened only when the estimator may use it
-        opened.append(open_store(path))
-        one_output(opened[0].meta, f"store '{path}'", "ale interact")
-        return opened[0].meta
-
-    unused = store_unused(path, request.estimator, request.inputs, meta)
+    if request.estimator == "ale":
+        notes.append(f"store '{path}' is not used by the ale estimator (it needs the model)")
+        return None
+    store = open_store(path)
+    one_output(store.meta, f"store '{path}'", "ale interact")
+    unused = store_mismatch(path, store.meta, request.inputs)
     if unused is not None:
         notes.append(unused)
         return None
-    store = opened[0]
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
     digest = pool.submit(store_sha256, path)  # by a helper thread, overlapping the passes
     pool.shutdown(wait=False)  # the thread ends with the hash
