@@ -344,9 +344,8 @@ def model_sha256(model: Path | ModelObject) -> str | None:
 
 
 def model_record(inputs: ModelInputs, fmt: str, sha256: str | None = None) -> dict[str, Any]:
-    """A store's or summary's ``model`` provenance: path, sha256 and format of a file, or
-    the type and content hash of an object (``sha256``: the file's, when known), and where
-    an MLflow model came from (``mlflow``: its URI, flavour, run and registry version)."""
+    """A store's or summary's ``model`` provenance: a file's path, sha256 (when known) and
+    format, or an object's type and content hash, and an MLflow model's origin."""
     model = inputs.model
     if isinstance(model, ModelObject):
         record = model.provenance() | {"format": fmt}

@@ -115,9 +115,8 @@ class Streamed:
 
 
 def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
-    """The first pass over the data and the model loaded and checked on the first chunk. A
-    scikit-learn model's text columns are read as the codes of their levels, which a pass
-    before finds."""
+    """The first pass over the data (a scikit-learn model's text columns read as the codes of
+    their levels, a pass before) and the model loaded and checked on the first chunk."""
     inputs.check_files()
     model_format = detect_format(inputs.model, inputs.model_format)
     passes = DataPasses(

@@ -135,9 +135,8 @@ def store_mismatch(path: Path, found: dict[str, Any], inputs: ModelInputs) -> st
 
 @dataclass
 class Rows:
-    """The rows of a run: ``model`` and ``ship`` (its shippable handle) None when a store
-    gives every value; ``stored``: each stored pair (either order) to its row of the mixed
-    derivatives; ``summary_store(dropped)``: the summary's ``store`` part."""
+    """The rows of a run: ``model`` and ``ship`` (its handle) None when a store gives every
+    value; ``stored``: each stored pair (either order) to its row of mixed derivatives."""
 
     columns: Columns
     model: Model | None

@@ -232,8 +232,7 @@ def compute(
     force: bool = False,
     progress: Callable[[int], ProgressFn] | None = None,
 ) -> ComputeResult:
-    """Compute (or reuse: a cache hit at ``request.out``) the local-effects store of
-    ``request`` on ``engine`` (one that runs the parts apart writes a directory store);
+    """Compute (or reuse: a cache hit) the local-effects store of ``request`` on ``engine``;
     ``progress(total_rows)`` may return a callable told the rows each chunk finished."""
     t0 = time.perf_counter()
     request.inputs.check_files()

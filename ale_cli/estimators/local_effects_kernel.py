@@ -33,10 +33,9 @@ _NO_ROWS = np.empty(0, dtype=np.int64)
 
 @dataclass(frozen=True)
 class Computed:
-    """A run's state over some rows, mergeable in row order: ``rows`` kept, ``seen`` by the
-    model, ``nonfinite`` (those dropped, numbered from the first seen), ``reads``, the
-    part stores written (``parts``) and their inputs' ``lo``/``hi``, ``timings``, and the
-    chunk's store rows (``arrays``) until a sink writes them."""
+    """A run's state over some rows, mergeable in row order: ``rows`` kept, ``seen``, the
+    ``nonfinite`` ones dropped (numbered from the first seen), the part stores written and
+    their inputs' ``lo``/``hi``, and the chunk's store rows until a sink writes them."""
 
     rows: int = 0
     seen: int = 0

@@ -225,9 +225,8 @@ class ComputeRun:
 def streamed_run(
     request: ComputeRequest, engine: Engine, timings: dict[str, float]
 ) -> ComputeRun | None:
-    """The streamed run: the model loaded on the first chunk or the first pass's profile,
-    the data as a stream here or partitions on an engine that splits; None when the model
-    is computed on the whole table after all (:func:`profiled_model`)."""
+    """The streamed run (the data as a stream here or partitions on an engine that splits);
+    None when the model is computed on the whole table after all (:func:`profiled_model`)."""
     inputs = request.inputs
     fmt = detect_format(inputs.model, inputs.model_format)
     fd_model, found = None, None
