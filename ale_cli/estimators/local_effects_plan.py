@@ -236,8 +236,9 @@ def streamed_run(
         if profiled is None:
             return None
         fd_model, found, text = profiled
-    head = _read_head(request, engine, timings, torchscript=fd_model is None, text=text)
-    stream, first = head.stream, head.first
+    stream, source, first, range_hashes = _read_head(
+        request, engine, timings, torchscript=fd_model is None, text=text
+    )
     names, fixed = stream.feature_names, stream.categorical
     features, cols = feature_columns(  # before any model call on these columns
         inputs.features, names, where=f"data file '{inputs.data_label}'"
@@ -246,11 +247,11 @@ def streamed_run(
     columns = Columns(names=names, fixed=fixed, levels=text, dtypes=dtypes)
     model = load_timed(inputs, fmt, columns, first, timings) if fd_model is None else fd_model
     note = columns_note(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
-    plans = _stream_plans(request, stream, features, engine, timings, head, text)
+    plans = _stream_plans(request, stream, features, engine, timings, first, text)
     outputs, levels = model.describe().get("outputs"), [plan.to_meta() for plan in plans]
     part_meta = ({"outputs": outputs} if outputs else {}) | ({"levels": levels} if levels else {})
     return ComputeRun(
-        source=head.source,
+        source=source,
         kernel=LocalEffectsKernel(
             columns=tuple(cols),
             model_path=str(inputs.model),
@@ -271,7 +272,7 @@ def streamed_run(
         levels=plans,
         header=stream,
         first_sha256=None if found is None else found.sha256,
-        range_hashes=head.range_hashes,
+        range_hashes=range_hashes,
     )
 
 
@@ -281,7 +282,7 @@ def _stream_plans(
     features: Sequence[str],
     engine: Engine,
     timings: dict[str, float],
-    head: _Head,
+    head: np.ndarray,
     labels: dict[str, tuple[Any, ...]],
 ) -> tuple[LevelPlan, ...]:
     """The explained features estimated per level, from passes over the data ``stream``."""
@@ -300,20 +301,10 @@ def _stream_plans(
         rows = Rows(data, tuple(names), 0, np.zeros(len(names)), np.zeros(len(names)))
     found = level_plans(
         rows, features, categorical=categorical, discrete=discrete, labels=labels,
-        engine=engine, head=head.first,
+        engine=engine, head=head,
     )  # fmt: skip
     timings["levels_pass_s"] = time.perf_counter() - t
     return tuple(p for p in found.values() if isinstance(p, LevelPlan))
-
-
-@dataclass
-class _Head:
-    """The data opened: the header's stream, the source, the first chunk of rows."""
-
-    stream: TableStream
-    source: Source
-    first: np.ndarray
-    range_hashes: dict[int, Future[str]] = field(default_factory=dict)
 
 
 def _read_head(
@@ -323,8 +314,9 @@ def _read_head(
     *,
     torchscript: bool,
     text: dict[str, Any],
-) -> _Head:
-    """The data opened and their first chunk read, torch imported meanwhile if needed."""
+) -> tuple[TableStream, Source, np.ndarray, dict[int, Future[str]]]:
+    """The data opened: its stream, source and first chunk (torch imported meanwhile if
+    needed), and the hashes of the files read in row-group ranges."""
     t = time.perf_counter()
     stream = open_data(request, text)
     chunks = None
@@ -345,8 +337,8 @@ def _read_head(
     first = _first_rows(data) if chunks is None else next(chunks)
     timings["load_data_s"] += time.perf_counter() - t
     if chunks is None:
-        return _Head(stream, data, first, _hash_ranges(data))
-    return _Head(stream, OpenedSource(stream, first, chunks), first)
+        return stream, data, first, _hash_ranges(data)
+    return stream, OpenedSource(stream, first, chunks), first, {}
 
 
 def _first_rows(data: DataSource) -> np.ndarray:
