@@ -187,10 +187,9 @@ def level_arrays(
     *,
     eval_rows: int = DEFAULT_EVAL_ROWS,
 ) -> dict[str, np.ndarray]:
-    """A store chunk's ``level_up`` and ``level_down`` (n, L) for the rows X (n, D)."""
+    """A store chunk's ``level_up``, ``level_down`` (n, L; K outputs: n, K, L) for X (n, D)."""
     base = predict_chunked(f, X, eval_rows) if len(X) and plans else np.empty(len(X))
-    up = np.zeros((*base.shape, len(plans)))  # K outputs: (n, K, L)
-    down = np.zeros((*base.shape, len(plans)))
+    up, down = np.zeros((*base.shape, len(plans))), np.zeros((*base.shape, len(plans)))
     for i, plan in enumerate(plans):
         j = list(names).index(plan.name)
         up[..., i], down[..., i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
