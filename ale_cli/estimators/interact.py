@@ -313,13 +313,9 @@ def _plans(
     """The plan of every estimable pair (by position): its grid and its values' origin."""
     plans = {}
     for p in sorted(grids):
-        pair, (ea, eb) = pairs[p], grids[p]
-        if estimator == "ale":
-            plans[p] = PairPlan(cols[p], ea, eb, "corners")
-        elif pair in rows.stored:
-            plans[p] = PairPlan(cols[p], ea, eb, "stored", rows.stored[pair])
-        else:
-            plans[p] = PairPlan(cols[p], ea, eb, "autodiff")
+        row = rows.stored.get(pairs[p], -1) if estimator == "dale" else -1
+        values = "corners" if estimator == "ale" else "stored" if row >= 0 else "autodiff"
+        plans[p] = PairPlan(cols[p], *grids[p], values, row)
     return plans
 
 
