@@ -363,7 +363,7 @@ def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case, 
 
     model, data, _ = linear_case
     real_predict = LinearRegression.predict
-    real_open, real_reading = module.open_inputs, module.open_reading
+    real_open, real_streamed = module.open_inputs, module.open_streamed
     loaded: list[bool] = []
 
     def predict(self, X):  # type: ignore[no-untyped-def]
@@ -376,15 +376,14 @@ def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case, 
         loaded.append(True)
         return opened
 
-    def open_reading(*args):  # type: ignore[no-untyped-def]
-        opened = real_reading(*args)
-        if isinstance(opened, module.Streamed):  # read chunk by chunk: the model is loaded
-            loaded.append(True)
+    def open_streamed(inputs, **kwargs):  # type: ignore[no-untyped-def]
+        opened = real_streamed(inputs, **kwargs)
+        loaded.append(True)
         return opened
 
     monkeypatch.setattr(LinearRegression, "predict", predict)
     monkeypatch.setattr(module, "open_inputs", open_inputs)
-    monkeypatch.setattr(module, "open_reading", open_reading)
+    monkeypatch.setattr(module, "open_streamed", open_streamed)
     request = ClassicRequest(inputs=ModelInputs(model=model, data=data), chunk_rows=chunk_rows)
     with pytest.raises(ModelFailed, match=f"^model '{model}' failed: out of memory$"):
         classic(request)

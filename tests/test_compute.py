@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ale_cli.models as models
-from ale_cli.estimators import local_effects_plan
+from ale_cli.estimators import inputs
 from ale_cli.store.npz import META_KEYS, read_store
 
 
@@ -32,7 +32,7 @@ def count_model_loads(monkeypatch) -> list[Path]:
         return real(path, **kwargs)
 
     monkeypatch.setattr(models, "load_model", counting)
-    monkeypatch.setattr(local_effects_plan, "load_model", counting)
+    monkeypatch.setattr(inputs, "load_model", counting)
     return calls
 
 

@@ -379,7 +379,7 @@ def test_data_changed_after_the_stale_store_check_is_refused(
 ):
     """A stale store at the output makes compute hash the data before the run; if the file
     changes before it is streamed, the store must not name the bytes hashed first."""
-    import ale_cli.estimators.local_effects_cache as cache_module
+    import ale_cli.estimators.local_effects as cache_module
 
     data = tmp_path / "d.csv"
     frame = _frame(40)

@@ -17,8 +17,7 @@ from ale_cli.core import discrete
 from ale_cli.core.discrete import KS_POINTS, MAX_LEVELS, level_distances, mds_1d
 from ale_cli.errors import InputError
 from ale_cli.estimators import level_plans as planner
-from ale_cli.estimators import levels as categorical
-from ale_cli.estimators.level_order import level_orders
+from ale_cli.estimators.level_plans import level_orders
 from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.passes.engine import ArraySource
 
@@ -86,8 +85,7 @@ def test_the_cap_on_levels_is_refused_naming_the_feature(monkeypatch):
         r"an effect per level for; group its levels, or leave it out of features$",
     ):
         planner.level_plans(Rows.of(X, "gx"), "g", categorical="g")
-    monkeypatch.setattr(categorical, "MAX_LEVELS", 40)  # the cap itself is estimated
-    monkeypatch.setattr(planner, "MAX_LEVELS", 40)
+    monkeypatch.setattr(planner, "MAX_LEVELS", 40)  # the cap itself is estimated
     plans = planner.level_plans(Rows.of(X[:40], "gx"), "g", categorical="g")
     assert plans["g"].n_levels == 40
     with pytest.raises(InputError, match="has more than 40 levels, the most ale estimates"):

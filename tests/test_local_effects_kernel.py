@@ -8,8 +8,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ale_cli.estimators.local_effects_kernel import Computed, LocalEffectsKernel, merge_computed
-from ale_cli.estimators.local_effects_store import FileSink
+from ale_cli.estimators.local_effects_kernel import (
+    Computed,
+    FileSink,
+    LocalEffectsKernel,
+    merge_computed,
+)
 from ale_cli.models.base import Effects
 from ale_cli.passes.engine import LOCAL, ArraySource, Parts, Ready
 

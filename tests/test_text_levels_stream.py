@@ -18,8 +18,7 @@ from ale_cli.data.text_levels import text_levels
 from ale_cli.estimators.classic import ClassicRequest, classic
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.interact import InteractRequest, interact
-from ale_cli.estimators.local_effects import compute
-from ale_cli.estimators.local_effects_cache import ComputeRequest
+from ale_cli.estimators.local_effects import ComputeRequest, compute
 from ale_cli.store.npz import read_store
 
 COLORS = ["red", "green", "blue", "teal", "amber"]

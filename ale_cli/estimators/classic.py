@@ -39,12 +39,11 @@ from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.estimators.inputs import (
     ModelInputs,
     feature_columns,
-    model_source,
     object_notes,
     open_inputs,
     table_columns,
 )
-from ale_cli.estimators.inputs_stream import Streamed, open_reading, shipped
+from ale_cli.estimators.inputs_stream import open_streamed, reading_of, shipped
 from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.levels import (
     LevelPlan,
@@ -271,15 +270,17 @@ class Loaded:
 
 def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> Loaded:
     """The data and model of ``request``, streamed unless the inputs need the whole table
-    (:func:`~ale_cli.estimators.inputs_stream.open_reading`), and the per-level plans."""
+    (:func:`~ale_cli.estimators.inputs_stream.reading_of`), and the per-level plans."""
     inputs = request.inputs
-    opened: Any = open_reading(inputs, request.chunk_rows, engine)
-    streamed = isinstance(opened, Streamed)
-    reason = "" if streamed else opened.reason
+    reading = reading_of(inputs, request.chunk_rows)
+    streamed = not reading.whole and request.chunk_rows is not None
+    opened: Any
     if streamed:
+        opened = open_streamed(inputs, chunk_rows=request.chunk_rows)
         table = opened.scan
         rows = Rows(opened.data_source(engine), table.names, table.n_rows, table.lo, table.hi)
     else:
+        reading.check(engine)
         opened = open_inputs(inputs)
         table = opened.table
         rows = Rows.of(table.X, table.feature_names)
@@ -289,11 +290,10 @@ def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> L
         rows, opened.features, categorical=table.categorical,
         discrete=effective_discrete(request.discrete), labels=table.levels, engine=engine,
     )  # fmt: skip
+    source = opened.source(inputs, method=METHOD)
     if streamed:
-        source = opened.source(inputs, method=METHOD)
-        columns, first = opened.columns_of_model(), table.first
+        columns, first = opened.model_columns, table.first
     else:
-        source = model_source(inputs, opened, method=METHOD)
         columns, first = table_columns(table), table.X
     dropped = table.rows_dropped
     return Loaded(
@@ -304,7 +304,7 @@ def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> L
         source=source,
         timings=dict(opened.timings),
         notes=(
-            *((reason,) if reason else ()),
+            *((reading.reason,) if reading.reason else ()),
             *((f"dropped {dropped} rows with NaN or infinite values (dropna)",) if dropped else ()),
             *opened.notes,
         ),

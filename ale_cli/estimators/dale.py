@@ -2,7 +2,7 @@
 
 Every chosen feature's cell statistics come from passes on the engine
 (:mod:`ale_cli.estimators.cells`). Features whose adjacent-level jumps the store holds are
-reported per level (:mod:`ale_cli.estimators.stored_levels`); a store of secants takes
+reported per level (:mod:`ale_cli.estimators.levels`); a store of secants takes
 another summary (:mod:`ale_cli.estimators.secants`).
 """
 
@@ -32,7 +32,7 @@ from ale_cli.estimators import secants
 from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_bins_rows, check_center
 from ale_cli.estimators.cells import Passes, array_passes, binned, ranges, store_passes
-from ale_cli.estimators.stored_levels import stored_level_names, with_stored_levels
+from ale_cli.estimators.levels import stored_level_names, with_stored_levels
 from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.format import output_label, output_records
 from ale_cli.store.npz import Store, StoreFile, open_store, read_store

@@ -1,6 +1,6 @@
 """The one description of a model and its data (:class:`ModelInputs`, checked when built)
 shared by ``compute``, ``classic``, ``interact`` and the API; :func:`open_inputs` reads the
-data and loads and checks the model; :func:`model_source` is a summary's provenance.
+data and loads and checks the model; :func:`provenance` is a summary's.
 """
 
 from __future__ import annotations
@@ -43,23 +43,16 @@ POSITIONAL_FORMATS = (
     "catboost",
 )
 
-__all__ = ["DATA_FORMATS", "METHODS", "MODEL_FORMATS", "ModelInputs", "Opened", "open_inputs"]
-
 
 @dataclass(frozen=True)
 class ModelInputs:
     """A model file, a data file, how to read both, and which features to explain.
 
-    ``model``: a model file or a model object (a fitted scikit-learn estimator, a torch
-    module or exported program, a callable; :mod:`ale_cli.models.objects`); ``data``: a
-    CSV or Parquet file, or a DataFrame; ``inputs``: the model's columns in its order (None:
-    every column but ``exclude``); ``features``: the inputs to explain (None: all);
-    ``dropna`` / ``drop_nonfinite``: drop (and count) rows with non-finite data or model
-    values instead of refusing; ``categorical``: integer-coded inputs held fixed; ``step``:
-    the finite-difference step as a fraction of each feature's std. An MLflow model (a
-    model directory or a ``models:/``, ``runs:/`` URI) is resolved here to its flavour's
-    file or its pyfunc, ``model_source`` saying where it came from
-    (:mod:`ale_cli.models.mlflow_model`).
+    ``model``: a model file or object (:mod:`ale_cli.models.objects`); ``data``: a CSV or
+    Parquet file, or a DataFrame; ``inputs``: the model's columns in its order (None: every
+    column but ``exclude``); ``features``: the inputs to explain (None: all); ``step``: the
+    finite-difference step as a fraction of each feature's std. An MLflow model is resolved
+    here, ``model_source`` saying where it came from (:mod:`ale_cli.models.mlflow_model`).
     Names may be given as tuples, lists or comma-separated strings.
 
     >>> ModelInputs(model=Path("m.pt"), data=Path("d.csv"), exclude="target").exclude
@@ -160,7 +153,6 @@ class ModelInputs:
     def result_options(self) -> dict[str, Any]:
         """The options that change the numbers (batch size, trust and where an MLflow model
         came from do not: its bytes key the cache), for cache keys."""
-
         skip = ("model", "data", "batch_size", "trust", "trust_pickle", "model_source")
         options = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         # the model's columns file decides which column is which: it keys the cache too
@@ -175,7 +167,6 @@ class ModelInputs:
 
     def load_options(self) -> Any:
         """The model adapter's :class:`~ale_cli.models.base.LoadOptions`."""
-
         return LoadOptions(
             output=self.output,
             batch_size=self.batch_size,
@@ -188,9 +179,8 @@ class ModelInputs:
 
 @dataclass(frozen=True)
 class Opened:
-    """The data read (``table.X`` (N, D)) and the model loaded, checked and final for one
-    :class:`ModelInputs`; the features to explain and their ``columns`` in ``table.X``;
-    ``load_data_s``/``load_model_s`` timings; notes on how the columns were matched."""
+    """The data read (``table.X`` (N, D)) and the model loaded and checked; the features to
+    explain and their ``columns`` in ``table.X``; timings; notes on the columns' matching."""
 
     table: Table
     model: Model
@@ -198,6 +188,11 @@ class Opened:
     columns: tuple[int, ...]
     timings: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+
+    def source(self, inputs: ModelInputs, *, method: str) -> dict[str, Any]:
+        """A summary's ``store`` part when it was made from the model (:func:`provenance`)."""
+        X, names = self.table.X, self.table.feature_names
+        return provenance(inputs, self.model, data_sha256(inputs.data), len(X), names, method)
 
 
 def feature_columns(
@@ -221,14 +216,15 @@ def feature_columns(
     return tuple(features), tuple(index[n] for n in features)
 
 
-def read_inputs_table(inputs: ModelInputs) -> Any:
-    """The data as a whole :class:`~ale_cli.data.table.Table` of the model's inputs, in the
-    model's column order (its columns file's, when it has one)."""
-
+def open_inputs(inputs: ModelInputs) -> Opened:
+    """Read the data (in the model's column order, its columns file's when it has one),
+    load the model and check it on the rows (see :class:`Opened`)."""
+    inputs.check_files()
     model_format = detect_format(inputs.model, inputs.model_format)
     order = model_column_order(inputs.model, model_format)
+    t = time.perf_counter()
     try:
-        return load_table(
+        table = load_table(
             inputs.data,
             fmt=inputs.data_format,
             inputs=_model_order(inputs, order),
@@ -242,43 +238,40 @@ def read_inputs_table(inputs: ModelInputs) -> Any:
         if order.names is None or "has no column" not in str(exc):
             raise
         raise InputError(f"{exc}, which {order.source} lists as a model input") from None
-
-
-def open_inputs(inputs: ModelInputs) -> Opened:
-    """Read the data, load the model and check it on the rows (see :class:`Opened`)."""
-
-    inputs.check_files()
-    model_format = detect_format(inputs.model, inputs.model_format)
-    order = model_column_order(inputs.model, model_format)
-    t = time.perf_counter()
-    table = read_inputs_table(inputs)
     features, columns = feature_columns(
         inputs.features, table.feature_names, where=f"data file '{inputs.data_label}'"
     )
     timings = {"load_data_s": time.perf_counter() - t}
+    model = load_timed(inputs, model_format, table_columns(table), table.X, timings)
+    note = columns_note(inputs, model_format, order, table.file_columns, table.feature_names, model)
+    notes = () if note is None else (note,)
+    return Opened(table, model, features, columns, timings, notes)
+
+
+def load_timed(
+    inputs: ModelInputs,
+    model_format: str,
+    columns: Columns,
+    X: Any,
+    timings: dict[str, float],
+    profile: Any = None,
+) -> Model:
+    """The model of ``inputs`` loaded on the rows ``X`` (``timings["load_model_s"]``)."""
     t = time.perf_counter()
     model = load_model(
         inputs.model,
         model_format=model_format,
         options=inputs.load_options(),
-        columns=table_columns(table),
-        X=table.X,
+        columns=columns,
+        X=X,
+        profile=profile,
     )
     timings["load_model_s"] = time.perf_counter() - t
-    note = columns_note(inputs, model_format, order, table.file_columns, table.feature_names, model)
-    return Opened(
-        table=table,
-        model=model,
-        features=features,
-        columns=columns,
-        timings=timings,
-        notes=() if note is None else (note,),
-    )
+    return model
 
 
-def table_columns(table: Table) -> Any:
+def table_columns(table: Table) -> Columns:
     """The model adapter's :class:`~ale_cli.models.Columns` of a whole table."""
-
     return Columns(
         names=table.feature_names, fixed=table.categorical, levels=table.levels, dtypes=table.dtypes
     )
@@ -294,7 +287,6 @@ def columns_note(
 ) -> str | None:
     """The note saying how the data's columns (``file_columns`` in the file's order, the
     inputs ``feature_names`` among them) were given to the loaded ``model``."""
-
     names_in = model.describe().get("feature_names_in")
     if names_in is not None:  # scikit-learn: the adapter matches the columns by name
         order = ColumnOrder(tuple(names_in), "the model's feature_names_in_")
@@ -307,8 +299,7 @@ def columns_note(
 
 
 def _model_order(inputs: ModelInputs, order: ColumnOrder) -> tuple[str, ...] | None:
-    """The columns to read, in the model's order: from the model's columns file when it
-    has one (which ``inputs`` and ``exclude`` must agree with), else ``inputs``."""
+    """The columns to read: its columns file's (``inputs``, ``exclude`` agreeing), or ``inputs``."""
     if order.names is None:
         return inputs.inputs
     if inputs.inputs is not None and tuple(inputs.inputs) != order.names:
@@ -324,14 +315,6 @@ def _model_order(inputs: ModelInputs, order: ColumnOrder) -> tuple[str, ...] | N
             param="exclude",
         )
     return order.names
-
-
-def model_source(inputs: ModelInputs, opened: Opened, *, method: str) -> dict[str, Any]:
-    """A summary's ``store`` part when it was made from the model, not from a store."""
-    table = opened.table
-    return provenance(
-        inputs, opened.model, data_sha256(inputs.data), len(table.X), table.feature_names, method
-    )
 
 
 def provenance(
@@ -361,9 +344,8 @@ def model_sha256(model: Path | ModelObject) -> str | None:
 
 
 def model_record(inputs: ModelInputs, fmt: str, sha256: str | None = None) -> dict[str, Any]:
-    """A store's or summary's ``model`` provenance: path, sha256 and format of a file, or
-    the type and content hash of an object (``sha256``: the file's, when known), and where
-    an MLflow model came from (``mlflow``: its URI, flavour, run and registry version)."""
+    """A store's or summary's ``model`` provenance: a file's path, sha256 (when known) and
+    format, or an object's type and content hash, and an MLflow model's origin."""
     model = inputs.model
     if isinstance(model, ModelObject):
         record = model.provenance() | {"format": fmt}

@@ -1,10 +1,6 @@
-"""The model and the data of ``ale classic`` / ``ale interact`` read chunk by chunk.
-
-:func:`reading_of` decides whether the data are streamed (a :class:`Reading`): a data file
-is (a scikit-learn model's text columns as the codes of levels a first pass found), unless
-the model matches the data's columns by name. :func:`open_streamed` makes the
-first pass and loads the model on the first chunk, with the whole file's dtypes.
-"""
+"""The model and the data of ``ale classic`` / ``ale interact`` read chunk by chunk:
+:func:`reading_of` decides whether the data are streamed, :func:`open_streamed` makes the
+first pass and loads the model on the first chunk, with the whole file's dtypes."""
 
 from __future__ import annotations
 
@@ -24,9 +20,10 @@ from ale_cli.estimators.inputs import (
     ModelInputs,
     columns_note,
     feature_columns,
+    load_timed,
     provenance,
 )
-from ale_cli.models import Columns, detect_format, load_model
+from ale_cli.models import Columns, detect_format
 from ale_cli.models.base import Model
 from ale_cli.models.columns import ColumnOrder, model_column_order
 from ale_cli.models.objects import ModelObject
@@ -39,13 +36,7 @@ from ale_cli.passes.spool import DataPasses, Scan
 @dataclass(frozen=True)
 class Reading:
     """How the data are read: chunk by chunk, or as a whole table (``whole``) with the note
-    saying why (``reason``, "" for a DataFrame).
-
-    >>> Reading.whole_table("read the whole table: the levels come from every row").note()
-    'read the whole table: the levels come from every row'
-    >>> STREAMED.note() is None
-    True
-    """
+    saying why (``reason``, "" for a DataFrame)."""
 
     whole: bool
     reason: str = ""
@@ -54,28 +45,19 @@ class Reading:
     def whole_table(cls, reason: str = "") -> Reading:
         return cls(True, reason)
 
-    def note(self) -> str | None:
-        """The note a run reports (None: streamed, or no note needed)."""
-        return self.reason or None
-
     def check(self, engine: Engine) -> None:
         """InputError naming ``engine`` when it runs parts apart and the data are read whole."""
         if self.whole and engine.splits:
-            raise needs_local(self.reason or "the data are read whole (a DataFrame)")
+            reason = self.reason or "the data are read whole (a DataFrame)"
+            raise InputError(
+                "{param} dask evaluates the model on partitions of a data file, but "
+                f"{reason.removeprefix('read the whole table: ')}; use {{param}} local",
+                param="engine",
+            )
 
 
 #: the data read chunk by chunk
 STREAMED = Reading(False)
-
-
-def needs_local(reason: str) -> InputError:
-    """The refusal of the Dask engine for inputs read whole (``reason``: the local note)."""
-    why = reason.removeprefix("read the whole table: ")
-    return InputError(
-        f"{{param}} dask evaluates the model on partitions of a data file, but {why}; use "
-        "{param} local",
-        param="engine",
-    )
 
 
 def reading_of(inputs: ModelInputs, chunk_rows: int | None) -> Reading:
@@ -100,21 +82,16 @@ class Streamed:
     passes: DataPasses
     scan: Scan
     model: Model
+    #: the model adapter's columns: the file's names, fixed columns and dtypes
+    model_columns: Columns
     features: tuple[str, ...]
     columns: tuple[int, ...]
     timings: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
-    def columns_of_model(self) -> Columns:
-        """The model adapter's columns: the file's names, fixed columns and dtypes."""
-        scan = self.scan
-        return Columns(
-            names=scan.names, fixed=scan.categorical, levels=scan.levels, dtypes=scan.dtypes
-        )
-
     def ship(self, inputs: ModelInputs) -> ShippedModel:
         """The model, loaded on the first chunk, as a handle (:func:`shipped`)."""
-        return shipped(inputs, self.model, self.columns_of_model(), self.scan.first)
+        return shipped(inputs, self.model, self.model_columns, self.scan.first)
 
     def data_source(self, engine: Engine) -> DataSource:
         """The data as a source, in the parts ``engine`` runs apart."""
@@ -137,16 +114,9 @@ class Streamed:
         return provenance(inputs, self.model, scan.sha256, scan.n_rows, scan.names, method)
 
 
-def with_text_levels(passes: DataPasses) -> DataPasses:
-    """``passes`` reading the text columns as the codes of their levels."""
-    levels = find_text_levels(lambda text: replace(passes, text=tuple(text.items())).open())
-    return replace(passes, text=tuple(levels.items()))
-
-
 def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
-    """The first pass over the data and the model loaded and checked on the first chunk. A
-    scikit-learn model's text columns are read as the codes of their levels, which a pass
-    before finds (:func:`with_text_levels`)."""
+    """The first pass over the data (a scikit-learn model's text columns read as the codes of
+    their levels, a pass before) and the model loaded and checked on the first chunk."""
     inputs.check_files()
     model_format = detect_format(inputs.model, inputs.model_format)
     passes = DataPasses(
@@ -164,33 +134,20 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
     except NotNumeric:
         if model_format not in TEXT_FORMATS:  # tensor models take numbers only
             raise
-        passes = with_text_levels(passes)
+        levels = find_text_levels(lambda text: replace(passes, text=tuple(text.items())).open())
+        passes = replace(passes, text=tuple(levels.items()))
         scan = passes.scan()
     features, columns = feature_columns(
         inputs.features, scan.names, where=f"data file '{inputs.data_label}'"
     )
     timings = {"load_data_s": time.perf_counter() - t}
-    t = time.perf_counter()
-    model = load_model(
-        inputs.model,
-        model_format=model_format,
-        options=inputs.load_options(),
-        columns=Columns(
-            names=scan.names, fixed=scan.categorical, levels=scan.levels, dtypes=scan.dtypes
-        ),
-        X=scan.first,
+    model_columns = Columns(
+        names=scan.names, fixed=scan.categorical, levels=scan.levels, dtypes=scan.dtypes
     )
-    timings["load_model_s"] = time.perf_counter() - t
+    model = load_timed(inputs, model_format, model_columns, scan.first, timings)
     note = columns_note(inputs, model_format, ColumnOrder(), scan.names, scan.names, model)
-    return Streamed(
-        passes=passes,
-        scan=scan,
-        model=model,
-        features=features,
-        columns=columns,
-        timings=timings,
-        notes=() if note is None else (note,),
-    )
+    notes = () if note is None else (note,)
+    return Streamed(passes, scan, model, model_columns, features, columns, timings, notes)
 
 
 def shipped(
@@ -213,17 +170,3 @@ def shipped(
         loaded=model,
         sha256=sha256,
     )
-
-
-def open_reading(
-    inputs: ModelInputs, chunk_rows: int | None, engine: Engine | None
-) -> Streamed | Reading:
-    """The data streamed (:func:`open_streamed`), or the :class:`Reading` of the whole table
-    with its note (:func:`reading_of`); an ``engine`` that splits refuses a whole table
-    (None: no engine evaluates these rows)."""
-    found = reading_of(inputs, chunk_rows)
-    if not found.whole and chunk_rows is not None:
-        return open_streamed(inputs, chunk_rows=chunk_rows)
-    if engine is not None:
-        found.check(engine)
-    return found

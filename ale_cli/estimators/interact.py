@@ -2,48 +2,52 @@
 
 Each pair gets a K_a x K_b grid of cells (:func:`~ale_cli.estimators.pairs.pair_grids`);
 one pass of :class:`~ale_cli.estimators.interact_kernel.PairKernel` over the rows
-(:func:`~ale_cli.estimators.interact_rows.open_rows`), then the surfaces
-(:func:`~ale_cli.core.second_order.second_order_from_cells`). The per-row values:
-
-- ``ale`` (Apley & Zhu Eq. 13-15): the model at the four corners of each row's
-  cell, ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``;
-- ``dale`` (Gkolemis et al. Eq. 9): the mixed derivative d2f/dx_a dx_b at each row, by
-  autodiff, or from a store made with ``ale compute --pairs``.
+(:func:`open_rows`: a matching store made with ``ale compute --pairs``, DALE only, the data
+streamed or the whole table), then the surfaces
+(:func:`~ale_cli.core.second_order.second_order_from_cells`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Container, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ale_cli.checks import check_choice, check_count
-from ale_cli.core.second_order import PairCells, SecondOrderEffect, second_order_from_cells
-from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
+from ale_cli.core.second_order import PairCells, second_order_from_cells
+from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, inputs_sha256
 from ale_cli.errors import InputError
 from ale_cli.estimators.bins import FixedBins
-from ale_cli.estimators.inputs import ModelInputs
-from ale_cli.estimators.interact_kernel import (
-    PairKernel,
-    PairPlan,
-    Passed,
-    dropped_note,
-    merge_passed,
+from ale_cli.estimators.inputs import ModelInputs, Opened, open_inputs, table_columns
+from ale_cli.estimators.inputs_stream import Streamed, open_streamed, reading_of, shipped
+from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed, merge_passed
+from ale_cli.estimators.pairs import (
+    Columns,
+    Grids,
+    Pair,
+    pair_columns,
+    pair_grids,
+    parse_pairs,
 )
-from ale_cli.estimators.interact_rows import Asked, Rows, open_rows
-from ale_cli.estimators.pairs import Grids, Pair, pair_columns, pair_grids, parse_pairs
-from ale_cli.models.checks import nothing_left
+from ale_cli.io.files import sha256_file
+from ale_cli.io.jsonio import to_jsonable
+from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.mixed import require_mixed_derivatives
-from ale_cli.passes.engine import LOCAL, Engine, Ready, Shared
+from ale_cli.models.profile import DataProfile
+from ale_cli.passes.engine import LOCAL, ArraySource, Engine, Ready, Shared
+from ale_cli.passes.shipped import ShippedModel
 from ale_cli.store.format import one_output
-from ale_cli.summary.build import EstimateResult, run_notes, utc_now
+from ale_cli.store.npz import open_store, store_sha256
+from ale_cli.summary.build import EstimateResult, run_notes, store_info, utc_now
 from ale_cli.summary.model import InteractionSummary, Summary, with_statistics
 
 if TYPE_CHECKING:
-    from ale_cli.models.base import ProgressFn
+    from ale_cli.models.base import Model, ProgressFn
 
 ESTIMATORS = ("dale", "ale")
 DEFAULT_BINS = 10
@@ -100,52 +104,152 @@ class InteractRequest:
         )
 
 
-def interaction_params(
-    pairs: Sequence[Pair], estimator: str, fixed: FixedBins, cached: Container[Pair]
-) -> dict[str, Any]:
-    """A summary's ``params`` (``cached``: the pairs whose values came from the store)."""
-    return {
-        "pairs": [list(p) for p in pairs],
-        "estimator": estimator,
-        **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
-        "cached_pairs": [list(p) for p in pairs if p in cached] if estimator == "dale" else [],
-    }
+#: options of ``ale compute`` a store must share (with the model and data bytes) to be used
+MATCH_OPTIONS = (
+    "data_format",
+    "inputs",
+    "exclude",
+    "dropna",
+    "model_format",
+    "output",
+    "categorical",
+)
 
 
-def pair_summary(
-    pair: Pair, estimator: str, res: SecondOrderEffect, *, n_outside: int, all_zero: bool
-) -> InteractionSummary:
-    """A pair's summary from its effect (``all_zero``: every per-row value was 0)."""
-    note = None
-    if estimator == "dale" and all_zero:
-        note = (
-            "every mixed derivative is exactly 0: an additive model, or a piecewise-linear one "
-            "(e.g. a ReLU network) whose second derivatives vanish almost everywhere; "
-            "--estimator ale measures the interactions of piecewise-linear models"
+def store_mismatch(path: Path, found: dict[str, Any], inputs: ModelInputs) -> str | None:
+    """Why the store at ``path`` with the meta ``found`` is not used (a note), None if it is."""
+    if found.get("model", {}).get("sha256") != sha256_file(inputs.model):
+        why = "the model file differs"
+    elif found.get("data", {}).get("sha256") != inputs_sha256(inputs.data):
+        why = "the data file differs"
+    else:
+        wanted = {k: v for k, v in inputs.result_options().items() if k in MATCH_OPTIONS}
+        have = found.get("options") or {}
+        other = [k for k, v in to_jsonable(wanted).items() if have.get(k) != v]
+        if not other:
+            return None
+        why = f"it was made with other options ({other[0]})"
+    return f"store '{path}' does not match ({why}); computing from the model"
+
+
+@dataclass
+class Rows:
+    """The rows of a run: ``model`` and ``ship`` (its handle) None when a store gives every
+    value; ``stored``: each stored pair (either order) to its row of mixed derivatives."""
+
+    columns: Columns
+    model: Model | None
+    ship: Callable[[], ShippedModel] | None
+    summary_store: Callable[[int], dict[str, Any]]
+    where: str
+    stored: dict[Pair, int] = field(default_factory=dict)
+    stored_prediction: bool = False
+
+
+def _opened(
+    request: InteractRequest, engine: Engine | None, notes: list[str], timings: dict[str, float]
+) -> Streamed | Opened:
+    """The model loaded on the data streamed or read whole (None ``engine``: none reads)."""
+    inputs, chunk_rows = request.inputs, request.chunk_rows
+    reading = reading_of(inputs, chunk_rows)
+    found: Streamed | Opened
+    if not reading.whole and chunk_rows is not None:
+        found = open_streamed(inputs, chunk_rows=chunk_rows)
+    else:
+        if engine is not None:
+            reading.check(engine)
+        if reading.reason:
+            notes.append(reading.reason)
+        found = open_inputs(inputs)
+    timings |= found.timings
+    notes.extend(found.notes)
+    return found
+
+
+def _ship(inputs: ModelInputs, found: Streamed | Opened) -> Callable[[], ShippedModel]:
+    if isinstance(found, Streamed):
+        return partial(found.ship, inputs)
+    return partial(_table_model, inputs, found)
+
+
+def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
+    """The model of the whole table as a handle, with the profile of every row."""
+    profile = DataProfile.of(opened.table.X)
+    table_cols = table_columns(opened.table)
+    return shipped(inputs, opened.model, table_cols, profile.head, profile=profile)
+
+
+def open_rows(
+    request: InteractRequest, engine: Engine, notes: list[str], timings: dict[str, float]
+) -> Rows:
+    """The rows of ``request`` as a source for ``engine``, with their notes and timings."""
+    if request.store is not None:
+        rows = _store_rows(request, request.store, notes, timings)
+        if rows is not None:
+            return rows
+    inputs = request.inputs
+    found = _opened(request, engine, notes, timings)
+    made = found.source(inputs, method=found.model.method)
+    if isinstance(found, Streamed):
+        scan = found.scan
+        columns = Columns(
+            found.data_source(engine), scan.names, scan.categorical, scan.n_rows, scan.lo, scan.hi
         )
-    return InteractionSummary(
-        features=pair,
-        estimator=estimator,
-        edges_a=res.edges_a,
-        edges_b=res.edges_b,
-        counts=res.counts,
-        cell_effect=res.cell_effect,
-        cell_std=res.cell_std if estimator == "dale" else None,
-        filled=res.filled,
-        effect=res.effect,
-        center_offset=res.center_offset,
-        n_outside=n_outside,
-        note=note,
+    else:
+        table = found.table
+        columns = Columns(
+            ArraySource({"X": table.X}), table.feature_names, tuple(table.categorical), len(table.X)
+        )
+    return Rows(
+        columns,
+        found.model,
+        _ship(inputs, found),
+        lambda dropped: made | {"data": made["data"] | {"rows_nonfinite": dropped}},
+        f"data '{inputs.data_label}'",
     )
 
 
-def _not_estimable(
-    pair: Pair, estimator: str, reason: str, n_outside: int = 0
-) -> InteractionSummary:
-    return InteractionSummary(
-        features=pair, estimator=estimator, status="not_estimable", reason=reason,
-        n_outside=n_outside,
-    )  # fmt: skip
+def _store_rows(
+    request: InteractRequest, path: Path, notes: list[str], timings: dict[str, float]
+) -> Rows | None:
+    """The rows of a store the estimator uses, else None (with the note saying why)."""
+    if request.estimator == "ale":
+        notes.append(f"store '{path}' is not used by the ale estimator (it needs the model)")
+        return None
+    store = open_store(path)
+    one_output(store.meta, f"store '{path}'", "ale interact")
+    unused = store_mismatch(path, store.meta, request.inputs)
+    if unused is not None:
+        notes.append(unused)
+        return None
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
+    digest = pool.submit(store_sha256, path)  # by a helper thread, overlapping the passes
+    pool.shutdown(wait=False)  # the thread ends with the hash
+    stored = {pair: i for i, pair in enumerate(store.pairs())}
+    stored |= {(b, a): i for (a, b), i in stored.items() if (b, a) not in stored}
+    found = None
+    missing = [p for p in request.pairs if p not in stored]
+    if missing:
+        listed = " ".join(",".join(p) for p in missing)
+        notes.append(
+            f"store '{path}' has no mixed derivatives of {listed}; computing "
+            "them (add them to the store with 'ale compute --pairs')"
+        )
+        found = _opened(request, None, notes, timings)  # no engine reads the data
+    lo_hi = store.x_range()
+    if lo_hi is not None and len(lo_hi[0]) != len(store.input_names):
+        lo_hi = None
+    categorical = tuple(store.meta.get("categorical_features") or ())
+    columns = Columns(store, store.input_names, categorical, store.n_rows, *(lo_hi or (None, None)))
+    return Rows(
+        columns,
+        None if found is None else found.model,
+        None if found is None else _ship(request.inputs, found),
+        lambda dropped: store_info(path, store, sha256=digest.result()),
+        f"store '{path}'",
+        stored=stored,
+        stored_prediction=True,
+    )
 
 
 def interactions(
@@ -158,20 +262,47 @@ def interactions(
     """Every pair's summary (by position): not estimable, or its surface from its cells."""
     out: list[InteractionSummary] = []
     for p, pair in enumerate(pairs):
-        if p in reasons:
-            out.append(_not_estimable(pair, estimator, reasons[p]))
-            continue
-        plan, found = plans[p], cells[p]
-        if found.cells.total == 0:
+        found, reason = cells.get(p), reasons.get(p)
+        if found is not None and found.cells.total == 0:
             reason = "no rows inside the given edges of both features"
-            out.append(_not_estimable(pair, estimator, reason, found.outside))
+        if reason is not None or found is None:
+            outside = 0 if found is None else found.outside
+            out.append(
+                InteractionSummary(
+                    features=pair,
+                    estimator=estimator,
+                    status="not_estimable",
+                    reason=reason,
+                    n_outside=outside,
+                )
+            )
             continue
+        plan = plans[p]
         res = second_order_from_cells(
             found.cells, edges_a=plan.edges_a, edges_b=plan.edges_b, route=_ROUTES[estimator]
         )
-        out.append(
-            pair_summary(pair, estimator, res, n_outside=found.outside, all_zero=not found.nonzero)
+        note = None
+        if estimator == "dale" and not found.nonzero:  # every per-row value was 0
+            note = (
+                "every mixed derivative is exactly 0: an additive model, or a piecewise-linear "
+                "one (e.g. a ReLU network) whose second derivatives vanish almost everywhere; "
+                "--estimator ale measures the interactions of piecewise-linear models"
+            )
+        summary = InteractionSummary(
+            features=pair,
+            estimator=estimator,
+            edges_a=res.edges_a,
+            edges_b=res.edges_b,
+            counts=res.counts,
+            cell_effect=res.cell_effect,
+            cell_std=res.cell_std if estimator == "dale" else None,
+            filled=res.filled,
+            effect=res.effect,
+            center_offset=res.center_offset,
+            n_outside=found.outside,
+            note=note,
         )
+        out.append(summary)
     return out
 
 
@@ -181,22 +312,10 @@ def _plans(
     """The plan of every estimable pair (by position): its grid and its values' origin."""
     plans = {}
     for p in sorted(grids):
-        pair, (ea, eb) = pairs[p], grids[p]
-        if estimator == "ale":
-            plans[p] = PairPlan(cols[p], ea, eb, "corners")
-        elif pair in rows.stored:
-            plans[p] = PairPlan(cols[p], ea, eb, "stored", rows.stored[pair])
-        else:
-            plans[p] = PairPlan(cols[p], ea, eb, "autodiff")
+        row = rows.stored.get(pairs[p], -1) if estimator == "dale" else -1
+        values = "corners" if estimator == "ale" else "stored" if row >= 0 else "autodiff"
+        plans[p] = PairPlan(cols[p], *grids[p], values, row)
     return plans
-
-
-def _shared(rows: Rows, engine: Engine) -> Shared | None:
-    """The model for the kernels (a shipped handle for an engine that splits; None when
-    the store gives every value)."""
-    if rows.model is None or rows.ship is None:
-        return None
-    return rows.ship() if engine.splits else Ready(rows.model)
 
 
 def _pass(
@@ -219,13 +338,16 @@ def _pass(
         request.inputs.drop_nonfinite,
         stored_prediction=rows.stored_prediction,
     )
+    shared: Shared | None = None  # the model for the kernels (None: the store gives every value)
+    if rows.model is not None and rows.ship is not None:
+        shared = rows.ship() if engine.splits else Ready(rows.model)
     passed = engine.run(
         rows.columns.source,
         kernel,
         merge_passed,
         Passed.empty(kernel.plans),
         arrays=kernel.arrays,
-        shared=_shared(rows, engine),
+        shared=shared,
         progress=bar,
     )
     if passed.kept == 0:
@@ -245,10 +367,7 @@ def interact(
     request.inputs.check_files()
     notes: list[str] = []
     timings: dict[str, float] = {}
-    asked = Asked(
-        request.inputs, request.pairs, request.store, request.estimator, request.chunk_rows
-    )
-    rows = open_rows(asked, engine, notes, timings)
+    rows = open_rows(request, engine, notes, timings)
     model = rows.model
     if model is not None:
         where = f"model '{request.inputs.model}' with {{param}} {request.inputs.output}"
@@ -272,11 +391,17 @@ def interact(
         spent = "mixed_derivatives_s" if estimator == "dale" else "model_evaluations_s"
         timings[spent] = passed.model_s
     timings |= {"load_s": t_load - started, "estimate_s": time.perf_counter() - t_load}
-    dropped = passed.dropped_rows()
+    dropped, pairs = passed.dropped_rows(), request.pairs
+    params = {
+        "pairs": [list(p) for p in pairs],
+        "estimator": estimator,
+        **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
+        "cached_pairs": [list(p) for p in pairs if p in rows.stored] if estimator == "dale" else [],
+    }
     summary = with_statistics(
         Summary(
             estimator=estimator,
-            params=interaction_params(request.pairs, estimator, fixed, rows.stored),
+            params=params,
             store=rows.summary_store(len(dropped)),
             n_rows=passed.kept,
             features=(),

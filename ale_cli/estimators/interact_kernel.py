@@ -1,15 +1,9 @@
 """The chunk kernel of ``ale interact``: every pair's cell statistics from a chunk of rows.
 
-Per pair: the rows inside its grid and their cells (the others counted outside), and
-their per-row value from one of three places:
-
-- ``corners`` (classic, Apley & Zhu Eq. 13-15): the model at the four corners of the
-  row's cell, ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})``;
-- ``autodiff`` (DALE, Gkolemis et al. Eq. 9): the mixed derivative d2f/dx_a dx_b;
-- ``stored`` (DALE): the store's mixed derivatives, no model.
-
-Then the non-finite screen (:func:`screen_pairs`) and the kept rows'
-:class:`~ale_cli.core.second_order.PairCells`. The model is the run's ``shared`` value.
+Per pair: the rows inside its grid and their cells (the others counted outside), their
+per-row value (:mod:`ale_cli.core.second_order`) from the model at the four ``corners`` of
+the row's cell (classic), or the mixed derivative by ``autodiff`` or ``stored`` (DALE);
+then the non-finite screen and the kept rows' :class:`~ale_cli.core.second_order.PairCells`.
 """
 
 from __future__ import annotations
@@ -17,36 +11,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ale_cli.core.binning import assign
 from ale_cli.core.second_order import PairCells, pair_cells
-from ale_cli.models.checks import row_list, screen_rows
+from ale_cli.models.checks import screen_rows
 from ale_cli.models.evaluate import Move, predict_moved
 from ale_cli.models.mixed import require_mixed_derivatives
 
 if TYPE_CHECKING:
     from ale_cli.models.base import Model, ProgressFn
-    from ale_cli.models.checks import Screened
     from ale_cli.passes.engine import Chunk
 
 #: the name of the store's mixed derivatives in a chunk (:data:`ale_cli.store.npz.MIXED`)
 STORED = "mixed_derivatives"
-
-
-def corner_moves(
-    j_a: int, j_b: int, ea: np.ndarray, eb: np.ndarray, ia: np.ndarray, ib: np.ndarray
-) -> list[Any]:
-    """The four moves of the classic route, to the corners (k, l), (k-1, l), (k, l-1),
-    (k-1, l-1) of each row's cell (0-based ``ia``: z_k = ``ea[ia + 1]``)."""
-    hi_a, lo_a, hi_b, lo_b = ea[ia + 1], ea[ia], eb[ib + 1], eb[ib]
-    return [
-        Move((j_a, j_b), np.column_stack([za, wb]))
-        for za, wb in ((hi_a, hi_b), (lo_a, hi_b), (hi_a, lo_b), (lo_a, lo_b))
-    ]
 
 
 def second_differences(
@@ -60,7 +40,8 @@ def second_differences(
     *,
     progress: ProgressFn | None = None,
 ) -> np.ndarray:
-    """Per-row second-order finite differences at the corners of each row's cell, (N,).
+    """Per-row second-order finite differences at the corners (k, l), (k-1, l), (k, l-1),
+    (k-1, l-1) of each row's cell (0-based ``ia``), (N,).
 
     >>> X = np.array([[0.5, 0.5], [1.5, 0.2]])
     >>> e = np.array([0.0, 1.0, 2.0])
@@ -68,39 +49,12 @@ def second_differences(
     ...                    np.array([0, 1]), np.array([0, 0])).tolist()
     [1.0, 1.0]
     """
-    f = predict_moved(predict, X, corner_moves(*cols, ea, eb, ia, ib), progress=progress)
+    hi_a, lo_a, hi_b, lo_b = ea[ia + 1], ea[ia], eb[ib + 1], eb[ib]  # z_k = ea[ia + 1]
+    corners = ((hi_a, hi_b), (lo_a, hi_b), (hi_a, lo_b), (lo_a, lo_b))
+    moves = [Move(cols, np.column_stack([za, wb])) for za, wb in corners]
+    f = predict_moved(predict, X, moves, progress=progress)
     out: np.ndarray = (f[0] - f[1]) - (f[2] - f[3])
     return out
-
-
-def screen_pairs(
-    path: Path | str,
-    n_rows: int,
-    values: list[tuple[np.ndarray, np.ndarray]],
-    estimator: str,
-    prediction: np.ndarray | None,
-    *,
-    drop: bool,
-    offset: int = 0,
-) -> Screened:
-    """The rows whose prediction or any pair's value (``(rows, per_row)`` per pair) is not
-    finite: a ModelFailed naming them, or with ``drop`` the rows to leave out."""
-    label = "mixed derivatives" if estimator == "dale" else "evaluations at the cell corners"
-    checks: list[tuple[str, np.ndarray, int]] = []
-    if prediction is not None:
-        checks.append(("predictions", prediction, 0))
-    if values:
-        full = np.zeros((len(values), n_rows))
-        for p, (rows, per_row) in enumerate(values):
-            full[p, rows] = per_row  # row numbers of the data in the message
-        checks.append((label, full, 1))
-    return screen_rows(path, n_rows, checks, drop=drop, offset=offset, allow_empty=True)
-
-
-def dropped_note(path: object, rows: np.ndarray) -> str:
-    """The note on the ``rows`` left out for non-finite values."""
-    count = f"{len(rows)} row{'' if len(rows) == 1 else 's'}"
-    return f"dropped {count} where model '{path}' gave NaN or infinite values ({row_list(rows)})"
 
 
 @dataclass(frozen=True)
@@ -122,7 +76,7 @@ class PairPlan:
 @dataclass(frozen=True)
 class Passed:
     """A pass's state, mergeable in row order: every pair's cells, the rows dropped, the
-    kept rows' predictions (for the summary's distribution), the seconds on values."""
+    kept rows' predictions, the seconds on values."""
 
     pairs: tuple[PairCells, ...]
     dropped: tuple[np.ndarray, ...] = ()
@@ -146,16 +100,13 @@ class Passed:
         return int(sum(len(p) for p in self.predictions))
 
     def dropped_rows(self) -> np.ndarray:
-        """The rows dropped, (R,), numbered in the source."""
         return np.concatenate(self.dropped) if self.dropped else np.empty(0, dtype=np.intp)
 
     def prediction(self) -> np.ndarray:
-        """The kept rows' predictions, (kept,), in row order."""
         return np.concatenate(self.predictions) if self.predictions else np.empty(0)
 
 
 def merge_passed(a: Passed, b: Passed) -> Passed:
-    """:meth:`Passed.merge` as a function (what an engine folds with)."""
     return a.merge(b)
 
 
@@ -205,14 +156,16 @@ class PairKernel:
         t = time.perf_counter()
         values = self._values(chunk, X, model, located)
         spent = time.perf_counter() - t
-        screened = screen_pairs(
-            self.path,
-            len(X),
-            [(at.rows, v) for at, v in zip(located, values, strict=True)],
-            self.estimator,
-            prediction,
-            drop=self.drop,
-            offset=chunk.offset,
+        checks = [("predictions", prediction, 0)]
+        if located:  # every pair's values at their rows: row numbers of the data in the message
+            full = np.zeros((len(located), len(X)))
+            for p, (at, v) in enumerate(zip(located, values, strict=True)):
+                full[p, at.rows] = v
+            dale = self.estimator == "dale"
+            label = "mixed derivatives" if dale else "evaluations at the cell corners"
+            checks.append((label, full, 1))
+        screened = screen_rows(
+            self.path, len(X), checks, drop=self.drop, offset=chunk.offset, allow_empty=True
         )
         keep = screened.keep
         pairs = []

@@ -1,9 +1,9 @@
 """The plans of the features estimated per level, from passes over a source's chunks.
 
 A discrete feature's levels are its distinct values in numeric order, collected by one
-mergeable pass (:class:`Distinct`: at most ``limit + 1`` values a column kept); a
-categorical feature's levels the same way, their order from further passes
-(:mod:`ale_cli.estimators.level_order`).
+mergeable pass (:class:`Distinct`); a categorical feature's levels the same way, ordered as
+:func:`~ale_cli.core.discrete.level_order` orders them (docs/estimators.md) from counts that
+merge across chunks (:class:`LevelCounts`), so the order equals the whole table's.
 """
 
 from __future__ import annotations
@@ -14,11 +14,153 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.core.discrete import MAX_DISCRETE_LEVELS, MAX_LEVELS
-from ale_cli.estimators.level_order import level_orders
-from ale_cli.estimators.levels import AUTO, BINARY, LevelPlan, check_discrete, too_many_levels
+from ale_cli.core.discrete import (
+    KS_POINTS,
+    MAX_DISCRETE_LEVELS,
+    MAX_LEVELS,
+    ks_points,
+    lerp,
+    max_abs_differences,
+    order_of,
+    total_variation,
+)
+from ale_cli.core.outofcore import order_statistics
+from ale_cli.errors import InputError
+from ale_cli.estimators.levels import AUTO, BINARY, LevelPlan
 from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.passes.engine import LOCAL, Chunk, Engine, Source
+
+#: (level, value, rows) of the pairs present, sorted by level then value
+Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def pair_counts(level: np.ndarray, value: np.ndarray, counts: np.ndarray) -> Pairs:
+    """The rows of each (level, value) pair, sorted by level then value.
+
+    >>> [a.tolist() for a in pair_counts(np.array([1, 0, 1]), np.array([2.0, 5.0, 2.0]),
+    ...                                  np.array([1, 1, 1]))]
+    [[0, 1], [5.0, 2.0], [1, 2]]
+    """
+    order = np.lexsort((value, level))
+    level, value, counts = level[order], value[order], counts[order]
+    new = np.ones(len(level), dtype=bool)
+    new[1:] = (level[1:] != level[:-1]) | (value[1:] != value[:-1])
+    at = np.flatnonzero(new)
+    total = np.add.reduceat(counts, at) if len(at) else counts[:0]
+    return level[at], value[at], total
+
+
+@dataclass(frozen=True)
+class LevelCounts:
+    """A categorical feature's counts per level, mergeable: ``rows`` (K,); per other numeric
+    column the rows just below each of P points, ``below`` (K, P+1); per other categorical
+    column the :data:`Pairs`."""
+
+    rows: np.ndarray
+    below: tuple[np.ndarray, ...]
+    pairs: tuple[Pairs, ...]
+
+    def merge(self, other: LevelCounts) -> LevelCounts:
+        return LevelCounts(
+            self.rows + other.rows,
+            tuple(a + b for a, b in zip(self.below, other.below, strict=True)),
+            tuple(
+                pair_counts(*(np.concatenate([x, y]) for x, y in zip(a, b, strict=True)))
+                for a, b in zip(self.pairs, other.pairs, strict=True)
+            ),
+        )
+
+
+def merge_counts(a: tuple[LevelCounts, ...], b: tuple[LevelCounts, ...]) -> tuple[LevelCounts, ...]:
+    """The counts of every feature merged (the engine's ``merge``)."""
+    return tuple(x.merge(y) for x, y in zip(a, b, strict=True))
+
+
+@dataclass(frozen=True)
+class LevelCountsKernel:
+    """A chunk to the :class:`LevelCounts` of each of ``features`` (column, sorted levels)."""
+
+    features: tuple[tuple[int, np.ndarray], ...]
+    numeric: tuple[tuple[int, np.ndarray], ...]
+    categorical: tuple[int, ...]
+
+    def empty(self) -> tuple[LevelCounts, ...]:
+        none = (np.empty(0, dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64))
+        return tuple(
+            LevelCounts(
+                np.zeros(v.size, dtype=np.int64),
+                tuple(np.zeros((v.size, KS_POINTS + 1), dtype=np.int64) for _ in self.numeric),
+                tuple(none for c in self.categorical if c != col),
+            )
+            for col, v in self.features
+        )
+
+    def __call__(self, chunk: Chunk, _: Any) -> tuple[LevelCounts, ...]:
+        X = np.asarray(chunk[ROWS], dtype=np.float64)
+        out = []
+        for col, values in self.features:
+            k = values.size
+            code = np.searchsorted(values, X[:, col])
+            below = tuple(
+                np.bincount(
+                    code * (KS_POINTS + 1) + np.searchsorted(points, X[:, c], side="left"),
+                    minlength=k * (KS_POINTS + 1),
+                ).reshape(k, KS_POINTS + 1)
+                for c, points in self.numeric
+            )
+            ones = np.ones(len(X), dtype=np.int64)
+            pairs = tuple(pair_counts(code, X[:, c], ones) for c in self.categorical if c != col)
+            out.append(LevelCounts(np.bincount(code, minlength=k), below, pairs))
+        return tuple(out)
+
+
+def level_orders(
+    rows: Rows,
+    features: Sequence[tuple[int, np.ndarray]],
+    categorical: Sequence[int],
+    *,
+    engine: Engine = LOCAL,
+) -> list[np.ndarray]:
+    """The order of the levels of each of ``features`` (column, K sorted levels), as
+    :func:`~ale_cli.core.discrete.level_order` finds it, from passes over ``rows``."""
+    numeric = [c for c in range(len(rows.names)) if c not in categorical]
+    # the KS_POINTS type-7 quantiles of each numeric column, as np.quantile gives them
+    below, above, gamma = ks_points(rows.n_rows)
+    lo, hi = rows.lo[numeric], rows.hi[numeric]
+    spread = [i for i in range(len(numeric)) if hi[i] > lo[i]]
+    points = [np.full(KS_POINTS, lo[i]) for i in range(len(numeric))]
+    if spread:
+        positions = np.unique(np.concatenate([below, above]))
+        stats = order_statistics(
+            rows.columns([numeric[i] for i in spread]),
+            n=rows.n_rows,
+            positions=positions,
+            lo=lo[spread],
+            hi=hi[spread],
+        )
+        at = {int(p): j for j, p in enumerate(positions)}
+        for i, s in zip(spread, stats, strict=True):
+            a, b = s[[at[int(p)] for p in below]], s[[at[int(p)] for p in above]]
+            points[i] = lerp(a, b, gamma)
+    kernel = LevelCountsKernel(
+        tuple((c, np.asarray(v, dtype=np.float64)) for c, v in features),
+        tuple(zip(numeric, points, strict=True)),
+        tuple(categorical),
+    )
+    found = engine.run(rows.source, kernel, merge_counts, kernel.empty(), arrays=[ROWS])
+    orders = []
+    for (_, values), counts in zip(features, found, strict=True):
+        k = values.size
+        dist = np.zeros((k, k))
+        for below in counts.below:
+            dist += max_abs_differences(
+                np.cumsum(below, axis=1)[:, :KS_POINTS] / counts.rows[:, None]
+            )
+        for level, value, n in counts.pairs:
+            codes = np.searchsorted(np.unique(value), value)
+            dist += total_variation(level, codes, n, k)
+        orders.append(order_of(dist))
+    return orders
 
 
 @dataclass(frozen=True)
@@ -35,7 +177,6 @@ class Distinct:
     limits: tuple[int, ...]
 
     def merge(self, other: Distinct) -> Distinct:
-        """The distinct values of the rows of both (exact: each keeps its smallest)."""
         return Distinct(
             tuple(
                 np.union1d(a, b)[: n + 1]
@@ -66,6 +207,32 @@ class DistinctKernel:
         )
 
 
+def _distinct(
+    source: Source,
+    names: Sequence[str],
+    todo: Sequence[str],
+    kind: str,
+    limit: int,
+    engine: Engine,
+    most: int | None = None,
+) -> dict[str, Any]:
+    """Each of ``todo``'s sorted distinct values (of 2 to ``most``), or why not estimable."""
+    kernel = DistinctKernel(tuple(list(names).index(n) for n in todo), (limit,) * len(todo))
+    found = engine.run(source, kernel, Distinct.merge, kernel.empty(), arrays=[ROWS])
+    out: dict[str, Any] = {}
+    for name, values in zip(todo, found.values, strict=True):
+        if most is not None and not 2 <= values.size <= most:
+            continue
+        if values.size > MAX_LEVELS:
+            raise InputError(
+                f"{kind} feature '{name}' has more than {MAX_LEVELS:,} levels, the most ale "
+                "estimates an effect per level for; group its levels, or leave it out of {param}",
+                param="features",
+            )
+        out[name] = values if values.size >= 2 else "single distinct value"
+    return out
+
+
 def discrete_plans(
     source: Source,
     names: Sequence[str],
@@ -80,8 +247,7 @@ def discrete_plans(
     (named in ``discrete``, with ``"auto"`` those with 2 to ``MAX_DISCRETE_LEVELS``
     values, with ``"binary"`` exactly 2), or why not estimable, from one pass over ``source``.
     ``head``: some of the source's rows (columns ``names``), which rule out beforehand the
-    columns that already have too many values for ``"auto"``/``"binary"``: no pass when
-    none is left.
+    columns that already have too many values for ``"auto"``/``"binary"``.
 
     >>> from ale_cli.passes.engine import ArraySource
     >>> X = np.column_stack([[1.0, 2.0, 1.0] * 5, np.arange(15.0), np.ones(15)])
@@ -95,32 +261,29 @@ def discrete_plans(
         return {}
     auto = isinstance(discrete, str) and discrete in (AUTO, BINARY)
     named = () if auto else (discrete,) if isinstance(discrete, str) else tuple(discrete)
-    check_discrete(named, names)
+    unknown = [name for name in named if name not in names]
+    if unknown:
+        raise InputError(
+            f"{{param}} names '{unknown[0]}', which is not an input column "
+            f"(inputs: {', '.join(names)})",
+            param="discrete",
+        )
     todo = [n for n in chosen if n not in exclude and (auto or n in named)]
     most = 2 if discrete == BINARY else MAX_DISCRETE_LEVELS
-    limit = most if auto else MAX_LEVELS
     if auto and head is not None:
         todo = [n for n in todo if _few_values(head[:, list(names).index(n)], most)]
     if not todo:
         return {}
-    kernel = DistinctKernel(tuple(list(names).index(n) for n in todo), (limit,) * len(todo))
-    found = engine.run(source, kernel, Distinct.merge, kernel.empty(), arrays=[ROWS])
-    out: dict[str, LevelPlan | str] = {}
-    for name, values in zip(todo, found.values, strict=True):
-        if auto and not 2 <= values.size <= most:
-            continue
-        if values.size > MAX_LEVELS:
-            raise too_many_levels("discrete", name)
-        if values.size < 2:
-            out[name] = "single distinct value"
-            continue
-        out[name] = LevelPlan(name, "discrete", values, np.arange(values.size, dtype=np.int64))
-    return out
+    limit = most if auto else MAX_LEVELS
+    found = _distinct(source, names, todo, "discrete", limit, engine, most if auto else None)
+    for n, v in found.items():
+        if not isinstance(v, str):
+            found[n] = LevelPlan(n, "discrete", v, np.arange(v.size, dtype=np.int64))
+    return found
 
 
 def _few_values(column: np.ndarray, most: int) -> bool:
-    """Whether ``column`` has at most ``most`` distinct values (a short prefix first:
-    a continuous column is ruled out by its first rows)."""
+    """At most ``most`` distinct values (a continuous column is ruled out by its first rows)."""
     return all(np.unique(column[:stop]).size <= most for stop in (4 * most, None))
 
 
@@ -138,25 +301,16 @@ def level_plans(
     ``rows``: the ``categorical`` ones (in ALEPlot's order; ``labels``: a text column's
     values by code) and the discrete ones (:func:`discrete_plans`, ``head`` its)."""
     cats = [name for name in chosen if name in categorical]
-    out: dict[str, LevelPlan | str] = {}
+    out: dict[str, Any] = {}
     if cats:
-        cols = [rows.names.index(name) for name in cats]
-        kernel = DistinctKernel(tuple(cols), (MAX_LEVELS,) * len(cols))
-        found = engine.run(rows.source, kernel, Distinct.merge, kernel.empty(), arrays=[ROWS])
-        todo = []
-        for name, col, values in zip(cats, cols, found.values, strict=True):
-            if values.size > MAX_LEVELS:
-                raise too_many_levels("categorical", name)
-            if values.size < 2:
-                out[name] = "single distinct value"
-            else:
-                todo.append((name, col, values))
+        out = _distinct(rows.source, rows.names, cats, "categorical", MAX_LEVELS, engine)
+        todo = [(n, v) for n, v in out.items() if not isinstance(v, str)]
         others = [rows.names.index(name) for name in categorical if name in rows.names]
-        orders = level_orders(rows, [(c, v) for _, c, v in todo], others, engine=engine)
-        for (name, _, values), order in zip(todo, orders, strict=True):
+        cols = [(rows.names.index(n), v) for n, v in todo]
+        orders = level_orders(rows, cols, others, engine=engine)
+        for (name, values), order in zip(todo, orders, strict=True):
             label = (labels or {}).get(name)
             out[name] = LevelPlan(name, "categorical", values, order.astype(np.int64), label)
-    found_discrete = discrete_plans(
+    return out | discrete_plans(
         rows.source, rows.names, chosen, discrete, exclude=categorical, engine=engine, head=head
     )
-    return out | found_discrete

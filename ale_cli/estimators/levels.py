@@ -1,11 +1,10 @@
 """Discrete and categorical features: the effect per level (``ale classic`` and stores).
 
 A discrete feature's levels are its distinct values in numeric order; a categorical one's
-(a text column as codes, or declared ``categorical``) are ordered by ALEPlot's method
-(:func:`~ale_cli.core.discrete.order_of`). Each row is moved to the adjacent levels (3
-predictions per row at most; a text column is perturbed as text by the model adapter), and
-:func:`~ale_cli.core.discrete.level_cells` turns the differences into the effect.
-"""
+are ordered by ALEPlot's method (:func:`~ale_cli.core.discrete.order_of`). Each row is
+moved to the adjacent levels (:func:`level_jumps`), which ``compute`` stores for ``rebin``
+and ``rhale`` (:func:`with_stored_levels`); :func:`~ale_cli.core.discrete.level_cells` turns
+the differences into the effect."""
 
 from __future__ import annotations
 
@@ -15,34 +14,29 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.checks import names_tuple
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.bootstrap import percentile_band
-from ale_cli.core.discrete import (
-    MAX_LEVELS,
-    LevelEffect,
-    level_cells,
-    level_effect_from_cells,
-)
+from ale_cli.core.discrete import level_cells, level_effect_from_cells
 from ale_cli.errors import InputError
 from ale_cli.estimators.bands import Bootstrap, replicate_cells
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 from ale_cli.store.layout import level_problem
+from ale_cli.store.npz import Store, StoreFile
 from ale_cli.summary.model import FeatureSummary, Replicates
 
 #: store arrays (N, L): each row's difference to the next and from the previous level of
-#: each of the L features in the meta's ``levels`` (chunked as ``level_up.00000``, ...)
+#: each of the L features in the meta's ``levels``
 LEVEL_UP = "level_up"
 LEVEL_DOWN = "level_down"
-
-
 #: ``discrete`` modes: every binary numeric column (the default), every column with few
-#: values, none (``discrete="none"``: numeric columns get slopes, as before)
+#: values, none (numeric columns get slopes)
 BINARY, AUTO, NONE = "binary", "auto", "none"
 
 
 def effective_discrete(discrete: Sequence[str] | str | None) -> Sequence[str] | str | None:
-    """The ``discrete`` the estimators apply: None (not given) is :data:`BINARY` (a numeric
-    column with exactly two distinct values is estimated per level), ``"none"`` is None.
+    """The ``discrete`` the estimators apply: None (not given) is :data:`BINARY`, ``"none"``
+    is None.
 
     >>> effective_discrete(None), effective_discrete("none"), effective_discrete(("a",))
     ('binary', None, ('a',))
@@ -72,29 +66,7 @@ def discrete_mode(discrete: tuple[str, ...] | str | None) -> tuple[str, ...] | s
     """``discrete`` as a request holds it: None, ``"auto"``, ``"none"`` or a tuple of names."""
     if discrete is None or discrete in (AUTO, NONE):
         return discrete
-    from ale_cli.checks import names_tuple
-
     return names_tuple(discrete, "discrete")
-
-
-def check_discrete(discrete: Sequence[str], names: Sequence[str]) -> None:
-    """InputError naming ``discrete`` for a name that is not one of the input columns."""
-    for name in discrete:
-        if name not in names:
-            raise InputError(
-                f"{{param}} names '{name}', which is not an input column "
-                f"(inputs: {', '.join(names)})",
-                param="discrete",
-            )
-
-
-def too_many_levels(kind: str, name: str) -> InputError:
-    """The refusal of a feature with more than ``MAX_LEVELS`` levels."""
-    return InputError(
-        f"{kind} feature '{name}' has more than {MAX_LEVELS:,} levels, the most ale estimates "
-        "an effect per level for; group its levels, or leave it out of {param}",
-        param="features",
-    )
 
 
 def predict_chunked(f: PredictFn, X: np.ndarray, eval_rows: int) -> np.ndarray:
@@ -120,8 +92,8 @@ class LevelPlan:
         return int(self.values.size)
 
     def positions(self, x: np.ndarray) -> np.ndarray:
-        """Each row's level in the estimated order, (n,) int64 in ``0 .. K-1``; ValueError
-        naming the first value that is not a level.
+        """Each row's level in the estimated order, (n,) int64; ValueError naming the first
+        value that is not a level.
 
         >>> plan = LevelPlan("s", "discrete", np.array([1.0, 2.0, 5.0]), np.array([0, 1, 2]))
         >>> plan.positions(np.array([5.0, 1.0, 2.0])).tolist()
@@ -155,8 +127,7 @@ class LevelPlan:
 
     @classmethod
     def from_meta(cls, item: Any, where: str) -> LevelPlan:
-        """The plan in a store meta's ``levels`` item; InputError naming ``where`` if the
-        record is not one :meth:`to_meta` writes."""
+        """The plan in a store meta's ``levels`` item (InputError naming ``where``)."""
         if not isinstance(item, Mapping) or not isinstance(item.get("feature"), str):
             raise InputError(f"{where}: a 'levels' record of its meta names no feature")
         problem = level_problem(item)
@@ -216,35 +187,13 @@ def level_arrays(
     *,
     eval_rows: int = DEFAULT_EVAL_ROWS,
 ) -> dict[str, np.ndarray]:
-    """A store chunk's ``level_up`` and ``level_down`` (n, L) for the rows X (n, D)."""
+    """A store chunk's ``level_up``, ``level_down`` (n, L; K outputs: n, K, L) for X (n, D)."""
     base = predict_chunked(f, X, eval_rows) if len(X) and plans else np.empty(len(X))
-    up = np.zeros((*base.shape, len(plans)))  # K outputs: (n, K, L)
-    down = np.zeros((*base.shape, len(plans)))
+    up, down = np.zeros((*base.shape, len(plans))), np.zeros((*base.shape, len(plans)))
     for i, plan in enumerate(plans):
         j = list(names).index(plan.name)
         up[..., i], down[..., i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
     return {LEVEL_UP: up, LEVEL_DOWN: down}
-
-
-def level_record(
-    plan: LevelPlan,
-    position: np.ndarray,
-    up: np.ndarray,
-    down: np.ndarray,
-    *,
-    center: str = "mean",
-    bootstrap: Bootstrap | None = None,
-) -> FeatureSummary:
-    """One feature's per-level record from every row's position and differences
-    (:func:`level_jumps`), with bootstrap bands when asked."""
-    k = plan.n_levels
-    eff = level_effect_from_cells(
-        *level_cells(position=position, up=up, down=down, n_levels=k), center=center
-    )
-    bands: dict[str, Any] = {}
-    if bootstrap is not None and bootstrap.replicates:
-        bands = level_bands(position, up, down, k, bootstrap, center=center)
-    return _record(plan, eff, bands)
 
 
 def level_summary(
@@ -256,14 +205,11 @@ def level_summary(
     bands: dict[str, Any] | None = None,
 ) -> FeatureSummary:
     """One feature's per-level record from its jumps' ``cells`` (K-1) and ``counts`` (K,)."""
-    return _record(plan, level_effect_from_cells(cells, counts, center=center), bands or {})
-
-
-def _record(plan: LevelPlan, eff: LevelEffect, bands: dict[str, Any]) -> FeatureSummary:
+    eff = level_effect_from_cells(cells, counts, center=center)
     with np.errstate(invalid="ignore", divide="ignore"):
         jump_se = eff.jump_std / np.sqrt(eff.jump_count)
     return FeatureSummary(
-        **bands,
+        **(bands or {}),
         name=plan.name,
         kind=plan.kind,
         levels=plan.level_names(),
@@ -290,12 +236,9 @@ def level_bands(
     *,
     center: str,
 ) -> dict[str, Any]:
-    """``ci_low``, ``ci_high`` (K,) and the replicates of a per-level effect, rows resampled.
-
-    A row at level k holds ``up`` for jump k and ``down`` for jump k-1: two "features" on
-    the K-1 jumps (:func:`~ale_cli.estimators.bands.replicate_cells`), and a third counts
-    each replicate's rows per level for its centering.
-    """
+    """``ci_low``, ``ci_high`` (K,) and the replicates of a per-level effect, rows resampled:
+    a row at level k holds ``up`` for jump k and ``down`` for jump k-1 (two "features" on
+    the K-1 jumps), and a third counts each replicate's rows per level for its centering."""
     k = n_levels
     rise = np.where(position < k - 1, position, -1)
     fall = np.where(position > 0, position - 1, -1)
@@ -321,3 +264,64 @@ def level_bands(
         "ci_high": high,
         "replicates": Replicates(effect=effect, counts=n_level, ci=boot.ci),
     }
+
+
+def stored_plans(meta: Mapping[str, Any], where: str) -> tuple[LevelPlan, ...]:
+    """The plans in a store's meta ``levels``, in the order of its jump arrays' columns."""
+    items = meta.get("levels") or []
+    if not isinstance(items, list):
+        raise InputError(f"{where}: its meta's 'levels' is not a list")
+    return tuple(LevelPlan.from_meta(item, where) for item in items)
+
+
+def stored_level_names(store: Store | StoreFile, names: Sequence[str]) -> tuple[str, ...]:
+    """The features among ``names`` whose per-row jumps the store holds."""
+    held = {
+        p.name for p in stored_plans(store.meta, f"store '{getattr(store, 'path', 'in memory')}'")
+    }
+    return tuple(n for n in names if n in held)
+
+
+def with_stored_levels(
+    features: Sequence[FeatureSummary],
+    store: Store | StoreFile,
+    *,
+    center: str = "mean",
+    bootstrap: Bootstrap | None = None,
+) -> list[FeatureSummary]:
+    """``features`` with each one whose jumps the store holds replaced by its per-level
+    record, equal to ``ale classic``'s on the rows and model the store came from (bootstrap
+    bands only of a store in memory), no model call."""
+    where = f"store '{getattr(store, 'path', 'in memory')}'"
+    plans = {p.name: (i, p) for i, p in enumerate(stored_plans(store.meta, where))}
+    todo = [f.name for f in features if f.name in plans]
+    if not todo:
+        return list(features)
+    cols = {n: store.input_index(n) for n in todo}
+    boot = bootstrap is not None and bootstrap.replicates
+    if isinstance(store, Store):
+        if LEVEL_UP not in store.extra or LEVEL_DOWN not in store.extra:
+            raise InputError(f"{where} lacks the array(s) {LEVEL_UP}, {LEVEL_DOWN}")
+    elif boot:
+        raise ValueError("bootstrap bands of a store need it in memory (read_store)")
+    acc: dict[str, tuple[CellStats, np.ndarray]] = {}
+    bands: dict[str, dict[str, Any]] = {}
+    for chunk in store.chunks(("X", LEVEL_UP, LEVEL_DOWN)):
+        for n in todo:
+            i, plan = plans[n]
+            try:
+                position = plan.positions(chunk["X"][:, cols[n]])
+            except ValueError as exc:
+                raise InputError(f"{where}: feature '{plan.name}': {exc}") from None
+            up, down = chunk[LEVEL_UP][:, i], chunk[LEVEL_DOWN][:, i]
+            k = plan.n_levels
+            cells, counts = level_cells(position=position, up=up, down=down, n_levels=k)
+            if n in acc:
+                cells, counts = acc[n][0].merge(cells), acc[n][1] + counts
+            acc[n] = (cells, counts)
+            if boot and bootstrap is not None:  # a store in memory: one chunk
+                bands[n] = level_bands(position, up, down, k, bootstrap, center=center)
+    found = {
+        n: level_summary(plans[n][1], *acc[n], center=center, bands=bands.get(n)) for n in todo
+    }
+    return [found.get(f.name, f) for f in features]

@@ -2,52 +2,41 @@
 
 :func:`compute` is one run of the kernel (:mod:`~ale_cli.estimators.local_effects_kernel`)
 over the data as a source, on the engine it is handed, with a sink that writes the store
-(:mod:`~ale_cli.estimators.local_effects_store`: one file here, or a part store per part
-on Dask). How the data are read, streamed or whole table, is decided in one place
-(:func:`compute_reading`); either way the store equals the whole table's whatever the
-chunk size. Features estimated per level also get every row's jumps to the adjacent
-levels (``level_up``/``level_down``), from which rebin and rhale estimate them."""
+(one file here, or a part store per part on Dask). Streamed or whole table
+(:func:`compute_reading`), the store equals the whole table's whatever the chunk size. A
+store at the output made from the same model bytes, data bytes and result options is
+reused (:func:`cached_result`)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ale_cli import __version__
 from ale_cli.data.sources import Reads
-from ale_cli.data.stream import TableStream
+from ale_cli.data.stream import TableStream, inputs_sha256
 from ale_cli.errors import InputError, RunError
-from ale_cli.estimators.inputs import model_record, object_notes
-from ale_cli.estimators.levels import LevelPlan
-from ale_cli.estimators.local_effects_cache import (
-    ComputeRequest,
-    ComputeResult,
-    Damaged,
-    Hashes,
-    cached_result,
-)
-from ale_cli.estimators.local_effects_kernel import (
-    Computed,
-    merge_computed,
-)
+from ale_cli.estimators.inputs import model_record, model_sha256, object_notes
+from ale_cli.estimators.local_effects_kernel import Computed, merge_computed, store_output
 from ale_cli.estimators.local_effects_plan import (
     AFTER_ALL,
+    ComputeRequest,
+    ComputeResult,
     ComputeRun,
     compute_reading,
     data_sha256,
     streamed_run,
     whole_run,
 )
-from ale_cli.estimators.local_effects_store import store_output
-from ale_cli.models.base import Model, ProgressFn
+from ale_cli.models.base import ProgressFn
 from ale_cli.models.checks import nothing_left
-from ale_cli.models.secant import store_extras
+from ale_cli.models.secant import outdated, store_extras
 from ale_cli.passes.engine import LOCAL, Engine
-from ale_cli.store.npz import SCHEMA_VERSION
+from ale_cli.store.npz import SCHEMA_VERSION, cache_key, read_meta
+from ale_cli.store.verify import DamagedStore
 
 __all__ = [
     "ComputeRequest",
@@ -61,7 +50,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class _DataRead:
-    """The data read, as the meta records them (a Table or a stream after its end)."""
+    """The data streamed, as the meta records them (as a Table's)."""
 
     format: str
     feature_names: tuple[str, ...]
@@ -87,21 +76,87 @@ class _DataRead:
 
 
 @dataclass(frozen=True)
-class _Written:
-    """What a run wrote, for the meta and the result."""
+class Hashes:
+    """The inputs' content hashes and the cache key they make with the options."""
 
-    source: Any  # a Table or a _DataRead
-    model: Model
-    features: tuple[str, ...]
-    n_rows: int
-    levels: tuple[LevelPlan, ...] = ()
+    model: str | None  # None: a model object without a content hash, never a cache hit
+    data: str
+    key: str
+
+    @classmethod
+    def of(
+        cls, request: ComputeRequest, data: str | None = None, model: str | None = None
+    ) -> Hashes:
+        """The hashes (``data``, ``model``: when they were hashed already)."""
+        if model is None:
+            model = model_sha256(request.inputs.model)
+        if data is None:
+            data = inputs_sha256(request.inputs.data)
+        return cls(model, data, cache_key(model, data, request.result_options()))
+
+    def stale_reason(self, meta: dict[str, Any]) -> str | None:
+        """Why a store with this meta is not a cache hit (None when it is)."""
+        if self.model is None:
+            return "the model is an object without a content hash"
+        if meta.get("cache_key") == self.key:
+            return None
+        if meta.get("model", {}).get("sha256") != self.model:
+            return "the model file changed"
+        if meta.get("data", {}).get("sha256") != self.data:
+            return "the data file changed"
+        return "the options changed"
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """The store at the output is ours but its bytes changed: recomputed, saying ``note``."""
+
+    note: str
+
+
+def cached_result(
+    request: ComputeRequest, hashes: Hashes, t0: float
+) -> ComputeResult | Damaged | str | None:
+    """The cache hit at ``request.out``, else why the store there is stale (None: no store;
+    :class:`Damaged`: a damaged store of ours, never a cache hit)."""
+    if not request.out.exists():
+        return None
+    try:
+        meta = read_meta(request.out)  # checked whole once per process (see read_meta)
+    except DamagedStore as exc:  # ours (its meta is intact), its bytes changed
+        detail = str(exc).removeprefix(f"store '{request.out}': ")
+        return Damaged(f"store '{request.out}' was damaged; recomputed ({detail})")
+    except InputError:
+        raise InputError(
+            f"output '{request.out}' exists and is not a local-effects store; "
+            "remove it, choose another output, or pass {param} to overwrite it",
+            param="force",
+        ) from None
+    reason = hashes.stale_reason(meta) or outdated(meta)
+    if reason is not None:
+        return reason
+    return ComputeResult(
+        out=request.out,
+        cache_hit=True,
+        n_rows=int(meta["n_rows"]),
+        n_features=len(meta["feature_names"]),
+        method=str(meta["method"]),
+        seconds=time.perf_counter() - t0,
+        rows_dropped=int(meta["data"].get("rows_dropped", 0)),
+        rows_nonfinite=int(meta["data"].get("rows_nonfinite", 0)),
+    )
 
 
 def _meta(
-    request: ComputeRequest, written: _Written, hashes: Hashes, timings: dict[str, float]
+    request: ComputeRequest,
+    run: ComputeRun,
+    table: Any,
+    n_rows: int,
+    hashes: Hashes,
+    timings: dict[str, float],
 ) -> dict[str, Any]:
-    """The store's meta: provenance, columns, method and options (:data:`META_KEYS`)."""
-    table, model, inputs = written.source, written.model, request.inputs
+    """The store's meta of ``run`` over the data ``table`` (a Table or a :class:`_DataRead`)."""
+    model, inputs = run.model, request.inputs
     details = model.describe()
     return {
         "schema_version": SCHEMA_VERSION,
@@ -117,9 +172,8 @@ def _meta(
             "dropped_columns": list(table.dropped_columns),
             "dtypes": table.dtypes,
         },
-        # the explained features (columns of local_effects) and every model input (of X)
-        "feature_names": list(written.features),
-        "features": list(written.features),
+        "feature_names": list(run.columns.features),
+        "features": list(run.columns.features),
         "inputs": list(table.feature_names),
         # held fixed, local effect 0; the estimators report them as not estimable
         "categorical_features": list(table.categorical),
@@ -136,11 +190,9 @@ def _meta(
             "trust_pickle": inputs.trust_pickle,
             "chunk_rows": request.chunk_rows,
         },
-        "n_rows": written.n_rows,
-        # optional arrays: mixed derivatives d2f/dx_a dx_b of these pairs (ale compute --pairs)
+        "n_rows": n_rows,
         "pairs": [list(p) for p in request.pairs],
-        # features estimated per level: the columns of level_up / level_down
-        "levels": [plan.to_meta() for plan in written.levels],
+        "levels": [plan.to_meta() for plan in run.levels],
         "timings": timings,
         "cache_key": hashes.key,
     }
@@ -165,11 +217,8 @@ def _check_rows_left(reads: Reads, request: ComputeRequest) -> None:
     """Refuse under 2 rows left (the count of the whole data, read in parts)."""
     n_left = reads.rows_read - reads.rows_dropped
     if n_left < 2:
-        left = (
-            f" left after dropping {reads.rows_dropped} with NaN or infinite values"
-            if reads.rows_dropped
-            else ""
-        )
+        dropped = reads.rows_dropped
+        left = f" left after dropping {dropped} with NaN or infinite values" if dropped else ""
         raise InputError(
             f"data file '{request.inputs.data_label}' has {n_left} "
             f"row{'s' if n_left != 1 else ''}{left}; at least 2 are needed"
@@ -183,8 +232,7 @@ def compute(
     force: bool = False,
     progress: Callable[[int], ProgressFn] | None = None,
 ) -> ComputeResult:
-    """Compute (or reuse: a cache hit at ``request.out``) the local-effects store of
-    ``request`` on ``engine`` (one that runs the parts apart writes a directory store);
+    """Compute (or reuse: a cache hit) the local-effects store of ``request`` on ``engine``;
     ``progress(total_rows)`` may return a callable told the rows each chunk finished."""
     t0 = time.perf_counter()
     request.inputs.check_files()
@@ -203,18 +251,11 @@ def compute(
         if run is None:
             AFTER_ALL.check(engine)
             run = whole_run(request, timings)
-        with _running(run):
+        try:
             return _write(request, engine, run, hashes, cached, timings, t0, progress)
-
-
-@contextmanager
-def _running(run: ComputeRun) -> Iterator[ComputeRun]:
-    """The run; its hashing of row-group ranges stopped if it fails first."""
-    try:
-        yield run
-    finally:
-        for future in run.range_hashes.values():
-            future.cancel()
+        finally:  # the hashing of row-group ranges stopped if the run fails first
+            for future in run.range_hashes.values():
+                future.cancel()
 
 
 def _write(
@@ -260,8 +301,7 @@ def _write(
         if state.rows == 0:
             raise nothing_left(request.inputs.model)
         t = time.perf_counter()
-        written = _Written(data, run.model, run.columns.features, state.rows, run.levels)
-        meta = _meta(request, written, hashes, timings)
+        meta = _meta(request, run, data, state.rows, hashes, timings)
         extra_arrays, extra_meta = store_extras(run.model)
         meta |= extra_meta
         meta["data"]["rows_nonfinite"] = len(state.nonfinite)

@@ -1,35 +1,41 @@
-"""The chunk kernel of ``ale compute``: a chunk of rows in, its store rows and what the
-store's meta needs out, as one mergeable state (:class:`Computed`). Rows with NaN or
-infinite model values are refused naming them, or dropped and counted
-(``drop_nonfinite``); the same kernel runs on a whole table, a stream and Dask partitions."""
+"""The chunk kernel of ``ale compute`` (a chunk of rows in, its store rows and what the
+store's meta needs out, as one mergeable state :class:`Computed`) and where it writes: one
+store file in this process (:class:`FileSink`), or a directory store (:class:`PartsOutput`)
+whose sink travels and writes each part of the run as a part store on the worker that
+computed it; when a part fails, the sink leaves :data:`STOP` in the folder and the other
+parts stop at their next chunk."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ale_cli.data.source import Chunk
 from ale_cli.data.sources import READ, Reads
+from ale_cli.errors import RunError
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan, level_arrays
 from ale_cli.models.base import Effects, Model
-from ale_cli.models.checks import row_list, screen_rows
+from ale_cli.models.checks import dropped_note, screen_rows
+from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.store.format import split_outputs
-from ale_cli.store.npz import MIXED
+from ale_cli.store.npz import MIXED, PAIRS, StoreWriter
+from ale_cli.store.parts import PartStoreWriter, part_name
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
 
 
 @dataclass(frozen=True)
 class Computed:
-    """A run's state over some rows, mergeable in row order: ``rows`` kept, ``seen`` by the
-    model, ``nonfinite`` (those dropped, numbered from the first seen), ``reads``, the
-    part stores written (``parts``) and their inputs' ``lo``/``hi``, ``timings``, and the
-    chunk's store rows (``arrays``) until a sink writes them."""
+    """A run's state over some rows, mergeable in row order: ``rows`` kept, ``seen``, the
+    ``nonfinite`` ones dropped (numbered from the first seen), the part stores written and
+    their inputs' ``lo``/``hi``, and the chunk's store rows until a sink writes them."""
 
     rows: int = 0
     seen: int = 0
@@ -61,13 +67,7 @@ class Computed:
 
     def note(self, model_path: str) -> str | None:
         """The note naming the rows dropped for non-finite model values (None: none)."""
-        n = len(self.nonfinite)
-        if not n:
-            return None
-        return (
-            f"dropped {n} row{'s' if n != 1 else ''} where model '{model_path}' gave NaN or "
-            f"infinite values ({row_list(self.nonfinite)})"
-        )
+        return dropped_note(model_path, self.nonfinite) if len(self.nonfinite) else None
 
 
 def merge_computed(a: Computed, b: Computed) -> Computed:
@@ -80,20 +80,11 @@ def _pick(fn: Any, a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | N
 
 
 @dataclass(frozen=True)
-class LevelJumps:
-    """The features estimated per level: the input names, their plans and the rows per
-    model call of the jumps to the adjacent levels."""
-
-    names: tuple[str, ...]
-    plans: tuple[LevelPlan, ...]
-    eval_rows: int
-
-
-@dataclass(frozen=True)
 class LocalEffectsKernel:
     """A chunk's store rows: ``X`` (float32 with ``float32_x``), the ``local_effects`` of
     the inputs ``columns``, ``prediction``, the mixed derivatives of ``pair_cols`` and the
-    per-level jumps ``levels``; float64 rows for a finite-difference model."""
+    jumps to the adjacent ``levels`` (of the inputs ``names``, ``eval_rows`` rows per model
+    call); float64 rows for a finite-difference model."""
 
     columns: tuple[int, ...]
     model_path: str
@@ -101,7 +92,9 @@ class LocalEffectsKernel:
     float64_model: bool = False
     float32_x: bool = False
     pair_cols: tuple[tuple[int, int], ...] = ()
-    levels: LevelJumps | None = None
+    levels: tuple[LevelPlan, ...] = ()
+    names: tuple[str, ...] = ()
+    eval_rows: int = DEFAULT_EVAL_ROWS
 
     def __call__(self, chunk: Chunk, model: Model) -> Computed:
         end = chunk.end.get(READ)
@@ -133,18 +126,18 @@ class LocalEffectsKernel:
         effects: Effects = model.local_effects(X, features=list(self.columns), progress=None)
         timings["local_effects_s"] = time.perf_counter() - t
         arrays = {"X": X, "local_effects": effects.local_effects, "prediction": effects.prediction}
-        if effects_dtype(model) == np.float32:  # float32 numbers: exact in float32
+        if model.method == "autodiff" and model.describe().get("dtype") == "float32":
+            # a float32 model differentiated by autodiff: float32 holds its numbers exactly
             arrays["local_effects"] = effects.local_effects.astype(np.float32)
             arrays["prediction"] = effects.prediction.astype(np.float32)
         if mixed is not None:
             t = time.perf_counter()
             arrays[MIXED] = mixed(X, list(self.pair_cols), progress=None)
             timings["mixed_derivatives_s"] = time.perf_counter() - t
-        if self.levels is not None and self.levels.plans:
+        if self.levels:
             t = time.perf_counter()
-            jumps = self.levels
             arrays |= level_arrays(
-                model.predict, X, jumps.names, jumps.plans, eval_rows=jumps.eval_rows
+                model.predict, X, self.names, self.levels, eval_rows=self.eval_rows
             )
             timings["level_jumps_s"] = time.perf_counter() - t
         return arrays
@@ -152,8 +145,7 @@ class LocalEffectsKernel:
     def _screen(
         self, arrays: dict[str, np.ndarray], offset: int
     ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """The arrays without their rows of non-finite model values, and those rows;
-        refused naming them without ``drop_nonfinite``."""
+        """The arrays without their rows of non-finite model values, and those rows."""
         checks = [("predictions", arrays["prediction"], 0)]
         checks.append(("local effects", arrays["local_effects"], 0))
         if MIXED in arrays:
@@ -173,14 +165,175 @@ class LocalEffectsKernel:
         return kept, np.asarray(found.dropped, dtype=np.int64)
 
 
-def effects_dtype(model: Model) -> type[np.floating]:
-    """float32 for a float32 model differentiated by autodiff (float32 holds its numbers
-    exactly), else float64."""
-    if model.method == "autodiff" and model.describe().get("dtype") == "float32":
-        return np.float32
-    return np.float64
-
-
 def without_rows(state: Computed) -> Computed:
-    """``state`` once its rows are written."""
     return replace(state, arrays=None)
+
+
+#: a file the run leaves in a directory store's temporary folder when a part failed
+STOP = ".stop"
+
+
+@dataclass(frozen=True)
+class StoreColumns:
+    """The names a store records: the explained features, the inputs, the pairs, and
+    what each part store's meta needs to read its row arrays (``outputs``, ``levels``)."""
+
+    features: tuple[str, ...]
+    inputs: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...] = ()
+    part_meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def add_pairs(self, writer: StoreWriter) -> None:
+        if self.pairs:
+            writer.add_array(PAIRS, np.array(self.pairs, dtype=np.str_).reshape(-1, 2))
+
+
+@dataclass(frozen=True)
+class FileSink:
+    """A store file written in this process: the sink of the run (never shipped; every
+    part's rows into the one file, in row order), then :meth:`finish`."""
+
+    writer: StoreWriter
+    columns: StoreColumns = StoreColumns((), ())
+
+    @property
+    def sink(self) -> FileSink:
+        return self
+
+    def part(self, index: int) -> AbstractContextManager[FileSink]:
+        return nullcontext(self)
+
+    def stop(self) -> None:
+        return None
+
+    def write(self, state: Computed) -> Computed:
+        if state.rows:
+            self.writer.add(state.arrays or {})
+        return without_rows(state)
+
+    def done(self, state: Computed) -> Computed:
+        return state
+
+    def finish(
+        self, meta: dict[str, Any], state: Computed, extras: Mapping[str, np.ndarray]
+    ) -> None:
+        """Write the pairs, ``extras`` (a secant model's grids) and the manifest."""
+        self.columns.add_pairs(self.writer)
+        for name, array in extras.items():
+            self.writer.add_array(name, array)
+        self.writer.finish(
+            feature_names=self.columns.features, input_names=self.columns.inputs, meta=meta
+        )
+
+
+class _PartWriter:
+    """One part's rows into a part store of their own (opened at the first row kept)."""
+
+    def __init__(self, sink: PartStoreSink, path: Path) -> None:
+        self.sink = sink
+        self.path = path
+        self.writer: StoreWriter | None = None
+
+    def __enter__(self) -> _PartWriter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.writer is not None:  # a failure before done(): the part is discarded
+            writer, self.writer = self.writer, None
+            writer.__exit__(*exc)
+
+    def write(self, state: Computed) -> Computed:
+        folder = self.path.parent
+        if (folder / STOP).exists() or not folder.is_dir():  # another part failed
+            raise RunError(f"stopped computing part {self.path.name}: the run failed")
+        if not state.rows:
+            return without_rows(state)
+        arrays = state.arrays or {}
+        if self.writer is None:
+            self.writer = StoreWriter(self.path).__enter__()
+        self.writer.add(arrays)
+        X = arrays["X"]
+        lo, hi = X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
+        return replace(state, arrays=None, lo=lo, hi=hi)
+
+    def done(self, state: Computed) -> Computed:
+        """The part store finished (none: every row dropped): its manifest entry."""
+        if self.writer is None:
+            return state
+        end = state.reads.ends[-1] if state.reads.ends else None
+        where: dict[str, Any] = {} if end is None else {"source": end.file}
+        if end is not None and end.row_groups is not None:
+            where["row_groups"] = list(end.row_groups)
+        columns = self.sink.columns
+        meta = {"schema_version": 3, "n_rows": state.rows, **columns.part_meta, **where}
+        columns.add_pairs(self.writer)
+        self.writer.finish(feature_names=columns.features, input_names=columns.inputs, meta=meta)
+        writer, self.writer = self.writer, None
+        writer.__exit__(None, None, None)
+        entry = {"file": self.path.name, "rows": state.rows, "sha256": writer.sha256, **where}
+        if end is not None:
+            entry["source"] = Path(end.file).as_posix()
+        entry["arrays"] = list(writer.arrays)  # for the manifest; taken out there
+        return replace(state, parts=(*state.parts, entry))
+
+
+@dataclass(frozen=True)
+class PartStoreSink:
+    """The sink of a directory store: part ``i`` of the run is written as the part store
+    ``folder/part-0000i.npz`` where it is computed."""
+
+    folder: str
+    columns: StoreColumns
+
+    def part(self, index: int) -> AbstractContextManager[_PartWriter]:
+        return _PartWriter(self, Path(self.folder) / part_name(index))
+
+    def stop(self) -> None:
+        with suppress(OSError):
+            (Path(self.folder) / STOP).touch()
+
+
+@dataclass
+class PartsOutput:
+    """A directory store being written: its sink, then :meth:`finish`."""
+
+    writer: PartStoreWriter
+    columns: StoreColumns
+
+    @property
+    def sink(self) -> PartStoreSink:
+        return PartStoreSink(str(self.writer.tmp), self.columns)
+
+    def finish(
+        self, meta: dict[str, Any], state: Computed, extras: Mapping[str, np.ndarray]
+    ) -> None:
+        """Write the manifest: ``meta``, the parts, the inputs' ranges (no ``extras``: a
+        model with them is computed on the whole table)."""
+        if extras:
+            raise RuntimeError("a directory store holds no secant grids")
+        if state.lo is None or state.hi is None:  # unreachable: n_rows > 0
+            raise RuntimeError("no part holds rows")
+        parts = [{k: v for k, v in p.items() if k != "arrays"} for p in state.parts]
+        self.writer.finish(
+            meta,
+            feature_names=self.columns.features,
+            input_names=self.columns.inputs,
+            parts=parts,
+            x_min=state.lo,
+            x_max=state.hi,
+            arrays=state.parts[0]["arrays"],
+        )
+
+
+@contextmanager
+def store_output(
+    out: Path, columns: StoreColumns, *, parts: bool
+) -> Iterator[FileSink | PartsOutput]:
+    """The store at ``out`` being written, atomically: a directory store with ``parts``,
+    else one file."""
+    if parts:
+        with PartStoreWriter(out) as writer:
+            yield PartsOutput(writer, columns)
+    else:
+        with StoreWriter(out) as writer:
+            yield FileSink(writer, columns)

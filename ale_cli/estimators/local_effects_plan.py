@@ -1,6 +1,6 @@
-"""An ``ale compute`` run made ready: how the data are read (the one decision of whole
-table or stream, :func:`compute_reading`), the model loaded, the source, the kernel and the
-store's names (:class:`ComputeRun`)."""
+"""What ``ale compute`` is asked and answers, and the run made ready (:class:`ComputeRun`):
+how the data are read (:func:`compute_reading`), the model loaded, the source, the kernel
+and the store's names."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,28 +16,31 @@ import numpy as np
 from ale_cli.data.dataset import combine_hashes, dataset_files, is_dataset
 from ale_cli.data.source import ArraySource, Source
 from ale_cli.data.sources import DataSource, OpenedSource, Reads
-from ale_cli.data.stream import TableStream, open_stream
+from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream, open_stream
 from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
-from ale_cli.estimators.inputs import columns_note, feature_columns, open_inputs
-from ale_cli.estimators.inputs_stream import STREAMED, Reading, reading_of
+from ale_cli.estimators.inputs import (
+    ModelInputs,
+    columns_note,
+    feature_columns,
+    load_timed,
+    open_inputs,
+)
+from ale_cli.estimators.inputs_stream import STREAMED, Reading, reading_of, shipped
 from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.levels import (
+    BINARY,
     LevelPlan,
     binary_note,
+    discrete_mode,
     effective_discrete,
 )
-from ale_cli.estimators.local_effects_cache import ComputeRequest
-from ale_cli.estimators.local_effects_kernel import (
-    LevelJumps,
-    LocalEffectsKernel,
-)
-from ale_cli.estimators.local_effects_store import StoreColumns
-from ale_cli.estimators.pairs import pair_columns
+from ale_cli.estimators.local_effects_kernel import LocalEffectsKernel, StoreColumns
+from ale_cli.estimators.pairs import Pair, pair_columns
 from ale_cli.estimators.rows import Rows
 from ale_cli.io.files import sha256_file
 from ale_cli.io.threads import prefetched
-from ale_cli.models import Columns, detect_format, load_model
+from ale_cli.models import Columns, detect_format
 from ale_cli.models.base import Model
 from ale_cli.models.columns import ColumnOrder
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
@@ -44,18 +48,59 @@ from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.models.onnx_graph import tree_ensemble_file
 from ale_cli.models.secant import for_compute, piecewise_constant
 from ale_cli.passes.engine import Engine, Ready, Shared
-from ale_cli.passes.shipped import ShippedModel
-from ale_cli.passes.spool import first_pass
+from ale_cli.passes.spool import FirstPass, first_pass
 
 #: Model file formats differentiated by autodiff, read in one pass (no profile first).
 AUTODIFF_FORMATS = ("torchscript", "torch-export")
+
+
+@dataclass(frozen=True)
+class ComputeRequest:
+    """What ``ale compute`` is asked: the model and data, the store to write, the pairs
+    whose mixed derivatives to cache (:meth:`result_options` key the cache)."""
+
+    inputs: ModelInputs
+    out: Path
+    pairs: tuple[Pair, ...] = ()
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
+    #: numeric features whose per-row jumps to the adjacent values are stored (names,
+    #: "auto", "none", or None: the binary ones), beside the text and categorical ones
+    discrete: tuple[str, ...] | str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "discrete", discrete_mode(self.discrete))
+
+    def result_options(self) -> dict[str, Any]:
+        """Options that change the store's arrays (batch size and trust do not; no
+        ``discrete`` is keyed as binary)."""
+        out = self.inputs.result_options() | {"pairs": [list(p) for p in self.pairs]}
+        discrete = BINARY if self.discrete is None else self.discrete
+        out["discrete"] = discrete if isinstance(discrete, str) else list(discrete)
+        return out
+
+
+@dataclass(frozen=True)
+class ComputeResult:
+    """What one ``ale compute`` run did: ``reason`` says why a store at the output path was
+    not reused (None: there was none, or it was a ``cache_hit``)."""
+
+    out: Path
+    cache_hit: bool
+    n_rows: int
+    n_features: int
+    method: str
+    seconds: float
+    rows_dropped: int = 0
+    reason: str | None = None
+    notes: tuple[str, ...] = ()
+    rows_nonfinite: int = 0
 
 
 def checked_pairs(
     request: ComputeRequest, names: tuple[str, ...], categorical: tuple[str, ...], model: Model
 ) -> tuple[tuple[int, int], ...]:
     """The columns of ``request.pairs`` among the inputs ``names`` (refused: a pair naming
-    no input or a categorical one), once the model is known to have mixed derivatives."""
+    no input or a categorical one, a model without mixed derivatives)."""
     if not request.pairs:
         return ()
     where = f"data '{request.inputs.data_label}'"
@@ -75,33 +120,12 @@ def checked_pairs(
     return tuple(cols)
 
 
-def part_meta(model: Model, plans: Sequence[Any]) -> dict[str, Any]:
-    """What a part store's meta records to be read alone: its outputs and levels."""
-    outputs = model.describe().get("outputs")
-    levels = [plan.to_meta() for plan in plans]
-    return ({"outputs": outputs} if outputs else {}) | ({"levels": levels} if levels else {})
-
-
-@dataclass(frozen=True)
-class FdFirst:
-    """The first pass of a streamed compute for an ONNX or scikit-learn model: the model
-    loaded on the data's profile, and what loading it again on a worker takes."""
-
-    model: Model
-    sha256: str
-    profile: Any  # ale_cli.models.profile.DataProfile
-    dtypes: dict[str, str]
-    #: the levels of the text columns, read as their codes
-    text: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-
-
 def profiled_model(
     request: ComputeRequest, fmt: str, stream: TableStream, timings: dict[str, float]
-) -> FdFirst | None:
-    """Read the data for the profile an ONNX or scikit-learn model's checks and steps are
-    chosen from and load the model on it (text columns read as the codes of their levels,
-    found by a pass before); None when it is computed on the whole table after all (a
-    piecewise-constant model)."""
+) -> tuple[Model, FirstPass, dict[str, tuple[Any, ...]]] | None:
+    """A finite-difference model loaded on the data's profile by a first pass (its checks
+    and steps come from it), the pass, and the levels of the text columns, read as codes;
+    None for a piecewise-constant model (read whole after all)."""
     inputs = request.inputs
     feature_columns(inputs.features, stream.feature_names, where=f"data file '{inputs.data_label}'")
     t = time.perf_counter()
@@ -117,24 +141,13 @@ def profiled_model(
     finally:
         stream.close()
     timings["first_pass_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    model = load_model(
-        inputs.model,
-        model_format=fmt,
-        options=inputs.load_options(),
-        columns=Columns(
-            names=stream.feature_names,
-            fixed=stream.categorical,
-            levels=text,
-            dtypes=found.dtypes,
-        ),
-        X=found.profile.head,
-        profile=found.profile,
+    columns = Columns(
+        names=stream.feature_names, fixed=stream.categorical, levels=text, dtypes=found.dtypes
     )
-    timings["load_model_s"] = time.perf_counter() - t
+    model = load_timed(inputs, fmt, columns, found.profile.head, timings, found.profile)
     if piecewise_constant(model):  # its secants across a fine grid need the whole table
         return None
-    return FdFirst(model, found.sha256, found.profile, dict(found.dtypes), text)
+    return model, found, text
 
 
 def open_data(request: ComputeRequest, text: dict[str, Any] | None = None) -> TableStream:
@@ -151,22 +164,8 @@ def open_data(request: ComputeRequest, text: dict[str, Any] | None = None) -> Ta
     )
 
 
-def _level_plans(
-    request: ComputeRequest, table: Any, features: Sequence[str]
-) -> tuple[tuple[LevelPlan, ...], tuple[str, ...]]:
-    """The explained features estimated per level (text, categorical and ``discrete``
-    columns), planned on the whole table as one chunk, and the notes naming them."""
-    found = level_plans(
-        Rows.of(table.X, table.feature_names), features, categorical=table.categorical,
-        discrete=effective_discrete(request.discrete), labels=table.levels,
-    )  # fmt: skip
-    plans = tuple(p for p in found.values() if isinstance(p, LevelPlan))
-    return plans, _levels_notes(request, plans)
-
-
 def _levels_notes(request: ComputeRequest, plans: Sequence[LevelPlan]) -> tuple[str, ...]:
-    """The notes naming the features whose jumps are stored, and the binary ones found by
-    default."""
+    """The notes naming the features whose jumps are stored and the binary ones found."""
     if not plans:
         return ()
     named = ", ".join(f"{p.name} ({p.n_levels} levels)" for p in plans)
@@ -184,16 +183,14 @@ AFTER_ALL = Reading.whole_table(
 )
 
 
-_FRAME = "read the whole table: the data are a DataFrame"
-
-
 def compute_reading(request: ComputeRequest) -> Reading:
-    """How ``ale compute`` reads the data: the one decision of whole table or stream
-    (:class:`Reading`; a first pass may still find the whole table needed: ``AFTER_ALL``)."""
+    """How ``ale compute`` reads the data (a first pass may still find the whole table
+    needed: ``AFTER_ALL``)."""
     inputs = request.inputs
     by_name = reading_of(inputs, request.chunk_rows)
     if by_name.whole:
-        return by_name if by_name.reason else Reading.whole_table(_FRAME)
+        frame = Reading.whole_table("read the whole table: the data are a DataFrame")
+        return by_name if by_name.reason else frame
     fmt = detect_format(inputs.model, inputs.model_format)
     if fmt == "onnx" and inputs.step is None and tree_ensemble_file(inputs.model):
         return Reading.whole_table(
@@ -205,8 +202,8 @@ def compute_reading(request: ComputeRequest) -> Reading:
 
 @dataclass
 class ComputeRun:
-    """A run made ready: the source, the kernel, the model as it travels, the store's
-    names, and what the meta needs of the data."""
+    """A run made ready: the source, the kernel, the model (``shared``: as it travels),
+    the store's names, and what the meta needs of the data."""
 
     source: Source
     kernel: LocalEffectsKernel
@@ -228,68 +225,54 @@ class ComputeRun:
 def streamed_run(
     request: ComputeRequest, engine: Engine, timings: dict[str, float]
 ) -> ComputeRun | None:
-    """The streamed run: the model loaded (on the first chunk, or on the first pass's
-    profile), the data as one opened stream here or as partitions on an engine that
-    splits; None when the model is computed on the whole table after all
-    (:func:`profiled_model`)."""
+    """The streamed run (the data as a stream here or partitions on an engine that splits);
+    None when the model is computed on the whole table after all (:func:`profiled_model`)."""
     inputs = request.inputs
     fmt = detect_format(inputs.model, inputs.model_format)
-    fd_model = None
+    fd_model, found = None, None
+    text: dict[str, tuple[Any, ...]] = {}
     if fmt not in AUTODIFF_FORMATS:  # finite differences: steps from all rows, a first pass
-        fd_model = profiled_model(request, fmt, open_data(request), timings)
-        if fd_model is None:
+        profiled = profiled_model(request, fmt, open_data(request), timings)
+        if profiled is None:
             return None
-    text = {} if fd_model is None else fd_model.text
-    head = _read_head(request, engine, timings, torchscript=fd_model is None, text=text)
-    stream, first = head.stream, head.first
+        fd_model, found, text = profiled
+    stream, source, first, range_hashes = _read_head(
+        request, engine, timings, torchscript=fd_model is None, text=text
+    )
     names, fixed = stream.feature_names, stream.categorical
     features, cols = feature_columns(  # before any model call on these columns
         inputs.features, names, where=f"data file '{inputs.data_label}'"
     )
-    dtypes = {} if fd_model is None else fd_model.dtypes
+    dtypes = {} if found is None else dict(found.dtypes)
     columns = Columns(names=names, fixed=fixed, levels=text, dtypes=dtypes)
-    if fd_model is None:
-        t = time.perf_counter()
-        model = load_model(
-            inputs.model,
-            model_format=fmt,
-            options=inputs.load_options(),
-            columns=columns,
-            X=first,
-        )
-        timings["load_model_s"] = time.perf_counter() - t
-    else:
-        model = fd_model.model
+    model = load_timed(inputs, fmt, columns, first, timings) if fd_model is None else fd_model
     note = columns_note(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
-    plans = _stream_plans(request, stream, features, engine, timings, head, text)
-    eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
+    plans = _stream_plans(request, stream, features, engine, timings, first, text)
+    outputs, levels = model.describe().get("outputs"), [plan.to_meta() for plan in plans]
+    part_meta = ({"outputs": outputs} if outputs else {}) | ({"levels": levels} if levels else {})
     return ComputeRun(
-        source=head.source,
+        source=source,
         kernel=LocalEffectsKernel(
             columns=tuple(cols),
             model_path=str(inputs.model),
             drop_nonfinite=inputs.drop_nonfinite,
             float64_model=fd_model is not None,
             pair_cols=checked_pairs(request, names, fixed, model),
-            levels=LevelJumps(tuple(names), plans, eval_rows) if plans else None,
+            levels=plans,
+            names=tuple(names),
+            eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
         ),
-        shared=ShippedModel.of(
-            inputs.model,
-            model_format=fmt,
-            options=inputs.load_options(),
-            columns=columns,
-            head=first,
-            profile=None if fd_model is None else fd_model.profile,
-            loaded=model,
+        shared=shipped(
+            inputs, model, columns, first, profile=None if found is None else found.profile
         ),
         model=model,
-        columns=StoreColumns(features, names, tuple(request.pairs), part_meta(model, plans)),
+        columns=StoreColumns(features, names, tuple(request.pairs), part_meta),
         total_rows=stream.total_rows,
         notes=(*((note,) if note is not None else ()), *_levels_notes(request, plans)),
         levels=plans,
         header=stream,
-        first_sha256=None if fd_model is None else fd_model.sha256,
-        range_hashes=head.range_hashes,
+        first_sha256=None if found is None else found.sha256,
+        range_hashes=range_hashes,
     )
 
 
@@ -299,14 +282,10 @@ def _stream_plans(
     features: Sequence[str],
     engine: Engine,
     timings: dict[str, float],
-    head: _Head,
+    head: np.ndarray,
     labels: dict[str, tuple[Any, ...]],
 ) -> tuple[LevelPlan, ...]:
-    """The explained features estimated per level (the binary ones by default, those of
-    ``discrete``, the categorical ones), from passes over the data ``stream`` describes
-    (:func:`~ale_cli.estimators.level_plans.level_plans`); a categorical one's order needs
-    the rows' number and ranges, a pass more. No pass when the first rows already rule
-    out every candidate."""
+    """The explained features estimated per level, from passes over the data ``stream``."""
     discrete = effective_discrete(request.discrete)
     categorical = stream.categorical
     if discrete is None and not any(name in categorical for name in features):
@@ -322,20 +301,10 @@ def _stream_plans(
         rows = Rows(data, tuple(names), 0, np.zeros(len(names)), np.zeros(len(names)))
     found = level_plans(
         rows, features, categorical=categorical, discrete=discrete, labels=labels,
-        engine=engine, head=head.first,
+        engine=engine, head=head,
     )  # fmt: skip
     timings["levels_pass_s"] = time.perf_counter() - t
     return tuple(p for p in found.values() if isinstance(p, LevelPlan))
-
-
-@dataclass
-class _Head:
-    """The data opened: the header's stream, the source, the first chunk of rows."""
-
-    stream: TableStream
-    source: Source
-    first: np.ndarray
-    range_hashes: dict[int, Future[str]] = field(default_factory=dict)
 
 
 def _read_head(
@@ -345,43 +314,35 @@ def _read_head(
     *,
     torchscript: bool,
     text: dict[str, Any],
-) -> _Head:
-    """The data opened and their first chunk read (to load a model on), torch imported
-    meanwhile for a TorchScript model: here one stream read on by the run; for an engine
-    that splits, the partitions, the first chunk taken from the first that has rows."""
+) -> tuple[TableStream, Source, np.ndarray, dict[int, Future[str]]]:
+    """The data opened: its stream, source and first chunk (torch imported meanwhile if
+    needed), and the hashes of the files read in row-group ranges."""
     t = time.perf_counter()
     stream = open_data(request, text)
+    chunks = None
     if engine.splits:  # the partitions are read where they are computed
         stream.close()
         inputs = request.inputs
         data = DataSource.of(stream, inputs=inputs.inputs, exclude=inputs.exclude)
         data = data.split(engine.slots)
-        timings["load_data_s"] = time.perf_counter() - t
-        _import_torch(timings, torchscript)
-        t = time.perf_counter()
-        first = _first_rows(data)
-        timings["load_data_s"] += time.perf_counter() - t
-        return _Head(stream, data, first, _hash_ranges(data))
-    chunks = prefetched(iter(stream))  # the reader thread reads while torch is imported
+    else:
+        chunks = prefetched(iter(stream))  # the reader thread reads while torch is imported
     timings["load_data_s"] = time.perf_counter() - t
-    _import_torch(timings, torchscript)
-    t = time.perf_counter()
-    first = next(chunks)
-    timings["load_data_s"] += time.perf_counter() - t
-    return _Head(stream, OpenedSource(stream, first, chunks), first)
-
-
-def _import_torch(timings: dict[str, float], torchscript: bool) -> None:
     if torchscript:
         t = time.perf_counter()
         import torch  # noqa: F401  (timed apart: the largest fixed cost of a TorchScript run)
 
         timings["import_torch_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    first = _first_rows(data) if chunks is None else next(chunks)
+    timings["load_data_s"] += time.perf_counter() - t
+    if chunks is None:
+        return stream, data, first, _hash_ranges(data)
+    return stream, OpenedSource(stream, first, chunks), first, {}
 
 
 def _first_rows(data: DataSource) -> np.ndarray:
-    """The first chunk of the first partition with rows (a partition's own errors are
-    raised as its worker would); none: the whole data's read raises what is wrong."""
+    """The first chunk of the first partition with rows (none: the whole read raises)."""
     for part in data.parts():
         stream = part.open()
         try:
@@ -398,16 +359,14 @@ _HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
 
 
 def _hash_ranges(data: DataSource) -> dict[int, Future[str]]:
-    """The files read in row-group ranges hashed here meanwhile (by index): a file's
-    hash is of all its bytes, which no partition reads."""
+    """The files read in row-group ranges (no partition reads all their bytes), hashed."""
     split = sorted({p.file_index for p in data.partitions or () if p.row_groups is not None})
     files = dataset_files(data.path)
     return {i: _HASHER.submit(sha256_file, files[i], "data file") for i in split}
 
 
 def data_sha256(run: ComputeRun, reads: Reads) -> str:
-    """The data's sha256 as one read of the whole data gives it (a dataset's combined
-    from its files', :func:`~ale_cli.data.dataset.combine_hashes`)."""
+    """The data's sha256 as one read of the whole data gives it."""
     hashes = {i: future.result() for i, future in run.range_hashes.items()}
     for end in reads.ends:
         if end.file_index is None:  # one read of all the data
@@ -426,13 +385,16 @@ def data_sha256(run: ComputeRun, reads: Reads) -> str:
 
 
 def whole_run(request: ComputeRequest, timings: dict[str, float]) -> ComputeRun:
-    """The whole-table run: the table read at once, the model loaded on all rows (secants
-    for piecewise-constant models), the rows cut into chunks."""
+    """The whole-table run: the model loaded on all rows, the rows cut into chunks."""
     inputs = request.inputs
     opened = open_inputs(inputs)
     timings |= opened.timings
     table = opened.table
-    plans, notes = _level_plans(request, table, opened.features)
+    found = level_plans(
+        Rows.of(table.X, table.feature_names), opened.features, categorical=table.categorical,
+        discrete=effective_discrete(request.discrete), labels=table.levels,
+    )  # fmt: skip
+    plans = tuple(p for p in found.values() if isinstance(p, LevelPlan))
     # piecewise-constant models: secants across a fine grid (ale_cli.models.secant); the
     # features estimated per level are held fixed there (their jumps are stored instead)
     model = for_compute(
@@ -444,7 +406,6 @@ def whole_run(request: ComputeRequest, timings: dict[str, float]) -> ComputeRun:
     )
     pair_cols = checked_pairs(request, table.feature_names, table.categorical, opened.model)
     f32 = bool(table.dtypes) and all(v == "float32" for v in table.dtypes.values())
-    eval_rows = inputs.batch_size or DEFAULT_EVAL_ROWS
     return ComputeRun(
         source=ArraySource({"X": table.X}, chunk_rows=request.chunk_rows),
         kernel=LocalEffectsKernel(
@@ -453,13 +414,15 @@ def whole_run(request: ComputeRequest, timings: dict[str, float]) -> ComputeRun:
             drop_nonfinite=inputs.drop_nonfinite,
             float32_x=f32,
             pair_cols=pair_cols,
-            levels=LevelJumps(tuple(table.feature_names), plans, eval_rows) if plans else None,
+            levels=plans,
+            names=tuple(table.feature_names),
+            eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
         ),
         shared=Ready(model),
         model=model,
         columns=StoreColumns(tuple(opened.features), table.feature_names, tuple(request.pairs)),
         total_rows=len(table.X),
-        notes=(*opened.notes, *notes),
+        notes=(*opened.notes, *_levels_notes(request, plans)),
         levels=plans,
         table=table,
     )

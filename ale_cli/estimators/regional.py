@@ -22,10 +22,15 @@ from ale_cli.errors import InputError
 from ale_cli.estimators import secants
 from ale_cli.estimators.cells import ROWS, binned, ranges, store_passes
 from ale_cli.estimators.dale import check_rhale_options, rhale_summary
-from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
+from ale_cli.estimators.levels import (
+    LEVEL_DOWN,
+    LEVEL_UP,
+    LevelPlan,
+    stored_plans,
+    with_stored_levels,
+)
 from ale_cli.estimators.regional_passes import search_sample, splitters
 from ale_cli.estimators.regional_tree import Feature, Growth, grow
-from ale_cli.estimators.stored_levels import stored_plans, with_stored_levels
 from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.format import one_output
 from ale_cli.store.npz import Store, StoreFile, open_store
