@@ -4,7 +4,7 @@ A memory check, not a timed test. Every row has its own level of ``g`` (the wors
 K = N), beside three numeric inputs and a second categorical input ``h`` of as many
 levels. Two measures, for each K:
 
-- ``plan_levels`` (the level order of ALEPlot's method: the K x K distances to the
+- ``level_plans`` (the level order of ALEPlot's method: the K x K distances to the
   other inputs, their 1-D MDS) in this process, its peak under ``tracemalloc``;
 - ``ale compute MODEL DATA --categorical g,h`` in a fresh process, its peak RSS
   (``ru_maxrss`` of the child), a TorchScript model of the 5 inputs.
@@ -14,14 +14,14 @@ Usage: python bench/bench_levels_memory.py [--levels 500,1000,2000]
 Measured 2026-11-25 on the shared 2-core VM (with other jobs running):
 
 ======  ===============================  =====================
-K = N   plan_levels, tracemalloc peak    ale compute, peak RSS
+K = N   level_plans, tracemalloc peak    ale compute, peak RSS
 ======  ===============================  =====================
 500     38.2 MB                          348 MB
 1000    48.8 MB                          374 MB
 2000    128.2 MB                         557 MB
 ======  ===============================  =====================
 
-The peak of ``plan_levels`` is one block of ECDF differences (16 MiB, and its absolute
+The peak of ``level_plans`` is one block of ECDF differences (16 MiB, and its absolute
 values) plus a few K x K float64 matrices (the distances, their squares, the
 doubly-centred matrix, the eigenvectors: 32 MB each at K = 2,000). Before, the ECDF
 differences of a numeric input were held at once, K x K x 100 (6.4 GB at K = 2,000),
@@ -56,12 +56,13 @@ def table(k: int) -> np.ndarray:
 
 def plan_peak(k: int) -> float:
     """Peak MB that tracemalloc sees while the levels of g are planned."""
-    from ale_cli.estimators.levels import plan_levels
+    from ale_cli.estimators.level_plans import level_plans
+    from ale_cli.estimators.rows import Rows
 
     X = table(k)
-    names = ["g", "a", "b", "c", "h"]
+    rows = Rows.of(X, ["g", "a", "b", "c", "h"])
     tracemalloc.start()
-    plan_levels(X, names, {"g": "categorical"}, categorical=["g", "h"])
+    level_plans(rows, ["g"], categorical=["g", "h"])
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return peak / 1e6
@@ -103,7 +104,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         model_path = model(folder)
-        print(f"{'K = N':>6}  {'plan_levels peak':>17}  {'compute peak RSS':>17}")
+        print(f"{'K = N':>6}  {'level_plans peak':>17}  {'compute peak RSS':>17}")
         for k in levels:
             plan = plan_peak(k)
             rss = compute_peak(k, folder, model_path)
