@@ -222,20 +222,31 @@ def rhale_summary(
 def rebin_features(
     X: np.ndarray, E: np.ndarray, names: Sequence[str], **kw: Any
 ) -> list[FeatureSummary]:
-    """:func:`dale` on values X (N, D) with local effects E (N, D); ``kw`` as there."""
+    """:func:`dale` on values X (N, D) with local effects E (N, D); ``kw``: its options
+    (``bins``, ``binning``, ``center``, ``edges``, ``categorical``, ``bootstrap``)."""
     check_center(kw.get("center", "mean"))
     check_choice(kw.get("binning", "uniform"), BINNINGS, "binning")
     return dale(array_passes(X, E, names, LOCAL), rows=(X, E), **kw)
 
 
 def rhale_features(
-    X: np.ndarray, E: np.ndarray, names: Sequence[str], *, min_points: int, **kw: Any
+    X: np.ndarray,
+    E: np.ndarray,
+    names: Sequence[str],
+    *,
+    min_points: int,
+    max_bins: int = DEFAULT_MAX_BINS,
+    alpha: float = DEFAULT_ALPHA,
+    grid: str = "uniform",
+    center: str = "mean",
+    **common: Any,
 ) -> list[FeatureSummary]:
-    """:func:`rhale_cells` on values X (N, D) with local effects E (N, D); ``kw`` as there."""
-    asked = {k: v for k, v in kw.items() if k in ("max_bins", "alpha", "grid", "center")}
-    check_rhale_options(min_points=min_points, **asked)
+    """:func:`rhale_cells` on values X (N, D) with local effects E (N, D); ``common``:
+    ``categorical``, ``bootstrap``."""
+    options = {"max_bins": max_bins, "alpha": alpha, "grid": grid, "center": center}
+    check_rhale_options(min_points=min_points, **options)
     p = array_passes(X, E, names, LOCAL)
-    return rhale_cells(p, min_points=min_points, rows=(X, E), **kw)
+    return rhale_cells(p, min_points=min_points, rows=(X, E), **options, **common)
 
 
 @dataclass(frozen=True)
