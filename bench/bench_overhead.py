@@ -17,20 +17,13 @@ median over the rounds with its min-max: the spread is the noise of the machine.
 
 Usage: python bench/bench_overhead.py [--rows 1e6] [--rounds 3] [--same-pass 2e5]
 
-Measured 2026-11-26 on a quieter machine (12:38 UTC, 3 rounds, load 1.4): bare 8.67 s CPU
-(8.50-10.38); ale compute + ale rhale 13.71 s (12.83-16.04): CPU ratio 1.51 (1.32-1.85), wall
-ratio 1.38 (1.21-1.72). Then 5 rounds at 12:45-12:52 (load 1.6, one other session starting):
-bare 11.08 s (9.42-11.23), ale 17.19 s (16.65-19.12): CPU ratio 1.56 (1.49-1.85), wall 1.49
-(1.46-1.75); ``import torch`` alone 3.90 s (3.65-4.56), ale less it 1.22x (1.14-1.41) the
-pass. The targets sit inside the noise: met in one run, missed by 4-6% in the other.
-
-Earlier, two runs of 3 interleaved rounds (12:09 and 12:13 UTC, load average
-3.2 and 2.8: three other sessions at work on 2 cores). Bare fwd+bwd 9.38 s CPU (9.21-9.85)
-and 9.43 s (8.94-9.60); ale compute + ale rhale 16.88 s (15.87-18.14) and 15.45 s
-(15.40-16.47): CPU ratio 1.80 (1.61-1.97) and 1.64 (1.60-1.84), wall ratio 2.42
-(2.30-2.52) and 1.87 (1.40-2.26); both above their targets (wall suffers most from the
-load). ``import torch`` alone took 3.52 s (3.28-3.93) and 3.27 s (2.85-4.02) of CPU; ale's
-CPU less that is 1.38x (1.28-1.59) and 1.34x (1.26-1.39) the pass.
+Measured 2026-11-26, 15:57-16:05 UTC, load 1.0-1.1 (no other session at work), twice:
+3 rounds: bare 11.28 s CPU (9.73-12.18), ale compute + ale rhale 17.16 s (15.70-17.52): CPU
+ratio 1.44 (1.39-1.76), wall ratio 1.33 (1.27-1.64); 5 rounds: bare 10.54 s (9.75-12.09), ale
+17.21 s (15.45-18.27): CPU ratio 1.56 (1.47-1.76), wall 1.46 (1.35-1.63). ``import torch``
+alone 4.41 s and 3.65 s of CPU; ale less it 1.00x (0.98-1.31) and 1.22x (1.13-1.33) the
+pass; ale against the bare script's whole process (its start-up, ``import torch`` and the
+read of the rows included) 0.90 and 0.99. The targets sit inside the machine's noise.
 
 Where the CPU goes, in user instructions (``perf stat -e instructions:u``, the same to
 0.1% from run to run, unlike the times): the bare pass 38.7 G (the bare script less the

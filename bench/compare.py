@@ -15,22 +15,20 @@ Workloads (each a fresh ``ale`` process, ale byte-compiled as installed):
 
 Usage: python bench/compare.py --base DIR [--rounds 3] [--rows-large 1e7] [--only NAME,...]
 
-Measured 2026-11-26, 03:12-03:25 UTC, base = the commit before the one-pass refactor
-(781284d), 3 interleaved rounds, load average 1.0-1.4 on 2 cores; median (min-max):
+Measured 2026-11-26, 15:40-15:57 UTC, base = main before the 2,800-line cut (98ff435),
+load average 0.9-1.7 on 2 cores, no other session at work; median (min-max):
 
 ====================  ======================  ======================  ===================
 workload              base                    new                     new / base
 ====================  ======================  ======================  ===================
-compute+rhale 1e6     17.46 s (17.11-19.73)   20.07 s (20.00-23.60)   1.169 (1.150-1.196)
-rhale 1e7             9.29 s (8.61-10.51)     10.22 s (9.09-10.54)    1.100 (0.865-1.225)
-rebin quantile 1e7    22.89 s (19.96-24.28)   23.05 s (21.57-23.08)   1.008 (0.949-1.080)
-run demo job          26.31 s (25.95-28.88)   22.78 s (22.46-28.43)   0.878 (0.854-0.984)
+compute+rhale 1e6     16.21 s (15.39-17.69)   14.06 s (13.98-14.68)   0.867 (0.790-0.954)
+run demo job          8.74 s (8.22-11.95)     8.38 s (8.36-10.56)     0.956 (0.701-1.285)
+rhale 1e7 (6 rounds)  9.46 s (8.66-9.81)      8.97 s (7.86-9.64)      0.963 (0.838-1.012)
+rebin quantile 1e7    17.22 s (16.74-17.43)   16.84 s (16.33-16.86)   0.979 (0.937-1.006)
 ====================  ======================  ======================  ===================
 
-Measured 2026-11-26, 08:20-08:27 UTC, same base, 3 interleaved rounds, load average
-2.4-2.8: compute+rhale 1e6 new/base 0.957 (0.858-1.042), run demo job 0.961
-(0.921-1.010) (the new demo job also runs the regional step); the 1e7 workloads were not
-run again.
+The other rows ran 3 rounds; a first 3-round run of rhale 1e7
+gave 1.067 (0.941-1.082), within the noise the 6-round run shows.
 """
 
 from __future__ import annotations
