@@ -39,8 +39,6 @@ RUN_SCHEMA = json.loads((ROOT / "ale_cli/schema/run.schema.json").read_text())
 REPLACE_TRIALS = 16
 FSYNC_TRIALS = 4
 SIGNAL_TRIALS = 8
-#: what each in-process signal trial left ("old" or "new")
-SIGNAL_OUTCOMES: list[str] = []
 pytestmark = pytest.mark.slow
 
 
@@ -224,32 +222,31 @@ def signal_after(delay: float, signum: int) -> Iterator[None]:
 
 # a signal that lands in a weakref callback is "ignored" there by Python; the run goes on
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-@pytest.mark.parametrize("trial", range(SIGNAL_TRIALS))
-def test_sigterm_or_sigint_at_a_random_point_leaves_one_whole_run(
-    cli, setup: Setup, tmp_path, trial
-):
-    rng = random.Random(trial)
-    signum = (signal.SIGTERM, signal.SIGINT)[trial % 2]
-    job, out = setup.workspace(tmp_path)
-    old = tree(out)
-    result = None
-    with signal_after(rng.uniform(0.0, 1.2 * setup.seconds), signum):
-        result = cli("run", job, "-o", out)
-    if result is not None and result.exit_code != 0:
-        # 130/143, also when the signal lands inside a C extension that reports it as its
-        # own error (matplotlib's path conversion: "Invalid affine transformation matrix")
-        assert result.exit_code == {signal.SIGTERM: 143, signal.SIGINT: 130}[signum], result.output
-        assert "Traceback" not in result.output and len(result.stderr.splitlines()) == 1
-    state = state_of(out, old, setup.new_sha)
-    assert state in ("old", "new")
-    SIGNAL_OUTCOMES.append(state)
-
-
-def test_the_signal_trials_interrupted_runs():
-    """The random delays land inside runs, not only after them (both states are seen)."""
-    if len(SIGNAL_OUTCOMES) < SIGNAL_TRIALS:
-        pytest.skip("the signal trials did not all run")
-    assert set(SIGNAL_OUTCOMES) == {"old", "new"}, SIGNAL_OUTCOMES
+def test_sigterm_or_sigint_at_a_random_point_leaves_one_whole_run(cli, setup: Setup, tmp_path):
+    """SIGTERM and SIGINT in turn at random delays: every trial leaves the old run or the
+    new one, whole, and the delays land inside runs, not only after them (both are seen).
+    One test, so the trials run in one process whatever the test workers."""
+    outcomes = []
+    for trial in range(SIGNAL_TRIALS):
+        rng = random.Random(trial)
+        signum = (signal.SIGTERM, signal.SIGINT)[trial % 2]
+        folder = tmp_path / str(trial)
+        folder.mkdir()
+        job, out = setup.workspace(folder)
+        old = tree(out)
+        result = None
+        with signal_after(rng.uniform(0.0, 1.2 * setup.seconds), signum):
+            result = cli("run", job, "-o", out)
+        if result is not None and result.exit_code != 0:
+            # 130/143, also when the signal lands inside a C extension that reports it as
+            # its own error (matplotlib's path conversion: "Invalid affine transformation")
+            expected = {signal.SIGTERM: 143, signal.SIGINT: 130}[signum]
+            assert result.exit_code == expected, result.output
+            assert "Traceback" not in result.output and len(result.stderr.splitlines()) == 1
+        state = state_of(out, old, setup.new_sha)
+        assert state in ("old", "new"), (trial, state)
+        outcomes.append(state)
+    assert set(outcomes) == {"old", "new"}, outcomes
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
