@@ -71,14 +71,20 @@ def sigterm_raises() -> Iterator[None]:
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block ends (main thread on POSIX only)."""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
-        threading.main_thread()
-    ):
+    """SIGINT and SIGTERM wait until the block ends, then reach their handlers (main thread
+    only). Held by handlers, not by a signal mask: Python runs a handler in the main thread
+    whichever thread the kernel gave the signal to, so masking the main thread holds
+    nothing while another thread runs."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    held: list[int] = []
+    wanted = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, lambda signum, _: held.append(signum)) for s in wanted}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for s, handler in previous.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        if held:
+            signal.raise_signal(held[0])

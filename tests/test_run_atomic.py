@@ -270,3 +270,32 @@ def test_a_killed_subprocess_leaves_one_whole_run(setup: Setup, tmp_path, signum
     assert "Traceback" not in stderr, stderr
     state = state_of(out, old, setup.new_sha)
     assert state in ("old", "new"), (state, code, stderr)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_sent_while_held_reaches_its_handler_after_the_block(signum):
+    """Sent by a thread started before the block (so its signal mask is not the block's),
+    as ``kill`` may deliver it to any thread: the block still ends first."""
+    from ale_cli.signals import signals_held
+
+    seen: list[str] = []
+    go, sent = threading.Event(), threading.Event()
+
+    def send() -> None:
+        go.wait()
+        os.kill(os.getpid(), signum)
+        sent.set()
+
+    previous = signal.signal(signum, lambda *_: seen.append("handler"))
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        with signals_held():
+            go.set()
+            sent.wait()
+            time.sleep(0.05)  # Python would run a handler here
+            seen.append("block ends")
+        assert seen == ["block ends", "handler"]
+    finally:
+        sender.join()
+        signal.signal(signum, previous)
