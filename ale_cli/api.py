@@ -246,7 +246,7 @@ def interact(
         bins=bins,
         binning=binning,
         estimator=estimator,
-        store=_path(store),  # type: ignore[arg-type]
+        store=_path(store),
         edges=_path(edges),
         chunk_rows=chunk_rows,
     )

@@ -274,11 +274,13 @@ def stored_plans(meta: Mapping[str, Any], where: str) -> tuple[LevelPlan, ...]:
     return tuple(LevelPlan.from_meta(item, where) for item in items)
 
 
+def _where(store: Store | StoreFile) -> str:
+    return f"store '{getattr(store, 'path', 'in memory')}'"
+
+
 def stored_level_names(store: Store | StoreFile, names: Sequence[str]) -> tuple[str, ...]:
     """The features among ``names`` whose per-row jumps the store holds."""
-    held = {
-        p.name for p in stored_plans(store.meta, f"store '{getattr(store, 'path', 'in memory')}'")
-    }
+    held = {p.name for p in stored_plans(store.meta, _where(store))}
     return tuple(n for n in names if n in held)
 
 
@@ -292,7 +294,7 @@ def with_stored_levels(
     """``features`` with each one whose jumps the store holds replaced by its per-level
     record, equal to ``ale classic``'s on the rows and model the store came from (bootstrap
     bands only of a store in memory), no model call."""
-    where = f"store '{getattr(store, 'path', 'in memory')}'"
+    where = _where(store)
     plans = {p.name: (i, p) for i, p in enumerate(stored_plans(store.meta, where))}
     todo = [f.name for f in features if f.name in plans]
     if not todo:
