@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,7 @@ from ale_cli.estimators.cells import Passes, array_passes, binned, ranges, store
 from ale_cli.estimators.levels import stored_level_names, with_stored_levels
 from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.format import output_label, output_records
-from ale_cli.store.npz import Store, StoreFile, open_store, read_store
+from ale_cli.store.npz import Store, StoreFile, open_store, read_store, store_sha256
 from ale_cli.summary.build import (
     EstimateResult,
     not_estimable,
@@ -50,6 +51,8 @@ from ale_cli.summary.statistics import statistics_params
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
+
+_HASHER = ThreadPoolExecutor(thread_name_prefix="ale-hash")
 
 
 @dataclass(frozen=True)
@@ -130,65 +133,33 @@ def check_rhale_options(
         raise InputError(f"{{param}} must be a number from 0 to 1, got {alpha}", param="alpha")
 
 
-def dale(
+def binned_features(
     p: Passes,
     *,
     bins: int = DEFAULT_BINS,
     binning: str = "uniform",
     center: str = "mean",
     edges: dict[str, np.ndarray] | None = None,
-    **common: Any,
-) -> list[FeatureSummary]:
-    """DALE on fixed bins (or ``edges[name]``, rows outside counted) for every feature of
-    ``p``; ``common``: as in :func:`_binned`."""
-
-    def one(name: str, z: np.ndarray, cell: CellStats, outside: int) -> FeatureSummary:
-        return summary_from_cells(name, z, cell, n_outside=outside, center=center)
-
-    return _binned(p, one, bins=bins, binning=binning, edges=edges, center=center, **common)
-
-
-def rhale_cells(
-    p: Passes,
-    *,
-    min_points: int,
-    alpha: float = DEFAULT_ALPHA,
-    max_bins: int = DEFAULT_MAX_BINS,
-    grid: str = "uniform",
-    center: str = "mean",
-    **common: Any,
-) -> list[FeatureSummary]:
-    """RHALE for every feature of ``p``: the optimal partition
-    (:func:`~ale_cli.core.rhale.optimal_partition`) of a ``max_bins``-cell grid, its cells
-    summed per bin (no second pass); ``common``: as in :func:`_binned`."""
-
-    def one(name: str, g: np.ndarray, cell: CellStats, _: int) -> FeatureSummary:
-        return rhale_summary(name, g, cell, min_points=min_points, alpha=alpha, center=center)
-
-    return _binned(p, one, bins=max_bins, binning=grid, center=center, **common)
-
-
-def _binned(
-    p: Passes,
-    one: Callable[[str, np.ndarray, CellStats, int], FeatureSummary],
-    *,
-    bins: int,
-    binning: str,
-    center: str,
-    edges: dict[str, np.ndarray] | None = None,
+    rhale: tuple[int, float] | None = None,
     categorical: Sequence[str] = (),
     bootstrap: Bootstrap | None = None,
     rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[FeatureSummary]:
-    """``one(name, edges, cells, rows outside)`` per feature of ``p`` not skipped; with
-    ``bootstrap``, bands on each feature's edges from the rows ``(X, E)`` in memory."""
+    """DALE on fixed bins (or ``edges[name]``, rows outside counted) for every feature of
+    ``p`` not skipped, or with ``rhale`` (``min_points``, ``alpha``) RHALE: the optimal
+    partition (:func:`~ale_cli.core.rhale.optimal_partition`) of a ``bins``-cell grid, its
+    cells summed per bin; with ``bootstrap``, bands from the rows ``(X, E)`` in memory."""
     lo, hi = ranges(p)
     names = p.columns.names
     skip = skip_reasons(names, lo, hi, categorical, edges)
     todo = [j for j, name in enumerate(names) if name not in skip]
     z, cells, outside = binned(p, todo, lo, hi, bins=bins, binning=binning, edges=edges)
     out = [
-        not_estimable(name, skip[name]) if name in skip else one(name, z[j], cells[j], outside[j])
+        not_estimable(name, skip[name])
+        if name in skip
+        else summary_from_cells(name, z[j], cells[j], n_outside=outside[j], center=center)
+        if rhale is None
+        else rhale_summary(name, z[j], cells[j], min_points=rhale[0], alpha=rhale[1], center=center)
         for j, name in enumerate(names)
     ]
     if bootstrap is None or not bootstrap.replicates or rows is None:
@@ -222,11 +193,11 @@ def rhale_summary(
 def rebin_features(
     X: np.ndarray, E: np.ndarray, names: Sequence[str], **kw: Any
 ) -> list[FeatureSummary]:
-    """:func:`dale` on values X (N, D) with local effects E (N, D); ``kw``: its options
-    (``bins``, ``binning``, ``center``, ``edges``, ``categorical``, ``bootstrap``)."""
+    """DALE (:func:`binned_features`, options ``kw``) on values X (N, D) with local effects
+    E (N, D)."""
     check_center(kw.get("center", "mean"))
     check_choice(kw.get("binning", "uniform"), BINNINGS, "binning")
-    return dale(array_passes(X, E, names, LOCAL), rows=(X, E), **kw)
+    return binned_features(array_passes(X, E, names, LOCAL), rows=(X, E), **kw)
 
 
 def rhale_features(
@@ -241,12 +212,14 @@ def rhale_features(
     center: str = "mean",
     **common: Any,
 ) -> list[FeatureSummary]:
-    """:func:`rhale_cells` on values X (N, D) with local effects E (N, D); ``common``:
-    ``categorical``, ``bootstrap``."""
-    options = {"max_bins": max_bins, "alpha": alpha, "grid": grid, "center": center}
-    check_rhale_options(min_points=min_points, **options)
-    p = array_passes(X, E, names, LOCAL)
-    return rhale_cells(p, min_points=min_points, rows=(X, E), **options, **common)
+    """RHALE (:func:`binned_features`) on values X (N, D) with local effects E (N, D);
+    ``common``: ``categorical``, ``bootstrap``."""
+    check_rhale_options(
+        min_points=min_points, max_bins=max_bins, alpha=alpha, grid=grid, center=center
+    )
+    p, rhale = array_passes(X, E, names, LOCAL), (min_points, alpha)
+    kw: dict[str, Any] = {"bins": max_bins, "binning": grid, "center": center, "rhale": rhale}
+    return binned_features(p, rows=(X, E), **kw, **common)
 
 
 @dataclass(frozen=True)
@@ -259,32 +232,13 @@ class _Opened:
 
 
 def _open(store: Path | Store, *, whole: bool = False) -> _Opened:
-    """A store in memory, or opened by path (``whole``: read into memory)."""
+    """A store in memory, or opened by path (``whole``: read into memory), its sha256
+    computed in a helper thread meanwhile."""
     if isinstance(store, Store):
         return _Opened(None, store)
-    if whole:
-        return _Opened(Path(store), read_store(store), _hash_in_background(Path(store)))
-    handle = open_store(store)
-    return _Opened(handle.path, handle, _hash_in_background(handle.path))
-
-
-def _hash_in_background(path: Path) -> Future[str]:
-    """sha256 of ``path`` in a helper thread, overlapping the passes."""
-    from concurrent.futures import Future
-    from threading import Thread
-
-    from ale_cli.store.npz import store_sha256
-
-    future: Future[str] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(store_sha256(path))  # a file's, or a directory store's
-        except BaseException as exc:
-            future.set_exception(exc)
-
-    Thread(target=run, name="ale-hash", daemon=True).start()
-    return future
+    handle = read_store(store) if whole else open_store(store)
+    path = Path(store) if whole else handle.path
+    return _Opened(path, handle, _HASHER.submit(store_sha256, path))
 
 
 def _result(
@@ -341,7 +295,7 @@ def _features(
     options: dict[str, Any],
     check: Callable[[Store | StoreFile], None] | None = None,
 ) -> tuple[list[FeatureSummary], float]:
-    """Every chosen feature's summary (:func:`dale`, :func:`rhale_cells` or their secant
+    """Every chosen feature's summary (:func:`binned_features` or its secant
     variants, per level where the store holds the jumps), and when the store was ready."""
     levels = stored_level_names(opened.store, request.features or opened.store.feature_names)
     categorical = (*(opened.store.meta.get("categorical_features") or ()), *levels)
@@ -357,12 +311,12 @@ def _features(
             rows = secants.whole(store).feature_data(list(p.columns.names))
         kw = {"center": request.center, "categorical": categorical, "rows": rows}
         kw |= {"bootstrap": request.bootstrap, **options}
-        rebinning = isinstance(request, RebinRequest)
         if not secant:
-            features = (dale if rebinning else rhale_cells)(p, **kw)
+            features = binned_features(p, **kw)
         else:  # piecewise-constant model: ale_cli.estimators.secants
             where = "store" if opened.path is None else f"store '{opened.path}'"
             grids = secants.fine_grids(store, where)
+            rebinning = isinstance(request, RebinRequest)
             features = (secants.rebin if rebinning else secants.rhale)(p, grids, **kw)
     if levels:
         features = with_stored_levels(
@@ -426,7 +380,8 @@ def rhale(request: RhaleRequest) -> EstimateResult:
     min_points = request.min_points if given else default_min_points(n_rows)
     options: dict[str, Any] = {"min_points": min_points, "alpha": request.alpha}
     if not secants.is_secant(opened.store.meta):  # secants: candidates are the fine edges
-        options |= {"max_bins": request.max_bins, "grid": request.grid}
+        options = {"rhale": (min_points, request.alpha), "bins": request.max_bins}
+        options["binning"] = request.grid
     features, t_load = _outputs(request, opened, options)
     params: dict[str, Any] = {
         "max_bins": request.max_bins,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from ale_cli.models.base import METHODS, LoadOptions
 from ale_cli.models.columns import ColumnOrder, model_column_order, order_note
 from ale_cli.models.mlflow_model import MlflowSource, is_reference, resolve
 from ale_cli.models.objects import ModelObject, given_model
+from ale_cli.passes.spool import DataPasses
 
 if TYPE_CHECKING:
     from ale_cli.data.table import Table
@@ -164,6 +165,19 @@ class ModelInputs:
     def data_label(self) -> str:
         """How messages and provenance name the data: its path, or ``<DataFrame>``."""
         return IN_MEMORY if is_frame(self.data) else str(self.data)
+
+    def passes(self, chunk_rows: int, text: Mapping[str, Any] | None = None) -> DataPasses:
+        """The data file read chunk by chunk (``text``: the text columns' levels, as codes)."""
+        return DataPasses(
+            path=Path(self.data),
+            data_format=self.data_format,
+            inputs=self.inputs,
+            exclude=self.exclude,
+            dropna=self.dropna,
+            categorical=self.categorical,
+            chunk_rows=chunk_rows,
+            text=tuple((text or {}).items()),
+        )
 
     def load_options(self) -> Any:
         """The model adapter's :class:`~ale_cli.models.base.LoadOptions`."""

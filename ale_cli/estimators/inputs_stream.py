@@ -5,8 +5,7 @@ first pass and loads the model on the first chunk, with the whole file's dtypes.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -119,23 +118,15 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
     their levels, a pass before) and the model loaded and checked on the first chunk."""
     inputs.check_files()
     model_format = detect_format(inputs.model, inputs.model_format)
-    passes = DataPasses(
-        path=Path(inputs.data),
-        data_format=inputs.data_format,
-        inputs=inputs.inputs,
-        exclude=inputs.exclude,
-        dropna=inputs.dropna,
-        categorical=inputs.categorical,
-        chunk_rows=chunk_rows,
-    )
+    passes = inputs.passes(chunk_rows)
     t = time.perf_counter()
     try:
         scan = passes.scan()
     except NotNumeric:
         if model_format not in TEXT_FORMATS:  # tensor models take numbers only
             raise
-        levels = find_text_levels(lambda text: replace(passes, text=tuple(text.items())).open())
-        passes = replace(passes, text=tuple(levels.items()))
+        levels = find_text_levels(lambda text: inputs.passes(chunk_rows, text).open())
+        passes = inputs.passes(chunk_rows, levels)
         scan = passes.scan()
     features, columns = feature_columns(
         inputs.features, scan.names, where=f"data file '{inputs.data_label}'"

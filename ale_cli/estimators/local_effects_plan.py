@@ -16,7 +16,7 @@ import numpy as np
 from ale_cli.data.dataset import combine_hashes, dataset_files, is_dataset
 from ale_cli.data.source import ArraySource, Source
 from ale_cli.data.sources import DataSource, OpenedSource, Reads
-from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream, open_stream
+from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream
 from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
 from ale_cli.estimators.inputs import (
@@ -151,17 +151,7 @@ def profiled_model(
 
 
 def open_data(request: ComputeRequest, text: dict[str, Any] | None = None) -> TableStream:
-    inputs = request.inputs
-    return open_stream(
-        inputs.data,
-        fmt=inputs.data_format,
-        inputs=inputs.inputs,
-        exclude=inputs.exclude,
-        dropna=inputs.dropna,
-        categorical=inputs.categorical,
-        chunk_rows=request.chunk_rows,
-        text=text,
-    )
+    return request.inputs.passes(request.chunk_rows, text).open()
 
 
 def _levels_notes(request: ComputeRequest, plans: Sequence[LevelPlan]) -> tuple[str, ...]:

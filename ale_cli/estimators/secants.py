@@ -167,7 +167,7 @@ def rebin(
     rows: tuple[np.ndarray, np.ndarray] | None = None,
     min_rows: int = MIN_ROWS_PER_FINE_BIN,
 ) -> list[FeatureSummary]:
-    """``ale rebin`` on secants (coarse bins as :func:`ale_cli.estimators.dale.dale`);
+    """``ale rebin`` on secants (coarse bins as :func:`ale_cli.estimators.dale.binned_features`);
     bootstrap bands from the rows in memory (``rows``)."""
     lo, hi, skip, fine = _fine(p, grids, min_rows, categorical, edges)
     names = p.columns.names
