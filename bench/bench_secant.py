@@ -102,10 +102,8 @@ def compare(
     rh = api.rhale(sc_store)
     store = read_store(sc_store)
     names = store.feature_names
-    loose = sec.in_memory(store, sec.rebin, bins=20, binning="quantile", center="mean", min_rows=0)
-    loose_rh = sec.in_memory(
-        store, sec.rhale, min_points=-(-store.n_rows // 20), alpha=0.2, center="mean", min_rows=0
-    )
+    loose = sec.in_memory(store, bins=20, binning="quantile", center="mean", min_rows=0)
+    loose_rh = sec.in_memory(store, rhale=(-(-store.n_rows // 20), 0.2), center="mean", min_rows=0)
     rh_edges = {f.name: f.edges.tolist() for f in loose_rh if f.status == "ok"}
     (work / "rh_edges.json").write_text(json.dumps(rh_edges))
     classic_rh = api.classic(model, data, edges=work / "rh_edges.json", trust=trust, **opts)

@@ -315,9 +315,7 @@ def _features(
             features = binned_features(p, **kw)
         else:  # piecewise-constant model: ale_cli.estimators.secants
             where = "store" if opened.path is None else f"store '{opened.path}'"
-            grids = secants.fine_grids(store, where)
-            rebinning = isinstance(request, RebinRequest)
-            features = (secants.rebin if rebinning else secants.rhale)(p, grids, **kw)
+            features = secants.estimate(p, secants.fine_grids(store, where), **kw)
     if levels:
         features = with_stored_levels(
             features, opened.store, center=request.center, bootstrap=request.bootstrap
@@ -378,11 +376,12 @@ def rhale(request: RhaleRequest) -> EstimateResult:
     )
     given = request.min_points is not None
     min_points = request.min_points if given else default_min_points(n_rows)
-    options: dict[str, Any] = {"min_points": min_points, "alpha": request.alpha}
-    if not secants.is_secant(opened.store.meta):  # secants: candidates are the fine edges
-        options = {"rhale": (min_points, request.alpha), "bins": request.max_bins}
-        options["binning"] = request.grid
-    features, t_load = _outputs(request, opened, options)
+    rhale = {
+        "rhale": (min_points, request.alpha),
+        "bins": request.max_bins,
+        "binning": request.grid,
+    }
+    features, t_load = _outputs(request, opened, rhale)
     params: dict[str, Any] = {
         "max_bins": request.max_bins,
         "min_points": min_points,

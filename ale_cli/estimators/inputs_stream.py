@@ -40,10 +40,6 @@ class Reading:
     whole: bool
     reason: str = ""
 
-    @classmethod
-    def whole_table(cls, reason: str = "") -> Reading:
-        return cls(True, reason)
-
     def check(self, engine: Engine) -> None:
         """InputError naming ``engine`` when it runs parts apart and the data are read whole."""
         if self.whole and engine.splits:
@@ -63,13 +59,13 @@ def reading_of(inputs: ModelInputs, chunk_rows: int | None) -> Reading:
     """How ``inputs`` are read: whole for a DataFrame or without ``chunk_rows`` (no note) or
     when the model's columns are matched by name (a note), else streamed."""
     if chunk_rows is None or is_frame(inputs.data):
-        return Reading.whole_table()
+        return Reading(True)
     if isinstance(inputs.model, ModelObject):
-        return Reading.whole_table("read the whole table: the model is an object in memory")
+        return Reading(True, "read the whole table: the model is an object in memory")
     order = model_column_order(inputs.model, detect_format(inputs.model, inputs.model_format))
     if order.names is not None:
-        return Reading.whole_table(
-            f"read the whole table: {order.source} matches the data's columns by name"
+        return Reading(
+            True, f"read the whole table: {order.source} matches the data's columns by name"
         )
     return STREAMED
 

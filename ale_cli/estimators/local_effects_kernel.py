@@ -1,9 +1,7 @@
-"""The chunk kernel of ``ale compute`` (a chunk of rows in, its store rows and what the
-store's meta needs out, as one mergeable state :class:`Computed`) and where it writes: one
-store file in this process (:class:`FileSink`), or a directory store (:class:`PartsOutput`)
-whose sink travels and writes each part of the run as a part store on the worker that
-computed it; when a part fails, the sink leaves :data:`STOP` in the folder and the other
-parts stop at their next chunk."""
+"""The chunk kernel of ``ale compute`` (a chunk of rows in, its store rows and the meta's
+needs out, as one mergeable :class:`Computed`) and its sinks: one store file written here
+(:class:`FileSink`), or a directory store whose parts are written where they are computed
+(:class:`PartsOutput`; a failed part leaves :data:`STOP` and the others stop)."""
 
 from __future__ import annotations
 
@@ -165,10 +163,6 @@ class LocalEffectsKernel:
         return kept, np.asarray(found.dropped, dtype=np.int64)
 
 
-def without_rows(state: Computed) -> Computed:
-    return replace(state, arrays=None)
-
-
 #: a file the run leaves in a directory store's temporary folder when a part failed
 STOP = ".stop"
 
@@ -209,7 +203,7 @@ class FileSink:
     def write(self, state: Computed) -> Computed:
         if state.rows:
             self.writer.add(state.arrays or {})
-        return without_rows(state)
+        return replace(state, arrays=None)
 
     def done(self, state: Computed) -> Computed:
         return state
@@ -247,7 +241,7 @@ class _PartWriter:
         if (folder / STOP).exists() or not folder.is_dir():  # another part failed
             raise RunError(f"stopped computing part {self.path.name}: the run failed")
         if not state.rows:
-            return without_rows(state)
+            return replace(state, arrays=None)
         arrays = state.arrays or {}
         if self.writer is None:
             self.writer = StoreWriter(self.path).__enter__()

@@ -1,17 +1,10 @@
-"""``rebin`` and ``rhale`` on a store of secants (piecewise-constant models).
-
-Such a store holds each row's secant across its bin of a fine grid, and the fine grids
-(:mod:`ale_cli.models.secant`). The estimators accumulate the fine-grid ALE and read it at
-the coarse edges (:mod:`ale_cli.core.finegrid`; interpolated linearly inside a fine bin
-for edges off the fine grid, with a note) rather than average secants over a coarse bin;
-``rhale``'s candidate limits are the fine edges. A feature whose median fine bin holds
-fewer than :data:`~ale_cli.core.finegrid.MIN_ROWS_PER_FINE_BIN` rows is not estimable
-(:func:`~ale_cli.core.finegrid.sparse_reason`).
-"""
+"""``rebin`` and ``rhale`` on a store of secants (piecewise-constant models): the fine-grid
+ALE read at the coarse edges (:mod:`ale_cli.core.finegrid`; formulas in
+docs/estimators.md, "Secants for tree models")."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,6 +24,7 @@ from ale_cli.core.finegrid import (
 from ale_cli.core.rhale import optimal_partition
 from ale_cli.errors import InputError
 from ale_cli.estimators.bands import Bootstrap, replicate_cells
+from ale_cli.estimators.bins import DEFAULT_BINS
 from ale_cli.estimators.cells import Passes, binned, on_edges, ranges, store_passes
 from ale_cli.passes.engine import LOCAL
 from ale_cli.store.npz import FINE_EDGES, FINE_OFFSETS, Store, StoreFile, read_store
@@ -154,56 +148,39 @@ def _summary(
     )
 
 
-def rebin(
+def estimate(
     p: Passes,
     grids: Mapping[str, np.ndarray],
     *,
-    bins: int,
-    binning: str,
     center: str,
+    bins: int = DEFAULT_BINS,
+    binning: str = "uniform",
     edges: Mapping[str, np.ndarray] | None = None,
+    rhale: tuple[int, float] | None = None,
     categorical: Sequence[str] = (),
     bootstrap: Bootstrap | None = None,
     rows: tuple[np.ndarray, np.ndarray] | None = None,
     min_rows: int = MIN_ROWS_PER_FINE_BIN,
 ) -> list[FeatureSummary]:
-    """``ale rebin`` on secants (coarse bins as :func:`ale_cli.estimators.dale.binned_features`);
-    bootstrap bands from the rows in memory (``rows``)."""
+    """``ale rebin`` on secants (coarse bins as
+    :func:`~ale_cli.estimators.dale.binned_features`), or with ``rhale`` (``min_points``,
+    ``alpha``) ``ale rhale``: the optimal partition of each feature's fine grid (``bins``,
+    ``binning`` unused); the effect from the fine curve at the coarse edges, bootstrap bands
+    from the rows in memory (``rows``)."""
     lo, hi, skip, fine = _fine(p, grids, min_rows, categorical, edges)
-    names = p.columns.names
-    given = None if edges is None else dict(edges)
-    z, coarse, outside = binned(p, list(fine), lo, hi, bins=bins, binning=binning, edges=given)
-    out = [
-        not_estimable(name, skip[name])
-        if name in skip
-        else _summary(name, z[j], fine[j], coarse[j], center=center, n_outside=outside[j])
-        for j, name in enumerate(names)
-    ]
-    return _banded(out, rows, fine, bootstrap, center)
-
-
-def rhale(
-    p: Passes,
-    grids: Mapping[str, np.ndarray],
-    *,
-    min_points: int,
-    alpha: float,
-    center: str,
-    categorical: Sequence[str] = (),
-    bootstrap: Bootstrap | None = None,
-    rows: tuple[np.ndarray, np.ndarray] | None = None,
-    min_rows: int = MIN_ROWS_PER_FINE_BIN,
-) -> list[FeatureSummary]:
-    """``ale rhale`` on secants: the optimal partition of each feature's fine grid, the
-    effect from the fine curve at its limits."""
-    _, _, skip, fine = _fine(p, grids, min_rows, categorical)
-    names = p.columns.names
+    if rhale is None:
+        given = None if edges is None else dict(edges)
+        z, coarse, outside = binned(p, list(fine), lo, hi, bins=bins, binning=binning, edges=given)
     out: list[FeatureSummary] = []
-    for j, name in enumerate(names):
+    for j, name in enumerate(p.columns.names):
         if name in skip:
             out.append(not_estimable(name, skip[name]))
             continue
         f = fine[j]
+        if rhale is None:
+            out.append(_summary(name, z[j], f, coarse[j], center=center, n_outside=outside[j]))
+            continue
+        min_points, alpha = rhale
         part = optimal_partition(f.edges, f.cells, min_points=min_points, alpha=alpha)
         note = _note(f.edges, part.edges) + "; candidate limits: the fine edges"
         if not part.feasible:
@@ -211,12 +188,11 @@ def rhale(
                 f"; no partition has at least {min_points} rows (min_points) in every bin: "
                 "one bin over the whole range"
             )
-        coarse = f.cells.coarsen(part.limits)
-        out.append(
-            _summary(
-                name, part.edges, f, coarse, center=center, objective=part.objective, note=note
-            )
+        coarse_cells = f.cells.coarsen(part.limits)
+        summary = _summary(
+            name, part.edges, f, coarse_cells, center=center, objective=part.objective, note=note
         )
+        out.append(summary)
     return _banded(out, rows, fine, bootstrap, center)
 
 
@@ -258,9 +234,9 @@ def _banded(
     return out
 
 
-def in_memory(store: Store, estimate: Callable[..., Any], **kw: Any) -> list[FeatureSummary]:
-    """``estimate`` (:func:`rebin` or :func:`rhale`, options ``kw``) on every feature of a
-    store of secants in memory, bands from its rows."""
+def in_memory(store: Store, **kw: Any) -> list[FeatureSummary]:
+    """:func:`estimate` (options ``kw``) on every feature of a store of secants in memory,
+    bands from its rows."""
     p = store_passes(store, None, LOCAL)
     rows = store.feature_data(list(p.columns.names))
     return estimate(p, fine_grids(store, "store"), rows=rows, **kw)
