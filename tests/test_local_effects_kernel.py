@@ -12,7 +12,6 @@ from ale_cli.estimators.local_effects_kernel import (
     Computed,
     FileSink,
     LocalEffectsKernel,
-    merge_computed,
 )
 from ale_cli.models.base import Effects
 from ale_cli.passes.engine import LOCAL, ArraySource, Parts, Ready
@@ -55,7 +54,7 @@ def _store(source, kernel) -> tuple[Computed, _Rows]:  # type: ignore[no-untyped
     state = LOCAL.run(
         source,
         kernel,
-        merge_computed,
+        Computed.merge,
         Computed(),
         arrays=("X",),
         shared=Ready(_Sines()),

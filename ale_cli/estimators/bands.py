@@ -1,8 +1,5 @@
-"""Bootstrap bands on the features of a summary (``--bootstrap B --ci C --seed S``).
-
-:func:`with_bands` resamples the rows (:mod:`ale_cli.core.bootstrap`) on the summary's
-bins, with the per-row values each estimator averaged; no model call.
-"""
+"""Bootstrap bands on the features of a summary (``--bootstrap B --ci C --seed S``): the
+rows resampled on the summary's bins (:mod:`ale_cli.core.bootstrap`), no model call."""
 
 from __future__ import annotations
 

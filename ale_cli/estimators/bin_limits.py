@@ -1,8 +1,5 @@
-"""The chunk kernel of classic ALE: ``D_i``, the model at both limits of each row's bin
-(:mod:`ale_cli.estimators.classic`), per feature; a feature estimated per level gets every
-row's differences to the adjacent levels (:func:`~ale_cli.estimators.levels.level_jumps`).
-:meth:`LimitCells.merge` is exact: chunks merged in row order equal one chunk, to rounding.
-"""
+"""The chunk kernel of classic ALE: ``D_i``, the model at both limits of each row's bin,
+per feature, or its jumps to the adjacent levels for a feature estimated per level."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""``ale rebin`` and ``ale rhale``: DALE on fixed bins and RHALE on a local-effects store.
-
-Every chosen feature's cell statistics come from passes on the engine
-(:mod:`ale_cli.estimators.cells`). Features whose adjacent-level jumps the store holds are
-reported per level (:mod:`ale_cli.estimators.levels`); a store of secants takes
-another summary (:mod:`ale_cli.estimators.secants`).
-"""
+"""``ale rebin`` and ``ale rhale``: DALE on fixed bins and RHALE on a local-effects store,
+from cell statistics of passes on the engine (:mod:`ale_cli.estimators.cells`), per level
+where the store holds the jumps, from a fine curve for secants."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""``ale compute``: model + data -> local-effects store, with caching.
-
-:func:`compute` is one run of the kernel (:mod:`~ale_cli.estimators.local_effects_kernel`)
-over the data as a source, on the engine it is handed, with a sink that writes the store
-(one file here, or a part store per part on Dask). Streamed or whole table
-(:func:`compute_reading`), the store equals the whole table's whatever the chunk size. A
-store at the output made from the same model bytes, data bytes and result options is
-reused (:func:`cached_result`)."""
+"""``ale compute``: model + data -> local-effects store: one run of the kernel
+(:mod:`~ale_cli.estimators.local_effects_kernel`) on the engine handed down, into a sink
+writing the store; a store made from the same model bytes, data bytes and result options
+is reused (:func:`cached_result`)."""
 
 from __future__ import annotations
 
@@ -20,7 +16,7 @@ from ale_cli.data.sources import Reads
 from ale_cli.data.stream import TableStream, inputs_sha256
 from ale_cli.errors import InputError, RunError
 from ale_cli.estimators.inputs import model_record, model_sha256, object_notes
-from ale_cli.estimators.local_effects_kernel import Computed, merge_computed, store_output
+from ale_cli.estimators.local_effects_kernel import Computed, store_output
 from ale_cli.estimators.local_effects_plan import (
     AFTER_ALL,
     ComputeRequest,
@@ -32,7 +28,7 @@ from ale_cli.estimators.local_effects_plan import (
     whole_run,
 )
 from ale_cli.models.base import ProgressFn
-from ale_cli.models.checks import nothing_left
+from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.secant import outdated, store_extras
 from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.npz import SCHEMA_VERSION, cache_key, read_meta
@@ -273,7 +269,7 @@ def _write(
         state: Computed = engine.run(
             run.source,
             run.kernel,
-            merge_computed,
+            Computed.merge,
             Computed(),
             arrays=("X",),
             shared=run.shared,
@@ -306,8 +302,8 @@ def _write(
         meta |= extra_meta
         meta["data"]["rows_nonfinite"] = len(state.nonfinite)
         notes = (*run.model.describe().get("notes", ()), *run.notes)
-        found = state.note(str(request.inputs.model))
-        notes += (found,) if found is not None else ()
+        if len(state.nonfinite):
+            notes += (dropped_note(str(request.inputs.model), state.nonfinite),)
         notes += object_notes(request.inputs)
         meta["notes"] = list(notes)
         notes += (cached.note,) if isinstance(cached, Damaged) else ()

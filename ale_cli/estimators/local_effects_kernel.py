@@ -19,7 +19,7 @@ from ale_cli.data.sources import READ, Reads
 from ale_cli.errors import RunError
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan, level_arrays
 from ale_cli.models.base import Effects, Model
-from ale_cli.models.checks import dropped_note, screen_rows
+from ale_cli.models.checks import screen_rows
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.store.format import split_outputs
@@ -62,15 +62,6 @@ class Computed:
             hi=_pick(np.maximum, self.hi, other.hi),
             timings=timings,
         )
-
-    def note(self, model_path: str) -> str | None:
-        """The note naming the rows dropped for non-finite model values (None: none)."""
-        return dropped_note(model_path, self.nonfinite) if len(self.nonfinite) else None
-
-
-def merge_computed(a: Computed, b: Computed) -> Computed:
-    """``a.merge(b)`` (a module-level function: it travels to Dask workers)."""
-    return a.merge(b)
 
 
 def _pick(fn: Any, a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:

@@ -328,8 +328,11 @@ def _read_head(
     t = time.perf_counter()
     first = _first_rows(data) if chunks is None else next(chunks)
     timings["load_data_s"] += time.perf_counter() - t
-    if chunks is None:
-        return stream, data, first, _hash_ranges(data)
+    if chunks is None:  # files read in row-group ranges (no part reads all their bytes), hashed
+        split = sorted({p.file_index for p in data.partitions or () if p.row_groups is not None})
+        files = dataset_files(data.path)
+        hashes = {i: _HASHER.submit(sha256_file, files[i], "data file") for i in split}
+        return stream, data, first, hashes
     return stream, OpenedSource(stream, first, chunks), first, {}
 
 
@@ -348,13 +351,6 @@ def _first_rows(data: DataSource) -> np.ndarray:
 
 
 _HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
-
-
-def _hash_ranges(data: DataSource) -> dict[int, Future[str]]:
-    """The files read in row-group ranges (no partition reads all their bytes), hashed."""
-    split = sorted({p.file_index for p in data.partitions or () if p.row_groups is not None})
-    files = dataset_files(data.path)
-    return {i: _HASHER.submit(sha256_file, files[i], "data file") for i in split}
 
 
 def data_sha256(run: ComputeRun, reads: Reads) -> str:
