@@ -291,50 +291,39 @@ def _features(
     options: dict[str, Any],
     check: Callable[[Store | StoreFile], None] | None = None,
 ) -> tuple[list[FeatureSummary], float]:
-    """Every chosen feature's summary (:func:`binned_features` or its secant
-    variants, per level where the store holds the jumps), and when the store was ready."""
-    levels = stored_level_names(opened.store, request.features or opened.store.feature_names)
-    categorical = (*(opened.store.meta.get("categorical_features") or ()), *levels)
-    secant = secants.is_secant(opened.store.meta)
-    store = secants.whole(opened.store) if secant else opened.store  # secants: whole tables
-    with request.engine as engine:
-        p = store_passes(store, request.features, engine)
-        if check is not None:
-            check(store)
-        t_load = time.perf_counter()
-        rows = None
-        if request.bootstrap.replicates:  # bands resample the rows in memory
-            rows = secants.whole(store).feature_data(list(p.columns.names))
-        kw = {"center": request.center, "categorical": categorical, "rows": rows}
-        kw |= {"bootstrap": request.bootstrap, **options}
-        if not secant:
-            features = binned_features(p, **kw)
-        else:  # piecewise-constant model: ale_cli.estimators.secants
-            where = "store" if opened.path is None else f"store '{opened.path}'"
-            features = secants.estimate(p, secants.fine_grids(store, where), **kw)
-    if levels:
-        features = with_stored_levels(
-            features, opened.store, center=request.center, bootstrap=request.bootstrap
-        )
-    return features, t_load
-
-
-def _outputs(
-    request: RebinRequest | RhaleRequest,
-    opened: _Opened,
-    options: dict[str, Any],
-    check: Callable[[Store | StoreFile], None] | None = None,
-) -> tuple[list[FeatureSummary], float]:
-    """:func:`_features` of each output of the store, each record naming its output
-    when the store holds several."""
+    """Every chosen feature's summary (:func:`binned_features` or its secant variant, per
+    level where the store holds the jumps) of each output of the store (each record naming
+    its output when there are several), and when the store was ready."""
     records = output_records(opened.store.meta)
-    if len(records) == 1:
-        return _features(request, opened, options, check)
     found: list[FeatureSummary] = []
     for k, record in enumerate(records):
-        view = replace(opened, store=opened.store.select_output(k))
-        features, t_load = _features(request, view, options, check)
-        found += [replace(f, output=output_label(record)) for f in features]
+        view = opened.store if len(records) == 1 else opened.store.select_output(k)
+        levels = stored_level_names(view, request.features or view.feature_names)
+        categorical = (*(view.meta.get("categorical_features") or ()), *levels)
+        secant = secants.is_secant(view.meta)
+        store = secants.whole(view) if secant else view  # secants: whole tables
+        with request.engine as engine:
+            p = store_passes(store, request.features, engine)
+            if check is not None:
+                check(store)
+            t_load = time.perf_counter()
+            rows = None
+            if request.bootstrap.replicates:  # bands resample the rows in memory
+                rows = secants.whole(store).feature_data(list(p.columns.names))
+            kw = {"center": request.center, "categorical": categorical, "rows": rows}
+            kw |= {"bootstrap": request.bootstrap, **options}
+            if not secant:
+                features = binned_features(p, **kw)
+            else:  # piecewise-constant model: ale_cli.estimators.secants
+                where = "store" if opened.path is None else f"store '{opened.path}'"
+                features = secants.estimate(p, secants.fine_grids(store, where), **kw)
+        if levels:
+            features = with_stored_levels(
+                features, view, center=request.center, bootstrap=request.bootstrap
+            )
+        if len(records) > 1:
+            features = [replace(f, output=output_label(record)) for f in features]
+        found += features
     return found, t_load
 
 
@@ -348,7 +337,7 @@ def rebin(request: RebinRequest) -> EstimateResult:
     where = f"store '{opened.path}'"
     fixed.check_rows(opened.store.n_rows, where)
     options = {"bins": fixed.bins, "binning": fixed.binning, "edges": fixed.edges}
-    features, t_load = _outputs(
+    features, t_load = _features(
         request,
         opened,
         options,
@@ -377,7 +366,7 @@ def rhale(request: RhaleRequest) -> EstimateResult:
         "bins": request.max_bins,
         "binning": request.grid,
     }
-    features, t_load = _outputs(request, opened, rhale)
+    features, t_load = _features(request, opened, rhale)
     params: dict[str, Any] = {
         "max_bins": request.max_bins,
         "min_points": min_points,
