@@ -172,6 +172,7 @@ class LimitKernel:
         if feats:
             inside = np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in feats])
             checks.append(("evaluations at the bin limits", inside, 1))
+        index = [t.bins.index for t in feats]
         dropped = np.empty(0, dtype=np.intp)
         kept: tuple[np.ndarray, ...] = ()
         if checks:
@@ -185,11 +186,8 @@ class LimitKernel:
             )
             dropped = found.dropped
             kept = (prediction[found.keep],) if self.predictions else ()
-        index = [t.bins.index for t in feats]
-        if len(dropped):  # the rows screened out are in no bin
-            index = [i.copy() for i in index]
-            for i in index:
-                i[dropped] = -1
+            if len(dropped):  # the rows screened out are in no bin
+                index = [np.where(found.keep, i, -1) for i in index]
         cells = tuple(
             CellStats.from_values(i, diffs[t.j], n_cells=t.edges.size - 1)
             for i, t in zip(index, feats, strict=True)

@@ -188,7 +188,7 @@ def _meta(
         },
         "n_rows": n_rows,
         "pairs": [list(p) for p in request.pairs],
-        "levels": [plan.to_meta() for plan in run.levels],
+        "levels": [plan.to_meta() for plan in run.kernel.levels],
         "timings": timings,
         "cache_key": hashes.key,
     }
@@ -265,7 +265,7 @@ def _write(
     progress: Callable[[int], ProgressFn] | None,
 ) -> ComputeResult:
     """Run the kernel into the store at ``request.out`` and finish it with its meta."""
-    with store_output(request.out, run.columns, parts=engine.splits) as output:
+    with store_output(request.out, run.columns, parts=engine.splits) as (sink, finish):
         state: Computed = engine.run(
             run.source,
             run.kernel,
@@ -273,7 +273,7 @@ def _write(
             Computed(),
             arrays=("X",),
             shared=run.shared,
-            sink=output.sink,
+            sink=sink,
             progress=_told(progress, run.total_rows, bool(run.kernel.pair_cols)),
         )
         for key, value in state.timings.items():
@@ -310,7 +310,7 @@ def _write(
         where = engine.describe()
         if where is not None:
             meta["engine"] = where | {"partitions": len(run.source.parts())}
-        output.finish(meta, state, extra_arrays)
+        finish(meta, state, extra_arrays)
     timings["finish_s"] = time.perf_counter() - t
     return ComputeResult(
         out=request.out,

@@ -1,14 +1,15 @@
 """The chunk kernel of ``ale compute`` (a chunk of rows in, its store rows and the meta's
 needs out, as one mergeable :class:`Computed`) and its sinks: one store file written here
 (:class:`FileSink`), or a directory store whose parts are written where they are computed
-(:class:`PartsOutput`; a failed part leaves :data:`STOP` and the others stop)."""
+(:class:`PartStoreSink`; a failed part leaves :data:`STOP` and the others stop)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -181,10 +182,6 @@ class FileSink:
     writer: StoreWriter
     columns: StoreColumns = StoreColumns((), ())
 
-    @property
-    def sink(self) -> FileSink:
-        return self
-
     def part(self, index: int) -> AbstractContextManager[FileSink]:
         return nullcontext(self)
 
@@ -278,47 +275,41 @@ class PartStoreSink:
             (Path(self.folder) / STOP).touch()
 
 
-@dataclass
-class PartsOutput:
-    """A directory store being written: its sink, then :meth:`finish`."""
-
-    writer: PartStoreWriter
-    columns: StoreColumns
-
-    @property
-    def sink(self) -> PartStoreSink:
-        return PartStoreSink(str(self.writer.tmp), self.columns)
-
-    def finish(
-        self, meta: dict[str, Any], state: Computed, extras: Mapping[str, np.ndarray]
-    ) -> None:
-        """Write the manifest: ``meta``, the parts, the inputs' ranges (no ``extras``: a
-        model with them is computed on the whole table)."""
-        if extras:
-            raise RuntimeError("a directory store holds no secant grids")
-        if state.lo is None or state.hi is None:  # unreachable: n_rows > 0
-            raise RuntimeError("no part holds rows")
-        parts = [{k: v for k, v in p.items() if k != "arrays"} for p in state.parts]
-        self.writer.finish(
-            meta,
-            feature_names=self.columns.features,
-            input_names=self.columns.inputs,
-            parts=parts,
-            x_min=state.lo,
-            x_max=state.hi,
-            arrays=state.parts[0]["arrays"],
-        )
+def _finish_parts(
+    writer: PartStoreWriter,
+    columns: StoreColumns,
+    meta: dict[str, Any],
+    state: Computed,
+    extras: Mapping[str, np.ndarray],
+) -> None:
+    """A directory store's manifest: ``meta``, the parts, the inputs' ranges (no ``extras``:
+    a model with them is computed on the whole table)."""
+    if extras:
+        raise RuntimeError("a directory store holds no secant grids")
+    if state.lo is None or state.hi is None:  # unreachable: n_rows > 0
+        raise RuntimeError("no part holds rows")
+    writer.finish(
+        meta,
+        feature_names=columns.features,
+        input_names=columns.inputs,
+        parts=[{k: v for k, v in p.items() if k != "arrays"} for p in state.parts],
+        x_min=state.lo,
+        x_max=state.hi,
+        arrays=state.parts[0]["arrays"],
+    )
 
 
 @contextmanager
 def store_output(
     out: Path, columns: StoreColumns, *, parts: bool
-) -> Iterator[FileSink | PartsOutput]:
-    """The store at ``out`` being written, atomically: a directory store with ``parts``,
-    else one file."""
+) -> Iterator[tuple[FileSink | PartStoreSink, Callable[..., None]]]:
+    """The store at ``out`` being written, atomically (a directory store with ``parts``,
+    else one file): its sink, and ``finish(meta, state, extras)``."""
     if parts:
         with PartStoreWriter(out) as writer:
-            yield PartsOutput(writer, columns)
+            sink = PartStoreSink(str(writer.tmp), columns)
+            yield sink, partial(_finish_parts, writer, columns)
     else:
         with StoreWriter(out) as writer:
-            yield FileSink(writer, columns)
+            file = FileSink(writer, columns)
+            yield file, file.finish

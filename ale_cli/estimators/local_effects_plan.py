@@ -204,7 +204,6 @@ class ComputeRun:
     columns: StoreColumns
     total_rows: int | None
     notes: tuple[str, ...] = ()
-    levels: tuple[LevelPlan, ...] = ()
     #: the whole table (None: read in chunks, described by the run's reads)
     table: Any = None
     header: TableStream | None = None
@@ -261,7 +260,6 @@ def streamed_run(
         columns=StoreColumns(features, names, tuple(request.pairs), part_meta),
         total_rows=stream.total_rows,
         notes=(*((note,) if note is not None else ()), *_levels_notes(request, plans)),
-        levels=plans,
         header=stream,
         first_sha256=None if found is None else found.sha256,
         range_hashes=range_hashes,
@@ -411,6 +409,5 @@ def whole_run(request: ComputeRequest, timings: dict[str, float]) -> ComputeRun:
         columns=StoreColumns(tuple(opened.features), table.feature_names, tuple(request.pairs)),
         total_rows=len(table.X),
         notes=(*opened.notes, *_levels_notes(request, plans)),
-        levels=plans,
         table=table,
     )
