@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+import numpy as np
 
 from ale_cli import __version__
 from ale_cli.data.sources import Reads
 from ale_cli.data.stream import TableStream, inputs_sha256
+from ale_cli.data.table import Table
 from ale_cli.errors import InputError, RunError
 from ale_cli.estimators.inputs import model_record, model_sha256, object_notes
 from ale_cli.estimators.local_effects_kernel import Computed, store_output
@@ -42,33 +45,6 @@ __all__ = [
     "compute",
     "compute_reading",
 ]
-
-
-@dataclass(frozen=True)
-class _DataRead:
-    """The data streamed, as the meta records them (as a Table's)."""
-
-    format: str
-    feature_names: tuple[str, ...]
-    categorical: tuple[str, ...]
-    rows_read: int
-    rows_dropped: int
-    dropped_columns: tuple[str, ...]
-    dtypes: dict[str, str]
-    levels: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, header: TableStream, reads: Reads) -> _DataRead:
-        return cls(
-            format=header.format,
-            feature_names=header.feature_names,
-            categorical=header.categorical,
-            rows_read=reads.rows_read,
-            rows_dropped=reads.rows_dropped,
-            dropped_columns=reads.dropped_columns(header.feature_names),
-            dtypes=reads.dtypes(),
-            levels=header.levels,
-        )
 
 
 @dataclass(frozen=True)
@@ -151,7 +127,7 @@ def _meta(
     hashes: Hashes,
     timings: dict[str, float],
 ) -> dict[str, Any]:
-    """The store's meta of ``run`` over the data ``table`` (a Table or a :class:`_DataRead`)."""
+    """The store's meta of ``run`` over the data ``table``."""
     model, inputs = run.model, request.inputs
     details = model.describe()
     return {
@@ -209,8 +185,15 @@ def _told(
     return tell
 
 
-def _check_rows_left(reads: Reads, request: ComputeRequest) -> None:
-    """Refuse under 2 rows left (the count of the whole data, read in parts)."""
+def _streamed(
+    request: ComputeRequest,
+    run: ComputeRun,
+    header: TableStream,
+    reads: Reads,
+    hashes: Hashes | None,
+) -> tuple[Table, Hashes]:
+    """The data streamed, as a Table of no rows, and their hashes; refused: under 2 rows
+    left, or data whose hash changed between two reads."""
     n_left = reads.rows_read - reads.rows_dropped
     if n_left < 2:
         dropped = reads.rows_dropped
@@ -219,6 +202,26 @@ def _check_rows_left(reads: Reads, request: ComputeRequest) -> None:
             f"data file '{request.inputs.data_label}' has {n_left} "
             f"row{'s' if n_left != 1 else ''}{left}; at least 2 are needed"
         )
+    data_sha = data_sha256(run, reads)
+    if any(sha not in (None, data_sha) for sha in (run.first_sha256, hashes and hashes.data)):
+        raise RunError(
+            f"data file '{request.inputs.data_label}' changed while it was read (its "
+            "two reads differ); run again once it is written"
+        )
+    table = Table(
+        X=np.empty((0, len(header.feature_names))),
+        feature_names=header.feature_names,
+        path=header.path,
+        format=header.format,
+        rows_read=reads.rows_read,
+        rows_dropped=reads.rows_dropped,
+        dropped_columns=reads.dropped_columns(header.feature_names),
+        categorical=header.categorical,
+        levels=header.levels,
+        dtypes=reads.dtypes(),
+    )
+    model_sha = getattr(run.shared, "sha256", None)
+    return table, hashes or Hashes.of(request, data=data_sha, model=model_sha)
 
 
 def compute(
@@ -278,21 +281,10 @@ def _write(
         )
         for key, value in state.timings.items():
             timings[key] = timings.get(key, 0.0) + value
-        data: Any = run.table
+        data = run.table
         if run.header is not None:
             timings["load_data_s"] = timings.get("load_data_s", 0.0) + state.reads.read_s
-            _check_rows_left(state.reads, request)
-            data = _DataRead.of(run.header, state.reads)
-            data_sha = data_sha256(run, state.reads)
-            hashed_before = (run.first_sha256, hashes.data if hashes else None)
-            if any(sha not in (None, data_sha) for sha in hashed_before):
-                raise RunError(
-                    f"data file '{request.inputs.data_label}' changed while it was read (its "
-                    "two reads differ); run again once it is written"
-                )
-            hashes = hashes or Hashes.of(
-                request, data=data_sha, model=getattr(run.shared, "sha256", None)
-            )
+            data, hashes = _streamed(request, run, run.header, state.reads, hashes)
         hashes = hashes or Hashes.of(request)
         if state.rows == 0:
             raise nothing_left(request.inputs.model)
