@@ -121,12 +121,12 @@ def checked_pairs(
 
 
 def profiled_model(
-    request: ComputeRequest, fmt: str, stream: TableStream, timings: dict[str, float]
+    request: ComputeRequest, fmt: str, timings: dict[str, float]
 ) -> tuple[Model, FirstPass, dict[str, tuple[Any, ...]]] | None:
     """A finite-difference model loaded on the data's profile by a first pass (its checks
     and steps come from it), the pass, and the levels of the text columns, read as codes;
     None for a piecewise-constant model (read whole after all)."""
-    inputs = request.inputs
+    inputs, stream = request.inputs, open_data(request)
     feature_columns(inputs.features, stream.feature_names, where=f"data file '{inputs.data_label}'")
     t = time.perf_counter()
     text: dict[str, tuple[Any, ...]] = {}
@@ -223,7 +223,7 @@ def streamed_run(
     fd_model, found = None, None
     text: dict[str, tuple[Any, ...]] = {}
     if fmt not in AUTODIFF_FORMATS:  # finite differences: steps from all rows, a first pass
-        profiled = profiled_model(request, fmt, open_data(request), timings)
+        profiled = profiled_model(request, fmt, timings)
         if profiled is None:
             return None
         fd_model, found, text = profiled
@@ -281,10 +281,7 @@ def _stream_plans(
     if discrete is None and not any(name in categorical for name in features):
         return ()
     t = time.perf_counter()
-    inputs = request.inputs
-    data = DataSource.of(stream, inputs=inputs.inputs, exclude=inputs.exclude)
-    data = data.split(engine.slots)
-    names = stream.feature_names
+    data, names = _data_source(request, stream, engine), stream.feature_names
     if any(name in categorical for name in features):
         rows = Rows.scanned(data, names, engine)
     else:  # discrete columns only: their values are all a pass needs
@@ -312,9 +309,7 @@ def _read_head(
     chunks = None
     if engine.splits:  # the partitions are read where they are computed
         stream.close()
-        inputs = request.inputs
-        data = DataSource.of(stream, inputs=inputs.inputs, exclude=inputs.exclude)
-        data = data.split(engine.slots)
+        data = _data_source(request, stream, engine)
     else:
         chunks = prefetched(iter(stream))  # the reader thread reads while torch is imported
     timings["load_data_s"] = time.perf_counter() - t
@@ -332,6 +327,11 @@ def _read_head(
         hashes = {i: _HASHER.submit(sha256_file, files[i], "data file") for i in split}
         return stream, data, first, hashes
     return stream, OpenedSource(stream, first, chunks), first, {}
+
+
+def _data_source(request: ComputeRequest, stream: TableStream, engine: Engine) -> DataSource:
+    inputs = request.inputs
+    return DataSource.of(stream, inputs=inputs.inputs, exclude=inputs.exclude).split(engine.slots)
 
 
 def _first_rows(data: DataSource) -> np.ndarray:
