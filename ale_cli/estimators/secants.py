@@ -92,34 +92,6 @@ def _note(fine: np.ndarray, z: np.ndarray) -> str:
     return text + "; edges not on the fine grid: the fine curve is interpolated linearly there"
 
 
-def _fine(
-    p: Passes,
-    grids: Mapping[str, np.ndarray],
-    min_rows: int,
-    categorical: Sequence[str],
-    edges: Mapping[str, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray, dict[str, str], dict[int, _Fine]]:
-    """The features' ranges, why some are skipped (:func:`skip_reasons`, no grid, too
-    sparse) and the fine grid and curve of the others."""
-    names = p.columns.names
-    lo, hi = ranges(p)
-    skip = skip_reasons(names, lo, hi, categorical, edges)
-    for name in names:
-        if name not in skip and name not in grids:
-            skip[name] = NO_GRID_REASON
-    todo = [j for j, name in enumerate(names) if name not in skip]
-    _, cells, _ = on_edges(p, todo, {j: grids[names[j]] for j in todo})
-    fine: dict[int, _Fine] = {}
-    for j in todo:
-        reason = sparse_reason(cells[j].counts, min_rows=min_rows)
-        if reason is not None:
-            skip[names[j]] = reason
-            continue
-        g = grids[names[j]]
-        fine[j] = _Fine(g, cells[j], fine_curve(g, cells[j]))
-    return lo, hi, skip, fine
-
-
 def _summary(
     name: str,
     z: np.ndarray,
@@ -166,13 +138,29 @@ def estimate(
     :func:`~ale_cli.estimators.dale.binned_features`), or with ``rhale`` (``min_points``,
     ``alpha``) ``ale rhale``: the optimal partition of each feature's fine grid (``bins``,
     ``binning`` unused); the effect from the fine curve at the coarse edges, bootstrap bands
-    from the rows in memory (``rows``)."""
-    lo, hi, skip, fine = _fine(p, grids, min_rows, categorical, edges)
+    from the rows in memory (``rows``). Skipped: as :func:`skip_reasons`, features without
+    a fine grid or too sparse on it."""
+    names = p.columns.names
+    lo, hi = ranges(p)
+    skip = skip_reasons(names, lo, hi, categorical, edges)
+    for name in names:
+        if name not in skip and name not in grids:
+            skip[name] = NO_GRID_REASON
+    todo = [j for j, name in enumerate(names) if name not in skip]
+    _, cells, _ = on_edges(p, todo, {j: grids[names[j]] for j in todo})
+    fine: dict[int, _Fine] = {}  # the fine grid, its statistics and curve of each feature
+    for j in todo:
+        reason = sparse_reason(cells[j].counts, min_rows=min_rows)
+        if reason is not None:
+            skip[names[j]] = reason
+            continue
+        g = grids[names[j]]
+        fine[j] = _Fine(g, cells[j], fine_curve(g, cells[j]))
     if rhale is None:
         given = None if edges is None else dict(edges)
         z, coarse, outside = binned(p, list(fine), lo, hi, bins=bins, binning=binning, edges=given)
     out: list[FeatureSummary] = []
-    for j, name in enumerate(p.columns.names):
+    for j, name in enumerate(names):
         if name in skip:
             out.append(not_estimable(name, skip[name]))
             continue
