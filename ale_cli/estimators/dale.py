@@ -101,11 +101,7 @@ class RhaleRequest(_StoreRequest):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_rhale_options(
-            max_bins=self.max_bins,
-            min_points=self.min_points,
-            alpha=self.alpha,
-            grid=self.grid,
-            center=self.center,
+            max_bins=self.max_bins, min_points=self.min_points, alpha=self.alpha, grid=self.grid
         )
 
 
