@@ -224,8 +224,7 @@ class _Opened:
 
 
 def _open(store: Path | Store, *, whole: bool = False) -> _Opened:
-    """A store in memory, or opened by path (``whole``: read into memory), its sha256
-    computed in a helper thread meanwhile."""
+    """A store in memory, or opened by path (``whole``: read), its sha256 hashed meanwhile."""
     if isinstance(store, Store):
         return _Opened(None, store)
     handle = read_store(store) if whole else open_store(store)
@@ -240,8 +239,7 @@ def _result(
     features: list[FeatureSummary],
     times: tuple[float, float],
 ) -> EstimateResult:
-    """The summary of a run (``params`` with the bands' and statistics') and its timings
-    (``times``: start, store loaded; now the estimates are done)."""
+    """The summary of a run and its timings (``times``: start, store loaded)."""
     t_est = time.perf_counter()
     t0, t_load = times
     params |= request.bootstrap.params() | statistics_params(request.statistics)
@@ -287,9 +285,7 @@ def _features(
     options: dict[str, Any],
     check: Callable[[Store | StoreFile], None] | None = None,
 ) -> tuple[list[FeatureSummary], float]:
-    """Every chosen feature's summary (:func:`binned_features` or its secant variant, per
-    level where the store holds the jumps) of each output of the store (each record naming
-    its output when there are several), and when the store was ready."""
+    """The chosen features' summaries of each output of the store, and when it was ready."""
     records = output_records(opened.store.meta)
     found: list[FeatureSummary] = []
     for k, record in enumerate(records):

@@ -192,8 +192,7 @@ def _streamed(
     reads: Reads,
     hashes: Hashes | None,
 ) -> tuple[Table, Hashes]:
-    """The data streamed, as a Table of no rows, and their hashes; refused: under 2 rows
-    left, or data whose hash changed between two reads."""
+    """The data streamed as a Table of no rows, and their hashes (refused: under 2 rows)."""
     n_left = reads.rows_read - reads.rows_dropped
     if n_left < 2:
         dropped = reads.rows_dropped

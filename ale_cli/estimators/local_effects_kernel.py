@@ -282,8 +282,7 @@ def _finish_parts(
     state: Computed,
     extras: Mapping[str, np.ndarray],
 ) -> None:
-    """A directory store's manifest: ``meta``, the parts, the inputs' ranges (no ``extras``:
-    a model with them is computed on the whole table)."""
+    """Write a directory store's manifest: ``meta``, the parts and the inputs' ranges."""
     if extras:
         raise RuntimeError("a directory store holds no secant grids")
     if state.lo is None or state.hi is None:  # unreachable: n_rows > 0

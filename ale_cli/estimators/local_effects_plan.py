@@ -302,8 +302,7 @@ def _read_head(
     torchscript: bool,
     text: dict[str, Any],
 ) -> tuple[TableStream, Source, np.ndarray, dict[int, Future[str]]]:
-    """The data opened: its stream, source and first chunk (torch imported meanwhile if
-    needed), and the hashes of the files read in row-group ranges."""
+    """The data's stream, source, first chunk and hashes of files read in row-group ranges."""
     t = time.perf_counter()
     stream = open_data(request, text)
     chunks = None
