@@ -335,15 +335,13 @@ def _data_source(request: ComputeRequest, stream: TableStream, engine: Engine) -
 
 def _first_rows(data: DataSource) -> np.ndarray:
     """The first chunk of the first partition with rows (none: the whole read raises)."""
-    for part in data.parts():
+    for part in (*data.parts(), data):
         stream = part.open()
         try:
             for X in stream:
                 return X
         finally:
             stream.close()
-    for X in data.open():
-        return X
     raise RuntimeError("the data hold no rows")
 
 
