@@ -201,7 +201,7 @@ def _streamed(
             f"data file '{request.inputs.data_label}' has {n_left} "
             f"row{'s' if n_left != 1 else ''}{left}; at least 2 are needed"
         )
-    data_sha = data_sha256(run, reads)
+    data_sha = data_sha256(run, header, reads)
     if any(sha not in (None, data_sha) for sha in (run.first_sha256, hashes and hashes.data)):
         raise RunError(
             f"data file '{request.inputs.data_label}' changed while it was read (its "

@@ -348,7 +348,7 @@ def _first_rows(data: DataSource) -> np.ndarray:
 _HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
 
 
-def data_sha256(run: ComputeRun, reads: Reads) -> str:
+def data_sha256(run: ComputeRun, header: TableStream, reads: Reads) -> str:
     """The data's sha256 as one read of the whole data gives it."""
     hashes = {i: future.result() for i, future in run.range_hashes.items()}
     for end in reads.ends:
@@ -358,9 +358,6 @@ def data_sha256(run: ComputeRun, reads: Reads) -> str:
             return end.sha256
         if end.row_groups is None and end.sha256 is not None:
             hashes[end.file_index] = end.sha256
-    header = run.header
-    if header is None:
-        raise RuntimeError("no data file was read")
     if not is_dataset(header.path):
         return hashes[0]
     files = dataset_files(header.path)
