@@ -280,10 +280,10 @@ def _write(
         )
         for key, value in state.timings.items():
             timings[key] = timings.get(key, 0.0) + value
-        data = run.table
-        if run.header is not None:
+        data = run.data
+        if isinstance(data, TableStream):
             timings["load_data_s"] = timings.get("load_data_s", 0.0) + state.reads.read_s
-            data, hashes = _streamed(request, run, run.header, state.reads, hashes)
+            data, hashes = _streamed(request, run, data, state.reads, hashes)
         hashes = hashes or Hashes.of(request)
         if state.rows == 0:
             raise nothing_left(request.inputs.model)

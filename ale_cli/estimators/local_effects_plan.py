@@ -17,6 +17,7 @@ from ale_cli.data.dataset import combine_hashes, dataset_files, is_dataset
 from ale_cli.data.source import ArraySource, Source
 from ale_cli.data.sources import DataSource, OpenedSource, Reads
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream
+from ale_cli.data.table import Table
 from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
 from ale_cli.estimators.inputs import (
@@ -203,10 +204,9 @@ class ComputeRun:
     model: Model
     columns: StoreColumns
     total_rows: int | None
+    #: the whole table, or the stream read in chunks (described by the run's reads)
+    data: Table | TableStream
     notes: tuple[str, ...] = ()
-    #: the whole table (None: read in chunks, described by the run's reads)
-    table: Any = None
-    header: TableStream | None = None
     #: the hash of the first read (a finite-difference model's profile)
     first_sha256: str | None = None
     #: hashes of files read in row-group ranges, by index (a whole file is hashed as read)
@@ -260,7 +260,7 @@ def streamed_run(
         columns=StoreColumns(features, names, tuple(request.pairs), part_meta),
         total_rows=stream.total_rows,
         notes=(*((note,) if note is not None else ()), *_levels_notes(request, plans)),
-        header=stream,
+        data=stream,
         first_sha256=None if found is None else found.sha256,
         range_hashes=range_hashes,
     )
@@ -403,5 +403,5 @@ def whole_run(request: ComputeRequest, timings: dict[str, float]) -> ComputeRun:
         columns=StoreColumns(tuple(opened.features), table.feature_names, tuple(request.pairs)),
         total_rows=len(table.X),
         notes=(*opened.notes, *_levels_notes(request, plans)),
-        table=table,
+        data=table,
     )
