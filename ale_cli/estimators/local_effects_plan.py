@@ -238,7 +238,21 @@ def streamed_run(
     columns = Columns(names=names, fixed=fixed, levels=text, dtypes=dtypes)
     model = load_timed(inputs, fmt, columns, first, timings) if fd_model is None else fd_model
     note = columns_note(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
-    plans = _stream_plans(request, stream, features, engine, timings, first, text)
+    plans: tuple[LevelPlan, ...] = ()  # the explained features estimated per level
+    discrete, per_level = effective_discrete(request.discrete), any(n in fixed for n in features)
+    if discrete is not None or per_level:  # from passes over the data
+        t = time.perf_counter()
+        data = _data_source(request, stream, engine)
+        if per_level:
+            rows = Rows.scanned(data, names, engine)
+        else:  # discrete columns only: their values are all a pass needs
+            rows = Rows(data, tuple(names), 0, np.zeros(len(names)), np.zeros(len(names)))
+        found_plans = level_plans(
+            rows, features, categorical=fixed, discrete=discrete, labels=text, engine=engine,
+            head=first,
+        )  # fmt: skip
+        plans = tuple(p for p in found_plans.values() if isinstance(p, LevelPlan))
+        timings["levels_pass_s"] = time.perf_counter() - t
     outputs, levels = model.describe().get("outputs"), [plan.to_meta() for plan in plans]
     part_meta = ({"outputs": outputs} if outputs else {}) | ({"levels": levels} if levels else {})
     return ComputeRun(
@@ -264,34 +278,6 @@ def streamed_run(
         first_sha256=None if found is None else found.sha256,
         range_hashes=range_hashes,
     )
-
-
-def _stream_plans(
-    request: ComputeRequest,
-    stream: TableStream,
-    features: Sequence[str],
-    engine: Engine,
-    timings: dict[str, float],
-    head: np.ndarray,
-    labels: dict[str, tuple[Any, ...]],
-) -> tuple[LevelPlan, ...]:
-    """The explained features estimated per level, from passes over the data ``stream``."""
-    discrete = effective_discrete(request.discrete)
-    categorical = stream.categorical
-    if discrete is None and not any(name in categorical for name in features):
-        return ()
-    t = time.perf_counter()
-    data, names = _data_source(request, stream, engine), stream.feature_names
-    if any(name in categorical for name in features):
-        rows = Rows.scanned(data, names, engine)
-    else:  # discrete columns only: their values are all a pass needs
-        rows = Rows(data, tuple(names), 0, np.zeros(len(names)), np.zeros(len(names)))
-    found = level_plans(
-        rows, features, categorical=categorical, discrete=discrete, labels=labels,
-        engine=engine, head=head,
-    )  # fmt: skip
-    timings["levels_pass_s"] = time.perf_counter() - t
-    return tuple(p for p in found.values() if isinstance(p, LevelPlan))
 
 
 def _read_head(
