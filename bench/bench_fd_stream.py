@@ -56,7 +56,7 @@ ENV = {
 #: the same CLI with the streaming path switched off
 WHOLE = (
     "import sys, ale_cli.estimators.local_effects as c; from ale_cli.estimators.inputs_stream "
-    "import Reading; c.compute_reading = lambda request: Reading(True); "
+    "import Reading; c.compute_reading = lambda request: Reading(); "
     "from ale_cli.entry import main; sys.argv[0] = 'ale'; main()"
 )
 

@@ -34,11 +34,11 @@ from ale_cli.passes.spool import DataPasses, Scan
 
 @dataclass(frozen=True)
 class Reading:
-    """How the data are read: chunk by chunk, or as a whole table (``whole``) with the note
-    saying why (``reason``, "" for a DataFrame)."""
+    """How the data are read: as a whole table with the note saying why (``reason``, "" for
+    a DataFrame), or chunk by chunk (not ``whole``)."""
 
-    whole: bool
     reason: str = ""
+    whole: bool = True
 
     def check(self, engine: Engine) -> None:
         """InputError naming ``engine`` when it runs parts apart and the data are read whole."""
@@ -52,21 +52,19 @@ class Reading:
 
 
 #: the data read chunk by chunk
-STREAMED = Reading(False)
+STREAMED = Reading(whole=False)
 
 
 def reading_of(inputs: ModelInputs, chunk_rows: int | None) -> Reading:
     """How ``inputs`` are read: whole for a DataFrame or without ``chunk_rows`` (no note) or
     when the model's columns are matched by name (a note), else streamed."""
     if chunk_rows is None or is_frame(inputs.data):
-        return Reading(True)
+        return Reading()
     if isinstance(inputs.model, ModelObject):
-        return Reading(True, "read the whole table: the model is an object in memory")
+        return Reading("read the whole table: the model is an object in memory")
     order = model_column_order(inputs.model, detect_format(inputs.model, inputs.model_format))
     if order.names is not None:
-        return Reading(
-            True, f"read the whole table: {order.source} matches the data's columns by name"
-        )
+        return Reading(f"read the whole table: {order.source} matches the data's columns by name")
     return STREAMED
 
 

@@ -169,9 +169,8 @@ def _levels_notes(request: ComputeRequest, plans: Sequence[LevelPlan]) -> tuple[
 
 #: found by the first pass: a scikit-learn model reading text columns, a piecewise-constant one
 AFTER_ALL = Reading(
-    True,
     "read the whole table: the model is piecewise constant (secants on a fine grid of "
-    "every row) or reads text columns (encoded with the levels of every row)",
+    "every row) or reads text columns (encoded with the levels of every row)"
 )
 
 
@@ -181,14 +180,13 @@ def compute_reading(request: ComputeRequest) -> Reading:
     inputs = request.inputs
     by_name = reading_of(inputs, request.chunk_rows)
     if by_name.whole:
-        frame = Reading(True, "read the whole table: the data are a DataFrame")
+        frame = Reading("read the whole table: the data are a DataFrame")
         return by_name if by_name.reason else frame
     fmt = detect_format(inputs.model, inputs.model_format)
     if fmt == "onnx" and inputs.step is None and tree_ensemble_file(inputs.model):
         return Reading(
-            True,
             "read the whole table: a tree-ensemble ONNX model is piecewise constant (secants "
-            "on a fine grid of every row)",
+            "on a fine grid of every row)"
         )
     return STREAMED
 
