@@ -20,6 +20,7 @@ from ale_cli.core.binning import UniformGrid, assign, uniform_edges
 from ale_cli.core.binstats import CellStats, uniform_cells
 from ale_cli.core.outofcore import chunked_quantile_edges, merge_accumulators, pass_accumulators
 from ale_cli.core.quantile_cells import BucketGrid, QuantilePlan, bucket_grid
+from ale_cli.estimators.rows import extent, select
 from ale_cli.passes.engine import ArraySource, Chunk, Engine, Source
 from ale_cli.store.npz import Store, StoreFile
 
@@ -53,11 +54,6 @@ class Passes:
         return self.engine.run(self.source, kernel, merge, empty, arrays=arrays)
 
 
-def _select(A: np.ndarray, cols: Sequence[int]) -> np.ndarray:
-    """``A[:, cols]`` in A's dtype, without a copy when cols are all of A's columns."""
-    return A if list(cols) == list(range(A.shape[1])) else A[:, list(cols)]
-
-
 def _float64(A: np.ndarray, cols: Sequence[int]) -> np.ndarray:
     """``A[:, cols]`` as a C-contiguous float64 array, with one copy at most."""
     if list(cols) == list(range(A.shape[1])):
@@ -87,29 +83,6 @@ class Cells:
 
 
 @dataclass(frozen=True)
-class Ranges:
-    """Kernel: each column's minimum and maximum (empty: ``(inf, -inf)``)."""
-
-    x: tuple[int, ...]
-
-    def __call__(self, chunk: Chunk, _shared: Any) -> tuple[np.ndarray, np.ndarray]:
-        X = _select(chunk["X"], self.x)
-        if not len(X):
-            return empty_ranges(len(self.x))
-        return X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
-
-
-def empty_ranges(d: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.full(d, np.inf), np.full(d, -np.inf)
-
-
-def merge_ranges(
-    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    return np.minimum(a[0], b[0]), np.maximum(a[1], b[1])
-
-
-@dataclass(frozen=True)
 class OnEdges:
     """Kernel: :class:`Cells` of columns (``x``, ``e``) on their own ``edges`` (K_j + 1,)."""
 
@@ -118,7 +91,7 @@ class OnEdges:
     edges: tuple[np.ndarray, ...]
 
     def __call__(self, chunk: Chunk, _shared: Any) -> Cells:
-        X, E = _select(chunk["X"], self.x), _select(chunk["local_effects"], self.e)
+        X, E = select(chunk["X"], self.x), select(chunk["local_effects"], self.e)
         stats, outside = [], []
         for i, z in enumerate(self.edges):
             a = assign(X[:, i], z)
@@ -150,7 +123,7 @@ class BucketCounts:
     grid: BucketGrid
 
     def __call__(self, chunk: Chunk, _shared: Any) -> np.ndarray:
-        return self.grid.counts(_select(chunk["X"], self.x))
+        return self.grid.counts(select(chunk["X"], self.x))
 
 
 @dataclass(frozen=True)
@@ -162,11 +135,7 @@ class BucketScan:
     plan: QuantilePlan
 
     def __call__(self, chunk: Chunk, _shared: Any) -> Any:
-        return self.plan.scan(_select(chunk["X"], self.x), _select(chunk["local_effects"], self.e))
-
-
-def merge_scans(a: Any, b: Any) -> Any:
-    return a.merge(b)
+        return self.plan.scan(select(chunk["X"], self.x), select(chunk["local_effects"], self.e))
 
 
 @dataclass(frozen=True)
@@ -178,7 +147,7 @@ class GroupPass:
     roots: list[Any]
 
     def __call__(self, chunk: Chunk, _shared: Any) -> list[Any]:
-        X = _select(chunk["X"], self.x)
+        X = select(chunk["X"], self.x)
         return pass_accumulators(lambda: [X], self.groups, self.roots)
 
 
@@ -190,11 +159,8 @@ def ranges(p: Passes) -> tuple[np.ndarray, np.ndarray]:
     if p.recorded is not None:
         lo, hi = p.recorded
         return lo[list(p.columns.x)], hi[list(p.columns.x)]
-    d = len(p.columns.names)
-    found: tuple[np.ndarray, np.ndarray] = p.run(
-        Ranges(p.columns.x), merge_ranges, empty_ranges(d), arrays=("X",)
-    )
-    return found
+    _, lo, hi = extent(p.source, p.columns.x, p.engine)
+    return lo, hi
 
 
 def on_edges(p: Passes, todo: list[int], edges: dict[int, np.ndarray]) -> Binned:
@@ -248,7 +214,8 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
         max_bucket=quantile_cells.MAX_BUCKET_ROWS,
         max_gathered=quantile_cells.MAX_GATHERED_ROWS,
     )
-    scan = p.run(BucketScan(x, e, plan), merge_scans, plan.empty_scan())
+    empty_scan = plan.empty_scan()
+    scan = p.run(BucketScan(x, e, plan), type(empty_scan).merge, empty_scan)
     found = plan.finish(scan, lo_t, hi_t)
     edges = {j: f.edges for j, f in zip(todo, found, strict=True) if f is not None}
     cells = {j: f.cells for j, f in zip(todo, found, strict=True) if f is not None}

@@ -25,7 +25,7 @@ from ale_cli.errors import InputError
 from ale_cli.estimators.bins import FixedBins
 from ale_cli.estimators.inputs import ModelInputs, Opened, open_inputs, table_columns
 from ale_cli.estimators.inputs_stream import Streamed, open_streamed, reading_of, shipped
-from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed, merge_passed
+from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed
 from ale_cli.estimators.pairs import (
     Columns,
     Grids,
@@ -344,7 +344,7 @@ def _pass(
     passed = engine.run(
         rows.columns.source,
         kernel,
-        merge_passed,
+        Passed.merge,
         Passed.empty(kernel.plans),
         arrays=kernel.arrays,
         shared=shared,

@@ -106,10 +106,6 @@ class Passed:
         return np.concatenate(self.predictions) if self.predictions else np.empty(0)
 
 
-def merge_passed(a: Passed, b: Passed) -> Passed:
-    return a.merge(b)
-
-
 @dataclass(frozen=True)
 class _Located:
     """A chunk's rows inside one pair's grid (indices into the chunk) and their cells."""

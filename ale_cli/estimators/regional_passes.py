@@ -27,9 +27,10 @@ from ale_cli.core.regional import (
     split_cells,
 )
 from ale_cli.errors import InputError
-from ale_cli.estimators.cells import Passes, Ranges, empty_ranges, group_passes, merge_ranges
+from ale_cli.estimators.cells import Passes, group_passes
 from ale_cli.estimators.level_plans import Distinct, DistinctKernel
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
+from ale_cli.estimators.rows import extent
 from ale_cli.passes.engine import LOCAL, ArraySource, Chunk
 
 #: an input held per level with more distinct values than this is refused as a splitter
@@ -54,7 +55,7 @@ def splitters(
     if p.recorded is not None:  # the store's record of every input's range: no pass
         lo, hi = (np.asarray(a, dtype=np.float64)[list(cols)] for a in p.recorded)
     else:
-        lo, hi = p.run(Ranges(cols), merge_ranges, empty_ranges(len(cols)), arrays=("X",))
+        _, lo, hi = extent(p.source, cols, p.engine)
     levels_at = [i for i, name in enumerate(inputs) if name in set(per_level)]
     distinct: tuple[np.ndarray, ...] = ()
     if levels_at:
