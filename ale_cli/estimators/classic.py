@@ -40,10 +40,9 @@ from ale_cli.estimators.inputs import (
     ModelInputs,
     feature_columns,
     object_notes,
-    open_inputs,
     table_columns,
 )
-from ale_cli.estimators.inputs_stream import open_streamed, reading_of, shipped
+from ale_cli.estimators.inputs_stream import Streamed, shipped
 from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.levels import (
     LevelPlan,
@@ -53,7 +52,7 @@ from ale_cli.estimators.levels import (
     level_bands,
     level_summary,
 )
-from ale_cli.estimators.rows import ROWS, Rows
+from ale_cli.estimators.rows import ROWS, Rows, open_model_rows
 from ale_cli.models.base import ProgressFn
 from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
@@ -272,29 +271,20 @@ def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> L
     """The data and model of ``request``, streamed unless the inputs need the whole table
     (:func:`~ale_cli.estimators.inputs_stream.reading_of`), and the per-level plans."""
     inputs = request.inputs
-    reading = reading_of(inputs, request.chunk_rows)
-    streamed = not reading.whole and request.chunk_rows is not None
-    opened: Any
-    if streamed:
-        opened = open_streamed(inputs, chunk_rows=request.chunk_rows)
-        table = opened.scan
-        rows = Rows(opened.data_source(engine), table.names, table.n_rows, table.lo, table.hi)
+    rows, opened, reading = open_model_rows(inputs, request.chunk_rows, engine)
+    table: Any
+    if isinstance(opened, Streamed):
+        table, columns, first = opened.scan, opened.model_columns, opened.scan.first
     else:
-        reading.check(engine)
-        opened = open_inputs(inputs)
         table = opened.table
-        rows = Rows.of(table.X, table.feature_names)
+        columns, first = table_columns(table), table.X
     fixed.check_features(inputs.features, rows.names, f"the data '{inputs.data_label}'")
     fixed.check_rows(rows.n_rows, f"data '{inputs.data_label}'")
     levels = level_plans(
-        rows, opened.features, categorical=table.categorical,
+        rows, opened.features, categorical=rows.categorical,
         discrete=effective_discrete(request.discrete), labels=table.levels, engine=engine,
     )  # fmt: skip
     source = opened.source(inputs, method=METHOD)
-    if streamed:
-        columns, first = opened.model_columns, table.first
-    else:
-        columns, first = table_columns(table), table.X
     dropped = table.rows_dropped
     return Loaded(
         rows=rows,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import combinations
 from pathlib import Path
@@ -23,23 +23,17 @@ from ale_cli.core.second_order import PairCells, second_order_from_cells
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, inputs_sha256
 from ale_cli.errors import InputError
 from ale_cli.estimators.bins import FixedBins
-from ale_cli.estimators.inputs import ModelInputs, Opened, open_inputs, table_columns
-from ale_cli.estimators.inputs_stream import Streamed, open_streamed, reading_of, shipped
+from ale_cli.estimators.inputs import ModelInputs, Opened, table_columns
+from ale_cli.estimators.inputs_stream import Streamed, shipped
 from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed
-from ale_cli.estimators.pairs import (
-    Columns,
-    Grids,
-    Pair,
-    pair_columns,
-    pair_grids,
-    parse_pairs,
-)
+from ale_cli.estimators.pairs import Grids, Pair, pair_columns, pair_grids, parse_pairs
+from ale_cli.estimators.rows import Rows, open_model_rows
 from ale_cli.io.files import sha256_file
 from ale_cli.io.jsonio import to_jsonable
 from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.models.profile import DataProfile
-from ale_cli.passes.engine import LOCAL, ArraySource, Engine, Ready, Shared
+from ale_cli.passes.engine import LOCAL, Engine, Ready, Shared
 from ale_cli.passes.shipped import ShippedModel
 from ale_cli.store.format import one_output
 from ale_cli.store.npz import open_store, store_sha256
@@ -133,11 +127,12 @@ def store_mismatch(path: Path, found: dict[str, Any], inputs: ModelInputs) -> st
 
 
 @dataclass
-class Rows:
-    """The rows of a run: ``model`` and ``ship`` (its handle) None when a store gives every
-    value; ``stored``: each stored pair (either order) to its row of mixed derivatives."""
+class Found:
+    """The rows of a run and the model: ``model`` and ``ship`` (its handle) None when a
+    store gives every value; ``stored``: each stored pair (either order) to its row of
+    mixed derivatives."""
 
-    columns: Columns
+    rows: Rows
     model: Model | None
     ship: Callable[[], ShippedModel] | None
     summary_store: Callable[[int], dict[str, Any]]
@@ -148,22 +143,12 @@ class Rows:
 
 def _opened(
     request: InteractRequest, engine: Engine | None, notes: list[str], timings: dict[str, float]
-) -> Streamed | Opened:
+) -> tuple[Rows, Streamed | Opened]:
     """The model loaded on the data streamed or read whole (None ``engine``: none reads)."""
-    inputs, chunk_rows = request.inputs, request.chunk_rows
-    reading = reading_of(inputs, chunk_rows)
-    found: Streamed | Opened
-    if not reading.whole and chunk_rows is not None:
-        found = open_streamed(inputs, chunk_rows=chunk_rows)
-    else:
-        if engine is not None:
-            reading.check(engine)
-        if reading.reason:
-            notes.append(reading.reason)
-        found = open_inputs(inputs)
+    rows, found, reading = open_model_rows(request.inputs, request.chunk_rows, engine)
     timings |= found.timings
-    notes.extend(found.notes)
-    return found
+    notes.extend((*((reading.reason,) if reading.reason else ()), *found.notes))
+    return rows, found
 
 
 def _ship(inputs: ModelInputs, found: Streamed | Opened) -> Callable[[], ShippedModel]:
@@ -181,29 +166,19 @@ def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
 
 def open_rows(
     request: InteractRequest, engine: Engine, notes: list[str], timings: dict[str, float]
-) -> Rows:
+) -> Found:
     """The rows of ``request`` as a source for ``engine``, with their notes and timings."""
     if request.store is not None:
-        rows = _store_rows(request, request.store, notes, timings)
-        if rows is not None:
-            return rows
+        found = _store_rows(request, request.store, notes, timings)
+        if found is not None:
+            return found
     inputs = request.inputs
-    found = _opened(request, engine, notes, timings)
-    made = found.source(inputs, method=found.model.method)
-    if isinstance(found, Streamed):
-        scan = found.scan
-        columns = Columns(
-            found.data_source(engine), scan.names, scan.categorical, scan.n_rows, scan.lo, scan.hi
-        )
-    else:
-        table = found.table
-        columns = Columns(
-            ArraySource({"X": table.X}), table.feature_names, tuple(table.categorical), len(table.X)
-        )
-    return Rows(
-        columns,
-        found.model,
-        _ship(inputs, found),
+    rows, opened = _opened(request, engine, notes, timings)
+    made = opened.source(inputs, method=opened.model.method)
+    return Found(
+        rows,
+        opened.model,
+        _ship(inputs, opened),
         lambda dropped: made | {"data": made["data"] | {"rows_nonfinite": dropped}},
         f"data '{inputs.data_label}'",
     )
@@ -211,7 +186,7 @@ def open_rows(
 
 def _store_rows(
     request: InteractRequest, path: Path, notes: list[str], timings: dict[str, float]
-) -> Rows | None:
+) -> Found | None:
     """The rows of a store the estimator uses, else None (with the note saying why)."""
     if request.estimator == "ale":
         notes.append(f"store '{path}' is not used by the ale estimator (it needs the model)")
@@ -235,14 +210,15 @@ def _store_rows(
             f"store '{path}' has no mixed derivatives of {listed}; computing "
             "them (add them to the store with 'ale compute --pairs')"
         )
-        found = _opened(request, None, notes, timings)  # no engine reads the data
+        found = _opened(request, None, notes, timings)[1]  # no engine reads the data
     lo_hi = store.x_range()
-    if lo_hi is not None and len(lo_hi[0]) != len(store.input_names):
-        lo_hi = None
+    if lo_hi is None or len(lo_hi[0]) != len(store.input_names):
+        rows = Rows.scanned(store, store.input_names)
+    else:
+        rows = Rows(store, store.input_names, store.n_rows, *lo_hi)
     categorical = tuple(store.meta.get("categorical_features") or ())
-    columns = Columns(store, store.input_names, categorical, store.n_rows, *(lo_hi or (None, None)))
-    return Rows(
-        columns,
+    return Found(
+        replace(rows, categorical=categorical),
         None if found is None else found.model,
         None if found is None else _ship(request.inputs, found),
         lambda dropped: store_info(path, store, sha256=digest.result()),
@@ -307,12 +283,12 @@ def interactions(
 
 
 def _plans(
-    pairs: Sequence[Pair], rows: Rows, cols: list[tuple[int, int]], estimator: str, grids: Grids
+    pairs: Sequence[Pair], got: Found, cols: list[tuple[int, int]], estimator: str, grids: Grids
 ) -> dict[int, PairPlan]:
     """The plan of every estimable pair (by position): its grid and its values' origin."""
     plans = {}
     for p in sorted(grids):
-        row = rows.stored.get(pairs[p], -1) if estimator == "dale" else -1
+        row = got.stored.get(pairs[p], -1) if estimator == "dale" else -1
         values = "corners" if estimator == "ale" else "stored" if row >= 0 else "autodiff"
         plans[p] = PairPlan(cols[p], *grids[p], values, row)
     return plans
@@ -320,7 +296,7 @@ def _plans(
 
 def _pass(
     request: InteractRequest,
-    rows: Rows,
+    got: Found,
     plans: dict[int, PairPlan],
     estimator: str,
     engine: Engine,
@@ -330,19 +306,19 @@ def _pass(
     bar = None
     if progress is not None and any(p.values != "stored" for p in plans.values()):
         label = "mixed derivatives" if estimator == "dale" else "cell corners"
-        bar = progress(rows.columns.n_rows, label)
+        bar = progress(got.rows.n_rows, label)
     kernel = PairKernel(
         tuple(plans.values()),
         estimator,
         str(request.inputs.model),
         request.inputs.drop_nonfinite,
-        stored_prediction=rows.stored_prediction,
+        stored_prediction=got.stored_prediction,
     )
     shared: Shared | None = None  # the model for the kernels (None: the store gives every value)
-    if rows.model is not None and rows.ship is not None:
-        shared = rows.ship() if engine.splits else Ready(rows.model)
+    if got.model is not None and got.ship is not None:
+        shared = got.ship() if engine.splits else Ready(got.model)
     passed = engine.run(
-        rows.columns.source,
+        got.rows.source,
         kernel,
         Passed.merge,
         Passed.empty(kernel.plans),
@@ -367,13 +343,13 @@ def interact(
     request.inputs.check_files()
     notes: list[str] = []
     timings: dict[str, float] = {}
-    rows = open_rows(request, engine, notes, timings)
-    model = rows.model
+    got = open_rows(request, engine, notes, timings)
+    model = got.model
     if model is not None:
         where = f"model '{request.inputs.model}' with {{param}} {request.inputs.output}"
         one_output(model.describe(), where, "ale interact", "pass one {param} NAME")
-    cols = pair_columns(request.pairs, rows.columns.names, param="pairs", where=rows.where)
-    fixed.check_rows(rows.columns.n_rows, f"data '{request.inputs.data_label}'")
+    cols = pair_columns(request.pairs, got.rows.names, param="pairs", where=got.where)
+    fixed.check_rows(got.rows.n_rows, f"data '{request.inputs.data_label}'")
     estimator = request.estimator
     if estimator is None:
         estimator = "dale" if model is None or model.method == "autodiff" else "ale"
@@ -382,9 +358,9 @@ def interact(
             model, request.inputs.model, param="estimator", value="dale", hint="use {param} ale"
         )
     t_load = time.perf_counter()
-    grids, reasons = pair_grids(request.pairs, cols, rows.columns, fixed)
-    plans = _plans(request.pairs, rows, cols, estimator, grids)
-    passed = _pass(request, rows, plans, estimator, engine, progress)
+    grids, reasons = pair_grids(request.pairs, cols, got.rows, fixed)
+    plans = _plans(request.pairs, got, cols, estimator, grids)
+    passed = _pass(request, got, plans, estimator, engine, progress)
     cells = dict(zip(plans, passed.pairs, strict=True))
     found = interactions(request.pairs, estimator, plans, cells, reasons)
     if any(p.values != "stored" for p in plans.values()):
@@ -396,13 +372,13 @@ def interact(
         "pairs": [list(p) for p in pairs],
         "estimator": estimator,
         **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
-        "cached_pairs": [list(p) for p in pairs if p in rows.stored] if estimator == "dale" else [],
+        "cached_pairs": [list(p) for p in pairs if p in got.stored] if estimator == "dale" else [],
     }
     summary = with_statistics(
         Summary(
             estimator=estimator,
             params=params,
-            store=rows.summary_store(len(dropped)),
+            store=got.summary_store(len(dropped)),
             n_rows=passed.kept,
             features=(),
             interactions=tuple(found),

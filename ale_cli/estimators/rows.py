@@ -13,6 +13,8 @@ import numpy as np
 
 from ale_cli.core.binning import uniform_edges
 from ale_cli.core.outofcore import chunked_quantile_edges
+from ale_cli.estimators.inputs import ModelInputs, Opened, open_inputs
+from ale_cli.estimators.inputs_stream import Reading, Streamed, open_streamed, reading_of
 from ale_cli.passes.engine import LOCAL, ArraySource, Chunk, Engine, Source
 from ale_cli.summary.build import column_ranges
 
@@ -21,19 +23,21 @@ ROWS = "X"
 
 @dataclass(frozen=True)
 class Rows:
-    """The rows a run explains: a source of chunks ``{"X": (n, D)}``, names, rows, ranges."""
+    """The rows a run explains: a source of chunks ``{"X": (n, D)}``, names, rows, ranges,
+    the categorical inputs."""
 
     source: Source
     names: tuple[str, ...]
     n_rows: int
     lo: np.ndarray
     hi: np.ndarray
+    categorical: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, X: np.ndarray, names: Sequence[str]) -> Rows:
+    def of(cls, X: np.ndarray, names: Sequence[str], categorical: Sequence[str] = ()) -> Rows:
         """The rows X (N, D) in memory: one chunk."""
         lo, hi = column_ranges(X)
-        return cls(ArraySource({ROWS: X}), tuple(names), len(X), lo, hi)
+        return cls(ArraySource({ROWS: X}), tuple(names), len(X), lo, hi, tuple(categorical))
 
     @classmethod
     def scanned(cls, source: Source, names: Sequence[str], engine: Engine = LOCAL) -> Rows:
@@ -67,6 +71,25 @@ class Rows:
         if not len(cols):
             return []
         return chunked_quantile_edges(self.columns(cols), n=self.n_rows, bins=bins, lo=lo, hi=hi)
+
+
+def open_model_rows(
+    inputs: ModelInputs, chunk_rows: int | None, engine: Engine | None
+) -> tuple[Rows, Streamed | Opened, Reading]:
+    """The model loaded on the data, streamed unless they need the whole table
+    (:func:`~.inputs_stream.reading_of`), and the data as rows for ``engine`` (None: no
+    engine reads them)."""
+    reading = reading_of(inputs, chunk_rows)
+    if not reading.whole and chunk_rows is not None:
+        found = open_streamed(inputs, chunk_rows=chunk_rows)
+        s = found.scan
+        source = found.data_source(engine or LOCAL)
+        return Rows(source, s.names, s.n_rows, s.lo, s.hi, s.categorical), found, reading
+    if engine is not None:
+        reading.check(engine)
+    opened = open_inputs(inputs)
+    table = opened.table
+    return Rows.of(table.X, table.feature_names, table.categorical), opened, reading
 
 
 Extent = tuple[int, np.ndarray, np.ndarray]
