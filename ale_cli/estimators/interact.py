@@ -152,16 +152,16 @@ def _opened(
 
 
 def _ship(inputs: ModelInputs, found: Streamed | Opened) -> Callable[[], ShippedModel]:
+    """The model as a handle, made when asked (a whole table's with the profile of its rows)."""
     if isinstance(found, Streamed):
         return partial(found.ship, inputs)
-    return partial(_table_model, inputs, found)
 
+    def ship() -> ShippedModel:
+        profile = DataProfile.of(found.table.X)
+        columns = table_columns(found.table)
+        return shipped(inputs, found.model, columns, profile.head, profile=profile)
 
-def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
-    """The model of the whole table as a handle, with the profile of every row."""
-    profile = DataProfile.of(opened.table.X)
-    table_cols = table_columns(opened.table)
-    return shipped(inputs, opened.model, table_cols, profile.head, profile=profile)
+    return ship
 
 
 def open_rows(

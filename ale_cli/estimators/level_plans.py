@@ -9,7 +9,7 @@ merge across chunks (:class:`LevelCounts`), so the order equals the whole table'
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -165,46 +165,36 @@ def level_orders(
 
 @dataclass(frozen=True)
 class Distinct:
-    """The distinct values of C columns, sorted: all of them, or, for a column with more
-    than its ``limits[c]``, the ``limits[c] + 1`` smallest.
+    """Kernel and state: the sorted distinct values of the columns ``cols`` of chunks
+    ``{"X": (n, D)}``: all of them, or, for a column with more than ``limit``, the
+    ``limit + 1`` smallest.
 
-    >>> a = Distinct((np.array([1.0, 3.0]),), (2,))
-    >>> a.merge(Distinct((np.array([2.0, 3.0, 5.0]),), (2,))).values[0].tolist()
+    >>> a = Distinct((0,), 2, (np.array([1.0, 3.0]),))
+    >>> a.merge(Distinct((0,), 2, (np.array([2.0, 3.0, 5.0]),))).values[0].tolist()
     [1.0, 2.0, 3.0]
     """
 
-    values: tuple[np.ndarray, ...]
-    limits: tuple[int, ...]
+    cols: tuple[int, ...]
+    limit: int
+    values: tuple[np.ndarray, ...] = ()
 
     def merge(self, other: Distinct) -> Distinct:
-        return Distinct(
-            tuple(
-                np.union1d(a, b)[: n + 1]
-                for a, b, n in zip(self.values, other.values, self.limits, strict=True)
-            ),
-            self.limits,
-        )
-
-
-@dataclass(frozen=True)
-class DistinctKernel:
-    """A chunk ``{"X": (n, D)}`` to the :class:`Distinct` values of its columns ``cols``."""
-
-    cols: tuple[int, ...]
-    limits: tuple[int, ...]
-
-    def empty(self) -> Distinct:
-        return Distinct(tuple(np.empty(0) for _ in self.cols), self.limits)
+        pairs = zip(self.values, other.values, strict=True)
+        return replace(self, values=tuple(np.union1d(a, b)[: self.limit + 1] for a, b in pairs))
 
     def __call__(self, chunk: Chunk, _: Any) -> Distinct:
         X = chunk[ROWS]
-        return Distinct(
-            tuple(
-                np.unique(np.asarray(X[:, c], dtype=np.float64))[: n + 1]
-                for c, n in zip(self.cols, self.limits, strict=True)
-            ),
-            self.limits,
-        )
+        found = (np.unique(np.asarray(X[:, c], dtype=np.float64)) for c in self.cols)
+        return replace(self, values=tuple(v[: self.limit + 1] for v in found))
+
+
+def distinct_values(
+    source: Source, cols: Sequence[int], limit: int, engine: Engine
+) -> tuple[np.ndarray, ...]:
+    """Each column's :class:`Distinct` values, from one pass over ``source`` on ``engine``."""
+    kernel = Distinct(tuple(cols), limit)
+    empty = replace(kernel, values=tuple(np.empty(0) for _ in cols))
+    return engine.run(source, kernel, Distinct.merge, empty, arrays=[ROWS]).values
 
 
 def _distinct(
@@ -217,10 +207,9 @@ def _distinct(
     most: int | None = None,
 ) -> dict[str, Any]:
     """Each of ``todo``'s sorted distinct values (of 2 to ``most``), or why not estimable."""
-    kernel = DistinctKernel(tuple(list(names).index(n) for n in todo), (limit,) * len(todo))
-    found = engine.run(source, kernel, Distinct.merge, kernel.empty(), arrays=[ROWS])
+    found = distinct_values(source, [list(names).index(n) for n in todo], limit, engine)
     out: dict[str, Any] = {}
-    for name, values in zip(todo, found.values, strict=True):
+    for name, values in zip(todo, found, strict=True):
         if most is not None and not 2 <= values.size <= most:
             continue
         if values.size > MAX_LEVELS:

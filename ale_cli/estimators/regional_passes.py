@@ -28,7 +28,7 @@ from ale_cli.core.regional import (
 )
 from ale_cli.errors import InputError
 from ale_cli.estimators.cells import Passes, group_passes
-from ale_cli.estimators.level_plans import Distinct, DistinctKernel
+from ale_cli.estimators.level_plans import distinct_values
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
 from ale_cli.estimators.rows import extent
 from ale_cli.passes.engine import LOCAL, ArraySource, Chunk
@@ -59,8 +59,7 @@ def splitters(
     levels_at = [i for i, name in enumerate(inputs) if name in set(per_level)]
     distinct: tuple[np.ndarray, ...] = ()
     if levels_at:
-        kernel = DistinctKernel(tuple(levels_at), (MAX_LEVELS,) * len(levels_at))
-        distinct = p.run(kernel, Distinct.merge, kernel.empty(), arrays=("X",)).values
+        distinct = distinct_values(p.source, levels_at, MAX_LEVELS, p.engine)
     numeric = [i for i in range(len(cols)) if i not in levels_at and hi[i] > lo[i]]
     thresholds = [np.empty(0) for _ in numeric]
     if numeric and candidates >= 2:  # type-1 quantiles at c / C, c = 1..C-1, deduplicated
