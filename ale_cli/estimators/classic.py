@@ -19,13 +19,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ale_cli.checks import check_count
-from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bin_limits import (
     Function,
@@ -37,7 +34,6 @@ from ale_cli.estimators.bin_limits import (
 )
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.estimators.inputs import (
-    ModelInputs,
     feature_columns,
     object_notes,
     table_columns,
@@ -52,7 +48,7 @@ from ale_cli.estimators.levels import (
     level_bands,
     level_summary,
 )
-from ale_cli.estimators.rows import ROWS, Rows, open_model_rows
+from ale_cli.estimators.rows import DEFAULT_BINNING, ROWS, ModelRequest, Rows, open_model_rows
 from ale_cli.models.base import ProgressFn
 from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
@@ -70,27 +66,18 @@ from ale_cli.summary.build import (
 from ale_cli.summary.model import FeatureSummary, Summary, with_statistics
 from ale_cli.summary.statistics import statistics_params
 
-#: quantile bins, as ALEPlot and PyALE
-DEFAULT_BINNING = "quantile"
 METHOD = "model at the bin limits (Apley-Zhu finite differences)"
 
 
 @dataclass(frozen=True)
-class ClassicRequest:
-    """Options of ``ale classic`` (None ``bins``/``binning``: the default, or unused with
-    ``edges``)."""
+class ClassicRequest(ModelRequest):
+    """Options of ``ale classic``."""
 
-    inputs: ModelInputs
-    bins: int | None = None
-    binning: str | None = None
-    edges: Path | None = None
     center: str = "mean"
     bootstrap: Bootstrap = Bootstrap()
     #: features estimated per value: names ("a,b" or a tuple), "auto", "none" (numeric
     #: columns get slopes), or None: the binary ones (:func:`~.levels.effective_discrete`)
     discrete: tuple[str, ...] | str | None = None
-    #: rows read at a time from a data file; None reads the whole table at once
-    chunk_rows: int | None = DEFAULT_CHUNK_ROWS
     #: the statistics' definitions: "ale-cli" or "r" (:mod:`ale_cli.summary.statistics`)
     statistics: str = "ale-cli"
 
@@ -98,16 +85,7 @@ class ClassicRequest:
         check_center(self.center)
         statistics_params(self.statistics)
         object.__setattr__(self, "discrete", discrete_mode(self.discrete))
-        if self.chunk_rows is not None:
-            check_count(self.chunk_rows, "chunk_rows", least=2)
-        if self.edges is None:  # the edges file is read (and checked) when the run starts
-            self.fixed_bins()
-
-    def fixed_bins(self) -> FixedBins:
-        """The bins asked for (the edges file read)."""
-        return FixedBins.from_options(
-            bins=self.bins, binning=self.binning, edges=self.edges, default=DEFAULT_BINNING
-        )
+        super().__post_init__()
 
 
 @dataclass(frozen=True)

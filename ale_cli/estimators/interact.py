@@ -16,18 +16,17 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ale_cli.checks import check_choice, check_count
+from ale_cli.checks import check_choice
 from ale_cli.core.second_order import PairCells, second_order_from_cells
-from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, inputs_sha256
+from ale_cli.data.stream import inputs_sha256
 from ale_cli.errors import InputError
-from ale_cli.estimators.bins import FixedBins
 from ale_cli.estimators.inputs import ModelInputs, Opened, table_columns
 from ale_cli.estimators.inputs_stream import Streamed, shipped
 from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed
 from ale_cli.estimators.pairs import Grids, Pair, pair_columns, pair_grids, parse_pairs
-from ale_cli.estimators.rows import Rows, open_model_rows
+from ale_cli.estimators.rows import ModelRequest, Rows, open_model_rows
 from ale_cli.io.files import sha256_file
 from ale_cli.io.jsonio import to_jsonable
 from ale_cli.models.checks import dropped_note, nothing_left
@@ -44,29 +43,20 @@ if TYPE_CHECKING:
     from ale_cli.models.base import Model, ProgressFn
 
 ESTIMATORS = ("dale", "ale")
-DEFAULT_BINS = 10
-DEFAULT_BINNING = "quantile"
 _ROUTES = {"ale": "classic", "dale": "dale"}
 
 
 @dataclass(frozen=True)
-class InteractRequest:
+class InteractRequest(ModelRequest):
     """Options of ``ale interact``: without ``pairs``, every pair of ``inputs.features``;
     ``estimator`` None: dale when the model has autodiff, else ale."""
 
-    inputs: ModelInputs
     pairs: tuple[Pair, ...] = ()
-    bins: int | None = None
-    binning: str | None = None
     estimator: str | None = None
     store: Path | None = None
-    edges: Path | None = None
-    #: rows read at a time from a data file; None reads the whole table
-    chunk_rows: int | None = DEFAULT_CHUNK_ROWS
+    default_bins: ClassVar[int] = 10
 
     def __post_init__(self) -> None:
-        if self.chunk_rows is not None:
-            check_count(self.chunk_rows, "chunk_rows", least=2)
         pairs = parse_pairs(self.pairs)
         features = self.inputs.features
         if not pairs and features is not None:
@@ -84,18 +74,7 @@ class InteractRequest:
             )
         object.__setattr__(self, "pairs", pairs)
         check_choice(self.estimator, ESTIMATORS, "estimator")
-        if self.edges is None:  # the edges file is read when the run starts
-            self.fixed_bins()
-
-    def fixed_bins(self) -> FixedBins:
-        """The bins asked for (the edges file read)."""
-        return FixedBins.from_options(
-            bins=self.bins,
-            binning=self.binning,
-            edges=self.edges,
-            default=DEFAULT_BINNING,
-            default_bins=DEFAULT_BINS,
-        )
+        super().__post_init__()
 
 
 #: options of ``ale compute`` a store must share (with the model and data bytes) to be used
