@@ -149,7 +149,11 @@ class RegionalResult:
 def regional(request: RegionalRequest) -> RegionalResult:
     """``ale regional``: each chosen feature's regions (see the module docstring)."""
     t0 = time.perf_counter()
-    path, store = _open(request.store)
+    store = request.store
+    if not isinstance(store, Store):
+        store = open_store(store)
+        one_output(store.meta, f"store '{store.path}'", "ale regional")
+    path = getattr(store, "path", None)
     if secants.is_secant(store.meta):
         raise InputError(
             f"store '{path}' holds secants of a piecewise-constant model; "
@@ -168,14 +172,12 @@ def regional(request: RegionalRequest) -> RegionalResult:
         if isinstance(store, StoreFile) and not engine.splits and n * width * 8 <= HOLD_BYTES:
             p = replace(p, source=Held.read(store, (*arrays, "prediction")))
         lo, hi = ranges(p)
-        skip = skip_reasons(names, lo, hi, store.meta.get("categorical_features") or ())
+        categorical = store.meta.get("categorical_features") or ()
+        skip = skip_reasons(names, lo, hi, categorical)
         skip = {name: why for name, why in skip.items() if name not in plans}
         todo = [j for j, name in enumerate(names) if name not in skip and name not in plans]
         inputs = store.input_names
-        per_level = (
-            *(store.meta.get("categorical_features") or ()),
-            *(pl.name for pl in stored),
-        )
+        per_level = (*categorical, *(pl.name for pl in stored))
         share = 1.0 if request.search_rows is None else min(1.0, int(request.search_rows) / n)
         search = p if share >= 1.0 else search_sample(p, share, arrays)
         found = splitters(search, inputs, per_level=per_level, candidates=request.candidates)
@@ -209,7 +211,12 @@ def regional(request: RegionalRequest) -> RegionalResult:
         features=features,
         created=utc_now(),
     )
-    result = RegionalSummary(with_statistics(summary, _prediction(store, p.source)), tuple(regions))
+    if isinstance(store, Store):
+        prediction = store.prediction
+    else:  # from the rows held in memory, or read
+        parts = [c["prediction"] for c in p.source.chunks(("prediction",))]
+        prediction = np.concatenate(parts).astype(np.float64, copy=False)
+    result = RegionalSummary(with_statistics(summary, prediction), tuple(regions))
     notes = tuple(f"{r.name}: {r.note}" for r in regions if r.note)
     return RegionalResult(result, time.perf_counter() - t0, notes)
 
@@ -251,20 +258,3 @@ def _level_features(
         own = store.input_names.index(name) if name in store.input_names else -1
         out.append(Feature(name, x, i, record, np.empty(0), shift, own, plan))
     return out
-
-
-def _prediction(store: Store | StoreFile, source: Any) -> np.ndarray:
-    """The store's predictions: in memory, held with its rows, or read."""
-    if isinstance(store, Store):
-        return store.prediction
-    if isinstance(source, Held):
-        return np.concatenate([c["prediction"] for c in source.chunks(("prediction",))])
-    return store.prediction()
-
-
-def _open(store: Path | Store) -> tuple[Path | None, Store | StoreFile]:
-    if isinstance(store, Store):
-        return None, store
-    handle = open_store(store)
-    one_output(handle.meta, f"store '{handle.path}'", "ale regional")
-    return handle.path, handle
