@@ -1,10 +1,7 @@
-"""Cell statistics of the local effects per feature, as passes an engine runs over a source.
-
-``rebin`` and ``rhale`` need, per feature, edges and the mergeable
-:class:`~ale_cli.core.binstats.CellStats` of the local effects in its bins: given edges
-take one pass (:class:`OnEdges`), uniform edges one pass after the ranges (:class:`OnGrid`),
-type-1 quantile edges two passes (:class:`BucketCounts`, :class:`BucketScan`;
-:mod:`ale_cli.core.quantile_cells`), with further passes for a column they do not finish.
+"""The edges and :class:`~ale_cli.core.binstats.CellStats` of the local effects per feature
+(``rebin``, ``rhale``), as passes an engine runs over a source: given edges take one pass
+(:class:`OnEdges`), uniform edges one after the ranges (:class:`OnGrid`), type-1 quantile
+edges two (:class:`BucketCounts`, :class:`BucketScan`), more for a column they do not finish.
 """
 
 from __future__ import annotations
@@ -191,12 +188,9 @@ def uniform(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: in
 
 
 def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int) -> Binned:
-    """Exact type-1 quantile edges and their cells in two passes (bucket counts, then the
-    cells of the runs of buckets between quantiles and the rows of the buckets holding
-    one: :class:`~ale_cli.core.quantile_cells.QuantilePlan`); a column they do not finish (a big
-    bucket holding a quantile and several values: very skewed data) takes buckets split
-    again (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`, each pass on the engine),
-    then one pass for the cells."""
+    """Exact type-1 quantile edges and their cells in two passes
+    (:class:`~ale_cli.core.quantile_cells.QuantilePlan`); a column they do not finish (very
+    skewed data) by :func:`~ale_cli.core.outofcore.chunked_quantile_edges`, then its cells."""
     if not todo:
         return {}, {}, {}
     x, e = p.columns.pick(todo)

@@ -9,8 +9,6 @@ For feature s with edges ``z_0 < ... < z_K`` and row i in bin k, the interval
 Since ``mean_j(D_i / dz_j) dz_j = mean_j(D_i)``, the quotients ``e_i = D_i / dz_k`` fed to
 the DALE estimator on the same edges give exactly this estimate; their bin statistics are
 those of ``D_i`` divided by the bin width (:meth:`~ale_cli.core.binstats.CellStats.divided_by`).
-One driver, :func:`estimate`: the edges (:meth:`~ale_cli.estimators.rows.Rows.edges`), one pass of
-:class:`~ale_cli.estimators.bin_limits.LimitKernel` on an engine, then the summaries.
 Categorical and discrete features are estimated per level (:mod:`ale_cli.estimators.levels`).
 """
 

@@ -1,11 +1,6 @@
-"""``ale interact``: second-order (pairwise) ALE of feature pairs, classic or DALE.
-
-Each pair gets a K_a x K_b grid of cells (:func:`~ale_cli.estimators.pairs.pair_grids`);
-one pass of :class:`~ale_cli.estimators.interact_kernel.PairKernel` over the rows
-(:func:`open_rows`: a matching store made with ``ale compute --pairs``, DALE only, the data
-streamed or the whole table), then the surfaces
-(:func:`~ale_cli.core.second_order.second_order_from_cells`).
-"""
+"""``ale interact``: second-order ALE of feature pairs, classic or DALE: a grid per pair,
+one pass of :class:`~ale_cli.estimators.interact_kernel.PairKernel` over the rows of a
+matching store or of the data (:func:`open_rows`), then the surfaces."""
 
 from __future__ import annotations
 

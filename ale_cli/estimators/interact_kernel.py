@@ -1,10 +1,6 @@
-"""The chunk kernel of ``ale interact``: every pair's cell statistics from a chunk of rows.
-
-Per pair: the rows inside its grid and their cells (the others counted outside), their
-per-row value (:mod:`ale_cli.core.second_order`) from the model at the four ``corners`` of
-the row's cell (classic), or the mixed derivative by ``autodiff`` or ``stored`` (DALE);
-then the non-finite screen and the kept rows' :class:`~ale_cli.core.second_order.PairCells`.
-"""
+"""The chunk kernel of ``ale interact``: every pair's
+:class:`~ale_cli.core.second_order.PairCells` from a chunk of rows (the per-row values:
+:mod:`ale_cli.core.second_order`), the rows with non-finite values screened."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The plans of the features estimated per level, from passes over a source's chunks.
-
-A discrete feature's levels are its distinct values in numeric order, collected by one
-mergeable pass (:class:`Distinct`); a categorical feature's levels the same way, ordered as
-:func:`~ale_cli.core.discrete.level_order` orders them (docs/estimators.md) from counts that
-merge across chunks (:class:`LevelCounts`), so the order equals the whole table's.
-"""
+"""The plans of the features estimated per level, from passes over a source's chunks: the
+levels by one pass (:class:`Distinct`), a categorical feature's order (docs/estimators.md)
+from counts that merge across chunks (:class:`LevelCounts`), equal to the whole table's."""
 
 from __future__ import annotations
 

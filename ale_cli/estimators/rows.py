@@ -1,7 +1,6 @@
-"""The rows an estimator that calls the model explains: a source of chunks ``{"X": (n, D)}``
-and what a first pass found (names, rows, ranges); an array in memory is one chunk. Their
-bin edges: uniform over the range, or exact type-1 quantiles at ``k/K``, deduplicated.
-"""
+"""The rows an estimator that calls the model explains (a source of chunks ``{"X": (n, D)}``
+with what a first pass found; an array in memory is one chunk), their bin edges, and the
+model loaded on them."""
 
 from __future__ import annotations
 
