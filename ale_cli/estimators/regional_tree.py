@@ -146,7 +146,7 @@ def grow(
 def _whole(cells: CellStats, nodes: int) -> CellStats:
     """The sum of ``nodes`` nodes' cells (nodes * K, node by node)."""
     k = cells.n_cells // nodes
-    parts = (_slice(cells, i * k, (i + 1) * k) for i in range(nodes))
+    parts = (cells.take(slice(i * k, (i + 1) * k)) for i in range(nodes))
     return functools.reduce(CellStats.merge, parts)
 
 
@@ -180,7 +180,7 @@ def _inputs(
     out = {}
     for pos, i in enumerate(tree.open):
         if i not in tree.grids:  # from the pass, in the order of the open nodes
-            grid = _slice(level.grid, pos * k_g, (pos + 1) * k_g)
+            grid = level.grid.take(slice(pos * k_g, (pos + 1) * k_g))
             counts = None if f.plan is None else level.levels[pos * k : (pos + 1) * k]
             out[i] = _Node(grid, counts, split.get(i))
             continue
@@ -264,10 +264,6 @@ def _scores(f: Feature, split: ShiftedSums, kernel: RegionPass, g: Growth) -> An
         min_rows=g.min_rows,
         excluded=(f.own,) if f.own >= 0 else (),
     )
-
-
-def _slice(c: CellStats, a: int, b: int) -> CellStats:
-    return CellStats(c.counts[a:b], c.mean[a:b], c.m2[a:b])
 
 
 def _finished(f: Feature, tree: _Tree, n: int) -> RegionalFeature:
