@@ -23,7 +23,7 @@ from ale_cli.core.discrete import (
 from ale_cli.core.outofcore import order_statistics
 from ale_cli.errors import InputError
 from ale_cli.estimators.levels import AUTO, BINARY, LevelPlan
-from ale_cli.estimators.rows import ROWS, Rows
+from ale_cli.estimators.rows import ROWS, Rows, merge_each
 from ale_cli.passes.engine import LOCAL, Chunk, Engine, Source
 
 #: (level, value, rows) of the pairs present, sorted by level then value
@@ -65,11 +65,6 @@ class LevelCounts:
                 for a, b in zip(self.pairs, other.pairs, strict=True)
             ),
         )
-
-
-def merge_counts(a: tuple[LevelCounts, ...], b: tuple[LevelCounts, ...]) -> tuple[LevelCounts, ...]:
-    """The counts of every feature merged (the engine's ``merge``)."""
-    return tuple(x.merge(y) for x, y in zip(a, b, strict=True))
 
 
 @dataclass(frozen=True)
@@ -143,7 +138,7 @@ def level_orders(
         tuple(zip(numeric, points, strict=True)),
         tuple(categorical),
     )
-    found = engine.run(rows.source, kernel, merge_counts, kernel.empty(), arrays=[ROWS])
+    found = engine.run(rows.source, kernel, merge_each, kernel.empty(), arrays=[ROWS])
     orders = []
     for (_, values), counts in zip(features, found, strict=True):
         k = values.size

@@ -156,13 +156,6 @@ class LevelCells:
         return LevelCells(self.grid.merge(other.grid), split, levels)
 
 
-def merge_levels(a: tuple[LevelCells, ...], b: tuple[LevelCells, ...]) -> tuple[LevelCells, ...]:
-    """The two states' sum; ``()`` (no rows yet) is neutral, so a pass adds no zeros."""
-    if not a or not b:
-        return a or b
-    return tuple(x.merge(y) for x, y in zip(a, b, strict=True))
-
-
 @dataclass(frozen=True)
 class RegionPass:
     """Kernel: :class:`LevelCells` of every task over a chunk (``splitters``: the inputs

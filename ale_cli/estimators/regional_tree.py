@@ -22,7 +22,8 @@ import numpy as np
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.regional import ShiftedSums, Splitter, split_scores
 from ale_cli.estimators.levels import LevelPlan, level_summary
-from ale_cli.estimators.regional_passes import FeatureTask, RegionPass, conditions, merge_levels
+from ale_cli.estimators.regional_passes import FeatureTask, RegionPass, conditions
+from ale_cli.estimators.rows import merge_each
 from ale_cli.summary.model import FeatureSummary
 from ale_cli.summary.regional import NO_SPLIT_NOTE, RegionalFeature, RegionNode, Split
 
@@ -128,7 +129,7 @@ def grow(
         cells: tuple[Any, ...] = ()
         if tasks:
             rows = searched if search else p
-            cells = rows.run(kernel, merge_levels, (), arrays=kernel.arrays) or kernel.empty()
+            cells = rows.run(kernel, merge_each, (), arrays=kernel.arrays) or kernel.empty()
         levels = dict(zip(tasks, cells, strict=True))
         if every:
             whole |= {

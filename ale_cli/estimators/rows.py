@@ -151,6 +151,13 @@ class Ranges:
         return len(X), X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
 
 
+def merge_each(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Two tuples of states merged item by item; ``()`` (no rows yet) is neutral."""
+    if not a or not b:
+        return a or b
+    return tuple(x.merge(y) for x, y in zip(a, b, strict=True))
+
+
 def merge_extents(a: Extent, b: Extent) -> Extent:
     return a[0] + b[0], np.minimum(a[1], b[1]), np.maximum(a[2], b[2])
 
