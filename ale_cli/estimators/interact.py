@@ -20,7 +20,7 @@ from ale_cli.errors import InputError
 from ale_cli.estimators.inputs import ModelInputs, Opened, table_columns
 from ale_cli.estimators.inputs_stream import Streamed, shipped
 from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed
-from ale_cli.estimators.pairs import Grids, Pair, pair_columns, pair_grids, parse_pairs
+from ale_cli.estimators.pairs import Pair, pair_columns, pair_grids, parse_pairs
 from ale_cli.estimators.rows import ModelRequest, Rows, open_model_rows
 from ale_cli.io.files import sha256_file
 from ale_cli.io.jsonio import to_jsonable
@@ -218,13 +218,7 @@ def interactions(
         if reason is not None or found is None:
             outside = 0 if found is None else found.outside
             out.append(
-                InteractionSummary(
-                    features=pair,
-                    estimator=estimator,
-                    status="not_estimable",
-                    reason=reason,
-                    n_outside=outside,
-                )
+                InteractionSummary(pair, estimator, "not_estimable", reason, n_outside=outside)
             )
             continue
         plan = plans[p]
@@ -238,34 +232,23 @@ def interactions(
                 "one (e.g. a ReLU network) whose second derivatives vanish almost everywhere; "
                 "--estimator ale measures the interactions of piecewise-linear models"
             )
-        summary = InteractionSummary(
-            features=pair,
-            estimator=estimator,
-            edges_a=res.edges_a,
-            edges_b=res.edges_b,
-            counts=res.counts,
-            cell_effect=res.cell_effect,
-            cell_std=res.cell_std if estimator == "dale" else None,
-            filled=res.filled,
-            effect=res.effect,
-            center_offset=res.center_offset,
-            n_outside=found.outside,
-            note=note,
+        out.append(
+            InteractionSummary(
+                features=pair,
+                estimator=estimator,
+                edges_a=res.edges_a,
+                edges_b=res.edges_b,
+                counts=res.counts,
+                cell_effect=res.cell_effect,
+                cell_std=res.cell_std if estimator == "dale" else None,
+                filled=res.filled,
+                effect=res.effect,
+                center_offset=res.center_offset,
+                n_outside=found.outside,
+                note=note,
+            )
         )
-        out.append(summary)
     return out
-
-
-def _plans(
-    pairs: Sequence[Pair], got: Found, cols: list[tuple[int, int]], estimator: str, grids: Grids
-) -> dict[int, PairPlan]:
-    """The plan of every estimable pair (by position): its grid and its values' origin."""
-    plans = {}
-    for p in sorted(grids):
-        row = got.stored.get(pairs[p], -1) if estimator == "dale" else -1
-        values = "corners" if estimator == "ale" else "stored" if row >= 0 else "autodiff"
-        plans[p] = PairPlan(cols[p], *grids[p], values, row)
-    return plans
 
 
 def _pass(
@@ -333,7 +316,11 @@ def interact(
         )
     t_load = time.perf_counter()
     grids, reasons = pair_grids(request.pairs, cols, got.rows, fixed)
-    plans = _plans(request.pairs, got, cols, estimator, grids)
+    plans = {}  # every estimable pair's grid and where its values come from
+    for p in sorted(grids):
+        row = got.stored.get(request.pairs[p], -1) if estimator == "dale" else -1
+        values = "corners" if estimator == "ale" else "stored" if row >= 0 else "autodiff"
+        plans[p] = PairPlan(cols[p], *grids[p], values, row)
     passed = _pass(request, got, plans, estimator, engine, progress)
     cells = dict(zip(plans, passed.pairs, strict=True))
     found = interactions(request.pairs, estimator, plans, cells, reasons)
