@@ -250,8 +250,9 @@ def discrete_plans(
         )
     todo = [n for n in chosen if n not in exclude and (auto or n in named)]
     most = 2 if discrete == BINARY else MAX_DISCRETE_LEVELS
-    if auto and head is not None:
-        todo = [n for n in todo if _few_values(head[:, list(names).index(n)], most)]
+    # at most ``most`` values in the first rows of head (ruling out a continuous column fast)
+    for stop in (4 * most, None) if auto and head is not None else ():
+        todo = [n for n in todo if np.unique(head[:stop, list(names).index(n)]).size <= most]
     if not todo:
         return {}
     limit = most if auto else MAX_LEVELS
@@ -260,11 +261,6 @@ def discrete_plans(
         if not isinstance(v, str):
             found[n] = LevelPlan(n, "discrete", v, np.arange(v.size, dtype=np.int64))
     return found
-
-
-def _few_values(column: np.ndarray, most: int) -> bool:
-    """At most ``most`` distinct values (a continuous column is ruled out by its first rows)."""
-    return all(np.unique(column[:stop]).size <= most for stop in (4 * most, None))
 
 
 def level_plans(
