@@ -250,7 +250,7 @@ def discrete_plans(
         )
     todo = [n for n in chosen if n not in exclude and (auto or n in named)]
     most = 2 if discrete == BINARY else MAX_DISCRETE_LEVELS
-    # at most ``most`` values in the first rows of head (ruling out a continuous column fast)
+    # at most ``most`` values in head, its first rows first (a continuous column fails fast)
     for stop in (4 * most, None) if auto and head is not None else ():
         todo = [n for n in todo if np.unique(head[:stop, list(names).index(n)]).size <= most]
     if not todo:
