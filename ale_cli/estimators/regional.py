@@ -29,8 +29,8 @@ from ale_cli.estimators.levels import (
     stored_plans,
     with_stored_levels,
 )
-from ale_cli.estimators.regional_passes import search_sample, splitters
-from ale_cli.estimators.regional_tree import Feature, Growth, grow
+from ale_cli.estimators.regional_passes import Feature, search_sample, splitters
+from ale_cli.estimators.regional_tree import Growth, grow
 from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.format import one_output
 from ale_cli.store.npz import Store, StoreFile, open_store

@@ -32,6 +32,7 @@ from ale_cli.estimators.level_plans import distinct_values
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
 from ale_cli.estimators.rows import extent
 from ale_cli.passes.engine import LOCAL, ArraySource, Chunk
+from ale_cli.summary.model import FeatureSummary
 
 #: an input held per level with more distinct values than this is refused as a splitter
 MAX_LEVELS = 64
@@ -117,22 +118,27 @@ def search_sample(p: Passes, share: float, arrays: Sequence[str]) -> Passes:
 
 
 @dataclass(frozen=True)
-class FeatureTask:
-    """One feature's work in a :class:`RegionPass`: its columns of X (``x``) and of the
-    local effects (``e``), its open nodes (``regions``), its cells' edges (``grid``) and,
-    when searched, each cell's mean on all rows (``shift``, (K,)).
+class Feature:
+    """One estimable feature: its columns of X (``x``) and of the local effects (``e``), its
+    global record (None: from the leaves' cells, after a sampled search), its cells' edges
+    (``grid``), each cell's mean local effect on all rows (``shift``, (K,)), its own input
+    among the splitters (never split on; -1: none), its level plan when held per level, its
+    global grid cells, and the open nodes a :class:`RegionPass` counts (``regions``).
 
     A feature held per level (``plan``; ``e`` its column of the jumps) has its K-1 jumps
     between adjacent levels for cells (a row at level p adds its jump up to cell p, down
     to cell p-1) and a last split cell where each row adds a 0 (its rows)."""
 
+    name: str
     x: int
     e: int
-    regions: tuple[tuple[Condition, ...], ...]
+    record: FeatureSummary | None
     grid: np.ndarray
-    shift: np.ndarray | None
+    shift: np.ndarray
+    own: int
     plan: LevelPlan | None = None
-    records: bool = True  # False: the split cells alone (the bins known otherwise)
+    cells: CellStats | None = None
+    regions: tuple[tuple[Condition, ...], ...] = ((),)
 
     @property
     def n_cells(self) -> int:
@@ -159,17 +165,17 @@ class LevelCells:
 @dataclass(frozen=True)
 class RegionPass:
     """Kernel: :class:`LevelCells` of every task over a chunk (``splitters``: the inputs
-    split on, bucketed once per chunk)."""
+    split on, bucketed once per chunk; none: the grid cells alone, no search)."""
 
-    tasks: tuple[FeatureTask, ...]
+    tasks: tuple[Feature, ...]
     splitters: tuple[Splitter, ...]
 
     @property
     def n_buckets(self) -> int:
         return max((s.n_buckets for s in self.splitters), default=1)
 
-    def shape(self, task: FeatureTask) -> tuple[int, int, int, int]:
-        k = 0 if task.shift is None else task.n_cells
+    def shape(self, task: Feature) -> tuple[int, int, int, int]:
+        k = task.n_cells if self.splitters else 0
         return (len(task.regions), *self.shape_of(k))
 
     def shape_of(self, k: int) -> tuple[int, int, int]:
@@ -180,9 +186,9 @@ class RegionPass:
         out = []
         for t in self.tasks:
             nodes = len(t.regions)
-            k_g = (t.grid.size - 1 if t.plan is None else t.n_cells - 1) if t.records else 0
+            k_g = (t.grid.size - 1 if t.plan is None else t.n_cells - 1) if self.records(t) else 0
             grid = CellStats.empty(nodes * k_g)
-            split = None if t.shift is None else ShiftedSums.empty(int(np.prod(self.shape(t))))
+            split = ShiftedSums.empty(int(np.prod(self.shape(t)))) if self.splitters else None
             levels = None if t.plan is None else np.zeros(nodes * t.n_cells, dtype=np.int64)
             out.append(LevelCells(grid, split, levels))
         return tuple(out)
@@ -197,6 +203,10 @@ class RegionPass:
         codes = grid_codes(self.tasks, X)  # every task's grid cells of the rows, at once
         return tuple(self._task(t, rows, buckets, offsets, codes) for t in self.tasks)
 
+    def records(self, t: Feature) -> bool:
+        """Whether the pass counts ``t``'s grid cells (a search knows a numeric one's)."""
+        return t.plan is not None or not self.splitters
+
     @property
     def arrays(self) -> tuple[str, ...]:
         """The row arrays the pass reads."""
@@ -205,7 +215,7 @@ class RegionPass:
 
     def _task(
         self,
-        t: FeatureTask,
+        t: Feature,
         chunk: Mapping[str, np.ndarray],
         buckets: np.ndarray | None,
         offsets: dict[int, np.ndarray],
@@ -231,11 +241,11 @@ class RegionPass:
         if t.x in codes and not every:
             gi = gi[keep]
         grid = CellStats.empty(0)
-        if t.records:  # codes: every row inside the grid
+        if self.records(t):  # codes: every row inside the grid
             cell = nd * k_g + gi if t.x in codes else np.where(gi >= 0, nd * k_g + gi, -1)
             n_cells = len(t.regions) * k_g
             grid = CellStats.from_values(cell, e, n_cells=n_cells, all_inside=t.x in codes)
-        if t.shift is None or buckets is None:
+        if buckets is None:
             return LevelCells(grid, None)
         off = _offsets(offsets, buckets, k_g, keep)
         inside = gi >= 0
@@ -245,7 +255,7 @@ class RegionPass:
 
     def _levels(
         self,
-        t: FeatureTask,
+        t: Feature,
         pos: np.ndarray,
         nd: np.ndarray,
         up: np.ndarray,
@@ -264,7 +274,7 @@ class RegionPass:
             n_cells=len(t.regions) * (k - 1),
         )
         levels = np.bincount(nd * k + pos, minlength=len(t.regions) * k).astype(np.int64)
-        if t.shift is None or buckets is None:
+        if buckets is None:
             return LevelCells(grid, None, levels)
         off = _offsets(offsets, buckets, k, keep)
         rows = np.arange(pos.size)
@@ -290,7 +300,7 @@ def by_column(A: np.ndarray, block: int = 256) -> np.ndarray:
     return out.T
 
 
-def grid_codes(tasks: Sequence[FeatureTask], X: np.ndarray) -> dict[int, np.ndarray]:
+def grid_codes(tasks: Sequence[Feature], X: np.ndarray) -> dict[int, np.ndarray]:
     """Each task's grid cell of every row of ``X`` by its column, all at once (the cells
     of :func:`~ale_cli.core.binning.assign`) when their grids are uniform on the same
     number of cells and hold every row; else {} (each task assigns its own)."""

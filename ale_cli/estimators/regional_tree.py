@@ -21,28 +21,11 @@ import numpy as np
 
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.regional import ShiftedSums, Splitter, split_scores
-from ale_cli.estimators.levels import LevelPlan, level_summary
-from ale_cli.estimators.regional_passes import FeatureTask, RegionPass, conditions
+from ale_cli.estimators.levels import level_summary
+from ale_cli.estimators.regional_passes import Feature, RegionPass, conditions
 from ale_cli.estimators.rows import merge_each
 from ale_cli.summary.model import FeatureSummary
 from ale_cli.summary.regional import NO_SPLIT_NOTE, RegionalFeature, RegionNode, Split
-
-
-@dataclass(frozen=True)
-class Feature:
-    """One estimable feature: columns, global record, grid, each grid cell's mean local
-    effect (``shift``), its own input among the splitters (never split on; -1: none), its
-    level plan when held per level, and its global grid cells."""
-
-    name: str
-    x: int
-    e: int
-    record: FeatureSummary | None  # None: from the leaves' cells (a sampled search)
-    grid: np.ndarray
-    shift: np.ndarray
-    own: int
-    plan: LevelPlan | None = None
-    cells: CellStats | None = None
 
 
 @dataclass(frozen=True)
@@ -113,17 +96,9 @@ def grow(
             elif search:
                 counted[f.name] = _smaller(trees[f.name])
         tasks = {
-            f.name: FeatureTask(
-                f.x,
-                f.e,
-                tuple(trees[f.name].nodes[i].conditions for i in counted[f.name]),
-                f.grid,
-                f.shift if search else None,
-                f.plan,
-                records=f.plan is not None or not search,
-            )
+            f.name: replace(f, regions=tuple(trees[f.name].nodes[i].conditions for i in ids))
             for f in work
-            if f.name in counted
+            if (ids := counted.get(f.name)) is not None
         }
         kernel = RegionPass(tuple(tasks.values()), found if search else ())
         cells: tuple[Any, ...] = ()
@@ -165,7 +140,7 @@ def _smaller(tree: _Tree) -> list[int]:
 def _inputs(
     tree: _Tree,
     f: Feature,
-    task: FeatureTask | None,
+    task: Feature | None,
     counted: list[int],
     level: Any,
     kernel: RegionPass,
