@@ -198,10 +198,8 @@ def regional(request: RegionalRequest) -> RegionalResult:
         RegionalFeature(name, "not_estimable", reason=skip[name]) if name in skip else trees[name]
         for name in names
     ]
-    records = {f.name: f.record for f in feats}
-    for f in feats:
-        if f.record is None:  # a sampled search: from its leaves' cells on every row
-            records[f.name] = request.record(f.name, f.grid, whole[f.name])
+    # a record None (a sampled search's) from the leaves' cells on every row
+    records = {f.name: f.record or request.record(f.name, f.grid, whole[f.name]) for f in feats}
     features = tuple(not_estimable(n, skip[n]) if n in skip else records[n] for n in names)
     summary = Summary(
         estimator=REGIONAL,
