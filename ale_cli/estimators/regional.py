@@ -227,8 +227,7 @@ def _numeric_features(
     inputs: tuple[str, ...],
     every: bool,
 ) -> list[Feature]:
-    """The numeric features ``todo`` with their grids and cells on the rows searched, and
-    with ``every`` row their global records (else from the leaves' cells after)."""
+    """The numeric features ``todo``: grids and cells searched, records if ``every`` row."""
     bins = request.max_bins if request.bins is None else request.bins
     g, cells, _ = binned(search, todo, *ranged, bins=bins, binning="uniform")
     out = []
@@ -245,8 +244,7 @@ def _numeric_features(
 def _level_features(
     store: Store | StoreFile, p: Any, plans: dict[str, tuple[int, LevelPlan]], center: str
 ) -> list[Feature]:
-    """The features held per level with their per-level records (one pass), whose jumps'
-    means are the shifts of their split cells."""
+    """The features held per level: records, their jumps' means the shifts of split cells."""
     held = [not_estimable(name, "held per level") for name in plans]
     records = with_stored_levels(held, store, center=center)
     out = []

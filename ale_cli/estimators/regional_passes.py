@@ -264,8 +264,7 @@ class RegionPass:
         offsets: dict[int, np.ndarray],
         keep: np.ndarray,
     ) -> LevelCells:
-        """A per-level feature's cells, pooled per node as
-        :func:`~ale_cli.core.discrete.level_cells` pools them, and its split cells."""
+        """A per-level feature's cells, pooled per node as ``level_cells`` does, and split."""
         k = t.n_cells
         rise, fall = pos < k - 1, pos > 0
         grid = CellStats.from_values(
@@ -324,8 +323,7 @@ def grid_codes(tasks: Sequence[Feature], X: np.ndarray) -> dict[int, np.ndarray]
 def _offsets(
     offsets: dict[int, np.ndarray], buckets: np.ndarray, k: int, keep: np.ndarray
 ) -> np.ndarray:
-    """The bucket offsets (J, n) on ``k`` cells of the rows ``keep``, of every row made
-    once per chunk and K."""
+    """The bucket offsets (J, n) on ``k`` cells of the rows ``keep`` (all: once per K)."""
     if not keep.all():
         return bucket_offsets(np.compress(keep, buckets, axis=1), n_bins=k)
     if k not in offsets:

@@ -45,8 +45,7 @@ class Growth:
 
 @dataclass
 class _Tree:
-    """A growing tree: nodes, ids still open, bins derived from the parent's split, the
-    split cells of split nodes."""
+    """A growing tree: nodes, open ids, bins from the parent's split, split nodes' cells."""
 
     nodes: dict[int, RegionNode]
     open: list[int]
