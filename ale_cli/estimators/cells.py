@@ -151,12 +151,14 @@ class GroupPass:
 Binned = tuple[dict[int, np.ndarray], dict[int, CellStats], dict[int, int]]
 
 
-def ranges(p: Passes) -> tuple[np.ndarray, np.ndarray]:
-    """Each feature's minimum and maximum: the store's record, else a pass."""
+def ranges(p: Passes, x: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The minimum and maximum of each feature (or of the columns ``x`` of X): the store's
+    record, else a pass."""
+    x = p.columns.x if x is None else x
     if p.recorded is not None:
         lo, hi = p.recorded
-        return lo[list(p.columns.x)], hi[list(p.columns.x)]
-    _, lo, hi = extent(p.source, p.columns.x, p.engine)
+        return lo[list(x)], hi[list(x)]
+    _, lo, hi = extent(p.source, x, p.engine)
     return lo, hi
 
 

@@ -27,10 +27,9 @@ from ale_cli.core.regional import (
     split_cells,
 )
 from ale_cli.errors import InputError
-from ale_cli.estimators.cells import Passes, group_passes
+from ale_cli.estimators.cells import Passes, group_passes, ranges
 from ale_cli.estimators.level_plans import distinct_values
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
-from ale_cli.estimators.rows import extent
 from ale_cli.passes.engine import LOCAL, ArraySource, Chunk
 from ale_cli.summary.model import FeatureSummary
 
@@ -52,38 +51,31 @@ def splitters(
     """Every input's candidate splits (input i is column i): a numeric input's type-1
     quantiles at ``c / C``, c = 1..C-1 (deduplicated, the maximum left out); an input held
     per level (text, categorical, ``discrete``), each level against the rest."""
-    cols = tuple(range(len(inputs)))
-    if p.recorded is not None:  # the store's record of every input's range: no pass
-        lo, hi = (np.asarray(a, dtype=np.float64)[list(cols)] for a in p.recorded)
-    else:
-        _, lo, hi = extent(p.source, cols, p.engine)
+    lo, hi = ranges(p, range(len(inputs)))
     levels_at = [i for i, name in enumerate(inputs) if name in set(per_level)]
     distinct: tuple[np.ndarray, ...] = ()
     if levels_at:
         distinct = distinct_values(p.source, levels_at, MAX_LEVELS, p.engine)
-    numeric = [i for i in range(len(cols)) if i not in levels_at and hi[i] > lo[i]]
-    thresholds = [np.empty(0) for _ in numeric]
+    numeric = [i for i in range(len(inputs)) if i not in levels_at and hi[i] > lo[i]]
+    cut = {i: np.empty(0) for i in range(len(inputs))}  # a constant input: no candidate
     if numeric and candidates >= 2:  # type-1 quantiles at c / C, c = 1..C-1, deduplicated
         at, run = quantile_positions(p.n_rows, candidates)[1:-1], group_passes(p, numeric)
         stats = order_statistics(
             lambda: (), n=p.n_rows, positions=at, lo=lo[numeric], hi=hi[numeric], run_pass=run
         )
-        thresholds = [np.unique(row) for row in stats]
+        cut |= {i: np.unique(row) for i, row in zip(numeric, stats, strict=True)}
     out: list[Splitter] = []
     for i, name in enumerate(inputs):
-        if i in levels_at:
-            values = distinct[levels_at.index(i)]
-            if values.size > MAX_LEVELS:
-                raise InputError(
-                    f"input '{name}' is held per level but has more than {MAX_LEVELS} "
-                    "distinct values; it cannot be split one level against the rest"
-                )
-            out.append(Splitter(name, i, LEVEL, values))
-        elif i in numeric:
-            t = thresholds[numeric.index(i)]
-            out.append(Splitter(name, i, THRESHOLD, t[t < hi[i]]))
-        else:  # a constant input: no candidate
-            out.append(Splitter(name, i, THRESHOLD, np.empty(0)))
+        if i not in levels_at:
+            out.append(Splitter(name, i, THRESHOLD, cut[i][cut[i] < hi[i]]))
+            continue
+        values = distinct[levels_at.index(i)]
+        if values.size > MAX_LEVELS:
+            raise InputError(
+                f"input '{name}' is held per level but has more than {MAX_LEVELS} "
+                "distinct values; it cannot be split one level against the rest"
+            )
+        out.append(Splitter(name, i, LEVEL, values))
     return tuple(out)
 
 
