@@ -88,8 +88,8 @@ class ClassicRequest(ModelRequest):
 
 @dataclass(frozen=True)
 class Settings:
-    """How :func:`estimate` bins, centres, screens and evaluates (``edges`` by feature
-    replace ``bins``/``binning``; ``levels``: the per-level plans or why not estimable)."""
+    """How :func:`estimate` bins and centres (``edges`` by feature replace ``bins``/``binning``;
+    ``levels``: the per-level plans or why not estimable) and the pass's ``kernel`` options."""
 
     bins: int = DEFAULT_BINS
     binning: str = DEFAULT_BINNING
@@ -97,10 +97,7 @@ class Settings:
     center: str = "mean"
     levels: Mapping[str, LevelPlan | str] | None = None
     bootstrap: Bootstrap | None = None
-    eval_rows: int = DEFAULT_EVAL_ROWS
-    model_label: str = "model"
-    drop_nonfinite: bool = False
-    predictions: bool = True
+    kernel: LimitKernel = LimitKernel((), ())
 
 
 def estimate(
@@ -127,14 +124,11 @@ def estimate(
     else:
         edges = rows.edges(binned, bins=s.bins, binning=s.binning)
     plans = [(n, p) for n, p in levels.items() if isinstance(p, LevelPlan)]
-    kernel = LimitKernel(
+    kernel = replace(
+        s.kernel,
         cols=tuple(binned),
         edges=tuple(edges),
         levels=tuple((rows.names.index(n), p) for n, p in plans),
-        eval_rows=s.eval_rows,
-        model_label=s.model_label,
-        drop_nonfinite=s.drop_nonfinite,
-        predictions=s.predictions,
         keep_rows=bool(s.bootstrap is not None and s.bootstrap.replicates),
         progress=progress(rows.n_rows * len(todo)) if progress is not None else None,
     )
@@ -142,8 +136,8 @@ def estimate(
     merge = LimitCells.merge if outputs == 1 else merge_outputs
     found = engine.run(rows.source, run, merge, run.empty(), arrays=[ROWS], shared=shared)
     states: tuple[LimitCells, ...] = (found,) if outputs == 1 else found
-    if s.predictions and states[0].kept == 0:
-        raise nothing_left(s.model_label)
+    if kernel.predictions and states[0].kept == 0:
+        raise nothing_left(kernel.model_label)
     return [_features(st, chosen, todo, edges, plans, skip, s) for st in states], states
 
 
@@ -223,8 +217,7 @@ def classic_features(
         center=center,
         levels=levels,
         bootstrap=bootstrap,
-        eval_rows=eval_rows,
-        predictions=False,
+        kernel=LimitKernel((), (), eval_rows=eval_rows, predictions=False),
     )
     return estimate(rows, Ready(Function(f)), chosen, settings, progress=progress)[0][0]
 
@@ -297,9 +290,13 @@ def classic(
             center=request.center,
             levels=loaded.levels,
             bootstrap=request.bootstrap,
-            eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
-            model_label=str(inputs.model),
-            drop_nonfinite=inputs.drop_nonfinite,
+            kernel=LimitKernel(
+                (),
+                (),
+                eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
+                model_label=str(inputs.model),
+                drop_nonfinite=inputs.drop_nonfinite,
+            ),
         )
         records = output_records(loaded.source)
         found, states = estimate(
