@@ -75,17 +75,6 @@ class LevelCountsKernel:
     numeric: tuple[tuple[int, np.ndarray], ...]
     categorical: tuple[int, ...]
 
-    def empty(self) -> tuple[LevelCounts, ...]:
-        none = (np.empty(0, dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64))
-        return tuple(
-            LevelCounts(
-                np.zeros(v.size, dtype=np.int64),
-                tuple(np.zeros((v.size, KS_POINTS + 1), dtype=np.int64) for _ in self.numeric),
-                tuple(none for c in self.categorical if c != col),
-            )
-            for col, v in self.features
-        )
-
     def __call__(self, chunk: Chunk, _: Any) -> tuple[LevelCounts, ...]:
         X = np.asarray(chunk[ROWS], dtype=np.float64)
         out = []
@@ -138,7 +127,8 @@ def level_orders(
         tuple(zip(numeric, points, strict=True)),
         tuple(categorical),
     )
-    found = engine.run(rows.source, kernel, merge_each, kernel.empty(), arrays=[ROWS])
+    # () is neutral: a source with levels to order has rows, so every feature's counts
+    found = engine.run(rows.source, kernel, merge_each, (), arrays=[ROWS])
     orders = []
     for (_, values), counts in zip(features, found, strict=True):
         k = values.size
