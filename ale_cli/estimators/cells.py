@@ -51,15 +51,6 @@ class Passes:
         return self.engine.run(self.source, kernel, merge, empty, arrays=arrays)
 
 
-def _float64(A: np.ndarray, cols: Sequence[int]) -> np.ndarray:
-    """``A[:, cols]`` as a C-contiguous float64 array, with one copy at most."""
-    if list(cols) == list(range(A.shape[1])):
-        return np.ascontiguousarray(A, dtype=np.float64)
-    if A.dtype == np.float64:
-        return A[:, list(cols)]  # fancy indexing makes a C-contiguous copy
-    return np.ascontiguousarray(A[:, list(cols)], dtype=np.float64)
-
-
 @dataclass(frozen=True)
 class Cells:
     """Per column: the statistics of its local effects per bin, and its rows outside the
@@ -106,7 +97,8 @@ class OnGrid:
     grid: UniformGrid
 
     def __call__(self, chunk: Chunk, _shared: Any) -> Cells:
-        X, E = _float64(chunk["X"], self.x), _float64(chunk["local_effects"], self.e)
+        X = np.ascontiguousarray(select(chunk["X"], self.x), dtype=np.float64)
+        E = np.ascontiguousarray(select(chunk["local_effects"], self.e), dtype=np.float64)
         if not len(X):
             return Cells.empty([self.grid.bins] * len(self.x))
         return Cells(tuple(uniform_cells(X, E, self.grid)), (0,) * len(self.x))
