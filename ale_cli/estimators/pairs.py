@@ -15,41 +15,32 @@ from ale_cli.summary.build import CATEGORICAL_REASON, CONSTANT_REASON
 Pair = tuple[str, str]
 
 
-def parse_pair(text: str, param: str = "pairs") -> Pair:
-    """``"a,b"`` -> ``("a", "b")``; a one-line InputError for anything else.
-
-    >>> parse_pair(" s1, s2 ")
-    ('s1', 's2')
-    """
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) != 2 or not all(parts):
-        raise InputError(
-            f"{{param}} expects two comma-separated feature names A,B, got '{text}'", param=param
-        )
-    if parts[0] == parts[1]:
-        raise InputError(
-            f"{{param}} {text.strip()} names feature '{parts[0]}' twice; "
-            "a pair needs two different features",
-            param=param,
-        )
-    return parts[0], parts[1]
-
-
 def parse_pairs(texts: Sequence[str] | str | None, param: str = "pairs") -> tuple[Pair, ...]:
-    """Every ``"a,b"`` or ``("a", "b")`` parsed, duplicates (in either order) removed.
+    """Every ``"a,b"`` or ``("a", "b")`` parsed, duplicates (in either order) removed; a
+    one-line InputError for anything else.
 
-    >>> parse_pairs(["a,b", "b,a", ("a", "c")])
-    (('a', 'b'), ('a', 'c'))
+    >>> parse_pairs(["a,b", "b,a", ("a", "c"), " s1, s2 "])
+    (('a', 'b'), ('a', 'c'), ('s1', 's2'))
     """
     out: list[Pair] = []
     seen: set[frozenset[str]] = set()
-    items = [texts] if isinstance(texts, str) else list(texts or ())
-    for item in items:
+    for item in [texts] if isinstance(texts, str) else list(texts or ()):
         text = item if isinstance(item, str) else ",".join(map(str, item))
-        pair = parse_pair(text, param)
-        if frozenset(pair) not in seen:
-            seen.add(frozenset(pair))
-            out.append(pair)
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise InputError(
+                f"{{param}} expects two comma-separated feature names A,B, got '{text}'",
+                param=param,
+            )
+        if parts[0] == parts[1]:
+            raise InputError(
+                f"{{param}} {text.strip()} names feature '{parts[0]}' twice; "
+                "a pair needs two different features",
+                param=param,
+            )
+        if frozenset(parts) not in seen:
+            seen.add(frozenset(parts))
+            out.append((parts[0], parts[1]))
     return tuple(out)
 
 
