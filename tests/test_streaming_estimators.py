@@ -25,7 +25,6 @@ from ale_cli.estimators.cells import (
     Cells,
     Columns,
     OnEdges,
-    OnGrid,
     Passes,
     quantile,
 )
@@ -512,7 +511,7 @@ def test_kernels_do_not_depend_on_how_the_rows_are_cut(n, seed, cuts, chunk_rows
     _same_cells(*both(OnEdges(cols, cols, edges), Cells.merge, Cells.empty([5, 6, 7])))
     grid = UniformGrid.build(lo, hi, bins=9)
     if grid is not None:
-        _same_cells(*both(OnGrid(cols, cols, grid), Cells.merge, Cells.empty([9] * 3)))
+        _same_cells(*both(OnEdges(cols, cols, grid=grid), Cells.merge, Cells.empty([9] * 3)))
     names = ("smooth", "heavy", "ties")
     found = [
         quantile(Passes(s, Columns(names, cols, cols), n, LOCAL), [0, 1, 2], lo, hi, 8)

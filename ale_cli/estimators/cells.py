@@ -1,6 +1,6 @@
 """The edges and :class:`~ale_cli.core.binstats.CellStats` of the local effects per feature
 (``rebin``, ``rhale``), as passes an engine runs over a source: given edges take one pass
-(:class:`OnEdges`), uniform edges one after the ranges (:class:`OnGrid`), type-1 quantile
+(:class:`OnEdges`), uniform edges one after the ranges (on one grid), type-1 quantile
 edges two (:class:`BucketCounts`, :class:`BucketScan`), more for a column they do not finish.
 """
 
@@ -72,36 +72,27 @@ class Cells:
 
 @dataclass(frozen=True)
 class OnEdges:
-    """Kernel: :class:`Cells` of columns (``x``, ``e``) on their own ``edges`` (K_j + 1,)."""
+    """Kernel: :class:`Cells` of columns (``x``, ``e``) on their own ``edges`` (K_j + 1,),
+    or all on one uniform ``grid``."""
 
     x: tuple[int, ...]
     e: tuple[int, ...]
-    edges: tuple[np.ndarray, ...]
+    edges: tuple[np.ndarray, ...] = ()
+    grid: UniformGrid | None = None
 
     def __call__(self, chunk: Chunk, _shared: Any) -> Cells:
         X, E = select(chunk["X"], self.x), select(chunk["local_effects"], self.e)
+        if self.grid is not None:
+            if not len(X):
+                return Cells.empty([self.grid.bins] * len(self.x))
+            X, E = (np.ascontiguousarray(A, dtype=np.float64) for A in (X, E))
+            return Cells(tuple(uniform_cells(X, E, self.grid)), (0,) * len(self.x))
         stats, outside = [], []
         for i, z in enumerate(self.edges):
             a = assign(X[:, i], z)
             stats.append(CellStats.from_values(a.index, E[:, i], n_cells=z.size - 1))
             outside.append(a.n_outside)
         return Cells(tuple(stats), tuple(outside))
-
-
-@dataclass(frozen=True)
-class OnGrid:
-    """Kernel: :class:`Cells` of columns (``x``, ``e``) on one uniform ``grid``."""
-
-    x: tuple[int, ...]
-    e: tuple[int, ...]
-    grid: UniformGrid
-
-    def __call__(self, chunk: Chunk, _shared: Any) -> Cells:
-        X = np.ascontiguousarray(select(chunk["X"], self.x), dtype=np.float64)
-        E = np.ascontiguousarray(select(chunk["local_effects"], self.e), dtype=np.float64)
-        if not len(X):
-            return Cells.empty([self.grid.bins] * len(self.x))
-        return Cells(tuple(uniform_cells(X, E, self.grid)), (0,) * len(self.x))
 
 
 @dataclass(frozen=True)
@@ -176,7 +167,7 @@ def uniform(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: in
     if grid is None:
         return on_edges(p, todo, {j: uniform_edges(lo[j], hi[j], bins=bins) for j in todo})
     x, e = p.columns.pick(todo)
-    found = p.run(OnGrid(x, e, grid), Cells.merge, Cells.empty([bins] * len(todo)))
+    found = p.run(OnEdges(x, e, grid=grid), Cells.merge, Cells.empty([bins] * len(todo)))
     edges = {j: np.linspace(lo[j], hi[j], bins + 1) for j in todo}
     return edges, dict(zip(todo, found.stats, strict=True)), dict.fromkeys(todo, 0)
 
