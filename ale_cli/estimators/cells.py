@@ -135,8 +135,7 @@ Binned = tuple[dict[int, np.ndarray], dict[int, CellStats], dict[int, int]]
 
 
 def ranges(p: Passes, x: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The minimum and maximum of each feature (or of the columns ``x`` of X): the store's
-    record, else a pass."""
+    """Each feature's (or X's columns ``x``') minimum and maximum: recorded, else a pass."""
     x = p.columns.x if x is None else x
     if p.recorded is not None:
         lo, hi = p.recorded

@@ -224,8 +224,7 @@ def classic_features(
 
 @dataclass(frozen=True)
 class Loaded:
-    """The rows and the model of a run, what to estimate, and the summary's ``store`` part,
-    timings and notes so far."""
+    """A run's rows, model, features, level plans, summary ``store`` part, timings, notes."""
 
     rows: Rows
     model: ShippedModel
@@ -237,8 +236,7 @@ class Loaded:
 
 
 def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> Loaded:
-    """The data and model of ``request``, streamed unless the inputs need the whole table
-    (:func:`~ale_cli.estimators.inputs_stream.reading_of`), and the per-level plans."""
+    """The data and model of ``request`` (:func:`~.rows.open_model_rows`), the level plans."""
     inputs = request.inputs
     rows, opened, reading = open_model_rows(inputs, request.chunk_rows, engine)
     table: Any

@@ -28,8 +28,7 @@ DEFAULT_BINNING = "quantile"
 
 @dataclass(frozen=True)
 class Rows:
-    """The rows a run explains: a source of chunks ``{"X": (n, D)}``, names, rows, ranges,
-    the categorical inputs."""
+    """The rows a run explains: chunks ``{"X": (n, D)}``, names, rows, ranges, categoricals."""
 
     source: Source
     names: tuple[str, ...]
