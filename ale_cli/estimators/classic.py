@@ -46,7 +46,8 @@ from ale_cli.estimators.levels import (
     level_bands,
     level_summary,
 )
-from ale_cli.estimators.rows import DEFAULT_BINNING, ROWS, ModelRequest, Rows, open_model_rows
+from ale_cli.estimators.model_rows import DEFAULT_BINNING, ModelRequest, open_model_rows
+from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.models.base import ProgressFn
 from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn

@@ -20,8 +20,9 @@ from ale_cli.errors import InputError
 from ale_cli.estimators.inputs import ModelInputs, Opened, table_columns
 from ale_cli.estimators.inputs_stream import Streamed, shipped
 from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed
+from ale_cli.estimators.model_rows import ModelRequest, open_model_rows
 from ale_cli.estimators.pairs import Pair, pair_columns, pair_grids, parse_pairs
-from ale_cli.estimators.rows import ModelRequest, Rows, open_model_rows
+from ale_cli.estimators.rows import Rows
 from ale_cli.io.files import sha256_file
 from ale_cli.io.jsonio import to_jsonable
 from ale_cli.models.checks import dropped_note, nothing_left
