@@ -168,15 +168,8 @@ def _features(
                 center=s.center,
             )  # fmt: skip
         by_name[name] = level_summary(plan, cells, counts, center=s.center, bands=bands)
-    feats = [
-        by_name.get(name)
-        or (
-            FeatureSummary(name=name, status="not_estimable", reason=str(levels[name]))
-            if name in levels
-            else not_estimable(name, skip[name])
-        )
-        for name in chosen
-    ]
+    why = skip | {name: p for name, p in levels.items() if isinstance(p, str)}
+    feats = [by_name.get(name) or not_estimable(name, why[name]) for name in chosen]
     if kept is None or s.bootstrap is None:
         return feats
     index = {chosen[j]: kept.index[i] for i, j in enumerate(todo)}
