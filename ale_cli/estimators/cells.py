@@ -144,11 +144,14 @@ def ranges(p: Passes, x: Sequence[int] | None = None) -> tuple[np.ndarray, np.nd
     return lo, hi
 
 
-def on_edges(p: Passes, todo: list[int], edges: dict[int, np.ndarray]) -> Binned:
-    """Cells of features ``todo`` on ``edges[j]``, and their rows outside them."""
+def on_edges(
+    p: Passes, todo: list[int], edges: dict[int, np.ndarray], grid: UniformGrid | None = None
+) -> Binned:
+    """Cells of features ``todo`` on ``edges[j]`` (all a uniform ``grid``'s, if given), and
+    their rows outside them."""
     x, e = p.columns.pick(todo)
     z = tuple(edges[j] for j in todo)
-    found = p.run(OnEdges(x, e, z), Cells.merge, Cells.empty([v.size - 1 for v in z]))
+    found = p.run(OnEdges(x, e, z, grid), Cells.merge, Cells.empty([v.size - 1 for v in z]))
     return (
         {j: edges[j] for j in todo},
         dict(zip(todo, found.stats, strict=True)),
@@ -165,10 +168,7 @@ def uniform(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: in
     grid = UniformGrid.build(lo[todo], hi[todo], bins=bins)
     if grid is None:
         return on_edges(p, todo, {j: uniform_edges(lo[j], hi[j], bins=bins) for j in todo})
-    x, e = p.columns.pick(todo)
-    found = p.run(OnEdges(x, e, grid=grid), Cells.merge, Cells.empty([bins] * len(todo)))
-    edges = {j: np.linspace(lo[j], hi[j], bins + 1) for j in todo}
-    return edges, dict(zip(todo, found.stats, strict=True)), dict.fromkeys(todo, 0)
+    return on_edges(p, todo, {j: np.linspace(lo[j], hi[j], bins + 1) for j in todo}, grid)
 
 
 def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int) -> Binned:
