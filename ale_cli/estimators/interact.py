@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import partial
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -36,7 +35,7 @@ from ale_cli.summary.build import EstimateResult, run_notes, store_info, utc_now
 from ale_cli.summary.model import InteractionSummary, Summary, with_statistics
 
 if TYPE_CHECKING:
-    from ale_cli.models.base import Model, ProgressFn
+    from ale_cli.models.base import ProgressFn
 
 ESTIMATORS = ("dale", "ale")
 _ROUTES = {"ale": "classic", "dale": "dale"}
@@ -103,13 +102,12 @@ def store_mismatch(path: Path, found: dict[str, Any], inputs: ModelInputs) -> st
 
 @dataclass
 class Found:
-    """The rows of a run and the model: ``model`` and ``ship`` (its handle) None when a
-    store gives every value; ``stored``: each stored pair (either order) to its row of
-    mixed derivatives."""
+    """The rows of a run and the model loaded on the data (``opened`` None when a store
+    gives every value); ``stored``: each stored pair (either order) to its row of mixed
+    derivatives."""
 
     rows: Rows
-    model: Model | None
-    ship: Callable[[], ShippedModel] | None
+    opened: Streamed | Opened | None
     summary_store: Callable[[int], dict[str, Any]]
     where: str
     stored: dict[Pair, int] = field(default_factory=dict)
@@ -126,17 +124,12 @@ def _opened(
     return rows, found
 
 
-def _ship(inputs: ModelInputs, found: Streamed | Opened) -> Callable[[], ShippedModel]:
-    """The model as a handle, made when asked (a whole table's with the profile of its rows)."""
+def _ship(inputs: ModelInputs, found: Streamed | Opened) -> ShippedModel:
+    """The model as a handle (a whole table's with the profile of its rows)."""
     if isinstance(found, Streamed):
-        return partial(found.ship, inputs)
-
-    def ship() -> ShippedModel:
-        profile = DataProfile.of(found.table.X)
-        columns = table_columns(found.table)
-        return shipped(inputs, found.model, columns, profile.head, profile=profile)
-
-    return ship
+        return found.ship(inputs)
+    profile = DataProfile.of(found.table.X)
+    return shipped(inputs, found.model, table_columns(found.table), profile.head, profile=profile)
 
 
 def open_rows(
@@ -152,8 +145,7 @@ def open_rows(
     made = opened.source(inputs, method=opened.model.method)
     return Found(
         rows,
-        opened.model,
-        _ship(inputs, opened),
+        opened,
         lambda dropped: made | {"data": made["data"] | {"rows_nonfinite": dropped}},
         f"data '{inputs.data_label}'",
     )
@@ -194,8 +186,7 @@ def _store_rows(
     categorical = tuple(store.meta.get("categorical_features") or ())
     return Found(
         replace(rows, categorical=categorical),
-        None if found is None else found.model,
-        None if found is None else _ship(request.inputs, found),
+        found,
         lambda dropped: store_info(path, store, sha256=digest.result()),
         f"store '{path}'",
         stored=stored,
@@ -273,8 +264,8 @@ def _pass(
         stored_prediction=got.stored_prediction,
     )
     shared: Shared | None = None  # the model for the kernels (None: the store gives every value)
-    if got.model is not None and got.ship is not None:
-        shared = got.ship() if engine.splits else Ready(got.model)
+    if got.opened is not None:
+        shared = _ship(request.inputs, got.opened) if engine.splits else Ready(got.opened.model)
     passed = engine.run(
         got.rows.source,
         kernel,
@@ -302,7 +293,7 @@ def interact(
     notes: list[str] = []
     timings: dict[str, float] = {}
     got = open_rows(request, engine, notes, timings)
-    model = got.model
+    model = None if got.opened is None else got.opened.model
     if model is not None:
         where = f"model '{request.inputs.model}' with {{param}} {request.inputs.output}"
         one_output(model.describe(), where, "ale interact", "pass one {param} NAME")
