@@ -230,7 +230,7 @@ class Loaded:
 
 
 def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> Loaded:
-    """The data and model of ``request`` (:func:`~.rows.open_model_rows`), the level plans."""
+    """The data and model of ``request`` (:func:`~.model_rows.open_model_rows`), the level plans."""
     inputs = request.inputs
     rows, opened, reading = open_model_rows(inputs, request.chunk_rows, engine)
     table: Any
