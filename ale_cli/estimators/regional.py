@@ -91,13 +91,7 @@ class RegionalRequest:
         object.__setattr__(self, "search_rows", rows)
         if self.bins is not None:
             check_count(self.bins, "bins")
-        check_rhale_options(
-            max_bins=self.max_bins,
-            min_points=None,
-            alpha=self.alpha,
-            grid="uniform",
-            center=self.center,
-        )
+        check_rhale_options(max_bins=self.max_bins, alpha=self.alpha, center=self.center)
         drop = self.min_drop
         if isinstance(drop, bool) or not (
             isinstance(drop, int | float) and math.isfinite(drop) and 0.0 <= drop < 1.0
