@@ -118,10 +118,9 @@ def level_orders(
             lo=lo[spread],
             hi=hi[spread],
         )
-        at = {int(p): j for j, p in enumerate(positions)}
+        ia, ib = np.searchsorted(positions, below), np.searchsorted(positions, above)
         for i, s in zip(spread, stats, strict=True):
-            a, b = s[[at[int(p)] for p in below]], s[[at[int(p)] for p in above]]
-            points[i] = lerp(a, b, gamma)
+            points[i] = lerp(s[ia], s[ib], gamma)
     kernel = LevelCountsKernel(
         tuple((c, np.asarray(v, dtype=np.float64)) for c, v in features),
         tuple(zip(numeric, points, strict=True)),
