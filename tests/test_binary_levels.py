@@ -99,9 +99,9 @@ def test_the_first_rows_rule_out_columns_and_spare_the_pass(monkeypatch) -> None
     from ale_cli.passes.engine import ArraySource
 
     calls = []
-    kernel_call = level_plans.DistinctKernel.__call__
+    kernel_call = level_plans.Distinct.__call__
     monkeypatch.setattr(
-        level_plans.DistinctKernel,
+        level_plans.Distinct,
         "__call__",
         lambda self, chunk, shared: calls.append(self.cols) or kernel_call(self, chunk, shared),
     )

@@ -359,7 +359,7 @@ def test_a_model_failing_while_running_is_a_run_error(monkeypatch, linear_case, 
     (whole table, and read chunk by chunk)."""
     from sklearn.linear_model import LinearRegression
 
-    import ale_cli.estimators.classic as module
+    import ale_cli.estimators.model_rows as module  # where classic opens the model, the data
 
     model, data, _ = linear_case
     real_predict = LinearRegression.predict

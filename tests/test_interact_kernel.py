@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ale_cli.errors import ModelFailed
-from ale_cli.estimators.interact_kernel import STORED, PairKernel, PairPlan, Passed, merge_passed
+from ale_cli.estimators.interact_kernel import STORED, PairKernel, PairPlan, Passed
 from ale_cli.passes.engine import LOCAL, ArraySource, Chunk, LocalEngine, Ready, Source
 
 
@@ -131,7 +131,7 @@ def test_any_cut_of_the_rows_gives_the_statistics_of_one_chunk(
     cut = Parts(arrays, tuple(part_cuts), tuple(chunk_cuts))
     for engine in (LOCAL, LocalEngine(threads=1)):
         found = engine.run(
-            cut, kernel, merge_passed, Passed.empty(plans), arrays=kernel.arrays,
+            cut, kernel, Passed.merge, Passed.empty(plans), arrays=kernel.arrays,
             shared=Ready(Product()),
         )  # fmt: skip
         _assert_same(found, one)
@@ -146,7 +146,7 @@ def test_the_cells_hold_the_known_values_and_the_rows_outside():
     found = LOCAL.run(
         src,
         kernel,
-        merge_passed,
+        Passed.merge,
         Passed.empty(plans),
         arrays=kernel.arrays,
         shared=Ready(Product()),
@@ -183,6 +183,6 @@ def test_non_finite_values_are_refused_with_the_row_numbers_of_the_source():
     cut = Parts(arrays, (50,), (60, 100))
     with pytest.raises(ModelFailed, match=r"predictions on 2 rows \(rows 70, 71\)"):
         LOCAL.run(
-            cut, kernel, merge_passed, Passed.empty(plans), arrays=kernel.arrays,
+            cut, kernel, Passed.merge, Passed.empty(plans), arrays=kernel.arrays,
             shared=Ready(Product()),
         )  # fmt: skip

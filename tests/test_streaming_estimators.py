@@ -25,15 +25,11 @@ from ale_cli.estimators.cells import (
     Cells,
     Columns,
     OnEdges,
-    OnGrid,
     Passes,
-    Ranges,
-    empty_ranges,
-    merge_ranges,
-    merge_scans,
     quantile,
 )
 from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rhale
+from ale_cli.estimators.rows import Ranges, merge_extents
 from ale_cli.passes.engine import LOCAL, ArraySource, Parts
 from ale_cli.store.npz import Store, StoreWriter, open_store, write_store
 
@@ -246,7 +242,11 @@ def quantile_cells(  # type: ignore[no-untyped-def]
         grid, counts, n=len(X), bins=bins, max_bucket=max_bucket, max_gathered=max_gathered
     )
     scan = LOCAL.run(
-        source, BucketScan(cols, cols, plan), merge_scans, plan.empty_scan(), arrays=ROWS
+        source,
+        BucketScan(cols, cols, plan),
+        type(plan.empty_scan()).merge,
+        plan.empty_scan(),
+        arrays=ROWS,
     )
     return plan.finish(scan, lo, hi)
 
@@ -503,14 +503,15 @@ def test_kernels_do_not_depend_on_how_the_rows_are_cut(n, seed, cuts, chunk_rows
     def both(kernel, merge, empty, arrays=ROWS):  # type: ignore[no-untyped-def]
         return [LOCAL.run(s, kernel, merge, empty, arrays=arrays) for s in (cut, whole)]
 
-    r_cut, r_whole = both(Ranges(cols), merge_ranges, empty_ranges(3), ("X",))
-    np.testing.assert_array_equal(r_cut, r_whole)
-    np.testing.assert_array_equal(r_cut, (lo, hi))
+    r_cut, r_whole = both(Ranges(cols), merge_extents, Ranges(cols).empty(), ("X",))
+    assert r_cut[0] == r_whole[0] == n
+    np.testing.assert_array_equal(r_cut[1:], r_whole[1:])
+    np.testing.assert_array_equal(r_cut[1:], (lo, hi))
     edges = tuple(uniform_edges(lo[j], hi[j], bins=5 + j) for j in cols)
     _same_cells(*both(OnEdges(cols, cols, edges), Cells.merge, Cells.empty([5, 6, 7])))
     grid = UniformGrid.build(lo, hi, bins=9)
     if grid is not None:
-        _same_cells(*both(OnGrid(cols, cols, grid), Cells.merge, Cells.empty([9] * 3)))
+        _same_cells(*both(OnEdges(cols, cols, grid=grid), Cells.merge, Cells.empty([9] * 3)))
     names = ("smooth", "heavy", "ties")
     found = [
         quantile(Passes(s, Columns(names, cols, cols), n, LOCAL), [0, 1, 2], lo, hi, 8)

@@ -1,10 +1,7 @@
-"""Cell statistics of the local effects per feature, as passes an engine runs over a source.
-
-``rebin`` and ``rhale`` need, per feature, edges and the mergeable
-:class:`~ale_cli.core.binstats.CellStats` of the local effects in its bins: given edges
-take one pass (:class:`OnEdges`), uniform edges one pass after the ranges (:class:`OnGrid`),
-type-1 quantile edges two passes (:class:`BucketCounts`, :class:`BucketScan`;
-:mod:`ale_cli.core.quantile_cells`), with further passes for a column they do not finish.
+"""The edges and :class:`~ale_cli.core.binstats.CellStats` of the local effects per feature
+(``rebin``, ``rhale``), as passes an engine runs over a source: given edges take one pass
+(:class:`OnEdges`), uniform edges one after the ranges (on one grid), type-1 quantile
+edges two (:class:`BucketCounts`, :class:`BucketScan`), more for a column they do not finish.
 """
 
 from __future__ import annotations
@@ -20,6 +17,7 @@ from ale_cli.core.binning import UniformGrid, assign, uniform_edges
 from ale_cli.core.binstats import CellStats, uniform_cells
 from ale_cli.core.outofcore import chunked_quantile_edges, merge_accumulators, pass_accumulators
 from ale_cli.core.quantile_cells import BucketGrid, QuantilePlan, bucket_grid
+from ale_cli.estimators.rows import extent, select
 from ale_cli.passes.engine import ArraySource, Chunk, Engine, Source
 from ale_cli.store.npz import Store, StoreFile
 
@@ -53,20 +51,6 @@ class Passes:
         return self.engine.run(self.source, kernel, merge, empty, arrays=arrays)
 
 
-def _select(A: np.ndarray, cols: Sequence[int]) -> np.ndarray:
-    """``A[:, cols]`` in A's dtype, without a copy when cols are all of A's columns."""
-    return A if list(cols) == list(range(A.shape[1])) else A[:, list(cols)]
-
-
-def _float64(A: np.ndarray, cols: Sequence[int]) -> np.ndarray:
-    """``A[:, cols]`` as a C-contiguous float64 array, with one copy at most."""
-    if list(cols) == list(range(A.shape[1])):
-        return np.ascontiguousarray(A, dtype=np.float64)
-    if A.dtype == np.float64:
-        return A[:, list(cols)]  # fancy indexing makes a C-contiguous copy
-    return np.ascontiguousarray(A[:, list(cols)], dtype=np.float64)
-
-
 @dataclass(frozen=True)
 class Cells:
     """Per column: the statistics of its local effects per bin, and its rows outside the
@@ -87,59 +71,28 @@ class Cells:
 
 
 @dataclass(frozen=True)
-class Ranges:
-    """Kernel: each column's minimum and maximum (empty: ``(inf, -inf)``)."""
-
-    x: tuple[int, ...]
-
-    def __call__(self, chunk: Chunk, _shared: Any) -> tuple[np.ndarray, np.ndarray]:
-        X = _select(chunk["X"], self.x)
-        if not len(X):
-            return empty_ranges(len(self.x))
-        return X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
-
-
-def empty_ranges(d: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.full(d, np.inf), np.full(d, -np.inf)
-
-
-def merge_ranges(
-    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    return np.minimum(a[0], b[0]), np.maximum(a[1], b[1])
-
-
-@dataclass(frozen=True)
 class OnEdges:
-    """Kernel: :class:`Cells` of columns (``x``, ``e``) on their own ``edges`` (K_j + 1,)."""
+    """Kernel: :class:`Cells` of columns (``x``, ``e``) on their own ``edges`` (K_j + 1,),
+    or all on one uniform ``grid``."""
 
     x: tuple[int, ...]
     e: tuple[int, ...]
-    edges: tuple[np.ndarray, ...]
+    edges: tuple[np.ndarray, ...] = ()
+    grid: UniformGrid | None = None
 
     def __call__(self, chunk: Chunk, _shared: Any) -> Cells:
-        X, E = _select(chunk["X"], self.x), _select(chunk["local_effects"], self.e)
+        X, E = select(chunk["X"], self.x), select(chunk["local_effects"], self.e)
+        if self.grid is not None:
+            if not len(X):
+                return Cells.empty([self.grid.bins] * len(self.x))
+            X, E = (np.ascontiguousarray(A, dtype=np.float64) for A in (X, E))
+            return Cells(tuple(uniform_cells(X, E, self.grid)), (0,) * len(self.x))
         stats, outside = [], []
         for i, z in enumerate(self.edges):
             a = assign(X[:, i], z)
             stats.append(CellStats.from_values(a.index, E[:, i], n_cells=z.size - 1))
             outside.append(a.n_outside)
         return Cells(tuple(stats), tuple(outside))
-
-
-@dataclass(frozen=True)
-class OnGrid:
-    """Kernel: :class:`Cells` of columns (``x``, ``e``) on one uniform ``grid``."""
-
-    x: tuple[int, ...]
-    e: tuple[int, ...]
-    grid: UniformGrid
-
-    def __call__(self, chunk: Chunk, _shared: Any) -> Cells:
-        X, E = _float64(chunk["X"], self.x), _float64(chunk["local_effects"], self.e)
-        if not len(X):
-            return Cells.empty([self.grid.bins] * len(self.x))
-        return Cells(tuple(uniform_cells(X, E, self.grid)), (0,) * len(self.x))
 
 
 @dataclass(frozen=True)
@@ -150,7 +103,7 @@ class BucketCounts:
     grid: BucketGrid
 
     def __call__(self, chunk: Chunk, _shared: Any) -> np.ndarray:
-        return self.grid.counts(_select(chunk["X"], self.x))
+        return self.grid.counts(select(chunk["X"], self.x))
 
 
 @dataclass(frozen=True)
@@ -162,11 +115,7 @@ class BucketScan:
     plan: QuantilePlan
 
     def __call__(self, chunk: Chunk, _shared: Any) -> Any:
-        return self.plan.scan(_select(chunk["X"], self.x), _select(chunk["local_effects"], self.e))
-
-
-def merge_scans(a: Any, b: Any) -> Any:
-    return a.merge(b)
+        return self.plan.scan(select(chunk["X"], self.x), select(chunk["local_effects"], self.e))
 
 
 @dataclass(frozen=True)
@@ -178,30 +127,31 @@ class GroupPass:
     roots: list[Any]
 
     def __call__(self, chunk: Chunk, _shared: Any) -> list[Any]:
-        X = _select(chunk["X"], self.x)
+        X = select(chunk["X"], self.x)
         return pass_accumulators(lambda: [X], self.groups, self.roots)
 
 
 Binned = tuple[dict[int, np.ndarray], dict[int, CellStats], dict[int, int]]
 
 
-def ranges(p: Passes) -> tuple[np.ndarray, np.ndarray]:
-    """Each feature's minimum and maximum: the store's record, else a pass."""
+def ranges(p: Passes, x: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each feature's (or X's columns ``x``') minimum and maximum: recorded, else a pass."""
+    x = p.columns.x if x is None else x
     if p.recorded is not None:
         lo, hi = p.recorded
-        return lo[list(p.columns.x)], hi[list(p.columns.x)]
-    d = len(p.columns.names)
-    found: tuple[np.ndarray, np.ndarray] = p.run(
-        Ranges(p.columns.x), merge_ranges, empty_ranges(d), arrays=("X",)
-    )
-    return found
+        return lo[list(x)], hi[list(x)]
+    _, lo, hi = extent(p.source, x, p.engine)
+    return lo, hi
 
 
-def on_edges(p: Passes, todo: list[int], edges: dict[int, np.ndarray]) -> Binned:
-    """Cells of features ``todo`` on ``edges[j]``, and their rows outside them."""
+def on_edges(
+    p: Passes, todo: list[int], edges: dict[int, np.ndarray], grid: UniformGrid | None = None
+) -> Binned:
+    """Cells of features ``todo`` on ``edges[j]`` (all a uniform ``grid``'s, if given), and
+    their rows outside them."""
     x, e = p.columns.pick(todo)
     z = tuple(edges[j] for j in todo)
-    found = p.run(OnEdges(x, e, z), Cells.merge, Cells.empty([v.size - 1 for v in z]))
+    found = p.run(OnEdges(x, e, z, grid), Cells.merge, Cells.empty([v.size - 1 for v in z]))
     return (
         {j: edges[j] for j in todo},
         dict(zip(todo, found.stats, strict=True)),
@@ -218,19 +168,13 @@ def uniform(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: in
     grid = UniformGrid.build(lo[todo], hi[todo], bins=bins)
     if grid is None:
         return on_edges(p, todo, {j: uniform_edges(lo[j], hi[j], bins=bins) for j in todo})
-    x, e = p.columns.pick(todo)
-    found = p.run(OnGrid(x, e, grid), Cells.merge, Cells.empty([bins] * len(todo)))
-    edges = {j: np.linspace(lo[j], hi[j], bins + 1) for j in todo}
-    return edges, dict(zip(todo, found.stats, strict=True)), dict.fromkeys(todo, 0)
+    return on_edges(p, todo, {j: np.linspace(lo[j], hi[j], bins + 1) for j in todo}, grid)
 
 
 def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: int) -> Binned:
-    """Exact type-1 quantile edges and their cells in two passes (bucket counts, then the
-    cells of the runs of buckets between quantiles and the rows of the buckets holding
-    one: :class:`~ale_cli.core.quantile_cells.QuantilePlan`); a column they do not finish (a big
-    bucket holding a quantile and several values: very skewed data) takes buckets split
-    again (:func:`~ale_cli.core.outofcore.chunked_quantile_edges`, each pass on the engine),
-    then one pass for the cells."""
+    """Exact type-1 quantile edges and their cells in two passes
+    (:class:`~ale_cli.core.quantile_cells.QuantilePlan`); a column they do not finish (very
+    skewed data) by :func:`~ale_cli.core.outofcore.chunked_quantile_edges`, then its cells."""
     if not todo:
         return {}, {}, {}
     x, e = p.columns.pick(todo)
@@ -248,7 +192,8 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
         max_bucket=quantile_cells.MAX_BUCKET_ROWS,
         max_gathered=quantile_cells.MAX_GATHERED_ROWS,
     )
-    scan = p.run(BucketScan(x, e, plan), merge_scans, plan.empty_scan())
+    empty_scan = plan.empty_scan()
+    scan = p.run(BucketScan(x, e, plan), type(empty_scan).merge, empty_scan)
     found = plan.finish(scan, lo_t, hi_t)
     edges = {j: f.edges for j, f in zip(todo, found, strict=True) if f is not None}
     cells = {j: f.cells for j, f in zip(todo, found, strict=True) if f is not None}

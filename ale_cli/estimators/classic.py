@@ -9,8 +9,6 @@ For feature s with edges ``z_0 < ... < z_K`` and row i in bin k, the interval
 Since ``mean_j(D_i / dz_j) dz_j = mean_j(D_i)``, the quotients ``e_i = D_i / dz_k`` fed to
 the DALE estimator on the same edges give exactly this estimate; their bin statistics are
 those of ``D_i`` divided by the bin width (:meth:`~ale_cli.core.binstats.CellStats.divided_by`).
-One driver, :func:`estimate`: the edges (:meth:`~ale_cli.estimators.rows.Rows.edges`), one pass of
-:class:`~ale_cli.estimators.bin_limits.LimitKernel` on an engine, then the summaries.
 Categorical and discrete features are estimated per level (:mod:`ale_cli.estimators.levels`).
 """
 
@@ -19,13 +17,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ale_cli.checks import check_count
-from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bin_limits import (
     Function,
@@ -37,13 +32,11 @@ from ale_cli.estimators.bin_limits import (
 )
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.estimators.inputs import (
-    ModelInputs,
     feature_columns,
     object_notes,
-    open_inputs,
     table_columns,
 )
-from ale_cli.estimators.inputs_stream import open_streamed, reading_of, shipped
+from ale_cli.estimators.inputs_stream import Streamed, shipped
 from ale_cli.estimators.level_plans import level_plans
 from ale_cli.estimators.levels import (
     LevelPlan,
@@ -53,6 +46,7 @@ from ale_cli.estimators.levels import (
     level_bands,
     level_summary,
 )
+from ale_cli.estimators.model_rows import DEFAULT_BINNING, ModelRequest, open_model_rows
 from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.models.base import ProgressFn
 from ale_cli.models.checks import dropped_note, nothing_left
@@ -71,27 +65,18 @@ from ale_cli.summary.build import (
 from ale_cli.summary.model import FeatureSummary, Summary, with_statistics
 from ale_cli.summary.statistics import statistics_params
 
-#: quantile bins, as ALEPlot and PyALE
-DEFAULT_BINNING = "quantile"
 METHOD = "model at the bin limits (Apley-Zhu finite differences)"
 
 
 @dataclass(frozen=True)
-class ClassicRequest:
-    """Options of ``ale classic`` (None ``bins``/``binning``: the default, or unused with
-    ``edges``)."""
+class ClassicRequest(ModelRequest):
+    """Options of ``ale classic``."""
 
-    inputs: ModelInputs
-    bins: int | None = None
-    binning: str | None = None
-    edges: Path | None = None
     center: str = "mean"
     bootstrap: Bootstrap = Bootstrap()
     #: features estimated per value: names ("a,b" or a tuple), "auto", "none" (numeric
     #: columns get slopes), or None: the binary ones (:func:`~.levels.effective_discrete`)
     discrete: tuple[str, ...] | str | None = None
-    #: rows read at a time from a data file; None reads the whole table at once
-    chunk_rows: int | None = DEFAULT_CHUNK_ROWS
     #: the statistics' definitions: "ale-cli" or "r" (:mod:`ale_cli.summary.statistics`)
     statistics: str = "ale-cli"
 
@@ -99,22 +84,13 @@ class ClassicRequest:
         check_center(self.center)
         statistics_params(self.statistics)
         object.__setattr__(self, "discrete", discrete_mode(self.discrete))
-        if self.chunk_rows is not None:
-            check_count(self.chunk_rows, "chunk_rows", least=2)
-        if self.edges is None:  # the edges file is read (and checked) when the run starts
-            self.fixed_bins()
-
-    def fixed_bins(self) -> FixedBins:
-        """The bins asked for (the edges file read)."""
-        return FixedBins.from_options(
-            bins=self.bins, binning=self.binning, edges=self.edges, default=DEFAULT_BINNING
-        )
+        super().__post_init__()
 
 
 @dataclass(frozen=True)
 class Settings:
-    """How :func:`estimate` bins, centres, screens and evaluates (``edges`` by feature
-    replace ``bins``/``binning``; ``levels``: the per-level plans or why not estimable)."""
+    """How :func:`estimate` bins and centres (``edges`` by feature replace ``bins``/``binning``;
+    ``levels``: the per-level plans or why not estimable) and the pass's ``kernel`` options."""
 
     bins: int = DEFAULT_BINS
     binning: str = DEFAULT_BINNING
@@ -122,10 +98,7 @@ class Settings:
     center: str = "mean"
     levels: Mapping[str, LevelPlan | str] | None = None
     bootstrap: Bootstrap | None = None
-    eval_rows: int = DEFAULT_EVAL_ROWS
-    model_label: str = "model"
-    drop_nonfinite: bool = False
-    predictions: bool = True
+    kernel: LimitKernel = LimitKernel((), ())
 
 
 def estimate(
@@ -152,14 +125,11 @@ def estimate(
     else:
         edges = rows.edges(binned, bins=s.bins, binning=s.binning)
     plans = [(n, p) for n, p in levels.items() if isinstance(p, LevelPlan)]
-    kernel = LimitKernel(
+    kernel = replace(
+        s.kernel,
         cols=tuple(binned),
         edges=tuple(edges),
         levels=tuple((rows.names.index(n), p) for n, p in plans),
-        eval_rows=s.eval_rows,
-        model_label=s.model_label,
-        drop_nonfinite=s.drop_nonfinite,
-        predictions=s.predictions,
         keep_rows=bool(s.bootstrap is not None and s.bootstrap.replicates),
         progress=progress(rows.n_rows * len(todo)) if progress is not None else None,
     )
@@ -167,8 +137,8 @@ def estimate(
     merge = LimitCells.merge if outputs == 1 else merge_outputs
     found = engine.run(rows.source, run, merge, run.empty(), arrays=[ROWS], shared=shared)
     states: tuple[LimitCells, ...] = (found,) if outputs == 1 else found
-    if s.predictions and states[0].kept == 0:
-        raise nothing_left(s.model_label)
+    if kernel.predictions and states[0].kept == 0:
+        raise nothing_left(kernel.model_label)
     return [_features(st, chosen, todo, edges, plans, skip, s) for st in states], states
 
 
@@ -198,15 +168,8 @@ def _features(
                 center=s.center,
             )  # fmt: skip
         by_name[name] = level_summary(plan, cells, counts, center=s.center, bands=bands)
-    feats = [
-        by_name.get(name)
-        or (
-            FeatureSummary(name=name, status="not_estimable", reason=str(levels[name]))
-            if name in levels
-            else not_estimable(name, skip[name])
-        )
-        for name in chosen
-    ]
+    why = skip | {name: p for name, p in levels.items() if isinstance(p, str)}
+    feats = [by_name.get(name) or not_estimable(name, why[name]) for name in chosen]
     if kept is None or s.bootstrap is None:
         return feats
     index = {chosen[j]: kept.index[i] for i, j in enumerate(todo)}
@@ -248,16 +211,14 @@ def classic_features(
         center=center,
         levels=levels,
         bootstrap=bootstrap,
-        eval_rows=eval_rows,
-        predictions=False,
+        kernel=LimitKernel((), (), eval_rows=eval_rows, predictions=False),
     )
     return estimate(rows, Ready(Function(f)), chosen, settings, progress=progress)[0][0]
 
 
 @dataclass(frozen=True)
 class Loaded:
-    """The rows and the model of a run, what to estimate, and the summary's ``store`` part,
-    timings and notes so far."""
+    """A run's rows, model, features, level plans, summary ``store`` part, timings, notes."""
 
     rows: Rows
     model: ShippedModel
@@ -269,32 +230,22 @@ class Loaded:
 
 
 def load(request: ClassicRequest, fixed: FixedBins, engine: Engine = LOCAL) -> Loaded:
-    """The data and model of ``request``, streamed unless the inputs need the whole table
-    (:func:`~ale_cli.estimators.inputs_stream.reading_of`), and the per-level plans."""
+    """The data and model of ``request`` (:func:`~.model_rows.open_model_rows`), the level plans."""
     inputs = request.inputs
-    reading = reading_of(inputs, request.chunk_rows)
-    streamed = not reading.whole and request.chunk_rows is not None
-    opened: Any
-    if streamed:
-        opened = open_streamed(inputs, chunk_rows=request.chunk_rows)
-        table = opened.scan
-        rows = Rows(opened.data_source(engine), table.names, table.n_rows, table.lo, table.hi)
+    rows, opened, reading = open_model_rows(inputs, request.chunk_rows, engine)
+    table: Any
+    if isinstance(opened, Streamed):
+        table, columns, first = opened.scan, opened.model_columns, opened.scan.first
     else:
-        reading.check(engine)
-        opened = open_inputs(inputs)
         table = opened.table
-        rows = Rows.of(table.X, table.feature_names)
+        columns, first = table_columns(table), table.X
     fixed.check_features(inputs.features, rows.names, f"the data '{inputs.data_label}'")
     fixed.check_rows(rows.n_rows, f"data '{inputs.data_label}'")
     levels = level_plans(
-        rows, opened.features, categorical=table.categorical,
+        rows, opened.features, categorical=rows.categorical,
         discrete=effective_discrete(request.discrete), labels=table.levels, engine=engine,
     )  # fmt: skip
     source = opened.source(inputs, method=METHOD)
-    if streamed:
-        columns, first = opened.model_columns, table.first
-    else:
-        columns, first = table_columns(table), table.X
     dropped = table.rows_dropped
     return Loaded(
         rows=rows,
@@ -331,9 +282,13 @@ def classic(
             center=request.center,
             levels=loaded.levels,
             bootstrap=request.bootstrap,
-            eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
-            model_label=str(inputs.model),
-            drop_nonfinite=inputs.drop_nonfinite,
+            kernel=LimitKernel(
+                (),
+                (),
+                eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
+                model_label=str(inputs.model),
+                drop_nonfinite=inputs.drop_nonfinite,
+            ),
         )
         records = output_records(loaded.source)
         found, states = estimate(

@@ -1,45 +1,33 @@
-"""``ale interact``: second-order (pairwise) ALE of feature pairs, classic or DALE.
-
-Each pair gets a K_a x K_b grid of cells (:func:`~ale_cli.estimators.pairs.pair_grids`);
-one pass of :class:`~ale_cli.estimators.interact_kernel.PairKernel` over the rows
-(:func:`open_rows`: a matching store made with ``ale compute --pairs``, DALE only, the data
-streamed or the whole table), then the surfaces
-(:func:`~ale_cli.core.second_order.second_order_from_cells`).
-"""
+"""``ale interact``: second-order ALE of feature pairs, classic or DALE: a grid per pair,
+one pass of :class:`~ale_cli.estimators.interact_kernel.PairKernel` over the rows of a
+matching store or of the data (:func:`open_rows`), then the surfaces."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ale_cli.checks import check_choice, check_count
+from ale_cli.checks import check_choice
 from ale_cli.core.second_order import PairCells, second_order_from_cells
-from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, inputs_sha256
+from ale_cli.data.stream import inputs_sha256
 from ale_cli.errors import InputError
-from ale_cli.estimators.bins import FixedBins
-from ale_cli.estimators.inputs import ModelInputs, Opened, open_inputs, table_columns
-from ale_cli.estimators.inputs_stream import Streamed, open_streamed, reading_of, shipped
-from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed, merge_passed
-from ale_cli.estimators.pairs import (
-    Columns,
-    Grids,
-    Pair,
-    pair_columns,
-    pair_grids,
-    parse_pairs,
-)
+from ale_cli.estimators.inputs import ModelInputs, Opened, table_columns
+from ale_cli.estimators.inputs_stream import Streamed, shipped
+from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed
+from ale_cli.estimators.model_rows import ModelRequest, open_model_rows
+from ale_cli.estimators.pairs import Pair, pair_columns, pair_grids, parse_pairs
+from ale_cli.estimators.rows import Rows
 from ale_cli.io.files import sha256_file
 from ale_cli.io.jsonio import to_jsonable
 from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.models.profile import DataProfile
-from ale_cli.passes.engine import LOCAL, ArraySource, Engine, Ready, Shared
+from ale_cli.passes.engine import LOCAL, Engine, Ready, Shared
 from ale_cli.passes.shipped import ShippedModel
 from ale_cli.store.format import one_output
 from ale_cli.store.npz import open_store, store_sha256
@@ -47,32 +35,23 @@ from ale_cli.summary.build import EstimateResult, run_notes, store_info, utc_now
 from ale_cli.summary.model import InteractionSummary, Summary, with_statistics
 
 if TYPE_CHECKING:
-    from ale_cli.models.base import Model, ProgressFn
+    from ale_cli.models.base import ProgressFn
 
 ESTIMATORS = ("dale", "ale")
-DEFAULT_BINS = 10
-DEFAULT_BINNING = "quantile"
 _ROUTES = {"ale": "classic", "dale": "dale"}
 
 
 @dataclass(frozen=True)
-class InteractRequest:
+class InteractRequest(ModelRequest):
     """Options of ``ale interact``: without ``pairs``, every pair of ``inputs.features``;
     ``estimator`` None: dale when the model has autodiff, else ale."""
 
-    inputs: ModelInputs
     pairs: tuple[Pair, ...] = ()
-    bins: int | None = None
-    binning: str | None = None
     estimator: str | None = None
     store: Path | None = None
-    edges: Path | None = None
-    #: rows read at a time from a data file; None reads the whole table
-    chunk_rows: int | None = DEFAULT_CHUNK_ROWS
+    default_bins: ClassVar[int] = 10
 
     def __post_init__(self) -> None:
-        if self.chunk_rows is not None:
-            check_count(self.chunk_rows, "chunk_rows", least=2)
         pairs = parse_pairs(self.pairs)
         features = self.inputs.features
         if not pairs and features is not None:
@@ -90,18 +69,7 @@ class InteractRequest:
             )
         object.__setattr__(self, "pairs", pairs)
         check_choice(self.estimator, ESTIMATORS, "estimator")
-        if self.edges is None:  # the edges file is read when the run starts
-            self.fixed_bins()
-
-    def fixed_bins(self) -> FixedBins:
-        """The bins asked for (the edges file read)."""
-        return FixedBins.from_options(
-            bins=self.bins,
-            binning=self.binning,
-            edges=self.edges,
-            default=DEFAULT_BINNING,
-            default_bins=DEFAULT_BINS,
-        )
+        super().__post_init__()
 
 
 #: options of ``ale compute`` a store must share (with the model and data bytes) to be used
@@ -133,13 +101,13 @@ def store_mismatch(path: Path, found: dict[str, Any], inputs: ModelInputs) -> st
 
 
 @dataclass
-class Rows:
-    """The rows of a run: ``model`` and ``ship`` (its handle) None when a store gives every
-    value; ``stored``: each stored pair (either order) to its row of mixed derivatives."""
+class Found:
+    """The rows of a run and the model loaded on the data (``opened`` None when a store
+    gives every value); ``stored``: each stored pair (either order) to its row of mixed
+    derivatives."""
 
-    columns: Columns
-    model: Model | None
-    ship: Callable[[], ShippedModel] | None
+    rows: Rows
+    opened: Streamed | Opened | None
     summary_store: Callable[[int], dict[str, Any]]
     where: str
     stored: dict[Pair, int] = field(default_factory=dict)
@@ -148,62 +116,36 @@ class Rows:
 
 def _opened(
     request: InteractRequest, engine: Engine | None, notes: list[str], timings: dict[str, float]
-) -> Streamed | Opened:
+) -> tuple[Rows, Streamed | Opened]:
     """The model loaded on the data streamed or read whole (None ``engine``: none reads)."""
-    inputs, chunk_rows = request.inputs, request.chunk_rows
-    reading = reading_of(inputs, chunk_rows)
-    found: Streamed | Opened
-    if not reading.whole and chunk_rows is not None:
-        found = open_streamed(inputs, chunk_rows=chunk_rows)
-    else:
-        if engine is not None:
-            reading.check(engine)
-        if reading.reason:
-            notes.append(reading.reason)
-        found = open_inputs(inputs)
+    rows, found, reading = open_model_rows(request.inputs, request.chunk_rows, engine)
     timings |= found.timings
-    notes.extend(found.notes)
-    return found
+    notes.extend((*((reading.reason,) if reading.reason else ()), *found.notes))
+    return rows, found
 
 
-def _ship(inputs: ModelInputs, found: Streamed | Opened) -> Callable[[], ShippedModel]:
+def _ship(inputs: ModelInputs, found: Streamed | Opened) -> ShippedModel:
+    """The model as a handle (a whole table's with the profile of its rows)."""
     if isinstance(found, Streamed):
-        return partial(found.ship, inputs)
-    return partial(_table_model, inputs, found)
-
-
-def _table_model(inputs: ModelInputs, opened: Opened) -> ShippedModel:
-    """The model of the whole table as a handle, with the profile of every row."""
-    profile = DataProfile.of(opened.table.X)
-    table_cols = table_columns(opened.table)
-    return shipped(inputs, opened.model, table_cols, profile.head, profile=profile)
+        return found.ship(inputs)
+    profile = DataProfile.of(found.table.X)
+    return shipped(inputs, found.model, table_columns(found.table), profile.head, profile=profile)
 
 
 def open_rows(
     request: InteractRequest, engine: Engine, notes: list[str], timings: dict[str, float]
-) -> Rows:
+) -> Found:
     """The rows of ``request`` as a source for ``engine``, with their notes and timings."""
     if request.store is not None:
-        rows = _store_rows(request, request.store, notes, timings)
-        if rows is not None:
-            return rows
+        found = _store_rows(request, request.store, notes, timings)
+        if found is not None:
+            return found
     inputs = request.inputs
-    found = _opened(request, engine, notes, timings)
-    made = found.source(inputs, method=found.model.method)
-    if isinstance(found, Streamed):
-        scan = found.scan
-        columns = Columns(
-            found.data_source(engine), scan.names, scan.categorical, scan.n_rows, scan.lo, scan.hi
-        )
-    else:
-        table = found.table
-        columns = Columns(
-            ArraySource({"X": table.X}), table.feature_names, tuple(table.categorical), len(table.X)
-        )
-    return Rows(
-        columns,
-        found.model,
-        _ship(inputs, found),
+    rows, opened = _opened(request, engine, notes, timings)
+    made = opened.source(inputs, method=opened.model.method)
+    return Found(
+        rows,
+        opened,
         lambda dropped: made | {"data": made["data"] | {"rows_nonfinite": dropped}},
         f"data '{inputs.data_label}'",
     )
@@ -211,7 +153,7 @@ def open_rows(
 
 def _store_rows(
     request: InteractRequest, path: Path, notes: list[str], timings: dict[str, float]
-) -> Rows | None:
+) -> Found | None:
     """The rows of a store the estimator uses, else None (with the note saying why)."""
     if request.estimator == "ale":
         notes.append(f"store '{path}' is not used by the ale estimator (it needs the model)")
@@ -235,16 +177,16 @@ def _store_rows(
             f"store '{path}' has no mixed derivatives of {listed}; computing "
             "them (add them to the store with 'ale compute --pairs')"
         )
-        found = _opened(request, None, notes, timings)  # no engine reads the data
+        found = _opened(request, None, notes, timings)[1]  # no engine reads the data
     lo_hi = store.x_range()
-    if lo_hi is not None and len(lo_hi[0]) != len(store.input_names):
-        lo_hi = None
+    if lo_hi is None or len(lo_hi[0]) != len(store.input_names):
+        rows = Rows.scanned(store, store.input_names)
+    else:
+        rows = Rows(store, store.input_names, store.n_rows, *lo_hi)
     categorical = tuple(store.meta.get("categorical_features") or ())
-    columns = Columns(store, store.input_names, categorical, store.n_rows, *(lo_hi or (None, None)))
-    return Rows(
-        columns,
-        None if found is None else found.model,
-        None if found is None else _ship(request.inputs, found),
+    return Found(
+        replace(rows, categorical=categorical),
+        found,
         lambda dropped: store_info(path, store, sha256=digest.result()),
         f"store '{path}'",
         stored=stored,
@@ -268,13 +210,7 @@ def interactions(
         if reason is not None or found is None:
             outside = 0 if found is None else found.outside
             out.append(
-                InteractionSummary(
-                    features=pair,
-                    estimator=estimator,
-                    status="not_estimable",
-                    reason=reason,
-                    n_outside=outside,
-                )
+                InteractionSummary(pair, estimator, "not_estimable", reason, n_outside=outside)
             )
             continue
         plan = plans[p]
@@ -288,39 +224,28 @@ def interactions(
                 "one (e.g. a ReLU network) whose second derivatives vanish almost everywhere; "
                 "--estimator ale measures the interactions of piecewise-linear models"
             )
-        summary = InteractionSummary(
-            features=pair,
-            estimator=estimator,
-            edges_a=res.edges_a,
-            edges_b=res.edges_b,
-            counts=res.counts,
-            cell_effect=res.cell_effect,
-            cell_std=res.cell_std if estimator == "dale" else None,
-            filled=res.filled,
-            effect=res.effect,
-            center_offset=res.center_offset,
-            n_outside=found.outside,
-            note=note,
+        out.append(
+            InteractionSummary(
+                features=pair,
+                estimator=estimator,
+                edges_a=res.edges_a,
+                edges_b=res.edges_b,
+                counts=res.counts,
+                cell_effect=res.cell_effect,
+                cell_std=res.cell_std if estimator == "dale" else None,
+                filled=res.filled,
+                effect=res.effect,
+                center_offset=res.center_offset,
+                n_outside=found.outside,
+                note=note,
+            )
         )
-        out.append(summary)
     return out
-
-
-def _plans(
-    pairs: Sequence[Pair], rows: Rows, cols: list[tuple[int, int]], estimator: str, grids: Grids
-) -> dict[int, PairPlan]:
-    """The plan of every estimable pair (by position): its grid and its values' origin."""
-    plans = {}
-    for p in sorted(grids):
-        row = rows.stored.get(pairs[p], -1) if estimator == "dale" else -1
-        values = "corners" if estimator == "ale" else "stored" if row >= 0 else "autodiff"
-        plans[p] = PairPlan(cols[p], *grids[p], values, row)
-    return plans
 
 
 def _pass(
     request: InteractRequest,
-    rows: Rows,
+    got: Found,
     plans: dict[int, PairPlan],
     estimator: str,
     engine: Engine,
@@ -330,21 +255,21 @@ def _pass(
     bar = None
     if progress is not None and any(p.values != "stored" for p in plans.values()):
         label = "mixed derivatives" if estimator == "dale" else "cell corners"
-        bar = progress(rows.columns.n_rows, label)
+        bar = progress(got.rows.n_rows, label)
     kernel = PairKernel(
         tuple(plans.values()),
         estimator,
         str(request.inputs.model),
         request.inputs.drop_nonfinite,
-        stored_prediction=rows.stored_prediction,
+        stored_prediction=got.stored_prediction,
     )
     shared: Shared | None = None  # the model for the kernels (None: the store gives every value)
-    if rows.model is not None and rows.ship is not None:
-        shared = rows.ship() if engine.splits else Ready(rows.model)
+    if got.opened is not None:
+        shared = _ship(request.inputs, got.opened) if engine.splits else Ready(got.opened.model)
     passed = engine.run(
-        rows.columns.source,
+        got.rows.source,
         kernel,
-        merge_passed,
+        Passed.merge,
         Passed.empty(kernel.plans),
         arrays=kernel.arrays,
         shared=shared,
@@ -367,13 +292,13 @@ def interact(
     request.inputs.check_files()
     notes: list[str] = []
     timings: dict[str, float] = {}
-    rows = open_rows(request, engine, notes, timings)
-    model = rows.model
+    got = open_rows(request, engine, notes, timings)
+    model = None if got.opened is None else got.opened.model
     if model is not None:
         where = f"model '{request.inputs.model}' with {{param}} {request.inputs.output}"
         one_output(model.describe(), where, "ale interact", "pass one {param} NAME")
-    cols = pair_columns(request.pairs, rows.columns.names, param="pairs", where=rows.where)
-    fixed.check_rows(rows.columns.n_rows, f"data '{request.inputs.data_label}'")
+    cols = pair_columns(request.pairs, got.rows.names, param="pairs", where=got.where)
+    fixed.check_rows(got.rows.n_rows, f"data '{request.inputs.data_label}'")
     estimator = request.estimator
     if estimator is None:
         estimator = "dale" if model is None or model.method == "autodiff" else "ale"
@@ -382,9 +307,13 @@ def interact(
             model, request.inputs.model, param="estimator", value="dale", hint="use {param} ale"
         )
     t_load = time.perf_counter()
-    grids, reasons = pair_grids(request.pairs, cols, rows.columns, fixed)
-    plans = _plans(request.pairs, rows, cols, estimator, grids)
-    passed = _pass(request, rows, plans, estimator, engine, progress)
+    grids, reasons = pair_grids(request.pairs, cols, got.rows, fixed)
+    plans = {}  # every estimable pair's grid and where its values come from
+    for p in sorted(grids):
+        row = got.stored.get(request.pairs[p], -1) if estimator == "dale" else -1
+        values = "corners" if estimator == "ale" else "stored" if row >= 0 else "autodiff"
+        plans[p] = PairPlan(cols[p], *grids[p], values, row)
+    passed = _pass(request, got, plans, estimator, engine, progress)
     cells = dict(zip(plans, passed.pairs, strict=True))
     found = interactions(request.pairs, estimator, plans, cells, reasons)
     if any(p.values != "stored" for p in plans.values()):
@@ -396,13 +325,13 @@ def interact(
         "pairs": [list(p) for p in pairs],
         "estimator": estimator,
         **{k: v for k, v in fixed.params("mean", None).items() if k != "features"},
-        "cached_pairs": [list(p) for p in pairs if p in rows.stored] if estimator == "dale" else [],
+        "cached_pairs": [list(p) for p in pairs if p in got.stored] if estimator == "dale" else [],
     }
     summary = with_statistics(
         Summary(
             estimator=estimator,
             params=params,
-            store=rows.summary_store(len(dropped)),
+            store=got.summary_store(len(dropped)),
             n_rows=passed.kept,
             features=(),
             interactions=tuple(found),

@@ -1,10 +1,6 @@
-"""The chunk kernel of ``ale interact``: every pair's cell statistics from a chunk of rows.
-
-Per pair: the rows inside its grid and their cells (the others counted outside), their
-per-row value (:mod:`ale_cli.core.second_order`) from the model at the four ``corners`` of
-the row's cell (classic), or the mixed derivative by ``autodiff`` or ``stored`` (DALE);
-then the non-finite screen and the kept rows' :class:`~ale_cli.core.second_order.PairCells`.
-"""
+"""The chunk kernel of ``ale interact``: every pair's
+:class:`~ale_cli.core.second_order.PairCells` from a chunk of rows (the per-row values:
+:mod:`ale_cli.core.second_order`), the rows with non-finite values screened."""
 
 from __future__ import annotations
 
@@ -57,6 +53,10 @@ def second_differences(
     return out
 
 
+#: a chunk's rows inside a pair's grid and their cells: (rows, ia, ib)
+Located = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
 @dataclass(frozen=True)
 class PairPlan:
     """One estimable pair: its columns, edges (K_a+1,), (K_b+1,), where its values come
@@ -71,6 +71,13 @@ class PairPlan:
     @property
     def shape(self) -> tuple[int, int]:
         return self.edges_a.size - 1, self.edges_b.size - 1
+
+    def locate(self, X: np.ndarray) -> Located:
+        """The rows of X (n, D) inside the grid (indices) and their cells (0-based)."""
+        ia = assign(X[:, self.cols[0]], self.edges_a).index
+        ib = assign(X[:, self.cols[1]], self.edges_b).index
+        rows = np.flatnonzero((ia >= 0) & (ib >= 0))
+        return rows, ia[rows], ib[rows]
 
 
 @dataclass(frozen=True)
@@ -106,27 +113,6 @@ class Passed:
         return np.concatenate(self.predictions) if self.predictions else np.empty(0)
 
 
-def merge_passed(a: Passed, b: Passed) -> Passed:
-    return a.merge(b)
-
-
-@dataclass(frozen=True)
-class _Located:
-    """A chunk's rows inside one pair's grid (indices into the chunk) and their cells."""
-
-    rows: np.ndarray
-    ia: np.ndarray
-    ib: np.ndarray
-    outside: int
-
-
-def _locate(X: np.ndarray, plan: PairPlan) -> _Located:
-    a, b = plan.cols
-    ia, ib = assign(X[:, a], plan.edges_a).index, assign(X[:, b], plan.edges_b).index
-    rows = np.flatnonzero((ia >= 0) & (ib >= 0))
-    return _Located(rows, ia[rows], ib[rows], len(X) - len(rows))
-
-
 @dataclass(frozen=True)
 class PairKernel:
     """``kernel(chunk, model) -> Passed`` of ``ale interact`` (``model`` None when no pair
@@ -152,15 +138,15 @@ class PairKernel:
             prediction = np.asarray(chunk["prediction"], dtype=np.float64)
         else:
             prediction = _needs(model).predict(X)
-        located = [_locate(X, plan) for plan in self.plans]
+        located = [plan.locate(X) for plan in self.plans]
         t = time.perf_counter()
         values = self._values(chunk, X, model, located)
         spent = time.perf_counter() - t
         checks = [("predictions", prediction, 0)]
         if located:  # every pair's values at their rows: row numbers of the data in the message
             full = np.zeros((len(located), len(X)))
-            for p, (at, v) in enumerate(zip(located, values, strict=True)):
-                full[p, at.rows] = v
+            for p, ((rows, _, _), v) in enumerate(zip(located, values, strict=True)):
+                full[p, rows] = v
             dale = self.estimator == "dale"
             label = "mixed derivatives" if dale else "evaluations at the cell corners"
             checks.append((label, full, 1))
@@ -169,15 +155,15 @@ class PairKernel:
         )
         keep = screened.keep
         pairs = []
-        for plan, at, v in zip(self.plans, located, values, strict=True):
-            kept = keep[at.rows]
-            cells = pair_cells(at.ia[kept], at.ib[kept], v[kept], shape=plan.shape)
-            pairs.append(PairCells(cells, int(at.outside), bool(np.any(v[kept]))))
+        for plan, (rows, ia, ib), v in zip(self.plans, located, values, strict=True):
+            kept = keep[rows]
+            cells = pair_cells(ia[kept], ib[kept], v[kept], shape=plan.shape)
+            pairs.append(PairCells(cells, len(X) - len(rows), bool(np.any(v[kept]))))
         dropped = (screened.dropped + chunk.offset,) if len(screened.dropped) else ()
         return Passed(tuple(pairs), dropped, (prediction[keep],), spent)
 
     def _values(
-        self, chunk: Chunk, X: np.ndarray, model: Model | None, located: list[_Located]
+        self, chunk: Chunk, X: np.ndarray, model: Model | None, located: list[Located]
     ) -> list[np.ndarray]:
         out: dict[int, np.ndarray] = {}
         autodiff = [p for p, plan in enumerate(self.plans) if plan.values == "autodiff"]
@@ -186,16 +172,14 @@ class PairKernel:
                 _needs(model), self.path, param="estimator", value="dale", hint="use {param} ale"
             )
             found = mixed(X, [self.plans[p].cols for p in autodiff], progress=None)
-            out |= {p: found[i][located[p].rows] for i, p in enumerate(autodiff)}
-        for p, (plan, at) in enumerate(zip(self.plans, located, strict=True)):
+            out |= {p: found[i][located[p][0]] for i, p in enumerate(autodiff)}
+        for p, (plan, (rows, ia, ib)) in enumerate(zip(self.plans, located, strict=True)):
             if plan.values == "stored":
-                stored = np.asarray(chunk[STORED][plan.stored_row], dtype=np.float64)
-                out[p] = stored[at.rows]
+                out[p] = np.asarray(chunk[STORED][plan.stored_row], dtype=np.float64)[rows]
             elif plan.values == "corners":
                 out[p] = second_differences(
-                    _needs(model).predict, X[at.rows], plan.cols, plan.edges_a, plan.edges_b,
-                    at.ia, at.ib,
-                )  # fmt: skip
+                    _needs(model).predict, X[rows], plan.cols, plan.edges_a, plan.edges_b, ia, ib
+                )
         return [out[p] for p in range(len(self.plans))]
 
 

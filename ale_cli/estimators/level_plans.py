@@ -1,15 +1,11 @@
-"""The plans of the features estimated per level, from passes over a source's chunks.
-
-A discrete feature's levels are its distinct values in numeric order, collected by one
-mergeable pass (:class:`Distinct`); a categorical feature's levels the same way, ordered as
-:func:`~ale_cli.core.discrete.level_order` orders them (docs/estimators.md) from counts that
-merge across chunks (:class:`LevelCounts`), so the order equals the whole table's.
-"""
+"""The plans of the features estimated per level, from passes over a source's chunks: the
+levels by one pass (:class:`Distinct`), a categorical feature's order (docs/estimators.md)
+from counts that merge across chunks (:class:`LevelCounts`), equal to the whole table's."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,7 +23,7 @@ from ale_cli.core.discrete import (
 from ale_cli.core.outofcore import order_statistics
 from ale_cli.errors import InputError
 from ale_cli.estimators.levels import AUTO, BINARY, LevelPlan
-from ale_cli.estimators.rows import ROWS, Rows
+from ale_cli.estimators.rows import ROWS, Rows, merge_each
 from ale_cli.passes.engine import LOCAL, Chunk, Engine, Source
 
 #: (level, value, rows) of the pairs present, sorted by level then value
@@ -71,11 +67,6 @@ class LevelCounts:
         )
 
 
-def merge_counts(a: tuple[LevelCounts, ...], b: tuple[LevelCounts, ...]) -> tuple[LevelCounts, ...]:
-    """The counts of every feature merged (the engine's ``merge``)."""
-    return tuple(x.merge(y) for x, y in zip(a, b, strict=True))
-
-
 @dataclass(frozen=True)
 class LevelCountsKernel:
     """A chunk to the :class:`LevelCounts` of each of ``features`` (column, sorted levels)."""
@@ -83,17 +74,6 @@ class LevelCountsKernel:
     features: tuple[tuple[int, np.ndarray], ...]
     numeric: tuple[tuple[int, np.ndarray], ...]
     categorical: tuple[int, ...]
-
-    def empty(self) -> tuple[LevelCounts, ...]:
-        none = (np.empty(0, dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64))
-        return tuple(
-            LevelCounts(
-                np.zeros(v.size, dtype=np.int64),
-                tuple(np.zeros((v.size, KS_POINTS + 1), dtype=np.int64) for _ in self.numeric),
-                tuple(none for c in self.categorical if c != col),
-            )
-            for col, v in self.features
-        )
 
     def __call__(self, chunk: Chunk, _: Any) -> tuple[LevelCounts, ...]:
         X = np.asarray(chunk[ROWS], dtype=np.float64)
@@ -138,16 +118,16 @@ def level_orders(
             lo=lo[spread],
             hi=hi[spread],
         )
-        at = {int(p): j for j, p in enumerate(positions)}
+        ia, ib = np.searchsorted(positions, below), np.searchsorted(positions, above)
         for i, s in zip(spread, stats, strict=True):
-            a, b = s[[at[int(p)] for p in below]], s[[at[int(p)] for p in above]]
-            points[i] = lerp(a, b, gamma)
+            points[i] = lerp(s[ia], s[ib], gamma)
     kernel = LevelCountsKernel(
         tuple((c, np.asarray(v, dtype=np.float64)) for c, v in features),
         tuple(zip(numeric, points, strict=True)),
         tuple(categorical),
     )
-    found = engine.run(rows.source, kernel, merge_counts, kernel.empty(), arrays=[ROWS])
+    # () is neutral: a source with levels to order has rows, so every feature's counts
+    found = engine.run(rows.source, kernel, merge_each, (), arrays=[ROWS])
     orders = []
     for (_, values), counts in zip(features, found, strict=True):
         k = values.size
@@ -165,46 +145,36 @@ def level_orders(
 
 @dataclass(frozen=True)
 class Distinct:
-    """The distinct values of C columns, sorted: all of them, or, for a column with more
-    than its ``limits[c]``, the ``limits[c] + 1`` smallest.
+    """Kernel and state: the sorted distinct values of the columns ``cols`` of chunks
+    ``{"X": (n, D)}``: all of them, or, for a column with more than ``limit``, the
+    ``limit + 1`` smallest.
 
-    >>> a = Distinct((np.array([1.0, 3.0]),), (2,))
-    >>> a.merge(Distinct((np.array([2.0, 3.0, 5.0]),), (2,))).values[0].tolist()
+    >>> a = Distinct((0,), 2, (np.array([1.0, 3.0]),))
+    >>> a.merge(Distinct((0,), 2, (np.array([2.0, 3.0, 5.0]),))).values[0].tolist()
     [1.0, 2.0, 3.0]
     """
 
-    values: tuple[np.ndarray, ...]
-    limits: tuple[int, ...]
+    cols: tuple[int, ...]
+    limit: int
+    values: tuple[np.ndarray, ...] = ()
 
     def merge(self, other: Distinct) -> Distinct:
-        return Distinct(
-            tuple(
-                np.union1d(a, b)[: n + 1]
-                for a, b, n in zip(self.values, other.values, self.limits, strict=True)
-            ),
-            self.limits,
-        )
-
-
-@dataclass(frozen=True)
-class DistinctKernel:
-    """A chunk ``{"X": (n, D)}`` to the :class:`Distinct` values of its columns ``cols``."""
-
-    cols: tuple[int, ...]
-    limits: tuple[int, ...]
-
-    def empty(self) -> Distinct:
-        return Distinct(tuple(np.empty(0) for _ in self.cols), self.limits)
+        pairs = zip(self.values, other.values, strict=True)
+        return replace(self, values=tuple(np.union1d(a, b)[: self.limit + 1] for a, b in pairs))
 
     def __call__(self, chunk: Chunk, _: Any) -> Distinct:
         X = chunk[ROWS]
-        return Distinct(
-            tuple(
-                np.unique(np.asarray(X[:, c], dtype=np.float64))[: n + 1]
-                for c, n in zip(self.cols, self.limits, strict=True)
-            ),
-            self.limits,
-        )
+        found = (np.unique(np.asarray(X[:, c], dtype=np.float64)) for c in self.cols)
+        return replace(self, values=tuple(v[: self.limit + 1] for v in found))
+
+
+def distinct_values(
+    source: Source, cols: Sequence[int], limit: int, engine: Engine
+) -> tuple[np.ndarray, ...]:
+    """Each column's :class:`Distinct` values, from one pass over ``source`` on ``engine``."""
+    kernel = Distinct(tuple(cols), limit)
+    empty = replace(kernel, values=tuple(np.empty(0) for _ in cols))
+    return engine.run(source, kernel, Distinct.merge, empty, arrays=[ROWS]).values
 
 
 def _distinct(
@@ -217,10 +187,9 @@ def _distinct(
     most: int | None = None,
 ) -> dict[str, Any]:
     """Each of ``todo``'s sorted distinct values (of 2 to ``most``), or why not estimable."""
-    kernel = DistinctKernel(tuple(list(names).index(n) for n in todo), (limit,) * len(todo))
-    found = engine.run(source, kernel, Distinct.merge, kernel.empty(), arrays=[ROWS])
+    found = distinct_values(source, [list(names).index(n) for n in todo], limit, engine)
     out: dict[str, Any] = {}
-    for name, values in zip(todo, found.values, strict=True):
+    for name, values in zip(todo, found, strict=True):
         if most is not None and not 2 <= values.size <= most:
             continue
         if values.size > MAX_LEVELS:
@@ -270,8 +239,9 @@ def discrete_plans(
         )
     todo = [n for n in chosen if n not in exclude and (auto or n in named)]
     most = 2 if discrete == BINARY else MAX_DISCRETE_LEVELS
-    if auto and head is not None:
-        todo = [n for n in todo if _few_values(head[:, list(names).index(n)], most)]
+    # at most ``most`` values in head, its first rows first (a continuous column fails fast)
+    for stop in (4 * most, None) if auto and head is not None else ():
+        todo = [n for n in todo if np.unique(head[:stop, list(names).index(n)]).size <= most]
     if not todo:
         return {}
     limit = most if auto else MAX_LEVELS
@@ -280,11 +250,6 @@ def discrete_plans(
         if not isinstance(v, str):
             found[n] = LevelPlan(n, "discrete", v, np.arange(v.size, dtype=np.int64))
     return found
-
-
-def _few_values(column: np.ndarray, most: int) -> bool:
-    """At most ``most`` distinct values (a continuous column is ruled out by its first rows)."""
-    return all(np.unique(column[:stop]).size <= most for stop in (4 * most, None))
 
 
 def level_plans(

@@ -1,10 +1,6 @@
-"""Discrete and categorical features: the effect per level (``ale classic`` and stores).
-
-A discrete feature's levels are its distinct values in numeric order; a categorical one's
-are ordered by ALEPlot's method (:func:`~ale_cli.core.discrete.order_of`). Each row is
-moved to the adjacent levels (:func:`level_jumps`), which ``compute`` stores for ``rebin``
-and ``rhale`` (:func:`with_stored_levels`); :func:`~ale_cli.core.discrete.level_cells` turns
-the differences into the effect."""
+"""Discrete and categorical features: the effect per level (docs/estimators.md). Each row
+is moved to the adjacent levels (:func:`level_jumps`), which ``compute`` stores for
+``rebin`` and ``rhale`` (:func:`with_stored_levels`)."""
 
 from __future__ import annotations
 

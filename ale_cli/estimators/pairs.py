@@ -4,54 +4,43 @@ their columns and their grids of cells."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from ale_cli.errors import InputError
 from ale_cli.estimators.bins import FixedBins
 from ale_cli.estimators.rows import Rows
-from ale_cli.passes.engine import Source
 from ale_cli.summary.build import CATEGORICAL_REASON, CONSTANT_REASON
 
 Pair = tuple[str, str]
 
 
-def parse_pair(text: str, param: str = "pairs") -> Pair:
-    """``"a,b"`` -> ``("a", "b")``; a one-line InputError for anything else.
-
-    >>> parse_pair(" s1, s2 ")
-    ('s1', 's2')
-    """
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) != 2 or not all(parts):
-        raise InputError(
-            f"{{param}} expects two comma-separated feature names A,B, got '{text}'", param=param
-        )
-    if parts[0] == parts[1]:
-        raise InputError(
-            f"{{param}} {text.strip()} names feature '{parts[0]}' twice; "
-            "a pair needs two different features",
-            param=param,
-        )
-    return parts[0], parts[1]
-
-
 def parse_pairs(texts: Sequence[str] | str | None, param: str = "pairs") -> tuple[Pair, ...]:
-    """Every ``"a,b"`` or ``("a", "b")`` parsed, duplicates (in either order) removed.
+    """Every ``"a,b"`` or ``("a", "b")`` parsed, duplicates (in either order) removed; a
+    one-line InputError for anything else.
 
-    >>> parse_pairs(["a,b", "b,a", ("a", "c")])
-    (('a', 'b'), ('a', 'c'))
+    >>> parse_pairs(["a,b", "b,a", ("a", "c"), " s1, s2 "])
+    (('a', 'b'), ('a', 'c'), ('s1', 's2'))
     """
     out: list[Pair] = []
     seen: set[frozenset[str]] = set()
-    items = [texts] if isinstance(texts, str) else list(texts or ())
-    for item in items:
+    for item in [texts] if isinstance(texts, str) else list(texts or ()):
         text = item if isinstance(item, str) else ",".join(map(str, item))
-        pair = parse_pair(text, param)
-        if frozenset(pair) not in seen:
-            seen.add(frozenset(pair))
-            out.append(pair)
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise InputError(
+                f"{{param}} expects two comma-separated feature names A,B, got '{text}'",
+                param=param,
+            )
+        if parts[0] == parts[1]:
+            raise InputError(
+                f"{{param}} {text.strip()} names feature '{parts[0]}' twice; "
+                "a pair needs two different features",
+                param=param,
+            )
+        if frozenset(parts) not in seen:
+            seen.add(frozenset(parts))
+            out.append((parts[0], parts[1]))
     return tuple(out)
 
 
@@ -77,41 +66,23 @@ def pair_columns(
     return out
 
 
-@dataclass(frozen=True)
-class Columns:
-    """What a grid needs of the rows: ``source`` (chunks of ``"X"`` with columns ``names``),
-    the categorical inputs, and the columns' ranges (D,) when known (else a pass)."""
-
-    source: Source
-    names: tuple[str, ...]
-    categorical: tuple[str, ...]
-    n_rows: int
-    lo: np.ndarray | None = None
-    hi: np.ndarray | None = None
-
-
 Grids = dict[int, tuple[np.ndarray, np.ndarray]]
 
 
 def pair_grids(
-    pairs: Sequence[Pair], cols: Sequence[tuple[int, int]], rows: Columns, binning: FixedBins
+    pairs: Sequence[Pair], cols: Sequence[tuple[int, int]], rows: Rows, binning: FixedBins
 ) -> tuple[Grids, dict[int, str]]:
     """Per pair (by position): its two edge arrays, or why it is not estimable (a
     categorical or constant feature); the edges file's, uniform, or type-1 quantiles.
 
-    >>> from ale_cli.passes.engine import ArraySource
     >>> X = np.array([[0.0, 5.0, 1.0], [1.0, 4.0, 1.0], [2.0, 3.0, 1.0], [3.0, 2.0, 1.0]])
-    >>> rows = Columns(ArraySource({"X": X}), ("a", "b", "c"), (), 4)
+    >>> rows = Rows.of(X, ("a", "b", "c"))
     >>> grids, why = pair_grids([("a", "b"), ("a", "c")], [(0, 1), (0, 2)], rows,
     ...                         FixedBins(bins=2, binning="quantile"))
     >>> [z.tolist() for z in grids[0]], why
     ([[0.0, 1.0, 3.0], [2.0, 3.0, 5.0]], {1: "'c': single distinct value"})
     """
     given = binning.edges_file
-    lo, hi = rows.lo, rows.hi
-    if given is None and (lo is None or hi is None):
-        scan = Rows.scanned(rows.source, rows.names)
-        lo, hi = scan.lo, scan.hi
     plan: dict[int, tuple[int, int] | str] = {}
     for p, (pair, pc) in enumerate(zip(pairs, cols, strict=True)):
         cat = next((n for n in pair if n in rows.categorical), None)
@@ -122,7 +93,7 @@ def pair_grids(
             if given is not None:
                 if name not in given.edges:
                     raise InputError(f"edges file '{given.path}' has no edges for feature '{name}'")
-            elif not hi[c] > lo[c]:  # type: ignore[index]
+            elif not rows.hi[c] > rows.lo[c]:
                 plan[p] = f"'{name}': {CONSTANT_REASON}"
                 break
         else:
@@ -133,8 +104,7 @@ def pair_grids(
         by_col = {at[n]: np.asarray(z, dtype=np.float64) for n, z in given.edges.items()
                   if n in at}  # fmt: skip
     else:
-        grid = Rows(rows.source, rows.names, rows.n_rows, lo, hi)  # type: ignore[arg-type]
-        found = grid.edges(needed, bins=binning.bins, binning=binning.binning)
+        found = rows.edges(needed, bins=binning.bins, binning=binning.binning)
         by_col = dict(zip(needed, found, strict=True))
     reasons = {p: v for p, v in plan.items() if isinstance(v, str)}
     grids = {p: (by_col[v[0]], by_col[v[1]]) for p, v in plan.items() if not isinstance(v, str)}

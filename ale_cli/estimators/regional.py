@@ -29,8 +29,8 @@ from ale_cli.estimators.levels import (
     stored_plans,
     with_stored_levels,
 )
-from ale_cli.estimators.regional_passes import search_sample, splitters
-from ale_cli.estimators.regional_tree import Feature, Growth, grow
+from ale_cli.estimators.regional_passes import Feature, search_sample, splitters
+from ale_cli.estimators.regional_tree import Growth, grow
 from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.format import one_output
 from ale_cli.store.npz import Store, StoreFile, open_store
@@ -91,13 +91,7 @@ class RegionalRequest:
         object.__setattr__(self, "search_rows", rows)
         if self.bins is not None:
             check_count(self.bins, "bins")
-        check_rhale_options(
-            max_bins=self.max_bins,
-            min_points=None,
-            alpha=self.alpha,
-            grid="uniform",
-            center=self.center,
-        )
+        check_rhale_options(max_bins=self.max_bins, alpha=self.alpha, center=self.center)
         drop = self.min_drop
         if isinstance(drop, bool) or not (
             isinstance(drop, int | float) and math.isfinite(drop) and 0.0 <= drop < 1.0
@@ -149,7 +143,11 @@ class RegionalResult:
 def regional(request: RegionalRequest) -> RegionalResult:
     """``ale regional``: each chosen feature's regions (see the module docstring)."""
     t0 = time.perf_counter()
-    path, store = _open(request.store)
+    store = request.store
+    if not isinstance(store, Store):
+        store = open_store(store)
+        one_output(store.meta, f"store '{store.path}'", "ale regional")
+    path = getattr(store, "path", None)
     if secants.is_secant(store.meta):
         raise InputError(
             f"store '{path}' holds secants of a piecewise-constant model; "
@@ -168,14 +166,12 @@ def regional(request: RegionalRequest) -> RegionalResult:
         if isinstance(store, StoreFile) and not engine.splits and n * width * 8 <= HOLD_BYTES:
             p = replace(p, source=Held.read(store, (*arrays, "prediction")))
         lo, hi = ranges(p)
-        skip = skip_reasons(names, lo, hi, store.meta.get("categorical_features") or ())
+        categorical = store.meta.get("categorical_features") or ()
+        skip = skip_reasons(names, lo, hi, categorical)
         skip = {name: why for name, why in skip.items() if name not in plans}
         todo = [j for j, name in enumerate(names) if name not in skip and name not in plans]
         inputs = store.input_names
-        per_level = (
-            *(store.meta.get("categorical_features") or ()),
-            *(pl.name for pl in stored),
-        )
+        per_level = (*categorical, *(pl.name for pl in stored))
         share = 1.0 if request.search_rows is None else min(1.0, int(request.search_rows) / n)
         search = p if share >= 1.0 else search_sample(p, share, arrays)
         found = splitters(search, inputs, per_level=per_level, candidates=request.candidates)
@@ -196,10 +192,8 @@ def regional(request: RegionalRequest) -> RegionalResult:
         RegionalFeature(name, "not_estimable", reason=skip[name]) if name in skip else trees[name]
         for name in names
     ]
-    records = {f.name: f.record for f in feats}
-    for f in feats:
-        if f.record is None:  # a sampled search: from its leaves' cells on every row
-            records[f.name] = request.record(f.name, f.grid, whole[f.name])
+    # a record None (a sampled search's) from the leaves' cells on every row
+    records = {f.name: f.record or request.record(f.name, f.grid, whole[f.name]) for f in feats}
     features = tuple(not_estimable(n, skip[n]) if n in skip else records[n] for n in names)
     summary = Summary(
         estimator=REGIONAL,
@@ -209,7 +203,12 @@ def regional(request: RegionalRequest) -> RegionalResult:
         features=features,
         created=utc_now(),
     )
-    result = RegionalSummary(with_statistics(summary, _prediction(store, p.source)), tuple(regions))
+    if isinstance(store, Store):
+        prediction = store.prediction
+    else:  # from the rows held in memory, or read
+        parts = [c["prediction"] for c in p.source.chunks(("prediction",))]
+        prediction = np.concatenate(parts).astype(np.float64, copy=False)
+    result = RegionalSummary(with_statistics(summary, prediction), tuple(regions))
     notes = tuple(f"{r.name}: {r.note}" for r in regions if r.note)
     return RegionalResult(result, time.perf_counter() - t0, notes)
 
@@ -222,8 +221,7 @@ def _numeric_features(
     inputs: tuple[str, ...],
     every: bool,
 ) -> list[Feature]:
-    """The numeric features ``todo`` with their grids and cells on the rows searched, and
-    with ``every`` row their global records (else from the leaves' cells after)."""
+    """The numeric features ``todo``: grids and cells searched, records if ``every`` row."""
     bins = request.max_bins if request.bins is None else request.bins
     g, cells, _ = binned(search, todo, *ranged, bins=bins, binning="uniform")
     out = []
@@ -240,8 +238,7 @@ def _numeric_features(
 def _level_features(
     store: Store | StoreFile, p: Any, plans: dict[str, tuple[int, LevelPlan]], center: str
 ) -> list[Feature]:
-    """The features held per level with their per-level records (one pass), whose jumps'
-    means are the shifts of their split cells."""
+    """The features held per level: records, their jumps' means the shifts of split cells."""
     held = [not_estimable(name, "held per level") for name in plans]
     records = with_stored_levels(held, store, center=center)
     out = []
@@ -251,20 +248,3 @@ def _level_features(
         own = store.input_names.index(name) if name in store.input_names else -1
         out.append(Feature(name, x, i, record, np.empty(0), shift, own, plan))
     return out
-
-
-def _prediction(store: Store | StoreFile, source: Any) -> np.ndarray:
-    """The store's predictions: in memory, held with its rows, or read."""
-    if isinstance(store, Store):
-        return store.prediction
-    if isinstance(source, Held):
-        return np.concatenate([c["prediction"] for c in source.chunks(("prediction",))])
-    return store.prediction()
-
-
-def _open(store: Path | Store) -> tuple[Path | None, Store | StoreFile]:
-    if isinstance(store, Store):
-        return None, store
-    handle = open_store(store)
-    one_output(handle.meta, f"store '{handle.path}'", "ale regional")
-    return handle.path, handle

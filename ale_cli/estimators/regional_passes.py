@@ -27,10 +27,11 @@ from ale_cli.core.regional import (
     split_cells,
 )
 from ale_cli.errors import InputError
-from ale_cli.estimators.cells import Passes, Ranges, empty_ranges, group_passes, merge_ranges
-from ale_cli.estimators.level_plans import Distinct, DistinctKernel
+from ale_cli.estimators.cells import Passes, group_passes, ranges
+from ale_cli.estimators.level_plans import distinct_values
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
 from ale_cli.passes.engine import LOCAL, ArraySource, Chunk
+from ale_cli.summary.model import FeatureSummary
 
 #: an input held per level with more distinct values than this is refused as a splitter
 MAX_LEVELS = 64
@@ -50,39 +51,31 @@ def splitters(
     """Every input's candidate splits (input i is column i): a numeric input's type-1
     quantiles at ``c / C``, c = 1..C-1 (deduplicated, the maximum left out); an input held
     per level (text, categorical, ``discrete``), each level against the rest."""
-    cols = tuple(range(len(inputs)))
-    if p.recorded is not None:  # the store's record of every input's range: no pass
-        lo, hi = (np.asarray(a, dtype=np.float64)[list(cols)] for a in p.recorded)
-    else:
-        lo, hi = p.run(Ranges(cols), merge_ranges, empty_ranges(len(cols)), arrays=("X",))
+    lo, hi = ranges(p, range(len(inputs)))
     levels_at = [i for i, name in enumerate(inputs) if name in set(per_level)]
     distinct: tuple[np.ndarray, ...] = ()
     if levels_at:
-        kernel = DistinctKernel(tuple(levels_at), (MAX_LEVELS,) * len(levels_at))
-        distinct = p.run(kernel, Distinct.merge, kernel.empty(), arrays=("X",)).values
-    numeric = [i for i in range(len(cols)) if i not in levels_at and hi[i] > lo[i]]
-    thresholds = [np.empty(0) for _ in numeric]
+        distinct = distinct_values(p.source, levels_at, MAX_LEVELS, p.engine)
+    numeric = [i for i in range(len(inputs)) if i not in levels_at and hi[i] > lo[i]]
+    cut = {i: np.empty(0) for i in range(len(inputs))}  # a constant input: no candidate
     if numeric and candidates >= 2:  # type-1 quantiles at c / C, c = 1..C-1, deduplicated
         at, run = quantile_positions(p.n_rows, candidates)[1:-1], group_passes(p, numeric)
         stats = order_statistics(
             lambda: (), n=p.n_rows, positions=at, lo=lo[numeric], hi=hi[numeric], run_pass=run
         )
-        thresholds = [np.unique(row) for row in stats]
+        cut |= {i: np.unique(row) for i, row in zip(numeric, stats, strict=True)}
     out: list[Splitter] = []
     for i, name in enumerate(inputs):
-        if i in levels_at:
-            values = distinct[levels_at.index(i)]
-            if values.size > MAX_LEVELS:
-                raise InputError(
-                    f"input '{name}' is held per level but has more than {MAX_LEVELS} "
-                    "distinct values; it cannot be split one level against the rest"
-                )
-            out.append(Splitter(name, i, LEVEL, values))
-        elif i in numeric:
-            t = thresholds[numeric.index(i)]
-            out.append(Splitter(name, i, THRESHOLD, t[t < hi[i]]))
-        else:  # a constant input: no candidate
-            out.append(Splitter(name, i, THRESHOLD, np.empty(0)))
+        if i not in levels_at:
+            out.append(Splitter(name, i, THRESHOLD, cut[i][cut[i] < hi[i]]))
+            continue
+        values = distinct[levels_at.index(i)]
+        if values.size > MAX_LEVELS:
+            raise InputError(
+                f"input '{name}' is held per level but has more than {MAX_LEVELS} "
+                "distinct values; it cannot be split one level against the rest"
+            )
+        out.append(Splitter(name, i, LEVEL, values))
     return tuple(out)
 
 
@@ -117,22 +110,27 @@ def search_sample(p: Passes, share: float, arrays: Sequence[str]) -> Passes:
 
 
 @dataclass(frozen=True)
-class FeatureTask:
-    """One feature's work in a :class:`RegionPass`: its columns of X (``x``) and of the
-    local effects (``e``), its open nodes (``regions``), its cells' edges (``grid``) and,
-    when searched, each cell's mean on all rows (``shift``, (K,)).
+class Feature:
+    """One estimable feature: its columns of X (``x``) and of the local effects (``e``), its
+    global record (None: from the leaves' cells, after a sampled search), its cells' edges
+    (``grid``), each cell's mean local effect on all rows (``shift``, (K,)), its own input
+    among the splitters (never split on; -1: none), its level plan when held per level, its
+    global grid cells, and the open nodes a :class:`RegionPass` counts (``regions``).
 
     A feature held per level (``plan``; ``e`` its column of the jumps) has its K-1 jumps
     between adjacent levels for cells (a row at level p adds its jump up to cell p, down
     to cell p-1) and a last split cell where each row adds a 0 (its rows)."""
 
+    name: str
     x: int
     e: int
-    regions: tuple[tuple[Condition, ...], ...]
+    record: FeatureSummary | None
     grid: np.ndarray
-    shift: np.ndarray | None
+    shift: np.ndarray
+    own: int
     plan: LevelPlan | None = None
-    records: bool = True  # False: the split cells alone (the bins known otherwise)
+    cells: CellStats | None = None
+    regions: tuple[tuple[Condition, ...], ...] = ((),)
 
     @property
     def n_cells(self) -> int:
@@ -156,27 +154,20 @@ class LevelCells:
         return LevelCells(self.grid.merge(other.grid), split, levels)
 
 
-def merge_levels(a: tuple[LevelCells, ...], b: tuple[LevelCells, ...]) -> tuple[LevelCells, ...]:
-    """The two states' sum; ``()`` (no rows yet) is neutral, so a pass adds no zeros."""
-    if not a or not b:
-        return a or b
-    return tuple(x.merge(y) for x, y in zip(a, b, strict=True))
-
-
 @dataclass(frozen=True)
 class RegionPass:
     """Kernel: :class:`LevelCells` of every task over a chunk (``splitters``: the inputs
-    split on, bucketed once per chunk)."""
+    split on, bucketed once per chunk; none: the grid cells alone, no search)."""
 
-    tasks: tuple[FeatureTask, ...]
+    tasks: tuple[Feature, ...]
     splitters: tuple[Splitter, ...]
 
     @property
     def n_buckets(self) -> int:
         return max((s.n_buckets for s in self.splitters), default=1)
 
-    def shape(self, task: FeatureTask) -> tuple[int, int, int, int]:
-        k = 0 if task.shift is None else task.n_cells
+    def shape(self, task: Feature) -> tuple[int, int, int, int]:
+        k = task.n_cells if self.splitters else 0
         return (len(task.regions), *self.shape_of(k))
 
     def shape_of(self, k: int) -> tuple[int, int, int]:
@@ -187,9 +178,9 @@ class RegionPass:
         out = []
         for t in self.tasks:
             nodes = len(t.regions)
-            k_g = (t.grid.size - 1 if t.plan is None else t.n_cells - 1) if t.records else 0
+            k_g = (t.grid.size - 1 if t.plan is None else t.n_cells - 1) if self.records(t) else 0
             grid = CellStats.empty(nodes * k_g)
-            split = None if t.shift is None else ShiftedSums.empty(int(np.prod(self.shape(t))))
+            split = ShiftedSums.empty(int(np.prod(self.shape(t)))) if self.splitters else None
             levels = None if t.plan is None else np.zeros(nodes * t.n_cells, dtype=np.int64)
             out.append(LevelCells(grid, split, levels))
         return tuple(out)
@@ -204,6 +195,10 @@ class RegionPass:
         codes = grid_codes(self.tasks, X)  # every task's grid cells of the rows, at once
         return tuple(self._task(t, rows, buckets, offsets, codes) for t in self.tasks)
 
+    def records(self, t: Feature) -> bool:
+        """Whether the pass counts ``t``'s grid cells (a search knows a numeric one's)."""
+        return t.plan is not None or not self.splitters
+
     @property
     def arrays(self) -> tuple[str, ...]:
         """The row arrays the pass reads."""
@@ -212,7 +207,7 @@ class RegionPass:
 
     def _task(
         self,
-        t: FeatureTask,
+        t: Feature,
         chunk: Mapping[str, np.ndarray],
         buckets: np.ndarray | None,
         offsets: dict[int, np.ndarray],
@@ -238,11 +233,11 @@ class RegionPass:
         if t.x in codes and not every:
             gi = gi[keep]
         grid = CellStats.empty(0)
-        if t.records:  # codes: every row inside the grid
+        if self.records(t):  # codes: every row inside the grid
             cell = nd * k_g + gi if t.x in codes else np.where(gi >= 0, nd * k_g + gi, -1)
             n_cells = len(t.regions) * k_g
             grid = CellStats.from_values(cell, e, n_cells=n_cells, all_inside=t.x in codes)
-        if t.shift is None or buckets is None:
+        if buckets is None:
             return LevelCells(grid, None)
         off = _offsets(offsets, buckets, k_g, keep)
         inside = gi >= 0
@@ -252,7 +247,7 @@ class RegionPass:
 
     def _levels(
         self,
-        t: FeatureTask,
+        t: Feature,
         pos: np.ndarray,
         nd: np.ndarray,
         up: np.ndarray,
@@ -261,8 +256,7 @@ class RegionPass:
         offsets: dict[int, np.ndarray],
         keep: np.ndarray,
     ) -> LevelCells:
-        """A per-level feature's cells, pooled per node as
-        :func:`~ale_cli.core.discrete.level_cells` pools them, and its split cells."""
+        """A per-level feature's cells, pooled per node as ``level_cells`` does, and split."""
         k = t.n_cells
         rise, fall = pos < k - 1, pos > 0
         grid = CellStats.from_values(
@@ -271,7 +265,7 @@ class RegionPass:
             n_cells=len(t.regions) * (k - 1),
         )
         levels = np.bincount(nd * k + pos, minlength=len(t.regions) * k).astype(np.int64)
-        if t.shift is None or buckets is None:
+        if buckets is None:
             return LevelCells(grid, None, levels)
         off = _offsets(offsets, buckets, k, keep)
         rows = np.arange(pos.size)
@@ -297,7 +291,7 @@ def by_column(A: np.ndarray, block: int = 256) -> np.ndarray:
     return out.T
 
 
-def grid_codes(tasks: Sequence[FeatureTask], X: np.ndarray) -> dict[int, np.ndarray]:
+def grid_codes(tasks: Sequence[Feature], X: np.ndarray) -> dict[int, np.ndarray]:
     """Each task's grid cell of every row of ``X`` by its column, all at once (the cells
     of :func:`~ale_cli.core.binning.assign`) when their grids are uniform on the same
     number of cells and hold every row; else {} (each task assigns its own)."""
@@ -321,8 +315,7 @@ def grid_codes(tasks: Sequence[FeatureTask], X: np.ndarray) -> dict[int, np.ndar
 def _offsets(
     offsets: dict[int, np.ndarray], buckets: np.ndarray, k: int, keep: np.ndarray
 ) -> np.ndarray:
-    """The bucket offsets (J, n) on ``k`` cells of the rows ``keep``, of every row made
-    once per chunk and K."""
+    """The bucket offsets (J, n) on ``k`` cells of the rows ``keep`` (all: once per K)."""
     if not keep.all():
         return bucket_offsets(np.compress(keep, buckets, axis=1), n_bins=k)
     if k not in offsets:

@@ -21,27 +21,11 @@ import numpy as np
 
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.regional import ShiftedSums, Splitter, split_scores
-from ale_cli.estimators.levels import LevelPlan, level_summary
-from ale_cli.estimators.regional_passes import FeatureTask, RegionPass, conditions, merge_levels
+from ale_cli.estimators.levels import level_summary
+from ale_cli.estimators.regional_passes import Feature, RegionPass, conditions
+from ale_cli.estimators.rows import merge_each
 from ale_cli.summary.model import FeatureSummary
 from ale_cli.summary.regional import NO_SPLIT_NOTE, RegionalFeature, RegionNode, Split
-
-
-@dataclass(frozen=True)
-class Feature:
-    """One estimable feature: columns, global record, grid, each grid cell's mean local
-    effect (``shift``), its own input among the splitters (never split on; -1: none), its
-    level plan when held per level, and its global grid cells."""
-
-    name: str
-    x: int
-    e: int
-    record: FeatureSummary | None  # None: from the leaves' cells (a sampled search)
-    grid: np.ndarray
-    shift: np.ndarray
-    own: int
-    plan: LevelPlan | None = None
-    cells: CellStats | None = None
 
 
 @dataclass(frozen=True)
@@ -61,8 +45,7 @@ class Growth:
 
 @dataclass
 class _Tree:
-    """A growing tree: nodes, ids still open, bins derived from the parent's split, the
-    split cells of split nodes."""
+    """A growing tree: nodes, open ids, bins from the parent's split, split nodes' cells."""
 
     nodes: dict[int, RegionNode]
     open: list[int]
@@ -112,23 +95,15 @@ def grow(
             elif search:
                 counted[f.name] = _smaller(trees[f.name])
         tasks = {
-            f.name: FeatureTask(
-                f.x,
-                f.e,
-                tuple(trees[f.name].nodes[i].conditions for i in counted[f.name]),
-                f.grid,
-                f.shift if search else None,
-                f.plan,
-                records=f.plan is not None or not search,
-            )
+            f.name: replace(f, regions=tuple(trees[f.name].nodes[i].conditions for i in ids))
             for f in work
-            if f.name in counted
+            if (ids := counted.get(f.name)) is not None
         }
         kernel = RegionPass(tuple(tasks.values()), found if search else ())
         cells: tuple[Any, ...] = ()
         if tasks:
             rows = searched if search else p
-            cells = rows.run(kernel, merge_levels, (), arrays=kernel.arrays) or kernel.empty()
+            cells = rows.run(kernel, merge_each, (), arrays=kernel.arrays) or kernel.empty()
         levels = dict(zip(tasks, cells, strict=True))
         if every:
             whole |= {
@@ -146,7 +121,7 @@ def grow(
 def _whole(cells: CellStats, nodes: int) -> CellStats:
     """The sum of ``nodes`` nodes' cells (nodes * K, node by node)."""
     k = cells.n_cells // nodes
-    parts = (_slice(cells, i * k, (i + 1) * k) for i in range(nodes))
+    parts = (cells.take(slice(i * k, (i + 1) * k)) for i in range(nodes))
     return functools.reduce(CellStats.merge, parts)
 
 
@@ -164,7 +139,7 @@ def _smaller(tree: _Tree) -> list[int]:
 def _inputs(
     tree: _Tree,
     f: Feature,
-    task: FeatureTask | None,
+    task: Feature | None,
     counted: list[int],
     level: Any,
     kernel: RegionPass,
@@ -180,7 +155,7 @@ def _inputs(
     out = {}
     for pos, i in enumerate(tree.open):
         if i not in tree.grids:  # from the pass, in the order of the open nodes
-            grid = _slice(level.grid, pos * k_g, (pos + 1) * k_g)
+            grid = level.grid.take(slice(pos * k_g, (pos + 1) * k_g))
             counts = None if f.plan is None else level.levels[pos * k : (pos + 1) * k]
             out[i] = _Node(grid, counts, split.get(i))
             continue
@@ -264,10 +239,6 @@ def _scores(f: Feature, split: ShiftedSums, kernel: RegionPass, g: Growth) -> An
         min_rows=g.min_rows,
         excluded=(f.own,) if f.own >= 0 else (),
     )
-
-
-def _slice(c: CellStats, a: int, b: int) -> CellStats:
-    return CellStats(c.counts[a:b], c.mean[a:b], c.m2[a:b])
 
 
 def _finished(f: Feature, tree: _Tree, n: int) -> RegionalFeature:

@@ -1,7 +1,5 @@
-"""The rows an estimator that calls the model explains: a source of chunks ``{"X": (n, D)}``
-and what a first pass found (names, rows, ranges); an array in memory is one chunk. Their
-bin edges: uniform over the range, or exact type-1 quantiles at ``k/K``, deduplicated.
-"""
+"""The rows an estimator that calls the model explains (a source of chunks ``{"X": (n, D)}``
+with what a first pass found; an array in memory is one chunk) and their bin edges."""
 
 from __future__ import annotations
 
@@ -21,28 +19,27 @@ ROWS = "X"
 
 @dataclass(frozen=True)
 class Rows:
-    """The rows a run explains: a source of chunks ``{"X": (n, D)}``, names, rows, ranges."""
+    """The rows a run explains: chunks ``{"X": (n, D)}``, names, rows, ranges, categoricals."""
 
     source: Source
     names: tuple[str, ...]
     n_rows: int
     lo: np.ndarray
     hi: np.ndarray
+    categorical: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, X: np.ndarray, names: Sequence[str]) -> Rows:
+    def of(cls, X: np.ndarray, names: Sequence[str], categorical: Sequence[str] = ()) -> Rows:
         """The rows X (N, D) in memory: one chunk."""
         lo, hi = column_ranges(X)
-        return cls(ArraySource({ROWS: X}), tuple(names), len(X), lo, hi)
+        return cls(ArraySource({ROWS: X}), tuple(names), len(X), lo, hi, tuple(categorical))
 
     @classmethod
     def scanned(cls, source: Source, names: Sequence[str], engine: Engine = LOCAL) -> Rows:
         """The rows of ``source``: their number and ranges from one pass on ``engine``."""
-        d = len(names)
-        empty = (0, np.full(d, np.inf), np.full(d, -np.inf))
-        n, lo, hi = engine.run(source, _extent, _merge_extents, empty, arrays=[ROWS])
+        n, lo, hi = extent(source, range(len(names)), engine)
         if not n:  # as column_ranges has it
-            lo, hi = np.zeros(d), np.zeros(d)
+            lo, hi = np.zeros(len(names)), np.zeros(len(names))
         return cls(source, tuple(names), n, lo, hi)
 
     def columns(self, cols: Sequence[int]) -> Callable[[], Any]:
@@ -74,13 +71,40 @@ class Rows:
 Extent = tuple[int, np.ndarray, np.ndarray]
 
 
-def _extent(chunk: Chunk, _shared: Any) -> Extent:
-    """Kernel: a chunk's rows and each column's minimum and maximum."""
-    X = chunk[ROWS]
-    if not len(X):
-        return 0, np.full(X.shape[1], np.inf), np.full(X.shape[1], -np.inf)
-    return len(X), X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
+def select(A: np.ndarray, cols: Sequence[int]) -> np.ndarray:
+    """``A[:, cols]`` in A's dtype, without a copy when cols are all of A's columns."""
+    return A if list(cols) == list(range(A.shape[1])) else A[:, list(cols)]
 
 
-def _merge_extents(a: Extent, b: Extent) -> Extent:
+@dataclass(frozen=True)
+class Ranges:
+    """Kernel: a chunk's rows and the minimum and maximum of its columns ``cols``."""
+
+    cols: tuple[int, ...]
+
+    def empty(self) -> Extent:
+        return 0, np.full(len(self.cols), np.inf), np.full(len(self.cols), -np.inf)
+
+    def __call__(self, chunk: Chunk, _shared: Any) -> Extent:
+        X = select(chunk[ROWS], self.cols)
+        if not len(X):
+            return self.empty()
+        return len(X), X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
+
+
+def merge_each(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Two tuples of states merged item by item; ``()`` (no rows yet) is neutral."""
+    if not a or not b:
+        return a or b
+    return tuple(x.merge(y) for x, y in zip(a, b, strict=True))
+
+
+def merge_extents(a: Extent, b: Extent) -> Extent:
     return a[0] + b[0], np.minimum(a[1], b[1]), np.maximum(a[2], b[2])
+
+
+def extent(source: Source, cols: Sequence[int], engine: Engine) -> Extent:
+    """The rows of ``source`` and the ranges of its columns ``cols`` (none: inf, -inf)."""
+    kernel = Ranges(tuple(cols))
+    found: Extent = engine.run(source, kernel, merge_extents, kernel.empty(), arrays=[ROWS])
+    return found
