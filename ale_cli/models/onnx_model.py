@@ -222,12 +222,6 @@ class OnnxModel(Model):
         if self.plan is None:
             translation = {"engine": "onnx->torch", "check": choice.check}
             return details | {"translation": translation, "batch_size": self.rows}
-        return details | {
-            "fallback_reason": choice.fallback_reason,
-            "eval_rows_per_call": self.plan.eval_rows,
-            "notes": [
-                f"finite differences through onnxruntime: {choice.fallback_reason}",
-                self.plan.note(),
-            ],
-            "step": self.plan.record(),
-        }
+        reason = choice.fallback_reason
+        note = f"finite differences through onnxruntime: {reason}"
+        return details | {"fallback_reason": reason} | self.plan.details(note)

@@ -405,12 +405,9 @@ class SklearnModel(Model):
             "final_estimator": type(final_estimator(est)).__name__,
             "output": caller.output_records()[0],
             "dtype": "float64",
-            "eval_rows_per_call": self.plan.eval_rows,
             "dataframe_input": caller.names_in is not None,
             "feature_names_in": None if caller.names_in is None else list(caller.names_in),
-            "step": self.plan.record(),
-            "notes": [self.plan.note()],
-        }
+        } | self.plan.details()
         if hasattr(est, "steps"):
             details["pipeline"] = [f"{n}: {type(s).__name__}" for n, s in est.steps]
         if self.trusted is not None:
