@@ -215,11 +215,15 @@ def test_translated_ops_match_onnxruntime_and_its_derivatives(
 
 def test_fixed_batch_dimension_is_padded(tmp_path: Path) -> None:
     X = np.random.default_rng(2).normal(size=(21, 4))
-    _, dynamic = effects(kitchen_sink(tmp_path / "dyn.onnx"), X, output="y:0")
+    dynamic_model, dynamic = effects(kitchen_sink(tmp_path / "dyn.onnx"), X, output="y:0")
     fixed_path = kitchen_sink(tmp_path / "fixed.onnx", batch=8)
     model, fixed = effects(fixed_path, X, output="y:0")
     assert model.describe()["batch"] == 8
     np.testing.assert_allclose(fixed.local_effects, dynamic.local_effects, rtol=1e-12)
+    pairs = [(0, 1), (2, 3)]
+    mixed = model.mixed_derivatives(X, pairs)
+    assert mixed.shape == (2, 21)
+    np.testing.assert_allclose(mixed, dynamic_model.mixed_derivatives(X, pairs), rtol=1e-12)
     _, fixed_fd = effects(fixed_path, X, output="y:0", method="finite-differences")
     assert fixed_fd.local_effects.shape == (21, 4)
     np.testing.assert_allclose(fixed_fd.prediction, dynamic.prediction, rtol=1e-12)

@@ -14,7 +14,15 @@ import numpy as np
 import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.io.threads import available_cpus
-from ale_cli.models.base import CHECK_ROWS, Columns, call_model, chunks, failure_reason, first_line
+from ale_cli.models.base import (
+    CHECK_ROWS,
+    Columns,
+    call_model,
+    chunks,
+    failure_reason,
+    first_line,
+    pad_rows,
+)
 from ale_cli.models.mixed import gradient_of
 
 #: how closely the torch translation must agree with onnxruntime (times max|output|)
@@ -338,14 +346,7 @@ class OnnxGraph:
         if self.fixed_batch is None:
             return [(X, len(X))]
         b = self.fixed_batch
-        pieces = []
-        for sl in chunks(len(X), b):
-            piece = X[sl]
-            n = len(piece)
-            if n < b:
-                piece = np.concatenate([piece, np.repeat(piece[-1:], b - n, axis=0)])
-            pieces.append((piece, n))
-        return pieces
+        return [(pad_rows(X[sl], b), sl.stop - sl.start) for sl in chunks(len(X), b)]
 
     def raw(self, X: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
         """(output, piece length, real rows) of each padded piece of X via onnxruntime."""

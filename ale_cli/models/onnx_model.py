@@ -187,21 +187,17 @@ class OnnxModel(Model):
         def forward(x: Any) -> Any:
             return self.graph.torch_output(torch_graph, x)
 
-        dtype = self.graph.torch_dtype()
-        if self.graph.fixed_batch is None:
-            size = self.rows
-            return mixed_partials(
-                forward, X, pairs, dtype=dtype, batch_size=size, path=self.path, progress=progress
-            )
-        parts = []
-        for piece, n in self.graph.padded(X):  # a graph with a fixed batch size: padded pieces
-            part = mixed_partials(
-                forward, piece, pairs, dtype=dtype, batch_size=len(piece), path=self.path
-            )
-            parts.append(part[:, :n])
-            if progress is not None:
-                progress(n)
-        return np.concatenate(parts, axis=1) if parts else np.empty((len(pairs), 0))
+        fixed = self.graph.fixed_batch
+        return mixed_partials(
+            forward,
+            X,
+            pairs,
+            dtype=self.graph.torch_dtype(),
+            batch_size=fixed or self.rows,
+            path=self.path,
+            progress=progress,
+            pad=fixed is not None,
+        )
 
     def describe(self) -> dict[str, Any]:
         graph, choice = self.graph, self.choice
