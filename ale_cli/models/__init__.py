@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import InputError, ModelError
-from ale_cli.models.base import METHODS, Columns, LoadOptions, Model
+from ale_cli.models.base import Columns, LoadOptions, Model
 from ale_cli.models.boosters import EXTENSIONS as BOOSTER_EXTENSIONS
 from ale_cli.models.objects import (
     BOOSTERS,
@@ -42,7 +42,6 @@ def _adapter(name: str) -> Any:
     return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
 
 
-MODEL_FORMATS = ("torchscript", "torch-export", "onnx", "skops", "pickle", *BOOSTERS)
 _EXTENSIONS = {
     ".pt2": "torch-export",
     ".pt": "torchscript",
@@ -58,16 +57,12 @@ _EXTENSIONS = {
 
 
 def detect_format(path: Path | ModelObject, override: str | None = None) -> str:
-    """The model format: ``override`` if given, else from the file's extension (an object's
-    own format: sklearn, torch-module, torch-export, callable or a booster's)."""
+    """The model format: ``override`` if given (one of :data:`MODEL_FORMATS`, checked by
+    the caller), else from the file's extension (an object's own format: sklearn,
+    torch-module, torch-export, callable or a booster's)."""
     if isinstance(path, ModelObject):
         return path.format
     if override is not None:
-        if override not in MODEL_FORMATS:
-            raise ModelError(
-                f"{{param}} must be one of {', '.join(MODEL_FORMATS)}, got '{override}'",
-                param="model_format",
-            )
         return override
     fmt = _EXTENSIONS.get(path.suffix.lower())
     if fmt is None:
@@ -87,6 +82,7 @@ _LABELS = {
     "pickle": "a pickle",
     **{fmt: label for fmt, (_, _, label) in BOOSTERS.items()},
 }
+MODEL_FORMATS = tuple(_LABELS)
 
 
 def sniff_format(path: Path) -> str | None:
@@ -115,44 +111,13 @@ def sniff_format(path: Path) -> str | None:
     return None
 
 
-def _check_options(options: LoadOptions) -> None:
-    if options.method not in METHODS:
-        raise InputError(
-            f"{{param}} must be one of {', '.join(METHODS)}, got '{options.method}'",
-            param="method",
-        )
-    if options.step is not None and not options.step > 0:
-        raise InputError(
-            f"{{param}} must be a positive fraction of each feature's std, got {options.step:g}",
-            param="step",
-        )
-    if options.batch_size is not None and options.batch_size < 1:
-        raise InputError(
-            f"{{param}} must be at least 1, got {options.batch_size}", param="batch_size"
-        )
-
-
-def _check_data(X: np.ndarray, columns: Columns) -> None:
-    if not isinstance(X, np.ndarray) or X.ndim != 2 or not np.issubdtype(X.dtype, np.floating):
-        raise InputError("{param} must be a 2-D float array (rows x features)", param="X")
-    if len(X) == 0:
-        raise InputError("{param} has no rows to check the model on", param="X")
-    if len(columns.names) != X.shape[1]:
-        raise InputError(
-            f"{{param}} names {len(columns.names)} columns but X has {X.shape[1]}",
-            param="columns",
-        )
-
-
-_EXACT = "differentiated exactly (autodiff)"
-
-
 def _autodiff_only(options: LoadOptions, why: str) -> None:
     """ModelError naming ``method`` or ``step`` when either is asked of a torch model."""
+    exact = "differentiated exactly (autodiff)"
     if options.method == "finite-differences":
-        raise ModelError(f"{{param}} finite-differences {why} is {_EXACT}", param="method")
+        raise ModelError(f"{{param}} finite-differences {why} is {exact}", param="method")
     if options.step is not None:
-        raise ModelError(f"{{param}} {why} is {_EXACT}", param="step")
+        raise ModelError(f"{{param}} {why} is {exact}", param="step")
 
 
 def load_model(
@@ -167,8 +132,15 @@ def load_model(
     """Load ``path`` (a model file, or a model object: :mod:`ale_cli.models.objects`) with
     the adapter for its format, checked on X (N, D) and its steps chosen there;
     ``profile`` (ONNX, scikit-learn): of all rows, X then its first rows."""
-    _check_options(options)
-    _check_data(X, columns)
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or not np.issubdtype(X.dtype, np.floating):
+        raise InputError("{param} must be a 2-D float array (rows x features)", param="X")
+    if len(X) == 0:
+        raise InputError("{param} has no rows to check the model on", param="X")
+    if len(columns.names) != X.shape[1]:
+        raise InputError(
+            f"{{param}} names {len(columns.names)} columns but X has {X.shape[1]}",
+            param="columns",
+        )
     if isinstance(path, ModelObject):
         return _load_object(path, options, columns, X, profile)
     path = Path(path)
