@@ -13,14 +13,7 @@ import numpy as np
 from ale_cli.errors import InputError, ModelError
 from ale_cli.models.base import Columns, LoadOptions, Model
 from ale_cli.models.boosters import EXTENSIONS as BOOSTER_EXTENSIONS
-from ale_cli.models.objects import (
-    BOOSTERS,
-    ModelObject,
-    Predictor,
-    check_fitted,
-    native_bytes,
-    torch_module_of,
-)
+from ale_cli.models.objects import BOOSTERS, ModelObject, Predictor
 from ale_cli.models.profile import DataProfile
 
 __all__ = [
@@ -141,51 +134,35 @@ def load_model(
             f"{{param}} names {len(columns.names)} columns but X has {X.shape[1]}",
             param="columns",
         )
+    why = f"does not apply to {path}: a torch model"
     if isinstance(path, ModelObject):
-        return _load_object(path, options, columns, X, profile)
-    path = Path(path)
-    if not path.exists():
-        raise ModelError(f"model file '{path}' does not exist")
-    if path.is_dir():
-        raise ModelError(f"model file '{path}' is a directory")
-    fmt = detect_format(path, model_format)
-    found = sniff_format(path)
-    if found is not None and found != fmt:
-        raise ModelError(
-            f"model file '{path}' is not {_LABELS[fmt]}: its content looks like "
-            f"{_LABELS[found]}; rename it or pass {{param}} {found}",
-            param="model_format",
-        )
-    if fmt in ("torchscript", "torch-export"):
-        if found is None:
+        fmt = path.format
+    else:
+        path = Path(path)
+        if not path.exists():
+            raise ModelError(f"model file '{path}' does not exist")
+        if path.is_dir():
+            raise ModelError(f"model file '{path}' is a directory")
+        fmt = detect_format(path, model_format)
+        found = sniff_format(path)
+        if found is not None and found != fmt:
+            raise ModelError(
+                f"model file '{path}' is not {_LABELS[fmt]}: its content looks like "
+                f"{_LABELS[found]}; rename it or pass {{param}} {found}",
+                param="model_format",
+            )
+        if fmt in ("torchscript", "torch-export") and found is None:
             raise ModelError(f"model file '{path}' is not {_LABELS[fmt]}")
         name = "TorchScript" if fmt == "torchscript" else "torch.export"
-        _autodiff_only(options, f"applies to ONNX and scikit-learn models; {name} model '{path}'")
+        why = f"applies to ONNX and scikit-learn models; {name} model '{path}'"
+    if fmt in ("torchscript", "torch-export", "torch-module"):
+        _autodiff_only(options, why)
         return _adapter("torchscript:load")(path, fmt, options, columns, X)
     if fmt == "onnx":
         return _adapter("onnx_model:OnnxModel").load(path, options, columns, X, profile)
     if fmt in BOOSTERS:
         return _adapter("boosters:load")(path, fmt, options, columns, X, profile)
-    return _adapter("scikit:SklearnModel").load(path, fmt, options, columns, X, profile)
-
-
-def _load_object(
-    given: ModelObject, options: LoadOptions, columns: Columns, X: np.ndarray, profile: Any
-) -> Model:
-    """The adapter of a model object: the file adapter of the same kind of model."""
-    if given.format == "sklearn":
-        check_fitted(given)
-        return _adapter("scikit:SklearnModel").from_estimator(
-            given.obj, given, "sklearn", options, columns, X, profile=profile
-        )
-    if given.format == "callable":
+    if fmt == "callable":
         adapter = _adapter("callable_model:CallableModel")
-        return adapter.of(given.obj, str(given), options, columns, X, profile)
-    if given.format in BOOSTERS:
-        saved = native_bytes(given.obj, given.format)
-        load = _adapter("boosters:load")
-        return load(saved, given.format, options, columns, X, profile, name=str(given))
-    _autodiff_only(options, f"does not apply to {given}: a torch model")
-    module = given.obj if given.format == "torch-export" else torch_module_of(given)
-    torch_model = _adapter("torchscript:TorchScriptModel")
-    return torch_model.from_module(module, given, options, columns, X, fmt=given.format)
+        return adapter.of(path.obj, str(path), options, columns, X, profile)
+    return _adapter("scikit:load")(path, fmt, options, columns, X, profile)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ale_cli.errors import InputError, ModelError
+from ale_cli.errors import InputError
 
 #: native booster format -> its library's module (and extra), its model class, its label
 BOOSTERS = {
@@ -216,19 +216,3 @@ def _saved(save: Callable[[Any, io.BytesIO], None], value: Any) -> io.BytesIO:
     save(value, buffer)
     buffer.seek(0)
     return buffer
-
-
-def check_fitted(given: ModelObject) -> None:
-    """Refuse a scikit-learn estimator that is not fitted."""
-    from sklearn.exceptions import NotFittedError
-    from sklearn.utils.validation import check_is_fitted
-
-    try:
-        check_is_fitted(given.obj)
-    except NotFittedError:
-        raise ModelError(
-            f"{{param}} is a {type(given.obj).__name__} that is not fitted; fit it first",
-            param="model",
-        ) from None
-    except TypeError:  # not an estimator check_is_fitted knows: the adapter checks it
-        pass

@@ -4,7 +4,7 @@ finite differences in float64; one fitted on a DataFrame is called with one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,6 +26,7 @@ from ale_cli.models.base import (
     first_line,
     integer_output_message,
 )
+from ale_cli.models.objects import ModelObject
 from ale_cli.models.profile import DataProfile
 
 #: Final-estimator class names (substrings) whose predictions are piecewise constant.
@@ -325,60 +326,6 @@ class SklearnModel(Model):
     integer_output: str | None = None
     method: ClassVar[str] = "finite-differences"
 
-    @classmethod
-    def load(
-        cls,
-        path: Path,
-        fmt: str,
-        options: LoadOptions,
-        columns: Columns,
-        X: np.ndarray,
-        profile: DataProfile | None = None,
-    ) -> SklearnModel:
-        """Load a skops file or a trusted pickle and check it on X (or ``profile``)."""
-        est, trusted = read_estimator(path, fmt, options)
-        return cls.from_estimator(
-            est, path, fmt, options, columns, X, trusted=trusted, profile=profile
-        )
-
-    @classmethod
-    def from_estimator(
-        cls,
-        estimator: Any,
-        path: Path,
-        fmt: str,
-        options: LoadOptions,
-        columns: Columns,
-        X: np.ndarray,
-        *,
-        trusted: Sequence[str] | None = None,
-        profile: DataProfile | None = None,
-    ) -> SklearnModel:
-        """Check a fitted estimator and choose its steps from ``profile`` (of X if None)."""
-        profile = DataProfile.of(X) if profile is None else profile
-        if options.method == "autodiff":
-            raise ModelError(
-                "{param} autodiff is not available for scikit-learn models; "
-                "they are differentiated by finite differences",
-                param="method",
-            )
-        if not any(hasattr(estimator, m) for m in ("predict", "predict_proba")):
-            raise ModelError(
-                f"model file '{path}' holds a {type(estimator).__name__}, "
-                "not a fitted scikit-learn estimator (it has no predict method)"
-            )
-        caller = SklearnCaller.build(estimator, path, options.output, columns)
-        integer = check_inputs(caller, profile.head)
-        final = type(final_estimator(estimator)).__name__
-        plan = fd.plan_steps(
-            caller,
-            profile,
-            options,
-            piecewise_type=any(s in final for s in PIECEWISE_CONSTANT),
-            fixed=columns.fixed_mask(),
-        )
-        return cls(caller, fmt, plan, None if trusted is None else tuple(trusted), integer)
-
     @property
     def estimator(self) -> Any:
         return self.caller.estimator
@@ -415,3 +362,59 @@ class SklearnModel(Model):
         if caller.outputs:
             details["outputs"] = caller.output_records()
         return details
+
+
+def load(
+    path: Path | ModelObject,
+    fmt: str,
+    options: LoadOptions,
+    columns: Columns,
+    X: np.ndarray,
+    profile: DataProfile | None = None,
+) -> SklearnModel:
+    """Load a skops file or a trusted pickle (or take a fitted estimator object), check it
+    on X (or ``profile``) and choose its steps there."""
+    if isinstance(path, ModelObject):
+        estimator, trusted = path.obj, None
+        check_fitted(estimator)
+    else:
+        estimator, trusted = read_estimator(path, fmt, options)
+    profile = DataProfile.of(X) if profile is None else profile
+    if options.method == "autodiff":
+        raise ModelError(
+            "{param} autodiff is not available for scikit-learn models; "
+            "they are differentiated by finite differences",
+            param="method",
+        )
+    if not any(hasattr(estimator, m) for m in ("predict", "predict_proba")):
+        raise ModelError(
+            f"model file '{path}' holds a {type(estimator).__name__}, "
+            "not a fitted scikit-learn estimator (it has no predict method)"
+        )
+    caller = SklearnCaller.build(estimator, path, options.output, columns)
+    integer = check_inputs(caller, profile.head)
+    final = type(final_estimator(estimator)).__name__
+    plan = fd.plan_steps(
+        caller,
+        profile,
+        options,
+        piecewise_type=any(s in final for s in PIECEWISE_CONSTANT),
+        fixed=columns.fixed_mask(),
+    )
+    return SklearnModel(caller, fmt, plan, None if trusted is None else tuple(trusted), integer)
+
+
+def check_fitted(estimator: Any) -> None:
+    """Refuse a scikit-learn estimator object that is not fitted."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(estimator)
+    except NotFittedError:
+        raise ModelError(
+            f"{{param}} is a {type(estimator).__name__} that is not fitted; fit it first",
+            param="model",
+        ) from None
+    except TypeError:  # not an estimator check_is_fitted knows: the checks below tell
+        pass

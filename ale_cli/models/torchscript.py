@@ -36,6 +36,7 @@ from ale_cli.models.base import (
     other_batch,
 )
 from ale_cli.models.mixed import gradient_of, mixed_partials
+from ale_cli.models.objects import ModelObject, torch_module_of
 
 if TYPE_CHECKING:
     import torch
@@ -216,12 +217,16 @@ def fixed_batch(program: Any) -> int | None:
 
 
 def load(
-    path: Path, fmt: str, options: LoadOptions, columns: Columns, X: np.ndarray
+    path: Path | ModelObject, fmt: str, options: LoadOptions, columns: Columns, X: np.ndarray
 ) -> TorchScriptModel:
-    """Load a TorchScript archive (``torch.jit.load`` on the CPU) or a ``.pt2`` program
-    (``torch.export.load``) and check it (:meth:`TorchScriptModel.from_module`)."""
+    """Load a TorchScript archive (``torch.jit.load`` on the CPU), a ``.pt2`` program
+    (``torch.export.load``) or a torch model object and check it
+    (:meth:`TorchScriptModel.from_module`)."""
     import torch
 
+    if isinstance(path, ModelObject):
+        module = path.obj if fmt == "torch-export" else torch_module_of(path)
+        return TorchScriptModel.from_module(module, path, options, columns, X, fmt=fmt)
     what = "a torch.export program" if fmt == "torch-export" else "TorchScript"
     try:
         if fmt == "torch-export":
