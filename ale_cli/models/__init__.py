@@ -88,7 +88,9 @@ def sniff_format(path: Path) -> str | None:
                 names = zf.namelist()
         except (zipfile.BadZipFile, OSError):
             return None
-        if _adapter("torchscript:is_export_archive")(names):
+        if any(n.endswith("/archive_format") for n in names) and any(
+            "/models/" in n and n.endswith(".json") for n in names
+        ):
             return "torch-export"
         if any(n.endswith("constants.pkl") or "/code/" in n for n in names):
             return "torchscript"

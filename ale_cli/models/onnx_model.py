@@ -137,14 +137,6 @@ class OnnxModel(Model):
     def path(self) -> Path:
         return self.graph.path
 
-    @property
-    def out_name(self) -> str:
-        return self.graph.out_name
-
-    @property
-    def column(self) -> int | None:
-        return self.graph.column
-
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output through onnxruntime, shape (N,)."""
         size = self.batch_size or fd.DEFAULT_EVAL_ROWS

@@ -326,10 +326,6 @@ class SklearnModel(Model):
     integer_output: str | None = None
     method: ClassVar[str] = "finite-differences"
 
-    @property
-    def estimator(self) -> Any:
-        return self.caller.estimator
-
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output at every row, shape (N,)."""
         return self.caller(X)
@@ -344,7 +340,7 @@ class SklearnModel(Model):
         return self.plan.effects(self.caller, X, features, progress=progress, label=label)
 
     def describe(self) -> dict[str, Any]:
-        est, caller = self.estimator, self.caller
+        est, caller = self.caller.estimator, self.caller
         details: dict[str, Any] = {
             "method": self.method,
             "format": self.format,

@@ -191,19 +191,6 @@ def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> 
 _RANDOM_OPS = ("dropout", "bernoulli", "rand", "randn", "randint", "normal", "multinomial")
 
 
-def is_export_archive(names: list[str]) -> bool:
-    """True when the members of a zip archive are those of ``torch.export.save``.
-
-    >>> is_export_archive(["m/archive_format", "m/models/model.json"])
-    True
-    >>> is_export_archive(["m/code/__torch__.py", "m/constants.pkl"])
-    False
-    """
-    return any(n.endswith("/archive_format") for n in names) and any(
-        "/models/" in n and n.endswith(".json") for n in names
-    )
-
-
 def fixed_batch(program: Any) -> int | None:
     """The number of rows the program's first input is fixed to (None: dynamic)."""
     user_inputs = set(program.graph_signature.user_inputs)
@@ -399,9 +386,7 @@ class TorchScriptModel(Model):
         out = np.empty((len(X), *many), dtype=np.float64)
         with torch.inference_mode():
             for sl in chunks(len(X), self.batch_size):
-                x = torch.from_numpy(X[sl])
-                if x.dtype != self.dtype:
-                    x = x.to(self.dtype)
+                x = torch.from_numpy(X[sl]).to(self.dtype)
                 out[sl] = call_model(self.path, self._forward, x).numpy()
         return out
 
