@@ -263,7 +263,6 @@ class OnnxGraph:
     input_shape: list[int | str]
     fixed_batch: int | None
     ops: tuple[str, ...]
-    outputs: Outputs
     labels: tuple[str, ...]
     selector: str | None
     out_name: str
@@ -291,7 +290,6 @@ class OnnxGraph:
             input_shape=input_shape,
             fixed_batch=batch if isinstance(batch, int) and batch > 0 else None,
             ops=tuple(sorted({n.op_type for n in proto.graph.node})),
-            outputs=outputs,
             labels=labels,
             selector=selector,
             out_name=out_name,
