@@ -4,7 +4,7 @@ finite differences in float64; one fitted on a DataFrame is called with one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -326,6 +326,44 @@ class SklearnModel(Model):
     integer_output: str | None = None
     method: ClassVar[str] = "finite-differences"
 
+    @classmethod
+    def from_estimator(
+        cls,
+        estimator: Any,
+        path: Path | ModelObject,
+        fmt: str,
+        options: LoadOptions,
+        columns: Columns,
+        X: np.ndarray,
+        *,
+        trusted: Sequence[str] | None = None,
+        profile: DataProfile | None = None,
+    ) -> SklearnModel:
+        """Check a fitted estimator on X (or ``profile``) and choose its steps there."""
+        profile = DataProfile.of(X) if profile is None else profile
+        if options.method == "autodiff":
+            raise ModelError(
+                "{param} autodiff is not available for scikit-learn models; "
+                "they are differentiated by finite differences",
+                param="method",
+            )
+        if not any(hasattr(estimator, m) for m in ("predict", "predict_proba")):
+            raise ModelError(
+                f"model file '{path}' holds a {type(estimator).__name__}, "
+                "not a fitted scikit-learn estimator (it has no predict method)"
+            )
+        caller = SklearnCaller.build(estimator, path, options.output, columns)
+        integer = check_inputs(caller, profile.head)
+        final = type(final_estimator(estimator)).__name__
+        plan = fd.plan_steps(
+            caller,
+            profile,
+            options,
+            piecewise_type=any(s in final for s in PIECEWISE_CONSTANT),
+            fixed=columns.fixed_mask(),
+        )
+        return cls(caller, fmt, plan, None if trusted is None else tuple(trusted), integer)
+
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output at every row, shape (N,)."""
         return self.caller(X)
@@ -368,36 +406,15 @@ def load(
     X: np.ndarray,
     profile: DataProfile | None = None,
 ) -> SklearnModel:
-    """Load a skops file or a trusted pickle (or take a fitted estimator object), check it
-    on X (or ``profile``) and choose its steps there."""
+    """Load a skops file or a trusted pickle, or take a fitted estimator object, and check
+    it (:meth:`SklearnModel.from_estimator`)."""
     if isinstance(path, ModelObject):
-        estimator, trusted = path.obj, None
-        check_fitted(estimator)
+        check_fitted(path.obj)
+        est, trusted = path.obj, None
     else:
-        estimator, trusted = read_estimator(path, fmt, options)
-    profile = DataProfile.of(X) if profile is None else profile
-    if options.method == "autodiff":
-        raise ModelError(
-            "{param} autodiff is not available for scikit-learn models; "
-            "they are differentiated by finite differences",
-            param="method",
-        )
-    if not any(hasattr(estimator, m) for m in ("predict", "predict_proba")):
-        raise ModelError(
-            f"model file '{path}' holds a {type(estimator).__name__}, "
-            "not a fitted scikit-learn estimator (it has no predict method)"
-        )
-    caller = SklearnCaller.build(estimator, path, options.output, columns)
-    integer = check_inputs(caller, profile.head)
-    final = type(final_estimator(estimator)).__name__
-    plan = fd.plan_steps(
-        caller,
-        profile,
-        options,
-        piecewise_type=any(s in final for s in PIECEWISE_CONSTANT),
-        fixed=columns.fixed_mask(),
-    )
-    return SklearnModel(caller, fmt, plan, None if trusted is None else tuple(trusted), integer)
+        est, trusted = read_estimator(path, fmt, options)
+    build = SklearnModel.from_estimator
+    return build(est, path, fmt, options, columns, X, trusted=trusted, profile=profile)
 
 
 def check_fitted(estimator: Any) -> None:
