@@ -383,22 +383,18 @@ class OnnxGraph:
         """The selected output of the translated graph at the tensor ``x``, (n,)."""
         return self.select(torch_graph(x)[self.out_name], len(x))
 
-    def torch_forward(
-        self, torch_graph: Any, X: np.ndarray, grad: bool
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Predictions (M,) and, if ``grad``, gradients (M, D) through the translation."""
+    def torch_forward(self, torch_graph: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predictions (M,) and gradients (M, D) through the translation."""
         import torch
 
         preds, grads = [], []
         for piece, n in self.padded(X):
             x = torch.from_numpy(np.ascontiguousarray(piece)).to(self.torch_dtype())
-            x.requires_grad_(grad)
+            x.requires_grad_(True)
             y = call_model(self.path, self.torch_output, torch_graph, x)
-            if grad:
-                grads.append(call_model(self.path, gradient_of, y, x).detach().numpy()[:n])
+            grads.append(call_model(self.path, gradient_of, y, x).detach().numpy()[:n])
             preds.append(y.detach().numpy()[:n])
-        pred = np.concatenate(preds).astype(np.float64)
-        return pred, (np.concatenate(grads).astype(np.float64) if grad else None)
+        return np.concatenate(preds).astype(np.float64), np.concatenate(grads).astype(np.float64)
 
 
 def check_graph(

@@ -6,6 +6,7 @@ otherwise central finite differences through onnxruntime.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +69,7 @@ def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> M
     rows = X  # at most CHECK_ROWS rows of the profile's sample
     reference = graph.run(rows)
     try:
-        translated, _ = graph.torch_forward(torch_graph, rows, grad=False)
+        translated, _ = graph.torch_forward(torch_graph, rows)
     except ModelFailed as exc:
         return fall_back(f"the torch translation fails ({failure_reason(exc)})")
     rtol = RTOL[graph.dtype]
@@ -147,12 +148,8 @@ class OnnxModel(Model):
         if self.plan is not None:
             label = f"ONNX model '{self.path}'"
             return self.plan.effects(self.graph.run, X, features, progress=progress, label=label)
-
-        def step(rows: np.ndarray) -> Any:
-            return self.graph.torch_forward(self.choice.torch_graph, rows, grad=True)
-
         return batched_effects(
-            step,
+            functools.partial(self.graph.torch_forward, self.choice.torch_graph),
             X,
             features,
             rows=self.rows,
