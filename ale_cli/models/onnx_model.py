@@ -31,9 +31,8 @@ from ale_cli.models.mixed import mixed_partials
 from ale_cli.models.onnx_graph import RTOL, OnnxGraph, check_graph
 from ale_cli.models.onnx_torch import TorchGraph, UnsupportedGraph
 from ale_cli.models.profile import DataProfile
+from ale_cli.models.torchscript import DEFAULT_BATCH_SIZE
 
-#: Rows per forward+backward call on the torch path (as for TorchScript).
-TORCH_BATCH_SIZE = 8192
 CHECK_ROWS = 256
 
 
@@ -132,7 +131,7 @@ class OnnxModel(Model):
     @property
     def rows(self) -> int:
         """Rows per forward+backward call on the torch path."""
-        return self.batch_size or TORCH_BATCH_SIZE
+        return self.batch_size or DEFAULT_BATCH_SIZE
 
     @property
     def path(self) -> Path:
