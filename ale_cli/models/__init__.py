@@ -106,15 +106,6 @@ def sniff_format(path: Path) -> str | None:
     return None
 
 
-def _autodiff_only(options: LoadOptions, why: str) -> None:
-    """ModelError naming ``method`` or ``step`` when either is asked of a torch model."""
-    exact = "differentiated exactly (autodiff)"
-    if options.method == "finite-differences":
-        raise ModelError(f"{{param}} finite-differences {why} is {exact}", param="method")
-    if options.step is not None:
-        raise ModelError(f"{{param}} {why} is {exact}", param="step")
-
-
 def load_model(
     path: str | Path | ModelObject,
     *,
@@ -158,7 +149,11 @@ def load_model(
         name = "TorchScript" if fmt == "torchscript" else "torch.export"
         why = f"applies to ONNX and scikit-learn models; {name} model '{path}'"
     if fmt in ("torchscript", "torch-export", "torch-module"):
-        _autodiff_only(options, why)
+        exact = "differentiated exactly (autodiff)"
+        if options.method == "finite-differences":
+            raise ModelError(f"{{param}} finite-differences {why} is {exact}", param="method")
+        if options.step is not None:
+            raise ModelError(f"{{param}} {why} is {exact}", param="step")
         return _adapter("torchscript:load")(path, fmt, options, columns, X)
     if fmt == "onnx":
         return _adapter("onnx_model:OnnxModel").load(path, options, columns, X, profile)

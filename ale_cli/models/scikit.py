@@ -409,25 +409,20 @@ def load(
     """Load a skops file or a trusted pickle, or take a fitted estimator object, and check
     it (:meth:`SklearnModel.from_estimator`)."""
     if isinstance(path, ModelObject):
-        check_fitted(path.obj)
+        from sklearn.exceptions import NotFittedError
+        from sklearn.utils.validation import check_is_fitted
+
         est, trusted = path.obj, None
+        try:
+            check_is_fitted(est)
+        except NotFittedError:
+            raise ModelError(
+                f"{{param}} is a {type(est).__name__} that is not fitted; fit it first",
+                param="model",
+            ) from None
+        except TypeError:  # not an estimator check_is_fitted knows: from_estimator checks it
+            pass
     else:
         est, trusted = read_estimator(path, fmt, options)
     build = SklearnModel.from_estimator
     return build(est, path, fmt, options, columns, X, trusted=trusted, profile=profile)
-
-
-def check_fitted(estimator: Any) -> None:
-    """Refuse a scikit-learn estimator object that is not fitted."""
-    from sklearn.exceptions import NotFittedError
-    from sklearn.utils.validation import check_is_fitted
-
-    try:
-        check_is_fitted(estimator)
-    except NotFittedError:
-        raise ModelError(
-            f"{{param}} is a {type(estimator).__name__} that is not fitted; fit it first",
-            param="model",
-        ) from None
-    except TypeError:  # not an estimator check_is_fitted knows: the checks below tell
-        pass
