@@ -318,7 +318,7 @@ def test_multiple_outputs_need_a_choice(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match=r"output 'p' has 12 columns; choose one with output p:"):
         load(path, X, output="1")
     model = load(path, X, output="p:3")
-    assert model.out_name == "p" and model.column == 3
+    assert model.graph.out_name == "p" and model.graph.column == 3
 
 
 # -- skl2onnx graphs: ai.onnx.ml ops go through onnxruntime --------------------------------
@@ -362,7 +362,7 @@ def test_skl2onnx_classifier(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="output 'label' .* is tensor\\(int64\\)"):
         load(plain, X, output="label")
     model, got = effects(plain, X, output="proba:1")
-    assert (model.out_name, model.column) == ("probabilities", 1)
+    assert (model.graph.out_name, model.graph.column) == ("probabilities", 1)
     p = clf.predict_proba(X)[:, 1]
     expected = (p * (1 - p))[:, None] * clf.coef_[0]
     assert column_scaled_error(got.local_effects, expected).max() <= 1e-3
