@@ -112,15 +112,10 @@ class FdPlan:
         why = self.rule
         if self.zero_share is not None:
             why += f"; {self.zero_share:.0%} of small-step derivatives exactly zero on a sample"
+        note = f"finite-difference step {self.rel_step:g} x std per feature ({why})"
         step = {"rel_step": self.rel_step, "rule": self.rule, "zero_share": self.zero_share}
-        return {
-            "eval_rows_per_call": self.eval_rows,
-            "step": step | {"absolute": self.steps.tolist()},
-            "notes": [
-                *notes,
-                f"finite-difference step {self.rel_step:g} x std per feature ({why})",
-            ],
-        }
+        step["absolute"] = self.steps.tolist()
+        return {"eval_rows_per_call": self.eval_rows, "step": step, "notes": [*notes, note]}
 
 
 def stacked_differences(
