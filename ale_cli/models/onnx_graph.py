@@ -4,6 +4,7 @@ or its torch translation, and checked on the first rows of the data."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -348,12 +349,8 @@ class OnnxGraph:
 
     def raw(self, X: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
         """(output, piece length, real rows) of each padded piece of X via onnxruntime."""
-        pieces = []
-        for piece, n in self.padded(X):
-            feed = self.feed(piece)
-            (out,) = call_model(self.path, self.session.run, [self.out_name], feed)
-            pieces.append((np.asarray(out), len(piece), n))
-        return pieces
+        run = functools.partial(call_model, self.path, self.session.run, [self.out_name])
+        return [(np.asarray(run(self.feed(p))[0]), len(p), n) for p, n in self.padded(X)]
 
     def feed(self, X: np.ndarray) -> dict[str, np.ndarray]:
         """onnxruntime's inputs for the rows X: X itself, or one column per input."""
