@@ -122,7 +122,10 @@ def chunk_sweep(n: int, d: int, sizes: tuple[int, ...]) -> None:
     f = est.predict
     print(f"evaluation rows per call, HistGradientBoosting N = {n}, D = {d}:")
     results = interleaved(
-        {size: lambda s=size: fd.central_differences(f, X, steps, eval_rows=s) for size in sizes},
+        {
+            size: lambda s=size: fd.FdPlan(steps, np.zeros(d, bool), s).effects(f, X)
+            for size in sizes
+        },
         repeat=3,
     )
     best = min(results.values())

@@ -16,6 +16,7 @@ from torch import nn
 
 from ale_cli.data.table import load_table
 from ale_cli.errors import InputError, ModelFailed
+from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.models import Columns, LoadOptions, load_model
 from ale_cli.models import scikit as scikit_module
 from ale_cli.models.base import CHECK_ROWS
@@ -293,5 +294,5 @@ def test_bad_features_and_options_name_their_parameter(sample_dir: Path, diabete
     path = sample_dir / "models" / "diabetes_mlp.onnx"
     for options, param in (({"method": "magic"}, "method"), ({"step": 0.0}, "step")):
         with pytest.raises(InputError, match=f"^{param} must be") as info:
-            load(path, diabetes, **options)
+            ModelInputs(model=path, data=Path("d.csv"), **options)  # where options enter
         assert info.value.param == param

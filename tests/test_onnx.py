@@ -215,11 +215,15 @@ def test_translated_ops_match_onnxruntime_and_its_derivatives(
 
 def test_fixed_batch_dimension_is_padded(tmp_path: Path) -> None:
     X = np.random.default_rng(2).normal(size=(21, 4))
-    _, dynamic = effects(kitchen_sink(tmp_path / "dyn.onnx"), X, output="y:0")
+    dynamic_model, dynamic = effects(kitchen_sink(tmp_path / "dyn.onnx"), X, output="y:0")
     fixed_path = kitchen_sink(tmp_path / "fixed.onnx", batch=8)
     model, fixed = effects(fixed_path, X, output="y:0")
     assert model.describe()["batch"] == 8
     np.testing.assert_allclose(fixed.local_effects, dynamic.local_effects, rtol=1e-12)
+    pairs = [(0, 1), (2, 3)]
+    mixed = model.mixed_derivatives(X, pairs)
+    assert mixed.shape == (2, 21)
+    np.testing.assert_allclose(mixed, dynamic_model.mixed_derivatives(X, pairs), rtol=1e-12)
     _, fixed_fd = effects(fixed_path, X, output="y:0", method="finite-differences")
     assert fixed_fd.local_effects.shape == (21, 4)
     np.testing.assert_allclose(fixed_fd.prediction, dynamic.prediction, rtol=1e-12)
@@ -314,7 +318,7 @@ def test_multiple_outputs_need_a_choice(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match=r"output 'p' has 12 columns; choose one with output p:"):
         load(path, X, output="1")
     model = load(path, X, output="p:3")
-    assert model.out_name == "p" and model.column == 3
+    assert model.graph.out_name == "p" and model.graph.column == 3
 
 
 # -- skl2onnx graphs: ai.onnx.ml ops go through onnxruntime --------------------------------
@@ -358,7 +362,7 @@ def test_skl2onnx_classifier(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="output 'label' .* is tensor\\(int64\\)"):
         load(plain, X, output="label")
     model, got = effects(plain, X, output="proba:1")
-    assert (model.out_name, model.column) == ("probabilities", 1)
+    assert (model.graph.out_name, model.graph.column) == ("probabilities", 1)
     p = clf.predict_proba(X)[:, 1]
     expected = (p * (1 - p))[:, None] * clf.coef_[0]
     assert column_scaled_error(got.local_effects, expected).max() <= 1e-3

@@ -11,16 +11,9 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import InputError, ModelError
-from ale_cli.models.base import METHODS, Columns, LoadOptions, Model
+from ale_cli.models.base import Columns, LoadOptions, Model
 from ale_cli.models.boosters import EXTENSIONS as BOOSTER_EXTENSIONS
-from ale_cli.models.objects import (
-    BOOSTERS,
-    ModelObject,
-    Predictor,
-    check_fitted,
-    native_bytes,
-    torch_module_of,
-)
+from ale_cli.models.objects import BOOSTERS, ModelObject, Predictor
 from ale_cli.models.profile import DataProfile
 
 __all__ = [
@@ -42,7 +35,6 @@ def _adapter(name: str) -> Any:
     return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
 
 
-MODEL_FORMATS = ("torchscript", "torch-export", "onnx", "skops", "pickle", *BOOSTERS)
 _EXTENSIONS = {
     ".pt2": "torch-export",
     ".pt": "torchscript",
@@ -58,16 +50,12 @@ _EXTENSIONS = {
 
 
 def detect_format(path: Path | ModelObject, override: str | None = None) -> str:
-    """The model format: ``override`` if given, else from the file's extension (an object's
-    own format: sklearn, torch-module, torch-export, callable or a booster's)."""
+    """The model format: ``override`` if given (one of :data:`MODEL_FORMATS`, checked by
+    the caller), else from the file's extension (an object's own format: sklearn,
+    torch-module, torch-export, callable or a booster's)."""
     if isinstance(path, ModelObject):
         return path.format
     if override is not None:
-        if override not in MODEL_FORMATS:
-            raise ModelError(
-                f"{{param}} must be one of {', '.join(MODEL_FORMATS)}, got '{override}'",
-                param="model_format",
-            )
         return override
     fmt = _EXTENSIONS.get(path.suffix.lower())
     if fmt is None:
@@ -87,6 +75,7 @@ _LABELS = {
     "pickle": "a pickle",
     **{fmt: label for fmt, (_, _, label) in BOOSTERS.items()},
 }
+MODEL_FORMATS = tuple(_LABELS)
 
 
 def sniff_format(path: Path) -> str | None:
@@ -99,7 +88,9 @@ def sniff_format(path: Path) -> str | None:
                 names = zf.namelist()
         except (zipfile.BadZipFile, OSError):
             return None
-        if _adapter("torchscript:is_export_archive")(names):
+        if any(n.endswith("/archive_format") for n in names) and any(
+            "/models/" in n and n.endswith(".json") for n in names
+        ):
             return "torch-export"
         if any(n.endswith("constants.pkl") or "/code/" in n for n in names):
             return "torchscript"
@@ -115,46 +106,6 @@ def sniff_format(path: Path) -> str | None:
     return None
 
 
-def _check_options(options: LoadOptions) -> None:
-    if options.method not in METHODS:
-        raise InputError(
-            f"{{param}} must be one of {', '.join(METHODS)}, got '{options.method}'",
-            param="method",
-        )
-    if options.step is not None and not options.step > 0:
-        raise InputError(
-            f"{{param}} must be a positive fraction of each feature's std, got {options.step:g}",
-            param="step",
-        )
-    if options.batch_size is not None and options.batch_size < 1:
-        raise InputError(
-            f"{{param}} must be at least 1, got {options.batch_size}", param="batch_size"
-        )
-
-
-def _check_data(X: np.ndarray, columns: Columns) -> None:
-    if not isinstance(X, np.ndarray) or X.ndim != 2 or not np.issubdtype(X.dtype, np.floating):
-        raise InputError("{param} must be a 2-D float array (rows x features)", param="X")
-    if len(X) == 0:
-        raise InputError("{param} has no rows to check the model on", param="X")
-    if len(columns.names) != X.shape[1]:
-        raise InputError(
-            f"{{param}} names {len(columns.names)} columns but X has {X.shape[1]}",
-            param="columns",
-        )
-
-
-_EXACT = "differentiated exactly (autodiff)"
-
-
-def _autodiff_only(options: LoadOptions, why: str) -> None:
-    """ModelError naming ``method`` or ``step`` when either is asked of a torch model."""
-    if options.method == "finite-differences":
-        raise ModelError(f"{{param}} finite-differences {why} is {_EXACT}", param="method")
-    if options.step is not None:
-        raise ModelError(f"{{param}} {why} is {_EXACT}", param="step")
-
-
 def load_model(
     path: str | Path | ModelObject,
     *,
@@ -167,53 +118,48 @@ def load_model(
     """Load ``path`` (a model file, or a model object: :mod:`ale_cli.models.objects`) with
     the adapter for its format, checked on X (N, D) and its steps chosen there;
     ``profile`` (ONNX, scikit-learn): of all rows, X then its first rows."""
-    _check_options(options)
-    _check_data(X, columns)
-    if isinstance(path, ModelObject):
-        return _load_object(path, options, columns, X, profile)
-    path = Path(path)
-    if not path.exists():
-        raise ModelError(f"model file '{path}' does not exist")
-    if path.is_dir():
-        raise ModelError(f"model file '{path}' is a directory")
-    fmt = detect_format(path, model_format)
-    found = sniff_format(path)
-    if found is not None and found != fmt:
-        raise ModelError(
-            f"model file '{path}' is not {_LABELS[fmt]}: its content looks like "
-            f"{_LABELS[found]}; rename it or pass {{param}} {found}",
-            param="model_format",
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or not np.issubdtype(X.dtype, np.floating):
+        raise InputError("{param} must be a 2-D float array (rows x features)", param="X")
+    if len(X) == 0:
+        raise InputError("{param} has no rows to check the model on", param="X")
+    if len(columns.names) != X.shape[1]:
+        raise InputError(
+            f"{{param}} names {len(columns.names)} columns but X has {X.shape[1]}",
+            param="columns",
         )
-    if fmt in ("torchscript", "torch-export"):
-        if found is None:
+    why = f"does not apply to {path}: a torch model"
+    if isinstance(path, ModelObject):
+        fmt = path.format
+    else:
+        path = Path(path)
+        if not path.exists():
+            raise ModelError(f"model file '{path}' does not exist")
+        if path.is_dir():
+            raise ModelError(f"model file '{path}' is a directory")
+        fmt = detect_format(path, model_format)
+        found = sniff_format(path)
+        if found is not None and found != fmt:
+            raise ModelError(
+                f"model file '{path}' is not {_LABELS[fmt]}: its content looks like "
+                f"{_LABELS[found]}; rename it or pass {{param}} {found}",
+                param="model_format",
+            )
+        if fmt in ("torchscript", "torch-export") and found is None:
             raise ModelError(f"model file '{path}' is not {_LABELS[fmt]}")
         name = "TorchScript" if fmt == "torchscript" else "torch.export"
-        _autodiff_only(options, f"applies to ONNX and scikit-learn models; {name} model '{path}'")
+        why = f"applies to ONNX and scikit-learn models; {name} model '{path}'"
+    if fmt in ("torchscript", "torch-export", "torch-module"):
+        exact = "differentiated exactly (autodiff)"
+        if options.method == "finite-differences":
+            raise ModelError(f"{{param}} finite-differences {why} is {exact}", param="method")
+        if options.step is not None:
+            raise ModelError(f"{{param}} {why} is {exact}", param="step")
         return _adapter("torchscript:load")(path, fmt, options, columns, X)
     if fmt == "onnx":
         return _adapter("onnx_model:OnnxModel").load(path, options, columns, X, profile)
     if fmt in BOOSTERS:
         return _adapter("boosters:load")(path, fmt, options, columns, X, profile)
-    return _adapter("scikit:SklearnModel").load(path, fmt, options, columns, X, profile)
-
-
-def _load_object(
-    given: ModelObject, options: LoadOptions, columns: Columns, X: np.ndarray, profile: Any
-) -> Model:
-    """The adapter of a model object: the file adapter of the same kind of model."""
-    if given.format == "sklearn":
-        check_fitted(given)
-        return _adapter("scikit:SklearnModel").from_estimator(
-            given.obj, given, "sklearn", options, columns, X, profile=profile
-        )
-    if given.format == "callable":
+    if fmt == "callable":
         adapter = _adapter("callable_model:CallableModel")
-        return adapter.of(given.obj, str(given), options, columns, X, profile)
-    if given.format in BOOSTERS:
-        saved = native_bytes(given.obj, given.format)
-        load = _adapter("boosters:load")
-        return load(saved, given.format, options, columns, X, profile, name=str(given))
-    _autodiff_only(options, f"does not apply to {given}: a torch model")
-    module = given.obj if given.format == "torch-export" else torch_module_of(given)
-    torch_model = _adapter("torchscript:TorchScriptModel")
-    return torch_model.from_module(module, given, options, columns, X, fmt=given.format)
+        return adapter.of(path.obj, str(path), options, columns, X, profile)
+    return _adapter("scikit:load")(path, fmt, options, columns, X, profile)

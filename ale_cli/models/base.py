@@ -235,6 +235,11 @@ def chunks(n_rows: int, size: int) -> Iterator[slice]:
         yield slice(i * n_rows // count, (i + 1) * n_rows // count)
 
 
+def pad_rows(rows: np.ndarray, size: int) -> np.ndarray:
+    """``rows`` with its last row repeated up to ``size`` rows (a graph's fixed batch)."""
+    return np.concatenate([rows, np.repeat(rows[-1:], size - len(rows), axis=0)])
+
+
 def stacked_chunks(X: np.ndarray, blocks: int, rows: int) -> Iterator[tuple[slice, np.ndarray]]:
     """``(sl, stack)`` per chunk of at most ``rows`` rows of X: ``stack`` (blocks * m, D)
     holds ``blocks`` copies of ``X[sl]``, in one buffer reused for every chunk.

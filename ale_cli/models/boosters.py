@@ -14,7 +14,7 @@ import numpy as np
 from ale_cli.errors import ModelError
 from ale_cli.models.base import Columns, LoadOptions, first_line
 from ale_cli.models.callable_model import CallableModel
-from ale_cli.models.objects import BOOSTERS, Predictor
+from ale_cli.models.objects import BOOSTERS, ModelObject, Predictor, native_bytes
 from ale_cli.models.profile import DataProfile
 
 EXTENSIONS = {".json": "xgboost", ".ubj": "xgboost", ".txt": "lightgbm", ".cbm": "catboost"}
@@ -58,19 +58,17 @@ def _read(fmt: str, lib: Any, saved: Saved) -> tuple[Callable[[np.ndarray], Any]
 
 
 def load(
-    path: Saved,
+    path: Path | ModelObject,
     fmt: str,
     options: LoadOptions,
     columns: Columns,
     X: np.ndarray,
     profile: DataProfile | None = None,
-    *,
-    name: str | None = None,
 ) -> CallableModel:
-    """Read the booster file (or an object's bytes, ``name`` in messages) and check it on
-    X (or ``profile``): its width, its output."""
-    label = str(path) if name is None else name
-    what = f"model file '{path}'" if name is None else f"model {name}"
+    """Read the booster file (or object, from its bytes) and check it on X (or
+    ``profile``): its width, its output."""
+    label = str(path)
+    what = f"model {path}" if isinstance(path, ModelObject) else f"model file '{path}'"
     if options.method == "autodiff":
         raise ModelError(
             f"{{param}} autodiff is not available for {BOOSTERS[fmt][2]} (trees have no "
@@ -79,7 +77,8 @@ def load(
         )
     lib = library(fmt, label)  # a missing extra, in its words
     try:
-        predict, width = _read(fmt, lib, path)
+        saved = native_bytes(path.obj, fmt) if isinstance(path, ModelObject) else path
+        predict, width = _read(fmt, lib, saved)
     except Exception as exc:  # each library raises its own error for a foreign file
         raise ModelError(f"cannot load {what} as {BOOSTERS[fmt][2]}: {first_line(exc)}") from None
     if width != X.shape[1]:

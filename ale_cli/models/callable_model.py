@@ -203,7 +203,7 @@ class CallableModel(Model):
     def describe(self) -> dict[str, Any]:
         column = self.caller.column
         records = [{"selector": str(c), "name": str(c), "column": c} for c in self.caller.columns]
-        details: dict[str, Any] = {
+        return {
             "method": self.method,
             "format": self.format,
             "output": records[0]
@@ -213,8 +213,4 @@ class CallableModel(Model):
             "dtype": "float64",
             "eval_rows_per_call": self.eval_rows,
             "dataframe_input": self.caller.predictor.frame,
-        }
-        if self.plan is not None:
-            details["step"] = self.plan.record()
-            details["notes"] = [self.plan.note()]
-        return details
+        } | ({} if self.plan is None else self.plan.details())

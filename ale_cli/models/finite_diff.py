@@ -48,108 +48,74 @@ PredictFn = Callable[[np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
-class StepChoice:
-    """The relative step used and why (``rule``; ``zero_share`` if measured)."""
-
-    rel_step: float
-    rule: str
-    zero_share: float | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        return {"rel_step": self.rel_step, "rule": self.rule, "zero_share": self.zero_share}
-
-
-@dataclass(frozen=True)
 class FdPlan:
-    """Central differences with ``step`` (absolute ``steps`` (D,), 0 for the ``fixed``
-    columns), ``eval_rows`` rows per model call, on inputs of ``dtype``."""
+    """Central differences with absolute ``steps`` (D,) (0 in the ``fixed`` (D,) columns),
+    ``eval_rows`` rows per model call, on inputs of ``dtype``: ``rel_step`` x std, chosen
+    by ``rule`` (``zero_share`` if measured)."""
 
-    step: StepChoice
     steps: np.ndarray
     fixed: np.ndarray
-    eval_rows: int
+    eval_rows: int = DEFAULT_EVAL_ROWS
     dtype: Any = np.float64
+    rel_step: float = 0.0
+    rule: str = ""
+    zero_share: float | None = None
 
     def effects(
-        self, f: PredictFn, X: np.ndarray, features: Sequence[int] | None, **kw: Any
+        self,
+        f: PredictFn,
+        X: np.ndarray,
+        features: Sequence[int] | None = None,
+        *,
+        progress: ProgressFn | None = None,
+        label: str = "model",
     ) -> Effects:
-        """:func:`central_differences` of ``f`` in the columns ``features`` (None: all)."""
-        index = feature_indices(features, X.shape[1])
-        return central_differences(
-            f,
-            X,
-            self.steps,
-            features=index,
-            fixed=self.fixed,
-            dtype=self.dtype,
-            eval_rows=self.eval_rows,
-            **kw,
-        )
+        """Local effects (N, F) in the columns ``features`` (None: all) and predictions
+        (N,) of ``f``; (N, K, F) and (N, K) when ``f`` returns K outputs (M, K).
 
-    def record(self) -> dict[str, Any]:
-        """The ``step`` entry of the adapter's ``describe()``."""
-        return self.step.to_dict() | {"absolute": self.steps.tolist()}
-
-    def note(self) -> str:
-        """One line saying which step was used and why.
-
-        >>> FdPlan(StepChoice(0.05, "piecewise-constant model type"), None, None, 1).note()
-        'finite-difference step 0.05 x std per feature (piecewise-constant model type)'
+        >>> X = np.array([[1.0, 2.0], [3.0, -1.0]])
+        >>> f = lambda Z: Z[:, 0] ** 2 + 5 * Z[:, 1]
+        >>> FdPlan(np.array([1e-3, 1e-3]), np.zeros(2, bool)).effects(f, X, [1]).local_effects
+        array([[5.],
+               [5.]])
         """
-        step = self.step
-        why = step.rule
-        if step.zero_share is not None:
-            why += f"; {step.zero_share:.0%} of small-step derivatives exactly zero on a sample"
-        return f"finite-difference step {step.rel_step:g} x std per feature ({why})"
+        index = feature_indices(features, X.shape[1])
+        where = np.flatnonzero(~self.fixed[index])  # positions in ``index`` that are perturbed
+        moved, dtype = index[where], self.dtype
+        steps = self.steps[moved]
 
+        def bounds(sl: slice) -> tuple[np.ndarray, np.ndarray]:
+            xc = X[sl][:, moved]
+            plus = (xc + steps).astype(dtype).astype(np.float64)
+            return plus, (xc - steps).astype(dtype).astype(np.float64)
 
-def central_differences(
-    f: PredictFn,
-    X: np.ndarray,
-    steps: np.ndarray,
-    *,
-    features: np.ndarray | None = None,
-    fixed: np.ndarray | None = None,
-    dtype: type[np.floating] | np.dtype = np.float64,
-    eval_rows: int = DEFAULT_EVAL_ROWS,
-    progress: ProgressFn | None = None,
-    label: str = "model",
-) -> Effects:
-    """Local effects (N, F) and predictions (N,) of ``f`` by central differences; (N, K,
-    F) and (N, K) when ``f`` returns K outputs (M, K).
+        def divide(diff: np.ndarray, dx: np.ndarray) -> np.ndarray:
+            zero = (dx == 0).reshape(-1, len(moved)).any(axis=0)
+            if zero.any():
+                raise RunError(
+                    f"the finite-difference step of feature {int(moved[np.flatnonzero(zero)[0]])} "
+                    f"is too small to change its value in the {label}'s input precision; pass a "
+                    "larger {param}",
+                    param="step",
+                )
+            return diff / dx
 
-    ``steps`` (D,) absolute; ``features`` (F,) the columns differentiated (default
-    all); ``fixed`` (D,) bool columns not perturbed; ``dtype`` the model's input dtype.
+        return stacked_differences(f, X, index, where, bounds, divide, self.eval_rows, progress)
 
-    >>> X = np.array([[1.0, 2.0], [3.0, -1.0]])
-    >>> f = lambda Z: Z[:, 0] ** 2 + 5 * Z[:, 1]
-    >>> central_differences(f, X, np.array([1e-3, 1e-3]), features=np.array([1])).local_effects
-    array([[5.],
-           [5.]])
-    """
-    d = X.shape[1]
-    features = np.arange(d) if features is None else features
-    fixed = np.zeros(d, dtype=bool) if fixed is None else fixed
-    where = np.flatnonzero(~fixed[features])  # positions in ``features`` that are perturbed
-    moved = features[where]
+    def details(self, *notes: str) -> dict[str, Any]:
+        """The adapter's ``describe()`` entries of the plan, its note after ``notes``.
 
-    def bounds(sl: slice) -> tuple[np.ndarray, np.ndarray]:
-        xc = X[sl][:, moved]
-        plus = (xc + steps[moved]).astype(dtype).astype(np.float64)
-        return plus, (xc - steps[moved]).astype(dtype).astype(np.float64)
-
-    def divide(diff: np.ndarray, dx: np.ndarray) -> np.ndarray:
-        zero = (dx == 0).reshape(-1, len(moved)).any(axis=0)
-        if zero.any():
-            raise RunError(
-                f"the finite-difference step of feature {int(moved[np.flatnonzero(zero)[0]])} "
-                f"is too small to change its value in the {label}'s input precision; pass a "
-                "larger {param}",
-                param="step",
-            )
-        return diff / dx
-
-    return stacked_differences(f, X, features, where, bounds, divide, eval_rows, progress)
+        >>> plan = FdPlan(np.ones(1), np.zeros(1, bool), rel_step=0.05, rule="piecewise")
+        >>> plan.details()["notes"]
+        ['finite-difference step 0.05 x std per feature (piecewise)']
+        """
+        why = self.rule
+        if self.zero_share is not None:
+            why += f"; {self.zero_share:.0%} of small-step derivatives exactly zero on a sample"
+        note = f"finite-difference step {self.rel_step:g} x std per feature ({why})"
+        step = {"rel_step": self.rel_step, "rule": self.rule, "zero_share": self.zero_share}
+        step["absolute"] = self.steps.tolist()
+        return {"eval_rows_per_call": self.eval_rows, "step": step, "notes": [*notes, note]}
 
 
 def stacked_differences(
@@ -193,26 +159,20 @@ def stacked_differences(
     return Effects(local_effects=effects, prediction=prediction)
 
 
-def zero_share(
-    f: PredictFn,
-    X: np.ndarray,
-    steps: np.ndarray,
-    *,
-    fixed: np.ndarray | None = None,
-    dtype: type[np.floating] | np.dtype = np.float64,
-) -> float:
-    """Share of exactly-zero derivatives on the rows X (a sample), over the features
-    with at least one non-zero derivative (0.0 if the model looks constant).
+def zero_share(f: PredictFn, X: np.ndarray, plan: FdPlan) -> float:
+    """Share of exactly-zero derivatives of ``plan`` on the rows X (a sample), over the
+    features with at least one non-zero derivative (0.0 if the model looks constant).
 
     A step function is flat except at the 2 of 50 rows that sit on a jump (0 and 1):
 
     >>> X = np.linspace(0, 1, 50).reshape(-1, 1)
-    >>> zero_share(lambda Z: np.floor(4 * Z[:, 0]), X, np.array([1e-6]))
+    >>> plan = FdPlan(np.array([1e-6]), np.zeros(1, bool))
+    >>> zero_share(lambda Z: np.floor(4 * Z[:, 0]), X, plan)
     0.96
-    >>> zero_share(lambda Z: (Z[:, 0] + 1) ** 2, X, np.array([1e-6]))
+    >>> zero_share(lambda Z: (Z[:, 0] + 1) ** 2, X, plan)
     0.0
     """
-    grads = central_differences(f, X, steps, fixed=fixed, dtype=dtype).local_effects
+    grads = plan.effects(f, X).local_effects
     grads = grads.reshape(-1, grads.shape[-1])  # K outputs: every output's rows
     used = (grads != 0).any(axis=0)
     if not used.any():
@@ -234,19 +194,19 @@ def plan_steps(
     when most small-step derivatives on a sample of the profiled rows are exactly zero;
     else ``smooth_step``."""
     scale = profile.scale()
+    rows = options.batch_size or DEFAULT_EVAL_ROWS
     if options.step is not None:
-        step = StepChoice(options.step, "user")
+        rel, rule, share = options.step, "user", None
     elif piecewise_type:
-        step = StepChoice(LARGE_STEP, "piecewise-constant model type")
+        rel, rule, share = LARGE_STEP, "piecewise-constant model type", None
     else:
-        sample = profile.rows(_SAMPLE_ROWS)
-        share = zero_share(f, sample, smooth_step * scale, fixed=fixed, dtype=dtype)
+        trial = FdPlan(smooth_step * scale, fixed, dtype=dtype)
+        share = zero_share(f, profile.rows(_SAMPLE_ROWS), trial)
         if share > ZERO_SHARE_LIMIT:
-            step = StepChoice(LARGE_STEP, "zero share on a sample", share)
+            rel, rule = LARGE_STEP, "zero share on a sample"
         else:
-            step = StepChoice(smooth_step, "smooth default", share)
-    steps = step.rel_step * scale * ~fixed
-    return FdPlan(step, steps, fixed, options.batch_size or DEFAULT_EVAL_ROWS, dtype)
+            rel, rule = smooth_step, "smooth default"
+    return FdPlan(rel * scale * ~fixed, fixed, rows, dtype, rel, rule, share)
 
 
 def rows_independent(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ale_cli.errors import ModelError
-from ale_cli.models.base import ProgressFn, call_model, chunks
+from ale_cli.models.base import ProgressFn, call_model, chunks, pad_rows
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -95,10 +95,12 @@ def mixed_partials(
     batch_size: int,
     path: Path | str,
     progress: ProgressFn | None = None,
+    pad: bool = False,
 ) -> np.ndarray:
     """``out[p, i] = d2 f(x_i) / dx_a dx_b`` for ``pairs[p] = (a, b)``, shape (P, N) float64.
 
-    ``forward``: tensor (n, D) -> (n,), differentiable; ``dtype``: the model's torch dtype.
+    ``forward``: tensor (n, D) -> (n,), differentiable; ``dtype``: the model's torch dtype;
+    ``pad``: every chunk padded to ``batch_size`` rows (a graph's fixed batch).
 
     >>> import torch
     >>> X = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
@@ -115,11 +117,13 @@ def mixed_partials(
     for p, (a, _) in enumerate(pairs):
         by_first.setdefault(a, []).append(p)
     for sl in chunks(n, batch_size):
-        x = torch.from_numpy(np.ascontiguousarray(X[sl])).to(dtype).requires_grad_(True)
-        rows = call_model(path, _hessian_rows, forward, x, list(by_first))
-        for h, ps in zip(rows, by_first.values(), strict=True):
+        m = sl.stop - sl.start
+        rows = pad_rows(X[sl], batch_size) if pad else np.ascontiguousarray(X[sl])
+        x = torch.from_numpy(rows).to(dtype).requires_grad_(True)
+        hessian = call_model(path, _hessian_rows, forward, x, list(by_first))
+        for h, ps in zip(hessian, by_first.values(), strict=True):
             for p in ps:
-                out[p, sl] = 0.0 if h is None else h[:, pairs[p][1]].detach().numpy()
+                out[p, sl] = 0.0 if h is None else h[:m, pairs[p][1]].detach().numpy()
         if progress is not None:
-            progress(sl.stop - sl.start)
+            progress(m)
     return out

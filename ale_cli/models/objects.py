@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ale_cli.errors import InputError, ModelError
+from ale_cli.errors import InputError
 
 #: native booster format -> its library's module (and extra), its model class, its label
 BOOSTERS = {
@@ -174,8 +174,18 @@ def object_sha256(value: Any, fmt: str) -> str | None:
             import torch
 
             digest.update(_saved(torch.export.save, value).getvalue())
-        elif fmt == "torch-module":
-            _module_digest(value, digest)
+        elif fmt == "torch-module":  # a ScriptModule's archive, else classes' source and state
+            import torch
+
+            if isinstance(value, torch.jit.ScriptModule):
+                digest.update(_saved(torch.jit.save, value).getvalue())
+                return digest.hexdigest()
+            kinds = sorted({type(m) for m in value.modules()}, key=lambda k: k.__qualname__)
+            for kind in kinds:
+                digest.update(inspect.getsource(kind).encode())
+            for name, tensor in value.state_dict().items():
+                digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+                digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
         elif fmt in BOOSTERS:
             digest.update(native_bytes(value, fmt))
         else:
@@ -183,20 +193,6 @@ def object_sha256(value: Any, fmt: str) -> str | None:
     except Exception:  # unpicklable parts, classes defined where no source is kept
         return None
     return digest.hexdigest()
-
-
-def _module_digest(module: Any, digest: Any) -> None:
-    """Feed ``digest`` a ScriptModule's archive, else the module's classes' source and state."""
-    import torch
-
-    if isinstance(module, torch.jit.ScriptModule):
-        digest.update(_saved(torch.jit.save, module).getvalue())
-        return
-    for kind in sorted({type(m) for m in module.modules()}, key=lambda k: k.__qualname__):
-        digest.update(inspect.getsource(kind).encode())
-    for name, tensor in module.state_dict().items():
-        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
 
 
 def torch_module_of(given: ModelObject) -> Any:
@@ -216,19 +212,3 @@ def _saved(save: Callable[[Any, io.BytesIO], None], value: Any) -> io.BytesIO:
     save(value, buffer)
     buffer.seek(0)
     return buffer
-
-
-def check_fitted(given: ModelObject) -> None:
-    """Refuse a scikit-learn estimator that is not fitted."""
-    from sklearn.exceptions import NotFittedError
-    from sklearn.utils.validation import check_is_fitted
-
-    try:
-        check_is_fitted(given.obj)
-    except NotFittedError:
-        raise ModelError(
-            f"{{param}} is a {type(given.obj).__name__} that is not fitted; fit it first",
-            param="model",
-        ) from None
-    except TypeError:  # not an estimator check_is_fitted knows: the adapter checks it
-        pass

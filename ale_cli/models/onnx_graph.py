@@ -4,6 +4,7 @@ or its torch translation, and checked on the first rows of the data."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,7 +15,15 @@ import numpy as np
 import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.io.threads import available_cpus
-from ale_cli.models.base import CHECK_ROWS, Columns, call_model, chunks, failure_reason, first_line
+from ale_cli.models.base import (
+    CHECK_ROWS,
+    Columns,
+    call_model,
+    chunks,
+    failure_reason,
+    first_line,
+    pad_rows,
+)
 from ale_cli.models.mixed import gradient_of
 
 #: how closely the torch translation must agree with onnxruntime (times max|output|)
@@ -255,7 +264,6 @@ class OnnxGraph:
     input_shape: list[int | str]
     fixed_batch: int | None
     ops: tuple[str, ...]
-    outputs: Outputs
     labels: tuple[str, ...]
     selector: str | None
     out_name: str
@@ -283,7 +291,6 @@ class OnnxGraph:
             input_shape=input_shape,
             fixed_batch=batch if isinstance(batch, int) and batch > 0 else None,
             ops=tuple(sorted({n.op_type for n in proto.graph.node})),
-            outputs=outputs,
             labels=labels,
             selector=selector,
             out_name=out_name,
@@ -338,23 +345,12 @@ class OnnxGraph:
         if self.fixed_batch is None:
             return [(X, len(X))]
         b = self.fixed_batch
-        pieces = []
-        for sl in chunks(len(X), b):
-            piece = X[sl]
-            n = len(piece)
-            if n < b:
-                piece = np.concatenate([piece, np.repeat(piece[-1:], b - n, axis=0)])
-            pieces.append((piece, n))
-        return pieces
+        return [(pad_rows(X[sl], b), sl.stop - sl.start) for sl in chunks(len(X), b)]
 
     def raw(self, X: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
         """(output, piece length, real rows) of each padded piece of X via onnxruntime."""
-        pieces = []
-        for piece, n in self.padded(X):
-            feed = self.feed(piece)
-            (out,) = call_model(self.path, self.session.run, [self.out_name], feed)
-            pieces.append((np.asarray(out), len(piece), n))
-        return pieces
+        run = functools.partial(call_model, self.path, self.session.run, [self.out_name])
+        return [(np.asarray(run(self.feed(p))[0]), len(p), n) for p, n in self.padded(X)]
 
     def feed(self, X: np.ndarray) -> dict[str, np.ndarray]:
         """onnxruntime's inputs for the rows X: X itself, or one column per input."""
@@ -384,22 +380,18 @@ class OnnxGraph:
         """The selected output of the translated graph at the tensor ``x``, (n,)."""
         return self.select(torch_graph(x)[self.out_name], len(x))
 
-    def torch_forward(
-        self, torch_graph: Any, X: np.ndarray, grad: bool
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Predictions (M,) and, if ``grad``, gradients (M, D) through the translation."""
+    def torch_forward(self, torch_graph: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predictions (M,) and gradients (M, D) through the translation."""
         import torch
 
         preds, grads = [], []
         for piece, n in self.padded(X):
             x = torch.from_numpy(np.ascontiguousarray(piece)).to(self.torch_dtype())
-            x.requires_grad_(grad)
+            x.requires_grad_(True)
             y = call_model(self.path, self.torch_output, torch_graph, x)
-            if grad:
-                grads.append(call_model(self.path, gradient_of, y, x).detach().numpy()[:n])
+            grads.append(call_model(self.path, gradient_of, y, x).detach().numpy()[:n])
             preds.append(y.detach().numpy()[:n])
-        pred = np.concatenate(preds).astype(np.float64)
-        return pred, (np.concatenate(grads).astype(np.float64) if grad else None)
+        return np.concatenate(preds).astype(np.float64), np.concatenate(grads).astype(np.float64)
 
 
 def check_graph(

@@ -6,6 +6,7 @@ otherwise central finite differences through onnxruntime.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +31,8 @@ from ale_cli.models.mixed import mixed_partials
 from ale_cli.models.onnx_graph import RTOL, OnnxGraph, check_graph
 from ale_cli.models.onnx_torch import TorchGraph, UnsupportedGraph
 from ale_cli.models.profile import DataProfile
+from ale_cli.models.torchscript import DEFAULT_BATCH_SIZE
 
-#: Rows per forward+backward call on the torch path (as for TorchScript).
-TORCH_BATCH_SIZE = 8192
 CHECK_ROWS = 256
 
 
@@ -68,7 +68,7 @@ def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> M
     rows = X  # at most CHECK_ROWS rows of the profile's sample
     reference = graph.run(rows)
     try:
-        translated, _ = graph.torch_forward(torch_graph, rows, grad=False)
+        translated, _ = graph.torch_forward(torch_graph, rows)
     except ModelFailed as exc:
         return fall_back(f"the torch translation fails ({failure_reason(exc)})")
     rtol = RTOL[graph.dtype]
@@ -131,19 +131,11 @@ class OnnxModel(Model):
     @property
     def rows(self) -> int:
         """Rows per forward+backward call on the torch path."""
-        return self.batch_size or TORCH_BATCH_SIZE
+        return self.batch_size or DEFAULT_BATCH_SIZE
 
     @property
     def path(self) -> Path:
         return self.graph.path
-
-    @property
-    def out_name(self) -> str:
-        return self.graph.out_name
-
-    @property
-    def column(self) -> int | None:
-        return self.graph.column
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output through onnxruntime, shape (N,)."""
@@ -155,12 +147,8 @@ class OnnxModel(Model):
         if self.plan is not None:
             label = f"ONNX model '{self.path}'"
             return self.plan.effects(self.graph.run, X, features, progress=progress, label=label)
-
-        def step(rows: np.ndarray) -> Any:
-            return self.graph.torch_forward(self.choice.torch_graph, rows, grad=True)
-
         return batched_effects(
-            step,
+            functools.partial(self.graph.torch_forward, self.choice.torch_graph),
             X,
             features,
             rows=self.rows,
@@ -187,21 +175,17 @@ class OnnxModel(Model):
         def forward(x: Any) -> Any:
             return self.graph.torch_output(torch_graph, x)
 
-        dtype = self.graph.torch_dtype()
-        if self.graph.fixed_batch is None:
-            size = self.rows
-            return mixed_partials(
-                forward, X, pairs, dtype=dtype, batch_size=size, path=self.path, progress=progress
-            )
-        parts = []
-        for piece, n in self.graph.padded(X):  # a graph with a fixed batch size: padded pieces
-            part = mixed_partials(
-                forward, piece, pairs, dtype=dtype, batch_size=len(piece), path=self.path
-            )
-            parts.append(part[:, :n])
-            if progress is not None:
-                progress(n)
-        return np.concatenate(parts, axis=1) if parts else np.empty((len(pairs), 0))
+        fixed = self.graph.fixed_batch
+        return mixed_partials(
+            forward,
+            X,
+            pairs,
+            dtype=self.graph.torch_dtype(),
+            batch_size=fixed or self.rows,
+            path=self.path,
+            progress=progress,
+            pad=fixed is not None,
+        )
 
     def describe(self) -> dict[str, Any]:
         graph, choice = self.graph, self.choice
@@ -222,12 +206,6 @@ class OnnxModel(Model):
         if self.plan is None:
             translation = {"engine": "onnx->torch", "check": choice.check}
             return details | {"translation": translation, "batch_size": self.rows}
-        return details | {
-            "fallback_reason": choice.fallback_reason,
-            "eval_rows_per_call": self.plan.eval_rows,
-            "notes": [
-                f"finite differences through onnxruntime: {choice.fallback_reason}",
-                self.plan.note(),
-            ],
-            "step": self.plan.record(),
-        }
+        reason = choice.fallback_reason
+        note = f"finite differences through onnxruntime: {reason}"
+        return details | {"fallback_reason": reason} | self.plan.details(note)

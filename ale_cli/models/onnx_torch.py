@@ -53,10 +53,6 @@ def _gemm(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Ten
     return [y]
 
 
-def _binary(fn: Callable[[Tensor, Tensor], Tensor]) -> OpFn:
-    return lambda x, a, opset: [fn(x[0], x[1])]
-
-
 def _unary(fn: Callable[..., Tensor]) -> OpFn:
     return lambda x, a, opset: [fn(x[0])]
 
@@ -76,15 +72,6 @@ def _softmax(log: bool) -> OpFn:
     return run
 
 
-def _selu(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    import torch
-
-    alpha = a.get("alpha", 1.67326319217681884765625)
-    gamma = a.get("gamma", 1.05070102214813232421875)
-    t = x[0]
-    return [gamma * torch.where(t > 0, t, alpha * (torch.exp(t) - 1))]
-
-
 def _clip(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
     import torch
 
@@ -102,6 +89,7 @@ def _clip(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Ten
 
 
 def _fold(fn: Callable[[Tensor, Tensor], Tensor]) -> OpFn:
+    """``fn`` folded over the inputs (a binary op, or Max/Min/Sum of any count)."""
     return lambda x, a, opset: [functools.reduce(fn, x)]
 
 
@@ -171,37 +159,31 @@ def _constant(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list
     raise UnsupportedGraph(f"Constant with attribute {', '.join(a)} is not supported")
 
 
-def _batchnorm(x: Sequence[Tensor | None], a: dict[str, Any], opset: int) -> list[Tensor]:
-    import torch
-
-    t, scale, bias, mean, var = x[:5]
-    shape = [1, -1] + [1] * (t.ndim - 2)
-    inv = scale.reshape(shape) / torch.sqrt(var.reshape(shape) + a.get("epsilon", 1e-5))
-    return [(t - mean.reshape(shape)) * inv + bias.reshape(shape)]
-
-
 def _ops() -> dict[str, OpFn]:
     import torch
     import torch.nn.functional as F
     from onnx.helper import tensor_dtype_to_np_dtype as np_dtype
 
     return {
-        "MatMul": _binary(torch.matmul),
+        "MatMul": _fold(torch.matmul),
         "Gemm": _gemm,
-        "Add": _binary(torch.add),
-        "Sub": _binary(torch.sub),
-        "Mul": _binary(torch.mul),
+        "Add": _fold(torch.add),
+        "Sub": _fold(torch.sub),
+        "Mul": _fold(torch.mul),
         "Div": lambda x, a, o: [
             x[0] / x[1]
             if x[0].is_floating_point() or x[1].is_floating_point()
             else torch.div(x[0], x[1], rounding_mode="trunc")
         ],
-        "Pow": _binary(torch.pow),
+        "Pow": _fold(torch.pow),
         "Neg": _unary(torch.neg),
         "Relu": _unary(torch.relu),
         "LeakyRelu": lambda x, a, o: [F.leaky_relu(x[0], a.get("alpha", 0.01))],
         "Elu": lambda x, a, o: [F.elu(x[0], a.get("alpha", 1.0))],
-        "Selu": _selu,
+        "Selu": lambda x, a, o: [
+            a.get("gamma", 1.05070102214813232421875)
+            * F.elu(x[0], a.get("alpha", 1.67326319217681884765625))
+        ],
         "Sigmoid": _unary(torch.sigmoid),
         "Tanh": _unary(torch.tanh),
         "Softplus": _unary(F.softplus),
@@ -228,7 +210,9 @@ def _ops() -> dict[str, OpFn]:
         "Identity": lambda x, a, o: [x[0]],
         "Cast": lambda x, a, o: [x[0].to(_t(np.zeros(0, np_dtype(a["to"]))).dtype)],
         "Constant": _constant,
-        "BatchNormalization": _batchnorm,
+        "BatchNormalization": lambda x, a, o: [
+            F.batch_norm(x[0], x[3], x[4], x[1], x[2], eps=a.get("epsilon", 1e-5))
+        ],
         "Dropout": lambda x, a, o: [x[0], torch.ones_like(x[0], dtype=torch.bool)],
         "Shape": lambda x, a, o: [
             torch.tensor(list(x[0].shape)[a.get("start", 0) : a.get("end")], dtype=torch.long)

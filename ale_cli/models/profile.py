@@ -84,8 +84,7 @@ class ProfileBuilder:
         self.n = 0  # rows merged into the moments
         self.mean = np.zeros(width)
         self.m2 = np.zeros(width)
-        self.pending: list[np.ndarray] = []
-        self.n_pending = 0
+        self.pending = np.empty((0, width))  # rows after the last full block
         self.head = np.empty((0, width))
         self.sample = np.empty((0, width))
         self.keys = np.empty(0, dtype=np.uint64)
@@ -98,15 +97,11 @@ class ProfileBuilder:
         if len(self.head) < HEAD_ROWS:
             self.head = np.concatenate([self.head, X[: HEAD_ROWS - len(self.head)]])
         self._add_sample(X)
-        self.pending.append(X)
-        self.n_pending += len(X)
-        if self.n_pending >= BLOCK:
-            rows = self.pending[0] if len(self.pending) == 1 else np.concatenate(self.pending)
-            full = len(rows) - len(rows) % BLOCK
-            for start in range(0, full, BLOCK):
-                self._merge(rows[start : start + BLOCK])
-            rest = rows[full:].copy()
-            self.pending, self.n_pending = ([rest] if len(rest) else []), len(rest)
+        rows = np.concatenate([self.pending, X]) if len(self.pending) else X
+        full = len(rows) - len(rows) % BLOCK
+        for start in range(0, full, BLOCK):
+            self._merge(rows[start : start + BLOCK])
+        self.pending = rows[full:].copy()
         return self
 
     def _add_sample(self, X: np.ndarray) -> None:
@@ -138,9 +133,9 @@ class ProfileBuilder:
 
     def finish(self) -> DataProfile:
         """The profile of every row added."""
-        if self.pending:
-            self._merge(np.concatenate(self.pending))
-            self.pending, self.n_pending = [], 0
+        if len(self.pending):
+            self._merge(self.pending)
+            self.pending = self.pending[:0]
         std = np.sqrt(self.m2 / self.n) if self.n else np.zeros(self.width)
         return DataProfile(
             n_rows=self.n,

@@ -26,6 +26,7 @@ from ale_cli.models.base import (
     first_line,
     integer_output_message,
 )
+from ale_cli.models.objects import ModelObject
 from ale_cli.models.profile import DataProfile
 
 #: Final-estimator class names (substrings) whose predictions are piecewise constant.
@@ -326,26 +327,10 @@ class SklearnModel(Model):
     method: ClassVar[str] = "finite-differences"
 
     @classmethod
-    def load(
-        cls,
-        path: Path,
-        fmt: str,
-        options: LoadOptions,
-        columns: Columns,
-        X: np.ndarray,
-        profile: DataProfile | None = None,
-    ) -> SklearnModel:
-        """Load a skops file or a trusted pickle and check it on X (or ``profile``)."""
-        est, trusted = read_estimator(path, fmt, options)
-        return cls.from_estimator(
-            est, path, fmt, options, columns, X, trusted=trusted, profile=profile
-        )
-
-    @classmethod
     def from_estimator(
         cls,
         estimator: Any,
-        path: Path,
+        path: Path | ModelObject,
         fmt: str,
         options: LoadOptions,
         columns: Columns,
@@ -354,7 +339,7 @@ class SklearnModel(Model):
         trusted: Sequence[str] | None = None,
         profile: DataProfile | None = None,
     ) -> SklearnModel:
-        """Check a fitted estimator and choose its steps from ``profile`` (of X if None)."""
+        """Check a fitted estimator on X (or ``profile``) and choose its steps there."""
         profile = DataProfile.of(X) if profile is None else profile
         if options.method == "autodiff":
             raise ModelError(
@@ -379,10 +364,6 @@ class SklearnModel(Model):
         )
         return cls(caller, fmt, plan, None if trusted is None else tuple(trusted), integer)
 
-    @property
-    def estimator(self) -> Any:
-        return self.caller.estimator
-
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output at every row, shape (N,)."""
         return self.caller(X)
@@ -397,7 +378,7 @@ class SklearnModel(Model):
         return self.plan.effects(self.caller, X, features, progress=progress, label=label)
 
     def describe(self) -> dict[str, Any]:
-        est, caller = self.estimator, self.caller
+        est, caller = self.caller.estimator, self.caller
         details: dict[str, Any] = {
             "method": self.method,
             "format": self.format,
@@ -405,12 +386,9 @@ class SklearnModel(Model):
             "final_estimator": type(final_estimator(est)).__name__,
             "output": caller.output_records()[0],
             "dtype": "float64",
-            "eval_rows_per_call": self.plan.eval_rows,
             "dataframe_input": caller.names_in is not None,
             "feature_names_in": None if caller.names_in is None else list(caller.names_in),
-            "step": self.plan.record(),
-            "notes": [self.plan.note()],
-        }
+        } | self.plan.details()
         if hasattr(est, "steps"):
             details["pipeline"] = [f"{n}: {type(s).__name__}" for n, s in est.steps]
         if self.trusted is not None:
@@ -418,3 +396,33 @@ class SklearnModel(Model):
         if caller.outputs:
             details["outputs"] = caller.output_records()
         return details
+
+
+def load(
+    path: Path | ModelObject,
+    fmt: str,
+    options: LoadOptions,
+    columns: Columns,
+    X: np.ndarray,
+    profile: DataProfile | None = None,
+) -> SklearnModel:
+    """Load a skops file or a trusted pickle, or take a fitted estimator object, and check
+    it (:meth:`SklearnModel.from_estimator`)."""
+    if isinstance(path, ModelObject):
+        from sklearn.exceptions import NotFittedError
+        from sklearn.utils.validation import check_is_fitted
+
+        est, trusted = path.obj, None
+        try:
+            check_is_fitted(est)
+        except NotFittedError:
+            raise ModelError(
+                f"{{param}} is a {type(est).__name__} that is not fitted; fit it first",
+                param="model",
+            ) from None
+        except TypeError:  # not an estimator check_is_fitted knows: from_estimator checks it
+            pass
+    else:
+        est, trusted = read_estimator(path, fmt, options)
+    build = SklearnModel.from_estimator
+    return build(est, path, fmt, options, columns, X, trusted=trusted, profile=profile)

@@ -15,7 +15,7 @@ from ale_cli.core.finegrid import K_FINE, fine_edges, row_limits, secants
 from ale_cli.models.base import Effects, Features, Model, ProgressFn, feature_indices
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, stacked_differences
 
-#: Step rules (:class:`~ale_cli.models.finite_diff.StepChoice`) of a piecewise-constant model.
+#: Step rules (:attr:`~ale_cli.models.finite_diff.FdPlan.rule`) of a piecewise-constant model.
 PIECEWISE_RULES = ("piecewise-constant model type", "zero share on a sample")
 METHOD = "secant"
 

@@ -36,6 +36,7 @@ from ale_cli.models.base import (
     other_batch,
 )
 from ale_cli.models.mixed import gradient_of, mixed_partials
+from ale_cli.models.objects import ModelObject, torch_module_of
 
 if TYPE_CHECKING:
     import torch
@@ -190,19 +191,6 @@ def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> 
 _RANDOM_OPS = ("dropout", "bernoulli", "rand", "randn", "randint", "normal", "multinomial")
 
 
-def is_export_archive(names: list[str]) -> bool:
-    """True when the members of a zip archive are those of ``torch.export.save``.
-
-    >>> is_export_archive(["m/archive_format", "m/models/model.json"])
-    True
-    >>> is_export_archive(["m/code/__torch__.py", "m/constants.pkl"])
-    False
-    """
-    return any(n.endswith("/archive_format") for n in names) and any(
-        "/models/" in n and n.endswith(".json") for n in names
-    )
-
-
 def fixed_batch(program: Any) -> int | None:
     """The number of rows the program's first input is fixed to (None: dynamic)."""
     user_inputs = set(program.graph_signature.user_inputs)
@@ -216,12 +204,16 @@ def fixed_batch(program: Any) -> int | None:
 
 
 def load(
-    path: Path, fmt: str, options: LoadOptions, columns: Columns, X: np.ndarray
+    path: Path | ModelObject, fmt: str, options: LoadOptions, columns: Columns, X: np.ndarray
 ) -> TorchScriptModel:
-    """Load a TorchScript archive (``torch.jit.load`` on the CPU) or a ``.pt2`` program
-    (``torch.export.load``) and check it (:meth:`TorchScriptModel.from_module`)."""
+    """Load a TorchScript archive (``torch.jit.load`` on the CPU), a ``.pt2`` program
+    (``torch.export.load``) or a torch model object and check it
+    (:meth:`TorchScriptModel.from_module`)."""
     import torch
 
+    if isinstance(path, ModelObject):
+        module = path.obj if fmt == "torch-export" else torch_module_of(path)
+        return TorchScriptModel.from_module(module, path, options, columns, X, fmt=fmt)
     what = "a torch.export program" if fmt == "torch-export" else "TorchScript"
     try:
         if fmt == "torch-export":
@@ -394,9 +386,7 @@ class TorchScriptModel(Model):
         out = np.empty((len(X), *many), dtype=np.float64)
         with torch.inference_mode():
             for sl in chunks(len(X), self.batch_size):
-                x = torch.from_numpy(X[sl])
-                if x.dtype != self.dtype:
-                    x = x.to(self.dtype)
+                x = torch.from_numpy(X[sl]).to(self.dtype)
                 out[sl] = call_model(self.path, self._forward, x).numpy()
         return out
 
