@@ -85,7 +85,7 @@ def ours(effect: np.ndarray, counts: np.ndarray, reference: np.ndarray, definiti
         quantiles=reference,
         definitions=definitions,
     )
-    return {k: getattr(s, k) for k in KEYS}
+    return {k: s[k] for k in KEYS}
 
 
 def assert_stats(got: dict, want: dict, *, scale: float = 1.0) -> None:

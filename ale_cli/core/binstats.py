@@ -151,6 +151,7 @@ class CellStats:
         owner = np.repeat(np.arange(limits.size - 1), np.diff(limits))
         return self.grouped(owner, n_groups=limits.size - 1)
 
+
 def uniform_cells(
     X: np.ndarray, values: np.ndarray, grid: UniformGrid, *, chunk_rows: int = CHUNK_ROWS
 ) -> list[CellStats]:

@@ -129,14 +129,11 @@ def statistics_bands(
     >>> statistics_bands(e, np.ones((3, 2)), quantiles=None, ci=0.5, levels=True)["aled_ci_low"]
     1.5
     """
-    rows: list[dict[str, float | None]] = []
-    for e, n in zip(effect, counts, strict=True):
-        curve = {"effect": e, "std": np.zeros_like(e), "counts": n, "quantiles": quantiles}
-        if levels:
-            rows.append(level_statistics(**curve, definitions=definitions))
-            continue
-        s = effect_statistics(**curve, definitions=definitions)
-        rows.append({key: getattr(s, key) for key in BAND_KEYS})
+    of = level_statistics if levels else effect_statistics
+    rows = [
+        of(effect=e, std=np.zeros_like(e), counts=n, quantiles=quantiles, definitions=definitions)
+        for e, n in zip(effect, counts, strict=True)
+    ]
     out: dict[str, float | None] = {}
     for key in BAND_KEYS:
         values = [r[key] for r in rows]

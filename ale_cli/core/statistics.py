@@ -24,7 +24,7 @@ predictions. :data:`R` gives R's own (every bin one piece, :func:`normalize_r`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,19 +44,6 @@ class PredictionDistribution:
     n: int
     mean: float
     quantiles: np.ndarray
-
-
-@dataclass(frozen=True)
-class EffectStatistics:
-    """One curve's statistics; the normalised ones None without predictions' quantiles."""
-
-    aled: float
-    aler_min: float
-    aler_max: float
-    heterogeneity_share: float
-    naled: float | None = None
-    naler_min: float | None = None
-    naler_max: float | None = None
 
 
 def prediction_distribution(
@@ -84,16 +71,6 @@ def prediction_distribution(
 def _midpoints(effect: np.ndarray) -> np.ndarray:
     mids: np.ndarray = (effect[:-1] + effect[1:]) / 2.0
     return mids
-
-
-def mean_centered(*, effect: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The curve at the edges (K+1,) shifted so that ``sum_k n_k m_k = 0`` (counts (K,)).
-
-    >>> mean_centered(effect=np.array([0.0, 1.0, 3.0]), counts=np.array([1, 3])).tolist()
-    [-1.625, -0.625, 1.375]
-    """
-    effect = np.asarray(effect, dtype=np.float64)
-    return effect - center_offset(effect, counts)
 
 
 def pieces(
@@ -212,7 +189,7 @@ def aled(
     """
     if counts.sum() == 0:
         return 0.0
-    centered = mean_centered(effect=effect, counts=counts)
+    centered = effect - center_offset(effect, counts)
     values, weights = pieces(effect=centered, counts=counts, split=definitions.split)
     if quantiles is not None:
         values = definitions.normalize(values, quantiles)
@@ -236,7 +213,7 @@ def aler(
     >>> round(lo, 9), round(hi, 9)
     (-2.0, 2.0)
     """
-    centered = mean_centered(effect=effect, counts=counts)
+    centered = effect - center_offset(effect, counts)
     lo, hi = float(centered.min()), float(centered.max())
     if quantiles is None:
         return lo, hi
@@ -306,21 +283,26 @@ def effect_statistics(
     counts: np.ndarray,
     quantiles: np.ndarray | None = None,
     definitions: Definitions = ALE_CLI,
-) -> EffectStatistics:
-    """Every statistic of one curve: ``effect`` and ``std`` (K+1,), ``counts`` (K,), the
-    prediction ``quantiles`` (101,) or None.
+) -> dict[str, float | None]:
+    """Every statistic of one curve by name (as
+    :func:`~ale_cli.core.discrete.level_statistics`): ``effect`` and ``std`` (K+1,),
+    ``counts`` (K,); the normalised ones None without the prediction ``quantiles`` (101,).
 
     >>> s = effect_statistics(effect=np.array([0.0, 2.0, 4.0]), std=np.zeros(3),
     ...                       counts=np.array([1, 1]))
-    >>> s.aled, s.aler_min, s.aler_max, s.heterogeneity_share, s.naled
+    >>> s["aled"], s["aler_min"], s["aler_max"], s["heterogeneity_share"], s["naled"]
     (1.0, -2.0, 2.0, 0.0, None)
     """
     counts = np.asarray(counts)
     curve: dict[str, Any] = {"effect": effect, "counts": counts, "definitions": definitions}
     lo, hi = aler(effect=effect, counts=counts)
-    share = heterogeneity_share(std=std, **curve)
-    stats = EffectStatistics(aled(**curve), lo, hi, share)
-    if quantiles is None:
-        return stats
-    nlo, nhi = aler(quantiles=quantiles, **curve)
-    return replace(stats, naled=naled(quantiles=quantiles, **curve), naler_min=nlo, naler_max=nhi)
+    nlo, nhi = (None, None) if quantiles is None else aler(quantiles=quantiles, **curve)
+    return {
+        "aled": aled(**curve),
+        "aler_min": lo,
+        "aler_max": hi,
+        "naled": None if quantiles is None else naled(quantiles=quantiles, **curve),
+        "naler_min": nlo,
+        "naler_max": nhi,
+        "heterogeneity_share": heterogeneity_share(std=std, **curve),
+    }
