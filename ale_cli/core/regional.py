@@ -131,10 +131,10 @@ def split_cells(
 ) -> ShiftedSums:
     """:class:`ShiftedSums` of ``values`` (N,), already shifted, per (node, input, bucket,
     bin) cell ``((node J + j) B + bucket) K + bin``; ``node`` (N,) each row's node,
-    ``offsets`` (J, N) from :func:`bucket_offsets`, ``bins`` (N,), ``shape`` (nodes, J, B,
+    ``offsets`` (J, N) each row's ``bucket_j K``, ``bins`` (N,), ``shape`` (nodes, J, B,
     K). One input at a time, so each ``bincount`` table stays in cache.
 
-    >>> off = bucket_offsets(np.array([[0, 1]]), n_bins=1)
+    >>> off = np.array([[0, 1]])
     >>> c = split_cells(np.array([0, 0]), off, np.array([0, 0]), np.array([1.0, 3.0]),
     ...                 shape=(1, 1, 2, 1))
     >>> c.counts.tolist(), c.s1.tolist(), c.s2.tolist()
@@ -152,16 +152,6 @@ def split_cells(
         out[2, i] = np.bincount(flat, weights=squares, minlength=size)
     cells = out.reshape(3, j, nodes, b * k).transpose(0, 2, 1, 3).reshape(3, -1)
     return ShiftedSums(cells[0].astype(np.int64), cells[1], cells[2])
-
-
-def bucket_offsets(buckets: np.ndarray, *, n_bins: int) -> np.ndarray:
-    """``bucket_j K`` per input and row, shape (J, N), from ``buckets`` (J, N).
-
-    >>> bucket_offsets(np.array([[0, 1]]), n_bins=3).tolist()
-    [[0, 3]]
-    """
-    out: np.ndarray = np.multiply(buckets, n_bins, dtype=np.intp)
-    return out
 
 
 def cell_variance(counts: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
@@ -236,7 +226,7 @@ def split_scores(
     (a per-level feature, whose rows add a jump to one or two cells and a 0 there).
 
     >>> x3 = np.array([0, 0, 1, 1]); e = np.array([3.0, 3.1, -3.0, -3.1])
-    >>> off = bucket_offsets(x3[None, :], n_bins=1)
+    >>> off = x3[None, :]  # bucket_j K, K = 1
     >>> cells = split_cells(np.zeros(4, int), off, np.zeros(4, int), e, shape=(1, 1, 2, 1))
     >>> s = split_scores(cells, shape=(1, 2, 1), dz=np.array([1.0]), kinds=("threshold",),
     ...                  n_candidates=(1,), min_rows=1)

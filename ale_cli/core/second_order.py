@@ -197,26 +197,3 @@ def second_order_from_cells(
         effect=surface,
         center_offset=offset,
     )
-
-
-def second_order_effect(
-    ia: np.ndarray,
-    ib: np.ndarray,
-    values: np.ndarray,
-    *,
-    edges_a: np.ndarray,
-    edges_b: np.ndarray,
-    route: str,
-) -> SecondOrderEffect:
-    """:func:`pair_cells` then :func:`second_order_from_cells`.
-
-    >>> e = np.array([0.0, 1.0, 2.0])
-    >>> res = second_order_effect(np.array([0, 1]), np.array([0, 1]), np.ones(2),
-    ...                           edges_a=e, edges_b=e, route="dale")
-    >>> res.filled.tolist()
-    [[False, True], [True, False]]
-    """
-    shape = (len(edges_a) - 1, len(edges_b) - 1)
-    return second_order_from_cells(
-        pair_cells(ia, ib, values, shape=shape), edges_a=edges_a, edges_b=edges_b, route=route
-    )
