@@ -1,17 +1,14 @@
-"""A speed tuning of quantile bins (``ale rebin --binning quantile``, measured in
-``bench/bench_scale.py``): exact type-1 quantile edges and the cell statistics of the local
-effects in them in two passes, instead of :mod:`~ale_cli.core.outofcore`'s passes plus a
-cell pass, on its :func:`~ale_cli.core.outofcore.locate` and
-:func:`~ale_cli.core.outofcore.select`.
+"""Quantile bins in two passes (a speed tuning of ``ale rebin --binning quantile``,
+``bench/bench_scale.py``): exact type-1 quantile edges and the cells of the local effects in
+them, on :func:`~ale_cli.core.outofcore.locate` and :func:`~ale_cli.core.outofcore.select`.
 
 1. count each column's values in equal-width buckets (:class:`BucketGrid`);
 2. per chunk (:meth:`QuantilePlan.scan`), the effects' statistics per segment (the runs of
-   buckets between the buckets holding a quantile: each inside one bin whatever the edges)
-   and the rows of the position buckets, among which :meth:`QuantilePlan.finish` selects.
+   buckets between those holding a quantile: each inside one bin) and the rows of the
+   position buckets, among which :meth:`QuantilePlan.finish` selects.
 
-The same edges as :func:`~ale_cli.core.binning.quantile_edges`, the same cells to rounding.
-A column comes back None when a position bucket holds more than :data:`MAX_BUCKET_ROWS` rows
-of several values or its range has no finite width (then the out-of-core passes do it).
+A column comes back None (for the out-of-core passes) when a position bucket holds more
+than :data:`MAX_BUCKET_ROWS` rows of several values or its range has no finite width.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Regional effects: where a feature's local effects agree, found by splitting the rows
-(docs/estimators.md, "Regional effects").
-
-The heterogeneity of a region R on the feature's fixed cells ``z_0 < ... < z_K`` (RHALE's
-K_max grid, not its bins), and a binary split's score and relative drop::
+(docs/estimators.md, "Regional effects"). On the feature's fixed cells ``z_0 < ... < z_K``::
 
     H(R) = sqrt(sum_k dz_k^2 s_k(R)^2)      s_k(R)^2 = M2_k / (n_k - 1)   (ddof = 1)
     H_split = (n_L H(L) + n_R' H(R')) / (n_L + n_R')        drop = 1 - H_split / H(R)
 
-A child's cell with fewer than 2 rows keeps the parent's ``s_k^2``. Each row falls in one
-bucket per input (thresholds: ``searchsorted(t, x, 'left')``; levels: its level's index);
-a split needs only the :class:`ShiftedSums` per (node, input, bucket, bin) cell
-(:func:`split_cells`), which merge exactly across chunks.
+A child's cell with fewer than 2 rows keeps the parent's ``s_k^2``. A split needs only the
+:class:`ShiftedSums` per (node, input, bucket, bin) cell (:func:`split_cells`).
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
-"""Effect-size statistics of a first-order ALE curve: ALED, ALER, NALED, NALER, heterogeneity share.
+"""Effect-size statistics of a first-order ALE curve (Okoli 2023, arXiv:2310.09877, as R's
+``ale``; docs/audit.md, "Effect-size statistics"), on the mean-centered curve.
 
-All of the *mean-centered* curve (edge values ``f(z_0..z_K)``, counts ``n_k``, N = sum
-n_k; shifted so that ``sum_k n_k m_k = 0`` with ``m_k = (f(z_{k-1}) + f(z_k)) / 2``). A
-bin whose values ``u``, ``v`` at its limits have opposite signs is split at the zero
-into pieces ``(u/2, n_k |u|/(|u|+|v|))`` and ``(v/2, n_k |v|/(|u|+|v|))``
-(:func:`pieces`); every other bin is one piece ``(m_k, n_k)``. Then
-
-- ALED: ``sum_i w_i |p_i| / N`` over the pieces (output units);
-- ALER: ``(min_k f(z_k), max_k f(z_k))`` over the K+1 edges;
-- NALED, NALER: the same after ``norm(a) = 100 (F(M + a) - 1/2)`` clipped to
-  [-50, 50], ``F`` the distribution function of the predictions and ``M`` their median
-  (:func:`normalize`);
-- heterogeneity share: ``(sum_k n_k (STD(z_{k-1}) + STD(z_k)) / 2 / N) / ALED``; 0 for
-  an exactly additive model, infinite when ALED is 0 and the heterogeneity is not;
-- rank: 1 for the largest ALED in a set of features (ties share the smaller rank).
-
-The definitions of Okoli (2023), arXiv:2310.09877, as in R's ``ale`` (R/calc_stats.R),
-except the split of a bin that crosses zero (RHALE's few wide bins make the midpoint a large
-error) and ``F``, the piecewise-linear CDF through 101 recorded percentiles of the
-predictions. :data:`R` gives R's own (every bin one piece, :func:`normalize_r`).
+Where ours differ from R's: a bin whose limits ``u``, ``v`` have opposite signs is split at
+the zero into pieces ``(u/2, n_k |u|/(|u|+|v|))`` and ``(v/2, n_k |v|/(|u|+|v|))`` (a
+midpoint is a large error for RHALE's few wide bins; :func:`pieces`), and ``F`` is the
+piecewise-linear CDF through the 101 recorded percentiles of the predictions
+(:func:`normalize`). :data:`R` gives R's own (:func:`normalize_r`).
 """
 
 from __future__ import annotations
