@@ -83,8 +83,23 @@ def quantile_edges(x: np.ndarray, *, bins: int) -> np.ndarray:
     return chunked_quantile_edges(lambda: [x[:, None]], n=x.size, bins=bins, lo=lo, hi=hi)[0]
 
 
-#: Up to this many interior edges, membership is counted edge by edge (branch-free)
+#: Up to this many values, :func:`count_below` counts value by value (branch-free)
 _COUNTING_EDGES = 64
+
+
+def count_below(x: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``#{values < x}`` for each x (``searchsorted(values, x, 'left')``, ``values``
+    increasing; uint8 up to :data:`_COUNTING_EDGES` values).
+
+    >>> count_below(np.array([-1.0, 0.0, 0.5, 2.0]), np.array([0.0, 1.0])).tolist()
+    [0, 0, 1, 2]
+    """
+    if values.size > _COUNTING_EDGES:
+        return np.searchsorted(values, x, side="left")
+    counts = np.zeros(x.shape, dtype=np.uint8)
+    for z in values:
+        np.add(counts, x > z, out=counts, casting="unsafe")
+    return counts
 
 
 def assign(x: np.ndarray, edges: np.ndarray) -> Assignment:
@@ -95,14 +110,7 @@ def assign(x: np.ndarray, edges: np.ndarray) -> Assignment:
     ([0, 0, 0, 1, 1, -1], 1)
     """
     x = np.ascontiguousarray(x, dtype=np.float64)
-    interior = edges[1:-1]
-    if interior.size <= _COUNTING_EDGES:
-        counts = np.zeros(x.shape, dtype=np.uint8)
-        for z in interior:
-            np.add(counts, x > z, out=counts, casting="unsafe")
-        index = counts.astype(np.int64)
-    else:
-        index = np.searchsorted(interior, x, side="left").astype(np.int64, copy=False)
+    index = count_below(x, edges[1:-1]).astype(np.int64, copy=False)
     outside = (x < edges[0]) | (x > edges[-1])
     n_outside = int(np.count_nonzero(outside))
     if n_outside:

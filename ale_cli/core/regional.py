@@ -14,12 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ale_cli.core.binning import count_below
 from ale_cli.core.binstats import CellStats
 
 THRESHOLD = "threshold"
 LEVEL = "level"
-#: buckets counted value by value (below a binary search's cost) up to this many values
-_COUNTED = 64
 
 
 @dataclass(frozen=True)
@@ -45,13 +44,7 @@ class Splitter:
         >>> s.buckets(np.array([-1, 0, .5, 2])).tolist()
         [0, 0, 1, 2]
         """
-        if self.values.size <= _COUNTED:  # #{values < x}, as searchsorted 'left', faster
-            x = np.ascontiguousarray(x, dtype=np.float64)
-            b: np.ndarray = np.zeros(x.shape, dtype=np.uint8)
-            for v in self.values:
-                np.add(b, x > v, out=b, casting="unsafe")
-        else:
-            b = np.searchsorted(self.values, x, side="left")
+        b = count_below(np.ascontiguousarray(x, dtype=np.float64), self.values)
         if self.kind == LEVEL:  # a value between levels (not one of them) cannot occur
             np.minimum(b, self.values.size - 1, out=b)
         return b
