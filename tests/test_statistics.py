@@ -18,7 +18,6 @@ from ale_cli.core.statistics import (
     aled,
     effect_statistics,
     heterogeneity_share,
-    naled,
     normalize,
     prediction_distribution,
     ranks,
@@ -230,7 +229,7 @@ def test_properties_of_aled_and_naled(values, counts, shift, scale):
         aled(effect=scale * effect, counts=n), abs(scale) * base, rtol=1e-9, atol=1e-9
     )
     q = np.sort(np.random.default_rng(0).normal(size=101))
-    value = naled(effect=effect, counts=n, quantiles=q)
+    value = aled(effect=effect, counts=n, quantiles=q)
     assert 0.0 <= value <= 50.0
 
 

@@ -167,12 +167,16 @@ def aled(
     quantiles: np.ndarray | None = None,
 ) -> float:
     """ALE deviation ``sum_i w_i |p_i| / N`` over the pieces of the mean-centered curve
-    (``effect`` (K+1,), ``counts`` (K,)); of ``norm(p_i)`` with ``quantiles``.
+    (``effect`` (K+1,), ``counts`` (K,)); with ``quantiles``, NALED: of ``norm(p_i)``, in
+    [0, 50].
 
     >>> aled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
     1.0
     >>> aled(effect=np.array([-1.0, 1.0]), counts=np.array([10]))  # mean |x| on [-1, 1]
     0.5
+    >>> round(aled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
+    ...            quantiles=np.arange(101.0)), 9)
+    1.0
     """
     if counts.sum() == 0:
         return 0.0
@@ -180,7 +184,8 @@ def aled(
     values, weights = pieces(effect=centered, counts=counts, split=definitions.split)
     if quantiles is not None:
         values = definitions.normalize(values, quantiles)
-    return float(np.dot(weights, np.abs(values)) / weights.sum())
+    value = float(np.dot(weights, np.abs(values)) / weights.sum())
+    return value if quantiles is None else min(value, 50.0)  # split weights' rounding
 
 
 def aler(
@@ -206,23 +211,6 @@ def aler(
         return lo, hi
     norm = definitions.normalize(np.array([lo, hi]), quantiles)
     return float(norm[0]), float(norm[1])
-
-
-def naled(
-    *,
-    effect: np.ndarray,
-    counts: np.ndarray,
-    quantiles: np.ndarray,
-    definitions: Definitions = ALE_CLI,
-) -> float:
-    """Normalised ALED ``sum_i w_i |norm(p_i)| / N``, in [0, 50].
-
-    >>> round(naled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
-    ...             quantiles=np.arange(101.0)), 9)
-    1.0
-    """
-    value = aled(effect=effect, counts=counts, definitions=definitions, quantiles=quantiles)
-    return min(value, 50.0)  # split weights' rounding
 
 
 def heterogeneity_share(
@@ -288,7 +276,7 @@ def effect_statistics(
         "aled": aled(**curve),
         "aler_min": lo,
         "aler_max": hi,
-        "naled": None if quantiles is None else naled(quantiles=quantiles, **curve),
+        "naled": None if quantiles is None else aled(quantiles=quantiles, **curve),
         "naler_min": nlo,
         "naler_max": nhi,
         "heterogeneity_share": heterogeneity_share(std=std, **curve),
