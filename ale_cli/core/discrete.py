@@ -105,19 +105,6 @@ def level_effect_from_cells(
 _BLOCK_BYTES = 16 << 20
 
 
-def _level_ecdfs(codes: np.ndarray, col: np.ndarray, n_levels: int) -> np.ndarray:
-    """Each level's ECDF of ``col`` at the column's :data:`KS_POINTS` type-7 quantiles, (K, P)."""
-    points = np.quantile(col, QS)
-    order = np.lexsort((col, codes))
-    values = col[order]
-    bounds = np.searchsorted(codes[order], np.arange(n_levels + 1))
-    F = np.empty((n_levels, KS_POINTS))
-    for k in range(n_levels):
-        seg = values[bounds[k] : bounds[k + 1]]
-        F[k] = np.searchsorted(seg, points, side="right") / max(seg.size, 1)
-    return F
-
-
 def max_abs_differences(F: np.ndarray) -> np.ndarray:
     """``max_p |F[a, p] - F[b, p]|`` for every pair of rows, (K, K), a block at a time."""
     k, p = F.shape
@@ -196,8 +183,16 @@ def level_distances(
     """
     codes = np.asarray(codes, dtype=np.int64)
     dist = np.zeros((n_levels, n_levels))
-    for col in numeric:
-        dist += max_abs_differences(_level_ecdfs(codes, np.asarray(col), n_levels))
+    for col in map(np.asarray, numeric):  # each level's ECDF at the column's type-7 quantiles
+        points = np.quantile(col, QS)
+        order = np.lexsort((col, codes))
+        values = col[order]
+        bounds = np.searchsorted(codes[order], np.arange(n_levels + 1))
+        F = np.empty((n_levels, KS_POINTS))
+        for k in range(n_levels):
+            seg = values[bounds[k] : bounds[k + 1]]
+            F[k] = np.searchsorted(seg, points, side="right") / max(seg.size, 1)
+        dist += max_abs_differences(F)
     for col in categorical:
         other = np.asarray(col, dtype=np.int64)
         width = int(other.max()) + 1

@@ -102,13 +102,6 @@ def select(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     return out
 
 
-def _members(x: np.ndarray, chain: list[tuple[_Level, int]]) -> np.ndarray:
-    """The values of x in every bucket of ``chain`` after the first (already selected)."""
-    for level, b in chain[1:]:
-        x = x[level.of(x) == b]
-    return x
-
-
 def order_statistics(
     chunks: Chunks,
     *,
@@ -214,7 +207,9 @@ def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
                 if not v0.size:
                     continue
                 for g in gs_k:
-                    v = _members(v0, g.chain)
+                    v = v0
+                    for level, b in g.chain[1:]:  # the first bucket is selected already
+                        v = v[level.of(v) == b]
                     if v.size:
                         _take(g, v, None)
 

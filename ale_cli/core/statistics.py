@@ -55,11 +55,6 @@ def prediction_distribution(
     return PredictionDistribution(n=int(values.size), mean=mean, quantiles=quantiles)
 
 
-def _midpoints(effect: np.ndarray) -> np.ndarray:
-    mids: np.ndarray = (effect[:-1] + effect[1:]) / 2.0
-    return mids
-
-
 def pieces(
     *, effect: np.ndarray, counts: np.ndarray, split: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +69,7 @@ def pieces(
     w = np.asarray(counts, dtype=np.float64)
     cross = u * v < 0
     if not (split and cross.any()):
-        return _midpoints(effect), w
+        return (u + v) / 2.0, w
     span = np.where(cross, np.abs(u) + np.abs(v), 1.0)
     values = np.where(cross, u / 2.0, (u + v) / 2.0)
     weights = np.where(cross, w * np.abs(u) / span, w)
@@ -230,8 +225,8 @@ def heterogeneity_share(
     n = counts.sum()
     if n == 0:
         return 0.0
-    std = np.asarray(std, dtype=np.float64)
-    mean_std = float(np.dot(counts, _midpoints(np.nan_to_num(std))) / n)
+    s = np.nan_to_num(np.asarray(std, dtype=np.float64))
+    mean_std = float(np.dot(counts, (s[:-1] + s[1:]) / 2.0) / n)
     if mean_std == 0.0:
         return 0.0
     deviation = aled(effect=effect, counts=counts, definitions=definitions)
