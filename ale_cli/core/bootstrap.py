@@ -20,7 +20,7 @@ import numpy as np
 
 from ale_cli.core.binstats import fill_missing
 from ale_cli.core.discrete import level_statistics
-from ale_cli.core.effect import CENTER_MODES
+from ale_cli.core.effect import center_offset
 from ale_cli.core.statistics import ALE_CLI, Definitions, effect_statistics
 
 #: at most this many weights (replicates x rows) are held at once
@@ -71,8 +71,6 @@ def replicate_effects(
     >>> replicate_effects(np.array([0.0, 1.0, 2.0, 3.0]), rc, center="start").tolist()
     [[0.0, 1.0, 3.0, 6.0]]
     """
-    if center not in CENTER_MODES:
-        raise ValueError(f"center must be one of {', '.join(CENTER_MODES)}, got {center!r}")
     n = cells.counts
     with np.errstate(invalid="ignore", divide="ignore"):
         mu = cells.sums / n
@@ -86,12 +84,8 @@ def replicate_effects(
     dz = np.diff(edges)
     effect = np.zeros((n.shape[0], edges.size))
     np.cumsum(mu * dz, axis=1, out=effect[:, 1:])
-    if center == "mean":
-        total = n.sum(axis=1)
-        mids = (effect[:, :-1] + effect[:, 1:]) / 2.0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            offset = np.where(total > 0, (n * mids).sum(axis=1) / total, 0.0)
-        effect -= offset[:, None]
+    for r in range(n.shape[0]):
+        effect[r] -= center_offset(effect[r], n[r], mode=center)
     return effect
 
 
