@@ -79,38 +79,28 @@ def pieces(
     return values, weights
 
 
-def cdf(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
-    """The piecewise-linear distribution function through equally spaced ``quantiles``:
-    ``F(q_i) = i / (Q - 1)``, 0 below, 1 above; a repeated value takes its levels' middle.
-
-    >>> cdf(np.array([-1.0, 0.0, 0.5, 2.0, 3.0]), quantiles=np.array([0.0, 1.0, 2.0])).tolist()
-    [0.0, 0.0, 0.25, 1.0, 1.0]
-    >>> cdf(np.array([1.0]), quantiles=np.array([0.0, 1.0, 1.0, 1.0, 2.0])).tolist()
-    [0.5]
-    """
-    q = np.asarray(quantiles, dtype=np.float64)
-    levels = np.linspace(0.0, 1.0, q.size)
-    xs, first, counts = np.unique(q, return_index=True, return_counts=True)
-    fs = (levels[first] + levels[first + counts - 1]) / 2.0
-    if xs.size == 1:
-        v = np.asarray(values, dtype=np.float64)
-        return np.where(v < xs[0], 0.0, np.where(v > xs[0], 1.0, fs[0]))
-    out: np.ndarray = np.interp(values, xs, fs, left=0.0, right=1.0)
-    return out
-
-
 def normalize(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
-    """Effect values in percentile points of the predictions: ``100 (F(M + a) - 1/2)``,
-    ``M`` the median, ``F`` :func:`cdf`; in [-50, 50], 0 for ``a = 0``.
+    """Effect values in percentile points of the predictions: ``100 (F(M + a) - 1/2)`` in
+    [-50, 50], 0 for ``a = 0``; ``M`` the median, ``F`` piecewise linear through the equally
+    spaced ``quantiles`` (``F(q_i) = i / (Q - 1)``, 0 below, 1 above; a repeated value at
+    its levels' middle).
 
     >>> norm = normalize(np.array([-100.0, -25.0, 0.0, 10.0]), quantiles=np.arange(101.0))
     >>> np.round(norm, 9).tolist()
     [-50.0, -25.0, 0.0, 10.0]
+    >>> normalize(np.array([0.5, 2.0]), quantiles=np.array([0.0, 1.0, 1.0, 1.0, 2.0])).tolist()
+    [25.0, 50.0]
     """
     q = np.asarray(quantiles, dtype=np.float64)
-    median = float(q[q.size // 2])
-    norm = 100.0 * (cdf(median + np.asarray(values, dtype=np.float64), quantiles=q) - 0.5)
-    norm = np.where(np.asarray(values) == 0.0, 0.0, norm)
+    x = float(q[q.size // 2]) + np.asarray(values, dtype=np.float64)
+    xs, first, counts = np.unique(q, return_index=True, return_counts=True)
+    levels = np.linspace(0.0, 1.0, q.size)
+    fs = (levels[first] + levels[first + counts - 1]) / 2.0
+    if xs.size == 1:
+        F = np.where(x < xs[0], 0.0, np.where(x > xs[0], 1.0, fs[0]))
+    else:
+        F = np.interp(x, xs, fs, left=0.0, right=1.0)
+    norm = np.where(np.asarray(values) == 0.0, 0.0, 100.0 * (F - 0.5))
     return np.clip(norm, -50.0, 50.0)
 
 

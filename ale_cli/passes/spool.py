@@ -29,6 +29,7 @@ class Scan:
     first: np.ndarray
     format: str
     sha256: str
+    rows_dropped: int
     dtypes: dict[str, str]
     levels: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
@@ -81,6 +82,7 @@ class DataPasses:
             first=first,
             format=stream.format,
             sha256=stream.sha256,
+            rows_dropped=stream.rows_dropped,
             dtypes=dict(stream.dtypes),
             levels=stream.levels,
         )
