@@ -1,9 +1,8 @@
 """Bin edges and bin membership (the conventions of ALEPlot/PyALE).
 
 Edges ``z_0 < ... < z_K``; bin k (0-based) is ``(z_k, z_{k+1}]``, the first also holding
-``z_0``. Uniform edges split ``[min, max]`` into K equal widths; quantile edges are the
-type-1 quantiles at ``k/K`` (the smallest x with ``F_N(x) >= k/K``, R's ``type = 1``),
-``z_0 = min``, deduplicated (the effective K can be smaller than asked).
+``z_0``. Quantile edges are type-1 (the smallest x with ``F_N(x) >= k/K``, R's ``type = 1``),
+deduplicated: the effective K can be smaller than asked.
 """
 
 from __future__ import annotations

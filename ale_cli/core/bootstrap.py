@@ -6,9 +6,8 @@ the bins fixed its cell statistics are weighted sums over the rows::
     n_bk = sum_{i in bin k} w_bi
     S_bk = sum_{i in bin k} w_bi e_i = n_bk mu_k + sum_{i in bin k} w_bi (e_i - mu_k)
 
-(``mu_k`` the bin's mean on the data: a bin of equal values stays exact). The band at
-each edge is the ``(1 - ci) / 2`` and ``(1 + ci) / 2`` percentiles over the replicates.
-The rows drawn depend only on the seed and N, not on the block size or the features.
+(``mu_k`` the bin's mean on the data: a bin of equal values stays exact). The rows drawn
+depend only on the seed and N, not on the block size or the features.
 """
 
 from __future__ import annotations
