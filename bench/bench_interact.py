@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.core.binning import assign, quantile_edges
-from ale_cli.core.second_order import second_order_effect
+from ale_cli.core.second_order import pair_cells, second_order_from_cells
 from ale_cli.estimators.interact_kernel import second_differences
 from ale_cli.models import Columns, LoadOptions, load_model
 
@@ -56,8 +56,11 @@ def main() -> None:
             "mixed derivatives": lambda: model.mixed_derivatives(X, [(a, b)]),
             "4 bare predict passes": lambda: [model.predict(X) for _ in range(4)],
             "classic corners": lambda: second_differences(model.predict, X, (a, b), ea, eb, ia, ib),
-            "core (dale)": lambda: second_order_effect(
-                ia, ib, values, edges_a=ea, edges_b=eb, route="dale"
+            "core (dale)": lambda: second_order_from_cells(
+                pair_cells(ia, ib, values, shape=(ea.size - 1, eb.size - 1)),
+                edges_a=ea,
+                edges_b=eb,
+                route="dale",
             ),
         },
         repeat=3,

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ale_cli import api
-from ale_cli.core.statistics import R, naled
+from ale_cli.core.statistics import R, aled
 from ale_cli.store.npz import read_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,8 +66,8 @@ def main() -> None:
                 if a.status != "ok" or a.kind is not None:
                     continue
                 curve = {"effect": r.effect, "counts": r.counts, "definitions": R}
-                n_all = naled(quantiles=predictions, **curve)
-                n_target = naled(quantiles=target, **curve)
+                n_all = aled(quantiles=predictions, **curve)
+                n_target = aled(quantiles=target, **curve)
                 sa, sr = a.statistics or {}, r.statistics or {}
                 aled_pct.append(pct(sa["aled"], sr["aled"]))
                 default_pct.append(pct(sa["naled"], n_target))

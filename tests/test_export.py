@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ale_cli.cli import app
-from ale_cli.core.second_order import second_order_effect
+from ale_cli.core.second_order import pair_cells, second_order_from_cells
 from ale_cli.errors import InputError
 from ale_cli.outputs.tables import table_format, write_table
 from ale_cli.store.npz import Store, write_store
@@ -195,9 +195,8 @@ def interaction_summary(path: Path) -> Summary:
     ib = np.clip(np.searchsorted(eb, xb) - 1, 0, 2)
     ia[xa > 0.9] = 1
     keep = ~((ia == 0) & (ib == 2))  # one empty cell, filled
-    res = second_order_effect(
-        ia[keep], ib[keep], (xa * xb)[keep], edges_a=ea, edges_b=eb, route="dale"
-    )
+    cells = pair_cells(ia[keep], ib[keep], (xa * xb)[keep], shape=(ea.size - 1, eb.size - 1))
+    res = second_order_from_cells(cells, edges_a=ea, edges_b=eb, route="dale")
     pair = InteractionSummary(
         features=("u", "v"),
         estimator="dale",

@@ -11,9 +11,13 @@ from ale_cli.core.second_order import (
     fill_nearest,
     pair_cells,
     remove_main_effects,
-    second_order_effect,
     second_order_from_cells,
 )
+
+
+def second_order_effect(ia, ib, values, *, edges_a, edges_b, route):
+    cells = pair_cells(ia, ib, values, shape=(len(edges_a) - 1, len(edges_b) - 1))
+    return second_order_from_cells(cells, edges_a=edges_a, edges_b=edges_b, route=route)
 
 
 def bins_of(x: np.ndarray, edges: np.ndarray) -> np.ndarray:

@@ -1,9 +1,8 @@
 """Bin edges and bin membership (the conventions of ALEPlot/PyALE).
 
 Edges ``z_0 < ... < z_K``; bin k (0-based) is ``(z_k, z_{k+1}]``, the first also holding
-``z_0``. Uniform edges split ``[min, max]`` into K equal widths; quantile edges are the
-type-1 quantiles at ``k/K`` (the smallest x with ``F_N(x) >= k/K``, R's ``type = 1``),
-``z_0 = min``, deduplicated (the effective K can be smaller than asked).
+``z_0``. Quantile edges are type-1 (the smallest x with ``F_N(x) >= k/K``, R's ``type = 1``),
+deduplicated: the effective K can be smaller than asked.
 """
 
 from __future__ import annotations
@@ -83,8 +82,23 @@ def quantile_edges(x: np.ndarray, *, bins: int) -> np.ndarray:
     return chunked_quantile_edges(lambda: [x[:, None]], n=x.size, bins=bins, lo=lo, hi=hi)[0]
 
 
-#: Up to this many interior edges, membership is counted edge by edge (branch-free)
+#: Up to this many values, :func:`count_below` counts value by value (branch-free)
 _COUNTING_EDGES = 64
+
+
+def count_below(x: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``#{values < x}`` for each x (``searchsorted(values, x, 'left')``, ``values``
+    increasing; uint8 up to :data:`_COUNTING_EDGES` values).
+
+    >>> count_below(np.array([-1.0, 0.0, 0.5, 2.0]), np.array([0.0, 1.0])).tolist()
+    [0, 0, 1, 2]
+    """
+    if values.size > _COUNTING_EDGES:
+        return np.searchsorted(values, x, side="left")
+    counts = np.zeros(x.shape, dtype=np.uint8)
+    for z in values:
+        np.add(counts, x > z, out=counts, casting="unsafe")
+    return counts
 
 
 def assign(x: np.ndarray, edges: np.ndarray) -> Assignment:
@@ -95,14 +109,7 @@ def assign(x: np.ndarray, edges: np.ndarray) -> Assignment:
     ([0, 0, 0, 1, 1, -1], 1)
     """
     x = np.ascontiguousarray(x, dtype=np.float64)
-    interior = edges[1:-1]
-    if interior.size <= _COUNTING_EDGES:
-        counts = np.zeros(x.shape, dtype=np.uint8)
-        for z in interior:
-            np.add(counts, x > z, out=counts, casting="unsafe")
-        index = counts.astype(np.int64)
-    else:
-        index = np.searchsorted(interior, x, side="left").astype(np.int64, copy=False)
+    index = count_below(x, edges[1:-1]).astype(np.int64, copy=False)
     outside = (x < edges[0]) | (x > edges[-1])
     n_outside = int(np.count_nonzero(outside))
     if n_outside:

@@ -6,9 +6,8 @@ the bins fixed its cell statistics are weighted sums over the rows::
     n_bk = sum_{i in bin k} w_bi
     S_bk = sum_{i in bin k} w_bi e_i = n_bk mu_k + sum_{i in bin k} w_bi (e_i - mu_k)
 
-(``mu_k`` the bin's mean on the data: a bin of equal values stays exact). The band at
-each edge is the ``(1 - ci) / 2`` and ``(1 + ci) / 2`` percentiles over the replicates.
-The rows drawn depend only on the seed and N, not on the block size or the features.
+(``mu_k`` the bin's mean on the data: a bin of equal values stays exact). The rows drawn
+depend only on the seed and N, not on the block size or the features.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import numpy as np
 
 from ale_cli.core.binstats import fill_missing
 from ale_cli.core.discrete import level_statistics
-from ale_cli.core.effect import CENTER_MODES
+from ale_cli.core.effect import center_offset
 from ale_cli.core.statistics import ALE_CLI, Definitions, effect_statistics
 
 #: at most this many weights (replicates x rows) are held at once
@@ -71,8 +70,6 @@ def replicate_effects(
     >>> replicate_effects(np.array([0.0, 1.0, 2.0, 3.0]), rc, center="start").tolist()
     [[0.0, 1.0, 3.0, 6.0]]
     """
-    if center not in CENTER_MODES:
-        raise ValueError(f"center must be one of {', '.join(CENTER_MODES)}, got {center!r}")
     n = cells.counts
     with np.errstate(invalid="ignore", divide="ignore"):
         mu = cells.sums / n
@@ -86,12 +83,8 @@ def replicate_effects(
     dz = np.diff(edges)
     effect = np.zeros((n.shape[0], edges.size))
     np.cumsum(mu * dz, axis=1, out=effect[:, 1:])
-    if center == "mean":
-        total = n.sum(axis=1)
-        mids = (effect[:, :-1] + effect[:, 1:]) / 2.0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            offset = np.where(total > 0, (n * mids).sum(axis=1) / total, 0.0)
-        effect -= offset[:, None]
+    for r in range(n.shape[0]):
+        effect[r] -= center_offset(effect[r], n[r], mode=center)
     return effect
 
 
@@ -129,14 +122,11 @@ def statistics_bands(
     >>> statistics_bands(e, np.ones((3, 2)), quantiles=None, ci=0.5, levels=True)["aled_ci_low"]
     1.5
     """
-    rows: list[dict[str, float | None]] = []
-    for e, n in zip(effect, counts, strict=True):
-        curve = {"effect": e, "std": np.zeros_like(e), "counts": n, "quantiles": quantiles}
-        if levels:
-            rows.append(level_statistics(**curve, definitions=definitions))
-            continue
-        s = effect_statistics(**curve, definitions=definitions)
-        rows.append({key: getattr(s, key) for key in BAND_KEYS})
+    of = level_statistics if levels else effect_statistics
+    rows = [
+        of(effect=e, std=np.zeros_like(e), counts=n, quantiles=quantiles, definitions=definitions)
+        for e, n in zip(effect, counts, strict=True)
+    ]
     out: dict[str, float | None] = {}
     for key in BAND_KEYS:
         values = [r[key] for r in rows]

@@ -1,27 +1,11 @@
-"""ALE of a discrete or nominal feature: effects per level from adjacent-level differences.
+"""ALE of a discrete or nominal feature per level, from adjacent-level jumps (ALEPlot's
+factors, Apley & Zhu 2020, Sec. 5.4; docs/estimators.md, "Discrete and categorical
+features"). Levels ``l_0 .. l_{K-1}`` in order (nominal: :func:`order_of`)::
 
-Levels ``l_0, ..., l_{K-1}`` in order (numeric, or :func:`order_of` for a nominal
-feature), ``n_k`` rows at level k. As ALEPlot for factors (Apley & Zhu 2020, Sec. 5.4),
-each row is moved to the next and the previous level::
-
-    up_i   = f(x_i with x_s = l_{k+1}) - f(x_i)           rows at level k < K-1
-    down_i = f(x_i) - f(x_i with x_s = l_{k-1})           rows at level k > 0
-
-The jump from level k-1 to k pools the ``up`` of the rows at k-1 and the
-``down`` of the rows at k (``m_k = n_{k-1} + n_k`` values)::
-
-    d_k     = mean of the pooled values                   (k = 1 .. K-1)
-    f(l_0)  = 0,   f(l_k) = sum_{j<=k} d_j
-    center: subtract sum_k n_k f(l_k) / N                 ("mean", as ALEPlot and PyALE)
+    up_i = f(x_i with x_s = l_{k+1}) - f(x_i),  down_i = f(x_i) - f(x_i with x_s = l_{k-1})
+    d_k  = mean of the up of level k-1 and the down of level k   (m_k values, std s_k)
+    f(l_k) = sum_{j<=k} d_j, centered so that sum_k n_k f(l_k) = 0
     STD(l_k) = sqrt(sum_{j<=k} s_j^2),  SE(l_k) = sqrt(sum_{j<=k} s_j^2 / m_j)
-
-with ``s_j`` the std (ddof=1) of jump j's pooled values (:class:`CellStats`, K-1 cells).
-
-Nominal levels are ordered as ALEPlot does (:func:`order_of`): the distance between
-levels a and b sums, over the other features, the Kolmogorov-Smirnov distance of their
-ECDFs at the column's 100 type-7 quantiles (numeric) or the total variation
-``sum |p_a - p_b| / 2`` (categorical); levels are sorted by their 1-D classical MDS
-coordinate (R's ``cmdscale(D, k = 1)``).
 """
 
 from __future__ import annotations
@@ -121,19 +105,6 @@ def level_effect_from_cells(
 _BLOCK_BYTES = 16 << 20
 
 
-def _level_ecdfs(codes: np.ndarray, col: np.ndarray, n_levels: int) -> np.ndarray:
-    """Each level's ECDF of ``col`` at the column's :data:`KS_POINTS` type-7 quantiles, (K, P)."""
-    points = np.quantile(col, QS)
-    order = np.lexsort((col, codes))
-    values = col[order]
-    bounds = np.searchsorted(codes[order], np.arange(n_levels + 1))
-    F = np.empty((n_levels, KS_POINTS))
-    for k in range(n_levels):
-        seg = values[bounds[k] : bounds[k + 1]]
-        F[k] = np.searchsorted(seg, points, side="right") / max(seg.size, 1)
-    return F
-
-
 def max_abs_differences(F: np.ndarray) -> np.ndarray:
     """``max_p |F[a, p] - F[b, p]|`` for every pair of rows, (K, K), a block at a time."""
     k, p = F.shape
@@ -212,8 +183,16 @@ def level_distances(
     """
     codes = np.asarray(codes, dtype=np.int64)
     dist = np.zeros((n_levels, n_levels))
-    for col in numeric:
-        dist += max_abs_differences(_level_ecdfs(codes, np.asarray(col), n_levels))
+    for col in map(np.asarray, numeric):  # each level's ECDF at the column's type-7 quantiles
+        points = np.quantile(col, QS)
+        order = np.lexsort((col, codes))
+        values = col[order]
+        bounds = np.searchsorted(codes[order], np.arange(n_levels + 1))
+        F = np.empty((n_levels, KS_POINTS))
+        for k in range(n_levels):
+            seg = values[bounds[k] : bounds[k + 1]]
+            F[k] = np.searchsorted(seg, points, side="right") / max(seg.size, 1)
+        dist += max_abs_differences(F)
     for col in categorical:
         other = np.asarray(col, dtype=np.int64)
         width = int(other.max()) + 1

@@ -22,37 +22,26 @@ from ale_cli.core.binstats import BinStats, CellStats, bin_stats, fill_missing
 CENTER_MODES = ("mean", "start", "none")
 
 
-@dataclass(frozen=True)
-class Accumulated:
-    """Uncentered ``effect`` f(z_k) (f(z_0) = 0), ``std`` STD(z_k) and ``stderr`` SE(z_k)
-    at the K+1 edges."""
-
-    effect: np.ndarray
-    std: np.ndarray
-    stderr: np.ndarray
-
-
 def _cumsum0(values: np.ndarray) -> np.ndarray:
     return np.concatenate([np.zeros(1), np.cumsum(values)])
 
 
 def accumulate(
     edges: np.ndarray, bin_effect: np.ndarray, *, bin_var: np.ndarray, counts: np.ndarray
-) -> Accumulated:
-    """Effect, heterogeneity and standard error at the edges (K+1,) from ``mu_k``, ``s_k^2``
-    (K,, no NaN) and ``n_k`` (0 counts as 1 in the standard error).
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Uncentered effect f(z_k), heterogeneity STD(z_k) and standard error SE(z_k) at the
+    edges (K+1,) from ``mu_k``, ``s_k^2`` (K,, no NaN) and ``n_k`` (0 counts as 1 in SE).
 
-    >>> a = accumulate(np.array([0.0, 1.0, 3.0]), np.array([2.0, -1.0]),
-    ...                bin_var=np.array([4.0, 1.0]), counts=np.array([4, 1]))
-    >>> a.effect.tolist(), a.std.tolist(), a.stderr.tolist()
-    ([0.0, 2.0, 0.0], [0.0, 2.0, 2.8284271247461903], [0.0, 1.0, 2.23606797749979])
+    >>> [a.tolist() for a in accumulate(np.array([0.0, 1.0, 3.0]), np.array([2.0, -1.0]),
+    ...                                 bin_var=np.array([4.0, 1.0]), counts=np.array([4, 1]))]
+    [[0.0, 2.0, 0.0], [0.0, 2.0, 2.8284271247461903], [0.0, 1.0, 2.23606797749979]]
     """
     dz = np.diff(edges)
     dz2var = dz * dz * bin_var
-    return Accumulated(
-        effect=_cumsum0(bin_effect * dz),
-        std=np.sqrt(_cumsum0(dz2var)),
-        stderr=np.sqrt(_cumsum0(dz2var / np.maximum(counts, 1))),
+    return (
+        _cumsum0(bin_effect * dz),
+        np.sqrt(_cumsum0(dz2var)),
+        np.sqrt(_cumsum0(dz2var / np.maximum(counts, 1))),
     )
 
 
@@ -125,8 +114,8 @@ def effect_from_bins(
     if mu is None:
         mu = fill_missing(stats.mean, stats.counts > 0, centers)
     var = fill_missing(stats.var, stats.counts > 1, centers)
-    acc = accumulate(edges, mu, bin_var=var, counts=stats.counts)
-    offset = center_offset(acc.effect, stats.counts, mode=center)
+    effect, std, stderr = accumulate(edges, mu, bin_var=var, counts=stats.counts)
+    offset = center_offset(effect, stats.counts, mode=center)
     return FirstOrderEffect(
         edges=edges,
         counts=stats.counts,
@@ -134,9 +123,9 @@ def effect_from_bins(
         bin_std=stats.std,
         bin_stderr=stats.stderr,
         bin_filled=stats.counts == 0,
-        effect=acc.effect - offset,
-        std=acc.std,
-        stderr=acc.stderr,
+        effect=effect - offset,
+        std=std,
+        stderr=stderr,
         center_offset=offset,
     )
 

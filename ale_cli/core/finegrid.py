@@ -1,24 +1,13 @@
-"""ALE of piecewise-constant models from secants across the bins of a fine grid.
+"""ALE of piecewise-constant models from secants across the bins of a fine grid
+(docs/estimators.md, "Secants for tree models")::
 
-A tree or neighbours model is flat almost everywhere, so each row gets instead the
-*secant* of the model across its bin j = ``(g_{j-1}, g_j]`` of a fine grid
-``g_0 < ... < g_M`` (``g_0`` in the first bin)::
+    e_i  = (f(g_j, x_i,-s) - f(g_{j-1}, x_i,-s)) / (g_j - g_{j-1})     row i in fine bin j
+    F(g_j) = sum_{l<=j} m_l (g_l - g_{l-1}),  m_l = mean_{i in l} e_i      (F(g_0) = 0)
+    mu_k = (F(z_k) - F(z_{k-1})) / (z_k - z_{k-1})      (fine bins weighted by width)
 
-    e_i = (f(g_j, x_i,-s) - f(g_{j-1}, x_i,-s)) / (g_j - g_{j-1})
-
-The mean secant of fine bin j times its width is Apley-Zhu's finite difference
-on the fine grid, so the fine-grid ALE (uncentered) at the fine edges is::
-
-    F(g_0) = 0,    F(g_j) = sum_{l<=j} m_l (g_l - g_{l-1}),    m_l = mean_{i in l} e_i
-
-linear between fine edges and continued with the end bins' slopes. The coarse bin
-effect is ``mu_k = (F(z_k) - F(z_{k-1})) / (z_k - z_{k-1})``: fine bins weighted by
-their *widths*, not by row counts.
-
-Fine edges are type-1 quantile edges at ``j / K_fine`` (``K_FINE = 240``). Since
-``ceil(N k / K) = ceil(N (k r) / (K r))`` for ``K r = K_fine``, quantile edges at any K
-dividing 240 are fine edges, and ``F`` at them is exact. ``s_k`` is the ddof=1 std of the
-secants of the rows in coarse bin k (:mod:`~ale_cli.core.effect` for the rest).
+Fine edges are type-1 quantile edges at ``j / K_FINE``; as ``ceil(N k / K) =
+ceil(N (k r) / (K r))`` for ``K r = K_FINE``, quantile edges at any K dividing it are fine
+edges, where ``F`` is exact. ``s_k`` is the std of the secants in coarse bin k.
 """
 
 from __future__ import annotations

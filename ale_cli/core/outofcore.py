@@ -102,31 +102,6 @@ def select(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     return out
 
 
-def _split(group: _Group, level: _Level, counts: np.ndarray) -> list[_Group]:
-    """Children of ``group`` by ``level`` holding its ranks (``counts`` per bucket)."""
-    home, rank = locate(counts, group.ranks)
-    out = []
-    for b in np.unique(home):
-        pick = home == b
-        out.append(
-            _Group(
-                group.column,
-                [*group.chain, (level, int(b))],
-                int(counts[b]),
-                rank[pick],
-                group.slots[pick],
-            )
-        )
-    return out
-
-
-def _members(x: np.ndarray, chain: list[tuple[_Level, int]]) -> np.ndarray:
-    """The values of x in every bucket of ``chain`` after the first (already selected)."""
-    for level, b in chain[1:]:
-        x = x[level.of(x) == b]
-    return x
-
-
 def order_statistics(
     chunks: Chunks,
     *,
@@ -175,7 +150,13 @@ def order_statistics(
                 if g.vmin == g.vmax and g.chain:  # one distinct value
                     out[g.column, g.slots] = g.vmin
                     continue
-                following += _split(g, g.sub, g.sub_counts)
+                home, rank = locate(g.sub_counts, g.ranks)  # children holding its ranks
+                for b in np.unique(home):
+                    pick = home == b
+                    chain = [*g.chain, (g.sub, int(b))]
+                    following.append(
+                        _Group(g.column, chain, int(g.sub_counts[b]), rank[pick], g.slots[pick])
+                    )
             else:
                 values = np.concatenate(g.gathered) if g.gathered else np.empty(0)
                 out[g.column, g.slots] = select(values, g.ranks)
@@ -226,7 +207,9 @@ def _pass(chunks: Chunks, groups: list[_Group], roots: list[_Level]) -> None:
                 if not v0.size:
                     continue
                 for g in gs_k:
-                    v = _members(v0, g.chain)
+                    v = v0
+                    for level, b in g.chain[1:]:  # the first bucket is selected already
+                        v = v[level.of(v) == b]
                     if v.size:
                         _take(g, v, None)
 

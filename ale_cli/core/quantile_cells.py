@@ -1,17 +1,14 @@
-"""A speed tuning of quantile bins (``ale rebin --binning quantile``, measured in
-``bench/bench_scale.py``): exact type-1 quantile edges and the cell statistics of the local
-effects in them in two passes, instead of :mod:`~ale_cli.core.outofcore`'s passes plus a
-cell pass, on its :func:`~ale_cli.core.outofcore.locate` and
-:func:`~ale_cli.core.outofcore.select`.
+"""Quantile bins in two passes (a speed tuning of ``ale rebin --binning quantile``,
+``bench/bench_scale.py``): exact type-1 quantile edges and the cells of the local effects in
+them, on :func:`~ale_cli.core.outofcore.locate` and :func:`~ale_cli.core.outofcore.select`.
 
 1. count each column's values in equal-width buckets (:class:`BucketGrid`);
 2. per chunk (:meth:`QuantilePlan.scan`), the effects' statistics per segment (the runs of
-   buckets between the buckets holding a quantile: each inside one bin whatever the edges)
-   and the rows of the position buckets, among which :meth:`QuantilePlan.finish` selects.
+   buckets between those holding a quantile: each inside one bin) and the rows of the
+   position buckets, among which :meth:`QuantilePlan.finish` selects.
 
-The same edges as :func:`~ale_cli.core.binning.quantile_edges`, the same cells to rounding.
-A column comes back None when a position bucket holds more than :data:`MAX_BUCKET_ROWS` rows
-of several values or its range has no finite width (then the out-of-core passes do it).
+A column comes back None (for the out-of-core passes) when a position bucket holds more
+than :data:`MAX_BUCKET_ROWS` rows of several values or its range has no finite width.
 """
 
 from __future__ import annotations
@@ -218,56 +215,43 @@ class QuantilePlan:
         cell, x, e = cell[order], x[order], e[order]
         bounds = np.searchsorted(cell, np.arange(self.kind.size + 1))
         out: list[QuantileCells | None] = []
-        for j in range(self.grid.lo.size):
-            out.append(self._column(j, scan, x, e, bounds, float(lo[j]), float(hi[j])))
+        for j, homes in enumerate(self.homes):
+            base = int(self.base[j])
+            pos_cells = base + 2 * np.arange(homes.size) + 1
+            big = self.kind[pos_cells] == 2
+            if not self.grid.usable[j] or np.any(scan.varied[pos_cells[big]]):
+                out.append(None)
+                continue
+            # a big bucket's one value, else the rank among the column's gathered rows
+            value = scan.rep[pos_cells]
+            first, last = bounds[base], bounds[int(self.base[j + 1])]
+            where, ranks = self.where[j], self.ranks[j]
+            stats = value[where].astype(np.float64)
+            pick = ~big[where]
+            if np.any(pick):
+                local = bounds[pos_cells][where[pick]] - first + ranks[pick]
+                stats[pick] = select(x[first:last], local)
+            edges = np.unique(np.concatenate(([float(lo[j])], stats, [float(hi[j])])))
+            k = edges.size - 1
+            interior = edges[1:-1]
+            # the position bucket of each interior edge (distinct values: distinct or same bucket)
+            edge_home = where[np.searchsorted(stats, interior)] if stats.size else stats
+            if stats.size and not np.all(np.diff(stats) >= 0):
+                raise AssertionError("order statistics out of order")  # monotone bucketing
+            # segment s: above the edges of position buckets < s, below the others
+            seg_bin = np.searchsorted(edge_home, np.arange(homes.size + 1), side="left")
+            segments = scan.stats.take(slice(base, base + 2 * homes.size + 1, 2))
+            cells = segments.grouped(seg_bin, n_groups=k)
+            for i, c in enumerate(pos_cells):
+                if big[i]:  # one value: all its rows in one bin, its statistics from pass 2
+                    b = int(np.searchsorted(interior, value[i], side="left"))
+                    own = scan.stats.take(slice(c, c + 1))
+                    cells = cells.merge(own.grouped(np.array([b]), n_groups=k))
+            if last > first:
+                index = assign(x[first:last], edges).index
+                cells = cells.merge(CellStats.from_values(index, e[first:last], n_cells=k))
+            out.append(QuantileCells(edges=edges, cells=cells))
         return out
-
-    def _column(
-        self,
-        j: int,
-        scan: _Scan,
-        x: np.ndarray,
-        e: np.ndarray,
-        bounds: np.ndarray,
-        lo: float,
-        hi: float,
-    ) -> QuantileCells | None:
-        if not self.grid.usable[j]:
-            return None
-        base, homes = int(self.base[j]), self.homes[j]
-        pos_cells = base + 2 * np.arange(homes.size) + 1
-        big = self.kind[pos_cells] == 2
-        if np.any(scan.varied[pos_cells[big]]):
-            return None
-        # a big bucket's one value, else the rank among the column's gathered rows
-        value = scan.rep[pos_cells]
-        first, last = bounds[base], bounds[int(self.base[j + 1])]
-        where, ranks = self.where[j], self.ranks[j]
-        stats = value[where].astype(np.float64)
-        pick = ~big[where]
-        if np.any(pick):
-            local = bounds[pos_cells][where[pick]] - first + ranks[pick]
-            stats[pick] = select(x[first:last], local)
-        edges = np.unique(np.concatenate(([lo], stats, [hi])))
-        k = edges.size - 1
-        interior = edges[1:-1]
-        # the position bucket of each interior edge (distinct values: distinct or same bucket)
-        edge_home = self.where[j][np.searchsorted(stats, interior)] if stats.size else stats
-        if stats.size and not np.all(np.diff(stats) >= 0):
-            raise AssertionError("order statistics out of order")  # monotone bucketing
-        # segment s: above the edges of position buckets < s, below the others
-        seg_bin = np.searchsorted(edge_home, np.arange(homes.size + 1), side="left")
-        segments = scan.stats.take(slice(base, base + 2 * homes.size + 1, 2))
-        cells = segments.grouped(seg_bin, n_groups=k)
-        for i, c in enumerate(pos_cells):
-            if big[i]:  # one value: all its rows in one bin, its statistics from pass 2
-                b = int(np.searchsorted(interior, value[i], side="left"))
-                own = scan.stats.take(slice(c, c + 1))
-                cells = cells.merge(own.grouped(np.array([b]), n_groups=k))
-        if last > first:
-            index = assign(x[first:last], edges).index
-            cells = cells.merge(CellStats.from_values(index, e[first:last], n_cells=k))
-        return QuantileCells(edges=edges, cells=cells)
 
 
 def bucket_grid(*, n: int, lo: np.ndarray, hi: np.ndarray, dtype: Any, bins: int = 0) -> BucketGrid:

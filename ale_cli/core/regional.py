@@ -1,16 +1,11 @@
 """Regional effects: where a feature's local effects agree, found by splitting the rows
-(docs/estimators.md, "Regional effects").
-
-The heterogeneity of a region R on the feature's fixed cells ``z_0 < ... < z_K`` (RHALE's
-K_max grid, not its bins), and a binary split's score and relative drop::
+(docs/estimators.md, "Regional effects"). On the feature's fixed cells ``z_0 < ... < z_K``::
 
     H(R) = sqrt(sum_k dz_k^2 s_k(R)^2)      s_k(R)^2 = M2_k / (n_k - 1)   (ddof = 1)
     H_split = (n_L H(L) + n_R' H(R')) / (n_L + n_R')        drop = 1 - H_split / H(R)
 
-A child's cell with fewer than 2 rows keeps the parent's ``s_k^2``. Each row falls in one
-bucket per input (thresholds: ``searchsorted(t, x, 'left')``; levels: its level's index);
-a split needs only the :class:`ShiftedSums` per (node, input, bucket, bin) cell
-(:func:`split_cells`), which merge exactly across chunks.
+A child's cell with fewer than 2 rows keeps the parent's ``s_k^2``. A split needs only the
+:class:`ShiftedSums` per (node, input, bucket, bin) cell (:func:`split_cells`).
 """
 
 from __future__ import annotations
@@ -19,12 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ale_cli.core.binning import count_below
 from ale_cli.core.binstats import CellStats
 
 THRESHOLD = "threshold"
 LEVEL = "level"
-#: buckets counted value by value (below a binary search's cost) up to this many values
-_COUNTED = 64
 
 
 @dataclass(frozen=True)
@@ -50,13 +44,7 @@ class Splitter:
         >>> s.buckets(np.array([-1, 0, .5, 2])).tolist()
         [0, 0, 1, 2]
         """
-        if self.values.size <= _COUNTED:  # #{values < x}, as searchsorted 'left', faster
-            x = np.ascontiguousarray(x, dtype=np.float64)
-            b: np.ndarray = np.zeros(x.shape, dtype=np.uint8)
-            for v in self.values:
-                np.add(b, x > v, out=b, casting="unsafe")
-        else:
-            b = np.searchsorted(self.values, x, side="left")
+        b = count_below(np.ascontiguousarray(x, dtype=np.float64), self.values)
         if self.kind == LEVEL:  # a value between levels (not one of them) cannot occur
             np.minimum(b, self.values.size - 1, out=b)
         return b
@@ -131,10 +119,10 @@ def split_cells(
 ) -> ShiftedSums:
     """:class:`ShiftedSums` of ``values`` (N,), already shifted, per (node, input, bucket,
     bin) cell ``((node J + j) B + bucket) K + bin``; ``node`` (N,) each row's node,
-    ``offsets`` (J, N) from :func:`bucket_offsets`, ``bins`` (N,), ``shape`` (nodes, J, B,
+    ``offsets`` (J, N) each row's ``bucket_j K``, ``bins`` (N,), ``shape`` (nodes, J, B,
     K). One input at a time, so each ``bincount`` table stays in cache.
 
-    >>> off = bucket_offsets(np.array([[0, 1]]), n_bins=1)
+    >>> off = np.array([[0, 1]])
     >>> c = split_cells(np.array([0, 0]), off, np.array([0, 0]), np.array([1.0, 3.0]),
     ...                 shape=(1, 1, 2, 1))
     >>> c.counts.tolist(), c.s1.tolist(), c.s2.tolist()
@@ -152,16 +140,6 @@ def split_cells(
         out[2, i] = np.bincount(flat, weights=squares, minlength=size)
     cells = out.reshape(3, j, nodes, b * k).transpose(0, 2, 1, 3).reshape(3, -1)
     return ShiftedSums(cells[0].astype(np.int64), cells[1], cells[2])
-
-
-def bucket_offsets(buckets: np.ndarray, *, n_bins: int) -> np.ndarray:
-    """``bucket_j K`` per input and row, shape (J, N), from ``buckets`` (J, N).
-
-    >>> bucket_offsets(np.array([[0, 1]]), n_bins=3).tolist()
-    [[0, 3]]
-    """
-    out: np.ndarray = np.multiply(buckets, n_bins, dtype=np.intp)
-    return out
 
 
 def cell_variance(counts: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
@@ -236,7 +214,7 @@ def split_scores(
     (a per-level feature, whose rows add a jump to one or two cells and a 0 there).
 
     >>> x3 = np.array([0, 0, 1, 1]); e = np.array([3.0, 3.1, -3.0, -3.1])
-    >>> off = bucket_offsets(x3[None, :], n_bins=1)
+    >>> off = x3[None, :]  # bucket_j K, K = 1
     >>> cells = split_cells(np.zeros(4, int), off, np.zeros(4, int), e, shape=(1, 1, 2, 1))
     >>> s = split_scores(cells, shape=(1, 2, 1), dz=np.array([1.0]), kinds=("threshold",),
     ...                  n_candidates=(1,), min_rows=1)

@@ -1,20 +1,14 @@
 """RHALE automatic bin splitting (Gkolemis et al. 2023) as a shortest path over a grid.
 
-Candidate bin limits are the M+1 points ``g_0 < ... < g_M`` of a grid of M
-cells (M = K_max). A partition is a path ``0 = l_0 < l_1 < ... < l_K = M``
-through grid points; bin k covers cells ``l_{k-1} .. l_k - 1``. Its cost is::
+A partition of the grid ``g_0 < ... < g_M`` (M = K_max cells) is a path ``0 = l_0 < ... <
+l_K = M``, bin k the cells ``l_{k-1} .. l_k - 1``, of cost::
 
     L = sum_k tau_k s_k^2 dz_k,    tau_k = 1 - alpha n_k / N,   dz_k = g_{l_k} - g_{l_{k-1}}
 
-with ``s_k^2`` the ddof=1 variance of the local effects in the bin, and the
-hard constraint ``n_k >= N_ppb >= 2`` for every bin (so no bin is empty). ``n_k``,
-``s_k^2`` of any run of cells come from prefix sums, so the edge weights cost O(M^2), and
-the shortest path from grid point 0 to M is a dynamic programme over the points in order.
-
-Exact ties: local effects equal up to rounding (a linear term) would split arbitrarily,
-so a bin's variance counts as zero when ``s_k <= RTOL * rms`` (``rms = sqrt(mean(e^2))``
-over the feature's rows; ``RTOL = 1e-6``, above float32 rounding); such a feature costs 0
-for every partition and the shortest path takes the single bin (ties: fewest bins).
+subject to ``n_k >= N_ppb >= 2``: prefix sums give every bin's cost, a dynamic programme
+the cheapest path. A bin's variance counts as zero when ``s_k <= RTOL * rms`` (rms of the
+feature's effects; RTOL above float32 rounding), so that effects equal up to rounding (a
+linear term) cost 0 for every partition and take the single bin (ties: fewest bins).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Second-order (pairwise) ALE: cell statistics, empty-cell fill, double accumulation.
-
-The per-row value is, for classic (Apley & Zhu 2020, Eq. 13-15), the second-order
-difference ``f(z_k, w_l) - f(z_{k-1}, w_l) - f(z_k, w_{l-1}) + f(z_{k-1}, w_{l-1})`` at
-the corners of its cell, whose cell mean is the increment; for DALE (Gkolemis et al.
-2022, Eq. 9) the mixed derivative ``d2f / dx_a dx_b``, whose cell mean times
-``dz_k * dw_l`` is. Empty cells take the nearest non-empty cell's increment; the
-increments are summed to the grid corners, both main effects implied are removed and the
-surface is centered (its count-weighted corner average is zero).
+"""Second-order (pairwise) ALE from per-cell statistics of a per-row value: for classic
+(Apley & Zhu 2020, Eq. 13-15) the second-order difference at the corners of the row's cell,
+for DALE (Gkolemis et al. 2022, Eq. 9) the mixed derivative ``d2f / dx_a dx_b`` (times
+``dz_k dw_l``); empty cells filled, accumulated, main effects removed, centered.
 """
 
 from __future__ import annotations
@@ -196,27 +191,4 @@ def second_order_from_cells(
         filled=empty,
         effect=surface,
         center_offset=offset,
-    )
-
-
-def second_order_effect(
-    ia: np.ndarray,
-    ib: np.ndarray,
-    values: np.ndarray,
-    *,
-    edges_a: np.ndarray,
-    edges_b: np.ndarray,
-    route: str,
-) -> SecondOrderEffect:
-    """:func:`pair_cells` then :func:`second_order_from_cells`.
-
-    >>> e = np.array([0.0, 1.0, 2.0])
-    >>> res = second_order_effect(np.array([0, 1]), np.array([0, 1]), np.ones(2),
-    ...                           edges_a=e, edges_b=e, route="dale")
-    >>> res.filled.tolist()
-    [[False, True], [True, False]]
-    """
-    shape = (len(edges_a) - 1, len(edges_b) - 1)
-    return second_order_from_cells(
-        pair_cells(ia, ib, values, shape=shape), edges_a=edges_a, edges_b=edges_b, route=route
     )

@@ -1,30 +1,17 @@
-"""Effect-size statistics of a first-order ALE curve: ALED, ALER, NALED, NALER, heterogeneity share.
+"""Effect-size statistics of a first-order ALE curve (Okoli 2023, arXiv:2310.09877, as R's
+``ale``; docs/audit.md, "Effect-size statistics"), on the mean-centered curve.
 
-All of the *mean-centered* curve (edge values ``f(z_0..z_K)``, counts ``n_k``, N = sum
-n_k; shifted so that ``sum_k n_k m_k = 0`` with ``m_k = (f(z_{k-1}) + f(z_k)) / 2``). A
-bin whose values ``u``, ``v`` at its limits have opposite signs is split at the zero
-into pieces ``(u/2, n_k |u|/(|u|+|v|))`` and ``(v/2, n_k |v|/(|u|+|v|))``
-(:func:`pieces`); every other bin is one piece ``(m_k, n_k)``. Then
-
-- ALED: ``sum_i w_i |p_i| / N`` over the pieces (output units);
-- ALER: ``(min_k f(z_k), max_k f(z_k))`` over the K+1 edges;
-- NALED, NALER: the same after ``norm(a) = 100 (F(M + a) - 1/2)`` clipped to
-  [-50, 50], ``F`` the distribution function of the predictions and ``M`` their median
-  (:func:`normalize`);
-- heterogeneity share: ``(sum_k n_k (STD(z_{k-1}) + STD(z_k)) / 2 / N) / ALED``; 0 for
-  an exactly additive model, infinite when ALED is 0 and the heterogeneity is not;
-- rank: 1 for the largest ALED in a set of features (ties share the smaller rank).
-
-The definitions of Okoli (2023), arXiv:2310.09877, as in R's ``ale`` (R/calc_stats.R),
-except the split of a bin that crosses zero (RHALE's few wide bins make the midpoint a large
-error) and ``F``, the piecewise-linear CDF through 101 recorded percentiles of the
-predictions. :data:`R` gives R's own (every bin one piece, :func:`normalize_r`).
+Where ours differ from R's: a bin whose limits ``u``, ``v`` have opposite signs is split at
+the zero into pieces ``(u/2, n_k |u|/(|u|+|v|))`` and ``(v/2, n_k |v|/(|u|+|v|))`` (a
+midpoint is a large error for RHALE's few wide bins; :func:`pieces`), and ``F`` is the
+piecewise-linear CDF through the 101 recorded percentiles of the predictions
+(:func:`normalize`). :data:`R` gives R's own (:func:`normalize_r`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,19 +31,6 @@ class PredictionDistribution:
     n: int
     mean: float
     quantiles: np.ndarray
-
-
-@dataclass(frozen=True)
-class EffectStatistics:
-    """One curve's statistics; the normalised ones None without predictions' quantiles."""
-
-    aled: float
-    aler_min: float
-    aler_max: float
-    heterogeneity_share: float
-    naled: float | None = None
-    naler_min: float | None = None
-    naler_max: float | None = None
 
 
 def prediction_distribution(
@@ -81,21 +55,6 @@ def prediction_distribution(
     return PredictionDistribution(n=int(values.size), mean=mean, quantiles=quantiles)
 
 
-def _midpoints(effect: np.ndarray) -> np.ndarray:
-    mids: np.ndarray = (effect[:-1] + effect[1:]) / 2.0
-    return mids
-
-
-def mean_centered(*, effect: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The curve at the edges (K+1,) shifted so that ``sum_k n_k m_k = 0`` (counts (K,)).
-
-    >>> mean_centered(effect=np.array([0.0, 1.0, 3.0]), counts=np.array([1, 3])).tolist()
-    [-1.625, -0.625, 1.375]
-    """
-    effect = np.asarray(effect, dtype=np.float64)
-    return effect - center_offset(effect, counts)
-
-
 def pieces(
     *, effect: np.ndarray, counts: np.ndarray, split: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -110,7 +69,7 @@ def pieces(
     w = np.asarray(counts, dtype=np.float64)
     cross = u * v < 0
     if not (split and cross.any()):
-        return _midpoints(effect), w
+        return (u + v) / 2.0, w
     span = np.where(cross, np.abs(u) + np.abs(v), 1.0)
     values = np.where(cross, u / 2.0, (u + v) / 2.0)
     weights = np.where(cross, w * np.abs(u) / span, w)
@@ -120,38 +79,28 @@ def pieces(
     return values, weights
 
 
-def cdf(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
-    """The piecewise-linear distribution function through equally spaced ``quantiles``:
-    ``F(q_i) = i / (Q - 1)``, 0 below, 1 above; a repeated value takes its levels' middle.
-
-    >>> cdf(np.array([-1.0, 0.0, 0.5, 2.0, 3.0]), quantiles=np.array([0.0, 1.0, 2.0])).tolist()
-    [0.0, 0.0, 0.25, 1.0, 1.0]
-    >>> cdf(np.array([1.0]), quantiles=np.array([0.0, 1.0, 1.0, 1.0, 2.0])).tolist()
-    [0.5]
-    """
-    q = np.asarray(quantiles, dtype=np.float64)
-    levels = np.linspace(0.0, 1.0, q.size)
-    xs, first, counts = np.unique(q, return_index=True, return_counts=True)
-    fs = (levels[first] + levels[first + counts - 1]) / 2.0
-    if xs.size == 1:
-        v = np.asarray(values, dtype=np.float64)
-        return np.where(v < xs[0], 0.0, np.where(v > xs[0], 1.0, fs[0]))
-    out: np.ndarray = np.interp(values, xs, fs, left=0.0, right=1.0)
-    return out
-
-
 def normalize(values: np.ndarray, *, quantiles: np.ndarray) -> np.ndarray:
-    """Effect values in percentile points of the predictions: ``100 (F(M + a) - 1/2)``,
-    ``M`` the median, ``F`` :func:`cdf`; in [-50, 50], 0 for ``a = 0``.
+    """Effect values in percentile points of the predictions: ``100 (F(M + a) - 1/2)`` in
+    [-50, 50], 0 for ``a = 0``; ``M`` the median, ``F`` piecewise linear through the equally
+    spaced ``quantiles`` (``F(q_i) = i / (Q - 1)``, 0 below, 1 above; a repeated value at
+    its levels' middle).
 
     >>> norm = normalize(np.array([-100.0, -25.0, 0.0, 10.0]), quantiles=np.arange(101.0))
     >>> np.round(norm, 9).tolist()
     [-50.0, -25.0, 0.0, 10.0]
+    >>> normalize(np.array([0.5, 2.0]), quantiles=np.array([0.0, 1.0, 1.0, 1.0, 2.0])).tolist()
+    [25.0, 50.0]
     """
     q = np.asarray(quantiles, dtype=np.float64)
-    median = float(q[q.size // 2])
-    norm = 100.0 * (cdf(median + np.asarray(values, dtype=np.float64), quantiles=q) - 0.5)
-    norm = np.where(np.asarray(values) == 0.0, 0.0, norm)
+    x = float(q[q.size // 2]) + np.asarray(values, dtype=np.float64)
+    xs, first, counts = np.unique(q, return_index=True, return_counts=True)
+    levels = np.linspace(0.0, 1.0, q.size)
+    fs = (levels[first] + levels[first + counts - 1]) / 2.0
+    if xs.size == 1:
+        F = np.where(x < xs[0], 0.0, np.where(x > xs[0], 1.0, fs[0]))
+    else:
+        F = np.interp(x, xs, fs, left=0.0, right=1.0)
+    norm = np.where(np.asarray(values) == 0.0, 0.0, 100.0 * (F - 0.5))
     return np.clip(norm, -50.0, 50.0)
 
 
@@ -203,20 +152,25 @@ def aled(
     quantiles: np.ndarray | None = None,
 ) -> float:
     """ALE deviation ``sum_i w_i |p_i| / N`` over the pieces of the mean-centered curve
-    (``effect`` (K+1,), ``counts`` (K,)); of ``norm(p_i)`` with ``quantiles``.
+    (``effect`` (K+1,), ``counts`` (K,)); with ``quantiles``, NALED: of ``norm(p_i)``, in
+    [0, 50].
 
     >>> aled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]))
     1.0
     >>> aled(effect=np.array([-1.0, 1.0]), counts=np.array([10]))  # mean |x| on [-1, 1]
     0.5
+    >>> round(aled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
+    ...            quantiles=np.arange(101.0)), 9)
+    1.0
     """
     if counts.sum() == 0:
         return 0.0
-    centered = mean_centered(effect=effect, counts=counts)
+    centered = effect - center_offset(effect, counts)
     values, weights = pieces(effect=centered, counts=counts, split=definitions.split)
     if quantiles is not None:
         values = definitions.normalize(values, quantiles)
-    return float(np.dot(weights, np.abs(values)) / weights.sum())
+    value = float(np.dot(weights, np.abs(values)) / weights.sum())
+    return value if quantiles is None else min(value, 50.0)  # split weights' rounding
 
 
 def aler(
@@ -236,29 +190,12 @@ def aler(
     >>> round(lo, 9), round(hi, 9)
     (-2.0, 2.0)
     """
-    centered = mean_centered(effect=effect, counts=counts)
+    centered = effect - center_offset(effect, counts)
     lo, hi = float(centered.min()), float(centered.max())
     if quantiles is None:
         return lo, hi
     norm = definitions.normalize(np.array([lo, hi]), quantiles)
     return float(norm[0]), float(norm[1])
-
-
-def naled(
-    *,
-    effect: np.ndarray,
-    counts: np.ndarray,
-    quantiles: np.ndarray,
-    definitions: Definitions = ALE_CLI,
-) -> float:
-    """Normalised ALED ``sum_i w_i |norm(p_i)| / N``, in [0, 50].
-
-    >>> round(naled(effect=np.array([0.0, 2.0, 4.0]), counts=np.array([1, 1]),
-    ...             quantiles=np.arange(101.0)), 9)
-    1.0
-    """
-    value = aled(effect=effect, counts=counts, definitions=definitions, quantiles=quantiles)
-    return min(value, 50.0)  # split weights' rounding
 
 
 def heterogeneity_share(
@@ -278,8 +215,8 @@ def heterogeneity_share(
     n = counts.sum()
     if n == 0:
         return 0.0
-    std = np.asarray(std, dtype=np.float64)
-    mean_std = float(np.dot(counts, _midpoints(np.nan_to_num(std))) / n)
+    s = np.nan_to_num(np.asarray(std, dtype=np.float64))
+    mean_std = float(np.dot(counts, (s[:-1] + s[1:]) / 2.0) / n)
     if mean_std == 0.0:
         return 0.0
     deviation = aled(effect=effect, counts=counts, definitions=definitions)
@@ -306,21 +243,26 @@ def effect_statistics(
     counts: np.ndarray,
     quantiles: np.ndarray | None = None,
     definitions: Definitions = ALE_CLI,
-) -> EffectStatistics:
-    """Every statistic of one curve: ``effect`` and ``std`` (K+1,), ``counts`` (K,), the
-    prediction ``quantiles`` (101,) or None.
+) -> dict[str, float | None]:
+    """Every statistic of one curve by name (as
+    :func:`~ale_cli.core.discrete.level_statistics`): ``effect`` and ``std`` (K+1,),
+    ``counts`` (K,); the normalised ones None without the prediction ``quantiles`` (101,).
 
     >>> s = effect_statistics(effect=np.array([0.0, 2.0, 4.0]), std=np.zeros(3),
     ...                       counts=np.array([1, 1]))
-    >>> s.aled, s.aler_min, s.aler_max, s.heterogeneity_share, s.naled
+    >>> s["aled"], s["aler_min"], s["aler_max"], s["heterogeneity_share"], s["naled"]
     (1.0, -2.0, 2.0, 0.0, None)
     """
     counts = np.asarray(counts)
     curve: dict[str, Any] = {"effect": effect, "counts": counts, "definitions": definitions}
     lo, hi = aler(effect=effect, counts=counts)
-    share = heterogeneity_share(std=std, **curve)
-    stats = EffectStatistics(aled(**curve), lo, hi, share)
-    if quantiles is None:
-        return stats
-    nlo, nhi = aler(quantiles=quantiles, **curve)
-    return replace(stats, naled=naled(quantiles=quantiles, **curve), naler_min=nlo, naler_max=nhi)
+    nlo, nhi = (None, None) if quantiles is None else aler(quantiles=quantiles, **curve)
+    return {
+        "aled": aled(**curve),
+        "aler_min": lo,
+        "aler_max": hi,
+        "naled": None if quantiles is None else aled(quantiles=quantiles, **curve),
+        "naler_min": nlo,
+        "naler_max": nhi,
+        "heterogeneity_share": heterogeneity_share(std=std, **curve),
+    }

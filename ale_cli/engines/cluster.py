@@ -130,19 +130,9 @@ class DaskEngine(Engine):
             handle = (
                 None if shared is None else dask_client.scatter(shared, broadcast=True, hash=False)
             )
+            job = (kernel, merge, empty, tuple(arrays), handle, sink)
             futures = [
-                dask_client.submit(
-                    fold_part,
-                    part,
-                    i,
-                    kernel,
-                    merge,
-                    empty,
-                    tuple(arrays),
-                    handle,
-                    sink,
-                    pure=False,
-                )
+                dask_client.submit(fold_part, part, i, *job, pure=False)
                 for i, part in enumerate(parts)
             ]
             try:

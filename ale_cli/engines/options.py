@@ -14,44 +14,6 @@ PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
 _HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^/:\[\]\s]+):(?P<port>[0-9]{1,5})/?")
 
 
-def scheduler_target(scheduler: str) -> tuple[str, str]:
-    """``("address", ADDRESS)`` for a scheduler address (one of :data:`PROTOCOLS`, or
-    ``host:port`` read as tcp), ``("file", PATH)`` for an existing scheduler file, else an
-    InputError naming ``scheduler``. No connection is tried.
-
-    >>> scheduler_target("tcp://10.0.0.5:8786"), scheduler_target("node7:8786")
-    (('address', 'tcp://10.0.0.5:8786'), ('address', 'node7:8786'))
-    >>> scheduler_target("http://node7:8787/status")
-    Traceback (most recent call last):
-    ale_cli.errors.InputError: scheduler must be a Dask scheduler address \
-(tcp://host:port, tls://host:port, ws://host:port, host:port) or an existing scheduler \
-file (JSON), got 'http://node7:8787/status' (http is not a Dask protocol)
-    """
-    if "://" not in scheduler and Path(scheduler).is_file():
-        return "file", scheduler
-    scheme, sep, rest = scheduler.partition("://")
-    if not sep:
-        scheme, rest = "tcp", scheduler
-    scheme = scheme.lower()
-    found = _HOST_PORT.fullmatch(rest)
-    if scheme not in PROTOCOLS:
-        why = f" ({scheme} is not a Dask protocol)"
-    elif scheme == "inproc":
-        return "address", scheduler
-    elif found is None:
-        why = " (no host:port)" if sep else " (neither host:port nor an existing file)"
-    elif not 1 <= int(found.group("port")) <= 65535:
-        why = f" (port {found.group('port')} is not between 1 and 65535)"
-    else:
-        return "address", scheduler
-    raise InputError(
-        "{param} must be a Dask scheduler address (tcp://host:port, tls://host:port, "
-        f"ws://host:port, host:port) or an existing scheduler file (JSON), got "
-        f"'{scheduler}'{why}",
-        param="scheduler",
-    )
-
-
 def require_dask() -> None:
     """InputError (exit 2) saying how to install dask and distributed when they are missing."""
     try:
@@ -66,20 +28,51 @@ def require_dask() -> None:
 
 
 def scheduler_address(scheduler: str) -> str:
-    """The address of the scheduler given as an address or a scheduler file."""
-    kind, value = scheduler_target(scheduler)
-    if kind == "address":
-        return value
-    try:
-        address = json.loads(Path(value).read_text(encoding="utf-8")).get("address")
-        found = isinstance(address, str) and "://" in address
-        found = found and scheduler_target(address)[0] == "address"
-    except (OSError, ValueError, AttributeError, InputError):
-        found = False
-    if not found:
-        raise InputError(
-            f"{{param}} file '{value}' is not a Dask scheduler file (a JSON object whose "
-            "'address' is tcp://host:port, as 'dask scheduler --scheduler-file' writes)",
-            param="scheduler",
-        )
-    return address
+    """The address of a scheduler given as an address (one of :data:`PROTOCOLS`, or
+    ``host:port`` read as tcp) or as an existing scheduler file (its ``address``), else an
+    InputError naming ``scheduler``. No connection is tried.
+
+    >>> scheduler_address("tcp://10.0.0.5:8786"), scheduler_address("node7:8786")
+    ('tcp://10.0.0.5:8786', 'node7:8786')
+    >>> scheduler_address("http://node7:8787/status")
+    Traceback (most recent call last):
+    ale_cli.errors.InputError: scheduler must be a Dask scheduler address \
+(tcp://host:port, tls://host:port, ws://host:port, host:port) or an existing scheduler \
+file (JSON), got 'http://node7:8787/status' (http is not a Dask protocol)
+    """
+    if "://" not in scheduler and Path(scheduler).is_file():
+        try:
+            address = json.loads(Path(scheduler).read_text(encoding="utf-8")).get("address")
+            found = isinstance(address, str) and "://" in address
+            found = found and scheduler_address(address) == address
+        except (OSError, ValueError, AttributeError, InputError):
+            found = False
+        if not found:
+            raise InputError(
+                f"{{param}} file '{scheduler}' is not a Dask scheduler file (a JSON object "
+                "whose 'address' is tcp://host:port, as 'dask scheduler --scheduler-file' "
+                "writes)",
+                param="scheduler",
+            )
+        return str(address)
+    scheme, sep, rest = scheduler.partition("://")
+    if not sep:
+        scheme, rest = "tcp", scheduler
+    scheme = scheme.lower()
+    host_port = _HOST_PORT.fullmatch(rest)
+    if scheme not in PROTOCOLS:
+        why = f" ({scheme} is not a Dask protocol)"
+    elif scheme == "inproc":
+        return scheduler
+    elif host_port is None:
+        why = " (no host:port)" if sep else " (neither host:port nor an existing file)"
+    elif not 1 <= int(host_port.group("port")) <= 65535:
+        why = f" (port {host_port.group('port')} is not between 1 and 65535)"
+    else:
+        return scheduler
+    raise InputError(
+        "{param} must be a Dask scheduler address (tcp://host:port, tls://host:port, "
+        f"ws://host:port, host:port) or an existing scheduler file (JSON), got "
+        f"'{scheduler}'{why}",
+        param="scheduler",
+    )

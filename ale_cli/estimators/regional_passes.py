@@ -21,7 +21,6 @@ from ale_cli.core.regional import (
     Condition,
     ShiftedSums,
     Splitter,
-    bucket_offsets,
     node_index,
     sampled,
     split_cells,
@@ -317,7 +316,7 @@ def _offsets(
 ) -> np.ndarray:
     """The bucket offsets (J, n) on ``k`` cells of the rows ``keep`` (all: once per K)."""
     if not keep.all():
-        return bucket_offsets(np.compress(keep, buckets, axis=1), n_bins=k)
+        return np.multiply(np.compress(keep, buckets, axis=1), k, dtype=np.intp)
     if k not in offsets:
-        offsets[k] = bucket_offsets(buckets, n_bins=k)
+        offsets[k] = np.multiply(buckets, k, dtype=np.intp)
     return offsets[k]

@@ -1,10 +1,6 @@
-"""Passes over a source: the one way an estimator meets its rows, whole, streamed or on Dask.
-
-An :class:`Engine` runs ``kernel(chunk, shared) -> state`` on every chunk of a
-:class:`Source` and folds ``merge(state, state)`` in row order, so the result does not
-depend on how the rows were cut (states are shaped like
-:class:`~ale_cli.core.binstats.CellStats`). For the Dask engine, kernels, merges, states
-and sources must pickle; a :class:`Sink` writes the rows a run computes."""
+"""Passes over a source: an :class:`Engine` runs ``kernel(chunk, shared) -> state`` on every
+chunk of a :class:`Source` and folds ``merge(state, state)`` in row order, so the result does
+not depend on how the rows were cut. On Dask, kernels, merges, states and sources pickle."""
 
 from __future__ import annotations
 
@@ -36,8 +32,8 @@ class Ready:
 
 
 class PartWriter(Protocol[S]):
-    """Where one part's rows go: :meth:`write` each chunk's state (the state to fold given
-    back), :meth:`done` once with the part's folded state."""
+    """Where one part's rows go: :meth:`write` per chunk state (returns the state to fold),
+    :meth:`done` once with the part's state."""
 
     def write(self, state: S) -> S: ...
 
@@ -45,8 +41,8 @@ class PartWriter(Protocol[S]):
 
 
 class Sink(Protocol[S]):
-    """Where a run's rows go: a :class:`PartWriter` per part (discarding what it wrote when
-    the part fails); :meth:`stop`: a part failed, the others stop."""
+    """A :class:`PartWriter` per part (discarding its rows if the part fails); :meth:`stop`:
+    a part failed, the others stop."""
 
     def part(self, index: int) -> AbstractContextManager[PartWriter[S]]: ...
 
@@ -60,14 +56,11 @@ Progress = Callable[[int], None]
 
 
 class Engine:
-    """Runs ``kernel`` over a source's chunks and folds the states in row order: here, in
-    this process (:class:`LocalEngine`), unless a subclass runs elsewhere.
-
-    ``splits``: the parts of a source run apart, in other processes (Dask): sources are
-    then planned in parts, sources read whole are refused, and ``shared`` and the kernels
-    travel. ``slots``: how many parts run at once (None: sources are not split). Inside one
-    ``with`` block the runs share their resources (a cluster). ``describe()``: what a
-    result records of where it ran (None for this process)."""
+    """Runs ``kernel`` over a source's chunks, states folded in row order, in this process
+    unless a subclass runs elsewhere. ``splits``: parts run in other processes (sources
+    planned in parts, ``shared`` and kernels travel); ``slots``: parts run at once (None:
+    not split); a ``with`` block shares a cluster between runs; ``describe()``: where a
+    result ran (None: here)."""
 
     splits = False
     threads: int | None = None
@@ -116,12 +109,10 @@ def fold_part(
     threads: int | None = 0,
     progress: Progress | None = None,
 ) -> tuple[S, int]:
-    """Part ``index``'s state (its chunks' states folded in order from ``empty``, through the
-    sink's writer for the part when there is one) and its rows.
-
+    """Part ``index``'s folded state (through the sink's writer, if any) and its rows.
     ``threads`` 0: in this thread (a Dask task); else kernels on worker threads (None: one
-    per core), or, with ``shared`` (a model, which uses the cores itself), one chunk at a
-    time here while a thread reads the next."""
+    per core), or, with ``shared`` (a model using the cores itself), here while a thread
+    reads the next chunk."""
     value = None if shared is None else shared.get()
     chunks = part.chunks(arrays)
     if threads == 0 or shared is not None:
@@ -141,8 +132,7 @@ def fold_part(
 
 @dataclass(frozen=True)
 class LocalEngine(Engine):
-    """This process: chunks read ahead, kernels on ``threads`` worker threads (None: one per
-    core; :func:`fold_part`), states merged in row order.
+    """This process, kernels on ``threads`` worker threads (:func:`fold_part`).
 
     >>> import numpy as np
     >>> src = ArraySource({"x": np.arange(5.0)})

@@ -72,7 +72,7 @@ class ShippedModel:
             data = Path(self.path).read_bytes()
             if hashlib.sha256(data).hexdigest() != self.sha256:
                 raise RunError(f"model file '{self.path}' changed during the run")
-        return (_rebuilt, (self.__dict__ | {"loaded": None, "data": data},))
+        return (ShippedModel, tuple((self.__dict__ | {"loaded": None, "data": data}).values()))
 
     def get(self) -> Model:
         """The model: loaded here, or once per process from the file's bytes."""
@@ -104,10 +104,6 @@ class ShippedModel:
             X=self.head if self.profile is None else self.profile.head,
             profile=self.profile,
         )
-
-
-def _rebuilt(fields: dict[str, Any]) -> ShippedModel:
-    return ShippedModel(**fields)
 
 
 #: the models loaded in this process, by handle (gone with the handle)

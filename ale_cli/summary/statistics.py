@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.checks import check_choice
-from ale_cli.core.bootstrap import BAND_KEYS, statistics_bands
+from ale_cli.core.bootstrap import statistics_bands
 from ale_cli.core.discrete import level_statistics
 from ale_cli.core.statistics import ALE_CLI, DEFINITIONS, Definitions, effect_statistics, ranks
 
@@ -53,11 +53,7 @@ def feature_statistics(
             continue
         curve = {"effect": feat.effect, "std": feat.std, "counts": feat.counts} | how
         levels = feat.kind is not None
-        if levels:
-            item = level_statistics(**curve)
-        else:
-            s = effect_statistics(**curve)
-            item = {key: getattr(s, key) for key in (*BAND_KEYS, "heterogeneity_share")}
+        item = (level_statistics if levels else effect_statistics)(**curve)
         r = feat.replicates
         if r is not None:
             item |= statistics_bands(r.effect, r.counts, ci=r.ci, levels=levels, **how)
