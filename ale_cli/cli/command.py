@@ -15,14 +15,10 @@ import typer
 
 from ale_cli import __version__
 from ale_cli.cli.config import ALIAS, config_callback
-from ale_cli.cli.options import unshown
 from ale_cli.cli.progress import ProgressBars
 from ale_cli.errors import InputError
 from ale_cli.io.jsonio import dumps
-from ale_cli.outputs.guard import guard
-
-#: Written as a file name, ``-`` means standard output (or input).
-STDIO = "-"
+from ale_cli.outputs.guard import STDIO, guard
 
 
 @dataclass(frozen=True)
@@ -46,17 +42,12 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object."""
+        keys = ("message", "outputs", "counts", "notes", "cache_hit", "seconds", "timings")
+        status = "ok" if self.exit_code == 0 else "failed"
         return {
             "command": self.command,
-            "status": "ok" if self.exit_code == 0 else "failed",
-            "message": self.message,
-            "outputs": list(self.outputs),
-            "counts": dict(self.counts),
-            "notes": list(self.notes),
-            "cache_hit": self.cache_hit,
-            "seconds": self.seconds,
-            "timings": dict(self.timings),
-            "details": dict(self.details),
+            "status": status,
+            **{key: getattr(self, key) for key in (*keys, "details")},
         }
 
 
@@ -118,60 +109,63 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-VersionOption = Annotated[
-    bool,
-    typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True),
-]
-JsonOption = Annotated[
-    bool,
-    typer.Option(
-        "--json",
-        help="Print one JSON object on stdout (what was written, counts, notes, timings) "
-        "and nothing else there.",
-    ),
-]
-QuietOption = Annotated[
-    bool,
-    typer.Option(
-        "--quiet", "-q", help="No progress bar ('ale run': no output at all unless it fails)."
-    ),
-]
-ConfigOption = Annotated[
-    Path | None,
-    unshown(
-        "--config",
-        help="YAML file supplying any option of this command (flat, or a section per "
-        "command); flags given on the command line win; relative paths in it are relative "
-        "to the file.",
-        callback=config_callback,
-        is_eager=True,
-    ),
-]
-
-ForceOption = Annotated[
-    bool,
-    typer.Option(
-        "--force",
-        help="Overwrite an output that exists and is not recognisably this kind of ale "
-        "output (never an input, a directory where a file goes, or files ale did not "
-        "write in a figure directory).",
-    ),
-]
-
-
-def _option(name: str, default: Any, annotation: Any) -> inspect.Parameter:
+def option(name: str, default: Any, kind: Any, *decls: str, **kw: Any) -> inspect.Parameter:
+    """The keyword-only parameter ``name``: the typer option ``decls`` of type ``kind``."""
+    annotation = Annotated[kind, typer.Option(*decls, **kw)]
     return inspect.Parameter(
         name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
     )
 
 
 _COMMON = [
-    _option("json_", False, JsonOption),
-    _option("quiet", False, QuietOption),
-    _option("config", None, ConfigOption),
-    _option("version", False, VersionOption),
+    option(
+        "json_",
+        False,
+        bool,
+        "--json",
+        help="Print one JSON object on stdout (what was written, counts, notes, timings) "
+        "and nothing else there.",
+    ),
+    option(
+        "quiet",
+        False,
+        bool,
+        "--quiet",
+        "-q",
+        help="No progress bar ('ale run': no output at all unless it fails).",
+    ),
+    option(
+        "config",
+        None,
+        Path | None,
+        "--config",
+        help="YAML file supplying any option of this command (flat, or a section per "
+        "command); flags given on the command line win; relative paths in it are relative "
+        "to the file.",
+        callback=config_callback,
+        is_eager=True,
+        show_default=False,
+    ),
+    option(
+        "version",
+        False,
+        bool,
+        "--version",
+        help="Print the version and exit.",
+        callback=_version,
+        is_eager=True,
+    ),
 ]
-_FORCE = _option("force", False, ForceOption)
+VersionOption = _COMMON[-1].annotation
+_FORCE = option(
+    "force",
+    False,
+    bool,
+    "--force",
+    help="Overwrite an output that exists and is not recognisably this kind of ale "
+    "output (never an input, a directory where a file goes, or files ale did not "
+    "write in a figure directory).",
+)
 
 
 def with_params(
@@ -210,34 +204,28 @@ KindOf = str | Callable[[Mapping[str, Any]], str]
 
 
 @dataclass(frozen=True)
-class Declared:
-    """A command's files: ``outputs`` (parameter -> kind) and ``inputs`` (parameters)."""
+class Command:
+    """A declared command, what the registry (:mod:`ale_cli.cli.registry`) points to:
+    typer builds it from ``callback``'s signature; ``epilog`` ends its help with an example;
+    ``outputs`` (parameter -> kind) and ``inputs`` (parameters) are the files it writes and
+    reads; ``aliases``: old flag -> parameter (hidden)."""
 
+    callback: Callable[..., int]
+    epilog: str
     outputs: Mapping[str, KindOf]
     inputs: tuple[str, ...]
+    aliases: Mapping[str, str]
 
-    def check(self, values: Mapping[str, Any], force: bool) -> None:
+    def guard(self, values: Mapping[str, Any], force: bool) -> None:
         """Run :func:`ale_cli.outputs.guard.guard` on every output, before any work."""
         paths: list[Any] = []
         for name in self.inputs:
             value = values.get(name)
             paths += list(value) if isinstance(value, list | tuple) else [value]
         for name, kind in self.outputs.items():
-            value = values.get(name)
-            if value is None:
-                continue
-            chosen = kind(values) if callable(kind) else kind
-            guard(value, kind=chosen, inputs=paths, force=force, param=name)
-
-
-@dataclass(frozen=True)
-class Command:
-    """A declared command: what the registry (:mod:`ale_cli.cli.registry`) points to."""
-
-    callback: Callable[..., int]  # typer builds the command from its signature
-    epilog: str  # the end of the help, ending with an example
-    declared: Declared
-    aliases: Mapping[str, str] = field(default_factory=dict)  # old flag -> parameter (hidden)
+            if values.get(name) is not None:
+                chosen = kind(values) if callable(kind) else kind
+                guard(values[name], kind=chosen, inputs=paths, force=force, param=name)
 
 
 def command(
@@ -251,14 +239,12 @@ def command(
     ``--json``, ``--quiet``, ``--config``, ``--version`` and, for ``outputs`` (parameter ->
     kind, guarded before it runs; ``inputs``: the parameters read), ``--force`` unless it
     has its own. ``aliases``: old flag -> parameter (hidden)."""
-    declared = Declared(dict(outputs or {}), tuple(inputs))
-    old = dict(aliases or {})
+    outs, old = dict(outputs or {}), dict(aliases or {})
 
     def declare(func: Callable[..., Outcome]) -> Command:
         params = inspect.signature(func, eval_str=True).parameters
-        wants_run = "run" in params
         own_force = "force" in params
-        for key in [*declared.outputs, *declared.inputs, *old.values()]:
+        for key in [*outs, *inputs, *old.values()]:
             if key not in params:
                 raise TypeError(f"{func.__name__}: declared parameter '{key}' is unknown")
 
@@ -267,9 +253,8 @@ def command(
         ) -> int:
             run = Run(json=json_, quiet=quiet)
             _take_aliases(kw, old, params)
-            force = bool(kw.get("force") if own_force else kw.pop("force", False))
-            declared.check(kw, force)
-            if wants_run:
+            declared.guard(kw, bool(kw.get("force") if own_force else kw.pop("force", False)))
+            if "run" in params:
                 kw["run"] = run
             outcome = func(**kw)
             emit(outcome, run)
@@ -278,10 +263,10 @@ def command(
             return 0
 
         extra = [_alias_param(flag, name, params[name]) for flag, name in old.items()]
-        extra += _COMMON
-        if declared.outputs and not own_force:
-            extra.insert(0, _FORCE)
-        return Command(with_params(func, extra, wrapper, drop=("run",)), epilog, declared, old)
+        extra += [_FORCE, *_COMMON] if outs and not own_force else _COMMON
+        callback = with_params(func, extra, wrapper, drop=("run",))
+        declared = Command(callback, epilog, outs, tuple(inputs), old)
+        return declared
 
     return declare
 
@@ -291,8 +276,7 @@ def _alias_param(flag: str, name: str, target: inspect.Parameter) -> inspect.Par
     kind = target.annotation
     if get_origin(kind) is Annotated:
         kind = get_args(kind)[0]
-    option = unshown(flag, hidden=True)
-    return _option(ALIAS + name, None, Annotated[kind | None, option])
+    return option(ALIAS + name, None, kind | None, flag, hidden=True, show_default=False)
 
 
 def _take_aliases(

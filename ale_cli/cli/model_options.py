@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ale_cli.cli.command import with_params
+from ale_cli.cli.command import option, with_params
 from ale_cli.estimators.inputs import ModelInputs
 
 _K = inspect.Parameter.KEYWORD_ONLY
@@ -26,9 +26,7 @@ def _option(flag: str, help: str, kind: Any = str | None, **kw: Any) -> inspect.
     default = False if kind is bool else None
     if default is None:
         kw["show_default"] = False
-    annotation = Annotated[kind, typer.Option(flag, help=help, **kw)]
-    name = flag.removeprefix("--").replace("-", "_")
-    return inspect.Parameter(name, _K, default=default, annotation=annotation)
+    return option(flag.removeprefix("--").replace("-", "_"), default, kind, flag, help=help, **kw)
 
 
 _ARGUMENTS = [
