@@ -17,6 +17,7 @@ from ale_cli import __version__
 from ale_cli.cli.config import ALIAS, config_callback
 from ale_cli.cli.progress import ProgressBars
 from ale_cli.errors import InputError
+from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
 from ale_cli.outputs.guard import STDIO, guard
 
@@ -314,3 +315,13 @@ def out_message(path: Path | str) -> str:
 def echo_data(text: str) -> None:
     """Write data (a summary, a table) to standard output."""
     typer.echo(text, nl=False)
+
+
+def write_out(run: Run, path: Path | str, data: str | bytes, param: str = "out") -> bool:
+    """Write ``data`` to ``path`` atomically, or to standard output for ``-`` (True then)."""
+    if run.claim_stdout(path, param):
+        echo_data(data if isinstance(data, str) else data.decode("utf-8"))
+        return True
+    with atomic_write(path) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    return False

@@ -37,6 +37,23 @@ StatisticsOption = Annotated[
         "normalisation). params.statistics_note says how they differ.",
     ),
 ]
+BinningOption = Annotated[
+    str | None,
+    unshown(
+        "--binning",
+        help="uniform (equal widths over [min, max]) or quantile (type-1 quantiles, "
+        "deduplicated, as ALEPlot and PyALE). Default: uniform in 'ale rebin', quantile in "
+        "'ale classic' and 'ale interact'.",
+    ),
+]
+SummaryArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
+        "'ale interact' ('-': standard input).",
+        show_default=False,
+    ),
+]
 BinsOption = Annotated[int | None, unshown("--bins", help="Bins per feature (default: 20).", min=1)]
 EdgesOption = Annotated[
     Path | None,

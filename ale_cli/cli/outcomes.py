@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ale_cli.cli.command import Outcome, Run, echo_data, out_message
-from ale_cli.summary.model import summary_json, write_summary
+from ale_cli.cli.command import Outcome, Run, out_message, write_out
+from ale_cli.summary.model import summary_json
 
 if TYPE_CHECKING:
     from ale_cli.summary.build import EstimateResult
@@ -16,11 +16,7 @@ def summary_outcome(
     name: str, result: EstimateResult, out: Path, timestamp: bool, run: Run
 ) -> Outcome:
     """Write the summary (``-``: standard output) and describe it in one line."""
-    to_stdout = run.claim_stdout(out, "out")
-    if to_stdout:
-        echo_data(summary_json(result.summary, timestamp=timestamp))
-    else:
-        write_summary(out, result.summary, timestamp=timestamp)
+    to_stdout = write_out(run, out, summary_json(result.summary, timestamp=timestamp))
     feats, items = result.summary.features, result.summary.interactions
     ok = sum(f.status == "ok" for f in (*feats, *items))
     if items:

@@ -22,10 +22,9 @@ from ale_cli.audit.report import (
     totals,
 )
 from ale_cli.checks import check_choice, names_tuple
-from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio
+from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio, write_out
 from ale_cli.cli.options import FeaturesOption, unshown
 from ale_cli.errors import InputError
-from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
 from ale_cli.plot.diff import render_diff
 from ale_cli.summary.build import utc_now
@@ -64,33 +63,18 @@ def _stdout_output(run: Run, outputs: dict[str, Path | None], output_format: str
 
 
 def _write_outputs(
-    files: dict[str, Path | None], result: AuditResult, data: dict[str, Any]
+    run: Run, files: dict[str, Path | None], result: AuditResult, data: dict[str, Any]
 ) -> list[str]:
     """Write the JSON report, the JUnit XML and the markdown asked for (``-``: stdout)."""
     payloads = {
-        "json_report": lambda: dumps(data).encode("utf-8"),
+        "json_report": lambda: dumps(data),
         "junit": lambda: junit_xml(result),
-        "out": lambda: markdown(result).encode("utf-8"),
+        "out": lambda: markdown(result),
     }
     written = {name: path for name, path in files.items() if path is not None}
     for name, path in written.items():
-        if is_stdio(path):
-            echo_data(payloads[name]().decode("utf-8"))
-            continue
-        with atomic_write(path) as fh:
-            fh.write(payloads[name]())
+        write_out(run, path, payloads[name](), name)
     return [str(path) for path in written.values()]
-
-
-AuditFormatOption = Annotated[
-    str,
-    typer.Option(
-        "--format",
-        help="text: the table; github: the table and ::error/::warning annotation lines; "
-        "markdown: a summary for a CI job page or a merge-request comment (failed rules "
-        "first, passed ones folded) instead of the table.",
-    ),
-]
 
 
 @command(
@@ -136,7 +120,15 @@ def audit(
             "('-': standard output; the table then goes to stderr).",
         ),
     ] = None,
-    output_format: AuditFormatOption = "text",
+    output_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="text: the table; github: the table and ::error/::warning annotation lines; "
+            "markdown: a summary for a CI job page or a merge-request comment (failed rules "
+            "first, passed ones folded) instead of the table.",
+        ),
+    ] = "text",
     out: Annotated[
         Path | None,
         typer.Option(
@@ -159,7 +151,7 @@ def audit(
     to_stdout = _stdout_output(run, files, output_format)
     result = audit_files(summaries, rules, baseline=baseline)
     data = report_dict(result, created=utc_now())
-    outputs = _write_outputs(files, result, data)
+    outputs = _write_outputs(run, files, result, data)
     lines = text_table(result).splitlines()[:-1]
     if run.quiet:  # only the failed and warned rows
         lines = [c.message for c in result.checks if c.verdict in ("fail", "warn")]

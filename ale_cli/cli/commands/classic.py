@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from ale_cli.cli.command import Outcome, Run, command
 from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
+    BinningOption,
     BinsOption,
     BootstrapOption,
     CenterOption,
@@ -20,7 +19,6 @@ from ale_cli.cli.options import (
     SeedOption,
     StatisticsOption,
     TimestampOption,
-    unshown,
 )
 from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
@@ -45,15 +43,7 @@ def classic(
     run: Run,
     out: OutOption,
     bins: BinsOption = None,
-    binning: Annotated[
-        str | None,
-        unshown(
-            "--binning",
-            help="quantile (type-1 quantiles, deduplicated; the default here, as ALEPlot and "
-            "PyALE, and in 'ale interact') or uniform (equal widths over [min, max]; the "
-            "default of 'ale rebin').",
-        ),
-    ] = None,
+    binning: BinningOption = None,
     edges: EdgesOption = None,
     center: CenterOption = "mean",
     timestamp: TimestampOption = True,

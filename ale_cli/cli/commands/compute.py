@@ -25,64 +25,6 @@ from ale_cli.estimators.local_effects import compute as run_compute
 from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.store.npz import read_meta
 
-StoreOutOption = Annotated[
-    Path,
-    typer.Option(
-        "--out",
-        "-o",
-        help="Store to write (.npz; with --engine dask a directory store: a manifest and one "
-        "part per partition).",
-    ),
-]
-
-MethodOption = Annotated[
-    str,
-    typer.Option(
-        "--method",
-        help="auto, autodiff or finite-differences. auto: autodiff for torch models and "
-        "translatable ONNX graphs, finite differences otherwise.",
-    ),
-]
-
-StepOption = Annotated[
-    float | None,
-    unshown(
-        "--step",
-        help="Finite-difference step as a fraction of each feature's std (default: "
-        "1e-5 for smooth float64 models, 1e-2 for float32 ONNX graphs, 0.05 for "
-        "piecewise-constant models such as trees, chosen automatically).",
-    ),
-]
-
-PairsOption = Annotated[
-    list[str] | None,
-    unshown(
-        "--pair",
-        help="Also cache the mixed derivatives d2f/dx_a dx_b of the pair A,B for "
-        "'ale interact' (repeat for more pairs, as in 'ale interact'; needs autodiff).",
-    ),
-]
-
-ChunkRowsOption = Annotated[
-    int,
-    typer.Option(
-        "--chunk-rows",
-        help="Rows read, computed and written at a time by the streaming compute (TorchScript, "
-        "ONNX and smooth scikit-learn models on files): memory grows with it; the method and "
-        "steps do not change, finite-difference quotients only within about 1e-10 relative.",
-        min=2,
-    ),
-]
-
-ForceOption = Annotated[
-    bool,
-    typer.Option(
-        "--force",
-        help="Recompute even if the store is up to date, and overwrite a file at -o that is "
-        "not recognisably an ale store.",
-    ),
-]
-
 
 def _store_kind(values: Mapping[str, Any]) -> str:
     """A directory store with --engine dask (a store file there is replaced by one)."""
@@ -105,13 +47,59 @@ def _store_kind(values: Mapping[str, Any]) -> str:
 def compute(
     inputs: ModelInputs,
     run: Run,
-    out: StoreOutOption = Path("effects.npz"),
-    method: MethodOption = "auto",
-    step: StepOption = None,
-    pairs: PairsOption = None,
-    chunk_rows: ChunkRowsOption = DEFAULT_CHUNK_ROWS,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Store to write (.npz; with --engine dask a directory store: a manifest and one "
+            "part per partition).",
+        ),
+    ] = Path("effects.npz"),
+    method: Annotated[
+        str,
+        typer.Option(
+            "--method",
+            help="auto, autodiff or finite-differences. auto: autodiff for torch models and "
+            "translatable ONNX graphs, finite differences otherwise.",
+        ),
+    ] = "auto",
+    step: Annotated[
+        float | None,
+        unshown(
+            "--step",
+            help="Finite-difference step as a fraction of each feature's std (default: "
+            "1e-5 for smooth float64 models, 1e-2 for float32 ONNX graphs, 0.05 for "
+            "piecewise-constant models such as trees, chosen automatically).",
+        ),
+    ] = None,
+    pairs: Annotated[
+        list[str] | None,
+        unshown(
+            "--pair",
+            help="Also cache the mixed derivatives d2f/dx_a dx_b of the pair A,B for "
+            "'ale interact' (repeat for more pairs, as in 'ale interact'; needs autodiff).",
+        ),
+    ] = None,
+    chunk_rows: Annotated[
+        int,
+        typer.Option(
+            "--chunk-rows",
+            help="Rows read, computed and written at a time by the streaming compute (TorchScript, "
+            "ONNX and smooth scikit-learn models on files): memory grows with it; the method and "
+            "steps do not change, finite-difference quotients only within about 1e-10 relative.",
+            min=2,
+        ),
+    ] = DEFAULT_CHUNK_ROWS,
     discrete: DiscreteOption = None,
-    force: ForceOption = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Recompute even if the store is up to date, and overwrite a file at -o that is "
+            "not recognisably an ale store.",
+        ),
+    ] = False,
     engine: EngineOption = "local",
     scheduler: SchedulerOption = None,
 ) -> Outcome:

@@ -8,6 +8,7 @@ import typer
 
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.cli.options import (
+    BinningOption,
     BinsOption,
     BootstrapOption,
     CenterOption,
@@ -40,15 +41,7 @@ def rebin(
     out: OutOption,
     run: Run,
     bins: BinsOption = None,
-    binning: Annotated[
-        str | None,
-        unshown(
-            "--binning",
-            help="uniform (equal widths over [min, max]; the default here) or quantile "
-            "(type-1 quantiles, deduplicated; the default of 'ale classic' and 'ale interact', "
-            "as ALEPlot and PyALE).",
-        ),
-    ] = None,
+    binning: BinningOption = None,
     edges: EdgesOption = None,
     center: CenterOption = "mean",
     features: FeaturesOption = None,

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command, is_stdio
-from ale_cli.cli.options import unshown
+from ale_cli.cli.options import SummaryArgument, unshown
 from ale_cli.outputs.tables import export_summary, table_format
 
 
@@ -33,14 +33,7 @@ def _table_kind(values: Mapping[str, Any]) -> str:
 )
 def export(
     run: Run,
-    summary: Annotated[
-        Path,
-        typer.Argument(
-            help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
-            "'ale interact'; '-' reads it from standard input.",
-            show_default=False,
-        ),
-    ],
+    summary: SummaryArgument,
     out: Annotated[
         Path,
         unshown(

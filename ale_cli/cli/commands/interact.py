@@ -8,6 +8,7 @@ from typing import Annotated
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
+    BinningOption,
     EdgesOption,
     EngineOption,
     OutOption,
@@ -22,10 +23,6 @@ from ale_cli.engines import engine_for
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.interact import InteractRequest
 from ale_cli.estimators.interact import interact as run_interact
-
-PairBinsOption = Annotated[
-    int | None, unshown("--bins", help="Bins per feature (default: 10), K x K cells.", min=1)
-]
 
 
 @command(
@@ -58,16 +55,10 @@ def interact(
             "corners, any model). Default: dale when the model has autodiff, else ale.",
         ),
     ] = None,
-    bins: PairBinsOption = None,
-    binning: Annotated[
-        str | None,
-        unshown(
-            "--binning",
-            help="quantile (type-1 quantiles, deduplicated; the default here, as ALEPlot, and "
-            "in 'ale classic') or uniform (equal widths over [min, max]; the default of "
-            "'ale rebin').",
-        ),
+    bins: Annotated[
+        int | None, unshown("--bins", help="Bins per feature (default: 10), K x K cells.", min=1)
     ] = None,
+    binning: BinningOption = None,
     edges: EdgesOption = None,
     store: Annotated[
         Path | None,

@@ -10,7 +10,7 @@ import typer
 
 from ale_cli.checks import names_tuple
 from ale_cli.cli.command import Outcome, command, refuse_stdio
-from ale_cli.cli.options import unshown
+from ale_cli.cli.options import SummaryArgument, unshown
 from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE, plot_files
 
 
@@ -18,76 +18,6 @@ class FigureFormat(StrEnum):
     png = "png"
     svg = "svg"
     both = "both"
-
-
-SummaryArgument = Annotated[
-    Path,
-    typer.Argument(
-        help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
-        "'ale interact' ('-': standard input)."
-    ),
-]
-
-OutOption = Annotated[
-    Path,
-    typer.Option(
-        "--out",
-        "-o",
-        help="Directory to write the figures to (replaced as a whole; it must be new, empty "
-        "or a figure directory ale wrote).",
-    ),
-]
-
-StoreOption = Annotated[
-    Path | None,
-    unshown(
-        "--store",
-        help="The store the summary was made from: adds the rug of data values, the "
-        "average prediction and violins of the local effects per bin (the data points "
-        "on interaction heat maps).",
-    ),
-]
-
-FmtOption = Annotated[FigureFormat, typer.Option("--format", help="png, svg or both.")]
-
-FeaturesOption = Annotated[
-    str | None,
-    unshown(
-        "--features",
-        help="Comma-separated feature names (default: all): their figures, and the "
-        "heat maps of the interactions that involve any of them.",
-    ),
-]
-
-DpiOption = Annotated[
-    int,
-    typer.Option(
-        "--dpi",
-        help="Resolution of PNG figures (dots per inch).",
-        min=DPI_RANGE[0],
-        max=DPI_RANGE[1],
-    ),
-]
-
-YlabelOption = Annotated[
-    str | None,
-    unshown(
-        "--ylabel",
-        help="Label of the effect axes (default: names the model output the summary "
-        "records, e.g. 'centered effect on probability of class 1').",
-    ),
-]
-
-JobsOption = Annotated[
-    int | None,
-    unshown(
-        "--jobs",
-        "-j",
-        help="Worker processes drawing figures (default: one per core, at most 4; "
-        "1 draws in this process).",
-        min=1,
-    ),
-]
 
 
 @command(
@@ -98,13 +28,62 @@ JobsOption = Annotated[
 )
 def plot(
     summary: SummaryArgument,
-    out: OutOption = Path("plots"),
-    store: StoreOption = None,
-    fmt: FmtOption = FigureFormat.png,
-    features: FeaturesOption = None,
-    dpi: DpiOption = DEFAULT_DPI,
-    ylabel: YlabelOption = None,
-    jobs: JobsOption = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Directory to write the figures to (replaced as a whole; it must be new, empty "
+            "or a figure directory ale wrote).",
+        ),
+    ] = Path("plots"),
+    store: Annotated[
+        Path | None,
+        unshown(
+            "--store",
+            help="The store the summary was made from: adds the rug of data values, the "
+            "average prediction and violins of the local effects per bin (the data points "
+            "on interaction heat maps).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        FigureFormat, typer.Option("--format", help="png, svg or both.")
+    ] = FigureFormat.png,
+    features: Annotated[
+        str | None,
+        unshown(
+            "--features",
+            help="Comma-separated feature names (default: all): their figures, and the "
+            "heat maps of the interactions that involve any of them.",
+        ),
+    ] = None,
+    dpi: Annotated[
+        int,
+        typer.Option(
+            "--dpi",
+            help="Resolution of PNG figures (dots per inch).",
+            min=DPI_RANGE[0],
+            max=DPI_RANGE[1],
+        ),
+    ] = DEFAULT_DPI,
+    ylabel: Annotated[
+        str | None,
+        unshown(
+            "--ylabel",
+            help="Label of the effect axes (default: names the model output the summary "
+            "records, e.g. 'centered effect on probability of class 1').",
+        ),
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        unshown(
+            "--jobs",
+            "-j",
+            help="Worker processes drawing figures (default: one per core, at most 4; "
+            "1 draws in this process).",
+            min=1,
+        ),
+    ] = None,
 ) -> Outcome:
     """Draw one figure per feature (effect curve with bands above, bin effects below), an
     overview of all features, and a heat map per second-order interaction ('ale interact');

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command, echo_data, out_message, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, out_message, refuse_stdio, write_out
 from ale_cli.cli.options import (
     CenterOption,
     EngineOption,
@@ -21,7 +21,6 @@ from ale_cli.cli.options import (
 from ale_cli.engines import engine_for
 from ale_cli.estimators import regional as estimator
 from ale_cli.io.jsonio import dumps
-from ale_cli.summary.regional import write_regional
 
 
 @command(
@@ -108,11 +107,7 @@ def regional(
 
 def _outcome(result: estimator.RegionalResult, out: Path, timestamp: bool, run: Run) -> Outcome:
     """Write the regional summary (``-``: standard output) and describe it in one line."""
-    to_stdout = run.claim_stdout(out, "out")
-    if to_stdout:
-        echo_data(dumps(result.summary.to_dict(timestamp=timestamp)))
-    else:
-        write_regional(out, result.summary, timestamp=timestamp)
+    to_stdout = write_out(run, out, dumps(result.summary.to_dict(timestamp=timestamp)))
     regions = result.summary.regions
     shown = " ".join(
         f"{r.name}={len(r.leaves)}" if r.status != "not_estimable" else f"{r.name}=-"
