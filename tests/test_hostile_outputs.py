@@ -479,9 +479,9 @@ MINIMAL = {
 def _commands() -> dict[str, Any]:
     import typer
 
-    from ale_cli.cli import load_commands
+    from ale_cli.cli import app
 
-    return dict(typer.main.get_command(load_commands()).commands)
+    return dict(typer.main.get_command(app).commands)
 
 
 def _is_path(param: Any) -> bool:

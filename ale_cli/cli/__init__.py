@@ -8,19 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 from ale_cli.cli.application import app
-from ale_cli.cli.registry import COMMANDS, load
 
-__all__ = ["app", "load_commands", "main"]
-
-
-def load_commands(command: str | None = None) -> Any:
-    """The typer app, with the module of ``command`` imported (of every command if None)."""
-    for name in [command] if command else COMMANDS:
-        load(name)
-    return app
+__all__ = ["app", "main"]
 
 
 def main() -> None:

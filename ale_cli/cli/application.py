@@ -4,11 +4,12 @@ Whatever goes wrong, ``ale`` prints one line on stderr starting with ``error:`` 
 2 for bad input or options (an ``InputError``, an option-parsing error), 1 for a failure
 while running (a ``RunError``, an ``OSError``) or a bug (its traceback goes to a file under
 the temporary directory), 130 for Ctrl-C, 143 for SIGTERM. Commands are built from
-:data:`ale_cli.cli.COMMANDS` only when asked for.
+:data:`ale_cli.cli.registry.COMMANDS` only when asked for.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import tempfile
 import traceback
@@ -45,6 +46,7 @@ def _internal_error(exc: BaseException) -> str:
     return f"internal error (a bug in ale): {what}; {where}"
 
 
+@functools.cache
 def build(name: str) -> Any:
     """The click command of the registered command ``name``, made by typer."""
     declared = load(name)
@@ -58,15 +60,10 @@ def build(name: str) -> Any:
 class _Commands(Mapping[str, Any]):
     """The registered commands by name; each built on first use (:func:`build`)."""
 
-    def __init__(self) -> None:
-        self.built: dict[str, Any] = {}
-
     def __getitem__(self, name: str) -> Any:
         if name not in COMMANDS:
             raise KeyError(name)
-        if name not in self.built:
-            self.built[name] = build(name)
-        return self.built[name]
+        return build(name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(COMMANDS)

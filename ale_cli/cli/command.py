@@ -43,13 +43,9 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object."""
-        keys = ("message", "outputs", "counts", "notes", "cache_hit", "seconds", "timings")
+        keys = "message outputs counts notes cache_hit seconds timings details".split()
         status = "ok" if self.exit_code == 0 else "failed"
-        return {
-            "command": self.command,
-            "status": status,
-            **{key: getattr(self, key) for key in (*keys, "details")},
-        }
+        return {"command": self.command, "status": status, **{k: getattr(self, k) for k in keys}}
 
 
 @dataclass(frozen=True)
@@ -110,9 +106,17 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-def option(name: str, default: Any, kind: Any, *decls: str, **kw: Any) -> inspect.Parameter:
-    """The keyword-only parameter ``name``: the typer option ``decls`` of type ``kind``."""
-    annotation = Annotated[kind, typer.Option(*decls, **kw)]
+def option(
+    flags: str, help: str | None, kind: Any = str | None, *, name: str = "", **kw: Any
+) -> inspect.Parameter:
+    """The keyword-only parameter of the option ``flags`` (space-separated; named for the
+    first, ``--a-b`` -> ``a_b``, unless ``name``): False for a bool, else None."""
+    decls = flags.split()
+    default = False if kind is bool else None
+    if default is None:
+        kw.setdefault("show_default", False)
+    annotation = Annotated[kind, typer.Option(*decls, help=help, **kw)]
+    name = name or decls[0].removeprefix("--").replace("-", "_")
     return inspect.Parameter(
         name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
     )
@@ -120,52 +124,30 @@ def option(name: str, default: Any, kind: Any, *decls: str, **kw: Any) -> inspec
 
 _COMMON = [
     option(
-        "json_",
-        False,
-        bool,
         "--json",
-        help="Print one JSON object on stdout (what was written, counts, notes, timings) "
-        "and nothing else there.",
-    ),
-    option(
-        "quiet",
-        False,
+        "Print one JSON object on stdout (what was written, counts, notes, timings) and "
+        "nothing else there.",
         bool,
-        "--quiet",
-        "-q",
-        help="No progress bar ('ale run': no output at all unless it fails).",
+        name="json_",
     ),
+    option("--quiet -q", "No progress bar ('ale run': no output at all unless it fails).", bool),
     option(
-        "config",
-        None,
-        Path | None,
         "--config",
-        help="YAML file supplying any option of this command (flat, or a section per "
-        "command); flags given on the command line win; relative paths in it are relative "
-        "to the file.",
+        "YAML file supplying any option of this command (flat, or a section per command); "
+        "flags given on the command line win; relative paths in it are relative to the file.",
+        Path | None,
         callback=config_callback,
         is_eager=True,
-        show_default=False,
     ),
-    option(
-        "version",
-        False,
-        bool,
-        "--version",
-        help="Print the version and exit.",
-        callback=_version,
-        is_eager=True,
-    ),
+    option("--version", "Print the version and exit.", bool, callback=_version, is_eager=True),
 ]
 VersionOption = _COMMON[-1].annotation
 _FORCE = option(
-    "force",
-    False,
-    bool,
     "--force",
-    help="Overwrite an output that exists and is not recognisably this kind of ale "
-    "output (never an input, a directory where a file goes, or files ale did not "
-    "write in a figure directory).",
+    "Overwrite an output that exists and is not recognisably this kind of ale output (never "
+    "an input, a directory where a file goes, or files ale did not write in a figure "
+    "directory).",
+    bool,
 )
 
 
@@ -277,7 +259,7 @@ def _alias_param(flag: str, name: str, target: inspect.Parameter) -> inspect.Par
     kind = target.annotation
     if get_origin(kind) is Annotated:
         kind = get_args(kind)[0]
-    return option(ALIAS + name, None, kind | None, flag, hidden=True, show_default=False)
+    return option(flag, None, kind | None, name=ALIAS + name, hidden=True)
 
 
 def _take_aliases(
