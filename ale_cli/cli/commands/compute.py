@@ -25,6 +25,46 @@ from ale_cli.estimators.local_effects import compute as run_compute
 from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.store.npz import read_meta
 
+StoreOutOption = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Store to write (.npz; with --engine dask a directory store: a manifest and one "
+        "part per partition).",
+    ),
+]
+
+MethodOption = Annotated[
+    str,
+    typer.Option(
+        "--method",
+        help="auto, autodiff or finite-differences. auto: autodiff for torch models and "
+        "translatable ONNX graphs, finite differences otherwise.",
+    ),
+]
+
+StepOption = Annotated[
+    float | None,
+    unshown(
+        "--step",
+        help="Finite-difference step as a fraction of each feature's std (default: "
+        "1e-5 for smooth float64 models, 1e-2 for float32 ONNX graphs, 0.05 for "
+        "piecewise-constant models such as trees, chosen automatically).",
+    ),
+]
+
+ChunkRowsOption = Annotated[
+    int,
+    typer.Option(
+        "--chunk-rows",
+        help="Rows read, computed and written at a time by the streaming compute (TorchScript, "
+        "ONNX and smooth scikit-learn models on files): memory grows with it; the method and "
+        "steps do not change, finite-difference quotients only within about 1e-10 relative.",
+        min=2,
+    ),
+]
+
 
 def _store_kind(values: Mapping[str, Any]) -> str:
     """A directory store with --engine dask (a store file there is replaced by one)."""
@@ -47,32 +87,9 @@ def _store_kind(values: Mapping[str, Any]) -> str:
 def compute(
     inputs: ModelInputs,
     run: Run,
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Store to write (.npz; with --engine dask a directory store: a manifest and one "
-            "part per partition).",
-        ),
-    ] = Path("effects.npz"),
-    method: Annotated[
-        str,
-        typer.Option(
-            "--method",
-            help="auto, autodiff or finite-differences. auto: autodiff for torch models and "
-            "translatable ONNX graphs, finite differences otherwise.",
-        ),
-    ] = "auto",
-    step: Annotated[
-        float | None,
-        unshown(
-            "--step",
-            help="Finite-difference step as a fraction of each feature's std (default: "
-            "1e-5 for smooth float64 models, 1e-2 for float32 ONNX graphs, 0.05 for "
-            "piecewise-constant models such as trees, chosen automatically).",
-        ),
-    ] = None,
+    out: StoreOutOption = Path("effects.npz"),
+    method: MethodOption = "auto",
+    step: StepOption = None,
     pairs: Annotated[
         list[str] | None,
         unshown(
@@ -81,16 +98,7 @@ def compute(
             "'ale interact' (repeat for more pairs, as in 'ale interact'; needs autodiff).",
         ),
     ] = None,
-    chunk_rows: Annotated[
-        int,
-        typer.Option(
-            "--chunk-rows",
-            help="Rows read, computed and written at a time by the streaming compute (TorchScript, "
-            "ONNX and smooth scikit-learn models on files): memory grows with it; the method and "
-            "steps do not change, finite-difference quotients only within about 1e-10 relative.",
-            min=2,
-        ),
-    ] = DEFAULT_CHUNK_ROWS,
+    chunk_rows: ChunkRowsOption = DEFAULT_CHUNK_ROWS,
     discrete: DiscreteOption = None,
     force: Annotated[
         bool,

@@ -20,6 +20,45 @@ class FigureFormat(StrEnum):
     both = "both"
 
 
+OutOption = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Directory to write the figures to (replaced as a whole; it must be new, empty "
+        "or a figure directory ale wrote).",
+    ),
+]
+
+StoreOption = Annotated[
+    Path | None,
+    unshown(
+        "--store",
+        help="The store the summary was made from: adds the rug of data values, the "
+        "average prediction and violins of the local effects per bin (the data points "
+        "on interaction heat maps).",
+    ),
+]
+
+FeaturesOption = Annotated[
+    str | None,
+    unshown(
+        "--features",
+        help="Comma-separated feature names (default: all): their figures, and the "
+        "heat maps of the interactions that involve any of them.",
+    ),
+]
+
+YlabelOption = Annotated[
+    str | None,
+    unshown(
+        "--ylabel",
+        help="Label of the effect axes (default: names the model output the summary "
+        "records, e.g. 'centered effect on probability of class 1').",
+    ),
+]
+
+
 @command(
     epilog="Example: ale plot out/diabetes-mlp-rhale.json --store out/diabetes-mlp.npz "
     "-o out/plots --format both",
@@ -28,35 +67,12 @@ class FigureFormat(StrEnum):
 )
 def plot(
     summary: SummaryArgument,
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Directory to write the figures to (replaced as a whole; it must be new, empty "
-            "or a figure directory ale wrote).",
-        ),
-    ] = Path("plots"),
-    store: Annotated[
-        Path | None,
-        unshown(
-            "--store",
-            help="The store the summary was made from: adds the rug of data values, the "
-            "average prediction and violins of the local effects per bin (the data points "
-            "on interaction heat maps).",
-        ),
-    ] = None,
+    out: OutOption = Path("plots"),
+    store: StoreOption = None,
     fmt: Annotated[
         FigureFormat, typer.Option("--format", help="png, svg or both.")
     ] = FigureFormat.png,
-    features: Annotated[
-        str | None,
-        unshown(
-            "--features",
-            help="Comma-separated feature names (default: all): their figures, and the "
-            "heat maps of the interactions that involve any of them.",
-        ),
-    ] = None,
+    features: FeaturesOption = None,
     dpi: Annotated[
         int,
         typer.Option(
@@ -66,14 +82,7 @@ def plot(
             max=DPI_RANGE[1],
         ),
     ] = DEFAULT_DPI,
-    ylabel: Annotated[
-        str | None,
-        unshown(
-            "--ylabel",
-            help="Label of the effect axes (default: names the model output the summary "
-            "records, e.g. 'centered effect on probability of class 1').",
-        ),
-    ] = None,
+    ylabel: YlabelOption = None,
     jobs: Annotated[
         int | None,
         unshown(
