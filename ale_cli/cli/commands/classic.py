@@ -58,14 +58,9 @@ def classic(
 ) -> Outcome:
     """Classic ALE (Apley-Zhu): the model at both limits of each row's bin, per feature.
 
-    2 model evaluations per row and explained feature; works for every model
-    format, with or without gradients. Writes the same summary as rebin/rhale
-    (estimator "ale"); heterogeneity is the per-bin std of the differences
-    divided by the bin width. --bootstrap B resamples the rows' differences
-    for percentile bands (no further model call). A data file is read --chunk-rows
-    rows at a time.
-    --engine dask evaluates the model on the partitions of the data on the workers of a
-    Dask cluster (this process reads the columns for the ranges and quantile edges).
+    2 model evaluations per row and explained feature; works for every model format, with
+    or without gradients. Writes the same summary as rebin/rhale (estimator "ale");
+    heterogeneity is the per-bin std of the differences divided by the bin width.
     """
     request = ClassicRequest(
         inputs=inputs,

@@ -113,13 +113,10 @@ def compute(
 ) -> Outcome:
     """Compute the local effects (model gradients at every row) and cache them in a store.
 
-    Reuses the store at -o when it was made from the same model bytes, data bytes
-    and options (a cache hit); --force recomputes. --features chooses the inputs
-    to explain (finite differences perturb only those); the model still gets
-    every input (--inputs, or every column but --exclude). Text, --categorical,
-    --discrete and binary (two-valued) features also get every row's jumps to the
-    adjacent levels (model calls), so rebin and rhale report them per level as classic
-    does.
+    Reuses the store at -o when it was made from the same model bytes, data bytes and
+    options (a cache hit); --force recomputes. Text, --categorical, --discrete and binary
+    (two-valued) features also get every row's jumps to the adjacent levels (model calls),
+    so rebin and rhale report them per level as classic does.
     """
     request = ComputeRequest(
         inputs=replace(inputs, method=method, step=step),

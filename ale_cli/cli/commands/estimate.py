@@ -53,10 +53,7 @@ def rebin(
     scheduler: SchedulerOption = None,
     statistics: StatisticsOption = "ale-cli",
 ) -> Outcome:
-    """DALE on fixed bins: bin effects, heterogeneity and standard error from the store.
-
-    --bootstrap B adds percentile bands (rows resampled, bins fixed).
-    """
+    """DALE on fixed bins: bin effects, heterogeneity and standard error from the store."""
     refuse_stdio(store, "store", "a store")
     request = dale.RebinRequest(
         store=store,

@@ -74,10 +74,7 @@ def interact(
     scheduler: SchedulerOption = None,
 ) -> Outcome:
     """Second-order ALE of feature pairs: the doubly-centered interaction surface on a grid
-    of cells, with empty cells filled from the nearest non-empty cell. A data file is read
-    --chunk-rows rows at a time; a store (--store) by its own chunks. --engine dask runs
-    the model calls on the partitions of the data on the workers of a Dask cluster.
-    """
+    of cells, with empty cells filled from the nearest non-empty cell."""
     refuse_stdio(store, "store", "a store")
     runner = engine_for(engine, scheduler)
     request = InteractRequest(
