@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin
 
@@ -26,8 +26,8 @@ from ale_cli.outputs.guard import STDIO, guard
 class Outcome:
     """What a command did, for people (``message``) and for programs (``--json``)."""
 
-    command: str
     message: str  # the one-line result
+    command: str = ""  # the command's name (set when it returns)
     outputs: tuple[str, ...] = ()  # files written ("-": standard output)
     counts: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # not estimable features, dropped rows...
@@ -123,6 +123,7 @@ def option(
 
 
 _COMMON = [
+    inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
     option(
         "--json",
         "Print one JSON object on stdout (what was written, counts, notes, timings) and "
@@ -232,14 +233,14 @@ def command(
                 raise TypeError(f"{func.__name__}: declared parameter '{key}' is unknown")
 
         def wrapper(
-            *, json_: bool, quiet: bool, config: Path | None, version: bool, **kw: Any
+            *, ctx: Any, json_: bool, quiet: bool, config: Path | None, version: bool, **kw: Any
         ) -> int:
             run = Run(json=json_, quiet=quiet)
             _take_aliases(kw, old, params)
             declared.guard(kw, bool(kw.get("force") if own_force else kw.pop("force", False)))
             if "run" in params:
                 kw["run"] = run
-            outcome = func(**kw)
+            outcome = replace(func(**kw), command=ctx.info_name)
             emit(outcome, run)
             if outcome.exit_code:
                 raise typer.Exit(outcome.exit_code)

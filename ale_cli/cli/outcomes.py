@@ -40,7 +40,6 @@ def summary_outcome(
             f"bins {bins}{more}"
         )
     return Outcome(
-        command=name,
         message=f"{what}, {result.seconds:.2f} s -> {out_message(out)}",
         outputs=(str(out),),
         counts={

@@ -161,7 +161,6 @@ def audit(
         lines = []
     counts = {**{k: int(v) for k, v in result.counts.items()}, "checks": len(result.checks)}
     return Outcome(
-        command="audit",
         message=totals(result),
         outputs=tuple(outputs),
         counts=counts,
@@ -270,7 +269,6 @@ def diff(
     tail = f"; rank changed: {', '.join(changed)}" if changed else ""
     where = f"; {len(written)} figure files -> '{out}'" if out is not None else ""
     return Outcome(
-        command="diff",
         message=f"diff: {len(comparisons)} features on the edges of '{a}'{tail}{where}",
         outputs=tuple(str(p) for p in written),
         counts={"features": len(comparisons), "rank_changed": len(changed), "files": len(written)},

@@ -143,7 +143,6 @@ def compute(
     else:
         message = f"computed local effects: {shape}, {result.seconds:.2f} s -> '{out}' (cache miss)"
     return Outcome(
-        command="compute",
         message=message,
         outputs=() if result.cache_hit else (str(out),),
         counts={
@@ -188,7 +187,6 @@ def info(
     lines = tuple(f"{key.ljust(width)}  {value}" for key, value in rows)
     n_rows, features = meta.get("n_rows"), meta.get("feature_names") or []
     return Outcome(
-        command="info",
         message=f"store '{store}': {n_rows} rows x {len(features)} features",
         counts={"rows": int(n_rows) if isinstance(n_rows, int) else 0, "features": len(features)},
         lines=lines,

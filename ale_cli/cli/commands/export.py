@@ -67,7 +67,6 @@ def export(
         line += f"; {len(result.not_estimable)} not estimable, left out ({skipped})"
     target = "stdout" if is_stdio(out) else f"'{out}'"
     return Outcome(
-        command="export",
         message=f"{line} -> {target} ({result.fmt})",
         outputs=(str(out),),
         counts={"rows": result.n_rows, **result.rows, "not_estimable": len(result.not_estimable)},

@@ -121,7 +121,6 @@ def plot(
     if result.interactions:
         note += f" and {_count(len(result.interactions), 'interaction')}"
     return Outcome(
-        command="plot",
         message=f"wrote {_count(len(result.paths), 'file')} for "
         f"{_count(len(result.features), 'feature')}{note} to '{out}'",
         outputs=tuple(str(p) for p in result.paths),

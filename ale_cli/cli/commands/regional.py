@@ -118,7 +118,6 @@ def _outcome(result: estimator.RegionalResult, out: Path, timestamp: bool, run: 
     n, searched = result.summary.summary.n_rows, params["searched_rows"]
     sample = f", splits chosen on a sample of {searched:,} of {n:,} rows" if searched < n else ""
     return Outcome(
-        command="regional",
         message=f"regional: {len(regions)} feature{'s' if len(regions) != 1 else ''} "
         f"({split} split), regions {shown}{sample}, {result.seconds:.2f} s -> "
         f"{out_message(out)}",

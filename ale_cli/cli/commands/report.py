@@ -76,7 +76,6 @@ def report(
         verdict = f", audit {'passed' if result.audit_passed else 'failed'}"
     runs = f", {result.history_runs} earlier runs" if history is not None else ""
     return Outcome(
-        command="report",
         message=f"report: {result.features} features, {result.figures} figures{verdict}{runs}, "
         f"{size / 1024:.0f} KiB, {seconds:.2f} s -> {out_message(out)}",
         outputs=(str(out),),
