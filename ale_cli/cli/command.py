@@ -15,7 +15,7 @@ import typer
 
 from ale_cli import __version__
 from ale_cli.cli.config import ALIAS, config_callback
-from ale_cli.cli.progress import ProgressBars
+from ale_cli.cli.progress import progress_bars
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
@@ -57,7 +57,7 @@ class Run:
 
     def progress(self, *labels: str) -> Any:
         """Progress bars on stderr (on a terminal, never with --quiet/--json)."""
-        return ProgressBars(*labels, quiet=self.quiet or self.json)
+        return progress_bars(*labels, quiet=self.quiet or self.json)
 
     def claim_stdout(self, path: Path | str, param: str) -> bool:
         """True when ``path`` is ``-`` (standard output); refused together with --json."""

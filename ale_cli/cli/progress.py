@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TextIO
 
 
@@ -44,29 +46,23 @@ class ProgressBar:
             self.stream.flush()
 
 
-class ProgressBars:
+@contextmanager
+def progress_bars(*labels: str, quiet: bool) -> Iterator[Callable[..., ProgressBar]]:
     """``progress(total[, label]) -> ProgressBar`` for a library call, closing every bar it
     made; the i-th bar gets ``labels[i]`` (the last once they run out) unless named.
 
-    >>> with ProgressBars("rows", quiet=True) as progress:
+    >>> with progress_bars("rows", quiet=True) as progress:
     ...     progress(10)(4)
     """
+    bars: list[ProgressBar] = []
 
-    def __init__(self, *labels: str, quiet: bool) -> None:
-        self.labels = labels
-        self.quiet = quiet
-        self.bars: list[ProgressBar] = []
+    def progress(total: int, label: str | None = None) -> ProgressBar:
+        name = label if label is not None else labels[min(len(bars), len(labels) - 1)]
+        bars.append(ProgressBar(total, name, enabled=not quiet and sys.stderr.isatty()))
+        return bars[-1]
 
-    def __call__(self, total: int, label: str | None = None) -> ProgressBar:
-        if label is None:
-            label = self.labels[min(len(self.bars), len(self.labels) - 1)]
-        enabled = not self.quiet and sys.stderr.isatty()
-        self.bars.append(ProgressBar(total, label, enabled=enabled))
-        return self.bars[-1]
-
-    def __enter__(self) -> ProgressBars:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for bar in self.bars:
+    try:
+        yield progress
+    finally:
+        for bar in bars:
             bar.close()
