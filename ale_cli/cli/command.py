@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 import typer
 
@@ -20,6 +20,9 @@ from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
 from ale_cli.outputs.guard import STDIO, guard
+
+if TYPE_CHECKING:
+    from ale_cli.summary.build import EstimateResult
 
 
 @dataclass(frozen=True)
@@ -308,3 +311,53 @@ def write_out(run: Run, path: Path | str, data: str | bytes, param: str = "out")
     with atomic_write(path) as fh:
         fh.write(data.encode("utf-8") if isinstance(data, str) else data)
     return False
+
+
+def summary_outcome(
+    name: str, result: EstimateResult, out: Path, timestamp: bool, run: Run
+) -> Outcome:
+    """Write the summary (``-``: standard output) and describe it in one line."""
+    to_stdout = write_out(run, out, dumps(result.summary.to_dict(timestamp=timestamp)))
+    feats, items = result.summary.features, result.summary.interactions
+    ok = sum(f.status == "ok" for f in (*feats, *items))
+    if items:
+        grids = " ".join(
+            f"{i.name}={i.shape[0]}x{i.shape[1]}" if i.status == "ok" else f"{i.name}=-"
+            for i in items
+        )
+        cached = result.summary.params.get("cached_pairs") or []
+        source = f", {len(cached)} from the store" if cached else ""
+        what = (
+            f"{name} ({result.summary.estimator}{source}): {len(items)} "
+            f"pair{'s' if len(items) != 1 else ''} ({ok} ok), cells {grids}"
+        )
+    else:
+        bins = " ".join(
+            f"{f.name}={f.n_bins}" if f.status == "ok" else f"{f.name}=-" for f in feats[:50]
+        )
+        more = f" ... ({len(feats) - 50} more)" if len(feats) > 50 else ""
+        what = (
+            f"{name}: {len(feats)} feature{'s' if len(feats) != 1 else ''} ({ok} ok), "
+            f"bins {bins}{more}"
+        )
+    return Outcome(
+        message=f"{what}, {result.seconds:.2f} s -> {out_message(out)}",
+        outputs=(str(out),),
+        counts={
+            "rows": result.summary.n_rows,
+            "features": len(feats),
+            "pairs": len(items),
+            "ok": ok,
+            "not_estimable": len(feats) + len(items) - ok,
+        },
+        notes=result.notes,
+        timings=result.timings,
+        seconds=result.seconds,
+        details={
+            "estimator": result.summary.estimator,
+            "params": result.summary.params,
+            # how the store's local effects were made (secant: a piecewise-constant model)
+            "method": result.summary.store.get("method"),
+        },
+        data_on_stdout=to_stdout,
+    )

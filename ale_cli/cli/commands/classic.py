@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ale_cli.cli.command import Outcome, Run, command
+from ale_cli.cli.command import Outcome, Run, command, summary_outcome
 from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
     BinningOption,
@@ -20,7 +20,6 @@ from ale_cli.cli.options import (
     StatisticsOption,
     TimestampOption,
 )
-from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.engines import engine_for
 from ale_cli.estimators.bands import Bootstrap

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, refuse_stdio, summary_outcome
 from ale_cli.cli.options import (
     BinningOption,
     BinsOption,
@@ -24,7 +24,6 @@ from ale_cli.cli.options import (
     TimestampOption,
     unshown,
 )
-from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.engines import engine_for
 from ale_cli.estimators import dale
 from ale_cli.estimators.bands import Bootstrap

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, refuse_stdio, summary_outcome
 from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
     BinningOption,
@@ -17,7 +17,6 @@ from ale_cli.cli.options import (
     TimestampOption,
     unshown,
 )
-from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.engines import engine_for
 from ale_cli.estimators.inputs import ModelInputs
