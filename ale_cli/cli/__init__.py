@@ -1,8 +1,5 @@
-"""The command-line interface: typer commands that parse, call, write and print one line.
-
-Commands are listed once (:data:`ale_cli.cli.registry.COMMANDS`) and imported only when
-asked for; heavy libraries are imported inside the commands that need them.
-"""
+"""The command-line interface: typer commands that parse, call, write and print one line
+(the commands: :data:`ale_cli.cli.registry.COMMANDS`)."""
 
 from __future__ import annotations
 

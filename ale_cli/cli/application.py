@@ -3,8 +3,7 @@
 Whatever goes wrong, ``ale`` prints one line on stderr starting with ``error:`` and exits
 2 for bad input or options (an ``InputError``, an option-parsing error), 1 for a failure
 while running (a ``RunError``, an ``OSError``) or a bug (its traceback goes to a file under
-the temporary directory), 130 for Ctrl-C, 143 for SIGTERM. Commands are built from
-:data:`ale_cli.cli.registry.COMMANDS` only when asked for.
+the temporary directory), 130 for Ctrl-C, 143 for SIGTERM.
 """
 
 from __future__ import annotations

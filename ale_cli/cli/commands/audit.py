@@ -35,9 +35,6 @@ from ale_cli.summary.regional import regional_diff_lines
 if TYPE_CHECKING:
     from ale_cli.summary.compare import FeatureComparison
 
-FORMATS = ("text", "github", "markdown")
-DIFF_FORMATS = ("png", "svg")
-
 
 def _stdout_output(run: Run, outputs: dict[str, Path | None], output_format: str) -> str | None:
     """The one option whose data goes to standard output (``-``, or ``--format markdown``
@@ -146,7 +143,7 @@ def audit(
     Prints a table (feature, rule, observed, limit, verdict) and exits 0 when
     every error-severity rule passed, 3 when one failed.
     """
-    check_choice(output_format, FORMATS, "output_format")
+    check_choice(output_format, ("text", "github", "markdown"), "output_format")
     files = {"json_report": json_report, "junit": junit, "out": out}
     to_stdout = _stdout_output(run, files, output_format)
     result = audit_files(summaries, rules, baseline=baseline)
@@ -247,15 +244,14 @@ def diff(
 
     fmts = names_tuple(formats, "formats") or ("png",)
     for fmt in fmts:
-        if fmt not in DIFF_FORMATS:
+        if fmt not in ("png", "svg"):
             raise InputError(f"{{param}} must be png and/or svg, got '{fmt}'", param="formats")
     sa, sb = read_summary(a), read_summary(b)
     names = names_tuple(features, "features")
-    if names is not None:
-        known = {f.name for f in (*sa.features, *sb.features)}
-        for name in names:
-            if name not in known:
-                raise InputError(f"neither summary has feature '{name}'")
+    known = {f.name for f in (*sa.features, *sb.features)}
+    for name in names or ():
+        if name not in known:
+            raise InputError(f"neither summary has feature '{name}'")
     comparisons = compare_summaries(
         sa, sb, features=names, base_label=f"'{a}'", other_label=f"'{b}'"
     )

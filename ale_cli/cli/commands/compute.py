@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -158,17 +158,17 @@ def compute(
     )
 
 
-def _flatten(prefix: str, value: object, rows: list[tuple[str, str]]) -> None:
+def _flatten(prefix: str, value: object) -> Iterator[tuple[str, str]]:
     if isinstance(value, dict):
         for key, item in value.items():
-            _flatten(f"{prefix}.{key}" if prefix else str(key), item, rows)
+            yield from _flatten(f"{prefix}.{key}" if prefix else str(key), item)
     elif isinstance(value, list):
         more = f", ... ({len(value)} items)" if len(value) > 12 else ""
-        rows.append((prefix, ", ".join(str(v) for v in value[:12]) + more or "-"))
+        yield prefix, ", ".join(str(v) for v in value[:12]) + more or "-"
     elif isinstance(value, float):
-        rows.append((prefix, f"{value:.4g}"))
+        yield prefix, f"{value:.4g}"
     else:
-        rows.append((prefix, "-" if value is None else str(value)))
+        yield prefix, "-" if value is None else str(value)
 
 
 @command(epilog="Example: ale info out/diabetes-mlp.npz --json", inputs=("store",))
@@ -181,8 +181,7 @@ def info(
     """
     refuse_stdio(store, "store", "a store")
     meta = read_meta(store)  # a file, or a directory store's manifest
-    rows: list[tuple[str, str]] = []
-    _flatten("", meta, rows)
+    rows = list(_flatten("", meta))
     width = max(len(k) for k, _ in rows)
     lines = tuple(f"{key.ljust(width)}  {value}" for key, value in rows)
     n_rows, features = meta.get("n_rows"), meta.get("feature_names") or []

@@ -61,9 +61,8 @@ def report(
     Nothing on the page is fetched from elsewhere (inline SVG, CSS and script);
     it opens offline and prints.
     """
-    for path, param in ((store, "store"), (audit, "audit")):
-        if path is not None:
-            refuse_stdio(path, param, "a file")
+    refuse_stdio(store, "store", "a file")
+    refuse_stdio(audit, "audit", "a file")
     run.claim_stdout(out, "out")
     t0 = time.perf_counter()
     result = build_report(summaries, store=store, audit=audit, history=history, timestamp=timestamp)
