@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
-
-import typer
 
 from ale_cli.cli.command import Outcome, Run, command, is_stdio
 from ale_cli.cli.options import SummaryArgument, unshown
 from ale_cli.outputs.tables import export_summary, table_format
 
 
-class TableFormat(StrEnum):
-    csv = "csv"
-    parquet = "parquet"
-
-
 def _table_kind(values: Mapping[str, Any]) -> str:
     """The output kind of -o: a CSV or a Parquet export, by --format or the extension."""
-    fmt = values.get("fmt")
-    return "table-" + table_format(values["out"], fmt.value if fmt is not None else None)
+    return "table-" + table_format(values["out"], values.get("fmt"))
 
 
 @command(
@@ -44,8 +35,12 @@ def export(
         ),
     ],
     fmt: Annotated[
-        TableFormat | None,
-        typer.Option("--format", help="csv or parquet (default: by the extension of --out)."),
+        str | None,
+        unshown(
+            "--format",
+            metavar="<csv|parquet>",
+            help="csv or parquet (default: by the extension of --out).",
+        ),
     ] = None,
 ) -> Outcome:
     """Write the summary as ONE long table with a 'kind' column: a row per feature and
@@ -59,7 +54,7 @@ def export(
     the table).
     """
     run.claim_stdout(out, "out")
-    result = export_summary(summary, out, fmt=fmt.value if fmt is not None else None)
+    result = export_summary(summary, out, fmt=fmt)
     per = ", ".join(f"{name}={n}" for name, n in result.rows.items())
     line = f"export: {result.n_rows} rows" + (f" ({per})" if per else "")
     if result.not_estimable:
