@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
 
@@ -249,21 +249,18 @@ def command(
                 raise typer.Exit(outcome.exit_code)
             return 0
 
-        extra = [_alias_param(flag, name, params[name]) for flag, name in old.items()]
+        extra = [  # each old spelling, hidden, read into ALIAS + the parameter's name
+            option(
+                flag, None, get_args(params[n].annotation)[0] | None, name=ALIAS + n, hidden=True
+            )
+            for flag, n in old.items()
+        ]
         extra += [_FORCE, *_COMMON] if outs and not own_force else _COMMON
         callback = with_params(func, extra, wrapper, drop=("run",))
         declared = Command(callback, epilog, outs, tuple(inputs), old)
         return declared
 
     return declare
-
-
-def _alias_param(flag: str, name: str, target: inspect.Parameter) -> inspect.Parameter:
-    """The hidden option ``flag`` (an old spelling of ``name``), read into ``ALIAS + name``."""
-    kind = target.annotation
-    if get_origin(kind) is Annotated:
-        kind = get_args(kind)[0]
-    return option(flag, None, kind | None, name=ALIAS + name, hidden=True)
 
 
 def _take_aliases(
@@ -288,7 +285,7 @@ def flag_of(params: Sequence[Any], name: str) -> str:
         if getattr(param, "name", None) == name:
             longs = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
             if longs:
-                return max(longs, key=len) if name == "json_" else longs[0]
+                return longs[0]
             return str(getattr(param, "human_readable_name", name)).upper()
     return "--" + name.replace("_", "-")
 
