@@ -121,17 +121,10 @@ class _AleGroup(TyperGroup):
         params = list(getattr(sub, "params", ()) or ())
         return lambda param: flag_of(params, param)
 
-    def main(
-        self,
-        args: Any = None,
-        prog_name: str | None = None,
-        complete_var: str | None = None,
-        standalone_mode: bool = True,
-        **extra: Any,
-    ) -> Any:
+    def main(self, *args: Any, standalone_mode: bool = True, **extra: Any) -> Any:
         """Option-parsing errors as one line (``error: ...``, exit 2), not Usage/Try/Error."""
         try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            rv = super().main(*args, standalone_mode=False, **extra)
         except (click_errors.ClickException, typer.Abort) as exc:
             if not standalone_mode:
                 raise

@@ -122,7 +122,7 @@ def _outcome(result: estimator.RegionalResult, out: Path, timestamp: bool, run: 
         f"({split} split), regions {shown}{sample}, {result.seconds:.2f} s -> "
         f"{out_message(out)}",
         outputs=(str(out),),
-        counts={"rows": result.summary.summary.n_rows, "features": len(regions), "split": split},
+        counts={"rows": n, "features": len(regions), "split": split},
         notes=result.notes,
         seconds=result.seconds,
         details={"estimator": "regional", "params": params},
