@@ -54,6 +54,10 @@ SummaryArgument = Annotated[
         show_default=False,
     ),
 ]
+MaxBinsOption = Annotated[
+    int,
+    typer.Option("--max-bins", help="K_max: cells of the RHALE grid of candidate limits.", min=1),
+]
 BinsOption = Annotated[int | None, unshown("--bins", help="Bins per feature (default: 20).", min=1)]
 EdgesOption = Annotated[
     Path | None,

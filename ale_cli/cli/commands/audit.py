@@ -128,12 +128,11 @@ def audit(
     ] = "text",
     out: Annotated[
         Path | None,
-        typer.Option(
+        unshown(
             "--out",
             "-o",
             help="Write the markdown summary to this file ('-': standard output; the table "
             'then goes to stderr), e.g. -o "$GITHUB_STEP_SUMMARY".',
-            show_default=False,
         ),
     ] = None,
 ) -> Outcome:

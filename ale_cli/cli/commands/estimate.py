@@ -16,6 +16,7 @@ from ale_cli.cli.options import (
     EdgesOption,
     EngineOption,
     FeaturesOption,
+    MaxBinsOption,
     OutOption,
     SchedulerOption,
     SeedOption,
@@ -77,10 +78,7 @@ def rhale(
     store: StoreArgument,
     out: OutOption,
     run: Run,
-    max_bins: Annotated[
-        int,
-        typer.Option("--max-bins", help="K_max: cells of the grid of candidate limits.", min=1),
-    ] = 50,
+    max_bins: MaxBinsOption = 50,
     min_points: Annotated[
         int | None,
         unshown(

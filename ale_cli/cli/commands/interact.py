@@ -75,7 +75,6 @@ def interact(
     """Second-order ALE of feature pairs: the doubly-centered interaction surface on a grid
     of cells, with empty cells filled from the nearest non-empty cell."""
     refuse_stdio(store, "store", "a store")
-    runner = engine_for(engine, scheduler)
     request = InteractRequest(
         inputs=inputs,
         pairs=tuple(pairs or ()),
@@ -87,5 +86,5 @@ def interact(
         chunk_rows=chunk_rows,
     )
     with run.progress("interact") as progress:
-        result = run_interact(request, engine=runner, progress=progress)
+        result = run_interact(request, engine=engine_for(engine, scheduler), progress=progress)
     return summary_outcome("interact", result, out, timestamp, run)

@@ -12,6 +12,7 @@ from ale_cli.cli.options import (
     CenterOption,
     EngineOption,
     FeaturesOption,
+    MaxBinsOption,
     OutOption,
     SchedulerOption,
     StoreArgument,
@@ -76,9 +77,7 @@ def regional(
             min=1,
         ),
     ] = None,
-    max_bins: Annotated[
-        int, typer.Option("--max-bins", help="K_max of the RHALE grid.", min=1)
-    ] = 50,
+    max_bins: MaxBinsOption = 50,
     center: CenterOption = "mean",
     features: FeaturesOption = None,
     timestamp: TimestampOption = True,
