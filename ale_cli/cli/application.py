@@ -99,8 +99,10 @@ class _AleGroup(TyperGroup):
         try:
             with sigterm_raises():
                 return super().invoke(ctx)
-        except AleError as exc:
-            _fail(_one_line(exc.render(self._flag_namer(ctx)), 2000), exc.exit_code)
+        except AleError as exc:  # named by the flag of a parameter of the command run
+            name = ctx.invoked_subcommand or (ctx.protected_args or [None])[0]
+            params = list(getattr(self.get_command(ctx, name) if name else None, "params", ()))
+            _fail(_one_line(exc.render(functools.partial(flag_of, params)), 2000), exc.exit_code)
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
             code = getattr(exc, "exit_code", EXIT_INTERRUPTED)
         # stdout closed (``ale info s.npz | head -1``): click exits quietly
@@ -114,12 +116,6 @@ class _AleGroup(TyperGroup):
                 _fail(_internal_error(exc), 1)
             code = 128 + signum
         _fail("terminated" if code == EXIT_TERMINATED else "interrupted", code)
-
-    def _flag_namer(self, ctx: Any) -> Any:
-        name = ctx.invoked_subcommand or (ctx.protected_args or [None])[0]
-        sub = self.get_command(ctx, name) if name else None
-        params = list(getattr(sub, "params", ()) or ())
-        return lambda param: flag_of(params, param)
 
     def main(self, *args: Any, standalone_mode: bool = True, **extra: Any) -> Any:
         """Option-parsing errors as one line (``error: ...``, exit 2), not Usage/Try/Error."""
