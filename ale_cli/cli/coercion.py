@@ -113,19 +113,9 @@ def _plain(descriptor: Any) -> bool:
         return False
     if info.parser is not None or getattr(info, "click_type", None) is not None or info.clamp:
         return False
-    if kind is Path:
-        defaults = (False, True, True, False, True, False, False)
-        flags = (
-            info.exists,
-            info.file_okay,
-            info.dir_okay,
-            info.writable,
-            info.readable,
-            info.resolve_path,
-            bool(info.path_type),
-        )
-        return flags == defaults
-    return True
+    changed = [getattr(info, name) for name in ("exists", "writable", "resolve_path", "path_type")]
+    kept = [getattr(info, name) for name in ("file_okay", "dir_okay", "readable")]
+    return kind is not Path or (not any(changed) and all(kept))
 
 
 def install(command: Any, ctx: Any) -> None:
