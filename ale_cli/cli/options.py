@@ -58,6 +58,15 @@ MaxBinsOption = Annotated[
     int,
     typer.Option("--max-bins", help="K_max: cells of the RHALE grid of candidate limits.", min=1),
 ]
+SourceStoreOption = Annotated[
+    Path | None,
+    unshown(
+        "--store",
+        help="The store the summaries were made from: adds the rug of data values, the "
+        "average prediction and violins of the local effects per bin (the data points "
+        "on interaction heat maps).",
+    ),
+]
 BinsOption = Annotated[int | None, unshown("--bins", help="Bins per feature (default: 20).", min=1)]
 EdgesOption = Annotated[
     Path | None,

@@ -10,7 +10,7 @@ import typer
 
 from ale_cli.checks import names_tuple
 from ale_cli.cli.command import Outcome, command, refuse_stdio
-from ale_cli.cli.options import SummaryArgument, unshown
+from ale_cli.cli.options import SourceStoreOption, SummaryArgument, unshown
 from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE, plot_files
 
 
@@ -27,16 +27,6 @@ OutOption = Annotated[
         "-o",
         help="Directory to write the figures to (replaced as a whole; it must be new, empty "
         "or a figure directory ale wrote).",
-    ),
-]
-
-StoreOption = Annotated[
-    Path | None,
-    unshown(
-        "--store",
-        help="The store the summary was made from: adds the rug of data values, the "
-        "average prediction and violins of the local effects per bin (the data points "
-        "on interaction heat maps).",
     ),
 ]
 
@@ -68,7 +58,7 @@ YlabelOption = Annotated[
 def plot(
     summary: SummaryArgument,
     out: OutOption = Path("plots"),
-    store: StoreOption = None,
+    store: SourceStoreOption = None,
     fmt: Annotated[
         FigureFormat, typer.Option("--format", help="png, svg or both.")
     ] = FigureFormat.png,

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ale_cli.cli.command import Outcome, Run, command, out_message, refuse_stdio, write_out
-from ale_cli.cli.options import TimestampOption, unshown
+from ale_cli.cli.options import SourceStoreOption, TimestampOption, unshown
 from ale_cli.report import build_report
 
 
@@ -31,12 +31,7 @@ def report(
     out: Annotated[
         Path, unshown("--out", "-o", help="The HTML file to write ('-': standard output).")
     ],
-    store: Annotated[
-        Path | None,
-        unshown(
-            "--store", help="The store the summaries were made from: rug, violins and data points."
-        ),
-    ] = None,
+    store: SourceStoreOption = None,
     audit: Annotated[
         Path | None,
         unshown(
