@@ -44,14 +44,11 @@ def export(
     ] = None,
 ) -> Outcome:
     """Write the summary as ONE long table with a 'kind' column: a row per feature and
-    edge (kind 'edge': index, x, effect, std, stderr, lower, upper, where lower/upper =
-    effect -/+ 2 stderr, the band 'ale plot' draws) and per feature and bin (kind 'bin':
-    index, left, right, count, bin_effect, bin_std, bin_stderr, filled); interactions give
-    a row per pair and cell (kind 'cell') and per grid corner (kind 'corner', the effect);
-    effect-size statistics give rows of kind 'stat' (statistic, value). Every row has
-    estimator and feature; columns of other kinds are empty. Not-estimable features have
-    no rows and are counted in the result line, which goes to stderr (stdout carries only
-    the table).
+    edge ('edge'), bin ('bin') and statistic ('stat'), per pair and cell ('cell') and grid
+    corner ('corner'); every row has estimator and feature, the columns of other kinds are
+    empty (the columns: docs/store-and-summary.md, "One tidy table"). Not-estimable
+    features have no rows and are counted in the result line, which goes to stderr (stdout
+    carries only the table).
     """
     run.claim_stdout(out, "out")
     result = export_summary(summary, out, fmt=fmt)
