@@ -44,11 +44,11 @@ def export(
     ] = None,
 ) -> Outcome:
     """Write the summary as ONE long table with a 'kind' column: a row per feature and
-    edge ('edge'), bin ('bin') and statistic ('stat'), per pair and cell ('cell') and grid
-    corner ('corner'); every row has estimator and feature, the columns of other kinds are
-    empty (the columns: docs/store-and-summary.md, "One tidy table"). Not-estimable
-    features have no rows and are counted in the result line, which goes to stderr (stdout
-    carries only the table).
+    edge ('edge'; lower/upper = effect -/+ 2 stderr, the band 'ale plot' draws), bin ('bin')
+    and statistic ('stat'), per pair and cell ('cell') and grid corner ('corner'); every row
+    has estimator and feature, the columns of other kinds are empty (the columns:
+    docs/store-and-summary.md, "One tidy table"). Not-estimable features have no rows and
+    are counted in the result line, which goes to stderr (stdout carries only the table).
     """
     run.claim_stdout(out, "out")
     result = export_summary(summary, out, fmt=fmt)
