@@ -12,12 +12,11 @@ def main() -> None:
     """Console-script entry point ``ale``."""
     signals.install()
     try:
-        from ale_cli.cli import main as run
-        from ale_cli.cli.application import app  # imports typer
+        from ale_cli.cli import main as run  # imports typer
     except signals.Terminated:
         print("error: terminated", file=sys.stderr)
         sys.exit(signals.EXIT_TERMINATED)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         sys.exit(signals.EXIT_INTERRUPTED)
-    run(app)
+    run()

@@ -275,7 +275,7 @@ def fixed_costs(model: Path, data: Path, folder: Path, rounds: int) -> None:
     for _ in range(rounds):
         start = process_time(["-c", "pass"])
         add("python start-up (python -c pass)", start)
-        cli = process_time(["-c", "import ale_cli.cli as c; c.load_commands('compute')"]) - start
+        cli = process_time(["-c", "import ale_cli.cli.registry as r; r.load('compute')"]) - start
         add("import the compute command (numpy, typer, ale)", cli)
         torch_import = process_time(["-c", "import torch"]) - start
         add("import torch", torch_import)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ale_cli.cli import app
-from ale_cli.cli.progress import ProgressBar
+from ale_cli.cli.command import ProgressBar
 
 
 def _tiny_store(path: Path, *, rows: int, seed: int) -> None:

@@ -479,9 +479,9 @@ MINIMAL = {
 def _commands() -> dict[str, Any]:
     import typer
 
-    from ale_cli.cli import load_commands
+    from ale_cli.cli import app
 
-    return dict(typer.main.get_command(load_commands()).commands)
+    return dict(typer.main.get_command(app).commands)
 
 
 def _is_path(param: Any) -> bool:
@@ -506,12 +506,12 @@ def test_every_output_option_is_declared():
             if not _is_path(param) or param.name == "config" or (name, param.name) in DELEGATED:
                 continue
             target = spelt.get(param.name, param.name)
-            assert target in declared.declared.outputs or target in declared.declared.inputs, (
+            assert target in declared.outputs or target in declared.inputs, (
                 f"ale {name}: path option '{param.name}' is neither a declared output nor input"
             )
-        if declared.declared.outputs:
+        if declared.outputs:
             assert "force" in names, name
-        outputs |= {(name, o) for o in declared.declared.outputs}
+        outputs |= {(name, o) for o in declared.outputs}
     assert outputs == set(MINIMAL)
 
 
@@ -522,7 +522,7 @@ def test_every_output_option_refuses_a_file_that_is_not_ours(cli, ows: Path, key
     from ale_cli.cli import registry
     from ale_cli.outputs.guard import KINDS
 
-    kind = registry.load(key[0]).declared.outputs[key[1].split()[0]]
+    kind = registry.load(key[0]).outputs[key[1].split()[0]]
     kind = kind({"out": "x.csv", "fmt": None, "engine": "local"}) if callable(kind) else kind
     target = ows / "users-file"
     if KINDS[kind].directory:

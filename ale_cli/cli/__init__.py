@@ -1,40 +1,18 @@
-"""The command-line interface: typer commands that parse, call, write and print one line.
-
-Commands are listed once (:data:`ale_cli.cli.registry.COMMANDS`) and imported only when
-asked for; heavy libraries are imported inside the commands that need them.
-"""
+"""The command-line interface: typer commands that parse, call, write and print one line
+(the commands: :data:`ale_cli.cli.registry.COMMANDS`)."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-from typing import Any
 
-from ale_cli.cli import registry
+from ale_cli.cli.application import app
 
-__all__ = ["app", "load_commands", "main"]
-
-
-def load_commands(command: str | None = None) -> Any:
-    """The typer app, with the module of ``command`` imported (of every command if None)."""
-    app = importlib.import_module("ale_cli.cli.application").app
-    for name in [command] if command else registry.COMMANDS:
-        registry.load(name)
-    return app
+__all__ = ["app", "main"]
 
 
-def __getattr__(name: str) -> Any:
-    """``app``: the typer application (its commands are built on first use)."""
-    if name == "app":
-        return importlib.import_module("ale_cli.cli.application").app
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def main(app: Any = None) -> None:
-    """Run ``app`` (default: the ``ale`` application) on ``sys.argv``, then :func:`_exit`."""
-    if app is None:
-        app = importlib.import_module("ale_cli.cli.application").app
+def main() -> None:
+    """Run the ``ale`` application on ``sys.argv``, then :func:`_exit`."""
     try:
         app()
     except SystemExit as exc:  # click ends every run with sys.exit

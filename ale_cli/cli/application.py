@@ -3,12 +3,12 @@
 Whatever goes wrong, ``ale`` prints one line on stderr starting with ``error:`` and exits
 2 for bad input or options (an ``InputError``, an option-parsing error), 1 for a failure
 while running (a ``RunError``, an ``OSError``) or a bug (its traceback goes to a file under
-the temporary directory), 130 for Ctrl-C, 143 for SIGTERM. Commands are built from
-:data:`ale_cli.cli.registry.COMMANDS` only when asked for.
+the temporary directory), 130 for Ctrl-C, 143 for SIGTERM.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import tempfile
 import traceback
@@ -19,11 +19,11 @@ import typer
 from typer._click import exceptions as click_errors
 from typer.core import TyperGroup
 
-from ale_cli.cli import registry
 from ale_cli.cli.coercion import install
 from ale_cli.cli.command import VersionOption, flag_of
+from ale_cli.cli.registry import COMMANDS, load
 from ale_cli.errors import AleError
-from ale_cli.signals import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, arrived, sigterm_raises
+from ale_cli.signals import EXIT_INTERRUPTED, EXIT_TERMINATED, arrived, sigterm_raises
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -45,11 +45,12 @@ def _internal_error(exc: BaseException) -> str:
     return f"internal error (a bug in ale): {what}; {where}"
 
 
+@functools.cache
 def build(name: str) -> Any:
     """The click command of the registered command ``name``, made by typer."""
-    declared = registry.load(name)
+    declared = load(name)
     one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
-    one.command(name=name, epilog=declared.epilog, short_help=registry.COMMANDS[name].summary)(
+    one.command(name=name, epilog=declared.epilog, short_help=COMMANDS[name].summary)(
         declared.callback
     )
     return typer.main.get_command(one)
@@ -58,21 +59,16 @@ def build(name: str) -> Any:
 class _Commands(Mapping[str, Any]):
     """The registered commands by name; each built on first use (:func:`build`)."""
 
-    def __init__(self) -> None:
-        self.built: dict[str, Any] = {}
-
     def __getitem__(self, name: str) -> Any:
-        if name not in registry.COMMANDS:
+        if name not in COMMANDS:
             raise KeyError(name)
-        if name not in self.built:
-            self.built[name] = build(name)
-        return self.built[name]
+        return build(name)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(registry.COMMANDS)
+        return iter(COMMANDS)
 
     def __len__(self) -> int:
-        return len(registry.COMMANDS)
+        return len(COMMANDS)
 
 
 class _AleGroup(TyperGroup):
@@ -86,7 +82,7 @@ class _AleGroup(TyperGroup):
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         """The command table of ``ale --help``, from the registry (nothing is imported)."""
         with formatter.section("Commands"):
-            formatter.write_dl([(n, e.summary) for n, e in registry.COMMANDS.items()])
+            formatter.write_dl([(n, e.summary) for n, e in COMMANDS.items()])
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         install(self, ctx)  # the group's own options (--version, completion, --help)
@@ -103,11 +99,12 @@ class _AleGroup(TyperGroup):
         try:
             with sigterm_raises():
                 return super().invoke(ctx)
-        except AleError as exc:
-            message = exc.render(self._flag_namer(ctx))
-            _fail(_one_line(message, 2000), exc.exit_code)
+        except AleError as exc:  # named by the flag of a parameter of the command run
+            name = ctx.invoked_subcommand or (ctx.protected_args or [None])[0]
+            params = list(getattr(self.get_command(ctx, name) if name else None, "params", ()))
+            _fail(_one_line(exc.render(functools.partial(flag_of, params)), 2000), exc.exit_code)
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
-            _stopped(EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED)
+            code = getattr(exc, "exit_code", EXIT_INTERRUPTED)
         # stdout closed (``ale info s.npz | head -1``): click exits quietly
         except (click_errors.ClickException, typer.Exit, typer.Abort, BrokenPipeError):
             raise
@@ -115,27 +112,15 @@ class _AleGroup(TyperGroup):
             where = f" '{exc.filename}'" if exc.filename else ""
             _fail(f"{exc.strerror or type(exc).__name__}{where}", 1)
         except Exception as exc:
-            if (signum := arrived()) is not None:  # a signal as a C extension's own exception
-                _stopped(128 + signum)
-            _fail(_internal_error(exc), 1)
+            if (signum := arrived()) is None:  # else a signal as a C extension's exception
+                _fail(_internal_error(exc), 1)
+            code = 128 + signum
+        _fail("terminated" if code == EXIT_TERMINATED else "interrupted", code)
 
-    def _flag_namer(self, ctx: Any) -> Any:
-        name = ctx.invoked_subcommand or (ctx.protected_args or [None])[0]
-        sub = self.get_command(ctx, name) if name else None
-        params = list(getattr(sub, "params", ()) or ())
-        return lambda param: flag_of(params, param)
-
-    def main(
-        self,
-        args: Any = None,
-        prog_name: str | None = None,
-        complete_var: str | None = None,
-        standalone_mode: bool = True,
-        **extra: Any,
-    ) -> Any:
+    def main(self, *args: Any, standalone_mode: bool = True, **extra: Any) -> Any:
         """Option-parsing errors as one line (``error: ...``, exit 2), not Usage/Try/Error."""
         try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            rv = super().main(*args, standalone_mode=False, **extra)
         except (click_errors.ClickException, typer.Abort) as exc:
             if not standalone_mode:
                 raise
@@ -154,11 +139,6 @@ class _AleGroup(TyperGroup):
 def _fail(line: str, code: int) -> NoReturn:
     typer.echo(f"error: {line}", err=True)
     raise typer.Exit(code) from None
-
-
-def _stopped(code: int) -> NoReturn:
-    """Exit 143 (SIGTERM) or 130 (Ctrl-C) with the line that says which."""
-    _fail("terminated" if code == EXIT_TERMINATED else "interrupted", code)
 
 
 def _usage_line(exc: Any) -> str:

@@ -17,30 +17,6 @@ from typing import Any, get_args, get_origin
 
 from typer._click import exceptions as click_errors
 
-
-class FiniteRuntime:
-    """The runtime coercion of a float parameter (every value typer coerces: command
-    line, config file, default), refusing NaN and infinities first."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
-        if value is not None and not isinstance(value, bool):
-            try:
-                number = float(value)
-            except (TypeError, ValueError):
-                number = 0.0  # not a number at all: the inner coercion says so
-            if not math.isfinite(number):
-                raise click_errors.BadParameter(
-                    f"expected a finite number, got '{value}'", ctx=ctx, param=param
-                )
-        return self.inner.coerce(value, param=param, ctx=ctx)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 #: what a plain value of these parameters needs no adapter for
@@ -52,7 +28,9 @@ class PlainRuntime:
     """typer's coercion of a ``str``/``int``/``float``/``bool``/``Path`` parameter (or a
     list of them) without its pydantic adapter: plain forms (a decimal integer or float,
     text, a path) become what typer's adapter returns; anything else (another form, out
-    of ``min``/``max``, an unreadable path) goes to typer's own coercion, built then."""
+    of ``min``/``max``, an unreadable path) goes to typer's own coercion, built then. A
+    float is refused first when NaN or infinite (every value: command line, config, default).
+    """
 
     def __init__(self, param: Any) -> None:
         self.param = param
@@ -79,6 +57,10 @@ class PlainRuntime:
             if all(v is not NOT_PLAIN for v in done):
                 return done
         elif not multi:
+            if kind is float and not isinstance(value, bool) and not math.isfinite(_float(value)):
+                raise click_errors.BadParameter(
+                    f"expected a finite number, got '{value}'", ctx=ctx, param=param
+                )
             one = plain_value(kind, info, value)
             if one is not NOT_PLAIN:
                 return one
@@ -114,6 +96,13 @@ def plain_value(kind: Any, info: Any, value: Any) -> Any:
     return value
 
 
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0  # not a number at all: typer's coercion says so
+
+
 def _plain(descriptor: Any) -> bool:
     """True for a parameter :class:`PlainRuntime` may coerce (no parser, no clamping,
     no path options beyond the defaults)."""
@@ -124,34 +113,20 @@ def _plain(descriptor: Any) -> bool:
         return False
     if info.parser is not None or getattr(info, "click_type", None) is not None or info.clamp:
         return False
-    if kind is Path:
-        defaults = (False, True, True, False, True, False, False)
-        flags = (
-            info.exists,
-            info.file_okay,
-            info.dir_okay,
-            info.writable,
-            info.readable,
-            info.resolve_path,
-            bool(info.path_type),
-        )
-        return flags == defaults
-    return True
+    changed = [getattr(info, name) for name in ("exists", "writable", "resolve_path", "path_type")]
+    kept = [getattr(info, name) for name in ("file_okay", "dir_okay", "readable")]
+    return kind is not Path or (not any(changed) and all(kept))
 
 
 def install(command: Any, ctx: Any) -> None:
-    """Plain parameters coerced without pydantic (:class:`PlainRuntime`), and every float
-    parameter refusing NaN and infinities (:class:`FiniteRuntime`); idempotent. The
-    parameters include ``--help`` (made and kept by ``get_params``)."""
+    """Plain parameters (every float one among them) coerced by :class:`PlainRuntime`;
+    idempotent. The parameters include ``--help`` (made and kept by ``get_params``)."""
     params = command.get_params(ctx) if hasattr(command, "get_params") else ()
     for param in params:
         descriptor = getattr(param, "type_descriptor", None)
-        if descriptor is None:
+        if descriptor is None or getattr(param, "_runtime_param", True) is not None:
             continue
-        if getattr(param, "_runtime_param", True) is None and _plain(descriptor):
+        if _plain(descriptor):
             param._runtime_param = PlainRuntime(param)
-        if descriptor.annotation is not float:
-            continue
-        runtime = param.get_runtime_param()
-        if not isinstance(runtime, FiniteRuntime):
-            param._runtime_param = FiniteRuntime(runtime)
+        elif descriptor.annotation is float:
+            raise TypeError(f"{param.name}: a float option must be plain to refuse NaN")

@@ -6,31 +6,33 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, TextIO, get_args
 
 import typer
 
 from ale_cli import __version__
 from ale_cli.cli.config import ALIAS, config_callback
-from ale_cli.cli.options import unshown
-from ale_cli.cli.progress import ProgressBars
 from ale_cli.errors import InputError
+from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
-from ale_cli.outputs.guard import guard
+from ale_cli.outputs.guard import STDIO, guard
 
-#: Written as a file name, ``-`` means standard output (or input).
-STDIO = "-"
+if TYPE_CHECKING:
+    from ale_cli.summary.build import EstimateResult
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What a command did, for people (``message``) and for programs (``--json``)."""
 
-    command: str
     message: str  # the one-line result
+    command: str = ""  # the command's name (set when it returns)
     outputs: tuple[str, ...] = ()  # files written ("-": standard output)
     counts: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # not estimable features, dropped rows...
@@ -46,18 +48,68 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object."""
-        return {
-            "command": self.command,
-            "status": "ok" if self.exit_code == 0 else "failed",
-            "message": self.message,
-            "outputs": list(self.outputs),
-            "counts": dict(self.counts),
-            "notes": list(self.notes),
-            "cache_hit": self.cache_hit,
-            "seconds": self.seconds,
-            "timings": dict(self.timings),
-            "details": dict(self.details),
-        }
+        keys = "message outputs counts notes cache_hit seconds timings details".split()
+        status = "ok" if self.exit_code == 0 else "failed"
+        return {"command": self.command, "status": status, **{k: getattr(self, k) for k in keys}}
+
+
+class ProgressBar:
+    """Call with the number of items just finished; redraws at most 10 times a second
+    (a no-op unless ``enabled``: a terminal without ``--quiet``)."""
+
+    def __init__(self, total: int, label: str, *, enabled: bool, stream: TextIO | None = None):
+        self.total = max(total, 1)
+        self.label = label
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self.done = 0
+        self._start = time.perf_counter()
+        self._last = 0.0
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self._last < 0.1 and self.done < self.total:
+            return
+        self._last = now
+        frac = min(self.done / self.total, 1.0)
+        filled = int(30 * frac)
+        bar = "#" * filled + "." * (30 - filled)
+        self.stream.write(
+            f"\r{self.label} [{bar}] {self.done:,}/{self.total:,} {frac:4.0%} "
+            f"{now - self._start:5.1f}s"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the bar's line (if anything was drawn)."""
+        if self.enabled and self.done:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+@contextmanager
+def progress_bars(*labels: str, quiet: bool) -> Iterator[Callable[..., ProgressBar]]:
+    """``progress(total[, label]) -> ProgressBar`` for a library call, closing every bar it
+    made; the i-th bar gets ``labels[i]`` (the last once they run out) unless named.
+
+    >>> with progress_bars("rows", quiet=True) as progress:
+    ...     progress(10)(4)
+    """
+    bars: list[ProgressBar] = []
+
+    def progress(total: int, label: str | None = None) -> ProgressBar:
+        name = label if label is not None else labels[min(len(bars), len(labels) - 1)]
+        bars.append(ProgressBar(total, name, enabled=not quiet and sys.stderr.isatty()))
+        return bars[-1]
+
+    try:
+        yield progress
+    finally:
+        for bar in bars:
+            bar.close()
 
 
 @dataclass(frozen=True)
@@ -69,7 +121,7 @@ class Run:
 
     def progress(self, *labels: str) -> Any:
         """Progress bars on stderr (on a terminal, never with --quiet/--json)."""
-        return ProgressBars(*labels, quiet=self.quiet or self.json)
+        return progress_bars(*labels, quiet=self.quiet or self.json)
 
     def claim_stdout(self, path: Path | str, param: str) -> bool:
         """True when ``path`` is ``-`` (standard output); refused together with --json."""
@@ -118,60 +170,50 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-VersionOption = Annotated[
-    bool,
-    typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True),
-]
-JsonOption = Annotated[
-    bool,
-    typer.Option(
-        "--json",
-        help="Print one JSON object on stdout (what was written, counts, notes, timings) "
-        "and nothing else there.",
-    ),
-]
-QuietOption = Annotated[
-    bool,
-    typer.Option(
-        "--quiet", "-q", help="No progress bar ('ale run': no output at all unless it fails)."
-    ),
-]
-ConfigOption = Annotated[
-    Path | None,
-    unshown(
-        "--config",
-        help="YAML file supplying any option of this command (flat, or a section per "
-        "command); flags given on the command line win; relative paths in it are relative "
-        "to the file.",
-        callback=config_callback,
-        is_eager=True,
-    ),
-]
-
-ForceOption = Annotated[
-    bool,
-    typer.Option(
-        "--force",
-        help="Overwrite an output that exists and is not recognisably this kind of ale "
-        "output (never an input, a directory where a file goes, or files ale did not "
-        "write in a figure directory).",
-    ),
-]
-
-
-def _option(name: str, default: Any, annotation: Any) -> inspect.Parameter:
+def option(
+    flags: str, help: str | None, kind: Any = str | None, *, name: str = "", **kw: Any
+) -> inspect.Parameter:
+    """The keyword-only parameter of the option ``flags`` (space-separated; named for the
+    first, ``--a-b`` -> ``a_b``, unless ``name``): False for a bool, else None."""
+    decls = flags.split()
+    default = False if kind is bool else None
+    if default is None:
+        kw.setdefault("show_default", False)
+    annotation = Annotated[kind, typer.Option(*decls, help=help, **kw)]
+    name = name or decls[0].removeprefix("--").replace("-", "_")
     return inspect.Parameter(
         name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
     )
 
 
 _COMMON = [
-    _option("json_", False, JsonOption),
-    _option("quiet", False, QuietOption),
-    _option("config", None, ConfigOption),
-    _option("version", False, VersionOption),
+    inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
+    option(
+        "--json",
+        "Print one JSON object on stdout (what was written, counts, notes, timings) and "
+        "nothing else there.",
+        bool,
+        name="json_",
+    ),
+    option("--quiet -q", "No progress bar ('ale run': no output at all unless it fails).", bool),
+    option(
+        "--config",
+        "YAML file supplying any option of this command (flat, or a section per command); "
+        "flags given on the command line win; relative paths in it are relative to the file.",
+        Path | None,
+        callback=config_callback,
+        is_eager=True,
+    ),
+    option("--version", "Print the version and exit.", bool, callback=_version, is_eager=True),
 ]
-_FORCE = _option("force", False, ForceOption)
+VersionOption = _COMMON[-1].annotation
+_FORCE = option(
+    "--force",
+    "Overwrite an output that exists and is not recognisably this kind of ale output (never "
+    "an input, a directory where a file goes, or files ale did not write in a figure "
+    "directory).",
+    bool,
+)
 
 
 def with_params(
@@ -210,34 +252,28 @@ KindOf = str | Callable[[Mapping[str, Any]], str]
 
 
 @dataclass(frozen=True)
-class Declared:
-    """A command's files: ``outputs`` (parameter -> kind) and ``inputs`` (parameters)."""
+class Command:
+    """A declared command, what the registry (:mod:`ale_cli.cli.registry`) points to:
+    typer builds it from ``callback``'s signature; ``epilog`` ends its help with an example;
+    ``outputs`` (parameter -> kind) and ``inputs`` (parameters) are the files it writes and
+    reads; ``aliases``: old flag -> parameter (hidden)."""
 
+    callback: Callable[..., int]
+    epilog: str
     outputs: Mapping[str, KindOf]
     inputs: tuple[str, ...]
+    aliases: Mapping[str, str]
 
-    def check(self, values: Mapping[str, Any], force: bool) -> None:
+    def guard(self, values: Mapping[str, Any], force: bool) -> None:
         """Run :func:`ale_cli.outputs.guard.guard` on every output, before any work."""
         paths: list[Any] = []
         for name in self.inputs:
             value = values.get(name)
             paths += list(value) if isinstance(value, list | tuple) else [value]
         for name, kind in self.outputs.items():
-            value = values.get(name)
-            if value is None:
-                continue
-            chosen = kind(values) if callable(kind) else kind
-            guard(value, kind=chosen, inputs=paths, force=force, param=name)
-
-
-@dataclass(frozen=True)
-class Command:
-    """A declared command: what the registry (:mod:`ale_cli.cli.registry`) points to."""
-
-    callback: Callable[..., int]  # typer builds the command from its signature
-    epilog: str  # the end of the help, ending with an example
-    declared: Declared
-    aliases: Mapping[str, str] = field(default_factory=dict)  # old flag -> parameter (hidden)
+            if values.get(name) is not None:
+                chosen = kind(values) if callable(kind) else kind
+                guard(values[name], kind=chosen, inputs=paths, force=force, param=name)
 
 
 def command(
@@ -251,48 +287,41 @@ def command(
     ``--json``, ``--quiet``, ``--config``, ``--version`` and, for ``outputs`` (parameter ->
     kind, guarded before it runs; ``inputs``: the parameters read), ``--force`` unless it
     has its own. ``aliases``: old flag -> parameter (hidden)."""
-    declared = Declared(dict(outputs or {}), tuple(inputs))
-    old = dict(aliases or {})
+    outs, old = dict(outputs or {}), dict(aliases or {})
 
     def declare(func: Callable[..., Outcome]) -> Command:
         params = inspect.signature(func, eval_str=True).parameters
-        wants_run = "run" in params
         own_force = "force" in params
-        for key in [*declared.outputs, *declared.inputs, *old.values()]:
+        for key in [*outs, *inputs, *old.values()]:
             if key not in params:
                 raise TypeError(f"{func.__name__}: declared parameter '{key}' is unknown")
 
         def wrapper(
-            *, json_: bool, quiet: bool, config: Path | None, version: bool, **kw: Any
+            *, ctx: Any, json_: bool, quiet: bool, config: Path | None, version: bool, **kw: Any
         ) -> int:
             run = Run(json=json_, quiet=quiet)
             _take_aliases(kw, old, params)
-            force = bool(kw.get("force") if own_force else kw.pop("force", False))
-            declared.check(kw, force)
-            if wants_run:
+            declared.guard(kw, bool(kw.get("force") if own_force else kw.pop("force", False)))
+            if "run" in params:
                 kw["run"] = run
-            outcome = func(**kw)
+            outcome = replace(func(**kw), command=ctx.info_name)
             emit(outcome, run)
             if outcome.exit_code:
                 raise typer.Exit(outcome.exit_code)
             return 0
 
-        extra = [_alias_param(flag, name, params[name]) for flag, name in old.items()]
-        extra += _COMMON
-        if declared.outputs and not own_force:
-            extra.insert(0, _FORCE)
-        return Command(with_params(func, extra, wrapper, drop=("run",)), epilog, declared, old)
+        extra = [  # each old spelling, hidden, read into ALIAS + the parameter's name
+            option(
+                flag, None, get_args(params[n].annotation)[0] | None, name=ALIAS + n, hidden=True
+            )
+            for flag, n in old.items()
+        ]
+        extra += [_FORCE, *_COMMON] if outs and not own_force else _COMMON
+        callback = with_params(func, extra, wrapper, drop=("run",))
+        declared = Command(callback, epilog, outs, tuple(inputs), old)
+        return declared
 
     return declare
-
-
-def _alias_param(flag: str, name: str, target: inspect.Parameter) -> inspect.Parameter:
-    """The hidden option ``flag`` (an old spelling of ``name``), read into ``ALIAS + name``."""
-    kind = target.annotation
-    if get_origin(kind) is Annotated:
-        kind = get_args(kind)[0]
-    option = unshown(flag, hidden=True)
-    return _option(ALIAS + name, None, Annotated[kind | None, option])
 
 
 def _take_aliases(
@@ -317,7 +346,7 @@ def flag_of(params: Sequence[Any], name: str) -> str:
         if getattr(param, "name", None) == name:
             longs = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
             if longs:
-                return max(longs, key=len) if name == "json_" else longs[0]
+                return longs[0]
             return str(getattr(param, "human_readable_name", name)).upper()
     return "--" + name.replace("_", "-")
 
@@ -330,3 +359,63 @@ def out_message(path: Path | str) -> str:
 def echo_data(text: str) -> None:
     """Write data (a summary, a table) to standard output."""
     typer.echo(text, nl=False)
+
+
+def write_out(run: Run, path: Path | str, data: str | bytes, param: str = "out") -> bool:
+    """Write ``data`` to ``path`` atomically, or to standard output for ``-`` (True then)."""
+    if run.claim_stdout(path, param):
+        echo_data(data if isinstance(data, str) else data.decode("utf-8"))
+        return True
+    with atomic_write(path) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    return False
+
+
+def summary_outcome(
+    name: str, result: EstimateResult, out: Path, timestamp: bool, run: Run
+) -> Outcome:
+    """Write the summary (``-``: standard output) and describe it in one line."""
+    to_stdout = write_out(run, out, dumps(result.summary.to_dict(timestamp=timestamp)))
+    feats, items = result.summary.features, result.summary.interactions
+    ok = sum(f.status == "ok" for f in (*feats, *items))
+    if items:
+        grids = " ".join(
+            f"{i.name}={i.shape[0]}x{i.shape[1]}" if i.status == "ok" else f"{i.name}=-"
+            for i in items
+        )
+        cached = result.summary.params.get("cached_pairs") or []
+        source = f", {len(cached)} from the store" if cached else ""
+        what = (
+            f"{name} ({result.summary.estimator}{source}): {len(items)} "
+            f"pair{'s' if len(items) != 1 else ''} ({ok} ok), cells {grids}"
+        )
+    else:
+        bins = " ".join(
+            f"{f.name}={f.n_bins}" if f.status == "ok" else f"{f.name}=-" for f in feats[:50]
+        )
+        more = f" ... ({len(feats) - 50} more)" if len(feats) > 50 else ""
+        what = (
+            f"{name}: {len(feats)} feature{'s' if len(feats) != 1 else ''} ({ok} ok), "
+            f"bins {bins}{more}"
+        )
+    return Outcome(
+        message=f"{what}, {result.seconds:.2f} s -> {out_message(out)}",
+        outputs=(str(out),),
+        counts={
+            "rows": result.summary.n_rows,
+            "features": len(feats),
+            "pairs": len(items),
+            "ok": ok,
+            "not_estimable": len(feats) + len(items) - ok,
+        },
+        notes=result.notes,
+        timings=result.timings,
+        seconds=result.seconds,
+        details={
+            "estimator": result.summary.estimator,
+            "params": result.summary.params,
+            # how the store's local effects were made (secant: a piecewise-constant model)
+            "method": result.summary.store.get("method"),
+        },
+        data_on_stdout=to_stdout,
+    )

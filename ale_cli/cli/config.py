@@ -1,9 +1,8 @@
-"""``--config FILE.yaml``: any option of a command from a YAML file.
+"""``--config FILE.yaml``: any option of a command from a YAML file (docs/commands.md).
 
-Flat (option names, ``-`` or ``_``) or one section per command (``compute:``...). Values
-become the option defaults, so flags on the command line win; a repeatable option takes
-a value or a list. Unknown keys, wrong types, booleans for numbers and NaN are errors
-naming the key. Relative paths are relative to the config file (``-`` stays ``-``).
+Values become the option defaults, so flags on the command line win; a repeatable option
+takes a value or a list. Unknown keys, wrong types, booleans for numbers and NaN are
+errors naming the key.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ale_cli.cli.command import with_params
+from ale_cli.cli.command import option, with_params
 from ale_cli.estimators.inputs import ModelInputs
 
 _K = inspect.Parameter.KEYWORD_ONLY
@@ -19,16 +19,6 @@ _K = inspect.Parameter.KEYWORD_ONLY
 
 def _argument(name: str, help: str) -> inspect.Parameter:
     return inspect.Parameter(name, _K, annotation=Annotated[Path, typer.Argument(help=help)])
-
-
-def _option(flag: str, help: str, kind: Any = str | None, **kw: Any) -> inspect.Parameter:
-    """The option ``flag`` (parameter ``--a-b`` -> ``a_b``): False for a bool, else None."""
-    default = False if kind is bool else None
-    if default is None:
-        kw["show_default"] = False
-    annotation = Annotated[kind, typer.Option(flag, help=help, **kw)]
-    name = flag.removeprefix("--").replace("-", "_")
-    return inspect.Parameter(name, _K, default=default, annotation=annotation)
 
 
 _ARGUMENTS = [
@@ -47,31 +37,31 @@ _ARGUMENTS = [
     ),
 ]
 _GROUP = [
-    _option(
+    option(
         "--features",
         "Comma-separated model inputs to explain (default: all). Finite "
         "differences perturb only these.",
     ),
-    _option(
+    option(
         "--inputs",
         "Comma-separated data columns the model takes, in the model's order "
         "(default: every column but --exclude, in the file's order).",
     ),
-    _option("--exclude", "Comma-separated columns that are not model inputs (e.g. the target)."),
-    _option("--data-format", "Format of the data file, csv or parquet (default: by extension)."),
-    _option("--dropna", "Drop rows with NaN/inf values and say how many.", bool),
-    _option(
+    option("--exclude", "Comma-separated columns that are not model inputs (e.g. the target)."),
+    option("--data-format", "Format of the data file, csv or parquet (default: by extension)."),
+    option("--dropna", "Drop rows with NaN/inf values and say how many.", bool),
+    option(
         "--drop-nonfinite",
         "Drop the rows where the model gives NaN/inf (prediction, local effect "
         "or evaluation) and say how many, instead of stopping with exit 1.",
         bool,
     ),
-    _option(
+    option(
         "--model-format",
         "Model format: torch-export, torchscript, onnx, skops, pickle, xgboost, "
         "lightgbm or catboost (default: by extension).",
     ),
-    _option(
+    option(
         "--output",
         "Model output to explain. Tensor models: a column INDEX, ELEMENT:INDEX "
         "for a tuple output, or NAME / NAME:INDEX for ONNX outputs. scikit-learn: "
@@ -81,25 +71,25 @@ _GROUP = [
         "curve per output (compute, classic). Default: the model's only output; "
         "classifiers must choose.",
     ),
-    _option(
+    option(
         "--categorical",
         "Comma-separated integer-coded categorical columns: never perturbed by a "
         "gradient, estimated per level (classic; compute stores their jumps for "
         "rebin and rhale), levels ordered by their similarity in the other inputs. "
         "Text columns of scikit-learn models are categorical automatically.",
     ),
-    _option(
+    option(
         "--trust",
         "Comma-separated types a skops file may load beyond the safe defaults "
         "(ale lists them when they are needed).",
     ),
-    _option(
+    option(
         "--trust-pickle",
         "Allow loading a pickle; this runs code stored in the file, so only for "
         "files from a trusted source.",
         bool,
     ),
-    _option(
+    option(
         "--batch-size",
         "Rows per model call (default: chosen by the model format; see "
         "'ale info' of a store for what was used).",

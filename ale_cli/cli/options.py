@@ -37,6 +37,36 @@ StatisticsOption = Annotated[
         "normalisation). params.statistics_note says how they differ.",
     ),
 ]
+BinningOption = Annotated[
+    str | None,
+    unshown(
+        "--binning",
+        help="uniform (equal widths over [min, max]) or quantile (type-1 quantiles, "
+        "deduplicated, as ALEPlot and PyALE). Default: uniform in 'ale rebin', quantile in "
+        "'ale classic' and 'ale interact'.",
+    ),
+]
+SummaryArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
+        "'ale interact' ('-': standard input).",
+        show_default=False,
+    ),
+]
+MaxBinsOption = Annotated[
+    int,
+    typer.Option("--max-bins", help="K_max: cells of the RHALE grid of candidate limits.", min=1),
+]
+SourceStoreOption = Annotated[
+    Path | None,
+    unshown(
+        "--store",
+        help="The store the summaries were made from: adds the rug of data values, the "
+        "average prediction and violins of the local effects per bin (the data points "
+        "on interaction heat maps).",
+    ),
+]
 BinsOption = Annotated[int | None, unshown("--bins", help="Bins per feature (default: 20).", min=1)]
 EdgesOption = Annotated[
     Path | None,

@@ -22,10 +22,9 @@ from ale_cli.audit.report import (
     totals,
 )
 from ale_cli.checks import check_choice, names_tuple
-from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio
+from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio, write_out
 from ale_cli.cli.options import FeaturesOption, unshown
 from ale_cli.errors import InputError
-from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
 from ale_cli.plot.diff import render_diff
 from ale_cli.summary.build import utc_now
@@ -35,9 +34,6 @@ from ale_cli.summary.regional import regional_diff_lines
 
 if TYPE_CHECKING:
     from ale_cli.summary.compare import FeatureComparison
-
-FORMATS = ("text", "github", "markdown")
-DIFF_FORMATS = ("png", "svg")
 
 
 def _stdout_output(run: Run, outputs: dict[str, Path | None], output_format: str) -> str | None:
@@ -64,33 +60,18 @@ def _stdout_output(run: Run, outputs: dict[str, Path | None], output_format: str
 
 
 def _write_outputs(
-    files: dict[str, Path | None], result: AuditResult, data: dict[str, Any]
+    run: Run, files: dict[str, Path | None], result: AuditResult, data: dict[str, Any]
 ) -> list[str]:
     """Write the JSON report, the JUnit XML and the markdown asked for (``-``: stdout)."""
     payloads = {
-        "json_report": lambda: dumps(data).encode("utf-8"),
+        "json_report": lambda: dumps(data),
         "junit": lambda: junit_xml(result),
-        "out": lambda: markdown(result).encode("utf-8"),
+        "out": lambda: markdown(result),
     }
     written = {name: path for name, path in files.items() if path is not None}
     for name, path in written.items():
-        if is_stdio(path):
-            echo_data(payloads[name]().decode("utf-8"))
-            continue
-        with atomic_write(path) as fh:
-            fh.write(payloads[name]())
+        write_out(run, path, payloads[name](), name)
     return [str(path) for path in written.values()]
-
-
-AuditFormatOption = Annotated[
-    str,
-    typer.Option(
-        "--format",
-        help="text: the table; github: the table and ::error/::warning annotation lines; "
-        "markdown: a summary for a CI job page or a merge-request comment (failed rules "
-        "first, passed ones folded) instead of the table.",
-    ),
-]
 
 
 @command(
@@ -136,15 +117,22 @@ def audit(
             "('-': standard output; the table then goes to stderr).",
         ),
     ] = None,
-    output_format: AuditFormatOption = "text",
+    output_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="text: the table; github: the table and ::error/::warning annotation lines; "
+            "markdown: a summary for a CI job page or a merge-request comment (failed rules "
+            "first, passed ones folded) instead of the table.",
+        ),
+    ] = "text",
     out: Annotated[
         Path | None,
-        typer.Option(
+        unshown(
             "--out",
             "-o",
             help="Write the markdown summary to this file ('-': standard output; the table "
             'then goes to stderr), e.g. -o "$GITHUB_STEP_SUMMARY".',
-            show_default=False,
         ),
     ] = None,
 ) -> Outcome:
@@ -154,12 +142,12 @@ def audit(
     Prints a table (feature, rule, observed, limit, verdict) and exits 0 when
     every error-severity rule passed, 3 when one failed.
     """
-    check_choice(output_format, FORMATS, "output_format")
+    check_choice(output_format, ("text", "github", "markdown"), "output_format")
     files = {"json_report": json_report, "junit": junit, "out": out}
     to_stdout = _stdout_output(run, files, output_format)
     result = audit_files(summaries, rules, baseline=baseline)
     data = report_dict(result, created=utc_now())
-    outputs = _write_outputs(files, result, data)
+    outputs = _write_outputs(run, files, result, data)
     lines = text_table(result).splitlines()[:-1]
     if run.quiet:  # only the failed and warned rows
         lines = [c.message for c in result.checks if c.verdict in ("fail", "warn")]
@@ -169,7 +157,6 @@ def audit(
         lines = []
     counts = {**{k: int(v) for k, v in result.counts.items()}, "checks": len(result.checks)}
     return Outcome(
-        command="audit",
         message=totals(result),
         outputs=tuple(outputs),
         counts=counts,
@@ -256,15 +243,14 @@ def diff(
 
     fmts = names_tuple(formats, "formats") or ("png",)
     for fmt in fmts:
-        if fmt not in DIFF_FORMATS:
+        if fmt not in ("png", "svg"):
             raise InputError(f"{{param}} must be png and/or svg, got '{fmt}'", param="formats")
     sa, sb = read_summary(a), read_summary(b)
     names = names_tuple(features, "features")
-    if names is not None:
-        known = {f.name for f in (*sa.features, *sb.features)}
-        for name in names:
-            if name not in known:
-                raise InputError(f"neither summary has feature '{name}'")
+    known = {f.name for f in (*sa.features, *sb.features)}
+    for name in names or ():
+        if name not in known:
+            raise InputError(f"neither summary has feature '{name}'")
     comparisons = compare_summaries(
         sa, sb, features=names, base_label=f"'{a}'", other_label=f"'{b}'"
     )
@@ -278,7 +264,6 @@ def diff(
     tail = f"; rank changed: {', '.join(changed)}" if changed else ""
     where = f"; {len(written)} figure files -> '{out}'" if out is not None else ""
     return Outcome(
-        command="diff",
         message=f"diff: {len(comparisons)} features on the edges of '{a}'{tail}{where}",
         outputs=tuple(str(p) for p in written),
         counts={"features": len(comparisons), "rank_changed": len(changed), "files": len(written)},

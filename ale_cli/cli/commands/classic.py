@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from ale_cli.cli.command import Outcome, Run, command
+from ale_cli.cli.command import Outcome, Run, command, summary_outcome
 from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
+    BinningOption,
     BinsOption,
     BootstrapOption,
     CenterOption,
@@ -20,9 +19,7 @@ from ale_cli.cli.options import (
     SeedOption,
     StatisticsOption,
     TimestampOption,
-    unshown,
 )
-from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.engines import engine_for
 from ale_cli.estimators.bands import Bootstrap
@@ -45,15 +42,7 @@ def classic(
     run: Run,
     out: OutOption,
     bins: BinsOption = None,
-    binning: Annotated[
-        str | None,
-        unshown(
-            "--binning",
-            help="quantile (type-1 quantiles, deduplicated; the default here, as ALEPlot and "
-            "PyALE, and in 'ale interact') or uniform (equal widths over [min, max]; the "
-            "default of 'ale rebin').",
-        ),
-    ] = None,
+    binning: BinningOption = None,
     edges: EdgesOption = None,
     center: CenterOption = "mean",
     timestamp: TimestampOption = True,
@@ -68,14 +57,9 @@ def classic(
 ) -> Outcome:
     """Classic ALE (Apley-Zhu): the model at both limits of each row's bin, per feature.
 
-    2 model evaluations per row and explained feature; works for every model
-    format, with or without gradients. Writes the same summary as rebin/rhale
-    (estimator "ale"); heterogeneity is the per-bin std of the differences
-    divided by the bin width. --bootstrap B resamples the rows' differences
-    for percentile bands (no further model call). A data file is read --chunk-rows
-    rows at a time.
-    --engine dask evaluates the model on the partitions of the data on the workers of a
-    Dask cluster (this process reads the columns for the ranges and quantile edges).
+    2 model evaluations per row and explained feature; works for every model format, with
+    or without gradients. Writes the same summary as rebin/rhale (estimator "ale");
+    heterogeneity is the per-bin std of the differences divided by the bin width.
     """
     request = ClassicRequest(
         inputs=inputs,

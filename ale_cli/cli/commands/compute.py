@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -54,15 +54,6 @@ StepOption = Annotated[
     ),
 ]
 
-PairsOption = Annotated[
-    list[str] | None,
-    unshown(
-        "--pair",
-        help="Also cache the mixed derivatives d2f/dx_a dx_b of the pair A,B for "
-        "'ale interact' (repeat for more pairs, as in 'ale interact'; needs autodiff).",
-    ),
-]
-
 ChunkRowsOption = Annotated[
     int,
     typer.Option(
@@ -71,15 +62,6 @@ ChunkRowsOption = Annotated[
         "ONNX and smooth scikit-learn models on files): memory grows with it; the method and "
         "steps do not change, finite-difference quotients only within about 1e-10 relative.",
         min=2,
-    ),
-]
-
-ForceOption = Annotated[
-    bool,
-    typer.Option(
-        "--force",
-        help="Recompute even if the store is up to date, and overwrite a file at -o that is "
-        "not recognisably an ale store.",
     ),
 ]
 
@@ -108,22 +90,33 @@ def compute(
     out: StoreOutOption = Path("effects.npz"),
     method: MethodOption = "auto",
     step: StepOption = None,
-    pairs: PairsOption = None,
+    pairs: Annotated[
+        list[str] | None,
+        unshown(
+            "--pair",
+            help="Also cache the mixed derivatives d2f/dx_a dx_b of the pair A,B for "
+            "'ale interact' (repeat for more pairs, as in 'ale interact'; needs autodiff).",
+        ),
+    ] = None,
     chunk_rows: ChunkRowsOption = DEFAULT_CHUNK_ROWS,
     discrete: DiscreteOption = None,
-    force: ForceOption = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Recompute even if the store is up to date, and overwrite a file at -o that is "
+            "not recognisably an ale store.",
+        ),
+    ] = False,
     engine: EngineOption = "local",
     scheduler: SchedulerOption = None,
 ) -> Outcome:
     """Compute the local effects (model gradients at every row) and cache them in a store.
 
-    Reuses the store at -o when it was made from the same model bytes, data bytes
-    and options (a cache hit); --force recomputes. --features chooses the inputs
-    to explain (finite differences perturb only those); the model still gets
-    every input (--inputs, or every column but --exclude). Text, --categorical,
-    --discrete and binary (two-valued) features also get every row's jumps to the
-    adjacent levels (model calls), so rebin and rhale report them per level as classic
-    does.
+    Reuses the store at -o when it was made from the same model bytes, data bytes and
+    options (a cache hit); --force recomputes. Text, --categorical, --discrete and binary
+    (two-valued) features also get every row's jumps to the adjacent levels (model calls),
+    so rebin and rhale report them per level as classic does.
     """
     request = ComputeRequest(
         inputs=replace(inputs, method=method, step=step),
@@ -150,7 +143,6 @@ def compute(
     else:
         message = f"computed local effects: {shape}, {result.seconds:.2f} s -> '{out}' (cache miss)"
     return Outcome(
-        command="compute",
         message=message,
         outputs=() if result.cache_hit else (str(out),),
         counts={
@@ -166,17 +158,17 @@ def compute(
     )
 
 
-def _flatten(prefix: str, value: object, rows: list[tuple[str, str]]) -> None:
+def _flatten(prefix: str, value: object) -> Iterator[tuple[str, str]]:
     if isinstance(value, dict):
         for key, item in value.items():
-            _flatten(f"{prefix}.{key}" if prefix else str(key), item, rows)
+            yield from _flatten(f"{prefix}.{key}" if prefix else str(key), item)
     elif isinstance(value, list):
         more = f", ... ({len(value)} items)" if len(value) > 12 else ""
-        rows.append((prefix, ", ".join(str(v) for v in value[:12]) + more or "-"))
+        yield prefix, ", ".join(str(v) for v in value[:12]) + more or "-"
     elif isinstance(value, float):
-        rows.append((prefix, f"{value:.4g}"))
+        yield prefix, f"{value:.4g}"
     else:
-        rows.append((prefix, "-" if value is None else str(value)))
+        yield prefix, "-" if value is None else str(value)
 
 
 @command(epilog="Example: ale info out/diabetes-mlp.npz --json", inputs=("store",))
@@ -189,13 +181,11 @@ def info(
     """
     refuse_stdio(store, "store", "a store")
     meta = read_meta(store)  # a file, or a directory store's manifest
-    rows: list[tuple[str, str]] = []
-    _flatten("", meta, rows)
+    rows = list(_flatten("", meta))
     width = max(len(k) for k, _ in rows)
     lines = tuple(f"{key.ljust(width)}  {value}" for key, value in rows)
     n_rows, features = meta.get("n_rows"), meta.get("feature_names") or []
     return Outcome(
-        command="info",
         message=f"store '{store}': {n_rows} rows x {len(features)} features",
         counts={"rows": int(n_rows) if isinstance(n_rows, int) else 0, "features": len(features)},
         lines=lines,

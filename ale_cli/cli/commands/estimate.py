@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, refuse_stdio, summary_outcome
 from ale_cli.cli.options import (
+    BinningOption,
     BinsOption,
     BootstrapOption,
     CenterOption,
@@ -15,6 +16,7 @@ from ale_cli.cli.options import (
     EdgesOption,
     EngineOption,
     FeaturesOption,
+    MaxBinsOption,
     OutOption,
     SchedulerOption,
     SeedOption,
@@ -23,7 +25,6 @@ from ale_cli.cli.options import (
     TimestampOption,
     unshown,
 )
-from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.engines import engine_for
 from ale_cli.estimators import dale
 from ale_cli.estimators.bands import Bootstrap
@@ -40,15 +41,7 @@ def rebin(
     out: OutOption,
     run: Run,
     bins: BinsOption = None,
-    binning: Annotated[
-        str | None,
-        unshown(
-            "--binning",
-            help="uniform (equal widths over [min, max]; the default here) or quantile "
-            "(type-1 quantiles, deduplicated; the default of 'ale classic' and 'ale interact', "
-            "as ALEPlot and PyALE).",
-        ),
-    ] = None,
+    binning: BinningOption = None,
     edges: EdgesOption = None,
     center: CenterOption = "mean",
     features: FeaturesOption = None,
@@ -60,10 +53,7 @@ def rebin(
     scheduler: SchedulerOption = None,
     statistics: StatisticsOption = "ale-cli",
 ) -> Outcome:
-    """DALE on fixed bins: bin effects, heterogeneity and standard error from the store.
-
-    --bootstrap B adds percentile bands (rows resampled, bins fixed).
-    """
+    """DALE on fixed bins: bin effects, heterogeneity and standard error from the store."""
     refuse_stdio(store, "store", "a store")
     request = dale.RebinRequest(
         store=store,
@@ -88,10 +78,7 @@ def rhale(
     store: StoreArgument,
     out: OutOption,
     run: Run,
-    max_bins: Annotated[
-        int,
-        typer.Option("--max-bins", help="K_max: cells of the grid of candidate limits.", min=1),
-    ] = 50,
+    max_bins: MaxBinsOption = 50,
     min_points: Annotated[
         int | None,
         unshown(

@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-import typer
-
 from ale_cli.cli.command import Outcome, Run, command, is_stdio
-from ale_cli.cli.options import unshown
+from ale_cli.cli.options import SummaryArgument, unshown
 from ale_cli.outputs.tables import export_summary, table_format
-
-
-class TableFormat(StrEnum):
-    csv = "csv"
-    parquet = "parquet"
 
 
 def _table_kind(values: Mapping[str, Any]) -> str:
     """The output kind of -o: a CSV or a Parquet export, by --format or the extension."""
-    fmt = values.get("fmt")
-    return "table-" + table_format(values["out"], fmt.value if fmt is not None else None)
+    return "table-" + table_format(values["out"], values.get("fmt"))
 
 
 @command(
@@ -33,14 +24,7 @@ def _table_kind(values: Mapping[str, Any]) -> str:
 )
 def export(
     run: Run,
-    summary: Annotated[
-        Path,
-        typer.Argument(
-            help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
-            "'ale interact'; '-' reads it from standard input.",
-            show_default=False,
-        ),
-    ],
+    summary: SummaryArgument,
     out: Annotated[
         Path,
         unshown(
@@ -51,22 +35,23 @@ def export(
         ),
     ],
     fmt: Annotated[
-        TableFormat | None,
-        typer.Option("--format", help="csv or parquet (default: by the extension of --out)."),
+        str | None,
+        unshown(
+            "--format",
+            metavar="<csv|parquet>",
+            help="csv or parquet (default: by the extension of --out).",
+        ),
     ] = None,
 ) -> Outcome:
     """Write the summary as ONE long table with a 'kind' column: a row per feature and
-    edge (kind 'edge': index, x, effect, std, stderr, lower, upper, where lower/upper =
-    effect -/+ 2 stderr, the band 'ale plot' draws) and per feature and bin (kind 'bin':
-    index, left, right, count, bin_effect, bin_std, bin_stderr, filled); interactions give
-    a row per pair and cell (kind 'cell') and per grid corner (kind 'corner', the effect);
-    effect-size statistics give rows of kind 'stat' (statistic, value). Every row has
-    estimator and feature; columns of other kinds are empty. Not-estimable features have
-    no rows and are counted in the result line, which goes to stderr (stdout carries only
-    the table).
+    edge ('edge'; lower/upper = effect -/+ 2 stderr, the band 'ale plot' draws), bin ('bin')
+    and statistic ('stat'), per pair and cell ('cell') and grid corner ('corner'); every row
+    has estimator and feature, the columns of other kinds are empty (the columns:
+    docs/store-and-summary.md, "One tidy table"). Not-estimable features have no rows and
+    are counted in the result line, which goes to stderr (stdout carries only the table).
     """
     run.claim_stdout(out, "out")
-    result = export_summary(summary, out, fmt=fmt.value if fmt is not None else None)
+    result = export_summary(summary, out, fmt=fmt)
     per = ", ".join(f"{name}={n}" for name, n in result.rows.items())
     line = f"export: {result.n_rows} rows" + (f" ({per})" if per else "")
     if result.not_estimable:
@@ -74,7 +59,6 @@ def export(
         line += f"; {len(result.not_estimable)} not estimable, left out ({skipped})"
     target = "stdout" if is_stdio(out) else f"'{out}'"
     return Outcome(
-        command="export",
         message=f"{line} -> {target} ({result.fmt})",
         outputs=(str(out),),
         counts={"rows": result.n_rows, **result.rows, "not_estimable": len(result.not_estimable)},

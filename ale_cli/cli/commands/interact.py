@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, refuse_stdio, summary_outcome
 from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
+    BinningOption,
     EdgesOption,
     EngineOption,
     OutOption,
@@ -16,16 +17,11 @@ from ale_cli.cli.options import (
     TimestampOption,
     unshown,
 )
-from ale_cli.cli.outcomes import summary_outcome
 from ale_cli.data.stream import DEFAULT_CHUNK_ROWS
 from ale_cli.engines import engine_for
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.interact import InteractRequest
 from ale_cli.estimators.interact import interact as run_interact
-
-PairBinsOption = Annotated[
-    int | None, unshown("--bins", help="Bins per feature (default: 10), K x K cells.", min=1)
-]
 
 
 @command(
@@ -58,16 +54,10 @@ def interact(
             "corners, any model). Default: dale when the model has autodiff, else ale.",
         ),
     ] = None,
-    bins: PairBinsOption = None,
-    binning: Annotated[
-        str | None,
-        unshown(
-            "--binning",
-            help="quantile (type-1 quantiles, deduplicated; the default here, as ALEPlot, and "
-            "in 'ale classic') or uniform (equal widths over [min, max]; the default of "
-            "'ale rebin').",
-        ),
+    bins: Annotated[
+        int | None, unshown("--bins", help="Bins per feature (default: 10), K x K cells.", min=1)
     ] = None,
+    binning: BinningOption = None,
     edges: EdgesOption = None,
     store: Annotated[
         Path | None,
@@ -83,12 +73,8 @@ def interact(
     scheduler: SchedulerOption = None,
 ) -> Outcome:
     """Second-order ALE of feature pairs: the doubly-centered interaction surface on a grid
-    of cells, with empty cells filled from the nearest non-empty cell. A data file is read
-    --chunk-rows rows at a time; a store (--store) by its own chunks. --engine dask runs
-    the model calls on the partitions of the data on the workers of a Dask cluster.
-    """
+    of cells, with empty cells filled from the nearest non-empty cell."""
     refuse_stdio(store, "store", "a store")
-    runner = engine_for(engine, scheduler)
     request = InteractRequest(
         inputs=inputs,
         pairs=tuple(pairs or ()),
@@ -100,5 +86,5 @@ def interact(
         chunk_rows=chunk_rows,
     )
     with run.progress("interact") as progress:
-        result = run_interact(request, engine=runner, progress=progress)
+        result = run_interact(request, engine=engine_for(engine, scheduler), progress=progress)
     return summary_outcome("interact", result, out, timestamp, run)

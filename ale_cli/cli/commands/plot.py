@@ -10,7 +10,7 @@ import typer
 
 from ale_cli.checks import names_tuple
 from ale_cli.cli.command import Outcome, command, refuse_stdio
-from ale_cli.cli.options import unshown
+from ale_cli.cli.options import SourceStoreOption, SummaryArgument, unshown
 from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE, plot_files
 
 
@@ -19,14 +19,6 @@ class FigureFormat(StrEnum):
     svg = "svg"
     both = "both"
 
-
-SummaryArgument = Annotated[
-    Path,
-    typer.Argument(
-        help="Summary JSON written by 'ale rebin', 'ale rhale', 'ale classic' or "
-        "'ale interact' ('-': standard input)."
-    ),
-]
 
 OutOption = Annotated[
     Path,
@@ -38,18 +30,6 @@ OutOption = Annotated[
     ),
 ]
 
-StoreOption = Annotated[
-    Path | None,
-    unshown(
-        "--store",
-        help="The store the summary was made from: adds the rug of data values, the "
-        "average prediction and violins of the local effects per bin (the data points "
-        "on interaction heat maps).",
-    ),
-]
-
-FmtOption = Annotated[FigureFormat, typer.Option("--format", help="png, svg or both.")]
-
 FeaturesOption = Annotated[
     str | None,
     unshown(
@@ -59,33 +39,12 @@ FeaturesOption = Annotated[
     ),
 ]
 
-DpiOption = Annotated[
-    int,
-    typer.Option(
-        "--dpi",
-        help="Resolution of PNG figures (dots per inch).",
-        min=DPI_RANGE[0],
-        max=DPI_RANGE[1],
-    ),
-]
-
 YlabelOption = Annotated[
     str | None,
     unshown(
         "--ylabel",
         help="Label of the effect axes (default: names the model output the summary "
         "records, e.g. 'centered effect on probability of class 1').",
-    ),
-]
-
-JobsOption = Annotated[
-    int | None,
-    unshown(
-        "--jobs",
-        "-j",
-        help="Worker processes drawing figures (default: one per core, at most 4; "
-        "1 draws in this process).",
-        min=1,
     ),
 ]
 
@@ -99,12 +58,31 @@ JobsOption = Annotated[
 def plot(
     summary: SummaryArgument,
     out: OutOption = Path("plots"),
-    store: StoreOption = None,
-    fmt: FmtOption = FigureFormat.png,
+    store: SourceStoreOption = None,
+    fmt: Annotated[
+        FigureFormat, typer.Option("--format", help="png, svg or both.")
+    ] = FigureFormat.png,
     features: FeaturesOption = None,
-    dpi: DpiOption = DEFAULT_DPI,
+    dpi: Annotated[
+        int,
+        typer.Option(
+            "--dpi",
+            help="Resolution of PNG figures (dots per inch).",
+            min=DPI_RANGE[0],
+            max=DPI_RANGE[1],
+        ),
+    ] = DEFAULT_DPI,
     ylabel: YlabelOption = None,
-    jobs: JobsOption = None,
+    jobs: Annotated[
+        int | None,
+        unshown(
+            "--jobs",
+            "-j",
+            help="Worker processes drawing figures (default: one per core, at most 4; "
+            "1 draws in this process).",
+            min=1,
+        ),
+    ] = None,
 ) -> Outcome:
     """Draw one figure per feature (effect curve with bands above, bin effects below), an
     overview of all features, and a heat map per second-order interaction ('ale interact');
@@ -133,7 +111,6 @@ def plot(
     if result.interactions:
         note += f" and {_count(len(result.interactions), 'interaction')}"
     return Outcome(
-        command="plot",
         message=f"wrote {_count(len(result.paths), 'file')} for "
         f"{_count(len(result.features), 'feature')}{note} to '{out}'",
         outputs=tuple(str(p) for p in result.paths),

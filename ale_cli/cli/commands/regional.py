@@ -7,11 +7,12 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command, echo_data, out_message, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, out_message, refuse_stdio, write_out
 from ale_cli.cli.options import (
     CenterOption,
     EngineOption,
     FeaturesOption,
+    MaxBinsOption,
     OutOption,
     SchedulerOption,
     StoreArgument,
@@ -21,7 +22,6 @@ from ale_cli.cli.options import (
 from ale_cli.engines import engine_for
 from ale_cli.estimators import regional as estimator
 from ale_cli.io.jsonio import dumps
-from ale_cli.summary.regional import write_regional
 
 
 @command(
@@ -77,9 +77,7 @@ def regional(
             min=1,
         ),
     ] = None,
-    max_bins: Annotated[
-        int, typer.Option("--max-bins", help="K_max of the RHALE grid.", min=1)
-    ] = 50,
+    max_bins: MaxBinsOption = 50,
     center: CenterOption = "mean",
     features: FeaturesOption = None,
     timestamp: TimestampOption = True,
@@ -108,11 +106,7 @@ def regional(
 
 def _outcome(result: estimator.RegionalResult, out: Path, timestamp: bool, run: Run) -> Outcome:
     """Write the regional summary (``-``: standard output) and describe it in one line."""
-    to_stdout = run.claim_stdout(out, "out")
-    if to_stdout:
-        echo_data(dumps(result.summary.to_dict(timestamp=timestamp)))
-    else:
-        write_regional(out, result.summary, timestamp=timestamp)
+    to_stdout = write_out(run, out, dumps(result.summary.to_dict(timestamp=timestamp)))
     regions = result.summary.regions
     shown = " ".join(
         f"{r.name}={len(r.leaves)}" if r.status != "not_estimable" else f"{r.name}=-"
@@ -123,12 +117,11 @@ def _outcome(result: estimator.RegionalResult, out: Path, timestamp: bool, run: 
     n, searched = result.summary.summary.n_rows, params["searched_rows"]
     sample = f", splits chosen on a sample of {searched:,} of {n:,} rows" if searched < n else ""
     return Outcome(
-        command="regional",
         message=f"regional: {len(regions)} feature{'s' if len(regions) != 1 else ''} "
         f"({split} split), regions {shown}{sample}, {result.seconds:.2f} s -> "
         f"{out_message(out)}",
         outputs=(str(out),),
-        counts={"rows": result.summary.summary.n_rows, "features": len(regions), "split": split},
+        counts={"rows": n, "features": len(regions), "split": split},
         notes=result.notes,
         seconds=result.seconds,
         details={"estimator": "regional", "params": params},

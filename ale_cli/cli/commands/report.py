@@ -8,13 +8,9 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command, echo_data, out_message, refuse_stdio
-from ale_cli.cli.options import TimestampOption, unshown
-from ale_cli.report import build_report, write_report
-
-ReportOutOption = Annotated[
-    Path, unshown("--out", "-o", help="The HTML file to write ('-': standard output).")
-]
+from ale_cli.cli.command import Outcome, Run, command, out_message, refuse_stdio, write_out
+from ale_cli.cli.options import SourceStoreOption, TimestampOption, unshown
+from ale_cli.report import build_report
 
 
 @command(
@@ -32,13 +28,10 @@ def report(
             "interact summaries add heat maps."
         ),
     ],
-    out: ReportOutOption,
-    store: Annotated[
-        Path | None,
-        unshown(
-            "--store", help="The store the summaries were made from: rug, violins and data points."
-        ),
-    ] = None,
+    out: Annotated[
+        Path, unshown("--out", "-o", help="The HTML file to write ('-': standard output).")
+    ],
+    store: SourceStoreOption = None,
     audit: Annotated[
         Path | None,
         unshown(
@@ -63,22 +56,20 @@ def report(
     Nothing on the page is fetched from elsewhere (inline SVG, CSS and script);
     it opens offline and prints.
     """
-    for path, param in ((store, "store"), (audit, "audit")):
-        if path is not None:
-            refuse_stdio(path, param, "a file")
-    to_stdout = run.claim_stdout(out, "out")
+    refuse_stdio(store, "store", "a file")
+    refuse_stdio(audit, "audit", "a file")
+    run.claim_stdout(out, "out")
     t0 = time.perf_counter()
     result = build_report(summaries, store=store, audit=audit, history=history, timestamp=timestamp)
-    if to_stdout:
-        echo_data(result.html)
-    size = len(result.html.encode("utf-8")) if to_stdout else write_report(out, result.html)
+    page = result.html.encode("utf-8")
+    to_stdout = write_out(run, out, page)
+    size = len(page)
     seconds = time.perf_counter() - t0
     verdict = ""
     if result.audit_passed is not None:
         verdict = f", audit {'passed' if result.audit_passed else 'failed'}"
     runs = f", {result.history_runs} earlier runs" if history is not None else ""
     return Outcome(
-        command="report",
         message=f"report: {result.features} features, {result.figures} figures{verdict}{runs}, "
         f"{size / 1024:.0f} KiB, {seconds:.2f} s -> {out_message(out)}",
         outputs=(str(out),),

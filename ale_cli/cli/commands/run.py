@@ -72,7 +72,6 @@ def run_command(
         for name in m["history"].get("left", [])
     )
     return Outcome(
-        command="run",
         message=message,
         outputs=tuple(
             str(target / o["path"]) for s in steps if not s["cache_hit"] for o in s["outputs"]
