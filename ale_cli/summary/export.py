@@ -15,20 +15,19 @@ Parquet) is :mod:`ale_cli.outputs.tables`.
 
 from __future__ import annotations
 
-import json
 import math
-import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from numbers import Real
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ale_cli.errors import InputError
-from ale_cli.summary.model import SCHEMA_VERSION, FeatureSummary, Summary
+from ale_cli.summary.model import Summary, load_summary
+from ale_cli.summary.regional import RegionalFeature
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,41 +86,6 @@ _BOOLEAN = ("filled",)
 _TEXT = ("estimator", "feature", "kind", "statistic")
 
 
-def read_summary_source(
-    source: str | Path, *, stdin: TextIO | None = None
-) -> tuple[Summary, dict[str, Any]]:
-    """The summary of a file (``"-"``: standard input) and its JSON object; a one-line
-    InputError unless it has ``estimator``, ``features`` and a known ``schema_version``."""
-    if str(source) == STDIO:
-        name = "<stdin>"
-        text = (stdin or sys.stdin).read()
-    else:
-        path = Path(source)
-        name = str(path)
-        if not path.is_file():
-            raise InputError(f"summary '{name}' does not exist")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"summary '{name}' cannot be read: {exc}") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"summary '{name}' is not valid JSON: {exc}") from None
-    if not isinstance(data, dict) or "features" not in data or "estimator" not in data:
-        raise InputError(f"'{name}' is not an ale summary (no 'estimator'/'features')")
-    version = data.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise InputError(
-            f"summary '{name}' has schema_version {version!r}; "
-            f"this ale reads up to {SCHEMA_VERSION}"
-        )
-    try:
-        return Summary.from_dict(data), data
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"summary '{name}' is malformed: {exc}") from None
-
-
 def _flat_numbers(value: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
     """``(name, number)`` per numeric leaf of nested mappings/lists (null: NaN, no text)."""
     if isinstance(value, Mapping):
@@ -134,19 +98,6 @@ def _flat_numbers(value: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
         yield prefix, math.nan
     elif isinstance(value, bool | np.bool_ | Real | np.number):
         yield prefix, float(value)
-
-
-def _statistics_of(summary: Summary, data: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Each feature's ``statistics`` object: from the JSON when given, else the attribute."""
-    out: dict[str, Any] = {}
-    if data is not None:
-        for feat in data.get("features", ()):
-            if isinstance(feat, Mapping) and feat.get("statistics") is not None:
-                out[str(feat.get("name"))] = feat["statistics"]
-    for feat in summary.features:
-        if feat.statistics is not None and feat.name not in out:
-            out[feat.name] = feat.statistics
-    return out
 
 
 class _Blocks:
@@ -192,7 +143,7 @@ class _Blocks:
         return pd.DataFrame(out, columns=names)
 
 
-def _frame(summary: Summary, statistics: Mapping[str, Any]) -> pd.DataFrame:
+def _frame(summary: Summary, *, stats: bool = True) -> pd.DataFrame:
     """The long table: per feature its edges, bins and statistics, then per pair cells, corners."""
     blocks = _Blocks()
     for f in summary.features:
@@ -206,9 +157,8 @@ def _frame(summary: Summary, statistics: Mapping[str, Any]) -> pd.DataFrame:
         count = f.counts if f.kind is None else f.counts[:-1] + f.counts[1:]
         bins = (f.bin_effect, f.bin_std, f.bin_stderr, f.bin_filled)
         add("bin", np.arange(len(f.bin_effect)), f.edges[:-1], f.edges[1:], count, *bins)
-        stats = statistics.get(f.name)
-        if stats is not None:
-            pairs = list(_flat_numbers(stats))
+        if stats and f.statistics is not None:
+            pairs = list(_flat_numbers(f.statistics))
             add("stat", [key for key, _ in pairs], [value for _, value in pairs])
     for pair in summary.interactions:
         if pair.status != "ok":
@@ -226,11 +176,12 @@ def _frame(summary: Summary, statistics: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:
-    """The long table of a summary (or of its JSON object, whose features' ``statistics``
-    are taken). Per feature with K bins, in the summary's order: K+1 edge rows, K bin
-    rows, then its statistics; per pair ``K_a K_b`` cell rows and ``(K_a + 1)(K_b + 1)``
-    corner rows, row-major. ``lower``/``upper`` are ``effect -/+ 2 stderr``.
+    """The long table of a summary (or of its JSON object). Per feature with K bins, in
+    the summary's order: K+1 edge rows, K bin rows, then its statistics; per pair
+    ``K_a K_b`` cell rows and ``(K_a + 1)(K_b + 1)`` corner rows, row-major.
+    ``lower``/``upper`` are ``effect -/+ 2 stderr``.
 
+    >>> from ale_cli.summary.model import FeatureSummary
     >>> f = FeatureSummary(name="x", edges=np.array([0.0, 1.0]), counts=np.array([3]),
     ...     bin_effect=np.array([2.0]), bin_std=np.array([0.5]), bin_stderr=np.array([0.25]),
     ...     bin_filled=np.array([False]), effect=np.array([-1.0, 1.0]),
@@ -242,32 +193,26 @@ def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:
     >>> t.loc[t["kind"] == "edge", "upper"].tolist()
     [-1.0, 1.5]
     """
-    data: Mapping[str, Any] | None = None
     if not isinstance(summary, Summary):
-        data = summary
         try:
             summary = Summary.from_dict(dict(summary))
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"{{param}} is not a valid summary: {exc}", param="summary") from None
-    return _frame(summary, _statistics_of(summary, data))
+    return _frame(summary)
 
 
-def _with_regions(frame: pd.DataFrame, summary: Summary, data: Mapping[str, Any]) -> pd.DataFrame:
+def _with_regions(
+    frame: pd.DataFrame, summary: Summary, regions: Iterable[RegionalFeature]
+) -> pd.DataFrame:
     """A regional summary's table: the global rows (region ``"all rows"``), then per
     feature each leaf's edge and bin rows with its region (``"bmi > 27.5"``)."""
     parts = [frame.assign(region="all rows")]
-    for item in data["regions"]:
-        for node in item.get("nodes", ()):
-            if "record" not in node or node.get("parent") is None:
+    for item in regions:
+        for node in item.nodes:
+            if node.record is None or node.parent is None:
                 continue  # the root's record is the global one
-            leaf = Summary(
-                estimator=summary.estimator,
-                params={},
-                store={},
-                n_rows=int(node["rows"]),
-                features=(FeatureSummary.from_dict(node["record"]),),
-            )
-            parts.append(_frame(leaf, {}).assign(region=str(node["region"])))
+            leaf = replace(summary, n_rows=node.rows, features=(node.record,), interactions=())
+            parts.append(_frame(leaf, stats=False).assign(region=node.label))
     return _joined(parts, region=True)
 
 
@@ -279,7 +224,7 @@ def _with_outputs(summary: Summary) -> pd.DataFrame:
     parts = []
     for label, feats in groups.items():
         part = replace(summary, features=tuple(feats), interactions=())
-        parts.append(_frame(part, _statistics_of(part, None)).assign(output=label))
+        parts.append(_frame(part).assign(output=label))
     return _joined(parts, output=True)
 
 
@@ -306,15 +251,16 @@ class ExportTable:
         return int(len(self.frame))
 
 
-def export_table(source: str | Path, *, stdin: TextIO | None = None) -> ExportTable:
+def export_table(source: str | Path) -> ExportTable:
     """Read a summary (``"-"``: standard input) and build its long table (written by
     :func:`ale_cli.outputs.tables.export_summary`)."""
-    summary, data = read_summary_source(source, stdin=stdin)
-    frame = _frame(summary, _statistics_of(summary, data))
+    summary, data = load_summary(source)
     if any(f.output is not None for f in summary.features):
         frame = _with_outputs(summary)
+    else:
+        frame = _frame(summary)
     if data.get("regions") is not None:  # ale regional: the leaves' rows, named by region
-        frame = _with_regions(frame, summary, data)
+        frame = _with_regions(frame, summary, map(RegionalFeature.from_dict, data["regions"]))
     counts = frame["feature"].value_counts(sort=False)
     order = [f.name for f in summary.features] + [p.name for p in summary.interactions]
     rows = {name: int(counts[name]) for name in order if name in counts}

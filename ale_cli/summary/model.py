@@ -375,7 +375,11 @@ def write_summary(path: str | Path, summary: Summary, *, timestamp: bool = True)
 
 def read_summary(path: str | Path) -> Summary:
     """Read a summary written by :func:`write_summary`; one-line errors for bad files."""
-    path = Path(path)
+    return load_summary(path)[0]
+
+
+def load_summary(path: str | Path) -> tuple[Summary, dict[str, Any]]:
+    """A checked summary file (``-``: standard input) and its JSON object."""
     data = read_json_file(path, "summary")
     if not isinstance(data, dict) or "features" not in data or "estimator" not in data:
         raise InputError(f"'{path}' is not an ale summary (no 'estimator'/'features')")
@@ -388,6 +392,6 @@ def read_summary(path: str | Path) -> Summary:
         )
     validate_summary(path, data)
     try:
-        return Summary.from_dict(data)
+        return Summary.from_dict(data), data
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"summary '{path}' is malformed: {exc}") from None
