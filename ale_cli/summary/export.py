@@ -1,25 +1,18 @@
-"""A summary as one long ("tidy") table that pandas, R and BI tools load directly.
-
-A row per feature and edge (``kind`` ``edge``), bin (``bin``) and statistic (``stat``),
-per pair and cell (``cell``) and grid corner (``corner``); each row carries
-``estimator``, ``feature`` and ``kind``, the columns of other kinds are empty (the
-columns: ``docs/store-and-summary.md``, :data:`KIND_COLUMNS`). A regional summary has a
-``region`` column after ``kind``: ``all rows`` for its global records, then each leaf's
-edge and bin rows with its region in words (a summary of several model outputs: an
-``output`` column). The exact header row is the mark of a CSV written by ``ale export``
-(:data:`HEADERS`, what the output guard recognises).
-Not-estimable features and pairs have no rows. Integer columns are nullable ``Int64``
-and ``filled`` is ``boolean``, so an empty entry stays empty. Writing the table (CSV or
-Parquet) is :mod:`ale_cli.outputs.tables`.
+"""A summary as one long ("tidy") table that pandas, R and BI tools load directly (its
+kinds and columns: ``docs/store-and-summary.md``, :data:`KIND_COLUMNS`; not-estimable
+features and pairs have no rows). A regional summary has a ``region`` column after
+``kind`` (``all rows``, then each leaf's edge and bin rows), a summary of several model
+outputs an ``output`` column. The exact header row (:data:`HEADERS`) marks a CSV written
+by ``ale export`` for the output guard. Integer columns are nullable ``Int64`` and
+``filled`` ``boolean``, so an empty entry stays empty. Writing: :mod:`ale_cli.outputs.tables`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
-from numbers import Real
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,70 +79,49 @@ _BOOLEAN = ("filled",)
 _TEXT = ("estimator", "feature", "kind", "statistic")
 
 
-def _flat_numbers(value: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
-    """``(name, number)`` per numeric leaf of nested mappings/lists (null: NaN, no text)."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _flat_numbers(item, f"{prefix}.{key}" if prefix else str(key))
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            yield from _flat_numbers(item, f"{prefix}[{i}]")
-    elif value is None:
-        yield prefix, math.nan
-    elif isinstance(value, bool | np.bool_ | Real | np.number):
-        yield prefix, float(value)
-
-
-class _Blocks:
-    """Column arrays of consecutive blocks of rows; a column a block lacks is empty there."""
-
-    def __init__(self) -> None:
-        self.kinds: list[str] = []
-        self.blocks: list[tuple[int, dict[str, Any]]] = []
-
-    def add(self, estimator: str, feature: str, kind: str, *values: Any) -> None:
-        """A block of rows of ``kind``: ``values`` its columns in :data:`KIND_COLUMNS` order."""
-        columns = dict(zip(KIND_COLUMNS[kind], values, strict=True))
-        n = len(values[0])
-        if n == 0:
-            return
-        if kind not in self.kinds:
-            self.kinds.append(kind)
+def _add(
+    blocks: list[dict[str, Any]], estimator: str, feature: str, kind: str, *values: Any
+) -> None:
+    """Append a block of rows of ``kind``: ``values`` its columns in :data:`KIND_COLUMNS` order."""
+    n = len(values[0])
+    if n:
         base = {"estimator": [estimator] * n, "feature": [feature] * n, "kind": [kind] * n}
-        self.blocks.append((n, base | columns))
+        blocks.append(base | dict(zip(KIND_COLUMNS[kind], values, strict=True)))
 
-    def frame(self) -> pd.DataFrame:
-        import pandas as pd
 
-        names = table_columns([k for k in KIND_COLUMNS if k in self.kinds] or ["edge", "bin"])
-        out: dict[str, Any] = {}
-        for name in names:
-            if name in _TEXT:
-                out[name] = [v for n, cols in self.blocks for v in cols.get(name, [None] * n)]
-                continue
-            parts = [
-                np.asarray(cols[name], dtype=np.float64) if name in cols else np.full(n, np.nan)
-                for n, cols in self.blocks
-            ]
-            values = np.concatenate(parts) if parts else np.zeros(0)
-            if name in _INTEGER:
-                out[name] = pd.array(values, dtype="Int64")  # NaN -> <NA>
-            elif name in _BOOLEAN:
-                out[name] = pd.array(
-                    np.where(np.isnan(values), None, values == 1.0), dtype="boolean"
-                )
-            else:
-                out[name] = values
-        return pd.DataFrame(out, columns=names)
+def _table(blocks: list[dict[str, Any]]) -> pd.DataFrame:
+    """The blocks one under the other; a column a block lacks is empty there."""
+    import pandas as pd
+
+    kinds = {cols["kind"][0] for cols in blocks}
+    names = table_columns([k for k in KIND_COLUMNS if k in kinds] or ["edge", "bin"])
+    sized = [(len(cols["kind"]), cols) for cols in blocks]
+    out: dict[str, Any] = {}
+    for name in names:
+        if name in _TEXT:
+            out[name] = [v for n, cols in sized for v in cols.get(name, [None] * n)]
+            continue
+        parts = [
+            np.asarray(cols[name], dtype=np.float64) if name in cols else np.full(n, np.nan)
+            for n, cols in sized
+        ]
+        values = np.concatenate(parts) if parts else np.zeros(0)
+        if name in _INTEGER:
+            out[name] = pd.array(values, dtype="Int64")  # NaN -> <NA>
+        elif name in _BOOLEAN:
+            out[name] = pd.array(np.where(np.isnan(values), None, values == 1.0), dtype="boolean")
+        else:
+            out[name] = values
+    return pd.DataFrame(out, columns=names)
 
 
 def _frame(summary: Summary, *, stats: bool = True) -> pd.DataFrame:
     """The long table: per feature its edges, bins and statistics, then per pair cells, corners."""
-    blocks = _Blocks()
+    blocks: list[dict[str, Any]] = []
     for f in summary.features:
         if f.status != "ok":
             continue
-        add = partial(blocks.add, summary.estimator, f.name)
+        add = partial(_add, blocks, summary.estimator, f.name)
         band = BAND_SE * f.stderr
         curve = (f.effect, f.std, f.stderr, f.effect - band, f.effect + band)  # lower, upper
         add("edge", np.arange(len(f.edges)), f.edges, *curve)
@@ -158,12 +130,12 @@ def _frame(summary: Summary, *, stats: bool = True) -> pd.DataFrame:
         bins = (f.bin_effect, f.bin_std, f.bin_stderr, f.bin_filled)
         add("bin", np.arange(len(f.bin_effect)), f.edges[:-1], f.edges[1:], count, *bins)
         if stats and f.statistics is not None:
-            pairs = list(_flat_numbers(f.statistics))
-            add("stat", [key for key, _ in pairs], [value for _, value in pairs])
+            values = [math.nan if v is None else float(v) for v in f.statistics.values()]
+            add("stat", list(f.statistics), values)
     for pair in summary.interactions:
         if pair.status != "ok":
             continue
-        add = partial(blocks.add, pair.estimator, pair.name)
+        add = partial(_add, blocks, pair.estimator, pair.name)
         ea, eb = pair.edges_a, pair.edges_b
         ka, kb = pair.shape
         k, m = np.divmod(np.arange(ka * kb), kb)  # row-major, as the summary's matrices
@@ -172,7 +144,7 @@ def _frame(summary: Summary, *, stats: bool = True) -> pd.DataFrame:
         add("cell", k, m, ea[k], ea[k + 1], eb[m], eb[m + 1], *(c.ravel() for c in cells))
         k, m = np.divmod(np.arange((ka + 1) * (kb + 1)), kb + 1)
         add("corner", k, m, ea[k], eb[m], pair.effect.ravel())
-    return blocks.frame()
+    return _table(blocks)
 
 
 def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:

@@ -171,11 +171,7 @@ def _statistics(data: Any) -> dict[str, Any] | None:
 
 def _matrix(values: Any, dtype: Any) -> np.ndarray:
     """A JSON list of rows as a 2-D array (``null`` -> NaN for floats); [] -> shape (0, 0)."""
-    if len(values) == 0:
-        return np.zeros((0, 0), dtype=dtype)
-    if dtype is np.float64:
-        return np.array([float_array(row) for row in values], dtype=np.float64)
-    return np.array(values, dtype=dtype)
+    return np.array(values, dtype=dtype) if len(values) else np.zeros((0, 0), dtype=dtype)
 
 
 @dataclass(frozen=True)
