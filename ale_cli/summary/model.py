@@ -206,23 +206,9 @@ class InteractionSummary:
         return max(len(self.edges_a) - 1, 0), max(len(self.edges_b) - 1, 0)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
-            "features": list(self.features),
-            "estimator": self.estimator,
-            "status": self.status,
-            "reason": self.reason,
-            "n_bins": list(self.shape),
-            "edges_a": self.edges_a,
-            "edges_b": self.edges_b,
-            "counts": self.counts.astype(np.int64),
-            "cell_effect": self.cell_effect,
-            "cell_std": self.cell_std,
-            "filled": self.filled.astype(bool),
-            "effect": self.effect,
-            "center_offset": self.center_offset,
-            "n_outside": self.n_outside,
-            "note": self.note,
-        }
+        out = {f.name: getattr(self, f.name) for f in fields(self)[:4]} | {"n_bins": self.shape}
+        out |= {f.name: getattr(self, f.name) for f in fields(self)[4:]}
+        out |= {"counts": self.counts.astype(np.int64), "filled": self.filled.astype(bool)}
         return {k: v for k, v in out.items() if v is not None}  # reason, cell_std, note
 
     @classmethod
@@ -316,13 +302,6 @@ def _prediction(data: Any) -> dict[str, Any] | None:
         "mean": float(data["mean"]),
         "quantiles": float_array(data["quantiles"]),
     }
-
-
-def prediction_quantiles(summary: Summary) -> np.ndarray | None:
-    """The 101 percentiles of the predictions a summary records, or None."""
-    if summary.prediction is None:
-        return None
-    return np.asarray(summary.prediction["quantiles"], dtype=np.float64)
 
 
 def with_statistics(
