@@ -38,9 +38,9 @@ class Check:
     verdict: str
     observed: str
     limit: str
-    summary: str
     value: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    summary: str = ""
     entry: int = 0
     line: int | None = None
 
@@ -107,8 +107,8 @@ def _check(
     """A check of ``rule``; ``ok`` None: skipped."""
     severity = kw.pop("severity", rule.severity)
     verdict = "skip" if ok is None else "pass" if ok else "fail" if severity == "error" else "warn"
-    kw |= {"entry": rule.entry, "line": rule.line}
-    return Check(feature, rule.name, severity, verdict, observed, limit, label, **kw)
+    kw |= {"summary": label, "entry": rule.entry, "line": rule.line}
+    return Check(feature, rule.name, severity, verdict, observed, limit, **kw)
 
 
 def _first_order_checks(rule: Rule, ctx: _Context) -> list[Check]:

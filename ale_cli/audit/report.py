@@ -49,14 +49,7 @@ def text_table(result: AuditResult) -> str:
     several = len(set(result.summaries)) > 1
     headers = (*_HEADERS, "SUMMARY") if several else _HEADERS
     rows = [
-        (
-            c.feature,
-            c.rule,
-            c.observed,
-            c.limit,
-            c.verdict.upper(),
-            *([c.summary] if several else []),
-        )
+        (c.feature, c.rule, c.observed, c.limit, c.verdict.upper(), c.summary)[: len(headers)]
         for c in result.checks
     ]
     lines = aligned(headers, rows)
@@ -64,12 +57,6 @@ def text_table(result: AuditResult) -> str:
         lines.append("(no checks: no rule applies to these summaries)")
     lines.append(totals(result))
     return "\n".join(lines) + "\n"
-
-
-_CHECK_KEYS = (
-    *("feature", "rule", "severity", "verdict", "observed", "limit", "value", "details"),
-    *("summary", "entry", "line"),
-)
 
 
 def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str, Any]:
@@ -87,7 +74,7 @@ def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str,
         "passed": result.passed,
         "exit_code": result.exit_code,
         "counts": result.counts,
-        "checks": [{key: getattr(c, key) for key in _CHECK_KEYS} for c in result.checks],
+        "checks": [vars(c) for c in result.checks],
     }
     return out
 

@@ -256,14 +256,12 @@ def _inputs(job: Path, base: Path, top: dict[str, Any], model: Any) -> ModelInpu
 
 def _audit(job: Path, base: Path, audit: dict[str, Any]) -> tuple[Path | None, Path | None]:
     """The rules file (read and checked now) and the baseline summary of ``audit:``."""
-    rules = audit.get("rules")
-    baseline = audit.get("baseline")
+    rules, baseline = audit.get("rules"), audit.get("baseline")
     if baseline and not rules:
         raise _fail(job, "audit.baseline", "needs audit.rules (the drift rule reads it)")
     if not rules:
         return None, None
-    rules_path = _path(base, rules)
-    _existing(job, "audit.rules", rules_path)
+    rules_path = _existing(job, "audit.rules", _path(base, rules))
     with keyed(job, "audit.rules"):
         rule_set = read_rules(rules_path)
     if not baseline:

@@ -2,11 +2,8 @@
 (validated with ``jsonschema``, imported lazily; a ``number`` is a finite one) plus what a
 schema cannot say: edges strictly increasing with a finite span, array lengths, ``n_bins``
 equal to K, distinct names. A bad summary is refused with one line naming the file, the
-feature and the field, before any number from it is used.
-
-``--edges FILE.json`` (:func:`read_edges`): bin edges per feature, from a summary (the
-edges of its features with status ``ok``) or a plain mapping ``{"feature": [z_0, ...,
-z_K], ...}``; every list at least 2 finite numbers, strictly increasing.
+feature and the field, before any number from it is used. Also the ``--edges`` file
+reader (:func:`read_edges`), which relies on these checks.
 """
 
 from __future__ import annotations
@@ -367,7 +364,9 @@ def _shown(value: Any) -> str:
 
 
 def read_edges(path: str | Path) -> EdgesFile:
-    """Read and check the edges in ``path``; one-line InputError naming file and feature."""
+    """Bin edges per feature from a summary (its features with status ``ok``) or a mapping
+    ``{"feature": [z_0, ..., z_K]}``, each at least 2 finite numbers, strictly increasing;
+    one-line InputError naming the file and the feature."""
     path = Path(path)
     content = read_bytes(path, "edges file")
     data = parse_json(content, path, "edges file")
