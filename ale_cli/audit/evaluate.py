@@ -25,6 +25,8 @@ from ale_cli.summary.statistics import definitions_of
 EXIT_PASSED = 0
 EXIT_RULES_FAILED = 3
 VERDICTS = ("pass", "fail", "warn", "skip")
+#: a feature's record on one side of a drift rule (None: not there)
+Side = FeatureSummary | None
 
 
 @dataclass(frozen=True)
@@ -188,16 +190,15 @@ def _interaction_checks(rule: Rule, ctx: _Context) -> list[Check]:
 
 
 def _statistic_drift_check(
-    rule: Rule, ctx: _Context, against: tuple[str, Summary], label: str, summary: Summary, name: str
+    rule: Rule, ctx: _Context, label: str, summary: Summary, name: str, b: Side, c: Side
 ) -> Check:
     """One feature's statistic against the baseline (:func:`.curves.statistic_drift`)."""
-    base_label, base = against
+    base_label, base = ctx.baseline  # evaluate() refuses a drift rule without one
     p = rule.params
     limit = f"|change| <= {fmt(p['max_abs'])}"
-    sides = {"baseline": (base_label, base), "summary": (label, summary)}
+    sides = {"baseline": (base_label, base, b), "summary": (label, summary, c)}
     stats, why = {}, []
-    for side, (lab, s) in sides.items():
-        feat = next((f for f in s.features if f.key == name), None)
+    for side, (lab, s, feat) in sides.items():
         if feat is None:
             why.append(f"not in the {side}")
         elif not _estimable(feat):
@@ -218,9 +219,7 @@ def _statistic_drift_check(
     return _check(rule, label, name, ok, observed, limit, value=value, details=details)
 
 
-def _curve_drift_check(
-    rule: Rule, label: str, name: str, b: FeatureSummary | None, c: FeatureSummary | None
-) -> Check:
+def _curve_drift_check(rule: Rule, label: str, name: str, b: Side, c: Side) -> Check:
     """One feature's curve against the baseline's (:func:`.compare.compare_feature`)."""
     p = rule.params
     limits = [
@@ -251,8 +250,6 @@ def _curve_drift_check(
 
 
 def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
-    if ctx.baseline is None:  # pragma: no cover - evaluate() checks this first
-        raise RuntimeError("drift rule without a baseline")
     base_feats = {f.key: f for f in ctx.baseline[1].features}
     out = []
     for label, summary in ctx.summaries:
@@ -263,11 +260,11 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
         for name in dict.fromkeys([*cur, *base_feats]):
             if not ctx.applies(rule, records[name].name, records[name]):
                 continue
+            b, c = base_feats.get(name), cur.get(name)
             if rule.params["statistic"] is not None:
-                check = _statistic_drift_check(rule, ctx, ctx.baseline, label, summary, name)
+                out.append(_statistic_drift_check(rule, ctx, label, summary, name, b, c))
             else:
-                check = _curve_drift_check(rule, label, name, base_feats.get(name), cur.get(name))
-            out.append(check)
+                out.append(_curve_drift_check(rule, label, name, b, c))
     return out
 
 

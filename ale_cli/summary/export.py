@@ -10,7 +10,7 @@ by ``ale export`` for the output guard. Integer columns are nullable ``Int64`` a
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.errors import InputError
 from ale_cli.summary.model import Summary, load_summary
 from ale_cli.summary.regional import RegionalFeature
 
@@ -115,8 +114,24 @@ def _table(blocks: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(out, columns=names)
 
 
-def _frame(summary: Summary, *, stats: bool = True) -> pd.DataFrame:
-    """The long table: per feature its edges, bins and statistics, then per pair cells, corners."""
+def summary_frame(summary: Summary, *, stats: bool = True) -> pd.DataFrame:
+    """The long table of a summary. Per feature with K bins, in the summary's order: K+1
+    edge rows, K bin rows, then (``stats``) its statistics; per pair ``K_a K_b`` cell rows
+    and ``(K_a + 1)(K_b + 1)`` corner rows, row-major. ``lower``/``upper``: ``effect -/+ 2
+    stderr``.
+
+    >>> from ale_cli.summary.model import FeatureSummary
+    >>> f = FeatureSummary(name="x", edges=np.array([0.0, 1.0]), counts=np.array([3]),
+    ...     bin_effect=np.array([2.0]), bin_std=np.array([0.5]), bin_stderr=np.array([0.25]),
+    ...     bin_filled=np.array([False]), effect=np.array([-1.0, 1.0]),
+    ...     std=np.array([0.0, 0.5]), stderr=np.array([0.0, 0.25]))
+    >>> s = Summary(estimator="dale", params={}, store={}, n_rows=3, features=(f,))
+    >>> t = summary_frame(s)
+    >>> t["kind"].tolist(), t["index"].tolist()
+    (['edge', 'edge', 'bin'], [0, 1, 0])
+    >>> t.loc[t["kind"] == "edge", "upper"].tolist()
+    [-1.0, 1.5]
+    """
     blocks: list[dict[str, Any]] = []
     for f in summary.features:
         if f.status != "ok":
@@ -147,32 +162,6 @@ def _frame(summary: Summary, *, stats: bool = True) -> pd.DataFrame:
     return _table(blocks)
 
 
-def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:
-    """The long table of a summary (or of its JSON object). Per feature with K bins, in
-    the summary's order: K+1 edge rows, K bin rows, then its statistics; per pair
-    ``K_a K_b`` cell rows and ``(K_a + 1)(K_b + 1)`` corner rows, row-major.
-    ``lower``/``upper`` are ``effect -/+ 2 stderr``.
-
-    >>> from ale_cli.summary.model import FeatureSummary
-    >>> f = FeatureSummary(name="x", edges=np.array([0.0, 1.0]), counts=np.array([3]),
-    ...     bin_effect=np.array([2.0]), bin_std=np.array([0.5]), bin_stderr=np.array([0.25]),
-    ...     bin_filled=np.array([False]), effect=np.array([-1.0, 1.0]),
-    ...     std=np.array([0.0, 0.5]), stderr=np.array([0.0, 0.25]))
-    >>> s = Summary(estimator="dale", params={}, store={}, n_rows=3, features=(f,))
-    >>> t = summary_frame(s)
-    >>> t["kind"].tolist(), t["index"].tolist()
-    (['edge', 'edge', 'bin'], [0, 1, 0])
-    >>> t.loc[t["kind"] == "edge", "upper"].tolist()
-    [-1.0, 1.5]
-    """
-    if not isinstance(summary, Summary):
-        try:
-            summary = Summary.from_dict(dict(summary))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"{{param}} is not a valid summary: {exc}", param="summary") from None
-    return _frame(summary)
-
-
 def _with_regions(
     frame: pd.DataFrame, summary: Summary, regions: Iterable[RegionalFeature]
 ) -> pd.DataFrame:
@@ -184,7 +173,7 @@ def _with_regions(
             if node.record is None or node.parent is None:
                 continue  # the root's record is the global one
             leaf = replace(summary, n_rows=node.rows, features=(node.record,), interactions=())
-            parts.append(_frame(leaf, stats=False).assign(region=node.label))
+            parts.append(summary_frame(leaf, stats=False).assign(region=node.label))
     return _joined(parts, region=True)
 
 
@@ -196,7 +185,7 @@ def _with_outputs(summary: Summary) -> pd.DataFrame:
     parts = []
     for label, feats in groups.items():
         part = replace(summary, features=tuple(feats), interactions=())
-        parts.append(_frame(part).assign(output=label))
+        parts.append(summary_frame(part).assign(output=label))
     return _joined(parts, output=True)
 
 
@@ -230,7 +219,7 @@ def export_table(source: str | Path) -> ExportTable:
     if any(f.output is not None for f in summary.features):
         frame = _with_outputs(summary)
     else:
-        frame = _frame(summary)
+        frame = summary_frame(summary)
     if data.get("regions") is not None:  # ale regional: the leaves' rows, named by region
         frame = _with_regions(frame, summary, map(RegionalFeature.from_dict, data["regions"]))
     counts = frame["feature"].value_counts(sort=False)
