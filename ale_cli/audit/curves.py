@@ -125,7 +125,6 @@ def statistic(name: str, stats: dict[str, Any], p: dict[str, Any]) -> Outcome:
 
 
 FIRST_ORDER = {"monotonic": _monotonic, "sign": _sign, "range": _range}
-STATISTICS = ("max_aled", "min_aled", "max_heterogeneity_share", "rank_at_most")
 
 #: how the table names each statistic
 LABELS = {"naled": "NALED", "aled": "ALED", "heterogeneity_share": "heterogeneity share"}

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.audit.curves import FIRST_ORDER, STATISTICS, fmt, statistic, statistic_drift
-from ale_cli.audit.rules import WILDCARD, Rule, RuleSet
+from ale_cli.audit.curves import FIRST_ORDER, fmt, statistic, statistic_drift
+from ale_cli.audit.rules import STATISTICS, WILDCARD, Rule, RuleSet
 from ale_cli.errors import InputError
 from ale_cli.summary.compare import compare_feature, summary_statistics
 from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary

@@ -79,11 +79,6 @@ def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str,
     return out
 
 
-def _classname(label: str) -> str:
-    stem = Path(label).name.removesuffix(".json")
-    return "ale.audit." + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in stem)
-
-
 def junit_xml(result: AuditResult) -> bytes:
     """JUnit XML for the checks (UTF-8, with an XML declaration)."""
     fails = str(result.counts["fail"])
@@ -101,8 +96,10 @@ def junit_xml(result: AuditResult) -> bytes:
         ET.SubElement(props, "property", name="rules", value=result.rules)
         if result.baseline is not None:
             ET.SubElement(props, "property", name="baseline", value=result.baseline)
+        stem = Path(label).name.removesuffix(".json")
+        classname = "ale.audit." + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in stem)
         for c in checks:
-            name, classname = f"{c.feature}: {c.rule}", _classname(label)
+            name = f"{c.feature}: {c.rule}"
             case = ET.SubElement(suite, "testcase", name=name, classname=classname, time="0")
             text = f"observed: {c.observed}\nlimit: {c.limit}\nseverity: {c.severity}"
             if c.verdict == "fail":
@@ -111,9 +108,8 @@ def junit_xml(result: AuditResult) -> bytes:
             elif c.verdict == "skip":
                 ET.SubElement(case, "skipped", message=c.observed)
             elif c.verdict == "warn":
-                ET.SubElement(
-                    case, "system-out"
-                ).text = f"warning (severity warn, not failing): {text}"
+                out = ET.SubElement(case, "system-out")
+                out.text = f"warning (severity warn, not failing): {text}"
     ET.indent(root)
     text = bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True))
     declaration, _, body = text.partition(b"\n")

@@ -318,8 +318,8 @@ def _previous(out: Path) -> dict[str, Any] | None:
         data = read_json_file(path, "run manifest")
     except InputError:
         data = None
-    steps = data.get("steps") if isinstance(data, dict) else None
-    tool = data.get("tool") if isinstance(data, dict) else None
+    data = data if isinstance(data, dict) else {}
+    steps, tool = data.get("steps"), data.get("tool")
     if not (isinstance(tool, dict) and tool.get("name") == "ale" and isinstance(steps, list)):
         raise InputError(
             f"'{path}' is not the manifest of an 'ale run'; ale does not replace it "
