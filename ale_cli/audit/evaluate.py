@@ -158,25 +158,21 @@ def _interaction_check(
         return _check(rule, label, item.name, None, f"not estimable ({item.reason})", "-")
     max_abs = float(np.nanmax(np.abs(item.effect)))
     share = max_abs / spread if spread else None
-    limits, ok, notes = [], True, []
-    details = {"max_abs": max_abs, "share": share}
-    if rule.params["max_abs"] is not None:
-        limits.append(f"max |effect| <= {fmt(rule.params['max_abs'])}")
-        ok &= max_abs <= rule.params["max_abs"]
-    if rule.params["max_share"] is not None:
-        limits.append(f"share <= {fmt(rule.params['max_share'])}")
-        if share is None:
-            if rule.params["max_abs"] is None:
-                observed = "share not available: no prediction distribution"
-                return _check(rule, label, item.name, None, observed, "; ".join(limits))
-            notes.append("share not available")
-        else:
-            ok &= share <= rule.params["max_share"]
+    top, top_share = rule.params["max_abs"], rule.params["max_share"]
+    limits = [f"max |effect| <= {fmt(top)}"] if top is not None else []
+    limit = "; ".join(limits + ([f"share <= {fmt(top_share)}"] if top_share is not None else []))
+    if top is None and share is None:  # a max_share rule alone
+        observed = "share not available: no prediction distribution"
+        return _check(rule, label, item.name, None, observed, limit)
+    fits = share is None or top_share is None or share <= top_share
+    ok = (top is None or max_abs <= top) and fits
     observed = f"max |effect| {fmt(max_abs)}"
     if share is not None:
         observed += f", share {fmt(share)} of the 1-99% prediction range"
-    observed, limit = "; ".join([observed, *notes]), "; ".join(limits)
-    return _check(rule, label, item.name, bool(ok), observed, limit, value=max_abs, details=details)
+    elif top_share is not None:
+        observed += "; share not available"
+    details = {"max_abs": max_abs, "share": share}
+    return _check(rule, label, item.name, ok, observed, limit, value=max_abs, details=details)
 
 
 def _interaction_checks(rule: Rule, ctx: _Context) -> list[Check]:
