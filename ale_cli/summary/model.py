@@ -309,13 +309,10 @@ def with_statistics(
     prediction: np.ndarray | None,
     outputs: Mapping[str, np.ndarray] | None = None,
 ) -> Summary:
-    """The summary with the distribution of ``prediction`` (N,; NaN/inf left out) and
-    per-feature statistics. With ``prediction`` None (or no finite value) the recorded
-    distribution (if any) is used; without one NALED and NALER are ``null``. Features
-    that are not estimable get no ``statistics``. The records of each output of several
-    are ranked among themselves, normalised by that output's ``outputs[name]`` (N,). The
-    definitions are those ``params.statistics`` names
-    (:func:`~ale_cli.summary.statistics.definitions_of`)."""
+    """The summary with the distribution of ``prediction`` (N,; NaN/inf left out; None:
+    the recorded one, if any; none: NALED and NALER ``null``) and each estimable feature's
+    statistics by the definitions ``params.statistics`` names. The records of each output
+    of several are ranked among themselves, normalised by ``outputs[name]`` (N,)."""
     recorded = summary.prediction
     if prediction is not None and np.isfinite(prediction).any():
         dist = prediction_distribution(prediction=prediction)

@@ -219,14 +219,13 @@ def regional_diff_lines(a: str | Path, b: str | Path) -> tuple[str, ...]:
         if [n.label for n in ra.leaves] != [n.label for n in rb.leaves]:
             lines.append(f"{ra.name}: different regions: A {la}; B {lb}")
             continue
-        worst = None
-        for na, nb in zip(ra.leaves, rb.leaves, strict=True):
-            fa, fb = na.record, nb.record
-            if fa is None or fb is None or fa.status != "ok" or fb.status != "ok" or fa.kind:
-                continue
-            d = records_difference(fa, fb)
-            if d is not None:
-                worst = d.max_abs if worst is None else max(worst, d.max_abs)
-        curves = "" if worst is None else f"; leaf curves differ by at most {worst:.4g}"
-        lines.append(f"{ra.name}: same regions ({la}){curves}")
+        pairs = [(na.record, nb.record) for na, nb in zip(ra.leaves, rb.leaves, strict=True)]
+        found = [
+            records_difference(fa, fb)
+            for fa, fb in pairs
+            if fa and fb and fa.status == fb.status == "ok" and not fa.kind
+        ]
+        worst = [d.max_abs for d in found if d is not None]
+        shown = f"; leaf curves differ by at most {max(worst):.4g}" if worst else ""
+        lines.append(f"{ra.name}: same regions ({la}){shown}")
     return tuple(lines)

@@ -287,9 +287,8 @@ def _interaction_errors(item: dict[str, Any]) -> Iterator[tuple[str, str]]:
                 return
     if item["n_bins"] != [ka, kb]:
         yield "n_bins", f"is {item['n_bins']} but the edges give {ka} x {kb} cells"
-    shapes = {"counts": (ka, kb), "cell_effect": (ka, kb), "filled": (ka, kb)}
-    if "cell_std" in item:
-        shapes["cell_std"] = (ka, kb)
+    cells = ("counts", "cell_effect", "filled", "cell_std")  # the schema requires all but std
+    shapes = {name: (ka, kb) for name in cells if name in item}
     shapes["effect"] = (ka + 1, kb + 1) if ka and kb else (0, 0)
     for name, (rows, cols) in shapes.items():
         value = item[name]
