@@ -245,8 +245,7 @@ def _inputs(job: Path, base: Path, top: dict[str, Any], model: Any) -> ModelInpu
     if model is None:
         model = top["model"]  # an MLflow URI stays as it is
         model = model if str(model).startswith(MLFLOW_SCHEMES) else _path(base, model)
-    values["model"] = model
-    values["data"] = _path(base, top["data"])
+    values |= {"model": model, "data": _path(base, top["data"])}
     try:
         with keyed(job):
             return ModelInputs(**values)

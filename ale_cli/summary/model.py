@@ -120,27 +120,22 @@ class FeatureSummary:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FeatureSummary:
-        floats: dict[str, Any] = {k: float_array(data[k]) for k in (*_FLOAT_BIN, *_FLOAT_EDGE)}
+        floats = {k: float_array(data[k]) for k in ("edges", *_FLOAT_BIN, *_FLOAT_EDGE)}
+        floats |= {k: float_array(data[k]) for k in ("ci_low", "ci_high") if k in data}
+        texts = {k: data[k] for k in ("reason", "note", "kind", "method", "output") if k in data}
         return cls(
             name=str(data["name"]),
             status=str(data["status"]),
-            reason=data.get("reason"),
-            edges=float_array(data["edges"]),
             counts=np.asarray(data["counts"], dtype=np.int64).reshape(-1),
-            **floats,
             bin_filled=np.asarray(data["bin_filled"], dtype=bool).reshape(-1),
             center_offset=_number(data["center_offset"]),
             n_outside=int(data.get("n_outside", 0)),
             objective=_number(data["objective"]) if "objective" in data else None,
-            note=data.get("note"),
             statistics=_statistics(data.get("statistics")),
-            ci_low=float_array(data["ci_low"]) if "ci_low" in data else None,
-            ci_high=float_array(data["ci_high"]) if "ci_high" in data else None,
-            kind=data.get("kind"),
             levels=tuple(data["levels"]) if "levels" in data else None,
             order=np.asarray(data["order"], dtype=np.int64) if "order" in data else None,
-            method=data.get("method"),
-            output=data.get("output"),
+            **floats,
+            **texts,
         )
 
 
