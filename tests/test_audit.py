@@ -380,6 +380,45 @@ def test_max_interaction_on_an_interact_summary(tmp_path: Path) -> None:
     np.testing.assert_allclose(check.details["share"], 2.0 / 98.0)  # q99 - q1 = 98
 
 
+@pytest.mark.parametrize(
+    ("limits", "verdict", "observed", "limit"),
+    [
+        (
+            "{max_share: 0.01}",
+            "skip",
+            "share not available: no prediction distribution",
+            "share <= 0.01",
+        ),
+        (
+            "{max_abs: 1, max_share: 0.01}",
+            "fail",
+            "max |effect| 2; share not available",
+            "max |effect| <= 1; share <= 0.01",
+        ),
+        ("{max_abs: 3}", "pass", "max |effect| 2", "max |effect| <= 3"),
+    ],
+)
+def test_max_interaction_without_a_prediction_distribution(
+    tmp_path: Path, limits: str, verdict: str, observed: str, limit: str
+) -> None:
+    pair = InteractionSummary(
+        features=("a", "b"),
+        estimator="dale",
+        edges_a=np.array([0.0, 1.0]),
+        edges_b=np.array([0.0, 1.0]),
+        counts=np.array([[10]]),
+        cell_effect=np.array([[1.0]]),
+        cell_std=np.array([[0.0]]),
+        filled=np.array([[False]]),
+        effect=np.array([[0.0, 0.5], [-0.5, 2.0]]),
+    )
+    path = tmp_path / "i.json"
+    write_summary(path, Summary("dale", {}, {}, 10, (), interactions=(pair,)))
+    text = f"rules:\n  - feature: b\n    max_interaction: {limits}\n"
+    (check,) = audit_files([path], rules_file(tmp_path / "i.yaml", text)).checks
+    assert (check.verdict, check.observed, check.limit) == (verdict, observed, limit)
+
+
 # -- reports -------------------------------------------------------------------------------------
 
 

@@ -257,14 +257,14 @@ def test_statistics_of_a_feature_become_stat_rows(rebinned, tmp_path):
     path, _ = rebinned
     data = json.loads(path.read_text())
     data["features"][0]["statistics"] = {"aled": 0.25, "rank": 2, "naled": None}
-    table = summary_frame(data)
+    table = summary_frame(Summary.from_dict(data))
     stats = kind(table, "stat", "a")
     assert stats["statistic"].tolist() == ["aled", "rank", "naled"]
     np.testing.assert_array_equal(floats(stats["value"]), [0.25, 2.0, np.nan])
     # the other rows are those of the summary without statistics
     for feature in data["features"]:
         feature.pop("statistics", None)
-    plain = summary_frame(data)
+    plain = summary_frame(Summary.from_dict(data))
     assert "stat" not in set(plain["kind"])
     rest = table[table["kind"] != "stat"].drop(columns=["statistic", "value"])
     pd.testing.assert_frame_equal(rest.reset_index(drop=True), plain)

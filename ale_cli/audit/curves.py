@@ -1,16 +1,7 @@
-"""The curve rules of ``ale audit``: what each measures on a first-order curve.
-
-On ``effect`` f at the K+1 edges, ``stderr`` SE, ``counts`` n_k:
-
-- ``monotonic``: a *dip* (``decreasing``: a rise) ``f(z_a) - f(z_b)``, a < b, has
-  standard error ``sqrt(SE(z_b)^2 - SE(z_a)^2)``; it violates when it exceeds ``z``
-  SEs (default 2) or ``tolerance`` output units. Dips within 1e-9 of max |f| are 0.
-- ``sign``: the mean slope ``sum_k n_k mu_k / N`` must be > 0 or < 0.
-- ``range``: every ``f(z_k)`` in ``[lo, hi]``.
-- the statistics rules read the feature's ``statistics`` (:mod:`ale_cli.core.statistics`).
-- ``drift: {statistic: naled, max_abs: 5}``: ``|current - baseline| <= max_abs`` of the
-  recorded statistic (computed from the curve for older summaries); infinite on one side
-  only (a heterogeneity share over an ALED of 0) is an infinite change, on both no change.
+"""The curve rules of ``ale audit``: what each measures on a first-order curve (every rule
+and its formula: ``docs/audit.md``). A dip within 1e-9 of max |f| counts as none; for
+``drift`` on a statistic, infinite on one side only (a heterogeneity share over an ALED
+of 0) is an infinite change, on both no change.
 """
 
 from __future__ import annotations
@@ -134,7 +125,6 @@ def statistic(name: str, stats: dict[str, Any], p: dict[str, Any]) -> Outcome:
 
 
 FIRST_ORDER = {"monotonic": _monotonic, "sign": _sign, "range": _range}
-STATISTICS = ("max_aled", "min_aled", "max_heterogeneity_share", "rank_at_most")
 
 #: how the table names each statistic
 LABELS = {"naled": "NALED", "aled": "ALED", "heterogeneity_share": "heterogeneity share"}

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.audit.curves import FIRST_ORDER, STATISTICS, fmt, statistic, statistic_drift
-from ale_cli.audit.rules import WILDCARD, Rule, RuleSet
+from ale_cli.audit.curves import FIRST_ORDER, fmt, statistic, statistic_drift
+from ale_cli.audit.rules import STATISTICS, WILDCARD, Rule, RuleSet
 from ale_cli.errors import InputError
 from ale_cli.summary.compare import compare_feature, summary_statistics
 from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary
@@ -25,6 +25,8 @@ from ale_cli.summary.statistics import definitions_of
 EXIT_PASSED = 0
 EXIT_RULES_FAILED = 3
 VERDICTS = ("pass", "fail", "warn", "skip")
+#: a feature's record on one side of a drift rule (None: not there)
+Side = FeatureSummary | None
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,9 @@ class Check:
     verdict: str
     observed: str
     limit: str
-    summary: str
     value: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    summary: str = ""
     entry: int = 0
     line: int | None = None
 
@@ -107,8 +109,8 @@ def _check(
     """A check of ``rule``; ``ok`` None: skipped."""
     severity = kw.pop("severity", rule.severity)
     verdict = "skip" if ok is None else "pass" if ok else "fail" if severity == "error" else "warn"
-    kw |= {"entry": rule.entry, "line": rule.line}
-    return Check(feature, rule.name, severity, verdict, observed, limit, label, **kw)
+    kw |= {"summary": label, "entry": rule.entry, "line": rule.line}
+    return Check(feature, rule.name, severity, verdict, observed, limit, **kw)
 
 
 def _first_order_checks(rule: Rule, ctx: _Context) -> list[Check]:
@@ -156,25 +158,21 @@ def _interaction_check(
         return _check(rule, label, item.name, None, f"not estimable ({item.reason})", "-")
     max_abs = float(np.nanmax(np.abs(item.effect)))
     share = max_abs / spread if spread else None
-    limits, ok, notes = [], True, []
-    details = {"max_abs": max_abs, "share": share}
-    if rule.params["max_abs"] is not None:
-        limits.append(f"max |effect| <= {fmt(rule.params['max_abs'])}")
-        ok &= max_abs <= rule.params["max_abs"]
-    if rule.params["max_share"] is not None:
-        limits.append(f"share <= {fmt(rule.params['max_share'])}")
-        if share is None:
-            if rule.params["max_abs"] is None:
-                observed = "share not available: no prediction distribution"
-                return _check(rule, label, item.name, None, observed, "; ".join(limits))
-            notes.append("share not available")
-        else:
-            ok &= share <= rule.params["max_share"]
+    top, top_share = rule.params["max_abs"], rule.params["max_share"]
+    limits = [f"max |effect| <= {fmt(top)}"] if top is not None else []
+    limit = "; ".join(limits + ([f"share <= {fmt(top_share)}"] if top_share is not None else []))
+    if top is None and share is None:  # a max_share rule alone
+        observed = "share not available: no prediction distribution"
+        return _check(rule, label, item.name, None, observed, limit)
+    fits = share is None or top_share is None or share <= top_share
+    ok = (top is None or max_abs <= top) and fits
     observed = f"max |effect| {fmt(max_abs)}"
     if share is not None:
         observed += f", share {fmt(share)} of the 1-99% prediction range"
-    observed, limit = "; ".join([observed, *notes]), "; ".join(limits)
-    return _check(rule, label, item.name, bool(ok), observed, limit, value=max_abs, details=details)
+    elif top_share is not None:
+        observed += "; share not available"
+    details = {"max_abs": max_abs, "share": share}
+    return _check(rule, label, item.name, ok, observed, limit, value=max_abs, details=details)
 
 
 def _interaction_checks(rule: Rule, ctx: _Context) -> list[Check]:
@@ -188,16 +186,15 @@ def _interaction_checks(rule: Rule, ctx: _Context) -> list[Check]:
 
 
 def _statistic_drift_check(
-    rule: Rule, ctx: _Context, against: tuple[str, Summary], label: str, summary: Summary, name: str
+    rule: Rule, ctx: _Context, label: str, summary: Summary, name: str, b: Side, c: Side
 ) -> Check:
     """One feature's statistic against the baseline (:func:`.curves.statistic_drift`)."""
-    base_label, base = against
+    base_label, base = ctx.baseline  # evaluate() refuses a drift rule without one
     p = rule.params
     limit = f"|change| <= {fmt(p['max_abs'])}"
-    sides = {"baseline": (base_label, base), "summary": (label, summary)}
+    sides = {"baseline": (base_label, base, b), "summary": (label, summary, c)}
     stats, why = {}, []
-    for side, (lab, s) in sides.items():
-        feat = next((f for f in s.features if f.key == name), None)
+    for side, (lab, s, feat) in sides.items():
         if feat is None:
             why.append(f"not in the {side}")
         elif not _estimable(feat):
@@ -218,9 +215,7 @@ def _statistic_drift_check(
     return _check(rule, label, name, ok, observed, limit, value=value, details=details)
 
 
-def _curve_drift_check(
-    rule: Rule, label: str, name: str, b: FeatureSummary | None, c: FeatureSummary | None
-) -> Check:
+def _curve_drift_check(rule: Rule, label: str, name: str, b: Side, c: Side) -> Check:
     """One feature's curve against the baseline's (:func:`.compare.compare_feature`)."""
     p = rule.params
     limits = [
@@ -251,8 +246,6 @@ def _curve_drift_check(
 
 
 def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
-    if ctx.baseline is None:  # pragma: no cover - evaluate() checks this first
-        raise RuntimeError("drift rule without a baseline")
     base_feats = {f.key: f for f in ctx.baseline[1].features}
     out = []
     for label, summary in ctx.summaries:
@@ -263,11 +256,11 @@ def _drift_checks(rule: Rule, ctx: _Context) -> list[Check]:
         for name in dict.fromkeys([*cur, *base_feats]):
             if not ctx.applies(rule, records[name].name, records[name]):
                 continue
+            b, c = base_feats.get(name), cur.get(name)
             if rule.params["statistic"] is not None:
-                check = _statistic_drift_check(rule, ctx, ctx.baseline, label, summary, name)
+                out.append(_statistic_drift_check(rule, ctx, label, summary, name, b, c))
             else:
-                check = _curve_drift_check(rule, label, name, base_feats.get(name), cur.get(name))
-            out.append(check)
+                out.append(_curve_drift_check(rule, label, name, b, c))
     return out
 
 

@@ -49,14 +49,7 @@ def text_table(result: AuditResult) -> str:
     several = len(set(result.summaries)) > 1
     headers = (*_HEADERS, "SUMMARY") if several else _HEADERS
     rows = [
-        (
-            c.feature,
-            c.rule,
-            c.observed,
-            c.limit,
-            c.verdict.upper(),
-            *([c.summary] if several else []),
-        )
+        (c.feature, c.rule, c.observed, c.limit, c.verdict.upper(), c.summary)[: len(headers)]
         for c in result.checks
     ]
     lines = aligned(headers, rows)
@@ -64,12 +57,6 @@ def text_table(result: AuditResult) -> str:
         lines.append("(no checks: no rule applies to these summaries)")
     lines.append(totals(result))
     return "\n".join(lines) + "\n"
-
-
-_CHECK_KEYS = (
-    *("feature", "rule", "severity", "verdict", "observed", "limit", "value", "details"),
-    *("summary", "entry", "line"),
-)
 
 
 def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str, Any]:
@@ -87,14 +74,9 @@ def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str,
         "passed": result.passed,
         "exit_code": result.exit_code,
         "counts": result.counts,
-        "checks": [{key: getattr(c, key) for key in _CHECK_KEYS} for c in result.checks],
+        "checks": [vars(c) for c in result.checks],
     }
     return out
-
-
-def _classname(label: str) -> str:
-    stem = Path(label).name.removesuffix(".json")
-    return "ale.audit." + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in stem)
 
 
 def junit_xml(result: AuditResult) -> bytes:
@@ -114,8 +96,10 @@ def junit_xml(result: AuditResult) -> bytes:
         ET.SubElement(props, "property", name="rules", value=result.rules)
         if result.baseline is not None:
             ET.SubElement(props, "property", name="baseline", value=result.baseline)
+        stem = Path(label).name.removesuffix(".json")
+        classname = "ale.audit." + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in stem)
         for c in checks:
-            name, classname = f"{c.feature}: {c.rule}", _classname(label)
+            name = f"{c.feature}: {c.rule}"
             case = ET.SubElement(suite, "testcase", name=name, classname=classname, time="0")
             text = f"observed: {c.observed}\nlimit: {c.limit}\nseverity: {c.severity}"
             if c.verdict == "fail":
@@ -124,9 +108,8 @@ def junit_xml(result: AuditResult) -> bytes:
             elif c.verdict == "skip":
                 ET.SubElement(case, "skipped", message=c.observed)
             elif c.verdict == "warn":
-                ET.SubElement(
-                    case, "system-out"
-                ).text = f"warning (severity warn, not failing): {text}"
+                out = ET.SubElement(case, "system-out")
+                out.text = f"warning (severity warn, not failing): {text}"
     ET.indent(root)
     text = bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True))
     declaration, _, body = text.partition(b"\n")

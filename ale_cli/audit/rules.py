@@ -22,14 +22,12 @@ NOT_ESTIMABLE = ("fail", "warn", "ignore")
 #: the statistics a ``drift`` rule can gate on (``drift: {statistic: naled, max_abs: 5}``)
 DRIFT_STATISTICS = ("naled", "aled", "heterogeneity_share", "rank")
 DEFAULT_Z = 2.0
+#: the rules on a first-order curve, those on its recorded statistics, and every rule
+CURVE_RULES = ("monotonic", "sign", "range")
+STATISTICS = ("max_aled", "min_aled", "max_heterogeneity_share", "rank_at_most")
 RULE_NAMES = (
-    "monotonic",
-    "sign",
-    "range",
-    "max_aled",
-    "min_aled",
-    "max_heterogeneity_share",
-    "rank_at_most",
+    *CURVE_RULES,
+    *STATISTICS,
     "max_interaction",
     "drift",
     "not_estimable",

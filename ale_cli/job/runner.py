@@ -1,12 +1,9 @@
-"""``ale run``: compute -> estimators -> plots -> audit -> history -> report, each step cached.
-
-A step's key is the sha256 of its name, options, the tool version and its inputs'
-sha256; ``DIR/run.json`` (``ale_cli/schema/run.schema.json``) records each key and the
-sha256 of each file written. A step whose key and outputs match the record is a cache
-hit; an output changed by hand is written again, with a note. Outputs: ``store.npz``,
-``<estimator>.json`` (no timestamp), ``plots/<estimator>/``, ``audit.json``,
-``report.html``, ``history/<UTC time>/``. Steps run in a staging directory that
-replaces the previous run as a whole at the end (:mod:`ale_cli.job.transaction`).
+"""``ale run``: compute -> estimators -> plots -> audit -> history -> report, each step cached
+(what ``DIR`` holds and when a step runs again: ``docs/jobs-and-reports.md``). A step's key
+is the sha256 of its name, options, the tool version and its inputs' sha256; ``DIR/run.json``
+(``ale_cli/schema/run.schema.json``) records each key and the sha256 of each file written.
+Steps run in a staging directory that replaces the previous run as a whole
+(:mod:`ale_cli.job.transaction`).
 """
 
 from __future__ import annotations
@@ -25,14 +22,14 @@ from ale_cli import __version__
 from ale_cli.audit import audit_files
 from ale_cli.audit.report import report_dict
 from ale_cli.errors import AleError, InputError, RunError
-from ale_cli.estimators import dale as estimate
 from ale_cli.estimators.classic import classic
+from ale_cli.estimators.dale import rebin, rhale
 from ale_cli.estimators.interact import interact
 from ale_cli.estimators.local_effects import ComputeRequest, compute
 from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.estimators.regional import regional
 from ale_cli.io.files import atomic_write, sha256_file
-from ale_cli.io.jsonio import dumps, read_json_file
+from ale_cli.io.jsonio import dumps, read_json_file, to_jsonable
 from ale_cli.job.lock import run_lock
 from ale_cli.job.spec import JobError, JobSpec, job_key, keyed, request_of
 from ale_cli.outputs.figures import MANIFEST as FIGURES_MANIFEST
@@ -47,6 +44,7 @@ STORE = "store.npz"
 AUDIT = "audit.json"
 REPORT = "report.html"
 SCHEMA_VERSION = 1
+_RUN = dict(rhale=rhale, rebin=rebin, regional=regional, classic=classic, interact=interact)
 
 
 @dataclass
@@ -82,17 +80,6 @@ def _readable(paths: Sequence[Path]) -> None:
     os.umask(mask)
     for path in paths:
         os.chmod(path, 0o666 & ~mask)
-
-
-def _plain(value: Any) -> Any:
-    """Options as JSON values (paths as strings, tuples as lists)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 class _Runner:
@@ -134,7 +121,7 @@ class _Runner:
     ) -> Step:
         """Run ``action`` (returning the files it wrote) unless the step is a cache hit."""
         t0 = time.perf_counter()
-        step = Step(name, _plain(options), inputs)
+        step = Step(name, to_jsonable(options), inputs)
         text = dumps(
             {"step": name, "version": __version__, "options": step.options, "inputs": inputs}
         )
@@ -169,7 +156,7 @@ def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
         _readable([r.out / STORE])
     step = Step(
         "compute",
-        _plain(request.result_options()),
+        to_jsonable(request.result_options()),
         {"model": meta["model"]["sha256"], "data": meta["data"]["sha256"]},
         key=str(meta["cache_key"]),
         cache_hit=result.cache_hit,
@@ -196,9 +183,8 @@ def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta
     def action(step: Step) -> list[Path]:
         given = {k: v for k, v in opts.items() if k != "inputs"}  # checked when the job was read
         request = request_of(name, given, inputs=spec.inputs, store=r.out / STORE)
-        run = {"rhale": estimate.rhale, "rebin": estimate.rebin, "regional": regional}
         with keyed(spec.path, f"estimators.{name}", under=True, catch=InputError):
-            summary = (run | {"classic": classic}).get(name, interact)(request).summary
+            summary = _RUN[name](request).summary
         if isinstance(summary, RegionalSummary):  # ale regional: the global records and regions
             write_regional(out, summary, timestamp=False)
             summary = summary.summary
@@ -215,8 +201,7 @@ def _plots(r: _Runner, names: list[str], store_sha: str) -> None:
     if spec.plots is None:
         return
     for name in names:
-        summary = f"{name}.json"
-        inputs = {"summary": r.digest(summary), "store": store_sha}
+        inputs = {"summary": r.digest(f"{name}.json"), "store": store_sha}
         options = {k: spec.plots[k] for k in ("formats", "dpi")}
         if name in spec.plots.get("overview_only", ()):
             options["overview_only"] = True  # in this step's key alone
@@ -265,7 +250,7 @@ def _history(r: _Runner, files: list[str], theirs: list[str]) -> dict[str, Any]:
     root = r.out / tx.HISTORY
     ours = sorted(p.name for p in root.iterdir())
     digests = {f: r.digest(f) for f in files}
-    if ours and tx.holds(root / ours[-1], digests):
+    if ours and tx.entry_files(root / ours[-1]) == digests:
         label, added = ours[-1], False
     else:
         label, added = tx.new_label(), True
@@ -333,8 +318,8 @@ def _previous(out: Path) -> dict[str, Any] | None:
         data = read_json_file(path, "run manifest")
     except InputError:
         data = None
-    steps = data.get("steps") if isinstance(data, dict) else None
-    tool = data.get("tool") if isinstance(data, dict) else None
+    data = data if isinstance(data, dict) else {}
+    steps, tool = data.get("steps"), data.get("tool")
     if not (isinstance(tool, dict) and tool.get("name") == "ale" and isinstance(steps, list)):
         raise InputError(
             f"'{path}' is not the manifest of an 'ale run'; ale does not replace it "

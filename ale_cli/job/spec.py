@@ -245,8 +245,7 @@ def _inputs(job: Path, base: Path, top: dict[str, Any], model: Any) -> ModelInpu
     if model is None:
         model = top["model"]  # an MLflow URI stays as it is
         model = model if str(model).startswith(MLFLOW_SCHEMES) else _path(base, model)
-    values["model"] = model
-    values["data"] = _path(base, top["data"])
+    values |= {"model": model, "data": _path(base, top["data"])}
     try:
         with keyed(job):
             return ModelInputs(**values)
@@ -256,14 +255,12 @@ def _inputs(job: Path, base: Path, top: dict[str, Any], model: Any) -> ModelInpu
 
 def _audit(job: Path, base: Path, audit: dict[str, Any]) -> tuple[Path | None, Path | None]:
     """The rules file (read and checked now) and the baseline summary of ``audit:``."""
-    rules = audit.get("rules")
-    baseline = audit.get("baseline")
+    rules, baseline = audit.get("rules"), audit.get("baseline")
     if baseline and not rules:
         raise _fail(job, "audit.baseline", "needs audit.rules (the drift rule reads it)")
     if not rules:
         return None, None
-    rules_path = _path(base, rules)
-    _existing(job, "audit.rules", rules_path)
+    rules_path = _existing(job, "audit.rules", _path(base, rules))
     with keyed(job, "audit.rules"):
         rule_set = read_rules(rules_path)
     if not baseline:

@@ -153,15 +153,9 @@ class Staging:
     def open(self) -> None:
         """Create the staging directory holding what is unchanged of the previous run."""
         self.stage.mkdir()
-        for rel, (step, digest) in self.recorded.items():
-            src = _inside(self.final, rel)
-            intact = (
-                src is not None
-                and not _is_link_or_special(src)
-                and src.is_file()
-                and sha256_file(src) == digest
-            )
-            if intact and src is not None:
+        for rel, (step, digest) in self.recorded.items():  # each inside final (__post_init__)
+            src = self.final / rel
+            if not _is_link_or_special(src) and src.is_file() and sha256_file(src) == digest:
                 _link_or_copy(src, self.stage / rel)
             else:
                 self.changed.setdefault(step, []).append(rel)
@@ -245,7 +239,7 @@ def new_label() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
 
 
-def _files(entry: Path) -> dict[str, str] | None:
+def entry_files(entry: Path) -> dict[str, str] | None:
     """The entry's files (name -> sha256) as its marker records them, if it is ours."""
     if entry.is_symlink() or not entry.is_dir() or not _LABEL.match(entry.name):
         return None
@@ -273,13 +267,8 @@ def scan(root: Path) -> tuple[list[str], list[str]]:
     for path in sorted(root.iterdir()):
         if path.name.startswith("."):
             continue
-        (ours if _files(path) is not None else theirs).append(path.name)
+        (ours if entry_files(path) is not None else theirs).append(path.name)
     return ours, theirs
-
-
-def holds(entry: Path, digests: Mapping[str, str]) -> bool:
-    """Whether our entry ``entry`` holds exactly the files with these digests."""
-    return _files(entry) == dict(digests)
 
 
 def write_entry(entry: Path, sources: Mapping[str, Path]) -> None:

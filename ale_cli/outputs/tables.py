@@ -108,6 +108,6 @@ def export_summary(
 ) -> ExportResult:
     """Read a summary (``"-"``: standard input) and write its long table to ``out``."""
     fmt = table_format(out, fmt)
-    table = export_table(source, stdin=stdin)
+    table = export_table(source)
     write_table(table.frame, out, fmt, stdout=stdout)
     return ExportResult(table.frame, table.rows, table.not_estimable, fmt=fmt)

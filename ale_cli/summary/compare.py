@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.summary.model import FeatureSummary, Summary, prediction_quantiles
+from ale_cli.summary.model import FeatureSummary, Summary
 from ale_cli.summary.statistics import definitions_of, feature_statistics
 
 #: differences within this share of the curves' largest |value| count as rounding
@@ -152,11 +152,7 @@ class FeatureComparison:
 
     @property
     def rank_changed(self) -> bool:
-        return (
-            self.rank_base is not None
-            and self.rank_other is not None
-            and self.rank_base != self.rank_other
-        )
+        return None not in (self.rank_base, self.rank_other) and self.rank_base != self.rank_other
 
 
 def summary_statistics(summary: Summary) -> dict[str, dict[str, Any]]:
@@ -168,9 +164,8 @@ def summary_statistics(summary: Summary) -> dict[str, dict[str, Any]]:
         for f in estimable
     ):
         return {f.key: dict(f.statistics or {}) for f in estimable}
-    computed = feature_statistics(
-        summary.features, prediction_quantiles(summary), definitions_of(summary.params)
-    )
+    quantiles = None if summary.prediction is None else np.asarray(summary.prediction["quantiles"])
+    computed = feature_statistics(summary.features, quantiles, definitions_of(summary.params))
     out: dict[str, dict[str, Any]] = {}
     for feat, fresh in zip(summary.features, computed, strict=True):
         if fresh is None:
@@ -228,11 +223,8 @@ def compare_summaries(
     base_label: str = "base",
     other_label: str = "other",
 ) -> list[FeatureComparison]:
-    """Every feature of either summary (base order, then the other's new ones), with ranks.
-
-    ``features`` restricts the comparison to those names (kept even when
-    missing on both sides: they are reported as missing in the base).
-    """
+    """Every feature of either summary (base order, then the other's new ones), with ranks;
+    ``features``: those names only (reported as missing in the base when neither has one)."""
     a, b = ({f.key: f for f in s.features} for s in (base, other))
     names = list(dict.fromkeys([*a, *b]))  # name [output] in a summary of several outputs
     if features is not None:

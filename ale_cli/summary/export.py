@@ -1,34 +1,25 @@
-"""A summary as one long ("tidy") table that pandas, R and BI tools load directly.
-
-A row per feature and edge (``kind`` ``edge``), bin (``bin``) and statistic (``stat``),
-per pair and cell (``cell``) and grid corner (``corner``); each row carries
-``estimator``, ``feature`` and ``kind``, the columns of other kinds are empty (the
-columns: ``docs/store-and-summary.md``, :data:`KIND_COLUMNS`). A regional summary has a
-``region`` column after ``kind``: ``all rows`` for its global records, then each leaf's
-edge and bin rows with its region in words (a summary of several model outputs: an
-``output`` column). The exact header row is the mark of a CSV written by ``ale export``
-(:data:`HEADERS`, what the output guard recognises).
-Not-estimable features and pairs have no rows. Integer columns are nullable ``Int64``
-and ``filled`` is ``boolean``, so an empty entry stays empty. Writing the table (CSV or
-Parquet) is :mod:`ale_cli.outputs.tables`.
+"""A summary as one long ("tidy") table that pandas, R and BI tools load directly (its
+kinds and columns: ``docs/store-and-summary.md``, :data:`KIND_COLUMNS`; not-estimable
+features and pairs have no rows). A regional summary has a ``region`` column after
+``kind`` (``all rows``, then each leaf's edge and bin rows), a summary of several model
+outputs an ``output`` column. The exact header row (:data:`HEADERS`) marks a CSV written
+by ``ale export`` for the output guard. Integer columns are nullable ``Int64`` and
+``filled`` ``boolean``, so an empty entry stays empty. Writing: :mod:`ale_cli.outputs.tables`.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import partial
-from numbers import Real
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.errors import InputError
-from ale_cli.summary.model import SCHEMA_VERSION, FeatureSummary, Summary
+from ale_cli.summary.model import Summary, load_summary
+from ale_cli.summary.regional import RegionalFeature
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,150 +78,49 @@ _BOOLEAN = ("filled",)
 _TEXT = ("estimator", "feature", "kind", "statistic")
 
 
-def read_summary_source(
-    source: str | Path, *, stdin: TextIO | None = None
-) -> tuple[Summary, dict[str, Any]]:
-    """The summary of a file (``"-"``: standard input) and its JSON object; a one-line
-    InputError unless it has ``estimator``, ``features`` and a known ``schema_version``."""
-    if str(source) == STDIO:
-        name = "<stdin>"
-        text = (stdin or sys.stdin).read()
-    else:
-        path = Path(source)
-        name = str(path)
-        if not path.is_file():
-            raise InputError(f"summary '{name}' does not exist")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"summary '{name}' cannot be read: {exc}") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"summary '{name}' is not valid JSON: {exc}") from None
-    if not isinstance(data, dict) or "features" not in data or "estimator" not in data:
-        raise InputError(f"'{name}' is not an ale summary (no 'estimator'/'features')")
-    version = data.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise InputError(
-            f"summary '{name}' has schema_version {version!r}; "
-            f"this ale reads up to {SCHEMA_VERSION}"
-        )
-    try:
-        return Summary.from_dict(data), data
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"summary '{name}' is malformed: {exc}") from None
-
-
-def _flat_numbers(value: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
-    """``(name, number)`` per numeric leaf of nested mappings/lists (null: NaN, no text)."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _flat_numbers(item, f"{prefix}.{key}" if prefix else str(key))
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            yield from _flat_numbers(item, f"{prefix}[{i}]")
-    elif value is None:
-        yield prefix, math.nan
-    elif isinstance(value, bool | np.bool_ | Real | np.number):
-        yield prefix, float(value)
-
-
-def _statistics_of(summary: Summary, data: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Each feature's ``statistics`` object: from the JSON when given, else the attribute."""
-    out: dict[str, Any] = {}
-    if data is not None:
-        for feat in data.get("features", ()):
-            if isinstance(feat, Mapping) and feat.get("statistics") is not None:
-                out[str(feat.get("name"))] = feat["statistics"]
-    for feat in summary.features:
-        if feat.statistics is not None and feat.name not in out:
-            out[feat.name] = feat.statistics
-    return out
-
-
-class _Blocks:
-    """Column arrays of consecutive blocks of rows; a column a block lacks is empty there."""
-
-    def __init__(self) -> None:
-        self.kinds: list[str] = []
-        self.blocks: list[tuple[int, dict[str, Any]]] = []
-
-    def add(self, estimator: str, feature: str, kind: str, *values: Any) -> None:
-        """A block of rows of ``kind``: ``values`` its columns in :data:`KIND_COLUMNS` order."""
-        columns = dict(zip(KIND_COLUMNS[kind], values, strict=True))
-        n = len(values[0])
-        if n == 0:
-            return
-        if kind not in self.kinds:
-            self.kinds.append(kind)
+def _add(
+    blocks: list[dict[str, Any]], estimator: str, feature: str, kind: str, *values: Any
+) -> None:
+    """Append a block of rows of ``kind``: ``values`` its columns in :data:`KIND_COLUMNS` order."""
+    n = len(values[0])
+    if n:
         base = {"estimator": [estimator] * n, "feature": [feature] * n, "kind": [kind] * n}
-        self.blocks.append((n, base | columns))
-
-    def frame(self) -> pd.DataFrame:
-        import pandas as pd
-
-        names = table_columns([k for k in KIND_COLUMNS if k in self.kinds] or ["edge", "bin"])
-        out: dict[str, Any] = {}
-        for name in names:
-            if name in _TEXT:
-                out[name] = [v for n, cols in self.blocks for v in cols.get(name, [None] * n)]
-                continue
-            parts = [
-                np.asarray(cols[name], dtype=np.float64) if name in cols else np.full(n, np.nan)
-                for n, cols in self.blocks
-            ]
-            values = np.concatenate(parts) if parts else np.zeros(0)
-            if name in _INTEGER:
-                out[name] = pd.array(values, dtype="Int64")  # NaN -> <NA>
-            elif name in _BOOLEAN:
-                out[name] = pd.array(
-                    np.where(np.isnan(values), None, values == 1.0), dtype="boolean"
-                )
-            else:
-                out[name] = values
-        return pd.DataFrame(out, columns=names)
+        blocks.append(base | dict(zip(KIND_COLUMNS[kind], values, strict=True)))
 
 
-def _frame(summary: Summary, statistics: Mapping[str, Any]) -> pd.DataFrame:
-    """The long table: per feature its edges, bins and statistics, then per pair cells, corners."""
-    blocks = _Blocks()
-    for f in summary.features:
-        if f.status != "ok":
+def _table(blocks: list[dict[str, Any]]) -> pd.DataFrame:
+    """The blocks one under the other; a column a block lacks is empty there."""
+    import pandas as pd
+
+    kinds = {cols["kind"][0] for cols in blocks}
+    names = table_columns([k for k in KIND_COLUMNS if k in kinds] or ["edge", "bin"])
+    sized = [(len(cols["kind"]), cols) for cols in blocks]
+    out: dict[str, Any] = {}
+    for name in names:
+        if name in _TEXT:
+            out[name] = [v for n, cols in sized for v in cols.get(name, [None] * n)]
             continue
-        add = partial(blocks.add, summary.estimator, f.name)
-        band = BAND_SE * f.stderr
-        curve = (f.effect, f.std, f.stderr, f.effect - band, f.effect + band)  # lower, upper
-        add("edge", np.arange(len(f.edges)), f.edges, *curve)
-        # per-level records: the bins are the jumps between adjacent levels (n_{k-1} + n_k)
-        count = f.counts if f.kind is None else f.counts[:-1] + f.counts[1:]
-        bins = (f.bin_effect, f.bin_std, f.bin_stderr, f.bin_filled)
-        add("bin", np.arange(len(f.bin_effect)), f.edges[:-1], f.edges[1:], count, *bins)
-        stats = statistics.get(f.name)
-        if stats is not None:
-            pairs = list(_flat_numbers(stats))
-            add("stat", [key for key, _ in pairs], [value for _, value in pairs])
-    for pair in summary.interactions:
-        if pair.status != "ok":
-            continue
-        add = partial(blocks.add, pair.estimator, pair.name)
-        ea, eb = pair.edges_a, pair.edges_b
-        ka, kb = pair.shape
-        k, m = np.divmod(np.arange(ka * kb), kb)  # row-major, as the summary's matrices
-        cell_std = pair.cell_std if pair.cell_std is not None else np.full((ka, kb), np.nan)
-        cells = (pair.counts, pair.cell_effect, cell_std, pair.filled)
-        add("cell", k, m, ea[k], ea[k + 1], eb[m], eb[m + 1], *(c.ravel() for c in cells))
-        k, m = np.divmod(np.arange((ka + 1) * (kb + 1)), kb + 1)
-        add("corner", k, m, ea[k], eb[m], pair.effect.ravel())
-    return blocks.frame()
+        parts = [
+            np.asarray(cols[name], dtype=np.float64) if name in cols else np.full(n, np.nan)
+            for n, cols in sized
+        ]
+        values = np.concatenate(parts) if parts else np.zeros(0)
+        if name in _INTEGER:
+            out[name] = pd.array(values, dtype="Int64")  # NaN -> <NA>
+        elif name in _BOOLEAN:
+            out[name] = pd.array(np.where(np.isnan(values), None, values == 1.0), dtype="boolean")
+        else:
+            out[name] = values
+    return pd.DataFrame(out, columns=names)
 
 
-def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:
-    """The long table of a summary (or of its JSON object, whose features' ``statistics``
-    are taken). Per feature with K bins, in the summary's order: K+1 edge rows, K bin
-    rows, then its statistics; per pair ``K_a K_b`` cell rows and ``(K_a + 1)(K_b + 1)``
-    corner rows, row-major. ``lower``/``upper`` are ``effect -/+ 2 stderr``.
+def summary_frame(summary: Summary, *, stats: bool = True) -> pd.DataFrame:
+    """The long table of a summary. Per feature with K bins, in the summary's order: K+1
+    edge rows, K bin rows, then (``stats``) its statistics; per pair ``K_a K_b`` cell rows
+    and ``(K_a + 1)(K_b + 1)`` corner rows, row-major. ``lower``/``upper``: ``effect -/+ 2
+    stderr``.
 
+    >>> from ale_cli.summary.model import FeatureSummary
     >>> f = FeatureSummary(name="x", edges=np.array([0.0, 1.0]), counts=np.array([3]),
     ...     bin_effect=np.array([2.0]), bin_std=np.array([0.5]), bin_stderr=np.array([0.25]),
     ...     bin_filled=np.array([False]), effect=np.array([-1.0, 1.0]),
@@ -242,32 +132,48 @@ def summary_frame(summary: Summary | Mapping[str, Any]) -> pd.DataFrame:
     >>> t.loc[t["kind"] == "edge", "upper"].tolist()
     [-1.0, 1.5]
     """
-    data: Mapping[str, Any] | None = None
-    if not isinstance(summary, Summary):
-        data = summary
-        try:
-            summary = Summary.from_dict(dict(summary))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"{{param}} is not a valid summary: {exc}", param="summary") from None
-    return _frame(summary, _statistics_of(summary, data))
+    blocks: list[dict[str, Any]] = []
+    for f in summary.features:
+        if f.status != "ok":
+            continue
+        add = partial(_add, blocks, summary.estimator, f.name)
+        band = BAND_SE * f.stderr
+        curve = (f.effect, f.std, f.stderr, f.effect - band, f.effect + band)  # lower, upper
+        add("edge", np.arange(len(f.edges)), f.edges, *curve)
+        # per-level records: the bins are the jumps between adjacent levels (n_{k-1} + n_k)
+        count = f.counts if f.kind is None else f.counts[:-1] + f.counts[1:]
+        bins = (f.bin_effect, f.bin_std, f.bin_stderr, f.bin_filled)
+        add("bin", np.arange(len(f.bin_effect)), f.edges[:-1], f.edges[1:], count, *bins)
+        if stats and f.statistics is not None:
+            values = [math.nan if v is None else float(v) for v in f.statistics.values()]
+            add("stat", list(f.statistics), values)
+    for pair in summary.interactions:
+        if pair.status != "ok":
+            continue
+        add = partial(_add, blocks, pair.estimator, pair.name)
+        ea, eb = pair.edges_a, pair.edges_b
+        ka, kb = pair.shape
+        k, m = np.divmod(np.arange(ka * kb), kb)  # row-major, as the summary's matrices
+        cell_std = pair.cell_std if pair.cell_std is not None else np.full((ka, kb), np.nan)
+        cells = (pair.counts, pair.cell_effect, cell_std, pair.filled)
+        add("cell", k, m, ea[k], ea[k + 1], eb[m], eb[m + 1], *(c.ravel() for c in cells))
+        k, m = np.divmod(np.arange((ka + 1) * (kb + 1)), kb + 1)
+        add("corner", k, m, ea[k], eb[m], pair.effect.ravel())
+    return _table(blocks)
 
 
-def _with_regions(frame: pd.DataFrame, summary: Summary, data: Mapping[str, Any]) -> pd.DataFrame:
+def _with_regions(
+    frame: pd.DataFrame, summary: Summary, regions: Iterable[RegionalFeature]
+) -> pd.DataFrame:
     """A regional summary's table: the global rows (region ``"all rows"``), then per
     feature each leaf's edge and bin rows with its region (``"bmi > 27.5"``)."""
     parts = [frame.assign(region="all rows")]
-    for item in data["regions"]:
-        for node in item.get("nodes", ()):
-            if "record" not in node or node.get("parent") is None:
+    for item in regions:
+        for node in item.nodes:
+            if node.record is None or node.parent is None:
                 continue  # the root's record is the global one
-            leaf = Summary(
-                estimator=summary.estimator,
-                params={},
-                store={},
-                n_rows=int(node["rows"]),
-                features=(FeatureSummary.from_dict(node["record"]),),
-            )
-            parts.append(_frame(leaf, {}).assign(region=str(node["region"])))
+            leaf = replace(summary, n_rows=node.rows, features=(node.record,), interactions=())
+            parts.append(summary_frame(leaf, stats=False).assign(region=node.label))
     return _joined(parts, region=True)
 
 
@@ -279,7 +185,7 @@ def _with_outputs(summary: Summary) -> pd.DataFrame:
     parts = []
     for label, feats in groups.items():
         part = replace(summary, features=tuple(feats), interactions=())
-        parts.append(_frame(part, _statistics_of(part, None)).assign(output=label))
+        parts.append(summary_frame(part).assign(output=label))
     return _joined(parts, output=True)
 
 
@@ -306,15 +212,16 @@ class ExportTable:
         return int(len(self.frame))
 
 
-def export_table(source: str | Path, *, stdin: TextIO | None = None) -> ExportTable:
+def export_table(source: str | Path) -> ExportTable:
     """Read a summary (``"-"``: standard input) and build its long table (written by
     :func:`ale_cli.outputs.tables.export_summary`)."""
-    summary, data = read_summary_source(source, stdin=stdin)
-    frame = _frame(summary, _statistics_of(summary, data))
+    summary, data = load_summary(source)
     if any(f.output is not None for f in summary.features):
         frame = _with_outputs(summary)
+    else:
+        frame = summary_frame(summary)
     if data.get("regions") is not None:  # ale regional: the leaves' rows, named by region
-        frame = _with_regions(frame, summary, data)
+        frame = _with_regions(frame, summary, map(RegionalFeature.from_dict, data["regions"]))
     counts = frame["feature"].value_counts(sort=False)
     order = [f.name for f in summary.features] + [p.name for p in summary.interactions]
     rows = {name: int(counts[name]) for name in order if name in counts}

@@ -120,27 +120,22 @@ class FeatureSummary:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FeatureSummary:
-        floats: dict[str, Any] = {k: float_array(data[k]) for k in (*_FLOAT_BIN, *_FLOAT_EDGE)}
+        floats = {k: float_array(data[k]) for k in ("edges", *_FLOAT_BIN, *_FLOAT_EDGE)}
+        floats |= {k: float_array(data[k]) for k in ("ci_low", "ci_high") if k in data}
+        texts = {k: data[k] for k in ("reason", "note", "kind", "method", "output") if k in data}
         return cls(
             name=str(data["name"]),
             status=str(data["status"]),
-            reason=data.get("reason"),
-            edges=float_array(data["edges"]),
             counts=np.asarray(data["counts"], dtype=np.int64).reshape(-1),
-            **floats,
             bin_filled=np.asarray(data["bin_filled"], dtype=bool).reshape(-1),
             center_offset=_number(data["center_offset"]),
             n_outside=int(data.get("n_outside", 0)),
             objective=_number(data["objective"]) if "objective" in data else None,
-            note=data.get("note"),
             statistics=_statistics(data.get("statistics")),
-            ci_low=float_array(data["ci_low"]) if "ci_low" in data else None,
-            ci_high=float_array(data["ci_high"]) if "ci_high" in data else None,
-            kind=data.get("kind"),
             levels=tuple(data["levels"]) if "levels" in data else None,
             order=np.asarray(data["order"], dtype=np.int64) if "order" in data else None,
-            method=data.get("method"),
-            output=data.get("output"),
+            **floats,
+            **texts,
         )
 
 
@@ -171,11 +166,7 @@ def _statistics(data: Any) -> dict[str, Any] | None:
 
 def _matrix(values: Any, dtype: Any) -> np.ndarray:
     """A JSON list of rows as a 2-D array (``null`` -> NaN for floats); [] -> shape (0, 0)."""
-    if len(values) == 0:
-        return np.zeros((0, 0), dtype=dtype)
-    if dtype is np.float64:
-        return np.array([float_array(row) for row in values], dtype=np.float64)
-    return np.array(values, dtype=dtype)
+    return np.array(values, dtype=dtype) if len(values) else np.zeros((0, 0), dtype=dtype)
 
 
 @dataclass(frozen=True)
@@ -210,23 +201,9 @@ class InteractionSummary:
         return max(len(self.edges_a) - 1, 0), max(len(self.edges_b) - 1, 0)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
-            "features": list(self.features),
-            "estimator": self.estimator,
-            "status": self.status,
-            "reason": self.reason,
-            "n_bins": list(self.shape),
-            "edges_a": self.edges_a,
-            "edges_b": self.edges_b,
-            "counts": self.counts.astype(np.int64),
-            "cell_effect": self.cell_effect,
-            "cell_std": self.cell_std,
-            "filled": self.filled.astype(bool),
-            "effect": self.effect,
-            "center_offset": self.center_offset,
-            "n_outside": self.n_outside,
-            "note": self.note,
-        }
+        out = {f.name: getattr(self, f.name) for f in fields(self)[:4]} | {"n_bins": self.shape}
+        out |= {f.name: getattr(self, f.name) for f in fields(self)[4:]}
+        out |= {"counts": self.counts.astype(np.int64), "filled": self.filled.astype(bool)}
         return {k: v for k, v in out.items() if v is not None}  # reason, cell_std, note
 
     @classmethod
@@ -322,25 +299,15 @@ def _prediction(data: Any) -> dict[str, Any] | None:
     }
 
 
-def prediction_quantiles(summary: Summary) -> np.ndarray | None:
-    """The 101 percentiles of the predictions a summary records, or None."""
-    if summary.prediction is None:
-        return None
-    return np.asarray(summary.prediction["quantiles"], dtype=np.float64)
-
-
 def with_statistics(
     summary: Summary,
     prediction: np.ndarray | None,
     outputs: Mapping[str, np.ndarray] | None = None,
 ) -> Summary:
-    """The summary with the distribution of ``prediction`` (N,; NaN/inf left out) and
-    per-feature statistics. With ``prediction`` None (or no finite value) the recorded
-    distribution (if any) is used; without one NALED and NALER are ``null``. Features
-    that are not estimable get no ``statistics``. The records of each output of several
-    are ranked among themselves, normalised by that output's ``outputs[name]`` (N,). The
-    definitions are those ``params.statistics`` names
-    (:func:`~ale_cli.summary.statistics.definitions_of`)."""
+    """The summary with the distribution of ``prediction`` (N,; NaN/inf left out; None:
+    the recorded one, if any; none: NALED and NALER ``null``) and each estimable feature's
+    statistics by the definitions ``params.statistics`` names. The records of each output
+    of several are ranked among themselves, normalised by ``outputs[name]`` (N,)."""
     recorded = summary.prediction
     if prediction is not None and np.isfinite(prediction).any():
         dist = prediction_distribution(prediction=prediction)
@@ -375,7 +342,11 @@ def write_summary(path: str | Path, summary: Summary, *, timestamp: bool = True)
 
 def read_summary(path: str | Path) -> Summary:
     """Read a summary written by :func:`write_summary`; one-line errors for bad files."""
-    path = Path(path)
+    return load_summary(path)[0]
+
+
+def load_summary(path: str | Path) -> tuple[Summary, dict[str, Any]]:
+    """A checked summary file (``-``: standard input) and its JSON object."""
     data = read_json_file(path, "summary")
     if not isinstance(data, dict) or "features" not in data or "estimator" not in data:
         raise InputError(f"'{path}' is not an ale summary (no 'estimator'/'features')")
@@ -388,6 +359,6 @@ def read_summary(path: str | Path) -> Summary:
         )
     validate_summary(path, data)
     try:
-        return Summary.from_dict(data)
+        return Summary.from_dict(data), data
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"summary '{path}' is malformed: {exc}") from None

@@ -15,10 +15,9 @@ from typing import Any
 from ale_cli.core.regional import Condition
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
-from ale_cli.io.jsonio import dumps, read_json_file
+from ale_cli.io.jsonio import dumps
 from ale_cli.summary.compare import records_difference
-from ale_cli.summary.model import FeatureSummary, Summary
-from ale_cli.summary.validate import validate_summary
+from ale_cli.summary.model import FeatureSummary, Summary, load_summary, read_summary
 
 #: the estimator of a regional summary
 REGIONAL = "regional"
@@ -183,13 +182,6 @@ class RegionalSummary:
             "regions": [r.to_dict() for r in self.regions]
         }
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RegionalSummary:
-        return cls(
-            Summary.from_dict(data),
-            tuple(RegionalFeature.from_dict(r) for r in data.get("regions", ())),
-        )
-
 
 def write_regional(path: str | Path, result: RegionalSummary, *, timestamp: bool = True) -> None:
     """Write a regional summary's JSON atomically."""
@@ -198,20 +190,14 @@ def write_regional(path: str | Path, result: RegionalSummary, *, timestamp: bool
         fh.write(text.encode("utf-8"))
 
 
-def is_regional(data: Any) -> bool:
-    """Whether parsed summary JSON is a regional summary."""
-    return isinstance(data, dict) and data.get("estimator") == REGIONAL
-
-
 def read_regional(path: str | Path) -> RegionalSummary:
     """A regional summary written by ``ale regional``; one-line errors for other files."""
-    path = Path(path)
-    data = read_json_file(path, "summary")
-    if not is_regional(data):
+    summary, data = load_summary(path)
+    if summary.estimator != REGIONAL:
         raise InputError(f"'{path}' is not a regional summary (estimator 'regional')")
-    validate_summary(path, data)
+    regions = data.get("regions", ())
     try:
-        return RegionalSummary.from_dict(data)
+        return RegionalSummary(summary, tuple(map(RegionalFeature.from_dict, regions)))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise InputError(f"regional summary '{path}' is malformed: {exc}") from None
 
@@ -220,7 +206,7 @@ def regional_diff_lines(a: str | Path, b: str | Path) -> tuple[str, ...]:
     """``ale diff`` of two regional summaries (else nothing): per feature of both, in A's
     order, whether their leaves have the same conditions, and then the largest difference
     of the leaves' curves (on A's edges, :func:`~ale_cli.summary.compare.records_difference`)."""
-    if not all(is_regional(read_json_file(Path(p), "summary")) for p in (a, b)):
+    if any(read_summary(p).estimator != REGIONAL for p in (a, b)):
         return ()
     found_a, found_b = read_regional(a), read_regional(b)
     names_b = {r.name: r for r in found_b.regions}
@@ -233,14 +219,13 @@ def regional_diff_lines(a: str | Path, b: str | Path) -> tuple[str, ...]:
         if [n.label for n in ra.leaves] != [n.label for n in rb.leaves]:
             lines.append(f"{ra.name}: different regions: A {la}; B {lb}")
             continue
-        worst = None
-        for na, nb in zip(ra.leaves, rb.leaves, strict=True):
-            fa, fb = na.record, nb.record
-            if fa is None or fb is None or fa.status != "ok" or fb.status != "ok" or fa.kind:
-                continue
-            d = records_difference(fa, fb)
-            if d is not None:
-                worst = d.max_abs if worst is None else max(worst, d.max_abs)
-        curves = "" if worst is None else f"; leaf curves differ by at most {worst:.4g}"
-        lines.append(f"{ra.name}: same regions ({la}){curves}")
+        pairs = [(na.record, nb.record) for na, nb in zip(ra.leaves, rb.leaves, strict=True)]
+        found = [
+            records_difference(fa, fb)
+            for fa, fb in pairs
+            if fa and fb and fa.status == fb.status == "ok" and not fa.kind
+        ]
+        worst = [d.max_abs for d in found if d is not None]
+        shown = f"; leaf curves differ by at most {max(worst):.4g}" if worst else ""
+        lines.append(f"{ra.name}: same regions ({la}){shown}")
     return tuple(lines)

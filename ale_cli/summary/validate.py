@@ -2,11 +2,8 @@
 (validated with ``jsonschema``, imported lazily; a ``number`` is a finite one) plus what a
 schema cannot say: edges strictly increasing with a finite span, array lengths, ``n_bins``
 equal to K, distinct names. A bad summary is refused with one line naming the file, the
-feature and the field, before any number from it is used.
-
-``--edges FILE.json`` (:func:`read_edges`): bin edges per feature, from a summary (the
-edges of its features with status ``ok``) or a plain mapping ``{"feature": [z_0, ...,
-z_K], ...}``; every list at least 2 finite numbers, strictly increasing.
+feature and the field, before any number from it is used. Also the ``--edges`` file
+reader (:func:`read_edges`), which relies on these checks.
 """
 
 from __future__ import annotations
@@ -290,9 +287,8 @@ def _interaction_errors(item: dict[str, Any]) -> Iterator[tuple[str, str]]:
                 return
     if item["n_bins"] != [ka, kb]:
         yield "n_bins", f"is {item['n_bins']} but the edges give {ka} x {kb} cells"
-    shapes = {"counts": (ka, kb), "cell_effect": (ka, kb), "filled": (ka, kb)}
-    if "cell_std" in item:
-        shapes["cell_std"] = (ka, kb)
+    cells = ("counts", "cell_effect", "filled", "cell_std")  # the schema requires all but std
+    shapes = {name: (ka, kb) for name in cells if name in item}
     shapes["effect"] = (ka + 1, kb + 1) if ka and kb else (0, 0)
     for name, (rows, cols) in shapes.items():
         value = item[name]
@@ -367,7 +363,9 @@ def _shown(value: Any) -> str:
 
 
 def read_edges(path: str | Path) -> EdgesFile:
-    """Read and check the edges in ``path``; one-line InputError naming file and feature."""
+    """Bin edges per feature from a summary (its features with status ``ok``) or a mapping
+    ``{"feature": [z_0, ..., z_K]}``, each at least 2 finite numbers, strictly increasing;
+    one-line InputError naming the file and the feature."""
     path = Path(path)
     content = read_bytes(path, "edges file")
     data = parse_json(content, path, "edges file")
