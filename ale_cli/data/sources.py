@@ -40,20 +40,6 @@ class ReadEnd:
     row_groups: tuple[int, int] | None
     read_s: float
 
-    @classmethod
-    def of(cls, stream: TableStream, partition: Partition | None, read_s: float) -> ReadEnd:
-        return cls(
-            rows_read=stream.rows_read,
-            rows_dropped=stream.rows_dropped,
-            dropped_columns=stream.dropped_columns,
-            dtypes=dict(stream.dtypes),
-            sha256=stream.sha256,
-            file=str(stream.path),
-            file_index=None if partition is None else partition.file_index,
-            row_groups=None if partition is None else partition.row_groups,
-            read_s=read_s,
-        )
-
 
 @dataclass(frozen=True)
 class Reads:
@@ -118,7 +104,7 @@ class DataSource:
             chunk_rows=stream.chunk_rows,
             inputs=None if inputs is None else tuple(inputs),
             exclude=tuple(exclude),
-            text=tuple(stream.text.items()),
+            text=tuple(stream.levels.items()),
         )
 
     def split(self, slots: int | None) -> DataSource:
@@ -205,5 +191,15 @@ def _chunks(
             break
         yield Chunk(offset + kept, {"X": X})
         kept += len(X)
-    end = ReadEnd.of(stream, partition, read_s)
+    end = ReadEnd(
+        rows_read=stream.rows_read,
+        rows_dropped=stream.rows_dropped,
+        dropped_columns=stream.dropped_columns,
+        dtypes=dict(stream.dtypes),
+        sha256=stream.sha256,
+        file=str(stream.path),
+        file_index=None if partition is None else partition.file_index,
+        row_groups=None if partition is None else partition.row_groups,
+        read_s=read_s,
+    )
     yield Chunk(offset + kept, {"X": np.empty((0, width), dtype=stream.dtype)}, {READ: end})

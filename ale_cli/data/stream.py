@@ -19,7 +19,6 @@ from ale_cli.data.dataset import (
     check_part,
     combine_hashes,
     dataset_files,
-    dataset_sha256,  # noqa: F401 -- importable from here, as before
     is_dataset,
     is_glob,
     open_part,
@@ -140,17 +139,17 @@ class TableStream:
     #: HashingReaders, or one plain file for a range of row groups (not hashed)
     _readers: list[Any] = field(default_factory=list)
     #: the levels of the text columns (read as their codes)
-    text: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    levels: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
-    @property
-    def levels(self) -> dict[str, tuple[Any, ...]]:
-        return dict(self.text)
-
-    def raw_frames(self) -> Iterator[Any]:
-        """The file's frames as read, before any conversion (instead of iterating)."""
+    def _take(self) -> Iterator[Any]:
         if self._frames is None:
             raise RuntimeError("a TableStream is iterated once")
         frames, self._frames = self._frames, None
+        return frames
+
+    def raw_frames(self) -> Iterator[Any]:
+        """The file's frames as read, before any conversion (instead of iterating)."""
+        frames = self._take()
         try:
             yield from frames
         finally:
@@ -167,19 +166,16 @@ class TableStream:
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Chunks of exactly ``chunk_rows`` kept rows (the last one may be shorter)."""
-        if self._frames is None:
-            raise RuntimeError("a TableStream is iterated once")
-        frames, self._frames = self._frames, None
+        frames = self._take()
         pending: list[np.ndarray] = []
-        n_pending = 0
-        n_kept = 0
+        n_pending = n_kept = 0
         bad_cols = np.zeros(len(self.feature_names), dtype=bool)
         refused = False
         try:
             for frame in frames:
                 self.rows_read += len(frame)
-                if self.text:
-                    X, dtypes = encode_text(frame, self.feature_names, self.path, self.text)
+                if self.levels:
+                    X, dtypes = encode_text(frame, self.feature_names, self.path, self.levels)
                 else:
                     X, dtypes = batch_matrix(frame, self.feature_names, self.path, self.dtype)
                 for c, dt in dtypes.items():
@@ -379,5 +375,5 @@ def open_stream(
         row_groups=row_groups,
         _frames=frames,
         _readers=readers,
-        text={k: tuple(v) for k, v in (text or {}).items()},
+        levels={k: tuple(v) for k, v in (text or {}).items()},
     )

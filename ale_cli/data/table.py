@@ -73,11 +73,19 @@ def detect_format(path: Path, fmt: str | None = None) -> str:
     return found
 
 
-def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, str]:
-    """Read the whole file into a DataFrame; returns it with the format used."""
+def _read(
+    path: Path, fmt: str | None, inputs: Sequence[str] | None, exclude: Sequence[str]
+) -> tuple[pd.DataFrame, str, list[str], tuple[str, ...]]:
+    """A file's or dataset's input columns, its format, the columns, the (first) file's."""
+    if is_dataset(path):
+        files = dataset_files(path)
+        for file in files:
+            refuse_duplicate_headers(file, "parquet")
+        file_columns = tuple(open_part(files[0], files[0], ()).schema_arrow.names)
+        columns = select_columns(file_columns, path, inputs=inputs, exclude=exclude)
+        return read_parts(files, columns), "parquet", columns, file_columns
     import pandas as pd
 
-    path = Path(path)
     if not path.exists():
         raise InputError(f"data file '{path}' does not exist")
     fmt = detect_format(path, fmt)
@@ -88,19 +96,9 @@ def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, 
         raise InputError(f"data file '{path}' is empty") from None
     except Exception as exc:  # pandas/pyarrow raise many types for unreadable files
         raise read_error(path, exc, fmt) from None
-    return frame, fmt
-
-
-def read_dataset(
-    path: Path, *, inputs: Sequence[str] | None = None, exclude: Sequence[str] = ()
-) -> tuple[pd.DataFrame, list[str], tuple[str, ...]]:
-    """A dataset's input columns as one DataFrame, the columns, the first file's columns."""
-    files = dataset_files(path)
-    for file in files:
-        refuse_duplicate_headers(file, "parquet")
-    file_columns = tuple(open_part(files[0], files[0], ()).schema_arrow.names)
+    file_columns = tuple(str(c) for c in frame.columns)
     columns = select_columns(file_columns, path, inputs=inputs, exclude=exclude)
-    return read_parts(files, columns), columns, file_columns
+    return frame, fmt, columns, file_columns
 
 
 def refuse_duplicate_headers(path: Path, fmt: str) -> None:
@@ -312,18 +310,13 @@ def load_table(
 ) -> Table:
     """The selected columns of a CSV/Parquet file or DataFrame as float64; ``categorical``
     and (``encode_text``) coded text columns are held fixed."""
-    if not is_frame(path) and is_dataset(Path(path)):  # type: ignore[arg-type]
-        path = Path(path)  # type: ignore[arg-type]
-        frame, columns, file_columns = read_dataset(path, inputs=inputs, exclude=exclude)
-        fmt = "parquet"
-    else:
-        if is_frame(path):
-            frame, fmt, path = path, "dataframe", Path(IN_MEMORY)
-        else:
-            frame, fmt = read_frame(path, fmt)  # type: ignore[arg-type]
-            path = Path(path)  # type: ignore[arg-type]
+    if is_frame(path):
+        frame, fmt, path = path, "dataframe", Path(IN_MEMORY)
         file_columns = tuple(str(c) for c in frame.columns)
         columns = select_columns(file_columns, path, inputs=inputs, exclude=exclude)
+    else:
+        path = Path(path)  # type: ignore[arg-type]
+        frame, fmt, columns, file_columns = _read(path, fmt, inputs, exclude)
     rows_read = len(frame)
     if rows_read == 0:
         raise InputError(f"data file '{path}' has no rows")
