@@ -55,12 +55,6 @@ def what_is(mode: int) -> str | None:
     return "not a regular file"
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_target(path: str | os.PathLike[str]) -> Path:
     """The file a write to ``path`` replaces (a symlink's final target), a regular file."""
     given = Path(path)
@@ -110,7 +104,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
     try:
         fd = -1
         for _ in range(100):
-            tmp = target.parent / temporary_name(target.name)
+            tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
             try:
                 fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
                 break
@@ -118,7 +112,10 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
                 tmp = None
         if tmp is None:
             raise OSError(errno.EEXIST, "no free temporary file name")
-        os.fchmod(fd, existing if existing is not None else 0o666 & ~_umask())
+        if existing is None:
+            os.umask(umask := os.umask(0o022))
+            existing = 0o666 & ~umask
+        os.fchmod(fd, existing)
         with os.fdopen(fd, mode) as fh:
             yield fh
             fh.flush()
@@ -130,11 +127,6 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
         if isinstance(exc, OSError):
             raise RunError(f"cannot write '{given}': {exc.strerror or exc}") from None
         raise
-
-
-def temporary_name(name: str) -> str:
-    """The name of a temporary file for ``name``: ``.NAME.<12 hex digits>.tmp``."""
-    return f".{name}.{secrets.token_hex(6)}.tmp"
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:

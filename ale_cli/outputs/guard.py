@@ -207,12 +207,12 @@ for _kind in (
     register_kind(_kind)
 
 
-def _paths(inputs: Sequence[str | os.PathLike[str] | None]) -> list[str | os.PathLike[str]]:
-    return [item for item in inputs if item is not None and str(item) != STDIO]
-
-
-def _same_as_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -> None:
-    for item in _paths(inputs):
+def _refuse_inputs(
+    out: Path, inputs: Sequence[str | os.PathLike[str] | None], *, inside: bool
+) -> None:
+    """Refuse ``out`` when it is one of ``inputs``, or (``inside``) when it holds one."""
+    given = [item for item in inputs if item is not None and str(item) != STDIO]
+    for item in given:
         try:
             same = os.path.samefile(out, item)
         except (OSError, ValueError):
@@ -221,16 +221,12 @@ def _same_as_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -
             raise InputError(
                 f"output '{out}' is the same file as the input '{item}'; choose another output"
             )
-
-
-def _inside_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -> None:
-    for item in _paths(inputs):
+    for item in given if inside else ():
         try:
-            inner = Path(item).resolve()
-            outer = out.resolve()
+            holds = out.resolve() in Path(item).resolve().parents
         except (OSError, RuntimeError):
             continue
-        if outer in inner.parents:
+        if holds:
             raise InputError(
                 f"output '{out}' holds the input '{item}', which replacing it would delete; "
                 "choose another output"
@@ -259,16 +255,13 @@ def guard(
         return Target(spec, None, force)
     out = Path(path)
     mode = output_mode(out)
+    _refuse_inputs(out, inputs, inside=spec.directory)
     if mode is None:
-        if spec.directory:
-            _inside_input(out, inputs)
         return Target(spec, out, force)
-    _same_as_input(out, inputs)
     what = what_is(mode)
     if spec.directory:
         if what != "a directory":
             raise InputError(f"output directory '{out}' is {what or 'a file'}")
-        _inside_input(out, inputs)
         reason = spec.refusal(out) if spec.refusal is not None else None
         if reason is not None:
             raise InputError(reason)

@@ -145,15 +145,13 @@ class Store(_Columns):
 
     def feature_data(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The values (N, F') and local effects (N, F') of the explained features ``names``."""
-        e_cols = [self.feature_index(n) for n in names]
-        x_cols = [self.input_index(n) for n in names]
-        if x_cols == list(range(self.X.shape[1])) and e_cols == x_cols:
-            return self.X, self.local_effects
-        if e_cols == list(range(self.local_effects.shape[1])):
-            return np.ascontiguousarray(self.X[:, x_cols]), self.local_effects
+
+        def columns(a: np.ndarray, cols: list[int]) -> np.ndarray:
+            return a if cols == list(range(a.shape[1])) else np.ascontiguousarray(a[:, cols])
+
         return (
-            np.ascontiguousarray(self.X[:, x_cols]),
-            np.ascontiguousarray(self.local_effects[:, e_cols]),
+            columns(self.X, [self.input_index(n) for n in names]),
+            columns(self.local_effects, [self.feature_index(n) for n in names]),
         )
 
     def parts(self) -> tuple[Store, ...]:

@@ -140,13 +140,6 @@ class StoreFile(_Columns):
 
     def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
         """The row arrays ``arrays`` chunk by chunk (a schema 1-2 store: one chunk)."""
-        if self.first is None and self.meta.get("chunks") is None:
-            with _open(self.path) as npz:
-                chunk = {name: npz[output_entry(name, self.output)] for name in arrays}
-            for name, array in chunk.items():
-                check_finite(self.path, name, array, self.labels(name))
-            yield Chunk(self.offset, chunk)
-            return
         first = self.first or 0
         yield from self.read_chunks(range(first, first + len(self.rows)), arrays)
 
@@ -159,16 +152,18 @@ class StoreFile(_Columns):
         """Chunks ``indices``: their ``arrays`` read and checked, their other members
         CRC-checked (once per handle)."""
         offset = self.offset
+        whole = self.first is None and self.meta.get("chunks") is None  # no chunk entries
         with _open(self.path) as archive:
             for n, i in enumerate(indices):
                 chunk = {}
                 for name in arrays:
-                    entry = chunk_entry(output_entry(name, self.output), i)
+                    entry = output_entry(name, self.output)
+                    entry = entry if whole else chunk_entry(entry, i)
                     chunk[name] = archive.array(entry)
                     check_finite(self.path, entry, chunk[name], self.labels(name))
                     self.verified.add(entry)
                 for other in _row_members(self.outputs):
-                    entry = chunk_entry(other, i)
+                    entry = other if whole else chunk_entry(other, i)
                     if entry in archive.members and entry not in self.verified:
                         archive.verify(entry)
                         self.verified.add(entry)
