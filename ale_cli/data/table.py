@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ale_cli.data.dataset import (
+    check_part,
     dataset_files,
     dataset_sha256,
     is_dataset,
@@ -133,11 +134,7 @@ def select_columns(
 ) -> list[str]:
     """The input columns: ``inputs`` in that order, else all ``names`` but ``exclude``."""
     columns = [str(c) for c in names]
-    for name in [*(inputs or ()), *exclude]:
-        if name not in columns:
-            raise InputError(
-                f"data file '{path}' has no column '{name}' (columns: {', '.join(columns)})"
-            )
+    check_part(path, columns, [*(inputs or ()), *exclude])
     if inputs:
         chosen = [f for f in inputs if f not in exclude]
     else:

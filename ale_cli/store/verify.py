@@ -45,11 +45,6 @@ class Member:
     problem: str | None = None
 
 
-def _dos(info: zipfile.ZipInfo) -> tuple[int, int]:
-    y, mo, d, h, mi, s = info.date_time
-    return h << 11 | mi << 5 | s // 2, (y - 1980) << 9 | mo << 5 | d
-
-
 def _extra_records(extra: bytes) -> dict[int, bytes] | None:
     """The extra field's records by id, None if they do not fill it exactly."""
     out: dict[int, bytes] = {}
@@ -145,6 +140,7 @@ class Archive(AbstractContextManager):
             _LOCAL.unpack(head)
         )
         raw_name = fh.read(n_len)
+        y, mo, day, h, mi, sec = info.date_time
         records = _extra_records(fh.read(e_len))
         encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
         sizes = (csize, fsize)
@@ -163,7 +159,7 @@ class Archive(AbstractContextManager):
             or (version, system, flags, method) != (
                 info.extract_version, info.reserved, info.flag_bits, info.compress_type
             )
-            or (t, d) != _dos(info)
+            or (t, d) != (h << 11 | mi << 5 | sec // 2, (y - 1980) << 9 | mo << 5 | day)
             or recorded != (info.CRC, info.compress_size, info.file_size)
             or raw_name != info.orig_filename.encode(encoding)
             or records is None

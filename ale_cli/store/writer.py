@@ -80,19 +80,6 @@ def write_store(path: str | Path, store: Store) -> str:
     return digest
 
 
-def _distribution(parts: list[np.ndarray]) -> dict[str, Any] | None:
-    """The manifest's ``prediction``: :func:`~ale_cli.core.statistics.prediction_distribution`
-    of the chunks' finite values."""
-    if not parts:
-        return None
-    values = np.concatenate(parts, dtype=np.float64)
-    parts.clear()
-    if not np.isfinite(values).any():
-        return None
-    dist = prediction_distribution(prediction=values, scratch=True)
-    return {"n": dist.n, "mean": dist.mean, "quantiles": [float(q) for q in dist.quantiles]}
-
-
 class StoreWriter:
     """Write a chunked store atomically: ``with StoreWriter(path) as w``, ``w.add(chunk)``
     per chunk (written by a helper thread: the arrays must not change afterwards), then
@@ -163,9 +150,12 @@ class StoreWriter:
             "x_min": [] if self._lo is None else [float(v) for v in self._lo],
             "x_max": [] if self._hi is None else [float(v) for v in self._hi],
         }
-        recorded = _distribution(self._predictions)  # empties the list
-        if recorded is not None:
-            meta["chunks"]["prediction"] = recorded
+        values = np.concatenate(self._predictions or [np.zeros(0)], dtype=np.float64)
+        self._predictions.clear()
+        if np.isfinite(values).any():  # the predictions' distribution (finite: see add)
+            dist = prediction_distribution(prediction=values, scratch=True)
+            quantiles = [float(q) for q in dist.quantiles]
+            meta["chunks"]["prediction"] = {"n": dist.n, "mean": dist.mean, "quantiles": quantiles}
         _entry(self._zip, "feature_names", np.array(list(feature_names), dtype=np.str_))
         _entry(self._zip, "input_names", np.array(list(input_names), dtype=np.str_))
         self._digest = _finish(self._zip, meta)
@@ -184,18 +174,13 @@ class StoreWriter:
             failure = failure or err
         if failure is None and not self._finished:
             failure = RuntimeError("StoreWriter.finish was not called")
-        if exc_type is None and failure is None:
+        if exc_type is not None:  # the block's own exception propagates
+            with contextlib.suppress(BaseException):
+                self._target.__exit__(exc_type, exc, tb)  # removes the temporary file
+            return
+        if failure is None:
             self._target.__exit__(None, None, None)  # renames the file into place
             self.sha256 = self._digest
             return
-        if exc_type is None and failure is not None:
-            exc_type, exc, tb = type(failure), failure, failure.__traceback__
-        try:
-            self._target.__exit__(exc_type, exc, tb)  # removes the temporary file
-        except BaseException:
-            if exc is failure:
-                raise
-            # else the block's own exception, re-raised by the helper: it propagates
-        if exc is failure:
-            raise failure
-        # returning None: the block's own exception propagates
+        self._target.__exit__(type(failure), failure, failure.__traceback__)
+        raise failure
