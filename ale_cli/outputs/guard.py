@@ -8,7 +8,6 @@ output that is not recognisably this kind of ``ale`` output, by content, never b
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,13 +15,12 @@ from pathlib import Path
 
 from ale_cli.errors import InputError
 from ale_cli.io.files import output_mode, what_is
+from ale_cli.io.jsonio import ale_object
 from ale_cli.outputs import figures
 from ale_cli.summary.export import HEADERS
 
 #: Written as a file name, ``-`` means standard output.
 STDIO = "-"
-#: What the generator markers name.
-TOOL = "ale"
 #: The comment :func:`ale_cli.audit.report.junit_xml` writes after the XML declaration.
 JUNIT_MARKER = "<!-- generator: ale"
 #: The ``<meta>`` of every HTML report (``ale_cli/report/templates/report.html.j2``).
@@ -46,19 +44,6 @@ class OutputKind:
     refusal: Callable[[Path], str | None] | None = None
 
 
-@dataclass(frozen=True)
-class Target:
-    """An output checked by :func:`guard`: ``path`` (None for standard output)."""
-
-    kind: OutputKind
-    path: Path | None
-    force: bool = False
-
-    @property
-    def stdout(self) -> bool:
-        return self.path is None
-
-
 def _head(path: Path, size: int = _HEAD) -> bytes:
     try:
         with open(path, "rb") as fh:
@@ -68,21 +53,9 @@ def _head(path: Path, size: int = _HEAD) -> bytes:
 
 
 def _json_object(path: Path) -> dict[str, object] | None:
-    """The JSON object in ``path`` when it names ``ale`` as its tool (else None)."""
     if b'"tool"' not in _head(path, 1 << 16):  # ours name it near the top
         return None
-    try:
-        if path.stat().st_size > _JSON_LIMIT:
-            return None
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    tool = data.get("tool")
-    if not isinstance(tool, dict) or tool.get("name") != TOOL:
-        return None
-    return data
+    return ale_object(path, _JSON_LIMIT)
 
 
 def is_summary(path: Path) -> bool:
@@ -240,8 +213,9 @@ def guard(
     inputs: Sequence[str | os.PathLike[str] | None] = (),
     force: bool = False,
     param: str = "out",
-) -> Target | None:
-    """Check an output before any work (the module docstring); None for no output."""
+) -> Path | None:
+    """Check an output before any work (the module docstring): its path (``-``: standard
+    output), None for no output."""
     spec = KINDS[kind] if isinstance(kind, str) else kind
     if path is None:
         return None
@@ -252,12 +226,12 @@ def guard(
                 "give a path",
                 param=param,
             )
-        return Target(spec, None, force)
+        return Path(STDIO)
     out = Path(path)
     mode = output_mode(out)
     _refuse_inputs(out, inputs, inside=spec.directory)
     if mode is None:
-        return Target(spec, out, force)
+        return out
     what = what_is(mode)
     if spec.directory:
         if what != "a directory":
@@ -274,4 +248,4 @@ def guard(
             "output, or pass {param:force} to overwrite it",
             param=param,
         )
-    return Target(spec, out, force)
+    return out

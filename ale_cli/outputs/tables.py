@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, TextIO
 from ale_cli import __version__
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
-from ale_cli.outputs.guard import PARQUET_KEY, TOOL
+from ale_cli.io.jsonio import TOOL
+from ale_cli.outputs.guard import PARQUET_KEY
 from ale_cli.summary.export import STDIO, ExportTable, export_table
 
 if TYPE_CHECKING:
