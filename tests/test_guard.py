@@ -17,7 +17,7 @@ from test_config import small_store
 from ale_cli.errors import InputError
 from ale_cli.io.files import STARTED, atomic_write, remove_stale_temporaries
 from ale_cli.outputs import figures
-from ale_cli.outputs.guard import KINDS, OutputKind, guard, register_kind
+from ale_cli.outputs.guard import KINDS, guard
 
 
 @pytest.fixture(scope="module")
@@ -161,15 +161,10 @@ def test_standard_output_only_for_kinds_that_stream():
         )
 
 
-def test_the_kind_table_holds_new_kinds_once():
-    kind = OutputKind("test-lock", "lock", lambda p: True)
-    register_kind(kind)
-    try:
-        assert KINDS["test-lock"] is kind
-        with pytest.raises(ValueError, match="already registered"):
-            register_kind(kind)
-    finally:
-        del KINDS["test-lock"]
+def test_each_output_kind_is_named_once_and_described_apart():
+    assert all(name == kind.name for name, kind in KINDS.items())
+    descriptions = [kind.description for kind in KINDS.values()]
+    assert len(set(descriptions)) == len(descriptions) == len(KINDS)
 
 
 # -- figure directories ------------------------------------------------------------------------

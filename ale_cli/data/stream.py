@@ -1,7 +1,6 @@
-"""Read a CSV file, a Parquet file or a partitioned Parquet dataset chunk by chunk, with
-the checks of :func:`ale_cli.data.table.load_table` made chunk by chunk with the same
-outcome; chunks are float32 when every input column is, and the bytes are hashed while
-read (not for a range of row groups)."""
+"""A CSV file, Parquet file or partitioned dataset read chunk by chunk, with the checks of
+:func:`ale_cli.data.table.load_table` and the same outcome; chunks are float32 when every
+input column is; the bytes are hashed while read (not for a range of row groups)."""
 
 from __future__ import annotations
 
@@ -210,19 +209,14 @@ class TableStream:
                 raise too_few_error(self.where, n_kept + n_pending, self.rows_dropped)
             if pending:
                 yield np.ascontiguousarray(np.concatenate(pending))
-            self._finish_hash()
+            if self.row_groups is None:  # (a part of a file: its hash is of every byte)
+                hashes = [r.hexdigest() for r in self._readers]
+                self.sha256 = hashes[0]
+                if is_dataset(self.path):
+                    pairs = zip(dataset_files(self.path), hashes, strict=True)
+                    self.sha256 = combine_hashes(self.path, list(pairs))
         finally:
             self.close()
-
-    def _finish_hash(self) -> None:
-        if self.row_groups is not None:  # a part of the file: its hash is of every byte
-            return
-        hashes = [r.hexdigest() for r in self._readers]
-        if is_dataset(self.path):
-            files = dataset_files(self.path)
-            self.sha256 = combine_hashes(self.path, list(zip(files, hashes, strict=True)))
-        else:
-            self.sha256 = hashes[0]
 
     def close(self) -> None:
         for r in self._readers:

@@ -32,10 +32,8 @@ _EXTENSIONS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parq
 
 @dataclass(frozen=True)
 class Table:
-    """The selected feature columns of a dataset: ``X`` (N, D) float64 (NaN/inf rows
-    removed with ``dropna``), ``categorical`` the columns held fixed, ``levels[name][code]``
-    the original value of an encoded text column, ``file_columns`` in the file's order.
-    """
+    """The selected columns of a dataset: ``X`` (N, D) float64 (``dropna``: no NaN/inf rows),
+    ``levels[name][code]`` an encoded text column's value, ``file_columns`` in file order."""
 
     X: np.ndarray
     feature_names: tuple[str, ...]

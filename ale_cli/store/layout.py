@@ -1,7 +1,5 @@
-"""What a store file holds, checked before any number from it is used: ``.npy`` members,
-the arrays' dtypes and agreeing shapes (with the optional pairs, levels, outputs and
-secant grids), finite row arrays and ``n_rows``, and the JSON types of its meta; a refusal
-names the array and field."""
+"""A store file's layout and meta checked before any number from it is used (members,
+dtypes, agreeing shapes, finite rows, the meta's JSON types); a refusal names the array."""
 
 from __future__ import annotations
 

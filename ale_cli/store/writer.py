@@ -1,6 +1,5 @@
-"""Writing a store, atomically: :func:`write_store` (one array per name) and
-:class:`StoreWriter` (chunk by chunk); the meta last, holding the store's identity
-(:func:`~ale_cli.store.format.content_digest` of the members before it)."""
+"""Writing a store atomically, whole (:func:`write_store`) or chunk by chunk
+(:class:`StoreWriter`); the meta last, with the :func:`~.format.content_digest` of the rest."""
 
 from __future__ import annotations
 
@@ -81,9 +80,8 @@ def write_store(path: str | Path, store: Store) -> str:
 
 
 class StoreWriter:
-    """Write a chunked store atomically: ``with StoreWriter(path) as w``, ``w.add(chunk)``
-    per chunk (written by a helper thread: the arrays must not change afterwards), then
-    ``w.finish(...)``."""
+    """``with StoreWriter(path) as w``: ``w.add(chunk)`` per chunk (written by a helper
+    thread: the arrays must not change afterwards), then ``w.finish(...)``."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
