@@ -23,8 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_outputs import ARRAYS, EXACT  # tests/ is on sys.path (rootdir conftest)
 
-from ale_cli.data.dataset import dataset_sha256
 from ale_cli.data.partitions import Partition, plan_partitions, split_row_groups
+from ale_cli.data.table import dataset_sha256
 from ale_cli.engines import engine_for
 from ale_cli.engines.cluster import DaskEngine
 from ale_cli.errors import InputError

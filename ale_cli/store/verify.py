@@ -64,23 +64,18 @@ class Archive(AbstractContextManager):
     """A store file opened for verified reading (``with Archive(path) as a: a["X"]``);
     ``files``: the member names without ``.npy``."""
 
-    def __init__(self, path: str | Path, fh: BinaryIO | None = None) -> None:
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._own = fh is None
-        self._fh: BinaryIO = open(self.path, "rb") if fh is None else fh  # noqa: SIM115
+        self._fh: BinaryIO = open(self.path, "rb")  # noqa: SIM115
         try:
             self.members = self._structure()
         except BaseException:
-            self.close()
+            self._fh.close()
             raise
         self.files = list(self.members)
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._own:
-            self._fh.close()
+        self._fh.close()
 
     def damaged(self, name: str, why: str) -> DamagedStore:
         return DamagedStore(f"store '{self.path}': array '{name}' is damaged ({why})")
