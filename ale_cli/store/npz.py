@@ -14,13 +14,13 @@ from ale_cli.store.format import MIXED as MIXED
 from ale_cli.store.format import PAIRS as PAIRS
 from ale_cli.store.format import SCHEMA_VERSION as SCHEMA_VERSION
 from ale_cli.store.format import Store as Store
+from ale_cli.store.format import StoreWriter as StoreWriter
 from ale_cli.store.format import cache_key as cache_key
+from ale_cli.store.format import write_store as write_store
 from ale_cli.store.parts import open_part_store, read_part_meta
 from ale_cli.store.parts import store_sha256 as part_store_sha256
 from ale_cli.store.reader import StoreFile as StoreFile
 from ale_cli.store.reader import file_sha256, open_file_store, read_file_meta
-from ale_cli.store.writer import StoreWriter as StoreWriter
-from ale_cli.store.writer import write_store as write_store
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:
