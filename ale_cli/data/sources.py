@@ -179,6 +179,8 @@ class DataSource:
     exclude: tuple[str, ...] = ()
     #: the levels of the text columns, read as their codes
     text: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    #: the partition this source is, read on its own without the 2-row check (None: all)
+    part: Partition | None = None
 
     @classmethod
     def of(
@@ -203,42 +205,22 @@ class DataSource:
         files = dataset_files(self.path)
         return replace(self, partitions=plan_partitions(files, fmt=self.fmt, slots=slots))
 
-    def open(self, path: Path | None = None, **given: Any) -> TableStream:
-        """The whole data's stream (every check of a read of the whole data), or a part's."""
-        found = {"fmt": self.fmt, "inputs": self.inputs, "exclude": self.exclude}
-        found |= {"dropna": self.dropna, "categorical": self.categorical, "text": dict(self.text)}
-        return open_stream(path or self.path, chunk_rows=self.chunk_rows, **(found | given))
+    def open(self) -> TableStream:
+        """The stream of the whole data (every check of a read of it), or of :attr:`part`."""
+        given = {"fmt": self.fmt, "dropna": self.dropna, "categorical": self.categorical}
+        given |= {"chunk_rows": self.chunk_rows, "text": dict(self.text)}
+        if (p := self.part) is None:
+            return open_stream(self.path, inputs=self.inputs, exclude=self.exclude, **given)
+        return open_stream(p.file, inputs=self.names, min_rows=0, row_groups=p.row_groups, **given)
 
-    def parts(self) -> Sequence[Any]:
+    def parts(self) -> Sequence[DataSource]:
         if self.partitions is None:
             return (self,)
-        whole = replace(self, partitions=None)
-        return tuple(PartitionSource(whole, p) for p in self.partitions)
+        return tuple(replace(self, partitions=None, part=p) for p in self.partitions)
 
     def chunks(self, arrays: Sequence[str] = ("X",)) -> Iterator[Chunk]:
         stream = self.open()
-        yield from _chunks(stream, iter(stream), None, 0)
-
-
-@dataclass(frozen=True)
-class PartitionSource:
-    """One partition of a :class:`DataSource`, read on its own without the 2-row check."""
-
-    data: DataSource
-    partition: Partition
-
-    def parts(self) -> Sequence[PartitionSource]:
-        return (self,)
-
-    def open(self) -> TableStream:
-        part, names = self.partition, self.data.names
-        return self.data.open(
-            path=part.file, inputs=names, exclude=(), min_rows=0, row_groups=part.row_groups
-        )
-
-    def chunks(self, arrays: Sequence[str] = ("X",)) -> Iterator[Chunk]:
-        stream = self.open()
-        yield from _chunks(stream, iter(stream), self.partition, self.partition.offset)
+        yield from _chunks(stream, iter(stream), self.part, self.part.offset if self.part else 0)
 
 
 @dataclass
