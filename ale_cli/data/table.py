@@ -123,25 +123,6 @@ def open_part(source: Any, file: Path, columns: Sequence[str]) -> pq.ParquetFile
     return part
 
 
-def read_parts(files: Sequence[Path], columns: Sequence[str]) -> pd.DataFrame:
-    """The ``columns`` of every part, one table in file order (columns matched by name)."""
-    import pandas as pd
-    import pyarrow as pa
-
-    tables = []
-    for file in files:
-        part = open_part(file, file, columns)
-        try:
-            tables.append(part.read(columns=list(columns)))
-        except Exception as exc:  # pyarrow raises many types for unreadable files
-            raise read_error(file, exc) from None
-    try:
-        table = pa.concat_tables(tables, promote_options="permissive")
-    except pa.ArrowException:  # text in one part, numbers in another: as pandas combines
-        return pd.concat([t.to_pandas() for t in tables], ignore_index=True)
-    return table.to_pandas()
-
-
 FORMATS = ("csv", "parquet")
 _COMPRESSED = {".gz", ".bz2", ".xz", ".zst", ".zip"}
 _EXTENSIONS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -193,15 +174,29 @@ def _read(
     path: Path, fmt: str | None, inputs: Sequence[str] | None, exclude: Sequence[str]
 ) -> tuple[pd.DataFrame, str, list[str], tuple[str, ...]]:
     """A file's or dataset's input columns, its format, the columns, the (first) file's."""
-    if is_dataset(path):
+    import pandas as pd
+
+    if is_dataset(path):  # the parts' columns matched by name, in file order
+        import pyarrow as pa
+
         files = dataset_files(path)
         for file in files:
             refuse_duplicate_headers(file, "parquet")
         file_columns = tuple(open_part(files[0], files[0], ()).schema_arrow.names)
         columns = select_columns(file_columns, path, inputs=inputs, exclude=exclude)
-        return read_parts(files, columns), "parquet", columns, file_columns
-    import pandas as pd
-
+        tables = []
+        for file in files:
+            part = open_part(file, file, columns)
+            try:
+                tables.append(part.read(columns=list(columns)))
+            except Exception as exc:  # pyarrow raises many types for unreadable files
+                raise read_error(file, exc) from None
+        try:
+            table = pa.concat_tables(tables, promote_options="permissive")
+        except pa.ArrowException:  # text in one part, numbers in another: as pandas combines
+            frame = pd.concat([t.to_pandas() for t in tables], ignore_index=True)
+            return frame, "parquet", columns, file_columns
+        return table.to_pandas(), "parquet", columns, file_columns
     if not path.exists():
         raise InputError(f"data file '{path}' does not exist")
     fmt = detect_format(path, fmt)
