@@ -40,19 +40,13 @@ def sha256_file(path: str | os.PathLike[str], what: str = "file") -> str:
     return digest.hexdigest()
 
 
+_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+_KINDS |= {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket"}
+
+
 def what_is(mode: int) -> str | None:
     """What a non-regular file is ("a directory", ...); None for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+    return None if stat.S_ISREG(mode) else _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
 def write_target(path: str | os.PathLike[str]) -> Path:
