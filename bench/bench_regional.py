@@ -66,8 +66,8 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ale_cli.estimators.regional import SEARCH_ROWS, RegionalRequest, regional  # noqa: E402
+from ale_cli.store.format import StoreWriter  # noqa: E402
 from ale_cli.store.npz import open_store  # noqa: E402
-from ale_cli.store.writer import StoreWriter  # noqa: E402
 from ale_cli.summary.regional import RegionalSummary  # noqa: E402
 
 CHUNK = 65536

@@ -23,8 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_outputs import ARRAYS, EXACT  # tests/ is on sys.path (rootdir conftest)
 
-from ale_cli.data.partitions import Partition, plan_partitions, split_row_groups
-from ale_cli.data.stream import dataset_sha256
+from ale_cli.data.sources import Partition, plan_partitions, split_row_groups
+from ale_cli.data.table import dataset_sha256
 from ale_cli.engines import engine_for
 from ale_cli.engines.cluster import DaskEngine
 from ale_cli.errors import InputError
@@ -526,7 +526,7 @@ def test_partitions_are_files_then_row_group_ranges(dataset, tmp_path: Path, mon
     assert [(p.file, p.row_groups, p.rows, p.offset) for p in default] == [
         (f, None, 3000, 3000 * i) for i, f in enumerate(files)
     ]
-    monkeypatch.setattr("ale_cli.data.partitions.MIN_PARTITION_ROWS", 1)
+    monkeypatch.setattr("ale_cli.data.sources.MIN_PARTITION_ROWS", 1)
     parts = plan_partitions(files, fmt="parquet", slots=2)  # about 12000 / 8 rows a task
     sizes = [700, 700, 700, 700, 200]  # each file's row groups
     assert [p.file_index for p in parts] == sorted(p.file_index for p in parts)
@@ -549,7 +549,7 @@ def test_a_dataset_of_files_cut_into_ranges_hashes_as_the_local_engine(
     dataset's hash, cache key and rows are the local engine's."""
     local, _ = stores
     model, data, X = dataset
-    monkeypatch.setattr("ale_cli.data.partitions.MIN_PARTITION_ROWS", 1)
+    monkeypatch.setattr("ale_cli.data.sources.MIN_PARTITION_ROWS", 1)
     request = ComputeRequest(
         inputs=ModelInputs(model=model, data=data),
         out=tmp_path / "d",
@@ -586,7 +586,7 @@ def test_one_parquet_file_is_split_into_row_group_partitions(
 
     model, _, _ = dataset
     path, kept = one_file
-    monkeypatch.setattr("ale_cli.data.partitions.MIN_PARTITION_ROWS", 1)  # ~5000/8 a task
+    monkeypatch.setattr("ale_cli.data.sources.MIN_PARTITION_ROWS", 1)  # ~5000/8 a task
     inputs = ModelInputs(model=model, data=path, dropna=True)
     local = compute(ComputeRequest(inputs=inputs, out=tmp_path / "l.npz", chunk_rows=256)).out
     request = ComputeRequest(inputs=inputs, out=tmp_path / "d", chunk_rows=256)
@@ -624,7 +624,7 @@ def test_interact_on_dask_splits_one_file_into_row_groups(dataset, one_file, clu
 
     model, _, _ = dataset
     path, kept = one_file
-    monkeypatch.setattr("ale_cli.data.partitions.MIN_PARTITION_ROWS", 1)
+    monkeypatch.setattr("ale_cli.data.sources.MIN_PARTITION_ROWS", 1)
     inputs = ModelInputs(model=model, data=path, dropna=True)
     request = InteractRequest(inputs=inputs, pairs=(("a", "b"),), bins=5, chunk_rows=256)
     local, dask = (interact(request, **kw).summary for kw in ({}, {"engine": DaskEngine(cluster)}))

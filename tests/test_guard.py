@@ -17,7 +17,7 @@ from test_config import small_store
 from ale_cli.errors import InputError
 from ale_cli.io.files import STARTED, atomic_write, remove_stale_temporaries
 from ale_cli.outputs import figures
-from ale_cli.outputs.guard import KINDS, OutputKind, guard, register_kind
+from ale_cli.outputs.guard import KINDS, guard
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_every_kind_recognises_what_ale_wrote_and_no_other_kind_does(made):
         assert KINDS[kind].recognise(made[kind]), kind
         others = [k for k in FILE_KINDS if k != kind and KINDS[k].recognise(made[kind])]
         assert others == [], (kind, others)
-        assert guard(made[kind], kind=kind).path == made[kind]
+        assert guard(made[kind], kind=kind) == made[kind]
 
 
 FOREIGN = {
@@ -98,7 +98,7 @@ def test_a_look_alike_is_refused_unless_force(tmp_path: Path, kind: str):
         f"output '{path}' exists and is not an ale {KINDS[kind].description}; remove it, "
         "choose another output, or pass --force to overwrite it"
     )
-    assert guard(path, kind=kind, force=True).path == path
+    assert guard(path, kind=kind, force=True) == path
     assert path.read_bytes() == FOREIGN[kind]
 
 
@@ -152,8 +152,7 @@ def test_not_a_regular_file_is_refused_even_with_force(tmp_path: Path, force: bo
 
 
 def test_standard_output_only_for_kinds_that_stream():
-    assert guard("-", kind="summary").stdout
-    assert guard("-", kind="junit").stdout
+    assert guard("-", kind="summary") == guard("-", kind="junit") == Path("-")
     for kind in ("store", "figures", "table-parquet", "store-dir"):
         with pytest.raises(InputError) as info:
             guard("-", kind=kind, param="out")
@@ -162,15 +161,10 @@ def test_standard_output_only_for_kinds_that_stream():
         )
 
 
-def test_the_kind_table_holds_new_kinds_once():
-    kind = OutputKind("test-lock", "lock", lambda p: True)
-    register_kind(kind)
-    try:
-        assert KINDS["test-lock"] is kind
-        with pytest.raises(ValueError, match="already registered"):
-            register_kind(kind)
-    finally:
-        del KINDS["test-lock"]
+def test_each_output_kind_is_named_once_and_described_apart():
+    assert all(name == kind.name for name, kind in KINDS.items())
+    descriptions = [kind.description for kind in KINDS.values()]
+    assert len(set(descriptions)) == len(descriptions) == len(KINDS)
 
 
 # -- figure directories ------------------------------------------------------------------------
@@ -198,7 +192,7 @@ def test_a_directory_without_a_manifest_is_refused_whatever_it_holds(tmp_path: P
         with pytest.raises(InputError, match="holds 'a.png', which ale did not write there"):
             guard(old, kind="figures", force=force)
     (old / "a.png").unlink()
-    assert guard(old, kind="figures").path == old  # empty: ours to fill
+    assert guard(old, kind="figures") == old  # empty: ours to fill
 
 
 def test_a_directory_output_holding_an_input_is_refused(tmp_path: Path):

@@ -10,7 +10,7 @@ import pytest
 from test_regional import same_regions
 
 from ale_cli.estimators.regional import RegionalRequest, regional
-from ale_cli.store.writer import StoreWriter
+from ale_cli.store.format import StoreWriter
 
 pytest.importorskip("distributed")
 

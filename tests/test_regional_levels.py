@@ -10,8 +10,8 @@ import pytest
 
 from ale_cli.estimators.levels import LEVEL_DOWN, LEVEL_UP, LevelPlan
 from ale_cli.estimators.regional import RegionalRequest, regional
+from ale_cli.store.format import StoreWriter
 from ale_cli.store.npz import Store
-from ale_cli.store.writer import StoreWriter
 from ale_cli.summary.regional import read_regional, write_regional
 
 NAMES = ("x1", "b", "x3")

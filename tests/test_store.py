@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-import ale_cli.store.writer as writer_mod
+import ale_cli.store.format as writer_mod
 from ale_cli.errors import InputError, RunError
 from ale_cli.store.npz import DIGEST, SCHEMA_VERSION, Store, read_meta, read_store, write_store
 

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ale_cli.data.stream import dataset_sha256, open_stream
-from ale_cli.data.table import load_table
+from ale_cli.data.stream import open_stream
+from ale_cli.data.table import dataset_sha256, load_table
 from ale_cli.errors import InputError
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeRequest, compute

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ale_cli.data.stream import text_levels
 from ale_cli.data.table import to_float_matrix
-from ale_cli.data.text_levels import text_levels
 from ale_cli.estimators.classic import ClassicRequest, classic
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.interact import InteractRequest, interact

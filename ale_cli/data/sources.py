@@ -1,9 +1,13 @@
 """Data files and partitioned datasets as :class:`~ale_cli.data.source.Source` s: chunks
-hold ``X`` (n, D), and the last chunk of every part (of no rows) carries its :class:`ReadEnd`."""
+hold ``X`` (n, D), and the last chunk of every part (of no rows) carries its :class:`ReadEnd`.
+The parts: whole files (CSV, small or unreadable Parquet) or ranges of row groups of about
+:func:`target_rows` rows, in row order (:func:`plan_partitions`)."""
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -12,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.data.partitions import Partition, plan_partitions
 from ale_cli.data.source import Chunk
 from ale_cli.data.stream import (
     DEFAULT_CHUNK_ROWS,
@@ -21,6 +24,92 @@ from ale_cli.data.stream import (
     dataset_files,
     open_stream,
 )
+
+#: most rows a partition is cut to (pyarrow's default row group)
+PARTITION_ROWS = 1 << 20
+#: fewest rows a file is cut to (one default chunk of ``ale compute``)
+MIN_PARTITION_ROWS = 1 << 16
+#: the tasks aimed at per worker thread when the data is smaller than that many full tasks
+TASKS_PER_SLOT = 4
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One task's data: ``file`` whole (``row_groups`` None) or its row groups ``start`` to
+    ``stop - 1``; ``rows`` and ``offset`` (first row in the dataset) by the footers."""
+
+    file: Path
+    file_index: int
+    row_groups: tuple[int, int] | None
+    rows: int
+    offset: int
+
+
+def target_rows(total_rows: int, slots: int) -> int:
+    """Rows a partition is cut to for ``total_rows`` rows on ``slots`` worker threads:
+    ``clip(ceil(total_rows / (TASKS_PER_SLOT * slots)), MIN_PARTITION_ROWS, PARTITION_ROWS)``.
+
+    >>> target_rows(10**9, 8), target_rows(4 * 10**6, 8), target_rows(10**4, 2)
+    (1048576, 125000, 65536)
+    """
+    wanted = math.ceil(total_rows / (TASKS_PER_SLOT * max(slots, 1)))
+    return min(PARTITION_ROWS, max(MIN_PARTITION_ROWS, wanted))
+
+
+def split_row_groups(sizes: Sequence[int], *, target: int) -> list[tuple[int, int]]:
+    """Consecutive row-group ranges ``(start, stop)`` of a file whose row groups hold
+    ``sizes`` rows, about ``target`` rows each.
+
+    With ``T = sum(sizes)`` and ``k = max(1, ceil(T / target))``, range ``j`` starts at
+    the first boundary with at least ``j T / k`` rows before it (repeats and the end
+    dropped): at most ``k`` ranges, each under ``T / k + max(sizes)`` rows.
+
+    >>> split_row_groups([700] * 10, target=2000)
+    [(0, 3), (3, 5), (5, 8), (8, 10)]
+    >>> split_row_groups([100, 5000, 100], target=1000)
+    [(0, 2), (2, 3)]
+    >>> split_row_groups([10, 10], target=1000), split_row_groups([], target=1000)
+    ([(0, 2)], [])
+    """
+    if target < 1:
+        raise ValueError(f"target must be at least 1 row, got {target}")
+    n = len(sizes)
+    if not n:
+        return []
+    before = [0, *itertools.accumulate(int(size) for size in sizes)]
+    total = before[-1]
+    k = max(1, math.ceil(total / target))
+    scaled = [b * k for b in before]  # rows before each boundary, times k: exact integers
+    cuts = sorted({bisect.bisect_left(scaled, j * total) for j in range(1, k)} - {0, n})
+    bounds = [0, *cuts, n]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def row_group_rows(file: Path) -> list[int] | None:
+    """Rows of each row group of a Parquet file, by its footer (None when unreadable)."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(file).metadata
+    except Exception:  # a damaged file: the worker reading it reports why
+        return None
+    return [int(meta.row_group(i).num_rows) for i in range(meta.num_row_groups)]
+
+
+def plan_partitions(files: Sequence[Path], *, fmt: str, slots: int) -> tuple[Partition, ...]:
+    """The partitions of the dataset ``files`` for ``slots`` worker threads."""
+    sizes = [row_group_rows(f) if fmt == "parquet" else None for f in files]
+    target = target_rows(sum(sum(s) for s in sizes if s), slots)
+    parts: list[Partition] = []
+    offset = 0
+    for i, (file, groups) in enumerate(zip(files, sizes, strict=True)):
+        ranges = split_row_groups(groups, target=target) if groups else []
+        for span in ranges if len(ranges) > 1 else [None]:
+            rows = sum(groups[slice(*span)] if span and groups else groups or ())
+            parts.append(Partition(file, i, span, rows, offset))
+            offset += rows
+    return tuple(parts)
+
 
 #: the key of a part's :class:`ReadEnd` in its last chunk's ``end``
 READ = "read"
@@ -39,20 +128,6 @@ class ReadEnd:
     file_index: int | None
     row_groups: tuple[int, int] | None
     read_s: float
-
-    @classmethod
-    def of(cls, stream: TableStream, partition: Partition | None, read_s: float) -> ReadEnd:
-        return cls(
-            rows_read=stream.rows_read,
-            rows_dropped=stream.rows_dropped,
-            dropped_columns=stream.dropped_columns,
-            dtypes=dict(stream.dtypes),
-            sha256=stream.sha256,
-            file=str(stream.path),
-            file_index=None if partition is None else partition.file_index,
-            row_groups=None if partition is None else partition.row_groups,
-            read_s=read_s,
-        )
 
 
 @dataclass(frozen=True)
@@ -104,6 +179,8 @@ class DataSource:
     exclude: tuple[str, ...] = ()
     #: the levels of the text columns, read as their codes
     text: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    #: the partition this source is, read on its own without the 2-row check (None: all)
+    part: Partition | None = None
 
     @classmethod
     def of(
@@ -118,7 +195,7 @@ class DataSource:
             chunk_rows=stream.chunk_rows,
             inputs=None if inputs is None else tuple(inputs),
             exclude=tuple(exclude),
-            text=tuple(stream.text.items()),
+            text=tuple(stream.levels.items()),
         )
 
     def split(self, slots: int | None) -> DataSource:
@@ -128,42 +205,22 @@ class DataSource:
         files = dataset_files(self.path)
         return replace(self, partitions=plan_partitions(files, fmt=self.fmt, slots=slots))
 
-    def open(self, path: Path | None = None, **given: Any) -> TableStream:
-        """The whole data's stream (every check of a read of the whole data), or a part's."""
-        found = {"fmt": self.fmt, "inputs": self.inputs, "exclude": self.exclude}
-        found |= {"dropna": self.dropna, "categorical": self.categorical, "text": dict(self.text)}
-        return open_stream(path or self.path, chunk_rows=self.chunk_rows, **(found | given))
+    def open(self) -> TableStream:
+        """The stream of the whole data (every check of a read of it), or of :attr:`part`."""
+        given = {"fmt": self.fmt, "dropna": self.dropna, "categorical": self.categorical}
+        given |= {"chunk_rows": self.chunk_rows, "text": dict(self.text)}
+        if (p := self.part) is None:
+            return open_stream(self.path, inputs=self.inputs, exclude=self.exclude, **given)
+        return open_stream(p.file, inputs=self.names, min_rows=0, row_groups=p.row_groups, **given)
 
-    def parts(self) -> Sequence[Any]:
+    def parts(self) -> Sequence[DataSource]:
         if self.partitions is None:
             return (self,)
-        whole = replace(self, partitions=None)
-        return tuple(PartitionSource(whole, p) for p in self.partitions)
+        return tuple(replace(self, partitions=None, part=p) for p in self.partitions)
 
     def chunks(self, arrays: Sequence[str] = ("X",)) -> Iterator[Chunk]:
         stream = self.open()
-        yield from _chunks(stream, iter(stream), None, 0)
-
-
-@dataclass(frozen=True)
-class PartitionSource:
-    """One partition of a :class:`DataSource`, read on its own without the 2-row check."""
-
-    data: DataSource
-    partition: Partition
-
-    def parts(self) -> Sequence[PartitionSource]:
-        return (self,)
-
-    def open(self) -> TableStream:
-        part, names = self.partition, self.data.names
-        return self.data.open(
-            path=part.file, inputs=names, exclude=(), min_rows=0, row_groups=part.row_groups
-        )
-
-    def chunks(self, arrays: Sequence[str] = ("X",)) -> Iterator[Chunk]:
-        stream = self.open()
-        yield from _chunks(stream, iter(stream), self.partition, self.partition.offset)
+        yield from _chunks(stream, iter(stream), self.part, self.part.offset if self.part else 0)
 
 
 @dataclass
@@ -205,5 +262,15 @@ def _chunks(
             break
         yield Chunk(offset + kept, {"X": X})
         kept += len(X)
-    end = ReadEnd.of(stream, partition, read_s)
+    end = ReadEnd(
+        rows_read=stream.rows_read,
+        rows_dropped=stream.rows_dropped,
+        dropped_columns=stream.dropped_columns,
+        dtypes=dict(stream.dtypes),
+        sha256=stream.sha256,
+        file=str(stream.path),
+        file_index=None if partition is None else partition.file_index,
+        row_groups=None if partition is None else partition.row_groups,
+        read_s=read_s,
+    )
     yield Chunk(offset + kept, {"X": np.empty((0, width), dtype=stream.dtype)}, {READ: end})

@@ -1,41 +1,38 @@
-"""Read a CSV file, a Parquet file or a partitioned Parquet dataset chunk by chunk, with
-the checks of :func:`ale_cli.data.table.load_table` made chunk by chunk with the same
-outcome; chunks are float32 when every input column is, and the bytes are hashed while
-read (not for a range of row groups)."""
+"""A CSV file, Parquet file or partitioned dataset read chunk by chunk, with the checks of
+:func:`ale_cli.data.table.load_table` and the same outcome; chunks are float32 when every
+input column is; the bytes are hashed while read (not for a range of row groups). Text
+columns: their levels (sorted as ``pandas.factorize(sort=True)`` sorts the whole column)
+from a first pass (:func:`find_text_levels`), then their codes."""
 
 from __future__ import annotations
 
 import hashlib
 import io
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ale_cli.data.dataset import (
-    check_part,
-    combine_hashes,
-    dataset_files,
-    dataset_sha256,  # noqa: F401 -- importable from here, as before
-    is_dataset,
-    is_glob,
-    open_part,
-    read_error,
-)
 from ale_cli.data.table import (
     batch_matrix,
     check_categorical,
+    check_part,
+    combine_hashes,
     data_sha256,
+    dataset_files,
     detect_format,
+    is_dataset,
+    is_glob,
     nonfinite_error,
+    open_part,
+    read_error,
     refuse_duplicate_headers,
     select_columns,
     too_few_error,
 )
-from ale_cli.data.text_levels import encode_text
 from ale_cli.errors import InputError
 
 inputs_sha256 = data_sha256
@@ -140,17 +137,17 @@ class TableStream:
     #: HashingReaders, or one plain file for a range of row groups (not hashed)
     _readers: list[Any] = field(default_factory=list)
     #: the levels of the text columns (read as their codes)
-    text: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    levels: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
-    @property
-    def levels(self) -> dict[str, tuple[Any, ...]]:
-        return dict(self.text)
-
-    def raw_frames(self) -> Iterator[Any]:
-        """The file's frames as read, before any conversion (instead of iterating)."""
+    def _take(self) -> Iterator[Any]:
         if self._frames is None:
             raise RuntimeError("a TableStream is iterated once")
         frames, self._frames = self._frames, None
+        return frames
+
+    def raw_frames(self) -> Iterator[Any]:
+        """The file's frames as read, before any conversion (instead of iterating)."""
+        frames = self._take()
         try:
             yield from frames
         finally:
@@ -167,19 +164,16 @@ class TableStream:
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Chunks of exactly ``chunk_rows`` kept rows (the last one may be shorter)."""
-        if self._frames is None:
-            raise RuntimeError("a TableStream is iterated once")
-        frames, self._frames = self._frames, None
+        frames = self._take()
         pending: list[np.ndarray] = []
-        n_pending = 0
-        n_kept = 0
+        n_pending = n_kept = 0
         bad_cols = np.zeros(len(self.feature_names), dtype=bool)
         refused = False
         try:
             for frame in frames:
                 self.rows_read += len(frame)
-                if self.text:
-                    X, dtypes = encode_text(frame, self.feature_names, self.path, self.text)
+                if self.levels:
+                    X, dtypes = encode_text(frame, self.feature_names, self.path, self.levels)
                 else:
                     X, dtypes = batch_matrix(frame, self.feature_names, self.path, self.dtype)
                 for c, dt in dtypes.items():
@@ -214,19 +208,14 @@ class TableStream:
                 raise too_few_error(self.where, n_kept + n_pending, self.rows_dropped)
             if pending:
                 yield np.ascontiguousarray(np.concatenate(pending))
-            self._finish_hash()
+            if self.row_groups is None:  # (a part of a file: its hash is of every byte)
+                hashes = [r.hexdigest() for r in self._readers]
+                self.sha256 = hashes[0]
+                if is_dataset(self.path):
+                    pairs = zip(dataset_files(self.path), hashes, strict=True)
+                    self.sha256 = combine_hashes(self.path, list(pairs))
         finally:
             self.close()
-
-    def _finish_hash(self) -> None:
-        if self.row_groups is not None:  # a part of the file: its hash is of every byte
-            return
-        hashes = [r.hexdigest() for r in self._readers]
-        if is_dataset(self.path):
-            files = dataset_files(self.path)
-            self.sha256 = combine_hashes(self.path, list(zip(files, hashes, strict=True)))
-        else:
-            self.sha256 = hashes[0]
 
     def close(self) -> None:
         for r in self._readers:
@@ -379,5 +368,88 @@ def open_stream(
         row_groups=row_groups,
         _frames=frames,
         _readers=readers,
-        text={k: tuple(v) for k, v in (text or {}).items()},
+        levels={k: tuple(v) for k, v in (text or {}).items()},
     )
+
+
+Levels = dict[str, tuple[Any, ...]]
+
+
+def _frame(frame: Any, columns: Sequence[str]) -> Any:
+    if hasattr(frame, "schema"):
+        return frame.select(list(columns)).to_pandas()
+    return frame
+
+
+def text_levels(frames: Iterable[Any], columns: Sequence[str]) -> tuple[Levels, tuple[str, ...]]:
+    """The levels of the text ``columns`` over every frame, and the text columns some frame
+    read as numbers (to read again as strings).
+
+    >>> import pandas as pd
+    >>> frames = [pd.DataFrame({"a": [1.0, 2.0], "c": ["b", None]}),
+    ...           pd.DataFrame({"a": [3.0, 4.0], "c": ["a", "b"]})]
+    >>> text_levels(frames, ["a", "c"])
+    ({'c': ('a', 'b')}, ())
+    """
+    import pandas as pd
+
+    seen: dict[str, set[Any]] = {}
+    text: set[str] = set()
+    numeric: set[str] = set()
+    for raw in frames:
+        frame = _frame(raw, columns)
+        for name in columns:
+            col = frame[name]
+            if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
+                if col.notna().any():
+                    numeric.add(name)
+                continue
+            values = col.dropna()
+            if (pd.to_numeric(values, errors="coerce").isna()).any():
+                text.add(name)
+            seen.setdefault(name, set()).update(values.unique().tolist())
+    levels: Levels = {}
+    for name in columns:
+        if name in text:
+            found = pd.Series(list(seen[name]), dtype=object)
+            uniques = pd.factorize(found, sort=True)[1]
+            levels[name] = tuple(v.item() if hasattr(v, "item") else v for v in uniques)
+    return levels, tuple(n for n in columns if n in text and n in numeric)
+
+
+def encode_text(
+    frame: Any, columns: Sequence[str], path: Path, levels: Mapping[str, Sequence[Any]]
+) -> tuple[np.ndarray, dict[str, str]]:
+    """(n, D) float64 values of ``columns``, the text ones as codes of their ``levels``, and
+    the columns' pandas dtypes; InputError for a value the first pass did not see."""
+    import pandas as pd
+
+    frame = _frame(frame, columns)
+    numbers = [c for c in columns if c not in levels]
+    X = np.empty((len(frame), len(columns)))
+    found, dtypes = batch_matrix(frame, numbers, path)
+    X[:, [columns.index(c) for c in numbers]] = found
+    for name in levels:
+        col = frame[name]
+        codes = pd.Index(list(levels[name]), dtype=object).get_indexer(col.astype(object))
+        unknown = (codes < 0) & col.notna().to_numpy()
+        if unknown.any():
+            raise InputError(
+                f"column '{name}' of data file '{path}' has value "
+                f"{col[unknown].iloc[0]!r}, which the first pass did not read: did the file "
+                "change during the run?"
+            )
+        X[:, columns.index(name)] = np.where(codes < 0, np.nan, codes)
+        dtypes[name] = str(col.dtype)
+    return X, {c: dtypes[c] for c in columns}
+
+
+def find_text_levels(open_with: Callable[[Levels], Any]) -> Levels:
+    """The levels of the text columns of the stream ``open_with(text)`` opens (``text``: the
+    columns to read as strings), from one pass, or two when a chunk read one as numbers."""
+    stream = open_with({})
+    levels, again = text_levels(stream.raw_frames(), stream.feature_names)
+    if again:
+        stream = open_with(dict.fromkeys(again, ()))
+        levels, _ = text_levels(stream.raw_frames(), stream.feature_names)
+    return levels

@@ -1,9 +1,14 @@
 """Load a tabular dataset (CSV or Parquet) into a float64 feature matrix, whole or a chunk
 (a DataFrame, or an Arrow RecordBatch converted without pandas when every column is
-numeric or boolean); every problem is a one-line InputError naming the file and column."""
+numeric or boolean); every problem is a one-line InputError naming the file and column. A
+partitioned Parquet dataset is a directory (its ``*.parquet`` files, recursively) or a glob
+pattern, its files in name order, each opened by :func:`open_part`."""
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,18 +16,112 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.data.dataset import (
-    dataset_files,
-    dataset_sha256,
-    is_dataset,
-    open_part,
-    read_error,
-    read_parts,
-)
 from ale_cli.errors import InputError, NotNumeric
+from ale_cli.io.files import sha256_file
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow.parquet as pq
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def is_glob(path: Path) -> bool:
+    """True when ``path`` does not exist and holds a glob pattern (``*``, ``?``, ``[``).
+
+    >>> is_glob(Path("no/such/part-*.parquet")), is_glob(Path("no/such/file.parquet"))
+    (True, False)
+    """
+    return not path.exists() and bool(_GLOB.search(str(path)))
+
+
+def is_dataset(path: Path) -> bool:
+    """True for a partitioned dataset: a directory or a glob pattern."""
+    return path.is_dir() or is_glob(path)
+
+
+def dataset_root(path: Path) -> Path:
+    """The directory a dataset's file names are relative to.
+
+    >>> dataset_root(Path("no/such/part=*/data.parquet")).as_posix()
+    'no/such'
+    """
+    if not is_glob(path):
+        return path
+    fixed = list(itertools.takewhile(lambda part: not _GLOB.search(part), path.parts))
+    return Path(*fixed) if fixed else Path(".")
+
+
+def dataset_files(path: Path) -> list[Path]:
+    """The files of a data path: itself, a directory's ``*.parquet`` files, or a glob's."""
+    if is_glob(path):
+        root = dataset_root(path)
+        pattern = path.relative_to(root).as_posix() if root != Path(".") else str(path)
+        matched = sorted(p for p in root.glob(pattern) if p.is_file())
+        if not matched:
+            raise InputError(f"data '{path}' matches no files")
+        return matched
+    if not path.is_dir():
+        return [path]
+    files = sorted(p for p in path.rglob("*.parquet") if p.is_file())
+    if not files:
+        raise InputError(
+            f"data '{path}' is a directory holding no .parquet files; give a CSV or Parquet "
+            "file, or a directory of .parquet files (a partitioned dataset)"
+        )
+    return files
+
+
+def dataset_sha256(path: Path) -> str:
+    """SHA-256 of a data file, or of a directory's files: of each relative name and hash."""
+    if not is_dataset(path):
+        return sha256_file(path)
+    return combine_hashes(path, [(p, sha256_file(p)) for p in dataset_files(path)])
+
+
+def combine_hashes(path: Path, hashes: Sequence[tuple[Path, str]]) -> str:
+    """The sha256 of dataset ``path`` from its files' (named relative to :func:`dataset_root`)."""
+    root = dataset_root(path)
+    digest = hashlib.sha256()
+    for p, h in hashes:
+        digest.update(f"{p.relative_to(root).as_posix()}\0{h}\n".encode())
+    return digest.hexdigest()
+
+
+def check_part(file: Path, names: Sequence[str], columns: Sequence[str]) -> None:
+    """InputError naming ``file`` and the first of ``columns`` its schema ``names`` lacks.
+
+    >>> check_part(Path("ds/part-1.parquet"), ["s5", "age"], ["age", "s5"])
+    >>> check_part(Path("ds/part-1.parquet"), ["age", "s5"], ["age", "s6"])
+    Traceback (most recent call last):
+    ale_cli.errors.InputError: data file 'ds/part-1.parquet' has no column 's6' (columns: age, s5)
+    """
+    held = set(names)
+    for name in columns:
+        if name not in held:
+            raise InputError(
+                f"data file '{file}' has no column '{name}' (columns: {', '.join(names)})"
+            )
+
+
+def read_error(path: Path, exc: BaseException, fmt: str = "parquet") -> InputError:
+    """The one line for a data file pandas or pyarrow cannot read."""
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}")
+
+
+def open_part(source: Any, file: Path, columns: Sequence[str]) -> pq.ParquetFile:
+    """The Parquet file ``source`` (a path or open file) of part ``file``, holding ``columns``."""
+    import pyarrow.parquet as pq
+
+    try:
+        part = pq.ParquetFile(source, pre_buffer=False)
+        names = list(part.schema_arrow.names)
+    except Exception as exc:  # pyarrow raises many types for unreadable files
+        raise read_error(file, exc) from None
+    check_part(file, names, columns)
+    return part
+
 
 FORMATS = ("csv", "parquet")
 _COMPRESSED = {".gz", ".bz2", ".xz", ".zst", ".zip"}
@@ -31,10 +130,8 @@ _EXTENSIONS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parq
 
 @dataclass(frozen=True)
 class Table:
-    """The selected feature columns of a dataset: ``X`` (N, D) float64 (NaN/inf rows
-    removed with ``dropna``), ``categorical`` the columns held fixed, ``levels[name][code]``
-    the original value of an encoded text column, ``file_columns`` in the file's order.
-    """
+    """The selected columns of a dataset: ``X`` (N, D) float64 (``dropna``: no NaN/inf rows),
+    ``levels[name][code]`` an encoded text column's value, ``file_columns`` in file order."""
 
     X: np.ndarray
     feature_names: tuple[str, ...]
@@ -73,11 +170,33 @@ def detect_format(path: Path, fmt: str | None = None) -> str:
     return found
 
 
-def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, str]:
-    """Read the whole file into a DataFrame; returns it with the format used."""
+def _read(
+    path: Path, fmt: str | None, inputs: Sequence[str] | None, exclude: Sequence[str]
+) -> tuple[pd.DataFrame, str, list[str], tuple[str, ...]]:
+    """A file's or dataset's input columns, its format, the columns, the (first) file's."""
     import pandas as pd
 
-    path = Path(path)
+    if is_dataset(path):  # the parts' columns matched by name, in file order
+        import pyarrow as pa
+
+        files = dataset_files(path)
+        for file in files:
+            refuse_duplicate_headers(file, "parquet")
+        file_columns = tuple(open_part(files[0], files[0], ()).schema_arrow.names)
+        columns = select_columns(file_columns, path, inputs=inputs, exclude=exclude)
+        tables = []
+        for file in files:
+            part = open_part(file, file, columns)
+            try:
+                tables.append(part.read(columns=list(columns)))
+            except Exception as exc:  # pyarrow raises many types for unreadable files
+                raise read_error(file, exc) from None
+        try:
+            table = pa.concat_tables(tables, promote_options="permissive")
+        except pa.ArrowException:  # text in one part, numbers in another: as pandas combines
+            frame = pd.concat([t.to_pandas() for t in tables], ignore_index=True)
+            return frame, "parquet", columns, file_columns
+        return table.to_pandas(), "parquet", columns, file_columns
     if not path.exists():
         raise InputError(f"data file '{path}' does not exist")
     fmt = detect_format(path, fmt)
@@ -88,19 +207,9 @@ def read_frame(path: str | Path, fmt: str | None = None) -> tuple[pd.DataFrame, 
         raise InputError(f"data file '{path}' is empty") from None
     except Exception as exc:  # pandas/pyarrow raise many types for unreadable files
         raise read_error(path, exc, fmt) from None
-    return frame, fmt
-
-
-def read_dataset(
-    path: Path, *, inputs: Sequence[str] | None = None, exclude: Sequence[str] = ()
-) -> tuple[pd.DataFrame, list[str], tuple[str, ...]]:
-    """A dataset's input columns as one DataFrame, the columns, the first file's columns."""
-    files = dataset_files(path)
-    for file in files:
-        refuse_duplicate_headers(file, "parquet")
-    file_columns = tuple(open_part(files[0], files[0], ()).schema_arrow.names)
+    file_columns = tuple(str(c) for c in frame.columns)
     columns = select_columns(file_columns, path, inputs=inputs, exclude=exclude)
-    return read_parts(files, columns), columns, file_columns
+    return frame, fmt, columns, file_columns
 
 
 def refuse_duplicate_headers(path: Path, fmt: str) -> None:
@@ -135,11 +244,7 @@ def select_columns(
 ) -> list[str]:
     """The input columns: ``inputs`` in that order, else all ``names`` but ``exclude``."""
     columns = [str(c) for c in names]
-    for name in [*(inputs or ()), *exclude]:
-        if name not in columns:
-            raise InputError(
-                f"data file '{path}' has no column '{name}' (columns: {', '.join(columns)})"
-            )
+    check_part(path, columns, [*(inputs or ()), *exclude])
     if inputs:
         chosen = [f for f in inputs if f not in exclude]
     else:
@@ -262,8 +367,6 @@ def data_sha256(data: str | Path | pd.DataFrame) -> str:
     """Hex SHA-256 of a data file, a dataset (:func:`dataset_sha256`) or a DataFrame."""
     if not is_frame(data):
         return dataset_sha256(Path(data))  # type: ignore[arg-type]
-    import hashlib
-
     import pandas as pd
 
     frame = data
@@ -312,18 +415,13 @@ def load_table(
 ) -> Table:
     """The selected columns of a CSV/Parquet file or DataFrame as float64; ``categorical``
     and (``encode_text``) coded text columns are held fixed."""
-    if not is_frame(path) and is_dataset(Path(path)):  # type: ignore[arg-type]
-        path = Path(path)  # type: ignore[arg-type]
-        frame, columns, file_columns = read_dataset(path, inputs=inputs, exclude=exclude)
-        fmt = "parquet"
-    else:
-        if is_frame(path):
-            frame, fmt, path = path, "dataframe", Path(IN_MEMORY)
-        else:
-            frame, fmt = read_frame(path, fmt)  # type: ignore[arg-type]
-            path = Path(path)  # type: ignore[arg-type]
+    if is_frame(path):
+        frame, fmt, path = path, "dataframe", Path(IN_MEMORY)
         file_columns = tuple(str(c) for c in frame.columns)
         columns = select_columns(file_columns, path, inputs=inputs, exclude=exclude)
+    else:
+        path = Path(path)  # type: ignore[arg-type]
+        frame, fmt, columns, file_columns = _read(path, fmt, inputs, exclude)
     rows_read = len(frame)
     if rows_read == 0:
         raise InputError(f"data file '{path}' has no rows")

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from ale_cli.data.sources import DataSource
+from ale_cli.data.stream import find_text_levels
 from ale_cli.data.table import is_frame
-from ale_cli.data.text_levels import find_text_levels
 from ale_cli.errors import InputError, NotNumeric
 from ale_cli.estimators.inputs import (
     TEXT_FORMATS,

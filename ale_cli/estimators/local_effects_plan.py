@@ -13,12 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.data.dataset import combine_hashes, dataset_files, is_dataset
 from ale_cli.data.source import ArraySource, Source
 from ale_cli.data.sources import DataSource, OpenedSource, Reads
-from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream
-from ale_cli.data.table import Table
-from ale_cli.data.text_levels import find_text_levels
+from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream, find_text_levels
+from ale_cli.data.table import Table, combine_hashes, dataset_files, is_dataset
 from ale_cli.errors import InputError, NotNumeric
 from ale_cli.estimators.inputs import (
     ModelInputs,

@@ -40,25 +40,13 @@ def sha256_file(path: str | os.PathLike[str], what: str = "file") -> str:
     return digest.hexdigest()
 
 
+_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+_KINDS |= {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket"}
+
+
 def what_is(mode: int) -> str | None:
     """What a non-regular file is ("a directory", ...); None for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    return None if stat.S_ISREG(mode) else _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
 def write_target(path: str | os.PathLike[str]) -> Path:
@@ -110,7 +98,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
     try:
         fd = -1
         for _ in range(100):
-            tmp = target.parent / temporary_name(target.name)
+            tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
             try:
                 fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
                 break
@@ -118,7 +106,10 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
                 tmp = None
         if tmp is None:
             raise OSError(errno.EEXIST, "no free temporary file name")
-        os.fchmod(fd, existing if existing is not None else 0o666 & ~_umask())
+        if existing is None:
+            os.umask(umask := os.umask(0o022))
+            existing = 0o666 & ~umask
+        os.fchmod(fd, existing)
         with os.fdopen(fd, mode) as fh:
             yield fh
             fh.flush()
@@ -130,11 +121,6 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
         if isinstance(exc, OSError):
             raise RunError(f"cannot write '{given}': {exc.strerror or exc}") from None
         raise
-
-
-def temporary_name(name: str) -> str:
-    """The name of a temporary file for ``name``: ``.NAME.<12 hex digits>.tmp``."""
-    return f".{name}.{secrets.token_hex(6)}.tmp"
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:

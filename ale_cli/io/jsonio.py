@@ -50,6 +50,23 @@ def float_array(values: Any) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
+#: the tool name in the ``tool`` object of every JSON file ale writes
+TOOL = "ale"
+
+
+def ale_object(path: Path, limit: int) -> dict[str, Any] | None:
+    """The JSON object in file ``path`` (of at most ``limit`` bytes) whose ``tool.name`` is
+    :data:`TOOL`, else None."""
+    try:
+        if path.stat().st_size > limit:
+            return None
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    tool = data.get("tool") if isinstance(data, dict) else None
+    return data if isinstance(tool, dict) and tool.get("name") == TOOL else None
+
+
 STDIN = "-"
 
 

@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import os
-import queue
-import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -38,36 +36,17 @@ def prefetched(chunks: Iterator[T]) -> Iterator[T]:
     >>> list(prefetched(iter([1, 2, 3])))
     [1, 2, 3]
     """
-    items: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
-    stop = threading.Event()
+    from concurrent.futures import ThreadPoolExecutor
 
-    def read() -> None:
-        try:
-            for item in chunks:
-                while not stop.is_set():
-                    try:
-                        items.put(("item", item), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            items.put(("end", None))
-        except BaseException as exc:  # handed to the caller, raised there
-            items.put(("error", exc))
-
-    thread = threading.Thread(target=read, name="ale-read", daemon=True)
-    thread.start()
+    end = object()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-read")
     try:
-        while True:
-            kind, value = items.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                raise value
-            yield value
-    finally:
-        stop.set()
+        ahead = pool.submit(next, chunks, end)
+        while (item := ahead.result()) is not end:
+            ahead = pool.submit(next, chunks, end)
+            yield item  # type: ignore[misc]
+    finally:  # a consumer that stops (or Ctrl-C) does not wait for the read in flight
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def ordered_map(

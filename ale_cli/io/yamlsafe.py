@@ -74,12 +74,9 @@ def _expanded_size(root: Any) -> int:
             )
         active.add(key)
         total = 1
-        if isinstance(node, SequenceNode):
-            children = node.value
-        elif isinstance(node, MappingNode):
+        children = node.value if isinstance(node, SequenceNode) else []
+        if isinstance(node, MappingNode):
             children = [n for pair in node.value for n in pair]
-        else:
-            children = []
         for child in children:
             total += size(child)
             if total > MAX_NODES:

@@ -12,16 +12,16 @@ from pathlib import Path
 
 from ale_cli import __version__
 from ale_cli.io.files import atomic_write, sha256_file
+from ale_cli.io.jsonio import TOOL, ale_object
 
 MANIFEST = ".ale-plots.json"
-_TOOL = "ale"
 _KIND = "figures"
 
 
 def write_manifest(directory: Path, files: Sequence[Path]) -> Path:
     """Write the manifest of ``files`` (inside ``directory``) into ``directory``."""
     listed = {p.name: sha256_file(p) for p in sorted(files, key=lambda p: p.name)}
-    data = {"tool": {"name": _TOOL, "version": __version__}, "kind": _KIND, "files": listed}
+    data = {"tool": {"name": TOOL, "version": __version__}, "kind": _KIND, "files": listed}
     path = directory / MANIFEST
     with atomic_write(path) as fh:
         fh.write((json.dumps(data, indent=1) + "\n").encode("utf-8"))
@@ -32,17 +32,13 @@ def read_manifest(directory: Path) -> dict[str, str] | None:
     """The files (name -> sha256) the manifest in ``directory`` lists; None without one."""
     path = directory / MANIFEST
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode) or path.stat().st_size > 1 << 24:
-            return None
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        data = ale_object(path, 1 << 24) if stat.S_ISREG(os.lstat(path).st_mode) else None
+    except OSError:
         return None
-    if not isinstance(data, dict) or data.get("kind") != _KIND:
-        return None
-    tool, files = data.get("tool"), data.get("files")
-    if not isinstance(tool, dict) or tool.get("name") != _TOOL or not isinstance(files, dict):
-        return None
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+    files = data.get("files") if data is not None and data.get("kind") == _KIND else None
+    if not isinstance(files, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+    ):
         return None
     return files
 

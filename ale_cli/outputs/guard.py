@@ -8,7 +8,6 @@ output that is not recognisably this kind of ``ale`` output, by content, never b
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,13 +15,12 @@ from pathlib import Path
 
 from ale_cli.errors import InputError
 from ale_cli.io.files import output_mode, what_is
+from ale_cli.io.jsonio import ale_object
 from ale_cli.outputs import figures
 from ale_cli.summary.export import HEADERS
 
 #: Written as a file name, ``-`` means standard output.
 STDIO = "-"
-#: What the generator markers name.
-TOOL = "ale"
 #: The comment :func:`ale_cli.audit.report.junit_xml` writes after the XML declaration.
 JUNIT_MARKER = "<!-- generator: ale"
 #: The ``<meta>`` of every HTML report (``ale_cli/report/templates/report.html.j2``).
@@ -46,19 +44,6 @@ class OutputKind:
     refusal: Callable[[Path], str | None] | None = None
 
 
-@dataclass(frozen=True)
-class Target:
-    """An output checked by :func:`guard`: ``path`` (None for standard output)."""
-
-    kind: OutputKind
-    path: Path | None
-    force: bool = False
-
-    @property
-    def stdout(self) -> bool:
-        return self.path is None
-
-
 def _head(path: Path, size: int = _HEAD) -> bytes:
     try:
         with open(path, "rb") as fh:
@@ -68,21 +53,9 @@ def _head(path: Path, size: int = _HEAD) -> bytes:
 
 
 def _json_object(path: Path) -> dict[str, object] | None:
-    """The JSON object in ``path`` when it names ``ale`` as its tool (else None)."""
     if b'"tool"' not in _head(path, 1 << 16):  # ours name it near the top
         return None
-    try:
-        if path.stat().st_size > _JSON_LIMIT:
-            return None
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    tool = data.get("tool")
-    if not isinstance(tool, dict) or tool.get("name") != TOOL:
-        return None
-    return data
+    return ale_object(path, _JSON_LIMIT)
 
 
 def is_summary(path: Path) -> bool:
@@ -168,51 +141,45 @@ def _not_ours_unless_empty(path: Path, ours: Callable[[Path], bool], what: str) 
     return f"output '{path}' is a directory that is not an ale {what}; choose another output"
 
 
-KINDS: dict[str, OutputKind] = {}
+#: every output kind by name
+KINDS: dict[str, OutputKind] = {
+    kind.name: kind
+    for kind in (
+        OutputKind("store", "local-effects store (.npz with a readable meta)", is_store),
+        OutputKind(
+            "store-dir",
+            "directory store",
+            is_store_directory,
+            directory=True,
+            refusal=lambda p: _not_ours_unless_empty(p, is_store_directory, "directory store"),
+        ),
+        OutputKind("summary", "summary", is_summary, stdout=True),
+        OutputKind("edges", "edges file (a summary)", is_summary, stdout=True),
+        OutputKind("html", "HTML report", is_html_report, stdout=True),
+        OutputKind("audit-json", "audit report", is_audit_report, stdout=True),
+        OutputKind("junit", "JUnit XML of 'ale audit'", is_junit, stdout=True),
+        OutputKind(
+            "audit-markdown", "markdown summary of 'ale audit'", is_audit_markdown, stdout=True
+        ),
+        OutputKind("table-csv", "CSV export", is_csv_export, stdout=True),
+        OutputKind("table-parquet", "Parquet export", is_parquet_export),
+        OutputKind(
+            "figures",
+            "figure directory",
+            figures.is_figure_directory,
+            directory=True,
+            refusal=figures.refusal,
+        ),
+    )
+}
 
 
-def register_kind(kind: OutputKind) -> OutputKind:
-    """Add ``kind`` to :data:`KINDS` (a name registered twice is a bug)."""
-    if kind.name in KINDS:
-        raise ValueError(f"output kind '{kind.name}' is already registered")
-    KINDS[kind.name] = kind
-    return kind
-
-
-for _kind in (
-    OutputKind("store", "local-effects store (.npz with a readable meta)", is_store),
-    OutputKind(
-        "store-dir",
-        "directory store",
-        is_store_directory,
-        directory=True,
-        refusal=lambda p: _not_ours_unless_empty(p, is_store_directory, "directory store"),
-    ),
-    OutputKind("summary", "summary", is_summary, stdout=True),
-    OutputKind("edges", "edges file (a summary)", is_summary, stdout=True),
-    OutputKind("html", "HTML report", is_html_report, stdout=True),
-    OutputKind("audit-json", "audit report", is_audit_report, stdout=True),
-    OutputKind("junit", "JUnit XML of 'ale audit'", is_junit, stdout=True),
-    OutputKind("audit-markdown", "markdown summary of 'ale audit'", is_audit_markdown, stdout=True),
-    OutputKind("table-csv", "CSV export", is_csv_export, stdout=True),
-    OutputKind("table-parquet", "Parquet export", is_parquet_export),
-    OutputKind(
-        "figures",
-        "figure directory",
-        figures.is_figure_directory,
-        directory=True,
-        refusal=figures.refusal,
-    ),
-):
-    register_kind(_kind)
-
-
-def _paths(inputs: Sequence[str | os.PathLike[str] | None]) -> list[str | os.PathLike[str]]:
-    return [item for item in inputs if item is not None and str(item) != STDIO]
-
-
-def _same_as_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -> None:
-    for item in _paths(inputs):
+def _refuse_inputs(
+    out: Path, inputs: Sequence[str | os.PathLike[str] | None], *, inside: bool
+) -> None:
+    """Refuse ``out`` when it is one of ``inputs``, or (``inside``) when it holds one."""
+    given = [item for item in inputs if item is not None and str(item) != STDIO]
+    for item in given:
         try:
             same = os.path.samefile(out, item)
         except (OSError, ValueError):
@@ -221,16 +188,12 @@ def _same_as_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -
             raise InputError(
                 f"output '{out}' is the same file as the input '{item}'; choose another output"
             )
-
-
-def _inside_input(out: Path, inputs: Sequence[str | os.PathLike[str] | None]) -> None:
-    for item in _paths(inputs):
+    for item in given if inside else ():
         try:
-            inner = Path(item).resolve()
-            outer = out.resolve()
+            holds = out.resolve() in Path(item).resolve().parents
         except (OSError, RuntimeError):
             continue
-        if outer in inner.parents:
+        if holds:
             raise InputError(
                 f"output '{out}' holds the input '{item}', which replacing it would delete; "
                 "choose another output"
@@ -244,8 +207,9 @@ def guard(
     inputs: Sequence[str | os.PathLike[str] | None] = (),
     force: bool = False,
     param: str = "out",
-) -> Target | None:
-    """Check an output before any work (the module docstring); None for no output."""
+) -> Path | None:
+    """Check an output before any work (the module docstring): its path (``-``: standard
+    output), None for no output."""
     spec = KINDS[kind] if isinstance(kind, str) else kind
     if path is None:
         return None
@@ -256,19 +220,16 @@ def guard(
                 "give a path",
                 param=param,
             )
-        return Target(spec, None, force)
+        return Path(STDIO)
     out = Path(path)
     mode = output_mode(out)
+    _refuse_inputs(out, inputs, inside=spec.directory)
     if mode is None:
-        if spec.directory:
-            _inside_input(out, inputs)
-        return Target(spec, out, force)
-    _same_as_input(out, inputs)
+        return out
     what = what_is(mode)
     if spec.directory:
         if what != "a directory":
             raise InputError(f"output directory '{out}' is {what or 'a file'}")
-        _inside_input(out, inputs)
         reason = spec.refusal(out) if spec.refusal is not None else None
         if reason is not None:
             raise InputError(reason)
@@ -281,4 +242,4 @@ def guard(
             "output, or pass {param:force} to overwrite it",
             param=param,
         )
-    return Target(spec, out, force)
+    return out

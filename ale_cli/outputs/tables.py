@@ -8,12 +8,13 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ale_cli import __version__
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
-from ale_cli.outputs.guard import PARQUET_KEY, TOOL
+from ale_cli.io.jsonio import TOOL
+from ale_cli.outputs.guard import PARQUET_KEY
 from ale_cli.summary.export import STDIO, ExportTable, export_table
 
 if TYPE_CHECKING:
@@ -71,24 +72,18 @@ def write_table(
         data = _csv_text(frame).encode("utf-8")
         with atomic_write(path) as fh:
             fh.write(data)
-    else:
-        table = _marked_arrow_table(frame)
+    else:  # schema metadata key ``ale`` names the tool
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        mark = json.dumps({"name": TOOL, "version": __version__, "kind": "table"})
+        table = table.replace_schema_metadata(
+            {**(table.schema.metadata or {}), PARQUET_KEY: mark.encode()}
+        )
         with atomic_write(path) as fh:
             pq.write_table(table, fh)
     return fmt
-
-
-def _marked_arrow_table(frame: pd.DataFrame) -> Any:
-    """``frame`` as a pyarrow Table whose schema metadata key ``ale`` names the tool."""
-    import pyarrow as pa
-
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    mark = json.dumps({"name": TOOL, "version": __version__, "kind": "table"})
-    return table.replace_schema_metadata(
-        {**(table.schema.metadata or {}), PARQUET_KEY: mark.encode()}
-    )
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,5 @@
-"""What a store file holds, checked before any number from it is used: ``.npy`` members,
-the arrays' dtypes and agreeing shapes (with the optional pairs, levels, outputs and
-secant grids), finite row arrays and ``n_rows``, and the JSON types of its meta; a refusal
-names the array and field."""
+"""A store file's layout and meta checked before any number from it is used (members,
+dtypes, agreeing shapes, finite rows, the meta's JSON types); a refusal names the array."""
 
 from __future__ import annotations
 
@@ -335,6 +333,11 @@ _META_LISTS = (
     "outputs",
 )  # fmt: skip
 _META_TEXT = ("created", "method", "cache_key", "layout", "content_sha256")
+_META_TYPES = (
+    (_META_OBJECTS, dict, "an object"),
+    (_META_LISTS, list, "a list"),
+    (_META_TEXT, str, "text"),
+)
 _NAME_LISTS = ("feature_names", "features", "inputs", "categorical_features")
 
 
@@ -359,15 +362,10 @@ def meta_problem(meta: Mapping[str, Any]) -> str | None:
     >>> meta_problem({"chunks": {"rows": [64, "8"]}})
     "'chunks.rows' is not a list of row counts"
     """
-    for key in _META_OBJECTS:
-        if meta.get(key) is not None and not isinstance(meta[key], dict):
-            return f"'{key}' is not an object"
-    for key in _META_LISTS:
-        if meta.get(key) is not None and not isinstance(meta[key], list):
-            return f"'{key}' is not a list"
-    for key in _META_TEXT:
-        if meta.get(key) is not None and not isinstance(meta[key], str):
-            return f"'{key}' is not text"
+    for keys, kind, what in _META_TYPES:
+        for key in keys:
+            if meta.get(key) is not None and not isinstance(meta[key], kind):
+                return f"'{key}' is not {what}"
     if not all(isinstance(o, dict) for o in meta.get("outputs") or ()):
         return "'outputs' is not a list of objects"
     for key in _NAME_LISTS:

@@ -6,45 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ale_cli.store.format import (
-    DIGEST,
-    FINE_EDGES,
-    FINE_OFFSETS,
-    META_KEYS,
-    MIXED,
-    PAIRS,
-    SCHEMA_VERSION,
-    Store,
-    cache_key,
-)
+from ale_cli.store.format import DIGEST as DIGEST
+from ale_cli.store.format import FINE_EDGES as FINE_EDGES
+from ale_cli.store.format import FINE_OFFSETS as FINE_OFFSETS
+from ale_cli.store.format import META_KEYS as META_KEYS
+from ale_cli.store.format import MIXED as MIXED
+from ale_cli.store.format import PAIRS as PAIRS
+from ale_cli.store.format import SCHEMA_VERSION as SCHEMA_VERSION
+from ale_cli.store.format import Store as Store
+from ale_cli.store.format import StoreWriter as StoreWriter
+from ale_cli.store.format import cache_key as cache_key
+from ale_cli.store.format import write_store as write_store
 from ale_cli.store.parts import open_part_store, read_part_meta
 from ale_cli.store.parts import store_sha256 as part_store_sha256
-from ale_cli.store.reader import (
-    StoreFile,
-    file_sha256,
-    open_file_store,
-    read_file_meta,
-)
-from ale_cli.store.writer import StoreWriter, write_store
-
-__all__ = [
-    "DIGEST",
-    "FINE_EDGES",
-    "FINE_OFFSETS",
-    "META_KEYS",
-    "MIXED",
-    "PAIRS",
-    "SCHEMA_VERSION",
-    "Store",
-    "StoreFile",
-    "StoreWriter",
-    "cache_key",
-    "open_store",
-    "read_meta",
-    "read_store",
-    "store_sha256",
-    "write_store",
-]
+from ale_cli.store.reader import StoreFile as StoreFile
+from ale_cli.store.reader import file_sha256, open_file_store, read_file_meta
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:

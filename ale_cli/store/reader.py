@@ -3,7 +3,7 @@ and its identity; every byte through :class:`~ale_cli.store.verify.Archive` (CRC
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -140,18 +140,8 @@ class StoreFile(_Columns):
 
     def chunks(self, arrays: Sequence[str] = ROW_ARRAYS) -> Iterator[Chunk]:
         """The row arrays ``arrays`` chunk by chunk (a schema 1-2 store: one chunk)."""
-        if self.first is None and self.meta.get("chunks") is None:
-            with _open(self.path) as npz:
-                chunk = {name: npz[output_entry(name, self.output)] for name in arrays}
-            for name, array in chunk.items():
-                check_finite(self.path, name, array, self.labels(name))
-            yield Chunk(self.offset, chunk)
-            return
         first = self.first or 0
         yield from self.read_chunks(range(first, first + len(self.rows)), arrays)
-
-    def labels(self, name: str) -> Sequence[str]:
-        return {"X": self.input_names, "local_effects": self.feature_names}.get(name, ())
 
     def read_chunks(
         self, indices: Iterable[int], arrays: Sequence[str] = ROW_ARRAYS
@@ -159,16 +149,19 @@ class StoreFile(_Columns):
         """Chunks ``indices``: their ``arrays`` read and checked, their other members
         CRC-checked (once per handle)."""
         offset = self.offset
+        whole = self.first is None and self.meta.get("chunks") is None  # no chunk entries
+        labels = {"X": self.input_names, "local_effects": self.feature_names}
         with _open(self.path) as archive:
             for n, i in enumerate(indices):
                 chunk = {}
                 for name in arrays:
-                    entry = chunk_entry(output_entry(name, self.output), i)
+                    entry = output_entry(name, self.output)
+                    entry = entry if whole else chunk_entry(entry, i)
                     chunk[name] = archive.array(entry)
-                    check_finite(self.path, entry, chunk[name], self.labels(name))
+                    check_finite(self.path, entry, chunk[name], labels.get(name, ()))
                     self.verified.add(entry)
                 for other in _row_members(self.outputs):
-                    entry = chunk_entry(other, i)
+                    entry = other if whole else chunk_entry(other, i)
                     if entry in archive.members and entry not in self.verified:
                         archive.verify(entry)
                         self.verified.add(entry)
@@ -176,8 +169,30 @@ class StoreFile(_Columns):
                 offset += self.rows[n]
 
     def recorded_prediction(self) -> dict[str, Any] | None:
-        """:func:`recorded_prediction` of this store (the manifest's is output 0's)."""
-        return None if self.output else recorded_prediction(self.path, self.meta)
+        """The predictions' distribution the manifest records (None: none, or not output 0's),
+        checked."""
+        found = (self.meta.get("chunks") or {}).get("prediction")
+        if found is None or self.output:
+            return None
+        try:
+            n, mean = int(found["n"]), float(found["mean"])
+            quantiles = np.asarray(found["quantiles"], dtype=np.float64)
+        except (TypeError, KeyError, ValueError):
+            quantiles, n, mean = np.zeros(0), 0, 0.0
+        total = sum(int(r) for r in self.meta["chunks"].get("rows", ()))
+        if (
+            quantiles.shape != (N_QUANTILES,)
+            or not np.isfinite(quantiles).all()
+            or np.any(np.diff(quantiles) < 0)
+            or not 0 < n <= total
+            or not quantiles[0] <= mean <= quantiles[-1]
+        ):
+            raise InputError(
+                f"store '{self.path}': its manifest's prediction distribution is damaged "
+                f"(expected the count, mean and {N_QUANTILES} increasing percentiles of the "
+                "predictions)"
+            )
+        return {"n": n, "mean": mean, "quantiles": quantiles}
 
     def select_output(self, k: int) -> StoreFile:
         """This store read as output ``k`` alone."""
@@ -253,28 +268,3 @@ def open_file_store(path: Path) -> StoreFile:
         path=path, meta=meta, feature_names=names, input_names=inputs, rows=tuple(rows),
         outputs=len(output_records(meta)),
     )  # fmt: skip
-
-
-def recorded_prediction(path: Path, meta: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The predictions' distribution a store's manifest records (None: none), checked."""
-    found = (meta.get("chunks") or {}).get("prediction")
-    if found is None:
-        return None
-    try:
-        n, mean = int(found["n"]), float(found["mean"])
-        quantiles = np.asarray(found["quantiles"], dtype=np.float64)
-    except (TypeError, KeyError, ValueError):
-        quantiles, n, mean = np.zeros(0), 0, 0.0
-    total = sum(int(r) for r in meta["chunks"].get("rows", ()))
-    if (
-        quantiles.shape != (N_QUANTILES,)
-        or not np.isfinite(quantiles).all()
-        or np.any(np.diff(quantiles) < 0)
-        or not 0 < n <= total
-        or not quantiles[0] <= mean <= quantiles[-1]
-    ):
-        raise InputError(
-            f"store '{path}': its manifest's prediction distribution is damaged (expected the "
-            f"count, mean and {N_QUANTILES} increasing percentiles of the predictions)"
-        )
-    return {"n": n, "mean": mean, "quantiles": quantiles}

@@ -45,11 +45,6 @@ class Member:
     problem: str | None = None
 
 
-def _dos(info: zipfile.ZipInfo) -> tuple[int, int]:
-    y, mo, d, h, mi, s = info.date_time
-    return h << 11 | mi << 5 | s // 2, (y - 1980) << 9 | mo << 5 | d
-
-
 def _extra_records(extra: bytes) -> dict[int, bytes] | None:
     """The extra field's records by id, None if they do not fill it exactly."""
     out: dict[int, bytes] = {}
@@ -69,23 +64,18 @@ class Archive(AbstractContextManager):
     """A store file opened for verified reading (``with Archive(path) as a: a["X"]``);
     ``files``: the member names without ``.npy``."""
 
-    def __init__(self, path: str | Path, fh: BinaryIO | None = None) -> None:
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._own = fh is None
-        self._fh: BinaryIO = open(self.path, "rb") if fh is None else fh  # noqa: SIM115
+        self._fh: BinaryIO = open(self.path, "rb")  # noqa: SIM115
         try:
             self.members = self._structure()
         except BaseException:
-            self.close()
+            self._fh.close()
             raise
         self.files = list(self.members)
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._own:
-            self._fh.close()
+        self._fh.close()
 
     def damaged(self, name: str, why: str) -> DamagedStore:
         return DamagedStore(f"store '{self.path}': array '{name}' is damaged ({why})")
@@ -145,6 +135,7 @@ class Archive(AbstractContextManager):
             _LOCAL.unpack(head)
         )
         raw_name = fh.read(n_len)
+        y, mo, day, h, mi, sec = info.date_time
         records = _extra_records(fh.read(e_len))
         encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
         sizes = (csize, fsize)
@@ -163,7 +154,7 @@ class Archive(AbstractContextManager):
             or (version, system, flags, method) != (
                 info.extract_version, info.reserved, info.flag_bits, info.compress_type
             )
-            or (t, d) != _dos(info)
+            or (t, d) != (h << 11 | mi << 5 | sec // 2, (y - 1980) << 9 | mo << 5 | day)
             or recorded != (info.CRC, info.compress_size, info.file_size)
             or raw_name != info.orig_filename.encode(encoding)
             or records is None
