@@ -141,6 +141,20 @@ def check_store(
         )
 
 
+def matching_store(
+    store_path: str | Path | None, summaries: Sequence[tuple[str | Path, Summary, Sequence[str]]]
+) -> Store | None:
+    """The store at ``store_path`` (None: none), checked against each ``(summary_path,
+    summary, features)`` by :func:`check_store`."""
+    if store_path is None:
+        return None
+    store, sha = read_store(store_path), store_sha256(store_path)  # a file's or a directory's
+    for path, summary, names in summaries:
+        kw = {"summary_path": path, "store_path": store_path, "store_sha256": sha}
+        check_store(summary, store, names, **kw)
+    return store
+
+
 def _short(digest: str) -> str:
     return f"{str(digest)[:12]}..."
 
@@ -173,34 +187,45 @@ def render_summary(
     if summary_outputs(summary):  # every output's record of the names
         feats = [f for f in summary.features if f.name in names]
     out = Path(out_dir)
-    if regions is not None:  # the regions of each feature with a kept split
-        split = zip(names, file_stems(list(names)), strict=True)
-        tasks: list[Task] = [
-            ("regional", n, f"{s}__regions")
-            for n, s in split
-            if regions.feature(n).status == "split"
-        ]
-    else:  # the overview first (the biggest), features, interactions
-        pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
-        stems = file_stems([*names, *pairs])
-        tasks = [("feature", n, s) for n, s in zip(names, stems, strict=False) if not overview_only]
-        if names:
-            tasks.insert(0, ("overview", None, OVERVIEW))
-        tasks += [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
+    tasks = figure_tasks(summary, names, regions, overview_only=overview_only)
+    first = sorted(tasks, key=lambda task: task[0] != "overview")  # the biggest first
     with figure_directory(out) as tmp:
         job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel, regions)
-        written = run_tasks(job, tasks, jobs)
-    if tasks and tasks[0][0] == "overview":  # files are listed with the overview after the features
-        k = 1 + sum(kind == "feature" for kind, _, _ in tasks)
-        written = [*written[1:k], written[0], *written[k:]]
+        written = dict(zip(first, run_tasks(job, first, jobs), strict=True))
     return RenderResult(
-        paths=tuple(out / p.name for paths in written for p in paths),
+        paths=tuple(out / p.name for task in tasks for p in written[task]),
         features=names,
         not_estimable=tuple(
             dict.fromkeys(f.name for f in feats if f.status != "ok" or f.n_bins == 0)
         ),
         interactions=tuple(",".join(item.features) for item in summary.interactions),
     )
+
+
+def figure_tasks(
+    summary: Summary,
+    names: Sequence[str],
+    regions: RegionalSummary | None = None,
+    *,
+    overview_only: bool = False,
+) -> list[Task]:
+    """The figures of features ``names`` (unique) in file order: features, the overview,
+    interactions; of ``regions``, the regions of each feature with a kept split."""
+    pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
+    stems = file_stems([*names, *pairs])
+    if regions is not None:
+        split = zip(names, stems, strict=False)
+        return [
+            ("regional", n, f"{s}__regions")
+            for n, s in split
+            if regions.feature(n).status == "split"
+        ]
+    tasks: list[Task] = []
+    if not overview_only:
+        tasks = [("feature", n, s) for n, s in zip(names, stems, strict=False)]
+    if names:
+        tasks.append(("overview", None, OVERVIEW))
+    return tasks + [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
 
 
 def select_features(summary: Summary, features: Sequence[str]) -> tuple[Summary, list[str]]:
@@ -247,17 +272,7 @@ def plot_files(
         names = [f.name for f in summary.features]
     else:
         summary, names = select_features(summary, features)
-    store = None if store_path is None else read_store(store_path)
-    if store is not None:
-        sha = store_sha256(store_path)  # a file's, or a directory store's
-        check_store(
-            summary,
-            store,
-            names,
-            summary_path=summary_path,
-            store_path=store_path,
-            store_sha256=sha,
-        )
+    store = matching_store(store_path, [(summary_path, summary, names)])
     if jobs is None:
         n_features = 0 if overview_only else len(dict.fromkeys(names))
         jobs = default_jobs(n_features + 1 + len(summary.interactions))

@@ -20,16 +20,15 @@ from ale_cli.io.jsonio import read_json_file
 from ale_cli.plot.first_order import feature_figure, overview_figure
 from ale_cli.plot.outputs import output_store, output_view, outputs_figure, summary_outputs
 from ale_cli.plot.regional import region_label, regional_figure
-from ale_cli.plot.render import check_store
+from ale_cli.plot.render import matching_store
 from ale_cli.plot.second_order import interaction_figure
 from ale_cli.report.digest import finest, paragraph, split_checks, verdict
 from ale_cli.report.figures import rendered_figures, svg_text, trend
 from ale_cli.report.history import FeatureDrift, HistoryRun, feature_drifts, read_history
-from ale_cli.store.npz import read_store, store_sha256
 from ale_cli.summary.build import utc_now
 from ale_cli.summary.compare import summary_statistics
 from ale_cli.summary.model import FeatureSummary, Summary, read_summary, summary_json
-from ale_cli.summary.regional import REGIONAL, read_regional
+from ale_cli.summary.regional import REGIONAL, RegionalSummary, read_regional
 
 if TYPE_CHECKING:
     from ale_cli.store.npz import Store
@@ -83,13 +82,6 @@ def _environment() -> Any:
     env.filters["sortkey"] = _sort_key
     env.filters["zip"] = lambda a, b: list(zip(a, b, strict=True))
     return env
-
-
-def _markup(text: str) -> Any:
-    """Markup of an SVG drawn here, or of a figure the plot step drew (:func:`rendered_figures`)."""
-    import markupsafe
-
-    return markupsafe.Markup(text)  # noqa: S704 (SVG drawn here; matplotlib escapes its text)
 
 
 def _params(params: dict[str, Any]) -> str:
@@ -158,12 +150,10 @@ def _feature_rows(
         figures = [
             {
                 "label": f"{summary.estimator} ({Path(name).name})",
-                "svg": _markup(
-                    (reused.get(("feature", feat.name)) if feat.output is None else None)
-                    or svg_text(
-                        feature_figure(view, feat.name, store=output_store(store, feat.output)),
-                        prefix=f"f{i}-0-",
-                    )
+                "svg": (reused.get(("feature", feat.name)) if feat.output is None else None)
+                or svg_text(
+                    feature_figure(view, feat.name, store=output_store(store, feat.output)),
+                    prefix=f"f{i}-0-",
                 ),
             }
         ]
@@ -214,25 +204,24 @@ def _interactions(
                     "b": item.features[1],
                     "label": f"{item.estimator} ({Path(name).name})",
                     "notes": notes,
-                    "svg": _markup(
-                        reused.get(name, {}).get(("interaction", i))
-                        or svg_text(interaction_figure(summary, i, store=store), prefix=f"i{n}-")
-                    ),
+                    "svg": reused.get(name, {}).get(("interaction", i))
+                    or svg_text(interaction_figure(summary, i, store=store), prefix=f"i{n}-"),
                 }
             )
     return items
 
 
 def _regional(
-    loaded: Sequence[tuple[str, Summary]], reused: Mapping[str, Mapping[tuple[str, Any], str]]
+    labels: Sequence[str],
+    regions: Mapping[str, RegionalSummary],
+    reused: Mapping[str, Mapping[tuple[str, Any], str]],
 ) -> list[dict[str, Any]]:
     """Per regional summary (``ale regional``): its features with a kept split, largest
     drop first, each with its leaves in words and its figure (the first ``MAX_FIGURES``)."""
     out = []
-    for j, (label, summary) in enumerate(loaded):
-        if summary.estimator != REGIONAL:
+    for j, label in enumerate(labels):
+        if (found := regions.get(label)) is None:
             continue
-        found = read_regional(label)
         split = sorted(
             (r for r in found.regions if r.status == "split"), key=lambda r: (-r.drop, r.name)
         )
@@ -241,13 +230,12 @@ def _regional(
             drawn = reused.get(label, {}).get(("regional", r.name))
             if i < MAX_FIGURES and drawn is None:
                 drawn = svg_text(regional_figure(found, r.name), prefix=f"reg{j}-{i}-")
-            svg = _markup(drawn) if i < MAX_FIGURES else None
             rows.append(
                 {
                     "name": r.name,
                     "drop": r.drop,
                     "regions": [region_label(n) for n in r.leaves],
-                    "svg": svg,
+                    "svg": drawn if i < MAX_FIGURES else None,
                 }
             )
         unsplit = [r.name for r in found.regions if r.status == "no_split"]
@@ -261,20 +249,8 @@ def _load(
     if not paths:
         raise InputError("{param}: give at least one summary", param="summaries")
     summaries = [(str(p), read_summary(p)) for p in paths]
-    if store_path is None:
-        return summaries, None
-    store = read_store(store_path)
-    digest = store_sha256(store_path)
-    for label, summary in summaries:
-        check_store(
-            summary,
-            store,
-            [f.name for f in summary.features],
-            summary_path=label,
-            store_path=store_path,
-            store_sha256=digest,
-        )
-    return summaries, store
+    checks = [(label, s, [f.name for f in s.features]) for label, s in summaries]
+    return summaries, matching_store(store_path, checks)
 
 
 def build_report(
@@ -311,12 +287,13 @@ def build_report(
     if runs and first_order:
         runs = _without_this_run(runs, *first_order[0])
     given = {str(k): v for k, v in (figures or {}).items()}
-    reused = {n: rendered_figures(s, given[n]) for n, s in loaded if n in given}
+    regions = {n: read_regional(n) for n, s in loaded if s.estimator == REGIONAL}
+    reused = {n: rendered_figures(s, given[n], regions.get(n)) for n, s in loaded if n in given}
     timings = {"read_s": time.perf_counter() - t0}
     t = time.perf_counter()
     shown = _first_order_section(first_order, store_obj, runs, reused)
     shown["interactions"] = _interactions(loaded, store_obj, reused)
-    shown["regional"] = _regional(loaded, reused)
+    shown["regional"] = _regional([n for n, _ in loaded], regions, reused)
     timings["figures_s"] = time.perf_counter() - t
     t = time.perf_counter()
     context = _context(loaded, store_obj, audit_data, runs, shown, timestamp=timestamp)
@@ -403,17 +380,14 @@ def _first_order_section(
     main_label = f"{main.estimator} ({Path(main_name).name})"
     drifts = {d.name: d for d in feature_drifts(Path(main_name).name, main, runs)}
     rows = _feature_rows(main_name, main, store_obj, drifts, reused.get(main_name, {}))
-    overview = _markup(
-        reused.get(main_name, {}).get(("overview", None))
-        or svg_text(_overview(main), prefix="overview-")
+    overview = reused.get(main_name, {}).get(("overview", None)) or svg_text(
+        _overview(main), prefix="overview-"
     )
     others = [
         {
             "label": f"{other.estimator} ({Path(name).name})",
-            "svg": _markup(
-                reused.get(name, {}).get(("overview", None))
-                or svg_text(_overview(other), prefix=f"overview{j}-")
-            ),
+            "svg": reused.get(name, {}).get(("overview", None))
+            or svg_text(_overview(other), prefix=f"overview{j}-"),
         }
         for j, (name, other) in enumerate(first_order[1:], start=1)
     ]

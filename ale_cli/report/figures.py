@@ -3,7 +3,7 @@
 :func:`svg_text` saves with ``ale plot``'s rc settings, drops the prolog, DOCTYPE and
 metadata, rounds coordinates to 0.1 pt and prefixes every ``id`` (unique in the page).
 :func:`rendered_figures` takes each figure ``ale run``'s plot step drew (named by
-:func:`ale_cli.plot.render.file_stems`) as an ``<img>`` whose source is the file itself
+:func:`ale_cli.plot.render.figure_tasks`) as an ``<img>`` whose source is the file itself
 as a ``data:`` URI, when the directory's manifest lists it with the sha256 its bytes
 still have; any other figure is drawn.
 """
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from ale_cli.io.files import sha256_file
 from ale_cli.outputs.figures import read_manifest
 from ale_cli.plot import style
-from ale_cli.plot.render import OVERVIEW, file_stems
+from ale_cli.plot.render import figure_tasks
 from ale_cli.summary.model import Summary
-from ale_cli.summary.regional import REGIONAL
+from ale_cli.summary.regional import RegionalSummary
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -111,24 +111,11 @@ _MEDIA = (("svg", "image/svg+xml"), ("png", "image/png"))
 Key = tuple[str, Any]
 
 
-def _stems(summary: Summary) -> dict[Key, str]:
-    """The file stem of each figure the plot step draws for the whole ``summary``."""
-    names = [f.name for f in summary.features]
-    pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
-    stems = file_stems([*names, *pairs])
-    out: dict[Key, str] = {("feature", n): s for n, s in zip(names, stems, strict=False)}
-    if names:
-        out[("overview", None)] = OVERVIEW
-    for i, stem in enumerate(stems[len(names) :]):
-        out[("interaction", i)] = stem
-    if summary.estimator == REGIONAL:
-        out |= {("regional", n): f"{s}__regions" for n, s in zip(names, stems, strict=False)}
-    return out
-
-
-def rendered_figures(summary: Summary, directory: str | Path) -> dict[Key, str]:
-    """The ``<img>`` markup of every figure of ``summary`` found intact in ``directory``
-    (see the module docstring); empty when the directory has no manifest."""
+def rendered_figures(
+    summary: Summary, directory: str | Path, regions: RegionalSummary | None = None
+) -> dict[Key, str]:
+    """The ``<img>`` markup of every figure of ``summary`` (or ``regions``) found intact in
+    ``directory`` (see the module docstring); empty when the directory has no manifest."""
     import markupsafe
 
     root = Path(directory)
@@ -136,14 +123,18 @@ def rendered_figures(summary: Summary, directory: str | Path) -> dict[Key, str]:
     if listed is None:
         return {}
     out: dict[Key, str] = {}
-    for key, stem in _stems(summary).items():
+    names = list(dict.fromkeys(f.name for f in summary.features))
+    for kind, key, stem in figure_tasks(summary, names, regions):
+        alt = markupsafe.escape(f"{kind} {key if key is not None else ''}".strip())
         for ext, media in _MEDIA:
-            name = f"{stem}.{ext}"
-            path = root / name
-            if name not in listed or not path.is_file() or sha256_file(path) != listed[name]:
+            path = root / f"{stem}.{ext}"
+            if (
+                path.name not in listed
+                or not path.is_file()
+                or sha256_file(path) != listed[path.name]
+            ):
                 continue
             data = base64.b64encode(path.read_bytes()).decode("ascii")
-            alt = markupsafe.escape(f"{key[0]} {key[1] if key[1] is not None else ''}".strip())
-            out[key] = f'<img class="figure" alt="{alt}" src="data:{media};base64,{data}">'
+            out[(kind, key)] = f'<img class="figure" alt="{alt}" src="data:{media};base64,{data}">'
             break
     return out
