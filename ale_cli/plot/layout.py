@@ -136,16 +136,6 @@ def figure_legend(fig: Figure, handles: list[Any], labels: list[str], *, ncols: 
     ).set_gid("legend")
 
 
-def lines_in(points: float, n_lines: int) -> float:
-    """Height in inches of ``n_lines`` of text of size ``points`` (line spacing 1.2)."""
-    return n_lines * points * 1.2 / 72
-
-
-def n_lines(text: str) -> int:
-    """Lines of ``text``."""
-    return text.count("\n") + 1
-
-
 def wrap(text: str, width: int, max_lines: int | None = None) -> str:
     """``text`` filled to lines of ``width`` characters (at most ``max_lines``, cut with "…")."""
     kwargs: dict[str, Any] = {"width": width, "break_on_hyphens": False}

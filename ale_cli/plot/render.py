@@ -1,10 +1,6 @@
-"""Render a summary's figures to files (``ale plot``), here or in forked workers (same bytes).
-
-:func:`render_summary` writes ``<dir>/<feature>.<fmt>``, ``<dir>/overview.<fmt>``
-(when there are features) and ``<dir>/<a>__<b>.<fmt>`` per interaction, names from
-:func:`file_stems`, replacing the directory as a whole; of a regional summary, only
-``<dir>/<feature>__regions.<fmt>`` per feature with a kept split. Workers ignore SIGINT
-and die on SIGTERM; the parent stops them before cleaning up.
+"""Render a summary's figures to files (``ale plot``), here or in forked workers (same
+bytes), replacing the directory as a whole. Workers ignore SIGINT and die on SIGTERM; the
+parent stops them before cleaning up.
 """
 
 from __future__ import annotations
@@ -172,9 +168,9 @@ def render_summary(
     regions: RegionalSummary | None = None,
     overview_only: bool = False,
 ) -> RenderResult:
-    """Write the figures of ``summary`` (or of ``regions``, a regional summary) named in the
-    module docstring into ``out_dir``, replacing it when all are written (``overview_only``:
-    no figure per feature). ``store`` must match (:func:`check_store`, run by the caller).
+    """Write the figures of ``summary`` (or of ``regions``, a regional summary) named by
+    :func:`figure_tasks` into ``out_dir``, replacing it when all are written
+    (``overview_only``: no figure per feature). ``store`` must match (:func:`check_store`).
     """
     for fmt in formats:
         check_choice(str(fmt), FORMATS, "formats")
@@ -209,8 +205,9 @@ def figure_tasks(
     *,
     overview_only: bool = False,
 ) -> list[Task]:
-    """The figures of features ``names`` (unique) in file order: features, the overview,
-    interactions; of ``regions``, the regions of each feature with a kept split."""
+    """The figures of features ``names`` (unique), in file order: ``<feature>``, ``overview``
+    (when there are features), ``<a>__<b>`` per interaction, stems from :func:`file_stems`;
+    of ``regions``, only ``<feature>__regions`` per feature with a kept split."""
     pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
     stems = file_stems([*names, *pairs])
     if regions is not None:

@@ -377,19 +377,15 @@ def _first_order_section(
     if not first_order:
         return {"features": [], "overview": None, "main_label": None, "others": [], "moved": []}
     main_name, main = first_order[0]
-    main_label = f"{main.estimator} ({Path(main_name).name})"
     drifts = {d.name: d for d in feature_drifts(Path(main_name).name, main, runs)}
     rows = _feature_rows(main_name, main, store_obj, drifts, reused.get(main_name, {}))
-    overview = reused.get(main_name, {}).get(("overview", None)) or svg_text(
-        _overview(main), prefix="overview-"
-    )
-    others = [
+    overviews = [
         {
-            "label": f"{other.estimator} ({Path(name).name})",
+            "label": f"{s.estimator} ({Path(name).name})",
             "svg": reused.get(name, {}).get(("overview", None))
-            or svg_text(_overview(other), prefix=f"overview{j}-"),
+            or svg_text(_overview(s), prefix=f"overview{j or ''}-"),
         }
-        for j, (name, other) in enumerate(first_order[1:], start=1)
+        for j, (name, s) in enumerate(first_order)
     ]
     moved = sorted(
         (d for d in drifts.values() if d.previous is not None),
@@ -397,9 +393,9 @@ def _first_order_section(
     )
     return {
         "features": rows,
-        "overview": overview,
-        "main_label": main_label,
-        "others": others,
+        "overview": overviews[0]["svg"],
+        "main_label": overviews[0]["label"],
+        "others": overviews[1:],
         "moved": moved,
     }
 

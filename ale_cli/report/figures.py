@@ -52,18 +52,11 @@ def svg_text(fig: Figure, *, prefix: str) -> str:
     text = _URL.sub(lambda m: f"url(#{prefix}{m.group(1)})", text)
     text = _HREF.sub(lambda m: f'{m.group(1)}="#{prefix}{m.group(2)}"', text)
     # a width/height in pt fixes the size; the page scales it down to its column instead
-    return _SIZE.sub(
-        lambda m: (
-            f'<svg{m.group(1)} class="figure" width="{m.group(2)}pt" '
-            f'height="{m.group(3)}pt" role="img"'
-        ),
-        text,
-        count=1,
-    ).strip()
+    size = r'<svg\1 class="figure" width="\2pt" height="\3pt" role="img"'
+    return _SIZE.sub(size, text, count=1).strip()
 
 
 def _round(match: re.Match[str]) -> str:
-    """A number written with more than one decimal, to one decimal (trailing 0 kept)."""
     return f"{float(match.group(0)):.1f}"
 
 
