@@ -135,7 +135,6 @@ def _header(summaries: list[tuple[str, Summary]], store: Store | None) -> dict[s
 
 
 def _feature_rows(
-    name: str,
     summary: Summary,
     store: Store | None,
     drifts: dict[str, FeatureDrift],
@@ -146,27 +145,23 @@ def _feature_rows(
     rows = []
     for i, feat in enumerate(summary.features):
         s = stats.get(feat.key) or {}
-        view = output_view(summary, feat.output)  # several outputs: this record's
-        figures = [
-            {
-                "label": f"{summary.estimator} ({Path(name).name})",
-                "svg": (reused.get(("feature", feat.name)) if feat.output is None else None)
-                or svg_text(
-                    feature_figure(view, feat.name, store=output_store(store, feat.output)),
-                    prefix=f"f{i}-0-",
-                ),
-            }
-        ]
         drift = drifts.get(feat.name)
         rows.append(
             {
                 "anchor": f"feature-{i + 1}",
                 "name": feat.key,
-                "status": feat.status,
                 "bins": feat.n_bins,
                 **{k: s.get(k) for k in _STATISTICS},
                 "notes": _notes(feat),
-                "figures": figures,
+                "svg": (reused.get(("feature", feat.name)) if feat.output is None else None)
+                or svg_text(  # several outputs: this record's view and rows
+                    feature_figure(
+                        output_view(summary, feat.output),
+                        feat.name,
+                        store=output_store(store, feat.output),
+                    ),
+                    prefix=f"f{i}-0-",
+                ),
                 "drift": drift,
                 "trend": None
                 if drift is None or not drift.runs
@@ -378,7 +373,7 @@ def _first_order_section(
         return {"features": [], "overview": None, "main_label": None, "others": [], "moved": []}
     main_name, main = first_order[0]
     drifts = {d.name: d for d in feature_drifts(Path(main_name).name, main, runs)}
-    rows = _feature_rows(main_name, main, store_obj, drifts, reused.get(main_name, {}))
+    rows = _feature_rows(main, store_obj, drifts, reused.get(main_name, {}))
     overviews = [
         {
             "label": f"{s.estimator} ({Path(name).name})",
