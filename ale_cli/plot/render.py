@@ -10,7 +10,7 @@ import os
 import re
 import signal
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -42,6 +42,12 @@ _MAX_STEM = 100
 _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {
     f"{p}{i}" for p in ("COM", "LPT") for i in range(1, 10)
 }
+
+
+#: A figure to draw: ("feature", name, stem), ("overview", None, stem),
+#: ("interaction", index into summary.interactions, stem) or ("regional", name, stem).
+Task = tuple[str, str | int | None, str]
+Draw = Callable[[Task], list[Path]]  # draws a task, returns the files written
 
 
 @dataclass(frozen=True)
@@ -185,9 +191,28 @@ def render_summary(
     out = Path(out_dir)
     tasks = figure_tasks(summary, names, regions, overview_only=overview_only)
     first = sorted(tasks, key=lambda task: task[0] != "overview")  # the biggest first
+
+    def draw(task: Task) -> list[Path]:
+        """Draw one figure and save it in every format (in a worker: forked, not pickled)."""
+        kind, key, stem = task
+        if summary_outputs(summary) and kind in ("overview", "feature"):  # small multiples
+            fig = outputs_figure(
+                summary, names if kind == "overview" else (str(key),), ylabel=ylabel
+            )
+        elif kind == "overview":
+            fig = overview_figure(summary, names=names, ylabel=ylabel)
+        elif kind == "regional" and regions is not None:
+            fig = regional_figure(regions, str(key), ylabel=ylabel)
+        elif kind == "interaction":
+            fig = interaction_figure(summary, int(key or 0), store=store, ylabel=ylabel)
+        else:
+            fig = feature_figure(summary, str(key), store=store, ylabel=ylabel, reuse=True)
+        for fmt in formats:
+            save_figure(fig, tmp / f"{stem}.{fmt}", fmt, dpi=dpi)
+        return [tmp / f"{stem}.{fmt}" for fmt in formats]
+
     with figure_directory(out) as tmp:
-        job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel, regions)
-        written = dict(zip(first, run_tasks(job, first, jobs), strict=True))
+        written = dict(zip(first, run_tasks(draw, first, jobs), strict=True))
     return RenderResult(
         paths=tuple(out / p.name for task in tasks for p in written[task]),
         features=names,
@@ -278,52 +303,12 @@ def plot_files(
     return render_summary(summary, out_dir, store=store, features=names, **kw)
 
 
-@dataclass(frozen=True)
-class Job:
-    """Everything a worker needs to draw and save figures (inherited by forked workers)."""
-
-    summary: Summary
-    store: Store | None
-    names: tuple[str, ...]
-    out: Path
-    formats: tuple[str, ...]
-    dpi: int
-    ylabel: str | None = None
-    regions: RegionalSummary | None = None  # a regional summary's regions
-
-
-_JOB: Job | None = None  # set in the parent just before forking the workers
-#: A figure to draw: ("feature", name, stem), ("overview", None, stem),
-#: ("interaction", index into summary.interactions, stem) or ("regional", name, stem).
-Task = tuple[str, str | int | None, str]
-
-
-def _render_task(task: Task) -> list[Path]:
-    """Draw one figure and save it in every format."""
-    job = _JOB
-    if job is None:  # pragma: no cover - set by render_summary before any task runs
-        raise RuntimeError("no render job")
-    kind, key, stem = task
-    if summary_outputs(job.summary) and kind in ("overview", "feature"):  # small multiples
-        names = job.names if kind == "overview" else (str(key),)
-        fig = outputs_figure(job.summary, names, ylabel=job.ylabel)
-    elif kind == "overview":
-        fig = overview_figure(job.summary, names=job.names, ylabel=job.ylabel)
-    elif kind == "regional" and job.regions is not None:
-        fig = regional_figure(job.regions, str(key), ylabel=job.ylabel)
-    elif kind == "interaction":
-        fig = interaction_figure(job.summary, int(key or 0), store=job.store, ylabel=job.ylabel)
-    else:
-        fig = feature_figure(job.summary, str(key), store=job.store, ylabel=job.ylabel, reuse=True)
-    paths = []
-    for fmt in job.formats:
-        path = job.out / f"{stem}.{fmt}"
-        save_figure(fig, path, fmt, dpi=job.dpi)
-        paths.append(path)
-    return paths
-
-
-def _worker(tasks: list[Task], claimed: Synchronized[int], conn: Connection) -> None:
+def _worker(
+    draw: Draw,
+    tasks: list[Task],
+    claimed: Synchronized[int],
+    conn: Connection,
+) -> None:
     """Draw the next task not yet claimed (``claimed`` counts them) until none is left,
     sending ``(i, paths, None)`` for each; on an error ``(i, None, error)`` and stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's to handle
@@ -335,7 +320,7 @@ def _worker(tasks: list[Task], claimed: Synchronized[int], conn: Connection) -> 
         if i >= len(tasks):
             break
         try:
-            paths = _render_task(tasks[i])
+            paths = draw(tasks[i])
         except Exception as exc:
             try:
                 conn.send((i, None, exc))
@@ -354,20 +339,17 @@ def default_jobs(n_figures: int) -> int:
     return max(1, min(cores or 1, 4, n_figures // 2))
 
 
-def run_tasks(job: Job, tasks: list[Task], jobs: int) -> list[list[Path]]:
-    """Draw ``tasks`` here or in ``jobs`` forked workers; the paths written per task."""
-    global _JOB
-    _JOB = job
+def run_tasks(draw: Draw, tasks: list[Task], jobs: int) -> list[list[Path]]:
+    """``draw`` each task here or in ``jobs`` forked workers; the paths written per task."""
     try:
         if jobs > 1 and len(tasks) > 1 and "fork" in multiprocessing.get_all_start_methods():
-            return _run_forked(tasks, min(jobs, len(tasks)))
-        return [_render_task(task) for task in tasks]
+            return _run_forked(draw, tasks, min(jobs, len(tasks)))
+        return [draw(task) for task in tasks]
     finally:
-        _JOB = None
         release()
 
 
-def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
+def _run_forked(draw: Draw, tasks: list[Task], jobs: int) -> list[list[Path]]:
     """Draw ``tasks`` in ``jobs`` forked workers, each taking the next task not yet taken; a
     worker's error is raised here, one that dies early is a RunError (a pool would wait
     forever); on any exit the workers are terminated and joined first."""
@@ -380,7 +362,9 @@ def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
     try:
         for _ in range(jobs):
             reader, writer = context.Pipe(duplex=False)
-            worker = context.Process(target=_worker, args=(tasks, claimed, writer), daemon=True)
+            worker = context.Process(
+                target=_worker, args=(draw, tasks, claimed, writer), daemon=True
+            )
             worker.start()
             writer.close()
             workers[reader] = worker
