@@ -169,18 +169,19 @@ def render_summary(
     features: Sequence[str] | None = None,
     formats: Sequence[str] = ("png",),
     dpi: int = DEFAULT_DPI,
-    jobs: int = 1,
+    jobs: int | None = 1,
     ylabel: str | None = None,
     regions: RegionalSummary | None = None,
     overview_only: bool = False,
 ) -> RenderResult:
     """Write the figures of ``summary`` (or of ``regions``, a regional summary) named by
     :func:`figure_tasks` into ``out_dir``, replacing it when all are written
-    (``overview_only``: no figure per feature). ``store`` must match (:func:`check_store`).
+    (``overview_only``: no figure per feature; ``jobs`` None: :func:`default_jobs`).
+    ``store`` must match (:func:`check_store`).
     """
     for fmt in formats:
         check_choice(str(fmt), FORMATS, "formats")
-    if jobs < 1:
+    if jobs is not None and jobs < 1:
         raise InputError(f"{{param}} must be at least 1, got {jobs}", param="jobs")
     if features is None:
         features = [f.name for f in summary.features]
@@ -191,6 +192,7 @@ def render_summary(
     out = Path(out_dir)
     tasks = figure_tasks(summary, names, regions, overview_only=overview_only)
     first = sorted(tasks, key=lambda task: task[0] != "overview")  # the biggest first
+    jobs = default_jobs(len(tasks)) if jobs is None else jobs
 
     def draw(task: Task) -> list[Path]:
         """Draw one figure and save it in every format (in a worker: forked, not pickled)."""
@@ -295,9 +297,6 @@ def plot_files(
     else:
         summary, names = select_features(summary, features)
     store = matching_store(store_path, [(summary_path, summary, names)])
-    if jobs is None:
-        n_features = 0 if overview_only else len(dict.fromkeys(names))
-        jobs = default_jobs(n_features + 1 + len(summary.interactions))
     kw = {"formats": formats, "dpi": dpi, "jobs": jobs, "ylabel": ylabel, "regions": regions}
     kw["overview_only"] = overview_only
     return render_summary(summary, out_dir, store=store, features=names, **kw)

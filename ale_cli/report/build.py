@@ -238,16 +238,6 @@ def _regional(
     return out
 
 
-def _load(
-    paths: Sequence[str | Path], store_path: str | Path | None
-) -> tuple[list[tuple[str, Summary]], Store | None]:
-    if not paths:
-        raise InputError("{param}: give at least one summary", param="summaries")
-    summaries = [(str(p), read_summary(p)) for p in paths]
-    checks = [(label, s, [f.name for f in s.features]) for label, s in summaries]
-    return summaries, matching_store(store_path, checks)
-
-
 def build_report(
     summaries: Sequence[str | Path],
     *,
@@ -268,7 +258,11 @@ def build_report(
     (:func:`~ale_cli.report.figures.rendered_figures`).
     """
     t0 = time.perf_counter()
-    loaded, store_obj = _load(summaries, store)
+    if not summaries:
+        raise InputError("{param}: give at least one summary", param="summaries")
+    loaded = [(str(p), read_summary(p)) for p in summaries]
+    checks = [(label, s, [f.name for f in s.features]) for label, s in loaded]
+    store_obj = matching_store(store, checks)
     audit_data = _audit_section(audit)
     runs: list[HistoryRun] = (
         read_history(history, exclude=history_exclude) if history is not None else []
