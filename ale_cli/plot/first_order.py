@@ -352,11 +352,10 @@ def overview_figure(
                 _CELL_AXES_WIDTH / width,
                 _CELL_AXES_HEIGHT / height,
             )
-            ax = fig.add_axes(rect, sharey=axes[0] if axes else None)
+            ax = fig.add_axes(rect, sharey=axes[0] if axes else None, gid=f"f{i}.axes")
             axes.append(ax)
             few_ticks(ax, 4)
             ax.tick_params(labelleft=col == 0)  # one y scale: labelled on the left
-            ax.set_gid(f"f{i}.axes")
             ax.set_title(wrap(feat.name, 36, 2), fontsize=9)
             if feat.status != "ok" or feat.n_bins == 0:  # a cell without axes saying why
                 reason = wrap(feat.reason or "no reason recorded", 36, 4)
@@ -457,8 +456,7 @@ def level_figure(summary: Summary, feat: FeatureSummary, *, ylabel: str | None =
 
     with matplotlib.rc_context(style.RC):
         fig = new_figure((7.0, 5.0))
-        ax = fig.add_axes((0.14, 0.3, 0.8, 0.58))
-        ax.set_gid("effect_axes")
+        ax = fig.add_axes((0.14, 0.3, 0.8, 0.58), gid="effect_axes")
         level_artists(ax, feat, labels=True, band=bootstrap_label(summary))
         ax.set_ylabel(effect_label(summary, "centered effect", ylabel, width=45, name_width=40))
         order = "estimated order" if feat.kind == "categorical" else "numeric order"
