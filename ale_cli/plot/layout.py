@@ -17,9 +17,6 @@ _ESTIMATOR_LABELS = {
     "rhale": "RHALE, automatic bins",
     "ale": "classic ALE (finite differences)",
 }
-_NOT_ESTIMABLE_SIZE = (5.0, 1.8)
-#: How effect axes name the output when the summary records none.
-GENERIC_OUTPUT = "the model output"
 MARGIN = 0.12
 
 
@@ -101,7 +98,7 @@ def effect_label(
             lines = lines[:max_lines]
             lines[-1] = lines[-1][: width - 2].rstrip() + " …"
         return "\n".join(lines)
-    return f"{words} on {wrap(output_name(summary) or GENERIC_OUTPUT, name_width, max_lines)}"
+    return f"{words} on {wrap(output_name(summary) or 'the model output', name_width, max_lines)}"
 
 
 def centered_on_mean(summary: Summary) -> bool:
@@ -163,7 +160,7 @@ def bootstrap_label(summary: Summary) -> str:
 
 def not_estimable_figure(feat: FeatureSummary) -> Figure:
     """A small figure saying that ``feat`` could not be estimated, and why."""
-    fig = new_figure(_NOT_ESTIMABLE_SIZE)
+    fig = new_figure((5.0, 1.8))
     reason = feat.reason or "no reason recorded"
     fig.text(
         0.5,

@@ -1,12 +1,4 @@
-"""The report's figures: inline SVG, the plot step's files reused, and the drift trend line.
-
-:func:`svg_text` saves with ``ale plot``'s rc settings, drops the prolog, DOCTYPE and
-metadata, rounds coordinates to 0.1 pt and prefixes every ``id`` (unique in the page).
-:func:`rendered_figures` takes each figure ``ale run``'s plot step drew (named by
-:func:`ale_cli.plot.render.figure_tasks`) as an ``<img>`` whose source is the file itself
-as a ``data:`` URI, when the directory's manifest lists it with the sha256 its bytes
-still have; any other figure is drawn.
-"""
+"""The report's figures: inline SVG, the plot step's files reused, and the drift trend line."""
 
 from __future__ import annotations
 
@@ -39,7 +31,8 @@ _SIZE = re.compile(r'<svg([^>]*?) width="([0-9.]+)pt" height="([0-9.]+)pt"')
 
 
 def svg_text(fig: Figure, *, prefix: str) -> str:
-    """The figure as one ``<svg>`` element whose ids all start with ``prefix``."""
+    """The figure as one ``<svg>`` element (``ale plot``'s rc settings; no prolog, DOCTYPE or
+    metadata; coordinates to 0.1 pt) whose ids all start with ``prefix`` (unique in the page)."""
     import matplotlib
 
     buffer = io.StringIO()
@@ -107,8 +100,10 @@ Key = tuple[str, Any]
 def rendered_figures(
     summary: Summary, directory: str | Path, regions: RegionalSummary | None = None
 ) -> dict[Key, str]:
-    """The ``<img>`` markup of every figure of ``summary`` (or ``regions``) found intact in
-    ``directory`` (see the module docstring); empty when the directory has no manifest."""
+    """The ``<img>`` of each figure of ``summary`` (or ``regions``) that ``ale run``'s plot
+    step wrote in ``directory`` (:func:`~ale_cli.plot.render.figure_tasks`), its file as a
+    ``data:`` URI, when the manifest lists it with the sha256 its bytes still have; empty
+    without a manifest. The report draws any other figure."""
     import markupsafe
 
     root = Path(directory)
