@@ -110,10 +110,8 @@ def _header(summaries: list[tuple[str, Summary]], store: Store | None) -> dict[s
     first = summaries[0][1]
     source = first.store
     model, data = source.get("model") or {}, source.get("data") or {}
-    meta = store.meta if store is not None else {}
-    details = meta.get("method_details") or {}
+    details = (store.meta if store is not None else {}).get("method_details") or {}
     method = [f"{k}: {v}" for k, v in details.items() if k not in ("output", "method")]
-    features = list(dict.fromkeys(f.name for _, s in summaries for f in s.features))
     return {
         "title": Path(str(model.get("path") or "model")).name,
         "model": model.get("path") or "-",
@@ -122,7 +120,7 @@ def _header(summaries: list[tuple[str, Summary]], store: Store | None) -> dict[s
         "data": data.get("path") or "-",
         "data_sha256": data.get("sha256") or "",
         "rows": first.n_rows,
-        "features": len(features),
+        "features": len({f.name for _, s in summaries for f in s.features}),
         "method": source.get("method") or "-",
         "method_details": method,
         "output": _params(source.get("output") or {}) or "-",
@@ -270,11 +268,9 @@ def build_report(
     first_order = [(n, s) for n, s in loaded if s.features]
     # a regional summary's global curves are first-order ones: shown only when alone
     first_order = [(n, s) for n, s in first_order if s.estimator != REGIONAL] or first_order
-    if first_order:
-        i = finest(first_order)
-        first_order = [first_order[i], *first_order[:i], *first_order[i + 1 :]]
-    if runs and first_order:
-        runs = _without_this_run(runs, *first_order[0])
+    if first_order:  # the main summary first
+        first_order.insert(0, first_order.pop(finest(first_order)))
+        runs = _without_this_run(runs, *first_order[0]) if runs else runs
     given = {str(k): v for k, v in (figures or {}).items()}
     regions = {n: read_regional(n) for n, s in loaded if s.estimator == REGIONAL}
     reused = {n: rendered_figures(s, given[n], regions.get(n)) for n, s in loaded if n in given}
