@@ -115,12 +115,9 @@ def rendered_figures(
     for kind, key, stem in figure_tasks(summary, names, regions):
         alt = markupsafe.escape(f"{kind} {key if key is not None else ''}".strip())
         for ext, media in _MEDIA:
-            path = root / f"{stem}.{ext}"
-            if (
-                path.name not in listed
-                or not path.is_file()
-                or sha256_file(path) != listed[path.name]
-            ):
+            file = f"{stem}.{ext}"
+            path = root / file
+            if file not in listed or not path.is_file() or sha256_file(path) != listed[file]:
                 continue
             data = base64.b64encode(path.read_bytes()).decode("ascii")
             out[(kind, key)] = f'<img class="figure" alt="{alt}" src="data:{media};base64,{data}">'
