@@ -313,16 +313,10 @@ def _lay_out_feature(
     top_margin = MARGIN + _lines_in(12, title) + 0.1 + _lines_in(10, "") + 0.05
     height = top_margin + _TOP_PANEL + gap + _BOTTOM_PANEL + bottom_margin
     fig.set_size_inches(_FIG_WIDTH, height)
-    width = (_FIG_WIDTH - _LEFT - _RIGHT) / _FIG_WIDTH
-    bottom.set_position((_LEFT / _FIG_WIDTH, bottom_margin / height, width, _BOTTOM_PANEL / height))
-    top.set_position(
-        (
-            _LEFT / _FIG_WIDTH,
-            (bottom_margin + _BOTTOM_PANEL + gap) / height,
-            width,
-            _TOP_PANEL / height,
-        )
-    )
+    left, width = _LEFT / _FIG_WIDTH, (_FIG_WIDTH - _LEFT - _RIGHT) / _FIG_WIDTH
+    bottom.set_position((left, bottom_margin / height, width, _BOTTOM_PANEL / height))
+    top_y = (bottom_margin + _BOTTOM_PANEL + gap) / height
+    top.set_position((left, top_y, width, _TOP_PANEL / height))
     fig.suptitle(title, y=1 - MARGIN / height, va="top", fontsize=12, fontweight="bold")
 
 

@@ -302,12 +302,7 @@ def plot_files(
     return render_summary(summary, out_dir, store=store, features=names, **kw)
 
 
-def _worker(
-    draw: Draw,
-    tasks: list[Task],
-    claimed: Synchronized[int],
-    conn: Connection,
-) -> None:
+def _worker(draw: Draw, tasks: list[Task], claimed: Synchronized[int], conn: Connection) -> None:
     """Draw the next task not yet claimed (``claimed`` counts them) until none is left,
     sending ``(i, paths, None)`` for each; on an error ``(i, None, error)`` and stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's to handle

@@ -262,9 +262,7 @@ def build_report(
     checks = [(label, s, [f.name for f in s.features]) for label, s in loaded]
     store_obj = matching_store(store, checks)
     audit_data = _audit_section(audit)
-    runs: list[HistoryRun] = (
-        read_history(history, exclude=history_exclude) if history is not None else []
-    )
+    runs = read_history(history, exclude=history_exclude) if history is not None else []
     first_order = [(n, s) for n, s in loaded if s.features]
     # a regional summary's global curves are first-order ones: shown only when alone
     first_order = [(n, s) for n, s in first_order if s.estimator != REGIONAL] or first_order
