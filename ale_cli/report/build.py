@@ -1,7 +1,8 @@
 """Gather what the report shows from summaries, a store, an audit report and a history.
 
 Rendered from ``templates/report.html.j2`` with autoescaping: every string from the
-data, model or summaries is escaped; only the SVG figures drawn here are markup.
+data, model or summaries is escaped; only the figures (SVG drawn here, or ``<img>`` of the
+plot step's files) are marked ``| safe``.
 """
 
 from __future__ import annotations
