@@ -158,11 +158,7 @@ def _draw_bins(ax: Axes, feat: FeatureSummary, column: tuple[Any, Any] | None) -
             rect.set_edgecolor(style.GREY)
             rect.set_alpha(1.0)
             rect.set_hatch("///")
-    extra: list[Any] = []
-    if feat.bin_filled.any():
-        extra.append(
-            Patch(facecolor=style.FILLED, edgecolor=style.GREY, hatch="///", label=_FILLED_LABEL)
-        )
+    filled = Patch(facecolor=style.FILLED, edgecolor=style.GREY, hatch="///", label=_FILLED_LABEL)
     ok = np.isfinite(feat.bin_std) & np.isfinite(feat.bin_effect)
     if ok.any():
         err = ax.errorbar(
@@ -196,7 +192,7 @@ def _draw_bins(ax: Axes, feat: FeatureSummary, column: tuple[Any, Any] | None) -
     lo, hi = z[0], z[-1]
     pad = 0.02 * (hi - lo) if hi > lo else 0.5
     ax.set_xlim(lo - pad, hi + pad)
-    return extra
+    return [filled] if feat.bin_filled.any() else []
 
 
 _REUSED: list[tuple[Figure, Axes, Axes]] = []  # what ``reuse=True`` draws into again
@@ -336,7 +332,7 @@ def overview_figure(
     height = _OVERVIEW_TITLE + nrows * _OVERVIEW_ROW + _OVERVIEW_LEGEND
     with matplotlib.rc_context(style.RC):
         fig = new_figure((width, height))
-        labelled = False
+        labelled: Axes | None = None  # the axes whose marks the legend shows
         axes: list[Axes] = []
         for i, feat in enumerate(feats):
             row, col = divmod(i, ncols)
@@ -369,8 +365,9 @@ def overview_figure(
             if feat.kind is not None:
                 level_artists(ax, feat, f"f{i}.", labels=False)
                 continue
-            _effect_artists(ax, feat, f"f{i}.", labels=not labelled, band=bootstrap_label(summary))
-            labelled = True
+            band = bootstrap_label(summary)
+            _effect_artists(ax, feat, f"f{i}.", labels=labelled is None, band=band)
+            labelled = labelled or ax
             if col == 0:
                 label = effect_label(
                     summary, "effect", ylabel, width=28, name_width=24, max_lines=1
@@ -385,11 +382,8 @@ def overview_figure(
             va="top",
             fontsize=11,
         )
-        for ax in axes:
-            handles, labels = ax.get_legend_handles_labels()
-            if handles:
-                figure_legend(fig, handles, labels, ncols=3)
-                break
+        if labelled is not None:
+            figure_legend(fig, *labelled.get_legend_handles_labels(), ncols=3)
         return fig
 
 
