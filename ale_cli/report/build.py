@@ -162,9 +162,7 @@ def _feature_rows(
                     prefix=f"f{i}-0-",
                 ),
                 "drift": drift,
-                "trend": None
-                if drift is None or not drift.runs
-                else trend(drift.values, drift.runs),
+                "trend": trend(drift.values, drift.runs) if drift and drift.runs else None,
             }
         )
     rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["anchor"]))
