@@ -51,11 +51,11 @@ def _both(
     for feat, shift, colour, key, text, style_ in sides:
         label = None if prefix else text
         y = feat.effect - shift
-        (line,) = ax.plot(feat.edges, y, color=colour, lw=1.6, label=label, ls=style_)
-        line.set_gid(f"{prefix}{key}_effect")
+        gid = f"{prefix}{key}_effect"
+        ax.plot(feat.edges, y, color=colour, lw=1.6, label=label, ls=style_, gid=gid)
         if band:
             se = np.nan_to_num(feat.stderr)
-            poly = ax.fill_between(
+            ax.fill_between(
                 feat.edges,
                 y - 2 * se,
                 y + 2 * se,
@@ -63,8 +63,8 @@ def _both(
                 alpha=0.18,
                 lw=0,
                 label=None if label is None else f"{label}: +/- 2 SE",
+                gid=f"{prefix}{key}_band",
             )
-            poly.set_gid(f"{prefix}{key}_band")
 
 
 def diff_figure(
@@ -76,8 +76,7 @@ def diff_figure(
 ) -> Figure:
     """Both curves of one feature with their +/- 2 SE bands on the same axes."""
     fig = new_figure((7.0, 4.2), "constrained")
-    ax = fig.add_subplot()
-    ax.set_gid("diff_axes")
+    ax = fig.add_subplot(gid="diff_axes")
     if comp.difference is None or a is None or b is None:
         ax.set_axis_off()
         ax.text(
@@ -120,8 +119,7 @@ def diff_overview(
     rows = -(-n // _COLS)
     fig = new_figure((3.2 * min(n, _COLS), 2.5 * rows + 0.4), "constrained")
     for i, comp in enumerate(comparisons):
-        ax = fig.add_subplot(rows, min(n, _COLS), i + 1)
-        ax.set_gid(f"f{i}.axes")
+        ax = fig.add_subplot(rows, min(n, _COLS), i + 1, gid=f"f{i}.axes")
         a, b = fa.get(comp.name), fb.get(comp.name)
         if comp.difference is None or a is None or b is None:
             ax.set_axis_off()

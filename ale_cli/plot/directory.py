@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ale_cli.errors import InputError, RunError
-from ale_cli.io.files import atomic_write
+from ale_cli.io.files import atomic_write, temporary_name
 from ale_cli.outputs import figures
 from ale_cli.plot import style
 from ale_cli.signals import signals_held
@@ -44,7 +44,8 @@ def figure_directory(out: Path) -> Iterator[Path]:
     target = out.resolve() if out.is_symlink() else out
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _new_directory(target.parent, f".{target.name}.", ".tmp")
+        tmp = target.parent / temporary_name(target.name)
+        tmp.mkdir()
     except OSError as exc:
         raise RunError(f"cannot write '{target}': {exc.strerror or exc}") from exc
     try:
@@ -61,18 +62,6 @@ def figure_directory(out: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-def _new_directory(parent: Path, prefix: str, suffix: str) -> Path:
-    """A new randomly named directory in ``parent`` (umask mode, unlike ``mkdtemp``)."""
-    for _ in range(100):
-        path = parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
-        try:
-            path.mkdir()
-        except FileExistsError:
-            continue
-        return path
-    raise FileExistsError(f"no free temporary name in '{parent}'")
 
 
 def _swap(new: Path, target: Path) -> None:

@@ -1,46 +1,32 @@
 """First-order ALE figures: one feature (a curve, or dots per level), the overview grid.
 
-Figures have an Agg canvas (never pyplot). Artists carry a ``gid`` (the SVG ``id``):
-
-:func:`feature_figure` (two panels sharing the x axis)
-    ``effect_axes``        top axes
-    ``effect``             Line2D, x = ``edges`` (K+1), y = ``effect`` (K+1): the
-                           centered ALE curve, linear between edges
-    ``std_band``           PolyCollection filled between ``effect - std`` and
-                           ``effect + std`` at the edges (heterogeneity)
-    ``stderr_upper``,      dashed Line2D, y = ``effect +/- 2 stderr`` (estimation
-    ``stderr_lower``       uncertainty)
-    ``ci_high``,           dotted Line2D, y = ``ci_high`` / ``ci_low`` (bootstrap
-    ``ci_low``             percentile band; only when the summary has one)
-    ``rug``                Line2D of ``|`` markers at the data values (store only;
-                           at most ``marks.RUG_MAX``, quantile-subsampled)
-    ``mean_prediction``    Line2D at y = 0 = the average prediction (store only,
-                           default centering only)
-    ``bins_axes``          bottom axes
-    ``bin_<k>``            Rectangle of bin k: x = ``edges[k]``, width =
-                           ``edges[k+1] - edges[k]``, height = ``bin_effect[k]``;
-                           grey and hatched where ``bin_filled[k]``
-    ``bin_std``            LineCollection of whiskers ``bin_effect +/- bin_std`` at
-                           the bin centres (bins with a finite ``bin_std``)
-    ``violin_<k>``         local effects of bin k's rows (store only): a KDE
-                           PolyCollection or, all equal, a flat Line2D; see marks
-    ``zero``               Line2D at y = 0
-    ``method_note``        Text above the bins when the local effects are secants
-    ``legend``             the figure legend (every mark above is in it)
-
+Figures have an Agg canvas (never pyplot). Artists carry a ``gid`` (the SVG ``id``);
+K bins (z_{k-1}, z_k], z_0 in the first; :func:`feature_figure`, two panels:
+    ``effect_axes``      top axes
+    ``effect``           Line2D, x = ``edges`` (K+1), y = ``effect`` (K+1), the centered ALE
+    ``std_band``         PolyCollection between ``effect -/+ std`` (heterogeneity)
+    ``stderr_upper``     dashed Line2D, y = ``effect + 2 stderr``; ``stderr_lower`` minus
+    ``ci_high``          dotted Line2D, y = ``ci_high``; ``ci_low`` (bootstrap band, if any)
+    ``rug``              Line2D of ``|`` at the data values (store only; at most
+                         ``marks.RUG_MAX``, quantile-subsampled)
+    ``mean_prediction``  Line2D at y = 0 (store only, default centering only)
+    ``bins_axes``        bottom axes
+    ``bin_<k>``          Rectangle x = ``edges[k]``, width ``edges[k+1] - edges[k]``, height
+                         ``bin_effect[k]``; grey and hatched where ``bin_filled[k]``
+    ``bin_std``          LineCollection of whiskers ``bin_effect -/+ bin_std`` at the centres
+    ``violin_<k>``       local effects of bin k's rows (store only; rows outside [z_0, z_K]
+                         in none, counted): KDE PolyCollection, or a flat Line2D
+    ``zero``             Line2D at y = 0
+    ``method_note``      Text above the bins when the local effects are secants
+    ``legend``           the figure legend (every mark above)
 :func:`overview_figure`: per feature ``f<i>.axes`` holding ``f<i>.effect``,
 ``f<i>.std_band``, ``f<i>.stderr_upper``/``_lower`` on a common y scale, or the Text
-``f<i>.not_estimable``. Bins are (z_{k-1}, z_k] with z_0 in the first; store rows
-outside [z_0, z_K] are in no violin and the figure says how many.
-
-A discrete or categorical feature (:func:`level_figure`) with K levels at x = 0 .. K-1:
-    ``levels``      Line2D of dots, y = ``effect`` (K,)
-    ``level_se``    LineCollection of bars ``effect +/- 2 stderr`` (estimation uncertainty)
-    ``level_std``   LineCollection of wide light bars ``effect +/- std`` (heterogeneity)
-    ``level_ci``    LineCollection of dotted bars from ``ci_low`` to ``ci_high`` beside
-                    each dot (bootstrap band; only when the summary has one)
-    ``zero``        Line2D at y = 0
-    ``legend``      the figure legend
+``f<i>.not_estimable``. A discrete or categorical feature, K levels at x = 0 .. K-1:
+    ``levels``     Line2D of dots, y = ``effect`` (K,)
+    ``level_se``   LineCollection of bars ``effect -/+ 2 stderr``
+    ``level_std``  LineCollection of wide light bars ``effect -/+ std``
+    ``level_ci``   LineCollection of dotted bars ``ci_low`` to ``ci_high`` (if any)
+    ``zero``, ``legend``
 """
 
 from __future__ import annotations
@@ -59,9 +45,7 @@ from ale_cli.plot.layout import (
     estimator_label,
     few_ticks,
     figure_legend,
-    lines_in,
     method_text,
-    n_lines,
     new_figure,
     not_estimable_figure,
     wrap,
@@ -147,8 +131,9 @@ _STD_LABEL = "± bin std"
 _BOTTOM_ORDER = (_BAR_LABEL, _FILLED_LABEL, _STD_LABEL, VIOLIN_LABEL)
 
 
-def _draw_bins(ax: Axes, feat: FeatureSummary) -> list[Any]:
-    """Bars and whiskers of the bin effects; returns legend proxies for after the bars."""
+def _draw_bins(ax: Axes, feat: FeatureSummary, column: tuple[Any, Any] | None) -> list[Any]:
+    """Bars and whiskers of the bin effects, the violins of ``column`` (values, local
+    effects), zero line, labels and x range; returns legend proxies for after the bars."""
     from matplotlib.patches import Patch
 
     z = feat.edges
@@ -173,11 +158,7 @@ def _draw_bins(ax: Axes, feat: FeatureSummary) -> list[Any]:
             rect.set_edgecolor(style.GREY)
             rect.set_alpha(1.0)
             rect.set_hatch("///")
-    extra: list[Any] = []
-    if feat.bin_filled.any():
-        extra.append(
-            Patch(facecolor=style.FILLED, edgecolor=style.GREY, hatch="///", label=_FILLED_LABEL)
-        )
+    filled = Patch(facecolor=style.FILLED, edgecolor=style.GREY, hatch="///", label=_FILLED_LABEL)
     ok = np.isfinite(feat.bin_std) & np.isfinite(feat.bin_effect)
     if ok.any():
         err = ax.errorbar(
@@ -192,7 +173,26 @@ def _draw_bins(ax: Axes, feat: FeatureSummary) -> list[Any]:
             label=_STD_LABEL,
         )
         err.lines[2][0].set_gid("bin_std")
-    return extra
+    n_outside = max(feat.n_outside, draw_violins(ax, feat, *column) if column else 0)
+    ax.axhline(0.0, color=style.BLACK, linewidth=0.6, zorder=2, gid="zero")
+    ax.set_ylabel("bin effect\n(d output / d feature)")
+    ax.set_xlabel(wrap(feat.name, 90, 2))
+    if n_outside:
+        ax.text(
+            1.0,
+            1.0,
+            f"{n_outside:,} rows outside [z₀, z_K] not shown",
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color=style.GREY,
+            gid="outside_note",
+        )
+    lo, hi = z[0], z[-1]
+    pad = 0.02 * (hi - lo) if hi > lo else 0.5
+    ax.set_xlim(lo - pad, hi + pad)
+    return [filled] if feat.bin_filled.any() else []
 
 
 _REUSED: list[tuple[Figure, Axes, Axes]] = []  # what ``reuse=True`` draws into again
@@ -266,10 +266,8 @@ def feature_figure(
         )
         title = f"{estimator_label(summary.estimator)}, {bins}, N = {summary.n_rows:,} rows"
         top.set_title(title, loc="left")
-        extra = _draw_bins(bottom, feat)
-        n_outside_store = draw_violins(bottom, feat, *column) if column is not None else 0
-        _finish_bins_panel(bottom, feat, name, n_outside=max(feat.n_outside, n_outside_store))
-        note_lines = 0
+        extra = _draw_bins(bottom, feat, column)
+        note = None
         if (text := method_text(feat)) is not None:  # above the bins panel, on the left
             note = wrap(text, 100, 2)
             bottom.text(
@@ -283,63 +281,38 @@ def feature_figure(
                 color=style.GREY,
                 gid="method_note",
             )
-            note_lines = n_lines(note)
         handles, labels = top.get_legend_handles_labels()  # then the bins panel's, in order
         bottom_handles = dict(zip(*reversed(bottom.get_legend_handles_labels()), strict=True))
         bottom_handles |= {p.get_label(): p for p in extra}
         for label in sorted(bottom_handles, key=_BOTTOM_ORDER.index):
             handles.append(bottom_handles[label])
             labels.append(label)
-        _lay_out_feature(fig, top, bottom, name, n_legend=len(handles), note_lines=note_lines)
+        _lay_out_feature(fig, top, bottom, name, n_legend=len(handles), note=note)
         figure_legend(fig, handles, labels, ncols=2)
         return fig
 
 
-def _finish_bins_panel(ax: Axes, feat: FeatureSummary, name: str, *, n_outside: int) -> None:
-    """Zero line, axis labels, the rows-outside note and the x range of the bins axes."""
-    ax.axhline(0.0, color=style.BLACK, linewidth=0.6, zorder=2, gid="zero")
-    ax.set_ylabel("bin effect\n(d output / d feature)")
-    ax.set_xlabel(wrap(name, 90, 2))
-    if n_outside:
-        ax.text(
-            1.0,
-            1.0,
-            f"{n_outside:,} rows outside [z₀, z_K] not shown",
-            transform=ax.transAxes,
-            ha="right",
-            va="bottom",
-            fontsize=7,
-            color=style.GREY,
-            gid="outside_note",
-        )
-    lo, hi = feat.edges[0], feat.edges[-1]
-    pad = 0.02 * (hi - lo) if hi > lo else 0.5
-    ax.set_xlim(lo - pad, hi + pad)
+def _lines_in(points: float, text: str) -> float:
+    """Height in inches of ``text`` in ``points`` (line spacing 1.2)."""
+    return (text.count("\n") + 1) * points * 1.2 / 72
 
 
 def _lay_out_feature(
-    fig: Figure, top: Axes, bottom: Axes, name: str, *, n_legend: int, note_lines: int = 0
+    fig: Figure, top: Axes, bottom: Axes, name: str, *, n_legend: int, note: str | None
 ) -> None:
     """Size the figure and place, top down: title, effect panel, gap (with the note),
     bins panel, x label, legend of ``n_legend`` entries in two columns."""
-    gap = _PANEL_GAP + (lines_in(7, note_lines) + 0.05 if note_lines else 0.0)
-    xlabel = wrap(name, 90, 2)
+    gap = _PANEL_GAP + (_lines_in(7, note) + 0.05 if note else 0.0)
     title = wrap(name, 70, 2)
     legend_height = _LEGEND_ROW * -(-n_legend // 2)
-    bottom_margin = MARGIN + legend_height + MARGIN + lines_in(9, n_lines(xlabel)) + _X_TICKS
-    top_margin = MARGIN + lines_in(12, n_lines(title)) + 0.1 + lines_in(10, 1) + 0.05
+    bottom_margin = MARGIN + legend_height + MARGIN + _lines_in(9, wrap(name, 90, 2)) + _X_TICKS
+    top_margin = MARGIN + _lines_in(12, title) + 0.1 + _lines_in(10, "") + 0.05
     height = top_margin + _TOP_PANEL + gap + _BOTTOM_PANEL + bottom_margin
     fig.set_size_inches(_FIG_WIDTH, height)
-    width = (_FIG_WIDTH - _LEFT - _RIGHT) / _FIG_WIDTH
-    bottom.set_position((_LEFT / _FIG_WIDTH, bottom_margin / height, width, _BOTTOM_PANEL / height))
-    top.set_position(
-        (
-            _LEFT / _FIG_WIDTH,
-            (bottom_margin + _BOTTOM_PANEL + gap) / height,
-            width,
-            _TOP_PANEL / height,
-        )
-    )
+    left, width = _LEFT / _FIG_WIDTH, (_FIG_WIDTH - _LEFT - _RIGHT) / _FIG_WIDTH
+    bottom.set_position((left, bottom_margin / height, width, _BOTTOM_PANEL / height))
+    top_y = (bottom_margin + _BOTTOM_PANEL + gap) / height
+    top.set_position((left, top_y, width, _TOP_PANEL / height))
     fig.suptitle(title, y=1 - MARGIN / height, va="top", fontsize=12, fontweight="bold")
 
 
@@ -359,7 +332,7 @@ def overview_figure(
     height = _OVERVIEW_TITLE + nrows * _OVERVIEW_ROW + _OVERVIEW_LEGEND
     with matplotlib.rc_context(style.RC):
         fig = new_figure((width, height))
-        labelled = False
+        labelled: Axes | None = None  # the axes whose marks the legend shows
         axes: list[Axes] = []
         for i, feat in enumerate(feats):
             row, col = divmod(i, ncols)
@@ -369,11 +342,10 @@ def overview_figure(
                 _CELL_AXES_WIDTH / width,
                 _CELL_AXES_HEIGHT / height,
             )
-            ax = fig.add_axes(rect, sharey=axes[0] if axes else None)
+            ax = fig.add_axes(rect, sharey=axes[0] if axes else None, gid=f"f{i}.axes")
             axes.append(ax)
             few_ticks(ax, 4)
             ax.tick_params(labelleft=col == 0)  # one y scale: labelled on the left
-            ax.set_gid(f"f{i}.axes")
             ax.set_title(wrap(feat.name, 36, 2), fontsize=9)
             if feat.status != "ok" or feat.n_bins == 0:  # a cell without axes saying why
                 reason = wrap(feat.reason or "no reason recorded", 36, 4)
@@ -393,8 +365,9 @@ def overview_figure(
             if feat.kind is not None:
                 level_artists(ax, feat, f"f{i}.", labels=False)
                 continue
-            _effect_artists(ax, feat, f"f{i}.", labels=not labelled, band=bootstrap_label(summary))
-            labelled = True
+            band = bootstrap_label(summary)
+            _effect_artists(ax, feat, f"f{i}.", labels=labelled is None, band=band)
+            labelled = labelled or ax
             if col == 0:
                 label = effect_label(
                     summary, "effect", ylabel, width=28, name_width=24, max_lines=1
@@ -409,11 +382,8 @@ def overview_figure(
             va="top",
             fontsize=11,
         )
-        for ax in axes:
-            handles, labels = ax.get_legend_handles_labels()
-            if handles:
-                figure_legend(fig, handles, labels, ncols=3)
-                break
+        if labelled is not None:
+            figure_legend(fig, *labelled.get_legend_handles_labels(), ncols=3)
         return fig
 
 
@@ -474,8 +444,7 @@ def level_figure(summary: Summary, feat: FeatureSummary, *, ylabel: str | None =
 
     with matplotlib.rc_context(style.RC):
         fig = new_figure((7.0, 5.0))
-        ax = fig.add_axes((0.14, 0.3, 0.8, 0.58))
-        ax.set_gid("effect_axes")
+        ax = fig.add_axes((0.14, 0.3, 0.8, 0.58), gid="effect_axes")
         level_artists(ax, feat, labels=True, band=bootstrap_label(summary))
         ax.set_ylabel(effect_label(summary, "centered effect", ylabel, width=45, name_width=40))
         order = "estimated order" if feat.kind == "categorical" else "numeric order"

@@ -17,9 +17,6 @@ _ESTIMATOR_LABELS = {
     "rhale": "RHALE, automatic bins",
     "ale": "classic ALE (finite differences)",
 }
-_NOT_ESTIMABLE_SIZE = (5.0, 1.8)
-#: How effect axes name the output when the summary records none.
-GENERIC_OUTPUT = "the model output"
 MARGIN = 0.12
 
 
@@ -78,8 +75,8 @@ def effect_label(
     name_width: int,
     max_lines: int = 2,
 ) -> str:
-    """``ylabel`` wrapped (:func:`wrap_lines`), else "<words> on <output>" with the
-    output name wrapped to ``name_width``.
+    """``ylabel`` (its own line breaks kept) wrapped to ``max_lines`` lines of ``width``
+    (cut with " …"), else "<words> on <output>", the output name wrapped to ``name_width``.
 
     >>> from ale_cli.summary.model import Summary
     >>> s = Summary("dale", {}, {"output": {"kind": "predict", "name": "predict"}}, 0, ())
@@ -92,8 +89,16 @@ def effect_label(
     label of …
     """
     if ylabel is not None:
-        return wrap_lines(ylabel, width, max_lines)
-    return f"{words} on {wrap(output_name(summary) or GENERIC_OUTPUT, name_width, max_lines)}"
+        lines = [
+            part
+            for line in ylabel.splitlines()
+            for part in (textwrap.wrap(line, width, break_on_hyphens=False) or [""])
+        ]
+        if len(lines) > max_lines:
+            lines = lines[:max_lines]
+            lines[-1] = lines[-1][: width - 2].rstrip() + " …"
+        return "\n".join(lines)
+    return f"{words} on {wrap(output_name(summary) or 'the model output', name_width, max_lines)}"
 
 
 def centered_on_mean(summary: Summary) -> bool:
@@ -136,35 +141,10 @@ def figure_legend(fig: Figure, handles: list[Any], labels: list[str], *, ncols: 
     ).set_gid("legend")
 
 
-def lines_in(points: float, n_lines: int) -> float:
-    """Height in inches of ``n_lines`` of text of size ``points`` (line spacing 1.2)."""
-    return n_lines * points * 1.2 / 72
-
-
-def n_lines(text: str) -> int:
-    """Lines of ``text``."""
-    return text.count("\n") + 1
-
-
 def wrap(text: str, width: int, max_lines: int | None = None) -> str:
     """``text`` filled to lines of ``width`` characters (at most ``max_lines``, cut with "…")."""
-    kwargs: dict[str, Any] = {"width": width, "break_on_hyphens": False}
-    if max_lines is not None:
-        kwargs |= {"max_lines": max_lines, "placeholder": "…"}
-    return textwrap.fill(text, **kwargs) or text
-
-
-def wrap_lines(text: str, width: int, max_lines: int) -> str:
-    """``text``, its own line breaks kept, wrapped to ``max_lines`` lines (cut with "…")."""
-    lines = [
-        part
-        for line in text.splitlines()
-        for part in (textwrap.wrap(line, width, break_on_hyphens=False) or [""])
-    ]
-    if len(lines) > max_lines:
-        lines = lines[:max_lines]
-        lines[-1] = lines[-1][: width - 2].rstrip() + " …"
-    return "\n".join(lines)
+    cut = {"max_lines": max_lines, "placeholder": "…"}
+    return textwrap.fill(text, width, break_on_hyphens=False, **cut) or text
 
 
 def bootstrap_label(summary: Summary) -> str:
@@ -180,7 +160,7 @@ def bootstrap_label(summary: Summary) -> str:
 
 def not_estimable_figure(feat: FeatureSummary) -> Figure:
     """A small figure saying that ``feat`` could not be estimated, and why."""
-    fig = new_figure(_NOT_ESTIMABLE_SIZE)
+    fig = new_figure((5.0, 1.8))
     reason = feat.reason or "no reason recorded"
     fig.text(
         0.5,

@@ -1,9 +1,5 @@
 """Marks drawn from the store on first-order figures: the rug of data values, the
-average prediction and violins of the local effects per bin.
-
-Bins are (z_{k-1}, z_k] with z_0 in the first bin, as in the summary; rows of
-the store outside [z_0, z_K] are in no violin.
-"""
+average prediction and violins of the local effects per bin (bins as in the summary)."""
 
 from __future__ import annotations
 

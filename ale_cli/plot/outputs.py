@@ -14,6 +14,7 @@ the column of the summary's k-th output:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,8 +43,6 @@ def output_view(summary: Summary, output: str | None) -> Summary:
     naming that output (for the figures' labels)."""
     if output is None:
         return summary
-    from dataclasses import replace
-
     records = {str(r.get("name")): r for r in summary.store.get("outputs") or ()}
     store = summary.store | {"output": records.get(output, output)}
     feats = tuple(f for f in summary.features if f.output == output)

@@ -40,22 +40,20 @@ def regional_figure(result: RegionalSummary, name: str, *, ylabel: str | None = 
     summary = result.summary
     with matplotlib.rc_context(style.RC):
         fig = new_figure((7.0, 5.2))
-        ax = fig.add_axes((0.12, 0.3, 0.84, 0.6))
-        ax.set_gid("effect_axes")
+        ax = fig.add_axes((0.12, 0.3, 0.84, 0.6), gid="effect_axes")
         if regions.status == "not_estimable":
             ax.set_title(wrap(f"{name}: not estimable ({regions.reason})", 70), loc="left")
             return fig
         record = summary.feature(name)
-        (line,) = ax.plot(record.edges, record.effect, color="black", lw=2.0, ls="--")
-        line.set_gid("global")
+        (line,) = ax.plot(record.edges, record.effect, color="black", lw=2.0, ls="--", gid="global")
         handles, labels = [line], ["all rows (global)"]
         leaves = [n for n in regions.leaves if n.record is not None and n.parent is not None]
         for i, leaf in enumerate(leaves):
             r = leaf.record
             if r is None or r.status != "ok":
                 continue
-            (line,) = ax.plot(r.edges, r.effect, color=COLOURS[i % len(COLOURS)], lw=1.6)
-            line.set_gid(f"region_{leaf.id}")
+            colour = COLOURS[i % len(COLOURS)]
+            (line,) = ax.plot(r.edges, r.effect, color=colour, lw=1.6, gid=f"region_{leaf.id}")
             handles.append(line)
             labels.append(region_label(leaf))
         ax.axhline(0.0, color="0.6", lw=0.8, zorder=0).set_gid("zero")

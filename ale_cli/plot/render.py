@@ -1,10 +1,6 @@
-"""Render a summary's figures to files (``ale plot``), here or in forked workers (same bytes).
-
-:func:`render_summary` writes ``<dir>/<feature>.<fmt>``, ``<dir>/overview.<fmt>``
-(when there are features) and ``<dir>/<a>__<b>.<fmt>`` per interaction, names from
-:func:`file_stems`, replacing the directory as a whole; of a regional summary, only
-``<dir>/<feature>__regions.<fmt>`` per feature with a kept split. Workers ignore SIGINT
-and die on SIGTERM; the parent stops them before cleaning up.
+"""Render a summary's figures to files (``ale plot``), here or in forked workers (same
+bytes), replacing the directory as a whole. Workers ignore SIGINT and die on SIGTERM; the
+parent stops them before cleaning up.
 """
 
 from __future__ import annotations
@@ -14,7 +10,7 @@ import os
 import re
 import signal
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -46,6 +42,12 @@ _MAX_STEM = 100
 _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {
     f"{p}{i}" for p in ("COM", "LPT") for i in range(1, 10)
 }
+
+
+#: A figure to draw: ("feature", name, stem), ("overview", None, stem),
+#: ("interaction", index into summary.interactions, stem) or ("regional", name, stem).
+Task = tuple[str, str | int | None, str]
+Draw = Callable[[Task], list[Path]]  # draws a task, returns the files written
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,20 @@ def check_store(
         )
 
 
+def matching_store(
+    store_path: str | Path | None, summaries: Sequence[tuple[str | Path, Summary, Sequence[str]]]
+) -> Store | None:
+    """The store at ``store_path`` (None: none), checked against each ``(summary_path,
+    summary, features)`` by :func:`check_store`."""
+    if store_path is None:
+        return None
+    store, sha = read_store(store_path), store_sha256(store_path)  # a file's or a directory's
+    for path, summary, names in summaries:
+        kw = {"summary_path": path, "store_path": store_path, "store_sha256": sha}
+        check_store(summary, store, names, **kw)
+    return store
+
+
 def _short(digest: str) -> str:
     return f"{str(digest)[:12]}..."
 
@@ -153,18 +169,19 @@ def render_summary(
     features: Sequence[str] | None = None,
     formats: Sequence[str] = ("png",),
     dpi: int = DEFAULT_DPI,
-    jobs: int = 1,
+    jobs: int | None = 1,
     ylabel: str | None = None,
     regions: RegionalSummary | None = None,
     overview_only: bool = False,
 ) -> RenderResult:
-    """Write the figures of ``summary`` (or of ``regions``, a regional summary) named in the
-    module docstring into ``out_dir``, replacing it when all are written (``overview_only``:
-    no figure per feature). ``store`` must match (:func:`check_store`, run by the caller).
+    """Write the figures of ``summary`` (or of ``regions``, a regional summary) named by
+    :func:`figure_tasks` into ``out_dir``, replacing it when all are written
+    (``overview_only``: no figure per feature; ``jobs`` None: :func:`default_jobs`).
+    ``store`` must match (:func:`check_store`).
     """
     for fmt in formats:
         check_choice(str(fmt), FORMATS, "formats")
-    if jobs < 1:
+    if jobs is not None and jobs < 1:
         raise InputError(f"{{param}} must be at least 1, got {jobs}", param="jobs")
     if features is None:
         features = [f.name for f in summary.features]
@@ -173,34 +190,66 @@ def render_summary(
     if summary_outputs(summary):  # every output's record of the names
         feats = [f for f in summary.features if f.name in names]
     out = Path(out_dir)
-    if regions is not None:  # the regions of each feature with a kept split
-        split = zip(names, file_stems(list(names)), strict=True)
-        tasks: list[Task] = [
-            ("regional", n, f"{s}__regions")
-            for n, s in split
-            if regions.feature(n).status == "split"
-        ]
-    else:  # the overview first (the biggest), features, interactions
-        pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
-        stems = file_stems([*names, *pairs])
-        tasks = [("feature", n, s) for n, s in zip(names, stems, strict=False) if not overview_only]
-        if names:
-            tasks.insert(0, ("overview", None, OVERVIEW))
-        tasks += [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
+    tasks = figure_tasks(summary, names, regions, overview_only=overview_only)
+    first = sorted(tasks, key=lambda task: task[0] != "overview")  # the biggest first
+    jobs = default_jobs(len(tasks)) if jobs is None else jobs
+
+    def draw(task: Task) -> list[Path]:
+        """Draw one figure and save it in every format (in a worker: forked, not pickled)."""
+        kind, key, stem = task
+        if summary_outputs(summary) and kind in ("overview", "feature"):  # small multiples
+            fig = outputs_figure(
+                summary, names if kind == "overview" else (str(key),), ylabel=ylabel
+            )
+        elif kind == "overview":
+            fig = overview_figure(summary, names=names, ylabel=ylabel)
+        elif kind == "regional" and regions is not None:
+            fig = regional_figure(regions, str(key), ylabel=ylabel)
+        elif kind == "interaction":
+            fig = interaction_figure(summary, int(key or 0), store=store, ylabel=ylabel)
+        else:
+            fig = feature_figure(summary, str(key), store=store, ylabel=ylabel, reuse=True)
+        for fmt in formats:
+            save_figure(fig, tmp / f"{stem}.{fmt}", fmt, dpi=dpi)
+        return [tmp / f"{stem}.{fmt}" for fmt in formats]
+
     with figure_directory(out) as tmp:
-        job = Job(summary, store, names, tmp, tuple(formats), dpi, ylabel, regions)
-        written = run_tasks(job, tasks, jobs)
-    if tasks and tasks[0][0] == "overview":  # files are listed with the overview after the features
-        k = 1 + sum(kind == "feature" for kind, _, _ in tasks)
-        written = [*written[1:k], written[0], *written[k:]]
+        written = dict(zip(first, run_tasks(draw, first, jobs), strict=True))
     return RenderResult(
-        paths=tuple(out / p.name for paths in written for p in paths),
+        paths=tuple(out / p.name for task in tasks for p in written[task]),
         features=names,
         not_estimable=tuple(
             dict.fromkeys(f.name for f in feats if f.status != "ok" or f.n_bins == 0)
         ),
         interactions=tuple(",".join(item.features) for item in summary.interactions),
     )
+
+
+def figure_tasks(
+    summary: Summary,
+    names: Sequence[str],
+    regions: RegionalSummary | None = None,
+    *,
+    overview_only: bool = False,
+) -> list[Task]:
+    """The figures of features ``names`` (unique), in file order: ``<feature>``, ``overview``
+    (when there are features), ``<a>__<b>`` per interaction, stems from :func:`file_stems`;
+    of ``regions``, only ``<feature>__regions`` per feature with a kept split."""
+    pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
+    stems = file_stems([*names, *pairs])
+    if regions is not None:
+        split = zip(names, stems, strict=False)
+        return [
+            ("regional", n, f"{s}__regions")
+            for n, s in split
+            if regions.feature(n).status == "split"
+        ]
+    tasks: list[Task] = []
+    if not overview_only:
+        tasks = [("feature", n, s) for n, s in zip(names, stems, strict=False)]
+    if names:
+        tasks.append(("overview", None, OVERVIEW))
+    return tasks + [("interaction", i, s) for i, s in enumerate(stems[len(names) :])]
 
 
 def select_features(summary: Summary, features: Sequence[str]) -> tuple[Summary, list[str]]:
@@ -247,71 +296,13 @@ def plot_files(
         names = [f.name for f in summary.features]
     else:
         summary, names = select_features(summary, features)
-    store = None if store_path is None else read_store(store_path)
-    if store is not None:
-        sha = store_sha256(store_path)  # a file's, or a directory store's
-        check_store(
-            summary,
-            store,
-            names,
-            summary_path=summary_path,
-            store_path=store_path,
-            store_sha256=sha,
-        )
-    if jobs is None:
-        n_features = 0 if overview_only else len(dict.fromkeys(names))
-        jobs = default_jobs(n_features + 1 + len(summary.interactions))
+    store = matching_store(store_path, [(summary_path, summary, names)])
     kw = {"formats": formats, "dpi": dpi, "jobs": jobs, "ylabel": ylabel, "regions": regions}
     kw["overview_only"] = overview_only
     return render_summary(summary, out_dir, store=store, features=names, **kw)
 
 
-@dataclass(frozen=True)
-class Job:
-    """Everything a worker needs to draw and save figures (inherited by forked workers)."""
-
-    summary: Summary
-    store: Store | None
-    names: tuple[str, ...]
-    out: Path
-    formats: tuple[str, ...]
-    dpi: int
-    ylabel: str | None = None
-    regions: RegionalSummary | None = None  # a regional summary's regions
-
-
-_JOB: Job | None = None  # set in the parent just before forking the workers
-#: A figure to draw: ("feature", name, stem), ("overview", None, stem),
-#: ("interaction", index into summary.interactions, stem) or ("regional", name, stem).
-Task = tuple[str, str | int | None, str]
-
-
-def _render_task(task: Task) -> list[Path]:
-    """Draw one figure and save it in every format."""
-    job = _JOB
-    if job is None:  # pragma: no cover - set by render_summary before any task runs
-        raise RuntimeError("no render job")
-    kind, key, stem = task
-    if summary_outputs(job.summary) and kind in ("overview", "feature"):  # small multiples
-        names = job.names if kind == "overview" else (str(key),)
-        fig = outputs_figure(job.summary, names, ylabel=job.ylabel)
-    elif kind == "overview":
-        fig = overview_figure(job.summary, names=job.names, ylabel=job.ylabel)
-    elif kind == "regional" and job.regions is not None:
-        fig = regional_figure(job.regions, str(key), ylabel=job.ylabel)
-    elif kind == "interaction":
-        fig = interaction_figure(job.summary, int(key or 0), store=job.store, ylabel=job.ylabel)
-    else:
-        fig = feature_figure(job.summary, str(key), store=job.store, ylabel=job.ylabel, reuse=True)
-    paths = []
-    for fmt in job.formats:
-        path = job.out / f"{stem}.{fmt}"
-        save_figure(fig, path, fmt, dpi=job.dpi)
-        paths.append(path)
-    return paths
-
-
-def _worker(tasks: list[Task], claimed: Synchronized[int], conn: Connection) -> None:
+def _worker(draw: Draw, tasks: list[Task], claimed: Synchronized[int], conn: Connection) -> None:
     """Draw the next task not yet claimed (``claimed`` counts them) until none is left,
     sending ``(i, paths, None)`` for each; on an error ``(i, None, error)`` and stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's to handle
@@ -323,7 +314,7 @@ def _worker(tasks: list[Task], claimed: Synchronized[int], conn: Connection) -> 
         if i >= len(tasks):
             break
         try:
-            paths = _render_task(tasks[i])
+            paths = draw(tasks[i])
         except Exception as exc:
             try:
                 conn.send((i, None, exc))
@@ -342,20 +333,17 @@ def default_jobs(n_figures: int) -> int:
     return max(1, min(cores or 1, 4, n_figures // 2))
 
 
-def run_tasks(job: Job, tasks: list[Task], jobs: int) -> list[list[Path]]:
-    """Draw ``tasks`` here or in ``jobs`` forked workers; the paths written per task."""
-    global _JOB
-    _JOB = job
+def run_tasks(draw: Draw, tasks: list[Task], jobs: int) -> list[list[Path]]:
+    """``draw`` each task here or in ``jobs`` forked workers; the paths written per task."""
     try:
         if jobs > 1 and len(tasks) > 1 and "fork" in multiprocessing.get_all_start_methods():
-            return _run_forked(tasks, min(jobs, len(tasks)))
-        return [_render_task(task) for task in tasks]
+            return _run_forked(draw, tasks, min(jobs, len(tasks)))
+        return [draw(task) for task in tasks]
     finally:
-        _JOB = None
         release()
 
 
-def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
+def _run_forked(draw: Draw, tasks: list[Task], jobs: int) -> list[list[Path]]:
     """Draw ``tasks`` in ``jobs`` forked workers, each taking the next task not yet taken; a
     worker's error is raised here, one that dies early is a RunError (a pool would wait
     forever); on any exit the workers are terminated and joined first."""
@@ -368,7 +356,9 @@ def _run_forked(tasks: list[Task], jobs: int) -> list[list[Path]]:
     try:
         for _ in range(jobs):
             reader, writer = context.Pipe(duplex=False)
-            worker = context.Process(target=_worker, args=(tasks, claimed, writer), daemon=True)
+            worker = context.Process(
+                target=_worker, args=(draw, tasks, claimed, writer), daemon=True
+            )
             worker.start()
             writer.close()
             workers[reader] = worker

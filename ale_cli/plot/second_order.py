@@ -1,22 +1,16 @@
 """Second-order ALE figures: the doubly-centered surface of a feature pair as a heat map.
 
-:func:`interaction_figure` returns a :class:`matplotlib.figure.Figure` (Agg
-canvas, never pyplot). Artists carry a ``gid`` so tests find the plotted data:
-
-    ``surface_axes``   the heat-map axes: x = first feature, y = second feature
-    ``surface``        Gouraud QuadMesh, bilinear on R x R sub-cells per cell: its
-                       array is (K_b R + 1, K_a R + 1), ``array[::R, ::R]`` is
-                       ``effect.T``; colours symmetric about 0 up to
-                       :func:`colour_limit` (beyond it they saturate)
-    ``filled_cells``   PolyCollection, hatched, one rectangle per True of ``filled``
-                       in row-major (k, l) order
-    ``cell_edges``     LineCollection of the bin limits of both features
-    ``data_points``    Line2D of the rows' (x_a, x_b) (store only; at most
-                       :data:`SCATTER_MAX`, a fixed subsample)
-    ``colorbar``       the colour-bar axes, centred at 0
-    ``legend``         the figure legend (filled cells, data points)
-
-Cells are (z_{k-1}, z_k] x (w_{l-1}, w_l] as in the summary.
+Artists of :func:`interaction_figure` (Agg canvas, never pyplot) carry a ``gid``; cells
+(z_{k-1}, z_k] x (w_{l-1}, w_l] as in the summary:
+    ``surface_axes``  x = first feature, y = second feature
+    ``surface``       Gouraud QuadMesh, bilinear on R x R sub-cells per cell: its array is
+                      (K_b R + 1, K_a R + 1), ``array[::R, ::R]`` is ``effect.T``; colours
+                      symmetric about 0 up to :func:`colour_limit`, saturated beyond
+    ``filled_cells``  PolyCollection, hatched, a rectangle per True of ``filled`` (row-major)
+    ``cell_edges``    LineCollection of the bin limits of both features
+    ``data_points``   Line2D of the rows' (x_a, x_b) (store only; :func:`scatter_rows`)
+    ``colorbar``      the colour-bar axes, centred at 0
+    ``legend``        filled cells, data points
 """
 
 from __future__ import annotations

@@ -42,13 +42,10 @@ RC: dict[str, Any] = {
     "grid.linewidth": 0.6,
     "hatch.color": GREY,
     "hatch.linewidth": 0.6,
-    # one font, shipped with matplotlib: the same layout everywhere; in SVG files the
-    # font-family is "'DejaVu Sans', sans-serif"
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans"],
     # feature names are data, not TeX: "price ($) per $unit" is drawn as written
     "text.parse_math": False,
-    # reproducible output: fixed SVG ids; text as <text> elements (searchable, readable)
     "svg.hashsalt": "ale",
     "svg.fonttype": "none",
     "path.simplify": True,
@@ -57,7 +54,6 @@ RC: dict[str, Any] = {
     "text.hinting": "no_hinting",
 }
 
-# savefig metadata: no creation date, no software version (both change between runs/installs);
-# the tool's name marks the file as written by ale
+# savefig metadata: no date or version (they change between runs and installs)
 SVG_METADATA: dict[str, Any] = {"Date": None, "Creator": "ale"}
 PNG_METADATA: dict[str, Any] = {"Software": "ale"}

@@ -1,7 +1,8 @@
 """Gather what the report shows from summaries, a store, an audit report and a history.
 
 Rendered from ``templates/report.html.j2`` with autoescaping: every string from the
-data, model or summaries is escaped; only the SVG figures drawn here are markup.
+data, model or summaries is escaped; only the figures (SVG drawn here, or ``<img>`` of the
+plot step's files) are marked ``| safe``.
 """
 
 from __future__ import annotations
@@ -20,16 +21,15 @@ from ale_cli.io.jsonio import read_json_file
 from ale_cli.plot.first_order import feature_figure, overview_figure
 from ale_cli.plot.outputs import output_store, output_view, outputs_figure, summary_outputs
 from ale_cli.plot.regional import region_label, regional_figure
-from ale_cli.plot.render import check_store
+from ale_cli.plot.render import matching_store
 from ale_cli.plot.second_order import interaction_figure
 from ale_cli.report.digest import finest, paragraph, split_checks, verdict
 from ale_cli.report.figures import rendered_figures, svg_text, trend
 from ale_cli.report.history import FeatureDrift, HistoryRun, feature_drifts, read_history
-from ale_cli.store.npz import read_store, store_sha256
 from ale_cli.summary.build import utc_now
 from ale_cli.summary.compare import summary_statistics
 from ale_cli.summary.model import FeatureSummary, Summary, read_summary, summary_json
-from ale_cli.summary.regional import REGIONAL, read_regional
+from ale_cli.summary.regional import REGIONAL, RegionalSummary, read_regional
 
 if TYPE_CHECKING:
     from ale_cli.store.npz import Store
@@ -85,13 +85,6 @@ def _environment() -> Any:
     return env
 
 
-def _markup(text: str) -> Any:
-    """Markup of an SVG drawn here, or of a figure the plot step drew (:func:`rendered_figures`)."""
-    import markupsafe
-
-    return markupsafe.Markup(text)  # noqa: S704 (SVG drawn here; matplotlib escapes its text)
-
-
 def _params(params: dict[str, Any]) -> str:
     parts = []
     for key, value in params.items():
@@ -118,10 +111,8 @@ def _header(summaries: list[tuple[str, Summary]], store: Store | None) -> dict[s
     first = summaries[0][1]
     source = first.store
     model, data = source.get("model") or {}, source.get("data") or {}
-    meta = store.meta if store is not None else {}
-    details = meta.get("method_details") or {}
+    details = (store.meta if store is not None else {}).get("method_details") or {}
     method = [f"{k}: {v}" for k, v in details.items() if k not in ("output", "method")]
-    features = list(dict.fromkeys(f.name for _, s in summaries for f in s.features))
     return {
         "title": Path(str(model.get("path") or "model")).name,
         "model": model.get("path") or "-",
@@ -130,7 +121,7 @@ def _header(summaries: list[tuple[str, Summary]], store: Store | None) -> dict[s
         "data": data.get("path") or "-",
         "data_sha256": data.get("sha256") or "",
         "rows": first.n_rows,
-        "features": len(features),
+        "features": len({f.name for _, s in summaries for f in s.features}),
         "method": source.get("method") or "-",
         "method_details": method,
         "output": _params(source.get("output") or {}) or "-",
@@ -143,7 +134,6 @@ def _header(summaries: list[tuple[str, Summary]], store: Store | None) -> dict[s
 
 
 def _feature_rows(
-    name: str,
     summary: Summary,
     store: Store | None,
     drifts: dict[str, FeatureDrift],
@@ -154,33 +144,25 @@ def _feature_rows(
     rows = []
     for i, feat in enumerate(summary.features):
         s = stats.get(feat.key) or {}
-        view = output_view(summary, feat.output)  # several outputs: this record's
-        figures = [
-            {
-                "label": f"{summary.estimator} ({Path(name).name})",
-                "svg": _markup(
-                    (reused.get(("feature", feat.name)) if feat.output is None else None)
-                    or svg_text(
-                        feature_figure(view, feat.name, store=output_store(store, feat.output)),
-                        prefix=f"f{i}-0-",
-                    )
-                ),
-            }
-        ]
         drift = drifts.get(feat.name)
         rows.append(
             {
                 "anchor": f"feature-{i + 1}",
                 "name": feat.key,
-                "status": feat.status,
                 "bins": feat.n_bins,
                 **{k: s.get(k) for k in _STATISTICS},
                 "notes": _notes(feat),
-                "figures": figures,
+                "svg": (reused.get(("feature", feat.name)) if feat.output is None else None)
+                or svg_text(  # several outputs: this record's view and rows
+                    feature_figure(
+                        output_view(summary, feat.output),
+                        feat.name,
+                        store=output_store(store, feat.output),
+                    ),
+                    prefix=f"f{i}-0-",
+                ),
                 "drift": drift,
-                "trend": None
-                if drift is None or not drift.runs
-                else trend(drift.values, drift.runs),
+                "trend": trend(drift.values, drift.runs) if drift and drift.runs else None,
             }
         )
     rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["anchor"]))
@@ -214,25 +196,24 @@ def _interactions(
                     "b": item.features[1],
                     "label": f"{item.estimator} ({Path(name).name})",
                     "notes": notes,
-                    "svg": _markup(
-                        reused.get(name, {}).get(("interaction", i))
-                        or svg_text(interaction_figure(summary, i, store=store), prefix=f"i{n}-")
-                    ),
+                    "svg": reused.get(name, {}).get(("interaction", i))
+                    or svg_text(interaction_figure(summary, i, store=store), prefix=f"i{n}-"),
                 }
             )
     return items
 
 
 def _regional(
-    loaded: Sequence[tuple[str, Summary]], reused: Mapping[str, Mapping[tuple[str, Any], str]]
+    labels: Sequence[str],
+    regions: Mapping[str, RegionalSummary],
+    reused: Mapping[str, Mapping[tuple[str, Any], str]],
 ) -> list[dict[str, Any]]:
     """Per regional summary (``ale regional``): its features with a kept split, largest
     drop first, each with its leaves in words and its figure (the first ``MAX_FIGURES``)."""
     out = []
-    for j, (label, summary) in enumerate(loaded):
-        if summary.estimator != REGIONAL:
+    for j, label in enumerate(labels):
+        if (found := regions.get(label)) is None:
             continue
-        found = read_regional(label)
         split = sorted(
             (r for r in found.regions if r.status == "split"), key=lambda r: (-r.drop, r.name)
         )
@@ -241,40 +222,17 @@ def _regional(
             drawn = reused.get(label, {}).get(("regional", r.name))
             if i < MAX_FIGURES and drawn is None:
                 drawn = svg_text(regional_figure(found, r.name), prefix=f"reg{j}-{i}-")
-            svg = _markup(drawn) if i < MAX_FIGURES else None
             rows.append(
                 {
                     "name": r.name,
                     "drop": r.drop,
                     "regions": [region_label(n) for n in r.leaves],
-                    "svg": svg,
+                    "svg": drawn if i < MAX_FIGURES else None,
                 }
             )
         unsplit = [r.name for r in found.regions if r.status == "no_split"]
         out.append({"label": label, "features": rows, "unsplit": unsplit})
     return out
-
-
-def _load(
-    paths: Sequence[str | Path], store_path: str | Path | None
-) -> tuple[list[tuple[str, Summary]], Store | None]:
-    if not paths:
-        raise InputError("{param}: give at least one summary", param="summaries")
-    summaries = [(str(p), read_summary(p)) for p in paths]
-    if store_path is None:
-        return summaries, None
-    store = read_store(store_path)
-    digest = store_sha256(store_path)
-    for label, summary in summaries:
-        check_store(
-            summary,
-            store,
-            [f.name for f in summary.features],
-            summary_path=label,
-            store_path=store_path,
-            store_sha256=digest,
-        )
-    return summaries, store
 
 
 def build_report(
@@ -297,26 +255,27 @@ def build_report(
     (:func:`~ale_cli.report.figures.rendered_figures`).
     """
     t0 = time.perf_counter()
-    loaded, store_obj = _load(summaries, store)
+    if not summaries:
+        raise InputError("{param}: give at least one summary", param="summaries")
+    loaded = [(str(p), read_summary(p)) for p in summaries]
+    checks = [(label, s, [f.name for f in s.features]) for label, s in loaded]
+    store_obj = matching_store(store, checks)
     audit_data = _audit_section(audit)
-    runs: list[HistoryRun] = (
-        read_history(history, exclude=history_exclude) if history is not None else []
-    )
+    runs = read_history(history, exclude=history_exclude) if history is not None else []
     first_order = [(n, s) for n, s in loaded if s.features]
     # a regional summary's global curves are first-order ones: shown only when alone
     first_order = [(n, s) for n, s in first_order if s.estimator != REGIONAL] or first_order
-    if first_order:
-        i = finest(first_order)
-        first_order = [first_order[i], *first_order[:i], *first_order[i + 1 :]]
-    if runs and first_order:
-        runs = _without_this_run(runs, *first_order[0])
+    if first_order:  # the main summary first
+        first_order.insert(0, first_order.pop(finest(first_order)))
+        runs = _without_this_run(runs, *first_order[0]) if runs else runs
     given = {str(k): v for k, v in (figures or {}).items()}
-    reused = {n: rendered_figures(s, given[n]) for n, s in loaded if n in given}
+    regions = {n: read_regional(n) for n, s in loaded if s.estimator == REGIONAL}
+    reused = {n: rendered_figures(s, given[n], regions.get(n)) for n, s in loaded if n in given}
     timings = {"read_s": time.perf_counter() - t0}
     t = time.perf_counter()
     shown = _first_order_section(first_order, store_obj, runs, reused)
     shown["interactions"] = _interactions(loaded, store_obj, reused)
-    shown["regional"] = _regional(loaded, reused)
+    shown["regional"] = _regional([n for n, _ in loaded], regions, reused)
     timings["figures_s"] = time.perf_counter() - t
     t = time.perf_counter()
     context = _context(loaded, store_obj, audit_data, runs, shown, timestamp=timestamp)
@@ -400,22 +359,15 @@ def _first_order_section(
     if not first_order:
         return {"features": [], "overview": None, "main_label": None, "others": [], "moved": []}
     main_name, main = first_order[0]
-    main_label = f"{main.estimator} ({Path(main_name).name})"
     drifts = {d.name: d for d in feature_drifts(Path(main_name).name, main, runs)}
-    rows = _feature_rows(main_name, main, store_obj, drifts, reused.get(main_name, {}))
-    overview = _markup(
-        reused.get(main_name, {}).get(("overview", None))
-        or svg_text(_overview(main), prefix="overview-")
-    )
-    others = [
+    rows = _feature_rows(main, store_obj, drifts, reused.get(main_name, {}))
+    overviews = [
         {
-            "label": f"{other.estimator} ({Path(name).name})",
-            "svg": _markup(
-                reused.get(name, {}).get(("overview", None))
-                or svg_text(_overview(other), prefix=f"overview{j}-")
-            ),
+            "label": f"{s.estimator} ({Path(name).name})",
+            "svg": reused.get(name, {}).get(("overview", None))
+            or svg_text(_overview(s), prefix=f"overview{j or ''}-"),
         }
-        for j, (name, other) in enumerate(first_order[1:], start=1)
+        for j, (name, s) in enumerate(first_order)
     ]
     moved = sorted(
         (d for d in drifts.values() if d.previous is not None),
@@ -423,9 +375,9 @@ def _first_order_section(
     )
     return {
         "features": rows,
-        "overview": overview,
-        "main_label": main_label,
-        "others": others,
+        "overview": overviews[0]["svg"],
+        "main_label": overviews[0]["label"],
+        "others": overviews[1:],
         "moved": moved,
     }
 

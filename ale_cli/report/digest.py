@@ -24,29 +24,30 @@ def verdict(audit: dict[str, Any] | None) -> dict[str, str]:
     if audit is None:
         return {"kind": "none", "text": "No audit: no rules were checked on this run."}
     c = audit["counts"]
-    failed = [_named(x, audit) for x in audit["checks"] if x["verdict"] == "fail"]
+    failed = [x for x in audit["checks"] if x["verdict"] == "fail"]
     warned = [x for x in audit["checks"] if x["verdict"] == "warn"]
     if failed:
-        shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
-        text = f"Audit failed: {c['fail']} rule(s) failed ({shown})"
+        text = f"Audit failed: {c['fail']} rule(s) failed ({_named(failed, audit)})"
         if warned:
             text += f", {len(warned)} warning(s)"
         return {"kind": "fail", "text": text + f" (exit {audit['exit_code']})."}
     if warned:
-        named = ", ".join(_named(x, audit) for x in warned[:5])
-        more = f" and {len(warned) - 5} more" if len(warned) > 5 else ""
         return {
             "kind": "warn",
-            "text": f"Audit passed with {len(warned)} warning(s) ({named}{more}): "
+            "text": f"Audit passed with {len(warned)} warning(s) ({_named(warned, audit)}): "
             f"{c['pass']} passed, {c['skip']} skipped.",
         }
     return {"kind": "pass", "text": f"Audit passed: all {c['pass']} checks passed."}
 
 
-def _named(check: dict[str, Any], audit: dict[str, Any]) -> str:
-    """``feature rule``, and its summary's file when the audit read several."""
-    where = f" ({check.get('summary_file')})" if audit.get("several") else ""
-    return f"{check['feature']} {check['rule']}{where}"
+def _named(checks: list[dict[str, Any]], audit: dict[str, Any]) -> str:
+    """The first five ``feature rule`` (and summary file when the audit read several)."""
+    several = audit.get("several")
+    named = ", ".join(
+        f"{x['feature']} {x['rule']}" + (f" ({x.get('summary_file')})" if several else "")
+        for x in checks[:5]
+    )
+    return named + (f" and {len(checks) - 5} more" if len(checks) > 5 else "")
 
 
 def paragraph(

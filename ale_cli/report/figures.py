@@ -1,12 +1,4 @@
-"""The report's figures: inline SVG, the plot step's files reused, and the drift trend line.
-
-:func:`svg_text` saves with ``ale plot``'s rc settings, drops the prolog, DOCTYPE and
-metadata, rounds coordinates to 0.1 pt and prefixes every ``id`` (unique in the page).
-:func:`rendered_figures` takes each figure ``ale run``'s plot step drew (named by
-:func:`ale_cli.plot.render.file_stems`) as an ``<img>`` whose source is the file itself
-as a ``data:`` URI, when the directory's manifest lists it with the sha256 its bytes
-still have; any other figure is drawn.
-"""
+"""The report's figures: inline SVG, the plot step's files reused, and the drift trend line."""
 
 from __future__ import annotations
 
@@ -21,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from ale_cli.io.files import sha256_file
 from ale_cli.outputs.figures import read_manifest
 from ale_cli.plot import style
-from ale_cli.plot.render import OVERVIEW, file_stems
+from ale_cli.plot.render import figure_tasks
 from ale_cli.summary.model import Summary
-from ale_cli.summary.regional import REGIONAL
+from ale_cli.summary.regional import RegionalSummary
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -39,7 +31,8 @@ _SIZE = re.compile(r'<svg([^>]*?) width="([0-9.]+)pt" height="([0-9.]+)pt"')
 
 
 def svg_text(fig: Figure, *, prefix: str) -> str:
-    """The figure as one ``<svg>`` element whose ids all start with ``prefix``."""
+    """The figure as one ``<svg>`` element (``ale plot``'s rc settings; no prolog, DOCTYPE or
+    metadata; coordinates to 0.1 pt) whose ids all start with ``prefix`` (unique in the page)."""
     import matplotlib
 
     buffer = io.StringIO()
@@ -52,18 +45,11 @@ def svg_text(fig: Figure, *, prefix: str) -> str:
     text = _URL.sub(lambda m: f"url(#{prefix}{m.group(1)})", text)
     text = _HREF.sub(lambda m: f'{m.group(1)}="#{prefix}{m.group(2)}"', text)
     # a width/height in pt fixes the size; the page scales it down to its column instead
-    return _SIZE.sub(
-        lambda m: (
-            f'<svg{m.group(1)} class="figure" width="{m.group(2)}pt" '
-            f'height="{m.group(3)}pt" role="img"'
-        ),
-        text,
-        count=1,
-    ).strip()
+    size = r'<svg\1 class="figure" width="\2pt" height="\3pt" role="img"'
+    return _SIZE.sub(size, text, count=1).strip()
 
 
 def _round(match: re.Match[str]) -> str:
-    """A number written with more than one decimal, to one decimal (trailing 0 kept)."""
     return f"{float(match.group(0)):.1f}"
 
 
@@ -111,24 +97,13 @@ _MEDIA = (("svg", "image/svg+xml"), ("png", "image/png"))
 Key = tuple[str, Any]
 
 
-def _stems(summary: Summary) -> dict[Key, str]:
-    """The file stem of each figure the plot step draws for the whole ``summary``."""
-    names = [f.name for f in summary.features]
-    pairs = [f"{a}__{b}" for a, b in (item.features for item in summary.interactions)]
-    stems = file_stems([*names, *pairs])
-    out: dict[Key, str] = {("feature", n): s for n, s in zip(names, stems, strict=False)}
-    if names:
-        out[("overview", None)] = OVERVIEW
-    for i, stem in enumerate(stems[len(names) :]):
-        out[("interaction", i)] = stem
-    if summary.estimator == REGIONAL:
-        out |= {("regional", n): f"{s}__regions" for n, s in zip(names, stems, strict=False)}
-    return out
-
-
-def rendered_figures(summary: Summary, directory: str | Path) -> dict[Key, str]:
-    """The ``<img>`` markup of every figure of ``summary`` found intact in ``directory``
-    (see the module docstring); empty when the directory has no manifest."""
+def rendered_figures(
+    summary: Summary, directory: str | Path, regions: RegionalSummary | None = None
+) -> dict[Key, str]:
+    """The ``<img>`` of each figure of ``summary`` (or ``regions``) that ``ale run``'s plot
+    step wrote in ``directory`` (:func:`~ale_cli.plot.render.figure_tasks`), its file as a
+    ``data:`` URI, when the manifest lists it with the sha256 its bytes still have; empty
+    without a manifest. The report draws any other figure."""
     import markupsafe
 
     root = Path(directory)
@@ -136,14 +111,15 @@ def rendered_figures(summary: Summary, directory: str | Path) -> dict[Key, str]:
     if listed is None:
         return {}
     out: dict[Key, str] = {}
-    for key, stem in _stems(summary).items():
+    names = list(dict.fromkeys(f.name for f in summary.features))
+    for kind, key, stem in figure_tasks(summary, names, regions):
+        alt = markupsafe.escape(f"{kind} {key if key is not None else ''}".strip())
         for ext, media in _MEDIA:
-            name = f"{stem}.{ext}"
-            path = root / name
-            if name not in listed or not path.is_file() or sha256_file(path) != listed[name]:
+            file = f"{stem}.{ext}"
+            path = root / file
+            if file not in listed or not path.is_file() or sha256_file(path) != listed[file]:
                 continue
             data = base64.b64encode(path.read_bytes()).decode("ascii")
-            alt = markupsafe.escape(f"{key[0]} {key[1] if key[1] is not None else ''}".strip())
-            out[key] = f'<img class="figure" alt="{alt}" src="data:{media};base64,{data}">'
+            out[(kind, key)] = f'<img class="figure" alt="{alt}" src="data:{media};base64,{data}">'
             break
     return out

@@ -38,9 +38,8 @@ def read_history(directory: str | Path, *, exclude: Sequence[str] = ()) -> list[
     if not root.is_dir():
         raise InputError(f"history directory '{root}' does not exist or is not a directory")
     runs = []
-    for sub in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        if sub.name in exclude:
-            continue
+    listed = (p for p in root.iterdir() if p.is_dir() and p.name not in exclude)
+    for sub in sorted(p for p in listed if not p.name.startswith(".")):
         summaries = {}
         for path in sorted(sub.glob("*.json")):
             try:
