@@ -98,7 +98,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
     try:
         fd = -1
         for _ in range(100):
-            tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+            tmp = target.parent / temporary_name(target.name)
             try:
                 fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
                 break
@@ -121,6 +121,11 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
         if isinstance(exc, OSError):
             raise RunError(f"cannot write '{given}': {exc.strerror or exc}") from None
         raise
+
+
+def temporary_name(name: str) -> str:
+    """The name of a temporary file for ``name``: ``.NAME.<12 hex digits>.tmp``."""
+    return f".{name}.{secrets.token_hex(6)}.tmp"
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:
