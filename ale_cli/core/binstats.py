@@ -148,8 +148,16 @@ class CellStats:
         limits = np.asarray(limits, dtype=np.int64)
         if limits[0] != 0 or limits[-1] != self.n_cells or np.any(np.diff(limits) <= 0):
             raise ValueError("limits must increase strictly from 0 to the number of cells")
-        owner = np.repeat(np.arange(limits.size - 1), np.diff(limits))
-        return self.grouped(owner, n_groups=limits.size - 1)
+        starts = limits[:-1]
+        counts = np.add.reduceat(self.counts, starts)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.add.reduceat(self.counts * self.mean, starts) / counts
+        mean[counts == 0] = 0.0
+        owner = np.repeat(np.arange(starts.size), np.diff(limits))
+        d = self.mean - mean[owner]
+        m2 = np.add.reduceat(self.m2 + self.counts * d * d, starts)
+        return CellStats(counts=counts, mean=mean, m2=m2)
+
 
 
 def uniform_cells(
