@@ -25,6 +25,11 @@ alone 4.41 s and 3.65 s of CPU; ale less it 1.00x (0.98-1.31) and 1.22x (1.13-1.
 pass; ale against the bare script's whole process (its start-up, ``import torch`` and the
 read of the rows included) 0.90 and 0.99. The targets sit inside the machine's noise.
 
+Again 2026-11-26, 19:03-19:10 UTC, load 1.3, 3 rounds, after the second cut (26,757 lines):
+bare 9.47 s CPU (9.14-9.61), ale 14.66 s (14.33-15.56): CPU ratio 1.57 (1.55-1.62), wall 1.44
+(1.44-1.51); ``import torch`` 3.57 s; ale less it 1.23x the pass; against the whole bare
+process 0.97 (0.94-0.99).
+
 Where the CPU goes, in user instructions (``perf stat -e instructions:u``, the same to
 0.1% from run to run, unlike the times): the bare pass 38.7 G (the bare script less the
 same script without its loop); ``ale compute`` 48.0 G = ``import torch`` 5.2 G + the rest

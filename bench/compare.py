@@ -15,20 +15,21 @@ Workloads (each a fresh ``ale`` process, ale byte-compiled as installed):
 
 Usage: python bench/compare.py --base DIR [--rounds 3] [--rows-large 1e7] [--only NAME,...]
 
-Measured 2026-11-26, 15:40-15:57 UTC, base = main before the 2,800-line cut (98ff435),
-load average 0.9-1.7 on 2 cores, no other session at work; median (min-max):
+Measured 2026-11-26, 18:48-19:03 UTC, base = main before the second cut to 26,757 lines
+(f3e2d1f), load average 1.3-1.8 on 2 cores, no other session at work; median (min-max):
 
 ====================  ======================  ======================  ===================
 workload              base                    new                     new / base
 ====================  ======================  ======================  ===================
-compute+rhale 1e6     16.21 s (15.39-17.69)   14.06 s (13.98-14.68)   0.867 (0.790-0.954)
-run demo job          8.74 s (8.22-11.95)     8.38 s (8.36-10.56)     0.956 (0.701-1.285)
-rhale 1e7 (6 rounds)  9.46 s (8.66-9.81)      8.97 s (7.86-9.64)      0.963 (0.838-1.012)
-rebin quantile 1e7    17.22 s (16.74-17.43)   16.84 s (16.33-16.86)   0.979 (0.937-1.006)
+compute+rhale 1e6     16.52 s (15.95-17.59)   16.16 s (15.42-16.36)   0.966 (0.930-0.978)
+rhale 1e7             8.65 s (8.50-9.49)      8.70 s (8.69-9.06)      1.022 (0.917-1.047)
+rebin quantile 1e7    16.16 s (15.68-16.33)   17.59 s (16.04-17.91)   1.088 (0.982-1.142)
+ same, 5 rounds       16.93 s (15.10-17.83)   16.33 s (15.61-17.46)   0.972 (0.916-1.077)
+run demo job          11.98 s (10.02-12.54)   10.51 s (10.46-10.90)   0.877 (0.869-1.044)
 ====================  ======================  ======================  ===================
 
-The other rows ran 3 rounds; a first 3-round run of rhale 1e7
-gave 1.067 (0.941-1.082), within the noise the 6-round run shows.
+Rows ran 3 rounds unless said; the second rebin row is a run of that workload alone, whose
+spread covers the first.
 """
 
 from __future__ import annotations
