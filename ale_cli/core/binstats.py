@@ -159,7 +159,6 @@ class CellStats:
         return CellStats(counts=counts, mean=mean, m2=m2)
 
 
-
 def uniform_cells(
     X: np.ndarray, values: np.ndarray, grid: UniformGrid, *, chunk_rows: int = CHUNK_ROWS
 ) -> list[CellStats]:

@@ -9,7 +9,10 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from ale_cli.data.source import ArraySource, Chunk, Parts, Source  # noqa: F401 (re-exported)
+from ale_cli.data.source import ArraySource as ArraySource
+from ale_cli.data.source import Chunk as Chunk
+from ale_cli.data.source import Parts as Parts
+from ale_cli.data.source import Source as Source
 from ale_cli.io.threads import ordered_map, prefetched
 
 S = TypeVar("S")
