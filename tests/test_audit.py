@@ -345,27 +345,29 @@ def test_each_rule_gives_its_verdict(tmp_path: Path) -> None:
     assert result.exit_code == 3  # flat's share failed with severity error
 
 
+def _one_cell_pair() -> InteractionSummary:
+    """A pair of inputs on one cell whose centered effect reaches 2 (at its far corner)."""
+    return InteractionSummary(
+        features=("a", "b"),
+        estimator="dale",
+        edges_a=np.array([0.0, 1.0]),
+        edges_b=np.array([0.0, 1.0]),
+        counts=np.array([[10]]),
+        cell_effect=np.array([[1.0]]),
+        cell_std=np.array([[0.0]]),
+        filled=np.array([[False]]),
+        effect=np.array([[0.0, 0.5], [-0.5, 2.0]]),
+    )
+
+
 def test_max_interaction_on_an_interact_summary(tmp_path: Path) -> None:
-    effect = np.array([[0.0, 0.5], [-0.5, 2.0]])
     inter = Summary(
         estimator="dale",
         params={},
         store={},
         n_rows=10,
         features=(),
-        interactions=(
-            InteractionSummary(
-                features=("a", "b"),
-                estimator="dale",
-                edges_a=np.array([0.0, 1.0]),
-                edges_b=np.array([0.0, 1.0]),
-                counts=np.array([[10]]),
-                cell_effect=np.array([[1.0]]),
-                cell_std=np.array([[0.0]]),
-                filled=np.array([[False]]),
-                effect=effect,
-            ),
-        ),
+        interactions=(_one_cell_pair(),),
         prediction={"n": 101, "mean": 50.0, "quantiles": np.arange(101.0)},
     )
     path = tmp_path / "i.json"
@@ -401,19 +403,8 @@ def test_max_interaction_on_an_interact_summary(tmp_path: Path) -> None:
 def test_max_interaction_without_a_prediction_distribution(
     tmp_path: Path, limits: str, verdict: str, observed: str, limit: str
 ) -> None:
-    pair = InteractionSummary(
-        features=("a", "b"),
-        estimator="dale",
-        edges_a=np.array([0.0, 1.0]),
-        edges_b=np.array([0.0, 1.0]),
-        counts=np.array([[10]]),
-        cell_effect=np.array([[1.0]]),
-        cell_std=np.array([[0.0]]),
-        filled=np.array([[False]]),
-        effect=np.array([[0.0, 0.5], [-0.5, 2.0]]),
-    )
     path = tmp_path / "i.json"
-    write_summary(path, Summary("dale", {}, {}, 10, (), interactions=(pair,)))
+    write_summary(path, Summary("dale", {}, {}, 10, (), interactions=(_one_cell_pair(),)))
     text = f"rules:\n  - feature: b\n    max_interaction: {limits}\n"
     (check,) = audit_files([path], rules_file(tmp_path / "i.yaml", text)).checks
     assert (check.verdict, check.observed, check.limit) == (verdict, observed, limit)

@@ -375,7 +375,9 @@ def summary_outcome(
     name: str, result: EstimateResult, out: Path, timestamp: bool, run: Run
 ) -> Outcome:
     """Write the summary (``-``: standard output) and describe it in one line."""
-    to_stdout = write_out(run, out, dumps(result.summary.to_dict(timestamp=timestamp)))
+    from ale_cli.summary.model import summary_json
+
+    to_stdout = write_out(run, out, summary_json(result.summary, timestamp=timestamp))
     feats, items = result.summary.features, result.summary.interactions
     ok = sum(f.status == "ok" for f in (*feats, *items))
     if items:

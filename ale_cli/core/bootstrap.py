@@ -19,7 +19,7 @@ import numpy as np
 
 from ale_cli.core.binstats import fill_missing
 from ale_cli.core.discrete import level_statistics
-from ale_cli.core.effect import center_offset
+from ale_cli.core.effect import check_center
 from ale_cli.core.statistics import ALE_CLI, Definitions, effect_statistics
 
 #: at most this many weights (replicates x rows) are held at once
@@ -83,8 +83,11 @@ def replicate_effects(
     dz = np.diff(edges)
     effect = np.zeros((n.shape[0], edges.size))
     np.cumsum(mu * dz, axis=1, out=effect[:, 1:])
-    for r in range(n.shape[0]):
-        effect[r] -= center_offset(effect[r], n[r], mode=center)
+    if check_center(center) == "mean":  # center_offset of every replicate at once
+        total = n.sum(axis=1)
+        mids = (effect[:, :-1] + effect[:, 1:]) / 2.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            effect -= np.where(total > 0, (n * mids).sum(axis=1) / total, 0.0)[:, None]
     return effect
 
 

@@ -45,15 +45,20 @@ def accumulate(
     )
 
 
+def check_center(mode: str) -> str:
+    """``mode`` if it is one of :data:`CENTER_MODES`, else ValueError."""
+    if mode not in CENTER_MODES:
+        raise ValueError(f"center must be one of {', '.join(CENTER_MODES)}, got {mode!r}")
+    return mode
+
+
 def center_offset(effect: np.ndarray, counts: np.ndarray, *, mode: str = "mean") -> float:
     """The constant subtracted for centering ``mode`` (see the module docstring).
 
     >>> center_offset(np.array([0.0, 1.0, 3.0]), np.array([1, 3]), mode="mean")
     1.625
     """
-    if mode not in CENTER_MODES:
-        raise ValueError(f"center must be one of {', '.join(CENTER_MODES)}, got {mode!r}")
-    if mode != "mean":
+    if check_center(mode) != "mean":
         return 0.0
     n = counts.sum()
     if n == 0:

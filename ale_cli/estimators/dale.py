@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from ale_cli.estimators.bands import Bootstrap, with_bands
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_bins_rows, check_center
 from ale_cli.estimators.cells import Passes, array_passes, binned, ranges, store_passes
 from ale_cli.estimators.levels import stored_level_names, with_stored_levels
+from ale_cli.io.threads import in_background
 from ale_cli.passes.engine import LOCAL, Engine
 from ale_cli.store.format import output_label, output_records
 from ale_cli.store.npz import Store, StoreFile, open_store, read_store, store_sha256
@@ -47,8 +48,6 @@ from ale_cli.summary.statistics import statistics_params
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
-
-_HASHER = ThreadPoolExecutor(thread_name_prefix="ale-hash")
 
 
 @dataclass(frozen=True)
@@ -229,7 +228,7 @@ def _open(store: Path | Store, *, whole: bool = False) -> _Opened:
         return _Opened(None, store)
     handle = read_store(store) if whole else open_store(store)
     path = Path(store) if whole else handle.path
-    return _Opened(path, handle, _HASHER.submit(store_sha256, path))
+    return _Opened(path, handle, in_background(partial(store_sha256, path)))
 
 
 def _result(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -24,6 +24,7 @@ from ale_cli.estimators.pairs import Pair, pair_columns, pair_grids, parse_pairs
 from ale_cli.estimators.rows import Rows
 from ale_cli.io.files import sha256_file
 from ale_cli.io.jsonio import to_jsonable
+from ale_cli.io.threads import in_background
 from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.mixed import require_mixed_derivatives
 from ale_cli.models.profile import DataProfile
@@ -164,9 +165,7 @@ def _store_rows(
     if unused is not None:
         notes.append(unused)
         return None
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-hash")
-    digest = pool.submit(store_sha256, path)  # by a helper thread, overlapping the passes
-    pool.shutdown(wait=False)  # the thread ends with the hash
+    digest = in_background(partial(store_sha256, path))  # overlapping the passes
     stored = {pair: i for i, pair in enumerate(store.pairs())}
     stored |= {(b, a): i for (a, b), i in stored.items() if (b, a) not in stored}
     found = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -21,6 +22,26 @@ def thread_count() -> int:
     if given.isdigit() and int(given) > 0:
         return int(given)
     return max(1, min(available_cpus(), MAX_THREADS))
+
+
+def in_background(fn: Callable[[], R]) -> Future[R]:
+    """``fn()`` run by a daemon thread (an exit does not wait for it), its result a Future.
+
+    >>> in_background(lambda: 6 * 7).result()
+    42
+    """
+    from threading import Thread
+
+    future: Future[R] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # handed to whoever waits on the result
+            future.set_exception(exc)
+
+    Thread(target=run, name="ale-background", daemon=True).start()
+    return future
 
 
 def available_cpus() -> int:
@@ -57,7 +78,7 @@ def ordered_map(
     >>> list(ordered_map(lambda x: x * x, range(5), threads=2))
     [0, 1, 4, 9, 16]
     """
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor
 
     n = thread_count() if threads is None else max(1, threads)
     pending: deque[Future[R]] = deque()

@@ -141,37 +141,34 @@ def _not_ours_unless_empty(path: Path, ours: Callable[[Path], bool], what: str) 
     return f"output '{path}' is a directory that is not an ale {what}; choose another output"
 
 
+#: every output kind
+KIND_LIST: tuple[OutputKind, ...] = (
+    OutputKind("store", "local-effects store (.npz with a readable meta)", is_store),
+    OutputKind(
+        "store-dir",
+        "directory store",
+        is_store_directory,
+        directory=True,
+        refusal=lambda p: _not_ours_unless_empty(p, is_store_directory, "directory store"),
+    ),
+    OutputKind("summary", "summary", is_summary, stdout=True),
+    OutputKind("edges", "edges file (a summary)", is_summary, stdout=True),
+    OutputKind("html", "HTML report", is_html_report, stdout=True),
+    OutputKind("audit-json", "audit report", is_audit_report, stdout=True),
+    OutputKind("junit", "JUnit XML of 'ale audit'", is_junit, stdout=True),
+    OutputKind("audit-markdown", "markdown summary of 'ale audit'", is_audit_markdown, stdout=True),
+    OutputKind("table-csv", "CSV export", is_csv_export, stdout=True),
+    OutputKind("table-parquet", "Parquet export", is_parquet_export),
+    OutputKind(
+        "figures",
+        "figure directory",
+        figures.is_figure_directory,
+        directory=True,
+        refusal=figures.refusal,
+    ),
+)
 #: every output kind by name
-KINDS: dict[str, OutputKind] = {
-    kind.name: kind
-    for kind in (
-        OutputKind("store", "local-effects store (.npz with a readable meta)", is_store),
-        OutputKind(
-            "store-dir",
-            "directory store",
-            is_store_directory,
-            directory=True,
-            refusal=lambda p: _not_ours_unless_empty(p, is_store_directory, "directory store"),
-        ),
-        OutputKind("summary", "summary", is_summary, stdout=True),
-        OutputKind("edges", "edges file (a summary)", is_summary, stdout=True),
-        OutputKind("html", "HTML report", is_html_report, stdout=True),
-        OutputKind("audit-json", "audit report", is_audit_report, stdout=True),
-        OutputKind("junit", "JUnit XML of 'ale audit'", is_junit, stdout=True),
-        OutputKind(
-            "audit-markdown", "markdown summary of 'ale audit'", is_audit_markdown, stdout=True
-        ),
-        OutputKind("table-csv", "CSV export", is_csv_export, stdout=True),
-        OutputKind("table-parquet", "Parquet export", is_parquet_export),
-        OutputKind(
-            "figures",
-            "figure directory",
-            figures.is_figure_directory,
-            directory=True,
-            refusal=figures.refusal,
-        ),
-    )
-}
+KINDS: dict[str, OutputKind] = {kind.name: kind for kind in KIND_LIST}
 
 
 def _refuse_inputs(

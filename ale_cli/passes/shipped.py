@@ -9,6 +9,7 @@ import tempfile
 import threading
 import weakref
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ class ShippedModel:
             data = Path(self.path).read_bytes()
             if hashlib.sha256(data).hexdigest() != self.sha256:
                 raise RunError(f"model file '{self.path}' changed during the run")
-        return (ShippedModel, tuple((self.__dict__ | {"loaded": None, "data": data}).values()))
+        return (partial(ShippedModel, **(self.__dict__ | {"loaded": None, "data": data})), ())
 
     def get(self) -> Model:
         """The model: loaded here, or once per process from the file's bytes."""

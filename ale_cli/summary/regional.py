@@ -17,7 +17,7 @@ from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
 from ale_cli.summary.compare import records_difference
-from ale_cli.summary.model import FeatureSummary, Summary, load_summary, read_summary
+from ale_cli.summary.model import FeatureSummary, Summary, load_summary
 
 #: the estimator of a regional summary
 REGIONAL = "regional"
@@ -203,11 +203,9 @@ def read_regional(path: str | Path) -> RegionalSummary:
 
 
 def regional_diff_lines(a: str | Path, b: str | Path) -> tuple[str, ...]:
-    """``ale diff`` of two regional summaries (else nothing): per feature of both, in A's
+    """``ale diff`` of two regional summaries: per feature of both, in A's
     order, whether their leaves have the same conditions, and then the largest difference
     of the leaves' curves (on A's edges, :func:`~ale_cli.summary.compare.records_difference`)."""
-    if any(read_summary(p).estimator != REGIONAL for p in (a, b)):
-        return ()
     found_a, found_b = read_regional(a), read_regional(b)
     names_b = {r.name: r for r in found_b.regions}
     lines = ["REGIONS"]

@@ -30,7 +30,7 @@ from ale_cli.plot.diff import render_diff
 from ale_cli.summary.build import utc_now
 from ale_cli.summary.compare import compare_summaries
 from ale_cli.summary.model import read_summary
-from ale_cli.summary.regional import regional_diff_lines
+from ale_cli.summary.regional import REGIONAL, regional_diff_lines
 
 if TYPE_CHECKING:
     from ale_cli.summary.compare import FeatureComparison
@@ -259,7 +259,8 @@ def diff(
         written = render_diff(sa, sb, comparisons, out, labels=(str(a), str(b)), formats=fmts)
     headers = ("FEATURE", "MAX |DIFF|", "AT", "MAX Z", "AT", "RANK A->B", "STATUS")
     lines = aligned(headers, _diff_rows(comparisons))
-    lines += regional_diff_lines(a, b)  # two regional summaries: their regions compared
+    if sa.estimator == sb.estimator == REGIONAL:  # their regions compared
+        lines += regional_diff_lines(a, b)
     changed = [c.name for c in comparisons if c.rank_changed]
     tail = f"; rank changed: {', '.join(changed)}" if changed else ""
     where = f"; {len(written)} figure files -> '{out}'" if out is not None else ""
