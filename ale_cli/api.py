@@ -80,20 +80,30 @@ def compute(
 def rebin(
     store: str | Path | Store,
     *,
+    bins: int | None = None,
+    binning: str | None = None,
     edges: str | Path | None = None,
+    center: str = "mean",
+    features: Names = None,
     bootstrap: int = 0,
     ci: float = 0.95,
     seed: int | None = None,
     engine: str = "local",
     scheduler: str | None = None,
-    **options: Any,
+    statistics: str = "ale-cli",
 ) -> Summary:
     """DALE on fixed bins (default: 20 uniform bins) from a store; ``bootstrap`` B > 0 adds
-    percentile bands at level ``ci``; ``options``: ``bins``, ``binning``, ``center``,
-    ``features``, ``statistics`` (:class:`~ale_cli.estimators.dale.RebinRequest`)."""
-    bands, where = Bootstrap(bootstrap, ci, seed), engine_for(engine, scheduler)
+    percentile bands at level ``ci``."""
     request = dale.RebinRequest(
-        store=_path(store), edges=_path(edges), bootstrap=bands, engine=where, **options
+        store=_path(store),
+        bins=bins,
+        binning=binning,
+        center=center,
+        features=features,  # type: ignore[arg-type]
+        edges=_path(edges),
+        bootstrap=Bootstrap(bootstrap, ci, seed),
+        engine=engine_for(engine, scheduler),
+        statistics=statistics,
     )
     return dale.rebin(request).summary
 
@@ -101,33 +111,52 @@ def rebin(
 def rhale(
     store: str | Path | Store,
     *,
+    max_bins: int = 50,
+    min_points: int | None = None,
+    alpha: float = 0.2,
+    grid: str = "uniform",
+    center: str = "mean",
+    features: Names = None,
     bootstrap: int = 0,
     ci: float = 0.95,
     seed: int | None = None,
     engine: str = "local",
     scheduler: str | None = None,
-    **options: Any,
+    statistics: str = "ale-cli",
 ) -> Summary:
-    """RHALE with automatic bins from a store; ``bootstrap`` as in :func:`rebin`;
-    ``options``: ``max_bins``, ``min_points``, ``alpha``, ``grid``, ``center``, ``features``,
-    ``statistics`` (:class:`~ale_cli.estimators.dale.RhaleRequest`)."""
-    bands, where = Bootstrap(bootstrap, ci, seed), engine_for(engine, scheduler)
-    request = dale.RhaleRequest(store=_path(store), bootstrap=bands, engine=where, **options)
+    """RHALE with automatic bins from a store; ``bootstrap`` as in :func:`rebin`."""
+    request = dale.RhaleRequest(
+        store=_path(store),
+        max_bins=max_bins,
+        min_points=min_points,
+        alpha=alpha,
+        grid=grid,
+        center=center,
+        features=features,  # type: ignore[arg-type]
+        bootstrap=Bootstrap(bootstrap, ci, seed),
+        engine=engine_for(engine, scheduler),
+        statistics=statistics,
+    )
     return dale.rhale(request).summary
 
 
 def regional(
     store: str | Path | Store,
     *,
+    features: Names = None,
+    max_depth: int = 2,
+    min_drop: float = 0.1,
+    min_rows: int | None = None,
+    candidates: int = 20,
+    search_rows: int | str | None = regional_estimator.SEARCH_ROWS,
+    bins: int | None = None,
+    max_bins: int = 50,
+    center: str = "mean",
     engine: str = "local",
     scheduler: str | None = None,
-    **options: Any,
 ) -> RegionalSummary:
     """Regional effects from a store: per feature, the splits of the rows on the other
-    inputs that lower the heterogeneity by ``min_drop``, each leaf with its own record;
-    ``options``: ``features``, ``max_depth``, ``min_drop``, ``min_rows``, ``candidates``,
-    ``search_rows``, ``bins``, ``max_bins``, ``center``
-    (:class:`~ale_cli.estimators.regional.RegionalRequest`).
+    inputs that lower the heterogeneity by ``min_drop``, each leaf with its own record.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -142,8 +171,19 @@ def regional(
     (0.91, 'no_split')
     """
 
-    where = engine_for(engine, scheduler)
-    request = regional_estimator.RegionalRequest(store=_path(store), engine=where, **options)
+    request = regional_estimator.RegionalRequest(
+        store=_path(store),
+        features=features,  # type: ignore[arg-type]
+        max_depth=max_depth,
+        min_drop=min_drop,
+        min_rows=min_rows,
+        candidates=candidates,
+        search_rows=search_rows,
+        bins=bins,
+        max_bins=max_bins,
+        center=center,
+        engine=engine_for(engine, scheduler),
+    )
     return regional_estimator.regional(request).summary
 
 
