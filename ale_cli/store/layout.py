@@ -220,9 +220,8 @@ def check_finite(
     )
 
 
-def check_span(path: Path, X: np.ndarray, names: np.ndarray, member: str = "X") -> None:
-    """X finite, and every column's range too (max - min must not overflow)."""
-    check_finite(path, member, X, [str(n) for n in names])
+def check_span(path: Path, X: np.ndarray, names: Sequence[str]) -> None:
+    """Every column's range of a finite X finite too (max - min must not overflow)."""
     if X.size == 0:
         return
     with np.errstate(over="ignore", invalid="ignore"):
@@ -312,15 +311,13 @@ def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: b
         _names(path, inputs, "input_names")
     if not full:  # headers and layout only: the readers of the chunks check their bytes
         return
+    labels = {"X": [str(n) for n in inputs], "local_effects": [str(n) for n in names]}
     for name in npz.files:
         if ROW_MEMBER.match(name):
-            array = _load(path, npz, name)
-            base = name.split(".")[0]
+            array, base = _load(path, npz, name), name.split(".")[0]
+            check_finite(path, name, array, labels.get(base, []))
             if base == "X":
-                check_span(path, array, inputs, name)
-            else:
-                labels = [str(n) for n in names] if base == "local_effects" else []
-                check_finite(path, name, array, labels)
+                check_span(path, array, labels["X"])
 
 
 #: the JSON type of each key a store's meta may hold (absent or null: not recorded)

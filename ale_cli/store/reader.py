@@ -107,6 +107,10 @@ class StoreFile(_Columns):
     outputs: int = 1
     #: the first chunk of a part of a chunked store (:meth:`parts`; None: the whole store)
     first: int | None = None
+    #: its member names, and the members that are not row arrays, names or the meta (pairs,
+    #: secant grids), read and checked when it was opened
+    members: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    small: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
     verified: set[str] = field(default_factory=set, init=False, compare=False, repr=False)
 
     @property
@@ -206,23 +210,18 @@ class StoreFile(_Columns):
 
     def pairs(self) -> tuple[tuple[str, str], ...]:
         """The pairs (a, b) of the rows of ``mixed_derivatives`` (empty: none)."""
-        with _open(self.path) as npz:
-            held = MIXED in npz.files or chunk_entry(MIXED, 0) in npz.files
-            if PAIRS not in npz.files or not held:
-                return ()
-            pairs = npz[PAIRS].reshape(-1, 2)
-        return tuple((str(a), str(b)) for a, b in pairs)
+        if PAIRS not in self.small or not {MIXED, chunk_entry(MIXED, 0)} & self.members:
+            return ()
+        return tuple((str(a), str(b)) for a, b in self.small[PAIRS].reshape(-1, 2))
 
     def held(self) -> tuple[str, ...]:
         """The row arrays the store holds (every output's)."""
-        with _open(self.path) as npz:
-            held = set(npz.files)
+        held = self.members
         return tuple(n for n in _row_members(self.outputs) if {n, chunk_entry(n, 0)} & held)
 
     def small_arrays(self) -> dict[str, np.ndarray]:
         """The members that are not row arrays, names or the meta (pairs, secant grids)."""
-        with _open(self.path) as npz:
-            return {n: npz[n] for n in npz.files if not ROW_MEMBER.match(n) and n not in _NAMES}
+        return self.small
 
     def read(self) -> Store:
         """The whole store in memory (its chunks or parts concatenated as float64)."""
@@ -255,6 +254,8 @@ def open_file_store(path: Path) -> StoreFile:
         names = tuple(str(s) for s in npz["feature_names"])
         inputs = tuple(str(s) for s in npz["input_names"]) if "input_names" in npz.files else names
         rows = [int(meta["n_rows"])] if chunks is None else [int(n) for n in chunks["rows"]]
+        small = {n: npz[n] for n in npz.files if not ROW_MEMBER.match(n) and n not in _NAMES}
+        members = frozenset(npz.files)
     unknown = [n for n in names if n not in inputs]
     if unknown:
         raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
@@ -266,5 +267,5 @@ def open_file_store(path: Path) -> StoreFile:
         )
     return StoreFile(
         path=path, meta=meta, feature_names=names, input_names=inputs, rows=tuple(rows),
-        outputs=len(output_records(meta)),
+        outputs=len(output_records(meta)), members=members, small=small,
     )  # fmt: skip
