@@ -66,7 +66,7 @@ def compute(
     """
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     where = engine_for(engine, scheduler)
-    kind = "store-dir" if where.splits else "store"
+    kind = "store-dir" if where.splits and not Path(out).is_file() else "store"  # as the CLI
     guard(out, kind=kind, inputs=_paths(model, data), force=force)
     request = local_effects.ComputeRequest(
         inputs=inputs,

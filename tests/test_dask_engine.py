@@ -662,6 +662,17 @@ def test_the_python_api_runs_classic_and_interact_on_dask(dataset, cluster):
             np.testing.assert_allclose(b.effect, a.effect, rtol=1e-12, atol=1e-12)
 
 
+def test_the_python_api_replaces_a_store_file_with_a_directory_store(dataset, cluster, tmp_path):
+    """As ``ale compute --engine dask --force``: a store file at the output is ale's own."""
+    from ale_cli import api
+
+    model, data, _ = dataset
+    out = tmp_path / "s.npz"
+    api.compute(model, data, out=out)
+    api.compute(model, data, out=out, engine="dask", scheduler=cluster, force=True)
+    assert (out / "manifest.json").is_file()
+
+
 def test_every_output_on_dask_equals_local(cluster, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A net of 3 outputs on two partitions: the directory store holds each output's rows
     (and the binary column's level jumps), and rhale, rebin and classic on it equal the
