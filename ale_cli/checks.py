@@ -35,6 +35,20 @@ def names_tuple(value: str | Sequence[str] | None, param: str) -> tuple[str, ...
     return names
 
 
+def is_stdio(path: object) -> bool:
+    """True for the file name ``-`` (standard input or output)."""
+    return path is not None and str(path) == "-"
+
+
+def refuse_stdio(path: object, param: str, what: str) -> None:
+    """InputError naming ``param`` when ``path`` is ``-``: ``what`` cannot be streamed."""
+    if is_stdio(path):
+        raise InputError(
+            f"{{param}} - (standard input/output) cannot be used for {what}; give a path",
+            param=param,
+        )
+
+
 def check_choice(value: str | None, choices: Sequence[str], param: str) -> None:
     """InputError naming ``param`` unless ``value`` is None or one of ``choices``."""
     if value is not None and value not in choices:
