@@ -341,15 +341,10 @@ def out_message(path: Path | str) -> str:
     return "standard output" if is_stdio(path) else f"'{path}'"
 
 
-def echo_data(text: str) -> None:
-    """Write data (a summary, a table) to standard output."""
-    typer.echo(text, nl=False)
-
-
 def write_out(run: Run, path: Path | str, data: str | bytes, param: str = "out") -> bool:
     """Write ``data`` to ``path`` atomically, or to standard output for ``-`` (True then)."""
     if run.claim_stdout(path, param):
-        echo_data(data if isinstance(data, str) else data.decode("utf-8"))
+        typer.echo(data if isinstance(data, str) else data.decode("utf-8"), nl=False)
         return True
     with atomic_write(path) as fh:
         fh.write(data.encode("utf-8") if isinstance(data, str) else data)
