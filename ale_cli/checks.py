@@ -23,8 +23,6 @@ def names_tuple(value: str | Sequence[str] | None, param: str) -> tuple[str, ...
     if value is None:
         return None
     raw = value.split(",") if isinstance(value, str) else list(value)
-    if not raw:
-        return ()
     names = tuple(str(part).strip() for part in raw)
     if not all(names):
         shown = value if isinstance(value, str) else ",".join(map(str, raw))

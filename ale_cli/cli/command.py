@@ -330,9 +330,7 @@ def flag_of(params: Sequence[Any], name: str) -> str:
     for param in params:
         if getattr(param, "name", None) == name:
             longs = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
-            if longs:
-                return longs[0]
-            return str(getattr(param, "human_readable_name", name)).upper()
+            return longs[0] if longs else str(getattr(param, "human_readable_name", name)).upper()
     return "--" + name.replace("_", "-")
 
 
