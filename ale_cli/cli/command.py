@@ -211,15 +211,9 @@ def with_params(
 ) -> Callable[..., Any]:
     """``wrapper`` with ``func``'s signature less ``drop``, plus ``first`` before and ``add``
     after its parameters (all keyword-only: typer passes every value by name)."""
-    sig = inspect.signature(func)
-    scope = getattr(inspect.unwrap(func), "__globals__", {})
+    sig = inspect.signature(func, eval_str=True)  # typer reads the annotations as objects
     own = [
-        p.replace(
-            kind=inspect.Parameter.KEYWORD_ONLY,
-            # string annotations (from __future__ import annotations) evaluated here: a
-            # dropped parameter's type may exist only for type checkers
-            annotation=eval(p.annotation, scope) if isinstance(p.annotation, str) else p.annotation,
-        )
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
         for p in sig.parameters.values()
         if p.name not in drop
     ]
