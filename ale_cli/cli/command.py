@@ -232,10 +232,8 @@ KindOf = str | Callable[[Mapping[str, Any]], str]
 
 @dataclass(frozen=True)
 class Command:
-    """A declared command, what the registry (:mod:`ale_cli.cli.registry`) points to:
-    typer builds it from ``callback``'s signature; ``epilog`` ends its help with an example;
-    ``outputs`` (parameter -> kind) and ``inputs`` (parameters) are the files it writes and
-    reads; ``aliases``: old flag -> parameter (hidden)."""
+    """A declared command, what the registry (:mod:`ale_cli.cli.registry`) points to: typer
+    builds it from ``callback``'s signature; the rest as :func:`command` takes it."""
 
     callback: Callable[..., int]
     epilog: str
