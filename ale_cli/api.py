@@ -17,6 +17,7 @@ import ale_cli.estimators.classic as classic_estimator
 import ale_cli.estimators.interact as interact_estimator
 import ale_cli.estimators.regional as regional_estimator
 from ale_cli import API
+from ale_cli.checks import refuse_stdio
 from ale_cli.engines import engine_for
 from ale_cli.errors import InputError
 from ale_cli.estimators import dale, local_effects
@@ -298,10 +299,12 @@ def run(
 ) -> Any:
     """Run a job file as ``ale run`` does; a :class:`~ale_cli.job.JobResult`. ``model``: a
     model object run in place of the job file's model."""
+    refuse_stdio(job, "job", "a job file")
     spec = read_job(job, model=model)
     target = Path(out) if out is not None else spec.out
     if target is None:
         raise InputError("{param}: give the run's directory, or 'out' in the job file", param="out")
+    refuse_stdio(target, "out", "a run directory")
     return run_job(spec, target, wait=wait)
 
 

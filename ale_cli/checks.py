@@ -23,8 +23,6 @@ def names_tuple(value: str | Sequence[str] | None, param: str) -> tuple[str, ...
     if value is None:
         return None
     raw = value.split(",") if isinstance(value, str) else list(value)
-    if not raw:
-        return ()
     names = tuple(str(part).strip() for part in raw)
     if not all(names):
         shown = value if isinstance(value, str) else ",".join(map(str, raw))
@@ -33,6 +31,20 @@ def names_tuple(value: str | Sequence[str] | None, param: str) -> tuple[str, ...
         if name in names[:i]:
             raise InputError("{param} names '" + name + "' more than once", param=param)
     return names
+
+
+def is_stdio(path: object) -> bool:
+    """True for the file name ``-`` (standard input or output)."""
+    return path is not None and str(path) == "-"
+
+
+def refuse_stdio(path: object, param: str, what: str) -> None:
+    """InputError naming ``param`` when ``path`` is ``-``: ``what`` cannot be streamed."""
+    if is_stdio(path):
+        raise InputError(
+            f"{{param}} - (standard input/output) cannot be used for {what}; give a path",
+            param=param,
+        )
 
 
 def check_choice(value: str | None, choices: Sequence[str], param: str) -> None:

@@ -13,10 +13,8 @@ def main() -> None:
     signals.install()
     try:
         from ale_cli.cli import main as run  # imports typer
-    except signals.Terminated:
-        print("error: terminated", file=sys.stderr)
-        sys.exit(signals.EXIT_TERMINATED)
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        sys.exit(signals.EXIT_INTERRUPTED)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
+        terminated = isinstance(exc, signals.Terminated)
+        print(f"error: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        sys.exit(signals.EXIT_TERMINATED if terminated else signals.EXIT_INTERRUPTED)
     run()

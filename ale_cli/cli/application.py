@@ -60,9 +60,7 @@ class _Commands(Mapping[str, Any]):
     """The registered commands by name; each built on first use (:func:`build`)."""
 
     def __getitem__(self, name: str) -> Any:
-        if name not in COMMANDS:
-            raise KeyError(name)
-        return build(name)
+        return build(name)  # KeyError for an unknown name, from the registry
 
     def __iter__(self) -> Iterator[str]:
         return iter(COMMANDS)

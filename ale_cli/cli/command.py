@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Annotated, Any, TextIO, get_args
 import typer
 
 from ale_cli import __version__
+from ale_cli.checks import is_stdio
+from ale_cli.checks import refuse_stdio as refuse_stdio  # for the commands
 from ale_cli.cli.config import ALIAS, config_callback
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
-from ale_cli.outputs.guard import STDIO, guard
+from ale_cli.outputs.guard import guard
 
 if TYPE_CHECKING:
     from ale_cli.summary.build import EstimateResult
@@ -90,28 +92,6 @@ class ProgressBar:
             self.stream.flush()
 
 
-@contextmanager
-def progress_bars(*labels: str, quiet: bool) -> Iterator[Callable[..., ProgressBar]]:
-    """``progress(total[, label]) -> ProgressBar`` for a library call, closing every bar it
-    made; the i-th bar gets ``labels[i]`` (the last once they run out) unless named.
-
-    >>> with progress_bars("rows", quiet=True) as progress:
-    ...     progress(10)(4)
-    """
-    bars: list[ProgressBar] = []
-
-    def progress(total: int, label: str | None = None) -> ProgressBar:
-        name = label if label is not None else labels[min(len(bars), len(labels) - 1)]
-        bars.append(ProgressBar(total, name, enabled=not quiet and sys.stderr.isatty()))
-        return bars[-1]
-
-    try:
-        yield progress
-    finally:
-        for bar in bars:
-            bar.close()
-
-
 @dataclass(frozen=True)
 class Run:
     """How this invocation reports: ``--json`` and ``--quiet``."""
@@ -119,13 +99,32 @@ class Run:
     json: bool = False
     quiet: bool = False
 
-    def progress(self, *labels: str) -> Any:
-        """Progress bars on stderr (on a terminal, never with --quiet/--json)."""
-        return progress_bars(*labels, quiet=self.quiet or self.json)
+    @contextmanager
+    def progress(self, *labels: str) -> Iterator[Callable[..., ProgressBar]]:
+        """``progress(total[, label]) -> ProgressBar`` for a library call: bars on stderr (on a
+        terminal, never with --quiet/--json), the i-th named ``labels[i]`` (the last once they
+        run out) unless named, every one closed at the end.
+
+        >>> with Run(quiet=True).progress("rows") as progress:
+        ...     progress(10)(4)
+        """
+        bars: list[ProgressBar] = []
+        enabled = not (self.quiet or self.json) and sys.stderr.isatty()
+
+        def progress(total: int, label: str | None = None) -> ProgressBar:
+            name = label if label is not None else labels[min(len(bars), len(labels) - 1)]
+            bars.append(ProgressBar(total, name, enabled=enabled))
+            return bars[-1]
+
+        try:
+            yield progress
+        finally:
+            for bar in bars:
+                bar.close()
 
     def claim_stdout(self, path: Path | str, param: str) -> bool:
         """True when ``path`` is ``-`` (standard output); refused together with --json."""
-        if str(path) != STDIO:
+        if not is_stdio(path):
             return False
         if self.json:
             raise InputError(
@@ -134,20 +133,6 @@ class Run:
                 param=param,
             )
         return True
-
-
-def is_stdio(path: Path | str | None) -> bool:
-    """True for the file name ``-`` (standard input or output)."""
-    return path is not None and str(path) == STDIO
-
-
-def refuse_stdio(path: Path | str | None, param: str, what: str) -> None:
-    """InputError naming ``param`` when ``path`` is ``-``: ``what`` cannot be streamed."""
-    if is_stdio(path):
-        raise InputError(
-            f"{{param}} - (standard input/output) cannot be used for {what}; give a path",
-            param=param,
-        )
 
 
 def emit(outcome: Outcome, run: Run) -> None:
@@ -226,15 +211,9 @@ def with_params(
 ) -> Callable[..., Any]:
     """``wrapper`` with ``func``'s signature less ``drop``, plus ``first`` before and ``add``
     after its parameters (all keyword-only: typer passes every value by name)."""
-    sig = inspect.signature(func)
-    scope = getattr(inspect.unwrap(func), "__globals__", {})
+    sig = inspect.signature(func, eval_str=True)  # typer reads the annotations as objects
     own = [
-        p.replace(
-            kind=inspect.Parameter.KEYWORD_ONLY,
-            # string annotations (from __future__ import annotations) evaluated here: a
-            # dropped parameter's type may exist only for type checkers
-            annotation=eval(p.annotation, scope) if isinstance(p.annotation, str) else p.annotation,
-        )
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
         for p in sig.parameters.values()
         if p.name not in drop
     ]
@@ -253,10 +232,8 @@ KindOf = str | Callable[[Mapping[str, Any]], str]
 
 @dataclass(frozen=True)
 class Command:
-    """A declared command, what the registry (:mod:`ale_cli.cli.registry`) points to:
-    typer builds it from ``callback``'s signature; ``epilog`` ends its help with an example;
-    ``outputs`` (parameter -> kind) and ``inputs`` (parameters) are the files it writes and
-    reads; ``aliases``: old flag -> parameter (hidden)."""
+    """A declared command, what the registry (:mod:`ale_cli.cli.registry`) points to: typer
+    builds it from ``callback``'s signature; the rest as :func:`command` takes it."""
 
     callback: Callable[..., int]
     epilog: str
@@ -345,9 +322,7 @@ def flag_of(params: Sequence[Any], name: str) -> str:
     for param in params:
         if getattr(param, "name", None) == name:
             longs = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
-            if longs:
-                return longs[0]
-            return str(getattr(param, "human_readable_name", name)).upper()
+            return longs[0] if longs else str(getattr(param, "human_readable_name", name)).upper()
     return "--" + name.replace("_", "-")
 
 
@@ -356,15 +331,10 @@ def out_message(path: Path | str) -> str:
     return "standard output" if is_stdio(path) else f"'{path}'"
 
 
-def echo_data(text: str) -> None:
-    """Write data (a summary, a table) to standard output."""
-    typer.echo(text, nl=False)
-
-
 def write_out(run: Run, path: Path | str, data: str | bytes, param: str = "out") -> bool:
     """Write ``data`` to ``path`` atomically, or to standard output for ``-`` (True then)."""
     if run.claim_stdout(path, param):
-        echo_data(data if isinstance(data, str) else data.decode("utf-8"))
+        typer.echo(data if isinstance(data, str) else data.decode("utf-8"), nl=False)
         return True
     with atomic_write(path) as fh:
         fh.write(data.encode("utf-8") if isinstance(data, str) else data)

@@ -85,8 +85,7 @@ def config_callback(ctx: Any, param: Any, value: Path | None) -> Path | None:
                 f"config file '{value}': key '{key}' expects {type_name}, got {_shown(item)}"
                 + (f" ({why[0].rstrip('.')})" if why else "")
             ) from None
-        if target.type_descriptor.is_path or isinstance(defaults[target.name], PurePath):
-            defaults[target.name] = _relative_to(Path(value).parent, defaults[target.name])
+        defaults[target.name] = _relative_to(Path(value).parent, defaults[target.name])
     ctx.default_map = {**(ctx.default_map or {}), **defaults}
     return Path(value)
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ale_cli.audit import AuditResult, audit_files
+from ale_cli.audit import audit_files
 from ale_cli.audit.report import (
     aligned,
     github_annotations,
@@ -22,7 +22,7 @@ from ale_cli.audit.report import (
     totals,
 )
 from ale_cli.checks import check_choice, names_tuple
-from ale_cli.cli.command import Outcome, Run, command, echo_data, is_stdio, write_out
+from ale_cli.cli.command import Outcome, Run, command, is_stdio, write_out
 from ale_cli.cli.options import FeaturesOption, unshown
 from ale_cli.errors import InputError
 from ale_cli.io.jsonio import dumps
@@ -57,21 +57,6 @@ def _stdout_output(run: Run, outputs: dict[str, Path | None], output_format: str
     if given and given[0] != "output_format":
         run.claim_stdout("-", given[0])
     return given[0] if given else None
-
-
-def _write_outputs(
-    run: Run, files: dict[str, Path | None], result: AuditResult, data: dict[str, Any]
-) -> list[str]:
-    """Write the JSON report, the JUnit XML and the markdown asked for (``-``: stdout)."""
-    payloads = {
-        "json_report": lambda: dumps(data),
-        "junit": lambda: junit_xml(result),
-        "out": lambda: markdown(result),
-    }
-    written = {name: path for name, path in files.items() if path is not None}
-    for name, path in written.items():
-        write_out(run, path, payloads[name](), name)
-    return [str(path) for path in written.values()]
 
 
 @command(
@@ -147,13 +132,21 @@ def audit(
     to_stdout = _stdout_output(run, files, output_format)
     result = audit_files(summaries, rules, baseline=baseline)
     data = report_dict(result, created=utc_now())
-    outputs = _write_outputs(run, files, result, data)
+    payloads = {
+        "json_report": lambda: dumps(data),
+        "junit": lambda: junit_xml(result),
+        "out": lambda: markdown(result),
+    }
+    outputs = [str(path) for path in files.values() if path is not None]
+    for name, path in files.items():
+        if path is not None:
+            write_out(run, path, payloads[name](), name)
     lines = text_table(result).splitlines()[:-1]
     if run.quiet:  # only the failed and warned rows
         lines = [c.message for c in result.checks if c.verdict in ("fail", "warn")]
     lines += github_annotations(result) if output_format == "github" else []
     if to_stdout == "output_format":
-        echo_data(markdown(result))
+        typer.echo(markdown(result), nl=False)
         lines = []
     counts = {**{k: int(v) for k, v in result.counts.items()}, "checks": len(result.checks)}
     return Outcome(

@@ -7,11 +7,10 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli import api
+from ale_cli.cli.command import Outcome, Run, command
 from ale_cli.cli.options import unshown
-from ale_cli.errors import InputError
 from ale_cli.io.jsonio import read_json_file
-from ale_cli.job import read_job, run_job
 from ale_cli.job.runner import AUDIT
 
 
@@ -50,14 +49,8 @@ def run_command(
     With --quiet nothing is printed unless the run fails or the audit fails (then the
     failed and warned rules, one a line, and the result line).
     """
-    refuse_stdio(job, "job", "a job file")
-    spec = read_job(job)
-    target = out if out is not None else spec.out
-    if target is None:
-        raise InputError("{param}: give the run's directory, or 'out' in the job file", param="out")
-    refuse_stdio(target, "out", "a run directory")
-    result = run_job(spec, target, wait=wait)
-    m = result.manifest
+    result = api.run(job, out=out, wait=wait)
+    target, m = result.out, result.manifest
     steps, audit = m["steps"], m["audit"]
     verdict = "" if audit is None else f", audit {'passed' if audit['passed'] else 'failed'}"
     report = any(s["name"] == "report" for s in steps)
