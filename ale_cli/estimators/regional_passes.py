@@ -152,6 +152,16 @@ class LevelCells:
         levels = None if self.levels is None else self.levels + other.levels
         return LevelCells(self.grid.merge(other.grid), split, levels)
 
+    def node(self, pos: int, nodes: int) -> LevelCells:
+        """The cells of node ``pos`` of the ``nodes`` a pass counted one after the other."""
+
+        def at(n: int) -> slice:
+            return slice(pos * n // nodes, (pos + 1) * n // nodes)
+
+        split = None if self.split is None else self.split.take(at(self.split.counts.size))
+        levels = None if self.levels is None else self.levels[at(self.levels.size)]
+        return LevelCells(self.grid.take(at(self.grid.n_cells)), split, levels)
+
 
 @dataclass(frozen=True)
 class RegionPass:
@@ -161,17 +171,10 @@ class RegionPass:
     tasks: tuple[Feature, ...]
     splitters: tuple[Splitter, ...]
 
-    @property
-    def n_buckets(self) -> int:
-        return max((s.n_buckets for s in self.splitters), default=1)
-
-    def shape(self, task: Feature) -> tuple[int, int, int, int]:
-        k = task.n_cells if self.splitters else 0
-        return (len(task.regions), *self.shape_of(k))
-
-    def shape_of(self, k: int) -> tuple[int, int, int]:
-        """(J, B, K): a node's split cells on K cells."""
-        return (len(self.splitters), self.n_buckets, k)
+    def shape(self, t: Feature) -> tuple[int, int, int, int]:
+        """(nodes, J, B, K): the split cells of ``t``'s nodes (B: an input's most buckets)."""
+        b = max((s.n_buckets for s in self.splitters), default=1)
+        return (len(t.regions), len(self.splitters), b, t.n_cells)
 
     def empty(self) -> tuple[LevelCells, ...]:
         out = []

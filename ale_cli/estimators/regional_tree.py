@@ -22,7 +22,7 @@ import numpy as np
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.regional import ShiftedSums, Splitter, split_scores
 from ale_cli.estimators.levels import level_summary
-from ale_cli.estimators.regional_passes import Feature, RegionPass, conditions
+from ale_cli.estimators.regional_passes import Feature, LevelCells, RegionPass, conditions
 from ale_cli.estimators.rows import merge_each
 from ale_cli.summary.model import FeatureSummary
 from ale_cli.summary.regional import NO_SPLIT_NOTE, RegionalFeature, RegionNode, Split
@@ -52,15 +52,6 @@ class _Tree:
     grids: dict[int, CellStats] = field(default_factory=dict)
     splits: dict[int, ShiftedSums] = field(default_factory=dict)
     leaves: list[int] = field(default_factory=list)  # closed, their records still to count
-
-
-@dataclass(frozen=True)
-class _Node:
-    """What one open node is decided from."""
-
-    grid: CellStats
-    counts: np.ndarray | None  # rows per level (held per level)
-    split: ShiftedSums | None
 
 
 def grow(
@@ -107,22 +98,19 @@ def grow(
         levels = dict(zip(tasks, cells, strict=True))
         if every:
             whole |= {
-                name: _whole(levels[name].grid, len(t.regions))
+                name: _whole(levels[name], len(t.regions))
                 for name, t in tasks.items()
                 if t.plan is None
             }
         for f in work:
-            tree, task = trees[f.name], tasks.get(f.name)
-            got = _inputs(tree, f, task, counted.get(f.name, []), levels.get(f.name), kernel)
-            _decide(tree, f, got, kernel if search else None, g)
+            got = _inputs(trees[f.name], counted.get(f.name, []), levels.get(f.name))
+            _decide(trees[f.name], f, got, kernel if search else None, g)
     return {f.name: _finished(f, trees[f.name], n) for f in feats}, whole
 
 
-def _whole(cells: CellStats, nodes: int) -> CellStats:
-    """The sum of ``nodes`` nodes' cells (nodes * K, node by node)."""
-    k = cells.n_cells // nodes
-    parts = (cells.take(slice(i * k, (i + 1) * k)) for i in range(nodes))
-    return functools.reduce(CellStats.merge, parts)
+def _whole(cells: LevelCells, nodes: int) -> CellStats:
+    """The sum of ``nodes`` nodes' bins."""
+    return functools.reduce(CellStats.merge, (cells.node(i, nodes).grid for i in range(nodes)))
 
 
 def _smaller(tree: _Tree) -> list[int]:
@@ -136,34 +124,18 @@ def _smaller(tree: _Tree) -> list[int]:
     return out
 
 
-def _inputs(
-    tree: _Tree,
-    f: Feature,
-    task: Feature | None,
-    counted: list[int],
-    level: Any,
-    kernel: RegionPass,
-) -> dict[int, _Node]:
+def _inputs(tree: _Tree, counted: list[int], level: LevelCells | None) -> dict[int, LevelCells]:
     """Each open node's bins and split cells: from the pass, or derived."""
-    size = int(np.prod(kernel.shape(task)[1:])) if task is not None else 0
-    k = 0 if task is None else task.n_cells
-    k_g = k - 1 if f.plan is not None else f.grid.size - 1
-    split = {}
-    for pos, i in enumerate(counted):
-        if level is not None and level.split is not None:
-            split[i] = level.split.part(pos * size, (pos + 1) * size)
-    out = {}
-    for pos, i in enumerate(tree.open):
-        if i not in tree.grids:  # from the pass, in the order of the open nodes
-            grid = level.grid.take(slice(pos * k_g, (pos + 1) * k_g))
-            counts = None if f.plan is None else level.levels[pos * k : (pos + 1) * k]
-            out[i] = _Node(grid, counts, split.get(i))
+    out = {i: level.node(pos, len(counted)) for pos, i in enumerate(counted)}  # type: ignore[union-attr]
+    for i in tree.open:
+        if i not in tree.grids:  # the pass counted its bins
             continue
-        if i not in split and split:  # the sibling's less from its parent's
+        split = out[i].split if i in counted else None
+        if i not in counted and counted:  # the sibling's less from its parent's
             parent = tree.nodes[i].parent
             a, b = tree.nodes[parent].split.children  # type: ignore[union-attr]
-            split[i] = tree.splits[parent].minus(split[b if i == a else a])  # type: ignore[index]
-        out[i] = _Node(tree.grids.pop(i), None, split.get(i))
+            split = tree.splits[parent].minus(out[b if i == a else a].split)  # type: ignore[index, arg-type]
+        out[i] = LevelCells(tree.grids.pop(i), split)
     for i in tree.open:  # the parents' split cells are used up
         tree.splits.pop(tree.nodes[i].parent, None)  # type: ignore[arg-type]
     return out
@@ -172,7 +144,7 @@ def _inputs(
 def _decide(
     tree: _Tree,
     f: Feature,
-    got: dict[int, _Node],
+    got: dict[int, LevelCells],
     kernel: RegionPass | None,
     g: Growth,
 ) -> None:
@@ -180,27 +152,24 @@ def _decide(
     n = g.n
     still: list[int] = []
     for node_id in tree.open:
-        node, data = tree.nodes[node_id], got[node_id]
-        total = data.grid.total if data.counts is None else int(data.counts.sum())
+        data = got[node_id]
+        total = data.grid.total if data.levels is None else int(data.levels.sum())
         scores = None
         if kernel is not None and data.split is not None:
             scores = _scores(f, data.split, kernel, g)
-            if node_id == 0:
-                node = RegionNode(0, None, (), total, 1.0, scores.before)
         best = None if scores is None else scores.best()
-        if kernel is None or scores is None or best is None or scores.drop(*best) < g.min_drop:
-            h = node.heterogeneity if scores is None else scores.before
+        h = tree.nodes[node_id].heterogeneity if scores is None else scores.before
+        node = replace(tree.nodes[node_id], rows=total, share=total / n, heterogeneity=h)
+        if best is None or scores.drop(*best) < g.min_drop:  # type: ignore[union-attr]
             if kernel is not None and g.sampled:  # its record from the last pass
-                tree.nodes[node_id] = replace(node, heterogeneity=h)
+                tree.nodes[node_id] = node
                 tree.leaves.append(node_id)
                 continue
             if f.plan is None:
                 record = g.record(f.name, f.grid, data.grid)
             else:
-                record = level_summary(f.plan, data.grid, data.counts, center=g.center)  # type: ignore[arg-type]
-            tree.nodes[node_id] = RegionNode(
-                node.id, node.parent, node.conditions, total, total / n, h, record=record
-            )
+                record = level_summary(f.plan, data.grid, data.levels, center=g.center)  # type: ignore[arg-type]
+            tree.nodes[node_id] = replace(node, record=record)
             continue
         j, c = best
         s = kernel.splitters[j]
@@ -209,16 +178,14 @@ def _decide(
         rows = (int(scores.rows[j, c, 0]), int(scores.rows[j, c, 1]))
         after = float(scores.after[j, c])
         split = Split(s.name, s.kind, float(s.values[c]), sides, ids, rows, scores.before, after)
-        tree.nodes[node_id] = RegionNode(
-            node.id, node.parent, node.conditions, total, total / n, scores.before, split=split
-        )
+        tree.nodes[node_id] = replace(node, split=split)
         for side, child, r, h in zip(sides, ids, rows, scores.parts[j, c], strict=True):
             tree.nodes[child] = RegionNode(
                 child, node_id, (*node.conditions, side), r, r / n, float(h)
             )
             still.append(child)
         if f.plan is None and data.split is not None:
-            shape = kernel.shape_of(f.grid.size - 1)
+            shape = kernel.shape(f)[1:]
             tree.grids.update(
                 zip(ids, data.split.children(shape, j, c, s.kind, f.shift), strict=True)
             )
@@ -227,11 +194,10 @@ def _decide(
 
 
 def _scores(f: Feature, split: ShiftedSums, kernel: RegionPass, g: Growth) -> Any:
-    k = f.plan.n_levels if f.plan is not None else f.grid.size - 1
-    dz = np.diff(f.grid) if f.plan is None else np.append(np.ones(k - 1), 0.0)
+    dz = np.diff(f.grid) if f.plan is None else np.append(np.ones(f.n_cells - 1), 0.0)
     return split_scores(
         split,
-        shape=kernel.shape_of(k),
+        shape=kernel.shape(f)[1:],
         dz=dz,
         rows_cell=f.plan is not None,
         kinds=tuple(s.kind for s in kernel.splitters),
