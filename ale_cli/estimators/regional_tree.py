@@ -63,14 +63,9 @@ def grow(
 ) -> tuple[dict[str, RegionalFeature], dict[str, CellStats]]:
     """Every feature's tree, searched on the rows of ``searched`` (``p``'s, or a sample),
     and each feature's cells on all rows after a sampled search (its leaves' sum)."""
-    n = g.n
-    trees: dict[str, _Tree] = {}
+    root = RegionNode(0, None, (), g.n, 1.0, float("nan"))
+    trees = {f.name: _Tree({0: root}, [0], {} if f.cells is None else {0: f.cells}) for f in feats}
     whole: dict[str, CellStats] = {}
-    for f in feats:
-        tree = _Tree({0: RegionNode(0, None, (), n, 1.0, float("nan"))}, [0])
-        if f.plan is None and f.cells is not None:
-            tree.grids[0] = f.cells
-        trees[f.name] = tree
     for depth in range(g.max_depth + 1):
         search = depth < g.max_depth and bool(found)
         every = not search and g.sampled  # the records of a sampled search's leaves
@@ -79,16 +74,11 @@ def grow(
                 tree.open, tree.leaves = tree.open + tree.leaves, []
                 tree.grids.clear()
         work = [f for f in feats if trees[f.name].open]
-        counted: dict[str, list[int]] = {}
-        for f in work:
-            if f.plan is not None or every:
-                counted[f.name] = list(trees[f.name].open)
-            elif search:
-                counted[f.name] = _smaller(trees[f.name])
+        counted = {f.name: _counted(trees[f.name], f, search, every) for f in work}
         tasks = {
             f.name: replace(f, regions=tuple(trees[f.name].nodes[i].conditions for i in ids))
             for f in work
-            if (ids := counted.get(f.name)) is not None
+            if (ids := counted[f.name])
         }
         kernel = RegionPass(tuple(tasks.values()), found if search else ())
         cells: tuple[Any, ...] = ()
@@ -103,9 +93,9 @@ def grow(
                 if t.plan is None
             }
         for f in work:
-            got = _inputs(trees[f.name], counted.get(f.name, []), levels.get(f.name))
+            got = _inputs(trees[f.name], counted[f.name], levels.get(f.name))
             _decide(trees[f.name], f, got, kernel if search else None, g)
-    return {f.name: _finished(f, trees[f.name], n) for f in feats}, whole
+    return {f.name: _finished(f, trees[f.name], g.n) for f in feats}, whole
 
 
 def _whole(cells: LevelCells, nodes: int) -> CellStats:
@@ -113,10 +103,13 @@ def _whole(cells: LevelCells, nodes: int) -> CellStats:
     return functools.reduce(CellStats.merge, (cells.node(i, nodes).grid for i in range(nodes)))
 
 
-def _smaller(tree: _Tree) -> list[int]:
-    """The open nodes a pass counts: the root, or of two siblings the one with fewer rows."""
+def _counted(tree: _Tree, f: Feature, search: bool, every: bool) -> list[int]:
+    """The open nodes a pass counts: all (held per level, or the leaves' records), none
+    without a search, else the root, or of two siblings the one with fewer rows."""
+    if f.plan is not None or every:
+        return list(tree.open)
     out = []
-    for i in tree.open:
+    for i in tree.open if search else ():
         parent = tree.nodes[i].parent
         a, b = (i, i) if parent is None else tree.nodes[parent].split.children  # type: ignore[union-attr]
         if i == (a if tree.nodes[a].rows <= tree.nodes[b].rows else b):
@@ -203,7 +196,7 @@ def _scores(f: Feature, split: ShiftedSums, kernel: RegionPass, g: Growth) -> An
         kinds=tuple(s.kind for s in kernel.splitters),
         n_candidates=tuple(s.values.size for s in kernel.splitters),
         min_rows=g.min_rows,
-        excluded=(f.own,) if f.own >= 0 else (),
+        excluded=tuple(j for j, s in enumerate(kernel.splitters) if s.name == f.name),
     )
 
 
