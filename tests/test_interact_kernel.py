@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ale_cli.errors import ModelFailed
-from ale_cli.estimators.interact_kernel import STORED, PairKernel, PairPlan, Passed
+from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed
 from ale_cli.passes.engine import LOCAL, ArraySource, Chunk, LocalEngine, Ready, Source
+from ale_cli.store.npz import MIXED
 
 
 class Product:
@@ -75,7 +76,7 @@ class _Part:
 
 
 def _rows(array: np.ndarray, name: str, a: int, b: int) -> np.ndarray:
-    return array[:, a:b] if name == STORED else array[a:b]
+    return array[:, a:b] if name == MIXED else array[a:b]
 
 
 N = 150
@@ -90,7 +91,7 @@ def _case(seed: int, nan_rows: Sequence[int]) -> tuple[dict[str, np.ndarray], tu
     X[list(nan_rows), 3] = -1.0  # log(-1): NaN predictions there
     model = Product()
     stored = model.mixed_derivatives(X, [(0, 1), (0, 2)])
-    arrays = {"X": X, "prediction": model.predict(X), STORED: stored}
+    arrays = {"X": X, "prediction": model.predict(X), MIXED: stored}
     ea = np.quantile(X[:, 0], np.linspace(0.05, 0.95, 5))  # rows outside on both sides
     eb = np.linspace(-3, 3, 4)
     ec = np.array([-2.0, -0.5, 0.5, 2.0])

@@ -187,6 +187,21 @@ def test_the_streamed_path_reads_the_store_chunk_by_chunk(case, tmp_path):
     assert result.notes == ()
 
 
+def test_an_edges_file_needs_no_pass_for_the_ranges_a_store_does_not_record(case):
+    request = InteractRequest(
+        inputs=case["inputs"], store=case["store"], pairs=(("a", "b"),), edges=case["edges"]
+    )
+    with (
+        mock.patch.object(StoreFile, "x_range", return_value=None),  # as in schema 1-2
+        mock.patch.object(
+            StoreFile, "read_chunks", autospec=True, side_effect=StoreFile.read_chunks
+        ) as spy,
+    ):
+        result = interact(request)
+    assert spy.call_count == 1  # the cells alone
+    assert_same(_numbers(result), _numbers(interact(request)))
+
+
 def test_pairs_missing_from_the_store_are_computed_from_the_model(case):
     result = _run(case, 2, case["store"], 64)
     assert result.notes[0] == (

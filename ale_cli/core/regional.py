@@ -79,9 +79,9 @@ class ShiftedSums:
         """The sums of the rows not in ``other`` (a subset): a node's sibling."""
         return ShiftedSums(self.counts - other.counts, self.s1 - other.s1, self.s2 - other.s2)
 
-    def part(self, a: int, b: int) -> ShiftedSums:
-        """Cells ``a .. b-1``."""
-        return ShiftedSums(self.counts[a:b], self.s1[a:b], self.s2[a:b])
+    def take(self, index: slice) -> ShiftedSums:
+        """The sums of the cells ``index``."""
+        return ShiftedSums(self.counts[index], self.s1[index], self.s2[index])
 
     def children(
         self, shape: tuple[int, int, int], j: int, c: int, kind: str, shift: np.ndarray

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
 
 from ale_cli.checks import check_choice
 from ale_cli.core.second_order import PairCells, second_order_from_cells
@@ -21,7 +23,7 @@ from ale_cli.estimators.inputs_stream import Streamed, shipped
 from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed
 from ale_cli.estimators.model_rows import ModelRequest, open_model_rows
 from ale_cli.estimators.pairs import Pair, pair_columns, pair_grids, parse_pairs
-from ale_cli.estimators.rows import Rows
+from ale_cli.estimators.rows import Rows, extent
 from ale_cli.io.files import sha256_file
 from ale_cli.io.jsonio import to_jsonable
 from ale_cli.io.threads import in_background
@@ -177,14 +179,14 @@ def _store_rows(
             "them (add them to the store with 'ale compute --pairs')"
         )
         found = _opened(request, None, notes, timings)[1]  # no engine reads the data
-    lo_hi = store.x_range()
-    if lo_hi is None or len(lo_hi[0]) != len(store.input_names):
-        rows = Rows.scanned(store, store.input_names)
-    else:
-        rows = Rows(store, store.input_names, store.n_rows, *lo_hi)
+    names, lo_hi = store.input_names, store.x_range()
+    if request.edges is not None:  # the edges file's grids need no ranges
+        lo_hi = (np.zeros(len(names)),) * 2
+    elif lo_hi is None or len(lo_hi[0]) != len(names):  # not recorded: a pass
+        lo_hi = extent(store, range(len(names)), LOCAL)[1:]
     categorical = tuple(store.meta.get("categorical_features") or ())
     return Found(
-        replace(rows, categorical=categorical),
+        Rows(store, names, store.n_rows, *lo_hi, categorical),
         found,
         lambda dropped: store_info(path, store, sha256=digest.result()),
         f"store '{path}'",
@@ -223,21 +225,9 @@ def interactions(
                 "one (e.g. a ReLU network) whose second derivatives vanish almost everywhere; "
                 "--estimator ale measures the interactions of piecewise-linear models"
             )
+        surface = vars(res) | {"cell_std": res.cell_std if estimator == "dale" else None}
         out.append(
-            InteractionSummary(
-                features=pair,
-                estimator=estimator,
-                edges_a=res.edges_a,
-                edges_b=res.edges_b,
-                counts=res.counts,
-                cell_effect=res.cell_effect,
-                cell_std=res.cell_std if estimator == "dale" else None,
-                filled=res.filled,
-                effect=res.effect,
-                center_offset=res.center_offset,
-                n_outside=found.outside,
-                note=note,
-            )
+            InteractionSummary(pair, estimator, **surface, n_outside=found.outside, note=note)
         )
     return out
 

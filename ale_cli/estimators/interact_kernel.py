@@ -15,14 +15,11 @@ from ale_cli.core.binning import assign
 from ale_cli.core.second_order import PairCells, pair_cells
 from ale_cli.models.checks import screen_rows
 from ale_cli.models.evaluate import Move, predict_moved
-from ale_cli.models.mixed import require_mixed_derivatives
+from ale_cli.store.npz import MIXED
 
 if TYPE_CHECKING:
-    from ale_cli.models.base import Model, ProgressFn
+    from ale_cli.models.base import Model
     from ale_cli.passes.engine import Chunk
-
-#: the name of the store's mixed derivatives in a chunk (:data:`ale_cli.store.npz.MIXED`)
-STORED = "mixed_derivatives"
 
 
 def second_differences(
@@ -33,8 +30,6 @@ def second_differences(
     eb: np.ndarray,
     ia: np.ndarray,
     ib: np.ndarray,
-    *,
-    progress: ProgressFn | None = None,
 ) -> np.ndarray:
     """Per-row second-order finite differences at the corners (k, l), (k-1, l), (k, l-1),
     (k-1, l-1) of each row's cell (0-based ``ia``), (N,).
@@ -48,7 +43,7 @@ def second_differences(
     hi_a, lo_a, hi_b, lo_b = ea[ia + 1], ea[ia], eb[ib + 1], eb[ib]  # z_k = ea[ia + 1]
     corners = ((hi_a, hi_b), (lo_a, hi_b), (hi_a, lo_b), (lo_a, lo_b))
     moves = [Move(cols, np.column_stack([za, wb])) for za, wb in corners]
-    f = predict_moved(predict, X, moves, progress=progress)
+    f = predict_moved(predict, X, moves)
     out: np.ndarray = (f[0] - f[1]) - (f[2] - f[3])
     return out
 
@@ -128,7 +123,7 @@ class PairKernel:
     def arrays(self) -> tuple[str, ...]:
         stored = any(p.values == "stored" for p in self.plans)
         return ("X", *(("prediction",) if self.stored_prediction else ()),
-                *((STORED,) if stored else ()))  # fmt: skip
+                *((MIXED,) if stored else ()))  # fmt: skip
 
     def __call__(self, chunk: Chunk, model: Model | None) -> Passed:
         X = np.asarray(chunk["X"], dtype=np.float64)
@@ -168,14 +163,12 @@ class PairKernel:
         out: dict[int, np.ndarray] = {}
         autodiff = [p for p, plan in enumerate(self.plans) if plan.values == "autodiff"]
         if autodiff:
-            mixed = require_mixed_derivatives(
-                _needs(model), self.path, param="estimator", value="dale", hint="use {param} ale"
-            )
+            mixed = _needs(model).mixed_derivatives  # the driver checked that the model has it
             found = mixed(X, [self.plans[p].cols for p in autodiff], progress=None)
             out |= {p: found[i][located[p][0]] for i, p in enumerate(autodiff)}
         for p, (plan, (rows, ia, ib)) in enumerate(zip(self.plans, located, strict=True)):
             if plan.values == "stored":
-                out[p] = np.asarray(chunk[STORED][plan.stored_row], dtype=np.float64)[rows]
+                out[p] = np.asarray(chunk[MIXED][plan.stored_row], dtype=np.float64)[rows]
             elif plan.values == "corners":
                 out[p] = second_differences(
                     _needs(model).predict, X[rows], plan.cols, plan.edges_a, plan.edges_b, ia, ib

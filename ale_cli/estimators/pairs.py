@@ -83,29 +83,24 @@ def pair_grids(
     ([[0.0, 1.0, 3.0], [2.0, 3.0, 5.0]], {1: "'c': single distinct value"})
     """
     given = binning.edges_file
-    plan: dict[int, tuple[int, int] | str] = {}
+    reasons: dict[int, str] = {}
     for p, (pair, pc) in enumerate(zip(pairs, cols, strict=True)):
         cat = next((n for n in pair if n in rows.categorical), None)
         if cat is not None:
-            plan[p] = f"'{cat}': {CATEGORICAL_REASON}"
+            reasons[p] = f"'{cat}': {CATEGORICAL_REASON}"
             continue
         for name, c in zip(pair, pc, strict=True):
             if given is not None:
                 if name not in given.edges:
                     raise InputError(f"edges file '{given.path}' has no edges for feature '{name}'")
             elif not rows.hi[c] > rows.lo[c]:
-                plan[p] = f"'{name}': {CONSTANT_REASON}"
+                reasons[p] = f"'{name}': {CONSTANT_REASON}"
                 break
-        else:
-            plan[p] = pc
-    needed = sorted({c for v in plan.values() if not isinstance(v, str) for c in v})
+    ok = [p for p in range(len(pairs)) if p not in reasons]
+    needed = sorted({c for p in ok for c in cols[p]})
     if given is not None:
-        at = {name: c for c, name in enumerate(rows.names)}
-        by_col = {at[n]: np.asarray(z, dtype=np.float64) for n, z in given.edges.items()
-                  if n in at}  # fmt: skip
+        by_col = {c: np.asarray(given.edges[rows.names[c]], dtype=np.float64) for c in needed}
     else:
         found = rows.edges(needed, bins=binning.bins, binning=binning.binning)
         by_col = dict(zip(needed, found, strict=True))
-    reasons = {p: v for p, v in plan.items() if isinstance(v, str)}
-    grids = {p: (by_col[v[0]], by_col[v[1]]) for p, v in plan.items() if not isinstance(v, str)}
-    return grids, reasons
+    return {p: (by_col[cols[p][0]], by_col[cols[p][1]]) for p in ok}, reasons

@@ -104,13 +104,9 @@ class RegionalRequest:
         """A first-order record from cells on ``edges``: RHALE's bins, or the fixed ``bins``."""
         if self.bins is not None:
             return summary_from_cells(name, edges, cell, n_outside=0, center=self.center)
+        points = default_min_points(cell.total)
         return rhale_summary(
-            name,
-            edges,
-            cell,
-            min_points=default_min_points(cell.total),
-            alpha=self.alpha,
-            center=self.center,
+            name, edges, cell, min_points=points, alpha=self.alpha, center=self.center
         )
 
     def params(self, min_rows: int, searched: int) -> dict[str, Any]:
@@ -176,7 +172,7 @@ def regional(request: RegionalRequest) -> RegionalResult:
         search = p if share >= 1.0 else search_sample(p, share, arrays)
         found = splitters(search, inputs, per_level=per_level, candidates=request.candidates)
         feats = _level_features(store, p, plans, request.center)
-        feats += _numeric_features(request, search, todo, (lo, hi), inputs, search is p)
+        feats += _numeric_features(request, search, todo, (lo, hi), search is p)
         growth = Growth(
             request.max_depth,
             request.min_drop,
@@ -203,11 +199,8 @@ def regional(request: RegionalRequest) -> RegionalResult:
         features=features,
         created=utc_now(),
     )
-    if isinstance(store, Store):
-        prediction = store.prediction
-    else:  # from the rows held in memory, or read
-        parts = [c["prediction"] for c in p.source.chunks(("prediction",))]
-        prediction = np.concatenate(parts).astype(np.float64, copy=False)
+    parts = [c["prediction"] for c in p.source.chunks(("prediction",))]  # held, or read
+    prediction = np.concatenate(parts).astype(np.float64, copy=False)
     result = RegionalSummary(with_statistics(summary, prediction), tuple(regions))
     notes = tuple(f"{r.name}: {r.note}" for r in regions if r.note)
     return RegionalResult(result, time.perf_counter() - t0, notes)
@@ -218,7 +211,6 @@ def _numeric_features(
     search: Any,
     todo: list[int],
     ranged: tuple[np.ndarray, np.ndarray],
-    inputs: tuple[str, ...],
     every: bool,
 ) -> list[Feature]:
     """The numeric features ``todo``: grids and cells searched, records if ``every`` row."""
@@ -227,11 +219,10 @@ def _numeric_features(
     out = []
     for j in todo:
         name = search.columns.names[j]
-        own = inputs.index(name) if name in inputs else -1
         shift = np.where(cells[j].counts > 0, cells[j].mean, 0.0)
         record = request.record(name, g[j], cells[j]) if every else None
         x, e = search.columns.x[j], search.columns.e[j]
-        out.append(Feature(name, x, e, record, g[j], shift, own, cells=cells[j]))
+        out.append(Feature(name, x, e, record, g[j], shift, cells=cells[j]))
     return out
 
 
@@ -245,6 +236,5 @@ def _level_features(
     for (name, (i, plan)), record in zip(plans.items(), records, strict=True):
         shift = np.nan_to_num(np.asarray(record.bin_effect, dtype=np.float64))
         x = p.columns.x[p.columns.names.index(name)]
-        own = store.input_names.index(name) if name in store.input_names else -1
-        out.append(Feature(name, x, i, record, np.empty(0), shift, own, plan))
+        out.append(Feature(name, x, i, record, np.empty(0), shift, plan))
     return out

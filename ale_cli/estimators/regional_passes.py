@@ -8,6 +8,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -88,22 +89,15 @@ def conditions(s: Splitter, c: int, labels: Sequence[str] | None) -> tuple[Condi
     return true, false
 
 
-@dataclass(frozen=True)
-class SampleRows:
-    """Kernel: a chunk's rows in the search sample (:func:`~ale_cli.core.regional.sampled`),
-    as a one-element tuple of arrays by name (merged by ``+``: the rows in order)."""
-
-    share: float
-    arrays: tuple[str, ...]
-
-    def __call__(self, chunk: Chunk, _shared: Any) -> tuple[dict[str, np.ndarray], ...]:
-        keep = sampled(chunk.offset, chunk.n_rows, self.share)
-        return ({a: np.compress(keep, chunk[a], axis=0) for a in self.arrays},)
+def _sample(share: float, chunk: Chunk, _shared: Any) -> tuple[dict[str, np.ndarray], ...]:
+    """Kernel: a chunk's rows in the search sample, a one-element tuple (merged by ``+``)."""
+    keep = sampled(chunk.offset, chunk.n_rows, share)
+    return ({a: np.compress(keep, v, axis=0) for a, v in chunk.arrays.items()},)
 
 
 def search_sample(p: Passes, share: float, arrays: Sequence[str]) -> Passes:
     """The search sample's rows held as one chunk, its passes run in this process."""
-    found = p.run(SampleRows(share, tuple(arrays)), operator.add, (), arrays=arrays)
+    found = p.run(partial(_sample, share), operator.add, (), arrays=arrays)
     rows = {a: by_column(np.concatenate([f[a] for f in found])) for a in arrays}
     return Passes(ArraySource(rows), p.columns, len(rows["X"]), LOCAL)
 
@@ -112,9 +106,9 @@ def search_sample(p: Passes, share: float, arrays: Sequence[str]) -> Passes:
 class Feature:
     """One estimable feature: its columns of X (``x``) and of the local effects (``e``), its
     global record (None: from the leaves' cells, after a sampled search), its cells' edges
-    (``grid``), each cell's mean local effect on all rows (``shift``, (K,)), its own input
-    among the splitters (never split on; -1: none), its level plan when held per level, its
-    global grid cells, and the open nodes a :class:`RegionPass` counts (``regions``).
+    (``grid``), each cell's mean local effect on all rows (``shift``, (K,)), its level plan
+    when held per level, its global grid cells, and the open nodes a :class:`RegionPass`
+    counts (``regions``); never split on its own input.
 
     A feature held per level (``plan``; ``e`` its column of the jumps) has its K-1 jumps
     between adjacent levels for cells (a row at level p adds its jump up to cell p, down
@@ -126,7 +120,6 @@ class Feature:
     record: FeatureSummary | None
     grid: np.ndarray
     shift: np.ndarray
-    own: int
     plan: LevelPlan | None = None
     cells: CellStats | None = None
     regions: tuple[tuple[Condition, ...], ...] = ((),)
@@ -152,6 +145,16 @@ class LevelCells:
         levels = None if self.levels is None else self.levels + other.levels
         return LevelCells(self.grid.merge(other.grid), split, levels)
 
+    def node(self, pos: int, nodes: int) -> LevelCells:
+        """The cells of node ``pos`` of the ``nodes`` a pass counted one after the other."""
+
+        def at(n: int) -> slice:
+            return slice(pos * n // nodes, (pos + 1) * n // nodes)
+
+        split = None if self.split is None else self.split.take(at(self.split.counts.size))
+        levels = None if self.levels is None else self.levels[at(self.levels.size)]
+        return LevelCells(self.grid.take(at(self.grid.n_cells)), split, levels)
+
 
 @dataclass(frozen=True)
 class RegionPass:
@@ -161,17 +164,10 @@ class RegionPass:
     tasks: tuple[Feature, ...]
     splitters: tuple[Splitter, ...]
 
-    @property
-    def n_buckets(self) -> int:
-        return max((s.n_buckets for s in self.splitters), default=1)
-
-    def shape(self, task: Feature) -> tuple[int, int, int, int]:
-        k = task.n_cells if self.splitters else 0
-        return (len(task.regions), *self.shape_of(k))
-
-    def shape_of(self, k: int) -> tuple[int, int, int]:
-        """(J, B, K): a node's split cells on K cells."""
-        return (len(self.splitters), self.n_buckets, k)
+    def shape(self, t: Feature) -> tuple[int, int, int, int]:
+        """(nodes, J, B, K): the split cells of ``t``'s nodes (B: an input's most buckets)."""
+        b = max((s.n_buckets for s in self.splitters), default=1)
+        return (len(t.regions), len(self.splitters), b, t.n_cells)
 
     def empty(self) -> tuple[LevelCells, ...]:
         out = []
@@ -212,6 +208,7 @@ class RegionPass:
         offsets: dict[int, np.ndarray],
         codes: dict[int, np.ndarray],
     ) -> LevelCells:
+        """Feature ``t``'s cells of a chunk's rows (held per level: its jumps between levels)."""
         X = chunk["X"]
         node = node_index(X, t.regions) if t.regions != ((),) else np.zeros(len(X), np.int64)
         keep = node >= 0
@@ -223,8 +220,24 @@ class RegionPass:
             up, down = (np.asarray(chunk[a][:, t.e], np.float64) for a in (LEVEL_UP, LEVEL_DOWN))
             if not every:
                 up, down = up[keep], down[keep]
-            pos = t.plan.positions(x)
-            return self._levels(t, pos, nd, up, down, buckets, offsets, keep)
+            pos, k = t.plan.positions(x), t.n_cells  # pooled per node as ``level_cells`` does
+            rise, fall = pos < k - 1, pos > 0
+            grid = CellStats.from_values(
+                np.concatenate([(nd * (k - 1) + pos)[rise], (nd * (k - 1) + pos - 1)[fall]]),
+                np.concatenate([up[rise], down[fall]]),
+                n_cells=len(t.regions) * (k - 1),
+            )
+            levels = np.bincount(nd * k + pos, minlength=len(t.regions) * k).astype(np.int64)
+            if buckets is None:
+                return LevelCells(grid, None, levels)
+            off = _offsets(offsets, buckets, k, keep)
+            rows = np.arange(pos.size)
+            at = np.concatenate([rows[rise], rows[fall], rows])
+            cell = np.concatenate([pos[rise], pos[fall] - 1, np.full(pos.size, k - 1)])
+            shift = np.append(t.shift, 0.0)
+            jump = np.concatenate([up[rise], down[fall], np.zeros(pos.size)]) - shift[cell]
+            split = split_cells(nd[at], off[:, at], cell, jump, shape=self.shape(t))
+            return LevelCells(grid, split, levels)
         E = chunk["local_effects"]
         e = np.asarray(E[:, t.e] if every else E[keep, t.e], dtype=np.float64)
         k_g = t.grid.size - 1
@@ -243,37 +256,6 @@ class RegionPass:
         if not inside.all():
             nd, off, gi, e = nd[inside], np.compress(inside, off, axis=1), gi[inside], e[inside]
         return LevelCells(grid, split_cells(nd, off, gi, e - t.shift[gi], shape=self.shape(t)))
-
-    def _levels(
-        self,
-        t: Feature,
-        pos: np.ndarray,
-        nd: np.ndarray,
-        up: np.ndarray,
-        down: np.ndarray,
-        buckets: np.ndarray | None,
-        offsets: dict[int, np.ndarray],
-        keep: np.ndarray,
-    ) -> LevelCells:
-        """A per-level feature's cells, pooled per node as ``level_cells`` does, and split."""
-        k = t.n_cells
-        rise, fall = pos < k - 1, pos > 0
-        grid = CellStats.from_values(
-            np.concatenate([(nd * (k - 1) + pos)[rise], (nd * (k - 1) + pos - 1)[fall]]),
-            np.concatenate([up[rise], down[fall]]),
-            n_cells=len(t.regions) * (k - 1),
-        )
-        levels = np.bincount(nd * k + pos, minlength=len(t.regions) * k).astype(np.int64)
-        if buckets is None:
-            return LevelCells(grid, None, levels)
-        off = _offsets(offsets, buckets, k, keep)
-        rows = np.arange(pos.size)
-        at = np.concatenate([rows[rise], rows[fall], rows])
-        cell = np.concatenate([pos[rise], pos[fall] - 1, np.full(pos.size, k - 1)])
-        shift = np.append(t.shift, 0.0)
-        jump = np.concatenate([up[rise], down[fall], np.zeros(pos.size)]) - shift[cell]
-        split = split_cells(nd[at], off[:, at], cell, jump, shape=self.shape(t))
-        return LevelCells(grid, split, levels)
 
 
 def by_column(A: np.ndarray, block: int = 256) -> np.ndarray:

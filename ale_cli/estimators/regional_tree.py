@@ -22,7 +22,7 @@ import numpy as np
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.regional import ShiftedSums, Splitter, split_scores
 from ale_cli.estimators.levels import level_summary
-from ale_cli.estimators.regional_passes import Feature, RegionPass, conditions
+from ale_cli.estimators.regional_passes import Feature, LevelCells, RegionPass, conditions
 from ale_cli.estimators.rows import merge_each
 from ale_cli.summary.model import FeatureSummary
 from ale_cli.summary.regional import NO_SPLIT_NOTE, RegionalFeature, RegionNode, Split
@@ -54,15 +54,6 @@ class _Tree:
     leaves: list[int] = field(default_factory=list)  # closed, their records still to count
 
 
-@dataclass(frozen=True)
-class _Node:
-    """What one open node is decided from."""
-
-    grid: CellStats
-    counts: np.ndarray | None  # rows per level (held per level)
-    split: ShiftedSums | None
-
-
 def grow(
     p: Any,
     searched: Any,
@@ -72,14 +63,9 @@ def grow(
 ) -> tuple[dict[str, RegionalFeature], dict[str, CellStats]]:
     """Every feature's tree, searched on the rows of ``searched`` (``p``'s, or a sample),
     and each feature's cells on all rows after a sampled search (its leaves' sum)."""
-    n = g.n
-    trees: dict[str, _Tree] = {}
+    root = RegionNode(0, None, (), g.n, 1.0, float("nan"))
+    trees = {f.name: _Tree({0: root}, [0], {} if f.cells is None else {0: f.cells}) for f in feats}
     whole: dict[str, CellStats] = {}
-    for f in feats:
-        tree = _Tree({0: RegionNode(0, None, (), n, 1.0, float("nan"))}, [0])
-        if f.plan is None and f.cells is not None:
-            tree.grids[0] = f.cells
-        trees[f.name] = tree
     for depth in range(g.max_depth + 1):
         search = depth < g.max_depth and bool(found)
         every = not search and g.sampled  # the records of a sampled search's leaves
@@ -88,16 +74,11 @@ def grow(
                 tree.open, tree.leaves = tree.open + tree.leaves, []
                 tree.grids.clear()
         work = [f for f in feats if trees[f.name].open]
-        counted: dict[str, list[int]] = {}
-        for f in work:
-            if f.plan is not None or every:
-                counted[f.name] = list(trees[f.name].open)
-            elif search:
-                counted[f.name] = _smaller(trees[f.name])
+        counted = {f.name: _counted(trees[f.name], f, search, every) for f in work}
         tasks = {
             f.name: replace(f, regions=tuple(trees[f.name].nodes[i].conditions for i in ids))
             for f in work
-            if (ids := counted.get(f.name)) is not None
+            if (ids := counted[f.name])
         }
         kernel = RegionPass(tuple(tasks.values()), found if search else ())
         cells: tuple[Any, ...] = ()
@@ -107,28 +88,28 @@ def grow(
         levels = dict(zip(tasks, cells, strict=True))
         if every:
             whole |= {
-                name: _whole(levels[name].grid, len(t.regions))
+                name: _whole(levels[name], len(t.regions))
                 for name, t in tasks.items()
                 if t.plan is None
             }
         for f in work:
-            tree, task = trees[f.name], tasks.get(f.name)
-            got = _inputs(tree, f, task, counted.get(f.name, []), levels.get(f.name), kernel)
-            _decide(tree, f, got, kernel if search else None, g)
-    return {f.name: _finished(f, trees[f.name], n) for f in feats}, whole
+            got = _inputs(trees[f.name], counted[f.name], levels.get(f.name))
+            _decide(trees[f.name], f, got, kernel if search else None, g)
+    return {f.name: _finished(f, trees[f.name], g.n) for f in feats}, whole
 
 
-def _whole(cells: CellStats, nodes: int) -> CellStats:
-    """The sum of ``nodes`` nodes' cells (nodes * K, node by node)."""
-    k = cells.n_cells // nodes
-    parts = (cells.take(slice(i * k, (i + 1) * k)) for i in range(nodes))
-    return functools.reduce(CellStats.merge, parts)
+def _whole(cells: LevelCells, nodes: int) -> CellStats:
+    """The sum of ``nodes`` nodes' bins."""
+    return functools.reduce(CellStats.merge, (cells.node(i, nodes).grid for i in range(nodes)))
 
 
-def _smaller(tree: _Tree) -> list[int]:
-    """The open nodes a pass counts: the root, or of two siblings the one with fewer rows."""
+def _counted(tree: _Tree, f: Feature, search: bool, every: bool) -> list[int]:
+    """The open nodes a pass counts: all (held per level, or the leaves' records), none
+    without a search, else the root, or of two siblings the one with fewer rows."""
+    if f.plan is not None or every:
+        return list(tree.open)
     out = []
-    for i in tree.open:
+    for i in tree.open if search else ():
         parent = tree.nodes[i].parent
         a, b = (i, i) if parent is None else tree.nodes[parent].split.children  # type: ignore[union-attr]
         if i == (a if tree.nodes[a].rows <= tree.nodes[b].rows else b):
@@ -136,34 +117,18 @@ def _smaller(tree: _Tree) -> list[int]:
     return out
 
 
-def _inputs(
-    tree: _Tree,
-    f: Feature,
-    task: Feature | None,
-    counted: list[int],
-    level: Any,
-    kernel: RegionPass,
-) -> dict[int, _Node]:
+def _inputs(tree: _Tree, counted: list[int], level: LevelCells | None) -> dict[int, LevelCells]:
     """Each open node's bins and split cells: from the pass, or derived."""
-    size = int(np.prod(kernel.shape(task)[1:])) if task is not None else 0
-    k = 0 if task is None else task.n_cells
-    k_g = k - 1 if f.plan is not None else f.grid.size - 1
-    split = {}
-    for pos, i in enumerate(counted):
-        if level is not None and level.split is not None:
-            split[i] = level.split.part(pos * size, (pos + 1) * size)
-    out = {}
-    for pos, i in enumerate(tree.open):
-        if i not in tree.grids:  # from the pass, in the order of the open nodes
-            grid = level.grid.take(slice(pos * k_g, (pos + 1) * k_g))
-            counts = None if f.plan is None else level.levels[pos * k : (pos + 1) * k]
-            out[i] = _Node(grid, counts, split.get(i))
+    out = {i: level.node(pos, len(counted)) for pos, i in enumerate(counted)}  # type: ignore[union-attr]
+    for i in tree.open:
+        if i not in tree.grids:  # the pass counted its bins
             continue
-        if i not in split and split:  # the sibling's less from its parent's
+        split = out[i].split if i in counted else None
+        if i not in counted and counted:  # the sibling's less from its parent's
             parent = tree.nodes[i].parent
             a, b = tree.nodes[parent].split.children  # type: ignore[union-attr]
-            split[i] = tree.splits[parent].minus(split[b if i == a else a])  # type: ignore[index]
-        out[i] = _Node(tree.grids.pop(i), None, split.get(i))
+            split = tree.splits[parent].minus(out[b if i == a else a].split)  # type: ignore[index, arg-type]
+        out[i] = LevelCells(tree.grids.pop(i), split)
     for i in tree.open:  # the parents' split cells are used up
         tree.splits.pop(tree.nodes[i].parent, None)  # type: ignore[arg-type]
     return out
@@ -172,7 +137,7 @@ def _inputs(
 def _decide(
     tree: _Tree,
     f: Feature,
-    got: dict[int, _Node],
+    got: dict[int, LevelCells],
     kernel: RegionPass | None,
     g: Growth,
 ) -> None:
@@ -180,27 +145,24 @@ def _decide(
     n = g.n
     still: list[int] = []
     for node_id in tree.open:
-        node, data = tree.nodes[node_id], got[node_id]
-        total = data.grid.total if data.counts is None else int(data.counts.sum())
+        data = got[node_id]
+        total = data.grid.total if data.levels is None else int(data.levels.sum())
         scores = None
         if kernel is not None and data.split is not None:
             scores = _scores(f, data.split, kernel, g)
-            if node_id == 0:
-                node = RegionNode(0, None, (), total, 1.0, scores.before)
         best = None if scores is None else scores.best()
-        if kernel is None or scores is None or best is None or scores.drop(*best) < g.min_drop:
-            h = node.heterogeneity if scores is None else scores.before
+        h = tree.nodes[node_id].heterogeneity if scores is None else scores.before
+        node = replace(tree.nodes[node_id], rows=total, share=total / n, heterogeneity=h)
+        if best is None or scores.drop(*best) < g.min_drop:  # type: ignore[union-attr]
             if kernel is not None and g.sampled:  # its record from the last pass
-                tree.nodes[node_id] = replace(node, heterogeneity=h)
+                tree.nodes[node_id] = node
                 tree.leaves.append(node_id)
                 continue
             if f.plan is None:
                 record = g.record(f.name, f.grid, data.grid)
             else:
-                record = level_summary(f.plan, data.grid, data.counts, center=g.center)  # type: ignore[arg-type]
-            tree.nodes[node_id] = RegionNode(
-                node.id, node.parent, node.conditions, total, total / n, h, record=record
-            )
+                record = level_summary(f.plan, data.grid, data.levels, center=g.center)  # type: ignore[arg-type]
+            tree.nodes[node_id] = replace(node, record=record)
             continue
         j, c = best
         s = kernel.splitters[j]
@@ -209,16 +171,14 @@ def _decide(
         rows = (int(scores.rows[j, c, 0]), int(scores.rows[j, c, 1]))
         after = float(scores.after[j, c])
         split = Split(s.name, s.kind, float(s.values[c]), sides, ids, rows, scores.before, after)
-        tree.nodes[node_id] = RegionNode(
-            node.id, node.parent, node.conditions, total, total / n, scores.before, split=split
-        )
+        tree.nodes[node_id] = replace(node, split=split)
         for side, child, r, h in zip(sides, ids, rows, scores.parts[j, c], strict=True):
             tree.nodes[child] = RegionNode(
                 child, node_id, (*node.conditions, side), r, r / n, float(h)
             )
             still.append(child)
         if f.plan is None and data.split is not None:
-            shape = kernel.shape_of(f.grid.size - 1)
+            shape = kernel.shape(f)[1:]
             tree.grids.update(
                 zip(ids, data.split.children(shape, j, c, s.kind, f.shift), strict=True)
             )
@@ -227,17 +187,16 @@ def _decide(
 
 
 def _scores(f: Feature, split: ShiftedSums, kernel: RegionPass, g: Growth) -> Any:
-    k = f.plan.n_levels if f.plan is not None else f.grid.size - 1
-    dz = np.diff(f.grid) if f.plan is None else np.append(np.ones(k - 1), 0.0)
+    dz = np.diff(f.grid) if f.plan is None else np.append(np.ones(f.n_cells - 1), 0.0)
     return split_scores(
         split,
-        shape=kernel.shape_of(k),
+        shape=kernel.shape(f)[1:],
         dz=dz,
         rows_cell=f.plan is not None,
         kinds=tuple(s.kind for s in kernel.splitters),
         n_candidates=tuple(s.values.size for s in kernel.splitters),
         min_rows=g.min_rows,
-        excluded=(f.own,) if f.own >= 0 else (),
+        excluded=tuple(j for j, s in enumerate(kernel.splitters) if s.name == f.name),
     )
 
 
