@@ -128,6 +128,8 @@ def _effect_artists(
 _BAR_LABEL = "bin effect (mean local effect)"
 _FILLED_LABEL = "empty bin, effect interpolated"
 _STD_LABEL = "± bin std"
+#: the grey notes just above the bins panel
+_NOTE = {"va": "bottom", "fontsize": 7, "color": style.GREY}
 _BOTTOM_ORDER = (_BAR_LABEL, _FILLED_LABEL, _STD_LABEL, VIOLIN_LABEL)
 
 
@@ -178,17 +180,8 @@ def _draw_bins(ax: Axes, feat: FeatureSummary, column: tuple[Any, Any] | None) -
     ax.set_ylabel("bin effect\n(d output / d feature)")
     ax.set_xlabel(wrap(feat.name, 90, 2))
     if n_outside:
-        ax.text(
-            1.0,
-            1.0,
-            f"{n_outside:,} rows outside [z₀, z_K] not shown",
-            transform=ax.transAxes,
-            ha="right",
-            va="bottom",
-            fontsize=7,
-            color=style.GREY,
-            gid="outside_note",
-        )
+        note = f"{n_outside:,} rows outside [z₀, z_K] not shown"
+        ax.text(1.0, 1.0, note, transform=ax.transAxes, ha="right", gid="outside_note", **_NOTE)
     lo, hi = z[0], z[-1]
     pad = 0.02 * (hi - lo) if hi > lo else 0.5
     ax.set_xlim(lo - pad, hi + pad)
@@ -271,15 +264,7 @@ def feature_figure(
         if (text := method_text(feat)) is not None:  # above the bins panel, on the left
             note = wrap(text, 100, 2)
             bottom.text(
-                0.0,
-                1.0,
-                note,
-                transform=bottom.transAxes,
-                ha="left",
-                va="bottom",
-                fontsize=7,
-                color=style.GREY,
-                gid="method_note",
+                0.0, 1.0, note, transform=bottom.transAxes, ha="left", gid="method_note", **_NOTE
             )
         handles, labels = top.get_legend_handles_labels()  # then the bins panel's, in order
         bottom_handles = dict(zip(*reversed(bottom.get_legend_handles_labels()), strict=True))
