@@ -80,8 +80,7 @@ _OVERVIEW_LEGEND = _LEGEND_ROW + 2 * MARGIN
 def _effect_artists(
     ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels: bool, band: str = ""
 ) -> None:
-    """Curve, +/- STD band and dashed +/- 2 SE lines of one feature on ``ax``; the
-    bootstrap band (dotted, legend text ``band``) when the feature has one."""
+    """Curve, +/- STD band, dashed +/- 2 SE lines and any bootstrap band (legend ``band``)."""
     z = feat.edges
     ax.plot(
         z,
@@ -134,8 +133,7 @@ _BOTTOM_ORDER = (_BAR_LABEL, _FILLED_LABEL, _STD_LABEL, VIOLIN_LABEL)
 
 
 def _draw_bins(ax: Axes, feat: FeatureSummary, column: tuple[Any, Any] | None) -> list[Any]:
-    """Bars and whiskers of the bin effects, the violins of ``column`` (values, local
-    effects), zero line, labels and x range; returns legend proxies for after the bars."""
+    """Bin bars and whiskers, ``column``'s violins, zero line, labels; extra legend proxies."""
     from matplotlib.patches import Patch
 
     z = feat.edges
@@ -285,8 +283,7 @@ def _lines_in(points: float, text: str) -> float:
 def _lay_out_feature(
     fig: Figure, top: Axes, bottom: Axes, name: str, *, n_legend: int, note: str | None
 ) -> None:
-    """Size the figure and place, top down: title, effect panel, gap (with the note),
-    bins panel, x label, legend of ``n_legend`` entries in two columns."""
+    """Size the figure; place title, effect panel, gap (note), bins panel, x label, legend."""
     gap = _PANEL_GAP + (_lines_in(7, note) + 0.05 if note else 0.0)
     title = wrap(name, 70, 2)
     legend_height = _LEGEND_ROW * -(-n_legend // 2)

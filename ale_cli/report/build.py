@@ -208,8 +208,7 @@ def _regional(
     regions: Mapping[str, RegionalSummary],
     reused: Mapping[str, Mapping[tuple[str, Any], str]],
 ) -> list[dict[str, Any]]:
-    """Per regional summary (``ale regional``): its features with a kept split, largest
-    drop first, each with its leaves in words and its figure (the first ``MAX_FIGURES``)."""
+    """Per regional summary: split features, largest drop first, the first ``MAX_FIGURES`` drawn."""
     out = []
     for j, label in enumerate(labels):
         if (found := regions.get(label)) is None:
@@ -354,8 +353,7 @@ def _first_order_section(
     runs: list[HistoryRun],
     reused: Mapping[str, Mapping[tuple[str, Any], str]],
 ) -> dict[str, Any]:
-    """The main summary's rows and figures, the others' overviews, the features that
-    moved most since the last run."""
+    """The main summary's rows and figures, the others' overviews, what moved most."""
     if not first_order:
         return {"features": [], "overview": None, "main_label": None, "others": [], "moved": []}
     main_name, main = first_order[0]
