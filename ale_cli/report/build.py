@@ -63,9 +63,7 @@ def _num(value: Any) -> str:
 
 def _sort_key(value: Any) -> str:
     """The ``data-sort`` value of a table cell: the number in full, empty when missing."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return repr(float(value))
+    return "" if _num(value) == "-" else repr(float(value))
 
 
 def _environment() -> Any:
