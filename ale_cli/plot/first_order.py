@@ -236,7 +236,7 @@ def feature_figure(
 
     feat = summary.feature(name)
     if feat.status != "ok" or feat.n_bins == 0:
-        return not_estimable_figure(feat)
+        return not_estimable_figure(feat.name, feat.reason)
     if feat.kind is not None:  # discrete or categorical: a dot per level
         return level_figure(summary, feat, ylabel=ylabel)
     with matplotlib.rc_context(style.RC):

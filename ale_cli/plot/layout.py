@@ -158,14 +158,14 @@ def bootstrap_label(summary: Summary) -> str:
     return f"bootstrap {level:g} % band (B = {summary.params.get('bootstrap')})"
 
 
-def not_estimable_figure(feat: FeatureSummary) -> Figure:
-    """A small figure saying that ``feat`` could not be estimated, and why."""
+def not_estimable_figure(name: str, reason: str | None) -> Figure:
+    """A small figure saying that feature (or pair) ``name`` could not be estimated, and why."""
     fig = new_figure((5.0, 1.8))
-    reason = feat.reason or "no reason recorded"
+    reason = reason or "no reason recorded"
     fig.text(
         0.5,
         0.5,
-        f"{wrap(feat.name, 60)}: not estimable\n{wrap(reason, 70)}",
+        f"{wrap(name, 60)}: not estimable\n{wrap(reason, 70)}",
         ha="center",
         va="center",
         fontsize=10,
