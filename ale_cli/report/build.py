@@ -83,17 +83,15 @@ def _environment() -> Any:
     return env
 
 
+def _flat(value: Any, depth: int = 2) -> str:
+    """``value``; a list (and a list in it) as its items joined by commas."""
+    if depth and isinstance(value, list):
+        return ",".join(_flat(v, depth - 1) for v in value)
+    return f"{value}"
+
+
 def _params(params: dict[str, Any]) -> str:
-    parts = []
-    for key, value in params.items():
-        if value is None:
-            continue
-        if isinstance(value, list):
-            value = ",".join(
-                ",".join(map(str, v)) if isinstance(v, list) else str(v) for v in value
-            )
-        parts.append(f"{key}={value}")
-    return ", ".join(parts)
+    return ", ".join(f"{key}={_flat(value)}" for key, value in params.items() if value is not None)
 
 
 def _notes(feat: FeatureSummary) -> list[str]:
