@@ -41,6 +41,7 @@ from ale_cli.plot.layout import (
     MARGIN,
     bootstrap_label,
     centered_on_mean,
+    centred_text,
     effect_label,
     estimator_label,
     few_ticks,
@@ -331,17 +332,8 @@ def overview_figure(
             ax.set_title(wrap(feat.name, 36, 2), fontsize=9)
             if feat.status != "ok" or feat.n_bins == 0:  # a cell without axes saying why
                 reason = wrap(feat.reason or "no reason recorded", 36, 4)
-                ax.text(
-                    0.5,
-                    0.5,
-                    "not estimable\n" + reason,
-                    transform=ax.transAxes,
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color=style.GREY,
-                    gid=f"f{i}.not_estimable",
-                )
+                text = "not estimable\n" + reason
+                centred_text(ax, text, fontsize=8, color=style.GREY, gid=f"f{i}.not_estimable")
                 ax.set_axis_off()
                 continue
             if feat.kind is not None:

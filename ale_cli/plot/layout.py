@@ -128,6 +128,11 @@ def few_ticks(ax: Axes, nbins: int) -> None:
     ax.yaxis.set_major_locator(MaxNLocator(nbins))
 
 
+def centred_text(ax: Axes, text: str, **kw: Any) -> None:
+    """``text`` in the middle of ``ax`` (a cell saying why it holds no curve)."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, **kw)
+
+
 def figure_legend(fig: Figure, handles: list[Any], labels: list[str], *, ncols: int) -> None:
     """The legend of every mark, centred in the bottom margin of the figure."""
     fig.legend(
