@@ -21,7 +21,7 @@ import numpy as np
 
 from ale_cli.plot import style
 from ale_cli.plot.directory import figure_directory, save_figure
-from ale_cli.plot.layout import new_figure
+from ale_cli.plot.layout import centred_text, new_figure
 from ale_cli.plot.render import DEFAULT_DPI, OVERVIEW, file_stems
 
 if TYPE_CHECKING:
@@ -79,15 +79,7 @@ def diff_figure(
     ax = fig.add_subplot(gid="diff_axes")
     if comp.difference is None or a is None or b is None:
         ax.set_axis_off()
-        ax.text(
-            0.5,
-            0.5,
-            f"{comp.name}: not compared\n{comp.reason}",
-            ha="center",
-            va="center",
-            wrap=True,
-            transform=ax.transAxes,
-        ).set_gid("not_compared")
+        centred_text(ax, f"{comp.name}: not compared\n{comp.reason}", wrap=True, gid="not_compared")
         return fig
     d = comp.difference
     _both(ax, a, b, comp, labels)
@@ -124,9 +116,7 @@ def diff_overview(
         if comp.difference is None or a is None or b is None:
             ax.set_axis_off()
             ax.set_title(comp.name, fontsize=9)
-            ax.text(
-                0.5, 0.5, "not compared", ha="center", va="center", transform=ax.transAxes
-            ).set_gid(f"f{i}.not_compared")
+            centred_text(ax, "not compared", gid=f"f{i}.not_compared")
             continue
         _both(ax, a, b, comp, labels, prefix=f"f{i}.", band=False)
         ax.set_title(f"{comp.name}: max |diff| {comp.difference.max_abs:.3g}", fontsize=9)

@@ -41,6 +41,7 @@ from ale_cli.plot.layout import (
     MARGIN,
     bootstrap_label,
     centered_on_mean,
+    centred_text,
     effect_label,
     estimator_label,
     few_ticks,
@@ -80,8 +81,7 @@ _OVERVIEW_LEGEND = _LEGEND_ROW + 2 * MARGIN
 def _effect_artists(
     ax: Axes, feat: FeatureSummary, prefix: str = "", *, labels: bool, band: str = ""
 ) -> None:
-    """Curve, +/- STD band and dashed +/- 2 SE lines of one feature on ``ax``; the
-    bootstrap band (dotted, legend text ``band``) when the feature has one."""
+    """Curve, +/- STD band, dashed +/- 2 SE lines and any bootstrap band (legend ``band``)."""
     z = feat.edges
     ax.plot(
         z,
@@ -128,12 +128,13 @@ def _effect_artists(
 _BAR_LABEL = "bin effect (mean local effect)"
 _FILLED_LABEL = "empty bin, effect interpolated"
 _STD_LABEL = "± bin std"
+#: the grey notes just above the bins panel
+_NOTE = {"va": "bottom", "fontsize": 7, "color": style.GREY}
 _BOTTOM_ORDER = (_BAR_LABEL, _FILLED_LABEL, _STD_LABEL, VIOLIN_LABEL)
 
 
 def _draw_bins(ax: Axes, feat: FeatureSummary, column: tuple[Any, Any] | None) -> list[Any]:
-    """Bars and whiskers of the bin effects, the violins of ``column`` (values, local
-    effects), zero line, labels and x range; returns legend proxies for after the bars."""
+    """Bin bars and whiskers, ``column``'s violins, zero line, labels; extra legend proxies."""
     from matplotlib.patches import Patch
 
     z = feat.edges
@@ -178,17 +179,8 @@ def _draw_bins(ax: Axes, feat: FeatureSummary, column: tuple[Any, Any] | None) -
     ax.set_ylabel("bin effect\n(d output / d feature)")
     ax.set_xlabel(wrap(feat.name, 90, 2))
     if n_outside:
-        ax.text(
-            1.0,
-            1.0,
-            f"{n_outside:,} rows outside [z₀, z_K] not shown",
-            transform=ax.transAxes,
-            ha="right",
-            va="bottom",
-            fontsize=7,
-            color=style.GREY,
-            gid="outside_note",
-        )
+        note = f"{n_outside:,} rows outside [z₀, z_K] not shown"
+        ax.text(1.0, 1.0, note, transform=ax.transAxes, ha="right", gid="outside_note", **_NOTE)
     lo, hi = z[0], z[-1]
     pad = 0.02 * (hi - lo) if hi > lo else 0.5
     ax.set_xlim(lo - pad, hi + pad)
@@ -245,7 +237,7 @@ def feature_figure(
 
     feat = summary.feature(name)
     if feat.status != "ok" or feat.n_bins == 0:
-        return not_estimable_figure(feat)
+        return not_estimable_figure(feat.name, feat.reason)
     if feat.kind is not None:  # discrete or categorical: a dot per level
         return level_figure(summary, feat, ylabel=ylabel)
     with matplotlib.rc_context(style.RC):
@@ -271,15 +263,7 @@ def feature_figure(
         if (text := method_text(feat)) is not None:  # above the bins panel, on the left
             note = wrap(text, 100, 2)
             bottom.text(
-                0.0,
-                1.0,
-                note,
-                transform=bottom.transAxes,
-                ha="left",
-                va="bottom",
-                fontsize=7,
-                color=style.GREY,
-                gid="method_note",
+                0.0, 1.0, note, transform=bottom.transAxes, ha="left", gid="method_note", **_NOTE
             )
         handles, labels = top.get_legend_handles_labels()  # then the bins panel's, in order
         bottom_handles = dict(zip(*reversed(bottom.get_legend_handles_labels()), strict=True))
@@ -300,8 +284,7 @@ def _lines_in(points: float, text: str) -> float:
 def _lay_out_feature(
     fig: Figure, top: Axes, bottom: Axes, name: str, *, n_legend: int, note: str | None
 ) -> None:
-    """Size the figure and place, top down: title, effect panel, gap (with the note),
-    bins panel, x label, legend of ``n_legend`` entries in two columns."""
+    """Size the figure; place title, effect panel, gap (note), bins panel, x label, legend."""
     gap = _PANEL_GAP + (_lines_in(7, note) + 0.05 if note else 0.0)
     title = wrap(name, 70, 2)
     legend_height = _LEGEND_ROW * -(-n_legend // 2)
@@ -349,17 +332,8 @@ def overview_figure(
             ax.set_title(wrap(feat.name, 36, 2), fontsize=9)
             if feat.status != "ok" or feat.n_bins == 0:  # a cell without axes saying why
                 reason = wrap(feat.reason or "no reason recorded", 36, 4)
-                ax.text(
-                    0.5,
-                    0.5,
-                    "not estimable\n" + reason,
-                    transform=ax.transAxes,
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color=style.GREY,
-                    gid=f"f{i}.not_estimable",
-                )
+                text = "not estimable\n" + reason
+                centred_text(ax, text, fontsize=8, color=style.GREY, gid=f"f{i}.not_estimable")
                 ax.set_axis_off()
                 continue
             if feat.kind is not None:

@@ -128,6 +128,11 @@ def few_ticks(ax: Axes, nbins: int) -> None:
     ax.yaxis.set_major_locator(MaxNLocator(nbins))
 
 
+def centred_text(ax: Axes, text: str, **kw: Any) -> None:
+    """``text`` in the middle of ``ax`` (a cell saying why it holds no curve)."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, **kw)
+
+
 def figure_legend(fig: Figure, handles: list[Any], labels: list[str], *, ncols: int) -> None:
     """The legend of every mark, centred in the bottom margin of the figure."""
     fig.legend(
@@ -158,14 +163,14 @@ def bootstrap_label(summary: Summary) -> str:
     return f"bootstrap {level:g} % band (B = {summary.params.get('bootstrap')})"
 
 
-def not_estimable_figure(feat: FeatureSummary) -> Figure:
-    """A small figure saying that ``feat`` could not be estimated, and why."""
+def not_estimable_figure(name: str, reason: str | None) -> Figure:
+    """A small figure saying that feature (or pair) ``name`` could not be estimated, and why."""
     fig = new_figure((5.0, 1.8))
-    reason = feat.reason or "no reason recorded"
+    reason = reason or "no reason recorded"
     fig.text(
         0.5,
         0.5,
-        f"{wrap(feat.name, 60)}: not estimable\n{wrap(reason, 70)}",
+        f"{wrap(name, 60)}: not estimable\n{wrap(reason, 70)}",
         ha="center",
         va="center",
         fontsize=10,

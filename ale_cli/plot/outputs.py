@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ale_cli.plot import style
-from ale_cli.plot.layout import centered_on_mean, estimator_label, few_ticks, new_figure
+from ale_cli.plot.layout import (
+    centered_on_mean,
+    centred_text,
+    estimator_label,
+    few_ticks,
+    new_figure,
+)
 from ale_cli.store.format import output_label, output_records
 
 if TYPE_CHECKING:
@@ -61,8 +67,7 @@ def _draw(ax: Axes, feat: FeatureSummary, gid: str) -> None:
     """One record on ``ax``: the curve and its +/- STD band, dots per level, or why not."""
     if feat.status != "ok" or feat.n_bins == 0:
         text = f"not estimable\n({feat.reason})"
-        ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes,
-                fontsize=8, wrap=True, gid=f"{gid}.not_estimable")  # fmt: skip
+        centred_text(ax, text, fontsize=8, wrap=True, gid=f"{gid}.not_estimable")
         ax.set_xticks([])
         ax.set_yticks([])
         return

@@ -49,8 +49,7 @@ def regional_figure(result: RegionalSummary, name: str, *, ylabel: str | None = 
         handles, labels = [line], ["all rows (global)"]
         leaves = [n for n in regions.leaves if n.record is not None and n.parent is not None]
         for i, leaf in enumerate(leaves):
-            r = leaf.record
-            if r is None or r.status != "ok":
+            if (r := leaf.record) is None or r.status != "ok":
                 continue
             colour = COLOURS[i % len(COLOURS)]
             (line,) = ax.plot(r.edges, r.effect, color=colour, lw=1.6, gid=f"region_{leaf.id}")

@@ -303,8 +303,7 @@ def plot_files(
 
 
 def _worker(draw: Draw, tasks: list[Task], claimed: Synchronized[int], conn: Connection) -> None:
-    """Draw the next task not yet claimed (``claimed`` counts them) until none is left,
-    sending ``(i, paths, None)`` for each; on an error ``(i, None, error)`` and stop."""
+    """Draw unclaimed tasks until none is left, sending ``(i, paths, error)`` for each."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # how the parent stops us
     while True:
@@ -344,9 +343,7 @@ def run_tasks(draw: Draw, tasks: list[Task], jobs: int) -> list[list[Path]]:
 
 
 def _run_forked(draw: Draw, tasks: list[Task], jobs: int) -> list[list[Path]]:
-    """Draw ``tasks`` in ``jobs`` forked workers, each taking the next task not yet taken; a
-    worker's error is raised here, one that dies early is a RunError (a pool would wait
-    forever); on any exit the workers are terminated and joined first."""
+    """Draw ``tasks`` in ``jobs`` forked workers; an early death is a RunError (a Pool hangs)."""
     new_figure((1.0, 1.0))  # matplotlib imported here, once: the workers inherit it
     context = multiprocessing.get_context("fork")
     claimed = context.Value("i", 0)

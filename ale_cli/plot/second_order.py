@@ -22,7 +22,6 @@ import numpy as np
 from ale_cli.errors import InputError
 from ale_cli.plot import style
 from ale_cli.plot.layout import effect_label, figure_legend, new_figure, not_estimable_figure, wrap
-from ale_cli.summary.model import FeatureSummary
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -158,9 +157,7 @@ def interaction_figure(
 
     item = find_interaction(summary, pair)
     if item.status != "ok" or 0 in item.shape:
-        return not_estimable_figure(
-            FeatureSummary(name=pair_label(item), status="not_estimable", reason=item.reason)
-        )
+        return not_estimable_figure(pair_label(item), item.reason)
     with matplotlib.rc_context(style.RC | {"axes.grid": False}):
         fig = new_figure((_WIDTH, _HEIGHT))
         rect = (0.13, _BOTTOM / _HEIGHT, 0.66, _AXES / _HEIGHT)

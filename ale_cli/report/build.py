@@ -63,9 +63,7 @@ def _num(value: Any) -> str:
 
 def _sort_key(value: Any) -> str:
     """The ``data-sort`` value of a table cell: the number in full, empty when missing."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return repr(float(value))
+    return "" if _num(value) == "-" else repr(float(value))
 
 
 def _environment() -> Any:
@@ -85,17 +83,15 @@ def _environment() -> Any:
     return env
 
 
+def _flat(value: Any, depth: int = 2) -> str:
+    """``value``; a list (and a list in it) as its items joined by commas."""
+    if depth and isinstance(value, list):
+        return ",".join(_flat(v, depth - 1) for v in value)
+    return f"{value}"
+
+
 def _params(params: dict[str, Any]) -> str:
-    parts = []
-    for key, value in params.items():
-        if value is None:
-            continue
-        if isinstance(value, list):
-            value = ",".join(
-                ",".join(map(str, v)) if isinstance(v, list) else str(v) for v in value
-            )
-        parts.append(f"{key}={value}")
-    return ", ".join(parts)
+    return ", ".join(f"{key}={_flat(value)}" for key, value in params.items() if value is not None)
 
 
 def _notes(feat: FeatureSummary) -> list[str]:
@@ -208,8 +204,7 @@ def _regional(
     regions: Mapping[str, RegionalSummary],
     reused: Mapping[str, Mapping[tuple[str, Any], str]],
 ) -> list[dict[str, Any]]:
-    """Per regional summary (``ale regional``): its features with a kept split, largest
-    drop first, each with its leaves in words and its figure (the first ``MAX_FIGURES``)."""
+    """Per regional summary: split features, largest drop first, the first ``MAX_FIGURES`` drawn."""
     out = []
     for j, label in enumerate(labels):
         if (found := regions.get(label)) is None:
@@ -354,8 +349,7 @@ def _first_order_section(
     runs: list[HistoryRun],
     reused: Mapping[str, Mapping[tuple[str, Any], str]],
 ) -> dict[str, Any]:
-    """The main summary's rows and figures, the others' overviews, the features that
-    moved most since the last run."""
+    """The main summary's rows and figures, the others' overviews, what moved most."""
     if not first_order:
         return {"features": [], "overview": None, "main_label": None, "others": [], "moved": []}
     main_name, main = first_order[0]

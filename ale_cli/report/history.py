@@ -66,16 +66,14 @@ class FeatureDrift:
 
 def feature_drifts(name: str, summary: Summary, runs: Sequence[HistoryRun]) -> list[FeatureDrift]:
     """Per first-order feature of ``summary`` (file ``name``), its drift against ``runs``."""
-    earlier = [run.match(name, summary) for run in runs]
+    matched = (run.match(name, summary) for run in runs)
+    earlier = [{f.name: f for f in reversed(s.features)} if s else {} for s in matched]
     out = []
     for feat in summary.features:
         values: list[float | None] = []
         at: list[float | None] = []
-        for other in earlier:
-            found = (
-                next((f for f in other.features if f.name == feat.name), None) if other else None
-            )
-            d = compare_feature(feat.name, feat, found).difference
+        for other in earlier:  # the first record of the name, as ``Summary.feature``
+            d = compare_feature(feat.name, feat, other.get(feat.name)).difference
             values.append(None if d is None else d.max_abs)
             at.append(None if d is None else d.max_abs_at)
         last = max((i for i, v in enumerate(values) if v is not None), default=None)
