@@ -334,7 +334,7 @@ def out_message(path: Path | str) -> str:
 def write_out(run: Run, path: Path | str, data: str | bytes, param: str = "out") -> bool:
     """Write ``data`` to ``path`` atomically, or to standard output for ``-`` (True then)."""
     if run.claim_stdout(path, param):
-        typer.echo(data if isinstance(data, str) else data.decode("utf-8"), nl=False)
+        typer.echo(data, nl=False)  # bytes go to the binary stream as they are
         return True
     with atomic_write(path) as fh:
         fh.write(data.encode("utf-8") if isinstance(data, str) else data)
