@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.binstats import CellStats, bin_stats
+from ale_cli.core.binstats import CellStats
+from ale_cli.core.effect import accumulate, check_center
 from ale_cli.core.statistics import ALE_CLI, Definitions
 
 #: numeric features with at most this many distinct values are discrete under ``auto``
@@ -79,24 +80,21 @@ def level_effect_from_cells(
     >>> level_effect_from_cells(cells, np.array([1, 1, 2]), center="start").effect.tolist()
     [0.0, 2.0, 7.0]
     """
-    if center not in ("mean", "start", "none"):
-        raise ValueError(f"center must be one of mean, start, none, got {center!r}")
-    stats = bin_stats(cells)
+    check_center(center)
+    n = cells.counts
+    var = np.where(np.isfinite(cells.var), cells.var, 0.0)
+    levels = np.arange(n.size + 1, dtype=np.float64)  # a unit step between levels
+    effect, std, stderr = accumulate(levels, cells.mean, bin_var=var, counts=n)
     counts = np.asarray(counts, dtype=np.int64)
-    jump = np.where(stats.counts > 0, stats.mean, 0.0)
-    var = np.where(np.isfinite(stats.var), stats.var, 0.0)
-    effect = np.concatenate([[0.0], np.cumsum(jump)])
-    std = np.sqrt(np.concatenate([[0.0], np.cumsum(var)]))
-    stderr = np.sqrt(np.concatenate([[0.0], np.cumsum(var / np.maximum(stats.counts, 1))]))
     offset = float(np.dot(counts, effect) / counts.sum()) if center == "mean" else 0.0
     return LevelEffect(
         counts=counts,
         effect=effect - offset,
         std=std,
         stderr=stderr,
-        jump=stats.mean,
-        jump_std=stats.std,
-        jump_count=stats.counts,
+        jump=np.where(n > 0, cells.mean, np.nan),
+        jump_std=cells.std,
+        jump_count=n,
         center_offset=offset,
     )
 

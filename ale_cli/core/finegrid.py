@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ale_cli.core.binning import assign, quantile_edges
-from ale_cli.core.binstats import CellStats, bin_stats, fill_missing
-from ale_cli.core.effect import FirstOrderEffect, effect_from_bins
+from ale_cli.core.binstats import CellStats, fill_missing
+from ale_cli.core.effect import FirstOrderEffect, effect_from_cells
 
 #: Fine quantile bins per feature (240 = 2^4 * 3 * 5: many divisors)
 K_FINE = 240
@@ -135,7 +135,7 @@ def secant_effect(
     """
     edges = np.asarray(edges, dtype=np.float64)
     mu = np.diff(curve.at(edges)) / np.diff(edges)
-    return effect_from_bins(edges, bin_stats(cells), center=center, mu=mu)
+    return effect_from_cells(edges, cells, center=center, mu=mu)
 
 
 def replicate_curves(
