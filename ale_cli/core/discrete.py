@@ -10,7 +10,6 @@ features"). Levels ``l_0 .. l_{K-1}`` in order (nominal: :func:`order_of`)::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,7 +98,7 @@ def level_effect_from_cells(
     )
 
 
-#: bytes of the (block, K, 100) differences compared at once in :func:`level_distances`
+#: bytes of the (block, K, 100) differences compared at once in :func:`max_abs_differences`
 _BLOCK_BYTES = 16 << 20
 
 
@@ -163,42 +162,6 @@ def lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
     return out
 
 
-def level_distances(
-    codes: np.ndarray,
-    n_levels: int,
-    *,
-    numeric: Sequence[np.ndarray] = (),
-    categorical: Sequence[np.ndarray] = (),
-) -> np.ndarray:
-    """Summed distances (K, K) between the levels ``codes`` (N,) of a nominal feature over
-    the other ``numeric`` (KS) and ``categorical`` (total variation) columns (N,).
-
-    >>> codes = np.array([0, 0, 1, 1, 2, 2])
-    >>> level_distances(codes, 3, numeric=[np.array([0.0, 0.1, 1.0, 1.1, 2.0, 2.1])]).tolist()
-    [[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]
-    >>> level_distances(codes, 3, categorical=[np.array([0, 1, 0, 0, 1, 1])]).tolist()
-    [[0.0, 0.5, 0.5], [0.5, 0.0, 1.0], [0.5, 1.0, 0.0]]
-    """
-    codes = np.asarray(codes, dtype=np.int64)
-    dist = np.zeros((n_levels, n_levels))
-    for col in map(np.asarray, numeric):  # each level's ECDF at the column's type-7 quantiles
-        points = np.quantile(col, QS)
-        order = np.lexsort((col, codes))
-        values = col[order]
-        bounds = np.searchsorted(codes[order], np.arange(n_levels + 1))
-        F = np.empty((n_levels, KS_POINTS))
-        for k in range(n_levels):
-            seg = values[bounds[k] : bounds[k + 1]]
-            F[k] = np.searchsorted(seg, points, side="right") / max(seg.size, 1)
-        dist += max_abs_differences(F)
-    for col in categorical:
-        other = np.asarray(col, dtype=np.int64)
-        width = int(other.max()) + 1
-        keys, counts = np.unique(codes * width + other, return_counts=True)
-        dist += total_variation(keys // width, keys % width, counts, n_levels)
-    return dist
-
-
 def mds_1d(dist: np.ndarray) -> np.ndarray:
     """Classical MDS in one dimension: ``sqrt(lambda_1) v_1`` of ``B = -J D^2 J / 2``,
     ``J = I - 11'/K``, the sign chosen so that the first point is not after the last.
@@ -222,12 +185,11 @@ def mds_1d(dist: np.ndarray) -> np.ndarray:
 
 def order_of(dist: np.ndarray) -> np.ndarray:
     """ALEPlot's order (K,) of nominal levels (``order[p]`` the level at position p): by the
-    1-D MDS coordinate (:func:`mds_1d`) of their distances ``dist`` (K, K) (e.g.
-    :func:`level_distances`); the input order when every distance is 0.
+    1-D MDS coordinate (:func:`mds_1d`) of their distances ``dist`` (K, K) (summed over the
+    other columns: KS by :func:`max_abs_differences` of the levels' ECDFs at :data:`QS`,
+    :func:`total_variation`); the input order when every distance is 0.
 
-    >>> codes = np.repeat([0, 1, 2], 300)   # another feature centred at 0, 2 and 1 per level
-    >>> other = np.array([0.0, 2.0, 1.0])[codes] + np.random.default_rng(0).normal(size=900)
-    >>> order_of(level_distances(codes, 3, numeric=[other])).tolist()
+    >>> order_of(np.abs(np.subtract.outer([0.0, 2.0, 1.0], [0.0, 2.0, 1.0]))).tolist()
     [0, 2, 1]
     """
     if not np.any(dist > 0):
