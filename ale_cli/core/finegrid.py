@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.binning import assign, quantile_edges
+from ale_cli.core.binning import assign
 from ale_cli.core.binstats import CellStats, fill_missing
 from ale_cli.core.effect import FirstOrderEffect, effect_from_cells
 
@@ -24,18 +24,6 @@ from ale_cli.core.effect import FirstOrderEffect, effect_from_cells
 K_FINE = 240
 #: Median rows per fine bin below which the secants are too sparse (see :func:`sparse_reason`).
 MIN_ROWS_PER_FINE_BIN = 20
-
-
-def fine_edges(x: np.ndarray, *, k_fine: int = K_FINE) -> np.ndarray:
-    """The fine grid (M+1,) of x (N,): type-1 quantile edges at ``j / k_fine``, deduplicated.
-    Quantile edges at K dividing ``k_fine`` are a subset:
-
-    >>> x = np.random.default_rng(0).normal(size=1000)
-    >>> g = fine_edges(x, k_fine=240)
-    >>> bool(np.isin(quantile_edges(x, bins=20), g).all()), g.size
-    (True, 241)
-    """
-    return quantile_edges(np.asarray(x, dtype=np.float64), bins=k_fine)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ale_cli.core.finegrid import K_FINE, fine_edges, row_limits, secants
+from ale_cli.core.binning import quantile_edges
+from ale_cli.core.finegrid import K_FINE, row_limits, secants
 from ale_cli.models.base import Effects, Features, Model, ProgressFn, feature_indices
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, stacked_differences
 
@@ -103,7 +104,7 @@ def for_compute(
     edges: dict[int, np.ndarray] = {}
     for j in map(int, columns):
         if names[j] not in categorical and X[:, j].max() > X[:, j].min():
-            edges[j] = fine_edges(X[:, j], k_fine=K_FINE)
+            edges[j] = quantile_edges(X[:, j], bins=K_FINE)
     rows = int(model.describe().get("eval_rows_per_call") or DEFAULT_EVAL_ROWS)
     return SecantModel(model, edges, tuple(map(int, columns)), K_FINE, rows)
 
