@@ -67,25 +67,6 @@ def center_offset(effect: np.ndarray, counts: np.ndarray, *, mode: str = "mean")
     return float(np.dot(counts, mids) / n)
 
 
-def evaluate(
-    x: np.ndarray,
-    edges: np.ndarray,
-    effect: np.ndarray,
-    bin_effect: np.ndarray,
-) -> np.ndarray:
-    """The curve at points x: ``f(x) = f(z_{k-1}) + mu_k (x - z_{k-1})`` for x in bin k;
-    NaN outside ``[z_0, z_K]``.
-
-    >>> evaluate(np.array([-1.0, 0.0, 0.5, 2.0, 3.0]), np.array([0.0, 1.0, 3.0]),
-    ...          np.array([0.0, 2.0, 0.0]), np.array([2.0, -1.0])).tolist()
-    [nan, 0.0, 1.0, 1.0, 0.0]
-    """
-    x = np.asarray(x, dtype=np.float64)
-    k = np.clip(np.searchsorted(edges[1:-1], x, side="left"), 0, len(bin_effect) - 1)
-    out = effect[k] + bin_effect[k] * (x - edges[k])
-    return np.where((x < edges[0]) | (x > edges[-1]), np.nan, out)
-
-
 @dataclass(frozen=True)
 class FirstOrderEffect:
     """Per bin (K,) ``counts``, ``bin_effect`` mu_k (interpolated where ``bin_filled``),
