@@ -132,17 +132,16 @@ def order_statistics(
     if run_pass is None:
         run_pass = partial(pass_accumulators, chunks)
     while active:
-        for g in active:
-            if g.sub is not None or (g.chain and g.count <= max_candidates):
+        for g in active:  # fresh groups: a pass fills their counts or gathered values
+            if g.chain and g.count <= max_candidates:
                 continue
             level = roots[g.column]
             if g.chain:
                 lo_g, hi_g = g.chain[-1][0].bucket_range(g.chain[-1][1])
                 level = _Level(lo_g, hi_g - lo_g, int(np.clip(g.count // 8, 64, MAX_BUCKETS)))
             if np.isfinite(level.width) and level.width > 0:  # else (inf): gathered whole
-                g.sub, g.sub_counts = level, np.zeros(level.size, dtype=np.int64)
-        mine = [(g.sub_counts, g.vmin, g.vmax, g.gathered) for g in active]
-        for g, acc in zip(active, merge_accumulators(mine, run_pass(active, roots)), strict=True):
+                g.sub = level
+        for g, acc in zip(active, run_pass(active, roots), strict=True):
             g.sub_counts, g.vmin, g.vmax, g.gathered = acc
         following: list[_Group] = []
         for g in active:

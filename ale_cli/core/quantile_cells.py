@@ -263,6 +263,4 @@ def bucket_grid(*, n: int, lo: np.ndarray, hi: np.ndarray, dtype: Any, bins: int
     976
     """
     size = int(np.clip(max(n // 1024, 32 * bins), 64, 1 << 14))
-    return BucketGrid.build(
-        np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64), size=size, dtype=dtype
-    )
+    return BucketGrid.build(lo, hi, size=size, dtype=dtype)
