@@ -84,10 +84,6 @@ class FirstOrderEffect:
     stderr: np.ndarray
     center_offset: float
 
-    @property
-    def n_bins(self) -> int:
-        return int(self.counts.size)
-
 
 def effect_from_cells(
     edges: np.ndarray, cells: CellStats, *, center: str = "mean", mu: np.ndarray | None = None
