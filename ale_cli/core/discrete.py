@@ -108,9 +108,8 @@ def max_abs_differences(F: np.ndarray) -> np.ndarray:
     out = np.empty((k, k))
     step = max(1, _BLOCK_BYTES // max(k * p * 8, 1))
     for start in range(0, k, step):
-        out[start : start + step] = np.abs(F[start : start + step, None, :] - F[None, :, :]).max(
-            axis=2
-        )
+        block = F[start : start + step, None, :]
+        out[start : start + step] = np.abs(block - F[None, :, :]).max(axis=2)
     return out
 
 

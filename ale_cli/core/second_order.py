@@ -94,8 +94,7 @@ def fill_nearest(
         return out
     ca = (edges_a[:-1] + edges_a[1:]) / 2 / (edges_a[-1] - edges_a[0])
     cb = (edges_b[:-1] + edges_b[1:]) / 2 / (edges_b[-1] - edges_b[0])
-    grid_a, grid_b = np.meshgrid(ca, cb, indexing="ij")
-    pts = np.column_stack([grid_a.ravel(), grid_b.ravel()])
+    pts = np.stack(np.meshgrid(ca, cb, indexing="ij"), axis=-1).reshape(-1, 2)
     src = np.flatnonzero(~empty.ravel())
     dst = np.flatnonzero(empty.ravel())
     d2 = ((pts[dst, None, :] - pts[None, src, :]) ** 2).sum(axis=2)
@@ -115,8 +114,9 @@ def accumulate_2d(increments: np.ndarray) -> np.ndarray:
     return out
 
 
-def _main_effect(diff: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``g_a`` (K+1,) of :func:`remove_main_effects` from ``Dh`` (K, L+1) and ``n`` (K, L)."""
+def _main_effect(surface: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``g_a`` (K+1,) of :func:`remove_main_effects` from h (K+1, L+1) and n (K, L)."""
+    diff = surface[1:] - surface[:-1]  # Dh (K, L+1)
     mid = (diff[:, :-1] + diff[:, 1:]) / 2
     n = counts.sum(axis=1)
     weighted = (counts * mid).sum(axis=1)
@@ -140,9 +140,7 @@ def remove_main_effects(surface: np.ndarray, counts: np.ndarray) -> tuple[np.nda
     >>> h.tolist(), c
     ([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 1.0]], -1.0)
     """
-    da = surface[1:, :] - surface[:-1, :]  # (K_a, K_b + 1)
-    db = surface[:, 1:] - surface[:, :-1]  # (K_a + 1, K_b)
-    h = surface - _main_effect(da, counts)[:, None] - _main_effect(db.T, counts.T)[None, :]
+    h = surface - _main_effect(surface, counts)[:, None] - _main_effect(surface.T, counts.T)
     corners = (h[:-1, :-1] + h[:-1, 1:] + h[1:, :-1] + h[1:, 1:]) / 4
     total = counts.sum()
     offset = float((counts * corners).sum() / total) if total else 0.0
