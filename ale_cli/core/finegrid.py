@@ -52,18 +52,14 @@ def row_limits(x: np.ndarray, edges: np.ndarray) -> Limits:
     return Limits(index=index, lower=lower, upper=upper)
 
 
-def secants(
-    f_lower: np.ndarray, f_upper: np.ndarray, lower: np.ndarray, upper: np.ndarray
-) -> np.ndarray:
-    """``(f(upper) - f(lower)) / (upper - lower)`` per row; 0 where ``upper == lower``.
+def secants(rise: np.ndarray, run: np.ndarray) -> np.ndarray:
+    """``rise / run = (f(upper) - f(lower)) / (upper - lower)`` per row; 0 where ``run == 0``.
 
-    >>> secants(np.array([1.0, 2.0]), np.array([3.0, 2.0]), np.array([0.0, 1.0]),
-    ...         np.array([0.5, 1.0])).tolist()
+    >>> secants(np.array([2.0, 0.0]), np.array([0.5, 0.0])).tolist()
     [4.0, 0.0]
     """
-    width = upper - lower
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(width > 0, (f_upper - f_lower) / np.where(width > 0, width, 1.0), 0.0)
+        return np.where(run > 0, rise / np.where(run > 0, run, 1.0), 0.0)
 
 
 @dataclass(frozen=True)

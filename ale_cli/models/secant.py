@@ -72,7 +72,7 @@ class SecantModel(Model):
             return upper, np.array([lim.lower for lim in limits], ndmin=2).T
 
         def divide(diff: np.ndarray, width: np.ndarray) -> np.ndarray:
-            return secants(np.zeros_like(diff), diff, np.zeros_like(width), width)
+            return secants(diff, width)
 
         rows, inner = self.eval_rows, self.inner.predict
         return stacked_differences(inner, X, index, where, bounds, divide, rows, progress)
