@@ -34,7 +34,7 @@ class CellStats:
     def n_cells(self) -> int:
         return int(self.counts.size)
 
-    def take(self, index: slice) -> CellStats:
+    def take(self, index: slice | np.ndarray) -> CellStats:
         """The statistics of the cells ``index``."""
         return CellStats(self.counts[index], self.mean[index], self.m2[index])
 

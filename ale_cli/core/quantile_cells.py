@@ -242,11 +242,9 @@ class QuantilePlan:
             seg_bin = np.searchsorted(edge_home, np.arange(homes.size + 1), side="left")
             segments = scan.stats.take(slice(base, base + 2 * homes.size + 1, 2))
             cells = segments.grouped(seg_bin, n_groups=k)
-            for i, c in enumerate(pos_cells):
-                if big[i]:  # one value: all its rows in one bin, its statistics from pass 2
-                    b = int(np.searchsorted(interior, value[i], side="left"))
-                    own = scan.stats.take(slice(c, c + 1))
-                    cells = cells.merge(own.grouped(np.array([b]), n_groups=k))
+            if big.any():  # one value each: all its rows in one bin, its statistics from pass 2
+                b = np.searchsorted(interior, value[big], side="left")
+                cells = cells.merge(scan.stats.take(pos_cells[big]).grouped(b, n_groups=k))
             if last > first:
                 index = assign(x[first:last], edges).index
                 cells = cells.merge(CellStats.from_values(index, e[first:last], n_cells=k))
