@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ale_cli.core.binning import assign, uniform_edges
 from ale_cli.core.binstats import CellStats
-from ale_cli.core.effect import accumulate, center_offset, effect_from_cells, evaluate
+from ale_cli.core.effect import accumulate, center_offset, effect_from_cells
 from ale_cli.core.rhale import default_min_points, optimal_partition
 
 # -- accumulation and centering --------------------------------------------------------------
@@ -62,13 +62,6 @@ def test_mean_centering_gives_zero_count_weighted_trapezoid_mean(
     trapezoid_mean = sum(n[i] * (centered[i] + centered[i + 1]) / 2 for i in range(k)) / n.sum()
     scale = max(1.0, float(np.abs(effect).max()))
     assert abs(trapezoid_mean) <= 1e-12 * scale
-
-
-def test_evaluate_partial_bins() -> None:
-    edges = np.array([0.0, 1.0, 3.0])
-    effect = np.array([5.0, 7.0, 5.0])  # slopes 2 then -1
-    got = evaluate(np.array([0.0, 0.25, 1.0, 2.0, 3.0, 3.5]), edges, effect, np.array([2.0, -1.0]))
-    np.testing.assert_allclose(got, [5.0, 5.5, 7.0, 6.0, 5.0, np.nan])
 
 
 def test_empty_bins_are_kept_flagged_and_filled() -> None:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ale_cli.core import discrete
-from ale_cli.core.discrete import KS_POINTS, MAX_LEVELS, level_distances, mds_1d
+from ale_cli.core.discrete import KS_POINTS, MAX_LEVELS, mds_1d
 from ale_cli.errors import InputError
 from ale_cli.estimators import level_plans as planner
 from ale_cli.estimators.level_plans import level_orders
@@ -22,18 +22,23 @@ from ale_cli.estimators.rows import ROWS, Rows
 from ale_cli.passes.engine import ArraySource
 
 
+def _ecdfs(codes, k, col):
+    """Each level's ECDF of ``col`` at the column's KS_POINTS type-7 quantiles, (k, points)."""
+    points = np.quantile(col, np.linspace(0.0, 1.0, KS_POINTS))
+    return np.stack(
+        [
+            np.searchsorted(np.sort(col[codes == j]), points, side="right")
+            / max((codes == j).sum(), 1)
+            for j in range(k)
+        ]
+    )
+
+
 def _direct(codes, k, numeric, categorical):
     """The distances as defined, every pair at once (K x K x points in memory)."""
     dist = np.zeros((k, k))
     for col in numeric:
-        points = np.quantile(col, np.linspace(0.0, 1.0, KS_POINTS))
-        F = np.stack(
-            [
-                np.searchsorted(np.sort(col[codes == j]), points, side="right")
-                / max((codes == j).sum(), 1)
-                for j in range(k)
-            ]
-        )
+        F = _ecdfs(codes, k, col)
         dist += np.abs(F[:, None, :] - F[None, :, :]).max(axis=2)
     for col in categorical:
         table = np.zeros((k, int(col.max()) + 1))
@@ -52,17 +57,21 @@ def _direct(codes, k, numeric, categorical):
     block=st.sampled_from([1, 64, 16 << 20]),
 )
 def test_level_distances_equal_the_direct_formula(k, n, other_levels, seed, block):
+    """KS in blocks of rows (max_abs_differences) and total variation from the counts of
+    the (level, value) pairs present, K^2 memory, equal the definitions."""
     rng = np.random.default_rng(seed)
     codes = np.concatenate([np.arange(k), rng.integers(0, k, size=n - k)])  # every level
     numeric = [rng.normal(size=n), np.round(rng.normal(size=n))]  # ties too
-    categorical = [rng.integers(0, other_levels, size=n)]
+    other = rng.integers(0, other_levels, size=n)
     old = discrete._BLOCK_BYTES
     discrete._BLOCK_BYTES = block  # a block of one row, a few, all
     try:
-        got = level_distances(codes, k, numeric=numeric, categorical=categorical)
+        got = sum(discrete.max_abs_differences(_ecdfs(codes, k, col)) for col in numeric)
     finally:
         discrete._BLOCK_BYTES = old
-    np.testing.assert_allclose(got, _direct(codes, k, numeric, categorical), rtol=0, atol=1e-12)
+    keys, counts = np.unique(codes * other_levels + other, return_counts=True)
+    got = got + discrete.total_variation(keys // other_levels, keys % other_levels, counts, k)
+    np.testing.assert_allclose(got, _direct(codes, k, numeric, [other]), rtol=0, atol=1e-12)
 
 
 def test_mds_equals_the_centering_matrix_form():
@@ -171,11 +180,6 @@ def test_level_orders_from_passes_equal_the_whole_table(k, n, seed, at):
     values = np.unique(X[:, 0])
     (order,) = level_orders(rows, [(0, values)], [0, 4])
     expected = discrete.order_of(
-        discrete.level_distances(
-            codes,
-            k,
-            numeric=[X[:, 1], X[:, 2], X[:, 3]],
-            categorical=[np.unique(X[:, 4], return_inverse=True)[1]],
-        )
+        _direct(codes, k, [X[:, 1], X[:, 2], X[:, 3]], [np.unique(X[:, 4], return_inverse=True)[1]])
     )
     np.testing.assert_array_equal(order, expected)

@@ -24,7 +24,6 @@ from ale_cli.core.binstats import CellStats
 from ale_cli.core.finegrid import (
     K_FINE,
     fine_curve,
-    fine_edges,
     row_limits,
     secant_effect,
     sparse_reason,
@@ -64,13 +63,13 @@ def test_quantile_grids_at_divisors_of_240_nest_in_the_fine_grid(
 ) -> None:
     """Ties included (few levels): the deduplicated edges stay a subset."""
     x = np.random.default_rng(seed).integers(0, levels, n).astype(np.float64)
-    fine = fine_edges(x)
+    fine = quantile_edges(x, bins=K_FINE)
     assert np.isin(quantile_edges(x, bins=k), fine).all()
 
 
 def test_quantile_grids_at_other_k_need_not_nest() -> None:
     x = np.arange(1000.0)
-    assert not np.isin(quantile_edges(x, bins=7), fine_edges(x)).all()
+    assert not np.isin(quantile_edges(x, bins=7), quantile_edges(x, bins=K_FINE)).all()
 
 
 def test_rows_on_edges_follow_the_bin_convention() -> None:
@@ -169,7 +168,9 @@ def test_store_meta_summary_notes_and_method(small_store) -> None:  # type: igno
     offsets = store.extra[FINE_OFFSETS]
     np.testing.assert_array_equal(np.diff(offsets), [241, 241, 241])
     x1 = store.X[:, store.input_index("x1")]
-    np.testing.assert_array_equal(store.extra[FINE_EDGES][: offsets[1]], fine_edges(x1))
+    np.testing.assert_array_equal(
+        store.extra[FINE_EDGES][: offsets[1]], quantile_edges(x1, bins=K_FINE)
+    )
     summary = api.rebin(small_store, bins=10, binning="uniform")
     assert summary.notes and "fine grid of 240" in summary.notes[0]
     feat = summary.feature("x1")

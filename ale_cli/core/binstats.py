@@ -34,7 +34,7 @@ class CellStats:
     def n_cells(self) -> int:
         return int(self.counts.size)
 
-    def take(self, index: slice) -> CellStats:
+    def take(self, index: slice | np.ndarray) -> CellStats:
         """The statistics of the cells ``index``."""
         return CellStats(self.counts[index], self.mean[index], self.m2[index])
 
@@ -42,6 +42,29 @@ class CellStats:
     def total(self) -> int:
         """Rows in all cells together."""
         return int(self.counts.sum())
+
+    @property
+    def var(self) -> np.ndarray:
+        """``s^2 = M2 / (n - 1)`` per cell (ddof = 1; NaN where n < 2).
+
+        >>> c = CellStats.from_values(np.array([0, 0, 0, 1]), np.array([1.0, 2, 3, 7]), n_cells=3)
+        >>> c.var.tolist(), c.std.tolist(), c.stderr[:1].tolist()
+        ([1.0, nan, nan], [1.0, nan, nan], [0.5773502691896258])
+        """
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.counts > 1, self.m2 / (self.counts - 1.0), np.nan)
+
+    @property
+    def std(self) -> np.ndarray:
+        """``s = sqrt(s^2)`` per cell."""
+        std: np.ndarray = np.sqrt(self.var)
+        return std
+
+    @property
+    def stderr(self) -> np.ndarray:
+        """``s / sqrt(n)`` per cell (the standard error of the cell mean)."""
+        stderr: np.ndarray = self.std / np.sqrt(self.counts)
+        return stderr
 
     @classmethod
     def empty(cls, n_cells: int) -> CellStats:
@@ -181,36 +204,6 @@ def uniform_cells(
         chunk = CellStats.from_values(index.ravel(), rows, n_cells=d * k, all_inside=True)
         acc = chunk if start == 0 else acc.merge(chunk)
     return [acc.take(slice(j * k, (j + 1) * k)) for j in range(d)]
-
-
-@dataclass(frozen=True)
-class BinStats:
-    """Per bin (K,): ``counts`` n_k, ``mean`` mu_k (NaN if empty), ``var`` s_k^2 (ddof=1),
-    ``std`` s_k and ``stderr`` s_k / sqrt(n_k) (the last three NaN when n_k < 2)."""
-
-    counts: np.ndarray
-    mean: np.ndarray
-    var: np.ndarray
-    std: np.ndarray
-    stderr: np.ndarray
-
-
-def bin_stats(cells: CellStats) -> BinStats:
-    """Bin effect, std (``s_k^2 = M2_k / (n_k - 1)``) and standard error of each cell.
-
-    >>> b = bin_stats(CellStats.from_values(np.array([0, 0, 0, 1]),
-    ...                                     np.array([1.0, 2.0, 3.0, 7.0]), n_cells=3))
-    >>> b.mean.tolist(), b.std.tolist()
-    ([2.0, 7.0, nan], [1.0, nan, nan])
-    """
-    n = cells.counts
-    nf = n.astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(n > 0, cells.mean, np.nan)
-        var = np.where(n > 1, cells.m2 / (nf - 1.0), np.nan)
-        std = np.sqrt(var)
-        stderr = std / np.sqrt(nf)
-    return BinStats(counts=n, mean=mean, var=var, std=std, stderr=stderr)
 
 
 def fill_missing(values: np.ndarray, valid: np.ndarray, centers: np.ndarray) -> np.ndarray:

@@ -10,12 +10,12 @@ features"). Levels ``l_0 .. l_{K-1}`` in order (nominal: :func:`order_of`)::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.binstats import CellStats, bin_stats
+from ale_cli.core.binstats import CellStats
+from ale_cli.core.effect import accumulate, check_center
 from ale_cli.core.statistics import ALE_CLI, Definitions
 
 #: numeric features with at most this many distinct values are discrete under ``auto``
@@ -79,29 +79,26 @@ def level_effect_from_cells(
     >>> level_effect_from_cells(cells, np.array([1, 1, 2]), center="start").effect.tolist()
     [0.0, 2.0, 7.0]
     """
-    if center not in ("mean", "start", "none"):
-        raise ValueError(f"center must be one of mean, start, none, got {center!r}")
-    stats = bin_stats(cells)
+    check_center(center)
+    n = cells.counts
+    var = np.where(np.isfinite(cells.var), cells.var, 0.0)
+    levels = np.arange(n.size + 1, dtype=np.float64)  # a unit step between levels
+    effect, std, stderr = accumulate(levels, cells.mean, bin_var=var, counts=n)
     counts = np.asarray(counts, dtype=np.int64)
-    jump = np.where(stats.counts > 0, stats.mean, 0.0)
-    var = np.where(np.isfinite(stats.var), stats.var, 0.0)
-    effect = np.concatenate([[0.0], np.cumsum(jump)])
-    std = np.sqrt(np.concatenate([[0.0], np.cumsum(var)]))
-    stderr = np.sqrt(np.concatenate([[0.0], np.cumsum(var / np.maximum(stats.counts, 1))]))
     offset = float(np.dot(counts, effect) / counts.sum()) if center == "mean" else 0.0
     return LevelEffect(
         counts=counts,
         effect=effect - offset,
         std=std,
         stderr=stderr,
-        jump=stats.mean,
-        jump_std=stats.std,
-        jump_count=stats.counts,
+        jump=np.where(n > 0, cells.mean, np.nan),
+        jump_std=cells.std,
+        jump_count=n,
         center_offset=offset,
     )
 
 
-#: bytes of the (block, K, 100) differences compared at once in :func:`level_distances`
+#: bytes of the (block, K, 100) differences compared at once in :func:`max_abs_differences`
 _BLOCK_BYTES = 16 << 20
 
 
@@ -111,9 +108,8 @@ def max_abs_differences(F: np.ndarray) -> np.ndarray:
     out = np.empty((k, k))
     step = max(1, _BLOCK_BYTES // max(k * p * 8, 1))
     for start in range(0, k, step):
-        out[start : start + step] = np.abs(F[start : start + step, None, :] - F[None, :, :]).max(
-            axis=2
-        )
+        block = F[start : start + step, None, :]
+        out[start : start + step] = np.abs(block - F[None, :, :]).max(axis=2)
     return out
 
 
@@ -165,42 +161,6 @@ def lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
     return out
 
 
-def level_distances(
-    codes: np.ndarray,
-    n_levels: int,
-    *,
-    numeric: Sequence[np.ndarray] = (),
-    categorical: Sequence[np.ndarray] = (),
-) -> np.ndarray:
-    """Summed distances (K, K) between the levels ``codes`` (N,) of a nominal feature over
-    the other ``numeric`` (KS) and ``categorical`` (total variation) columns (N,).
-
-    >>> codes = np.array([0, 0, 1, 1, 2, 2])
-    >>> level_distances(codes, 3, numeric=[np.array([0.0, 0.1, 1.0, 1.1, 2.0, 2.1])]).tolist()
-    [[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]
-    >>> level_distances(codes, 3, categorical=[np.array([0, 1, 0, 0, 1, 1])]).tolist()
-    [[0.0, 0.5, 0.5], [0.5, 0.0, 1.0], [0.5, 1.0, 0.0]]
-    """
-    codes = np.asarray(codes, dtype=np.int64)
-    dist = np.zeros((n_levels, n_levels))
-    for col in map(np.asarray, numeric):  # each level's ECDF at the column's type-7 quantiles
-        points = np.quantile(col, QS)
-        order = np.lexsort((col, codes))
-        values = col[order]
-        bounds = np.searchsorted(codes[order], np.arange(n_levels + 1))
-        F = np.empty((n_levels, KS_POINTS))
-        for k in range(n_levels):
-            seg = values[bounds[k] : bounds[k + 1]]
-            F[k] = np.searchsorted(seg, points, side="right") / max(seg.size, 1)
-        dist += max_abs_differences(F)
-    for col in categorical:
-        other = np.asarray(col, dtype=np.int64)
-        width = int(other.max()) + 1
-        keys, counts = np.unique(codes * width + other, return_counts=True)
-        dist += total_variation(keys // width, keys % width, counts, n_levels)
-    return dist
-
-
 def mds_1d(dist: np.ndarray) -> np.ndarray:
     """Classical MDS in one dimension: ``sqrt(lambda_1) v_1`` of ``B = -J D^2 J / 2``,
     ``J = I - 11'/K``, the sign chosen so that the first point is not after the last.
@@ -224,12 +184,11 @@ def mds_1d(dist: np.ndarray) -> np.ndarray:
 
 def order_of(dist: np.ndarray) -> np.ndarray:
     """ALEPlot's order (K,) of nominal levels (``order[p]`` the level at position p): by the
-    1-D MDS coordinate (:func:`mds_1d`) of their distances ``dist`` (K, K) (e.g.
-    :func:`level_distances`); the input order when every distance is 0.
+    1-D MDS coordinate (:func:`mds_1d`) of their distances ``dist`` (K, K) (summed over the
+    other columns: KS by :func:`max_abs_differences` of the levels' ECDFs at :data:`QS`,
+    :func:`total_variation`); the input order when every distance is 0.
 
-    >>> codes = np.repeat([0, 1, 2], 300)   # another feature centred at 0, 2 and 1 per level
-    >>> other = np.array([0.0, 2.0, 1.0])[codes] + np.random.default_rng(0).normal(size=900)
-    >>> order_of(level_distances(codes, 3, numeric=[other])).tolist()
+    >>> order_of(np.abs(np.subtract.outer([0.0, 2.0, 1.0], [0.0, 2.0, 1.0]))).tolist()
     [0, 2, 1]
     """
     if not np.any(dist > 0):

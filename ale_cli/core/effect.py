@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.binstats import BinStats, CellStats, bin_stats, fill_missing
+from ale_cli.core.binstats import CellStats, fill_missing
 
 CENTER_MODES = ("mean", "start", "none")
 
@@ -67,25 +67,6 @@ def center_offset(effect: np.ndarray, counts: np.ndarray, *, mode: str = "mean")
     return float(np.dot(counts, mids) / n)
 
 
-def evaluate(
-    x: np.ndarray,
-    edges: np.ndarray,
-    effect: np.ndarray,
-    bin_effect: np.ndarray,
-) -> np.ndarray:
-    """The curve at points x: ``f(x) = f(z_{k-1}) + mu_k (x - z_{k-1})`` for x in bin k;
-    NaN outside ``[z_0, z_K]``.
-
-    >>> evaluate(np.array([-1.0, 0.0, 0.5, 2.0, 3.0]), np.array([0.0, 1.0, 3.0]),
-    ...          np.array([0.0, 2.0, 0.0]), np.array([2.0, -1.0])).tolist()
-    [nan, 0.0, 1.0, 1.0, 0.0]
-    """
-    x = np.asarray(x, dtype=np.float64)
-    k = np.clip(np.searchsorted(edges[1:-1], x, side="left"), 0, len(bin_effect) - 1)
-    out = effect[k] + bin_effect[k] * (x - edges[k])
-    return np.where((x < edges[0]) | (x > edges[-1]), np.nan, out)
-
-
 @dataclass(frozen=True)
 class FirstOrderEffect:
     """Per bin (K,) ``counts``, ``bin_effect`` mu_k (interpolated where ``bin_filled``),
@@ -103,42 +84,13 @@ class FirstOrderEffect:
     stderr: np.ndarray
     center_offset: float
 
-    @property
-    def n_bins(self) -> int:
-        return int(self.counts.size)
-
-
-def effect_from_bins(
-    edges: np.ndarray, stats: BinStats, *, center: str = "mean", mu: np.ndarray | None = None
-) -> FirstOrderEffect:
-    """Fill, accumulate and center per-bin statistics on ``edges`` (K+1,), some n_k > 0;
-    ``mu``: the bin effects (K,, no NaN) instead of ``stats.mean`` filled."""
-    if stats.counts.size != edges.size - 1:
-        raise ValueError(f"{stats.counts.size} bins do not match {edges.size} edges")
-    centers = (edges[:-1] + edges[1:]) / 2.0
-    if mu is None:
-        mu = fill_missing(stats.mean, stats.counts > 0, centers)
-    var = fill_missing(stats.var, stats.counts > 1, centers)
-    effect, std, stderr = accumulate(edges, mu, bin_var=var, counts=stats.counts)
-    offset = center_offset(effect, stats.counts, mode=center)
-    return FirstOrderEffect(
-        edges=edges,
-        counts=stats.counts,
-        bin_effect=mu,
-        bin_std=stats.std,
-        bin_stderr=stats.stderr,
-        bin_filled=stats.counts == 0,
-        effect=effect - offset,
-        std=std,
-        stderr=stderr,
-        center_offset=offset,
-    )
-
 
 def effect_from_cells(
-    edges: np.ndarray, cells: CellStats, *, center: str = "mean"
+    edges: np.ndarray, cells: CellStats, *, center: str = "mean", mu: np.ndarray | None = None
 ) -> FirstOrderEffect:
-    """The first-order effect from the cell statistics of the K bins of ``edges``.
+    """The first-order effect from the cell statistics of the K bins of ``edges`` (K+1,),
+    some n_k > 0: filled, accumulated and centered; ``mu``: the bin effects (K,, no NaN)
+    instead of the cell means filled.
 
     >>> from ale_cli.core.binning import assign
     >>> x = np.array([0.0, 0.5, 1.0, 1.5, 2.0]); slope = np.full(5, 3.0)
@@ -148,4 +100,24 @@ def effect_from_cells(
     >>> e.effect.tolist(), e.std.tolist()
     ([0.0, 3.0, 6.0], [0.0, 0.0, 0.0])
     """
-    return effect_from_bins(edges, bin_stats(cells), center=center)
+    n = cells.counts
+    if n.size != edges.size - 1:
+        raise ValueError(f"{n.size} bins do not match {edges.size} edges")
+    centers = (edges[:-1] + edges[1:]) / 2.0
+    if mu is None:
+        mu = fill_missing(cells.mean, n > 0, centers)
+    var = fill_missing(cells.var, n > 1, centers)
+    effect, std, stderr = accumulate(edges, mu, bin_var=var, counts=n)
+    offset = center_offset(effect, n, mode=center)
+    return FirstOrderEffect(
+        edges=edges,
+        counts=n,
+        bin_effect=mu,
+        bin_std=cells.std,
+        bin_stderr=cells.stderr,
+        bin_filled=n == 0,
+        effect=effect - offset,
+        std=std,
+        stderr=stderr,
+        center_offset=offset,
+    )

@@ -16,26 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.binning import assign, quantile_edges
-from ale_cli.core.binstats import CellStats, bin_stats, fill_missing
-from ale_cli.core.effect import FirstOrderEffect, effect_from_bins
+from ale_cli.core.binning import assign
+from ale_cli.core.binstats import CellStats, fill_missing
+from ale_cli.core.effect import FirstOrderEffect, effect_from_cells
 
 #: Fine quantile bins per feature (240 = 2^4 * 3 * 5: many divisors)
 K_FINE = 240
 #: Median rows per fine bin below which the secants are too sparse (see :func:`sparse_reason`).
 MIN_ROWS_PER_FINE_BIN = 20
-
-
-def fine_edges(x: np.ndarray, *, k_fine: int = K_FINE) -> np.ndarray:
-    """The fine grid (M+1,) of x (N,): type-1 quantile edges at ``j / k_fine``, deduplicated.
-    Quantile edges at K dividing ``k_fine`` are a subset:
-
-    >>> x = np.random.default_rng(0).normal(size=1000)
-    >>> g = fine_edges(x, k_fine=240)
-    >>> bool(np.isin(quantile_edges(x, bins=20), g).all()), g.size
-    (True, 241)
-    """
-    return quantile_edges(np.asarray(x, dtype=np.float64), bins=k_fine)
 
 
 @dataclass(frozen=True)
@@ -64,18 +52,14 @@ def row_limits(x: np.ndarray, edges: np.ndarray) -> Limits:
     return Limits(index=index, lower=lower, upper=upper)
 
 
-def secants(
-    f_lower: np.ndarray, f_upper: np.ndarray, lower: np.ndarray, upper: np.ndarray
-) -> np.ndarray:
-    """``(f(upper) - f(lower)) / (upper - lower)`` per row; 0 where ``upper == lower``.
+def secants(rise: np.ndarray, run: np.ndarray) -> np.ndarray:
+    """``rise / run = (f(upper) - f(lower)) / (upper - lower)`` per row; 0 where ``run == 0``.
 
-    >>> secants(np.array([1.0, 2.0]), np.array([3.0, 2.0]), np.array([0.0, 1.0]),
-    ...         np.array([0.5, 1.0])).tolist()
+    >>> secants(np.array([2.0, 0.0]), np.array([0.5, 0.0])).tolist()
     [4.0, 0.0]
     """
-    width = upper - lower
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(width > 0, (f_upper - f_lower) / np.where(width > 0, width, 1.0), 0.0)
+        return np.where(run > 0, rise / np.where(run > 0, run, 1.0), 0.0)
 
 
 @dataclass(frozen=True)
@@ -135,7 +119,7 @@ def secant_effect(
     """
     edges = np.asarray(edges, dtype=np.float64)
     mu = np.diff(curve.at(edges)) / np.diff(edges)
-    return effect_from_bins(edges, bin_stats(cells), center=center, mu=mu)
+    return effect_from_cells(edges, cells, center=center, mu=mu)
 
 
 def replicate_curves(

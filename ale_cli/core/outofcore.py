@@ -132,33 +132,30 @@ def order_statistics(
     if run_pass is None:
         run_pass = partial(pass_accumulators, chunks)
     while active:
-        for g in active:
-            if g.sub is not None or (g.chain and g.count <= max_candidates):
+        for g in active:  # each group counts in a sub-bucketing (sub) or gathers its values
+            if g.chain and g.count <= max_candidates:
                 continue
             level = roots[g.column]
             if g.chain:
                 lo_g, hi_g = g.chain[-1][0].bucket_range(g.chain[-1][1])
                 level = _Level(lo_g, hi_g - lo_g, int(np.clip(g.count // 8, 64, MAX_BUCKETS)))
             if np.isfinite(level.width) and level.width > 0:  # else (inf): gathered whole
-                g.sub, g.sub_counts = level, np.zeros(level.size, dtype=np.int64)
-        mine = [(g.sub_counts, g.vmin, g.vmax, g.gathered) for g in active]
-        for g, acc in zip(active, merge_accumulators(mine, run_pass(active, roots)), strict=True):
-            g.sub_counts, g.vmin, g.vmax, g.gathered = acc
+                g.sub = level
         following: list[_Group] = []
-        for g in active:
-            if g.sub is not None and g.sub_counts is not None:
-                if g.vmin == g.vmax and g.chain:  # one distinct value
-                    out[g.column, g.slots] = g.vmin
+        for g, (counts, vmin, vmax, gathered) in zip(active, run_pass(active, roots), strict=True):
+            if g.sub is not None and counts is not None:
+                if vmin == vmax and g.chain:  # one distinct value
+                    out[g.column, g.slots] = vmin
                     continue
-                home, rank = locate(g.sub_counts, g.ranks)  # children holding its ranks
+                home, rank = locate(counts, g.ranks)  # children holding its ranks
                 for b in np.unique(home):
                     pick = home == b
                     chain = [*g.chain, (g.sub, int(b))]
                     following.append(
-                        _Group(g.column, chain, int(g.sub_counts[b]), rank[pick], g.slots[pick])
+                        _Group(g.column, chain, int(counts[b]), rank[pick], g.slots[pick])
                     )
             else:
-                values = np.concatenate(g.gathered) if g.gathered else np.empty(0)
+                values = np.concatenate(gathered) if gathered else np.empty(0)
                 out[g.column, g.slots] = select(values, g.ranks)
         active = following
     return out

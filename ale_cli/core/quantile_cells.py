@@ -242,11 +242,9 @@ class QuantilePlan:
             seg_bin = np.searchsorted(edge_home, np.arange(homes.size + 1), side="left")
             segments = scan.stats.take(slice(base, base + 2 * homes.size + 1, 2))
             cells = segments.grouped(seg_bin, n_groups=k)
-            for i, c in enumerate(pos_cells):
-                if big[i]:  # one value: all its rows in one bin, its statistics from pass 2
-                    b = int(np.searchsorted(interior, value[i], side="left"))
-                    own = scan.stats.take(slice(c, c + 1))
-                    cells = cells.merge(own.grouped(np.array([b]), n_groups=k))
+            if big.any():  # one value each: all its rows in one bin, its statistics from pass 2
+                b = np.searchsorted(interior, value[big], side="left")
+                cells = cells.merge(scan.stats.take(pos_cells[big]).grouped(b, n_groups=k))
             if last > first:
                 index = assign(x[first:last], edges).index
                 cells = cells.merge(CellStats.from_values(index, e[first:last], n_cells=k))
@@ -263,6 +261,4 @@ def bucket_grid(*, n: int, lo: np.ndarray, hi: np.ndarray, dtype: Any, bins: int
     976
     """
     size = int(np.clip(max(n // 1024, 32 * bins), 64, 1 << 14))
-    return BucketGrid.build(
-        np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64), size=size, dtype=dtype
-    )
+    return BucketGrid.build(lo, hi, size=size, dtype=dtype)

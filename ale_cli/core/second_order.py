@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.binstats import CellStats, bin_stats
+from ale_cli.core.binstats import CellStats
 
 #: The two per-row routes; ``classic`` values are differences, ``dale`` derivatives.
 ROUTES = ("classic", "dale")
@@ -94,8 +94,7 @@ def fill_nearest(
         return out
     ca = (edges_a[:-1] + edges_a[1:]) / 2 / (edges_a[-1] - edges_a[0])
     cb = (edges_b[:-1] + edges_b[1:]) / 2 / (edges_b[-1] - edges_b[0])
-    grid_a, grid_b = np.meshgrid(ca, cb, indexing="ij")
-    pts = np.column_stack([grid_a.ravel(), grid_b.ravel()])
+    pts = np.stack(np.meshgrid(ca, cb, indexing="ij"), axis=-1).reshape(-1, 2)
     src = np.flatnonzero(~empty.ravel())
     dst = np.flatnonzero(empty.ravel())
     d2 = ((pts[dst, None, :] - pts[None, src, :]) ** 2).sum(axis=2)
@@ -115,15 +114,14 @@ def accumulate_2d(increments: np.ndarray) -> np.ndarray:
     return out
 
 
-def _marginal_increments(
-    diff: np.ndarray, counts: np.ndarray, axis_counts: np.ndarray
-) -> np.ndarray:
-    """Count-weighted mean over the other axis of ``diff`` (K, L+1) at the cells' corners."""
+def _main_effect(surface: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``g_a`` (K+1,) of :func:`remove_main_effects` from h (K+1, L+1) and n (K, L)."""
+    diff = surface[1:] - surface[:-1]  # Dh (K, L+1)
     mid = (diff[:, :-1] + diff[:, 1:]) / 2
+    n = counts.sum(axis=1)
     weighted = (counts * mid).sum(axis=1)
     plain = mid.mean(axis=1)  # a slice with no rows at all: unweighted mean
-    out: np.ndarray = np.where(axis_counts > 0, weighted / np.maximum(axis_counts, 1), plain)
-    return out
+    return np.concatenate([[0.0], np.cumsum(np.where(n > 0, weighted / np.maximum(n, 1), plain))])
 
 
 def remove_main_effects(surface: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, float]:
@@ -142,13 +140,7 @@ def remove_main_effects(surface: np.ndarray, counts: np.ndarray) -> tuple[np.nda
     >>> h.tolist(), c
     ([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 1.0]], -1.0)
     """
-    da = surface[1:, :] - surface[:-1, :]  # (K_a, K_b + 1)
-    db = surface[:, 1:] - surface[:, :-1]  # (K_a + 1, K_b)
-    ga = np.concatenate([[0.0], np.cumsum(_marginal_increments(da, counts, counts.sum(axis=1)))])
-    gb = np.concatenate(
-        [[0.0], np.cumsum(_marginal_increments(db.T, counts.T, counts.sum(axis=0)))]
-    )
-    h = surface - ga[:, None] - gb[None, :]
+    h = surface - _main_effect(surface, counts)[:, None] - _main_effect(surface.T, counts.T)
     corners = (h[:-1, :-1] + h[:-1, 1:] + h[1:, :-1] + h[1:, 1:]) / 4
     total = counts.sum()
     offset = float((counts * corners).sum() / total) if total else 0.0
@@ -174,10 +166,9 @@ def second_order_from_cells(
     shape = (len(edges_a) - 1, len(edges_b) - 1)
     if cells.n_cells != shape[0] * shape[1]:
         raise ValueError(f"{cells.n_cells} cells do not match a {shape[0]} x {shape[1]} grid")
-    stats = bin_stats(cells)
-    counts = stats.counts.reshape(shape)
+    counts = cells.counts.reshape(shape)
     empty = counts == 0
-    mean = fill_nearest(stats.mean.reshape(shape), empty, edges_a, edges_b)
+    mean = fill_nearest(np.where(empty, np.nan, cells.mean.reshape(shape)), empty, edges_a, edges_b)
     increments = mean
     if route == "dale":
         increments = mean * np.outer(np.diff(edges_a), np.diff(edges_b))
@@ -187,7 +178,7 @@ def second_order_from_cells(
         edges_b=edges_b,
         counts=counts,
         cell_effect=mean,
-        cell_std=stats.std.reshape(shape),
+        cell_std=cells.std.reshape(shape),
         filled=empty,
         effect=surface,
         center_offset=offset,

@@ -16,8 +16,8 @@ import numpy as np
 
 from ale_cli.checks import check_choice, check_count, names_tuple
 from ale_cli.core.binning import BINNINGS, assign
-from ale_cli.core.binstats import CellStats, bin_stats
-from ale_cli.core.effect import effect_from_bins
+from ale_cli.core.binstats import CellStats
+from ale_cli.core.effect import effect_from_cells
 from ale_cli.core.rhale import (
     DEFAULT_ALPHA,
     DEFAULT_MAX_BINS,
@@ -174,8 +174,7 @@ def rhale_summary(
             f"no partition has at least {min_points} rows (min_points) in every bin; "
             "one bin over the whole range"
         )
-    stats = bin_stats(cell.coarsen(part.limits))
-    effect = effect_from_bins(part.edges, stats, center=center)
+    effect = effect_from_cells(part.edges, cell.coarsen(part.limits), center=center)
     return FeatureSummary.from_effect(
         name, effect, objective=part.objective, note=note, n_outside=0
     )

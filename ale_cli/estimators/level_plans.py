@@ -102,8 +102,8 @@ def level_orders(
     engine: Engine = LOCAL,
 ) -> list[np.ndarray]:
     """The order of the levels of each of ``features`` (column, K sorted levels), as
-    :func:`~ale_cli.core.discrete.order_of` finds it from
-    :func:`~ale_cli.core.discrete.level_distances`, from passes over ``rows``."""
+    :func:`~ale_cli.core.discrete.order_of` finds it from the levels' distances, from
+    passes over ``rows``."""
     numeric = [c for c in range(len(rows.names)) if c not in categorical]
     # the KS_POINTS type-7 quantiles of each numeric column, as np.quantile gives them
     below, above, gamma = ks_points(rows.n_rows)

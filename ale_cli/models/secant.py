@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ale_cli.core.finegrid import K_FINE, fine_edges, row_limits, secants
+from ale_cli.core.binning import quantile_edges
+from ale_cli.core.finegrid import K_FINE, row_limits, secants
 from ale_cli.models.base import Effects, Features, Model, ProgressFn, feature_indices
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, stacked_differences
 
@@ -71,7 +72,7 @@ class SecantModel(Model):
             return upper, np.array([lim.lower for lim in limits], ndmin=2).T
 
         def divide(diff: np.ndarray, width: np.ndarray) -> np.ndarray:
-            return secants(np.zeros_like(diff), diff, np.zeros_like(width), width)
+            return secants(diff, width)
 
         rows, inner = self.eval_rows, self.inner.predict
         return stacked_differences(inner, X, index, where, bounds, divide, rows, progress)
@@ -103,7 +104,7 @@ def for_compute(
     edges: dict[int, np.ndarray] = {}
     for j in map(int, columns):
         if names[j] not in categorical and X[:, j].max() > X[:, j].min():
-            edges[j] = fine_edges(X[:, j], k_fine=K_FINE)
+            edges[j] = quantile_edges(X[:, j], bins=K_FINE)
     rows = int(model.describe().get("eval_rows_per_call") or DEFAULT_EVAL_ROWS)
     return SecantModel(model, edges, tuple(map(int, columns)), K_FINE, rows)
 
