@@ -85,20 +85,17 @@ def split_row_groups(sizes: Sequence[int], *, target: int) -> list[tuple[int, in
     return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
-def row_group_rows(file: Path) -> list[int] | None:
-    """Rows of each row group of a Parquet file, by its footer (None when unreadable)."""
-    import pyarrow.parquet as pq
-
-    try:
-        meta = pq.ParquetFile(file).metadata
-    except Exception:  # a damaged file: the worker reading it reports why
-        return None
-    return [int(meta.row_group(i).num_rows) for i in range(meta.num_row_groups)]
-
-
 def plan_partitions(files: Sequence[Path], *, fmt: str, slots: int) -> tuple[Partition, ...]:
     """The partitions of the dataset ``files`` for ``slots`` worker threads."""
-    sizes = [row_group_rows(f) if fmt == "parquet" else None for f in files]
+    import pyarrow.parquet as pq
+
+    sizes: list[list[int] | None] = [None] * len(files)
+    for i, file in enumerate(files if fmt == "parquet" else ()):  # rows of each row group
+        try:
+            meta = pq.ParquetFile(file).metadata
+        except Exception:  # a damaged file: the worker reading it reports why
+            continue
+        sizes[i] = [int(meta.row_group(g).num_rows) for g in range(meta.num_row_groups)]
     target = target_rows(sum(sum(s) for s in sizes if s), slots)
     parts: list[Partition] = []
     offset = 0
