@@ -114,12 +114,8 @@ def is_csv_export(path: Path) -> bool:
     >>> ",".join(table_columns(["edge", "bin"])) in HEADERS
     True
     """
-    try:
-        with open(path, "rb") as fh:
-            first = fh.readline(4096)
-    except OSError:
-        return False
-    return first.rstrip(b"\r\n").decode("utf-8", "replace") in HEADERS
+    first = _head(path).split(b"\n", 1)[0]
+    return first.rstrip(b"\r").decode("utf-8", "replace") in HEADERS
 
 
 def is_parquet_export(path: Path) -> bool:
