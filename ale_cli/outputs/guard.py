@@ -223,8 +223,7 @@ def guard(
     if spec.directory:
         if what != "a directory":
             raise InputError(f"output directory '{out}' is {what or 'a file'}")
-        reason = spec.refusal(out) if spec.refusal is not None else None
-        if reason is not None:
+        if spec.refusal is not None and (reason := spec.refusal(out)) is not None:
             raise InputError(reason)
     elif what is not None:
         raise InputError(f"cannot write '{out}': it is {what}, not a regular file")
