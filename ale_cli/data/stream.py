@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.data.table import (
+    COMPRESSION,
     batch_matrix,
     check_categorical,
     check_part,
@@ -239,16 +240,12 @@ def _csv_frames(
 ) -> Iterator[Any]:
     import pandas as pd
 
-    suffix = path.suffix.lower()
-    compression = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}.get(
-        suffix
-    )
     try:
         with pd.read_csv(
             reader,
             chunksize=batch,
             usecols=usecols,
-            compression=compression,
+            compression=COMPRESSION.get(path.suffix.lower()),
             dtype=dict.fromkeys(text, str) or None,
         ) as chunks:
             yield from chunks

@@ -117,7 +117,8 @@ def open_part(source: Any, file: Path, columns: Sequence[str]) -> pq.ParquetFile
 
 
 FORMATS = ("csv", "parquet")
-_COMPRESSED = {".gz", ".bz2", ".xz", ".zst", ".zip"}
+#: the suffixes of compressed CSV files and their pandas compression
+COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}
 _EXTENSIONS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
@@ -149,10 +150,10 @@ def detect_format(path: Path, fmt: str | None = None) -> str:
             )
         return fmt
     suffixes = [s.lower() for s in path.suffixes]
-    if len(suffixes) > 1 and suffixes[-1] in _COMPRESSED:
+    if len(suffixes) > 1 and suffixes[-1] in COMPRESSION:
         suffixes.pop()  # data.csv.gz: pandas reads the compressed file
     found = _EXTENSIONS.get(suffixes[-1]) if suffixes else None
-    if found == "parquet" and path.suffix.lower() in _COMPRESSED:
+    if found == "parquet" and path.suffix.lower() in COMPRESSION:
         found = None  # Parquet compresses inside the file, never as a whole
     if found is None:
         raise InputError(
