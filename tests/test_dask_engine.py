@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from test_outputs import ARRAYS, EXACT  # tests/ is on sys.path (rootdir conftest)
 
 from ale_cli.data.sources import Partition, plan_partitions, split_row_groups
-from ale_cli.data.table import dataset_sha256
+from ale_cli.data.table import data_sha256
 from ale_cli.engines import engine_for
 from ale_cli.engines.cluster import DaskEngine
 from ale_cli.errors import InputError
@@ -113,7 +113,7 @@ def test_directory_store_layout(stores, dataset):
     assert [p["file"] for p in manifest["parts"]] == [f"part-0000{i}.npz" for i in range(4)]
     assert manifest["chunks"]["rows"] == [3000] * 4 and manifest["n_rows"] == 12000
     assert manifest["engine"]["name"] == "dask" and manifest["engine"]["partitions"] == 4
-    assert manifest["data"]["sha256"] == dataset_sha256(data)
+    assert manifest["data"]["sha256"] == data_sha256(data)
     assert sorted(p.name for p in dask.iterdir()) == sorted(
         [MANIFEST] + [p["file"] for p in manifest["parts"]]
     )
@@ -176,13 +176,13 @@ def test_quantile_edges_are_the_exact_type1_quantiles(stores, cluster, dataset):
 def test_glob_reads_the_same_dataset(dataset, tmp_path: Path):
     model, data, X = dataset
     glob = data / "day=*" / "*.parquet"
-    assert dataset_sha256(glob) == dataset_sha256(data)
+    assert data_sha256(glob) == data_sha256(data)
     out = compute(
         ComputeRequest(inputs=ModelInputs(model=model, data=glob), out=tmp_path / "g.npz")
     ).out
     np.testing.assert_array_equal(read_store(out).X, X)
     with pytest.raises(InputError, match="matches no files"):
-        dataset_sha256(data / "nothing-*.parquet")
+        data_sha256(data / "nothing-*.parquet")
 
 
 def test_cache_hit_and_a_failed_run_leaves_the_older_store(dataset, cluster, tmp_path: Path):
@@ -559,7 +559,7 @@ def test_a_dataset_of_files_cut_into_ranges_hashes_as_the_local_engine(
     meta = read_meta(dask)
     assert [p["row_groups"] for p in meta["parts"]] == [[0, 3], [3, 5]] * 4
     assert [p["rows"] for p in meta["parts"]] == [2100, 900] * 4
-    assert meta["data"]["sha256"] == dataset_sha256(data)
+    assert meta["data"]["sha256"] == data_sha256(data)
     assert meta["cache_key"] == read_meta(local)["cache_key"]
     np.testing.assert_array_equal(read_store(dask).X, X)
     np.testing.assert_allclose(
@@ -600,7 +600,7 @@ def test_one_parquet_file_is_split_into_row_group_partitions(
     np.testing.assert_allclose(b.local_effects, expected, rtol=1e-12, atol=1e-12)
     ma, mb = read_meta(local), read_meta(dask)
     assert mb["cache_key"] == ma["cache_key"]
-    assert mb["data"]["sha256"] == ma["data"]["sha256"] == dataset_sha256(path)
+    assert mb["data"]["sha256"] == ma["data"]["sha256"] == data_sha256(path)
     assert mb["data"]["rows_dropped"] == ma["data"]["rows_dropped"] == 2
     parts = mb["parts"]
     assert len(parts) > 2 and mb["engine"]["partitions"] == len(parts)

@@ -28,6 +28,19 @@ def test_csv_and_parquet_give_the_same_float64_matrix(tmp_path: Path, frame: pd.
     assert (csv.format, pq.format) == ("csv", "parquet")
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+def test_a_compressed_csv_reads_whole_and_streamed_alike(tmp_path: Path, frame, suffix: str):
+    from ale_cli.data.stream import open_stream
+
+    path = tmp_path / f"d.csv{suffix}"
+    frame.to_csv(path, index=False)  # pandas compresses by the suffix
+    whole = load_table(path, exclude=["y"])
+    stream = open_stream(path, exclude=["y"], chunk_rows=2)
+    np.testing.assert_array_equal(np.concatenate(list(stream)), whole.X)
+    assert whole.format == stream.format == "csv"
+    np.testing.assert_array_equal(whole.X, [[1, 4], [2, 5], [3, 6]])
+
+
 def test_features_select_and_order_columns(tmp_path: Path, frame: pd.DataFrame):
     frame.to_csv(tmp_path / "d.csv", index=False)
     table = load_table(tmp_path / "d.csv", inputs=["y", "a"])

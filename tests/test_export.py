@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from ale_cli.cli import app
 from ale_cli.core.second_order import pair_cells, second_order_from_cells
 from ale_cli.errors import InputError
-from ale_cli.outputs.tables import table_format, write_table
+from ale_cli.outputs.tables import table_format
 from ale_cli.store.npz import Store, write_store
 from ale_cli.summary.export import summary_frame
 from ale_cli.summary.model import InteractionSummary, Summary, read_summary, write_summary
@@ -319,7 +319,7 @@ def test_library_errors_name_the_parameter():
     with pytest.raises(InputError, match=r"^fmt must be csv or parquet, got 'xlsx'$"):
         table_format("effects.csv", "xlsx")
     with pytest.raises(InputError, match=r"^out '-' \(standard output\) takes CSV only"):
-        write_table(pd.DataFrame({"a": [1]}), "-", "parquet")
+        table_format("-", "parquet")
 
 
 def test_help_ends_with_an_example(cli):

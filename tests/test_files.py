@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ale_cli.errors import InputError, RunError
-from ale_cli.io.files import atomic_write, sha256_file, write_target
+from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.store.npz import SCHEMA_VERSION, Store, write_store
 
 REPO = Path(__file__).resolve().parent.parent
@@ -119,12 +119,14 @@ def test_dangling_symlink_creates_its_target(tmp_path: Path):
     assert link.is_symlink() and (tmp_path / "target.json").read_bytes() == b"x"
 
 
-def test_write_target_of_a_symlink_chain(tmp_path: Path):
+def test_a_symlink_chain_is_written_through_to_its_final_target(tmp_path: Path):
     (tmp_path / "c").write_bytes(b"")
     (tmp_path / "b").symlink_to(tmp_path / "c")
     (tmp_path / "a").symlink_to(tmp_path / "b")
-    assert write_target(tmp_path / "a") == (tmp_path / "c").resolve()
-    assert write_target(tmp_path / "new") == tmp_path / "new"
+    write(tmp_path / "a", b"x")
+    assert (tmp_path / "a").is_symlink() and (tmp_path / "b").is_symlink()
+    assert (tmp_path / "c").read_bytes() == b"x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c"]
 
 
 # -- modes -----------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ale_cli.data.stream import open_stream
-from ale_cli.data.table import dataset_sha256, load_table
+from ale_cli.data.table import data_sha256, load_table
 from ale_cli.errors import InputError
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeRequest, compute
@@ -177,7 +177,7 @@ def test_data_is_hashed_while_read(model64, tmp_path: Path, kind: str):
         for i in range(3):
             f = data / f"part={i}" / "x.parquet"
             digest.update(f"part={i}/x.parquet\0{sha256_file(f)}\n".encode())
-        assert meta["data"]["sha256"] == digest.hexdigest() == dataset_sha256(data)
+        assert meta["data"]["sha256"] == digest.hexdigest() == data_sha256(data)
         np.testing.assert_array_equal(
             read_store(out).X, frame.drop(columns="y").to_numpy(dtype=np.float64)
         )

@@ -85,20 +85,17 @@ def split_row_groups(sizes: Sequence[int], *, target: int) -> list[tuple[int, in
     return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
-def row_group_rows(file: Path) -> list[int] | None:
-    """Rows of each row group of a Parquet file, by its footer (None when unreadable)."""
-    import pyarrow.parquet as pq
-
-    try:
-        meta = pq.ParquetFile(file).metadata
-    except Exception:  # a damaged file: the worker reading it reports why
-        return None
-    return [int(meta.row_group(i).num_rows) for i in range(meta.num_row_groups)]
-
-
 def plan_partitions(files: Sequence[Path], *, fmt: str, slots: int) -> tuple[Partition, ...]:
     """The partitions of the dataset ``files`` for ``slots`` worker threads."""
-    sizes = [row_group_rows(f) if fmt == "parquet" else None for f in files]
+    import pyarrow.parquet as pq
+
+    sizes: list[list[int] | None] = [None] * len(files)
+    for i, file in enumerate(files if fmt == "parquet" else ()):  # rows of each row group
+        try:
+            meta = pq.ParquetFile(file).metadata
+        except Exception:  # a damaged file: the worker reading it reports why
+            continue
+        sizes[i] = [int(meta.row_group(g).num_rows) for g in range(meta.num_row_groups)]
     target = target_rows(sum(sum(s) for s in sizes if s), slots)
     parts: list[Partition] = []
     offset = 0
@@ -220,7 +217,7 @@ class DataSource:
 
     def chunks(self, arrays: Sequence[str] = ("X",)) -> Iterator[Chunk]:
         stream = self.open()
-        yield from _chunks(stream, iter(stream), self.part, self.part.offset if self.part else 0)
+        yield from _chunks(stream, iter(stream), self.part)
 
 
 @dataclass
@@ -241,18 +238,17 @@ class OpenedSource:
             raise RuntimeError("an opened data source is read once")
         self._used = True
         blocks = itertools.chain([self.first], self.rest)
-        yield from _chunks(self.stream, blocks, None, 0, self.read_s)
+        yield from _chunks(self.stream, blocks, None, self.read_s)
 
 
 def _chunks(
     stream: TableStream,
     blocks: Iterator[np.ndarray],
     partition: Partition | None,
-    offset: int,
     read_s: float = 0.0,
 ) -> Iterator[Chunk]:
     """The chunks of ``blocks``, then one of no rows with its :class:`ReadEnd`."""
-    kept = 0
+    row = 0 if partition is None else partition.offset  # of the next chunk's first row
     width = len(stream.feature_names)
     while True:
         t = time.perf_counter()
@@ -260,8 +256,8 @@ def _chunks(
         read_s += time.perf_counter() - t
         if X is None:
             break
-        yield Chunk(offset + kept, {"X": X})
-        kept += len(X)
+        yield Chunk(row, {"X": X})
+        row += len(X)
     end = ReadEnd(
         rows_read=stream.rows_read,
         rows_dropped=stream.rows_dropped,
@@ -273,4 +269,4 @@ def _chunks(
         row_groups=None if partition is None else partition.row_groups,
         read_s=read_s,
     )
-    yield Chunk(offset + kept, {"X": np.empty((0, width), dtype=stream.dtype)}, {READ: end})
+    yield Chunk(row, {"X": np.empty((0, width), dtype=stream.dtype)}, {READ: end})

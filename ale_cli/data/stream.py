@@ -17,21 +17,21 @@ from typing import Any
 import numpy as np
 
 from ale_cli.data.table import (
+    COMPRESSION,
     batch_matrix,
     check_categorical,
     check_part,
+    check_rows,
     combine_hashes,
     data_sha256,
     dataset_files,
     detect_format,
     is_dataset,
     is_glob,
-    nonfinite_error,
     open_part,
     read_error,
     refuse_duplicate_headers,
     select_columns,
-    too_few_error,
 )
 from ale_cli.errors import InputError
 
@@ -166,7 +166,7 @@ class TableStream:
         """Chunks of exactly ``chunk_rows`` kept rows (the last one may be shorter)."""
         frames = self._take()
         pending: list[np.ndarray] = []
-        n_pending = n_kept = 0
+        n_pending = 0
         bad_cols = np.zeros(len(self.feature_names), dtype=bool)
         refused = False
         try:
@@ -195,17 +195,12 @@ class TableStream:
                     block = np.concatenate(pending) if len(pending) > 1 else pending[0]
                     out, rest = block[: self.chunk_rows], block[self.chunk_rows :]
                     pending, n_pending = ([rest] if len(rest) else []), len(rest)
-                    n_kept += len(out)
                     yield np.ascontiguousarray(out)
-            self.dropped_columns = tuple(
-                c for c, b in zip(self.feature_names, bad_cols, strict=True) if b
+            dropped = tuple(c for c, b in zip(self.feature_names, bad_cols, strict=True) if b)
+            self.dropped_columns = dropped
+            check_rows(
+                self.where, self.rows_read, self.rows_dropped, dropped, self.dropna, self.min_rows
             )
-            if refused:
-                raise nonfinite_error(self.where, self.rows_dropped, self.dropped_columns)
-            if self.rows_read == 0 and self.min_rows:
-                raise InputError(f"{self.where} has no rows")
-            if n_kept + n_pending < self.min_rows:
-                raise too_few_error(self.where, n_kept + n_pending, self.rows_dropped)
             if pending:
                 yield np.ascontiguousarray(np.concatenate(pending))
             if self.row_groups is None:  # (a part of a file: its hash is of every byte)
@@ -236,8 +231,6 @@ def _parquet_frames(
         part = open_part(reader, file, columns)  # a part lacking a column is refused
         try:
             yield from part.iter_batches(batch_size=batch, columns=columns, row_groups=groups)
-        except InputError:
-            raise
         except Exception as exc:  # pyarrow raises many types for unreadable files
             raise read_error(label, exc) from None
 
@@ -247,23 +240,17 @@ def _csv_frames(
 ) -> Iterator[Any]:
     import pandas as pd
 
-    suffix = path.suffix.lower()
-    compression = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}.get(
-        suffix
-    )
     try:
         with pd.read_csv(
             reader,
             chunksize=batch,
             usecols=usecols,
-            compression=compression,
+            compression=COMPRESSION.get(path.suffix.lower()),
             dtype=dict.fromkeys(text, str) or None,
         ) as chunks:
             yield from chunks
     except pd.errors.EmptyDataError:
         raise InputError(f"data file '{path}' is empty") from None
-    except InputError:
-        raise
     except Exception as exc:
         raise read_error(path, exc, "csv") from None
 

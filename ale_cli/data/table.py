@@ -72,13 +72,6 @@ def dataset_files(path: Path) -> list[Path]:
     return files
 
 
-def dataset_sha256(path: Path) -> str:
-    """SHA-256 of a data file, or of a directory's files: of each relative name and hash."""
-    if not is_dataset(path):
-        return sha256_file(path)
-    return combine_hashes(path, [(p, sha256_file(p)) for p in dataset_files(path)])
-
-
 def combine_hashes(path: Path, hashes: Sequence[tuple[Path, str]]) -> str:
     """The sha256 of dataset ``path`` from its files' (named relative to :func:`dataset_root`)."""
     root = dataset_root(path)
@@ -124,7 +117,8 @@ def open_part(source: Any, file: Path, columns: Sequence[str]) -> pq.ParquetFile
 
 
 FORMATS = ("csv", "parquet")
-_COMPRESSED = {".gz", ".bz2", ".xz", ".zst", ".zip"}
+#: the suffixes of compressed CSV files and their pandas compression
+COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}
 _EXTENSIONS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
@@ -156,10 +150,10 @@ def detect_format(path: Path, fmt: str | None = None) -> str:
             )
         return fmt
     suffixes = [s.lower() for s in path.suffixes]
-    if len(suffixes) > 1 and suffixes[-1] in _COMPRESSED:
+    if len(suffixes) > 1 and suffixes[-1] in COMPRESSION:
         suffixes.pop()  # data.csv.gz: pandas reads the compressed file
     found = _EXTENSIONS.get(suffixes[-1]) if suffixes else None
-    if found == "parquet" and path.suffix.lower() in _COMPRESSED:
+    if found == "parquet" and path.suffix.lower() in COMPRESSION:
         found = None  # Parquet compresses inside the file, never as a whole
     if found is None:
         raise InputError(
@@ -364,9 +358,13 @@ IN_MEMORY = "<DataFrame>"
 
 
 def data_sha256(data: str | Path | pd.DataFrame) -> str:
-    """Hex SHA-256 of a data file, a dataset (:func:`dataset_sha256`) or a DataFrame."""
+    """Hex SHA-256 of a data file, a dataset (:func:`combine_hashes` of its files') or a
+    DataFrame."""
     if not is_frame(data):
-        return dataset_sha256(Path(data))  # type: ignore[arg-type]
+        path = Path(data)  # type: ignore[arg-type]
+        if not is_dataset(path):
+            return sha256_file(path)
+        return combine_hashes(path, [(p, sha256_file(p)) for p in dataset_files(path)])
     import pandas as pd
 
     frame = data
@@ -375,21 +373,24 @@ def data_sha256(data: str | Path | pd.DataFrame) -> str:
     return digest.hexdigest()
 
 
-def nonfinite_error(where: str, n_bad: int, columns: Sequence[str]) -> InputError:
-    """The error for ``n_bad`` rows with NaN or infinite values without ``dropna``."""
-    return InputError(
-        f"{where} has {n_bad} row{'s' if n_bad != 1 else ''} with NaN or infinite values "
-        f"(columns: {', '.join(columns)}); pass {{param}} to drop them",
-        param="dropna",
-    )
-
-
-def too_few_error(where: str, n_left: int, n_bad: int) -> InputError:
-    """The error for fewer than 2 rows left (after dropping ``n_bad``)."""
-    left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
-    return InputError(
-        f"{where} has {n_left} row{'s' if n_left != 1 else ''}{left}; at least 2 are needed"
-    )
+def check_rows(
+    where: str, rows_read: int, n_bad: int, columns: Sequence[str], dropna: bool, min_rows: int = 2
+) -> None:
+    """InputError for ``n_bad`` rows with NaN or infinite values (in ``columns``) without
+    ``dropna``, for no rows, or for fewer than ``min_rows`` left."""
+    if n_bad and not dropna:
+        raise InputError(
+            f"{where} has {n_bad} row{'s' if n_bad != 1 else ''} with NaN or infinite values "
+            f"(columns: {', '.join(columns)}); pass {{param}} to drop them",
+            param="dropna",
+        )
+    if rows_read == 0 and min_rows:
+        raise InputError(f"{where} has no rows")
+    if (kept := rows_read - n_bad) < min_rows:
+        left = f" left after dropping {n_bad} with NaN or infinite values" if n_bad else ""
+        raise InputError(
+            f"{where} has {kept} row{'s' if kept != 1 else ''}{left}; at least 2 are needed"
+        )
 
 
 def check_categorical(categorical: Sequence[str], columns: Sequence[str], path: Path) -> None:
@@ -422,9 +423,6 @@ def load_table(
     else:
         path = Path(path)  # type: ignore[arg-type]
         frame, fmt, columns, file_columns = _read(path, fmt, inputs, exclude)
-    rows_read = len(frame)
-    if rows_read == 0:
-        raise InputError(f"data file '{path}' has no rows")
     check_categorical(categorical, columns, path)
     levels: dict[str, tuple[Any, ...]] | None = {} if encode_text else None
     X = to_float_matrix(frame, columns, path, levels=levels)
@@ -435,18 +433,14 @@ def load_table(
     bad_rows = bad.any(axis=1)
     n_bad = int(bad_rows.sum())
     bad_cols = tuple(c for c, b in zip(columns, bad.any(axis=0), strict=True) if b)
-    if n_bad and not dropna:
-        raise nonfinite_error(f"data file '{path}'", n_bad, bad_cols)
-    if n_bad:
-        X = X[~bad_rows]
-    if len(X) < 2:
-        raise too_few_error(f"data file '{path}'", len(X), n_bad)
+    check_rows(f"data file '{path}'", len(frame), n_bad, bad_cols, dropna)
+    X = X[~bad_rows] if n_bad else X
     return Table(
         X=np.ascontiguousarray(X),
         feature_names=tuple(columns),
         path=path,
         format=fmt,
-        rows_read=rows_read,
+        rows_read=len(frame),
         rows_dropped=n_bad,
         dropped_columns=bad_cols if n_bad else (),
         categorical=fixed,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ale_cli.checks import check_choice
 from ale_cli.engines.cluster import DaskEngine
-from ale_cli.engines.options import require_dask, scheduler_address
 from ale_cli.errors import InputError
 from ale_cli.passes.engine import LOCAL, Engine
 
@@ -13,7 +12,7 @@ from ale_cli.passes.engine import LOCAL, Engine
 def engine_for(engine: Engine | str | None = None, scheduler: str | None = None) -> Engine:
     """The engine for the options ``engine`` ("local", the default, "dask", or an Engine
     object as it is) and ``scheduler`` (an address or file; None with dask: a LocalCluster),
-    validated here once (InputError).
+    validated once (InputError; the scheduler by the Dask engine).
 
     >>> engine_for()
     LocalEngine(threads=None)
@@ -37,9 +36,4 @@ def engine_for(engine: Engine | str | None = None, scheduler: str | None = None)
             "{param} is the address of a Dask scheduler: it needs {param:engine} dask",
             param="scheduler",
         )
-    if name == "local":
-        return LOCAL
-    if scheduler is not None:
-        scheduler_address(scheduler)
-    require_dask()
-    return DaskEngine(scheduler)
+    return LOCAL if name == "local" else DaskEngine(scheduler)

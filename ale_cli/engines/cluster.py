@@ -1,20 +1,24 @@
 """The Dask engine: one task per part (:func:`~ale_cli.passes.engine.fold_part` on a
 worker), the states folded here in part order, so the result equals the local engine's;
 ``shared`` (a model) is scattered to every worker once. When a part fails, the sink is told
-to stop and the running tasks are waited for: no worker writes once the run is over.
+to stop and the running tasks are waited for: no worker writes once the run is over. The
+``scheduler`` option is checked here (an address or a scheduler file), with the packages of
+the dask extra.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ale_cli.engines.options import require_dask, scheduler_address
-from ale_cli.errors import RunError
-from ale_cli.passes.engine import Engine, Kernel, Merge, Progress, Shared, Sink, Source, fold_part
+from ale_cli.errors import InputError, RunError
+from ale_cli.passes.engine import Engine, Merge, Progress, Sink, Source, fold_part
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -23,12 +27,78 @@ S = TypeVar("S")
 
 #: seconds to wait for the tasks still running after a part failed
 STOP_WAIT_S = 120
+#: the protocols of Dask's comms a scheduler listens on
+PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+_HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^/:\[\]\s]+):(?P<port>[0-9]{1,5})/?")
+
+
+def require_dask() -> None:
+    """InputError (exit 2) saying how to install dask and distributed when they are missing."""
+    try:
+        import dask  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError:
+        raise InputError(
+            "{param} dask needs the optional packages dask and distributed: "
+            "pip install ale-cli[dask]",
+            param="engine",
+        ) from None
+
+
+def scheduler_address(scheduler: str) -> str:
+    """The address of a scheduler given as an address (one of :data:`PROTOCOLS`, or
+    ``host:port`` read as tcp) or as an existing scheduler file (its ``address``), else an
+    InputError naming ``scheduler``. No connection is tried.
+
+    >>> scheduler_address("tcp://10.0.0.5:8786"), scheduler_address("node7:8786")
+    ('tcp://10.0.0.5:8786', 'node7:8786')
+    >>> scheduler_address("http://node7:8787/status")
+    Traceback (most recent call last):
+    ale_cli.errors.InputError: scheduler must be a Dask scheduler address \
+(tcp://host:port, tls://host:port, ws://host:port, host:port) or an existing scheduler \
+file (JSON), got 'http://node7:8787/status' (http is not a Dask protocol)
+    """
+    if "://" not in scheduler and Path(scheduler).is_file():
+        try:
+            address = json.loads(Path(scheduler).read_text(encoding="utf-8")).get("address")
+            found = isinstance(address, str) and "://" in address
+            found = found and scheduler_address(address) == address
+        except (OSError, ValueError, AttributeError, InputError):
+            found = False
+        if not found:
+            raise InputError(
+                f"{{param}} file '{scheduler}' is not a Dask scheduler file (a JSON object "
+                "whose 'address' is tcp://host:port, as 'dask scheduler --scheduler-file' "
+                "writes)",
+                param="scheduler",
+            )
+        return str(address)
+    scheme, sep, rest = scheduler.partition("://")
+    if not sep:
+        scheme, rest = "tcp", scheduler
+    scheme = scheme.lower()
+    host_port = _HOST_PORT.fullmatch(rest)
+    if scheme not in PROTOCOLS:
+        why = f" ({scheme} is not a Dask protocol)"
+    elif scheme == "inproc":
+        return scheduler
+    elif host_port is None:
+        why = " (no host:port)" if sep else " (neither host:port nor an existing file)"
+    elif not 1 <= int(host_port.group("port")) <= 65535:
+        why = f" (port {host_port.group('port')} is not between 1 and 65535)"
+    else:
+        return scheduler
+    raise InputError(
+        "{param} must be a Dask scheduler address (tcp://host:port, tls://host:port, "
+        f"ws://host:port, host:port) or an existing scheduler file (JSON), got "
+        f"'{scheduler}'{why}",
+        param="scheduler",
+    )
 
 
 @contextmanager
 def client(scheduler: str | None) -> Iterator[Client]:
     """A client of the cluster at ``scheduler``, or of a LocalCluster started for the run."""
-    require_dask()
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
@@ -73,6 +143,9 @@ class DaskEngine(Engine):
     splits = True
 
     def __init__(self, scheduler: str | None = None) -> None:
+        if scheduler is not None:
+            scheduler_address(scheduler)
+        require_dask()
         self.scheduler = scheduler
         self._client: Client | None = None
         self._stack: ExitStack | None = None
@@ -110,29 +183,17 @@ class DaskEngine(Engine):
         with self:
             return {"name": "dask", "workers": len(self.client.scheduler_info().get("workers", {}))}
 
-    def run(
-        self,
-        source: Source,
-        kernel: Kernel[S],
-        merge: Merge[S],
-        empty: S,
-        *,
-        arrays: Sequence[str],
-        shared: Shared | None = None,
-        sink: Sink[S] | None = None,
-        progress: Progress | None = None,
-    ) -> S:
+    def fold(self, parts: list[Source], job: tuple[Any, ...], progress: Progress | None) -> Any:
+        kernel, merge, empty, arrays, shared, sink = job
         with self:
             dask_client = self.client
-            parts = list(source.parts())
             if not parts:
                 return empty
             handle = (
                 None if shared is None else dask_client.scatter(shared, broadcast=True, hash=False)
             )
-            job = (kernel, merge, empty, tuple(arrays), handle, sink)
             futures = [
-                dask_client.submit(fold_part, part, i, *job, pure=False)
+                dask_client.submit(fold_part, part, i, *job[:4], handle, sink, pure=False)
                 for i, part in enumerate(parts)
             ]
             try:

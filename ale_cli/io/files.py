@@ -49,22 +49,6 @@ def what_is(mode: int) -> str | None:
     return None if stat.S_ISREG(mode) else _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
-def write_target(path: str | os.PathLike[str]) -> Path:
-    """The file a write to ``path`` replaces (a symlink's final target), a regular file."""
-    given = Path(path)
-    target = given
-    if given.is_symlink():
-        try:
-            target = given.resolve(strict=False)
-        except (OSError, RuntimeError):
-            raise InputError(f"cannot write '{given}': it is a symlink loop") from None
-    mode = output_mode(target, given)
-    what = None if mode is None else what_is(mode)
-    if what is not None:
-        raise InputError(f"cannot write '{given}': it is {what}, not a regular file")
-    return target
-
-
 def output_mode(path: Path, given: Path | None = None) -> int | None:
     """The mode of what ``path`` names (links followed), None when nothing is there; an
     InputError naming ``given`` (default: ``path``) when it cannot be told."""
@@ -83,12 +67,16 @@ def output_mode(path: Path, given: Path | None = None) -> int | None:
 def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[bytes]]:
     """Open a temporary file beside ``path``; rename it onto ``path`` only on success (a
     symlink written through, the mode kept or ``0666 & ~umask``, an OSError a RunError)."""
-    given = Path(path)
-    target = write_target(given)
-    try:
-        existing: int | None = os.stat(target).st_mode & 0o7777
-    except OSError:
-        existing = None
+    given = target = Path(path)
+    if given.is_symlink():  # written through to the link's final target
+        try:
+            target = given.resolve(strict=False)
+        except (OSError, RuntimeError):
+            raise InputError(f"cannot write '{given}': it is a symlink loop") from None
+    found = output_mode(target, given)
+    if found is not None and (what := what_is(found)) is not None:
+        raise InputError(f"cannot write '{given}': it is {what}, not a regular file")
+    existing = None if found is None else found & 0o7777
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

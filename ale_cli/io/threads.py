@@ -52,7 +52,8 @@ def available_cpus() -> int:
 
 
 def prefetched(chunks: Iterator[T]) -> Iterator[T]:
-    """The items of ``chunks``, the next one read by a helper thread meanwhile.
+    """The items of ``chunks``, the next one read by a helper thread meanwhile; the first from
+    the call on (a caller imports torch while it is read), not from the first ``next``.
 
     >>> list(prefetched(iter([1, 2, 3])))
     [1, 2, 3]
@@ -61,13 +62,18 @@ def prefetched(chunks: Iterator[T]) -> Iterator[T]:
 
     end = object()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ale-read")
-    try:
-        ahead = pool.submit(next, chunks, end)
-        while (item := ahead.result()) is not end:
-            ahead = pool.submit(next, chunks, end)
-            yield item  # type: ignore[misc]
-    finally:  # a consumer that stops (or Ctrl-C) does not wait for the read in flight
-        pool.shutdown(wait=False, cancel_futures=True)
+    first = pool.submit(next, chunks, end)
+
+    def items() -> Iterator[T]:
+        ahead = first
+        try:
+            while (item := ahead.result()) is not end:
+                ahead = pool.submit(next, chunks, end)
+                yield item  # type: ignore[misc]
+        finally:  # a consumer that stops (or Ctrl-C) does not wait for the read in flight
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    return items()
 
 
 def ordered_map(

@@ -114,12 +114,8 @@ def is_csv_export(path: Path) -> bool:
     >>> ",".join(table_columns(["edge", "bin"])) in HEADERS
     True
     """
-    try:
-        with open(path, "rb") as fh:
-            first = fh.readline(4096)
-    except OSError:
-        return False
-    return first.rstrip(b"\r\n").decode("utf-8", "replace") in HEADERS
+    first = _head(path).split(b"\n", 1)[0]
+    return first.rstrip(b"\r").decode("utf-8", "replace") in HEADERS
 
 
 def is_parquet_export(path: Path) -> bool:
@@ -227,8 +223,7 @@ def guard(
     if spec.directory:
         if what != "a directory":
             raise InputError(f"output directory '{out}' is {what or 'a file'}")
-        reason = spec.refusal(out) if spec.refusal is not None else None
-        if reason is not None:
+        if spec.refusal is not None and (reason := spec.refusal(out)) is not None:
             raise InputError(reason)
     elif what is not None:
         raise InputError(f"cannot write '{out}': it is {what}, not a regular file")

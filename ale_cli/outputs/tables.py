@@ -8,7 +8,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from ale_cli import __version__
 from ale_cli.errors import InputError
@@ -16,9 +16,6 @@ from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import TOOL
 from ale_cli.outputs.guard import PARQUET_KEY
 from ale_cli.summary.export import STDIO, ExportTable, export_table
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 #: table formats and the file extensions that select them
 FORMATS = ("csv", "parquet")
@@ -54,38 +51,6 @@ def table_format(path: str | Path, fmt: str | None = None) -> str:
     return EXTENSIONS[suffix]
 
 
-def _csv_text(frame: pd.DataFrame) -> str:
-    buffer = io.StringIO()
-    frame.to_csv(buffer, index=False, lineterminator="\n")
-    return buffer.getvalue()
-
-
-def write_table(
-    frame: pd.DataFrame, path: str | Path, fmt: str | None = None, *, stdout: TextIO | None = None
-) -> str:
-    """Write ``frame`` as CSV or Parquet (``fmt``, else :func:`table_format`) at ``path``
-    (``"-"``: CSV to ``stdout``), atomically, with the guard's marks; the format used."""
-    fmt = table_format(path, fmt)
-    if str(path) == STDIO:
-        (stdout or sys.stdout).write(_csv_text(frame))
-    elif fmt == "csv":
-        data = _csv_text(frame).encode("utf-8")
-        with atomic_write(path) as fh:
-            fh.write(data)
-    else:  # schema metadata key ``ale`` names the tool
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        mark = json.dumps({"name": TOOL, "version": __version__, "kind": "table"})
-        table = table.replace_schema_metadata(
-            {**(table.schema.metadata or {}), PARQUET_KEY: mark.encode()}
-        )
-        with atomic_write(path) as fh:
-            pq.write_table(table, fh)
-    return fmt
-
-
 @dataclass(frozen=True)
 class ExportResult(ExportTable):
     """What :func:`export_summary` wrote: the table and its format."""
@@ -98,11 +63,30 @@ def export_summary(
     out: str | Path,
     *,
     fmt: str | None = None,
-    stdin: TextIO | None = None,
     stdout: TextIO | None = None,
 ) -> ExportResult:
-    """Read a summary (``"-"``: standard input) and write its long table to ``out``."""
+    """Read a summary (``"-"``: standard input) and write its long table to ``out`` as CSV or
+    Parquet (``fmt``, else :func:`table_format`; ``"-"``: CSV to ``stdout``), atomically, with
+    the guard's marks."""
     fmt = table_format(out, fmt)
     table = export_table(source)
-    write_table(table.frame, out, fmt, stdout=stdout)
+    if fmt == "csv":
+        buffer = io.StringIO()
+        table.frame.to_csv(buffer, index=False, lineterminator="\n")
+        if str(out) == STDIO:
+            (stdout or sys.stdout).write(buffer.getvalue())
+        else:
+            with atomic_write(out) as fh:
+                fh.write(buffer.getvalue().encode("utf-8"))
+    else:  # schema metadata key ``ale`` names the tool
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        arrow = pa.Table.from_pandas(table.frame, preserve_index=False)
+        mark = json.dumps({"name": TOOL, "version": __version__, "kind": "table"})
+        arrow = arrow.replace_schema_metadata(
+            {**(arrow.schema.metadata or {}), PARQUET_KEY: mark.encode()}
+        )
+        with atomic_write(out) as fh:
+            pq.write_table(arrow, fh)
     return ExportResult(table.frame, table.rows, table.not_estimable, fmt=fmt)

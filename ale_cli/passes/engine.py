@@ -93,8 +93,13 @@ class Engine:
         sink: Sink[S] | None = None,
         progress: Progress | None = None,
     ) -> S:
-        acc, job = empty, (kernel, merge, empty, arrays, shared, sink)
-        for i, part in enumerate(source.parts()):
+        job = (kernel, merge, empty, tuple(arrays), shared, sink)
+        return self.fold(list(source.parts()), job, progress)
+
+    def fold(self, parts: list[Source], job: tuple[Any, ...], progress: Progress | None) -> Any:
+        """The states of :func:`fold_part` of each part with ``job`` folded in part order."""
+        acc, merge = job[2], job[1]
+        for i, part in enumerate(parts):
             acc = merge(acc, fold_part(part, i, *job, threads=self.threads, progress=progress)[0])
         return acc
 

@@ -6,7 +6,7 @@ from the data (finite differences), a first pass for its profile (:func:`first_p
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -48,16 +48,8 @@ class DataPasses:
     text: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     def open(self) -> TableStream:
-        return open_stream(
-            self.path,
-            fmt=self.data_format,
-            inputs=self.inputs,
-            exclude=self.exclude,
-            dropna=self.dropna,
-            categorical=self.categorical,
-            chunk_rows=self.chunk_rows,
-            text=dict(self.text),
-        )
+        given = {f.name: getattr(self, f.name) for f in fields(self)} | {"text": dict(self.text)}
+        return open_stream(fmt=given.pop("data_format"), **given)
 
     def scan(self) -> Scan:
         stream = self.open()
