@@ -165,10 +165,9 @@ class LimitKernel:
         diffs = np.empty(Xs.shape, dtype=np.float64)  # rows outside the edges: never read
         bar = self.progress
         limit_differences(f, X, Xs, feats, diffs, eval_rows=self.eval_rows, progress=bar)
-        checks: list[tuple[str, np.ndarray, int]] = []  # non-finite rows refused or dropped
-        if self.predictions:
-            prediction = f(X)
-            checks.append(("predictions", prediction, 0))
+        # the model on the rows, once: the predictions kept and the levels' base
+        base = predict_chunked(f, X, self.eval_rows) if self.predictions or self.levels else None
+        checks = [("predictions", base, 0)] if self.predictions else []  # refused or dropped
         if feats:
             inside = np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in feats])
             checks.append(("evaluations at the bin limits", inside, 1))
@@ -185,18 +184,17 @@ class LimitKernel:
                 allow_empty=True,
             )
             dropped = found.dropped
-            kept = (prediction[found.keep],) if self.predictions else ()
+            kept = (base[found.keep],) if self.predictions else ()
             if len(dropped):  # the rows screened out are in no bin
                 index = [np.where(found.keep, i, -1) for i in index]
         cells = tuple(
             CellStats.from_values(i, diffs[t.j], n_cells=t.edges.size - 1)
             for i, t in zip(index, feats, strict=True)
         )
-        jumps: list[tuple[np.ndarray, ...]] = []  # per level feature: position, up, down
-        base = predict_chunked(f, X, self.eval_rows) if self.levels else None
-        for col, plan in self.levels:
-            up, down = level_jumps(f, X, col, plan, base=base, eval_rows=self.eval_rows)
-            jumps.append((plan.positions(X[:, col]), up, down))
+        jumps = [  # per level feature: position, up, down
+            level_jumps(f, X, col, plan, base=base, eval_rows=self.eval_rows)
+            for col, plan in self.levels
+        ]
         return LimitCells(
             cells=cells,
             outside=tuple(t.bins.n_outside for t in feats),
@@ -210,24 +208,11 @@ class LimitKernel:
         )
 
     def _rows(
-        self,
-        index: list[np.ndarray],
-        diffs: np.ndarray,
-        jumps: list[tuple[np.ndarray, ...]],
-        n: int,
+        self, index: list[np.ndarray], diffs: np.ndarray, jumps: list[Any], n: int
     ) -> RowValues:
         inside = [np.where(i >= 0, d, 0.0) for i, d in zip(index, diffs, strict=False)]
-
-        def stacked(arrays: Sequence[np.ndarray], dtype: Any) -> np.ndarray:
-            return np.stack(arrays) if arrays else np.empty((0, n), dtype=dtype)
-
-        return RowValues(
-            index=stacked(index, np.int64),
-            diffs=stacked(inside, np.float64),
-            position=stacked([j[0] for j in jumps], np.int64),
-            up=stacked([j[1] for j in jumps], np.float64),
-            down=stacked([j[2] for j in jumps], np.float64),
-        )
+        found = (index, inside, *([j[a] for j in jumps] for a in range(3)))
+        return RowValues(*(np.array(a).reshape(len(a), n) for a in found))  # none: (0, n)
 
 
 @dataclass(frozen=True)
@@ -263,8 +248,3 @@ class PerOutput:
             replay = iter(answers)
             states.append(quiet(chunk, Function(lambda X, k=k, r=replay: next(r)[:, k])))
         return tuple(states)
-
-
-def merge_outputs(a: tuple[LimitCells, ...], b: tuple[LimitCells, ...]) -> tuple[LimitCells, ...]:
-    """:class:`PerOutput` states merged output by output (the engine's ``merge``)."""
-    return tuple(x.merge(y) for x, y in zip(a, b, strict=True))

@@ -28,7 +28,6 @@ from ale_cli.estimators.bin_limits import (
     LimitKernel,
     PerOutput,
     RowValues,
-    merge_outputs,
 )
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.estimators.inputs import (
@@ -47,7 +46,7 @@ from ale_cli.estimators.levels import (
     level_summary,
 )
 from ale_cli.estimators.model_rows import DEFAULT_BINNING, ModelRequest, open_model_rows
-from ale_cli.estimators.rows import ROWS, Rows
+from ale_cli.estimators.rows import ROWS, Rows, merge_each
 from ale_cli.models.base import ProgressFn
 from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
@@ -134,7 +133,7 @@ def estimate(
         progress=progress(rows.n_rows * len(todo)) if progress is not None else None,
     )
     run: Any = kernel if outputs == 1 else PerOutput(kernel, outputs)
-    merge = LimitCells.merge if outputs == 1 else merge_outputs
+    merge = LimitCells.merge if outputs == 1 else merge_each
     found = engine.run(rows.source, run, merge, run.empty(), arrays=[ROWS], shared=shared)
     states: tuple[LimitCells, ...] = (found,) if outputs == 1 else found
     if kernel.predictions and states[0].kept == 0:

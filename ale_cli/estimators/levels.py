@@ -147,17 +147,18 @@ def level_jumps(
     *,
     base: np.ndarray,
     eval_rows: int = DEFAULT_EVAL_ROWS,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every row's differences to the adjacent levels (in ``plan.order``)::
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every row's level (:meth:`LevelPlan.positions`) and differences to the adjacent
+    levels (in ``plan.order``)::
 
         up_i   = f(x_i with x_s = next level) - f(x_i)      0 at the last level
         down_i = f(x_i) - f(x_i with x_s = previous level)  0 at the first level
 
-    for X (N, D) with ``base = f(X)``; ``up``, ``down`` (N,).
+    for X (N, D) with ``base = f(X)``; ``position``, ``up``, ``down`` (N,).
 
     >>> plan = LevelPlan("s", "discrete", np.array([0.0, 1.0, 3.0]), np.array([0, 1, 2]))
     >>> X = np.array([[0.0], [1.0], [3.0]])
-    >>> up, down = level_jumps(lambda Z: Z[:, 0] ** 2, X, 0, plan, base=X[:, 0] ** 2)
+    >>> _, up, down = level_jumps(lambda Z: Z[:, 0] ** 2, X, 0, plan, base=X[:, 0] ** 2)
     >>> up.tolist(), down.tolist()
     ([1.0, 8.0, 0.0], [0.0, 1.0, 8.0])
     """
@@ -172,7 +173,7 @@ def level_jumps(
         moved[:, column] = plan.values[plan.order[pos[rows] + step]]
         pred = predict_chunked(f, moved, eval_rows)
         target[rows] = pred - base[rows] if step == 1 else base[rows] - pred
-    return up, down
+    return pos, up, down
 
 
 def level_arrays(
@@ -188,7 +189,7 @@ def level_arrays(
     up, down = np.zeros((*base.shape, len(plans))), np.zeros((*base.shape, len(plans)))
     for i, plan in enumerate(plans):
         j = list(names).index(plan.name)
-        up[..., i], down[..., i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
+        _, up[..., i], down[..., i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
     return {LEVEL_UP: up, LEVEL_DOWN: down}
 
 
