@@ -42,7 +42,6 @@ from ale_cli.estimators.levels import (
     binary_note,
     discrete_mode,
     effective_discrete,
-    level_bands,
     level_summary,
 )
 from ale_cli.estimators.model_rows import DEFAULT_BINNING, ModelRequest, open_model_rows
@@ -160,13 +159,10 @@ def _features(
     }
     kept = RowValues.joined(state.rows) if state.rows else None
     for i, ((name, plan), (cells, counts)) in enumerate(zip(plans, state.levels, strict=True)):
-        bands = None
-        if kept is not None and s.bootstrap is not None:
-            bands = level_bands(
-                kept.position[i], kept.up[i], kept.down[i], plan.n_levels, s.bootstrap,
-                center=s.center,
-            )  # fmt: skip
-        by_name[name] = level_summary(plan, cells, counts, center=s.center, bands=bands)
+        rows = None if kept is None else (kept.position[i], kept.up[i], kept.down[i])
+        by_name[name] = level_summary(
+            plan, cells, counts, center=s.center, bootstrap=s.bootstrap, rows=rows
+        )
     why = skip | {name: p for name, p in levels.items() if isinstance(p, str)}
     feats = [by_name.get(name) or not_estimable(name, why[name]) for name in chosen]
     if kept is None or s.bootstrap is None:

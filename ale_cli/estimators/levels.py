@@ -199,14 +199,19 @@ def level_summary(
     counts: np.ndarray,
     *,
     center: str = "mean",
-    bands: dict[str, Any] | None = None,
+    bootstrap: Bootstrap | None = None,
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> FeatureSummary:
-    """One feature's per-level record from its jumps' ``cells`` (K-1) and ``counts`` (K,)."""
+    """One feature's per-level record from its jumps' ``cells`` (K-1) and ``counts`` (K,);
+    with ``bootstrap``, bands from every row's ``rows`` (position, up, down), (N,) each."""
     eff = level_effect_from_cells(cells, counts, center=center)
     with np.errstate(invalid="ignore", divide="ignore"):
         jump_se = eff.jump_std / np.sqrt(eff.jump_count)
+    bands = {}
+    if bootstrap is not None and rows is not None:
+        bands = level_bands(*rows, plan.n_levels, bootstrap, center=center)
     return FeatureSummary(
-        **(bands or {}),
+        **bands,
         name=plan.name,
         kind=plan.kind,
         levels=plan.level_names(),
@@ -304,7 +309,7 @@ def with_stored_levels(
     elif boot:
         raise ValueError("bootstrap bands of a store need it in memory (read_store)")
     acc: dict[str, tuple[CellStats, np.ndarray]] = {}
-    bands: dict[str, dict[str, Any]] = {}
+    rows: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for chunk in store.chunks(("X", LEVEL_UP, LEVEL_DOWN)):
         for n in todo:
             i, plan = plans[n]
@@ -318,9 +323,10 @@ def with_stored_levels(
             if n in acc:
                 cells, counts = acc[n][0].merge(cells), acc[n][1] + counts
             acc[n] = (cells, counts)
-            if boot and bootstrap is not None:  # a store in memory: one chunk
-                bands[n] = level_bands(position, up, down, k, bootstrap, center=center)
+            if boot:  # a store in memory: one chunk
+                rows[n] = (position, up, down)
     found = {
-        n: level_summary(plans[n][1], *acc[n], center=center, bands=bands.get(n)) for n in todo
+        n: level_summary(plans[n][1], *acc[n], center=center, bootstrap=bootstrap, rows=rows.get(n))
+        for n in todo
     }
     return [found.get(f.name, f) for f in features]
