@@ -208,9 +208,8 @@ def rhale_features(
     check_rhale_options(
         min_points=min_points, max_bins=max_bins, alpha=alpha, grid=grid, center=center
     )
-    p, rhale = array_passes(X, E, names, LOCAL), (min_points, alpha)
-    kw: dict[str, Any] = {"bins": max_bins, "binning": grid, "center": center, "rhale": rhale}
-    return binned_features(p, rows=(X, E), **kw, **common)
+    kw: dict[str, Any] = {"bins": max_bins, "binning": grid, "rhale": (min_points, alpha)}
+    return rebin_features(X, E, names, center=center, **kw, **common)
 
 
 @dataclass(frozen=True)
@@ -308,10 +307,9 @@ def _features(
             else:  # piecewise-constant model: ale_cli.estimators.secants
                 where = "store" if opened.path is None else f"store '{opened.path}'"
                 features = secants.estimate(p, secants.fine_grids(store, where), **kw)
-        if levels:
-            features = with_stored_levels(
-                features, view, center=request.center, bootstrap=request.bootstrap
-            )
+        features = with_stored_levels(
+            features, view, center=request.center, bootstrap=request.bootstrap
+        )
         if len(records) > 1:
             features = [replace(f, output=output_label(record)) for f in features]
         found += features

@@ -298,10 +298,9 @@ def with_stored_levels(
     bands only of a store in memory), no model call."""
     where = _where(store)
     plans = {p.name: (i, p) for i, p in enumerate(stored_plans(store.meta, where))}
-    todo = [f.name for f in features if f.name in plans]
+    todo = [(*plans[f.name], store.input_index(f.name)) for f in features if f.name in plans]
     if not todo:
         return list(features)
-    cols = {n: store.input_index(n) for n in todo}
     boot = bootstrap is not None and bootstrap.replicates
     if isinstance(store, Store):
         if LEVEL_UP not in store.extra or LEVEL_DOWN not in store.extra:
@@ -311,22 +310,21 @@ def with_stored_levels(
     acc: dict[str, tuple[CellStats, np.ndarray]] = {}
     rows: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for chunk in store.chunks(("X", LEVEL_UP, LEVEL_DOWN)):
-        for n in todo:
-            i, plan = plans[n]
+        for i, plan, col in todo:
             try:
-                position = plan.positions(chunk["X"][:, cols[n]])
+                position = plan.positions(chunk["X"][:, col])
             except ValueError as exc:
                 raise InputError(f"{where}: feature '{plan.name}': {exc}") from None
             up, down = chunk[LEVEL_UP][:, i], chunk[LEVEL_DOWN][:, i]
-            k = plan.n_levels
-            cells, counts = level_cells(position=position, up=up, down=down, n_levels=k)
-            if n in acc:
-                cells, counts = acc[n][0].merge(cells), acc[n][1] + counts
-            acc[n] = (cells, counts)
+            cells = level_cells(position=position, up=up, down=down, n_levels=plan.n_levels)
+            old = acc.get(plan.name)
+            acc[plan.name] = cells if old is None else (old[0].merge(cells[0]), old[1] + cells[1])
             if boot:  # a store in memory: one chunk
-                rows[n] = (position, up, down)
+                rows[plan.name] = (position, up, down)
     found = {
-        n: level_summary(plans[n][1], *acc[n], center=center, bootstrap=bootstrap, rows=rows.get(n))
-        for n in todo
+        p.name: level_summary(
+            p, *acc[p.name], center=center, bootstrap=bootstrap, rows=rows.get(p.name)
+        )
+        for _, p, _ in todo
     }
     return [found.get(f.name, f) for f in features]
