@@ -141,10 +141,8 @@ def with_bands(
     """The features with percentile bands over ``boot.replicates`` replicates, from each
     row's bin ``index[name]`` (N,) (-1 outside) and value ``values[name]`` (N,);
     ``differences``: values across the bins, divided by the widths (classic ALE)."""
-    if not boot.replicates:
-        return list(features)
     todo = [f for f in features if f.status == "ok" and f.name in index]
-    if not todo:
+    if not boot.replicates or not todo:
         return list(features)
     rng = np.random.default_rng(boot.seed)
     cells = replicate_cells(

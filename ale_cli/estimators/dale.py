@@ -243,17 +243,16 @@ def _result(
     params |= request.bootstrap.params() | statistics_params(request.statistics)
     estimator = "dale" if isinstance(request, RebinRequest) else "rhale"
     path, store, digest = opened.path, opened.store, opened.sha256
-    if isinstance(store, StoreFile):  # the manifest's distribution, else read them all
-        recorded = store.recorded_prediction()
-        prediction = None if recorded is not None else store.prediction()
-    else:
-        recorded, prediction = None, store.prediction
+
+    def predicted(view: Store | StoreFile) -> np.ndarray:
+        return view.prediction() if isinstance(view, StoreFile) else view.prediction
+
+    recorded = store.recorded_prediction() if isinstance(store, StoreFile) else None
+    prediction = None if recorded is not None else predicted(store)  # none recorded: read all
     records, by_output = output_records(store.meta), None
     if len(records) > 1:  # each output's predictions (N,) by its label
-        views = [store.select_output(k) for k in range(len(records))]
         by_output = {
-            output_label(r): v.prediction() if isinstance(v, StoreFile) else v.prediction
-            for r, v in zip(records, views, strict=True)
+            output_label(r): predicted(store.select_output(k)) for k, r in enumerate(records)
         }
     summary = with_statistics(
         Summary(

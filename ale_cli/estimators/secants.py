@@ -187,12 +187,10 @@ def _banded(
     center: str,
 ) -> list[FeatureSummary]:
     """Bootstrap bands: the fine curve and coarse counts recomputed per replicate."""
-    if bootstrap is None or not bootstrap.replicates or rows is None:
+    cols = [j for j in fine if features[j].status == "ok"]
+    if bootstrap is None or not bootstrap.replicates or rows is None or not cols:
         return features
     X, E = rows
-    cols = [j for j in fine if features[j].status == "ok"]
-    if not cols:
-        return features
     index = np.column_stack(
         [assign(X[:, j], edges).index for j in cols for edges in (fine[j].edges, features[j].edges)]
     )
