@@ -145,8 +145,6 @@ def uniform(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: in
     """``bins`` uniform bins over each feature's range: one grid for all of them, else
     per feature (:func:`~ale_cli.core.binning.uniform_edges`: fewer bins where edges round
     together)."""
-    if not todo:
-        return {}, {}, {}
     grid = UniformGrid.build(lo[todo], hi[todo], bins=bins)
     if grid is None:
         return on_edges(p, todo, {j: uniform_edges(lo[j], hi[j], bins=bins) for j in todo})
@@ -157,8 +155,6 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
     """Exact type-1 quantile edges and their cells in two passes
     (:class:`~ale_cli.core.quantile_cells.QuantilePlan`); a column they do not finish (very
     skewed data) by :func:`~ale_cli.core.outofcore.chunked_quantile_edges`, then its cells."""
-    if not todo:
-        return {}, {}, {}
     x, e = p.columns.pick(todo)
     lo_t, hi_t = np.asarray(lo[todo], np.float64), np.asarray(hi[todo], np.float64)
     chunks = (c for part in p.source.parts() for c in part.chunks(("X",)))
@@ -220,7 +216,9 @@ def binned(
     edges: Mapping[str, np.ndarray] | None = None,
 ) -> Binned:
     """Edges, cells and rows outside of features ``todo``: on the given ``edges[name]``,
-    else ``bins`` bins of ``binning`` ("uniform" or "quantile")."""
+    else ``bins`` bins of ``binning`` ("uniform" or "quantile"); none for no feature."""
+    if not todo:
+        return {}, {}, {}
     if edges is not None:
         return on_edges(p, todo, {j: edges[p.columns.names[j]] for j in todo})
     if binning == "uniform":
