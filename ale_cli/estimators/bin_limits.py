@@ -171,22 +171,17 @@ class LimitKernel:
         if feats:
             inside = np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in feats])
             checks.append(("evaluations at the bin limits", inside, 1))
-        index = [t.bins.index for t in feats]
-        dropped = np.empty(0, dtype=np.intp)
-        kept: tuple[np.ndarray, ...] = ()
-        if checks:
-            found = screen_rows(
-                self.model_label,
-                len(X),
-                checks,
-                drop=self.drop_nonfinite,
-                offset=chunk.offset,
-                allow_empty=True,
-            )
-            dropped = found.dropped
-            kept = (base[found.keep],) if self.predictions else ()
-            if len(dropped):  # the rows screened out are in no bin
-                index = [np.where(found.keep, i, -1) for i in index]
+        found = screen_rows(
+            self.model_label,
+            len(X),
+            checks,
+            drop=self.drop_nonfinite,
+            offset=chunk.offset,
+            allow_empty=True,
+        )
+        dropped, index = found.dropped, [t.bins.index for t in feats]
+        if len(dropped):  # the rows screened out are in no bin
+            index = [np.where(found.keep, i, -1) for i in index]
         cells = tuple(
             CellStats.from_values(i, diffs[t.j], n_cells=t.edges.size - 1)
             for i, t in zip(index, feats, strict=True)
@@ -203,7 +198,7 @@ class LimitKernel:
                 for (_, plan), (pos, up, down) in zip(self.levels, jumps, strict=True)
             ),
             dropped=(dropped + chunk.offset,) if len(dropped) else (),
-            predictions=kept,
+            predictions=(base[found.keep],) if self.predictions else (),
             rows=(self._rows(index, diffs, jumps, len(X)),) if self.keep_rows else (),
         )
 
