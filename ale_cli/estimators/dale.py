@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -280,9 +280,10 @@ def _features(
     request: RebinRequest | RhaleRequest,
     opened: _Opened,
     options: dict[str, Any],
-    check: Callable[[Store | StoreFile], None] | None = None,
+    fixed: FixedBins | None = None,
 ) -> tuple[list[FeatureSummary], float]:
-    """The chosen features' summaries of each output of the store, and when it was ready."""
+    """The chosen features' summaries of each output of the store (an edges file's checked
+    against it), and when it was ready."""
     records = output_records(opened.store.meta)
     found: list[FeatureSummary] = []
     for k, record in enumerate(records):
@@ -293,8 +294,9 @@ def _features(
         store = secants.whole(view) if secant else view  # secants: whole tables
         with request.engine as engine:
             p = store_passes(store, request.features, engine)
-            if check is not None:
-                check(store)
+            if fixed is not None:
+                where = f"the store '{opened.path}'"
+                fixed.check_features(request.features, store.feature_names, where)
             t_load = time.perf_counter()
             rows = None
             if request.bootstrap.replicates:  # bands resample the rows in memory
@@ -322,15 +324,9 @@ def rebin(request: RebinRequest) -> EstimateResult:
         bins=request.bins, binning=request.binning, edges=request.edges, default="uniform"
     )
     opened = _open(request.store, whole=request.bootstrap.replicates > 0)
-    where = f"store '{opened.path}'"
-    fixed.check_rows(opened.store.n_rows, where)
+    fixed.check_rows(opened.store.n_rows, f"store '{opened.path}'")
     options = {"bins": fixed.bins, "binning": fixed.binning, "edges": fixed.edges}
-    features, t_load = _features(
-        request,
-        opened,
-        options,
-        lambda store: fixed.check_features(request.features, store.feature_names, f"the {where}"),
-    )
+    features, t_load = _features(request, opened, options, fixed)
     params = fixed.params(request.center, request.features)
     return _result(request, params, opened, features, (t0, t_load))
 
