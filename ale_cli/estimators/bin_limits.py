@@ -129,8 +129,8 @@ class LimitKernel:
     plans. Non-finite predictions or ``D_i`` are refused or, with ``drop_nonfinite``,
     dropped (:func:`~ale_cli.models.checks.screen_rows`); ``progress`` is not shipped."""
 
-    cols: tuple[int, ...]
-    edges: tuple[np.ndarray, ...]
+    cols: tuple[int, ...] = ()
+    edges: tuple[np.ndarray, ...] = ()
     levels: tuple[tuple[int, LevelPlan], ...] = ()
     eval_rows: int = DEFAULT_EVAL_ROWS
     model_label: str = "model"

@@ -96,7 +96,7 @@ class Settings:
     edges: Mapping[str, np.ndarray] | None = None
     center: str = "mean"
     bootstrap: Bootstrap | None = None
-    kernel: LimitKernel = LimitKernel((), ())
+    kernel: LimitKernel = LimitKernel()
 
 
 def estimate(
@@ -196,7 +196,7 @@ def classic_features(
         center=center,
         levels=levels,
         bootstrap=bootstrap,
-        kernel=LimitKernel((), (), eval_rows=eval_rows, predictions=False),
+        kernel=LimitKernel(eval_rows=eval_rows, predictions=False),
     )
     return estimate(rows, Ready(Function(f)), chosen, settings, progress=progress)[0][0]
 
@@ -268,8 +268,6 @@ def classic(
             levels=loaded.levels,
             bootstrap=request.bootstrap,
             kernel=LimitKernel(
-                (),
-                (),
                 eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
                 model_label=str(inputs.model),
                 drop_nonfinite=inputs.drop_nonfinite,
