@@ -209,7 +209,8 @@ def rhale_features(
         min_points=min_points, max_bins=max_bins, alpha=alpha, grid=grid, center=center
     )
     kw: dict[str, Any] = {"bins": max_bins, "binning": grid, "rhale": (min_points, alpha)}
-    return rebin_features(X, E, names, center=center, **kw, **common)
+    p = array_passes(X, E, names, LOCAL)
+    return binned_features(p, rows=(X, E), center=center, **kw, **common)
 
 
 @dataclass(frozen=True)
