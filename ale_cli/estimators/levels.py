@@ -12,14 +12,13 @@ import numpy as np
 
 from ale_cli.checks import names_tuple
 from ale_cli.core.binstats import CellStats
-from ale_cli.core.bootstrap import percentile_band
 from ale_cli.core.discrete import level_cells, level_effect_from_cells
 from ale_cli.errors import InputError
-from ale_cli.estimators.bands import Bootstrap, replicate_cells
+from ale_cli.estimators.bands import Bootstrap, banded, replicate_cells
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 from ale_cli.store.layout import level_problem
 from ale_cli.store.npz import Store, StoreFile
-from ale_cli.summary.model import FeatureSummary, Replicates
+from ale_cli.summary.model import FeatureSummary
 
 #: store arrays (N, L): each row's difference to the next and from the previous level of
 #: each of the L features in the meta's ``levels``
@@ -207,11 +206,7 @@ def level_summary(
     eff = level_effect_from_cells(cells, counts, center=center)
     with np.errstate(invalid="ignore", divide="ignore"):
         jump_se = eff.jump_std / np.sqrt(eff.jump_count)
-    bands = {}
-    if bootstrap is not None and rows is not None:
-        bands = level_bands(*rows, plan.n_levels, bootstrap, center=center)
-    return FeatureSummary(
-        **bands,
+    record = FeatureSummary(
         name=plan.name,
         kind=plan.kind,
         levels=plan.level_names(),
@@ -227,6 +222,11 @@ def level_summary(
         stderr=eff.stderr,
         center_offset=eff.center_offset,
     )
+    if bootstrap is None or rows is None:
+        return record
+    return banded(
+        record, *level_bands(*rows, plan.n_levels, bootstrap, center=center), bootstrap.ci
+    )
 
 
 def level_bands(
@@ -237,8 +237,8 @@ def level_bands(
     boot: Bootstrap,
     *,
     center: str,
-) -> dict[str, Any]:
-    """``ci_low``, ``ci_high`` (K,) and the replicates of a per-level effect, rows resampled:
+) -> tuple[np.ndarray, np.ndarray]:
+    """The replicates' per-level effect (B, K) and rows per level (B, K), rows resampled:
     a row at level k holds ``up`` for jump k and ``down`` for jump k-1 (two "features" on
     the K-1 jumps), and a third counts each replicate's rows per level for its centering."""
     k = n_levels
@@ -260,12 +260,7 @@ def level_bands(
     n_level = cells[2].counts
     if center == "mean":
         effect -= ((n_level * effect).sum(axis=1) / n_level.sum(axis=1))[:, None]
-    low, high = percentile_band(effect, ci=boot.ci)
-    return {
-        "ci_low": low,
-        "ci_high": high,
-        "replicates": Replicates(effect=effect, counts=n_level, ci=boot.ci),
-    }
+    return effect, n_level
 
 
 def stored_plans(meta: Mapping[str, Any], where: str) -> tuple[LevelPlan, ...]:

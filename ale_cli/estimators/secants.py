@@ -5,14 +5,13 @@ docs/estimators.md, "Secants for tree models")."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ale_cli.core.binning import assign, check_edges
 from ale_cli.core.binstats import CellStats
-from ale_cli.core.bootstrap import percentile_band
 from ale_cli.core.finegrid import (
     MIN_ROWS_PER_FINE_BIN,
     FineCurve,
@@ -23,13 +22,13 @@ from ale_cli.core.finegrid import (
 )
 from ale_cli.core.rhale import optimal_partition
 from ale_cli.errors import InputError
-from ale_cli.estimators.bands import Bootstrap, replicate_cells
+from ale_cli.estimators.bands import Bootstrap, banded, replicate_cells
 from ale_cli.estimators.bins import DEFAULT_BINS
 from ale_cli.estimators.cells import Passes, binned, on_edges, ranges, store_passes
 from ale_cli.passes.engine import LOCAL
 from ale_cli.store.npz import FINE_EDGES, FINE_OFFSETS, Store, StoreFile, read_store
 from ale_cli.summary.build import not_estimable, skip_reasons
-from ale_cli.summary.model import FeatureSummary, Replicates
+from ale_cli.summary.model import FeatureSummary
 
 METHOD = "secant"
 NO_GRID_REASON = "no fine grid in the store for this feature"
@@ -209,9 +208,7 @@ def _banded(
             with np.errstate(invalid="ignore", divide="ignore"):
                 offset = np.where(total > 0, (n * mids).sum(axis=1) / total, 0.0)
             value = value - offset[:, None]
-        low, high = percentile_band(value, ci=bootstrap.ci)
-        reps = Replicates(effect=value, counts=n, ci=bootstrap.ci)
-        out[j] = replace(f, ci_low=low, ci_high=high, replicates=reps)
+        out[j] = banded(f, value, n, bootstrap.ci)
     return out
 
 
