@@ -12,6 +12,7 @@ import numpy as np
 from ale_cli.core.binning import Assignment, assign
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.discrete import level_cells
+from ale_cli.estimators.cells import Cells
 from ale_cli.estimators.levels import LevelPlan, level_jumps, predict_chunked
 from ale_cli.estimators.rows import ROWS
 from ale_cli.models.base import ProgressFn
@@ -86,13 +87,12 @@ class RowValues:
 
 @dataclass(frozen=True)
 class LimitCells:
-    """The state of a pass of :class:`LimitKernel`, mergeable in row order: per binned
-    feature the ``cells`` of ``D_i`` (K) and the rows ``outside``; per level feature its
+    """The state of a pass of :class:`LimitKernel`, mergeable in row order: the binned
+    features' :class:`~ale_cli.estimators.cells.Cells` of ``D_i`` (K); per level feature its
     jumps' cells (K-1) and ``n_k`` (K,); per chunk the rows ``dropped`` (numbered in the
     whole table), the ``predictions`` kept and (``keep_rows``) the :class:`RowValues`."""
 
-    cells: tuple[CellStats, ...]
-    outside: tuple[int, ...]
+    binned: Cells
     levels: tuple[tuple[CellStats, np.ndarray], ...] = ()
     dropped: tuple[np.ndarray, ...] = ()
     predictions: tuple[np.ndarray, ...] = ()
@@ -101,8 +101,7 @@ class LimitCells:
     def merge(self, other: LimitCells) -> LimitCells:
         """The state of the rows of ``self`` followed by those of ``other``."""
         return LimitCells(
-            cells=tuple(a.merge(b) for a, b in zip(self.cells, other.cells, strict=True)),
-            outside=tuple(a + b for a, b in zip(self.outside, other.outside, strict=True)),
+            binned=self.binned.merge(other.binned),
             levels=tuple(
                 (a[0].merge(b[0]), a[1] + b[1])
                 for a, b in zip(self.levels, other.levels, strict=True)
@@ -144,8 +143,7 @@ class LimitKernel:
 
     def empty(self) -> LimitCells:
         return LimitCells(
-            cells=tuple(CellStats.empty(e.size - 1) for e in self.edges),
-            outside=(0,) * len(self.edges),
+            binned=Cells.empty([e.size - 1 for e in self.edges]),
             levels=tuple(
                 (CellStats.empty(p.n_levels - 1), np.zeros(p.n_levels, dtype=np.int64))
                 for _, p in self.levels
@@ -191,8 +189,7 @@ class LimitKernel:
             for col, plan in self.levels
         ]
         return LimitCells(
-            cells=cells,
-            outside=tuple(t.bins.n_outside for t in feats),
+            binned=Cells(cells, tuple(t.bins.n_outside for t in feats)),
             levels=tuple(
                 level_cells(position=pos, up=up, down=down, n_levels=plan.n_levels)
                 for (_, plan), (pos, up, down) in zip(self.levels, jumps, strict=True)

@@ -144,7 +144,9 @@ def estimate(
             chosen[j]: summary_from_cells(
                 chosen[j], e, cells.divided_by(np.diff(e)), n_outside=outside, center=s.center
             )
-            for j, e, cells, outside in zip(todo, edges, state.cells, state.outside, strict=True)
+            for j, e, cells, outside in zip(
+                todo, edges, state.binned.stats, state.binned.outside, strict=True
+            )
         }
         kept = RowValues.joined(state.rows) if state.rows else None
         for i, ((name, plan), (cells, counts)) in enumerate(zip(plans, state.levels, strict=True)):
