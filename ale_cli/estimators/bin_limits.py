@@ -204,7 +204,10 @@ class LimitKernel:
     ) -> RowValues:
         inside = [np.where(i >= 0, d, 0.0) for i, d in zip(index, diffs, strict=False)]
         found = (index, inside, *([j[a] for j in jumps] for a in range(3)))
-        return RowValues(*(np.array(a).reshape(len(a), n) for a in found))  # none: (0, n)
+        kinds = (np.int64, np.float64, np.int64, np.float64, np.float64)
+        return RowValues(
+            *(np.array(a, t).reshape(len(a), n) for a, t in zip(found, kinds, strict=True))
+        )
 
 
 @dataclass(frozen=True)
