@@ -94,14 +94,14 @@ def run(k: LimitKernel, source: Source) -> LimitCells:
 
 def assert_same_cells(a: LimitCells, b: LimitCells) -> None:
     for x, y in zip(
-        a.cells + tuple(c for c, _ in a.levels),
-        b.cells + tuple(c for c, _ in b.levels),
+        a.binned.stats + tuple(c for c, _ in a.levels),
+        b.binned.stats + tuple(c for c, _ in b.levels),
         strict=True,
     ):
         np.testing.assert_array_equal(x.counts, y.counts)
         np.testing.assert_allclose(x.mean, y.mean, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(x.m2, y.m2, rtol=1e-12, atol=1e-12)
-    assert a.outside == b.outside
+    assert a.binned.outside == b.binned.outside
     for (_, m), (_, n) in zip(a.levels, b.levels, strict=True):
         np.testing.assert_array_equal(m, n)
     np.testing.assert_array_equal(a.rows_dropped, b.rows_dropped)
@@ -151,9 +151,9 @@ def test_known_cells_of_one_chunk():
     d = moved(edges[np.clip(k + 1, 0, 3)]) - moved(edges[np.clip(k, 0, 3)])
     for j in range(3):
         sel = inside & (k == j)
-        np.testing.assert_allclose(state.cells[0].mean[j], d[sel].mean(), rtol=1e-12)
-        assert state.cells[0].counts[j] == sel.sum()
-    assert state.outside[0] == int(np.sum((a < -1.0) | (a > 1.7)))
+        np.testing.assert_allclose(state.binned.stats[0].mean[j], d[sel].mean(), rtol=1e-12)
+        assert state.binned.stats[0].counts[j] == sel.sum()
+    assert state.binned.outside[0] == int(np.sum((a < -1.0) | (a > 1.7)))
 
 
 def test_without_drop_a_nonfinite_row_is_refused_with_its_row_number():

@@ -3,6 +3,7 @@ whatever the chunk sizes; out-of-core type-1 quantiles against a full sort."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -20,12 +21,11 @@ from ale_cli.core.quantile_cells import (
 )
 from ale_cli.estimators.cells import (
     ROWS,
-    BucketCounts,
-    BucketScan,
     Cells,
     Columns,
-    OnEdges,
+    OnColumns,
     Passes,
+    edge_cells,
     quantile,
 )
 from ale_cli.estimators.dale import RebinRequest, RhaleRequest, rebin, rhale
@@ -237,13 +237,13 @@ def quantile_cells(  # type: ignore[no-untyped-def]
     cols = tuple(range(X.shape[1]))
     grid = bucket_grid(n=len(X), lo=lo, hi=hi, dtype=X.dtype, bins=bins)
     empty = np.zeros(len(cols) * grid.size, dtype=np.int64)
-    counts = LOCAL.run(source, BucketCounts(cols, grid), np.add, empty, arrays=("X",))
+    counts = LOCAL.run(source, OnColumns(grid.counts, cols), np.add, empty, arrays=("X",))
     plan = QuantilePlan.build(
         grid, counts, n=len(X), bins=bins, max_bucket=max_bucket, max_gathered=max_gathered
     )
     scan = LOCAL.run(
         source,
-        BucketScan(cols, cols, plan),
+        OnColumns(plan.scan, cols, cols),
         type(plan.empty_scan()).merge,
         plan.empty_scan(),
         arrays=ROWS,
@@ -508,10 +508,12 @@ def test_kernels_do_not_depend_on_how_the_rows_are_cut(n, seed, cuts, chunk_rows
     np.testing.assert_array_equal(r_cut[1:], r_whole[1:])
     np.testing.assert_array_equal(r_cut[1:], (lo, hi))
     edges = tuple(uniform_edges(lo[j], hi[j], bins=5 + j) for j in cols)
-    _same_cells(*both(OnEdges(cols, cols, edges), Cells.merge, Cells.empty([5, 6, 7])))
+    on_edges = OnColumns(partial(edge_cells, edges=edges), cols, cols)
+    _same_cells(*both(on_edges, Cells.merge, Cells.empty([5, 6, 7])))
     grid = UniformGrid.build(lo, hi, bins=9)
     if grid is not None:
-        _same_cells(*both(OnEdges(cols, cols, grid=grid), Cells.merge, Cells.empty([9] * 3)))
+        on_grid = OnColumns(partial(edge_cells, grid=grid), cols, cols)
+        _same_cells(*both(on_grid, Cells.merge, Cells.empty([9] * 3)))
     names = ("smooth", "heavy", "ties")
     found = [
         quantile(Passes(s, Columns(names, cols, cols), n, LOCAL), [0, 1, 2], lo, hi, 8)

@@ -141,24 +141,26 @@ def with_bands(
     """The features with percentile bands over ``boot.replicates`` replicates, from each
     row's bin ``index[name]`` (N,) (-1 outside) and value ``values[name]`` (N,);
     ``differences``: values across the bins, divided by the widths (classic ALE)."""
-    if not boot.replicates:
-        return list(features)
     todo = [f for f in features if f.status == "ok" and f.name in index]
-    if not todo:
+    if not boot.replicates or not todo:
         return list(features)
-    rng = np.random.default_rng(boot.seed)
     cells = replicate_cells(
         np.column_stack([index[f.name] for f in todo]),
         np.column_stack([values[f.name] for f in todo]),
         [f.n_bins for f in todo],
         replicates=boot.replicates,
-        rng=rng,
+        rng=np.random.default_rng(boot.seed),
     )
     done: dict[str, FeatureSummary] = {}
     for f, rc in zip(todo, cells, strict=True):
         widths = np.diff(f.edges) if differences else None
         effect = replicate_effects(f.edges, rc, center=center, widths=widths)
-        low, high = percentile_band(effect, ci=boot.ci)
-        reps = Replicates(effect=effect, counts=rc.counts, ci=boot.ci)
-        done[f.name] = replace(f, ci_low=low, ci_high=high, replicates=reps)
+        done[f.name] = banded(f, effect, rc.counts, boot.ci)
     return [done.get(f.name, f) for f in features]
+
+
+def banded(f: FeatureSummary, effect: np.ndarray, counts: np.ndarray, ci: float) -> FeatureSummary:
+    """``f`` with the ``ci`` percentile band of its replicates' ``effect`` and ``counts``."""
+    low, high = percentile_band(effect, ci=ci)
+    reps = Replicates(effect=effect, counts=counts, ci=ci)
+    return replace(f, ci_low=low, ci_high=high, replicates=reps)

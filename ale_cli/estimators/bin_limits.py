@@ -12,6 +12,7 @@ import numpy as np
 from ale_cli.core.binning import Assignment, assign
 from ale_cli.core.binstats import CellStats
 from ale_cli.core.discrete import level_cells
+from ale_cli.estimators.cells import Cells
 from ale_cli.estimators.levels import LevelPlan, level_jumps, predict_chunked
 from ale_cli.estimators.rows import ROWS
 from ale_cli.models.base import ProgressFn
@@ -86,13 +87,12 @@ class RowValues:
 
 @dataclass(frozen=True)
 class LimitCells:
-    """The state of a pass of :class:`LimitKernel`, mergeable in row order: per binned
-    feature the ``cells`` of ``D_i`` (K) and the rows ``outside``; per level feature its
+    """The state of a pass of :class:`LimitKernel`, mergeable in row order: the binned
+    features' :class:`~ale_cli.estimators.cells.Cells` of ``D_i`` (K); per level feature its
     jumps' cells (K-1) and ``n_k`` (K,); per chunk the rows ``dropped`` (numbered in the
     whole table), the ``predictions`` kept and (``keep_rows``) the :class:`RowValues`."""
 
-    cells: tuple[CellStats, ...]
-    outside: tuple[int, ...]
+    binned: Cells
     levels: tuple[tuple[CellStats, np.ndarray], ...] = ()
     dropped: tuple[np.ndarray, ...] = ()
     predictions: tuple[np.ndarray, ...] = ()
@@ -101,8 +101,7 @@ class LimitCells:
     def merge(self, other: LimitCells) -> LimitCells:
         """The state of the rows of ``self`` followed by those of ``other``."""
         return LimitCells(
-            cells=tuple(a.merge(b) for a, b in zip(self.cells, other.cells, strict=True)),
-            outside=tuple(a + b for a, b in zip(self.outside, other.outside, strict=True)),
+            binned=self.binned.merge(other.binned),
             levels=tuple(
                 (a[0].merge(b[0]), a[1] + b[1])
                 for a, b in zip(self.levels, other.levels, strict=True)
@@ -129,8 +128,8 @@ class LimitKernel:
     plans. Non-finite predictions or ``D_i`` are refused or, with ``drop_nonfinite``,
     dropped (:func:`~ale_cli.models.checks.screen_rows`); ``progress`` is not shipped."""
 
-    cols: tuple[int, ...]
-    edges: tuple[np.ndarray, ...]
+    cols: tuple[int, ...] = ()
+    edges: tuple[np.ndarray, ...] = ()
     levels: tuple[tuple[int, LevelPlan], ...] = ()
     eval_rows: int = DEFAULT_EVAL_ROWS
     model_label: str = "model"
@@ -144,8 +143,7 @@ class LimitKernel:
 
     def empty(self) -> LimitCells:
         return LimitCells(
-            cells=tuple(CellStats.empty(e.size - 1) for e in self.edges),
-            outside=(0,) * len(self.edges),
+            binned=Cells.empty([e.size - 1 for e in self.edges]),
             levels=tuple(
                 (CellStats.empty(p.n_levels - 1), np.zeros(p.n_levels, dtype=np.int64))
                 for _, p in self.levels
@@ -165,68 +163,50 @@ class LimitKernel:
         diffs = np.empty(Xs.shape, dtype=np.float64)  # rows outside the edges: never read
         bar = self.progress
         limit_differences(f, X, Xs, feats, diffs, eval_rows=self.eval_rows, progress=bar)
-        checks: list[tuple[str, np.ndarray, int]] = []  # non-finite rows refused or dropped
-        if self.predictions:
-            prediction = f(X)
-            checks.append(("predictions", prediction, 0))
+        # the model on the rows, once: the predictions kept and the levels' base
+        base = predict_chunked(f, X, self.eval_rows) if self.predictions or self.levels else None
+        checks = [("predictions", base, 0)] if self.predictions else []  # refused or dropped
         if feats:
             inside = np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in feats])
             checks.append(("evaluations at the bin limits", inside, 1))
-        index = [t.bins.index for t in feats]
-        dropped = np.empty(0, dtype=np.intp)
-        kept: tuple[np.ndarray, ...] = ()
-        if checks:
-            found = screen_rows(
-                self.model_label,
-                len(X),
-                checks,
-                drop=self.drop_nonfinite,
-                offset=chunk.offset,
-                allow_empty=True,
-            )
-            dropped = found.dropped
-            kept = (prediction[found.keep],) if self.predictions else ()
-            if len(dropped):  # the rows screened out are in no bin
-                index = [np.where(found.keep, i, -1) for i in index]
+        found = screen_rows(
+            self.model_label,
+            len(X),
+            checks,
+            drop=self.drop_nonfinite,
+            offset=chunk.offset,
+            allow_empty=True,
+        )
+        dropped, index = found.dropped, [t.bins.index for t in feats]
+        if len(dropped):  # the rows screened out are in no bin
+            index = [np.where(found.keep, i, -1) for i in index]
         cells = tuple(
             CellStats.from_values(i, diffs[t.j], n_cells=t.edges.size - 1)
             for i, t in zip(index, feats, strict=True)
         )
-        jumps: list[tuple[np.ndarray, ...]] = []  # per level feature: position, up, down
-        base = predict_chunked(f, X, self.eval_rows) if self.levels else None
-        for col, plan in self.levels:
-            up, down = level_jumps(f, X, col, plan, base=base, eval_rows=self.eval_rows)
-            jumps.append((plan.positions(X[:, col]), up, down))
+        jumps = [  # per level feature: position, up, down
+            level_jumps(f, X, col, plan, base=base, eval_rows=self.eval_rows)
+            for col, plan in self.levels
+        ]
         return LimitCells(
-            cells=cells,
-            outside=tuple(t.bins.n_outside for t in feats),
+            binned=Cells(cells, tuple(t.bins.n_outside for t in feats)),
             levels=tuple(
                 level_cells(position=pos, up=up, down=down, n_levels=plan.n_levels)
                 for (_, plan), (pos, up, down) in zip(self.levels, jumps, strict=True)
             ),
             dropped=(dropped + chunk.offset,) if len(dropped) else (),
-            predictions=kept,
+            predictions=(base[found.keep],) if self.predictions else (),
             rows=(self._rows(index, diffs, jumps, len(X)),) if self.keep_rows else (),
         )
 
     def _rows(
-        self,
-        index: list[np.ndarray],
-        diffs: np.ndarray,
-        jumps: list[tuple[np.ndarray, ...]],
-        n: int,
+        self, index: list[np.ndarray], diffs: np.ndarray, jumps: list[Any], n: int
     ) -> RowValues:
         inside = [np.where(i >= 0, d, 0.0) for i, d in zip(index, diffs, strict=False)]
-
-        def stacked(arrays: Sequence[np.ndarray], dtype: Any) -> np.ndarray:
-            return np.stack(arrays) if arrays else np.empty((0, n), dtype=dtype)
-
+        found = (index, inside, *([j[a] for j in jumps] for a in range(3)))
+        kinds = (np.int64, np.float64, np.int64, np.float64, np.float64)
         return RowValues(
-            index=stacked(index, np.int64),
-            diffs=stacked(inside, np.float64),
-            position=stacked([j[0] for j in jumps], np.int64),
-            up=stacked([j[1] for j in jumps], np.float64),
-            down=stacked([j[2] for j in jumps], np.float64),
+            *(np.array(a, t).reshape(len(a), n) for a, t in zip(found, kinds, strict=True))
         )
 
 
@@ -263,8 +243,3 @@ class PerOutput:
             replay = iter(answers)
             states.append(quiet(chunk, Function(lambda X, k=k, r=replay: next(r)[:, k])))
         return tuple(states)
-
-
-def merge_outputs(a: tuple[LimitCells, ...], b: tuple[LimitCells, ...]) -> tuple[LimitCells, ...]:
-    """:class:`PerOutput` states merged output by output (the engine's ``merge``)."""
-    return tuple(x.merge(y) for x, y in zip(a, b, strict=True))

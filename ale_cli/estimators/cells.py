@@ -1,13 +1,15 @@
 """The edges and :class:`~ale_cli.core.binstats.CellStats` of the local effects per feature
 (``rebin``, ``rhale``), as passes an engine runs over a source: given edges take one pass
-(:class:`OnEdges`), uniform edges one after the ranges (on one grid), type-1 quantile
-edges two (:class:`BucketCounts`, :class:`BucketScan`), more for a column they do not finish.
+(:func:`edge_cells`), uniform edges one after the ranges (on one grid), type-1 quantile
+edges two (:class:`~ale_cli.core.quantile_cells.QuantilePlan`), more for a column they do
+not finish; each pass an :class:`OnColumns` kernel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -16,7 +18,7 @@ from ale_cli.core import quantile_cells
 from ale_cli.core.binning import UniformGrid, assign, uniform_edges
 from ale_cli.core.binstats import CellStats, uniform_cells
 from ale_cli.core.outofcore import chunked_quantile_edges, merge_accumulators, pass_accumulators
-from ale_cli.core.quantile_cells import BucketGrid, QuantilePlan, bucket_grid
+from ale_cli.core.quantile_cells import QuantilePlan, bucket_grid
 from ale_cli.estimators.rows import extent, select
 from ale_cli.passes.engine import ArraySource, Chunk, Engine, Source
 from ale_cli.store.npz import Store, StoreFile
@@ -71,64 +73,43 @@ class Cells:
 
 
 @dataclass(frozen=True)
-class OnEdges:
-    """Kernel: :class:`Cells` of columns (``x``, ``e``) on their own ``edges`` (K_j + 1,),
-    or all on one uniform ``grid``."""
+class OnColumns:
+    """Kernel: ``fn(X[:, x])`` of a chunk, with ``e`` ``fn(X[:, x], E[:, e])`` (E: its local
+    effects); ``fn``, a method or a partial of a module function, travels with it."""
 
+    fn: Callable[..., Any]
     x: tuple[int, ...]
-    e: tuple[int, ...]
-    edges: tuple[np.ndarray, ...] = ()
-    grid: UniformGrid | None = None
-
-    def __call__(self, chunk: Chunk, _shared: Any) -> Cells:
-        X, E = select(chunk["X"], self.x), select(chunk["local_effects"], self.e)
-        if self.grid is not None:
-            if not len(X):
-                return Cells.empty([self.grid.bins] * len(self.x))
-            X, E = (np.ascontiguousarray(A, dtype=np.float64) for A in (X, E))
-            return Cells(tuple(uniform_cells(X, E, self.grid)), (0,) * len(self.x))
-        stats, outside = [], []
-        for i, z in enumerate(self.edges):
-            a = assign(X[:, i], z)
-            stats.append(CellStats.from_values(a.index, E[:, i], n_cells=z.size - 1))
-            outside.append(a.n_outside)
-        return Cells(tuple(stats), tuple(outside))
-
-
-@dataclass(frozen=True)
-class BucketCounts:
-    """Kernel: quantile pass 1, the values of columns ``x`` per bucket of ``grid``."""
-
-    x: tuple[int, ...]
-    grid: BucketGrid
-
-    def __call__(self, chunk: Chunk, _shared: Any) -> np.ndarray:
-        return self.grid.counts(select(chunk["X"], self.x))
-
-
-@dataclass(frozen=True)
-class BucketScan:
-    """Kernel: quantile pass 2 (:meth:`~ale_cli.core.quantile_cells.QuantilePlan.scan`)."""
-
-    x: tuple[int, ...]
-    e: tuple[int, ...]
-    plan: QuantilePlan
+    e: tuple[int, ...] | None = None
 
     def __call__(self, chunk: Chunk, _shared: Any) -> Any:
-        return self.plan.scan(select(chunk["X"], self.x), select(chunk["local_effects"], self.e))
-
-
-@dataclass(frozen=True)
-class GroupPass:
-    """Kernel: one pass of :func:`~ale_cli.core.outofcore.order_statistics` over a chunk."""
-
-    x: tuple[int, ...]
-    groups: list[Any]
-    roots: list[Any]
-
-    def __call__(self, chunk: Chunk, _shared: Any) -> list[Any]:
         X = select(chunk["X"], self.x)
-        return pass_accumulators(lambda: [X], self.groups, self.roots)
+        return self.fn(X) if self.e is None else self.fn(X, select(chunk["local_effects"], self.e))
+
+
+def edge_cells(
+    X: np.ndarray,
+    E: np.ndarray,
+    edges: Sequence[np.ndarray] = (),
+    grid: UniformGrid | None = None,
+) -> Cells:
+    """:class:`Cells` of the columns of X, E (n, F) on their own ``edges`` (K_j + 1,), or
+    all on one uniform ``grid``."""
+    if grid is not None:
+        if not len(X):
+            return Cells.empty([grid.bins] * X.shape[1])
+        X, E = (np.ascontiguousarray(A, dtype=np.float64) for A in (X, E))
+        return Cells(tuple(uniform_cells(X, E, grid)), (0,) * X.shape[1])
+    stats, outside = [], []
+    for i, z in enumerate(edges):
+        a = assign(X[:, i], z)
+        stats.append(CellStats.from_values(a.index, E[:, i], n_cells=z.size - 1))
+        outside.append(a.n_outside)
+    return Cells(tuple(stats), tuple(outside))
+
+
+def _group_pass(X: np.ndarray, groups: list[Any], roots: list[Any]) -> list[Any]:
+    """One pass of :func:`~ale_cli.core.outofcore.order_statistics` over a chunk's X."""
+    return pass_accumulators(lambda: [X], groups, roots)
 
 
 Binned = tuple[dict[int, np.ndarray], dict[int, CellStats], dict[int, int]]
@@ -151,7 +132,8 @@ def on_edges(
     their rows outside them."""
     x, e = p.columns.pick(todo)
     z = tuple(edges[j] for j in todo)
-    found = p.run(OnEdges(x, e, z, grid), Cells.merge, Cells.empty([v.size - 1 for v in z]))
+    kernel = OnColumns(partial(edge_cells, edges=z, grid=grid), x, e)
+    found = p.run(kernel, Cells.merge, Cells.empty([v.size - 1 for v in z]))
     return (
         {j: edges[j] for j in todo},
         dict(zip(todo, found.stats, strict=True)),
@@ -163,8 +145,6 @@ def uniform(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: in
     """``bins`` uniform bins over each feature's range: one grid for all of them, else
     per feature (:func:`~ale_cli.core.binning.uniform_edges`: fewer bins where edges round
     together)."""
-    if not todo:
-        return {}, {}, {}
     grid = UniformGrid.build(lo[todo], hi[todo], bins=bins)
     if grid is None:
         return on_edges(p, todo, {j: uniform_edges(lo[j], hi[j], bins=bins) for j in todo})
@@ -175,15 +155,13 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
     """Exact type-1 quantile edges and their cells in two passes
     (:class:`~ale_cli.core.quantile_cells.QuantilePlan`); a column they do not finish (very
     skewed data) by :func:`~ale_cli.core.outofcore.chunked_quantile_edges`, then its cells."""
-    if not todo:
-        return {}, {}, {}
     x, e = p.columns.pick(todo)
     lo_t, hi_t = np.asarray(lo[todo], np.float64), np.asarray(hi[todo], np.float64)
     chunks = (c for part in p.source.parts() for c in part.chunks(("X",)))
     dtype = next((c["X"].dtype for c in chunks), np.dtype(np.float64))  # float32: in float32
     grid = bucket_grid(n=p.n_rows, lo=lo_t, hi=hi_t, dtype=dtype, bins=bins)
     empty = np.zeros(len(todo) * grid.size, dtype=np.int64)
-    counts = p.run(BucketCounts(x, grid), np.add, empty, arrays=("X",))
+    counts = p.run(OnColumns(grid.counts, x), np.add, empty, arrays=("X",))
     plan = QuantilePlan.build(
         grid,
         counts,
@@ -193,7 +171,7 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
         max_gathered=quantile_cells.MAX_GATHERED_ROWS,
     )
     empty_scan = plan.empty_scan()
-    scan = p.run(BucketScan(x, e, plan), type(empty_scan).merge, empty_scan)
+    scan = p.run(OnColumns(plan.scan, x, e), type(empty_scan).merge, empty_scan)
     found = plan.finish(scan, lo_t, hi_t)
     edges = {j: f.edges for j, f in zip(todo, found, strict=True) if f is not None}
     cells = {j: f.cells for j, f in zip(todo, found, strict=True) if f is not None}
@@ -211,13 +189,16 @@ def quantile(p: Passes, todo: list[int], lo: np.ndarray, hi: np.ndarray, bins: i
 
 def group_passes(p: Passes, x: Sequence[int]) -> Callable[[list[Any], list[Any]], list[Any]]:
     """The ``run_pass`` of :mod:`~ale_cli.core.outofcore`'s quantile algorithms: each of
-    their passes over the columns ``x`` run on the engine (:class:`GroupPass`)."""
+    their passes over the columns ``x`` run on the engine."""
 
     def run_pass(groups: list[Any], roots: list[Any]) -> list[Any]:
         sent = [g.shipped() for g in groups]
         empty = pass_accumulators(lambda: (), sent, roots)
         found: list[Any] = p.run(
-            GroupPass(tuple(x), sent, roots), merge_accumulators, empty, arrays=("X",)
+            OnColumns(partial(_group_pass, groups=sent, roots=roots), tuple(x)),
+            merge_accumulators,
+            empty,
+            arrays=("X",),
         )
         return found
 
@@ -232,10 +213,12 @@ def binned(
     *,
     bins: int,
     binning: str,
-    edges: dict[str, np.ndarray] | None = None,
+    edges: Mapping[str, np.ndarray] | None = None,
 ) -> Binned:
     """Edges, cells and rows outside of features ``todo``: on the given ``edges[name]``,
-    else ``bins`` bins of ``binning`` ("uniform" or "quantile")."""
+    else ``bins`` bins of ``binning`` ("uniform" or "quantile"); none for no feature."""
+    if not todo:
+        return {}, {}, {}
     if edges is not None:
         return on_edges(p, todo, {j: edges[p.columns.names[j]] for j in todo})
     if binning == "uniform":

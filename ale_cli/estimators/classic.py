@@ -28,7 +28,6 @@ from ale_cli.estimators.bin_limits import (
     LimitKernel,
     PerOutput,
     RowValues,
-    merge_outputs,
 )
 from ale_cli.estimators.bins import DEFAULT_BINS, FixedBins, check_center
 from ale_cli.estimators.inputs import (
@@ -43,11 +42,10 @@ from ale_cli.estimators.levels import (
     binary_note,
     discrete_mode,
     effective_discrete,
-    level_bands,
     level_summary,
 )
 from ale_cli.estimators.model_rows import DEFAULT_BINNING, ModelRequest, open_model_rows
-from ale_cli.estimators.rows import ROWS, Rows
+from ale_cli.estimators.rows import ROWS, Rows, merge_each
 from ale_cli.models.base import ProgressFn
 from ale_cli.models.checks import dropped_note, nothing_left
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
@@ -89,16 +87,16 @@ class ClassicRequest(ModelRequest):
 
 @dataclass(frozen=True)
 class Settings:
-    """How :func:`estimate` bins and centres (``edges`` by feature replace ``bins``/``binning``;
-    ``levels``: the per-level plans or why not estimable) and the pass's ``kernel`` options."""
+    """How :func:`estimate` bins and centres (``levels``: the per-level plans or why not
+    estimable; ``edges`` by feature replace ``bins``/``binning``) and the pass's ``kernel``."""
 
+    levels: Mapping[str, LevelPlan | str]
     bins: int = DEFAULT_BINS
     binning: str = DEFAULT_BINNING
     edges: Mapping[str, np.ndarray] | None = None
     center: str = "mean"
-    levels: Mapping[str, LevelPlan | str] | None = None
     bootstrap: Bootstrap | None = None
-    kernel: LimitKernel = LimitKernel((), ())
+    kernel: LimitKernel = LimitKernel()
 
 
 def estimate(
@@ -115,16 +113,16 @@ def estimate(
     ``outputs``, one model call for all) one FeatureSummary per feature, and the pass's
     states (rows dropped, predictions kept)."""
     s = settings
-    levels = s.levels or {}
     cols = [rows.names.index(name) for name in chosen]
     skip = skip_reasons(chosen, rows.lo[cols], rows.hi[cols], (), s.edges)
-    todo = [j for j, name in enumerate(chosen) if name not in skip and name not in levels]
+    todo = [j for j, name in enumerate(chosen) if name not in skip and name not in s.levels]
     binned = [cols[j] for j in todo]
     if s.edges is not None:
         edges = [np.asarray(s.edges[chosen[j]], dtype=np.float64) for j in todo]
     else:
         edges = rows.edges(binned, bins=s.bins, binning=s.binning)
-    plans = [(n, p) for n, p in levels.items() if isinstance(p, LevelPlan)]
+    plans = [(n, p) for n, p in s.levels.items() if isinstance(p, LevelPlan)]
+    why = skip | {name: p for name, p in s.levels.items() if isinstance(p, str)}
     kernel = replace(
         s.kernel,
         cols=tuple(binned),
@@ -134,47 +132,36 @@ def estimate(
         progress=progress(rows.n_rows * len(todo)) if progress is not None else None,
     )
     run: Any = kernel if outputs == 1 else PerOutput(kernel, outputs)
-    merge = LimitCells.merge if outputs == 1 else merge_outputs
+    merge = LimitCells.merge if outputs == 1 else merge_each
     found = engine.run(rows.source, run, merge, run.empty(), arrays=[ROWS], shared=shared)
     states: tuple[LimitCells, ...] = (found,) if outputs == 1 else found
     if kernel.predictions and states[0].kept == 0:
         raise nothing_left(kernel.model_label)
-    return [_features(st, chosen, todo, edges, plans, skip, s) for st in states], states
 
+    def records(state: LimitCells) -> list[FeatureSummary]:
+        """The records of ``chosen`` from a pass's ``state``."""
+        by_name = {
+            chosen[j]: summary_from_cells(
+                chosen[j], e, cells.divided_by(np.diff(e)), n_outside=outside, center=s.center
+            )
+            for j, e, cells, outside in zip(
+                todo, edges, state.binned.stats, state.binned.outside, strict=True
+            )
+        }
+        kept = RowValues.joined(state.rows) if state.rows else None
+        for i, ((name, plan), (cells, counts)) in enumerate(zip(plans, state.levels, strict=True)):
+            jumps = None if kept is None else (kept.position[i], kept.up[i], kept.down[i])
+            by_name[name] = level_summary(
+                plan, cells, counts, center=s.center, bootstrap=s.bootstrap, rows=jumps
+            )
+        feats = [by_name.get(name) or not_estimable(name, why[name]) for name in chosen]
+        if kept is None or s.bootstrap is None:
+            return feats
+        index = {chosen[j]: kept.index[i] for i, j in enumerate(todo)}
+        values = {chosen[j]: kept.diffs[i] for i, j in enumerate(todo)}
+        return with_bands(feats, index, values, s.bootstrap, center=s.center, differences=True)
 
-def _features(
-    state: LimitCells,
-    chosen: Sequence[str],
-    todo: list[int],
-    edges: list[np.ndarray],
-    plans: list[tuple[str, LevelPlan]],
-    skip: Mapping[str, str],
-    s: Settings,
-) -> list[FeatureSummary]:
-    """The records of ``chosen`` from a pass's ``state``."""
-    levels = s.levels or {}
-    by_name = {
-        chosen[j]: summary_from_cells(
-            chosen[j], e, cells.divided_by(np.diff(e)), n_outside=outside, center=s.center
-        )
-        for j, e, cells, outside in zip(todo, edges, state.cells, state.outside, strict=True)
-    }
-    kept = RowValues.joined(state.rows) if state.rows else None
-    for i, ((name, plan), (cells, counts)) in enumerate(zip(plans, state.levels, strict=True)):
-        bands = None
-        if kept is not None and s.bootstrap is not None:
-            bands = level_bands(
-                kept.position[i], kept.up[i], kept.down[i], plan.n_levels, s.bootstrap,
-                center=s.center,
-            )  # fmt: skip
-        by_name[name] = level_summary(plan, cells, counts, center=s.center, bands=bands)
-    why = skip | {name: p for name, p in levels.items() if isinstance(p, str)}
-    feats = [by_name.get(name) or not_estimable(name, why[name]) for name in chosen]
-    if kept is None or s.bootstrap is None:
-        return feats
-    index = {chosen[j]: kept.index[i] for i, j in enumerate(todo)}
-    values = {chosen[j]: kept.diffs[i] for i, j in enumerate(todo)}
-    return with_bands(feats, index, values, s.bootstrap, center=s.center, differences=True)
+    return [records(st) for st in states], states
 
 
 def classic_features(
@@ -211,7 +198,7 @@ def classic_features(
         center=center,
         levels=levels,
         bootstrap=bootstrap,
-        kernel=LimitKernel((), (), eval_rows=eval_rows, predictions=False),
+        kernel=LimitKernel(eval_rows=eval_rows, predictions=False),
     )
     return estimate(rows, Ready(Function(f)), chosen, settings, progress=progress)[0][0]
 
@@ -283,8 +270,6 @@ def classic(
             levels=loaded.levels,
             bootstrap=request.bootstrap,
             kernel=LimitKernel(
-                (),
-                (),
                 eval_rows=inputs.batch_size or DEFAULT_EVAL_ROWS,
                 model_label=str(inputs.model),
                 drop_nonfinite=inputs.drop_nonfinite,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -207,9 +207,9 @@ def rhale_features(
     check_rhale_options(
         min_points=min_points, max_bins=max_bins, alpha=alpha, grid=grid, center=center
     )
-    p, rhale = array_passes(X, E, names, LOCAL), (min_points, alpha)
-    kw: dict[str, Any] = {"bins": max_bins, "binning": grid, "center": center, "rhale": rhale}
-    return binned_features(p, rows=(X, E), **kw, **common)
+    kw: dict[str, Any] = {"bins": max_bins, "binning": grid, "rhale": (min_points, alpha)}
+    p = array_passes(X, E, names, LOCAL)
+    return binned_features(p, rows=(X, E), center=center, **kw, **common)
 
 
 @dataclass(frozen=True)
@@ -243,17 +243,16 @@ def _result(
     params |= request.bootstrap.params() | statistics_params(request.statistics)
     estimator = "dale" if isinstance(request, RebinRequest) else "rhale"
     path, store, digest = opened.path, opened.store, opened.sha256
-    if isinstance(store, StoreFile):  # the manifest's distribution, else read them all
-        recorded = store.recorded_prediction()
-        prediction = None if recorded is not None else store.prediction()
-    else:
-        recorded, prediction = None, store.prediction
+
+    def predicted(view: Store | StoreFile) -> np.ndarray:
+        return view.prediction() if isinstance(view, StoreFile) else view.prediction
+
+    recorded = store.recorded_prediction() if isinstance(store, StoreFile) else None
+    prediction = None if recorded is not None else predicted(store)  # none recorded: read all
     records, by_output = output_records(store.meta), None
     if len(records) > 1:  # each output's predictions (N,) by its label
-        views = [store.select_output(k) for k in range(len(records))]
         by_output = {
-            output_label(r): v.prediction() if isinstance(v, StoreFile) else v.prediction
-            for r, v in zip(records, views, strict=True)
+            output_label(r): predicted(store.select_output(k)) for k, r in enumerate(records)
         }
     summary = with_statistics(
         Summary(
@@ -281,9 +280,10 @@ def _features(
     request: RebinRequest | RhaleRequest,
     opened: _Opened,
     options: dict[str, Any],
-    check: Callable[[Store | StoreFile], None] | None = None,
+    fixed: FixedBins | None = None,
 ) -> tuple[list[FeatureSummary], float]:
-    """The chosen features' summaries of each output of the store, and when it was ready."""
+    """The chosen features' summaries of each output of the store (an edges file's checked
+    against it), and when it was ready."""
     records = output_records(opened.store.meta)
     found: list[FeatureSummary] = []
     for k, record in enumerate(records):
@@ -294,8 +294,9 @@ def _features(
         store = secants.whole(view) if secant else view  # secants: whole tables
         with request.engine as engine:
             p = store_passes(store, request.features, engine)
-            if check is not None:
-                check(store)
+            if fixed is not None:
+                where = f"the store '{opened.path}'"
+                fixed.check_features(request.features, store.feature_names, where)
             t_load = time.perf_counter()
             rows = None
             if request.bootstrap.replicates:  # bands resample the rows in memory
@@ -307,10 +308,9 @@ def _features(
             else:  # piecewise-constant model: ale_cli.estimators.secants
                 where = "store" if opened.path is None else f"store '{opened.path}'"
                 features = secants.estimate(p, secants.fine_grids(store, where), **kw)
-        if levels:
-            features = with_stored_levels(
-                features, view, center=request.center, bootstrap=request.bootstrap
-            )
+        features = with_stored_levels(
+            features, view, center=request.center, bootstrap=request.bootstrap
+        )
         if len(records) > 1:
             features = [replace(f, output=output_label(record)) for f in features]
         found += features
@@ -324,15 +324,9 @@ def rebin(request: RebinRequest) -> EstimateResult:
         bins=request.bins, binning=request.binning, edges=request.edges, default="uniform"
     )
     opened = _open(request.store, whole=request.bootstrap.replicates > 0)
-    where = f"store '{opened.path}'"
-    fixed.check_rows(opened.store.n_rows, where)
+    fixed.check_rows(opened.store.n_rows, f"store '{opened.path}'")
     options = {"bins": fixed.bins, "binning": fixed.binning, "edges": fixed.edges}
-    features, t_load = _features(
-        request,
-        opened,
-        options,
-        lambda store: fixed.check_features(request.features, store.feature_names, f"the {where}"),
-    )
+    features, t_load = _features(request, opened, options, fixed)
     params = fixed.params(request.center, request.features)
     return _result(request, params, opened, features, (t0, t_load))
 

@@ -188,6 +188,8 @@ def _distinct(
     most: int | None = None,
 ) -> dict[str, Any]:
     """Each of ``todo``'s sorted distinct values (of 2 to ``most``), or why not estimable."""
+    if not todo:
+        return {}
     found = distinct_values(source, [list(names).index(n) for n in todo], limit, engine)
     out: dict[str, Any] = {}
     for name, values in zip(todo, found, strict=True):
@@ -243,8 +245,6 @@ def discrete_plans(
     # at most ``most`` values in head, its first rows first (a continuous column fails fast)
     for stop in (4 * most, None) if auto and head is not None else ():
         todo = [n for n in todo if np.unique(head[:stop, list(names).index(n)]).size <= most]
-    if not todo:
-        return {}
     limit = most if auto else MAX_LEVELS
     found = _distinct(source, names, todo, "discrete", limit, engine, most if auto else None)
     for n, v in found.items():
@@ -267,16 +267,14 @@ def level_plans(
     ``rows``: the ``categorical`` ones (in ALEPlot's order; ``labels``: a text column's
     values by code) and the discrete ones (:func:`discrete_plans`, ``head`` its)."""
     cats = [name for name in chosen if name in categorical]
-    out: dict[str, Any] = {}
-    if cats:
-        out = _distinct(rows.source, rows.names, cats, "categorical", MAX_LEVELS, engine)
-        todo = [(n, v) for n, v in out.items() if not isinstance(v, str)]
-        others = [rows.names.index(name) for name in categorical if name in rows.names]
-        cols = [(rows.names.index(n), v) for n, v in todo]
-        orders = level_orders(rows, cols, others, engine=engine)
-        for (name, values), order in zip(todo, orders, strict=True):
-            label = (labels or {}).get(name)
-            out[name] = LevelPlan(name, "categorical", values, order.astype(np.int64), label)
+    out = _distinct(rows.source, rows.names, cats, "categorical", MAX_LEVELS, engine)
+    todo = [(n, v) for n, v in out.items() if not isinstance(v, str)]
+    others = [rows.names.index(name) for name in categorical if name in rows.names]
+    cols = [(rows.names.index(n), v) for n, v in todo]
+    orders = level_orders(rows, cols, others, engine=engine) if todo else []
+    for (name, values), order in zip(todo, orders, strict=True):
+        label = (labels or {}).get(name)
+        out[name] = LevelPlan(name, "categorical", values, order.astype(np.int64), label)
     return out | discrete_plans(
         rows.source, rows.names, chosen, discrete, exclude=categorical, engine=engine, head=head
     )

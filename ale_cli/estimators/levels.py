@@ -12,14 +12,13 @@ import numpy as np
 
 from ale_cli.checks import names_tuple
 from ale_cli.core.binstats import CellStats
-from ale_cli.core.bootstrap import percentile_band
 from ale_cli.core.discrete import level_cells, level_effect_from_cells
 from ale_cli.errors import InputError
-from ale_cli.estimators.bands import Bootstrap, replicate_cells
+from ale_cli.estimators.bands import Bootstrap, banded, replicate_cells
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS, PredictFn
 from ale_cli.store.layout import level_problem
 from ale_cli.store.npz import Store, StoreFile
-from ale_cli.summary.model import FeatureSummary, Replicates
+from ale_cli.summary.model import FeatureSummary
 
 #: store arrays (N, L): each row's difference to the next and from the previous level of
 #: each of the L features in the meta's ``levels``
@@ -147,17 +146,18 @@ def level_jumps(
     *,
     base: np.ndarray,
     eval_rows: int = DEFAULT_EVAL_ROWS,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every row's differences to the adjacent levels (in ``plan.order``)::
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every row's level (:meth:`LevelPlan.positions`) and differences to the adjacent
+    levels (in ``plan.order``)::
 
         up_i   = f(x_i with x_s = next level) - f(x_i)      0 at the last level
         down_i = f(x_i) - f(x_i with x_s = previous level)  0 at the first level
 
-    for X (N, D) with ``base = f(X)``; ``up``, ``down`` (N,).
+    for X (N, D) with ``base = f(X)``; ``position``, ``up``, ``down`` (N,).
 
     >>> plan = LevelPlan("s", "discrete", np.array([0.0, 1.0, 3.0]), np.array([0, 1, 2]))
     >>> X = np.array([[0.0], [1.0], [3.0]])
-    >>> up, down = level_jumps(lambda Z: Z[:, 0] ** 2, X, 0, plan, base=X[:, 0] ** 2)
+    >>> _, up, down = level_jumps(lambda Z: Z[:, 0] ** 2, X, 0, plan, base=X[:, 0] ** 2)
     >>> up.tolist(), down.tolist()
     ([1.0, 8.0, 0.0], [0.0, 1.0, 8.0])
     """
@@ -172,7 +172,7 @@ def level_jumps(
         moved[:, column] = plan.values[plan.order[pos[rows] + step]]
         pred = predict_chunked(f, moved, eval_rows)
         target[rows] = pred - base[rows] if step == 1 else base[rows] - pred
-    return up, down
+    return pos, up, down
 
 
 def level_arrays(
@@ -188,7 +188,7 @@ def level_arrays(
     up, down = np.zeros((*base.shape, len(plans))), np.zeros((*base.shape, len(plans)))
     for i, plan in enumerate(plans):
         j = list(names).index(plan.name)
-        up[..., i], down[..., i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
+        _, up[..., i], down[..., i] = level_jumps(f, X, j, plan, base=base, eval_rows=eval_rows)
     return {LEVEL_UP: up, LEVEL_DOWN: down}
 
 
@@ -198,14 +198,15 @@ def level_summary(
     counts: np.ndarray,
     *,
     center: str = "mean",
-    bands: dict[str, Any] | None = None,
+    bootstrap: Bootstrap | None = None,
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> FeatureSummary:
-    """One feature's per-level record from its jumps' ``cells`` (K-1) and ``counts`` (K,)."""
+    """One feature's per-level record from its jumps' ``cells`` (K-1) and ``counts`` (K,);
+    with ``bootstrap``, bands from every row's ``rows`` (position, up, down), (N,) each."""
     eff = level_effect_from_cells(cells, counts, center=center)
     with np.errstate(invalid="ignore", divide="ignore"):
         jump_se = eff.jump_std / np.sqrt(eff.jump_count)
-    return FeatureSummary(
-        **(bands or {}),
+    record = FeatureSummary(
         name=plan.name,
         kind=plan.kind,
         levels=plan.level_names(),
@@ -221,6 +222,11 @@ def level_summary(
         stderr=eff.stderr,
         center_offset=eff.center_offset,
     )
+    if bootstrap is None or rows is None:
+        return record
+    return banded(
+        record, *level_bands(*rows, plan.n_levels, bootstrap, center=center), bootstrap.ci
+    )
 
 
 def level_bands(
@@ -231,8 +237,8 @@ def level_bands(
     boot: Bootstrap,
     *,
     center: str,
-) -> dict[str, Any]:
-    """``ci_low``, ``ci_high`` (K,) and the replicates of a per-level effect, rows resampled:
+) -> tuple[np.ndarray, np.ndarray]:
+    """The replicates' per-level effect (B, K) and rows per level (B, K), rows resampled:
     a row at level k holds ``up`` for jump k and ``down`` for jump k-1 (two "features" on
     the K-1 jumps), and a third counts each replicate's rows per level for its centering."""
     k = n_levels
@@ -254,12 +260,7 @@ def level_bands(
     n_level = cells[2].counts
     if center == "mean":
         effect -= ((n_level * effect).sum(axis=1) / n_level.sum(axis=1))[:, None]
-    low, high = percentile_band(effect, ci=boot.ci)
-    return {
-        "ci_low": low,
-        "ci_high": high,
-        "replicates": Replicates(effect=effect, counts=n_level, ci=boot.ci),
-    }
+    return effect, n_level
 
 
 def stored_plans(meta: Mapping[str, Any], where: str) -> tuple[LevelPlan, ...]:
@@ -292,10 +293,9 @@ def with_stored_levels(
     bands only of a store in memory), no model call."""
     where = _where(store)
     plans = {p.name: (i, p) for i, p in enumerate(stored_plans(store.meta, where))}
-    todo = [f.name for f in features if f.name in plans]
+    todo = [(*plans[f.name], store.input_index(f.name)) for f in features if f.name in plans]
     if not todo:
         return list(features)
-    cols = {n: store.input_index(n) for n in todo}
     boot = bootstrap is not None and bootstrap.replicates
     if isinstance(store, Store):
         if LEVEL_UP not in store.extra or LEVEL_DOWN not in store.extra:
@@ -303,23 +303,23 @@ def with_stored_levels(
     elif boot:
         raise ValueError("bootstrap bands of a store need it in memory (read_store)")
     acc: dict[str, tuple[CellStats, np.ndarray]] = {}
-    bands: dict[str, dict[str, Any]] = {}
+    rows: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for chunk in store.chunks(("X", LEVEL_UP, LEVEL_DOWN)):
-        for n in todo:
-            i, plan = plans[n]
+        for i, plan, col in todo:
             try:
-                position = plan.positions(chunk["X"][:, cols[n]])
+                position = plan.positions(chunk["X"][:, col])
             except ValueError as exc:
                 raise InputError(f"{where}: feature '{plan.name}': {exc}") from None
             up, down = chunk[LEVEL_UP][:, i], chunk[LEVEL_DOWN][:, i]
-            k = plan.n_levels
-            cells, counts = level_cells(position=position, up=up, down=down, n_levels=k)
-            if n in acc:
-                cells, counts = acc[n][0].merge(cells), acc[n][1] + counts
-            acc[n] = (cells, counts)
-            if boot and bootstrap is not None:  # a store in memory: one chunk
-                bands[n] = level_bands(position, up, down, k, bootstrap, center=center)
+            cells = level_cells(position=position, up=up, down=down, n_levels=plan.n_levels)
+            old = acc.get(plan.name)
+            acc[plan.name] = cells if old is None else (old[0].merge(cells[0]), old[1] + cells[1])
+            if boot:  # a store in memory: one chunk
+                rows[plan.name] = (position, up, down)
     found = {
-        n: level_summary(plans[n][1], *acc[n], center=center, bands=bands.get(n)) for n in todo
+        p.name: level_summary(
+            p, *acc[p.name], center=center, bootstrap=bootstrap, rows=rows.get(p.name)
+        )
+        for _, p, _ in todo
     }
     return [found.get(f.name, f) for f in features]

@@ -5,14 +5,13 @@ docs/estimators.md, "Secants for tree models")."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ale_cli.core.binning import assign, check_edges
 from ale_cli.core.binstats import CellStats
-from ale_cli.core.bootstrap import percentile_band
 from ale_cli.core.finegrid import (
     MIN_ROWS_PER_FINE_BIN,
     FineCurve,
@@ -23,13 +22,13 @@ from ale_cli.core.finegrid import (
 )
 from ale_cli.core.rhale import optimal_partition
 from ale_cli.errors import InputError
-from ale_cli.estimators.bands import Bootstrap, replicate_cells
+from ale_cli.estimators.bands import Bootstrap, banded, replicate_cells
 from ale_cli.estimators.bins import DEFAULT_BINS
 from ale_cli.estimators.cells import Passes, binned, on_edges, ranges, store_passes
 from ale_cli.passes.engine import LOCAL
 from ale_cli.store.npz import FINE_EDGES, FINE_OFFSETS, Store, StoreFile, read_store
 from ale_cli.summary.build import not_estimable, skip_reasons
-from ale_cli.summary.model import FeatureSummary, Replicates
+from ale_cli.summary.model import FeatureSummary
 
 METHOD = "secant"
 NO_GRID_REASON = "no fine grid in the store for this feature"
@@ -142,10 +141,8 @@ def estimate(
     a fine grid or too sparse on it."""
     names = p.columns.names
     lo, hi = ranges(p)
-    skip = skip_reasons(names, lo, hi, categorical, edges)
-    for name in names:
-        if name not in skip and name not in grids:
-            skip[name] = NO_GRID_REASON
+    skip = {n: NO_GRID_REASON for n in names if n not in grids}
+    skip |= skip_reasons(names, lo, hi, categorical, edges)
     todo = [j for j, name in enumerate(names) if name not in skip]
     _, cells, _ = on_edges(p, todo, {j: grids[names[j]] for j in todo})
     fine: dict[int, _Fine] = {}  # the fine grid, its statistics and curve of each feature
@@ -153,35 +150,32 @@ def estimate(
         reason = sparse_reason(cells[j].counts, min_rows=min_rows)
         if reason is not None:
             skip[names[j]] = reason
-            continue
-        g = grids[names[j]]
-        fine[j] = _Fine(g, cells[j], fine_curve(g, cells[j]))
+        else:
+            fine[j] = _Fine(grids[names[j]], cells[j], fine_curve(grids[names[j]], cells[j]))
     if rhale is None:
-        given = None if edges is None else dict(edges)
-        z, coarse, outside = binned(p, list(fine), lo, hi, bins=bins, binning=binning, edges=given)
-    out: list[FeatureSummary] = []
-    for j, name in enumerate(names):
-        if name in skip:
-            out.append(not_estimable(name, skip[name]))
-            continue
-        f = fine[j]
-        if rhale is None:
-            out.append(_summary(name, z[j], f, coarse[j], center=center, n_outside=outside[j]))
-            continue
-        min_points, alpha = rhale
-        part = optimal_partition(f.edges, f.cells, min_points=min_points, alpha=alpha)
-        note = _note(f.edges, part.edges) + "; candidate limits: the fine edges"
-        if not part.feasible:
-            note += (
-                f"; no partition has at least {min_points} rows (min_points) in every bin: "
-                "one bin over the whole range"
-            )
-        coarse_cells = f.cells.coarsen(part.limits)
-        summary = _summary(
-            name, part.edges, f, coarse_cells, center=center, objective=part.objective, note=note
-        )
-        out.append(summary)
+        z, coarse, outside = binned(p, list(fine), lo, hi, bins=bins, binning=binning, edges=edges)
+    out = [
+        not_estimable(name, skip[name])
+        if name in skip
+        else _summary(name, z[j], fine[j], coarse[j], center=center, n_outside=outside[j])
+        if rhale is None
+        else _rhale(name, fine[j], *rhale, center=center)
+        for j, name in enumerate(names)
+    ]
     return _banded(out, rows, fine, bootstrap, center)
+
+
+def _rhale(name: str, f: _Fine, min_points: int, alpha: float, center: str) -> FeatureSummary:
+    """One feature's RHALE summary: the optimal partition of its fine grid."""
+    part = optimal_partition(f.edges, f.cells, min_points=min_points, alpha=alpha)
+    note = _note(f.edges, part.edges) + "; candidate limits: the fine edges"
+    if not part.feasible:
+        note += (
+            f"; no partition has at least {min_points} rows (min_points) in every bin: "
+            "one bin over the whole range"
+        )
+    coarse = f.cells.coarsen(part.limits)
+    return _summary(name, part.edges, f, coarse, center=center, objective=part.objective, note=note)
 
 
 def _banded(
@@ -192,12 +186,10 @@ def _banded(
     center: str,
 ) -> list[FeatureSummary]:
     """Bootstrap bands: the fine curve and coarse counts recomputed per replicate."""
-    if bootstrap is None or not bootstrap.replicates or rows is None:
+    cols = [j for j in fine if features[j].status == "ok"]
+    if bootstrap is None or not bootstrap.replicates or rows is None or not cols:
         return features
     X, E = rows
-    cols = [j for j in fine if features[j].status == "ok"]
-    if not cols:
-        return features
     index = np.column_stack(
         [assign(X[:, j], edges).index for j in cols for edges in (fine[j].edges, features[j].edges)]
     )
@@ -216,9 +208,7 @@ def _banded(
             with np.errstate(invalid="ignore", divide="ignore"):
                 offset = np.where(total > 0, (n * mids).sum(axis=1) / total, 0.0)
             value = value - offset[:, None]
-        low, high = percentile_band(value, ci=bootstrap.ci)
-        reps = Replicates(effect=value, counts=n, ci=bootstrap.ci)
-        out[j] = replace(f, ci_low=low, ci_high=high, replicates=reps)
+        out[j] = banded(f, value, n, bootstrap.ci)
     return out
 
 
