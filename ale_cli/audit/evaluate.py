@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ale_cli.audit.curves import FIRST_ORDER, fmt, statistic, statistic_drift
-from ale_cli.audit.rules import STATISTICS, WILDCARD, Rule, RuleSet
+from ale_cli.audit.rules import STATISTICS, WILDCARD, Rule, RuleSet, read_rules
 from ale_cli.errors import InputError
 from ale_cli.summary.compare import compare_feature, summary_statistics
-from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary
-from ale_cli.summary.regional import RegionalSummary
+from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary, read_summary
+from ale_cli.summary.regional import REGIONAL, RegionalSummary, read_regional
 from ale_cli.summary.statistics import definitions_of
 
 EXIT_PASSED = 0
@@ -362,3 +363,17 @@ def evaluate(
         rules=str(rules.path),
         baseline=baseline[0] if baseline is not None else None,
     )
+
+
+def audit_files(
+    summaries: Sequence[str | Path], rules: str | Path, *, baseline: str | Path | None = None
+) -> AuditResult:
+    """Read the rules (first, so a bad rules file is reported first), the summaries and
+    the baseline, and evaluate."""
+    rule_set = read_rules(rules)
+    loaded = [(str(p), read_summary(p)) for p in summaries]
+    regions = {
+        label: read_regional(label) for label, s in loaded if s.estimator == REGIONAL
+    }  # ale regional: the regions the per-region rules read
+    base = (str(baseline), read_summary(baseline)) if baseline is not None else None
+    return evaluate(loaded, rule_set, baseline=base, regions=regions)

@@ -25,13 +25,12 @@ from ale_cli.errors import AleError, InputError, RunError
 from ale_cli.estimators.classic import classic
 from ale_cli.estimators.dale import rebin, rhale
 from ale_cli.estimators.interact import interact
-from ale_cli.estimators.local_effects import ComputeRequest, compute
-from ale_cli.estimators.pairs import parse_pairs
+from ale_cli.estimators.local_effects import compute
 from ale_cli.estimators.regional import regional
 from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import dumps, read_json_file, to_jsonable
 from ale_cli.job.lock import run_lock
-from ale_cli.job.spec import JobError, JobSpec, job_key, keyed, request_of
+from ale_cli.job.spec import JobError, JobSpec, compute_request, job_key, keyed, request_of
 from ale_cli.outputs.figures import MANIFEST as FIGURES_MANIFEST
 from ale_cli.plot.render import plot_files
 from ale_cli.report import build_report, write_report
@@ -144,11 +143,7 @@ class _Runner:
 
 
 def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
-    spec = r.spec
-    pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
-    request = ComputeRequest(
-        inputs=spec.inputs, out=r.out / STORE, pairs=pairs, discrete=spec.discrete
-    )
+    request = compute_request(r.spec, r.out / STORE)
     t0 = time.perf_counter()
     result = compute(request)
     meta = read_meta(r.out / STORE)
@@ -378,12 +373,7 @@ def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
 
 
 def _manifest(
-    r: _Runner,
-    meta: dict[str, Any],
-    audit: dict[str, Any] | None,
-    history: dict[str, Any],
-    started: str,
-    t0: float,
+    r: _Runner, meta: dict, audit: dict | None, history: dict, started: str, t0: float
 ) -> dict[str, Any]:
     spec = r.spec
     inputs: dict[str, Any] = {

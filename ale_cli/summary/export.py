@@ -24,8 +24,6 @@ from ale_cli.summary.regional import RegionalFeature
 if TYPE_CHECKING:
     import pandas as pd
 
-#: ``-`` as a path: standard input (summary) or standard output (table, CSV only)
-STDIO = "-"
 #: the width of the band in standard errors (as ``ale plot``)
 BAND_SE = 2.0
 
@@ -179,12 +177,10 @@ def _with_regions(
 
 def _with_outputs(summary: Summary) -> pd.DataFrame:
     """A summary of several outputs: each output's rows, in an ``output`` column."""
-    groups: dict[str | None, list[Any]] = {}
-    for f in summary.features:
-        groups.setdefault(f.output, []).append(f)
     parts = []
-    for label, feats in groups.items():
-        part = replace(summary, features=tuple(feats), interactions=())
+    for label in dict.fromkeys(f.output for f in summary.features):
+        feats = tuple(f for f in summary.features if f.output == label)
+        part = replace(summary, features=feats, interactions=())
         parts.append(summary_frame(part).assign(output=label))
     return _joined(parts, output=True)
 
