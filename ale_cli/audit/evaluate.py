@@ -273,11 +273,11 @@ def _regional_checks(rule: Rule, ctx: _Context) -> list[Check]:
         for feat in summary.features:
             if not ctx.applies(rule, feat.name):
                 continue
-            if found is None or found.feature(feat.name).status == "not_estimable":
-                why = "not a regional summary" if found is None else "not estimable"
+            item = None if found is None else found.feature(feat.name)
+            if item is None or item.status == "not_estimable":
+                why = "not a regional summary" if item is None else "not estimable"
                 out.append(_check(rule, label, feat.name, None, why, "-"))
                 continue
-            item = found.feature(feat.name)
             if rule.name == "max_regional_drop":
                 limit, drop = rule.params["limit"], item.drop
                 splits = "; ".join(f"{s.conditions[0].text}: {fmt(s.drop)}" for s in item.splits)

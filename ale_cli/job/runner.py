@@ -240,8 +240,7 @@ def _audit(r: _Runner, names: list[str]) -> tuple[Step | None, dict[str, Any] | 
 
 
 def _history(r: _Runner, files: list[str], theirs: list[str]) -> dict[str, Any]:
-    """Keep this run's files in a new history entry unless the newest of ours holds the
-    same bytes; prune ours to ``keep``. Returns the manifest's ``history`` part."""
+    """The manifest's ``history``: ``files`` in a new entry unless the newest holds them."""
     root = r.out / tx.HISTORY
     ours = sorted(p.name for p in root.iterdir())
     digests = {f: r.digest(f) for f in files}

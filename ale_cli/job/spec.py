@@ -311,7 +311,7 @@ def read_job(path: str | Path, *, model: Any = None) -> JobSpec:
     estimators = _estimators(job, base, data["estimators"])
     discrete = _discrete(job, data.get("discrete"))
     if discrete is not None and "classic" in estimators:  # in its options: its cache key
-        estimators["classic"]["discrete"] = discrete if discrete == "auto" else list(discrete)
+        estimators["classic"]["discrete"] = discrete
     plots = None
     if data.get("plots") is not False:
         plots = {"formats": ["png"], "dpi": DEFAULT_DPI} | (data.get("plots") or {})

@@ -163,8 +163,7 @@ def summary_frame(summary: Summary, *, stats: bool = True) -> pd.DataFrame:
 def _with_regions(
     frame: pd.DataFrame, summary: Summary, regions: Iterable[RegionalFeature]
 ) -> pd.DataFrame:
-    """A regional summary's table: the global rows (region ``"all rows"``), then per
-    feature each leaf's edge and bin rows with its region (``"bmi > 27.5"``)."""
+    """The global rows (region ``all rows``), then each leaf's edge and bin rows by region."""
     parts = [frame.assign(region="all rows")]
     for item in regions:
         for node in item.nodes:
