@@ -78,10 +78,6 @@ class AuditResult:
         return EXIT_PASSED if self.passed else EXIT_RULES_FAILED
 
 
-def _estimable(feat: FeatureSummary) -> bool:
-    return feat.status == "ok" and feat.n_bins > 0
-
-
 @dataclass
 class _Context:
     summaries: Sequence[tuple[str, Summary]]
@@ -126,11 +122,11 @@ def _first_order_checks(rule: Rule, ctx: _Context) -> list[Check]:
                 if action == "ignore":
                     continue
                 severity = "error" if action == "fail" else "warn"
-                ok = _estimable(feat)
+                ok = feat.estimable
                 observed = "estimable" if ok else f"not estimable ({feat.reason})"
                 out.append(_check(rule, label, key, ok, observed, "estimable", severity=severity))
                 continue
-            if not _estimable(feat):
+            if not feat.estimable:
                 out.append(_check(rule, label, key, None, f"not estimable ({feat.reason})", "-"))
                 continue
             if rule.name in STATISTICS:
@@ -198,7 +194,7 @@ def _statistic_drift_check(
     for side, (lab, s, feat) in sides.items():
         if feat is None:
             why.append(f"not in the {side}")
-        elif not _estimable(feat):
+        elif not feat.estimable:
             why.append(f"not estimable in the {side} ({feat.reason})")
         else:
             stats[side] = ctx.statistics(lab, s)[name]
@@ -224,7 +220,7 @@ def _curve_drift_check(rule: Rule, label: str, name: str, b: Side, c: Side) -> C
         f"max z <= {fmt(p['max_z'])}" if p["max_z"] is not None else None,
     ]
     limit = "; ".join(x for x in limits if x)
-    if b is not None and c is not None and not _estimable(b) and not _estimable(c):
+    if b is not None and c is not None and not b.estimable and not c.estimable:
         return _check(rule, label, name, None, "not estimable in both", limit)
     comp = compare_feature(name, b, c, base_label="baseline", other_label="summary")
     d = comp.difference
@@ -285,7 +281,7 @@ def _regional_checks(rule: Rule, ctx: _Context) -> list[Check]:
                 kw: dict[str, Any] = {"value": drop, "details": {"drop": drop}}
                 ok, limit_text = drop <= limit, f"<= {fmt(limit)}"
             else:
-                leaves = [n for n in item.leaves if n.record is not None and _estimable(n.record)]
+                leaves = [n for n in item.leaves if n.record is not None and n.record.estimable]
                 measure = FIRST_ORDER[rule.name]
                 results = [(n.label, *measure(n.record, rule.params)) for n in leaves]
                 bad = [r for r in results if not r[1]]

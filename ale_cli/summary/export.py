@@ -138,10 +138,8 @@ def summary_frame(summary: Summary, *, stats: bool = True) -> pd.DataFrame:
         band = BAND_SE * f.stderr
         curve = (f.effect, f.std, f.stderr, f.effect - band, f.effect + band)  # lower, upper
         add("edge", np.arange(len(f.edges)), f.edges, *curve)
-        # per-level records: the bins are the jumps between adjacent levels (n_{k-1} + n_k)
-        count = f.counts if f.kind is None else f.counts[:-1] + f.counts[1:]
-        bins = (f.bin_effect, f.bin_std, f.bin_stderr, f.bin_filled)
-        add("bin", np.arange(len(f.bin_effect)), f.edges[:-1], f.edges[1:], count, *bins)
+        bins = (f.bin_counts, f.bin_effect, f.bin_std, f.bin_stderr, f.bin_filled)
+        add("bin", np.arange(len(f.bin_effect)), f.edges[:-1], f.edges[1:], *bins)
         if stats and f.statistics is not None:
             values = [math.nan if v is None else float(v) for v in f.statistics.values()]
             add("stat", list(f.statistics), values)

@@ -78,6 +78,16 @@ class FeatureSummary:
         return len(self.counts)
 
     @property
+    def bin_counts(self) -> np.ndarray:
+        """Rows per bin (K,); per-level: per jump between adjacent levels, n_{k-1} + n_k (K-1,)."""
+        return self.counts if self.kind is None else self.counts[:-1] + self.counts[1:]
+
+    @property
+    def estimable(self) -> bool:
+        """Status ``ok`` with at least one bin: a record with numbers to read."""
+        return self.status == "ok" and self.n_bins > 0
+
+    @property
     def key(self) -> str:
         """How messages name the record: ``name``, or ``name [output]`` in a summary of
         several outputs."""
