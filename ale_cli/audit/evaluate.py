@@ -156,8 +156,8 @@ def _interaction_check(
     max_abs = float(np.nanmax(np.abs(item.effect)))
     share = max_abs / spread if spread else None
     top, top_share = rule.params["max_abs"], rule.params["max_share"]
-    limits = [f"max |effect| <= {fmt(top)}"] if top is not None else []
-    limit = "; ".join(limits + ([f"share <= {fmt(top_share)}"] if top_share is not None else []))
+    bounds = (("max |effect|", top), ("share", top_share))
+    limit = "; ".join(f"{what} <= {fmt(v)}" for what, v in bounds if v is not None)
     if top is None and share is None:  # a max_share rule alone
         observed = "share not available: no prediction distribution"
         return _check(rule, label, item.name, None, observed, limit)
@@ -215,11 +215,8 @@ def _statistic_drift_check(
 def _curve_drift_check(rule: Rule, label: str, name: str, b: Side, c: Side) -> Check:
     """One feature's curve against the baseline's (:func:`.compare.compare_feature`)."""
     p = rule.params
-    limits = [
-        f"max |diff| <= {fmt(p['max_abs'])}" if p["max_abs"] is not None else None,
-        f"max z <= {fmt(p['max_z'])}" if p["max_z"] is not None else None,
-    ]
-    limit = "; ".join(x for x in limits if x)
+    bounds = (("max |diff|", p["max_abs"]), ("max z", p["max_z"]))
+    limit = "; ".join(f"{what} <= {fmt(v)}" for what, v in bounds if v is not None)
     if b is not None and c is not None and not b.estimable and not c.estimable:
         return _check(rule, label, name, None, "not estimable in both", limit)
     comp = compare_feature(name, b, c, base_label="baseline", other_label="summary")
