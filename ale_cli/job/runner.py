@@ -219,10 +219,10 @@ def _plots(r: _Runner, names: list[str], store_sha: str) -> None:
         r.step(f"plot-{name}", options, inputs, action)
 
 
-def _audit(r: _Runner, names: list[str]) -> tuple[Step | None, dict[str, Any] | None]:
+def _audit(r: _Runner, names: list[str]) -> dict[str, Any] | None:
     spec = r.spec
     if spec.rules is None:
-        return None, None
+        return None
     summaries = [f"{n}.json" for n in names]
     inputs = {s: r.digest(s) for s in summaries} | {"rules": sha256_file(spec.rules)}
     if spec.baseline is not None:
@@ -235,8 +235,8 @@ def _audit(r: _Runner, names: list[str]) -> tuple[Step | None, dict[str, Any] | 
             fh.write(dumps(report_dict(result)).encode("utf-8"))
         return [r.out / AUDIT]
 
-    step = r.step("audit", options, inputs, action)
-    return step, read_json_file(r.out / AUDIT, "audit report")
+    r.step("audit", options, inputs, action)
+    return read_json_file(r.out / AUDIT, "audit report")
 
 
 def _history(r: _Runner, files: list[str], theirs: list[str]) -> dict[str, Any]:
@@ -352,8 +352,8 @@ def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
             for name in names:
                 _estimator(r, name, dict(spec.estimators[name]), store_sha, meta)
             _plots(r, names, store_sha)
-            audit_step, audit = _audit(r, names)
-            files = [f"{n}.json" for n in names] + ([AUDIT] if audit_step is not None else [])
+            audit = _audit(r, names)
+            files = [f"{n}.json" for n in names] + ([AUDIT] if audit is not None else [])
             history = _history(r, files, theirs)
             _report(r, names, history, store_sha)
             manifest = _manifest(r, meta, audit, history, started, t0)

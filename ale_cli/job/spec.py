@@ -319,9 +319,8 @@ def read_job(path: str | Path, *, model: Any = None) -> JobSpec:
         absent = [n for n in plots.get("overview_only", ()) if n not in estimators]
         if absent:
             raise _fail(job, "plots.overview_only", f"'{absent[0]}' is not an estimator of the job")
-    report = (
-        None if data.get("report") is False else {"timestamp": True} | (data.get("report") or {})
-    )
+    report = data.get("report")
+    report = None if report is False else {"timestamp": True} | (report or {})
     spec = JobSpec(
         path=job,
         inputs=inputs,

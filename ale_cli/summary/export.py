@@ -216,9 +216,7 @@ def export_table(source: str | Path) -> ExportTable:
     if data.get("regions") is not None:  # ale regional: the leaves' rows, named by region
         frame = _with_regions(frame, summary, map(RegionalFeature.from_dict, data["regions"]))
     counts = frame["feature"].value_counts(sort=False)
-    order = [f.name for f in summary.features] + [p.name for p in summary.interactions]
-    rows = {name: int(counts[name]) for name in order if name in counts}
-    skipped = tuple(f.name for f in summary.features if f.status != "ok") + tuple(
-        p.name for p in summary.interactions if p.status != "ok"
-    )
+    items = [*summary.features, *summary.interactions]
+    rows = {i.name: int(counts[i.name]) for i in items if i.name in counts}
+    skipped = tuple(i.name for i in items if i.status != "ok")
     return ExportTable(frame=frame, rows=rows, not_estimable=skipped)
