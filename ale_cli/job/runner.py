@@ -142,7 +142,7 @@ class _Runner:
         return sha256_file(self.out / rel)
 
 
-def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
+def _compute(r: _Runner) -> Step:
     request = compute_request(r.spec, r.out / STORE)
     t0 = time.perf_counter()
     result = compute(request)
@@ -162,15 +162,15 @@ def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
         + ([f"recomputed: {result.reason}"] if result.reason else []),
     )
     r.steps.append(step)
-    return step, meta
+    return step
 
 
-def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta: dict) -> Step:
+def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_step: Step) -> Step:
     spec = r.spec
     out = r.out / f"{name}.json"
-    inputs = {"store": store_sha}
+    inputs = {"store": store_step.outputs[STORE]}
     if name in ("classic", "interact"):
-        inputs = {"model": meta["model"]["sha256"], "data": meta["data"]["sha256"]} | inputs
+        inputs = store_step.inputs | inputs  # the model and the data
         opts = {"inputs": spec.inputs.result_options()} | opts
     if opts.get("edges"):
         inputs["edges"] = sha256_file(opts["edges"])
@@ -347,16 +347,16 @@ def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
         try:
             staging.open()
             r = _Runner(spec, staging, previous)
-            compute_step, meta = _compute(r)
-            names, store_sha = list(spec.estimators), compute_step.outputs[STORE]
+            store_step = _compute(r)
+            names, store_sha = list(spec.estimators), store_step.outputs[STORE]
             for name in names:
-                _estimator(r, name, dict(spec.estimators[name]), store_sha, meta)
+                _estimator(r, name, dict(spec.estimators[name]), store_step)
             _plots(r, names, store_sha)
             audit = _audit(r, names)
             files = [f"{n}.json" for n in names] + ([AUDIT] if audit is not None else [])
             history = _history(r, files, theirs)
             _report(r, names, history, store_sha)
-            manifest = _manifest(r, meta, audit, history, started, t0)
+            manifest = _manifest(r, store_step, audit, history, started, t0)
             with atomic_write(r.out / tx.MANIFEST) as fh:
                 fh.write(dumps(manifest).encode("utf-8"))
             _readable([r.out / tx.MANIFEST])
@@ -372,13 +372,13 @@ def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
 
 
 def _manifest(
-    r: _Runner, meta: dict, audit: dict | None, history: dict, started: str, t0: float
+    r: _Runner, store_step: Step, audit: dict | None, history: dict, started: str, t0: float
 ) -> dict[str, Any]:
     spec = r.spec
     inputs: dict[str, Any] = {
         "job": {"path": str(spec.path), "sha256": sha256_file(spec.path)},
-        "model": {"path": str(spec.inputs.model), "sha256": meta["model"]["sha256"]},
-        "data": {"path": str(spec.inputs.data), "sha256": meta["data"]["sha256"]},
+        "model": {"path": str(spec.inputs.model), "sha256": store_step.inputs["model"]},
+        "data": {"path": str(spec.inputs.data), "sha256": store_step.inputs["data"]},
     }
     for label, path in (("rules", spec.rules), ("baseline", spec.baseline)):
         if path is not None:
