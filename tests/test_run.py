@@ -377,6 +377,15 @@ def test_discrete_key_errors_name_the_field(cli, tmp_path, value, message):
     assert result.exit_code == 2 and message in result.stderr, result.stderr
 
 
+def test_discrete_none_reaches_the_classic_step_as_written(product_model, tmp_path):
+    from ale_cli.job import read_job
+
+    product_data(tmp_path / "data.csv")
+    job = write_job(tmp_path / "job.yaml", model=str(product_model), data="data.csv",
+                    estimators=["classic"], discrete="none")  # fmt: skip
+    assert read_job(job).estimators["classic"]["discrete"] == "none"
+
+
 def test_a_missing_rules_file_is_refused_before_any_step(cli, product_model, tmp_path):
     product_data(tmp_path / "data.csv")
     job = write_job(tmp_path / "job.yaml", model=str(product_model), data="data.csv",

@@ -87,9 +87,7 @@ def _monotonic(feat: FeatureSummary, p: dict[str, Any]) -> Outcome:
 
 
 def _sign(feat: FeatureSummary, p: dict[str, Any]) -> Outcome:
-    # per-level records: the "bins" are the jumps between adjacent levels, n_{k-1} + n_k rows
-    counts = feat.counts if feat.kind is None else feat.counts[:-1] + feat.counts[1:]
-    n = counts.astype(np.float64)
+    n = feat.bin_counts.astype(np.float64)
     slope = float(np.dot(n, feat.bin_effect) / n.sum())
     var = float(np.dot(n, np.nan_to_num(feat.bin_std) ** 2)) / n.sum() ** 2
     z = slope / np.sqrt(var) if var > 0 else (np.inf if slope else 0.0) * np.sign(slope)

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ale_cli.audit.curves import FIRST_ORDER, fmt, statistic, statistic_drift
-from ale_cli.audit.rules import STATISTICS, WILDCARD, Rule, RuleSet
+from ale_cli.audit.rules import STATISTICS, WILDCARD, Rule, RuleSet, read_rules
 from ale_cli.errors import InputError
 from ale_cli.summary.compare import compare_feature, summary_statistics
-from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary
-from ale_cli.summary.regional import RegionalSummary
+from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary, read_summary
+from ale_cli.summary.regional import REGIONAL, RegionalSummary, read_regional
 from ale_cli.summary.statistics import definitions_of
 
 EXIT_PASSED = 0
@@ -77,10 +78,6 @@ class AuditResult:
         return EXIT_PASSED if self.passed else EXIT_RULES_FAILED
 
 
-def _estimable(feat: FeatureSummary) -> bool:
-    return feat.status == "ok" and feat.n_bins > 0
-
-
 @dataclass
 class _Context:
     summaries: Sequence[tuple[str, Summary]]
@@ -125,11 +122,11 @@ def _first_order_checks(rule: Rule, ctx: _Context) -> list[Check]:
                 if action == "ignore":
                     continue
                 severity = "error" if action == "fail" else "warn"
-                ok = _estimable(feat)
+                ok = feat.estimable
                 observed = "estimable" if ok else f"not estimable ({feat.reason})"
                 out.append(_check(rule, label, key, ok, observed, "estimable", severity=severity))
                 continue
-            if not _estimable(feat):
+            if not feat.estimable:
                 out.append(_check(rule, label, key, None, f"not estimable ({feat.reason})", "-"))
                 continue
             if rule.name in STATISTICS:
@@ -159,8 +156,8 @@ def _interaction_check(
     max_abs = float(np.nanmax(np.abs(item.effect)))
     share = max_abs / spread if spread else None
     top, top_share = rule.params["max_abs"], rule.params["max_share"]
-    limits = [f"max |effect| <= {fmt(top)}"] if top is not None else []
-    limit = "; ".join(limits + ([f"share <= {fmt(top_share)}"] if top_share is not None else []))
+    bounds = (("max |effect|", top), ("share", top_share))
+    limit = "; ".join(f"{what} <= {fmt(v)}" for what, v in bounds if v is not None)
     if top is None and share is None:  # a max_share rule alone
         observed = "share not available: no prediction distribution"
         return _check(rule, label, item.name, None, observed, limit)
@@ -197,7 +194,7 @@ def _statistic_drift_check(
     for side, (lab, s, feat) in sides.items():
         if feat is None:
             why.append(f"not in the {side}")
-        elif not _estimable(feat):
+        elif not feat.estimable:
             why.append(f"not estimable in the {side} ({feat.reason})")
         else:
             stats[side] = ctx.statistics(lab, s)[name]
@@ -218,12 +215,9 @@ def _statistic_drift_check(
 def _curve_drift_check(rule: Rule, label: str, name: str, b: Side, c: Side) -> Check:
     """One feature's curve against the baseline's (:func:`.compare.compare_feature`)."""
     p = rule.params
-    limits = [
-        f"max |diff| <= {fmt(p['max_abs'])}" if p["max_abs"] is not None else None,
-        f"max z <= {fmt(p['max_z'])}" if p["max_z"] is not None else None,
-    ]
-    limit = "; ".join(x for x in limits if x)
-    if b is not None and c is not None and not _estimable(b) and not _estimable(c):
+    bounds = (("max |diff|", p["max_abs"]), ("max z", p["max_z"]))
+    limit = "; ".join(f"{what} <= {fmt(v)}" for what, v in bounds if v is not None)
+    if b is not None and c is not None and not b.estimable and not c.estimable:
         return _check(rule, label, name, None, "not estimable in both", limit)
     comp = compare_feature(name, b, c, base_label="baseline", other_label="summary")
     d = comp.difference
@@ -272,11 +266,11 @@ def _regional_checks(rule: Rule, ctx: _Context) -> list[Check]:
         for feat in summary.features:
             if not ctx.applies(rule, feat.name):
                 continue
-            if found is None or found.feature(feat.name).status == "not_estimable":
-                why = "not a regional summary" if found is None else "not estimable"
+            item = None if found is None else found.feature(feat.name)
+            if item is None or item.status == "not_estimable":
+                why = "not a regional summary" if item is None else "not estimable"
                 out.append(_check(rule, label, feat.name, None, why, "-"))
                 continue
-            item = found.feature(feat.name)
             if rule.name == "max_regional_drop":
                 limit, drop = rule.params["limit"], item.drop
                 splits = "; ".join(f"{s.conditions[0].text}: {fmt(s.drop)}" for s in item.splits)
@@ -284,7 +278,7 @@ def _regional_checks(rule: Rule, ctx: _Context) -> list[Check]:
                 kw: dict[str, Any] = {"value": drop, "details": {"drop": drop}}
                 ok, limit_text = drop <= limit, f"<= {fmt(limit)}"
             else:
-                leaves = [n for n in item.leaves if n.record is not None and _estimable(n.record)]
+                leaves = [n for n in item.leaves if n.record is not None and n.record.estimable]
                 measure = FIRST_ORDER[rule.name]
                 results = [(n.label, *measure(n.record, rule.params)) for n in leaves]
                 bad = [r for r in results if not r[1]]
@@ -362,3 +356,17 @@ def evaluate(
         rules=str(rules.path),
         baseline=baseline[0] if baseline is not None else None,
     )
+
+
+def audit_files(
+    summaries: Sequence[str | Path], rules: str | Path, *, baseline: str | Path | None = None
+) -> AuditResult:
+    """Read the rules (first, so a bad rules file is reported first), the summaries and
+    the baseline, and evaluate."""
+    rule_set = read_rules(rules)
+    loaded = [(str(p), read_summary(p)) for p in summaries]
+    regions = {
+        label: read_regional(label) for label, s in loaded if s.estimator == REGIONAL
+    }  # ale regional: the regions the per-region rules read
+    base = (str(baseline), read_summary(baseline)) if baseline is not None else None
+    return evaluate(loaded, rule_set, baseline=base, regions=regions)

@@ -64,10 +64,7 @@ def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str,
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "ale", "version": __version__},
-    }
-    if created is not None:
-        out["created"] = created
-    out |= {
+        "created": created,
         "rules": result.rules,
         "summaries": list(result.summaries),
         "baseline": result.baseline,
@@ -76,7 +73,7 @@ def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str,
         "counts": result.counts,
         "checks": [vars(c) for c in result.checks],
     }
-    return out
+    return out if created is not None else {k: v for k, v in out.items() if k != "created"}
 
 
 def junit_xml(result: AuditResult) -> bytes:

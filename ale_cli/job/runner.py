@@ -25,13 +25,12 @@ from ale_cli.errors import AleError, InputError, RunError
 from ale_cli.estimators.classic import classic
 from ale_cli.estimators.dale import rebin, rhale
 from ale_cli.estimators.interact import interact
-from ale_cli.estimators.local_effects import ComputeRequest, compute
-from ale_cli.estimators.pairs import parse_pairs
+from ale_cli.estimators.local_effects import compute
 from ale_cli.estimators.regional import regional
 from ale_cli.io.files import atomic_write, sha256_file
 from ale_cli.io.jsonio import dumps, read_json_file, to_jsonable
 from ale_cli.job.lock import run_lock
-from ale_cli.job.spec import JobError, JobSpec, job_key, keyed, request_of
+from ale_cli.job.spec import JobError, JobSpec, compute_request, job_key, keyed, request_of
 from ale_cli.outputs.figures import MANIFEST as FIGURES_MANIFEST
 from ale_cli.plot.render import plot_files
 from ale_cli.report import build_report, write_report
@@ -143,12 +142,8 @@ class _Runner:
         return sha256_file(self.out / rel)
 
 
-def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
-    spec = r.spec
-    pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
-    request = ComputeRequest(
-        inputs=spec.inputs, out=r.out / STORE, pairs=pairs, discrete=spec.discrete
-    )
+def _compute(r: _Runner) -> Step:
+    request = compute_request(r.spec, r.out / STORE)
     t0 = time.perf_counter()
     result = compute(request)
     meta = read_meta(r.out / STORE)
@@ -167,15 +162,15 @@ def _compute(r: _Runner) -> tuple[Step, dict[str, Any]]:
         + ([f"recomputed: {result.reason}"] if result.reason else []),
     )
     r.steps.append(step)
-    return step, meta
+    return step
 
 
-def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_sha: str, meta: dict) -> Step:
+def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_step: Step) -> Step:
     spec = r.spec
     out = r.out / f"{name}.json"
-    inputs = {"store": store_sha}
+    inputs = {"store": store_step.outputs[STORE]}
     if name in ("classic", "interact"):
-        inputs = {"model": meta["model"]["sha256"], "data": meta["data"]["sha256"]} | inputs
+        inputs = store_step.inputs | inputs  # the model and the data
         opts = {"inputs": spec.inputs.result_options()} | opts
     if opts.get("edges"):
         inputs["edges"] = sha256_file(opts["edges"])
@@ -224,10 +219,10 @@ def _plots(r: _Runner, names: list[str], store_sha: str) -> None:
         r.step(f"plot-{name}", options, inputs, action)
 
 
-def _audit(r: _Runner, names: list[str]) -> tuple[Step | None, dict[str, Any] | None]:
+def _audit(r: _Runner, names: list[str]) -> dict[str, Any] | None:
     spec = r.spec
     if spec.rules is None:
-        return None, None
+        return None
     summaries = [f"{n}.json" for n in names]
     inputs = {s: r.digest(s) for s in summaries} | {"rules": sha256_file(spec.rules)}
     if spec.baseline is not None:
@@ -240,13 +235,12 @@ def _audit(r: _Runner, names: list[str]) -> tuple[Step | None, dict[str, Any] | 
             fh.write(dumps(report_dict(result)).encode("utf-8"))
         return [r.out / AUDIT]
 
-    step = r.step("audit", options, inputs, action)
-    return step, read_json_file(r.out / AUDIT, "audit report")
+    r.step("audit", options, inputs, action)
+    return read_json_file(r.out / AUDIT, "audit report")
 
 
 def _history(r: _Runner, files: list[str], theirs: list[str]) -> dict[str, Any]:
-    """Keep this run's files in a new history entry unless the newest of ours holds the
-    same bytes; prune ours to ``keep``. Returns the manifest's ``history`` part."""
+    """The manifest's ``history``: ``files`` in a new entry unless the newest holds them."""
     root = r.out / tx.HISTORY
     ours = sorted(p.name for p in root.iterdir())
     digests = {f: r.digest(f) for f in files}
@@ -353,16 +347,16 @@ def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
         try:
             staging.open()
             r = _Runner(spec, staging, previous)
-            compute_step, meta = _compute(r)
-            names, store_sha = list(spec.estimators), compute_step.outputs[STORE]
+            store_step = _compute(r)
+            names, store_sha = list(spec.estimators), store_step.outputs[STORE]
             for name in names:
-                _estimator(r, name, dict(spec.estimators[name]), store_sha, meta)
+                _estimator(r, name, dict(spec.estimators[name]), store_step)
             _plots(r, names, store_sha)
-            audit_step, audit = _audit(r, names)
-            files = [f"{n}.json" for n in names] + ([AUDIT] if audit_step is not None else [])
+            audit = _audit(r, names)
+            files = [f"{n}.json" for n in names] + ([AUDIT] if audit is not None else [])
             history = _history(r, files, theirs)
             _report(r, names, history, store_sha)
-            manifest = _manifest(r, meta, audit, history, started, t0)
+            manifest = _manifest(r, store_step, audit, history, started, t0)
             with atomic_write(r.out / tx.MANIFEST) as fh:
                 fh.write(dumps(manifest).encode("utf-8"))
             _readable([r.out / tx.MANIFEST])
@@ -378,18 +372,13 @@ def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
 
 
 def _manifest(
-    r: _Runner,
-    meta: dict[str, Any],
-    audit: dict[str, Any] | None,
-    history: dict[str, Any],
-    started: str,
-    t0: float,
+    r: _Runner, store_step: Step, audit: dict | None, history: dict, started: str, t0: float
 ) -> dict[str, Any]:
     spec = r.spec
     inputs: dict[str, Any] = {
         "job": {"path": str(spec.path), "sha256": sha256_file(spec.path)},
-        "model": {"path": str(spec.inputs.model), "sha256": meta["model"]["sha256"]},
-        "data": {"path": str(spec.inputs.data), "sha256": meta["data"]["sha256"]},
+        "model": {"path": str(spec.inputs.model), "sha256": store_step.inputs["model"]},
+        "data": {"path": str(spec.inputs.data), "sha256": store_step.inputs["data"]},
     }
     for label, path in (("rules", spec.rules), ("baseline", spec.baseline)):
         if path is not None:

@@ -25,6 +25,7 @@ from ale_cli.estimators.classic import ClassicRequest
 from ale_cli.estimators.dale import RebinRequest, RhaleRequest
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.interact import InteractRequest
+from ale_cli.estimators.levels import discrete_mode
 from ale_cli.estimators.local_effects import ComputeRequest
 from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.estimators.regional import RegionalRequest
@@ -114,9 +115,7 @@ def keyed(
         yield
     except catch as exc:
         message = exc.render((lambda p: f"{where}.{p}") if under else job_key)
-        raise (
-            JobError(f"job '{job}': {message}") if exc.param else _fail(job, where, message)
-        ) from None
+        raise _fail(job, "" if exc.param else where, message) from None
 
 
 def job_schema() -> dict[str, Any]:
@@ -182,16 +181,12 @@ def _existing(job: Path, where: str, path: Path, *, file: bool = True) -> Path:
 
 def _discrete(job: Path, value: Any) -> tuple[str, ...] | str | None:
     """``discrete``: null (the binary columns), "auto", "none", a list of names or "a,b"."""
-    if value is None or value in ("auto", "none"):
-        return value
-    names = isinstance(value, str) or (
-        isinstance(value, list) and all(isinstance(v, str) for v in value)
-    )
-    if not names:
+    names = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if not (value is None or isinstance(value, str) or names):
         expected = f"expected auto, none or a list of column names, got {value!r}"
         raise _fail(job, "discrete", expected)
     with keyed(job, "discrete"):
-        return names_tuple(value, "discrete")
+        return discrete_mode(value)
 
 
 def _pairs(job: Path, value: Any) -> list[str]:
@@ -236,8 +231,13 @@ def request_of(name: str, opts: dict[str, Any], *, inputs: ModelInputs, store: P
         return on_store[name](store=store, **given)
     if name == "classic":
         return ClassicRequest(inputs=inputs, **given)
-    given["pairs"] = parse_pairs(given.get("pairs") or ())
-    return InteractRequest(inputs=replace(inputs), store=store, **given)
+    return InteractRequest(inputs=replace(inputs), store=store, **given)  # it parses the pairs
+
+
+def compute_request(spec: JobSpec, out: Path) -> ComputeRequest:
+    """The compute step's request: the store ``out``, with the pairs the interact step reads."""
+    pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
+    return ComputeRequest(inputs=spec.inputs, out=out, pairs=pairs, discrete=spec.discrete)
 
 
 def _inputs(job: Path, base: Path, top: dict[str, Any], model: Any) -> ModelInputs:
@@ -279,9 +279,8 @@ def _check_requests(job: Path, spec: JobSpec) -> None:
     for name, opts in spec.estimators.items():
         with keyed(job, f"estimators.{name}", under=True):
             request_of(name, opts, inputs=spec.inputs, store=job)
-    pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
     with keyed(job):
-        ComputeRequest(inputs=spec.inputs, out=job, pairs=pairs, discrete=spec.discrete)
+        compute_request(spec, job)
 
 
 def read_job(path: str | Path, *, model: Any = None) -> JobSpec:
@@ -312,7 +311,7 @@ def read_job(path: str | Path, *, model: Any = None) -> JobSpec:
     estimators = _estimators(job, base, data["estimators"])
     discrete = _discrete(job, data.get("discrete"))
     if discrete is not None and "classic" in estimators:  # in its options: its cache key
-        estimators["classic"]["discrete"] = discrete if discrete == "auto" else list(discrete)
+        estimators["classic"]["discrete"] = discrete
     plots = None
     if data.get("plots") is not False:
         plots = {"formats": ["png"], "dpi": DEFAULT_DPI} | (data.get("plots") or {})
@@ -320,9 +319,8 @@ def read_job(path: str | Path, *, model: Any = None) -> JobSpec:
         absent = [n for n in plots.get("overview_only", ()) if n not in estimators]
         if absent:
             raise _fail(job, "plots.overview_only", f"'{absent[0]}' is not an estimator of the job")
-    report = (
-        None if data.get("report") is False else {"timestamp": True} | (data.get("report") or {})
-    )
+    report = data.get("report")
+    report = None if report is False else {"timestamp": True} | (report or {})
     spec = JobSpec(
         path=job,
         inputs=inputs,

@@ -14,8 +14,8 @@ from ale_cli import __version__
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import TOOL
-from ale_cli.outputs.guard import PARQUET_KEY
-from ale_cli.summary.export import STDIO, ExportTable, export_table
+from ale_cli.outputs.guard import PARQUET_KEY, STDIO
+from ale_cli.summary.export import ExportTable, export_table
 
 #: table formats and the file extensions that select them
 FORMATS = ("csv", "parquet")

@@ -158,7 +158,7 @@ class FeatureComparison:
 def summary_statistics(summary: Summary) -> dict[str, dict[str, Any]]:
     """Per estimable feature, its recorded statistics, any ``null`` or missing value
     computed from the curve by the summary's definitions (older summaries have none)."""
-    estimable = [f for f in summary.features if f.status == "ok" and f.n_bins > 0]
+    estimable = [f for f in summary.features if f.estimable]
     if all(
         f.statistics is not None and all(f.statistics.get(k) is not None for k in _NEEDED)
         for f in estimable
@@ -190,13 +190,9 @@ def compare_feature(
         return FeatureComparison(name, "missing_in_base", f"not in the {base_label}")
     if other is None:
         return FeatureComparison(name, "missing_in_other", f"not in the {other_label}")
-    sides = [
-        (label, f)
-        for label, f in ((base_label, base), (other_label, other))
-        if f.status != "ok" or f.n_bins == 0
-    ]
+    sides = [(side, f) for side, f in ((base_label, base), (other_label, other)) if not f.estimable]
     if sides:
-        why = "; ".join(f"not estimable in the {label} ({f.reason})" for label, f in sides)
+        why = "; ".join(f"not estimable in the {side} ({f.reason})" for side, f in sides)
         return FeatureComparison(name, "not_estimable", why)
     if (base.kind is None) != (other.kind is None):
         why = "a per-level effect is not compared with a curve"

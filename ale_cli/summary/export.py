@@ -24,8 +24,6 @@ from ale_cli.summary.regional import RegionalFeature
 if TYPE_CHECKING:
     import pandas as pd
 
-#: ``-`` as a path: standard input (summary) or standard output (table, CSV only)
-STDIO = "-"
 #: the width of the band in standard errors (as ``ale plot``)
 BAND_SE = 2.0
 
@@ -140,10 +138,8 @@ def summary_frame(summary: Summary, *, stats: bool = True) -> pd.DataFrame:
         band = BAND_SE * f.stderr
         curve = (f.effect, f.std, f.stderr, f.effect - band, f.effect + band)  # lower, upper
         add("edge", np.arange(len(f.edges)), f.edges, *curve)
-        # per-level records: the bins are the jumps between adjacent levels (n_{k-1} + n_k)
-        count = f.counts if f.kind is None else f.counts[:-1] + f.counts[1:]
-        bins = (f.bin_effect, f.bin_std, f.bin_stderr, f.bin_filled)
-        add("bin", np.arange(len(f.bin_effect)), f.edges[:-1], f.edges[1:], count, *bins)
+        bins = (f.bin_counts, f.bin_effect, f.bin_std, f.bin_stderr, f.bin_filled)
+        add("bin", np.arange(len(f.bin_effect)), f.edges[:-1], f.edges[1:], *bins)
         if stats and f.statistics is not None:
             values = [math.nan if v is None else float(v) for v in f.statistics.values()]
             add("stat", list(f.statistics), values)
@@ -165,8 +161,7 @@ def summary_frame(summary: Summary, *, stats: bool = True) -> pd.DataFrame:
 def _with_regions(
     frame: pd.DataFrame, summary: Summary, regions: Iterable[RegionalFeature]
 ) -> pd.DataFrame:
-    """A regional summary's table: the global rows (region ``"all rows"``), then per
-    feature each leaf's edge and bin rows with its region (``"bmi > 27.5"``)."""
+    """The global rows (region ``all rows``), then each leaf's edge and bin rows by region."""
     parts = [frame.assign(region="all rows")]
     for item in regions:
         for node in item.nodes:
@@ -179,12 +174,10 @@ def _with_regions(
 
 def _with_outputs(summary: Summary) -> pd.DataFrame:
     """A summary of several outputs: each output's rows, in an ``output`` column."""
-    groups: dict[str | None, list[Any]] = {}
-    for f in summary.features:
-        groups.setdefault(f.output, []).append(f)
     parts = []
-    for label, feats in groups.items():
-        part = replace(summary, features=tuple(feats), interactions=())
+    for label in dict.fromkeys(f.output for f in summary.features):
+        feats = tuple(f for f in summary.features if f.output == label)
+        part = replace(summary, features=feats, interactions=())
         parts.append(summary_frame(part).assign(output=label))
     return _joined(parts, output=True)
 
@@ -223,9 +216,7 @@ def export_table(source: str | Path) -> ExportTable:
     if data.get("regions") is not None:  # ale regional: the leaves' rows, named by region
         frame = _with_regions(frame, summary, map(RegionalFeature.from_dict, data["regions"]))
     counts = frame["feature"].value_counts(sort=False)
-    order = [f.name for f in summary.features] + [p.name for p in summary.interactions]
-    rows = {name: int(counts[name]) for name in order if name in counts}
-    skipped = tuple(f.name for f in summary.features if f.status != "ok") + tuple(
-        p.name for p in summary.interactions if p.status != "ok"
-    )
+    items = [*summary.features, *summary.interactions]
+    rows = {i.name: int(counts[i.name]) for i in items if i.name in counts}
+    skipped = tuple(i.name for i in items if i.status != "ok")
     return ExportTable(frame=frame, rows=rows, not_estimable=skipped)

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from ale_cli.core.effect import FirstOrderEffect
 
 SCHEMA_VERSION = 1
-ESTIMATORS = ("dale", "rhale", "ale")
 
 _FLOAT_BIN = ("bin_effect", "bin_std", "bin_stderr")
 _FLOAT_EDGE = ("effect", "std", "stderr")
@@ -77,6 +76,16 @@ class FeatureSummary:
     @property
     def n_bins(self) -> int:
         return len(self.counts)
+
+    @property
+    def bin_counts(self) -> np.ndarray:
+        """Rows per bin (K,); per-level: per jump between adjacent levels, n_{k-1} + n_k (K-1,)."""
+        return self.counts if self.kind is None else self.counts[:-1] + self.counts[1:]
+
+    @property
+    def estimable(self) -> bool:
+        """Status ``ok`` with at least one bin: a record with numbers to read."""
+        return self.status == "ok" and self.n_bins > 0
 
     @property
     def key(self) -> str:
@@ -272,6 +281,13 @@ class Summary:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Summary:
+        p = data.get("prediction")  # n, mean and the 101 percentiles
+        if p is not None:
+            p = {
+                "n": int(p["n"]),
+                "mean": float(p["mean"]),
+                "quantiles": float_array(p["quantiles"]),
+            }
         return cls(
             schema_version=int(data["schema_version"]),
             tool=dict(data["tool"]),
@@ -281,22 +297,12 @@ class Summary:
             store=dict(data["store"]),
             n_rows=int(data["n_rows"]),
             notes=tuple(str(n) for n in data.get("notes", ())),
-            prediction=_prediction(data.get("prediction")),
+            prediction=p,
             features=tuple(FeatureSummary.from_dict(f) for f in data["features"]),
             interactions=tuple(
                 InteractionSummary.from_dict(i) for i in data.get("interactions", ())
             ),
         )
-
-
-def _prediction(data: Any) -> dict[str, Any] | None:
-    if data is None:
-        return None
-    return {
-        "n": int(data["n"]),
-        "mean": float(data["mean"]),
-        "quantiles": float_array(data["quantiles"]),
-    }
 
 
 def with_statistics(
@@ -313,12 +319,10 @@ def with_statistics(
         dist = prediction_distribution(prediction=prediction)
         recorded = {"n": dist.n, "mean": dist.mean, "quantiles": dist.quantiles}
     quantiles = None if recorded is None else np.asarray(recorded["quantiles"], dtype=np.float64)
-    groups: dict[str | None, list[int]] = {}
     definitions = definitions_of(summary.params)
-    for i, f in enumerate(summary.features):
-        groups.setdefault(f.output, []).append(i)
     stats: dict[int, Any] = {}
-    for label, rows in groups.items():
+    for label in dict.fromkeys(f.output for f in summary.features):
+        rows = [i for i, f in enumerate(summary.features) if f.output == label]
         q = quantiles
         if outputs and label in outputs and np.isfinite(outputs[label]).any():
             q = np.asarray(prediction_distribution(prediction=outputs[label]).quantiles)

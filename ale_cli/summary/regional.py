@@ -80,11 +80,8 @@ class RegionNode:
             "share": self.share,
             "heterogeneity": self.heterogeneity,
         }
-        if self.split is not None:
-            out["split"] = self.split.to_dict()
-        if self.record is not None:
-            out["record"] = self.record.to_dict()
-        return out
+        more = {"split": self.split, "record": self.record}
+        return out | {k: v.to_dict() for k, v in more.items() if v is not None}
 
 
 @dataclass(frozen=True)

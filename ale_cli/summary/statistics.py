@@ -48,7 +48,7 @@ def feature_statistics(
     stats: list[dict[str, Any] | None] = []
     how = {"quantiles": quantiles, "definitions": definitions}
     for feat in features:
-        if feat.status != "ok" or feat.n_bins == 0:
+        if not feat.estimable:
             stats.append(None)
             continue
         curve = {"effect": feat.effect, "std": feat.std, "counts": feat.counts} | how
