@@ -14,7 +14,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from ale_cli.errors import AleError, InputError, ModelFailed
+from ale_cli.errors import AleError, InputError, ModelError, ModelFailed
 
 #: Called with the number of rows just finished; drives the progress bar.
 ProgressFn = Callable[[int], None]
@@ -128,6 +128,25 @@ def integer_output_message(path: Path, dtype: str) -> str:
     )
 
 
+#: How a message about the model's inputs ends.
+INPUTS_HINT = "select the model's inputs with {param:inputs} or {param:exclude}"
+
+
+def first_rows_failed(path: object, exc: ModelFailed) -> ModelFailed:
+    """The error of a model that fails on the first rows of the data."""
+    reason = failure_reason(exc)
+    return ModelFailed(f"model '{path}' failed on the first rows of the data: {reason}")
+
+
+def width_error(what: str, width: int, names: Sequence[str]) -> ModelError:
+    """The error of a model (``what``) that takes ``width`` features, not the ``names``."""
+    return ModelError(
+        f"{what} takes {width} features but {len(names)} are selected ({', '.join(names)}); "
+        + INPUTS_HINT,
+        param="features",
+    )
+
+
 def failure_reason(exc: ModelFailed) -> str:
     """The model's own reason inside a :class:`ModelFailed` of :func:`call_model`."""
     return first_line(exc.__cause__) if exc.__cause__ is not None else str(exc)
@@ -198,27 +217,38 @@ def close_with_nonfinite(a: np.ndarray, b: np.ndarray, *, rtol: float) -> bool:
 _SPREAD_ROWS = 4096
 
 
-def other_batch(
-    rows: np.ndarray, X: np.ndarray, *, spread: np.ndarray | None = None
-) -> tuple[np.ndarray, int]:
-    """A copy of ``rows`` with its second half moved by each column's spread + 1, and
-    the size of the unchanged first half (row-independence checks). The spread is
-    ``spread`` (D,) if given, else the std of a systematic sample of X.
+def rows_independent(
+    f: Callable[[np.ndarray], np.ndarray],
+    X: np.ndarray,
+    *,
+    rtol: float,
+    first: np.ndarray | None = None,
+    spread: np.ndarray | None = None,
+) -> bool:
+    """True when the outputs of the first rows do not change if they are evaluated alone,
+    or if the second half of the batch moves by each column's spread + 1 (``spread`` (D,),
+    else the std of a systematic sample of X); ``first``: ``f(X[:CHECK_ROWS])`` if known.
 
-    >>> other, half = other_batch(np.zeros((4, 1)), np.array([[0.0], [2.0]]))
-    >>> other.ravel().tolist(), half
-    ([0.0, 0.0, 2.0, 2.0], 2)
-    >>> other_batch(np.zeros((2, 1)), np.array([[0.0], [1.7e308]]))[0].ravel().tolist()
-    [0.0, 1.0]
+    >>> X = np.arange(20.0).reshape(10, 2)
+    >>> rows_independent(lambda Z: Z.sum(axis=1), X, rtol=1e-9)
+    True
+    >>> rows_independent(lambda Z: Z.sum(axis=1) - Z.mean(), X, rtol=1e-9)
+    False
+    >>> rows_independent(lambda Z: Z[:, 0] * 0, np.array([[0.0], [1.7e308]]), rtol=1e-9)
+    True
     """
+    rows = X[:CHECK_ROWS]
     half = max(1, len(rows) // 2)
     if spread is None:
         with np.errstate(over="ignore", invalid="ignore"):  # near-max floats: an inf spread
             spread = X[:: max(1, len(X) // _SPREAD_ROWS)].std(axis=0)
-    spread = np.where(np.isfinite(spread), spread, 0.0)
     other = rows.copy()
-    other[half:] = rows[half:] + spread + 1.0
-    return other, half
+    other[half:] = rows[half:] + np.where(np.isfinite(spread), spread, 0.0) + 1.0
+    a = f(rows) if first is None else first
+    b, c = f(other), f(rows[:1])
+    return close_with_nonfinite(a[:half], b[:half], rtol=rtol) and close_with_nonfinite(
+        a[:1], c, rtol=rtol
+    )
 
 
 def chunks(n_rows: int, size: int) -> Iterator[slice]:

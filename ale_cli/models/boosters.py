@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import ModelError
-from ale_cli.models.base import Columns, LoadOptions, first_line
+from ale_cli.models.base import Columns, LoadOptions, first_line, width_error
 from ale_cli.models.callable_model import CallableModel
 from ale_cli.models.objects import BOOSTERS, ModelObject, Predictor, native_bytes
 from ale_cli.models.profile import DataProfile
@@ -82,12 +82,7 @@ def load(
     except Exception as exc:  # each library raises its own error for a foreign file
         raise ModelError(f"cannot load {what} as {BOOSTERS[fmt][2]}: {first_line(exc)}") from None
     if width != X.shape[1]:
-        raise ModelError(
-            f"{what} takes {width} features but {X.shape[1]} are selected "
-            f"({', '.join(columns.names)}); select the model's inputs with {{param:inputs}} "
-            "or {param:exclude}",
-            param="features",
-        )
+        raise width_error(what, width, columns.names)
     return CallableModel.of(
         Predictor(predict), label, options, columns, X, profile, fmt=fmt, piecewise=True
     )

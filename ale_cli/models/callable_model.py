@@ -22,7 +22,8 @@ from ale_cli.models.base import (
     ProgressFn,
     batched_effects,
     call_model,
-    failure_reason,
+    first_rows_failed,
+    rows_independent,
 )
 from ale_cli.models.objects import Predictor
 from ale_cli.models.profile import DataProfile
@@ -159,11 +160,8 @@ class CallableModel(Model):
             if use_gradient:
                 caller.gradient(profile.head[:CHECK_ROWS])
         except ModelFailed as exc:
-            raise ModelFailed(
-                f"model '{caller.label}' failed on the first rows of the data: "
-                f"{failure_reason(exc)}"
-            ) from None
-        if not fd.rows_independent(caller, profile.head, rtol=1e-9, first=first):
+            raise first_rows_failed(label, exc) from None
+        if not rows_independent(caller, profile.head, rtol=1e-9, first=first):
             raise ModelError(
                 f"model '{caller.label}' is not deterministic or mixes rows: a row's output "
                 "changes with the other rows of the call; local effects need each output row "

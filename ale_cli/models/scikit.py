@@ -15,6 +15,7 @@ import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
+    INPUTS_HINT,
     Columns,
     Effects,
     Features,
@@ -22,9 +23,10 @@ from ale_cli.models.base import (
     Model,
     ProgressFn,
     call_model,
-    failure_reason,
     first_line,
+    first_rows_failed,
     integer_output_message,
+    width_error,
 )
 from ale_cli.models.objects import ModelObject
 from ale_cli.models.profile import DataProfile
@@ -279,7 +281,6 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
     """Check inputs and first rows; the dtype of a non-float output, else None."""
     names = list(caller.columns.names)
     width = X.shape[1]
-    hint = "select the model's inputs with {param:inputs} or {param:exclude}"
     if caller.names_in is not None:
         missing = [n for n in caller.names_in if n not in names]
         extra = [n for n in names if n not in caller.names_in]
@@ -290,7 +291,7 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
             ]
             raise ModelError(
                 f"model '{caller.path}' was fitted on columns {', '.join(caller.names_in)}; "
-                f"the selected features {' and '.join(p for p in parts if p)}; {hint}",
+                f"the selected features {' and '.join(p for p in parts if p)}; {INPUTS_HINT}",
                 param="features",
             )
     elif caller.level_values:
@@ -300,17 +301,11 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
             "numeric features"
         )
     elif getattr(caller.estimator, "n_features_in_", None) not in (None, width):
-        raise ModelError(
-            f"model '{caller.path}' takes {caller.estimator.n_features_in_} features but "
-            f"{width} are selected ({', '.join(names)}); {hint}",
-            param="features",
-        )
+        raise width_error(f"model '{caller.path}'", caller.estimator.n_features_in_, names)
     try:
         out = caller.raw(X[:CHECK_ROWS])
     except ModelFailed as exc:
-        raise ModelFailed(
-            f"model '{caller.path}' failed on the first rows of the data: {failure_reason(exc)}"
-        ) from None
+        raise first_rows_failed(caller.path, exc) from None
     caller._select(out, len(X[:CHECK_ROWS]))
     return None if np.issubdtype(out.dtype, np.floating) else out.dtype.name
 

@@ -20,6 +20,7 @@ import numpy as np
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
+    INPUTS_HINT,
     Columns,
     Effects,
     Features,
@@ -32,8 +33,9 @@ from ale_cli.models.base import (
     close_with_nonfinite,
     failure_reason,
     first_line,
+    first_rows_failed,
     integer_output_message,
-    other_batch,
+    rows_independent,
 )
 from ale_cli.models.mixed import gradient_of, mixed_partials
 from ale_cli.models.objects import ModelObject, torch_module_of
@@ -174,12 +176,11 @@ def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> 
     if expected is not None and expected != width:
         return ModelError(
             f"model '{path}' does not accept rows of {width} features ({reason}); its first "
-            f"layer takes {expected} features; select the model's inputs with "
-            "{param:inputs} or {param:exclude}",
+            f"layer takes {expected} features; {INPUTS_HINT}",
             param="features",
         )
     if expected is not None:  # the width is right: the model itself fails
-        return ModelFailed(f"model '{path}' failed on the first rows of the data: {reason}")
+        return first_rows_failed(path, exc)
     return ModelFailed(
         f"model '{path}' failed on the first rows of the data, which have {width} "
         f"feature{'' if width == 1 else 's'} ({reason}); if it takes other columns, select "
@@ -331,9 +332,12 @@ class TorchScriptModel(Model):
 
     def _check_rows(self, rows: np.ndarray, X: np.ndarray) -> None:
         """Refuse a model that is not deterministic or whose rows are not independent."""
-        pred, grad = self._evaluate(rows)
-        again = self._evaluate(rows)
-        if not (self._close(pred, again[0]) and self._close(grad, again[1])):
+        import torch
+
+        rtol = 1e-4 if self.dtype != torch.float64 else 1e-9
+        first, again = self._evaluate(rows), self._evaluate(rows)
+        same = [close_with_nonfinite(a, b, rtol=rtol) for a, b in zip(first, again, strict=True)]
+        if not all(same):
             try:
                 graph = str(self.module.inlined_graph)
             except Exception:  # not every ScriptModule exposes a graph (e.g. methods only)
@@ -349,21 +353,16 @@ class TorchScriptModel(Model):
                 f"model '{self.path}' is not deterministic: the same rows give different "
                 f"outputs on two calls ({cause})"
             )
-        other, half = other_batch(rows, X)
-        try:
-            p_other, g_other = self._evaluate(other)
-            p_one, g_one = self._evaluate(rows[:1])
+        try:  # predictions, then gradients
+            same_rows = all(
+                rows_independent(lambda r, k=k: self._evaluate(r)[k], X, rtol=rtol, first=first[k])
+                for k in (0, 1)
+            )
         except ModelFailed as exc:
             raise ModelError(
                 f"model '{self.path}' fails on a batch of other size or content "
                 f"({failure_reason(exc)}); it must treat every row on its own"
             ) from None
-        same_rows = (
-            self._close(pred[:half], p_other[:half])
-            and self._close(grad[:half], g_other[:half])
-            and self._close(pred[:1], p_one)
-            and self._close(grad[:1], g_one)
-        )
         if not same_rows:
             raise ModelError(
                 f"model '{self.path}' mixes rows: a row's output or gradient changes when "
@@ -371,12 +370,6 @@ class TorchScriptModel(Model):
                 "in training mode?); local effects need each output row to depend on its own "
                 "input row only, so export the model after model.eval()"
             )
-
-    def _close(self, a: np.ndarray, b: np.ndarray) -> bool:
-        import torch
-
-        rtol = 1e-4 if self.dtype != torch.float64 else 1e-9
-        return close_with_nonfinite(a, b, rtol=rtol)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output, computed under ``torch.inference_mode``."""
