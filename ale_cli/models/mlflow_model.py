@@ -24,14 +24,9 @@ _TORCH = ("torch-export", "torchscript")
 
 def is_reference(value: Any) -> bool:
     """True for an MLflow model URI, or a directory holding an ``MLmodel`` file."""
-    text = str(value)
-    if text.startswith(SCHEMES):
+    if str(value).startswith(SCHEMES):
         return True
-    return (
-        isinstance(value, str | Path)
-        and Path(value).is_dir()
-        and (Path(value) / "MLmodel").is_file()
-    )
+    return isinstance(value, str | Path) and (Path(value) / "MLmodel").is_file()
 
 
 def mlflow(what: str) -> Any:

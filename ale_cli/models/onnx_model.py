@@ -133,10 +133,6 @@ class OnnxModel(Model):
         """Rows per forward+backward call on the torch path."""
         return self.batch_size or DEFAULT_BATCH_SIZE
 
-    @property
-    def path(self) -> Path:
-        return self.graph.path
-
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output through onnxruntime, shape (N,)."""
         size = self.batch_size or fd.DEFAULT_EVAL_ROWS
@@ -145,7 +141,7 @@ class OnnxModel(Model):
     def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
         """Autodiff through the torch translation, or central differences via onnxruntime."""
         if self.plan is not None:
-            label = f"ONNX model '{self.path}'"
+            label = f"ONNX model '{self.graph.path}'"
             return self.plan.effects(self.graph.run, X, features, progress=progress, label=label)
         return batched_effects(
             functools.partial(self.graph.torch_forward, self.choice.torch_graph),
@@ -168,7 +164,7 @@ class OnnxModel(Model):
         torch_graph = self.choice.torch_graph
         if torch_graph is None:
             raise ModelError(
-                f"ONNX model '{self.path}' has no mixed derivatives: it is evaluated by "
+                f"ONNX model '{self.graph.path}' has no mixed derivatives: it is evaluated by "
                 f"finite differences ({self.choice.fallback_reason})"
             )
 
@@ -182,7 +178,7 @@ class OnnxModel(Model):
             pairs,
             dtype=self.graph.torch_dtype(),
             batch_size=fixed or self.rows,
-            path=self.path,
+            path=self.graph.path,
             progress=progress,
             pad=fixed is not None,
         )

@@ -311,18 +311,14 @@ class TorchScriptModel(Model):
             out = self.module(x)
         return self._select(out, len(x))
 
-    def _gradient(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        y = self._forward(x)
-        if not y.is_floating_point():
-            raise ModelError(integer_output_message(self.path, self.pick.dtype), param="output")
-        return y, gradient_of(y, x)
-
     def _forward_backward(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         import torch
 
         x = torch.from_numpy(X).to(self.dtype).requires_grad_(True)
-        y, grad = call_model(self.path, self._gradient, x)
-        return y.detach().numpy(), grad.detach().numpy()
+        y = call_model(self.path, self._forward, x)
+        if not y.is_floating_point():
+            raise ModelError(integer_output_message(self.path, self.pick.dtype), param="output")
+        return y.detach().numpy(), call_model(self.path, gradient_of, y, x).detach().numpy()
 
     def _evaluate(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Predictions and gradients (zeros for an integer output, which has none)."""
