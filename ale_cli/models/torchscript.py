@@ -59,12 +59,11 @@ def parse_output(spec: str | None) -> tuple[int | None, int | None]:
     """
     if spec is None:
         return None, None
-    parts = spec.split(":")
     try:
-        numbers = [int(p) for p in parts]
+        numbers = [int(p) for p in spec.split(":")]
     except ValueError:
         numbers = []
-    if len(parts) not in (1, 2) or len(numbers) != len(parts) or min(numbers) < 0:
+    if len(numbers) not in (1, 2) or min(numbers) < 0:
         raise ModelError(
             f"{{param}} '{spec}' is not valid for a TorchScript model; "
             "expected an output column INDEX or ELEMENT:INDEX for a tuple output",
