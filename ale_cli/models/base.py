@@ -15,6 +15,7 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 
 from ale_cli.errors import AleError, InputError, ModelError, ModelFailed
+from ale_cli.models.profile import DataProfile
 
 #: Called with the number of rows just finished; drives the progress bar.
 ProgressFn = Callable[[int], None]
@@ -62,6 +63,25 @@ class Columns:
     def fixed_mask(self) -> np.ndarray:
         """Boolean (D,): True for the columns held fixed."""
         return np.array([name in self.fixed for name in self.names], dtype=bool)
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    """A model to load (a file path, or a :class:`~ale_cli.models.objects.ModelObject`)
+    in ``format``, with the ``options``, ``columns`` and rows X (N, D) it is checked on;
+    ``profile`` of all rows (None: X's)."""
+
+    model: Any
+    format: str
+    options: LoadOptions
+    columns: Columns
+    X: np.ndarray
+    all_rows: DataProfile | None = None
+
+    @property
+    def profile(self) -> DataProfile:
+        """The profile of all rows if given, else of X."""
+        return DataProfile.of(self.X) if self.all_rows is None else self.all_rows
 
 
 class Model:

@@ -12,10 +12,9 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import ModelError
-from ale_cli.models.base import Columns, LoadOptions, first_line, width_error
+from ale_cli.models.base import LoadRequest, first_line, width_error
 from ale_cli.models.callable_model import CallableModel
 from ale_cli.models.objects import BOOSTERS, ModelObject, Predictor, native_bytes
-from ale_cli.models.profile import DataProfile
 
 EXTENSIONS = {".json": "xgboost", ".ubj": "xgboost", ".txt": "lightgbm", ".cbm": "catboost"}
 
@@ -57,19 +56,12 @@ def _read(fmt: str, lib: Any, saved: Saved) -> tuple[Callable[[np.ndarray], Any]
     return lambda X: cat.predict(X, thread_count=1), len(cat.feature_names_)
 
 
-def load(
-    path: Path | ModelObject,
-    fmt: str,
-    options: LoadOptions,
-    columns: Columns,
-    X: np.ndarray,
-    profile: DataProfile | None = None,
-) -> CallableModel:
-    """Read the booster file (or object, from its bytes) and check it on X (or
-    ``profile``): its width, its output."""
-    label = str(path)
+def load(req: LoadRequest) -> CallableModel:
+    """Read the booster file (or object, from its bytes) and check it on X (or the
+    profile): its width, its output."""
+    path, fmt, label = req.model, req.format, str(req.model)
     what = f"model {path}" if isinstance(path, ModelObject) else f"model file '{path}'"
-    if options.method == "autodiff":
+    if req.options.method == "autodiff":
         raise ModelError(
             f"{{param}} autodiff is not available for {BOOSTERS[fmt][2]} (trees have no "
             "gradient); it is explained by secants or finite differences",
@@ -81,8 +73,6 @@ def load(
         predict, width = _read(fmt, lib, saved)
     except Exception as exc:  # each library raises its own error for a foreign file
         raise ModelError(f"cannot load {what} as {BOOSTERS[fmt][2]}: {first_line(exc)}") from None
-    if width != X.shape[1]:
-        raise width_error(what, width, columns.names)
-    return CallableModel.of(
-        Predictor(predict), label, options, columns, X, profile, fmt=fmt, piecewise=True
-    )
+    if width != req.X.shape[1]:
+        raise width_error(what, width, req.columns.names)
+    return CallableModel.of(Predictor(predict), req, piecewise=True)

@@ -14,10 +14,9 @@ import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
-    Columns,
     Effects,
     Features,
-    LoadOptions,
+    LoadRequest,
     Model,
     ProgressFn,
     batched_effects,
@@ -26,7 +25,6 @@ from ale_cli.models.base import (
     rows_independent,
 )
 from ale_cli.models.objects import Predictor
-from ale_cli.models.profile import DataProfile
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,21 +121,13 @@ class CallableModel(Model):
 
     @classmethod
     def of(
-        cls,
-        predictor: Predictor | Any,
-        label: str,
-        options: LoadOptions,
-        columns: Columns,
-        X: np.ndarray,
-        profile: DataProfile | None = None,
-        *,
-        fmt: str = "callable",
-        piecewise: bool = False,
+        cls, predictor: Predictor | Any, req: LoadRequest, *, piecewise: bool = False
     ) -> CallableModel:
-        """Check ``predictor`` (a callable, named ``label`` in messages) on the data (or
-        ``profile``) and decide its method and steps; ``piecewise``: a model type known to
-        be piecewise constant (the large step, then secants)."""
+        """Check ``predictor`` (a callable, named as ``req.model`` in messages) on the data
+        (or the profile) and decide its method and steps; ``piecewise``: a model type known
+        to be piecewise constant (the large step, then secants)."""
         predictor = predictor if isinstance(predictor, Predictor) else Predictor(predictor)
+        options, columns, label = req.options, req.columns, str(req.model)
         has_gradient = predictor.gradient is not None
         if options.method == "autodiff" and not has_gradient:
             raise ModelError(
@@ -151,7 +141,7 @@ class CallableModel(Model):
                 "{param} applies to finite differences; this model's gradient is given",
                 param="step",
             )
-        profile = DataProfile.of(X) if profile is None else profile
+        profile = req.profile
         try:
             caller = _columns(
                 Caller(predictor, label, columns.names, None), options.output, profile.head[:1]
@@ -178,7 +168,7 @@ class CallableModel(Model):
         plan = None
         if not use_gradient:
             plan = fd.plan_steps(caller, profile, options, piecewise_type=piecewise, fixed=fixed)
-        return cls(caller, options.batch_size or fd.DEFAULT_EVAL_ROWS, fixed, plan, fmt)
+        return cls(caller, options.batch_size or fd.DEFAULT_EVAL_ROWS, fixed, plan, req.format)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output at every row, shape (N,)."""
@@ -212,3 +202,8 @@ class CallableModel(Model):
             "eval_rows_per_call": self.eval_rows,
             "dataframe_input": self.caller.predictor.frame,
         } | ({} if self.plan is None else self.plan.details())
+
+
+def load(req: LoadRequest) -> CallableModel:
+    """A callable model object, checked (:meth:`CallableModel.of`)."""
+    return CallableModel.of(req.model.obj, req)

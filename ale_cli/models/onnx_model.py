@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -17,10 +16,9 @@ import numpy as np
 import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
-    Columns,
     Effects,
     Features,
-    LoadOptions,
+    LoadRequest,
     Model,
     ProgressFn,
     batched_effects,
@@ -30,7 +28,6 @@ from ale_cli.models.base import (
 from ale_cli.models.mixed import mixed_partials
 from ale_cli.models.onnx_graph import RTOL, OnnxGraph, check_graph
 from ale_cli.models.onnx_torch import TorchGraph, UnsupportedGraph
-from ale_cli.models.profile import DataProfile
 from ale_cli.models.torchscript import DEFAULT_BATCH_SIZE
 
 CHECK_ROWS = 256
@@ -95,34 +92,6 @@ class OnnxModel(Model):
     row_shape: tuple[int, ...]
     plan: fd.FdPlan | None = None
     format: ClassVar[str] = "onnx"
-
-    @classmethod
-    def load(
-        cls,
-        path: Path,
-        options: LoadOptions,
-        columns: Columns,
-        X: np.ndarray,
-        profile: DataProfile | None = None,
-    ) -> OnnxModel:
-        """Open the file, check the graph, choose method and steps from ``profile``."""
-        profile = DataProfile.of(X) if profile is None else profile
-        graph, proto = OnnxGraph.open(path, options.output)
-        graph, row_shape = check_graph(graph, columns, profile.head, spread=profile.std)
-        choice = choose_method(graph, proto, options.method, profile.rows(CHECK_ROWS))
-        fixed = columns.fixed_mask()
-        plan = None
-        if choice.torch_graph is None:
-            plan = fd.plan_steps(
-                graph.run,
-                profile,
-                options,
-                piecewise_type=any(op.startswith("TreeEnsemble") for op in graph.ops),
-                fixed=fixed,
-                smooth_step=fd.FLOAT32_STEP if graph.dtype == np.float32 else fd.SMALL_STEP,
-                dtype=graph.dtype,
-            )
-        return cls(graph, choice, options.batch_size, fixed, row_shape, plan)
 
     @property
     def method(self) -> str:
@@ -205,3 +174,24 @@ class OnnxModel(Model):
         reason = choice.fallback_reason
         note = f"finite differences through onnxruntime: {reason}"
         return details | {"fallback_reason": reason} | self.plan.details(note)
+
+
+def load(req: LoadRequest) -> OnnxModel:
+    """Open the file, check the graph, choose method and steps from the profile."""
+    profile, options = req.profile, req.options
+    graph, proto = OnnxGraph.open(req.model, options.output)
+    graph, row_shape = check_graph(graph, req.columns, profile.head, spread=profile.std)
+    choice = choose_method(graph, proto, options.method, profile.rows(CHECK_ROWS))
+    fixed = req.columns.fixed_mask()
+    plan = None
+    if choice.torch_graph is None:
+        plan = fd.plan_steps(
+            graph.run,
+            profile,
+            options,
+            piecewise_type=any(op.startswith("TreeEnsemble") for op in graph.ops),
+            fixed=fixed,
+            smooth_step=fd.FLOAT32_STEP if graph.dtype == np.float32 else fd.SMALL_STEP,
+            dtype=graph.dtype,
+        )
+    return OnnxModel(graph, choice, options.batch_size, fixed, row_shape, plan)

@@ -20,6 +20,7 @@ from ale_cli.models.base import (
     Effects,
     Features,
     LoadOptions,
+    LoadRequest,
     Model,
     ProgressFn,
     call_model,
@@ -393,16 +394,10 @@ class SklearnModel(Model):
         return details
 
 
-def load(
-    path: Path | ModelObject,
-    fmt: str,
-    options: LoadOptions,
-    columns: Columns,
-    X: np.ndarray,
-    profile: DataProfile | None = None,
-) -> SklearnModel:
+def load(req: LoadRequest) -> SklearnModel:
     """Load a skops file or a trusted pickle, or take a fitted estimator object, and check
     it (:meth:`SklearnModel.from_estimator`)."""
+    path, fmt, options = req.model, req.format, req.options
     if isinstance(path, ModelObject):
         from sklearn.exceptions import NotFittedError
         from sklearn.utils.validation import check_is_fitted
@@ -420,4 +415,4 @@ def load(
     else:
         est, trusted = read_estimator(path, fmt, options)
     build = SklearnModel.from_estimator
-    return build(est, path, fmt, options, columns, X, trusted=trusted, profile=profile)
+    return build(est, path, fmt, options, req.columns, req.X, trusted=trusted, profile=req.all_rows)

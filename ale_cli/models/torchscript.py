@@ -21,10 +21,9 @@ from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
     INPUTS_HINT,
-    Columns,
     Effects,
     Features,
-    LoadOptions,
+    LoadRequest,
     Model,
     ProgressFn,
     batched_effects,
@@ -203,17 +202,17 @@ def fixed_batch(program: Any) -> int | None:
     return None
 
 
-def load(
-    path: Path | ModelObject, fmt: str, options: LoadOptions, columns: Columns, X: np.ndarray
-) -> TorchScriptModel:
+def load(req: LoadRequest) -> TorchScriptModel:
     """Load a TorchScript archive (``torch.jit.load`` on the CPU), a ``.pt2`` program
     (``torch.export.load``) or a torch model object and check it
     (:meth:`TorchScriptModel.from_module`)."""
     import torch
 
+    path, fmt = req.model, req.format
     if isinstance(path, ModelObject):
-        module = path.obj if fmt == "torch-export" else torch_module_of(path)
-        return TorchScriptModel.from_module(module, path, options, columns, X, fmt=fmt)
+        return TorchScriptModel.from_module(
+            path.obj if fmt == "torch-export" else torch_module_of(path), req
+        )
     what = "a torch.export program" if fmt == "torch-export" else "TorchScript"
     try:
         if fmt == "torch-export":
@@ -222,7 +221,7 @@ def load(
             module = torch.jit.load(str(path), map_location="cpu")
     except Exception as exc:  # torch raises RuntimeError/KeyError/... for foreign archives
         raise ModelError(f"cannot load model file '{path}' as {what}: {first_line(exc)}") from None
-    return TorchScriptModel.from_module(module, path, options, columns, X, fmt=fmt)
+    return TorchScriptModel.from_module(module, req)
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,20 +241,13 @@ class TorchScriptModel(Model):
     method: ClassVar[str] = "autodiff"
 
     @classmethod
-    def from_module(
-        cls,
-        module: Any,
-        path: Path | Any,
-        options: LoadOptions,
-        columns: Columns,
-        X: np.ndarray,
-        *,
-        fmt: str = "torchscript",
-    ) -> TorchScriptModel:
+    def from_module(cls, module: Any, req: LoadRequest) -> TorchScriptModel:
         """Put ``module`` (or an exported program's, which has no train mode to leave) in
         eval mode with frozen parameters, pick the output on the first rows of X and check
-        that rows are independent; ``path`` names the model in messages."""
+        that rows are independent."""
         import torch
+
+        path, fmt, X, output = req.model, req.format, req.X, req.options.output
 
         if fmt == "torch-export":
             rows = fixed_batch(module)
@@ -281,10 +273,10 @@ class TorchScriptModel(Model):
             module=module,
             path=path,
             dtype=dtype,
-            batch_size=options.batch_size or DEFAULT_BATCH_SIZE,
-            selector=options.output,
-            pick=pick_outputs(first, len(rows), options.output, path),
-            fixed=columns.fixed_mask(),
+            batch_size=req.options.batch_size or DEFAULT_BATCH_SIZE,
+            selector=output,
+            pick=pick_outputs(first, len(rows), output, path),
+            fixed=req.columns.fixed_mask(),
             format=fmt,
         )
         model._check_rows(rows, X)
