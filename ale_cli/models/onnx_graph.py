@@ -312,8 +312,6 @@ class OnnxGraph:
             )
         flat = out.reshape(n_rows, -1)
         width = flat.shape[1]
-        if self.columns and max(self.columns) < width:
-            return flat[:, list(self.columns)]
         if self.column is None:
             if width != 1:
                 raise ModelError(
@@ -328,7 +326,7 @@ class OnnxGraph:
                 f"output '{self.out_name}' has columns 0..{width - 1}",
                 param="output",
             )
-        return flat[:, self.column]
+        return flat[:, list(self.columns)] if self.columns else flat[:, self.column]
 
     def output_records(self) -> list[dict[str, Any]]:
         """The meta's record of each output explained at once (``proba:K`` for a column of
