@@ -6,6 +6,7 @@ the user's model code goes through :func:`call_model`.
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -165,6 +166,16 @@ def width_error(what: str, width: int, names: Sequence[str]) -> ModelError:
         + INPUTS_HINT,
         param="features",
     )
+
+
+def extra(module: str, what: str) -> Any:
+    """The optional ``module``, or a one-line ModelError: ``what`` needs the extra of it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ModelError(
+            f"{what} needs the {module} extra: pip install 'ale-cli[{module}]'"
+        ) from None
 
 
 def failure_reason(exc: ModelFailed) -> str:
