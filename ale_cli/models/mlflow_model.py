@@ -125,8 +125,7 @@ def resolve(reference: str | Path, *, trust_pickle: bool = False) -> Resolved:
         flavor, path, fmt = native
         if not path.is_file():
             raise ModelError(f"MLflow model '{reference}': its {flavor} file '{path}' is missing")
-        source = MlflowSource(str(reference), flavor, run_id, name, version)
-        return Resolved(path, fmt, source)
+        return Resolved(path, fmt, MlflowSource(str(reference), flavor, run_id, name, version))
     if "python_function" not in flavors:
         raise ModelError(
             f"MLflow model '{reference}' has neither a flavour ale reads (sklearn, pytorch, "
