@@ -6,6 +6,7 @@ the user's model code goes through :func:`call_model`.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -79,9 +80,9 @@ class LoadRequest:
     X: np.ndarray
     all_rows: DataProfile | None = None
 
-    @property
+    @functools.cached_property
     def profile(self) -> DataProfile:
-        """The profile of all rows if given, else of X."""
+        """The profile of all rows if given, else of X (computed once)."""
         return DataProfile.of(self.X) if self.all_rows is None else self.all_rows
 
 

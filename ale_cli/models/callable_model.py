@@ -167,7 +167,7 @@ class CallableModel(Model):
         fixed = columns.fixed_mask()
         plan = None
         if not use_gradient:
-            plan = fd.plan_steps(caller, profile, options, piecewise_type=piecewise, fixed=fixed)
+            plan = fd.plan_steps(caller, req, piecewise_type=piecewise)
         return cls(caller, options.batch_size or fd.DEFAULT_EVAL_ROWS, fixed, plan, req.format)
 
     def predict(self, X: np.ndarray) -> np.ndarray:

@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import RunError
-from ale_cli.models.base import Effects, LoadOptions, ProgressFn, feature_indices, stacked_chunks
-from ale_cli.models.profile import DataProfile
+from ale_cli.models.base import Effects, LoadRequest, ProgressFn, feature_indices, stacked_chunks
 
 #: Evaluation rows per model call (bench/bench_formats.py).
 DEFAULT_EVAL_ROWS = 32_768
@@ -172,18 +171,13 @@ def zero_share(f: PredictFn, X: np.ndarray, plan: FdPlan) -> float:
 
 
 def plan_steps(
-    f: PredictFn,
-    profile: DataProfile,
-    options: LoadOptions,
-    *,
-    piecewise_type: bool,
-    fixed: np.ndarray,
-    smooth_step: float = SMALL_STEP,
-    dtype: Any = np.float64,
+    f: PredictFn, req: LoadRequest, *, piecewise_type: bool, dtype: Any = np.float64
 ) -> FdPlan:
     """The user's step if given; the large step for a piecewise-constant model type or
     when most small-step derivatives on a sample of the profiled rows are exactly zero;
-    else ``smooth_step``."""
+    else the small step of inputs of ``dtype`` (float32 graphs: :data:`FLOAT32_STEP`)."""
+    profile, options, fixed = req.profile, req.options, req.columns.fixed_mask()
+    smooth_step = FLOAT32_STEP if dtype == np.float32 else SMALL_STEP
     scale = profile.scale()
     rows = options.batch_size or DEFAULT_EVAL_ROWS
     if options.step is not None:

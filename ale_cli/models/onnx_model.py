@@ -175,11 +175,8 @@ def load(req: LoadRequest) -> OnnxModel:
     if choice.torch_graph is None:
         plan = fd.plan_steps(
             graph.run,
-            profile,
-            options,
+            req,
             piecewise_type=any(op.startswith("TreeEnsemble") for op in graph.ops),
-            fixed=fixed,
-            smooth_step=fd.FLOAT32_STEP if graph.dtype == np.float32 else fd.SMALL_STEP,
             dtype=graph.dtype,
         )
     return OnnxModel(graph, choice, options.batch_size, fixed, row_shape, plan)

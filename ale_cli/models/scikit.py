@@ -336,7 +336,7 @@ class SklearnModel(Model):
         profile: DataProfile | None = None,
     ) -> SklearnModel:
         """Check a fitted estimator on X (or ``profile``) and choose its steps there."""
-        profile = DataProfile.of(X) if profile is None else profile
+        req = LoadRequest(path, fmt, options, columns, X, profile)
         if options.method == "autodiff":
             raise ModelError(
                 "{param} autodiff is not available for scikit-learn models; "
@@ -349,15 +349,10 @@ class SklearnModel(Model):
                 "not a fitted scikit-learn estimator (it has no predict method)"
             )
         caller = SklearnCaller.build(estimator, path, options.output, columns)
-        integer = check_inputs(caller, profile.head)
+        integer = check_inputs(caller, req.profile.head)
         final = type(final_estimator(estimator)).__name__
-        plan = fd.plan_steps(
-            caller,
-            profile,
-            options,
-            piecewise_type=any(s in final for s in PIECEWISE_CONSTANT),
-            fixed=columns.fixed_mask(),
-        )
+        piecewise = any(s in final for s in PIECEWISE_CONSTANT)
+        plan = fd.plan_steps(caller, req, piecewise_type=piecewise)
         return cls(caller, fmt, plan, None if trusted is None else tuple(trusted), integer)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
