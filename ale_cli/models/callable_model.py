@@ -164,11 +164,9 @@ class CallableModel(Model):
                 "({param:method} finite-differences)",
                 param="output",
             )
-        fixed = columns.fixed_mask()
-        plan = None
-        if not use_gradient:
-            plan = fd.plan_steps(caller, req, piecewise_type=piecewise)
-        return cls(caller, options.batch_size or fd.DEFAULT_EVAL_ROWS, fixed, plan, req.format)
+        plan = None if use_gradient else fd.plan_steps(caller, req, piecewise_type=piecewise)
+        rows = options.batch_size or fd.DEFAULT_EVAL_ROWS
+        return cls(caller, rows, columns.fixed_mask(), plan, req.format)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output at every row, shape (N,)."""

@@ -170,7 +170,6 @@ def load(req: LoadRequest) -> OnnxModel:
     graph, proto = OnnxGraph.open(req.model, options.output)
     graph, row_shape = check_graph(graph, req.columns, profile.head, spread=profile.std)
     choice = choose_method(graph, proto, options.method, profile.rows(CHECK_ROWS))
-    fixed = req.columns.fixed_mask()
     plan = None
     if choice.torch_graph is None:
         plan = fd.plan_steps(
@@ -179,4 +178,4 @@ def load(req: LoadRequest) -> OnnxModel:
             piecewise_type=any(op.startswith("TreeEnsemble") for op in graph.ops),
             dtype=graph.dtype,
         )
-    return OnnxModel(graph, choice, options.batch_size, fixed, row_shape, plan)
+    return OnnxModel(graph, choice, options.batch_size, req.columns.fixed_mask(), row_shape, plan)
