@@ -71,7 +71,7 @@ class Columns:
 class LoadRequest:
     """A model to load (a file path, or a :class:`~ale_cli.models.objects.ModelObject`)
     in ``format``, with the ``options``, ``columns`` and rows X (N, D) it is checked on;
-    ``profile`` of all rows (None: X's)."""
+    ``all_rows``: the profile of all rows (None: X's is :attr:`profile`)."""
 
     model: Any
     format: str
@@ -161,7 +161,7 @@ def first_rows_failed(path: object, exc: ModelFailed) -> ModelFailed:
 
 
 def width_error(what: str, width: int, names: Sequence[str]) -> ModelError:
-    """The error of a model (``what``) that takes ``width`` features, not the ``names``."""
+    """The error of a model (``what``) that takes ``width`` features when ``names`` are selected."""
     return ModelError(
         f"{what} takes {width} features but {len(names)} are selected ({', '.join(names)}); "
         + INPUTS_HINT,
