@@ -14,6 +14,7 @@ from ale_cli.errors import ModelError
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeRequest, compute
 from ale_cli.models import Columns, LoadOptions, scikit
+from ale_cli.models.base import LoadRequest
 from ale_cli.models.scikit import SklearnModel
 from ale_cli.store.npz import read_store
 
@@ -206,9 +207,9 @@ def test_hgb_skops_needs_trust_and_records_it(sample_dir: Path, tmp_path: Path) 
     table = load_table(sample_dir / "diabetes.csv", exclude=["target"])
     columns = Columns(names=table.feature_names)
     with pytest.raises(ModelError, match="pass trust sklearn.ensemble._hist_gradient") as info:
-        scikit.load(path, "skops", LoadOptions(), columns, table.X)
+        scikit.load(LoadRequest(path, "skops", LoadOptions(), columns, table.X))
     assert info.value.param == "trust"
-    model = scikit.load(path, "skops", LoadOptions(trust=HGB_TRUST), columns, table.X)
+    model = scikit.load(LoadRequest(path, "skops", LoadOptions(trust=HGB_TRUST), columns, table.X))
     assert model.describe()["trusted_types"] == list(HGB_TRUST)
 
 
@@ -220,8 +221,8 @@ def test_pickle_loads_with_trust(tmp_path: Path) -> None:
     path = tmp_path / "lin.pkl"
     joblib.dump(LinearRegression().fit(X, X @ [3.0, -1.0]), path)
     with pytest.raises(ModelError, match="pass trust_pickle if you trust its source"):
-        scikit.load(path, "pickle", LoadOptions(), Columns(names=("a", "b")), X)
+        scikit.load(LoadRequest(path, "pickle", LoadOptions(), Columns(names=("a", "b")), X))
     model = scikit.load(
-        path, "pickle", LoadOptions(trust_pickle=True), Columns(names=("a", "b")), X
+        LoadRequest(path, "pickle", LoadOptions(trust_pickle=True), Columns(names=("a", "b")), X)
     )
     np.testing.assert_allclose(model.local_effects(X).local_effects, [[3.0, -1.0]] * 50, rtol=1e-8)

@@ -6,12 +6,11 @@ from __future__ import annotations
 import importlib
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ale_cli.errors import InputError, ModelError
-from ale_cli.models.base import Columns, LoadOptions, Model
+from ale_cli.models.base import Columns, LoadOptions, LoadRequest, Model
 from ale_cli.models.boosters import EXTENSIONS as BOOSTER_EXTENSIONS
 from ale_cli.models.objects import BOOSTERS, ModelObject, Predictor
 from ale_cli.models.profile import DataProfile
@@ -27,12 +26,6 @@ __all__ = [
     "load_model",
     "sniff_format",
 ]
-
-
-def _adapter(name: str) -> Any:
-    """``"module:attribute"`` of an adapter module here, imported only to load a model."""
-    module, _, attribute = name.partition(":")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
 
 
 _EXTENSIONS = {
@@ -76,6 +69,14 @@ _LABELS = {
     **{fmt: label for fmt, (_, _, label) in BOOSTERS.items()},
 }
 MODEL_FORMATS = tuple(_LABELS)
+_TORCH = ("torchscript", "torch-export", "torch-module")
+#: format -> the adapter module whose ``load`` reads it (imported only to load a model)
+_ADAPTERS = {
+    **dict.fromkeys(_TORCH, "torchscript"),
+    **dict.fromkeys(BOOSTERS, "boosters"),
+    "onnx": "onnx_model",
+    "callable": "callable_model",
+}
 
 
 def sniff_format(path: Path) -> str | None:
@@ -148,18 +149,11 @@ def load_model(
             raise ModelError(f"model file '{path}' is not {_LABELS[fmt]}")
         name = "TorchScript" if fmt == "torchscript" else "torch.export"
         why = f"applies to ONNX and scikit-learn models; {name} model '{path}'"
-    if fmt in ("torchscript", "torch-export", "torch-module"):
+    if fmt in _TORCH:
         exact = "differentiated exactly (autodiff)"
         if options.method == "finite-differences":
             raise ModelError(f"{{param}} finite-differences {why} is {exact}", param="method")
         if options.step is not None:
             raise ModelError(f"{{param}} {why} is {exact}", param="step")
-        return _adapter("torchscript:load")(path, fmt, options, columns, X)
-    if fmt == "onnx":
-        return _adapter("onnx_model:OnnxModel").load(path, options, columns, X, profile)
-    if fmt in BOOSTERS:
-        return _adapter("boosters:load")(path, fmt, options, columns, X, profile)
-    if fmt == "callable":
-        adapter = _adapter("callable_model:CallableModel")
-        return adapter.of(path.obj, str(path), options, columns, X, profile)
-    return _adapter("scikit:load")(path, fmt, options, columns, X, profile)
+    adapter = importlib.import_module(f"{__name__}.{_ADAPTERS.get(fmt, 'scikit')}")
+    return adapter.load(LoadRequest(path, fmt, options, columns, X, profile))

@@ -6,6 +6,8 @@ the user's model code goes through :func:`call_model`.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,7 +16,8 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from ale_cli.errors import AleError, InputError, ModelFailed
+from ale_cli.errors import AleError, InputError, ModelError, ModelFailed
+from ale_cli.models.profile import DataProfile
 
 #: Called with the number of rows just finished; drives the progress bar.
 ProgressFn = Callable[[int], None]
@@ -62,6 +65,25 @@ class Columns:
     def fixed_mask(self) -> np.ndarray:
         """Boolean (D,): True for the columns held fixed."""
         return np.array([name in self.fixed for name in self.names], dtype=bool)
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    """A model to load (a file path, or a :class:`~ale_cli.models.objects.ModelObject`)
+    in ``format``, with the ``options``, ``columns`` and rows X (N, D) it is checked on;
+    ``all_rows``: the profile of all rows (None: X's is :attr:`profile`)."""
+
+    model: Any
+    format: str
+    options: LoadOptions
+    columns: Columns
+    X: np.ndarray
+    all_rows: DataProfile | None = None
+
+    @functools.cached_property
+    def profile(self) -> DataProfile:
+        """The profile of all rows if given, else of X (computed once)."""
+        return DataProfile.of(self.X) if self.all_rows is None else self.all_rows
 
 
 class Model:
@@ -126,6 +148,35 @@ def integer_output_message(path: Path, dtype: str) -> str:
         "({param} proba:CLASS for a scikit-learn classifier, or the column of a "
         "probability output) or use 'ale classic', which needs no gradient"
     )
+
+
+#: How a message about the model's inputs ends.
+INPUTS_HINT = "select the model's inputs with {param:inputs} or {param:exclude}"
+
+
+def first_rows_failed(path: object, exc: ModelFailed) -> ModelFailed:
+    """The error of a model that fails on the first rows of the data."""
+    reason = failure_reason(exc)
+    return ModelFailed(f"model '{path}' failed on the first rows of the data: {reason}")
+
+
+def width_error(what: str, width: int, names: Sequence[str]) -> ModelError:
+    """The error of a model (``what``) that takes ``width`` features when ``names`` are selected."""
+    return ModelError(
+        f"{what} takes {width} features but {len(names)} are selected ({', '.join(names)}); "
+        + INPUTS_HINT,
+        param="features",
+    )
+
+
+def extra(module: str, what: str) -> Any:
+    """The optional ``module``, or a one-line ModelError: ``what`` needs the extra of it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ModelError(
+            f"{what} needs the {module} extra: pip install 'ale-cli[{module}]'"
+        ) from None
 
 
 def failure_reason(exc: ModelFailed) -> str:
@@ -198,27 +249,38 @@ def close_with_nonfinite(a: np.ndarray, b: np.ndarray, *, rtol: float) -> bool:
 _SPREAD_ROWS = 4096
 
 
-def other_batch(
-    rows: np.ndarray, X: np.ndarray, *, spread: np.ndarray | None = None
-) -> tuple[np.ndarray, int]:
-    """A copy of ``rows`` with its second half moved by each column's spread + 1, and
-    the size of the unchanged first half (row-independence checks). The spread is
-    ``spread`` (D,) if given, else the std of a systematic sample of X.
+def rows_independent(
+    f: Callable[[np.ndarray], np.ndarray],
+    X: np.ndarray,
+    *,
+    rtol: float,
+    first: np.ndarray | None = None,
+    spread: np.ndarray | None = None,
+) -> bool:
+    """True when the outputs of the first rows do not change if they are evaluated alone,
+    or if the second half of the batch moves by each column's spread + 1 (``spread`` (D,),
+    else the std of a systematic sample of X); ``first``: ``f(X[:CHECK_ROWS])`` if known.
 
-    >>> other, half = other_batch(np.zeros((4, 1)), np.array([[0.0], [2.0]]))
-    >>> other.ravel().tolist(), half
-    ([0.0, 0.0, 2.0, 2.0], 2)
-    >>> other_batch(np.zeros((2, 1)), np.array([[0.0], [1.7e308]]))[0].ravel().tolist()
-    [0.0, 1.0]
+    >>> X = np.arange(20.0).reshape(10, 2)
+    >>> rows_independent(lambda Z: Z.sum(axis=1), X, rtol=1e-9)
+    True
+    >>> rows_independent(lambda Z: Z.sum(axis=1) - Z.mean(), X, rtol=1e-9)
+    False
+    >>> rows_independent(lambda Z: Z[:, 0] * 0, np.array([[0.0], [1.7e308]]), rtol=1e-9)
+    True
     """
+    rows = X[:CHECK_ROWS]
     half = max(1, len(rows) // 2)
     if spread is None:
         with np.errstate(over="ignore", invalid="ignore"):  # near-max floats: an inf spread
             spread = X[:: max(1, len(X) // _SPREAD_ROWS)].std(axis=0)
-    spread = np.where(np.isfinite(spread), spread, 0.0)
     other = rows.copy()
-    other[half:] = rows[half:] + spread + 1.0
-    return other, half
+    other[half:] = rows[half:] + np.where(np.isfinite(spread), spread, 0.0) + 1.0
+    a = f(rows) if first is None else first
+    b, c = f(other), f(rows[:1])
+    return close_with_nonfinite(a[:half], b[:half], rtol=rtol) and close_with_nonfinite(
+        a[:1], c, rtol=rtol
+    )
 
 
 def chunks(n_rows: int, size: int) -> Iterator[slice]:

@@ -12,30 +12,15 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import ModelError
-from ale_cli.models.base import Columns, LoadOptions, first_line
+from ale_cli.models.base import LoadRequest, extra, first_line, width_error
 from ale_cli.models.callable_model import CallableModel
 from ale_cli.models.objects import BOOSTERS, ModelObject, Predictor, native_bytes
-from ale_cli.models.profile import DataProfile
 
 EXTENSIONS = {".json": "xgboost", ".ubj": "xgboost", ".txt": "lightgbm", ".cbm": "catboost"}
 
 
 #: a booster file, or a booster object's bytes in the same format
 Saved = Path | bytes
-
-
-def library(fmt: str, path: Path | str) -> Any:
-    """The booster's library, or a ModelError naming the extra that installs it."""
-    import importlib
-
-    module, _, label = BOOSTERS[fmt]
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ModelError(
-            f"model file '{path}' is {label}, which needs the {module} extra: "
-            f"pip install 'ale-cli[{module}]'"
-        ) from None
 
 
 def _read(fmt: str, lib: Any, saved: Saved) -> tuple[Callable[[np.ndarray], Any], int]:
@@ -57,37 +42,24 @@ def _read(fmt: str, lib: Any, saved: Saved) -> tuple[Callable[[np.ndarray], Any]
     return lambda X: cat.predict(X, thread_count=1), len(cat.feature_names_)
 
 
-def load(
-    path: Path | ModelObject,
-    fmt: str,
-    options: LoadOptions,
-    columns: Columns,
-    X: np.ndarray,
-    profile: DataProfile | None = None,
-) -> CallableModel:
-    """Read the booster file (or object, from its bytes) and check it on X (or
-    ``profile``): its width, its output."""
-    label = str(path)
+def load(req: LoadRequest) -> CallableModel:
+    """Read the booster file (or object, from its bytes) and check it on X (or the
+    profile): its width, its output."""
+    path, fmt = req.model, req.format
+    module, _, kind = BOOSTERS[fmt]
     what = f"model {path}" if isinstance(path, ModelObject) else f"model file '{path}'"
-    if options.method == "autodiff":
+    if req.options.method == "autodiff":
         raise ModelError(
-            f"{{param}} autodiff is not available for {BOOSTERS[fmt][2]} (trees have no "
+            f"{{param}} autodiff is not available for {kind} (trees have no "
             "gradient); it is explained by secants or finite differences",
             param="method",
         )
-    lib = library(fmt, label)  # a missing extra, in its words
+    lib = extra(module, f"model file '{path}' is {kind}, which")  # before reading the file
     try:
         saved = native_bytes(path.obj, fmt) if isinstance(path, ModelObject) else path
         predict, width = _read(fmt, lib, saved)
     except Exception as exc:  # each library raises its own error for a foreign file
-        raise ModelError(f"cannot load {what} as {BOOSTERS[fmt][2]}: {first_line(exc)}") from None
-    if width != X.shape[1]:
-        raise ModelError(
-            f"{what} takes {width} features but {X.shape[1]} are selected "
-            f"({', '.join(columns.names)}); select the model's inputs with {{param:inputs}} "
-            "or {param:exclude}",
-            param="features",
-        )
-    return CallableModel.of(
-        Predictor(predict), label, options, columns, X, profile, fmt=fmt, piecewise=True
-    )
+        raise ModelError(f"cannot load {what} as {kind}: {first_line(exc)}") from None
+    if width != req.X.shape[1]:
+        raise width_error(what, width, req.columns.names)
+    return CallableModel.of(Predictor(predict), req, piecewise=True)

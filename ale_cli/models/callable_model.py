@@ -14,18 +14,17 @@ import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
-    Columns,
     Effects,
     Features,
-    LoadOptions,
+    LoadRequest,
     Model,
     ProgressFn,
     batched_effects,
     call_model,
-    failure_reason,
+    first_rows_failed,
+    rows_independent,
 )
 from ale_cli.models.objects import Predictor
-from ale_cli.models.profile import DataProfile
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,21 +121,13 @@ class CallableModel(Model):
 
     @classmethod
     def of(
-        cls,
-        predictor: Predictor | Any,
-        label: str,
-        options: LoadOptions,
-        columns: Columns,
-        X: np.ndarray,
-        profile: DataProfile | None = None,
-        *,
-        fmt: str = "callable",
-        piecewise: bool = False,
+        cls, predictor: Predictor | Any, req: LoadRequest, *, piecewise: bool = False
     ) -> CallableModel:
-        """Check ``predictor`` (a callable, named ``label`` in messages) on the data (or
-        ``profile``) and decide its method and steps; ``piecewise``: a model type known to
-        be piecewise constant (the large step, then secants)."""
+        """Check ``predictor`` (a callable, named as ``req.model`` in messages) on the data
+        (or the profile) and decide its method and steps; ``piecewise``: a model type known
+        to be piecewise constant (the large step, then secants)."""
         predictor = predictor if isinstance(predictor, Predictor) else Predictor(predictor)
+        options, columns, label = req.options, req.columns, str(req.model)
         has_gradient = predictor.gradient is not None
         if options.method == "autodiff" and not has_gradient:
             raise ModelError(
@@ -150,7 +141,7 @@ class CallableModel(Model):
                 "{param} applies to finite differences; this model's gradient is given",
                 param="step",
             )
-        profile = DataProfile.of(X) if profile is None else profile
+        profile = req.profile
         try:
             caller = _columns(
                 Caller(predictor, label, columns.names, None), options.output, profile.head[:1]
@@ -159,11 +150,8 @@ class CallableModel(Model):
             if use_gradient:
                 caller.gradient(profile.head[:CHECK_ROWS])
         except ModelFailed as exc:
-            raise ModelFailed(
-                f"model '{caller.label}' failed on the first rows of the data: "
-                f"{failure_reason(exc)}"
-            ) from None
-        if not fd.rows_independent(caller, profile.head, rtol=1e-9, first=first):
+            raise first_rows_failed(label, exc) from None
+        if not rows_independent(caller, profile.head, rtol=1e-9, first=first):
             raise ModelError(
                 f"model '{caller.label}' is not deterministic or mixes rows: a row's output "
                 "changes with the other rows of the call; local effects need each output row "
@@ -176,11 +164,9 @@ class CallableModel(Model):
                 "({param:method} finite-differences)",
                 param="output",
             )
-        fixed = columns.fixed_mask()
-        plan = None
-        if not use_gradient:
-            plan = fd.plan_steps(caller, profile, options, piecewise_type=piecewise, fixed=fixed)
-        return cls(caller, options.batch_size or fd.DEFAULT_EVAL_ROWS, fixed, plan, fmt)
+        plan = None if use_gradient else fd.plan_steps(caller, req, piecewise_type=piecewise)
+        rows = options.batch_size or fd.DEFAULT_EVAL_ROWS
+        return cls(caller, rows, columns.fixed_mask(), plan, req.format)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output at every row, shape (N,)."""
@@ -214,3 +200,8 @@ class CallableModel(Model):
             "eval_rows_per_call": self.eval_rows,
             "dataframe_input": self.caller.predictor.frame,
         } | ({} if self.plan is None else self.plan.details())
+
+
+def load(req: LoadRequest) -> CallableModel:
+    """A callable model object, checked (:meth:`CallableModel.of`)."""
+    return CallableModel.of(req.model.obj, req)

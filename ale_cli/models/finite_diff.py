@@ -19,17 +19,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.errors import RunError
-from ale_cli.models.base import (
-    CHECK_ROWS,
-    Effects,
-    LoadOptions,
-    ProgressFn,
-    close_with_nonfinite,
-    feature_indices,
-    other_batch,
-    stacked_chunks,
-)
-from ale_cli.models.profile import DataProfile
+from ale_cli.models.base import Effects, LoadRequest, ProgressFn, feature_indices, stacked_chunks
 
 #: Evaluation rows per model call (bench/bench_formats.py).
 DEFAULT_EVAL_ROWS = 32_768
@@ -181,18 +171,13 @@ def zero_share(f: PredictFn, X: np.ndarray, plan: FdPlan) -> float:
 
 
 def plan_steps(
-    f: PredictFn,
-    profile: DataProfile,
-    options: LoadOptions,
-    *,
-    piecewise_type: bool,
-    fixed: np.ndarray,
-    smooth_step: float = SMALL_STEP,
-    dtype: Any = np.float64,
+    f: PredictFn, req: LoadRequest, *, piecewise_type: bool, dtype: Any = np.float64
 ) -> FdPlan:
     """The user's step if given; the large step for a piecewise-constant model type or
     when most small-step derivatives on a sample of the profiled rows are exactly zero;
-    else ``smooth_step``."""
+    else the small step of inputs of ``dtype`` (float32 graphs: :data:`FLOAT32_STEP`)."""
+    profile, options, fixed = req.profile, req.options, req.columns.fixed_mask()
+    smooth_step = FLOAT32_STEP if dtype == np.float32 else SMALL_STEP
     scale = profile.scale()
     rows = options.batch_size or DEFAULT_EVAL_ROWS
     if options.step is not None:
@@ -207,29 +192,3 @@ def plan_steps(
         else:
             rel, rule = smooth_step, "smooth default"
     return FdPlan(rel * scale * ~fixed, fixed, rows, dtype, rel, rule, share)
-
-
-def rows_independent(
-    f: PredictFn,
-    X: np.ndarray,
-    *,
-    rtol: float,
-    first: np.ndarray | None = None,
-    spread: np.ndarray | None = None,
-) -> bool:
-    """True when the outputs of the first rows do not change if the other rows of the
-    batch change, or if they are evaluated alone (``first``: ``f(X[:CHECK_ROWS])`` if known).
-
-    >>> X = np.arange(20.0).reshape(10, 2)
-    >>> rows_independent(lambda Z: Z.sum(axis=1), X, rtol=1e-9)
-    True
-    >>> rows_independent(lambda Z: Z.sum(axis=1) - Z.mean(), X, rtol=1e-9)
-    False
-    """
-    rows = X[:CHECK_ROWS]
-    other, half = other_batch(rows, X, spread=spread)
-    a = f(rows) if first is None else first
-    b, c = f(other), f(rows[:1])
-    return close_with_nonfinite(a[:half], b[:half], rtol=rtol) and close_with_nonfinite(
-        a[:1], c, rtol=rtol
-    )

@@ -5,7 +5,6 @@ turns one into the native flavour's file, else its pyfunc as a callable
 from __future__ import annotations
 
 import hashlib
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 from ale_cli.errors import InputError, ModelError
 from ale_cli.io.yamlsafe import load_yaml
 from ale_cli.models import sniff_format
-from ale_cli.models.base import first_line
+from ale_cli.models.base import extra, first_line
 from ale_cli.models.objects import ModelObject, Predictor
 
 SCHEMES = ("models:/", "runs:/")
@@ -24,22 +23,9 @@ _TORCH = ("torch-export", "torchscript")
 
 def is_reference(value: Any) -> bool:
     """True for an MLflow model URI, or a directory holding an ``MLmodel`` file."""
-    text = str(value)
-    if text.startswith(SCHEMES):
+    if str(value).startswith(SCHEMES):
         return True
-    return (
-        isinstance(value, str | Path)
-        and Path(value).is_dir()
-        and (Path(value) / "MLmodel").is_file()
-    )
-
-
-def mlflow(what: str) -> Any:
-    """The mlflow module, or a one-line ModelError naming the extra that installs it."""
-    try:
-        return importlib.import_module("mlflow")
-    except ImportError:
-        raise ModelError(f"{what} needs the mlflow extra: pip install 'ale-cli[mlflow]'") from None
+    return isinstance(value, str | Path) and (Path(value) / "MLmodel").is_file()
 
 
 @dataclass(frozen=True)
@@ -81,7 +67,7 @@ def _local(reference: str | Path) -> tuple[Path, str | None, str | None]:
     text = str(reference)
     if not text.startswith(SCHEMES):
         return Path(reference), None, None
-    mlf = mlflow(f"model '{text}' is an MLflow URI, which")
+    mlf = extra("mlflow", f"model '{text}' is an MLflow URI, which")
     try:
         local = Path(mlf.artifacts.download_artifacts(artifact_uri=text))
         name, version = _registered(mlf, text)
@@ -139,8 +125,7 @@ def resolve(reference: str | Path, *, trust_pickle: bool = False) -> Resolved:
         flavor, path, fmt = native
         if not path.is_file():
             raise ModelError(f"MLflow model '{reference}': its {flavor} file '{path}' is missing")
-        source = MlflowSource(str(reference), flavor, run_id, name, version)
-        return Resolved(path, fmt, source)
+        return Resolved(path, fmt, MlflowSource(str(reference), flavor, run_id, name, version))
     if "python_function" not in flavors:
         raise ModelError(
             f"MLflow model '{reference}' has neither a flavour ale reads (sklearn, pytorch, "
@@ -158,7 +143,7 @@ def resolve(reference: str | Path, *, trust_pickle: bool = False) -> Resolved:
 
 def _pyfunc(local: Path, label: str) -> ModelObject:
     """The pyfunc as a callable model, hashed over every file in the model directory."""
-    mlf = mlflow(f"MLflow model '{label}' (a pyfunc)")
+    mlf = extra("mlflow", f"MLflow model '{label}' (a pyfunc)")
     try:
         model = mlf.pyfunc.load_model(str(local))
     except Exception as exc:

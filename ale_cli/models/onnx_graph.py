@@ -12,17 +12,18 @@ from typing import Any
 
 import numpy as np
 
-import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.io.threads import available_cpus
 from ale_cli.models.base import (
     CHECK_ROWS,
+    INPUTS_HINT,
     Columns,
     call_model,
     chunks,
     failure_reason,
     first_line,
     pad_rows,
+    rows_independent,
 )
 from ale_cli.models.mixed import gradient_of
 
@@ -311,8 +312,6 @@ class OnnxGraph:
             )
         flat = out.reshape(n_rows, -1)
         width = flat.shape[1]
-        if self.columns and max(self.columns) < width:
-            return flat[:, list(self.columns)]
         if self.column is None:
             if width != 1:
                 raise ModelError(
@@ -327,7 +326,7 @@ class OnnxGraph:
                 f"output '{self.out_name}' has columns 0..{width - 1}",
                 param="output",
             )
-        return flat[:, self.column]
+        return flat[:, list(self.columns)] if self.columns else flat[:, self.column]
 
     def output_records(self) -> list[dict[str, Any]]:
         """The meta's record of each output explained at once (``proba:K`` for a column of
@@ -400,12 +399,11 @@ def check_graph(
     """Check width, output and row independence; the graph (``all``: every column of its
     output) and the shape of one output row."""
     width = graph.input_shape[1]
-    hint = "select the model's inputs with {param:inputs} or {param:exclude}"
     if isinstance(width, int) and width > 0 and width != X.shape[1]:
         raise ModelError(
             f"ONNX model '{graph.path}' input '{graph.input_name}' has shape "
             f"{graph.input_shape}, but {X.shape[1]} features are selected "
-            f"({', '.join(columns.names)}); {hint}",
+            f"({', '.join(columns.names)}); {INPUTS_HINT}",
             param="features",
         )
     rows = X[:CHECK_ROWS]
@@ -414,7 +412,7 @@ def check_graph(
     except ModelFailed as exc:  # the width was checked above when the graph tells it
         raise ModelFailed(
             f"ONNX model '{graph.path}' failed on rows of {X.shape[1]} features "
-            f"({failure_reason(exc)}); {hint}",
+            f"({failure_reason(exc)}); {INPUTS_HINT}",
             param="features",
         ) from None
     if graph.selector == "all":
@@ -427,7 +425,7 @@ def check_graph(
             )
         graph = replace(graph, column=0, columns=tuple(range(width)))
     first = graph.selected(pieces)
-    if not fd.rows_independent(graph.run, X, rtol=RTOL[graph.dtype], first=first, spread=spread):
+    if not rows_independent(graph.run, X, rtol=RTOL[graph.dtype], first=first, spread=spread):
         raise ModelError(
             f"ONNX model '{graph.path}' mixes rows: a row's output changes when other rows "
             "of the batch change; local effects need each output row to depend on its own "

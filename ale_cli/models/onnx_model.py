@@ -7,9 +7,7 @@ otherwise central finite differences through onnxruntime.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -17,20 +15,18 @@ import numpy as np
 import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
-    Columns,
     Effects,
     Features,
-    LoadOptions,
+    LoadRequest,
     Model,
     ProgressFn,
     batched_effects,
     chunks,
     failure_reason,
 )
-from ale_cli.models.mixed import mixed_partials
+from ale_cli.models.mixed import MixedFn, mixed_partials
 from ale_cli.models.onnx_graph import RTOL, OnnxGraph, check_graph
 from ale_cli.models.onnx_torch import TorchGraph, UnsupportedGraph
-from ale_cli.models.profile import DataProfile
 from ale_cli.models.torchscript import DEFAULT_BATCH_SIZE
 
 CHECK_ROWS = 256
@@ -96,34 +92,6 @@ class OnnxModel(Model):
     plan: fd.FdPlan | None = None
     format: ClassVar[str] = "onnx"
 
-    @classmethod
-    def load(
-        cls,
-        path: Path,
-        options: LoadOptions,
-        columns: Columns,
-        X: np.ndarray,
-        profile: DataProfile | None = None,
-    ) -> OnnxModel:
-        """Open the file, check the graph, choose method and steps from ``profile``."""
-        profile = DataProfile.of(X) if profile is None else profile
-        graph, proto = OnnxGraph.open(path, options.output)
-        graph, row_shape = check_graph(graph, columns, profile.head, spread=profile.std)
-        choice = choose_method(graph, proto, options.method, profile.rows(CHECK_ROWS))
-        fixed = columns.fixed_mask()
-        plan = None
-        if choice.torch_graph is None:
-            plan = fd.plan_steps(
-                graph.run,
-                profile,
-                options,
-                piecewise_type=any(op.startswith("TreeEnsemble") for op in graph.ops),
-                fixed=fixed,
-                smooth_step=fd.FLOAT32_STEP if graph.dtype == np.float32 else fd.SMALL_STEP,
-                dtype=graph.dtype,
-            )
-        return cls(graph, choice, options.batch_size, fixed, row_shape, plan)
-
     @property
     def method(self) -> str:
         return "autodiff" if self.plan is None else "finite-differences"
@@ -133,10 +101,6 @@ class OnnxModel(Model):
         """Rows per forward+backward call on the torch path."""
         return self.batch_size or DEFAULT_BATCH_SIZE
 
-    @property
-    def path(self) -> Path:
-        return self.graph.path
-
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output through onnxruntime, shape (N,)."""
         size = self.batch_size or fd.DEFAULT_EVAL_ROWS
@@ -145,7 +109,7 @@ class OnnxModel(Model):
     def effects(self, X: np.ndarray, features: Features, progress: ProgressFn | None) -> Effects:
         """Autodiff through the torch translation, or central differences via onnxruntime."""
         if self.plan is not None:
-            label = f"ONNX model '{self.path}'"
+            label = f"ONNX model '{self.graph.path}'"
             return self.plan.effects(self.graph.run, X, features, progress=progress, label=label)
         return batched_effects(
             functools.partial(self.graph.torch_forward, self.choice.torch_graph),
@@ -157,33 +121,22 @@ class OnnxModel(Model):
             progress=progress,
         )
 
-    def mixed_derivatives(
-        self,
-        X: np.ndarray,
-        pairs: Sequence[tuple[int, int]],
-        *,
-        progress: ProgressFn | None = None,
-    ) -> np.ndarray:
-        """``d2f / dx_a dx_b`` (P, N) for each pair (a, b), through the torch translation."""
-        torch_graph = self.choice.torch_graph
+    @property
+    def mixed_derivatives(self) -> MixedFn:
+        """``(X, pairs, *, progress=None)`` -> ``d2f / dx_a dx_b`` (P, N) for each pair
+        (a, b), through the torch translation."""
+        torch_graph, fixed = self.choice.torch_graph, self.graph.fixed_batch
         if torch_graph is None:
             raise ModelError(
-                f"ONNX model '{self.path}' has no mixed derivatives: it is evaluated by "
+                f"ONNX model '{self.graph.path}' has no mixed derivatives: it is evaluated by "
                 f"finite differences ({self.choice.fallback_reason})"
             )
-
-        def forward(x: Any) -> Any:
-            return self.graph.torch_output(torch_graph, x)
-
-        fixed = self.graph.fixed_batch
-        return mixed_partials(
-            forward,
-            X,
-            pairs,
+        return functools.partial(
+            mixed_partials,
+            functools.partial(self.graph.torch_output, torch_graph),
             dtype=self.graph.torch_dtype(),
             batch_size=fixed or self.rows,
-            path=self.path,
-            progress=progress,
+            path=self.graph.path,
             pad=fixed is not None,
         )
 
@@ -209,3 +162,20 @@ class OnnxModel(Model):
         reason = choice.fallback_reason
         note = f"finite differences through onnxruntime: {reason}"
         return details | {"fallback_reason": reason} | self.plan.details(note)
+
+
+def load(req: LoadRequest) -> OnnxModel:
+    """Open the file, check the graph, choose method and steps from the profile."""
+    profile, options = req.profile, req.options
+    graph, proto = OnnxGraph.open(req.model, options.output)
+    graph, row_shape = check_graph(graph, req.columns, profile.head, spread=profile.std)
+    choice = choose_method(graph, proto, options.method, profile.rows(CHECK_ROWS))
+    plan = None
+    if choice.torch_graph is None:
+        plan = fd.plan_steps(
+            graph.run,
+            req,
+            piecewise_type=any(op.startswith("TreeEnsemble") for op in graph.ops),
+            dtype=graph.dtype,
+        )
+    return OnnxModel(graph, choice, options.batch_size, req.columns.fixed_mask(), row_shape, plan)

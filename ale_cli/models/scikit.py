@@ -15,16 +15,19 @@ import ale_cli.models.finite_diff as fd
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
+    INPUTS_HINT,
     Columns,
     Effects,
     Features,
     LoadOptions,
+    LoadRequest,
     Model,
     ProgressFn,
     call_model,
-    failure_reason,
     first_line,
+    first_rows_failed,
     integer_output_message,
+    width_error,
 )
 from ale_cli.models.objects import ModelObject
 from ale_cli.models.profile import DataProfile
@@ -279,7 +282,6 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
     """Check inputs and first rows; the dtype of a non-float output, else None."""
     names = list(caller.columns.names)
     width = X.shape[1]
-    hint = "select the model's inputs with {param:inputs} or {param:exclude}"
     if caller.names_in is not None:
         missing = [n for n in caller.names_in if n not in names]
         extra = [n for n in names if n not in caller.names_in]
@@ -290,7 +292,7 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
             ]
             raise ModelError(
                 f"model '{caller.path}' was fitted on columns {', '.join(caller.names_in)}; "
-                f"the selected features {' and '.join(p for p in parts if p)}; {hint}",
+                f"the selected features {' and '.join(p for p in parts if p)}; {INPUTS_HINT}",
                 param="features",
             )
     elif caller.level_values:
@@ -300,17 +302,11 @@ def check_inputs(caller: SklearnCaller, X: np.ndarray) -> str | None:
             "numeric features"
         )
     elif getattr(caller.estimator, "n_features_in_", None) not in (None, width):
-        raise ModelError(
-            f"model '{caller.path}' takes {caller.estimator.n_features_in_} features but "
-            f"{width} are selected ({', '.join(names)}); {hint}",
-            param="features",
-        )
+        raise width_error(f"model '{caller.path}'", caller.estimator.n_features_in_, names)
     try:
         out = caller.raw(X[:CHECK_ROWS])
     except ModelFailed as exc:
-        raise ModelFailed(
-            f"model '{caller.path}' failed on the first rows of the data: {failure_reason(exc)}"
-        ) from None
+        raise first_rows_failed(caller.path, exc) from None
     caller._select(out, len(X[:CHECK_ROWS]))
     return None if np.issubdtype(out.dtype, np.floating) else out.dtype.name
 
@@ -340,7 +336,7 @@ class SklearnModel(Model):
         profile: DataProfile | None = None,
     ) -> SklearnModel:
         """Check a fitted estimator on X (or ``profile``) and choose its steps there."""
-        profile = DataProfile.of(X) if profile is None else profile
+        req = LoadRequest(path, fmt, options, columns, X, profile)
         if options.method == "autodiff":
             raise ModelError(
                 "{param} autodiff is not available for scikit-learn models; "
@@ -353,15 +349,10 @@ class SklearnModel(Model):
                 "not a fitted scikit-learn estimator (it has no predict method)"
             )
         caller = SklearnCaller.build(estimator, path, options.output, columns)
-        integer = check_inputs(caller, profile.head)
+        integer = check_inputs(caller, req.profile.head)
         final = type(final_estimator(estimator)).__name__
-        plan = fd.plan_steps(
-            caller,
-            profile,
-            options,
-            piecewise_type=any(s in final for s in PIECEWISE_CONSTANT),
-            fixed=columns.fixed_mask(),
-        )
+        piecewise = any(s in final for s in PIECEWISE_CONSTANT)
+        plan = fd.plan_steps(caller, req, piecewise_type=piecewise)
         return cls(caller, fmt, plan, None if trusted is None else tuple(trusted), integer)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
@@ -398,16 +389,10 @@ class SklearnModel(Model):
         return details
 
 
-def load(
-    path: Path | ModelObject,
-    fmt: str,
-    options: LoadOptions,
-    columns: Columns,
-    X: np.ndarray,
-    profile: DataProfile | None = None,
-) -> SklearnModel:
+def load(req: LoadRequest) -> SklearnModel:
     """Load a skops file or a trusted pickle, or take a fitted estimator object, and check
     it (:meth:`SklearnModel.from_estimator`)."""
+    path, fmt, options = req.model, req.format, req.options
     if isinstance(path, ModelObject):
         from sklearn.exceptions import NotFittedError
         from sklearn.utils.validation import check_is_fitted
@@ -425,4 +410,4 @@ def load(
     else:
         est, trusted = read_estimator(path, fmt, options)
     build = SklearnModel.from_estimator
-    return build(est, path, fmt, options, columns, X, trusted=trusted, profile=profile)
+    return build(est, path, fmt, options, req.columns, req.X, trusted=trusted, profile=req.all_rows)

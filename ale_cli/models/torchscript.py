@@ -8,9 +8,9 @@ pass per chunk of rows. A program must be exported with a dynamic first dimensio
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -20,10 +20,10 @@ import numpy as np
 from ale_cli.errors import ModelError, ModelFailed
 from ale_cli.models.base import (
     CHECK_ROWS,
-    Columns,
+    INPUTS_HINT,
     Effects,
     Features,
-    LoadOptions,
+    LoadRequest,
     Model,
     ProgressFn,
     batched_effects,
@@ -32,10 +32,11 @@ from ale_cli.models.base import (
     close_with_nonfinite,
     failure_reason,
     first_line,
+    first_rows_failed,
     integer_output_message,
-    other_batch,
+    rows_independent,
 )
-from ale_cli.models.mixed import gradient_of, mixed_partials
+from ale_cli.models.mixed import MixedFn, gradient_of, mixed_partials
 from ale_cli.models.objects import ModelObject, torch_module_of
 
 if TYPE_CHECKING:
@@ -57,12 +58,11 @@ def parse_output(spec: str | None) -> tuple[int | None, int | None]:
     """
     if spec is None:
         return None, None
-    parts = spec.split(":")
     try:
-        numbers = [int(p) for p in parts]
+        numbers = [int(p) for p in spec.split(":")]
     except ValueError:
         numbers = []
-    if len(parts) not in (1, 2) or len(numbers) != len(parts) or min(numbers) < 0:
+    if len(numbers) not in (1, 2) or min(numbers) < 0:
         raise ModelError(
             f"{{param}} '{spec}' is not valid for a TorchScript model; "
             "expected an output column INDEX or ELEMENT:INDEX for a tuple output",
@@ -174,12 +174,11 @@ def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> 
     if expected is not None and expected != width:
         return ModelError(
             f"model '{path}' does not accept rows of {width} features ({reason}); its first "
-            f"layer takes {expected} features; select the model's inputs with "
-            "{param:inputs} or {param:exclude}",
+            f"layer takes {expected} features; {INPUTS_HINT}",
             param="features",
         )
     if expected is not None:  # the width is right: the model itself fails
-        return ModelFailed(f"model '{path}' failed on the first rows of the data: {reason}")
+        return first_rows_failed(path, exc)
     return ModelFailed(
         f"model '{path}' failed on the first rows of the data, which have {width} "
         f"feature{'' if width == 1 else 's'} ({reason}); if it takes other columns, select "
@@ -203,17 +202,17 @@ def fixed_batch(program: Any) -> int | None:
     return None
 
 
-def load(
-    path: Path | ModelObject, fmt: str, options: LoadOptions, columns: Columns, X: np.ndarray
-) -> TorchScriptModel:
+def load(req: LoadRequest) -> TorchScriptModel:
     """Load a TorchScript archive (``torch.jit.load`` on the CPU), a ``.pt2`` program
     (``torch.export.load``) or a torch model object and check it
     (:meth:`TorchScriptModel.from_module`)."""
     import torch
 
+    path, fmt = req.model, req.format
     if isinstance(path, ModelObject):
-        module = path.obj if fmt == "torch-export" else torch_module_of(path)
-        return TorchScriptModel.from_module(module, path, options, columns, X, fmt=fmt)
+        return TorchScriptModel.from_module(
+            path.obj if fmt == "torch-export" else torch_module_of(path), req
+        )
     what = "a torch.export program" if fmt == "torch-export" else "TorchScript"
     try:
         if fmt == "torch-export":
@@ -222,7 +221,7 @@ def load(
             module = torch.jit.load(str(path), map_location="cpu")
     except Exception as exc:  # torch raises RuntimeError/KeyError/... for foreign archives
         raise ModelError(f"cannot load model file '{path}' as {what}: {first_line(exc)}") from None
-    return TorchScriptModel.from_module(module, path, options, columns, X, fmt=fmt)
+    return TorchScriptModel.from_module(module, req)
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,20 +241,13 @@ class TorchScriptModel(Model):
     method: ClassVar[str] = "autodiff"
 
     @classmethod
-    def from_module(
-        cls,
-        module: Any,
-        path: Path | Any,
-        options: LoadOptions,
-        columns: Columns,
-        X: np.ndarray,
-        *,
-        fmt: str = "torchscript",
-    ) -> TorchScriptModel:
+    def from_module(cls, module: Any, req: LoadRequest) -> TorchScriptModel:
         """Put ``module`` (or an exported program's, which has no train mode to leave) in
         eval mode with frozen parameters, pick the output on the first rows of X and check
-        that rows are independent; ``path`` names the model in messages."""
+        that rows are independent."""
         import torch
+
+        path, fmt, X, output = req.model, req.format, req.X, req.options.output
 
         if fmt == "torch-export":
             rows = fixed_batch(module)
@@ -281,10 +273,10 @@ class TorchScriptModel(Model):
             module=module,
             path=path,
             dtype=dtype,
-            batch_size=options.batch_size or DEFAULT_BATCH_SIZE,
-            selector=options.output,
-            pick=pick_outputs(first, len(rows), options.output, path),
-            fixed=columns.fixed_mask(),
+            batch_size=req.options.batch_size or DEFAULT_BATCH_SIZE,
+            selector=output,
+            pick=pick_outputs(first, len(rows), output, path),
+            fixed=req.columns.fixed_mask(),
             format=fmt,
         )
         model._check_rows(rows, X)
@@ -310,18 +302,14 @@ class TorchScriptModel(Model):
             out = self.module(x)
         return self._select(out, len(x))
 
-    def _gradient(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        y = self._forward(x)
-        if not y.is_floating_point():
-            raise ModelError(integer_output_message(self.path, self.pick.dtype), param="output")
-        return y, gradient_of(y, x)
-
     def _forward_backward(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         import torch
 
         x = torch.from_numpy(X).to(self.dtype).requires_grad_(True)
-        y, grad = call_model(self.path, self._gradient, x)
-        return y.detach().numpy(), grad.detach().numpy()
+        y = call_model(self.path, self._forward, x)
+        if not y.is_floating_point():
+            raise ModelError(integer_output_message(self.path, self.pick.dtype), param="output")
+        return y.detach().numpy(), call_model(self.path, gradient_of, y, x).detach().numpy()
 
     def _evaluate(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Predictions and gradients (zeros for an integer output, which has none)."""
@@ -331,9 +319,12 @@ class TorchScriptModel(Model):
 
     def _check_rows(self, rows: np.ndarray, X: np.ndarray) -> None:
         """Refuse a model that is not deterministic or whose rows are not independent."""
-        pred, grad = self._evaluate(rows)
-        again = self._evaluate(rows)
-        if not (self._close(pred, again[0]) and self._close(grad, again[1])):
+        import torch
+
+        rtol = 1e-4 if self.dtype != torch.float64 else 1e-9
+        first, again = self._evaluate(rows), self._evaluate(rows)
+        same = [close_with_nonfinite(a, b, rtol=rtol) for a, b in zip(first, again, strict=True)]
+        if not all(same):
             try:
                 graph = str(self.module.inlined_graph)
             except Exception:  # not every ScriptModule exposes a graph (e.g. methods only)
@@ -349,21 +340,16 @@ class TorchScriptModel(Model):
                 f"model '{self.path}' is not deterministic: the same rows give different "
                 f"outputs on two calls ({cause})"
             )
-        other, half = other_batch(rows, X)
-        try:
-            p_other, g_other = self._evaluate(other)
-            p_one, g_one = self._evaluate(rows[:1])
+        try:  # predictions, then gradients
+            same_rows = all(
+                rows_independent(lambda r, k=k: self._evaluate(r)[k], X, rtol=rtol, first=first[k])
+                for k in (0, 1)
+            )
         except ModelFailed as exc:
             raise ModelError(
                 f"model '{self.path}' fails on a batch of other size or content "
                 f"({failure_reason(exc)}); it must treat every row on its own"
             ) from None
-        same_rows = (
-            self._close(pred[:half], p_other[:half])
-            and self._close(grad[:half], g_other[:half])
-            and self._close(pred[:1], p_one)
-            and self._close(grad[:1], g_one)
-        )
         if not same_rows:
             raise ModelError(
                 f"model '{self.path}' mixes rows: a row's output or gradient changes when "
@@ -371,12 +357,6 @@ class TorchScriptModel(Model):
                 "in training mode?); local effects need each output row to depend on its own "
                 "input row only, so export the model after model.eval()"
             )
-
-    def _close(self, a: np.ndarray, b: np.ndarray) -> bool:
-        import torch
-
-        rtol = 1e-4 if self.dtype != torch.float64 else 1e-9
-        return close_with_nonfinite(a, b, rtol=rtol)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output, computed under ``torch.inference_mode``."""
@@ -402,22 +382,15 @@ class TorchScriptModel(Model):
             progress=progress,
         )
 
-    def mixed_derivatives(
-        self,
-        X: np.ndarray,
-        pairs: Sequence[tuple[int, int]],
-        *,
-        progress: ProgressFn | None = None,
-    ) -> np.ndarray:
-        """``d2f / dx_a dx_b`` (P, N) for each pair (a, b)."""
-        return mixed_partials(
+    @property
+    def mixed_derivatives(self) -> MixedFn:
+        """``(X, pairs, *, progress=None)`` -> ``d2f / dx_a dx_b`` (P, N) for each pair (a, b)."""
+        return functools.partial(
+            mixed_partials,
             self._forward,
-            X,
-            pairs,
             dtype=self.dtype,
             batch_size=self.batch_size,
             path=self.path,
-            progress=progress,
         )
 
     def describe(self) -> dict[str, Any]:
