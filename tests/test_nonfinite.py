@@ -304,3 +304,29 @@ def test_sklearn_integer_and_constant_outputs(cli, tmp_path: Path, zeros):
     result = cli("compute", constant, data, "-o", out, "-q", "--trust-pickle")
     assert result.exit_code == 0, result.stderr
     np.testing.assert_array_equal(read_store(out).local_effects, 0.0)
+
+
+class LogGapLevels(nn.Module):
+    """log(50 - a) + 3 c: NaN predictions where a = 100; a jump of 3 per level of c."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(50.0 - x[:, 0]) + 3.0 * x[:, 2]
+
+
+def test_classic_drops_the_rows_from_a_feature_estimated_per_level(cli, tmp_path: Path):
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.uniform(-2, 2, N), rng.uniform(-2, 2, N), rng.integers(0, 3, N)])
+    X[BAD, 0] = 100.0
+    data = tmp_path / "levels.csv"
+    np.savetxt(data, X, delimiter=",", header="a,b,c", comments="")
+    model = script(LogGapLevels(), tmp_path / "m.pt")
+    argv = ("classic", model, data, "--features", "c", "--discrete", "c", "-q")
+    refused = cli(*argv, "-o", tmp_path / "r.json")
+    assert refused.exit_code == 1 and f"NaN or infinite predictions on {ROWS}" in refused.stderr
+    out = tmp_path / "c.json"
+    result = cli(*argv, "-o", out, "--drop-nonfinite")
+    assert result.exit_code == 0, result.stderr
+    (feature,) = json.loads(out.read_text())["features"]
+    kept = np.delete(X[:, 2], BAD)
+    np.testing.assert_array_equal(feature["counts"], np.bincount(kept.astype(int), minlength=3))
+    np.testing.assert_allclose(np.diff(feature["effect"]), 3.0, rtol=1e-9)

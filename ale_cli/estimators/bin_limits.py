@@ -70,8 +70,8 @@ def limit_differences(
 @dataclass(frozen=True)
 class RowValues:
     """Every row's values of a chunk, kept for bootstrap bands: ``index`` (F, n) its bin
-    (-1: outside or screened out), ``diffs`` (F, n) its ``D_i`` (0 where -1); ``position``,
-    ``up``, ``down`` (L, n) per level feature."""
+    (-1: outside or screened out), ``diffs`` (F, n) its ``D_i`` (0 where -1); ``position``
+    (-1: screened out), ``up``, ``down`` (L, n) per level feature."""
 
     index: np.ndarray
     diffs: np.ndarray
@@ -169,6 +169,13 @@ class LimitKernel:
         if feats:
             inside = np.stack([np.where(t.bins.index >= 0, diffs[t.j], 0.0) for t in feats])
             checks.append(("evaluations at the bin limits", inside, 1))
+        jumps = [  # per level feature: position, up, down
+            level_jumps(f, X, col, plan, base=base, eval_rows=self.eval_rows)
+            for col, plan in self.levels
+        ]
+        if jumps:
+            moved = np.stack([a for _, up, down in jumps for a in (up, down)])
+            checks.append(("evaluations at the other levels", moved, 1))
         found = screen_rows(
             self.model_label,
             len(X),
@@ -177,22 +184,22 @@ class LimitKernel:
             offset=chunk.offset,
             allow_empty=True,
         )
-        dropped, index = found.dropped, [t.bins.index for t in feats]
-        if len(dropped):  # the rows screened out are in no bin
-            index = [np.where(found.keep, i, -1) for i in index]
+        dropped, index, keep = found.dropped, [t.bins.index for t in feats], found.keep
+        if len(dropped):  # the rows screened out are in no bin and at no level
+            index = [np.where(keep, i, -1) for i in index]
+            jumps = [
+                (np.where(keep, p, -1), np.where(keep, u, 0.0), np.where(keep, d, 0.0))
+                for p, u, d in jumps
+            ]
         cells = tuple(
             CellStats.from_values(i, diffs[t.j], n_cells=t.edges.size - 1)
             for i, t in zip(index, feats, strict=True)
         )
-        jumps = [  # per level feature: position, up, down
-            level_jumps(f, X, col, plan, base=base, eval_rows=self.eval_rows)
-            for col, plan in self.levels
-        ]
         return LimitCells(
             binned=Cells(cells, tuple(t.bins.n_outside for t in feats)),
             levels=tuple(
-                level_cells(position=pos, up=up, down=down, n_levels=plan.n_levels)
-                for (_, plan), (pos, up, down) in zip(self.levels, jumps, strict=True)
+                level_cells(position=p[keep], up=u[keep], down=d[keep], n_levels=plan.n_levels)
+                for (_, plan), (p, u, d) in zip(self.levels, jumps, strict=True)
             ),
             dropped=(dropped + chunk.offset,) if len(dropped) else (),
             predictions=(base[found.keep],) if self.predictions else (),
