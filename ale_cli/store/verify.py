@@ -87,7 +87,14 @@ class Archive(AbstractContextManager):
             with zipfile.ZipFile(fh) as zf:
                 infos = zf.infolist()
                 start_dir = zf.start_dir
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError):
+        except (
+            zipfile.BadZipFile,
+            zipfile.LargeZipFile,
+            OSError,
+            EOFError,
+            ValueError,
+            NotImplementedError,  # an unknown zip version
+        ):
             raise InputError(
                 f"'{self.path}' is not a local-effects store (.npz from 'ale compute')"
             ) from None
