@@ -218,6 +218,19 @@ def zeroed(store: str) -> Damage:
     return damage
 
 
+def zip_version(store: str) -> Damage:
+    """The first central record needs zip version 10.9 (zipfile raises NotImplementedError)."""
+
+    def damage(ws: Path) -> None:
+        with zipfile.ZipFile(ws / store) as zf:
+            at = zf.start_dir + 6
+        data = bytearray((ws / store).read_bytes())
+        data[at] = 109
+        (ws / store).write_bytes(bytes(data))
+
+    return damage
+
+
 def truncated(store: str) -> Damage:
     def damage(ws: Path) -> None:
         data = (ws / store).read_bytes()
@@ -339,6 +352,7 @@ CASES: list[Case] = [
     Case("zeroed-plot", zeroed("c.npz"), PLOT, "is not a local-effects store"),
     Case("zeroed-bootstrap", zeroed("c.npz"), BOOT, "is not a local-effects store"),
     Case("truncated-rhale", truncated("c.npz"), RHALE, "is not a local-effects store"),
+    Case("zip-version-rhale", zip_version("c.npz"), RHALE, "is not a local-effects store"),
     # non-finite values where ale writes none (CRC-32 consistent)
     Case("nan-effects", rewrite("c.npz", set_value("local_effects.00001", 3, 1, np.nan)), RHALE,
          "array 'local_effects.00001' has 1 NaN or infinite value (first: row 3, feature 'x2')"),
