@@ -250,23 +250,25 @@ _SPREAD_ROWS = 4096
 
 
 def rows_independent(
-    f: Callable[[np.ndarray], np.ndarray],
+    f: Callable[[np.ndarray], Any],
     X: np.ndarray,
     *,
     rtol: float,
-    first: np.ndarray | None = None,
+    first: Any = None,
     spread: np.ndarray | None = None,
 ) -> bool:
     """True when the outputs of the first rows do not change if they are evaluated alone,
     or if the second half of the batch moves by each column's spread + 1 (``spread`` (D,),
-    else the std of a systematic sample of X); ``first``: ``f(X[:CHECK_ROWS])`` if known.
+    else the std of a systematic sample of X; an infinite one: 0); ``first``:
+    ``f(X[:CHECK_ROWS])`` if known; ``f`` may give a tuple of arrays, each compared.
 
     >>> X = np.arange(20.0).reshape(10, 2)
     >>> rows_independent(lambda Z: Z.sum(axis=1), X, rtol=1e-9)
     True
-    >>> rows_independent(lambda Z: Z.sum(axis=1) - Z.mean(), X, rtol=1e-9)
+    >>> rows_independent(lambda Z: (Z[:, 0], Z.sum(axis=1) - Z.mean()), X, rtol=1e-9)
     False
-    >>> rows_independent(lambda Z: Z[:, 0] * 0, np.array([[0.0], [1.7e308]]), rtol=1e-9)
+    >>> all_finite = lambda Z: np.full(len(Z), float(np.isfinite(Z).all()))
+    >>> rows_independent(all_finite, np.array([[0.0], [1.7e308]]), rtol=1e-9)
     True
     """
     rows = X[:CHECK_ROWS]
@@ -278,8 +280,10 @@ def rows_independent(
     other[half:] = rows[half:] + np.where(np.isfinite(spread), spread, 0.0) + 1.0
     a = f(rows) if first is None else first
     b, c = f(other), f(rows[:1])
-    return close_with_nonfinite(a[:half], b[:half], rtol=rtol) and close_with_nonfinite(
-        a[:1], c, rtol=rtol
+    return all(
+        close_with_nonfinite(x[:half], y[:half], rtol=rtol)
+        and close_with_nonfinite(x[:1], z, rtol=rtol)
+        for x, y, z in zip(*((v if isinstance(v, tuple) else (v,)) for v in (a, b, c)), strict=True)
     )
 
 

@@ -341,10 +341,7 @@ class TorchScriptModel(Model):
                 f"outputs on two calls ({cause})"
             )
         try:  # predictions, then gradients
-            same_rows = all(
-                rows_independent(lambda r, k=k: self._evaluate(r)[k], X, rtol=rtol, first=first[k])
-                for k in (0, 1)
-            )
+            same_rows = rows_independent(self._evaluate, X, rtol=rtol, first=first)
         except ModelFailed as exc:
             raise ModelError(
                 f"model '{self.path}' fails on a batch of other size or content "
