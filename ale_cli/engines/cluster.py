@@ -185,10 +185,10 @@ class DaskEngine(Engine):
 
     def fold(self, parts: list[Source], job: tuple[Any, ...], progress: Progress | None) -> Any:
         kernel, merge, empty, arrays, shared, sink = job
+        if not parts:
+            return empty
         with self:
             dask_client = self.client
-            if not parts:
-                return empty
             handle = (
                 None if shared is None else dask_client.scatter(shared, broadcast=True, hash=False)
             )

@@ -122,14 +122,14 @@ def fold_part(
     per core), or, with ``shared`` (a model using the cores itself), here while a thread
     reads the next chunk."""
     value = None if shared is None else shared.get()
-    chunks = part.chunks(arrays)
-    if threads == 0 or shared is not None:
-        chunks = chunks if threads == 0 else prefetched(chunks)
-        states: Iterable[tuple[S, int]] = ((kernel(c, value), c.n_rows) for c in chunks)
-    else:
-        states = ordered_map(lambda c: (kernel(c, value), c.n_rows), chunks, threads=threads)
     acc, rows = empty, 0
     with nullcontext(None) if sink is None else sink.part(index) as writer:
+        chunks = part.chunks(arrays)  # read from here on (prefetched reads at once)
+        if threads == 0 or shared is not None:
+            chunks = chunks if threads == 0 else prefetched(chunks)
+            states: Iterable[tuple[S, int]] = ((kernel(c, value), c.n_rows) for c in chunks)
+        else:
+            states = ordered_map(lambda c: (kernel(c, value), c.n_rows), chunks, threads=threads)
         for state, n in states:
             acc = merge(acc, state if writer is None else writer.write(state))
             rows += n
