@@ -211,7 +211,9 @@ def with_params(
 ) -> Callable[..., Any]:
     """``wrapper`` with ``func``'s signature less ``drop``, plus ``first`` before and ``add``
     after its parameters (all keyword-only: typer passes every value by name)."""
-    sig = inspect.signature(func, eval_str=True)  # typer reads the annotations as objects
+    # typer reads the annotations as objects: every one (return and dropped parameters too)
+    # must be importable at run time, not only under TYPE_CHECKING
+    sig = inspect.signature(func, eval_str=True)
     own = [
         p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
         for p in sig.parameters.values()

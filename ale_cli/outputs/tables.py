@@ -8,7 +8,6 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
 from ale_cli import __version__
 from ale_cli.errors import InputError
@@ -63,10 +62,9 @@ def export_summary(
     out: str | Path,
     *,
     fmt: str | None = None,
-    stdout: TextIO | None = None,
 ) -> ExportResult:
     """Read a summary (``"-"``: standard input) and write its long table to ``out`` as CSV or
-    Parquet (``fmt``, else :func:`table_format`; ``"-"``: CSV to ``stdout``), atomically, with
+    Parquet (``fmt``, else :func:`table_format`; ``"-"``: CSV to standard output), atomically, with
     the guard's marks."""
     fmt = table_format(out, fmt)
     table = export_table(source)
@@ -74,7 +72,7 @@ def export_summary(
         buffer = io.StringIO()
         table.frame.to_csv(buffer, index=False, lineterminator="\n")
         if str(out) == STDIO:
-            (stdout or sys.stdout).write(buffer.getvalue())
+            sys.stdout.write(buffer.getvalue())
         else:
             with atomic_write(out) as fh:
                 fh.write(buffer.getvalue().encode("utf-8"))

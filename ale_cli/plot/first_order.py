@@ -236,7 +236,7 @@ def feature_figure(
     import matplotlib
 
     feat = summary.feature(name)
-    if feat.status != "ok" or feat.n_bins == 0:
+    if not feat.estimable:
         return not_estimable_figure(feat.name, feat.reason)
     if feat.kind is not None:  # discrete or categorical: a dot per level
         return level_figure(summary, feat, ylabel=ylabel)
@@ -330,7 +330,7 @@ def overview_figure(
             few_ticks(ax, 4)
             ax.tick_params(labelleft=col == 0)  # one y scale: labelled on the left
             ax.set_title(wrap(feat.name, 36, 2), fontsize=9)
-            if feat.status != "ok" or feat.n_bins == 0:  # a cell without axes saying why
+            if not feat.estimable:  # a cell without axes saying why
                 reason = wrap(feat.reason or "no reason recorded", 36, 4)
                 text = "not estimable\n" + reason
                 centred_text(ax, text, fontsize=8, color=style.GREY, gid=f"f{i}.not_estimable")

@@ -65,7 +65,7 @@ def output_store(store: Store | None, output: str | None) -> Store | None:
 
 def _draw(ax: Axes, feat: FeatureSummary, gid: str) -> None:
     """One record on ``ax``: the curve and its +/- STD band, dots per level, or why not."""
-    if feat.status != "ok" or feat.n_bins == 0:
+    if not feat.estimable:
         text = f"not estimable\n({feat.reason})"
         centred_text(ax, text, fontsize=8, wrap=True, gid=f"{gid}.not_estimable")
         ax.set_xticks([])

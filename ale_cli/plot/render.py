@@ -218,9 +218,7 @@ def render_summary(
     return RenderResult(
         paths=tuple(out / p.name for task in tasks for p in written[task]),
         features=names,
-        not_estimable=tuple(
-            dict.fromkeys(f.name for f in feats if f.status != "ok" or f.n_bins == 0)
-        ),
+        not_estimable=tuple(dict.fromkeys(f.name for f in feats if not f.estimable)),
         interactions=tuple(",".join(item.features) for item in summary.interactions),
     )
 
