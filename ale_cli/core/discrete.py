@@ -81,7 +81,8 @@ def level_effect_from_cells(
     """
     check_center(center)
     n = cells.counts
-    var = np.where(np.isfinite(cells.var), cells.var, 0.0)
+    var = cells.var
+    var = np.where(np.isfinite(var), var, 0.0)
     levels = np.arange(n.size + 1, dtype=np.float64)  # a unit step between levels
     effect, std, stderr = accumulate(levels, cells.mean, bin_var=var, counts=n)
     counts = np.asarray(counts, dtype=np.int64)

@@ -130,6 +130,8 @@ def on_edges(
 ) -> Binned:
     """Cells of features ``todo`` on ``edges[j]`` (all a uniform ``grid``'s, if given), and
     their rows outside them."""
+    if not todo:  # no pass over the rows for nothing
+        return {}, {}, {}
     x, e = p.columns.pick(todo)
     z = tuple(edges[j] for j in todo)
     kernel = OnColumns(partial(edge_cells, edges=z, grid=grid), x, e)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import combinations
 from pathlib import Path
@@ -23,7 +23,7 @@ from ale_cli.estimators.inputs_stream import Streamed, shipped
 from ale_cli.estimators.interact_kernel import PairKernel, PairPlan, Passed
 from ale_cli.estimators.model_rows import ModelRequest, open_model_rows
 from ale_cli.estimators.pairs import Pair, pair_columns, pair_grids, parse_pairs
-from ale_cli.estimators.rows import Rows, extent
+from ale_cli.estimators.rows import Rows
 from ale_cli.io.files import sha256_file
 from ale_cli.io.jsonio import to_jsonable
 from ale_cli.io.threads import in_background
@@ -182,11 +182,13 @@ def _store_rows(
     names, lo_hi = store.input_names, store.x_range()
     if request.edges is not None:  # the edges file's grids need no ranges
         lo_hi = (np.zeros(len(names)),) * 2
-    elif lo_hi is None or len(lo_hi[0]) != len(names):  # not recorded: a pass
-        lo_hi = extent(store, range(len(names)), LOCAL)[1:]
+    if lo_hi is None or len(lo_hi[0]) != len(names):  # not recorded: a pass
+        rows = Rows.scanned(store, names)
+    else:
+        rows = Rows(store, names, store.n_rows, *lo_hi)
     categorical = tuple(store.meta.get("categorical_features") or ())
     return Found(
-        Rows(store, names, store.n_rows, *lo_hi, categorical),
+        replace(rows, categorical=categorical),
         found,
         lambda dropped: store_info(path, store, sha256=digest.result()),
         f"store '{path}'",
