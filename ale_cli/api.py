@@ -27,7 +27,7 @@ from ale_cli.estimators.local_effects import ComputeResult
 from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.job import read_job, run_job
 from ale_cli.models.objects import Predictor as Predictor  # exported (API)
-from ale_cli.outputs.guard import guard
+from ale_cli.outputs.guard import guard, store_kind
 from ale_cli.passes.engine import Engine
 from ale_cli.plot.first_order import feature_figure, overview_figure
 from ale_cli.plot.second_order import interaction_figure
@@ -67,8 +67,7 @@ def compute(
     """
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     where = engine_for(engine, scheduler)
-    kind = "store-dir" if where.splits and not Path(out).is_file() else "store"  # as the CLI
-    guard(out, kind=kind, inputs=_paths(model, data), force=force)
+    guard(out, kind=store_kind(where.splits, out), inputs=_paths(model, data), force=force)
     request = local_effects.ComputeRequest(
         inputs=inputs,
         out=Path(out),

@@ -167,6 +167,12 @@ KIND_LIST: tuple[OutputKind, ...] = (
 KINDS: dict[str, OutputKind] = {kind.name: kind for kind in KIND_LIST}
 
 
+def store_kind(directory: bool, out: str | Path) -> str:
+    """A store's kind: a directory store when one is written (the Dask engine), unless a
+    store file is already at ``out`` (ale's own: replaced by the directory)."""
+    return "store-dir" if directory and not Path(out).is_file() else "store"
+
+
 def _refuse_inputs(
     out: Path, inputs: Sequence[str | os.PathLike[str] | None], *, inside: bool
 ) -> None:

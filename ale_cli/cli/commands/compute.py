@@ -23,6 +23,7 @@ from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeRequest
 from ale_cli.estimators.local_effects import compute as run_compute
 from ale_cli.estimators.pairs import parse_pairs
+from ale_cli.outputs.guard import store_kind
 from ale_cli.store.npz import read_meta
 
 StoreOutOption = Annotated[
@@ -67,10 +68,7 @@ ChunkRowsOption = Annotated[
 
 
 def _store_kind(values: Mapping[str, Any]) -> str:
-    """A directory store with --engine dask (a store file there is replaced by one)."""
-    if values.get("engine") == "dask" and not Path(values["out"]).is_file():
-        return "store-dir"
-    return "store"
+    return store_kind(values.get("engine") == "dask", values["out"])
 
 
 @command(
