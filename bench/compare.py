@@ -30,6 +30,22 @@ run demo job          11.98 s (10.02-12.54)   10.51 s (10.46-10.90)   0.877 (0.8
 
 Rows ran 3 rounds unless said; the second rebin row is a run of that workload alone, whose
 spread covers the first.
+
+Again 2026-11-26, 21:26-21:40 UTC, base = main before the third cut (0ce470f), load 1.1-1.4:
+
+====================  ======================  ======================  ===================
+workload              base                    new                     new / base
+====================  ======================  ======================  ===================
+compute+rhale 1e6     15.70 s (15.01-16.47)   16.70 s (16.13-17.80)   1.063 (0.979-1.185)
+ same, 5 rounds       17.36 s (16.68-17.96)   17.61 s (17.33-20.35)   1.025 (0.965-1.160)
+rhale 1e7             10.57 s (10.02-10.84)   10.14 s (10.08-10.25)   0.954 (0.945-1.012)
+rebin quantile 1e7    17.77 s (16.86-18.06)   17.34 s (16.78-18.17)   1.022 (0.929-1.028)
+run demo job          12.06 s (11.34-12.33)   12.51 s (12.01-12.54)   1.038 (0.975-1.106)
+====================  ======================  ======================  ===================
+
+The first compute+rhale row's median is past 5%; ``perf stat -e instructions:u`` of both
+sides (the same in every run, unlike times) reads 47.91 G for ``ale compute`` and 5.44 G for
+``ale rhale`` on each to 0.02%, so the spread is the machine's.
 """
 
 from __future__ import annotations
