@@ -34,7 +34,7 @@ Again 2026-11-26, 21:23-21:26 UTC, load 1.1, 3 rounds, after the third cut (26,2
 bare 11.51 s CPU (10.29-12.35), ale 17.88 s (17.73-19.14): CPU ratio 1.55 (1.55-1.72), wall 1.45
 (1.44-1.60); ``import torch`` 4.01 s; ale less it 1.24x the pass; against the whole bare process
 1.02 (0.97-1.03). User instructions (``perf stat``) of ``ale compute`` 47.91 G and ``ale rhale``
-5.44 G, the same to 0.02% as before the cut.
+5.44 G, within 0.02% and 0.12% of before the cut.
 
 Where the CPU goes, in user instructions (``perf stat -e instructions:u``, the same to
 0.1% from run to run, unlike the times): the bare pass 38.7 G (the bare script less the

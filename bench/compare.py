@@ -44,8 +44,8 @@ run demo job          12.06 s (11.34-12.33)   12.51 s (12.01-12.54)   1.038 (0.9
 ====================  ======================  ======================  ===================
 
 The first compute+rhale row's median is past 5%; ``perf stat -e instructions:u`` of both
-sides (the same in every run, unlike times) reads 47.91 G for ``ale compute`` and 5.44 G for
-``ale rhale`` on each to 0.02%, so the spread is the machine's.
+sides (the same in every run, unlike times) reads 47.91 G for ``ale compute`` (0.02% apart)
+and 5.44 G for ``ale rhale`` (0.12% apart, new fewer), so the spread is the machine's.
 """
 
 from __future__ import annotations
