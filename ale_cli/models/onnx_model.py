@@ -7,6 +7,7 @@ otherwise central finite differences through onnxruntime.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -24,7 +25,7 @@ from ale_cli.models.base import (
     chunks,
     failure_reason,
 )
-from ale_cli.models.mixed import MixedFn, mixed_partials
+from ale_cli.models.mixed import mixed_partials
 from ale_cli.models.onnx_graph import RTOL, OnnxGraph, check_graph
 from ale_cli.models.onnx_torch import TorchGraph, UnsupportedGraph
 from ale_cli.models.torchscript import DEFAULT_BATCH_SIZE
@@ -121,23 +122,26 @@ class OnnxModel(Model):
             progress=progress,
         )
 
-    @property
-    def mixed_derivatives(self) -> MixedFn:
-        """``(X, pairs, *, progress=None)`` -> ``d2f / dx_a dx_b`` (P, N) for each pair
-        (a, b), through the torch translation."""
+    def mixed_derivatives(
+        self, X: np.ndarray, pairs: Sequence[tuple[int, int]], *, progress: ProgressFn | None = None
+    ) -> np.ndarray:
+        """``d2f / dx_a dx_b`` (P, N) for each pair (a, b), through the torch translation."""
         torch_graph, fixed = self.choice.torch_graph, self.graph.fixed_batch
         if torch_graph is None:
             raise ModelError(
                 f"ONNX model '{self.graph.path}' has no mixed derivatives: it is evaluated by "
                 f"finite differences ({self.choice.fallback_reason})"
             )
-        return functools.partial(
-            mixed_partials,
-            functools.partial(self.graph.torch_output, torch_graph),
+        forward = functools.partial(self.graph.torch_output, torch_graph)
+        return mixed_partials(
+            forward,
+            X,
+            pairs,
             dtype=self.graph.torch_dtype(),
             batch_size=fixed or self.rows,
             path=self.graph.path,
             pad=fixed is not None,
+            progress=progress,
         )
 
     def describe(self) -> dict[str, Any]:

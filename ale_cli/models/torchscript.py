@@ -8,9 +8,9 @@ pass per chunk of rows. A program must be exported with a dynamic first dimensio
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -36,7 +36,7 @@ from ale_cli.models.base import (
     integer_output_message,
     rows_independent,
 )
-from ale_cli.models.mixed import MixedFn, gradient_of, mixed_partials
+from ale_cli.models.mixed import gradient_of, mixed_partials
 from ale_cli.models.objects import ModelObject, torch_module_of
 
 if TYPE_CHECKING:
@@ -379,15 +379,18 @@ class TorchScriptModel(Model):
             progress=progress,
         )
 
-    @property
-    def mixed_derivatives(self) -> MixedFn:
-        """``(X, pairs, *, progress=None)`` -> ``d2f / dx_a dx_b`` (P, N) for each pair (a, b)."""
-        return functools.partial(
-            mixed_partials,
+    def mixed_derivatives(
+        self, X: np.ndarray, pairs: Sequence[tuple[int, int]], *, progress: ProgressFn | None = None
+    ) -> np.ndarray:
+        """``d2f / dx_a dx_b`` (P, N) for each pair (a, b)."""
+        return mixed_partials(
             self._forward,
+            X,
+            pairs,
             dtype=self.dtype,
             batch_size=self.batch_size,
             path=self.path,
+            progress=progress,
         )
 
     def describe(self) -> dict[str, Any]:
