@@ -202,7 +202,7 @@ class LimitKernel:
                 for (_, plan), (p, u, d) in zip(self.levels, jumps, strict=True)
             ),
             dropped=(dropped + chunk.offset,) if len(dropped) else (),
-            predictions=(base[found.keep],) if self.predictions else (),
+            predictions=(base[keep],) if self.predictions else (),
             rows=(self._rows(index, diffs, jumps, len(X)),) if self.keep_rows else (),
         )
 

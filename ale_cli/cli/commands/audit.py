@@ -33,6 +33,7 @@ from ale_cli.summary.model import read_summary
 from ale_cli.summary.regional import REGIONAL, regional_diff_lines
 
 if TYPE_CHECKING:
+    from ale_cli.audit import AuditResult
     from ale_cli.summary.compare import FeatureComparison
 
 
@@ -132,15 +133,7 @@ def audit(
     to_stdout = _stdout_output(run, files, output_format)
     result = audit_files(summaries, rules, baseline=baseline)
     data = report_dict(result, created=utc_now())
-    payloads = {
-        "json_report": lambda: dumps(data),
-        "junit": lambda: junit_xml(result),
-        "out": lambda: markdown(result),
-    }
-    outputs = [str(path) for path in files.values() if path is not None]
-    for name, path in files.items():
-        if path is not None:
-            write_out(run, path, payloads[name](), name)
+    outputs = _write_outputs(run, files, result, data)
     lines = text_table(result).splitlines()[:-1]
     if run.quiet:  # only the failed and warned rows
         lines = [c.message for c in result.checks if c.verdict in ("fail", "warn")]
@@ -151,7 +144,7 @@ def audit(
     counts = {**{k: int(v) for k, v in result.counts.items()}, "checks": len(result.checks)}
     return Outcome(
         message=totals(result),
-        outputs=tuple(outputs),
+        outputs=outputs,
         counts=counts,
         lines=tuple(lines),
         details={"report": data},
@@ -159,6 +152,21 @@ def audit(
         data_on_stdout=to_stdout is not None,
         lines_to_stderr=to_stdout is not None,
     )
+
+
+def _write_outputs(
+    run: Run, files: dict[str, Path | None], result: AuditResult, data: dict[str, Any]
+) -> tuple[str, ...]:
+    """Write the asked outputs (the JSON report, JUnit XML, the markdown summary)."""
+    payloads = {
+        "json_report": lambda: dumps(data),
+        "junit": lambda: junit_xml(result),
+        "out": lambda: markdown(result),
+    }
+    for name, path in files.items():
+        if path is not None:
+            write_out(run, path, payloads[name](), name)
+    return tuple(str(path) for path in files.values() if path is not None)
 
 
 def _diff_rows(comparisons: list[FeatureComparison]) -> list[tuple[str, ...]]:
