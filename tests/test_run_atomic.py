@@ -224,18 +224,23 @@ def signal_after(delay: float, signum: int) -> Iterator[None]:
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_sigterm_or_sigint_at_a_random_point_leaves_one_whole_run(cli, setup: Setup, tmp_path):
     """SIGTERM and SIGINT in turn at random delays: every trial leaves the old run or the
-    new one, whole, and the delays land inside runs, not only after them (both are seen).
+    new one, whole, and the delays land inside runs and after them (both are seen).
     One test, so the trials run in one process whatever the test workers."""
     outcomes = []
-    for trial in range(SIGNAL_TRIALS):
-        rng = random.Random(trial)
+    # delays drawn over 1.2 runs as timed by the fixture; when a loaded machine makes every
+    # run here slower than that, more trials follow at longer delays until one run ends
+    delays = [random.Random(t).uniform(0.0, 1.2 * setup.seconds) for t in range(SIGNAL_TRIALS)]
+    delays += [setup.seconds * 2**k for k in range(1, 6)]
+    for trial, delay in enumerate(delays):
+        if trial >= SIGNAL_TRIALS and "new" in outcomes:
+            break
         signum = (signal.SIGTERM, signal.SIGINT)[trial % 2]
         folder = tmp_path / str(trial)
         folder.mkdir()
         job, out = setup.workspace(folder)
         old = tree(out)
         result = None
-        with signal_after(rng.uniform(0.0, 1.2 * setup.seconds), signum):
+        with signal_after(delay, signum):
             result = cli("run", job, "-o", out)
         if result is not None and result.exit_code != 0:
             # 130/143, also when the signal lands inside a C extension that reports it as
