@@ -8,6 +8,7 @@ InputError. Not covered: fields no reader uses (``made by`` system, file attribu
 from __future__ import annotations
 
 import struct
+import threading
 import zipfile
 import zlib
 from contextlib import AbstractContextManager
@@ -28,6 +29,10 @@ _LOCATOR = struct.Struct("<4sLQL")
 _CENTRAL = struct.Struct("<4s4B4HL2L5H2L")
 _ZIP64_EXTRA = 0x0001
 _DESCRIPTOR = 0x08
+#: numpy parses a .npy header with ``ast.literal_eval``, whose state CPython 3.11 shares
+#: between threads (python/cpython#106905): two parses at once may fail with "AST constructor
+#: recursion depth mismatch", which would call a sound store damaged. One parse at a time.
+_HEADER_PARSE = threading.Lock()
 
 
 class DamagedStore(InputError):
@@ -258,7 +263,7 @@ class Archive(AbstractContextManager):
     def spec(self, name: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
         """Shape, Fortran order, dtype and header length of a member (its header only)."""
         member = self.member(name)
-        with self._stream(member) as fh:
+        with self._stream(member) as fh, _HEADER_PARSE:
             try:
                 version = np.lib.format.read_magic(fh)
                 if version == (1, 0):
