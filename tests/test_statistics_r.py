@@ -88,8 +88,8 @@ def ours(effect: np.ndarray, counts: np.ndarray, reference: np.ndarray, definiti
     return {k: s[k] for k in KEYS}
 
 
-def assert_stats(got: dict, want: dict, *, scale: float = 1.0) -> None:
-    for key in KEYS:
+def assert_stats(got: dict, want: dict, *, scale: float = 1.0, keys=KEYS) -> None:
+    for key in keys:
         np.testing.assert_allclose(got[key], want[key], rtol=1e-12, atol=1e-12 * scale, err_msg=key)
 
 
@@ -143,8 +143,16 @@ def test_r_definitions_equal_the_port_of_calc_stats(case):
     effect, counts, reference = (np.array(v) for v in case[:3])
     at_min = int(case[3] * counts[0])
     scale = float(np.abs(effect).max()) + 100.0  # NALED is at most 50
+    # R's normalisation is a step function of the value (a step at every centred reference
+    # value, the dead zone's ends included): a value within rounding of a step may land on
+    # either side of it in two correct centrings (0 here, 4e-16 in the port), 50 apart
+    centred = r_centred(effect, counts)
+    values = np.concatenate([centred, (centred[:-1] + centred[1:]) / 2])
+    steps = reference - np.median(reference)
+    gaps = np.abs(np.abs(values)[:, None] - np.abs(np.append(steps, 0.0))[None, :])
+    keys = KEYS if gaps.min() > 1e-9 * scale else KEYS[:3]
     assert_stats(ours(effect, counts, reference), r_of_curve(effect, counts, reference, at_min),
-                 scale=scale)  # fmt: skip
+                 scale=scale, keys=keys)  # fmt: skip
 
 
 @settings(max_examples=40, deadline=None)
