@@ -117,20 +117,10 @@ class ModelInputs:
                 param="step",
             )
         if self.inputs is not None:
-            both = [n for n in self.exclude if n in self.inputs]
-            if both:
-                raise InputError(
-                    f"{{param}} names '{both[0]}', which inputs lists as a model input",
-                    param="exclude",
-                )
+            _refuse_shared("exclude", self.exclude, self.inputs, "inputs lists as a model input")
         if self.features is not None:
-            left_out = [n for n in self.features if n in self.exclude]
-            if left_out:
-                raise InputError(
-                    f"{{param}} names '{left_out[0]}', which exclude leaves out of the "
-                    "model's inputs",
-                    param="features",
-                )
+            why = "exclude leaves out of the model's inputs"
+            _refuse_shared("features", self.features, self.exclude, why)
 
     def check_files(self) -> None:
         """InputError naming the model or data file that is missing or not a file (the data
@@ -322,13 +312,15 @@ def _model_order(inputs: ModelInputs, order: ColumnOrder) -> tuple[str, ...] | N
             f"takes {', '.join(order.names)}; leave out {{param}}",
             param="inputs",
         )
-    clash = [n for n in inputs.exclude if n in order.names]
-    if clash:
-        raise InputError(
-            f"{{param}} names '{clash[0]}', which {order.source} lists as a model input",
-            param="exclude",
-        )
+    _refuse_shared("exclude", inputs.exclude, order.names, f"{order.source} lists as a model input")
     return order.names
+
+
+def _refuse_shared(param: str, names: Sequence[str], among: Sequence[str], why: str) -> None:
+    """InputError naming the first of ``names`` (given as ``param``) that is ``among``."""
+    shared = [n for n in names if n in among]
+    if shared:
+        raise InputError(f"{{param}} names '{shared[0]}', which {why}", param=param)
 
 
 def provenance(
