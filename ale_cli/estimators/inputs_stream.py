@@ -81,10 +81,6 @@ class Streamed:
     timings: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
-    def ship(self, inputs: ModelInputs) -> ShippedModel:
-        """The model, loaded on the first chunk, as a handle (:func:`shipped`)."""
-        return shipped(inputs, self.model, self.model_columns, self.scan.first)
-
     def data_source(self, engine: Engine) -> DataSource:
         """The data as a source, in the parts ``engine`` runs apart."""
         scan, passes = self.scan, self.passes
