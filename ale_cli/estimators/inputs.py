@@ -117,20 +117,10 @@ class ModelInputs:
                 param="step",
             )
         if self.inputs is not None:
-            both = [n for n in self.exclude if n in self.inputs]
-            if both:
-                raise InputError(
-                    f"{{param}} names '{both[0]}', which inputs lists as a model input",
-                    param="exclude",
-                )
+            _refuse_shared("exclude", self.exclude, self.inputs, "inputs lists as a model input")
         if self.features is not None:
-            left_out = [n for n in self.features if n in self.exclude]
-            if left_out:
-                raise InputError(
-                    f"{{param}} names '{left_out[0]}', which exclude leaves out of the "
-                    "model's inputs",
-                    param="features",
-                )
+            why = "exclude leaves out of the model's inputs"
+            _refuse_shared("features", self.features, self.exclude, why)
 
     def check_files(self) -> None:
         """InputError naming the model or data file that is missing or not a file (the data
@@ -165,6 +155,10 @@ class ModelInputs:
     def data_label(self) -> str:
         """How messages and provenance name the data: its path, or ``<DataFrame>``."""
         return IN_MEMORY if is_frame(self.data) else str(self.data)
+
+    def explained(self, names: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        """The features to explain and their columns among the data file's ``names``."""
+        return feature_columns(self.features, names, where=f"data file '{self.data_label}'")
 
     def passes(self, chunk_rows: int, text: Mapping[str, Any] | None = None) -> DataPasses:
         """The data file read chunk by chunk (``text``: the text columns' levels, as codes)."""
@@ -252,13 +246,11 @@ def open_inputs(inputs: ModelInputs) -> Opened:
         if order.names is None or "has no column" not in str(exc):
             raise
         raise InputError(f"{exc}, which {order.source} lists as a model input") from None
-    features, columns = feature_columns(
-        inputs.features, table.feature_names, where=f"data file '{inputs.data_label}'"
-    )
+    features, columns = inputs.explained(table.feature_names)
     timings = {"load_data_s": time.perf_counter() - t}
     model = load_timed(inputs, model_format, table_columns(table), table.X, timings)
-    note = columns_note(inputs, model_format, order, table.file_columns, table.feature_names, model)
-    notes = () if note is None else (note,)
+    names = table.feature_names
+    notes = columns_notes(inputs, model_format, order, table.file_columns, names, model)
     return Opened(table, model, features, columns, timings, notes)
 
 
@@ -291,25 +283,26 @@ def table_columns(table: Table) -> Columns:
     )
 
 
-def columns_note(
+def columns_notes(
     inputs: ModelInputs,
     model_format: str,
     order: ColumnOrder,
     file_columns: Sequence[str],
     feature_names: Sequence[str],
     model: Model,
-) -> str | None:
-    """The note saying how the data's columns (``file_columns`` in the file's order, the
-    inputs ``feature_names`` among them) were given to the loaded ``model``."""
+) -> tuple[str, ...]:
+    """The note (none or one) saying how the data's columns (``file_columns`` in the file's
+    order, the inputs ``feature_names`` among them) were given to the loaded ``model``."""
     names_in = model.describe().get("feature_names_in")
     if names_in is not None:  # scikit-learn: the adapter matches the columns by name
         order = ColumnOrder(tuple(names_in), "the model's feature_names_in_")
-    return order_note(
+    note = order_note(
         order,
         [c for c in file_columns if c in feature_names],
         order.names or feature_names,
         positional=model_format in POSITIONAL_FORMATS and inputs.inputs is None,
     )
+    return () if note is None else (note,)
 
 
 def _model_order(inputs: ModelInputs, order: ColumnOrder) -> tuple[str, ...] | None:
@@ -322,13 +315,15 @@ def _model_order(inputs: ModelInputs, order: ColumnOrder) -> tuple[str, ...] | N
             f"takes {', '.join(order.names)}; leave out {{param}}",
             param="inputs",
         )
-    clash = [n for n in inputs.exclude if n in order.names]
-    if clash:
-        raise InputError(
-            f"{{param}} names '{clash[0]}', which {order.source} lists as a model input",
-            param="exclude",
-        )
+    _refuse_shared("exclude", inputs.exclude, order.names, f"{order.source} lists as a model input")
     return order.names
+
+
+def _refuse_shared(param: str, names: Sequence[str], among: Sequence[str], why: str) -> None:
+    """InputError naming the first of ``names`` (given as ``param``) that is ``among``."""
+    shared = [n for n in names if n in among]
+    if shared:
+        raise InputError(f"{{param}} names '{shared[0]}', which {why}", param=param)
 
 
 def provenance(

@@ -17,8 +17,7 @@ from ale_cli.errors import InputError, NotNumeric
 from ale_cli.estimators.inputs import (
     TEXT_FORMATS,
     ModelInputs,
-    columns_note,
-    feature_columns,
+    columns_notes,
     load_timed,
     provenance,
 )
@@ -82,10 +81,6 @@ class Streamed:
     timings: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
-    def ship(self, inputs: ModelInputs) -> ShippedModel:
-        """The model, loaded on the first chunk, as a handle (:func:`shipped`)."""
-        return shipped(inputs, self.model, self.model_columns, self.scan.first)
-
     def data_source(self, engine: Engine) -> DataSource:
         """The data as a source, in the parts ``engine`` runs apart."""
         scan, passes = self.scan, self.passes
@@ -122,16 +117,13 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
         levels = find_text_levels(lambda text: inputs.passes(chunk_rows, text).open())
         passes = inputs.passes(chunk_rows, levels)
         scan = passes.scan()
-    features, columns = feature_columns(
-        inputs.features, scan.names, where=f"data file '{inputs.data_label}'"
-    )
+    features, columns = inputs.explained(scan.names)
     timings = {"load_data_s": time.perf_counter() - t}
     model_columns = Columns(
         names=scan.names, fixed=scan.categorical, levels=scan.levels, dtypes=scan.dtypes
     )
     model = load_timed(inputs, model_format, model_columns, scan.first, timings)
-    note = columns_note(inputs, model_format, ColumnOrder(), scan.names, scan.names, model)
-    notes = () if note is None else (note,)
+    notes = columns_notes(inputs, model_format, ColumnOrder(), scan.names, scan.names, model)
     return Streamed(passes, scan, model, model_columns, features, columns, timings, notes)
 
 

@@ -128,9 +128,10 @@ def _opened(
 
 
 def _ship(inputs: ModelInputs, found: Streamed | Opened) -> ShippedModel:
-    """The model as a handle (a whole table's with the profile of its rows)."""
+    """The model as a handle (streamed: loaded on the first chunk; a whole table's with the
+    profile of its rows)."""
     if isinstance(found, Streamed):
-        return found.ship(inputs)
+        return shipped(inputs, found.model, found.model_columns, found.scan.first)
     profile = DataProfile.of(found.table.X)
     return shipped(inputs, found.model, table_columns(found.table), profile.head, profile=profile)
 

@@ -20,8 +20,7 @@ from ale_cli.data.table import Table, combine_hashes, dataset_files, is_dataset
 from ale_cli.errors import InputError, NotNumeric
 from ale_cli.estimators.inputs import (
     ModelInputs,
-    columns_note,
-    feature_columns,
+    columns_notes,
     load_timed,
     open_inputs,
 )
@@ -126,7 +125,7 @@ def profiled_model(
     and steps come from it), the pass, and the levels of the text columns, read as codes;
     None for a piecewise-constant model (read whole after all)."""
     inputs, stream = request.inputs, open_data(request)
-    feature_columns(inputs.features, stream.feature_names, where=f"data file '{inputs.data_label}'")
+    inputs.explained(stream.feature_names)
     t = time.perf_counter()
     text: dict[str, tuple[Any, ...]] = {}
     try:
@@ -227,13 +226,11 @@ def streamed_run(
         request, engine, timings, torchscript=fd_model is None, text=text
     )
     names, fixed = stream.feature_names, stream.categorical
-    features, cols = feature_columns(  # before any model call on these columns
-        inputs.features, names, where=f"data file '{inputs.data_label}'"
-    )
+    features, cols = inputs.explained(names)  # before any model call on these columns
     dtypes = {} if found is None else dict(found.dtypes)
     columns = Columns(names=names, fixed=fixed, levels=text, dtypes=dtypes)
     model = load_timed(inputs, fmt, columns, first, timings) if fd_model is None else fd_model
-    note = columns_note(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
+    notes = columns_notes(inputs, fmt, ColumnOrder(), stream.file_columns, names, model)
     plans: tuple[LevelPlan, ...] = ()  # the explained features estimated per level
     discrete, per_level = effective_discrete(request.discrete), any(n in fixed for n in features)
     if discrete is not None or per_level:  # from passes over the data
@@ -269,7 +266,7 @@ def streamed_run(
         model=model,
         columns=StoreColumns(features, names, tuple(request.pairs), part_meta),
         total_rows=stream.total_rows,
-        notes=(*((note,) if note is not None else ()), *_levels_notes(request, plans)),
+        notes=(*notes, *_levels_notes(request, plans)),
         data=stream,
         first_sha256=None if found is None else found.sha256,
         range_hashes=range_hashes,
