@@ -197,12 +197,10 @@ def render_summary(
     def draw(task: Task) -> list[Path]:
         """Draw one figure and save it in every format (in a worker: forked, not pickled)."""
         kind, key, stem = task
-        if summary_outputs(summary) and kind in ("overview", "feature"):  # small multiples
-            fig = outputs_figure(
-                summary, names if kind == "overview" else (str(key),), ylabel=ylabel
-            )
-        elif kind == "overview":
+        if kind == "overview":
             fig = overview_figure(summary, names=names, ylabel=ylabel)
+        elif kind == "feature" and summary_outputs(summary):  # small multiples
+            fig = outputs_figure(summary, (str(key),), ylabel=ylabel)
         elif kind == "regional" and regions is not None:
             fig = regional_figure(regions, str(key), ylabel=ylabel)
         elif kind == "interaction":
