@@ -52,6 +52,7 @@ from ale_cli.plot.layout import (
     wrap,
 )
 from ale_cli.plot.marks import VIOLIN_LABEL, draw_store_marks, draw_violins
+from ale_cli.plot.outputs import outputs_figure, summary_outputs
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -302,12 +303,16 @@ def _lay_out_feature(
 def overview_figure(
     summary: Summary, *, names: Sequence[str] | None = None, ylabel: str | None = None
 ) -> Figure:
-    """All features (or ``names``, in order) in a grid of at most 4 columns, common y.
+    """All features (or ``names``, in order) in a grid of at most 4 columns, common y; a
+    summary of several outputs: :func:`~ale_cli.plot.outputs.outputs_figure` of the names.
 
     ``ylabel``: the first column's label, one line of 28 characters cut with "…".
     """
     import matplotlib
 
+    if summary_outputs(summary):
+        unique = list(dict.fromkeys(f.name for f in summary.features))
+        return outputs_figure(summary, unique if names is None else names, ylabel=ylabel)
     feats = [summary.feature(n) for n in names] if names is not None else list(summary.features)
     ncols = min(max(len(feats), 1), 4)  # a title line, nrows x ncols cells, a legend
     nrows = -(-max(len(feats), 1) // ncols)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ale_cli.plot import style
-from ale_cli.plot.layout import effect_label, figure_legend, new_figure, wrap
+from ale_cli.plot.layout import effect_label, figure_legend, new_figure, not_estimable_figure, wrap
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -32,18 +32,17 @@ def regional_figure(result: RegionalSummary, name: str, *, ylabel: str | None = 
     """Feature ``name``'s global curve and one curve per region (see the module docstring).
 
     A feature without a kept split shows its global curve and says so in the title; a
-    not-estimable feature gives an empty axes titled with the reason.
+    not-estimable feature gives :func:`~ale_cli.plot.layout.not_estimable_figure`.
     """
     import matplotlib
 
     regions = result.feature(name)
     summary = result.summary
+    if regions.status == "not_estimable":
+        return not_estimable_figure(name, regions.reason)
     with matplotlib.rc_context(style.RC):
         fig = new_figure((7.0, 5.2))
         ax = fig.add_axes((0.12, 0.3, 0.84, 0.6), gid="effect_axes")
-        if regions.status == "not_estimable":
-            ax.set_title(wrap(f"{name}: not estimable ({regions.reason})", 70), loc="left")
-            return fig
         record = summary.feature(name)
         (line,) = ax.plot(record.edges, record.effect, color="black", lw=2.0, ls="--", gid="global")
         handles, labels = [line], ["all rows (global)"]

@@ -6,7 +6,6 @@ parent stops them before cleaning up.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import re
 import signal
 import unicodedata
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, cast
 
 from ale_cli.checks import check_choice
 from ale_cli.errors import InputError, RunError
+from ale_cli.io.threads import available_cpus
 from ale_cli.plot.directory import figure_directory, save_figure
 from ale_cli.plot.first_order import feature_figure, overview_figure, release
 from ale_cli.plot.layout import new_figure
@@ -197,12 +197,10 @@ def render_summary(
     def draw(task: Task) -> list[Path]:
         """Draw one figure and save it in every format (in a worker: forked, not pickled)."""
         kind, key, stem = task
-        if summary_outputs(summary) and kind in ("overview", "feature"):  # small multiples
-            fig = outputs_figure(
-                summary, names if kind == "overview" else (str(key),), ylabel=ylabel
-            )
-        elif kind == "overview":
+        if kind == "overview":
             fig = overview_figure(summary, names=names, ylabel=ylabel)
+        elif kind == "feature" and summary_outputs(summary):  # small multiples
+            fig = outputs_figure(summary, (str(key),), ylabel=ylabel)
         elif kind == "regional" and regions is not None:
             fig = regional_figure(regions, str(key), ylabel=ylabel)
         elif kind == "interaction":
@@ -326,8 +324,7 @@ def default_jobs(n_figures: int) -> int:
     """Worker processes for ``n_figures``: one per usable core, at most 4; 1 for a few figures."""
     if n_figures < 4 or "fork" not in multiprocessing.get_all_start_methods():
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cores or 1, 4, n_figures // 2))
+    return max(1, min(available_cpus(), 4, n_figures // 2))
 
 
 def run_tasks(draw: Draw, tasks: list[Task], jobs: int) -> list[list[Path]]:

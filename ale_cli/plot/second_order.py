@@ -132,9 +132,8 @@ def colour_limit(item: InteractionSummary) -> float:
     >>> colour_limit(item)
     2.0
     """
-    data = np.zeros(item.effect.shape, dtype=bool)
-    for k, m in zip(*np.nonzero(~item.filled), strict=True):
-        data[k : k + 2, m : m + 2] = True
+    cells = np.pad(~item.filled, 1)  # a corner touches the (up to) four cells around it
+    data = cells[:-1, :-1] | cells[1:, :-1] | cells[:-1, 1:] | cells[1:, 1:]
     values = item.effect[data] if data.any() else item.effect
     values = values[np.isfinite(values)]
     top = float(np.max(np.abs(values))) if values.size else 0.0

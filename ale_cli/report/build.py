@@ -19,7 +19,7 @@ from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import read_json_file
 from ale_cli.plot.first_order import feature_figure, overview_figure
-from ale_cli.plot.outputs import output_store, output_view, outputs_figure, summary_outputs
+from ale_cli.plot.outputs import output_store, output_view
 from ale_cli.plot.regional import region_label, regional_figure
 from ale_cli.plot.render import matching_store
 from ale_cli.plot.second_order import interaction_figure
@@ -163,14 +163,6 @@ def _feature_rows(
         )
     rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["anchor"]))
     return rows
-
-
-def _overview(summary: Summary) -> Any:
-    """The overview figure: small multiples for a summary of several outputs."""
-    if summary_outputs(summary):
-        names = list(dict.fromkeys(f.name for f in summary.features))
-        return outputs_figure(summary, names)
-    return overview_figure(summary)
 
 
 def _interactions(
@@ -359,7 +351,7 @@ def _first_order_section(
         {
             "label": f"{s.estimator} ({Path(name).name})",
             "svg": reused.get(name, {}).get(("overview", None))
-            or svg_text(_overview(s), prefix=f"overview{j or ''}-"),
+            or svg_text(overview_figure(s), prefix=f"overview{j or ''}-"),
         }
         for j, (name, s) in enumerate(first_order)
     ]
