@@ -148,8 +148,7 @@ class OnnxModel(Model):
         graph, choice = self.graph, self.choice
         records = graph.output_records()
         details: dict[str, Any] = {
-            "method": self.method,
-            "format": self.format,
+            **super().describe(),
             "dtype": graph.dtype.name,
             "input": {"name": graph.input_name, "shape": list(graph.input_shape)}
             | ({"per_column": [n for n, _ in graph.per_column]} if graph.per_column else {}),

@@ -374,8 +374,7 @@ class SklearnModel(Model):
     def describe(self) -> dict[str, Any]:
         est, caller = self.caller.estimator, self.caller
         details: dict[str, Any] = {
-            "method": self.method,
-            "format": self.format,
+            **super().describe(),
             "estimator": type(est).__name__,
             "final_estimator": type(final_estimator(est)).__name__,
             "output": caller.output_records()[0],
