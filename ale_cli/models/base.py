@@ -110,8 +110,9 @@ class Model:
         return self.effects(X, features, progress)
 
     def describe(self) -> dict[str, Any]:
-        """Method, output and settings used, recorded in the store's meta."""
-        raise NotImplementedError
+        """Method, output and settings used, recorded in the store's meta (an adapter's
+        entries follow the method and format)."""
+        return {"method": self.method, "format": self.format}
 
 
 _P = ParamSpec("_P")

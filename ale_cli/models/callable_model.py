@@ -190,8 +190,7 @@ class CallableModel(Model):
         column = self.caller.column
         records = [{"selector": str(c), "name": str(c), "column": c} for c in self.caller.columns]
         return {
-            "method": self.method,
-            "format": self.format,
+            **super().describe(),
             "output": records[0]
             if records
             else {"selector": None if column is None else str(column)},

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ale_cli.errors import InputError
+from ale_cli.models.base import first_line
 from ale_cli.models.objects import ModelObject
 from ale_cli.models.onnx_graph import column_inputs, read_graph
 
@@ -37,8 +38,7 @@ def read_columns_file(path: Path) -> tuple[str, ...]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"columns file '{path}' is not valid JSON: {reason}") from None
+        raise InputError(f"columns file '{path}' is not valid JSON: {first_line(exc)}") from None
     names = data.get("columns") if isinstance(data, dict) else None
     if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
         raise InputError(

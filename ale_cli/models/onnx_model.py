@@ -1,5 +1,5 @@
 """ONNX models: autodiff through a torch translation of the graph when every op is
-supported and it agrees with onnxruntime on up to :data:`CHECK_ROWS` rows
+supported and it agrees with onnxruntime on the profile's sample (256 rows at most)
 (max |difference| <= rtol * max|output|, rtol 1e-4 for float32, 1e-9 for float64);
 otherwise central finite differences through onnxruntime.
 """
@@ -29,8 +29,6 @@ from ale_cli.models.mixed import mixed_partials
 from ale_cli.models.onnx_graph import RTOL, OnnxGraph, check_graph
 from ale_cli.models.onnx_torch import TorchGraph, UnsupportedGraph
 from ale_cli.models.torchscript import DEFAULT_BATCH_SIZE
-
-CHECK_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -62,7 +60,7 @@ def choose_method(graph: OnnxGraph, proto: Any, method: str, X: np.ndarray) -> M
         torch_graph = TorchGraph(proto, graph.input_name)
     except UnsupportedGraph as exc:
         return fall_back(f"the graph cannot be run in torch: {exc}")
-    rows = X  # at most CHECK_ROWS rows of the profile's sample
+    rows = X  # the profile's sample
     reference = graph.run(rows)
     try:
         translated, _ = graph.torch_forward(torch_graph, rows)
@@ -148,8 +146,7 @@ class OnnxModel(Model):
         graph, choice = self.graph, self.choice
         records = graph.output_records()
         details: dict[str, Any] = {
-            "method": self.method,
-            "format": self.format,
+            **super().describe(),
             "dtype": graph.dtype.name,
             "input": {"name": graph.input_name, "shape": list(graph.input_shape)}
             | ({"per_column": [n for n, _ in graph.per_column]} if graph.per_column else {}),
@@ -173,7 +170,7 @@ def load(req: LoadRequest) -> OnnxModel:
     profile, options = req.profile, req.options
     graph, proto = OnnxGraph.open(req.model, options.output)
     graph, row_shape = check_graph(graph, req.columns, profile.head, spread=profile.std)
-    choice = choose_method(graph, proto, options.method, profile.rows(CHECK_ROWS))
+    choice = choose_method(graph, proto, options.method, profile.sample)
     plan = None
     if choice.torch_graph is None:
         plan = fd.plan_steps(

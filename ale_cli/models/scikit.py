@@ -30,7 +30,6 @@ from ale_cli.models.base import (
     width_error,
 )
 from ale_cli.models.objects import ModelObject
-from ale_cli.models.profile import DataProfile
 
 #: Final-estimator class names (substrings) whose predictions are piecewise constant.
 PIECEWISE_CONSTANT = (
@@ -326,17 +325,21 @@ class SklearnModel(Model):
     def from_estimator(
         cls,
         estimator: Any,
-        path: Path | ModelObject,
+        path: Path,
         fmt: str,
         options: LoadOptions,
         columns: Columns,
         X: np.ndarray,
-        *,
-        trusted: Sequence[str] | None = None,
-        profile: DataProfile | None = None,
     ) -> SklearnModel:
-        """Check a fitted estimator on X (or ``profile``) and choose its steps there."""
-        req = LoadRequest(path, fmt, options, columns, X, profile)
+        """:meth:`of` the request to check ``estimator`` (file ``path`` in ``fmt``) on X."""
+        return cls.of(estimator, LoadRequest(path, fmt, options, columns, X))
+
+    @classmethod
+    def of(
+        cls, estimator: Any, req: LoadRequest, *, trusted: Sequence[str] | None = None
+    ) -> SklearnModel:
+        """Check a fitted estimator on the request's profile and choose its steps there."""
+        path, options = req.model, req.options
         if options.method == "autodiff":
             raise ModelError(
                 "{param} autodiff is not available for scikit-learn models; "
@@ -348,12 +351,12 @@ class SklearnModel(Model):
                 f"model file '{path}' holds a {type(estimator).__name__}, "
                 "not a fitted scikit-learn estimator (it has no predict method)"
             )
-        caller = SklearnCaller.build(estimator, path, options.output, columns)
+        caller = SklearnCaller.build(estimator, path, options.output, req.columns)
         integer = check_inputs(caller, req.profile.head)
         final = type(final_estimator(estimator)).__name__
         piecewise = any(s in final for s in PIECEWISE_CONSTANT)
         plan = fd.plan_steps(caller, req, piecewise_type=piecewise)
-        return cls(caller, fmt, plan, None if trusted is None else tuple(trusted), integer)
+        return cls(caller, req.format, plan, None if trusted is None else tuple(trusted), integer)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output at every row, shape (N,)."""
@@ -371,8 +374,7 @@ class SklearnModel(Model):
     def describe(self) -> dict[str, Any]:
         est, caller = self.caller.estimator, self.caller
         details: dict[str, Any] = {
-            "method": self.method,
-            "format": self.format,
+            **super().describe(),
             "estimator": type(est).__name__,
             "final_estimator": type(final_estimator(est)).__name__,
             "output": caller.output_records()[0],
@@ -391,8 +393,8 @@ class SklearnModel(Model):
 
 def load(req: LoadRequest) -> SklearnModel:
     """Load a skops file or a trusted pickle, or take a fitted estimator object, and check
-    it (:meth:`SklearnModel.from_estimator`)."""
-    path, fmt, options = req.model, req.format, req.options
+    it (:meth:`SklearnModel.of`)."""
+    path = req.model
     if isinstance(path, ModelObject):
         from sklearn.exceptions import NotFittedError
         from sklearn.utils.validation import check_is_fitted
@@ -408,6 +410,5 @@ def load(req: LoadRequest) -> SklearnModel:
         except TypeError:  # not an estimator check_is_fitted knows: from_estimator checks it
             pass
     else:
-        est, trusted = read_estimator(path, fmt, options)
-    build = SklearnModel.from_estimator
-    return build(est, path, fmt, options, req.columns, req.X, trusted=trusted, profile=req.all_rows)
+        est, trusted = read_estimator(path, req.format, req.options)
+    return SklearnModel.of(est, req, trusted=trusted)

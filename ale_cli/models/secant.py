@@ -71,11 +71,8 @@ class SecantModel(Model):
             upper = np.array([lim.upper for lim in limits], ndmin=2).T
             return upper, np.array([lim.lower for lim in limits], ndmin=2).T
 
-        def divide(diff: np.ndarray, width: np.ndarray) -> np.ndarray:
-            return secants(diff, width)
-
         rows, inner = self.eval_rows, self.inner.predict
-        return stacked_differences(inner, X, index, where, bounds, divide, rows, progress)
+        return stacked_differences(inner, X, index, where, bounds, secants, rows, progress)
 
     def describe(self) -> dict[str, Any]:
         details = dict(self.inner.describe())

@@ -398,8 +398,7 @@ class TorchScriptModel(Model):
         element = "" if self.pick.element is None else f"{self.pick.element}:"
         outputs = [{"selector": f"{element}{c}", "shape": shape} for c in self.pick.columns]
         return {
-            "method": self.method,
-            "format": self.format,
+            **super().describe(),
             "dtype": str(self.dtype).removeprefix("torch."),
             "batch_size": self.batch_size,
             "output": outputs[0] if outputs else {"selector": self.selector, "shape": shape},
