@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from typer.testing import CliRunner
@@ -46,10 +48,8 @@ def cluster():  # type: ignore[no-untyped-def]
     """A local Dask cluster of 2 worker processes, one thread each: its scheduler address."""
     from distributed import LocalCluster
 
-    from ale_cli.engines.cluster import environ_kept
-
     with (
-        environ_kept(),  # the nannies set MALLOC_TRIM_THRESHOLD_... in this process
+        patch.dict(os.environ),  # the nannies set MALLOC_TRIM_THRESHOLD_... in this process
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as local,

@@ -5,9 +5,11 @@ the first failing part in part order, and pass each chunk's state through a sink
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -76,11 +78,11 @@ def dask_engine():  # type: ignore[no-untyped-def]
     import cloudpickle
     from distributed import LocalCluster
 
-    from ale_cli.engines.cluster import DaskEngine, environ_kept
+    from ale_cli.engines.cluster import DaskEngine
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the kernels of this module
     with (
-        environ_kept(),
+        patch.dict(os.environ),
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,

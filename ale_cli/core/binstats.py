@@ -135,11 +135,7 @@ class CellStats:
         d = self.mean - c
         s1 = self.counts * d
         s2 = self.m2 + s1 * d
-        return (
-            np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(self.counts)]),
-            np.concatenate([np.zeros(1), np.cumsum(s1)]),
-            np.concatenate([np.zeros(1), np.cumsum(s2)]),
-        )
+        return cumsum0(self.counts), cumsum0(s1), cumsum0(s2)
 
     def grouped(self, owner: np.ndarray, *, n_groups: int) -> CellStats:
         """Statistics of the groups of cells, cell i in group ``owner[i]`` (M,): ``n = sum n_c``,
@@ -180,6 +176,13 @@ class CellStats:
         d = self.mean - mean[owner]
         m2 = np.add.reduceat(self.m2 + self.counts * d * d, starts)
         return CellStats(counts=counts, mean=mean, m2=m2)
+
+
+def cumsum0(values: np.ndarray) -> np.ndarray:
+    """``[0, v_0, v_0 + v_1, ...]`` (M+1,) of int64 or float64 ``values`` (M,), in their dtype."""
+    out = np.zeros(values.size + 1, dtype=values.dtype)
+    np.cumsum(values, out=out[1:])
+    return out
 
 
 def uniform_cells(

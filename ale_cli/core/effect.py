@@ -17,13 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.binstats import CellStats, fill_missing
+from ale_cli.core.binstats import CellStats, cumsum0, fill_missing
 
 CENTER_MODES = ("mean", "start", "none")
-
-
-def _cumsum0(values: np.ndarray) -> np.ndarray:
-    return np.concatenate([np.zeros(1), np.cumsum(values)])
 
 
 def accumulate(
@@ -39,9 +35,9 @@ def accumulate(
     dz = np.diff(edges)
     dz2var = dz * dz * bin_var
     return (
-        _cumsum0(bin_effect * dz),
-        np.sqrt(_cumsum0(dz2var)),
-        np.sqrt(_cumsum0(dz2var / np.maximum(counts, 1))),
+        cumsum0(bin_effect * dz),
+        np.sqrt(cumsum0(dz2var)),
+        np.sqrt(cumsum0(dz2var / np.maximum(counts, 1))),
     )
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ale_cli.core.binning import assign
-from ale_cli.core.binstats import CellStats, fill_missing
+from ale_cli.core.binstats import CellStats, cumsum0, fill_missing
 from ale_cli.core.effect import FirstOrderEffect, effect_from_cells
 
 #: Fine quantile bins per feature (240 = 2^4 * 3 * 5: many divisors)
@@ -99,7 +99,7 @@ def fine_curve(edges: np.ndarray, cells: CellStats) -> FineCurve:
         raise ValueError(f"{cells.n_cells} cells do not match {edges.size} fine edges")
     centers = (edges[:-1] + edges[1:]) / 2.0
     slope = fill_missing(cells.mean, cells.counts > 0, centers)
-    value = np.concatenate([np.zeros(1), np.cumsum(slope * np.diff(edges))])
+    value = cumsum0(slope * np.diff(edges))
     return FineCurve(edges=edges, slope=slope, value=value)
 
 

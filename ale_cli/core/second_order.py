@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ale_cli.core.binstats import CellStats
+from ale_cli.core.binstats import CellStats, cumsum0
 
 #: The two per-row routes; ``classic`` values are differences, ``dale`` derivatives.
 ROUTES = ("classic", "dale")
@@ -121,7 +121,7 @@ def _main_effect(surface: np.ndarray, counts: np.ndarray) -> np.ndarray:
     n = counts.sum(axis=1)
     weighted = (counts * mid).sum(axis=1)
     plain = mid.mean(axis=1)  # a slice with no rows at all: unweighted mean
-    return np.concatenate([[0.0], np.cumsum(np.where(n > 0, weighted / np.maximum(n, 1), plain))])
+    return cumsum0(np.where(n > 0, weighted / np.maximum(n, 1), plain))
 
 
 def remove_main_effects(surface: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, float]:

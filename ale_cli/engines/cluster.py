@@ -99,6 +99,8 @@ file (JSON), got 'http://node7:8787/status' (http is not a Dask protocol)
 @contextmanager
 def client(scheduler: str | None) -> Iterator[Client]:
     """A client of the cluster at ``scheduler``, or of a LocalCluster started for the run."""
+    from unittest.mock import patch
+
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
@@ -112,7 +114,7 @@ def client(scheduler: str | None) -> Iterator[Client]:
             yield connected
         return
     with (
-        environ_kept(),
+        patch.dict(os.environ),  # given back as it was: a LocalCluster's nannies change it
         LocalCluster(
             threads_per_worker=1,
             processes=True,
@@ -123,17 +125,6 @@ def client(scheduler: str | None) -> Iterator[Client]:
         Client(cluster) as local,
     ):
         yield local
-
-
-@contextmanager
-def environ_kept() -> Iterator[None]:
-    """Give ``os.environ`` back as it was (a LocalCluster's nannies change it)."""
-    saved = dict(os.environ)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 class DaskEngine(Engine):

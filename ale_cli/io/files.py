@@ -17,7 +17,6 @@ from typing import IO
 
 from ale_cli.errors import InputError, RunError
 
-_HASH_CHUNK = 1 << 20
 #: a temporary file older than this is not this process's
 STARTED = time.time()
 
@@ -33,11 +32,8 @@ def sha256_file(path: str | os.PathLike[str], what: str = "file") -> str:
     kind = what_is(mode)
     if kind is not None:
         raise InputError(f"{what} '{path}' is {kind}, expected a regular file")
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        while chunk := fh.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 _KINDS = {stat.S_IFDIR: "a directory", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}

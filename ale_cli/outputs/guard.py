@@ -1,10 +1,5 @@
-"""The output guard: what ``ale`` may write over, decided once, before any work.
-
-Refused whatever ``force`` says (exit 2): ``-`` where the kind cannot go to standard
-output; one of the command's inputs (same inode); not a regular file where a file is
-written, or not a directory where a directory is. Refused unless ``force``: an existing
-output that is not recognisably this kind of ``ale`` output, by content, never by extension.
-"""
+"""The output guard: what ``ale`` may write over, decided once, before any work, as
+docs/commands.md ("Outputs are protected") says; ``-`` only where a kind can go to stdout."""
 
 from __future__ import annotations
 
