@@ -145,9 +145,7 @@ def _check_ranges(path: Path, meta: dict[str, Any], parts: Sequence[StoreFile]) 
     hi = np.max([r[1] for r in ranges if r is not None], axis=0)
     found_lo = np.asarray(meta["chunks"]["x_min"], dtype=np.float64)
     found_hi = np.asarray(meta["chunks"].get("x_max"), dtype=np.float64)
-    if found_lo.shape != lo.shape or not (
-        np.array_equal(found_lo, lo) and np.array_equal(found_hi, hi)
-    ):
+    if not (np.array_equal(found_lo, lo) and np.array_equal(found_hi, hi)):  # shapes too
         raise InputError(
             f"store '{path}': its {MANIFEST} has other input ranges (x_min, x_max) than its "
             "parts; it was changed after it was written"
