@@ -43,8 +43,6 @@ def _row_members(count: int) -> tuple[str, ...]:
 def _open(path: Path) -> Archive:
     if not path.exists():
         raise InputError(f"store '{path}' does not exist; create it with 'ale compute'")
-    if path.is_dir():
-        raise InputError(f"store '{path}' is a directory, expected an .npz file")
     try:
         return Archive(path)
     except OSError as exc:
