@@ -249,8 +249,6 @@ def _csv_frames(
             dtype=dict.fromkeys(text, str) or None,
         ) as chunks:
             yield from chunks
-    except pd.errors.EmptyDataError:
-        raise InputError(f"data file '{path}' is empty") from None
     except Exception as exc:
         raise read_error(path, exc, "csv") from None
 
@@ -323,8 +321,6 @@ def open_stream(
 
             try:
                 header = tuple(str(c) for c in pd.read_csv(files[0], nrows=0).columns)
-            except pd.errors.EmptyDataError:
-                raise InputError(f"data file '{path}' is empty") from None
             except Exception as exc:
                 raise read_error(path, exc, fmt) from None
             total, arrow_types, schemas = None, {}, []

@@ -99,6 +99,8 @@ def check_part(file: Path, names: Sequence[str], columns: Sequence[str]) -> None
 
 def read_error(path: Path, exc: BaseException, fmt: str = "parquet") -> InputError:
     """The one line for a data file pandas or pyarrow cannot read."""
+    if type(exc).__name__ == "EmptyDataError":  # pandas: a CSV file of no bytes or lines
+        return InputError(f"data file '{path}' is empty")
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}")
 
@@ -197,8 +199,6 @@ def _read(
     refuse_duplicate_headers(path, fmt)
     try:
         frame = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
-    except pd.errors.EmptyDataError:
-        raise InputError(f"data file '{path}' is empty") from None
     except Exception as exc:  # pandas/pyarrow raise many types for unreadable files
         raise read_error(path, exc, fmt) from None
     file_columns = tuple(str(c) for c in frame.columns)

@@ -237,7 +237,7 @@ def check_span(path: Path, X: np.ndarray, names: Sequence[str]) -> None:
 
 def _load(path: Path, npz: Any, name: str) -> np.ndarray:
     try:
-        return np.asarray(npz[name])
+        return np.asarray(npz.array(name))
     except ValueError as exc:
         raise InputError(f"store '{path}': array '{name}' is unreadable ({exc})") from None
 
@@ -282,9 +282,12 @@ def _virtual_specs(path: Path, specs: Specs, meta: Mapping[str, Any]) -> Specs:
     return out
 
 
-def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: bool = True) -> None:
+def validate_npz(
+    path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: bool = True
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Check an open store without keeping its big arrays: the small members' CRC-32,
-    every header and the layout; with ``full``, every row array too (CRC-32, finite)."""
+    every header and the layout; with ``full``, every row array too (CRC-32, finite).
+    Its feature names and input names, checked."""
     path = Path(path)
     for filename in npz.raw_names:
         if not filename.endswith(".npy"):
@@ -309,15 +312,17 @@ def validate_npz(path: str | Path, npz: Any, meta: Mapping[str, Any], *, full: b
     if "input_names" in specs:
         inputs = _load(path, npz, "input_names")
         _names(path, inputs, "input_names")
+    found = tuple(str(n) for n in names), tuple(str(n) for n in inputs)
     if not full:  # headers and layout only: the readers of the chunks check their bytes
-        return
-    labels = {"X": [str(n) for n in inputs], "local_effects": [str(n) for n in names]}
+        return found
+    labels = {"X": found[1], "local_effects": found[0]}
     for name in npz.files:
         if ROW_MEMBER.match(name):
             array, base = _load(path, npz, name), name.split(".")[0]
-            check_finite(path, name, array, labels.get(base, []))
+            check_finite(path, name, array, labels.get(base, ()))
             if base == "X":
                 check_span(path, array, labels["X"])
+    return found
 
 
 #: the JSON type of each key a store's meta may hold (absent or null: not recorded)

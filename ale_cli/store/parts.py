@@ -145,9 +145,7 @@ def _check_ranges(path: Path, meta: dict[str, Any], parts: Sequence[StoreFile]) 
     hi = np.max([r[1] for r in ranges if r is not None], axis=0)
     found_lo = np.asarray(meta["chunks"]["x_min"], dtype=np.float64)
     found_hi = np.asarray(meta["chunks"].get("x_max"), dtype=np.float64)
-    if found_lo.shape != lo.shape or not (
-        np.array_equal(found_lo, lo) and np.array_equal(found_hi, hi)
-    ):
+    if not (np.array_equal(found_lo, lo) and np.array_equal(found_hi, hi)):  # shapes too
         raise InputError(
             f"store '{path}': its {MANIFEST} has other input ranges (x_min, x_max) than its "
             "parts; it was changed after it was written"
@@ -161,17 +159,12 @@ def open_part_store(path: str | Path) -> PartStore:
     parts = tuple(_part(path, entry, meta) for entry in meta["parts"])
     starts = np.cumsum([0, *(p.n_rows for p in parts)])
     parts = tuple(replace(p, offset=int(start)) for p, start in zip(parts, starts, strict=False))
-    names = tuple(meta["feature_names"])
-    inputs = tuple(meta["input_names"])
-    unknown = [n for n in names if n not in inputs]
-    if unknown:
-        raise InputError(f"store '{path}': feature '{unknown[0]}' is not one of its inputs")
     _check_ranges(path, meta, parts)
-    return PartStore(
+    return PartStore(  # its names are its parts' (_part), each part's features its inputs
         path=path,
         meta=meta,
-        feature_names=names,
-        input_names=inputs,
+        feature_names=tuple(meta["feature_names"]),
+        input_names=tuple(meta["input_names"]),
         rows=tuple(int(p["rows"]) for p in meta["parts"]),
         files=parts,
     )

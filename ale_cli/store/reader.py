@@ -43,8 +43,6 @@ def _row_members(count: int) -> tuple[str, ...]:
 def _open(path: Path) -> Archive:
     if not path.exists():
         raise InputError(f"store '{path}' does not exist; create it with 'ale compute'")
-    if path.is_dir():
-        raise InputError(f"store '{path}' is a directory, expected an .npz file")
     try:
         return Archive(path)
     except OSError as exc:
@@ -55,11 +53,11 @@ def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:
     if "meta" not in npz.files:
         raise InputError(f"'{path}' is not a local-effects store: it has no 'meta' array")
     try:
-        meta = loads(str(npz["meta"][()]))
+        meta = loads(str(npz.array("meta")[()]))
     except DamagedStore as exc:  # without its meta, nothing says ale wrote it
         raise InputError(str(exc)) from None
     except (ValueError, TypeError, RecursionError):
-        raise InputError(f"store '{path}' has an unreadable 'meta' array") from None
+        meta = None
     if not isinstance(meta, dict):
         raise InputError(f"store '{path}' has an unreadable 'meta' array")
     check_meta(f"store '{path}'", meta)
@@ -250,11 +248,10 @@ def open_file_store(path: Path) -> StoreFile:
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
         chunks = meta.get("chunks")
-        validate_npz(path, npz, meta, full=chunks is None)  # the layout: n_rows, X, names
-        names = tuple(str(s) for s in npz["feature_names"])
-        inputs = tuple(str(s) for s in npz["input_names"]) if "input_names" in npz.files else names
+        # the layout: n_rows, X, names
+        names, inputs = validate_npz(path, npz, meta, full=chunks is None)
         rows = [int(meta["n_rows"])] if chunks is None else [int(n) for n in chunks["rows"]]
-        small = {n: npz[n] for n in npz.files if not ROW_MEMBER.match(n) and n not in _NAMES}
+        small = {n: npz.array(n) for n in npz.files if not ROW_MEMBER.match(n) and n not in _NAMES}
         members = frozenset(npz.files)
     unknown = [n for n in names if n not in inputs]
     if unknown:

@@ -66,7 +66,7 @@ def _extra_records(extra: bytes) -> dict[int, bytes] | None:
 
 
 class Archive(AbstractContextManager):
-    """A store file opened for verified reading (``with Archive(path) as a: a["X"]``);
+    """A store file opened for verified reading (``with Archive(path) as a: a.array("X")``);
     ``files``: the member names without ``.npy``."""
 
     def __init__(self, path: str | Path) -> None:
@@ -325,9 +325,6 @@ class Archive(AbstractContextManager):
             raise self.damaged(member.name, "it is longer than its header says")
         if member.stored and crc != member.crc:
             raise self.damaged(member.name, "its bytes do not match its CRC-32")
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.array(name)
 
 
 class _Window(AbstractContextManager):
