@@ -27,7 +27,6 @@ from ale_cli.estimators.bands import Bootstrap
 from ale_cli.estimators.classic import ClassicRequest, classic
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.interact import InteractRequest, interact
-from ale_cli.passes.spool import DataPasses
 from ale_cli.summary.model import summary_json
 
 N = 240
@@ -72,23 +71,11 @@ def case(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"X": X, "data": data, "model": model, "edges": edges, "whole": {}}
 
 
-class _Opened:
-    def __init__(self, *spies: Any) -> None:
-        self.spies = spies
-
-    @property
-    def call_count(self) -> int:
-        return sum(spy.call_count for spy in self.spies)
-
-
 @contextmanager
-def passes() -> Iterator[_Opened]:
+def passes() -> Iterator[Any]:
     """Counts the passes over a data file (each opens it)."""
-    with (
-        mock.patch.object(DataPasses, "open", autospec=True, side_effect=DataPasses.open) as a,
-        mock.patch.object(DataSource, "open", autospec=True, side_effect=DataSource.open) as b,
-    ):
-        yield _Opened(a, b)
+    with mock.patch.object(DataSource, "open", autospec=True, side_effect=DataSource.open) as a:
+        yield a
 
 
 def _numbers(result: Any) -> dict[str, Any]:

@@ -165,7 +165,9 @@ class DataSource:
     """A data file or dataset read chunk by chunk (``partitions`` None: one unsplit part)."""
 
     path: Path
-    fmt: str
+    #: the data's format (None before the first pass: from the file's name)
+    fmt: str | None
+    #: the input columns (none before the first pass)
     names: tuple[str, ...]
     categorical: tuple[str, ...]
     dropna: bool

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ale_cli.checks import check_choice, names_tuple
+from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import is_glob
 from ale_cli.data.table import FORMATS as DATA_FORMATS
 from ale_cli.data.table import IN_MEMORY, data_sha256, is_frame, load_table
@@ -24,7 +25,6 @@ from ale_cli.models.base import METHODS, LoadOptions
 from ale_cli.models.columns import ColumnOrder, model_column_order, order_note
 from ale_cli.models.mlflow_model import MlflowSource, is_reference, resolve
 from ale_cli.models.objects import ModelObject, given_model
-from ale_cli.passes.spool import DataPasses
 
 if TYPE_CHECKING:
     from ale_cli.data.table import Table
@@ -160,11 +160,12 @@ class ModelInputs:
         """The features to explain and their columns among the data file's ``names``."""
         return feature_columns(self.features, names, where=f"data file '{self.data_label}'")
 
-    def passes(self, chunk_rows: int, text: Mapping[str, Any] | None = None) -> DataPasses:
+    def passes(self, chunk_rows: int, text: Mapping[str, Any] | None = None) -> DataSource:
         """The data file read chunk by chunk (``text``: the text columns' levels, as codes)."""
-        return DataPasses(
+        return DataSource(
             path=Path(self.data),
-            data_format=self.data_format,
+            fmt=self.data_format,
+            names=(),
             inputs=self.inputs,
             exclude=self.exclude,
             dropna=self.dropna,

@@ -5,7 +5,7 @@ first pass and loads the model on the first chunk, with the whole file's dtypes.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from ale_cli.models.objects import ModelObject
 from ale_cli.models.profile import DataProfile
 from ale_cli.passes.engine import Engine
 from ale_cli.passes.shipped import ShippedModel
-from ale_cli.passes.spool import DataPasses, Scan
+from ale_cli.passes.spool import Scan, scan_source
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def reading_of(inputs: ModelInputs, chunk_rows: int | None) -> Reading:
 class Streamed:
     """The data as passes over the file and the model loaded on its first chunk."""
 
-    passes: DataPasses
+    passes: DataSource
     scan: Scan
     model: Model
     #: the model adapter's columns: the file's names, fixed columns and dtypes
@@ -83,18 +83,9 @@ class Streamed:
 
     def data_source(self, engine: Engine) -> DataSource:
         """The data as a source, in the parts ``engine`` runs apart."""
-        scan, passes = self.scan, self.passes
-        return DataSource(
-            path=passes.path,
-            fmt=scan.format,
-            names=scan.names,
-            categorical=scan.categorical,
-            dropna=passes.dropna,
-            chunk_rows=passes.chunk_rows,
-            inputs=passes.inputs,
-            exclude=passes.exclude,
-            text=passes.text,
-        ).split(engine.slots)
+        scan = self.scan
+        found = {"fmt": scan.format, "names": scan.names, "categorical": scan.categorical}
+        return replace(self.passes, **found).split(engine.slots)
 
     def source(self, inputs: ModelInputs, *, method: str) -> dict[str, Any]:
         """A summary's ``store`` part (:func:`~.inputs.provenance`)."""
@@ -110,13 +101,13 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
     passes = inputs.passes(chunk_rows)
     t = time.perf_counter()
     try:
-        scan = passes.scan()
+        scan = scan_source(passes)
     except NotNumeric:
         if model_format not in TEXT_FORMATS:  # tensor models take numbers only
             raise
         levels = find_text_levels(lambda text: inputs.passes(chunk_rows, text).open())
         passes = inputs.passes(chunk_rows, levels)
-        scan = passes.scan()
+        scan = scan_source(passes)
     features, columns = inputs.explained(scan.names)
     timings = {"load_data_s": time.perf_counter() - t}
     model_columns = Columns(

@@ -1,18 +1,18 @@
 """A data file read in several passes, chunk by chunk (``ale classic``, ``ale interact``
-streamed): a first pass for the rows and ranges (:meth:`DataPasses.scan`), then every
-pass opens the file again; for a streamed ``ale compute`` of a model that chooses its steps
+streamed): a first pass for the rows and ranges (:func:`scan_source`), then every pass opens the
+file again; for a streamed ``ale compute`` of a model that chooses its steps
 from the data (finite differences), a first pass for its profile (:func:`first_pass`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ale_cli.data.stream import DEFAULT_CHUNK_ROWS, TableStream, open_stream
+from ale_cli.data.sources import DataSource
+from ale_cli.data.stream import TableStream
 from ale_cli.models.profile import DataProfile, ProfileBuilder
 
 
@@ -34,50 +34,34 @@ class Scan:
     levels: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class DataPasses:
-    """The input columns of a data file, opened again for every pass (:meth:`open`)."""
-
-    path: Path
-    data_format: str | None = None
-    inputs: tuple[str, ...] | None = None
-    exclude: tuple[str, ...] = ()
-    dropna: bool = False
-    categorical: tuple[str, ...] = ()
-    chunk_rows: int = DEFAULT_CHUNK_ROWS
-    text: tuple[tuple[str, tuple[Any, ...]], ...] = ()
-
-    def open(self) -> TableStream:
-        given = {f.name: getattr(self, f.name) for f in fields(self)} | {"text": dict(self.text)}
-        return open_stream(fmt=given.pop("data_format"), **given)
-
-    def scan(self) -> Scan:
-        stream = self.open()
-        d = len(stream.feature_names)
-        lo, hi = np.full(d, np.inf), np.full(d, -np.inf)
-        n = 0
-        first: np.ndarray | None = None
-        for X in stream:
-            if first is None:
-                first = np.array(X, dtype=np.float64)
-            np.minimum(lo, X.min(axis=0), out=lo)
-            np.maximum(hi, X.max(axis=0), out=hi)
-            n += len(X)
-        if first is None or stream.sha256 is None:  # pragma: no cover - the stream raises
-            raise RuntimeError("the data stream ended before its first chunk")
-        return Scan(
-            names=stream.feature_names,
-            categorical=stream.categorical,
-            n_rows=n,
-            lo=lo,
-            hi=hi,
-            first=first,
-            format=stream.format,
-            sha256=stream.sha256,
-            rows_dropped=stream.rows_dropped,
-            dtypes=dict(stream.dtypes),
-            levels=stream.levels,
-        )
+def scan_source(source: DataSource) -> Scan:
+    """The first pass over ``source`` (read whole, unsplit)."""
+    stream = source.open()
+    d = len(stream.feature_names)
+    lo, hi = np.full(d, np.inf), np.full(d, -np.inf)
+    n = 0
+    first: np.ndarray | None = None
+    for X in stream:
+        if first is None:
+            first = np.array(X, dtype=np.float64)
+        np.minimum(lo, X.min(axis=0), out=lo)
+        np.maximum(hi, X.max(axis=0), out=hi)
+        n += len(X)
+    if first is None or stream.sha256 is None:  # pragma: no cover - the stream raises
+        raise RuntimeError("the data stream ended before its first chunk")
+    return Scan(
+        names=stream.feature_names,
+        categorical=stream.categorical,
+        n_rows=n,
+        lo=lo,
+        hi=hi,
+        first=first,
+        format=stream.format,
+        sha256=stream.sha256,
+        rows_dropped=stream.rows_dropped,
+        dtypes=dict(stream.dtypes),
+        levels=stream.levels,
+    )
 
 
 @dataclass(frozen=True)
