@@ -11,6 +11,9 @@ from typing import Any, TypeVar
 
 from ale_cli.errors import InputError
 
+#: the file name that means standard input or output
+STDIO = "-"
+
 R = TypeVar("R")
 
 
@@ -39,7 +42,7 @@ def names_tuple(value: str | Sequence[str] | None, param: str) -> tuple[str, ...
 
 def is_stdio(path: object) -> bool:
     """True for the file name ``-`` (standard input or output)."""
-    return path is not None and str(path) == "-"
+    return path is not None and str(path) == STDIO
 
 
 def refuse_stdio(path: object, param: str, what: str) -> None:
