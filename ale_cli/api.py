@@ -68,11 +68,8 @@ def compute(
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     where = engine_for(engine, scheduler)
     guard(out, kind=store_kind(where.splits, out), inputs=_paths(model, data), force=force)
-    request = local_effects.ComputeRequest(
-        inputs=inputs,
-        out=Path(out),
-        pairs=parse_pairs(pairs),
-        discrete=discrete,  # type: ignore[arg-type]
+    request = request_of(
+        local_effects.ComputeRequest, locals(), out=Path(out), pairs=parse_pairs(pairs)
     )
     return local_effects.compute(request, engine=where, force=force)
 
