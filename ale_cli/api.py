@@ -17,7 +17,7 @@ import ale_cli.estimators.classic as classic_estimator
 import ale_cli.estimators.interact as interact_estimator
 import ale_cli.estimators.regional as regional_estimator
 from ale_cli import API
-from ale_cli.checks import refuse_stdio
+from ale_cli.checks import refuse_stdio, request_of
 from ale_cli.engines import engine_for
 from ale_cli.errors import InputError
 from ale_cli.estimators import dale, local_effects
@@ -68,11 +68,8 @@ def compute(
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     where = engine_for(engine, scheduler)
     guard(out, kind=store_kind(where.splits, out), inputs=_paths(model, data), force=force)
-    request = local_effects.ComputeRequest(
-        inputs=inputs,
-        out=Path(out),
-        pairs=parse_pairs(pairs),
-        discrete=discrete,  # type: ignore[arg-type]
+    request = request_of(
+        local_effects.ComputeRequest, locals(), out=Path(out), pairs=parse_pairs(pairs)
     )
     return local_effects.compute(request, engine=where, force=force)
 
@@ -94,16 +91,13 @@ def rebin(
 ) -> Summary:
     """DALE on fixed bins (default: 20 uniform bins) from a store; ``bootstrap`` B > 0 adds
     percentile bands at level ``ci``."""
-    request = dale.RebinRequest(
+    request = request_of(
+        dale.RebinRequest,
+        locals(),
         store=_path(store),
-        bins=bins,
-        binning=binning,
-        center=center,
-        features=features,  # type: ignore[arg-type]
         edges=_path(edges),
         bootstrap=Bootstrap(bootstrap, ci, seed),
         engine=engine_for(engine, scheduler),
-        statistics=statistics,
     )
     return dale.rebin(request).summary
 
@@ -125,17 +119,12 @@ def rhale(
     statistics: str = "ale-cli",
 ) -> Summary:
     """RHALE with automatic bins from a store; ``bootstrap`` as in :func:`rebin`."""
-    request = dale.RhaleRequest(
+    request = request_of(
+        dale.RhaleRequest,
+        locals(),
         store=_path(store),
-        max_bins=max_bins,
-        min_points=min_points,
-        alpha=alpha,
-        grid=grid,
-        center=center,
-        features=features,  # type: ignore[arg-type]
         bootstrap=Bootstrap(bootstrap, ci, seed),
         engine=engine_for(engine, scheduler),
-        statistics=statistics,
     )
     return dale.rhale(request).summary
 
@@ -171,17 +160,10 @@ def regional(
     (0.91, 'no_split')
     """
 
-    request = regional_estimator.RegionalRequest(
+    request = request_of(
+        regional_estimator.RegionalRequest,
+        locals(),
         store=_path(store),
-        features=features,  # type: ignore[arg-type]
-        max_depth=max_depth,
-        min_drop=min_drop,
-        min_rows=min_rows,
-        candidates=candidates,
-        search_rows=search_rows,
-        bins=bins,
-        max_bins=max_bins,
-        center=center,
         engine=engine_for(engine, scheduler),
     )
     return regional_estimator.regional(request).summary
@@ -208,16 +190,12 @@ def classic(
 ) -> Summary:
     """Classic ALE (Apley-Zhu) from the model at the bin limits (default: 20 quantile bins);
     ``chunk_rows`` None reads the whole table at once; ``options`` as in :func:`compute`."""
-    request = classic_estimator.ClassicRequest(
+    request = request_of(
+        classic_estimator.ClassicRequest,
+        locals(),
         inputs=ModelInputs(model=model, data=data, features=features, **options),
-        bins=bins,
-        binning=binning,
         edges=_path(edges),
-        center=center,
         bootstrap=Bootstrap(bootstrap, ci, seed),
-        discrete=discrete,  # type: ignore[arg-type]
-        chunk_rows=chunk_rows,
-        statistics=statistics,
     )
     return classic_estimator.classic(request, engine=engine_for(engine, scheduler)).summary
 
@@ -240,15 +218,12 @@ def interact(
 ) -> Summary:
     """Second-order effects of ``pairs`` (default: every pair of ``features``), with the
     mixed derivatives of a ``store`` from ``compute(pairs=...)`` when it matches."""
-    request = interact_estimator.InteractRequest(
+    request = request_of(
+        interact_estimator.InteractRequest,
+        locals(),
         inputs=ModelInputs(model=model, data=data, features=features, **options),
-        pairs=pairs,  # type: ignore[arg-type]
-        bins=bins,
-        binning=binning,
-        estimator=estimator,
         store=_path(store),
         edges=_path(edges),
-        chunk_rows=chunk_rows,
     )
     return interact_estimator.interact(request, engine=engine_for(engine, scheduler)).summary
 

@@ -5,9 +5,16 @@ Each raises an :class:`~ale_cli.errors.InputError` naming the parameter.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from ale_cli.errors import InputError
+
+#: the file name that means standard input or output
+STDIO = "-"
+
+R = TypeVar("R")
 
 
 def names_tuple(value: str | Sequence[str] | None, param: str) -> tuple[str, ...] | None:
@@ -35,7 +42,7 @@ def names_tuple(value: str | Sequence[str] | None, param: str) -> tuple[str, ...
 
 def is_stdio(path: object) -> bool:
     """True for the file name ``-`` (standard input or output)."""
-    return path is not None and str(path) == "-"
+    return path is not None and str(path) == STDIO
 
 
 def refuse_stdio(path: object, param: str, what: str) -> None:
@@ -45,6 +52,13 @@ def refuse_stdio(path: object, param: str, what: str) -> None:
             f"{{param}} - (standard input/output) cannot be used for {what}; give a path",
             param=param,
         )
+
+
+def request_of(cls: type[R], values: Mapping[str, Any], **given: Any) -> R:
+    """The request dataclass ``cls`` from the option values named as its fields (a
+    command's or API function's ``locals()``); ``given`` fields replace or add to them."""
+    names = inspect.signature(cls).parameters
+    return cls(**{**{k: v for k, v in values.items() if k in names}, **given})
 
 
 def check_choice(value: str | None, choices: Sequence[str], param: str) -> None:

@@ -14,7 +14,7 @@ def main() -> None:
     try:
         from ale_cli.cli import main as run  # imports typer
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
-        terminated = isinstance(exc, signals.Terminated)
-        print(f"error: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
-        sys.exit(signals.EXIT_TERMINATED if terminated else signals.EXIT_INTERRUPTED)
+        code = getattr(exc, "exit_code", signals.EXIT_INTERRUPTED)
+        print(f"error: {signals.STOPPED[code]}", file=sys.stderr)
+        sys.exit(code)
     run()

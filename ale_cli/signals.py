@@ -17,6 +17,8 @@ from typing import Any
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
 EXIT_INTERRUPTED = 128 + signal.SIGINT
+#: the error line of each exit by signal
+STOPPED = {EXIT_INTERRUPTED: "interrupted", EXIT_TERMINATED: "terminated"}
 
 _ARRIVED: list[int] = []
 

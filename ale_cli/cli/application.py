@@ -23,7 +23,7 @@ from ale_cli.cli.coercion import install
 from ale_cli.cli.command import VersionOption, flag_of
 from ale_cli.cli.registry import COMMANDS, load
 from ale_cli.errors import AleError
-from ale_cli.signals import EXIT_INTERRUPTED, EXIT_TERMINATED, arrived, sigterm_raises
+from ale_cli.signals import EXIT_INTERRUPTED, STOPPED, arrived, sigterm_raises
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -113,7 +113,7 @@ class _AleGroup(TyperGroup):
             if (signum := arrived()) is None:  # else a signal as a C extension's exception
                 _fail(_internal_error(exc), 1)
             code = 128 + signum
-        _fail("terminated" if code == EXIT_TERMINATED else "interrupted", code)
+        _fail(STOPPED[code], code)
 
     def main(self, *args: Any, standalone_mode: bool = True, **extra: Any) -> Any:
         """Option-parsing errors as one line (``error: ...``, exit 2), not Usage/Try/Error."""

@@ -11,6 +11,7 @@ import math
 from pathlib import Path, PurePath
 from typing import Any
 
+from ale_cli.checks import is_stdio
 from ale_cli.errors import InputError
 from ale_cli.io.yamlsafe import load_yaml
 
@@ -114,7 +115,7 @@ def _relative_to(base: Path, value: Any) -> Any:
     """A relative path (or each of a list of them) joined to ``base``."""
     if isinstance(value, list | tuple):
         return type(value)(_relative_to(base, v) for v in value)
-    if isinstance(value, PurePath) and not value.is_absolute() and str(value) != "-":
+    if isinstance(value, PurePath) and not value.is_absolute() and not is_stdio(value):
         return base / value
     return value
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ale_cli.checks import request_of
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.cli.model_options import GROUP_ALIASES, model_data_options
 from ale_cli.cli.options import (
@@ -116,12 +117,11 @@ def compute(
     (two-valued) features also get every row's jumps to the adjacent levels (model calls),
     so rebin and rhale report them per level as classic does.
     """
-    request = ComputeRequest(
+    request = request_of(
+        ComputeRequest,
+        locals(),
         inputs=replace(inputs, method=method, step=step),
-        out=out,
         pairs=parse_pairs(pairs, "pairs"),
-        chunk_rows=chunk_rows,
-        discrete=discrete,
     )
     with run.progress("local effects", "mixed derivatives") as progress:
         result = run_compute(

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ale_cli.checks import request_of
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio, summary_outcome
 from ale_cli.cli.options import (
     BinningOption,
@@ -55,16 +56,11 @@ def rebin(
 ) -> Outcome:
     """DALE on fixed bins: bin effects, heterogeneity and standard error from the store."""
     refuse_stdio(store, "store", "a store")
-    request = dale.RebinRequest(
-        store=store,
-        bins=bins,
-        binning=binning,
-        center=center,
-        features=features,
-        edges=edges,
+    request = request_of(
+        dale.RebinRequest,
+        locals(),
         bootstrap=Bootstrap(bootstrap, ci, seed),
         engine=engine_for(engine, scheduler),
-        statistics=statistics,
     )
     return summary_outcome("rebin", dale.rebin(request), out, timestamp, run)
 
@@ -109,16 +105,10 @@ def rhale(
 ) -> Outcome:
     """RHALE: automatic variable-size bins minimising heterogeneity, from the store."""
     refuse_stdio(store, "store", "a store")
-    request = dale.RhaleRequest(
-        store=store,
-        max_bins=max_bins,
-        min_points=min_points,
-        alpha=alpha,
-        grid=grid,
-        center=center,
-        features=features,
+    request = request_of(
+        dale.RhaleRequest,
+        locals(),
         bootstrap=Bootstrap(bootstrap, ci, seed),
         engine=engine_for(engine, scheduler),
-        statistics=statistics,
     )
     return summary_outcome("rhale", dale.rhale(request), out, timestamp, run)

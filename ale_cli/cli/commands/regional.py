@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ale_cli.checks import request_of
 from ale_cli.cli.command import Outcome, Run, command, out_message, refuse_stdio, write_out
 from ale_cli.cli.options import (
     CenterOption,
@@ -88,19 +89,7 @@ def regional(
     disagree, and give each region's curve."""
 
     refuse_stdio(store, "store", "a store")
-    request = estimator.RegionalRequest(
-        store=store,
-        features=features,
-        max_depth=max_depth,
-        min_drop=min_drop,
-        min_rows=min_rows,
-        candidates=candidates,
-        search_rows=search_rows,
-        bins=bins,
-        max_bins=max_bins,
-        center=center,
-        engine=engine_for(engine, scheduler),
-    )
+    request = request_of(estimator.RegionalRequest, locals(), engine=engine_for(engine, scheduler))
     return _outcome(estimator.regional(request), out, timestamp, run)
 
 
