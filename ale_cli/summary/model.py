@@ -40,6 +40,11 @@ def _empty() -> np.ndarray:
     return np.zeros(0, dtype=np.float64)
 
 
+def present(item: Any, *names: str) -> dict[str, Any]:
+    """The attributes ``names`` of ``item`` that are not None (a record's optional keys)."""
+    return {k: getattr(item, k) for k in names if getattr(item, k) is not None}
+
+
 @dataclass(frozen=True)
 class FeatureSummary:
     """The first-order effect of one feature; see the module docstring for shapes."""
@@ -101,11 +106,7 @@ class FeatureSummary:
         return cls(name=name, **arrays, **more)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "status": self.status}
-        if self.output is not None:
-            out["output"] = self.output
-        if self.reason is not None:
-            out["reason"] = self.reason
+        out = {"name": self.name, "status": self.status} | present(self, "output", "reason")
         if self.kind is not None:
             out["kind"] = self.kind
             out["levels"] = list(self.levels or ())
@@ -120,9 +121,7 @@ class FeatureSummary:
             "center_offset": self.center_offset,
             "n_outside": self.n_outside,
         }
-        for key in ("objective", "note", "method", "statistics"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
+        out |= present(self, "objective", "note", "method", "statistics")
         if self.ci_low is not None and self.ci_high is not None:
             out["ci_low"], out["ci_high"] = self.ci_low, self.ci_high
         return out

@@ -17,7 +17,7 @@ from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
 from ale_cli.summary.compare import records_difference
-from ale_cli.summary.model import FeatureSummary, Summary, load_summary
+from ale_cli.summary.model import FeatureSummary, Summary, load_summary, present
 
 #: the estimator of a regional summary
 REGIONAL = "regional"
@@ -46,8 +46,6 @@ class Split:
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)} | {
             "conditions": [_condition_dict(c) for c in self.conditions],
-            "children": list(self.children),
-            "rows": list(self.rows),
             "drop": self.drop,
         }
 
@@ -114,10 +112,7 @@ class RegionalFeature:
         return 1.0 - after / self.heterogeneity
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"feature": self.name, "status": self.status}
-        for key in ("reason", "note"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
+        out = {"feature": self.name, "status": self.status} | present(self, "reason", "note")
         if self.status != "not_estimable":
             out |= {
                 "heterogeneity": self.heterogeneity,

@@ -277,8 +277,7 @@ def _feature_errors(feat: dict[str, Any]) -> Iterator[tuple[str, str]]:
 
 
 def _interaction_errors(item: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    ka = len(item["edges_a"]) - 1 if item["edges_a"] else 0
-    kb = len(item["edges_b"]) - 1 if item["edges_b"] else 0
+    ka, kb = (max(len(item[name]) - 1, 0) for name in ("edges_a", "edges_b"))
     if item["status"] == "ok":
         for name in ("edges_a", "edges_b"):
             problem = edges_problem(item[name])
