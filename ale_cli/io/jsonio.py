@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ale_cli.checks import is_stdio
 from ale_cli.errors import InputError
 
 
@@ -67,12 +68,9 @@ def ale_object(path: Path, limit: int) -> dict[str, Any] | None:
     return data if isinstance(tool, dict) and tool.get("name") == TOOL else None
 
 
-STDIN = "-"
-
-
 def read_bytes(path: str | Path, what: str) -> bytes:
     """The bytes of a file, or of standard input for ``-``."""
-    if str(path) == STDIN:
+    if is_stdio(path):
         return sys.stdin.buffer.read()
     path = Path(path)
     if path.is_dir():
@@ -109,7 +107,7 @@ def loads(text: str) -> Any:
 
 def parse_json(raw: bytes, path: str | Path, what: str) -> Any:
     """Parse JSON bytes read from ``path``."""
-    where = "standard input" if str(path) == STDIN else f"'{path}'"
+    where = "standard input" if is_stdio(path) else f"'{path}'"
     try:
         return loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:

@@ -8,14 +8,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ale_cli.checks import STDIO, is_stdio
 from ale_cli.errors import InputError
 from ale_cli.io.files import output_mode, what_is
 from ale_cli.io.jsonio import ale_object
 from ale_cli.outputs import figures
 from ale_cli.summary.export import HEADERS
 
-#: Written as a file name, ``-`` means standard output.
-STDIO = "-"
 #: The comment :func:`ale_cli.audit.report.junit_xml` writes after the XML declaration.
 JUNIT_MARKER = "<!-- generator: ale"
 #: The ``<meta>`` of every HTML report (``ale_cli/report/templates/report.html.j2``).
@@ -172,7 +171,7 @@ def _refuse_inputs(
     out: Path, inputs: Sequence[str | os.PathLike[str] | None], *, inside: bool
 ) -> None:
     """Refuse ``out`` when it is one of ``inputs``, or (``inside``) when it holds one."""
-    given = [item for item in inputs if item is not None and str(item) != STDIO]
+    given = [item for item in inputs if not (item is None or is_stdio(item))]
     for item in given:
         try:
             same = os.path.samefile(out, item)
@@ -207,7 +206,7 @@ def guard(
     spec = KINDS[kind] if isinstance(kind, str) else kind
     if path is None:
         return None
-    if str(path) == STDIO:
+    if is_stdio(path):
         if not spec.stdout:
             raise InputError(
                 f"{{param}} - (standard output) cannot be used for a {spec.description}; "

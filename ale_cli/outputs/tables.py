@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ale_cli import __version__
+from ale_cli.checks import is_stdio
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import TOOL
-from ale_cli.outputs.guard import PARQUET_KEY, STDIO
+from ale_cli.outputs.guard import PARQUET_KEY
 from ale_cli.summary.export import ExportTable, export_table
 
 #: table formats and the file extensions that select them
@@ -30,7 +31,7 @@ def table_format(path: str | Path, fmt: str | None = None) -> str:
     """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"{{param}} must be csv or parquet, got '{fmt}'", param="fmt")
-    if str(path) == STDIO:
+    if is_stdio(path):
         if fmt not in (None, "csv"):
             raise InputError(
                 "{param} '-' (standard output) takes CSV only; write parquet to a file",
@@ -71,7 +72,7 @@ def export_summary(
     if fmt == "csv":
         buffer = io.StringIO()
         table.frame.to_csv(buffer, index=False, lineterminator="\n")
-        if str(out) == STDIO:
+        if is_stdio(out):
             sys.stdout.write(buffer.getvalue())
         else:
             with atomic_write(out) as fh:
