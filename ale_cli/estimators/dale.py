@@ -202,14 +202,13 @@ def rhale_features(
     center: str = "mean",
     **common: Any,
 ) -> list[FeatureSummary]:
-    """RHALE (:func:`binned_features`) on values X (N, D) with local effects E (N, D);
-    ``common``: ``categorical``, ``bootstrap``."""
+    """RHALE (:func:`rebin_features` with ``rhale``) on values X (N, D) with local effects
+    E (N, D); ``common``: ``categorical``, ``bootstrap``."""
     check_rhale_options(
         min_points=min_points, max_bins=max_bins, alpha=alpha, grid=grid, center=center
     )
     kw: dict[str, Any] = {"bins": max_bins, "binning": grid, "rhale": (min_points, alpha)}
-    p = array_passes(X, E, names, LOCAL)
-    return binned_features(p, rows=(X, E), center=center, **kw, **common)
+    return rebin_features(X, E, names, center=center, **kw, **common)
 
 
 @dataclass(frozen=True)

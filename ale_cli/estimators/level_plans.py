@@ -186,12 +186,13 @@ def _distinct(
     limit: int,
     engine: Engine,
     most: int | None = None,
-) -> dict[str, Any]:
-    """Each of ``todo``'s sorted distinct values (of 2 to ``most``), or why not estimable."""
+) -> dict[str, LevelPlan | str]:
+    """The plan of each of ``todo`` with 2 to ``most`` sorted distinct values, in their
+    order, or why not estimable."""
     if not todo:
         return {}
     found = distinct_values(source, [list(names).index(n) for n in todo], limit, engine)
-    out: dict[str, Any] = {}
+    out: dict[str, LevelPlan | str] = {}
     for name, values in zip(todo, found, strict=True):
         if most is not None and not 2 <= values.size <= most:
             continue
@@ -201,7 +202,9 @@ def _distinct(
                 "estimates an effect per level for; group its levels, or leave it out of {param}",
                 param="features",
             )
-        out[name] = values if values.size >= 2 else "single distinct value"
+        order = np.arange(values.size, dtype=np.int64)
+        plan = LevelPlan(name, kind, values, order)
+        out[name] = plan if values.size >= 2 else "single distinct value"
     return out
 
 
@@ -246,11 +249,7 @@ def discrete_plans(
     for stop in (4 * most, None) if auto and head is not None else ():
         todo = [n for n in todo if np.unique(head[:stop, list(names).index(n)]).size <= most]
     limit = most if auto else MAX_LEVELS
-    found = _distinct(source, names, todo, "discrete", limit, engine, most if auto else None)
-    for n, v in found.items():
-        if not isinstance(v, str):
-            found[n] = LevelPlan(n, "discrete", v, np.arange(v.size, dtype=np.int64))
-    return found
+    return _distinct(source, names, todo, "discrete", limit, engine, most if auto else None)
 
 
 def level_plans(
@@ -268,13 +267,13 @@ def level_plans(
     values by code) and the discrete ones (:func:`discrete_plans`, ``head`` its)."""
     cats = [name for name in chosen if name in categorical]
     out = _distinct(rows.source, rows.names, cats, "categorical", MAX_LEVELS, engine)
-    todo = [(n, v) for n, v in out.items() if not isinstance(v, str)]
+    todo = [p for p in out.values() if isinstance(p, LevelPlan)]
     others = [rows.names.index(name) for name in categorical if name in rows.names]
-    cols = [(rows.names.index(n), v) for n, v in todo]
+    cols = [(rows.names.index(p.name), p.values) for p in todo]
     orders = level_orders(rows, cols, others, engine=engine) if todo else []
-    for (name, values), order in zip(todo, orders, strict=True):
-        label = (labels or {}).get(name)
-        out[name] = LevelPlan(name, "categorical", values, order.astype(np.int64), label)
+    for plan, order in zip(todo, orders, strict=True):
+        label = (labels or {}).get(plan.name)
+        out[plan.name] = replace(plan, order=order.astype(np.int64), labels=label)
     return out | discrete_plans(
         rows.source, rows.names, chosen, discrete, exclude=categorical, engine=engine, head=head
     )
