@@ -257,3 +257,40 @@ def test_sigterm_while_importing_is_one_line():
     out = _python(script)
     assert out.returncode == 143
     assert out.stderr == "error: terminated\n"
+
+
+@pytest.mark.parametrize("exchange", [True, False])
+def test_swap_in_replaces_a_directory_and_leaves_nothing_else(tmp_path, monkeypatch, exchange):
+    from ale_cli.io import files
+
+    if not exchange:  # a file system that cannot exchange: the old one renamed aside
+        monkeypatch.setattr(files, "_exchange", lambda a, b: False)
+    new, target = tmp_path / ".new", tmp_path / "out"
+    new.mkdir()
+    (new / "a").write_text("new")
+    target.mkdir()
+    (target / "b").write_text("old")
+    files.swap_in(new, target)
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+    assert [p.name for p in target.iterdir()] == ["a"]
+
+
+def test_swap_in_puts_the_old_one_back_when_the_new_cannot_move(tmp_path, monkeypatch):
+    from ale_cli.io import files
+
+    monkeypatch.setattr(files, "_exchange", lambda a, b: False)
+    real = os.rename
+
+    def rename(src, dst):  # the second rename (new -> target) fails
+        if Path(src).name == ".new":
+            raise OSError(28, "No space left on device")
+        real(src, dst)
+
+    monkeypatch.setattr(files.os, "rename", rename)
+    new, target = tmp_path / ".new", tmp_path / "out"
+    new.mkdir()
+    target.write_text("old")
+    with pytest.raises(OSError, match="No space"):
+        files.swap_in(new, target)
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".new", "out"]

@@ -9,6 +9,7 @@ import hashlib
 import os
 import re
 import secrets
+import shutil
 import stat
 import time
 from collections.abc import Iterator
@@ -131,3 +132,47 @@ def remove_stale_temporaries(target: Path) -> list[Path]:
         except OSError:
             continue
     return removed
+
+
+def swap_in(new: Path, target: Path) -> None:
+    """Put ``new`` (a file or directory) at ``target`` by renames only: in one step where the
+    system can exchange the two, else with the old one renamed aside first (and back if the
+    second rename fails); the old one is then removed."""
+    if not target.exists() and not target.is_symlink():
+        os.rename(new, target)
+        return
+    if _exchange(new, target):  # new now holds the old one
+        old = new
+    else:
+        old = target.parent / f".{target.name}.{secrets.token_hex(6)}.old"
+        os.rename(target, old)
+        try:
+            os.rename(new, target)
+        except BaseException:
+            os.rename(old, target)
+            raise
+    if old.is_dir() and not old.is_symlink():
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        old.unlink(missing_ok=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap ``a`` and ``b`` in one step (Linux renameat2); False if the system cannot."""
+    import ctypes
+    import ctypes.util
+
+    libc_name = ctypes.util.find_library("c")
+    if libc_name is None:
+        return False
+    renameat2 = getattr(ctypes.CDLL(libc_name, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    if done == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: the file system cannot exchange
+        return False
+    raise OSError(err, os.strerror(err))

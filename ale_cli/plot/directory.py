@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-import secrets
 import shutil
 import struct
 import zlib
@@ -21,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ale_cli.errors import InputError, RunError
-from ale_cli.io.files import atomic_write, temporary_name
+from ale_cli.io.files import atomic_write, swap_in, temporary_name
 from ale_cli.outputs import figures
 from ale_cli.plot import style
 from ale_cli.signals import signals_held
@@ -56,27 +54,12 @@ def figure_directory(out: Path) -> Iterator[Path]:
             if target.exists():
                 tmp.chmod(target.stat().st_mode & 0o7777)
             with signals_held():
-                _swap(tmp, target)
+                swap_in(tmp, target)
         except OSError as exc:
             raise RunError(f"cannot replace '{target}': {exc.strerror or exc}") from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-def _swap(new: Path, target: Path) -> None:
-    """Rename ``new`` to ``target``; an existing ``target`` is renamed aside, then removed."""
-    if not target.exists():
-        os.rename(new, target)
-        return
-    old = target.parent / f".{target.name}.{secrets.token_hex(4)}.old"
-    os.rename(target, old)
-    try:
-        os.rename(new, target)
-    except BaseException:
-        os.rename(old, target)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def save_figure(fig: Figure, path: Path, fmt: str, *, dpi: int) -> None:

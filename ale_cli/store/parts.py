@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import json
-import os
 import secrets
 import shutil
 from collections.abc import Iterator, Sequence
@@ -18,7 +15,7 @@ import numpy as np
 
 from ale_cli.data.source import Chunk
 from ale_cli.errors import InputError, RunError
-from ale_cli.io.files import atomic_write, sha256_file
+from ale_cli.io.files import atomic_write, sha256_file, swap_in
 from ale_cli.io.jsonio import loads, to_jsonable
 from ale_cli.store.format import PAIRS, ROW_ARRAYS
 from ale_cli.store.layout import check_meta
@@ -194,25 +191,6 @@ def store_sha256(path: str | Path) -> str:
     return sha256_file(path / MANIFEST)
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap ``a`` and ``b`` in one step (Linux renameat2); False if the system cannot."""
-    libc_name = ctypes.util.find_library("c")
-    if libc_name is None:
-        return False
-    libc = ctypes.CDLL(libc_name, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is None:
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
-    if done == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: the file system cannot exchange
-        return False
-    raise OSError(err, os.strerror(err))
-
-
 class PartStoreWriter:
     """Write a directory store atomically: parts into ``part_path(i)`` of a hidden
     directory, then :meth:`finish`; it replaces ``path`` when the block ends without an error."""
@@ -270,22 +248,7 @@ class PartStoreWriter:
                 raise RuntimeError("PartStoreWriter.finish was not called")
             return
         try:
-            self._commit()
+            swap_in(self.tmp, self.path)
         except OSError as err:
             shutil.rmtree(self.tmp, ignore_errors=True)
             raise RunError(f"cannot write '{self.path}': {err.strerror or err}") from None
-
-    def _commit(self) -> None:
-        if not self.path.exists() and not self.path.is_symlink():
-            os.rename(self.tmp, self.path)
-            return
-        if _exchange(self.tmp, self.path):  # tmp now holds the old store
-            old = self.tmp
-        else:
-            old = self.path.parent / f".{self.path.name}.{secrets.token_hex(6)}.old"
-            os.rename(self.path, old)
-            os.rename(self.tmp, self.path)
-        if old.is_dir() and not old.is_symlink():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.unlink(missing_ok=True)
