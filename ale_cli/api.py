@@ -17,7 +17,7 @@ import ale_cli.estimators.classic as classic_estimator
 import ale_cli.estimators.interact as interact_estimator
 import ale_cli.estimators.regional as regional_estimator
 from ale_cli import API
-from ale_cli.checks import refuse_stdio, request_of
+from ale_cli.checks import make_request, refuse_stdio
 from ale_cli.engines import engine_for
 from ale_cli.errors import InputError
 from ale_cli.estimators import dale, local_effects
@@ -30,6 +30,7 @@ from ale_cli.models.objects import Predictor as Predictor  # exported (API)
 from ale_cli.outputs.guard import guard, store_kind
 from ale_cli.passes.engine import Engine
 from ale_cli.plot.first_order import feature_figure, overview_figure
+from ale_cli.plot.outputs import outputs_figure, summary_outputs
 from ale_cli.plot.second_order import interaction_figure
 from ale_cli.report import build_report, write_report
 from ale_cli.store.npz import Store, read_store
@@ -68,8 +69,12 @@ def compute(
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     where = engine_for(engine, scheduler)
     guard(out, kind=store_kind(where.splits, out), inputs=_paths(model, data), force=force)
-    request = request_of(
-        local_effects.ComputeRequest, locals(), out=Path(out), pairs=parse_pairs(pairs)
+    request = make_request(
+        local_effects.ComputeRequest,
+        locals(),
+        inputs=inputs,
+        out=Path(out),
+        pairs=parse_pairs(pairs),
     )
     return local_effects.compute(request, engine=where, force=force)
 
@@ -91,7 +96,7 @@ def rebin(
 ) -> Summary:
     """DALE on fixed bins (default: 20 uniform bins) from a store; ``bootstrap`` B > 0 adds
     percentile bands at level ``ci``."""
-    request = request_of(
+    request = make_request(
         dale.RebinRequest,
         locals(),
         store=_path(store),
@@ -119,7 +124,7 @@ def rhale(
     statistics: str = "ale-cli",
 ) -> Summary:
     """RHALE with automatic bins from a store; ``bootstrap`` as in :func:`rebin`."""
-    request = request_of(
+    request = make_request(
         dale.RhaleRequest,
         locals(),
         store=_path(store),
@@ -160,7 +165,7 @@ def regional(
     (0.91, 'no_split')
     """
 
-    request = request_of(
+    request = make_request(
         regional_estimator.RegionalRequest,
         locals(),
         store=_path(store),
@@ -190,7 +195,7 @@ def classic(
 ) -> Summary:
     """Classic ALE (Apley-Zhu) from the model at the bin limits (default: 20 quantile bins);
     ``chunk_rows`` None reads the whole table at once; ``options`` as in :func:`compute`."""
-    request = request_of(
+    request = make_request(
         classic_estimator.ClassicRequest,
         locals(),
         inputs=ModelInputs(model=model, data=data, features=features, **options),
@@ -218,7 +223,7 @@ def interact(
 ) -> Summary:
     """Second-order effects of ``pairs`` (default: every pair of ``features``), with the
     mixed derivatives of a ``store`` from ``compute(pairs=...)`` when it matches."""
-    request = request_of(
+    request = make_request(
         interact_estimator.InteractRequest,
         locals(),
         inputs=ModelInputs(model=model, data=data, features=features, **options),
@@ -247,6 +252,8 @@ def plot(
     if feature is None:
         return overview_figure(summary)
     summary.feature(feature)  # InputError listing the features if unknown
+    if summary_outputs(summary):  # a row of panels, one per output, as ale plot draws it
+        return outputs_figure(summary, (feature,))
     return feature_figure(summary, feature, store=loaded)
 
 

@@ -54,7 +54,7 @@ def refuse_stdio(path: object, param: str, what: str) -> None:
         )
 
 
-def request_of(cls: type[R], values: Mapping[str, Any], **given: Any) -> R:
+def make_request(cls: type[R], values: Mapping[str, Any], **given: Any) -> R:
     """The request dataclass ``cls`` from the option values named as its fields (a
     command's or API function's ``locals()``); ``given`` fields replace or add to them."""
     names = inspect.signature(cls).parameters

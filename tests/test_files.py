@@ -263,8 +263,13 @@ def test_sigterm_while_importing_is_one_line():
 def test_swap_in_replaces_a_directory_and_leaves_nothing_else(tmp_path, monkeypatch, exchange):
     from ale_cli.io import files
 
-    if not exchange:  # a file system that cannot exchange: the old one renamed aside
-        monkeypatch.setattr(files, "_exchange", lambda a, b: False)
+    real, done = files._exchange, []
+
+    def exchanged(a: Path, b: Path) -> bool:  # else as where it cannot: renamed aside
+        done.append(exchange and real(a, b))
+        return done[-1]
+
+    monkeypatch.setattr(files, "_exchange", exchanged)
     new, target = tmp_path / ".new", tmp_path / "out"
     new.mkdir()
     (new / "a").write_text("new")
@@ -273,6 +278,7 @@ def test_swap_in_replaces_a_directory_and_leaves_nothing_else(tmp_path, monkeypa
     files.swap_in(new, target)
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
     assert [p.name for p in target.iterdir()] == ["a"]
+    assert done == [exchange]
 
 
 def test_swap_in_puts_the_old_one_back_when_the_new_cannot_move(tmp_path, monkeypatch):

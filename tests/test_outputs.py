@@ -230,6 +230,22 @@ def test_small_multiples_plot_each_outputs_curve(multi_summary) -> None:  # type
     assert len(fig.axes) == 6
 
 
+def test_the_api_plots_several_outputs_as_small_multiples(multi_summary) -> None:  # type: ignore[no-untyped-def]
+    """``api.plot`` as ``ale plot`` draws them: a panel per output for a feature, a row of
+    them per feature for the overview; an unknown name is refused."""
+    from ale_cli import api
+    from ale_cli.plot import overview_figure
+
+    _, many, _ = multi_summary
+    assert len(api.plot(many, "s").axes) == 3
+    assert len(api.plot(many).axes) == 3 * 3  # features a, b, s
+    assert [ax.get_title(loc="left") for ax in overview_figure(many, names=["s"]).axes] == [
+        "s [proba:0]", "s [proba:1]", "s [proba:2]"
+    ]  # fmt: skip
+    with pytest.raises(InputError, match="summary has no feature 'nosuch'"):
+        overview_figure(many, names=["nosuch"])
+
+
 def test_interact_refuses_several_outputs(cli, three_class, multi_summary, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """From the model (``--output all``) or from a store of several outputs: one line, exit 2."""
     model, data = three_class

@@ -201,6 +201,8 @@ class DataSource:
         """This source cut into partitions for ``slots`` worker threads (None: unsplit)."""
         if slots is None:
             return replace(self, partitions=None)
+        if self.fmt is None:  # the first pass finds it (estimators.inputs_stream)
+            raise RuntimeError(f"the format of '{self.path}' is not known before its first pass")
         files = dataset_files(self.path)
         return replace(self, partitions=plan_partitions(files, fmt=self.fmt, slots=slots))
 

@@ -99,8 +99,6 @@ file (JSON), got 'http://node7:8787/status' (http is not a Dask protocol)
 @contextmanager
 def client(scheduler: str | None) -> Iterator[Client]:
     """A client of the cluster at ``scheduler``, or of a LocalCluster started for the run."""
-    from unittest.mock import patch
-
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
@@ -113,6 +111,8 @@ def client(scheduler: str | None) -> Iterator[Client]:
         with connected:
             yield connected
         return
+    from unittest.mock import patch  # its dict patch: the same clear-and-update, tested
+
     with (
         patch.dict(os.environ),  # given back as it was: a LocalCluster's nannies change it
         LocalCluster(

@@ -83,9 +83,9 @@ class Streamed:
 
     def data_source(self, engine: Engine) -> DataSource:
         """The data as a source, in the parts ``engine`` runs apart."""
-        scan = self.scan
-        found = {"fmt": scan.format, "names": scan.names, "categorical": scan.categorical}
-        return replace(self.passes, **found).split(engine.slots)
+        s = self.scan
+        found = replace(self.passes, fmt=s.format, names=s.names, categorical=s.categorical)
+        return found.split(engine.slots)
 
     def source(self, inputs: ModelInputs, *, method: str) -> dict[str, Any]:
         """A summary's ``store`` part (:func:`~.inputs.provenance`)."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from ale_cli.errors import InputError, RunError
+from ale_cli.signals import signals_held
 
 #: a temporary file older than this is not this process's
 STARTED = time.time()
@@ -135,22 +136,23 @@ def remove_stale_temporaries(target: Path) -> list[Path]:
 
 
 def swap_in(new: Path, target: Path) -> None:
-    """Put ``new`` (a file or directory) at ``target`` by renames only: in one step where the
-    system can exchange the two, else with the old one renamed aside first (and back if the
-    second rename fails); the old one is then removed."""
-    if not target.exists() and not target.is_symlink():
-        os.rename(new, target)
-        return
-    if _exchange(new, target):  # new now holds the old one
-        old = new
-    else:
-        old = target.parent / f".{target.name}.{secrets.token_hex(6)}.old"
-        os.rename(target, old)
-        try:
+    """Put ``new`` (a file or directory) at ``target`` by renames only, Ctrl-C and SIGTERM
+    held: in one step where the system can exchange the two, else with the old one renamed
+    aside first (and back if the second rename fails); the old one is then removed."""
+    with signals_held():
+        if not target.exists() and not target.is_symlink():
             os.rename(new, target)
-        except BaseException:
-            os.rename(old, target)
-            raise
+            return
+        if _exchange(new, target):  # new now holds the old one
+            old = new
+        else:
+            old = target.parent / f".{target.name}.{secrets.token_hex(6)}.old"
+            os.rename(target, old)
+            try:
+                os.rename(new, target)
+            except BaseException:
+                os.rename(old, target)
+                raise
     if old.is_dir() and not old.is_symlink():
         shutil.rmtree(old, ignore_errors=True)
     else:
@@ -158,7 +160,8 @@ def swap_in(new: Path, target: Path) -> None:
 
 
 def _exchange(a: Path, b: Path) -> bool:
-    """Swap ``a`` and ``b`` in one step (Linux renameat2); False if the system cannot."""
+    """Swap ``a`` and ``b`` in one step (Linux renameat2); False if the system cannot or
+    would not (the renames then say why, if they fail too)."""
     import ctypes
     import ctypes.util
 
@@ -166,13 +169,6 @@ def _exchange(a: Path, b: Path) -> bool:
     if libc_name is None:
         return False
     renameat2 = getattr(ctypes.CDLL(libc_name, use_errno=True), "renameat2", None)
-    if renameat2 is None:
-        return False
     at_fdcwd, rename_exchange = -100, 2
-    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
-    if done == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: the file system cannot exchange
-        return False
-    raise OSError(err, os.strerror(err))
+    flags = (at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    return renameat2 is not None and renameat2(*flags) == 0

@@ -22,7 +22,6 @@ from ale_cli.errors import InputError, RunError
 from ale_cli.io.files import atomic_write, swap_in, temporary_name
 from ale_cli.outputs import figures
 from ale_cli.plot import style
-from ale_cli.signals import signals_held
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -53,8 +52,7 @@ def figure_directory(out: Path) -> Iterator[Path]:
         try:
             if target.exists():
                 tmp.chmod(target.stat().st_mode & 0o7777)
-            with signals_held():
-                swap_in(tmp, target)
+            swap_in(tmp, target)
         except OSError as exc:
             raise RunError(f"cannot replace '{target}': {exc.strerror or exc}") from exc
     except BaseException:

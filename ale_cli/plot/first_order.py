@@ -306,14 +306,14 @@ def overview_figure(
     """All features (or ``names``, in order) in a grid of at most 4 columns, common y; a
     summary of several outputs: :func:`~ale_cli.plot.outputs.outputs_figure` of the names.
 
-    ``ylabel``: the first column's label, one line of 28 characters cut with "…".
+    ``ylabel``: the first column's label (of one output: one line of 28 characters cut with "…").
     """
     import matplotlib
 
-    if summary_outputs(summary):
-        unique = list(dict.fromkeys(f.name for f in summary.features))
-        return outputs_figure(summary, unique if names is None else names, ylabel=ylabel)
     feats = [summary.feature(n) for n in names] if names is not None else list(summary.features)
+    if summary_outputs(summary):
+        unique = list(dict.fromkeys(f.name for f in feats))
+        return outputs_figure(summary, unique, ylabel=ylabel)
     ncols = min(max(len(feats), 1), 4)  # a title line, nrows x ncols cells, a legend
     nrows = -(-max(len(feats), 1) // ncols)
     width = _OVERVIEW_YLABEL + ncols * _CELL_WIDTH

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ale_cli.checks import request_of
+from ale_cli.checks import make_request
 from ale_cli.cli.command import Outcome, Run, command, summary_outcome
 from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
@@ -62,7 +62,7 @@ def classic(
     or without gradients. Writes the same summary as rebin/rhale (estimator "ale");
     heterogeneity is the per-bin std of the differences divided by the bin width.
     """
-    request = request_of(ClassicRequest, locals(), bootstrap=Bootstrap(bootstrap, ci, seed))
+    request = make_request(ClassicRequest, locals(), bootstrap=Bootstrap(bootstrap, ci, seed))
     with run.progress("classic ALE") as progress:
         result = run_classic(request, progress=progress, engine=engine_for(engine, scheduler))
     return summary_outcome("classic", result, out, timestamp, run)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ale_cli.checks import request_of
+from ale_cli.checks import make_request
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
 from ale_cli.cli.model_options import GROUP_ALIASES, model_data_options
 from ale_cli.cli.options import (
@@ -117,7 +117,7 @@ def compute(
     (two-valued) features also get every row's jumps to the adjacent levels (model calls),
     so rebin and rhale report them per level as classic does.
     """
-    request = request_of(
+    request = make_request(
         ComputeRequest,
         locals(),
         inputs=replace(inputs, method=method, step=step),

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.checks import request_of
+from ale_cli.checks import make_request
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio, summary_outcome
 from ale_cli.cli.options import (
     BinningOption,
@@ -56,7 +56,7 @@ def rebin(
 ) -> Outcome:
     """DALE on fixed bins: bin effects, heterogeneity and standard error from the store."""
     refuse_stdio(store, "store", "a store")
-    request = request_of(
+    request = make_request(
         dale.RebinRequest,
         locals(),
         bootstrap=Bootstrap(bootstrap, ci, seed),
@@ -105,7 +105,7 @@ def rhale(
 ) -> Outcome:
     """RHALE: automatic variable-size bins minimising heterogeneity, from the store."""
     refuse_stdio(store, "store", "a store")
-    request = request_of(
+    request = make_request(
         dale.RhaleRequest,
         locals(),
         bootstrap=Bootstrap(bootstrap, ci, seed),

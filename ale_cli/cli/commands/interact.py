@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from ale_cli.checks import request_of
+from ale_cli.checks import make_request
 from ale_cli.cli.command import Outcome, Run, command, refuse_stdio, summary_outcome
 from ale_cli.cli.model_options import GROUP_ALIASES, GROUP_ALIASES_NOTE, model_data_options
 from ale_cli.cli.options import (
@@ -76,7 +76,7 @@ def interact(
     """Second-order ALE of feature pairs: the doubly-centered interaction surface on a grid
     of cells, with empty cells filled from the nearest non-empty cell."""
     refuse_stdio(store, "store", "a store")
-    request = request_of(InteractRequest, locals(), pairs=tuple(pairs or ()))
+    request = make_request(InteractRequest, locals(), pairs=tuple(pairs or ()))
     with run.progress("interact") as progress:
         result = run_interact(request, engine=engine_for(engine, scheduler), progress=progress)
     return summary_outcome("interact", result, out, timestamp, run)

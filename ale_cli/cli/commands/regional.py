@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.checks import request_of
+from ale_cli.checks import make_request
 from ale_cli.cli.command import Outcome, Run, command, out_message, refuse_stdio, write_out
 from ale_cli.cli.options import (
     CenterOption,
@@ -89,7 +89,9 @@ def regional(
     disagree, and give each region's curve."""
 
     refuse_stdio(store, "store", "a store")
-    request = request_of(estimator.RegionalRequest, locals(), engine=engine_for(engine, scheduler))
+    request = make_request(
+        estimator.RegionalRequest, locals(), engine=engine_for(engine, scheduler)
+    )
     return _outcome(estimator.regional(request), out, timestamp, run)
 
 
