@@ -645,3 +645,21 @@ def test_the_dask_engine_refuses_a_damaged_chunk(cli, sws: Path):
         result = cli(*(a.format(ws=sws) for a in argv))
     check_one_line(result, "array 'local_effects.00002' is damaged", 2)
     assert snapshot(sws) == before
+
+
+def test_a_read_that_fails_without_a_message_is_still_a_damaged_store(tmp_path, monkeypatch):
+    """zipfile raises a bare EOFError where a compressed member's bytes end early: the
+    refusal names the error's type (it was an IndexError, an internal error)."""
+    import io
+
+    from ale_cli.store.verify import Archive
+
+    class Truncated(io.BytesIO):
+        def readinto(self, buffer: Any) -> int:
+            raise EOFError
+
+    path = tmp_path / "s.npz"
+    np.savez(path, a=np.arange(6.0))
+    monkeypatch.setattr(Archive, "_stream", lambda self, member: Truncated())
+    with Archive(path) as archive, pytest.raises(DamagedStore, match="EOFError"):
+        archive.verify("a")

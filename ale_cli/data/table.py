@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ale_cli.errors import InputError, NotNumeric
+from ale_cli.errors import InputError, NotNumeric, first_line
 from ale_cli.io.files import sha256_file
 
 if TYPE_CHECKING:
@@ -101,8 +101,7 @@ def read_error(path: Path, exc: BaseException, fmt: str = "parquet") -> InputErr
     """The one line for a data file pandas or pyarrow cannot read."""
     if type(exc).__name__ == "EmptyDataError":  # pandas: a CSV file of no bytes or lines
         return InputError(f"data file '{path}' is empty")
-    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return InputError(f"cannot read data file '{path}' as {fmt.upper()}: {reason}")
+    return InputError(f"cannot read data file '{path}' as {fmt.upper()}: {first_line(exc)}")
 
 
 def open_part(source: Any, file: Path, columns: Sequence[str]) -> pq.ParquetFile:

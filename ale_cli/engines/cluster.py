@@ -17,7 +17,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ale_cli.errors import InputError, RunError
+from ale_cli.errors import InputError, RunError, first_line
 from ale_cli.passes.engine import Engine, Merge, Progress, Sink, Source, fold_part
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def client(scheduler: str | None) -> Iterator[Client]:
         try:
             connected = Client(address, timeout=30)
         except (OSError, TimeoutError) as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            reason = first_line(exc)
             raise RunError(f"cannot reach the Dask scheduler at '{scheduler}': {reason}") from None
         with connected:
             yield connected

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ale_cli.checks import is_stdio
-from ale_cli.errors import InputError
+from ale_cli.errors import InputError, first_line
 
 
 def to_jsonable(value: Any) -> Any:
@@ -111,8 +111,7 @@ def parse_json(raw: bytes, path: str | Path, what: str) -> Any:
     try:
         return loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"{what} {where} is not valid JSON: {reason}") from None
+        raise InputError(f"{what} {where} is not valid JSON: {first_line(exc)}") from None
     except RecursionError:
         raise InputError(f"{what} {where} is nested too deeply to be an ale file") from None
 

@@ -16,7 +16,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from ale_cli.errors import AleError, InputError, ModelError, ModelFailed
+from ale_cli.errors import AleError, InputError, ModelError, ModelFailed, first_line
 from ale_cli.models.profile import DataProfile
 
 #: Called with the number of rows just finished; drives the progress bar.
@@ -203,28 +203,6 @@ def feature_indices(features: Sequence[int] | None, width: int) -> np.ndarray:
             param="features",
         )
     return index.astype(np.intp)
-
-
-_TORCHSCRIPT_PREAMBLE = "The following operation failed in the TorchScript interpreter"
-
-
-def first_line(exc: BaseException) -> str:
-    """The first non-empty line of an exception's message (its type name if empty);
-    for a TorchScript error, the reason after the interpreter's tracebacks.
-
-    >>> first_line(ValueError("bad width\\nmore detail"))
-    'bad width'
-    >>> first_line(RuntimeError(_TORCHSCRIPT_PREAMBLE + ".\\nTraceback of TorchScript:\\n"
-    ...                         "  File x\\nbuiltins.ValueError: negative input\\nmore"))
-    'negative input'
-    """
-    lines = [ln.rstrip() for ln in str(exc).strip().splitlines() if ln.strip()]
-    if lines and lines[0].startswith(_TORCHSCRIPT_PREAMBLE):
-        last = max((i for i, ln in enumerate(lines) if ln.startswith("Traceback")), default=0)
-        reason = next((ln for ln in lines[last + 1 :] if not ln[0].isspace()), lines[-1])
-        head, sep, tail = reason.partition(": ")
-        return tail if sep and head.rpartition(".")[2].endswith(("Error", "Exception")) else reason
-    return lines[0].strip() if lines else type(exc).__name__
 
 
 def close_with_nonfinite(a: np.ndarray, b: np.ndarray, *, rtol: float) -> bool:

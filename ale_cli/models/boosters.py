@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.errors import ModelError
-from ale_cli.models.base import LoadRequest, extra, first_line, width_error
+from ale_cli.errors import ModelError, first_line
+from ale_cli.models.base import LoadRequest, extra, width_error
 from ale_cli.models.callable_model import CallableModel
 from ale_cli.models.objects import BOOSTERS, ModelObject, Predictor, native_bytes
 

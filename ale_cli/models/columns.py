@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ale_cli.errors import InputError
-from ale_cli.models.base import first_line
+from ale_cli.errors import InputError, first_line
 from ale_cli.models.objects import ModelObject
 from ale_cli.models.onnx_graph import column_inputs, read_graph
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ale_cli.errors import InputError, ModelError
+from ale_cli.errors import InputError, ModelError, first_line
 from ale_cli.io.yamlsafe import load_yaml
 from ale_cli.models import sniff_format
-from ale_cli.models.base import extra, first_line
+from ale_cli.models.base import extra
 from ale_cli.models.objects import ModelObject, Predictor
 
 SCHEMES = ("models:/", "runs:/")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ale_cli.errors import ModelError, ModelFailed
+from ale_cli.errors import ModelError, ModelFailed, first_line
 from ale_cli.io.threads import available_cpus
 from ale_cli.models.base import (
     CHECK_ROWS,
@@ -21,7 +21,6 @@ from ale_cli.models.base import (
     call_model,
     chunks,
     failure_reason,
-    first_line,
     pad_rows,
     rows_independent,
 )

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 import ale_cli.models.finite_diff as fd
-from ale_cli.errors import ModelError, ModelFailed
+from ale_cli.errors import ModelError, ModelFailed, first_line
 from ale_cli.models.base import (
     CHECK_ROWS,
     INPUTS_HINT,
@@ -24,7 +24,6 @@ from ale_cli.models.base import (
     Model,
     ProgressFn,
     call_model,
-    first_line,
     first_rows_failed,
     integer_output_message,
     width_error,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ale_cli.errors import ModelError, ModelFailed
+from ale_cli.errors import ModelError, ModelFailed, first_line
 from ale_cli.models.base import (
     CHECK_ROWS,
     INPUTS_HINT,
@@ -31,7 +31,6 @@ from ale_cli.models.base import (
     chunks,
     close_with_nonfinite,
     failure_reason,
-    first_line,
     first_rows_failed,
     integer_output_message,
     rows_independent,

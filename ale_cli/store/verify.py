@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ale_cli.errors import InputError
+from ale_cli.errors import InputError, first_line
 
 #: bytes read (and CRC-checked) at a time: small enough to stay in the CPU's cache
 BLOCK = 1 << 20
@@ -273,7 +273,7 @@ class Archive(AbstractContextManager):
                 else:
                     raise ValueError(f"unknown .npy version {version}")
             except Exception as exc:  # noqa: BLE001 numpy's header parser raises many kinds
-                why = (str(exc).splitlines() or [type(exc).__name__])[0][:120]
+                why = first_line(exc)[:120]
                 raise self.damaged(name, f"its .npy header is unreadable: {why}") from None
             return tuple(shape), bool(fortran), dtype, fh.tell()
 
@@ -318,9 +318,9 @@ class Archive(AbstractContextManager):
                 try:
                     rest = fh.read(1)
                 except (zipfile.BadZipFile, OSError, EOFError) as exc:
-                    raise self.damaged(member.name, str(exc)) from None
+                    raise self.damaged(member.name, first_line(exc)) from None
         except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
-            raise self.damaged(member.name, str(exc).splitlines()[0][:120]) from None
+            raise self.damaged(member.name, first_line(exc)[:120]) from None
         if rest:
             raise self.damaged(member.name, "it is longer than its header says")
         if member.stored and crc != member.crc:
