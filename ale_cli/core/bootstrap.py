@@ -83,12 +83,18 @@ def replicate_effects(
     dz = np.diff(edges)
     effect = np.zeros((n.shape[0], edges.size))
     np.cumsum(mu * dz, axis=1, out=effect[:, 1:])
-    if check_center(center) == "mean":  # center_offset of every replicate at once
-        total = n.sum(axis=1)
-        mids = (effect[:, :-1] + effect[:, 1:]) / 2.0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            effect -= np.where(total > 0, (n * mids).sum(axis=1) / total, 0.0)[:, None]
-    return effect
+    return centered_replicates(effect, n, center)
+
+
+def centered_replicates(effect: np.ndarray, n: np.ndarray, center: str) -> np.ndarray:
+    """For ``center`` "mean", each replicate's curve (a row of ``effect`` (B, K+1)) less its
+    mean over the rows (``n`` (B, K) per bin): :func:`~.effect.center_offset` of every one."""
+    if check_center(center) != "mean":
+        return effect
+    total = n.sum(axis=1)
+    mids = (effect[:, :-1] + effect[:, 1:]) / 2.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return effect - np.where(total > 0, (n * mids).sum(axis=1) / total, 0.0)[:, None]
 
 
 def percentile_band(values: np.ndarray, *, ci: float) -> tuple[np.ndarray, np.ndarray]:

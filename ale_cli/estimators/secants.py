@@ -12,6 +12,7 @@ import numpy as np
 
 from ale_cli.core.binning import assign, check_edges
 from ale_cli.core.binstats import CellStats
+from ale_cli.core.bootstrap import centered_replicates
 from ale_cli.core.finegrid import (
     MIN_ROWS_PER_FINE_BIN,
     FineCurve,
@@ -198,13 +199,7 @@ def _banded(
         f, rc_fine, rc_coarse = features[j], cells[2 * k], cells[2 * k + 1]
         value = replicate_curves(fine[j].edges, rc_fine.counts, rc_fine.sums, f.edges)
         n = rc_coarse.counts
-        if center == "mean":
-            mids = (value[:, :-1] + value[:, 1:]) / 2.0
-            total = n.sum(axis=1)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                offset = np.where(total > 0, (n * mids).sum(axis=1) / total, 0.0)
-            value = value - offset[:, None]
-        out[j] = banded(f, value, n, bootstrap.ci)
+        out[j] = banded(f, centered_replicates(value, n, center), n, bootstrap.ci)
     return out
 
 
