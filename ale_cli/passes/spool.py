@@ -1,6 +1,6 @@
 """A data file read in several passes, chunk by chunk (``ale classic``, ``ale interact``
-streamed): a first pass for the rows and ranges (:func:`scan_source`), then every pass opens the
-file again; for a streamed ``ale compute`` of a model that chooses its steps
+streamed): a first pass for the rows and ranges (:func:`scan_source`), then every pass
+opens the file again; for a streamed ``ale compute`` of a model that chooses its steps
 from the data (finite differences), a first pass for its profile (:func:`first_pass`)."""
 
 from __future__ import annotations
