@@ -24,7 +24,6 @@ from ale_cli.estimators import dale, local_effects
 from ale_cli.estimators.bands import Bootstrap
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeResult
-from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.job import read_job, run_job
 from ale_cli.models.objects import Predictor as Predictor  # exported (API)
 from ale_cli.outputs.guard import guard, store_kind
@@ -74,7 +73,6 @@ def compute(
         locals(),
         inputs=inputs,
         out=Path(out),
-        pairs=parse_pairs(pairs),
     )
     return local_effects.compute(request, engine=where, force=force)
 

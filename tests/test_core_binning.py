@@ -203,11 +203,10 @@ def test_cell_stats_merge_equals_one_pass_and_their_var_matches_numpy(
     rng = np.random.default_rng(seed)
     index = rng.integers(-1, n_cells, values.size)
     cut = int(rng.integers(0, values.size + 1))
-    whole = CellStats.from_values(index, values, n_cells=n_cells)
-    merged = CellStats.from_values(index[:cut], values[:cut], n_cells=n_cells).merge(
+    a = CellStats.from_values(index, values, n_cells=n_cells)  # whole, b merged
+    b = CellStats.from_values(index[:cut], values[:cut], n_cells=n_cells).merge(
         CellStats.from_values(index[cut:], values[cut:], n_cells=n_cells)
     )
-    a, b = whole, merged
     np.testing.assert_array_equal(a.counts, b.counts)
     for k in range(n_cells):
         v = values[index == k]

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ale_cli.core.discrete import mds_1d, order_of
+from ale_cli.core.discrete import mds_1d
 from ale_cli.estimators.classic import classic_features
 from ale_cli.summary.model import SCHEMA_PATH, read_summary
 
@@ -123,16 +123,10 @@ def test_level_order_is_the_one_a_feature_it_shapes_implies() -> None:
     shift = np.array([0.0, 3.0, 1.0, 2.0])
     numeric = shift[codes] + rng.normal(0, 0.7, codes.size)
     other = np.where(rng.uniform(size=codes.size) < shift[codes] / 3, 1, 0)
-    # distances by definition: KS at the 100 quantiles and total variation
-    points = np.quantile(numeric, np.linspace(0, 1, 100))
-    ecdf = [np.mean(numeric[codes == k][:, None] <= points, axis=0) for k in range(4)]
-    p1 = [np.mean(other[codes == k]) for k in range(4)]
-    d = np.zeros((4, 4))
-    for a in range(4):
-        for b in range(4):
-            ks = np.max(np.abs(ecdf[a] - ecdf[b]))
-            d[a, b] = ks + abs(p1[a] - p1[b])  # two categories: (|dp| + |dp|) / 2
-    assert order_of(d).tolist() == [0, 2, 3, 1]
+    X = np.column_stack([codes, numeric, other]).astype(float)
+    names, categorical = ["c", "n", "o"], ["c", "o"]
+    (feat,) = classic_features(lambda Z: Z[:, 1], X, names, features=["c"], categorical=categorical)
+    assert feat.levels == (0.0, 2.0, 3.0, 1.0)
 
 
 def test_mds_recovers_points_on_a_line() -> None:

@@ -5,11 +5,9 @@ the first failing part in part order, and pass each chunk's state through a sink
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -73,21 +71,14 @@ cuts = st.lists(st.tuples(st.integers(0, 40), st.integers(1, 15)), min_size=1, m
 
 
 @pytest.fixture(scope="module")
-def dask_engine():  # type: ignore[no-untyped-def]
+def dask_engine(cluster):  # type: ignore[no-untyped-def]
     pytest.importorskip("distributed", reason="the dask extra is not installed")
     import cloudpickle
-    from distributed import LocalCluster
 
     from ale_cli.engines.cluster import DaskEngine
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the kernels of this module
-    with (
-        patch.dict(os.environ),
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-        ) as cluster,
-        DaskEngine(cluster.scheduler_address) as engine,
-    ):
+    with DaskEngine(cluster) as engine:
         yield engine
 
 

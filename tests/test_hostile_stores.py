@@ -663,3 +663,16 @@ def test_a_read_that_fails_without_a_message_is_still_a_damaged_store(tmp_path, 
     monkeypatch.setattr(Archive, "_stream", lambda self, member: Truncated())
     with Archive(path) as archive, pytest.raises(DamagedStore, match="EOFError"):
         archive.verify("a")
+
+
+def test_a_store_without_recorded_ranges_is_scanned_for_them(cli, sws: Path):
+    """``chunks.x_min``/``x_max`` null (the layout allows it) read as absent: the estimators
+    scan the rows for the ranges, as without them, and get the same summary."""
+    want = cli("rhale", sws / "c.npz", "-o", sws / "want.json")
+    assert want.exit_code == 0, want.output
+    rewrite("c.npz", set_meta("chunks", "x_min", value=None))(sws)
+    rewrite("c.npz", set_meta("chunks", "x_max", value=None))(sws)
+    got = cli("rhale", sws / "c.npz", "-o", sws / "got.json")
+    assert got.exit_code == 0, got.output
+    want_s, got_s = (json.loads((sws / n).read_text()) for n in ("want.json", "got.json"))
+    assert got_s["features"] == want_s["features"]

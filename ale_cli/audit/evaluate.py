@@ -151,7 +151,7 @@ def _spread(summary: Summary, others: Sequence[tuple[str, Summary]]) -> float | 
 def _interaction_check(
     rule: Rule, label: str, item: InteractionSummary, spread: float | None
 ) -> Check:
-    if item.status != "ok" or item.effect.size == 0:
+    if not item.estimable:
         return _check(rule, label, item.name, None, f"not estimable ({item.reason})", "-")
     max_abs = float(np.nanmax(np.abs(item.effect)))
     share = max_abs / spread if spread else None

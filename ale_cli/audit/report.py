@@ -61,10 +61,10 @@ def text_table(result: AuditResult) -> str:
 
 def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str, Any]:
     """The JSON report (see ``ale_cli/schema/audit.schema.json``)."""
-    out: dict[str, Any] = {
+    return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "ale", "version": __version__},
-        "created": created,
+        **({} if created is None else {"created": created}),
         "rules": result.rules,
         "summaries": list(result.summaries),
         "baseline": result.baseline,
@@ -73,7 +73,6 @@ def report_dict(result: AuditResult, *, created: str | None = None) -> dict[str,
         "counts": result.counts,
         "checks": [vars(c) for c in result.checks],
     }
-    return out if created is not None else {k: v for k, v in out.items() if k != "created"}
 
 
 def junit_xml(result: AuditResult) -> bytes:

@@ -31,16 +31,14 @@ QS = np.linspace(0.0, 1.0, KS_POINTS)
 @dataclass(frozen=True)
 class LevelEffect:
     """One feature's effect per level, K levels in the estimated order: ``counts`` n_k,
-    ``effect`` f(l_k) (centered), ``std`` and ``stderr`` (K,); ``jump`` d_k, ``jump_std``
-    s_k (NaN with fewer than 2 values) and ``jump_count`` m_k (K-1,)."""
+    ``effect`` f(l_k) (centered), ``std`` and ``stderr`` (K,); ``jump`` d_k (K-1,), NaN where
+    no row jumps (the jumps' spread and counts: the cells it is made from)."""
 
     counts: np.ndarray
     effect: np.ndarray
     std: np.ndarray
     stderr: np.ndarray
     jump: np.ndarray
-    jump_std: np.ndarray
-    jump_count: np.ndarray
     center_offset: float
 
 
@@ -93,8 +91,6 @@ def level_effect_from_cells(
         std=std,
         stderr=stderr,
         jump=np.where(n > 0, cells.mean, np.nan),
-        jump_std=cells.std,
-        jump_count=n,
         center_offset=offset,
     )
 

@@ -83,9 +83,7 @@ class Streamed:
 
     def data_source(self, engine: Engine) -> DataSource:
         """The data as a source, in the parts ``engine`` runs apart."""
-        s = self.scan
-        found = replace(self.passes, fmt=s.format, names=s.names, categorical=s.categorical)
-        return found.split(engine.slots)
+        return self.passes.split(engine.slots)
 
     def source(self, inputs: ModelInputs, *, method: str) -> dict[str, Any]:
         """A summary's ``store`` part (:func:`~.inputs.provenance`)."""
@@ -108,6 +106,7 @@ def open_streamed(inputs: ModelInputs, *, chunk_rows: int) -> Streamed:
         levels = find_text_levels(lambda text: inputs.passes(chunk_rows, text).open())
         passes = inputs.passes(chunk_rows, levels)
         scan = scan_source(passes)
+    passes = replace(passes, fmt=scan.format, names=scan.names, categorical=scan.categorical)
     features, columns = inputs.explained(scan.names)
     timings = {"load_data_s": time.perf_counter() - t}
     model_columns = Columns(

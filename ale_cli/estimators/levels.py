@@ -204,8 +204,6 @@ def level_summary(
     """One feature's per-level record from its jumps' ``cells`` (K-1) and ``counts`` (K,);
     with ``bootstrap``, bands from every row's ``rows`` (position, up, down), (N,) each."""
     eff = level_effect_from_cells(cells, counts, center=center)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        jump_se = eff.jump_std / np.sqrt(eff.jump_count)
     record = FeatureSummary(
         name=plan.name,
         kind=plan.kind,
@@ -214,9 +212,9 @@ def level_summary(
         edges=plan.values[plan.order].astype(np.float64),
         counts=eff.counts,
         bin_effect=eff.jump,
-        bin_std=eff.jump_std,
-        bin_stderr=jump_se,
-        bin_filled=eff.jump_count == 0,
+        bin_std=cells.std,
+        bin_stderr=cells.stderr,
+        bin_filled=cells.counts == 0,
         effect=eff.effect,
         std=eff.std,
         stderr=eff.stderr,

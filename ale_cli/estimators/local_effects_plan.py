@@ -34,7 +34,7 @@ from ale_cli.estimators.levels import (
     effective_discrete,
 )
 from ale_cli.estimators.local_effects_kernel import LocalEffectsKernel, StoreColumns
-from ale_cli.estimators.pairs import Pair, pair_columns
+from ale_cli.estimators.pairs import Pair, pair_columns, parse_pairs
 from ale_cli.estimators.rows import Rows
 from ale_cli.io.files import sha256_file
 from ale_cli.io.threads import prefetched
@@ -66,6 +66,7 @@ class ComputeRequest:
     discrete: tuple[str, ...] | str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "pairs", parse_pairs(self.pairs))
         object.__setattr__(self, "discrete", discrete_mode(self.discrete))
 
     def result_options(self) -> dict[str, Any]:

@@ -236,7 +236,7 @@ def request_of(name: str, opts: dict[str, Any], *, inputs: ModelInputs, store: P
 
 def compute_request(spec: JobSpec, out: Path) -> ComputeRequest:
     """The compute step's request: the store ``out``, with the pairs the interact step reads."""
-    pairs = parse_pairs(spec.estimators.get("interact", {}).get("pairs") or ())
+    pairs = spec.estimators.get("interact", {}).get("pairs") or ()
     return ComputeRequest(inputs=spec.inputs, out=out, pairs=pairs, discrete=spec.discrete)
 
 

@@ -406,7 +406,7 @@ def load(req: LoadRequest) -> SklearnModel:
                 f"{{param}} is a {type(est).__name__} that is not fitted; fit it first",
                 param="model",
             ) from None
-        except TypeError:  # not an estimator check_is_fitted knows: from_estimator checks it
+        except TypeError:  # not an estimator check_is_fitted knows: SklearnModel.of checks it
             pass
     else:
         est, trusted = read_estimator(path, req.format, req.options)

@@ -155,7 +155,7 @@ def interaction_figure(
     import matplotlib
 
     item = find_interaction(summary, pair)
-    if item.status != "ok" or 0 in item.shape:
+    if not item.estimable:
         return not_estimable_figure(pair_label(item), item.reason)
     with matplotlib.rc_context(style.RC | {"axes.grid": False}):
         fig = new_figure((_WIDTH, _HEIGHT))

@@ -134,9 +134,7 @@ def _part(path: Path, entry: dict[str, Any], meta: dict[str, Any]) -> StoreFile:
 
 def _check_ranges(path: Path, meta: dict[str, Any], parts: Sequence[StoreFile]) -> None:
     ranges = [part.x_range() for part in parts]
-    if meta["chunks"].get("x_min") is None or any(
-        r is None or len(r[0]) != len(meta["input_names"]) for r in ranges
-    ):
+    if meta["chunks"].get("x_min") is None or any(r is None for r in ranges):
         return
     lo = np.min([r[0] for r in ranges if r is not None], axis=0)
     hi = np.max([r[1] for r in ranges if r is not None], axis=0)

@@ -134,7 +134,7 @@ class StoreFile(_Columns):
     def x_range(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Per-input minimum and maximum over all rows from the manifest (None if absent)."""
         chunks = self.meta.get("chunks") or {}
-        if "x_min" not in chunks or "x_max" not in chunks:
+        if chunks.get("x_min") is None or chunks.get("x_max") is None:
             return None
         return np.asarray(chunks["x_min"], dtype=np.float64), np.asarray(
             chunks["x_max"], dtype=np.float64

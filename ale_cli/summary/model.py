@@ -208,6 +208,11 @@ class InteractionSummary:
         """(K_a, K_b)."""
         return max(len(self.edges_a) - 1, 0), max(len(self.edges_b) - 1, 0)
 
+    @property
+    def estimable(self) -> bool:
+        """Status ``ok`` with at least one cell: a record with numbers to read."""
+        return self.status == "ok" and 0 not in self.shape
+
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)[:4]} | {"n_bins": self.shape}
         out |= {f.name: getattr(self, f.name) for f in fields(self)[4:]}

@@ -23,7 +23,6 @@ from ale_cli.engines import engine_for
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeRequest
 from ale_cli.estimators.local_effects import compute as run_compute
-from ale_cli.estimators.pairs import parse_pairs
 from ale_cli.outputs.guard import store_kind
 from ale_cli.store.npz import read_meta
 
@@ -121,7 +120,6 @@ def compute(
         ComputeRequest,
         locals(),
         inputs=replace(inputs, method=method, step=step),
-        pairs=parse_pairs(pairs, "pairs"),
     )
     with run.progress("local effects", "mixed derivatives") as progress:
         result = run_compute(
