@@ -29,7 +29,7 @@ from ale_cli.models.objects import Predictor as Predictor  # exported (API)
 from ale_cli.outputs.guard import guard, store_kind
 from ale_cli.passes.engine import Engine
 from ale_cli.plot.first_order import feature_figure, overview_figure
-from ale_cli.plot.outputs import outputs_figure, summary_outputs
+from ale_cli.plot.outputs import outputs_figure
 from ale_cli.plot.second_order import interaction_figure
 from ale_cli.report import build_report, write_report
 from ale_cli.store.npz import Store, read_store
@@ -250,7 +250,7 @@ def plot(
     if feature is None:
         return overview_figure(summary)
     summary.feature(feature)  # InputError listing the features if unknown
-    if summary_outputs(summary):  # a row of panels, one per output, as ale plot draws it
+    if summary.outputs:  # a row of panels, one per output, as ale plot draws it
         return outputs_figure(summary, (feature,))
     return feature_figure(summary, feature, store=loaded)
 

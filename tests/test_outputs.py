@@ -302,7 +302,7 @@ def test_a_records_figure_draws_its_outputs_rows(multi_summary) -> None:  # type
     """The report's figure of (a, proba:1) gets output 1's rows of the store: its violins
     and mean-prediction line are those of the run of proba:1 alone."""
     from ale_cli.plot.first_order import feature_figure
-    from ale_cli.plot.outputs import output_store, output_view
+    from ale_cli.plot.outputs import output_store
 
     root, many, one = multi_summary
     whole, single = read_store(root / "all.npz"), read_store(root / "one.npz")
@@ -310,7 +310,7 @@ def test_a_records_figure_draws_its_outputs_rows(multi_summary) -> None:  # type
     picked = output_store(whole, "proba:1")
     for name in ("local_effects", "prediction"):
         np.testing.assert_allclose(getattr(picked, name), getattr(single, name), **EXACT)
-    figures = (feature_figure(output_view(many, "proba:1"), "a", store=picked),
+    figures = (feature_figure(many.of_output("proba:1"), "a", store=picked),
                feature_figure(one, "a", store=single))  # fmt: skip
     got, want = ({a.get_gid(): a for ax in f.axes for a in ax.get_children()} for f in figures)
     violins = sorted(g for g in want if g and g.startswith("violin_"))

@@ -297,7 +297,7 @@ def _check_features(rules: RuleSet, ctx: _Context) -> None:
         dict.fromkeys(n for _, s in ctx.summaries for i in s.interactions for n in i.features)
     )
     base = [f.name for f in ctx.baseline[1].features] if ctx.baseline else []
-    outputs = {f.output for _, s in ctx.summaries for f in s.features} - {None}
+    outputs = {label for _, s in ctx.summaries for label in s.outputs}
     for rule in rules.rules:
         if rule.output is not None and rule.output not in outputs:
             raise InputError(

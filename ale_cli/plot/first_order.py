@@ -52,7 +52,7 @@ from ale_cli.plot.layout import (
     wrap,
 )
 from ale_cli.plot.marks import VIOLIN_LABEL, draw_store_marks, draw_violins
-from ale_cli.plot.outputs import outputs_figure, summary_outputs
+from ale_cli.plot.outputs import outputs_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -311,7 +311,7 @@ def overview_figure(
     import matplotlib
 
     feats = [summary.feature(n) for n in names] if names is not None else list(summary.features)
-    if summary_outputs(summary):
+    if summary.outputs:
         unique = list(dict.fromkeys(f.name for f in feats))
         return outputs_figure(summary, unique, ylabel=ylabel)
     ncols = min(max(len(feats), 1), 4)  # a title line, nrows x ncols cells, a legend

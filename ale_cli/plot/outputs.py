@@ -14,7 +14,6 @@ the column of the summary's k-th output:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,22 +36,6 @@ if TYPE_CHECKING:
     from ale_cli.summary.model import FeatureSummary, Summary
 
 _PANEL = (2.9, 2.1)  # inches per panel (width, height), titles and ticks included
-
-
-def summary_outputs(summary: Summary) -> list[str]:
-    """The outputs of the summary's records, in order (empty: a summary of one output)."""
-    return list(dict.fromkeys(f.output for f in summary.features if f.output is not None))
-
-
-def output_view(summary: Summary, output: str | None) -> Summary:
-    """The summary of one output's records (``output`` None: the summary), its store
-    naming that output (for the figures' labels)."""
-    if output is None:
-        return summary
-    records = {str(r.get("name")): r for r in summary.store.get("outputs") or ()}
-    store = summary.store | {"output": records.get(output, output)}
-    feats = tuple(f for f in summary.features if f.output == output)
-    return replace(summary, features=feats, store=store)
 
 
 def output_store(store: Store | None, output: str | None) -> Store | None:
@@ -88,7 +71,7 @@ def outputs_figure(summary: Summary, names: Sequence[str], *, ylabel: str | None
     a panel per output, each row's panels on one y scale (``ylabel`` on the left)."""
     import matplotlib
 
-    outputs = summary_outputs(summary)
+    outputs = summary.outputs
     records = {(f.name, f.output): f for f in summary.features}
     rows, cols = len(names), len(outputs)
     words = "centered effect" if centered_on_mean(summary) else "effect"

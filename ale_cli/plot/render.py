@@ -21,7 +21,7 @@ from ale_cli.io.threads import available_cpus
 from ale_cli.plot.directory import figure_directory, save_figure
 from ale_cli.plot.first_order import feature_figure, overview_figure, release
 from ale_cli.plot.layout import new_figure
-from ale_cli.plot.outputs import outputs_figure, summary_outputs
+from ale_cli.plot.outputs import outputs_figure
 from ale_cli.plot.regional import regional_figure
 from ale_cli.plot.second_order import interaction_figure
 from ale_cli.store.npz import Store, read_store, store_sha256
@@ -187,7 +187,7 @@ def render_summary(
         features = [f.name for f in summary.features]
     names = tuple(dict.fromkeys(features))
     feats = [summary.feature(n) for n in names]
-    if summary_outputs(summary):  # every output's record of the names
+    if summary.outputs:  # every output's record of the names
         feats = [f for f in summary.features if f.name in names]
     out = Path(out_dir)
     tasks = figure_tasks(summary, names, regions, overview_only=overview_only)
@@ -199,7 +199,7 @@ def render_summary(
         kind, key, stem = task
         if kind == "overview":
             fig = overview_figure(summary, names=names, ylabel=ylabel)
-        elif kind == "feature" and summary_outputs(summary):  # small multiples
+        elif kind == "feature" and summary.outputs:  # small multiples
             fig = outputs_figure(summary, (str(key),), ylabel=ylabel)
         elif kind == "regional" and regions is not None:
             fig = regional_figure(regions, str(key), ylabel=ylabel)

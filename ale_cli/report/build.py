@@ -19,7 +19,7 @@ from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import read_json_file
 from ale_cli.plot.first_order import feature_figure, overview_figure
-from ale_cli.plot.outputs import output_store, output_view
+from ale_cli.plot.outputs import output_store
 from ale_cli.plot.regional import region_label, regional_figure
 from ale_cli.plot.render import matching_store
 from ale_cli.plot.second_order import interaction_figure
@@ -151,7 +151,7 @@ def _feature_rows(
                 "svg": (reused.get(("feature", feat.name)) if feat.output is None else None)
                 or svg_text(  # several outputs: this record's view and rows
                     feature_figure(
-                        output_view(summary, feat.output),
+                        summary.of_output(feat.output),
                         feat.name,
                         store=output_store(store, feat.output),
                     ),

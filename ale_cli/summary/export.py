@@ -174,11 +174,9 @@ def _with_regions(
 
 def _with_outputs(summary: Summary) -> pd.DataFrame:
     """A summary of several outputs: each output's rows, in an ``output`` column."""
-    parts = []
-    for label in dict.fromkeys(f.output for f in summary.features):
-        feats = tuple(f for f in summary.features if f.output == label)
-        part = replace(summary, features=feats, interactions=())
-        parts.append(summary_frame(part).assign(output=label))
+    parts = [
+        summary_frame(summary.of_output(label)).assign(output=label) for label in summary.outputs
+    ]
     return _joined(parts, output=True)
 
 
@@ -209,7 +207,7 @@ def export_table(source: str | Path) -> ExportTable:
     """Read a summary (``"-"``: standard input) and build its long table (written by
     :func:`ale_cli.outputs.tables.export_summary`)."""
     summary, data = load_summary(source)
-    if any(f.output is not None for f in summary.features):
+    if summary.outputs:
         frame = _with_outputs(summary)
     else:
         frame = summary_frame(summary)

@@ -11,7 +11,7 @@ byte-identical for the same inputs apart from ``created`` (omitted with ``timest
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -267,6 +267,22 @@ class Summary:
         names = ", ".join(f.name for f in self.features)
         raise InputError(f"summary has no feature '{name}' (features: {names})")
 
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The outputs of the records, in order (empty: a summary of one output)."""
+        return tuple(dict.fromkeys(f.output for f in self.features if f.output is not None))
+
+    def of_output(self, output: str | None) -> Summary:
+        """The summary of ``output``'s records (None: of the records of no named output),
+        its store naming that output (for the figures' labels); no interactions, as they
+        are of no one output."""
+        store = self.store
+        if output is not None:
+            records = {str(r.get("name")): r for r in store.get("outputs") or ()}
+            store = store | {"output": records.get(output, output)}
+        feats = tuple(f for f in self.features if f.output == output)
+        return replace(self, features=feats, store=store, interactions=())
+
     def to_dict(self, *, timestamp: bool = True) -> dict[str, Any]:
         out = {
             "schema_version": self.schema_version,
@@ -324,15 +340,13 @@ def with_statistics(
         recorded = {"n": dist.n, "mean": dist.mean, "quantiles": dist.quantiles}
     quantiles = None if recorded is None else np.asarray(recorded["quantiles"], dtype=np.float64)
     definitions = definitions_of(summary.params)
-    stats: dict[int, Any] = {}
-    for label in dict.fromkeys(f.output for f in summary.features):
-        rows = [i for i, f in enumerate(summary.features) if f.output == label]
+    stats: dict[str | None, Iterator[dict[str, Any] | None]] = {}
+    for label in summary.outputs or (None,):
         q = quantiles
         if outputs and label in outputs and np.isfinite(outputs[label]).any():
             q = np.asarray(prediction_distribution(prediction=outputs[label]).quantiles)
-        found = feature_statistics([summary.features[i] for i in rows], q, definitions)
-        stats |= dict(zip(rows, found, strict=True))
-    features = tuple(replace(f, statistics=stats[i]) for i, f in enumerate(summary.features))
+        stats[label] = iter(feature_statistics(summary.of_output(label).features, q, definitions))
+    features = tuple(replace(f, statistics=next(stats[f.output])) for f in summary.features)
     return replace(summary, prediction=recorded, features=features)
 
 
