@@ -195,6 +195,15 @@ def test_summary_round_trips_through_the_schema(small_store, tmp_path) -> None: 
     assert raw["notes"] == list(summary.notes)
 
 
+def test_edges_without_rows_make_a_feature_not_estimable(small_store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ale_cli import api
+
+    (tmp_path / "edges.json").write_text(json.dumps({"x1": [1e6, 1.5e6, 2e6]}))
+    feat = api.rebin(small_store, edges=tmp_path / "edges.json").feature("x1")
+    assert feat.status == "not_estimable" and feat.n_outside == 6000
+    assert feat.reason == "no rows inside the given edges [1e+06, 2e+06]"
+
+
 def test_store_without_its_fine_grid_is_refused(small_store, tmp_path) -> None:  # type: ignore[no-untyped-def]
     import zipfile
 

@@ -86,13 +86,16 @@ def replicate_effects(
     return centered_replicates(effect, n, center)
 
 
-def centered_replicates(effect: np.ndarray, n: np.ndarray, center: str) -> np.ndarray:
+def centered_replicates(
+    effect: np.ndarray, n: np.ndarray, center: str, *, per_level: bool = False
+) -> np.ndarray:
     """For ``center`` "mean", each replicate's curve (a row of ``effect`` (B, K+1)) less its
-    mean over the rows (``n`` (B, K) per bin): :func:`~.effect.center_offset` of every one."""
+    mean over the rows (``n`` (B, K) per bin, or ``per_level`` (B, K+1) per point):
+    :func:`~.effect.center_offset` of every one."""
     if check_center(center) != "mean":
         return effect
     total = n.sum(axis=1)
-    mids = (effect[:, :-1] + effect[:, 1:]) / 2.0
+    mids = effect if per_level else (effect[:, :-1] + effect[:, 1:]) / 2.0
     with np.errstate(invalid="ignore", divide="ignore"):
         return effect - np.where(total > 0, (n * mids).sum(axis=1) / total, 0.0)[:, None]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ale_cli.core.binstats import CellStats
-from ale_cli.core.effect import accumulate, check_center
+from ale_cli.core.effect import accumulate, center_offset
 from ale_cli.core.statistics import ALE_CLI, Definitions
 
 #: numeric features with at most this many distinct values are discrete under ``auto``
@@ -77,14 +77,13 @@ def level_effect_from_cells(
     >>> level_effect_from_cells(cells, np.array([1, 1, 2]), center="start").effect.tolist()
     [0.0, 2.0, 7.0]
     """
-    check_center(center)
     n = cells.counts
     var = cells.var
     var = np.where(np.isfinite(var), var, 0.0)
     levels = np.arange(n.size + 1, dtype=np.float64)  # a unit step between levels
     effect, std, stderr = accumulate(levels, cells.mean, bin_var=var, counts=n)
     counts = np.asarray(counts, dtype=np.int64)
-    offset = float(np.dot(counts, effect) / counts.sum()) if center == "mean" else 0.0
+    offset = center_offset(effect, counts, mode=center, per_level=True)
     return LevelEffect(
         counts=counts,
         effect=effect - offset,

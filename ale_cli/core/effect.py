@@ -48,8 +48,11 @@ def check_center(mode: str) -> str:
     return mode
 
 
-def center_offset(effect: np.ndarray, counts: np.ndarray, *, mode: str = "mean") -> float:
-    """The constant subtracted for centering ``mode`` (see the module docstring).
+def center_offset(
+    effect: np.ndarray, counts: np.ndarray, *, mode: str = "mean", per_level: bool = False
+) -> float:
+    """The constant subtracted for centering ``mode`` (see the module docstring); with
+    ``per_level``, ``counts`` (K+1,) weigh the points (``c = sum_k n_k f(l_k) / N``).
 
     >>> center_offset(np.array([0.0, 1.0, 3.0]), np.array([1, 3]), mode="mean")
     1.625
@@ -59,7 +62,7 @@ def center_offset(effect: np.ndarray, counts: np.ndarray, *, mode: str = "mean")
     n = counts.sum()
     if n == 0:
         return 0.0
-    mids = (effect[:-1] + effect[1:]) / 2.0
+    mids = effect if per_level else (effect[:-1] + effect[1:]) / 2.0
     return float(np.dot(counts, mids) / n)
 
 

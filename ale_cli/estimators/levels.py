@@ -12,6 +12,7 @@ import numpy as np
 
 from ale_cli.checks import names_tuple
 from ale_cli.core.binstats import CellStats
+from ale_cli.core.bootstrap import centered_replicates
 from ale_cli.core.discrete import level_cells, level_effect_from_cells
 from ale_cli.errors import InputError
 from ale_cli.estimators.bands import Bootstrap, banded, replicate_cells
@@ -256,9 +257,7 @@ def level_bands(
     effect = np.zeros((boot.replicates, k))
     np.cumsum(jump, axis=1, out=effect[:, 1:])
     n_level = cells[2].counts
-    if center == "mean":
-        effect -= ((n_level * effect).sum(axis=1) / n_level.sum(axis=1))[:, None]
-    return effect, n_level
+    return centered_replicates(effect, n_level, center, per_level=True), n_level
 
 
 def stored_plans(meta: Mapping[str, Any], where: str) -> tuple[LevelPlan, ...]:

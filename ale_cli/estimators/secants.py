@@ -28,7 +28,7 @@ from ale_cli.estimators.bins import DEFAULT_BINS
 from ale_cli.estimators.cells import Passes, binned, on_edges, ranges, store_passes
 from ale_cli.passes.engine import LOCAL
 from ale_cli.store.npz import FINE_EDGES, FINE_OFFSETS, Store, StoreFile, read_store
-from ale_cli.summary.build import not_estimable, skip_reasons, summary_from_cells
+from ale_cli.summary.build import no_rows_reason, not_estimable, skip_reasons
 from ale_cli.summary.model import FeatureSummary
 
 METHOD = "secant"
@@ -103,8 +103,8 @@ def _summary(
     **more: Any,
 ) -> FeatureSummary:
     """One feature's summary on coarse edges ``z`` (``more``: ``objective``, ``note``)."""
-    if coarse.total == 0:  # not estimable, in the words of DALE's summary
-        return summary_from_cells(name, z, coarse, n_outside=n_outside, center=center)
+    if coarse.total == 0:
+        return not_estimable(name, no_rows_reason(z), n_outside=n_outside)
     effect = secant_effect(z, fine.curve, coarse, center=center)
     return FeatureSummary.from_effect(
         name,

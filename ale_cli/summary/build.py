@@ -40,6 +40,11 @@ def not_estimable(name: str, reason: str, *, n_outside: int = 0) -> FeatureSumma
     return FeatureSummary(name=name, status="not_estimable", reason=reason, n_outside=n_outside)
 
 
+def no_rows_reason(edges: np.ndarray) -> str:
+    """Why a feature none of whose rows is inside its ``edges`` is not estimable."""
+    return f"no rows inside the given edges [{float(edges[0]):g}, {float(edges[-1]):g}]"
+
+
 def column_ranges(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-column minimum and maximum of X (N, D); zeros when N = 0."""
     if X.shape[0] == 0:
@@ -77,11 +82,7 @@ def summary_from_cells(
 ) -> FeatureSummary:
     """A feature's summary from the statistics of its bins (not estimable if all are empty)."""
     if cells.total == 0:
-        return not_estimable(
-            name,
-            f"no rows inside the given edges [{float(edges[0]):g}, {float(edges[-1]):g}]",
-            n_outside=n_outside,
-        )
+        return not_estimable(name, no_rows_reason(edges), n_outside=n_outside)
     effect = effect_from_cells(edges, cells, center=center)
     return FeatureSummary.from_effect(name, effect, n_outside=n_outside)
 
