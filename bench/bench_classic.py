@@ -69,6 +69,7 @@ from bench_formats import best_of, hgb_data
 from ale_cli.core.binning import assign, quantile_edges
 from ale_cli.estimators.classic import classic_features
 from ale_cli.models import Columns, LoadOptions, load_model
+from ale_cli.models.base import LoadRequest
 from ale_cli.models.finite_diff import DEFAULT_EVAL_ROWS
 from ale_cli.models.scikit import SklearnModel
 
@@ -162,8 +163,8 @@ def mlp() -> None:
 def hgb() -> None:
     X, est = hgb_data(N_ROWS, 8)
     names = tuple(f"x{j}" for j in range(X.shape[1]))
-    model = SklearnModel.from_estimator(
-        est, Path("hgb"), "skops", LoadOptions(), Columns(names=names), X
+    model = SklearnModel.of(
+        est, LoadRequest(Path("hgb"), "skops", LoadOptions(), Columns(names=names), X)
     )
     report("HistGradientBoostingRegressor", X, model.predict, lambda: est.predict(X), repeat=3)
 

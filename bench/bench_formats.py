@@ -28,6 +28,7 @@ import numpy as np
 
 from ale_cli.models import Columns, LoadOptions, load_model
 from ale_cli.models import finite_diff as fd
+from ale_cli.models.base import LoadRequest
 from ale_cli.models.scikit import SklearnModel
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -93,8 +94,8 @@ def hgb_data(n: int, d: int, seed: int = 0):  # type: ignore[no-untyped-def]
 def hgb_ratio(n: int, d: int) -> None:
     X, est = hgb_data(n, d)
     names = tuple(f"x{j}" for j in range(d))
-    model = SklearnModel.from_estimator(
-        est, Path("hgb"), "skops", LoadOptions(), Columns(names=names), X
+    model = SklearnModel.of(
+        est, LoadRequest(Path("hgb"), "skops", LoadOptions(), Columns(names=names), X)
     )
     # the reference really runs 2 D bare passes, so that load from other processes on a
     # shared machine weighs on both sides alike

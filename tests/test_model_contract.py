@@ -19,7 +19,7 @@ from ale_cli.errors import InputError, ModelFailed
 from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.models import Columns, LoadOptions, load_model
 from ale_cli.models import scikit as scikit_module
-from ale_cli.models.base import CHECK_ROWS
+from ale_cli.models.base import CHECK_ROWS, LoadRequest
 
 HGB_TRUST = ("sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",)
 
@@ -113,8 +113,8 @@ def test_sklearn_estimator_whose_predict_raises_is_model_failed(monkeypatch) -> 
 
     X = np.random.default_rng(1).normal(size=(30, 2))
     est = LinearRegression().fit(X, X @ [1.0, 2.0])
-    model = scikit_module.SklearnModel.from_estimator(
-        est, Path("m.skops"), "skops", LoadOptions(), Columns(names=("a", "b")), X
+    model = scikit_module.SklearnModel.of(
+        est, LoadRequest(Path("m.skops"), "skops", LoadOptions(), Columns(names=("a", "b")), X)
     )
 
     def predict(self, X):  # type: ignore[no-untyped-def]
@@ -161,8 +161,8 @@ def test_a_bug_in_our_code_is_not_turned_into_model_failed(monkeypatch) -> None:
 
     X = np.random.default_rng(2).normal(size=(30, 2))
     est = LinearRegression().fit(X, X @ [1.0, 2.0])
-    model = scikit_module.SklearnModel.from_estimator(
-        est, Path("m.skops"), "skops", LoadOptions(), Columns(names=("a", "b")), X
+    model = scikit_module.SklearnModel.of(
+        est, LoadRequest(Path("m.skops"), "skops", LoadOptions(), Columns(names=("a", "b")), X)
     )
 
     def broken(*args, **kwargs):  # type: ignore[no-untyped-def]

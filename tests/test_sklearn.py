@@ -23,8 +23,11 @@ HGB_TRUST = ("sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
 
 def sklearn_effects(estimator, X, names=None, **options):  # type: ignore[no-untyped-def]
     names = names or tuple(f"x{j}" for j in range(X.shape[1]))
-    model = SklearnModel.from_estimator(
-        estimator, Path("m.skops"), "skops", LoadOptions(**options), Columns(names=tuple(names)), X
+    model = SklearnModel.of(
+        estimator,
+        LoadRequest(
+            Path("m.skops"), "skops", LoadOptions(**options), Columns(names=tuple(names)), X
+        ),
     )
     return model, model.local_effects(X)
 
@@ -193,8 +196,8 @@ def test_declared_integer_categorical_is_held_fixed(tmp_path: Path) -> None:
     frame.assign(y=y).to_csv(data, index=False)
     table = load_table(data, exclude=["y"], categorical=["grade"], encode_text=True)
     columns = Columns(names=table.feature_names, fixed=table.categorical, dtypes=table.dtypes)
-    model = SklearnModel.from_estimator(
-        est, Path("m.pkl"), "pickle", LoadOptions(), columns, table.X
+    model = SklearnModel.of(
+        est, LoadRequest(Path("m.pkl"), "pickle", LoadOptions(), columns, table.X)
     )
     got = model.local_effects(table.X)
     np.testing.assert_allclose(got.local_effects[:, 0], 2.0, rtol=1e-7)

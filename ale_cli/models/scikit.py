@@ -321,19 +321,6 @@ class SklearnModel(Model):
     method: ClassVar[str] = "finite-differences"
 
     @classmethod
-    def from_estimator(
-        cls,
-        estimator: Any,
-        path: Path,
-        fmt: str,
-        options: LoadOptions,
-        columns: Columns,
-        X: np.ndarray,
-    ) -> SklearnModel:
-        """:meth:`of` the request to check ``estimator`` (file ``path`` in ``fmt``) on X."""
-        return cls.of(estimator, LoadRequest(path, fmt, options, columns, X))
-
-    @classmethod
     def of(
         cls, estimator: Any, req: LoadRequest, *, trusted: Sequence[str] | None = None
     ) -> SklearnModel:
