@@ -4,12 +4,16 @@ While :func:`sigterm_raises` is active, SIGTERM raises :class:`Terminated` (a
 ``KeyboardInterrupt``) in the main thread; the CLI exits with 143 (128 + SIGTERM).
 A C extension may report a signal's exception as its own (a ``ValueError``):
 :func:`arrived` remembers the last signal handled, so the CLI still exits 143 or 130.
+Python drops an exception raised in a finaliser or a weakref callback (as a garbage
+collection may run one at any moment): such a signal is kept and raised again by
+:func:`raise_dropped`, before a file is put in place and when the command ends.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
@@ -21,11 +25,28 @@ EXIT_INTERRUPTED = 128 + signal.SIGINT
 STOPPED = {EXIT_INTERRUPTED: "interrupted", EXIT_TERMINATED: "terminated"}
 
 _ARRIVED: list[int] = []
+_DROPPED: list[KeyboardInterrupt] = []
 
 
 def arrived() -> int | None:
     """The last SIGTERM or SIGINT handled by this module's handlers (None: none yet)."""
     return _ARRIVED[-1] if _ARRIVED else None
+
+
+def raise_dropped() -> None:
+    """Raise a signal's exception that Python dropped inside :func:`sigterm_raises`."""
+    if _DROPPED:
+        raise _DROPPED.pop()
+
+
+def _keep_dropped(hook: Any) -> Any:
+    def unraisable(info: Any) -> None:
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            _DROPPED.append(info.exc_value)
+        else:
+            hook(info)
+
+    return unraisable
 
 
 class Terminated(KeyboardInterrupt):
@@ -59,6 +80,8 @@ def sigterm_raises() -> Iterator[None]:
         yield
         return
     _ARRIVED.clear()  # a block remembers its own signals only
+    _DROPPED.clear()
+    hook, sys.unraisablehook = sys.unraisablehook, _keep_dropped(sys.unraisablehook)
     previous: Any = signal.signal(signal.SIGTERM, _raise_terminated)
     previous_int: Any = signal.getsignal(signal.SIGINT)
     if previous_int is signal.default_int_handler:  # only Python's own: keep a test's
@@ -66,6 +89,7 @@ def sigterm_raises() -> Iterator[None]:
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         signal.signal(signal.SIGTERM, previous)
         if previous_int is signal.default_int_handler:
             signal.signal(signal.SIGINT, previous_int)

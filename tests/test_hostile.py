@@ -1203,6 +1203,40 @@ def test_interrupt_in_a_command(cli, ws: Path, monkeypatch, exc: str, code: int,
     assert (result.exit_code, result.stderr) == (code, line + "\n")
 
 
+@pytest.mark.parametrize(
+    ("exc", "code", "line"),
+    [("KeyboardInterrupt", 130, "error: interrupted"), ("Terminated", 143, "error: terminated")],
+)
+def test_a_signal_python_drops_in_a_finaliser_still_stops_the_command(
+    cli, ws: Path, monkeypatch, exc: str, code: int, line: str
+):
+    """A signal whose handler runs inside a weakref callback (a garbage collection can run
+    one at any moment): Python drops the exception; the command still stops, writes nothing
+    and exits with the signal's code and one line."""
+    import weakref
+
+    import ale_cli.estimators.dale as estimate
+    from ale_cli import signals
+
+    error = signals.Terminated if exc == "Terminated" else KeyboardInterrupt
+    rebin = estimate.rebin
+
+    def stop(_: object) -> None:
+        raise error()
+
+    def rebin_with_a_signal_in_a_finaliser(*args: Any, **kwargs: Any) -> Any:
+        held = type("Held", (), {})()
+        ref = weakref.ref(held, stop)
+        del held  # the callback runs here, and Python drops its exception
+        assert ref() is None
+        return rebin(*args, **kwargs)
+
+    monkeypatch.setattr(estimate, "rebin", rebin_with_a_signal_in_a_finaliser)
+    result = cli("rebin", ws / "good.npz", "-o", ws / "out.json")
+    assert (result.exit_code, result.stderr) == (code, line + "\n")
+    assert not (ws / "out.json").exists()
+
+
 def test_sigterm_handler_is_restored_after_a_command(cli, ws: Path):
     import signal
 

@@ -23,7 +23,7 @@ from ale_cli.cli.coercion import install
 from ale_cli.cli.command import VersionOption, flag_of
 from ale_cli.cli.registry import COMMANDS, load
 from ale_cli.errors import AleError
-from ale_cli.signals import EXIT_INTERRUPTED, STOPPED, arrived, sigterm_raises
+from ale_cli.signals import EXIT_INTERRUPTED, STOPPED, arrived, raise_dropped, sigterm_raises
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -96,7 +96,9 @@ class _AleGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             with sigterm_raises():
-                return super().invoke(ctx)
+                done = super().invoke(ctx)
+                raise_dropped()
+                return done
         except AleError as exc:  # named by the flag of a parameter of the command run
             name = ctx.invoked_subcommand or (ctx.protected_args or [None])[0]
             params = list(getattr(self.get_command(ctx, name) if name else None, "params", ()))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from ale_cli.errors import InputError, RunError
-from ale_cli.signals import signals_held
+from ale_cli.signals import raise_dropped, signals_held
 
 #: a temporary file older than this is not this process's
 STARTED = time.time()
@@ -100,6 +100,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        raise_dropped()
         os.replace(tmp, target)
     except BaseException as exc:
         if tmp is not None:
@@ -139,6 +140,7 @@ def swap_in(new: Path, target: Path) -> None:
     """Put ``new`` (a file or directory) at ``target`` by renames only, Ctrl-C and SIGTERM
     held: in one step where the system can exchange the two, else with the old one renamed
     aside first (and back if the second rename fails); the old one is then removed."""
+    raise_dropped()
     with signals_held():
         if not target.exists() and not target.is_symlink():
             os.rename(new, target)

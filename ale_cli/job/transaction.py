@@ -34,7 +34,7 @@ from pathlib import Path
 from ale_cli.errors import InputError, RunError
 from ale_cli.io.files import sha256_file
 from ale_cli.io.jsonio import dumps
-from ale_cli.signals import signals_held
+from ale_cli.signals import raise_dropped, signals_held
 
 MANIFEST = "run.json"
 HISTORY = "history"
@@ -182,6 +182,7 @@ class Staging:
         units.append(MANIFEST)
         aside = self.final / f".prev-{self.stage.name[len('.next-') :]}"
         done: list[tuple[Path, Path]] = []
+        raise_dropped()
         with signals_held():
             try:
                 for unit in units:
