@@ -125,6 +125,31 @@ def test_store_of_another_run_is_refused(run_files, tmp_path):
         build_report([run_files["rhale"]], store=other)
 
 
+def test_summaries_of_another_model_are_refused(run_files, tmp_path):
+    """The page names one model and its data: a summary of another model is refused."""
+    import json
+
+    summary = json.loads(run_files["rebin"].read_text())
+    summary["store"]["model"]["sha256"] = "ef" * 32
+    changed = tmp_path / "other-model.json"
+    changed.write_text(json.dumps(summary))
+    with pytest.raises(InputError, match="are of different model files .*'ale diff' compares"):
+        build_report([run_files["rhale"], changed])
+    assert build_report([run_files["rhale"], run_files["rebin"]], timestamp=False).features == 3
+
+
+def test_an_audit_of_other_summaries_is_refused(run_files, tmp_path, cli):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text('rules:\n  - feature: "*"\n    max_aled: 0.3\n')
+    audit = tmp_path / "audit.json"
+    assert cli("audit", run_files["rebin"], "--rules", rules, "--json-report", audit).exit_code == 3
+    with pytest.raises(InputError, match="checked rebin.json, none of the summaries given"):
+        build_report([run_files["rhale"]], audit=audit)
+    # the audit of one of the summaries given is shown
+    html = build_report([run_files["rhale"], run_files["rebin"]], audit=audit).html
+    assert "Audit failed" in html
+
+
 def test_history_drift_ranks_the_shifted_feature_first(tmp_path):
     history = tmp_path / "history"
     for label, slope in (("2026-01-01", 1.0), ("2026-01-02", 1.0)):

@@ -245,9 +245,10 @@ def build_report(
     if not summaries:
         raise InputError("{param}: give at least one summary", param="summaries")
     loaded = [(str(p), read_summary(p)) for p in summaries]
+    _of_one_run(loaded)
     checks = [(label, s, [f.name for f in s.features]) for label, s in loaded]
     store_obj = matching_store(store, checks)
-    audit_data = _audit_section(audit)
+    audit_data = _audit_section(audit, [label for label, _ in loaded])
     runs = read_history(history, exclude=history_exclude) if history is not None else []
     first_order = [(n, s) for n, s in loaded if s.features]
     # a regional summary's global curves are first-order ones: shown only when alone
@@ -319,8 +320,24 @@ def _context(
     }
 
 
-def _audit_section(audit: str | Path | None) -> dict[str, Any] | None:
-    """The audit report (``ale audit --json-report``), each check knowing its summary's file."""
+def _of_one_run(loaded: list[tuple[str, Summary]]) -> None:
+    """Refuse summaries of another model or data than the first's: the page names one."""
+    first, summary = loaded[0]
+    for key in ("model", "data"):
+        want = (summary.store.get(key) or {}).get("sha256")
+        for label, other in loaded[1:]:
+            got = (other.store.get(key) or {}).get("sha256")
+            if want and got and got != want:
+                raise InputError(
+                    f"summaries '{first}' and '{label}' are of different {key} files (sha256 "
+                    f"{want[:12]}... and {got[:12]}...): a report is of one model and its "
+                    "data; 'ale diff' compares two"
+                )
+
+
+def _audit_section(audit: str | Path | None, labels: Sequence[str]) -> dict[str, Any] | None:
+    """The audit report (``ale audit --json-report``) of some of the summaries ``labels``,
+    each check knowing its summary's file."""
     if audit is None:
         return None
     data = read_json_file(audit, "audit report")
@@ -328,6 +345,12 @@ def _audit_section(audit: str | Path | None) -> dict[str, Any] | None:
         raise InputError(
             f"'{audit}' is not an ale audit report (written by 'ale audit --json-report'): "
             f"it needs {', '.join(_AUDIT_KEYS)}"
+        )
+    checked = {Path(str(s)).name for s in data.get("summaries") or ()}
+    if checked and not checked & {Path(label).name for label in labels}:
+        raise InputError(
+            f"audit report '{audit}' checked {', '.join(sorted(checked))}, none of the "
+            "summaries given: give the audit report of these summaries"
         )
     for check in data["checks"]:
         check["summary_file"] = Path(str(check.get("summary") or "")).name
