@@ -346,7 +346,7 @@ def evaluate(
             checks += _interaction_checks(rule, ctx)
         elif rule.name == "drift":
             checks += _drift_checks(rule, ctx)
-        elif rule.name == "max_regional_drop" or rule.params.get("per_region"):
+        elif rule.name == "max_regional_drop" or rule.per_region:
             checks += _regional_checks(rule, ctx)
         else:
             checks += _first_order_checks(rule, ctx)

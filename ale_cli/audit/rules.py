@@ -54,6 +54,8 @@ class Rule:
     line: int | None = None  # 1-based line of the entry in the file
     #: the model output whose records it checks (``output: proba:1``; None: every output)
     output: str | None = None
+    #: evaluated on every region of a regional summary (``per_region: true``)
+    per_region: bool = False
 
     @property
     def where(self) -> str:
@@ -239,9 +241,8 @@ def parse_rules(data: Any, *, path: Path, lines: list[int | None] | None = None)
                 params = parse_rule(name, entry[name])
             except ValueError as exc:
                 raise InputError(f"{at}: {exc}") from None
-            if per_region and name in PER_REGION:
-                params = params | {"per_region": True}
-            rules.append(Rule(name, feature, severity, params, i, line, output))
+            regional = per_region and name in PER_REGION
+            rules.append(Rule(name, feature, severity, params, i, line, output, regional))
     return RuleSet(path=path, rules=tuple(rules))
 
 
