@@ -4,6 +4,7 @@ paths, ``--quiet``, and statistics on both sides of ``ale diff --json``."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -133,6 +134,29 @@ def test_a_feature_missing_or_not_estimable_on_one_side_fails(tmp_path) -> None:
     assert got["up"][0] == "pass"
     assert got["gone"] == ("fail", "not in the summary")
     assert got["cat"] == ("fail", "not estimable in the baseline (categorical)")
+
+
+def test_a_statistic_drift_across_other_edges_is_refused(tmp_path) -> None:
+    """The same line on 8 bins against 4: refused, however close the statistics (a
+    statistic depends on the bins); another estimator on the same edges is compared."""
+    base = summary(tmp_path / "b.json", {"up": 2.0})
+    cat = FeatureSummary(name="cat", status="not_estimable", reason="categorical")
+    feats = (linear_feature("up", 2.0, k=8, stderr=0.01), cat)
+    s = Summary(estimator="rhale", params={}, store={}, n_rows=80, features=feats)
+    cand = tmp_path / "c.json"
+    write_summary(cand, with_statistics(s, PREDICTION))
+    r = rules(
+        tmp_path / "r.yaml", 'rules:\n  - feature: "*"\n    drift: {statistic: rank, max_abs: 0}\n'
+    )
+    result = invoke("audit", cand, "--baseline", base, "--rules", r)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: rules file '{r}': rule 1, line 2 (drift) on feature '*': the summary '{cand}' "
+        f"(rhale) and the baseline '{base}' (dale) have other edges for up (8 and 4 bins): a "
+        f"statistic drift needs the baseline's edges (ale rebin --edges {base})\n"
+    )
+    write_summary(cand, with_statistics(replace(s, features=(linear("up", 2.0), cat)), PREDICTION))
+    assert invoke("audit", cand, "--baseline", base, "--rules", r).exit_code == 0
 
 
 @pytest.mark.parametrize(
