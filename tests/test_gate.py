@@ -245,6 +245,25 @@ def test_two_outputs_on_stdout_are_refused(pair, tmp_path) -> None:
     )
 
 
+def test_two_outputs_on_one_file_are_refused(pair, tmp_path) -> None:
+    """Before any work: nothing is written (the path through a symlinked directory too)."""
+    base, cand = pair
+    r = rules(tmp_path / "gate.yaml", GATE)
+    out = tmp_path / "gate.out"
+    (tmp_path / "link").symlink_to(tmp_path)
+    res = invoke("audit", cand, "--baseline", base, "--rules", r, "--junit", out, "-o", out)
+    assert res.exit_code == 2 and not out.exists()
+    assert (
+        res.stderr == f"error: --junit and --out both name '{out}'; give each output its own file\n"
+    )
+    again = tmp_path / "link" / "gate.out"
+    res = invoke(
+        "audit", cand, "--rules", r, "--baseline", base, "--json-report", out, "--junit", again
+    )
+    assert res.exit_code == 2 and not out.exists()
+    assert res.stderr.startswith(f"error: --json-report and --junit both name '{again}';")
+
+
 def test_quiet_prints_only_the_failed_and_warned_rules(pair, tmp_path) -> None:
     base, cand = pair
     r = rules(tmp_path / "gate.yaml", GATE)
