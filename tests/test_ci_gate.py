@@ -136,7 +136,7 @@ def test_the_gate_fails_when_bmi_stops_reaching_the_model(workspace) -> None:
     assert quoted and all(line in flagged for line in quoted), (quoted, flagged)
     junit = ET.parse(ws / "out" / "gate.xml").getroot()
     failed = [c.get("name") for c in junit.iter("testcase") if c.find("failure") is not None]
-    assert "bmi: drift" in failed
+    assert "bmi: drift (rule 1)" in failed  # rule 2: its rank drift
     assert len(failed) == sum(line.startswith("| FAIL |") for line in flagged)
     # the annotation names the rules file relative to the workspace, at the rule's line
     assert "::error file=configs/gate-naled.yaml,line=6,title=ale audit%3A bmi drift::" in (

@@ -94,8 +94,10 @@ def junit_xml(result: AuditResult) -> bytes:
             ET.SubElement(props, "property", name="baseline", value=result.baseline)
         stem = Path(label).name.removesuffix(".json")
         classname = "ale.audit." + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in stem)
-        for c in checks:
-            name = f"{c.feature}: {c.rule}"
+        names = [f"{c.feature}: {c.rule}" for c in checks]
+        for c, name in zip(checks, names, strict=True):
+            if names.count(name) > 1:  # two entries with this rule on this feature
+                name += f" (rule {c.entry})"
             case = ET.SubElement(suite, "testcase", name=name, classname=classname, time="0")
             text = f"observed: {c.observed}\nlimit: {c.limit}\nseverity: {c.severity}"
             if c.verdict == "fail":
