@@ -129,7 +129,7 @@ def test_the_gate_fails_when_bmi_stops_reaching_the_model(workspace) -> None:
     flagged = page.split("<details>")[0].splitlines()
     rows = [line for line in flagged if line.startswith("| FAIL |")]
     assert rows[0].startswith("| FAIL | bmi | drift | NALED ")
-    assert re.search(r"-> 0 \(change -\d", rows[0]), rows[0]
+    assert re.search(r"-&gt; 0 \(change -\d", rows[0]), rows[0]
     # the page shows what this run prints: the heading and the rows it quotes
     (shown,) = [b for b in blocks("") if "### ale audit FAILED" in b]
     quoted = [line for line in shown.splitlines() if line.startswith(("###", "| FAIL", "| WARN"))]

@@ -205,12 +205,22 @@ def test_markdown_on_stdout_puts_failures_first_and_folds_the_rest(pair, tmp_pat
     assert "### ale audit FAILED: 1 failed, 1 warning, 1 passed, 1 skipped (exit 3)" in md
     flagged, folded = md.split("<details>")
     assert (
-        "| FAIL | up | drift | NALED 12.5 -> 18.75 (change +6.25) | \\|change\\| <= 5 |" in flagged
+        "| FAIL | up | drift | NALED 12.5 -&gt; 18.75 (change +6.25) | \\|change\\| &lt;= 5 |"
+        in flagged
     )
-    assert "| WARN | down | max_aled | ALED 0.25 | <= 0.1 |" in flagged
+    assert "| WARN | down | max_aled | ALED 0.25 | &lt;= 0.1 |" in flagged
     assert "| pass | down | drift |" in folded and "| skip | cat | drift |" in folded
     assert folded.rstrip().endswith("</details>")
     assert res.stderr.strip() == "audit: 1 failed, 1 warning, 1 passed, 1 skipped -> exit 3"
+
+
+def test_markdown_writes_a_feature_name_as_text_not_html(tmp_path) -> None:
+    name = "<img src=x onerror=alert(1)>&amp;"
+    s = summary(tmp_path / "s.json", {name: 2.0})
+    r = rules(tmp_path / "r.yaml", f'rules:\n  - feature: "{name}"\n    max_aled: 0.1\n')
+    md = invoke("audit", s, "--rules", r, "--format", "markdown").stdout
+    row = "| FAIL | &lt;img src=x onerror=alert(1)&gt;&amp;amp; | max_aled | ALED 0.5 | &lt;= 0.1 |"
+    assert row in md.splitlines() and "<img" not in md
 
 
 def test_markdown_to_a_file_keeps_the_table_and_writes_over_an_empty_file(pair, tmp_path) -> None:

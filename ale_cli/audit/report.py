@@ -5,6 +5,7 @@ markdown start with the ``<!-- generator: ale ...`` comment the output guard kno
 
 from __future__ import annotations
 
+import html
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
@@ -164,13 +165,19 @@ def github_annotations(result: AuditResult) -> list[str]:
     return lines
 
 
-def cell(text: str) -> str:
-    """Text safe in a markdown table cell: ``|`` escaped, line breaks as spaces.
-
-    >>> cell("a|b\\nc")
-    'a\\\\|b c'
-    """
+def _one_line(text: str) -> str:
+    """``|`` (and ``\\``) escaped, line breaks as spaces: for a table or a code span."""
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def cell(text: str) -> str:
+    """Text safe in a markdown table cell: ``|`` escaped, ``<``, ``>`` and ``&`` as
+    entities (GitHub renders HTML in markdown), line breaks as spaces.
+
+    >>> cell("<b>a|b\\nc")
+    '&lt;b&gt;a\\\\|b c'
+    """
+    return _one_line(html.escape(text, quote=False))
 
 
 def _table(checks: list[Check], several: bool) -> list[str]:
@@ -193,11 +200,11 @@ def markdown(result: AuditResult) -> str:
         f"### ale audit {verdict}: {_counted(result)} (exit {result.exit_code})",
         "",
     ]
-    about = f"Rules `{cell(result.rules)}` on " + ", ".join(
-        f"`{cell(s)}`" for s in dict.fromkeys(result.summaries)
-    )
+    about = f"Rules `{_one_line(result.rules)}` on " + ", ".join(
+        f"`{_one_line(s)}`" for s in dict.fromkeys(result.summaries)
+    )  # code spans: HTML is not read there
     if result.baseline is not None:
-        about += f", baseline `{cell(result.baseline)}`"
+        about += f", baseline `{_one_line(result.baseline)}`"
     lines += [about + ".", ""]
     several = len(set(result.summaries)) > 1
     flagged = [x for x in result.checks if x.verdict in ("fail", "warn")]
