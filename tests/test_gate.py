@@ -82,6 +82,21 @@ def test_drift_on_a_statistic_measures_its_change(
     assert got["cat"].verdict == "skip"  # not estimable on both sides
 
 
+def test_a_named_drift_entry_replaces_the_wildcards_on_its_statistic_only(pair, tmp_path) -> None:
+    """up's naled entry replaces the "*" naled one (limit 5, not 100), not the "*" rank one."""
+    base, cand = pair
+    r = rules(
+        tmp_path / "r.yaml",
+        'rules:\n  - feature: "*"\n    drift: {statistic: rank, max_abs: 0}\n'
+        '  - feature: "*"\n    drift: {statistic: naled, max_abs: 100}\n'
+        "  - feature: up\n    drift: {statistic: naled, max_abs: 5}\n",
+    )
+    checks = audit_files([cand], r, baseline=base).checks
+    got = [(c.feature, c.entry, c.verdict) for c in checks if c.feature != "cat"]
+    assert got == [("up", 1, "pass"), ("down", 1, "pass"), ("down", 2, "pass"), ("up", 3, "fail")]
+    np.testing.assert_allclose(checks[-1].value, 6.25, rtol=1e-9)  # 25 x (0.75 - 0.5)
+
+
 def test_heterogeneity_share_drift_is_the_change_of_mean_std_over_aled(pair, tmp_path) -> None:
     base, cand = pair
     r = rules(

@@ -97,7 +97,7 @@ class _Context:
         if rule.output is not None and feat is not None and feat.output != rule.output:
             return False
         if rule.feature == WILDCARD:
-            return (rule.name, name) not in self.explicit
+            return (rule.measure, name) not in self.explicit
         return rule.feature == name
 
 
@@ -352,7 +352,7 @@ def evaluate(
 
     InputError for a drift rule without a baseline or a rule on a feature no summary has.
     """
-    explicit = {(r.name, r.feature) for r in rules.rules if r.feature != WILDCARD}
+    explicit = {(r.measure, r.feature) for r in rules.rules if r.feature != WILDCARD}
     ctx = _Context(summaries, baseline, explicit, rules.path, regions=regions or {})
     _check_features(rules, ctx)
     checks: list[Check] = []

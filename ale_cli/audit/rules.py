@@ -1,7 +1,7 @@
 """The rules file of ``ale audit`` (its format and every rule: ``docs/audit.md``), read
 with the hardened YAML loader (at most :data:`MAX_RULES_BYTES`, no alias expansion, no key
 given twice), checked and typed. Entries naming a feature replace the ``"*"`` entries for
-that rule name. Errors name the file, the entry and its feature.
+that rule (:attr:`Rule.measure`). Errors name the file, the entry and its feature.
 """
 
 from __future__ import annotations
@@ -56,6 +56,13 @@ class Rule:
     output: str | None = None
     #: evaluated on every region of a regional summary (``per_region: true``)
     per_region: bool = False
+
+    @property
+    def measure(self) -> str:
+        """What it checks, by which an entry naming a feature replaces the ``"*"`` ones:
+        the rule's name, and a drift rule's statistic (``drift naled``; the curve: ``drift``)."""
+        statistic = self.params.get("statistic") if self.name == "drift" else None
+        return self.name if statistic is None else f"{self.name} {statistic}"
 
     @property
     def where(self) -> str:
