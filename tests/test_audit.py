@@ -440,6 +440,19 @@ def test_json_report_validates_and_junit_validates_against_the_xsd(tmp_path: Pat
     assert root.get("failures") == "2"
 
 
+def test_junit_names_two_entries_of_one_rule_on_a_feature_by_their_entry(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    write_summary(path, hand_summary())
+    rules = rules_file(
+        tmp_path / "r.yaml",
+        "rules:\n  - feature: up\n    monotonic: increasing\n    max_aled: 1\n"
+        "  - feature: up\n    monotonic: {direction: decreasing, tolerance: 10}\n",
+    )
+    root = ET.fromstring(junit_xml(audit_files([path], rules)))
+    names = [c.get("name") for c in root.findall("testsuite/testcase")]
+    assert names == ["up: monotonic (rule 1)", "up: max_aled", "up: monotonic (rule 2)"]
+
+
 def test_the_junit_check_rejects_what_the_schema_forbids() -> None:
     schema = xsd_subset.load(JUNIT_XSD)
     bad = [

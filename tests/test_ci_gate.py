@@ -129,14 +129,14 @@ def test_the_gate_fails_when_bmi_stops_reaching_the_model(workspace) -> None:
     flagged = page.split("<details>")[0].splitlines()
     rows = [line for line in flagged if line.startswith("| FAIL |")]
     assert rows[0].startswith("| FAIL | bmi | drift | NALED ")
-    assert re.search(r"-> 0 \(change -\d", rows[0]), rows[0]
+    assert re.search(r"-&gt; 0 \(change -\d", rows[0]), rows[0]
     # the page shows what this run prints: the heading and the rows it quotes
     (shown,) = [b for b in blocks("") if "### ale audit FAILED" in b]
     quoted = [line for line in shown.splitlines() if line.startswith(("###", "| FAIL", "| WARN"))]
     assert quoted and all(line in flagged for line in quoted), (quoted, flagged)
     junit = ET.parse(ws / "out" / "gate.xml").getroot()
     failed = [c.get("name") for c in junit.iter("testcase") if c.find("failure") is not None]
-    assert "bmi: drift" in failed
+    assert "bmi: drift (rule 1)" in failed  # rule 2: its rank drift
     assert len(failed) == sum(line.startswith("| FAIL |") for line in flagged)
     # the annotation names the rules file relative to the workspace, at the rule's line
     assert "::error file=configs/gate-naled.yaml,line=6,title=ale audit%3A bmi drift::" in (

@@ -139,6 +139,23 @@ def test_diff_cli_table_and_json(two: tuple[Path, Path]):
     assert "(categorical feature)" in c["reason"] and "(single distinct value)" in c["reason"]
 
 
+def test_diff_refuses_an_interact_summary(two: tuple[Path, Path], tmp_path: Path):
+    """Pairs only, no first-order curve to compare: refused, whichever side it is on."""
+    from test_audit import _one_cell_pair
+
+    a, _ = two
+    pairs = tmp_path / "pairs.json"
+    write_summary(pairs, replace(summary(), interactions=(_one_cell_pair(),)))
+    for args in ((pairs, pairs), (a, pairs), (pairs, a)):
+        result = runner.invoke(app, ["diff", *map(str, args)])
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"error: summary '{pairs}' has no first-order curves (an interact summary?); ale "
+            "diff compares the first-order curves of two summaries (rebin, rhale, classic, "
+            "regional)\n"
+        )
+
+
 def test_diff_figures_plot_both_curves_on_the_same_axes(two: tuple[Path, Path], tmp_path: Path):
     from ale_cli.plot.diff import diff_figure
 

@@ -4,6 +4,7 @@ paths, ``--quiet``, and statistics on both sides of ``ale diff --json``."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +82,21 @@ def test_drift_on_a_statistic_measures_its_change(
     assert got["cat"].verdict == "skip"  # not estimable on both sides
 
 
+def test_a_named_drift_entry_replaces_the_wildcards_on_its_statistic_only(pair, tmp_path) -> None:
+    """up's naled entry replaces the "*" naled one (limit 5, not 100), not the "*" rank one."""
+    base, cand = pair
+    r = rules(
+        tmp_path / "r.yaml",
+        'rules:\n  - feature: "*"\n    drift: {statistic: rank, max_abs: 0}\n'
+        '  - feature: "*"\n    drift: {statistic: naled, max_abs: 100}\n'
+        "  - feature: up\n    drift: {statistic: naled, max_abs: 5}\n",
+    )
+    checks = audit_files([cand], r, baseline=base).checks
+    got = [(c.feature, c.entry, c.verdict) for c in checks if c.feature != "cat"]
+    assert got == [("up", 1, "pass"), ("down", 1, "pass"), ("down", 2, "pass"), ("up", 3, "fail")]
+    np.testing.assert_allclose(checks[-1].value, 6.25, rtol=1e-9)  # 25 x (0.75 - 0.5)
+
+
 def test_heterogeneity_share_drift_is_the_change_of_mean_std_over_aled(pair, tmp_path) -> None:
     base, cand = pair
     r = rules(
@@ -135,6 +151,29 @@ def test_a_feature_missing_or_not_estimable_on_one_side_fails(tmp_path) -> None:
     assert got["cat"] == ("fail", "not estimable in the baseline (categorical)")
 
 
+def test_a_statistic_drift_across_other_edges_is_refused(tmp_path) -> None:
+    """The same line on 8 bins against 4: refused, however close the statistics (a
+    statistic depends on the bins); another estimator on the same edges is compared."""
+    base = summary(tmp_path / "b.json", {"up": 2.0})
+    cat = FeatureSummary(name="cat", status="not_estimable", reason="categorical")
+    feats = (linear_feature("up", 2.0, k=8, stderr=0.01), cat)
+    s = Summary(estimator="rhale", params={}, store={}, n_rows=80, features=feats)
+    cand = tmp_path / "c.json"
+    write_summary(cand, with_statistics(s, PREDICTION))
+    r = rules(
+        tmp_path / "r.yaml", 'rules:\n  - feature: "*"\n    drift: {statistic: rank, max_abs: 0}\n'
+    )
+    result = invoke("audit", cand, "--baseline", base, "--rules", r)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: rules file '{r}': rule 1, line 2 (drift) on feature '*': the summary '{cand}' "
+        f"(rhale) and the baseline '{base}' (dale) have other edges for up (8 and 4 bins): a "
+        f"statistic drift needs the baseline's edges (ale rebin --edges {base})\n"
+    )
+    write_summary(cand, with_statistics(replace(s, features=(linear("up", 2.0), cat)), PREDICTION))
+    assert invoke("audit", cand, "--baseline", base, "--rules", r).exit_code == 0
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [
@@ -181,12 +220,22 @@ def test_markdown_on_stdout_puts_failures_first_and_folds_the_rest(pair, tmp_pat
     assert "### ale audit FAILED: 1 failed, 1 warning, 1 passed, 1 skipped (exit 3)" in md
     flagged, folded = md.split("<details>")
     assert (
-        "| FAIL | up | drift | NALED 12.5 -> 18.75 (change +6.25) | \\|change\\| <= 5 |" in flagged
+        "| FAIL | up | drift | NALED 12.5 -&gt; 18.75 (change +6.25) | \\|change\\| &lt;= 5 |"
+        in flagged
     )
-    assert "| WARN | down | max_aled | ALED 0.25 | <= 0.1 |" in flagged
+    assert "| WARN | down | max_aled | ALED 0.25 | &lt;= 0.1 |" in flagged
     assert "| pass | down | drift |" in folded and "| skip | cat | drift |" in folded
     assert folded.rstrip().endswith("</details>")
     assert res.stderr.strip() == "audit: 1 failed, 1 warning, 1 passed, 1 skipped -> exit 3"
+
+
+def test_markdown_writes_a_feature_name_as_text_not_html(tmp_path) -> None:
+    name = "<img src=x onerror=alert(1)>&amp;"
+    s = summary(tmp_path / "s.json", {name: 2.0})
+    r = rules(tmp_path / "r.yaml", f'rules:\n  - feature: "{name}"\n    max_aled: 0.1\n')
+    md = invoke("audit", s, "--rules", r, "--format", "markdown").stdout
+    row = "| FAIL | &lt;img src=x onerror=alert(1)&gt;&amp;amp; | max_aled | ALED 0.5 | &lt;= 0.1 |"
+    assert row in md.splitlines() and "<img" not in md
 
 
 def test_markdown_to_a_file_keeps_the_table_and_writes_over_an_empty_file(pair, tmp_path) -> None:
@@ -219,6 +268,25 @@ def test_two_outputs_on_stdout_are_refused(pair, tmp_path) -> None:
         res.exit_code == 2
         and "--junit - and --format markdown both write to standard output" in res.stderr
     )
+
+
+def test_two_outputs_on_one_file_are_refused(pair, tmp_path) -> None:
+    """Before any work: nothing is written (the path through a symlinked directory too)."""
+    base, cand = pair
+    r = rules(tmp_path / "gate.yaml", GATE)
+    out = tmp_path / "gate.out"
+    (tmp_path / "link").symlink_to(tmp_path)
+    res = invoke("audit", cand, "--baseline", base, "--rules", r, "--junit", out, "-o", out)
+    assert res.exit_code == 2 and not out.exists()
+    assert (
+        res.stderr == f"error: --junit and --out both name '{out}'; give each output its own file\n"
+    )
+    again = tmp_path / "link" / "gate.out"
+    res = invoke(
+        "audit", cand, "--rules", r, "--baseline", base, "--json-report", out, "--junit", again
+    )
+    assert res.exit_code == 2 and not out.exists()
+    assert res.stderr.startswith(f"error: --json-report and --junit both name '{again}';")
 
 
 def test_quiet_prints_only_the_failed_and_warned_rules(pair, tmp_path) -> None:

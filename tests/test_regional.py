@@ -407,6 +407,36 @@ def test_audit_gates_on_the_regional_drop_and_on_every_region(cli, paper, tmp_pa
     assert checks[("x3", "sign")]["verdict"] == "pass"
 
 
+def test_every_curve_rule_takes_per_region(cli, paper, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """x1 rises with slope 3 where x3 > 0 and falls with slope 3 elsewhere: either
+    direction of monotonic fails in one region of two; range beside them checks the
+    global curve (per_region is for monotonic and sign only)."""
+    from ale_cli.summary.regional import write_regional
+
+    path = tmp_path / "regional.json"
+    write_regional(path, paper)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n"
+        "  - feature: x1\n    monotonic: increasing\n    range: [null, 100]\n"
+        "    per_region: true\n"
+        "  - feature: x1\n    monotonic: {direction: decreasing, tolerance: 0.5}\n"
+        "    per_region: true\n"
+    )
+    result = cli("audit", path, "--rules", rules, "--json")
+    assert result.exit_code == 3, result.stderr
+    checks = json.loads(result.stdout)["details"]["report"]["checks"]
+    assert [(c["rule"], c["verdict"]) for c in checks] == [
+        ("monotonic", "fail"),
+        ("range", "pass"),
+        ("monotonic", "fail"),
+    ]
+    for check in (checks[0], checks[2]):
+        regions = check["details"]["regions"]
+        assert [r["ok"] for r in regions].count(False) == 1 and len(regions) == 2
+        assert check["observed"].startswith("1 of 2 regions fail: x3 ")
+
+
 def test_per_region_needs_a_curve_rule(tmp_path: Path):
     from ale_cli.audit.rules import read_rules
 

@@ -18,7 +18,7 @@ import numpy as np
 from ale_cli.audit.curves import FIRST_ORDER, fmt, statistic, statistic_drift
 from ale_cli.audit.rules import STATISTICS, WILDCARD, Rule, RuleSet, read_rules
 from ale_cli.errors import InputError
-from ale_cli.summary.compare import compare_feature, summary_statistics
+from ale_cli.summary.compare import ROUNDING, compare_feature, summary_statistics
 from ale_cli.summary.model import FeatureSummary, InteractionSummary, Summary, read_summary
 from ale_cli.summary.regional import REGIONAL, RegionalSummary, read_regional
 from ale_cli.summary.statistics import definitions_of
@@ -83,6 +83,7 @@ class _Context:
     summaries: Sequence[tuple[str, Summary]]
     baseline: tuple[str, Summary] | None
     explicit: set[tuple[str, str]]
+    rules: Path
     stats: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     regions: Mapping[str, RegionalSummary] = field(default_factory=dict)
 
@@ -96,7 +97,7 @@ class _Context:
         if rule.output is not None and feat is not None and feat.output != rule.output:
             return False
         if rule.feature == WILDCARD:
-            return (rule.name, name) not in self.explicit
+            return (rule.measure, name) not in self.explicit
         return rule.feature == name
 
 
@@ -201,6 +202,13 @@ def _statistic_drift_check(
     if why:
         both = len(why) == 2 and all(w.startswith("not estimable") for w in why)
         return _check(rule, label, name, None if both else False, "; ".join(why), limit)
+    if not _same_bins(b, c):  # a statistic depends on the bins: no drift across two binnings
+        raise InputError(
+            f"rules file '{ctx.rules}': {rule.where}: the summary '{label}' ({summary.estimator})"
+            f" and the baseline '{base_label}' ({base.estimator}) have other edges for {name} "
+            f"({c.n_bins} and {b.n_bins} bins): a statistic drift needs the baseline's edges "
+            f"(ale rebin --edges {base_label})"
+        )
     defs = [definitions_of(s.params).name for s in (base, summary)]
     if defs[0] != defs[1]:  # a change of definitions is not drift: compare like with like
         observed = f"statistics {defs[0]} in the baseline, {defs[1]} in the summary"
@@ -210,6 +218,13 @@ def _statistic_drift_check(
         return _check(rule, label, name, None, outcome, limit)
     ok, observed, limit, value, details = outcome
     return _check(rule, label, name, ok, observed, limit, value=value, details=details)
+
+
+def _same_bins(a: FeatureSummary, b: FeatureSummary) -> bool:
+    """The same edges (to rounding), or the same levels of a per-level feature."""
+    if a.kind != b.kind or a.levels != b.levels or a.edges.shape != b.edges.shape:
+        return False
+    return bool(np.allclose(a.edges, b.edges, rtol=ROUNDING, atol=0.0))
 
 
 def _curve_drift_check(rule: Rule, label: str, name: str, b: Side, c: Side) -> Check:
@@ -337,8 +352,8 @@ def evaluate(
 
     InputError for a drift rule without a baseline or a rule on a feature no summary has.
     """
-    explicit = {(r.name, r.feature) for r in rules.rules if r.feature != WILDCARD}
-    ctx = _Context(summaries, baseline, explicit, regions=regions or {})
+    explicit = {(r.measure, r.feature) for r in rules.rules if r.feature != WILDCARD}
+    ctx = _Context(summaries, baseline, explicit, rules.path, regions=regions or {})
     _check_features(rules, ctx)
     checks: list[Check] = []
     for rule in rules.rules:
@@ -346,7 +361,7 @@ def evaluate(
             checks += _interaction_checks(rule, ctx)
         elif rule.name == "drift":
             checks += _drift_checks(rule, ctx)
-        elif rule.name == "max_regional_drop" or rule.params.get("per_region"):
+        elif rule.name == "max_regional_drop" or rule.per_region:
             checks += _regional_checks(rule, ctx)
         else:
             checks += _first_order_checks(rule, ctx)

@@ -5,6 +5,7 @@ markdown start with the ``<!-- generator: ale ...`` comment the output guard kno
 
 from __future__ import annotations
 
+import html
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
@@ -94,8 +95,10 @@ def junit_xml(result: AuditResult) -> bytes:
             ET.SubElement(props, "property", name="baseline", value=result.baseline)
         stem = Path(label).name.removesuffix(".json")
         classname = "ale.audit." + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in stem)
-        for c in checks:
-            name = f"{c.feature}: {c.rule}"
+        names = [f"{c.feature}: {c.rule}" for c in checks]
+        for c, name in zip(checks, names, strict=True):
+            if names.count(name) > 1:  # two entries with this rule on this feature
+                name += f" (rule {c.entry})"
             case = ET.SubElement(suite, "testcase", name=name, classname=classname, time="0")
             text = f"observed: {c.observed}\nlimit: {c.limit}\nseverity: {c.severity}"
             if c.verdict == "fail":
@@ -162,13 +165,19 @@ def github_annotations(result: AuditResult) -> list[str]:
     return lines
 
 
-def cell(text: str) -> str:
-    """Text safe in a markdown table cell: ``|`` escaped, line breaks as spaces.
-
-    >>> cell("a|b\\nc")
-    'a\\\\|b c'
-    """
+def _one_line(text: str) -> str:
+    """``|`` (and ``\\``) escaped, line breaks as spaces: for a table or a code span."""
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def cell(text: str) -> str:
+    """Text safe in a markdown table cell: ``|`` escaped, ``<``, ``>`` and ``&`` as
+    entities (GitHub renders HTML in markdown), line breaks as spaces.
+
+    >>> cell("<b>a|b\\nc")
+    '&lt;b&gt;a\\\\|b c'
+    """
+    return _one_line(html.escape(text, quote=False))
 
 
 def _table(checks: list[Check], several: bool) -> list[str]:
@@ -191,11 +200,11 @@ def markdown(result: AuditResult) -> str:
         f"### ale audit {verdict}: {_counted(result)} (exit {result.exit_code})",
         "",
     ]
-    about = f"Rules `{cell(result.rules)}` on " + ", ".join(
-        f"`{cell(s)}`" for s in dict.fromkeys(result.summaries)
-    )
+    about = f"Rules `{_one_line(result.rules)}` on " + ", ".join(
+        f"`{_one_line(s)}`" for s in dict.fromkeys(result.summaries)
+    )  # code spans: HTML is not read there
     if result.baseline is not None:
-        about += f", baseline `{cell(result.baseline)}`"
+        about += f", baseline `{_one_line(result.baseline)}`"
     lines += [about + ".", ""]
     several = len(set(result.summaries)) > 1
     flagged = [x for x in result.checks if x.verdict in ("fail", "warn")]

@@ -1,7 +1,7 @@
 """The rules file of ``ale audit`` (its format and every rule: ``docs/audit.md``), read
 with the hardened YAML loader (at most :data:`MAX_RULES_BYTES`, no alias expansion, no key
 given twice), checked and typed. Entries naming a feature replace the ``"*"`` entries for
-that rule name. Errors name the file, the entry and its feature.
+that rule (:attr:`Rule.measure`). Errors name the file, the entry and its feature.
 """
 
 from __future__ import annotations
@@ -54,6 +54,15 @@ class Rule:
     line: int | None = None  # 1-based line of the entry in the file
     #: the model output whose records it checks (``output: proba:1``; None: every output)
     output: str | None = None
+    #: evaluated on every region of a regional summary (``per_region: true``)
+    per_region: bool = False
+
+    @property
+    def measure(self) -> str:
+        """What it checks, by which an entry naming a feature replaces the ``"*"`` ones:
+        the rule's name, and a drift rule's statistic (``drift naled``; the curve: ``drift``)."""
+        statistic = self.params.get("statistic") if self.name == "drift" else None
+        return self.name if statistic is None else f"{self.name} {statistic}"
 
     @property
     def where(self) -> str:
@@ -239,9 +248,8 @@ def parse_rules(data: Any, *, path: Path, lines: list[int | None] | None = None)
                 params = parse_rule(name, entry[name])
             except ValueError as exc:
                 raise InputError(f"{at}: {exc}") from None
-            if per_region and name in PER_REGION:
-                params = params | {"per_region": True}
-            rules.append(Rule(name, feature, severity, params, i, line, output))
+            regional = per_region and name in PER_REGION
+            rules.append(Rule(name, feature, severity, params, i, line, output, regional))
     return RuleSet(path=path, rules=tuple(rules))
 
 

@@ -249,10 +249,14 @@ class Command:
         for name in self.inputs:
             value = values.get(name)
             paths += list(value) if isinstance(value, list | tuple) else [value]
+        done: dict[str, Path] = {}  # no two outputs on one file
         for name, kind in self.outputs.items():
             if values.get(name) is not None:
                 chosen = kind(values) if callable(kind) else kind
-                guard(values[name], kind=chosen, inputs=paths, force=force, param=name)
+                got = guard(
+                    values[name], kind=chosen, inputs=paths, force=force, param=name, others=done
+                )
+                done[name] = got or Path(values[name])
 
 
 def command(

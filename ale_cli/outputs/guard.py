@@ -4,7 +4,7 @@ docs/commands.md ("Outputs are protected") says; ``-`` only where a kind can go 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,9 +200,11 @@ def guard(
     inputs: Sequence[str | os.PathLike[str] | None] = (),
     force: bool = False,
     param: str = "out",
+    others: Mapping[str, Path] | None = None,
 ) -> Path | None:
     """Check an output before any work (the module docstring): its path (``-``: standard
-    output), None for no output."""
+    output), None for no output. ``others``: the command's outputs already checked (option
+    name -> path), which it may not name again."""
     spec = KINDS[kind] if isinstance(kind, str) else kind
     if path is None:
         return None
@@ -215,6 +217,12 @@ def guard(
             )
         return Path(STDIO)
     out = Path(path)
+    for name, other in (others or {}).items():
+        if not is_stdio(other) and os.path.realpath(other) == os.path.realpath(out):
+            raise InputError(
+                f"{{param:{name}}} and {{param}} both name '{out}'; give each output its own file",
+                param=param,
+            )
     mode = output_mode(out)
     _refuse_inputs(out, inputs, inside=spec.directory)
     if mode is None:

@@ -238,15 +238,21 @@ def diff(
         str, typer.Option("--format", help="Figure formats with -o: png, svg or png,svg.")
     ] = "png",
 ) -> Outcome:
-    """Compare two summaries feature by feature on A's edges: the largest absolute
-    difference of the centered curves, the largest difference in standard errors,
-    and the features whose ALED rank changed."""
+    """Compare two first-order summaries (not interact) feature by feature on A's
+    edges: the largest absolute difference of the centered curves, the largest
+    difference in standard errors, and the features whose ALED rank changed."""
 
     fmts = names_tuple(formats, "formats") or ("png",)
     for fmt in fmts:
         if fmt not in ("png", "svg"):
             raise InputError(f"{{param}} must be png and/or svg, got '{fmt}'", param="formats")
     sa, sb = read_summary(a), read_summary(b)
+    for path, s in ((a, sa), (b, sb)):
+        if not s.features:  # an interact summary: pairs only
+            raise InputError(
+                f"summary '{path}' has no first-order curves (an interact summary?); ale diff "
+                "compares the first-order curves of two summaries (rebin, rhale, classic, regional)"
+            )
     names = names_tuple(features, "features")
     known = {f.name for f in (*sa.features, *sb.features)}
     for name in names or ():
