@@ -160,6 +160,55 @@ def test_min_rows_and_min_drop_forbid_splits():
     assert tiny.feature("x1").status == "no_split"  # no split leaves 2100 rows on each side
 
 
+def test_finite_difference_noise_is_not_split_and_a_real_interaction_is(tmp_path: Path):
+    """A linear model's finite differences vary only by rounding (H ~ 1e-11): no split; the
+    effect of a of a * (b > 0) is 0 or 1 by the sign of b: split there."""
+    import pandas as pd
+    from sklearn.linear_model import LinearRegression
+
+    from ale_cli import api
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(500, 3)), columns=["a", "b", "c"])
+    linear = LinearRegression().fit(frame, 3 * frame.a - 2 * frame.b + 0.5 * frame.c)
+    assert api.compute(linear, frame, out=tmp_path / "l.npz").method == "finite-differences"
+    flat = regional(RegionalRequest(tmp_path / "l.npz")).summary
+    for r in flat.regions:
+        assert r.status == "no_split" and r.drop == 0.0
+        assert 0 < r.heterogeneity < 1e-9
+        assert r.note.startswith("the heterogeneity is below the rounding noise of the local")
+
+    def gated(X: np.ndarray) -> np.ndarray:
+        return X[:, 0] * (X[:, 1] > 0)
+
+    assert api.compute(gated, frame, out=tmp_path / "g.npz").method == "finite-differences"
+    split = regional(RegionalRequest(tmp_path / "g.npz", features=("a",))).summary.regions[0]
+    assert split.status == "split" and split.nodes[0].split.input == "b"
+    assert abs(split.nodes[0].split.value) < 0.2 and split.drop > 0.9
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_rounding_floor_is_of_the_models_dtype_and_step(dtype: str):
+    """x1's effects 1 +- 1e-5 by the sign of x3: below float32's rounding at a step of 0.01
+    (8 eps max|f| / h = 9.5e-5 per effect), far above float64's."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-1, 1, (2000, 3))
+    E = np.column_stack([1 + 1e-5 * np.sign(X[:, 2]), np.zeros(2000), np.zeros(2000)])
+    details = {"dtype": dtype, "step": {"absolute": [0.01, 0.01, 0.01]}}
+    x1 = regional(RegionalRequest(memory(X, E, method_details=details), features=("x1",)))
+    got = x1.summary.regions[0]
+    if dtype == "float64":
+        assert got.status == "split" and got.nodes[0].split.input == "x3"
+        return
+    span = X[:, 0].max() - X[:, 0].min()
+    floor = 8 * 2.0**-23 * np.abs(E.sum(1)).max() / 0.01 * span / 50 * np.sqrt(50)
+    assert got.status == "no_split"
+    assert got.note == (
+        f"the heterogeneity is below the rounding noise of the local effects ({floor:.2g}); "
+        "one region"
+    )
+
+
 def test_fixed_bins_give_leaf_records_on_those_bins():
     X, E = paper_rows(n=4000)
     out = regional(RegionalRequest(memory(X, E), features=("x1",), bins=8)).summary
