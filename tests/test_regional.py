@@ -333,6 +333,18 @@ def test_cli_writes_a_regional_summary(cli, tmp_path: Path):  # type: ignore[no-
     assert f"splits chosen on a sample of {searched:,} of 4,000 rows" in result.stdout
 
 
+def test_min_drop_help_gives_the_range_the_check_takes(cli, tmp_path: Path):  # type: ignore[no-untyped-def]
+    help_text = " ".join(cli("regional", "--help").stdout.split())
+    assert "by this share (from 0 to below 1). [default: 0.1; x>=0.0]" in help_text
+    X, E = paper_rows(n=400)
+    store = chunked_store(tmp_path / "s.npz", X, E, [400], NAMES)
+    for value in ("1", "1.5"):
+        result = cli("regional", store, "--min-drop", value, "-o", tmp_path / "r.json")
+        assert result.exit_code == 2
+        assert f"--min-drop must be a number from 0 to below 1, got {float(value)}" in result.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_the_default_search_takes_every_row_of_a_store_no_larger_than_the_sample():
     from ale_cli.estimators.regional import SEARCH_ROWS
 
