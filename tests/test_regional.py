@@ -156,8 +156,21 @@ def test_min_rows_and_min_drop_forbid_splits():
     store = memory(X, E)
     none = regional(RegionalRequest(store, features=("x1",), min_drop=0.99)).summary
     assert none.feature("x1").status == "no_split"
+    assert (
+        none.feature("x1").note
+        == "no split lowers the heterogeneity by at least min_drop; one region"
+    )
     tiny = regional(RegionalRequest(store, features=("x1",), min_rows=2100)).summary
     assert tiny.feature("x1").status == "no_split"  # no split leaves 2100 rows on each side
+    assert (
+        tiny.feature("x1").note
+        == "no candidate split leaves min_rows rows on both sides; one region"
+    )
+    one = regional(RegionalRequest(store, features=("x1",), candidates=1)).summary
+    assert one.feature("x1").status == "no_split"  # no threshold at c / 1, c = 1..0
+    assert one.feature("x1").note == (
+        "no candidate split on another input (thresholds need candidates of at least 2); one region"
+    )
 
 
 def test_finite_difference_noise_is_not_split_and_a_real_interaction_is(tmp_path: Path):

@@ -28,6 +28,12 @@ from ale_cli.estimators.rows import merge_each
 from ale_cli.summary.model import FeatureSummary
 from ale_cli.summary.regional import NO_SPLIT_NOTE, RegionalFeature, RegionNode, Split
 
+#: why a feature has one region, beside :data:`NO_SPLIT_NOTE`
+NO_CANDIDATE_NOTE = (
+    "no candidate split on another input (thresholds need candidates of at least 2); one region"
+)
+NO_ROWS_NOTE = "no candidate split leaves min_rows rows on both sides; one region"
+
 
 @dataclass(frozen=True)
 class Growth:
@@ -194,8 +200,10 @@ def _unsplit(
     scores: Any, best: tuple[int, int] | None, noise: float, min_drop: float
 ) -> str | None:
     """Why a node is not split (a root's is its feature's note), or None."""
-    if scores is None or best is None:
-        return NO_SPLIT_NOTE
+    if scores is None or not scores.candidates:
+        return NO_CANDIDATE_NOTE
+    if best is None:
+        return NO_ROWS_NOTE
     if scores.before < noise:
         return (
             f"the heterogeneity is below the rounding noise of the local effects ({noise:.2g}); "
