@@ -156,8 +156,70 @@ def test_min_rows_and_min_drop_forbid_splits():
     store = memory(X, E)
     none = regional(RegionalRequest(store, features=("x1",), min_drop=0.99)).summary
     assert none.feature("x1").status == "no_split"
+    assert (
+        none.feature("x1").note
+        == "no split lowers the heterogeneity by at least min_drop; one region"
+    )
     tiny = regional(RegionalRequest(store, features=("x1",), min_rows=2100)).summary
     assert tiny.feature("x1").status == "no_split"  # no split leaves 2100 rows on each side
+    assert (
+        tiny.feature("x1").note
+        == "no candidate split leaves min_rows rows on both sides; one region"
+    )
+    one = regional(RegionalRequest(store, features=("x1",), candidates=1)).summary
+    assert one.feature("x1").status == "no_split"  # no threshold at c / 1, c = 1..0
+    assert one.feature("x1").note == (
+        "no candidate split on another input (thresholds need candidates of at least 2); one region"
+    )
+
+
+def test_finite_difference_noise_is_not_split_and_a_real_interaction_is(tmp_path: Path):
+    """A linear model's finite differences vary only by rounding (H ~ 1e-11): no split; the
+    effect of a of a * (b > 0) is 0 or 1 by the sign of b: split there."""
+    import pandas as pd
+    from sklearn.linear_model import LinearRegression
+
+    from ale_cli import api
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(500, 3)), columns=["a", "b", "c"])
+    linear = LinearRegression().fit(frame, 3 * frame.a - 2 * frame.b + 0.5 * frame.c)
+    assert api.compute(linear, frame, out=tmp_path / "l.npz").method == "finite-differences"
+    flat = regional(RegionalRequest(tmp_path / "l.npz")).summary
+    for r in flat.regions:
+        assert r.status == "no_split" and r.drop == 0.0
+        assert 0 < r.heterogeneity < 1e-9
+        assert r.note.startswith("the heterogeneity is below the rounding noise of the local")
+
+    def gated(X: np.ndarray) -> np.ndarray:
+        return X[:, 0] * (X[:, 1] > 0)
+
+    assert api.compute(gated, frame, out=tmp_path / "g.npz").method == "finite-differences"
+    split = regional(RegionalRequest(tmp_path / "g.npz", features=("a",))).summary.regions[0]
+    assert split.status == "split" and split.nodes[0].split.input == "b"
+    assert abs(split.nodes[0].split.value) < 0.2 and split.drop > 0.9
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_rounding_floor_is_of_the_models_dtype_and_step(dtype: str):
+    """x1's effects 1 +- 1e-5 by the sign of x3: below float32's rounding at a step of 0.01
+    (8 eps max|f| / h = 9.5e-5 per effect), far above float64's."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-1, 1, (2000, 3))
+    E = np.column_stack([1 + 1e-5 * np.sign(X[:, 2]), np.zeros(2000), np.zeros(2000)])
+    details = {"dtype": dtype, "step": {"absolute": [0.01, 0.01, 0.01]}}
+    x1 = regional(RegionalRequest(memory(X, E, method_details=details), features=("x1",)))
+    got = x1.summary.regions[0]
+    if dtype == "float64":
+        assert got.status == "split" and got.nodes[0].split.input == "x3"
+        return
+    span = X[:, 0].max() - X[:, 0].min()
+    floor = 8 * 2.0**-23 * np.abs(E.sum(1)).max() / 0.01 * span / 50 * np.sqrt(50)
+    assert got.status == "no_split"
+    assert got.note == (
+        f"the heterogeneity is below the rounding noise of the local effects ({floor:.2g}); "
+        "one region"
+    )
 
 
 def test_fixed_bins_give_leaf_records_on_those_bins():
@@ -282,6 +344,18 @@ def test_cli_writes_a_regional_summary(cli, tmp_path: Path):  # type: ignore[no-
     searched = read_regional(tmp_path / "r4.json").summary.params["searched_rows"]
     assert 800 < searched < 1200
     assert f"splits chosen on a sample of {searched:,} of 4,000 rows" in result.stdout
+
+
+def test_min_drop_help_gives_the_range_the_check_takes(cli, tmp_path: Path):  # type: ignore[no-untyped-def]
+    help_text = " ".join(cli("regional", "--help").stdout.split())
+    assert "by this share (from 0 to below 1). [default: 0.1; x>=0.0]" in help_text
+    X, E = paper_rows(n=400)
+    store = chunked_store(tmp_path / "s.npz", X, E, [400], NAMES)
+    for value in ("1", "1.5"):
+        result = cli("regional", store, "--min-drop", value, "-o", tmp_path / "r.json")
+        assert result.exit_code == 2
+        assert f"--min-drop must be a number from 0 to below 1, got {float(value)}" in result.stderr
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_the_default_search_takes_every_row_of_a_store_no_larger_than_the_sample():

@@ -175,12 +175,14 @@ def heterogeneity(
 class SplitScores:
     """One node's candidate splits: ``before`` its H; per input j and candidate c,
     ``after`` (J, C_max) each ``H_split`` (``inf``: not allowed), ``rows`` and ``parts``
-    (J, C_max, 2) the left (condition true) and right child's rows and H."""
+    (J, C_max, 2) the left (condition true) and right child's rows and H; ``candidates``
+    how many, on inputs other than the feature's, whatever their rows."""
 
     before: float
     after: np.ndarray
     rows: np.ndarray
     parts: np.ndarray
+    candidates: int = 0
 
     def best(self) -> tuple[int, int] | None:
         """The allowed candidate with the smallest ``H_split`` (the first of ties, inputs
@@ -238,12 +240,12 @@ def split_scores(
     total = rows.sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         after = (rows[..., 0] * h_left + rows[..., 1] * h_right) / total
-    allowed = np.arange(b_n)[None, :] < np.array(n_candidates)[:, None]
-    allowed &= (rows >= min_rows).all(axis=-1)
+    exists = np.arange(b_n)[None, :] < np.array(n_candidates)[:, None]
     for j in excluded:
-        allowed[j] = False
-    after = np.where(allowed, after, np.inf)
-    return SplitScores(before, after, rows, np.stack([h_left, h_right], axis=-1))
+        exists[j] = False
+    after = np.where(exists & (rows >= min_rows).all(axis=-1), after, np.inf)
+    parts = np.stack([h_left, h_right], axis=-1)
+    return SplitScores(before, after, rows, parts, int(exists.sum()))
 
 
 def sampled(offset: int, n_rows: int, share: float) -> np.ndarray:

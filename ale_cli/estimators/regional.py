@@ -53,6 +53,10 @@ HOLD_BYTES = 2**30
 #: the splits are chosen on a sample of about this many rows by default (the search's work
 #: is rows x inputs x features; the records use every row)
 SEARCH_ROWS = 100_000
+#: a prediction's rounding error, in units of eps x the largest |prediction| (the model's
+#: own arithmetic rounds more than once)
+ROUNDING_ULPS = 8
+_EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,8 @@ def regional(request: RegionalRequest) -> RegionalResult:
         if isinstance(store, StoreFile) and not engine.splits and n * width * 8 <= HOLD_BYTES:
             p = replace(p, source=Held.read(store, (*arrays, "prediction")))
         lo, hi = ranges(p)
+        parts = [c["prediction"] for c in p.source.chunks(("prediction",))]  # held, or read
+        prediction = np.concatenate(parts).astype(np.float64, copy=False)
         categorical = store.meta.get("categorical_features") or ()
         skip = skip_reasons(names, lo, hi, categorical)
         skip = {name: why for name, why in skip.items() if name not in plans}
@@ -173,6 +179,7 @@ def regional(request: RegionalRequest) -> RegionalResult:
         found = splitters(search, inputs, per_level=per_level, candidates=request.candidates)
         feats = _level_features(store, p, plans, request.center)
         feats += _numeric_features(request, search, todo, (lo, hi), search is p)
+        feats = _with_noise(feats, store.meta, prediction)
         growth = Growth(
             request.max_depth,
             request.min_drop,
@@ -199,11 +206,33 @@ def regional(request: RegionalRequest) -> RegionalResult:
         features=features,
         created=utc_now(),
     )
-    parts = [c["prediction"] for c in p.source.chunks(("prediction",))]  # held, or read
-    prediction = np.concatenate(parts).astype(np.float64, copy=False)
     result = RegionalSummary(with_statistics(summary, prediction), tuple(regions))
     notes = tuple(f"{r.name}: {r.note}" for r in regions if r.note)
     return RegionalResult(result, time.perf_counter() - t0, notes)
+
+
+def _with_noise(
+    feats: list[Feature], meta: dict[str, Any], prediction: np.ndarray
+) -> list[Feature]:
+    """Each feature's heterogeneity from rounding alone, ``delta sqrt(sum_k dz_k^2)``: a
+    jump, or a central difference's numerator, is the difference of two predictions, each
+    off by up to ``ROUNDING_ULPS`` x eps of the model's dtype x the largest |prediction|,
+    so a local effect by ``delta`` = twice that (a jump) or that over the step h (a central
+    difference, ``2 h`` apart); 0 for any other derivative (autodiff)."""
+    details = meta.get("method_details") or {}
+    eps = _EPS.get(str(details.get("dtype")), _EPS["float64"])
+    top = float(np.max(np.abs(prediction), initial=0.0, where=np.isfinite(prediction)))
+    rounding = ROUNDING_ULPS * eps * top
+    steps = (details.get("step") or {}).get("absolute") or ()
+    out = []
+    for f in feats:
+        if f.plan is not None:
+            delta, dz = 2 * rounding, np.ones(f.n_cells - 1)
+        else:
+            h = float(steps[f.x]) if f.x < len(steps) else 0.0
+            delta, dz = (rounding / h if h > 0 else 0.0), np.diff(f.grid)
+        out.append(replace(f, noise=delta * float(np.sqrt(np.sum(dz**2)))))
+    return out
 
 
 def _numeric_features(

@@ -107,8 +107,9 @@ class Feature:
     """One estimable feature: its columns of X (``x``) and of the local effects (``e``), its
     global record (None: from the leaves' cells, after a sampled search), its cells' edges
     (``grid``), each cell's mean local effect on all rows (``shift``, (K,)), its level plan
-    when held per level, its global grid cells, and the open nodes a :class:`RegionPass`
-    counts (``regions``); never split on its own input.
+    when held per level, its global grid cells, the open nodes a :class:`RegionPass`
+    counts (``regions``) and the heterogeneity its rounding alone can give (``noise``: a
+    node below it is not split); never split on its own input.
 
     A feature held per level (``plan``; ``e`` its column of the jumps) has its K-1 jumps
     between adjacent levels for cells (a row at level p adds its jump up to cell p, down
@@ -123,6 +124,7 @@ class Feature:
     plan: LevelPlan | None = None
     cells: CellStats | None = None
     regions: tuple[tuple[Condition, ...], ...] = ((),)
+    noise: float = 0.0
 
     @property
     def n_cells(self) -> int:

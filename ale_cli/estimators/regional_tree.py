@@ -2,7 +2,8 @@
 
 Each pass (:class:`~ale_cli.estimators.regional_passes.RegionPass`) gives, per feature and
 open node, the split cells of its candidate splits; a node keeps its best split when it
-lowers its heterogeneity by at least ``min_drop`` and each child has ``min_rows`` rows.
+lowers its heterogeneity by at least ``min_drop``, each child has ``min_rows`` rows and
+the heterogeneity is not below its rounding noise (``Feature.noise``).
 For a feature not held per level, the same rows' sums give the rest: a child's bins are
 its side of its parent's split (:meth:`~ale_cli.core.regional.ShiftedSums.children`; so
 the pass at ``max_depth`` is not run), and of two siblings the pass counts the smaller,
@@ -26,6 +27,12 @@ from ale_cli.estimators.regional_passes import Feature, LevelCells, RegionPass, 
 from ale_cli.estimators.rows import merge_each
 from ale_cli.summary.model import FeatureSummary
 from ale_cli.summary.regional import NO_SPLIT_NOTE, RegionalFeature, RegionNode, Split
+
+#: why a feature has one region, beside :data:`NO_SPLIT_NOTE`
+NO_CANDIDATE_NOTE = (
+    "no candidate split on another input (thresholds need candidates of at least 2); one region"
+)
+NO_ROWS_NOTE = "no candidate split leaves min_rows rows on both sides; one region"
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class _Tree:
     grids: dict[int, CellStats] = field(default_factory=dict)
     splits: dict[int, ShiftedSums] = field(default_factory=dict)
     leaves: list[int] = field(default_factory=list)  # closed, their records still to count
+    why: str = NO_SPLIT_NOTE  # why the root is not split
 
 
 def grow(
@@ -153,7 +161,9 @@ def _decide(
         best = None if scores is None else scores.best()
         h = tree.nodes[node_id].heterogeneity if scores is None else scores.before
         node = replace(tree.nodes[node_id], rows=total, share=total / n, heterogeneity=h)
-        if best is None or scores.drop(*best) < g.min_drop:  # type: ignore[union-attr]
+        why = _unsplit(scores, best, f.noise, g.min_drop)
+        if why is not None:
+            tree.why = why if node_id == 0 else tree.why
             if kernel is not None and g.sampled:  # its record from the last pass
                 tree.nodes[node_id] = node
                 tree.leaves.append(node_id)
@@ -186,6 +196,22 @@ def _decide(
     tree.open = still
 
 
+def _unsplit(
+    scores: Any, best: tuple[int, int] | None, noise: float, min_drop: float
+) -> str | None:
+    """Why a node is not split (a root's is its feature's note), or None."""
+    if scores is None or not scores.candidates:
+        return NO_CANDIDATE_NOTE
+    if best is None:
+        return NO_ROWS_NOTE
+    if scores.before < noise:
+        return (
+            f"the heterogeneity is below the rounding noise of the local effects ({noise:.2g}); "
+            "one region"
+        )
+    return NO_SPLIT_NOTE if scores.drop(*best) < min_drop else None
+
+
 def _scores(f: Feature, split: ShiftedSums, kernel: RegionPass, g: Growth) -> Any:
     dz = np.diff(f.grid) if f.plan is None else np.append(np.ones(f.n_cells - 1), 0.0)
     return split_scores(
@@ -213,5 +239,5 @@ def _finished(f: Feature, tree: _Tree, n: int) -> RegionalFeature:
     nodes = tuple(got[i] for i in sorted(got))
     root = nodes[0]
     if root.split is None:
-        return RegionalFeature(f.name, "no_split", root.heterogeneity, nodes, note=NO_SPLIT_NOTE)
+        return RegionalFeature(f.name, "no_split", root.heterogeneity, nodes, note=tree.why)
     return RegionalFeature(f.name, "split", root.heterogeneity, nodes)

@@ -42,9 +42,9 @@ def regional(
         float,
         typer.Option(
             "--min-drop",
-            help="Keep a split only when it lowers the heterogeneity by this share (0..1).",
+            help="Keep a split only when it lowers the heterogeneity by this share (from 0 "
+            "to below 1).",
             min=0.0,
-            max=1.0,
         ),
     ] = 0.1,
     min_rows: Annotated[
