@@ -299,3 +299,28 @@ def test_export_paths_in_a_config_file_are_relative_to_it(made, cli, tmp_path: P
     result = cli("export", "--config", conf / "export.yaml")
     assert result.exit_code == 0, result.stderr
     assert (conf / "table.csv").read_text().startswith("estimator,feature,kind,")
+
+
+# -- directory stores ---------------------------------------------------------------------------
+
+
+def test_a_directory_store_holding_files_ale_did_not_write_is_refused_even_with_force(tmp_path):
+    """A directory store is replaced whole: a file beside its parts (the user's) is never
+    deleted, with or without --force; the store alone is replaced."""
+    import numpy as np
+    from test_hostile_stores import _directory_store
+
+    store = tmp_path / "d.parts"
+    _directory_store(store, np.random.default_rng(0).normal(size=(200, 3)))
+    assert guard(store, kind="store-dir") == store  # only its manifest and parts
+    (store / "mine").mkdir()
+    (store / "mine" / "notes.txt").write_text("my notes\n")
+    (store / "README").write_text("mine\n")
+    for force in (False, True):
+        with pytest.raises(InputError) as info:
+            guard(store, kind="store-dir", force=force)
+        assert str(info.value) == (
+            f"output directory '{store}' holds 'README' and 1 more, which ale did not write "
+            "there (not in its manifest.json); the store replaces the whole directory, so "
+            "choose a new or empty one"
+        )

@@ -70,12 +70,17 @@ def is_figure_directory(directory: Path) -> bool:
 
 def refusal(directory: Path) -> str | None:
     """Why ``directory`` cannot be replaced whatever ``--force`` says (None: it can)."""
-    extra = unlisted(directory)
+    return foreign(directory, unlisted(directory), MANIFEST, "the figures replace")
+
+
+def foreign(directory: Path, extra: Sequence[str], manifest: str, what: str) -> str | None:
+    """The refusal of a directory that is replaced whole (``what``: "the figures replace")
+    when it holds ``extra`` entries its ``manifest`` does not list (None: it holds none)."""
     if not extra:
         return None
     more = f" and {len(extra) - 1} more" if len(extra) > 1 else ""
     return (
         f"output directory '{directory}' holds '{extra[0]}'{more}, which ale did not write "
-        f"there (not in its {MANIFEST}); the figures replace the whole directory, so "
+        f"there (not in its {manifest}); {what} the whole directory, so "
         "choose a new or empty one"
     )

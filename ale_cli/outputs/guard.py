@@ -124,11 +124,19 @@ def is_parquet_export(path: Path) -> bool:
     return PARQUET_KEY in metadata
 
 
-def _not_ours_unless_empty(path: Path, ours: Callable[[Path], bool], what: str) -> str | None:
-    """Why a directory that is neither empty nor ours is refused even with ``force``."""
-    if ours(path) or not any(os.scandir(path)):
+def _store_dir_refusal(path: Path) -> str | None:
+    """Why a directory that is neither empty nor a directory store holding only its own
+    files is refused even with ``force``."""
+    from ale_cli.store.parts import MANIFEST, unlisted
+
+    if not any(os.scandir(path)):
         return None
-    return f"output '{path}' is a directory that is not an ale {what}; choose another output"
+    if not is_store_directory(path):
+        return (
+            f"output '{path}' is a directory that is not an ale directory store; "
+            "choose another output"
+        )
+    return figures.foreign(path, unlisted(path), MANIFEST, "the store replaces")
 
 
 #: every output kind
@@ -139,7 +147,7 @@ KIND_LIST: tuple[OutputKind, ...] = (
         "directory store",
         is_store_directory,
         directory=True,
-        refusal=lambda p: _not_ours_unless_empty(p, is_store_directory, "directory store"),
+        refusal=_store_dir_refusal,
     ),
     OutputKind("summary", "summary", is_summary, stdout=True),
     OutputKind("edges", "edges file (a summary)", is_summary, stdout=True),

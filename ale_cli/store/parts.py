@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,16 @@ def part_name(i: int) -> str:
 
 def is_part_store(path: Path) -> bool:
     return path.is_dir() and (path / MANIFEST).is_file()
+
+
+def unlisted(path: Path) -> list[str]:
+    """The entries of the directory store ``path`` but its manifest and the parts it lists
+    (every other entry when the manifest does not read)."""
+    try:
+        listed = {MANIFEST} | {p["file"] for p in _manifest(path)["parts"]}
+    except InputError:
+        listed = {MANIFEST}
+    return sorted(e.name for e in os.scandir(path) if e.name not in listed)
 
 
 @dataclass(frozen=True)
