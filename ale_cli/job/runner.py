@@ -331,8 +331,10 @@ def run_job(spec: JobSpec, out: Path, *, wait: bool = False) -> JobResult:
     except AleError as exc:
         if exc.param is None:
             raise
-        # a job names its keys (estimators.interact.pairs), never the CLI's flags
-        raise JobError(f"job '{spec.path}': {exc.render(job_key)}") from None
+        # a job names its keys (estimators.interact.pairs), never the CLI's flags; a failure
+        # while running (a model's NaN: pass drop_nonfinite) stays one (exit 1)
+        kind = JobError if isinstance(exc, InputError) else type(exc)
+        raise kind(f"job '{spec.path}': {exc.render(job_key)}") from None
 
 
 def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
