@@ -467,3 +467,43 @@ def test_a_model_giving_nan_fails_the_run_with_exit_1_naming_each_kind_once(cli,
         "model there\n"
     )
     assert not (tmp_path / "run" / "run.json").exists()
+
+
+def test_published_files_and_messages_name_the_run_directory_not_its_staging(
+    cli, product_model, tmp_path
+):
+    """The steps run in DIR/.next-<hex>/, which the commit moves away: every path the run
+    publishes (a summary's store, the audit's summaries, the report's regional source) or
+    prints in an error is DIR's own."""
+    product_data(tmp_path / "data.csv")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - feature: '*'\n    not_estimable: fail\n")
+    job = write_job(tmp_path / "job.yaml", model=str(product_model), data="data.csv",
+                    estimators={"rhale": None, "regional": {"max_depth": 1}}, plots=False,
+                    audit={"rules": str(rules)}, report={"timestamp": False})  # fmt: skip
+    out = tmp_path / "run"
+    assert cli("run", job, "-o", out).exit_code == 0
+    for name in ("rhale", "regional"):
+        summary = json.loads((out / f"{name}.json").read_text())
+        assert summary["store"]["path"] == f"{out}/store.npz"
+    audit = json.loads((out / "audit.json").read_text())
+    assert audit["summaries"] == [f"{out}/rhale.json", f"{out}/regional.json"]
+    assert {c["summary"] for c in audit["checks"]} == set(audit["summaries"])
+    assert f"From <code>{out}/regional.json</code>" in (out / "report.html").read_text()
+    assert not [p for p in out.rglob("*") if p.is_file() and b".next-" in p.read_bytes()]
+
+    pd.read_csv(tmp_path / "data.csv").rename(columns={"x2": "z"}).to_csv(
+        tmp_path / "other.csv", index=False
+    )  # the first run's rhale.json has edges for x2, which this store does not have
+    edges = tmp_path / "edges.json"
+    edges.write_bytes((out / "rhale.json").read_bytes())
+    other = write_job(tmp_path / "other.yaml", model=str(product_model), data="other.csv",
+                      estimators={"rebin": {"edges": str(edges)}}, plots=False,
+                      report=False)  # fmt: skip
+    result = cli("run", other, "-o", tmp_path / "other")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: job '{other}': edges file '{edges}' has edges for 'x2', which the store "
+        f"'{tmp_path / 'other' / 'store.npz'}' does not have; choose the features to explain "
+        "with estimators.rebin.features\n"
+    )
