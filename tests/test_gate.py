@@ -339,7 +339,29 @@ def test_run_quiet_names_the_failed_rule(tmp_path) -> None:
     report = tmp_path / "audit.json"
     check = {"feature": "bmi", "rule": "drift", "verdict": "fail",
              "observed": "NALED 1 -> 9 (change +8)", "limit": "|change| <= 5"}  # fmt: skip
-    report.write_text(json.dumps({"checks": [check, {**check, "verdict": "pass"}]}))
+    report.write_text(
+        json.dumps(
+            {"summaries": ["run/rebin.json"], "checks": [check, {**check, "verdict": "pass"}]}
+        )
+    )
     assert _flagged_rules(report) == (
         "audit: bmi: drift fail -- NALED 1 -> 9 (change +8) (limit: |change| <= 5)",
+    )
+
+
+def test_run_quiet_names_the_summary_of_each_failed_rule_when_there_are_several(tmp_path) -> None:
+    """Two summaries failing the same rule on the same feature give two lines told apart by
+    the summary's file name (in DIR), as 'ale audit' adds a SUMMARY column then."""
+    from ale_cli.cli.commands.run import _flagged_rules
+
+    report = tmp_path / "audit.json"
+    check = {"feature": "bmi", "rule": "max_naled", "verdict": "fail", "observed": "NALED 12",
+             "limit": "<= 10", "summary": "run/rhale.json"}  # fmt: skip
+    checks = [check, {**check, "summary": "run/rebin.json", "verdict": "warn"}]
+    report.write_text(
+        json.dumps({"summaries": ["run/rhale.json", "run/rebin.json"], "checks": checks})
+    )
+    assert _flagged_rules(report) == (
+        "audit: rhale.json: bmi: max_naled fail -- NALED 12 (limit: <= 10)",
+        "audit: rebin.json: bmi: max_naled warn -- NALED 12 (limit: <= 10)",
     )

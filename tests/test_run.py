@@ -433,3 +433,77 @@ def test_a_dropped_estimator_leaves_no_outputs_but_an_edited_one_is_kept(
     assert [s["name"] for s in manifest["steps"]] == ["compute", "rhale", "plot-rhale"]
     assert not (out / "plots" / "rebin").exists()  # ours, unchanged: removed
     assert (out / "rebin.json").is_file()  # changed since it was written: left
+
+
+def test_a_model_giving_nan_fails_the_run_with_exit_1_naming_each_kind_once(cli, tmp_path):
+    """log(x0) + x1 * s is NaN at x0 < 0 (rows 2, 6) and -inf at x0 = 0 (row 1, where its
+    gradient 1/x0 is infinite too); moving the binary s keeps those rows non-finite. A
+    failure while running: exit 1 as under 'ale compute' (not a job file error), the
+    jumps up and down named once, no numpy warning (inf - inf) before the error line."""
+    import warnings
+
+    import torch
+
+    class LogPlus(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.log(x[:, 0]) + x[:, 1] * x[:, 2]
+
+    model = tmp_path / "log.pt"
+    torch.jit.save(torch.jit.script(LogPlus().double()), str(model))
+    x0, x1 = [1.0, 0.0, -1.0, 2.0, 3.0, 0.5, -2.0, 4.0], [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+    frame = {"x0": x0, "x1": x1, "s": [0, 1, 0, 1, 0, 1, 1, 0]}
+    pd.DataFrame(frame).to_csv(tmp_path / "data.csv", index=False)
+    job = write_job(tmp_path / "job.yaml", model=str(model), data="data.csv",
+                    estimators=["rhale"], plots=False, report=False)  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = cli("run", job, "-o", tmp_path / "run")
+    assert [str(w.message) for w in caught if w.category is RuntimeWarning] == []
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: job '{job}': model '{model}' gave NaN or infinite predictions on 3 rows "
+        "(rows 1, 2, 6) and local effects on 1 row (row 1) and jumps to the adjacent levels "
+        "on 3 rows (rows 1, 2, 6); pass drop_nonfinite to leave those rows out, or fix the "
+        "model there\n"
+    )
+    assert not (tmp_path / "run" / "run.json").exists()
+
+
+def test_published_files_and_messages_name_the_run_directory_not_its_staging(
+    cli, product_model, tmp_path
+):
+    """The steps run in DIR/.next-<hex>/, which the commit moves away: every path the run
+    publishes (a summary's store, the audit's summaries, the report's regional source) or
+    prints in an error is DIR's own."""
+    product_data(tmp_path / "data.csv")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - feature: '*'\n    not_estimable: fail\n")
+    job = write_job(tmp_path / "job.yaml", model=str(product_model), data="data.csv",
+                    estimators={"rhale": None, "regional": {"max_depth": 1}}, plots=False,
+                    audit={"rules": str(rules)}, report={"timestamp": False})  # fmt: skip
+    out = tmp_path / "run"
+    assert cli("run", job, "-o", out).exit_code == 0
+    for name in ("rhale", "regional"):
+        summary = json.loads((out / f"{name}.json").read_text())
+        assert summary["store"]["path"] == f"{out}/store.npz"
+    audit = json.loads((out / "audit.json").read_text())
+    assert audit["summaries"] == [f"{out}/rhale.json", f"{out}/regional.json"]
+    assert {c["summary"] for c in audit["checks"]} == set(audit["summaries"])
+    assert f"From <code>{out}/regional.json</code>" in (out / "report.html").read_text()
+    assert not [p for p in out.rglob("*") if p.is_file() and b".next-" in p.read_bytes()]
+
+    pd.read_csv(tmp_path / "data.csv").rename(columns={"x2": "z"}).to_csv(
+        tmp_path / "other.csv", index=False
+    )  # the first run's rhale.json has edges for x2, which this store does not have
+    edges = tmp_path / "edges.json"
+    edges.write_bytes((out / "rhale.json").read_bytes())
+    other = write_job(tmp_path / "other.yaml", model=str(product_model), data="other.csv",
+                      estimators={"rebin": {"edges": str(edges)}}, plots=False,
+                      report=False)  # fmt: skip
+    result = cli("run", other, "-o", tmp_path / "other")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: job '{other}': edges file '{edges}' has edges for 'x2', which the store "
+        f"'{tmp_path / 'other' / 'store.npz'}' does not have; choose the features to explain "
+        "with estimators.rebin.features\n"
+    )

@@ -374,14 +374,20 @@ def evaluate(
 
 
 def audit_files(
-    summaries: Sequence[str | Path], rules: str | Path, *, baseline: str | Path | None = None
+    summaries: Sequence[str | Path],
+    rules: str | Path,
+    *,
+    baseline: str | Path | None = None,
+    names: Sequence[str] | None = None,
 ) -> AuditResult:
     """Read the rules (first, so a bad rules file is reported first), the summaries and
-    the baseline, and evaluate."""
+    the baseline, and evaluate; ``names``: the summaries' names (default: their paths)."""
     rule_set = read_rules(rules)
-    loaded = [(str(p), read_summary(p)) for p in summaries]
+    names = [str(p) for p in summaries] if names is None else names
+    where = dict(zip(names, summaries, strict=True))
+    loaded = [(label, read_summary(where[label])) for label in names]
     regions = {
-        label: read_regional(label) for label, s in loaded if s.estimator == REGIONAL
+        label: read_regional(where[label]) for label, s in loaded if s.estimator == REGIONAL
     }  # ale regional: the regions the per-region rules read
     base = (str(baseline), read_summary(baseline)) if baseline is not None else None
     return evaluate(loaded, rule_set, baseline=base, regions=regions)

@@ -172,7 +172,8 @@ def level_jumps(
         moved = X[rows].copy()
         moved[:, column] = plan.values[plan.order[pos[rows] + step]]
         pred = predict_chunked(f, moved, eval_rows)
-        target[rows] = pred - base[rows] if step == 1 else base[rows] - pred
+        with np.errstate(invalid="ignore", over="ignore"):  # non-finite: screened after
+            target[rows] = pred - base[rows] if step == 1 else base[rows] - pred
     return pos, up, down
 
 

@@ -140,10 +140,9 @@ class LocalEffectsKernel:
         checks.append(("local effects", arrays["local_effects"], 0))
         if MIXED in arrays:
             checks.append(("mixed derivatives", arrays[MIXED], 1))
-        if LEVEL_UP in arrays:  # the model moved to the adjacent levels
-            checks += [
-                ("jumps to the adjacent levels", arrays[a], 0) for a in (LEVEL_UP, LEVEL_DOWN)
-            ]
+        if LEVEL_UP in arrays:  # the model moved to the adjacent levels (up or down)
+            jumps = np.concatenate([arrays[LEVEL_UP], arrays[LEVEL_DOWN]], axis=-1)
+            checks.append(("jumps to the adjacent levels", jumps, 0))
         found = screen_rows(
             self.model_path, len(arrays["prediction"]), checks, drop=self.drop_nonfinite,
             offset=offset, allow_empty=True,

@@ -3,7 +3,7 @@
 is the sha256 of its name, options, the tool version and its inputs' sha256; ``DIR/run.json``
 (``ale_cli/schema/run.schema.json``) records each key and the sha256 of each file written.
 Steps run in a staging directory that replaces the previous run as a whole
-(:mod:`ale_cli.job.transaction`).
+(:mod:`ale_cli.job.transaction`); the paths they record and print are DIR's.
 """
 
 from __future__ import annotations
@@ -141,6 +141,10 @@ class _Runner:
     def digest(self, rel: str) -> str:
         return sha256_file(self.out / rel)
 
+    def shown(self, rel: str) -> str:
+        """``DIR/rel`` as the published files name it (the staging directory moves away)."""
+        return str(self.final / rel)
+
 
 def _compute(r: _Runner) -> Step:
     request = compute_request(r.spec, r.out / STORE)
@@ -180,12 +184,15 @@ def _estimator(r: _Runner, name: str, opts: dict[str, Any], store_step: Step) ->
         request = request_of(name, given, inputs=spec.inputs, store=r.out / STORE)
         with keyed(spec.path, f"estimators.{name}", under=True, catch=InputError):
             summary = _RUN[name](request).summary
-        if isinstance(summary, RegionalSummary):  # ale regional: the global records and regions
+        # ale regional: the global records and regions; the store named as DIR's
+        core = summary.summary if isinstance(summary, RegionalSummary) else summary
+        if core.store.get("path") == str(r.out / STORE):
+            core.store["path"] = r.shown(STORE)
+        if isinstance(summary, RegionalSummary):
             write_regional(out, summary, timestamp=False)
-            summary = summary.summary
         else:
             write_summary(out, summary, timestamp=False)
-        step.notes = list(run_notes([*summary.features, *summary.interactions]))
+        step.notes = list(run_notes([*core.features, *core.interactions]))
         return [out]
 
     return r.step(name, opts, inputs, action)
@@ -230,7 +237,8 @@ def _audit(r: _Runner, names: list[str]) -> dict[str, Any] | None:
     options = {"rules": str(spec.rules), "baseline": spec.baseline}
 
     def action(step: Step) -> list[Path]:
-        result = audit_files([r.out / s for s in summaries], spec.rules, baseline=spec.baseline)
+        paths, names = [r.out / s for s in summaries], [r.shown(s) for s in summaries]
+        result = audit_files(paths, spec.rules, baseline=spec.baseline, names=names)
         with atomic_write(r.out / AUDIT) as fh:
             fh.write(dumps(report_dict(result)).encode("utf-8"))
         return [r.out / AUDIT]
@@ -268,7 +276,7 @@ def _report(r: _Runner, names: list[str], history: dict[str, Any], store_sha: st
         inputs[AUDIT] = r.digest(AUDIT)
     figures = {}
     if spec.plots is not None:  # the report takes the figures the plot steps drew
-        figures = {r.out / f"{n}.json": r.out / "plots" / n for n in names}
+        figures = {r.shown(f"{n}.json"): r.out / "plots" / n for n in names}
         for n in names:
             inputs[f"plots/{n}/{FIGURES_MANIFEST}"] = r.digest(f"plots/{n}/{FIGURES_MANIFEST}")
     earlier = [h for h in history["runs"] if h != history["entry"]]
@@ -285,6 +293,7 @@ def _report(r: _Runner, names: list[str], history: dict[str, Any], store_sha: st
             history_exclude=[history["entry"]],
             timestamp=bool(spec.report["timestamp"]),  # type: ignore[index]
             figures=figures,
+            names=[r.shown(s) for s in summaries],
         )
         write_report(r.out / REPORT, result.html)
         return [r.out / REPORT]
@@ -331,8 +340,10 @@ def run_job(spec: JobSpec, out: Path, *, wait: bool = False) -> JobResult:
     except AleError as exc:
         if exc.param is None:
             raise
-        # a job names its keys (estimators.interact.pairs), never the CLI's flags
-        raise JobError(f"job '{spec.path}': {exc.render(job_key)}") from None
+        # a job names its keys (estimators.interact.pairs), never the CLI's flags; a failure
+        # while running (a model's NaN: pass drop_nonfinite) stays one (exit 1)
+        kind = JobError if isinstance(exc, InputError) else type(exc)
+        raise kind(f"job '{spec.path}': {exc.render(job_key)}") from None
 
 
 def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
@@ -363,6 +374,12 @@ def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
         except OSError as exc:  # a copy into the staging directory (a full disk)
             staging.discard()
             raise RunError(f"cannot write the run into '{out}': {exc.strerror or exc}") from None
+        except AleError as exc:  # naming DIR's files, not the staging directory's
+            staging.discard()
+            stage, final = os.path.join(staging.stage, ""), os.path.join(out, "")
+            if stage not in exc.template:
+                raise
+            raise type(exc)(exc.template.replace(stage, final), param=exc.param) from None
         except BaseException:
             staging.discard()
             raise

@@ -231,6 +231,7 @@ def build_report(
     history_exclude: Sequence[str] = (),
     timestamp: bool = True,
     figures: Mapping[str | Path, str | Path] | None = None,
+    names: Sequence[str] | None = None,
 ) -> ReportResult:
     """The report page of ``summaries`` (first-order, interact and regional, any order).
 
@@ -238,13 +239,16 @@ def build_report(
     it ranks the features table, is drawn with the ``store`` and compared with ``history``
     (less ``history_exclude`` and a newest run holding the same numbers); the others add
     overviews and heat maps, a regional summary its section (its global curves only when
-    alone). ``figures`` maps a summary's path to the figure directory its plot step wrote
+    alone). ``names``: the summaries' names on the page (default: their paths); ``figures``
+    maps a name to the figure directory its plot step wrote
     (:func:`~ale_cli.report.figures.rendered_figures`).
     """
     t0 = time.perf_counter()
     if not summaries:
         raise InputError("{param}: give at least one summary", param="summaries")
-    loaded = [(str(p), read_summary(p)) for p in summaries]
+    names = [str(p) for p in summaries] if names is None else names
+    where = dict(zip(names, summaries, strict=True))
+    loaded = [(n, read_summary(where[n])) for n in names]
     _of_one_run(loaded)
     checks = [(label, s, [f.name for f in s.features]) for label, s in loaded]
     store_obj = matching_store(store, checks)
@@ -257,7 +261,7 @@ def build_report(
         first_order.insert(0, first_order.pop(finest(first_order)))
         runs = _without_this_run(runs, *first_order[0]) if runs else runs
     given = {str(k): v for k, v in (figures or {}).items()}
-    regions = {n: read_regional(n) for n, s in loaded if s.estimator == REGIONAL}
+    regions = {n: read_regional(where[n]) for n, s in loaded if s.estimator == REGIONAL}
     reused = {n: rendered_figures(s, given[n], regions.get(n)) for n, s in loaded if n in given}
     timings = {"read_s": time.perf_counter() - t0}
     t = time.perf_counter()

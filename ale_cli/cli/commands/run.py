@@ -47,7 +47,8 @@ def run_command(
     skipped. Writes the manifest DIR/run.json; the exit code is the audit's.
 
     With --quiet nothing is printed unless the run fails or the audit fails (then the
-    failed and warned rules, one a line, and the result line).
+    failed and warned rules, one a line, after their summary's name when the job has
+    several estimators, and the result line).
     """
     result = api.run(job, out=out, wait=wait)
     target, m = result.out, result.manifest
@@ -83,11 +84,13 @@ def run_command(
 
 
 def _flagged_rules(report: Path) -> tuple[str, ...]:
-    """The failed and warned checks of the run's audit report, one line each."""
+    """The failed and warned checks of the run's audit report, one line each, naming the
+    summary (its file name in DIR) when the audit read several, as 'ale audit' does."""
     data = read_json_file(report, "audit report")
+    several = len(set(data["summaries"])) > 1
     return tuple(
-        f"audit: {c['feature']}: {c['rule']} {c['verdict']} -- {c['observed']} "
-        f"(limit: {c['limit']})"
+        f"audit: {Path(c['summary']).name + ': ' if several else ''}{c['feature']}: "
+        f"{c['rule']} {c['verdict']} -- {c['observed']} (limit: {c['limit']})"
         for c in data["checks"]
         if c["verdict"] in ("fail", "warn")
     )
