@@ -141,6 +141,7 @@ def test_callable_outputs_at_once(tmp_path) -> None:  # type: ignore[no-untyped-
         (lambda Z: np.asarray(Z)[:, :2], "0,5", "output 5 is out of range: .* columns 0..1"),
         (lambda Z: np.asarray(Z), "0,b", "expected a column INDEX .*, a list of them"),
         (lambda Z: np.asarray(Z)[:, 0], "0,1", r"shape \(8,\) .* expected \(N, k\) to pick"),
+        (lambda Z: np.asarray(Z)[:, :2], "1,1", "^output 1,1 names column 1 twice; list each"),
     ],
 )
 def test_callable_output_lists_refused(model, spec, message, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -161,6 +162,8 @@ def test_onnx_output_lists_refused(tmp_path) -> None:  # type: ignore[no-untyped
     net = _torch_net(tmp_path)
     with pytest.raises(InputError, match=r"output 0,3 is out of range: .* columns 0..1"):
         api.compute(net, FRAME, output="0,3", out=tmp_path / "x.npz")
+    with pytest.raises(InputError, match="^output 1,1 names column y:1 twice; list each"):
+        api.classic(net, FRAME, output="1,1")
     gb = _tree_classifier(tmp_path)
     with pytest.raises(InputError, match="a list names columns of one output"):
         api.compute(gb, FRAME, output="proba:0,probabilities", out=tmp_path / "x.npz")

@@ -23,6 +23,7 @@ from ale_cli.models.base import (
     call_model,
     first_rows_failed,
     rows_independent,
+    unique_columns,
 )
 from ale_cli.models.objects import Predictor
 
@@ -99,6 +100,7 @@ def _columns(caller: Caller, spec: str | None, rows: np.ndarray) -> Caller:
             raise ModelError(
                 f"{{param}} all: model '{caller.label}' has one output", param="output"
             )
+    unique_columns(str(spec), [str(c) for c in columns])
     many = tuple(columns) if len(columns) > 1 else ()
     return replace(caller, column=columns[0] if columns else None, columns=many)
 

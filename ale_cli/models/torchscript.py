@@ -34,6 +34,7 @@ from ale_cli.models.base import (
     first_rows_failed,
     integer_output_message,
     rows_independent,
+    unique_columns,
 )
 from ale_cli.models.mixed import gradient_of, mixed_partials
 from ale_cli.models.objects import ModelObject, torch_module_of
@@ -103,6 +104,7 @@ def pick_outputs(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputP
             + ("one output column" if len(columns) < 2 else "a list of one element's columns"),
             param="output",
         )
+    unique_columns(spec, [f"{p.element}:{p.column}".removeprefix("None:") for p in picks])
     return replace(picks[0], columns=columns)
 
 
