@@ -150,6 +150,19 @@ def test_callable_output_lists_refused(model, spec, message, tmp_path) -> None: 
     assert not (tmp_path / "x.npz").exists()
 
 
+def test_an_index_beyond_one_output_per_row_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A booster regressor or a callable of one value per row has column 0 only."""
+    xgb = pytest.importorskip("xgboost")
+    booster = xgb.train({"max_depth": 2, "nthread": 1}, xgb.DMatrix(X, X[:, 0]), 3)
+    booster.save_model(tmp_path / "r.json")
+    for model in (tmp_path / "r.json", lambda Z: np.asarray(Z)[:, 0]):
+        with pytest.raises(InputError, match=r"^output 7 is out of range: model .* columns 0..0$"):
+            api.compute(model, FRAME, output="7", out=tmp_path / "x.npz")
+        assert not (tmp_path / "x.npz").exists()
+    twice = api.classic(lambda Z: 2.0 * np.asarray(Z)[:, 0], FRAME, output="0", bins=4)
+    np.testing.assert_allclose(twice.features[0].bin_effect, 2.0, rtol=1e-9)  # column 0: it
+
+
 def test_a_callables_gradient_is_of_one_output(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from ale_cli.models import Predictor
 

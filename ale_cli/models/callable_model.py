@@ -51,6 +51,8 @@ class Caller:
         out = np.asarray(call_model(self.label, self.predictor.predict, self.data(X)))
         if out.ndim == 2 and out.shape[1] == 1 and self.column is None:
             out = out[:, 0]
+        if out.ndim == 1 and self.column is not None and not self.columns:  # column 0..0
+            out = out[:, None]
         if out.ndim == 2 and out.shape[0] == len(X) and self.column is not None:
             if max((self.column, *self.columns)) >= out.shape[1]:
                 raise ModelError(
