@@ -94,6 +94,12 @@ def pick_outputs(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputP
     (``0,2``; ``1:0,1:2``: columns of one element) the pick of several columns."""
     if spec is None or (spec != "all" and "," not in spec):
         return pick_output(out, n_rows, spec, path)
+    if spec == "all" and isinstance(out, tuple | list) and len(out) > 1:
+        raise ModelError(
+            f"{{param}} all: model '{path}' returns {len(out)} outputs; list the columns "
+            "of one (e.g. {param} 1:0,1:1)",
+            param="output",
+        )
     specs = ("0" if spec == "all" else spec).split(",")
     picks = [pick_output(out, n_rows, s.strip(), path) for s in specs]
     width = int(np.prod(picks[0].row_shape, dtype=np.int64))
@@ -113,11 +119,13 @@ def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPi
     import torch
 
     element, column = parse_output(spec)
+    prefix = ""  # how a column of the picked tuple element is named
     if isinstance(out, tuple | list):
         if element is None and len(out) == 1:
             element = 0
         elif element is None and column is not None:
             element, column = column, None  # a single number picks the tuple element
+            prefix = f"{element}:"
         elif element is None:
             shapes = ", ".join(str(tuple(o.shape)) for o in out if isinstance(o, torch.Tensor))
             raise ModelError(
@@ -151,7 +159,7 @@ def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPi
     if column is None and width != 1:
         raise ModelError(
             f"model '{path}' output has shape {tuple(out.shape)}; "
-            f"choose one column with {{param}} INDEX (0..{width - 1})",
+            f"choose one column with {{param}} {prefix}INDEX (0..{width - 1})",
             param="output",
         )
     if column is not None and column >= width:
