@@ -98,6 +98,35 @@ def test_a_column_the_model_takes_must_be_in_the_data(cli, files, tmp_path: Path
     )
 
 
+def test_a_columns_file_of_the_wrong_width_is_bad_input(cli, files, tmp_path: Path):
+    path = sidecar(files["model"], ["a", "b"])  # the model takes 3 columns
+    result = cli("compute", files["model"], files["ordered"], "-o", tmp_path / "s.npz")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"error: model '{files['model']}' does not accept rows of 2 features ("
+    )
+    assert result.stderr.endswith(
+        f"); it runs on rows of 3 features; list the model's inputs in columns file '{path}'\n"
+    )
+    assert not (tmp_path / "s.npz").exists()
+
+
+class Raises(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("no rows please")
+
+
+def test_a_failing_model_with_a_columns_file_names_it(cli, files, tmp_path: Path):
+    model = tmp_path / "r.pt"
+    torch.jit.script(Raises()).save(str(model))
+    path = sidecar(model, ["a", "b", "c"])
+    result = cli("compute", model, files["ordered"], "-o", tmp_path / "s.npz")
+    assert result.exit_code == 1  # it fails at every width: the model's failure
+    assert result.stderr.endswith(
+        f"if it takes other columns, list them in columns file '{path}'\n"
+    )
+
+
 def test_changing_the_columns_file_is_not_a_cache_hit(cli, files, tmp_path: Path):
     out = tmp_path / "s.npz"
     sidecar(files["model"], ["a", "b", "c"])

@@ -107,6 +107,7 @@ def test_a_list_of_two_outputs(cli, three_class, tmp_path) -> None:  # type: ign
     [
         ("proba:0,decision", "a list names columns of one output"),
         ("proba:0,proba:7", "has no class '7'"),
+        ("proba:1,proba:1", "error: --output proba:1,proba:1 names column proba:1 twice; list "),
     ],
 )
 def test_bad_output_lists(cli, three_class, tmp_path, spec, message) -> None:  # type: ignore[no-untyped-def]
@@ -117,6 +118,28 @@ def test_bad_output_lists(cli, three_class, tmp_path, spec, message) -> None:  #
     )  # fmt: skip
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "x.npz").exists()
+
+
+def test_a_class_named_by_label_and_by_index_is_one_column(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A summary of one column twice could not be read back (its features repeat)."""
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(rng.normal(size=(60, 2)), columns=["a", "b"])
+    labels = np.where(frame.a > 0, "hi", "lo")  # classes_ ['hi', 'lo']: hi is proba:0
+    sio.dump(LogisticRegression().fit(frame, labels), tmp_path / "clf.skops")
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    result = cli(
+        "classic", tmp_path / "clf.skops", tmp_path / "data.csv",
+        "--output", "proba:hi,proba:0", "--out", tmp_path / "x.json",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: --output proba:hi,proba:0 names column proba:0 twice; list each column once\n"
+    )
+    assert not (tmp_path / "x.json").exists()
 
 
 def _single(n: int = 30) -> Store:
@@ -292,6 +315,8 @@ def test_torch_outputs_in_one_backward_graph(tmp_path) -> None:  # type: ignore[
     same_records(both, api.classic(tmp_path / "net.pt", frame, output="2", bins=5), "2")
     with pytest.raises(InputError, match="selects an element of a tuple"):
         api.compute(tmp_path / "net.pt", frame, out=tmp_path / "x.npz", output="0,1:0")
+    with pytest.raises(InputError, match="^output 2,0,2 names column 2 twice; list each column"):
+        api.classic(tmp_path / "net.pt", frame, output="2,0,2")
     with pytest.raises(InputError, match=r"pairs needs the mixed second derivatives of one out"):
         api.compute(tmp_path / "net.pt", frame, out=tmp_path / "x.npz", output="all", pairs=["a,b"])
     with pytest.raises(InputError, match=r"with output all holds 3 outputs \(0, 1, 2\)"):

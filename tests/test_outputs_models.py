@@ -141,12 +141,26 @@ def test_callable_outputs_at_once(tmp_path) -> None:  # type: ignore[no-untyped-
         (lambda Z: np.asarray(Z)[:, :2], "0,5", "output 5 is out of range: .* columns 0..1"),
         (lambda Z: np.asarray(Z), "0,b", "expected a column INDEX .*, a list of them"),
         (lambda Z: np.asarray(Z)[:, 0], "0,1", r"shape \(8,\) .* expected \(N, k\) to pick"),
+        (lambda Z: np.asarray(Z)[:, :2], "1,1", "^output 1,1 names column 1 twice; list each"),
     ],
 )
 def test_callable_output_lists_refused(model, spec, message, tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match=message):
         api.compute(model, FRAME, output=spec, out=tmp_path / "x.npz")
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_an_index_beyond_one_output_per_row_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A booster regressor or a callable of one value per row has column 0 only."""
+    xgb = pytest.importorskip("xgboost")
+    booster = xgb.train({"max_depth": 2, "nthread": 1}, xgb.DMatrix(X, X[:, 0]), 3)
+    booster.save_model(tmp_path / "r.json")
+    for model in (tmp_path / "r.json", lambda Z: np.asarray(Z)[:, 0]):
+        with pytest.raises(InputError, match=r"^output 7 is out of range: model .* columns 0..0$"):
+            api.compute(model, FRAME, output="7", out=tmp_path / "x.npz")
+        assert not (tmp_path / "x.npz").exists()
+    twice = api.classic(lambda Z: 2.0 * np.asarray(Z)[:, 0], FRAME, output="0", bins=4)
+    np.testing.assert_allclose(twice.features[0].bin_effect, 2.0, rtol=1e-9)  # column 0: it
 
 
 def test_a_callables_gradient_is_of_one_output(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -161,6 +175,8 @@ def test_onnx_output_lists_refused(tmp_path) -> None:  # type: ignore[no-untyped
     net = _torch_net(tmp_path)
     with pytest.raises(InputError, match=r"output 0,3 is out of range: .* columns 0..1"):
         api.compute(net, FRAME, output="0,3", out=tmp_path / "x.npz")
+    with pytest.raises(InputError, match="^output 1,1 names column y:1 twice; list each"):
+        api.classic(net, FRAME, output="1,1")
     gb = _tree_classifier(tmp_path)
     with pytest.raises(InputError, match="a list names columns of one output"):
         api.compute(gb, FRAME, output="proba:0,probabilities", out=tmp_path / "x.npz")

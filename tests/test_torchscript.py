@@ -123,6 +123,43 @@ def test_tuple_outputs_are_selected_by_element_and_column(tmp_path: Path):
         load(path, X, output="proba:1")
 
 
+def test_a_tuple_outputs_errors_name_its_elements(tmp_path: Path):
+    path = save(TupleOutputs(), tmp_path / "tuple.pt")
+    X = np.array([[1.0, 2.0], [3.0, 5.0]])
+    with pytest.raises(ModelError, match=r"\(2, 2\); choose one column with output 1:INDEX \(0"):
+        load(path, X, output="1")  # 1 picks the element; its columns are 1:0 and 1:1
+    with pytest.raises(
+        ModelError, match=r"^output all: model '.*' returns 2 outputs; list the columns of one"
+    ):
+        load(path, X, output="all")  # not "one output column": it has 3
+    np.testing.assert_allclose(
+        load(path, X, output="1:0,1:1").local_effects(X).local_effects[:, :, 1], [[1, -1]] * 2
+    )
+
+
+class Weights(nn.Module):
+    """x @ w: no 2-D layer gives its width, 3."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.tensor([2.0, -3.0, 0.5], dtype=torch.float64))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.w
+
+
+def test_a_width_mismatch_without_a_2d_layer_is_bad_input(tmp_path: Path):
+    path = save(Weights(), tmp_path / "w.pt")
+    with pytest.raises(
+        ModelError,
+        match=r"^model '.*' does not accept rows of 2 features \(.*\); it runs on rows of 3 "
+        "features; select the model's inputs with inputs or exclude$",
+    ):
+        load(path, np.ones((4, 2)))
+    X = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 4.0]])
+    np.testing.assert_allclose(load(path, X).predict(X), [2.0, -4.0])
+
+
 def test_width_mismatch_names_both_widths(mlp_model: Path, cli, sample_dir: Path):
     result = cli("compute", mlp_model, sample_dir / "diabetes.csv", "-o", sample_dir / "x.npz")
     assert result.exit_code == 2

@@ -170,6 +170,23 @@ def width_error(what: str, width: int, names: Sequence[str]) -> ModelError:
     )
 
 
+def unique_columns(spec: str, columns: Sequence[str]) -> None:
+    """Refuse an ``--output`` list ``spec`` two of whose selectors resolve to one column
+    (``columns``: each one's column, labels resolved).
+
+    >>> unique_columns("proba:1,proba:b", ["proba:1", "proba:1"])
+    Traceback (most recent call last):
+    ...
+    ale_cli.errors.ModelError: output proba:1,proba:b names column proba:1 twice; list each ...
+    """
+    repeated = next((c for i, c in enumerate(columns) if c in columns[:i]), None)
+    if repeated is not None:
+        raise ModelError(
+            f"{{param}} {spec} names column {repeated} twice; list each column once",
+            param="output",
+        )
+
+
 def extra(module: str, what: str) -> Any:
     """The optional ``module``, or a one-line ModelError: ``what`` needs the extra of it."""
     try:

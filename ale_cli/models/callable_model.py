@@ -23,6 +23,7 @@ from ale_cli.models.base import (
     call_model,
     first_rows_failed,
     rows_independent,
+    unique_columns,
 )
 from ale_cli.models.objects import Predictor
 
@@ -50,6 +51,8 @@ class Caller:
         out = np.asarray(call_model(self.label, self.predictor.predict, self.data(X)))
         if out.ndim == 2 and out.shape[1] == 1 and self.column is None:
             out = out[:, 0]
+        if out.ndim == 1 and self.column is not None and not self.columns:  # column 0..0
+            out = out[:, None]
         if out.ndim == 2 and out.shape[0] == len(X) and self.column is not None:
             if max((self.column, *self.columns)) >= out.shape[1]:
                 raise ModelError(
@@ -99,6 +102,7 @@ def _columns(caller: Caller, spec: str | None, rows: np.ndarray) -> Caller:
             raise ModelError(
                 f"{{param}} all: model '{caller.label}' has one output", param="output"
             )
+    unique_columns(str(spec), [str(c) for c in columns])
     many = tuple(columns) if len(columns) > 1 else ()
     return replace(caller, column=columns[0] if columns else None, columns=many)
 

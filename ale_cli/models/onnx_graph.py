@@ -23,6 +23,7 @@ from ale_cli.models.base import (
     failure_reason,
     pad_rows,
     rows_independent,
+    unique_columns,
 )
 from ale_cli.models.mixed import gradient_of
 
@@ -141,6 +142,7 @@ def parse_outputs(
             f"{{param}} {spec}: a list names columns of one output (e.g. proba:0,proba:2)",
             param="output",
         )
+    unique_columns(spec, [f"{name}:{c}" for name, c in parsed])
     return parsed[0][0], parsed[0][1], tuple(c for _, c in parsed if c is not None)
 
 

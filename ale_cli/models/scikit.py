@@ -26,6 +26,7 @@ from ale_cli.models.base import (
     call_model,
     first_rows_failed,
     integer_output_message,
+    unique_columns,
     width_error,
 )
 from ale_cli.models.objects import ModelObject
@@ -168,6 +169,7 @@ def parse_outputs(
             f"{{param}} {spec}: a list names columns of one output (e.g. proba:0,proba:2)",
             param="output",
         )
+    unique_columns(spec, [f"{kind}:{c}" for kind, c, _ in parsed])
     return parsed
 
 

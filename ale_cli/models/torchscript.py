@@ -34,7 +34,9 @@ from ale_cli.models.base import (
     first_rows_failed,
     integer_output_message,
     rows_independent,
+    unique_columns,
 )
+from ale_cli.models.columns import columns_file
 from ale_cli.models.mixed import gradient_of, mixed_partials
 from ale_cli.models.objects import ModelObject, torch_module_of
 
@@ -93,6 +95,12 @@ def pick_outputs(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputP
     (``0,2``; ``1:0,1:2``: columns of one element) the pick of several columns."""
     if spec is None or (spec != "all" and "," not in spec):
         return pick_output(out, n_rows, spec, path)
+    if spec == "all" and isinstance(out, tuple | list) and len(out) > 1:
+        raise ModelError(
+            f"{{param}} all: model '{path}' returns {len(out)} outputs; list the columns "
+            "of one (e.g. {param} 1:0,1:1)",
+            param="output",
+        )
     specs = ("0" if spec == "all" else spec).split(",")
     picks = [pick_output(out, n_rows, s.strip(), path) for s in specs]
     width = int(np.prod(picks[0].row_shape, dtype=np.int64))
@@ -103,6 +111,7 @@ def pick_outputs(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputP
             + ("one output column" if len(columns) < 2 else "a list of one element's columns"),
             param="output",
         )
+    unique_columns(spec, [f"{p.element}:{p.column}".removeprefix("None:") for p in picks])
     return replace(picks[0], columns=columns)
 
 
@@ -111,11 +120,13 @@ def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPi
     import torch
 
     element, column = parse_output(spec)
+    prefix = ""  # how a column of the picked tuple element is named
     if isinstance(out, tuple | list):
         if element is None and len(out) == 1:
             element = 0
         elif element is None and column is not None:
             element, column = column, None  # a single number picks the tuple element
+            prefix = f"{element}:"
         elif element is None:
             shapes = ", ".join(str(tuple(o.shape)) for o in out if isinstance(o, torch.Tensor))
             raise ModelError(
@@ -149,7 +160,7 @@ def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPi
     if column is None and width != 1:
         raise ModelError(
             f"model '{path}' output has shape {tuple(out.shape)}; "
-            f"choose one column with {{param}} INDEX (0..{width - 1})",
+            f"choose one column with {{param}} {prefix}INDEX (0..{width - 1})",
             param="output",
         )
     if column is not None and column >= width:
@@ -166,24 +177,52 @@ def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPi
     )
 
 
-def _first_call_error(module: Any, path: Path, width: int, exc: ModelFailed) -> Exception:
-    """A width mismatch (exit 2) if the first layer says so, else the model's failure."""
-    reason = failure_reason(exc)
+def _first_call_error(
+    module: Any, path: Path, rows: np.ndarray, dtype: Any, exc: ModelFailed
+) -> Exception:
+    """A width mismatch (exit 2) if the first layer says so or the model runs on rows of
+    another width (tried up to twice the data's), else the model's failure."""
+    reason, width = failure_reason(exc), rows.shape[1]
+    listed = columns_file(path) if isinstance(path, Path) else None
+    where = f"columns file '{listed}'" if listed is not None and listed.exists() else None
     expected = next((p.shape[1] for p in module.parameters() if p.ndim == 2), None)
+    what = f"its first layer takes {expected} features"
+    if expected is None:
+        widths = (w for w in range(1, 2 * width + 9) if w != width)
+        expected = next(
+            (w for w in widths if _runs(module, rows[:, np.arange(w) % width], dtype)), None
+        )
+        what = f"it runs on rows of {expected} features"
     if expected is not None and expected != width:
         return ModelError(
-            f"model '{path}' does not accept rows of {width} features ({reason}); its first "
-            f"layer takes {expected} features; {INPUTS_HINT}",
+            f"model '{path}' does not accept rows of {width} features ({reason}); {what}; "
+            + (INPUTS_HINT if where is None else f"list the model's inputs in {where}"),
             param="features",
         )
     if expected is not None:  # the width is right: the model itself fails
         return first_rows_failed(path, exc)
     return ModelFailed(
         f"model '{path}' failed on the first rows of the data, which have {width} "
-        f"feature{'' if width == 1 else 's'} ({reason}); if it takes other columns, select "
-        "them with {param:inputs} or {param:exclude}",
+        f"feature{'' if width == 1 else 's'} ({reason}); if it takes other columns, "
+        + (
+            "select them with {param:inputs} or {param:exclude}"
+            if where is None
+            else f"list them in {where}"
+        ),
         param="features",
     )
+
+
+def _runs(module: Any, rows: np.ndarray, dtype: Any) -> bool:
+    """True when ``module`` returns on ``rows`` without raising."""
+    import torch
+
+    try:
+        with torch.inference_mode(), torch.jit.optimized_execution(False):
+            module(torch.from_numpy(rows).to(dtype))
+    except Exception:  # any failure: not a width it takes
+        return False
+    return True
 
 
 _RANDOM_OPS = ("dropout", "bernoulli", "rand", "randn", "randint", "normal", "multinomial")
@@ -267,7 +306,7 @@ class TorchScriptModel(Model):
             with torch.inference_mode(), torch.jit.optimized_execution(False):
                 first = call_model(path, module, torch.from_numpy(rows).to(dtype))
         except ModelFailed as exc:
-            raise _first_call_error(module, path, X.shape[1], exc) from None
+            raise _first_call_error(module, path, rows, dtype, exc) from None
         model = cls(
             module=module,
             path=path,
