@@ -190,6 +190,27 @@ def test_an_unknown_registered_model_is_one_line(registry, cli, tmp_path) -> Non
 
 
 @needs_mlflow
+@needs_mlflow
+@pytest.mark.parametrize("uri", ["models:/foo/1", "runs:/0123/model"])
+def test_a_uri_without_a_tracking_uri_is_one_line_and_leaves_no_file(
+    uri, cli, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """MLflow's default store is ./mlflow.db: it made that file (950 KB), logged its
+    INFO lines and failed on the empty registry; now one line names MLFLOW_TRACKING_URI."""
+    df, _ = _frame(20)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setattr("mlflow.tracking._tracking_service.utils._tracking_uri", None)
+    monkeypatch.chdir(tmp_path)
+    result = cli("compute", uri, "d.csv", "-o", "s.npz")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: cannot read MLflow model '{uri}': MLFLOW_TRACKING_URI is not set; a models:/ "
+        "or runs:/ URI is read from the tracking store it names (e.g. sqlite:///mlflow.db)\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]
+
+
 def test_help_rebin_and_rhale_do_not_import_mlflow(tmp_path) -> None:
     df, _ = _frame(200)
     store = tmp_path / "s.npz"

@@ -68,6 +68,13 @@ def _local(reference: str | Path) -> tuple[Path, str | None, str | None]:
     if not text.startswith(SCHEMES):
         return Path(reference), None, None
     mlf = extra("mlflow", f"model '{text}' is an MLflow URI, which")
+    from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
+
+    if not is_tracking_uri_set():  # else MLflow makes ./mlflow.db and looks there
+        raise ModelError(
+            f"cannot read MLflow model '{text}': MLFLOW_TRACKING_URI is not set; a models:/ "
+            "or runs:/ URI is read from the tracking store it names (e.g. sqlite:///mlflow.db)"
+        )
     try:
         local = Path(mlf.artifacts.download_artifacts(artifact_uri=text))
         name, version = _registered(mlf, text)
