@@ -5,6 +5,7 @@ provenance records the URI and the registry's version; a missing extra is one li
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -167,6 +168,37 @@ def test_a_pyfunc_runs_with_finite_differences_and_a_note(tmp_path) -> None:
     assert any("is called through its pyfunc, with finite differences" in n for n in notes)
 
 
+@needs_mlflow
+@pytest.mark.parametrize("signature", [False, True])
+def test_a_pyfunc_takes_named_columns_and_its_errors_name_its_path(signature, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A pyfunc gets a DataFrame with the data's names, as MLflow serves it: without a
+    signature it got an array, and model_input["x1"] failed, the error naming
+    '<callable PyFuncModel.predict>'; with one the note said 'columns taken by position'."""
+    df, _ = _frame(300)
+    df = df[["x3", "x1", "x2"]]  # another order than the model's: matched by name
+
+    class Named(mlflow.pyfunc.PythonModel):
+        def predict(self, context, model_input, params=None):  # type: ignore[no-untyped-def]
+            return 2.0 * model_input["x1"] - model_input["x2"] + 0.5 * model_input["x3"]
+
+    folder = tmp_path / "named"
+    example = {"input_example": df[["x1", "x2", "x3"]].head(5)} if signature else {}
+    mlflow.pyfunc.save_model(str(folder), python_model=Named(), pip_requirements=[], **example)
+    store = tmp_path / "s.npz"
+    api.compute(folder, df, out=store, trust_pickle=True)
+    summary = api.rebin(store, bins=5)
+    for name, slope in (("x1", 2.0), ("x2", -1.0), ("x3", 0.5)):
+        feat = summary.feature(name)
+        np.testing.assert_allclose(
+            feat.effect[-1] - feat.effect[0], slope * np.ptp(feat.edges), rtol=1e-6
+        )
+    assert not any("by position" in n for n in api.read_store(store).meta["notes"])
+    from ale_cli.errors import ModelFailed
+
+    with pytest.raises(ModelFailed, match=f"^model '{re.escape(str(folder))}' failed on the first"):
+        api.compute(folder, df.drop(columns="x2"), out=tmp_path / "t.npz", trust_pickle=True)
+
+
 def test_a_missing_extra_is_one_line(cli, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     df, _ = _frame(20)
     data = tmp_path / "d.csv"
@@ -190,6 +222,27 @@ def test_an_unknown_registered_model_is_one_line(registry, cli, tmp_path) -> Non
 
 
 @needs_mlflow
+@needs_mlflow
+@pytest.mark.parametrize("uri", ["models:/foo/1", "runs:/0123/model"])
+def test_a_uri_without_a_tracking_uri_is_one_line_and_leaves_no_file(
+    uri, cli, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """MLflow's default store is ./mlflow.db: it made that file (950 KB), logged its
+    INFO lines and failed on the empty registry; now one line names MLFLOW_TRACKING_URI."""
+    df, _ = _frame(20)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setattr("mlflow.tracking._tracking_service.utils._tracking_uri", None)
+    monkeypatch.chdir(tmp_path)
+    result = cli("compute", uri, "d.csv", "-o", "s.npz")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: cannot read MLflow model '{uri}': MLFLOW_TRACKING_URI is not set; a models:/ "
+        "or runs:/ URI is read from the tracking store it names (e.g. sqlite:///mlflow.db)\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]
+
+
 def test_help_rebin_and_rhale_do_not_import_mlflow(tmp_path) -> None:
     df, _ = _frame(200)
     store = tmp_path / "s.npz"

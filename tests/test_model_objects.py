@@ -157,6 +157,33 @@ def test_step_function_callable_goes_the_secant_route(diabetes, tmp_path: Path) 
     assert done.method == "secant"
 
 
+def test_a_step_callable_no_sampled_row_jumps_on_goes_the_secant_route(tmp_path: Path) -> None:
+    """Every small-step derivative on the sample is exactly 0 (no row within 1e-5 std of
+    a jump) while the predictions vary: the model is piecewise constant, and its secants
+    give the slopes 2 and -3 of the linear function it rounds (a wrongly smooth step
+    gave 0); a truly constant callable keeps zero effects."""
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(rng.uniform(0, 1, size=(6000, 2)), columns=["a", "b"])
+
+    def steps(X):  # type: ignore[no-untyped-def]
+        return np.round(2 * X[:, 0] - 3 * X[:, 1], 1)
+
+    done = api.compute(steps, frame, out=tmp_path / "s.npz")
+    assert done.method == "secant"
+    step = api.read_store(tmp_path / "s.npz").meta["method_details"]["step"]
+    assert step["rule"] == "zero share on a sample" and step["zero_share"] == 1.0
+    summary = api.rebin(tmp_path / "s.npz", bins=5)
+    for name, slope in (("a", 2.0), ("b", -3.0)):
+        feat = summary.feature(name)
+        np.testing.assert_allclose(np.diff(feat.effect) / np.diff(feat.edges), slope, rtol=0.1)
+
+    done = api.compute(lambda X: np.full(len(X), 4.0), frame, out=tmp_path / "k.npz")
+    assert done.method == "finite-differences"
+    np.testing.assert_array_equal(api.read_store(tmp_path / "k.npz").local_effects, 0.0)
+
+
 @pytest.mark.parametrize(
     ("value", "match"),
     [

@@ -130,19 +130,68 @@ def test_hist_gradient_boosting_gets_the_large_step_and_recovers_the_effects(
 
 def test_piecewise_constant_detected_from_zero_share() -> None:
     """A model type not on the list still gets the large step when a sample shows
-    mostly exactly-zero small-step derivatives (here a bagged tree)."""
-    from sklearn.ensemble import BaggingRegressor
+    mostly exactly-zero small-step derivatives (here binned inputs to a linear model)."""
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import KBinsDiscretizer
 
     rng = np.random.default_rng(3)
     X = rng.uniform(-1, 1, size=(400, 2))
-    est = BaggingRegressor(n_estimators=5, random_state=0).fit(X, X[:, 0] - X[:, 1])
+    binned = KBinsDiscretizer(n_bins=8, encode="onehot-dense", strategy="uniform")
+    est = make_pipeline(binned, LinearRegression()).fit(X, X[:, 0] - X[:, 1])
     model, _ = sklearn_effects(est, X)
     step = model.describe()["step"]
     assert step["rule"] == "zero share on a sample" and step["rel_step"] == 0.05
-    assert step["zero_share"] > 0.5
+    assert step["zero_share"] == 1.0
     user, _ = sklearn_effects(est, X, step=0.2)
     assert user.describe()["step"]["rule"] == "user"
     np.testing.assert_allclose(user.describe()["step"]["absolute"], 0.2 * X.std(0))
+
+
+@pytest.mark.parametrize("name", ["ada", "bagging", "voting", "ada_linear"])
+def test_tree_ensembles_are_piecewise_constant_and_agree_with_classic(name, tmp_path: Path) -> None:
+    """AdaBoost, Bagging and Voting of trees (forests) are piecewise-constant types
+    (secants): on y = 2a - 3b + 0.5c their rebinned slopes have classic's signs and the
+    curves test_secant's gaps to it (small steps gave every local effect 0, or rare huge
+    ones). AdaBoost of linear models is smooth: the small step."""
+    import sklearn.ensemble as ens
+    from sklearn.linear_model import LinearRegression
+
+    from ale_cli import api
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame(rng.uniform(0, 1, size=(6000, 3)), columns=["a", "b", "c"])
+    frame["c"] = rng.normal(size=6000)
+    y = frame.to_numpy() @ [2.0, -3.0, 0.5]
+    forest = {"n_estimators": 10, "max_depth": 6, "random_state": 0}
+    est = {
+        "ada": ens.AdaBoostRegressor(n_estimators=20, random_state=0),
+        "bagging": ens.BaggingRegressor(n_estimators=5, random_state=0),
+        "voting": ens.VotingRegressor(
+            [("e", ens.ExtraTreesRegressor(**forest)), ("f", ens.RandomForestRegressor(**forest))]
+        ),
+        "ada_linear": ens.AdaBoostRegressor(LinearRegression(), n_estimators=3, random_state=0),
+    }[name].fit(frame.to_numpy(), y)
+    done = api.compute(est, frame, out=tmp_path / "s.npz")
+    rule = api.read_store(tmp_path / "s.npz").meta["method_details"]["step"]["rule"]
+    linear = name == "ada_linear"
+    assert (done.method, rule) == (
+        ("finite-differences", "smooth default")
+        if linear
+        else ("secant", "piecewise-constant model type")
+    )
+    rebinned, classic = (
+        api.rebin(tmp_path / "s.npz", bins=5, binning="quantile"),
+        api.classic(est, frame, bins=5, binning="quantile"),
+    )
+    for feat in "abc":
+        got, want = rebinned.feature(feat), classic.feature(feat)
+        np.testing.assert_array_equal(got.edges, want.edges)
+        slope = np.diff(got.effect) / np.diff(got.edges)
+        expected = np.diff(want.effect) / np.diff(want.edges)
+        assert np.all(np.sign(slope) == np.sign(expected)), (feat, slope, expected)
+        gap = np.abs(got.effect - want.effect) / np.ptp(want.effect)
+        assert np.median(gap) <= 0.05 and gap.max() <= 0.15, (feat, gap)  # test_secant's bounds
 
 
 # -- pipelines on DataFrames, categorical columns -----------------------------------------

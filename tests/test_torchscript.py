@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ale_cli.errors import ModelError
-from ale_cli.models import Columns, LoadOptions, load_model
+from ale_cli.models import Columns, LoadOptions, load_model, torchscript
 
 
 def save(module: nn.Module, path: Path, *, trace_with: torch.Tensor | None = None) -> Path:
@@ -209,3 +209,23 @@ def test_not_a_torchscript_file(tmp_path: Path):
     bad.write_bytes(b"not a zip")
     with pytest.raises(ModelError, match=r"is not a TorchScript archive \(torch.jit.save\)"):
         load(bad, np.zeros((3, 2)))
+
+
+class Rounded(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.round(2.0 * x[:, 0] - 3.0 * x[:, 1])
+
+
+class Linear(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return 2.0 * x[:, 0] - 3.0 * x[:, 1]
+
+
+def test_a_step_model_whose_gradients_are_all_zero_is_noted(tmp_path: Path):
+    """torch.round: autodiff gives every local effect 0 while the predictions vary; the
+    store's notes say so (the effects stay the gradients); a smooth model has no note."""
+    X = np.random.default_rng(0).uniform(0, 1, size=(50, 2))
+    model = load(save(Rounded(), tmp_path / "round.pt"), X)
+    np.testing.assert_array_equal(model.local_effects(X).local_effects, 0.0)
+    assert model.describe()["notes"] == [torchscript.FLAT_NOTE]
+    assert "notes" not in load(save(Linear(), tmp_path / "linear.pt"), X).describe()

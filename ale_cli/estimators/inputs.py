@@ -301,7 +301,9 @@ def columns_notes(
         order,
         [c for c in file_columns if c in feature_names],
         order.names or feature_names,
-        positional=model_format in POSITIONAL_FORMATS and inputs.inputs is None,
+        positional=model_format in POSITIONAL_FORMATS
+        and inputs.inputs is None
+        and not model.describe().get("dataframe_input"),  # a callable given named columns
     )
     return () if note is None else (note,)
 

@@ -151,7 +151,8 @@ def stacked_differences(
 
 def zero_share(f: PredictFn, X: np.ndarray, plan: FdPlan) -> float:
     """Share of exactly-zero derivatives of ``plan`` on the rows X (a sample), over the
-    features with at least one non-zero derivative (0.0 if the model looks constant).
+    features with at least one non-zero derivative; with none, 1.0 if the predictions
+    vary over X (a step function whose jumps no row meets), 0.0 if they do not (constant).
 
     A step function is flat except at the 2 of 50 rows that sit on a jump (0 and 1):
 
@@ -159,14 +160,18 @@ def zero_share(f: PredictFn, X: np.ndarray, plan: FdPlan) -> float:
     >>> plan = FdPlan(np.array([1e-6]), np.zeros(1, bool))
     >>> zero_share(lambda Z: np.floor(4 * Z[:, 0]), X, plan)
     0.96
+    >>> zero_share(lambda Z: np.floor(4 * Z[:, 0] + 0.1), X, plan)  # no row on a jump
+    1.0
+    >>> zero_share(lambda Z: np.ones(len(Z)), X, plan)
+    0.0
     >>> zero_share(lambda Z: (Z[:, 0] + 1) ** 2, X, plan)
     0.0
     """
-    grads = plan.effects(f, X).local_effects
-    grads = grads.reshape(-1, grads.shape[-1])  # K outputs: every output's rows
+    effects = plan.effects(f, X)
+    grads = effects.local_effects.reshape(-1, effects.local_effects.shape[-1])  # K outputs
     used = (grads != 0).any(axis=0)
     if not used.any():
-        return 0.0
+        return float(np.ptp(effects.prediction, axis=0).any())
     return float(np.mean(grads[:, used] == 0))
 
 

@@ -68,6 +68,13 @@ def _local(reference: str | Path) -> tuple[Path, str | None, str | None]:
     if not text.startswith(SCHEMES):
         return Path(reference), None, None
     mlf = extra("mlflow", f"model '{text}' is an MLflow URI, which")
+    from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
+
+    if not is_tracking_uri_set():  # else MLflow makes ./mlflow.db and looks there
+        raise ModelError(
+            f"cannot read MLflow model '{text}': MLFLOW_TRACKING_URI is not set; a models:/ "
+            "or runs:/ URI is read from the tracking store it names (e.g. sqlite:///mlflow.db)"
+        )
     try:
         local = Path(mlf.artifacts.download_artifacts(artifact_uri=text))
         name, version = _registered(mlf, text)
@@ -148,9 +155,9 @@ def _pyfunc(local: Path, label: str) -> ModelObject:
         model = mlf.pyfunc.load_model(str(local))
     except Exception as exc:
         raise ModelError(f"cannot load MLflow model '{label}': {first_line(exc)}") from None
-    schema = model.metadata.get_input_schema()
-    frame = schema is not None and not schema.is_tensor_spec() and schema.has_input_names()
+    schema = model.metadata.get_input_schema()  # a DataFrame, as MLflow serves, but for tensors
+    frame = schema is None or not schema.is_tensor_spec()
     digest = hashlib.sha256(b"mlflow-pyfunc\n")
     for path in sorted(p for p in local.rglob("*") if p.is_file()):
         digest.update(path.relative_to(local).as_posix().encode() + b"\n" + path.read_bytes())
-    return ModelObject(Predictor(model.predict, frame=frame), "callable", digest.hexdigest())
+    return ModelObject(Predictor(model.predict, frame=frame), "callable", digest.hexdigest(), label)

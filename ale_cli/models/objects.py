@@ -69,15 +69,18 @@ class Predictor:
 class ModelObject:
     """A model object with its format and content hash (None: none can be computed).
 
-    ``str()`` of it names it in messages and provenance: ``<Pipeline object>``,
-    ``<callable f>``.
+    ``str()`` of it names it in messages and provenance: its ``name`` (the path of an
+    MLflow pyfunc), else ``<Pipeline object>``, ``<callable f>``.
     """
 
     obj: Any
     format: str
     sha256: str | None
+    name: str | None = None
 
     def __str__(self) -> str:
+        if self.name is not None:
+            return self.name
         inner = self.obj.predict if isinstance(self.obj, Predictor) else self.obj
         if self.format == "callable":
             return f"<callable {getattr(inner, '__qualname__', type(inner).__name__)}>"

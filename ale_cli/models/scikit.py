@@ -44,6 +44,22 @@ PIECEWISE_CONSTANT = (
 )
 
 
+def piecewise_type(estimator: Any) -> bool:
+    """True when the final estimator's type is piecewise constant (:data:`PIECEWISE_CONSTANT`)
+    or it combines fitted ``estimators_`` that all are, seeing no raw input beside them
+    (AdaBoost, Bagging, Voting, Stacking without passthrough, multi-output wrappers)."""
+    est = final_estimator(estimator)
+    if any(s in type(est).__name__ for s in PIECEWISE_CONSTANT):
+        return True
+    members = getattr(est, "estimators_", None)
+    members = [m for m in members if m != "drop"] if isinstance(members, list) else []
+    return (
+        bool(members)
+        and not getattr(est, "passthrough", False)
+        and all(map(piecewise_type, members))
+    )
+
+
 def read_estimator(path: Path, fmt: str, options: LoadOptions) -> tuple[Any, list[str] | None]:
     """(estimator, trusted types) of a skops file, trusting only the types the user named;
     (estimator, None) of a pickle, unpickled (with joblib) only when the user trusts it."""
@@ -341,9 +357,7 @@ class SklearnModel(Model):
             )
         caller = SklearnCaller.build(estimator, path, options.output, req.columns)
         integer = check_inputs(caller, req.profile.head)
-        final = type(final_estimator(estimator)).__name__
-        piecewise = any(s in final for s in PIECEWISE_CONSTANT)
-        plan = fd.plan_steps(caller, req, piecewise_type=piecewise)
+        plan = fd.plan_steps(caller, req, piecewise_type=piecewise_type(estimator))
         return cls(caller, req.format, plan, None if trusted is None else tuple(trusted), integer)
 
     def predict(self, X: np.ndarray) -> np.ndarray:

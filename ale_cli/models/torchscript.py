@@ -43,6 +43,11 @@ from ale_cli.models.objects import ModelObject, torch_module_of
 if TYPE_CHECKING:
     import torch
 
+FLAT_NOTE = (
+    "every gradient on the first rows is exactly 0 while the predictions vary: the "
+    "model is a step function (torch.round, a comparison), whose local effects by autodiff "
+    "are 0; use 'ale classic'"
+)
 #: Rows per forward+backward call, chosen with bench/bench_compute.py.
 DEFAULT_BATCH_SIZE = 8192
 EXPORT_HINT = (
@@ -276,6 +281,8 @@ class TorchScriptModel(Model):
     fixed: np.ndarray
     #: torchscript (a file), torch-export (a .pt2 file or program), torch-module (an object)
     format: str = "torchscript"
+    #: every gradient on the first rows is 0 while the predictions vary (a step: torch.round)
+    flat: bool = False
     method: ClassVar[str] = "autodiff"
 
     @classmethod
@@ -317,8 +324,9 @@ class TorchScriptModel(Model):
             fixed=req.columns.fixed_mask(),
             format=fmt,
         )
-        model._check_rows(rows, X)
-        return model
+        prediction, gradient = model._check_rows(rows, X)
+        flat = not model.pick.integer and not gradient.any() and np.ptp(prediction, axis=0).any()
+        return replace(model, flat=True) if flat else model
 
     def _select(self, out: Any, n_rows: int) -> torch.Tensor:
         if self.pick.element is not None:
@@ -355,8 +363,9 @@ class TorchScriptModel(Model):
             return self._forward_backward(X)
         return self.predict(X), np.zeros_like(X)
 
-    def _check_rows(self, rows: np.ndarray, X: np.ndarray) -> None:
-        """Refuse a model that is not deterministic or whose rows are not independent."""
+    def _check_rows(self, rows: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Refuse a model that is not deterministic or whose rows are not independent;
+        the predictions and gradients at ``rows``."""
         import torch
 
         rtol = 1e-4 if self.dtype != torch.float64 else 1e-9
@@ -392,6 +401,7 @@ class TorchScriptModel(Model):
                 "in training mode?); local effects need each output row to depend on its own "
                 "input row only, so export the model after model.eval()"
             )
+        return first
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The selected output, computed under ``torch.inference_mode``."""
@@ -440,4 +450,5 @@ class TorchScriptModel(Model):
             "dtype": str(self.dtype).removeprefix("torch."),
             "batch_size": self.batch_size,
             "output": outputs[0] if outputs else {"selector": self.selector, "shape": shape},
+            **({"notes": [FLAT_NOTE]} if self.flat else {}),
         } | ({"outputs": outputs} if outputs else {})
