@@ -5,6 +5,7 @@ turns one into the native flavour's file, else its pyfunc as a callable
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,9 +69,7 @@ def _local(reference: str | Path) -> tuple[Path, str | None, str | None]:
     if not text.startswith(SCHEMES):
         return Path(reference), None, None
     mlf = extra("mlflow", f"model '{text}' is an MLflow URI, which")
-    from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
-
-    if not is_tracking_uri_set():  # else MLflow makes ./mlflow.db and looks there
+    if not _tracking_uri_set():  # else MLflow makes ./mlflow.db and looks there
         raise ModelError(
             f"cannot read MLflow model '{text}': MLFLOW_TRACKING_URI is not set; a models:/ "
             "or runs:/ URI is read from the tracking store it names (e.g. sqlite:///mlflow.db)"
@@ -81,6 +80,15 @@ def _local(reference: str | Path) -> tuple[Path, str | None, str | None]:
     except Exception as exc:  # MlflowException and the store's own errors
         raise ModelError(f"cannot read MLflow model '{text}': {first_line(exc)}") from None
     return local, name, version
+
+
+def _tracking_uri_set() -> bool:
+    """Whether MLflow's tracking URI is set (its variable, or ``mlflow.set_tracking_uri``)."""
+    try:  # a private helper of MLflow's; where it is gone, the variable alone
+        from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
+    except ImportError:
+        return bool(os.environ.get("MLFLOW_TRACKING_URI"))
+    return bool(is_tracking_uri_set())
 
 
 def _registered(mlf: Any, uri: str) -> tuple[str | None, str | None]:
