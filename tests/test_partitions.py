@@ -119,6 +119,20 @@ def test_a_glob_of_the_parts_is_refused_alike(case):
         list(open_stream(case["gap"] / "part-*.parquet", inputs=NAMES, chunk_rows=16))
 
 
+def test_names_starting_with_an_underscore_or_a_dot_are_skipped(case, tmp_path):
+    """As Spark, Hive and pyarrow: a job's ``_temporary/``, ``_metadata``, hidden files are
+    not rows (before: 90 rows read as 270). Only names inside the dataset count."""
+    frame = case["frame"]
+    root = _write_parts(tmp_path / "_runs" / "ds", [frame.iloc[:40], frame.iloc[40:]])
+    for junk in ("_temporary/0/part-0.parquet", ".hidden.parquet", "_metadata.parquet"):
+        (root / junk).parent.mkdir(parents=True, exist_ok=True)
+        frame.iloc[:60].to_parquet(root / junk, index=False)
+    (root / "_common_metadata").write_bytes(b"not parquet")
+    streamed = np.concatenate(list(open_stream(root, inputs=NAMES, chunk_rows=16)))
+    np.testing.assert_array_equal(streamed, frame[NAMES].to_numpy())
+    np.testing.assert_array_equal(load_table(root, inputs=NAMES).X, frame[NAMES].to_numpy())
+
+
 @pytest.mark.parametrize("chunk_rows", [None, 16])
 def test_reordered_and_extra_columns_give_the_rows_of_one_file(case, chunk_rows):
     whole = _numbers(classic(ClassicRequest(inputs=_inputs(case, case["one"]), chunk_rows=None)))

@@ -53,7 +53,9 @@ def dataset_root(path: Path) -> Path:
 
 
 def dataset_files(path: Path) -> list[Path]:
-    """The files of a data path: itself, a directory's ``*.parquet`` files, or a glob's."""
+    """The files of a data path: itself, a directory's ``*.parquet`` files (but those under
+    a name starting with ``_`` or ``.``: ``_temporary/``, ``_metadata``, as Spark, Hive and
+    pyarrow skip them), or a glob's."""
     if is_glob(path):
         root = dataset_root(path)
         pattern = path.relative_to(root).as_posix() if root != Path(".") else str(path)
@@ -63,7 +65,11 @@ def dataset_files(path: Path) -> list[Path]:
         return matched
     if not path.is_dir():
         return [path]
-    files = sorted(p for p in path.rglob("*.parquet") if p.is_file())
+    files = sorted(
+        p
+        for p in path.rglob("*.parquet")
+        if p.is_file() and not any(n[0] in "_." for n in p.relative_to(path).parts)
+    )
     if not files:
         raise InputError(
             f"data '{path}' is a directory holding no .parquet files; give a CSV or Parquet "
