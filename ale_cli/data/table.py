@@ -272,18 +272,20 @@ def to_float_matrix(
         if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
             out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
             continue
+        timed = col.dtype.kind in "mM"  # datetimes and durations: not numbers, as in a CSV
         numeric = pd.to_numeric(col, errors="coerce")
-        bad = numeric.isna() & col.notna()
-        if bad.any() and levels is not None:
+        bad = col.notna() if timed else numeric.isna() & col.notna()
+        if bad.any() and levels is not None and not timed:
             codes, uniques = pd.factorize(col, sort=True, use_na_sentinel=True)
             out[:, j] = np.where(codes < 0, np.nan, codes).astype(np.float64)
             levels[name] = tuple(v.item() if hasattr(v, "item") else v for v in uniques)
             continue
         if bad.any():
             example = col[bad].iloc[0]
+            what = f"a {col.dtype} column, example value: {str(example)!r}" if timed else ""
             raise NotNumeric(
                 f"column '{name}' in data file '{path}' is not numeric "
-                f"(example value: {example!r}); "
+                f"({what or f'example value: {example!r}'}); "
                 "leave it out with {param} or list the model's inputs with {param:inputs}",
                 param="exclude",
             )
