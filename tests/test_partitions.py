@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import open_stream
 from ale_cli.data.table import load_table
 from ale_cli.errors import InputError
@@ -131,6 +132,26 @@ def test_names_starting_with_an_underscore_or_a_dot_are_skipped(case, tmp_path):
     streamed = np.concatenate(list(open_stream(root, inputs=NAMES, chunk_rows=16)))
     np.testing.assert_array_equal(streamed, frame[NAMES].to_numpy())
     np.testing.assert_array_equal(load_table(root, inputs=NAMES).X, frame[NAMES].to_numpy())
+
+
+def test_chunks_are_float32_only_when_every_file_is(case, tmp_path):
+    """A first file of float32 inputs and a float64 second: before, every row was read as
+    float32 (the float64 rows rounded) from the first file's schema alone."""
+    frame = case["frame"]
+    first = frame.iloc[:40].astype({c: "float32" for c in NAMES})
+    root = _write_parts(tmp_path / "mixed", [first, frame.iloc[40:]])
+    stream = open_stream(root, inputs=NAMES, chunk_rows=16)
+    X = np.concatenate(list(stream))
+    assert stream.dtype == np.float64
+    want = np.vstack([first[NAMES].to_numpy(np.float64), frame[NAMES].iloc[40:].to_numpy()])
+    np.testing.assert_array_equal(X, want)
+    # a part read alone (the Dask engine's task) is read as the whole: float64
+    source = DataSource.of(stream, inputs=NAMES, exclude=()).split(2)
+    read = [c.arrays["X"] for p in source.parts() for c in p.chunks()]
+    assert {a.dtype for a in read} == {np.dtype(np.float64)} and len(source.parts()) == 2
+    np.testing.assert_array_equal(np.concatenate(read), want)
+    alike = _write_parts(tmp_path / "f32", [first, frame.iloc[40:].astype(first.dtypes)])
+    assert open_stream(alike, inputs=NAMES, chunk_rows=16).dtype == np.float32
 
 
 @pytest.mark.parametrize("chunk_rows", [None, 16])
