@@ -5,6 +5,7 @@ rows of one file, and ``compute`` reads a dataset whole for a scikit-learn model
 from __future__ import annotations
 
 import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,33 @@ def test_chunks_are_float32_only_when_every_file_is(case, tmp_path):
     np.testing.assert_array_equal(np.concatenate(read), want)
     alike = _write_parts(tmp_path / "f32", [first, frame.iloc[40:].astype(first.dtypes)])
     assert open_stream(alike, inputs=NAMES, chunk_rows=16).dtype == np.float32
+
+
+@pytest.mark.parametrize("junk", [b"", b"hello not parquet"], ids=["empty", "text"])
+def test_an_unreadable_part_is_named(case, tmp_path, junk):
+    """Before, the streamed read named the dataset ('cannot read data file 'ds' ...')."""
+    root = _write_parts(tmp_path / "ds", [case["frame"].iloc[:40], case["frame"].iloc[40:]])
+    (root / "part-0b.parquet").write_bytes(junk)
+    want = rf"^cannot read data file '{re.escape(str(root / 'part-0b.parquet'))}' as PARQUET: "
+    with pytest.raises(InputError, match=want):
+        open_stream(root, inputs=NAMES, chunk_rows=16)
+    with pytest.raises(InputError, match=want):
+        load_table(root, inputs=NAMES)
+
+
+def test_a_glob_of_csv_files_says_a_glob_is_parquet_files(case, tmp_path):
+    """Before: 'cannot read data file 'csv/*.csv' as PARQUET: ... magic bytes not found'."""
+    for k in range(2):
+        case["frame"].to_csv(tmp_path / f"p{k}.csv", index=False)
+    glob = tmp_path / "p*.csv"
+    want = (
+        f"data '{glob}' matches CSV file '{tmp_path / 'p0.csv'}'; a glob is a dataset of "
+        "Parquet files: give one CSV file, or a glob of .parquet files"
+    )
+    for read in (lambda: open_stream(glob, inputs=NAMES), lambda: load_table(glob, inputs=NAMES)):
+        with pytest.raises(InputError) as caught:
+            read()
+        assert str(caught.value) == want
 
 
 @pytest.mark.parametrize("chunk_rows", [None, 16])

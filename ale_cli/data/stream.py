@@ -254,17 +254,19 @@ def _csv_frames(
 
 
 def _parquet_header(
-    readers: list[Any], path: Path, row_groups: tuple[int, int] | None
+    readers: list[Any], files: list[Path], path: Path, row_groups: tuple[int, int] | None
 ) -> tuple[tuple[str, ...], int, dict[str, str], list[tuple[str, ...]]]:
     """The first file's names, rows (of the row groups read) and Arrow types (those every
     file holding the column agrees on); every file's names."""
     import pyarrow.parquet as pq
 
-    try:
-        metas = [pq.ParquetFile(r).metadata for r in readers]
-        schemas = [m.schema.to_arrow_schema() for m in metas]
-    except Exception as exc:
-        raise read_error(path, exc) from None
+    metas, schemas = [], []
+    for reader, file in zip(readers, files, strict=True):
+        try:
+            metas.append(pq.ParquetFile(reader).metadata)
+            schemas.append(metas[-1].schema.to_arrow_schema())
+        except Exception as exc:  # pyarrow raises many types for unreadable files
+            raise read_error(file, exc) from None
     names = [tuple(s.names) for s in schemas]
     types = [{f.name: str(f.type) for f in s} for s in schemas]
     arrow_types = {n: t for n, t in types[0].items() if all(d.get(n, t) == t for d in types)}
@@ -319,7 +321,7 @@ def open_stream(
         readers = [open(files[0], "rb")]  # noqa: SIM115 -- closed by TableStream.close
     try:
         if fmt == "parquet":
-            header, total, arrow_types, schemas = _parquet_header(readers, path, row_groups)
+            header, total, arrow_types, schemas = _parquet_header(readers, files, path, row_groups)
         else:
             import pandas as pd
 

@@ -62,6 +62,12 @@ def dataset_files(path: Path) -> list[Path]:
         matched = sorted(p for p in root.glob(pattern) if p.is_file())
         if not matched:
             raise InputError(f"data '{path}' matches no files")
+        csv = [p for p in matched if p.name.lower().endswith(_CSV_NAMES)]
+        if csv:  # one CSV file is data; a glob is a dataset of Parquet files
+            raise InputError(
+                f"data '{path}' matches CSV file '{csv[0]}'; a glob is a dataset of Parquet "
+                "files: give one CSV file, or a glob of .parquet files"
+            )
         return matched
     if not path.is_dir():
         return [path]
@@ -127,6 +133,7 @@ FORMATS = ("csv", "parquet")
 #: the suffixes of compressed CSV files and their pandas compression
 COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}
 _EXTENSIONS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
+_CSV_NAMES = tuple(e + c for e, f in _EXTENSIONS.items() if f == "csv" for c in ("", *COMPRESSION))
 
 
 @dataclass(frozen=True)
