@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -172,3 +173,28 @@ def test_an_arrow_batch_becomes_the_matrix_of_its_values_in_blocks() -> None:
     Y, _ = batch_matrix(batch, ["i", "a"], Path("t.parquet"), np.float32)
     assert Y.dtype == np.float64  # an int64 column: not float32 as read
     np.testing.assert_array_equal(Y, np.column_stack([np.arange(n), a]))
+
+
+@pytest.mark.parametrize(
+    ("values", "kind"),
+    [
+        (pd.date_range("2020-01-01", periods=4, freq="D", unit="us"), "datetime64[us]"),
+        (pd.date_range("2020-01-01", periods=4, tz="UTC", unit="us"), "datetime64[us, UTC]"),
+        (pd.to_timedelta([1, 2, 3, 4], unit="s").as_unit("us"), "timedelta64[us]"),
+    ],
+    ids=["timestamp", "timestamp-tz", "duration"],
+)
+def test_a_parquet_time_column_is_not_numeric_as_in_a_csv(tmp_path: Path, values, kind):
+    """Before, a timestamp or duration was read as a count of micro- or nanoseconds."""
+    from ale_cli.data.stream import open_stream
+
+    frame = pd.DataFrame({"a": values, "b": [1.0, 2.0, 3.0, 4.0]})
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    want = rf"^column 'a' in data file '.*t\.parquet' is not numeric \(a {re.escape(kind)} column"
+    with pytest.raises(InputError, match=want):
+        load_table(tmp_path / "t.parquet")
+    with pytest.raises(InputError, match=want):
+        list(open_stream(tmp_path / "t.parquet", chunk_rows=2))
+    with pytest.raises(InputError, match=r"^column 'a' in data file '.*t\.csv' is not numeric"):
+        load_table(tmp_path / "t.csv")

@@ -174,7 +174,7 @@ PARTITIONED = [
         "unreadable-part",
         _classic("{ws}/broken"),
         2,
-        "cannot read data file '{ws}/broken' as PARQUET",
+        "cannot read data file '{ws}/broken/part-1.parquet' as PARQUET",
     ),
     Case(
         "directory-without-parquet",

@@ -67,7 +67,7 @@ def stores_base(tmp_path_factory: pytest.TempPathFactory, rhale_model: Path) -> 
     return root
 
 
-def _directory_store(path: Path, X: np.ndarray) -> None:
+def _directory_store(path: Path, X: np.ndarray, slope: float = 2.0) -> None:
     names = ["x1", "x2", "x3"]
     meta = {"schema_version": 3, "tool": {"name": "ale"}, "categorical_features": []}
     with PartStoreWriter(path) as w:
@@ -76,7 +76,7 @@ def _directory_store(path: Path, X: np.ndarray) -> None:
             with StoreWriter(w.part_path(i)) as sw:
                 for a in range(0, len(rows), 50):
                     x = rows[a : a + 50]
-                    sw.add({"X": x, "local_effects": 2 * x, "prediction": x.sum(1)})
+                    sw.add({"X": x, "local_effects": slope * x, "prediction": x.sum(1)})
                 sw.finish(feature_names=names, input_names=names, meta=meta | {"n_rows": len(rows)})
             parts.append({"file": w.part_path(i).name, "rows": len(rows), "sha256": sw.sha256})
         w.finish(
@@ -629,6 +629,36 @@ def test_a_damaged_directory_store_is_not_a_cache_hit(sws: Path):
 
     found = cached_result(Request(), None, 0.0)  # type: ignore[arg-type]
     assert isinstance(found, Damaged) and "was damaged; recomputed" in found.note
+
+
+def test_a_rewritten_or_mixed_store_is_refused_by_info_and_never_a_cache_hit(cli, sws: Path):
+    """Every CRC valid, its identity not the recorded one: a member rewritten (a file
+    store), a part of another store of the same data (a directory store)."""
+    from ale_cli.estimators.local_effects import Damaged, cached_result
+
+    rewrite("c.npz", set_value("X.00002", 1, 1, 0.0))(sws)  # finite, inside the range
+    result = cli("info", sws / "c.npz")
+    check_one_line(result, "is damaged (its members differ from those its meta records)", 2)
+    argv = ["compute", sws / "m.pt", sws / "data.csv", "--exclude", "y", "--chunk-rows", CHUNK]
+    result = cli(*argv, "-o", sws / "c.npz")
+    assert result.exit_code == 0 and "cache hit" not in result.stdout, result.output
+    note = f"note: store '{sws / 'c.npz'}' was damaged; recomputed (its members differ from"
+    assert note in result.stderr
+
+    _directory_store(sws / "other", read_store(sws / "d").X, slope=3.0)
+    shutil.copy(sws / "other" / "part-00001.npz", sws / "d" / "part-00001.npz")
+    result = cli("info", sws / "d")
+    check_one_line(result, "part 'part-00001.npz' changed since the store was written", 2)
+
+    class Request:  # what the cache check reads of a request
+        out = sws / "d"
+
+    found = cached_result(Request(), None, 0.0)  # type: ignore[arg-type]
+    assert isinstance(found, Damaged)
+    assert found.note.endswith(
+        "recomputed (part 'part-00001.npz' changed since the store was "
+        "written (its sha256 differs from the manifest's))"
+    )
 
 
 # -- the Dask engine reads through the same reader ---------------------------------------------

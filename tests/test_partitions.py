@@ -5,6 +5,7 @@ rows of one file, and ``compute`` reads a dataset whole for a scikit-learn model
 from __future__ import annotations
 
 import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ale_cli.data.sources import DataSource
 from ale_cli.data.stream import open_stream
 from ale_cli.data.table import load_table
 from ale_cli.errors import InputError
@@ -117,6 +119,67 @@ def test_a_part_lacking_an_input_column_is_refused_by_every_reader(case, reader,
 def test_a_glob_of_the_parts_is_refused_alike(case):
     with pytest.raises(InputError, match=MISSING):
         list(open_stream(case["gap"] / "part-*.parquet", inputs=NAMES, chunk_rows=16))
+
+
+def test_names_starting_with_an_underscore_or_a_dot_are_skipped(case, tmp_path):
+    """As Spark, Hive and pyarrow: a job's ``_temporary/``, ``_metadata``, hidden files are
+    not rows (before: 90 rows read as 270). Only names inside the dataset count."""
+    frame = case["frame"]
+    root = _write_parts(tmp_path / "_runs" / "ds", [frame.iloc[:40], frame.iloc[40:]])
+    for junk in ("_temporary/0/part-0.parquet", ".hidden.parquet", "_metadata.parquet"):
+        (root / junk).parent.mkdir(parents=True, exist_ok=True)
+        frame.iloc[:60].to_parquet(root / junk, index=False)
+    (root / "_common_metadata").write_bytes(b"not parquet")
+    streamed = np.concatenate(list(open_stream(root, inputs=NAMES, chunk_rows=16)))
+    np.testing.assert_array_equal(streamed, frame[NAMES].to_numpy())
+    np.testing.assert_array_equal(load_table(root, inputs=NAMES).X, frame[NAMES].to_numpy())
+
+
+def test_chunks_are_float32_only_when_every_file_is(case, tmp_path):
+    """A first file of float32 inputs and a float64 second: before, every row was read as
+    float32 (the float64 rows rounded) from the first file's schema alone."""
+    frame = case["frame"]
+    first = frame.iloc[:40].astype({c: "float32" for c in NAMES})
+    root = _write_parts(tmp_path / "mixed", [first, frame.iloc[40:]])
+    stream = open_stream(root, inputs=NAMES, chunk_rows=16)
+    X = np.concatenate(list(stream))
+    assert stream.dtype == np.float64
+    want = np.vstack([first[NAMES].to_numpy(np.float64), frame[NAMES].iloc[40:].to_numpy()])
+    np.testing.assert_array_equal(X, want)
+    # a part read alone (the Dask engine's task) is read as the whole: float64
+    source = DataSource.of(stream, inputs=NAMES, exclude=()).split(2)
+    read = [c.arrays["X"] for p in source.parts() for c in p.chunks()]
+    assert {a.dtype for a in read} == {np.dtype(np.float64)} and len(source.parts()) == 2
+    np.testing.assert_array_equal(np.concatenate(read), want)
+    alike = _write_parts(tmp_path / "f32", [first, frame.iloc[40:].astype(first.dtypes)])
+    assert open_stream(alike, inputs=NAMES, chunk_rows=16).dtype == np.float32
+
+
+@pytest.mark.parametrize("junk", [b"", b"hello not parquet"], ids=["empty", "text"])
+def test_an_unreadable_part_is_named(case, tmp_path, junk):
+    """Before, the streamed read named the dataset ('cannot read data file 'ds' ...')."""
+    root = _write_parts(tmp_path / "ds", [case["frame"].iloc[:40], case["frame"].iloc[40:]])
+    (root / "part-0b.parquet").write_bytes(junk)
+    want = rf"^cannot read data file '{re.escape(str(root / 'part-0b.parquet'))}' as PARQUET: "
+    with pytest.raises(InputError, match=want):
+        open_stream(root, inputs=NAMES, chunk_rows=16)
+    with pytest.raises(InputError, match=want):
+        load_table(root, inputs=NAMES)
+
+
+def test_a_glob_of_csv_files_says_a_glob_is_parquet_files(case, tmp_path):
+    """Before: 'cannot read data file 'csv/*.csv' as PARQUET: ... magic bytes not found'."""
+    for k in range(2):
+        case["frame"].to_csv(tmp_path / f"p{k}.csv", index=False)
+    glob = tmp_path / "p*.csv"
+    want = (
+        f"data '{glob}' matches CSV file '{tmp_path / 'p0.csv'}'; a glob is a dataset of "
+        "Parquet files: give one CSV file, or a glob of .parquet files"
+    )
+    for read in (lambda: open_stream(glob, inputs=NAMES), lambda: load_table(glob, inputs=NAMES)):
+        with pytest.raises(InputError) as caught:
+            read()
+        assert str(caught.value) == want
 
 
 @pytest.mark.parametrize("chunk_rows", [None, 16])

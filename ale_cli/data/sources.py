@@ -180,6 +180,8 @@ class DataSource:
     text: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     #: the partition this source is, read on its own without the 2-row check (None: all)
     part: Partition | None = None
+    #: float32 when every file's inputs are (a part of a float32 file reads as the whole)
+    f32: bool = True
 
     @classmethod
     def of(
@@ -195,6 +197,7 @@ class DataSource:
             inputs=None if inputs is None else tuple(inputs),
             exclude=tuple(exclude),
             text=tuple(stream.levels.items()),
+            f32=stream.dtype == np.float32,
         )
 
     def split(self, slots: int | None) -> DataSource:
@@ -209,7 +212,7 @@ class DataSource:
     def open(self) -> TableStream:
         """The stream of the whole data (every check of a read of it), or of :attr:`part`."""
         given = {"fmt": self.fmt, "dropna": self.dropna, "categorical": self.categorical}
-        given |= {"chunk_rows": self.chunk_rows, "text": dict(self.text)}
+        given |= {"chunk_rows": self.chunk_rows, "text": dict(self.text), "f32": self.f32}
         if (p := self.part) is None:
             return open_stream(self.path, inputs=self.inputs, exclude=self.exclude, **given)
         return open_stream(p.file, inputs=self.names, min_rows=0, row_groups=p.row_groups, **given)

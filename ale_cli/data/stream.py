@@ -254,18 +254,22 @@ def _csv_frames(
 
 
 def _parquet_header(
-    readers: list[Any], path: Path, row_groups: tuple[int, int] | None
+    readers: list[Any], files: list[Path], path: Path, row_groups: tuple[int, int] | None
 ) -> tuple[tuple[str, ...], int, dict[str, str], list[tuple[str, ...]]]:
-    """The first file's names, rows (of the row groups read) and Arrow types; every file's."""
+    """The first file's names, rows (of the row groups read) and Arrow types (those every
+    file holding the column agrees on); every file's names."""
     import pyarrow.parquet as pq
 
-    try:
-        metas = [pq.ParquetFile(r).metadata for r in readers]
-        schemas = [m.schema.to_arrow_schema() for m in metas]
-    except Exception as exc:
-        raise read_error(path, exc) from None
+    metas, schemas = [], []
+    for reader, file in zip(readers, files, strict=True):
+        try:
+            metas.append(pq.ParquetFile(reader).metadata)
+            schemas.append(metas[-1].schema.to_arrow_schema())
+        except Exception as exc:  # pyarrow raises many types for unreadable files
+            raise read_error(file, exc) from None
     names = [tuple(s.names) for s in schemas]
-    arrow_types = {name: str(schemas[0].field(name).type) for name in names[0]}
+    types = [{f.name: str(f.type) for f in s} for s in schemas]
+    arrow_types = {n: t for n, t in types[0].items() if all(d.get(n, t) == t for d in types)}
     total = sum(m.num_rows for m in metas)
     if row_groups is not None:
         start, stop = row_groups
@@ -292,11 +296,13 @@ def open_stream(
     min_rows: int = 2,
     row_groups: tuple[int, int] | None = None,
     text: Mapping[str, Sequence[Any]] | None = None,
+    f32: bool = True,
 ) -> TableStream:
     """Open ``path`` (a CSV or Parquet file, or a dataset) for reading its input columns
     chunk by chunk, checked from the header or schema. Fewer than ``min_rows`` rows kept
     is an error; ``row_groups=(start, stop)`` reads only those row groups of one Parquet
-    file; ``text``: the levels of text columns, read as their codes."""
+    file; ``text``: the levels of text columns, read as their codes. Chunks are float32
+    when every file's input columns are (``f32=False``: float64 always)."""
     path = Path(path)
     if not path.exists() and not is_glob(path):
         raise InputError(f"data file '{path}' does not exist")
@@ -315,7 +321,7 @@ def open_stream(
         readers = [open(files[0], "rb")]  # noqa: SIM115 -- closed by TableStream.close
     try:
         if fmt == "parquet":
-            header, total, arrow_types, schemas = _parquet_header(readers, path, row_groups)
+            header, total, arrow_types, schemas = _parquet_header(readers, files, path, row_groups)
         else:
             import pandas as pd
 
@@ -328,7 +334,7 @@ def open_stream(
         for file, names in zip(files, schemas, strict=False):  # every part, before any read
             check_part(file, names, columns)
         check_categorical(categorical, columns, path)
-        f32 = bool(columns) and all(arrow_types.get(c) == "float" for c in columns)
+        f32 = f32 and bool(columns) and all(arrow_types.get(c) == "float" for c in columns)
         if fmt == "parquet":
             frames = _parquet_frames(readers, files, columns, chunk_rows, path, row_groups)
         else:

@@ -53,17 +53,29 @@ def dataset_root(path: Path) -> Path:
 
 
 def dataset_files(path: Path) -> list[Path]:
-    """The files of a data path: itself, a directory's ``*.parquet`` files, or a glob's."""
+    """The files of a data path: itself, a directory's ``*.parquet`` files (but those under
+    a name starting with ``_`` or ``.``: ``_temporary/``, ``_metadata``, as Spark, Hive and
+    pyarrow skip them), or a glob's."""
     if is_glob(path):
         root = dataset_root(path)
         pattern = path.relative_to(root).as_posix() if root != Path(".") else str(path)
         matched = sorted(p for p in root.glob(pattern) if p.is_file())
         if not matched:
             raise InputError(f"data '{path}' matches no files")
+        csv = [p for p in matched if p.name.lower().endswith(_CSV_NAMES)]
+        if csv:  # one CSV file is data; a glob is a dataset of Parquet files
+            raise InputError(
+                f"data '{path}' matches CSV file '{csv[0]}'; a glob is a dataset of Parquet "
+                "files: give one CSV file, or a glob of .parquet files"
+            )
         return matched
     if not path.is_dir():
         return [path]
-    files = sorted(p for p in path.rglob("*.parquet") if p.is_file())
+    files = sorted(
+        p
+        for p in path.rglob("*.parquet")
+        if p.is_file() and not any(n[0] in "_." for n in p.relative_to(path).parts)
+    )
     if not files:
         raise InputError(
             f"data '{path}' is a directory holding no .parquet files; give a CSV or Parquet "
@@ -121,6 +133,7 @@ FORMATS = ("csv", "parquet")
 #: the suffixes of compressed CSV files and their pandas compression
 COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}
 _EXTENSIONS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
+_CSV_NAMES = tuple(e + c for e, f in _EXTENSIONS.items() if f == "csv" for c in ("", *COMPRESSION))
 
 
 @dataclass(frozen=True)
@@ -266,18 +279,20 @@ def to_float_matrix(
         if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
             out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
             continue
+        timed = col.dtype.kind in "mM"  # datetimes and durations: not numbers, as in a CSV
         numeric = pd.to_numeric(col, errors="coerce")
-        bad = numeric.isna() & col.notna()
-        if bad.any() and levels is not None:
+        bad = col.notna() if timed else numeric.isna() & col.notna()
+        if bad.any() and levels is not None and not timed:
             codes, uniques = pd.factorize(col, sort=True, use_na_sentinel=True)
             out[:, j] = np.where(codes < 0, np.nan, codes).astype(np.float64)
             levels[name] = tuple(v.item() if hasattr(v, "item") else v for v in uniques)
             continue
         if bad.any():
             example = col[bad].iloc[0]
+            what = f"a {col.dtype} column, example value: {str(example)!r}" if timed else ""
             raise NotNumeric(
                 f"column '{name}' in data file '{path}' is not numeric "
-                f"(example value: {example!r}); "
+                f"({what or f'example value: {example!r}'}); "
                 "leave it out with {param} or list the model's inputs with {param:inputs}",
                 param="exclude",
             )

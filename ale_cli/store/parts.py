@@ -21,6 +21,7 @@ from ale_cli.io.jsonio import loads, to_jsonable
 from ale_cli.store.format import PAIRS, ROW_ARRAYS
 from ale_cli.store.layout import check_meta
 from ale_cli.store.reader import StoreFile, file_sha256, open_file_store, read_file_meta
+from ale_cli.store.verify import DamagedStore
 
 MANIFEST = "manifest.json"
 LAYOUT = "parts"
@@ -177,27 +178,34 @@ def open_part_store(path: str | Path) -> PartStore:
 
 
 def read_part_meta(path: str | Path) -> dict[str, Any]:
-    """The manifest of a directory store, after checking it and every byte of its parts."""
+    """The manifest of a directory store, after checking it, every byte of its parts and
+    each part's identity against the manifest's (:func:`_check_part`)."""
     handle = open_part_store(path)
-    for part in handle.files:
+    for part, entry in zip(handle.files, handle.meta["parts"], strict=True):
         read_file_meta(part.path)
+        _check_part(handle.path, entry)
     return handle.meta
 
 
 def store_sha256(path: str | Path) -> str:
     """The sha256 of a directory store's manifest, every part's identity checked against it."""
     path = Path(path)
-    meta = _manifest(path)
-    for entry in meta["parts"]:
-        part = path / entry["file"]
-        if not part.is_file():
+    for entry in _manifest(path)["parts"]:
+        if not (path / entry["file"]).is_file():
             raise InputError(f"store '{path}' lacks its part '{entry['file']}'")
-        if file_sha256(part) != entry["sha256"] and sha256_file(part) != entry["sha256"]:
-            raise InputError(
-                f"store '{path}': part '{entry['file']}' changed since the store was written "
-                "(its sha256 differs from the manifest's)"
-            )
+        _check_part(path, entry)
     return sha256_file(path / MANIFEST)
+
+
+def _check_part(path: Path, entry: dict[str, Any]) -> None:
+    """Part ``entry`` is the one the manifest records (its :func:`file_sha256`, no array
+    read; a store written before identities: its file's sha256); DamagedStore else."""
+    part = path / entry["file"]
+    if file_sha256(part) != entry["sha256"] and sha256_file(part) != entry["sha256"]:
+        raise DamagedStore(
+            f"store '{path}': part '{entry['file']}' changed since the store was written "
+            "(its sha256 differs from the manifest's)"
+        )
 
 
 class PartStoreWriter:

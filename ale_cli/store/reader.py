@@ -65,10 +65,12 @@ def _parse_meta(path: Path, npz: Any) -> dict[str, Any]:
 
 
 def read_file_meta(path: Path) -> dict[str, Any]:
-    """The meta of a store file, after checking every byte of it (:func:`validate_npz`)."""
+    """The meta of a store file, after checking every byte of it (:func:`validate_npz`)
+    and its members against the identity its meta records (:func:`_identity`)."""
     with _open(path) as npz:
         meta = _parse_meta(path, npz)
         validate_npz(path, npz, meta)
+        _identity(path, npz, meta)
     return meta
 
 
@@ -76,10 +78,15 @@ def file_sha256(path: Path) -> str:
     """A store file's identity (:func:`content_digest`, no array read), checked against
     the one its meta records."""
     with _open(path) as npz:
-        meta = _parse_meta(path, npz)
-        listed = content_digest(
-            (m.name, m.crc, m.size) for m in npz.members.values() if m.name != "meta"
-        )
+        return _identity(path, npz, _parse_meta(path, npz))
+
+
+def _identity(path: Path, npz: Archive, meta: dict[str, Any]) -> str:
+    """The members' :func:`content_digest` (their CRCs and sizes: no array read), checked
+    against the one ``meta`` records (a member rewritten with a valid CRC: DamagedStore)."""
+    listed = content_digest(
+        (m.name, m.crc, m.size) for m in npz.members.values() if m.name != "meta"
+    )
     recorded = meta.get(DIGEST)
     if recorded is not None and recorded != listed:
         raise DamagedStore(
