@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import signal
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -113,18 +114,33 @@ def client(scheduler: str | None) -> Iterator[Client]:
         return
     from unittest.mock import patch  # its dict patch: the same clear-and-update, tested
 
-    with (
-        patch.dict(os.environ),  # given back as it was: a LocalCluster's nannies change it
-        LocalCluster(
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            # a task's failure reaches the client; the worker's own record would repeat it
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-        Client(cluster) as local,
-    ):
-        yield local
+    # A terminal's Ctrl-C reaches the whole process group: the cluster's threads, and the
+    # worker processes they start, block SIGINT (inherited); this process stops them. The
+    # resource tracker is started first: starting it unblocks SIGINT in the calling thread.
+    masked = hasattr(signal, "pthread_sigmask")  # not on Windows
+    if masked:
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        with (
+            patch.dict(os.environ),  # given back as it was: a LocalCluster's nannies change it
+            LocalCluster(
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                # a task's failure reaches the client; the worker's own record would repeat it
+                silence_logs=logging.CRITICAL,
+            ) as cluster,
+            Client(cluster) as local,
+        ):
+            if masked:  # a Ctrl-C while the cluster started is raised here, inside the with
+                signal.pthread_sigmask(signal.SIG_SETMASK, before)
+            yield local
+    finally:
+        if masked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 class DaskEngine(Engine):
