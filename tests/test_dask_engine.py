@@ -284,6 +284,9 @@ def test_cli_engine_options(stores, dataset, cluster, cli, tmp_path: Path):
     assert r.exit_code == 0, r.output
     r = cli("info", out)
     assert r.exit_code == 0 and "12000 rows x 4 features" in r.stdout
+    part = read_meta(out)["parts"][1]  # a part alone: its meta has no feature_names
+    r = cli("info", out / part["file"])
+    assert r.exit_code == 0 and f"{part['rows']} rows x 4 features" in r.stdout
     r = cli("plot", tmp_path / "r.json", "--store", out, "-o", tmp_path / "plots")
     assert r.exit_code == 0, r.output  # the rug and violins read the directory store
     assert json.loads((tmp_path / "r.json").read_text())["store"]["sha256"] == store_sha256(out)
