@@ -139,6 +139,7 @@ def test_not_utf8_and_not_a_file(tmp_path: Path):
         ("rhale:\n  alpha: nan\n", "key 'alpha' expects float, got 'nan' (expected a finite"),
         ("rhale:\n  max-bins: 1.5\n", "key 'max-bins' expects int, got 1.5"),
         ("rebin:\n  bins: 3\n  bins: 4\n", "key 'bins' appears twice in the same mapping"),
+        ("rhale:\n  max-bins: 3\n  max_bins: 4\n", "keys 'max-bins' and 'max_bins' both set"),
         (ALIAS_BOMB, "more than 64 aliases"),
     ],
 )

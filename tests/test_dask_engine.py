@@ -13,6 +13,7 @@ import pickle
 import shutil
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -283,6 +284,9 @@ def test_cli_engine_options(stores, dataset, cluster, cli, tmp_path: Path):
     assert r.exit_code == 0, r.output
     r = cli("info", out)
     assert r.exit_code == 0 and "12000 rows x 4 features" in r.stdout
+    part = read_meta(out)["parts"][1]  # a part alone: its meta has no feature_names
+    r = cli("info", out / part["file"])
+    assert r.exit_code == 0 and f"{part['rows']} rows x 4 features" in r.stdout
     r = cli("plot", tmp_path / "r.json", "--store", out, "-o", tmp_path / "plots")
     assert r.exit_code == 0, r.output  # the rug and violins read the directory store
     assert json.loads((tmp_path / "r.json").read_text())["store"]["sha256"] == store_sha256(out)
@@ -354,6 +358,44 @@ def test_a_local_cluster_leaves_the_environment_as_it_was(stores, dataset, tmp_p
         RhaleRequest(store=dask, engine=engine_for("dask"))
     )  # no scheduler: a LocalCluster of its own
     assert dict(os.environ) == before
+
+
+def test_ctrl_c_on_a_local_cluster_stops_it_without_a_worker_traceback():
+    """A terminal's Ctrl-C is sent to the whole process group: the workers ignore it (they
+    block SIGINT) and this process stops them, so nothing but its own error is printed."""
+    import os
+    import signal
+
+    code = """
+import sys, time
+from ale_cli.engines.cluster import client
+try:
+    with client(None) as dask_client:
+        running = dask_client.submit(time.sleep, 60, pure=False)
+        while not any(dask_client.processing().values()):
+            time.sleep(0.1)
+        print("running", flush=True)
+        time.sleep(60)
+except KeyboardInterrupt:
+    print("error: interrupted", file=sys.stderr)
+    sys.exit(130)
+"""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "running\n"
+        time.sleep(1)  # the workers in their task
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (proc.returncode, err) == (130, "error: interrupted\n")
 
 
 def test_the_local_engine_never_imports_dask(dataset, stores, tmp_path: Path):

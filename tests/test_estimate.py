@@ -335,6 +335,7 @@ def test_config_file_supplies_options(
         ('{"a": [0]}', [], "feature 'a': expected a list of at least 2 numbers"),
         ("[1, 2]", [], "must hold a summary or a mapping of feature names to edge lists"),
         ("{", [], "is not valid JSON"),
+        ('{"a": [-1, 0, 1], "a": [0, 1]}', [], "refused: key 'a' appears twice in the same"),
         ('{"a": [0, 1]}', ["--bins", "5"], "leave out --bins and --binning"),
         ('{"a": [0, 1]}', ["--features", "b"], "has no edges for feature 'b'"),
         ('{"q": [0, 1]}', [], "has edges for 'q', which the store"),

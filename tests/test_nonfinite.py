@@ -166,6 +166,41 @@ def test_nan_predictions_exit_1_in_compute_and_classic(cli, tmp_path: Path, hund
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hundreds.csv", "m.pt"]
 
 
+@pytest.mark.parametrize("engine", ["local", "dask"])
+def test_a_refusal_counts_the_rows_of_every_chunk_and_part(
+    cli, tmp_path: Path, hundreds, engine, request
+):
+    """The bad rows are in chunks 0, 1 and 6 of 50 rows (local) or in both files of a
+    dataset (Dask parts): the refusal names all four whatever the first failing chunk."""
+    data, X = hundreds
+    model = script(LogGap(), tmp_path / "m.pt")
+    if engine == "local":
+        where = [data, "--chunk-rows", "50"]
+    else:
+        import pandas as pd
+
+        (tmp_path / "ds").mkdir()
+        for i, rows in enumerate((slice(0, 200), slice(200, N))):
+            frame = pd.DataFrame(X[rows], columns=["a", "b", "c"])
+            frame.to_parquet(tmp_path / "ds" / f"part-{i}.parquet")
+        where = [
+            tmp_path / "ds",
+            "--engine",
+            "dask",
+            "--scheduler",
+            request.getfixturevalue("cluster"),
+        ]
+    for argv in (
+        ("compute", model, where[0], "-o", tmp_path / "s.npz", "-q"),
+        ("classic", model, where[0], "-o", tmp_path / "c.json", "-q"),
+        ("interact", model, where[0], "--pair", "a,b", "-o", tmp_path / "i.json", "-q"),
+    ):
+        result = cli(*argv, *where[1:])
+        assert result.exit_code == 1, (argv[0], result.stderr)
+        assert f"gave NaN or infinite predictions on {ROWS}" in one_line(result)
+    assert not any(p.name.startswith(("s.", "c.", "i.")) for p in tmp_path.iterdir())
+
+
 def test_classic_drops_the_rows_and_counts_them(cli, tmp_path: Path, hundreds):
     data, X = hundreds
     model = script(LogGap(), tmp_path / "m.pt")

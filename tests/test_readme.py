@@ -195,3 +195,18 @@ def test_every_flag_the_docs_name_is_an_option_of_ale() -> None:
         named = set(flag.findall(page.read_text(encoding="utf-8")))
         unknown = named - options - OTHER_PROGRAMS
         assert not unknown, f"{page.name} names options ale does not have: {sorted(unknown)}"
+
+
+def test_the_commands_said_to_select_features_take_the_features_option() -> None:
+    text = (DOCS / "commands.md").read_text(encoding="utf-8")
+    said = re.search(r"the same list selects features in (.*?)[.;]", text, re.S)
+    assert said is not None
+    for command in re.findall(r"`(\w+)`", said.group(1)):
+        done = subprocess.run(
+            [sys.executable, "-m", "ale_cli", command, "--help"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        )
+        assert "--features" in done.stdout, command

@@ -59,6 +59,7 @@ def config_callback(ctx: Any, param: Any, value: Path | None) -> Path | None:
             if opt.startswith("--"):
                 params[opt[2:].replace("-", "_")] = target
     defaults: dict[str, Any] = {}
+    keys: dict[str, str] = {}  # the key that set each parameter
     for key, item in raw.items():
         target = params.get(key.replace("-", "_"))
         if target is None:
@@ -66,6 +67,11 @@ def config_callback(ctx: Any, param: Any, value: Path | None) -> Path | None:
             raise InputError(
                 f"config file '{value}': unknown key '{key}' for 'ale {ctx.info_name}' "
                 f"(known: {known})"
+            )
+        if keys.setdefault(target.name, key) != key:
+            raise InputError(
+                f"config file '{value}': keys '{keys[target.name]}' and '{key}' both set "
+                f"--{_display_name(target)}; give it once"
             )
         if getattr(target, "multiple", False):
             # a repeatable option (--pair a,b --pair c,d): a value or a list of values,

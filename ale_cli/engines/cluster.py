@@ -12,13 +12,23 @@ import json
 import logging
 import os
 import re
+import signal
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ale_cli.errors import InputError, RunError, first_line
-from ale_cli.passes.engine import Engine, Merge, Progress, Sink, Source, fold_part
+from ale_cli.models.checks import NonFinite
+from ale_cli.passes.engine import (
+    Engine,
+    Merge,
+    Progress,
+    Sink,
+    Source,
+    fold_part,
+    fold_screened,
+)
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -113,18 +123,33 @@ def client(scheduler: str | None) -> Iterator[Client]:
         return
     from unittest.mock import patch  # its dict patch: the same clear-and-update, tested
 
-    with (
-        patch.dict(os.environ),  # given back as it was: a LocalCluster's nannies change it
-        LocalCluster(
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            # a task's failure reaches the client; the worker's own record would repeat it
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-        Client(cluster) as local,
-    ):
-        yield local
+    # A terminal's Ctrl-C reaches the whole process group: the cluster's threads, and the
+    # worker processes they start, block SIGINT (inherited); this process stops them. The
+    # resource tracker is started first: starting it unblocks SIGINT in the calling thread.
+    masked = hasattr(signal, "pthread_sigmask")  # not on Windows
+    if masked:
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        with (
+            patch.dict(os.environ),  # given back as it was: a LocalCluster's nannies change it
+            LocalCluster(
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                # a task's failure reaches the client; the worker's own record would repeat it
+                silence_logs=logging.CRITICAL,
+            ) as cluster,
+            Client(cluster) as local,
+        ):
+            if masked:  # a Ctrl-C while the cluster started is raised here, inside the with
+                signal.pthread_sigmask(signal.SIG_SETMASK, before)
+            yield local
+    finally:
+        if masked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 class DaskEngine(Engine):
@@ -196,7 +221,8 @@ class DaskEngine(Engine):
 
 def _fold_in_order(futures: list[Any], merge: Merge[S], empty: S, progress: Progress | None) -> S:
     """The parts' states folded in part order as they finish; the first failure in part
-    order is raised once the parts before it are done."""
+    order is raised once the parts before it are done (a refusal of non-finite rows once
+    every part is done, merged with theirs: :func:`~ale_cli.passes.engine.fold_screened`)."""
     from distributed import as_completed, wait
 
     index = {f.key: i for i, f in enumerate(futures)}
@@ -207,7 +233,15 @@ def _fold_in_order(futures: list[Any], merge: Merge[S], empty: S, progress: Prog
         if future.status == "error":
             before = [f for j, f in enumerate(futures[:i]) if j >= folded and j not in waiting]
             wait(before)
-            next(f for f in [*before, future] if f.status == "error").result()  # raises
+            first = next(f for f in [*before, future] if f.status == "error")
+            if not isinstance(first.exception(), NonFinite):
+                first.result()  # raises
+            wait(futures)
+            rest = (
+                (waiting[j], 0) if j in waiting else _refused_or_state(futures[j])
+                for j in range(folded, len(futures))
+            )
+            fold_screened(acc, rest, merge)  # raises
         state, rows = future.result()
         future.release()
         waiting[i] = state
@@ -217,6 +251,13 @@ def _fold_in_order(futures: list[Any], merge: Merge[S], empty: S, progress: Prog
             acc = merge(acc, waiting.pop(folded))
             folded += 1
     return acc
+
+
+def _refused_or_state(future: Any) -> tuple[Any, int]:
+    """A finished part's (state, rows), or (its refusal of non-finite rows, 0); another
+    failure is raised."""
+    refused = future.exception()
+    return (refused, 0) if isinstance(refused, NonFinite) else future.result()
 
 
 def _stop(dask_client: Client, futures: list[Any], sink: Sink[Any] | None) -> None:

@@ -100,9 +100,29 @@ def _number(text: str) -> int | float:
     return value
 
 
+class DuplicateKey(ValueError):
+    """A JSON object naming a key twice (which ``json`` alone reads as its last value)."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The object of ``pairs``; DuplicateKey when a key appears twice.
+
+    >>> _unique([("a", [-1, 0, 1]), ("a", [0, 1])])
+    Traceback (most recent call last):
+    ale_cli.io.jsonio.DuplicateKey: key 'a' appears twice in the same object
+    """
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise DuplicateKey(f"key '{key[:60]}' appears twice in the same object")
+        seen.add(key)
+    return dict(pairs)
+
+
 def loads(text: str) -> Any:
-    """``json.loads`` whose integers too large for a float are infinite."""
-    return json.loads(text, parse_int=_number)
+    """``json.loads`` whose integers too large for a float are infinite, refusing a key
+    given twice in an object (:class:`DuplicateKey`)."""
+    return json.loads(text, parse_int=_number, object_pairs_hook=_unique)
 
 
 def parse_json(raw: bytes, path: str | Path, what: str) -> Any:
@@ -110,6 +130,8 @@ def parse_json(raw: bytes, path: str | Path, what: str) -> Any:
     where = "standard input" if is_stdio(path) else f"'{path}'"
     try:
         return loads(raw.decode("utf-8"))
+    except DuplicateKey as exc:
+        raise InputError(f"{what} {where} is refused: {exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{what} {where} is not valid JSON: {first_line(exc)}") from None
     except RecursionError:

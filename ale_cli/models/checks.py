@@ -68,6 +68,35 @@ def _count(rows: np.ndarray) -> str:
     return f"{len(rows)} row{'' if len(rows) == 1 else 's'}"
 
 
+class NonFinite(ModelFailed):
+    """The refusal of :func:`screen_rows`: ``found`` (label, rows numbered in the table) per
+    check, in the checks' order; :meth:`after` merges a later chunk's, so a run refusing
+    its rows counts every one (:mod:`ale_cli.passes.engine`)."""
+
+    def __init__(self, path: Path | str, found: Sequence[tuple[str, np.ndarray]]) -> None:
+        self.path, self.found = path, tuple(found)
+        parts = " and ".join(
+            f"{label} on {_count(rows)} ({row_list(rows)})" for label, rows in found if len(rows)
+        )
+        super().__init__(
+            f"model '{path}' gave NaN or infinite {parts}; pass {{param}} to leave those rows "
+            "out, or fix the model there",
+            param="drop_nonfinite",
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (NonFinite, (self.path, self.found))
+
+    def after(self, earlier: NonFinite | None) -> NonFinite:
+        """The refusal of ``earlier``'s rows followed by these."""
+        if earlier is None:
+            return self
+        rows = {label: [rows] for label, rows in earlier.found}
+        for label, found in self.found:
+            rows.setdefault(label, []).append(found)
+        return NonFinite(self.path, [(k, np.concatenate(v)) for k, v in rows.items()])
+
+
 @dataclass(frozen=True)
 class Screened:
     """What :func:`screen_rows` found: ``keep`` (N,) bool, ``dropped`` (R,) sorted,
@@ -98,28 +127,25 @@ def screen_rows(
     >>> screen_rows("m.pt", 4, checks, drop=False)
     Traceback (most recent call last):
     ...
-    ale_cli.errors.ModelFailed: model 'm.pt' gave NaN or infinite predictions on 1 row (row 1) \
-and local effects on 1 row (row 2); pass drop_nonfinite to leave those rows out, or fix the \
-model there
+    ale_cli.models.checks.NonFinite: model 'm.pt' gave NaN or infinite predictions on 1 row \
+(row 1) and local effects on 1 row (row 2); pass drop_nonfinite to leave those rows out, or fix \
+the model there
     >>> found = screen_rows("m.pt", 4, checks, drop=True)
     >>> found.keep.tolist(), found.note
     ([True, False, False, True], "dropped 2 rows where model 'm.pt' gave NaN or infinite \
 values (rows 1, 2)")
     """
-    found = [(label, nonfinite_rows(values, axis=axis)) for label, values, axis in checks]
-    found = [(label, rows) for label, rows in found if len(rows)]
+    every = [(label, nonfinite_rows(values, axis=axis)) for label, values, axis in checks]
+    found = [(label, rows) for label, rows in every if len(rows)]
     keep = np.ones(n_rows, dtype=bool)
     if not found:
         return Screened(keep=keep, dropped=np.empty(0, dtype=np.intp))
+    if not drop:
+        raise NonFinite(path, [(label, rows + offset) for label, rows in every])
     parts = " and ".join(
         f"{label} on {_count(rows)} ({row_list(rows + offset)})" for label, rows in found
     )
     message = f"model '{path}' gave NaN or infinite {parts}"
-    if not drop:
-        raise ModelFailed(
-            message + "; pass {param} to leave those rows out, or fix the model there",
-            param="drop_nonfinite",
-        )
     dropped = np.unique(np.concatenate([rows for _, rows in found]))
     keep[dropped] = False
     if not keep.any() and not allow_empty:

@@ -14,6 +14,7 @@ from ale_cli.data.source import Chunk as Chunk
 from ale_cli.data.source import Parts as Parts
 from ale_cli.data.source import Source as Source
 from ale_cli.io.threads import ordered_map, prefetched
+from ale_cli.models.checks import NonFinite
 
 S = TypeVar("S")
 
@@ -98,10 +99,42 @@ class Engine:
 
     def fold(self, parts: list[Source], job: tuple[Any, ...], progress: Progress | None) -> Any:
         """The states of :func:`fold_part` of each part with ``job`` folded in part order."""
-        acc, merge = job[2], job[1]
-        for i, part in enumerate(parts):
-            acc = merge(acc, fold_part(part, i, *job, threads=self.threads, progress=progress)[0])
-        return acc
+
+        def run(i: int, part: Source) -> tuple[Any, int]:
+            try:
+                return fold_part(part, i, *job, threads=self.threads, progress=progress)
+            except NonFinite as exc:
+                return exc, 0
+
+        return fold_screened(job[2], (run(i, p) for i, p in enumerate(parts)), job[1])[0]
+
+
+def fold_screened(
+    acc: S,
+    states: Iterable[tuple[Any, int]],
+    add: Callable[[S, Any], S],
+    progress: Progress | None = None,
+) -> tuple[S, int]:
+    """``add`` each state of ``states`` (state, rows) in order, and the rows. A refusal of
+    non-finite rows (a :class:`NonFinite` state) does not stop the fold: the later
+    refusals are merged into it (nothing more is added), so it counts every row, raised
+    at the end (also when a later state fails)."""
+    refused, rows = None, 0
+    try:
+        for state, n in states:
+            if isinstance(state, NonFinite):
+                refused = state.after(refused)
+            elif refused is None:
+                acc = add(acc, state)
+            rows += n
+            if progress is not None:
+                progress(n)
+    except Exception:
+        if refused is None:
+            raise
+    if refused is not None:
+        raise refused
+    return acc, rows
 
 
 def fold_part(
@@ -122,19 +155,23 @@ def fold_part(
     per core), or, with ``shared`` (a model using the cores itself), here while a thread
     reads the next chunk."""
     value = None if shared is None else shared.get()
-    acc, rows = empty, 0
+
+    def run(chunk: Chunk) -> tuple[Any, int]:
+        try:
+            return kernel(chunk, value), chunk.n_rows
+        except NonFinite as exc:  # the next chunks are screened all the same
+            return exc, chunk.n_rows
+
     with nullcontext(None) if sink is None else sink.part(index) as writer:
         chunks = part.chunks(arrays)  # read from here on (prefetched reads at once)
         if threads == 0 or shared is not None:
             chunks = chunks if threads == 0 else prefetched(chunks)
-            states: Iterable[tuple[S, int]] = ((kernel(c, value), c.n_rows) for c in chunks)
+            states: Iterable[tuple[Any, int]] = map(run, chunks)
         else:
-            states = ordered_map(lambda c: (kernel(c, value), c.n_rows), chunks, threads=threads)
-        for state, n in states:
-            acc = merge(acc, state if writer is None else writer.write(state))
-            rows += n
-            if progress is not None:
-                progress(n)
+            states = ordered_map(run, chunks, threads=threads)
+        acc, rows = fold_screened(
+            empty, states, lambda a, s: merge(a, s if writer is None else writer.write(s)), progress
+        )
         return (acc if writer is None else writer.done(acc)), rows
 
 

@@ -24,7 +24,7 @@ from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeRequest
 from ale_cli.estimators.local_effects import compute as run_compute
 from ale_cli.outputs.guard import store_kind
-from ale_cli.store.npz import read_meta
+from ale_cli.store.npz import open_store, read_meta
 
 StoreOutOption = Annotated[
     Path,
@@ -180,7 +180,9 @@ def info(
     rows = list(_flatten("", meta))
     width = max(len(k) for k, _ in rows)
     lines = tuple(f"{key.ljust(width)}  {value}" for key, value in rows)
-    n_rows, features = meta.get("n_rows"), meta.get("feature_names") or []
+    n_rows, features = meta.get("n_rows"), meta.get("feature_names")
+    if features is None:  # a part of a directory store: its names are its own member
+        features = open_store(store).feature_names
     return Outcome(
         message=f"store '{store}': {n_rows} rows x {len(features)} features",
         counts={"rows": int(n_rows) if isinstance(n_rows, int) else 0, "features": len(features)},
