@@ -53,6 +53,13 @@ class AleError(Exception):
             return self.template
         return _PLACEHOLDERS.sub(other, self.template)
 
+    def reworded(self, template: str, *, param: str | None = None) -> AleError:
+        """An error of this one's kind (its exit code) with another message, whatever
+        arguments the kind's own constructor takes."""
+        new = Exception.__new__(type(self))
+        AleError.__init__(new, template, param=param)
+        return new
+
 
 class InputError(AleError):
     """Bad input: a missing or malformed file, an unknown column, a bad option value."""

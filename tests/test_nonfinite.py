@@ -330,9 +330,16 @@ def test_sklearn_integer_and_constant_outputs(cli, tmp_path: Path, zeros):
         check_inverse=False,
     ).fit(X, X[:, 0] * 10)
     model = pickled(integer, tmp_path / "int.pkl")
-    result = cli("compute", model, data, "-o", tmp_path / "s.npz", "-q", "--trust-pickle")
+    # by finite differences (a step given) an integer output has no local effects
+    args = ("-o", tmp_path / "s.npz", "-q", "--trust-pickle")
+    result = cli("compute", model, data, *args, "--step", "0.01")
     assert result.exit_code == 2
     assert f"model '{model}' returns integer values (int64)" in one_line(result)
+    # by default its steps are found (no small step moves it): secants, as for a tree
+    result = cli("compute", model, data, *args)
+    assert result.exit_code == 0, result.stderr
+    step = read_store(tmp_path / "s.npz").meta["method_details"]["step"]
+    assert (step["rule"], step["zero_share"]) == ("zero share on a sample", 1.0)
 
     constant = pickled(DummyRegressor().fit(X, X[:, 0]), tmp_path / "const.pkl")
     out = tmp_path / "c.npz"

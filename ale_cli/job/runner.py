@@ -342,8 +342,10 @@ def run_job(spec: JobSpec, out: Path, *, wait: bool = False) -> JobResult:
             raise
         # a job names its keys (estimators.interact.pairs), never the CLI's flags; a failure
         # while running (a model's NaN: pass drop_nonfinite) stays one (exit 1)
-        kind = JobError if isinstance(exc, InputError) else type(exc)
-        raise kind(f"job '{spec.path}': {exc.render(job_key)}") from None
+        message = f"job '{spec.path}': {exc.render(job_key)}"
+        raise (
+            JobError(message) if isinstance(exc, InputError) else exc.reworded(message)
+        ) from None
 
 
 def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
@@ -379,7 +381,7 @@ def _run_job(spec: JobSpec, out: Path, *, wait: bool) -> JobResult:
             stage, final = os.path.join(staging.stage, ""), os.path.join(out, "")
             if stage not in exc.template:
                 raise
-            raise type(exc)(exc.template.replace(stage, final), param=exc.param) from None
+            raise exc.reworded(exc.template.replace(stage, final), param=exc.param) from None
         except BaseException:
             staging.discard()
             raise
