@@ -26,7 +26,7 @@ from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeResult
 from ale_cli.job import read_job, run_job
 from ale_cli.models.objects import Predictor as Predictor  # exported (API)
-from ale_cli.outputs.guard import guard, store_kind
+from ale_cli.outputs.guard import guard, model_files, store_kind
 from ale_cli.passes.engine import Engine
 from ale_cli.plot.first_order import feature_figure, overview_figure
 from ale_cli.plot.outputs import outputs_figure
@@ -67,7 +67,8 @@ def compute(
     """
     inputs = ModelInputs(model=model, data=data, features=features, **options)
     where = engine_for(engine, scheduler)
-    guard(out, kind=store_kind(where.splits, out), inputs=_paths(model, data), force=force)
+    read = _paths(*model_files(model), data)
+    guard(out, kind=store_kind(where.splits, out), inputs=read, force=force)
     request = make_request(
         local_effects.ComputeRequest,
         locals(),

@@ -23,7 +23,7 @@ from ale_cli.cli.config import ALIAS, config_callback
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
-from ale_cli.outputs.guard import guard
+from ale_cli.outputs.guard import guard, model_files
 
 if TYPE_CHECKING:
     from ale_cli.summary.build import EstimateResult
@@ -249,6 +249,7 @@ class Command:
         for name in self.inputs:
             value = values.get(name)
             paths += list(value) if isinstance(value, list | tuple) else [value]
+            paths += model_files(value)[1:] if name == "model" else []
         for name, kind in self.outputs.items():
             if values.get(name) is not None:
                 chosen = kind(values) if callable(kind) else kind
