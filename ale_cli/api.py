@@ -1,15 +1,18 @@
 """The Python API: every command as a function of plain values, returning frozen results.
 
-Options are the command's (``max_bins`` is ``--max-bins``; ``ale COMMAND --help`` says
-what each does); names are a list or one comma-separated string. ``model`` may be the
-model object, ``data`` a DataFrame and ``store`` a :class:`~ale_cli.store.npz.Store`
-(docs/commands.md, "From Python"; docs/models.md, "Models in a notebook"). Errors are
-``InputError`` (naming the parameter) or ``RunError``.
+Options are the command's (``max_bins`` is ``--max-bins``, ``pairs`` ``--pair``; ``ale
+COMMAND --help`` says what each does); names are a list or one comma-separated string.
+``model`` may be the model object, ``data`` a DataFrame and ``store`` a
+:class:`~ale_cli.store.npz.Store` (docs/commands.md, "From Python"; docs/models.md, "Models
+in a notebook"). Errors are ``InputError`` (naming the parameter) or ``RunError``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +29,7 @@ from ale_cli.estimators.inputs import ModelInputs
 from ale_cli.estimators.local_effects import ComputeResult
 from ale_cli.job import read_job, run_job
 from ale_cli.models.objects import Predictor as Predictor  # exported (API)
-from ale_cli.outputs.guard import guard, store_kind
+from ale_cli.outputs.guard import guard, model_files, store_kind
 from ale_cli.passes.engine import Engine
 from ale_cli.plot.first_order import feature_figure, overview_figure
 from ale_cli.plot.outputs import outputs_figure
@@ -65,9 +68,10 @@ def compute(
     same model, data and options, unless ``force``); ``options`` are the other fields of
     :class:`~ale_cli.estimators.inputs.ModelInputs` (``exclude``, ``output``, ``method``...).
     """
-    inputs = ModelInputs(model=model, data=data, features=features, **options)
+    inputs = _model_inputs(compute, model, data, features, options)
     where = engine_for(engine, scheduler)
-    guard(out, kind=store_kind(where.splits, out), inputs=_paths(model, data), force=force)
+    read = _paths(*model_files(model), data)
+    guard(out, kind=store_kind(where.splits, out), inputs=read, force=force)
     request = make_request(
         local_effects.ComputeRequest,
         locals(),
@@ -196,7 +200,7 @@ def classic(
     request = make_request(
         classic_estimator.ClassicRequest,
         locals(),
-        inputs=ModelInputs(model=model, data=data, features=features, **options),
+        inputs=_model_inputs(classic, model, data, features, options),
         edges=_path(edges),
         bootstrap=Bootstrap(bootstrap, ci, seed),
     )
@@ -224,7 +228,7 @@ def interact(
     request = make_request(
         interact_estimator.InteractRequest,
         locals(),
-        inputs=ModelInputs(model=model, data=data, features=features, **options),
+        inputs=_model_inputs(interact, model, data, features, options),
         store=_path(store),
         edges=_path(edges),
     )
@@ -298,6 +302,24 @@ def write_summary(
 def summary_frame(summary: Summary | str | Path) -> pd.DataFrame:
     """The summary as one long pandas DataFrame (the table of ``ale export``)."""
     return export.summary_frame(summary if isinstance(summary, Summary) else read_summary(summary))
+
+
+def _model_inputs(
+    func: Callable[..., Any], model: Any, data: Any, features: Names, options: dict[str, Any]
+) -> ModelInputs:
+    """The ModelInputs of ``func``'s ``options``; an unknown keyword is an InputError naming
+    the closest one (``pairs`` for ``--pair``)."""
+    params = inspect.signature(func).parameters.values()
+    known = sorted(
+        {p.name for p in params if p.kind is p.KEYWORD_ONLY}.union(
+            f.name for f in fields(ModelInputs) if f.name not in ("model", "data", "model_source")
+        )
+    )
+    for key in sorted(options.keys() - set(known)):
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else f"it takes {', '.join(known)}"
+        raise InputError(f"{func.__name__}() has no keyword '{key}'; {hint}")
+    return ModelInputs(model=model, data=data, features=features, **options)
 
 
 def _paths(*values: Any) -> list[str | Path]:

@@ -62,6 +62,16 @@ def test_store_holds_data_effects_and_meta(cli, rhale_inputs, tmp_path: Path):
     assert {"load_data_s", "load_model_s", "local_effects_s"} <= set(meta["timings"])
 
 
+def test_one_feature_is_one_feature_not_features(cli, rhale_inputs, tmp_path: Path):
+    model, data = rhale_inputs
+    out = tmp_path / "s.npz"
+    result = cli("compute", model, data, "--exclude", "y", "--features", "x2", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("computed local effects: 1000 rows x 1 feature, autodiff, ")
+    info = cli("info", out)
+    assert info.stdout.splitlines()[-1] == f"store '{out}': 1000 rows x 1 feature", info.output
+
+
 def test_rerun_is_a_cache_hit_without_loading_the_model(
     cli, rhale_inputs, tmp_path, count_model_loads
 ):

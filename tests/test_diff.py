@@ -156,6 +156,14 @@ def test_diff_refuses_an_interact_summary(two: tuple[Path, Path], tmp_path: Path
         )
 
 
+def test_diff_of_one_feature_says_feature(two: tuple[Path, Path]):
+    a, b = two
+    result = runner.invoke(app, ["diff", str(a), str(b), "--features", "y"])
+    assert result.exit_code == 0, result.stderr
+    last = f"diff: 1 feature on the edges of '{a}'; rank changed: y"  # as among all four
+    assert result.stdout.splitlines()[-1] == last
+
+
 def test_diff_figures_plot_both_curves_on_the_same_axes(two: tuple[Path, Path], tmp_path: Path):
     from ale_cli.plot.diff import diff_figure
 

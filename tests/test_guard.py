@@ -140,6 +140,35 @@ def test_an_input_is_refused_under_any_spelling_even_with_force(tmp_path: Path, 
 
 
 @pytest.mark.parametrize("force", [False, True])
+def test_what_an_input_directory_holds_is_refused_even_with_force(tmp_path: Path, force: bool):
+    model = tmp_path / "ml_model"
+    (model / "sub").mkdir(parents=True)
+    (model / "model.skops").write_bytes(b"PK")
+    (model / "sub" / "old.npz").write_bytes(b"PK")
+    for out in (model / "model.skops", model / "sub" / "old.npz", tmp_path / "." / model.name):
+        where = "the same file as" if out.is_dir() else "inside"
+        with pytest.raises(InputError, match=f"^output '{out}' is {where} the input '{model}'"):
+            guard(out, kind="store", inputs=[model], force=force)
+    for new in (tmp_path / "ml_model.npz", model / "sub" / "new.npz"):  # nothing of the input
+        assert guard(new, kind="store", inputs=[model], force=force) == new
+    assert (model / "model.skops").read_bytes() == b"PK"
+    assert (model / "model.skops").read_bytes() == b"PK"
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_the_api_refuses_a_models_columns_file_as_output(tmp_path: Path, force: bool):
+    from ale_cli import api
+
+    model, columns = tmp_path / "m.pt", tmp_path / "m.columns.json"
+    model.write_bytes(b"PK")
+    columns.write_text('{"columns": ["a"]}')
+    (tmp_path / "d.csv").write_text("a\n1\n")
+    with pytest.raises(InputError, match=f"^output '{columns}' is the same file as the input"):
+        api.compute(model, tmp_path / "d.csv", out=columns, force=force)
+    assert columns.read_text() == '{"columns": ["a"]}'
+
+
+@pytest.mark.parametrize("force", [False, True])
 def test_not_a_regular_file_is_refused_even_with_force(tmp_path: Path, force: bool):
     (tmp_path / "d").mkdir()
     with pytest.raises(InputError, match="it is a directory, not a regular file"):

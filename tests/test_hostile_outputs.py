@@ -105,6 +105,20 @@ def config_in_sub(path: Path) -> None:
     path.write_text("summary: ../good.json\nout: ../people.csv\n")
 
 
+def model_with_columns(path: Path) -> None:
+    """A model file and the columns file beside it (``m.pt``, ``m.columns.json``)."""
+    path.write_bytes(b"PK\x03\x04 a model")
+    path.with_suffix(".columns.json").write_text('{"columns": ["x1", "x2", "x3"]}')
+
+
+def mlflow_model(path: Path) -> None:
+    """An MLflow model directory: its MLmodel file and the model file it names."""
+    path.mkdir()
+    flavor = "  sklearn:\n    pickled_model: model.skops\n    serialization_format: skops\n"
+    (path / "MLmodel").write_text(f"flavors:\n{flavor}")
+    (path / "model.skops").write_bytes(b"PK\x03\x04 a skops model")
+
+
 def json_file(data: Any) -> Builder:
     return text(json.dumps(data))
 
@@ -387,6 +401,38 @@ CASES: list[Case] = [
         ("compute", "{ws}/m.pt", "{ws}/data.csv", "-o", "{ws}/data.csv"),
         2,
         SAME,
+    ),
+    Case(
+        "classic-over-its-models-columns-file",
+        ("classic", "{bad}", "{ws}/data.csv", "-o", "{ws}/m.columns.json", "--force"),
+        2,
+        "output '{ws}/m.columns.json' " + SAME,
+        model_with_columns,
+        "m.pt",
+    ),
+    Case(
+        "compute-over-its-models-columns-file",
+        ("compute", "{bad}", "{ws}/data.csv", "-o", "{ws}/m.columns.json", "--force"),
+        2,
+        SAME,
+        model_with_columns,
+        "m.pt",
+    ),
+    Case(
+        "compute-over-its-mlflow-models-file",
+        ("compute", "{bad}", "{ws}/data.csv", "-o", "{bad}/model.skops", "--force"),
+        2,
+        "output '{bad}/model.skops' is inside the input '{bad}'; choose another output",
+        mlflow_model,
+        "ml_sk",
+    ),
+    Case(
+        "interact-over-its-mlflow-models-mlmodel",
+        ("interact", "{bad}", "{ws}/data.csv", "-o", "{bad}/MLmodel"),
+        2,
+        "output '{bad}/MLmodel' is inside the input '{bad}'",
+        mlflow_model,
+        "ml_sk",
     ),
     Case(
         "compute-over-notes",

@@ -302,7 +302,7 @@ def test_interact_notes_a_store_that_does_not_match(cli, tmp_path, models, small
     )
     assert result.stderr == (
         f"note: store '{store}' has no mixed derivatives of x1,x2; computing them "
-        "(add them to the store with 'ale compute --pairs')\n"
+        "(add them to the store with 'ale compute --pair')\n"
         "note: columns taken by position: x1, x2\n"
     )
     _, result = interact(

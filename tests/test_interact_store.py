@@ -206,7 +206,7 @@ def test_pairs_missing_from_the_store_are_computed_from_the_model(case):
     result = _run(case, 2, case["store"], 64)
     assert result.notes[0] == (
         f"store '{case['store']}' has no mixed derivatives of a,c; computing them "
-        "(add them to the store with 'ale compute --pairs')"
+        "(add them to the store with 'ale compute --pair')"
     )
     assert result.summary.params["cached_pairs"] == [["a", "b"]]
     ac = result.summary.interactions[1]

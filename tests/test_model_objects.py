@@ -197,6 +197,34 @@ def test_anything_else_is_an_input_error_naming_model(value, match: str, diabete
         api.classic(value, diabetes, exclude="target")
 
 
+@pytest.mark.parametrize("func", [api.classic, api.interact, api.compute])
+@pytest.mark.parametrize("data", [np.zeros((10, 3)), 3, None])
+def test_data_that_is_no_path_or_frame_is_an_input_error_naming_data(func, data, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = {"out": tmp_path / "s.npz"} if func is api.compute else {}
+    with pytest.raises(InputError) as info:
+        func(lambda X: X[:, 0], data, **out)
+    assert str(info.value) == (
+        f"data: got {type(data).__name__}; expected a CSV or Parquet file path or a pandas "
+        "DataFrame"
+    )
+
+
+def test_an_unknown_keyword_is_an_input_error_naming_the_right_one(diabetes) -> None:
+    model = lambda X: X[:, 0]  # noqa: E731
+    with pytest.raises(
+        InputError, match=r"^interact\(\) has no keyword 'pair'; did you mean 'pairs'\?$"
+    ):
+        api.interact(model, diabetes, exclude="target", pair=["bmi,bp"])
+    with pytest.raises(
+        InputError, match=r"^classic\(\) has no keyword 'bin'; did you mean 'bins'\?$"
+    ):
+        api.classic(model, diabetes, exclude="target", bin=3)
+    with pytest.raises(
+        InputError, match=r"^classic\(\) has no keyword 'zzz'; it takes batch_size, "
+    ):
+        api.classic(model, diabetes, exclude="target", zzz=3)
+
+
 def test_unfitted_estimator_and_wrong_options(diabetes) -> None:
     from sklearn.linear_model import LinearRegression
 

@@ -81,6 +81,14 @@ def test_byte_reproducible_without_timestamp(run_files, tmp_path, cli):
     assert a.read_bytes() != b.read_bytes()  # the run time is in the header
 
 
+def test_one_feature_is_one_feature_not_features(run_files, tmp_path, cli):
+    one = tmp_path / "one.json"
+    write_summary(one, api.rhale(run_files["store"], features="b"), timestamp=False)
+    result = cli("report", one, "-o", tmp_path / "r.html")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("report: 1 feature, "), result.stdout
+
+
 def test_ids_are_unique_across_inline_figures(run_files):
     html = build_report([run_files["rhale"], run_files["rebin"]], timestamp=False).html
     ids = re.findall(r'\bid="([^"]+)"', html)

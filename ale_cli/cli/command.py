@@ -23,7 +23,7 @@ from ale_cli.cli.config import ALIAS, config_callback
 from ale_cli.errors import InputError
 from ale_cli.io.files import atomic_write
 from ale_cli.io.jsonio import dumps
-from ale_cli.outputs.guard import guard
+from ale_cli.outputs.guard import guard, model_files
 
 if TYPE_CHECKING:
     from ale_cli.summary.build import EstimateResult
@@ -249,6 +249,7 @@ class Command:
         for name in self.inputs:
             value = values.get(name)
             paths += list(value) if isinstance(value, list | tuple) else [value]
+            paths += model_files(value)[1:] if name == "model" else []
         done: dict[str, Path] = {}  # no two outputs on one file
         for name, kind in self.outputs.items():
             if values.get(name) is not None:
@@ -347,6 +348,11 @@ def write_out(run: Run, path: Path | str, data: str | bytes, param: str = "out")
     return False
 
 
+def counted(n: int, noun: str) -> str:
+    """``counted(1, "feature")`` -> "1 feature"; ``counted(2, "feature")`` -> "2 features"."""
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
 def summary_outcome(
     name: str, result: EstimateResult, out: Path, timestamp: bool, run: Run
 ) -> Outcome:
@@ -364,18 +370,15 @@ def summary_outcome(
         cached = result.summary.params.get("cached_pairs") or []
         source = f", {len(cached)} from the store" if cached else ""
         what = (
-            f"{name} ({result.summary.estimator}{source}): {len(items)} "
-            f"pair{'s' if len(items) != 1 else ''} ({ok} ok), cells {grids}"
+            f"{name} ({result.summary.estimator}{source}): {counted(len(items), 'pair')} "
+            f"({ok} ok), cells {grids}"
         )
     else:
         bins = " ".join(
             f"{f.name}={f.n_bins}" if f.status == "ok" else f"{f.name}=-" for f in feats[:50]
         )
         more = f" ... ({len(feats) - 50} more)" if len(feats) > 50 else ""
-        what = (
-            f"{name}: {len(feats)} feature{'s' if len(feats) != 1 else ''} ({ok} ok), "
-            f"bins {bins}{more}"
-        )
+        what = f"{name}: {counted(len(feats), 'feature')} ({ok} ok), bins {bins}{more}"
     return Outcome(
         message=f"{what}, {result.seconds:.2f} s -> {out_message(out)}",
         outputs=(str(out),),

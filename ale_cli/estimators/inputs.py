@@ -10,6 +10,7 @@ import stat
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +96,12 @@ class ModelInputs:
             set_(self, "model_source", found.source)
         set_(self, "model", given_model(self.model))
         if not is_frame(self.data):
+            if not isinstance(self.data, str | PathLike):
+                raise InputError(
+                    f"{{param}}: got {type(self.data).__name__}; expected a CSV or Parquet "
+                    "file path or a pandas DataFrame",
+                    param="data",
+                )
             set_(self, "data", Path(self.data))
         for name in ("inputs", "features"):
             set_(self, name, names_tuple(getattr(self, name), name))

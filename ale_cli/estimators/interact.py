@@ -177,7 +177,7 @@ def _store_rows(
         listed = " ".join(",".join(p) for p in missing)
         notes.append(
             f"store '{path}' has no mixed derivatives of {listed}; computing "
-            "them (add them to the store with 'ale compute --pairs')"
+            "them (add them to the store with 'ale compute --pair')"
         )
         found = _opened(request, None, notes, timings)[1]  # no engine reads the data
     names, lo_hi = store.input_names, store.x_range()

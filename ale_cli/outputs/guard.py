@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ale_cli.checks import STDIO, is_stdio
 from ale_cli.errors import InputError
@@ -178,17 +179,19 @@ def store_kind(directory: bool, out: str | Path) -> str:
 def _refuse_inputs(
     out: Path, inputs: Sequence[str | os.PathLike[str] | None], *, inside: bool
 ) -> None:
-    """Refuse ``out`` when it is one of ``inputs``, or (``inside``) when it holds one."""
+    """Refuse ``out`` when it is one of ``inputs`` or an existing path inside an input
+    directory (an MLflow model's), or (``inside``) when it holds an input."""
     given = [item for item in inputs if not (item is None or is_stdio(item))]
     for item in given:
         try:
-            same = os.path.samefile(out, item)
-        except (OSError, ValueError):
+            within = os.path.lexists(out) and Path(item).is_dir()
+            within = within and Path(item).resolve() in out.resolve().parents
+            same = not within and os.path.samefile(out, item)
+        except (OSError, ValueError, RuntimeError):
             continue
-        if same:
-            raise InputError(
-                f"output '{out}' is the same file as the input '{item}'; choose another output"
-            )
+        if same or within:
+            what = "the same file as" if same else "inside"
+            raise InputError(f"output '{out}' is {what} the input '{item}'; choose another output")
     for item in given if inside else ():
         try:
             holds = out.resolve() in Path(item).resolve().parents
@@ -199,6 +202,16 @@ def _refuse_inputs(
                 f"output '{out}' holds the input '{item}', which replacing it would delete; "
                 "choose another output"
             )
+
+
+def model_files(model: Any) -> list[Any]:
+    """What a model argument stands for, to protect as inputs: the model (an MLflow model's
+    directory: all it holds) and the columns file beside a model file."""
+    if not isinstance(model, str | os.PathLike) or not Path(model).is_file():
+        return [model]
+    from ale_cli.models.columns import columns_file  # only for a command that reads a model
+
+    return [model, columns_file(Path(model))]
 
 
 def guard(

@@ -22,7 +22,7 @@ from ale_cli.audit.report import (
     totals,
 )
 from ale_cli.checks import check_choice, names_tuple
-from ale_cli.cli.command import Outcome, Run, command, is_stdio, write_out
+from ale_cli.cli.command import Outcome, Run, command, counted, is_stdio, write_out
 from ale_cli.cli.options import FeaturesOption, unshown
 from ale_cli.errors import InputError
 from ale_cli.io.jsonio import dumps
@@ -272,7 +272,7 @@ def diff(
     tail = f"; rank changed: {', '.join(changed)}" if changed else ""
     where = f"; {len(written)} figure files -> '{out}'" if out is not None else ""
     return Outcome(
-        message=f"diff: {len(comparisons)} features on the edges of '{a}'{tail}{where}",
+        message=f"diff: {counted(len(comparisons), 'feature')} on the edges of '{a}'{tail}{where}",
         outputs=tuple(str(p) for p in written),
         counts={"features": len(comparisons), "rank_changed": len(changed), "files": len(written)},
         lines=tuple(lines),

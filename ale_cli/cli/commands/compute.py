@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ale_cli.checks import make_request
-from ale_cli.cli.command import Outcome, Run, command, refuse_stdio
+from ale_cli.cli.command import Outcome, Run, command, counted, refuse_stdio
 from ale_cli.cli.model_options import GROUP_ALIASES, model_data_options
 from ale_cli.cli.options import (
     DiscreteOption,
@@ -130,7 +130,7 @@ def compute(
         notes.append(f"recomputed '{out}': {result.reason} since it was made")
     if result.rows_dropped:
         notes.append(f"dropped {result.rows_dropped} rows with NaN or infinite values (--dropna)")
-    shape = f"{result.n_rows} rows x {result.n_features} features, {result.method}"
+    shape = f"{result.n_rows} rows x {counted(result.n_features, 'feature')}, {result.method}"
     if result.cache_hit:
         message = (
             f"cache hit: '{out}' already holds local effects for this model, data and options "
@@ -184,7 +184,7 @@ def info(
     if features is None:  # a part of a directory store: its names are its own member
         features = open_store(store).feature_names
     return Outcome(
-        message=f"store '{store}': {n_rows} rows x {len(features)} features",
+        message=f"store '{store}': {n_rows} rows x {counted(len(features), 'feature')}",
         counts={"rows": int(n_rows) if isinstance(n_rows, int) else 0, "features": len(features)},
         lines=lines,
         details={"store": str(store), "meta": meta},

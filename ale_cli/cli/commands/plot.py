@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ale_cli.checks import names_tuple
-from ale_cli.cli.command import Outcome, command, refuse_stdio
+from ale_cli.cli.command import Outcome, command, counted, refuse_stdio
 from ale_cli.cli.options import SourceStoreOption, SummaryArgument, unshown
 from ale_cli.plot.render import DEFAULT_DPI, DPI_RANGE, plot_files
 
@@ -109,10 +109,10 @@ def plot(
     )
     note = f", {len(result.not_estimable)} not estimable" if result.not_estimable else ""
     if result.interactions:
-        note += f" and {_count(len(result.interactions), 'interaction')}"
+        note += f" and {counted(len(result.interactions), 'interaction')}"
     return Outcome(
-        message=f"wrote {_count(len(result.paths), 'file')} for "
-        f"{_count(len(result.features), 'feature')}{note} to '{out}'",
+        message=f"wrote {counted(len(result.paths), 'file')} for "
+        f"{counted(len(result.features), 'feature')}{note} to '{out}'",
         outputs=tuple(str(p) for p in result.paths),
         counts={
             "files": len(result.paths),
@@ -124,8 +124,3 @@ def plot(
         details={"directory": str(out)},
         data_on_stdout=True,
     )
-
-
-def _count(n: int, noun: str) -> str:
-    """``_count(1, "file")`` -> "1 file"; ``_count(2, "file")`` -> "2 files"."""
-    return f"{n} {noun}{'s' if n != 1 else ''}"

@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from ale_cli.cli.command import Outcome, Run, command, out_message, refuse_stdio, write_out
+from ale_cli.cli.command import (
+    Outcome,
+    Run,
+    command,
+    counted,
+    out_message,
+    refuse_stdio,
+    write_out,
+)
 from ale_cli.cli.options import SourceStoreOption, TimestampOption, unshown
 from ale_cli.report import build_report
 
@@ -68,9 +76,10 @@ def report(
     verdict = ""
     if result.audit_passed is not None:
         verdict = f", audit {'passed' if result.audit_passed else 'failed'}"
-    runs = f", {result.history_runs} earlier runs" if history is not None else ""
+    runs = f", {counted(result.history_runs, 'earlier run')}" if history is not None else ""
     return Outcome(
-        message=f"report: {result.features} features, {result.figures} figures{verdict}{runs}, "
+        message=f"report: {counted(result.features, 'feature')}, "
+        f"{counted(result.figures, 'figure')}{verdict}{runs}, "
         f"{size / 1024:.0f} KiB, {seconds:.2f} s -> {out_message(out)}",
         outputs=(str(out),),
         counts={
