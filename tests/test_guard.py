@@ -353,3 +353,19 @@ def test_a_directory_store_holding_files_ale_did_not_write_is_refused_even_with_
             "there (not in its manifest.json); the store replaces the whole directory, so "
             "choose a new or empty one"
         )
+
+
+def test_a_file_a_glob_input_matches_is_an_input_even_with_force(tmp_path):
+    """A dataset given as a glob: each file it matches is an input, never overwritten."""
+    part = tmp_path / "day=2" / "part-1.parquet"
+    part.parent.mkdir()
+    part.write_bytes(b"PAR1 not ours")
+    pattern = str(tmp_path / "*" / "*.parquet")
+    for force in (False, True):
+        with pytest.raises(InputError) as info:
+            guard(part, kind="store", inputs=[pattern], force=force)
+        assert str(info.value) == (
+            f"output '{part}' is the same file as the input '{part}'; choose another output"
+        )
+    assert part.read_bytes() == b"PAR1 not ours"
+    assert guard(tmp_path / "s.npz", kind="store", inputs=[pattern]) == tmp_path / "s.npz"

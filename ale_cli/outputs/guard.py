@@ -3,6 +3,7 @@ docs/commands.md ("Outputs are protected") says; ``-`` only where a kind can go 
 
 from __future__ import annotations
 
+import glob
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -181,7 +182,7 @@ def _refuse_inputs(
 ) -> None:
     """Refuse ``out`` when it is one of ``inputs`` or an existing path inside an input
     directory (an MLflow model's), or (``inside``) when it holds an input."""
-    given = [item for item in inputs if not (item is None or is_stdio(item))]
+    given = [m for item in inputs if not (item is None or is_stdio(item)) for m in _files(item)]
     for item in given:
         try:
             within = os.path.lexists(out) and Path(item).is_dir()
@@ -202,6 +203,14 @@ def _refuse_inputs(
                 f"output '{out}' holds the input '{item}', which replacing it would delete; "
                 "choose another output"
             )
+
+
+def _files(item: str | os.PathLike[str]) -> list[str | os.PathLike[str]]:
+    """An input, and the files it matches when it is a glob pattern (a dataset's files)."""
+    text = os.fspath(item)
+    if os.path.lexists(text) or not any(c in text for c in "*?["):
+        return [item]
+    return [item, *glob.glob(text, recursive=True)]
 
 
 def model_files(model: Any) -> list[Any]:
