@@ -17,11 +17,13 @@ median over the rounds with its min-max: the spread is the noise of the machine.
 
 Usage: python bench/bench_overhead.py [--rows 1e6] [--rounds 3] [--same-pass 2e5]
 
-Measured 2026-11-26, 23:57-23:59 UTC, 5 rounds, load 0.9 (no other session at work), on a
-machine whose bare pass takes about 6 s (the issue's reference took 5.5-5.8 s):
-bare 5.94 s CPU (5.68-6.59), ``ale compute`` + ``ale rhale`` 8.61 s (8.00-8.97): CPU ratio
-1.41 (1.36-1.47), wall ratio 1.30 (1.24-1.34), every round inside both targets; ``import
-torch`` alone 1.59 s; ale less it 1.13x the pass; against the bare script's whole process 0.90.
+Measured 2026-11-27, 02:10-02:14 UTC, 3 rounds, load 1.0-1.2 (no other session at work):
+bare 5.93 s CPU (5.92-6.93), ``ale compute`` + ``ale rhale`` 8.81 s (8.79-9.22): CPU ratio
+1.48 (1.33-1.49), wall ratio 1.37 (1.22-1.40), every round inside both targets; ``import
+torch`` alone 1.66 s; ale less it 1.21x the pass; against the bare script's whole process
+0.90. The machine was noisy: in two runs right after, one of the commit before this stop's
+fixes (c3ebbd7) and one of this, the bare pass took 7.5 and 7.8 s and ale 10.7 and 9.5 s
+of CPU (wall ratios 1.36 and 1.22): the fixes cost nothing measurable here.
 
 Where the CPU goes, in user instructions (``perf stat -e instructions:u`` on a machine with
 those counters, the same to 0.1% from run to run, unlike the times): the bare pass 38.7 G

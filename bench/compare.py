@@ -15,20 +15,22 @@ Workloads (each a fresh ``ale`` process, ale byte-compiled as installed):
 
 Usage: python bench/compare.py --base DIR [--rounds 3] [--rows-large 1e7] [--only NAME,...]
 
-Measured 2026-11-26, 23:36-23:56 UTC, base = main before the fourth cut (39f5376), load
-0.5-1.0 on 2 cores, no other session at work, 3 rounds; median (min-max):
+Measured 2026-11-27, 02:00-02:09 UTC, base = main before this stop's bug fixes (c3ebbd7),
+load 0.6-2.0 on 2 cores, no other session at work; median (min-max):
 
 ====================  ======================  ======================  ===================
 workload              base                    new                     new / base
 ====================  ======================  ======================  ===================
-compute+rhale 1e6     7.06 s (6.79-7.36)      7.08 s (6.89-7.76)      1.003 (0.936-1.144)
-rhale 1e7             4.14 s (4.13-4.62)      3.98 s (3.95-4.18)      0.957 (0.905-0.960)
-rebin quantile 1e7    8.19 s (7.38-9.73)      8.06 s (7.76-8.51)      0.988 (0.801-1.096)
-run demo job          4.17 s (4.15-4.19)      4.10 s (4.05-4.83)      0.982 (0.975-1.153)
+compute+rhale 1e6     9.86 s (9.67-10.21)     10.09 s (9.31-10.64)    1.042 (0.945-1.044)
+rhale 1e7             5.09 s (5.09-5.11)      4.92 s (4.67-5.52)      0.965 (0.913-1.084)
+rebin quantile 1e7    7.37 s (6.88-8.40)      7.49 s (6.45-8.14)      0.968 (0.938-1.015)
+run demo job          5.90 s (5.23-8.73)      6.30 s (5.01-10.31)     1.180 (0.849-1.204)
 ====================  ======================  ======================  ===================
 
-The rebin row is a run of that workload alone (5 rounds): in the 3-round run, tests ran on
-the machine during it, and it read 1.258 (0.877-1.266).
+A second run of the two noisiest rows, 5 rounds: compute+rhale 1e6 0.997 (0.882-1.247),
+run demo job 1.056 (0.920-1.110). Six more interleaved demo jobs timed with /usr/bin/time
+(``ALE_THREADS=1``): new 4.21-5.19 s wall, 5.17-6.03 s CPU; base 4.40-5.52 s wall,
+5.36-6.67 s CPU: the new side was the faster in 5 of 6 pairs.
 """
 
 from __future__ import annotations
