@@ -56,9 +56,7 @@ class AleError(Exception):
     def reworded(self, template: str, *, param: str | None = None) -> AleError:
         """An error of this one's kind (its exit code) with another message, whatever
         arguments the kind's own constructor takes."""
-        new = Exception.__new__(type(self))
-        AleError.__init__(new, template, param=param)
-        return new
+        return _rebuild(type(self), template, param)
 
 
 class InputError(AleError):
@@ -92,7 +90,9 @@ def _rebuild(cls: type[AleError], template: str, param: str | None) -> AleError:
     >>> type(e).__name__, e.render(lambda p: "--" + p)
     ('InputError', '--bins is bad')
     """
-    return cls(template, param=param)
+    error = Exception.__new__(cls)  # whatever arguments the kind's own constructor takes
+    AleError.__init__(error, template, param=param)
+    return error
 
 
 _TORCHSCRIPT_PREAMBLE = "The following operation failed in the TorchScript interpreter"

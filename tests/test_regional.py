@@ -154,12 +154,14 @@ def test_a_per_level_input_is_split_one_level_against_the_rest():
 def test_min_rows_and_min_drop_forbid_splits():
     X, E = paper_rows(n=4000)
     store = memory(X, E)
-    none = regional(RegionalRequest(store, features=("x1",), min_drop=0.99)).summary
-    assert none.feature("x1").status == "no_split"
-    assert (
-        none.feature("x1").note
-        == "no split lowers the heterogeneity by at least min_drop; one region"
-    )
+    for search_rows in (None, 1000):  # the splits chosen on all rows, or on a sample
+        asked = RegionalRequest(store, features=("x1",), min_drop=0.99, search_rows=search_rows)
+        none = regional(asked).summary
+        assert none.feature("x1").status == "no_split"
+        assert (
+            none.feature("x1").note
+            == "no split lowers the heterogeneity by at least min_drop; one region"
+        )
     tiny = regional(RegionalRequest(store, features=("x1",), min_rows=2100)).summary
     assert tiny.feature("x1").status == "no_split"  # no split leaves 2100 rows on each side
     assert (

@@ -222,3 +222,24 @@ def test_a_regional_summary_beside_a_first_order_one_shows_its_regions_only(run_
     assert "Every feature on a common scale (dale (rebin.json))" in beside
     alone = build_report([path], store=run_files["store"]).html
     assert "Every feature on a common scale (regional (regional.json))" in alone
+
+
+def test_a_report_inside_its_history_directory_is_rewritten(run_files, tmp_path, cli):
+    """The history directory is an input, read by its runs' subdirectories: the page
+    written at its top level is ale's own, rewritten by the next run, never refused."""
+    import shutil
+
+    history = tmp_path / "history"
+    (history / "2026-01-01").mkdir(parents=True)
+    shutil.copy(run_files["rebin"], history / "2026-01-01" / "rebin.json")
+    page = history / "report.html"
+    for _ in range(2):
+        result = cli("report", run_files["rebin"], "--history", history, "-o", page)
+        assert result.exit_code == 0, result.stderr
+    assert page.read_text().lstrip().lower().startswith("<!doctype html")
+    # a file of the user's there is not ale's: refused, even with --force
+    notes = history / "notes.html"
+    notes.write_text("<p>mine</p>\n")
+    result = cli("report", run_files["rebin"], "--history", history, "-o", notes, "--force")
+    assert result.exit_code == 2
+    assert notes.read_text() == "<p>mine</p>\n"

@@ -97,8 +97,6 @@ def cached_result(
         meta = read_meta(request.out)  # checked whole once per process (see read_meta)
     except DamagedStore as exc:  # ours (its meta is intact), its bytes changed
         detail = str(exc).removeprefix(f"store '{request.out}': ")
-        if detail.startswith(f"store '{request.out}' is damaged ("):  # its members' identity
-            detail = detail.partition(" is damaged (")[2].removesuffix(")")
         return Damaged(f"store '{request.out}' was damaged; recomputed ({detail})")
     except InputError:
         raise InputError(

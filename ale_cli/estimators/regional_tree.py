@@ -59,7 +59,7 @@ class _Tree:
     grids: dict[int, CellStats] = field(default_factory=dict)
     splits: dict[int, ShiftedSums] = field(default_factory=dict)
     leaves: list[int] = field(default_factory=list)  # closed, their records still to count
-    why: str = NO_SPLIT_NOTE  # why the root is not split
+    why: str | None = None  # why the root is not split (its first decision's reason)
 
 
 def grow(
@@ -163,7 +163,8 @@ def _decide(
         node = replace(tree.nodes[node_id], rows=total, share=total / n, heterogeneity=h)
         why = _unsplit(scores, best, f.noise, g.min_drop)
         if why is not None:
-            tree.why = why if node_id == 0 else tree.why
+            if node_id == 0 and tree.why is None:  # a sampled search's, not the last pass's
+                tree.why = why
             if kernel is not None and g.sampled:  # its record from the last pass
                 tree.nodes[node_id] = node
                 tree.leaves.append(node_id)
@@ -239,5 +240,6 @@ def _finished(f: Feature, tree: _Tree, n: int) -> RegionalFeature:
     nodes = tuple(got[i] for i in sorted(got))
     root = nodes[0]
     if root.split is None:
-        return RegionalFeature(f.name, "no_split", root.heterogeneity, nodes, note=tree.why)
+        note = tree.why or NO_SPLIT_NOTE
+        return RegionalFeature(f.name, "no_split", root.heterogeneity, nodes, note=note)
     return RegionalFeature(f.name, "split", root.heterogeneity, nodes)

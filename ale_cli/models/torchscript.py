@@ -182,18 +182,24 @@ def pick_output(out: Any, n_rows: int, spec: str | None, path: Path) -> OutputPi
     )
 
 
+#: the most widths a model with no 2-D first layer is tried on (a forward pass of a few rows
+#: each) to tell a width mismatch from its own failure
+MAX_WIDTH_TRIED = 64
+
+
 def _first_call_error(
     module: Any, path: Path, rows: np.ndarray, dtype: Any, exc: ModelFailed
 ) -> Exception:
     """A width mismatch (exit 2) if the first layer says so or the model runs on rows of
-    another width (tried up to twice the data's), else the model's failure."""
+    another width (tried up to twice the data's, at most :data:`MAX_WIDTH_TRIED`), else the
+    model's failure."""
     reason, width = failure_reason(exc), rows.shape[1]
     listed = columns_file(path) if isinstance(path, Path) else None
     where = f"columns file '{listed}'" if listed is not None and listed.exists() else None
     expected = next((p.shape[1] for p in module.parameters() if p.ndim == 2), None)
     what = f"its first layer takes {expected} features"
     if expected is None:
-        widths = (w for w in range(1, 2 * width + 9) if w != width)
+        widths = (w for w in range(1, min(2 * width + 9, MAX_WIDTH_TRIED + 1)) if w != width)
         expected = next(
             (w for w in widths if _runs(module, rows[:, np.arange(w) % width], dtype)), None
         )

@@ -3,7 +3,6 @@ docs/commands.md ("Outputs are protected") says; ``-`` only where a kind can go 
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -178,15 +177,22 @@ def store_kind(directory: bool, out: str | Path) -> str:
 
 
 def _refuse_inputs(
-    out: Path, inputs: Sequence[str | os.PathLike[str] | None], *, inside: bool
+    out: Path,
+    inputs: Sequence[str | os.PathLike[str] | None],
+    *,
+    inside: bool,
+    ours: Callable[[Path], bool],
 ) -> None:
     """Refuse ``out`` when it is one of ``inputs`` or an existing path inside an input
-    directory (an MLflow model's), or (``inside``) when it holds an input."""
+    directory (an MLflow model's, a dataset's) that is not an ale output of its kind
+    (``ours``: a report in a history directory is rewritten), or (``inside``) when it holds
+    an input."""
     given = [m for item in inputs if not (item is None or is_stdio(item)) for m in _files(item)]
+    resolved = out.resolve() if os.path.lexists(out) else None
     for item in given:
         try:
-            within = os.path.lexists(out) and Path(item).is_dir()
-            within = within and Path(item).resolve() in out.resolve().parents
+            within = resolved is not None and Path(item).is_dir()
+            within = within and Path(item).resolve() in resolved.parents and not ours(out)
             same = not within and os.path.samefile(out, item)
         except (OSError, ValueError, RuntimeError):
             continue
@@ -207,10 +213,14 @@ def _refuse_inputs(
 
 def _files(item: str | os.PathLike[str]) -> list[str | os.PathLike[str]]:
     """An input, and the files it matches when it is a glob pattern (a dataset's files)."""
-    text = os.fspath(item)
-    if os.path.lexists(text) or not any(c in text for c in "*?["):
+    from ale_cli.data.table import dataset_files, is_glob  # numpy: only for a glob
+
+    if not isinstance(item, str | os.PathLike) or not is_glob(Path(item)):
         return [item]
-    return [item, *glob.glob(text, recursive=True)]
+    try:
+        return [item, *dataset_files(Path(item))]
+    except InputError:  # matches nothing (the data command says so)
+        return [item]
 
 
 def model_files(model: Any) -> list[Any]:
@@ -254,7 +264,7 @@ def guard(
                 param=param,
             )
     mode = output_mode(out)
-    _refuse_inputs(out, inputs, inside=spec.directory)
+    _refuse_inputs(out, inputs, inside=spec.directory, ours=spec.recognise)
     if mode is None:
         return out
     what = what_is(mode)

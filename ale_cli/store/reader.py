@@ -89,9 +89,7 @@ def _identity(path: Path, npz: Archive, meta: dict[str, Any]) -> str:
     )
     recorded = meta.get(DIGEST)
     if recorded is not None and recorded != listed:
-        raise DamagedStore(
-            f"store '{path}' is damaged (its members differ from those its meta records)"
-        )
+        raise DamagedStore(f"store '{path}': its members differ from those its meta records")
     return listed
 
 

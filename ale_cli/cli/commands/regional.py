@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 
 from ale_cli.checks import make_request
-from ale_cli.cli.command import Outcome, Run, command, out_message, refuse_stdio, write_out
+from ale_cli.cli.command import (
+    Outcome,
+    Run,
+    command,
+    counted,
+    out_message,
+    refuse_stdio,
+    write_out,
+)
 from ale_cli.cli.options import (
     CenterOption,
     EngineOption,
@@ -108,7 +116,7 @@ def _outcome(result: estimator.RegionalResult, out: Path, timestamp: bool, run: 
     n, searched = result.summary.summary.n_rows, params["searched_rows"]
     sample = f", splits chosen on a sample of {searched:,} of {n:,} rows" if searched < n else ""
     return Outcome(
-        message=f"regional: {len(regions)} feature{'s' if len(regions) != 1 else ''} "
+        message=f"regional: {counted(len(regions), 'feature')} "
         f"({split} split), regions {shown}{sample}, {result.seconds:.2f} s -> "
         f"{out_message(out)}",
         outputs=(str(out),),
