@@ -68,6 +68,14 @@ def _count(rows: np.ndarray) -> str:
     return f"{len(rows)} row{'' if len(rows) == 1 else 's'}"
 
 
+def _gave(path: Path | str, found: Sequence[tuple[str, np.ndarray]]) -> str:
+    """The refusal's words for the rows each check ``found`` (a check with none left out)."""
+    parts = " and ".join(
+        f"{label} on {_count(rows)} ({row_list(rows)})" for label, rows in found if len(rows)
+    )
+    return f"model '{path}' gave NaN or infinite {parts}"
+
+
 class NonFinite(ModelFailed):
     """The refusal of :func:`screen_rows`: ``found`` (label, rows numbered in the table) per
     check, in the checks' order; :meth:`after` merges a later chunk's, so a run refusing
@@ -75,12 +83,8 @@ class NonFinite(ModelFailed):
 
     def __init__(self, path: Path | str, found: Sequence[tuple[str, np.ndarray]]) -> None:
         self.path, self.found = path, tuple(found)
-        parts = " and ".join(
-            f"{label} on {_count(rows)} ({row_list(rows)})" for label, rows in found if len(rows)
-        )
         super().__init__(
-            f"model '{path}' gave NaN or infinite {parts}; pass {{param}} to leave those rows "
-            "out, or fix the model there",
+            f"{_gave(path, found)}; pass {{param}} to leave those rows out, or fix the model there",
             param="drop_nonfinite",
         )
 
@@ -142,10 +146,7 @@ values (rows 1, 2)")
         return Screened(keep=keep, dropped=np.empty(0, dtype=np.intp))
     if not drop:
         raise NonFinite(path, [(label, rows + offset) for label, rows in every])
-    parts = " and ".join(
-        f"{label} on {_count(rows)} ({row_list(rows + offset)})" for label, rows in found
-    )
-    message = f"model '{path}' gave NaN or infinite {parts}"
+    message = _gave(path, [(label, rows + offset) for label, rows in found])
     dropped = np.unique(np.concatenate([rows for _, rows in found]))
     keep[dropped] = False
     if not keep.any() and not allow_empty:
